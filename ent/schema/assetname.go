@@ -1,0 +1,43 @@
+package schema
+
+import (
+	"entgo.io/ent"
+	"entgo.io/ent/dialect/entsql"
+	"entgo.io/ent/schema/edge"
+	"entgo.io/ent/schema/field"
+	"entgo.io/ent/schema/index"
+	"github.com/google/uuid"
+)
+
+// AssetName is one interval of an asset's name history. valid_to is NULL while the name is
+// current. Rows are only ever appended and closed, never rewritten.
+type AssetName struct{ ent.Schema }
+
+func (AssetName) Fields() []ent.Field {
+	return []ent.Field{
+		field.UUID("asset_id", uuid.UUID{}).Immutable(),
+		field.String("namespace").Immutable(),
+		field.String("name").Immutable(),
+		field.Time("valid_from").Immutable(),
+		field.Time("valid_to").Optional().Nillable(),
+	}
+}
+
+func (AssetName) Edges() []ent.Edge {
+	return []ent.Edge{
+		edge.From("asset", Asset.Type).Ref("names").Field("asset_id").Unique().Required().Immutable(),
+	}
+}
+
+func (AssetName) Indexes() []ent.Index {
+	return []ent.Index{
+		// The database, not the application, guarantees one current holder per name and one
+		// current name per asset: two racing renames cannot both win.
+		index.Fields("namespace", "name").Unique().
+			Annotations(entsql.IndexWhere("valid_to IS NULL")).StorageKey("assetname_current_name"),
+		index.Fields("asset_id").Unique().
+			Annotations(entsql.IndexWhere("valid_to IS NULL")).StorageKey("assetname_current_of_asset"),
+		index.Fields("namespace", "name", "valid_from"),
+		index.Fields("name"),
+	}
+}

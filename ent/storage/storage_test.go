@@ -1,0 +1,122 @@
+package storage_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/tidemark/tidemark/ent/storage"
+	"github.com/tidemark/tidemark/ent/storage/storagetest"
+)
+
+// TestMigrationsMatchSchema applies the shipped migrations and asks ent what it would still
+// change: anything but nothing means the ent schema and the migration files have drifted.
+func TestMigrationsMatchSchema(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		var buf bytes.Buffer
+		if err := db.Client.Schema.WriteTo(context.Background(), &buf); err != nil {
+			t.Fatal(err)
+		}
+		var stmts []string
+		for _, line := range strings.Split(buf.String(), "\n") {
+			line = strings.TrimSpace(line)
+			if line == "" || line == "BEGIN;" || line == "COMMIT;" {
+				continue
+			}
+			stmts = append(stmts, line)
+		}
+		if len(stmts) > 0 {
+			t.Fatalf("ent schema differs from migrations; run migrategen (ent/storage/migrations/README.md). Pending DDL:\n%s", strings.Join(stmts, "\n"))
+		}
+	})
+}
+
+func TestMigrateIsIdempotent(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		again, err := db.Migrate(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(again) != 0 {
+			t.Fatalf("second migrate applied %v, want nothing", again)
+		}
+		pending, err := db.Pending(ctx)
+		if err != nil || len(pending) != 0 {
+			t.Fatalf("pending = %v, %v; want none", pending, err)
+		}
+	})
+}
+
+func TestFreshDatabaseHasPendingMigrations(t *testing.T) {
+	for _, backend := range storagetest.Backends {
+		t.Run(backend, func(t *testing.T) {
+			ctx := context.Background()
+			db, err := storage.Open(ctx, storagetest.DSN(t, backend))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			pending, err := db.Pending(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all, _ := storage.Migrations(db.Dialect)
+			if len(pending) != len(all) || len(all) == 0 {
+				t.Fatalf("pending = %d, want all %d", len(pending), len(all))
+			}
+			applied, err := db.Migrate(ctx)
+			if err != nil || len(applied) != len(all) {
+				t.Fatalf("applied %v, %v", applied, err)
+			}
+		})
+	}
+}
+
+func TestChangedMigrationIsRefused(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		if _, err := db.SQL.ExecContext(ctx, "UPDATE tidemark_migrations SET checksum = 'deadbeefdeadbeef'"); err != nil {
+			t.Fatal(err)
+		}
+		_, err := db.Migrate(ctx)
+		if err == nil || !strings.Contains(err.Error(), "changed after it was applied") {
+			t.Fatalf("err = %v, want a changed-migration error", err)
+		}
+	})
+}
+
+func TestAuditLogIsAppendOnly(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		ev, err := db.Client.AuditEvent.Create().SetAt(time.Now().UTC()).SetActor("test").
+			SetAction("test.append").SetAfter(json.RawMessage(`{"x":1}`)).Save(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Client.AuditEvent.UpdateOneID(ev.ID).Save(ctx); err == nil {
+			t.Fatal("update of an audit event succeeded")
+		}
+		if err := db.Client.AuditEvent.DeleteOneID(ev.ID).Exec(ctx); err == nil {
+			t.Fatal("delete of an audit event succeeded")
+		}
+		if n, _ := db.Client.AuditEvent.Query().Count(ctx); n != 1 {
+			t.Fatalf("audit events = %d, want 1", n)
+		}
+	})
+}
+
+func TestSQLiteForeignKeysAreOn(t *testing.T) {
+	db := storagetest.Open(t, "sqlite")
+	ctx := context.Background()
+	_, err := db.Client.AssetName.Create().SetAssetID(uuid.Must(uuid.NewV7())).
+		SetNamespace("n").SetName("x").SetValidFrom(time.Now()).Save(ctx)
+	if err == nil {
+		t.Fatal("inserted a name for a missing asset: foreign keys are off")
+	}
+}

@@ -1,0 +1,115 @@
+// Package storagetest opens migrated test databases: an SQLite file per test, and a fresh
+// PostgreSQL database per test when TIDEMARK_TEST_POSTGRES names a server. With CI set, a
+// missing PostgreSQL server is a test failure, never a silent skip.
+package storagetest
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lib/pq"
+
+	"github.com/tidemark/tidemark/ent/storage"
+)
+
+// PostgresEnv names the environment variable holding a PostgreSQL DSN whose user may create
+// and drop databases.
+const PostgresEnv = "TIDEMARK_TEST_POSTGRES"
+
+// Backends lists the storage backends a suite runs on.
+var Backends = []string{"sqlite", "postgres"}
+
+// ForEach runs fn as a subtest on every backend, each with a fresh migrated database.
+func ForEach(t *testing.T, fn func(t *testing.T, db *storage.DB)) {
+	t.Helper()
+	for _, b := range Backends {
+		t.Run(b, func(t *testing.T) {
+			fn(t, Open(t, b))
+		})
+	}
+}
+
+// Open returns a fresh, migrated database on backend, closed (and dropped) when the test ends.
+func Open(t testing.TB, backend string) *storage.DB {
+	t.Helper()
+	dsn := DSN(t, backend)
+	ctx := context.Background()
+	db, err := storage.Open(ctx, dsn)
+	if err != nil {
+		t.Fatalf("storagetest: open %s: %v", backend, err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Migrate(ctx); err != nil {
+		t.Fatalf("storagetest: migrate %s: %v", backend, err)
+	}
+	return db
+}
+
+var seq atomic.Int64
+
+// DSN returns the DSN of a fresh, empty database on backend (not migrated), removed when the test
+// ends. It skips the test when PostgreSQL is asked for, not configured and CI is unset.
+func DSN(t testing.TB, backend string) string {
+	t.Helper()
+	switch backend {
+	case "sqlite":
+		return filepath.Join(t.TempDir(), "tidemark.db")
+	case "postgres":
+		admin := os.Getenv(PostgresEnv)
+		if admin == "" {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("storagetest: CI is set but %s is empty: PostgreSQL tests must run in CI (.ci/run starts a server)", PostgresEnv)
+			}
+			t.Skipf("storagetest: PostgreSQL not configured; set %s=postgres://postgres@127.0.0.1:55432/postgres?sslmode=disable to run this on PostgreSQL", PostgresEnv)
+		}
+		return createDatabase(t, admin)
+	default:
+		t.Fatalf("storagetest: unknown backend %q", backend)
+		return ""
+	}
+}
+
+func createDatabase(t testing.TB, admin string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	adminDB, err := sql.Open("postgres", admin)
+	if err != nil {
+		t.Fatalf("storagetest: %v", err)
+	}
+	name := fmt.Sprintf("tidemark_test_%d_%d_%d", os.Getpid(), time.Now().UnixNano()%1e9, seq.Add(1))
+	if _, err := adminDB.ExecContext(ctx, "CREATE DATABASE "+pq.QuoteIdentifier(name)); err != nil {
+		adminDB.Close()
+		t.Fatalf("storagetest: create database on %s: %v", redact(admin), err)
+	}
+	t.Cleanup(func() {
+		defer adminDB.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := adminDB.ExecContext(ctx, "DROP DATABASE IF EXISTS "+pq.QuoteIdentifier(name)+" WITH (FORCE)"); err != nil {
+			t.Logf("storagetest: drop %s: %v", name, err)
+		}
+	})
+	u, err := url.Parse(admin)
+	if err != nil {
+		t.Fatalf("storagetest: parse %s: %v", PostgresEnv, err)
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
+func redact(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "(unparseable DSN)"
+	}
+	return strings.Replace(u.Redacted(), u.User.String()+"@", u.User.Username()+"@", 1)
+}
