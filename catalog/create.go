@@ -1,0 +1,235 @@
+package catalog
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+
+	"github.com/google/uuid"
+
+	"github.com/tidemark/tidemark/ent"
+	"github.com/tidemark/tidemark/ent/asset"
+	"github.com/tidemark/tidemark/ent/owner"
+	"github.com/tidemark/tidemark/ent/externalid"
+	"github.com/tidemark/tidemark/ent/idempotencykey"
+)
+
+// CreateInput describes a new asset.
+type CreateInput struct {
+	Kind        Kind
+	Namespace   string
+	Name        string
+	Description string
+	ExternalIDs []ExternalIDInput
+	Owners      []OwnerInput
+	// IdempotencyKey, when set, makes retries of this create return the first result.
+	IdempotencyKey string
+}
+
+// ExternalIDInput names an identity in another system.
+type ExternalIDInput struct {
+	System string `json:"system"`
+	Value  string `json:"value"`
+}
+
+// OwnerInput names an owner; Kind defaults to user and Role to technical.
+type OwnerInput struct {
+	Principal string    `json:"principal"`
+	Kind      OwnerKind `json:"kind"`
+	Role      string    `json:"role"`
+}
+
+// MaxIdempotencyKeyBytes bounds Idempotency-Key values.
+const MaxIdempotencyKeyBytes = 255
+
+// CreateResult says what Create did.
+type CreateResult struct {
+	Asset   Asset
+	Created bool // false when an earlier create with the same key or external ID is returned
+}
+
+// Create registers a new asset under its first name. It is idempotent twice over: a repeated
+// IdempotencyKey returns the asset the key first created (and refuses a different request under
+// the same key), and an external ID that is already bound returns the asset it is bound to.
+func (c *Catalog) Create(ctx context.Context, in CreateInput) (CreateResult, error) {
+	if err := validateCreate(&in); err != nil {
+		return CreateResult{}, err
+	}
+	hash := in.hash()
+	var (
+		res CreateResult
+		err error
+	)
+	for attempt := 1; attempt <= maxAttempts; attempt++ {
+		res, err = c.create(ctx, in, hash)
+		if err == nil || !ent.IsConstraintError(err) {
+			return res, err
+		}
+		// Lost a race on a unique index: the next attempt sees the winner's rows.
+		c.log.Debug("catalog: create raced, retrying", "attempt", attempt, "err", err)
+	}
+	if ent.IsConstraintError(err) {
+		return CreateResult{}, &Error{Kind: ErrNameTaken, Field: "name",
+			Message: fmt.Sprintf("name %s.%s is held by another asset", in.Namespace, in.Name)}
+	}
+	return res, err
+}
+
+func (c *Catalog) create(ctx context.Context, in CreateInput, hash string) (CreateResult, error) {
+	var res CreateResult
+	err := c.tx(ctx, func(tx *ent.Tx) error {
+		if in.IdempotencyKey != "" {
+			prior, err := tx.IdempotencyKey.Query().
+				Where(idempotencykey.Operation(opCreateAsset), idempotencykey.Key(in.IdempotencyKey)).Only(ctx)
+			switch {
+			case err == nil:
+				if prior.RequestHash != hash {
+					return &Error{Kind: ErrConflict, Field: "Idempotency-Key", Message: fmt.Sprintf(
+						"Idempotency-Key %q was first used for a different request (asset %s); use a new key for a new request",
+						in.IdempotencyKey, prior.AssetID)}
+				}
+				a, err := load(ctx, tx.Client(), prior.AssetID)
+				res = CreateResult{Asset: a}
+				return err
+			case !ent.IsNotFound(err):
+				return fmt.Errorf("catalog: read idempotency key: %w", err)
+			}
+		}
+		if id, ok, err := boundAsset(ctx, tx, in.ExternalIDs); err != nil {
+			return err
+		} else if ok {
+			a, err := load(ctx, tx.Client(), id)
+			res = CreateResult{Asset: a}
+			return err
+		}
+		if holder, ok, err := currentHolder(ctx, tx.Client(), in.Namespace, in.Name); err != nil {
+			return err
+		} else if ok {
+			return &Error{Kind: ErrNameTaken, Field: "name", Message: fmt.Sprintf(
+				"name %s.%s is held by asset %s; rename or delete that asset first, or pick another name", in.Namespace, in.Name, holder)}
+		}
+
+		now := c.Now()
+		row, err := tx.Asset.Create().SetKind(asset.Kind(in.Kind)).SetDescription(in.Description).
+			SetCreatedAt(now).SetUpdatedAt(now).Save(ctx)
+		if err != nil {
+			return fmt.Errorf("catalog: insert asset: %w", err)
+		}
+		if err := tx.AssetName.Create().SetAssetID(row.ID).SetNamespace(in.Namespace).SetName(in.Name).
+			SetValidFrom(now).Exec(ctx); err != nil {
+			return fmt.Errorf("catalog: insert name: %w", err)
+		}
+		for _, x := range in.ExternalIDs {
+			if err := tx.ExternalID.Create().SetAssetID(row.ID).SetSystem(x.System).SetValue(x.Value).
+				SetCreatedAt(now).Exec(ctx); err != nil {
+				return fmt.Errorf("catalog: insert external id: %w", err)
+			}
+		}
+		for _, o := range in.Owners {
+			if err := tx.Owner.Create().SetAssetID(row.ID).SetPrincipal(o.Principal).SetKind(owner.Kind(o.Kind)).
+				SetRole(o.Role).SetAddedAt(now).Exec(ctx); err != nil {
+				return fmt.Errorf("catalog: insert owner: %w", err)
+			}
+		}
+		if in.IdempotencyKey != "" {
+			if err := tx.IdempotencyKey.Create().SetOperation(opCreateAsset).SetKey(in.IdempotencyKey).
+				SetRequestHash(hash).SetAssetID(row.ID).SetCreatedAt(now).Exec(ctx); err != nil {
+				return fmt.Errorf("catalog: record idempotency key: %w", err)
+			}
+		}
+		a, err := load(ctx, tx.Client(), row.ID)
+		if err != nil {
+			return err
+		}
+		if err := c.audit(ctx, tx, now, ActionCreate, row.ID, nil, a); err != nil {
+			return err
+		}
+		res = CreateResult{Asset: a, Created: true}
+		return nil
+	})
+	return res, err
+}
+
+const opCreateAsset = "asset.create"
+
+func validateCreate(in *CreateInput) error {
+	if _, err := ParseKind(string(in.Kind)); err != nil {
+		return err
+	}
+	if err := ValidateName(in.Namespace, in.Name); err != nil {
+		return err
+	}
+	if err := validateDescription(in.Description); err != nil {
+		return err
+	}
+	if len(in.IdempotencyKey) > MaxIdempotencyKeyBytes {
+		return invalid("Idempotency-Key", "Idempotency-Key is %d bytes long; the limit is %d", len(in.IdempotencyKey), MaxIdempotencyKeyBytes)
+	}
+	const maxItems = 100
+	if len(in.ExternalIDs) > maxItems || len(in.Owners) > maxItems {
+		return invalid("external_ids", "at most %d external IDs and %d owners per request", maxItems, maxItems)
+	}
+	seen := map[ExternalIDInput]bool{}
+	for _, x := range in.ExternalIDs {
+		if err := validateExternalID(x); err != nil {
+			return err
+		}
+		if seen[x] {
+			return invalid("external_ids", "external ID %s:%s is listed twice", x.System, x.Value)
+		}
+		seen[x] = true
+	}
+	principals := map[string]bool{}
+	for i := range in.Owners {
+		if err := validateOwner(&in.Owners[i]); err != nil {
+			return err
+		}
+		if principals[in.Owners[i].Principal] {
+			return invalid("owners", "owner %q is listed twice", in.Owners[i].Principal)
+		}
+		principals[in.Owners[i].Principal] = true
+	}
+	return nil
+}
+
+// hash fingerprints the request (everything but the key) to detect a key reused for another one.
+func (in CreateInput) hash() string {
+	in.IdempotencyKey = ""
+	b, _ := json.Marshal(in)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// boundAsset finds the asset any of ids is already bound to. Two IDs bound to different assets is
+// a conflict: the request claims they are one asset, the catalog says two.
+func boundAsset(ctx context.Context, tx *ent.Tx, ids []ExternalIDInput) (uuid.UUID, bool, error) {
+	var found uuid.UUID
+	for _, x := range ids {
+		row, err := tx.ExternalID.Query().Where(externalid.System(x.System), externalid.Value(x.Value)).Only(ctx)
+		if ent.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return uuid.Nil, false, fmt.Errorf("catalog: look up external id: %w", err)
+		}
+		if found != uuid.Nil && found != row.AssetID {
+			return uuid.Nil, false, conflict("external IDs in this request are bound to two different assets (%s and %s)", found, row.AssetID)
+		}
+		found = row.AssetID
+	}
+	return found, found != uuid.Nil, nil
+}
+
+// LookupExternalID returns the asset an external ID is bound to.
+func (c *Catalog) LookupExternalID(ctx context.Context, system, value string) (Asset, error) {
+	row, err := c.db.ExternalID.Query().Where(externalid.System(system), externalid.Value(value)).Only(ctx)
+	if ent.IsNotFound(err) {
+		return Asset{}, notFound("no asset is bound to external ID %s:%s", system, value)
+	}
+	if err != nil {
+		return Asset{}, fmt.Errorf("catalog: look up external id: %w", err)
+	}
+	return c.Get(ctx, row.AssetID)
+}

@@ -1,0 +1,38 @@
+package catalog
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error kinds. Every error this package returns for a caller's mistake or a lost race wraps one
+// of these, so the API maps them to status codes in one place; anything else is internal.
+var (
+	ErrNotFound     = errors.New("not found")
+	ErrInvalid      = errors.New("invalid input")
+	ErrConflict     = errors.New("conflict")
+	ErrNameTaken    = fmt.Errorf("name taken: %w", ErrConflict)
+	ErrStaleVersion = errors.New("stale version")
+)
+
+// Error is a domain error with a message meant for the person who sent the request.
+type Error struct {
+	Kind    error  // one of the Err* kinds
+	Field   string // the input field at fault, when there is one
+	Message string
+}
+
+func (e *Error) Error() string { return e.Message }
+func (e *Error) Unwrap() error { return e.Kind }
+
+func invalid(field, format string, args ...any) error {
+	return &Error{Kind: ErrInvalid, Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+func notFound(format string, args ...any) error {
+	return &Error{Kind: ErrNotFound, Message: fmt.Sprintf(format, args...)}
+}
+
+func conflict(format string, args ...any) error {
+	return &Error{Kind: ErrConflict, Message: fmt.Sprintf(format, args...)}
+}

@@ -1,0 +1,180 @@
+package catalog
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/tidemark/tidemark/ent"
+	"github.com/tidemark/tidemark/ent/asset"
+	"github.com/tidemark/tidemark/ent/assetname"
+)
+
+// AnyVersion skips the optimistic-concurrency check (for ingest paths that apply facts as they
+// arrive rather than edits made against a version a person saw).
+const AnyVersion int64 = 0
+
+// mutate runs the common shape of every change to an existing asset in one transaction: read the
+// before state, refuse deleted assets (unless allowDeleted), claim the next version (failing
+// with ErrStaleVersion when expected is set and out of date), apply change, then record the
+// audit event with the after state. change returns false when there was nothing to do; the
+// transaction is then rolled back, so a no-op leaves no version bump and no audit event.
+func (c *Catalog) mutate(ctx context.Context, id uuid.UUID, expected int64, action string, allowDeleted bool,
+	change func(tx *ent.Tx, before Asset, now time.Time) (bool, error)) (Asset, error) {
+	var out Asset
+	err := c.tx(ctx, func(tx *ent.Tx) error {
+		before, err := load(ctx, tx.Client(), id)
+		if err != nil {
+			return err
+		}
+		if before.Status == StatusDeleted && !allowDeleted {
+			return conflict("asset %s was deleted at %s; deleted assets cannot change", id, before.DeletedAt.Format(time.RFC3339))
+		}
+		if expected != AnyVersion && before.Version != expected {
+			return staleVersion(id, expected, before.Version)
+		}
+		now := c.Now()
+		// The conditional update is the real guard: on PostgreSQL a concurrent writer blocks on
+		// the row and then sees its version moved; on SQLite writers are serialised.
+		n, err := tx.Asset.Update().Where(asset.ID(id), asset.Version(before.Version)).
+			AddVersion(1).SetUpdatedAt(now).Save(ctx)
+		if err != nil {
+			return fmt.Errorf("catalog: bump version of %s: %w", id, err)
+		}
+		if n == 0 {
+			return staleVersion(id, expected, before.Version)
+		}
+		changed, err := change(tx, before, now)
+		if err != nil {
+			return err
+		}
+		if !changed {
+			out = before
+			return errNoChange
+		}
+		after, err := load(ctx, tx.Client(), id)
+		if err != nil {
+			return err
+		}
+		out = after
+		return c.audit(ctx, tx, now, action, id, before, after)
+	})
+	if err == errNoChange {
+		return out, nil
+	}
+	return out, err
+}
+
+var errNoChange = &Error{Kind: ErrConflict, Message: "catalog: no change"}
+
+func staleVersion(id uuid.UUID, expected, current int64) error {
+	return &Error{Kind: ErrStaleVersion, Field: "If-Match", Message: fmt.Sprintf(
+		"asset %s is at version %d, not %d: it changed since you read it; read it again and retry", id, current, expected)}
+}
+
+// Rename gives an asset a new name, keeping its ID and everything keyed on it. The old name is
+// closed (it keeps resolving, as a former name) and the new one opened at the same instant. An
+// empty namespace keeps the current one. expected is the version the caller saw (AnyVersion to
+// skip the check).
+func (c *Catalog) Rename(ctx context.Context, id uuid.UUID, expected int64, namespace, name string) (Asset, error) {
+	a, err := c.mutate(ctx, id, expected, ActionRename, false, func(tx *ent.Tx, before Asset, now time.Time) (bool, error) {
+		if namespace == "" {
+			namespace = before.Namespace
+		}
+		if err := ValidateName(namespace, name); err != nil {
+			return false, err
+		}
+		if namespace == before.Namespace && name == before.Name {
+			return false, invalid("name", "asset %s is already named %s.%s", id, namespace, name)
+		}
+		if holder, ok, err := currentHolder(ctx, tx.Client(), namespace, name); err != nil {
+			return false, err
+		} else if ok {
+			return false, nameTaken(namespace, name, holder)
+		}
+		cur, err := tx.AssetName.Query().Where(assetname.AssetID(id), assetname.ValidToIsNil()).Only(ctx)
+		if err != nil {
+			return false, fmt.Errorf("catalog: current name of %s: %w", id, err)
+		}
+		if now.Before(cur.ValidFrom) {
+			now = cur.ValidFrom // a clock step back must not make an interval end before it began
+		}
+		if err := tx.AssetName.UpdateOne(cur).SetValidTo(now).Exec(ctx); err != nil {
+			return false, fmt.Errorf("catalog: close name: %w", err)
+		}
+		if err := tx.AssetName.Create().SetAssetID(id).SetNamespace(namespace).SetName(name).
+			SetValidFrom(now).Exec(ctx); err != nil {
+			return false, fmt.Errorf("catalog: open name: %w", err)
+		}
+		return true, nil
+	})
+	if ent.IsConstraintError(err) {
+		// Another transaction took the name between our check and our insert.
+		return Asset{}, nameTaken(namespace, name, uuid.Nil)
+	}
+	return a, err
+}
+
+func nameTaken(namespace, name string, holder uuid.UUID) error {
+	who := "another asset"
+	if holder != uuid.Nil {
+		who = "asset " + holder.String()
+	}
+	return &Error{Kind: ErrNameTaken, Field: "name", Message: fmt.Sprintf(
+		"name %s.%s is held by %s; rename or delete that asset first, or pick another name", namespace, name, who)}
+}
+
+// UpdateInput changes an asset's attributes; nil fields stay as they are.
+type UpdateInput struct {
+	Description *string
+	Status      *Status // active or deprecated; deleting goes through Delete
+}
+
+// Update changes an asset's description or status.
+func (c *Catalog) Update(ctx context.Context, id uuid.UUID, expected int64, in UpdateInput) (Asset, error) {
+	if in.Description != nil {
+		if err := validateDescription(*in.Description); err != nil {
+			return Asset{}, err
+		}
+	}
+	if in.Status != nil && *in.Status != StatusActive && *in.Status != StatusDeprecated {
+		return Asset{}, invalid("status", "status can be set to active or deprecated; use DELETE to delete an asset")
+	}
+	return c.mutate(ctx, id, expected, ActionUpdate, false, func(tx *ent.Tx, before Asset, now time.Time) (bool, error) {
+		u := tx.Asset.UpdateOneID(id)
+		changed := false
+		if in.Description != nil && *in.Description != before.Description {
+			u.SetDescription(*in.Description)
+			changed = true
+		}
+		if in.Status != nil && *in.Status != before.Status {
+			u.SetStatus(asset.Status(*in.Status))
+			changed = true
+		}
+		if !changed {
+			return false, nil
+		}
+		return true, u.Exec(ctx)
+	})
+}
+
+// Delete soft-deletes an asset: its status becomes deleted and its current name is released
+// (closed), so another asset may take it. Its ID, history, owners and external IDs stay, and its
+// names still resolve, as former names. Deleting a deleted asset changes nothing.
+func (c *Catalog) Delete(ctx context.Context, id uuid.UUID, expected int64) (Asset, error) {
+	return c.mutate(ctx, id, expected, ActionDelete, true, func(tx *ent.Tx, before Asset, now time.Time) (bool, error) {
+		if before.Status == StatusDeleted {
+			return false, nil
+		}
+		if err := tx.Asset.UpdateOneID(id).SetStatus(asset.StatusDeleted).SetDeletedAt(now).Exec(ctx); err != nil {
+			return false, fmt.Errorf("catalog: delete %s: %w", id, err)
+		}
+		if err := tx.AssetName.Update().Where(assetname.AssetID(id), assetname.ValidToIsNil()).
+			SetValidTo(now).Exec(ctx); err != nil {
+			return false, fmt.Errorf("catalog: release name of %s: %w", id, err)
+		}
+		return true, nil
+	})
+}

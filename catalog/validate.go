@@ -1,0 +1,149 @@
+package catalog
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Limits on names. Names come from OpenLineage producers and engines (URIs, dotted paths), so any
+// printable text is allowed; the limits keep index entries bounded.
+const (
+	MaxNamespaceBytes = 512
+	MaxNameBytes      = 1024
+	MaxPrincipalBytes = 256
+	MaxRoleBytes      = 64
+	MaxSystemBytes    = 128
+	MaxExternalBytes  = 1024
+	MaxDescription    = 16 << 10
+)
+
+// ValidateName checks a (namespace, name) pair; it is the only gate names pass on their way in.
+func ValidateName(namespace, name string) error {
+	if err := validateText("namespace", namespace, MaxNamespaceBytes); err != nil {
+		return err
+	}
+	return validateText("name", name, MaxNameBytes)
+}
+
+// validateText refuses empty, oversized, non-UTF-8 text, control characters, and surrounding
+// white space (refused rather than trimmed, so "orders " and "orders" never become two assets by
+// accident).
+func validateText(field, s string, maxBytes int) error {
+	switch {
+	case s == "":
+		return invalid(field, "%s is empty", field)
+	case len(s) > maxBytes:
+		return invalid(field, "%s is %d bytes long; the limit is %d", field, len(s), maxBytes)
+	case !utf8.ValidString(s):
+		return invalid(field, "%s is not valid UTF-8", field)
+	case strings.TrimSpace(s) != s:
+		return invalid(field, "%s %q has leading or trailing white space", field, s)
+	}
+	for i, r := range s {
+		if unicode.IsControl(r) || r == utf8.RuneError {
+			return invalid(field, "%s has a control character %U at byte %d", field, r, i)
+		}
+	}
+	return nil
+}
+
+// Kind is what an asset is.
+type Kind string
+
+// Asset kinds.
+const (
+	KindTable     Kind = "table"
+	KindView      Kind = "view"
+	KindJob       Kind = "job"
+	KindTopic     Kind = "topic"
+	KindFileSet   Kind = "file_set"
+	KindDashboard Kind = "dashboard"
+	KindOther     Kind = "other"
+)
+
+// Kinds lists every asset kind.
+var Kinds = []Kind{KindTable, KindView, KindJob, KindTopic, KindFileSet, KindDashboard, KindOther}
+
+// ParseKind checks s against Kinds.
+func ParseKind(s string) (Kind, error) {
+	for _, k := range Kinds {
+		if string(k) == s {
+			return k, nil
+		}
+	}
+	return "", invalid("kind", "kind %q is not one of %v", s, Kinds)
+}
+
+// Status is an asset's lifecycle state.
+type Status string
+
+// Asset statuses.
+const (
+	StatusActive     Status = "active"
+	StatusDeprecated Status = "deprecated"
+	StatusDeleted    Status = "deleted"
+)
+
+// ParseStatus checks s against the statuses.
+func ParseStatus(s string) (Status, error) {
+	switch Status(s) {
+	case StatusActive, StatusDeprecated, StatusDeleted:
+		return Status(s), nil
+	}
+	return "", invalid("status", "status %q is not one of active, deprecated, deleted", s)
+}
+
+// OwnerKind says whether an owner is a person or a group.
+type OwnerKind string
+
+// Owner kinds.
+const (
+	OwnerUser  OwnerKind = "user"
+	OwnerGroup OwnerKind = "group"
+)
+
+func validateOwner(in *OwnerInput) error {
+	if err := validateText("principal", in.Principal, MaxPrincipalBytes); err != nil {
+		return err
+	}
+	if in.Kind == "" {
+		in.Kind = OwnerUser
+	}
+	if in.Kind != OwnerUser && in.Kind != OwnerGroup {
+		return invalid("kind", "owner kind %q is not one of user, group", in.Kind)
+	}
+	if in.Role == "" {
+		in.Role = "technical"
+	}
+	if len(in.Role) > MaxRoleBytes {
+		return invalid("role", "role is %d bytes long; the limit is %d", len(in.Role), MaxRoleBytes)
+	}
+	for _, r := range in.Role {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return invalid("role", "role %q may hold only lowercase letters, digits, '_' and '-' (e.g. technical, business, steward)", in.Role)
+		}
+	}
+	return nil
+}
+
+func validateExternalID(in ExternalIDInput) error {
+	if err := validateText("system", in.System, MaxSystemBytes); err != nil {
+		return err
+	}
+	return validateText("value", in.Value, MaxExternalBytes)
+}
+
+func validateDescription(s string) error {
+	if len(s) > MaxDescription {
+		return invalid("description", "description is %d bytes long; the limit is %d", len(s), MaxDescription)
+	}
+	if !utf8.ValidString(s) {
+		return invalid("description", "description is not valid UTF-8")
+	}
+	return nil
+}
+
+func (k Kind) String() string { return string(k) }
+
+func (s Status) String() string { return string(s) }
