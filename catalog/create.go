@@ -11,9 +11,9 @@ import (
 
 	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/ent/asset"
-	"github.com/tidemark/tidemark/ent/owner"
 	"github.com/tidemark/tidemark/ent/externalid"
 	"github.com/tidemark/tidemark/ent/idempotencykey"
+	"github.com/tidemark/tidemark/ent/owner"
 )
 
 // CreateInput describes a new asset.

@@ -1,0 +1,50 @@
+package handlers
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tidemark/tidemark/auth"
+	"github.com/tidemark/tidemark/catalog"
+)
+
+// requireScope authenticates the bearer token and checks it grants need. Writes always need a
+// token; reads only with AuthReads. The actor recorded in the audit log is the token's name.
+func (a *API) requireScope(need auth.Scope) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			r := c.Request()
+			ctx := catalog.WithRequestID(r.Context(), c.Response().Header().Get(echo.HeaderXRequestID))
+			if a.cfg.NoAuth || (need == auth.ScopeRead && !a.cfg.AuthReads) {
+				c.SetRequest(r.WithContext(catalog.WithActor(ctx, "anonymous")))
+				return next(c)
+			}
+			h := r.Header.Get(echo.HeaderAuthorization)
+			if h == "" {
+				return newProblem(http.StatusUnauthorized, fmt.Sprintf(
+					"this request needs a token with the %s scope: send Authorization: Bearer <token> (create one with `tidemark token create --name NAME --scopes %s`)", need, need))
+			}
+			scheme, secret, ok := strings.Cut(h, " ")
+			if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(secret) == "" {
+				return newProblem(http.StatusUnauthorized, "the Authorization header must be `Bearer <token>`")
+			}
+			tok, err := a.cfg.Tokens.Verify(r.Context(), strings.TrimSpace(secret))
+			if errors.Is(err, auth.ErrUnknownToken) {
+				return newProblem(http.StatusUnauthorized, "the bearer token is not recognised or has been revoked; check it or create a new one")
+			}
+			if err != nil {
+				return err
+			}
+			if !tok.Allows(need) {
+				return newProblem(http.StatusForbidden, fmt.Sprintf(
+					"token %q has scopes %v; this request needs %s", tok.Name, tok.Scopes, need))
+			}
+			c.SetRequest(r.WithContext(catalog.WithActor(ctx, "token:"+tok.Name)))
+			return next(c)
+		}
+	}
+}

@@ -1,0 +1,125 @@
+package handlers
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tidemark/tidemark/catalog"
+)
+
+// bind decodes a JSON request body into v strictly: a JSON media type, exactly one object, no
+// unknown fields, no trailing data. Every failure says what to fix.
+func bind(c echo.Context, v any) error {
+	r := c.Request()
+	if ct := r.Header.Get(echo.HeaderContentType); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+			return newProblem(http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %q is not JSON; send application/json", ct))
+		}
+	}
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return decodeError(err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return err
+		}
+		return badRequest("", "request body has data after the JSON object; send exactly one object")
+	}
+	return nil
+}
+
+// bindOptional is bind for bodies that may be absent.
+func bindOptional(c echo.Context, v any) error {
+	if c.Request().ContentLength == 0 {
+		return nil
+	}
+	return bind(c, v)
+}
+
+func decodeError(err error) error {
+	var (
+		syn *json.SyntaxError
+		typ *json.UnmarshalTypeError
+		mbe *http.MaxBytesError
+	)
+	switch {
+	case errors.As(err, &mbe):
+		return err
+	case errors.Is(err, io.EOF):
+		return badRequest("", "request body is empty; send a JSON object")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return badRequest("", "request body ends in the middle of the JSON; send a complete object")
+	case errors.As(err, &syn):
+		return badRequest("", "malformed JSON at byte %d: %s", syn.Offset, syn.Error())
+	case errors.As(err, &typ):
+		if typ.Field == "" {
+			return badRequest("", "request body must be a JSON object, not %s", typ.Value)
+		}
+		return badRequest(typ.Field, "field %q must be %s, not %s", typ.Field, jsonKind(typ.Type.Kind().String()), typ.Value)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		name := strings.TrimPrefix(err.Error(), "json: unknown field ")
+		return badRequest(strings.Trim(name, `"`), "unknown field %s; check the field name against /api/openapi.json", name)
+	}
+	return badRequest("", "cannot read the JSON body: %v", err)
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "string":
+		return "a string"
+	case "slice", "array":
+		return "an array"
+	case "struct", "map":
+		return "an object"
+	case "bool":
+		return "true or false"
+	}
+	return "a number"
+}
+
+// ifMatch reads the If-Match header as an asset version. required makes a missing header a 428.
+func ifMatch(c echo.Context, required bool) (int64, error) {
+	h := strings.TrimSpace(c.Request().Header.Get("If-Match"))
+	if h == "" {
+		if required {
+			return 0, newProblem(http.StatusPreconditionRequired,
+				`this change needs If-Match with the asset's current ETag (from GET /api/v1/assets/{id}), e.g. If-Match: "3"`)
+		}
+		return catalog.AnyVersion, nil
+	}
+	if h == "*" {
+		return catalog.AnyVersion, nil
+	}
+	v, err := strconv.ParseInt(strings.Trim(strings.TrimPrefix(h, "W/"), `"`), 10, 64)
+	if err != nil || v < 1 {
+		return 0, badRequest("If-Match", `If-Match %q is not an asset ETag; send the ETag from GET /api/v1/assets/{id}, e.g. "3"`, h)
+	}
+	return v, nil
+}
+
+func etag(version int64) string { return `"` + strconv.FormatInt(version, 10) + `"` }
+
+// queryLimit reads ?limit= within [1, max], defaulting to def.
+func queryLimit(c echo.Context, def, max int) (int, error) {
+	s := c.QueryParam("limit")
+	if s == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > max {
+		return 0, badRequest("limit", "limit must be a whole number from 1 to %d, not %q", max, s)
+	}
+	return n, nil
+}

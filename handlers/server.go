@@ -1,0 +1,153 @@
+// Package handlers is Tidemark's JSON API on echo: routes, request and response types, input
+// validation, auth, and the single mapping from domain errors to problem+json responses. It
+// holds no business rules; each handler parses, calls one domain function, and answers.
+package handlers
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tidemark/tidemark/auth"
+	"github.com/tidemark/tidemark/catalog"
+)
+
+// Config wires the API to the domain.
+type Config struct {
+	Catalog *catalog.Catalog
+	Tokens  *auth.Store
+	// Ping checks the database for /healthz.
+	Ping   func(context.Context) error
+	Logger *slog.Logger
+	// AuthReads makes reads need a token with the read scope; writes always need write.
+	AuthReads bool
+	// NoAuth turns authentication off entirely (refused by the CLI unless on loopback).
+	NoAuth bool
+	// BodyLimit caps request bodies in bytes (default 1 MiB).
+	BodyLimit int64
+	// Registry receives the HTTP metrics; nil makes a private one.
+	Registry *prometheus.Registry
+	Version  string
+}
+
+// DefaultBodyLimit is 1 MiB: an asset definition is a few hundred bytes; far larger is a mistake.
+const DefaultBodyLimit = 1 << 20
+
+// API is the configured echo server and the description of its routes.
+type API struct {
+	*echo.Echo
+	cfg Config
+	ops []operation
+}
+
+// New builds the API.
+func New(cfg Config) *API {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.BodyLimit <= 0 {
+		cfg.BodyLimit = DefaultBodyLimit
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = prometheus.NewRegistry()
+	}
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = errorHandler(cfg.Logger)
+	a := &API{Echo: e, cfg: cfg}
+
+	e.Use(middleware.RequestID())
+	e.Use(metrics(cfg.Registry))
+	e.Use(requestLog(cfg.Logger))
+	e.Use(recoverer(cfg.Logger)) // inside the two above, so a panic is logged and counted as a 500
+	e.Use(bodyLimit(cfg.BodyLimit))
+
+	a.routes()
+	return a
+}
+
+func (a *API) routes() {
+	a.assetRoutes()
+	a.handle(operation{Method: http.MethodGet, Path: "/healthz", Summary: "Liveness and database check",
+		Tag: "ops", Open: true, Responses: map[int]any{200: healthResponse{}, 503: healthResponse{}}}, a.health)
+	a.handle(operation{Method: http.MethodGet, Path: "/metrics", Summary: "Prometheus metrics",
+		Tag: "ops", Open: true, Text: true}, a.metricsHandler())
+	a.handle(operation{Method: http.MethodGet, Path: "/api/openapi.json", Summary: "This API's OpenAPI 3 document",
+		Tag: "ops", Open: true, Responses: map[int]any{200: map[string]any{}}}, a.openAPI)
+}
+
+// recoverer turns a panic into a logged 500 instead of a dropped connection.
+func recoverer(log *slog.Logger) echo.MiddlewareFunc {
+	return middleware.RecoverWithConfig(middleware.RecoverConfig{
+		DisablePrintStack: true,
+		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
+			log.Error("panic", "path", c.Request().URL.Path, "err", err, "stack", string(stack))
+			return err
+		},
+	})
+}
+
+func requestLog(log *slog.Logger) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			start := time.Now()
+			err := next(c)
+			if err != nil {
+				c.Error(err)
+			}
+			log.Info("request", "method", c.Request().Method, "route", c.Path(), "status", c.Response().Status,
+				"duration_ms", time.Since(start).Milliseconds(), "request_id", c.Response().Header().Get(echo.HeaderXRequestID))
+			return nil
+		}
+	}
+}
+
+// bodyLimit refuses a declared oversize body at once and caps an undeclared one while reading.
+func bodyLimit(limit int64) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			r := c.Request()
+			if r.ContentLength > limit {
+				return &http.MaxBytesError{Limit: limit}
+			}
+			r.Body = http.MaxBytesReader(c.Response(), r.Body, limit)
+			return next(c)
+		}
+	}
+}
+
+// pathParam returns a path parameter decoded once: echo leaves it escaped when the request path
+// needed escaping (RawPath set) and decoded otherwise.
+func pathParam(c echo.Context, name string) (string, error) {
+	v := c.Param(name)
+	if c.Request().URL.RawPath == "" {
+		return v, nil
+	}
+	u, err := url.PathUnescape(v)
+	if err != nil {
+		return "", badRequest(name, "path parameter %s is not validly escaped", name)
+	}
+	return u, nil
+}
+
+type healthResponse struct {
+	Status   string `json:"status"`
+	Database string `json:"database"`
+	Version  string `json:"version,omitempty"`
+}
+
+func (a *API) health(c echo.Context) error {
+	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
+	defer cancel()
+	if err := a.cfg.Ping(ctx); err != nil {
+		a.cfg.Logger.Warn("health check: database unreachable", "err", err)
+		return c.JSON(http.StatusServiceUnavailable, healthResponse{Status: "unavailable", Database: "unreachable", Version: a.cfg.Version})
+	}
+	return c.JSON(http.StatusOK, healthResponse{Status: "ok", Database: "ok", Version: a.cfg.Version})
+}

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/tidemark/tidemark/auth"
+	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/handlers"
+)
+
+type serveConfig struct {
+	db              dbConfig
+	addr            string
+	authReads       bool
+	noAuth          bool
+	bodyLimit       int64
+	shutdownTimeout time.Duration
+	logLevel        string
+	logFormat       string
+}
+
+func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg serveConfig
+	cfg.db.register(fs)
+	fs.StringVar(&cfg.addr, "addr", env("TIDEMARK_ADDR", "127.0.0.1:8080"), "listen address (TIDEMARK_ADDR)")
+	fs.BoolVar(&cfg.authReads, "auth-reads", envBool("TIDEMARK_AUTH_READS"), "require a read-scoped token for reads too (TIDEMARK_AUTH_READS)")
+	fs.BoolVar(&cfg.noAuth, "insecure-no-auth", envBool("TIDEMARK_INSECURE_NO_AUTH"), "turn authentication off; refused unless --addr is loopback (TIDEMARK_INSECURE_NO_AUTH)")
+	fs.Int64Var(&cfg.bodyLimit, "body-limit", envInt("TIDEMARK_BODY_LIMIT", handlers.DefaultBodyLimit), "largest request body in bytes (TIDEMARK_BODY_LIMIT)")
+	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", envDuration("TIDEMARK_SHUTDOWN_TIMEOUT", 30*time.Second), "how long in-flight requests may finish on SIGTERM (TIDEMARK_SHUTDOWN_TIMEOUT)")
+	fs.StringVar(&cfg.logLevel, "log-level", env("TIDEMARK_LOG_LEVEL", "info"), "debug, info, warn or error (TIDEMARK_LOG_LEVEL)")
+	fs.StringVar(&cfg.logFormat, "log-format", env("TIDEMARK_LOG_FORMAT", "json"), "json or text (TIDEMARK_LOG_FORMAT)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	log, err := newLogger(stderr, cfg.logLevel, cfg.logFormat)
+	if err != nil {
+		return err
+	}
+	if cfg.noAuth && !isLoopback(cfg.addr) {
+		return fmt.Errorf("--insecure-no-auth is refused on %s: it is allowed only on a loopback address such as 127.0.0.1:8080", cfg.addr)
+	}
+	if cfg.bodyLimit <= 0 {
+		return fmt.Errorf("--body-limit must be positive, not %d", cfg.bodyLimit)
+	}
+
+	store, err := cfg.db.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	applied, err := store.Migrate(ctx)
+	if err != nil {
+		return err
+	}
+	log.Info("database ready", "dialect", store.Dialect, "migrations_applied", len(applied))
+
+	api := handlers.New(handlers.Config{
+		Catalog:   catalog.New(store.Client, catalog.WithLogger(log)),
+		Tokens:    auth.NewStore(store.Client, nil),
+		Ping:      store.Ping,
+		Logger:    log,
+		AuthReads: cfg.authReads,
+		NoAuth:    cfg.noAuth,
+		BodyLimit: cfg.bodyLimit,
+		Version:   version,
+	})
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.addr, err)
+	}
+	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	log.Info("serving", "addr", ln.Addr().String(), "auth", !cfg.noAuth, "auth_reads", cfg.authReads)
+	if cfg.noAuth {
+		log.Warn("authentication is OFF (--insecure-no-auth): anyone who can reach this address can write")
+	}
+	if ready != nil {
+		ready <- ln.Addr().String()
+	}
+
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: waiting for in-flight requests", "timeout", cfg.shutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// isLoopback reports whether addr binds only to a loopback interface. An empty host binds every
+// interface, so it is not loopback.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil || host == "" {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
