@@ -29,7 +29,7 @@ func decodeCursor(s, scope string) (uuid.UUID, error) {
 	if len(s) > 200 {
 		return bad("too long")
 	}
-	raw, err := base64.RawURLEncoding.DecodeString(s)
+	raw, err := base64.RawURLEncoding.Strict().DecodeString(s)
 	if err != nil {
 		return bad("not base64url")
 	}

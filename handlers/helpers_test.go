@@ -1,0 +1,195 @@
+package handlers_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidemark/tidemark/auth"
+	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/ent/storage"
+	"github.com/tidemark/tidemark/ent/storage/storagetest"
+	"github.com/tidemark/tidemark/handlers"
+)
+
+// server is a real Tidemark API listening on 127.0.0.1:0 over a fresh database.
+type server struct {
+	t      testing.TB
+	URL    string
+	API    *handlers.API
+	DB     *storage.DB
+	Write  string // token with the write scope
+	Read   string // token with the read scope only
+	client *http.Client
+}
+
+func eachBackend(t *testing.T, fn func(t *testing.T, s *server)) {
+	t.Helper()
+	for _, b := range storagetest.Backends {
+		t.Run(b, func(t *testing.T) { fn(t, startServer(t, storagetest.Open(t, b), nil)) })
+	}
+}
+
+func startServer(t testing.TB, db *storage.DB, tweak func(*handlers.Config)) *server {
+	t.Helper()
+	ctx := context.Background()
+	tokens := auth.NewStore(db.Client, nil)
+	write, _, err := tokens.Create(ctx, "writer", []auth.Scope{auth.ScopeWrite})
+	if err != nil {
+		t.Fatal(err)
+	}
+	read, _, err := tokens.Create(ctx, "reader", []auth.Scope{auth.ScopeRead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := handlers.Config{
+		Catalog: catalog.New(db.Client),
+		Tokens:  tokens,
+		Ping:    db.Ping,
+		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Version: "test",
+	}
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	api := handlers.New(cfg)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: api, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("serve: %v", err)
+		}
+	}()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+	})
+	return &server{t: t, URL: "http://" + ln.Addr().String(), API: api, DB: db, Write: write, Read: read,
+		client: &http.Client{Timeout: 30 * time.Second}}
+}
+
+// req describes one request; body is marshalled unless it is a string or []byte.
+type req struct {
+	method, path string
+	body         any
+	token        string
+	headers      map[string]string
+}
+
+type resp struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r resp) decode(t testing.TB, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.body, v); err != nil {
+		t.Fatalf("decode %s: %v", r.body, err)
+	}
+}
+
+func (s *server) do(t testing.TB, r req) resp {
+	t.Helper()
+	var body io.Reader
+	switch b := r.body.(type) {
+	case nil:
+	case string:
+		body = strings.NewReader(b)
+	case []byte:
+		body = bytes.NewReader(b)
+	default:
+		j, err := json.Marshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body = bytes.NewReader(j)
+	}
+	hr, err := http.NewRequest(r.method, s.URL+r.path, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != nil {
+		hr.Header.Set("Content-Type", "application/json")
+	}
+	if r.token != "" {
+		hr.Header.Set("Authorization", "Bearer "+r.token)
+	}
+	for k, v := range r.headers {
+		hr.Header.Set(k, v)
+	}
+	res, err := s.client.Do(hr)
+	if err != nil {
+		t.Fatalf("%s %s: %v", r.method, r.path, err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp{status: res.StatusCode, header: res.Header, body: b}
+}
+
+// must fails the test unless the response has status want.
+func (s *server) must(t testing.TB, want int, r req) resp {
+	t.Helper()
+	got := s.do(t, r)
+	if got.status != want {
+		t.Fatalf("%s %s = %d, want %d: %s", r.method, r.path, got.status, want, got.body)
+	}
+	return got
+}
+
+// counts returns the row count of every table, to prove a refused request wrote nothing.
+func (s *server) counts(t testing.TB) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for _, table := range []string{"assets", "asset_names", "external_ids", "owners", "audit_events", "idempotency_keys", "api_tokens"} {
+		var n int
+		if err := s.DB.SQL.QueryRow("SELECT count(*) FROM " + table).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		out[table] = n
+	}
+	return out
+}
+
+type asset struct {
+	ID        string `json:"id"`
+	Version   int64  `json:"version"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Status    string `json:"status"`
+	Owners    []struct {
+		Principal string `json:"principal"`
+		Role      string `json:"role"`
+	} `json:"owners"`
+}
+
+func (s *server) createAsset(t testing.TB, namespace, name string) asset {
+	t.Helper()
+	var a asset
+	s.must(t, http.StatusCreated, req{method: "POST", path: "/api/v1/assets", token: s.Write,
+		body: map[string]any{"kind": "table", "namespace": namespace, "name": name}}).decode(t, &a)
+	return a
+}
+
+type problem struct {
+	Type, Title, Detail, Field string
+	Status                     int
+}
+
+// storageFor returns an SQLite database for tests whose subject is not storage.
+func storageFor(t *testing.T) *storage.DB { return storagetest.Open(t, "sqlite") }

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// signalWriter collects output and closes seen once it contains want.
+type signalWriter struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	want string
+	seen chan struct{}
+	once sync.Once
+}
+
+func newSignalWriter(want string) *signalWriter {
+	return &signalWriter{want: want, seen: make(chan struct{})}
+}
+
+func (w *signalWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if strings.Contains(w.buf.String(), w.want) {
+		w.once.Do(func() { close(w.seen) })
+	}
+	return len(p), nil
+}
+
+func (w *signalWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// TestServeEndToEnd runs the binary's own serve command on 127.0.0.1:0 with a temp data
+// directory, uses a token made by `tidemark token create`, and checks that a request in flight
+// when shutdown begins still completes.
+func TestServeEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	var tokenOut, tokenErr bytes.Buffer
+	if err := run(context.Background(), []string{"token", "create", "--data-dir", dir, "--name", "e2e", "--scopes", "write"}, &tokenOut, &tokenErr, nil); err != nil {
+		t.Fatalf("token create: %v: %s", err, tokenErr.String())
+	}
+	token := strings.TrimSpace(tokenOut.String())
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	logs := newSignalWriter("shutting down")
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "--data-dir", dir, "--addr", "127.0.0.1:0"}, io.Discard, logs, ready)
+	}()
+	var addr string
+	select {
+	case addr = <-ready:
+	case err := <-done:
+		t.Fatalf("serve exited: %v\n%s", err, logs.String())
+	}
+	base := "http://" + addr
+
+	res, err := http.Get(base + "/healthz")
+	if err != nil || res.StatusCode != 200 {
+		t.Fatalf("healthz: %v %v", res, err)
+	}
+	res.Body.Close()
+
+	// Start a create whose body is only half sent, then ask the server to stop.
+	pr, pw := io.Pipe()
+	req, _ := http.NewRequest("POST", base+"/api/v1/assets", pr)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	type result struct {
+		status int
+		err    error
+	}
+	inflight := make(chan result, 1)
+	go func() {
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			inflight <- result{err: err}
+			return
+		}
+		res.Body.Close()
+		inflight <- result{status: res.StatusCode}
+	}()
+	if _, err := pw.Write([]byte(`{"kind":"table","namespace":"warehouse",`)); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	<-logs.seen
+	if _, err := fmt.Fprint(pw, `"name":"orders"}`); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	if r := <-inflight; r.err != nil || r.status != http.StatusCreated {
+		t.Fatalf("in-flight request during shutdown: status %d, err %v", r.status, r.err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve returned %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+	if !strings.Contains(logs.String(), `"msg":"stopped"`) {
+		t.Fatalf("logs lack the stop line:\n%s", logs.String())
+	}
+	if _, err := filepath.Glob(filepath.Join(dir, "tidemark.db")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestServeRefusesNoAuthOffLoopback(t *testing.T) {
+	err := run(context.Background(), []string{"serve", "--data-dir", t.TempDir(), "--addr", "0.0.0.0:0", "--insecure-no-auth"}, io.Discard, io.Discard, nil)
+	if err == nil || !strings.Contains(err.Error(), "only on a loopback address") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestIsLoopback(t *testing.T) {
+	cases := map[string]bool{"127.0.0.1:8080": true, "[::1]:80": true, "localhost:1": true, ":8080": false, "0.0.0.0:80": false, "10.0.0.1:80": false, "nonsense": false}
+	for addr, want := range cases {
+		if got := isLoopback(addr); got != want {
+			t.Errorf("isLoopback(%q) = %v, want %v", addr, got, want)
+		}
+	}
+}
+
+func TestMigrateCommand(t *testing.T) {
+	dir := t.TempDir()
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"migrate", "--data-dir", dir, "--dry-run"}, &out, io.Discard, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "pending migration") || strings.HasPrefix(out.String(), "0 ") {
+		t.Fatalf("dry run: %s", out.String())
+	}
+	out.Reset()
+	if err := run(context.Background(), []string{"migrate", "--data-dir", dir}, &out, io.Discard, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "applied ") || strings.Contains(out.String(), "applied 0 ") {
+		t.Fatalf("migrate: %s", out.String())
+	}
+	if err := run(context.Background(), []string{"frobnicate"}, io.Discard, io.Discard, nil); err == nil {
+		t.Fatal("unknown command accepted")
+	}
+}
