@@ -93,7 +93,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 		return err
 	case <-ctx.Done():
 	}
-	log.Info("shutting down: waiting for in-flight requests", "timeout", cfg.shutdownTimeout)
+	log.Info("shutting down: waiting for in-flight requests", "timeout", cfg.shutdownTimeout.String())
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {

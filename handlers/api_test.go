@@ -389,3 +389,12 @@ func TestHealthAndMetrics(t *testing.T) {
 	}
 	_ = http.StatusOK
 }
+
+func TestHeadReturnsETag(t *testing.T) {
+	s := startServer(t, storageFor(t), nil)
+	a := s.createAsset(t, "w", "h")
+	got := s.must(t, 200, req{method: "HEAD", path: "/api/v1/assets/" + a.ID})
+	if got.header.Get("ETag") != `"1"` || len(got.body) != 0 {
+		t.Fatalf("HEAD: ETag %q, %d body bytes", got.header.Get("ETag"), len(got.body))
+	}
+}

@@ -47,6 +47,13 @@ func (a *API) handle(op operation, h echo.HandlerFunc) {
 	}
 	a.Add(op.Method, op.Path, h, mw...)
 	a.ops = append(a.ops, op)
+	if op.Method == http.MethodGet {
+		// HEAD answers like GET without the body (net/http drops it): clients read ETags this way.
+		head := op
+		head.Method, head.Summary = http.MethodHead, "Headers of: "+op.Summary
+		a.Add(head.Method, head.Path, h, mw...)
+		a.ops = append(a.ops, head)
+	}
 }
 
 var echoParam = regexp.MustCompile(`:([a-zA-Z_]+)`)
