@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -75,37 +77,33 @@ func TestServeEndToEnd(t *testing.T) {
 	}
 	res.Body.Close()
 
-	// Start a create whose body is only half sent, then ask the server to stop.
-	pr, pw := io.Pipe()
-	req, _ := http.NewRequest("POST", base+"/api/v1/assets", pr)
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", "application/json")
-	type result struct {
-		status int
-		err    error
+	// Start a create and hold its body back until shutdown has begun. Expect: 100-continue makes
+	// the server say when the handler starts reading the body, so the request is surely in flight.
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
 	}
-	inflight := make(chan result, 1)
-	go func() {
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			inflight <- result{err: err}
-			return
-		}
-		res.Body.Close()
-		inflight <- result{status: res.StatusCode}
-	}()
-	if _, err := pw.Write([]byte(`{"kind":"table","namespace":"warehouse",`)); err != nil {
+	defer conn.Close()
+	body := `{"kind":"table","namespace":"warehouse","name":"orders"}`
+	fmt.Fprintf(conn, "POST /api/v1/assets HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n"+
+		"Content-Type: application/json\r\nContent-Length: %d\r\nExpect: 100-continue\r\n\r\n", addr, token, len(body))
+	br := bufio.NewReader(conn)
+	if line, err := br.ReadString('\n'); err != nil || !strings.Contains(line, "100 Continue") {
+		t.Fatalf("expected 100 Continue, got %q, %v", line, err)
+	}
+	if _, err := br.ReadString('\n'); err != nil {
 		t.Fatal(err)
 	}
 	cancel()
 	<-logs.seen
-	if _, err := fmt.Fprint(pw, `"name":"orders"}`); err != nil {
+	if _, err := io.WriteString(conn, body); err != nil {
 		t.Fatal(err)
 	}
-	pw.Close()
-	if r := <-inflight; r.err != nil || r.status != http.StatusCreated {
-		t.Fatalf("in-flight request during shutdown: status %d, err %v", r.status, r.err)
+	res, err = http.ReadResponse(br, nil)
+	if err != nil || res.StatusCode != http.StatusCreated {
+		t.Fatalf("in-flight request during shutdown: %v, %v", res, err)
 	}
+	res.Body.Close()
 	select {
 	case err := <-done:
 		if err != nil {
