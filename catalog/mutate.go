@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -61,13 +62,14 @@ func (c *Catalog) mutate(ctx context.Context, id uuid.UUID, expected int64, acti
 		out = after
 		return c.audit(ctx, tx, now, action, id, before, after)
 	})
-	if err == errNoChange {
+	if errors.Is(err, errNoChange) {
 		return out, nil
 	}
 	return out, err
 }
 
-var errNoChange = &Error{Kind: ErrConflict, Message: "catalog: no change"}
+// errNoChange rolls back a mutation that found nothing to do; mutate turns it into success.
+var errNoChange = errors.New("catalog: no change")
 
 func staleVersion(id uuid.UUID, expected, current int64) error {
 	return &Error{Kind: ErrStaleVersion, Field: "If-Match", Message: fmt.Sprintf(

@@ -38,12 +38,13 @@ func TestRenameStoryOverHTTP(t *testing.T) {
 		}
 
 		var res struct {
-			Asset   asset `json:"asset"`
-			Matched struct{ Namespace, Name string }
-			Former  bool `json:"former"`
+			Asset       asset `json:"asset"`
+			Matched     struct{ Namespace, Name string }
+			Former      bool                              `json:"former"`
+			CurrentName *struct{ Namespace, Name string } `json:"current_name"`
 		}
 		s.must(t, 200, req{method: "GET", path: "/api/v1/resolve?name=orders"}).decode(t, &res)
-		if res.Asset.ID != orders.ID || !res.Former || res.Asset.Name != "sales_orders" || res.Matched.Name != "orders" {
+		if res.Asset.ID != orders.ID || !res.Former || res.CurrentName == nil || res.CurrentName.Name != "sales_orders" || res.Matched.Name != "orders" {
 			t.Fatalf("resolve orders = %+v, want %s flagged former with current name sales_orders", res, orders.ID)
 		}
 

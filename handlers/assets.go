@@ -73,6 +73,13 @@ type resolveResponse struct {
 	// name (the asset was renamed or deleted since), whose name is then in Asset.
 	Matched nameResponse `json:"matched"`
 	Former  bool         `json:"former"`
+	// CurrentName is what the asset is called now; absent once it is deleted.
+	CurrentName *qualifiedName `json:"current_name,omitempty"`
+}
+
+type qualifiedName struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
 }
 
 type auditEventResponse struct {
@@ -504,5 +511,9 @@ func (a *API) resolve(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, resolveResponse{Asset: toAssetResponse(res.Asset), Matched: toNameResponse(res.Matched), Former: res.Former})
+	out := resolveResponse{Asset: toAssetResponse(res.Asset), Matched: toNameResponse(res.Matched), Former: res.Former}
+	if res.Asset.Status != catalog.StatusDeleted {
+		out.CurrentName = &qualifiedName{Namespace: res.Asset.Namespace, Name: res.Asset.Name}
+	}
+	return c.JSON(http.StatusOK, out)
 }
