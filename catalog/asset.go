@@ -60,7 +60,7 @@ type Owner struct {
 
 // Get returns the asset with id.
 func (c *Catalog) Get(ctx context.Context, id uuid.UUID) (Asset, error) {
-	return load(ctx, c.db, id)
+	return load(ctx, c.client(ctx), id)
 }
 
 // load reads an asset and what hangs off it through client (the catalog's or a transaction's).
@@ -158,7 +158,7 @@ func (c *Catalog) Names(ctx context.Context, id uuid.UUID) ([]Name, error) {
 	if err := c.exists(ctx, id); err != nil {
 		return nil, err
 	}
-	rows, err := c.db.AssetName.Query().Where(assetname.AssetID(id)).Order(ent.Asc(assetname.FieldID)).All(ctx)
+	rows, err := c.client(ctx).AssetName.Query().Where(assetname.AssetID(id)).Order(ent.Asc(assetname.FieldID)).All(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("catalog: names of %s: %w", id, err)
 	}
@@ -174,7 +174,7 @@ func (c *Catalog) Owners(ctx context.Context, id uuid.UUID) ([]Owner, error) {
 	if err := c.exists(ctx, id); err != nil {
 		return nil, err
 	}
-	rows, err := c.db.Owner.Query().Where(owner.AssetID(id)).Order(ent.Asc(owner.FieldID)).All(ctx)
+	rows, err := c.client(ctx).Owner.Query().Where(owner.AssetID(id)).Order(ent.Asc(owner.FieldID)).All(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("catalog: owners of %s: %w", id, err)
 	}
@@ -186,7 +186,7 @@ func (c *Catalog) Owners(ctx context.Context, id uuid.UUID) ([]Owner, error) {
 }
 
 func (c *Catalog) exists(ctx context.Context, id uuid.UUID) error {
-	ok, err := c.db.Asset.Query().Where(asset.ID(id)).Exist(ctx)
+	ok, err := c.client(ctx).Asset.Query().Where(asset.ID(id)).Exist(ctx)
 	if err != nil {
 		return fmt.Errorf("catalog: look up asset %s: %w", id, err)
 	}

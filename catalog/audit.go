@@ -64,7 +64,7 @@ func (c *Catalog) Audit(ctx context.Context, assetID uuid.UUID, after uuid.UUID,
 	if err := c.exists(ctx, assetID); err != nil {
 		return nil, false, err
 	}
-	q := c.db.AuditEvent.Query().Where(auditevent.AssetID(assetID))
+	q := c.client(ctx).AuditEvent.Query().Where(auditevent.AssetID(assetID))
 	if after != uuid.Nil {
 		q = q.Where(auditevent.IDGT(after))
 	}

@@ -45,8 +45,31 @@ func (c *Catalog) Now() time.Time { return c.now().UTC().Truncate(time.Microseco
 // of the same name or key at once); the retry re-reads and answers from what the winner wrote.
 const maxAttempts = 3
 
-// tx runs fn in a transaction, rolling back on error or panic.
+// client returns the transaction carried by ctx (see InTx) or the catalog's own client.
+func (c *Catalog) client(ctx context.Context) *ent.Client {
+	if tx := ent.TxFromContext(ctx); tx != nil {
+		return tx.Client()
+	}
+	return c.db
+}
+
+// InTx runs fn in one transaction whose context makes every catalog call inside it part of that
+// transaction: lineage ingest stores an event, the assets it creates or renames, and its own rows
+// all-or-nothing. Inside, catalog errors abort the whole transaction (PostgreSQL cannot continue a
+// failed one), so callers retry the whole of fn on a lost race (see IsRace).
+func (c *Catalog) InTx(ctx context.Context, fn func(ctx context.Context, tx *ent.Tx) error) error {
+	return c.tx(ctx, func(tx *ent.Tx) error { return fn(ent.NewTxContext(ctx, tx), tx) })
+}
+
+// IsRace reports whether err is a lost race on a unique index, worth retrying from the start.
+func IsRace(err error) bool { return ent.IsConstraintError(err) }
+
+// tx runs fn in a transaction, rolling back on error or panic. When ctx already carries a
+// transaction (InTx), fn joins it and the outer caller commits.
 func (c *Catalog) tx(ctx context.Context, fn func(tx *ent.Tx) error) error {
+	if tx := ent.TxFromContext(ctx); tx != nil {
+		return fn(tx)
+	}
 	tx, err := c.db.Tx(ctx)
 	if err != nil {
 		return fmt.Errorf("catalog: begin: %w", err)

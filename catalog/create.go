@@ -224,7 +224,7 @@ func boundAsset(ctx context.Context, tx *ent.Tx, ids []ExternalIDInput) (uuid.UU
 
 // LookupExternalID returns the asset an external ID is bound to.
 func (c *Catalog) LookupExternalID(ctx context.Context, system, value string) (Asset, error) {
-	row, err := c.db.ExternalID.Query().Where(externalid.System(system), externalid.Value(value)).Only(ctx)
+	row, err := c.client(ctx).ExternalID.Query().Where(externalid.System(system), externalid.Value(value)).Only(ctx)
 	if ent.IsNotFound(err) {
 		return Asset{}, notFound("no asset is bound to external ID %s:%s", system, value)
 	}

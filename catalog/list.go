@@ -60,7 +60,7 @@ func (c *Catalog) List(ctx context.Context, f ListFilter) ([]Asset, bool, error)
 	if f.After != uuid.Nil {
 		where = append(where, asset.IDGT(f.After))
 	}
-	rows, err := c.db.Asset.Query().Where(where...).
+	rows, err := c.client(ctx).Asset.Query().Where(where...).
 		WithExternalIds(func(q *ent.ExternalIDQuery) { q.Order(ent.Asc(externalid.FieldID)) }).
 		WithOwners(func(q *ent.OwnerQuery) { q.Where(owner.RemovedAtIsNil()).Order(ent.Asc(owner.FieldPrincipal)) }).
 		Order(ent.Asc(asset.FieldID)).Limit(f.Limit + 1).All(ctx)
@@ -75,7 +75,7 @@ func (c *Catalog) List(ctx context.Context, f ListFilter) ([]Asset, bool, error)
 	for i, r := range rows {
 		ids[i] = r.ID
 	}
-	latest, err := latestNames(ctx, c.db, ids)
+	latest, err := latestNames(ctx, c.client(ctx), ids)
 	if err != nil {
 		return nil, false, err
 	}

@@ -2,7 +2,6 @@ package catalog
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -20,8 +19,8 @@ const AnyVersion int64 = 0
 // mutate runs the common shape of every change to an existing asset in one transaction: read the
 // before state, refuse deleted assets (unless allowDeleted), claim the next version (failing
 // with ErrStaleVersion when expected is set and out of date), apply change, then record the
-// audit event with the after state. change returns false when there was nothing to do; the
-// transaction is then rolled back, so a no-op leaves no version bump and no audit event.
+// audit event with the after state. change returns false when there was nothing to do; a no-op
+// leaves no version bump and no audit event.
 func (c *Catalog) mutate(ctx context.Context, id uuid.UUID, expected int64, action string, allowDeleted bool,
 	change func(tx *ent.Tx, before Asset, now time.Time) (bool, error)) (Asset, error) {
 	var out Asset
@@ -52,8 +51,10 @@ func (c *Catalog) mutate(ctx context.Context, id uuid.UUID, expected int64, acti
 			return err
 		}
 		if !changed {
+			// Nothing to do: give the version back (the claim above was only a lock), so a no-op
+			// leaves no trace, also when this runs inside a caller's transaction.
 			out = before
-			return errNoChange
+			return tx.Asset.UpdateOneID(id).SetVersion(before.Version).SetUpdatedAt(before.UpdatedAt).Exec(ctx)
 		}
 		after, err := load(ctx, tx.Client(), id)
 		if err != nil {
@@ -62,15 +63,8 @@ func (c *Catalog) mutate(ctx context.Context, id uuid.UUID, expected int64, acti
 		out = after
 		return c.audit(ctx, tx, now, action, id, before, after)
 	})
-	if errors.Is(err, errNoChange) {
-		return out, nil
-	}
 	return out, err
 }
-
-// errNoChange rolls back a mutation that found nothing to do; mutate turns it into success.
-var errNoChange = errors.New("catalog: no change")
-
 func staleVersion(id uuid.UUID, expected, current int64) error {
 	return &Error{Kind: ErrStaleVersion, Field: "If-Match", Message: fmt.Sprintf(
 		"asset %s is at version %d, not %d: it changed since you read it; read it again and retry", id, current, expected)}

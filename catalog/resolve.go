@@ -11,6 +11,7 @@ import (
 
 	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/ent/assetname"
+	"github.com/tidemark/tidemark/ent/externalid"
 )
 
 // Resolution is the answer to "which asset is this name?".
@@ -44,7 +45,7 @@ func (c *Catalog) resolve(ctx context.Context, namespace, name string, at *time.
 	} else if err := validateText("name", name, MaxNameBytes); err != nil {
 		return Resolution{}, err
 	}
-	q := c.db.AssetName.Query().Where(assetname.Name(name))
+	q := c.client(ctx).AssetName.Query().Where(assetname.Name(name))
 	if namespace != "" {
 		q = q.Where(assetname.Namespace(namespace))
 	}
@@ -112,4 +113,63 @@ func currentHolder(ctx context.Context, client *ent.Client, namespace, name stri
 		return uuid.Nil, false, fmt.Errorf("catalog: look up name holder: %w", err)
 	}
 	return row.AssetID, true, nil
+}
+
+// Ref is an asset found by name, without what hangs off it: the cheap answer for ingest paths.
+type Ref struct {
+	ID     uuid.UUID
+	Status Status
+	Former bool // the name is not the asset's current one
+}
+
+// Lookup finds the asset holding (namespace, name) now, or failing that the asset that held it
+// most recently (Former). ok is false when no asset ever had the name.
+func (c *Catalog) Lookup(ctx context.Context, namespace, name string) (ref Ref, ok bool, err error) {
+	client := c.client(ctx)
+	row, err := client.AssetName.Query().
+		Where(assetname.Namespace(namespace), assetname.Name(name), assetname.ValidToIsNil()).
+		WithAsset().Only(ctx)
+	if err == nil {
+		return Ref{ID: row.AssetID, Status: Status(row.Edges.Asset.Status)}, true, nil
+	}
+	if !ent.IsNotFound(err) {
+		return Ref{}, false, fmt.Errorf("catalog: look up %s.%s: %w", namespace, name, err)
+	}
+	row, err = client.AssetName.Query().
+		Where(assetname.Namespace(namespace), assetname.Name(name)).
+		Order(ent.Desc(assetname.FieldValidTo), ent.Desc(assetname.FieldID)).WithAsset().First(ctx)
+	if ent.IsNotFound(err) {
+		return Ref{}, false, nil
+	}
+	if err != nil {
+		return Ref{}, false, fmt.Errorf("catalog: look up former %s.%s: %w", namespace, name, err)
+	}
+	return Ref{ID: row.AssetID, Status: Status(row.Edges.Asset.Status), Former: true}, true, nil
+}
+
+// LookupExternal finds the asset an external ID is bound to.
+func (c *Catalog) LookupExternal(ctx context.Context, system, value string) (Ref, bool, error) {
+	row, err := c.client(ctx).ExternalID.Query().
+		Where(externalid.System(system), externalid.Value(value)).WithAsset().Only(ctx)
+	if ent.IsNotFound(err) {
+		return Ref{}, false, nil
+	}
+	if err != nil {
+		return Ref{}, false, fmt.Errorf("catalog: look up external id: %w", err)
+	}
+	return Ref{ID: row.AssetID, Status: Status(row.Edges.Asset.Status)}, true, nil
+}
+
+// LatestNames returns each asset's current name, or for a deleted asset the name it held when
+// deleted (ValidTo set).
+func (c *Catalog) LatestNames(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]Name, error) {
+	rows, err := latestNames(ctx, c.client(ctx), ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[uuid.UUID]Name, len(rows))
+	for id, r := range rows {
+		out[id] = toName(r)
+	}
+	return out, nil
 }

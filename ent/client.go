@@ -18,11 +18,17 @@ import (
 	"entgo.io/ent/dialect/sql/sqlgraph"
 	"github.com/tidemark/tidemark/ent/apitoken"
 	"github.com/tidemark/tidemark/ent/asset"
+	"github.com/tidemark/tidemark/ent/assetfacet"
 	"github.com/tidemark/tidemark/ent/assetname"
 	"github.com/tidemark/tidemark/ent/auditevent"
+	"github.com/tidemark/tidemark/ent/columnedge"
 	"github.com/tidemark/tidemark/ent/externalid"
 	"github.com/tidemark/tidemark/ent/idempotencykey"
+	"github.com/tidemark/tidemark/ent/lineageedge"
+	"github.com/tidemark/tidemark/ent/lineageevent"
 	"github.com/tidemark/tidemark/ent/owner"
+	"github.com/tidemark/tidemark/ent/run"
+	"github.com/tidemark/tidemark/ent/runio"
 
 	stdsql "database/sql"
 )
@@ -36,16 +42,28 @@ type Client struct {
 	APIToken *APITokenClient
 	// Asset is the client for interacting with the Asset builders.
 	Asset *AssetClient
+	// AssetFacet is the client for interacting with the AssetFacet builders.
+	AssetFacet *AssetFacetClient
 	// AssetName is the client for interacting with the AssetName builders.
 	AssetName *AssetNameClient
 	// AuditEvent is the client for interacting with the AuditEvent builders.
 	AuditEvent *AuditEventClient
+	// ColumnEdge is the client for interacting with the ColumnEdge builders.
+	ColumnEdge *ColumnEdgeClient
 	// ExternalID is the client for interacting with the ExternalID builders.
 	ExternalID *ExternalIDClient
 	// IdempotencyKey is the client for interacting with the IdempotencyKey builders.
 	IdempotencyKey *IdempotencyKeyClient
+	// LineageEdge is the client for interacting with the LineageEdge builders.
+	LineageEdge *LineageEdgeClient
+	// LineageEvent is the client for interacting with the LineageEvent builders.
+	LineageEvent *LineageEventClient
 	// Owner is the client for interacting with the Owner builders.
 	Owner *OwnerClient
+	// Run is the client for interacting with the Run builders.
+	Run *RunClient
+	// RunIO is the client for interacting with the RunIO builders.
+	RunIO *RunIOClient
 }
 
 // NewClient creates a new client configured with the given options.
@@ -59,11 +77,17 @@ func (c *Client) init() {
 	c.Schema = migrate.NewSchema(c.driver)
 	c.APIToken = NewAPITokenClient(c.config)
 	c.Asset = NewAssetClient(c.config)
+	c.AssetFacet = NewAssetFacetClient(c.config)
 	c.AssetName = NewAssetNameClient(c.config)
 	c.AuditEvent = NewAuditEventClient(c.config)
+	c.ColumnEdge = NewColumnEdgeClient(c.config)
 	c.ExternalID = NewExternalIDClient(c.config)
 	c.IdempotencyKey = NewIdempotencyKeyClient(c.config)
+	c.LineageEdge = NewLineageEdgeClient(c.config)
+	c.LineageEvent = NewLineageEventClient(c.config)
 	c.Owner = NewOwnerClient(c.config)
+	c.Run = NewRunClient(c.config)
+	c.RunIO = NewRunIOClient(c.config)
 }
 
 type (
@@ -158,11 +182,17 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		config:         cfg,
 		APIToken:       NewAPITokenClient(cfg),
 		Asset:          NewAssetClient(cfg),
+		AssetFacet:     NewAssetFacetClient(cfg),
 		AssetName:      NewAssetNameClient(cfg),
 		AuditEvent:     NewAuditEventClient(cfg),
+		ColumnEdge:     NewColumnEdgeClient(cfg),
 		ExternalID:     NewExternalIDClient(cfg),
 		IdempotencyKey: NewIdempotencyKeyClient(cfg),
+		LineageEdge:    NewLineageEdgeClient(cfg),
+		LineageEvent:   NewLineageEventClient(cfg),
 		Owner:          NewOwnerClient(cfg),
+		Run:            NewRunClient(cfg),
+		RunIO:          NewRunIOClient(cfg),
 	}, nil
 }
 
@@ -184,11 +214,17 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		config:         cfg,
 		APIToken:       NewAPITokenClient(cfg),
 		Asset:          NewAssetClient(cfg),
+		AssetFacet:     NewAssetFacetClient(cfg),
 		AssetName:      NewAssetNameClient(cfg),
 		AuditEvent:     NewAuditEventClient(cfg),
+		ColumnEdge:     NewColumnEdgeClient(cfg),
 		ExternalID:     NewExternalIDClient(cfg),
 		IdempotencyKey: NewIdempotencyKeyClient(cfg),
+		LineageEdge:    NewLineageEdgeClient(cfg),
+		LineageEvent:   NewLineageEventClient(cfg),
 		Owner:          NewOwnerClient(cfg),
+		Run:            NewRunClient(cfg),
+		RunIO:          NewRunIOClient(cfg),
 	}, nil
 }
 
@@ -218,8 +254,9 @@ func (c *Client) Close() error {
 // In order to add hooks to a specific client, call: `client.Node.Use(...)`.
 func (c *Client) Use(hooks ...Hook) {
 	for _, n := range []interface{ Use(...Hook) }{
-		c.APIToken, c.Asset, c.AssetName, c.AuditEvent, c.ExternalID, c.IdempotencyKey,
-		c.Owner,
+		c.APIToken, c.Asset, c.AssetFacet, c.AssetName, c.AuditEvent, c.ColumnEdge,
+		c.ExternalID, c.IdempotencyKey, c.LineageEdge, c.LineageEvent, c.Owner, c.Run,
+		c.RunIO,
 	} {
 		n.Use(hooks...)
 	}
@@ -229,8 +266,9 @@ func (c *Client) Use(hooks ...Hook) {
 // In order to add interceptors to a specific client, call: `client.Node.Intercept(...)`.
 func (c *Client) Intercept(interceptors ...Interceptor) {
 	for _, n := range []interface{ Intercept(...Interceptor) }{
-		c.APIToken, c.Asset, c.AssetName, c.AuditEvent, c.ExternalID, c.IdempotencyKey,
-		c.Owner,
+		c.APIToken, c.Asset, c.AssetFacet, c.AssetName, c.AuditEvent, c.ColumnEdge,
+		c.ExternalID, c.IdempotencyKey, c.LineageEdge, c.LineageEvent, c.Owner, c.Run,
+		c.RunIO,
 	} {
 		n.Intercept(interceptors...)
 	}
@@ -243,16 +281,28 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.APIToken.mutate(ctx, m)
 	case *AssetMutation:
 		return c.Asset.mutate(ctx, m)
+	case *AssetFacetMutation:
+		return c.AssetFacet.mutate(ctx, m)
 	case *AssetNameMutation:
 		return c.AssetName.mutate(ctx, m)
 	case *AuditEventMutation:
 		return c.AuditEvent.mutate(ctx, m)
+	case *ColumnEdgeMutation:
+		return c.ColumnEdge.mutate(ctx, m)
 	case *ExternalIDMutation:
 		return c.ExternalID.mutate(ctx, m)
 	case *IdempotencyKeyMutation:
 		return c.IdempotencyKey.mutate(ctx, m)
+	case *LineageEdgeMutation:
+		return c.LineageEdge.mutate(ctx, m)
+	case *LineageEventMutation:
+		return c.LineageEvent.mutate(ctx, m)
 	case *OwnerMutation:
 		return c.Owner.mutate(ctx, m)
+	case *RunMutation:
+		return c.Run.mutate(ctx, m)
+	case *RunIOMutation:
+		return c.RunIO.mutate(ctx, m)
 	default:
 		return nil, fmt.Errorf("ent: unknown mutation type %T", m)
 	}
@@ -572,6 +622,139 @@ func (c *AssetClient) mutate(ctx context.Context, m *AssetMutation) (Value, erro
 	}
 }
 
+// AssetFacetClient is a client for the AssetFacet schema.
+type AssetFacetClient struct {
+	config
+}
+
+// NewAssetFacetClient returns a client for the AssetFacet from the given config.
+func NewAssetFacetClient(c config) *AssetFacetClient {
+	return &AssetFacetClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `assetfacet.Hooks(f(g(h())))`.
+func (c *AssetFacetClient) Use(hooks ...Hook) {
+	c.hooks.AssetFacet = append(c.hooks.AssetFacet, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `assetfacet.Intercept(f(g(h())))`.
+func (c *AssetFacetClient) Intercept(interceptors ...Interceptor) {
+	c.inters.AssetFacet = append(c.inters.AssetFacet, interceptors...)
+}
+
+// Create returns a builder for creating a AssetFacet entity.
+func (c *AssetFacetClient) Create() *AssetFacetCreate {
+	mutation := newAssetFacetMutation(c.config, OpCreate)
+	return &AssetFacetCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of AssetFacet entities.
+func (c *AssetFacetClient) CreateBulk(builders ...*AssetFacetCreate) *AssetFacetCreateBulk {
+	return &AssetFacetCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *AssetFacetClient) MapCreateBulk(slice any, setFunc func(*AssetFacetCreate, int)) *AssetFacetCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &AssetFacetCreateBulk{err: fmt.Errorf("calling to AssetFacetClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*AssetFacetCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &AssetFacetCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for AssetFacet.
+func (c *AssetFacetClient) Update() *AssetFacetUpdate {
+	mutation := newAssetFacetMutation(c.config, OpUpdate)
+	return &AssetFacetUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *AssetFacetClient) UpdateOne(_m *AssetFacet) *AssetFacetUpdateOne {
+	mutation := newAssetFacetMutation(c.config, OpUpdateOne, withAssetFacet(_m))
+	return &AssetFacetUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *AssetFacetClient) UpdateOneID(id int) *AssetFacetUpdateOne {
+	mutation := newAssetFacetMutation(c.config, OpUpdateOne, withAssetFacetID(id))
+	return &AssetFacetUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for AssetFacet.
+func (c *AssetFacetClient) Delete() *AssetFacetDelete {
+	mutation := newAssetFacetMutation(c.config, OpDelete)
+	return &AssetFacetDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *AssetFacetClient) DeleteOne(_m *AssetFacet) *AssetFacetDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *AssetFacetClient) DeleteOneID(id int) *AssetFacetDeleteOne {
+	builder := c.Delete().Where(assetfacet.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &AssetFacetDeleteOne{builder}
+}
+
+// Query returns a query builder for AssetFacet.
+func (c *AssetFacetClient) Query() *AssetFacetQuery {
+	return &AssetFacetQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeAssetFacet},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a AssetFacet entity by its id.
+func (c *AssetFacetClient) Get(ctx context.Context, id int) (*AssetFacet, error) {
+	return c.Query().Where(assetfacet.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *AssetFacetClient) GetX(ctx context.Context, id int) *AssetFacet {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *AssetFacetClient) Hooks() []Hook {
+	return c.hooks.AssetFacet
+}
+
+// Interceptors returns the client interceptors.
+func (c *AssetFacetClient) Interceptors() []Interceptor {
+	return c.inters.AssetFacet
+}
+
+func (c *AssetFacetClient) mutate(ctx context.Context, m *AssetFacetMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&AssetFacetCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&AssetFacetUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&AssetFacetUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&AssetFacetDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown AssetFacet mutation op: %q", m.Op())
+	}
+}
+
 // AssetNameClient is a client for the AssetName schema.
 type AssetNameClient struct {
 	config
@@ -852,6 +1035,139 @@ func (c *AuditEventClient) mutate(ctx context.Context, m *AuditEventMutation) (V
 		return (&AuditEventDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
 	default:
 		return nil, fmt.Errorf("ent: unknown AuditEvent mutation op: %q", m.Op())
+	}
+}
+
+// ColumnEdgeClient is a client for the ColumnEdge schema.
+type ColumnEdgeClient struct {
+	config
+}
+
+// NewColumnEdgeClient returns a client for the ColumnEdge from the given config.
+func NewColumnEdgeClient(c config) *ColumnEdgeClient {
+	return &ColumnEdgeClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `columnedge.Hooks(f(g(h())))`.
+func (c *ColumnEdgeClient) Use(hooks ...Hook) {
+	c.hooks.ColumnEdge = append(c.hooks.ColumnEdge, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `columnedge.Intercept(f(g(h())))`.
+func (c *ColumnEdgeClient) Intercept(interceptors ...Interceptor) {
+	c.inters.ColumnEdge = append(c.inters.ColumnEdge, interceptors...)
+}
+
+// Create returns a builder for creating a ColumnEdge entity.
+func (c *ColumnEdgeClient) Create() *ColumnEdgeCreate {
+	mutation := newColumnEdgeMutation(c.config, OpCreate)
+	return &ColumnEdgeCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of ColumnEdge entities.
+func (c *ColumnEdgeClient) CreateBulk(builders ...*ColumnEdgeCreate) *ColumnEdgeCreateBulk {
+	return &ColumnEdgeCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *ColumnEdgeClient) MapCreateBulk(slice any, setFunc func(*ColumnEdgeCreate, int)) *ColumnEdgeCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &ColumnEdgeCreateBulk{err: fmt.Errorf("calling to ColumnEdgeClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*ColumnEdgeCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &ColumnEdgeCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for ColumnEdge.
+func (c *ColumnEdgeClient) Update() *ColumnEdgeUpdate {
+	mutation := newColumnEdgeMutation(c.config, OpUpdate)
+	return &ColumnEdgeUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *ColumnEdgeClient) UpdateOne(_m *ColumnEdge) *ColumnEdgeUpdateOne {
+	mutation := newColumnEdgeMutation(c.config, OpUpdateOne, withColumnEdge(_m))
+	return &ColumnEdgeUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *ColumnEdgeClient) UpdateOneID(id int) *ColumnEdgeUpdateOne {
+	mutation := newColumnEdgeMutation(c.config, OpUpdateOne, withColumnEdgeID(id))
+	return &ColumnEdgeUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for ColumnEdge.
+func (c *ColumnEdgeClient) Delete() *ColumnEdgeDelete {
+	mutation := newColumnEdgeMutation(c.config, OpDelete)
+	return &ColumnEdgeDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *ColumnEdgeClient) DeleteOne(_m *ColumnEdge) *ColumnEdgeDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *ColumnEdgeClient) DeleteOneID(id int) *ColumnEdgeDeleteOne {
+	builder := c.Delete().Where(columnedge.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &ColumnEdgeDeleteOne{builder}
+}
+
+// Query returns a query builder for ColumnEdge.
+func (c *ColumnEdgeClient) Query() *ColumnEdgeQuery {
+	return &ColumnEdgeQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeColumnEdge},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a ColumnEdge entity by its id.
+func (c *ColumnEdgeClient) Get(ctx context.Context, id int) (*ColumnEdge, error) {
+	return c.Query().Where(columnedge.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *ColumnEdgeClient) GetX(ctx context.Context, id int) *ColumnEdge {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *ColumnEdgeClient) Hooks() []Hook {
+	return c.hooks.ColumnEdge
+}
+
+// Interceptors returns the client interceptors.
+func (c *ColumnEdgeClient) Interceptors() []Interceptor {
+	return c.inters.ColumnEdge
+}
+
+func (c *ColumnEdgeClient) mutate(ctx context.Context, m *ColumnEdgeMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&ColumnEdgeCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&ColumnEdgeUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&ColumnEdgeUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&ColumnEdgeDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown ColumnEdge mutation op: %q", m.Op())
 	}
 }
 
@@ -1137,6 +1453,272 @@ func (c *IdempotencyKeyClient) mutate(ctx context.Context, m *IdempotencyKeyMuta
 	}
 }
 
+// LineageEdgeClient is a client for the LineageEdge schema.
+type LineageEdgeClient struct {
+	config
+}
+
+// NewLineageEdgeClient returns a client for the LineageEdge from the given config.
+func NewLineageEdgeClient(c config) *LineageEdgeClient {
+	return &LineageEdgeClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `lineageedge.Hooks(f(g(h())))`.
+func (c *LineageEdgeClient) Use(hooks ...Hook) {
+	c.hooks.LineageEdge = append(c.hooks.LineageEdge, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `lineageedge.Intercept(f(g(h())))`.
+func (c *LineageEdgeClient) Intercept(interceptors ...Interceptor) {
+	c.inters.LineageEdge = append(c.inters.LineageEdge, interceptors...)
+}
+
+// Create returns a builder for creating a LineageEdge entity.
+func (c *LineageEdgeClient) Create() *LineageEdgeCreate {
+	mutation := newLineageEdgeMutation(c.config, OpCreate)
+	return &LineageEdgeCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of LineageEdge entities.
+func (c *LineageEdgeClient) CreateBulk(builders ...*LineageEdgeCreate) *LineageEdgeCreateBulk {
+	return &LineageEdgeCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *LineageEdgeClient) MapCreateBulk(slice any, setFunc func(*LineageEdgeCreate, int)) *LineageEdgeCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &LineageEdgeCreateBulk{err: fmt.Errorf("calling to LineageEdgeClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*LineageEdgeCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &LineageEdgeCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for LineageEdge.
+func (c *LineageEdgeClient) Update() *LineageEdgeUpdate {
+	mutation := newLineageEdgeMutation(c.config, OpUpdate)
+	return &LineageEdgeUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *LineageEdgeClient) UpdateOne(_m *LineageEdge) *LineageEdgeUpdateOne {
+	mutation := newLineageEdgeMutation(c.config, OpUpdateOne, withLineageEdge(_m))
+	return &LineageEdgeUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *LineageEdgeClient) UpdateOneID(id int) *LineageEdgeUpdateOne {
+	mutation := newLineageEdgeMutation(c.config, OpUpdateOne, withLineageEdgeID(id))
+	return &LineageEdgeUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for LineageEdge.
+func (c *LineageEdgeClient) Delete() *LineageEdgeDelete {
+	mutation := newLineageEdgeMutation(c.config, OpDelete)
+	return &LineageEdgeDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *LineageEdgeClient) DeleteOne(_m *LineageEdge) *LineageEdgeDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *LineageEdgeClient) DeleteOneID(id int) *LineageEdgeDeleteOne {
+	builder := c.Delete().Where(lineageedge.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &LineageEdgeDeleteOne{builder}
+}
+
+// Query returns a query builder for LineageEdge.
+func (c *LineageEdgeClient) Query() *LineageEdgeQuery {
+	return &LineageEdgeQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeLineageEdge},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a LineageEdge entity by its id.
+func (c *LineageEdgeClient) Get(ctx context.Context, id int) (*LineageEdge, error) {
+	return c.Query().Where(lineageedge.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *LineageEdgeClient) GetX(ctx context.Context, id int) *LineageEdge {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *LineageEdgeClient) Hooks() []Hook {
+	return c.hooks.LineageEdge
+}
+
+// Interceptors returns the client interceptors.
+func (c *LineageEdgeClient) Interceptors() []Interceptor {
+	return c.inters.LineageEdge
+}
+
+func (c *LineageEdgeClient) mutate(ctx context.Context, m *LineageEdgeMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&LineageEdgeCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&LineageEdgeUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&LineageEdgeUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&LineageEdgeDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown LineageEdge mutation op: %q", m.Op())
+	}
+}
+
+// LineageEventClient is a client for the LineageEvent schema.
+type LineageEventClient struct {
+	config
+}
+
+// NewLineageEventClient returns a client for the LineageEvent from the given config.
+func NewLineageEventClient(c config) *LineageEventClient {
+	return &LineageEventClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `lineageevent.Hooks(f(g(h())))`.
+func (c *LineageEventClient) Use(hooks ...Hook) {
+	c.hooks.LineageEvent = append(c.hooks.LineageEvent, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `lineageevent.Intercept(f(g(h())))`.
+func (c *LineageEventClient) Intercept(interceptors ...Interceptor) {
+	c.inters.LineageEvent = append(c.inters.LineageEvent, interceptors...)
+}
+
+// Create returns a builder for creating a LineageEvent entity.
+func (c *LineageEventClient) Create() *LineageEventCreate {
+	mutation := newLineageEventMutation(c.config, OpCreate)
+	return &LineageEventCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of LineageEvent entities.
+func (c *LineageEventClient) CreateBulk(builders ...*LineageEventCreate) *LineageEventCreateBulk {
+	return &LineageEventCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *LineageEventClient) MapCreateBulk(slice any, setFunc func(*LineageEventCreate, int)) *LineageEventCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &LineageEventCreateBulk{err: fmt.Errorf("calling to LineageEventClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*LineageEventCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &LineageEventCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for LineageEvent.
+func (c *LineageEventClient) Update() *LineageEventUpdate {
+	mutation := newLineageEventMutation(c.config, OpUpdate)
+	return &LineageEventUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *LineageEventClient) UpdateOne(_m *LineageEvent) *LineageEventUpdateOne {
+	mutation := newLineageEventMutation(c.config, OpUpdateOne, withLineageEvent(_m))
+	return &LineageEventUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *LineageEventClient) UpdateOneID(id uuid.UUID) *LineageEventUpdateOne {
+	mutation := newLineageEventMutation(c.config, OpUpdateOne, withLineageEventID(id))
+	return &LineageEventUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for LineageEvent.
+func (c *LineageEventClient) Delete() *LineageEventDelete {
+	mutation := newLineageEventMutation(c.config, OpDelete)
+	return &LineageEventDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *LineageEventClient) DeleteOne(_m *LineageEvent) *LineageEventDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *LineageEventClient) DeleteOneID(id uuid.UUID) *LineageEventDeleteOne {
+	builder := c.Delete().Where(lineageevent.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &LineageEventDeleteOne{builder}
+}
+
+// Query returns a query builder for LineageEvent.
+func (c *LineageEventClient) Query() *LineageEventQuery {
+	return &LineageEventQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeLineageEvent},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a LineageEvent entity by its id.
+func (c *LineageEventClient) Get(ctx context.Context, id uuid.UUID) (*LineageEvent, error) {
+	return c.Query().Where(lineageevent.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *LineageEventClient) GetX(ctx context.Context, id uuid.UUID) *LineageEvent {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *LineageEventClient) Hooks() []Hook {
+	return c.hooks.LineageEvent
+}
+
+// Interceptors returns the client interceptors.
+func (c *LineageEventClient) Interceptors() []Interceptor {
+	return c.inters.LineageEvent
+}
+
+func (c *LineageEventClient) mutate(ctx context.Context, m *LineageEventMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&LineageEventCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&LineageEventUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&LineageEventUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&LineageEventDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown LineageEvent mutation op: %q", m.Op())
+	}
+}
+
 // OwnerClient is a client for the Owner schema.
 type OwnerClient struct {
 	config
@@ -1286,15 +1868,281 @@ func (c *OwnerClient) mutate(ctx context.Context, m *OwnerMutation) (Value, erro
 	}
 }
 
+// RunClient is a client for the Run schema.
+type RunClient struct {
+	config
+}
+
+// NewRunClient returns a client for the Run from the given config.
+func NewRunClient(c config) *RunClient {
+	return &RunClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `run.Hooks(f(g(h())))`.
+func (c *RunClient) Use(hooks ...Hook) {
+	c.hooks.Run = append(c.hooks.Run, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `run.Intercept(f(g(h())))`.
+func (c *RunClient) Intercept(interceptors ...Interceptor) {
+	c.inters.Run = append(c.inters.Run, interceptors...)
+}
+
+// Create returns a builder for creating a Run entity.
+func (c *RunClient) Create() *RunCreate {
+	mutation := newRunMutation(c.config, OpCreate)
+	return &RunCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of Run entities.
+func (c *RunClient) CreateBulk(builders ...*RunCreate) *RunCreateBulk {
+	return &RunCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *RunClient) MapCreateBulk(slice any, setFunc func(*RunCreate, int)) *RunCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &RunCreateBulk{err: fmt.Errorf("calling to RunClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*RunCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &RunCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for Run.
+func (c *RunClient) Update() *RunUpdate {
+	mutation := newRunMutation(c.config, OpUpdate)
+	return &RunUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *RunClient) UpdateOne(_m *Run) *RunUpdateOne {
+	mutation := newRunMutation(c.config, OpUpdateOne, withRun(_m))
+	return &RunUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *RunClient) UpdateOneID(id string) *RunUpdateOne {
+	mutation := newRunMutation(c.config, OpUpdateOne, withRunID(id))
+	return &RunUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for Run.
+func (c *RunClient) Delete() *RunDelete {
+	mutation := newRunMutation(c.config, OpDelete)
+	return &RunDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *RunClient) DeleteOne(_m *Run) *RunDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *RunClient) DeleteOneID(id string) *RunDeleteOne {
+	builder := c.Delete().Where(run.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &RunDeleteOne{builder}
+}
+
+// Query returns a query builder for Run.
+func (c *RunClient) Query() *RunQuery {
+	return &RunQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeRun},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a Run entity by its id.
+func (c *RunClient) Get(ctx context.Context, id string) (*Run, error) {
+	return c.Query().Where(run.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *RunClient) GetX(ctx context.Context, id string) *Run {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *RunClient) Hooks() []Hook {
+	return c.hooks.Run
+}
+
+// Interceptors returns the client interceptors.
+func (c *RunClient) Interceptors() []Interceptor {
+	return c.inters.Run
+}
+
+func (c *RunClient) mutate(ctx context.Context, m *RunMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&RunCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&RunUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&RunUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&RunDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown Run mutation op: %q", m.Op())
+	}
+}
+
+// RunIOClient is a client for the RunIO schema.
+type RunIOClient struct {
+	config
+}
+
+// NewRunIOClient returns a client for the RunIO from the given config.
+func NewRunIOClient(c config) *RunIOClient {
+	return &RunIOClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `runio.Hooks(f(g(h())))`.
+func (c *RunIOClient) Use(hooks ...Hook) {
+	c.hooks.RunIO = append(c.hooks.RunIO, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `runio.Intercept(f(g(h())))`.
+func (c *RunIOClient) Intercept(interceptors ...Interceptor) {
+	c.inters.RunIO = append(c.inters.RunIO, interceptors...)
+}
+
+// Create returns a builder for creating a RunIO entity.
+func (c *RunIOClient) Create() *RunIOCreate {
+	mutation := newRunIOMutation(c.config, OpCreate)
+	return &RunIOCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of RunIO entities.
+func (c *RunIOClient) CreateBulk(builders ...*RunIOCreate) *RunIOCreateBulk {
+	return &RunIOCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *RunIOClient) MapCreateBulk(slice any, setFunc func(*RunIOCreate, int)) *RunIOCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &RunIOCreateBulk{err: fmt.Errorf("calling to RunIOClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*RunIOCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &RunIOCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for RunIO.
+func (c *RunIOClient) Update() *RunIOUpdate {
+	mutation := newRunIOMutation(c.config, OpUpdate)
+	return &RunIOUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *RunIOClient) UpdateOne(_m *RunIO) *RunIOUpdateOne {
+	mutation := newRunIOMutation(c.config, OpUpdateOne, withRunIO(_m))
+	return &RunIOUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *RunIOClient) UpdateOneID(id int) *RunIOUpdateOne {
+	mutation := newRunIOMutation(c.config, OpUpdateOne, withRunIOID(id))
+	return &RunIOUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for RunIO.
+func (c *RunIOClient) Delete() *RunIODelete {
+	mutation := newRunIOMutation(c.config, OpDelete)
+	return &RunIODelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *RunIOClient) DeleteOne(_m *RunIO) *RunIODeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *RunIOClient) DeleteOneID(id int) *RunIODeleteOne {
+	builder := c.Delete().Where(runio.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &RunIODeleteOne{builder}
+}
+
+// Query returns a query builder for RunIO.
+func (c *RunIOClient) Query() *RunIOQuery {
+	return &RunIOQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeRunIO},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a RunIO entity by its id.
+func (c *RunIOClient) Get(ctx context.Context, id int) (*RunIO, error) {
+	return c.Query().Where(runio.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *RunIOClient) GetX(ctx context.Context, id int) *RunIO {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *RunIOClient) Hooks() []Hook {
+	return c.hooks.RunIO
+}
+
+// Interceptors returns the client interceptors.
+func (c *RunIOClient) Interceptors() []Interceptor {
+	return c.inters.RunIO
+}
+
+func (c *RunIOClient) mutate(ctx context.Context, m *RunIOMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&RunIOCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&RunIOUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&RunIOUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&RunIODelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown RunIO mutation op: %q", m.Op())
+	}
+}
+
 // hooks and interceptors per client, for fast access.
 type (
 	hooks struct {
-		APIToken, Asset, AssetName, AuditEvent, ExternalID, IdempotencyKey,
-		Owner []ent.Hook
+		APIToken, Asset, AssetFacet, AssetName, AuditEvent, ColumnEdge, ExternalID,
+		IdempotencyKey, LineageEdge, LineageEvent, Owner, Run, RunIO []ent.Hook
 	}
 	inters struct {
-		APIToken, Asset, AssetName, AuditEvent, ExternalID, IdempotencyKey,
-		Owner []ent.Interceptor
+		APIToken, Asset, AssetFacet, AssetName, AuditEvent, ColumnEdge, ExternalID,
+		IdempotencyKey, LineageEdge, LineageEvent, Owner, Run, RunIO []ent.Interceptor
 	}
 )
 

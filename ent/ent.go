@@ -14,11 +14,17 @@ import (
 	"entgo.io/ent/dialect/sql/sqlgraph"
 	"github.com/tidemark/tidemark/ent/apitoken"
 	"github.com/tidemark/tidemark/ent/asset"
+	"github.com/tidemark/tidemark/ent/assetfacet"
 	"github.com/tidemark/tidemark/ent/assetname"
 	"github.com/tidemark/tidemark/ent/auditevent"
+	"github.com/tidemark/tidemark/ent/columnedge"
 	"github.com/tidemark/tidemark/ent/externalid"
 	"github.com/tidemark/tidemark/ent/idempotencykey"
+	"github.com/tidemark/tidemark/ent/lineageedge"
+	"github.com/tidemark/tidemark/ent/lineageevent"
 	"github.com/tidemark/tidemark/ent/owner"
+	"github.com/tidemark/tidemark/ent/run"
+	"github.com/tidemark/tidemark/ent/runio"
 )
 
 // ent aliases to avoid import conflicts in user's code.
@@ -81,11 +87,17 @@ func checkColumn(t, c string) error {
 		columnCheck = sql.NewColumnCheck(map[string]func(string) bool{
 			apitoken.Table:       apitoken.ValidColumn,
 			asset.Table:          asset.ValidColumn,
+			assetfacet.Table:     assetfacet.ValidColumn,
 			assetname.Table:      assetname.ValidColumn,
 			auditevent.Table:     auditevent.ValidColumn,
+			columnedge.Table:     columnedge.ValidColumn,
 			externalid.Table:     externalid.ValidColumn,
 			idempotencykey.Table: idempotencykey.ValidColumn,
+			lineageedge.Table:    lineageedge.ValidColumn,
+			lineageevent.Table:   lineageevent.ValidColumn,
 			owner.Table:          owner.ValidColumn,
+			run.Table:            run.ValidColumn,
+			runio.Table:          runio.ValidColumn,
 		})
 	})
 	return columnCheck(t, c)

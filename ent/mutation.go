@@ -15,12 +15,18 @@ import (
 	"github.com/google/uuid"
 	"github.com/tidemark/tidemark/ent/apitoken"
 	"github.com/tidemark/tidemark/ent/asset"
+	"github.com/tidemark/tidemark/ent/assetfacet"
 	"github.com/tidemark/tidemark/ent/assetname"
 	"github.com/tidemark/tidemark/ent/auditevent"
+	"github.com/tidemark/tidemark/ent/columnedge"
 	"github.com/tidemark/tidemark/ent/externalid"
 	"github.com/tidemark/tidemark/ent/idempotencykey"
+	"github.com/tidemark/tidemark/ent/lineageedge"
+	"github.com/tidemark/tidemark/ent/lineageevent"
 	"github.com/tidemark/tidemark/ent/owner"
 	"github.com/tidemark/tidemark/ent/predicate"
+	"github.com/tidemark/tidemark/ent/run"
+	"github.com/tidemark/tidemark/ent/runio"
 )
 
 const (
@@ -34,11 +40,17 @@ const (
 	// Node types.
 	TypeAPIToken       = "APIToken"
 	TypeAsset          = "Asset"
+	TypeAssetFacet     = "AssetFacet"
 	TypeAssetName      = "AssetName"
 	TypeAuditEvent     = "AuditEvent"
+	TypeColumnEdge     = "ColumnEdge"
 	TypeExternalID     = "ExternalID"
 	TypeIdempotencyKey = "IdempotencyKey"
+	TypeLineageEdge    = "LineageEdge"
+	TypeLineageEvent   = "LineageEvent"
 	TypeOwner          = "Owner"
+	TypeRun            = "Run"
+	TypeRunIO          = "RunIO"
 )
 
 // APITokenMutation represents an operation that mutates the APIToken nodes in the graph.
@@ -1600,6 +1612,548 @@ func (m *AssetMutation) ResetEdge(name string) error {
 	return fmt.Errorf("unknown Asset edge %s", name)
 }
 
+// AssetFacetMutation represents an operation that mutates the AssetFacet nodes in the graph.
+type AssetFacetMutation struct {
+	config
+	op            Op
+	typ           string
+	id            *int
+	asset_id      *uuid.UUID
+	name          *string
+	value         *string
+	event_time    *time.Time
+	updated_at    *time.Time
+	clearedFields map[string]struct{}
+	done          bool
+	oldValue      func(context.Context) (*AssetFacet, error)
+	predicates    []predicate.AssetFacet
+}
+
+var _ ent.Mutation = (*AssetFacetMutation)(nil)
+
+// assetfacetOption allows management of the mutation configuration using functional options.
+type assetfacetOption func(*AssetFacetMutation)
+
+// newAssetFacetMutation creates new mutation for the AssetFacet entity.
+func newAssetFacetMutation(c config, op Op, opts ...assetfacetOption) *AssetFacetMutation {
+	m := &AssetFacetMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeAssetFacet,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withAssetFacetID sets the ID field of the mutation.
+func withAssetFacetID(id int) assetfacetOption {
+	return func(m *AssetFacetMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *AssetFacet
+		)
+		m.oldValue = func(ctx context.Context) (*AssetFacet, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().AssetFacet.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withAssetFacet sets the old AssetFacet of the mutation.
+func withAssetFacet(node *AssetFacet) assetfacetOption {
+	return func(m *AssetFacetMutation) {
+		m.oldValue = func(context.Context) (*AssetFacet, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m AssetFacetMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m AssetFacetMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *AssetFacetMutation) ID() (id int, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *AssetFacetMutation) IDs(ctx context.Context) ([]int, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []int{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().AssetFacet.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetAssetID sets the "asset_id" field.
+func (m *AssetFacetMutation) SetAssetID(u uuid.UUID) {
+	m.asset_id = &u
+}
+
+// AssetID returns the value of the "asset_id" field in the mutation.
+func (m *AssetFacetMutation) AssetID() (r uuid.UUID, exists bool) {
+	v := m.asset_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAssetID returns the old "asset_id" field's value of the AssetFacet entity.
+// If the AssetFacet object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AssetFacetMutation) OldAssetID(ctx context.Context) (v uuid.UUID, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAssetID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAssetID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAssetID: %w", err)
+	}
+	return oldValue.AssetID, nil
+}
+
+// ResetAssetID resets all changes to the "asset_id" field.
+func (m *AssetFacetMutation) ResetAssetID() {
+	m.asset_id = nil
+}
+
+// SetName sets the "name" field.
+func (m *AssetFacetMutation) SetName(s string) {
+	m.name = &s
+}
+
+// Name returns the value of the "name" field in the mutation.
+func (m *AssetFacetMutation) Name() (r string, exists bool) {
+	v := m.name
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldName returns the old "name" field's value of the AssetFacet entity.
+// If the AssetFacet object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AssetFacetMutation) OldName(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldName is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldName requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldName: %w", err)
+	}
+	return oldValue.Name, nil
+}
+
+// ResetName resets all changes to the "name" field.
+func (m *AssetFacetMutation) ResetName() {
+	m.name = nil
+}
+
+// SetValue sets the "value" field.
+func (m *AssetFacetMutation) SetValue(s string) {
+	m.value = &s
+}
+
+// Value returns the value of the "value" field in the mutation.
+func (m *AssetFacetMutation) Value() (r string, exists bool) {
+	v := m.value
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldValue returns the old "value" field's value of the AssetFacet entity.
+// If the AssetFacet object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AssetFacetMutation) OldValue(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldValue is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldValue requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldValue: %w", err)
+	}
+	return oldValue.Value, nil
+}
+
+// ResetValue resets all changes to the "value" field.
+func (m *AssetFacetMutation) ResetValue() {
+	m.value = nil
+}
+
+// SetEventTime sets the "event_time" field.
+func (m *AssetFacetMutation) SetEventTime(t time.Time) {
+	m.event_time = &t
+}
+
+// EventTime returns the value of the "event_time" field in the mutation.
+func (m *AssetFacetMutation) EventTime() (r time.Time, exists bool) {
+	v := m.event_time
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldEventTime returns the old "event_time" field's value of the AssetFacet entity.
+// If the AssetFacet object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AssetFacetMutation) OldEventTime(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldEventTime is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldEventTime requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldEventTime: %w", err)
+	}
+	return oldValue.EventTime, nil
+}
+
+// ResetEventTime resets all changes to the "event_time" field.
+func (m *AssetFacetMutation) ResetEventTime() {
+	m.event_time = nil
+}
+
+// SetUpdatedAt sets the "updated_at" field.
+func (m *AssetFacetMutation) SetUpdatedAt(t time.Time) {
+	m.updated_at = &t
+}
+
+// UpdatedAt returns the value of the "updated_at" field in the mutation.
+func (m *AssetFacetMutation) UpdatedAt() (r time.Time, exists bool) {
+	v := m.updated_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldUpdatedAt returns the old "updated_at" field's value of the AssetFacet entity.
+// If the AssetFacet object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AssetFacetMutation) OldUpdatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldUpdatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldUpdatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldUpdatedAt: %w", err)
+	}
+	return oldValue.UpdatedAt, nil
+}
+
+// ResetUpdatedAt resets all changes to the "updated_at" field.
+func (m *AssetFacetMutation) ResetUpdatedAt() {
+	m.updated_at = nil
+}
+
+// Where appends a list predicates to the AssetFacetMutation builder.
+func (m *AssetFacetMutation) Where(ps ...predicate.AssetFacet) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the AssetFacetMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *AssetFacetMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.AssetFacet, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *AssetFacetMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *AssetFacetMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (AssetFacet).
+func (m *AssetFacetMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *AssetFacetMutation) Fields() []string {
+	fields := make([]string, 0, 5)
+	if m.asset_id != nil {
+		fields = append(fields, assetfacet.FieldAssetID)
+	}
+	if m.name != nil {
+		fields = append(fields, assetfacet.FieldName)
+	}
+	if m.value != nil {
+		fields = append(fields, assetfacet.FieldValue)
+	}
+	if m.event_time != nil {
+		fields = append(fields, assetfacet.FieldEventTime)
+	}
+	if m.updated_at != nil {
+		fields = append(fields, assetfacet.FieldUpdatedAt)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *AssetFacetMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case assetfacet.FieldAssetID:
+		return m.AssetID()
+	case assetfacet.FieldName:
+		return m.Name()
+	case assetfacet.FieldValue:
+		return m.Value()
+	case assetfacet.FieldEventTime:
+		return m.EventTime()
+	case assetfacet.FieldUpdatedAt:
+		return m.UpdatedAt()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *AssetFacetMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case assetfacet.FieldAssetID:
+		return m.OldAssetID(ctx)
+	case assetfacet.FieldName:
+		return m.OldName(ctx)
+	case assetfacet.FieldValue:
+		return m.OldValue(ctx)
+	case assetfacet.FieldEventTime:
+		return m.OldEventTime(ctx)
+	case assetfacet.FieldUpdatedAt:
+		return m.OldUpdatedAt(ctx)
+	}
+	return nil, fmt.Errorf("unknown AssetFacet field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *AssetFacetMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case assetfacet.FieldAssetID:
+		v, ok := value.(uuid.UUID)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAssetID(v)
+		return nil
+	case assetfacet.FieldName:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetName(v)
+		return nil
+	case assetfacet.FieldValue:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetValue(v)
+		return nil
+	case assetfacet.FieldEventTime:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetEventTime(v)
+		return nil
+	case assetfacet.FieldUpdatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetUpdatedAt(v)
+		return nil
+	}
+	return fmt.Errorf("unknown AssetFacet field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *AssetFacetMutation) AddedFields() []string {
+	return nil
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *AssetFacetMutation) AddedField(name string) (ent.Value, bool) {
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *AssetFacetMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	}
+	return fmt.Errorf("unknown AssetFacet numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *AssetFacetMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *AssetFacetMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *AssetFacetMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown AssetFacet nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *AssetFacetMutation) ResetField(name string) error {
+	switch name {
+	case assetfacet.FieldAssetID:
+		m.ResetAssetID()
+		return nil
+	case assetfacet.FieldName:
+		m.ResetName()
+		return nil
+	case assetfacet.FieldValue:
+		m.ResetValue()
+		return nil
+	case assetfacet.FieldEventTime:
+		m.ResetEventTime()
+		return nil
+	case assetfacet.FieldUpdatedAt:
+		m.ResetUpdatedAt()
+		return nil
+	}
+	return fmt.Errorf("unknown AssetFacet field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *AssetFacetMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *AssetFacetMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *AssetFacetMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *AssetFacetMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *AssetFacetMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *AssetFacetMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *AssetFacetMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown AssetFacet unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *AssetFacetMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown AssetFacet edge %s", name)
+}
+
 // AssetNameMutation represents an operation that mutates the AssetName nodes in the graph.
 type AssetNameMutation struct {
 	config
@@ -2968,6 +3522,872 @@ func (m *AuditEventMutation) ResetEdge(name string) error {
 	return fmt.Errorf("unknown AuditEvent edge %s", name)
 }
 
+// ColumnEdgeMutation represents an operation that mutates the ColumnEdge nodes in the graph.
+type ColumnEdgeMutation struct {
+	config
+	op                     Op
+	typ                    string
+	id                     *int
+	out_asset_id           *uuid.UUID
+	out_field              *string
+	in_asset_id            *uuid.UUID
+	in_field               *string
+	transformation_type    *string
+	transformation_subtype *string
+	description            *string
+	masking                *bool
+	first_seen             *time.Time
+	last_seen              *time.Time
+	last_run_id            *string
+	clearedFields          map[string]struct{}
+	done                   bool
+	oldValue               func(context.Context) (*ColumnEdge, error)
+	predicates             []predicate.ColumnEdge
+}
+
+var _ ent.Mutation = (*ColumnEdgeMutation)(nil)
+
+// columnedgeOption allows management of the mutation configuration using functional options.
+type columnedgeOption func(*ColumnEdgeMutation)
+
+// newColumnEdgeMutation creates new mutation for the ColumnEdge entity.
+func newColumnEdgeMutation(c config, op Op, opts ...columnedgeOption) *ColumnEdgeMutation {
+	m := &ColumnEdgeMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeColumnEdge,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withColumnEdgeID sets the ID field of the mutation.
+func withColumnEdgeID(id int) columnedgeOption {
+	return func(m *ColumnEdgeMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *ColumnEdge
+		)
+		m.oldValue = func(ctx context.Context) (*ColumnEdge, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().ColumnEdge.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withColumnEdge sets the old ColumnEdge of the mutation.
+func withColumnEdge(node *ColumnEdge) columnedgeOption {
+	return func(m *ColumnEdgeMutation) {
+		m.oldValue = func(context.Context) (*ColumnEdge, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m ColumnEdgeMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m ColumnEdgeMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *ColumnEdgeMutation) ID() (id int, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *ColumnEdgeMutation) IDs(ctx context.Context) ([]int, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []int{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().ColumnEdge.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetOutAssetID sets the "out_asset_id" field.
+func (m *ColumnEdgeMutation) SetOutAssetID(u uuid.UUID) {
+	m.out_asset_id = &u
+}
+
+// OutAssetID returns the value of the "out_asset_id" field in the mutation.
+func (m *ColumnEdgeMutation) OutAssetID() (r uuid.UUID, exists bool) {
+	v := m.out_asset_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldOutAssetID returns the old "out_asset_id" field's value of the ColumnEdge entity.
+// If the ColumnEdge object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ColumnEdgeMutation) OldOutAssetID(ctx context.Context) (v uuid.UUID, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldOutAssetID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldOutAssetID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldOutAssetID: %w", err)
+	}
+	return oldValue.OutAssetID, nil
+}
+
+// ResetOutAssetID resets all changes to the "out_asset_id" field.
+func (m *ColumnEdgeMutation) ResetOutAssetID() {
+	m.out_asset_id = nil
+}
+
+// SetOutField sets the "out_field" field.
+func (m *ColumnEdgeMutation) SetOutField(s string) {
+	m.out_field = &s
+}
+
+// OutField returns the value of the "out_field" field in the mutation.
+func (m *ColumnEdgeMutation) OutField() (r string, exists bool) {
+	v := m.out_field
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldOutField returns the old "out_field" field's value of the ColumnEdge entity.
+// If the ColumnEdge object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ColumnEdgeMutation) OldOutField(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldOutField is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldOutField requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldOutField: %w", err)
+	}
+	return oldValue.OutField, nil
+}
+
+// ResetOutField resets all changes to the "out_field" field.
+func (m *ColumnEdgeMutation) ResetOutField() {
+	m.out_field = nil
+}
+
+// SetInAssetID sets the "in_asset_id" field.
+func (m *ColumnEdgeMutation) SetInAssetID(u uuid.UUID) {
+	m.in_asset_id = &u
+}
+
+// InAssetID returns the value of the "in_asset_id" field in the mutation.
+func (m *ColumnEdgeMutation) InAssetID() (r uuid.UUID, exists bool) {
+	v := m.in_asset_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldInAssetID returns the old "in_asset_id" field's value of the ColumnEdge entity.
+// If the ColumnEdge object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ColumnEdgeMutation) OldInAssetID(ctx context.Context) (v uuid.UUID, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldInAssetID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldInAssetID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldInAssetID: %w", err)
+	}
+	return oldValue.InAssetID, nil
+}
+
+// ResetInAssetID resets all changes to the "in_asset_id" field.
+func (m *ColumnEdgeMutation) ResetInAssetID() {
+	m.in_asset_id = nil
+}
+
+// SetInField sets the "in_field" field.
+func (m *ColumnEdgeMutation) SetInField(s string) {
+	m.in_field = &s
+}
+
+// InField returns the value of the "in_field" field in the mutation.
+func (m *ColumnEdgeMutation) InField() (r string, exists bool) {
+	v := m.in_field
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldInField returns the old "in_field" field's value of the ColumnEdge entity.
+// If the ColumnEdge object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ColumnEdgeMutation) OldInField(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldInField is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldInField requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldInField: %w", err)
+	}
+	return oldValue.InField, nil
+}
+
+// ResetInField resets all changes to the "in_field" field.
+func (m *ColumnEdgeMutation) ResetInField() {
+	m.in_field = nil
+}
+
+// SetTransformationType sets the "transformation_type" field.
+func (m *ColumnEdgeMutation) SetTransformationType(s string) {
+	m.transformation_type = &s
+}
+
+// TransformationType returns the value of the "transformation_type" field in the mutation.
+func (m *ColumnEdgeMutation) TransformationType() (r string, exists bool) {
+	v := m.transformation_type
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTransformationType returns the old "transformation_type" field's value of the ColumnEdge entity.
+// If the ColumnEdge object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ColumnEdgeMutation) OldTransformationType(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTransformationType is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTransformationType requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTransformationType: %w", err)
+	}
+	return oldValue.TransformationType, nil
+}
+
+// ResetTransformationType resets all changes to the "transformation_type" field.
+func (m *ColumnEdgeMutation) ResetTransformationType() {
+	m.transformation_type = nil
+}
+
+// SetTransformationSubtype sets the "transformation_subtype" field.
+func (m *ColumnEdgeMutation) SetTransformationSubtype(s string) {
+	m.transformation_subtype = &s
+}
+
+// TransformationSubtype returns the value of the "transformation_subtype" field in the mutation.
+func (m *ColumnEdgeMutation) TransformationSubtype() (r string, exists bool) {
+	v := m.transformation_subtype
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTransformationSubtype returns the old "transformation_subtype" field's value of the ColumnEdge entity.
+// If the ColumnEdge object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ColumnEdgeMutation) OldTransformationSubtype(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTransformationSubtype is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTransformationSubtype requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTransformationSubtype: %w", err)
+	}
+	return oldValue.TransformationSubtype, nil
+}
+
+// ResetTransformationSubtype resets all changes to the "transformation_subtype" field.
+func (m *ColumnEdgeMutation) ResetTransformationSubtype() {
+	m.transformation_subtype = nil
+}
+
+// SetDescription sets the "description" field.
+func (m *ColumnEdgeMutation) SetDescription(s string) {
+	m.description = &s
+}
+
+// Description returns the value of the "description" field in the mutation.
+func (m *ColumnEdgeMutation) Description() (r string, exists bool) {
+	v := m.description
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldDescription returns the old "description" field's value of the ColumnEdge entity.
+// If the ColumnEdge object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ColumnEdgeMutation) OldDescription(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldDescription is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldDescription requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldDescription: %w", err)
+	}
+	return oldValue.Description, nil
+}
+
+// ResetDescription resets all changes to the "description" field.
+func (m *ColumnEdgeMutation) ResetDescription() {
+	m.description = nil
+}
+
+// SetMasking sets the "masking" field.
+func (m *ColumnEdgeMutation) SetMasking(b bool) {
+	m.masking = &b
+}
+
+// Masking returns the value of the "masking" field in the mutation.
+func (m *ColumnEdgeMutation) Masking() (r bool, exists bool) {
+	v := m.masking
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldMasking returns the old "masking" field's value of the ColumnEdge entity.
+// If the ColumnEdge object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ColumnEdgeMutation) OldMasking(ctx context.Context) (v bool, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldMasking is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldMasking requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldMasking: %w", err)
+	}
+	return oldValue.Masking, nil
+}
+
+// ResetMasking resets all changes to the "masking" field.
+func (m *ColumnEdgeMutation) ResetMasking() {
+	m.masking = nil
+}
+
+// SetFirstSeen sets the "first_seen" field.
+func (m *ColumnEdgeMutation) SetFirstSeen(t time.Time) {
+	m.first_seen = &t
+}
+
+// FirstSeen returns the value of the "first_seen" field in the mutation.
+func (m *ColumnEdgeMutation) FirstSeen() (r time.Time, exists bool) {
+	v := m.first_seen
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldFirstSeen returns the old "first_seen" field's value of the ColumnEdge entity.
+// If the ColumnEdge object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ColumnEdgeMutation) OldFirstSeen(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldFirstSeen is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldFirstSeen requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldFirstSeen: %w", err)
+	}
+	return oldValue.FirstSeen, nil
+}
+
+// ResetFirstSeen resets all changes to the "first_seen" field.
+func (m *ColumnEdgeMutation) ResetFirstSeen() {
+	m.first_seen = nil
+}
+
+// SetLastSeen sets the "last_seen" field.
+func (m *ColumnEdgeMutation) SetLastSeen(t time.Time) {
+	m.last_seen = &t
+}
+
+// LastSeen returns the value of the "last_seen" field in the mutation.
+func (m *ColumnEdgeMutation) LastSeen() (r time.Time, exists bool) {
+	v := m.last_seen
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldLastSeen returns the old "last_seen" field's value of the ColumnEdge entity.
+// If the ColumnEdge object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ColumnEdgeMutation) OldLastSeen(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldLastSeen is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldLastSeen requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldLastSeen: %w", err)
+	}
+	return oldValue.LastSeen, nil
+}
+
+// ResetLastSeen resets all changes to the "last_seen" field.
+func (m *ColumnEdgeMutation) ResetLastSeen() {
+	m.last_seen = nil
+}
+
+// SetLastRunID sets the "last_run_id" field.
+func (m *ColumnEdgeMutation) SetLastRunID(s string) {
+	m.last_run_id = &s
+}
+
+// LastRunID returns the value of the "last_run_id" field in the mutation.
+func (m *ColumnEdgeMutation) LastRunID() (r string, exists bool) {
+	v := m.last_run_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldLastRunID returns the old "last_run_id" field's value of the ColumnEdge entity.
+// If the ColumnEdge object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ColumnEdgeMutation) OldLastRunID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldLastRunID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldLastRunID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldLastRunID: %w", err)
+	}
+	return oldValue.LastRunID, nil
+}
+
+// ResetLastRunID resets all changes to the "last_run_id" field.
+func (m *ColumnEdgeMutation) ResetLastRunID() {
+	m.last_run_id = nil
+}
+
+// Where appends a list predicates to the ColumnEdgeMutation builder.
+func (m *ColumnEdgeMutation) Where(ps ...predicate.ColumnEdge) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the ColumnEdgeMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *ColumnEdgeMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.ColumnEdge, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *ColumnEdgeMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *ColumnEdgeMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (ColumnEdge).
+func (m *ColumnEdgeMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *ColumnEdgeMutation) Fields() []string {
+	fields := make([]string, 0, 11)
+	if m.out_asset_id != nil {
+		fields = append(fields, columnedge.FieldOutAssetID)
+	}
+	if m.out_field != nil {
+		fields = append(fields, columnedge.FieldOutField)
+	}
+	if m.in_asset_id != nil {
+		fields = append(fields, columnedge.FieldInAssetID)
+	}
+	if m.in_field != nil {
+		fields = append(fields, columnedge.FieldInField)
+	}
+	if m.transformation_type != nil {
+		fields = append(fields, columnedge.FieldTransformationType)
+	}
+	if m.transformation_subtype != nil {
+		fields = append(fields, columnedge.FieldTransformationSubtype)
+	}
+	if m.description != nil {
+		fields = append(fields, columnedge.FieldDescription)
+	}
+	if m.masking != nil {
+		fields = append(fields, columnedge.FieldMasking)
+	}
+	if m.first_seen != nil {
+		fields = append(fields, columnedge.FieldFirstSeen)
+	}
+	if m.last_seen != nil {
+		fields = append(fields, columnedge.FieldLastSeen)
+	}
+	if m.last_run_id != nil {
+		fields = append(fields, columnedge.FieldLastRunID)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *ColumnEdgeMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case columnedge.FieldOutAssetID:
+		return m.OutAssetID()
+	case columnedge.FieldOutField:
+		return m.OutField()
+	case columnedge.FieldInAssetID:
+		return m.InAssetID()
+	case columnedge.FieldInField:
+		return m.InField()
+	case columnedge.FieldTransformationType:
+		return m.TransformationType()
+	case columnedge.FieldTransformationSubtype:
+		return m.TransformationSubtype()
+	case columnedge.FieldDescription:
+		return m.Description()
+	case columnedge.FieldMasking:
+		return m.Masking()
+	case columnedge.FieldFirstSeen:
+		return m.FirstSeen()
+	case columnedge.FieldLastSeen:
+		return m.LastSeen()
+	case columnedge.FieldLastRunID:
+		return m.LastRunID()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *ColumnEdgeMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case columnedge.FieldOutAssetID:
+		return m.OldOutAssetID(ctx)
+	case columnedge.FieldOutField:
+		return m.OldOutField(ctx)
+	case columnedge.FieldInAssetID:
+		return m.OldInAssetID(ctx)
+	case columnedge.FieldInField:
+		return m.OldInField(ctx)
+	case columnedge.FieldTransformationType:
+		return m.OldTransformationType(ctx)
+	case columnedge.FieldTransformationSubtype:
+		return m.OldTransformationSubtype(ctx)
+	case columnedge.FieldDescription:
+		return m.OldDescription(ctx)
+	case columnedge.FieldMasking:
+		return m.OldMasking(ctx)
+	case columnedge.FieldFirstSeen:
+		return m.OldFirstSeen(ctx)
+	case columnedge.FieldLastSeen:
+		return m.OldLastSeen(ctx)
+	case columnedge.FieldLastRunID:
+		return m.OldLastRunID(ctx)
+	}
+	return nil, fmt.Errorf("unknown ColumnEdge field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *ColumnEdgeMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case columnedge.FieldOutAssetID:
+		v, ok := value.(uuid.UUID)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetOutAssetID(v)
+		return nil
+	case columnedge.FieldOutField:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetOutField(v)
+		return nil
+	case columnedge.FieldInAssetID:
+		v, ok := value.(uuid.UUID)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetInAssetID(v)
+		return nil
+	case columnedge.FieldInField:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetInField(v)
+		return nil
+	case columnedge.FieldTransformationType:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTransformationType(v)
+		return nil
+	case columnedge.FieldTransformationSubtype:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTransformationSubtype(v)
+		return nil
+	case columnedge.FieldDescription:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetDescription(v)
+		return nil
+	case columnedge.FieldMasking:
+		v, ok := value.(bool)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetMasking(v)
+		return nil
+	case columnedge.FieldFirstSeen:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetFirstSeen(v)
+		return nil
+	case columnedge.FieldLastSeen:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetLastSeen(v)
+		return nil
+	case columnedge.FieldLastRunID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetLastRunID(v)
+		return nil
+	}
+	return fmt.Errorf("unknown ColumnEdge field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *ColumnEdgeMutation) AddedFields() []string {
+	return nil
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *ColumnEdgeMutation) AddedField(name string) (ent.Value, bool) {
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *ColumnEdgeMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	}
+	return fmt.Errorf("unknown ColumnEdge numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *ColumnEdgeMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *ColumnEdgeMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *ColumnEdgeMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown ColumnEdge nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *ColumnEdgeMutation) ResetField(name string) error {
+	switch name {
+	case columnedge.FieldOutAssetID:
+		m.ResetOutAssetID()
+		return nil
+	case columnedge.FieldOutField:
+		m.ResetOutField()
+		return nil
+	case columnedge.FieldInAssetID:
+		m.ResetInAssetID()
+		return nil
+	case columnedge.FieldInField:
+		m.ResetInField()
+		return nil
+	case columnedge.FieldTransformationType:
+		m.ResetTransformationType()
+		return nil
+	case columnedge.FieldTransformationSubtype:
+		m.ResetTransformationSubtype()
+		return nil
+	case columnedge.FieldDescription:
+		m.ResetDescription()
+		return nil
+	case columnedge.FieldMasking:
+		m.ResetMasking()
+		return nil
+	case columnedge.FieldFirstSeen:
+		m.ResetFirstSeen()
+		return nil
+	case columnedge.FieldLastSeen:
+		m.ResetLastSeen()
+		return nil
+	case columnedge.FieldLastRunID:
+		m.ResetLastRunID()
+		return nil
+	}
+	return fmt.Errorf("unknown ColumnEdge field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *ColumnEdgeMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *ColumnEdgeMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *ColumnEdgeMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *ColumnEdgeMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *ColumnEdgeMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *ColumnEdgeMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *ColumnEdgeMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown ColumnEdge unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *ColumnEdgeMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown ColumnEdge edge %s", name)
+}
+
 // ExternalIDMutation represents an operation that mutates the ExternalID nodes in the graph.
 type ExternalIDMutation struct {
 	config
@@ -4052,6 +5472,1334 @@ func (m *IdempotencyKeyMutation) ResetEdge(name string) error {
 	return fmt.Errorf("unknown IdempotencyKey edge %s", name)
 }
 
+// LineageEdgeMutation represents an operation that mutates the LineageEdge nodes in the graph.
+type LineageEdgeMutation struct {
+	config
+	op            Op
+	typ           string
+	id            *int
+	from_id       *uuid.UUID
+	to_id         *uuid.UUID
+	first_seen    *time.Time
+	last_seen     *time.Time
+	last_run_id   *string
+	clearedFields map[string]struct{}
+	done          bool
+	oldValue      func(context.Context) (*LineageEdge, error)
+	predicates    []predicate.LineageEdge
+}
+
+var _ ent.Mutation = (*LineageEdgeMutation)(nil)
+
+// lineageedgeOption allows management of the mutation configuration using functional options.
+type lineageedgeOption func(*LineageEdgeMutation)
+
+// newLineageEdgeMutation creates new mutation for the LineageEdge entity.
+func newLineageEdgeMutation(c config, op Op, opts ...lineageedgeOption) *LineageEdgeMutation {
+	m := &LineageEdgeMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeLineageEdge,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withLineageEdgeID sets the ID field of the mutation.
+func withLineageEdgeID(id int) lineageedgeOption {
+	return func(m *LineageEdgeMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *LineageEdge
+		)
+		m.oldValue = func(ctx context.Context) (*LineageEdge, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().LineageEdge.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withLineageEdge sets the old LineageEdge of the mutation.
+func withLineageEdge(node *LineageEdge) lineageedgeOption {
+	return func(m *LineageEdgeMutation) {
+		m.oldValue = func(context.Context) (*LineageEdge, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m LineageEdgeMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m LineageEdgeMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *LineageEdgeMutation) ID() (id int, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *LineageEdgeMutation) IDs(ctx context.Context) ([]int, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []int{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().LineageEdge.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetFromID sets the "from_id" field.
+func (m *LineageEdgeMutation) SetFromID(u uuid.UUID) {
+	m.from_id = &u
+}
+
+// FromID returns the value of the "from_id" field in the mutation.
+func (m *LineageEdgeMutation) FromID() (r uuid.UUID, exists bool) {
+	v := m.from_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldFromID returns the old "from_id" field's value of the LineageEdge entity.
+// If the LineageEdge object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *LineageEdgeMutation) OldFromID(ctx context.Context) (v uuid.UUID, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldFromID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldFromID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldFromID: %w", err)
+	}
+	return oldValue.FromID, nil
+}
+
+// ResetFromID resets all changes to the "from_id" field.
+func (m *LineageEdgeMutation) ResetFromID() {
+	m.from_id = nil
+}
+
+// SetToID sets the "to_id" field.
+func (m *LineageEdgeMutation) SetToID(u uuid.UUID) {
+	m.to_id = &u
+}
+
+// ToID returns the value of the "to_id" field in the mutation.
+func (m *LineageEdgeMutation) ToID() (r uuid.UUID, exists bool) {
+	v := m.to_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldToID returns the old "to_id" field's value of the LineageEdge entity.
+// If the LineageEdge object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *LineageEdgeMutation) OldToID(ctx context.Context) (v uuid.UUID, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldToID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldToID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldToID: %w", err)
+	}
+	return oldValue.ToID, nil
+}
+
+// ResetToID resets all changes to the "to_id" field.
+func (m *LineageEdgeMutation) ResetToID() {
+	m.to_id = nil
+}
+
+// SetFirstSeen sets the "first_seen" field.
+func (m *LineageEdgeMutation) SetFirstSeen(t time.Time) {
+	m.first_seen = &t
+}
+
+// FirstSeen returns the value of the "first_seen" field in the mutation.
+func (m *LineageEdgeMutation) FirstSeen() (r time.Time, exists bool) {
+	v := m.first_seen
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldFirstSeen returns the old "first_seen" field's value of the LineageEdge entity.
+// If the LineageEdge object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *LineageEdgeMutation) OldFirstSeen(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldFirstSeen is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldFirstSeen requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldFirstSeen: %w", err)
+	}
+	return oldValue.FirstSeen, nil
+}
+
+// ResetFirstSeen resets all changes to the "first_seen" field.
+func (m *LineageEdgeMutation) ResetFirstSeen() {
+	m.first_seen = nil
+}
+
+// SetLastSeen sets the "last_seen" field.
+func (m *LineageEdgeMutation) SetLastSeen(t time.Time) {
+	m.last_seen = &t
+}
+
+// LastSeen returns the value of the "last_seen" field in the mutation.
+func (m *LineageEdgeMutation) LastSeen() (r time.Time, exists bool) {
+	v := m.last_seen
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldLastSeen returns the old "last_seen" field's value of the LineageEdge entity.
+// If the LineageEdge object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *LineageEdgeMutation) OldLastSeen(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldLastSeen is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldLastSeen requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldLastSeen: %w", err)
+	}
+	return oldValue.LastSeen, nil
+}
+
+// ResetLastSeen resets all changes to the "last_seen" field.
+func (m *LineageEdgeMutation) ResetLastSeen() {
+	m.last_seen = nil
+}
+
+// SetLastRunID sets the "last_run_id" field.
+func (m *LineageEdgeMutation) SetLastRunID(s string) {
+	m.last_run_id = &s
+}
+
+// LastRunID returns the value of the "last_run_id" field in the mutation.
+func (m *LineageEdgeMutation) LastRunID() (r string, exists bool) {
+	v := m.last_run_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldLastRunID returns the old "last_run_id" field's value of the LineageEdge entity.
+// If the LineageEdge object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *LineageEdgeMutation) OldLastRunID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldLastRunID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldLastRunID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldLastRunID: %w", err)
+	}
+	return oldValue.LastRunID, nil
+}
+
+// ResetLastRunID resets all changes to the "last_run_id" field.
+func (m *LineageEdgeMutation) ResetLastRunID() {
+	m.last_run_id = nil
+}
+
+// Where appends a list predicates to the LineageEdgeMutation builder.
+func (m *LineageEdgeMutation) Where(ps ...predicate.LineageEdge) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the LineageEdgeMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *LineageEdgeMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.LineageEdge, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *LineageEdgeMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *LineageEdgeMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (LineageEdge).
+func (m *LineageEdgeMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *LineageEdgeMutation) Fields() []string {
+	fields := make([]string, 0, 5)
+	if m.from_id != nil {
+		fields = append(fields, lineageedge.FieldFromID)
+	}
+	if m.to_id != nil {
+		fields = append(fields, lineageedge.FieldToID)
+	}
+	if m.first_seen != nil {
+		fields = append(fields, lineageedge.FieldFirstSeen)
+	}
+	if m.last_seen != nil {
+		fields = append(fields, lineageedge.FieldLastSeen)
+	}
+	if m.last_run_id != nil {
+		fields = append(fields, lineageedge.FieldLastRunID)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *LineageEdgeMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case lineageedge.FieldFromID:
+		return m.FromID()
+	case lineageedge.FieldToID:
+		return m.ToID()
+	case lineageedge.FieldFirstSeen:
+		return m.FirstSeen()
+	case lineageedge.FieldLastSeen:
+		return m.LastSeen()
+	case lineageedge.FieldLastRunID:
+		return m.LastRunID()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *LineageEdgeMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case lineageedge.FieldFromID:
+		return m.OldFromID(ctx)
+	case lineageedge.FieldToID:
+		return m.OldToID(ctx)
+	case lineageedge.FieldFirstSeen:
+		return m.OldFirstSeen(ctx)
+	case lineageedge.FieldLastSeen:
+		return m.OldLastSeen(ctx)
+	case lineageedge.FieldLastRunID:
+		return m.OldLastRunID(ctx)
+	}
+	return nil, fmt.Errorf("unknown LineageEdge field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *LineageEdgeMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case lineageedge.FieldFromID:
+		v, ok := value.(uuid.UUID)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetFromID(v)
+		return nil
+	case lineageedge.FieldToID:
+		v, ok := value.(uuid.UUID)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetToID(v)
+		return nil
+	case lineageedge.FieldFirstSeen:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetFirstSeen(v)
+		return nil
+	case lineageedge.FieldLastSeen:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetLastSeen(v)
+		return nil
+	case lineageedge.FieldLastRunID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetLastRunID(v)
+		return nil
+	}
+	return fmt.Errorf("unknown LineageEdge field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *LineageEdgeMutation) AddedFields() []string {
+	return nil
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *LineageEdgeMutation) AddedField(name string) (ent.Value, bool) {
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *LineageEdgeMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	}
+	return fmt.Errorf("unknown LineageEdge numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *LineageEdgeMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *LineageEdgeMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *LineageEdgeMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown LineageEdge nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *LineageEdgeMutation) ResetField(name string) error {
+	switch name {
+	case lineageedge.FieldFromID:
+		m.ResetFromID()
+		return nil
+	case lineageedge.FieldToID:
+		m.ResetToID()
+		return nil
+	case lineageedge.FieldFirstSeen:
+		m.ResetFirstSeen()
+		return nil
+	case lineageedge.FieldLastSeen:
+		m.ResetLastSeen()
+		return nil
+	case lineageedge.FieldLastRunID:
+		m.ResetLastRunID()
+		return nil
+	}
+	return fmt.Errorf("unknown LineageEdge field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *LineageEdgeMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *LineageEdgeMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *LineageEdgeMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *LineageEdgeMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *LineageEdgeMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *LineageEdgeMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *LineageEdgeMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown LineageEdge unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *LineageEdgeMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown LineageEdge edge %s", name)
+}
+
+// LineageEventMutation represents an operation that mutates the LineageEvent nodes in the graph.
+type LineageEventMutation struct {
+	config
+	op            Op
+	typ           string
+	id            *uuid.UUID
+	event_key     *string
+	kind          *lineageevent.Kind
+	event_type    *string
+	event_time    *time.Time
+	run_id        *string
+	job_asset_id  *uuid.UUID
+	producer      *string
+	payload       *string
+	received_at   *time.Time
+	clearedFields map[string]struct{}
+	done          bool
+	oldValue      func(context.Context) (*LineageEvent, error)
+	predicates    []predicate.LineageEvent
+}
+
+var _ ent.Mutation = (*LineageEventMutation)(nil)
+
+// lineageeventOption allows management of the mutation configuration using functional options.
+type lineageeventOption func(*LineageEventMutation)
+
+// newLineageEventMutation creates new mutation for the LineageEvent entity.
+func newLineageEventMutation(c config, op Op, opts ...lineageeventOption) *LineageEventMutation {
+	m := &LineageEventMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeLineageEvent,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withLineageEventID sets the ID field of the mutation.
+func withLineageEventID(id uuid.UUID) lineageeventOption {
+	return func(m *LineageEventMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *LineageEvent
+		)
+		m.oldValue = func(ctx context.Context) (*LineageEvent, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().LineageEvent.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withLineageEvent sets the old LineageEvent of the mutation.
+func withLineageEvent(node *LineageEvent) lineageeventOption {
+	return func(m *LineageEventMutation) {
+		m.oldValue = func(context.Context) (*LineageEvent, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m LineageEventMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m LineageEventMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of LineageEvent entities.
+func (m *LineageEventMutation) SetID(id uuid.UUID) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *LineageEventMutation) ID() (id uuid.UUID, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *LineageEventMutation) IDs(ctx context.Context) ([]uuid.UUID, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []uuid.UUID{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().LineageEvent.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetEventKey sets the "event_key" field.
+func (m *LineageEventMutation) SetEventKey(s string) {
+	m.event_key = &s
+}
+
+// EventKey returns the value of the "event_key" field in the mutation.
+func (m *LineageEventMutation) EventKey() (r string, exists bool) {
+	v := m.event_key
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldEventKey returns the old "event_key" field's value of the LineageEvent entity.
+// If the LineageEvent object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *LineageEventMutation) OldEventKey(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldEventKey is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldEventKey requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldEventKey: %w", err)
+	}
+	return oldValue.EventKey, nil
+}
+
+// ResetEventKey resets all changes to the "event_key" field.
+func (m *LineageEventMutation) ResetEventKey() {
+	m.event_key = nil
+}
+
+// SetKind sets the "kind" field.
+func (m *LineageEventMutation) SetKind(l lineageevent.Kind) {
+	m.kind = &l
+}
+
+// Kind returns the value of the "kind" field in the mutation.
+func (m *LineageEventMutation) Kind() (r lineageevent.Kind, exists bool) {
+	v := m.kind
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldKind returns the old "kind" field's value of the LineageEvent entity.
+// If the LineageEvent object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *LineageEventMutation) OldKind(ctx context.Context) (v lineageevent.Kind, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldKind is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldKind requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldKind: %w", err)
+	}
+	return oldValue.Kind, nil
+}
+
+// ResetKind resets all changes to the "kind" field.
+func (m *LineageEventMutation) ResetKind() {
+	m.kind = nil
+}
+
+// SetEventType sets the "event_type" field.
+func (m *LineageEventMutation) SetEventType(s string) {
+	m.event_type = &s
+}
+
+// EventType returns the value of the "event_type" field in the mutation.
+func (m *LineageEventMutation) EventType() (r string, exists bool) {
+	v := m.event_type
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldEventType returns the old "event_type" field's value of the LineageEvent entity.
+// If the LineageEvent object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *LineageEventMutation) OldEventType(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldEventType is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldEventType requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldEventType: %w", err)
+	}
+	return oldValue.EventType, nil
+}
+
+// ResetEventType resets all changes to the "event_type" field.
+func (m *LineageEventMutation) ResetEventType() {
+	m.event_type = nil
+}
+
+// SetEventTime sets the "event_time" field.
+func (m *LineageEventMutation) SetEventTime(t time.Time) {
+	m.event_time = &t
+}
+
+// EventTime returns the value of the "event_time" field in the mutation.
+func (m *LineageEventMutation) EventTime() (r time.Time, exists bool) {
+	v := m.event_time
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldEventTime returns the old "event_time" field's value of the LineageEvent entity.
+// If the LineageEvent object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *LineageEventMutation) OldEventTime(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldEventTime is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldEventTime requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldEventTime: %w", err)
+	}
+	return oldValue.EventTime, nil
+}
+
+// ResetEventTime resets all changes to the "event_time" field.
+func (m *LineageEventMutation) ResetEventTime() {
+	m.event_time = nil
+}
+
+// SetRunID sets the "run_id" field.
+func (m *LineageEventMutation) SetRunID(s string) {
+	m.run_id = &s
+}
+
+// RunID returns the value of the "run_id" field in the mutation.
+func (m *LineageEventMutation) RunID() (r string, exists bool) {
+	v := m.run_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldRunID returns the old "run_id" field's value of the LineageEvent entity.
+// If the LineageEvent object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *LineageEventMutation) OldRunID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldRunID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldRunID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldRunID: %w", err)
+	}
+	return oldValue.RunID, nil
+}
+
+// ResetRunID resets all changes to the "run_id" field.
+func (m *LineageEventMutation) ResetRunID() {
+	m.run_id = nil
+}
+
+// SetJobAssetID sets the "job_asset_id" field.
+func (m *LineageEventMutation) SetJobAssetID(u uuid.UUID) {
+	m.job_asset_id = &u
+}
+
+// JobAssetID returns the value of the "job_asset_id" field in the mutation.
+func (m *LineageEventMutation) JobAssetID() (r uuid.UUID, exists bool) {
+	v := m.job_asset_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldJobAssetID returns the old "job_asset_id" field's value of the LineageEvent entity.
+// If the LineageEvent object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *LineageEventMutation) OldJobAssetID(ctx context.Context) (v *uuid.UUID, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldJobAssetID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldJobAssetID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldJobAssetID: %w", err)
+	}
+	return oldValue.JobAssetID, nil
+}
+
+// ClearJobAssetID clears the value of the "job_asset_id" field.
+func (m *LineageEventMutation) ClearJobAssetID() {
+	m.job_asset_id = nil
+	m.clearedFields[lineageevent.FieldJobAssetID] = struct{}{}
+}
+
+// JobAssetIDCleared returns if the "job_asset_id" field was cleared in this mutation.
+func (m *LineageEventMutation) JobAssetIDCleared() bool {
+	_, ok := m.clearedFields[lineageevent.FieldJobAssetID]
+	return ok
+}
+
+// ResetJobAssetID resets all changes to the "job_asset_id" field.
+func (m *LineageEventMutation) ResetJobAssetID() {
+	m.job_asset_id = nil
+	delete(m.clearedFields, lineageevent.FieldJobAssetID)
+}
+
+// SetProducer sets the "producer" field.
+func (m *LineageEventMutation) SetProducer(s string) {
+	m.producer = &s
+}
+
+// Producer returns the value of the "producer" field in the mutation.
+func (m *LineageEventMutation) Producer() (r string, exists bool) {
+	v := m.producer
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldProducer returns the old "producer" field's value of the LineageEvent entity.
+// If the LineageEvent object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *LineageEventMutation) OldProducer(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldProducer is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldProducer requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldProducer: %w", err)
+	}
+	return oldValue.Producer, nil
+}
+
+// ResetProducer resets all changes to the "producer" field.
+func (m *LineageEventMutation) ResetProducer() {
+	m.producer = nil
+}
+
+// SetPayload sets the "payload" field.
+func (m *LineageEventMutation) SetPayload(s string) {
+	m.payload = &s
+}
+
+// Payload returns the value of the "payload" field in the mutation.
+func (m *LineageEventMutation) Payload() (r string, exists bool) {
+	v := m.payload
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldPayload returns the old "payload" field's value of the LineageEvent entity.
+// If the LineageEvent object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *LineageEventMutation) OldPayload(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldPayload is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldPayload requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldPayload: %w", err)
+	}
+	return oldValue.Payload, nil
+}
+
+// ResetPayload resets all changes to the "payload" field.
+func (m *LineageEventMutation) ResetPayload() {
+	m.payload = nil
+}
+
+// SetReceivedAt sets the "received_at" field.
+func (m *LineageEventMutation) SetReceivedAt(t time.Time) {
+	m.received_at = &t
+}
+
+// ReceivedAt returns the value of the "received_at" field in the mutation.
+func (m *LineageEventMutation) ReceivedAt() (r time.Time, exists bool) {
+	v := m.received_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldReceivedAt returns the old "received_at" field's value of the LineageEvent entity.
+// If the LineageEvent object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *LineageEventMutation) OldReceivedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldReceivedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldReceivedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldReceivedAt: %w", err)
+	}
+	return oldValue.ReceivedAt, nil
+}
+
+// ResetReceivedAt resets all changes to the "received_at" field.
+func (m *LineageEventMutation) ResetReceivedAt() {
+	m.received_at = nil
+}
+
+// Where appends a list predicates to the LineageEventMutation builder.
+func (m *LineageEventMutation) Where(ps ...predicate.LineageEvent) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the LineageEventMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *LineageEventMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.LineageEvent, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *LineageEventMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *LineageEventMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (LineageEvent).
+func (m *LineageEventMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *LineageEventMutation) Fields() []string {
+	fields := make([]string, 0, 9)
+	if m.event_key != nil {
+		fields = append(fields, lineageevent.FieldEventKey)
+	}
+	if m.kind != nil {
+		fields = append(fields, lineageevent.FieldKind)
+	}
+	if m.event_type != nil {
+		fields = append(fields, lineageevent.FieldEventType)
+	}
+	if m.event_time != nil {
+		fields = append(fields, lineageevent.FieldEventTime)
+	}
+	if m.run_id != nil {
+		fields = append(fields, lineageevent.FieldRunID)
+	}
+	if m.job_asset_id != nil {
+		fields = append(fields, lineageevent.FieldJobAssetID)
+	}
+	if m.producer != nil {
+		fields = append(fields, lineageevent.FieldProducer)
+	}
+	if m.payload != nil {
+		fields = append(fields, lineageevent.FieldPayload)
+	}
+	if m.received_at != nil {
+		fields = append(fields, lineageevent.FieldReceivedAt)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *LineageEventMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case lineageevent.FieldEventKey:
+		return m.EventKey()
+	case lineageevent.FieldKind:
+		return m.Kind()
+	case lineageevent.FieldEventType:
+		return m.EventType()
+	case lineageevent.FieldEventTime:
+		return m.EventTime()
+	case lineageevent.FieldRunID:
+		return m.RunID()
+	case lineageevent.FieldJobAssetID:
+		return m.JobAssetID()
+	case lineageevent.FieldProducer:
+		return m.Producer()
+	case lineageevent.FieldPayload:
+		return m.Payload()
+	case lineageevent.FieldReceivedAt:
+		return m.ReceivedAt()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *LineageEventMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case lineageevent.FieldEventKey:
+		return m.OldEventKey(ctx)
+	case lineageevent.FieldKind:
+		return m.OldKind(ctx)
+	case lineageevent.FieldEventType:
+		return m.OldEventType(ctx)
+	case lineageevent.FieldEventTime:
+		return m.OldEventTime(ctx)
+	case lineageevent.FieldRunID:
+		return m.OldRunID(ctx)
+	case lineageevent.FieldJobAssetID:
+		return m.OldJobAssetID(ctx)
+	case lineageevent.FieldProducer:
+		return m.OldProducer(ctx)
+	case lineageevent.FieldPayload:
+		return m.OldPayload(ctx)
+	case lineageevent.FieldReceivedAt:
+		return m.OldReceivedAt(ctx)
+	}
+	return nil, fmt.Errorf("unknown LineageEvent field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *LineageEventMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case lineageevent.FieldEventKey:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetEventKey(v)
+		return nil
+	case lineageevent.FieldKind:
+		v, ok := value.(lineageevent.Kind)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetKind(v)
+		return nil
+	case lineageevent.FieldEventType:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetEventType(v)
+		return nil
+	case lineageevent.FieldEventTime:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetEventTime(v)
+		return nil
+	case lineageevent.FieldRunID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetRunID(v)
+		return nil
+	case lineageevent.FieldJobAssetID:
+		v, ok := value.(uuid.UUID)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetJobAssetID(v)
+		return nil
+	case lineageevent.FieldProducer:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetProducer(v)
+		return nil
+	case lineageevent.FieldPayload:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetPayload(v)
+		return nil
+	case lineageevent.FieldReceivedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetReceivedAt(v)
+		return nil
+	}
+	return fmt.Errorf("unknown LineageEvent field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *LineageEventMutation) AddedFields() []string {
+	return nil
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *LineageEventMutation) AddedField(name string) (ent.Value, bool) {
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *LineageEventMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	}
+	return fmt.Errorf("unknown LineageEvent numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *LineageEventMutation) ClearedFields() []string {
+	var fields []string
+	if m.FieldCleared(lineageevent.FieldJobAssetID) {
+		fields = append(fields, lineageevent.FieldJobAssetID)
+	}
+	return fields
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *LineageEventMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *LineageEventMutation) ClearField(name string) error {
+	switch name {
+	case lineageevent.FieldJobAssetID:
+		m.ClearJobAssetID()
+		return nil
+	}
+	return fmt.Errorf("unknown LineageEvent nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *LineageEventMutation) ResetField(name string) error {
+	switch name {
+	case lineageevent.FieldEventKey:
+		m.ResetEventKey()
+		return nil
+	case lineageevent.FieldKind:
+		m.ResetKind()
+		return nil
+	case lineageevent.FieldEventType:
+		m.ResetEventType()
+		return nil
+	case lineageevent.FieldEventTime:
+		m.ResetEventTime()
+		return nil
+	case lineageevent.FieldRunID:
+		m.ResetRunID()
+		return nil
+	case lineageevent.FieldJobAssetID:
+		m.ResetJobAssetID()
+		return nil
+	case lineageevent.FieldProducer:
+		m.ResetProducer()
+		return nil
+	case lineageevent.FieldPayload:
+		m.ResetPayload()
+		return nil
+	case lineageevent.FieldReceivedAt:
+		m.ResetReceivedAt()
+		return nil
+	}
+	return fmt.Errorf("unknown LineageEvent field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *LineageEventMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *LineageEventMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *LineageEventMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *LineageEventMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *LineageEventMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *LineageEventMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *LineageEventMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown LineageEvent unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *LineageEventMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown LineageEvent edge %s", name)
+}
+
 // OwnerMutation represents an operation that mutates the Owner nodes in the graph.
 type OwnerMutation struct {
 	config
@@ -4722,4 +7470,1552 @@ func (m *OwnerMutation) ResetEdge(name string) error {
 		return nil
 	}
 	return fmt.Errorf("unknown Owner edge %s", name)
+}
+
+// RunMutation represents an operation that mutates the Run nodes in the graph.
+type RunMutation struct {
+	config
+	op             Op
+	typ            string
+	id             *string
+	job_asset_id   *uuid.UUID
+	state          *run.State
+	state_time     *time.Time
+	started_at     *time.Time
+	ended_at       *time.Time
+	nominal_start  *time.Time
+	nominal_end    *time.Time
+	parent_run_id  *string
+	facets         *map[string]json.RawMessage
+	event_count    *int
+	addevent_count *int
+	created_at     *time.Time
+	updated_at     *time.Time
+	clearedFields  map[string]struct{}
+	done           bool
+	oldValue       func(context.Context) (*Run, error)
+	predicates     []predicate.Run
+}
+
+var _ ent.Mutation = (*RunMutation)(nil)
+
+// runOption allows management of the mutation configuration using functional options.
+type runOption func(*RunMutation)
+
+// newRunMutation creates new mutation for the Run entity.
+func newRunMutation(c config, op Op, opts ...runOption) *RunMutation {
+	m := &RunMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeRun,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withRunID sets the ID field of the mutation.
+func withRunID(id string) runOption {
+	return func(m *RunMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *Run
+		)
+		m.oldValue = func(ctx context.Context) (*Run, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().Run.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withRun sets the old Run of the mutation.
+func withRun(node *Run) runOption {
+	return func(m *RunMutation) {
+		m.oldValue = func(context.Context) (*Run, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m RunMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m RunMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of Run entities.
+func (m *RunMutation) SetID(id string) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *RunMutation) ID() (id string, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *RunMutation) IDs(ctx context.Context) ([]string, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []string{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().Run.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetJobAssetID sets the "job_asset_id" field.
+func (m *RunMutation) SetJobAssetID(u uuid.UUID) {
+	m.job_asset_id = &u
+}
+
+// JobAssetID returns the value of the "job_asset_id" field in the mutation.
+func (m *RunMutation) JobAssetID() (r uuid.UUID, exists bool) {
+	v := m.job_asset_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldJobAssetID returns the old "job_asset_id" field's value of the Run entity.
+// If the Run object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *RunMutation) OldJobAssetID(ctx context.Context) (v uuid.UUID, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldJobAssetID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldJobAssetID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldJobAssetID: %w", err)
+	}
+	return oldValue.JobAssetID, nil
+}
+
+// ResetJobAssetID resets all changes to the "job_asset_id" field.
+func (m *RunMutation) ResetJobAssetID() {
+	m.job_asset_id = nil
+}
+
+// SetState sets the "state" field.
+func (m *RunMutation) SetState(r run.State) {
+	m.state = &r
+}
+
+// State returns the value of the "state" field in the mutation.
+func (m *RunMutation) State() (r run.State, exists bool) {
+	v := m.state
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldState returns the old "state" field's value of the Run entity.
+// If the Run object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *RunMutation) OldState(ctx context.Context) (v run.State, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldState is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldState requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldState: %w", err)
+	}
+	return oldValue.State, nil
+}
+
+// ResetState resets all changes to the "state" field.
+func (m *RunMutation) ResetState() {
+	m.state = nil
+}
+
+// SetStateTime sets the "state_time" field.
+func (m *RunMutation) SetStateTime(t time.Time) {
+	m.state_time = &t
+}
+
+// StateTime returns the value of the "state_time" field in the mutation.
+func (m *RunMutation) StateTime() (r time.Time, exists bool) {
+	v := m.state_time
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldStateTime returns the old "state_time" field's value of the Run entity.
+// If the Run object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *RunMutation) OldStateTime(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldStateTime is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldStateTime requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldStateTime: %w", err)
+	}
+	return oldValue.StateTime, nil
+}
+
+// ResetStateTime resets all changes to the "state_time" field.
+func (m *RunMutation) ResetStateTime() {
+	m.state_time = nil
+}
+
+// SetStartedAt sets the "started_at" field.
+func (m *RunMutation) SetStartedAt(t time.Time) {
+	m.started_at = &t
+}
+
+// StartedAt returns the value of the "started_at" field in the mutation.
+func (m *RunMutation) StartedAt() (r time.Time, exists bool) {
+	v := m.started_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldStartedAt returns the old "started_at" field's value of the Run entity.
+// If the Run object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *RunMutation) OldStartedAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldStartedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldStartedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldStartedAt: %w", err)
+	}
+	return oldValue.StartedAt, nil
+}
+
+// ClearStartedAt clears the value of the "started_at" field.
+func (m *RunMutation) ClearStartedAt() {
+	m.started_at = nil
+	m.clearedFields[run.FieldStartedAt] = struct{}{}
+}
+
+// StartedAtCleared returns if the "started_at" field was cleared in this mutation.
+func (m *RunMutation) StartedAtCleared() bool {
+	_, ok := m.clearedFields[run.FieldStartedAt]
+	return ok
+}
+
+// ResetStartedAt resets all changes to the "started_at" field.
+func (m *RunMutation) ResetStartedAt() {
+	m.started_at = nil
+	delete(m.clearedFields, run.FieldStartedAt)
+}
+
+// SetEndedAt sets the "ended_at" field.
+func (m *RunMutation) SetEndedAt(t time.Time) {
+	m.ended_at = &t
+}
+
+// EndedAt returns the value of the "ended_at" field in the mutation.
+func (m *RunMutation) EndedAt() (r time.Time, exists bool) {
+	v := m.ended_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldEndedAt returns the old "ended_at" field's value of the Run entity.
+// If the Run object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *RunMutation) OldEndedAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldEndedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldEndedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldEndedAt: %w", err)
+	}
+	return oldValue.EndedAt, nil
+}
+
+// ClearEndedAt clears the value of the "ended_at" field.
+func (m *RunMutation) ClearEndedAt() {
+	m.ended_at = nil
+	m.clearedFields[run.FieldEndedAt] = struct{}{}
+}
+
+// EndedAtCleared returns if the "ended_at" field was cleared in this mutation.
+func (m *RunMutation) EndedAtCleared() bool {
+	_, ok := m.clearedFields[run.FieldEndedAt]
+	return ok
+}
+
+// ResetEndedAt resets all changes to the "ended_at" field.
+func (m *RunMutation) ResetEndedAt() {
+	m.ended_at = nil
+	delete(m.clearedFields, run.FieldEndedAt)
+}
+
+// SetNominalStart sets the "nominal_start" field.
+func (m *RunMutation) SetNominalStart(t time.Time) {
+	m.nominal_start = &t
+}
+
+// NominalStart returns the value of the "nominal_start" field in the mutation.
+func (m *RunMutation) NominalStart() (r time.Time, exists bool) {
+	v := m.nominal_start
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldNominalStart returns the old "nominal_start" field's value of the Run entity.
+// If the Run object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *RunMutation) OldNominalStart(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldNominalStart is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldNominalStart requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldNominalStart: %w", err)
+	}
+	return oldValue.NominalStart, nil
+}
+
+// ClearNominalStart clears the value of the "nominal_start" field.
+func (m *RunMutation) ClearNominalStart() {
+	m.nominal_start = nil
+	m.clearedFields[run.FieldNominalStart] = struct{}{}
+}
+
+// NominalStartCleared returns if the "nominal_start" field was cleared in this mutation.
+func (m *RunMutation) NominalStartCleared() bool {
+	_, ok := m.clearedFields[run.FieldNominalStart]
+	return ok
+}
+
+// ResetNominalStart resets all changes to the "nominal_start" field.
+func (m *RunMutation) ResetNominalStart() {
+	m.nominal_start = nil
+	delete(m.clearedFields, run.FieldNominalStart)
+}
+
+// SetNominalEnd sets the "nominal_end" field.
+func (m *RunMutation) SetNominalEnd(t time.Time) {
+	m.nominal_end = &t
+}
+
+// NominalEnd returns the value of the "nominal_end" field in the mutation.
+func (m *RunMutation) NominalEnd() (r time.Time, exists bool) {
+	v := m.nominal_end
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldNominalEnd returns the old "nominal_end" field's value of the Run entity.
+// If the Run object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *RunMutation) OldNominalEnd(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldNominalEnd is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldNominalEnd requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldNominalEnd: %w", err)
+	}
+	return oldValue.NominalEnd, nil
+}
+
+// ClearNominalEnd clears the value of the "nominal_end" field.
+func (m *RunMutation) ClearNominalEnd() {
+	m.nominal_end = nil
+	m.clearedFields[run.FieldNominalEnd] = struct{}{}
+}
+
+// NominalEndCleared returns if the "nominal_end" field was cleared in this mutation.
+func (m *RunMutation) NominalEndCleared() bool {
+	_, ok := m.clearedFields[run.FieldNominalEnd]
+	return ok
+}
+
+// ResetNominalEnd resets all changes to the "nominal_end" field.
+func (m *RunMutation) ResetNominalEnd() {
+	m.nominal_end = nil
+	delete(m.clearedFields, run.FieldNominalEnd)
+}
+
+// SetParentRunID sets the "parent_run_id" field.
+func (m *RunMutation) SetParentRunID(s string) {
+	m.parent_run_id = &s
+}
+
+// ParentRunID returns the value of the "parent_run_id" field in the mutation.
+func (m *RunMutation) ParentRunID() (r string, exists bool) {
+	v := m.parent_run_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldParentRunID returns the old "parent_run_id" field's value of the Run entity.
+// If the Run object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *RunMutation) OldParentRunID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldParentRunID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldParentRunID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldParentRunID: %w", err)
+	}
+	return oldValue.ParentRunID, nil
+}
+
+// ResetParentRunID resets all changes to the "parent_run_id" field.
+func (m *RunMutation) ResetParentRunID() {
+	m.parent_run_id = nil
+}
+
+// SetFacets sets the "facets" field.
+func (m *RunMutation) SetFacets(mm map[string]json.RawMessage) {
+	m.facets = &mm
+}
+
+// Facets returns the value of the "facets" field in the mutation.
+func (m *RunMutation) Facets() (r map[string]json.RawMessage, exists bool) {
+	v := m.facets
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldFacets returns the old "facets" field's value of the Run entity.
+// If the Run object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *RunMutation) OldFacets(ctx context.Context) (v map[string]json.RawMessage, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldFacets is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldFacets requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldFacets: %w", err)
+	}
+	return oldValue.Facets, nil
+}
+
+// ClearFacets clears the value of the "facets" field.
+func (m *RunMutation) ClearFacets() {
+	m.facets = nil
+	m.clearedFields[run.FieldFacets] = struct{}{}
+}
+
+// FacetsCleared returns if the "facets" field was cleared in this mutation.
+func (m *RunMutation) FacetsCleared() bool {
+	_, ok := m.clearedFields[run.FieldFacets]
+	return ok
+}
+
+// ResetFacets resets all changes to the "facets" field.
+func (m *RunMutation) ResetFacets() {
+	m.facets = nil
+	delete(m.clearedFields, run.FieldFacets)
+}
+
+// SetEventCount sets the "event_count" field.
+func (m *RunMutation) SetEventCount(i int) {
+	m.event_count = &i
+	m.addevent_count = nil
+}
+
+// EventCount returns the value of the "event_count" field in the mutation.
+func (m *RunMutation) EventCount() (r int, exists bool) {
+	v := m.event_count
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldEventCount returns the old "event_count" field's value of the Run entity.
+// If the Run object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *RunMutation) OldEventCount(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldEventCount is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldEventCount requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldEventCount: %w", err)
+	}
+	return oldValue.EventCount, nil
+}
+
+// AddEventCount adds i to the "event_count" field.
+func (m *RunMutation) AddEventCount(i int) {
+	if m.addevent_count != nil {
+		*m.addevent_count += i
+	} else {
+		m.addevent_count = &i
+	}
+}
+
+// AddedEventCount returns the value that was added to the "event_count" field in this mutation.
+func (m *RunMutation) AddedEventCount() (r int, exists bool) {
+	v := m.addevent_count
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetEventCount resets all changes to the "event_count" field.
+func (m *RunMutation) ResetEventCount() {
+	m.event_count = nil
+	m.addevent_count = nil
+}
+
+// SetCreatedAt sets the "created_at" field.
+func (m *RunMutation) SetCreatedAt(t time.Time) {
+	m.created_at = &t
+}
+
+// CreatedAt returns the value of the "created_at" field in the mutation.
+func (m *RunMutation) CreatedAt() (r time.Time, exists bool) {
+	v := m.created_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCreatedAt returns the old "created_at" field's value of the Run entity.
+// If the Run object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *RunMutation) OldCreatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCreatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCreatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCreatedAt: %w", err)
+	}
+	return oldValue.CreatedAt, nil
+}
+
+// ResetCreatedAt resets all changes to the "created_at" field.
+func (m *RunMutation) ResetCreatedAt() {
+	m.created_at = nil
+}
+
+// SetUpdatedAt sets the "updated_at" field.
+func (m *RunMutation) SetUpdatedAt(t time.Time) {
+	m.updated_at = &t
+}
+
+// UpdatedAt returns the value of the "updated_at" field in the mutation.
+func (m *RunMutation) UpdatedAt() (r time.Time, exists bool) {
+	v := m.updated_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldUpdatedAt returns the old "updated_at" field's value of the Run entity.
+// If the Run object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *RunMutation) OldUpdatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldUpdatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldUpdatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldUpdatedAt: %w", err)
+	}
+	return oldValue.UpdatedAt, nil
+}
+
+// ResetUpdatedAt resets all changes to the "updated_at" field.
+func (m *RunMutation) ResetUpdatedAt() {
+	m.updated_at = nil
+}
+
+// Where appends a list predicates to the RunMutation builder.
+func (m *RunMutation) Where(ps ...predicate.Run) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the RunMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *RunMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.Run, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *RunMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *RunMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (Run).
+func (m *RunMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *RunMutation) Fields() []string {
+	fields := make([]string, 0, 12)
+	if m.job_asset_id != nil {
+		fields = append(fields, run.FieldJobAssetID)
+	}
+	if m.state != nil {
+		fields = append(fields, run.FieldState)
+	}
+	if m.state_time != nil {
+		fields = append(fields, run.FieldStateTime)
+	}
+	if m.started_at != nil {
+		fields = append(fields, run.FieldStartedAt)
+	}
+	if m.ended_at != nil {
+		fields = append(fields, run.FieldEndedAt)
+	}
+	if m.nominal_start != nil {
+		fields = append(fields, run.FieldNominalStart)
+	}
+	if m.nominal_end != nil {
+		fields = append(fields, run.FieldNominalEnd)
+	}
+	if m.parent_run_id != nil {
+		fields = append(fields, run.FieldParentRunID)
+	}
+	if m.facets != nil {
+		fields = append(fields, run.FieldFacets)
+	}
+	if m.event_count != nil {
+		fields = append(fields, run.FieldEventCount)
+	}
+	if m.created_at != nil {
+		fields = append(fields, run.FieldCreatedAt)
+	}
+	if m.updated_at != nil {
+		fields = append(fields, run.FieldUpdatedAt)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *RunMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case run.FieldJobAssetID:
+		return m.JobAssetID()
+	case run.FieldState:
+		return m.State()
+	case run.FieldStateTime:
+		return m.StateTime()
+	case run.FieldStartedAt:
+		return m.StartedAt()
+	case run.FieldEndedAt:
+		return m.EndedAt()
+	case run.FieldNominalStart:
+		return m.NominalStart()
+	case run.FieldNominalEnd:
+		return m.NominalEnd()
+	case run.FieldParentRunID:
+		return m.ParentRunID()
+	case run.FieldFacets:
+		return m.Facets()
+	case run.FieldEventCount:
+		return m.EventCount()
+	case run.FieldCreatedAt:
+		return m.CreatedAt()
+	case run.FieldUpdatedAt:
+		return m.UpdatedAt()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *RunMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case run.FieldJobAssetID:
+		return m.OldJobAssetID(ctx)
+	case run.FieldState:
+		return m.OldState(ctx)
+	case run.FieldStateTime:
+		return m.OldStateTime(ctx)
+	case run.FieldStartedAt:
+		return m.OldStartedAt(ctx)
+	case run.FieldEndedAt:
+		return m.OldEndedAt(ctx)
+	case run.FieldNominalStart:
+		return m.OldNominalStart(ctx)
+	case run.FieldNominalEnd:
+		return m.OldNominalEnd(ctx)
+	case run.FieldParentRunID:
+		return m.OldParentRunID(ctx)
+	case run.FieldFacets:
+		return m.OldFacets(ctx)
+	case run.FieldEventCount:
+		return m.OldEventCount(ctx)
+	case run.FieldCreatedAt:
+		return m.OldCreatedAt(ctx)
+	case run.FieldUpdatedAt:
+		return m.OldUpdatedAt(ctx)
+	}
+	return nil, fmt.Errorf("unknown Run field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *RunMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case run.FieldJobAssetID:
+		v, ok := value.(uuid.UUID)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetJobAssetID(v)
+		return nil
+	case run.FieldState:
+		v, ok := value.(run.State)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetState(v)
+		return nil
+	case run.FieldStateTime:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetStateTime(v)
+		return nil
+	case run.FieldStartedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetStartedAt(v)
+		return nil
+	case run.FieldEndedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetEndedAt(v)
+		return nil
+	case run.FieldNominalStart:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetNominalStart(v)
+		return nil
+	case run.FieldNominalEnd:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetNominalEnd(v)
+		return nil
+	case run.FieldParentRunID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetParentRunID(v)
+		return nil
+	case run.FieldFacets:
+		v, ok := value.(map[string]json.RawMessage)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetFacets(v)
+		return nil
+	case run.FieldEventCount:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetEventCount(v)
+		return nil
+	case run.FieldCreatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCreatedAt(v)
+		return nil
+	case run.FieldUpdatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetUpdatedAt(v)
+		return nil
+	}
+	return fmt.Errorf("unknown Run field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *RunMutation) AddedFields() []string {
+	var fields []string
+	if m.addevent_count != nil {
+		fields = append(fields, run.FieldEventCount)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *RunMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case run.FieldEventCount:
+		return m.AddedEventCount()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *RunMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case run.FieldEventCount:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddEventCount(v)
+		return nil
+	}
+	return fmt.Errorf("unknown Run numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *RunMutation) ClearedFields() []string {
+	var fields []string
+	if m.FieldCleared(run.FieldStartedAt) {
+		fields = append(fields, run.FieldStartedAt)
+	}
+	if m.FieldCleared(run.FieldEndedAt) {
+		fields = append(fields, run.FieldEndedAt)
+	}
+	if m.FieldCleared(run.FieldNominalStart) {
+		fields = append(fields, run.FieldNominalStart)
+	}
+	if m.FieldCleared(run.FieldNominalEnd) {
+		fields = append(fields, run.FieldNominalEnd)
+	}
+	if m.FieldCleared(run.FieldFacets) {
+		fields = append(fields, run.FieldFacets)
+	}
+	return fields
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *RunMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *RunMutation) ClearField(name string) error {
+	switch name {
+	case run.FieldStartedAt:
+		m.ClearStartedAt()
+		return nil
+	case run.FieldEndedAt:
+		m.ClearEndedAt()
+		return nil
+	case run.FieldNominalStart:
+		m.ClearNominalStart()
+		return nil
+	case run.FieldNominalEnd:
+		m.ClearNominalEnd()
+		return nil
+	case run.FieldFacets:
+		m.ClearFacets()
+		return nil
+	}
+	return fmt.Errorf("unknown Run nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *RunMutation) ResetField(name string) error {
+	switch name {
+	case run.FieldJobAssetID:
+		m.ResetJobAssetID()
+		return nil
+	case run.FieldState:
+		m.ResetState()
+		return nil
+	case run.FieldStateTime:
+		m.ResetStateTime()
+		return nil
+	case run.FieldStartedAt:
+		m.ResetStartedAt()
+		return nil
+	case run.FieldEndedAt:
+		m.ResetEndedAt()
+		return nil
+	case run.FieldNominalStart:
+		m.ResetNominalStart()
+		return nil
+	case run.FieldNominalEnd:
+		m.ResetNominalEnd()
+		return nil
+	case run.FieldParentRunID:
+		m.ResetParentRunID()
+		return nil
+	case run.FieldFacets:
+		m.ResetFacets()
+		return nil
+	case run.FieldEventCount:
+		m.ResetEventCount()
+		return nil
+	case run.FieldCreatedAt:
+		m.ResetCreatedAt()
+		return nil
+	case run.FieldUpdatedAt:
+		m.ResetUpdatedAt()
+		return nil
+	}
+	return fmt.Errorf("unknown Run field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *RunMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *RunMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *RunMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *RunMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *RunMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *RunMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *RunMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown Run unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *RunMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown Run edge %s", name)
+}
+
+// RunIOMutation represents an operation that mutates the RunIO nodes in the graph.
+type RunIOMutation struct {
+	config
+	op            Op
+	typ           string
+	id            *int
+	run_id        *string
+	asset_id      *uuid.UUID
+	role          *runio.Role
+	first_seen    *time.Time
+	clearedFields map[string]struct{}
+	done          bool
+	oldValue      func(context.Context) (*RunIO, error)
+	predicates    []predicate.RunIO
+}
+
+var _ ent.Mutation = (*RunIOMutation)(nil)
+
+// runioOption allows management of the mutation configuration using functional options.
+type runioOption func(*RunIOMutation)
+
+// newRunIOMutation creates new mutation for the RunIO entity.
+func newRunIOMutation(c config, op Op, opts ...runioOption) *RunIOMutation {
+	m := &RunIOMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeRunIO,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withRunIOID sets the ID field of the mutation.
+func withRunIOID(id int) runioOption {
+	return func(m *RunIOMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *RunIO
+		)
+		m.oldValue = func(ctx context.Context) (*RunIO, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().RunIO.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withRunIO sets the old RunIO of the mutation.
+func withRunIO(node *RunIO) runioOption {
+	return func(m *RunIOMutation) {
+		m.oldValue = func(context.Context) (*RunIO, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m RunIOMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m RunIOMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *RunIOMutation) ID() (id int, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *RunIOMutation) IDs(ctx context.Context) ([]int, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []int{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().RunIO.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetRunID sets the "run_id" field.
+func (m *RunIOMutation) SetRunID(s string) {
+	m.run_id = &s
+}
+
+// RunID returns the value of the "run_id" field in the mutation.
+func (m *RunIOMutation) RunID() (r string, exists bool) {
+	v := m.run_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldRunID returns the old "run_id" field's value of the RunIO entity.
+// If the RunIO object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *RunIOMutation) OldRunID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldRunID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldRunID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldRunID: %w", err)
+	}
+	return oldValue.RunID, nil
+}
+
+// ResetRunID resets all changes to the "run_id" field.
+func (m *RunIOMutation) ResetRunID() {
+	m.run_id = nil
+}
+
+// SetAssetID sets the "asset_id" field.
+func (m *RunIOMutation) SetAssetID(u uuid.UUID) {
+	m.asset_id = &u
+}
+
+// AssetID returns the value of the "asset_id" field in the mutation.
+func (m *RunIOMutation) AssetID() (r uuid.UUID, exists bool) {
+	v := m.asset_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAssetID returns the old "asset_id" field's value of the RunIO entity.
+// If the RunIO object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *RunIOMutation) OldAssetID(ctx context.Context) (v uuid.UUID, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAssetID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAssetID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAssetID: %w", err)
+	}
+	return oldValue.AssetID, nil
+}
+
+// ResetAssetID resets all changes to the "asset_id" field.
+func (m *RunIOMutation) ResetAssetID() {
+	m.asset_id = nil
+}
+
+// SetRole sets the "role" field.
+func (m *RunIOMutation) SetRole(r runio.Role) {
+	m.role = &r
+}
+
+// Role returns the value of the "role" field in the mutation.
+func (m *RunIOMutation) Role() (r runio.Role, exists bool) {
+	v := m.role
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldRole returns the old "role" field's value of the RunIO entity.
+// If the RunIO object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *RunIOMutation) OldRole(ctx context.Context) (v runio.Role, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldRole is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldRole requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldRole: %w", err)
+	}
+	return oldValue.Role, nil
+}
+
+// ResetRole resets all changes to the "role" field.
+func (m *RunIOMutation) ResetRole() {
+	m.role = nil
+}
+
+// SetFirstSeen sets the "first_seen" field.
+func (m *RunIOMutation) SetFirstSeen(t time.Time) {
+	m.first_seen = &t
+}
+
+// FirstSeen returns the value of the "first_seen" field in the mutation.
+func (m *RunIOMutation) FirstSeen() (r time.Time, exists bool) {
+	v := m.first_seen
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldFirstSeen returns the old "first_seen" field's value of the RunIO entity.
+// If the RunIO object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *RunIOMutation) OldFirstSeen(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldFirstSeen is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldFirstSeen requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldFirstSeen: %w", err)
+	}
+	return oldValue.FirstSeen, nil
+}
+
+// ResetFirstSeen resets all changes to the "first_seen" field.
+func (m *RunIOMutation) ResetFirstSeen() {
+	m.first_seen = nil
+}
+
+// Where appends a list predicates to the RunIOMutation builder.
+func (m *RunIOMutation) Where(ps ...predicate.RunIO) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the RunIOMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *RunIOMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.RunIO, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *RunIOMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *RunIOMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (RunIO).
+func (m *RunIOMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *RunIOMutation) Fields() []string {
+	fields := make([]string, 0, 4)
+	if m.run_id != nil {
+		fields = append(fields, runio.FieldRunID)
+	}
+	if m.asset_id != nil {
+		fields = append(fields, runio.FieldAssetID)
+	}
+	if m.role != nil {
+		fields = append(fields, runio.FieldRole)
+	}
+	if m.first_seen != nil {
+		fields = append(fields, runio.FieldFirstSeen)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *RunIOMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case runio.FieldRunID:
+		return m.RunID()
+	case runio.FieldAssetID:
+		return m.AssetID()
+	case runio.FieldRole:
+		return m.Role()
+	case runio.FieldFirstSeen:
+		return m.FirstSeen()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *RunIOMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case runio.FieldRunID:
+		return m.OldRunID(ctx)
+	case runio.FieldAssetID:
+		return m.OldAssetID(ctx)
+	case runio.FieldRole:
+		return m.OldRole(ctx)
+	case runio.FieldFirstSeen:
+		return m.OldFirstSeen(ctx)
+	}
+	return nil, fmt.Errorf("unknown RunIO field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *RunIOMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case runio.FieldRunID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetRunID(v)
+		return nil
+	case runio.FieldAssetID:
+		v, ok := value.(uuid.UUID)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAssetID(v)
+		return nil
+	case runio.FieldRole:
+		v, ok := value.(runio.Role)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetRole(v)
+		return nil
+	case runio.FieldFirstSeen:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetFirstSeen(v)
+		return nil
+	}
+	return fmt.Errorf("unknown RunIO field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *RunIOMutation) AddedFields() []string {
+	return nil
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *RunIOMutation) AddedField(name string) (ent.Value, bool) {
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *RunIOMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	}
+	return fmt.Errorf("unknown RunIO numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *RunIOMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *RunIOMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *RunIOMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown RunIO nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *RunIOMutation) ResetField(name string) error {
+	switch name {
+	case runio.FieldRunID:
+		m.ResetRunID()
+		return nil
+	case runio.FieldAssetID:
+		m.ResetAssetID()
+		return nil
+	case runio.FieldRole:
+		m.ResetRole()
+		return nil
+	case runio.FieldFirstSeen:
+		m.ResetFirstSeen()
+		return nil
+	}
+	return fmt.Errorf("unknown RunIO field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *RunIOMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *RunIOMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *RunIOMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *RunIOMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *RunIOMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *RunIOMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *RunIOMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown RunIO unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *RunIOMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown RunIO edge %s", name)
 }

@@ -18,16 +18,28 @@ type Tx struct {
 	APIToken *APITokenClient
 	// Asset is the client for interacting with the Asset builders.
 	Asset *AssetClient
+	// AssetFacet is the client for interacting with the AssetFacet builders.
+	AssetFacet *AssetFacetClient
 	// AssetName is the client for interacting with the AssetName builders.
 	AssetName *AssetNameClient
 	// AuditEvent is the client for interacting with the AuditEvent builders.
 	AuditEvent *AuditEventClient
+	// ColumnEdge is the client for interacting with the ColumnEdge builders.
+	ColumnEdge *ColumnEdgeClient
 	// ExternalID is the client for interacting with the ExternalID builders.
 	ExternalID *ExternalIDClient
 	// IdempotencyKey is the client for interacting with the IdempotencyKey builders.
 	IdempotencyKey *IdempotencyKeyClient
+	// LineageEdge is the client for interacting with the LineageEdge builders.
+	LineageEdge *LineageEdgeClient
+	// LineageEvent is the client for interacting with the LineageEvent builders.
+	LineageEvent *LineageEventClient
 	// Owner is the client for interacting with the Owner builders.
 	Owner *OwnerClient
+	// Run is the client for interacting with the Run builders.
+	Run *RunClient
+	// RunIO is the client for interacting with the RunIO builders.
+	RunIO *RunIOClient
 
 	// lazily loaded.
 	client     *Client
@@ -161,11 +173,17 @@ func (tx *Tx) Client() *Client {
 func (tx *Tx) init() {
 	tx.APIToken = NewAPITokenClient(tx.config)
 	tx.Asset = NewAssetClient(tx.config)
+	tx.AssetFacet = NewAssetFacetClient(tx.config)
 	tx.AssetName = NewAssetNameClient(tx.config)
 	tx.AuditEvent = NewAuditEventClient(tx.config)
+	tx.ColumnEdge = NewColumnEdgeClient(tx.config)
 	tx.ExternalID = NewExternalIDClient(tx.config)
 	tx.IdempotencyKey = NewIdempotencyKeyClient(tx.config)
+	tx.LineageEdge = NewLineageEdgeClient(tx.config)
+	tx.LineageEvent = NewLineageEventClient(tx.config)
 	tx.Owner = NewOwnerClient(tx.config)
+	tx.Run = NewRunClient(tx.config)
+	tx.RunIO = NewRunIOClient(tx.config)
 }
 
 // txDriver wraps the given dialect.Tx with a nop dialect.Driver implementation.

@@ -33,6 +33,18 @@ func (f AssetFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.AssetMutation", m)
 }
 
+// The AssetFacetFunc type is an adapter to allow the use of ordinary
+// function as AssetFacet mutator.
+type AssetFacetFunc func(context.Context, *ent.AssetFacetMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f AssetFacetFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.AssetFacetMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.AssetFacetMutation", m)
+}
+
 // The AssetNameFunc type is an adapter to allow the use of ordinary
 // function as AssetName mutator.
 type AssetNameFunc func(context.Context, *ent.AssetNameMutation) (ent.Value, error)
@@ -55,6 +67,18 @@ func (f AuditEventFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, 
 		return f(ctx, mv)
 	}
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.AuditEventMutation", m)
+}
+
+// The ColumnEdgeFunc type is an adapter to allow the use of ordinary
+// function as ColumnEdge mutator.
+type ColumnEdgeFunc func(context.Context, *ent.ColumnEdgeMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f ColumnEdgeFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.ColumnEdgeMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.ColumnEdgeMutation", m)
 }
 
 // The ExternalIDFunc type is an adapter to allow the use of ordinary
@@ -81,6 +105,30 @@ func (f IdempotencyKeyFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Val
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.IdempotencyKeyMutation", m)
 }
 
+// The LineageEdgeFunc type is an adapter to allow the use of ordinary
+// function as LineageEdge mutator.
+type LineageEdgeFunc func(context.Context, *ent.LineageEdgeMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f LineageEdgeFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.LineageEdgeMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.LineageEdgeMutation", m)
+}
+
+// The LineageEventFunc type is an adapter to allow the use of ordinary
+// function as LineageEvent mutator.
+type LineageEventFunc func(context.Context, *ent.LineageEventMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f LineageEventFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.LineageEventMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.LineageEventMutation", m)
+}
+
 // The OwnerFunc type is an adapter to allow the use of ordinary
 // function as Owner mutator.
 type OwnerFunc func(context.Context, *ent.OwnerMutation) (ent.Value, error)
@@ -91,6 +139,30 @@ func (f OwnerFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error
 		return f(ctx, mv)
 	}
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.OwnerMutation", m)
+}
+
+// The RunFunc type is an adapter to allow the use of ordinary
+// function as Run mutator.
+type RunFunc func(context.Context, *ent.RunMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f RunFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.RunMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.RunMutation", m)
+}
+
+// The RunIOFunc type is an adapter to allow the use of ordinary
+// function as RunIO mutator.
+type RunIOFunc func(context.Context, *ent.RunIOMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f RunIOFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.RunIOMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.RunIOMutation", m)
 }
 
 // Condition is a hook condition function.

@@ -53,6 +53,28 @@ var (
 			},
 		},
 	}
+	// AssetFacetsColumns holds the columns for the "asset_facets" table.
+	AssetFacetsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeInt, Increment: true},
+		{Name: "asset_id", Type: field.TypeUUID},
+		{Name: "name", Type: field.TypeString},
+		{Name: "value", Type: field.TypeString, Size: 2147483647},
+		{Name: "event_time", Type: field.TypeTime},
+		{Name: "updated_at", Type: field.TypeTime},
+	}
+	// AssetFacetsTable holds the schema information for the "asset_facets" table.
+	AssetFacetsTable = &schema.Table{
+		Name:       "asset_facets",
+		Columns:    AssetFacetsColumns,
+		PrimaryKey: []*schema.Column{AssetFacetsColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "assetfacet_asset_id_name",
+				Unique:  true,
+				Columns: []*schema.Column{AssetFacetsColumns[1], AssetFacetsColumns[2]},
+			},
+		},
+	}
 	// AssetNamesColumns holds the columns for the "asset_names" table.
 	AssetNamesColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeInt, Increment: true},
@@ -128,6 +150,39 @@ var (
 			},
 		},
 	}
+	// ColumnEdgesColumns holds the columns for the "column_edges" table.
+	ColumnEdgesColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeInt, Increment: true},
+		{Name: "out_asset_id", Type: field.TypeUUID},
+		{Name: "out_field", Type: field.TypeString},
+		{Name: "in_asset_id", Type: field.TypeUUID},
+		{Name: "in_field", Type: field.TypeString},
+		{Name: "transformation_type", Type: field.TypeString, Default: ""},
+		{Name: "transformation_subtype", Type: field.TypeString, Default: ""},
+		{Name: "description", Type: field.TypeString, Default: ""},
+		{Name: "masking", Type: field.TypeBool, Default: false},
+		{Name: "first_seen", Type: field.TypeTime},
+		{Name: "last_seen", Type: field.TypeTime},
+		{Name: "last_run_id", Type: field.TypeString, Default: ""},
+	}
+	// ColumnEdgesTable holds the schema information for the "column_edges" table.
+	ColumnEdgesTable = &schema.Table{
+		Name:       "column_edges",
+		Columns:    ColumnEdgesColumns,
+		PrimaryKey: []*schema.Column{ColumnEdgesColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "columnedge_out_asset_id_out_field_in_asset_id_in_field_transformation_type_transformation_subtype",
+				Unique:  true,
+				Columns: []*schema.Column{ColumnEdgesColumns[1], ColumnEdgesColumns[2], ColumnEdgesColumns[3], ColumnEdgesColumns[4], ColumnEdgesColumns[5], ColumnEdgesColumns[6]},
+			},
+			{
+				Name:    "columnedge_in_asset_id_in_field",
+				Unique:  false,
+				Columns: []*schema.Column{ColumnEdgesColumns[3], ColumnEdgesColumns[4]},
+			},
+		},
+	}
 	// ExternalIdsColumns holds the columns for the "external_ids" table.
 	ExternalIdsColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeInt, Increment: true},
@@ -189,6 +244,64 @@ var (
 			},
 		},
 	}
+	// LineageEdgesColumns holds the columns for the "lineage_edges" table.
+	LineageEdgesColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeInt, Increment: true},
+		{Name: "from_id", Type: field.TypeUUID},
+		{Name: "to_id", Type: field.TypeUUID},
+		{Name: "first_seen", Type: field.TypeTime},
+		{Name: "last_seen", Type: field.TypeTime},
+		{Name: "last_run_id", Type: field.TypeString, Default: ""},
+	}
+	// LineageEdgesTable holds the schema information for the "lineage_edges" table.
+	LineageEdgesTable = &schema.Table{
+		Name:       "lineage_edges",
+		Columns:    LineageEdgesColumns,
+		PrimaryKey: []*schema.Column{LineageEdgesColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "lineageedge_from_id_to_id",
+				Unique:  true,
+				Columns: []*schema.Column{LineageEdgesColumns[1], LineageEdgesColumns[2]},
+			},
+			{
+				Name:    "lineageedge_to_id",
+				Unique:  false,
+				Columns: []*schema.Column{LineageEdgesColumns[2]},
+			},
+		},
+	}
+	// LineageEventsColumns holds the columns for the "lineage_events" table.
+	LineageEventsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeUUID},
+		{Name: "event_key", Type: field.TypeString, Unique: true},
+		{Name: "kind", Type: field.TypeEnum, Enums: []string{"run", "dataset", "job"}},
+		{Name: "event_type", Type: field.TypeString, Default: ""},
+		{Name: "event_time", Type: field.TypeTime},
+		{Name: "run_id", Type: field.TypeString, Default: ""},
+		{Name: "job_asset_id", Type: field.TypeUUID, Nullable: true},
+		{Name: "producer", Type: field.TypeString, Default: ""},
+		{Name: "payload", Type: field.TypeString, Size: 2147483647},
+		{Name: "received_at", Type: field.TypeTime},
+	}
+	// LineageEventsTable holds the schema information for the "lineage_events" table.
+	LineageEventsTable = &schema.Table{
+		Name:       "lineage_events",
+		Columns:    LineageEventsColumns,
+		PrimaryKey: []*schema.Column{LineageEventsColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "lineageevent_run_id",
+				Unique:  false,
+				Columns: []*schema.Column{LineageEventsColumns[5]},
+			},
+			{
+				Name:    "lineageevent_job_asset_id_event_time",
+				Unique:  false,
+				Columns: []*schema.Column{LineageEventsColumns[6], LineageEventsColumns[4]},
+			},
+		},
+	}
 	// OwnersColumns holds the columns for the "owners" table.
 	OwnersColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeInt, Increment: true},
@@ -228,15 +341,81 @@ var (
 			},
 		},
 	}
+	// RunsColumns holds the columns for the "runs" table.
+	RunsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeString},
+		{Name: "job_asset_id", Type: field.TypeUUID},
+		{Name: "state", Type: field.TypeEnum, Enums: []string{"START", "RUNNING", "COMPLETE", "FAIL", "ABORT", "OTHER"}},
+		{Name: "state_time", Type: field.TypeTime},
+		{Name: "started_at", Type: field.TypeTime, Nullable: true},
+		{Name: "ended_at", Type: field.TypeTime, Nullable: true},
+		{Name: "nominal_start", Type: field.TypeTime, Nullable: true},
+		{Name: "nominal_end", Type: field.TypeTime, Nullable: true},
+		{Name: "parent_run_id", Type: field.TypeString, Default: ""},
+		{Name: "facets", Type: field.TypeJSON, Nullable: true},
+		{Name: "event_count", Type: field.TypeInt, Default: 0},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "updated_at", Type: field.TypeTime},
+	}
+	// RunsTable holds the schema information for the "runs" table.
+	RunsTable = &schema.Table{
+		Name:       "runs",
+		Columns:    RunsColumns,
+		PrimaryKey: []*schema.Column{RunsColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "run_job_asset_id_created_at",
+				Unique:  false,
+				Columns: []*schema.Column{RunsColumns[1], RunsColumns[11]},
+			},
+			{
+				Name:    "run_parent_run_id",
+				Unique:  false,
+				Columns: []*schema.Column{RunsColumns[8]},
+			},
+		},
+	}
+	// RunIosColumns holds the columns for the "run_ios" table.
+	RunIosColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeInt, Increment: true},
+		{Name: "run_id", Type: field.TypeString},
+		{Name: "asset_id", Type: field.TypeUUID},
+		{Name: "role", Type: field.TypeEnum, Enums: []string{"input", "output"}},
+		{Name: "first_seen", Type: field.TypeTime},
+	}
+	// RunIosTable holds the schema information for the "run_ios" table.
+	RunIosTable = &schema.Table{
+		Name:       "run_ios",
+		Columns:    RunIosColumns,
+		PrimaryKey: []*schema.Column{RunIosColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "runio_run_id_asset_id_role",
+				Unique:  true,
+				Columns: []*schema.Column{RunIosColumns[1], RunIosColumns[2], RunIosColumns[3]},
+			},
+			{
+				Name:    "runio_asset_id_first_seen",
+				Unique:  false,
+				Columns: []*schema.Column{RunIosColumns[2], RunIosColumns[4]},
+			},
+		},
+	}
 	// Tables holds all the tables in the schema.
 	Tables = []*schema.Table{
 		APITokensTable,
 		AssetsTable,
+		AssetFacetsTable,
 		AssetNamesTable,
 		AuditEventsTable,
+		ColumnEdgesTable,
 		ExternalIdsTable,
 		IdempotencyKeysTable,
+		LineageEdgesTable,
+		LineageEventsTable,
 		OwnersTable,
+		RunsTable,
+		RunIosTable,
 	}
 )
 

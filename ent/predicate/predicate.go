@@ -12,11 +12,17 @@ type APIToken func(*sql.Selector)
 // Asset is the predicate function for asset builders.
 type Asset func(*sql.Selector)
 
+// AssetFacet is the predicate function for assetfacet builders.
+type AssetFacet func(*sql.Selector)
+
 // AssetName is the predicate function for assetname builders.
 type AssetName func(*sql.Selector)
 
 // AuditEvent is the predicate function for auditevent builders.
 type AuditEvent func(*sql.Selector)
+
+// ColumnEdge is the predicate function for columnedge builders.
+type ColumnEdge func(*sql.Selector)
 
 // ExternalID is the predicate function for externalid builders.
 type ExternalID func(*sql.Selector)
@@ -24,5 +30,17 @@ type ExternalID func(*sql.Selector)
 // IdempotencyKey is the predicate function for idempotencykey builders.
 type IdempotencyKey func(*sql.Selector)
 
+// LineageEdge is the predicate function for lineageedge builders.
+type LineageEdge func(*sql.Selector)
+
+// LineageEvent is the predicate function for lineageevent builders.
+type LineageEvent func(*sql.Selector)
+
 // Owner is the predicate function for owner builders.
 type Owner func(*sql.Selector)
+
+// Run is the predicate function for run builders.
+type Run func(*sql.Selector)
+
+// RunIO is the predicate function for runio builders.
+type RunIO func(*sql.Selector)

@@ -7,6 +7,10 @@ import (
 	"github.com/tidemark/tidemark/ent/apitoken"
 	"github.com/tidemark/tidemark/ent/asset"
 	"github.com/tidemark/tidemark/ent/auditevent"
+	"github.com/tidemark/tidemark/ent/columnedge"
+	"github.com/tidemark/tidemark/ent/lineageedge"
+	"github.com/tidemark/tidemark/ent/lineageevent"
+	"github.com/tidemark/tidemark/ent/run"
 	"github.com/tidemark/tidemark/ent/schema"
 )
 
@@ -55,6 +59,65 @@ func init() {
 	auditeventDescID := auditeventMixinFields0[0].Descriptor()
 	// auditevent.DefaultID holds the default value on creation for the id field.
 	auditevent.DefaultID = auditeventDescID.Default.(func() uuid.UUID)
+	columnedgeFields := schema.ColumnEdge{}.Fields()
+	_ = columnedgeFields
+	// columnedgeDescTransformationType is the schema descriptor for transformation_type field.
+	columnedgeDescTransformationType := columnedgeFields[4].Descriptor()
+	// columnedge.DefaultTransformationType holds the default value on creation for the transformation_type field.
+	columnedge.DefaultTransformationType = columnedgeDescTransformationType.Default.(string)
+	// columnedgeDescTransformationSubtype is the schema descriptor for transformation_subtype field.
+	columnedgeDescTransformationSubtype := columnedgeFields[5].Descriptor()
+	// columnedge.DefaultTransformationSubtype holds the default value on creation for the transformation_subtype field.
+	columnedge.DefaultTransformationSubtype = columnedgeDescTransformationSubtype.Default.(string)
+	// columnedgeDescDescription is the schema descriptor for description field.
+	columnedgeDescDescription := columnedgeFields[6].Descriptor()
+	// columnedge.DefaultDescription holds the default value on creation for the description field.
+	columnedge.DefaultDescription = columnedgeDescDescription.Default.(string)
+	// columnedgeDescMasking is the schema descriptor for masking field.
+	columnedgeDescMasking := columnedgeFields[7].Descriptor()
+	// columnedge.DefaultMasking holds the default value on creation for the masking field.
+	columnedge.DefaultMasking = columnedgeDescMasking.Default.(bool)
+	// columnedgeDescLastRunID is the schema descriptor for last_run_id field.
+	columnedgeDescLastRunID := columnedgeFields[10].Descriptor()
+	// columnedge.DefaultLastRunID holds the default value on creation for the last_run_id field.
+	columnedge.DefaultLastRunID = columnedgeDescLastRunID.Default.(string)
+	lineageedgeFields := schema.LineageEdge{}.Fields()
+	_ = lineageedgeFields
+	// lineageedgeDescLastRunID is the schema descriptor for last_run_id field.
+	lineageedgeDescLastRunID := lineageedgeFields[4].Descriptor()
+	// lineageedge.DefaultLastRunID holds the default value on creation for the last_run_id field.
+	lineageedge.DefaultLastRunID = lineageedgeDescLastRunID.Default.(string)
+	lineageeventMixin := schema.LineageEvent{}.Mixin()
+	lineageeventMixinFields0 := lineageeventMixin[0].Fields()
+	_ = lineageeventMixinFields0
+	lineageeventFields := schema.LineageEvent{}.Fields()
+	_ = lineageeventFields
+	// lineageeventDescEventType is the schema descriptor for event_type field.
+	lineageeventDescEventType := lineageeventFields[2].Descriptor()
+	// lineageevent.DefaultEventType holds the default value on creation for the event_type field.
+	lineageevent.DefaultEventType = lineageeventDescEventType.Default.(string)
+	// lineageeventDescRunID is the schema descriptor for run_id field.
+	lineageeventDescRunID := lineageeventFields[4].Descriptor()
+	// lineageevent.DefaultRunID holds the default value on creation for the run_id field.
+	lineageevent.DefaultRunID = lineageeventDescRunID.Default.(string)
+	// lineageeventDescProducer is the schema descriptor for producer field.
+	lineageeventDescProducer := lineageeventFields[6].Descriptor()
+	// lineageevent.DefaultProducer holds the default value on creation for the producer field.
+	lineageevent.DefaultProducer = lineageeventDescProducer.Default.(string)
+	// lineageeventDescID is the schema descriptor for id field.
+	lineageeventDescID := lineageeventMixinFields0[0].Descriptor()
+	// lineageevent.DefaultID holds the default value on creation for the id field.
+	lineageevent.DefaultID = lineageeventDescID.Default.(func() uuid.UUID)
+	runFields := schema.Run{}.Fields()
+	_ = runFields
+	// runDescParentRunID is the schema descriptor for parent_run_id field.
+	runDescParentRunID := runFields[8].Descriptor()
+	// run.DefaultParentRunID holds the default value on creation for the parent_run_id field.
+	run.DefaultParentRunID = runDescParentRunID.Default.(string)
+	// runDescEventCount is the schema descriptor for event_count field.
+	runDescEventCount := runFields[10].Descriptor()
+	// run.DefaultEventCount holds the default value on creation for the event_count field.
+	run.DefaultEventCount = runDescEventCount.Default.(int)
 }
 
 const (
