@@ -13,6 +13,7 @@ import (
 	"github.com/tidemark/tidemark/auth"
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/handlers"
+	"github.com/tidemark/tidemark/lineage"
 )
 
 type serveConfig struct {
@@ -22,6 +23,8 @@ type serveConfig struct {
 	noAuth          bool
 	bodyLimit       int64
 	shutdownTimeout time.Duration
+	lineageLimit    int64
+	graphSync       time.Duration
 	logLevel        string
 	logFormat       string
 }
@@ -35,6 +38,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 	fs.BoolVar(&cfg.authReads, "auth-reads", envBool("TIDEMARK_AUTH_READS"), "require a read-scoped token for reads too (TIDEMARK_AUTH_READS)")
 	fs.BoolVar(&cfg.noAuth, "insecure-no-auth", envBool("TIDEMARK_INSECURE_NO_AUTH"), "turn authentication off; refused unless --addr is loopback (TIDEMARK_INSECURE_NO_AUTH)")
 	fs.Int64Var(&cfg.bodyLimit, "body-limit", envInt("TIDEMARK_BODY_LIMIT", handlers.DefaultBodyLimit), "largest request body in bytes (TIDEMARK_BODY_LIMIT)")
+	fs.Int64Var(&cfg.lineageLimit, "lineage-body-limit", envInt("TIDEMARK_LINEAGE_BODY_LIMIT", handlers.DefaultLineageBodyLimit), "largest OpenLineage request in bytes, before and after gzip (TIDEMARK_LINEAGE_BODY_LIMIT)")
+	fs.DurationVar(&cfg.graphSync, "graph-sync-interval", envDuration("TIDEMARK_GRAPH_SYNC_INTERVAL", 2*time.Second), "how often the in-memory lineage graph picks up other replicas' edges (TIDEMARK_GRAPH_SYNC_INTERVAL)")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", envDuration("TIDEMARK_SHUTDOWN_TIMEOUT", 30*time.Second), "how long in-flight requests may finish on SIGTERM (TIDEMARK_SHUTDOWN_TIMEOUT)")
 	fs.StringVar(&cfg.logLevel, "log-level", env("TIDEMARK_LOG_LEVEL", "info"), "debug, info, warn or error (TIDEMARK_LOG_LEVEL)")
 	fs.StringVar(&cfg.logFormat, "log-format", env("TIDEMARK_LOG_FORMAT", "json"), "json or text (TIDEMARK_LOG_FORMAT)")
@@ -48,8 +53,11 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 	if cfg.noAuth && !isLoopback(cfg.addr) {
 		return fmt.Errorf("--insecure-no-auth is refused on %s: it is allowed only on a loopback address such as 127.0.0.1:8080", cfg.addr)
 	}
-	if cfg.bodyLimit <= 0 {
-		return fmt.Errorf("--body-limit must be positive, not %d", cfg.bodyLimit)
+	if cfg.bodyLimit <= 0 || cfg.lineageLimit <= 0 {
+		return fmt.Errorf("--body-limit and --lineage-body-limit must be positive")
+	}
+	if cfg.graphSync <= 0 {
+		return fmt.Errorf("--graph-sync-interval must be positive, not %s", cfg.graphSync)
 	}
 
 	store, err := cfg.db.open(ctx)
@@ -63,15 +71,29 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 	}
 	log.Info("database ready", "dialect", store.Dialect, "migrations_applied", len(applied))
 
+	cat := catalog.New(store.Client, catalog.WithLogger(log))
+	lin := lineage.New(store.Client, cat, lineage.WithLogger(log))
+	loadStart := time.Now()
+	if err := lin.Open(ctx); err != nil {
+		return err
+	}
+	f := lin.Graph().Freshness()
+	log.Info("lineage graph loaded", "nodes", f.Nodes, "edges", f.Edges, "took", time.Since(loadStart).String())
+	bg, stopBG := context.WithCancel(context.Background())
+	defer stopBG()
+	go lin.Run(bg, cfg.graphSync)
+
 	api := handlers.New(handlers.Config{
-		Catalog:   catalog.New(store.Client, catalog.WithLogger(log)),
-		Tokens:    auth.NewStore(store.Client, nil),
-		Ping:      store.Ping,
-		Logger:    log,
-		AuthReads: cfg.authReads,
-		NoAuth:    cfg.noAuth,
-		BodyLimit: cfg.bodyLimit,
-		Version:   version,
+		Catalog:          cat,
+		Lineage:          lin,
+		LineageBodyLimit: cfg.lineageLimit,
+		Tokens:           auth.NewStore(store.Client, nil),
+		Ping:             store.Ping,
+		Logger:           log,
+		AuthReads:        cfg.authReads,
+		NoAuth:           cfg.noAuth,
+		BodyLimit:        cfg.bodyLimit,
+		Version:          version,
 	})
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {

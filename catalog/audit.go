@@ -30,6 +30,7 @@ const (
 	ActionRename      = "asset.rename"
 	ActionUpdate      = "asset.update"
 	ActionDelete      = "asset.delete"
+	ActionRestore     = "asset.restore"
 	ActionOwnerSet    = "owner.set"
 	ActionOwnerRemove = "owner.remove"
 	ActionBindID      = "external_id.bind"

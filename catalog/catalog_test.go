@@ -484,3 +484,32 @@ func TestListPagesInStableOrder(t *testing.T) {
 		}
 	})
 }
+
+func TestRestore(t *testing.T) {
+	eachBackend(t, func(t *testing.T, e env) {
+		ctx := context.Background()
+		a := e.create(t, "w", "t")
+		del, err := e.cat.Delete(ctx, a.ID, catalog.AnyVersion)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := e.cat.Restore(ctx, a.ID, del.Version)
+		if err != nil || got.Status != catalog.StatusActive || got.DeletedAt != nil || got.Name != "t" {
+			t.Fatalf("restore = %+v, %v", got, err)
+		}
+		if res, err := e.cat.Resolve(ctx, "w", "t"); err != nil || res.Former || res.Asset.ID != a.ID {
+			t.Fatalf("resolve after restore = %+v, %v", res, err)
+		}
+		if _, err := e.cat.Delete(ctx, a.ID, catalog.AnyVersion); err != nil {
+			t.Fatal(err)
+		}
+		e.create(t, "w", "t") // takes the released name
+		if _, err := e.cat.Restore(ctx, a.ID, catalog.AnyVersion); !errors.Is(err, catalog.ErrNameTaken) {
+			t.Fatalf("restore onto a taken name: %v", err)
+		}
+		want := []string{catalog.ActionCreate, catalog.ActionDelete, catalog.ActionRestore, catalog.ActionDelete}
+		if acts := e.auditActions(t, a.ID); !slices.Equal(acts, want) {
+			t.Fatalf("audit = %v, want %v", acts, want)
+		}
+	})
+}

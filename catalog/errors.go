@@ -13,6 +13,8 @@ var (
 	ErrConflict     = errors.New("conflict")
 	ErrNameTaken    = fmt.Errorf("name taken: %w", ErrConflict)
 	ErrStaleVersion = errors.New("stale version")
+	// ErrUnavailable is back-pressure: the work was refused for now and a retry may succeed.
+	ErrUnavailable = errors.New("unavailable")
 )
 
 // Error is a domain error with a message meant for the person who sent the request.

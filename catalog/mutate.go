@@ -174,3 +174,31 @@ func (c *Catalog) Delete(ctx context.Context, id uuid.UUID, expected int64) (Ass
 		return true, nil
 	})
 }
+
+// Restore undoes a soft delete: the asset is active again under the name it held when deleted,
+// provided no other asset has taken that name since (ErrNameTaken otherwise). Restoring an
+// active asset changes nothing.
+func (c *Catalog) Restore(ctx context.Context, id uuid.UUID, expected int64) (Asset, error) {
+	a, err := c.mutate(ctx, id, expected, ActionRestore, true, func(tx *ent.Tx, before Asset, now time.Time) (bool, error) {
+		if before.Status != StatusDeleted {
+			return false, nil
+		}
+		if holder, ok, err := currentHolder(ctx, tx.Client(), before.Namespace, before.Name); err != nil {
+			return false, err
+		} else if ok {
+			return false, nameTaken(before.Namespace, before.Name, holder)
+		}
+		if err := tx.Asset.UpdateOneID(id).SetStatus(asset.StatusActive).ClearDeletedAt().Exec(ctx); err != nil {
+			return false, fmt.Errorf("catalog: restore %s: %w", id, err)
+		}
+		if err := tx.AssetName.Create().SetAssetID(id).SetNamespace(before.Namespace).SetName(before.Name).
+			SetValidFrom(now).Exec(ctx); err != nil {
+			return false, fmt.Errorf("catalog: reopen name of %s: %w", id, err)
+		}
+		return true, nil
+	})
+	if ent.IsConstraintError(err) {
+		return Asset{}, nameTaken(a.Namespace, a.Name, uuid.Nil)
+	}
+	return a, err
+}

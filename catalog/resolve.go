@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tidemark/tidemark/ent"
+	"github.com/tidemark/tidemark/ent/asset"
 	"github.com/tidemark/tidemark/ent/assetname"
 	"github.com/tidemark/tidemark/ent/externalid"
 )
@@ -119,7 +120,8 @@ func currentHolder(ctx context.Context, client *ent.Client, namespace, name stri
 type Ref struct {
 	ID     uuid.UUID
 	Status Status
-	Former bool // the name is not the asset's current one
+	Former bool       // the name is not the asset's current one
+	Until  *time.Time // for a former name, when the asset stopped holding it
 }
 
 // Lookup finds the asset holding (namespace, name) now, or failing that the asset that held it
@@ -144,7 +146,7 @@ func (c *Catalog) Lookup(ctx context.Context, namespace, name string) (ref Ref, 
 	if err != nil {
 		return Ref{}, false, fmt.Errorf("catalog: look up former %s.%s: %w", namespace, name, err)
 	}
-	return Ref{ID: row.AssetID, Status: Status(row.Edges.Asset.Status), Former: true}, true, nil
+	return Ref{ID: row.AssetID, Status: Status(row.Edges.Asset.Status), Former: true, Until: utcPtr(row.ValidTo)}, true, nil
 }
 
 // LookupExternal finds the asset an external ID is bound to.
@@ -170,6 +172,45 @@ func (c *Catalog) LatestNames(ctx context.Context, ids []uuid.UUID) (map[uuid.UU
 	out := make(map[uuid.UUID]Name, len(rows))
 	for id, r := range rows {
 		out[id] = toName(r)
+	}
+	return out, nil
+}
+
+// Summary is what a graph node shows of an asset.
+type Summary struct {
+	ID        uuid.UUID
+	Kind      Kind
+	Status    Status
+	Namespace string // latest name (released if deleted)
+	Name      string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// Summaries returns a summary of each existing asset among ids, in two queries (plus one per
+// deleted asset, for the name it last held).
+func (c *Catalog) Summaries(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]Summary, error) {
+	out := make(map[uuid.UUID]Summary, len(ids))
+	const chunk = 1000 // stay far below the databases' bind-parameter limits
+	for len(ids) > 0 {
+		n := min(chunk, len(ids))
+		part := ids[:n]
+		ids = ids[n:]
+		rows, err := c.client(ctx).Asset.Query().Where(asset.IDIn(part...)).All(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("catalog: summaries: %w", err)
+		}
+		names, err := latestNames(ctx, c.client(ctx), part)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rows {
+			s := Summary{ID: r.ID, Kind: Kind(r.Kind), Status: Status(r.Status), CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
+			if n := names[r.ID]; n != nil {
+				s.Namespace, s.Name = n.Namespace, n.Name
+			}
+			out[r.ID] = s
+		}
 	}
 	return out, nil
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/tidemark/tidemark/ent/idempotencykey"
 	"github.com/tidemark/tidemark/ent/lineageedge"
 	"github.com/tidemark/tidemark/ent/lineageevent"
+	"github.com/tidemark/tidemark/ent/lineagestate"
 	"github.com/tidemark/tidemark/ent/owner"
 	"github.com/tidemark/tidemark/ent/run"
 	"github.com/tidemark/tidemark/ent/runio"
@@ -58,6 +59,8 @@ type Client struct {
 	LineageEdge *LineageEdgeClient
 	// LineageEvent is the client for interacting with the LineageEvent builders.
 	LineageEvent *LineageEventClient
+	// LineageState is the client for interacting with the LineageState builders.
+	LineageState *LineageStateClient
 	// Owner is the client for interacting with the Owner builders.
 	Owner *OwnerClient
 	// Run is the client for interacting with the Run builders.
@@ -85,6 +88,7 @@ func (c *Client) init() {
 	c.IdempotencyKey = NewIdempotencyKeyClient(c.config)
 	c.LineageEdge = NewLineageEdgeClient(c.config)
 	c.LineageEvent = NewLineageEventClient(c.config)
+	c.LineageState = NewLineageStateClient(c.config)
 	c.Owner = NewOwnerClient(c.config)
 	c.Run = NewRunClient(c.config)
 	c.RunIO = NewRunIOClient(c.config)
@@ -190,6 +194,7 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		IdempotencyKey: NewIdempotencyKeyClient(cfg),
 		LineageEdge:    NewLineageEdgeClient(cfg),
 		LineageEvent:   NewLineageEventClient(cfg),
+		LineageState:   NewLineageStateClient(cfg),
 		Owner:          NewOwnerClient(cfg),
 		Run:            NewRunClient(cfg),
 		RunIO:          NewRunIOClient(cfg),
@@ -222,6 +227,7 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		IdempotencyKey: NewIdempotencyKeyClient(cfg),
 		LineageEdge:    NewLineageEdgeClient(cfg),
 		LineageEvent:   NewLineageEventClient(cfg),
+		LineageState:   NewLineageStateClient(cfg),
 		Owner:          NewOwnerClient(cfg),
 		Run:            NewRunClient(cfg),
 		RunIO:          NewRunIOClient(cfg),
@@ -255,8 +261,8 @@ func (c *Client) Close() error {
 func (c *Client) Use(hooks ...Hook) {
 	for _, n := range []interface{ Use(...Hook) }{
 		c.APIToken, c.Asset, c.AssetFacet, c.AssetName, c.AuditEvent, c.ColumnEdge,
-		c.ExternalID, c.IdempotencyKey, c.LineageEdge, c.LineageEvent, c.Owner, c.Run,
-		c.RunIO,
+		c.ExternalID, c.IdempotencyKey, c.LineageEdge, c.LineageEvent, c.LineageState,
+		c.Owner, c.Run, c.RunIO,
 	} {
 		n.Use(hooks...)
 	}
@@ -267,8 +273,8 @@ func (c *Client) Use(hooks ...Hook) {
 func (c *Client) Intercept(interceptors ...Interceptor) {
 	for _, n := range []interface{ Intercept(...Interceptor) }{
 		c.APIToken, c.Asset, c.AssetFacet, c.AssetName, c.AuditEvent, c.ColumnEdge,
-		c.ExternalID, c.IdempotencyKey, c.LineageEdge, c.LineageEvent, c.Owner, c.Run,
-		c.RunIO,
+		c.ExternalID, c.IdempotencyKey, c.LineageEdge, c.LineageEvent, c.LineageState,
+		c.Owner, c.Run, c.RunIO,
 	} {
 		n.Intercept(interceptors...)
 	}
@@ -297,6 +303,8 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.LineageEdge.mutate(ctx, m)
 	case *LineageEventMutation:
 		return c.LineageEvent.mutate(ctx, m)
+	case *LineageStateMutation:
+		return c.LineageState.mutate(ctx, m)
 	case *OwnerMutation:
 		return c.Owner.mutate(ctx, m)
 	case *RunMutation:
@@ -1719,6 +1727,139 @@ func (c *LineageEventClient) mutate(ctx context.Context, m *LineageEventMutation
 	}
 }
 
+// LineageStateClient is a client for the LineageState schema.
+type LineageStateClient struct {
+	config
+}
+
+// NewLineageStateClient returns a client for the LineageState from the given config.
+func NewLineageStateClient(c config) *LineageStateClient {
+	return &LineageStateClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `lineagestate.Hooks(f(g(h())))`.
+func (c *LineageStateClient) Use(hooks ...Hook) {
+	c.hooks.LineageState = append(c.hooks.LineageState, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `lineagestate.Intercept(f(g(h())))`.
+func (c *LineageStateClient) Intercept(interceptors ...Interceptor) {
+	c.inters.LineageState = append(c.inters.LineageState, interceptors...)
+}
+
+// Create returns a builder for creating a LineageState entity.
+func (c *LineageStateClient) Create() *LineageStateCreate {
+	mutation := newLineageStateMutation(c.config, OpCreate)
+	return &LineageStateCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of LineageState entities.
+func (c *LineageStateClient) CreateBulk(builders ...*LineageStateCreate) *LineageStateCreateBulk {
+	return &LineageStateCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *LineageStateClient) MapCreateBulk(slice any, setFunc func(*LineageStateCreate, int)) *LineageStateCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &LineageStateCreateBulk{err: fmt.Errorf("calling to LineageStateClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*LineageStateCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &LineageStateCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for LineageState.
+func (c *LineageStateClient) Update() *LineageStateUpdate {
+	mutation := newLineageStateMutation(c.config, OpUpdate)
+	return &LineageStateUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *LineageStateClient) UpdateOne(_m *LineageState) *LineageStateUpdateOne {
+	mutation := newLineageStateMutation(c.config, OpUpdateOne, withLineageState(_m))
+	return &LineageStateUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *LineageStateClient) UpdateOneID(id uuid.UUID) *LineageStateUpdateOne {
+	mutation := newLineageStateMutation(c.config, OpUpdateOne, withLineageStateID(id))
+	return &LineageStateUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for LineageState.
+func (c *LineageStateClient) Delete() *LineageStateDelete {
+	mutation := newLineageStateMutation(c.config, OpDelete)
+	return &LineageStateDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *LineageStateClient) DeleteOne(_m *LineageState) *LineageStateDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *LineageStateClient) DeleteOneID(id uuid.UUID) *LineageStateDeleteOne {
+	builder := c.Delete().Where(lineagestate.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &LineageStateDeleteOne{builder}
+}
+
+// Query returns a query builder for LineageState.
+func (c *LineageStateClient) Query() *LineageStateQuery {
+	return &LineageStateQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeLineageState},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a LineageState entity by its id.
+func (c *LineageStateClient) Get(ctx context.Context, id uuid.UUID) (*LineageState, error) {
+	return c.Query().Where(lineagestate.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *LineageStateClient) GetX(ctx context.Context, id uuid.UUID) *LineageState {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *LineageStateClient) Hooks() []Hook {
+	return c.hooks.LineageState
+}
+
+// Interceptors returns the client interceptors.
+func (c *LineageStateClient) Interceptors() []Interceptor {
+	return c.inters.LineageState
+}
+
+func (c *LineageStateClient) mutate(ctx context.Context, m *LineageStateMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&LineageStateCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&LineageStateUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&LineageStateUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&LineageStateDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown LineageState mutation op: %q", m.Op())
+	}
+}
+
 // OwnerClient is a client for the Owner schema.
 type OwnerClient struct {
 	config
@@ -2138,11 +2279,13 @@ func (c *RunIOClient) mutate(ctx context.Context, m *RunIOMutation) (Value, erro
 type (
 	hooks struct {
 		APIToken, Asset, AssetFacet, AssetName, AuditEvent, ColumnEdge, ExternalID,
-		IdempotencyKey, LineageEdge, LineageEvent, Owner, Run, RunIO []ent.Hook
+		IdempotencyKey, LineageEdge, LineageEvent, LineageState, Owner, Run,
+		RunIO []ent.Hook
 	}
 	inters struct {
 		APIToken, Asset, AssetFacet, AssetName, AuditEvent, ColumnEdge, ExternalID,
-		IdempotencyKey, LineageEdge, LineageEvent, Owner, Run, RunIO []ent.Interceptor
+		IdempotencyKey, LineageEdge, LineageEvent, LineageState, Owner, Run,
+		RunIO []ent.Interceptor
 	}
 )
 

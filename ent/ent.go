@@ -22,6 +22,7 @@ import (
 	"github.com/tidemark/tidemark/ent/idempotencykey"
 	"github.com/tidemark/tidemark/ent/lineageedge"
 	"github.com/tidemark/tidemark/ent/lineageevent"
+	"github.com/tidemark/tidemark/ent/lineagestate"
 	"github.com/tidemark/tidemark/ent/owner"
 	"github.com/tidemark/tidemark/ent/run"
 	"github.com/tidemark/tidemark/ent/runio"
@@ -95,6 +96,7 @@ func checkColumn(t, c string) error {
 			idempotencykey.Table: idempotencykey.ValidColumn,
 			lineageedge.Table:    lineageedge.ValidColumn,
 			lineageevent.Table:   lineageevent.ValidColumn,
+			lineagestate.Table:   lineagestate.ValidColumn,
 			owner.Table:          owner.ValidColumn,
 			run.Table:            run.ValidColumn,
 			runio.Table:          runio.ValidColumn,

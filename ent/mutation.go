@@ -23,6 +23,7 @@ import (
 	"github.com/tidemark/tidemark/ent/idempotencykey"
 	"github.com/tidemark/tidemark/ent/lineageedge"
 	"github.com/tidemark/tidemark/ent/lineageevent"
+	"github.com/tidemark/tidemark/ent/lineagestate"
 	"github.com/tidemark/tidemark/ent/owner"
 	"github.com/tidemark/tidemark/ent/predicate"
 	"github.com/tidemark/tidemark/ent/run"
@@ -48,6 +49,7 @@ const (
 	TypeIdempotencyKey = "IdempotencyKey"
 	TypeLineageEdge    = "LineageEdge"
 	TypeLineageEvent   = "LineageEvent"
+	TypeLineageState   = "LineageState"
 	TypeOwner          = "Owner"
 	TypeRun            = "Run"
 	TypeRunIO          = "RunIO"
@@ -6798,6 +6800,433 @@ func (m *LineageEventMutation) ClearEdge(name string) error {
 // It returns an error if the edge is not defined in the schema.
 func (m *LineageEventMutation) ResetEdge(name string) error {
 	return fmt.Errorf("unknown LineageEvent edge %s", name)
+}
+
+// LineageStateMutation represents an operation that mutates the LineageState nodes in the graph.
+type LineageStateMutation struct {
+	config
+	op            Op
+	typ           string
+	id            *uuid.UUID
+	last_activity *time.Time
+	dropped_at    *time.Time
+	clearedFields map[string]struct{}
+	done          bool
+	oldValue      func(context.Context) (*LineageState, error)
+	predicates    []predicate.LineageState
+}
+
+var _ ent.Mutation = (*LineageStateMutation)(nil)
+
+// lineagestateOption allows management of the mutation configuration using functional options.
+type lineagestateOption func(*LineageStateMutation)
+
+// newLineageStateMutation creates new mutation for the LineageState entity.
+func newLineageStateMutation(c config, op Op, opts ...lineagestateOption) *LineageStateMutation {
+	m := &LineageStateMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeLineageState,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withLineageStateID sets the ID field of the mutation.
+func withLineageStateID(id uuid.UUID) lineagestateOption {
+	return func(m *LineageStateMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *LineageState
+		)
+		m.oldValue = func(ctx context.Context) (*LineageState, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().LineageState.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withLineageState sets the old LineageState of the mutation.
+func withLineageState(node *LineageState) lineagestateOption {
+	return func(m *LineageStateMutation) {
+		m.oldValue = func(context.Context) (*LineageState, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m LineageStateMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m LineageStateMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of LineageState entities.
+func (m *LineageStateMutation) SetID(id uuid.UUID) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *LineageStateMutation) ID() (id uuid.UUID, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *LineageStateMutation) IDs(ctx context.Context) ([]uuid.UUID, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []uuid.UUID{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().LineageState.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetLastActivity sets the "last_activity" field.
+func (m *LineageStateMutation) SetLastActivity(t time.Time) {
+	m.last_activity = &t
+}
+
+// LastActivity returns the value of the "last_activity" field in the mutation.
+func (m *LineageStateMutation) LastActivity() (r time.Time, exists bool) {
+	v := m.last_activity
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldLastActivity returns the old "last_activity" field's value of the LineageState entity.
+// If the LineageState object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *LineageStateMutation) OldLastActivity(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldLastActivity is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldLastActivity requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldLastActivity: %w", err)
+	}
+	return oldValue.LastActivity, nil
+}
+
+// ClearLastActivity clears the value of the "last_activity" field.
+func (m *LineageStateMutation) ClearLastActivity() {
+	m.last_activity = nil
+	m.clearedFields[lineagestate.FieldLastActivity] = struct{}{}
+}
+
+// LastActivityCleared returns if the "last_activity" field was cleared in this mutation.
+func (m *LineageStateMutation) LastActivityCleared() bool {
+	_, ok := m.clearedFields[lineagestate.FieldLastActivity]
+	return ok
+}
+
+// ResetLastActivity resets all changes to the "last_activity" field.
+func (m *LineageStateMutation) ResetLastActivity() {
+	m.last_activity = nil
+	delete(m.clearedFields, lineagestate.FieldLastActivity)
+}
+
+// SetDroppedAt sets the "dropped_at" field.
+func (m *LineageStateMutation) SetDroppedAt(t time.Time) {
+	m.dropped_at = &t
+}
+
+// DroppedAt returns the value of the "dropped_at" field in the mutation.
+func (m *LineageStateMutation) DroppedAt() (r time.Time, exists bool) {
+	v := m.dropped_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldDroppedAt returns the old "dropped_at" field's value of the LineageState entity.
+// If the LineageState object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *LineageStateMutation) OldDroppedAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldDroppedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldDroppedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldDroppedAt: %w", err)
+	}
+	return oldValue.DroppedAt, nil
+}
+
+// ClearDroppedAt clears the value of the "dropped_at" field.
+func (m *LineageStateMutation) ClearDroppedAt() {
+	m.dropped_at = nil
+	m.clearedFields[lineagestate.FieldDroppedAt] = struct{}{}
+}
+
+// DroppedAtCleared returns if the "dropped_at" field was cleared in this mutation.
+func (m *LineageStateMutation) DroppedAtCleared() bool {
+	_, ok := m.clearedFields[lineagestate.FieldDroppedAt]
+	return ok
+}
+
+// ResetDroppedAt resets all changes to the "dropped_at" field.
+func (m *LineageStateMutation) ResetDroppedAt() {
+	m.dropped_at = nil
+	delete(m.clearedFields, lineagestate.FieldDroppedAt)
+}
+
+// Where appends a list predicates to the LineageStateMutation builder.
+func (m *LineageStateMutation) Where(ps ...predicate.LineageState) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the LineageStateMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *LineageStateMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.LineageState, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *LineageStateMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *LineageStateMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (LineageState).
+func (m *LineageStateMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *LineageStateMutation) Fields() []string {
+	fields := make([]string, 0, 2)
+	if m.last_activity != nil {
+		fields = append(fields, lineagestate.FieldLastActivity)
+	}
+	if m.dropped_at != nil {
+		fields = append(fields, lineagestate.FieldDroppedAt)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *LineageStateMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case lineagestate.FieldLastActivity:
+		return m.LastActivity()
+	case lineagestate.FieldDroppedAt:
+		return m.DroppedAt()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *LineageStateMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case lineagestate.FieldLastActivity:
+		return m.OldLastActivity(ctx)
+	case lineagestate.FieldDroppedAt:
+		return m.OldDroppedAt(ctx)
+	}
+	return nil, fmt.Errorf("unknown LineageState field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *LineageStateMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case lineagestate.FieldLastActivity:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetLastActivity(v)
+		return nil
+	case lineagestate.FieldDroppedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetDroppedAt(v)
+		return nil
+	}
+	return fmt.Errorf("unknown LineageState field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *LineageStateMutation) AddedFields() []string {
+	return nil
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *LineageStateMutation) AddedField(name string) (ent.Value, bool) {
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *LineageStateMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	}
+	return fmt.Errorf("unknown LineageState numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *LineageStateMutation) ClearedFields() []string {
+	var fields []string
+	if m.FieldCleared(lineagestate.FieldLastActivity) {
+		fields = append(fields, lineagestate.FieldLastActivity)
+	}
+	if m.FieldCleared(lineagestate.FieldDroppedAt) {
+		fields = append(fields, lineagestate.FieldDroppedAt)
+	}
+	return fields
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *LineageStateMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *LineageStateMutation) ClearField(name string) error {
+	switch name {
+	case lineagestate.FieldLastActivity:
+		m.ClearLastActivity()
+		return nil
+	case lineagestate.FieldDroppedAt:
+		m.ClearDroppedAt()
+		return nil
+	}
+	return fmt.Errorf("unknown LineageState nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *LineageStateMutation) ResetField(name string) error {
+	switch name {
+	case lineagestate.FieldLastActivity:
+		m.ResetLastActivity()
+		return nil
+	case lineagestate.FieldDroppedAt:
+		m.ResetDroppedAt()
+		return nil
+	}
+	return fmt.Errorf("unknown LineageState field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *LineageStateMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *LineageStateMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *LineageStateMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *LineageStateMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *LineageStateMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *LineageStateMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *LineageStateMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown LineageState unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *LineageStateMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown LineageState edge %s", name)
 }
 
 // OwnerMutation represents an operation that mutates the Owner nodes in the graph.

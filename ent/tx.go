@@ -34,6 +34,8 @@ type Tx struct {
 	LineageEdge *LineageEdgeClient
 	// LineageEvent is the client for interacting with the LineageEvent builders.
 	LineageEvent *LineageEventClient
+	// LineageState is the client for interacting with the LineageState builders.
+	LineageState *LineageStateClient
 	// Owner is the client for interacting with the Owner builders.
 	Owner *OwnerClient
 	// Run is the client for interacting with the Run builders.
@@ -181,6 +183,7 @@ func (tx *Tx) init() {
 	tx.IdempotencyKey = NewIdempotencyKeyClient(tx.config)
 	tx.LineageEdge = NewLineageEdgeClient(tx.config)
 	tx.LineageEvent = NewLineageEventClient(tx.config)
+	tx.LineageState = NewLineageStateClient(tx.config)
 	tx.Owner = NewOwnerClient(tx.config)
 	tx.Run = NewRunClient(tx.config)
 	tx.RunIO = NewRunIOClient(tx.config)

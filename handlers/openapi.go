@@ -25,7 +25,8 @@ type operation struct {
 	Params       []param
 	Body         any // request body type, nil for none
 	Responses    map[int]any
-	Text         bool // plain-text response (metrics)
+	Text         bool  // plain-text response (metrics)
+	BodyLimit    int64 // request body cap; default Config.BodyLimit
 }
 
 type param struct {
@@ -35,7 +36,10 @@ type param struct {
 
 // handle registers h for op and records op for the OpenAPI document.
 func (a *API) handle(op operation, h echo.HandlerFunc) {
-	var mw []echo.MiddlewareFunc
+	if op.BodyLimit <= 0 {
+		op.BodyLimit = a.cfg.BodyLimit
+	}
+	mw := []echo.MiddlewareFunc{bodyLimit(op.BodyLimit)}
 	if !op.Open {
 		if op.Scope == "" {
 			op.Scope = auth.ScopeWrite

@@ -72,6 +72,9 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 			log.Error("request failed", "method", c.Request().Method, "path", c.Request().URL.Path,
 				"request_id", p.RequestID, "err", err)
 		}
+		if p.Status == http.StatusServiceUnavailable {
+			c.Response().Header().Set("Retry-After", "1")
+		}
 		if p.Status == http.StatusUnauthorized {
 			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="tidemark"`)
 		}
@@ -106,6 +109,8 @@ func toProblem(err error) *Problem {
 			status = http.StatusPreconditionFailed
 		case errors.Is(err, catalog.ErrConflict):
 			status = http.StatusConflict
+		case errors.Is(err, catalog.ErrUnavailable):
+			status = http.StatusServiceUnavailable
 		}
 		if status == http.StatusInternalServerError {
 			return newProblem(status, "internal error")

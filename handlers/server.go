@@ -16,6 +16,7 @@ import (
 
 	"github.com/tidemark/tidemark/auth"
 	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/lineage"
 )
 
 // Config wires the API to the domain.
@@ -31,6 +32,10 @@ type Config struct {
 	NoAuth bool
 	// BodyLimit caps request bodies in bytes (default 1 MiB).
 	BodyLimit int64
+	// Lineage ingests OpenLineage and answers graph queries; nil leaves those routes out.
+	Lineage *lineage.Service
+	// LineageBodyLimit caps OpenLineage request bodies, before and after gzip (default 4 MiB).
+	LineageBodyLimit int64
 	// Registry receives the HTTP metrics; nil makes a private one.
 	Registry *prometheus.Registry
 	Version  string
@@ -54,6 +59,9 @@ func New(cfg Config) *API {
 	if cfg.BodyLimit <= 0 {
 		cfg.BodyLimit = DefaultBodyLimit
 	}
+	if cfg.LineageBodyLimit <= 0 {
+		cfg.LineageBodyLimit = DefaultLineageBodyLimit
+	}
 	if cfg.Registry == nil {
 		cfg.Registry = prometheus.NewRegistry()
 	}
@@ -66,7 +74,6 @@ func New(cfg Config) *API {
 	e.Use(metrics(cfg.Registry))
 	e.Use(requestLog(cfg.Logger))
 	e.Use(recoverer(cfg.Logger)) // inside the two above, so a panic is logged and counted as a 500
-	e.Use(bodyLimit(cfg.BodyLimit))
 
 	a.routes()
 	return a
@@ -74,6 +81,7 @@ func New(cfg Config) *API {
 
 func (a *API) routes() {
 	a.assetRoutes()
+	a.lineageRoutes()
 	a.handle(operation{Method: http.MethodGet, Path: "/healthz", Summary: "Liveness and database check",
 		Tag: "ops", Open: true, Responses: map[int]any{200: healthResponse{}, 503: healthResponse{}}}, a.health)
 	a.handle(operation{Method: http.MethodGet, Path: "/metrics", Summary: "Prometheus metrics",

@@ -129,6 +129,18 @@ func (f LineageEventFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.LineageEventMutation", m)
 }
 
+// The LineageStateFunc type is an adapter to allow the use of ordinary
+// function as LineageState mutator.
+type LineageStateFunc func(context.Context, *ent.LineageStateMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f LineageStateFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.LineageStateMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.LineageStateMutation", m)
+}
+
 // The OwnerFunc type is an adapter to allow the use of ordinary
 // function as Owner mutator.
 type OwnerFunc func(context.Context, *ent.OwnerMutation) (ent.Value, error)

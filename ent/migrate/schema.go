@@ -302,6 +302,18 @@ var (
 			},
 		},
 	}
+	// LineageStatesColumns holds the columns for the "lineage_states" table.
+	LineageStatesColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeUUID},
+		{Name: "last_activity", Type: field.TypeTime, Nullable: true},
+		{Name: "dropped_at", Type: field.TypeTime, Nullable: true},
+	}
+	// LineageStatesTable holds the schema information for the "lineage_states" table.
+	LineageStatesTable = &schema.Table{
+		Name:       "lineage_states",
+		Columns:    LineageStatesColumns,
+		PrimaryKey: []*schema.Column{LineageStatesColumns[0]},
+	}
 	// OwnersColumns holds the columns for the "owners" table.
 	OwnersColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeInt, Increment: true},
@@ -413,6 +425,7 @@ var (
 		IdempotencyKeysTable,
 		LineageEdgesTable,
 		LineageEventsTable,
+		LineageStatesTable,
 		OwnersTable,
 		RunsTable,
 		RunIosTable,

@@ -36,6 +36,9 @@ type LineageEdge func(*sql.Selector)
 // LineageEvent is the predicate function for lineageevent builders.
 type LineageEvent func(*sql.Selector)
 
+// LineageState is the predicate function for lineagestate builders.
+type LineageState func(*sql.Selector)
+
 // Owner is the predicate function for owner builders.
 type Owner func(*sql.Selector)
 

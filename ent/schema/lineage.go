@@ -151,3 +151,17 @@ func (AssetFacet) Indexes() []ent.Index {
 		index.Fields("asset_id", "name").Unique(),
 	}
 }
+
+// LineageState is what lineage knows of a dataset's lifetime, in event time: the newest event
+// that used it and the newest DROP of it. Whether it is deleted follows from the two (a DROP
+// newer than any use), whatever order the events arrived in; a write after a DROP revives it, as
+// in Marquez.
+type LineageState struct{ ent.Schema }
+
+func (LineageState) Fields() []ent.Field {
+	return []ent.Field{
+		field.UUID("id", uuid.UUID{}).Immutable(), // the asset ID
+		field.Time("last_activity").Optional().Nillable(),
+		field.Time("dropped_at").Optional().Nillable(),
+	}
+}

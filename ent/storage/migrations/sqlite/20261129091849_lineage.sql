@@ -22,6 +22,8 @@ CREATE UNIQUE INDEX `lineage_events_event_key_key` ON `lineage_events` (`event_k
 CREATE INDEX `lineageevent_run_id` ON `lineage_events` (`run_id`);
 -- Create index "lineageevent_job_asset_id_event_time" to table: "lineage_events"
 CREATE INDEX `lineageevent_job_asset_id_event_time` ON `lineage_events` (`job_asset_id`, `event_time`);
+-- Create "lineage_states" table
+CREATE TABLE `lineage_states` (`id` uuid NOT NULL, `last_activity` datetime NULL, `dropped_at` datetime NULL, PRIMARY KEY (`id`));
 -- Create "runs" table
 CREATE TABLE `runs` (`id` text NOT NULL, `job_asset_id` uuid NOT NULL, `state` text NOT NULL, `state_time` datetime NOT NULL, `started_at` datetime NULL, `ended_at` datetime NULL, `nominal_start` datetime NULL, `nominal_end` datetime NULL, `parent_run_id` text NOT NULL DEFAULT (''), `facets` json NULL, `event_count` integer NOT NULL DEFAULT (0), `created_at` datetime NOT NULL, `updated_at` datetime NOT NULL, PRIMARY KEY (`id`));
 -- Create index "run_job_asset_id_created_at" to table: "runs"

@@ -22,6 +22,8 @@ CREATE UNIQUE INDEX "lineage_events_event_key_key" ON "lineage_events" ("event_k
 CREATE INDEX "lineageevent_job_asset_id_event_time" ON "lineage_events" ("job_asset_id", "event_time");
 -- Create index "lineageevent_run_id" to table: "lineage_events"
 CREATE INDEX "lineageevent_run_id" ON "lineage_events" ("run_id");
+-- Create "lineage_states" table
+CREATE TABLE "lineage_states" ("id" uuid NOT NULL, "last_activity" timestamptz NULL, "dropped_at" timestamptz NULL, PRIMARY KEY ("id"));
 -- Create "runs" table
 CREATE TABLE "runs" ("id" character varying NOT NULL, "job_asset_id" uuid NOT NULL, "state" character varying NOT NULL, "state_time" timestamptz NOT NULL, "started_at" timestamptz NULL, "ended_at" timestamptz NULL, "nominal_start" timestamptz NULL, "nominal_end" timestamptz NULL, "parent_run_id" character varying NOT NULL DEFAULT '', "facets" jsonb NULL, "event_count" bigint NOT NULL DEFAULT 0, "created_at" timestamptz NOT NULL, "updated_at" timestamptz NOT NULL, PRIMARY KEY ("id"));
 -- Create index "run_job_asset_id_created_at" to table: "runs"

@@ -1,0 +1,502 @@
+package handlers
+
+import (
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/lineage"
+)
+
+// DefaultLineageBodyLimit bounds an OpenLineage request, compressed or not (4 MiB: a batch of a
+// hundred Spark events with column lineage fits; a runaway producer does not).
+const DefaultLineageBodyLimit = 4 << 20
+
+// MaxBatchEvents bounds the events in one batch request.
+const MaxBatchEvents = 1000
+
+type ingestResponse struct {
+	Status   string    `json:"status"` // created or duplicate
+	EventID  uuid.UUID `json:"event_id"`
+	Kind     string    `json:"kind"`
+	Warnings []string  `json:"warnings,omitempty"`
+}
+
+type batchSummary struct {
+	Received   int `json:"received"`
+	Successful int `json:"successful"`
+	Failed     int `json:"failed"`
+}
+
+type failedEvent struct {
+	Index     int    `json:"index"`
+	Reason    string `json:"reason"`
+	Retriable bool   `json:"retriable"`
+}
+
+type batchResponse struct {
+	Status       string        `json:"status"` // success, partial_success or failure
+	Summary      batchSummary  `json:"summary"`
+	FailedEvents []failedEvent `json:"failed_events"`
+}
+
+type lineageNode struct {
+	ID        uuid.UUID `json:"id"`
+	Kind      string    `json:"kind"`
+	Status    string    `json:"status"`
+	Namespace string    `json:"namespace"`
+	Name      string    `json:"name"`
+	Depth     int       `json:"depth"`
+}
+
+type lineageEdge struct {
+	From uuid.UUID `json:"from"`
+	To   uuid.UUID `json:"to"`
+}
+
+type graphFreshness struct {
+	// SyncedAt: edges other replicas wrote before this time are included; this replica's own
+	// writes are included at once.
+	SyncedAt time.Time `json:"synced_at"`
+	LagMS    int64     `json:"lag_ms"`
+	Nodes    int       `json:"nodes"`
+	Edges    int       `json:"edges"`
+}
+
+type assetLineageResponse struct {
+	Root            uuid.UUID      `json:"root"`
+	Direction       string         `json:"direction"`
+	Depth           int            `json:"depth"`
+	Nodes           []lineageNode  `json:"nodes"`
+	Edges           []lineageEdge  `json:"edges"`
+	Truncated       bool           `json:"truncated"`
+	ReachedPerDepth []int          `json:"reached_per_depth"`
+	Graph           graphFreshness `json:"graph"`
+}
+
+type marquezEdge struct {
+	Origin      string `json:"origin"`
+	Destination string `json:"destination"`
+}
+
+type marquezDatasetID struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+}
+
+type marquezField struct {
+	Name        string   `json:"name"`
+	Type        string   `json:"type"`
+	Tags        []string `json:"tags"`
+	Description string   `json:"description"`
+}
+
+type marquezData struct {
+	ID           marquezDatasetID `json:"id"`
+	Type         string           `json:"type"`
+	Name         string           `json:"name"`
+	PhysicalName string           `json:"physicalName"`
+	Namespace    string           `json:"namespace"`
+	CreatedAt    time.Time        `json:"createdAt"`
+	UpdatedAt    time.Time        `json:"updatedAt"`
+	Fields       []marquezField   `json:"fields"`
+	Tags         []string         `json:"tags"`
+	Description  string           `json:"description"`
+	AssetID      uuid.UUID        `json:"assetId"` // Tidemark's stable ID
+	Status       string           `json:"status"`
+}
+
+type marquezNode struct {
+	ID       string        `json:"id"`
+	Type     string        `json:"type"`
+	Data     marquezData   `json:"data"`
+	InEdges  []marquezEdge `json:"inEdges"`
+	OutEdges []marquezEdge `json:"outEdges"`
+}
+
+type marquezGraphResponse struct {
+	Graph     []marquezNode  `json:"graph"`
+	Truncated bool           `json:"truncated"`
+	Freshness graphFreshness `json:"freshness"`
+}
+
+type columnInputField struct {
+	Namespace             string `json:"namespace"`
+	Dataset               string `json:"dataset"`
+	Field                 string `json:"field"`
+	TransformationType    string `json:"transformationType"`
+	TransformationSubtype string `json:"transformationSubtype"`
+	Description           string `json:"transformationDescription"`
+	Masking               bool   `json:"masking"`
+}
+
+type columnData struct {
+	Namespace   string             `json:"namespace"`
+	Dataset     string             `json:"dataset"`
+	Field       string             `json:"field"`
+	AssetID     uuid.UUID          `json:"assetId"`
+	InputFields []columnInputField `json:"inputFields"`
+}
+
+type columnNode struct {
+	ID       string        `json:"id"`
+	Type     string        `json:"type"`
+	Data     columnData    `json:"data"`
+	InEdges  []marquezEdge `json:"inEdges"`
+	OutEdges []marquezEdge `json:"outEdges"`
+}
+
+type columnLineageResponse struct {
+	Graph []columnNode `json:"graph"`
+}
+
+type runResponse struct {
+	ID           string                     `json:"id"`
+	JobAssetID   uuid.UUID                  `json:"job_asset_id"`
+	State        string                     `json:"state"`
+	StateTime    time.Time                  `json:"state_time"`
+	StartedAt    *time.Time                 `json:"started_at,omitempty"`
+	EndedAt      *time.Time                 `json:"ended_at,omitempty"`
+	NominalStart *time.Time                 `json:"nominal_start,omitempty"`
+	NominalEnd   *time.Time                 `json:"nominal_end,omitempty"`
+	ParentRunID  string                     `json:"parent_run_id,omitempty"`
+	EventCount   int                        `json:"event_count"`
+	Inputs       []uuid.UUID                `json:"inputs"`
+	Outputs      []uuid.UUID                `json:"outputs"`
+	Facets       map[string]json.RawMessage `json:"facets"`
+	CreatedAt    time.Time                  `json:"created_at"`
+	UpdatedAt    time.Time                  `json:"updated_at"`
+}
+
+type runsResponse struct {
+	AssetID uuid.UUID     `json:"asset_id"`
+	Runs    []runResponse `json:"runs"`
+}
+
+func (a *API) lineageRoutes() {
+	if a.cfg.Lineage == nil {
+		return
+	}
+	const base = "/api/v1"
+	limit := a.cfg.LineageBodyLimit
+	a.handle(operation{Method: http.MethodPost, Path: base + "/lineage", Summary: "Ingest one OpenLineage event (RunEvent, DatasetEvent or JobEvent; gzip accepted)",
+		Tag: "lineage", BodyLimit: limit, Body: map[string]any{}, Responses: map[int]any{201: ingestResponse{}, 200: ingestResponse{}}}, a.ingestLineage)
+	a.handle(operation{Method: http.MethodPost, Path: base + "/lineage/batch", Summary: "Ingest a JSON array of OpenLineage events",
+		Tag: "lineage", BodyLimit: limit, Body: []map[string]any{}, Responses: map[int]any{200: batchResponse{}, 400: batchResponse{}, 503: batchResponse{}}}, a.ingestLineageBatch)
+	a.handle(operation{Method: http.MethodGet, Path: base + "/lineage", Summary: "Marquez-shaped lineage graph around a node",
+		Tag: "lineage", Params: []param{{Name: "nodeId", In: "query", Required: true, Description: "dataset:<namespace>:<name> or job:<namespace>:<name>; former names work"},
+			{Name: "depth", In: "query", Description: "hops, 1-20, default 20"}}, Responses: map[int]any{200: marquezGraphResponse{}}}, a.marquezLineage)
+	a.handle(operation{Method: http.MethodGet, Path: base + "/column-lineage", Summary: "Marquez-shaped column lineage",
+		Tag: "lineage", Params: []param{{Name: "nodeId", In: "query", Required: true, Description: "datasetField:<namespace>:<name>:<field> or dataset:<namespace>:<name>"},
+			{Name: "depth", In: "query"}, {Name: "withDownstream", In: "query"}}, Responses: map[int]any{200: columnLineageResponse{}}}, a.columnLineage)
+	a.handle(operation{Method: http.MethodGet, Path: base + "/assets/:id/lineage", Summary: "Upstream/downstream lineage of an asset, keyed on IDs",
+		Tag: "lineage", Params: []param{{Name: "direction", In: "query", Description: "upstream, downstream or both (default)"},
+			{Name: "depth", In: "query", Description: "1-20, default 3"}, {Name: "limit", In: "query", Description: "most nodes to return, 1-10000, default 1000"}},
+		Responses: map[int]any{200: assetLineageResponse{}}}, a.assetLineage)
+	a.handle(operation{Method: http.MethodGet, Path: base + "/runs/:runId", Summary: "A run: state, facets merged across its events, inputs and outputs",
+		Tag: "lineage", Responses: map[int]any{200: runResponse{}}}, a.getRun)
+	a.handle(operation{Method: http.MethodGet, Path: base + "/assets/:id/runs", Summary: "Runs of a job, or runs that read or wrote a dataset, newest first",
+		Tag: "lineage", Params: []param{{Name: "limit", In: "query"}}, Responses: map[int]any{200: runsResponse{}}}, a.assetRuns)
+}
+
+// readLineageBody returns the request body, decompressed when Content-Encoding is gzip, refusing
+// more than limit bytes after decompression (a gzip bomb is a 413, not an outage).
+func readLineageBody(c echo.Context, limit int64) ([]byte, error) {
+	r := c.Request()
+	if ct := r.Header.Get(echo.HeaderContentType); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+			return nil, newProblem(http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %q is not JSON; send application/json", ct))
+		}
+	}
+	var body io.Reader = r.Body
+	switch enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding"))); enc {
+	case "", "identity":
+	case "gzip":
+		gz, err := gzip.NewReader(r.Body)
+		if err != nil {
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				return nil, err
+			}
+			return nil, badRequest("Content-Encoding", "body is not valid gzip: %v", err)
+		}
+		defer gz.Close()
+		body = gz
+	default:
+		return nil, newProblem(http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Encoding %q is not supported; send gzip or nothing", enc))
+	}
+	b, err := io.ReadAll(io.LimitReader(body, limit+1))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, err
+		}
+		return nil, badRequest("", "cannot read the body: %v", err)
+	}
+	if int64(len(b)) > limit {
+		return nil, newProblem(http.StatusRequestEntityTooLarge, fmt.Sprintf("decompressed body exceeds the limit of %d bytes", limit))
+	}
+	if len(strings.TrimSpace(string(b))) == 0 {
+		return nil, badRequest("", "request body is empty; send an OpenLineage event")
+	}
+	return b, nil
+}
+
+func (a *API) ingestLineage(c echo.Context) error {
+	body, err := readLineageBody(c, a.cfg.LineageBodyLimit)
+	if err != nil {
+		return err
+	}
+	res, err := a.cfg.Lineage.Ingest(c.Request().Context(), body)
+	if err != nil {
+		return err
+	}
+	out := ingestResponse{Status: "created", EventID: res.EventID, Kind: string(res.Kind), Warnings: res.Warnings}
+	if res.Duplicate {
+		out.Status = "duplicate"
+		return c.JSON(http.StatusOK, out)
+	}
+	return c.JSON(http.StatusCreated, out)
+}
+
+func (a *API) ingestLineageBatch(c echo.Context) error {
+	body, err := readLineageBody(c, a.cfg.LineageBodyLimit)
+	if err != nil {
+		return err
+	}
+	var raws []json.RawMessage
+	if err := json.Unmarshal(body, &raws); err != nil {
+		return badRequest("", "batch body must be a JSON array of OpenLineage events: %v", err)
+	}
+	if len(raws) > MaxBatchEvents {
+		return badRequest("", "batch holds %d events; the limit is %d: split it", len(raws), MaxBatchEvents)
+	}
+	out := batchResponse{Summary: batchSummary{Received: len(raws)}, FailedEvents: []failedEvent{}}
+	retriable := false
+	for i, raw := range raws {
+		_, err := a.cfg.Lineage.Ingest(c.Request().Context(), raw)
+		if err == nil {
+			out.Summary.Successful++
+			continue
+		}
+		p := toProblem(err)
+		fe := failedEvent{Index: i, Reason: p.Detail, Retriable: p.Status >= 500}
+		if p.Status >= 500 && p.Status != http.StatusServiceUnavailable {
+			a.cfg.Logger.Error("lineage batch: event failed", "index", i, "err", err)
+		}
+		retriable = retriable || fe.Retriable
+		out.FailedEvents = append(out.FailedEvents, fe)
+		out.Summary.Failed++
+	}
+	switch {
+	case out.Summary.Failed == 0:
+		out.Status = "success"
+		return c.JSON(http.StatusOK, out)
+	case retriable:
+		// Clients retry the whole batch on 503; the events that did land are deduplicated then.
+		out.Status = "partial_success"
+		if out.Summary.Successful == 0 {
+			out.Status = "failure"
+		}
+		c.Response().Header().Set("Retry-After", "1")
+		return c.JSON(http.StatusServiceUnavailable, out)
+	case out.Summary.Successful == 0:
+		out.Status = "failure"
+		return c.JSON(http.StatusBadRequest, out)
+	}
+	out.Status = "partial_success"
+	return c.JSON(http.StatusOK, out)
+}
+
+func queryInt(c echo.Context, name string, def, lo, hi int) (int, error) {
+	s := c.QueryParam(name)
+	if s == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < lo || n > hi {
+		return 0, badRequest(name, "%s must be a whole number from %d to %d, not %q", name, lo, hi, truncate(s, 32))
+	}
+	return n, nil
+}
+
+func freshness(f lineage.Freshness) graphFreshness {
+	return graphFreshness{SyncedAt: f.SyncedAt.UTC(), LagMS: time.Since(f.SyncedAt).Milliseconds(), Nodes: f.Nodes, Edges: f.Edges}
+}
+
+func (a *API) assetLineage(c echo.Context) error {
+	id, err := assetID(c)
+	if err != nil {
+		return err
+	}
+	dir := lineage.Both
+	if d := c.QueryParam("direction"); d != "" {
+		if dir, err = lineage.ParseDirection(d); err != nil {
+			return err
+		}
+	}
+	depth, err := queryInt(c, "depth", 3, 1, lineage.MaxDepth)
+	if err != nil {
+		return err
+	}
+	limit, err := queryInt(c, "limit", lineage.DefaultLimit, 1, lineage.MaxNodes)
+	if err != nil {
+		return err
+	}
+	res, err := a.cfg.Lineage.Lineage(c.Request().Context(), id, dir, depth, limit)
+	if err != nil {
+		return err
+	}
+	out := assetLineageResponse{Root: id, Direction: string(dir), Depth: depth, Nodes: make([]lineageNode, 0, len(res.Nodes)),
+		Edges: make([]lineageEdge, 0, len(res.Edges)), Truncated: res.Truncated, ReachedPerDepth: res.ReachedPerDepth, Graph: freshness(res.Freshness)}
+	for _, n := range res.Nodes {
+		out.Nodes = append(out.Nodes, lineageNode{ID: n.ID, Kind: string(n.Kind), Status: string(n.Status), Namespace: n.Namespace, Name: n.Name, Depth: n.Depth})
+	}
+	for _, e := range res.Edges {
+		out.Edges = append(out.Edges, lineageEdge{From: e[0], To: e[1]})
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func (a *API) marquezLineage(c echo.Context) error {
+	nodeID := c.QueryParam("nodeId")
+	if nodeID == "" {
+		return badRequest("nodeId", "nodeId is required, e.g. nodeId=dataset:warehouse:orders")
+	}
+	depth, err := queryInt(c, "depth", lineage.MarquezDefault, 1, lineage.MaxDepth)
+	if err != nil {
+		return err
+	}
+	nodes, res, err := a.cfg.Lineage.MarquezGraph(c.Request().Context(), nodeID, depth)
+	if err != nil {
+		return err
+	}
+	out := marquezGraphResponse{Graph: make([]marquezNode, 0, len(nodes)), Truncated: res.Truncated, Freshness: freshness(res.Freshness)}
+	for _, n := range nodes {
+		typ, dataType := "DATASET", "DB_TABLE"
+		if n.Kind == catalog.KindJob {
+			typ, dataType = "JOB", "BATCH"
+		}
+		m := marquezNode{ID: n.NodeID, Type: typ, InEdges: []marquezEdge{}, OutEdges: []marquezEdge{},
+			Data: marquezData{ID: marquezDatasetID{n.Namespace, n.Name}, Type: dataType, Name: n.Name, PhysicalName: n.Name,
+				Namespace: n.Namespace, CreatedAt: n.CreatedAt, UpdatedAt: n.UpdatedAt, Fields: []marquezField{}, Tags: []string{},
+				Description: n.Description, AssetID: n.ID, Status: string(n.Status)}}
+		for _, f := range n.Fields {
+			m.Data.Fields = append(m.Data.Fields, marquezField{Name: f.Name, Type: f.Type, Tags: []string{}, Description: f.Description})
+		}
+		for _, o := range n.InEdges {
+			m.InEdges = append(m.InEdges, marquezEdge{Origin: o, Destination: n.NodeID})
+		}
+		for _, d := range n.OutEdges {
+			m.OutEdges = append(m.OutEdges, marquezEdge{Origin: n.NodeID, Destination: d})
+		}
+		out.Graph = append(out.Graph, m)
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func fieldNodeID(ns, name, field string) string {
+	return "datasetField:" + ns + ":" + name + ":" + field
+}
+
+func (a *API) columnLineage(c echo.Context) error {
+	nodeID := c.QueryParam("nodeId")
+	if nodeID == "" {
+		return badRequest("nodeId", "nodeId is required, e.g. nodeId=datasetField:warehouse:orders:amount")
+	}
+	depth, err := queryInt(c, "depth", lineage.MarquezDefault, 1, lineage.MaxDepth)
+	if err != nil {
+		return err
+	}
+	down := false
+	if s := c.QueryParam("withDownstream"); s != "" {
+		if down, err = strconv.ParseBool(s); err != nil {
+			return badRequest("withDownstream", "withDownstream must be true or false")
+		}
+	}
+	nodes, err := a.cfg.Lineage.ColumnLineage(c.Request().Context(), nodeID, depth, down)
+	if err != nil {
+		return err
+	}
+	names := map[uuid.UUID][2]string{}
+	for _, n := range nodes {
+		names[n.AssetID] = [2]string{n.Dataset.Namespace, n.Dataset.Name}
+	}
+	id := func(f lineage.FieldRef) string {
+		nn := names[f.AssetID]
+		return fieldNodeID(nn[0], nn[1], f.Field)
+	}
+	out := columnLineageResponse{Graph: make([]columnNode, 0, len(nodes))}
+	for _, n := range nodes {
+		me := id(n.FieldRef)
+		cn := columnNode{ID: me, Type: "DATASET_FIELD", InEdges: []marquezEdge{}, OutEdges: []marquezEdge{},
+			Data: columnData{Namespace: n.Dataset.Namespace, Dataset: n.Dataset.Name, Field: n.Field, AssetID: n.AssetID, InputFields: []columnInputField{}}}
+		for _, in := range n.Inputs {
+			nn := names[in.AssetID]
+			cn.Data.InputFields = append(cn.Data.InputFields, columnInputField{Namespace: nn[0], Dataset: nn[1], Field: in.Field,
+				TransformationType: in.TransformationType, TransformationSubtype: in.TransformationSubtype, Description: in.Description, Masking: in.Masking})
+		}
+		for _, in := range n.In {
+			cn.InEdges = append(cn.InEdges, marquezEdge{Origin: id(in), Destination: me})
+		}
+		for _, o := range n.Out {
+			cn.OutEdges = append(cn.OutEdges, marquezEdge{Origin: me, Destination: id(o)})
+		}
+		out.Graph = append(out.Graph, cn)
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func toRunResponse(r lineage.RunInfo) runResponse {
+	facets := r.Facets
+	if facets == nil {
+		facets = map[string]json.RawMessage{}
+	}
+	return runResponse{ID: r.ID, JobAssetID: r.JobAssetID, State: r.State, StateTime: r.StateTime, StartedAt: r.StartedAt,
+		EndedAt: r.EndedAt, NominalStart: r.NominalStart, NominalEnd: r.NominalEnd, ParentRunID: r.ParentRunID,
+		EventCount: r.EventCount, Inputs: r.Inputs, Outputs: r.Outputs, Facets: facets, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+}
+
+func (a *API) getRun(c echo.Context) error {
+	id, err := pathParam(c, "runId")
+	if err != nil {
+		return err
+	}
+	r, err := a.cfg.Lineage.GetRun(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toRunResponse(r))
+}
+
+func (a *API) assetRuns(c echo.Context) error {
+	id, err := assetID(c)
+	if err != nil {
+		return err
+	}
+	limit, err := queryLimit(c, defaultPageSize, maxPageSize)
+	if err != nil {
+		return err
+	}
+	runs, err := a.cfg.Lineage.RunsOf(c.Request().Context(), id, limit)
+	if err != nil {
+		return err
+	}
+	out := runsResponse{AssetID: id, Runs: make([]runResponse, 0, len(runs))}
+	for _, r := range runs {
+		out.Runs = append(out.Runs, toRunResponse(r))
+	}
+	return c.JSON(http.StatusOK, out)
+}

@@ -1,0 +1,275 @@
+package lineage
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/tidemark/tidemark/ent"
+	"github.com/tidemark/tidemark/ent/lineageedge"
+)
+
+// Graph is the in-memory adjacency index of lineage edges, keyed on asset IDs. Traversals read
+// it instead of issuing a recursive query per request. It is loaded from lineage_edges at start,
+// updated at once by this process's ingests, and kept current with other replicas' writes by
+// tailing lineage_edges in ID order (the ID is the change sequence).
+//
+// Tailing by ID must not skip an edge whose transaction commits after a higher ID was already
+// seen (PostgreSQL hands out IDs at insert, not at commit). So the tailer keeps a low watermark
+// below every unexplained gap and rereads from there; a gap older than gapGrace is taken to be a
+// rolled-back insert and dropped. Adding an edge twice is harmless.
+type Graph struct {
+	db  *ent.Client
+	now func() time.Time
+	log *slog.Logger
+
+	mu    sync.RWMutex
+	index map[uuid.UUID]int32
+	ids   []uuid.UUID
+	out   [][]int32
+	in    [][]int32
+	edges int
+
+	syncMu  sync.Mutex // one Sync at a time
+	low     int64      // every edge ID <= low has been applied
+	maxSeen int64
+	gaps    map[int64]time.Time // IDs above low not seen yet, with when the gap was noticed
+	syncAt  time.Time           // when the last successful Sync began
+}
+
+type edgeRef struct {
+	seq      int64
+	from, to uuid.UUID
+}
+
+const (
+	syncPage = 50_000
+	gapGrace = time.Minute // longer than any ingest transaction stays open
+)
+
+func newGraph(db *ent.Client, now func() time.Time, log *slog.Logger) *Graph {
+	return &Graph{db: db, now: now, log: log, index: map[uuid.UUID]int32{}, gaps: map[int64]time.Time{}}
+}
+
+// node returns the index of id, adding it. Callers hold mu for writing.
+func (g *Graph) node(id uuid.UUID) int32 {
+	if i, ok := g.index[id]; ok {
+		return i
+	}
+	i := int32(len(g.ids))
+	g.index[id] = i
+	g.ids = append(g.ids, id)
+	g.out = append(g.out, nil)
+	g.in = append(g.in, nil)
+	return i
+}
+
+// add applies edges (from this process's committed ingests, or read by Sync).
+func (g *Graph) add(edges []edgeRef) {
+	if len(edges) == 0 {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, e := range edges {
+		f, t := g.node(e.from), g.node(e.to)
+		if contains(g.out[f], t) {
+			continue
+		}
+		g.out[f] = append(g.out[f], t)
+		g.in[t] = append(g.in[t], f)
+		g.edges++
+	}
+}
+
+func contains(s []int32, v int32) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Sync reads edges written since the last Sync (by any replica) into the graph.
+func (g *Graph) Sync(ctx context.Context) error {
+	g.syncMu.Lock()
+	defer g.syncMu.Unlock()
+	started := g.now()
+	from := g.low
+	for {
+		rows, err := g.db.LineageEdge.Query().Where(lineageedge.IDGT(int(from))).
+			Order(ent.Asc(lineageedge.FieldID)).Limit(syncPage).
+			Select(lineageedge.FieldID, lineageedge.FieldFromID, lineageedge.FieldToID).All(ctx)
+		if err != nil {
+			return fmt.Errorf("lineage: sync graph: %w", err)
+		}
+		batch := make([]edgeRef, len(rows))
+		for i, r := range rows {
+			batch[i] = edgeRef{seq: int64(r.ID), from: r.FromID, to: r.ToID}
+		}
+		g.add(batch)
+		g.advance(batch, started)
+		if len(rows) < syncPage {
+			break
+		}
+		from = int64(rows[len(rows)-1].ID)
+	}
+	g.mu.Lock()
+	g.syncAt = started
+	g.mu.Unlock()
+	return nil
+}
+
+// advance moves the low watermark past the IDs seen, remembering gaps. Called under syncMu.
+func (g *Graph) advance(batch []edgeRef, now time.Time) {
+	for _, e := range batch {
+		delete(g.gaps, e.seq)
+		if e.seq > g.maxSeen {
+			for missing := g.maxSeen + 1; missing < e.seq && len(g.gaps) < 100_000; missing++ {
+				g.gaps[missing] = now
+			}
+			g.maxSeen = e.seq
+		}
+	}
+	low := g.maxSeen
+	for id, seen := range g.gaps {
+		if now.Sub(seen) > gapGrace {
+			delete(g.gaps, id) // a rolled-back insert: that ID will never commit
+			continue
+		}
+		if id-1 < low {
+			low = id - 1
+		}
+	}
+	g.low = low
+}
+
+// Run calls Sync every interval until ctx ends, logging (not stopping on) failures.
+func (g *Graph) Run(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := g.Sync(ctx); err != nil && ctx.Err() == nil {
+				g.log.Warn("lineage: graph sync failed; answers may be stale", "err", err)
+			}
+		}
+	}
+}
+
+// Freshness says how current the graph is: edges written by this process are visible at once;
+// edges written by other replicas are visible up to SyncedAt.
+type Freshness struct {
+	SyncedAt time.Time
+	Nodes    int
+	Edges    int
+}
+
+// Freshness reports the graph's state.
+func (g *Graph) Freshness() Freshness {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return Freshness{SyncedAt: g.syncAt, Nodes: len(g.ids), Edges: g.edges}
+}
+
+// Direction of a traversal.
+type Direction string
+
+// Directions.
+const (
+	Upstream   Direction = "upstream"
+	Downstream Direction = "downstream"
+	Both       Direction = "both"
+)
+
+// Traversal is the part of the graph reached from a start node.
+type Traversal struct {
+	// Nodes reached, with their distance (hops) from the start; the start itself is at depth 0.
+	Nodes map[uuid.UUID]int
+	// Edges among the returned nodes, as from -> to.
+	Edges [][2]uuid.UUID
+	// ReachedPerDepth counts the nodes found at each depth (index = depth), in both directions.
+	ReachedPerDepth []int
+	// Truncated is true when limit stopped the walk: deeper or further nodes exist but are not
+	// returned, and ReachedPerDepth covers only the depths walked.
+	Truncated bool
+}
+
+// Traverse walks up to depth hops from start in dir, returning at most limit nodes (start
+// included). Levels are taken whole or not at all, so a truncated answer is a complete picture
+// of the depths it covers, never a partial level that looks complete.
+func (g *Graph) Traverse(start uuid.UUID, dir Direction, depth, limit int) Traversal {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	res := Traversal{Nodes: map[uuid.UUID]int{start: 0}, ReachedPerDepth: []int{1}}
+	s, ok := g.index[start]
+	if !ok {
+		return res
+	}
+	seen := map[int32]int{s: 0}
+	type walk struct {
+		adj      [][]int32
+		frontier []int32
+		down     bool
+	}
+	var walks []*walk
+	if dir == Downstream || dir == Both {
+		walks = append(walks, &walk{adj: g.out, frontier: []int32{s}, down: true})
+	}
+	if dir == Upstream || dir == Both {
+		walks = append(walks, &walk{adj: g.in, frontier: []int32{s}})
+	}
+	var edges [][2]int32
+	for d := 1; d <= depth; d++ {
+		var level []int32
+		var levelEdges [][2]int32
+		fresh := map[int32]bool{}
+		for _, w := range walks {
+			var next []int32
+			for _, u := range w.frontier {
+				for _, v := range w.adj[u] {
+					e := [2]int32{v, u}
+					if w.down {
+						e = [2]int32{u, v}
+					}
+					if _, done := seen[v]; done {
+						if fresh[v] || seen[v] < d {
+							levelEdges = append(levelEdges, e)
+						}
+						continue
+					}
+					seen[v] = d
+					fresh[v] = true
+					levelEdges = append(levelEdges, e)
+					next = append(next, v)
+					level = append(level, v)
+				}
+			}
+			w.frontier = next
+		}
+		if len(level) == 0 {
+			break
+		}
+		res.ReachedPerDepth = append(res.ReachedPerDepth, len(level))
+		if len(res.Nodes)+len(level) > limit {
+			res.Truncated = true
+			break
+		}
+		for _, v := range level {
+			res.Nodes[g.ids[v]] = d
+		}
+		edges = append(edges, levelEdges...)
+	}
+	for _, e := range edges {
+		res.Edges = append(res.Edges, [2]uuid.UUID{g.ids[e[0]], g.ids[e[1]]})
+	}
+	return res
+}

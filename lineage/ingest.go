@@ -1,0 +1,725 @@
+package lineage
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/ent"
+	"github.com/tidemark/tidemark/ent/assetfacet"
+	"github.com/tidemark/tidemark/ent/columnedge"
+	"github.com/tidemark/tidemark/ent/lineageedge"
+	"github.com/tidemark/tidemark/ent/lineageevent"
+	"github.com/tidemark/tidemark/ent/run"
+	"github.com/tidemark/tidemark/ent/runio"
+)
+
+// Service ingests OpenLineage events and answers lineage queries.
+type Service struct {
+	db    *ent.Client
+	cat   *catalog.Catalog
+	graph *Graph
+	now   func() time.Time
+	log   *slog.Logger
+	slots chan struct{}
+	wait  time.Duration
+}
+
+// Option configures a Service.
+type Option func(*Service)
+
+// WithClock replaces time.Now.
+func WithClock(now func() time.Time) Option { return func(s *Service) { s.now = now } }
+
+// WithLogger sets the logger.
+func WithLogger(l *slog.Logger) Option { return func(s *Service) { s.log = l } }
+
+// WithConcurrency bounds concurrent ingests and how long an ingest waits for a slot before it is
+// refused with ErrUnavailable (HTTP 503, which OpenLineage clients retry).
+func WithConcurrency(n int, wait time.Duration) Option {
+	return func(s *Service) { s.slots, s.wait = make(chan struct{}, n), wait }
+}
+
+// New returns a Service; call Open before use.
+func New(db *ent.Client, cat *catalog.Catalog, opts ...Option) *Service {
+	s := &Service{db: db, cat: cat, now: time.Now, log: slog.Default(), slots: make(chan struct{}, 8), wait: 2 * time.Second}
+	for _, o := range opts {
+		o(s)
+	}
+	s.graph = newGraph(db, s.now, s.log)
+	return s
+}
+
+// Open loads the lineage graph into memory.
+func (s *Service) Open(ctx context.Context) error { return s.graph.Sync(ctx) }
+
+// Run keeps the in-memory graph current with edges other replicas write, polling every interval
+// until ctx ends.
+func (s *Service) Run(ctx context.Context, interval time.Duration) { s.graph.Run(ctx, interval) }
+
+// Graph exposes the in-memory graph (for freshness figures and benchmarks).
+func (s *Service) Graph() *Graph { return s.graph }
+
+// IngestResult says what one event did.
+type IngestResult struct {
+	EventID   uuid.UUID
+	Kind      Kind
+	Duplicate bool     // the event was ingested before; nothing changed
+	Warnings  []string // facts in the event that were not applied, and why
+}
+
+// Ingest parses and stores one event with all its effects in one transaction. A redelivered
+// event (same key) changes nothing. Errors wrap catalog.ErrInvalid (final) or
+// catalog.ErrUnavailable (retry later).
+func (s *Service) Ingest(ctx context.Context, raw []byte) (IngestResult, error) {
+	ev, err := ParseEvent(raw)
+	if err != nil {
+		return IngestResult{}, err
+	}
+	return s.IngestEvent(ctx, ev)
+}
+
+// IngestEvent stores a parsed event (see Ingest).
+func (s *Service) IngestEvent(ctx context.Context, ev Event) (IngestResult, error) {
+	if err := s.acquire(ctx); err != nil {
+		return IngestResult{}, err
+	}
+	defer func() { <-s.slots }()
+	key := eventKey(ev)
+	var (
+		res   IngestResult
+		added []edgeRef
+		err   error
+	)
+	for attempt := 1; attempt <= 4; attempt++ {
+		res, added = IngestResult{Kind: ev.Kind}, nil
+		err = s.cat.InTx(ctx, func(ctx context.Context, tx *ent.Tx) error {
+			a := &applier{s: s, tx: tx, ev: ev, res: &res}
+			if err := a.apply(ctx, key); err != nil {
+				return err
+			}
+			added = a.added
+			return nil
+		})
+		if err == nil || !catalog.IsRace(err) {
+			break
+		}
+		s.log.Debug("lineage: ingest raced, retrying", "attempt", attempt, "err", err)
+	}
+	if err != nil {
+		return IngestResult{}, err
+	}
+	s.graph.add(added)
+	return res, nil
+}
+
+func (s *Service) acquire(ctx context.Context) error {
+	select {
+	case s.slots <- struct{}{}:
+		return nil
+	default:
+	}
+	t := time.NewTimer(s.wait)
+	defer t.Stop()
+	select {
+	case s.slots <- struct{}{}:
+		return nil
+	case <-t.C:
+		return &catalog.Error{Kind: catalog.ErrUnavailable, Message: "lineage: too many events are being ingested at once; retry shortly"}
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// eventKey is the idempotency key: for run events the run ID, event type, event time and job
+// (the OpenLineage identity of an event); for dataset and job events, which have no run, the
+// whole event.
+func eventKey(ev Event) string {
+	h := sha256.New()
+	switch ev.Kind {
+	case KindRun:
+		fmt.Fprintf(h, "run\x00%s\x00%s\x00%s\x00%s\x00%s", ev.RunID, ev.EventType, ev.EventTime.Format(time.RFC3339Nano), ev.Job.Namespace, ev.Job.Name)
+	default:
+		fmt.Fprintf(h, "%s\x00%s\x00", ev.Kind, ev.EventTime.Format(time.RFC3339Nano))
+		h.Write(ev.Raw)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// applier applies one event inside its transaction.
+type applier struct {
+	s     *Service
+	tx    *ent.Tx
+	ev    Event
+	res   *IngestResult
+	added []edgeRef
+	now   time.Time
+	cache map[[2]string]catalog.Ref
+}
+
+func (a *applier) warn(format string, args ...any) {
+	a.res.Warnings = append(a.res.Warnings, fmt.Sprintf(format, args...))
+}
+
+func (a *applier) apply(ctx context.Context, key string) error {
+	a.now = a.s.now().UTC().Truncate(time.Microsecond)
+	a.cache = map[[2]string]catalog.Ref{}
+	if prior, err := a.tx.LineageEvent.Query().Where(lineageevent.EventKey(key)).Only(ctx); err == nil {
+		a.res.EventID, a.res.Duplicate = prior.ID, true
+		return nil
+	} else if !ent.IsNotFound(err) {
+		return fmt.Errorf("lineage: look up event: %w", err)
+	}
+	ev := a.ev
+	var jobID uuid.UUID
+	if ev.Job != nil {
+		id, err := a.resolveJob(ctx, *ev.Job)
+		if err != nil {
+			return err
+		}
+		jobID = id
+	}
+	inputs := make([]uuid.UUID, len(ev.Inputs))
+	for i, d := range ev.Inputs {
+		id, err := a.resolveDataset(ctx, d)
+		if err != nil {
+			return err
+		}
+		inputs[i] = id
+	}
+	outputs := make([]uuid.UUID, len(ev.Outputs))
+	for i, d := range ev.Outputs {
+		id, err := a.resolveDataset(ctx, d)
+		if err != nil {
+			return err
+		}
+		outputs[i] = id
+	}
+	if ev.Dataset != nil {
+		if _, err := a.resolveDataset(ctx, *ev.Dataset); err != nil {
+			return err
+		}
+	}
+	if ev.Kind == KindRun {
+		if err := a.upsertRun(ctx, jobID, inputs, outputs); err != nil {
+			return err
+		}
+	}
+	if jobID != uuid.Nil {
+		for _, in := range inputs {
+			if err := a.upsertEdge(ctx, in, jobID); err != nil {
+				return err
+			}
+		}
+		for _, out := range outputs {
+			if err := a.upsertEdge(ctx, jobID, out); err != nil {
+				return err
+			}
+		}
+	}
+	for i, d := range ev.Outputs {
+		if err := a.columnLineage(ctx, outputs[i], d); err != nil {
+			return err
+		}
+	}
+	q := a.tx.LineageEvent.Create().SetEventKey(key).SetKind(lineageevent.Kind(ev.Kind)).SetEventType(ev.EventType).
+		SetEventTime(ev.EventTime).SetRunID(ev.RunID).SetProducer(truncate(ev.Producer, 1024)).
+		SetPayload(string(ev.Raw)).SetReceivedAt(a.now)
+	if jobID != uuid.Nil {
+		q.SetJobAssetID(jobID)
+	}
+	row, err := q.Save(ctx)
+	if err != nil {
+		return fmt.Errorf("lineage: store event: %w", err)
+	}
+	a.res.EventID = row.ID
+	return nil
+}
+
+// Symlinks bind as external IDs of this system; the value is "<namespace>|<name>", with '%'
+// and '|' escaped so the pair is unambiguous.
+const symlinkSystem = "openlineage.symlink"
+
+func symlinkValue(namespace, name string) string {
+	esc := strings.NewReplacer("%", "%25", "|", "%7C")
+	return esc.Replace(namespace) + "|" + esc.Replace(name)
+}
+
+func (a *applier) resolveJob(ctx context.Context, j JobRef) (uuid.UUID, error) {
+	ref, err := a.resolveName(ctx, j.Namespace, j.Name, catalog.KindJob, nil)
+	if err != nil {
+		return uuid.Nil, err
+	}
+	return ref.ID, a.applyFacets(ctx, ref.ID, j.Facets)
+}
+
+// resolveDataset finds or creates the asset of a dataset, applying a RENAME or DROP it carries,
+// binding its symlinks and storing its facets.
+func (a *applier) resolveDataset(ctx context.Context, d Dataset) (uuid.UUID, error) {
+	var life lifecycleFacet
+	d.Facets.facet("lifecycleStateChange", &life)
+	change := strings.ToUpper(life.LifecycleStateChange)
+	var sym symlinksFacet
+	d.Facets.facet("symlinks", &sym)
+	var links []catalog.ExternalIDInput
+	for _, s := range sym.Identifiers {
+		if catalog.ValidateName(s.Namespace, s.Name) == nil {
+			links = append(links, catalog.ExternalIDInput{System: symlinkSystem, Value: symlinkValue(s.Namespace, s.Name)})
+		}
+	}
+
+	var ref catalog.Ref
+	if change == "RENAME" && life.PreviousIdentifier != nil {
+		renamed, err := a.rename(ctx, life.PreviousIdentifier.Namespace, life.PreviousIdentifier.Name, d)
+		if err != nil {
+			return uuid.Nil, err
+		}
+		ref = renamed
+	}
+	if ref.ID == uuid.Nil {
+		var err error
+		if ref, err = a.resolveName(ctx, d.Namespace, d.Name, datasetKind(d.Facets), links); err != nil {
+			return uuid.Nil, err
+		}
+	}
+	drop, err := a.lifecycle(ctx, ref, change == "DROP")
+	if err != nil {
+		return uuid.Nil, err
+	}
+	id := ref.ID
+	for _, l := range links {
+		if _, err := a.s.cat.BindExternalID(ctx, id, l); err != nil {
+			if errors.Is(err, catalog.ErrConflict) {
+				a.warn("symlink %s of %s.%s not bound: %v", l.Value, d.Namespace, d.Name, err)
+				continue
+			}
+			return uuid.Nil, err
+		}
+	}
+	if err := a.applyFacets(ctx, id, d.Facets); err != nil {
+		return uuid.Nil, err
+	}
+	if drop {
+		if _, err := a.s.cat.Delete(ctx, id, catalog.AnyVersion); err != nil {
+			return uuid.Nil, err
+		}
+		a.setStatus(id, catalog.StatusDeleted)
+	}
+	return id, nil
+}
+
+// lifecycle applies a dataset's appearance in this event to its lifetime, in event time: a DROP
+// newer than every use deletes it; a use newer than its last DROP revives it (the table was
+// re-created). The outcome depends only on the newest use and the newest DROP, so events may
+// arrive in any order. A revival happens here; a deletion is left to the caller (drop true), to
+// run after the event's symlinks and facets are recorded on the still-live asset.
+func (a *applier) lifecycle(ctx context.Context, ref catalog.Ref, drop bool) (bool, error) {
+	t := a.ev.EventTime
+	st, err := a.tx.LineageState.Get(ctx, ref.ID)
+	if ent.IsNotFound(err) {
+		st, err = a.tx.LineageState.Create().SetID(ref.ID).Save(ctx)
+	}
+	if err != nil {
+		return false, fmt.Errorf("lineage: lifecycle of %s: %w", ref.ID, err)
+	}
+	u := a.tx.LineageState.UpdateOne(st)
+	dirty := false
+	if drop && (st.DroppedAt == nil || t.After(*st.DroppedAt)) {
+		u.SetDroppedAt(t)
+		st.DroppedAt, dirty = &t, true
+	}
+	if !drop && (st.LastActivity == nil || t.After(*st.LastActivity)) {
+		u.SetLastActivity(t)
+		st.LastActivity, dirty = &t, true
+	}
+	if dirty {
+		if err := u.Exec(ctx); err != nil {
+			return false, fmt.Errorf("lineage: lifecycle of %s: %w", ref.ID, err)
+		}
+	}
+	dropped := st.DroppedAt != nil && (st.LastActivity == nil || !st.LastActivity.After(*st.DroppedAt))
+	if dropped {
+		return ref.Status != catalog.StatusDeleted, nil
+	}
+	if ref.Status == catalog.StatusDeleted && st.DroppedAt != nil {
+		if _, err := a.s.cat.Restore(ctx, ref.ID, catalog.AnyVersion); err != nil {
+			if errors.Is(err, catalog.ErrConflict) {
+				a.warn("dataset %s was written after its DROP but stays deleted: %v", ref.ID, err)
+				return false, nil
+			}
+			return false, err
+		}
+		a.setStatus(ref.ID, catalog.StatusActive)
+	}
+	return false, nil
+}
+
+func (a *applier) setStatus(id uuid.UUID, st catalog.Status) {
+	for k, r := range a.cache {
+		if r.ID == id {
+			r.Status = st
+			a.cache[k] = r
+		}
+	}
+}
+
+// rename applies lifecycleStateChange RENAME: the asset holding the previous identifier takes
+// the new name and keeps its ID. It returns a zero Ref when there is nothing to rename (the
+// previous name is unknown), leaving ordinary resolution to find or create the asset.
+func (a *applier) rename(ctx context.Context, prevNS, prevName string, d Dataset) (catalog.Ref, error) {
+	if catalog.ValidateName(prevNS, prevName) != nil {
+		a.warn("RENAME of %s.%s ignored: previousIdentifier is not a valid name", d.Namespace, d.Name)
+		return catalog.Ref{}, nil
+	}
+	cur, curOK, err := a.s.cat.Lookup(ctx, d.Namespace, d.Name)
+	if err != nil {
+		return catalog.Ref{}, err
+	}
+	prev, prevOK, err := a.s.cat.Lookup(ctx, prevNS, prevName)
+	if err != nil {
+		return catalog.Ref{}, err
+	}
+	switch {
+	case curOK && !cur.Former:
+		if prevOK && prev.ID != cur.ID {
+			a.warn("RENAME %s.%s -> %s.%s not applied: the new name already belongs to another asset (%s)", prevNS, prevName, d.Namespace, d.Name, cur.ID)
+		}
+		return cur, nil // already renamed (a replay), or a distinct asset holds the name
+	case prevOK && !prev.Former && prev.Status != catalog.StatusDeleted:
+		if _, err := a.s.cat.Rename(ctx, prev.ID, catalog.AnyVersion, d.Namespace, d.Name); err != nil {
+			return catalog.Ref{}, err
+		}
+		delete(a.cache, [2]string{prevNS, prevName})
+		prev.Former = false
+		return prev, nil
+	}
+	return catalog.Ref{}, nil
+}
+
+// resolveName finds the asset for a name: its current holder; else a live asset bound to one of
+// the symlinks; else the asset that held the name before, when this event happened before it let
+// go of the name or it was dropped by lineage (and may be revived); else a new asset.
+func (a *applier) resolveName(ctx context.Context, ns, name string, kind catalog.Kind, links []catalog.ExternalIDInput) (catalog.Ref, error) {
+	k := [2]string{ns, name}
+	if r, ok := a.cache[k]; ok {
+		return r, nil
+	}
+	found := func(r catalog.Ref) (catalog.Ref, error) {
+		a.cache[k] = r
+		return r, nil
+	}
+	ref, ok, err := a.s.cat.Lookup(ctx, ns, name)
+	if err != nil {
+		return catalog.Ref{}, err
+	}
+	if ok && !ref.Former {
+		return found(ref)
+	}
+	for _, l := range links {
+		byLink, ok, err := a.s.cat.LookupExternal(ctx, l.System, l.Value)
+		if err != nil {
+			return catalog.Ref{}, err
+		}
+		if ok && byLink.Status != catalog.StatusDeleted {
+			byLink.Former = true
+			return found(byLink)
+		}
+	}
+	if ok {
+		if ref.Until != nil && a.ev.EventTime.Before(*ref.Until) {
+			return found(ref) // a late event from before the rename or delete
+		}
+		if ref.Status == catalog.StatusDeleted {
+			st, err := a.tx.LineageState.Get(ctx, ref.ID)
+			if err != nil && !ent.IsNotFound(err) {
+				return catalog.Ref{}, fmt.Errorf("lineage: lifecycle of %s: %w", ref.ID, err)
+			}
+			if st != nil && st.DroppedAt != nil {
+				return found(ref) // dropped by lineage: the same table, perhaps re-created
+			}
+		}
+	}
+	res, err := a.s.cat.Create(ctx, catalog.CreateInput{Kind: kind, Namespace: ns, Name: name})
+	if err != nil {
+		return catalog.Ref{}, err
+	}
+	return found(catalog.Ref{ID: res.Asset.ID, Status: res.Asset.Status})
+}
+
+func datasetKind(f Facets) catalog.Kind {
+	var t datasetTypeFacet
+	f.facet("datasetType", &t)
+	switch strings.ToUpper(t.DatasetType) {
+	case "VIEW":
+		return catalog.KindView
+	case "STREAM", "TOPIC":
+		return catalog.KindTopic
+	case "FILE":
+		return catalog.KindFileSet
+	}
+	return catalog.KindTable
+}
+
+// applyFacets stores every facet (known or not) as the asset's latest value, unless a newer
+// event already set it, and applies documentation and ownership to the catalog.
+func (a *applier) applyFacets(ctx context.Context, id uuid.UUID, facets Facets) error {
+	for name, raw := range facets {
+		if name == "columnLineage" || len(raw) == 0 || string(raw) == "null" {
+			continue // column lineage lives in its own table
+		}
+		newer, err := a.putFacet(ctx, id, name, string(raw))
+		if err != nil {
+			return err
+		}
+		if !newer {
+			continue
+		}
+		switch name {
+		case "documentation":
+			var doc documentationFacet
+			if facets.facet(name, &doc) && len(doc.Description) <= catalog.MaxDescription {
+				if _, err := a.s.cat.Update(ctx, id, catalog.AnyVersion, catalog.UpdateInput{Description: &doc.Description}); err != nil && !errors.Is(err, catalog.ErrConflict) {
+					return err
+				}
+			}
+		case "ownership":
+			var own ownershipFacet
+			facets.facet(name, &own)
+			for _, o := range own.Owners {
+				in := catalog.OwnerInput{Principal: o.Name, Kind: catalog.OwnerUser, Role: ownerRole(o.Type)}
+				if strings.HasPrefix(o.Name, "group:") || strings.HasPrefix(o.Name, "team:") {
+					in.Kind = catalog.OwnerGroup
+				}
+				if _, err := a.s.cat.SetOwner(ctx, id, in); err != nil {
+					if errors.Is(err, catalog.ErrInvalid) || errors.Is(err, catalog.ErrConflict) {
+						a.warn("owner %q not applied: %v", o.Name, err)
+						continue
+					}
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// ownerRole turns an OpenLineage owner type (free text, e.g. MAINTAINER) into a catalog role.
+func ownerRole(t string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(t) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '_', r == '-':
+			b.WriteRune(r)
+		case r == ' ':
+			b.WriteRune('_')
+		}
+	}
+	if b.Len() == 0 || b.Len() > catalog.MaxRoleBytes {
+		return "technical"
+	}
+	return b.String()
+}
+
+// putFacet upserts a facet value; it reports whether this event's value is now the latest.
+func (a *applier) putFacet(ctx context.Context, id uuid.UUID, name, value string) (bool, error) {
+	cur, err := a.tx.AssetFacet.Query().Where(assetfacet.AssetID(id), assetfacet.Name(name)).Only(ctx)
+	switch {
+	case ent.IsNotFound(err):
+		return true, a.tx.AssetFacet.Create().SetAssetID(id).SetName(name).SetValue(value).
+			SetEventTime(a.ev.EventTime).SetUpdatedAt(a.now).Exec(ctx)
+	case err != nil:
+		return false, fmt.Errorf("lineage: read facet: %w", err)
+	case a.ev.EventTime.Before(cur.EventTime):
+		return false, nil
+	case cur.Value == value:
+		return false, nil
+	}
+	return true, a.tx.AssetFacet.UpdateOne(cur).SetValue(value).SetEventTime(a.ev.EventTime).SetUpdatedAt(a.now).Exec(ctx)
+}
+
+var terminal = map[string]bool{"COMPLETE": true, "FAIL": true, "ABORT": true}
+
+// upsertRun records the run and merges this event into it. State follows event time, and a run
+// never leaves a terminal state (a late RUNNING after COMPLETE changes nothing).
+func (a *applier) upsertRun(ctx context.Context, jobID uuid.UUID, inputs, outputs []uuid.UUID) error {
+	ev := a.ev
+	state := ev.EventType
+	var parent parentFacet
+	ev.RunFacets.facet("parent", &parent)
+	var nominal nominalTimeFacet
+	ev.RunFacets.facet("nominalTime", &nominal)
+	cur, err := a.tx.Run.Get(ctx, ev.RunID)
+	if ent.IsNotFound(err) {
+		if state == "" {
+			state = "OTHER"
+		}
+		q := a.tx.Run.Create().SetID(ev.RunID).SetJobAssetID(jobID).SetState(run.State(state)).SetStateTime(ev.EventTime).
+			SetParentRunID(parent.Run.RunID).SetFacets(ev.RunFacets).SetEventCount(1).SetCreatedAt(a.now).SetUpdatedAt(a.now)
+		if state == "START" || state == "RUNNING" || terminal[state] {
+			q.SetStartedAt(ev.EventTime)
+		}
+		if terminal[state] {
+			q.SetEndedAt(ev.EventTime)
+		}
+		if t, err := ParseTime(nominal.NominalStartTime); err == nil {
+			q.SetNominalStart(t)
+		}
+		if t, err := ParseTime(nominal.NominalEndTime); err == nil {
+			q.SetNominalEnd(t)
+		}
+		if err := q.Exec(ctx); err != nil {
+			return fmt.Errorf("lineage: create run: %w", err)
+		}
+	} else if err != nil {
+		return fmt.Errorf("lineage: read run: %w", err)
+	} else {
+		if cur.JobAssetID != jobID {
+			a.warn("run %s belongs to job asset %s; this event names another job, which is ignored for the run", ev.RunID, cur.JobAssetID)
+		}
+		u := a.tx.Run.UpdateOne(cur).AddEventCount(1).SetUpdatedAt(a.now)
+		later := !ev.EventTime.Before(cur.StateTime)
+		if state != "" && later && !(terminal[string(cur.State)] && !terminal[state]) {
+			u.SetState(run.State(state)).SetStateTime(ev.EventTime)
+		}
+		if state == "START" && (cur.StartedAt == nil || ev.EventTime.Before(*cur.StartedAt)) {
+			u.SetStartedAt(ev.EventTime)
+		}
+		if terminal[state] && (cur.EndedAt == nil || ev.EventTime.After(*cur.EndedAt)) {
+			u.SetEndedAt(ev.EventTime)
+		}
+		merged := map[string]json.RawMessage{}
+		for k, v := range cur.Facets {
+			merged[k] = v
+		}
+		for k, v := range ev.RunFacets {
+			if _, had := merged[k]; !had || later {
+				merged[k] = v
+			}
+		}
+		u.SetFacets(merged)
+		if cur.ParentRunID == "" && parent.Run.RunID != "" {
+			u.SetParentRunID(parent.Run.RunID)
+		}
+		if err := u.Exec(ctx); err != nil {
+			return fmt.Errorf("lineage: update run: %w", err)
+		}
+	}
+	for role, ids := range map[runio.Role][]uuid.UUID{runio.RoleInput: inputs, runio.RoleOutput: outputs} {
+		for _, id := range ids {
+			exists, err := a.tx.RunIO.Query().Where(runio.RunID(ev.RunID), runio.AssetID(id), runio.RoleEQ(role)).Exist(ctx)
+			if err != nil {
+				return fmt.Errorf("lineage: read run io: %w", err)
+			}
+			if !exists {
+				if err := a.tx.RunIO.Create().SetRunID(ev.RunID).SetAssetID(id).SetRole(role).SetFirstSeen(ev.EventTime).Exec(ctx); err != nil {
+					return fmt.Errorf("lineage: record run io: %w", err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// upsertEdge records from -> to. It checks before inserting rather than using ON CONFLICT, so
+// edge IDs (the change sequence replicas tail) are only consumed by real new edges.
+func (a *applier) upsertEdge(ctx context.Context, from, to uuid.UUID) error {
+	t := a.ev.EventTime
+	cur, err := a.tx.LineageEdge.Query().Where(lineageedge.FromID(from), lineageedge.ToID(to)).Only(ctx)
+	if ent.IsNotFound(err) {
+		row, err := a.tx.LineageEdge.Create().SetFromID(from).SetToID(to).SetFirstSeen(t).SetLastSeen(t).SetLastRunID(a.ev.RunID).Save(ctx)
+		if err != nil {
+			return fmt.Errorf("lineage: create edge: %w", err)
+		}
+		a.added = append(a.added, edgeRef{seq: int64(row.ID), from: from, to: to})
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("lineage: read edge: %w", err)
+	}
+	if !t.Before(cur.FirstSeen) && !t.After(cur.LastSeen) {
+		return nil
+	}
+	u := a.tx.LineageEdge.UpdateOne(cur)
+	if t.Before(cur.FirstSeen) {
+		u.SetFirstSeen(t)
+	}
+	if t.After(cur.LastSeen) {
+		u.SetLastSeen(t).SetLastRunID(a.ev.RunID)
+	}
+	return u.Exec(ctx)
+}
+
+// columnLineage records output field <- input field edges from the columnLineage facet.
+func (a *applier) columnLineage(ctx context.Context, outID uuid.UUID, d Dataset) error {
+	var cl columnLineageFacet
+	if !d.Facets.facet("columnLineage", &cl) {
+		return nil
+	}
+	for outField, f := range cl.Fields {
+		if outField == "" || len(outField) > maxFieldLength {
+			continue
+		}
+		for _, in := range f.InputFields {
+			if in.Field == "" || len(in.Field) > maxFieldLength || catalog.ValidateName(in.Namespace, in.Name) != nil {
+				a.warn("column lineage input %q of %s.%s.%s skipped: incomplete", in.Field, d.Namespace, d.Name, outField)
+				continue
+			}
+			inRef, err := a.resolveName(ctx, in.Namespace, in.Name, catalog.KindTable, nil)
+			if err != nil {
+				return err
+			}
+			inID := inRef.ID
+			type tr struct {
+				typ, sub, desc string
+				mask           bool
+			}
+			var trs []tr
+			for _, t := range in.Transformations {
+				trs = append(trs, tr{t.Type, t.Subtype, t.Description, t.Masking})
+			}
+			if len(trs) == 0 {
+				trs = append(trs, tr{typ: f.TransformationType, desc: f.TransformationDescription})
+			}
+			for _, t := range trs {
+				if err := a.upsertColumnEdge(ctx, outID, outField, inID, in.Field, t.typ, t.sub, t.desc, t.mask); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (a *applier) upsertColumnEdge(ctx context.Context, outID uuid.UUID, outField string, inID uuid.UUID, inField, typ, sub, desc string, mask bool) error {
+	t := a.ev.EventTime
+	cur, err := a.tx.ColumnEdge.Query().Where(columnedge.OutAssetID(outID), columnedge.OutField(outField),
+		columnedge.InAssetID(inID), columnedge.InField(inField), columnedge.TransformationType(typ), columnedge.TransformationSubtype(sub)).Only(ctx)
+	if ent.IsNotFound(err) {
+		return a.tx.ColumnEdge.Create().SetOutAssetID(outID).SetOutField(outField).SetInAssetID(inID).SetInField(inField).
+			SetTransformationType(typ).SetTransformationSubtype(sub).SetDescription(desc).SetMasking(mask).
+			SetFirstSeen(t).SetLastSeen(t).SetLastRunID(a.ev.RunID).Exec(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("lineage: read column edge: %w", err)
+	}
+	if !t.Before(cur.FirstSeen) && !t.After(cur.LastSeen) {
+		return nil
+	}
+	u := a.tx.ColumnEdge.UpdateOne(cur)
+	if t.Before(cur.FirstSeen) {
+		u.SetFirstSeen(t)
+	}
+	if t.After(cur.LastSeen) {
+		u.SetLastSeen(t).SetLastRunID(a.ev.RunID).SetDescription(desc).SetMasking(mask)
+	}
+	return u.Exec(ctx)
+}

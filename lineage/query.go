@@ -1,0 +1,506 @@
+package lineage
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/ent"
+	"github.com/tidemark/tidemark/ent/assetfacet"
+	"github.com/tidemark/tidemark/ent/columnedge"
+	"github.com/tidemark/tidemark/ent/predicate"
+	"github.com/tidemark/tidemark/ent/run"
+	"github.com/tidemark/tidemark/ent/runio"
+)
+
+// Limits on lineage queries.
+const (
+	MaxDepth       = 20
+	MaxNodes       = 10_000
+	DefaultLimit   = 1_000
+	MarquezDefault = 20 // Marquez's default depth
+)
+
+// Node is an asset in a lineage answer.
+type Node struct {
+	catalog.Summary
+	Depth int
+}
+
+// LineageResult is the answer to a traversal.
+type LineageResult struct {
+	Root            uuid.UUID
+	Nodes           []Node
+	Edges           [][2]uuid.UUID
+	ReachedPerDepth []int
+	Truncated       bool
+	Freshness       Freshness
+}
+
+func checkWalk(depth, limit int) error {
+	if depth < 1 || depth > MaxDepth {
+		return invalid("depth must be from 1 to %d, not %d", MaxDepth, depth)
+	}
+	if limit < 1 || limit > MaxNodes {
+		return invalid("limit must be from 1 to %d, not %d", MaxNodes, limit)
+	}
+	return nil
+}
+
+// ParseDirection checks a direction.
+func ParseDirection(s string) (Direction, error) {
+	switch Direction(s) {
+	case Upstream, Downstream, Both:
+		return Direction(s), nil
+	}
+	return "", invalid("direction must be upstream, downstream or both, not %q", s)
+}
+
+// Lineage walks the graph from an asset.
+func (s *Service) Lineage(ctx context.Context, id uuid.UUID, dir Direction, depth, limit int) (LineageResult, error) {
+	if err := checkWalk(depth, limit); err != nil {
+		return LineageResult{}, err
+	}
+	if _, err := ParseDirection(string(dir)); err != nil {
+		return LineageResult{}, err
+	}
+	t := s.graph.Traverse(id, dir, depth, limit)
+	ids := make([]uuid.UUID, 0, len(t.Nodes))
+	for n := range t.Nodes {
+		ids = append(ids, n)
+	}
+	sums, err := s.cat.Summaries(ctx, ids)
+	if err != nil {
+		return LineageResult{}, err
+	}
+	if _, ok := sums[id]; !ok {
+		return LineageResult{}, &catalog.Error{Kind: catalog.ErrNotFound, Message: fmt.Sprintf("asset %s does not exist", id)}
+	}
+	res := LineageResult{Root: id, Edges: t.Edges, ReachedPerDepth: t.ReachedPerDepth, Truncated: t.Truncated, Freshness: s.graph.Freshness()}
+	for n, d := range t.Nodes {
+		res.Nodes = append(res.Nodes, Node{Summary: sums[n], Depth: d})
+	}
+	sort.Slice(res.Nodes, func(i, j int) bool {
+		if res.Nodes[i].Depth != res.Nodes[j].Depth {
+			return res.Nodes[i].Depth < res.Nodes[j].Depth
+		}
+		return res.Nodes[i].ID.String() < res.Nodes[j].ID.String()
+	})
+	return res, nil
+}
+
+// NodeID is a Marquez node ID: dataset:<namespace>:<name> or job:<namespace>:<name>.
+func NodeID(s catalog.Summary) string {
+	if s.Kind == catalog.KindJob {
+		return "job:" + s.Namespace + ":" + s.Name
+	}
+	return "dataset:" + s.Namespace + ":" + s.Name
+}
+
+// ResolveNodeID finds the asset a Marquez node ID names. Namespaces hold colons
+// (postgres://host:5432), so every split of "<namespace>:<name>" is tried; current names win
+// over former ones, and a former name still finds its asset.
+func (s *Service) ResolveNodeID(ctx context.Context, nodeID string) (uuid.UUID, error) {
+	typ, rest, ok := strings.Cut(nodeID, ":")
+	if !ok || (typ != "dataset" && typ != "job") || rest == "" {
+		return uuid.Nil, invalid("nodeId %q must look like dataset:<namespace>:<name> or job:<namespace>:<name>", truncate(nodeID, 128))
+	}
+	id, _, err := s.resolveSplit(ctx, rest, 1)
+	if err != nil {
+		return uuid.Nil, err
+	}
+	if id == uuid.Nil {
+		return uuid.Nil, &catalog.Error{Kind: catalog.ErrNotFound, Message: fmt.Sprintf("no %s is or was named %q", typ, rest)}
+	}
+	return id, nil
+}
+
+// resolveSplit tries every way to split s into namespace:name[:tail...] where tail has tailParts
+// - 1 further colon-separated parts kept whole in the returned tail (for datasetField IDs).
+func (s *Service) resolveSplit(ctx context.Context, str string, tailParts int) (uuid.UUID, string, error) {
+	type cand struct{ ns, name, tail string }
+	var cands []cand
+	for i := 0; i < len(str); i++ {
+		if str[i] != ':' {
+			continue
+		}
+		ns, rest := str[:i], str[i+1:]
+		if tailParts == 1 {
+			cands = append(cands, cand{ns, rest, ""})
+			continue
+		}
+		for j := len(rest) - 1; j >= 0; j-- {
+			if rest[j] == ':' {
+				cands = append(cands, cand{ns, rest[:j], rest[j+1:]})
+			}
+		}
+	}
+	var former *cand
+	var formerID uuid.UUID
+	for i, c := range cands {
+		if catalog.ValidateName(c.ns, c.name) != nil {
+			continue
+		}
+		ref, ok, err := s.cat.Lookup(ctx, c.ns, c.name)
+		if err != nil {
+			return uuid.Nil, "", err
+		}
+		if ok && !ref.Former {
+			return ref.ID, c.tail, nil
+		}
+		if ok && former == nil {
+			former, formerID = &cands[i], ref.ID
+		}
+	}
+	if former != nil {
+		return formerID, former.tail, nil
+	}
+	return uuid.Nil, "", nil
+}
+
+// SchemaField is a field of a dataset's schema facet.
+type SchemaField struct {
+	Name        string `json:"name"`
+	Type        string `json:"type"`
+	Description string `json:"description"`
+}
+
+// GraphNode is a node of the Marquez-shaped graph.
+type GraphNode struct {
+	catalog.Summary
+	NodeID      string
+	Fields      []SchemaField
+	Description string
+	InEdges     []string // node IDs of origins
+	OutEdges    []string // node IDs of destinations
+}
+
+// MarquezGraph returns the graph around a node the way Marquez's /lineage does: both
+// directions, depth hops, every node with its in and out edges among the returned nodes.
+func (s *Service) MarquezGraph(ctx context.Context, nodeID string, depth int) ([]GraphNode, LineageResult, error) {
+	id, err := s.ResolveNodeID(ctx, nodeID)
+	if err != nil {
+		return nil, LineageResult{}, err
+	}
+	res, err := s.Lineage(ctx, id, Both, depth, DefaultLimit)
+	if err != nil {
+		return nil, LineageResult{}, err
+	}
+	ids := make([]uuid.UUID, len(res.Nodes))
+	byID := map[uuid.UUID]*GraphNode{}
+	nodes := make([]GraphNode, len(res.Nodes))
+	for i, n := range res.Nodes {
+		ids[i] = n.ID
+		nodes[i] = GraphNode{Summary: n.Summary, NodeID: NodeID(n.Summary), InEdges: []string{}, OutEdges: []string{}, Fields: []SchemaField{}}
+	}
+	for i := range nodes {
+		byID[nodes[i].ID] = &nodes[i]
+	}
+	for _, e := range res.Edges {
+		from, to := byID[e[0]], byID[e[1]]
+		if from == nil || to == nil {
+			continue
+		}
+		from.OutEdges = append(from.OutEdges, to.NodeID)
+		to.InEdges = append(to.InEdges, from.NodeID)
+	}
+	facets, err := s.facets(ctx, ids, "schema", "documentation")
+	if err != nil {
+		return nil, LineageResult{}, err
+	}
+	for id, fs := range facets {
+		n := byID[id]
+		var sch struct {
+			Fields []SchemaField `json:"fields"`
+		}
+		if json.Unmarshal([]byte(fs["schema"]), &sch) == nil && sch.Fields != nil {
+			n.Fields = sch.Fields
+		}
+		var doc documentationFacet
+		if json.Unmarshal([]byte(fs["documentation"]), &doc) == nil {
+			n.Description = doc.Description
+		}
+	}
+	return nodes, res, nil
+}
+
+// facets returns the named facets of the assets, by asset and facet name.
+func (s *Service) facets(ctx context.Context, ids []uuid.UUID, names ...string) (map[uuid.UUID]map[string]string, error) {
+	out := map[uuid.UUID]map[string]string{}
+	for len(ids) > 0 {
+		n := min(1000, len(ids))
+		rows, err := s.db.AssetFacet.Query().Where(assetfacet.AssetIDIn(ids[:n]...), assetfacet.NameIn(names...)).All(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("lineage: read facets: %w", err)
+		}
+		for _, r := range rows {
+			if out[r.AssetID] == nil {
+				out[r.AssetID] = map[string]string{}
+			}
+			out[r.AssetID][r.Name] = r.Value
+		}
+		ids = ids[n:]
+	}
+	return out, nil
+}
+
+// FieldRef names a column: an asset and a field of it.
+type FieldRef struct {
+	AssetID uuid.UUID
+	Field   string
+}
+
+// ColumnInput is one input of a column, with how the column derives from it.
+type ColumnInput struct {
+	FieldRef
+	TransformationType    string
+	TransformationSubtype string
+	Description           string
+	Masking               bool
+}
+
+// ColumnNode is a column in a column-lineage answer.
+type ColumnNode struct {
+	FieldRef
+	Dataset catalog.Summary
+	Inputs  []ColumnInput
+	In, Out []FieldRef // edges among the returned columns
+}
+
+// ColumnLineage walks column lineage from datasetField:<ns>:<name>:<field> (or every column of
+// dataset:<ns>:<name>) upstream, and downstream too when withDownstream, depth hops.
+func (s *Service) ColumnLineage(ctx context.Context, nodeID string, depth int, withDownstream bool) ([]ColumnNode, error) {
+	if err := checkWalk(depth, 1); err != nil {
+		return nil, err
+	}
+	typ, rest, _ := strings.Cut(nodeID, ":")
+	var start []FieldRef
+	switch typ {
+	case "datasetField":
+		id, field, err := s.resolveSplit(ctx, rest, 2)
+		if err != nil {
+			return nil, err
+		}
+		if id == uuid.Nil || field == "" {
+			return nil, &catalog.Error{Kind: catalog.ErrNotFound, Message: fmt.Sprintf("no dataset field is or was named %q", truncate(rest, 128))}
+		}
+		start = []FieldRef{{id, field}}
+	case "dataset":
+		id, err := s.ResolveNodeID(ctx, nodeID)
+		if err != nil {
+			return nil, err
+		}
+		rows, err := s.db.ColumnEdge.Query().Where(columnedge.Or(columnedge.OutAssetID(id), columnedge.InAssetID(id))).All(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("lineage: column edges: %w", err)
+		}
+		set := map[FieldRef]bool{}
+		for _, r := range rows {
+			if r.OutAssetID == id {
+				set[FieldRef{id, r.OutField}] = true
+			}
+			if r.InAssetID == id {
+				set[FieldRef{id, r.InField}] = true
+			}
+		}
+		for f := range set {
+			start = append(start, f)
+		}
+	default:
+		return nil, invalid("nodeId %q must look like datasetField:<namespace>:<name>:<field> or dataset:<namespace>:<name>", truncate(nodeID, 128))
+	}
+
+	nodes := map[FieldRef]*ColumnNode{}
+	get := func(f FieldRef) *ColumnNode {
+		if n := nodes[f]; n != nil {
+			return n
+		}
+		n := &ColumnNode{FieldRef: f, Inputs: []ColumnInput{}, In: []FieldRef{}, Out: []FieldRef{}}
+		nodes[f] = n
+		return n
+	}
+	for _, f := range start {
+		get(f)
+	}
+	linked := map[[2]FieldRef]bool{}
+	link := func(in, out FieldRef, r *ent.ColumnEdge) {
+		o := get(out)
+		o.Inputs = append(o.Inputs, ColumnInput{FieldRef: in, TransformationType: r.TransformationType,
+			TransformationSubtype: r.TransformationSubtype, Description: r.Description, Masking: r.Masking})
+		if !linked[[2]FieldRef{in, out}] {
+			linked[[2]FieldRef{in, out}] = true
+			o.In = append(o.In, in)
+			get(in).Out = append(get(in).Out, out)
+		}
+	}
+	walk := func(down bool) error {
+		frontier, seen := start, map[FieldRef]bool{}
+		for _, f := range start {
+			seen[f] = true
+		}
+		for d := 0; d < depth && len(frontier) > 0; d++ {
+			var next []FieldRef
+			for len(frontier) > 0 {
+				n := min(200, len(frontier))
+				var ors []predicate.ColumnEdge
+				for _, f := range frontier[:n] {
+					if down {
+						ors = append(ors, columnedge.And(columnedge.InAssetID(f.AssetID), columnedge.InField(f.Field)))
+					} else {
+						ors = append(ors, columnedge.And(columnedge.OutAssetID(f.AssetID), columnedge.OutField(f.Field)))
+					}
+				}
+				frontier = frontier[n:]
+				rows, err := s.db.ColumnEdge.Query().Where(columnedge.Or(ors...)).All(ctx)
+				if err != nil {
+					return fmt.Errorf("lineage: column edges: %w", err)
+				}
+				for _, r := range rows {
+					in, out := FieldRef{r.InAssetID, r.InField}, FieldRef{r.OutAssetID, r.OutField}
+					link(in, out, r)
+					other := in
+					if down {
+						other = out
+					}
+					if !seen[other] {
+						seen[other] = true
+						next = append(next, other)
+					}
+				}
+				if len(nodes) > MaxNodes {
+					return invalid("column lineage of %q reaches more than %d columns; lower depth", truncate(nodeID, 128), MaxNodes)
+				}
+			}
+			frontier = next
+		}
+		return nil
+	}
+	if err := walk(false); err != nil {
+		return nil, err
+	}
+	if withDownstream {
+		if err := walk(true); err != nil {
+			return nil, err
+		}
+	}
+	var ids []uuid.UUID
+	seenIDs := map[uuid.UUID]bool{}
+	for f := range nodes {
+		if !seenIDs[f.AssetID] {
+			seenIDs[f.AssetID] = true
+			ids = append(ids, f.AssetID)
+		}
+	}
+	sums, err := s.cat.Summaries(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ColumnNode, 0, len(nodes))
+	for _, n := range nodes {
+		n.Dataset = sums[n.AssetID]
+		out = append(out, *n)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Dataset.Namespace+a.Dataset.Name != b.Dataset.Namespace+b.Dataset.Name {
+			return a.Dataset.Namespace+"\x00"+a.Dataset.Name < b.Dataset.Namespace+"\x00"+b.Dataset.Name
+		}
+		return a.Field < b.Field
+	})
+	return out, nil
+}
+
+// RunInfo is a run as recorded.
+type RunInfo struct {
+	ID           string
+	JobAssetID   uuid.UUID
+	State        string
+	StateTime    time.Time
+	StartedAt    *time.Time
+	EndedAt      *time.Time
+	NominalStart *time.Time
+	NominalEnd   *time.Time
+	ParentRunID  string
+	Facets       map[string]json.RawMessage
+	EventCount   int
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+	Inputs       []uuid.UUID
+	Outputs      []uuid.UUID
+}
+
+// GetRun returns a run by its producer-assigned ID.
+func (s *Service) GetRun(ctx context.Context, id string) (RunInfo, error) {
+	r, err := s.db.Run.Get(ctx, id)
+	if ent.IsNotFound(err) {
+		return RunInfo{}, &catalog.Error{Kind: catalog.ErrNotFound, Message: fmt.Sprintf("run %q is not known", truncate(id, 128))}
+	}
+	if err != nil {
+		return RunInfo{}, fmt.Errorf("lineage: read run: %w", err)
+	}
+	runs, err := s.withIO(ctx, []*ent.Run{r})
+	if err != nil {
+		return RunInfo{}, err
+	}
+	return runs[0], nil
+}
+
+// RunsOf returns the newest runs of a job asset, or for a dataset the runs that read or wrote it.
+func (s *Service) RunsOf(ctx context.Context, assetID uuid.UUID, limit int) ([]RunInfo, error) {
+	a, err := s.cat.Get(ctx, assetID)
+	if err != nil {
+		return nil, err
+	}
+	q := s.db.Run.Query()
+	if a.Kind == catalog.KindJob {
+		q = q.Where(run.JobAssetID(assetID))
+	} else {
+		ids, err := s.db.RunIO.Query().Where(runio.AssetID(assetID)).Order(ent.Desc(runio.FieldFirstSeen)).
+			Limit(limit * 2).Select(runio.FieldRunID).Strings(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("lineage: runs of %s: %w", assetID, err)
+		}
+		q = q.Where(run.IDIn(ids...))
+	}
+	rows, err := q.Order(ent.Desc(run.FieldStateTime), ent.Desc(run.FieldID)).Limit(limit).All(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("lineage: runs of %s: %w", assetID, err)
+	}
+	return s.withIO(ctx, rows)
+}
+
+func (s *Service) withIO(ctx context.Context, rows []*ent.Run) ([]RunInfo, error) {
+	out := make([]RunInfo, len(rows))
+	idx := map[string]int{}
+	var ids []string
+	for i, r := range rows {
+		out[i] = RunInfo{ID: r.ID, JobAssetID: r.JobAssetID, State: string(r.State), StateTime: r.StateTime.UTC(),
+			StartedAt: r.StartedAt, EndedAt: r.EndedAt, NominalStart: r.NominalStart, NominalEnd: r.NominalEnd,
+			ParentRunID: r.ParentRunID, Facets: r.Facets, EventCount: r.EventCount, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+			Inputs: []uuid.UUID{}, Outputs: []uuid.UUID{}}
+		idx[r.ID] = i
+		ids = append(ids, r.ID)
+	}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	ios, err := s.db.RunIO.Query().Where(runio.RunIDIn(ids...)).Order(ent.Asc(runio.FieldID)).All(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("lineage: run inputs and outputs: %w", err)
+	}
+	for _, io := range ios {
+		r := &out[idx[io.RunID]]
+		if io.Role == runio.RoleInput {
+			r.Inputs = append(r.Inputs, io.AssetID)
+		} else {
+			r.Outputs = append(r.Outputs, io.AssetID)
+		}
+	}
+	return out, nil
+}
