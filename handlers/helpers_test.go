@@ -18,6 +18,7 @@ import (
 	"github.com/tidemark/tidemark/ent/storage"
 	"github.com/tidemark/tidemark/ent/storage/storagetest"
 	"github.com/tidemark/tidemark/handlers"
+	"github.com/tidemark/tidemark/lineage"
 )
 
 // server is a real Tidemark API listening on 127.0.0.1:0 over a fresh database.
@@ -50,8 +51,14 @@ func startServer(t testing.TB, db *storage.DB, tweak func(*handlers.Config)) *se
 	if err != nil {
 		t.Fatal(err)
 	}
+	cat := catalog.New(db.Client)
+	lin := lineage.New(db.Client, cat)
+	if err := lin.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
 	cfg := handlers.Config{
-		Catalog: catalog.New(db.Client),
+		Catalog: cat,
+		Lineage: lin,
 		Tokens:  tokens,
 		Ping:    db.Ping,
 		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -156,7 +163,8 @@ func (s *server) must(t testing.TB, want int, r req) resp {
 func (s *server) counts(t testing.TB) map[string]int {
 	t.Helper()
 	out := map[string]int{}
-	for _, table := range []string{"assets", "asset_names", "external_ids", "owners", "audit_events", "idempotency_keys", "api_tokens"} {
+	for _, table := range []string{"assets", "asset_names", "external_ids", "owners", "audit_events", "idempotency_keys", "api_tokens",
+		"lineage_events", "runs", "run_ios", "lineage_edges", "column_edges", "asset_facets", "lineage_states"} {
 		var n int
 		if err := s.DB.SQL.QueryRow("SELECT count(*) FROM " + table).Scan(&n); err != nil {
 			t.Fatal(err)
@@ -193,3 +201,12 @@ type problem struct {
 
 // storageFor returns an SQLite database for tests whose subject is not storage.
 func storageFor(t *testing.T) *storage.DB { return storagetest.Open(t, "sqlite") }
+
+// storageFor2 is storageFor on the backend named in a subtest path (".../sqlite/..." or
+// ".../postgres/..."), for tests that need several fresh databases per backend.
+func storageFor2(t *testing.T, name string) *storage.DB {
+	if strings.Contains(name, "/postgres") {
+		return storagetest.Open(t, "postgres")
+	}
+	return storagetest.Open(t, "sqlite")
+}
