@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/google/uuid"
 	"io"
 	"net"
 	"net/http"
@@ -71,8 +73,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 	}
 	log.Info("database ready", "dialect", store.Dialect, "migrations_applied", len(applied))
 
-	cat := catalog.New(store.Client, catalog.WithLogger(log))
-	lin := lineage.New(store.Client, cat, lineage.WithLogger(log))
+	var lin *lineage.Service
+	cat := catalog.New(store.Client, catalog.WithLogger(log),
+		catalog.WithChangeHook(func(ctx context.Context, id uuid.UUID) { lin.Graph().AssetChanged(ctx, id) }))
+	lin = lineage.New(store.Client, cat, lineage.WithLogger(log))
 	loadStart := time.Now()
 	if err := lin.Open(ctx); err != nil {
 		return err

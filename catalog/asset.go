@@ -84,7 +84,7 @@ func load(ctx context.Context, client *ent.Client, id uuid.UUID) (Asset, error) 
 
 // latestNames returns the newest name row of each asset: the current name, or for a deleted
 // asset the name it held when deleted. Current names come from the partial unique index in one
-// query; only deleted assets need a look at their history, newest row first.
+// query; only deleted assets need a second query over their (short) histories.
 func latestNames(ctx context.Context, client *ent.Client, ids []uuid.UUID) (map[uuid.UUID]*ent.AssetName, error) {
 	out := make(map[uuid.UUID]*ent.AssetName, len(ids))
 	if len(ids) == 0 {
@@ -97,16 +97,23 @@ func latestNames(ctx context.Context, client *ent.Client, ids []uuid.UUID) (map[
 	for _, r := range rows {
 		out[r.AssetID] = r
 	}
+	var missing []uuid.UUID // deleted assets: no current name, so the newest closed one
 	for _, id := range ids {
-		if _, ok := out[id]; ok {
-			continue
+		if _, ok := out[id]; !ok {
+			missing = append(missing, id)
 		}
-		r, err := client.AssetName.Query().Where(assetname.AssetID(id)).Order(ent.Desc(assetname.FieldID)).First(ctx)
-		if err != nil && !ent.IsNotFound(err) {
-			return nil, fmt.Errorf("catalog: load last name of %s: %w", id, err)
-		}
-		if r != nil {
-			out[id] = r
+	}
+	if len(missing) == 0 {
+		return out, nil
+	}
+	rows, err = client.AssetName.Query().Where(assetname.AssetIDIn(missing...)).
+		Order(ent.Asc(assetname.FieldAssetID), ent.Desc(assetname.FieldID)).All(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: load last names: %w", err)
+	}
+	for _, r := range rows {
+		if _, seen := out[r.AssetID]; !seen {
+			out[r.AssetID] = r
 		}
 	}
 	return out, nil

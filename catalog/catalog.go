@@ -9,14 +9,17 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/tidemark/tidemark/ent"
 )
 
 // Catalog is the asset registry over an ent client.
 type Catalog struct {
-	db  *ent.Client
-	now func() time.Time
-	log *slog.Logger
+	db       *ent.Client
+	now      func() time.Time
+	log      *slog.Logger
+	onChange []func(ctx context.Context, id uuid.UUID)
 }
 
 // Option configures a Catalog.
@@ -24,6 +27,23 @@ type Option func(*Catalog)
 
 // WithClock replaces time.Now, so tests can judge history and intervals without sleeping.
 func WithClock(now func() time.Time) Option { return func(c *Catalog) { c.now = now } }
+
+// WithChangeHook calls fn after a change to an asset commits (create, rename, update, delete,
+// restore, owners, external IDs), so in-memory views such as the lineage graph's node names stay
+// current. Changes made inside a caller's transaction (InTx) are the caller's to announce.
+func WithChangeHook(fn func(ctx context.Context, id uuid.UUID)) Option {
+	return func(c *Catalog) { c.onChange = append(c.onChange, fn) }
+}
+
+// changed announces a committed change of id, unless ctx carries a caller's transaction.
+func (c *Catalog) changed(ctx context.Context, id uuid.UUID) {
+	if ent.TxFromContext(ctx) != nil {
+		return
+	}
+	for _, fn := range c.onChange {
+		fn(ctx, id)
+	}
+}
 
 // WithLogger sets the logger for retried conflicts and similar events.
 func WithLogger(l *slog.Logger) Option { return func(c *Catalog) { c.log = l } }

@@ -64,6 +64,9 @@ func (c *Catalog) Create(ctx context.Context, in CreateInput) (CreateResult, err
 	)
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
 		res, err = c.create(ctx, in, hash)
+		if err == nil && res.Created {
+			c.changed(ctx, res.Asset.ID)
+		}
 		if err == nil || !ent.IsConstraintError(err) {
 			return res, err
 		}

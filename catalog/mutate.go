@@ -63,6 +63,9 @@ func (c *Catalog) mutate(ctx context.Context, id uuid.UUID, expected int64, acti
 		out = after
 		return c.audit(ctx, tx, now, action, id, before, after)
 	})
+	if err == nil && out.Version != 0 {
+		c.changed(ctx, id)
+	}
 	return out, err
 }
 func staleVersion(id uuid.UUID, expected, current int64) error {

@@ -187,8 +187,8 @@ type Summary struct {
 	UpdatedAt time.Time
 }
 
-// Summaries returns a summary of each existing asset among ids, in two queries (plus one per
-// deleted asset, for the name it last held).
+// Summaries returns a summary of each existing asset among ids, in two or three queries per
+// thousand IDs.
 func (c *Catalog) Summaries(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]Summary, error) {
 	out := make(map[uuid.UUID]Summary, len(ids))
 	const chunk = 1000 // stay far below the databases' bind-parameter limits
@@ -210,6 +210,25 @@ func (c *Catalog) Summaries(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID
 				s.Namespace, s.Name = n.Namespace, n.Name
 			}
 			out[r.ID] = s
+		}
+	}
+	return out, nil
+}
+
+// SummaryPage returns summaries of up to limit assets with IDs above after, in ID order, in two
+// queries: for loading every asset into memory a page at a time. Deleted assets come with an
+// empty name (they hold none); Summaries gives the name they last held.
+func (c *Catalog) SummaryPage(ctx context.Context, after uuid.UUID, limit int) ([]Summary, error) {
+	rows, err := c.client(ctx).Asset.Query().Where(asset.IDGT(after)).Order(ent.Asc(asset.FieldID)).Limit(limit).
+		WithNames(func(q *ent.AssetNameQuery) { q.Where(assetname.ValidToIsNil()) }).All(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: page assets: %w", err)
+	}
+	out := make([]Summary, len(rows))
+	for i, r := range rows {
+		out[i] = Summary{ID: r.ID, Kind: Kind(r.Kind), Status: Status(r.Status), CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
+		if len(r.Edges.Names) > 0 {
+			out[i].Namespace, out[i].Name = r.Edges.Names[0].Namespace, r.Edges.Names[0].Name
 		}
 	}
 	return out, nil

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/google/uuid"
 	"io"
 	"log/slog"
 	"net"
@@ -51,8 +52,9 @@ func startServer(t testing.TB, db *storage.DB, tweak func(*handlers.Config)) *se
 	if err != nil {
 		t.Fatal(err)
 	}
-	cat := catalog.New(db.Client)
-	lin := lineage.New(db.Client, cat)
+	var lin *lineage.Service
+	cat := catalog.New(db.Client, catalog.WithChangeHook(func(ctx context.Context, id uuid.UUID) { lin.Graph().AssetChanged(ctx, id) }))
+	lin = lineage.New(db.Client, cat)
 	if err := lin.Open(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -544,3 +544,33 @@ func TestLineageReadAPI(t *testing.T) {
 	s.must(t, 400, req{method: "GET", path: "/api/v1/lineage?nodeId=garbage"})
 	_ = time.Second
 }
+
+// TestLineageNamesFollowRenames: a rename through the REST API shows in lineage answers at once
+// (the in-memory graph keeps node names, refreshed on every catalog change).
+func TestLineageNamesFollowRenames(t *testing.T) {
+	s := startServer(t, storageFor(t), nil)
+	ev := `{"eventType":"COMPLETE","eventTime":"2024-01-01T00:00:00Z","run":{"runId":"r1"},"job":{"namespace":"n","name":"j"},
+		"inputs":[{"namespace":"n","name":"src"}],"outputs":[{"namespace":"n","name":"dst"}]}`
+	s.must(t, 201, req{method: "POST", path: "/api/v1/lineage", token: s.Write, body: ev})
+	var res struct {
+		Asset asset `json:"asset"`
+	}
+	s.must(t, 200, req{method: "GET", path: "/api/v1/resolve?namespace=n&name=dst"}).decode(t, &res)
+	s.must(t, 200, req{method: "POST", path: "/api/v1/assets/" + res.Asset.ID + "/rename", token: s.Write,
+		headers: map[string]string{"If-Match": fmt.Sprintf(`"%d"`, res.Asset.Version)}, body: map[string]string{"name": "dst_v2"}})
+	var src struct {
+		Asset asset `json:"asset"`
+	}
+	s.must(t, 200, req{method: "GET", path: "/api/v1/resolve?namespace=n&name=src"}).decode(t, &src)
+	var lin struct {
+		Nodes []struct{ Name string } `json:"nodes"`
+	}
+	s.must(t, 200, req{method: "GET", path: "/api/v1/assets/" + src.Asset.ID + "/lineage?direction=downstream"}).decode(t, &lin)
+	var names []string
+	for _, n := range lin.Nodes {
+		names = append(names, n.Name)
+	}
+	if !slices.Contains(names, "dst_v2") || slices.Contains(names, "dst") {
+		t.Fatalf("lineage names after rename = %v", names)
+	}
+}

@@ -9,7 +9,9 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/ent"
+	"github.com/tidemark/tidemark/ent/auditevent"
 	"github.com/tidemark/tidemark/ent/lineageedge"
 )
 
@@ -24,6 +26,7 @@ import (
 // rolled-back insert and dropped. Adding an edge twice is harmless.
 type Graph struct {
 	db  *ent.Client
+	cat *catalog.Catalog
 	now func() time.Time
 	log *slog.Logger
 
@@ -32,6 +35,7 @@ type Graph struct {
 	ids   []uuid.UUID
 	out   [][]int32
 	in    [][]int32
+	info  []catalog.Summary // per node; a zero ID means not known yet
 	edges int
 
 	syncMu  sync.Mutex // one Sync at a time
@@ -39,6 +43,14 @@ type Graph struct {
 	maxSeen int64
 	gaps    map[int64]time.Time // IDs above low not seen yet, with when the gap was noticed
 	syncAt  time.Time           // when the last successful Sync began
+
+	// Node summaries (names, kind, status) are kept in memory too, so a traversal answers
+	// without a query. They are loaded at start and refreshed from the audit log: every change
+	// of a name or status writes an audit event, whose UUIDv7 ID orders it in time. Each Sync
+	// rereads the events of the last gapGrace (IDs are taken before commit) and skips those seen.
+	loaded    bool
+	auditFrom time.Time
+	auditSeen map[uuid.UUID]time.Time
 }
 
 type edgeRef struct {
@@ -51,8 +63,9 @@ const (
 	gapGrace = time.Minute // longer than any ingest transaction stays open
 )
 
-func newGraph(db *ent.Client, now func() time.Time, log *slog.Logger) *Graph {
-	return &Graph{db: db, now: now, log: log, index: map[uuid.UUID]int32{}, gaps: map[int64]time.Time{}}
+func newGraph(db *ent.Client, cat *catalog.Catalog, now func() time.Time, log *slog.Logger) *Graph {
+	return &Graph{db: db, cat: cat, now: now, log: log, index: map[uuid.UUID]int32{}, gaps: map[int64]time.Time{},
+		auditSeen: map[uuid.UUID]time.Time{}}
 }
 
 // node returns the index of id, adding it. Callers hold mu for writing.
@@ -65,7 +78,41 @@ func (g *Graph) node(id uuid.UUID) int32 {
 	g.ids = append(g.ids, id)
 	g.out = append(g.out, nil)
 	g.in = append(g.in, nil)
+	g.info = append(g.info, catalog.Summary{})
 	return i
+}
+
+// setInfo records node summaries.
+func (g *Graph) setInfo(sums []catalog.Summary) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, s := range sums {
+		g.info[g.node(s.ID)] = s
+	}
+}
+
+// AssetChanged reloads one asset's summary; wire it to catalog.WithChangeHook.
+func (g *Graph) AssetChanged(ctx context.Context, id uuid.UUID) {
+	if err := g.refresh(ctx, []uuid.UUID{id}); err != nil {
+		g.log.Warn("lineage: refresh graph node; the next sync retries", "asset", id, "err", err)
+	}
+}
+
+// refresh reloads the summaries of assets that changed (created, renamed, deleted, restored).
+func (g *Graph) refresh(ctx context.Context, ids []uuid.UUID) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	sums, err := g.cat.Summaries(ctx, ids)
+	if err != nil {
+		return err
+	}
+	list := make([]catalog.Summary, 0, len(sums))
+	for _, s := range sums {
+		list = append(list, s)
+	}
+	g.setInfo(list)
+	return nil
 }
 
 // add applies edges (from this process's committed ingests, or read by Sync).
@@ -119,10 +166,75 @@ func (g *Graph) Sync(ctx context.Context) error {
 		}
 		from = int64(rows[len(rows)-1].ID)
 	}
+	if err := g.syncInfo(ctx, started); err != nil {
+		return err
+	}
 	g.mu.Lock()
 	g.syncAt = started
 	g.mu.Unlock()
 	return nil
+}
+
+const infoPage = 10_000
+
+// syncInfo loads every asset's summary the first time, then the summaries of assets named in
+// audit events since the last pass. Called under syncMu.
+func (g *Graph) syncInfo(ctx context.Context, started time.Time) error {
+	if !g.loaded {
+		after := uuid.Nil
+		for {
+			page, err := g.cat.SummaryPage(ctx, after, infoPage)
+			if err != nil {
+				return err
+			}
+			named := page[:0:0]
+			for _, s := range page {
+				if s.Name != "" { // deleted assets hold no name; Lineage looks theirs up on demand
+					named = append(named, s)
+				}
+			}
+			g.setInfo(named)
+			if len(page) < infoPage {
+				break
+			}
+			after = page[len(page)-1].ID
+		}
+		g.loaded, g.auditFrom = true, started
+		return nil
+	}
+	rows, err := g.db.AuditEvent.Query().
+		Where(auditevent.IDGTE(uuidV7Floor(g.auditFrom.Add(-gapGrace))), auditevent.AssetIDNotNil()).
+		Select(auditevent.FieldID, auditevent.FieldAssetID).All(ctx)
+	if err != nil {
+		return fmt.Errorf("lineage: tail audit log: %w", err)
+	}
+	var touched []uuid.UUID
+	for _, r := range rows {
+		if _, seen := g.auditSeen[r.ID]; seen {
+			continue
+		}
+		g.auditSeen[r.ID] = started
+		touched = append(touched, *r.AssetID)
+	}
+	for id, seen := range g.auditSeen {
+		if started.Sub(seen) > 3*gapGrace {
+			delete(g.auditSeen, id)
+		}
+	}
+	g.auditFrom = started
+	return g.refresh(ctx, touched)
+}
+
+// uuidV7Floor is the smallest UUIDv7 of the millisecond t.
+func uuidV7Floor(t time.Time) uuid.UUID {
+	var u uuid.UUID
+	ms := uint64(t.UnixMilli())
+	for i := 5; i >= 0; i-- {
+		u[i] = byte(ms)
+		ms >>= 8
+	}
+	u[6] = 0x70
+	return u
 }
 
 // advance moves the low watermark past the IDs seen, remembering gaps. Called under syncMu.
@@ -201,6 +313,8 @@ type Traversal struct {
 	// Truncated is true when limit stopped the walk: deeper or further nodes exist but are not
 	// returned, and ReachedPerDepth covers only the depths walked.
 	Truncated bool
+	// Info holds the in-memory summaries of the returned nodes that have one.
+	Info map[uuid.UUID]catalog.Summary
 }
 
 // Traverse walks up to depth hops from start in dir, returning at most limit nodes (start
@@ -209,7 +323,7 @@ type Traversal struct {
 func (g *Graph) Traverse(start uuid.UUID, dir Direction, depth, limit int) Traversal {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	res := Traversal{Nodes: map[uuid.UUID]int{start: 0}, ReachedPerDepth: []int{1}}
+	res := Traversal{Nodes: map[uuid.UUID]int{start: 0}, ReachedPerDepth: []int{1}, Info: map[uuid.UUID]catalog.Summary{}}
 	s, ok := g.index[start]
 	if !ok {
 		return res
@@ -270,6 +384,12 @@ func (g *Graph) Traverse(start uuid.UUID, dir Direction, depth, limit int) Trave
 	}
 	for _, e := range edges {
 		res.Edges = append(res.Edges, [2]uuid.UUID{g.ids[e[0]], g.ids[e[1]]})
+	}
+	res.Info = make(map[uuid.UUID]catalog.Summary, len(res.Nodes))
+	for id := range res.Nodes {
+		if inf := g.info[g.index[id]]; inf.ID != uuid.Nil {
+			res.Info[id] = inf
+		}
 	}
 	return res
 }

@@ -19,7 +19,7 @@ func ids(n int) []uuid.UUID {
 
 // chain: a -> b -> c -> d, and a second input x -> b.
 func TestTraverse(t *testing.T) {
-	g := newGraph(nil, time.Now, slog.Default())
+	g := newGraph(nil, nil, time.Now, slog.Default())
 	n := ids(5)
 	a, b, c, d, x := n[0], n[1], n[2], n[3], n[4]
 	g.add([]edgeRef{{1, a, b}, {2, b, c}, {3, c, d}, {4, x, b}, {5, a, b}})
@@ -65,7 +65,7 @@ func TestTraverse(t *testing.T) {
 // pass; a gap older than the grace period is given up as a rollback.
 func TestTailGaps(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	g := newGraph(nil, func() time.Time { return now }, slog.Default())
+	g := newGraph(nil, nil, func() time.Time { return now }, slog.Default())
 	n := ids(2)
 	g.advance([]edgeRef{{1, n[0], n[1]}, {2, n[0], n[1]}, {5, n[0], n[1]}}, now)
 	if g.low != 2 || len(g.gaps) != 2 {

@@ -55,7 +55,7 @@ func New(db *ent.Client, cat *catalog.Catalog, opts ...Option) *Service {
 	for _, o := range opts {
 		o(s)
 	}
-	s.graph = newGraph(db, s.now, s.log)
+	s.graph = newGraph(db, cat, s.now, s.log)
 	return s
 }
 
@@ -96,18 +96,19 @@ func (s *Service) IngestEvent(ctx context.Context, ev Event) (IngestResult, erro
 	defer func() { <-s.slots }()
 	key := eventKey(ev)
 	var (
-		res   IngestResult
-		added []edgeRef
-		err   error
+		res     IngestResult
+		added   []edgeRef
+		touched []uuid.UUID
+		err     error
 	)
 	for attempt := 1; attempt <= 4; attempt++ {
-		res, added = IngestResult{Kind: ev.Kind}, nil
+		res, added, touched = IngestResult{Kind: ev.Kind}, nil, nil
 		err = s.cat.InTx(ctx, func(ctx context.Context, tx *ent.Tx) error {
 			a := &applier{s: s, tx: tx, ev: ev, res: &res}
 			if err := a.apply(ctx, key); err != nil {
 				return err
 			}
-			added = a.added
+			added, touched = a.added, a.touched
 			return nil
 		})
 		if err == nil || !catalog.IsRace(err) {
@@ -119,6 +120,10 @@ func (s *Service) IngestEvent(ctx context.Context, ev Event) (IngestResult, erro
 		return IngestResult{}, err
 	}
 	s.graph.add(added)
+	if err := s.graph.refresh(ctx, touched); err != nil {
+		// Committed already; the next Sync picks the change up from the audit log.
+		s.log.Warn("lineage: refresh graph names", "err", err)
+	}
 	return res, nil
 }
 
@@ -157,13 +162,14 @@ func eventKey(ev Event) string {
 
 // applier applies one event inside its transaction.
 type applier struct {
-	s     *Service
-	tx    *ent.Tx
-	ev    Event
-	res   *IngestResult
-	added []edgeRef
-	now   time.Time
-	cache map[[2]string]catalog.Ref
+	s       *Service
+	tx      *ent.Tx
+	ev      Event
+	res     *IngestResult
+	added   []edgeRef
+	touched []uuid.UUID // assets whose name or status this event changed
+	now     time.Time
+	cache   map[[2]string]catalog.Ref
 }
 
 func (a *applier) warn(format string, args ...any) {
@@ -313,6 +319,7 @@ func (a *applier) resolveDataset(ctx context.Context, d Dataset) (uuid.UUID, err
 			return uuid.Nil, err
 		}
 		a.setStatus(id, catalog.StatusDeleted)
+		a.touched = append(a.touched, id)
 	}
 	return id, nil
 }
@@ -359,6 +366,7 @@ func (a *applier) lifecycle(ctx context.Context, ref catalog.Ref, drop bool) (bo
 			return false, err
 		}
 		a.setStatus(ref.ID, catalog.StatusActive)
+		a.touched = append(a.touched, ref.ID)
 	}
 	return false, nil
 }
@@ -399,6 +407,7 @@ func (a *applier) rename(ctx context.Context, prevNS, prevName string, d Dataset
 			return catalog.Ref{}, err
 		}
 		delete(a.cache, [2]string{prevNS, prevName})
+		a.touched = append(a.touched, prev.ID)
 		prev.Former = false
 		return prev, nil
 	}
@@ -452,6 +461,7 @@ func (a *applier) resolveName(ctx context.Context, ns, name string, kind catalog
 	if err != nil {
 		return catalog.Ref{}, err
 	}
+	a.touched = append(a.touched, res.Asset.ID)
 	return found(catalog.Ref{ID: res.Asset.ID, Status: res.Asset.Status})
 }
 

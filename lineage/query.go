@@ -71,13 +71,24 @@ func (s *Service) Lineage(ctx context.Context, id uuid.UUID, dir Direction, dept
 		return LineageResult{}, err
 	}
 	t := s.graph.Traverse(id, dir, depth, limit)
-	ids := make([]uuid.UUID, 0, len(t.Nodes))
+	sums := t.Info
+	var missing []uuid.UUID // not in memory yet (written by another replica since the last Sync)
 	for n := range t.Nodes {
-		ids = append(ids, n)
+		if _, ok := sums[n]; !ok {
+			missing = append(missing, n)
+		}
 	}
-	sums, err := s.cat.Summaries(ctx, ids)
-	if err != nil {
-		return LineageResult{}, err
+	if len(missing) > 0 {
+		found, err := s.cat.Summaries(ctx, missing)
+		if err != nil {
+			return LineageResult{}, err
+		}
+		learned := make([]catalog.Summary, 0, len(found))
+		for id, sum := range found {
+			sums[id] = sum
+			learned = append(learned, sum)
+		}
+		s.graph.setInfo(learned)
 	}
 	if _, ok := sums[id]; !ok {
 		return LineageResult{}, &catalog.Error{Kind: catalog.ErrNotFound, Message: fmt.Sprintf("asset %s does not exist", id)}

@@ -1,0 +1,415 @@
+// Command lineage benchmarks Tidemark's lineage graph against PostgreSQL, side by side with the
+// baselines the lineage issue names, and prints the figures and ratios:
+//
+//  1. Traversal: a layered graph (default 500k datasets, 475k jobs, 1.9M edges) is loaded with
+//     COPY; downstream and upstream walks of 5 and 10 hops from fixed start nodes are timed
+//     through Tidemark's HTTP API (GET /api/v1/assets/{id}/lineage, in-memory index plus the
+//     name lookup) and through a plain WITH RECURSIVE query over the same edge table.
+//  2. Ingest: synthetic RunEvents (3 inputs, 1 output) are POSTed to /api/v1/lineage/batch; the
+//     rows they produced are then loaded into a fresh database with one COPY per table, as the
+//     ceiling.
+//
+// Run it against a PostgreSQL server whose user may create databases (it creates and drops its
+// own):
+//
+//	go run ./bench/lineage -postgres 'postgres://postgres@127.0.0.1:55432/postgres?sslmode=disable'
+package main
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"math/rand"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/lib/pq"
+
+	"github.com/tidemark/tidemark/auth"
+	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/ent/storage"
+	"github.com/tidemark/tidemark/handlers"
+	"github.com/tidemark/tidemark/lineage"
+)
+
+var (
+	admin      = flag.String("postgres", os.Getenv("TIDEMARK_TEST_POSTGRES"), "PostgreSQL DSN allowed to create databases")
+	perLayer   = flag.Int("per-layer", 25_000, "datasets (and jobs) per layer")
+	layers     = flag.Int("layers", 20, "dataset layers (jobs sit between consecutive layers)")
+	iterations = flag.Int("iterations", 200, "timed walks per case")
+	events     = flag.Int("events", 100_000, "synthetic RunEvents to ingest over HTTP")
+	batchSize  = flag.Int("batch", 100, "events per batch request")
+	clients    = flag.Int("clients", 4, "concurrent ingest clients")
+	keep       = flag.Bool("keep", false, "keep the benchmark databases")
+)
+
+func main() {
+	flag.Parse()
+	if *admin == "" {
+		log.Fatal("set -postgres or TIDEMARK_TEST_POSTGRES")
+	}
+	ctx := context.Background()
+	traversal(ctx)
+	ingest(ctx)
+}
+
+func createDB(ctx context.Context, name string) (string, func()) {
+	db, err := sql.Open("postgres", *admin)
+	must(err)
+	_, _ = db.ExecContext(ctx, "DROP DATABASE IF EXISTS "+pq.QuoteIdentifier(name)+" WITH (FORCE)")
+	_, err = db.ExecContext(ctx, "CREATE DATABASE "+pq.QuoteIdentifier(name))
+	must(err)
+	u, err := url.Parse(*admin)
+	must(err)
+	u.Path = "/" + name
+	return u.String(), func() {
+		if !*keep {
+			_, _ = db.ExecContext(ctx, "DROP DATABASE IF EXISTS "+pq.QuoteIdentifier(name)+" WITH (FORCE)")
+		}
+		db.Close()
+	}
+}
+
+func open(ctx context.Context, dsn string) *storage.DB {
+	db, err := storage.Open(ctx, dsn)
+	must(err)
+	_, err = db.Migrate(ctx)
+	must(err)
+	return db
+}
+
+// server runs the real API over db on 127.0.0.1:0 and returns its base URL and a write token.
+func server(ctx context.Context, db *storage.DB) (string, string, *lineage.Service) {
+	var lin *lineage.Service
+	cat := catalog.New(db.Client, catalog.WithChangeHook(func(ctx context.Context, id uuid.UUID) { lin.Graph().AssetChanged(ctx, id) }))
+	lin = lineage.New(db.Client, cat, lineage.WithConcurrency(2*(*clients), 30*time.Second))
+	start := time.Now()
+	must(lin.Open(ctx))
+	f := lin.Graph().Freshness()
+	fmt.Printf("graph load into memory: %d nodes, %d edges in %s\n", f.Nodes, f.Edges, time.Since(start).Round(time.Millisecond))
+	tokens := auth.NewStore(db.Client, nil)
+	secret, _, err := tokens.Create(ctx, fmt.Sprintf("bench-%d", time.Now().UnixNano()), []auth.Scope{auth.ScopeWrite})
+	must(err)
+	api := handlers.New(handlers.Config{Catalog: cat, Lineage: lin, Tokens: tokens, Ping: db.Ping,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Version: "bench"})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	must(err)
+	go http.Serve(ln, api)
+	return "http://" + ln.Addr().String(), secret, lin
+}
+
+func traversal(ctx context.Context) {
+	dsn, drop := createDB(ctx, "tidemark_bench_graph")
+	defer drop()
+	db := open(ctx, dsn)
+	defer db.Close()
+	nd, nj := *perLayer**layers, *perLayer*(*layers-1)
+	fmt.Printf("== traversal: %d datasets, %d jobs, %d edges (layered, 3 random inputs and 1 output per job)\n", nd, nj, 4*nj)
+	ds, jobs := loadGraph(ctx, db.SQL)
+	base, _, _ := server(ctx, db)
+	client := &http.Client{}
+
+	recursive := map[string]string{
+		"downstream": `WITH RECURSIVE r(id, depth) AS (SELECT $1::uuid, 0 UNION SELECT e.to_id, r.depth + 1 FROM lineage_edges e JOIN r ON e.from_id = r.id WHERE r.depth < $2) SELECT count(DISTINCT id) FROM r`,
+		"upstream":   `WITH RECURSIVE r(id, depth) AS (SELECT $1::uuid, 0 UNION SELECT e.from_id, r.depth + 1 FROM lineage_edges e JOIN r ON e.to_id = r.id WHERE r.depth < $2) SELECT count(DISTINCT id) FROM r`,
+	}
+	starts := map[string][]uuid.UUID{
+		"downstream": {ds[0][0], ds[0][1], ds[0][2], ds[*layers/2][7]},
+		"upstream":   {ds[*layers-1][0], ds[*layers-1][1], ds[*layers-1][2], ds[*layers/2][7]},
+	}
+	_ = jobs
+	fmt.Printf("%-10s %4s %7s | %-34s | %-34s | %s\n", "direction", "hops", "nodes", "Tidemark API p50 / p99 / mean", "WITH RECURSIVE p50 / p99 / mean", "speed-up (mean)")
+	for _, dir := range []string{"downstream", "upstream"} {
+		for _, hops := range []int{5, 10} {
+			var api, rec []time.Duration
+			nodes := 0
+			for i := 0; i < *iterations; i++ {
+				start := starts[dir][i%len(starts[dir])]
+				t0 := time.Now()
+				res, err := client.Get(fmt.Sprintf("%s/api/v1/assets/%s/lineage?direction=%s&depth=%d&limit=10000", base, start, dir, hops))
+				must(err)
+				var body struct {
+					Nodes     []json.RawMessage `json:"nodes"`
+					Truncated bool              `json:"truncated"`
+				}
+				must(json.NewDecoder(res.Body).Decode(&body))
+				res.Body.Close()
+				api = append(api, time.Since(t0))
+				if res.StatusCode != 200 || body.Truncated {
+					log.Fatalf("API answered %d (truncated %v)", res.StatusCode, body.Truncated)
+				}
+				t0 = time.Now()
+				var n int
+				must(db.SQL.QueryRowContext(ctx, recursive[dir], start, hops).Scan(&n))
+				rec = append(rec, time.Since(t0))
+				if i%len(starts[dir]) == 0 && i < len(starts[dir]) {
+					if n != len(body.Nodes) {
+						log.Fatalf("%s %d hops from %s: API found %d nodes, WITH RECURSIVE %d", dir, hops, start, len(body.Nodes), n)
+					}
+				}
+				nodes = max(nodes, len(body.Nodes))
+			}
+			ap, rp := stats(api), stats(rec)
+			fmt.Printf("%-10s %4d %7d | %-34s | %-34s | %.1fx\n", dir, hops, nodes, ap, rp, float64(rp.mean)/float64(ap.mean))
+		}
+	}
+}
+
+type summary struct{ p50, p99, mean time.Duration }
+
+func (s summary) String() string {
+	r := func(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d.Microseconds())/1000) }
+	return r(s.p50) + " / " + r(s.p99) + " / " + r(s.mean)
+}
+
+func stats(ds []time.Duration) summary {
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	var sum time.Duration
+	for _, d := range ds {
+		sum += d
+	}
+	return summary{p50: ds[len(ds)/2], p99: ds[min(len(ds)-1, len(ds)*99/100)], mean: sum / time.Duration(len(ds))}
+}
+
+// loadGraph writes the layered graph with COPY and returns the dataset and job IDs per layer.
+func loadGraph(ctx context.Context, db *sql.DB) ([][]uuid.UUID, [][]uuid.UUID) {
+	rng := rand.New(rand.NewSource(42))
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ds := make([][]uuid.UUID, *layers)
+	jobs := make([][]uuid.UUID, *layers-1)
+	for l := range ds {
+		ds[l] = make([]uuid.UUID, *perLayer)
+		for i := range ds[l] {
+			ds[l][i] = uuid.Must(uuid.NewV7())
+		}
+	}
+	for l := range jobs {
+		jobs[l] = make([]uuid.UUID, *perLayer)
+		for i := range jobs[l] {
+			jobs[l][i] = uuid.Must(uuid.NewV7())
+		}
+	}
+	start := time.Now()
+	tx, err := db.BeginTx(ctx, nil)
+	must(err)
+	copyRows(ctx, tx, "assets", []string{"id", "kind", "status", "version", "description", "created_at", "updated_at"}, func(emit func(...any)) {
+		for _, layer := range ds {
+			for _, id := range layer {
+				emit(id, "table", "active", 1, "", now, now)
+			}
+		}
+		for _, layer := range jobs {
+			for _, id := range layer {
+				emit(id, "job", "active", 1, "", now, now)
+			}
+		}
+	})
+	copyRows(ctx, tx, "asset_names", []string{"asset_id", "namespace", "name", "valid_from"}, func(emit func(...any)) {
+		for l, layer := range ds {
+			for i, id := range layer {
+				emit(id, "bench", fmt.Sprintf("d_%d_%d", l, i), now)
+			}
+		}
+		for l, layer := range jobs {
+			for i, id := range layer {
+				emit(id, "bench", fmt.Sprintf("j_%d_%d", l, i), now)
+			}
+		}
+	})
+	copyRows(ctx, tx, "lineage_edges", []string{"from_id", "to_id", "first_seen", "last_seen", "last_run_id"}, func(emit func(...any)) {
+		for l, layer := range jobs {
+			for i, job := range layer {
+				seen := map[int]bool{}
+				for len(seen) < 3 {
+					k := rng.Intn(*perLayer)
+					if !seen[k] {
+						seen[k] = true
+						emit(ds[l][k], job, now, now, "")
+					}
+				}
+				emit(job, ds[l+1][i], now, now, "")
+			}
+		}
+	})
+	must(tx.Commit())
+	_, err = db.ExecContext(ctx, "ANALYZE")
+	must(err)
+	fmt.Printf("COPY of the graph: %s\n", time.Since(start).Round(time.Millisecond))
+	return ds, jobs
+}
+
+func copyRows(ctx context.Context, tx *sql.Tx, table string, cols []string, rows func(emit func(...any))) int {
+	stmt, err := tx.PrepareContext(ctx, pq.CopyIn(table, cols...))
+	must(err)
+	n := 0
+	rows(func(v ...any) {
+		_, err := stmt.ExecContext(ctx, v...)
+		must(err)
+		n++
+	})
+	_, err = stmt.ExecContext(ctx)
+	must(err)
+	must(stmt.Close())
+	return n
+}
+
+func ingest(ctx context.Context) {
+	dsn, drop := createDB(ctx, "tidemark_bench_ingest")
+	defer drop()
+	db := open(ctx, dsn)
+	defer db.Close()
+	fmt.Printf("\n== ingest: %d RunEvents (3 inputs, 1 output), batches of %d, %d clients, over HTTP\n", *events, *batchSize, *clients)
+	base, token, _ := server(ctx, db)
+	rng := rand.New(rand.NewSource(7))
+	const datasets, jobsN = 20_000, 5_000
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	type ds struct {
+		Namespace string `json:"namespace"`
+		Name      string `json:"name"`
+	}
+	batches := make(chan []byte, *clients)
+	go func() {
+		for sent := 0; sent < *events; sent += *batchSize {
+			var batch []map[string]any
+			for i := sent; i < min(sent+*batchSize, *events); i++ {
+				j := rng.Intn(jobsN)
+				batch = append(batch, map[string]any{
+					"eventType": "COMPLETE", "eventTime": t0.Add(time.Duration(i) * time.Second).Format(time.RFC3339),
+					"producer": "https://tidemark.example/bench", "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent",
+					"run": map[string]any{"runId": uuid.NewString()},
+					"job": map[string]any{"namespace": "bench", "name": fmt.Sprintf("job_%d", j)},
+					"inputs": []ds{{"bench", fmt.Sprintf("t_%d", rng.Intn(datasets))}, {"bench", fmt.Sprintf("t_%d", rng.Intn(datasets))},
+						{"bench", fmt.Sprintf("t_%d", rng.Intn(datasets))}},
+					"outputs": []ds{{"bench", fmt.Sprintf("t_%d", j)}},
+				})
+			}
+			b, err := json.Marshal(batch)
+			must(err)
+			batches <- b
+		}
+		close(batches)
+	}()
+	var done, failed atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	ticker := time.NewTicker(10 * time.Second)
+	defer ticker.Stop()
+	go func() {
+		for range ticker.C {
+			n := done.Load()
+			fmt.Printf("  ... %d events in %s (%.0f/s)\n", n, time.Since(start).Round(time.Second), float64(n)/time.Since(start).Seconds())
+		}
+	}()
+	for c := 0; c < *clients; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for b := range batches {
+				for {
+					req, _ := http.NewRequest("POST", base+"/api/v1/lineage/batch", bytes.NewReader(b))
+					req.Header.Set("Content-Type", "application/json")
+					req.Header.Set("Authorization", "Bearer "+token)
+					res, err := http.DefaultClient.Do(req)
+					must(err)
+					var out struct {
+						Summary struct{ Successful, Failed int }
+					}
+					_ = json.NewDecoder(res.Body).Decode(&out)
+					res.Body.Close()
+					if res.StatusCode == http.StatusServiceUnavailable {
+						time.Sleep(100 * time.Millisecond)
+						continue // retried as OpenLineage clients do; landed events are deduplicated
+					}
+					done.Add(int64(out.Summary.Successful))
+					failed.Add(int64(out.Summary.Failed))
+					break
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	took := time.Since(start)
+	rate := float64(done.Load()) / took.Seconds()
+	fmt.Printf("HTTP ingest: %d events (%d failed) in %s = %.0f events/s\n", done.Load(), failed.Load(), took.Round(time.Millisecond), rate)
+
+	// The ceiling: the same rows, loaded into a fresh database with one COPY per table.
+	counts := map[string]int{}
+	for _, table := range []string{"assets", "asset_names", "lineage_events", "runs", "run_ios", "lineage_edges", "lineage_states", "audit_events"} {
+		var n int
+		must(db.SQL.QueryRowContext(ctx, "SELECT count(*) FROM "+table).Scan(&n))
+		counts[table] = n
+	}
+	fmt.Printf("rows written by ingest: %v\n", counts)
+	copyDSN, dropCopy := createDB(ctx, "tidemark_bench_copy")
+	defer dropCopy()
+	cdb := open(ctx, copyDSN)
+	defer cdb.Close()
+	copyStart := time.Now()
+	tx, err := cdb.SQL.BeginTx(ctx, nil)
+	must(err)
+	copySame(ctx, db.SQL, tx, "assets", "id, kind, status, version, description, created_at, updated_at")
+	copySame(ctx, db.SQL, tx, "asset_names", "asset_id, namespace, name, valid_from")
+	copySame(ctx, db.SQL, tx, "lineage_events", "id, event_key, kind, event_type, event_time, run_id, job_asset_id, producer, payload, received_at")
+	copySame(ctx, db.SQL, tx, "runs", "id, job_asset_id, state, state_time, started_at, ended_at, parent_run_id, event_count, created_at, updated_at")
+	copySame(ctx, db.SQL, tx, "run_ios", "run_id, asset_id, role, first_seen")
+	copySame(ctx, db.SQL, tx, "lineage_edges", "from_id, to_id, first_seen, last_seen, last_run_id")
+	copySame(ctx, db.SQL, tx, "lineage_states", "id, last_activity, dropped_at")
+	copySame(ctx, db.SQL, tx, "audit_events", "id, at, actor, action, asset_id, after, request_id")
+	must(tx.Commit())
+	copyTook := time.Since(copyStart)
+	ceiling := float64(done.Load()) / copyTook.Seconds()
+	fmt.Printf("COPY of the same rows: %s = %.0f events/s ceiling\n", copyTook.Round(time.Millisecond), ceiling)
+	fmt.Printf("HTTP ingest / COPY ceiling = %.1f%% (target: at least 25%%)\n", 100*rate/ceiling)
+}
+
+// copySame reads every row of table from src (outside the timed part would be fairer, but
+// reading is far cheaper than writing with indexes) and writes it to dst with one COPY.
+func copySame(ctx context.Context, src *sql.DB, dst *sql.Tx, table, cols string) {
+	rows, err := src.QueryContext(ctx, "SELECT "+cols+" FROM "+table)
+	must(err)
+	defer rows.Close()
+	names := splitCols(cols)
+	stmt, err := dst.PrepareContext(ctx, pq.CopyIn(table, names...))
+	must(err)
+	vals := make([]any, len(names))
+	ptrs := make([]any, len(names))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	for rows.Next() {
+		must(rows.Scan(ptrs...))
+		_, err := stmt.ExecContext(ctx, vals...)
+		must(err)
+	}
+	must(rows.Err())
+	_, err = stmt.ExecContext(ctx)
+	must(err)
+	must(stmt.Close())
+}
+
+func splitCols(s string) []string {
+	var out []string
+	for _, c := range bytes.Split([]byte(s), []byte(",")) {
+		out = append(out, string(bytes.TrimSpace(c)))
+	}
+	return out
+}
+
+func must(err error) {
+	if err != nil {
+		log.Fatal(err)
+	}
+}
