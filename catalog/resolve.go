@@ -118,10 +118,10 @@ func currentHolder(ctx context.Context, client *ent.Client, namespace, name stri
 
 // Ref is an asset found by name, without what hangs off it: the cheap answer for ingest paths.
 type Ref struct {
-	ID     uuid.UUID
-	Status Status
-	Former bool       // the name is not the asset's current one
-	Until  *time.Time // for a former name, when the asset stopped holding it
+	ID      uuid.UUID
+	Deleted bool       // a current holder never is: deletion releases the name
+	Former  bool       // the name is not the asset's current one
+	Until   *time.Time // for a former name, when the asset stopped holding it
 }
 
 // Lookup finds the asset holding (namespace, name) now, or failing that the asset that held it
@@ -129,10 +129,9 @@ type Ref struct {
 func (c *Catalog) Lookup(ctx context.Context, namespace, name string) (ref Ref, ok bool, err error) {
 	client := c.client(ctx)
 	row, err := client.AssetName.Query().
-		Where(assetname.Namespace(namespace), assetname.Name(name), assetname.ValidToIsNil()).
-		WithAsset().Only(ctx)
+		Where(assetname.Namespace(namespace), assetname.Name(name), assetname.ValidToIsNil()).Only(ctx)
 	if err == nil {
-		return Ref{ID: row.AssetID, Status: Status(row.Edges.Asset.Status)}, true, nil
+		return Ref{ID: row.AssetID}, true, nil
 	}
 	if !ent.IsNotFound(err) {
 		return Ref{}, false, fmt.Errorf("catalog: look up %s.%s: %w", namespace, name, err)
@@ -146,7 +145,7 @@ func (c *Catalog) Lookup(ctx context.Context, namespace, name string) (ref Ref, 
 	if err != nil {
 		return Ref{}, false, fmt.Errorf("catalog: look up former %s.%s: %w", namespace, name, err)
 	}
-	return Ref{ID: row.AssetID, Status: Status(row.Edges.Asset.Status), Former: true, Until: utcPtr(row.ValidTo)}, true, nil
+	return Ref{ID: row.AssetID, Deleted: row.Edges.Asset.Status == asset.StatusDeleted, Former: true, Until: utcPtr(row.ValidTo)}, true, nil
 }
 
 // LookupExternal finds the asset an external ID is bound to.
@@ -159,7 +158,7 @@ func (c *Catalog) LookupExternal(ctx context.Context, system, value string) (Ref
 	if err != nil {
 		return Ref{}, false, fmt.Errorf("catalog: look up external id: %w", err)
 	}
-	return Ref{ID: row.AssetID, Status: Status(row.Edges.Asset.Status)}, true, nil
+	return Ref{ID: row.AssetID, Deleted: row.Edges.Asset.Status == asset.StatusDeleted}, true, nil
 }
 
 // LatestNames returns each asset's current name, or for a deleted asset the name it held when

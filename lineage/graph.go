@@ -133,6 +133,18 @@ func (g *Graph) add(edges []edgeRef) {
 	}
 }
 
+// hasEdge reports whether the graph holds from -> to.
+func (g *Graph) hasEdge(from, to uuid.UUID) bool {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	f, ok := g.index[from]
+	if !ok {
+		return false
+	}
+	t, ok := g.index[to]
+	return ok && contains(g.out[f], t)
+}
+
 func contains(s []int32, v int32) bool {
 	for _, x := range s {
 		if x == v {

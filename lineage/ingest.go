@@ -19,6 +19,7 @@ import (
 	"github.com/tidemark/tidemark/ent/columnedge"
 	"github.com/tidemark/tidemark/ent/lineageedge"
 	"github.com/tidemark/tidemark/ent/lineageevent"
+	"github.com/tidemark/tidemark/ent/predicate"
 	"github.com/tidemark/tidemark/ent/run"
 	"github.com/tidemark/tidemark/ent/runio"
 )
@@ -318,7 +319,7 @@ func (a *applier) resolveDataset(ctx context.Context, d Dataset) (uuid.UUID, err
 		if _, err := a.s.cat.Delete(ctx, id, catalog.AnyVersion); err != nil {
 			return uuid.Nil, err
 		}
-		a.setStatus(id, catalog.StatusDeleted)
+		a.setDeleted(id, true)
 		a.touched = append(a.touched, id)
 	}
 	return id, nil
@@ -333,7 +334,20 @@ func (a *applier) lifecycle(ctx context.Context, ref catalog.Ref, drop bool) (bo
 	t := a.ev.EventTime
 	st, err := a.tx.LineageState.Get(ctx, ref.ID)
 	if ent.IsNotFound(err) {
-		st, err = a.tx.LineageState.Create().SetID(ref.ID).Save(ctx)
+		if !drop {
+			return false, nil // never dropped: nothing to weigh this use against
+		}
+		// The first DROP: earlier uses are in the edges and run I/O of the asset; the newest
+		// of them is the activity to weigh the DROP against.
+		last, lerr := a.lastUse(ctx, ref.ID)
+		if lerr != nil {
+			return false, lerr
+		}
+		q := a.tx.LineageState.Create().SetID(ref.ID)
+		if !last.IsZero() {
+			q.SetLastActivity(last)
+		}
+		st, err = q.Save(ctx)
 	}
 	if err != nil {
 		return false, fmt.Errorf("lineage: lifecycle of %s: %w", ref.ID, err)
@@ -355,9 +369,9 @@ func (a *applier) lifecycle(ctx context.Context, ref catalog.Ref, drop bool) (bo
 	}
 	dropped := st.DroppedAt != nil && (st.LastActivity == nil || !st.LastActivity.After(*st.DroppedAt))
 	if dropped {
-		return ref.Status != catalog.StatusDeleted, nil
+		return !ref.Deleted, nil
 	}
-	if ref.Status == catalog.StatusDeleted && st.DroppedAt != nil {
+	if ref.Deleted && st.DroppedAt != nil {
 		if _, err := a.s.cat.Restore(ctx, ref.ID, catalog.AnyVersion); err != nil {
 			if errors.Is(err, catalog.ErrConflict) {
 				a.warn("dataset %s was written after its DROP but stays deleted: %v", ref.ID, err)
@@ -365,16 +379,34 @@ func (a *applier) lifecycle(ctx context.Context, ref catalog.Ref, drop bool) (bo
 			}
 			return false, err
 		}
-		a.setStatus(ref.ID, catalog.StatusActive)
+		a.setDeleted(ref.ID, false)
 		a.touched = append(a.touched, ref.ID)
 	}
 	return false, nil
 }
 
-func (a *applier) setStatus(id uuid.UUID, st catalog.Status) {
+// lastUse is the newest event time at which lineage saw the asset used (read or written).
+func (a *applier) lastUse(ctx context.Context, id uuid.UUID) (time.Time, error) {
+	var last time.Time
+	for _, p := range []predicate.LineageEdge{lineageedge.FromID(id), lineageedge.ToID(id)} {
+		e, err := a.tx.LineageEdge.Query().Where(p).Order(ent.Desc(lineageedge.FieldLastSeen)).First(ctx)
+		if ent.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return time.Time{}, fmt.Errorf("lineage: last use of %s: %w", id, err)
+		}
+		if e.LastSeen.After(last) {
+			last = e.LastSeen.UTC()
+		}
+	}
+	return last, nil
+}
+
+func (a *applier) setDeleted(id uuid.UUID, deleted bool) {
 	for k, r := range a.cache {
 		if r.ID == id {
-			r.Status = st
+			r.Deleted = deleted
 			a.cache[k] = r
 		}
 	}
@@ -402,7 +434,7 @@ func (a *applier) rename(ctx context.Context, prevNS, prevName string, d Dataset
 			a.warn("RENAME %s.%s -> %s.%s not applied: the new name already belongs to another asset (%s)", prevNS, prevName, d.Namespace, d.Name, cur.ID)
 		}
 		return cur, nil // already renamed (a replay), or a distinct asset holds the name
-	case prevOK && !prev.Former && prev.Status != catalog.StatusDeleted:
+	case prevOK && !prev.Former:
 		if _, err := a.s.cat.Rename(ctx, prev.ID, catalog.AnyVersion, d.Namespace, d.Name); err != nil {
 			return catalog.Ref{}, err
 		}
@@ -438,7 +470,7 @@ func (a *applier) resolveName(ctx context.Context, ns, name string, kind catalog
 		if err != nil {
 			return catalog.Ref{}, err
 		}
-		if ok && byLink.Status != catalog.StatusDeleted {
+		if ok && !byLink.Deleted {
 			byLink.Former = true
 			return found(byLink)
 		}
@@ -447,7 +479,7 @@ func (a *applier) resolveName(ctx context.Context, ns, name string, kind catalog
 		if ref.Until != nil && a.ev.EventTime.Before(*ref.Until) {
 			return found(ref) // a late event from before the rename or delete
 		}
-		if ref.Status == catalog.StatusDeleted {
+		if ref.Deleted {
 			st, err := a.tx.LineageState.Get(ctx, ref.ID)
 			if err != nil && !ent.IsNotFound(err) {
 				return catalog.Ref{}, fmt.Errorf("lineage: lifecycle of %s: %w", ref.ID, err)
@@ -462,7 +494,7 @@ func (a *applier) resolveName(ctx context.Context, ns, name string, kind catalog
 		return catalog.Ref{}, err
 	}
 	a.touched = append(a.touched, res.Asset.ID)
-	return found(catalog.Ref{ID: res.Asset.ID, Status: res.Asset.Status})
+	return found(catalog.Ref{ID: res.Asset.ID})
 }
 
 func datasetKind(f Facets) catalog.Kind {
@@ -625,14 +657,11 @@ func (a *applier) upsertRun(ctx context.Context, jobID uuid.UUID, inputs, output
 	}
 	for role, ids := range map[runio.Role][]uuid.UUID{runio.RoleInput: inputs, runio.RoleOutput: outputs} {
 		for _, id := range ids {
-			exists, err := a.tx.RunIO.Query().Where(runio.RunID(ev.RunID), runio.AssetID(id), runio.RoleEQ(role)).Exist(ctx)
-			if err != nil {
-				return fmt.Errorf("lineage: read run io: %w", err)
-			}
-			if !exists {
-				if err := a.tx.RunIO.Create().SetRunID(ev.RunID).SetAssetID(id).SetRole(role).SetFirstSeen(ev.EventTime).Exec(ctx); err != nil {
-					return fmt.Errorf("lineage: record run io: %w", err)
-				}
+			// ON CONFLICT: one statement instead of a read and a write (run I/O is not tailed, so
+			// an ID consumed by a conflicting insert costs nothing).
+			if _, err := a.tx.ExecContext(ctx, `INSERT INTO run_ios (run_id, asset_id, role, first_seen) VALUES ($1, $2, $3, $4)
+				ON CONFLICT (run_id, asset_id, role) DO NOTHING`, ev.RunID, id, string(role), ev.EventTime); err != nil {
+				return fmt.Errorf("lineage: record run io: %w", err)
 			}
 		}
 	}
@@ -643,6 +672,19 @@ func (a *applier) upsertRun(ctx context.Context, jobID uuid.UUID, inputs, output
 // edge IDs (the change sequence replicas tail) are only consumed by real new edges.
 func (a *applier) upsertEdge(ctx context.Context, from, to uuid.UUID) error {
 	t := a.ev.EventTime
+	if a.s.graph.hasEdge(from, to) {
+		// Known edge (the graph holds every committed edge): widen its seen interval in one
+		// statement, without reading it first.
+		_, err := a.tx.ExecContext(ctx, `UPDATE lineage_edges SET
+				first_seen = CASE WHEN first_seen > $1 THEN $1 ELSE first_seen END,
+				last_run_id = CASE WHEN last_seen < $1 THEN $2 ELSE last_run_id END,
+				last_seen = CASE WHEN last_seen < $1 THEN $1 ELSE last_seen END
+			WHERE from_id = $3 AND to_id = $4 AND (first_seen > $1 OR last_seen < $1)`, t, a.ev.RunID, from, to)
+		if err != nil {
+			return fmt.Errorf("lineage: update edge: %w", err)
+		}
+		return nil
+	}
 	cur, err := a.tx.LineageEdge.Query().Where(lineageedge.FromID(from), lineageedge.ToID(to)).Only(ctx)
 	if ent.IsNotFound(err) {
 		row, err := a.tx.LineageEdge.Create().SetFromID(from).SetToID(to).SetFirstSeen(t).SetLastSeen(t).SetLastRunID(a.ev.RunID).Save(ctx)
