@@ -316,8 +316,8 @@ const (
 
 // Traversal is the part of the graph reached from a start node.
 type Traversal struct {
-	// Nodes reached, with their distance (hops) from the start; the start itself is at depth 0.
-	Nodes map[uuid.UUID]int
+	// Nodes reached, the start first (depth 0), then by depth.
+	Nodes []Reached
 	// Edges among the returned nodes, as from -> to.
 	Edges [][2]uuid.UUID
 	// ReachedPerDepth counts the nodes found at each depth (index = depth), in both directions.
@@ -325,8 +325,13 @@ type Traversal struct {
 	// Truncated is true when limit stopped the walk: deeper or further nodes exist but are not
 	// returned, and ReachedPerDepth covers only the depths walked.
 	Truncated bool
-	// Info holds the in-memory summaries of the returned nodes that have one.
-	Info map[uuid.UUID]catalog.Summary
+}
+
+// Reached is a node of a traversal with its in-memory summary (zero ID when not known yet).
+type Reached struct {
+	ID    uuid.UUID
+	Depth int
+	Info  catalog.Summary
 }
 
 // Traverse walks up to depth hops from start in dir, returning at most limit nodes (start
@@ -335,12 +340,16 @@ type Traversal struct {
 func (g *Graph) Traverse(start uuid.UUID, dir Direction, depth, limit int) Traversal {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	res := Traversal{Nodes: map[uuid.UUID]int{start: 0}, ReachedPerDepth: []int{1}, Info: map[uuid.UUID]catalog.Summary{}}
+	res := Traversal{ReachedPerDepth: []int{1}}
 	s, ok := g.index[start]
 	if !ok {
+		res.Nodes = []Reached{{ID: start}}
 		return res
 	}
-	seen := map[int32]int{s: 0}
+	seen := make(map[int32]struct{}, 64)
+	seen[s] = struct{}{}
+	order := []int32{s}
+	depths := []int{0}
 	type walk struct {
 		adj      [][]int32
 		frontier []int32
@@ -354,10 +363,13 @@ func (g *Graph) Traverse(start uuid.UUID, dir Direction, depth, limit int) Trave
 		walks = append(walks, &walk{adj: g.in, frontier: []int32{s}})
 	}
 	var edges [][2]int32
+	var dedupe map[[2]int32]struct{}
+	if len(walks) > 1 {
+		dedupe = map[[2]int32]struct{}{} // an edge may be met from both ends
+	}
 	for d := 1; d <= depth; d++ {
 		var level []int32
 		var levelEdges [][2]int32
-		fresh := map[int32]bool{}
 		for _, w := range walks {
 			var next []int32
 			for _, u := range w.frontier {
@@ -366,15 +378,13 @@ func (g *Graph) Traverse(start uuid.UUID, dir Direction, depth, limit int) Trave
 					if w.down {
 						e = [2]int32{u, v}
 					}
+					// Every node met so far is at this depth or shallower, so the edge joins two
+					// returned nodes if this level is kept.
+					levelEdges = append(levelEdges, e)
 					if _, done := seen[v]; done {
-						if fresh[v] || seen[v] < d {
-							levelEdges = append(levelEdges, e)
-						}
 						continue
 					}
-					seen[v] = d
-					fresh[v] = true
-					levelEdges = append(levelEdges, e)
+					seen[v] = struct{}{}
 					next = append(next, v)
 					level = append(level, v)
 				}
@@ -382,26 +392,33 @@ func (g *Graph) Traverse(start uuid.UUID, dir Direction, depth, limit int) Trave
 			w.frontier = next
 		}
 		if len(level) == 0 {
+			edges = append(edges, levelEdges...)
 			break
 		}
 		res.ReachedPerDepth = append(res.ReachedPerDepth, len(level))
-		if len(res.Nodes)+len(level) > limit {
+		if len(order)+len(level) > limit {
 			res.Truncated = true
 			break
 		}
-		for _, v := range level {
-			res.Nodes[g.ids[v]] = d
+		order = append(order, level...)
+		for range level {
+			depths = append(depths, d)
 		}
 		edges = append(edges, levelEdges...)
 	}
-	for _, e := range edges {
-		res.Edges = append(res.Edges, [2]uuid.UUID{g.ids[e[0]], g.ids[e[1]]})
+	res.Nodes = make([]Reached, len(order))
+	for i, n := range order {
+		res.Nodes[i] = Reached{ID: g.ids[n], Depth: depths[i], Info: g.info[n]}
 	}
-	res.Info = make(map[uuid.UUID]catalog.Summary, len(res.Nodes))
-	for id := range res.Nodes {
-		if inf := g.info[g.index[id]]; inf.ID != uuid.Nil {
-			res.Info[id] = inf
+	res.Edges = make([][2]uuid.UUID, 0, len(edges))
+	for _, e := range edges {
+		if dedupe != nil {
+			if _, dup := dedupe[e]; dup {
+				continue
+			}
+			dedupe[e] = struct{}{}
 		}
+		res.Edges = append(res.Edges, [2]uuid.UUID{g.ids[e[0]], g.ids[e[1]]})
 	}
 	return res
 }

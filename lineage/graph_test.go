@@ -49,12 +49,16 @@ func TestTraverse(t *testing.T) {
 			if len(tr.Nodes) != tc.nodes || !slices.Equal(tr.ReachedPerDepth, tc.perDepth) || tr.Truncated != tc.truncated {
 				t.Fatalf("nodes %d perDepth %v truncated %v; want %d %v %v", len(tr.Nodes), tr.ReachedPerDepth, tr.Truncated, tc.nodes, tc.perDepth, tc.truncated)
 			}
+			in := map[uuid.UUID]bool{}
+			for _, n := range tr.Nodes {
+				in[n.ID] = true
+			}
+			if tr.Nodes[0].ID != tc.start || tr.Nodes[0].Depth != 0 {
+				t.Fatalf("first node %+v is not the start", tr.Nodes[0])
+			}
 			for _, e := range tr.Edges {
-				if _, ok := tr.Nodes[e[0]]; !ok {
-					t.Fatalf("edge from a node not in the answer")
-				}
-				if _, ok := tr.Nodes[e[1]]; !ok {
-					t.Fatalf("edge to a node not in the answer")
+				if !in[e[0]] || !in[e[1]] {
+					t.Fatalf("edge %v joins a node not in the answer", e)
 				}
 			}
 		})

@@ -71,11 +71,10 @@ func (s *Service) Lineage(ctx context.Context, id uuid.UUID, dir Direction, dept
 		return LineageResult{}, err
 	}
 	t := s.graph.Traverse(id, dir, depth, limit)
-	sums := t.Info
-	var missing []uuid.UUID // not in memory yet (written by another replica since the last Sync)
-	for n := range t.Nodes {
-		if _, ok := sums[n]; !ok {
-			missing = append(missing, n)
+	var missing []uuid.UUID // not in memory (yet): written by another replica since the last Sync
+	for _, n := range t.Nodes {
+		if n.Info.ID == uuid.Nil {
+			missing = append(missing, n.ID)
 		}
 	}
 	if len(missing) > 0 {
@@ -84,25 +83,24 @@ func (s *Service) Lineage(ctx context.Context, id uuid.UUID, dir Direction, dept
 			return LineageResult{}, err
 		}
 		learned := make([]catalog.Summary, 0, len(found))
-		for id, sum := range found {
-			sums[id] = sum
-			learned = append(learned, sum)
+		for i, n := range t.Nodes {
+			if sum, ok := found[n.ID]; ok && n.Info.ID == uuid.Nil {
+				t.Nodes[i].Info = sum
+				learned = append(learned, sum)
+			}
 		}
 		s.graph.setInfo(learned)
 	}
-	if _, ok := sums[id]; !ok {
+	if t.Nodes[0].Info.ID == uuid.Nil {
 		return LineageResult{}, &catalog.Error{Kind: catalog.ErrNotFound, Message: fmt.Sprintf("asset %s does not exist", id)}
 	}
-	res := LineageResult{Root: id, Edges: t.Edges, ReachedPerDepth: t.ReachedPerDepth, Truncated: t.Truncated, Freshness: s.graph.Freshness()}
-	for n, d := range t.Nodes {
-		res.Nodes = append(res.Nodes, Node{Summary: sums[n], Depth: d})
-	}
-	sort.Slice(res.Nodes, func(i, j int) bool {
-		if res.Nodes[i].Depth != res.Nodes[j].Depth {
-			return res.Nodes[i].Depth < res.Nodes[j].Depth
+	res := LineageResult{Root: id, Edges: t.Edges, ReachedPerDepth: t.ReachedPerDepth, Truncated: t.Truncated,
+		Freshness: s.graph.Freshness(), Nodes: make([]Node, 0, len(t.Nodes))}
+	for _, n := range t.Nodes {
+		if n.Info.ID != uuid.Nil { // an edge to an asset that no longer exists is skipped
+			res.Nodes = append(res.Nodes, Node{Summary: n.Info, Depth: n.Depth})
 		}
-		return res.Nodes[i].ID.String() < res.Nodes[j].ID.String()
-	})
+	}
 	return res, nil
 }
 
