@@ -212,7 +212,7 @@ func TestRenameStory(t *testing.T) {
 		if err != nil || now.Asset.ID != newcomer.ID || now.Former {
 			t.Fatalf("resolve orders after reuse = %+v, %v; want the newcomer as current", now, err)
 		}
-		then, err := e.cat.ResolveAt(ctx, "warehouse", "orders", beforeRename)
+		then, err := e.cat.ResolveAt(ctx, "", "warehouse", "orders", beforeRename)
 		if err != nil || then.Asset.ID != orders.ID {
 			t.Fatalf("resolve orders as of before the rename = %+v, %v; want the original", then, err)
 		}
@@ -425,7 +425,7 @@ func TestResolve(t *testing.T) {
 		if _, err := e.cat.Resolve(ctx, "w1", "nope"); !errors.Is(err, catalog.ErrNotFound) {
 			t.Fatalf("unknown name: %v", err)
 		}
-		if _, err := e.cat.ResolveAt(ctx, "w1", "shared", e.clock.Now().Add(-time.Hour)); !errors.Is(err, catalog.ErrNotFound) {
+		if _, err := e.cat.ResolveAt(ctx, "", "w1", "shared", e.clock.Now().Add(-time.Hour)); !errors.Is(err, catalog.ErrNotFound) {
 			t.Fatalf("resolve before the asset existed: %v", err)
 		}
 	})
@@ -510,6 +510,31 @@ func TestRestore(t *testing.T) {
 		want := []string{catalog.ActionCreate, catalog.ActionDelete, catalog.ActionRestore, catalog.ActionDelete}
 		if acts := e.auditActions(t, a.ID); !slices.Equal(acts, want) {
 			t.Fatalf("audit = %v, want %v", acts, want)
+		}
+	})
+}
+
+// TestJobAndDatasetMayShareAName: OpenLineage lets a job and a dataset share a namespace and
+// name; they are two assets, resolved apart by space.
+func TestJobAndDatasetMayShareAName(t *testing.T) {
+	eachBackend(t, func(t *testing.T, e env) {
+		ctx := context.Background()
+		table := e.create(t, "openlineage", "name")
+		job, err := e.cat.Create(ctx, catalog.CreateInput{Kind: catalog.KindJob, Namespace: "openlineage", Name: "name"})
+		if err != nil || !job.Created || job.Asset.ID == table.ID {
+			t.Fatalf("job with a dataset's name: %+v, %v", job, err)
+		}
+		if _, err := e.cat.Resolve(ctx, "openlineage", "name"); !errors.Is(err, catalog.ErrConflict) || !strings.Contains(err.Error(), "space=job") {
+			t.Fatalf("resolve without space: %v, want an ambiguity naming space=", err)
+		}
+		for space, want := range map[catalog.Space]uuid.UUID{catalog.SpaceJob: job.Asset.ID, catalog.SpaceDataset: table.ID} {
+			res, err := e.cat.ResolveIn(ctx, space, "openlineage", "name")
+			if err != nil || res.Asset.ID != want {
+				t.Fatalf("resolve in %s = %s, %v; want %s", space, res.Asset.ID, err, want)
+			}
+		}
+		if _, err := e.cat.Create(ctx, catalog.CreateInput{Kind: catalog.KindView, Namespace: "openlineage", Name: "name"}); !errors.Is(err, catalog.ErrNameTaken) {
+			t.Fatalf("a view takes a table's name: %v", err)
 		}
 	})
 }

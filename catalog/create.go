@@ -11,6 +11,7 @@ import (
 
 	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/ent/asset"
+	"github.com/tidemark/tidemark/ent/assetname"
 	"github.com/tidemark/tidemark/ent/externalid"
 	"github.com/tidemark/tidemark/ent/idempotencykey"
 	"github.com/tidemark/tidemark/ent/owner"
@@ -107,7 +108,7 @@ func (c *Catalog) create(ctx context.Context, in CreateInput, hash string) (Crea
 			res = CreateResult{Asset: a}
 			return err
 		}
-		if holder, ok, err := currentHolder(ctx, tx.Client(), in.Namespace, in.Name); err != nil {
+		if holder, ok, err := currentHolder(ctx, tx.Client(), SpaceOf(in.Kind), in.Namespace, in.Name); err != nil {
 			return err
 		} else if ok {
 			return &Error{Kind: ErrNameTaken, Field: "name", Message: fmt.Sprintf(
@@ -120,7 +121,7 @@ func (c *Catalog) create(ctx context.Context, in CreateInput, hash string) (Crea
 		if err != nil {
 			return fmt.Errorf("catalog: insert asset: %w", err)
 		}
-		if err := tx.AssetName.Create().SetAssetID(row.ID).SetNamespace(in.Namespace).SetName(in.Name).
+		if err := tx.AssetName.Create().SetAssetID(row.ID).SetSpace(assetname.Space(SpaceOf(in.Kind))).SetNamespace(in.Namespace).SetName(in.Name).
 			SetValidFrom(now).Exec(ctx); err != nil {
 			return fmt.Errorf("catalog: insert name: %w", err)
 		}

@@ -88,7 +88,7 @@ func (c *Catalog) Rename(ctx context.Context, id uuid.UUID, expected int64, name
 		if namespace == before.Namespace && name == before.Name {
 			return false, invalid("name", "asset %s is already named %s.%s", id, namespace, name)
 		}
-		if holder, ok, err := currentHolder(ctx, tx.Client(), namespace, name); err != nil {
+		if holder, ok, err := currentHolder(ctx, tx.Client(), SpaceOf(before.Kind), namespace, name); err != nil {
 			return false, err
 		} else if ok {
 			return false, nameTaken(namespace, name, holder)
@@ -103,7 +103,7 @@ func (c *Catalog) Rename(ctx context.Context, id uuid.UUID, expected int64, name
 		if err := tx.AssetName.UpdateOne(cur).SetValidTo(now).Exec(ctx); err != nil {
 			return false, fmt.Errorf("catalog: close name: %w", err)
 		}
-		if err := tx.AssetName.Create().SetAssetID(id).SetNamespace(namespace).SetName(name).
+		if err := tx.AssetName.Create().SetAssetID(id).SetSpace(assetname.Space(SpaceOf(before.Kind))).SetNamespace(namespace).SetName(name).
 			SetValidFrom(now).Exec(ctx); err != nil {
 			return false, fmt.Errorf("catalog: open name: %w", err)
 		}
@@ -186,7 +186,7 @@ func (c *Catalog) Restore(ctx context.Context, id uuid.UUID, expected int64) (As
 		if before.Status != StatusDeleted {
 			return false, nil
 		}
-		if holder, ok, err := currentHolder(ctx, tx.Client(), before.Namespace, before.Name); err != nil {
+		if holder, ok, err := currentHolder(ctx, tx.Client(), SpaceOf(before.Kind), before.Namespace, before.Name); err != nil {
 			return false, err
 		} else if ok {
 			return false, nameTaken(before.Namespace, before.Name, holder)
@@ -194,7 +194,7 @@ func (c *Catalog) Restore(ctx context.Context, id uuid.UUID, expected int64) (As
 		if err := tx.Asset.UpdateOneID(id).SetStatus(asset.StatusActive).ClearDeletedAt().Exec(ctx); err != nil {
 			return false, fmt.Errorf("catalog: restore %s: %w", id, err)
 		}
-		if err := tx.AssetName.Create().SetAssetID(id).SetNamespace(before.Namespace).SetName(before.Name).
+		if err := tx.AssetName.Create().SetAssetID(id).SetSpace(assetname.Space(SpaceOf(before.Kind))).SetNamespace(before.Namespace).SetName(before.Name).
 			SetValidFrom(now).Exec(ctx); err != nil {
 			return false, fmt.Errorf("catalog: reopen name of %s: %w", id, err)
 		}

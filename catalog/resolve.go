@@ -28,17 +28,23 @@ type Resolution struct {
 // that held it most recently (flagged Former). An empty namespace searches every namespace and
 // is ambiguous when the name is found in more than one.
 func (c *Catalog) Resolve(ctx context.Context, namespace, name string) (Resolution, error) {
-	return c.resolve(ctx, namespace, name, nil)
+	return c.resolve(ctx, "", namespace, name, nil)
+}
+
+// ResolveIn is Resolve within one name space ("" for either): a job and a dataset may share a
+// name.
+func (c *Catalog) ResolveIn(ctx context.Context, space Space, namespace, name string) (Resolution, error) {
+	return c.resolve(ctx, space, namespace, name, nil)
 }
 
 // ResolveAt finds the asset that held the name at time at (for events that arrive late: a query
 // on "orders" last month counts for whichever asset was "orders" then).
-func (c *Catalog) ResolveAt(ctx context.Context, namespace, name string, at time.Time) (Resolution, error) {
+func (c *Catalog) ResolveAt(ctx context.Context, space Space, namespace, name string, at time.Time) (Resolution, error) {
 	at = at.UTC()
-	return c.resolve(ctx, namespace, name, &at)
+	return c.resolve(ctx, space, namespace, name, &at)
 }
 
-func (c *Catalog) resolve(ctx context.Context, namespace, name string, at *time.Time) (Resolution, error) {
+func (c *Catalog) resolve(ctx context.Context, space Space, namespace, name string, at *time.Time) (Resolution, error) {
 	if namespace != "" {
 		if err := ValidateName(namespace, name); err != nil {
 			return Resolution{}, err
@@ -47,6 +53,9 @@ func (c *Catalog) resolve(ctx context.Context, namespace, name string, at *time.
 		return Resolution{}, err
 	}
 	q := c.client(ctx).AssetName.Query().Where(assetname.Name(name))
+	if space != "" {
+		q = q.Where(assetname.SpaceEQ(assetname.Space(space)))
+	}
 	if namespace != "" {
 		q = q.Where(assetname.Namespace(namespace))
 	}
@@ -63,20 +72,22 @@ func (c *Catalog) resolve(ctx context.Context, namespace, name string, at *time.
 		}
 		return Resolution{}, notFound("no asset has or had the name %s.%s", namespace, name)
 	}
-	if namespace == "" {
-		spaces := map[string]bool{}
-		for _, r := range rows {
-			spaces[r.Namespace] = true
+	spaces, namespaces := map[string]bool{}, map[string]bool{}
+	for _, r := range rows {
+		spaces[string(r.Space)], namespaces[r.Namespace] = true, true
+	}
+	if len(namespaces) > 1 {
+		list := make([]string, 0, len(namespaces))
+		for s := range namespaces {
+			list = append(list, s)
 		}
-		if len(spaces) > 1 {
-			list := make([]string, 0, len(spaces))
-			for s := range spaces {
-				list = append(list, s)
-			}
-			sort.Strings(list)
-			return Resolution{}, &Error{Kind: ErrConflict, Field: "namespace", Message: fmt.Sprintf(
-				"name %q exists in %d namespaces (%s); say which with namespace=", name, len(list), strings.Join(list, ", "))}
-		}
+		sort.Strings(list)
+		return Resolution{}, &Error{Kind: ErrConflict, Field: "namespace", Message: fmt.Sprintf(
+			"name %q exists in %d namespaces (%s); say which with namespace=", name, len(list), strings.Join(list, ", "))}
+	}
+	if len(spaces) > 1 {
+		return Resolution{}, &Error{Kind: ErrConflict, Field: "space", Message: fmt.Sprintf(
+			"a job and a dataset are both named %s.%s; say which with space=job or space=dataset", namespace, name)}
 	}
 	best := pickHolder(rows)
 	a, err := c.Get(ctx, best.AssetID)
@@ -103,10 +114,10 @@ func pickHolder(rows []*ent.AssetName) *ent.AssetName {
 	return best
 }
 
-// currentHolder returns the asset currently holding (namespace, name).
-func currentHolder(ctx context.Context, client *ent.Client, namespace, name string) (uuid.UUID, bool, error) {
+// currentHolder returns the asset currently holding (namespace, name) in a name space.
+func currentHolder(ctx context.Context, client *ent.Client, space Space, namespace, name string) (uuid.UUID, bool, error) {
 	row, err := client.AssetName.Query().
-		Where(assetname.Namespace(namespace), assetname.Name(name), assetname.ValidToIsNil()).Only(ctx)
+		Where(assetname.SpaceEQ(assetname.Space(space)), assetname.Namespace(namespace), assetname.Name(name), assetname.ValidToIsNil()).Only(ctx)
 	if ent.IsNotFound(err) {
 		return uuid.Nil, false, nil
 	}
@@ -126,10 +137,11 @@ type Ref struct {
 
 // Lookup finds the asset holding (namespace, name) now, or failing that the asset that held it
 // most recently (Former). ok is false when no asset ever had the name.
-func (c *Catalog) Lookup(ctx context.Context, namespace, name string) (ref Ref, ok bool, err error) {
+func (c *Catalog) Lookup(ctx context.Context, space Space, namespace, name string) (ref Ref, ok bool, err error) {
 	client := c.client(ctx)
+	inSpace := assetname.SpaceEQ(assetname.Space(space))
 	row, err := client.AssetName.Query().
-		Where(assetname.Namespace(namespace), assetname.Name(name), assetname.ValidToIsNil()).Only(ctx)
+		Where(inSpace, assetname.Namespace(namespace), assetname.Name(name), assetname.ValidToIsNil()).Only(ctx)
 	if err == nil {
 		return Ref{ID: row.AssetID}, true, nil
 	}
@@ -137,7 +149,7 @@ func (c *Catalog) Lookup(ctx context.Context, namespace, name string) (ref Ref, 
 		return Ref{}, false, fmt.Errorf("catalog: look up %s.%s: %w", namespace, name, err)
 	}
 	row, err = client.AssetName.Query().
-		Where(assetname.Namespace(namespace), assetname.Name(name)).
+		Where(inSpace, assetname.Namespace(namespace), assetname.Name(name)).
 		Order(ent.Desc(assetname.FieldValidTo), ent.Desc(assetname.FieldID)).WithAsset().First(ctx)
 	if ent.IsNotFound(err) {
 		return Ref{}, false, nil

@@ -75,6 +75,33 @@ func ParseKind(s string) (Kind, error) {
 	return "", invalid("kind", "kind %q is not one of %v", s, Kinds)
 }
 
+// Space is the name space an asset's names live in: jobs apart from everything else, since a
+// job and a dataset may share a namespace and name.
+type Space string
+
+// Name spaces.
+const (
+	SpaceDataset Space = "dataset"
+	SpaceJob     Space = "job"
+)
+
+// SpaceOf returns the name space of an asset kind.
+func SpaceOf(k Kind) Space {
+	if k == KindJob {
+		return SpaceJob
+	}
+	return SpaceDataset
+}
+
+// ParseSpace checks s ("" means either).
+func ParseSpace(s string) (Space, error) {
+	switch Space(s) {
+	case "", SpaceDataset, SpaceJob:
+		return Space(s), nil
+	}
+	return "", invalid("space", "space %q is not dataset or job", s)
+}
+
 // Status is an asset's lifecycle state.
 type Status string
 

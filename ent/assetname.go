@@ -21,6 +21,8 @@ type AssetName struct {
 	ID int `json:"id,omitempty"`
 	// AssetID holds the value of the "asset_id" field.
 	AssetID uuid.UUID `json:"asset_id,omitempty"`
+	// Space holds the value of the "space" field.
+	Space assetname.Space `json:"space,omitempty"`
 	// Namespace holds the value of the "namespace" field.
 	Namespace string `json:"namespace,omitempty"`
 	// Name holds the value of the "name" field.
@@ -62,7 +64,7 @@ func (*AssetName) scanValues(columns []string) ([]any, error) {
 		switch columns[i] {
 		case assetname.FieldID:
 			values[i] = new(sql.NullInt64)
-		case assetname.FieldNamespace, assetname.FieldName:
+		case assetname.FieldSpace, assetname.FieldNamespace, assetname.FieldName:
 			values[i] = new(sql.NullString)
 		case assetname.FieldValidFrom, assetname.FieldValidTo:
 			values[i] = new(sql.NullTime)
@@ -94,6 +96,12 @@ func (_m *AssetName) assignValues(columns []string, values []any) error {
 				return fmt.Errorf("unexpected type %T for field asset_id", values[i])
 			} else if value != nil {
 				_m.AssetID = *value
+			}
+		case assetname.FieldSpace:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field space", values[i])
+			} else if value.Valid {
+				_m.Space = assetname.Space(value.String)
 			}
 		case assetname.FieldNamespace:
 			if value, ok := values[i].(*sql.NullString); !ok {
@@ -163,6 +171,9 @@ func (_m *AssetName) String() string {
 	builder.WriteString(fmt.Sprintf("id=%v, ", _m.ID))
 	builder.WriteString("asset_id=")
 	builder.WriteString(fmt.Sprintf("%v", _m.AssetID))
+	builder.WriteString(", ")
+	builder.WriteString("space=")
+	builder.WriteString(fmt.Sprintf("%v", _m.Space))
 	builder.WriteString(", ")
 	builder.WriteString("namespace=")
 	builder.WriteString(_m.Namespace)

@@ -28,6 +28,20 @@ func (_c *AssetNameCreate) SetAssetID(v uuid.UUID) *AssetNameCreate {
 	return _c
 }
 
+// SetSpace sets the "space" field.
+func (_c *AssetNameCreate) SetSpace(v assetname.Space) *AssetNameCreate {
+	_c.mutation.SetSpace(v)
+	return _c
+}
+
+// SetNillableSpace sets the "space" field if the given value is not nil.
+func (_c *AssetNameCreate) SetNillableSpace(v *assetname.Space) *AssetNameCreate {
+	if v != nil {
+		_c.SetSpace(*v)
+	}
+	return _c
+}
+
 // SetNamespace sets the "namespace" field.
 func (_c *AssetNameCreate) SetNamespace(v string) *AssetNameCreate {
 	_c.mutation.SetNamespace(v)
@@ -72,6 +86,7 @@ func (_c *AssetNameCreate) Mutation() *AssetNameMutation {
 
 // Save creates the AssetName in the database.
 func (_c *AssetNameCreate) Save(ctx context.Context) (*AssetName, error) {
+	_c.defaults()
 	return withHooks(ctx, _c.sqlSave, _c.mutation, _c.hooks)
 }
 
@@ -97,10 +112,26 @@ func (_c *AssetNameCreate) ExecX(ctx context.Context) {
 	}
 }
 
+// defaults sets the default values of the builder before save.
+func (_c *AssetNameCreate) defaults() {
+	if _, ok := _c.mutation.Space(); !ok {
+		v := assetname.DefaultSpace
+		_c.mutation.SetSpace(v)
+	}
+}
+
 // check runs all checks and user-defined validators on the builder.
 func (_c *AssetNameCreate) check() error {
 	if _, ok := _c.mutation.AssetID(); !ok {
 		return &ValidationError{Name: "asset_id", err: errors.New(`ent: missing required field "AssetName.asset_id"`)}
+	}
+	if _, ok := _c.mutation.Space(); !ok {
+		return &ValidationError{Name: "space", err: errors.New(`ent: missing required field "AssetName.space"`)}
+	}
+	if v, ok := _c.mutation.Space(); ok {
+		if err := assetname.SpaceValidator(v); err != nil {
+			return &ValidationError{Name: "space", err: fmt.Errorf(`ent: validator failed for field "AssetName.space": %w`, err)}
+		}
 	}
 	if _, ok := _c.mutation.Namespace(); !ok {
 		return &ValidationError{Name: "namespace", err: errors.New(`ent: missing required field "AssetName.namespace"`)}
@@ -140,6 +171,10 @@ func (_c *AssetNameCreate) createSpec() (*AssetName, *sqlgraph.CreateSpec) {
 		_node = &AssetName{config: _c.config}
 		_spec = sqlgraph.NewCreateSpec(assetname.Table, sqlgraph.NewFieldSpec(assetname.FieldID, field.TypeInt))
 	)
+	if value, ok := _c.mutation.Space(); ok {
+		_spec.SetField(assetname.FieldSpace, field.TypeEnum, value)
+		_node.Space = value
+	}
 	if value, ok := _c.mutation.Namespace(); ok {
 		_spec.SetField(assetname.FieldNamespace, field.TypeString, value)
 		_node.Namespace = value
@@ -194,6 +229,7 @@ func (_c *AssetNameCreateBulk) Save(ctx context.Context) ([]*AssetName, error) {
 	for i := range _c.builders {
 		func(i int, root context.Context) {
 			builder := _c.builders[i]
+			builder.defaults()
 			var mut Mutator = MutateFunc(func(ctx context.Context, m Mutation) (Value, error) {
 				mutation, ok := m.(*AssetNameMutation)
 				if !ok {

@@ -2162,6 +2162,7 @@ type AssetNameMutation struct {
 	op            Op
 	typ           string
 	id            *int
+	space         *assetname.Space
 	namespace     *string
 	name          *string
 	valid_from    *time.Time
@@ -2306,6 +2307,42 @@ func (m *AssetNameMutation) OldAssetID(ctx context.Context) (v uuid.UUID, err er
 // ResetAssetID resets all changes to the "asset_id" field.
 func (m *AssetNameMutation) ResetAssetID() {
 	m.asset = nil
+}
+
+// SetSpace sets the "space" field.
+func (m *AssetNameMutation) SetSpace(a assetname.Space) {
+	m.space = &a
+}
+
+// Space returns the value of the "space" field in the mutation.
+func (m *AssetNameMutation) Space() (r assetname.Space, exists bool) {
+	v := m.space
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSpace returns the old "space" field's value of the AssetName entity.
+// If the AssetName object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AssetNameMutation) OldSpace(ctx context.Context) (v assetname.Space, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSpace is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSpace requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSpace: %w", err)
+	}
+	return oldValue.Space, nil
+}
+
+// ResetSpace resets all changes to the "space" field.
+func (m *AssetNameMutation) ResetSpace() {
+	m.space = nil
 }
 
 // SetNamespace sets the "namespace" field.
@@ -2526,9 +2563,12 @@ func (m *AssetNameMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *AssetNameMutation) Fields() []string {
-	fields := make([]string, 0, 5)
+	fields := make([]string, 0, 6)
 	if m.asset != nil {
 		fields = append(fields, assetname.FieldAssetID)
+	}
+	if m.space != nil {
+		fields = append(fields, assetname.FieldSpace)
 	}
 	if m.namespace != nil {
 		fields = append(fields, assetname.FieldNamespace)
@@ -2552,6 +2592,8 @@ func (m *AssetNameMutation) Field(name string) (ent.Value, bool) {
 	switch name {
 	case assetname.FieldAssetID:
 		return m.AssetID()
+	case assetname.FieldSpace:
+		return m.Space()
 	case assetname.FieldNamespace:
 		return m.Namespace()
 	case assetname.FieldName:
@@ -2571,6 +2613,8 @@ func (m *AssetNameMutation) OldField(ctx context.Context, name string) (ent.Valu
 	switch name {
 	case assetname.FieldAssetID:
 		return m.OldAssetID(ctx)
+	case assetname.FieldSpace:
+		return m.OldSpace(ctx)
 	case assetname.FieldNamespace:
 		return m.OldNamespace(ctx)
 	case assetname.FieldName:
@@ -2594,6 +2638,13 @@ func (m *AssetNameMutation) SetField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetAssetID(v)
+		return nil
+	case assetname.FieldSpace:
+		v, ok := value.(assetname.Space)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSpace(v)
 		return nil
 	case assetname.FieldNamespace:
 		v, ok := value.(string)
@@ -2683,6 +2734,9 @@ func (m *AssetNameMutation) ResetField(name string) error {
 	switch name {
 	case assetname.FieldAssetID:
 		m.ResetAssetID()
+		return nil
+	case assetname.FieldSpace:
+		m.ResetSpace()
 		return nil
 	case assetname.FieldNamespace:
 		m.ResetNamespace()

@@ -197,6 +197,7 @@ func (a *API) assetRoutes() {
 		Tag: "assets", Params: []param{
 			{Name: "name", In: "query", Required: true}, {Name: "namespace", In: "query", Description: "omit to search every namespace"},
 			{Name: "at", In: "query", Description: "RFC 3339 time: resolve the name as it was then"},
+			{Name: "space", In: "query", Description: "job or dataset, when a job and a dataset share the name"},
 		}, Responses: map[int]any{200: resolveResponse{}}}, a.resolve)
 }
 
@@ -494,19 +495,20 @@ func (a *API) resolve(c echo.Context) error {
 	if name == "" {
 		return badRequest("name", "name is required, e.g. /api/v1/resolve?namespace=warehouse&name=orders")
 	}
+	space, err := catalog.ParseSpace(c.QueryParam("space"))
+	if err != nil {
+		return err
+	}
 	ctx := c.Request().Context()
-	var (
-		res catalog.Resolution
-		err error
-	)
+	var res catalog.Resolution
 	if at := c.QueryParam("at"); at != "" {
 		t, perr := time.Parse(time.RFC3339Nano, at)
 		if perr != nil {
 			return badRequest("at", "at %q is not an RFC 3339 time such as 2026-01-31T12:00:00Z", truncate(at, 64))
 		}
-		res, err = a.cfg.Catalog.ResolveAt(ctx, namespace, name, t)
+		res, err = a.cfg.Catalog.ResolveAt(ctx, space, namespace, name, t)
 	} else {
-		res, err = a.cfg.Catalog.Resolve(ctx, namespace, name)
+		res, err = a.cfg.Catalog.ResolveIn(ctx, space, namespace, name)
 	}
 	if err != nil {
 		return err

@@ -284,20 +284,25 @@ func (a *API) ingestLineageBatch(c echo.Context) error {
 		return badRequest("", "batch holds %d events; the limit is %d: split it", len(raws), MaxBatchEvents)
 	}
 	out := batchResponse{Summary: batchSummary{Received: len(raws)}, FailedEvents: []failedEvent{}}
+	bodies := make([][]byte, len(raws))
+	for i, r := range raws {
+		bodies[i] = r
+	}
+	// The valid events are stored together; a failure to store them (a lost race retried out, the
+	// database gone) fails the request as a whole, and the client's retry is deduplicated.
+	items, err := a.cfg.Lineage.IngestBatch(c.Request().Context(), bodies)
+	if err != nil {
+		return err
+	}
 	retriable := false
-	for i, raw := range raws {
-		_, err := a.cfg.Lineage.Ingest(c.Request().Context(), raw)
-		if err == nil {
+	for i, it := range items {
+		if it.Err == nil {
 			out.Summary.Successful++
 			continue
 		}
-		p := toProblem(err)
-		fe := failedEvent{Index: i, Reason: p.Detail, Retriable: p.Status >= 500}
-		if p.Status >= 500 && p.Status != http.StatusServiceUnavailable {
-			a.cfg.Logger.Error("lineage batch: event failed", "index", i, "err", err)
-		}
-		retriable = retriable || fe.Retriable
-		out.FailedEvents = append(out.FailedEvents, fe)
+		p := toProblem(it.Err)
+		out.FailedEvents = append(out.FailedEvents, failedEvent{Index: i, Reason: p.Detail, Retriable: p.Status >= 500})
+		retriable = retriable || p.Status >= 500
 		out.Summary.Failed++
 	}
 	switch {

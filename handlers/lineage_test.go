@@ -127,16 +127,36 @@ func TestOpenLineageFixturesOverHTTP(t *testing.T) {
 		{"Shuffled1", shuffled(1)},
 		{"Shuffled2", shuffled(2)},
 		{"EachTwice", append(slices.Clone(fixtures), shuffled(3)...)},
+		{"Batches", shuffled(4)}, // posted as batches of 7 through /lineage/batch
+		{"OneBatch", append(slices.Clone(fixtures), fixtures...)},
 	}
 	eachBackend(t, func(t *testing.T, _ *server) {
 		var want []string
 		for _, order := range orders {
 			t.Run(order.name, func(t *testing.T) {
 				s := startServer(t, storageFor2(t, t.Name()), nil)
-				for _, f := range order.events {
-					r := s.postEvent(t, f.raw)
-					if r.status != 200 && r.status != 201 {
-						t.Fatalf("%s: %d %s", f.name, r.status, r.body)
+				size := map[string]int{"Batches": 7, "OneBatch": len(order.events)}[order.name]
+				if size == 0 {
+					for _, f := range order.events {
+						r := s.postEvent(t, f.raw)
+						if r.status != 200 && r.status != 201 {
+							t.Fatalf("%s: %d %s", f.name, r.status, r.body)
+						}
+					}
+				}
+				for start := 0; size > 0 && start < len(order.events); start += size {
+					var raws []json.RawMessage
+					for _, f := range order.events[start:min(start+size, len(order.events))] {
+						raws = append(raws, f.raw)
+					}
+					body, _ := json.Marshal(raws)
+					var br struct {
+						Status  string
+						Summary struct{ Received, Successful, Failed int }
+					}
+					s.must(t, 200, req{method: "POST", path: "/api/v1/lineage/batch", token: s.Write, body: body}).decode(t, &br)
+					if br.Status != "success" || br.Summary.Successful != len(raws) {
+						t.Fatalf("batch from %d: %+v", start, br)
 					}
 				}
 				got := s.snapshot(t)

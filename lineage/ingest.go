@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,13 +14,11 @@ import (
 
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/ent"
-	"github.com/tidemark/tidemark/ent/assetfacet"
 	"github.com/tidemark/tidemark/ent/columnedge"
 	"github.com/tidemark/tidemark/ent/lineageedge"
 	"github.com/tidemark/tidemark/ent/lineageevent"
 	"github.com/tidemark/tidemark/ent/predicate"
 	"github.com/tidemark/tidemark/ent/run"
-	"github.com/tidemark/tidemark/ent/runio"
 )
 
 // Service ingests OpenLineage events and answers lineage queries.
@@ -33,6 +30,9 @@ type Service struct {
 	log   *slog.Logger
 	slots chan struct{}
 	wait  time.Duration
+	// sqlite is true on SQLite, where bulk statements buy nothing (no round trips) and some of
+	// PostgreSQL's syntax is missing.
+	sqlite bool
 }
 
 // Option configures a Service.
@@ -61,7 +61,14 @@ func New(db *ent.Client, cat *catalog.Catalog, opts ...Option) *Service {
 }
 
 // Open loads the lineage graph into memory.
-func (s *Service) Open(ctx context.Context) error { return s.graph.Sync(ctx) }
+func (s *Service) Open(ctx context.Context) error {
+	rows, err := s.db.QueryContext(ctx, "SELECT sqlite_version()")
+	if err == nil {
+		rows.Close()
+		s.sqlite = true
+	}
+	return s.graph.Sync(ctx)
+}
 
 // Run keeps the in-memory graph current with edges other replicas write, polling every interval
 // until ctx ends.
@@ -91,26 +98,80 @@ func (s *Service) Ingest(ctx context.Context, raw []byte) (IngestResult, error) 
 
 // IngestEvent stores a parsed event (see Ingest).
 func (s *Service) IngestEvent(ctx context.Context, ev Event) (IngestResult, error) {
-	if err := s.acquire(ctx); err != nil {
+	res, err := s.applyEvents(ctx, []Event{ev})
+	if err != nil {
 		return IngestResult{}, err
 	}
-	defer func() { <-s.slots }()
-	key := eventKey(ev)
+	return res[0], nil
+}
+
+// BatchItem is the outcome of one event of a batch: a result, or why it was refused.
+type BatchItem struct {
+	Result IngestResult
+	Err    error
+}
+
+// IngestBatch parses every event and stores the valid ones, with all their effects, in one
+// transaction, in order. An invalid event is refused on its own (its item's Err wraps
+// catalog.ErrInvalid) and does not stop the others. A failure to store fails the whole batch
+// (returned error); retrying it is safe, since stored events are recognised.
+func (s *Service) IngestBatch(ctx context.Context, raws [][]byte) ([]BatchItem, error) {
+	items := make([]BatchItem, len(raws))
 	var (
-		res     IngestResult
-		added   []edgeRef
-		touched []uuid.UUID
-		err     error
+		evs []Event
+		at  []int
+	)
+	for i, raw := range raws {
+		ev, err := ParseEvent(raw)
+		if err != nil {
+			items[i].Err = err
+			continue
+		}
+		evs = append(evs, ev)
+		at = append(at, i)
+	}
+	if len(evs) == 0 {
+		return items, nil
+	}
+	res, err := s.applyEvents(ctx, evs)
+	if err != nil {
+		return nil, err
+	}
+	for j, r := range res {
+		items[at[j]].Result = r
+	}
+	return items, nil
+}
+
+func (s *Service) applyEvents(ctx context.Context, evs []Event) ([]IngestResult, error) {
+	if err := s.acquire(ctx); err != nil {
+		return nil, err
+	}
+	defer func() { <-s.slots }()
+	keys := make([]string, len(evs))
+	for i, ev := range evs {
+		keys[i] = eventKey(ev)
+	}
+	var (
+		res []IngestResult
+		b   *batch
+		err error
 	)
 	for attempt := 1; attempt <= 4; attempt++ {
-		res, added, touched = IngestResult{Kind: ev.Kind}, nil, nil
+		res = make([]IngestResult, len(evs))
 		err = s.cat.InTx(ctx, func(ctx context.Context, tx *ent.Tx) error {
-			a := &applier{s: s, tx: tx, ev: ev, res: &res}
-			if err := a.apply(ctx, key); err != nil {
+			b = newBatch(s, tx)
+			if err := b.prefetch(ctx, evs, keys); err != nil {
 				return err
 			}
-			added, touched = a.added, a.touched
-			return nil
+			for i, ev := range evs {
+				res[i].Kind = ev.Kind
+				a := &applier{batch: b, ev: ev, res: &res[i]}
+				if err := a.apply(ctx, keys[i]); err != nil {
+					return err
+				}
+			}
+			return b.flush(ctx)
 		})
 		if err == nil || !catalog.IsRace(err) {
 			break
@@ -118,10 +179,10 @@ func (s *Service) IngestEvent(ctx context.Context, ev Event) (IngestResult, erro
 		s.log.Debug("lineage: ingest raced, retrying", "attempt", attempt, "err", err)
 	}
 	if err != nil {
-		return IngestResult{}, err
+		return nil, err
 	}
-	s.graph.add(added)
-	if err := s.graph.refresh(ctx, touched); err != nil {
+	s.graph.add(b.added)
+	if err := s.graph.refresh(ctx, b.touched); err != nil {
 		// Committed already; the next Sync picks the change up from the audit log.
 		s.log.Warn("lineage: refresh graph names", "err", err)
 	}
@@ -161,16 +222,11 @@ func eventKey(ev Event) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// applier applies one event inside its transaction.
+// applier applies one event of a batch.
 type applier struct {
-	s       *Service
-	tx      *ent.Tx
-	ev      Event
-	res     *IngestResult
-	added   []edgeRef
-	touched []uuid.UUID // assets whose name or status this event changed
-	now     time.Time
-	cache   map[[2]string]catalog.Ref
+	*batch
+	ev  Event
+	res *IngestResult
 }
 
 func (a *applier) warn(format string, args ...any) {
@@ -178,13 +234,9 @@ func (a *applier) warn(format string, args ...any) {
 }
 
 func (a *applier) apply(ctx context.Context, key string) error {
-	a.now = a.s.now().UTC().Truncate(time.Microsecond)
-	a.cache = map[[2]string]catalog.Ref{}
-	if prior, err := a.tx.LineageEvent.Query().Where(lineageevent.EventKey(key)).Only(ctx); err == nil {
-		a.res.EventID, a.res.Duplicate = prior.ID, true
+	if prior, ok := a.keys[key]; ok {
+		a.res.EventID, a.res.Duplicate = prior, true
 		return nil
-	} else if !ent.IsNotFound(err) {
-		return fmt.Errorf("lineage: look up event: %w", err)
 	}
 	ev := a.ev
 	var jobID uuid.UUID
@@ -238,17 +290,15 @@ func (a *applier) apply(ctx context.Context, key string) error {
 			return err
 		}
 	}
-	q := a.tx.LineageEvent.Create().SetEventKey(key).SetKind(lineageevent.Kind(ev.Kind)).SetEventType(ev.EventType).
+	id := uuid.Must(uuid.NewV7())
+	q := a.tx.LineageEvent.Create().SetID(id).SetEventKey(key).SetKind(lineageevent.Kind(ev.Kind)).SetEventType(ev.EventType).
 		SetEventTime(ev.EventTime).SetRunID(ev.RunID).SetProducer(truncate(ev.Producer, 1024)).
 		SetPayload(string(ev.Raw)).SetReceivedAt(a.now)
 	if jobID != uuid.Nil {
 		q.SetJobAssetID(jobID)
 	}
-	row, err := q.Save(ctx)
-	if err != nil {
-		return fmt.Errorf("lineage: store event: %w", err)
-	}
-	a.res.EventID = row.ID
+	a.events = append(a.events, q)
+	a.keys[key], a.res.EventID = id, id
 	return nil
 }
 
@@ -332,8 +382,8 @@ func (a *applier) resolveDataset(ctx context.Context, d Dataset) (uuid.UUID, err
 // run after the event's symlinks and facets are recorded on the still-live asset.
 func (a *applier) lifecycle(ctx context.Context, ref catalog.Ref, drop bool) (bool, error) {
 	t := a.ev.EventTime
-	st, err := a.tx.LineageState.Get(ctx, ref.ID)
-	if ent.IsNotFound(err) {
+	st, err := a.state(ctx, ref.ID)
+	if err == nil && st == nil {
 		if !drop {
 			return false, nil // never dropped: nothing to weigh this use against
 		}
@@ -348,6 +398,7 @@ func (a *applier) lifecycle(ctx context.Context, ref catalog.Ref, drop bool) (bo
 			q.SetLastActivity(last)
 		}
 		st, err = q.Save(ctx)
+		a.states[ref.ID] = st
 	}
 	if err != nil {
 		return false, fmt.Errorf("lineage: lifecycle of %s: %w", ref.ID, err)
@@ -387,6 +438,9 @@ func (a *applier) lifecycle(ctx context.Context, ref catalog.Ref, drop bool) (bo
 
 // lastUse is the newest event time at which lineage saw the asset used (read or written).
 func (a *applier) lastUse(ctx context.Context, id uuid.UUID) (time.Time, error) {
+	if err := a.flushEdges(ctx); err != nil { // this batch's widened intervals count too
+		return time.Time{}, err
+	}
 	var last time.Time
 	for _, p := range []predicate.LineageEdge{lineageedge.FromID(id), lineageedge.ToID(id)} {
 		e, err := a.tx.LineageEdge.Query().Where(p).Order(ent.Desc(lineageedge.FieldLastSeen)).First(ctx)
@@ -420,11 +474,11 @@ func (a *applier) rename(ctx context.Context, prevNS, prevName string, d Dataset
 		a.warn("RENAME of %s.%s ignored: previousIdentifier is not a valid name", d.Namespace, d.Name)
 		return catalog.Ref{}, nil
 	}
-	cur, curOK, err := a.s.cat.Lookup(ctx, d.Namespace, d.Name)
+	cur, curOK, err := a.s.cat.Lookup(ctx, catalog.SpaceDataset, d.Namespace, d.Name)
 	if err != nil {
 		return catalog.Ref{}, err
 	}
-	prev, prevOK, err := a.s.cat.Lookup(ctx, prevNS, prevName)
+	prev, prevOK, err := a.s.cat.Lookup(ctx, catalog.SpaceDataset, prevNS, prevName)
 	if err != nil {
 		return catalog.Ref{}, err
 	}
@@ -438,7 +492,7 @@ func (a *applier) rename(ctx context.Context, prevNS, prevName string, d Dataset
 		if _, err := a.s.cat.Rename(ctx, prev.ID, catalog.AnyVersion, d.Namespace, d.Name); err != nil {
 			return catalog.Ref{}, err
 		}
-		delete(a.cache, [2]string{prevNS, prevName})
+		delete(a.cache, nameKey{catalog.SpaceDataset, prevNS, prevName})
 		a.touched = append(a.touched, prev.ID)
 		prev.Former = false
 		return prev, nil
@@ -450,7 +504,7 @@ func (a *applier) rename(ctx context.Context, prevNS, prevName string, d Dataset
 // the symlinks; else the asset that held the name before, when this event happened before it let
 // go of the name or it was dropped by lineage (and may be revived); else a new asset.
 func (a *applier) resolveName(ctx context.Context, ns, name string, kind catalog.Kind, links []catalog.ExternalIDInput) (catalog.Ref, error) {
-	k := [2]string{ns, name}
+	k := nameKey{catalog.SpaceOf(kind), ns, name}
 	if r, ok := a.cache[k]; ok {
 		return r, nil
 	}
@@ -458,7 +512,7 @@ func (a *applier) resolveName(ctx context.Context, ns, name string, kind catalog
 		a.cache[k] = r
 		return r, nil
 	}
-	ref, ok, err := a.s.cat.Lookup(ctx, ns, name)
+	ref, ok, err := a.s.cat.Lookup(ctx, k.space, ns, name)
 	if err != nil {
 		return catalog.Ref{}, err
 	}
@@ -480,9 +534,9 @@ func (a *applier) resolveName(ctx context.Context, ns, name string, kind catalog
 			return found(ref) // a late event from before the rename or delete
 		}
 		if ref.Deleted {
-			st, err := a.tx.LineageState.Get(ctx, ref.ID)
-			if err != nil && !ent.IsNotFound(err) {
-				return catalog.Ref{}, fmt.Errorf("lineage: lifecycle of %s: %w", ref.ID, err)
+			st, err := a.state(ctx, ref.ID)
+			if err != nil {
+				return catalog.Ref{}, err
 			}
 			if st != nil && st.DroppedAt != nil {
 				return found(ref) // dropped by lineage: the same table, perhaps re-created
@@ -493,7 +547,7 @@ func (a *applier) resolveName(ctx context.Context, ns, name string, kind catalog
 	if err != nil {
 		return catalog.Ref{}, err
 	}
-	a.touched = append(a.touched, res.Asset.ID)
+	a.created(res.Asset.ID)
 	return found(catalog.Ref{ID: res.Asset.ID})
 }
 
@@ -573,95 +627,89 @@ func ownerRole(t string) string {
 
 // putFacet upserts a facet value; it reports whether this event's value is now the latest.
 func (a *applier) putFacet(ctx context.Context, id uuid.UUID, name, value string) (bool, error) {
-	cur, err := a.tx.AssetFacet.Query().Where(assetfacet.AssetID(id), assetfacet.Name(name)).Only(ctx)
+	cur, err := a.facet(ctx, id, name)
 	switch {
-	case ent.IsNotFound(err):
-		return true, a.tx.AssetFacet.Create().SetAssetID(id).SetName(name).SetValue(value).
-			SetEventTime(a.ev.EventTime).SetUpdatedAt(a.now).Exec(ctx)
 	case err != nil:
-		return false, fmt.Errorf("lineage: read facet: %w", err)
-	case a.ev.EventTime.Before(cur.EventTime):
-		return false, nil
-	case cur.Value == value:
+		return false, err
+	case cur == nil:
+		row, err := a.tx.AssetFacet.Create().SetAssetID(id).SetName(name).SetValue(value).
+			SetEventTime(a.ev.EventTime).SetUpdatedAt(a.now).Save(ctx)
+		if err != nil {
+			return false, fmt.Errorf("lineage: store facet: %w", err)
+		}
+		a.facets[id][name] = row
+		return true, nil
+	case a.ev.EventTime.Before(cur.EventTime), cur.Value == value:
 		return false, nil
 	}
-	return true, a.tx.AssetFacet.UpdateOne(cur).SetValue(value).SetEventTime(a.ev.EventTime).SetUpdatedAt(a.now).Exec(ctx)
+	row, err := a.tx.AssetFacet.UpdateOne(cur).SetValue(value).SetEventTime(a.ev.EventTime).SetUpdatedAt(a.now).Save(ctx)
+	if err != nil {
+		return false, fmt.Errorf("lineage: store facet: %w", err)
+	}
+	a.facets[id][name] = row
+	return true, nil
 }
 
 var terminal = map[string]bool{"COMPLETE": true, "FAIL": true, "ABORT": true}
 
-// upsertRun records the run and merges this event into it. State follows event time, and a run
-// never leaves a terminal state (a late RUNNING after COMPLETE changes nothing).
+// upsertRun records the run and merges this event into it (written at flush). State follows
+// event time, and a run never leaves a terminal state (a late RUNNING after COMPLETE changes
+// nothing).
 func (a *applier) upsertRun(ctx context.Context, jobID uuid.UUID, inputs, outputs []uuid.UUID) error {
 	ev := a.ev
 	state := ev.EventType
 	var parent parentFacet
 	ev.RunFacets.facet("parent", &parent)
-	var nominal nominalTimeFacet
-	ev.RunFacets.facet("nominalTime", &nominal)
-	cur, err := a.tx.Run.Get(ctx, ev.RunID)
-	if ent.IsNotFound(err) {
+	r := a.runs[ev.RunID]
+	if r == nil {
 		if state == "" {
 			state = "OTHER"
 		}
-		q := a.tx.Run.Create().SetID(ev.RunID).SetJobAssetID(jobID).SetState(run.State(state)).SetStateTime(ev.EventTime).
-			SetParentRunID(parent.Run.RunID).SetFacets(ev.RunFacets).SetEventCount(1).SetCreatedAt(a.now).SetUpdatedAt(a.now)
+		r = &runState{isNew: true, row: ent.Run{ID: ev.RunID, JobAssetID: jobID, State: run.State(state), StateTime: ev.EventTime,
+			ParentRunID: parent.Run.RunID, Facets: mergeFacets(nil, ev.RunFacets, true), EventCount: 1, CreatedAt: a.now, UpdatedAt: a.now}}
 		if state == "START" || state == "RUNNING" || terminal[state] {
-			q.SetStartedAt(ev.EventTime)
+			r.row.StartedAt = &ev.EventTime
 		}
 		if terminal[state] {
-			q.SetEndedAt(ev.EventTime)
+			r.row.EndedAt = &ev.EventTime
 		}
+		var nominal nominalTimeFacet
+		ev.RunFacets.facet("nominalTime", &nominal)
 		if t, err := ParseTime(nominal.NominalStartTime); err == nil {
-			q.SetNominalStart(t)
+			r.row.NominalStart = &t
 		}
 		if t, err := ParseTime(nominal.NominalEndTime); err == nil {
-			q.SetNominalEnd(t)
+			r.row.NominalEnd = &t
 		}
-		if err := q.Exec(ctx); err != nil {
-			return fmt.Errorf("lineage: create run: %w", err)
-		}
-	} else if err != nil {
-		return fmt.Errorf("lineage: read run: %w", err)
+		a.runs[ev.RunID] = r
 	} else {
-		if cur.JobAssetID != jobID {
-			a.warn("run %s belongs to job asset %s; this event names another job, which is ignored for the run", ev.RunID, cur.JobAssetID)
+		row := &r.row
+		if row.JobAssetID != jobID {
+			a.warn("run %s belongs to job asset %s; this event names another job, which is ignored for the run", ev.RunID, row.JobAssetID)
 		}
-		u := a.tx.Run.UpdateOne(cur).AddEventCount(1).SetUpdatedAt(a.now)
-		later := !ev.EventTime.Before(cur.StateTime)
-		if state != "" && later && !(terminal[string(cur.State)] && !terminal[state]) {
-			u.SetState(run.State(state)).SetStateTime(ev.EventTime)
+		later := !ev.EventTime.Before(row.StateTime)
+		if state != "" && later && !(terminal[string(row.State)] && !terminal[state]) {
+			row.State, row.StateTime = run.State(state), ev.EventTime
 		}
-		if state == "START" && (cur.StartedAt == nil || ev.EventTime.Before(*cur.StartedAt)) {
-			u.SetStartedAt(ev.EventTime)
+		if state == "START" && (row.StartedAt == nil || ev.EventTime.Before(*row.StartedAt)) {
+			row.StartedAt = &ev.EventTime
 		}
-		if terminal[state] && (cur.EndedAt == nil || ev.EventTime.After(*cur.EndedAt)) {
-			u.SetEndedAt(ev.EventTime)
+		if terminal[state] && (row.EndedAt == nil || ev.EventTime.After(*row.EndedAt)) {
+			row.EndedAt = &ev.EventTime
 		}
-		merged := map[string]json.RawMessage{}
-		for k, v := range cur.Facets {
-			merged[k] = v
+		row.Facets = mergeFacets(row.Facets, ev.RunFacets, later)
+		if row.ParentRunID == "" {
+			row.ParentRunID = parent.Run.RunID
 		}
-		for k, v := range ev.RunFacets {
-			if _, had := merged[k]; !had || later {
-				merged[k] = v
-			}
-		}
-		u.SetFacets(merged)
-		if cur.ParentRunID == "" && parent.Run.RunID != "" {
-			u.SetParentRunID(parent.Run.RunID)
-		}
-		if err := u.Exec(ctx); err != nil {
-			return fmt.Errorf("lineage: update run: %w", err)
-		}
+		row.EventCount++
+		row.UpdatedAt = a.now
+		r.dirty = true
 	}
-	for role, ids := range map[runio.Role][]uuid.UUID{runio.RoleInput: inputs, runio.RoleOutput: outputs} {
+	for role, ids := range map[string][]uuid.UUID{"input": inputs, "output": outputs} {
 		for _, id := range ids {
-			// ON CONFLICT: one statement instead of a read and a write (run I/O is not tailed, so
-			// an ID consumed by a conflicting insert costs nothing).
-			if _, err := a.tx.ExecContext(ctx, `INSERT INTO run_ios (run_id, asset_id, role, first_seen) VALUES ($1, $2, $3, $4)
-				ON CONFLICT (run_id, asset_id, role) DO NOTHING`, ev.RunID, id, string(role), ev.EventTime); err != nil {
-				return fmt.Errorf("lineage: record run io: %w", err)
+			k := [3]string{ev.RunID, id.String(), role}
+			if t, ok := a.runIO[k]; !ok || ev.EventTime.Before(t) {
+				a.runIO[k] = ev.EventTime
 			}
 		}
 	}
@@ -672,17 +720,11 @@ func (a *applier) upsertRun(ctx context.Context, jobID uuid.UUID, inputs, output
 // edge IDs (the change sequence replicas tail) are only consumed by real new edges.
 func (a *applier) upsertEdge(ctx context.Context, from, to uuid.UUID) error {
 	t := a.ev.EventTime
-	if a.s.graph.hasEdge(from, to) {
-		// Known edge (the graph holds every committed edge): widen its seen interval in one
-		// statement, without reading it first.
-		_, err := a.tx.ExecContext(ctx, `UPDATE lineage_edges SET
-				first_seen = CASE WHEN first_seen > $1 THEN $1 ELSE first_seen END,
-				last_run_id = CASE WHEN last_seen < $1 THEN $2 ELSE last_run_id END,
-				last_seen = CASE WHEN last_seen < $1 THEN $1 ELSE last_seen END
-			WHERE from_id = $3 AND to_id = $4 AND (first_seen > $1 OR last_seen < $1)`, t, a.ev.RunID, from, to)
-		if err != nil {
-			return fmt.Errorf("lineage: update edge: %w", err)
-		}
+	k := [2]uuid.UUID{from, to}
+	if a.knownEdges[k] || a.s.graph.hasEdge(from, to) {
+		// Known edge (the graph holds every committed edge): widen its seen interval at flush,
+		// without reading it.
+		a.touchEdge(from, to, t, a.ev.RunID)
 		return nil
 	}
 	cur, err := a.tx.LineageEdge.Query().Where(lineageedge.FromID(from), lineageedge.ToID(to)).Only(ctx)
@@ -692,22 +734,17 @@ func (a *applier) upsertEdge(ctx context.Context, from, to uuid.UUID) error {
 			return fmt.Errorf("lineage: create edge: %w", err)
 		}
 		a.added = append(a.added, edgeRef{seq: int64(row.ID), from: from, to: to})
+		a.knownEdges[k] = true
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("lineage: read edge: %w", err)
 	}
-	if !t.Before(cur.FirstSeen) && !t.After(cur.LastSeen) {
-		return nil
+	a.knownEdges[k] = true // known now (written by another replica, not synced yet)
+	if t.Before(cur.FirstSeen) || t.After(cur.LastSeen) {
+		a.touchEdge(from, to, t, a.ev.RunID)
 	}
-	u := a.tx.LineageEdge.UpdateOne(cur)
-	if t.Before(cur.FirstSeen) {
-		u.SetFirstSeen(t)
-	}
-	if t.After(cur.LastSeen) {
-		u.SetLastSeen(t).SetLastRunID(a.ev.RunID)
-	}
-	return u.Exec(ctx)
+	return nil
 }
 
 // columnLineage records output field <- input field edges from the columnLineage facet.

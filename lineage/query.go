@@ -120,7 +120,11 @@ func (s *Service) ResolveNodeID(ctx context.Context, nodeID string) (uuid.UUID, 
 	if !ok || (typ != "dataset" && typ != "job") || rest == "" {
 		return uuid.Nil, invalid("nodeId %q must look like dataset:<namespace>:<name> or job:<namespace>:<name>", truncate(nodeID, 128))
 	}
-	id, _, err := s.resolveSplit(ctx, rest, 1)
+	space := catalog.SpaceDataset
+	if typ == "job" {
+		space = catalog.SpaceJob
+	}
+	id, _, err := s.resolveSplit(ctx, space, rest, 1)
 	if err != nil {
 		return uuid.Nil, err
 	}
@@ -132,7 +136,7 @@ func (s *Service) ResolveNodeID(ctx context.Context, nodeID string) (uuid.UUID, 
 
 // resolveSplit tries every way to split s into namespace:name[:tail...] where tail has tailParts
 // - 1 further colon-separated parts kept whole in the returned tail (for datasetField IDs).
-func (s *Service) resolveSplit(ctx context.Context, str string, tailParts int) (uuid.UUID, string, error) {
+func (s *Service) resolveSplit(ctx context.Context, space catalog.Space, str string, tailParts int) (uuid.UUID, string, error) {
 	type cand struct{ ns, name, tail string }
 	var cands []cand
 	for i := 0; i < len(str); i++ {
@@ -156,7 +160,7 @@ func (s *Service) resolveSplit(ctx context.Context, str string, tailParts int) (
 		if catalog.ValidateName(c.ns, c.name) != nil {
 			continue
 		}
-		ref, ok, err := s.cat.Lookup(ctx, c.ns, c.name)
+		ref, ok, err := s.cat.Lookup(ctx, space, c.ns, c.name)
 		if err != nil {
 			return uuid.Nil, "", err
 		}
@@ -292,7 +296,7 @@ func (s *Service) ColumnLineage(ctx context.Context, nodeID string, depth int, w
 	var start []FieldRef
 	switch typ {
 	case "datasetField":
-		id, field, err := s.resolveSplit(ctx, rest, 2)
+		id, field, err := s.resolveSplit(ctx, catalog.SpaceDataset, rest, 2)
 		if err != nil {
 			return nil, err
 		}

@@ -3,6 +3,8 @@
 package assetname
 
 import (
+	"fmt"
+
 	"entgo.io/ent/dialect/sql"
 	"entgo.io/ent/dialect/sql/sqlgraph"
 )
@@ -14,6 +16,8 @@ const (
 	FieldID = "id"
 	// FieldAssetID holds the string denoting the asset_id field in the database.
 	FieldAssetID = "asset_id"
+	// FieldSpace holds the string denoting the space field in the database.
+	FieldSpace = "space"
 	// FieldNamespace holds the string denoting the namespace field in the database.
 	FieldNamespace = "namespace"
 	// FieldName holds the string denoting the name field in the database.
@@ -39,6 +43,7 @@ const (
 var Columns = []string{
 	FieldID,
 	FieldAssetID,
+	FieldSpace,
 	FieldNamespace,
 	FieldName,
 	FieldValidFrom,
@@ -55,6 +60,32 @@ func ValidColumn(column string) bool {
 	return false
 }
 
+// Space defines the type for the "space" enum field.
+type Space string
+
+// SpaceDataset is the default value of the Space enum.
+const DefaultSpace = SpaceDataset
+
+// Space values.
+const (
+	SpaceDataset Space = "dataset"
+	SpaceJob     Space = "job"
+)
+
+func (s Space) String() string {
+	return string(s)
+}
+
+// SpaceValidator is a validator for the "space" field enum values. It is called by the builders before save.
+func SpaceValidator(s Space) error {
+	switch s {
+	case SpaceDataset, SpaceJob:
+		return nil
+	default:
+		return fmt.Errorf("assetname: invalid enum value for space field: %q", s)
+	}
+}
+
 // OrderOption defines the ordering options for the AssetName queries.
 type OrderOption func(*sql.Selector)
 
@@ -66,6 +97,11 @@ func ByID(opts ...sql.OrderTermOption) OrderOption {
 // ByAssetID orders the results by the asset_id field.
 func ByAssetID(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldAssetID, opts...).ToFunc()
+}
+
+// BySpace orders the results by the space field.
+func BySpace(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldSpace, opts...).ToFunc()
 }
 
 // ByNamespace orders the results by the namespace field.

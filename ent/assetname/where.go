@@ -101,6 +101,26 @@ func AssetIDNotIn(vs ...uuid.UUID) predicate.AssetName {
 	return predicate.AssetName(sql.FieldNotIn(FieldAssetID, vs...))
 }
 
+// SpaceEQ applies the EQ predicate on the "space" field.
+func SpaceEQ(v Space) predicate.AssetName {
+	return predicate.AssetName(sql.FieldEQ(FieldSpace, v))
+}
+
+// SpaceNEQ applies the NEQ predicate on the "space" field.
+func SpaceNEQ(v Space) predicate.AssetName {
+	return predicate.AssetName(sql.FieldNEQ(FieldSpace, v))
+}
+
+// SpaceIn applies the In predicate on the "space" field.
+func SpaceIn(vs ...Space) predicate.AssetName {
+	return predicate.AssetName(sql.FieldIn(FieldSpace, vs...))
+}
+
+// SpaceNotIn applies the NotIn predicate on the "space" field.
+func SpaceNotIn(vs ...Space) predicate.AssetName {
+	return predicate.AssetName(sql.FieldNotIn(FieldSpace, vs...))
+}
+
 // NamespaceEQ applies the EQ predicate on the "namespace" field.
 func NamespaceEQ(v string) predicate.AssetName {
 	return predicate.AssetName(sql.FieldEQ(FieldNamespace, v))

@@ -78,6 +78,7 @@ var (
 	// AssetNamesColumns holds the columns for the "asset_names" table.
 	AssetNamesColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeInt, Increment: true},
+		{Name: "space", Type: field.TypeEnum, Enums: []string{"dataset", "job"}, Default: "dataset"},
 		{Name: "namespace", Type: field.TypeString},
 		{Name: "name", Type: field.TypeString},
 		{Name: "valid_from", Type: field.TypeTime},
@@ -92,7 +93,7 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "asset_names_assets_names",
-				Columns:    []*schema.Column{AssetNamesColumns[5]},
+				Columns:    []*schema.Column{AssetNamesColumns[6]},
 				RefColumns: []*schema.Column{AssetsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -101,7 +102,7 @@ var (
 			{
 				Name:    "assetname_current_name",
 				Unique:  true,
-				Columns: []*schema.Column{AssetNamesColumns[1], AssetNamesColumns[2]},
+				Columns: []*schema.Column{AssetNamesColumns[1], AssetNamesColumns[2], AssetNamesColumns[3]},
 				Annotation: &entsql.IndexAnnotation{
 					Where: "valid_to IS NULL",
 				},
@@ -109,20 +110,20 @@ var (
 			{
 				Name:    "assetname_current_of_asset",
 				Unique:  true,
-				Columns: []*schema.Column{AssetNamesColumns[5]},
+				Columns: []*schema.Column{AssetNamesColumns[6]},
 				Annotation: &entsql.IndexAnnotation{
 					Where: "valid_to IS NULL",
 				},
 			},
 			{
-				Name:    "assetname_namespace_name_valid_from",
+				Name:    "assetname_space_namespace_name_valid_from",
 				Unique:  false,
-				Columns: []*schema.Column{AssetNamesColumns[1], AssetNamesColumns[2], AssetNamesColumns[3]},
+				Columns: []*schema.Column{AssetNamesColumns[1], AssetNamesColumns[2], AssetNamesColumns[3], AssetNamesColumns[4]},
 			},
 			{
 				Name:    "assetname_name",
 				Unique:  false,
-				Columns: []*schema.Column{AssetNamesColumns[2]},
+				Columns: []*schema.Column{AssetNamesColumns[3]},
 			},
 		},
 	}

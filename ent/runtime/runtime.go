@@ -44,6 +44,8 @@ func init() {
 	assetDescID := assetMixinFields0[0].Descriptor()
 	// asset.DefaultID holds the default value on creation for the id field.
 	asset.DefaultID = assetDescID.Default.(func() uuid.UUID)
+	assetnameFields := schema.AssetName{}.Fields()
+	_ = assetnameFields
 	auditeventMixin := schema.AuditEvent{}.Mixin()
 	auditeventHooks := schema.AuditEvent{}.Hooks()
 	auditevent.Hooks[0] = auditeventHooks[0]

@@ -16,6 +16,10 @@ type AssetName struct{ ent.Schema }
 func (AssetName) Fields() []ent.Field {
 	return []ent.Field{
 		field.UUID("asset_id", uuid.UUID{}).Immutable(),
+		// space separates the names of jobs from those of datasets (tables, views, topics...):
+		// OpenLineage lets a job and a dataset share a namespace and name, and they are
+		// different assets.
+		field.Enum("space").Values("dataset", "job").Default("dataset").Immutable(),
 		field.String("namespace").Immutable(),
 		field.String("name").Immutable(),
 		field.Time("valid_from").Immutable(),
@@ -33,11 +37,11 @@ func (AssetName) Indexes() []ent.Index {
 	return []ent.Index{
 		// The database, not the application, guarantees one current holder per name and one
 		// current name per asset: two racing renames cannot both win.
-		index.Fields("namespace", "name").Unique().
+		index.Fields("space", "namespace", "name").Unique().
 			Annotations(entsql.IndexWhere("valid_to IS NULL")).StorageKey("assetname_current_name"),
 		index.Fields("asset_id").Unique().
 			Annotations(entsql.IndexWhere("valid_to IS NULL")).StorageKey("assetname_current_of_asset"),
-		index.Fields("namespace", "name", "valid_from"),
+		index.Fields("space", "namespace", "name", "valid_from"),
 		index.Fields("name"),
 	}
 }
