@@ -5,6 +5,7 @@ package catalog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -81,8 +82,21 @@ func (c *Catalog) InTx(ctx context.Context, fn func(ctx context.Context, tx *ent
 	return c.tx(ctx, func(tx *ent.Tx) error { return fn(ent.NewTxContext(ctx, tx), tx) })
 }
 
-// IsRace reports whether err is a lost race on a unique index, worth retrying from the start.
-func IsRace(err error) bool { return ent.IsConstraintError(err) }
+// IsRace reports whether err is a lost race worth retrying from the start: a unique index taken
+// by a concurrent transaction, or (PostgreSQL) a deadlock or serialization failure.
+func IsRace(err error) bool {
+	if ent.IsConstraintError(err) {
+		return true
+	}
+	var st interface{ SQLState() string }
+	if errors.As(err, &st) {
+		switch st.SQLState() {
+		case "40P01", "40001": // deadlock_detected, serialization_failure
+			return true
+		}
+	}
+	return false
+}
 
 // tx runs fn in a transaction, rolling back on error or panic. When ctx already carries a
 // transaction (InTx), fn joins it and the outer caller commits.

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -32,12 +33,18 @@ func readFixtures(t testing.TB, globs ...string) []fixture {
 			t.Fatalf("no fixtures match %s (%v)", glob, err)
 		}
 		// Sequence files are numbered 1..16: order them numerically, as produced.
-		sort.Slice(paths, func(i, j int) bool {
-			a, b := filepath.Base(paths[i]), filepath.Base(paths[j])
-			if len(a) != len(b) {
-				return len(a) < len(b)
+		num := func(p string) int {
+			n, err := strconv.Atoi(strings.TrimSuffix(filepath.Base(p), ".json"))
+			if err != nil {
+				return -1
 			}
-			return a < b
+			return n
+		}
+		sort.SliceStable(paths, func(i, j int) bool {
+			if a, b := num(paths[i]), num(paths[j]); a >= 0 && b >= 0 {
+				return a < b
+			}
+			return paths[i] < paths[j]
 		})
 		for _, p := range paths {
 			if strings.Contains(p, "PARTIAL") {

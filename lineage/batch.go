@@ -1,9 +1,12 @@
 package lineage
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -164,6 +167,67 @@ func (b *batch) prefetch(ctx context.Context, evs []Event, keys []string) error 
 	return nil
 }
 
+// precreate registers, each in its own short transaction, the assets for names a batch uses
+// that no asset has ever held (and that carry no symlink or lifecycle change, which need the
+// in-transaction rules). Creating them inside the batch's long transaction would make
+// concurrent batches that share new names wait on each other and fail on the unique index; an
+// asset created here for a batch that then fails is the asset its retry will use.
+func (s *Service) precreate(ctx context.Context, evs []Event) error {
+	type want struct {
+		kind catalog.Kind
+		ns   string
+		name string
+	}
+	seen := map[nameKey]bool{}
+	var wants []want
+	var names []string
+	add := func(kind catalog.Kind, ns, name string) {
+		k := nameKey{catalog.SpaceOf(kind), ns, name}
+		if !seen[k] {
+			seen[k] = true
+			wants = append(wants, want{kind, ns, name})
+			names = append(names, name)
+		}
+	}
+	for _, ev := range evs {
+		if ev.Job != nil {
+			add(catalog.KindJob, ev.Job.Namespace, ev.Job.Name)
+		}
+		for _, d := range append(append([]Dataset{}, ev.Inputs...), ev.Outputs...) {
+			if _, ok := d.Facets["symlinks"]; ok {
+				continue
+			}
+			if _, ok := d.Facets["lifecycleStateChange"]; ok {
+				continue
+			}
+			add(datasetKind(d.Facets), d.Namespace, d.Name)
+		}
+	}
+	held := map[nameKey]bool{} // names some asset holds or held
+	if err := chunks(names, func(part []string) error {
+		rows, err := s.db.AssetName.Query().Where(assetname.NameIn(part...)).
+			Select(assetname.FieldSpace, assetname.FieldNamespace, assetname.FieldName).All(ctx)
+		for _, r := range rows {
+			held[nameKey{catalog.Space(r.Space), r.Namespace, r.Name}] = true
+		}
+		return err
+	}); err != nil {
+		return fmt.Errorf("lineage: read names: %w", err)
+	}
+	sort.Slice(wants, func(i, j int) bool { return wants[i].ns+"\x00"+wants[i].name < wants[j].ns+"\x00"+wants[j].name })
+	for _, w := range wants {
+		if held[nameKey{catalog.SpaceOf(w.kind), w.ns, w.name}] {
+			continue
+		}
+		// Create is idempotent under races: a concurrent creator's asset is found, not duplicated.
+		if _, err := s.cat.Create(ctx, catalog.CreateInput{Kind: w.kind, Namespace: w.ns, Name: w.name}); err != nil &&
+			!errors.Is(err, catalog.ErrNameTaken) {
+			return err
+		}
+	}
+	return nil
+}
+
 // state returns an asset's lifecycle state, nil when it has none.
 func (b *batch) state(ctx context.Context, id uuid.UUID) (*ent.LineageState, error) {
 	if b.statesKnown[id] {
@@ -233,6 +297,13 @@ func (b *batch) flushEdges(ctx context.Context) error {
 	for k, e := range b.touches {
 		rows = append(rows, row{k, e})
 	}
+	// One lock order for every batch, so two batches widening the same edges cannot deadlock.
+	sort.Slice(rows, func(i, j int) bool {
+		if c := bytes.Compare(rows[i].k[0][:], rows[j].k[0][:]); c != 0 {
+			return c < 0
+		}
+		return bytes.Compare(rows[i].k[1][:], rows[j].k[1][:]) < 0
+	})
 	b.touches = map[[2]uuid.UUID]*edgeTouch{}
 	if b.s.sqlite {
 		// In-process: a statement costs no round trip.

@@ -152,6 +152,9 @@ func (s *Service) applyEvents(ctx context.Context, evs []Event) ([]IngestResult,
 	for i, ev := range evs {
 		keys[i] = eventKey(ev)
 	}
+	if err := s.precreate(ctx, evs); err != nil {
+		return nil, err
+	}
 	var (
 		res []IngestResult
 		b   *batch
@@ -177,6 +180,7 @@ func (s *Service) applyEvents(ctx context.Context, evs []Event) ([]IngestResult,
 			break
 		}
 		s.log.Debug("lineage: ingest raced, retrying", "attempt", attempt, "err", err)
+		time.Sleep(time.Duration(attempt*attempt) * 10 * time.Millisecond)
 	}
 	if err != nil {
 		return nil, err

@@ -54,6 +54,7 @@ var (
 	batchSize  = flag.Int("batch", 100, "events per batch request")
 	clients    = flag.Int("clients", 4, "concurrent ingest clients")
 	keep       = flag.Bool("keep", false, "keep the benchmark databases")
+	part       = flag.String("part", "all", "all, traversal or ingest")
 )
 
 func main() {
@@ -62,8 +63,12 @@ func main() {
 		log.Fatal("set -postgres or TIDEMARK_TEST_POSTGRES")
 	}
 	ctx := context.Background()
-	traversal(ctx)
-	ingest(ctx)
+	if *part == "all" || *part == "traversal" {
+		traversal(ctx)
+	}
+	if *part == "all" || *part == "ingest" {
+		ingest(ctx)
+	}
 }
 
 func createDB(ctx context.Context, name string) (string, func()) {
