@@ -16,6 +16,7 @@ import (
 	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/ent/assetfacet"
 	"github.com/tidemark/tidemark/ent/assetname"
+	"github.com/tidemark/tidemark/ent/lineageedge"
 	"github.com/tidemark/tidemark/ent/lineageevent"
 	"github.com/tidemark/tidemark/ent/lineagestate"
 	"github.com/tidemark/tidemark/ent/run"
@@ -38,7 +39,8 @@ type batch struct {
 	facets      map[uuid.UUID]map[string]*ent.AssetFacet
 	runs        map[string]*runState
 	runIO       map[[3]string]time.Time
-	touches     map[[2]uuid.UUID]*edgeTouch
+	touches     map[[2]uuid.UUID]*edgeTouch // known edges to widen
+	pending     map[[2]uuid.UUID]*edgeTouch // edges not known: to look up, then create or widen
 	knownEdges  map[[2]uuid.UUID]bool
 	events      []*ent.LineageEventCreate
 
@@ -67,7 +69,7 @@ func newBatch(s *Service, tx *ent.Tx) *batch {
 	return &batch{s: s, tx: tx, now: s.now().UTC().Truncate(time.Microsecond), cache: map[nameKey]catalog.Ref{},
 		keys: map[string]uuid.UUID{}, states: map[uuid.UUID]*ent.LineageState{}, statesKnown: map[uuid.UUID]bool{},
 		facets: map[uuid.UUID]map[string]*ent.AssetFacet{}, runs: map[string]*runState{}, runIO: map[[3]string]time.Time{},
-		touches: map[[2]uuid.UUID]*edgeTouch{}, knownEdges: map[[2]uuid.UUID]bool{}}
+		touches: map[[2]uuid.UUID]*edgeTouch{}, pending: map[[2]uuid.UUID]*edgeTouch{}, knownEdges: map[[2]uuid.UUID]bool{}}
 }
 
 const chunk = 500 // rows or keys per statement, far below both databases' parameter limits
@@ -268,12 +270,17 @@ func (b *batch) created(id uuid.UUID) {
 	b.touched = append(b.touched, id)
 }
 
-// touchEdge widens a known edge's seen interval, written at flush.
-func (b *batch) touchEdge(from, to uuid.UUID, t time.Time, runID string) {
+// touchEdge records that the event saw from -> to at t; known tells whether the edge is
+// committed already. Written at flush.
+func (b *batch) touchEdge(from, to uuid.UUID, t time.Time, runID string, known bool) {
 	k := [2]uuid.UUID{from, to}
-	e := b.touches[k]
+	set := b.touches
+	if !known {
+		set = b.pending
+	}
+	e := set[k]
 	if e == nil {
-		b.touches[k] = &edgeTouch{first: t, last: t, lastRun: runID}
+		set[k] = &edgeTouch{first: t, last: t, lastRun: runID}
 		return
 	}
 	if t.Before(e.first) {
@@ -284,8 +291,75 @@ func (b *batch) touchEdge(from, to uuid.UUID, t time.Time, runID string) {
 	}
 }
 
-// flushEdges writes the widened seen intervals of known edges.
+// createEdges looks up the pending edges: those that exist (another replica's, not synced yet)
+// join the known ones; the rest are created in bulk, their IDs going to the graph after commit.
+func (b *batch) createEdges(ctx context.Context) error {
+	if len(b.pending) == 0 {
+		return nil
+	}
+	keys := make([][2]uuid.UUID, 0, len(b.pending))
+	for k := range b.pending {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { // one insert order for every batch
+		if c := bytes.Compare(keys[i][0][:], keys[j][0][:]); c != 0 {
+			return c < 0
+		}
+		return bytes.Compare(keys[i][1][:], keys[j][1][:]) < 0
+	})
+	exists := map[[2]uuid.UUID]bool{}
+	if err := chunks(keys, func(part [][2]uuid.UUID) error {
+		froms, tos := make([]uuid.UUID, len(part)), make([]uuid.UUID, len(part))
+		for i, k := range part {
+			froms[i], tos[i] = k[0], k[1]
+		}
+		rows, err := b.tx.LineageEdge.Query().Where(lineageedge.FromIDIn(froms...), lineageedge.ToIDIn(tos...)).
+			Select(lineageedge.FieldFromID, lineageedge.FieldToID).All(ctx)
+		for _, r := range rows {
+			exists[[2]uuid.UUID{r.FromID, r.ToID}] = true
+		}
+		return err
+	}); err != nil {
+		return fmt.Errorf("lineage: read edges: %w", err)
+	}
+	var creates []*ent.LineageEdgeCreate
+	var created [][2]uuid.UUID
+	for _, k := range keys {
+		e := b.pending[k]
+		b.knownEdges[k] = true
+		if exists[k] {
+			if cur := b.touches[k]; cur != nil {
+				b.touchEdge(k[0], k[1], e.first, cur.lastRun, true)
+				b.touchEdge(k[0], k[1], e.last, e.lastRun, true)
+			} else {
+				b.touches[k] = e
+			}
+			continue
+		}
+		creates = append(creates, b.tx.LineageEdge.Create().SetFromID(k[0]).SetToID(k[1]).
+			SetFirstSeen(e.first).SetLastSeen(e.last).SetLastRunID(e.lastRun))
+		created = append(created, k)
+	}
+	b.pending = map[[2]uuid.UUID]*edgeTouch{}
+	i := 0
+	return chunks(creates, func(part []*ent.LineageEdgeCreate) error {
+		rows, err := b.tx.LineageEdge.CreateBulk(part...).Save(ctx)
+		if err != nil {
+			return fmt.Errorf("lineage: create edges: %w", err)
+		}
+		for _, r := range rows {
+			b.added = append(b.added, edgeRef{seq: int64(r.ID), from: created[i][0], to: created[i][1]})
+			i++
+		}
+		return nil
+	})
+}
+
+// flushEdges creates the pending edges and writes the widened seen intervals of known ones.
 func (b *batch) flushEdges(ctx context.Context) error {
+	if err := b.createEdges(ctx); err != nil {
+		return err
+	}
 	if len(b.touches) == 0 {
 		return nil
 	}

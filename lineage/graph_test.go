@@ -1,12 +1,15 @@
 package lineage
 
 import (
+	"errors"
 	"log/slog"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/tidemark/tidemark/catalog"
 )
 
 func ids(n int) []uuid.UUID {
@@ -82,5 +85,23 @@ func TestTailGaps(t *testing.T) {
 	g.advance(nil, now.Add(2*gapGrace))
 	if g.low != 5 || len(g.gaps) != 0 {
 		t.Fatalf("low %d gaps %v; want the stale gap dropped", g.low, g.gaps)
+	}
+}
+
+// TestBackPressure: with every ingest slot taken, the next ingest is refused as unavailable
+// (HTTP 503, which OpenLineage clients retry) rather than queued without bound.
+func TestBackPressure(t *testing.T) {
+	s := New(nil, nil, WithConcurrency(1, 10*time.Millisecond))
+	ctx := t.Context()
+	if err := s.acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	err := s.acquire(ctx)
+	if !errors.Is(err, catalog.ErrUnavailable) {
+		t.Fatalf("second acquire = %v, want ErrUnavailable", err)
+	}
+	<-s.slots
+	if err := s.acquire(ctx); err != nil {
+		t.Fatalf("after release: %v", err)
 	}
 }

@@ -723,31 +723,9 @@ func (a *applier) upsertRun(ctx context.Context, jobID uuid.UUID, inputs, output
 // upsertEdge records from -> to. It checks before inserting rather than using ON CONFLICT, so
 // edge IDs (the change sequence replicas tail) are only consumed by real new edges.
 func (a *applier) upsertEdge(ctx context.Context, from, to uuid.UUID) error {
-	t := a.ev.EventTime
-	k := [2]uuid.UUID{from, to}
-	if a.knownEdges[k] || a.s.graph.hasEdge(from, to) {
-		// Known edge (the graph holds every committed edge): widen its seen interval at flush,
-		// without reading it.
-		a.touchEdge(from, to, t, a.ev.RunID)
-		return nil
-	}
-	cur, err := a.tx.LineageEdge.Query().Where(lineageedge.FromID(from), lineageedge.ToID(to)).Only(ctx)
-	if ent.IsNotFound(err) {
-		row, err := a.tx.LineageEdge.Create().SetFromID(from).SetToID(to).SetFirstSeen(t).SetLastSeen(t).SetLastRunID(a.ev.RunID).Save(ctx)
-		if err != nil {
-			return fmt.Errorf("lineage: create edge: %w", err)
-		}
-		a.added = append(a.added, edgeRef{seq: int64(row.ID), from: from, to: to})
-		a.knownEdges[k] = true
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("lineage: read edge: %w", err)
-	}
-	a.knownEdges[k] = true // known now (written by another replica, not synced yet)
-	if t.Before(cur.FirstSeen) || t.After(cur.LastSeen) {
-		a.touchEdge(from, to, t, a.ev.RunID)
-	}
+	// Known edges (the graph holds every committed edge) have their seen interval widened at
+	// flush, without a read; others are looked up and created in bulk at flush.
+	a.touchEdge(from, to, a.ev.EventTime, a.ev.RunID, a.knownEdges[[2]uuid.UUID{from, to}] || a.s.graph.hasEdge(from, to))
 	return nil
 }
 
