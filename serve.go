@@ -75,7 +75,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 
 	var lin *lineage.Service
 	cat := catalog.New(store.Client, catalog.WithLogger(log),
-		catalog.WithChangeHook(func(ctx context.Context, id uuid.UUID) { lin.Graph().AssetChanged(ctx, id) }))
+		catalog.WithChangeHook(func(ctx context.Context, ids []uuid.UUID) { lin.Graph().AssetsChanged(ctx, ids) }))
 	lin = lineage.New(store.Client, cat, lineage.WithLogger(log))
 	loadStart := time.Now()
 	if err := lin.Open(ctx); err != nil {

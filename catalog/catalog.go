@@ -20,7 +20,7 @@ type Catalog struct {
 	db       *ent.Client
 	now      func() time.Time
 	log      *slog.Logger
-	onChange []func(ctx context.Context, id uuid.UUID)
+	onChange []func(ctx context.Context, ids []uuid.UUID)
 }
 
 // Option configures a Catalog.
@@ -32,17 +32,17 @@ func WithClock(now func() time.Time) Option { return func(c *Catalog) { c.now = 
 // WithChangeHook calls fn after a change to an asset commits (create, rename, update, delete,
 // restore, owners, external IDs), so in-memory views such as the lineage graph's node names stay
 // current. Changes made inside a caller's transaction (InTx) are the caller's to announce.
-func WithChangeHook(fn func(ctx context.Context, id uuid.UUID)) Option {
+func WithChangeHook(fn func(ctx context.Context, ids []uuid.UUID)) Option {
 	return func(c *Catalog) { c.onChange = append(c.onChange, fn) }
 }
 
-// changed announces a committed change of id, unless ctx carries a caller's transaction.
-func (c *Catalog) changed(ctx context.Context, id uuid.UUID) {
-	if ent.TxFromContext(ctx) != nil {
+// changed announces committed changes of ids, unless ctx carries a caller's transaction.
+func (c *Catalog) changed(ctx context.Context, ids ...uuid.UUID) {
+	if ent.TxFromContext(ctx) != nil || len(ids) == 0 {
 		return
 	}
 	for _, fn := range c.onChange {
-		fn(ctx, id)
+		fn(ctx, ids)
 	}
 }
 

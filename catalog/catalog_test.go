@@ -538,3 +538,36 @@ func TestJobAndDatasetMayShareAName(t *testing.T) {
 		}
 	})
 }
+
+func TestCreateMany(t *testing.T) {
+	eachBackend(t, func(t *testing.T, e env) {
+		ctx := context.Background()
+		held := e.create(t, "w", "a")
+		n, err := e.cat.CreateMany(ctx, []catalog.CreateInput{
+			{Kind: catalog.KindTable, Namespace: "w", Name: "a"}, // held: skipped
+			{Kind: catalog.KindTable, Namespace: "w", Name: "b"},
+			{Kind: catalog.KindJob, Namespace: "w", Name: "a"}, // a job may share a table's name
+			{Kind: catalog.KindTable, Namespace: "w", Name: "b"}, // twice in one call: once
+		})
+		if err != nil || n != 2 {
+			t.Fatalf("CreateMany = %d, %v; want 2 created", n, err)
+		}
+		res, err := e.cat.ResolveIn(ctx, catalog.SpaceDataset, "w", "a")
+		if err != nil || res.Asset.ID != held.ID {
+			t.Fatalf("the held name moved: %+v %v", res, err)
+		}
+		b, err := e.cat.Resolve(ctx, "w", "b")
+		if err != nil || b.Asset.Version != 1 {
+			t.Fatalf("b = %+v, %v", b, err)
+		}
+		if acts := e.auditActions(t, b.Asset.ID); !slices.Equal(acts, []string{catalog.ActionCreate}) {
+			t.Fatalf("audit of b = %v", acts)
+		}
+		if _, err := e.cat.CreateMany(ctx, []catalog.CreateInput{{Kind: "table", Namespace: "w", Name: " bad"}}); !errors.Is(err, catalog.ErrInvalid) {
+			t.Fatalf("invalid name: %v", err)
+		}
+		if c := e.counts(t); c["assets"] != 3 || c["audit_events"] != 3 {
+			t.Fatalf("rows = %v", c)
+		}
+	})
+}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/google/uuid"
@@ -236,4 +237,101 @@ func (c *Catalog) LookupExternalID(ctx context.Context, system, value string) (A
 		return Asset{}, fmt.Errorf("catalog: look up external id: %w", err)
 	}
 	return c.Get(ctx, row.AssetID)
+}
+
+// MaxCreateMany bounds the assets CreateMany registers at once.
+const MaxCreateMany = 1000
+
+// CreateMany registers plain assets (kind, namespace, name, description: no idempotency key,
+// external IDs or owners) in one transaction with bulk statements, each with its audit event.
+// Names already held are skipped, not refused: it is for ingest paths that register what they
+// see. It returns how many assets it created. A race with a concurrent creator falls back to
+// Create one by one.
+func (c *Catalog) CreateMany(ctx context.Context, ins []CreateInput) (int, error) {
+	if len(ins) > MaxCreateMany {
+		return 0, invalid("assets", "at most %d assets at once, not %d", MaxCreateMany, len(ins))
+	}
+	for i := range ins {
+		if ins[i].IdempotencyKey != "" || len(ins[i].ExternalIDs) > 0 || len(ins[i].Owners) > 0 {
+			return 0, invalid("assets", "CreateMany takes plain assets; create %s.%s with Create", ins[i].Namespace, ins[i].Name)
+		}
+		if err := validateCreate(&ins[i]); err != nil {
+			return 0, err
+		}
+	}
+	var created []uuid.UUID
+	err := c.tx(ctx, func(tx *ent.Tx) error {
+		created = created[:0]
+		names := make([]string, len(ins))
+		for i, in := range ins {
+			names[i] = in.Name
+		}
+		held := map[[3]string]bool{}
+		rows, err := tx.AssetName.Query().Where(assetname.NameIn(names...), assetname.ValidToIsNil()).All(ctx)
+		if err != nil {
+			return fmt.Errorf("catalog: look up names: %w", err)
+		}
+		for _, r := range rows {
+			held[[3]string{string(r.Space), r.Namespace, r.Name}] = true
+		}
+		now := c.Now()
+		var (
+			assets   []*ent.AssetCreate
+			nameRows []*ent.AssetNameCreate
+			audits   []*ent.AuditEventCreate
+		)
+		for _, in := range ins {
+			k := [3]string{string(SpaceOf(in.Kind)), in.Namespace, in.Name}
+			if held[k] {
+				continue
+			}
+			held[k] = true
+			id := uuid.Must(uuid.NewV7())
+			a := Asset{ID: id, Kind: in.Kind, Status: StatusActive, Version: 1, Namespace: in.Namespace, Name: in.Name,
+				Description: in.Description, CreatedAt: now, UpdatedAt: now, ExternalIDs: []ExternalID{}, Owners: []Owner{}}
+			after, err := json.Marshal(a)
+			if err != nil {
+				return err
+			}
+			assets = append(assets, tx.Asset.Create().SetID(id).SetKind(asset.Kind(in.Kind)).SetDescription(in.Description).
+				SetCreatedAt(now).SetUpdatedAt(now))
+			nameRows = append(nameRows, tx.AssetName.Create().SetAssetID(id).SetSpace(assetname.Space(SpaceOf(in.Kind))).
+				SetNamespace(in.Namespace).SetName(in.Name).SetValidFrom(now))
+			audits = append(audits, tx.AuditEvent.Create().SetAt(now).SetActor(ActorFrom(ctx)).SetAction(ActionCreate).
+				SetAssetID(id).SetRequestID(requestIDFrom(ctx)).SetAfter(after))
+			created = append(created, id)
+		}
+		if len(assets) == 0 {
+			return nil
+		}
+		if err := tx.Asset.CreateBulk(assets...).Exec(ctx); err != nil {
+			return fmt.Errorf("catalog: insert assets: %w", err)
+		}
+		if err := tx.AssetName.CreateBulk(nameRows...).Exec(ctx); err != nil {
+			return fmt.Errorf("catalog: insert names: %w", err)
+		}
+		if err := tx.AuditEvent.CreateBulk(audits...).Exec(ctx); err != nil {
+			return fmt.Errorf("catalog: audit creates: %w", err)
+		}
+		return nil
+	})
+	if ent.IsConstraintError(err) {
+		n := 0
+		for _, in := range ins {
+			res, err := c.Create(ctx, in)
+			switch {
+			case errors.Is(err, ErrNameTaken):
+			case err != nil:
+				return n, err
+			case res.Created:
+				n++
+			}
+		}
+		return n, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	c.changed(ctx, created...)
+	return len(created), nil
 }

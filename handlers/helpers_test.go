@@ -53,7 +53,7 @@ func startServer(t testing.TB, db *storage.DB, tweak func(*handlers.Config)) *se
 		t.Fatal(err)
 	}
 	var lin *lineage.Service
-	cat := catalog.New(db.Client, catalog.WithChangeHook(func(ctx context.Context, id uuid.UUID) { lin.Graph().AssetChanged(ctx, id) }))
+	cat := catalog.New(db.Client, catalog.WithChangeHook(func(ctx context.Context, ids []uuid.UUID) { lin.Graph().AssetsChanged(ctx, ids) }))
 	lin = lineage.New(db.Client, cat)
 	if err := lin.Open(ctx); err != nil {
 		t.Fatal(err)

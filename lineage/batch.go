@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -216,18 +215,17 @@ func (s *Service) precreate(ctx context.Context, evs []Event) error {
 	}); err != nil {
 		return fmt.Errorf("lineage: read names: %w", err)
 	}
-	sort.Slice(wants, func(i, j int) bool { return wants[i].ns+"\x00"+wants[i].name < wants[j].ns+"\x00"+wants[j].name })
+	var create []catalog.CreateInput
 	for _, w := range wants {
-		if held[nameKey{catalog.SpaceOf(w.kind), w.ns, w.name}] {
-			continue
-		}
-		// Create is idempotent under races: a concurrent creator's asset is found, not duplicated.
-		if _, err := s.cat.Create(ctx, catalog.CreateInput{Kind: w.kind, Namespace: w.ns, Name: w.name}); err != nil &&
-			!errors.Is(err, catalog.ErrNameTaken) {
-			return err
+		if !held[nameKey{catalog.SpaceOf(w.kind), w.ns, w.name}] {
+			create = append(create, catalog.CreateInput{Kind: w.kind, Namespace: w.ns, Name: w.name})
 		}
 	}
-	return nil
+	// CreateMany skips names a concurrent creator took meanwhile, so no asset is duplicated.
+	return chunks(create, func(part []catalog.CreateInput) error {
+		_, err := s.cat.CreateMany(ctx, part)
+		return err
+	})
 }
 
 // state returns an asset's lifecycle state, nil when it has none.

@@ -91,10 +91,10 @@ func (g *Graph) setInfo(sums []catalog.Summary) {
 	}
 }
 
-// AssetChanged reloads one asset's summary; wire it to catalog.WithChangeHook.
-func (g *Graph) AssetChanged(ctx context.Context, id uuid.UUID) {
-	if err := g.refresh(ctx, []uuid.UUID{id}); err != nil {
-		g.log.Warn("lineage: refresh graph node; the next sync retries", "asset", id, "err", err)
+// AssetsChanged reloads assets' summaries; wire it to catalog.WithChangeHook.
+func (g *Graph) AssetsChanged(ctx context.Context, ids []uuid.UUID) {
+	if err := g.refresh(ctx, ids); err != nil {
+		g.log.Warn("lineage: refresh graph nodes; the next sync retries", "assets", len(ids), "err", err)
 	}
 }
 

@@ -182,6 +182,11 @@ func (s *Service) applyEvents(ctx context.Context, evs []Event) ([]IngestResult,
 		s.log.Debug("lineage: ingest raced, retrying", "attempt", attempt, "err", err)
 		time.Sleep(time.Duration(attempt*attempt) * 10 * time.Millisecond)
 	}
+	if catalog.IsRace(err) {
+		// Still contended after the retries: the client's retry (503) will find the winners' rows.
+		s.log.Warn("lineage: ingest still racing after retries; refused for retry", "events", len(evs), "err", err)
+		return nil, &catalog.Error{Kind: catalog.ErrUnavailable, Message: "lineage: concurrent writers contend for the same rows; retry shortly"}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -99,7 +99,7 @@ func open(ctx context.Context, dsn string) *storage.DB {
 // server runs the real API over db on 127.0.0.1:0 and returns its base URL and a write token.
 func server(ctx context.Context, db *storage.DB) (string, string, *lineage.Service) {
 	var lin *lineage.Service
-	cat := catalog.New(db.Client, catalog.WithChangeHook(func(ctx context.Context, id uuid.UUID) { lin.Graph().AssetChanged(ctx, id) }))
+	cat := catalog.New(db.Client, catalog.WithChangeHook(func(ctx context.Context, ids []uuid.UUID) { lin.Graph().AssetsChanged(ctx, ids) }))
 	lin = lineage.New(db.Client, cat, lineage.WithConcurrency(2*(*clients), 30*time.Second))
 	start := time.Now()
 	must(lin.Open(ctx))
@@ -328,7 +328,7 @@ func ingest(ctx context.Context) {
 		}
 		close(batches)
 	}()
-	var done, failed atomic.Int64
+	var done, failed, retries atomic.Int64
 	var wg sync.WaitGroup
 	start := time.Now()
 	ticker := time.NewTicker(10 * time.Second)
@@ -356,8 +356,12 @@ func ingest(ctx context.Context) {
 					_ = json.NewDecoder(res.Body).Decode(&out)
 					res.Body.Close()
 					if res.StatusCode == http.StatusServiceUnavailable {
+						retries.Add(1)
 						time.Sleep(100 * time.Millisecond)
 						continue // retried as OpenLineage clients do; landed events are deduplicated
+					}
+					if res.StatusCode != http.StatusOK {
+						log.Fatalf("batch answered %d", res.StatusCode)
 					}
 					done.Add(int64(out.Summary.Successful))
 					failed.Add(int64(out.Summary.Failed))
@@ -369,7 +373,8 @@ func ingest(ctx context.Context) {
 	wg.Wait()
 	took := time.Since(start)
 	rate := float64(done.Load()) / took.Seconds()
-	fmt.Printf("HTTP ingest: %d events (%d failed) in %s = %.0f events/s\n", done.Load(), failed.Load(), took.Round(time.Millisecond), rate)
+	fmt.Printf("HTTP ingest: %d events (%d failed, %d batches retried after 503) in %s = %.0f events/s\n",
+		done.Load(), failed.Load(), retries.Load(), took.Round(time.Millisecond), rate)
 
 	// The ceiling: the same rows, loaded into a fresh database with one COPY per table.
 	counts := map[string]int{}
