@@ -546,7 +546,7 @@ func TestCreateMany(t *testing.T) {
 		n, err := e.cat.CreateMany(ctx, []catalog.CreateInput{
 			{Kind: catalog.KindTable, Namespace: "w", Name: "a"}, // held: skipped
 			{Kind: catalog.KindTable, Namespace: "w", Name: "b"},
-			{Kind: catalog.KindJob, Namespace: "w", Name: "a"}, // a job may share a table's name
+			{Kind: catalog.KindJob, Namespace: "w", Name: "a"},   // a job may share a table's name
 			{Kind: catalog.KindTable, Namespace: "w", Name: "b"}, // twice in one call: once
 		})
 		if err != nil || n != 2 {
