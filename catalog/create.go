@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"sort"
 
 	"github.com/google/uuid"
 
@@ -245,12 +247,12 @@ const MaxCreateMany = 1000
 // CreateMany registers plain assets (kind, namespace, name, description: no idempotency key,
 // external IDs or owners) in one transaction with bulk statements, each with its audit event.
 // Names already held are skipped, not refused: it is for ingest paths that register what they
-// see. It returns how many assets it created. A race with a concurrent creator falls back to
-// Create one by one.
+// see. It returns how many assets it created.
 func (c *Catalog) CreateMany(ctx context.Context, ins []CreateInput) (int, error) {
 	if len(ins) > MaxCreateMany {
 		return 0, invalid("assets", "at most %d assets at once, not %d", MaxCreateMany, len(ins))
 	}
+	ins = slices.Clone(ins)
 	for i := range ins {
 		if ins[i].IdempotencyKey != "" || len(ins[i].ExternalIDs) > 0 || len(ins[i].Owners) > 0 {
 			return 0, invalid("assets", "CreateMany takes plain assets; create %s.%s with Create", ins[i].Namespace, ins[i].Name)
@@ -259,20 +261,58 @@ func (c *Catalog) CreateMany(ctx context.Context, ins []CreateInput) (int, error
 			return 0, err
 		}
 	}
+	// One insert order for every caller, so concurrent calls wait on each other instead of
+	// deadlocking; the loser retries and skips what the winner created.
+	key := func(in CreateInput) string {
+		return string(SpaceOf(in.Kind)) + "\x00" + in.Namespace + "\x00" + in.Name
+	}
+	sort.Slice(ins, func(i, j int) bool { return key(ins[i]) < key(ins[j]) })
+	var (
+		created []uuid.UUID
+		err     error
+	)
+	for attempt := 1; attempt <= 8; attempt++ {
+		created, err = c.createMany(ctx, ins)
+		if !ent.IsConstraintError(err) {
+			break
+		}
+	}
+	if ent.IsConstraintError(err) {
+		// Still contended: one at a time, each Create finding the other creators' assets.
+		created, err = nil, nil
+		for _, in := range ins {
+			res, cerr := c.Create(ctx, in)
+			if cerr != nil && !errors.Is(cerr, ErrNameTaken) {
+				return len(created), cerr
+			}
+			if cerr == nil && res.Created {
+				created = append(created, res.Asset.ID)
+			}
+		}
+		return len(created), nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	c.changed(ctx, created...)
+	return len(created), nil
+}
+
+func (c *Catalog) createMany(ctx context.Context, ins []CreateInput) ([]uuid.UUID, error) {
 	var created []uuid.UUID
 	err := c.tx(ctx, func(tx *ent.Tx) error {
-		created = created[:0]
+		created = nil
 		names := make([]string, len(ins))
 		for i, in := range ins {
 			names[i] = in.Name
 		}
-		held := map[[3]string]bool{}
+		held := map[string]bool{}
 		rows, err := tx.AssetName.Query().Where(assetname.NameIn(names...), assetname.ValidToIsNil()).All(ctx)
 		if err != nil {
 			return fmt.Errorf("catalog: look up names: %w", err)
 		}
 		for _, r := range rows {
-			held[[3]string{string(r.Space), r.Namespace, r.Name}] = true
+			held[string(r.Space)+"\x00"+r.Namespace+"\x00"+r.Name] = true
 		}
 		now := c.Now()
 		var (
@@ -281,15 +321,14 @@ func (c *Catalog) CreateMany(ctx context.Context, ins []CreateInput) (int, error
 			audits   []*ent.AuditEventCreate
 		)
 		for _, in := range ins {
-			k := [3]string{string(SpaceOf(in.Kind)), in.Namespace, in.Name}
+			k := string(SpaceOf(in.Kind)) + "\x00" + in.Namespace + "\x00" + in.Name
 			if held[k] {
 				continue
 			}
 			held[k] = true
 			id := uuid.Must(uuid.NewV7())
-			a := Asset{ID: id, Kind: in.Kind, Status: StatusActive, Version: 1, Namespace: in.Namespace, Name: in.Name,
-				Description: in.Description, CreatedAt: now, UpdatedAt: now, ExternalIDs: []ExternalID{}, Owners: []Owner{}}
-			after, err := json.Marshal(a)
+			after, err := json.Marshal(Asset{ID: id, Kind: in.Kind, Status: StatusActive, Version: 1, Namespace: in.Namespace,
+				Name: in.Name, Description: in.Description, CreatedAt: now, UpdatedAt: now, ExternalIDs: []ExternalID{}, Owners: []Owner{}})
 			if err != nil {
 				return err
 			}
@@ -315,23 +354,5 @@ func (c *Catalog) CreateMany(ctx context.Context, ins []CreateInput) (int, error
 		}
 		return nil
 	})
-	if ent.IsConstraintError(err) {
-		n := 0
-		for _, in := range ins {
-			res, err := c.Create(ctx, in)
-			switch {
-			case errors.Is(err, ErrNameTaken):
-			case err != nil:
-				return n, err
-			case res.Created:
-				n++
-			}
-		}
-		return n, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	c.changed(ctx, created...)
-	return len(created), nil
+	return created, err
 }

@@ -68,7 +68,7 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		p := toProblem(err)
 		p.Instance = c.Request().URL.Path
 		p.RequestID = c.Response().Header().Get(echo.HeaderXRequestID)
-		if p.Status >= 500 {
+		if p.Status >= 500 && p.Status != http.StatusServiceUnavailable { // 503 is back-pressure, not a fault
 			log.Error("request failed", "method", c.Request().Method, "path", c.Request().URL.Path,
 				"request_id", p.RequestID, "err", err)
 		}

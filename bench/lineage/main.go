@@ -22,7 +22,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"log"
 	"log/slog"
 	"math/rand"
@@ -30,6 +29,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"runtime/pprof"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -55,6 +55,7 @@ var (
 	clients    = flag.Int("clients", 4, "concurrent ingest clients")
 	keep       = flag.Bool("keep", false, "keep the benchmark databases")
 	part       = flag.String("part", "all", "all, traversal or ingest")
+	cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the whole run (client and server) here")
 )
 
 func main() {
@@ -63,6 +64,12 @@ func main() {
 		log.Fatal("set -postgres or TIDEMARK_TEST_POSTGRES")
 	}
 	ctx := context.Background()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		must(err)
+		must(pprof.StartCPUProfile(f))
+		defer pprof.StopCPUProfile()
+	}
 	if *part == "all" || *part == "traversal" {
 		traversal(ctx)
 	}
@@ -109,7 +116,7 @@ func server(ctx context.Context, db *storage.DB) (string, string, *lineage.Servi
 	secret, _, err := tokens.Create(ctx, fmt.Sprintf("bench-%d", time.Now().UnixNano()), []auth.Scope{auth.ScopeWrite})
 	must(err)
 	api := handlers.New(handlers.Config{Catalog: cat, Lineage: lin, Tokens: tokens, Ping: db.Ping,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Version: "bench"})
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), Version: "bench"})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	must(err)
 	go http.Serve(ln, api)
