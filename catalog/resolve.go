@@ -173,20 +173,6 @@ func (c *Catalog) LookupExternal(ctx context.Context, system, value string) (Ref
 	return Ref{ID: row.AssetID, Deleted: row.Edges.Asset.Status == asset.StatusDeleted}, true, nil
 }
 
-// LatestNames returns each asset's current name, or for a deleted asset the name it held when
-// deleted (ValidTo set).
-func (c *Catalog) LatestNames(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]Name, error) {
-	rows, err := latestNames(ctx, c.client(ctx), ids)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[uuid.UUID]Name, len(rows))
-	for id, r := range rows {
-		out[id] = toName(r)
-	}
-	return out, nil
-}
-
 // Summary is what a graph node shows of an asset.
 type Summary struct {
 	ID        uuid.UUID
