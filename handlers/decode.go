@@ -19,11 +19,8 @@ import (
 // unknown fields, no trailing data. Every failure says what to fix.
 func bind(c echo.Context, v any) error {
 	r := c.Request()
-	if ct := r.Header.Get(echo.HeaderContentType); ct != "" {
-		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
-			return newProblem(http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %q is not JSON; send application/json", ct))
-		}
+	if err := requireJSON(r); err != nil {
+		return err
 	}
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
@@ -36,6 +33,17 @@ func bind(c echo.Context, v any) error {
 			return err
 		}
 		return badRequest("", "request body has data after the JSON object; send exactly one object")
+	}
+	return nil
+}
+
+// requireJSON refuses a body declared as anything but JSON (no Content-Type is taken as JSON).
+func requireJSON(r *http.Request) error {
+	if ct := r.Header.Get(echo.HeaderContentType); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+			return newProblem(http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %q is not JSON; send application/json", ct))
+		}
 	}
 	return nil
 }

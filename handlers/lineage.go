@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -214,11 +213,8 @@ func (a *API) lineageRoutes() {
 // more than limit bytes after decompression (a gzip bomb is a 413, not an outage).
 func readLineageBody(c echo.Context, limit int64) ([]byte, error) {
 	r := c.Request()
-	if ct := r.Header.Get(echo.HeaderContentType); ct != "" {
-		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
-			return nil, newProblem(http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %q is not JSON; send application/json", ct))
-		}
+	if err := requireJSON(r); err != nil {
+		return nil, err
 	}
 	var body io.Reader = r.Body
 	switch enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding"))); enc {
