@@ -30,6 +30,10 @@ import (
 	"github.com/tidemark/tidemark/ent/owner"
 	"github.com/tidemark/tidemark/ent/run"
 	"github.com/tidemark/tidemark/ent/runio"
+	"github.com/tidemark/tidemark/ent/usageactordaily"
+	"github.com/tidemark/tidemark/ent/usagedaily"
+	"github.com/tidemark/tidemark/ent/usageevent"
+	"github.com/tidemark/tidemark/ent/usagename"
 
 	stdsql "database/sql"
 )
@@ -67,6 +71,14 @@ type Client struct {
 	Run *RunClient
 	// RunIO is the client for interacting with the RunIO builders.
 	RunIO *RunIOClient
+	// UsageActorDaily is the client for interacting with the UsageActorDaily builders.
+	UsageActorDaily *UsageActorDailyClient
+	// UsageDaily is the client for interacting with the UsageDaily builders.
+	UsageDaily *UsageDailyClient
+	// UsageEvent is the client for interacting with the UsageEvent builders.
+	UsageEvent *UsageEventClient
+	// UsageName is the client for interacting with the UsageName builders.
+	UsageName *UsageNameClient
 }
 
 // NewClient creates a new client configured with the given options.
@@ -92,6 +104,10 @@ func (c *Client) init() {
 	c.Owner = NewOwnerClient(c.config)
 	c.Run = NewRunClient(c.config)
 	c.RunIO = NewRunIOClient(c.config)
+	c.UsageActorDaily = NewUsageActorDailyClient(c.config)
+	c.UsageDaily = NewUsageDailyClient(c.config)
+	c.UsageEvent = NewUsageEventClient(c.config)
+	c.UsageName = NewUsageNameClient(c.config)
 }
 
 type (
@@ -182,22 +198,26 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 	cfg := c.config
 	cfg.driver = tx
 	return &Tx{
-		ctx:            ctx,
-		config:         cfg,
-		APIToken:       NewAPITokenClient(cfg),
-		Asset:          NewAssetClient(cfg),
-		AssetFacet:     NewAssetFacetClient(cfg),
-		AssetName:      NewAssetNameClient(cfg),
-		AuditEvent:     NewAuditEventClient(cfg),
-		ColumnEdge:     NewColumnEdgeClient(cfg),
-		ExternalID:     NewExternalIDClient(cfg),
-		IdempotencyKey: NewIdempotencyKeyClient(cfg),
-		LineageEdge:    NewLineageEdgeClient(cfg),
-		LineageEvent:   NewLineageEventClient(cfg),
-		LineageState:   NewLineageStateClient(cfg),
-		Owner:          NewOwnerClient(cfg),
-		Run:            NewRunClient(cfg),
-		RunIO:          NewRunIOClient(cfg),
+		ctx:             ctx,
+		config:          cfg,
+		APIToken:        NewAPITokenClient(cfg),
+		Asset:           NewAssetClient(cfg),
+		AssetFacet:      NewAssetFacetClient(cfg),
+		AssetName:       NewAssetNameClient(cfg),
+		AuditEvent:      NewAuditEventClient(cfg),
+		ColumnEdge:      NewColumnEdgeClient(cfg),
+		ExternalID:      NewExternalIDClient(cfg),
+		IdempotencyKey:  NewIdempotencyKeyClient(cfg),
+		LineageEdge:     NewLineageEdgeClient(cfg),
+		LineageEvent:    NewLineageEventClient(cfg),
+		LineageState:    NewLineageStateClient(cfg),
+		Owner:           NewOwnerClient(cfg),
+		Run:             NewRunClient(cfg),
+		RunIO:           NewRunIOClient(cfg),
+		UsageActorDaily: NewUsageActorDailyClient(cfg),
+		UsageDaily:      NewUsageDailyClient(cfg),
+		UsageEvent:      NewUsageEventClient(cfg),
+		UsageName:       NewUsageNameClient(cfg),
 	}, nil
 }
 
@@ -215,22 +235,26 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 	cfg := c.config
 	cfg.driver = &txDriver{tx: tx, drv: c.driver}
 	return &Tx{
-		ctx:            ctx,
-		config:         cfg,
-		APIToken:       NewAPITokenClient(cfg),
-		Asset:          NewAssetClient(cfg),
-		AssetFacet:     NewAssetFacetClient(cfg),
-		AssetName:      NewAssetNameClient(cfg),
-		AuditEvent:     NewAuditEventClient(cfg),
-		ColumnEdge:     NewColumnEdgeClient(cfg),
-		ExternalID:     NewExternalIDClient(cfg),
-		IdempotencyKey: NewIdempotencyKeyClient(cfg),
-		LineageEdge:    NewLineageEdgeClient(cfg),
-		LineageEvent:   NewLineageEventClient(cfg),
-		LineageState:   NewLineageStateClient(cfg),
-		Owner:          NewOwnerClient(cfg),
-		Run:            NewRunClient(cfg),
-		RunIO:          NewRunIOClient(cfg),
+		ctx:             ctx,
+		config:          cfg,
+		APIToken:        NewAPITokenClient(cfg),
+		Asset:           NewAssetClient(cfg),
+		AssetFacet:      NewAssetFacetClient(cfg),
+		AssetName:       NewAssetNameClient(cfg),
+		AuditEvent:      NewAuditEventClient(cfg),
+		ColumnEdge:      NewColumnEdgeClient(cfg),
+		ExternalID:      NewExternalIDClient(cfg),
+		IdempotencyKey:  NewIdempotencyKeyClient(cfg),
+		LineageEdge:     NewLineageEdgeClient(cfg),
+		LineageEvent:    NewLineageEventClient(cfg),
+		LineageState:    NewLineageStateClient(cfg),
+		Owner:           NewOwnerClient(cfg),
+		Run:             NewRunClient(cfg),
+		RunIO:           NewRunIOClient(cfg),
+		UsageActorDaily: NewUsageActorDailyClient(cfg),
+		UsageDaily:      NewUsageDailyClient(cfg),
+		UsageEvent:      NewUsageEventClient(cfg),
+		UsageName:       NewUsageNameClient(cfg),
 	}, nil
 }
 
@@ -262,7 +286,8 @@ func (c *Client) Use(hooks ...Hook) {
 	for _, n := range []interface{ Use(...Hook) }{
 		c.APIToken, c.Asset, c.AssetFacet, c.AssetName, c.AuditEvent, c.ColumnEdge,
 		c.ExternalID, c.IdempotencyKey, c.LineageEdge, c.LineageEvent, c.LineageState,
-		c.Owner, c.Run, c.RunIO,
+		c.Owner, c.Run, c.RunIO, c.UsageActorDaily, c.UsageDaily, c.UsageEvent,
+		c.UsageName,
 	} {
 		n.Use(hooks...)
 	}
@@ -274,7 +299,8 @@ func (c *Client) Intercept(interceptors ...Interceptor) {
 	for _, n := range []interface{ Intercept(...Interceptor) }{
 		c.APIToken, c.Asset, c.AssetFacet, c.AssetName, c.AuditEvent, c.ColumnEdge,
 		c.ExternalID, c.IdempotencyKey, c.LineageEdge, c.LineageEvent, c.LineageState,
-		c.Owner, c.Run, c.RunIO,
+		c.Owner, c.Run, c.RunIO, c.UsageActorDaily, c.UsageDaily, c.UsageEvent,
+		c.UsageName,
 	} {
 		n.Intercept(interceptors...)
 	}
@@ -311,6 +337,14 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.Run.mutate(ctx, m)
 	case *RunIOMutation:
 		return c.RunIO.mutate(ctx, m)
+	case *UsageActorDailyMutation:
+		return c.UsageActorDaily.mutate(ctx, m)
+	case *UsageDailyMutation:
+		return c.UsageDaily.mutate(ctx, m)
+	case *UsageEventMutation:
+		return c.UsageEvent.mutate(ctx, m)
+	case *UsageNameMutation:
+		return c.UsageName.mutate(ctx, m)
 	default:
 		return nil, fmt.Errorf("ent: unknown mutation type %T", m)
 	}
@@ -2275,17 +2309,549 @@ func (c *RunIOClient) mutate(ctx context.Context, m *RunIOMutation) (Value, erro
 	}
 }
 
+// UsageActorDailyClient is a client for the UsageActorDaily schema.
+type UsageActorDailyClient struct {
+	config
+}
+
+// NewUsageActorDailyClient returns a client for the UsageActorDaily from the given config.
+func NewUsageActorDailyClient(c config) *UsageActorDailyClient {
+	return &UsageActorDailyClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `usageactordaily.Hooks(f(g(h())))`.
+func (c *UsageActorDailyClient) Use(hooks ...Hook) {
+	c.hooks.UsageActorDaily = append(c.hooks.UsageActorDaily, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `usageactordaily.Intercept(f(g(h())))`.
+func (c *UsageActorDailyClient) Intercept(interceptors ...Interceptor) {
+	c.inters.UsageActorDaily = append(c.inters.UsageActorDaily, interceptors...)
+}
+
+// Create returns a builder for creating a UsageActorDaily entity.
+func (c *UsageActorDailyClient) Create() *UsageActorDailyCreate {
+	mutation := newUsageActorDailyMutation(c.config, OpCreate)
+	return &UsageActorDailyCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of UsageActorDaily entities.
+func (c *UsageActorDailyClient) CreateBulk(builders ...*UsageActorDailyCreate) *UsageActorDailyCreateBulk {
+	return &UsageActorDailyCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *UsageActorDailyClient) MapCreateBulk(slice any, setFunc func(*UsageActorDailyCreate, int)) *UsageActorDailyCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &UsageActorDailyCreateBulk{err: fmt.Errorf("calling to UsageActorDailyClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*UsageActorDailyCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &UsageActorDailyCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for UsageActorDaily.
+func (c *UsageActorDailyClient) Update() *UsageActorDailyUpdate {
+	mutation := newUsageActorDailyMutation(c.config, OpUpdate)
+	return &UsageActorDailyUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *UsageActorDailyClient) UpdateOne(_m *UsageActorDaily) *UsageActorDailyUpdateOne {
+	mutation := newUsageActorDailyMutation(c.config, OpUpdateOne, withUsageActorDaily(_m))
+	return &UsageActorDailyUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *UsageActorDailyClient) UpdateOneID(id int) *UsageActorDailyUpdateOne {
+	mutation := newUsageActorDailyMutation(c.config, OpUpdateOne, withUsageActorDailyID(id))
+	return &UsageActorDailyUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for UsageActorDaily.
+func (c *UsageActorDailyClient) Delete() *UsageActorDailyDelete {
+	mutation := newUsageActorDailyMutation(c.config, OpDelete)
+	return &UsageActorDailyDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *UsageActorDailyClient) DeleteOne(_m *UsageActorDaily) *UsageActorDailyDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *UsageActorDailyClient) DeleteOneID(id int) *UsageActorDailyDeleteOne {
+	builder := c.Delete().Where(usageactordaily.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &UsageActorDailyDeleteOne{builder}
+}
+
+// Query returns a query builder for UsageActorDaily.
+func (c *UsageActorDailyClient) Query() *UsageActorDailyQuery {
+	return &UsageActorDailyQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeUsageActorDaily},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a UsageActorDaily entity by its id.
+func (c *UsageActorDailyClient) Get(ctx context.Context, id int) (*UsageActorDaily, error) {
+	return c.Query().Where(usageactordaily.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *UsageActorDailyClient) GetX(ctx context.Context, id int) *UsageActorDaily {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *UsageActorDailyClient) Hooks() []Hook {
+	return c.hooks.UsageActorDaily
+}
+
+// Interceptors returns the client interceptors.
+func (c *UsageActorDailyClient) Interceptors() []Interceptor {
+	return c.inters.UsageActorDaily
+}
+
+func (c *UsageActorDailyClient) mutate(ctx context.Context, m *UsageActorDailyMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&UsageActorDailyCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&UsageActorDailyUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&UsageActorDailyUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&UsageActorDailyDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown UsageActorDaily mutation op: %q", m.Op())
+	}
+}
+
+// UsageDailyClient is a client for the UsageDaily schema.
+type UsageDailyClient struct {
+	config
+}
+
+// NewUsageDailyClient returns a client for the UsageDaily from the given config.
+func NewUsageDailyClient(c config) *UsageDailyClient {
+	return &UsageDailyClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `usagedaily.Hooks(f(g(h())))`.
+func (c *UsageDailyClient) Use(hooks ...Hook) {
+	c.hooks.UsageDaily = append(c.hooks.UsageDaily, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `usagedaily.Intercept(f(g(h())))`.
+func (c *UsageDailyClient) Intercept(interceptors ...Interceptor) {
+	c.inters.UsageDaily = append(c.inters.UsageDaily, interceptors...)
+}
+
+// Create returns a builder for creating a UsageDaily entity.
+func (c *UsageDailyClient) Create() *UsageDailyCreate {
+	mutation := newUsageDailyMutation(c.config, OpCreate)
+	return &UsageDailyCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of UsageDaily entities.
+func (c *UsageDailyClient) CreateBulk(builders ...*UsageDailyCreate) *UsageDailyCreateBulk {
+	return &UsageDailyCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *UsageDailyClient) MapCreateBulk(slice any, setFunc func(*UsageDailyCreate, int)) *UsageDailyCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &UsageDailyCreateBulk{err: fmt.Errorf("calling to UsageDailyClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*UsageDailyCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &UsageDailyCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for UsageDaily.
+func (c *UsageDailyClient) Update() *UsageDailyUpdate {
+	mutation := newUsageDailyMutation(c.config, OpUpdate)
+	return &UsageDailyUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *UsageDailyClient) UpdateOne(_m *UsageDaily) *UsageDailyUpdateOne {
+	mutation := newUsageDailyMutation(c.config, OpUpdateOne, withUsageDaily(_m))
+	return &UsageDailyUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *UsageDailyClient) UpdateOneID(id int) *UsageDailyUpdateOne {
+	mutation := newUsageDailyMutation(c.config, OpUpdateOne, withUsageDailyID(id))
+	return &UsageDailyUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for UsageDaily.
+func (c *UsageDailyClient) Delete() *UsageDailyDelete {
+	mutation := newUsageDailyMutation(c.config, OpDelete)
+	return &UsageDailyDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *UsageDailyClient) DeleteOne(_m *UsageDaily) *UsageDailyDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *UsageDailyClient) DeleteOneID(id int) *UsageDailyDeleteOne {
+	builder := c.Delete().Where(usagedaily.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &UsageDailyDeleteOne{builder}
+}
+
+// Query returns a query builder for UsageDaily.
+func (c *UsageDailyClient) Query() *UsageDailyQuery {
+	return &UsageDailyQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeUsageDaily},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a UsageDaily entity by its id.
+func (c *UsageDailyClient) Get(ctx context.Context, id int) (*UsageDaily, error) {
+	return c.Query().Where(usagedaily.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *UsageDailyClient) GetX(ctx context.Context, id int) *UsageDaily {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *UsageDailyClient) Hooks() []Hook {
+	return c.hooks.UsageDaily
+}
+
+// Interceptors returns the client interceptors.
+func (c *UsageDailyClient) Interceptors() []Interceptor {
+	return c.inters.UsageDaily
+}
+
+func (c *UsageDailyClient) mutate(ctx context.Context, m *UsageDailyMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&UsageDailyCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&UsageDailyUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&UsageDailyUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&UsageDailyDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown UsageDaily mutation op: %q", m.Op())
+	}
+}
+
+// UsageEventClient is a client for the UsageEvent schema.
+type UsageEventClient struct {
+	config
+}
+
+// NewUsageEventClient returns a client for the UsageEvent from the given config.
+func NewUsageEventClient(c config) *UsageEventClient {
+	return &UsageEventClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `usageevent.Hooks(f(g(h())))`.
+func (c *UsageEventClient) Use(hooks ...Hook) {
+	c.hooks.UsageEvent = append(c.hooks.UsageEvent, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `usageevent.Intercept(f(g(h())))`.
+func (c *UsageEventClient) Intercept(interceptors ...Interceptor) {
+	c.inters.UsageEvent = append(c.inters.UsageEvent, interceptors...)
+}
+
+// Create returns a builder for creating a UsageEvent entity.
+func (c *UsageEventClient) Create() *UsageEventCreate {
+	mutation := newUsageEventMutation(c.config, OpCreate)
+	return &UsageEventCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of UsageEvent entities.
+func (c *UsageEventClient) CreateBulk(builders ...*UsageEventCreate) *UsageEventCreateBulk {
+	return &UsageEventCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *UsageEventClient) MapCreateBulk(slice any, setFunc func(*UsageEventCreate, int)) *UsageEventCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &UsageEventCreateBulk{err: fmt.Errorf("calling to UsageEventClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*UsageEventCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &UsageEventCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for UsageEvent.
+func (c *UsageEventClient) Update() *UsageEventUpdate {
+	mutation := newUsageEventMutation(c.config, OpUpdate)
+	return &UsageEventUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *UsageEventClient) UpdateOne(_m *UsageEvent) *UsageEventUpdateOne {
+	mutation := newUsageEventMutation(c.config, OpUpdateOne, withUsageEvent(_m))
+	return &UsageEventUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *UsageEventClient) UpdateOneID(id int) *UsageEventUpdateOne {
+	mutation := newUsageEventMutation(c.config, OpUpdateOne, withUsageEventID(id))
+	return &UsageEventUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for UsageEvent.
+func (c *UsageEventClient) Delete() *UsageEventDelete {
+	mutation := newUsageEventMutation(c.config, OpDelete)
+	return &UsageEventDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *UsageEventClient) DeleteOne(_m *UsageEvent) *UsageEventDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *UsageEventClient) DeleteOneID(id int) *UsageEventDeleteOne {
+	builder := c.Delete().Where(usageevent.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &UsageEventDeleteOne{builder}
+}
+
+// Query returns a query builder for UsageEvent.
+func (c *UsageEventClient) Query() *UsageEventQuery {
+	return &UsageEventQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeUsageEvent},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a UsageEvent entity by its id.
+func (c *UsageEventClient) Get(ctx context.Context, id int) (*UsageEvent, error) {
+	return c.Query().Where(usageevent.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *UsageEventClient) GetX(ctx context.Context, id int) *UsageEvent {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *UsageEventClient) Hooks() []Hook {
+	return c.hooks.UsageEvent
+}
+
+// Interceptors returns the client interceptors.
+func (c *UsageEventClient) Interceptors() []Interceptor {
+	return c.inters.UsageEvent
+}
+
+func (c *UsageEventClient) mutate(ctx context.Context, m *UsageEventMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&UsageEventCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&UsageEventUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&UsageEventUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&UsageEventDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown UsageEvent mutation op: %q", m.Op())
+	}
+}
+
+// UsageNameClient is a client for the UsageName schema.
+type UsageNameClient struct {
+	config
+}
+
+// NewUsageNameClient returns a client for the UsageName from the given config.
+func NewUsageNameClient(c config) *UsageNameClient {
+	return &UsageNameClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `usagename.Hooks(f(g(h())))`.
+func (c *UsageNameClient) Use(hooks ...Hook) {
+	c.hooks.UsageName = append(c.hooks.UsageName, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `usagename.Intercept(f(g(h())))`.
+func (c *UsageNameClient) Intercept(interceptors ...Interceptor) {
+	c.inters.UsageName = append(c.inters.UsageName, interceptors...)
+}
+
+// Create returns a builder for creating a UsageName entity.
+func (c *UsageNameClient) Create() *UsageNameCreate {
+	mutation := newUsageNameMutation(c.config, OpCreate)
+	return &UsageNameCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of UsageName entities.
+func (c *UsageNameClient) CreateBulk(builders ...*UsageNameCreate) *UsageNameCreateBulk {
+	return &UsageNameCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *UsageNameClient) MapCreateBulk(slice any, setFunc func(*UsageNameCreate, int)) *UsageNameCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &UsageNameCreateBulk{err: fmt.Errorf("calling to UsageNameClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*UsageNameCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &UsageNameCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for UsageName.
+func (c *UsageNameClient) Update() *UsageNameUpdate {
+	mutation := newUsageNameMutation(c.config, OpUpdate)
+	return &UsageNameUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *UsageNameClient) UpdateOne(_m *UsageName) *UsageNameUpdateOne {
+	mutation := newUsageNameMutation(c.config, OpUpdateOne, withUsageName(_m))
+	return &UsageNameUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *UsageNameClient) UpdateOneID(id int) *UsageNameUpdateOne {
+	mutation := newUsageNameMutation(c.config, OpUpdateOne, withUsageNameID(id))
+	return &UsageNameUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for UsageName.
+func (c *UsageNameClient) Delete() *UsageNameDelete {
+	mutation := newUsageNameMutation(c.config, OpDelete)
+	return &UsageNameDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *UsageNameClient) DeleteOne(_m *UsageName) *UsageNameDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *UsageNameClient) DeleteOneID(id int) *UsageNameDeleteOne {
+	builder := c.Delete().Where(usagename.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &UsageNameDeleteOne{builder}
+}
+
+// Query returns a query builder for UsageName.
+func (c *UsageNameClient) Query() *UsageNameQuery {
+	return &UsageNameQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeUsageName},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a UsageName entity by its id.
+func (c *UsageNameClient) Get(ctx context.Context, id int) (*UsageName, error) {
+	return c.Query().Where(usagename.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *UsageNameClient) GetX(ctx context.Context, id int) *UsageName {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *UsageNameClient) Hooks() []Hook {
+	return c.hooks.UsageName
+}
+
+// Interceptors returns the client interceptors.
+func (c *UsageNameClient) Interceptors() []Interceptor {
+	return c.inters.UsageName
+}
+
+func (c *UsageNameClient) mutate(ctx context.Context, m *UsageNameMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&UsageNameCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&UsageNameUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&UsageNameUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&UsageNameDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown UsageName mutation op: %q", m.Op())
+	}
+}
+
 // hooks and interceptors per client, for fast access.
 type (
 	hooks struct {
 		APIToken, Asset, AssetFacet, AssetName, AuditEvent, ColumnEdge, ExternalID,
-		IdempotencyKey, LineageEdge, LineageEvent, LineageState, Owner, Run,
-		RunIO []ent.Hook
+		IdempotencyKey, LineageEdge, LineageEvent, LineageState, Owner, Run, RunIO,
+		UsageActorDaily, UsageDaily, UsageEvent, UsageName []ent.Hook
 	}
 	inters struct {
 		APIToken, Asset, AssetFacet, AssetName, AuditEvent, ColumnEdge, ExternalID,
-		IdempotencyKey, LineageEdge, LineageEvent, LineageState, Owner, Run,
-		RunIO []ent.Interceptor
+		IdempotencyKey, LineageEdge, LineageEvent, LineageState, Owner, Run, RunIO,
+		UsageActorDaily, UsageDaily, UsageEvent, UsageName []ent.Interceptor
 	}
 )
 

@@ -28,6 +28,10 @@ import (
 	"github.com/tidemark/tidemark/ent/predicate"
 	"github.com/tidemark/tidemark/ent/run"
 	"github.com/tidemark/tidemark/ent/runio"
+	"github.com/tidemark/tidemark/ent/usageactordaily"
+	"github.com/tidemark/tidemark/ent/usagedaily"
+	"github.com/tidemark/tidemark/ent/usageevent"
+	"github.com/tidemark/tidemark/ent/usagename"
 )
 
 const (
@@ -39,20 +43,24 @@ const (
 	OpUpdateOne = ent.OpUpdateOne
 
 	// Node types.
-	TypeAPIToken       = "APIToken"
-	TypeAsset          = "Asset"
-	TypeAssetFacet     = "AssetFacet"
-	TypeAssetName      = "AssetName"
-	TypeAuditEvent     = "AuditEvent"
-	TypeColumnEdge     = "ColumnEdge"
-	TypeExternalID     = "ExternalID"
-	TypeIdempotencyKey = "IdempotencyKey"
-	TypeLineageEdge    = "LineageEdge"
-	TypeLineageEvent   = "LineageEvent"
-	TypeLineageState   = "LineageState"
-	TypeOwner          = "Owner"
-	TypeRun            = "Run"
-	TypeRunIO          = "RunIO"
+	TypeAPIToken        = "APIToken"
+	TypeAsset           = "Asset"
+	TypeAssetFacet      = "AssetFacet"
+	TypeAssetName       = "AssetName"
+	TypeAuditEvent      = "AuditEvent"
+	TypeColumnEdge      = "ColumnEdge"
+	TypeExternalID      = "ExternalID"
+	TypeIdempotencyKey  = "IdempotencyKey"
+	TypeLineageEdge     = "LineageEdge"
+	TypeLineageEvent    = "LineageEvent"
+	TypeLineageState    = "LineageState"
+	TypeOwner           = "Owner"
+	TypeRun             = "Run"
+	TypeRunIO           = "RunIO"
+	TypeUsageActorDaily = "UsageActorDaily"
+	TypeUsageDaily      = "UsageDaily"
+	TypeUsageEvent      = "UsageEvent"
+	TypeUsageName       = "UsageName"
 )
 
 // APITokenMutation represents an operation that mutates the APIToken nodes in the graph.
@@ -9501,4 +9509,3033 @@ func (m *RunIOMutation) ClearEdge(name string) error {
 // It returns an error if the edge is not defined in the schema.
 func (m *RunIOMutation) ResetEdge(name string) error {
 	return fmt.Errorf("unknown RunIO edge %s", name)
+}
+
+// UsageActorDailyMutation represents an operation that mutates the UsageActorDaily nodes in the graph.
+type UsageActorDailyMutation struct {
+	config
+	op            Op
+	typ           string
+	id            *int
+	asset_id      *uuid.UUID
+	day           *string
+	actor         *string
+	reads         *int64
+	addreads      *int64
+	writes        *int64
+	addwrites     *int64
+	clearedFields map[string]struct{}
+	done          bool
+	oldValue      func(context.Context) (*UsageActorDaily, error)
+	predicates    []predicate.UsageActorDaily
+}
+
+var _ ent.Mutation = (*UsageActorDailyMutation)(nil)
+
+// usageactordailyOption allows management of the mutation configuration using functional options.
+type usageactordailyOption func(*UsageActorDailyMutation)
+
+// newUsageActorDailyMutation creates new mutation for the UsageActorDaily entity.
+func newUsageActorDailyMutation(c config, op Op, opts ...usageactordailyOption) *UsageActorDailyMutation {
+	m := &UsageActorDailyMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeUsageActorDaily,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withUsageActorDailyID sets the ID field of the mutation.
+func withUsageActorDailyID(id int) usageactordailyOption {
+	return func(m *UsageActorDailyMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *UsageActorDaily
+		)
+		m.oldValue = func(ctx context.Context) (*UsageActorDaily, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().UsageActorDaily.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withUsageActorDaily sets the old UsageActorDaily of the mutation.
+func withUsageActorDaily(node *UsageActorDaily) usageactordailyOption {
+	return func(m *UsageActorDailyMutation) {
+		m.oldValue = func(context.Context) (*UsageActorDaily, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m UsageActorDailyMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m UsageActorDailyMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *UsageActorDailyMutation) ID() (id int, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *UsageActorDailyMutation) IDs(ctx context.Context) ([]int, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []int{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().UsageActorDaily.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetAssetID sets the "asset_id" field.
+func (m *UsageActorDailyMutation) SetAssetID(u uuid.UUID) {
+	m.asset_id = &u
+}
+
+// AssetID returns the value of the "asset_id" field in the mutation.
+func (m *UsageActorDailyMutation) AssetID() (r uuid.UUID, exists bool) {
+	v := m.asset_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAssetID returns the old "asset_id" field's value of the UsageActorDaily entity.
+// If the UsageActorDaily object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UsageActorDailyMutation) OldAssetID(ctx context.Context) (v uuid.UUID, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAssetID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAssetID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAssetID: %w", err)
+	}
+	return oldValue.AssetID, nil
+}
+
+// ResetAssetID resets all changes to the "asset_id" field.
+func (m *UsageActorDailyMutation) ResetAssetID() {
+	m.asset_id = nil
+}
+
+// SetDay sets the "day" field.
+func (m *UsageActorDailyMutation) SetDay(s string) {
+	m.day = &s
+}
+
+// Day returns the value of the "day" field in the mutation.
+func (m *UsageActorDailyMutation) Day() (r string, exists bool) {
+	v := m.day
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldDay returns the old "day" field's value of the UsageActorDaily entity.
+// If the UsageActorDaily object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UsageActorDailyMutation) OldDay(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldDay is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldDay requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldDay: %w", err)
+	}
+	return oldValue.Day, nil
+}
+
+// ResetDay resets all changes to the "day" field.
+func (m *UsageActorDailyMutation) ResetDay() {
+	m.day = nil
+}
+
+// SetActor sets the "actor" field.
+func (m *UsageActorDailyMutation) SetActor(s string) {
+	m.actor = &s
+}
+
+// Actor returns the value of the "actor" field in the mutation.
+func (m *UsageActorDailyMutation) Actor() (r string, exists bool) {
+	v := m.actor
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldActor returns the old "actor" field's value of the UsageActorDaily entity.
+// If the UsageActorDaily object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UsageActorDailyMutation) OldActor(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldActor is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldActor requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldActor: %w", err)
+	}
+	return oldValue.Actor, nil
+}
+
+// ResetActor resets all changes to the "actor" field.
+func (m *UsageActorDailyMutation) ResetActor() {
+	m.actor = nil
+}
+
+// SetReads sets the "reads" field.
+func (m *UsageActorDailyMutation) SetReads(i int64) {
+	m.reads = &i
+	m.addreads = nil
+}
+
+// Reads returns the value of the "reads" field in the mutation.
+func (m *UsageActorDailyMutation) Reads() (r int64, exists bool) {
+	v := m.reads
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldReads returns the old "reads" field's value of the UsageActorDaily entity.
+// If the UsageActorDaily object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UsageActorDailyMutation) OldReads(ctx context.Context) (v int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldReads is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldReads requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldReads: %w", err)
+	}
+	return oldValue.Reads, nil
+}
+
+// AddReads adds i to the "reads" field.
+func (m *UsageActorDailyMutation) AddReads(i int64) {
+	if m.addreads != nil {
+		*m.addreads += i
+	} else {
+		m.addreads = &i
+	}
+}
+
+// AddedReads returns the value that was added to the "reads" field in this mutation.
+func (m *UsageActorDailyMutation) AddedReads() (r int64, exists bool) {
+	v := m.addreads
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetReads resets all changes to the "reads" field.
+func (m *UsageActorDailyMutation) ResetReads() {
+	m.reads = nil
+	m.addreads = nil
+}
+
+// SetWrites sets the "writes" field.
+func (m *UsageActorDailyMutation) SetWrites(i int64) {
+	m.writes = &i
+	m.addwrites = nil
+}
+
+// Writes returns the value of the "writes" field in the mutation.
+func (m *UsageActorDailyMutation) Writes() (r int64, exists bool) {
+	v := m.writes
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldWrites returns the old "writes" field's value of the UsageActorDaily entity.
+// If the UsageActorDaily object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UsageActorDailyMutation) OldWrites(ctx context.Context) (v int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldWrites is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldWrites requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldWrites: %w", err)
+	}
+	return oldValue.Writes, nil
+}
+
+// AddWrites adds i to the "writes" field.
+func (m *UsageActorDailyMutation) AddWrites(i int64) {
+	if m.addwrites != nil {
+		*m.addwrites += i
+	} else {
+		m.addwrites = &i
+	}
+}
+
+// AddedWrites returns the value that was added to the "writes" field in this mutation.
+func (m *UsageActorDailyMutation) AddedWrites() (r int64, exists bool) {
+	v := m.addwrites
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetWrites resets all changes to the "writes" field.
+func (m *UsageActorDailyMutation) ResetWrites() {
+	m.writes = nil
+	m.addwrites = nil
+}
+
+// Where appends a list predicates to the UsageActorDailyMutation builder.
+func (m *UsageActorDailyMutation) Where(ps ...predicate.UsageActorDaily) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the UsageActorDailyMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *UsageActorDailyMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.UsageActorDaily, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *UsageActorDailyMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *UsageActorDailyMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (UsageActorDaily).
+func (m *UsageActorDailyMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *UsageActorDailyMutation) Fields() []string {
+	fields := make([]string, 0, 5)
+	if m.asset_id != nil {
+		fields = append(fields, usageactordaily.FieldAssetID)
+	}
+	if m.day != nil {
+		fields = append(fields, usageactordaily.FieldDay)
+	}
+	if m.actor != nil {
+		fields = append(fields, usageactordaily.FieldActor)
+	}
+	if m.reads != nil {
+		fields = append(fields, usageactordaily.FieldReads)
+	}
+	if m.writes != nil {
+		fields = append(fields, usageactordaily.FieldWrites)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *UsageActorDailyMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case usageactordaily.FieldAssetID:
+		return m.AssetID()
+	case usageactordaily.FieldDay:
+		return m.Day()
+	case usageactordaily.FieldActor:
+		return m.Actor()
+	case usageactordaily.FieldReads:
+		return m.Reads()
+	case usageactordaily.FieldWrites:
+		return m.Writes()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *UsageActorDailyMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case usageactordaily.FieldAssetID:
+		return m.OldAssetID(ctx)
+	case usageactordaily.FieldDay:
+		return m.OldDay(ctx)
+	case usageactordaily.FieldActor:
+		return m.OldActor(ctx)
+	case usageactordaily.FieldReads:
+		return m.OldReads(ctx)
+	case usageactordaily.FieldWrites:
+		return m.OldWrites(ctx)
+	}
+	return nil, fmt.Errorf("unknown UsageActorDaily field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *UsageActorDailyMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case usageactordaily.FieldAssetID:
+		v, ok := value.(uuid.UUID)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAssetID(v)
+		return nil
+	case usageactordaily.FieldDay:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetDay(v)
+		return nil
+	case usageactordaily.FieldActor:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetActor(v)
+		return nil
+	case usageactordaily.FieldReads:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetReads(v)
+		return nil
+	case usageactordaily.FieldWrites:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetWrites(v)
+		return nil
+	}
+	return fmt.Errorf("unknown UsageActorDaily field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *UsageActorDailyMutation) AddedFields() []string {
+	var fields []string
+	if m.addreads != nil {
+		fields = append(fields, usageactordaily.FieldReads)
+	}
+	if m.addwrites != nil {
+		fields = append(fields, usageactordaily.FieldWrites)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *UsageActorDailyMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case usageactordaily.FieldReads:
+		return m.AddedReads()
+	case usageactordaily.FieldWrites:
+		return m.AddedWrites()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *UsageActorDailyMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case usageactordaily.FieldReads:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddReads(v)
+		return nil
+	case usageactordaily.FieldWrites:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddWrites(v)
+		return nil
+	}
+	return fmt.Errorf("unknown UsageActorDaily numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *UsageActorDailyMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *UsageActorDailyMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *UsageActorDailyMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown UsageActorDaily nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *UsageActorDailyMutation) ResetField(name string) error {
+	switch name {
+	case usageactordaily.FieldAssetID:
+		m.ResetAssetID()
+		return nil
+	case usageactordaily.FieldDay:
+		m.ResetDay()
+		return nil
+	case usageactordaily.FieldActor:
+		m.ResetActor()
+		return nil
+	case usageactordaily.FieldReads:
+		m.ResetReads()
+		return nil
+	case usageactordaily.FieldWrites:
+		m.ResetWrites()
+		return nil
+	}
+	return fmt.Errorf("unknown UsageActorDaily field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *UsageActorDailyMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *UsageActorDailyMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *UsageActorDailyMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *UsageActorDailyMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *UsageActorDailyMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *UsageActorDailyMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *UsageActorDailyMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown UsageActorDaily unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *UsageActorDailyMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown UsageActorDaily edge %s", name)
+}
+
+// UsageDailyMutation represents an operation that mutates the UsageDaily nodes in the graph.
+type UsageDailyMutation struct {
+	config
+	op                 Op
+	typ                string
+	id                 *int
+	asset_id           *uuid.UUID
+	day                *string
+	reads              *int64
+	addreads           *int64
+	writes             *int64
+	addwrites          *int64
+	distinct_actors    *int
+	adddistinct_actors *int
+	distinct_jobs      *int
+	adddistinct_jobs   *int
+	last_read_at       *time.Time
+	last_write_at      *time.Time
+	updated_at         *time.Time
+	clearedFields      map[string]struct{}
+	done               bool
+	oldValue           func(context.Context) (*UsageDaily, error)
+	predicates         []predicate.UsageDaily
+}
+
+var _ ent.Mutation = (*UsageDailyMutation)(nil)
+
+// usagedailyOption allows management of the mutation configuration using functional options.
+type usagedailyOption func(*UsageDailyMutation)
+
+// newUsageDailyMutation creates new mutation for the UsageDaily entity.
+func newUsageDailyMutation(c config, op Op, opts ...usagedailyOption) *UsageDailyMutation {
+	m := &UsageDailyMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeUsageDaily,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withUsageDailyID sets the ID field of the mutation.
+func withUsageDailyID(id int) usagedailyOption {
+	return func(m *UsageDailyMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *UsageDaily
+		)
+		m.oldValue = func(ctx context.Context) (*UsageDaily, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().UsageDaily.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withUsageDaily sets the old UsageDaily of the mutation.
+func withUsageDaily(node *UsageDaily) usagedailyOption {
+	return func(m *UsageDailyMutation) {
+		m.oldValue = func(context.Context) (*UsageDaily, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m UsageDailyMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m UsageDailyMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *UsageDailyMutation) ID() (id int, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *UsageDailyMutation) IDs(ctx context.Context) ([]int, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []int{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().UsageDaily.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetAssetID sets the "asset_id" field.
+func (m *UsageDailyMutation) SetAssetID(u uuid.UUID) {
+	m.asset_id = &u
+}
+
+// AssetID returns the value of the "asset_id" field in the mutation.
+func (m *UsageDailyMutation) AssetID() (r uuid.UUID, exists bool) {
+	v := m.asset_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAssetID returns the old "asset_id" field's value of the UsageDaily entity.
+// If the UsageDaily object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UsageDailyMutation) OldAssetID(ctx context.Context) (v uuid.UUID, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAssetID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAssetID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAssetID: %w", err)
+	}
+	return oldValue.AssetID, nil
+}
+
+// ResetAssetID resets all changes to the "asset_id" field.
+func (m *UsageDailyMutation) ResetAssetID() {
+	m.asset_id = nil
+}
+
+// SetDay sets the "day" field.
+func (m *UsageDailyMutation) SetDay(s string) {
+	m.day = &s
+}
+
+// Day returns the value of the "day" field in the mutation.
+func (m *UsageDailyMutation) Day() (r string, exists bool) {
+	v := m.day
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldDay returns the old "day" field's value of the UsageDaily entity.
+// If the UsageDaily object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UsageDailyMutation) OldDay(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldDay is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldDay requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldDay: %w", err)
+	}
+	return oldValue.Day, nil
+}
+
+// ResetDay resets all changes to the "day" field.
+func (m *UsageDailyMutation) ResetDay() {
+	m.day = nil
+}
+
+// SetReads sets the "reads" field.
+func (m *UsageDailyMutation) SetReads(i int64) {
+	m.reads = &i
+	m.addreads = nil
+}
+
+// Reads returns the value of the "reads" field in the mutation.
+func (m *UsageDailyMutation) Reads() (r int64, exists bool) {
+	v := m.reads
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldReads returns the old "reads" field's value of the UsageDaily entity.
+// If the UsageDaily object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UsageDailyMutation) OldReads(ctx context.Context) (v int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldReads is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldReads requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldReads: %w", err)
+	}
+	return oldValue.Reads, nil
+}
+
+// AddReads adds i to the "reads" field.
+func (m *UsageDailyMutation) AddReads(i int64) {
+	if m.addreads != nil {
+		*m.addreads += i
+	} else {
+		m.addreads = &i
+	}
+}
+
+// AddedReads returns the value that was added to the "reads" field in this mutation.
+func (m *UsageDailyMutation) AddedReads() (r int64, exists bool) {
+	v := m.addreads
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetReads resets all changes to the "reads" field.
+func (m *UsageDailyMutation) ResetReads() {
+	m.reads = nil
+	m.addreads = nil
+}
+
+// SetWrites sets the "writes" field.
+func (m *UsageDailyMutation) SetWrites(i int64) {
+	m.writes = &i
+	m.addwrites = nil
+}
+
+// Writes returns the value of the "writes" field in the mutation.
+func (m *UsageDailyMutation) Writes() (r int64, exists bool) {
+	v := m.writes
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldWrites returns the old "writes" field's value of the UsageDaily entity.
+// If the UsageDaily object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UsageDailyMutation) OldWrites(ctx context.Context) (v int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldWrites is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldWrites requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldWrites: %w", err)
+	}
+	return oldValue.Writes, nil
+}
+
+// AddWrites adds i to the "writes" field.
+func (m *UsageDailyMutation) AddWrites(i int64) {
+	if m.addwrites != nil {
+		*m.addwrites += i
+	} else {
+		m.addwrites = &i
+	}
+}
+
+// AddedWrites returns the value that was added to the "writes" field in this mutation.
+func (m *UsageDailyMutation) AddedWrites() (r int64, exists bool) {
+	v := m.addwrites
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetWrites resets all changes to the "writes" field.
+func (m *UsageDailyMutation) ResetWrites() {
+	m.writes = nil
+	m.addwrites = nil
+}
+
+// SetDistinctActors sets the "distinct_actors" field.
+func (m *UsageDailyMutation) SetDistinctActors(i int) {
+	m.distinct_actors = &i
+	m.adddistinct_actors = nil
+}
+
+// DistinctActors returns the value of the "distinct_actors" field in the mutation.
+func (m *UsageDailyMutation) DistinctActors() (r int, exists bool) {
+	v := m.distinct_actors
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldDistinctActors returns the old "distinct_actors" field's value of the UsageDaily entity.
+// If the UsageDaily object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UsageDailyMutation) OldDistinctActors(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldDistinctActors is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldDistinctActors requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldDistinctActors: %w", err)
+	}
+	return oldValue.DistinctActors, nil
+}
+
+// AddDistinctActors adds i to the "distinct_actors" field.
+func (m *UsageDailyMutation) AddDistinctActors(i int) {
+	if m.adddistinct_actors != nil {
+		*m.adddistinct_actors += i
+	} else {
+		m.adddistinct_actors = &i
+	}
+}
+
+// AddedDistinctActors returns the value that was added to the "distinct_actors" field in this mutation.
+func (m *UsageDailyMutation) AddedDistinctActors() (r int, exists bool) {
+	v := m.adddistinct_actors
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetDistinctActors resets all changes to the "distinct_actors" field.
+func (m *UsageDailyMutation) ResetDistinctActors() {
+	m.distinct_actors = nil
+	m.adddistinct_actors = nil
+}
+
+// SetDistinctJobs sets the "distinct_jobs" field.
+func (m *UsageDailyMutation) SetDistinctJobs(i int) {
+	m.distinct_jobs = &i
+	m.adddistinct_jobs = nil
+}
+
+// DistinctJobs returns the value of the "distinct_jobs" field in the mutation.
+func (m *UsageDailyMutation) DistinctJobs() (r int, exists bool) {
+	v := m.distinct_jobs
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldDistinctJobs returns the old "distinct_jobs" field's value of the UsageDaily entity.
+// If the UsageDaily object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UsageDailyMutation) OldDistinctJobs(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldDistinctJobs is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldDistinctJobs requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldDistinctJobs: %w", err)
+	}
+	return oldValue.DistinctJobs, nil
+}
+
+// AddDistinctJobs adds i to the "distinct_jobs" field.
+func (m *UsageDailyMutation) AddDistinctJobs(i int) {
+	if m.adddistinct_jobs != nil {
+		*m.adddistinct_jobs += i
+	} else {
+		m.adddistinct_jobs = &i
+	}
+}
+
+// AddedDistinctJobs returns the value that was added to the "distinct_jobs" field in this mutation.
+func (m *UsageDailyMutation) AddedDistinctJobs() (r int, exists bool) {
+	v := m.adddistinct_jobs
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetDistinctJobs resets all changes to the "distinct_jobs" field.
+func (m *UsageDailyMutation) ResetDistinctJobs() {
+	m.distinct_jobs = nil
+	m.adddistinct_jobs = nil
+}
+
+// SetLastReadAt sets the "last_read_at" field.
+func (m *UsageDailyMutation) SetLastReadAt(t time.Time) {
+	m.last_read_at = &t
+}
+
+// LastReadAt returns the value of the "last_read_at" field in the mutation.
+func (m *UsageDailyMutation) LastReadAt() (r time.Time, exists bool) {
+	v := m.last_read_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldLastReadAt returns the old "last_read_at" field's value of the UsageDaily entity.
+// If the UsageDaily object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UsageDailyMutation) OldLastReadAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldLastReadAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldLastReadAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldLastReadAt: %w", err)
+	}
+	return oldValue.LastReadAt, nil
+}
+
+// ClearLastReadAt clears the value of the "last_read_at" field.
+func (m *UsageDailyMutation) ClearLastReadAt() {
+	m.last_read_at = nil
+	m.clearedFields[usagedaily.FieldLastReadAt] = struct{}{}
+}
+
+// LastReadAtCleared returns if the "last_read_at" field was cleared in this mutation.
+func (m *UsageDailyMutation) LastReadAtCleared() bool {
+	_, ok := m.clearedFields[usagedaily.FieldLastReadAt]
+	return ok
+}
+
+// ResetLastReadAt resets all changes to the "last_read_at" field.
+func (m *UsageDailyMutation) ResetLastReadAt() {
+	m.last_read_at = nil
+	delete(m.clearedFields, usagedaily.FieldLastReadAt)
+}
+
+// SetLastWriteAt sets the "last_write_at" field.
+func (m *UsageDailyMutation) SetLastWriteAt(t time.Time) {
+	m.last_write_at = &t
+}
+
+// LastWriteAt returns the value of the "last_write_at" field in the mutation.
+func (m *UsageDailyMutation) LastWriteAt() (r time.Time, exists bool) {
+	v := m.last_write_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldLastWriteAt returns the old "last_write_at" field's value of the UsageDaily entity.
+// If the UsageDaily object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UsageDailyMutation) OldLastWriteAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldLastWriteAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldLastWriteAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldLastWriteAt: %w", err)
+	}
+	return oldValue.LastWriteAt, nil
+}
+
+// ClearLastWriteAt clears the value of the "last_write_at" field.
+func (m *UsageDailyMutation) ClearLastWriteAt() {
+	m.last_write_at = nil
+	m.clearedFields[usagedaily.FieldLastWriteAt] = struct{}{}
+}
+
+// LastWriteAtCleared returns if the "last_write_at" field was cleared in this mutation.
+func (m *UsageDailyMutation) LastWriteAtCleared() bool {
+	_, ok := m.clearedFields[usagedaily.FieldLastWriteAt]
+	return ok
+}
+
+// ResetLastWriteAt resets all changes to the "last_write_at" field.
+func (m *UsageDailyMutation) ResetLastWriteAt() {
+	m.last_write_at = nil
+	delete(m.clearedFields, usagedaily.FieldLastWriteAt)
+}
+
+// SetUpdatedAt sets the "updated_at" field.
+func (m *UsageDailyMutation) SetUpdatedAt(t time.Time) {
+	m.updated_at = &t
+}
+
+// UpdatedAt returns the value of the "updated_at" field in the mutation.
+func (m *UsageDailyMutation) UpdatedAt() (r time.Time, exists bool) {
+	v := m.updated_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldUpdatedAt returns the old "updated_at" field's value of the UsageDaily entity.
+// If the UsageDaily object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UsageDailyMutation) OldUpdatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldUpdatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldUpdatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldUpdatedAt: %w", err)
+	}
+	return oldValue.UpdatedAt, nil
+}
+
+// ResetUpdatedAt resets all changes to the "updated_at" field.
+func (m *UsageDailyMutation) ResetUpdatedAt() {
+	m.updated_at = nil
+}
+
+// Where appends a list predicates to the UsageDailyMutation builder.
+func (m *UsageDailyMutation) Where(ps ...predicate.UsageDaily) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the UsageDailyMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *UsageDailyMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.UsageDaily, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *UsageDailyMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *UsageDailyMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (UsageDaily).
+func (m *UsageDailyMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *UsageDailyMutation) Fields() []string {
+	fields := make([]string, 0, 9)
+	if m.asset_id != nil {
+		fields = append(fields, usagedaily.FieldAssetID)
+	}
+	if m.day != nil {
+		fields = append(fields, usagedaily.FieldDay)
+	}
+	if m.reads != nil {
+		fields = append(fields, usagedaily.FieldReads)
+	}
+	if m.writes != nil {
+		fields = append(fields, usagedaily.FieldWrites)
+	}
+	if m.distinct_actors != nil {
+		fields = append(fields, usagedaily.FieldDistinctActors)
+	}
+	if m.distinct_jobs != nil {
+		fields = append(fields, usagedaily.FieldDistinctJobs)
+	}
+	if m.last_read_at != nil {
+		fields = append(fields, usagedaily.FieldLastReadAt)
+	}
+	if m.last_write_at != nil {
+		fields = append(fields, usagedaily.FieldLastWriteAt)
+	}
+	if m.updated_at != nil {
+		fields = append(fields, usagedaily.FieldUpdatedAt)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *UsageDailyMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case usagedaily.FieldAssetID:
+		return m.AssetID()
+	case usagedaily.FieldDay:
+		return m.Day()
+	case usagedaily.FieldReads:
+		return m.Reads()
+	case usagedaily.FieldWrites:
+		return m.Writes()
+	case usagedaily.FieldDistinctActors:
+		return m.DistinctActors()
+	case usagedaily.FieldDistinctJobs:
+		return m.DistinctJobs()
+	case usagedaily.FieldLastReadAt:
+		return m.LastReadAt()
+	case usagedaily.FieldLastWriteAt:
+		return m.LastWriteAt()
+	case usagedaily.FieldUpdatedAt:
+		return m.UpdatedAt()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *UsageDailyMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case usagedaily.FieldAssetID:
+		return m.OldAssetID(ctx)
+	case usagedaily.FieldDay:
+		return m.OldDay(ctx)
+	case usagedaily.FieldReads:
+		return m.OldReads(ctx)
+	case usagedaily.FieldWrites:
+		return m.OldWrites(ctx)
+	case usagedaily.FieldDistinctActors:
+		return m.OldDistinctActors(ctx)
+	case usagedaily.FieldDistinctJobs:
+		return m.OldDistinctJobs(ctx)
+	case usagedaily.FieldLastReadAt:
+		return m.OldLastReadAt(ctx)
+	case usagedaily.FieldLastWriteAt:
+		return m.OldLastWriteAt(ctx)
+	case usagedaily.FieldUpdatedAt:
+		return m.OldUpdatedAt(ctx)
+	}
+	return nil, fmt.Errorf("unknown UsageDaily field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *UsageDailyMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case usagedaily.FieldAssetID:
+		v, ok := value.(uuid.UUID)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAssetID(v)
+		return nil
+	case usagedaily.FieldDay:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetDay(v)
+		return nil
+	case usagedaily.FieldReads:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetReads(v)
+		return nil
+	case usagedaily.FieldWrites:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetWrites(v)
+		return nil
+	case usagedaily.FieldDistinctActors:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetDistinctActors(v)
+		return nil
+	case usagedaily.FieldDistinctJobs:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetDistinctJobs(v)
+		return nil
+	case usagedaily.FieldLastReadAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetLastReadAt(v)
+		return nil
+	case usagedaily.FieldLastWriteAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetLastWriteAt(v)
+		return nil
+	case usagedaily.FieldUpdatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetUpdatedAt(v)
+		return nil
+	}
+	return fmt.Errorf("unknown UsageDaily field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *UsageDailyMutation) AddedFields() []string {
+	var fields []string
+	if m.addreads != nil {
+		fields = append(fields, usagedaily.FieldReads)
+	}
+	if m.addwrites != nil {
+		fields = append(fields, usagedaily.FieldWrites)
+	}
+	if m.adddistinct_actors != nil {
+		fields = append(fields, usagedaily.FieldDistinctActors)
+	}
+	if m.adddistinct_jobs != nil {
+		fields = append(fields, usagedaily.FieldDistinctJobs)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *UsageDailyMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case usagedaily.FieldReads:
+		return m.AddedReads()
+	case usagedaily.FieldWrites:
+		return m.AddedWrites()
+	case usagedaily.FieldDistinctActors:
+		return m.AddedDistinctActors()
+	case usagedaily.FieldDistinctJobs:
+		return m.AddedDistinctJobs()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *UsageDailyMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case usagedaily.FieldReads:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddReads(v)
+		return nil
+	case usagedaily.FieldWrites:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddWrites(v)
+		return nil
+	case usagedaily.FieldDistinctActors:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddDistinctActors(v)
+		return nil
+	case usagedaily.FieldDistinctJobs:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddDistinctJobs(v)
+		return nil
+	}
+	return fmt.Errorf("unknown UsageDaily numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *UsageDailyMutation) ClearedFields() []string {
+	var fields []string
+	if m.FieldCleared(usagedaily.FieldLastReadAt) {
+		fields = append(fields, usagedaily.FieldLastReadAt)
+	}
+	if m.FieldCleared(usagedaily.FieldLastWriteAt) {
+		fields = append(fields, usagedaily.FieldLastWriteAt)
+	}
+	return fields
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *UsageDailyMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *UsageDailyMutation) ClearField(name string) error {
+	switch name {
+	case usagedaily.FieldLastReadAt:
+		m.ClearLastReadAt()
+		return nil
+	case usagedaily.FieldLastWriteAt:
+		m.ClearLastWriteAt()
+		return nil
+	}
+	return fmt.Errorf("unknown UsageDaily nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *UsageDailyMutation) ResetField(name string) error {
+	switch name {
+	case usagedaily.FieldAssetID:
+		m.ResetAssetID()
+		return nil
+	case usagedaily.FieldDay:
+		m.ResetDay()
+		return nil
+	case usagedaily.FieldReads:
+		m.ResetReads()
+		return nil
+	case usagedaily.FieldWrites:
+		m.ResetWrites()
+		return nil
+	case usagedaily.FieldDistinctActors:
+		m.ResetDistinctActors()
+		return nil
+	case usagedaily.FieldDistinctJobs:
+		m.ResetDistinctJobs()
+		return nil
+	case usagedaily.FieldLastReadAt:
+		m.ResetLastReadAt()
+		return nil
+	case usagedaily.FieldLastWriteAt:
+		m.ResetLastWriteAt()
+		return nil
+	case usagedaily.FieldUpdatedAt:
+		m.ResetUpdatedAt()
+		return nil
+	}
+	return fmt.Errorf("unknown UsageDaily field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *UsageDailyMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *UsageDailyMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *UsageDailyMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *UsageDailyMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *UsageDailyMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *UsageDailyMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *UsageDailyMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown UsageDaily unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *UsageDailyMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown UsageDaily edge %s", name)
+}
+
+// UsageEventMutation represents an operation that mutates the UsageEvent nodes in the graph.
+type UsageEventMutation struct {
+	config
+	op            Op
+	typ           string
+	id            *int
+	event_key     *string
+	asset_id      *uuid.UUID
+	kind          *usageevent.Kind
+	actor         *string
+	job_asset_id  *uuid.UUID
+	source        *string
+	query_id      *string
+	namespace     *string
+	name          *string
+	at            *time.Time
+	day           *string
+	received_at   *time.Time
+	clearedFields map[string]struct{}
+	done          bool
+	oldValue      func(context.Context) (*UsageEvent, error)
+	predicates    []predicate.UsageEvent
+}
+
+var _ ent.Mutation = (*UsageEventMutation)(nil)
+
+// usageeventOption allows management of the mutation configuration using functional options.
+type usageeventOption func(*UsageEventMutation)
+
+// newUsageEventMutation creates new mutation for the UsageEvent entity.
+func newUsageEventMutation(c config, op Op, opts ...usageeventOption) *UsageEventMutation {
+	m := &UsageEventMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeUsageEvent,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withUsageEventID sets the ID field of the mutation.
+func withUsageEventID(id int) usageeventOption {
+	return func(m *UsageEventMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *UsageEvent
+		)
+		m.oldValue = func(ctx context.Context) (*UsageEvent, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().UsageEvent.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withUsageEvent sets the old UsageEvent of the mutation.
+func withUsageEvent(node *UsageEvent) usageeventOption {
+	return func(m *UsageEventMutation) {
+		m.oldValue = func(context.Context) (*UsageEvent, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m UsageEventMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m UsageEventMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *UsageEventMutation) ID() (id int, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *UsageEventMutation) IDs(ctx context.Context) ([]int, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []int{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().UsageEvent.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetEventKey sets the "event_key" field.
+func (m *UsageEventMutation) SetEventKey(s string) {
+	m.event_key = &s
+}
+
+// EventKey returns the value of the "event_key" field in the mutation.
+func (m *UsageEventMutation) EventKey() (r string, exists bool) {
+	v := m.event_key
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldEventKey returns the old "event_key" field's value of the UsageEvent entity.
+// If the UsageEvent object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UsageEventMutation) OldEventKey(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldEventKey is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldEventKey requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldEventKey: %w", err)
+	}
+	return oldValue.EventKey, nil
+}
+
+// ResetEventKey resets all changes to the "event_key" field.
+func (m *UsageEventMutation) ResetEventKey() {
+	m.event_key = nil
+}
+
+// SetAssetID sets the "asset_id" field.
+func (m *UsageEventMutation) SetAssetID(u uuid.UUID) {
+	m.asset_id = &u
+}
+
+// AssetID returns the value of the "asset_id" field in the mutation.
+func (m *UsageEventMutation) AssetID() (r uuid.UUID, exists bool) {
+	v := m.asset_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAssetID returns the old "asset_id" field's value of the UsageEvent entity.
+// If the UsageEvent object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UsageEventMutation) OldAssetID(ctx context.Context) (v uuid.UUID, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAssetID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAssetID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAssetID: %w", err)
+	}
+	return oldValue.AssetID, nil
+}
+
+// ResetAssetID resets all changes to the "asset_id" field.
+func (m *UsageEventMutation) ResetAssetID() {
+	m.asset_id = nil
+}
+
+// SetKind sets the "kind" field.
+func (m *UsageEventMutation) SetKind(u usageevent.Kind) {
+	m.kind = &u
+}
+
+// Kind returns the value of the "kind" field in the mutation.
+func (m *UsageEventMutation) Kind() (r usageevent.Kind, exists bool) {
+	v := m.kind
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldKind returns the old "kind" field's value of the UsageEvent entity.
+// If the UsageEvent object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UsageEventMutation) OldKind(ctx context.Context) (v usageevent.Kind, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldKind is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldKind requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldKind: %w", err)
+	}
+	return oldValue.Kind, nil
+}
+
+// ResetKind resets all changes to the "kind" field.
+func (m *UsageEventMutation) ResetKind() {
+	m.kind = nil
+}
+
+// SetActor sets the "actor" field.
+func (m *UsageEventMutation) SetActor(s string) {
+	m.actor = &s
+}
+
+// Actor returns the value of the "actor" field in the mutation.
+func (m *UsageEventMutation) Actor() (r string, exists bool) {
+	v := m.actor
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldActor returns the old "actor" field's value of the UsageEvent entity.
+// If the UsageEvent object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UsageEventMutation) OldActor(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldActor is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldActor requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldActor: %w", err)
+	}
+	return oldValue.Actor, nil
+}
+
+// ResetActor resets all changes to the "actor" field.
+func (m *UsageEventMutation) ResetActor() {
+	m.actor = nil
+}
+
+// SetJobAssetID sets the "job_asset_id" field.
+func (m *UsageEventMutation) SetJobAssetID(u uuid.UUID) {
+	m.job_asset_id = &u
+}
+
+// JobAssetID returns the value of the "job_asset_id" field in the mutation.
+func (m *UsageEventMutation) JobAssetID() (r uuid.UUID, exists bool) {
+	v := m.job_asset_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldJobAssetID returns the old "job_asset_id" field's value of the UsageEvent entity.
+// If the UsageEvent object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UsageEventMutation) OldJobAssetID(ctx context.Context) (v *uuid.UUID, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldJobAssetID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldJobAssetID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldJobAssetID: %w", err)
+	}
+	return oldValue.JobAssetID, nil
+}
+
+// ClearJobAssetID clears the value of the "job_asset_id" field.
+func (m *UsageEventMutation) ClearJobAssetID() {
+	m.job_asset_id = nil
+	m.clearedFields[usageevent.FieldJobAssetID] = struct{}{}
+}
+
+// JobAssetIDCleared returns if the "job_asset_id" field was cleared in this mutation.
+func (m *UsageEventMutation) JobAssetIDCleared() bool {
+	_, ok := m.clearedFields[usageevent.FieldJobAssetID]
+	return ok
+}
+
+// ResetJobAssetID resets all changes to the "job_asset_id" field.
+func (m *UsageEventMutation) ResetJobAssetID() {
+	m.job_asset_id = nil
+	delete(m.clearedFields, usageevent.FieldJobAssetID)
+}
+
+// SetSource sets the "source" field.
+func (m *UsageEventMutation) SetSource(s string) {
+	m.source = &s
+}
+
+// Source returns the value of the "source" field in the mutation.
+func (m *UsageEventMutation) Source() (r string, exists bool) {
+	v := m.source
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSource returns the old "source" field's value of the UsageEvent entity.
+// If the UsageEvent object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UsageEventMutation) OldSource(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSource is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSource requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSource: %w", err)
+	}
+	return oldValue.Source, nil
+}
+
+// ResetSource resets all changes to the "source" field.
+func (m *UsageEventMutation) ResetSource() {
+	m.source = nil
+}
+
+// SetQueryID sets the "query_id" field.
+func (m *UsageEventMutation) SetQueryID(s string) {
+	m.query_id = &s
+}
+
+// QueryID returns the value of the "query_id" field in the mutation.
+func (m *UsageEventMutation) QueryID() (r string, exists bool) {
+	v := m.query_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldQueryID returns the old "query_id" field's value of the UsageEvent entity.
+// If the UsageEvent object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UsageEventMutation) OldQueryID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldQueryID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldQueryID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldQueryID: %w", err)
+	}
+	return oldValue.QueryID, nil
+}
+
+// ResetQueryID resets all changes to the "query_id" field.
+func (m *UsageEventMutation) ResetQueryID() {
+	m.query_id = nil
+}
+
+// SetNamespace sets the "namespace" field.
+func (m *UsageEventMutation) SetNamespace(s string) {
+	m.namespace = &s
+}
+
+// Namespace returns the value of the "namespace" field in the mutation.
+func (m *UsageEventMutation) Namespace() (r string, exists bool) {
+	v := m.namespace
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldNamespace returns the old "namespace" field's value of the UsageEvent entity.
+// If the UsageEvent object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UsageEventMutation) OldNamespace(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldNamespace is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldNamespace requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldNamespace: %w", err)
+	}
+	return oldValue.Namespace, nil
+}
+
+// ResetNamespace resets all changes to the "namespace" field.
+func (m *UsageEventMutation) ResetNamespace() {
+	m.namespace = nil
+}
+
+// SetName sets the "name" field.
+func (m *UsageEventMutation) SetName(s string) {
+	m.name = &s
+}
+
+// Name returns the value of the "name" field in the mutation.
+func (m *UsageEventMutation) Name() (r string, exists bool) {
+	v := m.name
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldName returns the old "name" field's value of the UsageEvent entity.
+// If the UsageEvent object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UsageEventMutation) OldName(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldName is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldName requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldName: %w", err)
+	}
+	return oldValue.Name, nil
+}
+
+// ResetName resets all changes to the "name" field.
+func (m *UsageEventMutation) ResetName() {
+	m.name = nil
+}
+
+// SetAt sets the "at" field.
+func (m *UsageEventMutation) SetAt(t time.Time) {
+	m.at = &t
+}
+
+// At returns the value of the "at" field in the mutation.
+func (m *UsageEventMutation) At() (r time.Time, exists bool) {
+	v := m.at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAt returns the old "at" field's value of the UsageEvent entity.
+// If the UsageEvent object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UsageEventMutation) OldAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAt: %w", err)
+	}
+	return oldValue.At, nil
+}
+
+// ResetAt resets all changes to the "at" field.
+func (m *UsageEventMutation) ResetAt() {
+	m.at = nil
+}
+
+// SetDay sets the "day" field.
+func (m *UsageEventMutation) SetDay(s string) {
+	m.day = &s
+}
+
+// Day returns the value of the "day" field in the mutation.
+func (m *UsageEventMutation) Day() (r string, exists bool) {
+	v := m.day
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldDay returns the old "day" field's value of the UsageEvent entity.
+// If the UsageEvent object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UsageEventMutation) OldDay(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldDay is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldDay requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldDay: %w", err)
+	}
+	return oldValue.Day, nil
+}
+
+// ResetDay resets all changes to the "day" field.
+func (m *UsageEventMutation) ResetDay() {
+	m.day = nil
+}
+
+// SetReceivedAt sets the "received_at" field.
+func (m *UsageEventMutation) SetReceivedAt(t time.Time) {
+	m.received_at = &t
+}
+
+// ReceivedAt returns the value of the "received_at" field in the mutation.
+func (m *UsageEventMutation) ReceivedAt() (r time.Time, exists bool) {
+	v := m.received_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldReceivedAt returns the old "received_at" field's value of the UsageEvent entity.
+// If the UsageEvent object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UsageEventMutation) OldReceivedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldReceivedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldReceivedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldReceivedAt: %w", err)
+	}
+	return oldValue.ReceivedAt, nil
+}
+
+// ResetReceivedAt resets all changes to the "received_at" field.
+func (m *UsageEventMutation) ResetReceivedAt() {
+	m.received_at = nil
+}
+
+// Where appends a list predicates to the UsageEventMutation builder.
+func (m *UsageEventMutation) Where(ps ...predicate.UsageEvent) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the UsageEventMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *UsageEventMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.UsageEvent, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *UsageEventMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *UsageEventMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (UsageEvent).
+func (m *UsageEventMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *UsageEventMutation) Fields() []string {
+	fields := make([]string, 0, 12)
+	if m.event_key != nil {
+		fields = append(fields, usageevent.FieldEventKey)
+	}
+	if m.asset_id != nil {
+		fields = append(fields, usageevent.FieldAssetID)
+	}
+	if m.kind != nil {
+		fields = append(fields, usageevent.FieldKind)
+	}
+	if m.actor != nil {
+		fields = append(fields, usageevent.FieldActor)
+	}
+	if m.job_asset_id != nil {
+		fields = append(fields, usageevent.FieldJobAssetID)
+	}
+	if m.source != nil {
+		fields = append(fields, usageevent.FieldSource)
+	}
+	if m.query_id != nil {
+		fields = append(fields, usageevent.FieldQueryID)
+	}
+	if m.namespace != nil {
+		fields = append(fields, usageevent.FieldNamespace)
+	}
+	if m.name != nil {
+		fields = append(fields, usageevent.FieldName)
+	}
+	if m.at != nil {
+		fields = append(fields, usageevent.FieldAt)
+	}
+	if m.day != nil {
+		fields = append(fields, usageevent.FieldDay)
+	}
+	if m.received_at != nil {
+		fields = append(fields, usageevent.FieldReceivedAt)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *UsageEventMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case usageevent.FieldEventKey:
+		return m.EventKey()
+	case usageevent.FieldAssetID:
+		return m.AssetID()
+	case usageevent.FieldKind:
+		return m.Kind()
+	case usageevent.FieldActor:
+		return m.Actor()
+	case usageevent.FieldJobAssetID:
+		return m.JobAssetID()
+	case usageevent.FieldSource:
+		return m.Source()
+	case usageevent.FieldQueryID:
+		return m.QueryID()
+	case usageevent.FieldNamespace:
+		return m.Namespace()
+	case usageevent.FieldName:
+		return m.Name()
+	case usageevent.FieldAt:
+		return m.At()
+	case usageevent.FieldDay:
+		return m.Day()
+	case usageevent.FieldReceivedAt:
+		return m.ReceivedAt()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *UsageEventMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case usageevent.FieldEventKey:
+		return m.OldEventKey(ctx)
+	case usageevent.FieldAssetID:
+		return m.OldAssetID(ctx)
+	case usageevent.FieldKind:
+		return m.OldKind(ctx)
+	case usageevent.FieldActor:
+		return m.OldActor(ctx)
+	case usageevent.FieldJobAssetID:
+		return m.OldJobAssetID(ctx)
+	case usageevent.FieldSource:
+		return m.OldSource(ctx)
+	case usageevent.FieldQueryID:
+		return m.OldQueryID(ctx)
+	case usageevent.FieldNamespace:
+		return m.OldNamespace(ctx)
+	case usageevent.FieldName:
+		return m.OldName(ctx)
+	case usageevent.FieldAt:
+		return m.OldAt(ctx)
+	case usageevent.FieldDay:
+		return m.OldDay(ctx)
+	case usageevent.FieldReceivedAt:
+		return m.OldReceivedAt(ctx)
+	}
+	return nil, fmt.Errorf("unknown UsageEvent field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *UsageEventMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case usageevent.FieldEventKey:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetEventKey(v)
+		return nil
+	case usageevent.FieldAssetID:
+		v, ok := value.(uuid.UUID)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAssetID(v)
+		return nil
+	case usageevent.FieldKind:
+		v, ok := value.(usageevent.Kind)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetKind(v)
+		return nil
+	case usageevent.FieldActor:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetActor(v)
+		return nil
+	case usageevent.FieldJobAssetID:
+		v, ok := value.(uuid.UUID)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetJobAssetID(v)
+		return nil
+	case usageevent.FieldSource:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSource(v)
+		return nil
+	case usageevent.FieldQueryID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetQueryID(v)
+		return nil
+	case usageevent.FieldNamespace:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetNamespace(v)
+		return nil
+	case usageevent.FieldName:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetName(v)
+		return nil
+	case usageevent.FieldAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAt(v)
+		return nil
+	case usageevent.FieldDay:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetDay(v)
+		return nil
+	case usageevent.FieldReceivedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetReceivedAt(v)
+		return nil
+	}
+	return fmt.Errorf("unknown UsageEvent field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *UsageEventMutation) AddedFields() []string {
+	return nil
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *UsageEventMutation) AddedField(name string) (ent.Value, bool) {
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *UsageEventMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	}
+	return fmt.Errorf("unknown UsageEvent numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *UsageEventMutation) ClearedFields() []string {
+	var fields []string
+	if m.FieldCleared(usageevent.FieldJobAssetID) {
+		fields = append(fields, usageevent.FieldJobAssetID)
+	}
+	return fields
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *UsageEventMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *UsageEventMutation) ClearField(name string) error {
+	switch name {
+	case usageevent.FieldJobAssetID:
+		m.ClearJobAssetID()
+		return nil
+	}
+	return fmt.Errorf("unknown UsageEvent nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *UsageEventMutation) ResetField(name string) error {
+	switch name {
+	case usageevent.FieldEventKey:
+		m.ResetEventKey()
+		return nil
+	case usageevent.FieldAssetID:
+		m.ResetAssetID()
+		return nil
+	case usageevent.FieldKind:
+		m.ResetKind()
+		return nil
+	case usageevent.FieldActor:
+		m.ResetActor()
+		return nil
+	case usageevent.FieldJobAssetID:
+		m.ResetJobAssetID()
+		return nil
+	case usageevent.FieldSource:
+		m.ResetSource()
+		return nil
+	case usageevent.FieldQueryID:
+		m.ResetQueryID()
+		return nil
+	case usageevent.FieldNamespace:
+		m.ResetNamespace()
+		return nil
+	case usageevent.FieldName:
+		m.ResetName()
+		return nil
+	case usageevent.FieldAt:
+		m.ResetAt()
+		return nil
+	case usageevent.FieldDay:
+		m.ResetDay()
+		return nil
+	case usageevent.FieldReceivedAt:
+		m.ResetReceivedAt()
+		return nil
+	}
+	return fmt.Errorf("unknown UsageEvent field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *UsageEventMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *UsageEventMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *UsageEventMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *UsageEventMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *UsageEventMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *UsageEventMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *UsageEventMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown UsageEvent unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *UsageEventMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown UsageEvent edge %s", name)
+}
+
+// UsageNameMutation represents an operation that mutates the UsageName nodes in the graph.
+type UsageNameMutation struct {
+	config
+	op            Op
+	typ           string
+	id            *int
+	asset_id      *uuid.UUID
+	namespace     *string
+	name          *string
+	first_at      *time.Time
+	last_at       *time.Time
+	clearedFields map[string]struct{}
+	done          bool
+	oldValue      func(context.Context) (*UsageName, error)
+	predicates    []predicate.UsageName
+}
+
+var _ ent.Mutation = (*UsageNameMutation)(nil)
+
+// usagenameOption allows management of the mutation configuration using functional options.
+type usagenameOption func(*UsageNameMutation)
+
+// newUsageNameMutation creates new mutation for the UsageName entity.
+func newUsageNameMutation(c config, op Op, opts ...usagenameOption) *UsageNameMutation {
+	m := &UsageNameMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeUsageName,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withUsageNameID sets the ID field of the mutation.
+func withUsageNameID(id int) usagenameOption {
+	return func(m *UsageNameMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *UsageName
+		)
+		m.oldValue = func(ctx context.Context) (*UsageName, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().UsageName.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withUsageName sets the old UsageName of the mutation.
+func withUsageName(node *UsageName) usagenameOption {
+	return func(m *UsageNameMutation) {
+		m.oldValue = func(context.Context) (*UsageName, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m UsageNameMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m UsageNameMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *UsageNameMutation) ID() (id int, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *UsageNameMutation) IDs(ctx context.Context) ([]int, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []int{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().UsageName.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetAssetID sets the "asset_id" field.
+func (m *UsageNameMutation) SetAssetID(u uuid.UUID) {
+	m.asset_id = &u
+}
+
+// AssetID returns the value of the "asset_id" field in the mutation.
+func (m *UsageNameMutation) AssetID() (r uuid.UUID, exists bool) {
+	v := m.asset_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAssetID returns the old "asset_id" field's value of the UsageName entity.
+// If the UsageName object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UsageNameMutation) OldAssetID(ctx context.Context) (v uuid.UUID, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAssetID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAssetID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAssetID: %w", err)
+	}
+	return oldValue.AssetID, nil
+}
+
+// ResetAssetID resets all changes to the "asset_id" field.
+func (m *UsageNameMutation) ResetAssetID() {
+	m.asset_id = nil
+}
+
+// SetNamespace sets the "namespace" field.
+func (m *UsageNameMutation) SetNamespace(s string) {
+	m.namespace = &s
+}
+
+// Namespace returns the value of the "namespace" field in the mutation.
+func (m *UsageNameMutation) Namespace() (r string, exists bool) {
+	v := m.namespace
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldNamespace returns the old "namespace" field's value of the UsageName entity.
+// If the UsageName object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UsageNameMutation) OldNamespace(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldNamespace is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldNamespace requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldNamespace: %w", err)
+	}
+	return oldValue.Namespace, nil
+}
+
+// ResetNamespace resets all changes to the "namespace" field.
+func (m *UsageNameMutation) ResetNamespace() {
+	m.namespace = nil
+}
+
+// SetName sets the "name" field.
+func (m *UsageNameMutation) SetName(s string) {
+	m.name = &s
+}
+
+// Name returns the value of the "name" field in the mutation.
+func (m *UsageNameMutation) Name() (r string, exists bool) {
+	v := m.name
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldName returns the old "name" field's value of the UsageName entity.
+// If the UsageName object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UsageNameMutation) OldName(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldName is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldName requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldName: %w", err)
+	}
+	return oldValue.Name, nil
+}
+
+// ResetName resets all changes to the "name" field.
+func (m *UsageNameMutation) ResetName() {
+	m.name = nil
+}
+
+// SetFirstAt sets the "first_at" field.
+func (m *UsageNameMutation) SetFirstAt(t time.Time) {
+	m.first_at = &t
+}
+
+// FirstAt returns the value of the "first_at" field in the mutation.
+func (m *UsageNameMutation) FirstAt() (r time.Time, exists bool) {
+	v := m.first_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldFirstAt returns the old "first_at" field's value of the UsageName entity.
+// If the UsageName object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UsageNameMutation) OldFirstAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldFirstAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldFirstAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldFirstAt: %w", err)
+	}
+	return oldValue.FirstAt, nil
+}
+
+// ResetFirstAt resets all changes to the "first_at" field.
+func (m *UsageNameMutation) ResetFirstAt() {
+	m.first_at = nil
+}
+
+// SetLastAt sets the "last_at" field.
+func (m *UsageNameMutation) SetLastAt(t time.Time) {
+	m.last_at = &t
+}
+
+// LastAt returns the value of the "last_at" field in the mutation.
+func (m *UsageNameMutation) LastAt() (r time.Time, exists bool) {
+	v := m.last_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldLastAt returns the old "last_at" field's value of the UsageName entity.
+// If the UsageName object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UsageNameMutation) OldLastAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldLastAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldLastAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldLastAt: %w", err)
+	}
+	return oldValue.LastAt, nil
+}
+
+// ResetLastAt resets all changes to the "last_at" field.
+func (m *UsageNameMutation) ResetLastAt() {
+	m.last_at = nil
+}
+
+// Where appends a list predicates to the UsageNameMutation builder.
+func (m *UsageNameMutation) Where(ps ...predicate.UsageName) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the UsageNameMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *UsageNameMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.UsageName, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *UsageNameMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *UsageNameMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (UsageName).
+func (m *UsageNameMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *UsageNameMutation) Fields() []string {
+	fields := make([]string, 0, 5)
+	if m.asset_id != nil {
+		fields = append(fields, usagename.FieldAssetID)
+	}
+	if m.namespace != nil {
+		fields = append(fields, usagename.FieldNamespace)
+	}
+	if m.name != nil {
+		fields = append(fields, usagename.FieldName)
+	}
+	if m.first_at != nil {
+		fields = append(fields, usagename.FieldFirstAt)
+	}
+	if m.last_at != nil {
+		fields = append(fields, usagename.FieldLastAt)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *UsageNameMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case usagename.FieldAssetID:
+		return m.AssetID()
+	case usagename.FieldNamespace:
+		return m.Namespace()
+	case usagename.FieldName:
+		return m.Name()
+	case usagename.FieldFirstAt:
+		return m.FirstAt()
+	case usagename.FieldLastAt:
+		return m.LastAt()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *UsageNameMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case usagename.FieldAssetID:
+		return m.OldAssetID(ctx)
+	case usagename.FieldNamespace:
+		return m.OldNamespace(ctx)
+	case usagename.FieldName:
+		return m.OldName(ctx)
+	case usagename.FieldFirstAt:
+		return m.OldFirstAt(ctx)
+	case usagename.FieldLastAt:
+		return m.OldLastAt(ctx)
+	}
+	return nil, fmt.Errorf("unknown UsageName field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *UsageNameMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case usagename.FieldAssetID:
+		v, ok := value.(uuid.UUID)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAssetID(v)
+		return nil
+	case usagename.FieldNamespace:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetNamespace(v)
+		return nil
+	case usagename.FieldName:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetName(v)
+		return nil
+	case usagename.FieldFirstAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetFirstAt(v)
+		return nil
+	case usagename.FieldLastAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetLastAt(v)
+		return nil
+	}
+	return fmt.Errorf("unknown UsageName field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *UsageNameMutation) AddedFields() []string {
+	return nil
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *UsageNameMutation) AddedField(name string) (ent.Value, bool) {
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *UsageNameMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	}
+	return fmt.Errorf("unknown UsageName numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *UsageNameMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *UsageNameMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *UsageNameMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown UsageName nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *UsageNameMutation) ResetField(name string) error {
+	switch name {
+	case usagename.FieldAssetID:
+		m.ResetAssetID()
+		return nil
+	case usagename.FieldNamespace:
+		m.ResetNamespace()
+		return nil
+	case usagename.FieldName:
+		m.ResetName()
+		return nil
+	case usagename.FieldFirstAt:
+		m.ResetFirstAt()
+		return nil
+	case usagename.FieldLastAt:
+		m.ResetLastAt()
+		return nil
+	}
+	return fmt.Errorf("unknown UsageName field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *UsageNameMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *UsageNameMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *UsageNameMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *UsageNameMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *UsageNameMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *UsageNameMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *UsageNameMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown UsageName unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *UsageNameMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown UsageName edge %s", name)
 }

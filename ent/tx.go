@@ -42,6 +42,14 @@ type Tx struct {
 	Run *RunClient
 	// RunIO is the client for interacting with the RunIO builders.
 	RunIO *RunIOClient
+	// UsageActorDaily is the client for interacting with the UsageActorDaily builders.
+	UsageActorDaily *UsageActorDailyClient
+	// UsageDaily is the client for interacting with the UsageDaily builders.
+	UsageDaily *UsageDailyClient
+	// UsageEvent is the client for interacting with the UsageEvent builders.
+	UsageEvent *UsageEventClient
+	// UsageName is the client for interacting with the UsageName builders.
+	UsageName *UsageNameClient
 
 	// lazily loaded.
 	client     *Client
@@ -187,6 +195,10 @@ func (tx *Tx) init() {
 	tx.Owner = NewOwnerClient(tx.config)
 	tx.Run = NewRunClient(tx.config)
 	tx.RunIO = NewRunIOClient(tx.config)
+	tx.UsageActorDaily = NewUsageActorDailyClient(tx.config)
+	tx.UsageDaily = NewUsageDailyClient(tx.config)
+	tx.UsageEvent = NewUsageEventClient(tx.config)
+	tx.UsageName = NewUsageNameClient(tx.config)
 }
 
 // txDriver wraps the given dialect.Tx with a nop dialect.Driver implementation.

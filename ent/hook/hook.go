@@ -177,6 +177,54 @@ func (f RunIOFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.RunIOMutation", m)
 }
 
+// The UsageActorDailyFunc type is an adapter to allow the use of ordinary
+// function as UsageActorDaily mutator.
+type UsageActorDailyFunc func(context.Context, *ent.UsageActorDailyMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f UsageActorDailyFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.UsageActorDailyMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.UsageActorDailyMutation", m)
+}
+
+// The UsageDailyFunc type is an adapter to allow the use of ordinary
+// function as UsageDaily mutator.
+type UsageDailyFunc func(context.Context, *ent.UsageDailyMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f UsageDailyFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.UsageDailyMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.UsageDailyMutation", m)
+}
+
+// The UsageEventFunc type is an adapter to allow the use of ordinary
+// function as UsageEvent mutator.
+type UsageEventFunc func(context.Context, *ent.UsageEventMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f UsageEventFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.UsageEventMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.UsageEventMutation", m)
+}
+
+// The UsageNameFunc type is an adapter to allow the use of ordinary
+// function as UsageName mutator.
+type UsageNameFunc func(context.Context, *ent.UsageNameMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f UsageNameFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.UsageNameMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.UsageNameMutation", m)
+}
+
 // Condition is a hook condition function.
 type Condition func(context.Context, ent.Mutation) bool
 

@@ -414,6 +414,115 @@ var (
 			},
 		},
 	}
+	// UsageActorDailiesColumns holds the columns for the "usage_actor_dailies" table.
+	UsageActorDailiesColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeInt, Increment: true},
+		{Name: "asset_id", Type: field.TypeUUID},
+		{Name: "day", Type: field.TypeString},
+		{Name: "actor", Type: field.TypeString},
+		{Name: "reads", Type: field.TypeInt64, Default: 0},
+		{Name: "writes", Type: field.TypeInt64, Default: 0},
+	}
+	// UsageActorDailiesTable holds the schema information for the "usage_actor_dailies" table.
+	UsageActorDailiesTable = &schema.Table{
+		Name:       "usage_actor_dailies",
+		Columns:    UsageActorDailiesColumns,
+		PrimaryKey: []*schema.Column{UsageActorDailiesColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "usageactordaily_asset_id_day_actor",
+				Unique:  true,
+				Columns: []*schema.Column{UsageActorDailiesColumns[1], UsageActorDailiesColumns[2], UsageActorDailiesColumns[3]},
+			},
+		},
+	}
+	// UsageDailiesColumns holds the columns for the "usage_dailies" table.
+	UsageDailiesColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeInt, Increment: true},
+		{Name: "asset_id", Type: field.TypeUUID},
+		{Name: "day", Type: field.TypeString},
+		{Name: "reads", Type: field.TypeInt64, Default: 0},
+		{Name: "writes", Type: field.TypeInt64, Default: 0},
+		{Name: "distinct_actors", Type: field.TypeInt, Default: 0},
+		{Name: "distinct_jobs", Type: field.TypeInt, Default: 0},
+		{Name: "last_read_at", Type: field.TypeTime, Nullable: true},
+		{Name: "last_write_at", Type: field.TypeTime, Nullable: true},
+		{Name: "updated_at", Type: field.TypeTime},
+	}
+	// UsageDailiesTable holds the schema information for the "usage_dailies" table.
+	UsageDailiesTable = &schema.Table{
+		Name:       "usage_dailies",
+		Columns:    UsageDailiesColumns,
+		PrimaryKey: []*schema.Column{UsageDailiesColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "usagedaily_asset_id_day",
+				Unique:  true,
+				Columns: []*schema.Column{UsageDailiesColumns[1], UsageDailiesColumns[2]},
+			},
+			{
+				Name:    "usagedaily_day",
+				Unique:  false,
+				Columns: []*schema.Column{UsageDailiesColumns[2]},
+			},
+		},
+	}
+	// UsageEventsColumns holds the columns for the "usage_events" table.
+	UsageEventsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeInt, Increment: true},
+		{Name: "event_key", Type: field.TypeString, Unique: true},
+		{Name: "asset_id", Type: field.TypeUUID},
+		{Name: "kind", Type: field.TypeEnum, Enums: []string{"read", "write"}},
+		{Name: "actor", Type: field.TypeString, Default: ""},
+		{Name: "job_asset_id", Type: field.TypeUUID, Nullable: true},
+		{Name: "source", Type: field.TypeString, Default: ""},
+		{Name: "query_id", Type: field.TypeString, Default: ""},
+		{Name: "namespace", Type: field.TypeString, Default: ""},
+		{Name: "name", Type: field.TypeString, Default: ""},
+		{Name: "at", Type: field.TypeTime},
+		{Name: "day", Type: field.TypeString},
+		{Name: "received_at", Type: field.TypeTime},
+	}
+	// UsageEventsTable holds the schema information for the "usage_events" table.
+	UsageEventsTable = &schema.Table{
+		Name:       "usage_events",
+		Columns:    UsageEventsColumns,
+		PrimaryKey: []*schema.Column{UsageEventsColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "usageevent_asset_id_day",
+				Unique:  false,
+				Columns: []*schema.Column{UsageEventsColumns[2], UsageEventsColumns[11]},
+			},
+			{
+				Name:    "usageevent_at",
+				Unique:  false,
+				Columns: []*schema.Column{UsageEventsColumns[10]},
+			},
+		},
+	}
+	// UsageNamesColumns holds the columns for the "usage_names" table.
+	UsageNamesColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeInt, Increment: true},
+		{Name: "asset_id", Type: field.TypeUUID},
+		{Name: "namespace", Type: field.TypeString},
+		{Name: "name", Type: field.TypeString},
+		{Name: "first_at", Type: field.TypeTime},
+		{Name: "last_at", Type: field.TypeTime},
+	}
+	// UsageNamesTable holds the schema information for the "usage_names" table.
+	UsageNamesTable = &schema.Table{
+		Name:       "usage_names",
+		Columns:    UsageNamesColumns,
+		PrimaryKey: []*schema.Column{UsageNamesColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "usagename_asset_id_namespace_name",
+				Unique:  true,
+				Columns: []*schema.Column{UsageNamesColumns[1], UsageNamesColumns[2], UsageNamesColumns[3]},
+			},
+		},
+	}
 	// Tables holds all the tables in the schema.
 	Tables = []*schema.Table{
 		APITokensTable,
@@ -430,6 +539,10 @@ var (
 		OwnersTable,
 		RunsTable,
 		RunIosTable,
+		UsageActorDailiesTable,
+		UsageDailiesTable,
+		UsageEventsTable,
+		UsageNamesTable,
 	}
 )
 

@@ -47,3 +47,15 @@ type Run func(*sql.Selector)
 
 // RunIO is the predicate function for runio builders.
 type RunIO func(*sql.Selector)
+
+// UsageActorDaily is the predicate function for usageactordaily builders.
+type UsageActorDaily func(*sql.Selector)
+
+// UsageDaily is the predicate function for usagedaily builders.
+type UsageDaily func(*sql.Selector)
+
+// UsageEvent is the predicate function for usageevent builders.
+type UsageEvent func(*sql.Selector)
+
+// UsageName is the predicate function for usagename builders.
+type UsageName func(*sql.Selector)

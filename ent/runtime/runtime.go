@@ -12,6 +12,9 @@ import (
 	"github.com/tidemark/tidemark/ent/lineageevent"
 	"github.com/tidemark/tidemark/ent/run"
 	"github.com/tidemark/tidemark/ent/schema"
+	"github.com/tidemark/tidemark/ent/usageactordaily"
+	"github.com/tidemark/tidemark/ent/usagedaily"
+	"github.com/tidemark/tidemark/ent/usageevent"
 )
 
 // The init function reads all schema descriptors with runtime code
@@ -120,6 +123,56 @@ func init() {
 	runDescEventCount := runFields[10].Descriptor()
 	// run.DefaultEventCount holds the default value on creation for the event_count field.
 	run.DefaultEventCount = runDescEventCount.Default.(int)
+	usageactordailyFields := schema.UsageActorDaily{}.Fields()
+	_ = usageactordailyFields
+	// usageactordailyDescReads is the schema descriptor for reads field.
+	usageactordailyDescReads := usageactordailyFields[3].Descriptor()
+	// usageactordaily.DefaultReads holds the default value on creation for the reads field.
+	usageactordaily.DefaultReads = usageactordailyDescReads.Default.(int64)
+	// usageactordailyDescWrites is the schema descriptor for writes field.
+	usageactordailyDescWrites := usageactordailyFields[4].Descriptor()
+	// usageactordaily.DefaultWrites holds the default value on creation for the writes field.
+	usageactordaily.DefaultWrites = usageactordailyDescWrites.Default.(int64)
+	usagedailyFields := schema.UsageDaily{}.Fields()
+	_ = usagedailyFields
+	// usagedailyDescReads is the schema descriptor for reads field.
+	usagedailyDescReads := usagedailyFields[2].Descriptor()
+	// usagedaily.DefaultReads holds the default value on creation for the reads field.
+	usagedaily.DefaultReads = usagedailyDescReads.Default.(int64)
+	// usagedailyDescWrites is the schema descriptor for writes field.
+	usagedailyDescWrites := usagedailyFields[3].Descriptor()
+	// usagedaily.DefaultWrites holds the default value on creation for the writes field.
+	usagedaily.DefaultWrites = usagedailyDescWrites.Default.(int64)
+	// usagedailyDescDistinctActors is the schema descriptor for distinct_actors field.
+	usagedailyDescDistinctActors := usagedailyFields[4].Descriptor()
+	// usagedaily.DefaultDistinctActors holds the default value on creation for the distinct_actors field.
+	usagedaily.DefaultDistinctActors = usagedailyDescDistinctActors.Default.(int)
+	// usagedailyDescDistinctJobs is the schema descriptor for distinct_jobs field.
+	usagedailyDescDistinctJobs := usagedailyFields[5].Descriptor()
+	// usagedaily.DefaultDistinctJobs holds the default value on creation for the distinct_jobs field.
+	usagedaily.DefaultDistinctJobs = usagedailyDescDistinctJobs.Default.(int)
+	usageeventFields := schema.UsageEvent{}.Fields()
+	_ = usageeventFields
+	// usageeventDescActor is the schema descriptor for actor field.
+	usageeventDescActor := usageeventFields[3].Descriptor()
+	// usageevent.DefaultActor holds the default value on creation for the actor field.
+	usageevent.DefaultActor = usageeventDescActor.Default.(string)
+	// usageeventDescSource is the schema descriptor for source field.
+	usageeventDescSource := usageeventFields[5].Descriptor()
+	// usageevent.DefaultSource holds the default value on creation for the source field.
+	usageevent.DefaultSource = usageeventDescSource.Default.(string)
+	// usageeventDescQueryID is the schema descriptor for query_id field.
+	usageeventDescQueryID := usageeventFields[6].Descriptor()
+	// usageevent.DefaultQueryID holds the default value on creation for the query_id field.
+	usageevent.DefaultQueryID = usageeventDescQueryID.Default.(string)
+	// usageeventDescNamespace is the schema descriptor for namespace field.
+	usageeventDescNamespace := usageeventFields[7].Descriptor()
+	// usageevent.DefaultNamespace holds the default value on creation for the namespace field.
+	usageevent.DefaultNamespace = usageeventDescNamespace.Default.(string)
+	// usageeventDescName is the schema descriptor for name field.
+	usageeventDescName := usageeventFields[8].Descriptor()
+	// usageevent.DefaultName holds the default value on creation for the name field.
+	usageevent.DefaultName = usageeventDescName.Default.(string)
 }
 
 const (
