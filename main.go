@@ -22,7 +22,7 @@ import (
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
-const usage = `tidemark: a data catalog keyed on immutable asset IDs
+const helpText = `tidemark: a data catalog keyed on immutable asset IDs
 
 Usage:
   tidemark serve    [flags]   run the API (migrates the database first)
@@ -48,7 +48,7 @@ func main() {
 // run executes one command. ready, when set, receives the serving address (tests listen on :0).
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready chan<- string) error {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(stderr, helpText)
 		return flag.ErrHelp
 	}
 	switch args[0] {
@@ -62,10 +62,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 		fmt.Fprintln(stdout, "tidemark", version)
 		return nil
 	case "-h", "--help", "help":
-		fmt.Fprint(stdout, usage)
+		fmt.Fprint(stdout, helpText)
 		return nil
 	}
-	fmt.Fprint(stderr, usage)
+	fmt.Fprint(stderr, helpText)
 	return fmt.Errorf("unknown command %q", args[0])
 }
 

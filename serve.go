@@ -16,6 +16,7 @@ import (
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/handlers"
 	"github.com/tidemark/tidemark/lineage"
+	"github.com/tidemark/tidemark/usage"
 )
 
 type serveConfig struct {
@@ -27,6 +28,8 @@ type serveConfig struct {
 	shutdownTimeout time.Duration
 	lineageLimit    int64
 	graphSync       time.Duration
+	usageLateness   time.Duration
+	usageRetention  time.Duration
 	logLevel        string
 	logFormat       string
 }
@@ -42,6 +45,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 	fs.Int64Var(&cfg.bodyLimit, "body-limit", envInt("TIDEMARK_BODY_LIMIT", handlers.DefaultBodyLimit), "largest request body in bytes (TIDEMARK_BODY_LIMIT)")
 	fs.Int64Var(&cfg.lineageLimit, "lineage-body-limit", envInt("TIDEMARK_LINEAGE_BODY_LIMIT", handlers.DefaultLineageBodyLimit), "largest OpenLineage request in bytes, before and after gzip (TIDEMARK_LINEAGE_BODY_LIMIT)")
 	fs.DurationVar(&cfg.graphSync, "graph-sync-interval", envDuration("TIDEMARK_GRAPH_SYNC_INTERVAL", 2*time.Second), "how often the in-memory lineage graph picks up other replicas' edges (TIDEMARK_GRAPH_SYNC_INTERVAL)")
+	fs.DurationVar(&cfg.usageLateness, "usage-lateness", envDuration("TIDEMARK_USAGE_LATENESS", usage.DefaultLateness), "oldest usage record accepted (TIDEMARK_USAGE_LATENESS)")
+	fs.DurationVar(&cfg.usageRetention, "usage-retention", envDuration("TIDEMARK_USAGE_RETENTION", usage.DefaultRetention), "how long raw usage events are kept; rollups are kept forever (TIDEMARK_USAGE_RETENTION)")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", envDuration("TIDEMARK_SHUTDOWN_TIMEOUT", 30*time.Second), "how long in-flight requests may finish on SIGTERM (TIDEMARK_SHUTDOWN_TIMEOUT)")
 	fs.StringVar(&cfg.logLevel, "log-level", env("TIDEMARK_LOG_LEVEL", "info"), "debug, info, warn or error (TIDEMARK_LOG_LEVEL)")
 	fs.StringVar(&cfg.logFormat, "log-format", env("TIDEMARK_LOG_FORMAT", "json"), "json or text (TIDEMARK_LOG_FORMAT)")
@@ -76,7 +81,14 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 	var lin *lineage.Service
 	cat := catalog.New(store.Client, catalog.WithLogger(log),
 		catalog.WithChangeHook(func(ctx context.Context, ids []uuid.UUID) { lin.Graph().AssetsChanged(ctx, ids) }))
-	lin = lineage.New(store.Client, cat, lineage.WithLogger(log))
+	use, err := usage.New(store.Client, cat, usage.WithLogger(log), usage.WithLateness(cfg.usageLateness), usage.WithRetention(cfg.usageRetention))
+	if err != nil {
+		return err
+	}
+	if err := use.Open(ctx); err != nil {
+		return err
+	}
+	lin = lineage.New(store.Client, cat, lineage.WithLogger(log), lineage.WithCompletedRuns(usageOfRuns(use)))
 	loadStart := time.Now()
 	if err := lin.Open(ctx); err != nil {
 		return err
@@ -86,10 +98,12 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 	bg, stopBG := context.WithCancel(context.Background())
 	defer stopBG()
 	go lin.Run(bg, cfg.graphSync)
+	go use.Run(bg, time.Hour)
 
 	api := handlers.New(handlers.Config{
 		Catalog:          cat,
 		Lineage:          lin,
+		Usage:            use,
 		LineageBodyLimit: cfg.lineageLimit,
 		Tokens:           auth.NewStore(store.Client, nil),
 		Ping:             store.Ping,
@@ -144,4 +158,22 @@ func isLoopback(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// usageOfRuns counts completed OpenLineage runs as usage: inputs read, outputs written.
+func usageOfRuns(use *usage.Service) func(context.Context, []lineage.CompletedRun) error {
+	seen := func(refs []lineage.DatasetRef) []usage.Seen {
+		out := make([]usage.Seen, len(refs))
+		for i, r := range refs {
+			out[i] = usage.Seen{ID: r.ID, Namespace: r.Namespace, Name: r.Name}
+		}
+		return out
+	}
+	return func(ctx context.Context, runs []lineage.CompletedRun) error {
+		out := make([]usage.RunUsage, len(runs))
+		for i, r := range runs {
+			out[i] = usage.RunUsage{RunID: r.RunID, JobID: r.JobID, At: r.At, Actor: r.Actor, Inputs: seen(r.Inputs), Outputs: seen(r.Outputs)}
+		}
+		return use.FromRuns(ctx, out)
+	}
 }

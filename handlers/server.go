@@ -17,6 +17,7 @@ import (
 	"github.com/tidemark/tidemark/auth"
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/lineage"
+	"github.com/tidemark/tidemark/usage"
 )
 
 // Config wires the API to the domain.
@@ -36,6 +37,8 @@ type Config struct {
 	Lineage *lineage.Service
 	// LineageBodyLimit caps OpenLineage request bodies, before and after gzip (default 4 MiB).
 	LineageBodyLimit int64
+	// Usage records and answers usage; nil leaves those routes out.
+	Usage *usage.Service
 	// Registry receives the HTTP metrics; nil makes a private one.
 	Registry *prometheus.Registry
 	Version  string
@@ -82,6 +85,7 @@ func New(cfg Config) *API {
 func (a *API) routes() {
 	a.assetRoutes()
 	a.lineageRoutes()
+	a.usageRoutes()
 	a.handle(operation{Method: http.MethodGet, Path: "/healthz", Summary: "Liveness and database check",
 		Tag: "ops", Open: true, Responses: map[int]any{200: healthResponse{}, 503: healthResponse{}}}, a.health)
 	a.handle(operation{Method: http.MethodGet, Path: "/metrics", Summary: "Prometheus metrics",

@@ -43,8 +43,9 @@ type batch struct {
 	knownEdges  map[[2]uuid.UUID]bool
 	events      []*ent.LineageEventCreate
 
-	added   []edgeRef
-	touched []uuid.UUID // assets whose name or status changed
+	added     []edgeRef
+	touched   []uuid.UUID // assets whose name or status changed
+	completed []CompletedRun
 }
 
 // nameKey is a name in its name space.
@@ -473,6 +474,11 @@ func (b *batch) flush(ctx context.Context) error {
 		return b.tx.LineageEvent.CreateBulk(part...).Exec(ctx)
 	}); err != nil {
 		return fmt.Errorf("lineage: store events: %w", err)
+	}
+	if b.s.onComplete != nil && len(b.completed) > 0 {
+		if err := b.s.onComplete(ent.NewTxContext(ctx, b.tx), b.completed); err != nil {
+			return fmt.Errorf("lineage: record usage of completed runs: %w", err)
+		}
 	}
 	return nil
 }

@@ -32,7 +32,31 @@ type Service struct {
 	wait  time.Duration
 	// sqlite is true on SQLite, where bulk statements buy nothing (no round trips) and some of
 	// PostgreSQL's syntax is missing.
-	sqlite bool
+	sqlite     bool
+	onComplete func(ctx context.Context, runs []CompletedRun) error
+}
+
+// CompletedRun is a run whose COMPLETE event a batch stored: what it read and wrote.
+type CompletedRun struct {
+	RunID   string
+	JobID   uuid.UUID
+	At      time.Time
+	Actor   string // the first owner of the job (ownership facet), if the event names one
+	Inputs  []DatasetRef
+	Outputs []DatasetRef
+}
+
+// DatasetRef is a dataset as an event named it, with its asset ID.
+type DatasetRef struct {
+	ID              uuid.UUID
+	Namespace, Name string
+}
+
+// WithCompletedRuns calls fn, inside the batch's transaction (ctx carries it), with the runs
+// that completed in each batch: usage accounting counts their inputs as reads and outputs as
+// writes, stored with the events or not at all.
+func WithCompletedRuns(fn func(ctx context.Context, runs []CompletedRun) error) Option {
+	return func(s *Service) { s.onComplete = fn }
 }
 
 // Option configures a Service.
@@ -281,6 +305,9 @@ func (a *applier) apply(ctx context.Context, key string) error {
 		if err := a.upsertRun(ctx, jobID, inputs, outputs); err != nil {
 			return err
 		}
+		if ev.EventType == "COMPLETE" {
+			a.completed = append(a.completed, completedRun(ev, jobID, inputs, outputs))
+		}
 	}
 	if jobID != uuid.Nil {
 		for _, in := range inputs {
@@ -314,6 +341,21 @@ func (a *applier) apply(ctx context.Context, key string) error {
 // Symlinks bind as external IDs of this system; the value is "<namespace>|<name>", with '%'
 // and '|' escaped so the pair is unambiguous.
 const symlinkSystem = "openlineage.symlink"
+
+func completedRun(ev Event, jobID uuid.UUID, inputs, outputs []uuid.UUID) CompletedRun {
+	c := CompletedRun{RunID: ev.RunID, JobID: jobID, At: ev.EventTime}
+	var own ownershipFacet
+	if ev.Job.Facets.facet("ownership", &own) && len(own.Owners) > 0 {
+		c.Actor = own.Owners[0].Name
+	}
+	for i, d := range ev.Inputs {
+		c.Inputs = append(c.Inputs, DatasetRef{ID: inputs[i], Namespace: d.Namespace, Name: d.Name})
+	}
+	for i, d := range ev.Outputs {
+		c.Outputs = append(c.Outputs, DatasetRef{ID: outputs[i], Namespace: d.Namespace, Name: d.Name})
+	}
+	return c
+}
 
 func symlinkValue(namespace, name string) string {
 	esc := strings.NewReplacer("%", "%25", "|", "%7C")

@@ -1,0 +1,113 @@
+// Package usage owns usage of assets: idempotent usage events (from query logs and completed
+// OpenLineage runs) keyed on asset IDs, daily rollups kept exact under late and duplicate events,
+// usage series and rankings, and the "real usage" summary the cleanup bot relies on. Names are
+// resolved to IDs as of each event's time, so a rename never resets usage.
+package usage
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/ent"
+)
+
+// Defaults.
+const (
+	// DefaultLateness: engines ship query logs late (retries, backfills); a month covers them.
+	DefaultLateness = 30 * 24 * time.Hour
+	// DefaultRetention of raw events; rollups are kept forever. Longer than the lateness, so a
+	// bucket still open to late events can always be recounted from its raw events.
+	DefaultRetention = 90 * 24 * time.Hour
+	// Skew tolerated for events stamped in the future (clocks of engines and proxies drift).
+	Skew = 5 * time.Minute
+)
+
+// Service records and answers usage.
+type Service struct {
+	db        *ent.Client
+	cat       *catalog.Catalog
+	now       func() time.Time
+	lateness  time.Duration
+	retention time.Duration
+	log       *slog.Logger
+	sqlite    bool
+}
+
+// Option configures a Service.
+type Option func(*Service)
+
+// WithClock replaces time.Now (lateness, retention and windows are judged against it).
+func WithClock(now func() time.Time) Option { return func(s *Service) { s.now = now } }
+
+// WithLateness sets how old an event may be when it arrives.
+func WithLateness(d time.Duration) Option { return func(s *Service) { s.lateness = d } }
+
+// WithRetention sets how long raw events are kept.
+func WithRetention(d time.Duration) Option { return func(s *Service) { s.retention = d } }
+
+// WithLogger sets the logger.
+func WithLogger(l *slog.Logger) Option { return func(s *Service) { s.log = l } }
+
+// New returns a Service; call Open before use.
+func New(db *ent.Client, cat *catalog.Catalog, opts ...Option) (*Service, error) {
+	s := &Service{db: db, cat: cat, now: time.Now, lateness: DefaultLateness, retention: DefaultRetention, log: slog.Default()}
+	for _, o := range opts {
+		o(s)
+	}
+	if s.lateness <= 0 || s.retention <= s.lateness {
+		return nil, fmt.Errorf("usage: retention (%s) must be longer than lateness (%s): a day still open to late events must keep its raw events", s.retention, s.lateness)
+	}
+	return s, nil
+}
+
+// Open detects the database dialect.
+func (s *Service) Open(ctx context.Context) error {
+	rows, err := s.db.QueryContext(ctx, "SELECT sqlite_version()")
+	if err == nil {
+		rows.Close()
+		s.sqlite = true
+	}
+	return nil
+}
+
+// Lateness is the configured lateness.
+func (s *Service) Lateness() time.Duration { return s.lateness }
+
+func (s *Service) clock() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
+
+// Day is the rollup bucket of t: its UTC date.
+func Day(t time.Time) string { return t.UTC().Format(time.DateOnly) }
+
+// Purge deletes raw events older than the retention; rollups stay. It returns how many it
+// deleted.
+func (s *Service) Purge(ctx context.Context) (int, error) {
+	cutoff := s.clock().Add(-s.retention)
+	res, err := s.db.ExecContext(ctx, "DELETE FROM usage_events WHERE at < $1", cutoff)
+	if err != nil {
+		return 0, fmt.Errorf("usage: purge raw events: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return int(n), nil
+}
+
+// Run purges expired raw events every interval until ctx ends.
+func (s *Service) Run(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			n, err := s.Purge(ctx)
+			if err != nil && ctx.Err() == nil {
+				s.log.Warn("usage: purge failed; will retry", "err", err)
+			} else if n > 0 {
+				s.log.Info("usage: purged raw events past retention", "deleted", n, "retention", s.retention.String())
+			}
+		}
+	}
+}
