@@ -20,6 +20,7 @@ import (
 	"github.com/tidemark/tidemark/ent/storage/storagetest"
 	"github.com/tidemark/tidemark/handlers"
 	"github.com/tidemark/tidemark/lineage"
+	"github.com/tidemark/tidemark/usage"
 )
 
 // server is a real Tidemark API listening on 127.0.0.1:0 over a fresh database.
@@ -54,6 +55,13 @@ func startServer(t testing.TB, db *storage.DB, tweak func(*handlers.Config)) *se
 	}
 	var lin *lineage.Service
 	cat := catalog.New(db.Client, catalog.WithChangeHook(func(ctx context.Context, ids []uuid.UUID) { lin.Graph().AssetsChanged(ctx, ids) }))
+	use, err := usage.New(db.Client, cat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := use.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
 	lin = lineage.New(db.Client, cat)
 	if err := lin.Open(ctx); err != nil {
 		t.Fatal(err)
@@ -61,6 +69,7 @@ func startServer(t testing.TB, db *storage.DB, tweak func(*handlers.Config)) *se
 	cfg := handlers.Config{
 		Catalog: cat,
 		Lineage: lin,
+		Usage:   use,
 		Tokens:  tokens,
 		Ping:    db.Ping,
 		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -166,7 +175,8 @@ func (s *server) counts(t testing.TB) map[string]int {
 	t.Helper()
 	out := map[string]int{}
 	for _, table := range []string{"assets", "asset_names", "external_ids", "owners", "audit_events", "idempotency_keys", "api_tokens",
-		"lineage_events", "runs", "run_ios", "lineage_edges", "column_edges", "asset_facets", "lineage_states"} {
+		"lineage_events", "runs", "run_ios", "lineage_edges", "column_edges", "asset_facets", "lineage_states",
+		"usage_events", "usage_dailies", "usage_actor_dailies", "usage_names"} {
 		var n int
 		if err := s.DB.SQL.QueryRow("SELECT count(*) FROM " + table).Scan(&n); err != nil {
 			t.Fatal(err)

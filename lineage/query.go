@@ -104,6 +104,17 @@ func (s *Service) Lineage(ctx context.Context, id uuid.UUID, dir Direction, dept
 	return res, nil
 }
 
+// Downstream lists the assets downstream of id within depth hops (the cleanup bot asks whether
+// any of them is still read).
+func (s *Service) Downstream(ctx context.Context, id uuid.UUID, depth int) ([]uuid.UUID, error) {
+	t := s.graph.Traverse(id, Downstream, depth, MaxNodes)
+	out := make([]uuid.UUID, 0, len(t.Nodes))
+	for _, n := range t.Nodes[1:] {
+		out = append(out, n.ID)
+	}
+	return out, nil
+}
+
 // NodeID is a Marquez node ID: dataset:<namespace>:<name> or job:<namespace>:<name>.
 func NodeID(s catalog.Summary) string {
 	if s.Kind == catalog.KindJob {

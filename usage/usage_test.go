@@ -324,6 +324,15 @@ func TestCompletedRunsCount(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		src, err := e.cat.Resolve(ctx, "w", "src")
+		if err != nil {
+			t.Fatal(err)
+		}
+		down := func(ctx context.Context, id uuid.UUID) ([]uuid.UUID, error) { return lin.Downstream(ctx, id, 10) }
+		real, err := e.use.Real(ctx, src.Asset.ID, time.Date(2024, 6, 1, 0, 0, 0, 0, time.UTC), time.Date(2024, 6, 2, 0, 0, 0, 0, time.UTC), down)
+		if err != nil || real.Reads != 1 || real.DownstreamRead {
+			t.Fatalf("real usage of src = %+v, %v; want 1 read and no downstream read (dst was only written)", real, err)
+		}
 		for name, want := range map[string][2]int64{"src": {1, 0}, "dst": {0, 1}} {
 			res, err := e.cat.Resolve(ctx, "w", name)
 			if err != nil {
@@ -336,6 +345,16 @@ func TestCompletedRunsCount(t *testing.T) {
 			if s.Reads != want[0] || s.Writes != want[1] || len(s.TopActors) != 1 || s.TopActors[0].Actor != "team:data" {
 				t.Fatalf("%s: reads %d writes %d actors %+v; want %v by team:data", name, s.Reads, s.Writes, s.TopActors, want)
 			}
+		}
+		// A run that reads dst makes src's downstream read.
+		read := []byte(`{"eventType":"COMPLETE","eventTime":"2024-06-01T12:00:00Z","run":{"runId":"r2"},"job":{"namespace":"etl","name":"report"},
+			"inputs":[{"namespace":"w","name":"dst"}],"outputs":[]}`)
+		if _, err := lin.Ingest(ctx, read); err != nil {
+			t.Fatal(err)
+		}
+		real, err = e.use.Real(ctx, src.Asset.ID, time.Date(2024, 6, 1, 0, 0, 0, 0, time.UTC), time.Date(2024, 6, 2, 0, 0, 0, 0, time.UTC), down)
+		if err != nil || !real.DownstreamRead || len(real.ReadDownstream) != 1 {
+			t.Fatalf("real usage of src after dst is read = %+v, %v", real, err)
 		}
 	})
 }
