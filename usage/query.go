@@ -10,6 +10,7 @@ import (
 
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/ent"
+	"github.com/tidemark/tidemark/ent/predicate"
 	"github.com/tidemark/tidemark/ent/usageactordaily"
 	"github.com/tidemark/tidemark/ent/usagedaily"
 	"github.com/tidemark/tidemark/ent/usagename"
@@ -82,9 +83,25 @@ func (s *Service) Series(ctx context.Context, id uuid.UUID, from, to time.Time, 
 	if err != nil {
 		return Series{}, fmt.Errorf("usage: read rollups: %w", err)
 	}
-	actors, err := s.db.UsageActorDaily.Query().Where(usageactordaily.AssetID(id), usageactordaily.DayGTE(Day(from)), usageactordaily.DayLTE(Day(to))).All(ctx)
-	if err != nil {
+	inRange := []predicate.UsageActorDaily{usageactordaily.AssetID(id), usageactordaily.DayGTE(Day(from)), usageactordaily.DayLTE(Day(to))}
+	// Per actor over the whole range, summed by the database: one row per actor, however many
+	// days.
+	var perActor []struct {
+		Actor  string `json:"actor"`
+		Reads  int64  `json:"reads"`
+		Writes int64  `json:"writes"`
+	}
+	if err := s.db.UsageActorDaily.Query().Where(inRange...).GroupBy(usageactordaily.FieldActor).
+		Aggregate(ent.As(ent.Sum(usageactordaily.FieldReads), "reads"), ent.As(ent.Sum(usageactordaily.FieldWrites), "writes")).
+		Scan(ctx, &perActor); err != nil {
 		return Series{}, fmt.Errorf("usage: read actor rollups: %w", err)
+	}
+	var weekly []*ent.UsageActorDaily // distinct actors per week need the days
+	if granularity == Weekly {
+		if weekly, err = s.db.UsageActorDaily.Query().Where(inRange...).
+			Select(usageactordaily.FieldDay, usageactordaily.FieldActor).All(ctx); err != nil {
+			return Series{}, fmt.Errorf("usage: read actor rollups: %w", err)
+		}
 	}
 	out := Series{AssetID: id, From: from, To: to, Granularity: granularity, Points: []Point{}, TopActors: []ActorCount{}}
 	bucket := func(day string) time.Time {
@@ -116,22 +133,12 @@ func (s *Service) Series(ctx context.Context, id uuid.UUID, from, to time.Time, 
 		out.LastWrite = later(out.LastWrite, d.LastWriteAt)
 	}
 	weekActors := map[time.Time]map[string]bool{}
-	byActor := map[string]*ActorCount{}
-	for _, r := range actors {
-		if granularity == Weekly {
-			b := bucket(r.Day)
-			if weekActors[b] == nil {
-				weekActors[b] = map[string]bool{}
-			}
-			weekActors[b][r.Actor] = true
+	for _, r := range weekly {
+		b := bucket(r.Day)
+		if weekActors[b] == nil {
+			weekActors[b] = map[string]bool{}
 		}
-		c := byActor[r.Actor]
-		if c == nil {
-			c = &ActorCount{Actor: r.Actor}
-			byActor[r.Actor] = c
-		}
-		c.Reads += r.Reads
-		c.Writes += r.Writes
+		weekActors[b][r.Actor] = true
 	}
 	for b, set := range weekActors {
 		if p := points[b]; p != nil {
@@ -141,9 +148,9 @@ func (s *Service) Series(ctx context.Context, id uuid.UUID, from, to time.Time, 
 	for _, b := range order {
 		out.Points = append(out.Points, *points[b])
 	}
-	out.DistinctActors = len(byActor)
-	for _, c := range byActor {
-		out.TopActors = append(out.TopActors, *c)
+	out.DistinctActors = len(perActor)
+	for _, c := range perActor {
+		out.TopActors = append(out.TopActors, ActorCount{Actor: c.Actor, Reads: c.Reads, Writes: c.Writes})
 	}
 	sort.Slice(out.TopActors, func(i, j int) bool {
 		a, b := out.TopActors[i], out.TopActors[j]

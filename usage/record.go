@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -248,30 +249,16 @@ func (s *Service) store(ctx context.Context, rows []row) (map[string]bool, error
 		received := s.clock()
 		var fresh []row
 		for _, part := range chunk(rows) {
-			var q strings.Builder
-			q.WriteString("INSERT INTO usage_events (event_key, asset_id, kind, actor, job_asset_id, source, query_id, namespace, name, at, day, received_at) VALUES ")
-			args := make([]any, 0, 12*len(part))
+			vals := make([][]any, len(part))
 			for i, r := range part {
-				if i > 0 {
-					q.WriteString(",")
-				}
-				n := len(args)
-				q.WriteString("(")
-				for j := 1; j <= 12; j++ {
-					if j > 1 {
-						q.WriteString(",")
-					}
-					fmt.Fprintf(&q, "$%d", n+j)
-				}
-				q.WriteString(")")
 				var job any
 				if r.jobID != nil {
 					job = *r.jobID
 				}
-				args = append(args, r.key, r.assetID, r.kind, r.actor, job, r.source, r.queryID, r.namespace, r.name, r.at, Day(r.at), received)
+				vals[i] = []any{r.key, r.assetID, r.kind, r.actor, job, r.source, r.queryID, r.namespace, r.name, r.at, Day(r.at), received}
 			}
-			q.WriteString(" ON CONFLICT (event_key) DO NOTHING RETURNING event_key")
-			res, err := tx.QueryContext(ctx, q.String(), args...)
+			q, args := s.bulkInsert("usage_events", eventCols, vals, "ON CONFLICT (event_key) DO NOTHING RETURNING event_key")
+			res, err := tx.QueryContext(ctx, q, args...)
 			if err != nil {
 				return fmt.Errorf("usage: store events: %w", err)
 			}
@@ -293,7 +280,7 @@ func (s *Service) store(ctx context.Context, rows []row) (map[string]bool, error
 				fresh = append(fresh, r)
 			}
 		}
-		return s.recount(ctx, tx, fresh)
+		return s.rollup(ctx, tx, fresh)
 	})
 	return inserted, err
 }
@@ -305,89 +292,279 @@ func (s *Service) inTx(ctx context.Context, fn func(ctx context.Context, tx *ent
 	return s.cat.InTx(ctx, fn)
 }
 
-// recount recomputes the rollups of every (asset, day) the new rows fall in from the raw events,
-// so late and duplicate events can never make them drift. On PostgreSQL it first takes a lock per
-// asset (in one order), so two batches for one asset recount one after the other and the later
-// sees the earlier's committed events.
-func (s *Service) recount(ctx context.Context, tx *ent.Tx, rows []row) error {
+// rollup adds the newly stored rows to the rollups. Only rows this transaction inserted are
+// added (duplicates never reach here), so increments are exact; on PostgreSQL a lock per asset,
+// taken in one order, serialises batches for the same asset, so the distinct counts (recounted
+// from the per-actor rollup and, for jobs, the day's raw events) see each other's rows.
+func (s *Service) rollup(ctx context.Context, tx *ent.Tx, rows []row) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	assetSet, daySet := map[uuid.UUID]bool{}, map[string]bool{}
+	type bucket struct {
+		asset uuid.UUID
+		day   string
+	}
+	type dayAgg struct {
+		reads, writes       int64
+		lastRead, lastWrite *time.Time
+		jobs                bool
+	}
+	type actorKey struct {
+		bucket
+		actor string
+	}
+	type nameKey struct {
+		asset     uuid.UUID
+		namespace string
+		name      string
+	}
+	days := map[bucket]*dayAgg{}
+	actors := map[actorKey]*[2]int64{}
+	names := map[nameKey]*[2]time.Time{}
+	assetSet := map[string]bool{}
 	for _, r := range rows {
-		assetSet[r.assetID], daySet[Day(r.at)] = true, true
-	}
-	assets := make([]string, 0, len(assetSet))
-	for a := range assetSet {
-		assets = append(assets, a.String())
-	}
-	sort.Strings(assets)
-	days := make([]string, 0, len(daySet))
-	for d := range daySet {
-		days = append(days, d)
-	}
-	if !s.sqlite {
-		for _, a := range assets {
-			if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(hashtext($1))", "usage:"+a); err != nil {
-				return fmt.Errorf("usage: lock rollups: %w", err)
+		b := bucket{r.assetID, Day(r.at)}
+		assetSet[r.assetID.String()] = true
+		d := days[b]
+		if d == nil {
+			d = &dayAgg{}
+			days[b] = d
+		}
+		at := r.at
+		if r.kind == "read" {
+			d.reads++
+			if d.lastRead == nil || at.After(*d.lastRead) {
+				d.lastRead = &at
+			}
+		} else {
+			d.writes++
+			if d.lastWrite == nil || at.After(*d.lastWrite) {
+				d.lastWrite = &at
+			}
+		}
+		d.jobs = d.jobs || r.jobID != nil
+		if r.actor != "" {
+			k := actorKey{b, r.actor}
+			c := actors[k]
+			if c == nil {
+				c = &[2]int64{}
+				actors[k] = c
+			}
+			if r.kind == "read" {
+				c[0]++
+			} else {
+				c[1]++
+			}
+		}
+		if r.name != "" {
+			k := nameKey{r.assetID, r.namespace, r.name}
+			if n := names[k]; n == nil {
+				names[k] = &[2]time.Time{at, at}
+			} else {
+				if at.Before(n[0]) {
+					n[0] = at
+				}
+				if at.After(n[1]) {
+					n[1] = at
+				}
 			}
 		}
 	}
+	if err := s.lockAssets(ctx, tx, assetSet); err != nil {
+		return err
+	}
 	now := s.clock()
-	for _, aPart := range chunk(assets) {
-		for _, dPart := range chunk(days) {
-			daily, dailyArgs := bucketWhere(aPart, dPart, []any{now})
-			other, otherArgs := bucketWhere(aPart, dPart, nil)
-			stmts := []struct {
-				q    string
-				args []any
-			}{
-				{`INSERT INTO usage_dailies (asset_id, day, reads, writes, distinct_actors, distinct_jobs, last_read_at, last_write_at, updated_at)
-				SELECT asset_id, day, SUM(CASE WHEN kind = 'read' THEN 1 ELSE 0 END), SUM(CASE WHEN kind = 'write' THEN 1 ELSE 0 END),
-					COUNT(DISTINCT NULLIF(actor, '')), COUNT(DISTINCT job_asset_id),
-					MAX(CASE WHEN kind = 'read' THEN at END), MAX(CASE WHEN kind = 'write' THEN at END), $1
-				FROM usage_events WHERE ` + daily + ` GROUP BY asset_id, day
-				ON CONFLICT (asset_id, day) DO UPDATE SET reads = excluded.reads, writes = excluded.writes,
-					distinct_actors = excluded.distinct_actors, distinct_jobs = excluded.distinct_jobs,
-					last_read_at = excluded.last_read_at, last_write_at = excluded.last_write_at, updated_at = excluded.updated_at`, dailyArgs},
-				{`INSERT INTO usage_actor_dailies (asset_id, day, actor, reads, writes)
-				SELECT asset_id, day, actor, SUM(CASE WHEN kind = 'read' THEN 1 ELSE 0 END), SUM(CASE WHEN kind = 'write' THEN 1 ELSE 0 END)
-				FROM usage_events WHERE ` + other + ` AND actor <> '' GROUP BY asset_id, day, actor
-				ON CONFLICT (asset_id, day, actor) DO UPDATE SET reads = excluded.reads, writes = excluded.writes`, otherArgs},
-				{`INSERT INTO usage_names (asset_id, namespace, name, first_at, last_at)
-				SELECT asset_id, namespace, name, MIN(at), MAX(at)
-				FROM usage_events WHERE ` + other + ` AND name <> '' GROUP BY asset_id, namespace, name
-				ON CONFLICT (asset_id, namespace, name) DO UPDATE SET
-					first_at = CASE WHEN excluded.first_at < usage_names.first_at THEN excluded.first_at ELSE usage_names.first_at END,
-					last_at = CASE WHEN excluded.last_at > usage_names.last_at THEN excluded.last_at ELSE usage_names.last_at END`, otherArgs},
-			}
-			for _, st := range stmts {
-				if _, err := tx.ExecContext(ctx, st.q, st.args...); err != nil {
-					return fmt.Errorf("usage: recount rollups: %w", err)
-				}
-			}
+
+	var dayRows, jobBuckets [][2]string
+	dayArgs := map[[2]string][]any{}
+	for b, d := range days {
+		k := [2]string{b.asset.String(), b.day}
+		dayRows = append(dayRows, k)
+		dayArgs[k] = []any{b.asset, b.day, d.reads, d.writes, nullTime(d.lastRead), nullTime(d.lastWrite), now}
+		if d.jobs {
+			jobBuckets = append(jobBuckets, k)
+		}
+	}
+	sort.Slice(dayRows, func(i, j int) bool { return dayRows[i][0]+dayRows[i][1] < dayRows[j][0]+dayRows[j][1] })
+	var actorRows [][]any
+	for k, c := range actors {
+		actorRows = append(actorRows, []any{k.asset, k.day, k.actor, c[0], c[1]})
+	}
+	sort.Slice(actorRows, func(i, j int) bool {
+		a, b := actorRows[i], actorRows[j]
+		return a[0].(uuid.UUID).String()+a[1].(string)+a[2].(string) < b[0].(uuid.UUID).String()+b[1].(string)+b[2].(string)
+	})
+	var nameRows [][]any
+	for k, n := range names {
+		nameRows = append(nameRows, []any{k.asset, k.namespace, k.name, n[0], n[1]})
+	}
+
+	if err := s.upsert(ctx, tx, "usage_actor_dailies", actorCols, actorRows,
+		`ON CONFLICT (asset_id, day, actor) DO UPDATE SET reads = usage_actor_dailies.reads + excluded.reads,
+			writes = usage_actor_dailies.writes + excluded.writes`); err != nil {
+		return err
+	}
+	var dailies [][]any
+	for _, k := range dayRows {
+		dailies = append(dailies, dayArgs[k])
+	}
+	if err := s.upsert(ctx, tx, "usage_dailies", dailyCols, dailies,
+		`ON CONFLICT (asset_id, day) DO UPDATE SET reads = usage_dailies.reads + excluded.reads,
+			writes = usage_dailies.writes + excluded.writes,
+			last_read_at = CASE WHEN usage_dailies.last_read_at IS NULL OR excluded.last_read_at > usage_dailies.last_read_at
+				THEN excluded.last_read_at ELSE usage_dailies.last_read_at END,
+			last_write_at = CASE WHEN usage_dailies.last_write_at IS NULL OR excluded.last_write_at > usage_dailies.last_write_at
+				THEN excluded.last_write_at ELSE usage_dailies.last_write_at END,
+			updated_at = excluded.updated_at`); err != nil {
+		return err
+	}
+	if err := s.upsert(ctx, tx, "usage_names", nameCols, nameRows,
+		`ON CONFLICT (asset_id, namespace, name) DO UPDATE SET
+			first_at = CASE WHEN excluded.first_at < usage_names.first_at THEN excluded.first_at ELSE usage_names.first_at END,
+			last_at = CASE WHEN excluded.last_at > usage_names.last_at THEN excluded.last_at ELSE usage_names.last_at END`); err != nil {
+		return err
+	}
+	for _, part := range chunk(dayRows) {
+		where, args := s.bucketWhere(part, nil)
+		if _, err := tx.ExecContext(ctx, `UPDATE usage_dailies SET distinct_actors = (SELECT count(*) FROM usage_actor_dailies a
+			WHERE a.asset_id = usage_dailies.asset_id AND a.day = usage_dailies.day) WHERE `+where, args...); err != nil {
+			return fmt.Errorf("usage: count actors: %w", err)
+		}
+	}
+	for _, part := range chunk(jobBuckets) {
+		where, args := s.bucketWhere(part, nil)
+		if _, err := tx.ExecContext(ctx, `UPDATE usage_dailies SET distinct_jobs = (SELECT COUNT(DISTINCT e.job_asset_id) FROM usage_events e
+			WHERE e.asset_id = usage_dailies.asset_id AND e.day = usage_dailies.day) WHERE `+where, args...); err != nil {
+			return fmt.Errorf("usage: count jobs: %w", err)
 		}
 	}
 	return nil
 }
 
-// bucketWhere is "asset_id IN (...) AND day IN (...)" with numbered parameters after args.
-func bucketWhere(assets, days []string, args []any) (string, []any) {
-	var b strings.Builder
-	for i, list := range [][]string{assets, days} {
-		if i == 1 {
-			b.WriteString(" AND ")
+func nullTime(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return *t
+}
+
+// lockAssets takes, on PostgreSQL, a transaction lock per asset in one statement and in sorted
+// order (so two batches cannot deadlock).
+func (s *Service) lockAssets(ctx context.Context, tx *ent.Tx, set map[string]bool) error {
+	if s.sqlite {
+		return nil // one writer at a time already
+	}
+	assets := make([]string, 0, len(set))
+	for a := range set {
+		assets = append(assets, a)
+	}
+	sort.Strings(assets)
+	for _, part := range chunk(assets) {
+		var q strings.Builder
+		q.WriteString("SELECT count(pg_advisory_xact_lock(hashtext(v))) FROM (SELECT v FROM (VALUES ")
+		args := make([]any, len(part))
+		for i, a := range part {
+			if i > 0 {
+				q.WriteString(",")
+			}
+			fmt.Fprintf(&q, "($%d)", i+1)
+			args[i] = "usage:" + a
 		}
-		b.WriteString([]string{"asset_id", "day"}[i] + " IN (")
-		for j, v := range list {
+		q.WriteString(") AS t(v) ORDER BY v) AS s")
+		if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
+			return fmt.Errorf("usage: lock rollups: %w", err)
+		}
+	}
+	return nil
+}
+
+// column is a column name and its PostgreSQL type (for json_to_recordset).
+type column struct{ name, pgType string }
+
+var (
+	eventCols = []column{{"event_key", "text"}, {"asset_id", "uuid"}, {"kind", "text"}, {"actor", "text"}, {"job_asset_id", "uuid"},
+		{"source", "text"}, {"query_id", "text"}, {"namespace", "text"}, {"name", "text"}, {"at", "timestamptz"}, {"day", "text"},
+		{"received_at", "timestamptz"}}
+	actorCols = []column{{"asset_id", "uuid"}, {"day", "text"}, {"actor", "text"}, {"reads", "bigint"}, {"writes", "bigint"}}
+	dailyCols = []column{{"asset_id", "uuid"}, {"day", "text"}, {"reads", "bigint"}, {"writes", "bigint"},
+		{"last_read_at", "timestamptz"}, {"last_write_at", "timestamptz"}, {"updated_at", "timestamptz"}}
+	nameCols = []column{{"asset_id", "uuid"}, {"namespace", "text"}, {"name", "text"}, {"first_at", "timestamptz"}, {"last_at", "timestamptz"}}
+)
+
+// bulkInsert builds one INSERT of many rows. On PostgreSQL the rows travel as a single JSON
+// parameter unpacked by json_to_recordset: lib/pq encodes each parameter separately, and
+// thousands of them cost more than the insert itself. On SQLite (in-process) plain VALUES.
+func (s *Service) bulkInsert(table string, cols []column, rows [][]any, tail string) (string, []any) {
+	var q strings.Builder
+	names := make([]string, len(cols))
+	for i, c := range cols {
+		names[i] = c.name
+	}
+	fmt.Fprintf(&q, "INSERT INTO %s (%s) ", table, strings.Join(names, ", "))
+	if !s.sqlite {
+		objs := make([]map[string]any, len(rows))
+		for i, r := range rows {
+			o := make(map[string]any, len(cols))
+			for j, c := range cols {
+				o[c.name] = r[j]
+			}
+			objs[i] = o
+		}
+		doc, _ := json.Marshal(objs) // values are strings, numbers, times, UUIDs and nils
+		defs := make([]string, len(cols))
+		for i, c := range cols {
+			defs[i] = c.name + " " + c.pgType
+		}
+		fmt.Fprintf(&q, "SELECT %s FROM json_to_recordset($1::json) AS x(%s) %s", strings.Join(names, ", "), strings.Join(defs, ", "), tail)
+		return q.String(), []any{string(doc)}
+	}
+	q.WriteString("VALUES ")
+	var args []any
+	for i, r := range rows {
+		if i > 0 {
+			q.WriteString(",")
+		}
+		q.WriteString("(")
+		for j, v := range r {
 			if j > 0 {
-				b.WriteString(",")
+				q.WriteString(",")
 			}
 			args = append(args, v)
-			fmt.Fprintf(&b, "$%d", len(args))
+			fmt.Fprintf(&q, "$%d", len(args))
 		}
-		b.WriteString(")")
+		q.WriteString(")")
 	}
+	q.WriteString(" " + tail)
+	return q.String(), args
+}
+
+// upsert inserts rows in chunks with the given conflict clause.
+func (s *Service) upsert(ctx context.Context, tx *ent.Tx, table string, cols []column, rows [][]any, conflict string) error {
+	for _, part := range chunk(rows) {
+		q, args := s.bulkInsert(table, cols, part, conflict)
+		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+			return fmt.Errorf("usage: update rollups: %w", err)
+		}
+	}
+	return nil
+}
+
+// bucketWhere is "(asset_id, day) IN (VALUES ...)" with numbered parameters after args.
+func (s *Service) bucketWhere(buckets [][2]string, args []any) (string, []any) {
+	cast := "::uuid" // PostgreSQL compares uuid with uuid; SQLite stores them as text
+	if s.sqlite {
+		cast = ""
+	}
+	var b strings.Builder
+	b.WriteString("(asset_id, day) IN (VALUES ")
+	for i, bk := range buckets {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		args = append(args, bk[0], bk[1])
+		fmt.Fprintf(&b, "($%d%s, $%d)", len(args)-1, cast, len(args))
+	}
+	b.WriteString(")")
 	return b.String(), args
 }
 

@@ -27,10 +27,8 @@ import (
 	"math/rand"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"runtime/pprof"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,6 +37,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/tidemark/tidemark/auth"
+	"github.com/tidemark/tidemark/bench/internal/benchdb"
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/ent/storage"
 	"github.com/tidemark/tidemark/handlers"
@@ -66,8 +65,8 @@ func main() {
 	ctx := context.Background()
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
-		must(err)
-		must(pprof.StartCPUProfile(f))
+		benchdb.Must(err)
+		benchdb.Must(pprof.StartCPUProfile(f))
 		defer pprof.StopCPUProfile()
 	}
 	if *part == "all" || *part == "traversal" {
@@ -78,55 +77,30 @@ func main() {
 	}
 }
 
-func createDB(ctx context.Context, name string) (string, func()) {
-	db, err := sql.Open("postgres", *admin)
-	must(err)
-	_, _ = db.ExecContext(ctx, "DROP DATABASE IF EXISTS "+pq.QuoteIdentifier(name)+" WITH (FORCE)")
-	_, err = db.ExecContext(ctx, "CREATE DATABASE "+pq.QuoteIdentifier(name))
-	must(err)
-	u, err := url.Parse(*admin)
-	must(err)
-	u.Path = "/" + name
-	return u.String(), func() {
-		if !*keep {
-			_, _ = db.ExecContext(ctx, "DROP DATABASE IF EXISTS "+pq.QuoteIdentifier(name)+" WITH (FORCE)")
-		}
-		db.Close()
-	}
-}
-
-func open(ctx context.Context, dsn string) *storage.DB {
-	db, err := storage.Open(ctx, dsn)
-	must(err)
-	_, err = db.Migrate(ctx)
-	must(err)
-	return db
-}
-
 // server runs the real API over db on 127.0.0.1:0 and returns its base URL and a write token.
 func server(ctx context.Context, db *storage.DB) (string, string, *lineage.Service) {
 	var lin *lineage.Service
 	cat := catalog.New(db.Client, catalog.WithChangeHook(func(ctx context.Context, ids []uuid.UUID) { lin.Graph().AssetsChanged(ctx, ids) }))
 	lin = lineage.New(db.Client, cat, lineage.WithConcurrency(2*(*clients), 30*time.Second))
 	start := time.Now()
-	must(lin.Open(ctx))
+	benchdb.Must(lin.Open(ctx))
 	f := lin.Graph().Freshness()
 	fmt.Printf("graph load into memory: %d nodes, %d edges in %s\n", f.Nodes, f.Edges, time.Since(start).Round(time.Millisecond))
 	tokens := auth.NewStore(db.Client, nil)
 	secret, _, err := tokens.Create(ctx, fmt.Sprintf("bench-%d", time.Now().UnixNano()), []auth.Scope{auth.ScopeWrite})
-	must(err)
+	benchdb.Must(err)
 	api := handlers.New(handlers.Config{Catalog: cat, Lineage: lin, Tokens: tokens, Ping: db.Ping,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), Version: "bench"})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	must(err)
+	benchdb.Must(err)
 	go http.Serve(ln, api)
 	return "http://" + ln.Addr().String(), secret, lin
 }
 
 func traversal(ctx context.Context) {
-	dsn, drop := createDB(ctx, "tidemark_bench_graph")
+	dsn, drop := benchdb.CreateDB(ctx, *admin, "tidemark_bench_graph", *keep)
 	defer drop()
-	db := open(ctx, dsn)
+	db := benchdb.Open(ctx, dsn)
 	defer db.Close()
 	nd, nj := *perLayer**layers, *perLayer*(*layers-1)
 	fmt.Printf("== traversal: %d datasets, %d jobs, %d edges (layered, 3 random inputs and 1 output per job)\n", nd, nj, 4*nj)
@@ -156,12 +130,12 @@ func traversal(ctx context.Context) {
 				start := starts[dir][i%len(starts[dir])]
 				t0 := time.Now()
 				res, err := client.Get(fmt.Sprintf("%s/api/v1/assets/%s/lineage?direction=%s&depth=%d&limit=10000", base, start, dir, hops))
-				must(err)
+				benchdb.Must(err)
 				var body struct {
 					Nodes     []json.RawMessage `json:"nodes"`
 					Truncated bool              `json:"truncated"`
 				}
-				must(json.NewDecoder(res.Body).Decode(&body))
+				benchdb.Must(json.NewDecoder(res.Body).Decode(&body))
 				res.Body.Close()
 				api = append(api, time.Since(t0))
 				if res.StatusCode != 200 || body.Truncated {
@@ -169,22 +143,22 @@ func traversal(ctx context.Context) {
 				}
 				t0 = time.Now()
 				res2, err := lin.Lineage(ctx, start, lineage.Direction(dir), hops, 10_000)
-				must(err)
+				benchdb.Must(err)
 				inproc = append(inproc, time.Since(t0))
 				if len(res2.Nodes) != len(body.Nodes) {
 					log.Fatalf("in-process call found %d nodes, HTTP %d", len(res2.Nodes), len(body.Nodes))
 				}
 				t0 = time.Now()
 				rows, err := db.SQL.QueryContext(ctx, recursive[dir], start, hops)
-				must(err)
+				benchdb.Must(err)
 				n := 0
 				for rows.Next() {
 					var id, kind, status, depth string
 					var ns, name sql.NullString
-					must(rows.Scan(&id, &kind, &status, &ns, &name, &depth))
+					benchdb.Must(rows.Scan(&id, &kind, &status, &ns, &name, &depth))
 					n++
 				}
-				must(rows.Err())
+				benchdb.Must(rows.Err())
 				rows.Close()
 				rec = append(rec, time.Since(t0))
 				if i%len(starts[dir]) == 0 && i < len(starts[dir]) {
@@ -194,27 +168,11 @@ func traversal(ctx context.Context) {
 				}
 				nodes = max(nodes, len(body.Nodes))
 			}
-			ap, ip, rp := stats(api), stats(inproc), stats(rec)
+			ap, ip, rp := benchdb.Stats(api), benchdb.Stats(inproc), benchdb.Stats(rec)
 			fmt.Printf("%-10s %4d %6d | %-30s | %-30s | %-30s | %.1fx, %.1fx\n", dir, hops, nodes, ap, ip, rp,
-				float64(rp.mean)/float64(ap.mean), float64(rp.mean)/float64(ip.mean))
+				float64(rp.Mean)/float64(ap.Mean), float64(rp.Mean)/float64(ip.Mean))
 		}
 	}
-}
-
-type summary struct{ p50, p99, mean time.Duration }
-
-func (s summary) String() string {
-	r := func(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d.Microseconds())/1000) }
-	return r(s.p50) + " / " + r(s.p99) + " / " + r(s.mean)
-}
-
-func stats(ds []time.Duration) summary {
-	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-	var sum time.Duration
-	for _, d := range ds {
-		sum += d
-	}
-	return summary{p50: ds[len(ds)/2], p99: ds[min(len(ds)-1, len(ds)*99/100)], mean: sum / time.Duration(len(ds))}
 }
 
 // loadGraph writes the layered graph with COPY and returns the dataset and job IDs per layer.
@@ -237,7 +195,7 @@ func loadGraph(ctx context.Context, db *sql.DB) ([][]uuid.UUID, [][]uuid.UUID) {
 	}
 	start := time.Now()
 	tx, err := db.BeginTx(ctx, nil)
-	must(err)
+	benchdb.Must(err)
 	copyRows(ctx, tx, "assets", []string{"id", "kind", "status", "version", "description", "created_at", "updated_at"}, func(emit func(...any)) {
 		for _, layer := range ds {
 			for _, id := range layer {
@@ -277,32 +235,32 @@ func loadGraph(ctx context.Context, db *sql.DB) ([][]uuid.UUID, [][]uuid.UUID) {
 			}
 		}
 	})
-	must(tx.Commit())
+	benchdb.Must(tx.Commit())
 	_, err = db.ExecContext(ctx, "ANALYZE")
-	must(err)
+	benchdb.Must(err)
 	fmt.Printf("COPY of the graph: %s\n", time.Since(start).Round(time.Millisecond))
 	return ds, jobs
 }
 
 func copyRows(ctx context.Context, tx *sql.Tx, table string, cols []string, rows func(emit func(...any))) int {
 	stmt, err := tx.PrepareContext(ctx, pq.CopyIn(table, cols...))
-	must(err)
+	benchdb.Must(err)
 	n := 0
 	rows(func(v ...any) {
 		_, err := stmt.ExecContext(ctx, v...)
-		must(err)
+		benchdb.Must(err)
 		n++
 	})
 	_, err = stmt.ExecContext(ctx)
-	must(err)
-	must(stmt.Close())
+	benchdb.Must(err)
+	benchdb.Must(stmt.Close())
 	return n
 }
 
 func ingest(ctx context.Context) {
-	dsn, drop := createDB(ctx, "tidemark_bench_ingest")
+	dsn, drop := benchdb.CreateDB(ctx, *admin, "tidemark_bench_ingest", *keep)
 	defer drop()
-	db := open(ctx, dsn)
+	db := benchdb.Open(ctx, dsn)
 	defer db.Close()
 	fmt.Printf("\n== ingest: %d RunEvents (3 inputs, 1 output), batches of %d, %d clients, over HTTP\n", *events, *batchSize, *clients)
 	base, token, _ := server(ctx, db)
@@ -330,7 +288,7 @@ func ingest(ctx context.Context) {
 				})
 			}
 			b, err := json.Marshal(batch)
-			must(err)
+			benchdb.Must(err)
 			batches <- b
 		}
 		close(batches)
@@ -356,7 +314,7 @@ func ingest(ctx context.Context) {
 					req.Header.Set("Content-Type", "application/json")
 					req.Header.Set("Authorization", "Bearer "+token)
 					res, err := http.DefaultClient.Do(req)
-					must(err)
+					benchdb.Must(err)
 					var out struct {
 						Summary struct{ Successful, Failed int }
 					}
@@ -387,72 +345,28 @@ func ingest(ctx context.Context) {
 	counts := map[string]int{}
 	for _, table := range []string{"assets", "asset_names", "lineage_events", "runs", "run_ios", "lineage_edges", "lineage_states", "audit_events"} {
 		var n int
-		must(db.SQL.QueryRowContext(ctx, "SELECT count(*) FROM "+table).Scan(&n))
+		benchdb.Must(db.SQL.QueryRowContext(ctx, "SELECT count(*) FROM "+table).Scan(&n))
 		counts[table] = n
 	}
 	fmt.Printf("rows written by ingest: %v\n", counts)
-	copyDSN, dropCopy := createDB(ctx, "tidemark_bench_copy")
+	copyDSN, dropCopy := benchdb.CreateDB(ctx, *admin, "tidemark_bench_copy", *keep)
 	defer dropCopy()
-	cdb := open(ctx, copyDSN)
+	cdb := benchdb.Open(ctx, copyDSN)
 	defer cdb.Close()
 	copyStart := time.Now()
 	tx, err := cdb.SQL.BeginTx(ctx, nil)
-	must(err)
-	copySame(ctx, db.SQL, tx, "assets", "id, kind, status, version, description, created_at, updated_at")
-	copySame(ctx, db.SQL, tx, "asset_names", "asset_id, namespace, name, valid_from")
-	copySame(ctx, db.SQL, tx, "lineage_events", "id, event_key, kind, event_type, event_time, run_id, job_asset_id, producer, payload, received_at")
-	copySame(ctx, db.SQL, tx, "runs", "id, job_asset_id, state, state_time, started_at, ended_at, parent_run_id, event_count, created_at, updated_at")
-	copySame(ctx, db.SQL, tx, "run_ios", "run_id, asset_id, role, first_seen")
-	copySame(ctx, db.SQL, tx, "lineage_edges", "from_id, to_id, first_seen, last_seen, last_run_id")
-	copySame(ctx, db.SQL, tx, "lineage_states", "id, last_activity, dropped_at")
-	copySame(ctx, db.SQL, tx, "audit_events", "id, at, actor, action, asset_id, after, request_id")
-	must(tx.Commit())
+	benchdb.Must(err)
+	benchdb.CopySame(ctx, db.SQL, tx, "assets", "id, kind, status, version, description, created_at, updated_at")
+	benchdb.CopySame(ctx, db.SQL, tx, "asset_names", "asset_id, namespace, name, valid_from")
+	benchdb.CopySame(ctx, db.SQL, tx, "lineage_events", "id, event_key, kind, event_type, event_time, run_id, job_asset_id, producer, payload, received_at")
+	benchdb.CopySame(ctx, db.SQL, tx, "runs", "id, job_asset_id, state, state_time, started_at, ended_at, parent_run_id, event_count, created_at, updated_at")
+	benchdb.CopySame(ctx, db.SQL, tx, "run_ios", "run_id, asset_id, role, first_seen")
+	benchdb.CopySame(ctx, db.SQL, tx, "lineage_edges", "from_id, to_id, first_seen, last_seen, last_run_id")
+	benchdb.CopySame(ctx, db.SQL, tx, "lineage_states", "id, last_activity, dropped_at")
+	benchdb.CopySame(ctx, db.SQL, tx, "audit_events", "id, at, actor, action, asset_id, after, request_id")
+	benchdb.Must(tx.Commit())
 	copyTook := time.Since(copyStart)
 	ceiling := float64(done.Load()) / copyTook.Seconds()
 	fmt.Printf("COPY of the same rows: %s = %.0f events/s ceiling\n", copyTook.Round(time.Millisecond), ceiling)
 	fmt.Printf("HTTP ingest / COPY ceiling = %.1f%% (target: at least 25%%)\n", 100*rate/ceiling)
-}
-
-// copySame reads every row of table from src (outside the timed part would be fairer, but
-// reading is far cheaper than writing with indexes) and writes it to dst with one COPY.
-func copySame(ctx context.Context, src *sql.DB, dst *sql.Tx, table, cols string) {
-	rows, err := src.QueryContext(ctx, "SELECT "+cols+" FROM "+table)
-	must(err)
-	defer rows.Close()
-	names := splitCols(cols)
-	stmt, err := dst.PrepareContext(ctx, pq.CopyIn(table, names...))
-	must(err)
-	vals := make([]any, len(names))
-	ptrs := make([]any, len(names))
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	for rows.Next() {
-		must(rows.Scan(ptrs...))
-		for i, v := range vals {
-			if b, ok := v.([]byte); ok {
-				vals[i] = string(b) // text as text: lib/pq would send []byte as bytea
-			}
-		}
-		_, err := stmt.ExecContext(ctx, vals...)
-		must(err)
-	}
-	must(rows.Err())
-	_, err = stmt.ExecContext(ctx)
-	must(err)
-	must(stmt.Close())
-}
-
-func splitCols(s string) []string {
-	var out []string
-	for _, c := range bytes.Split([]byte(s), []byte(",")) {
-		out = append(out, string(bytes.TrimSpace(c)))
-	}
-	return out
-}
-
-func must(err error) {
-	if err != nil {
-		log.Fatal(err)
-	}
 }

@@ -1,0 +1,110 @@
+// Package benchdb holds what the benchmarks under bench/ share: scratch PostgreSQL databases,
+// latency summaries, and copying rows between databases with COPY (the ceiling the ingest
+// figures are compared with).
+package benchdb
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+	"log"
+	"net/url"
+	"sort"
+	"time"
+
+	"github.com/lib/pq"
+
+	"github.com/tidemark/tidemark/ent/storage"
+)
+
+// CreateDB makes (or remakes) database name on the server admin points at and returns its DSN
+// and a function that drops it unless keep.
+func CreateDB(ctx context.Context, admin, name string, keep bool) (string, func()) {
+	db, err := sql.Open("postgres", admin)
+	Must(err)
+	_, _ = db.ExecContext(ctx, "DROP DATABASE IF EXISTS "+pq.QuoteIdentifier(name)+" WITH (FORCE)")
+	_, err = db.ExecContext(ctx, "CREATE DATABASE "+pq.QuoteIdentifier(name))
+	Must(err)
+	u, err := url.Parse(admin)
+	Must(err)
+	u.Path = "/" + name
+	return u.String(), func() {
+		if !keep {
+			_, _ = db.ExecContext(ctx, "DROP DATABASE IF EXISTS "+pq.QuoteIdentifier(name)+" WITH (FORCE)")
+		}
+		db.Close()
+	}
+}
+
+// Open opens and migrates dsn.
+func Open(ctx context.Context, dsn string) *storage.DB {
+	db, err := storage.Open(ctx, dsn)
+	Must(err)
+	_, err = db.Migrate(ctx)
+	Must(err)
+	return db
+}
+
+// Summary is a latency distribution.
+type Summary struct{ P50, P99, Mean time.Duration }
+
+func (s Summary) String() string {
+	r := func(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d.Microseconds())/1000) }
+	return r(s.P50) + " / " + r(s.P99) + " / " + r(s.Mean)
+}
+
+// Stats summarises latencies (it sorts ds).
+func Stats(ds []time.Duration) Summary {
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	var sum time.Duration
+	for _, d := range ds {
+		sum += d
+	}
+	return Summary{P50: ds[len(ds)/2], P99: ds[min(len(ds)-1, len(ds)*99/100)], Mean: sum / time.Duration(len(ds))}
+}
+
+// CopySame reads every row of table from src and writes it to dst with one COPY (reading is
+// far cheaper than writing with indexes, so the timing is the COPY's).
+func CopySame(ctx context.Context, src *sql.DB, dst *sql.Tx, table, cols string) {
+	rows, err := src.QueryContext(ctx, "SELECT "+cols+" FROM "+table)
+	Must(err)
+	defer rows.Close()
+	names := splitCols(cols)
+	stmt, err := dst.PrepareContext(ctx, pq.CopyIn(table, names...))
+	Must(err)
+	vals := make([]any, len(names))
+	ptrs := make([]any, len(names))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	for rows.Next() {
+		Must(rows.Scan(ptrs...))
+		for i, v := range vals {
+			if b, ok := v.([]byte); ok {
+				vals[i] = string(b) // text as text: lib/pq would send []byte as bytea
+			}
+		}
+		_, err := stmt.ExecContext(ctx, vals...)
+		Must(err)
+	}
+	Must(rows.Err())
+	_, err = stmt.ExecContext(ctx)
+	Must(err)
+	Must(stmt.Close())
+}
+
+func splitCols(s string) []string {
+	var out []string
+	for _, c := range bytes.Split([]byte(s), []byte(",")) {
+		out = append(out, string(bytes.TrimSpace(c)))
+	}
+	return out
+}
+
+// Must stops the benchmark on an error.
+func Must(err error) {
+	if err != nil {
+		log.Fatal(err)
+	}
+}
