@@ -31,6 +31,7 @@ import (
 	"github.com/tidemark/tidemark/ent/run"
 	"github.com/tidemark/tidemark/ent/runio"
 	"github.com/tidemark/tidemark/ent/usageactordaily"
+	"github.com/tidemark/tidemark/ent/usageactormonthly"
 	"github.com/tidemark/tidemark/ent/usagedaily"
 	"github.com/tidemark/tidemark/ent/usageevent"
 	"github.com/tidemark/tidemark/ent/usagename"
@@ -73,6 +74,8 @@ type Client struct {
 	RunIO *RunIOClient
 	// UsageActorDaily is the client for interacting with the UsageActorDaily builders.
 	UsageActorDaily *UsageActorDailyClient
+	// UsageActorMonthly is the client for interacting with the UsageActorMonthly builders.
+	UsageActorMonthly *UsageActorMonthlyClient
 	// UsageDaily is the client for interacting with the UsageDaily builders.
 	UsageDaily *UsageDailyClient
 	// UsageEvent is the client for interacting with the UsageEvent builders.
@@ -105,6 +108,7 @@ func (c *Client) init() {
 	c.Run = NewRunClient(c.config)
 	c.RunIO = NewRunIOClient(c.config)
 	c.UsageActorDaily = NewUsageActorDailyClient(c.config)
+	c.UsageActorMonthly = NewUsageActorMonthlyClient(c.config)
 	c.UsageDaily = NewUsageDailyClient(c.config)
 	c.UsageEvent = NewUsageEventClient(c.config)
 	c.UsageName = NewUsageNameClient(c.config)
@@ -198,26 +202,27 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 	cfg := c.config
 	cfg.driver = tx
 	return &Tx{
-		ctx:             ctx,
-		config:          cfg,
-		APIToken:        NewAPITokenClient(cfg),
-		Asset:           NewAssetClient(cfg),
-		AssetFacet:      NewAssetFacetClient(cfg),
-		AssetName:       NewAssetNameClient(cfg),
-		AuditEvent:      NewAuditEventClient(cfg),
-		ColumnEdge:      NewColumnEdgeClient(cfg),
-		ExternalID:      NewExternalIDClient(cfg),
-		IdempotencyKey:  NewIdempotencyKeyClient(cfg),
-		LineageEdge:     NewLineageEdgeClient(cfg),
-		LineageEvent:    NewLineageEventClient(cfg),
-		LineageState:    NewLineageStateClient(cfg),
-		Owner:           NewOwnerClient(cfg),
-		Run:             NewRunClient(cfg),
-		RunIO:           NewRunIOClient(cfg),
-		UsageActorDaily: NewUsageActorDailyClient(cfg),
-		UsageDaily:      NewUsageDailyClient(cfg),
-		UsageEvent:      NewUsageEventClient(cfg),
-		UsageName:       NewUsageNameClient(cfg),
+		ctx:               ctx,
+		config:            cfg,
+		APIToken:          NewAPITokenClient(cfg),
+		Asset:             NewAssetClient(cfg),
+		AssetFacet:        NewAssetFacetClient(cfg),
+		AssetName:         NewAssetNameClient(cfg),
+		AuditEvent:        NewAuditEventClient(cfg),
+		ColumnEdge:        NewColumnEdgeClient(cfg),
+		ExternalID:        NewExternalIDClient(cfg),
+		IdempotencyKey:    NewIdempotencyKeyClient(cfg),
+		LineageEdge:       NewLineageEdgeClient(cfg),
+		LineageEvent:      NewLineageEventClient(cfg),
+		LineageState:      NewLineageStateClient(cfg),
+		Owner:             NewOwnerClient(cfg),
+		Run:               NewRunClient(cfg),
+		RunIO:             NewRunIOClient(cfg),
+		UsageActorDaily:   NewUsageActorDailyClient(cfg),
+		UsageActorMonthly: NewUsageActorMonthlyClient(cfg),
+		UsageDaily:        NewUsageDailyClient(cfg),
+		UsageEvent:        NewUsageEventClient(cfg),
+		UsageName:         NewUsageNameClient(cfg),
 	}, nil
 }
 
@@ -235,26 +240,27 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 	cfg := c.config
 	cfg.driver = &txDriver{tx: tx, drv: c.driver}
 	return &Tx{
-		ctx:             ctx,
-		config:          cfg,
-		APIToken:        NewAPITokenClient(cfg),
-		Asset:           NewAssetClient(cfg),
-		AssetFacet:      NewAssetFacetClient(cfg),
-		AssetName:       NewAssetNameClient(cfg),
-		AuditEvent:      NewAuditEventClient(cfg),
-		ColumnEdge:      NewColumnEdgeClient(cfg),
-		ExternalID:      NewExternalIDClient(cfg),
-		IdempotencyKey:  NewIdempotencyKeyClient(cfg),
-		LineageEdge:     NewLineageEdgeClient(cfg),
-		LineageEvent:    NewLineageEventClient(cfg),
-		LineageState:    NewLineageStateClient(cfg),
-		Owner:           NewOwnerClient(cfg),
-		Run:             NewRunClient(cfg),
-		RunIO:           NewRunIOClient(cfg),
-		UsageActorDaily: NewUsageActorDailyClient(cfg),
-		UsageDaily:      NewUsageDailyClient(cfg),
-		UsageEvent:      NewUsageEventClient(cfg),
-		UsageName:       NewUsageNameClient(cfg),
+		ctx:               ctx,
+		config:            cfg,
+		APIToken:          NewAPITokenClient(cfg),
+		Asset:             NewAssetClient(cfg),
+		AssetFacet:        NewAssetFacetClient(cfg),
+		AssetName:         NewAssetNameClient(cfg),
+		AuditEvent:        NewAuditEventClient(cfg),
+		ColumnEdge:        NewColumnEdgeClient(cfg),
+		ExternalID:        NewExternalIDClient(cfg),
+		IdempotencyKey:    NewIdempotencyKeyClient(cfg),
+		LineageEdge:       NewLineageEdgeClient(cfg),
+		LineageEvent:      NewLineageEventClient(cfg),
+		LineageState:      NewLineageStateClient(cfg),
+		Owner:             NewOwnerClient(cfg),
+		Run:               NewRunClient(cfg),
+		RunIO:             NewRunIOClient(cfg),
+		UsageActorDaily:   NewUsageActorDailyClient(cfg),
+		UsageActorMonthly: NewUsageActorMonthlyClient(cfg),
+		UsageDaily:        NewUsageDailyClient(cfg),
+		UsageEvent:        NewUsageEventClient(cfg),
+		UsageName:         NewUsageNameClient(cfg),
 	}, nil
 }
 
@@ -286,8 +292,8 @@ func (c *Client) Use(hooks ...Hook) {
 	for _, n := range []interface{ Use(...Hook) }{
 		c.APIToken, c.Asset, c.AssetFacet, c.AssetName, c.AuditEvent, c.ColumnEdge,
 		c.ExternalID, c.IdempotencyKey, c.LineageEdge, c.LineageEvent, c.LineageState,
-		c.Owner, c.Run, c.RunIO, c.UsageActorDaily, c.UsageDaily, c.UsageEvent,
-		c.UsageName,
+		c.Owner, c.Run, c.RunIO, c.UsageActorDaily, c.UsageActorMonthly, c.UsageDaily,
+		c.UsageEvent, c.UsageName,
 	} {
 		n.Use(hooks...)
 	}
@@ -299,8 +305,8 @@ func (c *Client) Intercept(interceptors ...Interceptor) {
 	for _, n := range []interface{ Intercept(...Interceptor) }{
 		c.APIToken, c.Asset, c.AssetFacet, c.AssetName, c.AuditEvent, c.ColumnEdge,
 		c.ExternalID, c.IdempotencyKey, c.LineageEdge, c.LineageEvent, c.LineageState,
-		c.Owner, c.Run, c.RunIO, c.UsageActorDaily, c.UsageDaily, c.UsageEvent,
-		c.UsageName,
+		c.Owner, c.Run, c.RunIO, c.UsageActorDaily, c.UsageActorMonthly, c.UsageDaily,
+		c.UsageEvent, c.UsageName,
 	} {
 		n.Intercept(interceptors...)
 	}
@@ -339,6 +345,8 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.RunIO.mutate(ctx, m)
 	case *UsageActorDailyMutation:
 		return c.UsageActorDaily.mutate(ctx, m)
+	case *UsageActorMonthlyMutation:
+		return c.UsageActorMonthly.mutate(ctx, m)
 	case *UsageDailyMutation:
 		return c.UsageDaily.mutate(ctx, m)
 	case *UsageEventMutation:
@@ -2442,6 +2450,139 @@ func (c *UsageActorDailyClient) mutate(ctx context.Context, m *UsageActorDailyMu
 	}
 }
 
+// UsageActorMonthlyClient is a client for the UsageActorMonthly schema.
+type UsageActorMonthlyClient struct {
+	config
+}
+
+// NewUsageActorMonthlyClient returns a client for the UsageActorMonthly from the given config.
+func NewUsageActorMonthlyClient(c config) *UsageActorMonthlyClient {
+	return &UsageActorMonthlyClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `usageactormonthly.Hooks(f(g(h())))`.
+func (c *UsageActorMonthlyClient) Use(hooks ...Hook) {
+	c.hooks.UsageActorMonthly = append(c.hooks.UsageActorMonthly, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `usageactormonthly.Intercept(f(g(h())))`.
+func (c *UsageActorMonthlyClient) Intercept(interceptors ...Interceptor) {
+	c.inters.UsageActorMonthly = append(c.inters.UsageActorMonthly, interceptors...)
+}
+
+// Create returns a builder for creating a UsageActorMonthly entity.
+func (c *UsageActorMonthlyClient) Create() *UsageActorMonthlyCreate {
+	mutation := newUsageActorMonthlyMutation(c.config, OpCreate)
+	return &UsageActorMonthlyCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of UsageActorMonthly entities.
+func (c *UsageActorMonthlyClient) CreateBulk(builders ...*UsageActorMonthlyCreate) *UsageActorMonthlyCreateBulk {
+	return &UsageActorMonthlyCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *UsageActorMonthlyClient) MapCreateBulk(slice any, setFunc func(*UsageActorMonthlyCreate, int)) *UsageActorMonthlyCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &UsageActorMonthlyCreateBulk{err: fmt.Errorf("calling to UsageActorMonthlyClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*UsageActorMonthlyCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &UsageActorMonthlyCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for UsageActorMonthly.
+func (c *UsageActorMonthlyClient) Update() *UsageActorMonthlyUpdate {
+	mutation := newUsageActorMonthlyMutation(c.config, OpUpdate)
+	return &UsageActorMonthlyUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *UsageActorMonthlyClient) UpdateOne(_m *UsageActorMonthly) *UsageActorMonthlyUpdateOne {
+	mutation := newUsageActorMonthlyMutation(c.config, OpUpdateOne, withUsageActorMonthly(_m))
+	return &UsageActorMonthlyUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *UsageActorMonthlyClient) UpdateOneID(id int) *UsageActorMonthlyUpdateOne {
+	mutation := newUsageActorMonthlyMutation(c.config, OpUpdateOne, withUsageActorMonthlyID(id))
+	return &UsageActorMonthlyUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for UsageActorMonthly.
+func (c *UsageActorMonthlyClient) Delete() *UsageActorMonthlyDelete {
+	mutation := newUsageActorMonthlyMutation(c.config, OpDelete)
+	return &UsageActorMonthlyDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *UsageActorMonthlyClient) DeleteOne(_m *UsageActorMonthly) *UsageActorMonthlyDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *UsageActorMonthlyClient) DeleteOneID(id int) *UsageActorMonthlyDeleteOne {
+	builder := c.Delete().Where(usageactormonthly.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &UsageActorMonthlyDeleteOne{builder}
+}
+
+// Query returns a query builder for UsageActorMonthly.
+func (c *UsageActorMonthlyClient) Query() *UsageActorMonthlyQuery {
+	return &UsageActorMonthlyQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeUsageActorMonthly},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a UsageActorMonthly entity by its id.
+func (c *UsageActorMonthlyClient) Get(ctx context.Context, id int) (*UsageActorMonthly, error) {
+	return c.Query().Where(usageactormonthly.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *UsageActorMonthlyClient) GetX(ctx context.Context, id int) *UsageActorMonthly {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *UsageActorMonthlyClient) Hooks() []Hook {
+	return c.hooks.UsageActorMonthly
+}
+
+// Interceptors returns the client interceptors.
+func (c *UsageActorMonthlyClient) Interceptors() []Interceptor {
+	return c.inters.UsageActorMonthly
+}
+
+func (c *UsageActorMonthlyClient) mutate(ctx context.Context, m *UsageActorMonthlyMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&UsageActorMonthlyCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&UsageActorMonthlyUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&UsageActorMonthlyUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&UsageActorMonthlyDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown UsageActorMonthly mutation op: %q", m.Op())
+	}
+}
+
 // UsageDailyClient is a client for the UsageDaily schema.
 type UsageDailyClient struct {
 	config
@@ -2846,12 +2987,14 @@ type (
 	hooks struct {
 		APIToken, Asset, AssetFacet, AssetName, AuditEvent, ColumnEdge, ExternalID,
 		IdempotencyKey, LineageEdge, LineageEvent, LineageState, Owner, Run, RunIO,
-		UsageActorDaily, UsageDaily, UsageEvent, UsageName []ent.Hook
+		UsageActorDaily, UsageActorMonthly, UsageDaily, UsageEvent,
+		UsageName []ent.Hook
 	}
 	inters struct {
 		APIToken, Asset, AssetFacet, AssetName, AuditEvent, ColumnEdge, ExternalID,
 		IdempotencyKey, LineageEdge, LineageEvent, LineageState, Owner, Run, RunIO,
-		UsageActorDaily, UsageDaily, UsageEvent, UsageName []ent.Interceptor
+		UsageActorDaily, UsageActorMonthly, UsageDaily, UsageEvent,
+		UsageName []ent.Interceptor
 	}
 )
 

@@ -27,6 +27,7 @@ import (
 	"github.com/tidemark/tidemark/ent/run"
 	"github.com/tidemark/tidemark/ent/runio"
 	"github.com/tidemark/tidemark/ent/usageactordaily"
+	"github.com/tidemark/tidemark/ent/usageactormonthly"
 	"github.com/tidemark/tidemark/ent/usagedaily"
 	"github.com/tidemark/tidemark/ent/usageevent"
 	"github.com/tidemark/tidemark/ent/usagename"
@@ -90,24 +91,25 @@ var (
 func checkColumn(t, c string) error {
 	initCheck.Do(func() {
 		columnCheck = sql.NewColumnCheck(map[string]func(string) bool{
-			apitoken.Table:        apitoken.ValidColumn,
-			asset.Table:           asset.ValidColumn,
-			assetfacet.Table:      assetfacet.ValidColumn,
-			assetname.Table:       assetname.ValidColumn,
-			auditevent.Table:      auditevent.ValidColumn,
-			columnedge.Table:      columnedge.ValidColumn,
-			externalid.Table:      externalid.ValidColumn,
-			idempotencykey.Table:  idempotencykey.ValidColumn,
-			lineageedge.Table:     lineageedge.ValidColumn,
-			lineageevent.Table:    lineageevent.ValidColumn,
-			lineagestate.Table:    lineagestate.ValidColumn,
-			owner.Table:           owner.ValidColumn,
-			run.Table:             run.ValidColumn,
-			runio.Table:           runio.ValidColumn,
-			usageactordaily.Table: usageactordaily.ValidColumn,
-			usagedaily.Table:      usagedaily.ValidColumn,
-			usageevent.Table:      usageevent.ValidColumn,
-			usagename.Table:       usagename.ValidColumn,
+			apitoken.Table:          apitoken.ValidColumn,
+			asset.Table:             asset.ValidColumn,
+			assetfacet.Table:        assetfacet.ValidColumn,
+			assetname.Table:         assetname.ValidColumn,
+			auditevent.Table:        auditevent.ValidColumn,
+			columnedge.Table:        columnedge.ValidColumn,
+			externalid.Table:        externalid.ValidColumn,
+			idempotencykey.Table:    idempotencykey.ValidColumn,
+			lineageedge.Table:       lineageedge.ValidColumn,
+			lineageevent.Table:      lineageevent.ValidColumn,
+			lineagestate.Table:      lineagestate.ValidColumn,
+			owner.Table:             owner.ValidColumn,
+			run.Table:               run.ValidColumn,
+			runio.Table:             runio.ValidColumn,
+			usageactordaily.Table:   usageactordaily.ValidColumn,
+			usageactormonthly.Table: usageactormonthly.ValidColumn,
+			usagedaily.Table:        usagedaily.ValidColumn,
+			usageevent.Table:        usageevent.ValidColumn,
+			usagename.Table:         usagename.ValidColumn,
 		})
 	})
 	return columnCheck(t, c)

@@ -29,6 +29,7 @@ import (
 	"github.com/tidemark/tidemark/ent/run"
 	"github.com/tidemark/tidemark/ent/runio"
 	"github.com/tidemark/tidemark/ent/usageactordaily"
+	"github.com/tidemark/tidemark/ent/usageactormonthly"
 	"github.com/tidemark/tidemark/ent/usagedaily"
 	"github.com/tidemark/tidemark/ent/usageevent"
 	"github.com/tidemark/tidemark/ent/usagename"
@@ -43,24 +44,25 @@ const (
 	OpUpdateOne = ent.OpUpdateOne
 
 	// Node types.
-	TypeAPIToken        = "APIToken"
-	TypeAsset           = "Asset"
-	TypeAssetFacet      = "AssetFacet"
-	TypeAssetName       = "AssetName"
-	TypeAuditEvent      = "AuditEvent"
-	TypeColumnEdge      = "ColumnEdge"
-	TypeExternalID      = "ExternalID"
-	TypeIdempotencyKey  = "IdempotencyKey"
-	TypeLineageEdge     = "LineageEdge"
-	TypeLineageEvent    = "LineageEvent"
-	TypeLineageState    = "LineageState"
-	TypeOwner           = "Owner"
-	TypeRun             = "Run"
-	TypeRunIO           = "RunIO"
-	TypeUsageActorDaily = "UsageActorDaily"
-	TypeUsageDaily      = "UsageDaily"
-	TypeUsageEvent      = "UsageEvent"
-	TypeUsageName       = "UsageName"
+	TypeAPIToken          = "APIToken"
+	TypeAsset             = "Asset"
+	TypeAssetFacet        = "AssetFacet"
+	TypeAssetName         = "AssetName"
+	TypeAuditEvent        = "AuditEvent"
+	TypeColumnEdge        = "ColumnEdge"
+	TypeExternalID        = "ExternalID"
+	TypeIdempotencyKey    = "IdempotencyKey"
+	TypeLineageEdge       = "LineageEdge"
+	TypeLineageEvent      = "LineageEvent"
+	TypeLineageState      = "LineageState"
+	TypeOwner             = "Owner"
+	TypeRun               = "Run"
+	TypeRunIO             = "RunIO"
+	TypeUsageActorDaily   = "UsageActorDaily"
+	TypeUsageActorMonthly = "UsageActorMonthly"
+	TypeUsageDaily        = "UsageDaily"
+	TypeUsageEvent        = "UsageEvent"
+	TypeUsageName         = "UsageName"
 )
 
 // APITokenMutation represents an operation that mutates the APIToken nodes in the graph.
@@ -10120,6 +10122,617 @@ func (m *UsageActorDailyMutation) ClearEdge(name string) error {
 // It returns an error if the edge is not defined in the schema.
 func (m *UsageActorDailyMutation) ResetEdge(name string) error {
 	return fmt.Errorf("unknown UsageActorDaily edge %s", name)
+}
+
+// UsageActorMonthlyMutation represents an operation that mutates the UsageActorMonthly nodes in the graph.
+type UsageActorMonthlyMutation struct {
+	config
+	op            Op
+	typ           string
+	id            *int
+	asset_id      *uuid.UUID
+	month         *string
+	actor         *string
+	reads         *int64
+	addreads      *int64
+	writes        *int64
+	addwrites     *int64
+	clearedFields map[string]struct{}
+	done          bool
+	oldValue      func(context.Context) (*UsageActorMonthly, error)
+	predicates    []predicate.UsageActorMonthly
+}
+
+var _ ent.Mutation = (*UsageActorMonthlyMutation)(nil)
+
+// usageactormonthlyOption allows management of the mutation configuration using functional options.
+type usageactormonthlyOption func(*UsageActorMonthlyMutation)
+
+// newUsageActorMonthlyMutation creates new mutation for the UsageActorMonthly entity.
+func newUsageActorMonthlyMutation(c config, op Op, opts ...usageactormonthlyOption) *UsageActorMonthlyMutation {
+	m := &UsageActorMonthlyMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeUsageActorMonthly,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withUsageActorMonthlyID sets the ID field of the mutation.
+func withUsageActorMonthlyID(id int) usageactormonthlyOption {
+	return func(m *UsageActorMonthlyMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *UsageActorMonthly
+		)
+		m.oldValue = func(ctx context.Context) (*UsageActorMonthly, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().UsageActorMonthly.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withUsageActorMonthly sets the old UsageActorMonthly of the mutation.
+func withUsageActorMonthly(node *UsageActorMonthly) usageactormonthlyOption {
+	return func(m *UsageActorMonthlyMutation) {
+		m.oldValue = func(context.Context) (*UsageActorMonthly, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m UsageActorMonthlyMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m UsageActorMonthlyMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *UsageActorMonthlyMutation) ID() (id int, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *UsageActorMonthlyMutation) IDs(ctx context.Context) ([]int, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []int{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().UsageActorMonthly.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetAssetID sets the "asset_id" field.
+func (m *UsageActorMonthlyMutation) SetAssetID(u uuid.UUID) {
+	m.asset_id = &u
+}
+
+// AssetID returns the value of the "asset_id" field in the mutation.
+func (m *UsageActorMonthlyMutation) AssetID() (r uuid.UUID, exists bool) {
+	v := m.asset_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAssetID returns the old "asset_id" field's value of the UsageActorMonthly entity.
+// If the UsageActorMonthly object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UsageActorMonthlyMutation) OldAssetID(ctx context.Context) (v uuid.UUID, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAssetID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAssetID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAssetID: %w", err)
+	}
+	return oldValue.AssetID, nil
+}
+
+// ResetAssetID resets all changes to the "asset_id" field.
+func (m *UsageActorMonthlyMutation) ResetAssetID() {
+	m.asset_id = nil
+}
+
+// SetMonth sets the "month" field.
+func (m *UsageActorMonthlyMutation) SetMonth(s string) {
+	m.month = &s
+}
+
+// Month returns the value of the "month" field in the mutation.
+func (m *UsageActorMonthlyMutation) Month() (r string, exists bool) {
+	v := m.month
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldMonth returns the old "month" field's value of the UsageActorMonthly entity.
+// If the UsageActorMonthly object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UsageActorMonthlyMutation) OldMonth(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldMonth is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldMonth requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldMonth: %w", err)
+	}
+	return oldValue.Month, nil
+}
+
+// ResetMonth resets all changes to the "month" field.
+func (m *UsageActorMonthlyMutation) ResetMonth() {
+	m.month = nil
+}
+
+// SetActor sets the "actor" field.
+func (m *UsageActorMonthlyMutation) SetActor(s string) {
+	m.actor = &s
+}
+
+// Actor returns the value of the "actor" field in the mutation.
+func (m *UsageActorMonthlyMutation) Actor() (r string, exists bool) {
+	v := m.actor
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldActor returns the old "actor" field's value of the UsageActorMonthly entity.
+// If the UsageActorMonthly object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UsageActorMonthlyMutation) OldActor(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldActor is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldActor requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldActor: %w", err)
+	}
+	return oldValue.Actor, nil
+}
+
+// ResetActor resets all changes to the "actor" field.
+func (m *UsageActorMonthlyMutation) ResetActor() {
+	m.actor = nil
+}
+
+// SetReads sets the "reads" field.
+func (m *UsageActorMonthlyMutation) SetReads(i int64) {
+	m.reads = &i
+	m.addreads = nil
+}
+
+// Reads returns the value of the "reads" field in the mutation.
+func (m *UsageActorMonthlyMutation) Reads() (r int64, exists bool) {
+	v := m.reads
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldReads returns the old "reads" field's value of the UsageActorMonthly entity.
+// If the UsageActorMonthly object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UsageActorMonthlyMutation) OldReads(ctx context.Context) (v int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldReads is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldReads requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldReads: %w", err)
+	}
+	return oldValue.Reads, nil
+}
+
+// AddReads adds i to the "reads" field.
+func (m *UsageActorMonthlyMutation) AddReads(i int64) {
+	if m.addreads != nil {
+		*m.addreads += i
+	} else {
+		m.addreads = &i
+	}
+}
+
+// AddedReads returns the value that was added to the "reads" field in this mutation.
+func (m *UsageActorMonthlyMutation) AddedReads() (r int64, exists bool) {
+	v := m.addreads
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetReads resets all changes to the "reads" field.
+func (m *UsageActorMonthlyMutation) ResetReads() {
+	m.reads = nil
+	m.addreads = nil
+}
+
+// SetWrites sets the "writes" field.
+func (m *UsageActorMonthlyMutation) SetWrites(i int64) {
+	m.writes = &i
+	m.addwrites = nil
+}
+
+// Writes returns the value of the "writes" field in the mutation.
+func (m *UsageActorMonthlyMutation) Writes() (r int64, exists bool) {
+	v := m.writes
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldWrites returns the old "writes" field's value of the UsageActorMonthly entity.
+// If the UsageActorMonthly object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UsageActorMonthlyMutation) OldWrites(ctx context.Context) (v int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldWrites is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldWrites requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldWrites: %w", err)
+	}
+	return oldValue.Writes, nil
+}
+
+// AddWrites adds i to the "writes" field.
+func (m *UsageActorMonthlyMutation) AddWrites(i int64) {
+	if m.addwrites != nil {
+		*m.addwrites += i
+	} else {
+		m.addwrites = &i
+	}
+}
+
+// AddedWrites returns the value that was added to the "writes" field in this mutation.
+func (m *UsageActorMonthlyMutation) AddedWrites() (r int64, exists bool) {
+	v := m.addwrites
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetWrites resets all changes to the "writes" field.
+func (m *UsageActorMonthlyMutation) ResetWrites() {
+	m.writes = nil
+	m.addwrites = nil
+}
+
+// Where appends a list predicates to the UsageActorMonthlyMutation builder.
+func (m *UsageActorMonthlyMutation) Where(ps ...predicate.UsageActorMonthly) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the UsageActorMonthlyMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *UsageActorMonthlyMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.UsageActorMonthly, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *UsageActorMonthlyMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *UsageActorMonthlyMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (UsageActorMonthly).
+func (m *UsageActorMonthlyMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *UsageActorMonthlyMutation) Fields() []string {
+	fields := make([]string, 0, 5)
+	if m.asset_id != nil {
+		fields = append(fields, usageactormonthly.FieldAssetID)
+	}
+	if m.month != nil {
+		fields = append(fields, usageactormonthly.FieldMonth)
+	}
+	if m.actor != nil {
+		fields = append(fields, usageactormonthly.FieldActor)
+	}
+	if m.reads != nil {
+		fields = append(fields, usageactormonthly.FieldReads)
+	}
+	if m.writes != nil {
+		fields = append(fields, usageactormonthly.FieldWrites)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *UsageActorMonthlyMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case usageactormonthly.FieldAssetID:
+		return m.AssetID()
+	case usageactormonthly.FieldMonth:
+		return m.Month()
+	case usageactormonthly.FieldActor:
+		return m.Actor()
+	case usageactormonthly.FieldReads:
+		return m.Reads()
+	case usageactormonthly.FieldWrites:
+		return m.Writes()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *UsageActorMonthlyMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case usageactormonthly.FieldAssetID:
+		return m.OldAssetID(ctx)
+	case usageactormonthly.FieldMonth:
+		return m.OldMonth(ctx)
+	case usageactormonthly.FieldActor:
+		return m.OldActor(ctx)
+	case usageactormonthly.FieldReads:
+		return m.OldReads(ctx)
+	case usageactormonthly.FieldWrites:
+		return m.OldWrites(ctx)
+	}
+	return nil, fmt.Errorf("unknown UsageActorMonthly field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *UsageActorMonthlyMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case usageactormonthly.FieldAssetID:
+		v, ok := value.(uuid.UUID)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAssetID(v)
+		return nil
+	case usageactormonthly.FieldMonth:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetMonth(v)
+		return nil
+	case usageactormonthly.FieldActor:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetActor(v)
+		return nil
+	case usageactormonthly.FieldReads:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetReads(v)
+		return nil
+	case usageactormonthly.FieldWrites:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetWrites(v)
+		return nil
+	}
+	return fmt.Errorf("unknown UsageActorMonthly field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *UsageActorMonthlyMutation) AddedFields() []string {
+	var fields []string
+	if m.addreads != nil {
+		fields = append(fields, usageactormonthly.FieldReads)
+	}
+	if m.addwrites != nil {
+		fields = append(fields, usageactormonthly.FieldWrites)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *UsageActorMonthlyMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case usageactormonthly.FieldReads:
+		return m.AddedReads()
+	case usageactormonthly.FieldWrites:
+		return m.AddedWrites()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *UsageActorMonthlyMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case usageactormonthly.FieldReads:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddReads(v)
+		return nil
+	case usageactormonthly.FieldWrites:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddWrites(v)
+		return nil
+	}
+	return fmt.Errorf("unknown UsageActorMonthly numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *UsageActorMonthlyMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *UsageActorMonthlyMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *UsageActorMonthlyMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown UsageActorMonthly nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *UsageActorMonthlyMutation) ResetField(name string) error {
+	switch name {
+	case usageactormonthly.FieldAssetID:
+		m.ResetAssetID()
+		return nil
+	case usageactormonthly.FieldMonth:
+		m.ResetMonth()
+		return nil
+	case usageactormonthly.FieldActor:
+		m.ResetActor()
+		return nil
+	case usageactormonthly.FieldReads:
+		m.ResetReads()
+		return nil
+	case usageactormonthly.FieldWrites:
+		m.ResetWrites()
+		return nil
+	}
+	return fmt.Errorf("unknown UsageActorMonthly field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *UsageActorMonthlyMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *UsageActorMonthlyMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *UsageActorMonthlyMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *UsageActorMonthlyMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *UsageActorMonthlyMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *UsageActorMonthlyMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *UsageActorMonthlyMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown UsageActorMonthly unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *UsageActorMonthlyMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown UsageActorMonthly edge %s", name)
 }
 
 // UsageDailyMutation represents an operation that mutates the UsageDaily nodes in the graph.

@@ -44,6 +44,8 @@ type Tx struct {
 	RunIO *RunIOClient
 	// UsageActorDaily is the client for interacting with the UsageActorDaily builders.
 	UsageActorDaily *UsageActorDailyClient
+	// UsageActorMonthly is the client for interacting with the UsageActorMonthly builders.
+	UsageActorMonthly *UsageActorMonthlyClient
 	// UsageDaily is the client for interacting with the UsageDaily builders.
 	UsageDaily *UsageDailyClient
 	// UsageEvent is the client for interacting with the UsageEvent builders.
@@ -196,6 +198,7 @@ func (tx *Tx) init() {
 	tx.Run = NewRunClient(tx.config)
 	tx.RunIO = NewRunIOClient(tx.config)
 	tx.UsageActorDaily = NewUsageActorDailyClient(tx.config)
+	tx.UsageActorMonthly = NewUsageActorMonthlyClient(tx.config)
 	tx.UsageDaily = NewUsageDailyClient(tx.config)
 	tx.UsageEvent = NewUsageEventClient(tx.config)
 	tx.UsageName = NewUsageNameClient(tx.config)

@@ -12,6 +12,7 @@ import (
 	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/ent/predicate"
 	"github.com/tidemark/tidemark/ent/usageactordaily"
+	"github.com/tidemark/tidemark/ent/usageactormonthly"
 	"github.com/tidemark/tidemark/ent/usagedaily"
 	"github.com/tidemark/tidemark/ent/usagename"
 )
@@ -84,17 +85,9 @@ func (s *Service) Series(ctx context.Context, id uuid.UUID, from, to time.Time, 
 		return Series{}, fmt.Errorf("usage: read rollups: %w", err)
 	}
 	inRange := []predicate.UsageActorDaily{usageactordaily.AssetID(id), usageactordaily.DayGTE(Day(from)), usageactordaily.DayLTE(Day(to))}
-	// Per actor over the whole range, summed by the database: one row per actor, however many
-	// days.
-	var perActor []struct {
-		Actor  string `json:"actor"`
-		Reads  int64  `json:"reads"`
-		Writes int64  `json:"writes"`
-	}
-	if err := s.db.UsageActorDaily.Query().Where(inRange...).GroupBy(usageactordaily.FieldActor).
-		Aggregate(ent.As(ent.Sum(usageactordaily.FieldReads), "reads"), ent.As(ent.Sum(usageactordaily.FieldWrites), "writes")).
-		Scan(ctx, &perActor); err != nil {
-		return Series{}, fmt.Errorf("usage: read actor rollups: %w", err)
+	perActor, err := s.actorTotals(ctx, id, from, to)
+	if err != nil {
+		return Series{}, err
 	}
 	var weekly []*ent.UsageActorDaily // distinct actors per week need the days
 	if granularity == Weekly {
@@ -164,6 +157,74 @@ func (s *Service) Series(ctx context.Context, id uuid.UUID, from, to time.Time, 
 	}
 	if out.NamesSeen, err = s.namesSeen(ctx, a); err != nil {
 		return Series{}, err
+	}
+	return out, nil
+}
+
+type actorTotal struct {
+	Actor  string `json:"actor"`
+	Reads  int64  `json:"reads"`
+	Writes int64  `json:"writes"`
+}
+
+// actorTotals sums each actor's reads and writes over days from..to: whole calendar months from
+// the monthly rollup, the partial months at either end from the daily one, each summed by the
+// database (one row per actor).
+func (s *Service) actorTotals(ctx context.Context, id uuid.UUID, from, to time.Time) ([]actorTotal, error) {
+	firstFull := time.Date(from.Year(), from.Month(), 1, 0, 0, 0, 0, time.UTC)
+	if !firstFull.Equal(from) {
+		firstFull = firstFull.AddDate(0, 1, 0)
+	}
+	afterFull := time.Date(to.Year(), to.Month(), 1, 0, 0, 0, 0, time.UTC) // first day of to's month
+	if to.AddDate(0, 0, 1).Month() != to.Month() {
+		afterFull = afterFull.AddDate(0, 1, 0) // to is a month's last day: its month is whole
+	}
+	sum := map[string]*actorTotal{}
+	add := func(rows []actorTotal) {
+		for _, r := range rows {
+			t := sum[r.Actor]
+			if t == nil {
+				t = &actorTotal{Actor: r.Actor}
+				sum[r.Actor] = t
+			}
+			t.Reads += r.Reads
+			t.Writes += r.Writes
+		}
+	}
+	daily := func(lo, hi time.Time) error { // days lo..hi inclusive
+		if hi.Before(lo) {
+			return nil
+		}
+		var rows []actorTotal
+		err := s.db.UsageActorDaily.Query().Where(usageactordaily.AssetID(id), usageactordaily.DayGTE(Day(lo)), usageactordaily.DayLTE(Day(hi))).
+			GroupBy(usageactordaily.FieldActor).
+			Aggregate(ent.As(ent.Sum(usageactordaily.FieldReads), "reads"), ent.As(ent.Sum(usageactordaily.FieldWrites), "writes")).Scan(ctx, &rows)
+		add(rows)
+		return err
+	}
+	if !firstFull.Before(afterFull) { // no whole month inside: days only
+		if err := daily(from, to); err != nil {
+			return nil, fmt.Errorf("usage: read actor rollups: %w", err)
+		}
+	} else {
+		var rows []actorTotal
+		if err := s.db.UsageActorMonthly.Query().Where(usageactormonthly.AssetID(id),
+			usageactormonthly.MonthGTE(firstFull.Format("2006-01")), usageactormonthly.MonthLT(afterFull.Format("2006-01"))).
+			GroupBy(usageactormonthly.FieldActor).
+			Aggregate(ent.As(ent.Sum(usageactormonthly.FieldReads), "reads"), ent.As(ent.Sum(usageactormonthly.FieldWrites), "writes")).Scan(ctx, &rows); err != nil {
+			return nil, fmt.Errorf("usage: read monthly actor rollups: %w", err)
+		}
+		add(rows)
+		if err := daily(from, firstFull.AddDate(0, 0, -1)); err != nil {
+			return nil, fmt.Errorf("usage: read actor rollups: %w", err)
+		}
+		if err := daily(afterFull, to); err != nil {
+			return nil, fmt.Errorf("usage: read actor rollups: %w", err)
+		}
+	}
+	out := make([]actorTotal, 0, len(sum))
+	for _, t := range sum {
+		out = append(out, *t)
 	}
 	return out, nil
 }

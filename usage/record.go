@@ -386,9 +386,21 @@ func (s *Service) rollup(ctx context.Context, tx *ent.Tx, rows []row) error {
 		}
 	}
 	sort.Slice(dayRows, func(i, j int) bool { return dayRows[i][0]+dayRows[i][1] < dayRows[j][0]+dayRows[j][1] })
-	var actorRows [][]any
+	var actorRows, monthRows [][]any
+	months := map[actorKey]*[2]int64{}
 	for k, c := range actors {
 		actorRows = append(actorRows, []any{k.asset, k.day, k.actor, c[0], c[1]})
+		mk := actorKey{bucket{k.asset, k.day[:7]}, k.actor}
+		m := months[mk]
+		if m == nil {
+			m = &[2]int64{}
+			months[mk] = m
+		}
+		m[0] += c[0]
+		m[1] += c[1]
+	}
+	for k, c := range months {
+		monthRows = append(monthRows, []any{k.asset, k.day, k.actor, c[0], c[1]})
 	}
 	sort.Slice(actorRows, func(i, j int) bool {
 		a, b := actorRows[i], actorRows[j]
@@ -402,6 +414,11 @@ func (s *Service) rollup(ctx context.Context, tx *ent.Tx, rows []row) error {
 	if err := s.upsert(ctx, tx, "usage_actor_dailies", actorCols, actorRows,
 		`ON CONFLICT (asset_id, day, actor) DO UPDATE SET reads = usage_actor_dailies.reads + excluded.reads,
 			writes = usage_actor_dailies.writes + excluded.writes`); err != nil {
+		return err
+	}
+	if err := s.upsert(ctx, tx, "usage_actor_monthlies", monthCols, monthRows,
+		`ON CONFLICT (asset_id, month, actor) DO UPDATE SET reads = usage_actor_monthlies.reads + excluded.reads,
+			writes = usage_actor_monthlies.writes + excluded.writes`); err != nil {
 		return err
 	}
 	var dailies [][]any
@@ -486,6 +503,7 @@ var (
 		{"source", "text"}, {"query_id", "text"}, {"namespace", "text"}, {"name", "text"}, {"at", "timestamptz"}, {"day", "text"},
 		{"received_at", "timestamptz"}}
 	actorCols = []column{{"asset_id", "uuid"}, {"day", "text"}, {"actor", "text"}, {"reads", "bigint"}, {"writes", "bigint"}}
+	monthCols = []column{{"asset_id", "uuid"}, {"month", "text"}, {"actor", "text"}, {"reads", "bigint"}, {"writes", "bigint"}}
 	dailyCols = []column{{"asset_id", "uuid"}, {"day", "text"}, {"reads", "bigint"}, {"writes", "bigint"},
 		{"last_read_at", "timestamptz"}, {"last_write_at", "timestamptz"}, {"updated_at", "timestamptz"}}
 	nameCols = []column{{"asset_id", "uuid"}, {"namespace", "text"}, {"name", "text"}, {"first_at", "timestamptz"}, {"last_at", "timestamptz"}}

@@ -233,6 +233,42 @@ func TestRollupsMatchRecount(t *testing.T) {
 			}
 			want[b].actors[r.Actor] = true
 		}
+		// Per-actor totals over ranges that take whole months from the monthly rollup and the rest
+		// from the daily one (and one within a month) match the records.
+		for _, rg := range [][2]time.Time{{t0.AddDate(0, 0, -5), t0.AddDate(0, 1, 3)}, {t0.AddDate(0, 0, 2), t0.AddDate(0, 0, 6)}} {
+			wantActor := map[string][2]int64{}
+			for _, r := range distinct {
+				if d := r.At.UTC().Truncate(24 * time.Hour); d.Before(rg[0]) || d.After(rg[1]) {
+					continue
+				}
+				c := wantActor[r.Actor]
+				if r.Kind == "read" {
+					c[0]++
+				} else {
+					c[1]++
+				}
+				wantActor[r.Actor] = c
+			}
+			totals := map[string][2]int64{}
+			for _, id := range ids {
+				s, err := e.use.Series(ctx, id, rg[0], rg[1], usage.Daily)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(s.TopActors) > 10 {
+					t.Fatalf("top actors not capped")
+				}
+				for _, a := range s.TopActors {
+					c := totals[a.Actor]
+					totals[a.Actor] = [2]int64{c[0] + a.Reads, c[1] + a.Writes}
+				}
+			}
+			for actor, w := range wantActor {
+				if totals[actor] != w {
+					t.Fatalf("range %s..%s actor %s: got %v, recount %v", usage.Day(rg[0]), usage.Day(rg[1]), actor, totals[actor], w)
+				}
+			}
+		}
 		rows, err := e.db.Client.UsageDaily.Query().All(ctx)
 		if err != nil {
 			t.Fatal(err)

@@ -189,6 +189,18 @@ func (f UsageActorDailyFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Va
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.UsageActorDailyMutation", m)
 }
 
+// The UsageActorMonthlyFunc type is an adapter to allow the use of ordinary
+// function as UsageActorMonthly mutator.
+type UsageActorMonthlyFunc func(context.Context, *ent.UsageActorMonthlyMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f UsageActorMonthlyFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.UsageActorMonthlyMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.UsageActorMonthlyMutation", m)
+}
+
 // The UsageDailyFunc type is an adapter to allow the use of ordinary
 // function as UsageDaily mutator.
 type UsageDailyFunc func(context.Context, *ent.UsageDailyMutation) (ent.Value, error)

@@ -436,6 +436,28 @@ var (
 			},
 		},
 	}
+	// UsageActorMonthliesColumns holds the columns for the "usage_actor_monthlies" table.
+	UsageActorMonthliesColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeInt, Increment: true},
+		{Name: "asset_id", Type: field.TypeUUID},
+		{Name: "month", Type: field.TypeString},
+		{Name: "actor", Type: field.TypeString},
+		{Name: "reads", Type: field.TypeInt64, Default: 0},
+		{Name: "writes", Type: field.TypeInt64, Default: 0},
+	}
+	// UsageActorMonthliesTable holds the schema information for the "usage_actor_monthlies" table.
+	UsageActorMonthliesTable = &schema.Table{
+		Name:       "usage_actor_monthlies",
+		Columns:    UsageActorMonthliesColumns,
+		PrimaryKey: []*schema.Column{UsageActorMonthliesColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "usageactormonthly_asset_id_month_actor",
+				Unique:  true,
+				Columns: []*schema.Column{UsageActorMonthliesColumns[1], UsageActorMonthliesColumns[2], UsageActorMonthliesColumns[3]},
+			},
+		},
+	}
 	// UsageDailiesColumns holds the columns for the "usage_dailies" table.
 	UsageDailiesColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeInt, Increment: true},
@@ -540,6 +562,7 @@ var (
 		RunsTable,
 		RunIosTable,
 		UsageActorDailiesTable,
+		UsageActorMonthliesTable,
 		UsageDailiesTable,
 		UsageEventsTable,
 		UsageNamesTable,

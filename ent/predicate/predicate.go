@@ -51,6 +51,9 @@ type RunIO func(*sql.Selector)
 // UsageActorDaily is the predicate function for usageactordaily builders.
 type UsageActorDaily func(*sql.Selector)
 
+// UsageActorMonthly is the predicate function for usageactormonthly builders.
+type UsageActorMonthly func(*sql.Selector)
+
 // UsageDaily is the predicate function for usagedaily builders.
 type UsageDaily func(*sql.Selector)
 

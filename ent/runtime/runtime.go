@@ -13,6 +13,7 @@ import (
 	"github.com/tidemark/tidemark/ent/run"
 	"github.com/tidemark/tidemark/ent/schema"
 	"github.com/tidemark/tidemark/ent/usageactordaily"
+	"github.com/tidemark/tidemark/ent/usageactormonthly"
 	"github.com/tidemark/tidemark/ent/usagedaily"
 	"github.com/tidemark/tidemark/ent/usageevent"
 )
@@ -133,6 +134,16 @@ func init() {
 	usageactordailyDescWrites := usageactordailyFields[4].Descriptor()
 	// usageactordaily.DefaultWrites holds the default value on creation for the writes field.
 	usageactordaily.DefaultWrites = usageactordailyDescWrites.Default.(int64)
+	usageactormonthlyFields := schema.UsageActorMonthly{}.Fields()
+	_ = usageactormonthlyFields
+	// usageactormonthlyDescReads is the schema descriptor for reads field.
+	usageactormonthlyDescReads := usageactormonthlyFields[3].Descriptor()
+	// usageactormonthly.DefaultReads holds the default value on creation for the reads field.
+	usageactormonthly.DefaultReads = usageactormonthlyDescReads.Default.(int64)
+	// usageactormonthlyDescWrites is the schema descriptor for writes field.
+	usageactormonthlyDescWrites := usageactormonthlyFields[4].Descriptor()
+	// usageactormonthly.DefaultWrites holds the default value on creation for the writes field.
+	usageactormonthly.DefaultWrites = usageactormonthlyDescWrites.Default.(int64)
 	usagedailyFields := schema.UsageDaily{}.Fields()
 	_ = usagedailyFields
 	// usagedailyDescReads is the schema descriptor for reads field.

@@ -100,3 +100,23 @@ func (UsageName) Indexes() []ent.Index {
 		index.Fields("asset_id", "namespace", "name").Unique(),
 	}
 }
+
+// UsageActorMonthly is UsageActorDaily summed by calendar month (YYYY-MM), so distinct and top
+// actors over long ranges read a few thousand rows instead of every actor-day.
+type UsageActorMonthly struct{ ent.Schema }
+
+func (UsageActorMonthly) Fields() []ent.Field {
+	return []ent.Field{
+		field.UUID("asset_id", uuid.UUID{}),
+		field.String("month"),
+		field.String("actor"),
+		field.Int64("reads").Default(0),
+		field.Int64("writes").Default(0),
+	}
+}
+
+func (UsageActorMonthly) Indexes() []ent.Index {
+	return []ent.Index{
+		index.Fields("asset_id", "month", "actor").Unique(),
+	}
+}

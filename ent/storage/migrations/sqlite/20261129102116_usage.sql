@@ -2,6 +2,10 @@
 CREATE TABLE `usage_actor_dailies` (`id` integer NOT NULL PRIMARY KEY AUTOINCREMENT, `asset_id` uuid NOT NULL, `day` text NOT NULL, `actor` text NOT NULL, `reads` integer NOT NULL DEFAULT (0), `writes` integer NOT NULL DEFAULT (0));
 -- Create index "usageactordaily_asset_id_day_actor" to table: "usage_actor_dailies"
 CREATE UNIQUE INDEX `usageactordaily_asset_id_day_actor` ON `usage_actor_dailies` (`asset_id`, `day`, `actor`);
+-- Create "usage_actor_monthlies" table
+CREATE TABLE `usage_actor_monthlies` (`id` integer NOT NULL PRIMARY KEY AUTOINCREMENT, `asset_id` uuid NOT NULL, `month` text NOT NULL, `actor` text NOT NULL, `reads` integer NOT NULL DEFAULT (0), `writes` integer NOT NULL DEFAULT (0));
+-- Create index "usageactormonthly_asset_id_month_actor" to table: "usage_actor_monthlies"
+CREATE UNIQUE INDEX `usageactormonthly_asset_id_month_actor` ON `usage_actor_monthlies` (`asset_id`, `month`, `actor`);
 -- Create "usage_dailies" table
 CREATE TABLE `usage_dailies` (`id` integer NOT NULL PRIMARY KEY AUTOINCREMENT, `asset_id` uuid NOT NULL, `day` text NOT NULL, `reads` integer NOT NULL DEFAULT (0), `writes` integer NOT NULL DEFAULT (0), `distinct_actors` integer NOT NULL DEFAULT (0), `distinct_jobs` integer NOT NULL DEFAULT (0), `last_read_at` datetime NULL, `last_write_at` datetime NULL, `updated_at` datetime NOT NULL);
 -- Create index "usagedaily_asset_id_day" to table: "usage_dailies"
