@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -132,6 +134,9 @@ func (s *Service) check(r Record, now time.Time) string {
 	for field, v := range map[string]string{"actor": r.Actor, "source": r.Source, "query_id": r.QueryID, "idempotency_key": r.IdempotencyKey} {
 		if len(v) > maxTextBytes {
 			return fmt.Sprintf("%s is %d bytes; the limit is %d", field, len(v), maxTextBytes)
+		}
+		if !utf8.ValidString(v) || strings.ContainsRune(v, 0) {
+			return fmt.Sprintf("%s is not valid UTF-8 text", field)
 		}
 	}
 	return ""
@@ -380,7 +385,7 @@ func (s *Service) rollup(ctx context.Context, tx *ent.Tx, rows []row) error {
 	for b, d := range days {
 		k := [2]string{b.asset.String(), b.day}
 		dayRows = append(dayRows, k)
-		dayArgs[k] = []any{b.asset, b.day, d.reads, d.writes, nullTime(d.lastRead), nullTime(d.lastWrite), now}
+		dayArgs[k] = []any{b.asset, b.day, d.reads, d.writes, 0, nullTime(d.lastRead), nullTime(d.lastWrite), now}
 		if d.jobs {
 			jobBuckets = append(jobBuckets, k)
 		}
@@ -411,10 +416,37 @@ func (s *Service) rollup(ctx context.Context, tx *ent.Tx, rows []row) error {
 		nameRows = append(nameRows, []any{k.asset, k.namespace, k.name, n[0], n[1]})
 	}
 
-	if err := s.upsert(ctx, tx, "usage_actor_dailies", actorCols, actorRows,
-		`ON CONFLICT (asset_id, day, actor) DO UPDATE SET reads = usage_actor_dailies.reads + excluded.reads,
-			writes = usage_actor_dailies.writes + excluded.writes`); err != nil {
-		return err
+	const actorConflict = `ON CONFLICT (asset_id, day, actor) DO UPDATE SET reads = usage_actor_dailies.reads + excluded.reads,
+			writes = usage_actor_dailies.writes + excluded.writes`
+	newActors := map[[2]string]int{} // per bucket, actors seen for the first time (PostgreSQL)
+	if s.sqlite {
+		if err := s.upsert(ctx, tx, "usage_actor_dailies", actorCols, actorRows, actorConflict); err != nil {
+			return err
+		}
+	} else {
+		// xmax = 0 marks a row this statement inserted rather than updated: a new actor that day.
+		for _, part := range chunk(actorRows) {
+			q, args := s.bulkInsert("usage_actor_dailies", actorCols, part, actorConflict+" RETURNING asset_id, day, (xmax = 0)")
+			res, err := tx.QueryContext(ctx, q, args...)
+			if err != nil {
+				return fmt.Errorf("usage: update rollups: %w", err)
+			}
+			for res.Next() {
+				var asset, day string
+				var inserted bool
+				if err := res.Scan(&asset, &day, &inserted); err != nil {
+					res.Close()
+					return err
+				}
+				if inserted {
+					newActors[[2]string{asset, day}]++
+				}
+			}
+			res.Close()
+			if err := res.Err(); err != nil {
+				return err
+			}
+		}
 	}
 	if err := s.upsert(ctx, tx, "usage_actor_monthlies", monthCols, monthRows,
 		`ON CONFLICT (asset_id, month, actor) DO UPDATE SET reads = usage_actor_monthlies.reads + excluded.reads,
@@ -423,11 +455,13 @@ func (s *Service) rollup(ctx context.Context, tx *ent.Tx, rows []row) error {
 	}
 	var dailies [][]any
 	for _, k := range dayRows {
+		dayArgs[k][4] = newActors[k]
 		dailies = append(dailies, dayArgs[k])
 	}
 	if err := s.upsert(ctx, tx, "usage_dailies", dailyCols, dailies,
 		`ON CONFLICT (asset_id, day) DO UPDATE SET reads = usage_dailies.reads + excluded.reads,
 			writes = usage_dailies.writes + excluded.writes,
+			distinct_actors = usage_dailies.distinct_actors + excluded.distinct_actors,
 			last_read_at = CASE WHEN usage_dailies.last_read_at IS NULL OR excluded.last_read_at > usage_dailies.last_read_at
 				THEN excluded.last_read_at ELSE usage_dailies.last_read_at END,
 			last_write_at = CASE WHEN usage_dailies.last_write_at IS NULL OR excluded.last_write_at > usage_dailies.last_write_at
@@ -438,10 +472,14 @@ func (s *Service) rollup(ctx context.Context, tx *ent.Tx, rows []row) error {
 	if err := s.upsert(ctx, tx, "usage_names", nameCols, nameRows,
 		`ON CONFLICT (asset_id, namespace, name) DO UPDATE SET
 			first_at = CASE WHEN excluded.first_at < usage_names.first_at THEN excluded.first_at ELSE usage_names.first_at END,
-			last_at = CASE WHEN excluded.last_at > usage_names.last_at THEN excluded.last_at ELSE usage_names.last_at END`); err != nil {
+			last_at = CASE WHEN excluded.last_at > usage_names.last_at THEN excluded.last_at ELSE usage_names.last_at END
+		WHERE excluded.first_at < usage_names.first_at OR excluded.last_at > usage_names.last_at`); err != nil {
 		return err
 	}
 	for _, part := range chunk(dayRows) {
+		if !s.sqlite {
+			break // counted from the actor upsert above
+		}
 		where, args := s.bucketWhere(part, nil)
 		if _, err := tx.ExecContext(ctx, `UPDATE usage_dailies SET distinct_actors = (SELECT count(*) FROM usage_actor_dailies a
 			WHERE a.asset_id = usage_dailies.asset_id AND a.day = usage_dailies.day) WHERE `+where, args...); err != nil {
@@ -504,7 +542,7 @@ var (
 		{"received_at", "timestamptz"}}
 	actorCols = []column{{"asset_id", "uuid"}, {"day", "text"}, {"actor", "text"}, {"reads", "bigint"}, {"writes", "bigint"}}
 	monthCols = []column{{"asset_id", "uuid"}, {"month", "text"}, {"actor", "text"}, {"reads", "bigint"}, {"writes", "bigint"}}
-	dailyCols = []column{{"asset_id", "uuid"}, {"day", "text"}, {"reads", "bigint"}, {"writes", "bigint"},
+	dailyCols = []column{{"asset_id", "uuid"}, {"day", "text"}, {"reads", "bigint"}, {"writes", "bigint"}, {"distinct_actors", "bigint"},
 		{"last_read_at", "timestamptz"}, {"last_write_at", "timestamptz"}, {"updated_at", "timestamptz"}}
 	nameCols = []column{{"asset_id", "uuid"}, {"namespace", "text"}, {"name", "text"}, {"first_at", "timestamptz"}, {"last_at", "timestamptz"}}
 )
@@ -520,15 +558,7 @@ func (s *Service) bulkInsert(table string, cols []column, rows [][]any, tail str
 	}
 	fmt.Fprintf(&q, "INSERT INTO %s (%s) ", table, strings.Join(names, ", "))
 	if !s.sqlite {
-		objs := make([]map[string]any, len(rows))
-		for i, r := range rows {
-			o := make(map[string]any, len(cols))
-			for j, c := range cols {
-				o[c.name] = r[j]
-			}
-			objs[i] = o
-		}
-		doc, _ := json.Marshal(objs) // values are strings, numbers, times, UUIDs and nils
+		doc := appendRowsJSON(nil, cols, rows)
 		defs := make([]string, len(cols))
 		for i, c := range cols {
 			defs[i] = c.name + " " + c.pgType
@@ -554,6 +584,67 @@ func (s *Service) bulkInsert(table string, cols []column, rows [][]any, tail str
 	}
 	q.WriteString(" " + tail)
 	return q.String(), args
+}
+
+// appendRowsJSON writes rows as a JSON array of objects keyed by column name. Hand-written
+// because encoding/json through maps cost more than the statement it feeds.
+func appendRowsJSON(b []byte, cols []column, rows [][]any) []byte {
+	b = append(b, '[')
+	for i, r := range rows {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '{')
+		for j, c := range cols {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '"')
+			b = append(b, c.name...)
+			b = append(b, '"', ':')
+			switch v := r[j].(type) {
+			case nil:
+				b = append(b, "null"...)
+			case string:
+				b = appendJSONString(b, v)
+			case uuid.UUID:
+				b = append(b, '"')
+				b = append(b, v.String()...)
+				b = append(b, '"')
+			case time.Time:
+				b = append(b, '"')
+				b = v.UTC().AppendFormat(b, time.RFC3339Nano)
+				b = append(b, '"')
+			case int64:
+				b = strconv.AppendInt(b, v, 10)
+			case int:
+				b = strconv.AppendInt(b, int64(v), 10)
+			default:
+				enc, _ := json.Marshal(v)
+				b = append(b, enc...)
+			}
+		}
+		b = append(b, '}')
+	}
+	return append(b, ']')
+}
+
+// appendJSONString quotes s for JSON (s is valid UTF-8: check refuses anything else).
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c < 0x20:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		default:
+			b = append(b, c)
+		}
+	}
+	return append(b, '"')
 }
 
 // upsert inserts rows in chunks with the given conflict clause.
