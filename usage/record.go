@@ -241,8 +241,8 @@ func chunk[T any](xs []T) [][]T {
 	return out
 }
 
-// store inserts the rows (skipping keys stored before) and recounts the rollups of the buckets
-// they touch, in one transaction (the caller's, when ctx carries one). It returns the keys it
+// store inserts the rows (skipping keys stored before) and adds those it inserted to the
+// rollups, in one transaction (the caller's, when ctx carries one). It returns the keys it
 // inserted.
 func (s *Service) store(ctx context.Context, rows []row) (map[string]bool, error) {
 	inserted := map[string]bool{}
@@ -299,8 +299,9 @@ func (s *Service) inTx(ctx context.Context, fn func(ctx context.Context, tx *ent
 
 // rollup adds the newly stored rows to the rollups. Only rows this transaction inserted are
 // added (duplicates never reach here), so increments are exact; on PostgreSQL a lock per asset,
-// taken in one order, serialises batches for the same asset, so the distinct counts (recounted
-// from the per-actor rollup and, for jobs, the day's raw events) see each other's rows.
+// taken in one order, serialises batches for the same asset, so the distinct counts (new
+// per-actor rows on PostgreSQL, a count of them on SQLite; for jobs, the day's raw events) see
+// each other's rows.
 func (s *Service) rollup(ctx context.Context, tx *ent.Tx, rows []row) error {
 	if len(rows) == 0 {
 		return nil
@@ -478,7 +479,7 @@ func (s *Service) rollup(ctx context.Context, tx *ent.Tx, rows []row) error {
 	}
 	for _, part := range chunk(dayRows) {
 		if !s.sqlite {
-			break // counted from the actor upsert above
+			break // PostgreSQL: counted from the actor upsert above
 		}
 		where, args := s.bucketWhere(part, nil)
 		if _, err := tx.ExecContext(ctx, `UPDATE usage_dailies SET distinct_actors = (SELECT count(*) FROM usage_actor_dailies a
