@@ -45,7 +45,7 @@ type failedEvent struct {
 }
 
 type batchResponse struct {
-	Status       string        `json:"status"` // success, partial_success or failure
+	Status       string        `json:"status"` // success, partial_success or failure (a 503 for the whole batch is a problem document)
 	Summary      batchSummary  `json:"summary"`
 	FailedEvents []failedEvent `json:"failed_events"`
 }
@@ -192,7 +192,7 @@ func (a *API) lineageRoutes() {
 	a.handle(operation{Method: http.MethodPost, Path: base + "/lineage", Summary: "Ingest one OpenLineage event (RunEvent, DatasetEvent or JobEvent; gzip accepted)",
 		Tag: "lineage", BodyLimit: limit, Body: map[string]any{}, Responses: map[int]any{201: ingestResponse{}, 200: ingestResponse{}}}, a.ingestLineage)
 	a.handle(operation{Method: http.MethodPost, Path: base + "/lineage/batch", Summary: "Ingest a JSON array of OpenLineage events",
-		Tag: "lineage", BodyLimit: limit, Body: []map[string]any{}, Responses: map[int]any{200: batchResponse{}, 400: batchResponse{}, 503: batchResponse{}}}, a.ingestLineageBatch)
+		Tag: "lineage", BodyLimit: limit, Body: []map[string]any{}, Responses: map[int]any{200: batchResponse{}, 400: batchResponse{}}}, a.ingestLineageBatch)
 	a.handle(operation{Method: http.MethodGet, Path: base + "/lineage", Summary: "Marquez-shaped lineage graph around a node",
 		Tag: "lineage", Params: []param{{Name: "nodeId", In: "query", Required: true, Description: "dataset:<namespace>:<name> or job:<namespace>:<name>; former names work"},
 			{Name: "depth", In: "query", Description: "hops, 1-20, default 20"}}, Responses: map[int]any{200: marquezGraphResponse{}}}, a.marquezLineage)
@@ -290,29 +290,19 @@ func (a *API) ingestLineageBatch(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	retriable := false
 	for i, it := range items {
 		if it.Err == nil {
 			out.Summary.Successful++
 			continue
 		}
-		p := toProblem(it.Err)
-		out.FailedEvents = append(out.FailedEvents, failedEvent{Index: i, Reason: p.Detail, Retriable: p.Status >= 500})
-		retriable = retriable || p.Status >= 500
+		// Item errors are the parser's: final, so the client must not retry them.
+		out.FailedEvents = append(out.FailedEvents, failedEvent{Index: i, Reason: toProblem(it.Err).Detail})
 		out.Summary.Failed++
 	}
 	switch {
 	case out.Summary.Failed == 0:
 		out.Status = "success"
 		return c.JSON(http.StatusOK, out)
-	case retriable:
-		// Clients retry the whole batch on 503; the events that did land are deduplicated then.
-		out.Status = "partial_success"
-		if out.Summary.Successful == 0 {
-			out.Status = "failure"
-		}
-		c.Response().Header().Set("Retry-After", "1")
-		return c.JSON(http.StatusServiceUnavailable, out)
 	case out.Summary.Successful == 0:
 		out.Status = "failure"
 		return c.JSON(http.StatusBadRequest, out)
