@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -72,7 +73,7 @@ func startServer(t testing.TB, db *storage.DB, tweak func(*handlers.Config)) *se
 		Usage:   use,
 		Tokens:  tokens,
 		Ping:    db.Ping,
-		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Logger:  testLogger(t),
 		Version: "test",
 	}
 	if tweak != nil {
@@ -209,6 +210,32 @@ func (s *server) createAsset(t testing.TB, namespace, name string) asset {
 type problem struct {
 	Type, Title, Detail, Field string
 	Status                     int
+}
+
+// testLogger keeps the server's log and prints it only if the test fails, so a 500's cause is
+// in the failure output without flooding passing runs.
+func testLogger(t testing.TB) *slog.Logger {
+	var mu sync.Mutex
+	var buf bytes.Buffer
+	t.Cleanup(func() {
+		if t.Failed() {
+			mu.Lock()
+			defer mu.Unlock()
+			t.Logf("server log:\n%s", buf.String())
+		}
+	})
+	return slog.New(slog.NewTextHandler(lockedWriter{&mu, &buf}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // storageFor returns an SQLite database for tests whose subject is not storage.
