@@ -99,6 +99,13 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 	defer stopBG()
 	go lin.Run(bg, cfg.graphSync)
 	go use.Run(bg, time.Hour)
+	go every(bg, time.Hour, func(ctx context.Context) {
+		if n, err := cat.PurgeIdempotencyKeys(ctx); err != nil {
+			log.Warn("purge idempotency keys failed; will retry", "err", err)
+		} else if n > 0 {
+			log.Info("forgot expired idempotency keys", "count", n)
+		}
+	})
 
 	api := handlers.New(handlers.Config{
 		Catalog:          cat,
@@ -175,5 +182,19 @@ func usageOfRuns(use *usage.Service) func(context.Context, []lineage.CompletedRu
 			out[i] = usage.RunUsage{RunID: r.RunID, JobID: r.JobID, At: r.At, Actor: r.Actor, Inputs: seen(r.Inputs), Outputs: seen(r.Outputs)}
 		}
 		return use.FromRuns(ctx, out)
+	}
+}
+
+// every runs fn every interval until ctx ends.
+func every(ctx context.Context, interval time.Duration, fn func(context.Context)) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			fn(ctx)
+		}
 	}
 }

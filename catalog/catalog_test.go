@@ -571,3 +571,28 @@ func TestCreateMany(t *testing.T) {
 		}
 	})
 }
+
+func TestIdempotencyKeysExpire(t *testing.T) {
+	eachBackend(t, func(t *testing.T, e env) {
+		ctx := context.Background()
+		in := catalog.CreateInput{Kind: catalog.KindTable, Namespace: "w", Name: "once", IdempotencyKey: "k"}
+		first, err := e.cat.Create(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, err := e.cat.PurgeIdempotencyKeys(ctx); err != nil || n != 0 {
+			t.Fatalf("purge within the window: %d, %v", n, err)
+		}
+		e.clock.Advance(catalog.IdempotencyWindow + time.Hour)
+		if n, err := e.cat.PurgeIdempotencyKeys(ctx); err != nil || n != 1 {
+			t.Fatalf("purge after the window: %d, %v", n, err)
+		}
+		// The key is forgotten: the same request now meets the name it created.
+		if _, err := e.cat.Create(ctx, in); !errors.Is(err, catalog.ErrNameTaken) {
+			t.Fatalf("replay after expiry: %v", err)
+		}
+		if got, _ := e.cat.Get(ctx, first.Asset.ID); got.Name != "once" {
+			t.Fatalf("asset changed: %+v", got)
+		}
+	})
+}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -355,4 +356,18 @@ func (c *Catalog) createMany(ctx context.Context, ins []CreateInput) ([]uuid.UUI
 		return nil
 	})
 	return created, err
+}
+
+// IdempotencyWindow is how long an Idempotency-Key is remembered: long past any client's retries
+// (which give up within minutes or hours), short enough that the table stays small.
+const IdempotencyWindow = 7 * 24 * time.Hour
+
+// PurgeIdempotencyKeys forgets keys older than the window; a request repeating one afterwards
+// is a new request. It returns how many it forgot.
+func (c *Catalog) PurgeIdempotencyKeys(ctx context.Context) (int, error) {
+	n, err := c.db.IdempotencyKey.Delete().Where(idempotencykey.CreatedAtLT(c.Now().Add(-IdempotencyWindow))).Exec(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("catalog: purge idempotency keys: %w", err)
+	}
+	return n, nil
 }
