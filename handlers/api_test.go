@@ -372,8 +372,15 @@ func TestHealthAndMetrics(t *testing.T) {
 	s.must(t, 200, req{method: "GET", path: "/healthz"})
 	s.createAsset(t, "w", "m")
 	s.must(t, 404, req{method: "GET", path: "/api/v1/assets/0190b6e2-7a4c-7d3e-9f1a-2b3c4d5e6f70"})
+	ev := `{"eventType":"COMPLETE","eventTime":"2024-01-01T00:00:00Z","run":{"runId":"m1"},"job":{"namespace":"n","name":"j"}}`
+	s.must(t, 201, req{method: "POST", path: "/api/v1/lineage", token: s.Write, body: ev})
+	s.must(t, 200, req{method: "POST", path: "/api/v1/lineage", token: s.Write, body: ev})
+	s.must(t, 400, req{method: "POST", path: "/api/v1/lineage", token: s.Write, body: `{"eventTime":"x"}`})
 	m := s.must(t, 200, req{method: "GET", path: "/metrics"})
 	for _, want := range []string{
+		`tidemark_lineage_events_total{outcome="created"} 1`,
+		`tidemark_lineage_events_total{outcome="duplicate"} 1`,
+		`tidemark_lineage_events_total{outcome="refused"} 1`,
 		`tidemark_http_requests_total{method="POST",route="/api/v1/assets",status="201"} 1`,
 		`tidemark_http_requests_total{method="GET",route="/api/v1/assets/:id",status="404"} 1`,
 		`tidemark_http_request_duration_seconds_bucket{method="GET",route="/healthz"`,

@@ -257,14 +257,18 @@ func (a *API) ingestLineage(c echo.Context) error {
 	}
 	res, err := a.cfg.Lineage.Ingest(c.Request().Context(), body)
 	if err != nil {
+		if toProblem(err).Status < 500 {
+			a.lineageEvents.WithLabelValues("refused").Inc()
+		}
 		return err
 	}
 	out := ingestResponse{Status: "created", EventID: res.EventID, Kind: string(res.Kind), Warnings: res.Warnings}
+	status := http.StatusCreated
 	if res.Duplicate {
-		out.Status = "duplicate"
-		return c.JSON(http.StatusOK, out)
+		out.Status, status = "duplicate", http.StatusOK
 	}
-	return c.JSON(http.StatusCreated, out)
+	a.lineageEvents.WithLabelValues(out.Status).Inc()
+	return c.JSON(status, out)
 }
 
 func (a *API) ingestLineageBatch(c echo.Context) error {
@@ -293,8 +297,14 @@ func (a *API) ingestLineageBatch(c echo.Context) error {
 	for i, it := range items {
 		if it.Err == nil {
 			out.Summary.Successful++
+			outcome := "created"
+			if it.Result.Duplicate {
+				outcome = "duplicate"
+			}
+			a.lineageEvents.WithLabelValues(outcome).Inc()
 			continue
 		}
+		a.lineageEvents.WithLabelValues("refused").Inc()
 		// Item errors are the parser's: final, so the client must not retry them.
 		out.FailedEvents = append(out.FailedEvents, failedEvent{Index: i, Reason: toProblem(it.Err).Detail})
 		out.Summary.Failed++

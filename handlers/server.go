@@ -52,6 +52,9 @@ type API struct {
 	*echo.Echo
 	cfg Config
 	ops []operation
+	// Ingest outcomes, for dashboards and alerts on producers that send bad events.
+	lineageEvents *prometheus.CounterVec
+	usageRecords  *prometheus.CounterVec
 }
 
 // New builds the API.
@@ -71,7 +74,13 @@ func New(cfg Config) *API {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = errorHandler(cfg.Logger)
-	a := &API{Echo: e, cfg: cfg}
+	a := &API{Echo: e, cfg: cfg,
+		lineageEvents: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tidemark_lineage_events_total",
+			Help: "OpenLineage events received, by outcome: created, duplicate, refused."}, []string{"outcome"}),
+		usageRecords: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tidemark_usage_records_total",
+			Help: "Usage records received, by status: accepted, duplicate, refused, unresolved."}, []string{"status"}),
+	}
+	cfg.Registry.MustRegister(a.lineageEvents, a.usageRecords)
 
 	e.Use(middleware.RequestID())
 	e.Use(metrics(cfg.Registry))

@@ -154,6 +154,7 @@ func (a *API) recordUsage(c echo.Context) error {
 	}
 	out := usageResponse{Summary: usageSummary{Received: len(results)}, Results: make([]usageRecordResult, len(results))}
 	for i, r := range results {
+		a.usageRecords.WithLabelValues(r.Status).Inc()
 		out.Results[i] = usageRecordResult{Index: i, Status: r.Status, Reason: r.Reason}
 		if r.AssetID != uuid.Nil {
 			id := r.AssetID
