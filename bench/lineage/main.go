@@ -23,9 +23,7 @@ import (
 	"flag"
 	"fmt"
 	"log"
-	"log/slog"
 	"math/rand"
-	"net"
 	"net/http"
 	"os"
 	"runtime/pprof"
@@ -36,7 +34,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/lib/pq"
 
-	"github.com/tidemark/tidemark/auth"
 	"github.com/tidemark/tidemark/bench/internal/benchdb"
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/ent/storage"
@@ -86,15 +83,8 @@ func server(ctx context.Context, db *storage.DB) (string, string, *lineage.Servi
 	benchdb.Must(lin.Open(ctx))
 	f := lin.Graph().Freshness()
 	fmt.Printf("graph load into memory: %d nodes, %d edges in %s\n", f.Nodes, f.Edges, time.Since(start).Round(time.Millisecond))
-	tokens := auth.NewStore(db.Client, nil)
-	secret, _, err := tokens.Create(ctx, fmt.Sprintf("bench-%d", time.Now().UnixNano()), []auth.Scope{auth.ScopeWrite})
-	benchdb.Must(err)
-	api := handlers.New(handlers.Config{Catalog: cat, Lineage: lin, Tokens: tokens, Ping: db.Ping,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), Version: "bench"})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	benchdb.Must(err)
-	go http.Serve(ln, api)
-	return "http://" + ln.Addr().String(), secret, lin
+	base, secret := benchdb.Serve(ctx, db, handlers.Config{Catalog: cat, Lineage: lin})
+	return base, secret, lin
 }
 
 func traversal(ctx context.Context) {

@@ -19,9 +19,7 @@ import (
 	"flag"
 	"fmt"
 	"log"
-	"log/slog"
 	"math/rand"
-	"net"
 	"net/http"
 	"os"
 	"runtime/pprof"
@@ -32,7 +30,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/lib/pq"
 
-	"github.com/tidemark/tidemark/auth"
 	"github.com/tidemark/tidemark/bench/internal/benchdb"
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/ent/storage"
@@ -75,15 +72,8 @@ func server(ctx context.Context, db *storage.DB, now func() time.Time) (string, 
 	use, err := usage.New(db.Client, cat, usage.WithClock(now), usage.WithLateness(400*24*time.Hour), usage.WithRetention(800*24*time.Hour))
 	benchdb.Must(err)
 	benchdb.Must(use.Open(ctx))
-	tokens := auth.NewStore(db.Client, nil)
-	secret, _, err := tokens.Create(ctx, fmt.Sprintf("bench-%d", time.Now().UnixNano()), []auth.Scope{auth.ScopeWrite})
-	benchdb.Must(err)
-	api := handlers.New(handlers.Config{Catalog: cat, Usage: use, Tokens: tokens, Ping: db.Ping,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), Version: "bench"})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	benchdb.Must(err)
-	go http.Serve(ln, api)
-	return "http://" + ln.Addr().String(), secret, use, cat
+	base, secret := benchdb.Serve(ctx, db, handlers.Config{Catalog: cat, Usage: use})
+	return base, secret, use, cat
 }
 
 func ingest(ctx context.Context) {

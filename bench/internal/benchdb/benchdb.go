@@ -9,13 +9,19 @@ import (
 	"database/sql"
 	"fmt"
 	"log"
+	"log/slog"
+	"net"
+	"net/http"
 	"net/url"
+	"os"
 	"sort"
 	"time"
 
 	"github.com/lib/pq"
 
+	"github.com/tidemark/tidemark/auth"
 	"github.com/tidemark/tidemark/ent/storage"
+	"github.com/tidemark/tidemark/handlers"
 )
 
 // CreateDB makes (or remakes) database name on the server admin points at and returns its DSN
@@ -107,4 +113,19 @@ func Must(err error) {
 	if err != nil {
 		log.Fatal(err)
 	}
+}
+
+// Serve runs the real API (cfg plus tokens, health and a warning-level log) on 127.0.0.1:0 and
+// returns its base URL and a fresh write token.
+func Serve(ctx context.Context, db *storage.DB, cfg handlers.Config) (string, string) {
+	cfg.Tokens = auth.NewStore(db.Client, nil)
+	secret, _, err := cfg.Tokens.Create(ctx, fmt.Sprintf("bench-%d", time.Now().UnixNano()), []auth.Scope{auth.ScopeWrite})
+	Must(err)
+	cfg.Ping = db.Ping
+	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	cfg.Version = "bench"
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	Must(err)
+	go http.Serve(ln, handlers.New(cfg))
+	return "http://" + ln.Addr().String(), secret
 }
