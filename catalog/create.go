@@ -72,10 +72,13 @@ func (c *Catalog) Create(ctx context.Context, in CreateInput) (CreateResult, err
 		if err == nil && res.Created {
 			c.changed(ctx, res.Asset.ID)
 		}
-		if err == nil || !ent.IsConstraintError(err) {
+		// A lost race on a unique index, or (with an Idempotency-Key) a name found taken by a
+		// concurrent request that may carry the same key and committed between our two reads:
+		// the next attempt sees the winner's rows, key included.
+		raced := ent.IsConstraintError(err) || (in.IdempotencyKey != "" && errors.Is(err, ErrNameTaken))
+		if err == nil || !raced {
 			return res, err
 		}
-		// Lost a race on a unique index: the next attempt sees the winner's rows.
 		c.log.Debug("catalog: create raced, retrying", "attempt", attempt, "err", err)
 	}
 	if ent.IsConstraintError(err) {
