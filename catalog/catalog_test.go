@@ -157,9 +157,9 @@ func TestCreateIsIdempotentOnExternalID(t *testing.T) {
 		if _, err := e.cat.BindExternalID(ctx, other.ID, catalog.ExternalIDInput{System: "iceberg", Value: "uuid-1"}); !errors.Is(err, catalog.ErrConflict) {
 			t.Fatalf("binding an ID held by another asset: %v, want ErrConflict", err)
 		}
-		got, err := e.cat.LookupExternalID(ctx, "iceberg", "uuid-1")
-		if err != nil || got.ID != first.Asset.ID {
-			t.Fatalf("lookup = %s, %v", got.ID, err)
+		got, ok, err := e.cat.LookupExternal(ctx, "iceberg", "uuid-1")
+		if err != nil || !ok || got.ID != first.Asset.ID {
+			t.Fatalf("lookup = %+v, %v, %v", got, ok, err)
 		}
 	})
 }

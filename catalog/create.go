@@ -233,18 +233,6 @@ func boundAsset(ctx context.Context, tx *ent.Tx, ids []ExternalIDInput) (uuid.UU
 	return found, found != uuid.Nil, nil
 }
 
-// LookupExternalID returns the asset an external ID is bound to.
-func (c *Catalog) LookupExternalID(ctx context.Context, system, value string) (Asset, error) {
-	row, err := c.client(ctx).ExternalID.Query().Where(externalid.System(system), externalid.Value(value)).Only(ctx)
-	if ent.IsNotFound(err) {
-		return Asset{}, notFound("no asset is bound to external ID %s:%s", system, value)
-	}
-	if err != nil {
-		return Asset{}, fmt.Errorf("catalog: look up external id: %w", err)
-	}
-	return c.Get(ctx, row.AssetID)
-}
-
 // MaxCreateMany bounds the assets CreateMany registers at once.
 const MaxCreateMany = 1000
 

@@ -3,7 +3,6 @@ package handlers_test
 import (
 	"fmt"
 	"maps"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -395,7 +394,6 @@ func TestHealthAndMetrics(t *testing.T) {
 	if h.Database != "unreachable" {
 		t.Fatalf("health with the database closed = %+v", h)
 	}
-	_ = http.StatusOK
 }
 
 func TestHeadReturnsETag(t *testing.T) {

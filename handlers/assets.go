@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -83,14 +84,14 @@ type qualifiedName struct {
 }
 
 type auditEventResponse struct {
-	ID        uuid.UUID  `json:"id"`
-	At        time.Time  `json:"at"`
-	Actor     string     `json:"actor"`
-	Action    string     `json:"action"`
-	AssetID   *uuid.UUID `json:"asset_id,omitempty"`
-	Before    any        `json:"before,omitempty"`
-	After     any        `json:"after,omitempty"`
-	RequestID string     `json:"request_id,omitempty"`
+	ID        uuid.UUID       `json:"id"`
+	At        time.Time       `json:"at"`
+	Actor     string          `json:"actor"`
+	Action    string          `json:"action"`
+	AssetID   *uuid.UUID      `json:"asset_id,omitempty"`
+	Before    json.RawMessage `json:"before,omitempty"`
+	After     json.RawMessage `json:"after,omitempty"`
+	RequestID string          `json:"request_id,omitempty"`
 }
 
 type auditResponse struct {
@@ -470,25 +471,13 @@ func (a *API) assetAudit(c echo.Context) error {
 	out := auditResponse{Items: make([]auditEventResponse, 0, len(evs))}
 	for _, ev := range evs {
 		out.Items = append(out.Items, auditEventResponse{ID: ev.ID, At: ev.At, Actor: ev.Actor, Action: ev.Action,
-			AssetID: ev.AssetID, Before: rawOrNil(ev.Before), After: rawOrNil(ev.After), RequestID: ev.RequestID})
+			AssetID: ev.AssetID, Before: ev.Before, After: ev.After, RequestID: ev.RequestID})
 	}
 	if more {
 		out.NextCursor = encodeCursor(evs[len(evs)-1].ID, scope)
 	}
 	return c.JSON(http.StatusOK, out)
 }
-
-// rawOrNil keeps an absent snapshot absent rather than rendering it as JSON null text.
-func rawOrNil(b []byte) any {
-	if len(b) == 0 {
-		return nil
-	}
-	return jsonRaw(b)
-}
-
-type jsonRaw []byte
-
-func (r jsonRaw) MarshalJSON() ([]byte, error) { return r, nil }
 
 func (a *API) resolve(c echo.Context) error {
 	name, namespace := c.QueryParam("name"), c.QueryParam("namespace")

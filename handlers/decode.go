@@ -120,14 +120,17 @@ func ifMatch(c echo.Context, required bool) (int64, error) {
 func etag(version int64) string { return `"` + strconv.FormatInt(version, 10) + `"` }
 
 // queryLimit reads ?limit= within [1, max], defaulting to def.
-func queryLimit(c echo.Context, def, max int) (int, error) {
-	s := c.QueryParam("limit")
+func queryLimit(c echo.Context, def, max int) (int, error) { return queryInt(c, "limit", def, 1, max) }
+
+// queryInt reads an integer query parameter within [lo, hi], defaulting to def.
+func queryInt(c echo.Context, name string, def, lo, hi int) (int, error) {
+	s := c.QueryParam(name)
 	if s == "" {
 		return def, nil
 	}
 	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 || n > max {
-		return 0, badRequest("limit", "limit must be a whole number from 1 to %d, not %q", max, s)
+	if err != nil || n < lo || n > hi {
+		return 0, badRequest(name, "%s must be a whole number from %d to %d, not %q", name, lo, hi, truncate(s, 32))
 	}
 	return n, nil
 }

@@ -321,18 +321,6 @@ func (a *API) ingestLineageBatch(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
-func queryInt(c echo.Context, name string, def, lo, hi int) (int, error) {
-	s := c.QueryParam(name)
-	if s == "" {
-		return def, nil
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < lo || n > hi {
-		return 0, badRequest(name, "%s must be a whole number from %d to %d, not %q", name, lo, hi, truncate(s, 32))
-	}
-	return n, nil
-}
-
 func freshness(f lineage.Freshness) graphFreshness {
 	return graphFreshness{SyncedAt: f.SyncedAt.UTC(), LagMS: time.Since(f.SyncedAt).Milliseconds(), Nodes: f.Nodes, Edges: f.Edges}
 }

@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
 // fixture is one captured OpenLineage event from testdata/openlineage.
@@ -569,7 +568,6 @@ func TestLineageReadAPI(t *testing.T) {
 	}
 	s.must(t, 404, req{method: "GET", path: "/api/v1/lineage?nodeId=dataset:nope:nothing"})
 	s.must(t, 400, req{method: "GET", path: "/api/v1/lineage?nodeId=garbage"})
-	_ = time.Second
 }
 
 // TestLineageNamesFollowRenames: a rename through the REST API shows in lineage answers at once

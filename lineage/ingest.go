@@ -19,6 +19,7 @@ import (
 	"github.com/tidemark/tidemark/ent/lineageevent"
 	"github.com/tidemark/tidemark/ent/predicate"
 	"github.com/tidemark/tidemark/ent/run"
+	"github.com/tidemark/tidemark/ent/storage"
 )
 
 // Service ingests OpenLineage events and answers lineage queries.
@@ -86,11 +87,7 @@ func New(db *ent.Client, cat *catalog.Catalog, opts ...Option) *Service {
 
 // Open loads the lineage graph into memory.
 func (s *Service) Open(ctx context.Context) error {
-	rows, err := s.db.QueryContext(ctx, "SELECT sqlite_version()")
-	if err == nil {
-		rows.Close()
-		s.sqlite = true
-	}
+	s.sqlite = storage.IsSQLite(ctx, s.db)
 	return s.graph.Sync(ctx)
 }
 

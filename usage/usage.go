@@ -12,6 +12,7 @@ import (
 
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/ent"
+	"github.com/tidemark/tidemark/ent/storage"
 )
 
 // Defaults.
@@ -65,11 +66,7 @@ func New(db *ent.Client, cat *catalog.Catalog, opts ...Option) (*Service, error)
 
 // Open detects the database dialect.
 func (s *Service) Open(ctx context.Context) error {
-	rows, err := s.db.QueryContext(ctx, "SELECT sqlite_version()")
-	if err == nil {
-		rows.Close()
-		s.sqlite = true
-	}
+	s.sqlite = storage.IsSQLite(ctx, s.db)
 	return nil
 }
 
