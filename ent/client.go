@@ -23,6 +23,9 @@ import (
 	"github.com/tidemark/tidemark/ent/auditevent"
 	"github.com/tidemark/tidemark/ent/columnedge"
 	"github.com/tidemark/tidemark/ent/externalid"
+	"github.com/tidemark/tidemark/ent/icebergmanifest"
+	"github.com/tidemark/tidemark/ent/icebergmanifestlist"
+	"github.com/tidemark/tidemark/ent/icebergtable"
 	"github.com/tidemark/tidemark/ent/idempotencykey"
 	"github.com/tidemark/tidemark/ent/lineageedge"
 	"github.com/tidemark/tidemark/ent/lineageevent"
@@ -30,6 +33,7 @@ import (
 	"github.com/tidemark/tidemark/ent/owner"
 	"github.com/tidemark/tidemark/ent/run"
 	"github.com/tidemark/tidemark/ent/runio"
+	"github.com/tidemark/tidemark/ent/tablesync"
 	"github.com/tidemark/tidemark/ent/usageactordaily"
 	"github.com/tidemark/tidemark/ent/usageactormonthly"
 	"github.com/tidemark/tidemark/ent/usagedaily"
@@ -58,6 +62,12 @@ type Client struct {
 	ColumnEdge *ColumnEdgeClient
 	// ExternalID is the client for interacting with the ExternalID builders.
 	ExternalID *ExternalIDClient
+	// IcebergManifest is the client for interacting with the IcebergManifest builders.
+	IcebergManifest *IcebergManifestClient
+	// IcebergManifestList is the client for interacting with the IcebergManifestList builders.
+	IcebergManifestList *IcebergManifestListClient
+	// IcebergTable is the client for interacting with the IcebergTable builders.
+	IcebergTable *IcebergTableClient
 	// IdempotencyKey is the client for interacting with the IdempotencyKey builders.
 	IdempotencyKey *IdempotencyKeyClient
 	// LineageEdge is the client for interacting with the LineageEdge builders.
@@ -72,6 +82,8 @@ type Client struct {
 	Run *RunClient
 	// RunIO is the client for interacting with the RunIO builders.
 	RunIO *RunIOClient
+	// TableSync is the client for interacting with the TableSync builders.
+	TableSync *TableSyncClient
 	// UsageActorDaily is the client for interacting with the UsageActorDaily builders.
 	UsageActorDaily *UsageActorDailyClient
 	// UsageActorMonthly is the client for interacting with the UsageActorMonthly builders.
@@ -100,6 +112,9 @@ func (c *Client) init() {
 	c.AuditEvent = NewAuditEventClient(c.config)
 	c.ColumnEdge = NewColumnEdgeClient(c.config)
 	c.ExternalID = NewExternalIDClient(c.config)
+	c.IcebergManifest = NewIcebergManifestClient(c.config)
+	c.IcebergManifestList = NewIcebergManifestListClient(c.config)
+	c.IcebergTable = NewIcebergTableClient(c.config)
 	c.IdempotencyKey = NewIdempotencyKeyClient(c.config)
 	c.LineageEdge = NewLineageEdgeClient(c.config)
 	c.LineageEvent = NewLineageEventClient(c.config)
@@ -107,6 +122,7 @@ func (c *Client) init() {
 	c.Owner = NewOwnerClient(c.config)
 	c.Run = NewRunClient(c.config)
 	c.RunIO = NewRunIOClient(c.config)
+	c.TableSync = NewTableSyncClient(c.config)
 	c.UsageActorDaily = NewUsageActorDailyClient(c.config)
 	c.UsageActorMonthly = NewUsageActorMonthlyClient(c.config)
 	c.UsageDaily = NewUsageDailyClient(c.config)
@@ -202,27 +218,31 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 	cfg := c.config
 	cfg.driver = tx
 	return &Tx{
-		ctx:               ctx,
-		config:            cfg,
-		APIToken:          NewAPITokenClient(cfg),
-		Asset:             NewAssetClient(cfg),
-		AssetFacet:        NewAssetFacetClient(cfg),
-		AssetName:         NewAssetNameClient(cfg),
-		AuditEvent:        NewAuditEventClient(cfg),
-		ColumnEdge:        NewColumnEdgeClient(cfg),
-		ExternalID:        NewExternalIDClient(cfg),
-		IdempotencyKey:    NewIdempotencyKeyClient(cfg),
-		LineageEdge:       NewLineageEdgeClient(cfg),
-		LineageEvent:      NewLineageEventClient(cfg),
-		LineageState:      NewLineageStateClient(cfg),
-		Owner:             NewOwnerClient(cfg),
-		Run:               NewRunClient(cfg),
-		RunIO:             NewRunIOClient(cfg),
-		UsageActorDaily:   NewUsageActorDailyClient(cfg),
-		UsageActorMonthly: NewUsageActorMonthlyClient(cfg),
-		UsageDaily:        NewUsageDailyClient(cfg),
-		UsageEvent:        NewUsageEventClient(cfg),
-		UsageName:         NewUsageNameClient(cfg),
+		ctx:                 ctx,
+		config:              cfg,
+		APIToken:            NewAPITokenClient(cfg),
+		Asset:               NewAssetClient(cfg),
+		AssetFacet:          NewAssetFacetClient(cfg),
+		AssetName:           NewAssetNameClient(cfg),
+		AuditEvent:          NewAuditEventClient(cfg),
+		ColumnEdge:          NewColumnEdgeClient(cfg),
+		ExternalID:          NewExternalIDClient(cfg),
+		IcebergManifest:     NewIcebergManifestClient(cfg),
+		IcebergManifestList: NewIcebergManifestListClient(cfg),
+		IcebergTable:        NewIcebergTableClient(cfg),
+		IdempotencyKey:      NewIdempotencyKeyClient(cfg),
+		LineageEdge:         NewLineageEdgeClient(cfg),
+		LineageEvent:        NewLineageEventClient(cfg),
+		LineageState:        NewLineageStateClient(cfg),
+		Owner:               NewOwnerClient(cfg),
+		Run:                 NewRunClient(cfg),
+		RunIO:               NewRunIOClient(cfg),
+		TableSync:           NewTableSyncClient(cfg),
+		UsageActorDaily:     NewUsageActorDailyClient(cfg),
+		UsageActorMonthly:   NewUsageActorMonthlyClient(cfg),
+		UsageDaily:          NewUsageDailyClient(cfg),
+		UsageEvent:          NewUsageEventClient(cfg),
+		UsageName:           NewUsageNameClient(cfg),
 	}, nil
 }
 
@@ -240,27 +260,31 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 	cfg := c.config
 	cfg.driver = &txDriver{tx: tx, drv: c.driver}
 	return &Tx{
-		ctx:               ctx,
-		config:            cfg,
-		APIToken:          NewAPITokenClient(cfg),
-		Asset:             NewAssetClient(cfg),
-		AssetFacet:        NewAssetFacetClient(cfg),
-		AssetName:         NewAssetNameClient(cfg),
-		AuditEvent:        NewAuditEventClient(cfg),
-		ColumnEdge:        NewColumnEdgeClient(cfg),
-		ExternalID:        NewExternalIDClient(cfg),
-		IdempotencyKey:    NewIdempotencyKeyClient(cfg),
-		LineageEdge:       NewLineageEdgeClient(cfg),
-		LineageEvent:      NewLineageEventClient(cfg),
-		LineageState:      NewLineageStateClient(cfg),
-		Owner:             NewOwnerClient(cfg),
-		Run:               NewRunClient(cfg),
-		RunIO:             NewRunIOClient(cfg),
-		UsageActorDaily:   NewUsageActorDailyClient(cfg),
-		UsageActorMonthly: NewUsageActorMonthlyClient(cfg),
-		UsageDaily:        NewUsageDailyClient(cfg),
-		UsageEvent:        NewUsageEventClient(cfg),
-		UsageName:         NewUsageNameClient(cfg),
+		ctx:                 ctx,
+		config:              cfg,
+		APIToken:            NewAPITokenClient(cfg),
+		Asset:               NewAssetClient(cfg),
+		AssetFacet:          NewAssetFacetClient(cfg),
+		AssetName:           NewAssetNameClient(cfg),
+		AuditEvent:          NewAuditEventClient(cfg),
+		ColumnEdge:          NewColumnEdgeClient(cfg),
+		ExternalID:          NewExternalIDClient(cfg),
+		IcebergManifest:     NewIcebergManifestClient(cfg),
+		IcebergManifestList: NewIcebergManifestListClient(cfg),
+		IcebergTable:        NewIcebergTableClient(cfg),
+		IdempotencyKey:      NewIdempotencyKeyClient(cfg),
+		LineageEdge:         NewLineageEdgeClient(cfg),
+		LineageEvent:        NewLineageEventClient(cfg),
+		LineageState:        NewLineageStateClient(cfg),
+		Owner:               NewOwnerClient(cfg),
+		Run:                 NewRunClient(cfg),
+		RunIO:               NewRunIOClient(cfg),
+		TableSync:           NewTableSyncClient(cfg),
+		UsageActorDaily:     NewUsageActorDailyClient(cfg),
+		UsageActorMonthly:   NewUsageActorMonthlyClient(cfg),
+		UsageDaily:          NewUsageDailyClient(cfg),
+		UsageEvent:          NewUsageEventClient(cfg),
+		UsageName:           NewUsageNameClient(cfg),
 	}, nil
 }
 
@@ -291,9 +315,10 @@ func (c *Client) Close() error {
 func (c *Client) Use(hooks ...Hook) {
 	for _, n := range []interface{ Use(...Hook) }{
 		c.APIToken, c.Asset, c.AssetFacet, c.AssetName, c.AuditEvent, c.ColumnEdge,
-		c.ExternalID, c.IdempotencyKey, c.LineageEdge, c.LineageEvent, c.LineageState,
-		c.Owner, c.Run, c.RunIO, c.UsageActorDaily, c.UsageActorMonthly, c.UsageDaily,
-		c.UsageEvent, c.UsageName,
+		c.ExternalID, c.IcebergManifest, c.IcebergManifestList, c.IcebergTable,
+		c.IdempotencyKey, c.LineageEdge, c.LineageEvent, c.LineageState, c.Owner,
+		c.Run, c.RunIO, c.TableSync, c.UsageActorDaily, c.UsageActorMonthly,
+		c.UsageDaily, c.UsageEvent, c.UsageName,
 	} {
 		n.Use(hooks...)
 	}
@@ -304,9 +329,10 @@ func (c *Client) Use(hooks ...Hook) {
 func (c *Client) Intercept(interceptors ...Interceptor) {
 	for _, n := range []interface{ Intercept(...Interceptor) }{
 		c.APIToken, c.Asset, c.AssetFacet, c.AssetName, c.AuditEvent, c.ColumnEdge,
-		c.ExternalID, c.IdempotencyKey, c.LineageEdge, c.LineageEvent, c.LineageState,
-		c.Owner, c.Run, c.RunIO, c.UsageActorDaily, c.UsageActorMonthly, c.UsageDaily,
-		c.UsageEvent, c.UsageName,
+		c.ExternalID, c.IcebergManifest, c.IcebergManifestList, c.IcebergTable,
+		c.IdempotencyKey, c.LineageEdge, c.LineageEvent, c.LineageState, c.Owner,
+		c.Run, c.RunIO, c.TableSync, c.UsageActorDaily, c.UsageActorMonthly,
+		c.UsageDaily, c.UsageEvent, c.UsageName,
 	} {
 		n.Intercept(interceptors...)
 	}
@@ -329,6 +355,12 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.ColumnEdge.mutate(ctx, m)
 	case *ExternalIDMutation:
 		return c.ExternalID.mutate(ctx, m)
+	case *IcebergManifestMutation:
+		return c.IcebergManifest.mutate(ctx, m)
+	case *IcebergManifestListMutation:
+		return c.IcebergManifestList.mutate(ctx, m)
+	case *IcebergTableMutation:
+		return c.IcebergTable.mutate(ctx, m)
 	case *IdempotencyKeyMutation:
 		return c.IdempotencyKey.mutate(ctx, m)
 	case *LineageEdgeMutation:
@@ -343,6 +375,8 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.Run.mutate(ctx, m)
 	case *RunIOMutation:
 		return c.RunIO.mutate(ctx, m)
+	case *TableSyncMutation:
+		return c.TableSync.mutate(ctx, m)
 	case *UsageActorDailyMutation:
 		return c.UsageActorDaily.mutate(ctx, m)
 	case *UsageActorMonthlyMutation:
@@ -1370,6 +1404,405 @@ func (c *ExternalIDClient) mutate(ctx context.Context, m *ExternalIDMutation) (V
 	}
 }
 
+// IcebergManifestClient is a client for the IcebergManifest schema.
+type IcebergManifestClient struct {
+	config
+}
+
+// NewIcebergManifestClient returns a client for the IcebergManifest from the given config.
+func NewIcebergManifestClient(c config) *IcebergManifestClient {
+	return &IcebergManifestClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `icebergmanifest.Hooks(f(g(h())))`.
+func (c *IcebergManifestClient) Use(hooks ...Hook) {
+	c.hooks.IcebergManifest = append(c.hooks.IcebergManifest, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `icebergmanifest.Intercept(f(g(h())))`.
+func (c *IcebergManifestClient) Intercept(interceptors ...Interceptor) {
+	c.inters.IcebergManifest = append(c.inters.IcebergManifest, interceptors...)
+}
+
+// Create returns a builder for creating a IcebergManifest entity.
+func (c *IcebergManifestClient) Create() *IcebergManifestCreate {
+	mutation := newIcebergManifestMutation(c.config, OpCreate)
+	return &IcebergManifestCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of IcebergManifest entities.
+func (c *IcebergManifestClient) CreateBulk(builders ...*IcebergManifestCreate) *IcebergManifestCreateBulk {
+	return &IcebergManifestCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *IcebergManifestClient) MapCreateBulk(slice any, setFunc func(*IcebergManifestCreate, int)) *IcebergManifestCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &IcebergManifestCreateBulk{err: fmt.Errorf("calling to IcebergManifestClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*IcebergManifestCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &IcebergManifestCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for IcebergManifest.
+func (c *IcebergManifestClient) Update() *IcebergManifestUpdate {
+	mutation := newIcebergManifestMutation(c.config, OpUpdate)
+	return &IcebergManifestUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *IcebergManifestClient) UpdateOne(_m *IcebergManifest) *IcebergManifestUpdateOne {
+	mutation := newIcebergManifestMutation(c.config, OpUpdateOne, withIcebergManifest(_m))
+	return &IcebergManifestUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *IcebergManifestClient) UpdateOneID(id uuid.UUID) *IcebergManifestUpdateOne {
+	mutation := newIcebergManifestMutation(c.config, OpUpdateOne, withIcebergManifestID(id))
+	return &IcebergManifestUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for IcebergManifest.
+func (c *IcebergManifestClient) Delete() *IcebergManifestDelete {
+	mutation := newIcebergManifestMutation(c.config, OpDelete)
+	return &IcebergManifestDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *IcebergManifestClient) DeleteOne(_m *IcebergManifest) *IcebergManifestDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *IcebergManifestClient) DeleteOneID(id uuid.UUID) *IcebergManifestDeleteOne {
+	builder := c.Delete().Where(icebergmanifest.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &IcebergManifestDeleteOne{builder}
+}
+
+// Query returns a query builder for IcebergManifest.
+func (c *IcebergManifestClient) Query() *IcebergManifestQuery {
+	return &IcebergManifestQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeIcebergManifest},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a IcebergManifest entity by its id.
+func (c *IcebergManifestClient) Get(ctx context.Context, id uuid.UUID) (*IcebergManifest, error) {
+	return c.Query().Where(icebergmanifest.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *IcebergManifestClient) GetX(ctx context.Context, id uuid.UUID) *IcebergManifest {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *IcebergManifestClient) Hooks() []Hook {
+	return c.hooks.IcebergManifest
+}
+
+// Interceptors returns the client interceptors.
+func (c *IcebergManifestClient) Interceptors() []Interceptor {
+	return c.inters.IcebergManifest
+}
+
+func (c *IcebergManifestClient) mutate(ctx context.Context, m *IcebergManifestMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&IcebergManifestCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&IcebergManifestUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&IcebergManifestUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&IcebergManifestDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown IcebergManifest mutation op: %q", m.Op())
+	}
+}
+
+// IcebergManifestListClient is a client for the IcebergManifestList schema.
+type IcebergManifestListClient struct {
+	config
+}
+
+// NewIcebergManifestListClient returns a client for the IcebergManifestList from the given config.
+func NewIcebergManifestListClient(c config) *IcebergManifestListClient {
+	return &IcebergManifestListClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `icebergmanifestlist.Hooks(f(g(h())))`.
+func (c *IcebergManifestListClient) Use(hooks ...Hook) {
+	c.hooks.IcebergManifestList = append(c.hooks.IcebergManifestList, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `icebergmanifestlist.Intercept(f(g(h())))`.
+func (c *IcebergManifestListClient) Intercept(interceptors ...Interceptor) {
+	c.inters.IcebergManifestList = append(c.inters.IcebergManifestList, interceptors...)
+}
+
+// Create returns a builder for creating a IcebergManifestList entity.
+func (c *IcebergManifestListClient) Create() *IcebergManifestListCreate {
+	mutation := newIcebergManifestListMutation(c.config, OpCreate)
+	return &IcebergManifestListCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of IcebergManifestList entities.
+func (c *IcebergManifestListClient) CreateBulk(builders ...*IcebergManifestListCreate) *IcebergManifestListCreateBulk {
+	return &IcebergManifestListCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *IcebergManifestListClient) MapCreateBulk(slice any, setFunc func(*IcebergManifestListCreate, int)) *IcebergManifestListCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &IcebergManifestListCreateBulk{err: fmt.Errorf("calling to IcebergManifestListClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*IcebergManifestListCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &IcebergManifestListCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for IcebergManifestList.
+func (c *IcebergManifestListClient) Update() *IcebergManifestListUpdate {
+	mutation := newIcebergManifestListMutation(c.config, OpUpdate)
+	return &IcebergManifestListUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *IcebergManifestListClient) UpdateOne(_m *IcebergManifestList) *IcebergManifestListUpdateOne {
+	mutation := newIcebergManifestListMutation(c.config, OpUpdateOne, withIcebergManifestList(_m))
+	return &IcebergManifestListUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *IcebergManifestListClient) UpdateOneID(id uuid.UUID) *IcebergManifestListUpdateOne {
+	mutation := newIcebergManifestListMutation(c.config, OpUpdateOne, withIcebergManifestListID(id))
+	return &IcebergManifestListUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for IcebergManifestList.
+func (c *IcebergManifestListClient) Delete() *IcebergManifestListDelete {
+	mutation := newIcebergManifestListMutation(c.config, OpDelete)
+	return &IcebergManifestListDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *IcebergManifestListClient) DeleteOne(_m *IcebergManifestList) *IcebergManifestListDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *IcebergManifestListClient) DeleteOneID(id uuid.UUID) *IcebergManifestListDeleteOne {
+	builder := c.Delete().Where(icebergmanifestlist.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &IcebergManifestListDeleteOne{builder}
+}
+
+// Query returns a query builder for IcebergManifestList.
+func (c *IcebergManifestListClient) Query() *IcebergManifestListQuery {
+	return &IcebergManifestListQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeIcebergManifestList},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a IcebergManifestList entity by its id.
+func (c *IcebergManifestListClient) Get(ctx context.Context, id uuid.UUID) (*IcebergManifestList, error) {
+	return c.Query().Where(icebergmanifestlist.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *IcebergManifestListClient) GetX(ctx context.Context, id uuid.UUID) *IcebergManifestList {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *IcebergManifestListClient) Hooks() []Hook {
+	return c.hooks.IcebergManifestList
+}
+
+// Interceptors returns the client interceptors.
+func (c *IcebergManifestListClient) Interceptors() []Interceptor {
+	return c.inters.IcebergManifestList
+}
+
+func (c *IcebergManifestListClient) mutate(ctx context.Context, m *IcebergManifestListMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&IcebergManifestListCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&IcebergManifestListUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&IcebergManifestListUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&IcebergManifestListDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown IcebergManifestList mutation op: %q", m.Op())
+	}
+}
+
+// IcebergTableClient is a client for the IcebergTable schema.
+type IcebergTableClient struct {
+	config
+}
+
+// NewIcebergTableClient returns a client for the IcebergTable from the given config.
+func NewIcebergTableClient(c config) *IcebergTableClient {
+	return &IcebergTableClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `icebergtable.Hooks(f(g(h())))`.
+func (c *IcebergTableClient) Use(hooks ...Hook) {
+	c.hooks.IcebergTable = append(c.hooks.IcebergTable, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `icebergtable.Intercept(f(g(h())))`.
+func (c *IcebergTableClient) Intercept(interceptors ...Interceptor) {
+	c.inters.IcebergTable = append(c.inters.IcebergTable, interceptors...)
+}
+
+// Create returns a builder for creating a IcebergTable entity.
+func (c *IcebergTableClient) Create() *IcebergTableCreate {
+	mutation := newIcebergTableMutation(c.config, OpCreate)
+	return &IcebergTableCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of IcebergTable entities.
+func (c *IcebergTableClient) CreateBulk(builders ...*IcebergTableCreate) *IcebergTableCreateBulk {
+	return &IcebergTableCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *IcebergTableClient) MapCreateBulk(slice any, setFunc func(*IcebergTableCreate, int)) *IcebergTableCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &IcebergTableCreateBulk{err: fmt.Errorf("calling to IcebergTableClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*IcebergTableCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &IcebergTableCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for IcebergTable.
+func (c *IcebergTableClient) Update() *IcebergTableUpdate {
+	mutation := newIcebergTableMutation(c.config, OpUpdate)
+	return &IcebergTableUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *IcebergTableClient) UpdateOne(_m *IcebergTable) *IcebergTableUpdateOne {
+	mutation := newIcebergTableMutation(c.config, OpUpdateOne, withIcebergTable(_m))
+	return &IcebergTableUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *IcebergTableClient) UpdateOneID(id uuid.UUID) *IcebergTableUpdateOne {
+	mutation := newIcebergTableMutation(c.config, OpUpdateOne, withIcebergTableID(id))
+	return &IcebergTableUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for IcebergTable.
+func (c *IcebergTableClient) Delete() *IcebergTableDelete {
+	mutation := newIcebergTableMutation(c.config, OpDelete)
+	return &IcebergTableDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *IcebergTableClient) DeleteOne(_m *IcebergTable) *IcebergTableDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *IcebergTableClient) DeleteOneID(id uuid.UUID) *IcebergTableDeleteOne {
+	builder := c.Delete().Where(icebergtable.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &IcebergTableDeleteOne{builder}
+}
+
+// Query returns a query builder for IcebergTable.
+func (c *IcebergTableClient) Query() *IcebergTableQuery {
+	return &IcebergTableQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeIcebergTable},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a IcebergTable entity by its id.
+func (c *IcebergTableClient) Get(ctx context.Context, id uuid.UUID) (*IcebergTable, error) {
+	return c.Query().Where(icebergtable.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *IcebergTableClient) GetX(ctx context.Context, id uuid.UUID) *IcebergTable {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *IcebergTableClient) Hooks() []Hook {
+	return c.hooks.IcebergTable
+}
+
+// Interceptors returns the client interceptors.
+func (c *IcebergTableClient) Interceptors() []Interceptor {
+	return c.inters.IcebergTable
+}
+
+func (c *IcebergTableClient) mutate(ctx context.Context, m *IcebergTableMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&IcebergTableCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&IcebergTableUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&IcebergTableUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&IcebergTableDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown IcebergTable mutation op: %q", m.Op())
+	}
+}
+
 // IdempotencyKeyClient is a client for the IdempotencyKey schema.
 type IdempotencyKeyClient struct {
 	config
@@ -2317,6 +2750,139 @@ func (c *RunIOClient) mutate(ctx context.Context, m *RunIOMutation) (Value, erro
 	}
 }
 
+// TableSyncClient is a client for the TableSync schema.
+type TableSyncClient struct {
+	config
+}
+
+// NewTableSyncClient returns a client for the TableSync from the given config.
+func NewTableSyncClient(c config) *TableSyncClient {
+	return &TableSyncClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `tablesync.Hooks(f(g(h())))`.
+func (c *TableSyncClient) Use(hooks ...Hook) {
+	c.hooks.TableSync = append(c.hooks.TableSync, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `tablesync.Intercept(f(g(h())))`.
+func (c *TableSyncClient) Intercept(interceptors ...Interceptor) {
+	c.inters.TableSync = append(c.inters.TableSync, interceptors...)
+}
+
+// Create returns a builder for creating a TableSync entity.
+func (c *TableSyncClient) Create() *TableSyncCreate {
+	mutation := newTableSyncMutation(c.config, OpCreate)
+	return &TableSyncCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of TableSync entities.
+func (c *TableSyncClient) CreateBulk(builders ...*TableSyncCreate) *TableSyncCreateBulk {
+	return &TableSyncCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *TableSyncClient) MapCreateBulk(slice any, setFunc func(*TableSyncCreate, int)) *TableSyncCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &TableSyncCreateBulk{err: fmt.Errorf("calling to TableSyncClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*TableSyncCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &TableSyncCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for TableSync.
+func (c *TableSyncClient) Update() *TableSyncUpdate {
+	mutation := newTableSyncMutation(c.config, OpUpdate)
+	return &TableSyncUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *TableSyncClient) UpdateOne(_m *TableSync) *TableSyncUpdateOne {
+	mutation := newTableSyncMutation(c.config, OpUpdateOne, withTableSync(_m))
+	return &TableSyncUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *TableSyncClient) UpdateOneID(id uuid.UUID) *TableSyncUpdateOne {
+	mutation := newTableSyncMutation(c.config, OpUpdateOne, withTableSyncID(id))
+	return &TableSyncUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for TableSync.
+func (c *TableSyncClient) Delete() *TableSyncDelete {
+	mutation := newTableSyncMutation(c.config, OpDelete)
+	return &TableSyncDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *TableSyncClient) DeleteOne(_m *TableSync) *TableSyncDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *TableSyncClient) DeleteOneID(id uuid.UUID) *TableSyncDeleteOne {
+	builder := c.Delete().Where(tablesync.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &TableSyncDeleteOne{builder}
+}
+
+// Query returns a query builder for TableSync.
+func (c *TableSyncClient) Query() *TableSyncQuery {
+	return &TableSyncQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeTableSync},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a TableSync entity by its id.
+func (c *TableSyncClient) Get(ctx context.Context, id uuid.UUID) (*TableSync, error) {
+	return c.Query().Where(tablesync.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *TableSyncClient) GetX(ctx context.Context, id uuid.UUID) *TableSync {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *TableSyncClient) Hooks() []Hook {
+	return c.hooks.TableSync
+}
+
+// Interceptors returns the client interceptors.
+func (c *TableSyncClient) Interceptors() []Interceptor {
+	return c.inters.TableSync
+}
+
+func (c *TableSyncClient) mutate(ctx context.Context, m *TableSyncMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&TableSyncCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&TableSyncUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&TableSyncUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&TableSyncDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown TableSync mutation op: %q", m.Op())
+	}
+}
+
 // UsageActorDailyClient is a client for the UsageActorDaily schema.
 type UsageActorDailyClient struct {
 	config
@@ -2986,13 +3552,15 @@ func (c *UsageNameClient) mutate(ctx context.Context, m *UsageNameMutation) (Val
 type (
 	hooks struct {
 		APIToken, Asset, AssetFacet, AssetName, AuditEvent, ColumnEdge, ExternalID,
-		IdempotencyKey, LineageEdge, LineageEvent, LineageState, Owner, Run, RunIO,
+		IcebergManifest, IcebergManifestList, IcebergTable, IdempotencyKey,
+		LineageEdge, LineageEvent, LineageState, Owner, Run, RunIO, TableSync,
 		UsageActorDaily, UsageActorMonthly, UsageDaily, UsageEvent,
 		UsageName []ent.Hook
 	}
 	inters struct {
 		APIToken, Asset, AssetFacet, AssetName, AuditEvent, ColumnEdge, ExternalID,
-		IdempotencyKey, LineageEdge, LineageEvent, LineageState, Owner, Run, RunIO,
+		IcebergManifest, IcebergManifestList, IcebergTable, IdempotencyKey,
+		LineageEdge, LineageEvent, LineageState, Owner, Run, RunIO, TableSync,
 		UsageActorDaily, UsageActorMonthly, UsageDaily, UsageEvent,
 		UsageName []ent.Interceptor
 	}

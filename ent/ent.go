@@ -19,6 +19,9 @@ import (
 	"github.com/tidemark/tidemark/ent/auditevent"
 	"github.com/tidemark/tidemark/ent/columnedge"
 	"github.com/tidemark/tidemark/ent/externalid"
+	"github.com/tidemark/tidemark/ent/icebergmanifest"
+	"github.com/tidemark/tidemark/ent/icebergmanifestlist"
+	"github.com/tidemark/tidemark/ent/icebergtable"
 	"github.com/tidemark/tidemark/ent/idempotencykey"
 	"github.com/tidemark/tidemark/ent/lineageedge"
 	"github.com/tidemark/tidemark/ent/lineageevent"
@@ -26,6 +29,7 @@ import (
 	"github.com/tidemark/tidemark/ent/owner"
 	"github.com/tidemark/tidemark/ent/run"
 	"github.com/tidemark/tidemark/ent/runio"
+	"github.com/tidemark/tidemark/ent/tablesync"
 	"github.com/tidemark/tidemark/ent/usageactordaily"
 	"github.com/tidemark/tidemark/ent/usageactormonthly"
 	"github.com/tidemark/tidemark/ent/usagedaily"
@@ -91,25 +95,29 @@ var (
 func checkColumn(t, c string) error {
 	initCheck.Do(func() {
 		columnCheck = sql.NewColumnCheck(map[string]func(string) bool{
-			apitoken.Table:          apitoken.ValidColumn,
-			asset.Table:             asset.ValidColumn,
-			assetfacet.Table:        assetfacet.ValidColumn,
-			assetname.Table:         assetname.ValidColumn,
-			auditevent.Table:        auditevent.ValidColumn,
-			columnedge.Table:        columnedge.ValidColumn,
-			externalid.Table:        externalid.ValidColumn,
-			idempotencykey.Table:    idempotencykey.ValidColumn,
-			lineageedge.Table:       lineageedge.ValidColumn,
-			lineageevent.Table:      lineageevent.ValidColumn,
-			lineagestate.Table:      lineagestate.ValidColumn,
-			owner.Table:             owner.ValidColumn,
-			run.Table:               run.ValidColumn,
-			runio.Table:             runio.ValidColumn,
-			usageactordaily.Table:   usageactordaily.ValidColumn,
-			usageactormonthly.Table: usageactormonthly.ValidColumn,
-			usagedaily.Table:        usagedaily.ValidColumn,
-			usageevent.Table:        usageevent.ValidColumn,
-			usagename.Table:         usagename.ValidColumn,
+			apitoken.Table:            apitoken.ValidColumn,
+			asset.Table:               asset.ValidColumn,
+			assetfacet.Table:          assetfacet.ValidColumn,
+			assetname.Table:           assetname.ValidColumn,
+			auditevent.Table:          auditevent.ValidColumn,
+			columnedge.Table:          columnedge.ValidColumn,
+			externalid.Table:          externalid.ValidColumn,
+			icebergmanifest.Table:     icebergmanifest.ValidColumn,
+			icebergmanifestlist.Table: icebergmanifestlist.ValidColumn,
+			icebergtable.Table:        icebergtable.ValidColumn,
+			idempotencykey.Table:      idempotencykey.ValidColumn,
+			lineageedge.Table:         lineageedge.ValidColumn,
+			lineageevent.Table:        lineageevent.ValidColumn,
+			lineagestate.Table:        lineagestate.ValidColumn,
+			owner.Table:               owner.ValidColumn,
+			run.Table:                 run.ValidColumn,
+			runio.Table:               runio.ValidColumn,
+			tablesync.Table:           tablesync.ValidColumn,
+			usageactordaily.Table:     usageactordaily.ValidColumn,
+			usageactormonthly.Table:   usageactormonthly.ValidColumn,
+			usagedaily.Table:          usagedaily.ValidColumn,
+			usageevent.Table:          usageevent.ValidColumn,
+			usagename.Table:           usagename.ValidColumn,
 		})
 	})
 	return columnCheck(t, c)

@@ -20,6 +20,9 @@ import (
 	"github.com/tidemark/tidemark/ent/auditevent"
 	"github.com/tidemark/tidemark/ent/columnedge"
 	"github.com/tidemark/tidemark/ent/externalid"
+	"github.com/tidemark/tidemark/ent/icebergmanifest"
+	"github.com/tidemark/tidemark/ent/icebergmanifestlist"
+	"github.com/tidemark/tidemark/ent/icebergtable"
 	"github.com/tidemark/tidemark/ent/idempotencykey"
 	"github.com/tidemark/tidemark/ent/lineageedge"
 	"github.com/tidemark/tidemark/ent/lineageevent"
@@ -28,6 +31,7 @@ import (
 	"github.com/tidemark/tidemark/ent/predicate"
 	"github.com/tidemark/tidemark/ent/run"
 	"github.com/tidemark/tidemark/ent/runio"
+	"github.com/tidemark/tidemark/ent/tablesync"
 	"github.com/tidemark/tidemark/ent/usageactordaily"
 	"github.com/tidemark/tidemark/ent/usageactormonthly"
 	"github.com/tidemark/tidemark/ent/usagedaily"
@@ -44,25 +48,29 @@ const (
 	OpUpdateOne = ent.OpUpdateOne
 
 	// Node types.
-	TypeAPIToken          = "APIToken"
-	TypeAsset             = "Asset"
-	TypeAssetFacet        = "AssetFacet"
-	TypeAssetName         = "AssetName"
-	TypeAuditEvent        = "AuditEvent"
-	TypeColumnEdge        = "ColumnEdge"
-	TypeExternalID        = "ExternalID"
-	TypeIdempotencyKey    = "IdempotencyKey"
-	TypeLineageEdge       = "LineageEdge"
-	TypeLineageEvent      = "LineageEvent"
-	TypeLineageState      = "LineageState"
-	TypeOwner             = "Owner"
-	TypeRun               = "Run"
-	TypeRunIO             = "RunIO"
-	TypeUsageActorDaily   = "UsageActorDaily"
-	TypeUsageActorMonthly = "UsageActorMonthly"
-	TypeUsageDaily        = "UsageDaily"
-	TypeUsageEvent        = "UsageEvent"
-	TypeUsageName         = "UsageName"
+	TypeAPIToken            = "APIToken"
+	TypeAsset               = "Asset"
+	TypeAssetFacet          = "AssetFacet"
+	TypeAssetName           = "AssetName"
+	TypeAuditEvent          = "AuditEvent"
+	TypeColumnEdge          = "ColumnEdge"
+	TypeExternalID          = "ExternalID"
+	TypeIcebergManifest     = "IcebergManifest"
+	TypeIcebergManifestList = "IcebergManifestList"
+	TypeIcebergTable        = "IcebergTable"
+	TypeIdempotencyKey      = "IdempotencyKey"
+	TypeLineageEdge         = "LineageEdge"
+	TypeLineageEvent        = "LineageEvent"
+	TypeLineageState        = "LineageState"
+	TypeOwner               = "Owner"
+	TypeRun                 = "Run"
+	TypeRunIO               = "RunIO"
+	TypeTableSync           = "TableSync"
+	TypeUsageActorDaily     = "UsageActorDaily"
+	TypeUsageActorMonthly   = "UsageActorMonthly"
+	TypeUsageDaily          = "UsageDaily"
+	TypeUsageEvent          = "UsageEvent"
+	TypeUsageName           = "UsageName"
 )
 
 // APITokenMutation represents an operation that mutates the APIToken nodes in the graph.
@@ -4996,6 +5004,2286 @@ func (m *ExternalIDMutation) ResetEdge(name string) error {
 	return fmt.Errorf("unknown ExternalID edge %s", name)
 }
 
+// IcebergManifestMutation represents an operation that mutates the IcebergManifest nodes in the graph.
+type IcebergManifestMutation struct {
+	config
+	op             Op
+	typ            string
+	id             *uuid.UUID
+	_path          *string
+	entry_count    *int
+	addentry_count *int
+	entries        *[]byte
+	read_at        *time.Time
+	clearedFields  map[string]struct{}
+	done           bool
+	oldValue       func(context.Context) (*IcebergManifest, error)
+	predicates     []predicate.IcebergManifest
+}
+
+var _ ent.Mutation = (*IcebergManifestMutation)(nil)
+
+// icebergmanifestOption allows management of the mutation configuration using functional options.
+type icebergmanifestOption func(*IcebergManifestMutation)
+
+// newIcebergManifestMutation creates new mutation for the IcebergManifest entity.
+func newIcebergManifestMutation(c config, op Op, opts ...icebergmanifestOption) *IcebergManifestMutation {
+	m := &IcebergManifestMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeIcebergManifest,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withIcebergManifestID sets the ID field of the mutation.
+func withIcebergManifestID(id uuid.UUID) icebergmanifestOption {
+	return func(m *IcebergManifestMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *IcebergManifest
+		)
+		m.oldValue = func(ctx context.Context) (*IcebergManifest, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().IcebergManifest.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withIcebergManifest sets the old IcebergManifest of the mutation.
+func withIcebergManifest(node *IcebergManifest) icebergmanifestOption {
+	return func(m *IcebergManifestMutation) {
+		m.oldValue = func(context.Context) (*IcebergManifest, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m IcebergManifestMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m IcebergManifestMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of IcebergManifest entities.
+func (m *IcebergManifestMutation) SetID(id uuid.UUID) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *IcebergManifestMutation) ID() (id uuid.UUID, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *IcebergManifestMutation) IDs(ctx context.Context) ([]uuid.UUID, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []uuid.UUID{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().IcebergManifest.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetPath sets the "path" field.
+func (m *IcebergManifestMutation) SetPath(s string) {
+	m._path = &s
+}
+
+// Path returns the value of the "path" field in the mutation.
+func (m *IcebergManifestMutation) Path() (r string, exists bool) {
+	v := m._path
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldPath returns the old "path" field's value of the IcebergManifest entity.
+// If the IcebergManifest object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergManifestMutation) OldPath(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldPath is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldPath requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldPath: %w", err)
+	}
+	return oldValue.Path, nil
+}
+
+// ResetPath resets all changes to the "path" field.
+func (m *IcebergManifestMutation) ResetPath() {
+	m._path = nil
+}
+
+// SetEntryCount sets the "entry_count" field.
+func (m *IcebergManifestMutation) SetEntryCount(i int) {
+	m.entry_count = &i
+	m.addentry_count = nil
+}
+
+// EntryCount returns the value of the "entry_count" field in the mutation.
+func (m *IcebergManifestMutation) EntryCount() (r int, exists bool) {
+	v := m.entry_count
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldEntryCount returns the old "entry_count" field's value of the IcebergManifest entity.
+// If the IcebergManifest object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergManifestMutation) OldEntryCount(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldEntryCount is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldEntryCount requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldEntryCount: %w", err)
+	}
+	return oldValue.EntryCount, nil
+}
+
+// AddEntryCount adds i to the "entry_count" field.
+func (m *IcebergManifestMutation) AddEntryCount(i int) {
+	if m.addentry_count != nil {
+		*m.addentry_count += i
+	} else {
+		m.addentry_count = &i
+	}
+}
+
+// AddedEntryCount returns the value that was added to the "entry_count" field in this mutation.
+func (m *IcebergManifestMutation) AddedEntryCount() (r int, exists bool) {
+	v := m.addentry_count
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetEntryCount resets all changes to the "entry_count" field.
+func (m *IcebergManifestMutation) ResetEntryCount() {
+	m.entry_count = nil
+	m.addentry_count = nil
+}
+
+// SetEntries sets the "entries" field.
+func (m *IcebergManifestMutation) SetEntries(b []byte) {
+	m.entries = &b
+}
+
+// Entries returns the value of the "entries" field in the mutation.
+func (m *IcebergManifestMutation) Entries() (r []byte, exists bool) {
+	v := m.entries
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldEntries returns the old "entries" field's value of the IcebergManifest entity.
+// If the IcebergManifest object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergManifestMutation) OldEntries(ctx context.Context) (v []byte, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldEntries is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldEntries requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldEntries: %w", err)
+	}
+	return oldValue.Entries, nil
+}
+
+// ResetEntries resets all changes to the "entries" field.
+func (m *IcebergManifestMutation) ResetEntries() {
+	m.entries = nil
+}
+
+// SetReadAt sets the "read_at" field.
+func (m *IcebergManifestMutation) SetReadAt(t time.Time) {
+	m.read_at = &t
+}
+
+// ReadAt returns the value of the "read_at" field in the mutation.
+func (m *IcebergManifestMutation) ReadAt() (r time.Time, exists bool) {
+	v := m.read_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldReadAt returns the old "read_at" field's value of the IcebergManifest entity.
+// If the IcebergManifest object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergManifestMutation) OldReadAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldReadAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldReadAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldReadAt: %w", err)
+	}
+	return oldValue.ReadAt, nil
+}
+
+// ResetReadAt resets all changes to the "read_at" field.
+func (m *IcebergManifestMutation) ResetReadAt() {
+	m.read_at = nil
+}
+
+// Where appends a list predicates to the IcebergManifestMutation builder.
+func (m *IcebergManifestMutation) Where(ps ...predicate.IcebergManifest) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the IcebergManifestMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *IcebergManifestMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.IcebergManifest, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *IcebergManifestMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *IcebergManifestMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (IcebergManifest).
+func (m *IcebergManifestMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *IcebergManifestMutation) Fields() []string {
+	fields := make([]string, 0, 4)
+	if m._path != nil {
+		fields = append(fields, icebergmanifest.FieldPath)
+	}
+	if m.entry_count != nil {
+		fields = append(fields, icebergmanifest.FieldEntryCount)
+	}
+	if m.entries != nil {
+		fields = append(fields, icebergmanifest.FieldEntries)
+	}
+	if m.read_at != nil {
+		fields = append(fields, icebergmanifest.FieldReadAt)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *IcebergManifestMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case icebergmanifest.FieldPath:
+		return m.Path()
+	case icebergmanifest.FieldEntryCount:
+		return m.EntryCount()
+	case icebergmanifest.FieldEntries:
+		return m.Entries()
+	case icebergmanifest.FieldReadAt:
+		return m.ReadAt()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *IcebergManifestMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case icebergmanifest.FieldPath:
+		return m.OldPath(ctx)
+	case icebergmanifest.FieldEntryCount:
+		return m.OldEntryCount(ctx)
+	case icebergmanifest.FieldEntries:
+		return m.OldEntries(ctx)
+	case icebergmanifest.FieldReadAt:
+		return m.OldReadAt(ctx)
+	}
+	return nil, fmt.Errorf("unknown IcebergManifest field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *IcebergManifestMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case icebergmanifest.FieldPath:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetPath(v)
+		return nil
+	case icebergmanifest.FieldEntryCount:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetEntryCount(v)
+		return nil
+	case icebergmanifest.FieldEntries:
+		v, ok := value.([]byte)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetEntries(v)
+		return nil
+	case icebergmanifest.FieldReadAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetReadAt(v)
+		return nil
+	}
+	return fmt.Errorf("unknown IcebergManifest field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *IcebergManifestMutation) AddedFields() []string {
+	var fields []string
+	if m.addentry_count != nil {
+		fields = append(fields, icebergmanifest.FieldEntryCount)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *IcebergManifestMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case icebergmanifest.FieldEntryCount:
+		return m.AddedEntryCount()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *IcebergManifestMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case icebergmanifest.FieldEntryCount:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddEntryCount(v)
+		return nil
+	}
+	return fmt.Errorf("unknown IcebergManifest numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *IcebergManifestMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *IcebergManifestMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *IcebergManifestMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown IcebergManifest nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *IcebergManifestMutation) ResetField(name string) error {
+	switch name {
+	case icebergmanifest.FieldPath:
+		m.ResetPath()
+		return nil
+	case icebergmanifest.FieldEntryCount:
+		m.ResetEntryCount()
+		return nil
+	case icebergmanifest.FieldEntries:
+		m.ResetEntries()
+		return nil
+	case icebergmanifest.FieldReadAt:
+		m.ResetReadAt()
+		return nil
+	}
+	return fmt.Errorf("unknown IcebergManifest field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *IcebergManifestMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *IcebergManifestMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *IcebergManifestMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *IcebergManifestMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *IcebergManifestMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *IcebergManifestMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *IcebergManifestMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown IcebergManifest unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *IcebergManifestMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown IcebergManifest edge %s", name)
+}
+
+// IcebergManifestListMutation represents an operation that mutates the IcebergManifestList nodes in the graph.
+type IcebergManifestListMutation struct {
+	config
+	op            Op
+	typ           string
+	id            *uuid.UUID
+	_path         *string
+	manifests     *[]byte
+	read_at       *time.Time
+	clearedFields map[string]struct{}
+	done          bool
+	oldValue      func(context.Context) (*IcebergManifestList, error)
+	predicates    []predicate.IcebergManifestList
+}
+
+var _ ent.Mutation = (*IcebergManifestListMutation)(nil)
+
+// icebergmanifestlistOption allows management of the mutation configuration using functional options.
+type icebergmanifestlistOption func(*IcebergManifestListMutation)
+
+// newIcebergManifestListMutation creates new mutation for the IcebergManifestList entity.
+func newIcebergManifestListMutation(c config, op Op, opts ...icebergmanifestlistOption) *IcebergManifestListMutation {
+	m := &IcebergManifestListMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeIcebergManifestList,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withIcebergManifestListID sets the ID field of the mutation.
+func withIcebergManifestListID(id uuid.UUID) icebergmanifestlistOption {
+	return func(m *IcebergManifestListMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *IcebergManifestList
+		)
+		m.oldValue = func(ctx context.Context) (*IcebergManifestList, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().IcebergManifestList.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withIcebergManifestList sets the old IcebergManifestList of the mutation.
+func withIcebergManifestList(node *IcebergManifestList) icebergmanifestlistOption {
+	return func(m *IcebergManifestListMutation) {
+		m.oldValue = func(context.Context) (*IcebergManifestList, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m IcebergManifestListMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m IcebergManifestListMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of IcebergManifestList entities.
+func (m *IcebergManifestListMutation) SetID(id uuid.UUID) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *IcebergManifestListMutation) ID() (id uuid.UUID, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *IcebergManifestListMutation) IDs(ctx context.Context) ([]uuid.UUID, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []uuid.UUID{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().IcebergManifestList.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetPath sets the "path" field.
+func (m *IcebergManifestListMutation) SetPath(s string) {
+	m._path = &s
+}
+
+// Path returns the value of the "path" field in the mutation.
+func (m *IcebergManifestListMutation) Path() (r string, exists bool) {
+	v := m._path
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldPath returns the old "path" field's value of the IcebergManifestList entity.
+// If the IcebergManifestList object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergManifestListMutation) OldPath(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldPath is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldPath requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldPath: %w", err)
+	}
+	return oldValue.Path, nil
+}
+
+// ResetPath resets all changes to the "path" field.
+func (m *IcebergManifestListMutation) ResetPath() {
+	m._path = nil
+}
+
+// SetManifests sets the "manifests" field.
+func (m *IcebergManifestListMutation) SetManifests(b []byte) {
+	m.manifests = &b
+}
+
+// Manifests returns the value of the "manifests" field in the mutation.
+func (m *IcebergManifestListMutation) Manifests() (r []byte, exists bool) {
+	v := m.manifests
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldManifests returns the old "manifests" field's value of the IcebergManifestList entity.
+// If the IcebergManifestList object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergManifestListMutation) OldManifests(ctx context.Context) (v []byte, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldManifests is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldManifests requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldManifests: %w", err)
+	}
+	return oldValue.Manifests, nil
+}
+
+// ResetManifests resets all changes to the "manifests" field.
+func (m *IcebergManifestListMutation) ResetManifests() {
+	m.manifests = nil
+}
+
+// SetReadAt sets the "read_at" field.
+func (m *IcebergManifestListMutation) SetReadAt(t time.Time) {
+	m.read_at = &t
+}
+
+// ReadAt returns the value of the "read_at" field in the mutation.
+func (m *IcebergManifestListMutation) ReadAt() (r time.Time, exists bool) {
+	v := m.read_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldReadAt returns the old "read_at" field's value of the IcebergManifestList entity.
+// If the IcebergManifestList object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergManifestListMutation) OldReadAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldReadAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldReadAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldReadAt: %w", err)
+	}
+	return oldValue.ReadAt, nil
+}
+
+// ResetReadAt resets all changes to the "read_at" field.
+func (m *IcebergManifestListMutation) ResetReadAt() {
+	m.read_at = nil
+}
+
+// Where appends a list predicates to the IcebergManifestListMutation builder.
+func (m *IcebergManifestListMutation) Where(ps ...predicate.IcebergManifestList) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the IcebergManifestListMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *IcebergManifestListMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.IcebergManifestList, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *IcebergManifestListMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *IcebergManifestListMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (IcebergManifestList).
+func (m *IcebergManifestListMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *IcebergManifestListMutation) Fields() []string {
+	fields := make([]string, 0, 3)
+	if m._path != nil {
+		fields = append(fields, icebergmanifestlist.FieldPath)
+	}
+	if m.manifests != nil {
+		fields = append(fields, icebergmanifestlist.FieldManifests)
+	}
+	if m.read_at != nil {
+		fields = append(fields, icebergmanifestlist.FieldReadAt)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *IcebergManifestListMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case icebergmanifestlist.FieldPath:
+		return m.Path()
+	case icebergmanifestlist.FieldManifests:
+		return m.Manifests()
+	case icebergmanifestlist.FieldReadAt:
+		return m.ReadAt()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *IcebergManifestListMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case icebergmanifestlist.FieldPath:
+		return m.OldPath(ctx)
+	case icebergmanifestlist.FieldManifests:
+		return m.OldManifests(ctx)
+	case icebergmanifestlist.FieldReadAt:
+		return m.OldReadAt(ctx)
+	}
+	return nil, fmt.Errorf("unknown IcebergManifestList field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *IcebergManifestListMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case icebergmanifestlist.FieldPath:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetPath(v)
+		return nil
+	case icebergmanifestlist.FieldManifests:
+		v, ok := value.([]byte)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetManifests(v)
+		return nil
+	case icebergmanifestlist.FieldReadAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetReadAt(v)
+		return nil
+	}
+	return fmt.Errorf("unknown IcebergManifestList field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *IcebergManifestListMutation) AddedFields() []string {
+	return nil
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *IcebergManifestListMutation) AddedField(name string) (ent.Value, bool) {
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *IcebergManifestListMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	}
+	return fmt.Errorf("unknown IcebergManifestList numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *IcebergManifestListMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *IcebergManifestListMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *IcebergManifestListMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown IcebergManifestList nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *IcebergManifestListMutation) ResetField(name string) error {
+	switch name {
+	case icebergmanifestlist.FieldPath:
+		m.ResetPath()
+		return nil
+	case icebergmanifestlist.FieldManifests:
+		m.ResetManifests()
+		return nil
+	case icebergmanifestlist.FieldReadAt:
+		m.ResetReadAt()
+		return nil
+	}
+	return fmt.Errorf("unknown IcebergManifestList field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *IcebergManifestListMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *IcebergManifestListMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *IcebergManifestListMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *IcebergManifestListMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *IcebergManifestListMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *IcebergManifestListMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *IcebergManifestListMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown IcebergManifestList unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *IcebergManifestListMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown IcebergManifestList edge %s", name)
+}
+
+// IcebergTableMutation represents an operation that mutates the IcebergTable nodes in the graph.
+type IcebergTableMutation struct {
+	config
+	op                     Op
+	typ                    string
+	id                     *uuid.UUID
+	connection             *string
+	identifier             *string
+	table_uuid             *string
+	location               *string
+	metadata_location      *string
+	format_version         *int
+	addformat_version      *int
+	current_snapshot_id    *int64
+	addcurrent_snapshot_id *int64
+	last_updated_at        *time.Time
+	refreshed_at           *time.Time
+	inspection             *string
+	health                 *string
+	error                  *string
+	error_at               *time.Time
+	gone_at                *time.Time
+	created_at             *time.Time
+	updated_at             *time.Time
+	clearedFields          map[string]struct{}
+	done                   bool
+	oldValue               func(context.Context) (*IcebergTable, error)
+	predicates             []predicate.IcebergTable
+}
+
+var _ ent.Mutation = (*IcebergTableMutation)(nil)
+
+// icebergtableOption allows management of the mutation configuration using functional options.
+type icebergtableOption func(*IcebergTableMutation)
+
+// newIcebergTableMutation creates new mutation for the IcebergTable entity.
+func newIcebergTableMutation(c config, op Op, opts ...icebergtableOption) *IcebergTableMutation {
+	m := &IcebergTableMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeIcebergTable,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withIcebergTableID sets the ID field of the mutation.
+func withIcebergTableID(id uuid.UUID) icebergtableOption {
+	return func(m *IcebergTableMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *IcebergTable
+		)
+		m.oldValue = func(ctx context.Context) (*IcebergTable, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().IcebergTable.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withIcebergTable sets the old IcebergTable of the mutation.
+func withIcebergTable(node *IcebergTable) icebergtableOption {
+	return func(m *IcebergTableMutation) {
+		m.oldValue = func(context.Context) (*IcebergTable, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m IcebergTableMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m IcebergTableMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of IcebergTable entities.
+func (m *IcebergTableMutation) SetID(id uuid.UUID) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *IcebergTableMutation) ID() (id uuid.UUID, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *IcebergTableMutation) IDs(ctx context.Context) ([]uuid.UUID, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []uuid.UUID{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().IcebergTable.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetConnection sets the "connection" field.
+func (m *IcebergTableMutation) SetConnection(s string) {
+	m.connection = &s
+}
+
+// Connection returns the value of the "connection" field in the mutation.
+func (m *IcebergTableMutation) Connection() (r string, exists bool) {
+	v := m.connection
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldConnection returns the old "connection" field's value of the IcebergTable entity.
+// If the IcebergTable object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergTableMutation) OldConnection(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldConnection is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldConnection requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldConnection: %w", err)
+	}
+	return oldValue.Connection, nil
+}
+
+// ResetConnection resets all changes to the "connection" field.
+func (m *IcebergTableMutation) ResetConnection() {
+	m.connection = nil
+}
+
+// SetIdentifier sets the "identifier" field.
+func (m *IcebergTableMutation) SetIdentifier(s string) {
+	m.identifier = &s
+}
+
+// Identifier returns the value of the "identifier" field in the mutation.
+func (m *IcebergTableMutation) Identifier() (r string, exists bool) {
+	v := m.identifier
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldIdentifier returns the old "identifier" field's value of the IcebergTable entity.
+// If the IcebergTable object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergTableMutation) OldIdentifier(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldIdentifier is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldIdentifier requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldIdentifier: %w", err)
+	}
+	return oldValue.Identifier, nil
+}
+
+// ResetIdentifier resets all changes to the "identifier" field.
+func (m *IcebergTableMutation) ResetIdentifier() {
+	m.identifier = nil
+}
+
+// SetTableUUID sets the "table_uuid" field.
+func (m *IcebergTableMutation) SetTableUUID(s string) {
+	m.table_uuid = &s
+}
+
+// TableUUID returns the value of the "table_uuid" field in the mutation.
+func (m *IcebergTableMutation) TableUUID() (r string, exists bool) {
+	v := m.table_uuid
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTableUUID returns the old "table_uuid" field's value of the IcebergTable entity.
+// If the IcebergTable object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergTableMutation) OldTableUUID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTableUUID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTableUUID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTableUUID: %w", err)
+	}
+	return oldValue.TableUUID, nil
+}
+
+// ResetTableUUID resets all changes to the "table_uuid" field.
+func (m *IcebergTableMutation) ResetTableUUID() {
+	m.table_uuid = nil
+}
+
+// SetLocation sets the "location" field.
+func (m *IcebergTableMutation) SetLocation(s string) {
+	m.location = &s
+}
+
+// Location returns the value of the "location" field in the mutation.
+func (m *IcebergTableMutation) Location() (r string, exists bool) {
+	v := m.location
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldLocation returns the old "location" field's value of the IcebergTable entity.
+// If the IcebergTable object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergTableMutation) OldLocation(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldLocation is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldLocation requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldLocation: %w", err)
+	}
+	return oldValue.Location, nil
+}
+
+// ResetLocation resets all changes to the "location" field.
+func (m *IcebergTableMutation) ResetLocation() {
+	m.location = nil
+}
+
+// SetMetadataLocation sets the "metadata_location" field.
+func (m *IcebergTableMutation) SetMetadataLocation(s string) {
+	m.metadata_location = &s
+}
+
+// MetadataLocation returns the value of the "metadata_location" field in the mutation.
+func (m *IcebergTableMutation) MetadataLocation() (r string, exists bool) {
+	v := m.metadata_location
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldMetadataLocation returns the old "metadata_location" field's value of the IcebergTable entity.
+// If the IcebergTable object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergTableMutation) OldMetadataLocation(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldMetadataLocation is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldMetadataLocation requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldMetadataLocation: %w", err)
+	}
+	return oldValue.MetadataLocation, nil
+}
+
+// ResetMetadataLocation resets all changes to the "metadata_location" field.
+func (m *IcebergTableMutation) ResetMetadataLocation() {
+	m.metadata_location = nil
+}
+
+// SetFormatVersion sets the "format_version" field.
+func (m *IcebergTableMutation) SetFormatVersion(i int) {
+	m.format_version = &i
+	m.addformat_version = nil
+}
+
+// FormatVersion returns the value of the "format_version" field in the mutation.
+func (m *IcebergTableMutation) FormatVersion() (r int, exists bool) {
+	v := m.format_version
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldFormatVersion returns the old "format_version" field's value of the IcebergTable entity.
+// If the IcebergTable object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergTableMutation) OldFormatVersion(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldFormatVersion is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldFormatVersion requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldFormatVersion: %w", err)
+	}
+	return oldValue.FormatVersion, nil
+}
+
+// AddFormatVersion adds i to the "format_version" field.
+func (m *IcebergTableMutation) AddFormatVersion(i int) {
+	if m.addformat_version != nil {
+		*m.addformat_version += i
+	} else {
+		m.addformat_version = &i
+	}
+}
+
+// AddedFormatVersion returns the value that was added to the "format_version" field in this mutation.
+func (m *IcebergTableMutation) AddedFormatVersion() (r int, exists bool) {
+	v := m.addformat_version
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetFormatVersion resets all changes to the "format_version" field.
+func (m *IcebergTableMutation) ResetFormatVersion() {
+	m.format_version = nil
+	m.addformat_version = nil
+}
+
+// SetCurrentSnapshotID sets the "current_snapshot_id" field.
+func (m *IcebergTableMutation) SetCurrentSnapshotID(i int64) {
+	m.current_snapshot_id = &i
+	m.addcurrent_snapshot_id = nil
+}
+
+// CurrentSnapshotID returns the value of the "current_snapshot_id" field in the mutation.
+func (m *IcebergTableMutation) CurrentSnapshotID() (r int64, exists bool) {
+	v := m.current_snapshot_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCurrentSnapshotID returns the old "current_snapshot_id" field's value of the IcebergTable entity.
+// If the IcebergTable object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergTableMutation) OldCurrentSnapshotID(ctx context.Context) (v *int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCurrentSnapshotID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCurrentSnapshotID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCurrentSnapshotID: %w", err)
+	}
+	return oldValue.CurrentSnapshotID, nil
+}
+
+// AddCurrentSnapshotID adds i to the "current_snapshot_id" field.
+func (m *IcebergTableMutation) AddCurrentSnapshotID(i int64) {
+	if m.addcurrent_snapshot_id != nil {
+		*m.addcurrent_snapshot_id += i
+	} else {
+		m.addcurrent_snapshot_id = &i
+	}
+}
+
+// AddedCurrentSnapshotID returns the value that was added to the "current_snapshot_id" field in this mutation.
+func (m *IcebergTableMutation) AddedCurrentSnapshotID() (r int64, exists bool) {
+	v := m.addcurrent_snapshot_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ClearCurrentSnapshotID clears the value of the "current_snapshot_id" field.
+func (m *IcebergTableMutation) ClearCurrentSnapshotID() {
+	m.current_snapshot_id = nil
+	m.addcurrent_snapshot_id = nil
+	m.clearedFields[icebergtable.FieldCurrentSnapshotID] = struct{}{}
+}
+
+// CurrentSnapshotIDCleared returns if the "current_snapshot_id" field was cleared in this mutation.
+func (m *IcebergTableMutation) CurrentSnapshotIDCleared() bool {
+	_, ok := m.clearedFields[icebergtable.FieldCurrentSnapshotID]
+	return ok
+}
+
+// ResetCurrentSnapshotID resets all changes to the "current_snapshot_id" field.
+func (m *IcebergTableMutation) ResetCurrentSnapshotID() {
+	m.current_snapshot_id = nil
+	m.addcurrent_snapshot_id = nil
+	delete(m.clearedFields, icebergtable.FieldCurrentSnapshotID)
+}
+
+// SetLastUpdatedAt sets the "last_updated_at" field.
+func (m *IcebergTableMutation) SetLastUpdatedAt(t time.Time) {
+	m.last_updated_at = &t
+}
+
+// LastUpdatedAt returns the value of the "last_updated_at" field in the mutation.
+func (m *IcebergTableMutation) LastUpdatedAt() (r time.Time, exists bool) {
+	v := m.last_updated_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldLastUpdatedAt returns the old "last_updated_at" field's value of the IcebergTable entity.
+// If the IcebergTable object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergTableMutation) OldLastUpdatedAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldLastUpdatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldLastUpdatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldLastUpdatedAt: %w", err)
+	}
+	return oldValue.LastUpdatedAt, nil
+}
+
+// ClearLastUpdatedAt clears the value of the "last_updated_at" field.
+func (m *IcebergTableMutation) ClearLastUpdatedAt() {
+	m.last_updated_at = nil
+	m.clearedFields[icebergtable.FieldLastUpdatedAt] = struct{}{}
+}
+
+// LastUpdatedAtCleared returns if the "last_updated_at" field was cleared in this mutation.
+func (m *IcebergTableMutation) LastUpdatedAtCleared() bool {
+	_, ok := m.clearedFields[icebergtable.FieldLastUpdatedAt]
+	return ok
+}
+
+// ResetLastUpdatedAt resets all changes to the "last_updated_at" field.
+func (m *IcebergTableMutation) ResetLastUpdatedAt() {
+	m.last_updated_at = nil
+	delete(m.clearedFields, icebergtable.FieldLastUpdatedAt)
+}
+
+// SetRefreshedAt sets the "refreshed_at" field.
+func (m *IcebergTableMutation) SetRefreshedAt(t time.Time) {
+	m.refreshed_at = &t
+}
+
+// RefreshedAt returns the value of the "refreshed_at" field in the mutation.
+func (m *IcebergTableMutation) RefreshedAt() (r time.Time, exists bool) {
+	v := m.refreshed_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldRefreshedAt returns the old "refreshed_at" field's value of the IcebergTable entity.
+// If the IcebergTable object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergTableMutation) OldRefreshedAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldRefreshedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldRefreshedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldRefreshedAt: %w", err)
+	}
+	return oldValue.RefreshedAt, nil
+}
+
+// ClearRefreshedAt clears the value of the "refreshed_at" field.
+func (m *IcebergTableMutation) ClearRefreshedAt() {
+	m.refreshed_at = nil
+	m.clearedFields[icebergtable.FieldRefreshedAt] = struct{}{}
+}
+
+// RefreshedAtCleared returns if the "refreshed_at" field was cleared in this mutation.
+func (m *IcebergTableMutation) RefreshedAtCleared() bool {
+	_, ok := m.clearedFields[icebergtable.FieldRefreshedAt]
+	return ok
+}
+
+// ResetRefreshedAt resets all changes to the "refreshed_at" field.
+func (m *IcebergTableMutation) ResetRefreshedAt() {
+	m.refreshed_at = nil
+	delete(m.clearedFields, icebergtable.FieldRefreshedAt)
+}
+
+// SetInspection sets the "inspection" field.
+func (m *IcebergTableMutation) SetInspection(s string) {
+	m.inspection = &s
+}
+
+// Inspection returns the value of the "inspection" field in the mutation.
+func (m *IcebergTableMutation) Inspection() (r string, exists bool) {
+	v := m.inspection
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldInspection returns the old "inspection" field's value of the IcebergTable entity.
+// If the IcebergTable object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergTableMutation) OldInspection(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldInspection is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldInspection requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldInspection: %w", err)
+	}
+	return oldValue.Inspection, nil
+}
+
+// ResetInspection resets all changes to the "inspection" field.
+func (m *IcebergTableMutation) ResetInspection() {
+	m.inspection = nil
+}
+
+// SetHealth sets the "health" field.
+func (m *IcebergTableMutation) SetHealth(s string) {
+	m.health = &s
+}
+
+// Health returns the value of the "health" field in the mutation.
+func (m *IcebergTableMutation) Health() (r string, exists bool) {
+	v := m.health
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldHealth returns the old "health" field's value of the IcebergTable entity.
+// If the IcebergTable object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergTableMutation) OldHealth(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldHealth is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldHealth requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldHealth: %w", err)
+	}
+	return oldValue.Health, nil
+}
+
+// ResetHealth resets all changes to the "health" field.
+func (m *IcebergTableMutation) ResetHealth() {
+	m.health = nil
+}
+
+// SetError sets the "error" field.
+func (m *IcebergTableMutation) SetError(s string) {
+	m.error = &s
+}
+
+// Error returns the value of the "error" field in the mutation.
+func (m *IcebergTableMutation) Error() (r string, exists bool) {
+	v := m.error
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldError returns the old "error" field's value of the IcebergTable entity.
+// If the IcebergTable object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergTableMutation) OldError(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldError is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldError requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldError: %w", err)
+	}
+	return oldValue.Error, nil
+}
+
+// ResetError resets all changes to the "error" field.
+func (m *IcebergTableMutation) ResetError() {
+	m.error = nil
+}
+
+// SetErrorAt sets the "error_at" field.
+func (m *IcebergTableMutation) SetErrorAt(t time.Time) {
+	m.error_at = &t
+}
+
+// ErrorAt returns the value of the "error_at" field in the mutation.
+func (m *IcebergTableMutation) ErrorAt() (r time.Time, exists bool) {
+	v := m.error_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldErrorAt returns the old "error_at" field's value of the IcebergTable entity.
+// If the IcebergTable object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergTableMutation) OldErrorAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldErrorAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldErrorAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldErrorAt: %w", err)
+	}
+	return oldValue.ErrorAt, nil
+}
+
+// ClearErrorAt clears the value of the "error_at" field.
+func (m *IcebergTableMutation) ClearErrorAt() {
+	m.error_at = nil
+	m.clearedFields[icebergtable.FieldErrorAt] = struct{}{}
+}
+
+// ErrorAtCleared returns if the "error_at" field was cleared in this mutation.
+func (m *IcebergTableMutation) ErrorAtCleared() bool {
+	_, ok := m.clearedFields[icebergtable.FieldErrorAt]
+	return ok
+}
+
+// ResetErrorAt resets all changes to the "error_at" field.
+func (m *IcebergTableMutation) ResetErrorAt() {
+	m.error_at = nil
+	delete(m.clearedFields, icebergtable.FieldErrorAt)
+}
+
+// SetGoneAt sets the "gone_at" field.
+func (m *IcebergTableMutation) SetGoneAt(t time.Time) {
+	m.gone_at = &t
+}
+
+// GoneAt returns the value of the "gone_at" field in the mutation.
+func (m *IcebergTableMutation) GoneAt() (r time.Time, exists bool) {
+	v := m.gone_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldGoneAt returns the old "gone_at" field's value of the IcebergTable entity.
+// If the IcebergTable object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergTableMutation) OldGoneAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldGoneAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldGoneAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldGoneAt: %w", err)
+	}
+	return oldValue.GoneAt, nil
+}
+
+// ClearGoneAt clears the value of the "gone_at" field.
+func (m *IcebergTableMutation) ClearGoneAt() {
+	m.gone_at = nil
+	m.clearedFields[icebergtable.FieldGoneAt] = struct{}{}
+}
+
+// GoneAtCleared returns if the "gone_at" field was cleared in this mutation.
+func (m *IcebergTableMutation) GoneAtCleared() bool {
+	_, ok := m.clearedFields[icebergtable.FieldGoneAt]
+	return ok
+}
+
+// ResetGoneAt resets all changes to the "gone_at" field.
+func (m *IcebergTableMutation) ResetGoneAt() {
+	m.gone_at = nil
+	delete(m.clearedFields, icebergtable.FieldGoneAt)
+}
+
+// SetCreatedAt sets the "created_at" field.
+func (m *IcebergTableMutation) SetCreatedAt(t time.Time) {
+	m.created_at = &t
+}
+
+// CreatedAt returns the value of the "created_at" field in the mutation.
+func (m *IcebergTableMutation) CreatedAt() (r time.Time, exists bool) {
+	v := m.created_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCreatedAt returns the old "created_at" field's value of the IcebergTable entity.
+// If the IcebergTable object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergTableMutation) OldCreatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCreatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCreatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCreatedAt: %w", err)
+	}
+	return oldValue.CreatedAt, nil
+}
+
+// ResetCreatedAt resets all changes to the "created_at" field.
+func (m *IcebergTableMutation) ResetCreatedAt() {
+	m.created_at = nil
+}
+
+// SetUpdatedAt sets the "updated_at" field.
+func (m *IcebergTableMutation) SetUpdatedAt(t time.Time) {
+	m.updated_at = &t
+}
+
+// UpdatedAt returns the value of the "updated_at" field in the mutation.
+func (m *IcebergTableMutation) UpdatedAt() (r time.Time, exists bool) {
+	v := m.updated_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldUpdatedAt returns the old "updated_at" field's value of the IcebergTable entity.
+// If the IcebergTable object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergTableMutation) OldUpdatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldUpdatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldUpdatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldUpdatedAt: %w", err)
+	}
+	return oldValue.UpdatedAt, nil
+}
+
+// ResetUpdatedAt resets all changes to the "updated_at" field.
+func (m *IcebergTableMutation) ResetUpdatedAt() {
+	m.updated_at = nil
+}
+
+// Where appends a list predicates to the IcebergTableMutation builder.
+func (m *IcebergTableMutation) Where(ps ...predicate.IcebergTable) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the IcebergTableMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *IcebergTableMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.IcebergTable, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *IcebergTableMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *IcebergTableMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (IcebergTable).
+func (m *IcebergTableMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *IcebergTableMutation) Fields() []string {
+	fields := make([]string, 0, 16)
+	if m.connection != nil {
+		fields = append(fields, icebergtable.FieldConnection)
+	}
+	if m.identifier != nil {
+		fields = append(fields, icebergtable.FieldIdentifier)
+	}
+	if m.table_uuid != nil {
+		fields = append(fields, icebergtable.FieldTableUUID)
+	}
+	if m.location != nil {
+		fields = append(fields, icebergtable.FieldLocation)
+	}
+	if m.metadata_location != nil {
+		fields = append(fields, icebergtable.FieldMetadataLocation)
+	}
+	if m.format_version != nil {
+		fields = append(fields, icebergtable.FieldFormatVersion)
+	}
+	if m.current_snapshot_id != nil {
+		fields = append(fields, icebergtable.FieldCurrentSnapshotID)
+	}
+	if m.last_updated_at != nil {
+		fields = append(fields, icebergtable.FieldLastUpdatedAt)
+	}
+	if m.refreshed_at != nil {
+		fields = append(fields, icebergtable.FieldRefreshedAt)
+	}
+	if m.inspection != nil {
+		fields = append(fields, icebergtable.FieldInspection)
+	}
+	if m.health != nil {
+		fields = append(fields, icebergtable.FieldHealth)
+	}
+	if m.error != nil {
+		fields = append(fields, icebergtable.FieldError)
+	}
+	if m.error_at != nil {
+		fields = append(fields, icebergtable.FieldErrorAt)
+	}
+	if m.gone_at != nil {
+		fields = append(fields, icebergtable.FieldGoneAt)
+	}
+	if m.created_at != nil {
+		fields = append(fields, icebergtable.FieldCreatedAt)
+	}
+	if m.updated_at != nil {
+		fields = append(fields, icebergtable.FieldUpdatedAt)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *IcebergTableMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case icebergtable.FieldConnection:
+		return m.Connection()
+	case icebergtable.FieldIdentifier:
+		return m.Identifier()
+	case icebergtable.FieldTableUUID:
+		return m.TableUUID()
+	case icebergtable.FieldLocation:
+		return m.Location()
+	case icebergtable.FieldMetadataLocation:
+		return m.MetadataLocation()
+	case icebergtable.FieldFormatVersion:
+		return m.FormatVersion()
+	case icebergtable.FieldCurrentSnapshotID:
+		return m.CurrentSnapshotID()
+	case icebergtable.FieldLastUpdatedAt:
+		return m.LastUpdatedAt()
+	case icebergtable.FieldRefreshedAt:
+		return m.RefreshedAt()
+	case icebergtable.FieldInspection:
+		return m.Inspection()
+	case icebergtable.FieldHealth:
+		return m.Health()
+	case icebergtable.FieldError:
+		return m.Error()
+	case icebergtable.FieldErrorAt:
+		return m.ErrorAt()
+	case icebergtable.FieldGoneAt:
+		return m.GoneAt()
+	case icebergtable.FieldCreatedAt:
+		return m.CreatedAt()
+	case icebergtable.FieldUpdatedAt:
+		return m.UpdatedAt()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *IcebergTableMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case icebergtable.FieldConnection:
+		return m.OldConnection(ctx)
+	case icebergtable.FieldIdentifier:
+		return m.OldIdentifier(ctx)
+	case icebergtable.FieldTableUUID:
+		return m.OldTableUUID(ctx)
+	case icebergtable.FieldLocation:
+		return m.OldLocation(ctx)
+	case icebergtable.FieldMetadataLocation:
+		return m.OldMetadataLocation(ctx)
+	case icebergtable.FieldFormatVersion:
+		return m.OldFormatVersion(ctx)
+	case icebergtable.FieldCurrentSnapshotID:
+		return m.OldCurrentSnapshotID(ctx)
+	case icebergtable.FieldLastUpdatedAt:
+		return m.OldLastUpdatedAt(ctx)
+	case icebergtable.FieldRefreshedAt:
+		return m.OldRefreshedAt(ctx)
+	case icebergtable.FieldInspection:
+		return m.OldInspection(ctx)
+	case icebergtable.FieldHealth:
+		return m.OldHealth(ctx)
+	case icebergtable.FieldError:
+		return m.OldError(ctx)
+	case icebergtable.FieldErrorAt:
+		return m.OldErrorAt(ctx)
+	case icebergtable.FieldGoneAt:
+		return m.OldGoneAt(ctx)
+	case icebergtable.FieldCreatedAt:
+		return m.OldCreatedAt(ctx)
+	case icebergtable.FieldUpdatedAt:
+		return m.OldUpdatedAt(ctx)
+	}
+	return nil, fmt.Errorf("unknown IcebergTable field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *IcebergTableMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case icebergtable.FieldConnection:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetConnection(v)
+		return nil
+	case icebergtable.FieldIdentifier:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetIdentifier(v)
+		return nil
+	case icebergtable.FieldTableUUID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTableUUID(v)
+		return nil
+	case icebergtable.FieldLocation:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetLocation(v)
+		return nil
+	case icebergtable.FieldMetadataLocation:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetMetadataLocation(v)
+		return nil
+	case icebergtable.FieldFormatVersion:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetFormatVersion(v)
+		return nil
+	case icebergtable.FieldCurrentSnapshotID:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCurrentSnapshotID(v)
+		return nil
+	case icebergtable.FieldLastUpdatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetLastUpdatedAt(v)
+		return nil
+	case icebergtable.FieldRefreshedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetRefreshedAt(v)
+		return nil
+	case icebergtable.FieldInspection:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetInspection(v)
+		return nil
+	case icebergtable.FieldHealth:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetHealth(v)
+		return nil
+	case icebergtable.FieldError:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetError(v)
+		return nil
+	case icebergtable.FieldErrorAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetErrorAt(v)
+		return nil
+	case icebergtable.FieldGoneAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetGoneAt(v)
+		return nil
+	case icebergtable.FieldCreatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCreatedAt(v)
+		return nil
+	case icebergtable.FieldUpdatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetUpdatedAt(v)
+		return nil
+	}
+	return fmt.Errorf("unknown IcebergTable field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *IcebergTableMutation) AddedFields() []string {
+	var fields []string
+	if m.addformat_version != nil {
+		fields = append(fields, icebergtable.FieldFormatVersion)
+	}
+	if m.addcurrent_snapshot_id != nil {
+		fields = append(fields, icebergtable.FieldCurrentSnapshotID)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *IcebergTableMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case icebergtable.FieldFormatVersion:
+		return m.AddedFormatVersion()
+	case icebergtable.FieldCurrentSnapshotID:
+		return m.AddedCurrentSnapshotID()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *IcebergTableMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case icebergtable.FieldFormatVersion:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddFormatVersion(v)
+		return nil
+	case icebergtable.FieldCurrentSnapshotID:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddCurrentSnapshotID(v)
+		return nil
+	}
+	return fmt.Errorf("unknown IcebergTable numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *IcebergTableMutation) ClearedFields() []string {
+	var fields []string
+	if m.FieldCleared(icebergtable.FieldCurrentSnapshotID) {
+		fields = append(fields, icebergtable.FieldCurrentSnapshotID)
+	}
+	if m.FieldCleared(icebergtable.FieldLastUpdatedAt) {
+		fields = append(fields, icebergtable.FieldLastUpdatedAt)
+	}
+	if m.FieldCleared(icebergtable.FieldRefreshedAt) {
+		fields = append(fields, icebergtable.FieldRefreshedAt)
+	}
+	if m.FieldCleared(icebergtable.FieldErrorAt) {
+		fields = append(fields, icebergtable.FieldErrorAt)
+	}
+	if m.FieldCleared(icebergtable.FieldGoneAt) {
+		fields = append(fields, icebergtable.FieldGoneAt)
+	}
+	return fields
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *IcebergTableMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *IcebergTableMutation) ClearField(name string) error {
+	switch name {
+	case icebergtable.FieldCurrentSnapshotID:
+		m.ClearCurrentSnapshotID()
+		return nil
+	case icebergtable.FieldLastUpdatedAt:
+		m.ClearLastUpdatedAt()
+		return nil
+	case icebergtable.FieldRefreshedAt:
+		m.ClearRefreshedAt()
+		return nil
+	case icebergtable.FieldErrorAt:
+		m.ClearErrorAt()
+		return nil
+	case icebergtable.FieldGoneAt:
+		m.ClearGoneAt()
+		return nil
+	}
+	return fmt.Errorf("unknown IcebergTable nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *IcebergTableMutation) ResetField(name string) error {
+	switch name {
+	case icebergtable.FieldConnection:
+		m.ResetConnection()
+		return nil
+	case icebergtable.FieldIdentifier:
+		m.ResetIdentifier()
+		return nil
+	case icebergtable.FieldTableUUID:
+		m.ResetTableUUID()
+		return nil
+	case icebergtable.FieldLocation:
+		m.ResetLocation()
+		return nil
+	case icebergtable.FieldMetadataLocation:
+		m.ResetMetadataLocation()
+		return nil
+	case icebergtable.FieldFormatVersion:
+		m.ResetFormatVersion()
+		return nil
+	case icebergtable.FieldCurrentSnapshotID:
+		m.ResetCurrentSnapshotID()
+		return nil
+	case icebergtable.FieldLastUpdatedAt:
+		m.ResetLastUpdatedAt()
+		return nil
+	case icebergtable.FieldRefreshedAt:
+		m.ResetRefreshedAt()
+		return nil
+	case icebergtable.FieldInspection:
+		m.ResetInspection()
+		return nil
+	case icebergtable.FieldHealth:
+		m.ResetHealth()
+		return nil
+	case icebergtable.FieldError:
+		m.ResetError()
+		return nil
+	case icebergtable.FieldErrorAt:
+		m.ResetErrorAt()
+		return nil
+	case icebergtable.FieldGoneAt:
+		m.ResetGoneAt()
+		return nil
+	case icebergtable.FieldCreatedAt:
+		m.ResetCreatedAt()
+		return nil
+	case icebergtable.FieldUpdatedAt:
+		m.ResetUpdatedAt()
+		return nil
+	}
+	return fmt.Errorf("unknown IcebergTable field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *IcebergTableMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *IcebergTableMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *IcebergTableMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *IcebergTableMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *IcebergTableMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *IcebergTableMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *IcebergTableMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown IcebergTable unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *IcebergTableMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown IcebergTable edge %s", name)
+}
+
 // IdempotencyKeyMutation represents an operation that mutates the IdempotencyKey nodes in the graph.
 type IdempotencyKeyMutation struct {
 	config
@@ -9511,6 +11799,446 @@ func (m *RunIOMutation) ClearEdge(name string) error {
 // It returns an error if the edge is not defined in the schema.
 func (m *RunIOMutation) ResetEdge(name string) error {
 	return fmt.Errorf("unknown RunIO edge %s", name)
+}
+
+// TableSyncMutation represents an operation that mutates the TableSync nodes in the graph.
+type TableSyncMutation struct {
+	config
+	op            Op
+	typ           string
+	id            *uuid.UUID
+	started_at    *time.Time
+	finished_at   *time.Time
+	report        *string
+	clearedFields map[string]struct{}
+	done          bool
+	oldValue      func(context.Context) (*TableSync, error)
+	predicates    []predicate.TableSync
+}
+
+var _ ent.Mutation = (*TableSyncMutation)(nil)
+
+// tablesyncOption allows management of the mutation configuration using functional options.
+type tablesyncOption func(*TableSyncMutation)
+
+// newTableSyncMutation creates new mutation for the TableSync entity.
+func newTableSyncMutation(c config, op Op, opts ...tablesyncOption) *TableSyncMutation {
+	m := &TableSyncMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeTableSync,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withTableSyncID sets the ID field of the mutation.
+func withTableSyncID(id uuid.UUID) tablesyncOption {
+	return func(m *TableSyncMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *TableSync
+		)
+		m.oldValue = func(ctx context.Context) (*TableSync, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().TableSync.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withTableSync sets the old TableSync of the mutation.
+func withTableSync(node *TableSync) tablesyncOption {
+	return func(m *TableSyncMutation) {
+		m.oldValue = func(context.Context) (*TableSync, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m TableSyncMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m TableSyncMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of TableSync entities.
+func (m *TableSyncMutation) SetID(id uuid.UUID) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *TableSyncMutation) ID() (id uuid.UUID, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *TableSyncMutation) IDs(ctx context.Context) ([]uuid.UUID, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []uuid.UUID{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().TableSync.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetStartedAt sets the "started_at" field.
+func (m *TableSyncMutation) SetStartedAt(t time.Time) {
+	m.started_at = &t
+}
+
+// StartedAt returns the value of the "started_at" field in the mutation.
+func (m *TableSyncMutation) StartedAt() (r time.Time, exists bool) {
+	v := m.started_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldStartedAt returns the old "started_at" field's value of the TableSync entity.
+// If the TableSync object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TableSyncMutation) OldStartedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldStartedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldStartedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldStartedAt: %w", err)
+	}
+	return oldValue.StartedAt, nil
+}
+
+// ResetStartedAt resets all changes to the "started_at" field.
+func (m *TableSyncMutation) ResetStartedAt() {
+	m.started_at = nil
+}
+
+// SetFinishedAt sets the "finished_at" field.
+func (m *TableSyncMutation) SetFinishedAt(t time.Time) {
+	m.finished_at = &t
+}
+
+// FinishedAt returns the value of the "finished_at" field in the mutation.
+func (m *TableSyncMutation) FinishedAt() (r time.Time, exists bool) {
+	v := m.finished_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldFinishedAt returns the old "finished_at" field's value of the TableSync entity.
+// If the TableSync object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TableSyncMutation) OldFinishedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldFinishedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldFinishedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldFinishedAt: %w", err)
+	}
+	return oldValue.FinishedAt, nil
+}
+
+// ResetFinishedAt resets all changes to the "finished_at" field.
+func (m *TableSyncMutation) ResetFinishedAt() {
+	m.finished_at = nil
+}
+
+// SetReport sets the "report" field.
+func (m *TableSyncMutation) SetReport(s string) {
+	m.report = &s
+}
+
+// Report returns the value of the "report" field in the mutation.
+func (m *TableSyncMutation) Report() (r string, exists bool) {
+	v := m.report
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldReport returns the old "report" field's value of the TableSync entity.
+// If the TableSync object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TableSyncMutation) OldReport(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldReport is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldReport requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldReport: %w", err)
+	}
+	return oldValue.Report, nil
+}
+
+// ResetReport resets all changes to the "report" field.
+func (m *TableSyncMutation) ResetReport() {
+	m.report = nil
+}
+
+// Where appends a list predicates to the TableSyncMutation builder.
+func (m *TableSyncMutation) Where(ps ...predicate.TableSync) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the TableSyncMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *TableSyncMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.TableSync, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *TableSyncMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *TableSyncMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (TableSync).
+func (m *TableSyncMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *TableSyncMutation) Fields() []string {
+	fields := make([]string, 0, 3)
+	if m.started_at != nil {
+		fields = append(fields, tablesync.FieldStartedAt)
+	}
+	if m.finished_at != nil {
+		fields = append(fields, tablesync.FieldFinishedAt)
+	}
+	if m.report != nil {
+		fields = append(fields, tablesync.FieldReport)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *TableSyncMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case tablesync.FieldStartedAt:
+		return m.StartedAt()
+	case tablesync.FieldFinishedAt:
+		return m.FinishedAt()
+	case tablesync.FieldReport:
+		return m.Report()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *TableSyncMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case tablesync.FieldStartedAt:
+		return m.OldStartedAt(ctx)
+	case tablesync.FieldFinishedAt:
+		return m.OldFinishedAt(ctx)
+	case tablesync.FieldReport:
+		return m.OldReport(ctx)
+	}
+	return nil, fmt.Errorf("unknown TableSync field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *TableSyncMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case tablesync.FieldStartedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetStartedAt(v)
+		return nil
+	case tablesync.FieldFinishedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetFinishedAt(v)
+		return nil
+	case tablesync.FieldReport:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetReport(v)
+		return nil
+	}
+	return fmt.Errorf("unknown TableSync field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *TableSyncMutation) AddedFields() []string {
+	return nil
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *TableSyncMutation) AddedField(name string) (ent.Value, bool) {
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *TableSyncMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	}
+	return fmt.Errorf("unknown TableSync numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *TableSyncMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *TableSyncMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *TableSyncMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown TableSync nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *TableSyncMutation) ResetField(name string) error {
+	switch name {
+	case tablesync.FieldStartedAt:
+		m.ResetStartedAt()
+		return nil
+	case tablesync.FieldFinishedAt:
+		m.ResetFinishedAt()
+		return nil
+	case tablesync.FieldReport:
+		m.ResetReport()
+		return nil
+	}
+	return fmt.Errorf("unknown TableSync field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *TableSyncMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *TableSyncMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *TableSyncMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *TableSyncMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *TableSyncMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *TableSyncMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *TableSyncMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown TableSync unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *TableSyncMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown TableSync edge %s", name)
 }
 
 // UsageActorDailyMutation represents an operation that mutates the UsageActorDaily nodes in the graph.

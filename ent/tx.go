@@ -28,6 +28,12 @@ type Tx struct {
 	ColumnEdge *ColumnEdgeClient
 	// ExternalID is the client for interacting with the ExternalID builders.
 	ExternalID *ExternalIDClient
+	// IcebergManifest is the client for interacting with the IcebergManifest builders.
+	IcebergManifest *IcebergManifestClient
+	// IcebergManifestList is the client for interacting with the IcebergManifestList builders.
+	IcebergManifestList *IcebergManifestListClient
+	// IcebergTable is the client for interacting with the IcebergTable builders.
+	IcebergTable *IcebergTableClient
 	// IdempotencyKey is the client for interacting with the IdempotencyKey builders.
 	IdempotencyKey *IdempotencyKeyClient
 	// LineageEdge is the client for interacting with the LineageEdge builders.
@@ -42,6 +48,8 @@ type Tx struct {
 	Run *RunClient
 	// RunIO is the client for interacting with the RunIO builders.
 	RunIO *RunIOClient
+	// TableSync is the client for interacting with the TableSync builders.
+	TableSync *TableSyncClient
 	// UsageActorDaily is the client for interacting with the UsageActorDaily builders.
 	UsageActorDaily *UsageActorDailyClient
 	// UsageActorMonthly is the client for interacting with the UsageActorMonthly builders.
@@ -190,6 +198,9 @@ func (tx *Tx) init() {
 	tx.AuditEvent = NewAuditEventClient(tx.config)
 	tx.ColumnEdge = NewColumnEdgeClient(tx.config)
 	tx.ExternalID = NewExternalIDClient(tx.config)
+	tx.IcebergManifest = NewIcebergManifestClient(tx.config)
+	tx.IcebergManifestList = NewIcebergManifestListClient(tx.config)
+	tx.IcebergTable = NewIcebergTableClient(tx.config)
 	tx.IdempotencyKey = NewIdempotencyKeyClient(tx.config)
 	tx.LineageEdge = NewLineageEdgeClient(tx.config)
 	tx.LineageEvent = NewLineageEventClient(tx.config)
@@ -197,6 +208,7 @@ func (tx *Tx) init() {
 	tx.Owner = NewOwnerClient(tx.config)
 	tx.Run = NewRunClient(tx.config)
 	tx.RunIO = NewRunIOClient(tx.config)
+	tx.TableSync = NewTableSyncClient(tx.config)
 	tx.UsageActorDaily = NewUsageActorDailyClient(tx.config)
 	tx.UsageActorMonthly = NewUsageActorMonthlyClient(tx.config)
 	tx.UsageDaily = NewUsageDailyClient(tx.config)

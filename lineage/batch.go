@@ -15,6 +15,7 @@ import (
 	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/ent/assetfacet"
 	"github.com/tidemark/tidemark/ent/assetname"
+	"github.com/tidemark/tidemark/ent/externalid"
 	"github.com/tidemark/tidemark/ent/lineageedge"
 	"github.com/tidemark/tidemark/ent/lineageevent"
 	"github.com/tidemark/tidemark/ent/lineagestate"
@@ -202,6 +203,9 @@ func (s *Service) precreate(ctx context.Context, evs []Event) error {
 			if _, ok := d.Facets["lifecycleStateChange"]; ok {
 				continue
 			}
+			if _, ok := d.Facets["catalog"]; ok {
+				continue // may name a synced Iceberg table
+			}
 			add(datasetKind(d.Facets), d.Namespace, d.Name)
 		}
 	}
@@ -216,9 +220,25 @@ func (s *Service) precreate(ctx context.Context, evs []Event) error {
 	}); err != nil {
 		return fmt.Errorf("lineage: read names: %w", err)
 	}
-	var create []catalog.CreateInput
+	// Names bound as symlinks (a table's storage location) resolve to their asset.
+	links := make([]string, 0, len(wants))
 	for _, w := range wants {
-		if !held[nameKey{catalog.SpaceOf(w.kind), w.ns, w.name}] {
+		links = append(links, catalog.SymlinkID(w.ns, w.name).Value)
+	}
+	bound := map[string]bool{}
+	if err := chunks(links, func(part []string) error {
+		vals, err := s.db.ExternalID.Query().Where(externalid.System(catalog.SystemSymlink), externalid.ValueIn(part...)).
+			Select(externalid.FieldValue).Strings(ctx)
+		for _, v := range vals {
+			bound[v] = true
+		}
+		return err
+	}); err != nil {
+		return fmt.Errorf("lineage: read symlinks: %w", err)
+	}
+	var create []catalog.CreateInput
+	for i, w := range wants {
+		if !held[nameKey{catalog.SpaceOf(w.kind), w.ns, w.name}] && !bound[links[i]] {
 			create = append(create, catalog.CreateInput{Kind: w.kind, Namespace: w.ns, Name: w.name})
 		}
 	}

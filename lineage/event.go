@@ -233,6 +233,12 @@ func (f Facets) facet(name string, v any) bool {
 
 // Known facets.
 type (
+	// catalogFacet names the catalog a dataset belongs to (OpenLineage CatalogDatasetFacet).
+	catalogFacet struct {
+		Framework string `json:"framework"`
+		Type      string `json:"type"`
+		Name      string `json:"name"`
+	}
 	symlinksFacet struct {
 		Identifiers []struct {
 			Namespace string `json:"namespace"`

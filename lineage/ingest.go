@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -335,10 +336,6 @@ func (a *applier) apply(ctx context.Context, key string) error {
 	return nil
 }
 
-// Symlinks bind as external IDs of this system; the value is "<namespace>|<name>", with '%'
-// and '|' escaped so the pair is unambiguous.
-const symlinkSystem = "openlineage.symlink"
-
 func completedRun(ev Event, jobID uuid.UUID, inputs, outputs []uuid.UUID) CompletedRun {
 	c := CompletedRun{RunID: ev.RunID, JobID: jobID, At: ev.EventTime}
 	var own ownershipFacet
@@ -352,11 +349,6 @@ func completedRun(ev Event, jobID uuid.UUID, inputs, outputs []uuid.UUID) Comple
 		c.Outputs = append(c.Outputs, DatasetRef{ID: outputs[i], Namespace: d.Namespace, Name: d.Name})
 	}
 	return c
-}
-
-func symlinkValue(namespace, name string) string {
-	esc := strings.NewReplacer("%", "%25", "|", "%7C")
-	return esc.Replace(namespace) + "|" + esc.Replace(name)
 }
 
 func (a *applier) resolveJob(ctx context.Context, j JobRef) (uuid.UUID, error) {
@@ -378,7 +370,7 @@ func (a *applier) resolveDataset(ctx context.Context, d Dataset) (uuid.UUID, err
 	var links []catalog.ExternalIDInput
 	for _, s := range sym.Identifiers {
 		if catalog.ValidateName(s.Namespace, s.Name) == nil {
-			links = append(links, catalog.ExternalIDInput{System: symlinkSystem, Value: symlinkValue(s.Namespace, s.Name)})
+			links = append(links, catalog.SymlinkID(s.Namespace, s.Name))
 		}
 	}
 
@@ -392,7 +384,16 @@ func (a *applier) resolveDataset(ctx context.Context, d Dataset) (uuid.UUID, err
 	}
 	if ref.ID == uuid.Nil {
 		var err error
-		if ref, err = a.resolveName(ctx, d.Namespace, d.Name, datasetKind(d.Facets), links); err != nil {
+		if ref, err = a.byCatalog(ctx, d, sym); err != nil {
+			return uuid.Nil, err
+		}
+	}
+	if ref.ID == uuid.Nil {
+		// The dataset's own name may be bound to an asset that holds another name: a table the
+		// tables package knows by its catalog name, bound to its storage location.
+		lookups := append(slices.Clip(links), catalog.SymlinkID(d.Namespace, d.Name))
+		var err error
+		if ref, err = a.resolveName(ctx, d.Namespace, d.Name, datasetKind(d.Facets), lookups); err != nil {
 			return uuid.Nil, err
 		}
 	}
@@ -597,6 +598,29 @@ func (a *applier) resolveName(ctx context.Context, ns, name string, kind catalog
 	}
 	a.created(res.Asset.ID)
 	return found(catalog.Ref{ID: res.Asset.ID})
+}
+
+// byCatalog resolves a dataset that carries an OpenLineage catalog facet of an Iceberg catalog
+// to the table synced from that catalog: the asset currently named
+// ("iceberg://<catalog name>", table identifier), the identifier being the dataset's TABLE
+// symlink or else its name. A zero Ref means no such table is known.
+func (a *applier) byCatalog(ctx context.Context, d Dataset, sym symlinksFacet) (catalog.Ref, error) {
+	var cf catalogFacet
+	if !d.Facets.facet("catalog", &cf) || !strings.EqualFold(cf.Framework, "iceberg") || cf.Name == "" {
+		return catalog.Ref{}, nil
+	}
+	ident := d.Name
+	for _, s := range sym.Identifiers {
+		if strings.EqualFold(s.Type, "TABLE") {
+			ident = s.Name
+			break
+		}
+	}
+	ref, ok, err := a.s.cat.Lookup(ctx, catalog.SpaceDataset, "iceberg://"+cf.Name, ident)
+	if err != nil || !ok || ref.Former || ref.Deleted {
+		return catalog.Ref{}, err
+	}
+	return ref, nil
 }
 
 func datasetKind(f Facets) catalog.Kind {

@@ -93,6 +93,42 @@ func (f ExternalIDFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, 
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.ExternalIDMutation", m)
 }
 
+// The IcebergManifestFunc type is an adapter to allow the use of ordinary
+// function as IcebergManifest mutator.
+type IcebergManifestFunc func(context.Context, *ent.IcebergManifestMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f IcebergManifestFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.IcebergManifestMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.IcebergManifestMutation", m)
+}
+
+// The IcebergManifestListFunc type is an adapter to allow the use of ordinary
+// function as IcebergManifestList mutator.
+type IcebergManifestListFunc func(context.Context, *ent.IcebergManifestListMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f IcebergManifestListFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.IcebergManifestListMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.IcebergManifestListMutation", m)
+}
+
+// The IcebergTableFunc type is an adapter to allow the use of ordinary
+// function as IcebergTable mutator.
+type IcebergTableFunc func(context.Context, *ent.IcebergTableMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f IcebergTableFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.IcebergTableMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.IcebergTableMutation", m)
+}
+
 // The IdempotencyKeyFunc type is an adapter to allow the use of ordinary
 // function as IdempotencyKey mutator.
 type IdempotencyKeyFunc func(context.Context, *ent.IdempotencyKeyMutation) (ent.Value, error)
@@ -175,6 +211,18 @@ func (f RunIOFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error
 		return f(ctx, mv)
 	}
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.RunIOMutation", m)
+}
+
+// The TableSyncFunc type is an adapter to allow the use of ordinary
+// function as TableSync mutator.
+type TableSyncFunc func(context.Context, *ent.TableSyncMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f TableSyncFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.TableSyncMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.TableSyncMutation", m)
 }
 
 // The UsageActorDailyFunc type is an adapter to allow the use of ordinary

@@ -218,6 +218,66 @@ var (
 			},
 		},
 	}
+	// IcebergManifestsColumns holds the columns for the "iceberg_manifests" table.
+	IcebergManifestsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeUUID},
+		{Name: "path", Type: field.TypeString, Unique: true},
+		{Name: "entry_count", Type: field.TypeInt},
+		{Name: "entries", Type: field.TypeBytes},
+		{Name: "read_at", Type: field.TypeTime},
+	}
+	// IcebergManifestsTable holds the schema information for the "iceberg_manifests" table.
+	IcebergManifestsTable = &schema.Table{
+		Name:       "iceberg_manifests",
+		Columns:    IcebergManifestsColumns,
+		PrimaryKey: []*schema.Column{IcebergManifestsColumns[0]},
+	}
+	// IcebergManifestListsColumns holds the columns for the "iceberg_manifest_lists" table.
+	IcebergManifestListsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeUUID},
+		{Name: "path", Type: field.TypeString, Unique: true},
+		{Name: "manifests", Type: field.TypeBytes},
+		{Name: "read_at", Type: field.TypeTime},
+	}
+	// IcebergManifestListsTable holds the schema information for the "iceberg_manifest_lists" table.
+	IcebergManifestListsTable = &schema.Table{
+		Name:       "iceberg_manifest_lists",
+		Columns:    IcebergManifestListsColumns,
+		PrimaryKey: []*schema.Column{IcebergManifestListsColumns[0]},
+	}
+	// TidemarkIcebergTablesColumns holds the columns for the "tidemark_iceberg_tables" table.
+	TidemarkIcebergTablesColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeUUID},
+		{Name: "connection", Type: field.TypeString, Default: ""},
+		{Name: "identifier", Type: field.TypeString, Default: ""},
+		{Name: "table_uuid", Type: field.TypeString, Unique: true},
+		{Name: "location", Type: field.TypeString},
+		{Name: "metadata_location", Type: field.TypeString},
+		{Name: "format_version", Type: field.TypeInt, Default: 0},
+		{Name: "current_snapshot_id", Type: field.TypeInt64, Nullable: true},
+		{Name: "last_updated_at", Type: field.TypeTime, Nullable: true},
+		{Name: "refreshed_at", Type: field.TypeTime, Nullable: true},
+		{Name: "inspection", Type: field.TypeString, Size: 2147483647, Default: ""},
+		{Name: "health", Type: field.TypeString, Size: 2147483647, Default: ""},
+		{Name: "error", Type: field.TypeString, Size: 2147483647, Default: ""},
+		{Name: "error_at", Type: field.TypeTime, Nullable: true},
+		{Name: "gone_at", Type: field.TypeTime, Nullable: true},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "updated_at", Type: field.TypeTime},
+	}
+	// TidemarkIcebergTablesTable holds the schema information for the "tidemark_iceberg_tables" table.
+	TidemarkIcebergTablesTable = &schema.Table{
+		Name:       "tidemark_iceberg_tables",
+		Columns:    TidemarkIcebergTablesColumns,
+		PrimaryKey: []*schema.Column{TidemarkIcebergTablesColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "icebergtable_connection_identifier",
+				Unique:  false,
+				Columns: []*schema.Column{TidemarkIcebergTablesColumns[1], TidemarkIcebergTablesColumns[2]},
+			},
+		},
+	}
 	// IdempotencyKeysColumns holds the columns for the "idempotency_keys" table.
 	IdempotencyKeysColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeInt, Increment: true},
@@ -414,6 +474,19 @@ var (
 			},
 		},
 	}
+	// TableSyncsColumns holds the columns for the "table_syncs" table.
+	TableSyncsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeUUID},
+		{Name: "started_at", Type: field.TypeTime},
+		{Name: "finished_at", Type: field.TypeTime},
+		{Name: "report", Type: field.TypeString, Size: 2147483647},
+	}
+	// TableSyncsTable holds the schema information for the "table_syncs" table.
+	TableSyncsTable = &schema.Table{
+		Name:       "table_syncs",
+		Columns:    TableSyncsColumns,
+		PrimaryKey: []*schema.Column{TableSyncsColumns[0]},
+	}
 	// UsageActorDailiesColumns holds the columns for the "usage_actor_dailies" table.
 	UsageActorDailiesColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeInt, Increment: true},
@@ -554,6 +627,9 @@ var (
 		AuditEventsTable,
 		ColumnEdgesTable,
 		ExternalIdsTable,
+		IcebergManifestsTable,
+		IcebergManifestListsTable,
+		TidemarkIcebergTablesTable,
 		IdempotencyKeysTable,
 		LineageEdgesTable,
 		LineageEventsTable,
@@ -561,6 +637,7 @@ var (
 		OwnersTable,
 		RunsTable,
 		RunIosTable,
+		TableSyncsTable,
 		UsageActorDailiesTable,
 		UsageActorMonthliesTable,
 		UsageDailiesTable,
@@ -572,5 +649,8 @@ var (
 func init() {
 	AssetNamesTable.ForeignKeys[0].RefTable = AssetsTable
 	ExternalIdsTable.ForeignKeys[0].RefTable = AssetsTable
+	TidemarkIcebergTablesTable.Annotation = &entsql.Annotation{
+		Table: "tidemark_iceberg_tables",
+	}
 	OwnersTable.ForeignKeys[0].RefTable = AssetsTable
 }

@@ -27,6 +27,15 @@ type ColumnEdge func(*sql.Selector)
 // ExternalID is the predicate function for externalid builders.
 type ExternalID func(*sql.Selector)
 
+// IcebergManifest is the predicate function for icebergmanifest builders.
+type IcebergManifest func(*sql.Selector)
+
+// IcebergManifestList is the predicate function for icebergmanifestlist builders.
+type IcebergManifestList func(*sql.Selector)
+
+// IcebergTable is the predicate function for icebergtable builders.
+type IcebergTable func(*sql.Selector)
+
 // IdempotencyKey is the predicate function for idempotencykey builders.
 type IdempotencyKey func(*sql.Selector)
 
@@ -47,6 +56,9 @@ type Run func(*sql.Selector)
 
 // RunIO is the predicate function for runio builders.
 type RunIO func(*sql.Selector)
+
+// TableSync is the predicate function for tablesync builders.
+type TableSync func(*sql.Selector)
 
 // UsageActorDaily is the predicate function for usageactordaily builders.
 type UsageActorDaily func(*sql.Selector)

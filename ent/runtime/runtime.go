@@ -8,10 +8,14 @@ import (
 	"github.com/tidemark/tidemark/ent/asset"
 	"github.com/tidemark/tidemark/ent/auditevent"
 	"github.com/tidemark/tidemark/ent/columnedge"
+	"github.com/tidemark/tidemark/ent/icebergmanifest"
+	"github.com/tidemark/tidemark/ent/icebergmanifestlist"
+	"github.com/tidemark/tidemark/ent/icebergtable"
 	"github.com/tidemark/tidemark/ent/lineageedge"
 	"github.com/tidemark/tidemark/ent/lineageevent"
 	"github.com/tidemark/tidemark/ent/run"
 	"github.com/tidemark/tidemark/ent/schema"
+	"github.com/tidemark/tidemark/ent/tablesync"
 	"github.com/tidemark/tidemark/ent/usageactordaily"
 	"github.com/tidemark/tidemark/ent/usageactormonthly"
 	"github.com/tidemark/tidemark/ent/usagedaily"
@@ -87,6 +91,50 @@ func init() {
 	columnedgeDescLastRunID := columnedgeFields[10].Descriptor()
 	// columnedge.DefaultLastRunID holds the default value on creation for the last_run_id field.
 	columnedge.DefaultLastRunID = columnedgeDescLastRunID.Default.(string)
+	icebergmanifestMixin := schema.IcebergManifest{}.Mixin()
+	icebergmanifestMixinFields0 := icebergmanifestMixin[0].Fields()
+	_ = icebergmanifestMixinFields0
+	icebergmanifestFields := schema.IcebergManifest{}.Fields()
+	_ = icebergmanifestFields
+	// icebergmanifestDescID is the schema descriptor for id field.
+	icebergmanifestDescID := icebergmanifestMixinFields0[0].Descriptor()
+	// icebergmanifest.DefaultID holds the default value on creation for the id field.
+	icebergmanifest.DefaultID = icebergmanifestDescID.Default.(func() uuid.UUID)
+	icebergmanifestlistMixin := schema.IcebergManifestList{}.Mixin()
+	icebergmanifestlistMixinFields0 := icebergmanifestlistMixin[0].Fields()
+	_ = icebergmanifestlistMixinFields0
+	icebergmanifestlistFields := schema.IcebergManifestList{}.Fields()
+	_ = icebergmanifestlistFields
+	// icebergmanifestlistDescID is the schema descriptor for id field.
+	icebergmanifestlistDescID := icebergmanifestlistMixinFields0[0].Descriptor()
+	// icebergmanifestlist.DefaultID holds the default value on creation for the id field.
+	icebergmanifestlist.DefaultID = icebergmanifestlistDescID.Default.(func() uuid.UUID)
+	icebergtableFields := schema.IcebergTable{}.Fields()
+	_ = icebergtableFields
+	// icebergtableDescConnection is the schema descriptor for connection field.
+	icebergtableDescConnection := icebergtableFields[1].Descriptor()
+	// icebergtable.DefaultConnection holds the default value on creation for the connection field.
+	icebergtable.DefaultConnection = icebergtableDescConnection.Default.(string)
+	// icebergtableDescIdentifier is the schema descriptor for identifier field.
+	icebergtableDescIdentifier := icebergtableFields[2].Descriptor()
+	// icebergtable.DefaultIdentifier holds the default value on creation for the identifier field.
+	icebergtable.DefaultIdentifier = icebergtableDescIdentifier.Default.(string)
+	// icebergtableDescFormatVersion is the schema descriptor for format_version field.
+	icebergtableDescFormatVersion := icebergtableFields[6].Descriptor()
+	// icebergtable.DefaultFormatVersion holds the default value on creation for the format_version field.
+	icebergtable.DefaultFormatVersion = icebergtableDescFormatVersion.Default.(int)
+	// icebergtableDescInspection is the schema descriptor for inspection field.
+	icebergtableDescInspection := icebergtableFields[10].Descriptor()
+	// icebergtable.DefaultInspection holds the default value on creation for the inspection field.
+	icebergtable.DefaultInspection = icebergtableDescInspection.Default.(string)
+	// icebergtableDescHealth is the schema descriptor for health field.
+	icebergtableDescHealth := icebergtableFields[11].Descriptor()
+	// icebergtable.DefaultHealth holds the default value on creation for the health field.
+	icebergtable.DefaultHealth = icebergtableDescHealth.Default.(string)
+	// icebergtableDescError is the schema descriptor for error field.
+	icebergtableDescError := icebergtableFields[12].Descriptor()
+	// icebergtable.DefaultError holds the default value on creation for the error field.
+	icebergtable.DefaultError = icebergtableDescError.Default.(string)
 	lineageedgeFields := schema.LineageEdge{}.Fields()
 	_ = lineageedgeFields
 	// lineageedgeDescLastRunID is the schema descriptor for last_run_id field.
@@ -124,6 +172,15 @@ func init() {
 	runDescEventCount := runFields[10].Descriptor()
 	// run.DefaultEventCount holds the default value on creation for the event_count field.
 	run.DefaultEventCount = runDescEventCount.Default.(int)
+	tablesyncMixin := schema.TableSync{}.Mixin()
+	tablesyncMixinFields0 := tablesyncMixin[0].Fields()
+	_ = tablesyncMixinFields0
+	tablesyncFields := schema.TableSync{}.Fields()
+	_ = tablesyncFields
+	// tablesyncDescID is the schema descriptor for id field.
+	tablesyncDescID := tablesyncMixinFields0[0].Descriptor()
+	// tablesync.DefaultID holds the default value on creation for the id field.
+	tablesync.DefaultID = tablesyncDescID.Default.(func() uuid.UUID)
 	usageactordailyFields := schema.UsageActorDaily{}.Fields()
 	_ = usageactordailyFields
 	// usageactordailyDescReads is the schema descriptor for reads field.

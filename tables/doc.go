@@ -1,0 +1,10 @@
+// Package tables owns Tidemark's knowledge of Apache Iceberg tables: binding each table to an
+// asset through its table-uuid, registering tables by metadata location, syncing them from
+// configured Iceberg catalogs (a reconciliation that adds, renames and marks deleted, never
+// touching a file), inspecting their snapshots, manifests and files through iceberg-go, and
+// computing layout health with recommendations.
+//
+// Manifest lists and manifests are immutable, so what was read from each is cached in the
+// database by path: a refresh after new commits reads only the new ones. The cache is also the
+// record the cleanup scans compare storage against.
+package tables

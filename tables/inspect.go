@@ -1,0 +1,97 @@
+package tables
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+)
+
+// inspect walks every retained snapshot of the metadata through the reader and computes the
+// inspection and the current snapshot's health. The current snapshot is read first so its
+// entries feed the health figures as they are decoded.
+func inspect(ctx context.Context, r *reader, meta table.Metadata, metadataLocation string, small int64, now time.Time) (Inspection, Health, error) {
+	in := Inspection{MetadataLocation: metadataLocation, Snapshots: []Snapshot{}, MetadataLog: []MetadataFile{}}
+	for m := range meta.PreviousFiles() {
+		in.MetadataLog = append(in.MetadataLog, MetadataFile{Path: m.MetadataFile, At: time.UnixMilli(m.TimestampMs).UTC()})
+	}
+	for s := range meta.Statistics() {
+		in.Statistics = append(in.Statistics, StatsFile{SnapshotID: s.SnapshotID, Path: s.StatisticsPath, Size: s.FileSizeInBytes})
+	}
+	for s := range meta.PartitionStatistics() {
+		in.PartitionStats = append(in.PartitionStats, StatsFile{SnapshotID: s.SnapshotID, Path: s.StatisticsPath, Size: s.FileSizeInBytes})
+	}
+	for _, spec := range meta.PartitionSpecs() {
+		sp := Spec{ID: spec.ID(), Fields: []SpecField{}}
+		for _, f := range spec.Fields() {
+			sp.Fields = append(sp.Fields, SpecField{FieldID: f.FieldID, Name: f.Name, Transform: f.Transform.String()})
+		}
+		in.Specs = append(in.Specs, sp)
+	}
+
+	acc := newHealthAcc(in.Specs, small)
+	var curID *int64
+	cur := meta.CurrentSnapshot()
+	snaps := meta.Snapshots()
+	order := make([]int, 0, len(snaps))
+	for i, s := range snaps {
+		if cur != nil && s.SnapshotID == cur.SnapshotID {
+			order = append([]int{i}, order...)
+			id := s.SnapshotID
+			curID = &id
+		} else {
+			order = append(order, i)
+		}
+	}
+	out := make([]Snapshot, len(snaps))
+	perSnap := make([]int64, 0, len(snaps))
+	var curManifests int
+	var curEntries int64
+	for _, i := range order {
+		if err := ctx.Err(); err != nil {
+			return in, Health{}, err
+		}
+		s := snaps[i]
+		isCur := curID != nil && s.SnapshotID == *curID
+		snap := Snapshot{ID: s.SnapshotID, ParentID: s.ParentSnapshotID, SequenceNumber: s.SequenceNumber,
+			At: time.UnixMilli(s.TimestampMs).UTC(), Current: isCur, ManifestList: s.ManifestList}
+		if s.Summary != nil {
+			snap.Operation = string(s.Summary.Operation)
+			snap.Summary = s.Summary.Properties
+		}
+		refs, err := r.manifests(ctx, s)
+		if err != nil {
+			return in, Health{}, err
+		}
+		for _, ref := range refs {
+			var each func(entry)
+			if isCur {
+				each = acc.add
+			}
+			a, err := r.agg(ctx, s, ref, each)
+			if err != nil {
+				return in, Health{}, fmt.Errorf("snapshot %d: %w", s.SnapshotID, err)
+			}
+			if ref.Content == 0 {
+				snap.DataManifests++
+			} else {
+				snap.DeleteManifests++
+			}
+			snap.DataFiles += a.dataFiles
+			snap.DeleteFiles += a.deletes
+			snap.Records += a.records
+			snap.Bytes += a.bytes
+			snap.ManifestEntries += a.entries
+		}
+		perSnap = append(perSnap, int64(len(refs)))
+		if isCur {
+			curManifests, curEntries = len(refs), snap.ManifestEntries
+		}
+		out[i] = snap
+	}
+	in.Snapshots = out
+	r.rep.Snapshots = len(out)
+	h := acc.finish(now, curID, curManifests, curEntries, perSnap, out, len(in.MetadataLog)+1, meta.Properties())
+	return in, h, nil
+}

@@ -1,0 +1,159 @@
+package tables_test
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/ent/storage"
+	"github.com/tidemark/tidemark/ent/storage/storagetest"
+	"github.com/tidemark/tidemark/tables"
+)
+
+var t0 = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+
+// TestInspectionMatchesIcebergListing writes real tables through several appends, an
+// overwrite, a delete and hourly partitions, registers them by metadata location, and checks
+// that every retained snapshot lists exactly the files iceberg-go itself lists.
+func TestInspectionMatchesIcebergListing(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		l := newLake(t)
+		c := &clock{t: t0.Add(48 * time.Hour)}
+		svc, cat := newService(t, db, c)
+
+		plain := l.create("db.plain", nil)
+		for i := range 3 {
+			plain = l.append(plain, rows(i*10, 5, t0))
+		}
+		var err error
+		if plain, err = plain.Overwrite(ctx, l.record(plain, rows(100, 4, t0)), nil); err != nil {
+			t.Fatalf("overwrite: %v", err)
+		}
+		plain = l.append(plain, rows(200, 3, t0))
+		if plain, err = plain.Delete(ctx, iceberg.EqualTo(iceberg.Reference("id"), int64(201)), nil); err != nil {
+			t.Fatalf("delete: %v", err)
+		}
+
+		hourly := l.create("db.hourly", hourSpec())
+		hourly = l.append(hourly, rows(0, 30, t0))  // 30 hours
+		hourly = l.append(hourly, rows(30, 30, t0)) // the same 30 hours again
+
+		for _, tc := range []struct {
+			name      string
+			tbl       *table.Table
+			snapshots int
+		}{
+			{"plain", plain, 6},
+			{"hourly", hourly, 2},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				tb, rep, err := svc.Register(ctx, tables.RegisterInput{MetadataLocation: tc.tbl.MetadataLocation()})
+				if err != nil {
+					t.Fatalf("register: %v", err)
+				}
+				if tb.TableUUID != tc.tbl.Metadata().TableUUID().String() {
+					t.Fatalf("table uuid %s, want %s", tb.TableUUID, tc.tbl.Metadata().TableUUID())
+				}
+				if rep.Snapshots != tc.snapshots || len(tc.tbl.Metadata().Snapshots()) != tc.snapshots {
+					t.Fatalf("report has %d snapshots, metadata %d, want %d", rep.Snapshots, len(tc.tbl.Metadata().Snapshots()), tc.snapshots)
+				}
+				in, err := svc.Inspection(ctx, tb.AssetID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(in.Snapshots) != tc.snapshots {
+					t.Fatalf("inspection has %d snapshots, want %d", len(in.Snapshots), tc.snapshots)
+				}
+				for _, s := range tc.tbl.Metadata().Snapshots() {
+					want := l.files(tc.tbl, s)
+					got := listed(t, svc, tb.AssetID, s.SnapshotID, 2)
+					if !maps.Equal(got, want) {
+						t.Errorf("snapshot %d (%s): listed %v\niceberg-go lists %v", s.SnapshotID, s.Summary.Operation, got, want)
+					}
+					var sum tables.Snapshot
+					for _, is := range in.Snapshots {
+						if is.ID == s.SnapshotID {
+							sum = is
+						}
+					}
+					var recs int64
+					for _, f := range want {
+						recs += f[1]
+					}
+					if sum.DataFiles != int64(len(want)) || sum.Records != recs {
+						t.Errorf("snapshot %d summary: %d files %d records, want %d and %d", s.SnapshotID, sum.DataFiles, sum.Records, len(want), recs)
+					}
+				}
+				prev := 0
+				for range tc.tbl.Metadata().PreviousFiles() {
+					prev++
+				}
+				if len(in.MetadataLog) != prev || prev == 0 {
+					t.Errorf("metadata log %d entries, want %d", len(in.MetadataLog), prev)
+				}
+				// Registering the same metadata again reads nothing new.
+				_, again, err := svc.Register(ctx, tables.RegisterInput{MetadataLocation: tc.tbl.MetadataLocation()})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if again.ManifestsRead != 0 || again.ManifestListsRead != 0 || tb.AssetID != mustResolve(t, cat, tc.tbl).ID {
+					t.Errorf("second register read %d manifests and %d lists, want 0 and 0", again.ManifestsRead, again.ManifestListsRead)
+				}
+			})
+		}
+
+		// Health of the hourly table: 30 hourly partitions of 2 tiny files each.
+		id := mustResolve(t, cat, hourly).ID
+		h, err := svc.Health(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Partitions != 30 || h.DataFiles != 60 || h.SmallFiles != 60 || h.FilesPerPartition.Max != 2 || h.Records != 60 {
+			t.Errorf("health = %d partitions, %d files, %d small, max %d per partition, %d records; want 30, 60, 60, 2, 60",
+				h.Partitions, h.DataFiles, h.SmallFiles, h.FilesPerPartition.Max, h.Records)
+		}
+		if h.SnapshotsRetained != 2 || h.Manifests != 2 || h.ScanEntries != 60 {
+			t.Errorf("health = %d snapshots, %d manifests, %d scan entries; want 2, 2, 60", h.SnapshotsRetained, h.Manifests, h.ScanEntries)
+		}
+		if h.MetadataFilesRetained != 3 { // create, two appends
+			t.Errorf("metadata files retained = %d, want 3", h.MetadataFilesRetained)
+		}
+		var small bool
+		for _, r := range h.Recommendations {
+			if r.Code == "small_files" {
+				small = true
+			}
+		}
+		if !small {
+			t.Errorf("no small_files recommendation for 60 tiny files: %+v", h.Recommendations)
+		}
+
+		// Bad input: nothing is written.
+		n, _ := db.Client.IcebergTable.Query().Count(ctx)
+		for _, loc := range []string{"", "file:///nowhere/metadata/v1.metadata.json", "file://" + l.dir + "/catalog.db"} {
+			_, _, err := svc.Register(ctx, tables.RegisterInput{MetadataLocation: loc})
+			if !errors.Is(err, catalog.ErrInvalid) {
+				t.Errorf("register %q: err = %v, want invalid input", loc, err)
+			}
+		}
+		if m, _ := db.Client.IcebergTable.Query().Count(ctx); m != n {
+			t.Errorf("bad registrations wrote %d rows", m-n)
+		}
+	})
+}
+
+func mustResolve(t *testing.T, cat *catalog.Catalog, tbl *table.Table) catalog.Ref {
+	t.Helper()
+	ref, ok, err := cat.LookupExternal(context.Background(), catalog.SystemIcebergTable, tbl.Metadata().TableUUID().String())
+	if err != nil || !ok {
+		t.Fatalf("table %s not bound: %v", tbl.Metadata().TableUUID(), err)
+	}
+	return ref
+}

@@ -1,0 +1,453 @@
+package tables
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
+
+	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/ent"
+	"github.com/tidemark/tidemark/ent/icebergtable"
+)
+
+// Service registers, syncs and inspects Iceberg tables.
+type Service struct {
+	db      *ent.Client
+	cat     *catalog.Catalog
+	now     func() time.Time
+	log     *slog.Logger
+	small   int64
+	ioProps iceberg.Properties
+	conns   []*Connection
+}
+
+// Option configures a Service.
+type Option func(*Service)
+
+// WithClock sets the clock (tests).
+func WithClock(now func() time.Time) Option { return func(s *Service) { s.now = now } }
+
+// WithLogger sets the logger.
+func WithLogger(l *slog.Logger) Option { return func(s *Service) { s.log = l } }
+
+// WithSmallFile sets the size under which a data file counts as small (default 32 MiB).
+func WithSmallFile(bytes int64) Option { return func(s *Service) { s.small = bytes } }
+
+// WithIOProperties sets the iceberg-go IO properties (s3.endpoint, credentials, ...) used for
+// tables registered by metadata location.
+func WithIOProperties(p iceberg.Properties) Option { return func(s *Service) { s.ioProps = p } }
+
+// WithConnections sets the Iceberg catalog connections the sync reads.
+func WithConnections(c ...*Connection) Option {
+	return func(s *Service) { s.conns = append(s.conns, c...) }
+}
+
+// New returns a Service.
+func New(db *ent.Client, cat *catalog.Catalog, opts ...Option) (*Service, error) {
+	s := &Service{db: db, cat: cat, now: time.Now, log: slog.New(slog.DiscardHandler), small: DefaultSmallFile}
+	for _, o := range opts {
+		o(s)
+	}
+	if s.small <= 0 {
+		return nil, fmt.Errorf("tables: small-file size must be positive, not %d", s.small)
+	}
+	seen := map[string]bool{}
+	for _, c := range s.conns {
+		if seen[c.Name] {
+			return nil, fmt.Errorf("tables: two Iceberg catalog connections are named %q", c.Name)
+		}
+		seen[c.Name] = true
+	}
+	return s, nil
+}
+
+// Connections returns the configured connections.
+func (s *Service) Connections() []*Connection { return s.conns }
+
+func (s *Service) clock() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
+
+func (s *Service) connection(name string) *Connection {
+	for _, c := range s.conns {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// RegisterInput registers one table by its metadata location.
+type RegisterInput struct {
+	MetadataLocation string
+	// Namespace and Name name the asset; empty means the storage location named the way
+	// OpenLineage names datasets (namespace "file" or "s3://bucket", name the path).
+	Namespace, Name string
+}
+
+// Register loads the table at a metadata location, binds it to an asset (the one already
+// bound to its table-uuid, else a new one) and inspects it. Registering a newer metadata
+// location of a known table moves it forward.
+func (s *Service) Register(ctx context.Context, in RegisterInput) (Table, RefreshReport, error) {
+	loc := strings.TrimSpace(in.MetadataLocation)
+	if loc == "" {
+		return Table{}, RefreshReport{}, invalid("metadata_location", "metadata_location is empty: give the URI of a table's metadata JSON file, e.g. s3://bucket/db/orders/metadata/00003-....metadata.json")
+	}
+	if (in.Namespace == "") != (in.Name == "") {
+		return Table{}, RefreshReport{}, invalid("name", "give both namespace and name, or neither")
+	}
+	if in.Name != "" {
+		if err := catalog.ValidateName(in.Namespace, in.Name); err != nil {
+			return Table{}, RefreshReport{}, err
+		}
+	}
+	tbl, err := s.loadLocation(ctx, loc)
+	if err != nil {
+		return Table{}, RefreshReport{}, invalid("metadata_location", "could not load Iceberg table metadata from %s: %v", loc, err)
+	}
+	ns, name := in.Namespace, in.Name
+	rename := name != ""
+	if !rename {
+		ns, name = LocationName(tbl.Metadata().Location())
+	}
+	id, _, err := s.bind(ctx, tbl, "", "", ns, name, rename)
+	if err != nil {
+		return Table{}, RefreshReport{}, err
+	}
+	rep, err := s.inspectAndStore(ctx, id, tbl)
+	if err != nil {
+		return Table{}, rep, err
+	}
+	t, err := s.Get(ctx, id)
+	return t, rep, err
+}
+
+func (s *Service) loadLocation(ctx context.Context, loc string) (*table.Table, error) {
+	return table.NewFromLocation(ctx, table.Identifier{"registered"}, loc, icebergio.LoadFSFunc(s.ioProps, loc), nil)
+}
+
+// bind finds or creates the asset for a loaded table and records the table row. A known
+// table-uuid under another name is a rename of the same asset when rename is set. It returns
+// what it did: "added", "renamed", "restored" or "".
+func (s *Service) bind(ctx context.Context, tbl *table.Table, conn, ident, ns, name string, rename bool) (uuid.UUID, string, error) {
+	meta := tbl.Metadata()
+	tuuid := meta.TableUUID().String()
+	uuidID := catalog.ExternalIDInput{System: catalog.SystemIcebergTable, Value: tuuid}
+	locNS, locName := LocationName(meta.Location())
+	locID := catalog.SymlinkID(locNS, locName)
+
+	var id uuid.UUID
+	var action string
+	ref, ok, err := s.cat.LookupExternal(ctx, uuidID.System, uuidID.Value)
+	if err != nil {
+		return uuid.Nil, "", err
+	}
+	if ok {
+		id = ref.ID
+		a, err := s.cat.Get(ctx, id)
+		if err != nil {
+			return uuid.Nil, "", err
+		}
+		if a.Status == catalog.StatusDeleted {
+			if _, err := s.cat.Restore(ctx, id, catalog.AnyVersion); err != nil {
+				return uuid.Nil, "", fmt.Errorf("restore asset %s of table %s: %w", id, tuuid, err)
+			}
+			action = "restored"
+			if a, err = s.cat.Get(ctx, id); err != nil {
+				return uuid.Nil, "", err
+			}
+		}
+		if rename && (a.Namespace != ns || a.Name != name) {
+			if _, err := s.cat.Rename(ctx, id, catalog.AnyVersion, ns, name); err != nil {
+				return uuid.Nil, "", fmt.Errorf("rename asset %s to %s.%s: %w", id, ns, name, err)
+			}
+			if action == "" {
+				action = "renamed"
+			}
+		}
+	} else {
+		// Adopt an asset that lineage or a person created under the table's name or location
+		// before the catalog knew the table, unless it is bound to another Iceberg table.
+		if id, err = s.adoptable(ctx, ns, name); err == nil && id == uuid.Nil {
+			id, err = s.adoptable(ctx, locNS, locName)
+		}
+		if err != nil {
+			return uuid.Nil, "", err
+		}
+		if id == uuid.Nil {
+			res, err := s.cat.Create(ctx, catalog.CreateInput{Kind: catalog.KindTable, Namespace: ns, Name: name, ExternalIDs: []catalog.ExternalIDInput{uuidID}})
+			if err != nil {
+				return uuid.Nil, "", fmt.Errorf("create asset %s.%s for table %s: %w", ns, name, tuuid, err)
+			}
+			id = res.Asset.ID
+		} else if rename {
+			if _, err := s.cat.Rename(ctx, id, catalog.AnyVersion, ns, name); err != nil {
+				return uuid.Nil, "", fmt.Errorf("rename asset %s to %s.%s: %w", id, ns, name, err)
+			}
+		}
+		action = "added"
+	}
+	if _, err := s.cat.BindExternalID(ctx, id, uuidID); err != nil {
+		return uuid.Nil, "", err
+	}
+	if _, err := s.cat.BindExternalID(ctx, id, locID); err != nil {
+		if !errors.Is(err, catalog.ErrConflict) {
+			return uuid.Nil, "", err
+		}
+		s.log.Warn("table location already bound to another asset", "asset_id", id, "location", meta.Location(), "err", err)
+	}
+	return id, action, s.upsertRow(ctx, id, tbl, conn, ident)
+}
+
+// adoptable returns the live asset holding a name when no Iceberg table is bound to it.
+func (s *Service) adoptable(ctx context.Context, ns, name string) (uuid.UUID, error) {
+	ref, ok, err := s.cat.Lookup(ctx, catalog.SpaceDataset, ns, name)
+	if err != nil || !ok || ref.Former || ref.Deleted {
+		return uuid.Nil, err
+	}
+	a, err := s.cat.Get(ctx, ref.ID)
+	if err != nil {
+		return uuid.Nil, err
+	}
+	for _, x := range a.ExternalIDs {
+		if x.System == catalog.SystemIcebergTable {
+			return uuid.Nil, nil
+		}
+	}
+	if a.Kind == catalog.KindJob {
+		return uuid.Nil, nil
+	}
+	return a.ID, nil
+}
+
+func (s *Service) upsertRow(ctx context.Context, id uuid.UUID, tbl *table.Table, conn, ident string) error {
+	meta := tbl.Metadata()
+	now := s.clock()
+	var cur *int64
+	if c := meta.CurrentSnapshot(); c != nil {
+		v := c.SnapshotID
+		cur = &v
+	}
+	last := time.UnixMilli(meta.LastUpdatedMillis()).UTC()
+	row, err := s.db.IcebergTable.Get(ctx, id)
+	switch {
+	case ent.IsNotFound(err):
+		return s.db.IcebergTable.Create().SetID(id).SetConnection(conn).SetIdentifier(ident).
+			SetTableUUID(meta.TableUUID().String()).SetLocation(meta.Location()).
+			SetMetadataLocation(tbl.MetadataLocation()).SetFormatVersion(meta.Version()).
+			SetNillableCurrentSnapshotID(cur).SetLastUpdatedAt(last).
+			SetCreatedAt(now).SetUpdatedAt(now).Exec(ctx)
+	case err != nil:
+		return err
+	}
+	u := row.Update().SetTableUUID(meta.TableUUID().String()).SetLocation(meta.Location()).
+		SetMetadataLocation(tbl.MetadataLocation()).SetFormatVersion(meta.Version()).
+		SetNillableCurrentSnapshotID(cur).SetLastUpdatedAt(last).ClearGoneAt().SetUpdatedAt(now)
+	if cur == nil {
+		u.ClearCurrentSnapshotID()
+	}
+	if conn != "" || row.Connection == "" {
+		u.SetConnection(conn).SetIdentifier(ident)
+	}
+	return u.Exec(ctx)
+}
+
+// inspectAndStore inspects the loaded table and stores inspection and health on its row, or
+// records the error on the row and returns it.
+func (s *Service) inspectAndStore(ctx context.Context, id uuid.UUID, tbl *table.Table) (RefreshReport, error) {
+	start := time.Now()
+	rep := RefreshReport{AssetID: id, MetadataLocation: tbl.MetadataLocation()}
+	r := newReader(s.db, tbl.FS, s.clock, &rep)
+	in, h, err := inspect(ctx, r, tbl.Metadata(), tbl.MetadataLocation(), s.small, s.clock())
+	rep.Duration = time.Since(start).Round(time.Millisecond).String()
+	if err != nil {
+		return rep, s.recordError(ctx, id, err)
+	}
+	inJSON, err := json.Marshal(in)
+	if err != nil {
+		return rep, err
+	}
+	hJSON, err := json.Marshal(h)
+	if err != nil {
+		return rep, err
+	}
+	now := s.clock()
+	return rep, s.db.IcebergTable.UpdateOneID(id).SetInspection(string(inJSON)).SetHealth(string(hJSON)).
+		SetRefreshedAt(now).SetError("").ClearErrorAt().SetUpdatedAt(now).Exec(ctx)
+}
+
+// recordError stores a load or inspection error on the table row (when there is one) and
+// returns the error, marked as the table's.
+func (s *Service) recordError(ctx context.Context, id uuid.UUID, cause error) error {
+	msg := cause.Error()
+	if len(msg) > 4000 {
+		msg = msg[:4000] + "..."
+	}
+	now := s.clock()
+	if err := s.db.IcebergTable.UpdateOneID(id).SetError(msg).SetErrorAt(now).SetUpdatedAt(now).Exec(ctx); err != nil && !ent.IsNotFound(err) {
+		return errors.Join(cause, err)
+	}
+	return &TableError{AssetID: id, Err: cause}
+}
+
+// TableError is a load or inspection failure of one table; it is recorded on the table.
+type TableError struct {
+	AssetID uuid.UUID
+	Err     error
+}
+
+func (e *TableError) Error() string { return fmt.Sprintf("table %s: %v", e.AssetID, e.Err) }
+func (e *TableError) Unwrap() error { return e.Err }
+
+// Refresh reloads a table's metadata (through its catalog connection, else from its metadata
+// location) and inspects it, reading only manifests it has not read before.
+func (s *Service) Refresh(ctx context.Context, id uuid.UUID) (RefreshReport, error) {
+	row, err := s.row(ctx, id)
+	if err != nil {
+		return RefreshReport{}, err
+	}
+	var tbl *table.Table
+	if row.Connection != "" {
+		c := s.connection(row.Connection)
+		if c == nil {
+			return RefreshReport{}, s.recordError(ctx, id, fmt.Errorf("the Iceberg catalog connection %q is no longer configured", row.Connection))
+		}
+		cat, err := c.Catalog(ctx)
+		if err != nil {
+			return RefreshReport{}, fmt.Errorf("connection %s: %w", c.Name, err)
+		}
+		if tbl, err = cat.LoadTable(ctx, splitIdent(row.Identifier)); err != nil {
+			return RefreshReport{}, s.recordError(ctx, id, fmt.Errorf("load %s from %s: %w", row.Identifier, c.Name, err))
+		}
+	} else if tbl, err = s.loadLocation(ctx, row.MetadataLocation); err != nil {
+		return RefreshReport{}, s.recordError(ctx, id, fmt.Errorf("load %s: %w", row.MetadataLocation, err))
+	}
+	if tbl.Metadata().TableUUID().String() != row.TableUUID {
+		return RefreshReport{}, s.recordError(ctx, id, fmt.Errorf("the table at %s now has table-uuid %s, not %s: it was replaced; sync or register it again", tbl.MetadataLocation(), tbl.Metadata().TableUUID(), row.TableUUID))
+	}
+	if err := s.upsertRow(ctx, id, tbl, row.Connection, row.Identifier); err != nil {
+		return RefreshReport{}, err
+	}
+	return s.inspectAndStore(ctx, id, tbl)
+}
+
+func (s *Service) row(ctx context.Context, id uuid.UUID) (*ent.IcebergTable, error) {
+	row, err := s.db.IcebergTable.Get(ctx, id)
+	if ent.IsNotFound(err) {
+		return nil, &catalog.Error{Kind: catalog.ErrNotFound, Message: fmt.Sprintf("asset %s is not a known Iceberg table", id)}
+	}
+	return row, err
+}
+
+// Get returns a table.
+func (s *Service) Get(ctx context.Context, id uuid.UUID) (Table, error) {
+	row, err := s.row(ctx, id)
+	if err != nil {
+		return Table{}, err
+	}
+	return toTable(row), nil
+}
+
+// List returns tables in asset-ID order after a cursor.
+func (s *Service) List(ctx context.Context, after uuid.UUID, limit int) ([]Table, bool, error) {
+	q := s.db.IcebergTable.Query().Order(ent.Asc(icebergtable.FieldID)).Limit(limit + 1)
+	if after != uuid.Nil {
+		q.Where(icebergtable.IDGT(after))
+	}
+	rows, err := q.All(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	more := len(rows) > limit
+	if more {
+		rows = rows[:limit]
+	}
+	out := make([]Table, len(rows))
+	for i, r := range rows {
+		out[i] = toTable(r)
+	}
+	return out, more, nil
+}
+
+// Inspection returns the stored inspection of a table; ErrNotFound when it was never inspected.
+func (s *Service) Inspection(ctx context.Context, id uuid.UUID) (Inspection, error) {
+	row, err := s.row(ctx, id)
+	if err != nil {
+		return Inspection{}, err
+	}
+	var in Inspection
+	if row.Inspection == "" {
+		return in, notInspected(row)
+	}
+	return in, json.Unmarshal([]byte(row.Inspection), &in)
+}
+
+// Health returns the stored health of a table.
+func (s *Service) Health(ctx context.Context, id uuid.UUID) (Health, error) {
+	row, err := s.row(ctx, id)
+	if err != nil {
+		return Health{}, err
+	}
+	var h Health
+	if row.Health == "" {
+		return h, notInspected(row)
+	}
+	return h, json.Unmarshal([]byte(row.Health), &h)
+}
+
+func notInspected(row *ent.IcebergTable) error {
+	msg := fmt.Sprintf("table %s has not been inspected yet", row.ID)
+	if row.Error != "" {
+		msg += "; the last attempt failed: " + row.Error
+	}
+	return &catalog.Error{Kind: catalog.ErrNotFound, Message: msg}
+}
+
+func toTable(r *ent.IcebergTable) Table {
+	return Table{AssetID: r.ID, Connection: r.Connection, Identifier: r.Identifier, TableUUID: r.TableUUID,
+		Location: r.Location, MetadataLocation: r.MetadataLocation, FormatVersion: r.FormatVersion,
+		CurrentSnapshotID: r.CurrentSnapshotID, LastUpdatedAt: r.LastUpdatedAt, RefreshedAt: r.RefreshedAt,
+		Error: r.Error, ErrorAt: r.ErrorAt, GoneAt: r.GoneAt, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+}
+
+func invalid(field, format string, args ...any) error {
+	return &catalog.Error{Kind: catalog.ErrInvalid, Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// LocationName names a storage location the way OpenLineage names datasets: namespace "file"
+// and the path for local files; otherwise "scheme://authority" and the path without its
+// leading slash (s3a and s3n are s3).
+func LocationName(loc string) (string, string) {
+	loc = strings.TrimRight(loc, "/")
+	u, err := url.Parse(loc)
+	if err != nil || u.Scheme == "" || u.Scheme == "file" {
+		p := loc
+		if err == nil && u.Scheme == "file" {
+			p = u.Path
+		}
+		return "file", p
+	}
+	scheme := u.Scheme
+	if scheme == "s3a" || scheme == "s3n" {
+		scheme = "s3"
+	}
+	auth := u.Host
+	if u.User != nil {
+		auth = u.User.String() + "@" + u.Host
+	}
+	path := u.Path
+	if scheme != "hdfs" {
+		path = strings.TrimPrefix(path, "/")
+	}
+	return scheme + "://" + auth, path
+}
+
+func splitIdent(s string) table.Identifier { return strings.Split(s, ".") }
