@@ -149,6 +149,7 @@ func (s *Service) syncConnection(ctx context.Context, c *Connection) (Connection
 	// 1. List: every namespace (nested ones too) and its tables; load each table.
 	var tables []table.Identifier
 	queue := []table.Identifier{nil}
+	visited := map[string]bool{}
 	for len(queue) > 0 {
 		parent := queue[0]
 		queue = queue[1:]
@@ -163,9 +164,14 @@ func (s *Service) syncConnection(ctx context.Context, c *Connection) (Connection
 			continue
 		}
 		for _, ns := range nss {
-			if parent != nil && len(ns) <= len(parent) {
-				ns = append(slices.Clone(parent), ns...) // catalogs that answer with relative names
+			if !slices.Equal(ns[:min(len(parent), len(ns))], parent) {
+				ns = append(slices.Clone(parent), ns...) // a catalog that answers with relative names
 			}
+			key := strings.Join(ns, ".")
+			if len(ns) <= len(parent) || visited[key] {
+				continue // some catalogs list the parent itself among its children
+			}
+			visited[key] = true
 			cr.Namespaces++
 			queue = append(queue, ns)
 			for id, err := range cat.ListTables(ctx, ns) {
