@@ -21,6 +21,7 @@ import (
 	"github.com/tidemark/tidemark/ent/storage/storagetest"
 	"github.com/tidemark/tidemark/handlers"
 	"github.com/tidemark/tidemark/lineage"
+	"github.com/tidemark/tidemark/tables"
 	"github.com/tidemark/tidemark/usage"
 )
 
@@ -67,7 +68,12 @@ func startServer(t testing.TB, db *storage.DB, tweak func(*handlers.Config)) *se
 	if err := lin.Open(ctx); err != nil {
 		t.Fatal(err)
 	}
+	tbls, err := tables.New(db.Client, cat)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg := handlers.Config{
+		Tables:  tbls,
 		Catalog: cat,
 		Lineage: lin,
 		Usage:   use,
@@ -177,7 +183,8 @@ func (s *server) counts(t testing.TB) map[string]int {
 	out := map[string]int{}
 	for _, table := range []string{"assets", "asset_names", "external_ids", "owners", "audit_events", "idempotency_keys", "api_tokens",
 		"lineage_events", "runs", "run_ios", "lineage_edges", "column_edges", "asset_facets", "lineage_states",
-		"usage_events", "usage_dailies", "usage_actor_dailies", "usage_names"} {
+		"usage_events", "usage_dailies", "usage_actor_dailies", "usage_names",
+		"tidemark_iceberg_tables", "iceberg_manifests", "iceberg_manifest_lists", "table_syncs"} {
 		var n int
 		if err := s.DB.SQL.QueryRow("SELECT count(*) FROM " + table).Scan(&n); err != nil {
 			t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/tables"
 )
 
 // Problem is an RFC 9457 problem document, the body of every error response.
@@ -94,6 +95,7 @@ func toProblem(err error) *Problem {
 		de  *catalog.Error
 		he  *echo.HTTPError
 		mbe *http.MaxBytesError
+		te  *tables.TableError
 	)
 	switch {
 	case errors.As(err, &p):
@@ -122,6 +124,9 @@ func toProblem(err error) *Problem {
 			out.Title = "Name taken"
 		}
 		return out
+	case errors.As(err, &te):
+		// The request was fine; the table's own metadata or storage is not (recorded on it).
+		return newProblem(http.StatusBadGateway, "the Iceberg table could not be read: "+te.Err.Error())
 	case errors.As(err, &mbe):
 		return newProblem(http.StatusRequestEntityTooLarge, fmt.Sprintf("request body exceeds the limit of %d bytes", mbe.Limit))
 	case errors.As(err, &he):

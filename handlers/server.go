@@ -17,6 +17,7 @@ import (
 	"github.com/tidemark/tidemark/auth"
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/lineage"
+	"github.com/tidemark/tidemark/tables"
 	"github.com/tidemark/tidemark/usage"
 )
 
@@ -39,6 +40,8 @@ type Config struct {
 	LineageBodyLimit int64
 	// Usage records and answers usage; nil leaves those routes out.
 	Usage *usage.Service
+	// Tables registers, syncs and inspects Iceberg tables; nil leaves those routes out.
+	Tables *tables.Service
 	// Registry receives the HTTP metrics; nil makes a private one.
 	Registry *prometheus.Registry
 	Version  string
@@ -95,6 +98,7 @@ func (a *API) routes() {
 	a.assetRoutes()
 	a.lineageRoutes()
 	a.usageRoutes()
+	a.tableRoutes()
 	a.handle(operation{Method: http.MethodGet, Path: "/healthz", Summary: "Liveness and database check",
 		Tag: "ops", Open: true, Responses: map[int]any{200: healthResponse{}, 503: healthResponse{}}}, a.health)
 	a.handle(operation{Method: http.MethodGet, Path: "/metrics", Summary: "Prometheus metrics",

@@ -14,6 +14,7 @@ import (
 	"github.com/tidemark/tidemark/ent/storage"
 	"github.com/tidemark/tidemark/ent/storage/storagetest"
 	"github.com/tidemark/tidemark/tables"
+	"github.com/tidemark/tidemark/tables/tablestest"
 )
 
 var t0 = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
@@ -24,26 +25,26 @@ var t0 = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 func TestInspectionMatchesIcebergListing(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
 		ctx := context.Background()
-		l := newLake(t)
+		l := tablestest.NewLake(t)
 		c := &clock{t: t0.Add(48 * time.Hour)}
 		svc, cat := newService(t, db, c)
 
-		plain := l.create("db.plain", nil)
+		plain := l.Create("db.plain", nil)
 		for i := range 3 {
-			plain = l.append(plain, rows(i*10, 5, t0))
+			plain = l.Append(plain, tablestest.Rows(i*10, 5, t0))
 		}
 		var err error
-		if plain, err = plain.Overwrite(ctx, l.record(plain, rows(100, 4, t0)), nil); err != nil {
+		if plain, err = plain.Overwrite(ctx, l.Record(plain, tablestest.Rows(100, 4, t0)), nil); err != nil {
 			t.Fatalf("overwrite: %v", err)
 		}
-		plain = l.append(plain, rows(200, 3, t0))
+		plain = l.Append(plain, tablestest.Rows(200, 3, t0))
 		if plain, err = plain.Delete(ctx, iceberg.EqualTo(iceberg.Reference("id"), int64(201)), nil); err != nil {
 			t.Fatalf("delete: %v", err)
 		}
 
-		hourly := l.create("db.hourly", hourSpec())
-		hourly = l.append(hourly, rows(0, 30, t0))  // 30 hours
-		hourly = l.append(hourly, rows(30, 30, t0)) // the same 30 hours again
+		hourly := l.Create("db.hourly", tablestest.HourSpec())
+		hourly = l.Append(hourly, tablestest.Rows(0, 30, t0))  // 30 hours
+		hourly = l.Append(hourly, tablestest.Rows(30, 30, t0)) // the same 30 hours again
 
 		for _, tc := range []struct {
 			name      string
@@ -72,7 +73,7 @@ func TestInspectionMatchesIcebergListing(t *testing.T) {
 					t.Fatalf("inspection has %d snapshots, want %d", len(in.Snapshots), tc.snapshots)
 				}
 				for _, s := range tc.tbl.Metadata().Snapshots() {
-					want := l.files(tc.tbl, s)
+					want := l.Files(tc.tbl, s)
 					got := listed(t, svc, tb.AssetID, s.SnapshotID, 2)
 					if !maps.Equal(got, want) {
 						t.Errorf("snapshot %d (%s): listed %v\niceberg-go lists %v", s.SnapshotID, s.Summary.Operation, got, want)
@@ -137,7 +138,7 @@ func TestInspectionMatchesIcebergListing(t *testing.T) {
 
 		// Bad input: nothing is written.
 		n, _ := db.Client.IcebergTable.Query().Count(ctx)
-		for _, loc := range []string{"", "file:///nowhere/metadata/v1.metadata.json", "file://" + l.dir + "/catalog.db"} {
+		for _, loc := range []string{"", "file:///nowhere/metadata/v1.metadata.json", "file://" + l.Dir + "/catalog.db"} {
 			_, _, err := svc.Register(ctx, tables.RegisterInput{MetadataLocation: loc})
 			if !errors.Is(err, catalog.ErrInvalid) {
 				t.Errorf("register %q: err = %v, want invalid input", loc, err)

@@ -322,7 +322,7 @@ func (s *Service) Refresh(ctx context.Context, id uuid.UUID) (RefreshReport, err
 		}
 		cat, err := c.Catalog(ctx)
 		if err != nil {
-			return RefreshReport{}, fmt.Errorf("connection %s: %w", c.Name, err)
+			return RefreshReport{}, s.recordError(ctx, id, err)
 		}
 		if tbl, err = cat.LoadTable(ctx, splitIdent(row.Identifier)); err != nil {
 			return RefreshReport{}, s.recordError(ctx, id, fmt.Errorf("load %s from %s: %w", row.Identifier, c.Name, err))

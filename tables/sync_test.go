@@ -21,10 +21,11 @@ import (
 	"github.com/tidemark/tidemark/ent/storage/storagetest"
 	"github.com/tidemark/tidemark/lineage"
 	"github.com/tidemark/tidemark/tables"
+	"github.com/tidemark/tidemark/tables/tablestest"
 )
 
-func (l *lake) connection() *tables.Connection {
-	return tables.NewCatalogConnection(lakeName, "", iceberg.Properties{}, l.cat)
+func connection(l *tablestest.Lake) *tables.Connection {
+	return tables.NewCatalogConnection(tablestest.Name, "", iceberg.Properties{}, l.Cat)
 }
 
 func sync(t *testing.T, svc *tables.Service) tables.SyncReport {
@@ -46,19 +47,19 @@ func olEvent(job, at string, inputs, outputs []string) []byte {
 // symlink and the catalog facet.
 func viaCatalog(location, ident string) string {
 	return fmt.Sprintf(`{"namespace":"file","name":%q,"facets":{"symlinks":{"_producer":"p","_schemaURL":"s","identifiers":[{"namespace":"file:/warehouse","name":%q,"type":"TABLE"}]},"catalog":{"_producer":"p","_schemaURL":"s","framework":"iceberg","type":"sql","name":%q}}}`,
-		strings.TrimPrefix(location, "file://")+"/unrelated", ident, lakeName)
+		strings.TrimPrefix(location, "file://")+"/unrelated", ident, tablestest.Name)
 }
 
 // TestSyncRenameStory follows a table through a rename and a drop in a real Iceberg catalog.
 func TestSyncRenameStory(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
 		ctx := context.Background()
-		l := newLake(t)
+		l := tablestest.NewLake(t)
 		c := &clock{t: t0}
-		svc, cat := newService(t, db, c, tables.WithConnections(l.connection()))
+		svc, cat := newService(t, db, c, tables.WithConnections(connection(l)))
 		lin := lineage.New(db.Client, cat)
 
-		orders := l.append(l.create("db.orders", nil), rows(0, 5, t0))
+		orders := l.Append(l.Create("db.orders", nil), tablestest.Rows(0, 5, t0))
 		rep := sync(t, svc)
 		if rep.Added != 1 || len(rep.Connections) != 1 || rep.Connections[0].Tables != 1 || rep.Errors != 0 {
 			t.Fatalf("first sync: %+v", rep)
@@ -84,7 +85,7 @@ func TestSyncRenameStory(t *testing.T) {
 
 		// Rename through the Iceberg catalog, then sync: the same asset, a longer name history.
 		c.t = t0.Add(time.Hour)
-		if _, err := l.cat.RenameTable(ctx, table.Identifier{"db", "orders"}, table.Identifier{"db", "sales_orders"}); err != nil {
+		if _, err := l.Cat.RenameTable(ctx, table.Identifier{"db", "orders"}, table.Identifier{"db", "sales_orders"}); err != nil {
 			t.Fatal(err)
 		}
 		rep = sync(t, svc)
@@ -120,8 +121,8 @@ func TestSyncRenameStory(t *testing.T) {
 		}
 
 		// Drop in the Iceberg catalog: the asset is marked deleted, no file is removed.
-		before := l.diskFiles()
-		if err := l.cat.DropTable(ctx, table.Identifier{"db", "sales_orders"}); err != nil {
+		before := l.DiskFiles()
+		if err := l.Cat.DropTable(ctx, table.Identifier{"db", "sales_orders"}); err != nil {
 			t.Fatal(err)
 		}
 		rep = sync(t, svc)
@@ -131,7 +132,7 @@ func TestSyncRenameStory(t *testing.T) {
 		if a, _ := cat.Get(ctx, id); a.Status != catalog.StatusDeleted {
 			t.Fatalf("asset status %s after the drop, want deleted", a.Status)
 		}
-		if after := l.diskFiles(); !slices.Equal(before, after) || len(after) == 0 {
+		if after := l.DiskFiles(); !slices.Equal(before, after) || len(after) == 0 {
 			t.Fatalf("files changed by the sync: %d before, %d after", len(before), len(after))
 		}
 		tb, _ := svc.Get(ctx, id)
@@ -193,20 +194,20 @@ func (f *flaky) ListTables(ctx context.Context, ns table.Identifier) iter.Seq2[t
 func TestSyncUnreachable(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
 		ctx := context.Background()
-		l := newLake(t)
-		if err := l.cat.CreateNamespace(ctx, table.Identifier{"ops"}, nil); err != nil {
+		l := tablestest.NewLake(t)
+		if err := l.Cat.CreateNamespace(ctx, table.Identifier{"ops"}, nil); err != nil {
 			t.Fatal(err)
 		}
-		l.append(l.create("db.a", nil), rows(0, 2, t0))
-		l.append(l.create("ops.b", nil), rows(0, 2, t0))
+		l.Append(l.Create("db.a", nil), tablestest.Rows(0, 2, t0))
+		l.Append(l.Create("ops.b", nil), tablestest.Rows(0, 2, t0))
 		c := &clock{t: t0}
-		fl := &flaky{Catalog: l.cat}
+		fl := &flaky{Catalog: l.Cat}
 		broken, err := tables.NewConnection(tables.ConnectionConfig{Name: "broken", Type: "sql", Dialect: "postgres",
 			URI: "postgres://nobody@127.0.0.1:1/none?sslmode=disable&connect_timeout=2"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		svc, cat := newService(t, db, c, tables.WithConnections(tables.NewCatalogConnection(lakeName, "", nil, fl), broken))
+		svc, cat := newService(t, db, c, tables.WithConnections(tables.NewCatalogConnection(tablestest.Name, "", nil, fl), broken))
 		rep := sync(t, svc)
 		if rep.Added != 2 {
 			t.Fatalf("first sync added %d, want 2: %+v", rep.Added, rep)
@@ -227,7 +228,7 @@ func TestSyncUnreachable(t *testing.T) {
 		}
 		// The namespace is back, the table really gone: now it is marked deleted.
 		fl.failNamespace = ""
-		if err := l.cat.DropTable(ctx, table.Identifier{"db", "a"}); err != nil {
+		if err := l.Cat.DropTable(ctx, table.Identifier{"db", "a"}); err != nil {
 			t.Fatal(err)
 		}
 		if rep = sync(t, svc); rep.MarkedDeleted != 1 {
@@ -245,20 +246,20 @@ func TestSyncUnreachable(t *testing.T) {
 func TestSyncBadTables(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
 		ctx := context.Background()
-		l := newLake(t)
+		l := tablestest.NewLake(t)
 		c := &clock{t: t0}
-		svc, _ := newService(t, db, c, tables.WithConnections(l.connection()))
+		svc, _ := newService(t, db, c, tables.WithConnections(connection(l)))
 		names := []string{"good", "corrupt_meta", "missing_meta", "missing_manifest", "truncated_manifest"}
 		tbls := map[string]*table.Table{}
 		for _, n := range names {
-			tbls[n] = l.append(l.create("db."+n, nil), rows(0, 3, t0))
+			tbls[n] = l.Append(l.Create("db."+n, nil), tablestest.Rows(0, 3, t0))
 		}
 		if rep := sync(t, svc); rep.Added != len(names) || rep.Errors != 0 {
 			t.Fatalf("first sync: %+v", rep)
 		}
 		// One more commit each, then damage what that commit wrote.
 		for _, n := range names {
-			tbls[n] = l.append(tbls[n], rows(10, 3, t0))
+			tbls[n] = l.Append(tbls[n], tablestest.Rows(10, 3, t0))
 		}
 		path := func(uri string) string { return strings.TrimPrefix(uri, "file://") }
 		newManifest := func(tbl *table.Table) string {

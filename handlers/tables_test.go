@@ -1,0 +1,166 @@
+package handlers_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/tidemark/tidemark/auth"
+	"github.com/tidemark/tidemark/tables/tablestest"
+)
+
+type tableBody struct {
+	AssetID           string `json:"asset_id"`
+	Namespace         string `json:"namespace"`
+	Name              string `json:"name"`
+	TableUUID         string `json:"table_uuid"`
+	CurrentSnapshotID int64  `json:"current_snapshot_id"`
+	CurrentSnapshot   struct {
+		DataFiles int64 `json:"data_files"`
+		Records   int64 `json:"records"`
+	} `json:"current_snapshot"`
+	PartitionSpecs []struct {
+		Fields []struct {
+			Transform string `json:"transform"`
+		} `json:"fields"`
+	} `json:"partition_specs"`
+}
+
+func TestTablesAPI(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *server) {
+		ctx := context.Background()
+		l := tablestest.NewLake(t)
+		start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+		tbl := l.Append(l.Create("db.events", tablestest.HourSpec()), tablestest.Rows(0, 6, start))
+		tbl = l.Append(tbl, tablestest.Rows(6, 6, start))
+
+		// Refused input writes nothing.
+		before := s.counts(t)
+		for _, tc := range []struct {
+			token string
+			body  any
+			want  int
+		}{
+			{s.Write, map[string]any{}, 400},
+			{s.Write, map[string]any{"metadata_location": tbl.MetadataLocation(), "colour": "red"}, 400},
+			{s.Write, map[string]any{"metadata_location": "file://" + l.Dir + "/nothing.metadata.json"}, 400},
+			{s.Write, map[string]any{"metadata_location": tbl.MetadataLocation(), "name": "only-a-name"}, 400},
+			{s.Read, map[string]any{"metadata_location": tbl.MetadataLocation()}, 403},
+			{"", map[string]any{"metadata_location": tbl.MetadataLocation()}, 401},
+		} {
+			r := s.must(t, tc.want, req{method: "POST", path: "/api/v1/tables", token: tc.token, body: tc.body})
+			if ct := r.header.Get("Content-Type"); ct != "application/problem+json" {
+				t.Errorf("%v: Content-Type %q", tc.body, ct)
+			}
+		}
+		if after := s.counts(t); !maps.Equal(before, after) {
+			t.Fatalf("refused registrations wrote rows: %v -> %v", before, after)
+		}
+
+		var reg struct {
+			Table   tableBody `json:"table"`
+			Refresh struct {
+				ManifestsRead int `json:"manifests_read"`
+				Snapshots     int `json:"snapshots"`
+			} `json:"refresh"`
+		}
+		s.must(t, 200, req{method: "POST", path: "/api/v1/tables", token: s.Write, body: map[string]any{"metadata_location": tbl.MetadataLocation()}}).decode(t, &reg)
+		if reg.Refresh.ManifestsRead != 2 || reg.Refresh.Snapshots != 2 || reg.Table.TableUUID != tbl.Metadata().TableUUID().String() {
+			t.Fatalf("register: %+v", reg)
+		}
+		id := reg.Table.AssetID
+		var got tableBody
+		s.must(t, 200, req{method: "GET", path: "/api/v1/tables/" + id}).decode(t, &got)
+		if got.CurrentSnapshotID != tbl.CurrentSnapshot().SnapshotID || got.CurrentSnapshot.DataFiles != 12 || got.CurrentSnapshot.Records != 12 ||
+			len(got.PartitionSpecs) != 1 || got.PartitionSpecs[0].Fields[0].Transform != "hour" {
+			t.Fatalf("table: %+v", got)
+		}
+
+		var snaps struct {
+			Snapshots []struct {
+				ID int64 `json:"id"`
+			} `json:"snapshots"`
+		}
+		s.must(t, 200, req{method: "GET", path: "/api/v1/tables/" + id + "/snapshots"}).decode(t, &snaps)
+		if len(snaps.Snapshots) != 2 {
+			t.Fatalf("snapshots: %+v", snaps)
+		}
+
+		// Files, paged, match iceberg-go's own listing of each snapshot.
+		for _, sn := range tbl.Metadata().Snapshots() {
+			want := l.Files(tbl, sn)
+			seen := map[string][2]int64{}
+			cursor := ""
+			for pages := 0; ; pages++ {
+				var page struct {
+					Items []struct {
+						Path      string         `json:"path"`
+						SizeBytes int64          `json:"size_bytes"`
+						Records   int64          `json:"records"`
+						Partition map[string]any `json:"partition"`
+					} `json:"items"`
+					NextCursor string `json:"next_cursor"`
+				}
+				path := fmt.Sprintf("/api/v1/tables/%s/files?snapshot=%d&limit=5&cursor=%s", id, sn.SnapshotID, url.QueryEscape(cursor))
+				s.must(t, 200, req{method: "GET", path: path}).decode(t, &page)
+				for _, f := range page.Items {
+					if _, ok := f.Partition["ts_hour"]; !ok {
+						t.Fatalf("file %s has no ts_hour partition: %v", f.Path, f.Partition)
+					}
+					seen[f.Path] = [2]int64{f.SizeBytes, f.Records}
+				}
+				if cursor = page.NextCursor; cursor == "" {
+					break
+				}
+			}
+			if !maps.Equal(seen, want) {
+				t.Fatalf("snapshot %d: API lists %v, iceberg-go %v", sn.SnapshotID, seen, want)
+			}
+		}
+		s.must(t, 400, req{method: "GET", path: "/api/v1/tables/" + id + "/files?cursor=bm90LWEtY3Vyc29y"})
+		s.must(t, 400, req{method: "GET", path: "/api/v1/tables/" + id + "/files?snapshot=x"})
+		s.must(t, 404, req{method: "GET", path: "/api/v1/tables/" + id + "/files?snapshot=42"})
+		s.must(t, 400, req{method: "GET", path: "/api/v1/tables/" + id + "/files?limit=100000"})
+		s.must(t, 404, req{method: "GET", path: "/api/v1/tables/0190b6e2-7a4c-7d3e-9f1a-2b3c4d5e6f70"})
+		s.must(t, 400, req{method: "GET", path: "/api/v1/tables/not-an-id/health"})
+
+		var h struct {
+			Partitions      int64 `json:"partitions"`
+			DataFiles       int64 `json:"data_files"`
+			SmallFiles      int64 `json:"small_files"`
+			Recommendations []struct {
+				Code    string `json:"code"`
+				Message string `json:"message"`
+			} `json:"recommendations"`
+		}
+		s.must(t, 200, req{method: "GET", path: "/api/v1/tables/" + id + "/health"}).decode(t, &h)
+		if h.Partitions != 6 || h.DataFiles != 12 || h.SmallFiles != 12 {
+			t.Fatalf("health: %+v", h)
+		}
+
+		// Sync needs admin; with no connection configured it reports nothing to do.
+		s.must(t, 403, req{method: "POST", path: "/api/v1/tables/sync", token: s.Write})
+		admin, _, err := auth.NewStore(s.DB.Client, nil).Create(ctx, "admin", []auth.Scope{auth.ScopeAdmin})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rep struct {
+			Connections []any `json:"connections"`
+			Errors      int   `json:"errors"`
+		}
+		s.must(t, 200, req{method: "POST", path: "/api/v1/tables/sync", token: admin}).decode(t, &rep)
+		if len(rep.Connections) != 0 || rep.Errors != 0 {
+			t.Fatalf("sync without connections: %+v", rep)
+		}
+		var syncs struct {
+			Items []any `json:"items"`
+		}
+		s.must(t, 200, req{method: "GET", path: "/api/v1/tables/syncs"}).decode(t, &syncs)
+		if len(syncs.Items) != 1 {
+			t.Fatalf("syncs: %+v", syncs)
+		}
+	})
+}
