@@ -29,6 +29,7 @@ Usage:
   tidemark migrate  [flags]   apply pending database migrations and exit
   tidemark token create --name NAME --scopes read|write|admin[,...]
   tidemark token list | tidemark token revoke --name NAME
+  tidemark tables register|sync|refresh|list [flags]   Iceberg tables (see tidemark tables)
   tidemark version
 
 Every flag falls back to an environment variable (shown in each command's -h).
@@ -58,6 +59,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 		return migrate(ctx, args[1:], stdout, stderr)
 	case "token":
 		return token(ctx, args[1:], stdout, stderr)
+	case "tables":
+		return tablesCmd(ctx, args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "tidemark", version)
 		return nil

@@ -32,6 +32,8 @@ type serveConfig struct {
 	usageRetention  time.Duration
 	logLevel        string
 	logFormat       string
+	tables          tablesConfig
+	tablesSync      time.Duration
 }
 
 func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- string) error {
@@ -48,6 +50,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 	fs.DurationVar(&cfg.usageLateness, "usage-lateness", envDuration("TIDEMARK_USAGE_LATENESS", usage.DefaultLateness), "oldest usage record accepted (TIDEMARK_USAGE_LATENESS)")
 	fs.DurationVar(&cfg.usageRetention, "usage-retention", envDuration("TIDEMARK_USAGE_RETENTION", usage.DefaultRetention), "how long raw usage events are kept; rollups are kept forever (TIDEMARK_USAGE_RETENTION)")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", envDuration("TIDEMARK_SHUTDOWN_TIMEOUT", 30*time.Second), "how long in-flight requests may finish on SIGTERM (TIDEMARK_SHUTDOWN_TIMEOUT)")
+	cfg.tables.register(fs)
+	fs.DurationVar(&cfg.tablesSync, "tables-sync-interval", envDuration("TIDEMARK_TABLES_SYNC_INTERVAL", 15*time.Minute), "how often the configured Iceberg catalogs are synced; 0 turns the schedule off (TIDEMARK_TABLES_SYNC_INTERVAL)")
 	fs.StringVar(&cfg.logLevel, "log-level", env("TIDEMARK_LOG_LEVEL", "info"), "debug, info, warn or error (TIDEMARK_LOG_LEVEL)")
 	fs.StringVar(&cfg.logFormat, "log-format", env("TIDEMARK_LOG_FORMAT", "json"), "json or text (TIDEMARK_LOG_FORMAT)")
 	if err := fs.Parse(args); err != nil {
@@ -62,6 +66,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 	}
 	if cfg.bodyLimit <= 0 || cfg.lineageLimit <= 0 {
 		return fmt.Errorf("--body-limit and --lineage-body-limit must be positive")
+	}
+	if cfg.tablesSync < 0 {
+		return fmt.Errorf("--tables-sync-interval must not be negative, not %s", cfg.tablesSync)
 	}
 	if cfg.graphSync <= 0 {
 		return fmt.Errorf("--graph-sync-interval must be positive, not %s", cfg.graphSync)
@@ -93,6 +100,11 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 	if err := lin.Open(ctx); err != nil {
 		return err
 	}
+	tbls, closeTables, err := cfg.tables.open(store.Client, cat, log)
+	if err != nil {
+		return err
+	}
+	defer closeTables()
 	f := lin.Graph().Freshness()
 	log.Info("lineage graph loaded", "nodes", f.Nodes, "edges", f.Edges, "took", time.Since(loadStart).String())
 	bg, stopBG := context.WithCancel(context.Background())
@@ -107,7 +119,25 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 		}
 	})
 
+	if n := len(tbls.Connections()); n > 0 && cfg.tablesSync > 0 {
+		syncTables := func(ctx context.Context) {
+			rep, err := tbls.Sync(ctx, nil)
+			if err != nil {
+				log.Warn("Iceberg catalog sync failed; will retry", "err", err)
+				return
+			}
+			log.Info("Iceberg catalogs synced", "sync_id", rep.ID, "added", rep.Added, "renamed", rep.Renamed,
+				"marked_deleted", rep.MarkedDeleted, "refreshed", rep.Refreshed, "errors", rep.Errors)
+		}
+		go func() {
+			syncTables(bg) // at start, then on the schedule
+			every(bg, cfg.tablesSync, syncTables)
+		}()
+		log.Info("Iceberg catalog sync scheduled", "connections", n, "interval", cfg.tablesSync.String())
+	}
+
 	api := handlers.New(handlers.Config{
+		Tables:           tbls,
 		Catalog:          cat,
 		Lineage:          lin,
 		Usage:            use,

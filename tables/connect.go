@@ -43,29 +43,33 @@ type ConnectionConfig struct {
 // Config is the Iceberg catalog configuration file.
 type Config struct {
 	Connections []ConnectionConfig `json:"connections"`
+	// IOProperties are the iceberg-go IO properties for tables registered by metadata
+	// location (s3.endpoint, s3.region, credentials, ...).
+	IOProperties map[string]string `json:"io_properties,omitempty"`
 }
 
-// LoadConfig reads a configuration file and returns its connections, not yet opened.
-func LoadConfig(path string) ([]*Connection, error) {
+// LoadConfig reads a configuration file and returns the options it sets: its connections (not
+// yet opened) and IO properties.
+func LoadConfig(path string) ([]Option, []*Connection, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("iceberg catalogs: %w", err)
+		return nil, nil, fmt.Errorf("iceberg catalogs: %w", err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	var cfg Config
 	if err := dec.Decode(&cfg); err != nil {
-		return nil, fmt.Errorf("iceberg catalogs: %s: %w", path, err)
+		return nil, nil, fmt.Errorf("iceberg catalogs: %s: %w", path, err)
 	}
-	var out []*Connection
+	var conns []*Connection
 	for i, c := range cfg.Connections {
 		conn, err := NewConnection(c)
 		if err != nil {
-			return nil, fmt.Errorf("iceberg catalogs: %s: connection %d: %w", path, i+1, err)
+			return nil, nil, fmt.Errorf("iceberg catalogs: %s: connection %d: %w", path, i+1, err)
 		}
-		out = append(out, conn)
+		conns = append(conns, conn)
 	}
-	return out, nil
+	return []Option{WithConnections(conns...), WithIOProperties(cfg.IOProperties)}, conns, nil
 }
 
 // Connection is a configured Iceberg catalog, opened on first use and kept open; a failed open

@@ -1,0 +1,215 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"text/tabwriter"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/ent"
+	"github.com/tidemark/tidemark/tables"
+)
+
+// tablesConfig holds the Iceberg flags serve and the tables command share.
+type tablesConfig struct {
+	catalogs  string
+	smallFile int64
+}
+
+func (c *tablesConfig) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.catalogs, "iceberg-catalogs", env("TIDEMARK_ICEBERG_CATALOGS", ""), "JSON file of Iceberg catalog connections to sync, and IO properties (TIDEMARK_ICEBERG_CATALOGS; see README)")
+	fs.Int64Var(&c.smallFile, "small-file-size", envInt("TIDEMARK_SMALL_FILE_SIZE", tables.DefaultSmallFile), "data files below this many bytes count as small in table health (TIDEMARK_SMALL_FILE_SIZE)")
+}
+
+// open builds the tables service; close releases the catalog connections it opened.
+func (c *tablesConfig) open(db *ent.Client, cat *catalog.Catalog, log *slog.Logger) (*tables.Service, func(), error) {
+	opts := []tables.Option{tables.WithLogger(log), tables.WithSmallFile(c.smallFile)}
+	var conns []*tables.Connection
+	if c.catalogs != "" {
+		more, cs, err := tables.LoadConfig(c.catalogs)
+		if err != nil {
+			return nil, nil, err
+		}
+		opts, conns = append(opts, more...), cs
+	}
+	svc, err := tables.New(db, cat, opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return svc, func() {
+		for _, c := range conns {
+			if err := c.Close(); err != nil {
+				log.Warn("close Iceberg catalog", "connection", c.Name, "err", err)
+			}
+		}
+	}, nil
+}
+
+const tablesHelp = `Usage:
+  tidemark tables register [flags] METADATA_LOCATION   bind a table to an asset and inspect it
+  tidemark tables sync     [flags]                     reconcile every configured Iceberg catalog
+  tidemark tables refresh  [flags] ASSET_ID            reload a table's metadata and inspect it
+  tidemark tables list     [flags]
+`
+
+func tablesCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, tablesHelp)
+		return errors.New("tables: say register, sync, refresh or list")
+	}
+	fs := flag.NewFlagSet("tables "+args[0], flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var db dbConfig
+	db.register(fs)
+	var tc tablesConfig
+	tc.register(fs)
+	namespace := fs.String("namespace", "", "register: the asset namespace (default: from the table location, as OpenLineage names it)")
+	name := fs.String("name", "", "register: the asset name (default: the table location's path)")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	logLevel := fs.String("log-level", env("TIDEMARK_LOG_LEVEL", "warn"), "debug, info, warn or error (TIDEMARK_LOG_LEVEL)")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	log, err := newLogger(stderr, *logLevel, "text")
+	if err != nil {
+		return err
+	}
+	store, err := db.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if _, err := store.Migrate(ctx); err != nil {
+		return err
+	}
+	cat := catalog.New(store.Client, catalog.WithLogger(log))
+	svc, done, err := tc.open(store.Client, cat, log)
+	if err != nil {
+		return err
+	}
+	defer done()
+	ctx = catalog.WithActor(ctx, "cli")
+	out := func(v any, text func()) error {
+		if *asJSON {
+			enc := json.NewEncoder(stdout)
+			enc.SetIndent("", "  ")
+			return enc.Encode(v)
+		}
+		text()
+		return nil
+	}
+	switch args[0] {
+	case "register":
+		if fs.NArg() != 1 {
+			return errors.New("tables register: give exactly one metadata location")
+		}
+		t, rep, err := svc.Register(ctx, tables.RegisterInput{MetadataLocation: fs.Arg(0), Namespace: *namespace, Name: *name})
+		if err != nil {
+			return err
+		}
+		return out(map[string]any{"table": t, "refresh": rep}, func() {
+			fmt.Fprintf(stdout, "registered table %s as asset %s\n", t.TableUUID, t.AssetID)
+			printRefresh(stdout, rep)
+		})
+	case "refresh":
+		if fs.NArg() != 1 {
+			return errors.New("tables refresh: give exactly one asset ID")
+		}
+		id, err := uuid.Parse(fs.Arg(0))
+		if err != nil {
+			return fmt.Errorf("tables refresh: %q is not an asset ID", fs.Arg(0))
+		}
+		rep, err := svc.Refresh(ctx, id)
+		if err != nil {
+			return err
+		}
+		return out(rep, func() { printRefresh(stdout, rep) })
+	case "sync":
+		if len(svc.Connections()) == 0 {
+			return errors.New("tables sync: no Iceberg catalog is configured; pass --iceberg-catalogs FILE (see README)")
+		}
+		start := time.Now()
+		rep, err := svc.Sync(ctx, func(conn string, done, total int) {
+			if conn != "" {
+				fmt.Fprintf(stderr, "[%d/%d] syncing %s ... (%s)\n", done+1, total, conn, time.Since(start).Round(time.Millisecond))
+			}
+		})
+		if err != nil {
+			return err
+		}
+		if err := out(rep, func() { printSync(stdout, rep) }); err != nil {
+			return err
+		}
+		if rep.Errors > 0 {
+			return fmt.Errorf("tables sync: %d catalogs, namespaces or tables could not be read (listed above); nothing in them was marked deleted", rep.Errors)
+		}
+		return nil
+	case "list":
+		ts, _, err := svc.List(ctx, uuid.Nil, 1000)
+		if err != nil {
+			return err
+		}
+		return out(ts, func() {
+			w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "ASSET ID\tSOURCE\tIDENTIFIER\tSNAPSHOT\tREFRESHED\tERROR")
+			for _, t := range ts {
+				src, snap, ref := t.Connection, "-", "-"
+				if src == "" {
+					src = "(registered)"
+				}
+				if t.CurrentSnapshotID != nil {
+					snap = fmt.Sprint(*t.CurrentSnapshotID)
+				}
+				if t.RefreshedAt != nil {
+					ref = t.RefreshedAt.Format(time.RFC3339)
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", t.AssetID, src, t.Identifier, snap, ref, t.Error)
+			}
+			w.Flush()
+		})
+	}
+	fmt.Fprint(stderr, tablesHelp)
+	return fmt.Errorf("tables: unknown subcommand %q", args[0])
+}
+
+func printRefresh(w io.Writer, r tables.RefreshReport) {
+	fmt.Fprintf(w, "inspected %d snapshots in %s: read %d manifest lists and %d manifests (%d entries) from storage; %d lists and %d manifests came from the cache\n",
+		r.Snapshots, r.Duration, r.ManifestListsRead, r.ManifestsRead, r.EntriesRead, r.ManifestListsHit, r.ManifestsCached)
+}
+
+func printSync(w io.Writer, r tables.SyncReport) {
+	for _, c := range r.Connections {
+		if c.Error != "" {
+			fmt.Fprintf(w, "%s: UNREACHABLE, nothing from it was marked deleted: %s\n", c.Name, c.Error)
+			continue
+		}
+		fmt.Fprintf(w, "%s: %d namespaces, %d tables: %d added, %d renamed, %d restored, %d marked deleted, %d refreshed, %d unchanged, %d failed; %d manifests read, %d from cache\n",
+			c.Name, c.Namespaces, c.Tables, len(c.Added), len(c.Renamed), len(c.Restored), len(c.Deleted), c.Refreshed, c.Unchanged, len(c.Failed), c.ManifestsRead, c.ManifestsCached)
+		for _, ch := range c.Added {
+			fmt.Fprintf(w, "  added          %s (asset %s)\n", ch.Identifier, ch.AssetID)
+		}
+		for _, ch := range c.Renamed {
+			fmt.Fprintf(w, "  renamed        %s -> %s (asset %s)\n", ch.From, ch.Identifier, ch.AssetID)
+		}
+		for _, ch := range c.Restored {
+			fmt.Fprintf(w, "  restored       %s (asset %s)\n", ch.Identifier, ch.AssetID)
+		}
+		for _, ch := range c.Deleted {
+			fmt.Fprintf(w, "  marked deleted %s (asset %s); no file was touched\n", ch.Identifier, ch.AssetID)
+		}
+		for _, ns := range c.Unreachable {
+			fmt.Fprintf(w, "  UNREACHABLE    namespace %s, not treated as empty: %s\n", ns.Namespace, ns.Error)
+		}
+		for _, ch := range c.Failed {
+			fmt.Fprintf(w, "  FAILED         %s: %s\n", ch.Identifier, ch.Error)
+		}
+	}
+}
