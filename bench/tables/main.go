@@ -1,0 +1,243 @@
+// Command tables benchmarks table inspection side by side with iceberg-go's own scan planning,
+// on two real Iceberg tables (iceberg-go SQL catalog on SQLite, local warehouse) holding the
+// same data laid out two ways:
+//
+//   - hourly: 26,000 hourly partitions of 3 small files (about 4 MiB each);
+//   - daily:  about 1,100 daily partitions of 3 larger files (about 96 MiB each).
+//
+// Data files are described in manifests with their real sizes and counts but not written, since
+// neither inspection nor scan planning opens them. For each table it prints the time to inspect
+// and compute health (cold cache), the manifests and entries read, the time
+// Scan().PlanFiles takes, a warm re-inspection, and a refresh after one more commit, which must
+// read only the new manifest.
+//
+//	go run ./bench/tables                  # Tidemark's database on SQLite
+//	go run ./bench/tables -postgres DSN    # on PostgreSQL
+package main
+
+import (
+	"context"
+	"database/sql"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	icecat "github.com/apache/iceberg-go/catalog"
+	sqlcat "github.com/apache/iceberg-go/catalog/sql"
+	"github.com/apache/iceberg-go/table"
+	_ "modernc.org/sqlite"
+
+	"github.com/tidemark/tidemark/bench/internal/benchdb"
+	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/ent/storage"
+	"github.com/tidemark/tidemark/tables"
+)
+
+var (
+	admin   = flag.String("postgres", "", "PostgreSQL DSN allowed to create databases; empty runs Tidemark on SQLite")
+	hours   = flag.Int("hours", 26_000, "hourly partitions of the hourly table")
+	perPart = flag.Int("files", 3, "files per partition")
+	commits = flag.Int("commits", 26, "commits each table is written in (one manifest each)")
+	repeat  = flag.Int("repeat", 3, "timed runs of each measurement (the best is printed)")
+	keep    = flag.Bool("keep", false, "keep the warehouse and databases")
+)
+
+var schema = iceberg.NewSchema(0,
+	iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64},
+	iceberg.NestedField{ID: 2, Name: "ts", Type: iceberg.PrimitiveTypes.TimestampTz},
+)
+
+const mib = 1 << 20
+
+func main() {
+	flag.Parse()
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "tidemark-bench-tables-")
+	benchdb.Must(err)
+	if !*keep {
+		defer os.RemoveAll(dir)
+	}
+	fmt.Printf("warehouse %s; %d hourly partitions x %d files, written in %d commits\n", dir, *hours, *perPart, *commits)
+
+	cdb, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "catalog.db")+"?_pragma=busy_timeout(5000)")
+	benchdb.Must(err)
+	icat, err := sqlcat.NewCatalog("bench", cdb, sqlcat.SQLite, iceberg.Properties{"warehouse": "file://" + filepath.Join(dir, "warehouse")})
+	benchdb.Must(err)
+	benchdb.Must(icat.CreateNamespace(ctx, table.Identifier{"db"}, nil))
+
+	start := time.Date(2023, 1, 1, 0, 0, 0, 0, time.UTC)
+	startHour := int32(start.Unix() / 3600)
+	days := (*hours + 23) / 24
+	layouts := []struct {
+		name      string
+		transform iceberg.Transform
+		parts     int
+		size      int64
+		value     func(i int) any
+	}{
+		{"hourly", iceberg.HourTransform{}, *hours, 4 * mib, func(i int) any { return startHour + int32(i) }},
+		{"daily", iceberg.DayTransform{}, days, 96 * mib, func(i int) any { return int32(start.Unix()/86400) + int32(i) }},
+	}
+
+	var dsn string
+	if *admin != "" {
+		var drop func()
+		dsn, drop = benchdb.CreateDB(ctx, *admin, "tidemark_bench_tables", *keep)
+		defer drop()
+	} else {
+		dsn = filepath.Join(dir, "tidemark.db")
+	}
+	db := benchdb.Open(ctx, dsn)
+	defer db.Close()
+	fmt.Printf("Tidemark database: %s\n\n", db.Dialect)
+
+	type result struct {
+		name                     string
+		files, parts             int
+		write                    time.Duration
+		inspectCold, inspectWarm time.Duration
+		plan                     time.Duration
+		planTasks                int
+		cold                     tables.RefreshReport
+		refresh                  time.Duration
+		refreshRep               tables.RefreshReport
+		health                   tables.Health
+	}
+	var results []result
+	for _, lay := range layouts {
+		spec := iceberg.NewPartitionSpec(iceberg.PartitionField{SourceIDs: []int{2}, FieldID: 1000, Name: "ts_" + lay.transform.String(), Transform: lay.transform})
+		tbl, err := icat.CreateTable(ctx, table.Identifier{"db", lay.name}, schema, icecat.WithPartitionSpec(&spec))
+		benchdb.Must(err)
+		t0 := time.Now()
+		per := (lay.parts + *commits - 1) / *commits
+		n := 0
+		for c := 0; c < *commits; c++ {
+			var files []iceberg.DataFile
+			for p := c * per; p < min((c+1)*per, lay.parts); p++ {
+				for f := 0; f < *perPart; f++ {
+					files = append(files, dataFile(spec, lay.name, n, lay.value(p), lay.size+int64(f)*mib/8))
+					n++
+				}
+			}
+			tbl = commit(ctx, tbl, files)
+		}
+		write := time.Since(t0)
+		fmt.Printf("%s: wrote %d file entries in %d partitions, %d commits, in %s\n", lay.name, n, lay.parts, *commits, write.Round(time.Millisecond))
+
+		r := result{name: lay.name, files: n, parts: lay.parts, write: write}
+		// Cold inspection: a fresh database each repetition, so every manifest is read.
+		for i := 0; i < *repeat; i++ {
+			fresh, done := freshDB(ctx, dir, lay.name)
+			svc := service(fresh)
+			t := time.Now()
+			tb, rep, err := svc.Register(ctx, tables.RegisterInput{MetadataLocation: tbl.MetadataLocation()})
+			benchdb.Must(err)
+			r.health, err = svc.Health(ctx, tb.AssetID)
+			benchdb.Must(err)
+			if d := time.Since(t); i == 0 || d < r.inspectCold {
+				r.inspectCold = d
+			}
+			r.cold = rep
+			done()
+		}
+		svc := service(db)
+		_, _, err = svc.Register(ctx, tables.RegisterInput{MetadataLocation: tbl.MetadataLocation()})
+		benchdb.Must(err)
+		r.inspectWarm = best(func() {
+			_, _, err := svc.Register(ctx, tables.RegisterInput{MetadataLocation: tbl.MetadataLocation()})
+			benchdb.Must(err)
+		})
+		r.plan = best(func() {
+			tasks, err := tbl.Scan().PlanFiles(ctx)
+			benchdb.Must(err)
+			r.planTasks = len(tasks)
+		})
+		// One more commit: three files in a new partition; the refresh reads one new manifest.
+		var files []iceberg.DataFile
+		for f := 0; f < *perPart; f++ {
+			files = append(files, dataFile(spec, lay.name, n+f, lay.value(lay.parts), lay.size))
+		}
+		tbl = commit(ctx, tbl, files)
+		t1 := time.Now()
+		_, rr, err := svc.Register(ctx, tables.RegisterInput{MetadataLocation: tbl.MetadataLocation()})
+		benchdb.Must(err)
+		r.refresh, r.refreshRep = time.Since(t1), rr
+		results = append(results, r)
+	}
+
+	fmt.Println()
+	fmt.Printf("%-8s %8s %6s | %-28s %10s %9s | %-22s %8s | %-14s | %s\n", "table", "files", "parts",
+		"inspect+health (cold)", "manifests", "entries", "iceberg-go PlanFiles", "tasks", "warm re-inspect", "refresh after 1 commit")
+	for _, r := range results {
+		fmt.Printf("%-8s %8d %6d | %-28s %10d %9d | %-22s %8d | %-14s | %s, %d manifest(s) and %d list(s) read, %d manifests from cache\n",
+			r.name, r.files, r.parts, r.inspectCold.Round(time.Millisecond), r.cold.ManifestsRead, r.cold.EntriesRead,
+			r.plan.Round(time.Millisecond), r.planTasks, r.inspectWarm.Round(time.Millisecond),
+			r.refresh.Round(time.Millisecond), r.refreshRep.ManifestsRead, r.refreshRep.ManifestListsRead, r.refreshRep.ManifestsCached)
+	}
+	fmt.Println()
+	for _, r := range results {
+		fmt.Printf("%s: inspect+health / PlanFiles = %.2fx; refresh after one commit read %d of %d manifests\n",
+			r.name, r.inspectCold.Seconds()/r.plan.Seconds(), r.refreshRep.ManifestsRead, r.refreshRep.ManifestsRead+r.refreshRep.ManifestsCached)
+		h := r.health
+		fmt.Printf("  health: %d partitions, %.1f files/partition, median file %d MiB, %d small files, %d manifests, %d scan entries\n",
+			h.Partitions, h.FilesPerPartition.Avg, h.FileSize.Median/mib, h.SmallFiles, h.Manifests, h.ScanEntries)
+		for _, rec := range h.Recommendations {
+			fmt.Printf("  recommendation: %s\n", rec.Message)
+		}
+		if r.refreshRep.ManifestsRead != 1 {
+			log.Fatalf("%s: the refresh after one commit read %d manifests, want 1", r.name, r.refreshRep.ManifestsRead)
+		}
+	}
+}
+
+func dataFile(spec iceberg.PartitionSpec, name string, n int, part any, size int64) iceberg.DataFile {
+	b, err := iceberg.NewDataFileBuilder(spec, iceberg.EntryContentData,
+		fmt.Sprintf("file:///bench/%s/data/%08d.parquet", name, n), iceberg.ParquetFile,
+		map[int]any{1000: part}, nil, nil, size/100, size)
+	benchdb.Must(err)
+	return b.Build()
+}
+
+func commit(ctx context.Context, tbl *table.Table, files []iceberg.DataFile) *table.Table {
+	txn := tbl.NewTransaction()
+	benchdb.Must(txn.AddDataFiles(ctx, files, nil, table.WithoutDuplicateCheck()))
+	out, err := txn.Commit(ctx)
+	benchdb.Must(err)
+	return out
+}
+
+func service(db *storage.DB) *tables.Service {
+	svc, err := tables.New(db.Client, catalog.New(db.Client))
+	benchdb.Must(err)
+	return svc
+}
+
+var freshN int
+
+// freshDB is an empty Tidemark database on the benchmark's backend (a cold manifest cache).
+func freshDB(ctx context.Context, dir, name string) (*storage.DB, func()) {
+	freshN++
+	if *admin == "" {
+		db := benchdb.Open(ctx, filepath.Join(dir, fmt.Sprintf("cold-%s-%d.db", name, freshN)))
+		return db, func() { db.Close() }
+	}
+	dsn, drop := benchdb.CreateDB(ctx, *admin, fmt.Sprintf("tidemark_bench_cold_%d", freshN), false)
+	db := benchdb.Open(ctx, dsn)
+	return db, func() { db.Close(); drop() }
+}
+
+func best(fn func()) time.Duration {
+	var b time.Duration
+	for i := 0; i < *repeat; i++ {
+		t := time.Now()
+		fn()
+		if d := time.Since(t); i == 0 || d < b {
+			b = d
+		}
+	}
+	return b
+}
