@@ -28,9 +28,9 @@ func newService(t *testing.T, db *storage.DB, c *clock, opts ...tables.Option) (
 }
 
 // listed pages through the service's file listing of a snapshot.
-func listed(t *testing.T, svc *tables.Service, id uuid.UUID, snap int64, pageSize int) map[string][2]int64 {
+func listed(t *testing.T, svc *tables.Service, id uuid.UUID, snap int64, pageSize int) map[string][3]int64 {
 	t.Helper()
-	out := map[string][2]int64{}
+	out := map[string][3]int64{}
 	cursor := ""
 	for {
 		p, err := svc.Files(context.Background(), id, &snap, cursor, pageSize)
@@ -41,7 +41,7 @@ func listed(t *testing.T, svc *tables.Service, id uuid.UUID, snap int64, pageSiz
 			if _, dup := out[f.Path]; dup {
 				t.Fatalf("file %s listed twice", f.Path)
 			}
-			out[f.Path] = [2]int64{f.Size, f.Records}
+			out[f.Path] = [3]int64{f.Size, f.Records, map[string]int64{"data": 0, "position_deletes": 1, "equality_deletes": 2}[f.Content]}
 		}
 		if p.Next == "" {
 			return out

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
+	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/tidemark/tidemark/catalog"
@@ -42,6 +43,13 @@ func TestInspectionMatchesIcebergListing(t *testing.T) {
 			t.Fatalf("delete: %v", err)
 		}
 
+		// Merge-on-read: the delete writes a position-delete file in a delete manifest.
+		mor := l.Create("db.mor", nil, icecat.WithProperties(iceberg.Properties{"write.delete.mode": "merge-on-read", "format-version": "2"}))
+		mor = l.Append(mor, tablestest.Rows(0, 5, t0))
+		if mor, err = mor.Delete(ctx, iceberg.EqualTo(iceberg.Reference("id"), int64(1)), nil); err != nil {
+			t.Fatalf("merge-on-read delete: %v", err)
+		}
+
 		hourly := l.Create("db.hourly", tablestest.HourSpec())
 		hourly = l.Append(hourly, tablestest.Rows(0, 30, t0))  // 30 hours
 		hourly = l.Append(hourly, tablestest.Rows(30, 30, t0)) // the same 30 hours again
@@ -53,6 +61,7 @@ func TestInspectionMatchesIcebergListing(t *testing.T) {
 		}{
 			{"plain", plain, 6},
 			{"hourly", hourly, 2},
+			{"mor", mor, 2},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				tb, rep, err := svc.Register(ctx, tables.RegisterInput{MetadataLocation: tc.tbl.MetadataLocation()})
@@ -84,12 +93,16 @@ func TestInspectionMatchesIcebergListing(t *testing.T) {
 							sum = is
 						}
 					}
-					var recs int64
+					var recs, data int64
 					for _, f := range want {
-						recs += f[1]
+						if f[2] == 0 {
+							recs += f[1]
+							data++
+						}
 					}
-					if sum.DataFiles != int64(len(want)) || sum.Records != recs {
-						t.Errorf("snapshot %d summary: %d files %d records, want %d and %d", s.SnapshotID, sum.DataFiles, sum.Records, len(want), recs)
+					if sum.DataFiles != data || sum.DeleteFiles != int64(len(want))-data || sum.Records != recs {
+						t.Errorf("snapshot %d summary: %d data files %d delete files %d records, want %d, %d and %d",
+							s.SnapshotID, sum.DataFiles, sum.DeleteFiles, sum.Records, data, int64(len(want))-data, recs)
 					}
 				}
 				prev := 0
@@ -108,6 +121,15 @@ func TestInspectionMatchesIcebergListing(t *testing.T) {
 					t.Errorf("second register read %d manifests and %d lists, want 0 and 0", again.ManifestsRead, again.ManifestListsRead)
 				}
 			})
+		}
+
+		morIn, err := svc.Inspection(ctx, mustResolve(t, cat, mor).ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cur := morIn.Snapshots[len(morIn.Snapshots)-1]
+		if !cur.Current || cur.DeleteFiles != 1 || cur.DeleteManifests != 1 || cur.DataFiles != 1 {
+			t.Errorf("merge-on-read snapshot: %+v; want 1 data file, 1 delete file in 1 delete manifest", cur)
 		}
 
 		// Health of the hourly table: 30 hourly partitions of 2 tiny files each.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"strings"
 	"time"
 
@@ -238,14 +237,19 @@ func (s *Service) upsertRow(ctx context.Context, id uuid.UUID, tbl *table.Table,
 	}
 	last := time.UnixMilli(meta.LastUpdatedMillis()).UTC()
 	row, err := s.db.IcebergTable.Get(ctx, id)
-	switch {
-	case ent.IsNotFound(err):
-		return s.db.IcebergTable.Create().SetID(id).SetConnection(conn).SetIdentifier(ident).
+	if ent.IsNotFound(err) {
+		err = s.db.IcebergTable.Create().SetID(id).SetConnection(conn).SetIdentifier(ident).
 			SetTableUUID(meta.TableUUID().String()).SetLocation(meta.Location()).
 			SetMetadataLocation(tbl.MetadataLocation()).SetFormatVersion(meta.Version()).
 			SetNillableCurrentSnapshotID(cur).SetLastUpdatedAt(last).
 			SetCreatedAt(now).SetUpdatedAt(now).Exec(ctx)
-	case err != nil:
+		if !ent.IsConstraintError(err) {
+			return err
+		}
+		// Another replica's sync or registration created the row first: update it instead.
+		row, err = s.db.IcebergTable.Get(ctx, id)
+	}
+	if err != nil {
 		return err
 	}
 	u := row.Update().SetTableUUID(meta.TableUUID().String()).SetLocation(meta.Location()).
@@ -424,28 +428,27 @@ func invalid(field, format string, args ...any) error {
 
 // LocationName names a storage location the way OpenLineage names datasets: namespace "file"
 // and the path for local files; otherwise "scheme://authority" and the path without its
-// leading slash (s3a and s3n are s3).
+// leading slash (kept for hdfs). s3a and s3n are s3. It never fails: a location is text from
+// table metadata, named as written.
 func LocationName(loc string) (string, string) {
-	loc = strings.TrimRight(loc, "/")
-	u, err := url.Parse(loc)
-	if err != nil || u.Scheme == "" || u.Scheme == "file" {
-		p := loc
-		if err == nil && u.Scheme == "file" {
-			p = u.Path
+	i := strings.Index(loc, "://")
+	if i < 0 {
+		loc = strings.TrimRight(loc, "/")
+		if p, ok := strings.CutPrefix(loc, "file:"); ok {
+			return "file", p
 		}
-		return "file", p
+		return "file", loc
 	}
-	scheme := u.Scheme
-	if scheme == "s3a" || scheme == "s3n" {
+	scheme, rest := strings.ToLower(loc[:i]), strings.TrimRight(loc[i+3:], "/")
+	switch scheme {
+	case "file":
+		return "file", rest
+	case "s3a", "s3n":
 		scheme = "s3"
 	}
-	auth := u.Host
-	if u.User != nil {
-		auth = u.User.String() + "@" + u.Host
-	}
-	path := u.Path
-	if scheme != "hdfs" {
-		path = strings.TrimPrefix(path, "/")
+	auth, path, _ := strings.Cut(rest, "/")
+	if scheme == "hdfs" {
+		path = "/" + path
 	}
 	return scheme + "://" + auth, path
 }

@@ -327,3 +327,26 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestSyncPostgresCatalog syncs iceberg-go's SQL catalog kept in PostgreSQL, configured the way
+// an operator would (a connection config, opened by Tidemark).
+func TestSyncPostgresCatalog(t *testing.T) {
+	ctx := context.Background()
+	dsn := storagetest.DSN(t, "postgres")
+	l := tablestest.NewLakeOn(t, t.TempDir(), "postgres", dsn)
+	tbl := l.Append(l.Create("db.orders", nil), tablestest.Rows(0, 3, t0))
+	conn, err := tables.NewConnection(tables.ConnectionConfig{Name: "pglake", Catalog: tablestest.Name, Type: "sql", Dialect: "postgres", URI: dsn, Warehouse: "file://" + l.Warehouse})
+	must(t, err)
+	t.Cleanup(func() { conn.Close() })
+	svc, cat := newService(t, storagetest.Open(t, "sqlite"), &clock{t: t0}, tables.WithConnections(conn))
+	rep := sync(t, svc)
+	if rep.Added != 1 || rep.Errors != 0 {
+		t.Fatalf("sync: %+v", rep.Connections)
+	}
+	if ref := mustResolve(t, cat, tbl); ref.Deleted {
+		t.Fatal("asset deleted")
+	}
+	if a, err := cat.Get(ctx, rep.Connections[0].Added[0].AssetID); err != nil || a.Namespace != "iceberg://pglake" || a.Name != "db.orders" {
+		t.Fatalf("asset %+v, %v", a, err)
+	}
+}

@@ -19,7 +19,8 @@ import (
 	icecat "github.com/apache/iceberg-go/catalog"
 	sqlcat "github.com/apache/iceberg-go/catalog/sql"
 	"github.com/apache/iceberg-go/table"
-	_ "modernc.org/sqlite" // the SQL catalog's database
+	_ "github.com/lib/pq"  // a SQL catalog on PostgreSQL
+	_ "modernc.org/sqlite" // a SQL catalog on SQLite
 )
 
 // Lake is a real Iceberg warehouse in a temp dir with iceberg-go's SQL catalog on a SQLite file.
@@ -34,17 +35,29 @@ type Lake struct {
 // Name is the SQL catalog name.
 const Name = "lake"
 
-// NewLake creates the catalog (with namespace db) and warehouse under t.TempDir().
+// NewLake creates the catalog (with namespace db) on a SQLite file and the warehouse, both
+// under t.TempDir().
 func NewLake(t testing.TB) *Lake {
 	t.Helper()
 	dir := t.TempDir()
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "catalog.db")+"?_pragma=busy_timeout(5000)")
+	return NewLakeOn(t, dir, "sqlite", "file:"+filepath.Join(dir, "catalog.db")+"?_pragma=busy_timeout(5000)")
+}
+
+// NewLakeOn creates the catalog (with namespace db) in the database dsn names ("sqlite" or
+// "postgres" driver) and the warehouse under dir.
+func NewLakeOn(t testing.TB, dir, driver, dsn string) *Lake {
+	t.Helper()
+	db, err := sql.Open(driver, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
+	dialect := sqlcat.SQLite
+	if driver == "postgres" {
+		dialect = sqlcat.Postgres
+	}
 	wh := filepath.Join(dir, "warehouse")
-	cat, err := sqlcat.NewCatalog(Name, db, sqlcat.SQLite, iceberg.Properties{"warehouse": "file://" + wh})
+	cat, err := sqlcat.NewCatalog(Name, db, dialect, iceberg.Properties{"warehouse": "file://" + wh})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,9 +82,8 @@ func HourSpec() *iceberg.PartitionSpec {
 }
 
 // Create creates a table ("db.name") in namespace db.
-func (l *Lake) Create(ident string, spec *iceberg.PartitionSpec) *table.Table {
+func (l *Lake) Create(ident string, spec *iceberg.PartitionSpec, opts ...icecat.CreateTableOpt) *table.Table {
 	l.t.Helper()
-	var opts []icecat.CreateTableOpt
 	if spec != nil {
 		opts = append(opts, icecat.WithPartitionSpec(spec))
 	}
@@ -131,8 +143,8 @@ func Rows(from, n int, start time.Time) []Row {
 }
 
 // Files lists what iceberg-go itself says a snapshot references (live entries), as
-// path -> size/records, for comparing with the service's listing.
-func (l *Lake) Files(tbl *table.Table, snap table.Snapshot) map[string][2]int64 {
+// path -> size, records, content (0 data, 1 position deletes, 2 equality deletes), for comparing with the service's listing.
+func (l *Lake) Files(tbl *table.Table, snap table.Snapshot) map[string][3]int64 {
 	l.t.Helper()
 	fs, err := tbl.FS(l.ctx)
 	if err != nil {
@@ -142,13 +154,14 @@ func (l *Lake) Files(tbl *table.Table, snap table.Snapshot) map[string][2]int64 
 	if err != nil {
 		l.t.Fatal(err)
 	}
-	out := map[string][2]int64{}
+	out := map[string][3]int64{}
 	for _, m := range mfs {
 		for e, err := range m.Entries(fs, true) {
 			if err != nil {
 				l.t.Fatal(err)
 			}
-			out[e.DataFile().FilePath()] = [2]int64{e.DataFile().FileSizeBytes(), e.DataFile().Count()}
+			df := e.DataFile()
+			out[df.FilePath()] = [3]int64{df.FileSizeBytes(), df.Count(), int64(df.ContentType())}
 		}
 	}
 	return out
