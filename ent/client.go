@@ -21,6 +21,10 @@ import (
 	"github.com/tidemark/tidemark/ent/assetfacet"
 	"github.com/tidemark/tidemark/ent/assetname"
 	"github.com/tidemark/tidemark/ent/auditevent"
+	"github.com/tidemark/tidemark/ent/cleanuplease"
+	"github.com/tidemark/tidemark/ent/cleanupobservation"
+	"github.com/tidemark/tidemark/ent/cleanupscan"
+	"github.com/tidemark/tidemark/ent/cleanupshardwalk"
 	"github.com/tidemark/tidemark/ent/columnedge"
 	"github.com/tidemark/tidemark/ent/externalid"
 	"github.com/tidemark/tidemark/ent/icebergmanifest"
@@ -58,6 +62,14 @@ type Client struct {
 	AssetName *AssetNameClient
 	// AuditEvent is the client for interacting with the AuditEvent builders.
 	AuditEvent *AuditEventClient
+	// CleanupLease is the client for interacting with the CleanupLease builders.
+	CleanupLease *CleanupLeaseClient
+	// CleanupObservation is the client for interacting with the CleanupObservation builders.
+	CleanupObservation *CleanupObservationClient
+	// CleanupScan is the client for interacting with the CleanupScan builders.
+	CleanupScan *CleanupScanClient
+	// CleanupShardWalk is the client for interacting with the CleanupShardWalk builders.
+	CleanupShardWalk *CleanupShardWalkClient
 	// ColumnEdge is the client for interacting with the ColumnEdge builders.
 	ColumnEdge *ColumnEdgeClient
 	// ExternalID is the client for interacting with the ExternalID builders.
@@ -110,6 +122,10 @@ func (c *Client) init() {
 	c.AssetFacet = NewAssetFacetClient(c.config)
 	c.AssetName = NewAssetNameClient(c.config)
 	c.AuditEvent = NewAuditEventClient(c.config)
+	c.CleanupLease = NewCleanupLeaseClient(c.config)
+	c.CleanupObservation = NewCleanupObservationClient(c.config)
+	c.CleanupScan = NewCleanupScanClient(c.config)
+	c.CleanupShardWalk = NewCleanupShardWalkClient(c.config)
 	c.ColumnEdge = NewColumnEdgeClient(c.config)
 	c.ExternalID = NewExternalIDClient(c.config)
 	c.IcebergManifest = NewIcebergManifestClient(c.config)
@@ -225,6 +241,10 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		AssetFacet:          NewAssetFacetClient(cfg),
 		AssetName:           NewAssetNameClient(cfg),
 		AuditEvent:          NewAuditEventClient(cfg),
+		CleanupLease:        NewCleanupLeaseClient(cfg),
+		CleanupObservation:  NewCleanupObservationClient(cfg),
+		CleanupScan:         NewCleanupScanClient(cfg),
+		CleanupShardWalk:    NewCleanupShardWalkClient(cfg),
 		ColumnEdge:          NewColumnEdgeClient(cfg),
 		ExternalID:          NewExternalIDClient(cfg),
 		IcebergManifest:     NewIcebergManifestClient(cfg),
@@ -267,6 +287,10 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		AssetFacet:          NewAssetFacetClient(cfg),
 		AssetName:           NewAssetNameClient(cfg),
 		AuditEvent:          NewAuditEventClient(cfg),
+		CleanupLease:        NewCleanupLeaseClient(cfg),
+		CleanupObservation:  NewCleanupObservationClient(cfg),
+		CleanupScan:         NewCleanupScanClient(cfg),
+		CleanupShardWalk:    NewCleanupShardWalkClient(cfg),
 		ColumnEdge:          NewColumnEdgeClient(cfg),
 		ExternalID:          NewExternalIDClient(cfg),
 		IcebergManifest:     NewIcebergManifestClient(cfg),
@@ -314,7 +338,8 @@ func (c *Client) Close() error {
 // In order to add hooks to a specific client, call: `client.Node.Use(...)`.
 func (c *Client) Use(hooks ...Hook) {
 	for _, n := range []interface{ Use(...Hook) }{
-		c.APIToken, c.Asset, c.AssetFacet, c.AssetName, c.AuditEvent, c.ColumnEdge,
+		c.APIToken, c.Asset, c.AssetFacet, c.AssetName, c.AuditEvent, c.CleanupLease,
+		c.CleanupObservation, c.CleanupScan, c.CleanupShardWalk, c.ColumnEdge,
 		c.ExternalID, c.IcebergManifest, c.IcebergManifestList, c.IcebergTable,
 		c.IdempotencyKey, c.LineageEdge, c.LineageEvent, c.LineageState, c.Owner,
 		c.Run, c.RunIO, c.TableSync, c.UsageActorDaily, c.UsageActorMonthly,
@@ -328,7 +353,8 @@ func (c *Client) Use(hooks ...Hook) {
 // In order to add interceptors to a specific client, call: `client.Node.Intercept(...)`.
 func (c *Client) Intercept(interceptors ...Interceptor) {
 	for _, n := range []interface{ Intercept(...Interceptor) }{
-		c.APIToken, c.Asset, c.AssetFacet, c.AssetName, c.AuditEvent, c.ColumnEdge,
+		c.APIToken, c.Asset, c.AssetFacet, c.AssetName, c.AuditEvent, c.CleanupLease,
+		c.CleanupObservation, c.CleanupScan, c.CleanupShardWalk, c.ColumnEdge,
 		c.ExternalID, c.IcebergManifest, c.IcebergManifestList, c.IcebergTable,
 		c.IdempotencyKey, c.LineageEdge, c.LineageEvent, c.LineageState, c.Owner,
 		c.Run, c.RunIO, c.TableSync, c.UsageActorDaily, c.UsageActorMonthly,
@@ -351,6 +377,14 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.AssetName.mutate(ctx, m)
 	case *AuditEventMutation:
 		return c.AuditEvent.mutate(ctx, m)
+	case *CleanupLeaseMutation:
+		return c.CleanupLease.mutate(ctx, m)
+	case *CleanupObservationMutation:
+		return c.CleanupObservation.mutate(ctx, m)
+	case *CleanupScanMutation:
+		return c.CleanupScan.mutate(ctx, m)
+	case *CleanupShardWalkMutation:
+		return c.CleanupShardWalk.mutate(ctx, m)
 	case *ColumnEdgeMutation:
 		return c.ColumnEdge.mutate(ctx, m)
 	case *ExternalIDMutation:
@@ -1119,6 +1153,538 @@ func (c *AuditEventClient) mutate(ctx context.Context, m *AuditEventMutation) (V
 		return (&AuditEventDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
 	default:
 		return nil, fmt.Errorf("ent: unknown AuditEvent mutation op: %q", m.Op())
+	}
+}
+
+// CleanupLeaseClient is a client for the CleanupLease schema.
+type CleanupLeaseClient struct {
+	config
+}
+
+// NewCleanupLeaseClient returns a client for the CleanupLease from the given config.
+func NewCleanupLeaseClient(c config) *CleanupLeaseClient {
+	return &CleanupLeaseClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `cleanuplease.Hooks(f(g(h())))`.
+func (c *CleanupLeaseClient) Use(hooks ...Hook) {
+	c.hooks.CleanupLease = append(c.hooks.CleanupLease, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `cleanuplease.Intercept(f(g(h())))`.
+func (c *CleanupLeaseClient) Intercept(interceptors ...Interceptor) {
+	c.inters.CleanupLease = append(c.inters.CleanupLease, interceptors...)
+}
+
+// Create returns a builder for creating a CleanupLease entity.
+func (c *CleanupLeaseClient) Create() *CleanupLeaseCreate {
+	mutation := newCleanupLeaseMutation(c.config, OpCreate)
+	return &CleanupLeaseCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of CleanupLease entities.
+func (c *CleanupLeaseClient) CreateBulk(builders ...*CleanupLeaseCreate) *CleanupLeaseCreateBulk {
+	return &CleanupLeaseCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *CleanupLeaseClient) MapCreateBulk(slice any, setFunc func(*CleanupLeaseCreate, int)) *CleanupLeaseCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &CleanupLeaseCreateBulk{err: fmt.Errorf("calling to CleanupLeaseClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*CleanupLeaseCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &CleanupLeaseCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for CleanupLease.
+func (c *CleanupLeaseClient) Update() *CleanupLeaseUpdate {
+	mutation := newCleanupLeaseMutation(c.config, OpUpdate)
+	return &CleanupLeaseUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *CleanupLeaseClient) UpdateOne(_m *CleanupLease) *CleanupLeaseUpdateOne {
+	mutation := newCleanupLeaseMutation(c.config, OpUpdateOne, withCleanupLease(_m))
+	return &CleanupLeaseUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *CleanupLeaseClient) UpdateOneID(id uuid.UUID) *CleanupLeaseUpdateOne {
+	mutation := newCleanupLeaseMutation(c.config, OpUpdateOne, withCleanupLeaseID(id))
+	return &CleanupLeaseUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for CleanupLease.
+func (c *CleanupLeaseClient) Delete() *CleanupLeaseDelete {
+	mutation := newCleanupLeaseMutation(c.config, OpDelete)
+	return &CleanupLeaseDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *CleanupLeaseClient) DeleteOne(_m *CleanupLease) *CleanupLeaseDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *CleanupLeaseClient) DeleteOneID(id uuid.UUID) *CleanupLeaseDeleteOne {
+	builder := c.Delete().Where(cleanuplease.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &CleanupLeaseDeleteOne{builder}
+}
+
+// Query returns a query builder for CleanupLease.
+func (c *CleanupLeaseClient) Query() *CleanupLeaseQuery {
+	return &CleanupLeaseQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeCleanupLease},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a CleanupLease entity by its id.
+func (c *CleanupLeaseClient) Get(ctx context.Context, id uuid.UUID) (*CleanupLease, error) {
+	return c.Query().Where(cleanuplease.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *CleanupLeaseClient) GetX(ctx context.Context, id uuid.UUID) *CleanupLease {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *CleanupLeaseClient) Hooks() []Hook {
+	return c.hooks.CleanupLease
+}
+
+// Interceptors returns the client interceptors.
+func (c *CleanupLeaseClient) Interceptors() []Interceptor {
+	return c.inters.CleanupLease
+}
+
+func (c *CleanupLeaseClient) mutate(ctx context.Context, m *CleanupLeaseMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&CleanupLeaseCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&CleanupLeaseUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&CleanupLeaseUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&CleanupLeaseDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown CleanupLease mutation op: %q", m.Op())
+	}
+}
+
+// CleanupObservationClient is a client for the CleanupObservation schema.
+type CleanupObservationClient struct {
+	config
+}
+
+// NewCleanupObservationClient returns a client for the CleanupObservation from the given config.
+func NewCleanupObservationClient(c config) *CleanupObservationClient {
+	return &CleanupObservationClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `cleanupobservation.Hooks(f(g(h())))`.
+func (c *CleanupObservationClient) Use(hooks ...Hook) {
+	c.hooks.CleanupObservation = append(c.hooks.CleanupObservation, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `cleanupobservation.Intercept(f(g(h())))`.
+func (c *CleanupObservationClient) Intercept(interceptors ...Interceptor) {
+	c.inters.CleanupObservation = append(c.inters.CleanupObservation, interceptors...)
+}
+
+// Create returns a builder for creating a CleanupObservation entity.
+func (c *CleanupObservationClient) Create() *CleanupObservationCreate {
+	mutation := newCleanupObservationMutation(c.config, OpCreate)
+	return &CleanupObservationCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of CleanupObservation entities.
+func (c *CleanupObservationClient) CreateBulk(builders ...*CleanupObservationCreate) *CleanupObservationCreateBulk {
+	return &CleanupObservationCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *CleanupObservationClient) MapCreateBulk(slice any, setFunc func(*CleanupObservationCreate, int)) *CleanupObservationCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &CleanupObservationCreateBulk{err: fmt.Errorf("calling to CleanupObservationClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*CleanupObservationCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &CleanupObservationCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for CleanupObservation.
+func (c *CleanupObservationClient) Update() *CleanupObservationUpdate {
+	mutation := newCleanupObservationMutation(c.config, OpUpdate)
+	return &CleanupObservationUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *CleanupObservationClient) UpdateOne(_m *CleanupObservation) *CleanupObservationUpdateOne {
+	mutation := newCleanupObservationMutation(c.config, OpUpdateOne, withCleanupObservation(_m))
+	return &CleanupObservationUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *CleanupObservationClient) UpdateOneID(id uuid.UUID) *CleanupObservationUpdateOne {
+	mutation := newCleanupObservationMutation(c.config, OpUpdateOne, withCleanupObservationID(id))
+	return &CleanupObservationUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for CleanupObservation.
+func (c *CleanupObservationClient) Delete() *CleanupObservationDelete {
+	mutation := newCleanupObservationMutation(c.config, OpDelete)
+	return &CleanupObservationDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *CleanupObservationClient) DeleteOne(_m *CleanupObservation) *CleanupObservationDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *CleanupObservationClient) DeleteOneID(id uuid.UUID) *CleanupObservationDeleteOne {
+	builder := c.Delete().Where(cleanupobservation.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &CleanupObservationDeleteOne{builder}
+}
+
+// Query returns a query builder for CleanupObservation.
+func (c *CleanupObservationClient) Query() *CleanupObservationQuery {
+	return &CleanupObservationQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeCleanupObservation},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a CleanupObservation entity by its id.
+func (c *CleanupObservationClient) Get(ctx context.Context, id uuid.UUID) (*CleanupObservation, error) {
+	return c.Query().Where(cleanupobservation.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *CleanupObservationClient) GetX(ctx context.Context, id uuid.UUID) *CleanupObservation {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *CleanupObservationClient) Hooks() []Hook {
+	return c.hooks.CleanupObservation
+}
+
+// Interceptors returns the client interceptors.
+func (c *CleanupObservationClient) Interceptors() []Interceptor {
+	return c.inters.CleanupObservation
+}
+
+func (c *CleanupObservationClient) mutate(ctx context.Context, m *CleanupObservationMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&CleanupObservationCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&CleanupObservationUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&CleanupObservationUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&CleanupObservationDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown CleanupObservation mutation op: %q", m.Op())
+	}
+}
+
+// CleanupScanClient is a client for the CleanupScan schema.
+type CleanupScanClient struct {
+	config
+}
+
+// NewCleanupScanClient returns a client for the CleanupScan from the given config.
+func NewCleanupScanClient(c config) *CleanupScanClient {
+	return &CleanupScanClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `cleanupscan.Hooks(f(g(h())))`.
+func (c *CleanupScanClient) Use(hooks ...Hook) {
+	c.hooks.CleanupScan = append(c.hooks.CleanupScan, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `cleanupscan.Intercept(f(g(h())))`.
+func (c *CleanupScanClient) Intercept(interceptors ...Interceptor) {
+	c.inters.CleanupScan = append(c.inters.CleanupScan, interceptors...)
+}
+
+// Create returns a builder for creating a CleanupScan entity.
+func (c *CleanupScanClient) Create() *CleanupScanCreate {
+	mutation := newCleanupScanMutation(c.config, OpCreate)
+	return &CleanupScanCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of CleanupScan entities.
+func (c *CleanupScanClient) CreateBulk(builders ...*CleanupScanCreate) *CleanupScanCreateBulk {
+	return &CleanupScanCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *CleanupScanClient) MapCreateBulk(slice any, setFunc func(*CleanupScanCreate, int)) *CleanupScanCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &CleanupScanCreateBulk{err: fmt.Errorf("calling to CleanupScanClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*CleanupScanCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &CleanupScanCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for CleanupScan.
+func (c *CleanupScanClient) Update() *CleanupScanUpdate {
+	mutation := newCleanupScanMutation(c.config, OpUpdate)
+	return &CleanupScanUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *CleanupScanClient) UpdateOne(_m *CleanupScan) *CleanupScanUpdateOne {
+	mutation := newCleanupScanMutation(c.config, OpUpdateOne, withCleanupScan(_m))
+	return &CleanupScanUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *CleanupScanClient) UpdateOneID(id uuid.UUID) *CleanupScanUpdateOne {
+	mutation := newCleanupScanMutation(c.config, OpUpdateOne, withCleanupScanID(id))
+	return &CleanupScanUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for CleanupScan.
+func (c *CleanupScanClient) Delete() *CleanupScanDelete {
+	mutation := newCleanupScanMutation(c.config, OpDelete)
+	return &CleanupScanDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *CleanupScanClient) DeleteOne(_m *CleanupScan) *CleanupScanDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *CleanupScanClient) DeleteOneID(id uuid.UUID) *CleanupScanDeleteOne {
+	builder := c.Delete().Where(cleanupscan.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &CleanupScanDeleteOne{builder}
+}
+
+// Query returns a query builder for CleanupScan.
+func (c *CleanupScanClient) Query() *CleanupScanQuery {
+	return &CleanupScanQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeCleanupScan},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a CleanupScan entity by its id.
+func (c *CleanupScanClient) Get(ctx context.Context, id uuid.UUID) (*CleanupScan, error) {
+	return c.Query().Where(cleanupscan.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *CleanupScanClient) GetX(ctx context.Context, id uuid.UUID) *CleanupScan {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *CleanupScanClient) Hooks() []Hook {
+	return c.hooks.CleanupScan
+}
+
+// Interceptors returns the client interceptors.
+func (c *CleanupScanClient) Interceptors() []Interceptor {
+	return c.inters.CleanupScan
+}
+
+func (c *CleanupScanClient) mutate(ctx context.Context, m *CleanupScanMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&CleanupScanCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&CleanupScanUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&CleanupScanUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&CleanupScanDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown CleanupScan mutation op: %q", m.Op())
+	}
+}
+
+// CleanupShardWalkClient is a client for the CleanupShardWalk schema.
+type CleanupShardWalkClient struct {
+	config
+}
+
+// NewCleanupShardWalkClient returns a client for the CleanupShardWalk from the given config.
+func NewCleanupShardWalkClient(c config) *CleanupShardWalkClient {
+	return &CleanupShardWalkClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `cleanupshardwalk.Hooks(f(g(h())))`.
+func (c *CleanupShardWalkClient) Use(hooks ...Hook) {
+	c.hooks.CleanupShardWalk = append(c.hooks.CleanupShardWalk, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `cleanupshardwalk.Intercept(f(g(h())))`.
+func (c *CleanupShardWalkClient) Intercept(interceptors ...Interceptor) {
+	c.inters.CleanupShardWalk = append(c.inters.CleanupShardWalk, interceptors...)
+}
+
+// Create returns a builder for creating a CleanupShardWalk entity.
+func (c *CleanupShardWalkClient) Create() *CleanupShardWalkCreate {
+	mutation := newCleanupShardWalkMutation(c.config, OpCreate)
+	return &CleanupShardWalkCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of CleanupShardWalk entities.
+func (c *CleanupShardWalkClient) CreateBulk(builders ...*CleanupShardWalkCreate) *CleanupShardWalkCreateBulk {
+	return &CleanupShardWalkCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *CleanupShardWalkClient) MapCreateBulk(slice any, setFunc func(*CleanupShardWalkCreate, int)) *CleanupShardWalkCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &CleanupShardWalkCreateBulk{err: fmt.Errorf("calling to CleanupShardWalkClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*CleanupShardWalkCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &CleanupShardWalkCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for CleanupShardWalk.
+func (c *CleanupShardWalkClient) Update() *CleanupShardWalkUpdate {
+	mutation := newCleanupShardWalkMutation(c.config, OpUpdate)
+	return &CleanupShardWalkUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *CleanupShardWalkClient) UpdateOne(_m *CleanupShardWalk) *CleanupShardWalkUpdateOne {
+	mutation := newCleanupShardWalkMutation(c.config, OpUpdateOne, withCleanupShardWalk(_m))
+	return &CleanupShardWalkUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *CleanupShardWalkClient) UpdateOneID(id uuid.UUID) *CleanupShardWalkUpdateOne {
+	mutation := newCleanupShardWalkMutation(c.config, OpUpdateOne, withCleanupShardWalkID(id))
+	return &CleanupShardWalkUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for CleanupShardWalk.
+func (c *CleanupShardWalkClient) Delete() *CleanupShardWalkDelete {
+	mutation := newCleanupShardWalkMutation(c.config, OpDelete)
+	return &CleanupShardWalkDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *CleanupShardWalkClient) DeleteOne(_m *CleanupShardWalk) *CleanupShardWalkDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *CleanupShardWalkClient) DeleteOneID(id uuid.UUID) *CleanupShardWalkDeleteOne {
+	builder := c.Delete().Where(cleanupshardwalk.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &CleanupShardWalkDeleteOne{builder}
+}
+
+// Query returns a query builder for CleanupShardWalk.
+func (c *CleanupShardWalkClient) Query() *CleanupShardWalkQuery {
+	return &CleanupShardWalkQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeCleanupShardWalk},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a CleanupShardWalk entity by its id.
+func (c *CleanupShardWalkClient) Get(ctx context.Context, id uuid.UUID) (*CleanupShardWalk, error) {
+	return c.Query().Where(cleanupshardwalk.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *CleanupShardWalkClient) GetX(ctx context.Context, id uuid.UUID) *CleanupShardWalk {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *CleanupShardWalkClient) Hooks() []Hook {
+	return c.hooks.CleanupShardWalk
+}
+
+// Interceptors returns the client interceptors.
+func (c *CleanupShardWalkClient) Interceptors() []Interceptor {
+	return c.inters.CleanupShardWalk
+}
+
+func (c *CleanupShardWalkClient) mutate(ctx context.Context, m *CleanupShardWalkMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&CleanupShardWalkCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&CleanupShardWalkUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&CleanupShardWalkUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&CleanupShardWalkDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown CleanupShardWalk mutation op: %q", m.Op())
 	}
 }
 
@@ -3551,14 +4117,16 @@ func (c *UsageNameClient) mutate(ctx context.Context, m *UsageNameMutation) (Val
 // hooks and interceptors per client, for fast access.
 type (
 	hooks struct {
-		APIToken, Asset, AssetFacet, AssetName, AuditEvent, ColumnEdge, ExternalID,
+		APIToken, Asset, AssetFacet, AssetName, AuditEvent, CleanupLease,
+		CleanupObservation, CleanupScan, CleanupShardWalk, ColumnEdge, ExternalID,
 		IcebergManifest, IcebergManifestList, IcebergTable, IdempotencyKey,
 		LineageEdge, LineageEvent, LineageState, Owner, Run, RunIO, TableSync,
 		UsageActorDaily, UsageActorMonthly, UsageDaily, UsageEvent,
 		UsageName []ent.Hook
 	}
 	inters struct {
-		APIToken, Asset, AssetFacet, AssetName, AuditEvent, ColumnEdge, ExternalID,
+		APIToken, Asset, AssetFacet, AssetName, AuditEvent, CleanupLease,
+		CleanupObservation, CleanupScan, CleanupShardWalk, ColumnEdge, ExternalID,
 		IcebergManifest, IcebergManifestList, IcebergTable, IdempotencyKey,
 		LineageEdge, LineageEvent, LineageState, Owner, Run, RunIO, TableSync,
 		UsageActorDaily, UsageActorMonthly, UsageDaily, UsageEvent,

@@ -17,6 +17,10 @@ import (
 	"github.com/tidemark/tidemark/ent/assetfacet"
 	"github.com/tidemark/tidemark/ent/assetname"
 	"github.com/tidemark/tidemark/ent/auditevent"
+	"github.com/tidemark/tidemark/ent/cleanuplease"
+	"github.com/tidemark/tidemark/ent/cleanupobservation"
+	"github.com/tidemark/tidemark/ent/cleanupscan"
+	"github.com/tidemark/tidemark/ent/cleanupshardwalk"
 	"github.com/tidemark/tidemark/ent/columnedge"
 	"github.com/tidemark/tidemark/ent/externalid"
 	"github.com/tidemark/tidemark/ent/icebergmanifest"
@@ -100,6 +104,10 @@ func checkColumn(t, c string) error {
 			assetfacet.Table:          assetfacet.ValidColumn,
 			assetname.Table:           assetname.ValidColumn,
 			auditevent.Table:          auditevent.ValidColumn,
+			cleanuplease.Table:        cleanuplease.ValidColumn,
+			cleanupobservation.Table:  cleanupobservation.ValidColumn,
+			cleanupscan.Table:         cleanupscan.ValidColumn,
+			cleanupshardwalk.Table:    cleanupshardwalk.ValidColumn,
 			columnedge.Table:          columnedge.ValidColumn,
 			externalid.Table:          externalid.ValidColumn,
 			icebergmanifest.Table:     icebergmanifest.ValidColumn,

@@ -18,6 +18,10 @@ import (
 	"github.com/tidemark/tidemark/ent/assetfacet"
 	"github.com/tidemark/tidemark/ent/assetname"
 	"github.com/tidemark/tidemark/ent/auditevent"
+	"github.com/tidemark/tidemark/ent/cleanuplease"
+	"github.com/tidemark/tidemark/ent/cleanupobservation"
+	"github.com/tidemark/tidemark/ent/cleanupscan"
+	"github.com/tidemark/tidemark/ent/cleanupshardwalk"
 	"github.com/tidemark/tidemark/ent/columnedge"
 	"github.com/tidemark/tidemark/ent/externalid"
 	"github.com/tidemark/tidemark/ent/icebergmanifest"
@@ -53,6 +57,10 @@ const (
 	TypeAssetFacet          = "AssetFacet"
 	TypeAssetName           = "AssetName"
 	TypeAuditEvent          = "AuditEvent"
+	TypeCleanupLease        = "CleanupLease"
+	TypeCleanupObservation  = "CleanupObservation"
+	TypeCleanupScan         = "CleanupScan"
+	TypeCleanupShardWalk    = "CleanupShardWalk"
 	TypeColumnEdge          = "ColumnEdge"
 	TypeExternalID          = "ExternalID"
 	TypeIcebergManifest     = "IcebergManifest"
@@ -3594,6 +3602,3065 @@ func (m *AuditEventMutation) ClearEdge(name string) error {
 // It returns an error if the edge is not defined in the schema.
 func (m *AuditEventMutation) ResetEdge(name string) error {
 	return fmt.Errorf("unknown AuditEvent edge %s", name)
+}
+
+// CleanupLeaseMutation represents an operation that mutates the CleanupLease nodes in the graph.
+type CleanupLeaseMutation struct {
+	config
+	op            Op
+	typ           string
+	id            *uuid.UUID
+	asset_id      *uuid.UUID
+	shard         *string
+	holder        *string
+	expires_at    *time.Time
+	clearedFields map[string]struct{}
+	done          bool
+	oldValue      func(context.Context) (*CleanupLease, error)
+	predicates    []predicate.CleanupLease
+}
+
+var _ ent.Mutation = (*CleanupLeaseMutation)(nil)
+
+// cleanupleaseOption allows management of the mutation configuration using functional options.
+type cleanupleaseOption func(*CleanupLeaseMutation)
+
+// newCleanupLeaseMutation creates new mutation for the CleanupLease entity.
+func newCleanupLeaseMutation(c config, op Op, opts ...cleanupleaseOption) *CleanupLeaseMutation {
+	m := &CleanupLeaseMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeCleanupLease,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withCleanupLeaseID sets the ID field of the mutation.
+func withCleanupLeaseID(id uuid.UUID) cleanupleaseOption {
+	return func(m *CleanupLeaseMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *CleanupLease
+		)
+		m.oldValue = func(ctx context.Context) (*CleanupLease, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().CleanupLease.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withCleanupLease sets the old CleanupLease of the mutation.
+func withCleanupLease(node *CleanupLease) cleanupleaseOption {
+	return func(m *CleanupLeaseMutation) {
+		m.oldValue = func(context.Context) (*CleanupLease, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m CleanupLeaseMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m CleanupLeaseMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of CleanupLease entities.
+func (m *CleanupLeaseMutation) SetID(id uuid.UUID) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *CleanupLeaseMutation) ID() (id uuid.UUID, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *CleanupLeaseMutation) IDs(ctx context.Context) ([]uuid.UUID, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []uuid.UUID{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().CleanupLease.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetAssetID sets the "asset_id" field.
+func (m *CleanupLeaseMutation) SetAssetID(u uuid.UUID) {
+	m.asset_id = &u
+}
+
+// AssetID returns the value of the "asset_id" field in the mutation.
+func (m *CleanupLeaseMutation) AssetID() (r uuid.UUID, exists bool) {
+	v := m.asset_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAssetID returns the old "asset_id" field's value of the CleanupLease entity.
+// If the CleanupLease object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupLeaseMutation) OldAssetID(ctx context.Context) (v uuid.UUID, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAssetID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAssetID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAssetID: %w", err)
+	}
+	return oldValue.AssetID, nil
+}
+
+// ResetAssetID resets all changes to the "asset_id" field.
+func (m *CleanupLeaseMutation) ResetAssetID() {
+	m.asset_id = nil
+}
+
+// SetShard sets the "shard" field.
+func (m *CleanupLeaseMutation) SetShard(s string) {
+	m.shard = &s
+}
+
+// Shard returns the value of the "shard" field in the mutation.
+func (m *CleanupLeaseMutation) Shard() (r string, exists bool) {
+	v := m.shard
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldShard returns the old "shard" field's value of the CleanupLease entity.
+// If the CleanupLease object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupLeaseMutation) OldShard(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldShard is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldShard requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldShard: %w", err)
+	}
+	return oldValue.Shard, nil
+}
+
+// ResetShard resets all changes to the "shard" field.
+func (m *CleanupLeaseMutation) ResetShard() {
+	m.shard = nil
+}
+
+// SetHolder sets the "holder" field.
+func (m *CleanupLeaseMutation) SetHolder(s string) {
+	m.holder = &s
+}
+
+// Holder returns the value of the "holder" field in the mutation.
+func (m *CleanupLeaseMutation) Holder() (r string, exists bool) {
+	v := m.holder
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldHolder returns the old "holder" field's value of the CleanupLease entity.
+// If the CleanupLease object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupLeaseMutation) OldHolder(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldHolder is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldHolder requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldHolder: %w", err)
+	}
+	return oldValue.Holder, nil
+}
+
+// ResetHolder resets all changes to the "holder" field.
+func (m *CleanupLeaseMutation) ResetHolder() {
+	m.holder = nil
+}
+
+// SetExpiresAt sets the "expires_at" field.
+func (m *CleanupLeaseMutation) SetExpiresAt(t time.Time) {
+	m.expires_at = &t
+}
+
+// ExpiresAt returns the value of the "expires_at" field in the mutation.
+func (m *CleanupLeaseMutation) ExpiresAt() (r time.Time, exists bool) {
+	v := m.expires_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldExpiresAt returns the old "expires_at" field's value of the CleanupLease entity.
+// If the CleanupLease object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupLeaseMutation) OldExpiresAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldExpiresAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldExpiresAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldExpiresAt: %w", err)
+	}
+	return oldValue.ExpiresAt, nil
+}
+
+// ResetExpiresAt resets all changes to the "expires_at" field.
+func (m *CleanupLeaseMutation) ResetExpiresAt() {
+	m.expires_at = nil
+}
+
+// Where appends a list predicates to the CleanupLeaseMutation builder.
+func (m *CleanupLeaseMutation) Where(ps ...predicate.CleanupLease) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the CleanupLeaseMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *CleanupLeaseMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.CleanupLease, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *CleanupLeaseMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *CleanupLeaseMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (CleanupLease).
+func (m *CleanupLeaseMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *CleanupLeaseMutation) Fields() []string {
+	fields := make([]string, 0, 4)
+	if m.asset_id != nil {
+		fields = append(fields, cleanuplease.FieldAssetID)
+	}
+	if m.shard != nil {
+		fields = append(fields, cleanuplease.FieldShard)
+	}
+	if m.holder != nil {
+		fields = append(fields, cleanuplease.FieldHolder)
+	}
+	if m.expires_at != nil {
+		fields = append(fields, cleanuplease.FieldExpiresAt)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *CleanupLeaseMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case cleanuplease.FieldAssetID:
+		return m.AssetID()
+	case cleanuplease.FieldShard:
+		return m.Shard()
+	case cleanuplease.FieldHolder:
+		return m.Holder()
+	case cleanuplease.FieldExpiresAt:
+		return m.ExpiresAt()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *CleanupLeaseMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case cleanuplease.FieldAssetID:
+		return m.OldAssetID(ctx)
+	case cleanuplease.FieldShard:
+		return m.OldShard(ctx)
+	case cleanuplease.FieldHolder:
+		return m.OldHolder(ctx)
+	case cleanuplease.FieldExpiresAt:
+		return m.OldExpiresAt(ctx)
+	}
+	return nil, fmt.Errorf("unknown CleanupLease field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *CleanupLeaseMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case cleanuplease.FieldAssetID:
+		v, ok := value.(uuid.UUID)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAssetID(v)
+		return nil
+	case cleanuplease.FieldShard:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetShard(v)
+		return nil
+	case cleanuplease.FieldHolder:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetHolder(v)
+		return nil
+	case cleanuplease.FieldExpiresAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetExpiresAt(v)
+		return nil
+	}
+	return fmt.Errorf("unknown CleanupLease field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *CleanupLeaseMutation) AddedFields() []string {
+	return nil
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *CleanupLeaseMutation) AddedField(name string) (ent.Value, bool) {
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *CleanupLeaseMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	}
+	return fmt.Errorf("unknown CleanupLease numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *CleanupLeaseMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *CleanupLeaseMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *CleanupLeaseMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown CleanupLease nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *CleanupLeaseMutation) ResetField(name string) error {
+	switch name {
+	case cleanuplease.FieldAssetID:
+		m.ResetAssetID()
+		return nil
+	case cleanuplease.FieldShard:
+		m.ResetShard()
+		return nil
+	case cleanuplease.FieldHolder:
+		m.ResetHolder()
+		return nil
+	case cleanuplease.FieldExpiresAt:
+		m.ResetExpiresAt()
+		return nil
+	}
+	return fmt.Errorf("unknown CleanupLease field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *CleanupLeaseMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *CleanupLeaseMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *CleanupLeaseMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *CleanupLeaseMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *CleanupLeaseMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *CleanupLeaseMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *CleanupLeaseMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown CleanupLease unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *CleanupLeaseMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown CleanupLease edge %s", name)
+}
+
+// CleanupObservationMutation represents an operation that mutates the CleanupObservation nodes in the graph.
+type CleanupObservationMutation struct {
+	config
+	op            Op
+	typ           string
+	id            *uuid.UUID
+	asset_id      *uuid.UUID
+	shard         *string
+	_path         *string
+	size          *int64
+	addsize       *int64
+	modified_at   *time.Time
+	first_seen_at *time.Time
+	last_walk_id  *uuid.UUID
+	streak        *int
+	addstreak     *int
+	confirmed_at  *time.Time
+	clearedFields map[string]struct{}
+	done          bool
+	oldValue      func(context.Context) (*CleanupObservation, error)
+	predicates    []predicate.CleanupObservation
+}
+
+var _ ent.Mutation = (*CleanupObservationMutation)(nil)
+
+// cleanupobservationOption allows management of the mutation configuration using functional options.
+type cleanupobservationOption func(*CleanupObservationMutation)
+
+// newCleanupObservationMutation creates new mutation for the CleanupObservation entity.
+func newCleanupObservationMutation(c config, op Op, opts ...cleanupobservationOption) *CleanupObservationMutation {
+	m := &CleanupObservationMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeCleanupObservation,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withCleanupObservationID sets the ID field of the mutation.
+func withCleanupObservationID(id uuid.UUID) cleanupobservationOption {
+	return func(m *CleanupObservationMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *CleanupObservation
+		)
+		m.oldValue = func(ctx context.Context) (*CleanupObservation, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().CleanupObservation.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withCleanupObservation sets the old CleanupObservation of the mutation.
+func withCleanupObservation(node *CleanupObservation) cleanupobservationOption {
+	return func(m *CleanupObservationMutation) {
+		m.oldValue = func(context.Context) (*CleanupObservation, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m CleanupObservationMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m CleanupObservationMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of CleanupObservation entities.
+func (m *CleanupObservationMutation) SetID(id uuid.UUID) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *CleanupObservationMutation) ID() (id uuid.UUID, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *CleanupObservationMutation) IDs(ctx context.Context) ([]uuid.UUID, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []uuid.UUID{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().CleanupObservation.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetAssetID sets the "asset_id" field.
+func (m *CleanupObservationMutation) SetAssetID(u uuid.UUID) {
+	m.asset_id = &u
+}
+
+// AssetID returns the value of the "asset_id" field in the mutation.
+func (m *CleanupObservationMutation) AssetID() (r uuid.UUID, exists bool) {
+	v := m.asset_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAssetID returns the old "asset_id" field's value of the CleanupObservation entity.
+// If the CleanupObservation object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupObservationMutation) OldAssetID(ctx context.Context) (v uuid.UUID, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAssetID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAssetID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAssetID: %w", err)
+	}
+	return oldValue.AssetID, nil
+}
+
+// ResetAssetID resets all changes to the "asset_id" field.
+func (m *CleanupObservationMutation) ResetAssetID() {
+	m.asset_id = nil
+}
+
+// SetShard sets the "shard" field.
+func (m *CleanupObservationMutation) SetShard(s string) {
+	m.shard = &s
+}
+
+// Shard returns the value of the "shard" field in the mutation.
+func (m *CleanupObservationMutation) Shard() (r string, exists bool) {
+	v := m.shard
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldShard returns the old "shard" field's value of the CleanupObservation entity.
+// If the CleanupObservation object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupObservationMutation) OldShard(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldShard is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldShard requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldShard: %w", err)
+	}
+	return oldValue.Shard, nil
+}
+
+// ResetShard resets all changes to the "shard" field.
+func (m *CleanupObservationMutation) ResetShard() {
+	m.shard = nil
+}
+
+// SetPath sets the "path" field.
+func (m *CleanupObservationMutation) SetPath(s string) {
+	m._path = &s
+}
+
+// Path returns the value of the "path" field in the mutation.
+func (m *CleanupObservationMutation) Path() (r string, exists bool) {
+	v := m._path
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldPath returns the old "path" field's value of the CleanupObservation entity.
+// If the CleanupObservation object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupObservationMutation) OldPath(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldPath is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldPath requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldPath: %w", err)
+	}
+	return oldValue.Path, nil
+}
+
+// ResetPath resets all changes to the "path" field.
+func (m *CleanupObservationMutation) ResetPath() {
+	m._path = nil
+}
+
+// SetSize sets the "size" field.
+func (m *CleanupObservationMutation) SetSize(i int64) {
+	m.size = &i
+	m.addsize = nil
+}
+
+// Size returns the value of the "size" field in the mutation.
+func (m *CleanupObservationMutation) Size() (r int64, exists bool) {
+	v := m.size
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSize returns the old "size" field's value of the CleanupObservation entity.
+// If the CleanupObservation object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupObservationMutation) OldSize(ctx context.Context) (v int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSize is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSize requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSize: %w", err)
+	}
+	return oldValue.Size, nil
+}
+
+// AddSize adds i to the "size" field.
+func (m *CleanupObservationMutation) AddSize(i int64) {
+	if m.addsize != nil {
+		*m.addsize += i
+	} else {
+		m.addsize = &i
+	}
+}
+
+// AddedSize returns the value that was added to the "size" field in this mutation.
+func (m *CleanupObservationMutation) AddedSize() (r int64, exists bool) {
+	v := m.addsize
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetSize resets all changes to the "size" field.
+func (m *CleanupObservationMutation) ResetSize() {
+	m.size = nil
+	m.addsize = nil
+}
+
+// SetModifiedAt sets the "modified_at" field.
+func (m *CleanupObservationMutation) SetModifiedAt(t time.Time) {
+	m.modified_at = &t
+}
+
+// ModifiedAt returns the value of the "modified_at" field in the mutation.
+func (m *CleanupObservationMutation) ModifiedAt() (r time.Time, exists bool) {
+	v := m.modified_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldModifiedAt returns the old "modified_at" field's value of the CleanupObservation entity.
+// If the CleanupObservation object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupObservationMutation) OldModifiedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldModifiedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldModifiedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldModifiedAt: %w", err)
+	}
+	return oldValue.ModifiedAt, nil
+}
+
+// ResetModifiedAt resets all changes to the "modified_at" field.
+func (m *CleanupObservationMutation) ResetModifiedAt() {
+	m.modified_at = nil
+}
+
+// SetFirstSeenAt sets the "first_seen_at" field.
+func (m *CleanupObservationMutation) SetFirstSeenAt(t time.Time) {
+	m.first_seen_at = &t
+}
+
+// FirstSeenAt returns the value of the "first_seen_at" field in the mutation.
+func (m *CleanupObservationMutation) FirstSeenAt() (r time.Time, exists bool) {
+	v := m.first_seen_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldFirstSeenAt returns the old "first_seen_at" field's value of the CleanupObservation entity.
+// If the CleanupObservation object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupObservationMutation) OldFirstSeenAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldFirstSeenAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldFirstSeenAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldFirstSeenAt: %w", err)
+	}
+	return oldValue.FirstSeenAt, nil
+}
+
+// ResetFirstSeenAt resets all changes to the "first_seen_at" field.
+func (m *CleanupObservationMutation) ResetFirstSeenAt() {
+	m.first_seen_at = nil
+}
+
+// SetLastWalkID sets the "last_walk_id" field.
+func (m *CleanupObservationMutation) SetLastWalkID(u uuid.UUID) {
+	m.last_walk_id = &u
+}
+
+// LastWalkID returns the value of the "last_walk_id" field in the mutation.
+func (m *CleanupObservationMutation) LastWalkID() (r uuid.UUID, exists bool) {
+	v := m.last_walk_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldLastWalkID returns the old "last_walk_id" field's value of the CleanupObservation entity.
+// If the CleanupObservation object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupObservationMutation) OldLastWalkID(ctx context.Context) (v uuid.UUID, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldLastWalkID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldLastWalkID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldLastWalkID: %w", err)
+	}
+	return oldValue.LastWalkID, nil
+}
+
+// ResetLastWalkID resets all changes to the "last_walk_id" field.
+func (m *CleanupObservationMutation) ResetLastWalkID() {
+	m.last_walk_id = nil
+}
+
+// SetStreak sets the "streak" field.
+func (m *CleanupObservationMutation) SetStreak(i int) {
+	m.streak = &i
+	m.addstreak = nil
+}
+
+// Streak returns the value of the "streak" field in the mutation.
+func (m *CleanupObservationMutation) Streak() (r int, exists bool) {
+	v := m.streak
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldStreak returns the old "streak" field's value of the CleanupObservation entity.
+// If the CleanupObservation object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupObservationMutation) OldStreak(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldStreak is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldStreak requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldStreak: %w", err)
+	}
+	return oldValue.Streak, nil
+}
+
+// AddStreak adds i to the "streak" field.
+func (m *CleanupObservationMutation) AddStreak(i int) {
+	if m.addstreak != nil {
+		*m.addstreak += i
+	} else {
+		m.addstreak = &i
+	}
+}
+
+// AddedStreak returns the value that was added to the "streak" field in this mutation.
+func (m *CleanupObservationMutation) AddedStreak() (r int, exists bool) {
+	v := m.addstreak
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetStreak resets all changes to the "streak" field.
+func (m *CleanupObservationMutation) ResetStreak() {
+	m.streak = nil
+	m.addstreak = nil
+}
+
+// SetConfirmedAt sets the "confirmed_at" field.
+func (m *CleanupObservationMutation) SetConfirmedAt(t time.Time) {
+	m.confirmed_at = &t
+}
+
+// ConfirmedAt returns the value of the "confirmed_at" field in the mutation.
+func (m *CleanupObservationMutation) ConfirmedAt() (r time.Time, exists bool) {
+	v := m.confirmed_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldConfirmedAt returns the old "confirmed_at" field's value of the CleanupObservation entity.
+// If the CleanupObservation object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupObservationMutation) OldConfirmedAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldConfirmedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldConfirmedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldConfirmedAt: %w", err)
+	}
+	return oldValue.ConfirmedAt, nil
+}
+
+// ClearConfirmedAt clears the value of the "confirmed_at" field.
+func (m *CleanupObservationMutation) ClearConfirmedAt() {
+	m.confirmed_at = nil
+	m.clearedFields[cleanupobservation.FieldConfirmedAt] = struct{}{}
+}
+
+// ConfirmedAtCleared returns if the "confirmed_at" field was cleared in this mutation.
+func (m *CleanupObservationMutation) ConfirmedAtCleared() bool {
+	_, ok := m.clearedFields[cleanupobservation.FieldConfirmedAt]
+	return ok
+}
+
+// ResetConfirmedAt resets all changes to the "confirmed_at" field.
+func (m *CleanupObservationMutation) ResetConfirmedAt() {
+	m.confirmed_at = nil
+	delete(m.clearedFields, cleanupobservation.FieldConfirmedAt)
+}
+
+// Where appends a list predicates to the CleanupObservationMutation builder.
+func (m *CleanupObservationMutation) Where(ps ...predicate.CleanupObservation) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the CleanupObservationMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *CleanupObservationMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.CleanupObservation, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *CleanupObservationMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *CleanupObservationMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (CleanupObservation).
+func (m *CleanupObservationMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *CleanupObservationMutation) Fields() []string {
+	fields := make([]string, 0, 9)
+	if m.asset_id != nil {
+		fields = append(fields, cleanupobservation.FieldAssetID)
+	}
+	if m.shard != nil {
+		fields = append(fields, cleanupobservation.FieldShard)
+	}
+	if m._path != nil {
+		fields = append(fields, cleanupobservation.FieldPath)
+	}
+	if m.size != nil {
+		fields = append(fields, cleanupobservation.FieldSize)
+	}
+	if m.modified_at != nil {
+		fields = append(fields, cleanupobservation.FieldModifiedAt)
+	}
+	if m.first_seen_at != nil {
+		fields = append(fields, cleanupobservation.FieldFirstSeenAt)
+	}
+	if m.last_walk_id != nil {
+		fields = append(fields, cleanupobservation.FieldLastWalkID)
+	}
+	if m.streak != nil {
+		fields = append(fields, cleanupobservation.FieldStreak)
+	}
+	if m.confirmed_at != nil {
+		fields = append(fields, cleanupobservation.FieldConfirmedAt)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *CleanupObservationMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case cleanupobservation.FieldAssetID:
+		return m.AssetID()
+	case cleanupobservation.FieldShard:
+		return m.Shard()
+	case cleanupobservation.FieldPath:
+		return m.Path()
+	case cleanupobservation.FieldSize:
+		return m.Size()
+	case cleanupobservation.FieldModifiedAt:
+		return m.ModifiedAt()
+	case cleanupobservation.FieldFirstSeenAt:
+		return m.FirstSeenAt()
+	case cleanupobservation.FieldLastWalkID:
+		return m.LastWalkID()
+	case cleanupobservation.FieldStreak:
+		return m.Streak()
+	case cleanupobservation.FieldConfirmedAt:
+		return m.ConfirmedAt()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *CleanupObservationMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case cleanupobservation.FieldAssetID:
+		return m.OldAssetID(ctx)
+	case cleanupobservation.FieldShard:
+		return m.OldShard(ctx)
+	case cleanupobservation.FieldPath:
+		return m.OldPath(ctx)
+	case cleanupobservation.FieldSize:
+		return m.OldSize(ctx)
+	case cleanupobservation.FieldModifiedAt:
+		return m.OldModifiedAt(ctx)
+	case cleanupobservation.FieldFirstSeenAt:
+		return m.OldFirstSeenAt(ctx)
+	case cleanupobservation.FieldLastWalkID:
+		return m.OldLastWalkID(ctx)
+	case cleanupobservation.FieldStreak:
+		return m.OldStreak(ctx)
+	case cleanupobservation.FieldConfirmedAt:
+		return m.OldConfirmedAt(ctx)
+	}
+	return nil, fmt.Errorf("unknown CleanupObservation field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *CleanupObservationMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case cleanupobservation.FieldAssetID:
+		v, ok := value.(uuid.UUID)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAssetID(v)
+		return nil
+	case cleanupobservation.FieldShard:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetShard(v)
+		return nil
+	case cleanupobservation.FieldPath:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetPath(v)
+		return nil
+	case cleanupobservation.FieldSize:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSize(v)
+		return nil
+	case cleanupobservation.FieldModifiedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetModifiedAt(v)
+		return nil
+	case cleanupobservation.FieldFirstSeenAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetFirstSeenAt(v)
+		return nil
+	case cleanupobservation.FieldLastWalkID:
+		v, ok := value.(uuid.UUID)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetLastWalkID(v)
+		return nil
+	case cleanupobservation.FieldStreak:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetStreak(v)
+		return nil
+	case cleanupobservation.FieldConfirmedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetConfirmedAt(v)
+		return nil
+	}
+	return fmt.Errorf("unknown CleanupObservation field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *CleanupObservationMutation) AddedFields() []string {
+	var fields []string
+	if m.addsize != nil {
+		fields = append(fields, cleanupobservation.FieldSize)
+	}
+	if m.addstreak != nil {
+		fields = append(fields, cleanupobservation.FieldStreak)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *CleanupObservationMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case cleanupobservation.FieldSize:
+		return m.AddedSize()
+	case cleanupobservation.FieldStreak:
+		return m.AddedStreak()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *CleanupObservationMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case cleanupobservation.FieldSize:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddSize(v)
+		return nil
+	case cleanupobservation.FieldStreak:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddStreak(v)
+		return nil
+	}
+	return fmt.Errorf("unknown CleanupObservation numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *CleanupObservationMutation) ClearedFields() []string {
+	var fields []string
+	if m.FieldCleared(cleanupobservation.FieldConfirmedAt) {
+		fields = append(fields, cleanupobservation.FieldConfirmedAt)
+	}
+	return fields
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *CleanupObservationMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *CleanupObservationMutation) ClearField(name string) error {
+	switch name {
+	case cleanupobservation.FieldConfirmedAt:
+		m.ClearConfirmedAt()
+		return nil
+	}
+	return fmt.Errorf("unknown CleanupObservation nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *CleanupObservationMutation) ResetField(name string) error {
+	switch name {
+	case cleanupobservation.FieldAssetID:
+		m.ResetAssetID()
+		return nil
+	case cleanupobservation.FieldShard:
+		m.ResetShard()
+		return nil
+	case cleanupobservation.FieldPath:
+		m.ResetPath()
+		return nil
+	case cleanupobservation.FieldSize:
+		m.ResetSize()
+		return nil
+	case cleanupobservation.FieldModifiedAt:
+		m.ResetModifiedAt()
+		return nil
+	case cleanupobservation.FieldFirstSeenAt:
+		m.ResetFirstSeenAt()
+		return nil
+	case cleanupobservation.FieldLastWalkID:
+		m.ResetLastWalkID()
+		return nil
+	case cleanupobservation.FieldStreak:
+		m.ResetStreak()
+		return nil
+	case cleanupobservation.FieldConfirmedAt:
+		m.ResetConfirmedAt()
+		return nil
+	}
+	return fmt.Errorf("unknown CleanupObservation field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *CleanupObservationMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *CleanupObservationMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *CleanupObservationMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *CleanupObservationMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *CleanupObservationMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *CleanupObservationMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *CleanupObservationMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown CleanupObservation unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *CleanupObservationMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown CleanupObservation edge %s", name)
+}
+
+// CleanupScanMutation represents an operation that mutates the CleanupScan nodes in the graph.
+type CleanupScanMutation struct {
+	config
+	op                       Op
+	typ                      string
+	id                       *uuid.UUID
+	asset_id                 *uuid.UUID
+	started_at               *time.Time
+	finished_at              *time.Time
+	state                    *cleanupscan.State
+	age_threshold_seconds    *int64
+	addage_threshold_seconds *int64
+	threshold_override       *bool
+	report                   *string
+	error                    *string
+	clearedFields            map[string]struct{}
+	done                     bool
+	oldValue                 func(context.Context) (*CleanupScan, error)
+	predicates               []predicate.CleanupScan
+}
+
+var _ ent.Mutation = (*CleanupScanMutation)(nil)
+
+// cleanupscanOption allows management of the mutation configuration using functional options.
+type cleanupscanOption func(*CleanupScanMutation)
+
+// newCleanupScanMutation creates new mutation for the CleanupScan entity.
+func newCleanupScanMutation(c config, op Op, opts ...cleanupscanOption) *CleanupScanMutation {
+	m := &CleanupScanMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeCleanupScan,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withCleanupScanID sets the ID field of the mutation.
+func withCleanupScanID(id uuid.UUID) cleanupscanOption {
+	return func(m *CleanupScanMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *CleanupScan
+		)
+		m.oldValue = func(ctx context.Context) (*CleanupScan, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().CleanupScan.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withCleanupScan sets the old CleanupScan of the mutation.
+func withCleanupScan(node *CleanupScan) cleanupscanOption {
+	return func(m *CleanupScanMutation) {
+		m.oldValue = func(context.Context) (*CleanupScan, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m CleanupScanMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m CleanupScanMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of CleanupScan entities.
+func (m *CleanupScanMutation) SetID(id uuid.UUID) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *CleanupScanMutation) ID() (id uuid.UUID, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *CleanupScanMutation) IDs(ctx context.Context) ([]uuid.UUID, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []uuid.UUID{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().CleanupScan.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetAssetID sets the "asset_id" field.
+func (m *CleanupScanMutation) SetAssetID(u uuid.UUID) {
+	m.asset_id = &u
+}
+
+// AssetID returns the value of the "asset_id" field in the mutation.
+func (m *CleanupScanMutation) AssetID() (r uuid.UUID, exists bool) {
+	v := m.asset_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAssetID returns the old "asset_id" field's value of the CleanupScan entity.
+// If the CleanupScan object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupScanMutation) OldAssetID(ctx context.Context) (v uuid.UUID, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAssetID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAssetID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAssetID: %w", err)
+	}
+	return oldValue.AssetID, nil
+}
+
+// ResetAssetID resets all changes to the "asset_id" field.
+func (m *CleanupScanMutation) ResetAssetID() {
+	m.asset_id = nil
+}
+
+// SetStartedAt sets the "started_at" field.
+func (m *CleanupScanMutation) SetStartedAt(t time.Time) {
+	m.started_at = &t
+}
+
+// StartedAt returns the value of the "started_at" field in the mutation.
+func (m *CleanupScanMutation) StartedAt() (r time.Time, exists bool) {
+	v := m.started_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldStartedAt returns the old "started_at" field's value of the CleanupScan entity.
+// If the CleanupScan object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupScanMutation) OldStartedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldStartedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldStartedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldStartedAt: %w", err)
+	}
+	return oldValue.StartedAt, nil
+}
+
+// ResetStartedAt resets all changes to the "started_at" field.
+func (m *CleanupScanMutation) ResetStartedAt() {
+	m.started_at = nil
+}
+
+// SetFinishedAt sets the "finished_at" field.
+func (m *CleanupScanMutation) SetFinishedAt(t time.Time) {
+	m.finished_at = &t
+}
+
+// FinishedAt returns the value of the "finished_at" field in the mutation.
+func (m *CleanupScanMutation) FinishedAt() (r time.Time, exists bool) {
+	v := m.finished_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldFinishedAt returns the old "finished_at" field's value of the CleanupScan entity.
+// If the CleanupScan object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupScanMutation) OldFinishedAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldFinishedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldFinishedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldFinishedAt: %w", err)
+	}
+	return oldValue.FinishedAt, nil
+}
+
+// ClearFinishedAt clears the value of the "finished_at" field.
+func (m *CleanupScanMutation) ClearFinishedAt() {
+	m.finished_at = nil
+	m.clearedFields[cleanupscan.FieldFinishedAt] = struct{}{}
+}
+
+// FinishedAtCleared returns if the "finished_at" field was cleared in this mutation.
+func (m *CleanupScanMutation) FinishedAtCleared() bool {
+	_, ok := m.clearedFields[cleanupscan.FieldFinishedAt]
+	return ok
+}
+
+// ResetFinishedAt resets all changes to the "finished_at" field.
+func (m *CleanupScanMutation) ResetFinishedAt() {
+	m.finished_at = nil
+	delete(m.clearedFields, cleanupscan.FieldFinishedAt)
+}
+
+// SetState sets the "state" field.
+func (m *CleanupScanMutation) SetState(c cleanupscan.State) {
+	m.state = &c
+}
+
+// State returns the value of the "state" field in the mutation.
+func (m *CleanupScanMutation) State() (r cleanupscan.State, exists bool) {
+	v := m.state
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldState returns the old "state" field's value of the CleanupScan entity.
+// If the CleanupScan object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupScanMutation) OldState(ctx context.Context) (v cleanupscan.State, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldState is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldState requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldState: %w", err)
+	}
+	return oldValue.State, nil
+}
+
+// ResetState resets all changes to the "state" field.
+func (m *CleanupScanMutation) ResetState() {
+	m.state = nil
+}
+
+// SetAgeThresholdSeconds sets the "age_threshold_seconds" field.
+func (m *CleanupScanMutation) SetAgeThresholdSeconds(i int64) {
+	m.age_threshold_seconds = &i
+	m.addage_threshold_seconds = nil
+}
+
+// AgeThresholdSeconds returns the value of the "age_threshold_seconds" field in the mutation.
+func (m *CleanupScanMutation) AgeThresholdSeconds() (r int64, exists bool) {
+	v := m.age_threshold_seconds
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAgeThresholdSeconds returns the old "age_threshold_seconds" field's value of the CleanupScan entity.
+// If the CleanupScan object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupScanMutation) OldAgeThresholdSeconds(ctx context.Context) (v int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAgeThresholdSeconds is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAgeThresholdSeconds requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAgeThresholdSeconds: %w", err)
+	}
+	return oldValue.AgeThresholdSeconds, nil
+}
+
+// AddAgeThresholdSeconds adds i to the "age_threshold_seconds" field.
+func (m *CleanupScanMutation) AddAgeThresholdSeconds(i int64) {
+	if m.addage_threshold_seconds != nil {
+		*m.addage_threshold_seconds += i
+	} else {
+		m.addage_threshold_seconds = &i
+	}
+}
+
+// AddedAgeThresholdSeconds returns the value that was added to the "age_threshold_seconds" field in this mutation.
+func (m *CleanupScanMutation) AddedAgeThresholdSeconds() (r int64, exists bool) {
+	v := m.addage_threshold_seconds
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetAgeThresholdSeconds resets all changes to the "age_threshold_seconds" field.
+func (m *CleanupScanMutation) ResetAgeThresholdSeconds() {
+	m.age_threshold_seconds = nil
+	m.addage_threshold_seconds = nil
+}
+
+// SetThresholdOverride sets the "threshold_override" field.
+func (m *CleanupScanMutation) SetThresholdOverride(b bool) {
+	m.threshold_override = &b
+}
+
+// ThresholdOverride returns the value of the "threshold_override" field in the mutation.
+func (m *CleanupScanMutation) ThresholdOverride() (r bool, exists bool) {
+	v := m.threshold_override
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldThresholdOverride returns the old "threshold_override" field's value of the CleanupScan entity.
+// If the CleanupScan object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupScanMutation) OldThresholdOverride(ctx context.Context) (v bool, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldThresholdOverride is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldThresholdOverride requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldThresholdOverride: %w", err)
+	}
+	return oldValue.ThresholdOverride, nil
+}
+
+// ResetThresholdOverride resets all changes to the "threshold_override" field.
+func (m *CleanupScanMutation) ResetThresholdOverride() {
+	m.threshold_override = nil
+}
+
+// SetReport sets the "report" field.
+func (m *CleanupScanMutation) SetReport(s string) {
+	m.report = &s
+}
+
+// Report returns the value of the "report" field in the mutation.
+func (m *CleanupScanMutation) Report() (r string, exists bool) {
+	v := m.report
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldReport returns the old "report" field's value of the CleanupScan entity.
+// If the CleanupScan object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupScanMutation) OldReport(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldReport is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldReport requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldReport: %w", err)
+	}
+	return oldValue.Report, nil
+}
+
+// ResetReport resets all changes to the "report" field.
+func (m *CleanupScanMutation) ResetReport() {
+	m.report = nil
+}
+
+// SetError sets the "error" field.
+func (m *CleanupScanMutation) SetError(s string) {
+	m.error = &s
+}
+
+// Error returns the value of the "error" field in the mutation.
+func (m *CleanupScanMutation) Error() (r string, exists bool) {
+	v := m.error
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldError returns the old "error" field's value of the CleanupScan entity.
+// If the CleanupScan object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupScanMutation) OldError(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldError is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldError requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldError: %w", err)
+	}
+	return oldValue.Error, nil
+}
+
+// ResetError resets all changes to the "error" field.
+func (m *CleanupScanMutation) ResetError() {
+	m.error = nil
+}
+
+// Where appends a list predicates to the CleanupScanMutation builder.
+func (m *CleanupScanMutation) Where(ps ...predicate.CleanupScan) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the CleanupScanMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *CleanupScanMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.CleanupScan, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *CleanupScanMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *CleanupScanMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (CleanupScan).
+func (m *CleanupScanMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *CleanupScanMutation) Fields() []string {
+	fields := make([]string, 0, 8)
+	if m.asset_id != nil {
+		fields = append(fields, cleanupscan.FieldAssetID)
+	}
+	if m.started_at != nil {
+		fields = append(fields, cleanupscan.FieldStartedAt)
+	}
+	if m.finished_at != nil {
+		fields = append(fields, cleanupscan.FieldFinishedAt)
+	}
+	if m.state != nil {
+		fields = append(fields, cleanupscan.FieldState)
+	}
+	if m.age_threshold_seconds != nil {
+		fields = append(fields, cleanupscan.FieldAgeThresholdSeconds)
+	}
+	if m.threshold_override != nil {
+		fields = append(fields, cleanupscan.FieldThresholdOverride)
+	}
+	if m.report != nil {
+		fields = append(fields, cleanupscan.FieldReport)
+	}
+	if m.error != nil {
+		fields = append(fields, cleanupscan.FieldError)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *CleanupScanMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case cleanupscan.FieldAssetID:
+		return m.AssetID()
+	case cleanupscan.FieldStartedAt:
+		return m.StartedAt()
+	case cleanupscan.FieldFinishedAt:
+		return m.FinishedAt()
+	case cleanupscan.FieldState:
+		return m.State()
+	case cleanupscan.FieldAgeThresholdSeconds:
+		return m.AgeThresholdSeconds()
+	case cleanupscan.FieldThresholdOverride:
+		return m.ThresholdOverride()
+	case cleanupscan.FieldReport:
+		return m.Report()
+	case cleanupscan.FieldError:
+		return m.Error()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *CleanupScanMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case cleanupscan.FieldAssetID:
+		return m.OldAssetID(ctx)
+	case cleanupscan.FieldStartedAt:
+		return m.OldStartedAt(ctx)
+	case cleanupscan.FieldFinishedAt:
+		return m.OldFinishedAt(ctx)
+	case cleanupscan.FieldState:
+		return m.OldState(ctx)
+	case cleanupscan.FieldAgeThresholdSeconds:
+		return m.OldAgeThresholdSeconds(ctx)
+	case cleanupscan.FieldThresholdOverride:
+		return m.OldThresholdOverride(ctx)
+	case cleanupscan.FieldReport:
+		return m.OldReport(ctx)
+	case cleanupscan.FieldError:
+		return m.OldError(ctx)
+	}
+	return nil, fmt.Errorf("unknown CleanupScan field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *CleanupScanMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case cleanupscan.FieldAssetID:
+		v, ok := value.(uuid.UUID)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAssetID(v)
+		return nil
+	case cleanupscan.FieldStartedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetStartedAt(v)
+		return nil
+	case cleanupscan.FieldFinishedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetFinishedAt(v)
+		return nil
+	case cleanupscan.FieldState:
+		v, ok := value.(cleanupscan.State)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetState(v)
+		return nil
+	case cleanupscan.FieldAgeThresholdSeconds:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAgeThresholdSeconds(v)
+		return nil
+	case cleanupscan.FieldThresholdOverride:
+		v, ok := value.(bool)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetThresholdOverride(v)
+		return nil
+	case cleanupscan.FieldReport:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetReport(v)
+		return nil
+	case cleanupscan.FieldError:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetError(v)
+		return nil
+	}
+	return fmt.Errorf("unknown CleanupScan field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *CleanupScanMutation) AddedFields() []string {
+	var fields []string
+	if m.addage_threshold_seconds != nil {
+		fields = append(fields, cleanupscan.FieldAgeThresholdSeconds)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *CleanupScanMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case cleanupscan.FieldAgeThresholdSeconds:
+		return m.AddedAgeThresholdSeconds()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *CleanupScanMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case cleanupscan.FieldAgeThresholdSeconds:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddAgeThresholdSeconds(v)
+		return nil
+	}
+	return fmt.Errorf("unknown CleanupScan numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *CleanupScanMutation) ClearedFields() []string {
+	var fields []string
+	if m.FieldCleared(cleanupscan.FieldFinishedAt) {
+		fields = append(fields, cleanupscan.FieldFinishedAt)
+	}
+	return fields
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *CleanupScanMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *CleanupScanMutation) ClearField(name string) error {
+	switch name {
+	case cleanupscan.FieldFinishedAt:
+		m.ClearFinishedAt()
+		return nil
+	}
+	return fmt.Errorf("unknown CleanupScan nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *CleanupScanMutation) ResetField(name string) error {
+	switch name {
+	case cleanupscan.FieldAssetID:
+		m.ResetAssetID()
+		return nil
+	case cleanupscan.FieldStartedAt:
+		m.ResetStartedAt()
+		return nil
+	case cleanupscan.FieldFinishedAt:
+		m.ResetFinishedAt()
+		return nil
+	case cleanupscan.FieldState:
+		m.ResetState()
+		return nil
+	case cleanupscan.FieldAgeThresholdSeconds:
+		m.ResetAgeThresholdSeconds()
+		return nil
+	case cleanupscan.FieldThresholdOverride:
+		m.ResetThresholdOverride()
+		return nil
+	case cleanupscan.FieldReport:
+		m.ResetReport()
+		return nil
+	case cleanupscan.FieldError:
+		m.ResetError()
+		return nil
+	}
+	return fmt.Errorf("unknown CleanupScan field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *CleanupScanMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *CleanupScanMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *CleanupScanMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *CleanupScanMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *CleanupScanMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *CleanupScanMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *CleanupScanMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown CleanupScan unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *CleanupScanMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown CleanupScan edge %s", name)
+}
+
+// CleanupShardWalkMutation represents an operation that mutates the CleanupShardWalk nodes in the graph.
+type CleanupShardWalkMutation struct {
+	config
+	op               Op
+	typ              string
+	id               *uuid.UUID
+	scan_id          *uuid.UUID
+	asset_id         *uuid.UUID
+	shard            *string
+	started_at       *time.Time
+	finished_at      *time.Time
+	outcome          *cleanupshardwalk.Outcome
+	entries          *int64
+	addentries       *int64
+	duplicates       *int64
+	addduplicates    *int64
+	list_requests    *int64
+	addlist_requests *int64
+	error            *string
+	clearedFields    map[string]struct{}
+	done             bool
+	oldValue         func(context.Context) (*CleanupShardWalk, error)
+	predicates       []predicate.CleanupShardWalk
+}
+
+var _ ent.Mutation = (*CleanupShardWalkMutation)(nil)
+
+// cleanupshardwalkOption allows management of the mutation configuration using functional options.
+type cleanupshardwalkOption func(*CleanupShardWalkMutation)
+
+// newCleanupShardWalkMutation creates new mutation for the CleanupShardWalk entity.
+func newCleanupShardWalkMutation(c config, op Op, opts ...cleanupshardwalkOption) *CleanupShardWalkMutation {
+	m := &CleanupShardWalkMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeCleanupShardWalk,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withCleanupShardWalkID sets the ID field of the mutation.
+func withCleanupShardWalkID(id uuid.UUID) cleanupshardwalkOption {
+	return func(m *CleanupShardWalkMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *CleanupShardWalk
+		)
+		m.oldValue = func(ctx context.Context) (*CleanupShardWalk, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().CleanupShardWalk.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withCleanupShardWalk sets the old CleanupShardWalk of the mutation.
+func withCleanupShardWalk(node *CleanupShardWalk) cleanupshardwalkOption {
+	return func(m *CleanupShardWalkMutation) {
+		m.oldValue = func(context.Context) (*CleanupShardWalk, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m CleanupShardWalkMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m CleanupShardWalkMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of CleanupShardWalk entities.
+func (m *CleanupShardWalkMutation) SetID(id uuid.UUID) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *CleanupShardWalkMutation) ID() (id uuid.UUID, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *CleanupShardWalkMutation) IDs(ctx context.Context) ([]uuid.UUID, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []uuid.UUID{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().CleanupShardWalk.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetScanID sets the "scan_id" field.
+func (m *CleanupShardWalkMutation) SetScanID(u uuid.UUID) {
+	m.scan_id = &u
+}
+
+// ScanID returns the value of the "scan_id" field in the mutation.
+func (m *CleanupShardWalkMutation) ScanID() (r uuid.UUID, exists bool) {
+	v := m.scan_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldScanID returns the old "scan_id" field's value of the CleanupShardWalk entity.
+// If the CleanupShardWalk object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupShardWalkMutation) OldScanID(ctx context.Context) (v uuid.UUID, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldScanID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldScanID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldScanID: %w", err)
+	}
+	return oldValue.ScanID, nil
+}
+
+// ResetScanID resets all changes to the "scan_id" field.
+func (m *CleanupShardWalkMutation) ResetScanID() {
+	m.scan_id = nil
+}
+
+// SetAssetID sets the "asset_id" field.
+func (m *CleanupShardWalkMutation) SetAssetID(u uuid.UUID) {
+	m.asset_id = &u
+}
+
+// AssetID returns the value of the "asset_id" field in the mutation.
+func (m *CleanupShardWalkMutation) AssetID() (r uuid.UUID, exists bool) {
+	v := m.asset_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAssetID returns the old "asset_id" field's value of the CleanupShardWalk entity.
+// If the CleanupShardWalk object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupShardWalkMutation) OldAssetID(ctx context.Context) (v uuid.UUID, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAssetID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAssetID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAssetID: %w", err)
+	}
+	return oldValue.AssetID, nil
+}
+
+// ResetAssetID resets all changes to the "asset_id" field.
+func (m *CleanupShardWalkMutation) ResetAssetID() {
+	m.asset_id = nil
+}
+
+// SetShard sets the "shard" field.
+func (m *CleanupShardWalkMutation) SetShard(s string) {
+	m.shard = &s
+}
+
+// Shard returns the value of the "shard" field in the mutation.
+func (m *CleanupShardWalkMutation) Shard() (r string, exists bool) {
+	v := m.shard
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldShard returns the old "shard" field's value of the CleanupShardWalk entity.
+// If the CleanupShardWalk object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupShardWalkMutation) OldShard(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldShard is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldShard requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldShard: %w", err)
+	}
+	return oldValue.Shard, nil
+}
+
+// ResetShard resets all changes to the "shard" field.
+func (m *CleanupShardWalkMutation) ResetShard() {
+	m.shard = nil
+}
+
+// SetStartedAt sets the "started_at" field.
+func (m *CleanupShardWalkMutation) SetStartedAt(t time.Time) {
+	m.started_at = &t
+}
+
+// StartedAt returns the value of the "started_at" field in the mutation.
+func (m *CleanupShardWalkMutation) StartedAt() (r time.Time, exists bool) {
+	v := m.started_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldStartedAt returns the old "started_at" field's value of the CleanupShardWalk entity.
+// If the CleanupShardWalk object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupShardWalkMutation) OldStartedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldStartedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldStartedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldStartedAt: %w", err)
+	}
+	return oldValue.StartedAt, nil
+}
+
+// ResetStartedAt resets all changes to the "started_at" field.
+func (m *CleanupShardWalkMutation) ResetStartedAt() {
+	m.started_at = nil
+}
+
+// SetFinishedAt sets the "finished_at" field.
+func (m *CleanupShardWalkMutation) SetFinishedAt(t time.Time) {
+	m.finished_at = &t
+}
+
+// FinishedAt returns the value of the "finished_at" field in the mutation.
+func (m *CleanupShardWalkMutation) FinishedAt() (r time.Time, exists bool) {
+	v := m.finished_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldFinishedAt returns the old "finished_at" field's value of the CleanupShardWalk entity.
+// If the CleanupShardWalk object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupShardWalkMutation) OldFinishedAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldFinishedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldFinishedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldFinishedAt: %w", err)
+	}
+	return oldValue.FinishedAt, nil
+}
+
+// ClearFinishedAt clears the value of the "finished_at" field.
+func (m *CleanupShardWalkMutation) ClearFinishedAt() {
+	m.finished_at = nil
+	m.clearedFields[cleanupshardwalk.FieldFinishedAt] = struct{}{}
+}
+
+// FinishedAtCleared returns if the "finished_at" field was cleared in this mutation.
+func (m *CleanupShardWalkMutation) FinishedAtCleared() bool {
+	_, ok := m.clearedFields[cleanupshardwalk.FieldFinishedAt]
+	return ok
+}
+
+// ResetFinishedAt resets all changes to the "finished_at" field.
+func (m *CleanupShardWalkMutation) ResetFinishedAt() {
+	m.finished_at = nil
+	delete(m.clearedFields, cleanupshardwalk.FieldFinishedAt)
+}
+
+// SetOutcome sets the "outcome" field.
+func (m *CleanupShardWalkMutation) SetOutcome(c cleanupshardwalk.Outcome) {
+	m.outcome = &c
+}
+
+// Outcome returns the value of the "outcome" field in the mutation.
+func (m *CleanupShardWalkMutation) Outcome() (r cleanupshardwalk.Outcome, exists bool) {
+	v := m.outcome
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldOutcome returns the old "outcome" field's value of the CleanupShardWalk entity.
+// If the CleanupShardWalk object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupShardWalkMutation) OldOutcome(ctx context.Context) (v cleanupshardwalk.Outcome, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldOutcome is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldOutcome requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldOutcome: %w", err)
+	}
+	return oldValue.Outcome, nil
+}
+
+// ResetOutcome resets all changes to the "outcome" field.
+func (m *CleanupShardWalkMutation) ResetOutcome() {
+	m.outcome = nil
+}
+
+// SetEntries sets the "entries" field.
+func (m *CleanupShardWalkMutation) SetEntries(i int64) {
+	m.entries = &i
+	m.addentries = nil
+}
+
+// Entries returns the value of the "entries" field in the mutation.
+func (m *CleanupShardWalkMutation) Entries() (r int64, exists bool) {
+	v := m.entries
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldEntries returns the old "entries" field's value of the CleanupShardWalk entity.
+// If the CleanupShardWalk object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupShardWalkMutation) OldEntries(ctx context.Context) (v int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldEntries is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldEntries requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldEntries: %w", err)
+	}
+	return oldValue.Entries, nil
+}
+
+// AddEntries adds i to the "entries" field.
+func (m *CleanupShardWalkMutation) AddEntries(i int64) {
+	if m.addentries != nil {
+		*m.addentries += i
+	} else {
+		m.addentries = &i
+	}
+}
+
+// AddedEntries returns the value that was added to the "entries" field in this mutation.
+func (m *CleanupShardWalkMutation) AddedEntries() (r int64, exists bool) {
+	v := m.addentries
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetEntries resets all changes to the "entries" field.
+func (m *CleanupShardWalkMutation) ResetEntries() {
+	m.entries = nil
+	m.addentries = nil
+}
+
+// SetDuplicates sets the "duplicates" field.
+func (m *CleanupShardWalkMutation) SetDuplicates(i int64) {
+	m.duplicates = &i
+	m.addduplicates = nil
+}
+
+// Duplicates returns the value of the "duplicates" field in the mutation.
+func (m *CleanupShardWalkMutation) Duplicates() (r int64, exists bool) {
+	v := m.duplicates
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldDuplicates returns the old "duplicates" field's value of the CleanupShardWalk entity.
+// If the CleanupShardWalk object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupShardWalkMutation) OldDuplicates(ctx context.Context) (v int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldDuplicates is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldDuplicates requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldDuplicates: %w", err)
+	}
+	return oldValue.Duplicates, nil
+}
+
+// AddDuplicates adds i to the "duplicates" field.
+func (m *CleanupShardWalkMutation) AddDuplicates(i int64) {
+	if m.addduplicates != nil {
+		*m.addduplicates += i
+	} else {
+		m.addduplicates = &i
+	}
+}
+
+// AddedDuplicates returns the value that was added to the "duplicates" field in this mutation.
+func (m *CleanupShardWalkMutation) AddedDuplicates() (r int64, exists bool) {
+	v := m.addduplicates
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetDuplicates resets all changes to the "duplicates" field.
+func (m *CleanupShardWalkMutation) ResetDuplicates() {
+	m.duplicates = nil
+	m.addduplicates = nil
+}
+
+// SetListRequests sets the "list_requests" field.
+func (m *CleanupShardWalkMutation) SetListRequests(i int64) {
+	m.list_requests = &i
+	m.addlist_requests = nil
+}
+
+// ListRequests returns the value of the "list_requests" field in the mutation.
+func (m *CleanupShardWalkMutation) ListRequests() (r int64, exists bool) {
+	v := m.list_requests
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldListRequests returns the old "list_requests" field's value of the CleanupShardWalk entity.
+// If the CleanupShardWalk object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupShardWalkMutation) OldListRequests(ctx context.Context) (v int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldListRequests is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldListRequests requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldListRequests: %w", err)
+	}
+	return oldValue.ListRequests, nil
+}
+
+// AddListRequests adds i to the "list_requests" field.
+func (m *CleanupShardWalkMutation) AddListRequests(i int64) {
+	if m.addlist_requests != nil {
+		*m.addlist_requests += i
+	} else {
+		m.addlist_requests = &i
+	}
+}
+
+// AddedListRequests returns the value that was added to the "list_requests" field in this mutation.
+func (m *CleanupShardWalkMutation) AddedListRequests() (r int64, exists bool) {
+	v := m.addlist_requests
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetListRequests resets all changes to the "list_requests" field.
+func (m *CleanupShardWalkMutation) ResetListRequests() {
+	m.list_requests = nil
+	m.addlist_requests = nil
+}
+
+// SetError sets the "error" field.
+func (m *CleanupShardWalkMutation) SetError(s string) {
+	m.error = &s
+}
+
+// Error returns the value of the "error" field in the mutation.
+func (m *CleanupShardWalkMutation) Error() (r string, exists bool) {
+	v := m.error
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldError returns the old "error" field's value of the CleanupShardWalk entity.
+// If the CleanupShardWalk object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupShardWalkMutation) OldError(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldError is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldError requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldError: %w", err)
+	}
+	return oldValue.Error, nil
+}
+
+// ResetError resets all changes to the "error" field.
+func (m *CleanupShardWalkMutation) ResetError() {
+	m.error = nil
+}
+
+// Where appends a list predicates to the CleanupShardWalkMutation builder.
+func (m *CleanupShardWalkMutation) Where(ps ...predicate.CleanupShardWalk) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the CleanupShardWalkMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *CleanupShardWalkMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.CleanupShardWalk, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *CleanupShardWalkMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *CleanupShardWalkMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (CleanupShardWalk).
+func (m *CleanupShardWalkMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *CleanupShardWalkMutation) Fields() []string {
+	fields := make([]string, 0, 10)
+	if m.scan_id != nil {
+		fields = append(fields, cleanupshardwalk.FieldScanID)
+	}
+	if m.asset_id != nil {
+		fields = append(fields, cleanupshardwalk.FieldAssetID)
+	}
+	if m.shard != nil {
+		fields = append(fields, cleanupshardwalk.FieldShard)
+	}
+	if m.started_at != nil {
+		fields = append(fields, cleanupshardwalk.FieldStartedAt)
+	}
+	if m.finished_at != nil {
+		fields = append(fields, cleanupshardwalk.FieldFinishedAt)
+	}
+	if m.outcome != nil {
+		fields = append(fields, cleanupshardwalk.FieldOutcome)
+	}
+	if m.entries != nil {
+		fields = append(fields, cleanupshardwalk.FieldEntries)
+	}
+	if m.duplicates != nil {
+		fields = append(fields, cleanupshardwalk.FieldDuplicates)
+	}
+	if m.list_requests != nil {
+		fields = append(fields, cleanupshardwalk.FieldListRequests)
+	}
+	if m.error != nil {
+		fields = append(fields, cleanupshardwalk.FieldError)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *CleanupShardWalkMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case cleanupshardwalk.FieldScanID:
+		return m.ScanID()
+	case cleanupshardwalk.FieldAssetID:
+		return m.AssetID()
+	case cleanupshardwalk.FieldShard:
+		return m.Shard()
+	case cleanupshardwalk.FieldStartedAt:
+		return m.StartedAt()
+	case cleanupshardwalk.FieldFinishedAt:
+		return m.FinishedAt()
+	case cleanupshardwalk.FieldOutcome:
+		return m.Outcome()
+	case cleanupshardwalk.FieldEntries:
+		return m.Entries()
+	case cleanupshardwalk.FieldDuplicates:
+		return m.Duplicates()
+	case cleanupshardwalk.FieldListRequests:
+		return m.ListRequests()
+	case cleanupshardwalk.FieldError:
+		return m.Error()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *CleanupShardWalkMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case cleanupshardwalk.FieldScanID:
+		return m.OldScanID(ctx)
+	case cleanupshardwalk.FieldAssetID:
+		return m.OldAssetID(ctx)
+	case cleanupshardwalk.FieldShard:
+		return m.OldShard(ctx)
+	case cleanupshardwalk.FieldStartedAt:
+		return m.OldStartedAt(ctx)
+	case cleanupshardwalk.FieldFinishedAt:
+		return m.OldFinishedAt(ctx)
+	case cleanupshardwalk.FieldOutcome:
+		return m.OldOutcome(ctx)
+	case cleanupshardwalk.FieldEntries:
+		return m.OldEntries(ctx)
+	case cleanupshardwalk.FieldDuplicates:
+		return m.OldDuplicates(ctx)
+	case cleanupshardwalk.FieldListRequests:
+		return m.OldListRequests(ctx)
+	case cleanupshardwalk.FieldError:
+		return m.OldError(ctx)
+	}
+	return nil, fmt.Errorf("unknown CleanupShardWalk field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *CleanupShardWalkMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case cleanupshardwalk.FieldScanID:
+		v, ok := value.(uuid.UUID)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetScanID(v)
+		return nil
+	case cleanupshardwalk.FieldAssetID:
+		v, ok := value.(uuid.UUID)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAssetID(v)
+		return nil
+	case cleanupshardwalk.FieldShard:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetShard(v)
+		return nil
+	case cleanupshardwalk.FieldStartedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetStartedAt(v)
+		return nil
+	case cleanupshardwalk.FieldFinishedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetFinishedAt(v)
+		return nil
+	case cleanupshardwalk.FieldOutcome:
+		v, ok := value.(cleanupshardwalk.Outcome)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetOutcome(v)
+		return nil
+	case cleanupshardwalk.FieldEntries:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetEntries(v)
+		return nil
+	case cleanupshardwalk.FieldDuplicates:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetDuplicates(v)
+		return nil
+	case cleanupshardwalk.FieldListRequests:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetListRequests(v)
+		return nil
+	case cleanupshardwalk.FieldError:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetError(v)
+		return nil
+	}
+	return fmt.Errorf("unknown CleanupShardWalk field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *CleanupShardWalkMutation) AddedFields() []string {
+	var fields []string
+	if m.addentries != nil {
+		fields = append(fields, cleanupshardwalk.FieldEntries)
+	}
+	if m.addduplicates != nil {
+		fields = append(fields, cleanupshardwalk.FieldDuplicates)
+	}
+	if m.addlist_requests != nil {
+		fields = append(fields, cleanupshardwalk.FieldListRequests)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *CleanupShardWalkMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case cleanupshardwalk.FieldEntries:
+		return m.AddedEntries()
+	case cleanupshardwalk.FieldDuplicates:
+		return m.AddedDuplicates()
+	case cleanupshardwalk.FieldListRequests:
+		return m.AddedListRequests()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *CleanupShardWalkMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case cleanupshardwalk.FieldEntries:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddEntries(v)
+		return nil
+	case cleanupshardwalk.FieldDuplicates:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddDuplicates(v)
+		return nil
+	case cleanupshardwalk.FieldListRequests:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddListRequests(v)
+		return nil
+	}
+	return fmt.Errorf("unknown CleanupShardWalk numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *CleanupShardWalkMutation) ClearedFields() []string {
+	var fields []string
+	if m.FieldCleared(cleanupshardwalk.FieldFinishedAt) {
+		fields = append(fields, cleanupshardwalk.FieldFinishedAt)
+	}
+	return fields
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *CleanupShardWalkMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *CleanupShardWalkMutation) ClearField(name string) error {
+	switch name {
+	case cleanupshardwalk.FieldFinishedAt:
+		m.ClearFinishedAt()
+		return nil
+	}
+	return fmt.Errorf("unknown CleanupShardWalk nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *CleanupShardWalkMutation) ResetField(name string) error {
+	switch name {
+	case cleanupshardwalk.FieldScanID:
+		m.ResetScanID()
+		return nil
+	case cleanupshardwalk.FieldAssetID:
+		m.ResetAssetID()
+		return nil
+	case cleanupshardwalk.FieldShard:
+		m.ResetShard()
+		return nil
+	case cleanupshardwalk.FieldStartedAt:
+		m.ResetStartedAt()
+		return nil
+	case cleanupshardwalk.FieldFinishedAt:
+		m.ResetFinishedAt()
+		return nil
+	case cleanupshardwalk.FieldOutcome:
+		m.ResetOutcome()
+		return nil
+	case cleanupshardwalk.FieldEntries:
+		m.ResetEntries()
+		return nil
+	case cleanupshardwalk.FieldDuplicates:
+		m.ResetDuplicates()
+		return nil
+	case cleanupshardwalk.FieldListRequests:
+		m.ResetListRequests()
+		return nil
+	case cleanupshardwalk.FieldError:
+		m.ResetError()
+		return nil
+	}
+	return fmt.Errorf("unknown CleanupShardWalk field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *CleanupShardWalkMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *CleanupShardWalkMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *CleanupShardWalkMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *CleanupShardWalkMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *CleanupShardWalkMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *CleanupShardWalkMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *CleanupShardWalkMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown CleanupShardWalk unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *CleanupShardWalkMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown CleanupShardWalk edge %s", name)
 }
 
 // ColumnEdgeMutation represents an operation that mutates the ColumnEdge nodes in the graph.

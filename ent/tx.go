@@ -24,6 +24,14 @@ type Tx struct {
 	AssetName *AssetNameClient
 	// AuditEvent is the client for interacting with the AuditEvent builders.
 	AuditEvent *AuditEventClient
+	// CleanupLease is the client for interacting with the CleanupLease builders.
+	CleanupLease *CleanupLeaseClient
+	// CleanupObservation is the client for interacting with the CleanupObservation builders.
+	CleanupObservation *CleanupObservationClient
+	// CleanupScan is the client for interacting with the CleanupScan builders.
+	CleanupScan *CleanupScanClient
+	// CleanupShardWalk is the client for interacting with the CleanupShardWalk builders.
+	CleanupShardWalk *CleanupShardWalkClient
 	// ColumnEdge is the client for interacting with the ColumnEdge builders.
 	ColumnEdge *ColumnEdgeClient
 	// ExternalID is the client for interacting with the ExternalID builders.
@@ -196,6 +204,10 @@ func (tx *Tx) init() {
 	tx.AssetFacet = NewAssetFacetClient(tx.config)
 	tx.AssetName = NewAssetNameClient(tx.config)
 	tx.AuditEvent = NewAuditEventClient(tx.config)
+	tx.CleanupLease = NewCleanupLeaseClient(tx.config)
+	tx.CleanupObservation = NewCleanupObservationClient(tx.config)
+	tx.CleanupScan = NewCleanupScanClient(tx.config)
+	tx.CleanupShardWalk = NewCleanupShardWalkClient(tx.config)
 	tx.ColumnEdge = NewColumnEdgeClient(tx.config)
 	tx.ExternalID = NewExternalIDClient(tx.config)
 	tx.IcebergManifest = NewIcebergManifestClient(tx.config)

@@ -318,29 +318,40 @@ func (s *Service) Refresh(ctx context.Context, id uuid.UUID) (RefreshReport, err
 	if err != nil {
 		return RefreshReport{}, err
 	}
-	var tbl *table.Table
-	if row.Connection != "" {
-		c := s.connection(row.Connection)
-		if c == nil {
-			return RefreshReport{}, s.recordError(ctx, id, fmt.Errorf("the Iceberg catalog connection %q is no longer configured", row.Connection))
-		}
-		cat, err := c.Catalog(ctx)
-		if err != nil {
-			return RefreshReport{}, s.recordError(ctx, id, err)
-		}
-		if tbl, err = cat.LoadTable(ctx, splitIdent(row.Identifier)); err != nil {
-			return RefreshReport{}, s.recordError(ctx, id, fmt.Errorf("load %s from %s: %w", row.Identifier, c.Name, err))
-		}
-	} else if tbl, err = s.loadLocation(ctx, row.MetadataLocation); err != nil {
-		return RefreshReport{}, s.recordError(ctx, id, fmt.Errorf("load %s: %w", row.MetadataLocation, err))
-	}
-	if tbl.Metadata().TableUUID().String() != row.TableUUID {
-		return RefreshReport{}, s.recordError(ctx, id, fmt.Errorf("the table at %s now has table-uuid %s, not %s: it was replaced; sync or register it again", tbl.MetadataLocation(), tbl.Metadata().TableUUID(), row.TableUUID))
+	tbl, err := s.load(ctx, row)
+	if err != nil {
+		return RefreshReport{}, err
 	}
 	if err := s.upsertRow(ctx, id, tbl, row.Connection, row.Identifier); err != nil {
 		return RefreshReport{}, err
 	}
 	return s.inspectAndStore(ctx, id, tbl)
+}
+
+// load reads the table's current metadata: through its catalog connection, else from its
+// registered metadata location. Failures are recorded on the table.
+func (s *Service) load(ctx context.Context, row *ent.IcebergTable) (*table.Table, error) {
+	var tbl *table.Table
+	var err error
+	if row.Connection != "" {
+		c := s.connection(row.Connection)
+		if c == nil {
+			return nil, s.recordError(ctx, row.ID, fmt.Errorf("the Iceberg catalog connection %q is no longer configured", row.Connection))
+		}
+		cat, err := c.Catalog(ctx)
+		if err != nil {
+			return nil, s.recordError(ctx, row.ID, err)
+		}
+		if tbl, err = cat.LoadTable(ctx, splitIdent(row.Identifier)); err != nil {
+			return nil, s.recordError(ctx, row.ID, fmt.Errorf("load %s from %s: %w", row.Identifier, c.Name, err))
+		}
+	} else if tbl, err = s.loadLocation(ctx, row.MetadataLocation); err != nil {
+		return nil, s.recordError(ctx, row.ID, fmt.Errorf("load %s: %w", row.MetadataLocation, err))
+	}
+	if tbl.Metadata().TableUUID().String() != row.TableUUID {
+		return nil, s.recordError(ctx, row.ID, fmt.Errorf("the table at %s now has table-uuid %s, not %s: it was replaced; sync or register it again", tbl.MetadataLocation(), tbl.Metadata().TableUUID(), row.TableUUID))
+	}
+	return tbl, nil
 }
 
 func (s *Service) row(ctx context.Context, id uuid.UUID) (*ent.IcebergTable, error) {

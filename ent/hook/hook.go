@@ -69,6 +69,54 @@ func (f AuditEventFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, 
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.AuditEventMutation", m)
 }
 
+// The CleanupLeaseFunc type is an adapter to allow the use of ordinary
+// function as CleanupLease mutator.
+type CleanupLeaseFunc func(context.Context, *ent.CleanupLeaseMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f CleanupLeaseFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.CleanupLeaseMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.CleanupLeaseMutation", m)
+}
+
+// The CleanupObservationFunc type is an adapter to allow the use of ordinary
+// function as CleanupObservation mutator.
+type CleanupObservationFunc func(context.Context, *ent.CleanupObservationMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f CleanupObservationFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.CleanupObservationMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.CleanupObservationMutation", m)
+}
+
+// The CleanupScanFunc type is an adapter to allow the use of ordinary
+// function as CleanupScan mutator.
+type CleanupScanFunc func(context.Context, *ent.CleanupScanMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f CleanupScanFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.CleanupScanMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.CleanupScanMutation", m)
+}
+
+// The CleanupShardWalkFunc type is an adapter to allow the use of ordinary
+// function as CleanupShardWalk mutator.
+type CleanupShardWalkFunc func(context.Context, *ent.CleanupShardWalkMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f CleanupShardWalkFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.CleanupShardWalkMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.CleanupShardWalkMutation", m)
+}
+
 // The ColumnEdgeFunc type is an adapter to allow the use of ordinary
 // function as ColumnEdge mutator.
 type ColumnEdgeFunc func(context.Context, *ent.ColumnEdgeMutation) (ent.Value, error)

@@ -151,6 +151,115 @@ var (
 			},
 		},
 	}
+	// CleanupLeasesColumns holds the columns for the "cleanup_leases" table.
+	CleanupLeasesColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeUUID},
+		{Name: "asset_id", Type: field.TypeUUID},
+		{Name: "shard", Type: field.TypeString},
+		{Name: "holder", Type: field.TypeString},
+		{Name: "expires_at", Type: field.TypeTime},
+	}
+	// CleanupLeasesTable holds the schema information for the "cleanup_leases" table.
+	CleanupLeasesTable = &schema.Table{
+		Name:       "cleanup_leases",
+		Columns:    CleanupLeasesColumns,
+		PrimaryKey: []*schema.Column{CleanupLeasesColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "cleanuplease_asset_id_shard",
+				Unique:  true,
+				Columns: []*schema.Column{CleanupLeasesColumns[1], CleanupLeasesColumns[2]},
+			},
+		},
+	}
+	// CleanupObservationsColumns holds the columns for the "cleanup_observations" table.
+	CleanupObservationsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeUUID},
+		{Name: "asset_id", Type: field.TypeUUID},
+		{Name: "shard", Type: field.TypeString},
+		{Name: "path", Type: field.TypeString},
+		{Name: "size", Type: field.TypeInt64},
+		{Name: "modified_at", Type: field.TypeTime},
+		{Name: "first_seen_at", Type: field.TypeTime},
+		{Name: "last_walk_id", Type: field.TypeUUID},
+		{Name: "streak", Type: field.TypeInt},
+		{Name: "confirmed_at", Type: field.TypeTime, Nullable: true},
+	}
+	// CleanupObservationsTable holds the schema information for the "cleanup_observations" table.
+	CleanupObservationsTable = &schema.Table{
+		Name:       "cleanup_observations",
+		Columns:    CleanupObservationsColumns,
+		PrimaryKey: []*schema.Column{CleanupObservationsColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "cleanupobservation_asset_id_path",
+				Unique:  true,
+				Columns: []*schema.Column{CleanupObservationsColumns[1], CleanupObservationsColumns[3]},
+			},
+			{
+				Name:    "cleanupobservation_asset_id_shard",
+				Unique:  false,
+				Columns: []*schema.Column{CleanupObservationsColumns[1], CleanupObservationsColumns[2]},
+			},
+		},
+	}
+	// CleanupScansColumns holds the columns for the "cleanup_scans" table.
+	CleanupScansColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeUUID},
+		{Name: "asset_id", Type: field.TypeUUID},
+		{Name: "started_at", Type: field.TypeTime},
+		{Name: "finished_at", Type: field.TypeTime, Nullable: true},
+		{Name: "state", Type: field.TypeEnum, Enums: []string{"running", "finished", "failed", "stopped"}},
+		{Name: "age_threshold_seconds", Type: field.TypeInt64},
+		{Name: "threshold_override", Type: field.TypeBool, Default: false},
+		{Name: "report", Type: field.TypeString, Size: 2147483647, Default: ""},
+		{Name: "error", Type: field.TypeString, Size: 2147483647, Default: ""},
+	}
+	// CleanupScansTable holds the schema information for the "cleanup_scans" table.
+	CleanupScansTable = &schema.Table{
+		Name:       "cleanup_scans",
+		Columns:    CleanupScansColumns,
+		PrimaryKey: []*schema.Column{CleanupScansColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "cleanupscan_asset_id_started_at",
+				Unique:  false,
+				Columns: []*schema.Column{CleanupScansColumns[1], CleanupScansColumns[2]},
+			},
+		},
+	}
+	// CleanupShardWalksColumns holds the columns for the "cleanup_shard_walks" table.
+	CleanupShardWalksColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeUUID},
+		{Name: "scan_id", Type: field.TypeUUID},
+		{Name: "asset_id", Type: field.TypeUUID},
+		{Name: "shard", Type: field.TypeString},
+		{Name: "started_at", Type: field.TypeTime},
+		{Name: "finished_at", Type: field.TypeTime, Nullable: true},
+		{Name: "outcome", Type: field.TypeEnum, Enums: []string{"running", "complete", "failed", "unreachable", "stopped", "leased"}},
+		{Name: "entries", Type: field.TypeInt64, Default: 0},
+		{Name: "duplicates", Type: field.TypeInt64, Default: 0},
+		{Name: "list_requests", Type: field.TypeInt64, Default: 0},
+		{Name: "error", Type: field.TypeString, Size: 2147483647, Default: ""},
+	}
+	// CleanupShardWalksTable holds the schema information for the "cleanup_shard_walks" table.
+	CleanupShardWalksTable = &schema.Table{
+		Name:       "cleanup_shard_walks",
+		Columns:    CleanupShardWalksColumns,
+		PrimaryKey: []*schema.Column{CleanupShardWalksColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "cleanupshardwalk_asset_id_shard",
+				Unique:  false,
+				Columns: []*schema.Column{CleanupShardWalksColumns[2], CleanupShardWalksColumns[3]},
+			},
+			{
+				Name:    "cleanupshardwalk_scan_id",
+				Unique:  false,
+				Columns: []*schema.Column{CleanupShardWalksColumns[1]},
+			},
+		},
+	}
 	// ColumnEdgesColumns holds the columns for the "column_edges" table.
 	ColumnEdgesColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeInt, Increment: true},
@@ -625,6 +734,10 @@ var (
 		AssetFacetsTable,
 		AssetNamesTable,
 		AuditEventsTable,
+		CleanupLeasesTable,
+		CleanupObservationsTable,
+		CleanupScansTable,
+		CleanupShardWalksTable,
 		ColumnEdgesTable,
 		ExternalIdsTable,
 		IcebergManifestsTable,

@@ -21,6 +21,18 @@ type AssetName func(*sql.Selector)
 // AuditEvent is the predicate function for auditevent builders.
 type AuditEvent func(*sql.Selector)
 
+// CleanupLease is the predicate function for cleanuplease builders.
+type CleanupLease func(*sql.Selector)
+
+// CleanupObservation is the predicate function for cleanupobservation builders.
+type CleanupObservation func(*sql.Selector)
+
+// CleanupScan is the predicate function for cleanupscan builders.
+type CleanupScan func(*sql.Selector)
+
+// CleanupShardWalk is the predicate function for cleanupshardwalk builders.
+type CleanupShardWalk func(*sql.Selector)
+
 // ColumnEdge is the predicate function for columnedge builders.
 type ColumnEdge func(*sql.Selector)
 

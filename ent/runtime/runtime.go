@@ -7,6 +7,10 @@ import (
 	"github.com/tidemark/tidemark/ent/apitoken"
 	"github.com/tidemark/tidemark/ent/asset"
 	"github.com/tidemark/tidemark/ent/auditevent"
+	"github.com/tidemark/tidemark/ent/cleanuplease"
+	"github.com/tidemark/tidemark/ent/cleanupobservation"
+	"github.com/tidemark/tidemark/ent/cleanupscan"
+	"github.com/tidemark/tidemark/ent/cleanupshardwalk"
 	"github.com/tidemark/tidemark/ent/columnedge"
 	"github.com/tidemark/tidemark/ent/icebergmanifest"
 	"github.com/tidemark/tidemark/ent/icebergmanifestlist"
@@ -69,6 +73,70 @@ func init() {
 	auditeventDescID := auditeventMixinFields0[0].Descriptor()
 	// auditevent.DefaultID holds the default value on creation for the id field.
 	auditevent.DefaultID = auditeventDescID.Default.(func() uuid.UUID)
+	cleanupleaseMixin := schema.CleanupLease{}.Mixin()
+	cleanupleaseMixinFields0 := cleanupleaseMixin[0].Fields()
+	_ = cleanupleaseMixinFields0
+	cleanupleaseFields := schema.CleanupLease{}.Fields()
+	_ = cleanupleaseFields
+	// cleanupleaseDescID is the schema descriptor for id field.
+	cleanupleaseDescID := cleanupleaseMixinFields0[0].Descriptor()
+	// cleanuplease.DefaultID holds the default value on creation for the id field.
+	cleanuplease.DefaultID = cleanupleaseDescID.Default.(func() uuid.UUID)
+	cleanupobservationMixin := schema.CleanupObservation{}.Mixin()
+	cleanupobservationMixinFields0 := cleanupobservationMixin[0].Fields()
+	_ = cleanupobservationMixinFields0
+	cleanupobservationFields := schema.CleanupObservation{}.Fields()
+	_ = cleanupobservationFields
+	// cleanupobservationDescID is the schema descriptor for id field.
+	cleanupobservationDescID := cleanupobservationMixinFields0[0].Descriptor()
+	// cleanupobservation.DefaultID holds the default value on creation for the id field.
+	cleanupobservation.DefaultID = cleanupobservationDescID.Default.(func() uuid.UUID)
+	cleanupscanMixin := schema.CleanupScan{}.Mixin()
+	cleanupscanMixinFields0 := cleanupscanMixin[0].Fields()
+	_ = cleanupscanMixinFields0
+	cleanupscanFields := schema.CleanupScan{}.Fields()
+	_ = cleanupscanFields
+	// cleanupscanDescThresholdOverride is the schema descriptor for threshold_override field.
+	cleanupscanDescThresholdOverride := cleanupscanFields[5].Descriptor()
+	// cleanupscan.DefaultThresholdOverride holds the default value on creation for the threshold_override field.
+	cleanupscan.DefaultThresholdOverride = cleanupscanDescThresholdOverride.Default.(bool)
+	// cleanupscanDescReport is the schema descriptor for report field.
+	cleanupscanDescReport := cleanupscanFields[6].Descriptor()
+	// cleanupscan.DefaultReport holds the default value on creation for the report field.
+	cleanupscan.DefaultReport = cleanupscanDescReport.Default.(string)
+	// cleanupscanDescError is the schema descriptor for error field.
+	cleanupscanDescError := cleanupscanFields[7].Descriptor()
+	// cleanupscan.DefaultError holds the default value on creation for the error field.
+	cleanupscan.DefaultError = cleanupscanDescError.Default.(string)
+	// cleanupscanDescID is the schema descriptor for id field.
+	cleanupscanDescID := cleanupscanMixinFields0[0].Descriptor()
+	// cleanupscan.DefaultID holds the default value on creation for the id field.
+	cleanupscan.DefaultID = cleanupscanDescID.Default.(func() uuid.UUID)
+	cleanupshardwalkMixin := schema.CleanupShardWalk{}.Mixin()
+	cleanupshardwalkMixinFields0 := cleanupshardwalkMixin[0].Fields()
+	_ = cleanupshardwalkMixinFields0
+	cleanupshardwalkFields := schema.CleanupShardWalk{}.Fields()
+	_ = cleanupshardwalkFields
+	// cleanupshardwalkDescEntries is the schema descriptor for entries field.
+	cleanupshardwalkDescEntries := cleanupshardwalkFields[6].Descriptor()
+	// cleanupshardwalk.DefaultEntries holds the default value on creation for the entries field.
+	cleanupshardwalk.DefaultEntries = cleanupshardwalkDescEntries.Default.(int64)
+	// cleanupshardwalkDescDuplicates is the schema descriptor for duplicates field.
+	cleanupshardwalkDescDuplicates := cleanupshardwalkFields[7].Descriptor()
+	// cleanupshardwalk.DefaultDuplicates holds the default value on creation for the duplicates field.
+	cleanupshardwalk.DefaultDuplicates = cleanupshardwalkDescDuplicates.Default.(int64)
+	// cleanupshardwalkDescListRequests is the schema descriptor for list_requests field.
+	cleanupshardwalkDescListRequests := cleanupshardwalkFields[8].Descriptor()
+	// cleanupshardwalk.DefaultListRequests holds the default value on creation for the list_requests field.
+	cleanupshardwalk.DefaultListRequests = cleanupshardwalkDescListRequests.Default.(int64)
+	// cleanupshardwalkDescError is the schema descriptor for error field.
+	cleanupshardwalkDescError := cleanupshardwalkFields[9].Descriptor()
+	// cleanupshardwalk.DefaultError holds the default value on creation for the error field.
+	cleanupshardwalk.DefaultError = cleanupshardwalkDescError.Default.(string)
+	// cleanupshardwalkDescID is the schema descriptor for id field.
+	cleanupshardwalkDescID := cleanupshardwalkMixinFields0[0].Descriptor()
+	// cleanupshardwalk.DefaultID holds the default value on creation for the id field.
+	cleanupshardwalk.DefaultID = cleanupshardwalkDescID.Default.(func() uuid.UUID)
 	columnedgeFields := schema.ColumnEdge{}.Fields()
 	_ = columnedgeFields
 	// columnedgeDescTransformationType is the schema descriptor for transformation_type field.

@@ -1,0 +1,131 @@
+package cleanup
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Report is what one scan examined and found. Its wording never claims the table is clean or
+// the result complete: a walk over a live store is evidence, and reconciliation converges.
+type Report struct {
+	ScanID            uuid.UUID     `json:"scan_id"`
+	AssetID           uuid.UUID     `json:"asset_id"`
+	Location          string        `json:"location"`
+	MetadataLocation  string        `json:"metadata_location"`
+	StartedAt         time.Time     `json:"started_at"`
+	FinishedAt        *time.Time    `json:"finished_at,omitempty"`
+	State             string        `json:"state"`
+	Error             string        `json:"error,omitempty"`
+	AgeThreshold      string        `json:"age_threshold"`
+	ThresholdOverride bool          `json:"threshold_override"`
+	Assumption        string        `json:"assumption"`
+	Shards            []ShardReport `json:"shards"`
+	ShardsComplete    int           `json:"shards_complete"`
+	// Holes are shards this scan did not walk to completion: nothing in them was confirmed.
+	Holes           []Hole        `json:"holes"`
+	EntriesListed   int64         `json:"entries_listed"`   // distinct paths listed
+	DuplicateListed int64         `json:"duplicate_listed"` // entries a listing returned more than once
+	ReferencedFiles int64         `json:"referenced_files"` // paths the metadata referenced after the walk
+	MidWalk         int64         `json:"mid_walk"`         // unreferenced before the walk, referenced after it
+	TooYoung        int64         `json:"too_young"`        // unreferenced but younger than the threshold
+	Candidates      int64         `json:"candidates"`       // unreferenced and old enough, in complete shards
+	CandidateBytes  int64         `json:"candidate_bytes"`
+	Confirmed       int64         `json:"confirmed"` // candidates a second consecutive complete walk agreed on
+	ConfirmedBytes  int64         `json:"confirmed_bytes"`
+	ConfirmedSample []string      `json:"confirmed_sample"` // up to 100 paths
+	FilesChecked    int64         `json:"files_checked"`    // current-snapshot files checked by key
+	Dangling        []DanglingRef `json:"dangling"`         // up to 1,000
+	DanglingCount   int64         `json:"dangling_count"`
+	Unchecked       int64         `json:"unchecked"` // files whose check failed for another reason than absence
+	Requests        Requests      `json:"requests"`
+	Cost            Cost          `json:"cost"`
+	Summary         string        `json:"summary"`
+	Prices          Prices        `json:"prices"`
+}
+
+// ShardReport is one shard walk.
+type ShardReport struct {
+	Shard        string     `json:"shard"`
+	Outcome      string     `json:"outcome"` // complete, failed, unreachable, stopped, leased
+	StartedAt    time.Time  `json:"started_at"`
+	FinishedAt   *time.Time `json:"finished_at,omitempty"`
+	Entries      int64      `json:"entries"`
+	Duplicates   int64      `json:"duplicates"`
+	ListRequests int64      `json:"list_requests"`
+	Candidates   int64      `json:"candidates"`
+	Confirmed    int64      `json:"confirmed"`
+	Error        string     `json:"error,omitempty"`
+}
+
+// Hole is a shard not walked to completion, with when it last was.
+type Hole struct {
+	Shard          string     `json:"shard"`
+	Outcome        string     `json:"outcome"`
+	LastCompleteAt *time.Time `json:"last_complete_at,omitempty"`
+}
+
+// DanglingRef is a file the current snapshot references that storage did not have, twice.
+type DanglingRef struct {
+	SnapshotID int64  `json:"snapshot_id"`
+	Manifest   string `json:"manifest"`
+	Path       string `json:"path"`
+	Content    string `json:"content"`
+}
+
+// Requests counts storage requests by kind.
+type Requests struct {
+	List int64 `json:"list"`
+	Head int64 `json:"head"` // stat by key (GET/HEAD)
+	// ManifestReads are manifests and manifest lists read from storage (the rest came from the
+	// manifest cache).
+	ManifestReads int `json:"manifest_reads"`
+}
+
+// Cost is the estimate from the configured prices, in US dollars.
+type Cost struct {
+	Scan            float64 `json:"scan_usd"`
+	OrphansPerMonth float64 `json:"confirmed_orphans_usd_per_month"`
+}
+
+func (r *Report) finish(p Prices) {
+	r.Prices = p
+	r.Cost.Scan = float64(r.Requests.List)/1000*p.ListPer1000 + float64(r.Requests.Head)/1000*p.GetPer1000
+	r.Cost.OrphansPerMonth = float64(r.ConfirmedBytes) / 1e9 * p.StorageGBMonth
+	r.ShardsComplete = 0
+	for _, sh := range r.Shards {
+		if sh.Outcome == "complete" {
+			r.ShardsComplete++
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Examined %d of %d shards to completion (%d entries listed, %d LIST and %d HEAD requests, about $%.4f). ",
+		r.ShardsComplete, len(r.Shards), r.EntriesListed, r.Requests.List, r.Requests.Head, r.Cost.Scan)
+	fmt.Fprintf(&b, "%d unreferenced files older than %s in those shards; %d (%s) confirmed by two consecutive complete walks, costing about $%.2f a month. ",
+		r.Candidates, r.AgeThreshold, r.Confirmed, bytesText(r.ConfirmedBytes), r.Cost.OrphansPerMonth)
+	if r.TooYoung > 0 || r.MidWalk > 0 {
+		fmt.Fprintf(&b, "%d unreferenced files were too young to judge and %d were committed while the walk ran. ", r.TooYoung, r.MidWalk)
+	}
+	if r.FilesChecked > 0 || r.DanglingCount > 0 {
+		fmt.Fprintf(&b, "Checked %d current files by key: %d missing on two checks (dangling references). ", r.FilesChecked, r.DanglingCount)
+	}
+	if n := len(r.Shards) - r.ShardsComplete; n > 0 {
+		fmt.Fprintf(&b, "%d shards were not walked to completion and are holes in this scan. ", n)
+	}
+	b.WriteString("A scan of a live store is evidence, not an inventory: files written during it may be missed, and repeated scans converge.")
+	r.Summary = b.String()
+}
+
+func bytesText(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

@@ -1,0 +1,667 @@
+package cleanup
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/cespare/xxhash/v2"
+	"github.com/google/uuid"
+	"golang.org/x/time/rate"
+
+	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/ent"
+	"github.com/tidemark/tidemark/ent/cleanupobservation"
+	"github.com/tidemark/tidemark/ent/cleanupscan"
+	"github.com/tidemark/tidemark/ent/cleanupshardwalk"
+	"github.com/tidemark/tidemark/tables"
+)
+
+// ScanOptions select and tune one scan.
+type ScanOptions struct {
+	// Shards limits the walk to these shards ("metadata/", "data/<dir>/", "data/*" for the files
+	// directly under data/, "*" for those directly under the location); empty walks them all.
+	Shards []string
+	// AgeThreshold is the age a file must have to be a candidate (default 72 h). Below 24 h
+	// it needs AllowYoung, and the override is logged and shown on the report.
+	AgeThreshold time.Duration
+	AllowYoung   bool
+	// SkipDangling skips the dangling-reference check.
+	SkipDangling bool
+	// RecheckDelay is how long a missing file is given before its second check (default 1 min).
+	RecheckDelay time.Duration
+	// Progress, when set, is told how the walk goes.
+	Progress func(Progress)
+}
+
+// Progress is a scan's state for a progress display.
+type Progress struct {
+	Shard       string
+	ShardsDone  int
+	ShardsTotal int
+	Entries     int64
+	Elapsed     time.Duration
+	Phase       string // walking, confirming, checking
+}
+
+// candidate is a listed file the metadata did not reference before the walk.
+type candidate struct {
+	key     string
+	size    int64
+	modTime time.Time
+}
+
+// Scan walks a table's location shard by shard and checks its current files by key, records
+// what it saw and returns the report. It deletes nothing and writes no table metadata.
+func (s *Service) Scan(ctx context.Context, asset uuid.UUID, opt ScanOptions) (Report, error) {
+	if opt.AgeThreshold == 0 {
+		opt.AgeThreshold = DefaultAgeThreshold
+	}
+	if opt.AgeThreshold < 0 {
+		return Report{}, &catalog.Error{Kind: catalog.ErrInvalid, Field: "age_threshold", Message: "the age threshold must be positive"}
+	}
+	override := opt.AgeThreshold < MinAgeThreshold
+	if override && !opt.AllowYoung {
+		return Report{}, &catalog.Error{Kind: catalog.ErrInvalid, Field: "age_threshold",
+			Message: fmt.Sprintf("an age threshold of %s is below the 24h minimum: a slow writer's uncommitted files would look orphaned; pass the explicit override if you are sure", opt.AgeThreshold)}
+	}
+	if opt.RecheckDelay == 0 {
+		opt.RecheckDelay = DefaultRecheckDelay
+	}
+	if _, err := s.tables.Get(ctx, asset); err != nil {
+		return Report{}, err
+	}
+	if override {
+		s.log.Warn("cleanup scan with an age threshold below 24h (explicit override)", "asset_id", asset, "threshold", opt.AgeThreshold.String())
+	}
+	row, err := s.db.CleanupScan.Create().SetAssetID(asset).SetStartedAt(s.clock()).SetState(cleanupscan.StateRunning).
+		SetAgeThresholdSeconds(int64(opt.AgeThreshold / time.Second)).SetThresholdOverride(override).Save(ctx)
+	if err != nil {
+		return Report{}, err
+	}
+	rep := Report{ScanID: row.ID, AssetID: asset, StartedAt: row.StartedAt, State: "running", AgeThreshold: opt.AgeThreshold.String(),
+		ThresholdOverride: override, Shards: []ShardReport{}, Holes: []Hole{}, ConfirmedSample: []string{}, Dangling: []DanglingRef{},
+		Assumption: fmt.Sprintf("No write takes longer than %s to commit: a file older than that which no metadata references is not part of a write in flight.", opt.AgeThreshold)}
+	serr := s.scan(ctx, row.ID, &rep, opt)
+	state := cleanupscan.StateFinished
+	switch {
+	case serr != nil && ctx.Err() != nil:
+		state = cleanupscan.StateStopped
+	case serr != nil:
+		state = cleanupscan.StateFailed
+	}
+	fin := s.clock()
+	rep.FinishedAt, rep.State = &fin, string(state)
+	if serr != nil {
+		rep.Error = serr.Error()
+	}
+	rep.finish(s.prices)
+	body, err := json.Marshal(rep)
+	if err != nil {
+		return rep, err
+	}
+	wctx := context.WithoutCancel(ctx)
+	if err := row.Update().SetState(state).SetFinishedAt(fin).SetReport(string(body)).SetError(rep.Error).Exec(wctx); err != nil {
+		return rep, errors.Join(serr, err)
+	}
+	s.log.Info("cleanup scan finished", "scan_id", rep.ScanID, "asset_id", asset, "state", state, "shards_complete", rep.ShardsComplete,
+		"shards", len(rep.Shards), "confirmed", rep.Confirmed, "dangling", rep.DanglingCount)
+	return rep, serr
+}
+
+func (s *Service) scan(ctx context.Context, scanID uuid.UUID, rep *Report, opt ScanOptions) error {
+	start := time.Now()
+	asset := rep.AssetID
+	live, err := s.tables.Open(ctx, asset)
+	if err != nil {
+		return err
+	}
+	rep.Location, rep.MetadataLocation = live.Refs.Location, live.Refs.MetadataLocation
+	lister, ok := live.IO.(icebergio.ListableIO)
+	if !ok {
+		return fmt.Errorf("the storage of %s cannot be listed through iceberg-go's IO", live.Refs.Location)
+	}
+	if s.wrapIO != nil {
+		lister = s.wrapIO(lister)
+	}
+	pre, err := s.references(ctx, live, rep)
+	if err != nil {
+		return err
+	}
+	loc := strings.TrimRight(live.Refs.Location, "/")
+	locKey, _ := normalize(loc)
+
+	shards := opt.Shards
+	if len(shards) == 0 {
+		if shards, err = s.discover(ctx, lister, loc, rep); err != nil {
+			return fmt.Errorf("list the table location %s: %w", loc, err)
+		}
+	}
+	progress := func(p Progress) {
+		if opt.Progress != nil {
+			p.ShardsTotal, p.Elapsed = len(shards), time.Since(start)
+			opt.Progress(p)
+		}
+	}
+	type walked struct {
+		walk  *ent.CleanupShardWalk
+		cands []candidate
+		idx   int
+	}
+	var complete []walked
+	var listed atomic.Int64
+	var metaFiles []candidate // unreferenced *.metadata.json files, for registered tables
+	for i, shard := range shards {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		progress(Progress{Shard: shard, ShardsDone: i, Entries: listed.Load(), Phase: "walking"})
+		sr := ShardReport{Shard: shard, StartedAt: s.clock()}
+		got, err := s.claim(ctx, asset, shard, s.leaseTTL)
+		if err != nil {
+			return err
+		}
+		if !got {
+			sr.Outcome, sr.Error = "leased", "another worker holds this shard's lease"
+			err := s.db.CleanupShardWalk.Create().SetScanID(scanID).SetAssetID(asset).SetShard(shard).SetStartedAt(sr.StartedAt).
+				SetFinishedAt(sr.StartedAt).SetOutcome(cleanupshardwalk.OutcomeLeased).SetError(sr.Error).Exec(ctx)
+			if err != nil {
+				return err
+			}
+			rep.Shards = append(rep.Shards, sr)
+			continue
+		}
+		w, err := s.db.CleanupShardWalk.Create().SetScanID(scanID).SetAssetID(asset).SetShard(shard).SetStartedAt(sr.StartedAt).
+			SetOutcome(cleanupshardwalk.OutcomeRunning).Save(ctx)
+		if err != nil {
+			s.release(ctx, asset, shard)
+			return err
+		}
+		res := s.walkShard(ctx, lister, loc, locKey, shard, pre, &listed, func(n int64) {
+			progress(Progress{Shard: shard, ShardsDone: i, Entries: n, Phase: "walking"})
+		}, func() error { return s.renew(ctx, asset, shard, s.leaseTTL) })
+		s.release(ctx, asset, shard)
+		fin := s.clock()
+		sr.FinishedAt, sr.Entries, sr.Duplicates, sr.ListRequests = &fin, res.entries, res.dupes, res.lists
+		rep.EntriesListed += res.entries
+		rep.DuplicateListed += res.dupes
+		rep.Requests.List += res.lists
+		outcome := cleanupshardwalk.OutcomeComplete
+		switch {
+		case res.mismatch != nil:
+			outcome, sr.Error = cleanupshardwalk.OutcomeFailed, res.mismatch.Error()
+		case res.err != nil && ctx.Err() != nil:
+			outcome, sr.Error = cleanupshardwalk.OutcomeStopped, res.err.Error()
+		case res.err != nil && res.entries == 0:
+			outcome, sr.Error = cleanupshardwalk.OutcomeUnreachable, res.err.Error()
+		case res.err != nil:
+			outcome, sr.Error = cleanupshardwalk.OutcomeFailed, res.err.Error()
+		}
+		sr.Outcome = string(outcome)
+		werr := w.Update().SetFinishedAt(fin).SetOutcome(outcome).SetEntries(res.entries).SetDuplicates(res.dupes).
+			SetListRequests(res.lists).SetError(sr.Error).Exec(context.WithoutCancel(ctx))
+		if werr != nil {
+			return werr
+		}
+		rep.Shards = append(rep.Shards, sr)
+		if res.mismatch != nil {
+			return res.mismatch // an unsafe comparison stops the table's scan
+		}
+		if outcome == cleanupshardwalk.OutcomeComplete {
+			complete = append(complete, walked{walk: w, cands: res.cands, idx: len(rep.Shards) - 1})
+			for _, c := range res.cands {
+				if strings.HasSuffix(c.key, ".metadata.json") {
+					metaFiles = append(metaFiles, c)
+				}
+			}
+		}
+		if s.hook != nil {
+			s.hook(shard)
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	progress(Progress{ShardsDone: len(shards), Entries: listed.Load(), Phase: "confirming"})
+
+	// The referenced set is re-read after the walk: a file committed while the walk ran is
+	// referenced now and never becomes a candidate.
+	live2, err := s.tables.Open(ctx, asset)
+	if err != nil {
+		return err
+	}
+	post, err := s.references(ctx, live2, rep)
+	if err != nil {
+		return err
+	}
+	rep.ReferencedFiles = int64(len(post.keys))
+	if live2.Refs.Registered {
+		if err := newerMetadata(live2, metaFiles); err != nil {
+			return err
+		}
+	}
+	now := s.clock()
+	threshold := opt.AgeThreshold
+	for _, cw := range complete {
+		var keep []candidate
+		for _, c := range cw.cands {
+			switch {
+			case post.has(c.key):
+				rep.MidWalk++
+			case now.Sub(c.modTime) < threshold:
+				rep.TooYoung++
+			default:
+				keep = append(keep, c)
+			}
+		}
+		confirmed, err := s.observe(ctx, cw.walk, keep)
+		if err != nil {
+			return err
+		}
+		sr := &rep.Shards[cw.idx]
+		sr.Candidates = int64(len(keep))
+		rep.Candidates += int64(len(keep))
+		for _, c := range keep {
+			rep.CandidateBytes += c.size
+		}
+		sr.Confirmed = int64(len(confirmed))
+		rep.Confirmed += int64(len(confirmed))
+		for _, c := range confirmed {
+			rep.ConfirmedBytes += c.size
+			if len(rep.ConfirmedSample) < 100 {
+				rep.ConfirmedSample = append(rep.ConfirmedSample, c.key)
+			}
+		}
+	}
+	if err := s.holes(ctx, rep); err != nil {
+		return err
+	}
+	if !opt.SkipDangling {
+		progress(Progress{ShardsDone: len(shards), Entries: listed.Load(), Phase: "checking"})
+		if err := s.dangling(ctx, live2, rep, opt.RecheckDelay); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// references builds the referenced set from the table's metadata.
+func (s *Service) references(ctx context.Context, live *tables.Live, rep *Report) (*refSet, error) {
+	set := &refSet{}
+	before := live.Refs.Report.ManifestsRead + live.Refs.Report.ManifestListsRead
+	refs, err := s.tables.WalkReferences(ctx, live, func(p string, _ tables.RefKind) error {
+		set.add(p)
+		return nil
+	})
+	rep.Requests.ManifestReads += refs.Report.ManifestsRead + refs.Report.ManifestListsRead - before
+	if err != nil {
+		return nil, fmt.Errorf("read the table's metadata: %w", err)
+	}
+	set.seal()
+	return set, nil
+}
+
+// discover lists the location's top level and data/'s, and returns the shards: metadata/,
+// each directory under data/, data/* (files directly in data/), any other top-level directory,
+// and * (files directly in the location).
+func (s *Service) discover(ctx context.Context, lister icebergio.ListableIO, loc string, rep *Report) ([]string, error) {
+	var shards []string
+	top, rootFiles, err := s.listLevel(ctx, lister, loc, rep)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range top {
+		if d != "data" {
+			shards = append(shards, d+"/")
+			continue
+		}
+		sub, files, err := s.listLevel(ctx, lister, loc+"/data", rep)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, err
+			}
+			// data/ could not be listed: walk it whole, so the failure is recorded as a hole.
+			s.log.Warn("could not list data/ to find its shards; walking it as one shard", "location", loc, "err", err)
+			shards = append(shards, "data/")
+			continue
+		}
+		for _, x := range sub {
+			shards = append(shards, "data/"+x+"/")
+		}
+		if files {
+			shards = append(shards, "data/*")
+		}
+	}
+	if rootFiles {
+		shards = append(shards, "*")
+	}
+	slices.Sort(shards)
+	return shards, nil
+}
+
+// listLevel lists one directory level: the subdirectory names and whether it holds files.
+func (s *Service) listLevel(ctx context.Context, lister icebergio.ListableIO, dir string, rep *Report) ([]string, bool, error) {
+	var dirs []string
+	files := false
+	rootKey, _ := normalize(dir)
+	err := lister.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if k, _ := normalize(p); k == rootKey {
+			return nil
+		}
+		if d.IsDir() {
+			dirs = append(dirs, d.Name())
+			return fs.SkipDir
+		}
+		files = true
+		return nil
+	})
+	rep.Requests.List++
+	return dirs, files, err
+}
+
+type walkResult struct {
+	entries, dupes, lists int64
+	cands                 []candidate
+	err                   error
+	mismatch              error
+}
+
+// walkShard walks one shard, keeping only entries the pre-walk metadata did not reference.
+func (s *Service) walkShard(ctx context.Context, lister icebergio.ListableIO, loc, locKey, shard string, pre *refSet,
+	listed *atomic.Int64, tick func(int64), renew func() error) walkResult {
+	var res walkResult
+	flat := strings.HasSuffix(shard, "*")
+	root := loc
+	if p := strings.TrimSuffix(strings.TrimSuffix(shard, "*"), "/"); p != "" {
+		root = loc + "/" + p
+	}
+	rootKey, _ := normalize(root)
+	var limiter *rate.Limiter
+	if s.listRate > 0 {
+		limiter = rate.NewLimiter(rate.Limit(s.listRate), 1)
+	}
+	list := func() error {
+		res.lists++
+		if limiter != nil {
+			return limiter.Wait(ctx)
+		}
+		return nil
+	}
+	var hashes []uint64
+	cands := map[string]candidate{}
+	lastRenew := time.Now()
+	var inPage int
+	res.err = lister.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if k, _ := normalize(p); flat && k != rootKey {
+				return fs.SkipDir
+			}
+			inPage = 0
+			return list() // a LIST for each directory (a delimited listing on object stores)
+		}
+		if inPage++; inPage > s.pageSize { // and one for each further page
+			inPage = 1
+			if err := list(); err != nil {
+				return err
+			}
+		}
+		key, pathOnly := normalize(p)
+		hashes = append(hashes, xxhash.Sum64String(key))
+		if n := listed.Add(1); n%10000 == 0 {
+			tick(n)
+		}
+		if time.Since(lastRenew) > s.leaseTTL/3 {
+			lastRenew = time.Now()
+			if err := renew(); err != nil {
+				return err
+			}
+		}
+		if pre.has(key) {
+			return nil
+		}
+		if !strings.HasPrefix(key, locKey+"/") {
+			res.mismatch = fmt.Errorf("listed %s, which is not under the table location %s after normalizing: the comparison would be unsafe", p, loc)
+			return res.mismatch
+		}
+		if pre.hasPath(pathOnly) {
+			res.mismatch = fmt.Errorf("listed %s, but the metadata references the same path under another scheme or authority: stopping this table's scan, since one file with two names cannot be compared safely", p)
+			return res.mismatch
+		}
+		if _, dup := cands[key]; dup {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // gone since it was listed
+			}
+			return err
+		}
+		cands[key] = candidate{key: key, size: info.Size(), modTime: info.ModTime().UTC().Truncate(time.Microsecond)} // as the database keeps it
+		return nil
+	})
+	if errors.Is(res.err, res.mismatch) && res.mismatch != nil {
+		res.err = nil
+	}
+	slices.Sort(hashes)
+	distinct := int64(len(slices.Compact(hashes)))
+	res.entries, res.dupes = distinct, int64(len(hashes))-distinct
+	for _, c := range cands {
+		res.cands = append(res.cands, c)
+	}
+	slices.SortFunc(res.cands, func(a, b candidate) int { return strings.Compare(a.key, b.key) })
+	return res
+}
+
+// observe records a complete walk's old unreferenced files and returns those now confirmed:
+// seen by this walk and by the shard's previous walk, which was complete too.
+func (s *Service) observe(ctx context.Context, w *ent.CleanupShardWalk, cands []candidate) ([]candidate, error) {
+	prev, err := s.db.CleanupShardWalk.Query().Where(cleanupshardwalk.AssetID(w.AssetID), cleanupshardwalk.Shard(w.Shard),
+		cleanupshardwalk.IDLT(w.ID), cleanupshardwalk.OutcomeNEQ(cleanupshardwalk.OutcomeLeased)).
+		Order(ent.Desc(cleanupshardwalk.FieldID)).First(ctx)
+	if err != nil && !ent.IsNotFound(err) {
+		return nil, err
+	}
+	chained := prev != nil && prev.Outcome == cleanupshardwalk.OutcomeComplete
+	now := s.clock()
+	var confirmed []candidate
+	err = s.tx(ctx, func(tx *ent.Tx) error {
+		rows, err := tx.CleanupObservation.Query().Where(cleanupobservation.AssetID(w.AssetID), cleanupobservation.Shard(w.Shard)).All(ctx)
+		if err != nil {
+			return err
+		}
+		known := make(map[string]*ent.CleanupObservation, len(rows))
+		for _, r := range rows {
+			known[r.Path] = r
+		}
+		var creates []*ent.CleanupObservationCreate
+		for _, c := range cands {
+			r := known[c.key]
+			if r == nil {
+				creates = append(creates, tx.CleanupObservation.Create().SetAssetID(w.AssetID).SetShard(w.Shard).SetPath(c.key).
+					SetSize(c.size).SetModifiedAt(c.modTime).SetFirstSeenAt(now).SetLastWalkID(w.ID).SetStreak(1))
+				continue
+			}
+			streak := 1
+			if chained && r.LastWalkID == prev.ID && r.ModifiedAt.Equal(c.modTime) && r.Size == c.size {
+				streak = r.Streak + 1
+			}
+			u := r.Update().SetSize(c.size).SetModifiedAt(c.modTime).SetLastWalkID(w.ID).SetStreak(streak)
+			if streak >= 2 {
+				confirmed = append(confirmed, c)
+				if r.ConfirmedAt == nil {
+					u.SetConfirmedAt(now)
+				}
+			} else {
+				u.ClearConfirmedAt()
+			}
+			if err := u.Exec(ctx); err != nil {
+				return err
+			}
+		}
+		for len(creates) > 0 {
+			n := min(len(creates), 500)
+			if err := tx.CleanupObservation.CreateBulk(creates[:n]...).Exec(ctx); err != nil {
+				return err
+			}
+			creates = creates[n:]
+		}
+		// What this complete walk did not see unreferenced is no longer observed.
+		_, err = tx.CleanupObservation.Delete().Where(cleanupobservation.AssetID(w.AssetID), cleanupobservation.Shard(w.Shard),
+			cleanupobservation.LastWalkIDNEQ(w.ID)).Exec(ctx)
+		return err
+	})
+	return confirmed, err
+}
+
+// holes lists the shards this scan did not complete, with when each last was.
+func (s *Service) holes(ctx context.Context, rep *Report) error {
+	for _, sh := range rep.Shards {
+		if sh.Outcome == "complete" {
+			continue
+		}
+		h := Hole{Shard: sh.Shard, Outcome: sh.Outcome}
+		last, err := s.db.CleanupShardWalk.Query().Where(cleanupshardwalk.AssetID(rep.AssetID), cleanupshardwalk.Shard(sh.Shard),
+			cleanupshardwalk.OutcomeEQ(cleanupshardwalk.OutcomeComplete)).Order(ent.Desc(cleanupshardwalk.FieldID)).First(ctx)
+		if err != nil && !ent.IsNotFound(err) {
+			return err
+		}
+		if last != nil {
+			h.LastCompleteAt = last.FinishedAt
+		}
+		rep.Holes = append(rep.Holes, h)
+	}
+	return nil
+}
+
+// newerMetadata stops the scan of a table registered by metadata location when its metadata
+// directory holds a metadata file newer than the registered one: the registered metadata is
+// stale, and files the newer one references would look orphaned.
+func newerMetadata(live *tables.Live, metaFiles []candidate) error {
+	cur := live.Table.Metadata().LastUpdatedMillis()
+	for _, c := range metaFiles {
+		if c.modTime.UnixMilli() > cur {
+			return fmt.Errorf("%s is newer than the registered metadata %s: register the table's current metadata (or sync it from its catalog) before scanning", c.key, live.Refs.MetadataLocation)
+		}
+	}
+	return nil
+}
+
+// dangling checks every live file of the current snapshot by key (never by walking), then
+// checks the missing ones again after a delay before reporting them.
+func (s *Service) dangling(ctx context.Context, live *tables.Live, rep *Report, delay time.Duration) error {
+	var limiter *rate.Limiter
+	if s.statRate > 0 {
+		limiter = rate.NewLimiter(rate.Limit(s.statRate), 1)
+	}
+	var heads, unchecked atomic.Int64
+	stat := func(p string) (missing bool, err error) {
+		if limiter != nil {
+			if err := limiter.Wait(ctx); err != nil {
+				return false, err
+			}
+		}
+		heads.Add(1)
+		f, err := live.IO.Open(p)
+		if err != nil {
+			return errors.Is(err, fs.ErrNotExist), err
+		}
+		defer f.Close()
+		_, err = f.Stat()
+		return errors.Is(err, fs.ErrNotExist), err
+	}
+	check := func(files []tables.CurrentFile) ([]tables.CurrentFile, error) {
+		var mu sync.Mutex
+		var missing []tables.CurrentFile
+		sem := make(chan struct{}, s.statPar)
+		var wg sync.WaitGroup
+		for _, f := range files {
+			if ctx.Err() != nil {
+				break
+			}
+			sem <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				gone, err := stat(f.Path)
+				switch {
+				case gone:
+					mu.Lock()
+					missing = append(missing, f)
+					mu.Unlock()
+				case err != nil && ctx.Err() == nil:
+					unchecked.Add(1)
+					s.log.Warn("could not check a referenced file", "path", f.Path, "err", err)
+				}
+			}()
+		}
+		wg.Wait()
+		return missing, ctx.Err()
+	}
+	// Stream the current files in batches, so a table of millions of files is never held whole.
+	var batch []tables.CurrentFile
+	var missing []tables.CurrentFile
+	flush := func() error {
+		m, err := check(batch)
+		missing = append(missing, m...)
+		rep.FilesChecked += int64(len(batch))
+		batch = batch[:0]
+		return err
+	}
+	err := s.tables.WalkCurrentFiles(ctx, live, func(f tables.CurrentFile) error {
+		batch = append(batch, f)
+		if len(batch) == 10000 {
+			return flush()
+		}
+		return nil
+	})
+	if err == nil {
+		err = flush()
+	}
+	if err != nil {
+		return fmt.Errorf("check referenced files: %w", err)
+	}
+	if len(missing) > 0 {
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		if missing, err = check(missing); err != nil {
+			return err
+		}
+	}
+	slices.SortFunc(missing, func(a, b tables.CurrentFile) int { return strings.Compare(a.Path, b.Path) })
+	rep.DanglingCount = int64(len(missing))
+	for _, m := range missing {
+		if len(rep.Dangling) == 1000 {
+			break
+		}
+		rep.Dangling = append(rep.Dangling, DanglingRef{SnapshotID: m.SnapshotID, Manifest: m.Manifest, Path: m.Path, Content: m.Content})
+	}
+	rep.Requests.Head += heads.Load()
+	rep.Unchecked += unchecked.Load()
+	return nil
+}

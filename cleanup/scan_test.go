@@ -1,0 +1,328 @@
+package cleanup_test
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
+
+	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/cleanup"
+	"github.com/tidemark/tidemark/ent/storage"
+	"github.com/tidemark/tidemark/ent/storage/storagetest"
+	"github.com/tidemark/tidemark/tables"
+	"github.com/tidemark/tidemark/tables/tablestest"
+)
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Set(t time.Time)     { c.mu.Lock(); c.t = t; c.mu.Unlock() }
+func (c *clock) Add(d time.Duration) { c.Set(c.Now().Add(d)) }
+
+// faulty wraps the storage listing: it can fail the walk of chosen roots and repeat entries.
+type faulty struct {
+	icebergio.ListableIO
+	mu     sync.Mutex
+	fail   string // a root suffix whose walks fail after their first entry...
+	pass   int    // ...once this many walks of it went through (discovery lists data/ too)
+	repeat bool   // every file is listed twice
+}
+
+func (f *faulty) set(fail string, pass int, repeat bool) {
+	f.mu.Lock()
+	f.fail, f.pass, f.repeat = fail, pass, repeat
+	f.mu.Unlock()
+}
+
+func (f *faulty) WalkDir(root string, fn fs.WalkDirFunc) error {
+	f.mu.Lock()
+	fail, repeat := f.fail, f.repeat
+	if fail != "" && strings.HasSuffix(root, fail) && f.pass > 0 {
+		f.pass--
+		fail = ""
+	}
+	f.mu.Unlock()
+	n := 0
+	return f.ListableIO.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return fn(p, d, err)
+		}
+		if fail != "" && strings.HasSuffix(root, fail) && !d.IsDir() {
+			if n++; n > 1 {
+				return errors.New("connection reset by peer")
+			}
+		}
+		if err := fn(p, d, nil); err != nil || d.IsDir() || !repeat {
+			return err
+		}
+		return fn(p, d, nil)
+	})
+}
+
+type env struct {
+	t      *testing.T
+	ctx    context.Context
+	lake   *tablestest.Lake
+	tbl    *table.Table
+	id     uuid.UUID
+	clock  *clock
+	tables *tables.Service
+	svc    *cleanup.Service
+	list   *faulty
+	hook   func(shard string)
+}
+
+// newEnv is a real table synced from a real Iceberg SQL catalog, and a cleanup service whose
+// clock starts at the real now (the files' mtimes are real).
+func newEnv(t *testing.T, db *storage.DB) *env {
+	ctx := context.Background()
+	e := &env{t: t, ctx: ctx, lake: tablestest.NewLake(t), clock: &clock{t: time.Now().UTC()}, list: &faulty{}}
+	e.tbl = e.lake.Append(e.lake.Create("db.events", nil), tablestest.Rows(0, 5, time.Now()))
+	e.tbl = e.lake.Append(e.tbl, tablestest.Rows(5, 5, time.Now()))
+	cat := catalog.New(db.Client, catalog.WithClock(e.clock.Now))
+	var err error
+	e.tables, err = tables.New(db.Client, cat, tables.WithClock(e.clock.Now),
+		tables.WithConnections(tables.NewCatalogConnection(tablestest.Name, "", nil, e.lake.Cat)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := e.tables.Sync(ctx, nil)
+	if err != nil || rep.Added != 1 {
+		t.Fatalf("sync: %+v %v", rep, err)
+	}
+	e.id = rep.Connections[0].Added[0].AssetID
+	e.svc = cleanup.New(db.Client, e.tables, cat, cleanup.WithClock(e.clock.Now), cleanup.WithSQLite(db.Dialect == "sqlite3"),
+		cleanup.WithListingWrapper(func(l icebergio.ListableIO) icebergio.ListableIO { e.list.ListableIO = l; return e.list }),
+		cleanup.WithShardHook(func(s string) {
+			if e.hook != nil {
+				e.hook(s)
+			}
+		}))
+	return e
+}
+
+func (e *env) scan(opt cleanup.ScanOptions) cleanup.Report {
+	e.t.Helper()
+	if opt.RecheckDelay == 0 {
+		opt.RecheckDelay = time.Millisecond
+	}
+	rep, err := e.svc.Scan(e.ctx, e.id, opt)
+	if err != nil {
+		e.t.Fatalf("scan: %v", err)
+	}
+	if strings.Contains(strings.ToLower(rep.Summary), "clean") || strings.Contains(rep.Summary, "complete inventory") {
+		e.t.Fatalf("the report claims too much: %s", rep.Summary)
+	}
+	return rep
+}
+
+func shard(r cleanup.Report, name string) cleanup.ShardReport {
+	for _, s := range r.Shards {
+		if s.Shard == name {
+			return s
+		}
+	}
+	return cleanup.ShardReport{}
+}
+
+// TestTwoPasses: an old unreferenced file is confirmed only by two consecutive complete walks
+// of its shard; a failed walk in between confirms nothing, shows as a hole and breaks the chain;
+// repeated listing entries change nothing.
+func TestTwoPasses(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		e := newEnv(t, db)
+		old := e.lake.WriteFile(e.tbl, "data/orphan-1.parquet", 2048, e.clock.Now().Add(-100*time.Hour))
+		e.lake.WriteFile(e.tbl, "data/young.parquet", 10, e.clock.Now())
+
+		r1 := e.scan(cleanup.ScanOptions{})
+		if r1.Candidates != 1 || r1.Confirmed != 0 || r1.TooYoung != 1 || r1.CandidateBytes != 2048 {
+			t.Fatalf("first scan: candidates %d (%d bytes), confirmed %d, too young %d\n%s", r1.Candidates, r1.CandidateBytes, r1.Confirmed, r1.TooYoung, r1.Summary)
+		}
+		if len(r1.Holes) != 0 || r1.ShardsComplete != len(r1.Shards) || shard(r1, "data/*").Outcome != "complete" || shard(r1, "metadata/").Outcome != "complete" {
+			t.Fatalf("first scan shards: %+v holes %+v", r1.Shards, r1.Holes)
+		}
+		if r1.Requests.List == 0 || r1.Requests.Head != 2 || r1.FilesChecked != 2 || r1.DanglingCount != 0 {
+			t.Fatalf("first scan requests %+v, checked %d, dangling %d", r1.Requests, r1.FilesChecked, r1.DanglingCount)
+		}
+
+		// A listing that repeats every entry changes nothing: the second pass confirms.
+		e.list.set("", 0, true)
+		e.clock.Add(time.Hour)
+		r2 := e.scan(cleanup.ScanOptions{})
+		if r2.Confirmed != 1 || r2.ConfirmedBytes != 2048 || len(r2.ConfirmedSample) != 1 || !strings.HasSuffix(r2.ConfirmedSample[0], "/data/orphan-1.parquet") {
+			t.Fatalf("second scan: confirmed %d (%d bytes) %v", r2.Confirmed, r2.ConfirmedBytes, r2.ConfirmedSample)
+		}
+		if r2.DuplicateListed == 0 || r2.EntriesListed != r1.EntriesListed {
+			t.Fatalf("repeats: %d duplicates, %d distinct entries (first scan %d)", r2.DuplicateListed, r2.EntriesListed, r1.EntriesListed)
+		}
+		if r2.Cost.OrphansPerMonth <= 0 || r2.Cost.Scan <= 0 {
+			t.Fatalf("cost: %+v", r2.Cost)
+		}
+		e.list.set("", 0, false)
+
+		// A second orphan; the walk of its shard fails in the next scan: not confirmed, a hole.
+		e.lake.WriteFile(e.tbl, "data/orphan-2.parquet", 100, e.clock.Now().Add(-100*time.Hour))
+		r3 := e.scan(cleanup.ScanOptions{})
+		if r3.Candidates != 2 || r3.Confirmed != 1 {
+			t.Fatalf("third scan: candidates %d confirmed %d", r3.Candidates, r3.Confirmed)
+		}
+		e.list.set("/data", 1, false) // discovery lists data/ first; the shard walk fails
+		r4 := e.scan(cleanup.ScanOptions{})
+		if r4.Confirmed != 0 || len(r4.Holes) != 1 || r4.Holes[0].Shard != "data/*" || r4.Holes[0].Outcome != "failed" || r4.Holes[0].LastCompleteAt == nil {
+			t.Fatalf("scan with a failed shard: confirmed %d, holes %+v", r4.Confirmed, r4.Holes)
+		}
+		if !strings.Contains(r4.Summary, "holes") {
+			t.Fatalf("summary does not mention the hole: %s", r4.Summary)
+		}
+		// The chain is broken: the next complete walk starts it again; the one after confirms.
+		e.list.set("", 0, false)
+		r5 := e.scan(cleanup.ScanOptions{})
+		r6 := e.scan(cleanup.ScanOptions{})
+		if r5.Confirmed != 0 || r6.Confirmed != 2 || r6.ConfirmedBytes != 2148 {
+			t.Fatalf("after the failed walk: confirmed %d, then %d (%d bytes); want 0, then 2", r5.Confirmed, r6.Confirmed, r6.ConfirmedBytes)
+		}
+		// A confirmed orphan removed by someone else is simply no longer observed.
+		if err := os.Remove(old); err != nil {
+			t.Fatal(err)
+		}
+		if r7 := e.scan(cleanup.ScanOptions{}); r7.Confirmed != 1 || r7.Candidates != 1 {
+			t.Fatalf("after removal: %d candidates, %d confirmed", r7.Candidates, r7.Confirmed)
+		}
+		scans, err := e.svc.Scans(e.ctx, cleanup.ScanFilter{AssetID: e.id, Limit: 100})
+		if err != nil || len(scans) != 7 || scans[0].ScanID != r6.ScanID && scans[0].State != "finished" {
+			t.Fatalf("stored scans: %d, %v", len(scans), err)
+		}
+	})
+}
+
+// TestMidWalkCommit: a file written before the walk and committed while it runs (between two
+// shards) is never a candidate.
+func TestMidWalkCommit(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		e := newEnv(t, db)
+		pending := e.lake.WriteFile(e.tbl, "data/pending.parquet", 512, e.clock.Now().Add(-100*time.Hour))
+		var committed bool
+		e.hook = func(s string) {
+			if s == "data/*" && !committed {
+				committed = true
+				e.tbl = e.lake.AddFiles(e.tbl, "file://"+pending)
+			}
+		}
+		r := e.scan(cleanup.ScanOptions{})
+		if !committed || r.Candidates != 0 || r.MidWalk == 0 {
+			t.Fatalf("mid-walk commit: committed %v, candidates %d, mid-walk %d", committed, r.Candidates, r.MidWalk)
+		}
+		if r2 := e.scan(cleanup.ScanOptions{}); r2.Candidates != 0 || r2.Confirmed != 0 {
+			t.Fatalf("next scan: %d candidates", r2.Candidates)
+		}
+	})
+}
+
+// TestSlowWriter: files written eight hours before their commit are never confirmed with the
+// default threshold.
+func TestSlowWriter(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		e := newEnv(t, db)
+		written := e.clock.Now()
+		var paths []string
+		for _, n := range []string{"a", "b"} {
+			paths = append(paths, "file://"+e.lake.WriteFile(e.tbl, "data/slow-"+n+".parquet", 4096, written))
+		}
+		for h := 1; h <= 8; h++ {
+			e.clock.Set(written.Add(time.Duration(h) * time.Hour))
+			if h == 8 {
+				e.tbl = e.lake.AddFiles(e.tbl, paths...) // the writer finally commits
+			}
+			r := e.scan(cleanup.ScanOptions{SkipDangling: true})
+			if r.Candidates != 0 || r.Confirmed != 0 {
+				t.Fatalf("hour %d: %d candidates, %d confirmed", h, r.Candidates, r.Confirmed)
+			}
+			if h < 8 && r.TooYoung != 2 {
+				t.Fatalf("hour %d: too young %d, want 2", h, r.TooYoung)
+			}
+		}
+		// A threshold under 24h needs the explicit override, which the report shows.
+		if _, err := e.svc.Scan(e.ctx, e.id, cleanup.ScanOptions{AgeThreshold: time.Hour}); !errors.Is(err, catalog.ErrInvalid) {
+			t.Fatalf("1h threshold without override: %v", err)
+		}
+		if r := e.scan(cleanup.ScanOptions{AgeThreshold: time.Hour, AllowYoung: true}); !r.ThresholdOverride || r.AgeThreshold != "1h0m0s" {
+			t.Fatalf("override not on the report: %+v", r)
+		}
+	})
+}
+
+// TestDangling: a referenced data file deleted by hand is reported after the second check, and
+// the table's metadata is not written.
+func TestDangling(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		e := newEnv(t, db)
+		fs, _ := e.tbl.FS(e.ctx)
+		mfs, err := e.tbl.CurrentSnapshot().Manifests(fs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var victim string
+		for e2, err := range mfs[0].Entries(fs, true) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			victim = e2.DataFile().FilePath()
+			break
+		}
+		if err := os.Remove(strings.TrimPrefix(victim, "file://")); err != nil {
+			t.Fatal(err)
+		}
+		metaBefore := e.lake.DiskFiles()
+		r := e.scan(cleanup.ScanOptions{RecheckDelay: 10 * time.Millisecond})
+		if r.DanglingCount != 1 || len(r.Dangling) != 1 || r.Dangling[0].Path != victim || r.Dangling[0].SnapshotID != e.tbl.CurrentSnapshot().SnapshotID || r.Dangling[0].Manifest == "" {
+			t.Fatalf("dangling: %d %+v", r.DanglingCount, r.Dangling)
+		}
+		if r.Requests.Head != 3 { // two files, and the missing one again
+			t.Fatalf("HEAD requests %d, want 3", r.Requests.Head)
+		}
+		if after := e.lake.DiskFiles(); !slices.Equal(metaBefore, after) {
+			t.Fatalf("the scan wrote or removed files: %d before, %d after", len(metaBefore), len(after))
+		}
+		loaded, err := e.lake.Cat.LoadTable(e.ctx, table.Identifier{"db", "events"})
+		if err != nil || loaded.MetadataLocation() != e.tbl.MetadataLocation() {
+			t.Fatalf("table metadata moved: %v", err)
+		}
+	})
+}
+
+// TestPathForms: file: URIs and plain paths name the same file; a referenced path under an
+// unknown authority stops the table's scan.
+func TestPathForms(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		e := newEnv(t, db)
+		old := e.clock.Now().Add(-100 * time.Hour)
+		plain := e.lake.WriteFile(e.tbl, "data/plain.parquet", 10, old)
+		single := e.lake.WriteFile(e.tbl, "data/single.parquet", 10, old)
+		e.tbl = e.lake.AddFiles(e.tbl, plain, "file:"+single)
+		if r := e.scan(cleanup.ScanOptions{}); r.Candidates != 0 || r.DanglingCount != 0 {
+			t.Fatalf("plain and file: paths: %d candidates, %d dangling", r.Candidates, r.DanglingCount)
+		}
+		other := e.lake.WriteFile(e.tbl, "data/other-host.parquet", 10, old)
+		e.tbl = e.lake.AddFiles(e.tbl, "file://otherhost"+other)
+		r, err := e.svc.Scan(e.ctx, e.id, cleanup.ScanOptions{SkipDangling: true})
+		if err == nil || !strings.Contains(err.Error(), "another scheme or authority") || r.State != "failed" || shard(r, "data/*").Outcome != "failed" {
+			t.Fatalf("authority mismatch: err %v, state %s, shards %+v", err, r.State, r.Shards)
+		}
+		if r.Candidates != 0 || r.Confirmed != 0 {
+			t.Fatalf("a stopped scan reported candidates: %+v", r)
+		}
+	})
+}

@@ -1,0 +1,102 @@
+package schema
+
+import (
+	"entgo.io/ent"
+	"entgo.io/ent/schema/field"
+	"entgo.io/ent/schema/index"
+	"github.com/google/uuid"
+)
+
+// CleanupScan is one reconciliation scan of one Iceberg table: the per-shard walk of its
+// location for orphan files and the check of the current snapshot's files for dangling
+// references. The report is a JSON document owned by the cleanup package.
+type CleanupScan struct{ ent.Schema }
+
+func (CleanupScan) Mixin() []ent.Mixin { return []ent.Mixin{UUIDv7{}} }
+
+func (CleanupScan) Fields() []ent.Field {
+	return []ent.Field{
+		field.UUID("asset_id", uuid.UUID{}).Immutable(),
+		field.Time("started_at").Immutable(),
+		field.Time("finished_at").Optional().Nillable(),
+		field.Enum("state").Values("running", "finished", "failed", "stopped"),
+		field.Int64("age_threshold_seconds").Immutable(),
+		field.Bool("threshold_override").Default(false).Immutable(),
+		field.Text("report").Default(""),
+		field.Text("error").Default(""),
+	}
+}
+
+func (CleanupScan) Indexes() []ent.Index {
+	return []ent.Index{index.Fields("asset_id", "started_at")}
+}
+
+// CleanupShardWalk is one walk of one shard (a prefix of a table location): when it started
+// and ended, how it ended, what it saw and what it cost.
+type CleanupShardWalk struct{ ent.Schema }
+
+func (CleanupShardWalk) Mixin() []ent.Mixin { return []ent.Mixin{UUIDv7{}} }
+
+func (CleanupShardWalk) Fields() []ent.Field {
+	return []ent.Field{
+		field.UUID("scan_id", uuid.UUID{}).Immutable(),
+		field.UUID("asset_id", uuid.UUID{}).Immutable(),
+		field.String("shard").Immutable(),
+		field.Time("started_at").Immutable(),
+		field.Time("finished_at").Optional().Nillable(),
+		field.Enum("outcome").Values("running", "complete", "failed", "unreachable", "stopped", "leased"),
+		field.Int64("entries").Default(0),
+		field.Int64("duplicates").Default(0),
+		field.Int64("list_requests").Default(0),
+		field.Text("error").Default(""),
+	}
+}
+
+func (CleanupShardWalk) Indexes() []ent.Index {
+	return []ent.Index{index.Fields("asset_id", "shard"), index.Fields("scan_id")}
+}
+
+// CleanupLease claims a shard of a table (or "*", the whole table) for one worker until it
+// expires, so two replicas never walk one shard at once and a crashed worker's claim lapses.
+type CleanupLease struct{ ent.Schema }
+
+func (CleanupLease) Mixin() []ent.Mixin { return []ent.Mixin{UUIDv7{}} }
+
+func (CleanupLease) Fields() []ent.Field {
+	return []ent.Field{
+		field.UUID("asset_id", uuid.UUID{}).Immutable(),
+		field.String("shard").Immutable(),
+		field.String("holder"),
+		field.Time("expires_at"),
+	}
+}
+
+func (CleanupLease) Indexes() []ent.Index {
+	return []ent.Index{index.Fields("asset_id", "shard").Unique()}
+}
+
+// CleanupObservation is a file a complete walk of its shard found unreferenced and older than
+// the age threshold. Only such files are stored (not every listed file), so a location of
+// millions of files keeps a handful of rows. streak counts consecutive complete walks of the
+// shard that saw it; two confirm it.
+type CleanupObservation struct{ ent.Schema }
+
+func (CleanupObservation) Mixin() []ent.Mixin { return []ent.Mixin{UUIDv7{}} }
+
+func (CleanupObservation) Fields() []ent.Field {
+	return []ent.Field{
+		field.UUID("asset_id", uuid.UUID{}).Immutable(),
+		field.String("shard").Immutable(),
+		field.String("path").Immutable(), // normalized
+		field.Int64("size"),
+		field.Time("modified_at"),
+		field.Time("first_seen_at").Immutable(),
+		field.UUID("last_walk_id", uuid.UUID{}),
+		field.Int("streak"),
+		field.Time("confirmed_at").Optional().Nillable(),
+	}
+}
+
+func (CleanupObservation) Indexes() []ent.Index {
+	return []ent.Index{index.Fields("asset_id", "path").Unique(), index.Fields("asset_id", "shard")}
+}
