@@ -30,6 +30,7 @@ Usage:
   tidemark token create --name NAME --scopes read|write|admin[,...]
   tidemark token list | tidemark token revoke --name NAME
   tidemark tables register|sync|refresh|list [flags]   Iceberg tables (see tidemark tables)
+  tidemark cleanup scan [--table ID|NAME] [flags]      orphan and dangling-reference scans
   tidemark version
 
 Every flag falls back to an environment variable (shown in each command's -h).
@@ -61,6 +62,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 		return token(ctx, args[1:], stdout, stderr)
 	case "tables":
 		return tablesCmd(ctx, args[1:], stdout, stderr)
+	case "cleanup":
+		return cleanupCmd(ctx, args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "tidemark", version)
 		return nil
@@ -158,6 +161,13 @@ func envBool(key string) bool {
 func envInt(key string, def int64) int64 {
 	if n, err := strconv.ParseInt(os.Getenv(key), 10, 64); err == nil {
 		return n
+	}
+	return def
+}
+
+func envFloat(key string, def float64) float64 {
+	if f, err := strconv.ParseFloat(os.Getenv(key), 64); err == nil {
+		return f
 	}
 	return def
 }

@@ -209,3 +209,37 @@ func TestTablesCommand(t *testing.T) {
 		t.Fatalf("sync of an unreachable catalog: %v\n%s", err, out.String())
 	}
 }
+
+// TestCleanupScanCommand scans a synced table twice from the command line: the second scan
+// confirms the old orphan; a threshold under 24h without the override is refused.
+func TestCleanupScanCommand(t *testing.T) {
+	ctx := context.Background()
+	l := tablestest.NewLake(t)
+	tbl := l.Append(l.Create("db.orders", nil), tablestest.Rows(0, 3, time.Now()))
+	l.WriteFile(tbl, "data/leftover.parquet", 100, time.Now().Add(-100*time.Hour))
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "catalogs.json")
+	body := fmt.Sprintf(`{"connections":[{"name":%q,"type":"sql","dialect":"sqlite","uri":%q}]}`, tablestest.Name, "file:"+filepath.Join(l.Dir, "catalog.db"))
+	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errs strings.Builder
+	if err := run(ctx, []string{"tables", "sync", "--data-dir", dir, "--iceberg-catalogs", cfg}, &out, &errs, nil); err != nil {
+		t.Fatalf("sync: %v\n%s", err, errs.String())
+	}
+	scan := []string{"cleanup", "scan", "--data-dir", dir, "--iceberg-catalogs", cfg, "--table", "iceberg://lake/db.orders", "--scan-recheck-delay", "1ms"}
+	for i, want := range []string{"0 (0 B) confirmed", "1 (100 B) confirmed"} {
+		out.Reset()
+		errs.Reset()
+		if err := run(ctx, scan, &out, &errs, nil); err != nil {
+			t.Fatalf("scan %d: %v\n%s%s", i+1, err, out.String(), errs.String())
+		}
+		if !strings.Contains(out.String(), want) || !strings.Contains(errs.String(), "confirming: 2/2 shards") {
+			t.Fatalf("scan %d output:\n%s\nstderr:\n%s", i+1, out.String(), errs.String())
+		}
+	}
+	err := run(ctx, append(scan, "--scan-age-threshold", "1h"), &out, &errs, nil)
+	if err == nil || !strings.Contains(err.Error(), "24h minimum") {
+		t.Fatalf("1h threshold: %v", err)
+	}
+}

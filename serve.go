@@ -14,6 +14,7 @@ import (
 
 	"github.com/tidemark/tidemark/auth"
 	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/cleanup"
 	"github.com/tidemark/tidemark/handlers"
 	"github.com/tidemark/tidemark/lineage"
 	"github.com/tidemark/tidemark/usage"
@@ -34,6 +35,8 @@ type serveConfig struct {
 	logFormat       string
 	tables          tablesConfig
 	tablesSync      time.Duration
+	cleanup         cleanupConfig
+	scanInterval    time.Duration
 }
 
 func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- string) error {
@@ -51,6 +54,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 	fs.DurationVar(&cfg.usageRetention, "usage-retention", envDuration("TIDEMARK_USAGE_RETENTION", usage.DefaultRetention), "how long raw usage events are kept; rollups are kept forever (TIDEMARK_USAGE_RETENTION)")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", envDuration("TIDEMARK_SHUTDOWN_TIMEOUT", 30*time.Second), "how long in-flight requests may finish on SIGTERM (TIDEMARK_SHUTDOWN_TIMEOUT)")
 	cfg.tables.register(fs)
+	cfg.cleanup.register(fs)
+	fs.DurationVar(&cfg.scanInterval, "scan-interval", envDuration("TIDEMARK_SCAN_INTERVAL", 24*time.Hour), "how often each Iceberg table is scanned for orphans and dangling references (a table's property tidemark.cleanup.scan-interval overrides it); 0 turns scheduled scans off (TIDEMARK_SCAN_INTERVAL)")
 	fs.DurationVar(&cfg.tablesSync, "tables-sync-interval", envDuration("TIDEMARK_TABLES_SYNC_INTERVAL", 15*time.Minute), "how often the configured Iceberg catalogs are synced; 0 turns the schedule off (TIDEMARK_TABLES_SYNC_INTERVAL)")
 	fs.StringVar(&cfg.logLevel, "log-level", env("TIDEMARK_LOG_LEVEL", "info"), "debug, info, warn or error (TIDEMARK_LOG_LEVEL)")
 	fs.StringVar(&cfg.logFormat, "log-format", env("TIDEMARK_LOG_FORMAT", "json"), "json or text (TIDEMARK_LOG_FORMAT)")
@@ -66,6 +71,12 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 	}
 	if cfg.bodyLimit <= 0 || cfg.lineageLimit <= 0 {
 		return fmt.Errorf("--body-limit and --lineage-body-limit must be positive")
+	}
+	if cfg.scanInterval < 0 {
+		return fmt.Errorf("--scan-interval must not be negative, not %s", cfg.scanInterval)
+	}
+	if cfg.cleanup.age < cleanup.MinAgeThreshold && !cfg.cleanup.allowYoung {
+		return fmt.Errorf("--scan-age-threshold %s is below the 24h minimum; add --scan-allow-young if you are sure no write takes longer to commit", cfg.cleanup.age)
 	}
 	if cfg.tablesSync < 0 {
 		return fmt.Errorf("--tables-sync-interval must not be negative, not %s", cfg.tablesSync)
@@ -136,8 +147,15 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 		log.Info("Iceberg catalog sync scheduled", "connections", n, "interval", cfg.tablesSync.String())
 	}
 
+	clean := cfg.cleanup.service(store, tbls, cat, log)
+	if cfg.scanInterval > 0 {
+		go clean.Run(bg, time.Minute, cfg.scanInterval, cfg.cleanup.options())
+		log.Info("cleanup scans scheduled", "interval", cfg.scanInterval.String(), "age_threshold", cfg.cleanup.age.String())
+	}
+
 	api := handlers.New(handlers.Config{
 		Tables:           tbls,
+		Cleanup:          clean,
 		Catalog:          cat,
 		Lineage:          lin,
 		Usage:            use,

@@ -34,13 +34,7 @@ func normalize(p string) (key, pathOnly string) {
 		scheme = "s3"
 	}
 	auth = strings.ToLower(auth)
-	if rest == "" {
-		rest = "/"
-	}
-	clean := path.Clean(rest)
-	if !strings.HasPrefix(clean, "/") {
-		clean = "/" + clean
-	}
+	clean := path.Clean("/" + rest)
 	return scheme + "://" + auth + clean, clean
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tidemark/tidemark/auth"
 	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/cleanup"
 	"github.com/tidemark/tidemark/ent/storage"
 	"github.com/tidemark/tidemark/ent/storage/storagetest"
 	"github.com/tidemark/tidemark/handlers"
@@ -27,13 +28,15 @@ import (
 
 // server is a real Tidemark API listening on 127.0.0.1:0 over a fresh database.
 type server struct {
-	t      testing.TB
-	URL    string
-	API    *handlers.API
-	DB     *storage.DB
-	Write  string // token with the write scope
-	Read   string // token with the read scope only
-	client *http.Client
+	t     testing.TB
+	URL   string
+	API   *handlers.API
+	DB    *storage.DB
+	Write string // token with the write scope
+	Read  string // token with the read scope only
+	// Cleanup runs scans (they are started from the command line or the scheduler, not the API).
+	Cleanup *cleanup.Service
+	client  *http.Client
 }
 
 func eachBackend(t *testing.T, fn func(t *testing.T, s *server)) {
@@ -72,7 +75,9 @@ func startServer(t testing.TB, db *storage.DB, tweak func(*handlers.Config)) *se
 	if err != nil {
 		t.Fatal(err)
 	}
+	clean := cleanup.New(db.Client, tbls, cat, cleanup.WithSQLite(db.Dialect == "sqlite3"))
 	cfg := handlers.Config{
+		Cleanup: clean,
 		Tables:  tbls,
 		Catalog: cat,
 		Lineage: lin,
@@ -101,7 +106,7 @@ func startServer(t testing.TB, db *storage.DB, tweak func(*handlers.Config)) *se
 		defer cancel()
 		srv.Shutdown(ctx)
 	})
-	return &server{t: t, URL: "http://" + ln.Addr().String(), API: api, DB: db, Write: write, Read: read,
+	return &server{t: t, URL: "http://" + ln.Addr().String(), API: api, DB: db, Write: write, Read: read, Cleanup: clean,
 		client: &http.Client{Timeout: 30 * time.Second}}
 }
 
@@ -184,7 +189,8 @@ func (s *server) counts(t testing.TB) map[string]int {
 	for _, table := range []string{"assets", "asset_names", "external_ids", "owners", "audit_events", "idempotency_keys", "api_tokens",
 		"lineage_events", "runs", "run_ios", "lineage_edges", "column_edges", "asset_facets", "lineage_states",
 		"usage_events", "usage_dailies", "usage_actor_dailies", "usage_names",
-		"tidemark_iceberg_tables", "iceberg_manifests", "iceberg_manifest_lists", "table_syncs"} {
+		"tidemark_iceberg_tables", "iceberg_manifests", "iceberg_manifest_lists", "table_syncs",
+		"cleanup_scans", "cleanup_shard_walks", "cleanup_leases", "cleanup_observations"} {
 		var n int
 		if err := s.DB.SQL.QueryRow("SELECT count(*) FROM " + table).Scan(&n); err != nil {
 			t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tidemark/tidemark/auth"
 	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/cleanup"
 	"github.com/tidemark/tidemark/lineage"
 	"github.com/tidemark/tidemark/tables"
 	"github.com/tidemark/tidemark/usage"
@@ -42,6 +43,8 @@ type Config struct {
 	Usage *usage.Service
 	// Tables registers, syncs and inspects Iceberg tables; nil leaves those routes out.
 	Tables *tables.Service
+	// Cleanup answers the cleanup scans; nil leaves those routes out.
+	Cleanup *cleanup.Service
 	// Registry receives the HTTP metrics; nil makes a private one.
 	Registry *prometheus.Registry
 	Version  string
@@ -99,6 +102,7 @@ func (a *API) routes() {
 	a.lineageRoutes()
 	a.usageRoutes()
 	a.tableRoutes()
+	a.scanRoutes()
 	a.handle(operation{Method: http.MethodGet, Path: "/healthz", Summary: "Liveness and database check",
 		Tag: "ops", Open: true, Responses: map[int]any{200: healthResponse{}, 503: healthResponse{}}}, a.health)
 	a.handle(operation{Method: http.MethodGet, Path: "/metrics", Summary: "Prometheus metrics",

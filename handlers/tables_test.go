@@ -8,7 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/tidemark/tidemark/auth"
+	"github.com/tidemark/tidemark/cleanup"
 	"github.com/tidemark/tidemark/tables/tablestest"
 )
 
@@ -162,5 +165,81 @@ func TestTablesAPI(t *testing.T) {
 		if len(syncs.Items) != 1 {
 			t.Fatalf("syncs: %+v", syncs)
 		}
+	})
+}
+
+func TestScansAPI(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *server) {
+		ctx := context.Background()
+		l := tablestest.NewLake(t)
+		tbl := l.Append(l.Create("db.events", nil), tablestest.Rows(0, 3, time.Now()))
+		l.WriteFile(tbl, "data/orphan.parquet", 100, time.Now().Add(-100*time.Hour))
+		var reg struct {
+			Table tableBody `json:"table"`
+		}
+		s.must(t, 200, req{method: "POST", path: "/api/v1/tables", token: s.Write, body: map[string]any{"metadata_location": tbl.MetadataLocation()}}).decode(t, &reg)
+		id := uuid.MustParse(reg.Table.AssetID)
+		var ids []string
+		for range 3 {
+			rep, err := s.Cleanup.Scan(ctx, id, cleanup.ScanOptions{RecheckDelay: time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, rep.ScanID.String())
+		}
+		type scanBody struct {
+			ID         string `json:"id"`
+			State      string `json:"state"`
+			Candidates int64  `json:"candidates"`
+			Confirmed  int64  `json:"confirmed"`
+			Summary    string `json:"summary"`
+			Shards     []struct {
+				Shard   string `json:"shard"`
+				Outcome string `json:"outcome"`
+			} `json:"shards"`
+			Requests struct {
+				List int64 `json:"list"`
+				Head int64 `json:"head"`
+			} `json:"requests"`
+			Cost struct {
+				ScanUSD float64 `json:"scan_usd"`
+			} `json:"cost"`
+		}
+		var one scanBody
+		s.must(t, 200, req{method: "GET", path: "/api/v1/scans/" + ids[1]}).decode(t, &one)
+		if one.ID != ids[1] || one.State != "finished" || one.Candidates != 1 || one.Confirmed != 1 || len(one.Shards) < 2 ||
+			one.Requests.List == 0 || one.Requests.Head != 1 || one.Cost.ScanUSD <= 0 || one.Summary == "" {
+			t.Fatalf("scan: %+v", one)
+		}
+		// Pages of the table's scans, newest first.
+		var seen []string
+		cursor := ""
+		for {
+			var page struct {
+				Items      []scanBody `json:"items"`
+				NextCursor string     `json:"next_cursor"`
+			}
+			s.must(t, 200, req{method: "GET", path: "/api/v1/tables/" + id.String() + "/scans?limit=2&cursor=" + cursor}).decode(t, &page)
+			for _, it := range page.Items {
+				seen = append(seen, it.ID)
+			}
+			if cursor = page.NextCursor; cursor == "" {
+				break
+			}
+		}
+		if len(seen) != 3 || seen[0] != ids[2] || seen[2] != ids[0] {
+			t.Fatalf("scans listed %v, want %v newest first", seen, ids)
+		}
+		var all struct {
+			Items []scanBody `json:"items"`
+		}
+		s.must(t, 200, req{method: "GET", path: "/api/v1/scans"}).decode(t, &all)
+		if len(all.Items) != 3 {
+			t.Fatalf("all scans: %d", len(all.Items))
+		}
+		s.must(t, 404, req{method: "GET", path: "/api/v1/scans/0190b6e2-7a4c-7d3e-9f1a-2b3c4d5e6f70"})
+		s.must(t, 400, req{method: "GET", path: "/api/v1/scans/nope"})
+		s.must(t, 400, req{method: "GET", path: "/api/v1/scans?cursor=zzz"})
+		s.must(t, 404, req{method: "GET", path: "/api/v1/tables/0190b6e2-7a4c-7d3e-9f1a-2b3c4d5e6f70/scans"})
 	})
 }

@@ -12,7 +12,7 @@ import (
 // inspection and the current snapshot's health. The current snapshot is read first so its
 // entries feed the health figures as they are decoded.
 func inspect(ctx context.Context, r *reader, meta table.Metadata, metadataLocation string, small int64, now time.Time) (Inspection, Health, error) {
-	in := Inspection{MetadataLocation: metadataLocation, Snapshots: []Snapshot{}, MetadataLog: []MetadataFile{}}
+	in := Inspection{MetadataLocation: metadataLocation, Snapshots: []Snapshot{}, MetadataLog: []MetadataFile{}, Properties: meta.Properties()}
 	for m := range meta.PreviousFiles() {
 		in.MetadataLog = append(in.MetadataLog, MetadataFile{Path: m.MetadataFile, At: time.UnixMilli(m.TimestampMs).UTC()})
 	}

@@ -34,6 +34,8 @@ type Inspection struct {
 	Statistics       []StatsFile    `json:"statistics,omitempty"`
 	PartitionStats   []StatsFile    `json:"partition_statistics,omitempty"`
 	Specs            []Spec         `json:"partition_specs"`
+	// Properties are the table properties (a table may set its cleanup cadence there).
+	Properties map[string]string `json:"properties,omitempty"`
 }
 
 // MetadataFile is one entry of the metadata-log.

@@ -1,0 +1,243 @@
+// Command cleanup benchmarks Tidemark's orphan scan side by side with iceberg-go's own orphan
+// planning (Table.PlanOrphanFiles, a dry run) on the same generated table location: by default
+// 1,000,000 files on local disk in 1,000 partition directories, 1% of them orphans (old,
+// unreferenced), the rest committed in 100 commits. Each side runs in its own process so its
+// peak memory (max RSS) is its own; it prints files/s, peak RSS and LIST requests.
+//
+//	go run ./bench/cleanup                    # generates the table under $TMPDIR (a few minutes)
+//	go run ./bench/cleanup -files 100000      # smaller
+//	go run ./bench/cleanup -keep -dir /tmp/x  # keep (or reuse) the generated table
+package main
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	icecat "github.com/apache/iceberg-go/catalog"
+	sqlcat "github.com/apache/iceberg-go/catalog/sql"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
+	_ "modernc.org/sqlite"
+
+	"github.com/tidemark/tidemark/bench/internal/benchdb"
+	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/cleanup"
+	"github.com/tidemark/tidemark/tables"
+)
+
+var (
+	files   = flag.Int("files", 1_000_000, "files in the table location")
+	dirs    = flag.Int("dirs", 1000, "partition directories under data/")
+	orphans = flag.Float64("orphans", 0.01, "share of the files that are orphans")
+	commits = flag.Int("commits", 100, "commits the referenced files are added in")
+	dir     = flag.String("dir", "", "where to generate the table (reused if it holds one); default a temp dir")
+	keep    = flag.Bool("keep", false, "keep the generated table")
+	mode    = flag.String("mode", "", "internal: run one side (tidemark or iceberg) and print its result")
+)
+
+type result struct {
+	Side       string        `json:"side"`
+	Duration   time.Duration `json:"duration"`
+	Entries    int64         `json:"entries"`
+	Orphans    int64         `json:"orphans"`
+	List       int64         `json:"list_requests"`
+	Confirmed  int64         `json:"confirmed"`
+	Second     time.Duration `json:"second_pass"`
+	MaxRSSKiB  int64         `json:"max_rss_kib"`
+	ListCounts string        `json:"list_note,omitempty"`
+}
+
+func main() {
+	flag.Parse()
+	ctx := context.Background()
+	if *mode != "" {
+		side(ctx, *mode, *dir)
+		return
+	}
+	d := *dir
+	if d == "" {
+		var err error
+		d, err = os.MkdirTemp("", "tidemark-bench-cleanup-")
+		benchdb.Must(err)
+	}
+	benchdb.Must(os.MkdirAll(d, 0o755))
+	if !*keep && *dir == "" {
+		defer os.RemoveAll(d)
+	}
+	if _, err := os.Stat(filepath.Join(d, "ready")); err != nil {
+		generate(ctx, d)
+	} else {
+		fmt.Printf("reusing the table generated in %s\n", d)
+	}
+	var rs []result
+	for _, s := range []string{"iceberg", "tidemark"} {
+		rs = append(rs, run(s, d))
+	}
+	fmt.Println()
+	fmt.Printf("%-34s %12s %10s %12s %10s %12s\n", "side", "time", "files/s", "peak RSS", "orphans", "LIST")
+	for _, r := range rs {
+		list := fmt.Sprint(r.List)
+		if r.ListCounts != "" {
+			list = r.ListCounts
+		}
+		name := map[string]string{"iceberg": "iceberg-go PlanOrphanFiles (dry run)", "tidemark": "Tidemark scan, first pass"}[r.Side]
+		fmt.Printf("%-34s %12s %10.0f %9d MiB %10d %12s\n", name, r.Duration.Round(time.Millisecond),
+			float64(r.Entries)/r.Duration.Seconds(), r.MaxRSSKiB/1024, r.Orphans, list)
+	}
+	ice, tm := rs[0], rs[1]
+	fmt.Printf("%-34s %12s %10.0f %12s %10d %12s\n", "Tidemark scan, second pass", tm.Second.Round(time.Millisecond),
+		float64(tm.Entries)/tm.Second.Seconds(), "(same process)", tm.Confirmed, "confirmed")
+	fmt.Printf("\nTidemark first pass / iceberg-go: %.2fx the time (target <= 1.00x); peak RSS %d MiB (target < 1024 MiB)\n",
+		tm.Duration.Seconds()/ice.Duration.Seconds(), tm.MaxRSSKiB/1024)
+}
+
+// run starts one side in its own process and reads its result.
+func run(s, d string) result {
+	cmd := exec.Command(os.Args[0], "-mode", s, "-dir", d, "-files", fmt.Sprint(*files))
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, os.Stderr
+	benchdb.Must(cmd.Run())
+	var r result
+	benchdb.Must(json.Unmarshal(out.Bytes(), &r))
+	return r
+}
+
+func openCatalog(d string) *sqlcat.Catalog {
+	cdb, err := sql.Open("sqlite", "file:"+filepath.Join(d, "catalog.db")+"?_pragma=busy_timeout(5000)")
+	benchdb.Must(err)
+	cat, err := sqlcat.NewCatalog("bench", cdb, sqlcat.SQLite, iceberg.Properties{"warehouse": "file://" + filepath.Join(d, "warehouse")})
+	benchdb.Must(err)
+	return cat
+}
+
+// generate writes the files, commits the referenced ones and registers the table in a
+// Tidemark database (which inspects it, filling the manifest cache as a sync would).
+func generate(ctx context.Context, d string) {
+	start := time.Now()
+	cat := openCatalog(d)
+	benchdb.Must(cat.CreateNamespace(ctx, table.Identifier{"db"}, nil))
+	sc := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64})
+	tbl, err := cat.CreateTable(ctx, table.Identifier{"db", "big"}, sc, icecat.WithProperties(iceberg.Properties{"format-version": "2"}))
+	benchdb.Must(err)
+	root := filepath.Join(d, "warehouse", "db.db", "big", "data")
+	every := int(1 / *orphans)
+	old := time.Now().Add(-30 * 24 * time.Hour)
+	var refs []iceberg.DataFile
+	perCommit := (*files - *files/every + *commits - 1) / *commits
+	nOrphans := 0
+	for i := 0; i < *files; i++ {
+		p := filepath.Join(root, fmt.Sprintf("part=%04d", i%*dirs), fmt.Sprintf("%07d.parquet", i))
+		if i < *dirs {
+			benchdb.Must(os.MkdirAll(filepath.Dir(p), 0o755))
+		}
+		benchdb.Must(os.WriteFile(p, []byte{1}, 0o644))
+		if i%every == every-1 {
+			benchdb.Must(os.Chtimes(p, old, old)) // an old orphan
+			nOrphans++
+		} else {
+			b, err := iceberg.NewDataFileBuilder(*iceberg.UnpartitionedSpec, iceberg.EntryContentData, "file://"+p, iceberg.ParquetFile, nil, nil, nil, 1, 1)
+			benchdb.Must(err)
+			refs = append(refs, b.Build())
+		}
+		if len(refs) == perCommit || (i == *files-1 && len(refs) > 0) {
+			txn := tbl.NewTransaction()
+			benchdb.Must(txn.AddDataFiles(ctx, refs, nil, table.WithoutDuplicateCheck()))
+			tbl, err = txn.Commit(ctx)
+			benchdb.Must(err)
+			refs = refs[:0]
+		}
+		if i%100000 == 99999 {
+			fmt.Fprintf(os.Stderr, "generated %d files (%s)\n", i+1, time.Since(start).Round(time.Second))
+		}
+	}
+	db := benchdb.Open(ctx, filepath.Join(d, "tidemark.db"))
+	defer db.Close()
+	svc, err := tables.New(db.Client, catalog.New(db.Client))
+	benchdb.Must(err)
+	t, _, err := svc.Register(ctx, tables.RegisterInput{MetadataLocation: tbl.MetadataLocation()})
+	benchdb.Must(err)
+	benchdb.Must(os.WriteFile(filepath.Join(d, "ready"), []byte(t.AssetID.String()+"\n"+tbl.MetadataLocation()), 0o644))
+	fmt.Printf("generated %d files (%d orphans) in %d directories, %d commits, in %s\n", *files, nOrphans, *dirs, *commits, time.Since(start).Round(time.Second))
+}
+
+func side(ctx context.Context, s, d string) {
+	var assetID, metaLoc string
+	b, err := os.ReadFile(filepath.Join(d, "ready"))
+	benchdb.Must(err)
+	fmt.Sscan(string(b), &assetID, &metaLoc)
+	r := result{Side: s}
+	switch s {
+	case "iceberg":
+		tbl, err := table.NewFromLocation(ctx, table.Identifier{"db", "big"}, metaLoc, icebergio.LoadFSFunc(nil, metaLoc), nil)
+		benchdb.Must(err)
+		t := time.Now()
+		plan, err := tbl.PlanOrphanFiles(ctx, table.WithFilesOlderThan(cleanup.DefaultAgeThreshold), table.WithDryRun(true))
+		benchdb.Must(err)
+		r.Duration = time.Since(t)
+		r.Orphans = int64(len(plan.OrphanFiles()))
+		r.Entries = int64(*files)
+		r.ListCounts = "not counted"
+	case "tidemark":
+		// A copy of the database as generation left it, so every run's first pass is a first.
+		run := filepath.Join(d, "tidemark-run.db")
+		for _, sfx := range []string{"", "-wal", "-shm"} {
+			os.Remove(run + sfx)
+			if b, err := os.ReadFile(filepath.Join(d, "tidemark.db"+sfx)); err == nil {
+				benchdb.Must(os.WriteFile(run+sfx, b, 0o644))
+			}
+		}
+		db := benchdb.Open(ctx, run)
+		defer db.Close()
+		cat := catalog.New(db.Client)
+		tbls, err := tables.New(db.Client, cat)
+		benchdb.Must(err)
+		svc := cleanup.New(db.Client, tbls, cat, cleanup.WithSQLite(true))
+		id := mustUUID(assetID)
+		t := time.Now()
+		rep, err := svc.Scan(ctx, id, cleanup.ScanOptions{SkipDangling: true})
+		benchdb.Must(err)
+		r.Duration = time.Since(t)
+		r.Entries, r.Orphans, r.List = rep.EntriesListed, rep.Candidates, rep.Requests.List
+		t = time.Now()
+		rep2, err := svc.Scan(ctx, id, cleanup.ScanOptions{SkipDangling: true})
+		benchdb.Must(err)
+		r.Second, r.Confirmed = time.Since(t), rep2.Confirmed
+	default:
+		log.Fatalf("unknown mode %q", s)
+	}
+	r.MaxRSSKiB = peakRSS()
+	benchdb.Must(json.NewEncoder(os.Stdout).Encode(r))
+}
+
+// peakRSS is this process's peak resident set (VmHWM), in KiB. The child's rusage would not do:
+// Go starts children with vfork, so their max RSS includes the parent's until exec.
+func peakRSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	benchdb.Must(err)
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var kib int64
+			fmt.Sscan(strings.TrimSuffix(strings.TrimSpace(v), " kB"), &kib)
+			return kib
+		}
+	}
+	return 0
+}
+
+func mustUUID(s string) uuid.UUID {
+	u, err := uuid.Parse(s)
+	benchdb.Must(err)
+	return u
+}

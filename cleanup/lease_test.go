@@ -1,0 +1,60 @@
+package cleanup
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/tidemark/tidemark/ent/storage"
+	"github.com/tidemark/tidemark/ent/storage/storagetest"
+)
+
+// TestLease: one holder at a time; a crashed holder's lease lapses; the holder renews and
+// releases its own lease only.
+func TestLease(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		now := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+		clock := func() time.Time { return now }
+		sqlite := db.Dialect == "sqlite3"
+		a := New(db.Client, nil, nil, WithClock(clock), WithSQLite(sqlite), WithHolder("a"))
+		b := New(db.Client, nil, nil, WithClock(clock), WithSQLite(sqlite), WithHolder("b"))
+		asset := uuid.New()
+		claim := func(s *Service, shard string) bool {
+			t.Helper()
+			ok, err := s.claim(ctx, asset, shard, time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ok
+		}
+		if !claim(a, "data/x/") || claim(b, "data/x/") || !claim(b, "data/y/") {
+			t.Fatal("a shard was claimed twice, or a free one refused")
+		}
+		if !claim(a, "data/x/") {
+			t.Fatal("the holder could not claim its own lease again")
+		}
+		now = now.Add(50 * time.Second)
+		if err := a.renew(ctx, asset, "data/x/", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		now = now.Add(30 * time.Second) // 80 s after the claim, 30 s after the renewal
+		if claim(b, "data/x/") {
+			t.Fatal("a renewed lease was taken")
+		}
+		b.release(ctx, asset, "data/x/") // not b's: nothing happens
+		if claim(b, "data/x/") {
+			t.Fatal("another holder released a's lease")
+		}
+		now = now.Add(2 * time.Minute) // a crashed: its lease lapses
+		if !claim(b, "data/x/") || claim(a, "data/x/") {
+			t.Fatal("an expired lease was not handed over")
+		}
+		b.release(ctx, asset, "data/x/")
+		if !claim(a, "data/x/") {
+			t.Fatal("a released lease could not be claimed")
+		}
+	})
+}

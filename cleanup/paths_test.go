@@ -1,0 +1,53 @@
+package cleanup
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestNormalize(t *testing.T) {
+	for _, tc := range []struct{ a, b string }{
+		{"/wh/db/t/data/a.parquet", "file:///wh/db/t/data/a.parquet"},
+		{"file:/wh/db/t/data/a.parquet", "file:///wh/db/t/data/a.parquet"},
+		{"file:///wh/db/t//data/./a.parquet", "/wh/db/t/data/a.parquet"},
+		{"s3a://lake/wh/a.parquet", "s3://lake/wh/a.parquet"},
+		{"s3n://lake/wh/a.parquet", "S3://LAKE/wh/a.parquet"},
+	} {
+		ka, _ := normalize(tc.a)
+		kb, _ := normalize(tc.b)
+		if ka != kb {
+			t.Errorf("%q and %q normalize to %q and %q", tc.a, tc.b, ka, kb)
+		}
+	}
+	for _, tc := range []struct{ a, b string }{
+		{"file://otherhost/wh/a.parquet", "/wh/a.parquet"},
+		{"s3://lake-a/wh/a.parquet", "s3://lake-b/wh/a.parquet"},
+		{"gs://lake/wh/a.parquet", "s3://lake/wh/a.parquet"},
+		{"s3://lake/wh/A.parquet", "s3://lake/wh/a.parquet"},
+	} {
+		ka, pa := normalize(tc.a)
+		kb, pb := normalize(tc.b)
+		if ka == kb {
+			t.Errorf("%q and %q both normalize to %q", tc.a, tc.b, ka)
+		}
+		if strings.HasSuffix(tc.a, "A.parquet") != (pa != pb) {
+			t.Errorf("path parts of %q and %q: %q, %q", tc.a, tc.b, pa, pb)
+		}
+	}
+}
+
+// FuzzNormalize: normalizing is idempotent and never loses the scheme separator.
+func FuzzNormalize(f *testing.F) {
+	for _, s := range []string{"/a/b", "file:/a", "file:///a/../b", "s3a://B/k", "s3://b", "hdfs://nn:8020/x/", "", "://", "file://h"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		k, po := normalize(p)
+		if !strings.Contains(k, "://") || !strings.HasPrefix(po, "/") {
+			t.Fatalf("normalize(%q) = %q, %q", p, k, po)
+		}
+		if k2, _ := normalize(k); k2 != k {
+			t.Fatalf("not idempotent: %q -> %q -> %q", p, k, k2)
+		}
+	})
+}

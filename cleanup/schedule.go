@@ -1,0 +1,99 @@
+package cleanup
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/tidemark/tidemark/ent"
+	"github.com/tidemark/tidemark/ent/cleanupscan"
+)
+
+// PropertyScanInterval is the Iceberg table property that sets a table's own scan cadence (a
+// Go duration such as "168h", or "off").
+const PropertyScanInterval = "tidemark.cleanup.scan-interval"
+
+// tableLease is the shard name of the whole-table lease a scheduled scan holds, so replicas do
+// not start the same table's scan together.
+const tableLease = "*table*"
+
+// Run scans due tables every tick until ctx ends. def is the cadence of tables that do not set
+// their own (0 turns scheduled scans off for them).
+func (s *Service) Run(ctx context.Context, tick, def time.Duration, opt ScanOptions) {
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		if n, err := s.ScanDue(ctx, def, opt); err != nil && ctx.Err() == nil {
+			s.log.Warn("scheduled cleanup scans failed; will retry", "err", err)
+		} else if n > 0 {
+			s.log.Info("scheduled cleanup scans done", "tables", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// ScanDue scans every known table whose last scan started longer ago than its cadence, and
+// returns how many it scanned. A table another replica is scanning is skipped.
+func (s *Service) ScanDue(ctx context.Context, def time.Duration, opt ScanOptions) (int, error) {
+	n := 0
+	after := uuid.Nil
+	for {
+		ts, more, err := s.tables.List(ctx, after, 200)
+		if err != nil {
+			return n, err
+		}
+		for _, t := range ts {
+			after = t.AssetID
+			if t.GoneAt != nil {
+				continue
+			}
+			cadence := def
+			if in, err := s.tables.Inspection(ctx, t.AssetID); err == nil {
+				if v, ok := in.Properties[PropertyScanInterval]; ok {
+					if v == "off" {
+						cadence = 0
+					} else if d, err := time.ParseDuration(v); err == nil && d > 0 {
+						cadence = d
+					} else {
+						s.log.Warn("ignoring a bad table property", "asset_id", t.AssetID, "property", PropertyScanInterval, "value", v)
+					}
+				}
+			}
+			if cadence <= 0 {
+				continue
+			}
+			last, err := s.db.CleanupScan.Query().Where(cleanupscan.AssetID(t.AssetID)).Order(ent.Desc(cleanupscan.FieldID)).First(ctx)
+			if err != nil && !ent.IsNotFound(err) {
+				return n, err
+			}
+			if last != nil && s.clock().Sub(last.StartedAt) < cadence {
+				continue
+			}
+			got, err := s.claim(ctx, t.AssetID, tableLease, 6*time.Hour)
+			if err != nil || !got {
+				if err != nil {
+					return n, err
+				}
+				continue
+			}
+			_, err = s.Scan(ctx, t.AssetID, opt)
+			s.release(ctx, t.AssetID, tableLease)
+			if ctx.Err() != nil {
+				return n, ctx.Err()
+			}
+			n++
+			if err != nil && !errors.Is(err, context.Canceled) {
+				s.log.Warn("scheduled cleanup scan failed; its report says why", "asset_id", t.AssetID, "err", err)
+			}
+		}
+		if !more {
+			return n, nil
+		}
+	}
+}

@@ -1,0 +1,219 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"entgo.io/ent/dialect"
+	"github.com/google/uuid"
+
+	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/cleanup"
+	"github.com/tidemark/tidemark/ent/storage"
+	"github.com/tidemark/tidemark/tables"
+)
+
+// cleanupConfig holds the scan flags serve and the cleanup command share.
+type cleanupConfig struct {
+	age          time.Duration
+	allowYoung   bool
+	pageSize     int
+	listRate     float64
+	headRate     float64
+	headParallel int
+	recheck      time.Duration
+	prices       cleanup.Prices
+}
+
+func (c *cleanupConfig) register(fs *flag.FlagSet) {
+	fs.DurationVar(&c.age, "scan-age-threshold", envDuration("TIDEMARK_SCAN_AGE_THRESHOLD", cleanup.DefaultAgeThreshold), "files younger than this are never orphan candidates; below 24h needs --scan-allow-young (TIDEMARK_SCAN_AGE_THRESHOLD)")
+	fs.BoolVar(&c.allowYoung, "scan-allow-young", envBool("TIDEMARK_SCAN_ALLOW_YOUNG"), "allow an age threshold below 24h; logged and shown on every report (TIDEMARK_SCAN_ALLOW_YOUNG)")
+	fs.IntVar(&c.pageSize, "scan-page-size", int(envInt("TIDEMARK_SCAN_PAGE_SIZE", cleanup.DefaultPageSize)), "entries per LIST page, for counting and pacing requests (TIDEMARK_SCAN_PAGE_SIZE)")
+	fs.Float64Var(&c.listRate, "scan-list-rate", envFloat("TIDEMARK_SCAN_LIST_RATE", 0), "LIST requests per second during a walk; 0 unlimited (TIDEMARK_SCAN_LIST_RATE)")
+	fs.Float64Var(&c.headRate, "scan-head-rate", envFloat("TIDEMARK_SCAN_HEAD_RATE", 0), "HEAD requests per second for dangling checks; 0 unlimited (TIDEMARK_SCAN_HEAD_RATE)")
+	fs.IntVar(&c.headParallel, "scan-head-parallel", int(envInt("TIDEMARK_SCAN_HEAD_PARALLEL", 8)), "HEAD requests in flight at once (TIDEMARK_SCAN_HEAD_PARALLEL)")
+	fs.DurationVar(&c.recheck, "scan-recheck-delay", envDuration("TIDEMARK_SCAN_RECHECK_DELAY", cleanup.DefaultRecheckDelay), "how long a missing referenced file gets before its second check (TIDEMARK_SCAN_RECHECK_DELAY)")
+	fs.Float64Var(&c.prices.ListPer1000, "price-list-per-1000", envFloat("TIDEMARK_PRICE_LIST_PER_1000", cleanup.DefaultPrices.ListPer1000), "USD per 1,000 LIST requests (TIDEMARK_PRICE_LIST_PER_1000)")
+	fs.Float64Var(&c.prices.GetPer1000, "price-get-per-1000", envFloat("TIDEMARK_PRICE_GET_PER_1000", cleanup.DefaultPrices.GetPer1000), "USD per 1,000 GET/HEAD requests (TIDEMARK_PRICE_GET_PER_1000)")
+	fs.Float64Var(&c.prices.StorageGBMonth, "price-gb-month", envFloat("TIDEMARK_PRICE_GB_MONTH", cleanup.DefaultPrices.StorageGBMonth), "USD per GB-month stored (TIDEMARK_PRICE_GB_MONTH)")
+}
+
+func (c *cleanupConfig) service(store *storage.DB, tbls *tables.Service, cat *catalog.Catalog, log *slog.Logger) *cleanup.Service {
+	return cleanup.New(store.Client, tbls, cat, cleanup.WithLogger(log), cleanup.WithSQLite(store.Dialect == dialect.SQLite),
+		cleanup.WithPrices(c.prices), cleanup.WithPacing(c.pageSize, c.listRate, c.headRate, c.headParallel))
+}
+
+func (c *cleanupConfig) options() cleanup.ScanOptions {
+	return cleanup.ScanOptions{AgeThreshold: c.age, AllowYoung: c.allowYoung, RecheckDelay: c.recheck}
+}
+
+const cleanupHelp = `Usage:
+  tidemark cleanup scan [--table ID|NAME] [--shard PREFIX[,PREFIX...]] [flags]
+      walk table locations shard by shard for orphan files and check current files for
+      dangling references; prints progress on stderr and the report at the end
+`
+
+func cleanupCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "scan" {
+		fmt.Fprint(stderr, cleanupHelp)
+		if len(args) == 0 {
+			return errors.New("cleanup: say scan")
+		}
+		return fmt.Errorf("cleanup: unknown subcommand %q", args[0])
+	}
+	fs := flag.NewFlagSet("cleanup scan", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var db dbConfig
+	db.register(fs)
+	var tc tablesConfig
+	tc.register(fs)
+	var cc cleanupConfig
+	cc.register(fs)
+	tableArg := fs.String("table", "", "the table's asset ID or name (namespace optional when the name is unambiguous); default every known table")
+	shards := fs.String("shard", "", "walk only these shards, comma-separated (e.g. metadata/,data/ts_day=2026-11-01/)")
+	noDangling := fs.Bool("no-dangling", false, "skip the dangling-reference check")
+	asJSON := fs.Bool("json", false, "print the reports as JSON")
+	logLevel := fs.String("log-level", env("TIDEMARK_LOG_LEVEL", "warn"), "debug, info, warn or error (TIDEMARK_LOG_LEVEL)")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	log, err := newLogger(stderr, *logLevel, "text")
+	if err != nil {
+		return err
+	}
+	store, err := db.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if _, err := store.Migrate(ctx); err != nil {
+		return err
+	}
+	cat := catalog.New(store.Client, catalog.WithLogger(log))
+	tbls, done, err := tc.open(store.Client, cat, log)
+	if err != nil {
+		return err
+	}
+	defer done()
+	svc := cc.service(store, tbls, cat, log)
+
+	var ids []uuid.UUID
+	switch {
+	case *tableArg == "":
+		for after := uuid.Nil; ; {
+			ts, more, err := tbls.List(ctx, after, 500)
+			if err != nil {
+				return err
+			}
+			for _, t := range ts {
+				if t.GoneAt == nil {
+					ids = append(ids, t.AssetID)
+				}
+				after = t.AssetID
+			}
+			if !more {
+				break
+			}
+		}
+		if len(ids) == 0 {
+			return errors.New("cleanup scan: no Iceberg table is known yet; register one or sync a catalog first (tidemark tables)")
+		}
+	default:
+		id, err := uuid.Parse(*tableArg)
+		if err != nil {
+			ns, name := "", *tableArg
+			if i := strings.LastIndex(*tableArg, "/"); i > 0 {
+				ns, name = (*tableArg)[:i], (*tableArg)[i+1:]
+			}
+			res, rerr := cat.Resolve(ctx, ns, name)
+			if rerr != nil {
+				return fmt.Errorf("cleanup scan: --table %q: %w", *tableArg, rerr)
+			}
+			id = res.Asset.ID
+		}
+		ids = []uuid.UUID{id}
+	}
+	opt := cc.options()
+	opt.SkipDangling = *noDangling
+	if *shards != "" {
+		opt.Shards = strings.Split(*shards, ",")
+	}
+	tty := isTerminal(stderr)
+	failed := 0
+	for i, id := range ids {
+		start := time.Now()
+		opt.Progress = func(p cleanup.Progress) {
+			line := fmt.Sprintf("[table %d/%d] %s: %d/%d shards, %d entries listed, %.0f entries/s %s", i+1, len(ids), p.Phase,
+				p.ShardsDone, p.ShardsTotal, p.Entries, float64(p.Entries)/max(time.Since(start).Seconds(), 0.001), p.Shard)
+			if tty {
+				fmt.Fprintf(stderr, "\r\033[K%s", line)
+			} else if p.Entries%100000 == 0 || p.Phase != "walking" {
+				fmt.Fprintln(stderr, line)
+			}
+		}
+		rep, err := svc.Scan(ctx, id, opt)
+		if tty {
+			fmt.Fprintln(stderr)
+		}
+		if rep.ScanID == uuid.Nil && err != nil {
+			return err // refused before it started (bad options, unknown table)
+		}
+		if err != nil {
+			failed++
+		}
+		if *asJSON {
+			enc := json.NewEncoder(stdout)
+			enc.SetIndent("", "  ")
+			if err := enc.Encode(rep); err != nil {
+				return err
+			}
+			continue
+		}
+		printScan(stdout, rep)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("cleanup scan: %d of %d scans stopped with an error (see their reports)", failed, len(ids))
+	}
+	return nil
+}
+
+func printScan(w io.Writer, r cleanup.Report) {
+	fmt.Fprintf(w, "scan %s of %s (%s): %s\n", r.ScanID, r.AssetID, r.Location, r.State)
+	if r.Error != "" {
+		fmt.Fprintf(w, "  error: %s\n", r.Error)
+	}
+	fmt.Fprintf(w, "  %s\n", r.Summary)
+	if r.ThresholdOverride {
+		fmt.Fprintf(w, "  AGE THRESHOLD OVERRIDE: %s (below the 24h minimum)\n", r.AgeThreshold)
+	}
+	for _, h := range r.Holes {
+		last := "never"
+		if h.LastCompleteAt != nil {
+			last = h.LastCompleteAt.Format(time.RFC3339)
+		}
+		fmt.Fprintf(w, "  hole: shard %s %s (last walked to completion: %s)\n", h.Shard, h.Outcome, last)
+	}
+	for _, d := range r.Dangling {
+		fmt.Fprintf(w, "  dangling: %s (snapshot %d, manifest %s)\n", d.Path, d.SnapshotID, d.Manifest)
+	}
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
