@@ -80,6 +80,7 @@ func cleanupCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	tableArg := fs.String("table", "", "the table's asset ID or name (namespace optional when the name is unambiguous); default every known table")
 	shards := fs.String("shard", "", "walk only these shards, comma-separated (e.g. metadata/,data/ts_day=2026-11-01/)")
 	noDangling := fs.Bool("no-dangling", false, "skip the dangling-reference check")
+	resume := fs.String("resume", "", "a scan ID of --table: walk only the shards it did not complete")
 	asJSON := fs.Bool("json", false, "print the reports as JSON")
 	logLevel := fs.String("log-level", env("TIDEMARK_LOG_LEVEL", "warn"), "debug, info, warn or error (TIDEMARK_LOG_LEVEL)")
 	if err := fs.Parse(args[1:]); err != nil {
@@ -145,6 +146,14 @@ func cleanupCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	opt.SkipDangling = *noDangling
 	if *shards != "" {
 		opt.Shards = strings.Split(*shards, ",")
+	}
+	if *resume != "" {
+		if *tableArg == "" {
+			return errors.New("cleanup scan: --resume needs --table")
+		}
+		if opt.Resume, err = uuid.Parse(*resume); err != nil {
+			return fmt.Errorf("cleanup scan: --resume %q is not a scan ID", *resume)
+		}
 	}
 	tty := isTerminal(stderr)
 	failed := 0

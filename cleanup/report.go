@@ -22,6 +22,7 @@ type Report struct {
 	AgeThreshold      string        `json:"age_threshold"`
 	ThresholdOverride bool          `json:"threshold_override"`
 	Assumption        string        `json:"assumption"`
+	Planned           []string      `json:"planned_shards"` // what the scan set out to walk
 	Shards            []ShardReport `json:"shards"`
 	ShardsComplete    int           `json:"shards_complete"`
 	// Holes are shards this scan did not walk to completion: nothing in them was confirmed.
@@ -92,7 +93,7 @@ type Cost struct {
 
 func (r *Report) finish(p Prices) {
 	r.Prices = p
-	r.Cost.Scan = float64(r.Requests.List)/1000*p.ListPer1000 + float64(r.Requests.Head)/1000*p.GetPer1000
+	r.Cost.Scan = float64(r.Requests.List)/1000*p.ListPer1000 + float64(r.Requests.Head+int64(r.Requests.ManifestReads))/1000*p.GetPer1000
 	r.Cost.OrphansPerMonth = float64(r.ConfirmedBytes) / 1e9 * p.StorageGBMonth
 	r.ShardsComplete = 0
 	for _, sh := range r.Shards {

@@ -30,6 +30,9 @@ type ScanOptions struct {
 	// Shards limits the walk to these shards ("metadata/", "data/<dir>/", "data/*" for the files
 	// directly under data/, "*" for those directly under the location); empty walks them all.
 	Shards []string
+	// Resume walks only the shards the given scan of the same table did not walk to
+	// completion (a stopped or failed scan picks up where it stopped).
+	Resume uuid.UUID
 	// AgeThreshold is the age a file must have to be a candidate (default 72 h). Below 24 h
 	// it needs AllowYoung, and the override is logged and shown on the report.
 	AgeThreshold time.Duration
@@ -78,6 +81,13 @@ func (s *Service) Scan(ctx context.Context, asset uuid.UUID, opt ScanOptions) (R
 	}
 	if _, err := s.tables.Get(ctx, asset); err != nil {
 		return Report{}, err
+	}
+	if opt.Resume != uuid.Nil {
+		shards, err := s.unfinished(ctx, asset, opt.Resume)
+		if err != nil {
+			return Report{}, err
+		}
+		opt.Shards = shards
 	}
 	if override {
 		s.log.Warn("cleanup scan with an age threshold below 24h (explicit override)", "asset_id", asset, "threshold", opt.AgeThreshold.String())
@@ -145,6 +155,7 @@ func (s *Service) scan(ctx context.Context, scanID uuid.UUID, rep *Report, opt S
 			return fmt.Errorf("list the table location %s: %w", loc, err)
 		}
 	}
+	rep.Planned = shards
 	progress := func(p Progress) {
 		if opt.Progress != nil {
 			p.ShardsTotal, p.Elapsed = len(shards), time.Since(start)
@@ -532,6 +543,41 @@ func (s *Service) observe(ctx context.Context, w *ent.CleanupShardWalk, cands []
 		return err
 	})
 	return confirmed, err
+}
+
+// unfinished returns the shards a scan of the table did not walk to completion.
+func (s *Service) unfinished(ctx context.Context, asset, scanID uuid.UUID) ([]string, error) {
+	sc, err := s.db.CleanupScan.Get(ctx, scanID)
+	if ent.IsNotFound(err) || (err == nil && sc.AssetID != asset) {
+		return nil, &catalog.Error{Kind: catalog.ErrNotFound, Field: "resume", Message: fmt.Sprintf("table %s has no scan %s to resume", asset, scanID)}
+	}
+	if err != nil {
+		return nil, err
+	}
+	walks, err := s.db.CleanupShardWalk.Query().Where(cleanupshardwalk.ScanID(scanID)).All(ctx)
+	if err != nil {
+		return nil, err
+	}
+	done := map[string]bool{}
+	planned := []string{}
+	for _, w := range walks {
+		done[w.Shard] = done[w.Shard] || w.Outcome == cleanupshardwalk.OutcomeComplete
+		planned = append(planned, w.Shard)
+	}
+	if rep, err := toReport(sc); err == nil && len(rep.Planned) > 0 {
+		planned = rep.Planned // includes the shards it never reached
+	}
+	var out []string
+	for _, sh := range planned {
+		if !done[sh] && !slices.Contains(out, sh) {
+			out = append(out, sh)
+		}
+	}
+	if len(out) == 0 {
+		return nil, &catalog.Error{Kind: catalog.ErrInvalid, Field: "resume", Message: fmt.Sprintf("scan %s walked every shard it set out to walk to completion: nothing to resume", scanID)}
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
 // holes lists the shards this scan did not complete, with when each last was.

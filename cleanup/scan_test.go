@@ -326,3 +326,73 @@ func TestPathForms(t *testing.T) {
 		}
 	})
 }
+
+// TestStopAndResume: a scan stopped between shards records what it walked and says it
+// stopped; resuming walks only the shards it did not complete.
+func TestStopAndResume(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		e := newEnv(t, db)
+		ctx, cancel := context.WithCancel(e.ctx)
+		e.hook = func(s string) { cancel() }
+		r, err := e.svc.Scan(ctx, e.id, cleanup.ScanOptions{RecheckDelay: time.Millisecond})
+		if !errors.Is(err, context.Canceled) || r.State != "stopped" || len(r.Planned) != 2 || len(r.Shards) != 1 || r.Shards[0].Outcome != "complete" {
+			t.Fatalf("stopped scan: %v, state %s, planned %v, shards %+v", err, r.State, r.Planned, r.Shards)
+		}
+		stored, err := e.svc.GetScan(e.ctx, r.ScanID)
+		if err != nil || stored.State != "stopped" {
+			t.Fatalf("stored: %+v %v", stored.State, err)
+		}
+		e.hook = nil
+		r2 := e.scan(cleanup.ScanOptions{Resume: r.ScanID})
+		if len(r2.Shards) != 1 || r2.Shards[0].Shard == r.Shards[0].Shard || r2.Shards[0].Outcome != "complete" {
+			t.Fatalf("resumed scan walked %+v after %+v", r2.Shards, r.Shards)
+		}
+		if _, err := e.svc.Scan(e.ctx, e.id, cleanup.ScanOptions{Resume: r2.ScanID}); !errors.Is(err, catalog.ErrInvalid) {
+			t.Fatalf("resuming a finished scan: %v", err)
+		}
+	})
+}
+
+// TestScheduled: due tables are scanned at their cadence; a table property sets its own or
+// turns it off.
+func TestScheduled(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		e := newEnv(t, db)
+		for name, v := range map[string]string{"db.quiet": "off", "db.hot": "1h"} {
+			tbl := e.lake.Append(e.lake.Create(name, nil), tablestest.Rows(0, 1, time.Now()))
+			txn := tbl.NewTransaction()
+			if err := txn.SetProperties(map[string]string{cleanup.PropertyScanInterval: v}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := txn.Commit(e.ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if rep, err := e.tables.Sync(e.ctx, nil); err != nil || rep.Added != 2 {
+			t.Fatalf("sync: %+v %v", rep, err)
+		}
+		opt := cleanup.ScanOptions{RecheckDelay: time.Millisecond}
+		due := func() int {
+			t.Helper()
+			n, err := e.svc.ScanDue(e.ctx, 24*time.Hour, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		if n := due(); n != 2 { // events (default cadence) and hot; quiet is off
+			t.Fatalf("first round scanned %d tables, want 2", n)
+		}
+		if n := due(); n != 0 {
+			t.Fatalf("an immediate second round scanned %d", n)
+		}
+		e.clock.Add(2 * time.Hour)
+		if n := due(); n != 1 {
+			t.Fatalf("after 2h: %d scanned, want 1 (hot)", n)
+		}
+		e.clock.Add(23 * time.Hour)
+		if n := due(); n != 2 {
+			t.Fatalf("after 25h: %d scanned, want 2", n)
+		}
+	})
+}
