@@ -628,6 +628,12 @@ func (s *Service) dangling(ctx context.Context, live *tables.Live, rep *Report, 
 			}
 		}
 		heads.Add(1)
+		if st, ok := live.IO.(interface {
+			Stat(string) (fs.FileInfo, error)
+		}); ok { // a HEAD on object stores
+			_, err := st.Stat(p)
+			return errors.Is(err, fs.ErrNotExist), err
+		}
 		f, err := live.IO.Open(p)
 		if err != nil {
 			return errors.Is(err, fs.ErrNotExist), err
