@@ -36,6 +36,15 @@ const (
 	ActionBindID      = "external_id.bind"
 )
 
+// RecordAudit appends an audit event for a change another package made (a cleanup decision, a
+// deletion), inside tx when one is given so it commits or fails with the change.
+func (c *Catalog) RecordAudit(ctx context.Context, tx *ent.Tx, action string, assetID uuid.UUID, before, after any) error {
+	if tx != nil {
+		return c.audit(ctx, tx, c.Now(), action, assetID, before, after)
+	}
+	return c.tx(ctx, func(tx *ent.Tx) error { return c.audit(ctx, tx, c.Now(), action, assetID, before, after) })
+}
+
 // audit appends an event inside tx, so the change and its record commit or fail together.
 func (c *Catalog) audit(ctx context.Context, tx *ent.Tx, at time.Time, action string, assetID uuid.UUID, before, after any) error {
 	q := tx.AuditEvent.Create().SetAt(at).SetActor(ActorFrom(ctx)).SetAction(action).

@@ -1,13 +1,16 @@
-// Package cleanup owns the cleanup bot's scans of Iceberg tables: per-shard walks of a table
-// location with recorded coverage, leases so replicas never walk one shard at once,
+// Package cleanup owns the cleanup bot. Its eyes: scans of Iceberg tables (per-shard walks of a
+// table location with recorded coverage, leases so replicas never walk one shard at once,
 // confirmation of unreferenced files across two consecutive complete walks, dangling-reference
-// checks by key, and reports with request counts and cost. It never deletes anything and never
-// writes table metadata; proposals and execution build on what it records.
+// checks by key, reports with request counts and cost), which delete nothing and write no table
+// metadata. Its hands: proposals with evidence that people approve or reject, re-evaluated and
+// withdrawn by the bot when the evidence changes, notified through a transactional outbox, and
+// an executor that deletes metadata before data, journaled so a crash resumes where it stopped.
 package cleanup
 
 import (
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"time"
 
@@ -17,6 +20,7 @@ import (
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/tables"
+	"github.com/tidemark/tidemark/usage"
 )
 
 // Defaults.
@@ -58,6 +62,12 @@ type Service struct {
 	wrapIO   func(icebergio.ListableIO) icebergio.ListableIO
 	hook     func(shard string)
 	leaseTTL time.Duration
+
+	usage      *usage.Service
+	downstream usage.Downstream
+	policy     Policy
+	fault      func(point string) error
+	client     *http.Client
 }
 
 // Option configures a Service.
@@ -99,7 +109,7 @@ func New(db *ent.Client, tbls *tables.Service, cat *catalog.Catalog, opts ...Opt
 	host, _ := os.Hostname()
 	s := &Service{db: db, tables: tbls, cat: cat, now: time.Now, log: slog.New(slog.DiscardHandler),
 		holder: fmt.Sprintf("%s-%s", host, uuid.NewString()[:8]), prices: DefaultPrices, pageSize: DefaultPageSize,
-		statPar: 8, leaseTTL: DefaultLeaseTTL}
+		statPar: 8, leaseTTL: DefaultLeaseTTL, policy: DefaultPolicy, client: &http.Client{Timeout: 10 * time.Second}}
 	for _, o := range opts {
 		o(s)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/tidemark/tidemark/ent/storage/storagetest"
 	"github.com/tidemark/tidemark/tables"
 	"github.com/tidemark/tidemark/tables/tablestest"
+	"github.com/tidemark/tidemark/usage"
 )
 
 type clock struct {
@@ -83,11 +84,13 @@ type env struct {
 	svc    *cleanup.Service
 	list   *faulty
 	hook   func(shard string)
+	cat    *catalog.Catalog
+	usage  *usage.Service
 }
 
 // newEnv is a real table synced from a real Iceberg SQL catalog, and a cleanup service whose
 // clock starts at the real now (the files' mtimes are real).
-func newEnv(t *testing.T, db *storage.DB) *env {
+func newEnv(t *testing.T, db *storage.DB, opts ...cleanup.Option) *env {
 	ctx := context.Background()
 	e := &env{t: t, ctx: ctx, lake: tablestest.NewLake(t), clock: &clock{t: time.Now().UTC()}, list: &faulty{}}
 	e.tbl = e.lake.Append(e.lake.Create("db.events", nil), tablestest.Rows(0, 5, time.Now()))
@@ -104,13 +107,21 @@ func newEnv(t *testing.T, db *storage.DB) *env {
 		t.Fatalf("sync: %+v %v", rep, err)
 	}
 	e.id = rep.Connections[0].Added[0].AssetID
-	e.svc = cleanup.New(db.Client, e.tables, cat, cleanup.WithClock(e.clock.Now), cleanup.WithSQLite(db.Dialect == "sqlite3"),
+	e.cat = cat
+	e.usage, err = usage.New(db.Client, cat, usage.WithClock(e.clock.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.usage.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.svc = cleanup.New(db.Client, e.tables, cat, append([]cleanup.Option{cleanup.WithClock(e.clock.Now), cleanup.WithSQLite(db.Dialect == "sqlite3"),
 		cleanup.WithListingWrapper(func(l icebergio.ListableIO) icebergio.ListableIO { e.list.ListableIO = l; return e.list }),
 		cleanup.WithShardHook(func(s string) {
 			if e.hook != nil {
 				e.hook(s)
 			}
-		}))
+		}), cleanup.WithUsage(e.usage, nil)}, opts...)...)
 	return e
 }
 

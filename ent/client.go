@@ -21,6 +21,7 @@ import (
 	"github.com/tidemark/tidemark/ent/assetfacet"
 	"github.com/tidemark/tidemark/ent/assetname"
 	"github.com/tidemark/tidemark/ent/auditevent"
+	"github.com/tidemark/tidemark/ent/cleanupexemption"
 	"github.com/tidemark/tidemark/ent/cleanuplease"
 	"github.com/tidemark/tidemark/ent/cleanupobservation"
 	"github.com/tidemark/tidemark/ent/cleanupscan"
@@ -34,7 +35,11 @@ import (
 	"github.com/tidemark/tidemark/ent/lineageedge"
 	"github.com/tidemark/tidemark/ent/lineageevent"
 	"github.com/tidemark/tidemark/ent/lineagestate"
+	"github.com/tidemark/tidemark/ent/outboxmessage"
 	"github.com/tidemark/tidemark/ent/owner"
+	"github.com/tidemark/tidemark/ent/proposal"
+	"github.com/tidemark/tidemark/ent/proposalfile"
+	"github.com/tidemark/tidemark/ent/proposalstep"
 	"github.com/tidemark/tidemark/ent/run"
 	"github.com/tidemark/tidemark/ent/runio"
 	"github.com/tidemark/tidemark/ent/tablesync"
@@ -43,6 +48,7 @@ import (
 	"github.com/tidemark/tidemark/ent/usagedaily"
 	"github.com/tidemark/tidemark/ent/usageevent"
 	"github.com/tidemark/tidemark/ent/usagename"
+	"github.com/tidemark/tidemark/ent/webhook"
 
 	stdsql "database/sql"
 )
@@ -62,6 +68,8 @@ type Client struct {
 	AssetName *AssetNameClient
 	// AuditEvent is the client for interacting with the AuditEvent builders.
 	AuditEvent *AuditEventClient
+	// CleanupExemption is the client for interacting with the CleanupExemption builders.
+	CleanupExemption *CleanupExemptionClient
 	// CleanupLease is the client for interacting with the CleanupLease builders.
 	CleanupLease *CleanupLeaseClient
 	// CleanupObservation is the client for interacting with the CleanupObservation builders.
@@ -88,8 +96,16 @@ type Client struct {
 	LineageEvent *LineageEventClient
 	// LineageState is the client for interacting with the LineageState builders.
 	LineageState *LineageStateClient
+	// OutboxMessage is the client for interacting with the OutboxMessage builders.
+	OutboxMessage *OutboxMessageClient
 	// Owner is the client for interacting with the Owner builders.
 	Owner *OwnerClient
+	// Proposal is the client for interacting with the Proposal builders.
+	Proposal *ProposalClient
+	// ProposalFile is the client for interacting with the ProposalFile builders.
+	ProposalFile *ProposalFileClient
+	// ProposalStep is the client for interacting with the ProposalStep builders.
+	ProposalStep *ProposalStepClient
 	// Run is the client for interacting with the Run builders.
 	Run *RunClient
 	// RunIO is the client for interacting with the RunIO builders.
@@ -106,6 +122,8 @@ type Client struct {
 	UsageEvent *UsageEventClient
 	// UsageName is the client for interacting with the UsageName builders.
 	UsageName *UsageNameClient
+	// Webhook is the client for interacting with the Webhook builders.
+	Webhook *WebhookClient
 }
 
 // NewClient creates a new client configured with the given options.
@@ -122,6 +140,7 @@ func (c *Client) init() {
 	c.AssetFacet = NewAssetFacetClient(c.config)
 	c.AssetName = NewAssetNameClient(c.config)
 	c.AuditEvent = NewAuditEventClient(c.config)
+	c.CleanupExemption = NewCleanupExemptionClient(c.config)
 	c.CleanupLease = NewCleanupLeaseClient(c.config)
 	c.CleanupObservation = NewCleanupObservationClient(c.config)
 	c.CleanupScan = NewCleanupScanClient(c.config)
@@ -135,7 +154,11 @@ func (c *Client) init() {
 	c.LineageEdge = NewLineageEdgeClient(c.config)
 	c.LineageEvent = NewLineageEventClient(c.config)
 	c.LineageState = NewLineageStateClient(c.config)
+	c.OutboxMessage = NewOutboxMessageClient(c.config)
 	c.Owner = NewOwnerClient(c.config)
+	c.Proposal = NewProposalClient(c.config)
+	c.ProposalFile = NewProposalFileClient(c.config)
+	c.ProposalStep = NewProposalStepClient(c.config)
 	c.Run = NewRunClient(c.config)
 	c.RunIO = NewRunIOClient(c.config)
 	c.TableSync = NewTableSyncClient(c.config)
@@ -144,6 +167,7 @@ func (c *Client) init() {
 	c.UsageDaily = NewUsageDailyClient(c.config)
 	c.UsageEvent = NewUsageEventClient(c.config)
 	c.UsageName = NewUsageNameClient(c.config)
+	c.Webhook = NewWebhookClient(c.config)
 }
 
 type (
@@ -241,6 +265,7 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		AssetFacet:          NewAssetFacetClient(cfg),
 		AssetName:           NewAssetNameClient(cfg),
 		AuditEvent:          NewAuditEventClient(cfg),
+		CleanupExemption:    NewCleanupExemptionClient(cfg),
 		CleanupLease:        NewCleanupLeaseClient(cfg),
 		CleanupObservation:  NewCleanupObservationClient(cfg),
 		CleanupScan:         NewCleanupScanClient(cfg),
@@ -254,7 +279,11 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		LineageEdge:         NewLineageEdgeClient(cfg),
 		LineageEvent:        NewLineageEventClient(cfg),
 		LineageState:        NewLineageStateClient(cfg),
+		OutboxMessage:       NewOutboxMessageClient(cfg),
 		Owner:               NewOwnerClient(cfg),
+		Proposal:            NewProposalClient(cfg),
+		ProposalFile:        NewProposalFileClient(cfg),
+		ProposalStep:        NewProposalStepClient(cfg),
 		Run:                 NewRunClient(cfg),
 		RunIO:               NewRunIOClient(cfg),
 		TableSync:           NewTableSyncClient(cfg),
@@ -263,6 +292,7 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		UsageDaily:          NewUsageDailyClient(cfg),
 		UsageEvent:          NewUsageEventClient(cfg),
 		UsageName:           NewUsageNameClient(cfg),
+		Webhook:             NewWebhookClient(cfg),
 	}, nil
 }
 
@@ -287,6 +317,7 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		AssetFacet:          NewAssetFacetClient(cfg),
 		AssetName:           NewAssetNameClient(cfg),
 		AuditEvent:          NewAuditEventClient(cfg),
+		CleanupExemption:    NewCleanupExemptionClient(cfg),
 		CleanupLease:        NewCleanupLeaseClient(cfg),
 		CleanupObservation:  NewCleanupObservationClient(cfg),
 		CleanupScan:         NewCleanupScanClient(cfg),
@@ -300,7 +331,11 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		LineageEdge:         NewLineageEdgeClient(cfg),
 		LineageEvent:        NewLineageEventClient(cfg),
 		LineageState:        NewLineageStateClient(cfg),
+		OutboxMessage:       NewOutboxMessageClient(cfg),
 		Owner:               NewOwnerClient(cfg),
+		Proposal:            NewProposalClient(cfg),
+		ProposalFile:        NewProposalFileClient(cfg),
+		ProposalStep:        NewProposalStepClient(cfg),
 		Run:                 NewRunClient(cfg),
 		RunIO:               NewRunIOClient(cfg),
 		TableSync:           NewTableSyncClient(cfg),
@@ -309,6 +344,7 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		UsageDaily:          NewUsageDailyClient(cfg),
 		UsageEvent:          NewUsageEventClient(cfg),
 		UsageName:           NewUsageNameClient(cfg),
+		Webhook:             NewWebhookClient(cfg),
 	}, nil
 }
 
@@ -338,12 +374,13 @@ func (c *Client) Close() error {
 // In order to add hooks to a specific client, call: `client.Node.Use(...)`.
 func (c *Client) Use(hooks ...Hook) {
 	for _, n := range []interface{ Use(...Hook) }{
-		c.APIToken, c.Asset, c.AssetFacet, c.AssetName, c.AuditEvent, c.CleanupLease,
-		c.CleanupObservation, c.CleanupScan, c.CleanupShardWalk, c.ColumnEdge,
-		c.ExternalID, c.IcebergManifest, c.IcebergManifestList, c.IcebergTable,
-		c.IdempotencyKey, c.LineageEdge, c.LineageEvent, c.LineageState, c.Owner,
-		c.Run, c.RunIO, c.TableSync, c.UsageActorDaily, c.UsageActorMonthly,
-		c.UsageDaily, c.UsageEvent, c.UsageName,
+		c.APIToken, c.Asset, c.AssetFacet, c.AssetName, c.AuditEvent,
+		c.CleanupExemption, c.CleanupLease, c.CleanupObservation, c.CleanupScan,
+		c.CleanupShardWalk, c.ColumnEdge, c.ExternalID, c.IcebergManifest,
+		c.IcebergManifestList, c.IcebergTable, c.IdempotencyKey, c.LineageEdge,
+		c.LineageEvent, c.LineageState, c.OutboxMessage, c.Owner, c.Proposal,
+		c.ProposalFile, c.ProposalStep, c.Run, c.RunIO, c.TableSync, c.UsageActorDaily,
+		c.UsageActorMonthly, c.UsageDaily, c.UsageEvent, c.UsageName, c.Webhook,
 	} {
 		n.Use(hooks...)
 	}
@@ -353,12 +390,13 @@ func (c *Client) Use(hooks ...Hook) {
 // In order to add interceptors to a specific client, call: `client.Node.Intercept(...)`.
 func (c *Client) Intercept(interceptors ...Interceptor) {
 	for _, n := range []interface{ Intercept(...Interceptor) }{
-		c.APIToken, c.Asset, c.AssetFacet, c.AssetName, c.AuditEvent, c.CleanupLease,
-		c.CleanupObservation, c.CleanupScan, c.CleanupShardWalk, c.ColumnEdge,
-		c.ExternalID, c.IcebergManifest, c.IcebergManifestList, c.IcebergTable,
-		c.IdempotencyKey, c.LineageEdge, c.LineageEvent, c.LineageState, c.Owner,
-		c.Run, c.RunIO, c.TableSync, c.UsageActorDaily, c.UsageActorMonthly,
-		c.UsageDaily, c.UsageEvent, c.UsageName,
+		c.APIToken, c.Asset, c.AssetFacet, c.AssetName, c.AuditEvent,
+		c.CleanupExemption, c.CleanupLease, c.CleanupObservation, c.CleanupScan,
+		c.CleanupShardWalk, c.ColumnEdge, c.ExternalID, c.IcebergManifest,
+		c.IcebergManifestList, c.IcebergTable, c.IdempotencyKey, c.LineageEdge,
+		c.LineageEvent, c.LineageState, c.OutboxMessage, c.Owner, c.Proposal,
+		c.ProposalFile, c.ProposalStep, c.Run, c.RunIO, c.TableSync, c.UsageActorDaily,
+		c.UsageActorMonthly, c.UsageDaily, c.UsageEvent, c.UsageName, c.Webhook,
 	} {
 		n.Intercept(interceptors...)
 	}
@@ -377,6 +415,8 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.AssetName.mutate(ctx, m)
 	case *AuditEventMutation:
 		return c.AuditEvent.mutate(ctx, m)
+	case *CleanupExemptionMutation:
+		return c.CleanupExemption.mutate(ctx, m)
 	case *CleanupLeaseMutation:
 		return c.CleanupLease.mutate(ctx, m)
 	case *CleanupObservationMutation:
@@ -403,8 +443,16 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.LineageEvent.mutate(ctx, m)
 	case *LineageStateMutation:
 		return c.LineageState.mutate(ctx, m)
+	case *OutboxMessageMutation:
+		return c.OutboxMessage.mutate(ctx, m)
 	case *OwnerMutation:
 		return c.Owner.mutate(ctx, m)
+	case *ProposalMutation:
+		return c.Proposal.mutate(ctx, m)
+	case *ProposalFileMutation:
+		return c.ProposalFile.mutate(ctx, m)
+	case *ProposalStepMutation:
+		return c.ProposalStep.mutate(ctx, m)
 	case *RunMutation:
 		return c.Run.mutate(ctx, m)
 	case *RunIOMutation:
@@ -421,6 +469,8 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.UsageEvent.mutate(ctx, m)
 	case *UsageNameMutation:
 		return c.UsageName.mutate(ctx, m)
+	case *WebhookMutation:
+		return c.Webhook.mutate(ctx, m)
 	default:
 		return nil, fmt.Errorf("ent: unknown mutation type %T", m)
 	}
@@ -1153,6 +1203,139 @@ func (c *AuditEventClient) mutate(ctx context.Context, m *AuditEventMutation) (V
 		return (&AuditEventDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
 	default:
 		return nil, fmt.Errorf("ent: unknown AuditEvent mutation op: %q", m.Op())
+	}
+}
+
+// CleanupExemptionClient is a client for the CleanupExemption schema.
+type CleanupExemptionClient struct {
+	config
+}
+
+// NewCleanupExemptionClient returns a client for the CleanupExemption from the given config.
+func NewCleanupExemptionClient(c config) *CleanupExemptionClient {
+	return &CleanupExemptionClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `cleanupexemption.Hooks(f(g(h())))`.
+func (c *CleanupExemptionClient) Use(hooks ...Hook) {
+	c.hooks.CleanupExemption = append(c.hooks.CleanupExemption, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `cleanupexemption.Intercept(f(g(h())))`.
+func (c *CleanupExemptionClient) Intercept(interceptors ...Interceptor) {
+	c.inters.CleanupExemption = append(c.inters.CleanupExemption, interceptors...)
+}
+
+// Create returns a builder for creating a CleanupExemption entity.
+func (c *CleanupExemptionClient) Create() *CleanupExemptionCreate {
+	mutation := newCleanupExemptionMutation(c.config, OpCreate)
+	return &CleanupExemptionCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of CleanupExemption entities.
+func (c *CleanupExemptionClient) CreateBulk(builders ...*CleanupExemptionCreate) *CleanupExemptionCreateBulk {
+	return &CleanupExemptionCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *CleanupExemptionClient) MapCreateBulk(slice any, setFunc func(*CleanupExemptionCreate, int)) *CleanupExemptionCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &CleanupExemptionCreateBulk{err: fmt.Errorf("calling to CleanupExemptionClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*CleanupExemptionCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &CleanupExemptionCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for CleanupExemption.
+func (c *CleanupExemptionClient) Update() *CleanupExemptionUpdate {
+	mutation := newCleanupExemptionMutation(c.config, OpUpdate)
+	return &CleanupExemptionUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *CleanupExemptionClient) UpdateOne(_m *CleanupExemption) *CleanupExemptionUpdateOne {
+	mutation := newCleanupExemptionMutation(c.config, OpUpdateOne, withCleanupExemption(_m))
+	return &CleanupExemptionUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *CleanupExemptionClient) UpdateOneID(id uuid.UUID) *CleanupExemptionUpdateOne {
+	mutation := newCleanupExemptionMutation(c.config, OpUpdateOne, withCleanupExemptionID(id))
+	return &CleanupExemptionUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for CleanupExemption.
+func (c *CleanupExemptionClient) Delete() *CleanupExemptionDelete {
+	mutation := newCleanupExemptionMutation(c.config, OpDelete)
+	return &CleanupExemptionDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *CleanupExemptionClient) DeleteOne(_m *CleanupExemption) *CleanupExemptionDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *CleanupExemptionClient) DeleteOneID(id uuid.UUID) *CleanupExemptionDeleteOne {
+	builder := c.Delete().Where(cleanupexemption.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &CleanupExemptionDeleteOne{builder}
+}
+
+// Query returns a query builder for CleanupExemption.
+func (c *CleanupExemptionClient) Query() *CleanupExemptionQuery {
+	return &CleanupExemptionQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeCleanupExemption},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a CleanupExemption entity by its id.
+func (c *CleanupExemptionClient) Get(ctx context.Context, id uuid.UUID) (*CleanupExemption, error) {
+	return c.Query().Where(cleanupexemption.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *CleanupExemptionClient) GetX(ctx context.Context, id uuid.UUID) *CleanupExemption {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *CleanupExemptionClient) Hooks() []Hook {
+	return c.hooks.CleanupExemption
+}
+
+// Interceptors returns the client interceptors.
+func (c *CleanupExemptionClient) Interceptors() []Interceptor {
+	return c.inters.CleanupExemption
+}
+
+func (c *CleanupExemptionClient) mutate(ctx context.Context, m *CleanupExemptionMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&CleanupExemptionCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&CleanupExemptionUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&CleanupExemptionUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&CleanupExemptionDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown CleanupExemption mutation op: %q", m.Op())
 	}
 }
 
@@ -2901,6 +3084,139 @@ func (c *LineageStateClient) mutate(ctx context.Context, m *LineageStateMutation
 	}
 }
 
+// OutboxMessageClient is a client for the OutboxMessage schema.
+type OutboxMessageClient struct {
+	config
+}
+
+// NewOutboxMessageClient returns a client for the OutboxMessage from the given config.
+func NewOutboxMessageClient(c config) *OutboxMessageClient {
+	return &OutboxMessageClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `outboxmessage.Hooks(f(g(h())))`.
+func (c *OutboxMessageClient) Use(hooks ...Hook) {
+	c.hooks.OutboxMessage = append(c.hooks.OutboxMessage, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `outboxmessage.Intercept(f(g(h())))`.
+func (c *OutboxMessageClient) Intercept(interceptors ...Interceptor) {
+	c.inters.OutboxMessage = append(c.inters.OutboxMessage, interceptors...)
+}
+
+// Create returns a builder for creating a OutboxMessage entity.
+func (c *OutboxMessageClient) Create() *OutboxMessageCreate {
+	mutation := newOutboxMessageMutation(c.config, OpCreate)
+	return &OutboxMessageCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of OutboxMessage entities.
+func (c *OutboxMessageClient) CreateBulk(builders ...*OutboxMessageCreate) *OutboxMessageCreateBulk {
+	return &OutboxMessageCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *OutboxMessageClient) MapCreateBulk(slice any, setFunc func(*OutboxMessageCreate, int)) *OutboxMessageCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &OutboxMessageCreateBulk{err: fmt.Errorf("calling to OutboxMessageClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*OutboxMessageCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &OutboxMessageCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for OutboxMessage.
+func (c *OutboxMessageClient) Update() *OutboxMessageUpdate {
+	mutation := newOutboxMessageMutation(c.config, OpUpdate)
+	return &OutboxMessageUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *OutboxMessageClient) UpdateOne(_m *OutboxMessage) *OutboxMessageUpdateOne {
+	mutation := newOutboxMessageMutation(c.config, OpUpdateOne, withOutboxMessage(_m))
+	return &OutboxMessageUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *OutboxMessageClient) UpdateOneID(id uuid.UUID) *OutboxMessageUpdateOne {
+	mutation := newOutboxMessageMutation(c.config, OpUpdateOne, withOutboxMessageID(id))
+	return &OutboxMessageUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for OutboxMessage.
+func (c *OutboxMessageClient) Delete() *OutboxMessageDelete {
+	mutation := newOutboxMessageMutation(c.config, OpDelete)
+	return &OutboxMessageDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *OutboxMessageClient) DeleteOne(_m *OutboxMessage) *OutboxMessageDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *OutboxMessageClient) DeleteOneID(id uuid.UUID) *OutboxMessageDeleteOne {
+	builder := c.Delete().Where(outboxmessage.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &OutboxMessageDeleteOne{builder}
+}
+
+// Query returns a query builder for OutboxMessage.
+func (c *OutboxMessageClient) Query() *OutboxMessageQuery {
+	return &OutboxMessageQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeOutboxMessage},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a OutboxMessage entity by its id.
+func (c *OutboxMessageClient) Get(ctx context.Context, id uuid.UUID) (*OutboxMessage, error) {
+	return c.Query().Where(outboxmessage.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *OutboxMessageClient) GetX(ctx context.Context, id uuid.UUID) *OutboxMessage {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *OutboxMessageClient) Hooks() []Hook {
+	return c.hooks.OutboxMessage
+}
+
+// Interceptors returns the client interceptors.
+func (c *OutboxMessageClient) Interceptors() []Interceptor {
+	return c.inters.OutboxMessage
+}
+
+func (c *OutboxMessageClient) mutate(ctx context.Context, m *OutboxMessageMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&OutboxMessageCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&OutboxMessageUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&OutboxMessageUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&OutboxMessageDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown OutboxMessage mutation op: %q", m.Op())
+	}
+}
+
 // OwnerClient is a client for the Owner schema.
 type OwnerClient struct {
 	config
@@ -3047,6 +3363,405 @@ func (c *OwnerClient) mutate(ctx context.Context, m *OwnerMutation) (Value, erro
 		return (&OwnerDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
 	default:
 		return nil, fmt.Errorf("ent: unknown Owner mutation op: %q", m.Op())
+	}
+}
+
+// ProposalClient is a client for the Proposal schema.
+type ProposalClient struct {
+	config
+}
+
+// NewProposalClient returns a client for the Proposal from the given config.
+func NewProposalClient(c config) *ProposalClient {
+	return &ProposalClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `proposal.Hooks(f(g(h())))`.
+func (c *ProposalClient) Use(hooks ...Hook) {
+	c.hooks.Proposal = append(c.hooks.Proposal, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `proposal.Intercept(f(g(h())))`.
+func (c *ProposalClient) Intercept(interceptors ...Interceptor) {
+	c.inters.Proposal = append(c.inters.Proposal, interceptors...)
+}
+
+// Create returns a builder for creating a Proposal entity.
+func (c *ProposalClient) Create() *ProposalCreate {
+	mutation := newProposalMutation(c.config, OpCreate)
+	return &ProposalCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of Proposal entities.
+func (c *ProposalClient) CreateBulk(builders ...*ProposalCreate) *ProposalCreateBulk {
+	return &ProposalCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *ProposalClient) MapCreateBulk(slice any, setFunc func(*ProposalCreate, int)) *ProposalCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &ProposalCreateBulk{err: fmt.Errorf("calling to ProposalClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*ProposalCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &ProposalCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for Proposal.
+func (c *ProposalClient) Update() *ProposalUpdate {
+	mutation := newProposalMutation(c.config, OpUpdate)
+	return &ProposalUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *ProposalClient) UpdateOne(_m *Proposal) *ProposalUpdateOne {
+	mutation := newProposalMutation(c.config, OpUpdateOne, withProposal(_m))
+	return &ProposalUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *ProposalClient) UpdateOneID(id uuid.UUID) *ProposalUpdateOne {
+	mutation := newProposalMutation(c.config, OpUpdateOne, withProposalID(id))
+	return &ProposalUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for Proposal.
+func (c *ProposalClient) Delete() *ProposalDelete {
+	mutation := newProposalMutation(c.config, OpDelete)
+	return &ProposalDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *ProposalClient) DeleteOne(_m *Proposal) *ProposalDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *ProposalClient) DeleteOneID(id uuid.UUID) *ProposalDeleteOne {
+	builder := c.Delete().Where(proposal.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &ProposalDeleteOne{builder}
+}
+
+// Query returns a query builder for Proposal.
+func (c *ProposalClient) Query() *ProposalQuery {
+	return &ProposalQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeProposal},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a Proposal entity by its id.
+func (c *ProposalClient) Get(ctx context.Context, id uuid.UUID) (*Proposal, error) {
+	return c.Query().Where(proposal.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *ProposalClient) GetX(ctx context.Context, id uuid.UUID) *Proposal {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *ProposalClient) Hooks() []Hook {
+	return c.hooks.Proposal
+}
+
+// Interceptors returns the client interceptors.
+func (c *ProposalClient) Interceptors() []Interceptor {
+	return c.inters.Proposal
+}
+
+func (c *ProposalClient) mutate(ctx context.Context, m *ProposalMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&ProposalCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&ProposalUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&ProposalUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&ProposalDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown Proposal mutation op: %q", m.Op())
+	}
+}
+
+// ProposalFileClient is a client for the ProposalFile schema.
+type ProposalFileClient struct {
+	config
+}
+
+// NewProposalFileClient returns a client for the ProposalFile from the given config.
+func NewProposalFileClient(c config) *ProposalFileClient {
+	return &ProposalFileClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `proposalfile.Hooks(f(g(h())))`.
+func (c *ProposalFileClient) Use(hooks ...Hook) {
+	c.hooks.ProposalFile = append(c.hooks.ProposalFile, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `proposalfile.Intercept(f(g(h())))`.
+func (c *ProposalFileClient) Intercept(interceptors ...Interceptor) {
+	c.inters.ProposalFile = append(c.inters.ProposalFile, interceptors...)
+}
+
+// Create returns a builder for creating a ProposalFile entity.
+func (c *ProposalFileClient) Create() *ProposalFileCreate {
+	mutation := newProposalFileMutation(c.config, OpCreate)
+	return &ProposalFileCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of ProposalFile entities.
+func (c *ProposalFileClient) CreateBulk(builders ...*ProposalFileCreate) *ProposalFileCreateBulk {
+	return &ProposalFileCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *ProposalFileClient) MapCreateBulk(slice any, setFunc func(*ProposalFileCreate, int)) *ProposalFileCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &ProposalFileCreateBulk{err: fmt.Errorf("calling to ProposalFileClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*ProposalFileCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &ProposalFileCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for ProposalFile.
+func (c *ProposalFileClient) Update() *ProposalFileUpdate {
+	mutation := newProposalFileMutation(c.config, OpUpdate)
+	return &ProposalFileUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *ProposalFileClient) UpdateOne(_m *ProposalFile) *ProposalFileUpdateOne {
+	mutation := newProposalFileMutation(c.config, OpUpdateOne, withProposalFile(_m))
+	return &ProposalFileUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *ProposalFileClient) UpdateOneID(id uuid.UUID) *ProposalFileUpdateOne {
+	mutation := newProposalFileMutation(c.config, OpUpdateOne, withProposalFileID(id))
+	return &ProposalFileUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for ProposalFile.
+func (c *ProposalFileClient) Delete() *ProposalFileDelete {
+	mutation := newProposalFileMutation(c.config, OpDelete)
+	return &ProposalFileDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *ProposalFileClient) DeleteOne(_m *ProposalFile) *ProposalFileDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *ProposalFileClient) DeleteOneID(id uuid.UUID) *ProposalFileDeleteOne {
+	builder := c.Delete().Where(proposalfile.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &ProposalFileDeleteOne{builder}
+}
+
+// Query returns a query builder for ProposalFile.
+func (c *ProposalFileClient) Query() *ProposalFileQuery {
+	return &ProposalFileQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeProposalFile},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a ProposalFile entity by its id.
+func (c *ProposalFileClient) Get(ctx context.Context, id uuid.UUID) (*ProposalFile, error) {
+	return c.Query().Where(proposalfile.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *ProposalFileClient) GetX(ctx context.Context, id uuid.UUID) *ProposalFile {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *ProposalFileClient) Hooks() []Hook {
+	return c.hooks.ProposalFile
+}
+
+// Interceptors returns the client interceptors.
+func (c *ProposalFileClient) Interceptors() []Interceptor {
+	return c.inters.ProposalFile
+}
+
+func (c *ProposalFileClient) mutate(ctx context.Context, m *ProposalFileMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&ProposalFileCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&ProposalFileUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&ProposalFileUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&ProposalFileDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown ProposalFile mutation op: %q", m.Op())
+	}
+}
+
+// ProposalStepClient is a client for the ProposalStep schema.
+type ProposalStepClient struct {
+	config
+}
+
+// NewProposalStepClient returns a client for the ProposalStep from the given config.
+func NewProposalStepClient(c config) *ProposalStepClient {
+	return &ProposalStepClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `proposalstep.Hooks(f(g(h())))`.
+func (c *ProposalStepClient) Use(hooks ...Hook) {
+	c.hooks.ProposalStep = append(c.hooks.ProposalStep, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `proposalstep.Intercept(f(g(h())))`.
+func (c *ProposalStepClient) Intercept(interceptors ...Interceptor) {
+	c.inters.ProposalStep = append(c.inters.ProposalStep, interceptors...)
+}
+
+// Create returns a builder for creating a ProposalStep entity.
+func (c *ProposalStepClient) Create() *ProposalStepCreate {
+	mutation := newProposalStepMutation(c.config, OpCreate)
+	return &ProposalStepCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of ProposalStep entities.
+func (c *ProposalStepClient) CreateBulk(builders ...*ProposalStepCreate) *ProposalStepCreateBulk {
+	return &ProposalStepCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *ProposalStepClient) MapCreateBulk(slice any, setFunc func(*ProposalStepCreate, int)) *ProposalStepCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &ProposalStepCreateBulk{err: fmt.Errorf("calling to ProposalStepClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*ProposalStepCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &ProposalStepCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for ProposalStep.
+func (c *ProposalStepClient) Update() *ProposalStepUpdate {
+	mutation := newProposalStepMutation(c.config, OpUpdate)
+	return &ProposalStepUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *ProposalStepClient) UpdateOne(_m *ProposalStep) *ProposalStepUpdateOne {
+	mutation := newProposalStepMutation(c.config, OpUpdateOne, withProposalStep(_m))
+	return &ProposalStepUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *ProposalStepClient) UpdateOneID(id uuid.UUID) *ProposalStepUpdateOne {
+	mutation := newProposalStepMutation(c.config, OpUpdateOne, withProposalStepID(id))
+	return &ProposalStepUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for ProposalStep.
+func (c *ProposalStepClient) Delete() *ProposalStepDelete {
+	mutation := newProposalStepMutation(c.config, OpDelete)
+	return &ProposalStepDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *ProposalStepClient) DeleteOne(_m *ProposalStep) *ProposalStepDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *ProposalStepClient) DeleteOneID(id uuid.UUID) *ProposalStepDeleteOne {
+	builder := c.Delete().Where(proposalstep.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &ProposalStepDeleteOne{builder}
+}
+
+// Query returns a query builder for ProposalStep.
+func (c *ProposalStepClient) Query() *ProposalStepQuery {
+	return &ProposalStepQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeProposalStep},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a ProposalStep entity by its id.
+func (c *ProposalStepClient) Get(ctx context.Context, id uuid.UUID) (*ProposalStep, error) {
+	return c.Query().Where(proposalstep.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *ProposalStepClient) GetX(ctx context.Context, id uuid.UUID) *ProposalStep {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *ProposalStepClient) Hooks() []Hook {
+	return c.hooks.ProposalStep
+}
+
+// Interceptors returns the client interceptors.
+func (c *ProposalStepClient) Interceptors() []Interceptor {
+	return c.inters.ProposalStep
+}
+
+func (c *ProposalStepClient) mutate(ctx context.Context, m *ProposalStepMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&ProposalStepCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&ProposalStepUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&ProposalStepUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&ProposalStepDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown ProposalStep mutation op: %q", m.Op())
 	}
 }
 
@@ -4114,23 +4829,156 @@ func (c *UsageNameClient) mutate(ctx context.Context, m *UsageNameMutation) (Val
 	}
 }
 
+// WebhookClient is a client for the Webhook schema.
+type WebhookClient struct {
+	config
+}
+
+// NewWebhookClient returns a client for the Webhook from the given config.
+func NewWebhookClient(c config) *WebhookClient {
+	return &WebhookClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `webhook.Hooks(f(g(h())))`.
+func (c *WebhookClient) Use(hooks ...Hook) {
+	c.hooks.Webhook = append(c.hooks.Webhook, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `webhook.Intercept(f(g(h())))`.
+func (c *WebhookClient) Intercept(interceptors ...Interceptor) {
+	c.inters.Webhook = append(c.inters.Webhook, interceptors...)
+}
+
+// Create returns a builder for creating a Webhook entity.
+func (c *WebhookClient) Create() *WebhookCreate {
+	mutation := newWebhookMutation(c.config, OpCreate)
+	return &WebhookCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of Webhook entities.
+func (c *WebhookClient) CreateBulk(builders ...*WebhookCreate) *WebhookCreateBulk {
+	return &WebhookCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *WebhookClient) MapCreateBulk(slice any, setFunc func(*WebhookCreate, int)) *WebhookCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &WebhookCreateBulk{err: fmt.Errorf("calling to WebhookClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*WebhookCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &WebhookCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for Webhook.
+func (c *WebhookClient) Update() *WebhookUpdate {
+	mutation := newWebhookMutation(c.config, OpUpdate)
+	return &WebhookUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *WebhookClient) UpdateOne(_m *Webhook) *WebhookUpdateOne {
+	mutation := newWebhookMutation(c.config, OpUpdateOne, withWebhook(_m))
+	return &WebhookUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *WebhookClient) UpdateOneID(id uuid.UUID) *WebhookUpdateOne {
+	mutation := newWebhookMutation(c.config, OpUpdateOne, withWebhookID(id))
+	return &WebhookUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for Webhook.
+func (c *WebhookClient) Delete() *WebhookDelete {
+	mutation := newWebhookMutation(c.config, OpDelete)
+	return &WebhookDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *WebhookClient) DeleteOne(_m *Webhook) *WebhookDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *WebhookClient) DeleteOneID(id uuid.UUID) *WebhookDeleteOne {
+	builder := c.Delete().Where(webhook.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &WebhookDeleteOne{builder}
+}
+
+// Query returns a query builder for Webhook.
+func (c *WebhookClient) Query() *WebhookQuery {
+	return &WebhookQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeWebhook},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a Webhook entity by its id.
+func (c *WebhookClient) Get(ctx context.Context, id uuid.UUID) (*Webhook, error) {
+	return c.Query().Where(webhook.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *WebhookClient) GetX(ctx context.Context, id uuid.UUID) *Webhook {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *WebhookClient) Hooks() []Hook {
+	return c.hooks.Webhook
+}
+
+// Interceptors returns the client interceptors.
+func (c *WebhookClient) Interceptors() []Interceptor {
+	return c.inters.Webhook
+}
+
+func (c *WebhookClient) mutate(ctx context.Context, m *WebhookMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&WebhookCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&WebhookUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&WebhookUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&WebhookDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown Webhook mutation op: %q", m.Op())
+	}
+}
+
 // hooks and interceptors per client, for fast access.
 type (
 	hooks struct {
-		APIToken, Asset, AssetFacet, AssetName, AuditEvent, CleanupLease,
-		CleanupObservation, CleanupScan, CleanupShardWalk, ColumnEdge, ExternalID,
-		IcebergManifest, IcebergManifestList, IcebergTable, IdempotencyKey,
-		LineageEdge, LineageEvent, LineageState, Owner, Run, RunIO, TableSync,
-		UsageActorDaily, UsageActorMonthly, UsageDaily, UsageEvent,
-		UsageName []ent.Hook
+		APIToken, Asset, AssetFacet, AssetName, AuditEvent, CleanupExemption,
+		CleanupLease, CleanupObservation, CleanupScan, CleanupShardWalk, ColumnEdge,
+		ExternalID, IcebergManifest, IcebergManifestList, IcebergTable, IdempotencyKey,
+		LineageEdge, LineageEvent, LineageState, OutboxMessage, Owner, Proposal,
+		ProposalFile, ProposalStep, Run, RunIO, TableSync, UsageActorDaily,
+		UsageActorMonthly, UsageDaily, UsageEvent, UsageName, Webhook []ent.Hook
 	}
 	inters struct {
-		APIToken, Asset, AssetFacet, AssetName, AuditEvent, CleanupLease,
-		CleanupObservation, CleanupScan, CleanupShardWalk, ColumnEdge, ExternalID,
-		IcebergManifest, IcebergManifestList, IcebergTable, IdempotencyKey,
-		LineageEdge, LineageEvent, LineageState, Owner, Run, RunIO, TableSync,
-		UsageActorDaily, UsageActorMonthly, UsageDaily, UsageEvent,
-		UsageName []ent.Interceptor
+		APIToken, Asset, AssetFacet, AssetName, AuditEvent, CleanupExemption,
+		CleanupLease, CleanupObservation, CleanupScan, CleanupShardWalk, ColumnEdge,
+		ExternalID, IcebergManifest, IcebergManifestList, IcebergTable, IdempotencyKey,
+		LineageEdge, LineageEvent, LineageState, OutboxMessage, Owner, Proposal,
+		ProposalFile, ProposalStep, Run, RunIO, TableSync, UsageActorDaily,
+		UsageActorMonthly, UsageDaily, UsageEvent, UsageName, Webhook []ent.Interceptor
 	}
 )
 

@@ -17,6 +17,7 @@ import (
 	"github.com/tidemark/tidemark/ent/assetfacet"
 	"github.com/tidemark/tidemark/ent/assetname"
 	"github.com/tidemark/tidemark/ent/auditevent"
+	"github.com/tidemark/tidemark/ent/cleanupexemption"
 	"github.com/tidemark/tidemark/ent/cleanuplease"
 	"github.com/tidemark/tidemark/ent/cleanupobservation"
 	"github.com/tidemark/tidemark/ent/cleanupscan"
@@ -30,7 +31,11 @@ import (
 	"github.com/tidemark/tidemark/ent/lineageedge"
 	"github.com/tidemark/tidemark/ent/lineageevent"
 	"github.com/tidemark/tidemark/ent/lineagestate"
+	"github.com/tidemark/tidemark/ent/outboxmessage"
 	"github.com/tidemark/tidemark/ent/owner"
+	"github.com/tidemark/tidemark/ent/proposal"
+	"github.com/tidemark/tidemark/ent/proposalfile"
+	"github.com/tidemark/tidemark/ent/proposalstep"
 	"github.com/tidemark/tidemark/ent/run"
 	"github.com/tidemark/tidemark/ent/runio"
 	"github.com/tidemark/tidemark/ent/tablesync"
@@ -39,6 +44,7 @@ import (
 	"github.com/tidemark/tidemark/ent/usagedaily"
 	"github.com/tidemark/tidemark/ent/usageevent"
 	"github.com/tidemark/tidemark/ent/usagename"
+	"github.com/tidemark/tidemark/ent/webhook"
 )
 
 // ent aliases to avoid import conflicts in user's code.
@@ -104,6 +110,7 @@ func checkColumn(t, c string) error {
 			assetfacet.Table:          assetfacet.ValidColumn,
 			assetname.Table:           assetname.ValidColumn,
 			auditevent.Table:          auditevent.ValidColumn,
+			cleanupexemption.Table:    cleanupexemption.ValidColumn,
 			cleanuplease.Table:        cleanuplease.ValidColumn,
 			cleanupobservation.Table:  cleanupobservation.ValidColumn,
 			cleanupscan.Table:         cleanupscan.ValidColumn,
@@ -117,7 +124,11 @@ func checkColumn(t, c string) error {
 			lineageedge.Table:         lineageedge.ValidColumn,
 			lineageevent.Table:        lineageevent.ValidColumn,
 			lineagestate.Table:        lineagestate.ValidColumn,
+			outboxmessage.Table:       outboxmessage.ValidColumn,
 			owner.Table:               owner.ValidColumn,
+			proposal.Table:            proposal.ValidColumn,
+			proposalfile.Table:        proposalfile.ValidColumn,
+			proposalstep.Table:        proposalstep.ValidColumn,
 			run.Table:                 run.ValidColumn,
 			runio.Table:               runio.ValidColumn,
 			tablesync.Table:           tablesync.ValidColumn,
@@ -126,6 +137,7 @@ func checkColumn(t, c string) error {
 			usagedaily.Table:          usagedaily.ValidColumn,
 			usageevent.Table:          usageevent.ValidColumn,
 			usagename.Table:           usagename.ValidColumn,
+			webhook.Table:             webhook.ValidColumn,
 		})
 	})
 	return columnCheck(t, c)

@@ -24,6 +24,8 @@ type Tx struct {
 	AssetName *AssetNameClient
 	// AuditEvent is the client for interacting with the AuditEvent builders.
 	AuditEvent *AuditEventClient
+	// CleanupExemption is the client for interacting with the CleanupExemption builders.
+	CleanupExemption *CleanupExemptionClient
 	// CleanupLease is the client for interacting with the CleanupLease builders.
 	CleanupLease *CleanupLeaseClient
 	// CleanupObservation is the client for interacting with the CleanupObservation builders.
@@ -50,8 +52,16 @@ type Tx struct {
 	LineageEvent *LineageEventClient
 	// LineageState is the client for interacting with the LineageState builders.
 	LineageState *LineageStateClient
+	// OutboxMessage is the client for interacting with the OutboxMessage builders.
+	OutboxMessage *OutboxMessageClient
 	// Owner is the client for interacting with the Owner builders.
 	Owner *OwnerClient
+	// Proposal is the client for interacting with the Proposal builders.
+	Proposal *ProposalClient
+	// ProposalFile is the client for interacting with the ProposalFile builders.
+	ProposalFile *ProposalFileClient
+	// ProposalStep is the client for interacting with the ProposalStep builders.
+	ProposalStep *ProposalStepClient
 	// Run is the client for interacting with the Run builders.
 	Run *RunClient
 	// RunIO is the client for interacting with the RunIO builders.
@@ -68,6 +78,8 @@ type Tx struct {
 	UsageEvent *UsageEventClient
 	// UsageName is the client for interacting with the UsageName builders.
 	UsageName *UsageNameClient
+	// Webhook is the client for interacting with the Webhook builders.
+	Webhook *WebhookClient
 
 	// lazily loaded.
 	client     *Client
@@ -204,6 +216,7 @@ func (tx *Tx) init() {
 	tx.AssetFacet = NewAssetFacetClient(tx.config)
 	tx.AssetName = NewAssetNameClient(tx.config)
 	tx.AuditEvent = NewAuditEventClient(tx.config)
+	tx.CleanupExemption = NewCleanupExemptionClient(tx.config)
 	tx.CleanupLease = NewCleanupLeaseClient(tx.config)
 	tx.CleanupObservation = NewCleanupObservationClient(tx.config)
 	tx.CleanupScan = NewCleanupScanClient(tx.config)
@@ -217,7 +230,11 @@ func (tx *Tx) init() {
 	tx.LineageEdge = NewLineageEdgeClient(tx.config)
 	tx.LineageEvent = NewLineageEventClient(tx.config)
 	tx.LineageState = NewLineageStateClient(tx.config)
+	tx.OutboxMessage = NewOutboxMessageClient(tx.config)
 	tx.Owner = NewOwnerClient(tx.config)
+	tx.Proposal = NewProposalClient(tx.config)
+	tx.ProposalFile = NewProposalFileClient(tx.config)
+	tx.ProposalStep = NewProposalStepClient(tx.config)
 	tx.Run = NewRunClient(tx.config)
 	tx.RunIO = NewRunIOClient(tx.config)
 	tx.TableSync = NewTableSyncClient(tx.config)
@@ -226,6 +243,7 @@ func (tx *Tx) init() {
 	tx.UsageDaily = NewUsageDailyClient(tx.config)
 	tx.UsageEvent = NewUsageEventClient(tx.config)
 	tx.UsageName = NewUsageNameClient(tx.config)
+	tx.Webhook = NewWebhookClient(tx.config)
 }
 
 // txDriver wraps the given dialect.Tx with a nop dialect.Driver implementation.

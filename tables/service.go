@@ -130,7 +130,11 @@ func (s *Service) Register(ctx context.Context, in RegisterInput) (Table, Refres
 }
 
 func (s *Service) loadLocation(ctx context.Context, loc string) (*table.Table, error) {
-	return table.NewFromLocation(ctx, table.Identifier{"registered"}, loc, icebergio.LoadFSFunc(s.ioProps, loc), nil)
+	return s.loadLocationWith(ctx, loc, s.ioProps)
+}
+
+func (s *Service) loadLocationWith(ctx context.Context, loc string, props iceberg.Properties) (*table.Table, error) {
+	return table.NewFromLocation(ctx, table.Identifier{"registered"}, loc, icebergio.LoadFSFunc(props, loc), nil)
 }
 
 // bind finds or creates the asset for a loaded table and records the table row. A known
@@ -333,7 +337,12 @@ func (s *Service) Refresh(ctx context.Context, id uuid.UUID) (RefreshReport, err
 func (s *Service) load(ctx context.Context, row *ent.IcebergTable) (*table.Table, error) {
 	var tbl *table.Table
 	var err error
-	if row.Connection != "" {
+	if row.GoneAt != nil {
+		// Dropped from its catalog: what is left is its last metadata (a drop does not purge).
+		if tbl, err = s.loadLocationWith(ctx, row.MetadataLocation, s.propsFor(row)); err != nil {
+			return nil, s.recordError(ctx, row.ID, fmt.Errorf("load the dropped table's last metadata %s: %w", row.MetadataLocation, err))
+		}
+	} else if row.Connection != "" {
 		c := s.connection(row.Connection)
 		if c == nil {
 			return nil, s.recordError(ctx, row.ID, fmt.Errorf("the Iceberg catalog connection %q is no longer configured", row.Connection))
@@ -465,3 +474,45 @@ func LocationName(loc string) (string, string) {
 }
 
 func splitIdent(s string) table.Identifier { return strings.Split(s, ".") }
+
+// Dropped is what is left of a table after Drop: where its files are and how to reach them.
+type Dropped struct {
+	Location string
+	Props    iceberg.Properties
+}
+
+// Drop removes a table from its Iceberg catalog without purging its files (iceberg-go's drop
+// leaves data and metadata in place) and marks it gone. A table registered by metadata location
+// has no catalog entry to drop. Dropping a table already gone succeeds.
+func (s *Service) Drop(ctx context.Context, id uuid.UUID) (Dropped, error) {
+	row, err := s.row(ctx, id)
+	if err != nil {
+		return Dropped{}, err
+	}
+	out := Dropped{Location: row.Location, Props: s.propsFor(row)}
+	if row.GoneAt != nil {
+		return out, nil
+	}
+	if row.Connection != "" {
+		c := s.connection(row.Connection)
+		if c == nil {
+			return out, fmt.Errorf("the Iceberg catalog connection %q is no longer configured", row.Connection)
+		}
+		cat, err := c.Catalog(ctx)
+		if err != nil {
+			return out, err
+		}
+		if err := cat.DropTable(ctx, splitIdent(row.Identifier)); err != nil {
+			if ok, cerr := cat.CheckTableExists(ctx, splitIdent(row.Identifier)); cerr != nil || ok {
+				return out, fmt.Errorf("drop %s from %s: %w", row.Identifier, c.Name, err)
+			}
+		}
+	}
+	now := s.clock()
+	return out, s.db.IcebergTable.UpdateOneID(id).SetGoneAt(now).SetUpdatedAt(now).Exec(ctx)
+}
+
+// IO opens storage at a location with the given IO properties.
+func IO(ctx context.Context, location string, props iceberg.Properties) (icebergio.IO, error) {
+	return icebergio.LoadFS(ctx, props, location)
+}

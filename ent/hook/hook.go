@@ -69,6 +69,18 @@ func (f AuditEventFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, 
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.AuditEventMutation", m)
 }
 
+// The CleanupExemptionFunc type is an adapter to allow the use of ordinary
+// function as CleanupExemption mutator.
+type CleanupExemptionFunc func(context.Context, *ent.CleanupExemptionMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f CleanupExemptionFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.CleanupExemptionMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.CleanupExemptionMutation", m)
+}
+
 // The CleanupLeaseFunc type is an adapter to allow the use of ordinary
 // function as CleanupLease mutator.
 type CleanupLeaseFunc func(context.Context, *ent.CleanupLeaseMutation) (ent.Value, error)
@@ -225,6 +237,18 @@ func (f LineageStateFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.LineageStateMutation", m)
 }
 
+// The OutboxMessageFunc type is an adapter to allow the use of ordinary
+// function as OutboxMessage mutator.
+type OutboxMessageFunc func(context.Context, *ent.OutboxMessageMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f OutboxMessageFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.OutboxMessageMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.OutboxMessageMutation", m)
+}
+
 // The OwnerFunc type is an adapter to allow the use of ordinary
 // function as Owner mutator.
 type OwnerFunc func(context.Context, *ent.OwnerMutation) (ent.Value, error)
@@ -235,6 +259,42 @@ func (f OwnerFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error
 		return f(ctx, mv)
 	}
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.OwnerMutation", m)
+}
+
+// The ProposalFunc type is an adapter to allow the use of ordinary
+// function as Proposal mutator.
+type ProposalFunc func(context.Context, *ent.ProposalMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f ProposalFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.ProposalMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.ProposalMutation", m)
+}
+
+// The ProposalFileFunc type is an adapter to allow the use of ordinary
+// function as ProposalFile mutator.
+type ProposalFileFunc func(context.Context, *ent.ProposalFileMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f ProposalFileFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.ProposalFileMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.ProposalFileMutation", m)
+}
+
+// The ProposalStepFunc type is an adapter to allow the use of ordinary
+// function as ProposalStep mutator.
+type ProposalStepFunc func(context.Context, *ent.ProposalStepMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f ProposalStepFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.ProposalStepMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.ProposalStepMutation", m)
 }
 
 // The RunFunc type is an adapter to allow the use of ordinary
@@ -331,6 +391,18 @@ func (f UsageNameFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, e
 		return f(ctx, mv)
 	}
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.UsageNameMutation", m)
+}
+
+// The WebhookFunc type is an adapter to allow the use of ordinary
+// function as Webhook mutator.
+type WebhookFunc func(context.Context, *ent.WebhookMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f WebhookFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.WebhookMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.WebhookMutation", m)
 }
 
 // Condition is a hook condition function.

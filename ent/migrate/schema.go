@@ -151,6 +151,19 @@ var (
 			},
 		},
 	}
+	// CleanupExemptionsColumns holds the columns for the "cleanup_exemptions" table.
+	CleanupExemptionsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeUUID},
+		{Name: "reason", Type: field.TypeString, Size: 2147483647, Default: ""},
+		{Name: "by", Type: field.TypeString, Default: ""},
+		{Name: "at", Type: field.TypeTime},
+	}
+	// CleanupExemptionsTable holds the schema information for the "cleanup_exemptions" table.
+	CleanupExemptionsTable = &schema.Table{
+		Name:       "cleanup_exemptions",
+		Columns:    CleanupExemptionsColumns,
+		PrimaryKey: []*schema.Column{CleanupExemptionsColumns[0]},
+	}
 	// CleanupLeasesColumns holds the columns for the "cleanup_leases" table.
 	CleanupLeasesColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeUUID},
@@ -484,6 +497,39 @@ var (
 		Columns:    LineageStatesColumns,
 		PrimaryKey: []*schema.Column{LineageStatesColumns[0]},
 	}
+	// OutboxMessagesColumns holds the columns for the "outbox_messages" table.
+	OutboxMessagesColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeUUID},
+		{Name: "event", Type: field.TypeString},
+		{Name: "proposal_id", Type: field.TypeUUID},
+		{Name: "recipient", Type: field.TypeString},
+		{Name: "url", Type: field.TypeString},
+		{Name: "payload", Type: field.TypeString, Size: 2147483647},
+		{Name: "state", Type: field.TypeEnum, Enums: []string{"pending", "delivered", "failed"}, Default: "pending"},
+		{Name: "attempts", Type: field.TypeInt, Default: 0},
+		{Name: "next_attempt_at", Type: field.TypeTime},
+		{Name: "last_error", Type: field.TypeString, Size: 2147483647, Default: ""},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "delivered_at", Type: field.TypeTime, Nullable: true},
+	}
+	// OutboxMessagesTable holds the schema information for the "outbox_messages" table.
+	OutboxMessagesTable = &schema.Table{
+		Name:       "outbox_messages",
+		Columns:    OutboxMessagesColumns,
+		PrimaryKey: []*schema.Column{OutboxMessagesColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "outboxmessage_state_next_attempt_at",
+				Unique:  false,
+				Columns: []*schema.Column{OutboxMessagesColumns[6], OutboxMessagesColumns[8]},
+			},
+			{
+				Name:    "outboxmessage_proposal_id",
+				Unique:  false,
+				Columns: []*schema.Column{OutboxMessagesColumns[2]},
+			},
+		},
+	}
 	// OwnersColumns holds the columns for the "owners" table.
 	OwnersColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeInt, Increment: true},
@@ -520,6 +566,91 @@ var (
 				Name:    "owner_principal",
 				Unique:  false,
 				Columns: []*schema.Column{OwnersColumns[1]},
+			},
+		},
+	}
+	// ProposalsColumns holds the columns for the "proposals" table.
+	ProposalsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeUUID},
+		{Name: "kind", Type: field.TypeEnum, Enums: []string{"orphan_files", "unused_asset", "expire_snapshots", "dangling_reference"}},
+		{Name: "asset_id", Type: field.TypeUUID},
+		{Name: "state", Type: field.TypeEnum, Enums: []string{"open", "approved", "executing", "executed", "failed", "rejected", "withdrawn", "expired"}},
+		{Name: "severity", Type: field.TypeEnum, Enums: []string{"normal", "high"}, Default: "normal"},
+		{Name: "evidence", Type: field.TypeString, Size: 2147483647},
+		{Name: "reason", Type: field.TypeString, Size: 2147483647, Default: ""},
+		{Name: "decided_by", Type: field.TypeString, Default: ""},
+		{Name: "decided_at", Type: field.TypeTime, Nullable: true},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "updated_at", Type: field.TypeTime},
+		{Name: "executed_at", Type: field.TypeTime, Nullable: true},
+		{Name: "outcome", Type: field.TypeString, Size: 2147483647, Default: ""},
+		{Name: "due_at", Type: field.TypeTime, Nullable: true},
+		{Name: "version", Type: field.TypeInt64, Default: 1},
+	}
+	// ProposalsTable holds the schema information for the "proposals" table.
+	ProposalsTable = &schema.Table{
+		Name:       "proposals",
+		Columns:    ProposalsColumns,
+		PrimaryKey: []*schema.Column{ProposalsColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "proposal_state_kind",
+				Unique:  false,
+				Columns: []*schema.Column{ProposalsColumns[3], ProposalsColumns[1]},
+			},
+			{
+				Name:    "proposal_asset_id_kind_state",
+				Unique:  false,
+				Columns: []*schema.Column{ProposalsColumns[2], ProposalsColumns[1], ProposalsColumns[3]},
+			},
+		},
+	}
+	// ProposalFilesColumns holds the columns for the "proposal_files" table.
+	ProposalFilesColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeUUID},
+		{Name: "proposal_id", Type: field.TypeUUID},
+		{Name: "path", Type: field.TypeString},
+		{Name: "size", Type: field.TypeInt64},
+		{Name: "state", Type: field.TypeEnum, Enums: []string{"pending", "deleted", "gone", "skipped"}, Default: "pending"},
+		{Name: "detail", Type: field.TypeString, Size: 2147483647, Default: ""},
+		{Name: "done_at", Type: field.TypeTime, Nullable: true},
+	}
+	// ProposalFilesTable holds the schema information for the "proposal_files" table.
+	ProposalFilesTable = &schema.Table{
+		Name:       "proposal_files",
+		Columns:    ProposalFilesColumns,
+		PrimaryKey: []*schema.Column{ProposalFilesColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "proposalfile_proposal_id_state",
+				Unique:  false,
+				Columns: []*schema.Column{ProposalFilesColumns[1], ProposalFilesColumns[4]},
+			},
+			{
+				Name:    "proposalfile_proposal_id_path",
+				Unique:  true,
+				Columns: []*schema.Column{ProposalFilesColumns[1], ProposalFilesColumns[2]},
+			},
+		},
+	}
+	// ProposalStepsColumns holds the columns for the "proposal_steps" table.
+	ProposalStepsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeUUID},
+		{Name: "proposal_id", Type: field.TypeUUID},
+		{Name: "step", Type: field.TypeString},
+		{Name: "done_at", Type: field.TypeTime},
+		{Name: "detail", Type: field.TypeString, Size: 2147483647, Default: ""},
+	}
+	// ProposalStepsTable holds the schema information for the "proposal_steps" table.
+	ProposalStepsTable = &schema.Table{
+		Name:       "proposal_steps",
+		Columns:    ProposalStepsColumns,
+		PrimaryKey: []*schema.Column{ProposalStepsColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "proposalstep_proposal_id_step",
+				Unique:  true,
+				Columns: []*schema.Column{ProposalStepsColumns[1], ProposalStepsColumns[2]},
 			},
 		},
 	}
@@ -727,6 +858,19 @@ var (
 			},
 		},
 	}
+	// WebhooksColumns holds the columns for the "webhooks" table.
+	WebhooksColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeUUID},
+		{Name: "principal", Type: field.TypeString, Unique: true},
+		{Name: "url", Type: field.TypeString},
+		{Name: "updated_at", Type: field.TypeTime},
+	}
+	// WebhooksTable holds the schema information for the "webhooks" table.
+	WebhooksTable = &schema.Table{
+		Name:       "webhooks",
+		Columns:    WebhooksColumns,
+		PrimaryKey: []*schema.Column{WebhooksColumns[0]},
+	}
 	// Tables holds all the tables in the schema.
 	Tables = []*schema.Table{
 		APITokensTable,
@@ -734,6 +878,7 @@ var (
 		AssetFacetsTable,
 		AssetNamesTable,
 		AuditEventsTable,
+		CleanupExemptionsTable,
 		CleanupLeasesTable,
 		CleanupObservationsTable,
 		CleanupScansTable,
@@ -747,7 +892,11 @@ var (
 		LineageEdgesTable,
 		LineageEventsTable,
 		LineageStatesTable,
+		OutboxMessagesTable,
 		OwnersTable,
+		ProposalsTable,
+		ProposalFilesTable,
+		ProposalStepsTable,
 		RunsTable,
 		RunIosTable,
 		TableSyncsTable,
@@ -756,6 +905,7 @@ var (
 		UsageDailiesTable,
 		UsageEventsTable,
 		UsageNamesTable,
+		WebhooksTable,
 	}
 )
 

@@ -21,6 +21,9 @@ type AssetName func(*sql.Selector)
 // AuditEvent is the predicate function for auditevent builders.
 type AuditEvent func(*sql.Selector)
 
+// CleanupExemption is the predicate function for cleanupexemption builders.
+type CleanupExemption func(*sql.Selector)
+
 // CleanupLease is the predicate function for cleanuplease builders.
 type CleanupLease func(*sql.Selector)
 
@@ -60,8 +63,20 @@ type LineageEvent func(*sql.Selector)
 // LineageState is the predicate function for lineagestate builders.
 type LineageState func(*sql.Selector)
 
+// OutboxMessage is the predicate function for outboxmessage builders.
+type OutboxMessage func(*sql.Selector)
+
 // Owner is the predicate function for owner builders.
 type Owner func(*sql.Selector)
+
+// Proposal is the predicate function for proposal builders.
+type Proposal func(*sql.Selector)
+
+// ProposalFile is the predicate function for proposalfile builders.
+type ProposalFile func(*sql.Selector)
+
+// ProposalStep is the predicate function for proposalstep builders.
+type ProposalStep func(*sql.Selector)
 
 // Run is the predicate function for run builders.
 type Run func(*sql.Selector)
@@ -86,3 +101,6 @@ type UsageEvent func(*sql.Selector)
 
 // UsageName is the predicate function for usagename builders.
 type UsageName func(*sql.Selector)
+
+// Webhook is the predicate function for webhook builders.
+type Webhook func(*sql.Selector)

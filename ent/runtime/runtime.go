@@ -7,6 +7,7 @@ import (
 	"github.com/tidemark/tidemark/ent/apitoken"
 	"github.com/tidemark/tidemark/ent/asset"
 	"github.com/tidemark/tidemark/ent/auditevent"
+	"github.com/tidemark/tidemark/ent/cleanupexemption"
 	"github.com/tidemark/tidemark/ent/cleanuplease"
 	"github.com/tidemark/tidemark/ent/cleanupobservation"
 	"github.com/tidemark/tidemark/ent/cleanupscan"
@@ -17,6 +18,10 @@ import (
 	"github.com/tidemark/tidemark/ent/icebergtable"
 	"github.com/tidemark/tidemark/ent/lineageedge"
 	"github.com/tidemark/tidemark/ent/lineageevent"
+	"github.com/tidemark/tidemark/ent/outboxmessage"
+	"github.com/tidemark/tidemark/ent/proposal"
+	"github.com/tidemark/tidemark/ent/proposalfile"
+	"github.com/tidemark/tidemark/ent/proposalstep"
 	"github.com/tidemark/tidemark/ent/run"
 	"github.com/tidemark/tidemark/ent/schema"
 	"github.com/tidemark/tidemark/ent/tablesync"
@@ -24,6 +29,7 @@ import (
 	"github.com/tidemark/tidemark/ent/usageactormonthly"
 	"github.com/tidemark/tidemark/ent/usagedaily"
 	"github.com/tidemark/tidemark/ent/usageevent"
+	"github.com/tidemark/tidemark/ent/webhook"
 )
 
 // The init function reads all schema descriptors with runtime code
@@ -73,6 +79,16 @@ func init() {
 	auditeventDescID := auditeventMixinFields0[0].Descriptor()
 	// auditevent.DefaultID holds the default value on creation for the id field.
 	auditevent.DefaultID = auditeventDescID.Default.(func() uuid.UUID)
+	cleanupexemptionFields := schema.CleanupExemption{}.Fields()
+	_ = cleanupexemptionFields
+	// cleanupexemptionDescReason is the schema descriptor for reason field.
+	cleanupexemptionDescReason := cleanupexemptionFields[1].Descriptor()
+	// cleanupexemption.DefaultReason holds the default value on creation for the reason field.
+	cleanupexemption.DefaultReason = cleanupexemptionDescReason.Default.(string)
+	// cleanupexemptionDescBy is the schema descriptor for by field.
+	cleanupexemptionDescBy := cleanupexemptionFields[2].Descriptor()
+	// cleanupexemption.DefaultBy holds the default value on creation for the by field.
+	cleanupexemption.DefaultBy = cleanupexemptionDescBy.Default.(string)
 	cleanupleaseMixin := schema.CleanupLease{}.Mixin()
 	cleanupleaseMixinFields0 := cleanupleaseMixin[0].Fields()
 	_ = cleanupleaseMixinFields0
@@ -230,6 +246,74 @@ func init() {
 	lineageeventDescID := lineageeventMixinFields0[0].Descriptor()
 	// lineageevent.DefaultID holds the default value on creation for the id field.
 	lineageevent.DefaultID = lineageeventDescID.Default.(func() uuid.UUID)
+	outboxmessageMixin := schema.OutboxMessage{}.Mixin()
+	outboxmessageMixinFields0 := outboxmessageMixin[0].Fields()
+	_ = outboxmessageMixinFields0
+	outboxmessageFields := schema.OutboxMessage{}.Fields()
+	_ = outboxmessageFields
+	// outboxmessageDescAttempts is the schema descriptor for attempts field.
+	outboxmessageDescAttempts := outboxmessageFields[6].Descriptor()
+	// outboxmessage.DefaultAttempts holds the default value on creation for the attempts field.
+	outboxmessage.DefaultAttempts = outboxmessageDescAttempts.Default.(int)
+	// outboxmessageDescLastError is the schema descriptor for last_error field.
+	outboxmessageDescLastError := outboxmessageFields[8].Descriptor()
+	// outboxmessage.DefaultLastError holds the default value on creation for the last_error field.
+	outboxmessage.DefaultLastError = outboxmessageDescLastError.Default.(string)
+	// outboxmessageDescID is the schema descriptor for id field.
+	outboxmessageDescID := outboxmessageMixinFields0[0].Descriptor()
+	// outboxmessage.DefaultID holds the default value on creation for the id field.
+	outboxmessage.DefaultID = outboxmessageDescID.Default.(func() uuid.UUID)
+	proposalMixin := schema.Proposal{}.Mixin()
+	proposalMixinFields0 := proposalMixin[0].Fields()
+	_ = proposalMixinFields0
+	proposalFields := schema.Proposal{}.Fields()
+	_ = proposalFields
+	// proposalDescReason is the schema descriptor for reason field.
+	proposalDescReason := proposalFields[5].Descriptor()
+	// proposal.DefaultReason holds the default value on creation for the reason field.
+	proposal.DefaultReason = proposalDescReason.Default.(string)
+	// proposalDescDecidedBy is the schema descriptor for decided_by field.
+	proposalDescDecidedBy := proposalFields[6].Descriptor()
+	// proposal.DefaultDecidedBy holds the default value on creation for the decided_by field.
+	proposal.DefaultDecidedBy = proposalDescDecidedBy.Default.(string)
+	// proposalDescOutcome is the schema descriptor for outcome field.
+	proposalDescOutcome := proposalFields[11].Descriptor()
+	// proposal.DefaultOutcome holds the default value on creation for the outcome field.
+	proposal.DefaultOutcome = proposalDescOutcome.Default.(string)
+	// proposalDescVersion is the schema descriptor for version field.
+	proposalDescVersion := proposalFields[13].Descriptor()
+	// proposal.DefaultVersion holds the default value on creation for the version field.
+	proposal.DefaultVersion = proposalDescVersion.Default.(int64)
+	// proposalDescID is the schema descriptor for id field.
+	proposalDescID := proposalMixinFields0[0].Descriptor()
+	// proposal.DefaultID holds the default value on creation for the id field.
+	proposal.DefaultID = proposalDescID.Default.(func() uuid.UUID)
+	proposalfileMixin := schema.ProposalFile{}.Mixin()
+	proposalfileMixinFields0 := proposalfileMixin[0].Fields()
+	_ = proposalfileMixinFields0
+	proposalfileFields := schema.ProposalFile{}.Fields()
+	_ = proposalfileFields
+	// proposalfileDescDetail is the schema descriptor for detail field.
+	proposalfileDescDetail := proposalfileFields[4].Descriptor()
+	// proposalfile.DefaultDetail holds the default value on creation for the detail field.
+	proposalfile.DefaultDetail = proposalfileDescDetail.Default.(string)
+	// proposalfileDescID is the schema descriptor for id field.
+	proposalfileDescID := proposalfileMixinFields0[0].Descriptor()
+	// proposalfile.DefaultID holds the default value on creation for the id field.
+	proposalfile.DefaultID = proposalfileDescID.Default.(func() uuid.UUID)
+	proposalstepMixin := schema.ProposalStep{}.Mixin()
+	proposalstepMixinFields0 := proposalstepMixin[0].Fields()
+	_ = proposalstepMixinFields0
+	proposalstepFields := schema.ProposalStep{}.Fields()
+	_ = proposalstepFields
+	// proposalstepDescDetail is the schema descriptor for detail field.
+	proposalstepDescDetail := proposalstepFields[3].Descriptor()
+	// proposalstep.DefaultDetail holds the default value on creation for the detail field.
+	proposalstep.DefaultDetail = proposalstepDescDetail.Default.(string)
+	// proposalstepDescID is the schema descriptor for id field.
+	proposalstepDescID := proposalstepMixinFields0[0].Descriptor()
+	// proposalstep.DefaultID holds the default value on creation for the id field.
+	proposalstep.DefaultID = proposalstepDescID.Default.(func() uuid.UUID)
 	runFields := schema.Run{}.Fields()
 	_ = runFields
 	// runDescParentRunID is the schema descriptor for parent_run_id field.
@@ -309,6 +393,15 @@ func init() {
 	usageeventDescName := usageeventFields[8].Descriptor()
 	// usageevent.DefaultName holds the default value on creation for the name field.
 	usageevent.DefaultName = usageeventDescName.Default.(string)
+	webhookMixin := schema.Webhook{}.Mixin()
+	webhookMixinFields0 := webhookMixin[0].Fields()
+	_ = webhookMixinFields0
+	webhookFields := schema.Webhook{}.Fields()
+	_ = webhookFields
+	// webhookDescID is the schema descriptor for id field.
+	webhookDescID := webhookMixinFields0[0].Descriptor()
+	// webhook.DefaultID holds the default value on creation for the id field.
+	webhook.DefaultID = webhookDescID.Default.(func() uuid.UUID)
 }
 
 const (

@@ -1,0 +1,185 @@
+package cleanup
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"time"
+
+	"entgo.io/ent/dialect/sql"
+	"github.com/google/uuid"
+
+	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/ent"
+	"github.com/tidemark/tidemark/ent/outboxmessage"
+	"github.com/tidemark/tidemark/ent/webhook"
+)
+
+// MaxAttempts is how often a notification is tried before it is marked failed.
+const MaxAttempts = 20
+
+// Notification is what an owner's webhook receives. ID is also sent as the Idempotency-Key
+// header: a receiver that sees it twice (delivery is at least once) drops the repeat.
+type Notification struct {
+	ID        uuid.UUID       `json:"id"`
+	Event     string          `json:"event"` // proposal.opened, proposal.withdrawn
+	Recipient string          `json:"recipient"`
+	At        time.Time       `json:"at"`
+	Proposal  ProposalSummary `json:"proposal"`
+}
+
+// ProposalSummary is the part of a proposal a notification carries.
+type ProposalSummary struct {
+	ID      uuid.UUID `json:"id"`
+	Kind    string    `json:"kind"`
+	AssetID uuid.UUID `json:"asset_id"`
+	State   string    `json:"state"`
+	Reason  string    `json:"reason,omitempty"`
+	Summary string    `json:"summary"`
+}
+
+// notify writes one outbox message per owner of the proposal's asset who has a webhook, in the
+// caller's transaction.
+func (s *Service) notify(ctx context.Context, tx *ent.Tx, p *ent.Proposal, event string) error {
+	a, err := s.cat.Get(ctx, p.AssetID)
+	if err != nil {
+		return err
+	}
+	var ev Evidence
+	_ = json.Unmarshal([]byte(p.Evidence), &ev)
+	now := s.clock()
+	for _, o := range a.Owners {
+		hook, err := tx.Webhook.Query().Where(webhook.Principal(o.Principal)).Only(ctx)
+		if ent.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		id := uuid.Must(uuid.NewV7())
+		n := Notification{ID: id, Event: event, Recipient: o.Principal, At: now, Proposal: ProposalSummary{ID: p.ID, Kind: string(p.Kind),
+			AssetID: p.AssetID, State: string(p.State), Reason: p.Reason, Summary: ev.Summary}}
+		body, err := json.Marshal(n)
+		if err != nil {
+			return err
+		}
+		if err := tx.OutboxMessage.Create().SetID(id).SetEvent(event).SetProposalID(p.ID).SetRecipient(o.Principal).SetURL(hook.URL).
+			SetPayload(string(body)).SetNextAttemptAt(now).SetCreatedAt(now).Exec(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SetWebhook sets (or with an empty URL removes) where a principal's notifications go.
+func (s *Service) SetWebhook(ctx context.Context, principal, rawURL string) error {
+	if principal == "" {
+		return &catalog.Error{Kind: catalog.ErrInvalid, Field: "principal", Message: "principal is empty"}
+	}
+	if rawURL == "" {
+		_, err := s.db.Webhook.Delete().Where(webhook.Principal(principal)).Exec(ctx)
+		return err
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return &catalog.Error{Kind: catalog.ErrInvalid, Field: "url", Message: fmt.Sprintf("webhook URL %q is not an http(s) URL", rawURL)}
+	}
+	err = s.db.Webhook.Create().SetPrincipal(principal).SetURL(rawURL).SetUpdatedAt(s.clock()).Exec(ctx)
+	if ent.IsConstraintError(err) {
+		_, err = s.db.Webhook.Update().Where(webhook.Principal(principal)).SetURL(rawURL).SetUpdatedAt(s.clock()).Save(ctx)
+	}
+	return err
+}
+
+// Dispatch delivers due outbox messages, each at least once: a message is marked delivered only
+// after its webhook answered 2xx; otherwise it is retried with exponential backoff (30 s
+// doubling, at most an hour) up to MaxAttempts. On PostgreSQL due rows are claimed with FOR
+// UPDATE SKIP LOCKED, so replicas dispatch different messages.
+func (s *Service) Dispatch(ctx context.Context) (delivered, failed int, err error) {
+	for {
+		var msgs []*ent.OutboxMessage
+		now := s.clock()
+		err := s.tx(ctx, func(tx *ent.Tx) error {
+			q := tx.OutboxMessage.Query().Where(outboxmessage.StateEQ(outboxmessage.StatePending), outboxmessage.NextAttemptAtLTE(now)).
+				Order(ent.Asc(outboxmessage.FieldID)).Limit(50)
+			if !s.sqlite {
+				q = q.ForUpdate(sql.WithLockAction(sql.SkipLocked))
+			}
+			var err error
+			if msgs, err = q.All(ctx); err != nil {
+				return err
+			}
+			// Hold them for a while so another replica does not send them at the same time.
+			for _, m := range msgs {
+				if err := tx.OutboxMessage.UpdateOne(m).SetNextAttemptAt(now.Add(time.Minute)).Exec(ctx); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil || len(msgs) == 0 {
+			return delivered, failed, err
+		}
+		for _, m := range msgs {
+			if ctx.Err() != nil {
+				return delivered, failed, ctx.Err()
+			}
+			derr := s.deliver(ctx, m)
+			u := s.db.OutboxMessage.UpdateOne(m).AddAttempts(1)
+			switch {
+			case derr == nil:
+				u.SetState(outboxmessage.StateDelivered).SetDeliveredAt(s.clock()).SetLastError("")
+				delivered++
+			case m.Attempts+1 >= MaxAttempts:
+				u.SetState(outboxmessage.StateFailed).SetLastError(derr.Error())
+				failed++
+			default:
+				backoff := min(30*time.Second<<min(m.Attempts, 10), time.Hour)
+				u.SetNextAttemptAt(s.clock().Add(backoff)).SetLastError(derr.Error())
+			}
+			if err := u.Exec(context.WithoutCancel(ctx)); err != nil {
+				return delivered, failed, err
+			}
+		}
+	}
+}
+
+func (s *Service) deliver(ctx context.Context, m *ent.OutboxMessage) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.URL, bytes.NewReader([]byte(m.Payload)))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", m.ID.String())
+	req.Header.Set("X-Tidemark-Event", m.Event)
+	res, err := s.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 1<<16))
+	if res.StatusCode < 200 || res.StatusCode > 299 {
+		return fmt.Errorf("webhook answered %s", res.Status)
+	}
+	return nil
+}
+
+// RunDispatcher delivers notifications every tick until ctx ends.
+func (s *Service) RunDispatcher(ctx context.Context, tick time.Duration) {
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		if _, _, err := s.Dispatch(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("notification dispatch failed; will retry", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

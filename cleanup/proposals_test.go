@@ -1,0 +1,354 @@
+package cleanup_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
+
+	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/cleanup"
+	"github.com/tidemark/tidemark/ent/storage"
+	"github.com/tidemark/tidemark/ent/storage/storagetest"
+	"github.com/tidemark/tidemark/tables/tablestest"
+	"github.com/tidemark/tidemark/usage"
+)
+
+// hookServer is an owner's webhook: a real HTTP server that records what it receives.
+type hookServer struct {
+	mu   sync.Mutex
+	keys map[string]int // Idempotency-Key -> deliveries
+	evs  []string
+	*httptest.Server
+}
+
+func newHookServer(t *testing.T) *hookServer {
+	h := &hookServer{keys: map[string]int{}}
+	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var n cleanup.Notification
+		if err := json.NewDecoder(r.Body).Decode(&n); err != nil || r.Header.Get("Idempotency-Key") != n.ID.String() {
+			http.Error(w, "bad notification", 400)
+			return
+		}
+		h.mu.Lock()
+		h.keys[n.ID.String()]++
+		h.evs = append(h.evs, n.Event+":"+n.Proposal.Kind)
+		h.mu.Unlock()
+	}))
+	t.Cleanup(h.Close)
+	return h
+}
+
+func (e *env) person(name string) context.Context { return catalog.WithActor(e.ctx, "token:"+name) }
+
+func (e *env) propose() cleanup.ProposeReport {
+	e.t.Helper()
+	r, err := e.svc.Propose(e.ctx)
+	if err != nil {
+		e.t.Fatalf("propose: %v", err)
+	}
+	return r
+}
+
+func (e *env) proposals(kind, state string) []cleanup.Proposal {
+	e.t.Helper()
+	ps, err := e.svc.Proposals(e.ctx, cleanup.ProposalFilter{Kind: kind, State: state, Limit: 100})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return ps
+}
+
+// TestUnusedAssetAndNotifications is the seed's case: a table renamed and read only under its
+// old name last week is not proposed; a table unused for 100 days is; a read afterwards
+// withdraws it; the owner's webhook receives both events, once per idempotency key.
+func TestUnusedAssetAndNotifications(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		e := newEnv(t, db)
+		hook := newHookServer(t)
+		stale := e.lake.Append(e.lake.Create("db.stale", nil), tablestest.Rows(0, 2, time.Now()))
+		orders := e.lake.Append(e.lake.Create("db.orders", nil), tablestest.Rows(0, 2, time.Now()))
+		_, _ = stale, orders
+		if rep, err := e.tables.Sync(e.ctx, nil); err != nil || rep.Added != 2 {
+			t.Fatalf("sync: %+v %v", rep, err)
+		}
+		must(t, e.svc.SetWebhook(e.ctx, "team-orders", hook.URL))
+		ids := map[string]uuid.UUID{}
+		for _, n := range []string{"db.stale", "db.orders", "db.events"} {
+			ref, ok, err := e.cat.Lookup(e.ctx, catalog.SpaceDataset, "iceberg://lake", n)
+			if err != nil || !ok {
+				t.Fatalf("%s: %v", n, err)
+			}
+			ids[n] = ref.ID
+			if _, err := e.cat.SetOwner(e.ctx, ref.ID, catalog.OwnerInput{Principal: "team-orders", Role: "owner"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		must(t, e.svc.Exempt(e.person("alice"), ids["db.events"], true, "the demo's reference table"))
+
+		// 100 days later: orders is renamed, and was read last week under its old name only.
+		e.clock.Add(100 * 24 * time.Hour)
+		if _, err := e.lake.Cat.RenameTable(e.ctx, table.Identifier{"db", "orders"}, table.Identifier{"db", "sales_orders"}); err != nil {
+			t.Fatal(err)
+		}
+		if rep, err := e.tables.Sync(e.ctx, nil); err != nil || rep.Renamed != 1 {
+			t.Fatalf("rename sync: %+v %v", rep, err)
+		}
+		recordRead(t, e, "db.orders", e.clock.Now().Add(-7*24*time.Hour), "q-1")
+
+		r := e.propose()
+		unused := e.proposals(cleanup.KindUnusedAsset, "open")
+		if len(unused) != 1 || unused[0].AssetID != ids["db.stale"] || r.Opened != 1 {
+			t.Fatalf("unused proposals: %+v (report %+v)", unused, r)
+		}
+		ev := unused[0].Evidence
+		if ev.LastRead != nil || len(ev.Names) != 1 || len(ev.Owners) != 1 || ev.Window != "90 days" || !strings.Contains(ev.Summary, "No read") {
+			t.Fatalf("evidence: %+v", ev)
+		}
+		if d, _, err := e.svc.Dispatch(e.ctx); err != nil || d != 1 {
+			t.Fatalf("dispatch: %d %v", d, err)
+		}
+
+		// A read arrives: the bot withdraws the proposal and says why.
+		recordRead(t, e, "db.stale", e.clock.Now().Add(-time.Hour), "q-2")
+		if r := e.propose(); r.Withdrawn != 1 || r.Opened != 0 {
+			t.Fatalf("after the read: %+v", r)
+		}
+		p, err := e.svc.GetProposal(e.ctx, unused[0].ID)
+		if err != nil || p.State != "withdrawn" || !strings.Contains(p.Reason, "read 1 times") {
+			t.Fatalf("withdrawn: %s %q %v", p.State, p.Reason, err)
+		}
+		for range 2 { // a second dispatch finds nothing left to send
+			if _, _, err := e.svc.Dispatch(e.ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		hook.mu.Lock()
+		defer hook.mu.Unlock()
+		if len(hook.keys) != 2 || !slices.Equal(hook.evs, []string{"proposal.opened:unused_asset", "proposal.withdrawn:unused_asset"}) {
+			t.Fatalf("webhook received %v (%d keys)", hook.evs, len(hook.keys))
+		}
+		for k, n := range hook.keys {
+			if n != 1 {
+				t.Fatalf("key %s delivered %d times", k, n)
+			}
+		}
+		p, _ = e.svc.GetProposal(e.ctx, unused[0].ID)
+		if len(p.Notifications) != 2 || p.Notifications[0].State != "delivered" || p.Notifications[1].State != "delivered" {
+			t.Fatalf("delivery state: %+v", p.Notifications)
+		}
+	})
+}
+
+func recordRead(t *testing.T, e *env, name string, at time.Time, query string) {
+	t.Helper()
+	res, err := e.usage.Record(e.ctx, []usage.Record{{Namespace: "iceberg://lake", Name: name, Kind: "read", Actor: "bob", At: at, QueryID: query, Source: "trino"}})
+	if err != nil || res[0].Status != usage.StatusAccepted {
+		t.Fatalf("record read of %s: %+v %v", name, res, err)
+	}
+}
+
+// confirmOrphans writes n old orphan files and scans twice so they are confirmed.
+func confirmOrphans(t *testing.T, e *env, n int) []string {
+	t.Helper()
+	var paths []string
+	for i := range n {
+		paths = append(paths, e.lake.WriteFile(e.tbl, "data/orphan-"+string(rune('a'+i))+".parquet", 100+i, e.clock.Now().Add(-100*time.Hour)))
+	}
+	e.scan(cleanup.ScanOptions{SkipDangling: true})
+	if r := e.scan(cleanup.ScanOptions{SkipDangling: true}); r.Confirmed != int64(n) {
+		t.Fatalf("confirmed %d, want %d", r.Confirmed, n)
+	}
+	return paths
+}
+
+func exists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// TestReverify: a confirmed orphan committed by an add_files between approval and execution is
+// not deleted, and the outcome says why. Without approval nothing is deleted; the bot and
+// anonymous callers cannot approve.
+func TestReverify(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		e := newEnv(t, db)
+		paths := confirmOrphans(t, e, 2)
+		e.propose()
+		ps := e.proposals(cleanup.KindOrphanFiles, "open")
+		if len(ps) != 1 || ps[0].Evidence.Files != 2 || len(ps[0].Evidence.Scans) != 2 || ps[0].Evidence.AgeThreshold != "72h0m0s" || !strings.Contains(ps[0].Evidence.Assumption, "72h") {
+			t.Fatalf("orphan proposal: %+v", ps)
+		}
+		// No approval, no deletion.
+		if r, err := e.svc.Execute(e.ctx, uuid.Nil, nil); err != nil || r.Proposals != 0 || !exists(paths[0]) || !exists(paths[1]) {
+			t.Fatalf("execute without approval: %+v %v", r, err)
+		}
+		for _, ctx := range []context.Context{e.ctx, catalog.WithActor(e.ctx, cleanup.BotActor), catalog.WithActor(e.ctx, "anonymous")} {
+			if _, err := e.svc.Approve(ctx, ps[0].ID, ""); !errors.Is(err, catalog.ErrInvalid) {
+				t.Fatalf("approval by %s: %v", catalog.ActorFrom(ctx), err)
+			}
+		}
+		if _, err := e.svc.Reject(e.person("alice"), ps[0].ID, " "); !errors.Is(err, catalog.ErrInvalid) {
+			t.Fatalf("reject without a reason: %v", err)
+		}
+		p, err := e.svc.Approve(e.person("alice"), ps[0].ID, "")
+		if err != nil || p.State != "approved" || p.DecidedBy != "token:alice" {
+			t.Fatalf("approve: %+v %v", p, err)
+		}
+		// The writer commits one of the files after all.
+		e.tbl = e.lake.AddFiles(e.tbl, "file://"+paths[0])
+		r, err := e.svc.Execute(e.ctx, ps[0].ID, nil)
+		if err != nil || r.Deleted != 1 || r.Skipped != 1 {
+			t.Fatalf("execute: %+v %v", r, err)
+		}
+		if !exists(paths[0]) || exists(paths[1]) {
+			t.Fatalf("the committed file was deleted, or the orphan was not")
+		}
+		p, _ = e.svc.GetProposal(e.ctx, ps[0].ID)
+		var out cleanup.OrphanOutcome
+		if err := json.Unmarshal(p.Outcome, &out); err != nil || p.State != "executed" || out.Deleted != 1 {
+			t.Fatalf("outcome: %s %s %v", p.State, p.Outcome, err)
+		}
+		var why string
+		for k := range out.Skipped {
+			why = k
+		}
+		if !strings.Contains(why, "referenced by the table's current metadata") {
+			t.Fatalf("skip reason %q", why)
+		}
+		if r := e.scan(cleanup.ScanOptions{RecheckDelay: time.Millisecond}); r.DanglingCount != 0 {
+			t.Fatalf("dangling after execution: %d", r.DanglingCount)
+		}
+		events, _, err := e.cat.Audit(e.ctx, e.id, uuid.Nil, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var actions []string
+		for _, ev := range events {
+			actions = append(actions, ev.Action)
+		}
+		if !slices.Contains(actions, "proposal.approve") || !slices.Contains(actions, "cleanup.delete_files") {
+			t.Fatalf("audit: %v", actions)
+		}
+	})
+}
+
+// TestCrashMidOrphanBatch: the executor crashes half way through; the rerun deletes the rest
+// and nothing else.
+func TestCrashMidOrphanBatch(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		calls := 0
+		var crashAt int
+		e := newEnv(t, db, cleanup.WithFault(func(point string) error {
+			if point == "orphan_file" {
+				if calls++; calls == crashAt {
+					return errors.New("killed")
+				}
+			}
+			return nil
+		}))
+		orphans := confirmOrphans(t, e, 8)
+		before := e.lake.DiskFiles()
+		e.propose()
+		ps := e.proposals(cleanup.KindOrphanFiles, "open")
+		if _, err := e.svc.Approve(e.person("alice"), ps[0].ID, ""); err != nil {
+			t.Fatal(err)
+		}
+		crashAt = 5
+		if _, err := e.svc.Execute(e.ctx, uuid.Nil, nil); err == nil || !strings.Contains(err.Error(), "injected crash") {
+			t.Fatalf("execute with a crash: %v", err)
+		}
+		left := 0
+		for _, p := range orphans {
+			if exists(p) {
+				left++
+			}
+		}
+		if left != 4 {
+			t.Fatalf("%d orphans left after the crash, want 4", left)
+		}
+		r, err := e.svc.Execute(e.ctx, uuid.Nil, nil)
+		if err != nil || r.Deleted != 4 || r.Executed != 1 {
+			t.Fatalf("rerun: %+v %v", r, err)
+		}
+		after := e.lake.DiskFiles()
+		want := slices.DeleteFunc(slices.Clone(before), func(p string) bool { return slices.Contains(orphans, p) })
+		if !slices.Equal(after, want) {
+			t.Fatalf("files after: %d, want %d (only the orphans gone)", len(after), len(want))
+		}
+	})
+}
+
+// TestCrashBetweenWrites: a crash after an unused asset's metadata step leaves only orphans
+// (the dangling check finds none); the rerun journals the step; the files go only after the
+// grace period.
+func TestCrashBetweenWrites(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		crash := true
+		e := newEnv(t, db, cleanup.WithFault(func(point string) error {
+			if point == "after_metadata" && crash {
+				return errors.New("killed")
+			}
+			return nil
+		}))
+		e.clock.Add(100 * 24 * time.Hour)
+		e.propose()
+		ps := e.proposals(cleanup.KindUnusedAsset, "open")
+		if len(ps) != 1 {
+			t.Fatalf("unused proposals: %+v", ps)
+		}
+		if _, err := e.svc.Approve(e.person("alice"), ps[0].ID, "retire it"); err != nil {
+			t.Fatal(err)
+		}
+		files := e.lake.DiskFiles()
+		if _, err := e.svc.Execute(e.ctx, uuid.Nil, nil); err == nil {
+			t.Fatal("no crash")
+		}
+		if a, _ := e.cat.Get(e.ctx, e.id); a.Status != catalog.StatusDeleted {
+			t.Fatalf("asset %s after the metadata step", a.Status)
+		}
+		if ok, _ := e.lake.Cat.CheckTableExists(e.ctx, table.Identifier{"db", "events"}); ok {
+			t.Fatal("the table is still in its catalog")
+		}
+		if r := e.scan(cleanup.ScanOptions{RecheckDelay: time.Millisecond}); r.DanglingCount != 0 || r.FilesChecked == 0 {
+			t.Fatalf("dangling check after the crash: %d dangling of %d checked", r.DanglingCount, r.FilesChecked)
+		}
+		crash = false
+		if r, err := e.svc.Execute(e.ctx, uuid.Nil, nil); err != nil || r.Deleted != 0 || r.Waiting != 1 {
+			t.Fatalf("rerun: %+v %v", r, err)
+		}
+		if !slices.Equal(e.lake.DiskFiles(), files) {
+			t.Fatal("files deleted before the grace period")
+		}
+		e.clock.Add(6 * 24 * time.Hour)
+		if r, _ := e.svc.Execute(e.ctx, uuid.Nil, nil); r.Deleted != 0 {
+			t.Fatal("files deleted a day before the grace period ended")
+		}
+		e.clock.Add(25 * time.Hour)
+		r, err := e.svc.Execute(e.ctx, uuid.Nil, nil)
+		if err != nil || r.Executed != 1 || r.Deleted != int64(len(files)) {
+			t.Fatalf("after the grace period: %+v %v (%d files)", r, err, len(files))
+		}
+		if left := e.lake.DiskFiles(); len(left) != 0 {
+			t.Fatalf("%d files left", len(left))
+		}
+		p, _ := e.svc.GetProposal(e.ctx, ps[0].ID)
+		if p.State != "executed" || len(p.Steps) != 2 {
+			t.Fatalf("proposal: %s, steps %+v", p.State, p.Steps)
+		}
+	})
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
