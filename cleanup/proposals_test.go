@@ -352,3 +352,83 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestDanglingProposal: a dangling reference found by a scan becomes a high-severity proposal
+// that cannot be approved; a later clean scan withdraws it.
+func TestDanglingProposal(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		e := newEnv(t, db)
+		fs, _ := e.tbl.FS(e.ctx)
+		mfs, _ := e.tbl.CurrentSnapshot().Manifests(fs)
+		var victim string
+		for en, err := range mfs[0].Entries(fs, true) {
+			must(t, err)
+			victim = strings.TrimPrefix(en.DataFile().FilePath(), "file://")
+		}
+		content, err := os.ReadFile(victim)
+		must(t, err)
+		must(t, os.Remove(victim))
+		e.scan(cleanup.ScanOptions{RecheckDelay: time.Millisecond})
+		e.propose()
+		ps := e.proposals(cleanup.KindDangling, "open")
+		if len(ps) != 1 || ps[0].Severity != "high" || ps[0].Executable || ps[0].Evidence.DanglingCount != 1 || len(ps[0].Evidence.Remedies) == 0 {
+			t.Fatalf("dangling proposal: %+v", ps)
+		}
+		if _, err := e.svc.Approve(e.person("alice"), ps[0].ID, ""); !errors.Is(err, catalog.ErrConflict) {
+			t.Fatalf("approving a dangling-reference proposal: %v", err)
+		}
+		must(t, os.WriteFile(victim, content, 0o644)) // restored from a backup
+		e.clock.Add(time.Minute)
+		e.scan(cleanup.ScanOptions{RecheckDelay: time.Millisecond})
+		if r := e.propose(); r.Withdrawn != 1 {
+			t.Fatalf("after the repair: %+v", r)
+		}
+	})
+}
+
+// TestExpireSnapshots: a table that opts in gets an expiry proposal; executing it commits the
+// expiry and leaves every file the remaining snapshots reference.
+func TestExpireSnapshots(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		e := newEnv(t, db)
+		for i := range 4 {
+			e.tbl = e.lake.Append(e.tbl, tablestest.Rows(100+i, 1, time.Now()))
+		}
+		txn := e.tbl.NewTransaction()
+		must(t, txn.SetProperties(map[string]string{cleanup.PropertyExpireSnapshots: "true", cleanup.PropertySnapshotKeep: "2", cleanup.PropertySnapshotMaxAge: "1ms"}))
+		var err error
+		e.tbl, err = txn.Commit(e.ctx)
+		must(t, err)
+		if _, err := e.tables.Refresh(e.ctx, e.id); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond) // iceberg-go ages snapshots by the wall clock
+		e.clock.Set(time.Now().UTC())
+		e.propose()
+		ps := e.proposals(cleanup.KindExpireSnapshots, "open")
+		if len(ps) != 1 || len(ps[0].Evidence.Snapshots) != 4 { // 6 snapshots, keep the last 2
+			t.Fatalf("expiry proposal: %+v", ps)
+		}
+		if _, err := e.svc.Approve(e.person("alice"), ps[0].ID, ""); err != nil {
+			t.Fatal(err)
+		}
+		if r, err := e.svc.Execute(e.ctx, uuid.Nil, nil); err != nil || r.Executed != 1 {
+			t.Fatalf("execute: %+v %v", r, err)
+		}
+		loaded, err := e.lake.Cat.LoadTable(e.ctx, table.Identifier{"db", "events"})
+		must(t, err)
+		if n := len(loaded.Metadata().Snapshots()); n != 2 {
+			t.Fatalf("%d snapshots after expiry, want 2", n)
+		}
+		for _, s := range loaded.Metadata().Snapshots() {
+			for p := range e.lake.Files(loaded, s) {
+				if !exists(strings.TrimPrefix(p, "file://")) {
+					t.Fatalf("a file a retained snapshot references was deleted: %s", p)
+				}
+			}
+		}
+		if r := e.scan(cleanup.ScanOptions{RecheckDelay: time.Millisecond}); r.DanglingCount != 0 {
+			t.Fatalf("dangling after expiry: %d", r.DanglingCount)
+		}
+	})
+}
