@@ -18,7 +18,9 @@ import (
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/cleanup"
 	"github.com/tidemark/tidemark/ent/storage"
+	"github.com/tidemark/tidemark/lineage"
 	"github.com/tidemark/tidemark/tables"
+	"github.com/tidemark/tidemark/usage"
 )
 
 // cleanupConfig holds the scan flags serve and the cleanup command share.
@@ -31,6 +33,10 @@ type cleanupConfig struct {
 	headParallel int
 	recheck      time.Duration
 	prices       cleanup.Prices
+	unusedWindow time.Duration
+	minAge       time.Duration
+	grace        time.Duration
+	openFor      time.Duration
 }
 
 func (c *cleanupConfig) register(fs *flag.FlagSet) {
@@ -41,14 +47,19 @@ func (c *cleanupConfig) register(fs *flag.FlagSet) {
 	fs.Float64Var(&c.headRate, "scan-head-rate", envFloat("TIDEMARK_SCAN_HEAD_RATE", 0), "HEAD requests per second for dangling checks; 0 unlimited (TIDEMARK_SCAN_HEAD_RATE)")
 	fs.IntVar(&c.headParallel, "scan-head-parallel", int(envInt("TIDEMARK_SCAN_HEAD_PARALLEL", 8)), "HEAD requests in flight at once (TIDEMARK_SCAN_HEAD_PARALLEL)")
 	fs.DurationVar(&c.recheck, "scan-recheck-delay", envDuration("TIDEMARK_SCAN_RECHECK_DELAY", cleanup.DefaultRecheckDelay), "how long a missing referenced file gets before its second check (TIDEMARK_SCAN_RECHECK_DELAY)")
+	fs.DurationVar(&c.unusedWindow, "unused-window", envDuration("TIDEMARK_UNUSED_WINDOW", cleanup.DefaultPolicy.UnusedWindow), "an asset with no reads (under any name) for this long may be proposed for retirement (TIDEMARK_UNUSED_WINDOW)")
+	fs.DurationVar(&c.minAge, "unused-min-age", envDuration("TIDEMARK_UNUSED_MIN_AGE", cleanup.DefaultPolicy.MinAssetAge), "only assets at least this old are proposed as unused (TIDEMARK_UNUSED_MIN_AGE)")
+	fs.DurationVar(&c.grace, "retire-grace", envDuration("TIDEMARK_RETIRE_GRACE", cleanup.DefaultPolicy.Grace), "between dropping a retired table's metadata and deleting its files (TIDEMARK_RETIRE_GRACE)")
+	fs.DurationVar(&c.openFor, "proposal-expiry", envDuration("TIDEMARK_PROPOSAL_EXPIRY", cleanup.DefaultPolicy.OpenFor), "an open proposal nobody decided expires after this (TIDEMARK_PROPOSAL_EXPIRY)")
 	fs.Float64Var(&c.prices.ListPer1000, "price-list-per-1000", envFloat("TIDEMARK_PRICE_LIST_PER_1000", cleanup.DefaultPrices.ListPer1000), "USD per 1,000 LIST requests (TIDEMARK_PRICE_LIST_PER_1000)")
 	fs.Float64Var(&c.prices.GetPer1000, "price-get-per-1000", envFloat("TIDEMARK_PRICE_GET_PER_1000", cleanup.DefaultPrices.GetPer1000), "USD per 1,000 GET/HEAD requests (TIDEMARK_PRICE_GET_PER_1000)")
 	fs.Float64Var(&c.prices.StorageGBMonth, "price-gb-month", envFloat("TIDEMARK_PRICE_GB_MONTH", cleanup.DefaultPrices.StorageGBMonth), "USD per GB-month stored (TIDEMARK_PRICE_GB_MONTH)")
 }
 
-func (c *cleanupConfig) service(store *storage.DB, tbls *tables.Service, cat *catalog.Catalog, log *slog.Logger) *cleanup.Service {
-	return cleanup.New(store.Client, tbls, cat, cleanup.WithLogger(log), cleanup.WithSQLite(store.Dialect == dialect.SQLite),
-		cleanup.WithPrices(c.prices), cleanup.WithPacing(c.pageSize, c.listRate, c.headRate, c.headParallel))
+func (c *cleanupConfig) service(store *storage.DB, tbls *tables.Service, cat *catalog.Catalog, log *slog.Logger, more ...cleanup.Option) *cleanup.Service {
+	return cleanup.New(store.Client, tbls, cat, append([]cleanup.Option{cleanup.WithLogger(log), cleanup.WithSQLite(store.Dialect == dialect.SQLite),
+		cleanup.WithPrices(c.prices), cleanup.WithPacing(c.pageSize, c.listRate, c.headRate, c.headParallel),
+		cleanup.WithPolicy(cleanup.Policy{UnusedWindow: c.unusedWindow, MinAssetAge: c.minAge, Grace: c.grace, OpenFor: c.openFor})}, more...)...)
 }
 
 func (c *cleanupConfig) options() cleanup.ScanOptions {
@@ -56,17 +67,26 @@ func (c *cleanupConfig) options() cleanup.ScanOptions {
 }
 
 const cleanupHelp = `Usage:
-  tidemark cleanup scan [--table ID|NAME] [--shard PREFIX[,PREFIX...]] [flags]
+  tidemark cleanup scan [--table ID|NAME] [--shard PREFIX[,PREFIX...]] [--resume SCAN] [flags]
       walk table locations shard by shard for orphan files and check current files for
       dangling references; prints progress on stderr and the report at the end
+  tidemark cleanup propose [flags]
+      re-evaluate open proposals (withdraw, expire) and open new ones from scans and usage
+  tidemark cleanup execute [--proposal ID] [flags]
+      execute approved proposals (and resume interrupted ones), metadata before data
 `
 
 func cleanupCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "scan" {
+	if len(args) == 0 {
 		fmt.Fprint(stderr, cleanupHelp)
-		if len(args) == 0 {
-			return errors.New("cleanup: say scan")
-		}
+		return errors.New("cleanup: say scan, propose or execute")
+	}
+	switch args[0] {
+	case "scan":
+	case "propose", "execute":
+		return cleanupAct(ctx, args[0], args[1:], stdout, stderr)
+	default:
+		fmt.Fprint(stderr, cleanupHelp)
 		return fmt.Errorf("cleanup: unknown subcommand %q", args[0])
 	}
 	fs := flag.NewFlagSet("cleanup scan", flag.ContinueOnError)
@@ -195,6 +215,100 @@ func cleanupCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return fmt.Errorf("cleanup scan: %d of %d scans stopped with an error (see their reports)", failed, len(ids))
 	}
 	return nil
+}
+
+// cleanupAct runs the proposer or the executor once.
+func cleanupAct(ctx context.Context, what string, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("cleanup "+what, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var db dbConfig
+	db.register(fs)
+	var tc tablesConfig
+	tc.register(fs)
+	var cc cleanupConfig
+	cc.register(fs)
+	proposalArg := fs.String("proposal", "", "execute: only this proposal")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	logLevel := fs.String("log-level", env("TIDEMARK_LOG_LEVEL", "warn"), "debug, info, warn or error (TIDEMARK_LOG_LEVEL)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	log, err := newLogger(stderr, *logLevel, "text")
+	if err != nil {
+		return err
+	}
+	store, err := db.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if _, err := store.Migrate(ctx); err != nil {
+		return err
+	}
+	cat := catalog.New(store.Client, catalog.WithLogger(log))
+	tbls, done, err := tc.open(store.Client, cat, log)
+	if err != nil {
+		return err
+	}
+	defer done()
+	use, err := usage.New(store.Client, cat, usage.WithLogger(log))
+	if err != nil {
+		return err
+	}
+	if err := use.Open(ctx); err != nil {
+		return err
+	}
+	lin := lineage.New(store.Client, cat, lineage.WithLogger(log))
+	if err := lin.Open(ctx); err != nil {
+		return err
+	}
+	svc := cc.service(store, tbls, cat, log, cleanup.WithUsage(use, func(ctx context.Context, id uuid.UUID) ([]uuid.UUID, error) {
+		return lin.Downstream(ctx, id, 5)
+	}))
+	var result any
+	switch what {
+	case "propose":
+		rep, err := svc.Propose(ctx)
+		if err != nil {
+			return err
+		}
+		result = rep
+		if !*asJSON {
+			fmt.Fprintf(stdout, "proposals: %d opened, %d withdrawn, %d expired, %d still open and unchanged\n", rep.Opened, rep.Withdrawn, rep.Expired, rep.Kept)
+		}
+	case "execute":
+		id := uuid.Nil
+		if *proposalArg != "" {
+			if id, err = uuid.Parse(*proposalArg); err != nil {
+				return fmt.Errorf("cleanup execute: --proposal %q is not a proposal ID", *proposalArg)
+			}
+		}
+		rep, err := svc.Execute(ctx, id, func(msg string) { fmt.Fprintln(stderr, msg) })
+		if err != nil {
+			return err
+		}
+		result = rep
+		if !*asJSON {
+			fmt.Fprintf(stdout, "executed %d of %d proposals (%d waiting for their grace period, %d failed): %d files deleted (%s), %d skipped after re-verification\n",
+				rep.Executed, rep.Proposals, rep.Waiting, rep.Failed, rep.Deleted, sizeText(rep.Bytes), rep.Skipped)
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(result)
+	}
+	return nil
+}
+
+func sizeText(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 func printScan(w io.Writer, r cleanup.Report) {

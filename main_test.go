@@ -238,6 +238,17 @@ func TestCleanupScanCommand(t *testing.T) {
 			t.Fatalf("scan %d output:\n%s\nstderr:\n%s", i+1, out.String(), errs.String())
 		}
 	}
+	out.Reset()
+	if err := run(ctx, []string{"cleanup", "propose", "--data-dir", dir, "--iceberg-catalogs", cfg}, &out, &errs, nil); err != nil || !strings.Contains(out.String(), "1 opened") {
+		t.Fatalf("propose: %v %s %s", err, out.String(), errs.String())
+	}
+	out.Reset()
+	if err := run(ctx, []string{"cleanup", "execute", "--data-dir", dir, "--iceberg-catalogs", cfg}, &out, &errs, nil); err != nil || !strings.Contains(out.String(), "executed 0 of 0 proposals") {
+		t.Fatalf("execute without approval: %v %s", err, out.String())
+	}
+	if _, err := os.Stat(filepath.Join(strings.TrimPrefix(tbl.Location(), "file://"), "data", "leftover.parquet")); err != nil {
+		t.Fatalf("an unapproved orphan is gone: %v", err)
+	}
 	err := run(ctx, append(scan, "--scan-age-threshold", "1h"), &out, &errs, nil)
 	if err == nil || !strings.Contains(err.Error(), "24h minimum") {
 		t.Fatalf("1h threshold: %v", err)

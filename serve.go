@@ -37,6 +37,7 @@ type serveConfig struct {
 	tablesSync      time.Duration
 	cleanup         cleanupConfig
 	scanInterval    time.Duration
+	cleanupEvery    time.Duration
 }
 
 func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- string) error {
@@ -57,6 +58,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 	cfg.cleanup.register(fs)
 	fs.DurationVar(&cfg.scanInterval, "scan-interval", envDuration("TIDEMARK_SCAN_INTERVAL", 24*time.Hour), "how often each Iceberg table is scanned for orphans and dangling references (a table's property tidemark.cleanup.scan-interval overrides it); 0 turns scheduled scans off (TIDEMARK_SCAN_INTERVAL)")
 	fs.DurationVar(&cfg.tablesSync, "tables-sync-interval", envDuration("TIDEMARK_TABLES_SYNC_INTERVAL", 15*time.Minute), "how often the configured Iceberg catalogs are synced; 0 turns the schedule off (TIDEMARK_TABLES_SYNC_INTERVAL)")
+	fs.DurationVar(&cfg.cleanupEvery, "cleanup-interval", envDuration("TIDEMARK_CLEANUP_INTERVAL", 10*time.Minute), "how often the cleanup bot re-evaluates and opens proposals and executes approved ones; 0 turns it off (TIDEMARK_CLEANUP_INTERVAL)")
 	fs.StringVar(&cfg.logLevel, "log-level", env("TIDEMARK_LOG_LEVEL", "info"), "debug, info, warn or error (TIDEMARK_LOG_LEVEL)")
 	fs.StringVar(&cfg.logFormat, "log-format", env("TIDEMARK_LOG_FORMAT", "json"), "json or text (TIDEMARK_LOG_FORMAT)")
 	if err := fs.Parse(args); err != nil {
@@ -147,11 +149,28 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 		log.Info("Iceberg catalog sync scheduled", "connections", n, "interval", cfg.tablesSync.String())
 	}
 
-	clean := cfg.cleanup.service(store, tbls, cat, log)
+	clean := cfg.cleanup.service(store, tbls, cat, log, cleanup.WithUsage(use, func(ctx context.Context, id uuid.UUID) ([]uuid.UUID, error) {
+		return lin.Downstream(ctx, id, 5)
+	}))
 	if cfg.scanInterval > 0 {
 		go clean.Run(bg, time.Minute, cfg.scanInterval, cfg.cleanup.options())
 		log.Info("cleanup scans scheduled", "interval", cfg.scanInterval.String(), "age_threshold", cfg.cleanup.age.String())
 	}
+	if cfg.cleanupEvery > 0 {
+		go every(bg, cfg.cleanupEvery, func(ctx context.Context) {
+			if rep, err := clean.Propose(ctx); err != nil {
+				log.Warn("cleanup proposals failed; will retry", "err", err)
+			} else if rep.Opened+rep.Withdrawn+rep.Expired > 0 {
+				log.Info("cleanup proposals", "opened", rep.Opened, "withdrawn", rep.Withdrawn, "expired", rep.Expired)
+			}
+			if rep, err := clean.Execute(ctx, uuid.Nil, nil); err != nil {
+				log.Warn("cleanup execution stopped; the next run resumes it", "err", err)
+			} else if rep.Proposals > 0 {
+				log.Info("cleanup executed", "proposals", rep.Proposals, "executed", rep.Executed, "files_deleted", rep.Deleted, "bytes", rep.Bytes)
+			}
+		})
+	}
+	go clean.RunDispatcher(bg, 10*time.Second)
 
 	api := handlers.New(handlers.Config{
 		Tables:           tbls,

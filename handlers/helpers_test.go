@@ -190,7 +190,8 @@ func (s *server) counts(t testing.TB) map[string]int {
 		"lineage_events", "runs", "run_ios", "lineage_edges", "column_edges", "asset_facets", "lineage_states",
 		"usage_events", "usage_dailies", "usage_actor_dailies", "usage_names",
 		"tidemark_iceberg_tables", "iceberg_manifests", "iceberg_manifest_lists", "table_syncs",
-		"cleanup_scans", "cleanup_shard_walks", "cleanup_leases", "cleanup_observations"} {
+		"cleanup_scans", "cleanup_shard_walks", "cleanup_leases", "cleanup_observations",
+		"proposals", "proposal_files", "proposal_steps", "outbox_messages", "webhooks", "cleanup_exemptions"} {
 		var n int
 		if err := s.DB.SQL.QueryRow("SELECT count(*) FROM " + table).Scan(&n); err != nil {
 			t.Fatal(err)

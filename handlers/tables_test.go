@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"net/url"
+	"os"
 	"testing"
 	"time"
 
@@ -241,5 +242,98 @@ func TestScansAPI(t *testing.T) {
 		s.must(t, 400, req{method: "GET", path: "/api/v1/scans/nope"})
 		s.must(t, 400, req{method: "GET", path: "/api/v1/scans?cursor=zzz"})
 		s.must(t, 404, req{method: "GET", path: "/api/v1/tables/0190b6e2-7a4c-7d3e-9f1a-2b3c4d5e6f70/scans"})
+	})
+}
+
+func TestProposalsAPI(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *server) {
+		ctx := context.Background()
+		l := tablestest.NewLake(t)
+		tbl := l.Append(l.Create("db.events", nil), tablestest.Rows(0, 3, time.Now()))
+		orphan := l.WriteFile(tbl, "data/orphan.parquet", 100, time.Now().Add(-100*time.Hour))
+		var reg struct {
+			Table tableBody `json:"table"`
+		}
+		s.must(t, 200, req{method: "POST", path: "/api/v1/tables", token: s.Write, body: map[string]any{"metadata_location": tbl.MetadataLocation()}}).decode(t, &reg)
+		id := uuid.MustParse(reg.Table.AssetID)
+		for range 2 {
+			if _, err := s.Cleanup.Scan(ctx, id, cleanup.ScanOptions{SkipDangling: true}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if r, err := s.Cleanup.Propose(ctx); err != nil || r.Opened != 1 {
+			t.Fatalf("propose: %+v %v", r, err)
+		}
+		var list struct {
+			Items []struct {
+				ID       string `json:"id"`
+				State    string `json:"state"`
+				Evidence struct {
+					Files      int64  `json:"files"`
+					Assumption string `json:"assumption"`
+				} `json:"evidence"`
+			} `json:"items"`
+		}
+		s.must(t, 200, req{method: "GET", path: "/api/v1/proposals?kind=orphan_files&state=open&asset=" + id.String()}).decode(t, &list)
+		if len(list.Items) != 1 || list.Items[0].Evidence.Files != 1 || list.Items[0].Evidence.Assumption == "" {
+			t.Fatalf("proposals: %+v", list)
+		}
+		pid := list.Items[0].ID
+		admin, _, err := auth.NewStore(s.DB.Client, nil).Create(ctx, "admin", []auth.Scope{auth.ScopeAdmin})
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := s.counts(t)
+		s.must(t, 401, req{method: "POST", path: "/api/v1/proposals/" + pid + "/approve"})
+		s.must(t, 403, req{method: "POST", path: "/api/v1/proposals/" + pid + "/approve", token: s.Write})
+		s.must(t, 403, req{method: "POST", path: "/api/v1/proposals/" + pid + "/approve", token: s.Read})
+		s.must(t, 400, req{method: "POST", path: "/api/v1/proposals/" + pid + "/reject", token: admin, body: map[string]any{}})
+		s.must(t, 400, req{method: "GET", path: "/api/v1/proposals?state=maybe"})
+		s.must(t, 404, req{method: "POST", path: "/api/v1/proposals/0190b6e2-7a4c-7d3e-9f1a-2b3c4d5e6f70/approve", token: admin})
+		s.must(t, 400, req{method: "PUT", path: "/api/v1/webhooks/team-a", token: admin, body: map[string]any{"url": "ftp://x"}})
+		if after := s.counts(t); !maps.Equal(before, after) {
+			t.Fatalf("refused decisions wrote rows: %v -> %v", before, after)
+		}
+		var p struct {
+			State     string `json:"state"`
+			DecidedBy string `json:"decided_by"`
+		}
+		s.must(t, 200, req{method: "POST", path: "/api/v1/proposals/" + pid + "/approve", token: admin}).decode(t, &p)
+		if p.State != "approved" || p.DecidedBy != "token:admin" {
+			t.Fatalf("approved: %+v", p)
+		}
+		s.must(t, 409, req{method: "POST", path: "/api/v1/proposals/" + pid + "/reject", token: admin, body: map[string]any{"reason": "too late"}})
+		var audit struct {
+			Items []struct {
+				Action string `json:"action"`
+				Actor  string `json:"actor"`
+			} `json:"items"`
+		}
+		s.must(t, 200, req{method: "GET", path: "/api/v1/assets/" + id.String() + "/audit"}).decode(t, &audit)
+		found := false
+		for _, ev := range audit.Items {
+			found = found || (ev.Action == "proposal.approve" && ev.Actor == "token:admin")
+		}
+		if !found {
+			t.Fatalf("no audit entry for the approval: %+v", audit.Items)
+		}
+		if _, err := s.Cleanup.Execute(ctx, uuid.Nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		s.must(t, 200, req{method: "GET", path: "/api/v1/proposals/" + pid}).decode(t, &p)
+		if p.State != "executed" {
+			t.Fatalf("after execution: %+v", p)
+		}
+		if _, err := os.Stat(orphan); !os.IsNotExist(err) {
+			t.Fatalf("the approved orphan is still there: %v", err)
+		}
+		var ex struct {
+			Exempt bool `json:"exempt"`
+		}
+		s.must(t, 200, req{method: "PUT", path: "/api/v1/assets/" + id.String() + "/cleanup-exempt", token: admin, body: map[string]any{"exempt": true, "reason": "reference data"}}).decode(t, &ex)
+		if !ex.Exempt {
+			t.Fatal("not exempt")
+		}
+		s.must(t, 200, req{method: "PUT", path: "/api/v1/webhooks/team-a", token: admin, body: map[string]any{"url": "http://127.0.0.1:9/hook"}})
 	})
 }
