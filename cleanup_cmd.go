@@ -44,7 +44,7 @@ func (c *cleanupConfig) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.allowYoung, "scan-allow-young", envBool("TIDEMARK_SCAN_ALLOW_YOUNG"), "allow an age threshold below 24h; logged and shown on every report (TIDEMARK_SCAN_ALLOW_YOUNG)")
 	fs.IntVar(&c.pageSize, "scan-page-size", int(envInt("TIDEMARK_SCAN_PAGE_SIZE", cleanup.DefaultPageSize)), "entries per LIST page, for counting and pacing requests (TIDEMARK_SCAN_PAGE_SIZE)")
 	fs.Float64Var(&c.listRate, "scan-list-rate", envFloat("TIDEMARK_SCAN_LIST_RATE", 0), "LIST requests per second during a walk; 0 unlimited (TIDEMARK_SCAN_LIST_RATE)")
-	fs.Float64Var(&c.headRate, "scan-head-rate", envFloat("TIDEMARK_SCAN_HEAD_RATE", 0), "HEAD requests per second for dangling checks; 0 unlimited (TIDEMARK_SCAN_HEAD_RATE)")
+	fs.Float64Var(&c.headRate, "scan-head-rate", envFloat("TIDEMARK_SCAN_HEAD_RATE", 0), "HEAD requests per second for dangling checks, and stat+delete pairs per second when executing; 0 unlimited (TIDEMARK_SCAN_HEAD_RATE)")
 	fs.IntVar(&c.headParallel, "scan-head-parallel", int(envInt("TIDEMARK_SCAN_HEAD_PARALLEL", 8)), "HEAD requests in flight at once (TIDEMARK_SCAN_HEAD_PARALLEL)")
 	fs.DurationVar(&c.recheck, "scan-recheck-delay", envDuration("TIDEMARK_SCAN_RECHECK_DELAY", cleanup.DefaultRecheckDelay), "how long a missing referenced file gets before its second check (TIDEMARK_SCAN_RECHECK_DELAY)")
 	fs.DurationVar(&c.unusedWindow, "unused-window", envDuration("TIDEMARK_UNUSED_WINDOW", cleanup.DefaultPolicy.UnusedWindow), "an asset with no reads (under any name) for this long may be proposed for retirement (TIDEMARK_UNUSED_WINDOW)")

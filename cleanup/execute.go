@@ -12,6 +12,7 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
+	"golang.org/x/time/rate"
 
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/ent"
@@ -147,6 +148,10 @@ func (s *Service) executeOrphans(ctx context.Context, p *ent.Proposal, rep *Exec
 	if err != nil {
 		threshold = DefaultAgeThreshold
 	}
+	var limiter *rate.Limiter
+	if s.statRate > 0 { // stat and delete requests share the storage request pacing
+		limiter = rate.NewLimiter(rate.Limit(s.statRate), 1)
+	}
 	for {
 		pending, err := s.db.ProposalFile.Query().Where(proposalfile.ProposalID(p.ID), proposalfile.StateEQ(proposalfile.StatePending)).
 			Order(ent.Asc(proposalfile.FieldID)).Limit(500).All(ctx)
@@ -171,6 +176,11 @@ func (s *Service) executeOrphans(ctx context.Context, p *ent.Proposal, rep *Exec
 			if err := s.crash("orphan_file"); err != nil {
 				s.auditDeletion(ctx, p, deleted, bytes)
 				return false, err
+			}
+			if limiter != nil {
+				if err := limiter.Wait(ctx); err != nil {
+					return false, err
+				}
 			}
 			state, detail, err := s.deleteOrphan(ctx, live, refs, f, threshold)
 			if err != nil {

@@ -432,3 +432,49 @@ func TestExpireSnapshots(t *testing.T) {
 		}
 	})
 }
+
+// TestDispatchRetries: a webhook that fails is retried with backoff until it answers 2xx; the
+// delivery state says how it went.
+func TestDispatchRetries(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		e := newEnv(t, db)
+		var mu sync.Mutex
+		calls := 0
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			defer mu.Unlock()
+			if calls++; calls == 1 {
+				http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+			}
+		}))
+		defer srv.Close()
+		must(t, e.svc.SetWebhook(e.ctx, "team-events", srv.URL))
+		if _, err := e.cat.SetOwner(e.ctx, e.id, catalog.OwnerInput{Principal: "team-events"}); err != nil {
+			t.Fatal(err)
+		}
+		e.clock.Add(100 * 24 * time.Hour)
+		e.propose()
+		ps := e.proposals(cleanup.KindUnusedAsset, "open")
+		if len(ps) != 1 {
+			t.Fatalf("proposals: %+v", ps)
+		}
+		if d, f, err := e.svc.Dispatch(e.ctx); err != nil || d != 0 || f != 0 {
+			t.Fatalf("first dispatch: %d delivered, %d failed, %v", d, f, err)
+		}
+		p, _ := e.svc.GetProposal(e.ctx, ps[0].ID)
+		if n := p.Notifications[0]; n.State != "pending" || n.Attempts != 1 || !strings.Contains(n.LastError, "503") {
+			t.Fatalf("after a failed delivery: %+v", n)
+		}
+		if d, _, _ := e.svc.Dispatch(e.ctx); d != 0 {
+			t.Fatal("retried before the backoff")
+		}
+		e.clock.Add(31 * time.Second)
+		if d, _, err := e.svc.Dispatch(e.ctx); err != nil || d != 1 {
+			t.Fatalf("retry: %d %v", d, err)
+		}
+		p, _ = e.svc.GetProposal(e.ctx, ps[0].ID)
+		if n := p.Notifications[0]; n.State != "delivered" || n.Attempts != 2 || n.DeliveredAt == nil {
+			t.Fatalf("after the retry: %+v", n)
+		}
+	})
+}
