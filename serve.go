@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
 	"io"
 	"net"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 	"github.com/tidemark/tidemark/handlers"
 	"github.com/tidemark/tidemark/lineage"
 	"github.com/tidemark/tidemark/usage"
+	"github.com/tidemark/tidemark/web"
 )
 
 type serveConfig struct {
@@ -38,6 +40,7 @@ type serveConfig struct {
 	cleanup         cleanupConfig
 	scanInterval    time.Duration
 	cleanupEvery    time.Duration
+	demo            bool
 }
 
 func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- string) error {
@@ -55,6 +58,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 	fs.DurationVar(&cfg.usageRetention, "usage-retention", envDuration("TIDEMARK_USAGE_RETENTION", usage.DefaultRetention), "how long raw usage events are kept; rollups are kept forever (TIDEMARK_USAGE_RETENTION)")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", envDuration("TIDEMARK_SHUTDOWN_TIMEOUT", 30*time.Second), "how long in-flight requests may finish on SIGTERM (TIDEMARK_SHUTDOWN_TIMEOUT)")
 	cfg.tables.register(fs)
+	fs.BoolVar(&cfg.demo, "demo", envBool("TIDEMARK_DEMO"), "fill the catalog with a demo (a real Iceberg warehouse under <data-dir>/demo, lineage, usage, scans, proposals) before serving; done once (TIDEMARK_DEMO)")
 	cfg.cleanup.register(fs)
 	fs.DurationVar(&cfg.scanInterval, "scan-interval", envDuration("TIDEMARK_SCAN_INTERVAL", 24*time.Hour), "how often each Iceberg table is scanned for orphans and dangling references (a table's property tidemark.cleanup.scan-interval overrides it); 0 turns scheduled scans off (TIDEMARK_SCAN_INTERVAL)")
 	fs.DurationVar(&cfg.tablesSync, "tables-sync-interval", envDuration("TIDEMARK_TABLES_SYNC_INTERVAL", 15*time.Minute), "how often the configured Iceberg catalogs are synced; 0 turns the schedule off (TIDEMARK_TABLES_SYNC_INTERVAL)")
@@ -97,6 +101,15 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 		return err
 	}
 	log.Info("database ready", "dialect", store.Dialect, "migrations_applied", len(applied))
+	if cfg.demo {
+		path, err := setupDemo(ctx, store, cfg.db.dataDir, log)
+		if err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
+		if cfg.tables.catalogs == "" {
+			cfg.tables.catalogs = path
+		}
+	}
 
 	var lin *lineage.Service
 	cat := catalog.New(store.Client, catalog.WithLogger(log),
@@ -187,6 +200,14 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 		BodyLimit:        cfg.bodyLimit,
 		Version:          version,
 	})
+	ui, err := web.New(web.Config{Catalog: cat, Lineage: lin, Usage: use, Tables: tbls, Cleanup: clean,
+		Tokens: auth.NewStore(store.Client, nil), Logger: log})
+	if err != nil {
+		return err
+	}
+	for _, p := range web.Routes {
+		api.Echo.Any(p, echo.WrapHandler(ui))
+	}
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.addr, err)

@@ -528,3 +528,16 @@ func (s *Service) withIO(ctx context.Context, rows []*ent.Run) ([]RunInfo, error
 	}
 	return out, nil
 }
+
+// Facet returns the latest stored value of one of an asset's OpenLineage facets (schema,
+// documentation, ...), nil when it has none.
+func (s *Service) Facet(ctx context.Context, id uuid.UUID, name string) (json.RawMessage, error) {
+	f, err := s.db.AssetFacet.Query().Where(assetfacet.AssetID(id), assetfacet.Name(name)).Only(ctx)
+	if ent.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lineage: facet %s of %s: %w", name, id, err)
+	}
+	return json.RawMessage(f.Value), nil
+}

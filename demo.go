@@ -1,0 +1,360 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
+	icecat "github.com/apache/iceberg-go/catalog"
+	sqlcat "github.com/apache/iceberg-go/catalog/sql"
+	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
+
+	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/cleanup"
+	"github.com/tidemark/tidemark/ent/storage"
+	"github.com/tidemark/tidemark/lineage"
+	"github.com/tidemark/tidemark/tables"
+	"github.com/tidemark/tidemark/usage"
+)
+
+//go:embed testdata/openlineage/sequences
+var demoSequences embed.FS
+
+// demoSchema is the demo tables' schema.
+var demoSchema = iceberg.NewSchema(0,
+	iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64},
+	iceberg.NestedField{ID: 2, Name: "ts", Type: iceberg.PrimitiveTypes.TimestampTz},
+	iceberg.NestedField{ID: 3, Name: "amount", Type: iceberg.PrimitiveTypes.Float64},
+)
+
+// setupDemo fills an empty Tidemark with true things to look at, under <dataDir>/demo: a real
+// Iceberg warehouse written with iceberg-go (an hourly-partitioned table of tiny files, a table
+// renamed through its catalog after being read under its old name, a table nobody read for
+// months, leftover orphan files, a data file deleted by hand), the OpenLineage sequences from
+// testdata plus lineage between the tables, usage across the rename, two cleanup scans and the
+// proposals they lead to. It returns the Iceberg catalog configuration to serve with; a second
+// run finds it done and only returns the path.
+func setupDemo(ctx context.Context, store *storage.DB, dataDir string, log *slog.Logger) (string, error) {
+	dir, err := filepath.Abs(filepath.Join(dataDir, "demo"))
+	if err != nil {
+		return "", err
+	}
+	cfgPath := filepath.Join(dir, "catalogs.json")
+	if _, err := os.Stat(filepath.Join(dir, "ready")); err == nil {
+		return cfgPath, nil
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	start := time.Now()
+	log.Info("demo: building a warehouse and filling the catalog", "dir", dir)
+	catDSN := "file:" + filepath.Join(dir, "iceberg.db") + "?_pragma=busy_timeout(5000)"
+	cdb, err := sql.Open("sqlite", catDSN)
+	if err != nil {
+		return "", err
+	}
+	defer cdb.Close()
+	wh := "file://" + filepath.Join(dir, "warehouse")
+	lake, err := sqlcat.NewCatalog("lake", cdb, sqlcat.SQLite, iceberg.Properties{"warehouse": wh})
+	if err != nil {
+		return "", err
+	}
+	if err := lake.CreateNamespace(ctx, table.Identifier{"db"}, nil); err != nil {
+		return "", err
+	}
+	cfg := fmt.Sprintf(`{"connections":[{"name":"lake","type":"sql","dialect":"sqlite","uri":%q,"warehouse":%q}]}`, catDSN, wh)
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		return "", err
+	}
+
+	now := time.Now().UTC()
+	hour := now.Truncate(time.Hour)
+	tbls := map[string]*table.Table{}
+	create := func(name string, spec *iceberg.PartitionSpec) error {
+		var opts []icecat.CreateTableOpt
+		if spec != nil {
+			opts = append(opts, icecat.WithPartitionSpec(spec))
+		}
+		t, err := lake.CreateTable(ctx, table.Identifier{"db", name}, demoSchema, opts...)
+		tbls[name] = t
+		return err
+	}
+	appendRows := func(name string, n int, from time.Time, step time.Duration) error {
+		t, err := tbls[name].Append(ctx, demoRecords(tbls[name], n, from, step), nil)
+		if err == nil {
+			tbls[name] = t
+		}
+		return err
+	}
+	hourly := iceberg.NewPartitionSpec(iceberg.PartitionField{SourceIDs: []int{2}, FieldID: 1000, Name: "ts_hour", Transform: iceberg.HourTransform{}})
+	steps := []func() error{
+		func() error { return create("events_hourly", &hourly) },
+		func() error { return appendRows("events_hourly", 120, hour.Add(-120*time.Hour), time.Hour) },
+		func() error { return appendRows("events_hourly", 120, hour.Add(-120*time.Hour), time.Hour) },
+		func() error { return create("orders", nil) },
+		func() error { return appendRows("orders", 500, now.Add(-30*24*time.Hour), time.Hour) },
+		func() error { return appendRows("orders", 200, now.Add(-5*24*time.Hour), time.Minute) },
+		func() error { return create("legacy_exports", nil) },
+		func() error { return appendRows("legacy_exports", 50, now.Add(-200*24*time.Hour), time.Hour) },
+		func() error { return create("customers", nil) },
+		func() error { return appendRows("customers", 20, now.Add(-60*24*time.Hour), time.Hour) },
+		func() error { return appendRows("customers", 20, now.Add(-30*24*time.Hour), time.Hour) },
+	}
+	for _, s := range steps {
+		if err := s(); err != nil {
+			return "", fmt.Errorf("demo: write tables: %w", err)
+		}
+	}
+
+	// The catalog learns of the tables 150 days ago (so legacy_exports is old enough to be
+	// proposed as unused), with their owners.
+	past := now.Add(-150 * 24 * time.Hour)
+	pastCat := catalog.New(store.Client, catalog.WithClock(func() time.Time { return past }), catalog.WithLogger(log))
+	conns, err := tablesConnections(cfgPath)
+	if err != nil {
+		return "", err
+	}
+	pastTables, err := tables.New(store.Client, pastCat, tables.WithClock(func() time.Time { return past }), tables.WithConnections(conns...))
+	if err != nil {
+		return "", err
+	}
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	ctx = catalog.WithActor(ctx, "tidemark-demo")
+	if _, err := pastTables.Sync(ctx, nil); err != nil {
+		return "", err
+	}
+	cat := catalog.New(store.Client, catalog.WithLogger(log))
+	ids := map[string]uuid.UUID{}
+	for name := range tbls {
+		ref, ok, err := cat.Lookup(ctx, catalog.SpaceDataset, "iceberg://lake", "db."+name)
+		if err != nil || !ok {
+			return "", fmt.Errorf("demo: table %s not synced: %v", name, err)
+		}
+		ids[name] = ref.ID
+	}
+	owners := map[string]string{"events_hourly": "team-platform", "orders": "team-sales", "legacy_exports": "team-finance", "customers": "team-sales"}
+	for name, o := range owners {
+		if _, err := cat.SetOwner(ctx, ids[name], catalog.OwnerInput{Principal: o, Role: "owner"}); err != nil {
+			return "", err
+		}
+	}
+	if _, err := cat.Update(ctx, ids["orders"], catalog.AnyVersion, catalog.UpdateInput{Description: ptr("Orders as they were placed, one row per order; loaded hourly from the landing zone.")}); err != nil {
+		return "", err
+	}
+
+	// Lineage: the captured OpenLineage sequences, and jobs between the demo tables; completed
+	// runs count as usage, as in serve.
+	use, err := usage.New(store.Client, cat, usage.WithLogger(log))
+	if err != nil {
+		return "", err
+	}
+	if err := use.Open(ctx); err != nil {
+		return "", err
+	}
+	lin := lineage.New(store.Client, cat, lineage.WithLogger(log), lineage.WithCompletedRuns(usageOfRuns(use)))
+	if err := lin.Open(ctx); err != nil {
+		return "", err
+	}
+	if err := ingestSequences(ctx, lin); err != nil {
+		return "", err
+	}
+	loc := func(name string) string { return strings.TrimPrefix(tbls[name].Location(), "file://") }
+	events := []string{
+		demoRun("spark", "load_orders", now.Add(-2*time.Hour), []string{`{"namespace":"s3://landing","name":"orders/2026-11-29.csv"}`}, []string{fmt.Sprintf(`{"namespace":"file","name":%q}`, loc("orders"))}),
+		demoRun("spark", "sessionize_events", now.Add(-90*time.Minute), []string{`{"namespace":"kafka://events","name":"clickstream"}`}, []string{fmt.Sprintf(`{"namespace":"file","name":%q}`, loc("events_hourly"))}),
+		demoRun("airflow", "daily_revenue", now.Add(-time.Hour), []string{
+			fmt.Sprintf(`{"namespace":"file","name":%q,"facets":{"catalog":{"_producer":"demo","_schemaURL":"demo","framework":"iceberg","type":"sql","name":"lake"},"symlinks":{"_producer":"demo","_schemaURL":"demo","identifiers":[{"namespace":"lake","name":"db.orders","type":"TABLE"}]}}}`, loc("orders")),
+			fmt.Sprintf(`{"namespace":"file","name":%q}`, loc("customers"))},
+			[]string{`{"namespace":"postgres://warehouse:5432","name":"analytics.public.daily_revenue"}`}),
+	}
+	for _, ev := range events {
+		if _, err := lin.Ingest(ctx, []byte(ev)); err != nil {
+			return "", fmt.Errorf("demo: lineage: %w", err)
+		}
+	}
+
+	// Usage: orders read under its name for four weeks; then it is renamed in the Iceberg
+	// catalog (the sync sees the rename) and read under the new name.
+	var recs []usage.Record
+	for d := 28; d >= 1; d-- {
+		for i, who := range []string{"alice", "bob", "reporting-bot"} {
+			if (d+i)%3 == 0 {
+				continue
+			}
+			recs = append(recs, usage.Record{Namespace: "iceberg://lake", Name: "db.orders", Kind: "read", Actor: who,
+				At: now.Add(-time.Duration(d)*24*time.Hour + time.Duration(i)*time.Hour), QueryID: fmt.Sprintf("demo-orders-%d-%d", d, i), Source: "trino"})
+		}
+		recs = append(recs, usage.Record{Namespace: "iceberg://lake", Name: "db.events_hourly", Kind: "read", Actor: "dashboards",
+			At: now.Add(-time.Duration(d) * 24 * time.Hour), QueryID: fmt.Sprintf("demo-events-%d", d), Source: "trino"})
+	}
+	if _, err := use.Record(ctx, recs); err != nil {
+		return "", err
+	}
+	if _, err := lake.RenameTable(ctx, table.Identifier{"db", "orders"}, table.Identifier{"db", "sales_orders"}); err != nil {
+		return "", err
+	}
+	liveTables, err := tables.New(store.Client, cat, tables.WithConnections(conns...), tables.WithLogger(log))
+	if err != nil {
+		return "", err
+	}
+	if _, err := liveTables.Sync(ctx, nil); err != nil {
+		return "", err
+	}
+	if _, err := use.Record(ctx, []usage.Record{{Namespace: "iceberg://lake", Name: "db.sales_orders", Kind: "read", Actor: "alice",
+		At: now.Add(-10 * time.Minute), QueryID: "demo-sales-1", Source: "trino"}}); err != nil {
+		return "", err
+	}
+
+	// Leftovers: files a crashed job wrote ten days ago and never committed; and a data file
+	// someone deleted by hand.
+	old := now.Add(-10 * 24 * time.Hour)
+	for name, n := range map[string]int{"events_hourly": 3, "orders": 2} {
+		for i := range n {
+			p := filepath.Join(loc(name), "data", fmt.Sprintf("leftover-%d.parquet", i))
+			if err := os.WriteFile(p, make([]byte, 64<<10*(i+1)), 0o644); err != nil {
+				return "", err
+			}
+			if err := os.Chtimes(p, old, old); err != nil {
+				return "", err
+			}
+		}
+	}
+	if err := deleteOneDataFile(ctx, tbls["customers"]); err != nil {
+		return "", err
+	}
+
+	// Two scans of every table, then the bot's proposals.
+	clean := cleanup.New(store.Client, liveTables, cat, cleanup.WithLogger(log), cleanup.WithSQLite(store.Dialect == "sqlite3"),
+		cleanup.WithUsage(use, func(ctx context.Context, id uuid.UUID) ([]uuid.UUID, error) { return lin.Downstream(ctx, id, 5) }))
+	names := make([]string, 0, len(ids))
+	for n := range ids {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for range 2 {
+		for _, n := range names {
+			if _, err := clean.Scan(ctx, ids[n], cleanup.ScanOptions{RecheckDelay: time.Millisecond}); err != nil {
+				return "", fmt.Errorf("demo: scan %s: %w", n, err)
+			}
+		}
+	}
+	rep, err := clean.Propose(ctx)
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "ready"), []byte(now.Format(time.RFC3339)+"\n"), 0o644); err != nil {
+		return "", err
+	}
+	log.Info("demo ready", "tables", len(ids), "proposals", rep.Opened, "took", time.Since(start).Round(time.Millisecond).String())
+	return cfgPath, nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func tablesConnections(path string) ([]*tables.Connection, error) {
+	_, conns, err := tables.LoadConfig(path)
+	return conns, err
+}
+
+// demoRecords builds rows id, ts, amount: n rows, step apart from from.
+func demoRecords(t *table.Table, n int, from time.Time, step time.Duration) array.RecordReader {
+	sc, err := table.SchemaToArrowSchema(t.Schema(), nil, false, false)
+	if err != nil {
+		panic(err)
+	}
+	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
+	defer b.Release()
+	for i := range n {
+		b.Field(0).(*array.Int64Builder).Append(int64(i))
+		b.Field(1).(*array.TimestampBuilder).Append(arrow.Timestamp(from.Add(time.Duration(i) * step).UnixMicro()))
+		b.Field(2).(*array.Float64Builder).Append(float64(i%97) * 1.25)
+	}
+	rec := b.NewRecordBatch()
+	rdr, err := array.NewRecordReader(sc, []arrow.RecordBatch{rec})
+	if err != nil {
+		panic(err)
+	}
+	return rdr
+}
+
+func demoRun(ns, job string, at time.Time, inputs, outputs []string) string {
+	return fmt.Sprintf(`{"eventType":"COMPLETE","eventTime":%q,"run":{"runId":%q},"job":{"namespace":%q,"name":%q},"inputs":[%s],"outputs":[%s],"producer":"https://github.com/tidemark/tidemark/demo","schemaURL":"https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent"}`,
+		at.Format(time.RFC3339), uuid.New(), ns, job, strings.Join(inputs, ","), strings.Join(outputs, ","))
+}
+
+// ingestSequences posts the captured OpenLineage sequences in order.
+func ingestSequences(ctx context.Context, lin *lineage.Service) error {
+	return fs.WalkDir(demoSequences, "testdata/openlineage/sequences", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() || p == "testdata/openlineage/sequences" {
+			return err
+		}
+		entries, err := fs.ReadDir(demoSequences, p)
+		if err != nil {
+			return err
+		}
+		sort.Slice(entries, func(i, j int) bool { return seqNum(entries[i].Name()) < seqNum(entries[j].Name()) })
+		for _, e := range entries {
+			if !strings.HasSuffix(e.Name(), ".json") {
+				continue
+			}
+			b, err := demoSequences.ReadFile(p + "/" + e.Name())
+			if err != nil {
+				return err
+			}
+			var probe json.RawMessage
+			if json.Unmarshal(b, &probe) != nil {
+				continue
+			}
+			if _, err := lin.Ingest(ctx, b); err != nil {
+				return fmt.Errorf("demo: ingest %s/%s: %w", p, e.Name(), err)
+			}
+		}
+		return fs.SkipDir
+	})
+}
+
+func seqNum(name string) int {
+	n := 0
+	fmt.Sscanf(name, "%d", &n)
+	return n
+}
+
+// deleteOneDataFile removes one data file the table references, as a careless hand would.
+func deleteOneDataFile(ctx context.Context, t *table.Table) error {
+	fsys, err := t.FS(ctx)
+	if err != nil {
+		return err
+	}
+	mfs, err := t.CurrentSnapshot().Manifests(fsys)
+	if err != nil {
+		return err
+	}
+	for e, err := range mfs[0].Entries(fsys, true) {
+		if err != nil {
+			return err
+		}
+		return os.Remove(strings.TrimPrefix(e.DataFile().FilePath(), "file://"))
+	}
+	return nil
+}

@@ -1,0 +1,386 @@
+package web
+
+import (
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/cleanup"
+	"github.com/tidemark/tidemark/lineage"
+	"github.com/tidemark/tidemark/tables"
+	"github.com/tidemark/tidemark/usage"
+)
+
+var funcs = template.FuncMap{
+	"ago": func(t any) string {
+		var tt time.Time
+		switch v := t.(type) {
+		case time.Time:
+			tt = v
+		case *time.Time:
+			if v == nil {
+				return "never"
+			}
+			tt = *v
+		default:
+			return ""
+		}
+		if tt.IsZero() {
+			return ""
+		}
+		return tt.UTC().Format("2006-01-02 15:04 UTC")
+	},
+	"bytes": func(n int64) string {
+		switch {
+		case n >= 1<<30:
+			return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+		case n >= 1<<20:
+			return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+		case n >= 1<<10:
+			return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+		}
+		return fmt.Sprintf("%d B", n)
+	},
+	"json": func(v any) (template.JS, error) {
+		b, err := json.Marshal(v)
+		return template.JS(b), err
+	},
+	"short": func(id uuid.UUID) string { return id.String()[:8] },
+	"list":  func(xs ...int) []int { return xs },
+	"list2": func(xs ...string) []string { return xs },
+	"usd":   func(f float64) string { return fmt.Sprintf("$%.2f", f) },
+}
+
+// --- home: search and browse ------------------------------------------------------------------
+
+type homeData struct {
+	Query     string
+	Namespace string
+	Kind      string
+	Hits      []catalog.Hit
+	Assets    []catalog.Asset
+	Kinds     []catalog.Kind
+	Searched  bool
+}
+
+func (u *UI) home(w http.ResponseWriter, r *http.Request) {
+	q := strings.TrimSpace(r.URL.Query().Get("q"))
+	d := homeData{Query: q, Namespace: r.URL.Query().Get("ns"), Kind: r.URL.Query().Get("kind"), Kinds: catalog.Kinds}
+	ctx := r.Context()
+	var err error
+	if q != "" {
+		if len(q) > 200 {
+			u.fail(w, r, &catalog.Error{Kind: catalog.ErrInvalid, Message: "the search is too long: 200 characters at most"})
+			return
+		}
+		d.Searched = true
+		d.Hits, err = u.cfg.Catalog.Search(ctx, q, 50)
+	} else {
+		d.Assets, _, err = u.cfg.Catalog.List(ctx, catalog.ListFilter{Namespace: d.Namespace, Kind: catalog.Kind(d.Kind), Limit: 100})
+	}
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	u.render(w, r, http.StatusOK, "home", "Search", d)
+}
+
+// --- the asset page ---------------------------------------------------------------------------
+
+type graphData struct {
+	Nodes []graphNode `json:"nodes"`
+	Edges []graphEdge `json:"edges"`
+}
+
+type graphNode struct {
+	Data struct {
+		ID    string `json:"id"`
+		Label string `json:"label"`
+		Kind  string `json:"kind"`
+		Href  string `json:"href"`
+		Root  bool   `json:"root"`
+	} `json:"data"`
+}
+
+type graphEdge struct {
+	Data struct {
+		Source string `json:"source"`
+		Target string `json:"target"`
+	} `json:"data"`
+}
+
+type chartData struct {
+	X      []int64 `json:"x"`
+	Reads  []int64 `json:"reads"`
+	Writes []int64 `json:"writes"`
+}
+
+type assetData struct {
+	Asset     catalog.Asset
+	Names     []catalog.Name
+	Owners    []catalog.Owner
+	Usage     *usage.Series
+	Chart     chartData
+	Depth     int
+	Graph     graphData
+	Lineage   []lineage.Node
+	Truncated bool
+	Field     string
+	Fields    []string
+	Columns   []lineage.ColumnNode
+	Runs      []lineage.RunInfo
+	Table     *tables.Table
+	Health    *tables.Health
+	Proposals []cleanup.Proposal
+	Schema    []schemaField
+}
+
+type schemaField struct {
+	Name, Type, Description string
+}
+
+func (u *UI) asset(w http.ResponseWriter, r *http.Request) {
+	id, err := uuid.Parse(r.PathValue("id"))
+	if err != nil {
+		u.fail(w, r, &catalog.Error{Kind: catalog.ErrInvalid, Message: "that is not an asset ID"})
+		return
+	}
+	ctx := r.Context()
+	a, err := u.cfg.Catalog.Get(ctx, id)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	d := assetData{Asset: a, Depth: 2, Field: r.URL.Query().Get("field")}
+	if n, err := strconv.Atoi(r.URL.Query().Get("depth")); err == nil && n >= 1 && n <= 10 {
+		d.Depth = n
+	}
+	if d.Names, err = u.cfg.Catalog.Names(ctx, id); err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	slices.Reverse(d.Names) // newest first on the timeline
+	if d.Owners, err = u.cfg.Catalog.Owners(ctx, id); err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	if u.cfg.Usage != nil {
+		now := u.cfg.Now().UTC()
+		s, err := u.cfg.Usage.Series(ctx, id, now.Add(-89*24*time.Hour), now, usage.Daily)
+		if err != nil {
+			u.fail(w, r, err)
+			return
+		}
+		d.Usage = &s
+		for _, p := range s.Points {
+			d.Chart.X = append(d.Chart.X, p.Start.Unix())
+			d.Chart.Reads = append(d.Chart.Reads, p.Reads)
+			d.Chart.Writes = append(d.Chart.Writes, p.Writes)
+		}
+	}
+	if u.cfg.Lineage != nil {
+		l, err := u.cfg.Lineage.Lineage(ctx, id, lineage.Both, d.Depth, 300)
+		if err == nil {
+			d.Lineage, d.Truncated = l.Nodes, l.Truncated
+			for _, n := range l.Nodes {
+				var gn graphNode
+				gn.Data.ID, gn.Data.Label, gn.Data.Kind = n.ID.String(), n.Name, string(n.Kind)
+				gn.Data.Href, gn.Data.Root = "/assets/"+n.ID.String(), n.ID == id
+				d.Graph.Nodes = append(d.Graph.Nodes, gn)
+			}
+			for _, e := range l.Edges {
+				var ge graphEdge
+				ge.Data.Source, ge.Data.Target = e[0].String(), e[1].String()
+				d.Graph.Edges = append(d.Graph.Edges, ge)
+			}
+		}
+		if a.Kind == catalog.KindJob || a.Kind == catalog.KindTable || a.Kind == catalog.KindView {
+			d.Runs, _ = u.cfg.Lineage.RunsOf(ctx, id, 20)
+		}
+		if a.Kind != catalog.KindJob && a.Status != catalog.StatusDeleted {
+			cols, err := u.cfg.Lineage.ColumnLineage(ctx, "dataset:"+a.Namespace+":"+a.Name, 1, false)
+			if err == nil {
+				for _, c := range cols {
+					if c.AssetID == id && !slices.Contains(d.Fields, c.Field) {
+						d.Fields = append(d.Fields, c.Field)
+					}
+				}
+			}
+			if d.Field != "" {
+				d.Columns, _ = u.cfg.Lineage.ColumnLineage(ctx, "datasetField:"+a.Namespace+":"+a.Name+":"+d.Field, 3, true)
+			}
+		}
+		d.Schema = u.schema(r, id)
+	}
+	if u.cfg.Tables != nil {
+		if t, err := u.cfg.Tables.Get(ctx, id); err == nil {
+			d.Table = &t
+			if h, err := u.cfg.Tables.Health(ctx, id); err == nil {
+				d.Health = &h
+			}
+		}
+	}
+	if u.cfg.Cleanup != nil {
+		d.Proposals, _ = u.cfg.Cleanup.Proposals(ctx, cleanup.ProposalFilter{AssetID: id, Limit: 20})
+	}
+	u.render(w, r, http.StatusOK, "asset", a.Name, d)
+}
+
+// schema reads the asset's OpenLineage schema facet, when lineage stored one.
+func (u *UI) schema(r *http.Request, id uuid.UUID) []schemaField {
+	raw, err := u.cfg.Lineage.Facet(r.Context(), id, "schema")
+	if err != nil || raw == nil {
+		return nil
+	}
+	var f struct {
+		Fields []struct {
+			Name        string `json:"name"`
+			Type        string `json:"type"`
+			Description string `json:"description"`
+		} `json:"fields"`
+	}
+	if json.Unmarshal(raw, &f) != nil {
+		return nil
+	}
+	out := make([]schemaField, 0, len(f.Fields))
+	for _, x := range f.Fields {
+		out = append(out, schemaField{x.Name, x.Type, x.Description})
+	}
+	return out
+}
+
+// --- proposals --------------------------------------------------------------------------------
+
+type proposalsData struct {
+	State, Kind string
+	Items       []cleanup.Proposal
+	Names       map[uuid.UUID]string
+}
+
+func (u *UI) proposals(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	d := proposalsData{State: q.Get("state"), Kind: q.Get("kind"), Names: map[uuid.UUID]string{}}
+	if _, ok := q["state"]; !ok {
+		d.State = "open"
+	}
+	var err error
+	if d.Items, err = u.cfg.Cleanup.Proposals(r.Context(), cleanup.ProposalFilter{State: d.State, Kind: d.Kind, Limit: 100}); err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	for _, p := range d.Items {
+		if a, err := u.cfg.Catalog.Get(r.Context(), p.AssetID); err == nil {
+			d.Names[p.AssetID] = a.Namespace + " / " + a.Name
+		}
+	}
+	u.render(w, r, http.StatusOK, "proposals", "Cleanup proposals", d)
+}
+
+type proposalData struct {
+	P     cleanup.Proposal
+	Asset catalog.Asset
+}
+
+func (u *UI) proposal(w http.ResponseWriter, r *http.Request) {
+	id, err := uuid.Parse(r.PathValue("id"))
+	if err != nil {
+		u.fail(w, r, &catalog.Error{Kind: catalog.ErrInvalid, Message: "that is not a proposal ID"})
+		return
+	}
+	p, err := u.cfg.Cleanup.GetProposal(r.Context(), id)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	a, _ := u.cfg.Catalog.Get(r.Context(), p.AssetID)
+	u.render(w, r, http.StatusOK, "proposal", "Proposal "+id.String()[:8], proposalData{P: p, Asset: a})
+}
+
+// decide approves or rejects: a signed-in admin, with the form's CSRF token.
+func (u *UI) decide(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	s := u.sessions.get(r)
+	if s == nil || !u.checkCSRF(r, s) {
+		http.Error(w, "forbidden: sign in, and use the page's own form", http.StatusForbidden)
+		return
+	}
+	if !s.Admin {
+		http.Error(w, "forbidden: deciding on proposals needs a token with the admin scope", http.StatusForbidden)
+		return
+	}
+	id, err := uuid.Parse(r.PathValue("id"))
+	if err != nil {
+		u.fail(w, r, &catalog.Error{Kind: catalog.ErrInvalid, Message: "that is not a proposal ID"})
+		return
+	}
+	ctx := catalog.WithActor(r.Context(), s.actor())
+	reason := strings.TrimSpace(r.PostFormValue("reason"))
+	switch r.PathValue("decision") {
+	case "approve":
+		_, err = u.cfg.Cleanup.Approve(ctx, id, reason)
+	case "reject":
+		_, err = u.cfg.Cleanup.Reject(ctx, id, reason)
+	default:
+		http.NotFound(w, r)
+		return
+	}
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	http.Redirect(w, r, "/proposals/"+id.String()+"?flash=Decision+recorded", http.StatusSeeOther)
+}
+
+// --- scans and the audit log ------------------------------------------------------------------
+
+type scansData struct {
+	Items []cleanup.Report
+	Names map[uuid.UUID]string
+}
+
+func (u *UI) scans(w http.ResponseWriter, r *http.Request) {
+	reps, err := u.cfg.Cleanup.Scans(r.Context(), cleanup.ScanFilter{Limit: 100})
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	d := scansData{Items: reps, Names: map[uuid.UUID]string{}}
+	for _, s := range reps {
+		if a, err := u.cfg.Catalog.Get(r.Context(), s.AssetID); err == nil {
+			d.Names[s.AssetID] = a.Name
+		}
+	}
+	u.render(w, r, http.StatusOK, "scans", "Scan reports", d)
+}
+
+func (u *UI) scan(w http.ResponseWriter, r *http.Request) {
+	id, err := uuid.Parse(r.PathValue("id"))
+	if err != nil {
+		u.fail(w, r, &catalog.Error{Kind: catalog.ErrInvalid, Message: "that is not a scan ID"})
+		return
+	}
+	rep, err := u.cfg.Cleanup.GetScan(r.Context(), id)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	u.render(w, r, http.StatusOK, "scan", "Scan "+id.String()[:8], rep)
+}
+
+func (u *UI) audit(w http.ResponseWriter, r *http.Request) {
+	before, _ := uuid.Parse(r.URL.Query().Get("before"))
+	evs, err := u.cfg.Catalog.AuditLog(r.Context(), before, 100)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	u.render(w, r, http.StatusOK, "audit", "Audit log", evs)
+}

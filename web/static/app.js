@@ -1,0 +1,42 @@
+// Progressive enhancement only: every page works without this file. The lineage graph and the
+// usage chart read their data from JSON embedded in the page; their boxes have fixed heights, so
+// nothing moves when they draw.
+(function () {
+  "use strict";
+  function data(id) {
+    var el = document.getElementById(id);
+    if (!el) return null;
+    try { return JSON.parse(el.textContent); } catch (e) { return null; }
+  }
+  var g = data("lineage-data"), box = document.getElementById("lineage-graph");
+  if (g && box && window.cytoscape && g.nodes && g.nodes.length) {
+    if (window.cytoscapeDagre) cytoscape.use(window.cytoscapeDagre);
+    var cy = cytoscape({
+      container: box,
+      elements: { nodes: g.nodes, edges: g.edges || [] },
+      layout: { name: window.cytoscapeDagre ? "dagre" : "breadthfirst", rankDir: "LR", nodeSep: 20, rankSep: 60 },
+      style: [
+        { selector: "node", style: { "label": "data(label)", "font-size": 11, "text-valign": "bottom", "text-margin-y": 4,
+          "background-color": "#0b5fad", "width": 18, "height": 18, "text-wrap": "ellipsis", "text-max-width": 160 } },
+        { selector: "node[kind = 'job']", style: { "shape": "round-rectangle", "background-color": "#7a4fb8" } },
+        { selector: "node[?root]", style: { "background-color": "#f5a623", "width": 26, "height": 26, "font-weight": "bold" } },
+        { selector: "edge", style: { "width": 1.5, "line-color": "#9aa6b5", "target-arrow-color": "#9aa6b5",
+          "target-arrow-shape": "triangle", "curve-style": "bezier" } }
+      ],
+      wheelSensitivity: 0.2
+    });
+    cy.on("tap", "node", function (e) { var h = e.target.data("href"); if (h) window.location.href = h; });
+    window.tidemarkGraph = cy;
+  }
+  var u = data("usage-data"), chart = document.getElementById("usage-chart");
+  if (u && chart && window.uPlot && u.x && u.x.length) {
+    var plot = new uPlot({
+      width: chart.clientWidth || 600, height: 240,
+      series: [{}, { label: "reads", stroke: "#0b5fad", width: 2 }, { label: "writes", stroke: "#7a4fb8", width: 2 }],
+      axes: [{}, { label: "per day" }],
+      scales: { x: { time: true } }
+    }, [u.x, u.reads, u.writes], chart);
+    window.addEventListener("resize", function () { plot.setSize({ width: chart.clientWidth, height: 240 }); });
+    window.tidemarkChart = plot;
+  }
+})();

@@ -1,0 +1,194 @@
+// Package web is Tidemark's browser UI: server-rendered pages (html/template, parsed and
+// checked once at start, rendered into a buffer before anything is written), embedded static
+// files and the vendored graph and chart libraries, and browser sessions. Page handlers call the
+// domain packages directly; the JSON API is not involved. Anyone may browse; deciding on a
+// cleanup proposal needs a session signed in with an admin token and a CSRF token on the form.
+package web
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/tidemark/tidemark/auth"
+	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/cleanup"
+	"github.com/tidemark/tidemark/lineage"
+	"github.com/tidemark/tidemark/tables"
+	"github.com/tidemark/tidemark/usage"
+)
+
+//go:embed templates static
+var files embed.FS
+
+// Config wires the UI to the domain.
+type Config struct {
+	Catalog *catalog.Catalog
+	Lineage *lineage.Service
+	Usage   *usage.Service
+	Tables  *tables.Service
+	Cleanup *cleanup.Service
+	Tokens  *auth.Store
+	Logger  *slog.Logger
+	Now     func() time.Time
+	// SessionTTL is how long a sign-in lasts (default 12 h).
+	SessionTTL time.Duration
+}
+
+// UI serves the pages.
+type UI struct {
+	cfg      Config
+	pages    map[string]*template.Template
+	mux      *http.ServeMux
+	sessions *sessions
+	static   http.Handler
+}
+
+// Routes lists the paths the UI serves (a trailing * matches the rest), for mounting it beside
+// the API without shadowing the API's own 404s.
+var Routes = []string{"/", "/assets/*", "/proposals", "/proposals/*", "/scans", "/scans/*", "/audit", "/signin", "/signout", "/static/*"}
+
+// New parses every template and renders each view once with empty data, so a broken template
+// fails at start rather than in front of a user.
+func New(cfg Config) (*UI, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.SessionTTL <= 0 {
+		cfg.SessionTTL = 12 * time.Hour
+	}
+	u := &UI{cfg: cfg, pages: map[string]*template.Template{}, mux: http.NewServeMux(), sessions: newSessions(cfg.Now, cfg.SessionTTL)}
+	views, err := fs.Glob(files, "templates/*.html")
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range views {
+		name := path.Base(v)
+		if name == "layout.html" {
+			continue
+		}
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html", v)
+		if err != nil {
+			return nil, fmt.Errorf("web: template %s: %w", name, err)
+		}
+		if err := t.Execute(&bytes.Buffer{}, page{Title: "check"}); err != nil {
+			return nil, fmt.Errorf("web: template %s does not render: %w", name, err)
+		}
+		u.pages[strings.TrimSuffix(name, ".html")] = t
+	}
+	static, err := fs.Sub(files, "static")
+	if err != nil {
+		return nil, err
+	}
+	u.static = http.StripPrefix("/static/", cacheStatic(http.FileServerFS(static)))
+	u.routes()
+	return u, nil
+}
+
+func (u *UI) routes() {
+	u.mux.Handle("GET /static/", u.static)
+	u.mux.HandleFunc("GET /{$}", u.home)
+	u.mux.HandleFunc("GET /assets/{id}", u.asset)
+	u.mux.HandleFunc("GET /proposals", u.proposals)
+	u.mux.HandleFunc("GET /proposals/{id}", u.proposal)
+	u.mux.HandleFunc("POST /proposals/{id}/{decision}", u.decide)
+	u.mux.HandleFunc("GET /scans", u.scans)
+	u.mux.HandleFunc("GET /scans/{id}", u.scan)
+	u.mux.HandleFunc("GET /audit", u.audit)
+	u.mux.HandleFunc("GET /signin", u.signinForm)
+	u.mux.HandleFunc("POST /signin", u.signin)
+	u.mux.HandleFunc("POST /signout", u.signout)
+}
+
+// ServeHTTP serves the UI with the security headers every page carries.
+func (u *UI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; form-action 'self'")
+	u.mux.ServeHTTP(w, r)
+}
+
+func cacheStatic(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "public, max-age=3600")
+		h.ServeHTTP(w, r)
+	})
+}
+
+// page is what every view gets; Data is the view's own.
+type page struct {
+	Title   string
+	Session *session
+	CSRF    string
+	Flash   string
+	Data    any
+}
+
+// render executes a view into a buffer, then writes it: a failing template never sends half a
+// page.
+func (u *UI) render(w http.ResponseWriter, r *http.Request, status int, view, title string, data any) {
+	t := u.pages[view]
+	if t == nil {
+		u.fail(w, r, fmt.Errorf("web: no view %q", view))
+		return
+	}
+	s := u.sessions.get(r)
+	p := page{Title: title, Session: s, Data: data, Flash: r.URL.Query().Get("flash")}
+	if s != nil {
+		p.CSRF = s.csrf
+	}
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, p); err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = buf.WriteTo(w)
+}
+
+type errorData struct {
+	Status  int
+	Message string
+}
+
+// fail answers a domain error with an error page a person can act on.
+func (u *UI) fail(w http.ResponseWriter, r *http.Request, err error) {
+	status, msg := http.StatusInternalServerError, "Something went wrong on our side; the log has the details."
+	var de *catalog.Error
+	switch {
+	case errors.As(err, &de) && errors.Is(err, catalog.ErrNotFound):
+		status, msg = http.StatusNotFound, de.Message
+	case errors.As(err, &de) && errors.Is(err, catalog.ErrInvalid):
+		status, msg = http.StatusBadRequest, de.Message
+	case errors.As(err, &de) && (errors.Is(err, catalog.ErrConflict) || errors.Is(err, catalog.ErrStaleVersion)):
+		status, msg = http.StatusConflict, de.Message
+	case errors.Is(err, context.Canceled):
+		return
+	default:
+		u.cfg.Logger.Error("web page failed", "path", r.URL.Path, "err", err)
+	}
+	t := u.pages["error"]
+	var buf bytes.Buffer
+	if t == nil || t.Execute(&buf, page{Title: http.StatusText(status), Session: u.sessions.get(r), Data: errorData{status, msg}}) != nil {
+		http.Error(w, msg, status)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = buf.WriteTo(w)
+}
