@@ -14,16 +14,16 @@
     var cy = cytoscape({
       container: box,
       elements: { nodes: g.nodes, edges: g.edges || [] },
-      layout: { name: window.cytoscapeDagre ? "dagre" : "breadthfirst", rankDir: "LR", nodeSep: 20, rankSep: 60 },
+      layout: { name: window.cytoscapeDagre ? "dagre" : "breadthfirst", rankDir: "LR", nodeSep: 30, rankSep: 150 },
       style: [
         { selector: "node", style: { "label": "data(label)", "font-size": 11, "text-valign": "bottom", "text-margin-y": 4,
-          "background-color": "#0b5fad", "width": 18, "height": 18, "text-wrap": "ellipsis", "text-max-width": 160 } },
+          "background-color": "#0b5fad", "width": 18, "height": 18, "text-wrap": "ellipsis", "text-max-width": 120 } },
         { selector: "node[kind = 'job']", style: { "shape": "round-rectangle", "background-color": "#7a4fb8" } },
         { selector: "node[?root]", style: { "background-color": "#f5a623", "width": 26, "height": 26, "font-weight": "bold" } },
         { selector: "edge", style: { "width": 1.5, "line-color": "#9aa6b5", "target-arrow-color": "#9aa6b5",
           "target-arrow-shape": "triangle", "curve-style": "bezier" } }
       ],
-      wheelSensitivity: 0.2
+      wheelSensitivity: 0.2, minZoom: 0.2, maxZoom: 1.3
     });
     cy.on("tap", "node", function (e) { var h = e.target.data("href"); if (h) window.location.href = h; });
     window.tidemarkGraph = cy;
