@@ -290,7 +290,7 @@ func cleanupAct(ctx context.Context, what string, args []string, stdout, stderr 
 		result = rep
 		if !*asJSON {
 			fmt.Fprintf(stdout, "executed %d of %d proposals (%d waiting for their grace period, %d failed): %d files deleted (%s), %d skipped after re-verification\n",
-				rep.Executed, rep.Proposals, rep.Waiting, rep.Failed, rep.Deleted, sizeText(rep.Bytes), rep.Skipped)
+				rep.Executed, rep.Proposals, rep.Waiting, rep.Failed, rep.Deleted, cleanup.BytesText(rep.Bytes), rep.Skipped)
 		}
 	}
 	if *asJSON {
@@ -299,16 +299,6 @@ func cleanupAct(ctx context.Context, what string, args []string, stdout, stderr 
 		return enc.Encode(result)
 	}
 	return nil
-}
-
-func sizeText(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	}
-	return fmt.Sprintf("%d bytes", n)
 }
 
 func printScan(w io.Writer, r cleanup.Report) {

@@ -258,7 +258,7 @@ func (s *Service) proposeOrphans(ctx context.Context, t tables.Table, rep *Propo
 	ev.Assumption = fmt.Sprintf("No write takes longer than %s to commit: a file older than that which no metadata references is not part of a write in flight.", threshold)
 	ev.MonthlyCost = float64(ev.Bytes) / 1e9 * s.prices.StorageGBMonth
 	ev.Summary = fmt.Sprintf("%d files (%s) in %d shards of %s are referenced by no retained snapshot and are older than %s; two consecutive complete walks of their shards agreed (scans %d). They cost about $%.2f a month.",
-		ev.Files, bytesText(ev.Bytes), len(ev.Shards), t.Location, threshold, len(ev.Scans), ev.MonthlyCost)
+		ev.Files, BytesText(ev.Bytes), len(ev.Shards), t.Location, threshold, len(ev.Scans), ev.MonthlyCost)
 	return s.open(ctx, t.AssetID, proposal.KindOrphanFiles, proposal.SeverityNormal, ev, obs, rep)
 }
 

@@ -105,7 +105,7 @@ func (r *Report) finish(p Prices) {
 	fmt.Fprintf(&b, "Examined %d of %d shards to completion (%d entries listed, %d LIST and %d HEAD requests, about $%.4f). ",
 		r.ShardsComplete, len(r.Shards), r.EntriesListed, r.Requests.List, r.Requests.Head, r.Cost.Scan)
 	fmt.Fprintf(&b, "%d unreferenced files older than %s in those shards; %d (%s) confirmed by two consecutive complete walks, costing about $%.2f a month. ",
-		r.Candidates, r.AgeThreshold, r.Confirmed, bytesText(r.ConfirmedBytes), r.Cost.OrphansPerMonth)
+		r.Candidates, r.AgeThreshold, r.Confirmed, BytesText(r.ConfirmedBytes), r.Cost.OrphansPerMonth)
 	if r.TooYoung > 0 || r.MidWalk > 0 {
 		fmt.Fprintf(&b, "%d unreferenced files were too young to judge and %d were committed while the walk ran. ", r.TooYoung, r.MidWalk)
 	}
@@ -119,7 +119,8 @@ func (r *Report) finish(p Prices) {
 	r.Summary = b.String()
 }
 
-func bytesText(n int64) string {
+// BytesText writes a byte count for people (KiB, MiB, GiB).
+func BytesText(n int64) string {
 	switch {
 	case n >= 1<<30:
 		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))

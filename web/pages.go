@@ -38,17 +38,7 @@ var funcs = template.FuncMap{
 		}
 		return tt.UTC().Format("2006-01-02 15:04 UTC")
 	},
-	"bytes": func(n int64) string {
-		switch {
-		case n >= 1<<30:
-			return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-		case n >= 1<<20:
-			return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-		case n >= 1<<10:
-			return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-		}
-		return fmt.Sprintf("%d B", n)
-	},
+	"bytes": cleanup.BytesText,
 	"json": func(v any) (template.JS, error) {
 		b, err := json.Marshal(v)
 		return template.JS(b), err
