@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/auth"
-	"github.com/tidemark/tidemark/catalog"
 )
 
 const cookieName = "tidemark_session"
@@ -150,5 +149,3 @@ func same(a, b string) bool {
 
 // actor is how audit events name a person acting through the UI.
 func (s *session) actor() string { return "web:" + s.Name }
-
-var _ = catalog.WithActor
