@@ -16,6 +16,7 @@ import (
 
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/ent"
+	"github.com/tidemark/tidemark/ent/cleanupobservation"
 	"github.com/tidemark/tidemark/ent/proposal"
 	"github.com/tidemark/tidemark/ent/proposalfile"
 	"github.com/tidemark/tidemark/ent/proposalstep"
@@ -189,6 +190,12 @@ func (s *Service) executeOrphans(ctx context.Context, p *ent.Proposal, rep *Exec
 			now := s.clock()
 			if err := s.db.ProposalFile.UpdateOne(f).SetState(state).SetDetail(detail).SetDoneAt(now).Exec(ctx); err != nil {
 				return false, err
+			}
+			if state == proposalfile.StateDeleted || state == proposalfile.StateGone {
+				// No longer an observation: the next proposal must not list it again.
+				if _, err := s.db.CleanupObservation.Delete().Where(cleanupobservation.AssetID(p.AssetID), cleanupobservation.Path(f.Path)).Exec(ctx); err != nil {
+					return false, err
+				}
 			}
 			switch state {
 			case proposalfile.StateDeleted:

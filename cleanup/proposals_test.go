@@ -223,6 +223,9 @@ func TestReverify(t *testing.T) {
 		if !strings.Contains(why, "referenced by the table's current metadata") {
 			t.Fatalf("skip reason %q", why)
 		}
+		if r := e.propose(); r.Opened != 0 {
+			t.Fatalf("after execution the bot proposed again: %+v", r)
+		}
 		if r := e.scan(cleanup.ScanOptions{RecheckDelay: time.Millisecond}); r.DanglingCount != 0 {
 			t.Fatalf("dangling after execution: %d", r.DanglingCount)
 		}
