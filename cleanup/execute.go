@@ -191,8 +191,9 @@ func (s *Service) executeOrphans(ctx context.Context, p *ent.Proposal, rep *Exec
 			if err := s.db.ProposalFile.UpdateOne(f).SetState(state).SetDetail(detail).SetDoneAt(now).Exec(ctx); err != nil {
 				return false, err
 			}
-			if state == proposalfile.StateDeleted || state == proposalfile.StateGone {
-				// No longer an observation: the next proposal must not list it again.
+			if !strings.HasPrefix(detail, "could not check") {
+				// Deleted, gone, referenced again or rewritten: the observation no longer holds,
+				// and the next proposal must not list the file again before a scan confirms it anew.
 				if _, err := s.db.CleanupObservation.Delete().Where(cleanupobservation.AssetID(p.AssetID), cleanupobservation.Path(f.Path)).Exec(ctx); err != nil {
 					return false, err
 				}
