@@ -177,3 +177,9 @@ func toToken(r *ent.APIToken) Token {
 	}
 	return t
 }
+
+// Active reports whether the token with this ID exists and is not revoked (a browser session
+// signed in with it ends when it is revoked).
+func (s *Store) Active(ctx context.Context, id uuid.UUID) (bool, error) {
+	return s.db.APIToken.Query().Where(apitoken.ID(id), apitoken.RevokedAtIsNil()).Exist(ctx)
+}

@@ -49,6 +49,7 @@ import (
 	"github.com/tidemark/tidemark/ent/usageevent"
 	"github.com/tidemark/tidemark/ent/usagename"
 	"github.com/tidemark/tidemark/ent/webhook"
+	"github.com/tidemark/tidemark/ent/websession"
 
 	stdsql "database/sql"
 )
@@ -122,6 +123,8 @@ type Client struct {
 	UsageEvent *UsageEventClient
 	// UsageName is the client for interacting with the UsageName builders.
 	UsageName *UsageNameClient
+	// WebSession is the client for interacting with the WebSession builders.
+	WebSession *WebSessionClient
 	// Webhook is the client for interacting with the Webhook builders.
 	Webhook *WebhookClient
 }
@@ -167,6 +170,7 @@ func (c *Client) init() {
 	c.UsageDaily = NewUsageDailyClient(c.config)
 	c.UsageEvent = NewUsageEventClient(c.config)
 	c.UsageName = NewUsageNameClient(c.config)
+	c.WebSession = NewWebSessionClient(c.config)
 	c.Webhook = NewWebhookClient(c.config)
 }
 
@@ -292,6 +296,7 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		UsageDaily:          NewUsageDailyClient(cfg),
 		UsageEvent:          NewUsageEventClient(cfg),
 		UsageName:           NewUsageNameClient(cfg),
+		WebSession:          NewWebSessionClient(cfg),
 		Webhook:             NewWebhookClient(cfg),
 	}, nil
 }
@@ -344,6 +349,7 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		UsageDaily:          NewUsageDailyClient(cfg),
 		UsageEvent:          NewUsageEventClient(cfg),
 		UsageName:           NewUsageNameClient(cfg),
+		WebSession:          NewWebSessionClient(cfg),
 		Webhook:             NewWebhookClient(cfg),
 	}, nil
 }
@@ -380,7 +386,8 @@ func (c *Client) Use(hooks ...Hook) {
 		c.IcebergManifestList, c.IcebergTable, c.IdempotencyKey, c.LineageEdge,
 		c.LineageEvent, c.LineageState, c.OutboxMessage, c.Owner, c.Proposal,
 		c.ProposalFile, c.ProposalStep, c.Run, c.RunIO, c.TableSync, c.UsageActorDaily,
-		c.UsageActorMonthly, c.UsageDaily, c.UsageEvent, c.UsageName, c.Webhook,
+		c.UsageActorMonthly, c.UsageDaily, c.UsageEvent, c.UsageName, c.WebSession,
+		c.Webhook,
 	} {
 		n.Use(hooks...)
 	}
@@ -396,7 +403,8 @@ func (c *Client) Intercept(interceptors ...Interceptor) {
 		c.IcebergManifestList, c.IcebergTable, c.IdempotencyKey, c.LineageEdge,
 		c.LineageEvent, c.LineageState, c.OutboxMessage, c.Owner, c.Proposal,
 		c.ProposalFile, c.ProposalStep, c.Run, c.RunIO, c.TableSync, c.UsageActorDaily,
-		c.UsageActorMonthly, c.UsageDaily, c.UsageEvent, c.UsageName, c.Webhook,
+		c.UsageActorMonthly, c.UsageDaily, c.UsageEvent, c.UsageName, c.WebSession,
+		c.Webhook,
 	} {
 		n.Intercept(interceptors...)
 	}
@@ -469,6 +477,8 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.UsageEvent.mutate(ctx, m)
 	case *UsageNameMutation:
 		return c.UsageName.mutate(ctx, m)
+	case *WebSessionMutation:
+		return c.WebSession.mutate(ctx, m)
 	case *WebhookMutation:
 		return c.Webhook.mutate(ctx, m)
 	default:
@@ -4829,6 +4839,139 @@ func (c *UsageNameClient) mutate(ctx context.Context, m *UsageNameMutation) (Val
 	}
 }
 
+// WebSessionClient is a client for the WebSession schema.
+type WebSessionClient struct {
+	config
+}
+
+// NewWebSessionClient returns a client for the WebSession from the given config.
+func NewWebSessionClient(c config) *WebSessionClient {
+	return &WebSessionClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `websession.Hooks(f(g(h())))`.
+func (c *WebSessionClient) Use(hooks ...Hook) {
+	c.hooks.WebSession = append(c.hooks.WebSession, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `websession.Intercept(f(g(h())))`.
+func (c *WebSessionClient) Intercept(interceptors ...Interceptor) {
+	c.inters.WebSession = append(c.inters.WebSession, interceptors...)
+}
+
+// Create returns a builder for creating a WebSession entity.
+func (c *WebSessionClient) Create() *WebSessionCreate {
+	mutation := newWebSessionMutation(c.config, OpCreate)
+	return &WebSessionCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of WebSession entities.
+func (c *WebSessionClient) CreateBulk(builders ...*WebSessionCreate) *WebSessionCreateBulk {
+	return &WebSessionCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *WebSessionClient) MapCreateBulk(slice any, setFunc func(*WebSessionCreate, int)) *WebSessionCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &WebSessionCreateBulk{err: fmt.Errorf("calling to WebSessionClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*WebSessionCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &WebSessionCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for WebSession.
+func (c *WebSessionClient) Update() *WebSessionUpdate {
+	mutation := newWebSessionMutation(c.config, OpUpdate)
+	return &WebSessionUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *WebSessionClient) UpdateOne(_m *WebSession) *WebSessionUpdateOne {
+	mutation := newWebSessionMutation(c.config, OpUpdateOne, withWebSession(_m))
+	return &WebSessionUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *WebSessionClient) UpdateOneID(id string) *WebSessionUpdateOne {
+	mutation := newWebSessionMutation(c.config, OpUpdateOne, withWebSessionID(id))
+	return &WebSessionUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for WebSession.
+func (c *WebSessionClient) Delete() *WebSessionDelete {
+	mutation := newWebSessionMutation(c.config, OpDelete)
+	return &WebSessionDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *WebSessionClient) DeleteOne(_m *WebSession) *WebSessionDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *WebSessionClient) DeleteOneID(id string) *WebSessionDeleteOne {
+	builder := c.Delete().Where(websession.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &WebSessionDeleteOne{builder}
+}
+
+// Query returns a query builder for WebSession.
+func (c *WebSessionClient) Query() *WebSessionQuery {
+	return &WebSessionQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeWebSession},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a WebSession entity by its id.
+func (c *WebSessionClient) Get(ctx context.Context, id string) (*WebSession, error) {
+	return c.Query().Where(websession.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *WebSessionClient) GetX(ctx context.Context, id string) *WebSession {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *WebSessionClient) Hooks() []Hook {
+	return c.hooks.WebSession
+}
+
+// Interceptors returns the client interceptors.
+func (c *WebSessionClient) Interceptors() []Interceptor {
+	return c.inters.WebSession
+}
+
+func (c *WebSessionClient) mutate(ctx context.Context, m *WebSessionMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&WebSessionCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&WebSessionUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&WebSessionUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&WebSessionDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown WebSession mutation op: %q", m.Op())
+	}
+}
+
 // WebhookClient is a client for the Webhook schema.
 type WebhookClient struct {
 	config
@@ -4970,7 +5113,8 @@ type (
 		ExternalID, IcebergManifest, IcebergManifestList, IcebergTable, IdempotencyKey,
 		LineageEdge, LineageEvent, LineageState, OutboxMessage, Owner, Proposal,
 		ProposalFile, ProposalStep, Run, RunIO, TableSync, UsageActorDaily,
-		UsageActorMonthly, UsageDaily, UsageEvent, UsageName, Webhook []ent.Hook
+		UsageActorMonthly, UsageDaily, UsageEvent, UsageName, WebSession,
+		Webhook []ent.Hook
 	}
 	inters struct {
 		APIToken, Asset, AssetFacet, AssetName, AuditEvent, CleanupExemption,
@@ -4978,7 +5122,8 @@ type (
 		ExternalID, IcebergManifest, IcebergManifestList, IcebergTable, IdempotencyKey,
 		LineageEdge, LineageEvent, LineageState, OutboxMessage, Owner, Proposal,
 		ProposalFile, ProposalStep, Run, RunIO, TableSync, UsageActorDaily,
-		UsageActorMonthly, UsageDaily, UsageEvent, UsageName, Webhook []ent.Interceptor
+		UsageActorMonthly, UsageDaily, UsageEvent, UsageName, WebSession,
+		Webhook []ent.Interceptor
 	}
 )
 

@@ -45,6 +45,7 @@ import (
 	"github.com/tidemark/tidemark/ent/usageevent"
 	"github.com/tidemark/tidemark/ent/usagename"
 	"github.com/tidemark/tidemark/ent/webhook"
+	"github.com/tidemark/tidemark/ent/websession"
 )
 
 // ent aliases to avoid import conflicts in user's code.
@@ -137,6 +138,7 @@ func checkColumn(t, c string) error {
 			usagedaily.Table:          usagedaily.ValidColumn,
 			usageevent.Table:          usageevent.ValidColumn,
 			usagename.Table:           usagename.ValidColumn,
+			websession.Table:          websession.ValidColumn,
 			webhook.Table:             webhook.ValidColumn,
 		})
 	})

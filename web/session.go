@@ -1,40 +1,41 @@
 package web
 
 import (
+	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
+	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/tidemark/tidemark/auth"
+	"github.com/tidemark/tidemark/ent"
+	"github.com/tidemark/tidemark/ent/websession"
 )
 
 const cookieName = "tidemark_session"
 
 // session is a signed-in browser: who, and the CSRF token its forms must carry.
 type session struct {
-	id      string
-	Name    string // the API token's name, recorded as the actor of decisions
-	Admin   bool
-	csrf    string
-	expires time.Time
+	id    string // the cookie value (random); the database keeps only its hash
+	Name  string // the API token's name, recorded as the actor of decisions
+	Admin bool
+	csrf  string
 }
 
-// sessions are kept in memory: a replica restart signs everyone out, and a load balancer must
-// keep a browser on one replica (a shared session store is listed as a gap).
+// sessions live in the database (only the SHA-256 of each cookie), so every replica knows
+// them and a restart signs nobody out; a session ends when it expires or its token is revoked.
 type sessions struct {
-	mu  sync.Mutex
-	m   map[string]*session
-	now func() time.Time
-	ttl time.Duration
-}
-
-func newSessions(now func() time.Time, ttl time.Duration) *sessions {
-	return &sessions{m: map[string]*session{}, now: now, ttl: ttl}
+	db     *ent.Client
+	tokens *auth.Store
+	now    func() time.Time
+	ttl    time.Duration
+	log    *slog.Logger
 }
 
 func random() string {
@@ -45,39 +46,46 @@ func random() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-func (s *sessions) create(tok auth.Token) *session {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func hashID(v string) string {
+	h := sha256.Sum256([]byte(v))
+	return hex.EncodeToString(h[:])
+}
+
+func (s *sessions) create(ctx context.Context, tok auth.Token) (*session, error) {
 	now := s.now()
-	for id, x := range s.m {
-		if now.After(x.expires) {
-			delete(s.m, id)
-		}
+	if _, err := s.db.WebSession.Delete().Where(websession.ExpiresAtLT(now)).Exec(ctx); err != nil {
+		return nil, err
 	}
-	x := &session{id: random(), Name: tok.Name, Admin: tok.Allows(auth.ScopeAdmin), csrf: random(), expires: now.Add(s.ttl)}
-	s.m[x.id] = x
-	return x
+	x := &session{id: random(), Name: tok.Name, Admin: tok.Allows(auth.ScopeAdmin), csrf: random()}
+	err := s.db.WebSession.Create().SetID(hashID(x.id)).SetTokenID(tok.ID).SetName(x.Name).SetAdmin(x.Admin).
+		SetCsrf(x.csrf).SetExpiresAt(now.Add(s.ttl)).Exec(ctx)
+	return x, err
 }
 
 func (s *sessions) get(r *http.Request) *session {
 	c, err := r.Cookie(cookieName)
+	if err != nil || len(c.Value) > 100 {
+		return nil
+	}
+	ctx := r.Context()
+	row, err := s.db.WebSession.Query().Where(websession.ID(hashID(c.Value)), websession.ExpiresAtGT(s.now())).Only(ctx)
 	if err != nil {
+		if !ent.IsNotFound(err) {
+			s.log.Warn("read a web session", "err", err)
+		}
 		return nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	x := s.m[c.Value]
-	if x == nil || s.now().After(x.expires) {
-		return nil
+	if ok, err := s.tokens.Active(ctx, row.TokenID); err != nil || !ok {
+		return nil // revoked: the session ends with its token
 	}
-	return x
+	return &session{id: c.Value, Name: row.Name, Admin: row.Admin, csrf: row.Csrf}
 }
 
 func (s *sessions) drop(r *http.Request) {
 	if c, err := r.Cookie(cookieName); err == nil {
-		s.mu.Lock()
-		delete(s.m, c.Value)
-		s.mu.Unlock()
+		if _, err := s.db.WebSession.Delete().Where(websession.ID(hashID(c.Value))).Exec(r.Context()); err != nil {
+			s.log.Warn("delete a web session", "err", err)
+		}
 	}
 }
 
@@ -123,7 +131,11 @@ func (u *UI) signin(w http.ResponseWriter, r *http.Request) {
 		u.render(w, r, http.StatusUnauthorized, "signin", "Sign in", signinData{Error: msg, CSRF: next})
 		return
 	}
-	s := u.sessions.create(tok)
+	s, err := u.sessions.create(r.Context(), tok)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
 	setCookie(w, r, s.id, int(u.cfg.SessionTTL/time.Second))
 	http.Redirect(w, r, "/proposals", http.StatusSeeOther)
 }

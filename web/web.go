@@ -22,6 +22,7 @@ import (
 	"github.com/tidemark/tidemark/auth"
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/cleanup"
+	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/lineage"
 	"github.com/tidemark/tidemark/tables"
 	"github.com/tidemark/tidemark/usage"
@@ -38,8 +39,10 @@ type Config struct {
 	Tables  *tables.Service
 	Cleanup *cleanup.Service
 	Tokens  *auth.Store
-	Logger  *slog.Logger
-	Now     func() time.Time
+	// DB keeps the browser sessions.
+	DB     *ent.Client
+	Logger *slog.Logger
+	Now    func() time.Time
 	// SessionTTL is how long a sign-in lasts (default 12 h).
 	SessionTTL time.Duration
 }
@@ -69,7 +72,11 @@ func New(cfg Config) (*UI, error) {
 	if cfg.SessionTTL <= 0 {
 		cfg.SessionTTL = 12 * time.Hour
 	}
-	u := &UI{cfg: cfg, pages: map[string]*template.Template{}, mux: http.NewServeMux(), sessions: newSessions(cfg.Now, cfg.SessionTTL)}
+	if cfg.DB == nil || cfg.Tokens == nil {
+		return nil, errors.New("web: the UI needs the database and the token store for sessions")
+	}
+	u := &UI{cfg: cfg, pages: map[string]*template.Template{}, mux: http.NewServeMux(),
+		sessions: &sessions{db: cfg.DB, tokens: cfg.Tokens, now: cfg.Now, ttl: cfg.SessionTTL, log: cfg.Logger}}
 	views, err := fs.Glob(files, "templates/*.html")
 	if err != nil {
 		return nil, err

@@ -3,8 +3,10 @@ package web_test
 import (
 	"context"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -35,7 +37,7 @@ func newUI(t *testing.T, db *storage.DB) (*httptest.Server, *catalog.Catalog) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ui, err := web.New(web.Config{Catalog: cat, Lineage: lin, Usage: use, Tables: tbls, Tokens: auth.NewStore(db.Client, nil),
+	ui, err := web.New(web.Config{Catalog: cat, Lineage: lin, Usage: use, Tables: tbls, Tokens: auth.NewStore(db.Client, nil), DB: db.Client,
 		Cleanup: cleanup.New(db.Client, tbls, cat, cleanup.WithSQLite(db.Dialect == "sqlite3"))})
 	if err != nil {
 		t.Fatal(err)
@@ -124,4 +126,72 @@ func readBody(r *http.Response) string {
 			return b.String()
 		}
 	}
+}
+
+// TestSessions: a sign-in is kept in the database, so another replica (or a restart) knows it;
+// revoking the token ends it; signing out needs the form's CSRF token.
+func TestSessions(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		tokens := auth.NewStore(db.Client, nil)
+		secret, _, err := tokens.Create(ctx, "alice", []auth.Scope{auth.ScopeAdmin})
+		if err != nil {
+			t.Fatal(err)
+		}
+		one, _ := newUI(t, db)
+		two, _ := newUI(t, db) // another replica on the same database
+		jar, _ := cookiejar.New(nil)
+		c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		body := readBody(mustGet(t, c, one.URL+"/signin"))
+		csrf := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(body)
+		if csrf == nil {
+			t.Fatal("no CSRF field")
+		}
+		r, err := c.PostForm(one.URL+"/signin", url.Values{"csrf": {csrf[1]}, "token": {secret}})
+		if err != nil || r.StatusCode != http.StatusSeeOther {
+			t.Fatalf("sign in: %v %v", r.StatusCode, err)
+		}
+		var session *http.Cookie
+		for _, ck := range r.Cookies() {
+			if ck.Name == "tidemark_session" {
+				session = ck
+			}
+		}
+		if session == nil || !session.HttpOnly || session.SameSite != http.SameSiteStrictMode {
+			t.Fatalf("session cookie: %+v", session)
+		}
+		if n, _ := db.Client.WebSession.Query().Count(ctx); n != 1 {
+			t.Fatalf("%d sessions stored", n)
+		}
+		if row, _ := db.Client.WebSession.Query().Only(ctx); row != nil && (row.ID == session.Value || strings.Contains(row.ID, session.Value)) {
+			t.Fatal("the cookie value is stored as is")
+		}
+		signedIn := func(base string) bool {
+			req, _ := http.NewRequest("GET", base+"/proposals", nil)
+			req.AddCookie(session)
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return strings.Contains(readBody(res), `id="who">alice`)
+		}
+		if !signedIn(one.URL) || !signedIn(two.URL) {
+			t.Fatal("the session is not known to both replicas")
+		}
+		if err := tokens.Revoke(ctx, "alice"); err != nil {
+			t.Fatal(err)
+		}
+		if signedIn(one.URL) {
+			t.Fatal("a revoked token's session still works")
+		}
+	})
+}
+
+func mustGet(t *testing.T, c *http.Client, u string) *http.Response {
+	t.Helper()
+	r, err := c.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

@@ -393,6 +393,18 @@ func (f UsageNameFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, e
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.UsageNameMutation", m)
 }
 
+// The WebSessionFunc type is an adapter to allow the use of ordinary
+// function as WebSession mutator.
+type WebSessionFunc func(context.Context, *ent.WebSessionMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f WebSessionFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.WebSessionMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.WebSessionMutation", m)
+}
+
 // The WebhookFunc type is an adapter to allow the use of ordinary
 // function as Webhook mutator.
 type WebhookFunc func(context.Context, *ent.WebhookMutation) (ent.Value, error)

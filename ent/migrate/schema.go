@@ -858,6 +858,28 @@ var (
 			},
 		},
 	}
+	// WebSessionsColumns holds the columns for the "web_sessions" table.
+	WebSessionsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeString},
+		{Name: "token_id", Type: field.TypeUUID},
+		{Name: "name", Type: field.TypeString},
+		{Name: "admin", Type: field.TypeBool},
+		{Name: "csrf", Type: field.TypeString},
+		{Name: "expires_at", Type: field.TypeTime},
+	}
+	// WebSessionsTable holds the schema information for the "web_sessions" table.
+	WebSessionsTable = &schema.Table{
+		Name:       "web_sessions",
+		Columns:    WebSessionsColumns,
+		PrimaryKey: []*schema.Column{WebSessionsColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "websession_expires_at",
+				Unique:  false,
+				Columns: []*schema.Column{WebSessionsColumns[5]},
+			},
+		},
+	}
 	// WebhooksColumns holds the columns for the "webhooks" table.
 	WebhooksColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeUUID},
@@ -905,6 +927,7 @@ var (
 		UsageDailiesTable,
 		UsageEventsTable,
 		UsageNamesTable,
+		WebSessionsTable,
 		WebhooksTable,
 	}
 )

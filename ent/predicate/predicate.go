@@ -102,5 +102,8 @@ type UsageEvent func(*sql.Selector)
 // UsageName is the predicate function for usagename builders.
 type UsageName func(*sql.Selector)
 
+// WebSession is the predicate function for websession builders.
+type WebSession func(*sql.Selector)
+
 // Webhook is the predicate function for webhook builders.
 type Webhook func(*sql.Selector)

@@ -128,3 +128,23 @@ func (CleanupExemption) Fields() []ent.Field {
 		field.Time("at"),
 	}
 }
+
+// WebSession is a browser signed in with an API token. The cookie carries a random secret;
+// only its SHA-256 is stored, so the table never holds a usable credential. Kept in the
+// database so every replica knows every session and a restart signs nobody out.
+type WebSession struct{ ent.Schema }
+
+func (WebSession) Fields() []ent.Field {
+	return []ent.Field{
+		field.String("id").Immutable(), // hex SHA-256 of the cookie value
+		field.UUID("token_id", uuid.UUID{}).Immutable(),
+		field.String("name").Immutable(),
+		field.Bool("admin").Immutable(),
+		field.String("csrf").Immutable(),
+		field.Time("expires_at").Immutable(),
+	}
+}
+
+func (WebSession) Indexes() []ent.Index {
+	return []ent.Index{index.Fields("expires_at")}
+}
