@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -9,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -142,7 +144,7 @@ func TestBrowser(t *testing.T) {
 	labels, err := chromedp.Run(bctx, chromedp.Evaluate[[]string](`window.tidemarkGraph ? window.tidemarkGraph.nodes().map(n => n.data("label")) : []`))
 	must(err)
 	for _, want := range []string{"db.sales_orders", "load_orders", "daily_revenue"} {
-		if !contains(labels, want) {
+		if !slices.Contains(labels, want) {
 			t.Fatalf("lineage graph nodes %v: no %s", labels, want)
 		}
 	}
@@ -223,26 +225,12 @@ func TestBrowser(t *testing.T) {
 	}
 }
 
-func contains(xs []string, s string) bool {
-	for _, x := range xs {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 func readAll(t *testing.T, res *http.Response) string {
 	t.Helper()
 	defer res.Body.Close()
-	var b strings.Builder
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := res.Body.Read(buf)
-		b.Write(buf[:n])
-		if err != nil {
-			break
-		}
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return b.String()
+	return string(b)
 }

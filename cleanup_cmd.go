@@ -91,10 +91,7 @@ func cleanupCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	fs := flag.NewFlagSet("cleanup scan", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var db dbConfig
-	db.register(fs)
-	var tc tablesConfig
-	tc.register(fs)
+	e := newCmdEnv(fs)
 	var cc cleanupConfig
 	cc.register(fs)
 	tableArg := fs.String("table", "", "the table's asset ID or name (namespace optional when the name is unambiguous); default every known table")
@@ -102,29 +99,15 @@ func cleanupCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	noDangling := fs.Bool("no-dangling", false, "skip the dangling-reference check")
 	resume := fs.String("resume", "", "a scan ID of --table: walk only the shards it did not complete")
 	asJSON := fs.Bool("json", false, "print the reports as JSON")
-	logLevel := fs.String("log-level", env("TIDEMARK_LOG_LEVEL", "warn"), "debug, info, warn or error (TIDEMARK_LOG_LEVEL)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
-	log, err := newLogger(stderr, *logLevel, "text")
-	if err != nil {
+	defer e.close()
+	if err := e.open(ctx, stderr); err != nil {
 		return err
 	}
-	store, err := db.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	if _, err := store.Migrate(ctx); err != nil {
-		return err
-	}
-	cat := catalog.New(store.Client, catalog.WithLogger(log))
-	tbls, done, err := tc.open(store.Client, cat, log)
-	if err != nil {
-		return err
-	}
-	defer done()
-	svc := cc.service(store, tbls, cat, log)
+	cat, tbls := e.cat, e.tables
+	svc := cc.service(e.store, tbls, cat, e.log)
 
 	var ids []uuid.UUID
 	switch {
@@ -171,6 +154,7 @@ func cleanupCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if *tableArg == "" {
 			return errors.New("cleanup scan: --resume needs --table")
 		}
+		var err error
 		if opt.Resume, err = uuid.Parse(*resume); err != nil {
 			return fmt.Errorf("cleanup scan: --resume %q is not a scan ID", *resume)
 		}
@@ -221,36 +205,19 @@ func cleanupCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 func cleanupAct(ctx context.Context, what string, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("cleanup "+what, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var db dbConfig
-	db.register(fs)
-	var tc tablesConfig
-	tc.register(fs)
+	e := newCmdEnv(fs)
 	var cc cleanupConfig
 	cc.register(fs)
 	proposalArg := fs.String("proposal", "", "execute: only this proposal")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
-	logLevel := fs.String("log-level", env("TIDEMARK_LOG_LEVEL", "warn"), "debug, info, warn or error (TIDEMARK_LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	log, err := newLogger(stderr, *logLevel, "text")
-	if err != nil {
+	defer e.close()
+	if err := e.open(ctx, stderr); err != nil {
 		return err
 	}
-	store, err := db.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	if _, err := store.Migrate(ctx); err != nil {
-		return err
-	}
-	cat := catalog.New(store.Client, catalog.WithLogger(log))
-	tbls, done, err := tc.open(store.Client, cat, log)
-	if err != nil {
-		return err
-	}
-	defer done()
+	store, cat, tbls, log := e.store, e.cat, e.tables, e.log
 	use, err := usage.New(store.Client, cat, usage.WithLogger(log))
 	if err != nil {
 		return err

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/ent"
+	"github.com/tidemark/tidemark/ent/storage"
 	"github.com/tidemark/tidemark/tables"
 )
 
@@ -53,6 +54,56 @@ func (c *tablesConfig) open(db *ent.Client, cat *catalog.Catalog, log *slog.Logg
 	}, nil
 }
 
+// cmdEnv is what the tables and cleanup commands share: the database, Iceberg catalog and log
+// flags, and once opened the migrated store, the catalog and the tables service.
+type cmdEnv struct {
+	db       dbConfig
+	tc       tablesConfig
+	logLevel *string
+	log      *slog.Logger
+	store    *storage.DB
+	cat      *catalog.Catalog
+	tables   *tables.Service
+	closers  []func()
+}
+
+func newCmdEnv(fs *flag.FlagSet) *cmdEnv {
+	e := &cmdEnv{}
+	e.db.register(fs)
+	e.tc.register(fs)
+	e.logLevel = fs.String("log-level", env("TIDEMARK_LOG_LEVEL", "warn"), "debug, info, warn or error (TIDEMARK_LOG_LEVEL)")
+	return e
+}
+
+// open opens and migrates the database and builds the services; close releases them.
+func (e *cmdEnv) open(ctx context.Context, stderr io.Writer) error {
+	var err error
+	if e.log, err = newLogger(stderr, *e.logLevel, "text"); err != nil {
+		return err
+	}
+	if e.store, err = e.db.open(ctx); err != nil {
+		return err
+	}
+	e.closers = append(e.closers, func() { e.store.Close() })
+	if _, err := e.store.Migrate(ctx); err != nil {
+		return err
+	}
+	e.cat = catalog.New(e.store.Client, catalog.WithLogger(e.log))
+	tbls, done, err := e.tc.open(e.store.Client, e.cat, e.log)
+	if err != nil {
+		return err
+	}
+	e.tables = tbls
+	e.closers = append(e.closers, done)
+	return nil
+}
+
+func (e *cmdEnv) close() {
+	for i := len(e.closers) - 1; i >= 0; i-- {
+		e.closers[i]()
+	}
+}
+
 const tablesHelp = `Usage:
   tidemark tables register [flags] METADATA_LOCATION   bind a table to an asset and inspect it
   tidemark tables sync     [flags]                     reconcile every configured Iceberg catalog
@@ -67,35 +118,18 @@ func tablesCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	fs := flag.NewFlagSet("tables "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var db dbConfig
-	db.register(fs)
-	var tc tablesConfig
-	tc.register(fs)
+	e := newCmdEnv(fs)
 	namespace := fs.String("namespace", "", "register: the asset namespace (default: from the table location, as OpenLineage names it)")
 	name := fs.String("name", "", "register: the asset name (default: the table location's path)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
-	logLevel := fs.String("log-level", env("TIDEMARK_LOG_LEVEL", "warn"), "debug, info, warn or error (TIDEMARK_LOG_LEVEL)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
-	log, err := newLogger(stderr, *logLevel, "text")
-	if err != nil {
+	defer e.close()
+	if err := e.open(ctx, stderr); err != nil {
 		return err
 	}
-	store, err := db.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	if _, err := store.Migrate(ctx); err != nil {
-		return err
-	}
-	cat := catalog.New(store.Client, catalog.WithLogger(log))
-	svc, done, err := tc.open(store.Client, cat, log)
-	if err != nil {
-		return err
-	}
-	defer done()
+	svc := e.tables
 	ctx = catalog.WithActor(ctx, "cli")
 	out := func(v any, text func()) error {
 		if *asJSON {

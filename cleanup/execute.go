@@ -240,6 +240,7 @@ func (s *Service) deleteOrphan(ctx context.Context, live *tables.Live, refs *ref
 	return proposalfile.StateDeleted, "deleted", nil
 }
 
+// stat looks a file up by key: a HEAD on object stores (their IO has Stat), else open and stat.
 func stat(io icebergio.IO, p string) (fs.FileInfo, error) {
 	if st, ok := io.(interface {
 		Stat(string) (fs.FileInfo, error)

@@ -75,24 +75,23 @@ type Evidence struct {
 	AgeThreshold string      `json:"age_threshold,omitempty"`
 	Assumption   string      `json:"assumption,omitempty"`
 	// unused_asset
-	Window         string          `json:"window,omitempty"`
-	From           *time.Time      `json:"from,omitempty"`
-	To             *time.Time      `json:"to,omitempty"`
-	LastRead       *time.Time      `json:"last_read,omitempty"`
-	Names          []NameEvidence  `json:"names,omitempty"`
-	Readers        int             `json:"distinct_readers_ever,omitempty"`
-	Downstream     []uuid.UUID     `json:"downstream,omitempty"`
-	Owners         []string        `json:"owners,omitempty"`
-	AssetCreatedAt *time.Time      `json:"asset_created_at,omitempty"`
-	Location       string          `json:"location,omitempty"`
-	Snapshots      []int64         `json:"snapshots,omitempty"`
-	KeepLast       int             `json:"keep_last,omitempty"`
-	MaxAge         string          `json:"max_age,omitempty"`
-	Dangling       []DanglingRef   `json:"dangling,omitempty"`
-	DanglingCount  int64           `json:"dangling_count,omitempty"`
-	Remedies       []string        `json:"remedies,omitempty"`
-	ScanID         *uuid.UUID      `json:"scan_id,omitempty"`
-	Extra          json.RawMessage `json:"extra,omitempty"`
+	Window         string         `json:"window,omitempty"`
+	From           *time.Time     `json:"from,omitempty"`
+	To             *time.Time     `json:"to,omitempty"`
+	LastRead       *time.Time     `json:"last_read,omitempty"`
+	Names          []NameEvidence `json:"names,omitempty"`
+	Readers        int            `json:"distinct_readers_ever,omitempty"`
+	Downstream     []uuid.UUID    `json:"downstream,omitempty"`
+	Owners         []string       `json:"owners,omitempty"`
+	AssetCreatedAt *time.Time     `json:"asset_created_at,omitempty"`
+	Location       string         `json:"location,omitempty"`
+	Snapshots      []int64        `json:"snapshots,omitempty"`
+	KeepLast       int            `json:"keep_last,omitempty"`
+	MaxAge         string         `json:"max_age,omitempty"`
+	Dangling       []DanglingRef  `json:"dangling,omitempty"`
+	DanglingCount  int64          `json:"dangling_count,omitempty"`
+	Remedies       []string       `json:"remedies,omitempty"`
+	ScanID         *uuid.UUID     `json:"scan_id,omitempty"`
 }
 
 // NameEvidence is a name the asset had, and when usage last saw it.
@@ -360,8 +359,10 @@ func (s *Service) proposeUnused(ctx context.Context, t tables.Table, rep *Propos
 }
 
 func (s *Service) proposeDangling(ctx context.Context, t tables.Table, rep *ProposeReport) error {
+	// The newest finished scans: the latest one that checked references decides. Bounded, since
+	// every bot run reads them for every table.
 	last, err := s.db.CleanupScan.Query().Where(cleanupscan.AssetID(t.AssetID), cleanupscan.StateEQ(cleanupscan.StateFinished)).
-		Order(ent.Desc(cleanupscan.FieldID)).All(ctx)
+		Order(ent.Desc(cleanupscan.FieldID)).Limit(10).All(ctx)
 	if err != nil {
 		return err
 	}

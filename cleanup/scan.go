@@ -621,25 +621,14 @@ func (s *Service) dangling(ctx context.Context, live *tables.Live, rep *Report, 
 		limiter = rate.NewLimiter(rate.Limit(s.statRate), 1)
 	}
 	var heads, unchecked atomic.Int64
-	stat := func(p string) (missing bool, err error) {
+	head := func(p string) (missing bool, err error) {
 		if limiter != nil {
 			if err := limiter.Wait(ctx); err != nil {
 				return false, err
 			}
 		}
 		heads.Add(1)
-		if st, ok := live.IO.(interface {
-			Stat(string) (fs.FileInfo, error)
-		}); ok { // a HEAD on object stores
-			_, err := st.Stat(p)
-			return errors.Is(err, fs.ErrNotExist), err
-		}
-		f, err := live.IO.Open(p)
-		if err != nil {
-			return errors.Is(err, fs.ErrNotExist), err
-		}
-		defer f.Close()
-		_, err = f.Stat()
+		_, err = stat(live.IO, p)
 		return errors.Is(err, fs.ErrNotExist), err
 	}
 	check := func(files []tables.CurrentFile) ([]tables.CurrentFile, error) {
@@ -655,7 +644,7 @@ func (s *Service) dangling(ctx context.Context, live *tables.Live, rep *Report, 
 			wg.Add(1)
 			go func() {
 				defer func() { <-sem; wg.Done() }()
-				gone, err := stat(f.Path)
+				gone, err := head(f.Path)
 				switch {
 				case gone:
 					mu.Lock()

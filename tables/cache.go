@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -234,16 +235,8 @@ func toEntry(e iceberg.ManifestEntry) entry {
 	for id, v := range df.Partition() {
 		out.Partition = append(out.Partition, partValue{FieldID: id, Value: jsonValue(v)})
 	}
-	sortParts(out.Partition)
+	slices.SortFunc(out.Partition, func(a, b partValue) int { return a.FieldID - b.FieldID })
 	return out
-}
-
-func sortParts(p []partValue) {
-	for i := 1; i < len(p); i++ {
-		for j := i; j > 0 && p[j].FieldID < p[j-1].FieldID; j-- {
-			p[j], p[j-1] = p[j-1], p[j]
-		}
-	}
 }
 
 // jsonValue turns a partition value into one that survives a JSON round trip unchanged:

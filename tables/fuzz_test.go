@@ -23,10 +23,18 @@ func FuzzParseFilesCursor(f *testing.F) {
 		if s != "" && strings.Count(s, ":") != 2 {
 			t.Fatalf("%q accepted with the wrong shape", s)
 		}
-		if s == "" && (mi != 0 || ei != 0) {
-			t.Fatalf("empty cursor starts at %d:%d", mi, ei)
+		if s == "" {
+			if mi != 0 || ei != 0 {
+				t.Fatalf("empty cursor starts at %d:%d", mi, ei)
+			}
+			return
 		}
-		_ = fmt.Sprintf("42:%d:%d", mi, ei)
+		// What it accepted names a position the server would print the same way (no leading
+		// zeros, signs or spaces smuggled through).
+		back := fmt.Sprintf("42:%d:%d", mi, ei)
+		if m2, e2, err := parseFilesCursor(back, 42); err != nil || m2 != mi || e2 != ei {
+			t.Fatalf("%q -> %d:%d does not round-trip: %v", s, mi, ei, err)
+		}
 	})
 }
 

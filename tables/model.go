@@ -66,22 +66,21 @@ type SpecField struct {
 
 // Snapshot summarises one retained snapshot from its manifest list and manifests.
 type Snapshot struct {
-	ID               int64             `json:"id"`
-	ParentID         *int64            `json:"parent_id,omitempty"`
-	SequenceNumber   int64             `json:"sequence_number"`
-	At               time.Time         `json:"at"`
-	Operation        string            `json:"operation,omitempty"`
-	Current          bool              `json:"current"`
-	ManifestList     string            `json:"manifest_list"`
-	DataManifests    int               `json:"data_manifests"`
-	DeleteManifests  int               `json:"delete_manifests"`
-	DataFiles        int64             `json:"data_files"`
-	DeleteFiles      int64             `json:"delete_files"`
-	Records          int64             `json:"records"`
-	Bytes            int64             `json:"bytes"`
-	ManifestEntries  int64             `json:"manifest_entries"` // entries a full scan of this snapshot reads
-	Summary          map[string]string `json:"summary,omitempty"`
-	ManifestListSize int               `json:"-"`
+	ID              int64             `json:"id"`
+	ParentID        *int64            `json:"parent_id,omitempty"`
+	SequenceNumber  int64             `json:"sequence_number"`
+	At              time.Time         `json:"at"`
+	Operation       string            `json:"operation,omitempty"`
+	Current         bool              `json:"current"`
+	ManifestList    string            `json:"manifest_list"`
+	DataManifests   int               `json:"data_manifests"`
+	DeleteManifests int               `json:"delete_manifests"`
+	DataFiles       int64             `json:"data_files"`
+	DeleteFiles     int64             `json:"delete_files"`
+	Records         int64             `json:"records"`
+	Bytes           int64             `json:"bytes"`
+	ManifestEntries int64             `json:"manifest_entries"` // entries a full scan of this snapshot reads
+	Summary         map[string]string `json:"summary,omitempty"`
 }
 
 // File is one live file a snapshot references, from a manifest entry.

@@ -257,7 +257,7 @@ type proposalsData struct {
 
 func (u *UI) proposals(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	d := proposalsData{State: q.Get("state"), Kind: q.Get("kind"), Names: map[uuid.UUID]string{}}
+	d := proposalsData{State: q.Get("state"), Kind: q.Get("kind")}
 	if _, ok := q["state"]; !ok {
 		d.State = "open"
 	}
@@ -266,10 +266,13 @@ func (u *UI) proposals(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
-	for _, p := range d.Items {
-		if a, err := u.cfg.Catalog.Get(r.Context(), p.AssetID); err == nil {
-			d.Names[p.AssetID] = a.Namespace + " / " + a.Name
-		}
+	ids := make([]uuid.UUID, len(d.Items))
+	for i, p := range d.Items {
+		ids[i] = p.AssetID
+	}
+	if d.Names, err = u.names(r, ids, true); err != nil {
+		u.fail(w, r, err)
+		return
 	}
 	u.render(w, r, http.StatusOK, "proposals", "Cleanup proposals", d)
 }
@@ -342,11 +345,14 @@ func (u *UI) scans(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
-	d := scansData{Items: reps, Names: map[uuid.UUID]string{}}
-	for _, s := range reps {
-		if a, err := u.cfg.Catalog.Get(r.Context(), s.AssetID); err == nil {
-			d.Names[s.AssetID] = a.Name
-		}
+	ids := make([]uuid.UUID, len(reps))
+	for i, s := range reps {
+		ids[i] = s.AssetID
+	}
+	d := scansData{Items: reps}
+	if d.Names, err = u.names(r, ids, false); err != nil {
+		u.fail(w, r, err)
+		return
 	}
 	u.render(w, r, http.StatusOK, "scans", "Scan reports", d)
 }
@@ -363,6 +369,22 @@ func (u *UI) scan(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	u.render(w, r, http.StatusOK, "scan", "Scan "+id.String()[:8], rep)
+}
+
+// names labels a page's assets in a few queries (not one per row).
+func (u *UI) names(r *http.Request, ids []uuid.UUID, withNamespace bool) (map[uuid.UUID]string, error) {
+	sums, err := u.cfg.Catalog.Summaries(r.Context(), ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[uuid.UUID]string, len(sums))
+	for id, s := range sums {
+		out[id] = s.Name
+		if withNamespace {
+			out[id] = s.Namespace + " / " + s.Name
+		}
+	}
+	return out, nil
 }
 
 func (u *UI) audit(w http.ResponseWriter, r *http.Request) {

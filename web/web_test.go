@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -117,15 +118,8 @@ func TestPages(t *testing.T) {
 
 func readBody(r *http.Response) string {
 	defer r.Body.Close()
-	var b strings.Builder
-	buf := make([]byte, 64<<10)
-	for {
-		n, err := r.Body.Read(buf)
-		b.Write(buf[:n])
-		if err != nil {
-			return b.String()
-		}
-	}
+	b, _ := io.ReadAll(r.Body)
+	return string(b)
 }
 
 // TestSessions: a sign-in is kept in the database, so another replica (or a restart) knows it;
