@@ -18,6 +18,8 @@ type CleanupExemption struct {
 	config `json:"-"`
 	// ID of the ent.
 	ID uuid.UUID `json:"id,omitempty"`
+	// Kinds holds the value of the "kinds" field.
+	Kinds string `json:"kinds,omitempty"`
 	// Reason holds the value of the "reason" field.
 	Reason string `json:"reason,omitempty"`
 	// By holds the value of the "by" field.
@@ -32,7 +34,7 @@ func (*CleanupExemption) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
-		case cleanupexemption.FieldReason, cleanupexemption.FieldBy:
+		case cleanupexemption.FieldKinds, cleanupexemption.FieldReason, cleanupexemption.FieldBy:
 			values[i] = new(sql.NullString)
 		case cleanupexemption.FieldAt:
 			values[i] = new(sql.NullTime)
@@ -58,6 +60,12 @@ func (_m *CleanupExemption) assignValues(columns []string, values []any) error {
 				return fmt.Errorf("unexpected type %T for field id", values[i])
 			} else if value != nil {
 				_m.ID = *value
+			}
+		case cleanupexemption.FieldKinds:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field kinds", values[i])
+			} else if value.Valid {
+				_m.Kinds = value.String
 			}
 		case cleanupexemption.FieldReason:
 			if value, ok := values[i].(*sql.NullString); !ok {
@@ -113,6 +121,9 @@ func (_m *CleanupExemption) String() string {
 	var builder strings.Builder
 	builder.WriteString("CleanupExemption(")
 	builder.WriteString(fmt.Sprintf("id=%v, ", _m.ID))
+	builder.WriteString("kinds=")
+	builder.WriteString(_m.Kinds)
+	builder.WriteString(", ")
 	builder.WriteString("reason=")
 	builder.WriteString(_m.Reason)
 	builder.WriteString(", ")

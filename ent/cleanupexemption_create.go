@@ -21,6 +21,20 @@ type CleanupExemptionCreate struct {
 	hooks    []Hook
 }
 
+// SetKinds sets the "kinds" field.
+func (_c *CleanupExemptionCreate) SetKinds(v string) *CleanupExemptionCreate {
+	_c.mutation.SetKinds(v)
+	return _c
+}
+
+// SetNillableKinds sets the "kinds" field if the given value is not nil.
+func (_c *CleanupExemptionCreate) SetNillableKinds(v *string) *CleanupExemptionCreate {
+	if v != nil {
+		_c.SetKinds(*v)
+	}
+	return _c
+}
+
 // SetReason sets the "reason" field.
 func (_c *CleanupExemptionCreate) SetReason(v string) *CleanupExemptionCreate {
 	_c.mutation.SetReason(v)
@@ -96,6 +110,10 @@ func (_c *CleanupExemptionCreate) ExecX(ctx context.Context) {
 
 // defaults sets the default values of the builder before save.
 func (_c *CleanupExemptionCreate) defaults() {
+	if _, ok := _c.mutation.Kinds(); !ok {
+		v := cleanupexemption.DefaultKinds
+		_c.mutation.SetKinds(v)
+	}
 	if _, ok := _c.mutation.Reason(); !ok {
 		v := cleanupexemption.DefaultReason
 		_c.mutation.SetReason(v)
@@ -108,6 +126,9 @@ func (_c *CleanupExemptionCreate) defaults() {
 
 // check runs all checks and user-defined validators on the builder.
 func (_c *CleanupExemptionCreate) check() error {
+	if _, ok := _c.mutation.Kinds(); !ok {
+		return &ValidationError{Name: "kinds", err: errors.New(`ent: missing required field "CleanupExemption.kinds"`)}
+	}
 	if _, ok := _c.mutation.Reason(); !ok {
 		return &ValidationError{Name: "reason", err: errors.New(`ent: missing required field "CleanupExemption.reason"`)}
 	}
@@ -151,6 +172,10 @@ func (_c *CleanupExemptionCreate) createSpec() (*CleanupExemption, *sqlgraph.Cre
 	if id, ok := _c.mutation.ID(); ok {
 		_node.ID = id
 		_spec.ID.Value = &id
+	}
+	if value, ok := _c.mutation.Kinds(); ok {
+		_spec.SetField(cleanupexemption.FieldKinds, field.TypeString, value)
+		_node.Kinds = value
 	}
 	if value, ok := _c.mutation.Reason(); ok {
 		_spec.SetField(cleanupexemption.FieldReason, field.TypeString, value)

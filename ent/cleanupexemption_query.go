@@ -265,12 +265,12 @@ func (_q *CleanupExemptionQuery) Clone() *CleanupExemptionQuery {
 // Example:
 //
 //	var v []struct {
-//		Reason string `json:"reason,omitempty"`
+//		Kinds string `json:"kinds,omitempty"`
 //		Count int `json:"count,omitempty"`
 //	}
 //
 //	client.CleanupExemption.Query().
-//		GroupBy(cleanupexemption.FieldReason).
+//		GroupBy(cleanupexemption.FieldKinds).
 //		Aggregate(ent.Count()).
 //		Scan(ctx, &v)
 func (_q *CleanupExemptionQuery) GroupBy(field string, fields ...string) *CleanupExemptionGroupBy {
@@ -288,11 +288,11 @@ func (_q *CleanupExemptionQuery) GroupBy(field string, fields ...string) *Cleanu
 // Example:
 //
 //	var v []struct {
-//		Reason string `json:"reason,omitempty"`
+//		Kinds string `json:"kinds,omitempty"`
 //	}
 //
 //	client.CleanupExemption.Query().
-//		Select(cleanupexemption.FieldReason).
+//		Select(cleanupexemption.FieldKinds).
 //		Scan(ctx, &v)
 func (_q *CleanupExemptionQuery) Select(fields ...string) *CleanupExemptionSelect {
 	_q.ctx.Fields = append(_q.ctx.Fields, fields...)

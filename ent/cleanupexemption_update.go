@@ -28,6 +28,20 @@ func (_u *CleanupExemptionUpdate) Where(ps ...predicate.CleanupExemption) *Clean
 	return _u
 }
 
+// SetKinds sets the "kinds" field.
+func (_u *CleanupExemptionUpdate) SetKinds(v string) *CleanupExemptionUpdate {
+	_u.mutation.SetKinds(v)
+	return _u
+}
+
+// SetNillableKinds sets the "kinds" field if the given value is not nil.
+func (_u *CleanupExemptionUpdate) SetNillableKinds(v *string) *CleanupExemptionUpdate {
+	if v != nil {
+		_u.SetKinds(*v)
+	}
+	return _u
+}
+
 // SetReason sets the "reason" field.
 func (_u *CleanupExemptionUpdate) SetReason(v string) *CleanupExemptionUpdate {
 	_u.mutation.SetReason(v)
@@ -111,6 +125,9 @@ func (_u *CleanupExemptionUpdate) sqlSave(ctx context.Context) (_node int, err e
 			}
 		}
 	}
+	if value, ok := _u.mutation.Kinds(); ok {
+		_spec.SetField(cleanupexemption.FieldKinds, field.TypeString, value)
+	}
 	if value, ok := _u.mutation.Reason(); ok {
 		_spec.SetField(cleanupexemption.FieldReason, field.TypeString, value)
 	}
@@ -138,6 +155,20 @@ type CleanupExemptionUpdateOne struct {
 	fields   []string
 	hooks    []Hook
 	mutation *CleanupExemptionMutation
+}
+
+// SetKinds sets the "kinds" field.
+func (_u *CleanupExemptionUpdateOne) SetKinds(v string) *CleanupExemptionUpdateOne {
+	_u.mutation.SetKinds(v)
+	return _u
+}
+
+// SetNillableKinds sets the "kinds" field if the given value is not nil.
+func (_u *CleanupExemptionUpdateOne) SetNillableKinds(v *string) *CleanupExemptionUpdateOne {
+	if v != nil {
+		_u.SetKinds(*v)
+	}
+	return _u
 }
 
 // SetReason sets the "reason" field.
@@ -252,6 +283,9 @@ func (_u *CleanupExemptionUpdateOne) sqlSave(ctx context.Context) (_node *Cleanu
 				ps[i](selector)
 			}
 		}
+	}
+	if value, ok := _u.mutation.Kinds(); ok {
+		_spec.SetField(cleanupexemption.FieldKinds, field.TypeString, value)
 	}
 	if value, ok := _u.mutation.Reason(); ok {
 		_spec.SetField(cleanupexemption.FieldReason, field.TypeString, value)

@@ -37,7 +37,9 @@ type CleanupShardWalk struct {
 	// ListRequests holds the value of the "list_requests" field.
 	ListRequests int64 `json:"list_requests,omitempty"`
 	// Error holds the value of the "error" field.
-	Error        string `json:"error,omitempty"`
+	Error string `json:"error,omitempty"`
+	// TooSoon holds the value of the "too_soon" field.
+	TooSoon      bool `json:"too_soon,omitempty"`
 	selectValues sql.SelectValues
 }
 
@@ -46,6 +48,8 @@ func (*CleanupShardWalk) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
+		case cleanupshardwalk.FieldTooSoon:
+			values[i] = new(sql.NullBool)
 		case cleanupshardwalk.FieldEntries, cleanupshardwalk.FieldDuplicates, cleanupshardwalk.FieldListRequests:
 			values[i] = new(sql.NullInt64)
 		case cleanupshardwalk.FieldShard, cleanupshardwalk.FieldOutcome, cleanupshardwalk.FieldError:
@@ -136,6 +140,12 @@ func (_m *CleanupShardWalk) assignValues(columns []string, values []any) error {
 			} else if value.Valid {
 				_m.Error = value.String
 			}
+		case cleanupshardwalk.FieldTooSoon:
+			if value, ok := values[i].(*sql.NullBool); !ok {
+				return fmt.Errorf("unexpected type %T for field too_soon", values[i])
+			} else if value.Valid {
+				_m.TooSoon = value.Bool
+			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
 		}
@@ -203,6 +213,9 @@ func (_m *CleanupShardWalk) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("error=")
 	builder.WriteString(_m.Error)
+	builder.WriteString(", ")
+	builder.WriteString("too_soon=")
+	builder.WriteString(fmt.Sprintf("%v", _m.TooSoon))
 	builder.WriteByte(')')
 	return builder.String()
 }

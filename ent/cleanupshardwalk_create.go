@@ -121,6 +121,20 @@ func (_c *CleanupShardWalkCreate) SetNillableError(v *string) *CleanupShardWalkC
 	return _c
 }
 
+// SetTooSoon sets the "too_soon" field.
+func (_c *CleanupShardWalkCreate) SetTooSoon(v bool) *CleanupShardWalkCreate {
+	_c.mutation.SetTooSoon(v)
+	return _c
+}
+
+// SetNillableTooSoon sets the "too_soon" field if the given value is not nil.
+func (_c *CleanupShardWalkCreate) SetNillableTooSoon(v *bool) *CleanupShardWalkCreate {
+	if v != nil {
+		_c.SetTooSoon(*v)
+	}
+	return _c
+}
+
 // SetID sets the "id" field.
 func (_c *CleanupShardWalkCreate) SetID(v uuid.UUID) *CleanupShardWalkCreate {
 	_c.mutation.SetID(v)
@@ -186,6 +200,10 @@ func (_c *CleanupShardWalkCreate) defaults() {
 		v := cleanupshardwalk.DefaultError
 		_c.mutation.SetError(v)
 	}
+	if _, ok := _c.mutation.TooSoon(); !ok {
+		v := cleanupshardwalk.DefaultTooSoon
+		_c.mutation.SetTooSoon(v)
+	}
 	if _, ok := _c.mutation.ID(); !ok {
 		v := cleanupshardwalk.DefaultID()
 		_c.mutation.SetID(v)
@@ -225,6 +243,9 @@ func (_c *CleanupShardWalkCreate) check() error {
 	}
 	if _, ok := _c.mutation.Error(); !ok {
 		return &ValidationError{Name: "error", err: errors.New(`ent: missing required field "CleanupShardWalk.error"`)}
+	}
+	if _, ok := _c.mutation.TooSoon(); !ok {
+		return &ValidationError{Name: "too_soon", err: errors.New(`ent: missing required field "CleanupShardWalk.too_soon"`)}
 	}
 	return nil
 }
@@ -300,6 +321,10 @@ func (_c *CleanupShardWalkCreate) createSpec() (*CleanupShardWalk, *sqlgraph.Cre
 	if value, ok := _c.mutation.Error(); ok {
 		_spec.SetField(cleanupshardwalk.FieldError, field.TypeString, value)
 		_node.Error = value
+	}
+	if value, ok := _c.mutation.TooSoon(); ok {
+		_spec.SetField(cleanupshardwalk.FieldTooSoon, field.TypeBool, value)
+		_node.TooSoon = value
 	}
 	return _node, _spec
 }

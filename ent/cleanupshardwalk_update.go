@@ -139,6 +139,20 @@ func (_u *CleanupShardWalkUpdate) SetNillableError(v *string) *CleanupShardWalkU
 	return _u
 }
 
+// SetTooSoon sets the "too_soon" field.
+func (_u *CleanupShardWalkUpdate) SetTooSoon(v bool) *CleanupShardWalkUpdate {
+	_u.mutation.SetTooSoon(v)
+	return _u
+}
+
+// SetNillableTooSoon sets the "too_soon" field if the given value is not nil.
+func (_u *CleanupShardWalkUpdate) SetNillableTooSoon(v *bool) *CleanupShardWalkUpdate {
+	if v != nil {
+		_u.SetTooSoon(*v)
+	}
+	return _u
+}
+
 // Mutation returns the CleanupShardWalkMutation object of the builder.
 func (_u *CleanupShardWalkUpdate) Mutation() *CleanupShardWalkMutation {
 	return _u.mutation
@@ -222,6 +236,9 @@ func (_u *CleanupShardWalkUpdate) sqlSave(ctx context.Context) (_node int, err e
 	}
 	if value, ok := _u.mutation.Error(); ok {
 		_spec.SetField(cleanupshardwalk.FieldError, field.TypeString, value)
+	}
+	if value, ok := _u.mutation.TooSoon(); ok {
+		_spec.SetField(cleanupshardwalk.FieldTooSoon, field.TypeBool, value)
 	}
 	if _node, err = sqlgraph.UpdateNodes(ctx, _u.driver, _spec); err != nil {
 		if _, ok := err.(*sqlgraph.NotFoundError); ok {
@@ -354,6 +371,20 @@ func (_u *CleanupShardWalkUpdateOne) SetNillableError(v *string) *CleanupShardWa
 	return _u
 }
 
+// SetTooSoon sets the "too_soon" field.
+func (_u *CleanupShardWalkUpdateOne) SetTooSoon(v bool) *CleanupShardWalkUpdateOne {
+	_u.mutation.SetTooSoon(v)
+	return _u
+}
+
+// SetNillableTooSoon sets the "too_soon" field if the given value is not nil.
+func (_u *CleanupShardWalkUpdateOne) SetNillableTooSoon(v *bool) *CleanupShardWalkUpdateOne {
+	if v != nil {
+		_u.SetTooSoon(*v)
+	}
+	return _u
+}
+
 // Mutation returns the CleanupShardWalkMutation object of the builder.
 func (_u *CleanupShardWalkUpdateOne) Mutation() *CleanupShardWalkMutation {
 	return _u.mutation
@@ -467,6 +498,9 @@ func (_u *CleanupShardWalkUpdateOne) sqlSave(ctx context.Context) (_node *Cleanu
 	}
 	if value, ok := _u.mutation.Error(); ok {
 		_spec.SetField(cleanupshardwalk.FieldError, field.TypeString, value)
+	}
+	if value, ok := _u.mutation.TooSoon(); ok {
+		_spec.SetField(cleanupshardwalk.FieldTooSoon, field.TypeBool, value)
 	}
 	_node = &CleanupShardWalk{config: _u.config}
 	_spec.Assign = _node.assignValues

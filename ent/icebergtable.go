@@ -46,6 +46,8 @@ type IcebergTable struct {
 	ErrorAt *time.Time `json:"error_at,omitempty"`
 	// GoneAt holds the value of the "gone_at" field.
 	GoneAt *time.Time `json:"gone_at,omitempty"`
+	// MissingAt holds the value of the "missing_at" field.
+	MissingAt *time.Time `json:"missing_at,omitempty"`
 	// CreatedAt holds the value of the "created_at" field.
 	CreatedAt time.Time `json:"created_at,omitempty"`
 	// UpdatedAt holds the value of the "updated_at" field.
@@ -62,7 +64,7 @@ func (*IcebergTable) scanValues(columns []string) ([]any, error) {
 			values[i] = new(sql.NullInt64)
 		case icebergtable.FieldConnection, icebergtable.FieldIdentifier, icebergtable.FieldTableUUID, icebergtable.FieldLocation, icebergtable.FieldMetadataLocation, icebergtable.FieldInspection, icebergtable.FieldHealth, icebergtable.FieldError:
 			values[i] = new(sql.NullString)
-		case icebergtable.FieldLastUpdatedAt, icebergtable.FieldRefreshedAt, icebergtable.FieldErrorAt, icebergtable.FieldGoneAt, icebergtable.FieldCreatedAt, icebergtable.FieldUpdatedAt:
+		case icebergtable.FieldLastUpdatedAt, icebergtable.FieldRefreshedAt, icebergtable.FieldErrorAt, icebergtable.FieldGoneAt, icebergtable.FieldMissingAt, icebergtable.FieldCreatedAt, icebergtable.FieldUpdatedAt:
 			values[i] = new(sql.NullTime)
 		case icebergtable.FieldID:
 			values[i] = new(uuid.UUID)
@@ -176,6 +178,13 @@ func (_m *IcebergTable) assignValues(columns []string, values []any) error {
 				_m.GoneAt = new(time.Time)
 				*_m.GoneAt = value.Time
 			}
+		case icebergtable.FieldMissingAt:
+			if value, ok := values[i].(*sql.NullTime); !ok {
+				return fmt.Errorf("unexpected type %T for field missing_at", values[i])
+			} else if value.Valid {
+				_m.MissingAt = new(time.Time)
+				*_m.MissingAt = value.Time
+			}
 		case icebergtable.FieldCreatedAt:
 			if value, ok := values[i].(*sql.NullTime); !ok {
 				return fmt.Errorf("unexpected type %T for field created_at", values[i])
@@ -273,6 +282,11 @@ func (_m *IcebergTable) String() string {
 	builder.WriteString(", ")
 	if v := _m.GoneAt; v != nil {
 		builder.WriteString("gone_at=")
+		builder.WriteString(v.Format(time.ANSIC))
+	}
+	builder.WriteString(", ")
+	if v := _m.MissingAt; v != nil {
+		builder.WriteString("missing_at=")
 		builder.WriteString(v.Format(time.ANSIC))
 	}
 	builder.WriteString(", ")

@@ -193,6 +193,20 @@ func (_c *IcebergTableCreate) SetNillableGoneAt(v *time.Time) *IcebergTableCreat
 	return _c
 }
 
+// SetMissingAt sets the "missing_at" field.
+func (_c *IcebergTableCreate) SetMissingAt(v time.Time) *IcebergTableCreate {
+	_c.mutation.SetMissingAt(v)
+	return _c
+}
+
+// SetNillableMissingAt sets the "missing_at" field if the given value is not nil.
+func (_c *IcebergTableCreate) SetNillableMissingAt(v *time.Time) *IcebergTableCreate {
+	if v != nil {
+		_c.SetMissingAt(*v)
+	}
+	return _c
+}
+
 // SetCreatedAt sets the "created_at" field.
 func (_c *IcebergTableCreate) SetCreatedAt(v time.Time) *IcebergTableCreate {
 	_c.mutation.SetCreatedAt(v)
@@ -397,6 +411,10 @@ func (_c *IcebergTableCreate) createSpec() (*IcebergTable, *sqlgraph.CreateSpec)
 	if value, ok := _c.mutation.GoneAt(); ok {
 		_spec.SetField(icebergtable.FieldGoneAt, field.TypeTime, value)
 		_node.GoneAt = &value
+	}
+	if value, ok := _c.mutation.MissingAt(); ok {
+		_spec.SetField(icebergtable.FieldMissingAt, field.TypeTime, value)
+		_node.MissingAt = &value
 	}
 	if value, ok := _c.mutation.CreatedAt(); ok {
 		_spec.SetField(icebergtable.FieldCreatedAt, field.TypeTime, value)

@@ -268,6 +268,26 @@ func (_u *IcebergTableUpdate) ClearGoneAt() *IcebergTableUpdate {
 	return _u
 }
 
+// SetMissingAt sets the "missing_at" field.
+func (_u *IcebergTableUpdate) SetMissingAt(v time.Time) *IcebergTableUpdate {
+	_u.mutation.SetMissingAt(v)
+	return _u
+}
+
+// SetNillableMissingAt sets the "missing_at" field if the given value is not nil.
+func (_u *IcebergTableUpdate) SetNillableMissingAt(v *time.Time) *IcebergTableUpdate {
+	if v != nil {
+		_u.SetMissingAt(*v)
+	}
+	return _u
+}
+
+// ClearMissingAt clears the value of the "missing_at" field.
+func (_u *IcebergTableUpdate) ClearMissingAt() *IcebergTableUpdate {
+	_u.mutation.ClearMissingAt()
+	return _u
+}
+
 // SetUpdatedAt sets the "updated_at" field.
 func (_u *IcebergTableUpdate) SetUpdatedAt(v time.Time) *IcebergTableUpdate {
 	_u.mutation.SetUpdatedAt(v)
@@ -385,6 +405,12 @@ func (_u *IcebergTableUpdate) sqlSave(ctx context.Context) (_node int, err error
 	}
 	if _u.mutation.GoneAtCleared() {
 		_spec.ClearField(icebergtable.FieldGoneAt, field.TypeTime)
+	}
+	if value, ok := _u.mutation.MissingAt(); ok {
+		_spec.SetField(icebergtable.FieldMissingAt, field.TypeTime, value)
+	}
+	if _u.mutation.MissingAtCleared() {
+		_spec.ClearField(icebergtable.FieldMissingAt, field.TypeTime)
 	}
 	if value, ok := _u.mutation.UpdatedAt(); ok {
 		_spec.SetField(icebergtable.FieldUpdatedAt, field.TypeTime, value)
@@ -649,6 +675,26 @@ func (_u *IcebergTableUpdateOne) ClearGoneAt() *IcebergTableUpdateOne {
 	return _u
 }
 
+// SetMissingAt sets the "missing_at" field.
+func (_u *IcebergTableUpdateOne) SetMissingAt(v time.Time) *IcebergTableUpdateOne {
+	_u.mutation.SetMissingAt(v)
+	return _u
+}
+
+// SetNillableMissingAt sets the "missing_at" field if the given value is not nil.
+func (_u *IcebergTableUpdateOne) SetNillableMissingAt(v *time.Time) *IcebergTableUpdateOne {
+	if v != nil {
+		_u.SetMissingAt(*v)
+	}
+	return _u
+}
+
+// ClearMissingAt clears the value of the "missing_at" field.
+func (_u *IcebergTableUpdateOne) ClearMissingAt() *IcebergTableUpdateOne {
+	_u.mutation.ClearMissingAt()
+	return _u
+}
+
 // SetUpdatedAt sets the "updated_at" field.
 func (_u *IcebergTableUpdateOne) SetUpdatedAt(v time.Time) *IcebergTableUpdateOne {
 	_u.mutation.SetUpdatedAt(v)
@@ -796,6 +842,12 @@ func (_u *IcebergTableUpdateOne) sqlSave(ctx context.Context) (_node *IcebergTab
 	}
 	if _u.mutation.GoneAtCleared() {
 		_spec.ClearField(icebergtable.FieldGoneAt, field.TypeTime)
+	}
+	if value, ok := _u.mutation.MissingAt(); ok {
+		_spec.SetField(icebergtable.FieldMissingAt, field.TypeTime, value)
+	}
+	if _u.mutation.MissingAtCleared() {
+		_spec.ClearField(icebergtable.FieldMissingAt, field.TypeTime)
 	}
 	if value, ok := _u.mutation.UpdatedAt(); ok {
 		_spec.SetField(icebergtable.FieldUpdatedAt, field.TypeTime, value)

@@ -3624,6 +3624,7 @@ type CleanupExemptionMutation struct {
 	op            Op
 	typ           string
 	id            *uuid.UUID
+	kinds         *string
 	reason        *string
 	by            *string
 	at            *time.Time
@@ -3735,6 +3736,42 @@ func (m *CleanupExemptionMutation) IDs(ctx context.Context) ([]uuid.UUID, error)
 	default:
 		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
 	}
+}
+
+// SetKinds sets the "kinds" field.
+func (m *CleanupExemptionMutation) SetKinds(s string) {
+	m.kinds = &s
+}
+
+// Kinds returns the value of the "kinds" field in the mutation.
+func (m *CleanupExemptionMutation) Kinds() (r string, exists bool) {
+	v := m.kinds
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldKinds returns the old "kinds" field's value of the CleanupExemption entity.
+// If the CleanupExemption object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupExemptionMutation) OldKinds(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldKinds is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldKinds requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldKinds: %w", err)
+	}
+	return oldValue.Kinds, nil
+}
+
+// ResetKinds resets all changes to the "kinds" field.
+func (m *CleanupExemptionMutation) ResetKinds() {
+	m.kinds = nil
 }
 
 // SetReason sets the "reason" field.
@@ -3879,7 +3916,10 @@ func (m *CleanupExemptionMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *CleanupExemptionMutation) Fields() []string {
-	fields := make([]string, 0, 3)
+	fields := make([]string, 0, 4)
+	if m.kinds != nil {
+		fields = append(fields, cleanupexemption.FieldKinds)
+	}
 	if m.reason != nil {
 		fields = append(fields, cleanupexemption.FieldReason)
 	}
@@ -3897,6 +3937,8 @@ func (m *CleanupExemptionMutation) Fields() []string {
 // schema.
 func (m *CleanupExemptionMutation) Field(name string) (ent.Value, bool) {
 	switch name {
+	case cleanupexemption.FieldKinds:
+		return m.Kinds()
 	case cleanupexemption.FieldReason:
 		return m.Reason()
 	case cleanupexemption.FieldBy:
@@ -3912,6 +3954,8 @@ func (m *CleanupExemptionMutation) Field(name string) (ent.Value, bool) {
 // database failed.
 func (m *CleanupExemptionMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
 	switch name {
+	case cleanupexemption.FieldKinds:
+		return m.OldKinds(ctx)
 	case cleanupexemption.FieldReason:
 		return m.OldReason(ctx)
 	case cleanupexemption.FieldBy:
@@ -3927,6 +3971,13 @@ func (m *CleanupExemptionMutation) OldField(ctx context.Context, name string) (e
 // type.
 func (m *CleanupExemptionMutation) SetField(name string, value ent.Value) error {
 	switch name {
+	case cleanupexemption.FieldKinds:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetKinds(v)
+		return nil
 	case cleanupexemption.FieldReason:
 		v, ok := value.(string)
 		if !ok {
@@ -3997,6 +4048,9 @@ func (m *CleanupExemptionMutation) ClearField(name string) error {
 // It returns an error if the field is not defined in the schema.
 func (m *CleanupExemptionMutation) ResetField(name string) error {
 	switch name {
+	case cleanupexemption.FieldKinds:
+		m.ResetKinds()
+		return nil
 	case cleanupexemption.FieldReason:
 		m.ResetReason()
 		return nil
@@ -6194,6 +6248,7 @@ type CleanupShardWalkMutation struct {
 	list_requests    *int64
 	addlist_requests *int64
 	error            *string
+	too_soon         *bool
 	clearedFields    map[string]struct{}
 	done             bool
 	oldValue         func(context.Context) (*CleanupShardWalk, error)
@@ -6737,6 +6792,42 @@ func (m *CleanupShardWalkMutation) ResetError() {
 	m.error = nil
 }
 
+// SetTooSoon sets the "too_soon" field.
+func (m *CleanupShardWalkMutation) SetTooSoon(b bool) {
+	m.too_soon = &b
+}
+
+// TooSoon returns the value of the "too_soon" field in the mutation.
+func (m *CleanupShardWalkMutation) TooSoon() (r bool, exists bool) {
+	v := m.too_soon
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTooSoon returns the old "too_soon" field's value of the CleanupShardWalk entity.
+// If the CleanupShardWalk object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupShardWalkMutation) OldTooSoon(ctx context.Context) (v bool, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTooSoon is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTooSoon requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTooSoon: %w", err)
+	}
+	return oldValue.TooSoon, nil
+}
+
+// ResetTooSoon resets all changes to the "too_soon" field.
+func (m *CleanupShardWalkMutation) ResetTooSoon() {
+	m.too_soon = nil
+}
+
 // Where appends a list predicates to the CleanupShardWalkMutation builder.
 func (m *CleanupShardWalkMutation) Where(ps ...predicate.CleanupShardWalk) {
 	m.predicates = append(m.predicates, ps...)
@@ -6771,7 +6862,7 @@ func (m *CleanupShardWalkMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *CleanupShardWalkMutation) Fields() []string {
-	fields := make([]string, 0, 10)
+	fields := make([]string, 0, 11)
 	if m.scan_id != nil {
 		fields = append(fields, cleanupshardwalk.FieldScanID)
 	}
@@ -6802,6 +6893,9 @@ func (m *CleanupShardWalkMutation) Fields() []string {
 	if m.error != nil {
 		fields = append(fields, cleanupshardwalk.FieldError)
 	}
+	if m.too_soon != nil {
+		fields = append(fields, cleanupshardwalk.FieldTooSoon)
+	}
 	return fields
 }
 
@@ -6830,6 +6924,8 @@ func (m *CleanupShardWalkMutation) Field(name string) (ent.Value, bool) {
 		return m.ListRequests()
 	case cleanupshardwalk.FieldError:
 		return m.Error()
+	case cleanupshardwalk.FieldTooSoon:
+		return m.TooSoon()
 	}
 	return nil, false
 }
@@ -6859,6 +6955,8 @@ func (m *CleanupShardWalkMutation) OldField(ctx context.Context, name string) (e
 		return m.OldListRequests(ctx)
 	case cleanupshardwalk.FieldError:
 		return m.OldError(ctx)
+	case cleanupshardwalk.FieldTooSoon:
+		return m.OldTooSoon(ctx)
 	}
 	return nil, fmt.Errorf("unknown CleanupShardWalk field %s", name)
 }
@@ -6937,6 +7035,13 @@ func (m *CleanupShardWalkMutation) SetField(name string, value ent.Value) error 
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetError(v)
+		return nil
+	case cleanupshardwalk.FieldTooSoon:
+		v, ok := value.(bool)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTooSoon(v)
 		return nil
 	}
 	return fmt.Errorf("unknown CleanupShardWalk field %s", name)
@@ -7064,6 +7169,9 @@ func (m *CleanupShardWalkMutation) ResetField(name string) error {
 		return nil
 	case cleanupshardwalk.FieldError:
 		m.ResetError()
+		return nil
+	case cleanupshardwalk.FieldTooSoon:
+		m.ResetTooSoon()
 		return nil
 	}
 	return fmt.Errorf("unknown CleanupShardWalk field %s", name)
@@ -9517,6 +9625,7 @@ type IcebergTableMutation struct {
 	error                  *string
 	error_at               *time.Time
 	gone_at                *time.Time
+	missing_at             *time.Time
 	created_at             *time.Time
 	updated_at             *time.Time
 	clearedFields          map[string]struct{}
@@ -10239,6 +10348,55 @@ func (m *IcebergTableMutation) ResetGoneAt() {
 	delete(m.clearedFields, icebergtable.FieldGoneAt)
 }
 
+// SetMissingAt sets the "missing_at" field.
+func (m *IcebergTableMutation) SetMissingAt(t time.Time) {
+	m.missing_at = &t
+}
+
+// MissingAt returns the value of the "missing_at" field in the mutation.
+func (m *IcebergTableMutation) MissingAt() (r time.Time, exists bool) {
+	v := m.missing_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldMissingAt returns the old "missing_at" field's value of the IcebergTable entity.
+// If the IcebergTable object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergTableMutation) OldMissingAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldMissingAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldMissingAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldMissingAt: %w", err)
+	}
+	return oldValue.MissingAt, nil
+}
+
+// ClearMissingAt clears the value of the "missing_at" field.
+func (m *IcebergTableMutation) ClearMissingAt() {
+	m.missing_at = nil
+	m.clearedFields[icebergtable.FieldMissingAt] = struct{}{}
+}
+
+// MissingAtCleared returns if the "missing_at" field was cleared in this mutation.
+func (m *IcebergTableMutation) MissingAtCleared() bool {
+	_, ok := m.clearedFields[icebergtable.FieldMissingAt]
+	return ok
+}
+
+// ResetMissingAt resets all changes to the "missing_at" field.
+func (m *IcebergTableMutation) ResetMissingAt() {
+	m.missing_at = nil
+	delete(m.clearedFields, icebergtable.FieldMissingAt)
+}
+
 // SetCreatedAt sets the "created_at" field.
 func (m *IcebergTableMutation) SetCreatedAt(t time.Time) {
 	m.created_at = &t
@@ -10345,7 +10503,7 @@ func (m *IcebergTableMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *IcebergTableMutation) Fields() []string {
-	fields := make([]string, 0, 16)
+	fields := make([]string, 0, 17)
 	if m.connection != nil {
 		fields = append(fields, icebergtable.FieldConnection)
 	}
@@ -10387,6 +10545,9 @@ func (m *IcebergTableMutation) Fields() []string {
 	}
 	if m.gone_at != nil {
 		fields = append(fields, icebergtable.FieldGoneAt)
+	}
+	if m.missing_at != nil {
+		fields = append(fields, icebergtable.FieldMissingAt)
 	}
 	if m.created_at != nil {
 		fields = append(fields, icebergtable.FieldCreatedAt)
@@ -10430,6 +10591,8 @@ func (m *IcebergTableMutation) Field(name string) (ent.Value, bool) {
 		return m.ErrorAt()
 	case icebergtable.FieldGoneAt:
 		return m.GoneAt()
+	case icebergtable.FieldMissingAt:
+		return m.MissingAt()
 	case icebergtable.FieldCreatedAt:
 		return m.CreatedAt()
 	case icebergtable.FieldUpdatedAt:
@@ -10471,6 +10634,8 @@ func (m *IcebergTableMutation) OldField(ctx context.Context, name string) (ent.V
 		return m.OldErrorAt(ctx)
 	case icebergtable.FieldGoneAt:
 		return m.OldGoneAt(ctx)
+	case icebergtable.FieldMissingAt:
+		return m.OldMissingAt(ctx)
 	case icebergtable.FieldCreatedAt:
 		return m.OldCreatedAt(ctx)
 	case icebergtable.FieldUpdatedAt:
@@ -10582,6 +10747,13 @@ func (m *IcebergTableMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetGoneAt(v)
 		return nil
+	case icebergtable.FieldMissingAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetMissingAt(v)
+		return nil
 	case icebergtable.FieldCreatedAt:
 		v, ok := value.(time.Time)
 		if !ok {
@@ -10668,6 +10840,9 @@ func (m *IcebergTableMutation) ClearedFields() []string {
 	if m.FieldCleared(icebergtable.FieldGoneAt) {
 		fields = append(fields, icebergtable.FieldGoneAt)
 	}
+	if m.FieldCleared(icebergtable.FieldMissingAt) {
+		fields = append(fields, icebergtable.FieldMissingAt)
+	}
 	return fields
 }
 
@@ -10696,6 +10871,9 @@ func (m *IcebergTableMutation) ClearField(name string) error {
 		return nil
 	case icebergtable.FieldGoneAt:
 		m.ClearGoneAt()
+		return nil
+	case icebergtable.FieldMissingAt:
+		m.ClearMissingAt()
 		return nil
 	}
 	return fmt.Errorf("unknown IcebergTable nullable field %s", name)
@@ -10746,6 +10924,9 @@ func (m *IcebergTableMutation) ResetField(name string) error {
 		return nil
 	case icebergtable.FieldGoneAt:
 		m.ResetGoneAt()
+		return nil
+	case icebergtable.FieldMissingAt:
+		m.ResetMissingAt()
 		return nil
 	case icebergtable.FieldCreatedAt:
 		m.ResetCreatedAt()

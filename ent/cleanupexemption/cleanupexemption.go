@@ -11,6 +11,8 @@ const (
 	Label = "cleanup_exemption"
 	// FieldID holds the string denoting the id field in the database.
 	FieldID = "id"
+	// FieldKinds holds the string denoting the kinds field in the database.
+	FieldKinds = "kinds"
 	// FieldReason holds the string denoting the reason field in the database.
 	FieldReason = "reason"
 	// FieldBy holds the string denoting the by field in the database.
@@ -24,6 +26,7 @@ const (
 // Columns holds all SQL columns for cleanupexemption fields.
 var Columns = []string{
 	FieldID,
+	FieldKinds,
 	FieldReason,
 	FieldBy,
 	FieldAt,
@@ -40,6 +43,8 @@ func ValidColumn(column string) bool {
 }
 
 var (
+	// DefaultKinds holds the default value on creation for the "kinds" field.
+	DefaultKinds string
 	// DefaultReason holds the default value on creation for the "reason" field.
 	DefaultReason string
 	// DefaultBy holds the default value on creation for the "by" field.
@@ -52,6 +57,11 @@ type OrderOption func(*sql.Selector)
 // ByID orders the results by the id field.
 func ByID(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldID, opts...).ToFunc()
+}
+
+// ByKinds orders the results by the kinds field.
+func ByKinds(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldKinds, opts...).ToFunc()
 }
 
 // ByReason orders the results by the reason field.

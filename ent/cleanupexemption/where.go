@@ -55,6 +55,11 @@ func IDLTE(id uuid.UUID) predicate.CleanupExemption {
 	return predicate.CleanupExemption(sql.FieldLTE(FieldID, id))
 }
 
+// Kinds applies equality check predicate on the "kinds" field. It's identical to KindsEQ.
+func Kinds(v string) predicate.CleanupExemption {
+	return predicate.CleanupExemption(sql.FieldEQ(FieldKinds, v))
+}
+
 // Reason applies equality check predicate on the "reason" field. It's identical to ReasonEQ.
 func Reason(v string) predicate.CleanupExemption {
 	return predicate.CleanupExemption(sql.FieldEQ(FieldReason, v))
@@ -68,6 +73,71 @@ func By(v string) predicate.CleanupExemption {
 // At applies equality check predicate on the "at" field. It's identical to AtEQ.
 func At(v time.Time) predicate.CleanupExemption {
 	return predicate.CleanupExemption(sql.FieldEQ(FieldAt, v))
+}
+
+// KindsEQ applies the EQ predicate on the "kinds" field.
+func KindsEQ(v string) predicate.CleanupExemption {
+	return predicate.CleanupExemption(sql.FieldEQ(FieldKinds, v))
+}
+
+// KindsNEQ applies the NEQ predicate on the "kinds" field.
+func KindsNEQ(v string) predicate.CleanupExemption {
+	return predicate.CleanupExemption(sql.FieldNEQ(FieldKinds, v))
+}
+
+// KindsIn applies the In predicate on the "kinds" field.
+func KindsIn(vs ...string) predicate.CleanupExemption {
+	return predicate.CleanupExemption(sql.FieldIn(FieldKinds, vs...))
+}
+
+// KindsNotIn applies the NotIn predicate on the "kinds" field.
+func KindsNotIn(vs ...string) predicate.CleanupExemption {
+	return predicate.CleanupExemption(sql.FieldNotIn(FieldKinds, vs...))
+}
+
+// KindsGT applies the GT predicate on the "kinds" field.
+func KindsGT(v string) predicate.CleanupExemption {
+	return predicate.CleanupExemption(sql.FieldGT(FieldKinds, v))
+}
+
+// KindsGTE applies the GTE predicate on the "kinds" field.
+func KindsGTE(v string) predicate.CleanupExemption {
+	return predicate.CleanupExemption(sql.FieldGTE(FieldKinds, v))
+}
+
+// KindsLT applies the LT predicate on the "kinds" field.
+func KindsLT(v string) predicate.CleanupExemption {
+	return predicate.CleanupExemption(sql.FieldLT(FieldKinds, v))
+}
+
+// KindsLTE applies the LTE predicate on the "kinds" field.
+func KindsLTE(v string) predicate.CleanupExemption {
+	return predicate.CleanupExemption(sql.FieldLTE(FieldKinds, v))
+}
+
+// KindsContains applies the Contains predicate on the "kinds" field.
+func KindsContains(v string) predicate.CleanupExemption {
+	return predicate.CleanupExemption(sql.FieldContains(FieldKinds, v))
+}
+
+// KindsHasPrefix applies the HasPrefix predicate on the "kinds" field.
+func KindsHasPrefix(v string) predicate.CleanupExemption {
+	return predicate.CleanupExemption(sql.FieldHasPrefix(FieldKinds, v))
+}
+
+// KindsHasSuffix applies the HasSuffix predicate on the "kinds" field.
+func KindsHasSuffix(v string) predicate.CleanupExemption {
+	return predicate.CleanupExemption(sql.FieldHasSuffix(FieldKinds, v))
+}
+
+// KindsEqualFold applies the EqualFold predicate on the "kinds" field.
+func KindsEqualFold(v string) predicate.CleanupExemption {
+	return predicate.CleanupExemption(sql.FieldEqualFold(FieldKinds, v))
+}
+
+// KindsContainsFold applies the ContainsFold predicate on the "kinds" field.
+func KindsContainsFold(v string) predicate.CleanupExemption {
+	return predicate.CleanupExemption(sql.FieldContainsFold(FieldKinds, v))
 }
 
 // ReasonEQ applies the EQ predicate on the "reason" field.

@@ -34,6 +34,8 @@ const (
 	FieldListRequests = "list_requests"
 	// FieldError holds the string denoting the error field in the database.
 	FieldError = "error"
+	// FieldTooSoon holds the string denoting the too_soon field in the database.
+	FieldTooSoon = "too_soon"
 	// Table holds the table name of the cleanupshardwalk in the database.
 	Table = "cleanup_shard_walks"
 )
@@ -51,6 +53,7 @@ var Columns = []string{
 	FieldDuplicates,
 	FieldListRequests,
 	FieldError,
+	FieldTooSoon,
 }
 
 // ValidColumn reports if the column name is valid (part of the table columns).
@@ -72,6 +75,8 @@ var (
 	DefaultListRequests int64
 	// DefaultError holds the default value on creation for the "error" field.
 	DefaultError string
+	// DefaultTooSoon holds the default value on creation for the "too_soon" field.
+	DefaultTooSoon bool
 	// DefaultID holds the default value on creation for the "id" field.
 	DefaultID func() uuid.UUID
 )
@@ -159,4 +164,9 @@ func ByListRequests(opts ...sql.OrderTermOption) OrderOption {
 // ByError orders the results by the error field.
 func ByError(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldError, opts...).ToFunc()
+}
+
+// ByTooSoon orders the results by the too_soon field.
+func ByTooSoon(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldTooSoon, opts...).ToFunc()
 }

@@ -100,6 +100,11 @@ func Error(v string) predicate.CleanupShardWalk {
 	return predicate.CleanupShardWalk(sql.FieldEQ(FieldError, v))
 }
 
+// TooSoon applies equality check predicate on the "too_soon" field. It's identical to TooSoonEQ.
+func TooSoon(v bool) predicate.CleanupShardWalk {
+	return predicate.CleanupShardWalk(sql.FieldEQ(FieldTooSoon, v))
+}
+
 // ScanIDEQ applies the EQ predicate on the "scan_id" field.
 func ScanIDEQ(v uuid.UUID) predicate.CleanupShardWalk {
 	return predicate.CleanupShardWalk(sql.FieldEQ(FieldScanID, v))
@@ -538,6 +543,16 @@ func ErrorEqualFold(v string) predicate.CleanupShardWalk {
 // ErrorContainsFold applies the ContainsFold predicate on the "error" field.
 func ErrorContainsFold(v string) predicate.CleanupShardWalk {
 	return predicate.CleanupShardWalk(sql.FieldContainsFold(FieldError, v))
+}
+
+// TooSoonEQ applies the EQ predicate on the "too_soon" field.
+func TooSoonEQ(v bool) predicate.CleanupShardWalk {
+	return predicate.CleanupShardWalk(sql.FieldEQ(FieldTooSoon, v))
+}
+
+// TooSoonNEQ applies the NEQ predicate on the "too_soon" field.
+func TooSoonNEQ(v bool) predicate.CleanupShardWalk {
+	return predicate.CleanupShardWalk(sql.FieldNEQ(FieldTooSoon, v))
 }
 
 // And groups predicates with the AND operator between them.

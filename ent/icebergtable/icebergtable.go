@@ -39,6 +39,8 @@ const (
 	FieldErrorAt = "error_at"
 	// FieldGoneAt holds the string denoting the gone_at field in the database.
 	FieldGoneAt = "gone_at"
+	// FieldMissingAt holds the string denoting the missing_at field in the database.
+	FieldMissingAt = "missing_at"
 	// FieldCreatedAt holds the string denoting the created_at field in the database.
 	FieldCreatedAt = "created_at"
 	// FieldUpdatedAt holds the string denoting the updated_at field in the database.
@@ -64,6 +66,7 @@ var Columns = []string{
 	FieldError,
 	FieldErrorAt,
 	FieldGoneAt,
+	FieldMissingAt,
 	FieldCreatedAt,
 	FieldUpdatedAt,
 }
@@ -169,6 +172,11 @@ func ByErrorAt(opts ...sql.OrderTermOption) OrderOption {
 // ByGoneAt orders the results by the gone_at field.
 func ByGoneAt(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldGoneAt, opts...).ToFunc()
+}
+
+// ByMissingAt orders the results by the missing_at field.
+func ByMissingAt(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldMissingAt, opts...).ToFunc()
 }
 
 // ByCreatedAt orders the results by the created_at field.

@@ -125,6 +125,11 @@ func GoneAt(v time.Time) predicate.IcebergTable {
 	return predicate.IcebergTable(sql.FieldEQ(FieldGoneAt, v))
 }
 
+// MissingAt applies equality check predicate on the "missing_at" field. It's identical to MissingAtEQ.
+func MissingAt(v time.Time) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldEQ(FieldMissingAt, v))
+}
+
 // CreatedAt applies equality check predicate on the "created_at" field. It's identical to CreatedAtEQ.
 func CreatedAt(v time.Time) predicate.IcebergTable {
 	return predicate.IcebergTable(sql.FieldEQ(FieldCreatedAt, v))
@@ -943,6 +948,56 @@ func GoneAtIsNil() predicate.IcebergTable {
 // GoneAtNotNil applies the NotNil predicate on the "gone_at" field.
 func GoneAtNotNil() predicate.IcebergTable {
 	return predicate.IcebergTable(sql.FieldNotNull(FieldGoneAt))
+}
+
+// MissingAtEQ applies the EQ predicate on the "missing_at" field.
+func MissingAtEQ(v time.Time) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldEQ(FieldMissingAt, v))
+}
+
+// MissingAtNEQ applies the NEQ predicate on the "missing_at" field.
+func MissingAtNEQ(v time.Time) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldNEQ(FieldMissingAt, v))
+}
+
+// MissingAtIn applies the In predicate on the "missing_at" field.
+func MissingAtIn(vs ...time.Time) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldIn(FieldMissingAt, vs...))
+}
+
+// MissingAtNotIn applies the NotIn predicate on the "missing_at" field.
+func MissingAtNotIn(vs ...time.Time) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldNotIn(FieldMissingAt, vs...))
+}
+
+// MissingAtGT applies the GT predicate on the "missing_at" field.
+func MissingAtGT(v time.Time) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldGT(FieldMissingAt, v))
+}
+
+// MissingAtGTE applies the GTE predicate on the "missing_at" field.
+func MissingAtGTE(v time.Time) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldGTE(FieldMissingAt, v))
+}
+
+// MissingAtLT applies the LT predicate on the "missing_at" field.
+func MissingAtLT(v time.Time) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldLT(FieldMissingAt, v))
+}
+
+// MissingAtLTE applies the LTE predicate on the "missing_at" field.
+func MissingAtLTE(v time.Time) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldLTE(FieldMissingAt, v))
+}
+
+// MissingAtIsNil applies the IsNil predicate on the "missing_at" field.
+func MissingAtIsNil() predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldIsNull(FieldMissingAt))
+}
+
+// MissingAtNotNil applies the NotNil predicate on the "missing_at" field.
+func MissingAtNotNil() predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldNotNull(FieldMissingAt))
 }
 
 // CreatedAtEQ applies the EQ predicate on the "created_at" field.

@@ -154,6 +154,7 @@ var (
 	// CleanupExemptionsColumns holds the columns for the "cleanup_exemptions" table.
 	CleanupExemptionsColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeUUID},
+		{Name: "kinds", Type: field.TypeString, Default: "unused_asset"},
 		{Name: "reason", Type: field.TypeString, Size: 2147483647, Default: ""},
 		{Name: "by", Type: field.TypeString, Default: ""},
 		{Name: "at", Type: field.TypeTime},
@@ -254,6 +255,7 @@ var (
 		{Name: "duplicates", Type: field.TypeInt64, Default: 0},
 		{Name: "list_requests", Type: field.TypeInt64, Default: 0},
 		{Name: "error", Type: field.TypeString, Size: 2147483647, Default: ""},
+		{Name: "too_soon", Type: field.TypeBool, Default: false},
 	}
 	// CleanupShardWalksTable holds the schema information for the "cleanup_shard_walks" table.
 	CleanupShardWalksTable = &schema.Table{
@@ -384,6 +386,7 @@ var (
 		{Name: "error", Type: field.TypeString, Size: 2147483647, Default: ""},
 		{Name: "error_at", Type: field.TypeTime, Nullable: true},
 		{Name: "gone_at", Type: field.TypeTime, Nullable: true},
+		{Name: "missing_at", Type: field.TypeTime, Nullable: true},
 		{Name: "created_at", Type: field.TypeTime},
 		{Name: "updated_at", Type: field.TypeTime},
 	}
@@ -572,9 +575,9 @@ var (
 	// ProposalsColumns holds the columns for the "proposals" table.
 	ProposalsColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeUUID},
-		{Name: "kind", Type: field.TypeEnum, Enums: []string{"orphan_files", "unused_asset", "expire_snapshots", "dangling_reference"}},
+		{Name: "kind", Type: field.TypeEnum, Enums: []string{"orphan_files", "unused_asset", "expire_snapshots", "dangling_reference", "shared_location"}},
 		{Name: "asset_id", Type: field.TypeUUID},
-		{Name: "state", Type: field.TypeEnum, Enums: []string{"open", "approved", "executing", "executed", "failed", "rejected", "withdrawn", "expired"}},
+		{Name: "state", Type: field.TypeEnum, Enums: []string{"open", "approved", "executing", "executed", "failed", "stopped", "rejected", "withdrawn", "expired"}},
 		{Name: "severity", Type: field.TypeEnum, Enums: []string{"normal", "high"}, Default: "normal"},
 		{Name: "evidence", Type: field.TypeString, Size: 2147483647},
 		{Name: "reason", Type: field.TypeString, Size: 2147483647, Default: ""},

@@ -97,6 +97,7 @@ const (
 	KindUnusedAsset       Kind = "unused_asset"
 	KindExpireSnapshots   Kind = "expire_snapshots"
 	KindDanglingReference Kind = "dangling_reference"
+	KindSharedLocation    Kind = "shared_location"
 )
 
 func (k Kind) String() string {
@@ -106,7 +107,7 @@ func (k Kind) String() string {
 // KindValidator is a validator for the "kind" field enum values. It is called by the builders before save.
 func KindValidator(k Kind) error {
 	switch k {
-	case KindOrphanFiles, KindUnusedAsset, KindExpireSnapshots, KindDanglingReference:
+	case KindOrphanFiles, KindUnusedAsset, KindExpireSnapshots, KindDanglingReference, KindSharedLocation:
 		return nil
 	default:
 		return fmt.Errorf("proposal: invalid enum value for kind field: %q", k)
@@ -123,6 +124,7 @@ const (
 	StateExecuting State = "executing"
 	StateExecuted  State = "executed"
 	StateFailed    State = "failed"
+	StateStopped   State = "stopped"
 	StateRejected  State = "rejected"
 	StateWithdrawn State = "withdrawn"
 	StateExpired   State = "expired"
@@ -135,7 +137,7 @@ func (s State) String() string {
 // StateValidator is a validator for the "state" field enum values. It is called by the builders before save.
 func StateValidator(s State) error {
 	switch s {
-	case StateOpen, StateApproved, StateExecuting, StateExecuted, StateFailed, StateRejected, StateWithdrawn, StateExpired:
+	case StateOpen, StateApproved, StateExecuting, StateExecuted, StateFailed, StateStopped, StateRejected, StateWithdrawn, StateExpired:
 		return nil
 	default:
 		return fmt.Errorf("proposal: invalid enum value for state field: %q", s)

@@ -81,12 +81,16 @@ func init() {
 	auditevent.DefaultID = auditeventDescID.Default.(func() uuid.UUID)
 	cleanupexemptionFields := schema.CleanupExemption{}.Fields()
 	_ = cleanupexemptionFields
+	// cleanupexemptionDescKinds is the schema descriptor for kinds field.
+	cleanupexemptionDescKinds := cleanupexemptionFields[1].Descriptor()
+	// cleanupexemption.DefaultKinds holds the default value on creation for the kinds field.
+	cleanupexemption.DefaultKinds = cleanupexemptionDescKinds.Default.(string)
 	// cleanupexemptionDescReason is the schema descriptor for reason field.
-	cleanupexemptionDescReason := cleanupexemptionFields[1].Descriptor()
+	cleanupexemptionDescReason := cleanupexemptionFields[2].Descriptor()
 	// cleanupexemption.DefaultReason holds the default value on creation for the reason field.
 	cleanupexemption.DefaultReason = cleanupexemptionDescReason.Default.(string)
 	// cleanupexemptionDescBy is the schema descriptor for by field.
-	cleanupexemptionDescBy := cleanupexemptionFields[2].Descriptor()
+	cleanupexemptionDescBy := cleanupexemptionFields[3].Descriptor()
 	// cleanupexemption.DefaultBy holds the default value on creation for the by field.
 	cleanupexemption.DefaultBy = cleanupexemptionDescBy.Default.(string)
 	cleanupleaseMixin := schema.CleanupLease{}.Mixin()
@@ -149,6 +153,10 @@ func init() {
 	cleanupshardwalkDescError := cleanupshardwalkFields[9].Descriptor()
 	// cleanupshardwalk.DefaultError holds the default value on creation for the error field.
 	cleanupshardwalk.DefaultError = cleanupshardwalkDescError.Default.(string)
+	// cleanupshardwalkDescTooSoon is the schema descriptor for too_soon field.
+	cleanupshardwalkDescTooSoon := cleanupshardwalkFields[10].Descriptor()
+	// cleanupshardwalk.DefaultTooSoon holds the default value on creation for the too_soon field.
+	cleanupshardwalk.DefaultTooSoon = cleanupshardwalkDescTooSoon.Default.(bool)
 	// cleanupshardwalkDescID is the schema descriptor for id field.
 	cleanupshardwalkDescID := cleanupshardwalkMixinFields0[0].Descriptor()
 	// cleanupshardwalk.DefaultID holds the default value on creation for the id field.

@@ -49,6 +49,9 @@ func (CleanupShardWalk) Fields() []ent.Field {
 		field.Int64("duplicates").Default(0),
 		field.Int64("list_requests").Default(0),
 		field.Text("error").Default(""),
+		// too_soon marks a complete walk that began less than the confirmation gap after the
+		// shard's previous counted walk: it neither confirms nor breaks a chain.
+		field.Bool("too_soon").Default(false),
 	}
 }
 

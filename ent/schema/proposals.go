@@ -16,9 +16,10 @@ func (Proposal) Mixin() []ent.Mixin { return []ent.Mixin{UUIDv7{}} }
 
 func (Proposal) Fields() []ent.Field {
 	return []ent.Field{
-		field.Enum("kind").Values("orphan_files", "unused_asset", "expire_snapshots", "dangling_reference").Immutable(),
+		field.Enum("kind").Values("orphan_files", "unused_asset", "expire_snapshots", "dangling_reference", "shared_location").Immutable(),
 		field.UUID("asset_id", uuid.UUID{}).Immutable(),
-		field.Enum("state").Values("open", "approved", "executing", "executed", "failed", "rejected", "withdrawn", "expired"),
+		// stopped: execution re-verified the world and found it no longer matched what was approved.
+		field.Enum("state").Values("open", "approved", "executing", "executed", "failed", "stopped", "rejected", "withdrawn", "expired"),
 		field.Enum("severity").Values("normal", "high").Default("normal").Immutable(),
 		field.Text("evidence").Immutable(),
 		field.Text("reason").Default(""), // why it was rejected, withdrawn or expired, or how it failed
@@ -117,12 +118,13 @@ func (Webhook) Fields() []ent.Field {
 	}
 }
 
-// CleanupExemption keeps an asset out of unused-asset proposals.
+// CleanupExemption keeps an asset out of the proposal kinds it lists.
 type CleanupExemption struct{ ent.Schema }
 
 func (CleanupExemption) Fields() []ent.Field {
 	return []ent.Field{
 		field.UUID("id", uuid.UUID{}).Immutable(), // the asset ID
+		field.String("kinds").Default("unused_asset"), // comma-separated proposal kinds
 		field.Text("reason").Default(""),
 		field.String("by").Default(""),
 		field.Time("at"),

@@ -34,6 +34,9 @@ func (IcebergTable) Fields() []ent.Field {
 		field.Text("error").Default(""),                     // last load or inspection error, "" when the last attempt worked
 		field.Time("error_at").Optional().Nillable(),
 		field.Time("gone_at").Optional().Nillable(), // when a sync found it gone from its catalog
+		// missing_at is when a complete listing of its catalog first lacked it; it is marked
+		// gone only when a second complete listing, at least the confirmation gap later, lacks it too.
+		field.Time("missing_at").Optional().Nillable(),
 		field.Time("created_at").Immutable(),
 		field.Time("updated_at"),
 	}
