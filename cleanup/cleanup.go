@@ -31,6 +31,15 @@ const (
 	DefaultPageSize     = 1000
 	DefaultRecheckDelay = time.Minute
 	DefaultLeaseTTL     = 2 * time.Minute
+	// DefaultMinGap is how far apart two confirming walks of a shard must be.
+	DefaultMinGap = time.Hour
+	// DefaultListRate and DefaultHeadRate pace storage requests (per second) so a scan or an
+	// execution never runs at full speed against the store serving live traffic: S3 allows
+	// 3,500 writes and 5,500 reads per second per prefix, and these stay two orders of
+	// magnitude below, which still lists 1,000,000 keys (50 pages a second) in about 20 s of
+	// LIST time and stats 100 files a second.
+	DefaultListRate = 50.0
+	DefaultHeadRate = 100.0
 )
 
 // Prices are what storage requests and bytes cost, for the report's estimates. The defaults
@@ -120,6 +129,10 @@ func New(db *ent.Client, tbls *tables.Service, cat *catalog.Catalog, opts ...Opt
 		s.statPar = 1
 	}
 	return s
+}
+
+func (s *Service) pacing() Pacing {
+	return Pacing{ListPerSecond: s.listRate, HeadPerSecond: s.statRate, PageSize: s.pageSize, HeadParallel: s.statPar}
 }
 
 func (s *Service) clock() time.Time { return s.now().UTC().Truncate(time.Microsecond) }

@@ -71,13 +71,13 @@ func (s *Service) Proposals(ctx context.Context, f ProposalFilter) ([]Proposal, 
 	q := s.db.Proposal.Query().Order(ent.Desc(proposal.FieldID)).Limit(f.Limit)
 	if f.State != "" {
 		if err := proposal.StateValidator(proposal.State(f.State)); err != nil {
-			return nil, &catalog.Error{Kind: catalog.ErrInvalid, Field: "state", Message: fmt.Sprintf("state %q is not one of open, approved, executing, executed, failed, rejected, withdrawn, expired", f.State)}
+			return nil, &catalog.Error{Kind: catalog.ErrInvalid, Field: "state", Message: fmt.Sprintf("state %q is not one of open, approved, executing, executed, failed, stopped, rejected, withdrawn, expired", f.State)}
 		}
 		q.Where(proposal.StateEQ(proposal.State(f.State)))
 	}
 	if f.Kind != "" {
 		if err := proposal.KindValidator(proposal.Kind(f.Kind)); err != nil {
-			return nil, &catalog.Error{Kind: catalog.ErrInvalid, Field: "kind", Message: fmt.Sprintf("kind %q is not one of orphan_files, unused_asset, expire_snapshots, dangling_reference", f.Kind)}
+			return nil, &catalog.Error{Kind: catalog.ErrInvalid, Field: "kind", Message: fmt.Sprintf("kind %q is not one of orphan_files, unused_asset, expire_snapshots, dangling_reference, shared_location", f.Kind)}
 		}
 		q.Where(proposal.KindEQ(proposal.Kind(f.Kind)))
 	}
@@ -150,7 +150,7 @@ func (s *Service) row(ctx context.Context, id uuid.UUID) (*ent.Proposal, error) 
 
 func toProposal(r *ent.Proposal) (Proposal, error) {
 	p := Proposal{ID: r.ID, Kind: string(r.Kind), AssetID: r.AssetID, State: string(r.State), Severity: string(r.Severity),
-		Executable: r.Kind != proposal.KindDanglingReference, Reason: r.Reason, DecidedBy: r.DecidedBy, DecidedAt: r.DecidedAt,
+		Executable: r.Kind != proposal.KindDanglingReference && r.Kind != proposal.KindSharedLocation, Reason: r.Reason, DecidedBy: r.DecidedBy, DecidedAt: r.DecidedAt,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, ExecutedAt: r.ExecutedAt, DueAt: r.DueAt, Version: r.Version}
 	if r.Outcome != "" {
 		p.Outcome = json.RawMessage(r.Outcome)
@@ -188,8 +188,8 @@ func (s *Service) decide(ctx context.Context, id uuid.UUID, to proposal.State, r
 	if r.State != proposal.StateOpen {
 		return Proposal{}, &catalog.Error{Kind: catalog.ErrConflict, Message: fmt.Sprintf("proposal %s is %s, not open: it can no longer be decided", id, r.State)}
 	}
-	if to == proposal.StateApproved && r.Kind == proposal.KindDanglingReference {
-		return Proposal{}, &catalog.Error{Kind: catalog.ErrConflict, Message: "a dangling-reference proposal is never executed by Tidemark: apply one of its remedies, then scan again (the bot withdraws it)"}
+	if to == proposal.StateApproved && (r.Kind == proposal.KindDanglingReference || r.Kind == proposal.KindSharedLocation) {
+		return Proposal{}, &catalog.Error{Kind: catalog.ErrConflict, Message: fmt.Sprintf("a %s proposal is never executed by Tidemark: apply one of its remedies, then scan again (the bot withdraws it)", r.Kind)}
 	}
 	now := s.clock()
 	err = s.tx(ctx, func(tx *ent.Tx) error {

@@ -6,17 +6,18 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strings"
 	"time"
 
 	icebergio "github.com/apache/iceberg-go/io"
-	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
 	"golang.org/x/time/rate"
 
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/ent/cleanupobservation"
+	"github.com/tidemark/tidemark/ent/cleanupscan"
 	"github.com/tidemark/tidemark/ent/proposal"
 	"github.com/tidemark/tidemark/ent/proposalfile"
 	"github.com/tidemark/tidemark/ent/proposalstep"
@@ -25,9 +26,11 @@ import (
 
 // Execution steps journaled for an unused asset.
 const (
-	stepMetadata = "retire_metadata" // asset marked deleted, table dropped from its catalog (no purge)
-	stepFiles    = "delete_files"    // after the grace period: the table location's files deleted
-	stepExpire   = "expire_snapshots"
+	stepMetadata = "retire_metadata"  // asset marked deleted, table dropped from its catalog (no purge)
+	stepFiles    = "delete_files"     // after the grace period: the table location's files deleted
+	stepExpire   = "expire_snapshots" // the approved snapshots removed in one metadata commit
+	stepPlan     = "plan_files"       // the retired table's files journaled for deletion
+	stepStopped  = "stopped"          // re-verification found the world changed since approval
 )
 
 // ExecuteReport says what one executor run did.
@@ -39,6 +42,7 @@ type ExecuteReport struct {
 	Bytes     int64 `json:"bytes_deleted"`
 	Skipped   int64 `json:"files_skipped"`
 	Failed    int   `json:"failed"`
+	Stopped   int   `json:"stopped"` // re-verified and found changed since approval
 }
 
 // OrphanOutcome is what executing an orphan-files proposal did.
@@ -95,16 +99,23 @@ func (s *Service) Execute(ctx context.Context, id uuid.UUID, progress func(strin
 		case proposal.KindOrphanFiles:
 			done, err = s.executeOrphans(ctx, p, &rep, progress)
 		case proposal.KindUnusedAsset:
-			done, err = s.executeUnused(ctx, p, &rep)
+			done, err = s.executeUnused(ctx, p, &rep, progress)
 		case proposal.KindExpireSnapshots:
-			done, err = s.executeExpiry(ctx, p)
+			done, err = s.executeExpiry(ctx, p, &rep, progress)
 		default:
 			err = fmt.Errorf("%s proposals are never executed", p.Kind)
 		}
 		var fault *faultError
+		var stopped *stopError
 		switch {
 		case errors.As(err, &fault) || ctx.Err() != nil:
 			return rep, err // a crash: the journal lets the next run resume
+		case errors.As(err, &stopped):
+			rep.Stopped++
+			if err := s.stopProposal(ctx, p, stopped.reason); err != nil {
+				return rep, err
+			}
+			s.log.Warn("cleanup proposal stopped: the world changed since approval", "proposal_id", p.ID, "reason", stopped.reason)
 		case err != nil:
 			rep.Failed++
 			if uerr := s.db.Proposal.UpdateOneID(p.ID).SetState(proposal.StateFailed).SetReason(err.Error()).SetUpdatedAt(s.clock()).AddVersion(1).Exec(ctx); uerr != nil {
@@ -137,9 +148,23 @@ func (s *Service) crash(point string) error {
 	return nil
 }
 
-// executeOrphans deletes the proposal's pending files in batches. Before each batch it re-reads
-// the table's current metadata; each file is deleted only if that metadata does not reference
-// it, it is still there, and it is still older than the threshold the proposal states.
+// stopError ends an execution that re-verified the world and found it no longer matches what
+// was approved: the proposal is stopped, with the reason journaled.
+type stopError struct{ reason string }
+
+func (e *stopError) Error() string { return e.reason }
+
+func stop(format string, args ...any) error { return &stopError{reason: fmt.Sprintf(format, args...)} }
+
+// guard re-reads the world right before a batch of deletions: the references that must be
+// kept (every table overlapping the location, and any foreign tenant stops it all), and the IO
+// to delete through. It returns a stopError when the approval no longer holds.
+type guard func(ctx context.Context) (keep *refSet, fsys icebergio.IO, err error)
+
+// executeOrphans deletes the proposal's pending files (exactly those listed when it was
+// approved) in batches. Before each batch it re-reads every table sharing the location and
+// looks for foreign tenants; each file is deleted only if no table references it, it is still
+// there, the same size, and still older than the threshold the proposal states.
 func (s *Service) executeOrphans(ctx context.Context, p *ent.Proposal, rep *ExecuteReport, progress func(string)) (bool, error) {
 	var ev Evidence
 	if err := json.Unmarshal([]byte(p.Evidence), &ev); err != nil {
@@ -149,6 +174,38 @@ func (s *Service) executeOrphans(ctx context.Context, p *ent.Proposal, rep *Exec
 	if err != nil {
 		threshold = DefaultAgeThreshold
 	}
+	g := func(ctx context.Context) (*refSet, icebergio.IO, error) {
+		live, err := s.tables.Open(ctx, p.AssetID)
+		if err != nil {
+			return nil, nil, err
+		}
+		w, err := s.readWorld(ctx, p.AssetID, live.Refs.Location, live)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := s.noTenants(ctx, live.IO, live.Refs.Location, w); err != nil {
+			return nil, nil, err
+		}
+		return w.refs, live.IO, nil
+	}
+	return s.deletePending(ctx, p, rep, progress, threshold, g)
+}
+
+// noTenants stops an execution when a table nobody told Tidemark about lives at loc.
+func (s *Service) noTenants(ctx context.Context, fsys icebergio.IO, loc string, w *world) error {
+	foreign, _, _, err := s.probeTenants(ctx, fsys, loc, w, nil, true)
+	if err != nil {
+		return err
+	}
+	if len(foreign) > 0 {
+		return stop("another table lives in %s: %s; nothing there is deleted while it does", loc, foreignText(foreign))
+	}
+	return nil
+}
+
+// deletePending works through the proposal's pending file journal in batches, re-reading the
+// world through g before each batch, paced like the scans' HEAD requests.
+func (s *Service) deletePending(ctx context.Context, p *ent.Proposal, rep *ExecuteReport, progress func(string), threshold time.Duration, g guard) (bool, error) {
 	var limiter *rate.Limiter
 	if s.statRate > 0 { // stat and delete requests share the storage request pacing
 		limiter = rate.NewLimiter(rate.Limit(s.statRate), 1)
@@ -162,15 +219,10 @@ func (s *Service) executeOrphans(ctx context.Context, p *ent.Proposal, rep *Exec
 			}
 			return err == nil, err
 		}
-		live, err := s.tables.Open(ctx, p.AssetID)
+		keep, fsys, err := g(ctx)
 		if err != nil {
 			return false, err
 		}
-		refs := &refSet{}
-		if _, err := s.tables.WalkReferences(ctx, live, func(path string, _ tables.RefKind) error { refs.add(path); return nil }); err != nil {
-			return false, fmt.Errorf("re-read the table's metadata: %w", err)
-		}
-		refs.seal()
 		var deleted []string
 		var bytes int64
 		for _, f := range pending {
@@ -180,15 +232,19 @@ func (s *Service) executeOrphans(ctx context.Context, p *ent.Proposal, rep *Exec
 			}
 			if limiter != nil {
 				if err := limiter.Wait(ctx); err != nil {
+					s.auditDeletion(ctx, p, deleted, bytes)
 					return false, err
 				}
 			}
-			state, detail, err := s.deleteOrphan(ctx, live, refs, f, threshold)
+			state, detail, err := s.deleteOrphan(fsys, keep, f, threshold)
 			if err != nil {
+				s.auditDeletion(ctx, p, deleted, bytes)
 				return false, err
 			}
 			now := s.clock()
-			if err := s.db.ProposalFile.UpdateOne(f).SetState(state).SetDetail(detail).SetDoneAt(now).Exec(ctx); err != nil {
+			// Forward only: a journal entry leaves pending once.
+			if _, err := s.db.ProposalFile.Update().Where(proposalfile.ID(f.ID), proposalfile.StateEQ(proposalfile.StatePending)).
+				SetState(state).SetDetail(detail).SetDoneAt(now).Save(ctx); err != nil {
 				return false, err
 			}
 			if !strings.HasPrefix(detail, "could not check") {
@@ -216,12 +272,15 @@ func (s *Service) executeOrphans(ctx context.Context, p *ent.Proposal, rep *Exec
 }
 
 // deleteOrphan re-verifies and deletes one file: ("deleted"|"gone"|"skipped", why).
-func (s *Service) deleteOrphan(ctx context.Context, live *tables.Live, refs *refSet, f *ent.ProposalFile, threshold time.Duration) (proposalfile.State, string, error) {
-	key, _ := normalize(f.Path)
-	if refs.has(key) {
-		return proposalfile.StateSkipped, "referenced by the table's current metadata (committed after the proposal was confirmed)", nil
+func (s *Service) deleteOrphan(fsys icebergio.IO, keep *refSet, f *ent.ProposalFile, threshold time.Duration) (proposalfile.State, string, error) {
+	key, pathOnly := normalize(f.Path)
+	if keep.has(key) {
+		return proposalfile.StateSkipped, "referenced by a table's current metadata (this table's or one sharing its location)", nil
 	}
-	info, err := stat(live.IO, f.Path)
+	if keep.hasPath(pathOnly) {
+		return proposalfile.StateSkipped, "a table references the same path under another scheme or authority", nil
+	}
+	info, err := stat(fsys, f.Path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return proposalfile.StateGone, "already gone", nil
 	}
@@ -234,7 +293,7 @@ func (s *Service) deleteOrphan(ctx context.Context, live *tables.Live, refs *ref
 	if info.Size() != f.Size {
 		return proposalfile.StateSkipped, fmt.Sprintf("its size changed from %d to %d bytes since it was confirmed", f.Size, info.Size()), nil
 	}
-	if err := live.IO.Remove(f.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := fsys.Remove(f.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return "", "", fmt.Errorf("delete %s: %w", f.Path, err)
 	}
 	return proposalfile.StateDeleted, "deleted", nil
@@ -286,11 +345,38 @@ func (s *Service) orphanOutcome(ctx context.Context, p *ent.Proposal) error {
 	return s.db.Proposal.UpdateOneID(p.ID).SetOutcome(string(b)).Exec(ctx)
 }
 
+// stopProposal ends an execution whose approval no longer holds, journaling why.
+func (s *Service) stopProposal(ctx context.Context, p *ent.Proposal, reason string) error {
+	detail, _ := json.Marshal(map[string]any{"reason": reason})
+	return s.tx(ctx, func(tx *ent.Tx) error {
+		if err := tx.ProposalStep.Create().SetProposalID(p.ID).SetStep(stepStopped).SetDoneAt(s.clock()).SetDetail(string(detail)).Exec(ctx); err != nil && !ent.IsConstraintError(err) {
+			return err
+		}
+		if err := tx.Proposal.UpdateOneID(p.ID).SetState(proposal.StateStopped).SetReason(reason).SetUpdatedAt(s.clock()).AddVersion(1).Exec(ctx); err != nil {
+			return err
+		}
+		return s.cat.RecordAudit(ctx, tx, "proposal.stopped", p.AssetID, nil, map[string]any{"proposal_id": p.ID, "kind": p.Kind, "reason": reason})
+	})
+}
+
 // executeUnused retires an asset metadata first: it marks the asset deleted and drops the
 // table from its Iceberg catalog (no purge), journals that, and only after the grace period
-// deletes the files under the table's location. A crash between the two leaves files no
-// metadata points to (orphans), never metadata pointing to missing files.
-func (s *Service) executeUnused(ctx context.Context, p *ent.Proposal, rep *ExecuteReport) (bool, error) {
+// deletes the files. Both steps first re-verify what was approved: the asset is still unused
+// (no read under any name since the evidence window began, late arrivals included), not
+// exempt, and its table is the one approved (same table-uuid and metadata location, not
+// restored or re-registered). The file step deletes only what the retired table's last
+// metadata referenced and its confirmed orphans, never a file another table references or one
+// younger than the threshold, journaled file by file like an orphan proposal. A crash between
+// the steps leaves files no metadata points to (orphans), never metadata pointing to missing
+// files.
+func (s *Service) executeUnused(ctx context.Context, p *ent.Proposal, rep *ExecuteReport, progress func(string)) (bool, error) {
+	var ev Evidence
+	if err := json.Unmarshal([]byte(p.Evidence), &ev); err != nil {
+		return false, err
+	}
+	if ev.TableUUID == "" || ev.MetadataLocation == "" || ev.From == nil {
+		return false, stop("the proposal does not record which table (table-uuid and metadata location) was approved; it was opened by an older version: let the bot propose it again")
+	}
 	steps, err := s.db.ProposalStep.Query().Where(proposalstep.ProposalID(p.ID)).All(ctx)
 	if err != nil {
 		return false, err
@@ -300,6 +386,19 @@ func (s *Service) executeUnused(ctx context.Context, p *ent.Proposal, rep *Execu
 		done[st.Step] = st
 	}
 	if done[stepMetadata] == nil {
+		if err := s.verifyUnused(ctx, p, ev, false); err != nil {
+			return false, err
+		}
+		live, err := s.tables.Open(ctx, p.AssetID)
+		if err != nil {
+			return false, err
+		}
+		if got := live.Table.Metadata().TableUUID().String(); got != ev.TableUUID {
+			return false, stop("the table now has table-uuid %s, not the approved %s", got, ev.TableUUID)
+		}
+		if live.Refs.MetadataLocation != ev.MetadataLocation {
+			return false, stop("the table was written since the proposal: its metadata is now %s, not the approved %s", live.Refs.MetadataLocation, ev.MetadataLocation)
+		}
 		a, err := s.cat.Get(ctx, p.AssetID)
 		if err != nil {
 			return false, err
@@ -317,7 +416,7 @@ func (s *Service) executeUnused(ctx context.Context, p *ent.Proposal, rep *Execu
 			return false, err
 		}
 		due := s.clock().Add(s.policy.Grace)
-		detail, _ := json.Marshal(map[string]any{"location": dropped.Location, "files_due_at": due})
+		detail, _ := json.Marshal(map[string]any{"location": dropped.Location, "metadata_location": ev.MetadataLocation, "files_due_at": due})
 		err = s.tx(ctx, func(tx *ent.Tx) error {
 			if err := tx.ProposalStep.Create().SetProposalID(p.ID).SetStep(stepMetadata).SetDoneAt(s.clock()).SetDetail(string(detail)).Exec(ctx); err != nil {
 				return err
@@ -343,94 +442,292 @@ func (s *Service) executeUnused(ctx context.Context, p *ent.Proposal, rep *Execu
 	if err := json.Unmarshal([]byte(done[stepMetadata].Detail), &meta); err != nil || meta.Location == "" {
 		return false, fmt.Errorf("the journal of proposal %s lost the table location", p.ID)
 	}
-	dropped, err := s.tables.Drop(ctx, p.AssetID) // already dropped: returns where and how to reach it
-	if err != nil {
+	if err := s.verifyUnused(ctx, p, ev, true); err != nil {
 		return false, err
 	}
-	fsys, err := tables.IO(ctx, meta.Location, dropped.Props)
-	if err != nil {
+	if done[stepPlan] == nil {
+		if err := s.planRetirement(ctx, p, meta.Location); err != nil {
+			return false, err
+		}
+	}
+	g := func(ctx context.Context) (*refSet, icebergio.IO, error) {
+		if err := s.verifyUnused(ctx, p, ev, true); err != nil {
+			return nil, nil, err
+		}
+		dropped, err := s.tables.Drop(ctx, p.AssetID) // already dropped: where and how to reach it
+		if err != nil {
+			return nil, nil, err
+		}
+		fsys, err := tables.IO(ctx, meta.Location, dropped.Props)
+		if err != nil {
+			return nil, nil, err
+		}
+		w, err := s.readWorld(ctx, p.AssetID, meta.Location, nil) // every other table there
+		if err != nil {
+			return nil, nil, err
+		}
+		w.uuids[ev.TableUUID] = true // the retired table's own older metadata is not a tenant
+		if err := s.noTenants(ctx, fsys, meta.Location, w); err != nil {
+			return nil, nil, err
+		}
+		return w.refs, fsys, nil
+	}
+	finished, err := s.deletePending(ctx, p, rep, progress, s.threshold(ctx, p.AssetID), g)
+	if err != nil || !finished {
 		return false, err
 	}
-	lister, ok := fsys.(icebergio.ListableIO)
+	err = s.db.ProposalStep.Create().SetProposalID(p.ID).SetStep(stepFiles).SetDoneAt(s.clock()).SetDetail("{}").Exec(ctx)
+	if err != nil && !ent.IsConstraintError(err) {
+		return false, err
+	}
+	return true, nil
+}
+
+// verifyUnused re-checks an unused-asset approval: still unused since the evidence window
+// began, not exempt, the same table; after the metadata step, still dropped and deleted.
+func (s *Service) verifyUnused(ctx context.Context, p *ent.Proposal, ev Evidence, retired bool) error {
+	now := s.clock()
+	if s.usage != nil {
+		real, err := s.usage.Real(ctx, p.AssetID, *ev.From, now, s.downstream)
+		if err != nil {
+			return err
+		}
+		if real.Reads > 0 {
+			return stop("the asset was read %d times since %s (last at %s), after the evidence was gathered: it is in use", real.Reads, ev.From.Format(time.RFC3339), real.LastRead.Format(time.RFC3339))
+		}
+		if real.DownstreamRead {
+			return stop("%d assets downstream of it were read since %s: it is in use", len(real.ReadDownstream), ev.From.Format(time.RFC3339))
+		}
+	}
+	if ok, err := s.exempt(ctx, p.AssetID, KindUnusedAsset); err != nil || ok {
+		if err == nil {
+			err = stop("the asset was exempted from cleanup after the approval")
+		}
+		return err
+	}
+	t, err := s.tables.Get(ctx, p.AssetID)
+	if err != nil {
+		return err
+	}
+	if t.TableUUID != ev.TableUUID {
+		return stop("the asset is now bound to table-uuid %s, not the approved %s", t.TableUUID, ev.TableUUID)
+	}
+	if !retired {
+		return nil
+	}
+	if t.GoneAt == nil {
+		return stop("the table was restored or registered again during the grace period (it is live in its catalog): its files stay")
+	}
+	if t.MetadataLocation != ev.MetadataLocation {
+		return stop("the table's metadata is now %s, not the approved %s: it was re-registered or written during the grace period", t.MetadataLocation, ev.MetadataLocation)
+	}
+	a, err := s.cat.Get(ctx, p.AssetID)
+	if err != nil {
+		return err
+	}
+	if a.Status != catalog.StatusDeleted {
+		return stop("the asset was restored during the grace period: its files stay")
+	}
+	return nil
+}
+
+// threshold is the age threshold of the table's last finished scan, else the default.
+func (s *Service) threshold(ctx context.Context, asset uuid.UUID) time.Duration {
+	last, err := s.db.CleanupScan.Query().Where(cleanupscan.AssetID(asset), cleanupscan.StateEQ(cleanupscan.StateFinished)).
+		Order(ent.Desc(cleanupscan.FieldID)).First(ctx)
+	if err != nil || last.AgeThresholdSeconds <= 0 {
+		return DefaultAgeThreshold
+	}
+	return max(time.Duration(last.AgeThresholdSeconds)*time.Second, MinAgeThreshold)
+}
+
+// planRetirement journals the files the retirement may delete, metadata first: what the
+// retired table's last metadata referenced and its confirmed orphans, as listed under its
+// location now. Everything else there stays.
+func (s *Service) planRetirement(ctx context.Context, p *ent.Proposal, loc string) error {
+	live, err := s.tables.Open(ctx, p.AssetID) // a dropped table loads from its last metadata
+	if err != nil {
+		return fmt.Errorf("read the retired table's last metadata: %w", err)
+	}
+	rank := map[string]int{}
+	_, err = s.tables.WalkReferences(ctx, live, func(path string, kind tables.RefKind) error {
+		k, _ := normalize(path)
+		r := 3
+		switch kind {
+		case tables.RefMetadata, tables.RefVersionHint, tables.RefStatistics:
+			r = 0
+		case tables.RefManifestList:
+			r = 1
+		case tables.RefManifest:
+			r = 2
+		}
+		if old, ok := rank[k]; !ok || r < old {
+			rank[k] = r
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("read the retired table's last metadata: %w", err)
+	}
+	obs, err := s.db.CleanupObservation.Query().Where(cleanupobservation.AssetID(p.AssetID), cleanupobservation.StreakGTE(2)).All(ctx)
+	if err != nil {
+		return err
+	}
+	for _, o := range obs {
+		if _, ok := rank[o.Path]; !ok {
+			rank[o.Path] = 4
+		}
+	}
+	lister, ok := live.IO.(icebergio.ListableIO)
 	if !ok {
-		return false, fmt.Errorf("the storage of %s cannot be listed", meta.Location)
+		return fmt.Errorf("the storage of %s cannot be listed", loc)
 	}
-	var n, bytes int64
-	var files []string
-	err = lister.WalkDir(strings.TrimRight(meta.Location, "/"), func(path string, d fs.DirEntry, err error) error {
+	type planned struct {
+		path string
+		size int64
+		rank int
+	}
+	var plan []planned
+	err = lister.WalkDir(strings.TrimRight(loc, "/"), func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
-				return fs.SkipAll // nothing left (a previous run finished the walk)
+				return fs.SkipAll
 			}
 			return err
 		}
 		if d.IsDir() {
 			return nil
 		}
-		if err := s.crash("unused_file"); err != nil {
+		k, _ := normalize(path)
+		r, ok := rank[k]
+		if !ok {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
 			return err
 		}
-		info, ierr := d.Info()
-		if rerr := fsys.Remove(path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
-			return rerr
-		}
-		n++
-		if ierr == nil {
-			bytes += info.Size()
-		}
-		if len(files) < 1000 {
-			files = append(files, path)
-		}
+		plan = append(plan, planned{path: k, size: info.Size(), rank: r})
 		return nil
 	})
-	if n > 0 {
-		rep.Deleted += n
-		rep.Bytes += bytes
-		s.auditDeletion(ctx, p, files, bytes)
-	}
 	if err != nil {
-		return false, err
+		return fmt.Errorf("list %s: %w", loc, err)
 	}
-	detail, _ := json.Marshal(map[string]any{"files": n, "bytes": bytes})
-	err = s.db.ProposalStep.Create().SetProposalID(p.ID).SetStep(stepFiles).SetDoneAt(s.clock()).SetDetail(string(detail)).Exec(ctx)
-	if err != nil && !ent.IsConstraintError(err) {
-		return false, err
-	}
-	return true, s.db.Proposal.UpdateOneID(p.ID).SetOutcome(string(detail)).Exec(ctx)
+	slices.SortStableFunc(plan, func(a, b planned) int { return a.rank - b.rank })
+	detail, _ := json.Marshal(map[string]any{"files": len(plan)})
+	return s.tx(ctx, func(tx *ent.Tx) error {
+		for len(plan) > 0 {
+			n := min(len(plan), 500)
+			bulk := make([]*ent.ProposalFileCreate, n)
+			for i, f := range plan[:n] {
+				bulk[i] = tx.ProposalFile.Create().SetProposalID(p.ID).SetPath(f.path).SetSize(f.size)
+			}
+			if err := tx.ProposalFile.CreateBulk(bulk...).Exec(ctx); err != nil {
+				return err
+			}
+			plan = plan[n:]
+		}
+		return tx.ProposalStep.Create().SetProposalID(p.ID).SetStep(stepPlan).SetDoneAt(s.clock()).SetDetail(string(detail)).Exec(ctx)
+	})
 }
 
-// executeExpiry expires the proposal's snapshots through iceberg-go: the metadata commit first,
-// then iceberg-go deletes the files only those snapshots referenced.
-func (s *Service) executeExpiry(ctx context.Context, p *ent.Proposal) (bool, error) {
+// executeExpiry removes exactly the approved snapshots (re-checked: not current, not the head
+// of a branch or tag) in one metadata commit, then journals the files only they referenced and
+// deletes them like orphans: never one another snapshot or another table references.
+func (s *Service) executeExpiry(ctx context.Context, p *ent.Proposal, rep *ExecuteReport, progress func(string)) (bool, error) {
 	var ev Evidence
 	if err := json.Unmarshal([]byte(p.Evidence), &ev); err != nil {
 		return false, err
 	}
-	live, err := s.tables.Open(ctx, p.AssetID)
+	done, err := s.db.ProposalStep.Query().Where(proposalstep.ProposalID(p.ID), proposalstep.Step(stepExpire)).Exist(ctx)
 	if err != nil {
 		return false, err
 	}
-	maxAge, err := time.ParseDuration(ev.MaxAge)
-	if err != nil {
-		return false, err
+	if !done {
+		if ok, err := s.exempt(ctx, p.AssetID, KindExpireSnapshots); err != nil || ok {
+			if err == nil {
+				err = stop("the table was exempted from snapshot expiry after the approval")
+			}
+			return false, err
+		}
+		pre, err := s.tables.Open(ctx, p.AssetID)
+		if err != nil {
+			return false, err
+		}
+		if ev.TableUUID != "" && pre.Table.Metadata().TableUUID().String() != ev.TableUUID {
+			return false, stop("the table now has table-uuid %s, not the approved %s", pre.Table.Metadata().TableUUID(), ev.TableUUID)
+		}
+		post, removed, err := s.tables.RemoveSnapshots(ctx, p.AssetID, pre, ev.Snapshots)
+		if err != nil {
+			var keep *tables.KeepError
+			if errors.As(err, &keep) {
+				return false, stop("%s", keep.Error())
+			}
+			return false, err
+		}
+		if err := s.crash("after_expire_commit"); err != nil {
+			return false, err
+		}
+		// The files only the removed snapshots referenced, as the metadata before the commit says.
+		after := &refSet{}
+		if post != nil {
+			if _, err := s.tables.WalkReferences(ctx, post, func(path string, _ tables.RefKind) error { after.add(path); return nil }); err != nil {
+				return false, err
+			}
+		}
+		after.seal()
+		var files []string
+		if len(removed) > 0 {
+			gone := map[int64]bool{}
+			for _, id := range removed {
+				gone[id] = true
+			}
+			seen := map[string]bool{}
+			err = s.tables.WalkSnapshotReferences(ctx, pre, func(id int64) bool { return gone[id] }, func(path string, _ tables.RefKind) error {
+				k, _ := normalize(path)
+				if !after.has(k) && !seen[k] {
+					seen[k] = true
+					files = append(files, path)
+				}
+				return nil
+			})
+			if err != nil {
+				return false, err
+			}
+		}
+		newLoc := ""
+		if post != nil {
+			newLoc = post.Refs.MetadataLocation
+		}
+		detail, _ := json.Marshal(map[string]any{"snapshots_removed": removed, "metadata_location": newLoc, "files_planned": len(files)})
+		err = s.tx(ctx, func(tx *ent.Tx) error {
+			for len(files) > 0 {
+				n := min(len(files), 500)
+				bulk := make([]*ent.ProposalFileCreate, 0, n)
+				for _, f := range files[:n] {
+					info, err := stat(pre.IO, f)
+					if err != nil {
+						continue // gone already, or unreadable: not planned
+					}
+					bulk = append(bulk, tx.ProposalFile.Create().SetProposalID(p.ID).SetPath(f).SetSize(info.Size()))
+				}
+				if err := tx.ProposalFile.CreateBulk(bulk...).Exec(ctx); err != nil {
+					return err
+				}
+				files = files[n:]
+			}
+			if err := tx.ProposalStep.Create().SetProposalID(p.ID).SetStep(stepExpire).SetDoneAt(s.clock()).SetDetail(string(detail)).Exec(ctx); err != nil {
+				return err
+			}
+			return s.cat.RecordAudit(ctx, tx, "cleanup.expire_snapshots", p.AssetID, nil, map[string]any{"proposal_id": p.ID,
+				"approved_by": p.DecidedBy, "snapshots_expired": removed})
+		})
+		if err != nil {
+			return false, err
+		}
 	}
-	before := len(live.Table.Metadata().Snapshots())
-	txn := live.Table.NewTransaction()
-	if err := txn.ExpireSnapshots(table.WithOlderThan(maxAge), table.WithRetainLast(ev.KeepLast), table.WithPostCommit(true)); err != nil {
-		return false, err
-	}
-	tbl, err := txn.Commit(ctx)
-	if err != nil {
-		return false, fmt.Errorf("commit the expiry: %w", err)
-	}
-	after := len(tbl.Metadata().Snapshots())
-	detail, _ := json.Marshal(map[string]any{"snapshots_before": before, "snapshots_after": after, "metadata_location": tbl.MetadataLocation()})
-	if err := s.db.ProposalStep.Create().SetProposalID(p.ID).SetStep(stepExpire).SetDoneAt(s.clock()).SetDetail(string(detail)).Exec(ctx); err != nil && !ent.IsConstraintError(err) {
-		return false, err
-	}
-	if err := s.cat.RecordAudit(ctx, nil, "cleanup.expire_snapshots", p.AssetID, nil, map[string]any{"proposal_id": p.ID,
-		"approved_by": p.DecidedBy, "snapshots_expired": before - after}); err != nil {
-		return false, err
-	}
-	return true, s.db.Proposal.UpdateOneID(p.ID).SetOutcome(string(detail)).Exec(ctx)
+	return s.executeOrphans(ctx, p, rep, progress)
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -32,7 +33,11 @@ const (
 	KindUnusedAsset     = "unused_asset"
 	KindExpireSnapshots = "expire_snapshots"
 	KindDangling        = "dangling_reference"
+	KindSharedLocation  = "shared_location"
 )
+
+// Kinds lists the proposal kinds.
+var Kinds = []string{KindOrphanFiles, KindUnusedAsset, KindExpireSnapshots, KindDangling, KindSharedLocation}
 
 // Table properties that opt a table into snapshot expiry proposals and tune them.
 const (
@@ -47,10 +52,14 @@ type Policy struct {
 	MinAssetAge  time.Duration // and the asset at least this old (default 30 days)
 	Grace        time.Duration // between retiring an asset's metadata and deleting its files (default 7 days)
 	OpenFor      time.Duration // an open proposal nobody decided expires after this (default 30 days)
+	// RejectQuiet is how long a rejection holds: the bot does not propose the same kind for the
+	// asset again until then, unless the evidence materially changes (default 90 days).
+	RejectQuiet time.Duration
 }
 
 // DefaultPolicy is the documented default.
-var DefaultPolicy = Policy{UnusedWindow: 90 * 24 * time.Hour, MinAssetAge: 30 * 24 * time.Hour, Grace: 7 * 24 * time.Hour, OpenFor: 30 * 24 * time.Hour}
+var DefaultPolicy = Policy{UnusedWindow: 90 * 24 * time.Hour, MinAssetAge: 30 * 24 * time.Hour, Grace: 7 * 24 * time.Hour,
+	OpenFor: 30 * 24 * time.Hour, RejectQuiet: 90 * 24 * time.Hour}
 
 // WithUsage lets the proposer see real usage (and downstream consumers through lineage).
 func WithUsage(u *usage.Service, downstream usage.Downstream) Option {
@@ -73,7 +82,16 @@ type Evidence struct {
 	Bytes        int64       `json:"bytes,omitempty"`
 	MonthlyCost  float64     `json:"monthly_cost_usd,omitempty"`
 	AgeThreshold string      `json:"age_threshold,omitempty"`
+	MinGap       string      `json:"min_gap,omitempty"` // how far apart the confirming walks had to be
 	Assumption   string      `json:"assumption,omitempty"`
+	// unused_asset and expire_snapshots: exactly which table was approved
+	TableUUID        string `json:"table_uuid,omitempty"`
+	MetadataLocation string `json:"metadata_location,omitempty"`
+	// shared_location
+	Foreign []ForeignTenant `json:"foreign_tenants,omitempty"`
+	// Reopens names the rejected proposal this one reopens, and why the bot may.
+	Reopens    *uuid.UUID `json:"reopens,omitempty"`
+	ReopensWhy string     `json:"reopens_why,omitempty"`
 	// unused_asset
 	Window         string         `json:"window,omitempty"`
 	From           *time.Time     `json:"from,omitempty"`
@@ -128,7 +146,7 @@ func (s *Service) Propose(ctx context.Context) (ProposeReport, error) {
 			if err := ctx.Err(); err != nil {
 				return rep, err
 			}
-			for _, fn := range []func(context.Context, tables.Table, *ProposeReport) error{s.proposeOrphans, s.proposeUnused, s.proposeDangling, s.proposeExpiry} {
+			for _, fn := range []func(context.Context, tables.Table, *ProposeReport) error{s.proposeOrphans, s.proposeUnused, s.proposeDangling, s.proposeShared, s.proposeExpiry} {
 				if err := fn(ctx, t, &rep); err != nil {
 					return rep, fmt.Errorf("proposals for table %s: %w", t.AssetID, err)
 				}
@@ -184,10 +202,17 @@ func (s *Service) proposeOrphans(ctx context.Context, t tables.Table, rep *Propo
 	if err != nil {
 		return err
 	}
-	if cur != nil {
-		if cur.State != proposal.StateOpen {
-			return nil // decided: the executor re-verifies every file before deleting it
+	if cur != nil && cur.State != proposal.StateOpen {
+		return nil // decided: the executor re-verifies every file before deleting it
+	}
+	if exempt, err := s.exempt(ctx, t.AssetID, KindOrphanFiles); err != nil || exempt {
+		if err == nil && cur != nil {
+			err = s.close(ctx, cur, proposal.StateWithdrawn, "the table was exempted from orphan-file cleanup")
+			rep.Withdrawn++
 		}
+		return err
+	}
+	if cur != nil {
 		files, err := s.db.ProposalFile.Query().Where(proposalfile.ProposalID(cur.ID)).All(ctx)
 		if err != nil {
 			return err
@@ -207,10 +232,33 @@ func (s *Service) proposeOrphans(ctx context.Context, t tables.Table, rep *Propo
 		}
 		rep.Withdrawn++
 	}
+	// A person's rejection holds: only files beyond the rejected set are proposed until the
+	// quiet period ends.
+	rej, _, err := s.rejection(ctx, t.AssetID, proposal.KindOrphanFiles)
+	if err != nil {
+		return err
+	}
+	var reopens string
+	if rej != nil {
+		files, err := s.db.ProposalFile.Query().Where(proposalfile.ProposalID(rej.ID)).All(ctx)
+		if err != nil {
+			return err
+		}
+		rejected := map[string]bool{}
+		for _, f := range files {
+			rejected[f.Path] = true
+		}
+		obs = slices.DeleteFunc(obs, func(o *ent.CleanupObservation) bool { return rejected[o.Path] })
+		reopens = fmt.Sprintf("proposes only the %d confirmed orphans beyond the %d files rejected on %s", len(obs), len(files), rej.DecidedAt.Format(time.RFC3339))
+	}
 	if len(obs) == 0 {
 		return nil
 	}
 	ev := Evidence{Files: int64(len(obs))}
+	if rej != nil {
+		id := rej.ID
+		ev.Reopens, ev.ReopensWhy = &id, reopens
+	}
 	walkIDs := map[uuid.UUID]bool{}
 	shards := map[string]bool{}
 	for _, o := range obs {
@@ -250,14 +298,18 @@ func (s *Service) proposeOrphans(ctx context.Context, t tables.Table, rep *Propo
 		return err
 	}
 	threshold := DefaultAgeThreshold
+	ev.MinGap = DefaultMinGap.String()
 	if last != nil {
 		threshold = time.Duration(last.AgeThresholdSeconds) * time.Second
+		if r, err := toReport(last); err == nil && r.MinGap != "" {
+			ev.MinGap = r.MinGap
+		}
 	}
 	ev.AgeThreshold = threshold.String()
 	ev.Assumption = fmt.Sprintf("No write takes longer than %s to commit: a file older than that which no metadata references is not part of a write in flight.", threshold)
 	ev.MonthlyCost = float64(ev.Bytes) / 1e9 * s.prices.StorageGBMonth
-	ev.Summary = fmt.Sprintf("%d files (%s) in %d shards of %s are referenced by no retained snapshot and are older than %s; two consecutive complete walks of their shards agreed (scans %d). They cost about $%.2f a month.",
-		ev.Files, BytesText(ev.Bytes), len(ev.Shards), t.Location, threshold, len(ev.Scans), ev.MonthlyCost)
+	ev.Summary = fmt.Sprintf("%d files (%s) in %d shards of %s are referenced by no retained snapshot and are older than %s; two consecutive complete walks of their shards, at least %s apart, agreed (scans %d), and no other table known to live there references them. They cost about $%.2f a month.",
+		ev.Files, BytesText(ev.Bytes), len(ev.Shards), t.Location, threshold, ev.MinGap, len(ev.Scans), ev.MonthlyCost)
 	return s.open(ctx, t.AssetID, proposal.KindOrphanFiles, proposal.SeverityNormal, ev, obs, rep)
 }
 
@@ -279,7 +331,7 @@ func (s *Service) proposeUnused(ctx context.Context, t tables.Table, rep *Propos
 	if err != nil {
 		return err
 	}
-	exempt, err := s.db.CleanupExemption.Query().Where(cleanupexemption.ID(t.AssetID)).Exist(ctx)
+	exempt, err := s.exempt(ctx, t.AssetID, KindUnusedAsset)
 	if err != nil {
 		return err
 	}
@@ -319,6 +371,15 @@ func (s *Service) proposeUnused(ctx context.Context, t tables.Table, rep *Propos
 	if used || young || exempt || a.Status == catalog.StatusDeleted {
 		return nil
 	}
+	// A person's rejection holds until a whole new window of no reads follows the rejected one,
+	// or the quiet period ends.
+	rej, rejEv, err := s.rejection(ctx, t.AssetID, proposal.KindUnusedAsset)
+	if err != nil {
+		return err
+	}
+	if rej != nil && (rejEv.To == nil || from.Before(*rejEv.To)) {
+		return nil
+	}
 	// Evidence over the asset's whole life: its last read ever, under which names, by how many.
 	life, err := s.usage.Real(ctx, t.AssetID, a.CreatedAt, now, nil)
 	if err != nil {
@@ -335,7 +396,11 @@ func (s *Service) proposeUnused(ctx context.Context, t tables.Table, rep *Propos
 		return err
 	}
 	ev := Evidence{Window: days(s.policy.UnusedWindow), From: &from, To: &now, LastRead: life.LastRead, Readers: life.DistinctReaders,
-		Downstream: down, AssetCreatedAt: &a.CreatedAt, Location: t.Location}
+		Downstream: down, AssetCreatedAt: &a.CreatedAt, Location: t.Location, TableUUID: t.TableUUID, MetadataLocation: t.MetadataLocation}
+	if rej != nil {
+		id := rej.ID
+		ev.Reopens, ev.ReopensWhy = &id, fmt.Sprintf("a whole new %s window without reads followed the one rejected on %s", days(s.policy.UnusedWindow), rej.DecidedAt.Format(time.RFC3339))
+	}
 	for _, n := range names {
 		ne := NameEvidence{Namespace: n.Namespace, Name: n.Name, Current: n.Current()}
 		for _, seen := range life.NamesSeen {
@@ -395,6 +460,9 @@ func (s *Service) proposeDangling(ctx context.Context, t tables.Table, rep *Prop
 	if latest.DanglingCount == 0 {
 		return nil
 	}
+	if rej, rejEv, err := s.rejection(ctx, t.AssetID, proposal.KindDanglingReference); err != nil || (rej != nil && rejEv.DanglingCount == latest.DanglingCount) {
+		return err
+	}
 	id := latest.ScanID
 	ev := Evidence{ScanID: &id, Dangling: latest.Dangling, DanglingCount: latest.DanglingCount,
 		Remedies: []string{
@@ -414,7 +482,23 @@ func (s *Service) proposeExpiry(ctx context.Context, t tables.Table, rep *Propos
 	if err != nil {
 		return nil // not inspected yet: nothing to go by
 	}
-	if in.Properties[PropertyExpireSnapshots] != "true" {
+	cur, err := s.current(ctx, t.AssetID, proposal.KindExpireSnapshots)
+	if err != nil {
+		return err
+	}
+	exempt, err := s.exempt(ctx, t.AssetID, KindExpireSnapshots)
+	if err != nil {
+		return err
+	}
+	if in.Properties[PropertyExpireSnapshots] != "true" || exempt {
+		if cur != nil && cur.State == proposal.StateOpen {
+			why := "the table no longer opts into snapshot expiry"
+			if exempt {
+				why = "the table was exempted from snapshot expiry"
+			}
+			rep.Withdrawn++
+			return s.close(ctx, cur, proposal.StateWithdrawn, why)
+		}
 		return nil
 	}
 	maxAge := 7 * 24 * time.Hour
@@ -435,9 +519,12 @@ func (s *Service) proposeExpiry(ctx context.Context, t tables.Table, rep *Propos
 		}
 		expire = append(expire, sn.ID)
 	}
-	cur, err := s.current(ctx, t.AssetID, proposal.KindExpireSnapshots)
+	rej, rejEv, err := s.rejection(ctx, t.AssetID, proposal.KindExpireSnapshots)
 	if err != nil {
 		return err
+	}
+	if rej != nil { // only snapshots beyond the rejected set, until the quiet period ends
+		expire = slices.DeleteFunc(expire, func(id int64) bool { return slices.Contains(rejEv.Snapshots, id) })
 	}
 	if cur != nil {
 		if cur.State != proposal.StateOpen {
@@ -459,8 +546,12 @@ func (s *Service) proposeExpiry(ctx context.Context, t tables.Table, rep *Propos
 	if len(expire) == 0 {
 		return nil
 	}
-	ev := Evidence{Snapshots: expire, KeepLast: keep, MaxAge: maxAge.String(), Location: t.Location,
-		Summary: fmt.Sprintf("%d snapshots are older than %s and not among the last %d: expiring them commits new metadata first; iceberg-go then deletes the files only they referenced.", len(expire), maxAge, keep)}
+	ev := Evidence{Snapshots: expire, KeepLast: keep, MaxAge: maxAge.String(), Location: t.Location, TableUUID: t.TableUUID, MetadataLocation: t.MetadataLocation,
+		Summary: fmt.Sprintf("%d snapshots are older than %s and not among the last %d: expiring them removes exactly these snapshots in one metadata commit first; then the files only they referenced, and no other table references, are deleted.", len(expire), maxAge, keep)}
+	if rej != nil {
+		id := rej.ID
+		ev.Reopens, ev.ReopensWhy = &id, fmt.Sprintf("proposes only snapshots beyond those rejected on %s", rej.DecidedAt.Format(time.RFC3339))
+	}
 	return s.open(ctx, t.AssetID, proposal.KindExpireSnapshots, proposal.SeverityNormal, ev, nil, rep)
 }
 
@@ -525,25 +616,124 @@ var errConcurrent = &catalog.Error{Kind: catalog.ErrStaleVersion, Message: "the 
 
 func days(d time.Duration) string { return fmt.Sprintf("%d days", int(d.Hours()/24)) }
 
-// Exempt sets or clears an asset's exemption from unused-asset proposals.
-func (s *Service) Exempt(ctx context.Context, asset uuid.UUID, exempt bool, reason string) error {
+// Exempt sets or clears an asset's exemption from the given proposal kinds (unused_asset,
+// orphan_files, expire_snapshots; none given: unused_asset). Setting replaces the kinds.
+func (s *Service) Exempt(ctx context.Context, asset uuid.UUID, exempt bool, reason string, kinds ...string) error {
 	if _, err := s.cat.Get(ctx, asset); err != nil {
 		return err
 	}
+	if len(kinds) == 0 {
+		kinds = []string{KindUnusedAsset}
+	}
+	for _, k := range kinds {
+		if !slices.Contains([]string{KindUnusedAsset, KindOrphanFiles, KindExpireSnapshots}, k) {
+			return &catalog.Error{Kind: catalog.ErrInvalid, Field: "kinds", Message: fmt.Sprintf("%q cannot be exempted: give unused_asset, orphan_files or expire_snapshots", k)}
+		}
+	}
+	slices.Sort(kinds)
+	kinds = slices.Compact(kinds)
+	joined := strings.Join(kinds, ",")
 	return s.tx(ctx, func(tx *ent.Tx) error {
 		if !exempt {
 			if _, err := tx.CleanupExemption.Delete().Where(cleanupexemption.ID(asset)).Exec(ctx); err != nil {
 				return err
 			}
 		} else {
-			err := tx.CleanupExemption.Create().SetID(asset).SetReason(reason).SetBy(catalog.ActorFrom(ctx)).SetAt(s.clock()).Exec(ctx)
+			err := tx.CleanupExemption.Create().SetID(asset).SetKinds(joined).SetReason(reason).SetBy(catalog.ActorFrom(ctx)).SetAt(s.clock()).Exec(ctx)
 			if ent.IsConstraintError(err) {
-				err = tx.CleanupExemption.UpdateOneID(asset).SetReason(reason).SetBy(catalog.ActorFrom(ctx)).SetAt(s.clock()).Exec(ctx)
+				err = tx.CleanupExemption.UpdateOneID(asset).SetKinds(joined).SetReason(reason).SetBy(catalog.ActorFrom(ctx)).SetAt(s.clock()).Exec(ctx)
 			}
 			if err != nil {
 				return err
 			}
 		}
-		return s.cat.RecordAudit(ctx, tx, "cleanup.exempt", asset, nil, map[string]any{"exempt": exempt, "reason": reason})
+		return s.cat.RecordAudit(ctx, tx, "cleanup.exempt", asset, nil, map[string]any{"exempt": exempt, "reason": reason, "kinds": kinds})
 	})
+}
+
+// exempt reports whether a person exempted the asset from a proposal kind.
+func (s *Service) exempt(ctx context.Context, asset uuid.UUID, kind string) (bool, error) {
+	row, err := s.db.CleanupExemption.Get(ctx, asset)
+	if ent.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return slices.Contains(strings.Split(row.Kinds, ","), kind), nil
+}
+
+// rejection returns the newest rejection of a kind for the asset that still holds (decided
+// within the quiet period), with its evidence.
+func (s *Service) rejection(ctx context.Context, asset uuid.UUID, kind proposal.Kind) (*ent.Proposal, Evidence, error) {
+	var ev Evidence
+	if s.policy.RejectQuiet <= 0 {
+		return nil, ev, nil
+	}
+	p, err := s.db.Proposal.Query().Where(proposal.AssetID(asset), proposal.KindEQ(kind), proposal.StateEQ(proposal.StateRejected),
+		proposal.DecidedAtGT(s.clock().Add(-s.policy.RejectQuiet))).Order(ent.Desc(proposal.FieldID)).First(ctx)
+	if ent.IsNotFound(err) {
+		return nil, ev, nil
+	}
+	if err != nil {
+		return nil, ev, err
+	}
+	return p, ev, json.Unmarshal([]byte(p.Evidence), &ev)
+}
+
+// proposeShared opens a non-executable shared_location proposal when the table's latest
+// finished scan found another table living in its location, and withdraws it once a later
+// scan finds none.
+func (s *Service) proposeShared(ctx context.Context, t tables.Table, rep *ProposeReport) error {
+	last, err := s.db.CleanupScan.Query().Where(cleanupscan.AssetID(t.AssetID), cleanupscan.StateEQ(cleanupscan.StateFinished)).
+		Order(ent.Desc(cleanupscan.FieldID)).First(ctx)
+	if ent.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	latest, err := toReport(last)
+	if err != nil {
+		return err
+	}
+	cur, err := s.current(ctx, t.AssetID, proposal.KindSharedLocation)
+	if err != nil {
+		return err
+	}
+	if cur != nil {
+		if len(latest.Foreign) == 0 && latest.StartedAt.After(cur.CreatedAt) {
+			rep.Withdrawn++
+			return s.close(ctx, cur, proposal.StateWithdrawn, fmt.Sprintf("scan %s found no other table in the location", latest.ScanID))
+		}
+		rep.Kept++
+		return nil
+	}
+	if len(latest.Foreign) == 0 {
+		return nil
+	}
+	if rej, rejEv, err := s.rejection(ctx, t.AssetID, proposal.KindSharedLocation); err != nil || (rej != nil && sameTenants(rejEv.Foreign, latest.Foreign)) {
+		return err
+	}
+	id := latest.ScanID
+	ev := Evidence{ScanID: &id, Foreign: latest.Foreign, Location: t.Location, TableUUID: t.TableUUID,
+		Remedies: []string{
+			"register the other table in Tidemark (POST /api/v1/tables with its metadata location, or sync the catalog that holds it): its files then count as referenced and cleanup of this location resumes",
+			"or move one of the tables to a location of its own",
+			"if the metadata file is a leftover of a table that no longer exists anywhere, remove it by hand after checking every catalog",
+		},
+		Summary: fmt.Sprintf("Another table lives in %s: %s. Until every table there is known, no file in the location is proposed for deletion.", t.Location, foreignText(latest.Foreign))}
+	return s.open(ctx, t.AssetID, proposal.KindSharedLocation, proposal.SeverityHigh, ev, nil, rep)
+}
+
+func sameTenants(a, b []ForeignTenant) bool {
+	ids := func(fs []ForeignTenant) []string {
+		var out []string
+		for _, f := range fs {
+			out = append(out, f.TableUUID+"|"+f.Error)
+		}
+		slices.Sort(out)
+		return slices.Compact(out)
+	}
+	return slices.Equal(ids(a), ids(b))
 }

@@ -45,12 +45,31 @@ type Report struct {
 	Cost            Cost          `json:"cost"`
 	Summary         string        `json:"summary"`
 	Prices          Prices        `json:"prices"`
+	// MinGap is how far apart two walks must be to confirm; TooSoonShards counts walks of this
+	// scan that came sooner and so confirmed nothing.
+	MinGap        string `json:"min_gap"`
+	TooSoonShards int    `json:"too_soon_shards"`
+	Pacing        Pacing `json:"pacing"`
+	// SharedWith are the other known tables whose location overlaps this one: what they
+	// reference counted as referenced. Foreign are metadata files of tables nobody told
+	// Tidemark about: while there are any, nothing in the location is confirmed.
+	SharedWith []SharedTable   `json:"shared_with"`
+	Foreign    []ForeignTenant `json:"foreign_tenants"`
+}
+
+// Pacing is the storage request pacing a scan or execution ran with (0: unlimited).
+type Pacing struct {
+	ListPerSecond float64 `json:"list_per_second"`
+	HeadPerSecond float64 `json:"head_per_second"`
+	PageSize      int     `json:"page_size"`
+	HeadParallel  int     `json:"head_parallel"`
 }
 
 // ShardReport is one shard walk.
 type ShardReport struct {
 	Shard        string     `json:"shard"`
-	Outcome      string     `json:"outcome"` // complete, failed, unreachable, stopped, leased
+	Outcome      string     `json:"outcome"`            // complete, failed, unreachable, stopped, leased
+	TooSoon      bool       `json:"too_soon,omitempty"` // complete, but too soon after the previous walk to confirm
 	StartedAt    time.Time  `json:"started_at"`
 	FinishedAt   *time.Time `json:"finished_at,omitempty"`
 	Entries      int64      `json:"entries"`
@@ -83,6 +102,8 @@ type Requests struct {
 	// ManifestReads are manifests and manifest lists read from storage (the rest came from the
 	// manifest cache).
 	ManifestReads int `json:"manifest_reads"`
+	// Get counts metadata files read to learn which table they belong to.
+	Get int64 `json:"get,omitempty"`
 }
 
 // Cost is the estimate from the configured prices, in US dollars.
@@ -93,7 +114,7 @@ type Cost struct {
 
 func (r *Report) finish(p Prices) {
 	r.Prices = p
-	r.Cost.Scan = float64(r.Requests.List)/1000*p.ListPer1000 + float64(r.Requests.Head+int64(r.Requests.ManifestReads))/1000*p.GetPer1000
+	r.Cost.Scan = float64(r.Requests.List)/1000*p.ListPer1000 + float64(r.Requests.Head+r.Requests.Get+int64(r.Requests.ManifestReads))/1000*p.GetPer1000
 	r.Cost.OrphansPerMonth = float64(r.ConfirmedBytes) / 1e9 * p.StorageGBMonth
 	r.ShardsComplete = 0
 	for _, sh := range r.Shards {
@@ -104,8 +125,17 @@ func (r *Report) finish(p Prices) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Examined %d of %d shards to completion (%d entries listed, %d LIST and %d HEAD requests, about $%.4f). ",
 		r.ShardsComplete, len(r.Shards), r.EntriesListed, r.Requests.List, r.Requests.Head, r.Cost.Scan)
-	fmt.Fprintf(&b, "%d unreferenced files older than %s in those shards; %d (%s) confirmed by two consecutive complete walks, costing about $%.2f a month. ",
-		r.Candidates, r.AgeThreshold, r.Confirmed, BytesText(r.ConfirmedBytes), r.Cost.OrphansPerMonth)
+	if len(r.Foreign) > 0 {
+		fmt.Fprintf(&b, "Another table lives in this location (%s): no file here is a candidate while it does. ", foreignText(r.Foreign))
+	}
+	if n := len(r.SharedWith); n > 0 {
+		fmt.Fprintf(&b, "%d other known tables share or nest in this location; what they reference counts as referenced. ", n)
+	}
+	fmt.Fprintf(&b, "%d unreferenced files older than %s in those shards; %d (%s) confirmed by two consecutive complete walks at least %s apart, costing about $%.2f a month. ",
+		r.Candidates, r.AgeThreshold, r.Confirmed, BytesText(r.ConfirmedBytes), r.MinGap, r.Cost.OrphansPerMonth)
+	if r.TooSoonShards > 0 {
+		fmt.Fprintf(&b, "%d shard walks came less than %s after the previous one and confirmed nothing. ", r.TooSoonShards, r.MinGap)
+	}
 	if r.TooYoung > 0 || r.MidWalk > 0 {
 		fmt.Fprintf(&b, "%d unreferenced files were too young to judge and %d were committed while the walk ran. ", r.TooYoung, r.MidWalk)
 	}

@@ -41,6 +41,9 @@ type ScanOptions struct {
 	SkipDangling bool
 	// RecheckDelay is how long a missing file is given before its second check (default 1 min).
 	RecheckDelay time.Duration
+	// MinGap is how far apart two complete walks of a shard must be for the second to confirm
+	// what the first saw (default 1 h): two passes mean two moments, not one listing twice.
+	MinGap time.Duration
 	// Progress, when set, is told how the walk goes.
 	Progress func(Progress)
 }
@@ -79,6 +82,12 @@ func (s *Service) Scan(ctx context.Context, asset uuid.UUID, opt ScanOptions) (R
 	if opt.RecheckDelay == 0 {
 		opt.RecheckDelay = DefaultRecheckDelay
 	}
+	if opt.MinGap == 0 {
+		opt.MinGap = DefaultMinGap
+	}
+	if opt.MinGap < 0 {
+		return Report{}, &catalog.Error{Kind: catalog.ErrInvalid, Field: "min_gap", Message: "the minimum gap between confirming walks must be positive"}
+	}
 	if _, err := s.tables.Get(ctx, asset); err != nil {
 		return Report{}, err
 	}
@@ -99,6 +108,7 @@ func (s *Service) Scan(ctx context.Context, asset uuid.UUID, opt ScanOptions) (R
 	}
 	rep := Report{ScanID: row.ID, AssetID: asset, StartedAt: row.StartedAt, State: "running", AgeThreshold: opt.AgeThreshold.String(),
 		ThresholdOverride: override, Shards: []ShardReport{}, Holes: []Hole{}, ConfirmedSample: []string{}, Dangling: []DanglingRef{},
+		MinGap: opt.MinGap.String(), Pacing: s.pacing(), SharedWith: []SharedTable{}, Foreign: []ForeignTenant{},
 		Assumption: fmt.Sprintf("No write takes longer than %s to commit: a file older than that which no metadata references is not part of a write in flight.", opt.AgeThreshold)}
 	serr := s.scan(ctx, row.ID, &rep, opt)
 	state := cleanupscan.StateFinished
@@ -142,10 +152,12 @@ func (s *Service) scan(ctx context.Context, scanID uuid.UUID, rep *Report, opt S
 	if s.wrapIO != nil {
 		lister = s.wrapIO(lister)
 	}
-	pre, err := s.references(ctx, live, rep)
+	// Every table sharing the location counts: a file any of them references is not an orphan.
+	pre, err := s.readWorld(ctx, asset, live.Refs.Location, live)
 	if err != nil {
 		return err
 	}
+	rep.Requests.ManifestReads += pre.reads
 	loc := strings.TrimRight(live.Refs.Location, "/")
 	locKey, _ := normalize(loc)
 
@@ -169,7 +181,8 @@ func (s *Service) scan(ctx context.Context, scanID uuid.UUID, rep *Report, opt S
 	}
 	var complete []walked
 	var listed atomic.Int64
-	var metaFiles []candidate // unreferenced *.metadata.json files, for registered tables
+	var metaFiles []candidate // unreferenced *.metadata.json files: other tenants, or newer metadata
+	metaWalked := false       // metadata/ was walked to completion by this scan
 	for i, shard := range shards {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -196,7 +209,7 @@ func (s *Service) scan(ctx context.Context, scanID uuid.UUID, rep *Report, opt S
 			s.release(ctx, asset, shard)
 			return err
 		}
-		res := s.walkShard(ctx, lister, loc, locKey, shard, pre, &listed, func(n int64) {
+		res := s.walkShard(ctx, lister, loc, locKey, shard, pre.refs, &listed, func(n int64) {
 			progress(Progress{Shard: shard, ShardsDone: i, Entries: n, Phase: "walking"})
 		}, func() error { return s.renew(ctx, asset, shard, s.leaseTTL) })
 		s.release(ctx, asset, shard)
@@ -226,13 +239,14 @@ func (s *Service) scan(ctx context.Context, scanID uuid.UUID, rep *Report, opt S
 		if res.mismatch != nil {
 			return res.mismatch // an unsafe comparison stops the table's scan
 		}
+		for _, c := range res.cands { // a failed walk's entries are evidence of a tenant too
+			if strings.HasSuffix(c.key, ".metadata.json") {
+				metaFiles = append(metaFiles, c)
+			}
+		}
 		if outcome == cleanupshardwalk.OutcomeComplete {
 			complete = append(complete, walked{walk: w, cands: res.cands, idx: len(rep.Shards) - 1})
-			for _, c := range res.cands {
-				if strings.HasSuffix(c.key, ".metadata.json") {
-					metaFiles = append(metaFiles, c)
-				}
-			}
+			metaWalked = metaWalked || shard == "metadata/"
 		}
 		if s.hook != nil {
 			s.hook(shard)
@@ -249,12 +263,33 @@ func (s *Service) scan(ctx context.Context, scanID uuid.UUID, rep *Report, opt S
 	if err != nil {
 		return err
 	}
-	post, err := s.references(ctx, live2, rep)
+	post, err := s.readWorld(ctx, asset, live2.Refs.Location, live2)
 	if err != nil {
 		return err
 	}
-	rep.ReferencedFiles = int64(len(post.keys))
-	if live2.Refs.Registered {
+	rep.Requests.ManifestReads += post.reads
+	rep.ReferencedFiles = int64(len(post.refs.keys))
+	rep.SharedWith = post.shared
+	// Another table living here (a metadata file with an unknown table-uuid) makes every file
+	// here possibly its: nothing is a candidate, and what was observed before is dropped.
+	metaPaths := make([]string, len(metaFiles))
+	for i, c := range metaFiles {
+		metaPaths[i] = c.key
+	}
+	foreign, lists, gets, err := s.probeTenants(ctx, live2.IO, loc, post, metaPaths, !metaWalked)
+	rep.Requests.List += lists
+	rep.Requests.Get += gets
+	if err != nil {
+		return err
+	}
+	if len(foreign) > 0 {
+		rep.Foreign = foreign
+		s.log.Warn("another table lives in this table's location: nothing there is confirmed", "asset_id", asset, "location", loc, "foreign", foreignText(foreign))
+		if err := s.forgetObservations(ctx, asset); err != nil {
+			return err
+		}
+		complete = nil
+	} else if live2.Refs.Registered {
 		if err := newerMetadata(live2, metaFiles); err != nil {
 			return err
 		}
@@ -265,7 +300,7 @@ func (s *Service) scan(ctx context.Context, scanID uuid.UUID, rep *Report, opt S
 		var keep []candidate
 		for _, c := range cw.cands {
 			switch {
-			case post.has(c.key):
+			case post.refs.has(c.key):
 				rep.MidWalk++
 			case now.Sub(c.modTime) < threshold:
 				rep.TooYoung++
@@ -273,11 +308,15 @@ func (s *Service) scan(ctx context.Context, scanID uuid.UUID, rep *Report, opt S
 				keep = append(keep, c)
 			}
 		}
-		confirmed, err := s.observe(ctx, cw.walk, keep)
+		confirmed, tooSoon, err := s.observe(ctx, cw.walk, keep, opt.MinGap)
 		if err != nil {
 			return err
 		}
 		sr := &rep.Shards[cw.idx]
+		if tooSoon {
+			sr.TooSoon = true
+			rep.TooSoonShards++
+		}
 		sr.Candidates = int64(len(keep))
 		rep.Candidates += int64(len(keep))
 		for _, c := range keep {
@@ -302,22 +341,6 @@ func (s *Service) scan(ctx context.Context, scanID uuid.UUID, rep *Report, opt S
 		}
 	}
 	return nil
-}
-
-// references builds the referenced set from the table's metadata.
-func (s *Service) references(ctx context.Context, live *tables.Live, rep *Report) (*refSet, error) {
-	set := &refSet{}
-	before := live.Refs.Report.ManifestsRead + live.Refs.Report.ManifestListsRead
-	refs, err := s.tables.WalkReferences(ctx, live, func(p string, _ tables.RefKind) error {
-		set.add(p)
-		return nil
-	})
-	rep.Requests.ManifestReads += refs.Report.ManifestsRead + refs.Report.ManifestListsRead - before
-	if err != nil {
-		return nil, fmt.Errorf("read the table's metadata: %w", err)
-	}
-	set.seal()
-	return set, nil
 }
 
 // discover lists the location's top level and data/'s, and returns the shards: metadata/,
@@ -485,15 +508,20 @@ func (s *Service) walkShard(ctx context.Context, lister icebergio.ListableIO, lo
 }
 
 // observe records a complete walk's old unreferenced files and returns those now confirmed:
-// seen by this walk and by the shard's previous walk, which was complete too.
-func (s *Service) observe(ctx context.Context, w *ent.CleanupShardWalk, cands []candidate) ([]candidate, error) {
+// seen by this walk and by the shard's previous counted walk, which was complete too and
+// finished at least minGap before this one started. A walk that comes sooner is marked too
+// soon: it changes no observation, confirms nothing, and does not break the chain.
+func (s *Service) observe(ctx context.Context, w *ent.CleanupShardWalk, cands []candidate, minGap time.Duration) ([]candidate, bool, error) {
 	prev, err := s.db.CleanupShardWalk.Query().Where(cleanupshardwalk.AssetID(w.AssetID), cleanupshardwalk.Shard(w.Shard),
-		cleanupshardwalk.IDLT(w.ID), cleanupshardwalk.OutcomeNEQ(cleanupshardwalk.OutcomeLeased)).
+		cleanupshardwalk.IDLT(w.ID), cleanupshardwalk.OutcomeNEQ(cleanupshardwalk.OutcomeLeased), cleanupshardwalk.TooSoon(false)).
 		Order(ent.Desc(cleanupshardwalk.FieldID)).First(ctx)
 	if err != nil && !ent.IsNotFound(err) {
-		return nil, err
+		return nil, false, err
 	}
 	chained := prev != nil && prev.Outcome == cleanupshardwalk.OutcomeComplete
+	if chained && (prev.FinishedAt == nil || w.StartedAt.Sub(*prev.FinishedAt) < minGap) {
+		return nil, true, s.db.CleanupShardWalk.UpdateOne(w).SetTooSoon(true).Exec(ctx)
+	}
 	now := s.clock()
 	var confirmed []candidate
 	err = s.tx(ctx, func(tx *ent.Tx) error {
@@ -542,7 +570,13 @@ func (s *Service) observe(ctx context.Context, w *ent.CleanupShardWalk, cands []
 			cleanupobservation.LastWalkIDNEQ(w.ID)).Exec(ctx)
 		return err
 	})
-	return confirmed, err
+	return confirmed, false, err
+}
+
+// forgetObservations drops every observation of a table: they no longer prove anything.
+func (s *Service) forgetObservations(ctx context.Context, asset uuid.UUID) error {
+	_, err := s.db.CleanupObservation.Delete().Where(cleanupobservation.AssetID(asset)).Exec(ctx)
+	return err
 }
 
 // unfinished returns the shards a scan of the table did not walk to completion.
@@ -613,8 +647,10 @@ func newerMetadata(live *tables.Live, metaFiles []candidate) error {
 	return nil
 }
 
-// dangling checks every live file of the current snapshot by key (never by walking), then
-// checks the missing ones again after a delay before reporting them.
+// dangling checks by key (never by walking, never from the cache) the current metadata file,
+// manifest list and manifests, then every live file of the current snapshot, and checks the
+// missing ones again after a delay before reporting them. A missing manifest is a dangling
+// reference like a missing data file.
 func (s *Service) dangling(ctx context.Context, live *tables.Live, rep *Report, delay time.Duration) error {
 	var limiter *rate.Limiter
 	if s.statRate > 0 {
@@ -659,9 +695,17 @@ func (s *Service) dangling(ctx context.Context, live *tables.Live, rep *Report, 
 		wg.Wait()
 		return missing, ctx.Err()
 	}
+	structure, serr := s.tables.CurrentStructure(ctx, live)
+	missing, err := check(structure)
+	if err != nil {
+		return err
+	}
+	rep.FilesChecked += int64(len(structure))
+	if serr != nil && len(missing) == 0 {
+		return fmt.Errorf("read the current manifest list: %w", serr)
+	}
 	// Stream the current files in batches, so a table of millions of files is never held whole.
 	var batch []tables.CurrentFile
-	var missing []tables.CurrentFile
 	flush := func() error {
 		m, err := check(batch)
 		missing = append(missing, m...)
@@ -669,7 +713,7 @@ func (s *Service) dangling(ctx context.Context, live *tables.Live, rep *Report, 
 		batch = batch[:0]
 		return err
 	}
-	err := s.tables.WalkCurrentFiles(ctx, live, func(f tables.CurrentFile) error {
+	err = s.tables.WalkCurrentFiles(ctx, live, func(f tables.CurrentFile) error {
 		batch = append(batch, f)
 		if len(batch) == 10000 {
 			return flush()
@@ -678,6 +722,12 @@ func (s *Service) dangling(ctx context.Context, live *tables.Live, rep *Report, 
 	})
 	if err == nil {
 		err = flush()
+	}
+	if err != nil && len(missing) > 0 && ctx.Err() == nil {
+		// A missing manifest (or list) cannot be read for its entries: its files stay unchecked.
+		s.log.Warn("could not read every current manifest; some are missing", "err", err)
+		unchecked.Add(1)
+		err = nil
 	}
 	if err != nil {
 		return fmt.Errorf("check referenced files: %w", err)

@@ -24,31 +24,37 @@ type nameEvidenceResponse struct {
 }
 
 type evidenceResponse struct {
-	Summary        string                 `json:"summary"`
-	Scans          []uuid.UUID            `json:"scans,omitempty"`
-	Shards         []string               `json:"shards,omitempty"`
-	Files          int64                  `json:"files,omitempty"`
-	Bytes          int64                  `json:"bytes,omitempty"`
-	MonthlyCostUSD float64                `json:"monthly_cost_usd,omitempty"`
-	AgeThreshold   string                 `json:"age_threshold,omitempty"`
-	Assumption     string                 `json:"assumption,omitempty"`
-	Window         string                 `json:"window,omitempty"`
-	From           *time.Time             `json:"from,omitempty"`
-	To             *time.Time             `json:"to,omitempty"`
-	LastRead       *time.Time             `json:"last_read,omitempty"`
-	Names          []nameEvidenceResponse `json:"names,omitempty"`
-	Readers        int                    `json:"distinct_readers_ever,omitempty"`
-	Downstream     []uuid.UUID            `json:"downstream,omitempty"`
-	Owners         []string               `json:"owners,omitempty"`
-	AssetCreatedAt *time.Time             `json:"asset_created_at,omitempty"`
-	Location       string                 `json:"location,omitempty"`
-	Snapshots      []int64                `json:"snapshots,omitempty"`
-	KeepLast       int                    `json:"keep_last,omitempty"`
-	MaxAge         string                 `json:"max_age,omitempty"`
-	Dangling       []danglingResponse     `json:"dangling,omitempty"`
-	DanglingCount  int64                  `json:"dangling_count,omitempty"`
-	Remedies       []string               `json:"remedies,omitempty"`
-	ScanID         *uuid.UUID             `json:"scan_id,omitempty"`
+	Summary          string                  `json:"summary"`
+	Scans            []uuid.UUID             `json:"scans,omitempty"`
+	Shards           []string                `json:"shards,omitempty"`
+	Files            int64                   `json:"files,omitempty"`
+	Bytes            int64                   `json:"bytes,omitempty"`
+	MonthlyCostUSD   float64                 `json:"monthly_cost_usd,omitempty"`
+	AgeThreshold     string                  `json:"age_threshold,omitempty"`
+	MinGap           string                  `json:"min_gap,omitempty"`
+	Assumption       string                  `json:"assumption,omitempty"`
+	TableUUID        string                  `json:"table_uuid,omitempty"`
+	MetadataLocation string                  `json:"metadata_location,omitempty"`
+	ForeignTenants   []foreignTenantResponse `json:"foreign_tenants,omitempty"`
+	Reopens          *uuid.UUID              `json:"reopens,omitempty"`
+	ReopensWhy       string                  `json:"reopens_why,omitempty"`
+	Window           string                  `json:"window,omitempty"`
+	From             *time.Time              `json:"from,omitempty"`
+	To               *time.Time              `json:"to,omitempty"`
+	LastRead         *time.Time              `json:"last_read,omitempty"`
+	Names            []nameEvidenceResponse  `json:"names,omitempty"`
+	Readers          int                     `json:"distinct_readers_ever,omitempty"`
+	Downstream       []uuid.UUID             `json:"downstream,omitempty"`
+	Owners           []string                `json:"owners,omitempty"`
+	AssetCreatedAt   *time.Time              `json:"asset_created_at,omitempty"`
+	Location         string                  `json:"location,omitempty"`
+	Snapshots        []int64                 `json:"snapshots,omitempty"`
+	KeepLast         int                     `json:"keep_last,omitempty"`
+	MaxAge           string                  `json:"max_age,omitempty"`
+	Dangling         []danglingResponse      `json:"dangling,omitempty"`
+	DanglingCount    int64                   `json:"dangling_count,omitempty"`
+	Remedies         []string                `json:"remedies,omitempty"`
+	ScanID           *uuid.UUID              `json:"scan_id,omitempty"`
 }
 
 type stepResponse struct {
@@ -101,11 +107,14 @@ type decisionRequest struct {
 type exemptRequest struct {
 	Exempt bool   `json:"exempt"`
 	Reason string `json:"reason,omitempty"`
+	// Kinds are the proposal kinds exempted: unused_asset (the default), orphan_files, expire_snapshots.
+	Kinds []string `json:"kinds,omitempty"`
 }
 
 type exemptResponse struct {
 	AssetID uuid.UUID `json:"asset_id"`
 	Exempt  bool      `json:"exempt"`
+	Kinds   []string  `json:"kinds,omitempty"`
 }
 
 type webhookRequest struct {
@@ -124,7 +133,7 @@ func (a *API) proposalRoutes() {
 	id := []param{{Name: "id", In: "path", Required: true}}
 	a.handle(operation{Method: http.MethodGet, Path: "/api/v1/proposals", Summary: "Cleanup proposals, newest first",
 		Tag: "cleanup", Params: []param{{Name: "state", In: "query", Description: "open, approved, executing, executed, failed, rejected, withdrawn, expired"},
-			{Name: "kind", In: "query", Description: "orphan_files, unused_asset, expire_snapshots, dangling_reference"},
+			{Name: "kind", In: "query", Description: "orphan_files, unused_asset, expire_snapshots, dangling_reference, shared_location"},
 			{Name: "asset", In: "query", Description: "an asset ID"}, {Name: "limit", In: "query", Description: "1-100, default 20"}, {Name: "cursor", In: "query"}},
 		Responses: map[int]any{200: proposalListResponse{}}}, a.listProposals)
 	a.handle(operation{Method: http.MethodGet, Path: "/api/v1/proposals/:id", Summary: "A proposal with its evidence, execution journal and notification deliveries",
@@ -133,7 +142,7 @@ func (a *API) proposalRoutes() {
 		Tag: "cleanup", Scope: auth.ScopeAdmin, Params: id, Body: decisionRequest{}, Responses: map[int]any{200: proposalResponse{}}}, a.approveProposal)
 	a.handle(operation{Method: http.MethodPost, Path: "/api/v1/proposals/:id/reject", Summary: "Reject an open proposal, with the reason",
 		Tag: "cleanup", Scope: auth.ScopeAdmin, Params: id, Body: decisionRequest{}, Responses: map[int]any{200: proposalResponse{}}}, a.rejectProposal)
-	a.handle(operation{Method: http.MethodPut, Path: "/api/v1/assets/:id/cleanup-exempt", Summary: "Exempt an asset from unused-asset proposals (or lift the exemption)",
+	a.handle(operation{Method: http.MethodPut, Path: "/api/v1/assets/:id/cleanup-exempt", Summary: "Exempt an asset from unused-asset, orphan-file or snapshot-expiry proposals (or lift the exemption)",
 		Tag: "cleanup", Scope: auth.ScopeAdmin, Params: id, Body: exemptRequest{}, Responses: map[int]any{200: exemptResponse{}}}, a.setExempt)
 	a.handle(operation{Method: http.MethodPut, Path: "/api/v1/webhooks/:principal", Summary: "Where an owner's cleanup notifications go (an empty url removes it)",
 		Tag: "cleanup", Scope: auth.ScopeAdmin, Params: []param{{Name: "principal", In: "path", Required: true}}, Body: webhookRequest{},
@@ -219,10 +228,20 @@ func (a *API) setExempt(c echo.Context) error {
 	if len(req.Reason) > catalog.MaxDescription {
 		return badRequest("reason", "reason is %d bytes long; the limit is %d", len(req.Reason), catalog.MaxDescription)
 	}
-	if err := a.cfg.Cleanup.Exempt(c.Request().Context(), id, req.Exempt, req.Reason); err != nil {
+	if len(req.Kinds) > 3 {
+		return badRequest("kinds", "give at most the three exemptible kinds: unused_asset, orphan_files, expire_snapshots")
+	}
+	if err := a.cfg.Cleanup.Exempt(c.Request().Context(), id, req.Exempt, req.Reason, req.Kinds...); err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, exemptResponse{AssetID: id, Exempt: req.Exempt})
+	kinds := req.Kinds
+	if req.Exempt && len(kinds) == 0 {
+		kinds = []string{cleanup.KindUnusedAsset}
+	}
+	if !req.Exempt {
+		kinds = nil
+	}
+	return c.JSON(http.StatusOK, exemptResponse{AssetID: id, Exempt: req.Exempt, Kinds: kinds})
 }
 
 func (a *API) setWebhook(c echo.Context) error {
@@ -248,7 +267,11 @@ func toProposalResponse(p cleanup.Proposal) proposalResponse {
 	ev := evidenceResponse{Summary: e.Summary, Scans: e.Scans, Shards: e.Shards, Files: e.Files, Bytes: e.Bytes, MonthlyCostUSD: e.MonthlyCost,
 		AgeThreshold: e.AgeThreshold, Assumption: e.Assumption, Window: e.Window, From: e.From, To: e.To, LastRead: e.LastRead,
 		Readers: e.Readers, Downstream: e.Downstream, Owners: e.Owners, AssetCreatedAt: e.AssetCreatedAt, Location: e.Location,
-		Snapshots: e.Snapshots, KeepLast: e.KeepLast, MaxAge: e.MaxAge, DanglingCount: e.DanglingCount, Remedies: e.Remedies, ScanID: e.ScanID}
+		Snapshots: e.Snapshots, KeepLast: e.KeepLast, MaxAge: e.MaxAge, DanglingCount: e.DanglingCount, Remedies: e.Remedies, ScanID: e.ScanID,
+		MinGap: e.MinGap, TableUUID: e.TableUUID, MetadataLocation: e.MetadataLocation, Reopens: e.Reopens, ReopensWhy: e.ReopensWhy}
+	if len(e.Foreign) > 0 {
+		ev.ForeignTenants = toForeignResponse(e.Foreign)
+	}
 	for _, n := range e.Names {
 		ev.Names = append(ev.Names, nameEvidenceResponse(n))
 	}

@@ -15,6 +15,7 @@ import (
 type scanShardResponse struct {
 	Shard        string     `json:"shard"`
 	Outcome      string     `json:"outcome"`
+	TooSoon      bool       `json:"too_soon,omitempty"`
 	StartedAt    time.Time  `json:"started_at"`
 	FinishedAt   *time.Time `json:"finished_at,omitempty"`
 	Entries      int64      `json:"entries"`
@@ -42,6 +43,29 @@ type scanRequestsResponse struct {
 	List          int64 `json:"list"`
 	Head          int64 `json:"head"`
 	ManifestReads int   `json:"manifest_reads"`
+	Get           int64 `json:"get,omitempty"`
+}
+
+type pacingResponse struct {
+	ListPerSecond float64 `json:"list_per_second"`
+	HeadPerSecond float64 `json:"head_per_second"`
+	PageSize      int     `json:"page_size"`
+	HeadParallel  int     `json:"head_parallel"`
+}
+
+type sharedTableResponse struct {
+	AssetID   uuid.UUID  `json:"asset_id"`
+	TableUUID string     `json:"table_uuid"`
+	Location  string     `json:"location"`
+	GoneAt    *time.Time `json:"gone_at,omitempty"`
+	Skipped   string     `json:"skipped,omitempty"`
+}
+
+type foreignTenantResponse struct {
+	MetadataFile string     `json:"metadata_file"`
+	TableUUID    string     `json:"table_uuid,omitempty"`
+	AssetID      *uuid.UUID `json:"asset_id,omitempty"`
+	Error        string     `json:"error,omitempty"`
 }
 
 type scanCostResponse struct {
@@ -53,37 +77,42 @@ type scanCostResponse struct {
 }
 
 type scanResponse struct {
-	ID                uuid.UUID            `json:"id"`
-	AssetID           uuid.UUID            `json:"asset_id"`
-	Location          string               `json:"location"`
-	MetadataLocation  string               `json:"metadata_location"`
-	StartedAt         time.Time            `json:"started_at"`
-	FinishedAt        *time.Time           `json:"finished_at,omitempty"`
-	State             string               `json:"state"`
-	Error             string               `json:"error,omitempty"`
-	AgeThreshold      string               `json:"age_threshold"`
-	ThresholdOverride bool                 `json:"threshold_override"`
-	Assumption        string               `json:"assumption"`
-	Summary           string               `json:"summary"`
-	Shards            []scanShardResponse  `json:"shards"`
-	ShardsComplete    int                  `json:"shards_complete"`
-	Holes             []scanHoleResponse   `json:"holes"`
-	EntriesListed     int64                `json:"entries_listed"`
-	DuplicateListed   int64                `json:"duplicate_listed"`
-	ReferencedFiles   int64                `json:"referenced_files"`
-	MidWalk           int64                `json:"mid_walk"`
-	TooYoung          int64                `json:"too_young"`
-	Candidates        int64                `json:"candidates"`
-	CandidateBytes    int64                `json:"candidate_bytes"`
-	Confirmed         int64                `json:"confirmed"`
-	ConfirmedBytes    int64                `json:"confirmed_bytes"`
-	ConfirmedSample   []string             `json:"confirmed_sample"`
-	FilesChecked      int64                `json:"files_checked"`
-	Dangling          []danglingResponse   `json:"dangling"`
-	DanglingCount     int64                `json:"dangling_count"`
-	Unchecked         int64                `json:"unchecked"`
-	Requests          scanRequestsResponse `json:"requests"`
-	Cost              scanCostResponse     `json:"cost"`
+	ID                uuid.UUID               `json:"id"`
+	AssetID           uuid.UUID               `json:"asset_id"`
+	Location          string                  `json:"location"`
+	MetadataLocation  string                  `json:"metadata_location"`
+	StartedAt         time.Time               `json:"started_at"`
+	FinishedAt        *time.Time              `json:"finished_at,omitempty"`
+	State             string                  `json:"state"`
+	Error             string                  `json:"error,omitempty"`
+	AgeThreshold      string                  `json:"age_threshold"`
+	ThresholdOverride bool                    `json:"threshold_override"`
+	Assumption        string                  `json:"assumption"`
+	Summary           string                  `json:"summary"`
+	Shards            []scanShardResponse     `json:"shards"`
+	ShardsComplete    int                     `json:"shards_complete"`
+	Holes             []scanHoleResponse      `json:"holes"`
+	EntriesListed     int64                   `json:"entries_listed"`
+	DuplicateListed   int64                   `json:"duplicate_listed"`
+	ReferencedFiles   int64                   `json:"referenced_files"`
+	MidWalk           int64                   `json:"mid_walk"`
+	TooYoung          int64                   `json:"too_young"`
+	Candidates        int64                   `json:"candidates"`
+	CandidateBytes    int64                   `json:"candidate_bytes"`
+	Confirmed         int64                   `json:"confirmed"`
+	ConfirmedBytes    int64                   `json:"confirmed_bytes"`
+	ConfirmedSample   []string                `json:"confirmed_sample"`
+	FilesChecked      int64                   `json:"files_checked"`
+	Dangling          []danglingResponse      `json:"dangling"`
+	DanglingCount     int64                   `json:"dangling_count"`
+	Unchecked         int64                   `json:"unchecked"`
+	Requests          scanRequestsResponse    `json:"requests"`
+	Cost              scanCostResponse        `json:"cost"`
+	MinGap            string                  `json:"min_gap"`
+	TooSoonShards     int                     `json:"too_soon_shards"`
+	Pacing            pacingResponse          `json:"pacing"`
+	SharedWith        []sharedTableResponse   `json:"shared_with"`
+	ForeignTenants    []foreignTenantResponse `json:"foreign_tenants"`
 }
 
 type scanListResponse struct {
@@ -164,7 +193,12 @@ func toScanResponse(r cleanup.Report) scanResponse {
 		FilesChecked: r.FilesChecked, Dangling: []danglingResponse{}, DanglingCount: r.DanglingCount, Unchecked: r.Unchecked,
 		Requests: scanRequestsResponse(r.Requests),
 		Cost: scanCostResponse{ScanUSD: r.Cost.Scan, ConfirmedOrphansUSDPerMonth: r.Cost.OrphansPerMonth, ListPer1000USD: r.Prices.ListPer1000,
-			GetPer1000USD: r.Prices.GetPer1000, StorageGBMonthUSD: r.Prices.StorageGBMonth}}
+			GetPer1000USD: r.Prices.GetPer1000, StorageGBMonthUSD: r.Prices.StorageGBMonth},
+		MinGap: r.MinGap, TooSoonShards: r.TooSoonShards, Pacing: pacingResponse(r.Pacing),
+		SharedWith: []sharedTableResponse{}, ForeignTenants: toForeignResponse(r.Foreign)}
+	for _, t := range r.SharedWith {
+		out.SharedWith = append(out.SharedWith, sharedTableResponse(t))
+	}
 	if out.ConfirmedSample == nil {
 		out.ConfirmedSample = []string{}
 	}
@@ -176,6 +210,14 @@ func toScanResponse(r cleanup.Report) scanResponse {
 	}
 	for _, d := range r.Dangling {
 		out.Dangling = append(out.Dangling, danglingResponse(d))
+	}
+	return out
+}
+
+func toForeignResponse(fs []cleanup.ForeignTenant) []foreignTenantResponse {
+	out := []foreignTenantResponse{}
+	for _, f := range fs {
+		out = append(out, foreignTenantResponse(f))
 	}
 	return out
 }

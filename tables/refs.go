@@ -176,3 +176,146 @@ func (s *Service) WalkCurrentFiles(ctx context.Context, l *Live, fn func(Current
 	}
 	return nil
 }
+
+// WalkSnapshotReferences calls fn with the manifest list, manifests and manifest entries of the
+// retained snapshots that pick selects, and the statistics files of those snapshots.
+func (s *Service) WalkSnapshotReferences(ctx context.Context, l *Live, pick func(snapshotID int64) bool, fn func(path string, kind RefKind) error) error {
+	meta := l.Table.Metadata()
+	for st := range meta.Statistics() {
+		if pick(st.SnapshotID) && st.StatisticsPath != "" {
+			if err := fn(st.StatisticsPath, RefStatistics); err != nil {
+				return err
+			}
+		}
+	}
+	for st := range meta.PartitionStatistics() {
+		if pick(st.SnapshotID) && st.StatisticsPath != "" {
+			if err := fn(st.StatisticsPath, RefStatistics); err != nil {
+				return err
+			}
+		}
+	}
+	r := newReader(s.db, func(context.Context) (icebergio.IO, error) { return l.IO, nil }, s.clock, &l.Refs.Report)
+	for _, snap := range meta.Snapshots() {
+		if !pick(snap.SnapshotID) {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := fn(snap.ManifestList, RefManifestList); err != nil {
+			return err
+		}
+		refs, err := r.manifests(ctx, snap)
+		if err != nil {
+			return fmt.Errorf("snapshot %d: %w", snap.SnapshotID, err)
+		}
+		for _, ref := range refs {
+			if err := fn(ref.Path, RefManifest); err != nil {
+				return err
+			}
+			es, err := r.entries(ctx, snap, ref)
+			if err != nil {
+				return fmt.Errorf("snapshot %d: %w", snap.SnapshotID, err)
+			}
+			kind := RefDataFile
+			if ref.Content != 0 {
+				kind = RefDeleteFile
+			}
+			for _, e := range es {
+				if err := fn(e.Path, kind); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// KeepError says why a snapshot approved for removal must stay.
+type KeepError struct{ Reason string }
+
+func (e *KeepError) Error() string { return e.Reason }
+
+// RemoveSnapshots removes exactly the given snapshots from a table in one commit through its
+// catalog connection, after checking that none is the current snapshot or the head of a branch
+// or tag; the commit asserts the table-uuid and every ref's head, so a concurrent writer makes
+// it fail rather than expire something else. Snapshots already gone are skipped. It returns the
+// table after the commit (nil when nothing was left to remove) and the IDs it removed. It
+// deletes no file.
+func (s *Service) RemoveSnapshots(ctx context.Context, id uuid.UUID, l *Live, ids []int64) (*Live, []int64, error) {
+	row, err := s.row(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if row.Connection == "" || row.GoneAt != nil {
+		return nil, nil, &KeepError{Reason: "the table has no catalog to commit to (registered by metadata location, or dropped): expire its snapshots in the engine that writes it"}
+	}
+	meta := l.Table.Metadata()
+	heads := map[int64]string{}
+	var reqs []table.Requirement
+	reqs = append(reqs, table.AssertTableUUID(meta.TableUUID()))
+	for name, ref := range meta.Refs() {
+		heads[ref.SnapshotID] = name
+		v := ref.SnapshotID
+		reqs = append(reqs, table.AssertRefSnapshotID(name, &v))
+	}
+	var remove []int64
+	for _, sid := range ids {
+		if meta.SnapshotByID(sid) == nil {
+			continue
+		}
+		if name, ok := heads[sid]; ok {
+			return nil, nil, &KeepError{Reason: fmt.Sprintf("snapshot %d is now the head of %q: it stays", sid, name)}
+		}
+		if c := meta.CurrentSnapshot(); c != nil && c.SnapshotID == sid {
+			return nil, nil, &KeepError{Reason: fmt.Sprintf("snapshot %d is now the current snapshot: it stays", sid)}
+		}
+		remove = append(remove, sid)
+	}
+	if len(remove) == 0 {
+		return nil, nil, nil
+	}
+	c := s.connection(row.Connection)
+	if c == nil {
+		return nil, nil, fmt.Errorf("the Iceberg catalog connection %q is no longer configured", row.Connection)
+	}
+	cat, err := c.Catalog(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	ident := splitIdent(row.Identifier)
+	if _, _, err := cat.CommitTable(ctx, ident, reqs, []table.Update{table.NewRemoveSnapshotsUpdate(remove, false)}); err != nil {
+		return nil, nil, fmt.Errorf("commit the removal of %d snapshots: %w", len(remove), err)
+	}
+	post, err := s.Open(ctx, id)
+	if err != nil {
+		return nil, remove, err
+	}
+	if _, err := s.Refresh(ctx, id); err != nil {
+		s.log.Warn("could not refresh the table after expiring snapshots", "asset_id", id, "err", err)
+	}
+	return post, remove, nil
+}
+
+// CurrentStructure returns the files the current snapshot is read through: the current
+// metadata file, the manifest list and its manifests (paths from the manifest cache, which
+// holds immutable manifest lists). Content is "metadata", "manifest_list" or "manifest". A
+// manifest list that cannot be read yields what was found and the error.
+func (s *Service) CurrentStructure(ctx context.Context, l *Live) ([]CurrentFile, error) {
+	out := []CurrentFile{{Path: l.Table.MetadataLocation(), Content: "metadata"}}
+	cur := l.Table.CurrentSnapshot()
+	if cur == nil {
+		return out, nil
+	}
+	out = append(out, CurrentFile{SnapshotID: cur.SnapshotID, Path: cur.ManifestList, Content: "manifest_list"})
+	r := newReader(s.db, func(context.Context) (icebergio.IO, error) { return l.IO, nil }, s.clock, &l.Refs.Report)
+	refs, err := r.manifests(ctx, *cur)
+	if err != nil {
+		return out, err
+	}
+	for _, ref := range refs {
+		out = append(out, CurrentFile{SnapshotID: cur.SnapshotID, Manifest: cur.ManifestList, Path: ref.Path, Content: "manifest"})
+	}
+	return out, nil
+}

@@ -28,7 +28,15 @@ type Service struct {
 	small   int64
 	ioProps iceberg.Properties
 	conns   []*Connection
+	gap     time.Duration // between the two listings that must both lack a table before it is gone
 }
+
+// DefaultConfirmGap is how far apart two complete catalog listings that both lack a table must
+// be before the sync marks it deleted.
+const DefaultConfirmGap = time.Hour
+
+// WithConfirmGap sets how far apart two complete listings lacking a table must be (default 1 h).
+func WithConfirmGap(d time.Duration) Option { return func(s *Service) { s.gap = d } }
 
 // Option configures a Service.
 type Option func(*Service)
@@ -53,9 +61,12 @@ func WithConnections(c ...*Connection) Option {
 
 // New returns a Service.
 func New(db *ent.Client, cat *catalog.Catalog, opts ...Option) (*Service, error) {
-	s := &Service{db: db, cat: cat, now: time.Now, log: slog.New(slog.DiscardHandler), small: DefaultSmallFile}
+	s := &Service{db: db, cat: cat, now: time.Now, log: slog.New(slog.DiscardHandler), small: DefaultSmallFile, gap: DefaultConfirmGap}
 	for _, o := range opts {
 		o(s)
+	}
+	if s.gap < 0 {
+		return nil, fmt.Errorf("tables: the confirmation gap must not be negative, not %s", s.gap)
 	}
 	if s.small <= 0 {
 		return nil, fmt.Errorf("tables: small-file size must be positive, not %d", s.small)
@@ -258,7 +269,7 @@ func (s *Service) upsertRow(ctx context.Context, id uuid.UUID, tbl *table.Table,
 	}
 	u := row.Update().SetTableUUID(meta.TableUUID().String()).SetLocation(meta.Location()).
 		SetMetadataLocation(tbl.MetadataLocation()).SetFormatVersion(meta.Version()).
-		SetNillableCurrentSnapshotID(cur).SetLastUpdatedAt(last).ClearGoneAt().SetUpdatedAt(now)
+		SetNillableCurrentSnapshotID(cur).SetLastUpdatedAt(last).ClearGoneAt().ClearMissingAt().SetUpdatedAt(now)
 	if cur == nil {
 		u.ClearCurrentSnapshotID()
 	}

@@ -31,6 +31,7 @@ type SyncReport struct {
 	Renamed       int                `json:"renamed"`
 	Restored      int                `json:"restored"`
 	MarkedDeleted int                `json:"marked_deleted"`
+	Missing       int                `json:"missing_unconfirmed"`
 	Refreshed     int                `json:"refreshed"`
 	Errors        int                `json:"errors"` // unreachable catalogs and namespaces, and tables that failed
 }
@@ -48,9 +49,12 @@ type ConnectionReport struct {
 	Renamed     []TableChange    `json:"renamed"`
 	Restored    []TableChange    `json:"restored"`
 	Deleted     []TableChange    `json:"marked_deleted"`
-	Failed      []TableChange    `json:"failed"`
-	Refreshed   int              `json:"refreshed"`
-	Unchanged   int              `json:"unchanged"`
+	// Missing are known tables this complete listing lacked for the first time (or again, but
+	// sooner than the confirmation gap): one listing is not proof a table was dropped.
+	Missing   []TableChange `json:"missing_unconfirmed"`
+	Failed    []TableChange `json:"failed"`
+	Refreshed int           `json:"refreshed"`
+	Unchanged int           `json:"unchanged"`
 	// ManifestsRead counts manifests read from storage; the rest came from the cache.
 	ManifestsRead   int `json:"manifests_read"`
 	ManifestsCached int `json:"manifests_cached"`
@@ -93,6 +97,7 @@ func (s *Service) Sync(ctx context.Context, progress SyncProgress) (SyncReport, 
 		rep.Renamed += len(cr.Renamed)
 		rep.Restored += len(cr.Restored)
 		rep.MarkedDeleted += len(cr.Deleted)
+		rep.Missing += len(cr.Missing)
 		rep.Refreshed += cr.Refreshed
 		rep.Errors += len(cr.Unreachable) + len(cr.Failed)
 		if cr.Error != "" {
@@ -138,7 +143,7 @@ type loaded struct {
 
 func (s *Service) syncConnection(ctx context.Context, c *Connection) (ConnectionReport, error) {
 	cr := ConnectionReport{Name: c.Name, Unreachable: []NamespaceError{}, Added: []TableChange{}, Renamed: []TableChange{},
-		Restored: []TableChange{}, Deleted: []TableChange{}, Failed: []TableChange{}}
+		Restored: []TableChange{}, Deleted: []TableChange{}, Missing: []TableChange{}, Failed: []TableChange{}}
 	cat, err := c.Catalog(ctx)
 	if err != nil {
 		cr.Error = err.Error()
@@ -206,17 +211,33 @@ func (s *Service) syncConnection(ctx context.Context, c *Connection) (Connection
 	}
 
 	// 2. Gone: known tables of this connection neither loaded nor listed, in namespaces that
-	// were listed completely, are marked deleted (metadata only; no file is touched). This
-	// runs before binding so a dropped and re-created table releases its name first.
+	// were listed completely, by two listings at least the confirmation gap apart, are marked
+	// deleted (metadata only; no file is touched). This runs before binding so a dropped and
+	// re-created table releases its name first.
 	rows, err := s.db.IcebergTable.Query().Where(icebergtable.Connection(c.Name), icebergtable.GoneAtIsNil()).All(ctx)
 	if err != nil {
 		return cr, err
 	}
+	now := s.clock()
 	for _, r := range rows {
 		if seen[r.TableUUID] || listed[r.Identifier] || unreachable(cr.Unreachable, r.Identifier) {
+			if r.MissingAt != nil && (seen[r.TableUUID] || listed[r.Identifier]) {
+				if err := r.Update().ClearMissingAt().Exec(ctx); err != nil {
+					return cr, err
+				}
+			}
 			continue
 		}
 		ch := TableChange{AssetID: r.ID, Identifier: r.Identifier, TableUUID: r.TableUUID}
+		if r.MissingAt == nil || now.Sub(*r.MissingAt) < s.gap {
+			if r.MissingAt == nil {
+				if err := r.Update().SetMissingAt(now).Exec(ctx); err != nil {
+					return cr, err
+				}
+			}
+			cr.Missing = append(cr.Missing, ch)
+			continue
+		}
 		if err := s.markGone(ctx, r.ID); err != nil {
 			if ctx.Err() != nil {
 				return cr, ctx.Err()

@@ -1,0 +1,255 @@
+package cleanup
+
+import (
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"strings"
+	"time"
+
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/google/uuid"
+
+	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/ent/proposal"
+	"github.com/tidemark/tidemark/tables"
+)
+
+// A location is not owned by one table. Before anything is confirmed or deleted under a
+// location, the cleanup bot reads the world around it: every known table whose location
+// overlaps it (the same location, or one nested in the other), the union of what they all
+// reference, and any table that evidently lives there without Tidemark knowing it (a
+// metadata file with another table-uuid).
+
+// SharedTable is a known table whose location overlaps the scanned one.
+type SharedTable struct {
+	AssetID   uuid.UUID  `json:"asset_id"`
+	TableUUID string     `json:"table_uuid"`
+	Location  string     `json:"location"`
+	GoneAt    *time.Time `json:"gone_at,omitempty"`
+	// Skipped says why this table's references were not read (its last metadata is gone).
+	Skipped string `json:"skipped,omitempty"`
+}
+
+// ForeignTenant is a metadata file under the location that names another table than every
+// known one there, or that could not be read (which counts as another table: fail closed).
+type ForeignTenant struct {
+	MetadataFile string     `json:"metadata_file"`
+	TableUUID    string     `json:"table_uuid,omitempty"`
+	AssetID      *uuid.UUID `json:"asset_id,omitempty"` // the asset bound to that table-uuid, if any
+	Error        string     `json:"error,omitempty"`
+}
+
+// world is the union of references of every table overlapping a location, and who they are.
+type world struct {
+	refs   *refSet
+	uuids  map[string]bool // table-uuids of the tables read (the scanned one included)
+	shared []SharedTable   // the other tables
+	reads  int             // manifests and manifest lists read from storage
+}
+
+func overlaps(a, b string) bool {
+	ka, _ := normalize(strings.TrimRight(a, "/"))
+	kb, _ := normalize(strings.TrimRight(b, "/"))
+	return ka == kb || strings.HasPrefix(ka, kb+"/") || strings.HasPrefix(kb, ka+"/")
+}
+
+// readWorld reads the references of live (unless nil) and of every other known table whose
+// location overlaps loc: live ones, dropped ones within the grace period, and dropped ones
+// whose retirement is under way. A table that cannot be read fails the read (fail closed),
+// except a dropped one whose last metadata file is gone: nothing of it is left to protect.
+func (s *Service) readWorld(ctx context.Context, self uuid.UUID, loc string, live *tables.Live) (*world, error) {
+	w := &world{refs: &refSet{}, uuids: map[string]bool{}}
+	add := func(l *tables.Live) error {
+		before := l.Refs.Report.ManifestsRead + l.Refs.Report.ManifestListsRead
+		refs, err := s.tables.WalkReferences(ctx, l, func(p string, _ tables.RefKind) error { w.refs.add(p); return nil })
+		w.reads += refs.Report.ManifestsRead + refs.Report.ManifestListsRead - before
+		if err != nil {
+			return err
+		}
+		w.uuids[l.Table.Metadata().TableUUID().String()] = true
+		return nil
+	}
+	if live != nil {
+		if err := add(live); err != nil {
+			return nil, fmt.Errorf("read the table's metadata: %w", err)
+		}
+	}
+	now := s.clock()
+	for after := uuid.Nil; ; {
+		ts, more, err := s.tables.List(ctx, after, 500)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range ts {
+			after = t.AssetID
+			if t.AssetID == self || !overlaps(t.Location, loc) {
+				continue
+			}
+			st := SharedTable{AssetID: t.AssetID, TableUUID: t.TableUUID, Location: t.Location, GoneAt: t.GoneAt}
+			if t.GoneAt != nil && now.Sub(*t.GoneAt) >= s.policy.Grace {
+				retiring, err := s.db.Proposal.Query().Where(proposal.AssetID(t.AssetID), proposal.KindEQ(proposal.KindUnusedAsset),
+					proposal.StateEQ(proposal.StateExecuting)).Exist(ctx)
+				if err != nil {
+					return nil, err
+				}
+				if !retiring {
+					st.Skipped = fmt.Sprintf("dropped at %s, longer ago than the %s grace period", t.GoneAt.Format(time.RFC3339), s.policy.Grace)
+					w.shared = append(w.shared, st)
+					continue
+				}
+			}
+			w.uuids[t.TableUUID] = true // known even when its metadata is gone
+			other, err := s.tables.Open(ctx, t.AssetID)
+			if err != nil && t.GoneAt != nil && errors.Is(err, fs.ErrNotExist) {
+				st.Skipped = "dropped, and its last metadata file is gone"
+				w.shared = append(w.shared, st)
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("table %s shares the location %s and could not be read, so nothing there can be judged unreferenced: %w", t.AssetID, loc, err)
+			}
+			if err := add(other); err != nil {
+				return nil, fmt.Errorf("table %s shares the location %s and its metadata could not be read: %w", t.AssetID, loc, err)
+			}
+			w.shared = append(w.shared, st)
+		}
+		if !more {
+			break
+		}
+	}
+	w.refs.seal()
+	return w, nil
+}
+
+// probeTenants reads every *.metadata.json among paths (and under loc/metadata/ when list is
+// set) that the world does not reference, and returns those naming a table-uuid no known table
+// has, or that cannot be read. It returns the storage requests it made (lists, gets).
+func (s *Service) probeTenants(ctx context.Context, fsys icebergio.IO, loc string, w *world, paths []string, list bool) ([]ForeignTenant, int64, int64, error) {
+	var lists, gets int64
+	seen := map[string]bool{}
+	var metas []string
+	consider := func(p string) {
+		key, _ := normalize(p)
+		if !strings.HasSuffix(key, ".metadata.json") || w.refs.has(key) || seen[key] {
+			return
+		}
+		seen[key] = true
+		metas = append(metas, p)
+	}
+	for _, p := range paths {
+		consider(p)
+	}
+	if list {
+		lister, ok := fsys.(icebergio.ListableIO)
+		if !ok {
+			return nil, 0, 0, fmt.Errorf("the storage of %s cannot be listed to look for other tables' metadata", loc)
+		}
+		lists++
+		err := lister.WalkDir(strings.TrimRight(loc, "/")+"/metadata", func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if !d.IsDir() {
+				consider(p)
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, lists, gets, fmt.Errorf("list %s/metadata to look for other tables' metadata: %w", loc, err)
+		}
+	}
+	var out []ForeignTenant
+	for _, p := range metas {
+		gets++
+		id, err := metadataUUID(fsys, p)
+		if err == nil && w.uuids[id] {
+			continue // an older metadata file of a known table
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // removed since it was listed: it names nobody now
+		}
+		ft := ForeignTenant{MetadataFile: p, TableUUID: id}
+		if err != nil {
+			ft.Error = err.Error()
+		} else if ref, ok, lerr := s.cat.LookupExternal(ctx, catalog.SystemIcebergTable, id); lerr == nil && ok {
+			aid := ref.ID
+			ft.AssetID = &aid
+		}
+		out = append(out, ft)
+	}
+	return out, lists, gets, nil
+}
+
+// maxMetadataBytes bounds how much of a metadata file is read to find its table-uuid.
+const maxMetadataBytes = 64 << 20
+
+// metadataUUID streams a metadata file's top-level keys until table-uuid.
+func metadataUUID(fsys icebergio.IO, p string) (string, error) {
+	f, err := fsys.Open(p)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	var r io.Reader = io.LimitReader(f, maxMetadataBytes)
+	if strings.HasSuffix(p, ".gz.metadata.json") {
+		gz, err := gzip.NewReader(r)
+		if err != nil {
+			return "", fmt.Errorf("read %s: %w", p, err)
+		}
+		defer gz.Close()
+		r = io.LimitReader(gz, maxMetadataBytes)
+	}
+	dec := json.NewDecoder(r)
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return "", fmt.Errorf("%s is not a JSON object", p)
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return "", fmt.Errorf("read %s: %w", p, err)
+		}
+		key, _ := t.(string)
+		if key == "table-uuid" {
+			var id string
+			if err := dec.Decode(&id); err != nil {
+				return "", fmt.Errorf("read the table-uuid of %s: %w", p, err)
+			}
+			if _, err := uuid.Parse(id); err != nil {
+				return "", fmt.Errorf("%s has a table-uuid that is not a UUID", p)
+			}
+			return strings.ToLower(id), nil
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return "", fmt.Errorf("read %s: %w", p, err)
+		}
+	}
+	return "", fmt.Errorf("%s has no table-uuid", p)
+}
+
+func foreignText(fs []ForeignTenant) string {
+	var parts []string
+	for _, f := range fs {
+		switch {
+		case f.Error != "":
+			parts = append(parts, fmt.Sprintf("%s (unreadable: %s)", f.MetadataFile, f.Error))
+		case f.AssetID != nil:
+			parts = append(parts, fmt.Sprintf("%s (table-uuid %s, asset %s)", f.MetadataFile, f.TableUUID, f.AssetID))
+		default:
+			parts = append(parts, fmt.Sprintf("%s (table-uuid %s, unknown to Tidemark)", f.MetadataFile, f.TableUUID))
+		}
+		if len(parts) == 3 && len(fs) > 3 {
+			parts = append(parts, fmt.Sprintf("and %d more", len(fs)-3))
+			break
+		}
+	}
+	return strings.Join(parts, "; ")
+}
