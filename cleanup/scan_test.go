@@ -165,11 +165,27 @@ func TestTwoPasses(t *testing.T) {
 		if len(r1.Holes) != 0 || r1.ShardsComplete != len(r1.Shards) || shard(r1, "data/*").Outcome != "complete" || shard(r1, "metadata/").Outcome != "complete" {
 			t.Fatalf("first scan shards: %+v holes %+v", r1.Shards, r1.Holes)
 		}
-		if r1.Requests.List == 0 || r1.Requests.Head != 2 || r1.FilesChecked != 2 || r1.DanglingCount != 0 {
+		// By key: the metadata file, the manifest list, two manifests and two data files.
+		if r1.Requests.List == 0 || r1.Requests.Head != 6 || r1.FilesChecked != 6 || r1.DanglingCount != 0 {
 			t.Fatalf("first scan requests %+v, checked %d, dangling %d", r1.Requests, r1.FilesChecked, r1.DanglingCount)
 		}
+		if r1.MinGap != "1h0m0s" || r1.Pacing.PageSize != cleanup.DefaultPageSize {
+			t.Fatalf("first scan: min gap %q, pacing %+v", r1.MinGap, r1.Pacing)
+		}
 
-		// A listing that repeats every entry changes nothing: the second pass confirms.
+		// Two passes mean two moments: a walk right after the first confirms nothing, and does
+		// not break the chain either.
+		e.clock.Add(59 * time.Minute)
+		r1b := e.scan(cleanup.ScanOptions{})
+		if r1b.Confirmed != 0 || r1b.Candidates != 1 || r1b.TooSoonShards == 0 || !shard(r1b, "data/*").TooSoon || !strings.Contains(r1b.Summary, "confirmed nothing") {
+			t.Fatalf("back-to-back scan: confirmed %d, candidates %d, too soon %d\n%s", r1b.Confirmed, r1b.Candidates, r1b.TooSoonShards, r1b.Summary)
+		}
+		if ps := e.propose(); ps.Opened != 0 {
+			t.Fatalf("the bot proposed after one walk and a back-to-back one: %+v", ps)
+		}
+
+		// A listing that repeats every entry changes nothing: the second pass, an hour after
+		// the first, confirms.
 		e.list.set("", 0, true)
 		e.clock.Add(time.Hour)
 		r2 := e.scan(cleanup.ScanOptions{})
@@ -186,11 +202,13 @@ func TestTwoPasses(t *testing.T) {
 
 		// A second orphan; the walk of its shard fails in the next scan: not confirmed, a hole.
 		e.lake.WriteFile(e.tbl, "data/orphan-2.parquet", 100, e.clock.Now().Add(-100*time.Hour))
+		e.clock.Add(time.Hour)
 		r3 := e.scan(cleanup.ScanOptions{})
 		if r3.Candidates != 2 || r3.Confirmed != 1 {
 			t.Fatalf("third scan: candidates %d confirmed %d", r3.Candidates, r3.Confirmed)
 		}
 		e.list.set("/data", 1, false) // discovery lists data/ first; the shard walk fails
+		e.clock.Add(time.Hour)
 		r4 := e.scan(cleanup.ScanOptions{})
 		if r4.Confirmed != 0 || len(r4.Holes) != 1 || r4.Holes[0].Shard != "data/*" || r4.Holes[0].Outcome != "failed" || r4.Holes[0].LastCompleteAt == nil {
 			t.Fatalf("scan with a failed shard: confirmed %d, holes %+v", r4.Confirmed, r4.Holes)
@@ -200,7 +218,9 @@ func TestTwoPasses(t *testing.T) {
 		}
 		// The chain is broken: the next complete walk starts it again; the one after confirms.
 		e.list.set("", 0, false)
+		e.clock.Add(time.Hour)
 		r5 := e.scan(cleanup.ScanOptions{})
+		e.clock.Add(time.Hour)
 		r6 := e.scan(cleanup.ScanOptions{})
 		if r5.Confirmed != 0 || r6.Confirmed != 2 || r6.ConfirmedBytes != 2148 {
 			t.Fatalf("after the failed walk: confirmed %d, then %d (%d bytes); want 0, then 2", r5.Confirmed, r6.Confirmed, r6.ConfirmedBytes)
@@ -209,11 +229,12 @@ func TestTwoPasses(t *testing.T) {
 		if err := os.Remove(old); err != nil {
 			t.Fatal(err)
 		}
+		e.clock.Add(time.Hour)
 		if r7 := e.scan(cleanup.ScanOptions{}); r7.Confirmed != 1 || r7.Candidates != 1 {
 			t.Fatalf("after removal: %d candidates, %d confirmed", r7.Candidates, r7.Confirmed)
 		}
 		scans, err := e.svc.Scans(e.ctx, cleanup.ScanFilter{AssetID: e.id, Limit: 100})
-		if err != nil || len(scans) != 7 || scans[0].ScanID != r6.ScanID && scans[0].State != "finished" {
+		if err != nil || len(scans) != 8 || scans[0].ScanID != r6.ScanID && scans[0].State != "finished" {
 			t.Fatalf("stored scans: %d, %v", len(scans), err)
 		}
 	})
@@ -293,6 +314,14 @@ func TestDangling(t *testing.T) {
 			victim = e2.DataFile().FilePath()
 			break
 		}
+		var other string // a second live data file, for the last part
+		for _, m := range mfs {
+			for e2, err := range m.Entries(fs, true) {
+				if err == nil && e2.DataFile().FilePath() != victim {
+					other = e2.DataFile().FilePath()
+				}
+			}
+		}
 		if err := os.Remove(strings.TrimPrefix(victim, "file://")); err != nil {
 			t.Fatal(err)
 		}
@@ -301,8 +330,8 @@ func TestDangling(t *testing.T) {
 		if r.DanglingCount != 1 || len(r.Dangling) != 1 || r.Dangling[0].Path != victim || r.Dangling[0].SnapshotID != e.tbl.CurrentSnapshot().SnapshotID || r.Dangling[0].Manifest == "" {
 			t.Fatalf("dangling: %d %+v", r.DanglingCount, r.Dangling)
 		}
-		if r.Requests.Head != 3 { // two files, and the missing one again
-			t.Fatalf("HEAD requests %d, want 3", r.Requests.Head)
+		if r.Requests.Head != 7 { // metadata, manifest list, two manifests, two files, and the missing one again
+			t.Fatalf("HEAD requests %d, want 7", r.Requests.Head)
 		}
 		if after := e.lake.DiskFiles(); !slices.Equal(metaBefore, after) {
 			t.Fatalf("the scan wrote or removed files: %d before, %d after", len(metaBefore), len(after))
@@ -310,6 +339,38 @@ func TestDangling(t *testing.T) {
 		loaded, err := e.lake.Cat.LoadTable(e.ctx, table.Identifier{"db", "events"})
 		if err != nil || loaded.MetadataLocation() != e.tbl.MetadataLocation() {
 			t.Fatalf("table metadata moved: %v", err)
+		}
+
+		// A missing manifest is a dangling reference, though its entries are in the cache.
+		manifest := mfs[len(mfs)-1].FilePath()
+		if err := os.Remove(strings.TrimPrefix(manifest, "file://")); err != nil {
+			t.Fatal(err)
+		}
+		r = e.scan(cleanup.ScanOptions{RecheckDelay: time.Millisecond})
+		var contents []string
+		for _, d := range r.Dangling {
+			contents = append(contents, d.Content)
+		}
+		slices.Sort(contents)
+		if r.DanglingCount != 2 || !slices.Equal(contents, []string{"data", "manifest"}) {
+			t.Fatalf("after removing a manifest: %d dangling %+v", r.DanglingCount, r.Dangling)
+		}
+
+		// The check never trusts the walk: a file that the walk listed and that is deleted
+		// right after is still found missing.
+		e.hook = func(shard string) {
+			if strings.HasPrefix(shard, "data") {
+				_ = os.Remove(strings.TrimPrefix(other, "file://"))
+			}
+		}
+		r = e.scan(cleanup.ScanOptions{RecheckDelay: time.Millisecond})
+		e.hook = nil
+		found := false
+		for _, d := range r.Dangling {
+			found = found || d.Path == other
+		}
+		if other == "" || !found || r.DanglingCount != 3 {
+			t.Fatalf("a file deleted after the walk listed it: %d dangling %+v (want %s among them)", r.DanglingCount, r.Dangling, other)
 		}
 	})
 }

@@ -91,6 +91,8 @@ func (s *Service) readWorld(ctx context.Context, self uuid.UUID, loc string, liv
 				continue
 			}
 			st := SharedTable{AssetID: t.AssetID, TableUUID: t.TableUUID, Location: t.Location, GoneAt: t.GoneAt}
+			// Known, even when nothing of it is protected any more: its metadata is no stranger's.
+			w.uuids[t.TableUUID] = true
 			if t.GoneAt != nil && now.Sub(*t.GoneAt) >= s.policy.Grace {
 				retiring, err := s.db.Proposal.Query().Where(proposal.AssetID(t.AssetID), proposal.KindEQ(proposal.KindUnusedAsset),
 					proposal.StateEQ(proposal.StateExecuting)).Exist(ctx)
@@ -103,7 +105,6 @@ func (s *Service) readWorld(ctx context.Context, self uuid.UUID, loc string, liv
 					continue
 				}
 			}
-			w.uuids[t.TableUUID] = true // known even when its metadata is gone
 			other, err := s.tables.Open(ctx, t.AssetID)
 			if err != nil && t.GoneAt != nil && errors.Is(err, fs.ErrNotExist) {
 				st.Skipped = "dropped, and its last metadata file is gone"

@@ -120,11 +120,24 @@ func TestSyncRenameStory(t *testing.T) {
 			t.Fatalf("%d table rows after the rename, want 1", n)
 		}
 
-		// Drop in the Iceberg catalog: the asset is marked deleted, no file is removed.
+		// Drop in the Iceberg catalog: one listing that lacks it is not proof; a second one at
+		// least the confirmation gap later marks the asset deleted. No file is removed.
 		before := l.DiskFiles()
 		if err := l.Cat.DropTable(ctx, table.Identifier{"db", "sales_orders"}); err != nil {
 			t.Fatal(err)
 		}
+		rep = sync(t, svc)
+		if rep.MarkedDeleted != 0 || rep.Missing != 1 || rep.Connections[0].Missing[0].AssetID != id {
+			t.Fatalf("first sync after the drop: %+v", rep.Connections[0])
+		}
+		if a, _ := cat.Get(ctx, id); a.Status == catalog.StatusDeleted {
+			t.Fatal("one listing marked the asset deleted")
+		}
+		c.t = c.t.Add(30 * time.Minute)
+		if rep = sync(t, svc); rep.MarkedDeleted != 0 || rep.Missing != 1 {
+			t.Fatalf("second sync, sooner than the gap: %+v", rep.Connections[0])
+		}
+		c.t = c.t.Add(31 * time.Minute)
 		rep = sync(t, svc)
 		if rep.MarkedDeleted != 1 || rep.Connections[0].Deleted[0].AssetID != id {
 			t.Fatalf("drop sync: %+v", rep.Connections[0])
@@ -231,11 +244,15 @@ func TestSyncUnreachable(t *testing.T) {
 		if err := l.Cat.DropTable(ctx, table.Identifier{"db", "a"}); err != nil {
 			t.Fatal(err)
 		}
-		if rep = sync(t, svc); rep.MarkedDeleted != 1 {
+		if rep = sync(t, svc); rep.MarkedDeleted != 0 || rep.Missing != 1 {
 			t.Fatalf("after recovery: %+v", rep.Connections[0])
 		}
+		c.t = c.t.Add(tables.DefaultConfirmGap)
+		if rep = sync(t, svc); rep.MarkedDeleted != 1 {
+			t.Fatalf("after recovery, a gap later: %+v", rep.Connections[0])
+		}
 		reps, err := svc.Syncs(ctx, 10)
-		if err != nil || len(reps) != 3 || reps[0].ID != rep.ID {
+		if err != nil || len(reps) != 4 || reps[0].ID != rep.ID {
 			t.Fatalf("stored reports: %d, %v", len(reps), err)
 		}
 	})
