@@ -249,7 +249,27 @@ func (s *Service) syncConnection(ctx context.Context, c *Connection) (Connection
 		cr.Deleted = append(cr.Deleted, ch)
 	}
 
-	// 3. Bind and inspect what was loaded.
+	// 3. Bind and inspect what was loaded: known tables first, so a table renamed away
+	// releases its old name before a new table that took that name is bound.
+	known := map[string]bool{}
+	for _, l := range ok {
+		tuuid := l.tbl.Metadata().TableUUID().String()
+		k, err := s.db.IcebergTable.Query().Where(icebergtable.TableUUID(tuuid)).Exist(ctx)
+		if err != nil {
+			return cr, err
+		}
+		known[tuuid] = k
+	}
+	slices.SortStableFunc(ok, func(a, b loaded) int {
+		ka, kb := known[a.tbl.Metadata().TableUUID().String()], known[b.tbl.Metadata().TableUUID().String()]
+		switch {
+		case ka == kb:
+			return 0
+		case ka:
+			return -1
+		}
+		return 1
+	})
 	for _, l := range ok {
 		if err := ctx.Err(); err != nil {
 			return cr, err

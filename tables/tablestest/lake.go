@@ -4,6 +4,7 @@ package tablestest
 
 import (
 	"context"
+	"fmt"
 	"database/sql"
 	"os"
 	"path/filepath"
@@ -231,4 +232,52 @@ func (l *Lake) WriteFile(tbl *table.Table, rel string, n int, mtime time.Time) s
 		l.t.Fatal(err)
 	}
 	return p
+}
+
+// Intact reports the first problem a reader of the table would meet: its metadata file, a
+// retained snapshot's manifest list, manifest or file missing, or its rows unreadable. It
+// returns the number of rows of the current snapshot.
+func (l *Lake) Intact(tbl *table.Table) (int64, error) {
+	exists := func(p string) error {
+		_, err := os.Stat(strings.TrimPrefix(p, "file://"))
+		return err
+	}
+	if err := exists(tbl.MetadataLocation()); err != nil {
+		return 0, err
+	}
+	fs, err := tbl.FS(l.ctx)
+	if err != nil {
+		return 0, err
+	}
+	for _, snap := range tbl.Metadata().Snapshots() {
+		if err := exists(snap.ManifestList); err != nil {
+			return 0, fmt.Errorf("snapshot %d: %w", snap.SnapshotID, err)
+		}
+		mfs, err := snap.Manifests(fs)
+		if err != nil {
+			return 0, fmt.Errorf("snapshot %d: %w", snap.SnapshotID, err)
+		}
+		for _, m := range mfs {
+			if err := exists(m.FilePath()); err != nil {
+				return 0, fmt.Errorf("snapshot %d: %w", snap.SnapshotID, err)
+			}
+			for e, err := range m.Entries(fs, true) {
+				if err != nil {
+					return 0, fmt.Errorf("snapshot %d: %w", snap.SnapshotID, err)
+				}
+				if err := exists(e.DataFile().FilePath()); err != nil {
+					return 0, fmt.Errorf("snapshot %d: %w", snap.SnapshotID, err)
+				}
+			}
+		}
+	}
+	if tbl.CurrentSnapshot() == nil {
+		return 0, nil
+	}
+	at, err := tbl.Scan().ToArrowTable(l.ctx)
+	if err != nil {
+		return 0, fmt.Errorf("scan rows: %w", err)
+	}
+	defer at.Release()
+	return at.NumRows(), nil
 }
