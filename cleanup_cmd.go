@@ -37,33 +37,51 @@ type cleanupConfig struct {
 	minAge       time.Duration
 	grace        time.Duration
 	openFor      time.Duration
+	rejectQuiet  time.Duration
+	minGap       time.Duration // --confirm-gap, registered with the tables flags
+	window       string
 }
 
 func (c *cleanupConfig) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.age, "scan-age-threshold", envDuration("TIDEMARK_SCAN_AGE_THRESHOLD", cleanup.DefaultAgeThreshold), "files younger than this are never orphan candidates; below 24h needs --scan-allow-young (TIDEMARK_SCAN_AGE_THRESHOLD)")
 	fs.BoolVar(&c.allowYoung, "scan-allow-young", envBool("TIDEMARK_SCAN_ALLOW_YOUNG"), "allow an age threshold below 24h; logged and shown on every report (TIDEMARK_SCAN_ALLOW_YOUNG)")
 	fs.IntVar(&c.pageSize, "scan-page-size", int(envInt("TIDEMARK_SCAN_PAGE_SIZE", cleanup.DefaultPageSize)), "entries per LIST page, for counting and pacing requests (TIDEMARK_SCAN_PAGE_SIZE)")
-	fs.Float64Var(&c.listRate, "scan-list-rate", envFloat("TIDEMARK_SCAN_LIST_RATE", 0), "LIST requests per second during a walk; 0 unlimited (TIDEMARK_SCAN_LIST_RATE)")
-	fs.Float64Var(&c.headRate, "scan-head-rate", envFloat("TIDEMARK_SCAN_HEAD_RATE", 0), "HEAD requests per second for dangling checks, and stat+delete pairs per second when executing; 0 unlimited (TIDEMARK_SCAN_HEAD_RATE)")
+	fs.Float64Var(&c.listRate, "scan-list-rate", envFloat("TIDEMARK_SCAN_LIST_RATE", cleanup.DefaultListRate), "LIST requests per second during a walk, so a scan never runs at full speed against live storage; 0 unlimited (TIDEMARK_SCAN_LIST_RATE)")
+	fs.Float64Var(&c.headRate, "scan-head-rate", envFloat("TIDEMARK_SCAN_HEAD_RATE", cleanup.DefaultHeadRate), "HEAD requests per second for dangling checks, and stat+delete pairs per second when executing; 0 unlimited (TIDEMARK_SCAN_HEAD_RATE)")
 	fs.IntVar(&c.headParallel, "scan-head-parallel", int(envInt("TIDEMARK_SCAN_HEAD_PARALLEL", 8)), "HEAD requests in flight at once (TIDEMARK_SCAN_HEAD_PARALLEL)")
 	fs.DurationVar(&c.recheck, "scan-recheck-delay", envDuration("TIDEMARK_SCAN_RECHECK_DELAY", cleanup.DefaultRecheckDelay), "how long a missing referenced file gets before its second check (TIDEMARK_SCAN_RECHECK_DELAY)")
 	fs.DurationVar(&c.unusedWindow, "unused-window", envDuration("TIDEMARK_UNUSED_WINDOW", cleanup.DefaultPolicy.UnusedWindow), "an asset with no reads (under any name) for this long may be proposed for retirement (TIDEMARK_UNUSED_WINDOW)")
 	fs.DurationVar(&c.minAge, "unused-min-age", envDuration("TIDEMARK_UNUSED_MIN_AGE", cleanup.DefaultPolicy.MinAssetAge), "only assets at least this old are proposed as unused (TIDEMARK_UNUSED_MIN_AGE)")
 	fs.DurationVar(&c.grace, "retire-grace", envDuration("TIDEMARK_RETIRE_GRACE", cleanup.DefaultPolicy.Grace), "between dropping a retired table's metadata and deleting its files (TIDEMARK_RETIRE_GRACE)")
 	fs.DurationVar(&c.openFor, "proposal-expiry", envDuration("TIDEMARK_PROPOSAL_EXPIRY", cleanup.DefaultPolicy.OpenFor), "an open proposal nobody decided expires after this (TIDEMARK_PROPOSAL_EXPIRY)")
+	fs.DurationVar(&c.rejectQuiet, "reject-quiet", envDuration("TIDEMARK_REJECT_QUIET", cleanup.DefaultPolicy.RejectQuiet), "a rejected proposal is not reopened for this long unless its evidence materially changes (TIDEMARK_REJECT_QUIET)")
+	fs.StringVar(&c.window, "maintenance-window", env("TIDEMARK_MAINTENANCE_WINDOW", ""), "daily UTC window HH:MM-HH:MM for scheduled scans and executions, e.g. 01:00-05:00; empty: any time (TIDEMARK_MAINTENANCE_WINDOW)")
 	fs.Float64Var(&c.prices.ListPer1000, "price-list-per-1000", envFloat("TIDEMARK_PRICE_LIST_PER_1000", cleanup.DefaultPrices.ListPer1000), "USD per 1,000 LIST requests (TIDEMARK_PRICE_LIST_PER_1000)")
 	fs.Float64Var(&c.prices.GetPer1000, "price-get-per-1000", envFloat("TIDEMARK_PRICE_GET_PER_1000", cleanup.DefaultPrices.GetPer1000), "USD per 1,000 GET/HEAD requests (TIDEMARK_PRICE_GET_PER_1000)")
 	fs.Float64Var(&c.prices.StorageGBMonth, "price-gb-month", envFloat("TIDEMARK_PRICE_GB_MONTH", cleanup.DefaultPrices.StorageGBMonth), "USD per GB-month stored (TIDEMARK_PRICE_GB_MONTH)")
 }
 
+// check refuses bad values before anything runs.
+func (c *cleanupConfig) check() error {
+	if c.minGap <= 0 {
+		return fmt.Errorf("--confirm-gap %s must be positive: two passes need two moments", c.minGap)
+	}
+	if c.listRate < 0 || c.headRate < 0 {
+		return errors.New("--scan-list-rate and --scan-head-rate must not be negative (0 is unlimited)")
+	}
+	_, err := cleanup.ParseWindow(c.window)
+	return err
+}
+
 func (c *cleanupConfig) service(store *storage.DB, tbls *tables.Service, cat *catalog.Catalog, log *slog.Logger, more ...cleanup.Option) *cleanup.Service {
+	w, _ := cleanup.ParseWindow(c.window) // checked by check
 	return cleanup.New(store.Client, tbls, cat, append([]cleanup.Option{cleanup.WithLogger(log), cleanup.WithSQLite(store.Dialect == dialect.SQLite),
-		cleanup.WithPrices(c.prices), cleanup.WithPacing(c.pageSize, c.listRate, c.headRate, c.headParallel),
-		cleanup.WithPolicy(cleanup.Policy{UnusedWindow: c.unusedWindow, MinAssetAge: c.minAge, Grace: c.grace, OpenFor: c.openFor})}, more...)...)
+		cleanup.WithPrices(c.prices), cleanup.WithPacing(c.pageSize, c.listRate, c.headRate, c.headParallel), cleanup.WithWindow(w),
+		cleanup.WithPolicy(cleanup.Policy{UnusedWindow: c.unusedWindow, MinAssetAge: c.minAge, Grace: c.grace, OpenFor: c.openFor, RejectQuiet: c.rejectQuiet})}, more...)...)
 }
 
 func (c *cleanupConfig) options() cleanup.ScanOptions {
-	return cleanup.ScanOptions{AgeThreshold: c.age, AllowYoung: c.allowYoung, RecheckDelay: c.recheck}
+	return cleanup.ScanOptions{AgeThreshold: c.age, AllowYoung: c.allowYoung, RecheckDelay: c.recheck, MinGap: c.minGap}
 }
 
 const cleanupHelp = `Usage:
@@ -100,6 +118,10 @@ func cleanupCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	resume := fs.String("resume", "", "a scan ID of --table: walk only the shards it did not complete")
 	asJSON := fs.Bool("json", false, "print the reports as JSON")
 	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	cc.minGap = e.tc.confirmGap
+	if err := cc.check(); err != nil {
 		return err
 	}
 	defer e.close()
@@ -211,6 +233,10 @@ func cleanupAct(ctx context.Context, what string, args []string, stdout, stderr 
 	proposalArg := fs.String("proposal", "", "execute: only this proposal")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cc.minGap = e.tc.confirmGap
+	if err := cc.check(); err != nil {
 		return err
 	}
 	defer e.close()

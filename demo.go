@@ -244,17 +244,20 @@ func setupDemo(ctx context.Context, store *storage.DB, dataDir string, log *slog
 		return "", err
 	}
 
-	// Two scans of every table, then the bot's proposals.
+	// Two scans of every table, two hours apart (the first one dated back: two passes must be
+	// two moments), then the bot's proposals.
 	clean := cleanup.New(store.Client, liveTables, cat, cleanup.WithLogger(log), cleanup.WithSQLite(store.Dialect == "sqlite3"),
 		cleanup.WithUsage(use, func(ctx context.Context, id uuid.UUID) ([]uuid.UUID, error) { return lin.Downstream(ctx, id, 5) }))
+	earlier := cleanup.New(store.Client, liveTables, cat, cleanup.WithLogger(log), cleanup.WithSQLite(store.Dialect == "sqlite3"),
+		cleanup.WithClock(func() time.Time { return time.Now().Add(-2 * time.Hour) }))
 	names := make([]string, 0, len(ids))
 	for n := range ids {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	for range 2 {
+	for _, svc := range []*cleanup.Service{earlier, clean} {
 		for _, n := range names {
-			if _, err := clean.Scan(ctx, ids[n], cleanup.ScanOptions{RecheckDelay: time.Millisecond}); err != nil {
+			if _, err := svc.Scan(ctx, ids[n], cleanup.ScanOptions{RecheckDelay: time.Millisecond}); err != nil {
 				return "", fmt.Errorf("demo: scan %s: %w", n, err)
 			}
 		}

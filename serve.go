@@ -81,6 +81,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 	if cfg.scanInterval < 0 {
 		return fmt.Errorf("--scan-interval must not be negative, not %s", cfg.scanInterval)
 	}
+	cfg.cleanup.minGap = cfg.tables.confirmGap
+	if err := cfg.cleanup.check(); err != nil {
+		return err
+	}
 	if cfg.cleanup.age < cleanup.MinAgeThreshold && !cfg.cleanup.allowYoung {
 		return fmt.Errorf("--scan-age-threshold %s is below the 24h minimum; add --scan-allow-young if you are sure no write takes longer to commit", cfg.cleanup.age)
 	}
@@ -167,7 +171,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 	}))
 	if cfg.scanInterval > 0 {
 		go clean.Run(bg, time.Minute, cfg.scanInterval, cfg.cleanup.options())
-		log.Info("cleanup scans scheduled", "interval", cfg.scanInterval.String(), "age_threshold", cfg.cleanup.age.String())
+		log.Info("cleanup scans scheduled", "interval", cfg.scanInterval.String(), "age_threshold", cfg.cleanup.age.String(),
+			"confirm_gap", cfg.cleanup.minGap.String(), "list_rate", cfg.cleanup.listRate, "head_rate", cfg.cleanup.headRate, "window", cfg.cleanup.window)
 	}
 	if cfg.cleanupEvery > 0 {
 		go every(bg, cfg.cleanupEvery, func(ctx context.Context) {
@@ -175,6 +180,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 				log.Warn("cleanup proposals failed; will retry", "err", err)
 			} else if rep.Opened+rep.Withdrawn+rep.Expired > 0 {
 				log.Info("cleanup proposals", "opened", rep.Opened, "withdrawn", rep.Withdrawn, "expired", rep.Expired)
+			}
+			if !clean.InWindow() {
+				return // deletions wait for the maintenance window
 			}
 			if rep, err := clean.Execute(ctx, uuid.Nil, nil); err != nil {
 				log.Warn("cleanup execution stopped; the next run resumes it", "err", err)

@@ -21,18 +21,23 @@ import (
 
 // tablesConfig holds the Iceberg flags serve and the tables command share.
 type tablesConfig struct {
-	catalogs  string
-	smallFile int64
+	catalogs   string
+	smallFile  int64
+	confirmGap time.Duration
 }
 
 func (c *tablesConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.catalogs, "iceberg-catalogs", env("TIDEMARK_ICEBERG_CATALOGS", ""), "JSON file of Iceberg catalog connections to sync, and IO properties (TIDEMARK_ICEBERG_CATALOGS; see README)")
+	fs.DurationVar(&c.confirmGap, "confirm-gap", envDuration("TIDEMARK_CONFIRM_GAP", tables.DefaultConfirmGap), "two cleanup walks confirm an orphan, and two catalog listings a dropped table, only this far apart (TIDEMARK_CONFIRM_GAP)")
 	fs.Int64Var(&c.smallFile, "small-file-size", envInt("TIDEMARK_SMALL_FILE_SIZE", tables.DefaultSmallFile), "data files below this many bytes count as small in table health (TIDEMARK_SMALL_FILE_SIZE)")
 }
 
 // open builds the tables service; close releases the catalog connections it opened.
 func (c *tablesConfig) open(db *ent.Client, cat *catalog.Catalog, log *slog.Logger) (*tables.Service, func(), error) {
-	opts := []tables.Option{tables.WithLogger(log), tables.WithSmallFile(c.smallFile)}
+	if c.confirmGap <= 0 {
+		return nil, nil, fmt.Errorf("--confirm-gap %s must be positive: one listing or one walk is not proof", c.confirmGap)
+	}
+	opts := []tables.Option{tables.WithLogger(log), tables.WithSmallFile(c.smallFile), tables.WithConfirmGap(c.confirmGap)}
 	var conns []*tables.Connection
 	if c.catalogs != "" {
 		more, cs, err := tables.LoadConfig(c.catalogs)

@@ -77,6 +77,7 @@ type Service struct {
 	policy     Policy
 	fault      func(point string) error
 	client     *http.Client
+	window     Window
 }
 
 // Option configures a Service.

@@ -42,6 +42,9 @@ func (s *Service) Run(ctx context.Context, tick, def time.Duration, opt ScanOpti
 // returns how many it scanned. A table another replica is scanning is skipped.
 func (s *Service) ScanDue(ctx context.Context, def time.Duration, opt ScanOptions) (int, error) {
 	n := 0
+	if !s.InWindow() {
+		return 0, nil // outside the maintenance window: the next tick inside it catches up
+	}
 	after := uuid.Nil
 	for {
 		ts, more, err := s.tables.List(ctx, after, 200)

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,7 +38,11 @@ type server struct {
 	// Cleanup runs scans (they are started from the command line or the scheduler, not the API).
 	Cleanup *cleanup.Service
 	client  *http.Client
+	ahead   *atomic.Int64 // how far the cleanup clock runs ahead of the real one
 }
+
+// Later moves the cleanup service's clock forward (the confirmation gap between two scans).
+func (s *server) Later(d time.Duration) { s.ahead.Add(int64(d)) }
 
 func eachBackend(t *testing.T, fn func(t *testing.T, s *server)) {
 	t.Helper()
@@ -75,7 +80,9 @@ func startServer(t testing.TB, db *storage.DB, tweak func(*handlers.Config)) *se
 	if err != nil {
 		t.Fatal(err)
 	}
-	clean := cleanup.New(db.Client, tbls, cat, cleanup.WithSQLite(db.Dialect == "sqlite3"))
+	ahead := &atomic.Int64{}
+	clean := cleanup.New(db.Client, tbls, cat, cleanup.WithSQLite(db.Dialect == "sqlite3"),
+		cleanup.WithClock(func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }))
 	cfg := handlers.Config{
 		Cleanup: clean,
 		Tables:  tbls,
@@ -107,7 +114,7 @@ func startServer(t testing.TB, db *storage.DB, tweak func(*handlers.Config)) *se
 		srv.Shutdown(ctx)
 	})
 	return &server{t: t, URL: "http://" + ln.Addr().String(), API: api, DB: db, Write: write, Read: read, Cleanup: clean,
-		client: &http.Client{Timeout: 30 * time.Second}}
+		client: &http.Client{Timeout: 30 * time.Second}, ahead: ahead}
 }
 
 // req describes one request; body is marshalled unless it is a string or []byte.

@@ -182,6 +182,7 @@ func TestScansAPI(t *testing.T) {
 		id := uuid.MustParse(reg.Table.AssetID)
 		var ids []string
 		for range 3 {
+			s.Later(cleanup.DefaultMinGap)
 			rep, err := s.Cleanup.Scan(ctx, id, cleanup.ScanOptions{RecheckDelay: time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
@@ -209,7 +210,7 @@ func TestScansAPI(t *testing.T) {
 		var one scanBody
 		s.must(t, 200, req{method: "GET", path: "/api/v1/scans/" + ids[1]}).decode(t, &one)
 		if one.ID != ids[1] || one.State != "finished" || one.Candidates != 1 || one.Confirmed != 1 || len(one.Shards) < 2 ||
-			one.Requests.List == 0 || one.Requests.Head != 1 || one.Cost.ScanUSD <= 0 || one.Summary == "" {
+			one.Requests.List == 0 || one.Requests.Head != 4 || one.Cost.ScanUSD <= 0 || one.Summary == "" {
 			t.Fatalf("scan: %+v", one)
 		}
 		// Pages of the table's scans, newest first.
@@ -257,6 +258,7 @@ func TestProposalsAPI(t *testing.T) {
 		s.must(t, 200, req{method: "POST", path: "/api/v1/tables", token: s.Write, body: map[string]any{"metadata_location": tbl.MetadataLocation()}}).decode(t, &reg)
 		id := uuid.MustParse(reg.Table.AssetID)
 		for range 2 {
+			s.Later(cleanup.DefaultMinGap)
 			if _, err := s.Cleanup.Scan(ctx, id, cleanup.ScanOptions{SkipDangling: true}); err != nil {
 				t.Fatal(err)
 			}
