@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -227,8 +228,12 @@ func TestCleanupScanCommand(t *testing.T) {
 	if err := run(ctx, []string{"tables", "sync", "--data-dir", dir, "--iceberg-catalogs", cfg}, &out, &errs, nil); err != nil {
 		t.Fatalf("sync: %v\n%s", err, errs.String())
 	}
-	scan := []string{"cleanup", "scan", "--data-dir", dir, "--iceberg-catalogs", cfg, "--table", "iceberg://lake/db.orders", "--scan-recheck-delay", "1ms"}
-	for i, want := range []string{"0 (0 B) confirmed", "1 (100 B) confirmed"} {
+	// Two passes must be two moments; the default gap is an hour, this test takes a millisecond.
+	scan := []string{"cleanup", "scan", "--data-dir", dir, "--iceberg-catalogs", cfg, "--table", "iceberg://lake/db.orders", "--scan-recheck-delay", "1ms", "--confirm-gap", "1ms"}
+	if err := run(ctx, append(slices.Clone(scan[:len(scan)-2]), "--confirm-gap", "0s"), &out, &errs, nil); err == nil || !strings.Contains(err.Error(), "must be positive") {
+		t.Fatalf("a zero confirmation gap: %v", err)
+	}
+	for i, want := range []string{"0 (0 B) confirmed", "1 (100 B) confirmed by two consecutive complete walks at least 1ms apart"} {
 		out.Reset()
 		errs.Reset()
 		if err := run(ctx, scan, &out, &errs, nil); err != nil {

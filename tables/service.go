@@ -273,7 +273,9 @@ func (s *Service) upsertRow(ctx context.Context, id uuid.UUID, tbl *table.Table,
 	if cur == nil {
 		u.ClearCurrentSnapshotID()
 	}
-	if conn != "" || row.Connection == "" {
+	// A dropped table registered again by metadata location is a registered table from now on:
+	// its catalog no longer has it, and a sync must not mark it gone again.
+	if conn != "" || row.Connection == "" || row.GoneAt != nil {
 		u.SetConnection(conn).SetIdentifier(ident)
 	}
 	return u.Exec(ctx)
