@@ -4,8 +4,8 @@ package tablestest
 
 import (
 	"context"
-	"fmt"
 	"database/sql"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -234,42 +234,49 @@ func (l *Lake) WriteFile(tbl *table.Table, rel string, n int, mtime time.Time) s
 	return p
 }
 
-// Intact reports the first problem a reader of the table would meet: its metadata file, a
-// retained snapshot's manifest list, manifest or file missing, or its rows unreadable. It
-// returns the number of rows of the current snapshot.
-func (l *Lake) Intact(tbl *table.Table) (int64, error) {
+// Missing returns the first file a reader of the table would miss: its metadata file, or a
+// retained snapshot's manifest list, manifest, data or delete file.
+func (l *Lake) Missing(tbl *table.Table) error {
 	exists := func(p string) error {
 		_, err := os.Stat(strings.TrimPrefix(p, "file://"))
 		return err
 	}
 	if err := exists(tbl.MetadataLocation()); err != nil {
-		return 0, err
+		return err
 	}
 	fs, err := tbl.FS(l.ctx)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	for _, snap := range tbl.Metadata().Snapshots() {
 		if err := exists(snap.ManifestList); err != nil {
-			return 0, fmt.Errorf("snapshot %d: %w", snap.SnapshotID, err)
+			return fmt.Errorf("snapshot %d: %w", snap.SnapshotID, err)
 		}
 		mfs, err := snap.Manifests(fs)
 		if err != nil {
-			return 0, fmt.Errorf("snapshot %d: %w", snap.SnapshotID, err)
+			return fmt.Errorf("snapshot %d: %w", snap.SnapshotID, err)
 		}
 		for _, m := range mfs {
 			if err := exists(m.FilePath()); err != nil {
-				return 0, fmt.Errorf("snapshot %d: %w", snap.SnapshotID, err)
+				return fmt.Errorf("snapshot %d: %w", snap.SnapshotID, err)
 			}
 			for e, err := range m.Entries(fs, true) {
 				if err != nil {
-					return 0, fmt.Errorf("snapshot %d: %w", snap.SnapshotID, err)
+					return fmt.Errorf("snapshot %d: %w", snap.SnapshotID, err)
 				}
 				if err := exists(e.DataFile().FilePath()); err != nil {
-					return 0, fmt.Errorf("snapshot %d: %w", snap.SnapshotID, err)
+					return fmt.Errorf("snapshot %d: %w", snap.SnapshotID, err)
 				}
 			}
 		}
+	}
+	return nil
+}
+
+// Intact checks Missing, then reads the current snapshot's rows and returns how many.
+func (l *Lake) Intact(tbl *table.Table) (int64, error) {
+	if err := l.Missing(tbl); err != nil {
+		return 0, err
 	}
 	if tbl.CurrentSnapshot() == nil {
 		return 0, nil

@@ -1,0 +1,326 @@
+package cleanup_test
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	icecat "github.com/apache/iceberg-go/catalog"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
+
+	"github.com/tidemark/tidemark/cleanup"
+	"github.com/tidemark/tidemark/ent/storage/storagetest"
+	"github.com/tidemark/tidemark/tables"
+	"github.com/tidemark/tidemark/tables/tablestest"
+	"github.com/tidemark/tidemark/usage"
+)
+
+// catStats are what the catalog simulation did, for the figures in its log.
+type catStats struct {
+	steps, deleted, approved, rejected, executed, stopped, restored, renames, recreated, foreign, scanErrors int
+}
+
+// simulateCatalog runs one random schedule over a catalog of several tables: one nested in
+// another's location, engine-side renames followed by a new table under the old name (which
+// iceberg-go puts in the same directory), a table of a catalog Tidemark does not know living in
+// a known table's location, drops, retired tables registered again during their grace period,
+// reads (some posted late, after an approval), rejections, and a person who approves nearly
+// everything the bot proposes. After every step: every table of either catalog, and every
+// table registered again, loads and has every file its retained snapshots reference; no
+// deleted file was younger than the threshold.
+func simulateCatalog(t *testing.T, seed, sched uint64, n int) catStats {
+	var st catStats
+	rng := rand.New(rand.NewPCG(seed, sched^0x5eed))
+	crashAt, calls := 0, 0
+	db := storagetest.Open(t, "sqlite")
+	e := newEnv(t, db, cleanup.WithFault(func(string) error {
+		if calls++; crashAt > 0 && calls == crashAt {
+			return errors.New("killed")
+		}
+		return nil
+	}))
+	log := []string{}
+	fail := func(format string, args ...any) {
+		t.Helper()
+		if len(log) > 40 {
+			log = append([]string{"..."}, log[len(log)-40:]...)
+		}
+		t.Fatalf("catalog schedule %d (seed %d), after steps %v: %s", sched, seed, log, fmt.Sprintf(format, args...))
+	}
+	ctx := e.ctx
+	events, err := e.lake.Cat.LoadTable(ctx, table.Identifier{"db", "events"})
+	if err != nil {
+		fail("load: %v", err)
+	}
+	// A table that opts into snapshot expiry, and one nested in db.events' location.
+	t0 := e.lake.Create("db.t0", nil, icecat.WithProperties(map[string]string{
+		cleanup.PropertyExpireSnapshots: "true", cleanup.PropertySnapshotKeep: "2", cleanup.PropertySnapshotMaxAge: "1h"}))
+	e.lake.Append(t0, tablestest.Rows(0, 2, time.Now()))
+	nested := e.lake.Create("db.nested", nil, icecat.WithLocation(events.Location()+"/nested"))
+	e.lake.Append(nested, tablestest.Rows(0, 2, time.Now()))
+	if _, err := e.tables.Sync(ctx, nil); err != nil {
+		fail("sync: %v", err)
+	}
+	var foreignLake *tablestest.Lake
+	var foreignIdent table.Identifier
+	restored := map[uuid.UUID]bool{}
+	seq := 0
+
+	lakeTables := func() []table.Identifier {
+		var out []table.Identifier
+		for id, err := range e.lake.Cat.ListTables(ctx, table.Identifier{"db"}) {
+			if err != nil {
+				fail("list: %v", err)
+			}
+			out = append(out, id)
+		}
+		return out
+	}
+	pick := func() table.Identifier {
+		ts := lakeTables()
+		if len(ts) == 0 {
+			return nil
+		}
+		return ts[rng.IntN(len(ts))]
+	}
+	mtimes := func() map[string]time.Time {
+		out := map[string]time.Time{}
+		for _, root := range []string{e.lake.Warehouse} {
+			_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+				if err == nil && !d.IsDir() {
+					if info, err := d.Info(); err == nil {
+						out[p] = info.ModTime()
+					}
+				}
+				return nil
+			})
+		}
+		return out
+	}
+	check := func(where string, tbl *table.Table, err error) {
+		t.Helper()
+		if err != nil {
+			fail("%s does not load: %v", where, err)
+		}
+		if err := e.lake.Missing(tbl); err != nil {
+			fail("%s lost a file it references: %v", where, err)
+		}
+	}
+	for step := range n {
+		before := mtimes()
+		ops := []int{0, 0, 0, 1, 1, 2, 2, 2, 2, 3, 3, 4, 4, 4, 5, 5, 5, 6, 7, 7, 8, 8, 8, 9, 10, 11, 12}
+		switch op := ops[rng.IntN(len(ops))]; op {
+		case 0: // a write
+			if id := pick(); id != nil {
+				tbl, err := e.lake.Cat.LoadTable(ctx, id)
+				if err != nil {
+					fail("load %v: %v", id, err)
+				}
+				e.lake.Append(tbl, tablestest.Rows(step*10, 1+rng.IntN(2), time.Now()))
+				log = append(log, "append "+strings.Join(id, "."))
+			}
+		case 1: // a crashed job's leftover, old
+			if id := pick(); id != nil {
+				tbl, _ := e.lake.Cat.LoadTable(ctx, id)
+				e.lake.WriteFile(tbl, fmt.Sprintf("data/leftover-%d.parquet", step), 50, e.clock.Now().Add(-time.Duration(80+rng.IntN(200))*time.Hour))
+				log = append(log, "leftover "+strings.Join(id, "."))
+			}
+		case 2: // scans of every known live table, a shard failing now and then
+			if rng.IntN(6) == 0 {
+				e.list.set("/data", 1, false)
+			}
+			ts, _, err := e.tables.List(ctx, uuid.Nil, 100)
+			if err != nil {
+				fail("list: %v", err)
+			}
+			confirmed := 0
+			for _, tb := range ts {
+				if tb.GoneAt != nil {
+					continue
+				}
+				r, err := e.svc.Scan(ctx, tb.AssetID, cleanup.ScanOptions{RecheckDelay: time.Millisecond})
+				if err != nil {
+					st.scanErrors++ // a table dropped in its catalog and not yet synced, for one
+					if testing.Verbose() {
+						t.Logf("scan error: %v", err)
+					}
+					continue
+				}
+				confirmed += int(r.Confirmed)
+				if len(r.Foreign) > 0 {
+					st.foreign++
+				}
+			}
+			e.list.set("", 0, false)
+			log = append(log, fmt.Sprintf("scan(%d confirmed)", confirmed))
+		case 3: // catalog sync
+			if _, err := e.tables.Sync(ctx, nil); err != nil {
+				fail("sync: %v", err)
+			}
+			log = append(log, "sync")
+		case 4: // the bot proposes; a person approves nearly everything, rejects the rest
+			if _, err := e.svc.Propose(ctx); err != nil {
+				fail("propose: %v", err)
+			}
+			for _, p := range e.proposals("", "open") {
+				if !p.Executable {
+					continue
+				}
+				if rng.IntN(5) > 0 {
+					if _, err := e.svc.Approve(e.person("alice"), p.ID, ""); err != nil {
+						fail("approve: %v", err)
+					}
+					st.approved++
+				} else {
+					if _, err := e.svc.Reject(e.person("bob"), p.ID, "not now"); err != nil {
+						fail("reject: %v", err)
+					}
+					st.rejected++
+				}
+			}
+			log = append(log, "propose+decide")
+		case 5: // the executor, crashing now and then
+			calls, crashAt = 0, 0
+			if rng.IntN(3) == 0 {
+				crashAt = 1 + rng.IntN(3)
+			}
+			r, err := e.svc.Execute(ctx, uuid.Nil, nil)
+			if err != nil && !strings.Contains(err.Error(), "injected crash") {
+				fail("execute: %v", err)
+			}
+			crashAt = 0
+			st.executed += r.Executed
+			st.stopped += r.Stopped
+			log = append(log, fmt.Sprintf("execute(%d deleted, %d stopped)", r.Deleted, r.Stopped))
+		case 6: // an engine-side rename, then often a new table under the old name
+			if id := pick(); id != nil {
+				seq++
+				to := table.Identifier{"db", fmt.Sprintf("r%d", seq)}
+				if _, err := e.lake.Cat.RenameTable(ctx, id, to); err != nil {
+					fail("rename: %v", err)
+				}
+				st.renames++
+				log = append(log, "rename "+strings.Join(id, ".")+" to "+strings.Join(to, "."))
+				if rng.IntN(3) > 0 {
+					e.lake.Append(e.lake.Create(strings.Join(id, "."), nil), tablestest.Rows(step, 1, time.Now()))
+					st.recreated++
+					log = append(log, "recreate "+strings.Join(id, "."))
+				}
+			}
+		case 7: // a read, now or posted late (up to three days after it happened)
+			if id := pick(); id != nil {
+				at := e.clock.Now()
+				if rng.IntN(2) == 0 {
+					at = at.Add(-time.Duration(rng.IntN(72)) * time.Hour)
+				}
+				// The name as of the read's time may be another; the engine's current one is what a
+				// query log holds for a recent read, and usage resolves it by time.
+				_, err := e.usage.Record(ctx, []usage.Record{{Namespace: "iceberg://lake", Name: strings.Join(id, "."), Kind: "read",
+					Actor: "bob", At: at, QueryID: fmt.Sprintf("q-%d-%d", sched, step), Source: "trino"}})
+				if err != nil {
+					fail("read: %v", err)
+				}
+				log = append(log, "read "+strings.Join(id, "."))
+			}
+		case 8: // time passes
+			d := time.Duration(1+rng.IntN(30)) * time.Hour
+			if rng.IntN(8) == 0 {
+				d = time.Duration(20+rng.IntN(80)) * 24 * time.Hour
+			}
+			e.clock.Add(d)
+			log = append(log, "time +"+d.String())
+		case 9: // a retired table registered again during its grace period
+			for _, p := range e.proposals(cleanup.KindUnusedAsset, "executing") {
+				tb, err := e.tables.Get(ctx, p.AssetID)
+				if err != nil || tb.GoneAt == nil {
+					continue
+				}
+				if _, _, err := e.tables.Register(ctx, tables.RegisterInput{MetadataLocation: tb.MetadataLocation}); err == nil {
+					restored[p.AssetID] = true
+					st.restored++
+					log = append(log, "re-register")
+				}
+				break
+			}
+		case 10: // a table of a catalog Tidemark does not know moves into a known table's location
+			if foreignLake == nil {
+				if id := pick(); id != nil {
+					host, _ := e.lake.Cat.LoadTable(ctx, id)
+					dir := t.TempDir()
+					foreignLake = tablestest.NewLakeOn(t, dir, "sqlite", "file:"+filepath.Join(dir, "foreign.db")+"?_pragma=busy_timeout(5000)")
+					foreignIdent = table.Identifier{"db", "stranger"}
+					ft := foreignLake.Create("db.stranger", nil, icecat.WithLocation(host.Location()))
+					foreignLake.Append(ft, tablestest.Rows(0, 2, time.Now()))
+					log = append(log, "stranger in "+strings.Join(id, "."))
+				}
+			}
+		case 11: // a drop in the engine, without purge
+			if ts := lakeTables(); len(ts) > 2 {
+				id := ts[rng.IntN(len(ts))]
+				if err := e.lake.Cat.DropTable(ctx, id); err != nil {
+					fail("drop: %v", err)
+				}
+				log = append(log, "drop "+strings.Join(id, "."))
+			}
+		case 12: // the stranger writes
+			if foreignLake != nil {
+				ft, err := foreignLake.Cat.LoadTable(ctx, foreignIdent)
+				check("the stranger", ft, err)
+				foreignLake.Append(ft, tablestest.Rows(step, 1, time.Now()))
+				log = append(log, "stranger append")
+			}
+		}
+		// Invariants.
+		after := mtimes()
+		for p, mt := range before {
+			if _, ok := after[p]; ok {
+				continue
+			}
+			st.deleted++
+			if age := e.clock.Now().Sub(mt); age < cleanup.DefaultAgeThreshold {
+				fail("deleted %s at age %s, younger than the threshold", p, age)
+			}
+		}
+		for _, id := range lakeTables() {
+			tbl, err := e.lake.Cat.LoadTable(ctx, id)
+			check(strings.Join(id, "."), tbl, err)
+		}
+		if foreignLake != nil {
+			ft, err := foreignLake.Cat.LoadTable(ctx, foreignIdent)
+			check("the stranger", ft, err)
+		}
+		for id := range restored {
+			tb, err := e.tables.Get(ctx, id)
+			if err != nil || tb.GoneAt != nil || tb.Connection != "" {
+				continue // retired again since, by a later approval
+			}
+			tbl, err := table.NewFromLocation(ctx, table.Identifier{"restored"}, tb.MetadataLocation, icebergio.LoadFSFunc(nil, tb.MetadataLocation), nil)
+			check("re-registered "+tb.MetadataLocation, tbl, err)
+		}
+		st.steps++
+	}
+	for _, id := range lakeTables() {
+		tbl, err := e.lake.Cat.LoadTable(ctx, id)
+		if err != nil {
+			fail("load %v: %v", id, err)
+		}
+		if _, err := e.lake.Intact(tbl); err != nil {
+			fail("rows of %v: %v", id, err)
+		}
+	}
+	if testing.Verbose() {
+		states := map[string]int{}
+		for _, p := range e.proposals("", "") {
+			states[p.Kind+"/"+p.State]++
+		}
+		t.Logf("catalog schedule %d: %d steps; proposals %v", sched, st.steps, states)
+	}
+	return st
+}
