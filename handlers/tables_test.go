@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/url"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -330,12 +331,20 @@ func TestProposalsAPI(t *testing.T) {
 			t.Fatalf("the approved orphan is still there: %v", err)
 		}
 		var ex struct {
-			Exempt bool `json:"exempt"`
+			Exempt bool     `json:"exempt"`
+			Kinds  []string `json:"kinds"`
 		}
 		s.must(t, 200, req{method: "PUT", path: "/api/v1/assets/" + id.String() + "/cleanup-exempt", token: admin, body: map[string]any{"exempt": true, "reason": "reference data"}}).decode(t, &ex)
-		if !ex.Exempt {
-			t.Fatal("not exempt")
+		if !ex.Exempt || !slices.Equal(ex.Kinds, []string{"unused_asset"}) {
+			t.Fatalf("exemption: %+v", ex)
 		}
+		s.must(t, 200, req{method: "PUT", path: "/api/v1/assets/" + id.String() + "/cleanup-exempt", token: admin,
+			body: map[string]any{"exempt": true, "reason": "hands off", "kinds": []string{"orphan_files", "expire_snapshots"}}}).decode(t, &ex)
+		if !ex.Exempt || len(ex.Kinds) != 2 {
+			t.Fatalf("exemption with kinds: %+v", ex)
+		}
+		s.must(t, 400, req{method: "PUT", path: "/api/v1/assets/" + id.String() + "/cleanup-exempt", token: admin,
+			body: map[string]any{"exempt": true, "kinds": []string{"dangling_reference"}}})
 		s.must(t, 200, req{method: "PUT", path: "/api/v1/webhooks/team-a", token: admin, body: map[string]any{"url": "http://127.0.0.1:9/hook"}})
 	})
 }
