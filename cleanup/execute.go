@@ -184,6 +184,14 @@ func (s *Service) executeOrphans(ctx context.Context, p *ent.Proposal, rep *Exec
 			return nil, nil, err
 		}
 		if err := s.noTenants(ctx, live.IO, live.Refs.Location, w); err != nil {
+			var stopped *stopError
+			if errors.As(err, &stopped) {
+				// What was observed here proves nothing while a stranger lives here: the bot
+				// must not propose the same files again before scans confirm them anew.
+				if ferr := s.forgetObservations(ctx, p.AssetID); ferr != nil {
+					return nil, nil, ferr
+				}
+			}
 			return nil, nil, err
 		}
 		return w.refs, live.IO, nil

@@ -514,7 +514,7 @@ func (s *Service) proposeExpiry(ctx context.Context, t tables.Table, rep *Propos
 	var expire []int64
 	now := s.clock()
 	for i, sn := range snaps {
-		if sn.Current || i >= len(snaps)-keep || now.Sub(sn.At) < maxAge {
+		if sn.Current || len(sn.Refs) > 0 || i >= len(snaps)-keep || now.Sub(sn.At) < maxAge {
 			continue
 		}
 		expire = append(expire, sn.ID)

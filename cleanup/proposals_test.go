@@ -416,13 +416,35 @@ func TestExpireSnapshots(t *testing.T) {
 		if _, err := e.svc.Approve(e.person("alice"), ps[0].ID, ""); err != nil {
 			t.Fatal(err)
 		}
-		if r, err := e.svc.Execute(e.ctx, uuid.Nil, nil); err != nil || r.Executed != 1 {
+		// A commit after the approval: a policy applied now would expire one more snapshot;
+		// execution removes exactly the approved four.
+		approved := ps[0].Evidence.Snapshots
+		var expiredLists []string
+		for _, sn := range e.tbl.Metadata().Snapshots() {
+			if slices.Contains(approved, sn.SnapshotID) {
+				expiredLists = append(expiredLists, strings.TrimPrefix(sn.ManifestList, "file://"))
+			}
+		}
+		e.tbl = e.lake.Append(e.tbl, tablestest.Rows(200, 1, time.Now()))
+		e.clock.Add(100 * time.Hour) // the expired snapshots' files are older than the age threshold
+		r, err := e.svc.Execute(e.ctx, uuid.Nil, nil)
+		if err != nil || r.Executed != 1 || r.Deleted == 0 {
 			t.Fatalf("execute: %+v %v", r, err)
 		}
 		loaded, err := e.lake.Cat.LoadTable(e.ctx, table.Identifier{"db", "events"})
 		must(t, err)
-		if n := len(loaded.Metadata().Snapshots()); n != 2 {
-			t.Fatalf("%d snapshots after expiry, want 2", n)
+		if n := len(loaded.Metadata().Snapshots()); n != 3 {
+			t.Fatalf("%d snapshots after expiry, want 3 (the approved 4 of 7 removed)", n)
+		}
+		for _, sn := range loaded.Metadata().Snapshots() {
+			if slices.Contains(approved, sn.SnapshotID) {
+				t.Fatalf("approved snapshot %d is still there", sn.SnapshotID)
+			}
+		}
+		for _, l := range expiredLists {
+			if exists(l) {
+				t.Fatalf("the manifest list of an expired snapshot is still there: %s", l)
+			}
 		}
 		for _, s := range loaded.Metadata().Snapshots() {
 			for p := range e.lake.Files(loaded, s) {
@@ -479,6 +501,58 @@ func TestDispatchRetries(t *testing.T) {
 		p, _ = e.svc.GetProposal(e.ctx, ps[0].ID)
 		if n := p.Notifications[0]; n.State != "delivered" || n.Attempts != 2 || n.DeliveredAt == nil {
 			t.Fatalf("after the retry: %+v", n)
+		}
+	})
+}
+
+// TestExpiryTaggedAfterApproval: a snapshot tagged after the approval is not expired; the
+// execution stops and says why, and the table keeps every snapshot.
+func TestExpiryTaggedAfterApproval(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		e := newEnv(t, db)
+		for i := range 3 {
+			e.tbl = e.lake.Append(e.tbl, tablestest.Rows(100+i, 1, time.Now()))
+		}
+		txn := e.tbl.NewTransaction()
+		must(t, txn.SetProperties(map[string]string{cleanup.PropertyExpireSnapshots: "true", cleanup.PropertySnapshotKeep: "1", cleanup.PropertySnapshotMaxAge: "1ms"}))
+		var err error
+		e.tbl, err = txn.Commit(e.ctx)
+		must(t, err)
+		_, err = e.tables.Refresh(e.ctx, e.id)
+		must(t, err)
+		e.clock.Add(time.Hour)
+		e.propose()
+		ps := e.proposals(cleanup.KindExpireSnapshots, "open")
+		if len(ps) != 1 || len(ps[0].Evidence.Snapshots) != 4 {
+			t.Fatalf("expiry proposal: %+v", ps)
+		}
+		_, err = e.svc.Approve(e.person("alice"), ps[0].ID, "")
+		must(t, err)
+		tagged := ps[0].Evidence.Snapshots[1]
+		_, _, err = e.lake.Cat.CommitTable(e.ctx, table.Identifier{"db", "events"}, nil,
+			[]table.Update{table.NewSetSnapshotRefUpdate("audit-2026", tagged, table.TagRef, 0, 0, 0)})
+		must(t, err)
+		if r, err := e.svc.Execute(e.ctx, uuid.Nil, nil); err != nil || r.Stopped != 1 || r.Deleted != 0 {
+			t.Fatalf("execute: %+v %v", r, err)
+		}
+		p, err := e.svc.GetProposal(e.ctx, ps[0].ID)
+		must(t, err)
+		if p.State != "stopped" || !strings.Contains(p.Reason, "audit-2026") {
+			t.Fatalf("proposal: %s %q", p.State, p.Reason)
+		}
+		loaded, err := e.lake.Cat.LoadTable(e.ctx, table.Identifier{"db", "events"})
+		must(t, err)
+		if n := len(loaded.Metadata().Snapshots()); n != 5 {
+			t.Fatalf("%d snapshots left, want all 5", n)
+		}
+		// The bot does not propose the tagged snapshot again.
+		_, err = e.tables.Refresh(e.ctx, e.id)
+		must(t, err)
+		e.propose()
+		for _, p := range e.proposals(cleanup.KindExpireSnapshots, "open") {
+			if slices.Contains(p.Evidence.Snapshots, tagged) {
+				t.Fatalf("the tagged snapshot is proposed again: %+v", p.Evidence.Snapshots)
+			}
 		}
 	})
 }

@@ -3,6 +3,7 @@ package tables
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/apache/iceberg-go/table"
@@ -44,6 +45,10 @@ func inspect(ctx context.Context, r *reader, meta table.Metadata, metadataLocati
 			order = append(order, i)
 		}
 	}
+	heads := map[int64][]string{}
+	for name, ref := range meta.Refs() {
+		heads[ref.SnapshotID] = append(heads[ref.SnapshotID], name)
+	}
 	out := make([]Snapshot, len(snaps))
 	perSnap := make([]int64, 0, len(snaps))
 	var curManifests int
@@ -55,7 +60,8 @@ func inspect(ctx context.Context, r *reader, meta table.Metadata, metadataLocati
 		s := snaps[i]
 		isCur := curID != nil && s.SnapshotID == *curID
 		snap := Snapshot{ID: s.SnapshotID, ParentID: s.ParentSnapshotID, SequenceNumber: s.SequenceNumber,
-			At: time.UnixMilli(s.TimestampMs).UTC(), Current: isCur, ManifestList: s.ManifestList}
+			At: time.UnixMilli(s.TimestampMs).UTC(), Current: isCur, ManifestList: s.ManifestList, Refs: heads[s.SnapshotID]}
+		slices.Sort(snap.Refs)
 		if s.Summary != nil {
 			snap.Operation = string(s.Summary.Operation)
 			snap.Summary = s.Summary.Properties

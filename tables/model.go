@@ -72,6 +72,7 @@ type Snapshot struct {
 	At              time.Time         `json:"at"`
 	Operation       string            `json:"operation,omitempty"`
 	Current         bool              `json:"current"`
+	Refs            []string          `json:"refs,omitempty"` // branches and tags whose head it is
 	ManifestList    string            `json:"manifest_list"`
 	DataManifests   int               `json:"data_manifests"`
 	DeleteManifests int               `json:"delete_manifests"`
