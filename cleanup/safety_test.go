@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
 
@@ -442,4 +444,75 @@ func TestWithdrawnIsNeverExecuted(t *testing.T) {
 			t.Fatal("a withdrawn proposal's file was deleted")
 		}
 	})
+}
+
+// TestWorldReReadBeforeDeletion: between approval and execution, another table in the same
+// location commits one of the approved orphans as its own data file, and a table of a catalog
+// Tidemark does not know moves into a second location. The executor re-reads both: the file
+// another table references stays, and the location with a stranger is not touched at all.
+func TestWorldReReadBeforeDeletion(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		e := newEnv(t, db)
+		recordRead(t, e, "db.events", e.clock.Now(), "q-1")
+		other := e.lake.Append(e.lake.Create("db.other", nil), tablestest.Rows(0, 2, time.Now()))
+		if rep, err := e.tables.Sync(e.ctx, nil); err != nil || rep.Added != 1 {
+			t.Fatalf("sync: %+v %v", rep, err)
+		}
+		otherID := mustLookup(t, e, "db.other")
+		recordRead(t, e, "db.other", e.clock.Now(), "q-2")
+		paths := confirmOrphans(t, e, 3)
+		leftover := e.lake.WriteFile(other, "data/leftover.parquet", 9, e.clock.Now().Add(-100*time.Hour))
+		for range 2 {
+			if _, err := e.svc.Scan(e.ctx, otherID, cleanup.ScanOptions{SkipDangling: true}); err != nil {
+				t.Fatal(err)
+			}
+			e.clock.Add(2 * time.Hour)
+		}
+		e.propose()
+		if n := approveAll(t, e); n != 2 {
+			t.Fatalf("approved %d proposals, want the two orphan proposals", n)
+		}
+		// A table at db.events' location adopts one approved orphan as its data file.
+		adopter := e.lake.Create("db.adopter", nil, icecat.WithLocation(e.tbl.Location()))
+		adopter = e.lake.AddFiles(adopter, "file://"+paths[0])
+		if _, err := e.tables.Sync(e.ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		// A stranger moves into db.other's location.
+		dir := t.TempDir()
+		strangers := tablestest.NewLakeOn(t, dir, "sqlite", "file:"+filepath.Join(dir, "s.db"))
+		stranger := strangers.Append(strangers.Create("db.stranger", nil, icecat.WithLocation(other.Location())), tablestest.Rows(0, 1, time.Now()))
+
+		r, err := e.svc.Execute(e.ctx, uuid.Nil, nil)
+		if err != nil || r.Stopped != 1 || r.Deleted != 2 || r.Skipped != 1 {
+			t.Fatalf("execute: %+v %v", r, err)
+		}
+		if !exists(paths[0]) || exists(paths[1]) || exists(paths[2]) || !exists(leftover) {
+			t.Fatal("the executor did not re-read who references what before deleting")
+		}
+		if err := e.lake.Missing(adopter); err != nil { // its file is not Parquet: check presence only
+			t.Fatal(err)
+		}
+		if _, err := strangers.Intact(stranger); err != nil {
+			t.Fatal(err)
+		}
+		stopped := e.proposals(cleanup.KindOrphanFiles, "stopped")
+		if len(stopped) != 1 || stopped[0].AssetID != otherID || !strings.Contains(stopped[0].Reason, stranger.Metadata().TableUUID().String()) {
+			t.Fatalf("stopped: %+v", stopped)
+		}
+		// Nothing is proposed there again while the stranger stays.
+		e.clock.Add(2 * time.Hour)
+		if r := e.propose(); len(e.proposals(cleanup.KindOrphanFiles, "open")) != 0 {
+			t.Fatalf("proposed again over a stranger: %+v", r)
+		}
+	})
+}
+
+func mustLookup(t *testing.T, e *env, name string) uuid.UUID {
+	t.Helper()
+	ref, ok, err := e.cat.Lookup(e.ctx, catalog.SpaceDataset, "iceberg://lake", name)
+	if err != nil || !ok {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return ref.ID
 }
