@@ -591,8 +591,7 @@ func (s *Service) planRetirement(ctx context.Context, p *ent.Proposal, loc strin
 		return fmt.Errorf("the storage of %s cannot be listed", loc)
 	}
 	type planned struct {
-		path string
-		size int64
+		journalFile
 		rank int
 	}
 	var plan []planned
@@ -618,7 +617,7 @@ func (s *Service) planRetirement(ctx context.Context, p *ent.Proposal, loc strin
 			}
 			return err
 		}
-		plan = append(plan, planned{path: k, size: info.Size(), rank: r})
+		plan = append(plan, planned{journalFile{path: k, size: info.Size()}, r})
 		return nil
 	})
 	if err != nil {
@@ -626,17 +625,13 @@ func (s *Service) planRetirement(ctx context.Context, p *ent.Proposal, loc strin
 	}
 	slices.SortStableFunc(plan, func(a, b planned) int { return a.rank - b.rank })
 	detail, _ := json.Marshal(map[string]any{"files": len(plan)})
+	journal := make([]journalFile, len(plan))
+	for i, f := range plan {
+		journal[i] = f.journalFile
+	}
 	return s.tx(ctx, func(tx *ent.Tx) error {
-		for len(plan) > 0 {
-			n := min(len(plan), 500)
-			bulk := make([]*ent.ProposalFileCreate, n)
-			for i, f := range plan[:n] {
-				bulk[i] = tx.ProposalFile.Create().SetProposalID(p.ID).SetPath(f.path).SetSize(f.size)
-			}
-			if err := tx.ProposalFile.CreateBulk(bulk...).Exec(ctx); err != nil {
-				return err
-			}
-			plan = plan[n:]
+		if err := journalFiles(ctx, tx, p.ID, journal); err != nil {
+			return err
 		}
 		return tx.ProposalStep.Create().SetProposalID(p.ID).SetStep(stepPlan).SetDoneAt(s.clock()).SetDetail(string(detail)).Exec(ctx)
 	})
@@ -710,22 +705,16 @@ func (s *Service) executeExpiry(ctx context.Context, p *ent.Proposal, rep *Execu
 		if post != nil {
 			newLoc = post.Refs.MetadataLocation
 		}
-		detail, _ := json.Marshal(map[string]any{"snapshots_removed": removed, "metadata_location": newLoc, "files_planned": len(files)})
+		var journal []journalFile
+		for _, f := range files {
+			if info, err := stat(pre.IO, f); err == nil { // gone already, or unreadable: not planned
+				journal = append(journal, journalFile{path: f, size: info.Size()})
+			}
+		}
+		detail, _ := json.Marshal(map[string]any{"snapshots_removed": removed, "metadata_location": newLoc, "files_planned": len(journal)})
 		err = s.tx(ctx, func(tx *ent.Tx) error {
-			for len(files) > 0 {
-				n := min(len(files), 500)
-				bulk := make([]*ent.ProposalFileCreate, 0, n)
-				for _, f := range files[:n] {
-					info, err := stat(pre.IO, f)
-					if err != nil {
-						continue // gone already, or unreadable: not planned
-					}
-					bulk = append(bulk, tx.ProposalFile.Create().SetProposalID(p.ID).SetPath(f).SetSize(info.Size()))
-				}
-				if err := tx.ProposalFile.CreateBulk(bulk...).Exec(ctx); err != nil {
-					return err
-				}
-				files = files[n:]
+			if err := journalFiles(ctx, tx, p.ID, journal); err != nil {
+				return err
 			}
 			if err := tx.ProposalStep.Create().SetProposalID(p.ID).SetStep(stepExpire).SetDoneAt(s.clock()).SetDetail(string(detail)).Exec(ctx); err != nil {
 				return err

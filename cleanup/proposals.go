@@ -568,16 +568,12 @@ func (s *Service) open(ctx context.Context, asset uuid.UUID, kind proposal.Kind,
 		if err != nil {
 			return err
 		}
-		for len(files) > 0 {
-			n := min(len(files), 500)
-			bulk := make([]*ent.ProposalFileCreate, n)
-			for i, f := range files[:n] {
-				bulk[i] = tx.ProposalFile.Create().SetProposalID(p.ID).SetPath(f.Path).SetSize(f.Size)
-			}
-			if err := tx.ProposalFile.CreateBulk(bulk...).Exec(ctx); err != nil {
-				return err
-			}
-			files = files[n:]
+		journal := make([]journalFile, len(files))
+		for i, f := range files {
+			journal[i] = journalFile{path: f.Path, size: f.Size}
+		}
+		if err := journalFiles(ctx, tx, p.ID, journal); err != nil {
+			return err
 		}
 		if err := s.cat.RecordAudit(ctx, tx, "proposal.open", asset, nil, map[string]any{"proposal_id": p.ID, "kind": kind, "summary": ev.Summary}); err != nil {
 			return err
@@ -736,4 +732,26 @@ func sameTenants(a, b []ForeignTenant) bool {
 		return slices.Compact(out)
 	}
 	return slices.Equal(ids(a), ids(b))
+}
+
+// journalFile is a file a proposal's execution may delete, as its journal starts it: pending.
+type journalFile struct {
+	path string
+	size int64
+}
+
+// journalFiles writes a proposal's file journal in batches.
+func journalFiles(ctx context.Context, tx *ent.Tx, proposalID uuid.UUID, files []journalFile) error {
+	for len(files) > 0 {
+		n := min(len(files), 500)
+		bulk := make([]*ent.ProposalFileCreate, n)
+		for i, f := range files[:n] {
+			bulk[i] = tx.ProposalFile.Create().SetProposalID(proposalID).SetPath(f.path).SetSize(f.size)
+		}
+		if err := tx.ProposalFile.CreateBulk(bulk...).Exec(ctx); err != nil {
+			return err
+		}
+		files = files[n:]
+	}
+	return nil
 }
