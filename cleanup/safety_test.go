@@ -516,3 +516,41 @@ func mustLookup(t *testing.T, e *env, name string) uuid.UUID {
 	}
 	return ref.ID
 }
+
+// TestRetirementDeletesOnlyWhatItKnows: retiring a table deletes what its last metadata
+// referenced and its confirmed orphans; an old file in its location that no scan confirmed
+// stays (it may be another writer's), and so does one confirmed but rewritten since.
+func TestRetirementDeletesOnlyWhatItKnows(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		e := newEnv(t, db)
+		confirmed := confirmOrphans(t, e, 2)
+		e.clock.Add(100 * 24 * time.Hour)
+		unconfirmed := e.lake.WriteFile(e.tbl, "data/written-by-someone-else.parquet", 10, e.clock.Now().Add(-100*time.Hour))
+		e.propose()
+		ps := e.proposals(cleanup.KindUnusedAsset, "open")
+		if len(ps) != 1 {
+			t.Fatalf("unused proposals: %+v", ps)
+		}
+		_, err := e.svc.Approve(e.person("alice"), ps[0].ID, "retire")
+		must(t, err)
+		if r, err := e.svc.Execute(e.ctx, uuid.Nil, nil); err != nil || r.Waiting != 1 {
+			t.Fatalf("metadata step: %+v %v", r, err)
+		}
+		e.clock.Add(8 * 24 * time.Hour)
+		now := e.clock.Now()
+		must(t, os.Chtimes(confirmed[1], now, now)) // rewritten during the grace period
+		r, err := e.svc.Execute(e.ctx, uuid.Nil, nil)
+		if err != nil || r.Executed != 1 {
+			t.Fatalf("file step: %+v %v", r, err)
+		}
+		if !exists(unconfirmed) || exists(confirmed[0]) || !exists(confirmed[1]) {
+			t.Fatalf("after retirement: unconfirmed kept %v, confirmed orphan deleted %v, rewritten kept %v",
+				exists(unconfirmed), !exists(confirmed[0]), exists(confirmed[1]))
+		}
+		for _, f := range e.lake.DiskFiles() {
+			if f != unconfirmed && f != confirmed[1] {
+				t.Fatalf("left behind, though the retired table referenced it: %s", f)
+			}
+		}
+	})
+}

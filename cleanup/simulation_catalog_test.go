@@ -24,7 +24,7 @@ import (
 
 // catStats are what the catalog simulation did, for the figures in its log.
 type catStats struct {
-	steps, deleted, approved, rejected, executed, stopped, restored, renames, recreated, foreign, scanErrors int
+	steps, deleted, approved, rejected, executed, stopped, restored, renames, recreated, foreign, scanErrors, adopted int
 }
 
 // simulateCatalog runs one random schedule over a catalog of several tables: one nested in
@@ -71,6 +71,7 @@ func simulateCatalog(t *testing.T, seed, sched uint64, n int) catStats {
 	var foreignLake *tablestest.Lake
 	var foreignIdent table.Identifier
 	restored := map[uuid.UUID]bool{}
+	adopted := map[string]bool{} // table-uuids that committed a leftover (not Parquet: rows unreadable)
 	seq := 0
 
 	lakeTables := func() []table.Identifier {
@@ -115,7 +116,7 @@ func simulateCatalog(t *testing.T, seed, sched uint64, n int) catStats {
 	}
 	for step := range n {
 		before := mtimes()
-		ops := []int{0, 0, 0, 1, 1, 2, 2, 2, 2, 3, 3, 4, 4, 4, 5, 5, 5, 6, 7, 7, 8, 8, 8, 9, 10, 11, 12}
+		ops := []int{0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 2, 3, 4, 4, 4, 4, 5, 5, 5, 5, 6, 7, 7, 8, 8, 8, 9, 10, 11, 12, 13, 13}
 		switch op := ops[rng.IntN(len(ops))]; op {
 		case 0: // a write
 			if id := pick(); id != nil {
@@ -132,7 +133,14 @@ func simulateCatalog(t *testing.T, seed, sched uint64, n int) catStats {
 				e.lake.WriteFile(tbl, fmt.Sprintf("data/leftover-%d.parquet", step), 50, e.clock.Now().Add(-time.Duration(80+rng.IntN(200))*time.Hour))
 				log = append(log, "leftover "+strings.Join(id, "."))
 			}
-		case 2: // scans of every known live table, a shard failing now and then
+		case 2: // scheduled scans of every known live table, an hour or two after the last ones
+			// (and often right after a sync); a shard failing now and then
+			e.clock.Add(time.Hour + time.Duration(rng.IntN(60))*time.Minute)
+			if rng.IntN(2) == 0 {
+				if _, err := e.tables.Sync(ctx, nil); err != nil {
+					fail("sync: %v", err)
+				}
+			}
 			if rng.IntN(6) == 0 {
 				e.list.set("/data", 1, false)
 			}
@@ -250,7 +258,7 @@ func simulateCatalog(t *testing.T, seed, sched uint64, n int) catStats {
 				break
 			}
 		case 10: // a table of a catalog Tidemark does not know moves into a known table's location
-			if foreignLake == nil {
+			if foreignLake == nil && rng.IntN(3) == 0 {
 				if id := pick(); id != nil {
 					host, _ := e.lake.Cat.LoadTable(ctx, id)
 					dir := t.TempDir()
@@ -268,6 +276,19 @@ func simulateCatalog(t *testing.T, seed, sched uint64, n int) catStats {
 					fail("drop: %v", err)
 				}
 				log = append(log, "drop "+strings.Join(id, "."))
+			}
+		case 13: // a slow writer commits a file it wrote long ago: a leftover becomes referenced,
+			// by its own table or by one sharing the directory (data before metadata)
+			if id := pick(); id != nil {
+				tbl, _ := e.lake.Cat.LoadTable(ctx, id)
+				matches, _ := filepath.Glob(filepath.Join(strings.TrimPrefix(tbl.Location(), "file://"), "data", "leftover-*.parquet"))
+				if len(matches) > 0 {
+					f := matches[rng.IntN(len(matches))]
+					e.lake.AddFiles(tbl, "file://"+f)
+					adopted[tbl.Metadata().TableUUID().String()] = true
+					st.adopted++
+					log = append(log, "adopt into "+strings.Join(id, "."))
+				}
 			}
 		case 12: // the stranger writes
 			if foreignLake != nil {
@@ -311,6 +332,9 @@ func simulateCatalog(t *testing.T, seed, sched uint64, n int) catStats {
 		if err != nil {
 			fail("load %v: %v", id, err)
 		}
+		if adopted[tbl.Metadata().TableUUID().String()] {
+			continue
+		}
 		if _, err := e.lake.Intact(tbl); err != nil {
 			fail("rows of %v: %v", id, err)
 		}
@@ -319,6 +343,9 @@ func simulateCatalog(t *testing.T, seed, sched uint64, n int) catStats {
 		states := map[string]int{}
 		for _, p := range e.proposals("", "") {
 			states[p.Kind+"/"+p.State]++
+			if p.State == "failed" || p.State == "stopped" {
+				t.Logf("  %s %s: %s", p.Kind, p.State, p.Reason)
+			}
 		}
 		t.Logf("catalog schedule %d: %d steps; proposals %v", sched, st.steps, states)
 	}
