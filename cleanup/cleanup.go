@@ -16,6 +16,7 @@ import (
 
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/google/uuid"
+	"golang.org/x/time/rate"
 
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/ent"
@@ -68,6 +69,9 @@ type Service struct {
 	listRate float64 // LIST requests per second; 0 unlimited
 	statRate float64 // HEAD requests per second; 0 unlimited
 	statPar  int
+	// lists and heads pace storage requests for the whole Service (so per replica): every
+	// scan, shard and execution shares them. nil: unlimited.
+	lists, heads *rate.Limiter
 	wrapIO   func(icebergio.ListableIO) icebergio.ListableIO
 	hook     func(shard string)
 	leaseTTL time.Duration
@@ -128,6 +132,12 @@ func New(db *ent.Client, tbls *tables.Service, cat *catalog.Catalog, opts ...Opt
 	}
 	if s.statPar <= 0 {
 		s.statPar = 1
+	}
+	if s.listRate > 0 {
+		s.lists = rate.NewLimiter(rate.Limit(s.listRate), 1)
+	}
+	if s.statRate > 0 {
+		s.heads = rate.NewLimiter(rate.Limit(s.statRate), 1)
 	}
 	return s
 }

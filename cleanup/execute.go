@@ -12,7 +12,6 @@ import (
 
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/google/uuid"
-	"golang.org/x/time/rate"
 
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/ent"
@@ -214,10 +213,6 @@ func (s *Service) noTenants(ctx context.Context, fsys icebergio.IO, loc string, 
 // deletePending works through the proposal's pending file journal in batches, re-reading the
 // world through g before each batch, paced like the scans' HEAD requests.
 func (s *Service) deletePending(ctx context.Context, p *ent.Proposal, rep *ExecuteReport, progress func(string), threshold time.Duration, g guard) (bool, error) {
-	var limiter *rate.Limiter
-	if s.statRate > 0 { // stat and delete requests share the storage request pacing
-		limiter = rate.NewLimiter(rate.Limit(s.statRate), 1)
-	}
 	for {
 		pending, err := s.db.ProposalFile.Query().Where(proposalfile.ProposalID(p.ID), proposalfile.StateEQ(proposalfile.StatePending)).
 			Order(ent.Asc(proposalfile.FieldID)).Limit(500).All(ctx)
@@ -238,8 +233,8 @@ func (s *Service) deletePending(ctx context.Context, p *ent.Proposal, rep *Execu
 				s.auditDeletion(ctx, p, deleted, bytes)
 				return false, err
 			}
-			if limiter != nil {
-				if err := limiter.Wait(ctx); err != nil {
+			if s.heads != nil { // stat and delete requests share the HEAD pacing
+				if err := s.heads.Wait(ctx); err != nil {
 					s.auditDeletion(ctx, p, deleted, bytes)
 					return false, err
 				}

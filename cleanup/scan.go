@@ -15,7 +15,6 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/cespare/xxhash/v2"
 	"github.com/google/uuid"
-	"golang.org/x/time/rate"
 
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/ent"
@@ -424,14 +423,10 @@ func (s *Service) walkShard(ctx context.Context, lister icebergio.ListableIO, lo
 		root = loc + "/" + p
 	}
 	rootKey, _ := normalize(root)
-	var limiter *rate.Limiter
-	if s.listRate > 0 {
-		limiter = rate.NewLimiter(rate.Limit(s.listRate), 1)
-	}
 	list := func() error {
 		res.lists++
-		if limiter != nil {
-			return limiter.Wait(ctx)
+		if s.lists != nil {
+			return s.lists.Wait(ctx)
 		}
 		return nil
 	}
@@ -652,14 +647,10 @@ func newerMetadata(live *tables.Live, metaFiles []candidate) error {
 // missing ones again after a delay before reporting them. A missing manifest is a dangling
 // reference like a missing data file.
 func (s *Service) dangling(ctx context.Context, live *tables.Live, rep *Report, delay time.Duration) error {
-	var limiter *rate.Limiter
-	if s.statRate > 0 {
-		limiter = rate.NewLimiter(rate.Limit(s.statRate), 1)
-	}
 	var heads, unchecked atomic.Int64
 	head := func(p string) (missing bool, err error) {
-		if limiter != nil {
-			if err := limiter.Wait(ctx); err != nil {
+		if s.heads != nil {
+			if err := s.heads.Wait(ctx); err != nil {
 				return false, err
 			}
 		}
