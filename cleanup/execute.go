@@ -115,6 +115,11 @@ func (s *Service) Execute(ctx context.Context, id uuid.UUID, progress func(strin
 				return rep, err
 			}
 			s.log.Warn("cleanup proposal stopped: the world changed since approval", "proposal_id", p.ID, "reason", stopped.reason)
+		case errors.As(err, new(*retryError)) && (p.DecidedAt == nil || s.clock().Sub(*p.DecidedAt) < s.policy.OpenFor):
+			// The world could not be read this time (a catalog behind, a table renamed and not
+			// synced yet): nothing was deleted; the next run tries again.
+			rep.Waiting++
+			s.log.Warn("cleanup proposal waits: the tables around it could not be read", "proposal_id", p.ID, "err", err)
 		case err != nil:
 			rep.Failed++
 			if uerr := s.db.Proposal.UpdateOneID(p.ID).SetState(proposal.StateFailed).SetReason(err.Error()).SetUpdatedAt(s.clock()).AddVersion(1).Exec(ctx); uerr != nil {
@@ -154,6 +159,13 @@ type stopError struct{ reason string }
 func (e *stopError) Error() string { return e.reason }
 
 func stop(format string, args ...any) error { return &stopError{reason: fmt.Sprintf(format, args...)} }
+
+// retryError is a failure to re-read the world before deleting: nothing was deleted, and the
+// proposal is tried again on the next run, until --proposal-expiry after its approval.
+type retryError struct{ err error }
+
+func (e *retryError) Error() string { return e.err.Error() }
+func (e *retryError) Unwrap() error { return e.err }
 
 // guard re-reads the world right before a batch of deletions: the references that must be
 // kept (every table overlapping the location, and any foreign tenant stops it all), and the IO
@@ -224,6 +236,9 @@ func (s *Service) deletePending(ctx context.Context, p *ent.Proposal, rep *Execu
 		}
 		keep, fsys, err := g(ctx)
 		if err != nil {
+			if !errors.As(err, new(*stopError)) && ctx.Err() == nil {
+				err = &retryError{err}
+			}
 			return false, err
 		}
 		var deleted []string

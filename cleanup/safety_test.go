@@ -554,3 +554,32 @@ func TestRetirementDeletesOnlyWhatItKnows(t *testing.T) {
 		}
 	})
 }
+
+// TestUnreadableWorldWaits: when the tables around an approved proposal cannot be read (here
+// the table was renamed in its catalog and not synced yet), nothing is deleted and the proposal
+// waits; after the sync it runs.
+func TestUnreadableWorldWaits(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		e := newEnv(t, db)
+		recordRead(t, e, "db.events", e.clock.Now(), "q-1")
+		paths := confirmOrphans(t, e, 1)
+		e.propose()
+		approveAll(t, e)
+		if _, err := e.lake.Cat.RenameTable(e.ctx, table.Identifier{"db", "events"}, table.Identifier{"db", "events_v2"}); err != nil {
+			t.Fatal(err)
+		}
+		r, err := e.svc.Execute(e.ctx, uuid.Nil, nil)
+		if err != nil || r.Waiting != 1 || r.Failed != 0 || r.Deleted != 0 || !exists(paths[0]) {
+			t.Fatalf("execute before the sync: %+v %v", r, err)
+		}
+		if ps := e.proposals(cleanup.KindOrphanFiles, "executing"); len(ps) != 1 {
+			t.Fatalf("the proposal does not wait: %+v", e.proposals(cleanup.KindOrphanFiles, ""))
+		}
+		if _, err := e.tables.Sync(e.ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		if r, err := e.svc.Execute(e.ctx, uuid.Nil, nil); err != nil || r.Executed != 1 || r.Deleted != 1 || exists(paths[0]) {
+			t.Fatalf("execute after the sync: %+v %v", r, err)
+		}
+	})
+}

@@ -16,6 +16,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tidemark/tidemark/cleanup"
+	"github.com/tidemark/tidemark/ent/proposalfile"
+	"github.com/tidemark/tidemark/ent/storage"
 	"github.com/tidemark/tidemark/ent/storage/storagetest"
 	"github.com/tidemark/tidemark/tables"
 	"github.com/tidemark/tidemark/tables/tablestest"
@@ -73,6 +75,54 @@ func simulateCatalog(t *testing.T, seed, sched uint64, n int) catStats {
 	restored := map[uuid.UUID]bool{}
 	adopted := map[string]bool{} // table-uuids that committed a leftover (not Parquet: rows unreadable)
 	seq := 0
+	// The oracle of two passes: for every leftover (a file no table references), the times of
+	// complete walks of its shard that saw it as it is now. A leftover may be deleted only when
+	// two such walks were at least the confirmation gap apart.
+	type leftover struct {
+		mtime time.Time
+		seen  []time.Time
+	}
+	leftovers := map[string]*leftover{}
+	shardOf := func(loc, p string) string {
+		rel, ok := strings.CutPrefix(p, strings.TrimPrefix(strings.TrimRight(loc, "/"), "file://")+"/")
+		if !ok {
+			return ""
+		}
+		dir, rest, nested := strings.Cut(rel, "/")
+		switch {
+		case !nested:
+			return "*"
+		case dir == "data" && !strings.Contains(rest, "/"):
+			return "data/*"
+		case dir == "data":
+			sub, _, _ := strings.Cut(rest, "/")
+			return "data/" + sub + "/"
+		}
+		return dir + "/"
+	}
+	observeWalks := func(r cleanup.Report) {
+		complete := map[string]bool{}
+		for _, sh := range r.Shards {
+			complete[sh.Shard] = sh.Outcome == "complete"
+		}
+		for p, l := range leftovers {
+			if sh := shardOf(r.Location, p); sh != "" && complete[sh] {
+				if info, err := os.Stat(p); err == nil && info.ModTime().Equal(l.mtime) {
+					l.seen = append(l.seen, r.StartedAt)
+				}
+			}
+		}
+	}
+	twoMoments := func(l *leftover) bool {
+		for i := range l.seen {
+			for j := range l.seen {
+				if l.seen[j].Sub(l.seen[i]) >= cleanup.DefaultMinGap {
+					return true
+				}
+			}
+		}
+		return false
+	}
 
 	lakeTables := func() []table.Identifier {
 		var out []table.Identifier
@@ -116,7 +166,7 @@ func simulateCatalog(t *testing.T, seed, sched uint64, n int) catStats {
 	}
 	for step := range n {
 		before := mtimes()
-		ops := []int{0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 2, 3, 4, 4, 4, 4, 5, 5, 5, 5, 6, 7, 7, 8, 8, 8, 9, 10, 11, 12, 13, 13}
+		ops := []int{0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 2, 3, 4, 4, 4, 4, 5, 5, 5, 5, 6, 7, 7, 8, 8, 8, 9, 10, 11, 12, 13, 13, 14}
 		switch op := ops[rng.IntN(len(ops))]; op {
 		case 0: // a write
 			if id := pick(); id != nil {
@@ -130,12 +180,16 @@ func simulateCatalog(t *testing.T, seed, sched uint64, n int) catStats {
 		case 1: // a crashed job's leftover, old
 			if id := pick(); id != nil {
 				tbl, _ := e.lake.Cat.LoadTable(ctx, id)
-				e.lake.WriteFile(tbl, fmt.Sprintf("data/leftover-%d.parquet", step), 50, e.clock.Now().Add(-time.Duration(80+rng.IntN(200))*time.Hour))
+				p := e.lake.WriteFile(tbl, fmt.Sprintf("data/leftover-%d.parquet", step), 50, e.clock.Now().Add(-time.Duration(80+rng.IntN(200))*time.Hour))
+				info, _ := os.Stat(p)
+				leftovers[p] = &leftover{mtime: info.ModTime()}
 				log = append(log, "leftover "+strings.Join(id, "."))
 			}
 		case 2: // scheduled scans of every known live table, an hour or two after the last ones
 			// (and often right after a sync); a shard failing now and then
-			e.clock.Add(time.Hour + time.Duration(rng.IntN(60))*time.Minute)
+			if rng.IntN(4) > 0 { // and now and then right after the last ones
+				e.clock.Add(time.Hour + time.Duration(rng.IntN(60))*time.Minute)
+			}
 			if rng.IntN(2) == 0 {
 				if _, err := e.tables.Sync(ctx, nil); err != nil {
 					fail("sync: %v", err)
@@ -161,6 +215,7 @@ func simulateCatalog(t *testing.T, seed, sched uint64, n int) catStats {
 					}
 					continue
 				}
+				observeWalks(r)
 				confirmed += int(r.Confirmed)
 				if len(r.Foreign) > 0 {
 					st.foreign++
@@ -285,10 +340,21 @@ func simulateCatalog(t *testing.T, seed, sched uint64, n int) catStats {
 				if len(matches) > 0 {
 					f := matches[rng.IntN(len(matches))]
 					e.lake.AddFiles(tbl, "file://"+f)
+					delete(leftovers, f) // referenced now: the Missing invariant guards it
 					adopted[tbl.Metadata().TableUUID().String()] = true
 					st.adopted++
 					log = append(log, "adopt into "+strings.Join(id, "."))
 				}
+			}
+		case 14: // a job rewrites a leftover in place (same size, written now)
+			for p := range leftovers {
+				now := e.clock.Now()
+				if err := os.Chtimes(p, now, now); err == nil {
+					info, _ := os.Stat(p)
+					leftovers[p] = &leftover{mtime: info.ModTime()}
+					log = append(log, "rewrite a leftover")
+				}
+				break
 			}
 		case 12: // the stranger writes
 			if foreignLake != nil {
@@ -308,7 +374,14 @@ func simulateCatalog(t *testing.T, seed, sched uint64, n int) catStats {
 			if age := e.clock.Now().Sub(mt); age < cleanup.DefaultAgeThreshold {
 				fail("deleted %s at age %s, younger than the threshold", p, age)
 			}
+			if l := leftovers[p]; l != nil {
+				if !twoMoments(l) {
+					fail("deleted %s, which complete walks saw only at %v: not two passes at least %s apart", p, l.seen, cleanup.DefaultMinGap)
+				}
+				delete(leftovers, p)
+			}
 		}
+		decisionsHold(t, e, db, fail)
 		for _, id := range lakeTables() {
 			tbl, err := e.lake.Cat.LoadTable(ctx, id)
 			check(strings.Join(id, "."), tbl, err)
@@ -342,6 +415,10 @@ func simulateCatalog(t *testing.T, seed, sched uint64, n int) catStats {
 	if testing.Verbose() {
 		states := map[string]int{}
 		for _, p := range e.proposals("", "") {
+			full, _ := e.svc.GetProposal(ctx, p.ID)
+			for k, v := range full.Files {
+				states["file:"+k] += v
+			}
 			states[p.Kind+"/"+p.State]++
 			if p.State == "failed" || p.State == "stopped" {
 				t.Logf("  %s %s: %s", p.Kind, p.State, p.Reason)
@@ -350,4 +427,72 @@ func simulateCatalog(t *testing.T, seed, sched uint64, n int) catStats {
 		t.Logf("catalog schedule %d: %d steps; proposals %v", sched, st.steps, states)
 	}
 	return st
+}
+
+// decisionsHold checks that no person's decision was overridden: only proposals a person
+// approved have deleted files; a retirement's metadata step found no read since its evidence
+// window began; a proposal reopened within a rejection's quiet period names that rejection and,
+// for orphans, lists none of the rejected files.
+func decisionsHold(t *testing.T, e *env, db *storage.DB, fail func(string, ...any)) {
+	t.Helper()
+	ctx := e.ctx
+	ps, err := e.svc.Proposals(ctx, cleanup.ProposalFilter{Limit: 1000})
+	if err != nil {
+		fail("proposals: %v", err)
+	}
+	rejected := map[string][]cleanup.Proposal{}
+	for _, p := range ps {
+		if p.State == "rejected" {
+			rejected[p.AssetID.String()+p.Kind] = append(rejected[p.AssetID.String()+p.Kind], p)
+		}
+	}
+	for _, p := range ps {
+		files, err := db.Client.ProposalFile.Query().Where(proposalfile.ProposalID(p.ID)).All(ctx)
+		if err != nil {
+			fail("files: %v", err)
+		}
+		for _, f := range files {
+			if f.State == proposalfile.StateDeleted && (p.DecidedBy == "" || p.State == "open" || p.State == "rejected" || p.State == "withdrawn" || p.State == "expired") {
+				fail("proposal %s (%s, %s, decided by %q) deleted %s", p.ID, p.Kind, p.State, p.DecidedBy, f.Path)
+			}
+		}
+		if p.State == "open" {
+			for _, r := range rejected[p.AssetID.String()+p.Kind] {
+				if r.DecidedAt == nil || e.clock.Now().Sub(*r.DecidedAt) >= cleanup.DefaultPolicy.RejectQuiet || p.CreatedAt.Before(*r.DecidedAt) {
+					continue
+				}
+				if p.Evidence.Reopens == nil {
+					fail("proposal %s (%s) reopens rejected %s without saying so", p.ID, p.Kind, r.ID)
+				}
+				if p.Kind == cleanup.KindOrphanFiles {
+					rf, _ := db.Client.ProposalFile.Query().Where(proposalfile.ProposalID(r.ID)).All(ctx)
+					for _, a := range rf {
+						for _, b := range files {
+							if a.Path == b.Path {
+								fail("proposal %s proposes %s again, which a person rejected in %s", p.ID, a.Path, r.ID)
+							}
+						}
+					}
+				}
+			}
+		}
+		if p.Kind == cleanup.KindUnusedAsset && p.Evidence.From != nil {
+			full, err := e.svc.GetProposal(ctx, p.ID)
+			if err != nil {
+				fail("proposal: %v", err)
+			}
+			for _, st := range full.Steps {
+				if st.Step != "retire_metadata" || !st.DoneAt.Equal(e.clock.Now().UTC().Truncate(time.Microsecond)) {
+					continue
+				}
+				real, err := e.usage.Real(ctx, p.AssetID, *p.Evidence.From, e.clock.Now(), nil)
+				if err != nil {
+					fail("usage: %v", err)
+				}
+				if real.Reads > 0 {
+					fail("retired asset %s although it was read %d times since %s", p.AssetID, real.Reads, p.Evidence.From)
+				}
+			}
+		}
+	}
 }
