@@ -72,9 +72,9 @@ type Service struct {
 	// lists and heads pace storage requests for the whole Service (so per replica): every
 	// scan, shard and execution shares them. nil: unlimited.
 	lists, heads *rate.Limiter
-	wrapIO   func(icebergio.ListableIO) icebergio.ListableIO
-	hook     func(shard string)
-	leaseTTL time.Duration
+	wrapIO       func(icebergio.ListableIO) icebergio.ListableIO
+	hook         func(shard string)
+	leaseTTL     time.Duration
 
 	usage      *usage.Service
 	downstream usage.Downstream
