@@ -282,8 +282,8 @@ func cleanupAct(ctx context.Context, what string, args []string, stdout, stderr 
 		}
 		result = rep
 		if !*asJSON {
-			fmt.Fprintf(stdout, "executed %d of %d proposals (%d waiting for their grace period, %d failed): %d files deleted (%s), %d skipped after re-verification\n",
-				rep.Executed, rep.Proposals, rep.Waiting, rep.Failed, rep.Deleted, cleanup.BytesText(rep.Bytes), rep.Skipped)
+			fmt.Fprintf(stdout, "executed %d of %d proposals (%d waiting for their grace period or for their tables to be readable, %d stopped because the world changed since approval, %d failed): %d files deleted (%s), %d skipped after re-verification\n",
+				rep.Executed, rep.Proposals, rep.Waiting, rep.Stopped, rep.Failed, rep.Deleted, cleanup.BytesText(rep.Bytes), rep.Skipped)
 		}
 	}
 	if *asJSON {

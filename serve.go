@@ -187,7 +187,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 			if rep, err := clean.Execute(ctx, uuid.Nil, nil); err != nil {
 				log.Warn("cleanup execution stopped; the next run resumes it", "err", err)
 			} else if rep.Proposals > 0 {
-				log.Info("cleanup executed", "proposals", rep.Proposals, "executed", rep.Executed, "files_deleted", rep.Deleted, "bytes", rep.Bytes)
+				log.Info("cleanup executed", "proposals", rep.Proposals, "executed", rep.Executed, "stopped", rep.Stopped, "files_deleted", rep.Deleted, "bytes", rep.Bytes)
 			}
 		})
 	}
