@@ -51,3 +51,26 @@ func FuzzNormalize(f *testing.F) {
 		}
 	})
 }
+
+func TestOverlaps(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want bool
+	}{
+		{"s3://b/wh/db.db/orders", "s3://b/wh/db.db/orders", true},
+		{"s3://b/wh/db.db/orders/", "s3a://B/wh/db.db/orders", true},
+		{"s3://b/wh/db.db/orders", "s3://b/wh/db.db/orders/nested", true},
+		{"s3://b/wh", "s3://b/wh/db.db/orders", true},
+		{"s3://b/wh/db.db/orders", "s3://b/wh/db.db/orders_v2", false},
+		{"s3://b/wh/db.db/orders", "s3://other/wh/db.db/orders", false},
+		{"file:///tmp/wh/t", "/tmp/wh/t/data", true},
+		{"file:///tmp/wh/t", "file:///tmp/wh/u", false},
+	} {
+		if got := overlaps(tc.a, tc.b); got != tc.want {
+			t.Errorf("overlaps(%q, %q) = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
+		if got := overlaps(tc.b, tc.a); got != tc.want {
+			t.Errorf("overlaps(%q, %q) = %v, want %v", tc.b, tc.a, got, tc.want)
+		}
+	}
+}
