@@ -583,3 +583,27 @@ func TestUnreadableWorldWaits(t *testing.T) {
 		}
 	})
 }
+
+// TestTooSoonWalkStillForgets: a walk too soon after the last one confirms nothing, but what it
+// did not see unreferenced is forgotten: a file gone during it and back after it (same size and
+// time) starts again.
+func TestTooSoonWalkStillForgets(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		e := newEnv(t, db)
+		mt := e.clock.Now().Add(-100 * time.Hour)
+		x := e.lake.WriteFile(e.tbl, "data/x.parquet", 10, mt)
+		y := e.lake.WriteFile(e.tbl, "data/y.parquet", 10, mt)
+		e.scan(cleanup.ScanOptions{SkipDangling: true})
+		must(t, os.Remove(x))
+		e.clock.Add(10 * time.Minute)
+		if r := e.scan(cleanup.ScanOptions{SkipDangling: true}); r.TooSoonShards == 0 || r.Confirmed != 0 {
+			t.Fatalf("second scan: too soon %d, confirmed %d", r.TooSoonShards, r.Confirmed)
+		}
+		e.lake.WriteFile(e.tbl, "data/x.parquet", 10, mt)
+		e.clock.Add(time.Hour)
+		r := e.scan(cleanup.ScanOptions{SkipDangling: true})
+		if r.Confirmed != 1 || !strings.HasSuffix(r.ConfirmedSample[0], "/data/y.parquet") {
+			t.Fatalf("third scan confirmed %d %v, want only %s", r.Confirmed, r.ConfirmedSample, y)
+		}
+	})
+}

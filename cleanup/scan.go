@@ -505,7 +505,8 @@ func (s *Service) walkShard(ctx context.Context, lister icebergio.ListableIO, lo
 // observe records a complete walk's old unreferenced files and returns those now confirmed:
 // seen by this walk and by the shard's previous counted walk, which was complete too and
 // finished at least minGap before this one started. A walk that comes sooner is marked too
-// soon: it changes no observation, confirms nothing, and does not break the chain.
+// soon: it confirms nothing and does not break the chain for the files it saw too, but a file
+// it did not see unreferenced (committed, changed or gone since) is no longer observed.
 func (s *Service) observe(ctx context.Context, w *ent.CleanupShardWalk, cands []candidate, minGap time.Duration) ([]candidate, bool, error) {
 	prev, err := s.db.CleanupShardWalk.Query().Where(cleanupshardwalk.AssetID(w.AssetID), cleanupshardwalk.Shard(w.Shard),
 		cleanupshardwalk.IDLT(w.ID), cleanupshardwalk.OutcomeNEQ(cleanupshardwalk.OutcomeLeased), cleanupshardwalk.TooSoon(false)).
@@ -515,7 +516,29 @@ func (s *Service) observe(ctx context.Context, w *ent.CleanupShardWalk, cands []
 	}
 	chained := prev != nil && prev.Outcome == cleanupshardwalk.OutcomeComplete
 	if chained && (prev.FinishedAt == nil || w.StartedAt.Sub(*prev.FinishedAt) < minGap) {
-		return nil, true, s.db.CleanupShardWalk.UpdateOne(w).SetTooSoon(true).Exec(ctx)
+		err := s.tx(ctx, func(tx *ent.Tx) error {
+			rows, err := tx.CleanupObservation.Query().Where(cleanupobservation.AssetID(w.AssetID), cleanupobservation.Shard(w.Shard)).All(ctx)
+			if err != nil {
+				return err
+			}
+			seen := make(map[string]candidate, len(cands))
+			for _, c := range cands {
+				seen[c.key] = c
+			}
+			var drop []uuid.UUID
+			for _, r := range rows {
+				if c, ok := seen[r.Path]; !ok || !r.ModifiedAt.Equal(c.modTime) || r.Size != c.size {
+					drop = append(drop, r.ID)
+				}
+			}
+			if len(drop) > 0 {
+				if _, err := tx.CleanupObservation.Delete().Where(cleanupobservation.IDIn(drop...)).Exec(ctx); err != nil {
+					return err
+				}
+			}
+			return tx.CleanupShardWalk.UpdateOne(w).SetTooSoon(true).Exec(ctx)
+		})
+		return nil, true, err
 	}
 	now := s.clock()
 	var confirmed []candidate
