@@ -36,8 +36,6 @@ const (
 	KindSharedLocation  = "shared_location"
 )
 
-// Kinds lists the proposal kinds.
-var Kinds = []string{KindOrphanFiles, KindUnusedAsset, KindExpireSnapshots, KindDangling, KindSharedLocation}
 
 // Table properties that opt a table into snapshot expiry proposals and tune them.
 const (
