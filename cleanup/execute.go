@@ -26,7 +26,7 @@ import (
 // Execution steps journaled for an unused asset.
 const (
 	stepMetadata = "retire_metadata"  // asset marked deleted, table dropped from its catalog (no purge)
-	stepFiles    = "delete_files"     // after the grace period: the table location's files deleted
+	stepFiles    = "delete_files"     // after the grace period: the journaled files deleted
 	stepExpire   = "expire_snapshots" // the approved snapshots removed in one metadata commit
 	stepPlan     = "plan_files"       // the retired table's files journaled for deletion
 	stepStopped  = "stopped"          // re-verification found the world changed since approval
@@ -36,7 +36,7 @@ const (
 type ExecuteReport struct {
 	Proposals int   `json:"proposals"` // proposals worked on
 	Executed  int   `json:"executed"`  // finished
-	Waiting   int   `json:"waiting"`   // in their grace period
+	Waiting   int   `json:"waiting"`   // in their grace period, or until the tables around them can be read
 	Deleted   int64 `json:"files_deleted"`
 	Bytes     int64 `json:"bytes_deleted"`
 	Skipped   int64 `json:"files_skipped"`
