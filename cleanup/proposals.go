@@ -36,7 +36,6 @@ const (
 	KindSharedLocation  = "shared_location"
 )
 
-
 // Table properties that opt a table into snapshot expiry proposals and tune them.
 const (
 	PropertyExpireSnapshots = "tidemark.cleanup.expire-snapshots" // "true" opts in
