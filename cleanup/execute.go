@@ -367,8 +367,15 @@ func (s *Service) orphanOutcome(ctx context.Context, p *ent.Proposal) error {
 func (s *Service) stopProposal(ctx context.Context, p *ent.Proposal, reason string) error {
 	detail, _ := json.Marshal(map[string]any{"reason": reason})
 	return s.tx(ctx, func(tx *ent.Tx) error {
-		if err := tx.ProposalStep.Create().SetProposalID(p.ID).SetStep(stepStopped).SetDoneAt(s.clock()).SetDetail(string(detail)).Exec(ctx); err != nil && !ent.IsConstraintError(err) {
+		// Look first: on PostgreSQL a failed insert would abort this transaction.
+		found, err := tx.ProposalStep.Query().Where(proposalstep.ProposalID(p.ID), proposalstep.Step(stepStopped)).Exist(ctx)
+		if err != nil {
 			return err
+		}
+		if !found {
+			if err := tx.ProposalStep.Create().SetProposalID(p.ID).SetStep(stepStopped).SetDoneAt(s.clock()).SetDetail(string(detail)).Exec(ctx); err != nil {
+				return err
+			}
 		}
 		if err := tx.Proposal.UpdateOneID(p.ID).SetState(proposal.StateStopped).SetReason(reason).SetUpdatedAt(s.clock()).AddVersion(1).Exec(ctx); err != nil {
 			return err

@@ -2,9 +2,9 @@ package cleanup
 
 import (
 	"context"
+	"errors"
 	"time"
 
-	"entgo.io/ent/dialect/sql"
 	"github.com/google/uuid"
 
 	"github.com/tidemark/tidemark/ent"
@@ -12,38 +12,21 @@ import (
 )
 
 // claim takes the lease on (asset, shard) for holder until now+ttl, unless another holder has
-// it and it has not expired. On PostgreSQL the row is locked with FOR UPDATE SKIP LOCKED, so a
-// replica that is claiming the same shard right now is skipped rather than waited for.
+// it and it has not expired. One statement, an upsert whose update applies only to an expired
+// lease or the holder's own: two replicas racing for a shard never see an error, and nothing
+// runs in a transaction PostgreSQL has aborted (a failed INSERT would abort it).
 func (s *Service) claim(ctx context.Context, asset uuid.UUID, shard string, ttl time.Duration) (bool, error) {
 	now := s.clock()
-	got := false
-	err := s.tx(ctx, func(tx *ent.Tx) error {
-		q := tx.CleanupLease.Query().Where(cleanuplease.AssetID(asset), cleanuplease.Shard(shard))
-		if !s.sqlite {
-			q = q.ForUpdate(sql.WithLockAction(sql.SkipLocked))
-		}
-		row, err := q.Only(ctx)
-		switch {
-		case ent.IsNotFound(err):
-			err = tx.CleanupLease.Create().SetAssetID(asset).SetShard(shard).SetHolder(s.holder).SetExpiresAt(now.Add(ttl)).Exec(ctx)
-			if ent.IsConstraintError(err) {
-				return nil // taken (or being taken) by another replica
-			}
-			got = err == nil
-			return err
-		case err != nil:
-			return err
-		}
-		if row.Holder != s.holder && row.ExpiresAt.After(now) {
-			return nil
-		}
-		got = true
-		return row.Update().SetHolder(s.holder).SetExpiresAt(now.Add(ttl)).Exec(ctx)
-	})
-	if ent.IsConstraintError(err) {
-		return false, nil
+	rows, err := s.db.QueryContext(ctx, `INSERT INTO cleanup_leases (id, asset_id, shard, holder, expires_at) VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (asset_id, shard) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
+WHERE cleanup_leases.expires_at < $6 OR cleanup_leases.holder = excluded.holder
+RETURNING holder`, uuid.Must(uuid.NewV7()), asset, shard, s.holder, now.Add(ttl), now)
+	if err != nil {
+		return false, err
 	}
-	return got, err
+	defer rows.Close()
+	got := rows.Next()
+	return got, errors.Join(rows.Err(), rows.Close())
 }
 
 // renew extends a lease this worker holds.

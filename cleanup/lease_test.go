@@ -2,6 +2,8 @@ package cleanup
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -55,6 +57,51 @@ func TestLease(t *testing.T) {
 		b.release(ctx, asset, "data/x/")
 		if !claim(a, "data/x/") {
 			t.Fatal("a released lease could not be claimed")
+		}
+	})
+}
+
+// TestLeaseRace: replicas racing for the same shards (separate services, concurrent claims)
+// never see an error, and each shard has exactly one winner.
+func TestLeaseRace(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		asset := uuid.New()
+		const replicas, shards = 6, 20
+		wins := make([][]bool, replicas)
+		errs := make(chan error, replicas)
+		var wg sync.WaitGroup
+		for r := range replicas {
+			s := New(db.Client, nil, nil, WithSQLite(db.Dialect == "sqlite3"), WithHolder(fmt.Sprintf("replica-%d", r)))
+			wins[r] = make([]bool, shards)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range shards {
+					ok, err := s.claim(ctx, asset, fmt.Sprintf("data/%d/", i), time.Minute)
+					if err != nil {
+						errs <- err
+						return
+					}
+					wins[r][i] = ok
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatalf("a claim failed: %v", err)
+		}
+		for i := range shards {
+			n := 0
+			for r := range replicas {
+				if wins[r][i] {
+					n++
+				}
+			}
+			if n != 1 {
+				t.Fatalf("shard %d has %d holders", i, n)
+			}
 		}
 	})
 }

@@ -632,9 +632,15 @@ func (s *Service) Exempt(ctx context.Context, asset uuid.UUID, exempt bool, reas
 				return err
 			}
 		} else {
-			err := tx.CleanupExemption.Create().SetID(asset).SetKinds(joined).SetReason(reason).SetBy(catalog.ActorFrom(ctx)).SetAt(s.clock()).Exec(ctx)
-			if ent.IsConstraintError(err) {
+			// Look first: on PostgreSQL a failed insert aborts the transaction it ran in.
+			found, err := tx.CleanupExemption.Query().Where(cleanupexemption.ID(asset)).Exist(ctx)
+			if err != nil {
+				return err
+			}
+			if found {
 				err = tx.CleanupExemption.UpdateOneID(asset).SetKinds(joined).SetReason(reason).SetBy(catalog.ActorFrom(ctx)).SetAt(s.clock()).Exec(ctx)
+			} else {
+				err = tx.CleanupExemption.Create().SetID(asset).SetKinds(joined).SetReason(reason).SetBy(catalog.ActorFrom(ctx)).SetAt(s.clock()).Exec(ctx)
 			}
 			if err != nil {
 				return err
