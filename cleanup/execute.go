@@ -42,6 +42,7 @@ type ExecuteReport struct {
 	Skipped   int64 `json:"files_skipped"`
 	Failed    int   `json:"failed"`
 	Stopped   int   `json:"stopped"` // re-verified and found changed since approval
+	Busy      int   `json:"busy"`    // being executed by another worker
 }
 
 // OrphanOutcome is what executing an orphan-files proposal did.
@@ -77,66 +78,101 @@ func (s *Service) Execute(ctx context.Context, id uuid.UUID, progress func(strin
 			rep.Waiting++
 			continue
 		}
-		rep.Proposals++
-		if progress != nil {
-			progress(fmt.Sprintf("executing %s proposal %s", p.Kind, p.ID))
-		}
-		ctx := catalog.WithActor(ctx, BotActor+" for "+p.DecidedBy)
-		if p.State == proposal.StateApproved {
-			n, err := s.db.Proposal.Update().Where(proposal.ID(p.ID), proposal.Version(p.Version)).SetState(proposal.StateExecuting).
-				SetUpdatedAt(s.clock()).AddVersion(1).Save(ctx)
-			if err != nil {
-				return rep, err
-			}
-			if n == 0 {
-				continue // another worker took it
-			}
-			p.State, p.Version = proposal.StateExecuting, p.Version+1
-		}
-		var done bool
-		switch p.Kind {
-		case proposal.KindOrphanFiles:
-			done, err = s.executeOrphans(ctx, p, &rep, progress)
-		case proposal.KindUnusedAsset:
-			done, err = s.executeUnused(ctx, p, &rep, progress)
-		case proposal.KindExpireSnapshots:
-			done, err = s.executeExpiry(ctx, p, &rep, progress)
-		default:
-			err = fmt.Errorf("%s proposals are never executed", p.Kind)
-		}
-		var fault *faultError
-		var stopped *stopError
-		switch {
-		case errors.As(err, &fault) || ctx.Err() != nil:
-			return rep, err // a crash: the journal lets the next run resume
-		case errors.As(err, &stopped):
-			rep.Stopped++
-			if err := s.stopProposal(ctx, p, stopped.reason); err != nil {
-				return rep, err
-			}
-			s.log.Warn("cleanup proposal stopped: the world changed since approval", "proposal_id", p.ID, "reason", stopped.reason)
-		case errors.As(err, new(*retryError)) && (p.DecidedAt == nil || s.clock().Sub(*p.DecidedAt) < s.policy.OpenFor):
-			// The world could not be read this time (a catalog behind, a table renamed and not
-			// synced yet): nothing was deleted; the next run tries again.
-			rep.Waiting++
-			s.log.Warn("cleanup proposal waits: the tables around it could not be read", "proposal_id", p.ID, "err", err)
-		case err != nil:
-			rep.Failed++
-			if uerr := s.db.Proposal.UpdateOneID(p.ID).SetState(proposal.StateFailed).SetReason(err.Error()).SetUpdatedAt(s.clock()).AddVersion(1).Exec(ctx); uerr != nil {
-				return rep, uerr
-			}
-			s.log.Warn("cleanup proposal failed", "proposal_id", p.ID, "err", err)
-		case done:
-			rep.Executed++
-			now := s.clock()
-			if err := s.db.Proposal.UpdateOneID(p.ID).SetState(proposal.StateExecuted).SetExecutedAt(now).SetUpdatedAt(now).AddVersion(1).Exec(ctx); err != nil {
-				return rep, err
-			}
-		default:
-			rep.Waiting++
+		if err := s.executeOne(ctx, p, &rep, progress); err != nil {
+			return rep, err
 		}
 	}
 	return rep, nil
+}
+
+// executeOne runs one proposal under its execution lease: one worker at a time, renewed while
+// it runs, its fencing token checked on every journal write. A proposal another live worker is
+// executing is left to it.
+func (s *Service) executeOne(ctx context.Context, p *ent.Proposal, rep *ExecuteReport, progress func(string)) error {
+	held, err := s.claim(ctx, p.AssetID, "execute:"+p.ID.String(), s.leaseTTL)
+	if err != nil {
+		return err
+	}
+	if held == nil {
+		rep.Busy++
+		return nil
+	}
+	defer s.release(ctx, held)
+	// Read it again under the lease: another worker may have finished it meanwhile.
+	if p, err = s.db.Proposal.Get(ctx, p.ID); err != nil {
+		return err
+	}
+	if p.State != proposal.StateApproved && p.State != proposal.StateExecuting {
+		return nil
+	}
+	rep.Proposals++
+	if progress != nil {
+		progress(fmt.Sprintf("executing %s proposal %s", p.Kind, p.ID))
+	}
+	ctx = catalog.WithActor(ctx, BotActor+" for "+p.DecidedBy)
+	if p.State == proposal.StateApproved {
+		n, err := s.db.Proposal.Update().Where(proposal.ID(p.ID), proposal.Version(p.Version)).SetState(proposal.StateExecuting).
+			SetUpdatedAt(s.clock()).AddVersion(1).Save(ctx)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return nil // changed meanwhile
+		}
+		p.State, p.Version = proposal.StateExecuting, p.Version+1
+	}
+	lctx, cancel := context.WithCancelCause(ctx)
+	stopRenewing := s.keepRenewing(lctx, held, s.leaseTTL, cancel)
+	var done bool
+	switch p.Kind {
+	case proposal.KindOrphanFiles:
+		done, err = s.executeOrphans(lctx, p, held, rep, progress)
+	case proposal.KindUnusedAsset:
+		done, err = s.executeUnused(lctx, p, held, rep, progress)
+	case proposal.KindExpireSnapshots:
+		done, err = s.executeExpiry(lctx, p, held, rep, progress)
+	default:
+		err = fmt.Errorf("%s proposals are never executed", p.Kind)
+	}
+	stopRenewing()
+	lost := errors.Is(context.Cause(lctx), errLeaseLost) || errors.Is(err, errLeaseLost)
+	cancel(nil)
+	var fault *faultError
+	var stopped *stopError
+	switch {
+	case errors.As(err, &fault) || ctx.Err() != nil:
+		return err // a crash: the journal lets the next run resume
+	case lost:
+		// Paused past the lease: another worker may be running it now. Stop, write nothing more.
+		rep.Waiting++
+		s.log.Warn("cleanup proposal left to another worker: this one lost its execution lease", "proposal_id", p.ID)
+	case errors.As(err, &stopped):
+		rep.Stopped++
+		if err := s.stopProposal(ctx, p, stopped.reason); err != nil {
+			return err
+		}
+		s.log.Warn("cleanup proposal stopped: the world changed since approval", "proposal_id", p.ID, "reason", stopped.reason)
+	case errors.As(err, new(*retryError)) && (p.DecidedAt == nil || s.clock().Sub(*p.DecidedAt) < s.policy.OpenFor):
+		// The world could not be read this time (a catalog behind, a table renamed and not
+		// synced yet): nothing was deleted; the next run tries again.
+		rep.Waiting++
+		s.log.Warn("cleanup proposal waits: the tables around it could not be read", "proposal_id", p.ID, "err", err)
+	case err != nil:
+		rep.Failed++
+		if uerr := s.db.Proposal.UpdateOneID(p.ID).SetState(proposal.StateFailed).SetReason(err.Error()).SetUpdatedAt(s.clock()).AddVersion(1).Exec(ctx); uerr != nil {
+			return uerr
+		}
+		s.log.Warn("cleanup proposal failed", "proposal_id", p.ID, "err", err)
+	case done:
+		rep.Executed++
+		now := s.clock()
+		if err := s.db.Proposal.UpdateOneID(p.ID).SetState(proposal.StateExecuted).SetExecutedAt(now).SetUpdatedAt(now).AddVersion(1).Exec(ctx); err != nil {
+			return err
+		}
+	default:
+		rep.Waiting++
+	}
+	return nil
 }
 
 type faultError struct{ point string }
@@ -176,7 +212,7 @@ type guard func(ctx context.Context) (keep *refSet, fsys icebergio.IO, err error
 // approved) in batches. Before each batch it re-reads every table sharing the location and
 // looks for foreign tenants; each file is deleted only if no table references it, it is still
 // there, the same size, and still older than the threshold the proposal states.
-func (s *Service) executeOrphans(ctx context.Context, p *ent.Proposal, rep *ExecuteReport, progress func(string)) (bool, error) {
+func (s *Service) executeOrphans(ctx context.Context, p *ent.Proposal, held *lease, rep *ExecuteReport, progress func(string)) (bool, error) {
 	var ev Evidence
 	if err := json.Unmarshal([]byte(p.Evidence), &ev); err != nil {
 		return false, err
@@ -207,7 +243,7 @@ func (s *Service) executeOrphans(ctx context.Context, p *ent.Proposal, rep *Exec
 		}
 		return w.refs, live.IO, nil
 	}
-	return s.deletePending(ctx, p, rep, progress, threshold, g)
+	return s.deletePending(ctx, p, held, rep, progress, threshold, g)
 }
 
 // noTenants stops an execution when a table nobody told Tidemark about lives at loc.
@@ -224,7 +260,7 @@ func (s *Service) noTenants(ctx context.Context, fsys icebergio.IO, loc string, 
 
 // deletePending works through the proposal's pending file journal in batches, re-reading the
 // world through g before each batch, paced like the scans' HEAD requests.
-func (s *Service) deletePending(ctx context.Context, p *ent.Proposal, rep *ExecuteReport, progress func(string), threshold time.Duration, g guard) (bool, error) {
+func (s *Service) deletePending(ctx context.Context, p *ent.Proposal, held *lease, rep *ExecuteReport, progress func(string), threshold time.Duration, g guard) (bool, error) {
 	for {
 		pending, err := s.db.ProposalFile.Query().Where(proposalfile.ProposalID(p.ID), proposalfile.StateEQ(proposalfile.StatePending)).
 			Order(ent.Asc(proposalfile.FieldID)).Limit(500).All(ctx)
@@ -254,16 +290,24 @@ func (s *Service) deletePending(ctx context.Context, p *ent.Proposal, rep *Execu
 					return false, err
 				}
 			}
+			// Fenced: a worker paused past its lease must not delete what the next one is
+			// journaling. (Storage takes no token; this narrows the window to one request.)
+			if err := s.renew(ctx, held, s.leaseTTL); err != nil {
+				s.auditDeletion(ctx, p, deleted, bytes)
+				return false, err
+			}
 			state, detail, err := s.deleteOrphan(fsys, keep, f, threshold)
 			if err != nil {
 				s.auditDeletion(ctx, p, deleted, bytes)
 				return false, err
 			}
-			now := s.clock()
-			// Forward only: a journal entry leaves pending once.
-			if _, err := s.db.ProposalFile.Update().Where(proposalfile.ID(f.ID), proposalfile.StateEQ(proposalfile.StatePending)).
-				SetState(state).SetDetail(detail).SetDoneAt(now).Save(ctx); err != nil {
+			moved, err := s.journal(ctx, held, f, state, detail)
+			if err != nil {
+				s.auditDeletion(ctx, p, deleted, bytes)
 				return false, err
+			}
+			if !moved {
+				continue // another worker journaled it first: its outcome is the one that counts
 			}
 			if !strings.HasPrefix(detail, "could not check") {
 				// Deleted, gone, referenced again or rewritten: the observation no longer holds,
@@ -287,6 +331,27 @@ func (s *Service) deletePending(ctx context.Context, p *ent.Proposal, rep *Execu
 			progress(fmt.Sprintf("proposal %s: %d files deleted so far", p.ID, rep.Deleted))
 		}
 	}
+}
+
+// journal moves a file's journal entry out of pending, once, and only while this worker still
+// holds the proposal's execution lease with the same fencing token (checked in the same
+// statement). It reports whether it moved the entry; errLeaseLost when the lease is gone.
+func (s *Service) journal(ctx context.Context, held *lease, f *ent.ProposalFile, state proposalfile.State, detail string) (bool, error) {
+	now := s.clock()
+	res, err := s.db.ExecContext(ctx, `UPDATE proposal_files SET state = $1, detail = $2, done_at = $3 WHERE id = $4 AND state = 'pending'
+AND EXISTS (SELECT 1 FROM cleanup_leases WHERE asset_id = $5 AND shard = $6 AND holder = $7 AND token = $8 AND expires_at >= $3)`,
+		string(state), detail, now, f.ID, held.asset, held.shard, s.holder, held.token)
+	if err != nil {
+		return false, err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 1 {
+		return n == 1, err
+	}
+	pending, err := s.db.ProposalFile.Query().Where(proposalfile.ID(f.ID), proposalfile.StateEQ(proposalfile.StatePending)).Exist(ctx)
+	if err == nil && pending {
+		err = errLeaseLost
+	}
+	return false, err
 }
 
 // deleteOrphan re-verifies and deletes one file: ("deleted"|"gone"|"skipped", why).
@@ -394,7 +459,7 @@ func (s *Service) stopProposal(ctx context.Context, p *ent.Proposal, reason stri
 // younger than the threshold, journaled file by file like an orphan proposal. A crash between
 // the steps leaves files no metadata points to (orphans), never metadata pointing to missing
 // files.
-func (s *Service) executeUnused(ctx context.Context, p *ent.Proposal, rep *ExecuteReport, progress func(string)) (bool, error) {
+func (s *Service) executeUnused(ctx context.Context, p *ent.Proposal, held *lease, rep *ExecuteReport, progress func(string)) (bool, error) {
 	var ev Evidence
 	if err := json.Unmarshal([]byte(p.Evidence), &ev); err != nil {
 		return false, err
@@ -497,7 +562,7 @@ func (s *Service) executeUnused(ctx context.Context, p *ent.Proposal, rep *Execu
 		}
 		return w.refs, fsys, nil
 	}
-	finished, err := s.deletePending(ctx, p, rep, progress, s.threshold(ctx, p.AssetID), g)
+	finished, err := s.deletePending(ctx, p, held, rep, progress, s.threshold(ctx, p.AssetID), g)
 	if err != nil || !finished {
 		return false, err
 	}
@@ -657,7 +722,7 @@ func (s *Service) planRetirement(ctx context.Context, p *ent.Proposal, loc strin
 // executeExpiry removes exactly the approved snapshots (re-checked: not current, not the head
 // of a branch or tag) in one metadata commit, then journals the files only they referenced and
 // deletes them like orphans: never one another snapshot or another table references.
-func (s *Service) executeExpiry(ctx context.Context, p *ent.Proposal, rep *ExecuteReport, progress func(string)) (bool, error) {
+func (s *Service) executeExpiry(ctx context.Context, p *ent.Proposal, held *lease, rep *ExecuteReport, progress func(string)) (bool, error) {
 	var ev Evidence
 	if err := json.Unmarshal([]byte(p.Evidence), &ev); err != nil {
 		return false, err
@@ -743,5 +808,5 @@ func (s *Service) executeExpiry(ctx context.Context, p *ent.Proposal, rep *Execu
 			return false, err
 		}
 	}
-	return s.executeOrphans(ctx, p, rep, progress)
+	return s.executeOrphans(ctx, p, held, rep, progress)
 }

@@ -2,6 +2,7 @@ package cleanup
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -24,13 +25,17 @@ func TestLease(t *testing.T) {
 		a := New(db.Client, nil, nil, WithClock(clock), WithSQLite(sqlite), WithHolder("a"))
 		b := New(db.Client, nil, nil, WithClock(clock), WithSQLite(sqlite), WithHolder("b"))
 		asset := uuid.New()
+		held := map[*Service]*lease{}
 		claim := func(s *Service, shard string) bool {
 			t.Helper()
-			ok, err := s.claim(ctx, asset, shard, time.Minute)
+			l, err := s.claim(ctx, asset, shard, time.Minute)
 			if err != nil {
 				t.Fatal(err)
 			}
-			return ok
+			if l != nil {
+				held[s] = l
+			}
+			return l != nil
 		}
 		if !claim(a, "data/x/") || claim(b, "data/x/") || !claim(b, "data/y/") {
 			t.Fatal("a shard was claimed twice, or a free one refused")
@@ -39,22 +44,31 @@ func TestLease(t *testing.T) {
 			t.Fatal("the holder could not claim its own lease again")
 		}
 		now = now.Add(50 * time.Second)
-		if err := a.renew(ctx, asset, "data/x/", time.Minute); err != nil {
+		if err := a.renew(ctx, held[a], time.Minute); err != nil {
 			t.Fatal(err)
 		}
 		now = now.Add(30 * time.Second) // 80 s after the claim, 30 s after the renewal
 		if claim(b, "data/x/") {
 			t.Fatal("a renewed lease was taken")
 		}
-		b.release(ctx, asset, "data/x/") // not b's: nothing happens
+		b.release(ctx, &lease{asset: asset, shard: "data/x/", token: held[a].token}) // not b's: nothing happens
 		if claim(b, "data/x/") {
 			t.Fatal("another holder released a's lease")
 		}
 		now = now.Add(2 * time.Minute) // a crashed: its lease lapses
+		stale := held[a]
 		if !claim(b, "data/x/") || claim(a, "data/x/") {
 			t.Fatal("an expired lease was not handed over")
 		}
-		b.release(ctx, asset, "data/x/")
+		// The old holder, back from a pause, cannot renew or release what is b's now.
+		if err := a.renew(ctx, stale, time.Minute); !errors.Is(err, errLeaseLost) {
+			t.Fatalf("renewing a lost lease: %v", err)
+		}
+		a.release(ctx, stale)
+		if claim(a, "data/x/") {
+			t.Fatal("a lost lease's old holder released or retook it")
+		}
+		b.release(ctx, held[b])
 		if !claim(a, "data/x/") {
 			t.Fatal("a released lease could not be claimed")
 		}
@@ -78,12 +92,12 @@ func TestLeaseRace(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				for i := range shards {
-					ok, err := s.claim(ctx, asset, fmt.Sprintf("data/%d/", i), time.Minute)
+					l, err := s.claim(ctx, asset, fmt.Sprintf("data/%d/", i), time.Minute)
 					if err != nil {
 						errs <- err
 						return
 					}
-					wins[r][i] = ok
+					wins[r][i] = l != nil
 				}
 			}()
 		}

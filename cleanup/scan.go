@@ -100,16 +100,19 @@ func (s *Service) Scan(ctx context.Context, asset uuid.UUID, opt ScanOptions) (R
 	if override {
 		s.log.Warn("cleanup scan with an age threshold below 24h (explicit override)", "asset_id", asset, "threshold", opt.AgeThreshold.String())
 	}
-	row, err := s.db.CleanupScan.Create().SetAssetID(asset).SetStartedAt(s.clock()).SetState(cleanupscan.StateRunning).
+	start := s.clock()
+	row, err := s.db.CleanupScan.Create().SetAssetID(asset).SetStartedAt(start).SetHeartbeatAt(start).SetState(cleanupscan.StateRunning).
 		SetAgeThresholdSeconds(int64(opt.AgeThreshold / time.Second)).SetThresholdOverride(override).Save(ctx)
 	if err != nil {
 		return Report{}, err
 	}
+	stopBeat := s.heartbeat(ctx, row.ID)
 	rep := Report{ScanID: row.ID, AssetID: asset, StartedAt: row.StartedAt, State: "running", AgeThreshold: opt.AgeThreshold.String(),
 		ThresholdOverride: override, Shards: []ShardReport{}, Holes: []Hole{}, ConfirmedSample: []string{}, Dangling: []DanglingRef{},
 		MinGap: opt.MinGap.String(), Pacing: s.pacing(), SharedWith: []SharedTable{}, Foreign: []ForeignTenant{},
 		Assumption: fmt.Sprintf("No write takes longer than %s to commit: a file older than that which no metadata references is not part of a write in flight.", opt.AgeThreshold)}
 	serr := s.scan(ctx, row.ID, &rep, opt)
+	stopBeat()
 	state := cleanupscan.StateFinished
 	switch {
 	case serr != nil && ctx.Err() != nil:
@@ -128,7 +131,9 @@ func (s *Service) Scan(ctx context.Context, asset uuid.UUID, opt ScanOptions) (R
 		return rep, err
 	}
 	wctx := context.WithoutCancel(ctx)
-	if err := row.Update().SetState(state).SetFinishedAt(fin).SetReport(string(body)).SetError(rep.Error).Exec(wctx); err != nil {
+	// Only a scan still running is finished here: one marked abandoned stays so.
+	if err := s.db.CleanupScan.Update().Where(cleanupscan.ID(row.ID), cleanupscan.StateEQ(cleanupscan.StateRunning)).
+		SetState(state).SetFinishedAt(fin).SetReport(string(body)).SetError(rep.Error).Exec(wctx); err != nil {
 		return rep, errors.Join(serr, err)
 	}
 	s.log.Info("cleanup scan finished", "scan_id", rep.ScanID, "asset_id", asset, "state", state, "shards_complete", rep.ShardsComplete,
@@ -188,11 +193,11 @@ func (s *Service) scan(ctx context.Context, scanID uuid.UUID, rep *Report, opt S
 		}
 		progress(Progress{Shard: shard, ShardsDone: i, Entries: listed.Load(), Phase: "walking"})
 		sr := ShardReport{Shard: shard, StartedAt: s.clock()}
-		got, err := s.claim(ctx, asset, shard, s.leaseTTL)
+		held, err := s.claim(ctx, asset, shard, s.leaseTTL)
 		if err != nil {
 			return err
 		}
-		if !got {
+		if held == nil {
 			sr.Outcome, sr.Error = "leased", "another worker holds this shard's lease"
 			err := s.db.CleanupShardWalk.Create().SetScanID(scanID).SetAssetID(asset).SetShard(shard).SetStartedAt(sr.StartedAt).
 				SetFinishedAt(sr.StartedAt).SetOutcome(cleanupshardwalk.OutcomeLeased).SetError(sr.Error).Exec(ctx)
@@ -205,13 +210,20 @@ func (s *Service) scan(ctx context.Context, scanID uuid.UUID, rep *Report, opt S
 		w, err := s.db.CleanupShardWalk.Create().SetScanID(scanID).SetAssetID(asset).SetShard(shard).SetStartedAt(sr.StartedAt).
 			SetOutcome(cleanupshardwalk.OutcomeRunning).Save(ctx)
 		if err != nil {
-			s.release(ctx, asset, shard)
+			s.release(ctx, held)
 			return err
 		}
 		res := s.walkShard(ctx, lister, loc, locKey, shard, pre.refs, &listed, func(n int64) {
 			progress(Progress{Shard: shard, ShardsDone: i, Entries: n, Phase: "walking"})
-		}, func() error { return s.renew(ctx, asset, shard, s.leaseTTL) })
-		s.release(ctx, asset, shard)
+		}, func() error { return s.renew(ctx, held, s.leaseTTL) })
+		if res.err == nil && res.mismatch == nil {
+			// A walker paused past its lease may have finished a walk another worker redid
+			// meanwhile: a walk counts as complete only if the lease is still this walker's.
+			if err := s.renew(ctx, held, s.leaseTTL); err != nil {
+				res.err = fmt.Errorf("shard lease: %w", err)
+			}
+		}
+		s.release(ctx, held)
 		fin := s.clock()
 		sr.FinishedAt, sr.Entries, sr.Duplicates, sr.ListRequests = &fin, res.entries, res.dupes, res.lists
 		rep.EntriesListed += res.entries
@@ -769,4 +781,30 @@ func (s *Service) dangling(ctx context.Context, live *tables.Live, rep *Report, 
 	rep.Requests.Head += heads.Load()
 	rep.Unchecked += unchecked.Load()
 	return nil
+}
+
+// heartbeat renews a running scan's heartbeat every lease period / 3 until stopped, so another
+// worker can tell a scan whose worker died (see abandon).
+func (s *Service) heartbeat(ctx context.Context, scanID uuid.UUID) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(max(s.leaseTTL/3, time.Millisecond))
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if err := s.db.CleanupScan.Update().Where(cleanupscan.ID(scanID), cleanupscan.StateEQ(cleanupscan.StateRunning)).
+					SetHeartbeatAt(s.clock()).Exec(ctx); err != nil && ctx.Err() == nil {
+					s.log.Warn("could not renew a scan's heartbeat; will retry", "scan_id", scanID, "err", err)
+				}
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
 }

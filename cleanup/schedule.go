@@ -3,6 +3,7 @@ package cleanup
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -18,6 +19,18 @@ const PropertyScanInterval = "tidemark.cleanup.scan-interval"
 // tableLease is the shard name of the whole-table lease a scheduled scan holds, so replicas do
 // not start the same table's scan together.
 const tableLease = "*table*"
+
+// abandon marks the table's running scans whose heartbeat is older than two lease periods as
+// abandoned: their worker was killed or lost its lease. It returns how many it marked.
+func (s *Service) abandon(ctx context.Context, asset uuid.UUID) (int, error) {
+	now := s.clock()
+	cutoff := now.Add(-2 * s.leaseTTL)
+	return s.db.CleanupScan.Update().Where(cleanupscan.AssetID(asset), cleanupscan.StateEQ(cleanupscan.StateRunning),
+		cleanupscan.Or(cleanupscan.HeartbeatAtLT(cutoff), cleanupscan.And(cleanupscan.HeartbeatAtIsNil(), cleanupscan.StartedAtLT(cutoff)))).
+		SetState(cleanupscan.StateAbandoned).SetFinishedAt(now).
+		SetError(fmt.Sprintf("abandoned: its worker stopped renewing its heartbeat for over %s (killed, or it lost its lease); another worker restarts the table's scan", 2*s.leaseTTL)).
+		Save(ctx)
+}
 
 // Run scans due tables every tick until ctx ends. def is the cadence of tables that do not set
 // their own (0 turns scheduled scans off for them).
@@ -71,22 +84,34 @@ func (s *Service) ScanDue(ctx context.Context, def time.Duration, opt ScanOption
 			if cadence <= 0 {
 				continue
 			}
-			last, err := s.db.CleanupScan.Query().Where(cleanupscan.AssetID(t.AssetID)).Order(ent.Desc(cleanupscan.FieldID)).First(ctx)
+			// A scan whose worker stopped (killed, or lost its lease) is restarted now, whatever
+			// the cadence says.
+			abandoned, err := s.abandon(ctx, t.AssetID)
+			if err != nil {
+				return n, err
+			}
+			last, err := s.db.CleanupScan.Query().Where(cleanupscan.AssetID(t.AssetID), cleanupscan.StateNEQ(cleanupscan.StateAbandoned)).
+				Order(ent.Desc(cleanupscan.FieldID)).First(ctx)
 			if err != nil && !ent.IsNotFound(err) {
 				return n, err
 			}
-			if last != nil && s.clock().Sub(last.StartedAt) < cadence {
+			if abandoned == 0 && last != nil && s.clock().Sub(last.StartedAt) < cadence {
 				continue
 			}
-			got, err := s.claim(ctx, t.AssetID, tableLease, 6*time.Hour)
-			if err != nil || !got {
-				if err != nil {
-					return n, err
-				}
-				continue
+			held, err := s.claim(ctx, t.AssetID, tableLease, s.leaseTTL)
+			if err != nil {
+				return n, err
 			}
-			_, err = s.Scan(ctx, t.AssetID, opt)
-			s.release(ctx, t.AssetID, tableLease)
+			if held == nil {
+				continue // another replica is scanning it
+			}
+			// The table lease is short and renewed while the scan runs; losing it stops the scan.
+			sctx, cancel := context.WithCancelCause(ctx)
+			stop := s.keepRenewing(sctx, held, s.leaseTTL, cancel)
+			_, err = s.Scan(sctx, t.AssetID, opt)
+			stop()
+			cancel(nil)
+			s.release(ctx, held)
 			if ctx.Err() != nil {
 				return n, ctx.Err()
 			}

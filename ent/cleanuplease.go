@@ -25,7 +25,9 @@ type CleanupLease struct {
 	// Holder holds the value of the "holder" field.
 	Holder string `json:"holder,omitempty"`
 	// ExpiresAt holds the value of the "expires_at" field.
-	ExpiresAt    time.Time `json:"expires_at,omitempty"`
+	ExpiresAt time.Time `json:"expires_at,omitempty"`
+	// Token holds the value of the "token" field.
+	Token        int64 `json:"token,omitempty"`
 	selectValues sql.SelectValues
 }
 
@@ -34,6 +36,8 @@ func (*CleanupLease) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
+		case cleanuplease.FieldToken:
+			values[i] = new(sql.NullInt64)
 		case cleanuplease.FieldShard, cleanuplease.FieldHolder:
 			values[i] = new(sql.NullString)
 		case cleanuplease.FieldExpiresAt:
@@ -85,6 +89,12 @@ func (_m *CleanupLease) assignValues(columns []string, values []any) error {
 			} else if value.Valid {
 				_m.ExpiresAt = value.Time
 			}
+		case cleanuplease.FieldToken:
+			if value, ok := values[i].(*sql.NullInt64); !ok {
+				return fmt.Errorf("unexpected type %T for field token", values[i])
+			} else if value.Valid {
+				_m.Token = value.Int64
+			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
 		}
@@ -132,6 +142,9 @@ func (_m *CleanupLease) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("expires_at=")
 	builder.WriteString(_m.ExpiresAt.Format(time.ANSIC))
+	builder.WriteString(", ")
+	builder.WriteString("token=")
+	builder.WriteString(fmt.Sprintf("%v", _m.Token))
 	builder.WriteByte(')')
 	return builder.String()
 }

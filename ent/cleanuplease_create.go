@@ -45,6 +45,20 @@ func (_c *CleanupLeaseCreate) SetExpiresAt(v time.Time) *CleanupLeaseCreate {
 	return _c
 }
 
+// SetToken sets the "token" field.
+func (_c *CleanupLeaseCreate) SetToken(v int64) *CleanupLeaseCreate {
+	_c.mutation.SetToken(v)
+	return _c
+}
+
+// SetNillableToken sets the "token" field if the given value is not nil.
+func (_c *CleanupLeaseCreate) SetNillableToken(v *int64) *CleanupLeaseCreate {
+	if v != nil {
+		_c.SetToken(*v)
+	}
+	return _c
+}
+
 // SetID sets the "id" field.
 func (_c *CleanupLeaseCreate) SetID(v uuid.UUID) *CleanupLeaseCreate {
 	_c.mutation.SetID(v)
@@ -94,6 +108,10 @@ func (_c *CleanupLeaseCreate) ExecX(ctx context.Context) {
 
 // defaults sets the default values of the builder before save.
 func (_c *CleanupLeaseCreate) defaults() {
+	if _, ok := _c.mutation.Token(); !ok {
+		v := cleanuplease.DefaultToken
+		_c.mutation.SetToken(v)
+	}
 	if _, ok := _c.mutation.ID(); !ok {
 		v := cleanuplease.DefaultID()
 		_c.mutation.SetID(v)
@@ -113,6 +131,9 @@ func (_c *CleanupLeaseCreate) check() error {
 	}
 	if _, ok := _c.mutation.ExpiresAt(); !ok {
 		return &ValidationError{Name: "expires_at", err: errors.New(`ent: missing required field "CleanupLease.expires_at"`)}
+	}
+	if _, ok := _c.mutation.Token(); !ok {
+		return &ValidationError{Name: "token", err: errors.New(`ent: missing required field "CleanupLease.token"`)}
 	}
 	return nil
 }
@@ -164,6 +185,10 @@ func (_c *CleanupLeaseCreate) createSpec() (*CleanupLease, *sqlgraph.CreateSpec)
 	if value, ok := _c.mutation.ExpiresAt(); ok {
 		_spec.SetField(cleanuplease.FieldExpiresAt, field.TypeTime, value)
 		_node.ExpiresAt = value
+	}
+	if value, ok := _c.mutation.Token(); ok {
+		_spec.SetField(cleanuplease.FieldToken, field.TypeInt64, value)
+		_node.Token = value
 	}
 	return _node, _spec
 }

@@ -56,6 +56,27 @@ func (_u *CleanupLeaseUpdate) SetNillableExpiresAt(v *time.Time) *CleanupLeaseUp
 	return _u
 }
 
+// SetToken sets the "token" field.
+func (_u *CleanupLeaseUpdate) SetToken(v int64) *CleanupLeaseUpdate {
+	_u.mutation.ResetToken()
+	_u.mutation.SetToken(v)
+	return _u
+}
+
+// SetNillableToken sets the "token" field if the given value is not nil.
+func (_u *CleanupLeaseUpdate) SetNillableToken(v *int64) *CleanupLeaseUpdate {
+	if v != nil {
+		_u.SetToken(*v)
+	}
+	return _u
+}
+
+// AddToken adds value to the "token" field.
+func (_u *CleanupLeaseUpdate) AddToken(v int64) *CleanupLeaseUpdate {
+	_u.mutation.AddToken(v)
+	return _u
+}
+
 // Mutation returns the CleanupLeaseMutation object of the builder.
 func (_u *CleanupLeaseUpdate) Mutation() *CleanupLeaseMutation {
 	return _u.mutation
@@ -103,6 +124,12 @@ func (_u *CleanupLeaseUpdate) sqlSave(ctx context.Context) (_node int, err error
 	if value, ok := _u.mutation.ExpiresAt(); ok {
 		_spec.SetField(cleanuplease.FieldExpiresAt, field.TypeTime, value)
 	}
+	if value, ok := _u.mutation.Token(); ok {
+		_spec.SetField(cleanuplease.FieldToken, field.TypeInt64, value)
+	}
+	if value, ok := _u.mutation.AddedToken(); ok {
+		_spec.AddField(cleanuplease.FieldToken, field.TypeInt64, value)
+	}
 	if _node, err = sqlgraph.UpdateNodes(ctx, _u.driver, _spec); err != nil {
 		if _, ok := err.(*sqlgraph.NotFoundError); ok {
 			err = &NotFoundError{cleanuplease.Label}
@@ -148,6 +175,27 @@ func (_u *CleanupLeaseUpdateOne) SetNillableExpiresAt(v *time.Time) *CleanupLeas
 	if v != nil {
 		_u.SetExpiresAt(*v)
 	}
+	return _u
+}
+
+// SetToken sets the "token" field.
+func (_u *CleanupLeaseUpdateOne) SetToken(v int64) *CleanupLeaseUpdateOne {
+	_u.mutation.ResetToken()
+	_u.mutation.SetToken(v)
+	return _u
+}
+
+// SetNillableToken sets the "token" field if the given value is not nil.
+func (_u *CleanupLeaseUpdateOne) SetNillableToken(v *int64) *CleanupLeaseUpdateOne {
+	if v != nil {
+		_u.SetToken(*v)
+	}
+	return _u
+}
+
+// AddToken adds value to the "token" field.
+func (_u *CleanupLeaseUpdateOne) AddToken(v int64) *CleanupLeaseUpdateOne {
+	_u.mutation.AddToken(v)
 	return _u
 }
 
@@ -227,6 +275,12 @@ func (_u *CleanupLeaseUpdateOne) sqlSave(ctx context.Context) (_node *CleanupLea
 	}
 	if value, ok := _u.mutation.ExpiresAt(); ok {
 		_spec.SetField(cleanuplease.FieldExpiresAt, field.TypeTime, value)
+	}
+	if value, ok := _u.mutation.Token(); ok {
+		_spec.SetField(cleanuplease.FieldToken, field.TypeInt64, value)
+	}
+	if value, ok := _u.mutation.AddedToken(); ok {
+		_spec.AddField(cleanuplease.FieldToken, field.TypeInt64, value)
 	}
 	_node = &CleanupLease{config: _u.config}
 	_spec.Assign = _node.assignValues

@@ -33,7 +33,9 @@ type CleanupScan struct {
 	// Report holds the value of the "report" field.
 	Report string `json:"report,omitempty"`
 	// Error holds the value of the "error" field.
-	Error        string `json:"error,omitempty"`
+	Error string `json:"error,omitempty"`
+	// HeartbeatAt holds the value of the "heartbeat_at" field.
+	HeartbeatAt  *time.Time `json:"heartbeat_at,omitempty"`
 	selectValues sql.SelectValues
 }
 
@@ -48,7 +50,7 @@ func (*CleanupScan) scanValues(columns []string) ([]any, error) {
 			values[i] = new(sql.NullInt64)
 		case cleanupscan.FieldState, cleanupscan.FieldReport, cleanupscan.FieldError:
 			values[i] = new(sql.NullString)
-		case cleanupscan.FieldStartedAt, cleanupscan.FieldFinishedAt:
+		case cleanupscan.FieldStartedAt, cleanupscan.FieldFinishedAt, cleanupscan.FieldHeartbeatAt:
 			values[i] = new(sql.NullTime)
 		case cleanupscan.FieldID, cleanupscan.FieldAssetID:
 			values[i] = new(uuid.UUID)
@@ -122,6 +124,13 @@ func (_m *CleanupScan) assignValues(columns []string, values []any) error {
 			} else if value.Valid {
 				_m.Error = value.String
 			}
+		case cleanupscan.FieldHeartbeatAt:
+			if value, ok := values[i].(*sql.NullTime); !ok {
+				return fmt.Errorf("unexpected type %T for field heartbeat_at", values[i])
+			} else if value.Valid {
+				_m.HeartbeatAt = new(time.Time)
+				*_m.HeartbeatAt = value.Time
+			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
 		}
@@ -183,6 +192,11 @@ func (_m *CleanupScan) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("error=")
 	builder.WriteString(_m.Error)
+	builder.WriteString(", ")
+	if v := _m.HeartbeatAt; v != nil {
+		builder.WriteString("heartbeat_at=")
+		builder.WriteString(v.Format(time.ANSIC))
+	}
 	builder.WriteByte(')')
 	return builder.String()
 }

@@ -101,6 +101,20 @@ func (_c *CleanupScanCreate) SetNillableError(v *string) *CleanupScanCreate {
 	return _c
 }
 
+// SetHeartbeatAt sets the "heartbeat_at" field.
+func (_c *CleanupScanCreate) SetHeartbeatAt(v time.Time) *CleanupScanCreate {
+	_c.mutation.SetHeartbeatAt(v)
+	return _c
+}
+
+// SetNillableHeartbeatAt sets the "heartbeat_at" field if the given value is not nil.
+func (_c *CleanupScanCreate) SetNillableHeartbeatAt(v *time.Time) *CleanupScanCreate {
+	if v != nil {
+		_c.SetHeartbeatAt(*v)
+	}
+	return _c
+}
+
 // SetID sets the "id" field.
 func (_c *CleanupScanCreate) SetID(v uuid.UUID) *CleanupScanCreate {
 	_c.mutation.SetID(v)
@@ -262,6 +276,10 @@ func (_c *CleanupScanCreate) createSpec() (*CleanupScan, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.Error(); ok {
 		_spec.SetField(cleanupscan.FieldError, field.TypeString, value)
 		_node.Error = value
+	}
+	if value, ok := _c.mutation.HeartbeatAt(); ok {
+		_spec.SetField(cleanupscan.FieldHeartbeatAt, field.TypeTime, value)
+		_node.HeartbeatAt = &value
 	}
 	return _node, _spec
 }

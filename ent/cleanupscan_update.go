@@ -90,6 +90,26 @@ func (_u *CleanupScanUpdate) SetNillableError(v *string) *CleanupScanUpdate {
 	return _u
 }
 
+// SetHeartbeatAt sets the "heartbeat_at" field.
+func (_u *CleanupScanUpdate) SetHeartbeatAt(v time.Time) *CleanupScanUpdate {
+	_u.mutation.SetHeartbeatAt(v)
+	return _u
+}
+
+// SetNillableHeartbeatAt sets the "heartbeat_at" field if the given value is not nil.
+func (_u *CleanupScanUpdate) SetNillableHeartbeatAt(v *time.Time) *CleanupScanUpdate {
+	if v != nil {
+		_u.SetHeartbeatAt(*v)
+	}
+	return _u
+}
+
+// ClearHeartbeatAt clears the value of the "heartbeat_at" field.
+func (_u *CleanupScanUpdate) ClearHeartbeatAt() *CleanupScanUpdate {
+	_u.mutation.ClearHeartbeatAt()
+	return _u
+}
+
 // Mutation returns the CleanupScanMutation object of the builder.
 func (_u *CleanupScanUpdate) Mutation() *CleanupScanMutation {
 	return _u.mutation
@@ -158,6 +178,12 @@ func (_u *CleanupScanUpdate) sqlSave(ctx context.Context) (_node int, err error)
 	}
 	if value, ok := _u.mutation.Error(); ok {
 		_spec.SetField(cleanupscan.FieldError, field.TypeString, value)
+	}
+	if value, ok := _u.mutation.HeartbeatAt(); ok {
+		_spec.SetField(cleanupscan.FieldHeartbeatAt, field.TypeTime, value)
+	}
+	if _u.mutation.HeartbeatAtCleared() {
+		_spec.ClearField(cleanupscan.FieldHeartbeatAt, field.TypeTime)
 	}
 	if _node, err = sqlgraph.UpdateNodes(ctx, _u.driver, _spec); err != nil {
 		if _, ok := err.(*sqlgraph.NotFoundError); ok {
@@ -238,6 +264,26 @@ func (_u *CleanupScanUpdateOne) SetNillableError(v *string) *CleanupScanUpdateOn
 	if v != nil {
 		_u.SetError(*v)
 	}
+	return _u
+}
+
+// SetHeartbeatAt sets the "heartbeat_at" field.
+func (_u *CleanupScanUpdateOne) SetHeartbeatAt(v time.Time) *CleanupScanUpdateOne {
+	_u.mutation.SetHeartbeatAt(v)
+	return _u
+}
+
+// SetNillableHeartbeatAt sets the "heartbeat_at" field if the given value is not nil.
+func (_u *CleanupScanUpdateOne) SetNillableHeartbeatAt(v *time.Time) *CleanupScanUpdateOne {
+	if v != nil {
+		_u.SetHeartbeatAt(*v)
+	}
+	return _u
+}
+
+// ClearHeartbeatAt clears the value of the "heartbeat_at" field.
+func (_u *CleanupScanUpdateOne) ClearHeartbeatAt() *CleanupScanUpdateOne {
+	_u.mutation.ClearHeartbeatAt()
 	return _u
 }
 
@@ -339,6 +385,12 @@ func (_u *CleanupScanUpdateOne) sqlSave(ctx context.Context) (_node *CleanupScan
 	}
 	if value, ok := _u.mutation.Error(); ok {
 		_spec.SetField(cleanupscan.FieldError, field.TypeString, value)
+	}
+	if value, ok := _u.mutation.HeartbeatAt(); ok {
+		_spec.SetField(cleanupscan.FieldHeartbeatAt, field.TypeTime, value)
+	}
+	if _u.mutation.HeartbeatAtCleared() {
+		_spec.ClearField(cleanupscan.FieldHeartbeatAt, field.TypeTime)
 	}
 	_node = &CleanupScan{config: _u.config}
 	_spec.Assign = _node.assignValues

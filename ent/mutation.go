@@ -4122,6 +4122,8 @@ type CleanupLeaseMutation struct {
 	shard         *string
 	holder        *string
 	expires_at    *time.Time
+	token         *int64
+	addtoken      *int64
 	clearedFields map[string]struct{}
 	done          bool
 	oldValue      func(context.Context) (*CleanupLease, error)
@@ -4376,6 +4378,62 @@ func (m *CleanupLeaseMutation) ResetExpiresAt() {
 	m.expires_at = nil
 }
 
+// SetToken sets the "token" field.
+func (m *CleanupLeaseMutation) SetToken(i int64) {
+	m.token = &i
+	m.addtoken = nil
+}
+
+// Token returns the value of the "token" field in the mutation.
+func (m *CleanupLeaseMutation) Token() (r int64, exists bool) {
+	v := m.token
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldToken returns the old "token" field's value of the CleanupLease entity.
+// If the CleanupLease object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupLeaseMutation) OldToken(ctx context.Context) (v int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldToken is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldToken requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldToken: %w", err)
+	}
+	return oldValue.Token, nil
+}
+
+// AddToken adds i to the "token" field.
+func (m *CleanupLeaseMutation) AddToken(i int64) {
+	if m.addtoken != nil {
+		*m.addtoken += i
+	} else {
+		m.addtoken = &i
+	}
+}
+
+// AddedToken returns the value that was added to the "token" field in this mutation.
+func (m *CleanupLeaseMutation) AddedToken() (r int64, exists bool) {
+	v := m.addtoken
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetToken resets all changes to the "token" field.
+func (m *CleanupLeaseMutation) ResetToken() {
+	m.token = nil
+	m.addtoken = nil
+}
+
 // Where appends a list predicates to the CleanupLeaseMutation builder.
 func (m *CleanupLeaseMutation) Where(ps ...predicate.CleanupLease) {
 	m.predicates = append(m.predicates, ps...)
@@ -4410,7 +4468,7 @@ func (m *CleanupLeaseMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *CleanupLeaseMutation) Fields() []string {
-	fields := make([]string, 0, 4)
+	fields := make([]string, 0, 5)
 	if m.asset_id != nil {
 		fields = append(fields, cleanuplease.FieldAssetID)
 	}
@@ -4422,6 +4480,9 @@ func (m *CleanupLeaseMutation) Fields() []string {
 	}
 	if m.expires_at != nil {
 		fields = append(fields, cleanuplease.FieldExpiresAt)
+	}
+	if m.token != nil {
+		fields = append(fields, cleanuplease.FieldToken)
 	}
 	return fields
 }
@@ -4439,6 +4500,8 @@ func (m *CleanupLeaseMutation) Field(name string) (ent.Value, bool) {
 		return m.Holder()
 	case cleanuplease.FieldExpiresAt:
 		return m.ExpiresAt()
+	case cleanuplease.FieldToken:
+		return m.Token()
 	}
 	return nil, false
 }
@@ -4456,6 +4519,8 @@ func (m *CleanupLeaseMutation) OldField(ctx context.Context, name string) (ent.V
 		return m.OldHolder(ctx)
 	case cleanuplease.FieldExpiresAt:
 		return m.OldExpiresAt(ctx)
+	case cleanuplease.FieldToken:
+		return m.OldToken(ctx)
 	}
 	return nil, fmt.Errorf("unknown CleanupLease field %s", name)
 }
@@ -4493,6 +4558,13 @@ func (m *CleanupLeaseMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetExpiresAt(v)
 		return nil
+	case cleanuplease.FieldToken:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetToken(v)
+		return nil
 	}
 	return fmt.Errorf("unknown CleanupLease field %s", name)
 }
@@ -4500,13 +4572,21 @@ func (m *CleanupLeaseMutation) SetField(name string, value ent.Value) error {
 // AddedFields returns all numeric fields that were incremented/decremented during
 // this mutation.
 func (m *CleanupLeaseMutation) AddedFields() []string {
-	return nil
+	var fields []string
+	if m.addtoken != nil {
+		fields = append(fields, cleanuplease.FieldToken)
+	}
+	return fields
 }
 
 // AddedField returns the numeric value that was incremented/decremented on a field
 // with the given name. The second boolean return value indicates that this field
 // was not set, or was not defined in the schema.
 func (m *CleanupLeaseMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case cleanuplease.FieldToken:
+		return m.AddedToken()
+	}
 	return nil, false
 }
 
@@ -4515,6 +4595,13 @@ func (m *CleanupLeaseMutation) AddedField(name string) (ent.Value, bool) {
 // type.
 func (m *CleanupLeaseMutation) AddField(name string, value ent.Value) error {
 	switch name {
+	case cleanuplease.FieldToken:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddToken(v)
+		return nil
 	}
 	return fmt.Errorf("unknown CleanupLease numeric field %s", name)
 }
@@ -4553,6 +4640,9 @@ func (m *CleanupLeaseMutation) ResetField(name string) error {
 		return nil
 	case cleanuplease.FieldExpiresAt:
 		m.ResetExpiresAt()
+		return nil
+	case cleanuplease.FieldToken:
+		m.ResetToken()
 		return nil
 	}
 	return fmt.Errorf("unknown CleanupLease field %s", name)
@@ -5476,6 +5566,7 @@ type CleanupScanMutation struct {
 	threshold_override       *bool
 	report                   *string
 	error                    *string
+	heartbeat_at             *time.Time
 	clearedFields            map[string]struct{}
 	done                     bool
 	oldValue                 func(context.Context) (*CleanupScan, error)
@@ -5907,6 +5998,55 @@ func (m *CleanupScanMutation) ResetError() {
 	m.error = nil
 }
 
+// SetHeartbeatAt sets the "heartbeat_at" field.
+func (m *CleanupScanMutation) SetHeartbeatAt(t time.Time) {
+	m.heartbeat_at = &t
+}
+
+// HeartbeatAt returns the value of the "heartbeat_at" field in the mutation.
+func (m *CleanupScanMutation) HeartbeatAt() (r time.Time, exists bool) {
+	v := m.heartbeat_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldHeartbeatAt returns the old "heartbeat_at" field's value of the CleanupScan entity.
+// If the CleanupScan object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupScanMutation) OldHeartbeatAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldHeartbeatAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldHeartbeatAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldHeartbeatAt: %w", err)
+	}
+	return oldValue.HeartbeatAt, nil
+}
+
+// ClearHeartbeatAt clears the value of the "heartbeat_at" field.
+func (m *CleanupScanMutation) ClearHeartbeatAt() {
+	m.heartbeat_at = nil
+	m.clearedFields[cleanupscan.FieldHeartbeatAt] = struct{}{}
+}
+
+// HeartbeatAtCleared returns if the "heartbeat_at" field was cleared in this mutation.
+func (m *CleanupScanMutation) HeartbeatAtCleared() bool {
+	_, ok := m.clearedFields[cleanupscan.FieldHeartbeatAt]
+	return ok
+}
+
+// ResetHeartbeatAt resets all changes to the "heartbeat_at" field.
+func (m *CleanupScanMutation) ResetHeartbeatAt() {
+	m.heartbeat_at = nil
+	delete(m.clearedFields, cleanupscan.FieldHeartbeatAt)
+}
+
 // Where appends a list predicates to the CleanupScanMutation builder.
 func (m *CleanupScanMutation) Where(ps ...predicate.CleanupScan) {
 	m.predicates = append(m.predicates, ps...)
@@ -5941,7 +6081,7 @@ func (m *CleanupScanMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *CleanupScanMutation) Fields() []string {
-	fields := make([]string, 0, 8)
+	fields := make([]string, 0, 9)
 	if m.asset_id != nil {
 		fields = append(fields, cleanupscan.FieldAssetID)
 	}
@@ -5965,6 +6105,9 @@ func (m *CleanupScanMutation) Fields() []string {
 	}
 	if m.error != nil {
 		fields = append(fields, cleanupscan.FieldError)
+	}
+	if m.heartbeat_at != nil {
+		fields = append(fields, cleanupscan.FieldHeartbeatAt)
 	}
 	return fields
 }
@@ -5990,6 +6133,8 @@ func (m *CleanupScanMutation) Field(name string) (ent.Value, bool) {
 		return m.Report()
 	case cleanupscan.FieldError:
 		return m.Error()
+	case cleanupscan.FieldHeartbeatAt:
+		return m.HeartbeatAt()
 	}
 	return nil, false
 }
@@ -6015,6 +6160,8 @@ func (m *CleanupScanMutation) OldField(ctx context.Context, name string) (ent.Va
 		return m.OldReport(ctx)
 	case cleanupscan.FieldError:
 		return m.OldError(ctx)
+	case cleanupscan.FieldHeartbeatAt:
+		return m.OldHeartbeatAt(ctx)
 	}
 	return nil, fmt.Errorf("unknown CleanupScan field %s", name)
 }
@@ -6080,6 +6227,13 @@ func (m *CleanupScanMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetError(v)
 		return nil
+	case cleanupscan.FieldHeartbeatAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetHeartbeatAt(v)
+		return nil
 	}
 	return fmt.Errorf("unknown CleanupScan field %s", name)
 }
@@ -6128,6 +6282,9 @@ func (m *CleanupScanMutation) ClearedFields() []string {
 	if m.FieldCleared(cleanupscan.FieldFinishedAt) {
 		fields = append(fields, cleanupscan.FieldFinishedAt)
 	}
+	if m.FieldCleared(cleanupscan.FieldHeartbeatAt) {
+		fields = append(fields, cleanupscan.FieldHeartbeatAt)
+	}
 	return fields
 }
 
@@ -6144,6 +6301,9 @@ func (m *CleanupScanMutation) ClearField(name string) error {
 	switch name {
 	case cleanupscan.FieldFinishedAt:
 		m.ClearFinishedAt()
+		return nil
+	case cleanupscan.FieldHeartbeatAt:
+		m.ClearHeartbeatAt()
 		return nil
 	}
 	return fmt.Errorf("unknown CleanupScan nullable field %s", name)
@@ -6176,6 +6336,9 @@ func (m *CleanupScanMutation) ResetField(name string) error {
 		return nil
 	case cleanupscan.FieldError:
 		m.ResetError()
+		return nil
+	case cleanupscan.FieldHeartbeatAt:
+		m.ResetHeartbeatAt()
 		return nil
 	}
 	return fmt.Errorf("unknown CleanupScan field %s", name)

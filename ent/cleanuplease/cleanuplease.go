@@ -20,6 +20,8 @@ const (
 	FieldHolder = "holder"
 	// FieldExpiresAt holds the string denoting the expires_at field in the database.
 	FieldExpiresAt = "expires_at"
+	// FieldToken holds the string denoting the token field in the database.
+	FieldToken = "token"
 	// Table holds the table name of the cleanuplease in the database.
 	Table = "cleanup_leases"
 )
@@ -31,6 +33,7 @@ var Columns = []string{
 	FieldShard,
 	FieldHolder,
 	FieldExpiresAt,
+	FieldToken,
 }
 
 // ValidColumn reports if the column name is valid (part of the table columns).
@@ -44,6 +47,8 @@ func ValidColumn(column string) bool {
 }
 
 var (
+	// DefaultToken holds the default value on creation for the "token" field.
+	DefaultToken int64
 	// DefaultID holds the default value on creation for the "id" field.
 	DefaultID func() uuid.UUID
 )
@@ -74,4 +79,9 @@ func ByHolder(opts ...sql.OrderTermOption) OrderOption {
 // ByExpiresAt orders the results by the expires_at field.
 func ByExpiresAt(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldExpiresAt, opts...).ToFunc()
+}
+
+// ByToken orders the results by the token field.
+func ByToken(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldToken, opts...).ToFunc()
 }

@@ -75,6 +75,11 @@ func ExpiresAt(v time.Time) predicate.CleanupLease {
 	return predicate.CleanupLease(sql.FieldEQ(FieldExpiresAt, v))
 }
 
+// Token applies equality check predicate on the "token" field. It's identical to TokenEQ.
+func Token(v int64) predicate.CleanupLease {
+	return predicate.CleanupLease(sql.FieldEQ(FieldToken, v))
+}
+
 // AssetIDEQ applies the EQ predicate on the "asset_id" field.
 func AssetIDEQ(v uuid.UUID) predicate.CleanupLease {
 	return predicate.CleanupLease(sql.FieldEQ(FieldAssetID, v))
@@ -283,6 +288,46 @@ func ExpiresAtLT(v time.Time) predicate.CleanupLease {
 // ExpiresAtLTE applies the LTE predicate on the "expires_at" field.
 func ExpiresAtLTE(v time.Time) predicate.CleanupLease {
 	return predicate.CleanupLease(sql.FieldLTE(FieldExpiresAt, v))
+}
+
+// TokenEQ applies the EQ predicate on the "token" field.
+func TokenEQ(v int64) predicate.CleanupLease {
+	return predicate.CleanupLease(sql.FieldEQ(FieldToken, v))
+}
+
+// TokenNEQ applies the NEQ predicate on the "token" field.
+func TokenNEQ(v int64) predicate.CleanupLease {
+	return predicate.CleanupLease(sql.FieldNEQ(FieldToken, v))
+}
+
+// TokenIn applies the In predicate on the "token" field.
+func TokenIn(vs ...int64) predicate.CleanupLease {
+	return predicate.CleanupLease(sql.FieldIn(FieldToken, vs...))
+}
+
+// TokenNotIn applies the NotIn predicate on the "token" field.
+func TokenNotIn(vs ...int64) predicate.CleanupLease {
+	return predicate.CleanupLease(sql.FieldNotIn(FieldToken, vs...))
+}
+
+// TokenGT applies the GT predicate on the "token" field.
+func TokenGT(v int64) predicate.CleanupLease {
+	return predicate.CleanupLease(sql.FieldGT(FieldToken, v))
+}
+
+// TokenGTE applies the GTE predicate on the "token" field.
+func TokenGTE(v int64) predicate.CleanupLease {
+	return predicate.CleanupLease(sql.FieldGTE(FieldToken, v))
+}
+
+// TokenLT applies the LT predicate on the "token" field.
+func TokenLT(v int64) predicate.CleanupLease {
+	return predicate.CleanupLease(sql.FieldLT(FieldToken, v))
+}
+
+// TokenLTE applies the LTE predicate on the "token" field.
+func TokenLTE(v int64) predicate.CleanupLease {
+	return predicate.CleanupLease(sql.FieldLTE(FieldToken, v))
 }
 
 // And groups predicates with the AND operator between them.

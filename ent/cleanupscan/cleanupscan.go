@@ -30,6 +30,8 @@ const (
 	FieldReport = "report"
 	// FieldError holds the string denoting the error field in the database.
 	FieldError = "error"
+	// FieldHeartbeatAt holds the string denoting the heartbeat_at field in the database.
+	FieldHeartbeatAt = "heartbeat_at"
 	// Table holds the table name of the cleanupscan in the database.
 	Table = "cleanup_scans"
 )
@@ -45,6 +47,7 @@ var Columns = []string{
 	FieldThresholdOverride,
 	FieldReport,
 	FieldError,
+	FieldHeartbeatAt,
 }
 
 // ValidColumn reports if the column name is valid (part of the table columns).
@@ -73,10 +76,11 @@ type State string
 
 // State values.
 const (
-	StateRunning  State = "running"
-	StateFinished State = "finished"
-	StateFailed   State = "failed"
-	StateStopped  State = "stopped"
+	StateRunning   State = "running"
+	StateFinished  State = "finished"
+	StateFailed    State = "failed"
+	StateStopped   State = "stopped"
+	StateAbandoned State = "abandoned"
 )
 
 func (s State) String() string {
@@ -86,7 +90,7 @@ func (s State) String() string {
 // StateValidator is a validator for the "state" field enum values. It is called by the builders before save.
 func StateValidator(s State) error {
 	switch s {
-	case StateRunning, StateFinished, StateFailed, StateStopped:
+	case StateRunning, StateFinished, StateFailed, StateStopped, StateAbandoned:
 		return nil
 	default:
 		return fmt.Errorf("cleanupscan: invalid enum value for state field: %q", s)
@@ -139,4 +143,9 @@ func ByReport(opts ...sql.OrderTermOption) OrderOption {
 // ByError orders the results by the error field.
 func ByError(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldError, opts...).ToFunc()
+}
+
+// ByHeartbeatAt orders the results by the heartbeat_at field.
+func ByHeartbeatAt(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldHeartbeatAt, opts...).ToFunc()
 }

@@ -90,6 +90,11 @@ func Error(v string) predicate.CleanupScan {
 	return predicate.CleanupScan(sql.FieldEQ(FieldError, v))
 }
 
+// HeartbeatAt applies equality check predicate on the "heartbeat_at" field. It's identical to HeartbeatAtEQ.
+func HeartbeatAt(v time.Time) predicate.CleanupScan {
+	return predicate.CleanupScan(sql.FieldEQ(FieldHeartbeatAt, v))
+}
+
 // AssetIDEQ applies the EQ predicate on the "asset_id" field.
 func AssetIDEQ(v uuid.UUID) predicate.CleanupScan {
 	return predicate.CleanupScan(sql.FieldEQ(FieldAssetID, v))
@@ -418,6 +423,56 @@ func ErrorEqualFold(v string) predicate.CleanupScan {
 // ErrorContainsFold applies the ContainsFold predicate on the "error" field.
 func ErrorContainsFold(v string) predicate.CleanupScan {
 	return predicate.CleanupScan(sql.FieldContainsFold(FieldError, v))
+}
+
+// HeartbeatAtEQ applies the EQ predicate on the "heartbeat_at" field.
+func HeartbeatAtEQ(v time.Time) predicate.CleanupScan {
+	return predicate.CleanupScan(sql.FieldEQ(FieldHeartbeatAt, v))
+}
+
+// HeartbeatAtNEQ applies the NEQ predicate on the "heartbeat_at" field.
+func HeartbeatAtNEQ(v time.Time) predicate.CleanupScan {
+	return predicate.CleanupScan(sql.FieldNEQ(FieldHeartbeatAt, v))
+}
+
+// HeartbeatAtIn applies the In predicate on the "heartbeat_at" field.
+func HeartbeatAtIn(vs ...time.Time) predicate.CleanupScan {
+	return predicate.CleanupScan(sql.FieldIn(FieldHeartbeatAt, vs...))
+}
+
+// HeartbeatAtNotIn applies the NotIn predicate on the "heartbeat_at" field.
+func HeartbeatAtNotIn(vs ...time.Time) predicate.CleanupScan {
+	return predicate.CleanupScan(sql.FieldNotIn(FieldHeartbeatAt, vs...))
+}
+
+// HeartbeatAtGT applies the GT predicate on the "heartbeat_at" field.
+func HeartbeatAtGT(v time.Time) predicate.CleanupScan {
+	return predicate.CleanupScan(sql.FieldGT(FieldHeartbeatAt, v))
+}
+
+// HeartbeatAtGTE applies the GTE predicate on the "heartbeat_at" field.
+func HeartbeatAtGTE(v time.Time) predicate.CleanupScan {
+	return predicate.CleanupScan(sql.FieldGTE(FieldHeartbeatAt, v))
+}
+
+// HeartbeatAtLT applies the LT predicate on the "heartbeat_at" field.
+func HeartbeatAtLT(v time.Time) predicate.CleanupScan {
+	return predicate.CleanupScan(sql.FieldLT(FieldHeartbeatAt, v))
+}
+
+// HeartbeatAtLTE applies the LTE predicate on the "heartbeat_at" field.
+func HeartbeatAtLTE(v time.Time) predicate.CleanupScan {
+	return predicate.CleanupScan(sql.FieldLTE(FieldHeartbeatAt, v))
+}
+
+// HeartbeatAtIsNil applies the IsNil predicate on the "heartbeat_at" field.
+func HeartbeatAtIsNil() predicate.CleanupScan {
+	return predicate.CleanupScan(sql.FieldIsNull(FieldHeartbeatAt))
+}
+
+// HeartbeatAtNotNil applies the NotNil predicate on the "heartbeat_at" field.
+func HeartbeatAtNotNil() predicate.CleanupScan {
+	return predicate.CleanupScan(sql.FieldNotNull(FieldHeartbeatAt))
 }
 
 // And groups predicates with the AND operator between them.

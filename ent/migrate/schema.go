@@ -172,6 +172,7 @@ var (
 		{Name: "shard", Type: field.TypeString},
 		{Name: "holder", Type: field.TypeString},
 		{Name: "expires_at", Type: field.TypeTime},
+		{Name: "token", Type: field.TypeInt64, Default: 0},
 	}
 	// CleanupLeasesTable holds the schema information for the "cleanup_leases" table.
 	CleanupLeasesTable = &schema.Table{
@@ -223,11 +224,12 @@ var (
 		{Name: "asset_id", Type: field.TypeUUID},
 		{Name: "started_at", Type: field.TypeTime},
 		{Name: "finished_at", Type: field.TypeTime, Nullable: true},
-		{Name: "state", Type: field.TypeEnum, Enums: []string{"running", "finished", "failed", "stopped"}},
+		{Name: "state", Type: field.TypeEnum, Enums: []string{"running", "finished", "failed", "stopped", "abandoned"}},
 		{Name: "age_threshold_seconds", Type: field.TypeInt64},
 		{Name: "threshold_override", Type: field.TypeBool, Default: false},
 		{Name: "report", Type: field.TypeString, Size: 2147483647, Default: ""},
 		{Name: "error", Type: field.TypeString, Size: 2147483647, Default: ""},
+		{Name: "heartbeat_at", Type: field.TypeTime, Nullable: true},
 	}
 	// CleanupScansTable holds the schema information for the "cleanup_scans" table.
 	CleanupScansTable = &schema.Table{

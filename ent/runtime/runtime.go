@@ -98,6 +98,10 @@ func init() {
 	_ = cleanupleaseMixinFields0
 	cleanupleaseFields := schema.CleanupLease{}.Fields()
 	_ = cleanupleaseFields
+	// cleanupleaseDescToken is the schema descriptor for token field.
+	cleanupleaseDescToken := cleanupleaseFields[4].Descriptor()
+	// cleanuplease.DefaultToken holds the default value on creation for the token field.
+	cleanuplease.DefaultToken = cleanupleaseDescToken.Default.(int64)
 	// cleanupleaseDescID is the schema descriptor for id field.
 	cleanupleaseDescID := cleanupleaseMixinFields0[0].Descriptor()
 	// cleanuplease.DefaultID holds the default value on creation for the id field.

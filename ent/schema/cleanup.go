@@ -19,11 +19,15 @@ func (CleanupScan) Fields() []ent.Field {
 		field.UUID("asset_id", uuid.UUID{}).Immutable(),
 		field.Time("started_at").Immutable(),
 		field.Time("finished_at").Optional().Nillable(),
-		field.Enum("state").Values("running", "finished", "failed", "stopped"),
+		// abandoned: its worker stopped renewing its heartbeat (killed, or lost its lease).
+		field.Enum("state").Values("running", "finished", "failed", "stopped", "abandoned"),
 		field.Int64("age_threshold_seconds").Immutable(),
 		field.Bool("threshold_override").Default(false).Immutable(),
 		field.Text("report").Default(""),
 		field.Text("error").Default(""),
+		// heartbeat_at is renewed while the scan runs; a running scan whose heartbeat is older
+		// than two lease periods was abandoned by its worker.
+		field.Time("heartbeat_at").Optional().Nillable(),
 	}
 }
 
@@ -71,6 +75,9 @@ func (CleanupLease) Fields() []ent.Field {
 		field.String("shard").Immutable(),
 		field.String("holder"),
 		field.Time("expires_at"),
+		// token grows by one with every claim: a fencing token, so a holder that lost its lease
+		// (paused past expiry, and the lease since claimed again) cannot renew it or write under it.
+		field.Int64("token").Default(0),
 	}
 }
 
