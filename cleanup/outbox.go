@@ -95,6 +95,9 @@ func (s *Service) SetWebhook(ctx context.Context, principal, rawURL string) erro
 	return err
 }
 
+// dispatchBatch is how many messages one replica claims at a time.
+const dispatchBatch = 10
+
 // Dispatch delivers due outbox messages, each at least once: a message is marked delivered only
 // after its webhook answered 2xx; otherwise it is retried with exponential backoff (30 s
 // doubling, at most an hour) up to MaxAttempts. On PostgreSQL due rows are claimed with FOR
@@ -105,7 +108,7 @@ func (s *Service) Dispatch(ctx context.Context) (delivered, failed int, err erro
 		now := s.clock()
 		err := s.tx(ctx, func(tx *ent.Tx) error {
 			q := tx.OutboxMessage.Query().Where(outboxmessage.StateEQ(outboxmessage.StatePending), outboxmessage.NextAttemptAtLTE(now)).
-				Order(ent.Asc(outboxmessage.FieldID)).Limit(50)
+				Order(ent.Asc(outboxmessage.FieldID)).Limit(dispatchBatch)
 			if !s.sqlite {
 				q = q.ForUpdate(sql.WithLockAction(sql.SkipLocked))
 			}
@@ -113,9 +116,12 @@ func (s *Service) Dispatch(ctx context.Context) (delivered, failed int, err erro
 			if msgs, err = q.All(ctx); err != nil {
 				return err
 			}
-			// Hold them for a while so another replica does not send them at the same time.
+			// Hold them long enough for the whole batch to be sent, each delivery taking up to
+			// the client's timeout, so another replica does not send them at the same time: a
+			// duplicate then needs a real failure (a crash), never a slow receiver.
+			hold := time.Duration(len(msgs))*s.client.Timeout + time.Minute
 			for _, m := range msgs {
-				if err := tx.OutboxMessage.UpdateOne(m).SetNextAttemptAt(now.Add(time.Minute)).Exec(ctx); err != nil {
+				if err := tx.OutboxMessage.UpdateOne(m).SetNextAttemptAt(now.Add(hold)).Exec(ctx); err != nil {
 					return err
 				}
 			}

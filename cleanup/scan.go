@@ -207,6 +207,7 @@ func (s *Service) scan(ctx context.Context, scanID uuid.UUID, rep *Report, opt S
 			rep.Shards = append(rep.Shards, sr)
 			continue
 		}
+		sr.StartedAt = s.clock() // the walk's span lies within the lease
 		w, err := s.db.CleanupShardWalk.Create().SetScanID(scanID).SetAssetID(asset).SetShard(shard).SetStartedAt(sr.StartedAt).
 			SetOutcome(cleanupshardwalk.OutcomeRunning).Save(ctx)
 		if err != nil {
@@ -216,6 +217,7 @@ func (s *Service) scan(ctx context.Context, scanID uuid.UUID, rep *Report, opt S
 		res := s.walkShard(ctx, lister, loc, locKey, shard, pre.refs, &listed, func(n int64) {
 			progress(Progress{Shard: shard, ShardsDone: i, Entries: n, Phase: "walking"})
 		}, func() error { return s.renew(ctx, held, s.leaseTTL) })
+		fin := s.clock()
 		if res.err == nil && res.mismatch == nil {
 			// A walker paused past its lease may have finished a walk another worker redid
 			// meanwhile: a walk counts as complete only if the lease is still this walker's.
@@ -224,7 +226,6 @@ func (s *Service) scan(ctx context.Context, scanID uuid.UUID, rep *Report, opt S
 			}
 		}
 		s.release(ctx, held)
-		fin := s.clock()
 		sr.FinishedAt, sr.Entries, sr.Duplicates, sr.ListRequests = &fin, res.entries, res.dupes, res.lists
 		rep.EntriesListed += res.entries
 		rep.DuplicateListed += res.dupes
