@@ -264,11 +264,13 @@ func TestReplicaLosesLease(t *testing.T) {
 	for _, backend := range storagetest.Backends {
 		t.Run(backend, func(t *testing.T) {
 			p := &pausing{pauseAt: "/data/ts_hour=orphan-0", paused: make(chan struct{}), resume: make(chan struct{})}
-			c := newCluster(t, backend, 2, func(i int) func(icebergio.ListableIO) icebergio.ListableIO {
-				if i != 0 {
+			q := &pausing{pauseAt: "/nowhere", paused: make(chan struct{}), resume: make(chan struct{})}
+			c := newCluster(t, backend, 3, func(i int) func(icebergio.ListableIO) icebergio.ListableIO {
+				w := map[int]*pausing{0: p, 1: q}[i]
+				if w == nil {
 					return nil
 				}
-				return func(l icebergio.ListableIO) icebergio.ListableIO { p.ListableIO = l; return p }
+				return func(l icebergio.ListableIO) icebergio.ListableIO { w.ListableIO = l; return w }
 			})
 			ctx := context.Background()
 			var a cleanup.Report
@@ -322,6 +324,28 @@ func TestReplicaLosesLease(t *testing.T) {
 			}
 			if scans[0].State != "finished" || scans[1].State != "abandoned" || !strings.Contains(scans[1].Error, "abandoned") {
 				t.Fatalf("after the takeover: newest %s, then %s (%s)", scans[0].State, scans[1].State, scans[1].Error)
+			}
+
+			// SIGTERM: a day later the table is due; the replica scanning it is told to stop: the
+			// scan stops and says so, and another replica takes the table over at once.
+			c.clock.Add(25 * time.Hour)
+			stopped := make(chan struct{})
+			q.pauseAt = "/data/ts_hour=orphan-2"
+			sigterm, cancel := context.WithCancel(ctx)
+			go func() {
+				defer close(stopped)
+				_, _ = c.replicas[1].svc.ScanDue(sigterm, 24*time.Hour, cleanup.ScanOptions{SkipDangling: true})
+			}()
+			<-q.paused
+			cancel()
+			close(q.resume)
+			<-stopped
+			scans, err = c.replicas[2].svc.Scans(ctx, cleanup.ScanFilter{AssetID: c.asset, Limit: 1})
+			if err != nil || scans[0].State != "stopped" {
+				t.Fatalf("a scan stopped by SIGTERM: %+v %v", scans, err)
+			}
+			if n, err := c.replicas[2].svc.ScanDue(ctx, 24*time.Hour, cleanup.ScanOptions{SkipDangling: true}); err != nil || n != 1 {
+				t.Fatalf("takeover after SIGTERM: %d scans, %v", n, err)
 			}
 		})
 	}

@@ -90,7 +90,10 @@ func (s *Service) ScanDue(ctx context.Context, def time.Duration, opt ScanOption
 			if err != nil {
 				return n, err
 			}
-			last, err := s.db.CleanupScan.Query().Where(cleanupscan.AssetID(t.AssetID), cleanupscan.StateNEQ(cleanupscan.StateAbandoned)).
+			// The cadence counts from the last scan that ran to its end (finished, or failed and
+			// reported why); one stopped (SIGTERM) or abandoned (kill -9) is taken over at once.
+			last, err := s.db.CleanupScan.Query().Where(cleanupscan.AssetID(t.AssetID),
+				cleanupscan.StateIn(cleanupscan.StateFinished, cleanupscan.StateFailed, cleanupscan.StateRunning)).
 				Order(ent.Desc(cleanupscan.FieldID)).First(ctx)
 			if err != nil && !ent.IsNotFound(err) {
 				return n, err
