@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,7 +27,7 @@ import (
 
 // catStats are what the catalog simulation did, for the figures in its log.
 type catStats struct {
-	steps, deleted, approved, rejected, executed, stopped, restored, renames, recreated, foreign, scanErrors, adopted int
+	steps, deleted, approved, rejected, executed, stopped, restored, renames, recreated, foreign, scanErrors, adopted, busy int
 }
 
 // simulateCatalog runs one random schedule over a catalog of several tables: one nested in
@@ -48,6 +49,9 @@ func simulateCatalog(t *testing.T, seed, sched uint64, n int) catStats {
 		}
 		return nil
 	}))
+	// A second replica over the same database, executing now and then at the same time.
+	second := cleanup.New(db.Client, e.tables, e.cat, cleanup.WithClock(e.clock.Now), cleanup.WithSQLite(true),
+		cleanup.WithUsage(e.usage, nil), cleanup.WithHolder("second-replica"))
 	log := []string{}
 	fail := func(format string, args ...any) {
 		t.Helper()
@@ -262,10 +266,26 @@ func simulateCatalog(t *testing.T, seed, sched uint64, n int) catStats {
 			if rng.IntN(3) == 0 {
 				crashAt = 1 + rng.IntN(3)
 			}
+			// Half the time a second replica's executor runs at the same moment.
+			var r2 cleanup.ExecuteReport
+			var err2 error
+			var wg sync.WaitGroup
+			if rng.IntN(2) == 0 {
+				wg.Add(1)
+				go func() { defer wg.Done(); r2, err2 = second.Execute(ctx, uuid.Nil, nil) }()
+			}
 			r, err := e.svc.Execute(ctx, uuid.Nil, nil)
+			wg.Wait()
 			if err != nil && !strings.Contains(err.Error(), "injected crash") {
 				fail("execute: %v", err)
 			}
+			if err2 != nil {
+				fail("second executor: %v", err2)
+			}
+			r.Deleted += r2.Deleted
+			r.Executed += r2.Executed
+			r.Stopped += r2.Stopped
+			st.busy += r.Busy + r2.Busy
 			crashAt = 0
 			executed = true
 			st.executed += r.Executed
