@@ -43,6 +43,7 @@ type ExecuteReport struct {
 	Failed    int   `json:"failed"`
 	Stopped   int   `json:"stopped"` // re-verified and found changed since approval
 	Busy      int   `json:"busy"`    // being executed by another worker
+	Lost      int   `json:"lost"`    // left to another worker after this one lost its lease
 }
 
 // OrphanOutcome is what executing an orphan-files proposal did.
@@ -137,6 +138,13 @@ func (s *Service) executeOne(ctx context.Context, p *ent.Proposal, rep *ExecuteR
 	stopRenewing()
 	lost := errors.Is(context.Cause(lctx), errLeaseLost) || errors.Is(err, errLeaseLost)
 	cancel(nil)
+	if !lost && ctx.Err() == nil {
+		// Whatever happened, only the lease's holder writes the outcome: a worker paused past
+		// its lease leaves the proposal to the one that took over.
+		if rerr := s.renew(ctx, held, s.leaseTTL); errors.Is(rerr, errLeaseLost) {
+			lost = true
+		}
+	}
 	var fault *faultError
 	var stopped *stopError
 	switch {
@@ -144,7 +152,7 @@ func (s *Service) executeOne(ctx context.Context, p *ent.Proposal, rep *ExecuteR
 		return err // a crash: the journal lets the next run resume
 	case lost:
 		// Paused past the lease: another worker may be running it now. Stop, write nothing more.
-		rep.Waiting++
+		rep.Lost++
 		s.log.Warn("cleanup proposal left to another worker: this one lost its execution lease", "proposal_id", p.ID)
 	case errors.As(err, &stopped):
 		rep.Stopped++

@@ -27,7 +27,7 @@ import (
 
 // catStats are what the catalog simulation did, for the figures in its log.
 type catStats struct {
-	steps, deleted, approved, rejected, executed, stopped, restored, renames, recreated, foreign, scanErrors, adopted, busy int
+	steps, deleted, approved, rejected, executed, stopped, restored, renames, recreated, foreign, scanErrors, adopted, busy, lost int
 }
 
 // simulateCatalog runs one random schedule over a catalog of several tables: one nested in
@@ -41,16 +41,28 @@ type catStats struct {
 func simulateCatalog(t *testing.T, seed, sched uint64, n int) catStats {
 	var st catStats
 	rng := rand.New(rand.NewPCG(seed, sched^0x5eed))
-	crashAt, calls := 0, 0
+	crashAt, pauseAt, calls := 0, 0, 0
+	var second *cleanup.Service
+	var e *env
 	db := storagetest.Open(t, "sqlite")
-	e := newEnv(t, db, cleanup.WithFault(func(string) error {
-		if calls++; crashAt > 0 && calls == crashAt {
+	e = newEnv(t, db, cleanup.WithFault(func(string) error {
+		calls++
+		if crashAt > 0 && calls == crashAt {
 			return errors.New("killed")
+		}
+		if pauseAt > 0 && calls == pauseAt {
+			// This executor stalls past its lease; the other replica's executor takes over
+			// meanwhile, and this one must notice when it wakes.
+			pauseAt = 0
+			e.clock.Add(cleanup.DefaultLeaseTTL + time.Second)
+			if _, err := second.Execute(e.ctx, uuid.Nil, nil); err != nil {
+				return fmt.Errorf("the other executor: %w", err)
+			}
 		}
 		return nil
 	}))
 	// A second replica over the same database, executing now and then at the same time.
-	second := cleanup.New(db.Client, e.tables, e.cat, cleanup.WithClock(e.clock.Now), cleanup.WithSQLite(true),
+	second = cleanup.New(db.Client, e.tables, e.cat, cleanup.WithClock(e.clock.Now), cleanup.WithSQLite(true),
 		cleanup.WithUsage(e.usage, nil), cleanup.WithHolder("second-replica"))
 	log := []string{}
 	fail := func(format string, args ...any) {
@@ -262,15 +274,19 @@ func simulateCatalog(t *testing.T, seed, sched uint64, n int) catStats {
 			}
 			log = append(log, "propose+decide")
 		case 5: // the executor, crashing now and then
-			calls, crashAt = 0, 0
-			if rng.IntN(3) == 0 {
+			calls, crashAt, pauseAt = 0, 0, 0
+			switch rng.IntN(6) {
+			case 0, 1:
 				crashAt = 1 + rng.IntN(3)
+			case 2, 3:
+				pauseAt = 1 + rng.IntN(3)
 			}
-			// Half the time a second replica's executor runs at the same moment.
+			// Half the time (when this one does not stall) a second replica's executor runs at the
+			// same moment.
 			var r2 cleanup.ExecuteReport
 			var err2 error
 			var wg sync.WaitGroup
-			if rng.IntN(2) == 0 {
+			if pauseAt == 0 && rng.IntN(2) == 0 {
 				wg.Add(1)
 				go func() { defer wg.Done(); r2, err2 = second.Execute(ctx, uuid.Nil, nil) }()
 			}
@@ -286,7 +302,8 @@ func simulateCatalog(t *testing.T, seed, sched uint64, n int) catStats {
 			r.Executed += r2.Executed
 			r.Stopped += r2.Stopped
 			st.busy += r.Busy + r2.Busy
-			crashAt = 0
+			st.lost += r.Lost
+			crashAt, pauseAt = 0, 0
 			executed = true
 			st.executed += r.Executed
 			st.stopped += r.Stopped

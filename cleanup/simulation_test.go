@@ -63,13 +63,14 @@ func TestSafetySimulation(t *testing.T) {
 		cat.scanErrors += c.scanErrors
 		cat.adopted += c.adopted
 		cat.busy += c.busy
+		cat.lost += c.lost
 	}
 	t.Logf("safety simulation: %d schedules, %d steps, seed %d: %d orphans confirmed, %d files deleted, %d executor crashes; no invariant broken",
 		*simSchedules, total.steps, *simSeed, total.confirmed, total.deleted, total.crashes)
 	t.Logf("catalog simulation: %d schedules, %d steps: %d files deleted, %d proposals approved, %d rejected, %d executed, %d stopped on re-verification, "+
 		"%d renames (%d with a new table under the old name), %d retirements undone, %d leftovers committed late, %d scans that met a foreign table, %d scans that failed, "+
-		"%d proposals left to the other executor running at the same time; no invariant broken",
-		*simSchedules, cat.steps, cat.deleted, cat.approved, cat.rejected, cat.executed, cat.stopped, cat.renames, cat.recreated, cat.restored, cat.adopted, cat.foreign, cat.scanErrors, cat.busy)
+		"%d proposals left to the other executor running at the same time, %d executions that lost their lease to it; no invariant broken",
+		*simSchedules, cat.steps, cat.deleted, cat.approved, cat.rejected, cat.executed, cat.stopped, cat.renames, cat.recreated, cat.restored, cat.adopted, cat.foreign, cat.scanErrors, cat.busy, cat.lost)
 	if *simSchedules >= 4 && (total.deleted == 0 || cat.deleted == 0 || cat.approved == 0) {
 		t.Fatal("the simulation never deleted anything: it tests nothing")
 	}
