@@ -68,11 +68,27 @@ func (s *Service) release(ctx context.Context, l *lease) {
 // keepRenewing renews l every ttl/3 until stop is called; when the lease is lost it cancels the
 // work (through cancel) so a worker that lost its lease stops.
 func (s *Service) keepRenewing(ctx context.Context, l *lease, ttl time.Duration, cancel context.CancelCauseFunc) (stop func()) {
+	return ticking(ctx, ttl/3, func() bool {
+		err := s.renew(ctx, l, ttl)
+		if errors.Is(err, errLeaseLost) {
+			cancel(err)
+			return false
+		}
+		if err != nil {
+			s.log.Warn("could not renew a cleanup lease; will retry", "asset_id", l.asset, "shard", l.shard, "err", err)
+		}
+		return true
+	})
+}
+
+// ticking calls fn every period (at least a millisecond) until fn returns false, ctx ends or
+// stop is called; stop returns once fn is no longer running.
+func ticking(ctx context.Context, period time.Duration, fn func() bool) (stop func()) {
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
-		t := time.NewTicker(max(ttl/3, time.Millisecond))
+		t := time.NewTicker(max(period, time.Millisecond))
 		defer t.Stop()
 		for {
 			select {
@@ -81,12 +97,8 @@ func (s *Service) keepRenewing(ctx context.Context, l *lease, ttl time.Duration,
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				if err := s.renew(ctx, l, ttl); err != nil {
-					if errors.Is(err, errLeaseLost) {
-						cancel(err)
-						return
-					}
-					s.log.Warn("could not renew a cleanup lease; will retry", "asset_id", l.asset, "shard", l.shard, "err", err)
+				if !fn() {
+					return
 				}
 			}
 		}

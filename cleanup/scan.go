@@ -787,25 +787,11 @@ func (s *Service) dangling(ctx context.Context, live *tables.Live, rep *Report, 
 // heartbeat renews a running scan's heartbeat every lease period / 3 until stopped, so another
 // worker can tell a scan whose worker died (see abandon).
 func (s *Service) heartbeat(ctx context.Context, scanID uuid.UUID) (stop func()) {
-	done := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		t := time.NewTicker(max(s.leaseTTL/3, time.Millisecond))
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if err := s.db.CleanupScan.Update().Where(cleanupscan.ID(scanID), cleanupscan.StateEQ(cleanupscan.StateRunning)).
-					SetHeartbeatAt(s.clock()).Exec(ctx); err != nil && ctx.Err() == nil {
-					s.log.Warn("could not renew a scan's heartbeat; will retry", "scan_id", scanID, "err", err)
-				}
-			}
+	return ticking(ctx, s.leaseTTL/3, func() bool {
+		if err := s.db.CleanupScan.Update().Where(cleanupscan.ID(scanID), cleanupscan.StateEQ(cleanupscan.StateRunning)).
+			SetHeartbeatAt(s.clock()).Exec(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("could not renew a scan's heartbeat; will retry", "scan_id", scanID, "err", err)
 		}
-	}()
-	return func() { close(done); <-finished }
+		return true
+	})
 }

@@ -123,7 +123,7 @@ type CleanupExemption struct{ ent.Schema }
 
 func (CleanupExemption) Fields() []ent.Field {
 	return []ent.Field{
-		field.UUID("id", uuid.UUID{}).Immutable(), // the asset ID
+		field.UUID("id", uuid.UUID{}).Immutable(),     // the asset ID
 		field.String("kinds").Default("unused_asset"), // comma-separated proposal kinds
 		field.Text("reason").Default(""),
 		field.String("by").Default(""),
