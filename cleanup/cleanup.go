@@ -8,6 +8,7 @@
 package cleanup
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -140,6 +141,14 @@ func New(db *ent.Client, tbls *tables.Service, cat *catalog.Catalog, opts ...Opt
 		s.heads = rate.NewLimiter(rate.Limit(s.statRate), 1)
 	}
 	return s
+}
+
+// wait takes a request from a limiter (nil: unlimited).
+func (s *Service) wait(ctx context.Context, l *rate.Limiter) error {
+	if l == nil {
+		return nil
+	}
+	return l.Wait(ctx)
 }
 
 func (s *Service) pacing() Pacing {

@@ -685,6 +685,7 @@ func (s *Service) planRetirement(ctx context.Context, p *ent.Proposal, loc strin
 		rank int
 	}
 	var plan []planned
+	inPage := 0
 	err = lister.WalkDir(strings.TrimRight(loc, "/"), func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
@@ -692,8 +693,16 @@ func (s *Service) planRetirement(ctx context.Context, p *ent.Proposal, loc strin
 			}
 			return err
 		}
+		// Paced like a scan's walk: a LIST a directory and one for each further page.
 		if d.IsDir() {
-			return nil
+			inPage = 0
+			return s.wait(ctx, s.lists)
+		}
+		if inPage++; inPage > s.pageSize {
+			inPage = 1
+			if err := s.wait(ctx, s.lists); err != nil {
+				return err
+			}
 		}
 		k, _ := normalize(path)
 		r, ok := rank[k]

@@ -398,6 +398,9 @@ func (s *Service) listLevel(ctx context.Context, lister icebergio.ListableIO, di
 	var dirs []string
 	files := false
 	rootKey, _ := normalize(dir)
+	if err := s.wait(ctx, s.lists); err != nil {
+		return nil, false, err
+	}
 	err := lister.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err

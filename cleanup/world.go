@@ -151,6 +151,9 @@ func (s *Service) probeTenants(ctx context.Context, fsys icebergio.IO, loc strin
 			return nil, 0, 0, fmt.Errorf("the storage of %s cannot be listed to look for other tables' metadata", loc)
 		}
 		lists++
+		if err := s.wait(ctx, s.lists); err != nil {
+			return nil, lists, gets, err
+		}
 		err := lister.WalkDir(strings.TrimRight(loc, "/")+"/metadata", func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
@@ -169,6 +172,9 @@ func (s *Service) probeTenants(ctx context.Context, fsys icebergio.IO, loc strin
 	}
 	var out []ForeignTenant
 	for _, p := range metas {
+		if err := s.wait(ctx, s.heads); err != nil {
+			return nil, lists, gets, err
+		}
 		gets++
 		id, err := metadataUUID(fsys, p)
 		if err == nil && w.uuids[id] {
