@@ -25,6 +25,7 @@ import (
 type serveConfig struct {
 	db              dbConfig
 	addr            string
+	webhookPrivate  bool
 	authReads       bool
 	noAuth          bool
 	bodyLimit       int64
@@ -50,6 +51,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 	cfg.db.register(fs)
 	fs.StringVar(&cfg.addr, "addr", env("TIDEMARK_ADDR", "127.0.0.1:8080"), "listen address (TIDEMARK_ADDR)")
 	fs.BoolVar(&cfg.authReads, "auth-reads", envBool("TIDEMARK_AUTH_READS"), "require a read-scoped token for reads too (TIDEMARK_AUTH_READS)")
+	fs.BoolVar(&cfg.webhookPrivate, "webhook-allow-private", envBool("TIDEMARK_WEBHOOK_ALLOW_PRIVATE"), "deliver webhooks to loopback, private and link-local addresses too (always allowed when --addr is loopback) (TIDEMARK_WEBHOOK_ALLOW_PRIVATE)")
 	fs.BoolVar(&cfg.noAuth, "insecure-no-auth", envBool("TIDEMARK_INSECURE_NO_AUTH"), "turn authentication off; refused unless --addr is loopback (TIDEMARK_INSECURE_NO_AUTH)")
 	fs.Int64Var(&cfg.bodyLimit, "body-limit", envInt("TIDEMARK_BODY_LIMIT", handlers.DefaultBodyLimit), "largest request body in bytes (TIDEMARK_BODY_LIMIT)")
 	fs.Int64Var(&cfg.lineageLimit, "lineage-body-limit", envInt("TIDEMARK_LINEAGE_BODY_LIMIT", handlers.DefaultLineageBodyLimit), "largest OpenLineage request in bytes, before and after gzip (TIDEMARK_LINEAGE_BODY_LIMIT)")
@@ -168,7 +170,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 
 	clean := cfg.cleanup.service(store, tbls, cat, log, cleanup.WithUsage(use, func(ctx context.Context, id uuid.UUID) ([]uuid.UUID, error) {
 		return lin.Downstream(ctx, id, 5)
-	}))
+	}), cleanup.WithPrivateWebhooks(cfg.webhookPrivate || isLoopback(cfg.addr)))
 	if cfg.scanInterval > 0 {
 		go clean.Run(bg, time.Minute, cfg.scanInterval, cfg.cleanup.options())
 		log.Info("cleanup scans scheduled", "interval", cfg.scanInterval.String(), "age_threshold", cfg.cleanup.age.String(),

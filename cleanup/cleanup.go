@@ -124,7 +124,7 @@ func New(db *ent.Client, tbls *tables.Service, cat *catalog.Catalog, opts ...Opt
 	host, _ := os.Hostname()
 	s := &Service{db: db, tables: tbls, cat: cat, now: time.Now, log: slog.New(slog.DiscardHandler),
 		holder: fmt.Sprintf("%s-%s", host, uuid.NewString()[:8]), prices: DefaultPrices, pageSize: DefaultPageSize,
-		statPar: 8, leaseTTL: DefaultLeaseTTL, policy: DefaultPolicy, client: &http.Client{Timeout: 10 * time.Second}}
+		statPar: 8, leaseTTL: DefaultLeaseTTL, policy: DefaultPolicy, client: webhookClient(false)}
 	for _, o := range opts {
 		o(s)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -135,6 +136,9 @@ func (s *Service) Dispatch(ctx context.Context) (delivered, failed int, err erro
 				return delivered, failed, ctx.Err()
 			}
 			derr := s.deliver(ctx, m)
+			if derr != nil {
+				derr = errors.New(redact(derr.Error(), m.URL))
+			}
 			u := s.db.OutboxMessage.UpdateOne(m).AddAttempts(1)
 			switch {
 			case derr == nil:

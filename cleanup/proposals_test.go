@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -553,6 +554,74 @@ func TestExpiryTaggedAfterApproval(t *testing.T) {
 			if slices.Contains(p.Evidence.Snapshots, tagged) {
 				t.Fatalf("the tagged snapshot is proposed again: %+v", p.Evidence.Snapshots)
 			}
+		}
+	})
+}
+
+// TestWebhookHardening: a delivery error never shows the webhook URL's secrets; a redirect is
+// not followed (it is a failed delivery); a service that refuses private addresses does not
+// connect to a loopback receiver.
+func TestWebhookHardening(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		e := newEnv(t, db)
+		var elsewhere atomic.Int64
+		target := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { elsewhere.Add(1) }))
+		defer target.Close()
+		bouncer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, target.URL+"/stolen", http.StatusFound)
+		}))
+		defer bouncer.Close()
+		_, err := e.cat.SetOwner(e.ctx, e.id, catalog.OwnerInput{Principal: "team", Role: "owner"})
+		must(t, err)
+		must(t, e.svc.SetWebhook(e.ctx, "team", bouncer.URL+"/hook?token=s3cr3t-value"))
+		e.clock.Add(100 * 24 * time.Hour)
+		e.propose() // an unused-asset proposal: one notification to the team
+		if _, _, err := e.svc.Dispatch(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+		if elsewhere.Load() != 0 {
+			t.Fatal("the dispatcher followed a redirect")
+		}
+		ps := e.proposals(cleanup.KindUnusedAsset, "open")
+		p, err := e.svc.GetProposal(e.ctx, ps[0].ID)
+		must(t, err)
+		if len(p.Notifications) != 1 || !strings.Contains(p.Notifications[0].LastError, "302") || strings.Contains(p.Notifications[0].LastError, "s3cr3t") {
+			t.Fatalf("delivery: %+v", p.Notifications)
+		}
+		// An unreachable receiver: the transport error names the URL; the secret stays out.
+		must(t, e.svc.SetWebhook(e.ctx, "team", "http://127.0.0.1:1/hook?token=s3cr3t-value"))
+		recordRead(t, e, "db.events", e.clock.Now(), "q-1") // withdraws: a second notification
+		e.propose()
+		e.clock.Add(time.Hour)
+		if _, _, err := e.svc.Dispatch(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+		p, err = e.svc.GetProposal(e.ctx, ps[0].ID)
+		must(t, err)
+		for _, n := range p.Notifications {
+			if n.LastError == "" || strings.Contains(n.LastError, "s3cr3t") {
+				t.Fatalf("delivery error shows the secret or nothing: %q", n.LastError)
+			}
+		}
+
+		// Refusing private addresses: a loopback receiver is never contacted.
+		var hits atomic.Int64
+		local := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
+		defer local.Close()
+		strict := cleanup.New(db.Client, e.tables, e.cat, cleanup.WithClock(e.clock.Now), cleanup.WithSQLite(db.Dialect == "sqlite3"), cleanup.WithUsage(e.usage, nil))
+		must(t, strict.SetWebhook(e.ctx, "team", local.URL+"/hook"))
+		e.clock.Add(100 * 24 * time.Hour) // unused again: a new proposal, a new notification
+		if r, err := strict.Propose(e.ctx); err != nil || r.Opened != 1 {
+			t.Fatalf("propose: %+v %v", r, err)
+		}
+		if _, _, err := strict.Dispatch(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+		open := e.proposals(cleanup.KindUnusedAsset, "open")
+		p, err = e.svc.GetProposal(e.ctx, open[0].ID)
+		must(t, err)
+		if hits.Load() != 0 || len(p.Notifications) != 1 || !strings.Contains(p.Notifications[0].LastError, "refused") {
+			t.Fatalf("a service refusing private addresses: %d deliveries, %+v", hits.Load(), p.Notifications)
 		}
 	})
 }

@@ -81,7 +81,7 @@ func startServer(t testing.TB, db *storage.DB, tweak func(*handlers.Config)) *se
 		t.Fatal(err)
 	}
 	ahead := &atomic.Int64{}
-	clean := cleanup.New(db.Client, tbls, cat, cleanup.WithSQLite(db.Dialect == "sqlite3"),
+	clean := cleanup.New(db.Client, tbls, cat, cleanup.WithSQLite(db.Dialect == "sqlite3"), cleanup.WithPrivateWebhooks(true),
 		cleanup.WithClock(func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }))
 	cfg := handlers.Config{
 		Cleanup: clean,
