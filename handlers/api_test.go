@@ -404,3 +404,33 @@ func TestHeadReturnsETag(t *testing.T) {
 		t.Fatalf("HEAD: ETag %q, %d body bytes", got.header.Get("ETag"), len(got.body))
 	}
 }
+
+// TestRequestIDs: a client's short request ID is kept and lands in the audit log; a long one,
+// or one with other characters, is replaced by a generated one.
+func TestRequestIDs(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *server) {
+		i := 0
+		for _, tc := range []struct {
+			id   string
+			kept bool
+		}{
+			{"job-42.retry_1", true},
+			{strings.Repeat("x", 500000), false},
+			{"evil\tid", false},
+			{"id with spaces", false},
+			{strings.Repeat("a", 65), false},
+		} {
+			i++
+			r := s.do(t, req{method: "POST", path: "/api/v1/assets", token: s.Write,
+				body:    map[string]any{"kind": "table", "namespace": "ns", "name": fmt.Sprintf("t%d", i)},
+				headers: map[string]string{"X-Request-ID": tc.id}})
+			if r.status != 201 {
+				t.Fatalf("create: %d %s", r.status, r.body)
+			}
+			got := r.header.Get("X-Request-ID")
+			if (got == tc.id) != tc.kept || got == "" || len(got) > 64 {
+				t.Fatalf("request ID %.20q...: answered %.40q", tc.id, got)
+			}
+		}
+	})
+}

@@ -88,6 +88,7 @@ func New(cfg Config) *API {
 	}
 	cfg.Registry.MustRegister(a.lineageEvents, a.usageRecords)
 
+	e.Use(dropBadRequestID) // before RequestID, which keeps a client's ID as it is
 	e.Use(middleware.RequestID())
 	e.Use(metrics(cfg.Registry))
 	e.Use(requestLog(cfg.Logger))
@@ -180,4 +181,29 @@ func (a *API) health(c echo.Context) error {
 		return c.JSON(http.StatusServiceUnavailable, healthResponse{Status: "unavailable", Database: "unreachable", Version: a.cfg.Version})
 	}
 	return c.JSON(http.StatusOK, healthResponse{Status: "ok", Database: "ok", Version: a.cfg.Version})
+}
+
+// dropBadRequestID removes a client's X-Request-ID unless it is a short token (at most 64 of
+// A-Z a-z 0-9 . _ -), so one is generated instead: the ID goes into logs and the append-only
+// audit log, where a client must not put half a megabyte or control characters.
+func dropBadRequestID(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		h := c.Request().Header
+		if id := h.Get(echo.HeaderXRequestID); id != "" && !validRequestID(id) {
+			h.Del(echo.HeaderXRequestID)
+		}
+		return next(c)
+	}
+}
+
+func validRequestID(id string) bool {
+	if len(id) > 64 {
+		return false
+	}
+	for _, r := range id {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
 }
