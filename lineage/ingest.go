@@ -120,6 +120,9 @@ func (s *Service) Ingest(ctx context.Context, raw []byte) (IngestResult, error) 
 
 // IngestEvent stores a parsed event (see Ingest).
 func (s *Service) IngestEvent(ctx context.Context, ev Event) (IngestResult, error) {
+	if err := s.checkTime(ev); err != nil {
+		return IngestResult{}, err
+	}
 	res, err := s.applyEvents(ctx, []Event{ev})
 	if err != nil {
 		return IngestResult{}, err
@@ -145,6 +148,9 @@ func (s *Service) IngestBatch(ctx context.Context, raws [][]byte) ([]BatchItem, 
 	)
 	for i, raw := range raws {
 		ev, err := ParseEvent(raw)
+		if err == nil {
+			err = s.checkTime(ev)
+		}
 		if err != nil {
 			items[i].Err = err
 			continue
@@ -861,4 +867,23 @@ func (a *applier) upsertColumnEdge(ctx context.Context, outID uuid.UUID, outFiel
 		u.SetLastSeen(t).SetLastRunID(a.ev.RunID).SetDescription(desc).SetMasking(mask)
 	}
 	return u.Exec(ctx)
+}
+
+// MaxAhead is how far in the future of the server's clock an eventTime may be (engine clocks
+// drift); a later one is refused: a DROP dated years ahead would otherwise delete a dataset for
+// good, since later real events would be older than it.
+const MaxAhead = 5 * time.Minute
+
+// earliest is the oldest eventTime accepted: OpenLineage did not exist before, and year 0001
+// is a zero value sent by mistake.
+var earliest = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func (s *Service) checkTime(ev Event) error {
+	switch now := s.now(); {
+	case ev.EventTime.After(now.Add(MaxAhead)):
+		return invalid("eventTime %s is more than %s ahead of the server's clock (%s): send the time the event happened", ev.EventTime.UTC().Format(time.RFC3339), MaxAhead, now.UTC().Format(time.RFC3339))
+	case ev.EventTime.Before(earliest):
+		return invalid("eventTime %s is before 1970: send the time the event happened", ev.EventTime.UTC().Format(time.RFC3339))
+	}
+	return nil
 }
