@@ -329,7 +329,7 @@ func (u *UI) decide(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
-	http.Redirect(w, r, "/proposals/"+id.String()+"?flash=Decision+recorded", http.StatusSeeOther)
+	http.Redirect(w, r, "/proposals/"+id.String()+"?flash=decided", http.StatusSeeOther)
 }
 
 // --- scans and the audit log ------------------------------------------------------------------

@@ -154,7 +154,7 @@ func (u *UI) render(w http.ResponseWriter, r *http.Request, status int, view, ti
 		return
 	}
 	s := u.sessions.get(r)
-	p := page{Title: title, Session: s, Data: data, Flash: r.URL.Query().Get("flash")}
+	p := page{Title: title, Session: s, Data: data, Flash: flashes[r.URL.Query().Get("flash")]}
 	if s != nil {
 		p.CSRF = s.csrf
 	}
@@ -198,4 +198,10 @@ func (u *UI) fail(w http.ResponseWriter, r *http.Request, err error) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	_, _ = buf.WriteTo(w)
+}
+
+// flashes are the only banner messages: a link names one by key, so nobody can put their own
+// text on the site's pages.
+var flashes = map[string]string{
+	"decided": "Decision recorded",
 }

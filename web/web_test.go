@@ -83,6 +83,7 @@ func TestPages(t *testing.T) {
 			{"/signin", 200, "API token"},
 			{"/static/app.js", 200, "tidemarkGraph"},
 			{"/static/vendor/cytoscape.min.js", 200, "cytoscape"},
+			{"/signin?flash=decided", 200, "Decision recorded"},
 		} {
 			r, err := http.Get(srv.URL + tc.path)
 			if err != nil {
@@ -98,6 +99,14 @@ func TestPages(t *testing.T) {
 			if r.Header.Get("Content-Security-Policy") == "" || r.Header.Get("X-Frame-Options") != "DENY" {
 				t.Errorf("GET %s: security headers missing", tc.path)
 			}
+		}
+		// A link cannot put its own text in the banner.
+		fr, err := http.Get(srv.URL + "/signin?flash=" + url.QueryEscape("Your account is suspended: call +1 555 0100"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if body := readBody(fr); strings.Contains(body, "suspended") || strings.Contains(body, `class="flash"`) {
+			t.Errorf("a link's flash text was shown")
 		}
 		r, err := http.PostForm(srv.URL+"/proposals/0190b6e2-7a4c-7d3e-9f1a-2b3c4d5e6f70/approve", url.Values{})
 		if err != nil {
