@@ -117,6 +117,9 @@ func cleanupCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	noDangling := fs.Bool("no-dangling", false, "skip the dangling-reference check")
 	resume := fs.String("resume", "", "a scan ID of --table: walk only the shards it did not complete")
 	asJSON := fs.Bool("json", false, "print the reports as JSON")
+	if err := checkEnv(fs); err != nil {
+		return err
+	}
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -232,6 +235,9 @@ func cleanupAct(ctx context.Context, what string, args []string, stdout, stderr 
 	cc.register(fs)
 	proposalArg := fs.String("proposal", "", "execute: only this proposal")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
+	if err := checkEnv(fs); err != nil {
+		return err
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

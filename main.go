@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"syscall"
 	"time"
@@ -116,6 +117,9 @@ func migrate(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	var db dbConfig
 	db.register(fs)
 	dryRun := fs.Bool("dry-run", false, "list pending migrations without applying them")
+	if err := checkEnv(fs); err != nil {
+		return err
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -177,4 +181,29 @@ func envDuration(key string, def time.Duration) time.Duration {
 		return d
 	}
 	return def
+}
+
+var envInUsage = regexp.MustCompile(`\((TIDEMARK_[A-Z0-9_]+)\)\s*$`)
+
+// checkEnv sets every flag whose usage names an environment variable (it ends in
+// "(TIDEMARK_...)") from that variable when it is set, through the flag's own parser, so a value
+// the flag would refuse on the command line (TIDEMARK_AUTH_READS=yes, TIDEMARK_SCAN_INTERVAL=1d)
+// stops the command with an error naming it instead of silently leaving the default. Command-line
+// flags, parsed after, still win.
+func checkEnv(fs *flag.FlagSet) error {
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		m := envInUsage.FindStringSubmatch(f.Usage)
+		if m == nil {
+			return
+		}
+		v, ok := os.LookupEnv(m[1])
+		if !ok {
+			return
+		}
+		if err := fs.Set(f.Name, v); err != nil {
+			errs = append(errs, fmt.Errorf("%s=%q is not a valid value for --%s: %v", m[1], v, f.Name, err))
+		}
+	})
+	return errors.Join(errs...)
 }

@@ -259,3 +259,33 @@ func TestCleanupScanCommand(t *testing.T) {
 		t.Fatalf("1h threshold: %v", err)
 	}
 }
+
+// TestBadEnvironment: a value a flag would refuse is refused from the environment too, naming
+// the variable, instead of leaving the default in place silently.
+func TestBadEnvironment(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct{ key, value string }{
+		{"TIDEMARK_AUTH_READS", "yes"},
+		{"TIDEMARK_SCAN_INTERVAL", "1d"},
+		{"TIDEMARK_SCAN_LIST_RATE", "fast"},
+		{"TIDEMARK_BODY_LIMIT", "1MB"},
+	} {
+		t.Run(tc.key, func(t *testing.T) {
+			t.Setenv(tc.key, tc.value)
+			var out, errs strings.Builder
+			err := run(ctx, []string{"serve", "--data-dir", t.TempDir()}, &out, &errs, nil)
+			if err == nil || !strings.Contains(err.Error(), tc.key) {
+				t.Fatalf("serve with %s=%s: %v", tc.key, tc.value, err)
+			}
+		})
+	}
+	// A good value is taken, and the command line still wins over it.
+	t.Setenv("TIDEMARK_CONFIRM_GAP", "0s")
+	var out, errs strings.Builder
+	if err := run(ctx, []string{"cleanup", "propose", "--data-dir", t.TempDir()}, &out, &errs, nil); err == nil || !strings.Contains(err.Error(), "must be positive") {
+		t.Fatalf("TIDEMARK_CONFIRM_GAP=0s was not applied: %v", err)
+	}
+	if err := run(ctx, []string{"cleanup", "propose", "--data-dir", t.TempDir(), "--confirm-gap", "1h"}, &out, &errs, nil); err != nil {
+		t.Fatalf("the command line did not win over the environment: %v", err)
+	}
+}

@@ -67,6 +67,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 	fs.DurationVar(&cfg.cleanupEvery, "cleanup-interval", envDuration("TIDEMARK_CLEANUP_INTERVAL", 10*time.Minute), "how often the cleanup bot re-evaluates and opens proposals and executes approved ones; 0 turns it off (TIDEMARK_CLEANUP_INTERVAL)")
 	fs.StringVar(&cfg.logLevel, "log-level", env("TIDEMARK_LOG_LEVEL", "info"), "debug, info, warn or error (TIDEMARK_LOG_LEVEL)")
 	fs.StringVar(&cfg.logFormat, "log-format", env("TIDEMARK_LOG_FORMAT", "json"), "json or text (TIDEMARK_LOG_FORMAT)")
+	if err := checkEnv(fs); err != nil {
+		return err
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -127,6 +127,9 @@ func tablesCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	namespace := fs.String("namespace", "", "register: the asset namespace (default: from the table location, as OpenLineage names it)")
 	name := fs.String("name", "", "register: the asset name (default: the table location's path)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
+	if err := checkEnv(fs); err != nil {
+		return err
+	}
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}

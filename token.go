@@ -23,6 +23,9 @@ func token(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	db.register(fs)
 	name := fs.String("name", "", "token name, e.g. the client that will use it")
 	scopes := fs.String("scopes", "", "comma-separated scopes: read, write, admin")
+	if err := checkEnv(fs); err != nil {
+		return err
+	}
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
