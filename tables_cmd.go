@@ -124,6 +124,7 @@ func tablesCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := flag.NewFlagSet("tables "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	e := newCmdEnv(fs)
+	force := fs.Bool("force", false, "register: accept a metadata file older than the table's current one (moves the table back in time)")
 	namespace := fs.String("namespace", "", "register: the asset namespace (default: from the table location, as OpenLineage names it)")
 	name := fs.String("name", "", "register: the asset name (default: the table location's path)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
@@ -153,7 +154,7 @@ func tablesCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if fs.NArg() != 1 {
 			return errors.New("tables register: give exactly one metadata location")
 		}
-		t, rep, err := svc.Register(ctx, tables.RegisterInput{MetadataLocation: fs.Arg(0), Namespace: *namespace, Name: *name})
+		t, rep, err := svc.Register(ctx, tables.RegisterInput{MetadataLocation: fs.Arg(0), Namespace: *namespace, Name: *name, Force: *force})
 		if err != nil {
 			return err
 		}

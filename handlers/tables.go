@@ -76,6 +76,8 @@ type registerTableRequest struct {
 	MetadataLocation string `json:"metadata_location"`
 	Namespace        string `json:"namespace,omitempty"`
 	Name             string `json:"name,omitempty"`
+	// Force registers a metadata file older than the table's current one (admin only).
+	Force bool `json:"force,omitempty"`
 }
 
 type refreshResponse struct {
@@ -264,7 +266,10 @@ func (a *API) registerTable(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	t, rep, err := a.cfg.Tables.Register(ctx, tables.RegisterInput{MetadataLocation: req.MetadataLocation, Namespace: req.Namespace, Name: req.Name})
+	if req.Force && !a.allows(c, auth.ScopeAdmin) {
+		return newProblem(http.StatusForbidden, "force moves a table back to older metadata: it needs a token with the admin scope")
+	}
+	t, rep, err := a.cfg.Tables.Register(ctx, tables.RegisterInput{MetadataLocation: req.MetadataLocation, Namespace: req.Namespace, Name: req.Name, Force: req.Force})
 	if err != nil {
 		return err
 	}

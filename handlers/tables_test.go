@@ -22,6 +22,7 @@ type tableBody struct {
 	Namespace         string `json:"namespace"`
 	Name              string `json:"name"`
 	TableUUID         string `json:"table_uuid"`
+	MetadataLocation  string `json:"metadata_location"`
 	CurrentSnapshotID int64  `json:"current_snapshot_id"`
 	CurrentSnapshot   struct {
 		DataFiles int64 `json:"data_files"`
@@ -346,5 +347,43 @@ func TestProposalsAPI(t *testing.T) {
 		s.must(t, 400, req{method: "PUT", path: "/api/v1/assets/" + id.String() + "/cleanup-exempt", token: admin,
 			body: map[string]any{"exempt": true, "kinds": []string{"dangling_reference"}}})
 		s.must(t, 200, req{method: "PUT", path: "/api/v1/webhooks/team-a", token: admin, body: map[string]any{"url": "http://127.0.0.1:9/hook"}})
+	})
+}
+
+// TestRegisterOlderMetadata: registering an older metadata file of a known table (moving it
+// back in time) is refused; only an admin may force it.
+func TestRegisterOlderMetadata(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *server) {
+		ctx := context.Background()
+		l := tablestest.NewLake(t)
+		old := l.Append(l.Create("db.events", nil), tablestest.Rows(0, 2, time.Now()))
+		time.Sleep(2 * time.Millisecond) // metadata times are in milliseconds
+		cur := l.Append(old, tablestest.Rows(2, 2, time.Now()))
+		register := func(token, loc string, force bool, want int) tableBody {
+			t.Helper()
+			var reg struct {
+				Table tableBody `json:"table"`
+			}
+			r := s.must(t, want, req{method: "POST", path: "/api/v1/tables", token: token, body: map[string]any{"metadata_location": loc, "force": force}})
+			if want == 200 {
+				r.decode(t, &reg)
+			}
+			return reg.Table
+		}
+		register(s.Write, cur.MetadataLocation(), false, 200)
+		before := s.counts(t)
+		register(s.Write, old.MetadataLocation(), false, 409)
+		register(s.Write, old.MetadataLocation(), true, 403)
+		if after := s.counts(t); !maps.Equal(before, after) {
+			t.Fatalf("refused registrations wrote rows: %v -> %v", before, after)
+		}
+		admin, _, err := auth.NewStore(s.DB.Client, nil).Create(ctx, "admin", []auth.Scope{auth.ScopeAdmin})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tb := register(admin, old.MetadataLocation(), true, 200); tb.MetadataLocation != old.MetadataLocation() {
+			t.Fatalf("forced registration: %+v", tb)
+		}
+		register(s.Write, cur.MetadataLocation(), false, 200) // forward again: always allowed
 	})
 }

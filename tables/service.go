@@ -101,6 +101,9 @@ type RegisterInput struct {
 	// Namespace and Name name the asset; empty means the storage location named the way
 	// OpenLineage names datasets (namespace "file" or "s3://bucket", name the path).
 	Namespace, Name string
+	// Force registers a metadata file older than the one the table is registered at (moving the
+	// table back in time); only an admin may ask for it.
+	Force bool
 }
 
 // Register loads the table at a metadata location, binds it to an asset (the one already
@@ -122,6 +125,9 @@ func (s *Service) Register(ctx context.Context, in RegisterInput) (Table, Refres
 	tbl, err := s.loadLocation(ctx, loc)
 	if err != nil {
 		return Table{}, RefreshReport{}, invalid("metadata_location", "could not load Iceberg table metadata from %s: %v", loc, err)
+	}
+	if err := s.notOlder(ctx, tbl, in.Force); err != nil {
+		return Table{}, RefreshReport{}, err
 	}
 	ns, name := in.Namespace, in.Name
 	rename := name != ""
@@ -528,4 +534,24 @@ func (s *Service) Drop(ctx context.Context, id uuid.UUID) (Dropped, error) {
 // IO opens storage at a location with the given IO properties.
 func IO(ctx context.Context, location string, props iceberg.Properties) (icebergio.IO, error) {
 	return icebergio.LoadFS(ctx, props, location)
+}
+
+// notOlder refuses a metadata file of a known table that was last updated before the one the
+// table is at now: registering it would move the table back in time (its newer snapshots would
+// look unreferenced to the cleanup bot). force allows it.
+func (s *Service) notOlder(ctx context.Context, tbl *table.Table, force bool) error {
+	row, err := s.db.IcebergTable.Query().Where(icebergtable.TableUUID(tbl.Metadata().TableUUID().String())).Only(ctx)
+	if ent.IsNotFound(err) || force {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	newer := tbl.Metadata().LastUpdatedMillis()
+	if row.LastUpdatedAt != nil && newer < row.LastUpdatedAt.UnixMilli() && row.MetadataLocation != tbl.MetadataLocation() {
+		return &catalog.Error{Kind: catalog.ErrConflict, Field: "metadata_location", Message: fmt.Sprintf(
+			"%s was last updated at %s, before %s which table %s is registered at (%s): registering it would move the table back in time; an admin may force it",
+			tbl.MetadataLocation(), time.UnixMilli(newer).UTC().Format(time.RFC3339), row.MetadataLocation, row.ID, row.LastUpdatedAt.UTC().Format(time.RFC3339))}
+	}
+	return nil
 }
