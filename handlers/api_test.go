@@ -364,6 +364,9 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 			t.Errorf("route %s %s has no summary or responses", r.Method, r.Path)
 		}
 	}
+	if d, _ := doc.Paths["/api/v1/lineage/batch"]["post"]["description"].(string); !strings.Contains(d, "not all-or-nothing") {
+		t.Errorf("the batch endpoint does not say what a failed batch leaves behind: %q", d)
+	}
 }
 
 func TestHealthAndMetrics(t *testing.T) {

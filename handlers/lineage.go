@@ -192,7 +192,7 @@ func (a *API) lineageRoutes() {
 	a.handle(operation{Method: http.MethodPost, Path: base + "/lineage", Summary: "Ingest one OpenLineage event (RunEvent, DatasetEvent or JobEvent; gzip accepted)",
 		Tag: "lineage", BodyLimit: limit, Body: map[string]any{}, Responses: map[int]any{201: ingestResponse{}, 200: ingestResponse{}}}, a.ingestLineage)
 	a.handle(operation{Method: http.MethodPost, Path: base + "/lineage/batch", Summary: "Ingest a JSON array of OpenLineage events",
-		Tag: "lineage", BodyLimit: limit, Body: []map[string]any{}, Responses: map[int]any{200: batchResponse{}, 400: batchResponse{}}}, a.ingestLineageBatch)
+		Description: batchAtomicity, Tag: "lineage", BodyLimit: limit, Body: []map[string]any{}, Responses: map[int]any{200: batchResponse{}, 400: batchResponse{}}}, a.ingestLineageBatch)
 	a.handle(operation{Method: http.MethodGet, Path: base + "/lineage", Summary: "Marquez-shaped lineage graph around a node",
 		Tag: "lineage", Params: []param{{Name: "nodeId", In: "query", Required: true, Description: "dataset:<namespace>:<name> or job:<namespace>:<name>; former names work"},
 			{Name: "depth", In: "query", Description: "hops, 1-20, default 20"}}, Responses: map[int]any{200: marquezGraphResponse{}}}, a.marquezLineage)
@@ -489,3 +489,9 @@ func (a *API) assetRuns(c echo.Context) error {
 	}
 	return c.JSON(http.StatusOK, out)
 }
+
+// batchAtomicity is what a client must know about a batch that fails part-way.
+const batchAtomicity = "Invalid events are refused one by one (failed_events) and the valid ones are stored with all their effects in one transaction. " +
+	"The batch is not all-or-nothing in one respect: before that transaction, the assets for names the batch uses for the first time are created, " +
+	"each in its own short transaction, so a batch that then fails to store (5xx) can leave those assets behind, with no lineage. " +
+	"Retrying the batch is safe: it reuses them and stored events are recognised by their idempotency key."

@@ -19,6 +19,7 @@ import (
 type operation struct {
 	Method, Path string // echo path, e.g. /api/v1/assets/:id
 	Summary      string
+	Description  string // longer text: what a client must know (atomicity, limits)
 	Tag          string
 	Open         bool       // no authentication, ever (health, metrics, the document itself)
 	Scope        auth.Scope // needed scope; default: read for GET, write otherwise
@@ -78,6 +79,9 @@ func (a *API) OpenAPI() map[string]any {
 		}
 		doc := map[string]any{"summary": op.Summary, "tags": []string{op.Tag},
 			"operationId": strings.ToLower(op.Method) + strings.NewReplacer("/", "_", "{", "", "}", "", ".", "_").Replace(p)}
+		if op.Description != "" {
+			doc["description"] = op.Description
+		}
 		var params []map[string]any
 		for _, m := range echoParam.FindAllStringSubmatch(op.Path, -1) {
 			params = append(params, map[string]any{"name": m[1], "in": "path", "required": true, "schema": map[string]any{"type": "string"}})
