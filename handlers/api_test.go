@@ -437,3 +437,25 @@ func TestRequestIDs(t *testing.T) {
 		}
 	})
 }
+
+// TestDatabaseDown: with the database gone every route that needs it answers 503 with
+// Retry-After (back-pressure a client retries), never 500; health says so too.
+func TestDatabaseDown(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *server) {
+		id := s.createAsset(t, "w", "down").ID
+		if err := s.DB.Close(); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range []req{
+			{method: "GET", path: "/api/v1/assets/" + id},
+			{method: "GET", path: "/api/v1/assets?limit=5"},
+			{method: "POST", path: "/api/v1/assets", token: s.Write, body: map[string]any{"kind": "table", "namespace": "w", "name": "new"}},
+		} {
+			got := s.do(t, r)
+			if got.status != 503 || got.header.Get("Retry-After") == "" || got.header.Get("Content-Type") != "application/problem+json" {
+				t.Errorf("%s %s with the database down: %d %q %s", r.method, r.path, got.status, got.header.Get("Retry-After"), got.body)
+			}
+		}
+		s.must(t, 503, req{method: "GET", path: "/healthz"})
+	})
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/ent/storage"
 	"github.com/tidemark/tidemark/tables"
 )
 
@@ -74,7 +75,7 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 				"request_id", p.RequestID, "err", err)
 		}
 		if p.Status == http.StatusServiceUnavailable {
-			c.Response().Header().Set("Retry-After", "1")
+			c.Response().Header().Set("Retry-After", "5")
 		}
 		if p.Status == http.StatusUnauthorized {
 			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="tidemark"`)
@@ -141,6 +142,9 @@ func toProblem(err error) *Problem {
 		if he.Code < 500 {
 			return newProblem(he.Code, fmt.Sprint(he.Message))
 		}
+	}
+	if storage.Unavailable(err) {
+		return newProblem(http.StatusServiceUnavailable, "the database is unreachable or busy right now: retry shortly")
 	}
 	return newProblem(http.StatusInternalServerError, "internal error")
 }

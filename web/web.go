@@ -23,6 +23,7 @@ import (
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/cleanup"
 	"github.com/tidemark/tidemark/ent"
+	"github.com/tidemark/tidemark/ent/storage"
 	"github.com/tidemark/tidemark/lineage"
 	"github.com/tidemark/tidemark/tables"
 	"github.com/tidemark/tidemark/usage"
@@ -186,6 +187,10 @@ func (u *UI) fail(w http.ResponseWriter, r *http.Request, err error) {
 		status, msg = http.StatusConflict, de.Message
 	case errors.Is(err, context.Canceled):
 		return
+	case storage.Unavailable(err):
+		status, msg = http.StatusServiceUnavailable, "The database is unreachable or busy right now; try again in a few seconds."
+		w.Header().Set("Retry-After", "5")
+		u.cfg.Logger.Warn("web page: database unavailable", "path", r.URL.Path, "err", err)
 	default:
 		u.cfg.Logger.Error("web page failed", "path", r.URL.Path, "err", err)
 	}

@@ -198,3 +198,23 @@ func mustGet(t *testing.T, c *http.Client, u string) *http.Response {
 	}
 	return r
 }
+
+// TestDatabaseDown: with the database gone the pages answer 503 with Retry-After, not 500.
+func TestDatabaseDown(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		srv, _ := newUI(t, db)
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		for _, path := range []string{"/", "/proposals", "/audit"} {
+			r, err := http.Get(srv.URL + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body := readBody(r)
+			if r.StatusCode != http.StatusServiceUnavailable || r.Header.Get("Retry-After") == "" || !strings.Contains(body, "try again") {
+				t.Errorf("GET %s with the database down: %d %q", path, r.StatusCode, r.Header.Get("Retry-After"))
+			}
+		}
+	})
+}

@@ -1,0 +1,42 @@
+package storage
+
+import (
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"net"
+	"strings"
+	"syscall"
+
+	"github.com/lib/pq"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// Unavailable reports whether err says the database cannot be reached or is too busy right now
+// (connection refused or lost, server shutting down or starting, SQLite busy or locked), as
+// opposed to a fault in the request or the code: the answer is 503 with Retry-After, not 500.
+func Unavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var pe *pq.Error
+	if errors.As(err, &pe) {
+		code := string(pe.Code)
+		// 08: connection exception; 57P01-57P03: admin or crash shutdown, cannot connect now;
+		// 53300: too many connections.
+		return strings.HasPrefix(code, "08") || code == "57P01" || code == "57P02" || code == "57P03" || code == "53300"
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+			return true
+		}
+		return false
+	}
+	var ne *net.OpError
+	return errors.Is(err, sql.ErrConnDone) || errors.Is(err, driver.ErrBadConn) || errors.As(err, &ne) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		strings.Contains(err.Error(), "sql: database is closed")
+}
