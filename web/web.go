@@ -100,7 +100,7 @@ func New(cfg Config) (*UI, error) {
 	if err != nil {
 		return nil, err
 	}
-	u.static = http.StripPrefix("/static/", cacheStatic(http.FileServerFS(static)))
+	u.static = http.StripPrefix("/static/", noListing(cacheStatic(http.FileServerFS(static))))
 	u.routes()
 	return u, nil
 }
@@ -209,4 +209,15 @@ func (u *UI) fail(w http.ResponseWriter, r *http.Request, err error) {
 // text on the site's pages.
 var flashes = map[string]string{
 	"decided": "Decision recorded",
+}
+
+// noListing answers 404 for directories under /static/: files are served, listings are not.
+func noListing(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "" || strings.HasSuffix(r.URL.Path, "/") || !strings.Contains(path.Base(r.URL.Path), ".") {
+			http.NotFound(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }

@@ -84,6 +84,9 @@ func TestPages(t *testing.T) {
 			{"/static/app.js", 200, "tidemarkGraph"},
 			{"/static/vendor/cytoscape.min.js", 200, "cytoscape"},
 			{"/signin?flash=decided", 200, "Decision recorded"},
+			{"/static/", 404, ""},
+			{"/static/vendor/", 404, ""},
+			{"/static/vendor", 404, ""},
 		} {
 			r, err := http.Get(srv.URL + tc.path)
 			if err != nil {

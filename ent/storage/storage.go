@@ -49,9 +49,11 @@ func IsPostgres(dsn string) bool {
 //     transactions cannot deadlock on the lock upgrade (which SQLite reports without waiting).
 //   - _time_format=sqlite: times are stored without Go's monotonic-clock suffix, so stored UTC
 //     timestamps compare correctly as text.
+//   - journal_size_limit: after each checkpoint the WAL file is truncated to 64 MiB, so it does
+//     not keep the size of its largest burst for good.
 func SQLiteDSN(path string) string {
 	return "file:" + path + "?_pragma=foreign_keys(1)&_pragma=busy_timeout(10000)" +
-		"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate&_time_format=sqlite"
+		"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=journal_size_limit(67108864)&_txlock=immediate&_time_format=sqlite"
 }
 
 // Open connects to dsn: a postgres:// URL, an SQLite DSN ("file:..."), or a plain file path
@@ -60,6 +62,7 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 	var (
 		db   *sql.DB
 		name string
+		path string // the SQLite file, when dsn is a plain path
 		err  error
 	)
 	switch {
@@ -74,8 +77,9 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 	default:
 		name = dialect.SQLite
 		if !strings.HasPrefix(dsn, "file:") {
+			path = dsn
 			if dir := filepath.Dir(dsn); dir != "" {
-				if err := os.MkdirAll(dir, 0o750); err != nil {
+				if err := os.MkdirAll(dir, 0o700); err != nil {
 					return nil, fmt.Errorf("storage: create database directory: %w", err)
 				}
 			}
@@ -91,6 +95,15 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 	if err := db.PingContext(pingCtx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("storage: connect to %s: %w", name, err)
+	}
+	if path != "" {
+		// The catalog holds token hashes and everything people wrote: only its owner reads it.
+		for _, f := range []string{path, path + "-wal", path + "-shm"} {
+			if err := os.Chmod(f, 0o600); err != nil && !errors.Is(err, os.ErrNotExist) {
+				db.Close()
+				return nil, fmt.Errorf("storage: restrict %s to its owner: %w", f, err)
+			}
+		}
 	}
 	if name == dialect.SQLite {
 		var fk int

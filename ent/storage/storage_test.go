@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -118,5 +120,38 @@ func TestSQLiteForeignKeysAreOn(t *testing.T) {
 		SetNamespace("n").SetName("x").SetValidFrom(time.Now()).Save(ctx)
 	if err == nil {
 		t.Fatal("inserted a name for a missing asset: foreign keys are off")
+	}
+}
+
+// TestSQLiteFilesAreTheOwners: the data directory Open creates is 0700 and the database files
+// 0600, also when they were created more open before.
+func TestSQLiteFilesAreTheOwners(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "data")
+	path := filepath.Join(dir, "tidemark.db")
+	db, err := storage.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db, err = storage.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for p, want := range map[string]os.FileMode{dir: 0o700, path: 0o600} {
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := st.Mode().Perm(); got != want {
+			t.Errorf("%s: mode %o, want %o", p, got, want)
+		}
 	}
 }
