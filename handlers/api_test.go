@@ -459,3 +459,33 @@ func TestDatabaseDown(t *testing.T) {
 		s.must(t, 503, req{method: "GET", path: "/healthz"})
 	})
 }
+
+// TestNULAndBadUTF8: NUL characters and invalid UTF-8 in bodies, OpenLineage events, path and
+// query parameters are refused with 400 on both databases, and nothing is written.
+func TestNULAndBadUTF8(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *server) {
+		a := s.createAsset(t, "w", "clean")
+		before := s.counts(t)
+		for _, r := range []req{
+			{method: "POST", path: "/api/v1/assets", token: s.Write, body: `{"kind":"table","namespace":"w","name":"bad\u0000name"}`},
+			{method: "POST", path: "/api/v1/assets", token: s.Write, body: []byte("{\"kind\":\"table\",\"namespace\":\"w\",\"name\":\"bad\xffname\"}")},
+			{method: "PATCH", path: "/api/v1/assets/" + a.ID, token: s.Write, headers: map[string]string{"If-Match": fmt.Sprint(a.Version)},
+				body: `{"description":"nul \u0000 here"}`},
+			{method: "POST", path: "/api/v1/lineage", token: s.Write,
+				body: `{"eventType":"COMPLETE","eventTime":"2024-01-01T00:00:00Z","producer":"p\u0000","run":{"runId":"r1"},"job":{"namespace":"n","name":"j"}}`},
+			{method: "POST", path: "/api/v1/lineage", token: s.Write,
+				body: []byte("{\"eventType\":\"COMPLETE\",\"eventTime\":\"2024-01-01T00:00:00Z\",\"run\":{\"runId\":\"r\xc3\"},\"job\":{\"namespace\":\"n\",\"name\":\"j\"}}")},
+			{method: "GET", path: "/api/v1/assets?q=a%00b"},
+			{method: "GET", path: "/api/v1/assets?q=%ff%fe"},
+			{method: "PUT", path: "/api/v1/webhooks/team%00x", token: s.Write, body: `{"url":"http://127.0.0.1:9/h"}`},
+		} {
+			got := s.do(t, r)
+			if got.status != 400 {
+				t.Errorf("%s %s: %d %s", r.method, r.path, got.status, got.body)
+			}
+		}
+		if after := s.counts(t); !maps.Equal(before, after) {
+			t.Fatalf("refused requests wrote rows: %v -> %v", before, after)
+		}
+	})
+}

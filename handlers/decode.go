@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -22,7 +24,18 @@ func bind(c echo.Context, v any) error {
 	if err := requireJSON(r); err != nil {
 		return err
 	}
-	dec := json.NewDecoder(r.Body)
+	body, err := io.ReadAll(r.Body) // bounded by the route's body limit
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return err
+		}
+		return badRequest("", "cannot read the body: %v", err)
+	}
+	if err := checkText(body); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return decodeError(err)
@@ -133,4 +146,40 @@ func queryInt(c echo.Context, name string, def, lo, hi int) (int, error) {
 		return 0, badRequest(name, "%s must be a whole number from %d to %d, not %q", name, lo, hi, truncate(s, 32))
 	}
 	return n, nil
+}
+
+// checkText refuses a body that is not valid UTF-8 or holds a NUL character (raw or as the
+// JSON escape \u0000): PostgreSQL stores neither in text, and SQLite would keep what PostgreSQL
+// refuses, so both databases answer the same 400 instead of a 500 on one of them.
+func checkText(body []byte) error {
+	switch {
+	case !utf8.Valid(body):
+		return badRequest("", "the body is not valid UTF-8; send UTF-8 JSON")
+	case bytes.IndexByte(body, 0) >= 0 || bytes.Contains(body, []byte(`\u0000`)):
+		return badRequest("", "the body holds a NUL character (\\u0000), which text fields cannot store; remove it")
+	}
+	return nil
+}
+
+// validParams refuses query and path parameters that are not valid UTF-8 or hold a NUL.
+func validParams(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		for name, vs := range c.QueryParams() {
+			for _, v := range vs {
+				if !utf8.ValidString(v) || strings.ContainsRune(v, 0) {
+					return badRequest(name, "query parameter %q holds a NUL character or invalid UTF-8", name)
+				}
+			}
+		}
+		for i, v := range c.ParamValues() {
+			if !utf8.ValidString(v) || strings.ContainsRune(v, 0) {
+				name := ""
+				if names := c.ParamNames(); i < len(names) {
+					name = names[i]
+				}
+				return badRequest(name, "path parameter %q holds a NUL character or invalid UTF-8", name)
+			}
+		}
+		return next(c)
+	}
 }

@@ -247,6 +247,9 @@ func readLineageBody(c echo.Context, limit int64) ([]byte, error) {
 	if len(strings.TrimSpace(string(b))) == 0 {
 		return nil, badRequest("", "request body is empty; send an OpenLineage event")
 	}
+	if err := checkText(b); err != nil {
+		return nil, err
+	}
 	return b, nil
 }
 

@@ -93,6 +93,7 @@ func New(cfg Config) *API {
 	e.Use(metrics(cfg.Registry))
 	e.Use(requestLog(cfg.Logger))
 	e.Use(recoverer(cfg.Logger)) // inside the two above, so a panic is logged and counted as a 500
+	e.Use(validParams)
 
 	a.routes()
 	return a
