@@ -46,6 +46,9 @@ type Config struct {
 	Now    func() time.Time
 	// SessionTTL is how long a sign-in lasts (default 12 h).
 	SessionTTL time.Duration
+	// RequireSession makes every page but sign-in and static files need a signed-in session
+	// (any token), as --auth-reads does for the JSON API.
+	RequireSession bool
 }
 
 // UI serves the pages.
@@ -127,7 +130,20 @@ func (u *UI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Referrer-Policy", "same-origin")
 	h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; form-action 'self'")
+	if u.cfg.RequireSession && !public(r.URL.Path) && u.sessions.get(r) == nil {
+		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			http.Redirect(w, r, "/signin", http.StatusSeeOther)
+			return
+		}
+		http.Error(w, "sign in first", http.StatusUnauthorized)
+		return
+	}
 	u.mux.ServeHTTP(w, r)
+}
+
+// public reports whether a path is served without a session when one is required.
+func public(p string) bool {
+	return p == "/signin" || strings.HasPrefix(p, "/static/")
 }
 
 func cacheStatic(h http.Handler) http.Handler {

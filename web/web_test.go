@@ -24,6 +24,12 @@ import (
 
 func newUI(t *testing.T, db *storage.DB) (*httptest.Server, *catalog.Catalog) {
 	t.Helper()
+	return newUIWith(t, db, nil)
+}
+
+// newUIWith is newUI with the configuration tweaked.
+func newUIWith(t *testing.T, db *storage.DB, tweak func(*web.Config)) (*httptest.Server, *catalog.Catalog) {
+	t.Helper()
 	ctx := context.Background()
 	cat := catalog.New(db.Client)
 	use, err := usage.New(db.Client, cat)
@@ -38,8 +44,12 @@ func newUI(t *testing.T, db *storage.DB) (*httptest.Server, *catalog.Catalog) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ui, err := web.New(web.Config{Catalog: cat, Lineage: lin, Usage: use, Tables: tbls, Tokens: auth.NewStore(db.Client, nil), DB: db.Client,
-		Cleanup: cleanup.New(db.Client, tbls, cat, cleanup.WithSQLite(db.Dialect == "sqlite3"))})
+	cfg := web.Config{Catalog: cat, Lineage: lin, Usage: use, Tables: tbls, Tokens: auth.NewStore(db.Client, nil), DB: db.Client,
+		Cleanup: cleanup.New(db.Client, tbls, cat, cleanup.WithSQLite(db.Dialect == "sqlite3"))}
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	ui, err := web.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,6 +228,49 @@ func TestDatabaseDown(t *testing.T) {
 			if r.StatusCode != http.StatusServiceUnavailable || r.Header.Get("Retry-After") == "" || !strings.Contains(body, "try again") {
 				t.Errorf("GET %s with the database down: %d %q", path, r.StatusCode, r.Header.Get("Retry-After"))
 			}
+		}
+	})
+}
+
+// TestPagesNeedSession: with reads protected (--auth-reads) every page but sign-in and static
+// files sends an anonymous visitor to sign in; a read token's session sees them.
+func TestPagesNeedSession(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		srv, _ := newUIWith(t, db, func(c *web.Config) { c.RequireSession = true })
+		noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		for _, p := range []string{"/", "/?q=orders", "/proposals", "/scans", "/audit", "/assets/0190b6e2-7a4c-7d3e-9f1a-2b3c4d5e6f70"} {
+			r := mustGet(t, noFollow, srv.URL+p)
+			readBody(r)
+			if r.StatusCode != http.StatusSeeOther || r.Header.Get("Location") != "/signin" {
+				t.Errorf("anonymous GET %s: %d %q", p, r.StatusCode, r.Header.Get("Location"))
+			}
+		}
+		for _, p := range []string{"/signin", "/static/app.js"} {
+			if r := mustGet(t, noFollow, srv.URL+p); r.StatusCode != http.StatusOK {
+				t.Errorf("anonymous GET %s: %d", p, r.StatusCode)
+			}
+		}
+		r, err := noFollow.PostForm(srv.URL+"/proposals/0190b6e2-7a4c-7d3e-9f1a-2b3c4d5e6f70/approve", url.Values{})
+		if err != nil || r.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("anonymous POST: %v %v", r.StatusCode, err)
+		}
+		secret, _, err := auth.NewStore(db.Client, nil).Create(ctx, "reader", []auth.Scope{auth.ScopeRead})
+		if err != nil {
+			t.Fatal(err)
+		}
+		jar, _ := cookiejar.New(nil)
+		c := &http.Client{Jar: jar}
+		body := readBody(mustGet(t, c, srv.URL+"/signin"))
+		csrf := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(body)
+		if csrf == nil {
+			t.Fatal("no CSRF field")
+		}
+		if r, err := c.PostForm(srv.URL+"/signin", url.Values{"csrf": {csrf[1]}, "token": {secret}}); err != nil || r.StatusCode != http.StatusOK {
+			t.Fatalf("sign in: %v %v", r.StatusCode, err)
+		}
+		if r := mustGet(t, c, srv.URL+"/audit"); r.StatusCode != http.StatusOK || !strings.Contains(readBody(r), `id="who">reader`) {
+			t.Fatalf("signed-in GET /audit: %d", r.StatusCode)
 		}
 	})
 }
