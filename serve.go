@@ -214,7 +214,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 		Version:          version,
 	})
 	ui, err := web.New(web.Config{Catalog: cat, Lineage: lin, Usage: use, Tables: tbls, Cleanup: clean,
-		Tokens: auth.NewStore(store.Client, nil), DB: store.Client, Logger: log, RequireSession: cfg.authReads && !cfg.noAuth})
+		Tokens: auth.NewStore(store.Client, nil), Logger: log, RequireSession: cfg.authReads && !cfg.noAuth})
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tidemark/tidemark/catalog"
-	"github.com/tidemark/tidemark/ent/storage"
 	"github.com/tidemark/tidemark/tables"
 )
 
@@ -143,7 +142,7 @@ func toProblem(err error) *Problem {
 			return newProblem(he.Code, fmt.Sprint(he.Message))
 		}
 	}
-	if storage.Unavailable(err) {
+	if catalog.Unavailable(err) {
 		return newProblem(http.StatusServiceUnavailable, "the database is unreachable or busy right now: retry shortly")
 	}
 	return newProblem(http.StatusInternalServerError, "internal error")

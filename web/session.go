@@ -2,11 +2,7 @@ package web
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -14,76 +10,46 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/auth"
-	"github.com/tidemark/tidemark/ent"
-	"github.com/tidemark/tidemark/ent/websession"
 )
 
 const cookieName = "tidemark_session"
 
-// session is a signed-in browser: who, and the CSRF token its forms must carry.
+// session is a signed-in browser (see auth.Session) and the cookie secret that names it.
 type session struct {
-	id    string // the cookie value (random); the database keeps only its hash
-	Name  string // the API token's name, recorded as the actor of decisions
-	Admin bool
-	csrf  string
+	auth.Session
+	id string // the cookie value; the database keeps only its hash
 }
 
-// sessions live in the database (only the SHA-256 of each cookie), so every replica knows
-// them and a restart signs nobody out; a session ends when it expires or its token is revoked.
+// sessions reads and writes browser sessions through the auth store.
 type sessions struct {
-	db     *ent.Client
 	tokens *auth.Store
-	now    func() time.Time
 	ttl    time.Duration
 	log    *slog.Logger
 }
 
-func random() string {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		panic(err) // crypto/rand never fails on Linux
-	}
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
-func hashID(v string) string {
-	h := sha256.Sum256([]byte(v))
-	return hex.EncodeToString(h[:])
-}
-
 func (s *sessions) create(ctx context.Context, tok auth.Token) (*session, error) {
-	now := s.now()
-	if _, err := s.db.WebSession.Delete().Where(websession.ExpiresAtLT(now)).Exec(ctx); err != nil {
-		return nil, err
-	}
-	x := &session{id: random(), Name: tok.Name, Admin: tok.Allows(auth.ScopeAdmin), csrf: random()}
-	err := s.db.WebSession.Create().SetID(hashID(x.id)).SetTokenID(tok.ID).SetName(x.Name).SetAdmin(x.Admin).
-		SetCsrf(x.csrf).SetExpiresAt(now.Add(s.ttl)).Exec(ctx)
-	return x, err
+	id, x, err := s.tokens.CreateSession(ctx, tok, s.ttl)
+	return &session{Session: x, id: id}, err
 }
 
 func (s *sessions) get(r *http.Request) *session {
 	c, err := r.Cookie(cookieName)
-	if err != nil || len(c.Value) > 100 {
-		return nil
-	}
-	ctx := r.Context()
-	row, err := s.db.WebSession.Query().Where(websession.ID(hashID(c.Value)), websession.ExpiresAtGT(s.now())).Only(ctx)
 	if err != nil {
-		if !ent.IsNotFound(err) {
-			s.log.Warn("read a web session", "err", err)
-		}
 		return nil
 	}
-	if ok, err := s.tokens.Active(ctx, row.TokenID); err != nil || !ok {
-		return nil // revoked: the session ends with its token
+	x, ok, err := s.tokens.Session(r.Context(), c.Value)
+	if err != nil {
+		s.log.Warn("read a web session", "err", err)
 	}
-	return &session{id: c.Value, Name: row.Name, Admin: row.Admin, csrf: row.Csrf}
+	if !ok {
+		return nil
+	}
+	return &session{Session: x, id: c.Value}
 }
 
 func (s *sessions) drop(r *http.Request) {
 	if c, err := r.Cookie(cookieName); err == nil {
-		if _, err := s.db.WebSession.Delete().Where(websession.ID(hashID(c.Value))).Exec(r.Context()); err != nil {
+		if err := s.tokens.EndSession(r.Context(), c.Value); err != nil {
 			s.log.Warn("delete a web session", "err", err)
 		}
 	}
@@ -103,7 +69,7 @@ type signinData struct {
 }
 
 func (u *UI) signinForm(w http.ResponseWriter, r *http.Request) {
-	tok := random()
+	tok := auth.Random()
 	http.SetCookie(w, &http.Cookie{Name: signinCookie, Value: tok, Path: "/signin", MaxAge: 600, HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
 	u.render(w, r, http.StatusOK, "signin", "Sign in", signinData{CSRF: tok})
 }
@@ -126,7 +92,7 @@ func (u *UI) signin(w http.ResponseWriter, r *http.Request) {
 			u.cfg.Logger.Error("sign-in failed", "err", err)
 			msg = "Signing in failed; try again."
 		}
-		next := random()
+		next := auth.Random()
 		http.SetCookie(w, &http.Cookie{Name: signinCookie, Value: next, Path: "/signin", MaxAge: 600, HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
 		u.render(w, r, http.StatusUnauthorized, "signin", "Sign in", signinData{Error: msg, CSRF: next})
 		return
@@ -152,7 +118,7 @@ func (u *UI) signout(w http.ResponseWriter, r *http.Request) {
 
 // checkCSRF parses the form and compares its csrf field with the session's.
 func (u *UI) checkCSRF(r *http.Request, s *session) bool {
-	return r.ParseForm() == nil && same(s.csrf, r.PostFormValue("csrf"))
+	return r.ParseForm() == nil && same(s.CSRF, r.PostFormValue("csrf"))
 }
 
 func same(a, b string) bool {

@@ -22,8 +22,6 @@ import (
 	"github.com/tidemark/tidemark/auth"
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/cleanup"
-	"github.com/tidemark/tidemark/ent"
-	"github.com/tidemark/tidemark/ent/storage"
 	"github.com/tidemark/tidemark/lineage"
 	"github.com/tidemark/tidemark/tables"
 	"github.com/tidemark/tidemark/usage"
@@ -39,9 +37,8 @@ type Config struct {
 	Usage   *usage.Service
 	Tables  *tables.Service
 	Cleanup *cleanup.Service
-	Tokens  *auth.Store
-	// DB keeps the browser sessions.
-	DB     *ent.Client
+	// Tokens verifies sign-ins and keeps the browser sessions.
+	Tokens *auth.Store
 	Logger *slog.Logger
 	Now    func() time.Time
 	// SessionTTL is how long a sign-in lasts (default 12 h).
@@ -76,11 +73,11 @@ func New(cfg Config) (*UI, error) {
 	if cfg.SessionTTL <= 0 {
 		cfg.SessionTTL = 12 * time.Hour
 	}
-	if cfg.DB == nil || cfg.Tokens == nil {
-		return nil, errors.New("web: the UI needs the database and the token store for sessions")
+	if cfg.Tokens == nil {
+		return nil, errors.New("web: the UI needs the token store for sign-ins and sessions")
 	}
 	u := &UI{cfg: cfg, pages: map[string]*template.Template{}, mux: http.NewServeMux(),
-		sessions: &sessions{db: cfg.DB, tokens: cfg.Tokens, now: cfg.Now, ttl: cfg.SessionTTL, log: cfg.Logger}}
+		sessions: &sessions{tokens: cfg.Tokens, ttl: cfg.SessionTTL, log: cfg.Logger}}
 	views, err := fs.Glob(files, "templates/*.html")
 	if err != nil {
 		return nil, err
@@ -173,7 +170,7 @@ func (u *UI) render(w http.ResponseWriter, r *http.Request, status int, view, ti
 	s := u.sessions.get(r)
 	p := page{Title: title, Session: s, Data: data, Flash: flashes[r.URL.Query().Get("flash")]}
 	if s != nil {
-		p.CSRF = s.csrf
+		p.CSRF = s.CSRF
 	}
 	var buf bytes.Buffer
 	if err := t.Execute(&buf, p); err != nil {
@@ -203,7 +200,7 @@ func (u *UI) fail(w http.ResponseWriter, r *http.Request, err error) {
 		status, msg = http.StatusConflict, de.Message
 	case errors.Is(err, context.Canceled):
 		return
-	case storage.Unavailable(err):
+	case catalog.Unavailable(err):
 		status, msg = http.StatusServiceUnavailable, "The database is unreachable or busy right now; try again in a few seconds."
 		w.Header().Set("Retry-After", "5")
 		u.cfg.Logger.Warn("web page: database unavailable", "path", r.URL.Path, "err", err)

@@ -1,4 +1,4 @@
-package storage
+package catalog
 
 import (
 	"database/sql"
@@ -7,30 +7,27 @@ import (
 	"net"
 	"strings"
 	"syscall"
-
-	"github.com/lib/pq"
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // Unavailable reports whether err says the database cannot be reached or is too busy right now
-// (connection refused or lost, server shutting down or starting, SQLite busy or locked), as
-// opposed to a fault in the request or the code: the answer is 503 with Retry-After, not 500.
+// (connection refused or lost, server shutting down or starting, too many connections, SQLite
+// busy or locked), as opposed to a fault in the request or the code: the answer is 503 with
+// Retry-After, not 500. It knows the drivers by their error methods, not their packages.
 func Unavailable(err error) bool {
 	if err == nil {
 		return false
 	}
-	var pe *pq.Error
-	if errors.As(err, &pe) {
-		code := string(pe.Code)
+	var pg interface{ SQLState() string } // lib/pq
+	if errors.As(err, &pg) {
+		code := pg.SQLState()
 		// 08: connection exception; 57P01-57P03: admin or crash shutdown, cannot connect now;
 		// 53300: too many connections.
 		return strings.HasPrefix(code, "08") || code == "57P01" || code == "57P02" || code == "57P03" || code == "53300"
 	}
-	var se *sqlite.Error
-	if errors.As(err, &se) {
-		switch se.Code() & 0xff {
-		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+	var lite interface{ Code() int } // modernc.org/sqlite: the extended result code
+	if errors.As(err, &lite) {
+		switch lite.Code() & 0xff {
+		case 5, 6: // SQLITE_BUSY, SQLITE_LOCKED
 			return true
 		}
 		return false

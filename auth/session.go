@@ -1,0 +1,71 @@
+package auth
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"time"
+
+	"github.com/tidemark/tidemark/ent"
+	"github.com/tidemark/tidemark/ent/websession"
+)
+
+// Session is a browser signed in with an API token: who, whether they may decide, and the
+// CSRF token its forms must carry.
+type Session struct {
+	Name  string // the API token's name
+	Admin bool
+	CSRF  string
+}
+
+// Sessions live in the database, keyed by the SHA-256 of the cookie's secret (never the secret),
+// so every replica knows them and a restart signs nobody out; a session ends when it expires or
+// its token is revoked.
+
+// CreateSession starts a session for tok lasting ttl and returns the secret its cookie carries.
+// Expired sessions are removed on the way.
+func (s *Store) CreateSession(ctx context.Context, tok Token, ttl time.Duration) (string, Session, error) {
+	now := s.now()
+	if _, err := s.db.WebSession.Delete().Where(websession.ExpiresAtLT(now)).Exec(ctx); err != nil {
+		return "", Session{}, err
+	}
+	secret, csrf := Random(), Random()
+	x := Session{Name: tok.Name, Admin: tok.Allows(ScopeAdmin), CSRF: csrf}
+	err := s.db.WebSession.Create().SetID(hash(secret)).SetTokenID(tok.ID).SetName(x.Name).SetAdmin(x.Admin).
+		SetCsrf(x.CSRF).SetExpiresAt(now.Add(ttl)).Exec(ctx)
+	return secret, x, err
+}
+
+// Session returns the live session a cookie secret names; ok is false when there is none, it
+// expired, or its token was revoked.
+func (s *Store) Session(ctx context.Context, secret string) (Session, bool, error) {
+	if secret == "" || len(secret) > 100 {
+		return Session{}, false, nil
+	}
+	row, err := s.db.WebSession.Query().Where(websession.ID(hash(secret)), websession.ExpiresAtGT(s.now())).Only(ctx)
+	if ent.IsNotFound(err) {
+		return Session{}, false, nil
+	}
+	if err != nil {
+		return Session{}, false, err
+	}
+	if ok, err := s.Active(ctx, row.TokenID); err != nil || !ok {
+		return Session{}, false, err // revoked: the session ends with its token
+	}
+	return Session{Name: row.Name, Admin: row.Admin, CSRF: row.Csrf}, true, nil
+}
+
+// EndSession removes the session a cookie secret names.
+func (s *Store) EndSession(ctx context.Context, secret string) error {
+	_, err := s.db.WebSession.Delete().Where(websession.ID(hash(secret))).Exec(ctx)
+	return err
+}
+
+// Random returns 32 random bytes, base64url: a cookie secret or a CSRF token.
+func Random() string {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand does not fail on supported systems
+	}
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
