@@ -630,13 +630,23 @@ func (s *Service) verifyUnused(ctx context.Context, p *ent.Proposal, ev Evidence
 }
 
 // threshold is the age threshold of the table's last finished scan, else the default.
+// A database error falls back to the default, which is never below an override.
 func (s *Service) threshold(ctx context.Context, asset uuid.UUID) time.Duration {
-	last, err := s.db.CleanupScan.Query().Where(cleanupscan.AssetID(asset), cleanupscan.StateEQ(cleanupscan.StateFinished)).
-		Order(ent.Desc(cleanupscan.FieldID)).First(ctx)
-	if err != nil || last.AgeThresholdSeconds <= 0 {
+	last, err := s.lastFinishedScan(ctx, asset)
+	if err != nil || last == nil || last.AgeThresholdSeconds <= 0 {
 		return DefaultAgeThreshold
 	}
 	return max(time.Duration(last.AgeThresholdSeconds)*time.Second, MinAgeThreshold)
+}
+
+// lastFinishedScan is the table's newest finished scan, or nil.
+func (s *Service) lastFinishedScan(ctx context.Context, asset uuid.UUID) (*ent.CleanupScan, error) {
+	last, err := s.db.CleanupScan.Query().Where(cleanupscan.AssetID(asset), cleanupscan.StateEQ(cleanupscan.StateFinished)).
+		Order(ent.Desc(cleanupscan.FieldID)).First(ctx)
+	if ent.IsNotFound(err) {
+		return nil, nil
+	}
+	return last, err
 }
 
 // planRetirement journals the files the retirement may delete, metadata first: what the

@@ -289,9 +289,8 @@ func (s *Service) proposeOrphans(ctx context.Context, t tables.Table, rep *Propo
 		ev.Scans = append(ev.Scans, id)
 	}
 	slices.SortFunc(ev.Scans, func(a, b uuid.UUID) int { return slices.Compare(a[:], b[:]) })
-	last, err := s.db.CleanupScan.Query().Where(cleanupscan.AssetID(t.AssetID), cleanupscan.StateEQ(cleanupscan.StateFinished)).
-		Order(ent.Desc(cleanupscan.FieldID)).First(ctx)
-	if err != nil && !ent.IsNotFound(err) {
+	last, err := s.lastFinishedScan(ctx, t.AssetID)
+	if err != nil {
 		return err
 	}
 	threshold := DefaultAgeThreshold
@@ -684,12 +683,8 @@ func (s *Service) rejection(ctx context.Context, asset uuid.UUID, kind proposal.
 // finished scan found another table living in its location, and withdraws it once a later
 // scan finds none.
 func (s *Service) proposeShared(ctx context.Context, t tables.Table, rep *ProposeReport) error {
-	last, err := s.db.CleanupScan.Query().Where(cleanupscan.AssetID(t.AssetID), cleanupscan.StateEQ(cleanupscan.StateFinished)).
-		Order(ent.Desc(cleanupscan.FieldID)).First(ctx)
-	if ent.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
+	last, err := s.lastFinishedScan(ctx, t.AssetID)
+	if err != nil || last == nil {
 		return err
 	}
 	latest, err := toReport(last)

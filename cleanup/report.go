@@ -116,10 +116,13 @@ func (r *Report) finish(p Prices) {
 	r.Prices = p
 	r.Cost.Scan = float64(r.Requests.List)/1000*p.ListPer1000 + float64(r.Requests.Head+r.Requests.Get+int64(r.Requests.ManifestReads))/1000*p.GetPer1000
 	r.Cost.OrphansPerMonth = float64(r.ConfirmedBytes) / 1e9 * p.StorageGBMonth
-	r.ShardsComplete = 0
+	r.ShardsComplete, r.TooSoonShards = 0, 0
 	for _, sh := range r.Shards {
 		if sh.Outcome == "complete" {
 			r.ShardsComplete++
+		}
+		if sh.TooSoon {
+			r.TooSoonShards++
 		}
 	}
 	var b strings.Builder

@@ -325,10 +325,7 @@ func (s *Service) scan(ctx context.Context, scanID uuid.UUID, rep *Report, opt S
 			return err
 		}
 		sr := &rep.Shards[cw.idx]
-		if tooSoon {
-			sr.TooSoon = true
-			rep.TooSoonShards++
-		}
+		sr.TooSoon = tooSoon
 		sr.Candidates = int64(len(keep))
 		rep.Candidates += int64(len(keep))
 		for _, c := range keep {

@@ -89,28 +89,51 @@ func (s *Service) WalkReferences(ctx context.Context, l *Live, fn func(path stri
 	if err := emit(strings.TrimRight(meta.Location(), "/")+"/metadata/version-hint.text", RefVersionHint); err != nil {
 		return l.Refs, err
 	}
+	err := s.WalkSnapshotReferences(ctx, l, func(int64) bool { return true }, emit)
+	return l.Refs, err
+}
+
+// WalkSnapshotReferences calls fn with the statistics files of the retained snapshots pick
+// selects, and each one's manifest list, manifests and every manifest entry whatever its status
+// (an entry marked deleted still names a file an older snapshot may need). A manifest shared by
+// several snapshots is walked once.
+func (s *Service) WalkSnapshotReferences(ctx context.Context, l *Live, pick func(snapshotID int64) bool, fn func(path string, kind RefKind) error) error {
+	meta := l.Table.Metadata()
+	emit := func(p string, k RefKind) error {
+		if p == "" {
+			return nil
+		}
+		return fn(p, k)
+	}
 	for st := range meta.Statistics() {
-		if err := emit(st.StatisticsPath, RefStatistics); err != nil {
-			return l.Refs, err
+		if pick(st.SnapshotID) {
+			if err := emit(st.StatisticsPath, RefStatistics); err != nil {
+				return err
+			}
 		}
 	}
 	for st := range meta.PartitionStatistics() {
-		if err := emit(st.StatisticsPath, RefStatistics); err != nil {
-			return l.Refs, err
+		if pick(st.SnapshotID) {
+			if err := emit(st.StatisticsPath, RefStatistics); err != nil {
+				return err
+			}
 		}
 	}
 	r := newReader(s.db, func(context.Context) (icebergio.IO, error) { return l.IO, nil }, s.clock, &l.Refs.Report)
 	seen := map[string]bool{}
 	for _, snap := range meta.Snapshots() {
+		if !pick(snap.SnapshotID) {
+			continue
+		}
 		if err := ctx.Err(); err != nil {
-			return l.Refs, err
+			return err
 		}
 		if err := emit(snap.ManifestList, RefManifestList); err != nil {
-			return l.Refs, err
+			return err
 		}
 		refs, err := r.manifests(ctx, snap)
 		if err != nil {
-			return l.Refs, fmt.Errorf("snapshot %d: %w", snap.SnapshotID, err)
+			return fmt.Errorf("snapshot %d: %w", snap.SnapshotID, err)
 		}
 		for _, ref := range refs {
 			if seen[ref.Path] {
@@ -118,11 +141,11 @@ func (s *Service) WalkReferences(ctx context.Context, l *Live, fn func(path stri
 			}
 			seen[ref.Path] = true
 			if err := emit(ref.Path, RefManifest); err != nil {
-				return l.Refs, err
+				return err
 			}
 			es, err := r.entries(ctx, snap, ref)
 			if err != nil {
-				return l.Refs, fmt.Errorf("snapshot %d: %w", snap.SnapshotID, err)
+				return fmt.Errorf("snapshot %d: %w", snap.SnapshotID, err)
 			}
 			kind := RefDataFile
 			if ref.Content != 0 {
@@ -130,13 +153,13 @@ func (s *Service) WalkReferences(ctx context.Context, l *Live, fn func(path stri
 			}
 			for _, e := range es {
 				if err := emit(e.Path, kind); err != nil {
-					return l.Refs, err
+					return err
 				}
 			}
 		}
 		l.Refs.Report.Snapshots++
 	}
-	return l.Refs, nil
+	return nil
 }
 
 // CurrentFile is a live file of the current snapshot.
@@ -171,61 +194,6 @@ func (s *Service) WalkCurrentFiles(ctx context.Context, l *Live, fn func(Current
 			}
 			if err := fn(CurrentFile{SnapshotID: cur.SnapshotID, Manifest: ref.Path, Path: e.Path, Size: e.Size, Content: contentName(e.Content)}); err != nil {
 				return err
-			}
-		}
-	}
-	return nil
-}
-
-// WalkSnapshotReferences calls fn with the manifest list, manifests and manifest entries of the
-// retained snapshots that pick selects, and the statistics files of those snapshots.
-func (s *Service) WalkSnapshotReferences(ctx context.Context, l *Live, pick func(snapshotID int64) bool, fn func(path string, kind RefKind) error) error {
-	meta := l.Table.Metadata()
-	for st := range meta.Statistics() {
-		if pick(st.SnapshotID) && st.StatisticsPath != "" {
-			if err := fn(st.StatisticsPath, RefStatistics); err != nil {
-				return err
-			}
-		}
-	}
-	for st := range meta.PartitionStatistics() {
-		if pick(st.SnapshotID) && st.StatisticsPath != "" {
-			if err := fn(st.StatisticsPath, RefStatistics); err != nil {
-				return err
-			}
-		}
-	}
-	r := newReader(s.db, func(context.Context) (icebergio.IO, error) { return l.IO, nil }, s.clock, &l.Refs.Report)
-	for _, snap := range meta.Snapshots() {
-		if !pick(snap.SnapshotID) {
-			continue
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if err := fn(snap.ManifestList, RefManifestList); err != nil {
-			return err
-		}
-		refs, err := r.manifests(ctx, snap)
-		if err != nil {
-			return fmt.Errorf("snapshot %d: %w", snap.SnapshotID, err)
-		}
-		for _, ref := range refs {
-			if err := fn(ref.Path, RefManifest); err != nil {
-				return err
-			}
-			es, err := r.entries(ctx, snap, ref)
-			if err != nil {
-				return fmt.Errorf("snapshot %d: %w", snap.SnapshotID, err)
-			}
-			kind := RefDataFile
-			if ref.Content != 0 {
-				kind = RefDeleteFile
-			}
-			for _, e := range es {
-				if err := fn(e.Path, kind); err != nil {
-					return err
-				}
 			}
 		}
 	}
