@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -24,11 +25,17 @@ type tablesConfig struct {
 	catalogs   string
 	smallFile  int64
 	confirmGap time.Duration
+	roots      string
+	ambient    bool
+	fileLimit  int64
 }
 
 func (c *tablesConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.catalogs, "iceberg-catalogs", env("TIDEMARK_ICEBERG_CATALOGS", ""), "JSON file of Iceberg catalog connections to sync, and IO properties (TIDEMARK_ICEBERG_CATALOGS; see README)")
 	fs.DurationVar(&c.confirmGap, "confirm-gap", envDuration("TIDEMARK_CONFIRM_GAP", tables.DefaultConfirmGap), "two cleanup walks confirm an orphan, and two catalog listings a dropped table, only this far apart (TIDEMARK_CONFIRM_GAP)")
+	fs.StringVar(&c.roots, "warehouse-roots", env("TIDEMARK_WAREHOUSE_ROOTS", ""), "comma-separated locations (paths, file:// or s3:// URIs) under which tables may be registered by metadata location; the catalog connections' warehouses are roots too (TIDEMARK_WAREHOUSE_ROOTS)")
+	fs.BoolVar(&c.ambient, "io-ambient-credentials", envBool("TIDEMARK_IO_AMBIENT_CREDENTIALS"), "let tables registered on object stores use this machine's own credentials (environment, profiles, instance metadata) when io_properties name none (TIDEMARK_IO_AMBIENT_CREDENTIALS)")
+	fs.Int64Var(&c.fileLimit, "table-file-limit", envInt("TIDEMARK_TABLE_FILE_LIMIT", tables.DefaultFileLimit), "largest Iceberg metadata, manifest list or manifest file read, in bytes (TIDEMARK_TABLE_FILE_LIMIT)")
 	fs.Int64Var(&c.smallFile, "small-file-size", envInt("TIDEMARK_SMALL_FILE_SIZE", tables.DefaultSmallFile), "data files below this many bytes count as small in table health (TIDEMARK_SMALL_FILE_SIZE)")
 }
 
@@ -37,7 +44,13 @@ func (c *tablesConfig) open(db *ent.Client, cat *catalog.Catalog, log *slog.Logg
 	if c.confirmGap <= 0 {
 		return nil, nil, fmt.Errorf("--confirm-gap %s must be positive: one listing or one walk is not proof", c.confirmGap)
 	}
-	opts := []tables.Option{tables.WithLogger(log), tables.WithSmallFile(c.smallFile), tables.WithConfirmGap(c.confirmGap)}
+	opts := []tables.Option{tables.WithLogger(log), tables.WithSmallFile(c.smallFile), tables.WithConfirmGap(c.confirmGap),
+		tables.WithAmbientCredentials(c.ambient), tables.WithFileLimit(c.fileLimit)}
+	for _, r := range strings.Split(c.roots, ",") {
+		if r = strings.TrimSpace(r); r != "" {
+			opts = append(opts, tables.WithWarehouseRoots(r))
+		}
+	}
 	var conns []*tables.Connection
 	if c.catalogs != "" {
 		more, cs, err := tables.LoadConfig(c.catalogs)

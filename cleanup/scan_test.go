@@ -97,7 +97,7 @@ func newEnv(t *testing.T, db *storage.DB, opts ...cleanup.Option) *env {
 	e.tbl = e.lake.Append(e.tbl, tablestest.Rows(5, 5, time.Now()))
 	cat := catalog.New(db.Client, catalog.WithClock(e.clock.Now))
 	var err error
-	e.tables, err = tables.New(db.Client, cat, tables.WithClock(e.clock.Now),
+	e.tables, err = tables.New(db.Client, cat, tables.WithClock(e.clock.Now), tables.WithWarehouseRoots(os.TempDir()),
 		tables.WithConnections(tables.NewCatalogConnection(tablestest.Name, "", nil, e.lake.Cat)))
 	if err != nil {
 		t.Fatal(err)

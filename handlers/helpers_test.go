@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -76,7 +77,7 @@ func startServer(t testing.TB, db *storage.DB, tweak func(*handlers.Config)) *se
 	if err := lin.Open(ctx); err != nil {
 		t.Fatal(err)
 	}
-	tbls, err := tables.New(db.Client, cat)
+	tbls, err := tables.New(db.Client, cat, tables.WithWarehouseRoots(os.TempDir()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,7 +54,7 @@ func (s *Service) Files(ctx context.Context, id uuid.UUID, snapshotID *int64, cu
 	if err != nil {
 		return FilesPage{}, err
 	}
-	r := newReader(s.db, icebergio.LoadFSFunc(s.propsFor(row), row.MetadataLocation), s.clock, nil)
+	r := newReader(s.db, s.guardedFS(s.propsFor(row), row.MetadataLocation, s.rootsFor(row)), s.clock, nil)
 	refs, err := r.manifests(ctx, tsnap)
 	if err != nil {
 		return FilesPage{}, s.recordError(ctx, id, err)
@@ -90,7 +90,7 @@ func (s *Service) tableSnapshot(ctx context.Context, row *ent.IcebergTable, snap
 	if snap.ManifestList != "" {
 		return table.Snapshot{SnapshotID: snap.ID, ManifestList: snap.ManifestList}, nil
 	}
-	tbl, err := table.NewFromLocation(ctx, splitIdent(row.Identifier), row.MetadataLocation, icebergio.LoadFSFunc(s.propsFor(row), row.MetadataLocation), nil)
+	tbl, err := table.NewFromLocation(ctx, splitIdent(row.Identifier), row.MetadataLocation, s.guardedFS(s.propsFor(row), row.MetadataLocation, s.rootsFor(row)), nil)
 	if err != nil {
 		return table.Snapshot{}, s.recordError(ctx, row.ID, err)
 	}
@@ -99,6 +99,26 @@ func (s *Service) tableSnapshot(ctx context.Context, row *ent.IcebergTable, snap
 		return table.Snapshot{}, &catalog.Error{Kind: catalog.ErrNotFound, Message: fmt.Sprintf("snapshot %d is no longer in %s: refresh the table", snap.ID, row.MetadataLocation)}
 	}
 	return *ts, nil
+}
+
+// rootsFor is where a table's files may be read from: anywhere its catalog says for a table of
+// a connection, under the warehouse roots for one registered by metadata location.
+func (s *Service) rootsFor(row *ent.IcebergTable) roots {
+	if row.Connection != "" {
+		return nil
+	}
+	return s.roots
+}
+
+// guardFS guards an IO function (keeping the roots of one already guarded).
+func (s *Service) guardFS(open func(context.Context) (icebergio.IO, error)) func(context.Context) (icebergio.IO, error) {
+	return func(ctx context.Context) (icebergio.IO, error) {
+		fsys, err := open(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return guard(fsys, nil, s.limit), nil
+	}
 }
 
 func (s *Service) propsFor(row *ent.IcebergTable) iceberg.Properties {

@@ -36,8 +36,9 @@ type Refs struct {
 // Live is an open table for the cleanup scans: its IO and current metadata, loaded fresh.
 type Live struct {
 	Table *table.Table
-	IO    icebergio.IO
+	IO    icebergio.IO // to list and delete with
 	Refs  Refs
+	read  icebergio.IO // the same, guarded: what the reference walks read through
 }
 
 // Open loads a table's current metadata and IO (through its connection, else its registered
@@ -55,7 +56,7 @@ func (s *Service) Open(ctx context.Context, id uuid.UUID) (*Live, error) {
 	if err != nil {
 		return nil, s.recordError(ctx, id, fmt.Errorf("open the table's file IO: %w", err))
 	}
-	l := &Live{Table: tbl, IO: fs, Refs: Refs{Location: tbl.Location(), MetadataLocation: tbl.MetadataLocation(), Registered: row.Connection == ""}}
+	l := &Live{Table: tbl, IO: unguard(fs), read: guard(fs, nil, s.limit), Refs: Refs{Location: tbl.Location(), MetadataLocation: tbl.MetadataLocation(), Registered: row.Connection == ""}}
 	if c := tbl.CurrentSnapshot(); c != nil {
 		v := c.SnapshotID
 		l.Refs.CurrentSnapshotID = &v
@@ -119,7 +120,7 @@ func (s *Service) WalkSnapshotReferences(ctx context.Context, l *Live, pick func
 			}
 		}
 	}
-	r := newReader(s.db, func(context.Context) (icebergio.IO, error) { return l.IO, nil }, s.clock, &l.Refs.Report)
+	r := newReader(s.db, func(context.Context) (icebergio.IO, error) { return l.read, nil }, s.clock, &l.Refs.Report)
 	seen := map[string]bool{}
 	for _, snap := range meta.Snapshots() {
 		if !pick(snap.SnapshotID) {
@@ -178,7 +179,7 @@ func (s *Service) WalkCurrentFiles(ctx context.Context, l *Live, fn func(Current
 	if cur == nil {
 		return nil
 	}
-	r := newReader(s.db, func(context.Context) (icebergio.IO, error) { return l.IO, nil }, s.clock, &l.Refs.Report)
+	r := newReader(s.db, func(context.Context) (icebergio.IO, error) { return l.read, nil }, s.clock, &l.Refs.Report)
 	refs, err := r.manifests(ctx, *cur)
 	if err != nil {
 		return err
@@ -277,7 +278,7 @@ func (s *Service) CurrentStructure(ctx context.Context, l *Live) ([]CurrentFile,
 		return out, nil
 	}
 	out = append(out, CurrentFile{SnapshotID: cur.SnapshotID, Path: cur.ManifestList, Content: "manifest_list"})
-	r := newReader(s.db, func(context.Context) (icebergio.IO, error) { return l.IO, nil }, s.clock, &l.Refs.Report)
+	r := newReader(s.db, func(context.Context) (icebergio.IO, error) { return l.read, nil }, s.clock, &l.Refs.Report)
 	refs, err := r.manifests(ctx, *cur)
 	if err != nil {
 		return out, err

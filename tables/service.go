@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"strings"
 	"time"
@@ -29,6 +30,12 @@ type Service struct {
 	ioProps iceberg.Properties
 	conns   []*Connection
 	gap     time.Duration // between the two listings that must both lack a table before it is gone
+
+	rootLocs []string // warehouse roots as configured
+	roots    roots    // where tables registered by metadata location may be; empty refuses all
+	ambient  bool     // object store locations may use the machine's own credentials
+	limit    int64    // largest table file read
+	timeout  time.Duration
 }
 
 // DefaultConfirmGap is how far apart two complete catalog listings that both lack a table must
@@ -59,11 +66,48 @@ func WithConnections(c ...*Connection) Option {
 	return func(s *Service) { s.conns = append(s.conns, c...) }
 }
 
+// WithWarehouseRoots sets the locations under which tables may be registered by metadata
+// location (local paths or URIs such as s3://bucket/warehouse). The warehouses of the configured
+// catalog connections are roots too. Without any, registration by metadata location is refused.
+func WithWarehouseRoots(locs ...string) Option {
+	return func(s *Service) { s.rootLocs = append(s.rootLocs, locs...) }
+}
+
+// WithAmbientCredentials lets registered tables on object stores use the credentials of the
+// machine (environment, profiles, instance metadata) when io_properties name none.
+func WithAmbientCredentials(on bool) Option { return func(s *Service) { s.ambient = on } }
+
+// WithFileLimit sets the largest metadata, manifest list or manifest file read (default 256 MiB).
+func WithFileLimit(bytes int64) Option { return func(s *Service) { s.limit = bytes } }
+
+// WithRegisterTimeout bounds one registration (reading and inspecting the table; default 2 min).
+func WithRegisterTimeout(d time.Duration) Option { return func(s *Service) { s.timeout = d } }
+
 // New returns a Service.
 func New(db *ent.Client, cat *catalog.Catalog, opts ...Option) (*Service, error) {
-	s := &Service{db: db, cat: cat, now: time.Now, log: slog.New(slog.DiscardHandler), small: DefaultSmallFile, gap: DefaultConfirmGap}
+	s := &Service{db: db, cat: cat, now: time.Now, log: slog.New(slog.DiscardHandler), small: DefaultSmallFile, gap: DefaultConfirmGap,
+		limit: DefaultFileLimit, timeout: 2 * time.Minute}
 	for _, o := range opts {
 		o(s)
+	}
+	if s.limit <= 0 || s.timeout <= 0 {
+		return nil, fmt.Errorf("tables: the file size limit (%d) and the registration timeout (%s) must be positive", s.limit, s.timeout)
+	}
+	s.roots = roots{}
+	for _, l := range s.rootLocs {
+		r, err := parseRoot(strings.TrimSpace(l))
+		if err != nil {
+			return nil, fmt.Errorf("tables: warehouse root: %w", err)
+		}
+		s.roots = append(s.roots, r)
+	}
+	for _, c := range s.conns {
+		// A REST catalog's warehouse is often a name, not a location: only locations are roots.
+		if w := c.Props["warehouse"]; strings.Contains(w, "://") || strings.HasPrefix(w, "/") {
+			if r, err := parseRoot(w); err == nil {
+				s.roots = append(s.roots, r)
+			}
+		}
 	}
 	if s.gap < 0 {
 		return nil, fmt.Errorf("tables: the confirmation gap must not be negative, not %s", s.gap)
@@ -122,9 +166,20 @@ func (s *Service) Register(ctx context.Context, in RegisterInput) (Table, Refres
 			return Table{}, RefreshReport{}, err
 		}
 	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	if err := s.roots.check(loc); err != nil {
+		return Table{}, RefreshReport{}, invalid("metadata_location", "%v: tables are registered only from the configured warehouse roots", err)
+	}
+	if err := checkCredentials(loc, s.ioProps, s.ambient); err != nil {
+		return Table{}, RefreshReport{}, invalid("metadata_location", "%v", err)
+	}
 	tbl, err := s.loadLocation(ctx, loc)
 	if err != nil {
-		return Table{}, RefreshReport{}, invalid("metadata_location", "could not load Iceberg table metadata from %s: %v", loc, err)
+		return Table{}, RefreshReport{}, invalid("metadata_location", "could not load Iceberg table metadata from %s: %s", loc, s.loadProblem(ctx, loc, err))
+	}
+	if err := s.roots.check(tbl.Metadata().Location()); err != nil {
+		return Table{}, RefreshReport{}, invalid("metadata_location", "the table's location %v: its files would be read and cleaned outside the warehouse", err)
 	}
 	if err := s.notOlder(ctx, tbl, in.Force); err != nil {
 		return Table{}, RefreshReport{}, err
@@ -146,12 +201,33 @@ func (s *Service) Register(ctx context.Context, in RegisterInput) (Table, Refres
 	return t, rep, err
 }
 
+// loadLocation reads a registered table: under the warehouse roots only.
 func (s *Service) loadLocation(ctx context.Context, loc string) (*table.Table, error) {
-	return s.loadLocationWith(ctx, loc, s.ioProps)
+	return s.loadLocationWith(ctx, loc, s.ioProps, s.roots)
 }
 
-func (s *Service) loadLocationWith(ctx context.Context, loc string, props iceberg.Properties) (*table.Table, error) {
-	return table.NewFromLocation(ctx, table.Identifier{"registered"}, loc, icebergio.LoadFSFunc(props, loc), nil)
+func (s *Service) loadLocationWith(ctx context.Context, loc string, props iceberg.Properties, rs roots) (*table.Table, error) {
+	return table.NewFromLocation(ctx, table.Identifier{"registered"}, loc, s.guardedFS(props, loc, rs), nil)
+}
+
+// loadProblem says why a client's metadata location could not be loaded without echoing what
+// the file holds (a parse error quotes bytes of it); the full error goes to the log.
+func (s *Service) loadProblem(ctx context.Context, loc string, err error) string {
+	s.log.InfoContext(ctx, "register: load failed", "metadata_location", loc, "err", err)
+	for _, known := range []error{ErrOutsideRoots, ErrNotRegular, ErrTooLarge, ErrNoCredentials} {
+		if errors.Is(err, known) {
+			return err.Error()
+		}
+	}
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "no such file"
+	case errors.Is(err, fs.ErrPermission):
+		return "permission denied"
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Sprintf("reading it took longer than %s", s.timeout)
+	}
+	return "it is not a readable Iceberg table metadata file (details are in the server log)"
 }
 
 // bind finds or creates the asset for a loaded table and records the table row. A known
@@ -292,7 +368,7 @@ func (s *Service) upsertRow(ctx context.Context, id uuid.UUID, tbl *table.Table,
 func (s *Service) inspectAndStore(ctx context.Context, id uuid.UUID, tbl *table.Table) (RefreshReport, error) {
 	start := time.Now()
 	rep := RefreshReport{AssetID: id, MetadataLocation: tbl.MetadataLocation()}
-	r := newReader(s.db, tbl.FS, s.clock, &rep)
+	r := newReader(s.db, s.guardFS(tbl.FS), s.clock, &rep)
 	in, h, err := inspect(ctx, r, tbl.Metadata(), tbl.MetadataLocation(), s.small, s.clock())
 	rep.Duration = time.Since(start).Round(time.Millisecond).String()
 	if err != nil {
@@ -358,7 +434,7 @@ func (s *Service) load(ctx context.Context, row *ent.IcebergTable) (*table.Table
 	var err error
 	if row.GoneAt != nil {
 		// Dropped from its catalog: what is left is its last metadata (a drop does not purge).
-		if tbl, err = s.loadLocationWith(ctx, row.MetadataLocation, s.propsFor(row)); err != nil {
+		if tbl, err = s.loadLocationWith(ctx, row.MetadataLocation, s.propsFor(row), s.rootsFor(row)); err != nil {
 			return nil, s.recordError(ctx, row.ID, fmt.Errorf("load the dropped table's last metadata %s: %w", row.MetadataLocation, err))
 		}
 	} else if row.Connection != "" {

@@ -164,7 +164,7 @@ func generate(ctx context.Context, d string) {
 	}
 	db := benchdb.Open(ctx, filepath.Join(d, "tidemark.db"))
 	defer db.Close()
-	svc, err := tables.New(db.Client, catalog.New(db.Client))
+	svc, err := tables.New(db.Client, catalog.New(db.Client), tables.WithWarehouseRoots(os.TempDir()))
 	benchdb.Must(err)
 	t, _, err := svc.Register(ctx, tables.RegisterInput{MetadataLocation: tbl.MetadataLocation()})
 	benchdb.Must(err)
@@ -201,7 +201,7 @@ func side(ctx context.Context, s, d string) {
 		db := benchdb.Open(ctx, run)
 		defer db.Close()
 		cat := catalog.New(db.Client)
-		tbls, err := tables.New(db.Client, cat)
+		tbls, err := tables.New(db.Client, cat, tables.WithWarehouseRoots(os.TempDir()))
 		benchdb.Must(err)
 		svc := cleanup.New(db.Client, tbls, cat, cleanup.WithSQLite(true))
 		id := mustUUID(assetID)

@@ -211,7 +211,7 @@ func commit(ctx context.Context, tbl *table.Table, files []iceberg.DataFile) *ta
 }
 
 func service(db *storage.DB) *tables.Service {
-	svc, err := tables.New(db.Client, catalog.New(db.Client))
+	svc, err := tables.New(db.Client, catalog.New(db.Client), tables.WithWarehouseRoots(os.TempDir()))
 	benchdb.Must(err)
 	return svc
 }
