@@ -289,3 +289,51 @@ func TestBadEnvironment(t *testing.T) {
 		t.Fatalf("the command line did not win over the environment: %v", err)
 	}
 }
+
+// TestServeDropsSlowClients: a client that sends its request a byte at a time cannot hold a
+// connection open past --read-timeout (200 such clients once all stayed open).
+func TestServeDropsSlowClients(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0", "--read-timeout", "300ms", "--tables-sync-interval", "0", "--scan-interval", "0", "--cleanup-interval", "0"}, io.Discard, io.Discard, ready)
+	}()
+	var addr string
+	select {
+	case addr = <-ready:
+	case err := <-done:
+		t.Fatalf("serve exited: %v", err)
+	}
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /api/v1/assets HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{", addr)
+	// Keep dripping; the server must close the connection (the write or the read fails).
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		buf := make([]byte, 512)
+		for {
+			if _, err := conn.Read(buf); err != nil {
+				return
+			}
+		}
+	}()
+	for i := 0; ; i++ {
+		select {
+		case <-closed:
+			cancel()
+			<-done
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+		if i == 300 {
+			t.Fatal("a client dripping its body was still connected after 30 s with --read-timeout 300ms")
+		}
+		conn.Write([]byte(" "))
+	}
+}

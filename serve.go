@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"slices"
 
 	"errors"
 	"flag"
@@ -42,6 +43,10 @@ type serveConfig struct {
 	scanInterval    time.Duration
 	cleanupEvery    time.Duration
 	demo            bool
+	rateLimit       float64
+	anonRateLimit   float64
+	readTimeout     time.Duration
+	writeTimeout    time.Duration
 }
 
 func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- string) error {
@@ -58,6 +63,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 	fs.DurationVar(&cfg.graphSync, "graph-sync-interval", envDuration("TIDEMARK_GRAPH_SYNC_INTERVAL", 2*time.Second), "how often the in-memory lineage graph picks up other replicas' edges (TIDEMARK_GRAPH_SYNC_INTERVAL)")
 	fs.DurationVar(&cfg.usageLateness, "usage-lateness", envDuration("TIDEMARK_USAGE_LATENESS", usage.DefaultLateness), "oldest usage record accepted (TIDEMARK_USAGE_LATENESS)")
 	fs.DurationVar(&cfg.usageRetention, "usage-retention", envDuration("TIDEMARK_USAGE_RETENTION", usage.DefaultRetention), "how long raw usage events are kept; rollups are kept forever (TIDEMARK_USAGE_RETENTION)")
+	fs.Float64Var(&cfg.rateLimit, "rate-limit", envFloat("TIDEMARK_RATE_LIMIT", 100), "requests per second one API token may send, in bursts of twice that (429 with Retry-After above); 0 is unlimited (TIDEMARK_RATE_LIMIT)")
+	fs.Float64Var(&cfg.anonRateLimit, "rate-limit-anonymous", envFloat("TIDEMARK_RATE_LIMIT_ANONYMOUS", 50), "requests per second one client address may send without a token (and with unknown tokens); 0 is unlimited (TIDEMARK_RATE_LIMIT_ANONYMOUS)")
+	fs.DurationVar(&cfg.readTimeout, "read-timeout", envDuration("TIDEMARK_READ_TIMEOUT", time.Minute), "longest a client may take to send a request, body included (TIDEMARK_READ_TIMEOUT)")
+	fs.DurationVar(&cfg.writeTimeout, "write-timeout", envDuration("TIDEMARK_WRITE_TIMEOUT", 5*time.Minute), "longest from the end of a request's headers to the end of its answer (TIDEMARK_WRITE_TIMEOUT)")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", envDuration("TIDEMARK_SHUTDOWN_TIMEOUT", 30*time.Second), "how long in-flight requests may finish on SIGTERM (TIDEMARK_SHUTDOWN_TIMEOUT)")
 	cfg.tables.register(fs)
 	fs.BoolVar(&cfg.demo, "demo", envBool("TIDEMARK_DEMO"), "fill the catalog with a demo (a real Iceberg warehouse under <data-dir>/demo, lineage, usage, scans, proposals) before serving; done once (TIDEMARK_DEMO)")
@@ -79,6 +88,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 	}
 	if cfg.noAuth && !isLoopback(cfg.addr) {
 		return fmt.Errorf("--insecure-no-auth is refused on %s: it is allowed only on a loopback address such as 127.0.0.1:8080", cfg.addr)
+	}
+	if cfg.rateLimit < 0 || cfg.anonRateLimit < 0 || cfg.readTimeout <= 0 || cfg.writeTimeout <= 0 {
+		return fmt.Errorf("--rate-limit and --rate-limit-anonymous must not be negative, --read-timeout and --write-timeout must be positive")
 	}
 	if cfg.bodyLimit <= 0 || cfg.lineageLimit <= 0 {
 		return fmt.Errorf("--body-limit and --lineage-body-limit must be positive")
@@ -199,19 +211,22 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 	go clean.RunDispatcher(bg, 10*time.Second)
 
 	api := handlers.New(handlers.Config{
-		Tables:           tbls,
-		Cleanup:          clean,
-		Catalog:          cat,
-		Lineage:          lin,
-		Usage:            use,
-		LineageBodyLimit: cfg.lineageLimit,
-		Tokens:           auth.NewStore(store.Client, nil),
-		Ping:             store.Ping,
-		Logger:           log,
-		AuthReads:        cfg.authReads,
-		NoAuth:           cfg.noAuth,
-		BodyLimit:        cfg.bodyLimit,
-		Version:          version,
+		Tables:             tbls,
+		Cleanup:            clean,
+		Catalog:            cat,
+		Lineage:            lin,
+		Usage:              use,
+		LineageBodyLimit:   cfg.lineageLimit,
+		Tokens:             auth.NewStore(store.Client, nil),
+		Ping:               store.Ping,
+		Logger:             log,
+		AuthReads:          cfg.authReads,
+		NoAuth:             cfg.noAuth,
+		BodyLimit:          cfg.bodyLimit,
+		Version:            version,
+		RateLimit:          cfg.rateLimit,
+		AnonymousRateLimit: cfg.anonRateLimit,
+		AllowedHosts:       allowedHosts(cfg),
 	})
 	ui, err := web.New(web.Config{Catalog: cat, Lineage: lin, Usage: use, Tables: tbls, Cleanup: clean,
 		Tokens: auth.NewStore(store.Client, nil), Logger: log, RequireSession: cfg.authReads && !cfg.noAuth})
@@ -225,7 +240,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.addr, err)
 	}
-	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: cfg.readTimeout,
+		WriteTimeout: cfg.writeTimeout, IdleTimeout: 2 * time.Minute}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("serving", "addr", ln.Addr().String(), "auth", !cfg.noAuth, "auth_reads", cfg.authReads)
@@ -298,4 +314,17 @@ func every(ctx context.Context, interval time.Duration, fn func(context.Context)
 			fn(ctx)
 		}
 	}
+}
+
+// allowedHosts are the Host names answered without authentication: the loopback names and the
+// listen address (a DNS rebinding page's requests carry its own name). With authentication any.
+func allowedHosts(cfg serveConfig) []string {
+	if !cfg.noAuth {
+		return nil
+	}
+	hosts := []string{"localhost", "127.0.0.1", "::1"}
+	if h, _, err := net.SplitHostPort(cfg.addr); err == nil && h != "" && !slices.Contains(hosts, h) {
+		hosts = append(hosts, h)
+	}
+	return hosts
 }

@@ -206,6 +206,9 @@ func TestBadInputChangesNothing(t *testing.T) {
 			{"NameTaken", req{method: "POST", path: "/api/v1/assets", token: s.Write, body: map[string]any{"kind": "table", "namespace": "w", "name": "existing"}}, 409, "is held by asset " + a.ID},
 			{"OversizedBody", req{method: "POST", path: "/api/v1/assets", token: s.Write, body: huge}, 413, "exceeds the limit of 1048576 bytes"},
 			{"NotJSONContentType", req{method: "POST", path: "/api/v1/assets", token: s.Write, body: admin, headers: map[string]string{"Content-Type": "text/plain"}}, 415, "not JSON"},
+			// A page on any site can send a body without Content-Type without a preflight.
+			{"NoContentType", req{method: "POST", path: "/api/v1/assets", token: s.Write, body: admin, headers: map[string]string{"Content-Type": ""}}, 415, "send Content-Type: application/json"},
+			{"NoContentTypeLineage", req{method: "POST", path: "/api/v1/lineage", token: s.Write, body: map[string]any{}, headers: map[string]string{"Content-Type": ""}}, 415, "send Content-Type: application/json"},
 			{"InvalidUUID", req{method: "GET", path: "/api/v1/assets/not-a-uuid"}, 400, "is not a UUID"},
 			{"InvalidUUIDOnWrite", req{method: "POST", path: "/api/v1/assets/1234/rename", token: s.Write, headers: ifm, body: map[string]string{"name": "y"}}, 400, "is not a UUID"},
 			{"UnknownAsset", req{method: "GET", path: "/api/v1/assets/0190b6e2-7a4c-7d3e-9f1a-2b3c4d5e6f70"}, 404, "does not exist"},

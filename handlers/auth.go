@@ -20,6 +20,12 @@ func (a *API) requireScope(need auth.Scope) echo.MiddlewareFunc {
 			r := c.Request()
 			ctx := catalog.WithRequestID(r.Context(), c.Response().Header().Get(echo.HeaderXRequestID))
 			if a.cfg.NoAuth || (need == auth.ScopeRead && !a.cfg.AuthReads) {
+				// Not verified, so not the token's budget: the address's (limitAnonymous skipped it).
+				if r.Header.Get(echo.HeaderAuthorization) != "" {
+					if ok, wait := a.anon.allow(c.RealIP()); !ok {
+						return tooMany(c, "address "+c.RealIP(), wait)
+					}
+				}
 				c.SetRequest(r.WithContext(catalog.WithActor(ctx, "anonymous")))
 				return next(c)
 			}
@@ -34,10 +40,17 @@ func (a *API) requireScope(need auth.Scope) echo.MiddlewareFunc {
 			}
 			tok, err := a.cfg.Tokens.Verify(r.Context(), strings.TrimSpace(secret))
 			if errors.Is(err, auth.ErrUnknownToken) {
+				// Guessing tokens costs the guesser's address.
+				if ok, wait := a.anon.allow(c.RealIP()); !ok {
+					return tooMany(c, "address "+c.RealIP(), wait)
+				}
 				return newProblem(http.StatusUnauthorized, "the bearer token is not recognised or has been revoked; check it or create a new one")
 			}
 			if err != nil {
 				return err
+			}
+			if ok, wait := a.tokens.allow(tok.Name); !ok {
+				return tooMany(c, fmt.Sprintf("token %q", tok.Name), wait)
 			}
 			if !tok.Allows(need) {
 				return newProblem(http.StatusForbidden, fmt.Sprintf(

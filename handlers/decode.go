@@ -50,13 +50,20 @@ func bind(c echo.Context, v any) error {
 	return nil
 }
 
-// requireJSON refuses a body declared as anything but JSON (no Content-Type is taken as JSON).
+// requireJSON refuses a body not declared as JSON. A body without Content-Type is refused too:
+// browsers send those cross-site without asking (a web page could otherwise write to a server
+// that runs without authentication).
 func requireJSON(r *http.Request) error {
-	if ct := r.Header.Get(echo.HeaderContentType); ct != "" {
-		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
-			return newProblem(http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %q is not JSON; send application/json", ct))
+	ct := r.Header.Get(echo.HeaderContentType)
+	if ct == "" {
+		if r.ContentLength == 0 {
+			return nil // no body: the decoder says what is missing
 		}
+		return newProblem(http.StatusUnsupportedMediaType, "the body has no Content-Type; send Content-Type: application/json")
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+		return newProblem(http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %q is not JSON; send application/json", ct))
 	}
 	return nil
 }

@@ -166,6 +166,10 @@ func (s *server) do(t testing.TB, r req) resp {
 		hr.Header.Set("Authorization", "Bearer "+r.token)
 	}
 	for k, v := range r.headers {
+		if k == "Host" {
+			hr.Host = v
+			continue
+		}
 		hr.Header.Set(k, v)
 	}
 	res, err := s.client.Do(hr)

@@ -39,6 +39,7 @@ var problemTypes = map[int]struct{ slug, title string }{
 	http.StatusUnsupportedMediaType:  {"unsupported-media-type", "Unsupported media type"},
 	http.StatusPreconditionRequired:  {"precondition-required", "Precondition required"},
 	http.StatusTooManyRequests:       {"rate-limited", "Too many requests"},
+	http.StatusMisdirectedRequest:    {"misdirected", "Not this server's name"},
 	http.StatusInternalServerError:   {"internal", "Internal error"},
 	http.StatusServiceUnavailable:    {"unavailable", "Service unavailable"},
 }

@@ -45,6 +45,14 @@ type Config struct {
 	Tables *tables.Service
 	// Cleanup answers the cleanup scans; nil leaves those routes out.
 	Cleanup *cleanup.Service
+	// AllowedHosts, when set, are the only Host names answered (the CLI sets the loopback names
+	// with NoAuth, against DNS rebinding).
+	AllowedHosts []string
+	// RateLimit is requests per second a token may send (bursts of twice that); 0 is unlimited.
+	RateLimit float64
+	// AnonymousRateLimit is requests per second a client address may send without a token
+	// (and with tokens that fail); 0 is unlimited.
+	AnonymousRateLimit float64
 	// Registry receives the HTTP metrics; nil makes a private one.
 	Registry *prometheus.Registry
 	Version  string
@@ -61,6 +69,7 @@ type API struct {
 	// Ingest outcomes, for dashboards and alerts on producers that send bad events.
 	lineageEvents *prometheus.CounterVec
 	usageRecords  *prometheus.CounterVec
+	tokens, anon  *limiters
 }
 
 // New builds the API.
@@ -80,7 +89,9 @@ func New(cfg Config) *API {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = errorHandler(cfg.Logger)
-	a := &API{Echo: e, cfg: cfg,
+	// Client addresses are the connection's: a header naming one is the client's to forge.
+	e.IPExtractor = echo.ExtractIPDirect()
+	a := &API{Echo: e, cfg: cfg, tokens: newLimiters(cfg.RateLimit), anon: newLimiters(cfg.AnonymousRateLimit),
 		lineageEvents: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tidemark_lineage_events_total",
 			Help: "OpenLineage events received, by outcome: created, duplicate, refused."}, []string{"outcome"}),
 		usageRecords: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tidemark_usage_records_total",
@@ -93,6 +104,10 @@ func New(cfg Config) *API {
 	e.Use(metrics(cfg.Registry))
 	e.Use(requestLog(cfg.Logger))
 	e.Use(recoverer(cfg.Logger)) // inside the two above, so a panic is logged and counted as a 500
+	if len(cfg.AllowedHosts) > 0 {
+		e.Use(checkHost(cfg.AllowedHosts))
+	}
+	e.Use(a.limitAnonymous)
 	e.Use(validParams)
 
 	a.routes()

@@ -1,0 +1,113 @@
+package handlers
+
+import (
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"golang.org/x/time/rate"
+)
+
+// checkHost refuses requests whose Host is not one of hosts. Without authentication, a DNS
+// rebinding page (evil.example resolving to 127.0.0.1) could otherwise read and write through
+// the visitor's browser: its requests carry Host: evil.example.
+func checkHost(hosts []string) echo.MiddlewareFunc {
+	allowed := map[string]bool{}
+	for _, h := range hosts {
+		allowed[strings.ToLower(strings.Trim(h, "[]"))] = true
+	}
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			host := c.Request().Host
+			if h, _, err := net.SplitHostPort(host); err == nil {
+				host = h
+			}
+			if !allowed[strings.ToLower(strings.Trim(host, "[]"))] {
+				return newProblem(http.StatusMisdirectedRequest, fmt.Sprintf(
+					"Host %q is not this server's name: without authentication only %s are answered", c.Request().Host, strings.Join(hosts, ", ")))
+			}
+			return next(c)
+		}
+	}
+}
+
+// limiters hands out one token bucket a key (a token's name, a client address), forgetting
+// keys idle for ten minutes so a scan of addresses cannot grow it without bound.
+type limiters struct {
+	rps   rate.Limit
+	burst int
+
+	mu    sync.Mutex
+	m     map[string]*limiterEntry
+	swept time.Time
+}
+
+type limiterEntry struct {
+	lim  *rate.Limiter
+	seen time.Time
+}
+
+func newLimiters(rps float64) *limiters {
+	if rps <= 0 {
+		return nil
+	}
+	return &limiters{rps: rate.Limit(rps), burst: max(1, int(2*rps)), m: map[string]*limiterEntry{}}
+}
+
+// allow takes one request from key's bucket; when it is empty it returns how long to wait.
+func (l *limiters) allow(key string) (bool, time.Duration) {
+	if l == nil {
+		return true, 0
+	}
+	now := time.Now()
+	l.mu.Lock()
+	if now.Sub(l.swept) > time.Minute {
+		for k, e := range l.m {
+			if now.Sub(e.seen) > 10*time.Minute {
+				delete(l.m, k)
+			}
+		}
+		l.swept = now
+	}
+	e := l.m[key]
+	if e == nil {
+		e = &limiterEntry{lim: rate.NewLimiter(l.rps, l.burst)}
+		l.m[key] = e
+	}
+	e.seen = now
+	l.mu.Unlock()
+	r := e.lim.ReserveN(now, 1)
+	if d := r.DelayFrom(now); d > 0 {
+		r.CancelAt(now)
+		return false, d
+	}
+	return true, 0
+}
+
+// tooMany is the 429 answer, with Retry-After in whole seconds (at least 1).
+func tooMany(c echo.Context, who string, wait time.Duration) error {
+	c.Response().Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(wait.Seconds())))))
+	return newProblem(http.StatusTooManyRequests, fmt.Sprintf("%s sent more requests than its rate limit allows; retry after %s", who, wait.Round(time.Millisecond)))
+}
+
+// limitAnonymous charges requests that carry no bearer token to their client address (the
+// connection's, never a header's: X-Forwarded-For is the client's to write). Requests with a
+// token are charged to the token once it is verified, and to the address when it is not.
+func (a *API) limitAnonymous(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if c.Request().Header.Get(echo.HeaderAuthorization) != "" {
+			return next(c)
+		}
+		ip := c.RealIP()
+		if ok, wait := a.anon.allow(ip); !ok {
+			return tooMany(c, "address "+ip, wait)
+		}
+		return next(c)
+	}
+}
