@@ -337,3 +337,47 @@ func TestServeDropsSlowClients(t *testing.T) {
 		conn.Write([]byte(" "))
 	}
 }
+
+// TestServeBehindTLS: with an https public URL, cookies are Secure and answers carry HSTS;
+// without one they are not; a public URL that is not one is refused at start.
+func TestServeBehindTLS(t *testing.T) {
+	if err := run(context.Background(), []string{"serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0", "--public-url", "tidemark.example.com"}, io.Discard, io.Discard, nil); err == nil || !strings.Contains(err.Error(), "--public-url") {
+		t.Fatalf("a public URL without scheme: err = %v", err)
+	}
+	for _, tc := range []struct {
+		public string
+		secure bool
+	}{{"https://tidemark.example.com", true}, {"http://tidemark.example.com", false}} {
+		t.Run(tc.public, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			ready, done := make(chan string, 1), make(chan error, 1)
+			go func() {
+				done <- run(ctx, []string{"serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0", "--public-url", tc.public,
+					"--tables-sync-interval", "0", "--scan-interval", "0", "--cleanup-interval", "0"}, io.Discard, io.Discard, ready)
+			}()
+			defer func() { cancel(); <-done }()
+			var addr string
+			select {
+			case addr = <-ready:
+			case err := <-done:
+				t.Fatalf("serve exited: %v", err)
+			}
+			res, err := http.Get("http://" + addr + "/signin")
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if len(res.Cookies()) == 0 {
+				t.Fatal("the sign-in page set no cookie")
+			}
+			for _, c := range res.Cookies() {
+				if c.Secure != tc.secure {
+					t.Errorf("cookie %s Secure = %v, want %v", c.Name, c.Secure, tc.secure)
+				}
+			}
+			if got := res.Header.Get("Strict-Transport-Security") != ""; got != tc.secure {
+				t.Errorf("HSTS sent = %v, want %v", got, tc.secure)
+			}
+		})
+	}
+}

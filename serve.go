@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"net/url"
 	"slices"
 
 	"errors"
@@ -47,6 +48,7 @@ type serveConfig struct {
 	anonRateLimit   float64
 	readTimeout     time.Duration
 	writeTimeout    time.Duration
+	publicURL       string
 }
 
 func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- string) error {
@@ -67,6 +69,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 	fs.Float64Var(&cfg.anonRateLimit, "rate-limit-anonymous", envFloat("TIDEMARK_RATE_LIMIT_ANONYMOUS", 50), "requests per second one client address may send without a token (and with unknown tokens); 0 is unlimited (TIDEMARK_RATE_LIMIT_ANONYMOUS)")
 	fs.DurationVar(&cfg.readTimeout, "read-timeout", envDuration("TIDEMARK_READ_TIMEOUT", time.Minute), "longest a client may take to send a request, body included (TIDEMARK_READ_TIMEOUT)")
 	fs.DurationVar(&cfg.writeTimeout, "write-timeout", envDuration("TIDEMARK_WRITE_TIMEOUT", 5*time.Minute), "longest from the end of a request's headers to the end of its answer (TIDEMARK_WRITE_TIMEOUT)")
+	fs.StringVar(&cfg.publicURL, "public-url", env("TIDEMARK_PUBLIC_URL", ""), "the URL people and tools reach the server at; https:// marks cookies Secure and sends HSTS (TIDEMARK_PUBLIC_URL)")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", envDuration("TIDEMARK_SHUTDOWN_TIMEOUT", 30*time.Second), "how long in-flight requests may finish on SIGTERM (TIDEMARK_SHUTDOWN_TIMEOUT)")
 	cfg.tables.register(fs)
 	fs.BoolVar(&cfg.demo, "demo", envBool("TIDEMARK_DEMO"), "fill the catalog with a demo (a real Iceberg warehouse under <data-dir>/demo, lineage, usage, scans, proposals) before serving; done once (TIDEMARK_DEMO)")
@@ -91,6 +94,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 	}
 	if cfg.rateLimit < 0 || cfg.anonRateLimit < 0 || cfg.readTimeout <= 0 || cfg.writeTimeout <= 0 {
 		return fmt.Errorf("--rate-limit and --rate-limit-anonymous must not be negative, --read-timeout and --write-timeout must be positive")
+	}
+	tls, err := publicTLS(cfg.publicURL)
+	if err != nil {
+		return err
 	}
 	if cfg.bodyLimit <= 0 || cfg.lineageLimit <= 0 {
 		return fmt.Errorf("--body-limit and --lineage-body-limit must be positive")
@@ -227,9 +234,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 		RateLimit:          cfg.rateLimit,
 		AnonymousRateLimit: cfg.anonRateLimit,
 		AllowedHosts:       allowedHosts(cfg),
+		HSTS:               tls,
 	})
 	ui, err := web.New(web.Config{Catalog: cat, Lineage: lin, Usage: use, Tables: tbls, Cleanup: clean,
-		Tokens: auth.NewStore(store.Client, nil), Logger: log, RequireSession: cfg.authReads && !cfg.noAuth})
+		Tokens: auth.NewStore(store.Client, nil), Logger: log, RequireSession: cfg.authReads && !cfg.noAuth, SecureCookies: tls})
 	if err != nil {
 		return err
 	}
@@ -327,4 +335,16 @@ func allowedHosts(cfg serveConfig) []string {
 		hosts = append(hosts, h)
 	}
 	return hosts
+}
+
+// publicTLS parses --public-url and reports whether it is HTTPS.
+func publicTLS(public string) (bool, error) {
+	if public == "" {
+		return false, nil
+	}
+	u, err := url.Parse(public)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return false, fmt.Errorf("--public-url %q: give an absolute http:// or https:// URL such as https://tidemark.example.com", public)
+	}
+	return u.Scheme == "https", nil
 }

@@ -45,6 +45,8 @@ type Config struct {
 	Tables *tables.Service
 	// Cleanup answers the cleanup scans; nil leaves those routes out.
 	Cleanup *cleanup.Service
+	// HSTS sends Strict-Transport-Security on every answer (the server is reached over HTTPS).
+	HSTS bool
 	// AllowedHosts, when set, are the only Host names answered (the CLI sets the loopback names
 	// with NoAuth, against DNS rebinding).
 	AllowedHosts []string
@@ -106,6 +108,14 @@ func New(cfg Config) *API {
 	e.Use(recoverer(cfg.Logger)) // inside the two above, so a panic is logged and counted as a 500
 	if len(cfg.AllowedHosts) > 0 {
 		e.Use(checkHost(cfg.AllowedHosts))
+	}
+	if cfg.HSTS {
+		e.Use(func(next echo.HandlerFunc) echo.HandlerFunc {
+			return func(c echo.Context) error {
+				c.Response().Header().Set("Strict-Transport-Security", "max-age=31536000")
+				return next(c)
+			}
+		})
 	}
 	e.Use(a.limitAnonymous)
 	e.Use(validParams)

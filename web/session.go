@@ -55,9 +55,9 @@ func (s *sessions) drop(r *http.Request) {
 	}
 }
 
-func setCookie(w http.ResponseWriter, r *http.Request, value string, maxAge int) {
+func (u *UI) setCookie(w http.ResponseWriter, r *http.Request, value string, maxAge int) {
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: value, Path: "/", MaxAge: maxAge, HttpOnly: true,
-		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+		Secure: u.secure(r), SameSite: http.SameSiteStrictMode})
 }
 
 // signinCSRF protects the sign-in form itself with a double-submit cookie.
@@ -70,7 +70,7 @@ type signinData struct {
 
 func (u *UI) signinForm(w http.ResponseWriter, r *http.Request) {
 	tok := auth.Random()
-	http.SetCookie(w, &http.Cookie{Name: signinCookie, Value: tok, Path: "/signin", MaxAge: 600, HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+	http.SetCookie(w, &http.Cookie{Name: signinCookie, Value: tok, Path: "/signin", MaxAge: 600, HttpOnly: true, Secure: u.secure(r), SameSite: http.SameSiteStrictMode})
 	u.render(w, r, http.StatusOK, "signin", "Sign in", signinData{CSRF: tok})
 }
 
@@ -93,7 +93,7 @@ func (u *UI) signin(w http.ResponseWriter, r *http.Request) {
 			msg = "Signing in failed; try again."
 		}
 		next := auth.Random()
-		http.SetCookie(w, &http.Cookie{Name: signinCookie, Value: next, Path: "/signin", MaxAge: 600, HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+		http.SetCookie(w, &http.Cookie{Name: signinCookie, Value: next, Path: "/signin", MaxAge: 600, HttpOnly: true, Secure: u.secure(r), SameSite: http.SameSiteStrictMode})
 		u.render(w, r, http.StatusUnauthorized, "signin", "Sign in", signinData{Error: msg, CSRF: next})
 		return
 	}
@@ -102,7 +102,7 @@ func (u *UI) signin(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
-	setCookie(w, r, s.id, int(u.cfg.SessionTTL/time.Second))
+	u.setCookie(w, r, s.id, int(u.cfg.SessionTTL/time.Second))
 	http.Redirect(w, r, "/proposals", http.StatusSeeOther)
 }
 
@@ -112,7 +112,7 @@ func (u *UI) signout(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	u.sessions.drop(r)
-	setCookie(w, r, "", -1)
+	u.setCookie(w, r, "", -1)
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 
@@ -127,3 +127,5 @@ func same(a, b string) bool {
 
 // actor is how audit events name a person acting through the UI.
 func (s *session) actor() string { return "web:" + s.Name }
+
+func (u *UI) secure(r *http.Request) bool { return r.TLS != nil || u.cfg.SecureCookies }

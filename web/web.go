@@ -46,6 +46,9 @@ type Config struct {
 	// RequireSession makes every page but sign-in and static files need a signed-in session
 	// (any token), as --auth-reads does for the JSON API.
 	RequireSession bool
+	// SecureCookies marks cookies Secure: set when the server is reached over TLS through a
+	// proxy (--public-url https://...), where the request itself arrives in plain HTTP.
+	SecureCookies bool
 }
 
 // UI serves the pages.
