@@ -16,6 +16,10 @@ import (
 // arrive rather than edits made against a version a person saw).
 const AnyVersion int64 = 0
 
+// maxVersionRetries bounds how often a change without an expected version re-reads the asset
+// after losing a race for its version (each loss means another change committed).
+const maxVersionRetries = 100
+
 // mutate runs the common shape of every change to an existing asset in one transaction: read the
 // before state, refuse deleted assets (unless allowDeleted), claim the next version (failing
 // with ErrStaleVersion when expected is set and out of date), apply change, then record the
@@ -25,26 +29,36 @@ func (c *Catalog) mutate(ctx context.Context, id uuid.UUID, expected int64, acti
 	change func(tx *ent.Tx, before Asset, now time.Time) (bool, error)) (Asset, error) {
 	var out Asset
 	err := c.tx(ctx, func(tx *ent.Tx) error {
-		before, err := load(ctx, tx.Client(), id)
-		if err != nil {
-			return err
-		}
-		if before.Status == StatusDeleted && !allowDeleted {
-			return conflict("asset %s was deleted at %s; deleted assets cannot change", id, before.DeletedAt.Format(time.RFC3339))
-		}
-		if expected != AnyVersion && before.Version != expected {
-			return staleVersion(id, expected, before.Version)
-		}
-		now := c.Now()
-		// The conditional update is the real guard: on PostgreSQL a concurrent writer blocks on
-		// the row and then sees its version moved; on SQLite writers are serialised.
-		n, err := tx.Asset.Update().Where(asset.ID(id), asset.Version(before.Version)).
-			AddVersion(1).SetUpdatedAt(now).Save(ctx)
-		if err != nil {
-			return fmt.Errorf("catalog: bump version of %s: %w", id, err)
-		}
-		if n == 0 {
-			return staleVersion(id, expected, before.Version)
+		var before Asset
+		var now time.Time
+		for attempt := 1; ; attempt++ {
+			var err error
+			if before, err = load(ctx, tx.Client(), id); err != nil {
+				return err
+			}
+			if before.Status == StatusDeleted && !allowDeleted {
+				return conflict("asset %s was deleted at %s; deleted assets cannot change", id, before.DeletedAt.Format(time.RFC3339))
+			}
+			if expected != AnyVersion && before.Version != expected {
+				return staleVersion(id, expected, before.Version)
+			}
+			now = c.Now()
+			// The conditional update is the real guard: on PostgreSQL a concurrent writer blocks
+			// on the row and then sees its version moved; on SQLite writers are serialised.
+			n, err := tx.Asset.Update().Where(asset.ID(id), asset.Version(before.Version)).
+				AddVersion(1).SetUpdatedAt(now).Save(ctx)
+			if err != nil {
+				return fmt.Errorf("catalog: bump version of %s: %w", id, err)
+			}
+			if n == 1 {
+				break
+			}
+			// Lost a race. A caller that named a version is told; one that did not meant "the
+			// current one", so read it again (under read committed the next read sees the
+			// winner's commit) and retry: a version race is never its problem.
+			if expected != AnyVersion || attempt == maxVersionRetries {
+				return staleVersion(id, expected, before.Version)
+			}
 		}
 		changed, err := change(tx, before, now)
 		if err != nil {

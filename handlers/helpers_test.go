@@ -223,6 +223,10 @@ type asset struct {
 		Principal string `json:"principal"`
 		Role      string `json:"role"`
 	} `json:"owners"`
+	ExternalIDs []struct {
+		System string `json:"system"`
+		Value  string `json:"value"`
+	} `json:"external_ids"`
 }
 
 func (s *server) createAsset(t testing.TB, namespace, name string) asset {
