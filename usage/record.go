@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/google/uuid"
 
 	"github.com/tidemark/tidemark/catalog"
@@ -504,32 +505,42 @@ func nullTime(t *time.Time) any {
 	return *t
 }
 
-// lockAssets takes, on PostgreSQL, a transaction lock per asset in one statement and in sorted
-// order (so two batches cannot deadlock).
+// lockStripes is how many advisory locks guard the rollups: an asset's rows are guarded by the
+// stripe its ID hashes to. A transaction takes at most this many locks however many assets it
+// touches (one lock an asset ran PostgreSQL's shared lock table out of memory on a batch of
+// 40,000 datasets); small batches on different assets still rarely share a stripe.
+const lockStripes = 64
+
+// usageLockClass is the first key of the rollup locks (the second is the stripe), so they
+// cannot collide with single-key advisory locks taken elsewhere.
+const usageLockClass = 0x75736167 // "usag"
+
+// lockAssets takes, on PostgreSQL, the transaction locks of the stripes of a set of assets in
+// one statement and in ascending order (so two batches cannot deadlock).
 func (s *Service) lockAssets(ctx context.Context, tx *ent.Tx, set map[string]bool) error {
-	if s.sqlite {
+	if s.sqlite || len(set) == 0 {
 		return nil // one writer at a time already
 	}
-	assets := make([]string, 0, len(set))
+	stripes := map[uint32]bool{}
 	for a := range set {
-		assets = append(assets, a)
+		stripes[uint32(xxhash.Sum64String(a)%lockStripes)] = true
 	}
-	sort.Strings(assets)
-	for _, part := range chunk(assets) {
-		var q strings.Builder
-		q.WriteString("SELECT count(pg_advisory_xact_lock(hashtext(v))) FROM (SELECT v FROM (VALUES ")
-		args := make([]any, len(part))
-		for i, a := range part {
-			if i > 0 {
-				q.WriteString(",")
-			}
-			fmt.Fprintf(&q, "($%d)", i+1)
-			args[i] = "usage:" + a
+	ids := make([]int, 0, len(stripes))
+	for st := range stripes {
+		ids = append(ids, int(st))
+	}
+	sort.Ints(ids)
+	var q strings.Builder
+	fmt.Fprintf(&q, "SELECT count(pg_advisory_xact_lock(%d, v)) FROM (SELECT v FROM (VALUES ", usageLockClass)
+	for i, st := range ids {
+		if i > 0 {
+			q.WriteString(",")
 		}
-		q.WriteString(") AS t(v) ORDER BY v) AS s")
-		if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
-			return fmt.Errorf("usage: lock rollups: %w", err)
-		}
+		fmt.Fprintf(&q, "(%d)", st)
+	}
+	q.WriteString(") AS t(v) ORDER BY v) AS s")
+	if _, err := tx.ExecContext(ctx, q.String()); err != nil {
+		return fmt.Errorf("usage: lock rollups: %w", err)
 	}
 	return nil
 }
