@@ -21,8 +21,8 @@ func Unavailable(err error) bool {
 	if errors.As(err, &pg) {
 		code := pg.SQLState()
 		// 08: connection exception; 57P01-57P03: admin or crash shutdown, cannot connect now;
-		// 53300: too many connections.
-		return strings.HasPrefix(code, "08") || code == "57P01" || code == "57P02" || code == "57P03" || code == "53300"
+		// 53200, 53300: out of (shared) memory, too many connections.
+		return strings.HasPrefix(code, "08") || code == "57P01" || code == "57P02" || code == "57P03" || code == "53200" || code == "53300"
 	}
 	var lite interface{ Code() int } // modernc.org/sqlite: the extended result code
 	if errors.As(err, &lite) {

@@ -494,7 +494,8 @@ func (a *API) assetRuns(c echo.Context) error {
 }
 
 // batchAtomicity is what a client must know about a batch that fails part-way.
-const batchAtomicity = "Invalid events are refused one by one (failed_events) and the valid ones are stored with all their effects in one transaction. " +
-	"The batch is not all-or-nothing in one respect: before that transaction, the assets for names the batch uses for the first time are created, " +
-	"each in its own short transaction, so a batch that then fails to store (5xx) can leave those assets behind, with no lineage. " +
+const batchAtomicity = "Invalid events are refused one by one (failed_events) and the valid ones are stored in order with all their effects, " +
+	"in transactions of at most 100 events (a long transaction would keep every other writer waiting). The batch is therefore not all-or-nothing: " +
+	"a batch that fails part-way (5xx) leaves the events of the transactions before the failure stored, and the assets for names the batch used for " +
+	"the first time (created first, each in its own short transaction) in place. " +
 	"Retrying the batch is safe: it reuses them and stored events are recognised by their idempotency key."

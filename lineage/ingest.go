@@ -136,8 +136,8 @@ type BatchItem struct {
 	Err    error
 }
 
-// IngestBatch parses every event and stores the valid ones, with all their effects, in one
-// transaction, in order. An invalid event is refused on its own (its item's Err wraps
+// IngestBatch parses every event and stores the valid ones, with all their effects, in order,
+// in transactions of at most txEvents events. An invalid event is refused on its own (its item's Err wraps
 // catalog.ErrInvalid) and does not stop the others. A failure to store fails the whole batch
 // (returned error); retrying it is safe, since stored events are recognised.
 func (s *Service) IngestBatch(ctx context.Context, raws [][]byte) ([]BatchItem, error) {
@@ -161,15 +161,23 @@ func (s *Service) IngestBatch(ctx context.Context, raws [][]byte) ([]BatchItem, 
 	if len(evs) == 0 {
 		return items, nil
 	}
-	res, err := s.applyEvents(ctx, evs)
-	if err != nil {
-		return nil, err
-	}
-	for j, r := range res {
-		items[at[j]].Result = r
+	// Stored in transactions of at most txEvents events: on SQLite a transaction holds the only
+	// write lock, and a long one makes every other writer wait (then fail) behind it.
+	for lo := 0; lo < len(evs); lo += txEvents {
+		hi := min(lo+txEvents, len(evs))
+		res, err := s.applyEvents(ctx, evs[lo:hi])
+		if err != nil {
+			return nil, err
+		}
+		for j, r := range res {
+			items[at[lo+j]].Result = r
+		}
 	}
 	return items, nil
 }
+
+// txEvents is the most events one ingest transaction stores.
+const txEvents = 100
 
 func (s *Service) applyEvents(ctx context.Context, evs []Event) ([]IngestResult, error) {
 	if err := s.acquire(ctx); err != nil {
