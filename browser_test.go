@@ -134,6 +134,13 @@ func TestBrowser(t *testing.T) {
 	if seen := text("#names-seen"); !strings.Contains(seen, "db.orders") || !strings.Contains(seen, "not its current name") {
 		t.Fatalf("usage under former names: %q", seen)
 	}
+	// The read under the new name, made before the sync found the rename, is on the page.
+	if seen := text("#names-seen"); !strings.Contains(seen, "db.sales_orders") {
+		t.Fatalf("the read under the new name is missing: %q", seen)
+	}
+	if late := text("#usage-summary"); !strings.Contains(late, "1 attributed after the fact") {
+		t.Fatalf("usage summary does not say a read was attributed late: %q", late)
+	}
 	reads, err := chromedp.Run(bctx, chromedp.Evaluate[float64](`JSON.parse(document.getElementById("usage-data").textContent).reads.reduce((a, b) => a + b, 0)`))
 	must(err)
 	drawn, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`!!window.tidemarkChart && document.querySelectorAll("#usage-chart canvas").length > 0`))

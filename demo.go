@@ -144,7 +144,9 @@ func setupDemo(ctx context.Context, store *storage.DB, dataDir string, log *slog
 	if _, err := pastTables.Sync(ctx, nil); err != nil {
 		return "", err
 	}
-	cat := catalog.New(store.Client, catalog.WithLogger(log))
+	var use *usage.Service
+	cat := catalog.New(store.Client, catalog.WithLogger(log),
+		catalog.WithChangeHook(func(ctx context.Context, ids []uuid.UUID) { use.NamesChanged(ctx, ids) }))
 	ids := map[string]uuid.UUID{}
 	for name := range tbls {
 		ref, ok, err := cat.Lookup(ctx, catalog.SpaceDataset, "iceberg://lake", "db."+name)
@@ -165,7 +167,7 @@ func setupDemo(ctx context.Context, store *storage.DB, dataDir string, log *slog
 
 	// Lineage: the captured OpenLineage sequences, and jobs between the demo tables; completed
 	// runs count as usage, as in serve.
-	use, err := usage.New(store.Client, cat, usage.WithLogger(log))
+	use, err = usage.New(store.Client, cat, usage.WithLogger(log))
 	if err != nil {
 		return "", err
 	}
@@ -211,7 +213,13 @@ func setupDemo(ctx context.Context, store *storage.DB, dataDir string, log *slog
 	if _, err := use.Record(ctx, recs); err != nil {
 		return "", err
 	}
+	// The engine renames it; alice reads it under the new name before Tidemark's next sync: the
+	// read waits, and the sync (which finds the rename) attributes it to the same asset.
 	if _, err := lake.RenameTable(ctx, table.Identifier{"db", "orders"}, table.Identifier{"db", "sales_orders"}); err != nil {
+		return "", err
+	}
+	if _, err := use.Record(ctx, []usage.Record{{Namespace: "iceberg://lake", Name: "db.sales_orders", Kind: "read", Actor: "alice",
+		At: now.Add(-10 * time.Minute), QueryID: "demo-sales-1", Source: "trino"}}); err != nil {
 		return "", err
 	}
 	liveTables, err := tables.New(store.Client, cat, tables.WithConnections(conns...), tables.WithLogger(log))
@@ -219,10 +227,6 @@ func setupDemo(ctx context.Context, store *storage.DB, dataDir string, log *slog
 		return "", err
 	}
 	if _, err := liveTables.Sync(ctx, nil); err != nil {
-		return "", err
-	}
-	if _, err := use.Record(ctx, []usage.Record{{Namespace: "iceberg://lake", Name: "db.sales_orders", Kind: "read", Actor: "alice",
-		At: now.Add(-10 * time.Minute), QueryID: "demo-sales-1", Source: "trino"}}); err != nil {
 		return "", err
 	}
 

@@ -140,9 +140,13 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 	}
 
 	var lin *lineage.Service
+	var use *usage.Service
 	cat := catalog.New(store.Client, catalog.WithLogger(log),
-		catalog.WithChangeHook(func(ctx context.Context, ids []uuid.UUID) { lin.Graph().AssetsChanged(ctx, ids) }))
-	use, err := usage.New(store.Client, cat, usage.WithLogger(log), usage.WithLateness(cfg.usageLateness), usage.WithRetention(cfg.usageRetention))
+		catalog.WithChangeHook(func(ctx context.Context, ids []uuid.UUID) {
+			lin.Graph().AssetsChanged(ctx, ids)
+			use.NamesChanged(ctx, ids) // usage records that waited for a name
+		}))
+	use, err = usage.New(store.Client, cat, usage.WithLogger(log), usage.WithLateness(cfg.usageLateness), usage.WithRetention(cfg.usageRetention))
 	if err != nil {
 		return err
 	}
@@ -164,7 +168,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 	bg, stopBG := context.WithCancel(context.Background())
 	defer stopBG()
 	go lin.Run(bg, cfg.graphSync)
-	go use.Run(bg, time.Hour)
+	go use.Run(bg, time.Minute)
 	go every(bg, time.Hour, func(ctx context.Context) {
 		if n, err := cat.PurgeIdempotencyKeys(ctx); err != nil {
 			log.Warn("purge idempotency keys failed; will retry", "err", err)

@@ -92,6 +92,19 @@ func staleVersion(id uuid.UUID, expected, current int64) error {
 // empty namespace keeps the current one. expected is the version the caller saw (AnyVersion to
 // skip the check).
 func (c *Catalog) Rename(ctx context.Context, id uuid.UUID, expected int64, namespace, name string) (Asset, error) {
+	return c.rename(ctx, id, expected, namespace, name, nil)
+}
+
+// RenameFound records a rename that was made elsewhere (an engine renamed the table in its
+// Iceberg catalog) and found now, known only to have happened after since (the last listing
+// that showed the old name). The new name is recorded from now, as usual, with since as the
+// start of its uncertain interval: usage under the new name from since on resolves to the asset
+// too (as a rename-window attribution), unless another asset held the name then.
+func (c *Catalog) RenameFound(ctx context.Context, id uuid.UUID, namespace, name string, since time.Time) (Asset, error) {
+	return c.rename(ctx, id, AnyVersion, namespace, name, &since)
+}
+
+func (c *Catalog) rename(ctx context.Context, id uuid.UUID, expected int64, namespace, name string, since *time.Time) (Asset, error) {
 	a, err := c.mutate(ctx, id, expected, ActionRename, false, func(tx *ent.Tx, before Asset, now time.Time) (bool, error) {
 		if namespace == "" {
 			namespace = before.Namespace
@@ -117,8 +130,13 @@ func (c *Catalog) Rename(ctx context.Context, id uuid.UUID, expected int64, name
 		if err := tx.AssetName.UpdateOne(cur).SetValidTo(now).Exec(ctx); err != nil {
 			return false, fmt.Errorf("catalog: close name: %w", err)
 		}
-		if err := tx.AssetName.Create().SetAssetID(id).SetSpace(assetname.Space(SpaceOf(before.Kind))).SetNamespace(namespace).SetName(name).
-			SetValidFrom(now).Exec(ctx); err != nil {
+		open := tx.AssetName.Create().SetAssetID(id).SetSpace(assetname.Space(SpaceOf(before.Kind))).SetNamespace(namespace).SetName(name).
+			SetValidFrom(now)
+		if since != nil && since.Before(now) {
+			// Never before the old name began: the asset was not renamed before it had it.
+			open.SetUncertainFrom(later(since.UTC(), cur.ValidFrom))
+		}
+		if err := open.Exec(ctx); err != nil {
 			return false, fmt.Errorf("catalog: open name: %w", err)
 		}
 		return true, nil
@@ -218,4 +236,11 @@ func (c *Catalog) Restore(ctx context.Context, id uuid.UUID, expected int64) (As
 		return Asset{}, nameTaken(a.Namespace, a.Name, uuid.Nil)
 	}
 	return a, err
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

@@ -31,6 +31,8 @@ type AssetName struct {
 	ValidFrom time.Time `json:"valid_from,omitempty"`
 	// ValidTo holds the value of the "valid_to" field.
 	ValidTo *time.Time `json:"valid_to,omitempty"`
+	// UncertainFrom holds the value of the "uncertain_from" field.
+	UncertainFrom *time.Time `json:"uncertain_from,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
 	// The values are being populated by the AssetNameQuery when eager-loading is set.
 	Edges        AssetNameEdges `json:"edges"`
@@ -66,7 +68,7 @@ func (*AssetName) scanValues(columns []string) ([]any, error) {
 			values[i] = new(sql.NullInt64)
 		case assetname.FieldSpace, assetname.FieldNamespace, assetname.FieldName:
 			values[i] = new(sql.NullString)
-		case assetname.FieldValidFrom, assetname.FieldValidTo:
+		case assetname.FieldValidFrom, assetname.FieldValidTo, assetname.FieldUncertainFrom:
 			values[i] = new(sql.NullTime)
 		case assetname.FieldAssetID:
 			values[i] = new(uuid.UUID)
@@ -128,6 +130,13 @@ func (_m *AssetName) assignValues(columns []string, values []any) error {
 				_m.ValidTo = new(time.Time)
 				*_m.ValidTo = value.Time
 			}
+		case assetname.FieldUncertainFrom:
+			if value, ok := values[i].(*sql.NullTime); !ok {
+				return fmt.Errorf("unexpected type %T for field uncertain_from", values[i])
+			} else if value.Valid {
+				_m.UncertainFrom = new(time.Time)
+				*_m.UncertainFrom = value.Time
+			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
 		}
@@ -186,6 +195,11 @@ func (_m *AssetName) String() string {
 	builder.WriteString(", ")
 	if v := _m.ValidTo; v != nil {
 		builder.WriteString("valid_to=")
+		builder.WriteString(v.Format(time.ANSIC))
+	}
+	builder.WriteString(", ")
+	if v := _m.UncertainFrom; v != nil {
+		builder.WriteString("uncertain_from=")
 		builder.WriteString(v.Format(time.ANSIC))
 	}
 	builder.WriteByte(')')

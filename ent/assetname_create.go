@@ -74,6 +74,20 @@ func (_c *AssetNameCreate) SetNillableValidTo(v *time.Time) *AssetNameCreate {
 	return _c
 }
 
+// SetUncertainFrom sets the "uncertain_from" field.
+func (_c *AssetNameCreate) SetUncertainFrom(v time.Time) *AssetNameCreate {
+	_c.mutation.SetUncertainFrom(v)
+	return _c
+}
+
+// SetNillableUncertainFrom sets the "uncertain_from" field if the given value is not nil.
+func (_c *AssetNameCreate) SetNillableUncertainFrom(v *time.Time) *AssetNameCreate {
+	if v != nil {
+		_c.SetUncertainFrom(*v)
+	}
+	return _c
+}
+
 // SetAsset sets the "asset" edge to the Asset entity.
 func (_c *AssetNameCreate) SetAsset(v *Asset) *AssetNameCreate {
 	return _c.SetAssetID(v.ID)
@@ -190,6 +204,10 @@ func (_c *AssetNameCreate) createSpec() (*AssetName, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.ValidTo(); ok {
 		_spec.SetField(assetname.FieldValidTo, field.TypeTime, value)
 		_node.ValidTo = &value
+	}
+	if value, ok := _c.mutation.UncertainFrom(); ok {
+		_spec.SetField(assetname.FieldUncertainFrom, field.TypeTime, value)
+		_node.UncertainFrom = &value
 	}
 	if nodes := _c.mutation.AssetIDs(); len(nodes) > 0 {
 		edge := &sqlgraph.EdgeSpec{

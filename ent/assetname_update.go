@@ -106,6 +106,9 @@ func (_u *AssetNameUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	if _u.mutation.ValidToCleared() {
 		_spec.ClearField(assetname.FieldValidTo, field.TypeTime)
 	}
+	if _u.mutation.UncertainFromCleared() {
+		_spec.ClearField(assetname.FieldUncertainFrom, field.TypeTime)
+	}
 	if _node, err = sqlgraph.UpdateNodes(ctx, _u.driver, _spec); err != nil {
 		if _, ok := err.(*sqlgraph.NotFoundError); ok {
 			err = &NotFoundError{assetname.Label}
@@ -233,6 +236,9 @@ func (_u *AssetNameUpdateOne) sqlSave(ctx context.Context) (_node *AssetName, er
 	}
 	if _u.mutation.ValidToCleared() {
 		_spec.ClearField(assetname.FieldValidTo, field.TypeTime)
+	}
+	if _u.mutation.UncertainFromCleared() {
+		_spec.ClearField(assetname.FieldUncertainFrom, field.TypeTime)
 	}
 	_node = &AssetName{config: _u.config}
 	_spec.Assign = _node.assignValues

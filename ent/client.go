@@ -48,6 +48,7 @@ import (
 	"github.com/tidemark/tidemark/ent/usagedaily"
 	"github.com/tidemark/tidemark/ent/usageevent"
 	"github.com/tidemark/tidemark/ent/usagename"
+	"github.com/tidemark/tidemark/ent/usagepending"
 	"github.com/tidemark/tidemark/ent/webhook"
 	"github.com/tidemark/tidemark/ent/websession"
 
@@ -123,6 +124,8 @@ type Client struct {
 	UsageEvent *UsageEventClient
 	// UsageName is the client for interacting with the UsageName builders.
 	UsageName *UsageNameClient
+	// UsagePending is the client for interacting with the UsagePending builders.
+	UsagePending *UsagePendingClient
 	// WebSession is the client for interacting with the WebSession builders.
 	WebSession *WebSessionClient
 	// Webhook is the client for interacting with the Webhook builders.
@@ -170,6 +173,7 @@ func (c *Client) init() {
 	c.UsageDaily = NewUsageDailyClient(c.config)
 	c.UsageEvent = NewUsageEventClient(c.config)
 	c.UsageName = NewUsageNameClient(c.config)
+	c.UsagePending = NewUsagePendingClient(c.config)
 	c.WebSession = NewWebSessionClient(c.config)
 	c.Webhook = NewWebhookClient(c.config)
 }
@@ -296,6 +300,7 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		UsageDaily:          NewUsageDailyClient(cfg),
 		UsageEvent:          NewUsageEventClient(cfg),
 		UsageName:           NewUsageNameClient(cfg),
+		UsagePending:        NewUsagePendingClient(cfg),
 		WebSession:          NewWebSessionClient(cfg),
 		Webhook:             NewWebhookClient(cfg),
 	}, nil
@@ -349,6 +354,7 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		UsageDaily:          NewUsageDailyClient(cfg),
 		UsageEvent:          NewUsageEventClient(cfg),
 		UsageName:           NewUsageNameClient(cfg),
+		UsagePending:        NewUsagePendingClient(cfg),
 		WebSession:          NewWebSessionClient(cfg),
 		Webhook:             NewWebhookClient(cfg),
 	}, nil
@@ -386,8 +392,8 @@ func (c *Client) Use(hooks ...Hook) {
 		c.IcebergManifestList, c.IcebergTable, c.IdempotencyKey, c.LineageEdge,
 		c.LineageEvent, c.LineageState, c.OutboxMessage, c.Owner, c.Proposal,
 		c.ProposalFile, c.ProposalStep, c.Run, c.RunIO, c.TableSync, c.UsageActorDaily,
-		c.UsageActorMonthly, c.UsageDaily, c.UsageEvent, c.UsageName, c.WebSession,
-		c.Webhook,
+		c.UsageActorMonthly, c.UsageDaily, c.UsageEvent, c.UsageName, c.UsagePending,
+		c.WebSession, c.Webhook,
 	} {
 		n.Use(hooks...)
 	}
@@ -403,8 +409,8 @@ func (c *Client) Intercept(interceptors ...Interceptor) {
 		c.IcebergManifestList, c.IcebergTable, c.IdempotencyKey, c.LineageEdge,
 		c.LineageEvent, c.LineageState, c.OutboxMessage, c.Owner, c.Proposal,
 		c.ProposalFile, c.ProposalStep, c.Run, c.RunIO, c.TableSync, c.UsageActorDaily,
-		c.UsageActorMonthly, c.UsageDaily, c.UsageEvent, c.UsageName, c.WebSession,
-		c.Webhook,
+		c.UsageActorMonthly, c.UsageDaily, c.UsageEvent, c.UsageName, c.UsagePending,
+		c.WebSession, c.Webhook,
 	} {
 		n.Intercept(interceptors...)
 	}
@@ -477,6 +483,8 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.UsageEvent.mutate(ctx, m)
 	case *UsageNameMutation:
 		return c.UsageName.mutate(ctx, m)
+	case *UsagePendingMutation:
+		return c.UsagePending.mutate(ctx, m)
 	case *WebSessionMutation:
 		return c.WebSession.mutate(ctx, m)
 	case *WebhookMutation:
@@ -4839,6 +4847,139 @@ func (c *UsageNameClient) mutate(ctx context.Context, m *UsageNameMutation) (Val
 	}
 }
 
+// UsagePendingClient is a client for the UsagePending schema.
+type UsagePendingClient struct {
+	config
+}
+
+// NewUsagePendingClient returns a client for the UsagePending from the given config.
+func NewUsagePendingClient(c config) *UsagePendingClient {
+	return &UsagePendingClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `usagepending.Hooks(f(g(h())))`.
+func (c *UsagePendingClient) Use(hooks ...Hook) {
+	c.hooks.UsagePending = append(c.hooks.UsagePending, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `usagepending.Intercept(f(g(h())))`.
+func (c *UsagePendingClient) Intercept(interceptors ...Interceptor) {
+	c.inters.UsagePending = append(c.inters.UsagePending, interceptors...)
+}
+
+// Create returns a builder for creating a UsagePending entity.
+func (c *UsagePendingClient) Create() *UsagePendingCreate {
+	mutation := newUsagePendingMutation(c.config, OpCreate)
+	return &UsagePendingCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of UsagePending entities.
+func (c *UsagePendingClient) CreateBulk(builders ...*UsagePendingCreate) *UsagePendingCreateBulk {
+	return &UsagePendingCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *UsagePendingClient) MapCreateBulk(slice any, setFunc func(*UsagePendingCreate, int)) *UsagePendingCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &UsagePendingCreateBulk{err: fmt.Errorf("calling to UsagePendingClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*UsagePendingCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &UsagePendingCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for UsagePending.
+func (c *UsagePendingClient) Update() *UsagePendingUpdate {
+	mutation := newUsagePendingMutation(c.config, OpUpdate)
+	return &UsagePendingUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *UsagePendingClient) UpdateOne(_m *UsagePending) *UsagePendingUpdateOne {
+	mutation := newUsagePendingMutation(c.config, OpUpdateOne, withUsagePending(_m))
+	return &UsagePendingUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *UsagePendingClient) UpdateOneID(id int) *UsagePendingUpdateOne {
+	mutation := newUsagePendingMutation(c.config, OpUpdateOne, withUsagePendingID(id))
+	return &UsagePendingUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for UsagePending.
+func (c *UsagePendingClient) Delete() *UsagePendingDelete {
+	mutation := newUsagePendingMutation(c.config, OpDelete)
+	return &UsagePendingDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *UsagePendingClient) DeleteOne(_m *UsagePending) *UsagePendingDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *UsagePendingClient) DeleteOneID(id int) *UsagePendingDeleteOne {
+	builder := c.Delete().Where(usagepending.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &UsagePendingDeleteOne{builder}
+}
+
+// Query returns a query builder for UsagePending.
+func (c *UsagePendingClient) Query() *UsagePendingQuery {
+	return &UsagePendingQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeUsagePending},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a UsagePending entity by its id.
+func (c *UsagePendingClient) Get(ctx context.Context, id int) (*UsagePending, error) {
+	return c.Query().Where(usagepending.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *UsagePendingClient) GetX(ctx context.Context, id int) *UsagePending {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *UsagePendingClient) Hooks() []Hook {
+	return c.hooks.UsagePending
+}
+
+// Interceptors returns the client interceptors.
+func (c *UsagePendingClient) Interceptors() []Interceptor {
+	return c.inters.UsagePending
+}
+
+func (c *UsagePendingClient) mutate(ctx context.Context, m *UsagePendingMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&UsagePendingCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&UsagePendingUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&UsagePendingUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&UsagePendingDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown UsagePending mutation op: %q", m.Op())
+	}
+}
+
 // WebSessionClient is a client for the WebSession schema.
 type WebSessionClient struct {
 	config
@@ -5113,7 +5254,7 @@ type (
 		ExternalID, IcebergManifest, IcebergManifestList, IcebergTable, IdempotencyKey,
 		LineageEdge, LineageEvent, LineageState, OutboxMessage, Owner, Proposal,
 		ProposalFile, ProposalStep, Run, RunIO, TableSync, UsageActorDaily,
-		UsageActorMonthly, UsageDaily, UsageEvent, UsageName, WebSession,
+		UsageActorMonthly, UsageDaily, UsageEvent, UsageName, UsagePending, WebSession,
 		Webhook []ent.Hook
 	}
 	inters struct {
@@ -5122,7 +5263,7 @@ type (
 		ExternalID, IcebergManifest, IcebergManifestList, IcebergTable, IdempotencyKey,
 		LineageEdge, LineageEvent, LineageState, OutboxMessage, Owner, Proposal,
 		ProposalFile, ProposalStep, Run, RunIO, TableSync, UsageActorDaily,
-		UsageActorMonthly, UsageDaily, UsageEvent, UsageName, WebSession,
+		UsageActorMonthly, UsageDaily, UsageEvent, UsageName, UsagePending, WebSession,
 		Webhook []ent.Interceptor
 	}
 )

@@ -44,6 +44,7 @@ import (
 	"github.com/tidemark/tidemark/ent/usagedaily"
 	"github.com/tidemark/tidemark/ent/usageevent"
 	"github.com/tidemark/tidemark/ent/usagename"
+	"github.com/tidemark/tidemark/ent/usagepending"
 	"github.com/tidemark/tidemark/ent/webhook"
 	"github.com/tidemark/tidemark/ent/websession"
 )
@@ -138,6 +139,7 @@ func checkColumn(t, c string) error {
 			usagedaily.Table:          usagedaily.ValidColumn,
 			usageevent.Table:          usageevent.ValidColumn,
 			usagename.Table:           usagename.ValidColumn,
+			usagepending.Table:        usagepending.ValidColumn,
 			websession.Table:          websession.ValidColumn,
 			webhook.Table:             webhook.ValidColumn,
 		})

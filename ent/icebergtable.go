@@ -48,6 +48,8 @@ type IcebergTable struct {
 	GoneAt *time.Time `json:"gone_at,omitempty"`
 	// MissingAt holds the value of the "missing_at" field.
 	MissingAt *time.Time `json:"missing_at,omitempty"`
+	// ListedAt holds the value of the "listed_at" field.
+	ListedAt *time.Time `json:"listed_at,omitempty"`
 	// CreatedAt holds the value of the "created_at" field.
 	CreatedAt time.Time `json:"created_at,omitempty"`
 	// UpdatedAt holds the value of the "updated_at" field.
@@ -64,7 +66,7 @@ func (*IcebergTable) scanValues(columns []string) ([]any, error) {
 			values[i] = new(sql.NullInt64)
 		case icebergtable.FieldConnection, icebergtable.FieldIdentifier, icebergtable.FieldTableUUID, icebergtable.FieldLocation, icebergtable.FieldMetadataLocation, icebergtable.FieldInspection, icebergtable.FieldHealth, icebergtable.FieldError:
 			values[i] = new(sql.NullString)
-		case icebergtable.FieldLastUpdatedAt, icebergtable.FieldRefreshedAt, icebergtable.FieldErrorAt, icebergtable.FieldGoneAt, icebergtable.FieldMissingAt, icebergtable.FieldCreatedAt, icebergtable.FieldUpdatedAt:
+		case icebergtable.FieldLastUpdatedAt, icebergtable.FieldRefreshedAt, icebergtable.FieldErrorAt, icebergtable.FieldGoneAt, icebergtable.FieldMissingAt, icebergtable.FieldListedAt, icebergtable.FieldCreatedAt, icebergtable.FieldUpdatedAt:
 			values[i] = new(sql.NullTime)
 		case icebergtable.FieldID:
 			values[i] = new(uuid.UUID)
@@ -185,6 +187,13 @@ func (_m *IcebergTable) assignValues(columns []string, values []any) error {
 				_m.MissingAt = new(time.Time)
 				*_m.MissingAt = value.Time
 			}
+		case icebergtable.FieldListedAt:
+			if value, ok := values[i].(*sql.NullTime); !ok {
+				return fmt.Errorf("unexpected type %T for field listed_at", values[i])
+			} else if value.Valid {
+				_m.ListedAt = new(time.Time)
+				*_m.ListedAt = value.Time
+			}
 		case icebergtable.FieldCreatedAt:
 			if value, ok := values[i].(*sql.NullTime); !ok {
 				return fmt.Errorf("unexpected type %T for field created_at", values[i])
@@ -287,6 +296,11 @@ func (_m *IcebergTable) String() string {
 	builder.WriteString(", ")
 	if v := _m.MissingAt; v != nil {
 		builder.WriteString("missing_at=")
+		builder.WriteString(v.Format(time.ANSIC))
+	}
+	builder.WriteString(", ")
+	if v := _m.ListedAt; v != nil {
+		builder.WriteString("listed_at=")
 		builder.WriteString(v.Format(time.ANSIC))
 	}
 	builder.WriteString(", ")

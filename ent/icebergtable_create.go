@@ -207,6 +207,20 @@ func (_c *IcebergTableCreate) SetNillableMissingAt(v *time.Time) *IcebergTableCr
 	return _c
 }
 
+// SetListedAt sets the "listed_at" field.
+func (_c *IcebergTableCreate) SetListedAt(v time.Time) *IcebergTableCreate {
+	_c.mutation.SetListedAt(v)
+	return _c
+}
+
+// SetNillableListedAt sets the "listed_at" field if the given value is not nil.
+func (_c *IcebergTableCreate) SetNillableListedAt(v *time.Time) *IcebergTableCreate {
+	if v != nil {
+		_c.SetListedAt(*v)
+	}
+	return _c
+}
+
 // SetCreatedAt sets the "created_at" field.
 func (_c *IcebergTableCreate) SetCreatedAt(v time.Time) *IcebergTableCreate {
 	_c.mutation.SetCreatedAt(v)
@@ -415,6 +429,10 @@ func (_c *IcebergTableCreate) createSpec() (*IcebergTable, *sqlgraph.CreateSpec)
 	if value, ok := _c.mutation.MissingAt(); ok {
 		_spec.SetField(icebergtable.FieldMissingAt, field.TypeTime, value)
 		_node.MissingAt = &value
+	}
+	if value, ok := _c.mutation.ListedAt(); ok {
+		_spec.SetField(icebergtable.FieldListedAt, field.TypeTime, value)
+		_node.ListedAt = &value
 	}
 	if value, ok := _c.mutation.CreatedAt(); ok {
 		_spec.SetField(icebergtable.FieldCreatedAt, field.TypeTime, value)

@@ -288,6 +288,26 @@ func (_u *IcebergTableUpdate) ClearMissingAt() *IcebergTableUpdate {
 	return _u
 }
 
+// SetListedAt sets the "listed_at" field.
+func (_u *IcebergTableUpdate) SetListedAt(v time.Time) *IcebergTableUpdate {
+	_u.mutation.SetListedAt(v)
+	return _u
+}
+
+// SetNillableListedAt sets the "listed_at" field if the given value is not nil.
+func (_u *IcebergTableUpdate) SetNillableListedAt(v *time.Time) *IcebergTableUpdate {
+	if v != nil {
+		_u.SetListedAt(*v)
+	}
+	return _u
+}
+
+// ClearListedAt clears the value of the "listed_at" field.
+func (_u *IcebergTableUpdate) ClearListedAt() *IcebergTableUpdate {
+	_u.mutation.ClearListedAt()
+	return _u
+}
+
 // SetUpdatedAt sets the "updated_at" field.
 func (_u *IcebergTableUpdate) SetUpdatedAt(v time.Time) *IcebergTableUpdate {
 	_u.mutation.SetUpdatedAt(v)
@@ -411,6 +431,12 @@ func (_u *IcebergTableUpdate) sqlSave(ctx context.Context) (_node int, err error
 	}
 	if _u.mutation.MissingAtCleared() {
 		_spec.ClearField(icebergtable.FieldMissingAt, field.TypeTime)
+	}
+	if value, ok := _u.mutation.ListedAt(); ok {
+		_spec.SetField(icebergtable.FieldListedAt, field.TypeTime, value)
+	}
+	if _u.mutation.ListedAtCleared() {
+		_spec.ClearField(icebergtable.FieldListedAt, field.TypeTime)
 	}
 	if value, ok := _u.mutation.UpdatedAt(); ok {
 		_spec.SetField(icebergtable.FieldUpdatedAt, field.TypeTime, value)
@@ -695,6 +721,26 @@ func (_u *IcebergTableUpdateOne) ClearMissingAt() *IcebergTableUpdateOne {
 	return _u
 }
 
+// SetListedAt sets the "listed_at" field.
+func (_u *IcebergTableUpdateOne) SetListedAt(v time.Time) *IcebergTableUpdateOne {
+	_u.mutation.SetListedAt(v)
+	return _u
+}
+
+// SetNillableListedAt sets the "listed_at" field if the given value is not nil.
+func (_u *IcebergTableUpdateOne) SetNillableListedAt(v *time.Time) *IcebergTableUpdateOne {
+	if v != nil {
+		_u.SetListedAt(*v)
+	}
+	return _u
+}
+
+// ClearListedAt clears the value of the "listed_at" field.
+func (_u *IcebergTableUpdateOne) ClearListedAt() *IcebergTableUpdateOne {
+	_u.mutation.ClearListedAt()
+	return _u
+}
+
 // SetUpdatedAt sets the "updated_at" field.
 func (_u *IcebergTableUpdateOne) SetUpdatedAt(v time.Time) *IcebergTableUpdateOne {
 	_u.mutation.SetUpdatedAt(v)
@@ -848,6 +894,12 @@ func (_u *IcebergTableUpdateOne) sqlSave(ctx context.Context) (_node *IcebergTab
 	}
 	if _u.mutation.MissingAtCleared() {
 		_spec.ClearField(icebergtable.FieldMissingAt, field.TypeTime)
+	}
+	if value, ok := _u.mutation.ListedAt(); ok {
+		_spec.SetField(icebergtable.FieldListedAt, field.TypeTime, value)
+	}
+	if _u.mutation.ListedAtCleared() {
+		_spec.ClearField(icebergtable.FieldListedAt, field.TypeTime)
 	}
 	if value, ok := _u.mutation.UpdatedAt(); ok {
 		_spec.SetField(icebergtable.FieldUpdatedAt, field.TypeTime, value)

@@ -46,6 +46,7 @@ import (
 	"github.com/tidemark/tidemark/ent/usagedaily"
 	"github.com/tidemark/tidemark/ent/usageevent"
 	"github.com/tidemark/tidemark/ent/usagename"
+	"github.com/tidemark/tidemark/ent/usagepending"
 	"github.com/tidemark/tidemark/ent/webhook"
 	"github.com/tidemark/tidemark/ent/websession"
 )
@@ -91,6 +92,7 @@ const (
 	TypeUsageDaily          = "UsageDaily"
 	TypeUsageEvent          = "UsageEvent"
 	TypeUsageName           = "UsageName"
+	TypeUsagePending        = "UsagePending"
 	TypeWebSession          = "WebSession"
 	TypeWebhook             = "Webhook"
 )
@@ -2199,20 +2201,21 @@ func (m *AssetFacetMutation) ResetEdge(name string) error {
 // AssetNameMutation represents an operation that mutates the AssetName nodes in the graph.
 type AssetNameMutation struct {
 	config
-	op            Op
-	typ           string
-	id            *int
-	space         *assetname.Space
-	namespace     *string
-	name          *string
-	valid_from    *time.Time
-	valid_to      *time.Time
-	clearedFields map[string]struct{}
-	asset         *uuid.UUID
-	clearedasset  bool
-	done          bool
-	oldValue      func(context.Context) (*AssetName, error)
-	predicates    []predicate.AssetName
+	op             Op
+	typ            string
+	id             *int
+	space          *assetname.Space
+	namespace      *string
+	name           *string
+	valid_from     *time.Time
+	valid_to       *time.Time
+	uncertain_from *time.Time
+	clearedFields  map[string]struct{}
+	asset          *uuid.UUID
+	clearedasset   bool
+	done           bool
+	oldValue       func(context.Context) (*AssetName, error)
+	predicates     []predicate.AssetName
 }
 
 var _ ent.Mutation = (*AssetNameMutation)(nil)
@@ -2542,6 +2545,55 @@ func (m *AssetNameMutation) ResetValidTo() {
 	delete(m.clearedFields, assetname.FieldValidTo)
 }
 
+// SetUncertainFrom sets the "uncertain_from" field.
+func (m *AssetNameMutation) SetUncertainFrom(t time.Time) {
+	m.uncertain_from = &t
+}
+
+// UncertainFrom returns the value of the "uncertain_from" field in the mutation.
+func (m *AssetNameMutation) UncertainFrom() (r time.Time, exists bool) {
+	v := m.uncertain_from
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldUncertainFrom returns the old "uncertain_from" field's value of the AssetName entity.
+// If the AssetName object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AssetNameMutation) OldUncertainFrom(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldUncertainFrom is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldUncertainFrom requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldUncertainFrom: %w", err)
+	}
+	return oldValue.UncertainFrom, nil
+}
+
+// ClearUncertainFrom clears the value of the "uncertain_from" field.
+func (m *AssetNameMutation) ClearUncertainFrom() {
+	m.uncertain_from = nil
+	m.clearedFields[assetname.FieldUncertainFrom] = struct{}{}
+}
+
+// UncertainFromCleared returns if the "uncertain_from" field was cleared in this mutation.
+func (m *AssetNameMutation) UncertainFromCleared() bool {
+	_, ok := m.clearedFields[assetname.FieldUncertainFrom]
+	return ok
+}
+
+// ResetUncertainFrom resets all changes to the "uncertain_from" field.
+func (m *AssetNameMutation) ResetUncertainFrom() {
+	m.uncertain_from = nil
+	delete(m.clearedFields, assetname.FieldUncertainFrom)
+}
+
 // ClearAsset clears the "asset" edge to the Asset entity.
 func (m *AssetNameMutation) ClearAsset() {
 	m.clearedasset = true
@@ -2603,7 +2655,7 @@ func (m *AssetNameMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *AssetNameMutation) Fields() []string {
-	fields := make([]string, 0, 6)
+	fields := make([]string, 0, 7)
 	if m.asset != nil {
 		fields = append(fields, assetname.FieldAssetID)
 	}
@@ -2621,6 +2673,9 @@ func (m *AssetNameMutation) Fields() []string {
 	}
 	if m.valid_to != nil {
 		fields = append(fields, assetname.FieldValidTo)
+	}
+	if m.uncertain_from != nil {
+		fields = append(fields, assetname.FieldUncertainFrom)
 	}
 	return fields
 }
@@ -2642,6 +2697,8 @@ func (m *AssetNameMutation) Field(name string) (ent.Value, bool) {
 		return m.ValidFrom()
 	case assetname.FieldValidTo:
 		return m.ValidTo()
+	case assetname.FieldUncertainFrom:
+		return m.UncertainFrom()
 	}
 	return nil, false
 }
@@ -2663,6 +2720,8 @@ func (m *AssetNameMutation) OldField(ctx context.Context, name string) (ent.Valu
 		return m.OldValidFrom(ctx)
 	case assetname.FieldValidTo:
 		return m.OldValidTo(ctx)
+	case assetname.FieldUncertainFrom:
+		return m.OldUncertainFrom(ctx)
 	}
 	return nil, fmt.Errorf("unknown AssetName field %s", name)
 }
@@ -2714,6 +2773,13 @@ func (m *AssetNameMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetValidTo(v)
 		return nil
+	case assetname.FieldUncertainFrom:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetUncertainFrom(v)
+		return nil
 	}
 	return fmt.Errorf("unknown AssetName field %s", name)
 }
@@ -2747,6 +2813,9 @@ func (m *AssetNameMutation) ClearedFields() []string {
 	if m.FieldCleared(assetname.FieldValidTo) {
 		fields = append(fields, assetname.FieldValidTo)
 	}
+	if m.FieldCleared(assetname.FieldUncertainFrom) {
+		fields = append(fields, assetname.FieldUncertainFrom)
+	}
 	return fields
 }
 
@@ -2763,6 +2832,9 @@ func (m *AssetNameMutation) ClearField(name string) error {
 	switch name {
 	case assetname.FieldValidTo:
 		m.ClearValidTo()
+		return nil
+	case assetname.FieldUncertainFrom:
+		m.ClearUncertainFrom()
 		return nil
 	}
 	return fmt.Errorf("unknown AssetName nullable field %s", name)
@@ -2789,6 +2861,9 @@ func (m *AssetNameMutation) ResetField(name string) error {
 		return nil
 	case assetname.FieldValidTo:
 		m.ResetValidTo()
+		return nil
+	case assetname.FieldUncertainFrom:
+		m.ResetUncertainFrom()
 		return nil
 	}
 	return fmt.Errorf("unknown AssetName field %s", name)
@@ -9789,6 +9864,7 @@ type IcebergTableMutation struct {
 	error_at               *time.Time
 	gone_at                *time.Time
 	missing_at             *time.Time
+	listed_at              *time.Time
 	created_at             *time.Time
 	updated_at             *time.Time
 	clearedFields          map[string]struct{}
@@ -10560,6 +10636,55 @@ func (m *IcebergTableMutation) ResetMissingAt() {
 	delete(m.clearedFields, icebergtable.FieldMissingAt)
 }
 
+// SetListedAt sets the "listed_at" field.
+func (m *IcebergTableMutation) SetListedAt(t time.Time) {
+	m.listed_at = &t
+}
+
+// ListedAt returns the value of the "listed_at" field in the mutation.
+func (m *IcebergTableMutation) ListedAt() (r time.Time, exists bool) {
+	v := m.listed_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldListedAt returns the old "listed_at" field's value of the IcebergTable entity.
+// If the IcebergTable object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergTableMutation) OldListedAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldListedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldListedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldListedAt: %w", err)
+	}
+	return oldValue.ListedAt, nil
+}
+
+// ClearListedAt clears the value of the "listed_at" field.
+func (m *IcebergTableMutation) ClearListedAt() {
+	m.listed_at = nil
+	m.clearedFields[icebergtable.FieldListedAt] = struct{}{}
+}
+
+// ListedAtCleared returns if the "listed_at" field was cleared in this mutation.
+func (m *IcebergTableMutation) ListedAtCleared() bool {
+	_, ok := m.clearedFields[icebergtable.FieldListedAt]
+	return ok
+}
+
+// ResetListedAt resets all changes to the "listed_at" field.
+func (m *IcebergTableMutation) ResetListedAt() {
+	m.listed_at = nil
+	delete(m.clearedFields, icebergtable.FieldListedAt)
+}
+
 // SetCreatedAt sets the "created_at" field.
 func (m *IcebergTableMutation) SetCreatedAt(t time.Time) {
 	m.created_at = &t
@@ -10666,7 +10791,7 @@ func (m *IcebergTableMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *IcebergTableMutation) Fields() []string {
-	fields := make([]string, 0, 17)
+	fields := make([]string, 0, 18)
 	if m.connection != nil {
 		fields = append(fields, icebergtable.FieldConnection)
 	}
@@ -10712,6 +10837,9 @@ func (m *IcebergTableMutation) Fields() []string {
 	if m.missing_at != nil {
 		fields = append(fields, icebergtable.FieldMissingAt)
 	}
+	if m.listed_at != nil {
+		fields = append(fields, icebergtable.FieldListedAt)
+	}
 	if m.created_at != nil {
 		fields = append(fields, icebergtable.FieldCreatedAt)
 	}
@@ -10756,6 +10884,8 @@ func (m *IcebergTableMutation) Field(name string) (ent.Value, bool) {
 		return m.GoneAt()
 	case icebergtable.FieldMissingAt:
 		return m.MissingAt()
+	case icebergtable.FieldListedAt:
+		return m.ListedAt()
 	case icebergtable.FieldCreatedAt:
 		return m.CreatedAt()
 	case icebergtable.FieldUpdatedAt:
@@ -10799,6 +10929,8 @@ func (m *IcebergTableMutation) OldField(ctx context.Context, name string) (ent.V
 		return m.OldGoneAt(ctx)
 	case icebergtable.FieldMissingAt:
 		return m.OldMissingAt(ctx)
+	case icebergtable.FieldListedAt:
+		return m.OldListedAt(ctx)
 	case icebergtable.FieldCreatedAt:
 		return m.OldCreatedAt(ctx)
 	case icebergtable.FieldUpdatedAt:
@@ -10917,6 +11049,13 @@ func (m *IcebergTableMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetMissingAt(v)
 		return nil
+	case icebergtable.FieldListedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetListedAt(v)
+		return nil
 	case icebergtable.FieldCreatedAt:
 		v, ok := value.(time.Time)
 		if !ok {
@@ -11006,6 +11145,9 @@ func (m *IcebergTableMutation) ClearedFields() []string {
 	if m.FieldCleared(icebergtable.FieldMissingAt) {
 		fields = append(fields, icebergtable.FieldMissingAt)
 	}
+	if m.FieldCleared(icebergtable.FieldListedAt) {
+		fields = append(fields, icebergtable.FieldListedAt)
+	}
 	return fields
 }
 
@@ -11037,6 +11179,9 @@ func (m *IcebergTableMutation) ClearField(name string) error {
 		return nil
 	case icebergtable.FieldMissingAt:
 		m.ClearMissingAt()
+		return nil
+	case icebergtable.FieldListedAt:
+		m.ClearListedAt()
 		return nil
 	}
 	return fmt.Errorf("unknown IcebergTable nullable field %s", name)
@@ -11090,6 +11235,9 @@ func (m *IcebergTableMutation) ResetField(name string) error {
 		return nil
 	case icebergtable.FieldMissingAt:
 		m.ResetMissingAt()
+		return nil
+	case icebergtable.FieldListedAt:
+		m.ResetListedAt()
 		return nil
 	case icebergtable.FieldCreatedAt:
 		m.ResetCreatedAt()
@@ -20558,6 +20706,8 @@ type UsageDailyMutation struct {
 	adddistinct_actors *int
 	distinct_jobs      *int
 	adddistinct_jobs   *int
+	late_records       *int64
+	addlate_records    *int64
 	last_read_at       *time.Time
 	last_write_at      *time.Time
 	updated_at         *time.Time
@@ -20961,6 +21111,62 @@ func (m *UsageDailyMutation) ResetDistinctJobs() {
 	m.adddistinct_jobs = nil
 }
 
+// SetLateRecords sets the "late_records" field.
+func (m *UsageDailyMutation) SetLateRecords(i int64) {
+	m.late_records = &i
+	m.addlate_records = nil
+}
+
+// LateRecords returns the value of the "late_records" field in the mutation.
+func (m *UsageDailyMutation) LateRecords() (r int64, exists bool) {
+	v := m.late_records
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldLateRecords returns the old "late_records" field's value of the UsageDaily entity.
+// If the UsageDaily object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UsageDailyMutation) OldLateRecords(ctx context.Context) (v int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldLateRecords is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldLateRecords requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldLateRecords: %w", err)
+	}
+	return oldValue.LateRecords, nil
+}
+
+// AddLateRecords adds i to the "late_records" field.
+func (m *UsageDailyMutation) AddLateRecords(i int64) {
+	if m.addlate_records != nil {
+		*m.addlate_records += i
+	} else {
+		m.addlate_records = &i
+	}
+}
+
+// AddedLateRecords returns the value that was added to the "late_records" field in this mutation.
+func (m *UsageDailyMutation) AddedLateRecords() (r int64, exists bool) {
+	v := m.addlate_records
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetLateRecords resets all changes to the "late_records" field.
+func (m *UsageDailyMutation) ResetLateRecords() {
+	m.late_records = nil
+	m.addlate_records = nil
+}
+
 // SetLastReadAt sets the "last_read_at" field.
 func (m *UsageDailyMutation) SetLastReadAt(t time.Time) {
 	m.last_read_at = &t
@@ -21129,7 +21335,7 @@ func (m *UsageDailyMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *UsageDailyMutation) Fields() []string {
-	fields := make([]string, 0, 9)
+	fields := make([]string, 0, 10)
 	if m.asset_id != nil {
 		fields = append(fields, usagedaily.FieldAssetID)
 	}
@@ -21147,6 +21353,9 @@ func (m *UsageDailyMutation) Fields() []string {
 	}
 	if m.distinct_jobs != nil {
 		fields = append(fields, usagedaily.FieldDistinctJobs)
+	}
+	if m.late_records != nil {
+		fields = append(fields, usagedaily.FieldLateRecords)
 	}
 	if m.last_read_at != nil {
 		fields = append(fields, usagedaily.FieldLastReadAt)
@@ -21177,6 +21386,8 @@ func (m *UsageDailyMutation) Field(name string) (ent.Value, bool) {
 		return m.DistinctActors()
 	case usagedaily.FieldDistinctJobs:
 		return m.DistinctJobs()
+	case usagedaily.FieldLateRecords:
+		return m.LateRecords()
 	case usagedaily.FieldLastReadAt:
 		return m.LastReadAt()
 	case usagedaily.FieldLastWriteAt:
@@ -21204,6 +21415,8 @@ func (m *UsageDailyMutation) OldField(ctx context.Context, name string) (ent.Val
 		return m.OldDistinctActors(ctx)
 	case usagedaily.FieldDistinctJobs:
 		return m.OldDistinctJobs(ctx)
+	case usagedaily.FieldLateRecords:
+		return m.OldLateRecords(ctx)
 	case usagedaily.FieldLastReadAt:
 		return m.OldLastReadAt(ctx)
 	case usagedaily.FieldLastWriteAt:
@@ -21261,6 +21474,13 @@ func (m *UsageDailyMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetDistinctJobs(v)
 		return nil
+	case usagedaily.FieldLateRecords:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetLateRecords(v)
+		return nil
 	case usagedaily.FieldLastReadAt:
 		v, ok := value.(time.Time)
 		if !ok {
@@ -21302,6 +21522,9 @@ func (m *UsageDailyMutation) AddedFields() []string {
 	if m.adddistinct_jobs != nil {
 		fields = append(fields, usagedaily.FieldDistinctJobs)
 	}
+	if m.addlate_records != nil {
+		fields = append(fields, usagedaily.FieldLateRecords)
+	}
 	return fields
 }
 
@@ -21318,6 +21541,8 @@ func (m *UsageDailyMutation) AddedField(name string) (ent.Value, bool) {
 		return m.AddedDistinctActors()
 	case usagedaily.FieldDistinctJobs:
 		return m.AddedDistinctJobs()
+	case usagedaily.FieldLateRecords:
+		return m.AddedLateRecords()
 	}
 	return nil, false
 }
@@ -21354,6 +21579,13 @@ func (m *UsageDailyMutation) AddField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.AddDistinctJobs(v)
+		return nil
+	case usagedaily.FieldLateRecords:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddLateRecords(v)
 		return nil
 	}
 	return fmt.Errorf("unknown UsageDaily numeric field %s", name)
@@ -21414,6 +21646,9 @@ func (m *UsageDailyMutation) ResetField(name string) error {
 		return nil
 	case usagedaily.FieldDistinctJobs:
 		m.ResetDistinctJobs()
+		return nil
+	case usagedaily.FieldLateRecords:
+		m.ResetLateRecords()
 		return nil
 	case usagedaily.FieldLastReadAt:
 		m.ResetLastReadAt()
@@ -21494,6 +21729,8 @@ type UsageEventMutation struct {
 	at            *time.Time
 	day           *string
 	received_at   *time.Time
+	resolution    *string
+	late          *bool
 	clearedFields map[string]struct{}
 	done          bool
 	oldValue      func(context.Context) (*UsageEvent, error)
@@ -22043,6 +22280,78 @@ func (m *UsageEventMutation) ResetReceivedAt() {
 	m.received_at = nil
 }
 
+// SetResolution sets the "resolution" field.
+func (m *UsageEventMutation) SetResolution(s string) {
+	m.resolution = &s
+}
+
+// Resolution returns the value of the "resolution" field in the mutation.
+func (m *UsageEventMutation) Resolution() (r string, exists bool) {
+	v := m.resolution
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldResolution returns the old "resolution" field's value of the UsageEvent entity.
+// If the UsageEvent object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UsageEventMutation) OldResolution(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldResolution is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldResolution requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldResolution: %w", err)
+	}
+	return oldValue.Resolution, nil
+}
+
+// ResetResolution resets all changes to the "resolution" field.
+func (m *UsageEventMutation) ResetResolution() {
+	m.resolution = nil
+}
+
+// SetLate sets the "late" field.
+func (m *UsageEventMutation) SetLate(b bool) {
+	m.late = &b
+}
+
+// Late returns the value of the "late" field in the mutation.
+func (m *UsageEventMutation) Late() (r bool, exists bool) {
+	v := m.late
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldLate returns the old "late" field's value of the UsageEvent entity.
+// If the UsageEvent object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UsageEventMutation) OldLate(ctx context.Context) (v bool, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldLate is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldLate requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldLate: %w", err)
+	}
+	return oldValue.Late, nil
+}
+
+// ResetLate resets all changes to the "late" field.
+func (m *UsageEventMutation) ResetLate() {
+	m.late = nil
+}
+
 // Where appends a list predicates to the UsageEventMutation builder.
 func (m *UsageEventMutation) Where(ps ...predicate.UsageEvent) {
 	m.predicates = append(m.predicates, ps...)
@@ -22077,7 +22386,7 @@ func (m *UsageEventMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *UsageEventMutation) Fields() []string {
-	fields := make([]string, 0, 12)
+	fields := make([]string, 0, 14)
 	if m.event_key != nil {
 		fields = append(fields, usageevent.FieldEventKey)
 	}
@@ -22114,6 +22423,12 @@ func (m *UsageEventMutation) Fields() []string {
 	if m.received_at != nil {
 		fields = append(fields, usageevent.FieldReceivedAt)
 	}
+	if m.resolution != nil {
+		fields = append(fields, usageevent.FieldResolution)
+	}
+	if m.late != nil {
+		fields = append(fields, usageevent.FieldLate)
+	}
 	return fields
 }
 
@@ -22146,6 +22461,10 @@ func (m *UsageEventMutation) Field(name string) (ent.Value, bool) {
 		return m.Day()
 	case usageevent.FieldReceivedAt:
 		return m.ReceivedAt()
+	case usageevent.FieldResolution:
+		return m.Resolution()
+	case usageevent.FieldLate:
+		return m.Late()
 	}
 	return nil, false
 }
@@ -22179,6 +22498,10 @@ func (m *UsageEventMutation) OldField(ctx context.Context, name string) (ent.Val
 		return m.OldDay(ctx)
 	case usageevent.FieldReceivedAt:
 		return m.OldReceivedAt(ctx)
+	case usageevent.FieldResolution:
+		return m.OldResolution(ctx)
+	case usageevent.FieldLate:
+		return m.OldLate(ctx)
 	}
 	return nil, fmt.Errorf("unknown UsageEvent field %s", name)
 }
@@ -22271,6 +22594,20 @@ func (m *UsageEventMutation) SetField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetReceivedAt(v)
+		return nil
+	case usageevent.FieldResolution:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetResolution(v)
+		return nil
+	case usageevent.FieldLate:
+		v, ok := value.(bool)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetLate(v)
 		return nil
 	}
 	return fmt.Errorf("unknown UsageEvent field %s", name)
@@ -22365,6 +22702,12 @@ func (m *UsageEventMutation) ResetField(name string) error {
 		return nil
 	case usageevent.FieldReceivedAt:
 		m.ResetReceivedAt()
+		return nil
+	case usageevent.FieldResolution:
+		m.ResetResolution()
+		return nil
+	case usageevent.FieldLate:
+		m.ResetLate()
 		return nil
 	}
 	return fmt.Errorf("unknown UsageEvent field %s", name)
@@ -22958,6 +23301,818 @@ func (m *UsageNameMutation) ClearEdge(name string) error {
 // It returns an error if the edge is not defined in the schema.
 func (m *UsageNameMutation) ResetEdge(name string) error {
 	return fmt.Errorf("unknown UsageName edge %s", name)
+}
+
+// UsagePendingMutation represents an operation that mutates the UsagePending nodes in the graph.
+type UsagePendingMutation struct {
+	config
+	op              Op
+	typ             string
+	id              *int
+	pending_key     *string
+	namespace       *string
+	name            *string
+	kind            *usagepending.Kind
+	actor           *string
+	source          *string
+	query_id        *string
+	idempotency_key *string
+	at              *time.Time
+	received_at     *time.Time
+	clearedFields   map[string]struct{}
+	done            bool
+	oldValue        func(context.Context) (*UsagePending, error)
+	predicates      []predicate.UsagePending
+}
+
+var _ ent.Mutation = (*UsagePendingMutation)(nil)
+
+// usagependingOption allows management of the mutation configuration using functional options.
+type usagependingOption func(*UsagePendingMutation)
+
+// newUsagePendingMutation creates new mutation for the UsagePending entity.
+func newUsagePendingMutation(c config, op Op, opts ...usagependingOption) *UsagePendingMutation {
+	m := &UsagePendingMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeUsagePending,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withUsagePendingID sets the ID field of the mutation.
+func withUsagePendingID(id int) usagependingOption {
+	return func(m *UsagePendingMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *UsagePending
+		)
+		m.oldValue = func(ctx context.Context) (*UsagePending, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().UsagePending.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withUsagePending sets the old UsagePending of the mutation.
+func withUsagePending(node *UsagePending) usagependingOption {
+	return func(m *UsagePendingMutation) {
+		m.oldValue = func(context.Context) (*UsagePending, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m UsagePendingMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m UsagePendingMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *UsagePendingMutation) ID() (id int, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *UsagePendingMutation) IDs(ctx context.Context) ([]int, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []int{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().UsagePending.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetPendingKey sets the "pending_key" field.
+func (m *UsagePendingMutation) SetPendingKey(s string) {
+	m.pending_key = &s
+}
+
+// PendingKey returns the value of the "pending_key" field in the mutation.
+func (m *UsagePendingMutation) PendingKey() (r string, exists bool) {
+	v := m.pending_key
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldPendingKey returns the old "pending_key" field's value of the UsagePending entity.
+// If the UsagePending object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UsagePendingMutation) OldPendingKey(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldPendingKey is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldPendingKey requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldPendingKey: %w", err)
+	}
+	return oldValue.PendingKey, nil
+}
+
+// ResetPendingKey resets all changes to the "pending_key" field.
+func (m *UsagePendingMutation) ResetPendingKey() {
+	m.pending_key = nil
+}
+
+// SetNamespace sets the "namespace" field.
+func (m *UsagePendingMutation) SetNamespace(s string) {
+	m.namespace = &s
+}
+
+// Namespace returns the value of the "namespace" field in the mutation.
+func (m *UsagePendingMutation) Namespace() (r string, exists bool) {
+	v := m.namespace
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldNamespace returns the old "namespace" field's value of the UsagePending entity.
+// If the UsagePending object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UsagePendingMutation) OldNamespace(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldNamespace is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldNamespace requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldNamespace: %w", err)
+	}
+	return oldValue.Namespace, nil
+}
+
+// ResetNamespace resets all changes to the "namespace" field.
+func (m *UsagePendingMutation) ResetNamespace() {
+	m.namespace = nil
+}
+
+// SetName sets the "name" field.
+func (m *UsagePendingMutation) SetName(s string) {
+	m.name = &s
+}
+
+// Name returns the value of the "name" field in the mutation.
+func (m *UsagePendingMutation) Name() (r string, exists bool) {
+	v := m.name
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldName returns the old "name" field's value of the UsagePending entity.
+// If the UsagePending object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UsagePendingMutation) OldName(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldName is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldName requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldName: %w", err)
+	}
+	return oldValue.Name, nil
+}
+
+// ResetName resets all changes to the "name" field.
+func (m *UsagePendingMutation) ResetName() {
+	m.name = nil
+}
+
+// SetKind sets the "kind" field.
+func (m *UsagePendingMutation) SetKind(u usagepending.Kind) {
+	m.kind = &u
+}
+
+// Kind returns the value of the "kind" field in the mutation.
+func (m *UsagePendingMutation) Kind() (r usagepending.Kind, exists bool) {
+	v := m.kind
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldKind returns the old "kind" field's value of the UsagePending entity.
+// If the UsagePending object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UsagePendingMutation) OldKind(ctx context.Context) (v usagepending.Kind, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldKind is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldKind requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldKind: %w", err)
+	}
+	return oldValue.Kind, nil
+}
+
+// ResetKind resets all changes to the "kind" field.
+func (m *UsagePendingMutation) ResetKind() {
+	m.kind = nil
+}
+
+// SetActor sets the "actor" field.
+func (m *UsagePendingMutation) SetActor(s string) {
+	m.actor = &s
+}
+
+// Actor returns the value of the "actor" field in the mutation.
+func (m *UsagePendingMutation) Actor() (r string, exists bool) {
+	v := m.actor
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldActor returns the old "actor" field's value of the UsagePending entity.
+// If the UsagePending object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UsagePendingMutation) OldActor(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldActor is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldActor requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldActor: %w", err)
+	}
+	return oldValue.Actor, nil
+}
+
+// ResetActor resets all changes to the "actor" field.
+func (m *UsagePendingMutation) ResetActor() {
+	m.actor = nil
+}
+
+// SetSource sets the "source" field.
+func (m *UsagePendingMutation) SetSource(s string) {
+	m.source = &s
+}
+
+// Source returns the value of the "source" field in the mutation.
+func (m *UsagePendingMutation) Source() (r string, exists bool) {
+	v := m.source
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSource returns the old "source" field's value of the UsagePending entity.
+// If the UsagePending object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UsagePendingMutation) OldSource(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSource is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSource requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSource: %w", err)
+	}
+	return oldValue.Source, nil
+}
+
+// ResetSource resets all changes to the "source" field.
+func (m *UsagePendingMutation) ResetSource() {
+	m.source = nil
+}
+
+// SetQueryID sets the "query_id" field.
+func (m *UsagePendingMutation) SetQueryID(s string) {
+	m.query_id = &s
+}
+
+// QueryID returns the value of the "query_id" field in the mutation.
+func (m *UsagePendingMutation) QueryID() (r string, exists bool) {
+	v := m.query_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldQueryID returns the old "query_id" field's value of the UsagePending entity.
+// If the UsagePending object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UsagePendingMutation) OldQueryID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldQueryID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldQueryID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldQueryID: %w", err)
+	}
+	return oldValue.QueryID, nil
+}
+
+// ResetQueryID resets all changes to the "query_id" field.
+func (m *UsagePendingMutation) ResetQueryID() {
+	m.query_id = nil
+}
+
+// SetIdempotencyKey sets the "idempotency_key" field.
+func (m *UsagePendingMutation) SetIdempotencyKey(s string) {
+	m.idempotency_key = &s
+}
+
+// IdempotencyKey returns the value of the "idempotency_key" field in the mutation.
+func (m *UsagePendingMutation) IdempotencyKey() (r string, exists bool) {
+	v := m.idempotency_key
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldIdempotencyKey returns the old "idempotency_key" field's value of the UsagePending entity.
+// If the UsagePending object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UsagePendingMutation) OldIdempotencyKey(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldIdempotencyKey is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldIdempotencyKey requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldIdempotencyKey: %w", err)
+	}
+	return oldValue.IdempotencyKey, nil
+}
+
+// ResetIdempotencyKey resets all changes to the "idempotency_key" field.
+func (m *UsagePendingMutation) ResetIdempotencyKey() {
+	m.idempotency_key = nil
+}
+
+// SetAt sets the "at" field.
+func (m *UsagePendingMutation) SetAt(t time.Time) {
+	m.at = &t
+}
+
+// At returns the value of the "at" field in the mutation.
+func (m *UsagePendingMutation) At() (r time.Time, exists bool) {
+	v := m.at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAt returns the old "at" field's value of the UsagePending entity.
+// If the UsagePending object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UsagePendingMutation) OldAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAt: %w", err)
+	}
+	return oldValue.At, nil
+}
+
+// ResetAt resets all changes to the "at" field.
+func (m *UsagePendingMutation) ResetAt() {
+	m.at = nil
+}
+
+// SetReceivedAt sets the "received_at" field.
+func (m *UsagePendingMutation) SetReceivedAt(t time.Time) {
+	m.received_at = &t
+}
+
+// ReceivedAt returns the value of the "received_at" field in the mutation.
+func (m *UsagePendingMutation) ReceivedAt() (r time.Time, exists bool) {
+	v := m.received_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldReceivedAt returns the old "received_at" field's value of the UsagePending entity.
+// If the UsagePending object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UsagePendingMutation) OldReceivedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldReceivedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldReceivedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldReceivedAt: %w", err)
+	}
+	return oldValue.ReceivedAt, nil
+}
+
+// ResetReceivedAt resets all changes to the "received_at" field.
+func (m *UsagePendingMutation) ResetReceivedAt() {
+	m.received_at = nil
+}
+
+// Where appends a list predicates to the UsagePendingMutation builder.
+func (m *UsagePendingMutation) Where(ps ...predicate.UsagePending) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the UsagePendingMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *UsagePendingMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.UsagePending, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *UsagePendingMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *UsagePendingMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (UsagePending).
+func (m *UsagePendingMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *UsagePendingMutation) Fields() []string {
+	fields := make([]string, 0, 10)
+	if m.pending_key != nil {
+		fields = append(fields, usagepending.FieldPendingKey)
+	}
+	if m.namespace != nil {
+		fields = append(fields, usagepending.FieldNamespace)
+	}
+	if m.name != nil {
+		fields = append(fields, usagepending.FieldName)
+	}
+	if m.kind != nil {
+		fields = append(fields, usagepending.FieldKind)
+	}
+	if m.actor != nil {
+		fields = append(fields, usagepending.FieldActor)
+	}
+	if m.source != nil {
+		fields = append(fields, usagepending.FieldSource)
+	}
+	if m.query_id != nil {
+		fields = append(fields, usagepending.FieldQueryID)
+	}
+	if m.idempotency_key != nil {
+		fields = append(fields, usagepending.FieldIdempotencyKey)
+	}
+	if m.at != nil {
+		fields = append(fields, usagepending.FieldAt)
+	}
+	if m.received_at != nil {
+		fields = append(fields, usagepending.FieldReceivedAt)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *UsagePendingMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case usagepending.FieldPendingKey:
+		return m.PendingKey()
+	case usagepending.FieldNamespace:
+		return m.Namespace()
+	case usagepending.FieldName:
+		return m.Name()
+	case usagepending.FieldKind:
+		return m.Kind()
+	case usagepending.FieldActor:
+		return m.Actor()
+	case usagepending.FieldSource:
+		return m.Source()
+	case usagepending.FieldQueryID:
+		return m.QueryID()
+	case usagepending.FieldIdempotencyKey:
+		return m.IdempotencyKey()
+	case usagepending.FieldAt:
+		return m.At()
+	case usagepending.FieldReceivedAt:
+		return m.ReceivedAt()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *UsagePendingMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case usagepending.FieldPendingKey:
+		return m.OldPendingKey(ctx)
+	case usagepending.FieldNamespace:
+		return m.OldNamespace(ctx)
+	case usagepending.FieldName:
+		return m.OldName(ctx)
+	case usagepending.FieldKind:
+		return m.OldKind(ctx)
+	case usagepending.FieldActor:
+		return m.OldActor(ctx)
+	case usagepending.FieldSource:
+		return m.OldSource(ctx)
+	case usagepending.FieldQueryID:
+		return m.OldQueryID(ctx)
+	case usagepending.FieldIdempotencyKey:
+		return m.OldIdempotencyKey(ctx)
+	case usagepending.FieldAt:
+		return m.OldAt(ctx)
+	case usagepending.FieldReceivedAt:
+		return m.OldReceivedAt(ctx)
+	}
+	return nil, fmt.Errorf("unknown UsagePending field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *UsagePendingMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case usagepending.FieldPendingKey:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetPendingKey(v)
+		return nil
+	case usagepending.FieldNamespace:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetNamespace(v)
+		return nil
+	case usagepending.FieldName:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetName(v)
+		return nil
+	case usagepending.FieldKind:
+		v, ok := value.(usagepending.Kind)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetKind(v)
+		return nil
+	case usagepending.FieldActor:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetActor(v)
+		return nil
+	case usagepending.FieldSource:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSource(v)
+		return nil
+	case usagepending.FieldQueryID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetQueryID(v)
+		return nil
+	case usagepending.FieldIdempotencyKey:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetIdempotencyKey(v)
+		return nil
+	case usagepending.FieldAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAt(v)
+		return nil
+	case usagepending.FieldReceivedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetReceivedAt(v)
+		return nil
+	}
+	return fmt.Errorf("unknown UsagePending field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *UsagePendingMutation) AddedFields() []string {
+	return nil
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *UsagePendingMutation) AddedField(name string) (ent.Value, bool) {
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *UsagePendingMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	}
+	return fmt.Errorf("unknown UsagePending numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *UsagePendingMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *UsagePendingMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *UsagePendingMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown UsagePending nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *UsagePendingMutation) ResetField(name string) error {
+	switch name {
+	case usagepending.FieldPendingKey:
+		m.ResetPendingKey()
+		return nil
+	case usagepending.FieldNamespace:
+		m.ResetNamespace()
+		return nil
+	case usagepending.FieldName:
+		m.ResetName()
+		return nil
+	case usagepending.FieldKind:
+		m.ResetKind()
+		return nil
+	case usagepending.FieldActor:
+		m.ResetActor()
+		return nil
+	case usagepending.FieldSource:
+		m.ResetSource()
+		return nil
+	case usagepending.FieldQueryID:
+		m.ResetQueryID()
+		return nil
+	case usagepending.FieldIdempotencyKey:
+		m.ResetIdempotencyKey()
+		return nil
+	case usagepending.FieldAt:
+		m.ResetAt()
+		return nil
+	case usagepending.FieldReceivedAt:
+		m.ResetReceivedAt()
+		return nil
+	}
+	return fmt.Errorf("unknown UsagePending field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *UsagePendingMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *UsagePendingMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *UsagePendingMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *UsagePendingMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *UsagePendingMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *UsagePendingMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *UsagePendingMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown UsagePending unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *UsagePendingMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown UsagePending edge %s", name)
 }
 
 // WebSessionMutation represents an operation that mutates the WebSession nodes in the graph.

@@ -78,6 +78,8 @@ type Tx struct {
 	UsageEvent *UsageEventClient
 	// UsageName is the client for interacting with the UsageName builders.
 	UsageName *UsageNameClient
+	// UsagePending is the client for interacting with the UsagePending builders.
+	UsagePending *UsagePendingClient
 	// WebSession is the client for interacting with the WebSession builders.
 	WebSession *WebSessionClient
 	// Webhook is the client for interacting with the Webhook builders.
@@ -245,6 +247,7 @@ func (tx *Tx) init() {
 	tx.UsageDaily = NewUsageDailyClient(tx.config)
 	tx.UsageEvent = NewUsageEventClient(tx.config)
 	tx.UsageName = NewUsageNameClient(tx.config)
+	tx.UsagePending = NewUsagePendingClient(tx.config)
 	tx.WebSession = NewWebSessionClient(tx.config)
 	tx.Webhook = NewWebhookClient(tx.config)
 }

@@ -30,6 +30,8 @@ type UsageDaily struct {
 	DistinctActors int `json:"distinct_actors,omitempty"`
 	// DistinctJobs holds the value of the "distinct_jobs" field.
 	DistinctJobs int `json:"distinct_jobs,omitempty"`
+	// LateRecords holds the value of the "late_records" field.
+	LateRecords int64 `json:"late_records,omitempty"`
 	// LastReadAt holds the value of the "last_read_at" field.
 	LastReadAt *time.Time `json:"last_read_at,omitempty"`
 	// LastWriteAt holds the value of the "last_write_at" field.
@@ -44,7 +46,7 @@ func (*UsageDaily) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
-		case usagedaily.FieldID, usagedaily.FieldReads, usagedaily.FieldWrites, usagedaily.FieldDistinctActors, usagedaily.FieldDistinctJobs:
+		case usagedaily.FieldID, usagedaily.FieldReads, usagedaily.FieldWrites, usagedaily.FieldDistinctActors, usagedaily.FieldDistinctJobs, usagedaily.FieldLateRecords:
 			values[i] = new(sql.NullInt64)
 		case usagedaily.FieldDay:
 			values[i] = new(sql.NullString)
@@ -108,6 +110,12 @@ func (_m *UsageDaily) assignValues(columns []string, values []any) error {
 				return fmt.Errorf("unexpected type %T for field distinct_jobs", values[i])
 			} else if value.Valid {
 				_m.DistinctJobs = int(value.Int64)
+			}
+		case usagedaily.FieldLateRecords:
+			if value, ok := values[i].(*sql.NullInt64); !ok {
+				return fmt.Errorf("unexpected type %T for field late_records", values[i])
+			} else if value.Valid {
+				_m.LateRecords = value.Int64
 			}
 		case usagedaily.FieldLastReadAt:
 			if value, ok := values[i].(*sql.NullTime); !ok {
@@ -182,6 +190,9 @@ func (_m *UsageDaily) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("distinct_jobs=")
 	builder.WriteString(fmt.Sprintf("%v", _m.DistinctJobs))
+	builder.WriteString(", ")
+	builder.WriteString("late_records=")
+	builder.WriteString(fmt.Sprintf("%v", _m.LateRecords))
 	builder.WriteString(", ")
 	if v := _m.LastReadAt; v != nil {
 		builder.WriteString("last_read_at=")

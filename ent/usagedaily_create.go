@@ -89,6 +89,20 @@ func (_c *UsageDailyCreate) SetNillableDistinctJobs(v *int) *UsageDailyCreate {
 	return _c
 }
 
+// SetLateRecords sets the "late_records" field.
+func (_c *UsageDailyCreate) SetLateRecords(v int64) *UsageDailyCreate {
+	_c.mutation.SetLateRecords(v)
+	return _c
+}
+
+// SetNillableLateRecords sets the "late_records" field if the given value is not nil.
+func (_c *UsageDailyCreate) SetNillableLateRecords(v *int64) *UsageDailyCreate {
+	if v != nil {
+		_c.SetLateRecords(*v)
+	}
+	return _c
+}
+
 // SetLastReadAt sets the "last_read_at" field.
 func (_c *UsageDailyCreate) SetLastReadAt(v time.Time) *UsageDailyCreate {
 	_c.mutation.SetLastReadAt(v)
@@ -174,6 +188,10 @@ func (_c *UsageDailyCreate) defaults() {
 		v := usagedaily.DefaultDistinctJobs
 		_c.mutation.SetDistinctJobs(v)
 	}
+	if _, ok := _c.mutation.LateRecords(); !ok {
+		v := usagedaily.DefaultLateRecords
+		_c.mutation.SetLateRecords(v)
+	}
 }
 
 // check runs all checks and user-defined validators on the builder.
@@ -195,6 +213,9 @@ func (_c *UsageDailyCreate) check() error {
 	}
 	if _, ok := _c.mutation.DistinctJobs(); !ok {
 		return &ValidationError{Name: "distinct_jobs", err: errors.New(`ent: missing required field "UsageDaily.distinct_jobs"`)}
+	}
+	if _, ok := _c.mutation.LateRecords(); !ok {
+		return &ValidationError{Name: "late_records", err: errors.New(`ent: missing required field "UsageDaily.late_records"`)}
 	}
 	if _, ok := _c.mutation.UpdatedAt(); !ok {
 		return &ValidationError{Name: "updated_at", err: errors.New(`ent: missing required field "UsageDaily.updated_at"`)}
@@ -248,6 +269,10 @@ func (_c *UsageDailyCreate) createSpec() (*UsageDaily, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.DistinctJobs(); ok {
 		_spec.SetField(usagedaily.FieldDistinctJobs, field.TypeInt, value)
 		_node.DistinctJobs = value
+	}
+	if value, ok := _c.mutation.LateRecords(); ok {
+		_spec.SetField(usagedaily.FieldLateRecords, field.TypeInt64, value)
+		_node.LateRecords = value
 	}
 	if value, ok := _c.mutation.LastReadAt(); ok {
 		_spec.SetField(usagedaily.FieldLastReadAt, field.TypeTime, value)

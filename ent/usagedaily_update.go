@@ -141,6 +141,27 @@ func (_u *UsageDailyUpdate) AddDistinctJobs(v int) *UsageDailyUpdate {
 	return _u
 }
 
+// SetLateRecords sets the "late_records" field.
+func (_u *UsageDailyUpdate) SetLateRecords(v int64) *UsageDailyUpdate {
+	_u.mutation.ResetLateRecords()
+	_u.mutation.SetLateRecords(v)
+	return _u
+}
+
+// SetNillableLateRecords sets the "late_records" field if the given value is not nil.
+func (_u *UsageDailyUpdate) SetNillableLateRecords(v *int64) *UsageDailyUpdate {
+	if v != nil {
+		_u.SetLateRecords(*v)
+	}
+	return _u
+}
+
+// AddLateRecords adds value to the "late_records" field.
+func (_u *UsageDailyUpdate) AddLateRecords(v int64) *UsageDailyUpdate {
+	_u.mutation.AddLateRecords(v)
+	return _u
+}
+
 // SetLastReadAt sets the "last_read_at" field.
 func (_u *UsageDailyUpdate) SetLastReadAt(v time.Time) *UsageDailyUpdate {
 	_u.mutation.SetLastReadAt(v)
@@ -265,6 +286,12 @@ func (_u *UsageDailyUpdate) sqlSave(ctx context.Context) (_node int, err error) 
 	}
 	if value, ok := _u.mutation.AddedDistinctJobs(); ok {
 		_spec.AddField(usagedaily.FieldDistinctJobs, field.TypeInt, value)
+	}
+	if value, ok := _u.mutation.LateRecords(); ok {
+		_spec.SetField(usagedaily.FieldLateRecords, field.TypeInt64, value)
+	}
+	if value, ok := _u.mutation.AddedLateRecords(); ok {
+		_spec.AddField(usagedaily.FieldLateRecords, field.TypeInt64, value)
 	}
 	if value, ok := _u.mutation.LastReadAt(); ok {
 		_spec.SetField(usagedaily.FieldLastReadAt, field.TypeTime, value)
@@ -410,6 +437,27 @@ func (_u *UsageDailyUpdateOne) SetNillableDistinctJobs(v *int) *UsageDailyUpdate
 // AddDistinctJobs adds value to the "distinct_jobs" field.
 func (_u *UsageDailyUpdateOne) AddDistinctJobs(v int) *UsageDailyUpdateOne {
 	_u.mutation.AddDistinctJobs(v)
+	return _u
+}
+
+// SetLateRecords sets the "late_records" field.
+func (_u *UsageDailyUpdateOne) SetLateRecords(v int64) *UsageDailyUpdateOne {
+	_u.mutation.ResetLateRecords()
+	_u.mutation.SetLateRecords(v)
+	return _u
+}
+
+// SetNillableLateRecords sets the "late_records" field if the given value is not nil.
+func (_u *UsageDailyUpdateOne) SetNillableLateRecords(v *int64) *UsageDailyUpdateOne {
+	if v != nil {
+		_u.SetLateRecords(*v)
+	}
+	return _u
+}
+
+// AddLateRecords adds value to the "late_records" field.
+func (_u *UsageDailyUpdateOne) AddLateRecords(v int64) *UsageDailyUpdateOne {
+	_u.mutation.AddLateRecords(v)
 	return _u
 }
 
@@ -567,6 +615,12 @@ func (_u *UsageDailyUpdateOne) sqlSave(ctx context.Context) (_node *UsageDaily, 
 	}
 	if value, ok := _u.mutation.AddedDistinctJobs(); ok {
 		_spec.AddField(usagedaily.FieldDistinctJobs, field.TypeInt, value)
+	}
+	if value, ok := _u.mutation.LateRecords(); ok {
+		_spec.SetField(usagedaily.FieldLateRecords, field.TypeInt64, value)
+	}
+	if value, ok := _u.mutation.AddedLateRecords(); ok {
+		_spec.AddField(usagedaily.FieldLateRecords, field.TypeInt64, value)
 	}
 	if value, ok := _u.mutation.LastReadAt(); ok {
 		_spec.SetField(usagedaily.FieldLastReadAt, field.TypeTime, value)

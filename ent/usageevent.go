@@ -41,7 +41,11 @@ type UsageEvent struct {
 	// Day holds the value of the "day" field.
 	Day string `json:"day,omitempty"`
 	// ReceivedAt holds the value of the "received_at" field.
-	ReceivedAt   time.Time `json:"received_at,omitempty"`
+	ReceivedAt time.Time `json:"received_at,omitempty"`
+	// Resolution holds the value of the "resolution" field.
+	Resolution string `json:"resolution,omitempty"`
+	// Late holds the value of the "late" field.
+	Late         bool `json:"late,omitempty"`
 	selectValues sql.SelectValues
 }
 
@@ -52,9 +56,11 @@ func (*UsageEvent) scanValues(columns []string) ([]any, error) {
 		switch columns[i] {
 		case usageevent.FieldJobAssetID:
 			values[i] = &sql.NullScanner{S: new(uuid.UUID)}
+		case usageevent.FieldLate:
+			values[i] = new(sql.NullBool)
 		case usageevent.FieldID:
 			values[i] = new(sql.NullInt64)
-		case usageevent.FieldEventKey, usageevent.FieldKind, usageevent.FieldActor, usageevent.FieldSource, usageevent.FieldQueryID, usageevent.FieldNamespace, usageevent.FieldName, usageevent.FieldDay:
+		case usageevent.FieldEventKey, usageevent.FieldKind, usageevent.FieldActor, usageevent.FieldSource, usageevent.FieldQueryID, usageevent.FieldNamespace, usageevent.FieldName, usageevent.FieldDay, usageevent.FieldResolution:
 			values[i] = new(sql.NullString)
 		case usageevent.FieldAt, usageevent.FieldReceivedAt:
 			values[i] = new(sql.NullTime)
@@ -154,6 +160,18 @@ func (_m *UsageEvent) assignValues(columns []string, values []any) error {
 			} else if value.Valid {
 				_m.ReceivedAt = value.Time
 			}
+		case usageevent.FieldResolution:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field resolution", values[i])
+			} else if value.Valid {
+				_m.Resolution = value.String
+			}
+		case usageevent.FieldLate:
+			if value, ok := values[i].(*sql.NullBool); !ok {
+				return fmt.Errorf("unexpected type %T for field late", values[i])
+			} else if value.Valid {
+				_m.Late = value.Bool
+			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
 		}
@@ -227,6 +245,12 @@ func (_m *UsageEvent) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("received_at=")
 	builder.WriteString(_m.ReceivedAt.Format(time.ANSIC))
+	builder.WriteString(", ")
+	builder.WriteString("resolution=")
+	builder.WriteString(_m.Resolution)
+	builder.WriteString(", ")
+	builder.WriteString("late=")
+	builder.WriteString(fmt.Sprintf("%v", _m.Late))
 	builder.WriteByte(')')
 	return builder.String()
 }

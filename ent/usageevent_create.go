@@ -141,6 +141,34 @@ func (_c *UsageEventCreate) SetReceivedAt(v time.Time) *UsageEventCreate {
 	return _c
 }
 
+// SetResolution sets the "resolution" field.
+func (_c *UsageEventCreate) SetResolution(v string) *UsageEventCreate {
+	_c.mutation.SetResolution(v)
+	return _c
+}
+
+// SetNillableResolution sets the "resolution" field if the given value is not nil.
+func (_c *UsageEventCreate) SetNillableResolution(v *string) *UsageEventCreate {
+	if v != nil {
+		_c.SetResolution(*v)
+	}
+	return _c
+}
+
+// SetLate sets the "late" field.
+func (_c *UsageEventCreate) SetLate(v bool) *UsageEventCreate {
+	_c.mutation.SetLate(v)
+	return _c
+}
+
+// SetNillableLate sets the "late" field if the given value is not nil.
+func (_c *UsageEventCreate) SetNillableLate(v *bool) *UsageEventCreate {
+	if v != nil {
+		_c.SetLate(*v)
+	}
+	return _c
+}
+
 // Mutation returns the UsageEventMutation object of the builder.
 func (_c *UsageEventCreate) Mutation() *UsageEventMutation {
 	return _c.mutation
@@ -196,6 +224,14 @@ func (_c *UsageEventCreate) defaults() {
 		v := usageevent.DefaultName
 		_c.mutation.SetName(v)
 	}
+	if _, ok := _c.mutation.Resolution(); !ok {
+		v := usageevent.DefaultResolution
+		_c.mutation.SetResolution(v)
+	}
+	if _, ok := _c.mutation.Late(); !ok {
+		v := usageevent.DefaultLate
+		_c.mutation.SetLate(v)
+	}
 }
 
 // check runs all checks and user-defined validators on the builder.
@@ -237,6 +273,12 @@ func (_c *UsageEventCreate) check() error {
 	}
 	if _, ok := _c.mutation.ReceivedAt(); !ok {
 		return &ValidationError{Name: "received_at", err: errors.New(`ent: missing required field "UsageEvent.received_at"`)}
+	}
+	if _, ok := _c.mutation.Resolution(); !ok {
+		return &ValidationError{Name: "resolution", err: errors.New(`ent: missing required field "UsageEvent.resolution"`)}
+	}
+	if _, ok := _c.mutation.Late(); !ok {
+		return &ValidationError{Name: "late", err: errors.New(`ent: missing required field "UsageEvent.late"`)}
 	}
 	return nil
 }
@@ -311,6 +353,14 @@ func (_c *UsageEventCreate) createSpec() (*UsageEvent, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.ReceivedAt(); ok {
 		_spec.SetField(usageevent.FieldReceivedAt, field.TypeTime, value)
 		_node.ReceivedAt = value
+	}
+	if value, ok := _c.mutation.Resolution(); ok {
+		_spec.SetField(usageevent.FieldResolution, field.TypeString, value)
+		_node.Resolution = value
+	}
+	if value, ok := _c.mutation.Late(); ok {
+		_spec.SetField(usageevent.FieldLate, field.TypeBool, value)
+		_node.Late = value
 	}
 	return _node, _spec
 }

@@ -36,6 +36,7 @@ type server struct {
 	DB    *storage.DB
 	Write string // token with the write scope
 	Read  string // token with the read scope only
+	Admin string // token with the admin scope
 	// Cleanup runs scans (they are started from the command line or the scheduler, not the API).
 	Cleanup *cleanup.Service
 	client  *http.Client
@@ -64,9 +65,17 @@ func startServer(t testing.TB, db *storage.DB, tweak func(*handlers.Config)) *se
 	if err != nil {
 		t.Fatal(err)
 	}
+	admin, _, err := tokens.Create(ctx, "admin", []auth.Scope{auth.ScopeAdmin})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var lin *lineage.Service
-	cat := catalog.New(db.Client, catalog.WithChangeHook(func(ctx context.Context, ids []uuid.UUID) { lin.Graph().AssetsChanged(ctx, ids) }))
-	use, err := usage.New(db.Client, cat)
+	var use *usage.Service
+	cat := catalog.New(db.Client, catalog.WithChangeHook(func(ctx context.Context, ids []uuid.UUID) {
+		lin.Graph().AssetsChanged(ctx, ids)
+		use.NamesChanged(ctx, ids)
+	}))
+	use, err = usage.New(db.Client, cat)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +123,7 @@ func startServer(t testing.TB, db *storage.DB, tweak func(*handlers.Config)) *se
 		defer cancel()
 		srv.Shutdown(ctx)
 	})
-	return &server{t: t, URL: "http://" + ln.Addr().String(), API: api, DB: db, Write: write, Read: read, Cleanup: clean,
+	return &server{t: t, URL: "http://" + ln.Addr().String(), API: api, DB: db, Write: write, Read: read, Admin: admin, Cleanup: clean,
 		client: &http.Client{Timeout: 30 * time.Second}, ahead: ahead}
 }
 
@@ -200,7 +209,7 @@ func (s *server) counts(t testing.TB) map[string]int {
 	out := map[string]int{}
 	for _, table := range []string{"assets", "asset_names", "external_ids", "owners", "audit_events", "idempotency_keys", "api_tokens",
 		"lineage_events", "runs", "run_ios", "lineage_edges", "column_edges", "asset_facets", "lineage_states",
-		"usage_events", "usage_dailies", "usage_actor_dailies", "usage_names",
+		"usage_events", "usage_dailies", "usage_actor_dailies", "usage_names", "usage_pendings",
 		"tidemark_iceberg_tables", "iceberg_manifests", "iceberg_manifest_lists", "table_syncs",
 		"cleanup_scans", "cleanup_shard_walks", "cleanup_leases", "cleanup_observations",
 		"proposals", "proposal_files", "proposal_steps", "outbox_messages", "webhooks", "cleanup_exemptions"} {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/tidemark/tidemark/auth"
 	"github.com/tidemark/tidemark/cleanup"
 	"github.com/tidemark/tidemark/tables/tablestest"
 )
@@ -37,7 +36,6 @@ type tableBody struct {
 
 func TestTablesAPI(t *testing.T) {
 	eachBackend(t, func(t *testing.T, s *server) {
-		ctx := context.Background()
 		l := tablestest.NewLake(t)
 		start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 		tbl := l.Append(l.Create("db.events", tablestest.HourSpec()), tablestest.Rows(0, 6, start))
@@ -149,10 +147,7 @@ func TestTablesAPI(t *testing.T) {
 
 		// Sync needs admin; with no connection configured it reports nothing to do.
 		s.must(t, 403, req{method: "POST", path: "/api/v1/tables/sync", token: s.Write})
-		admin, _, err := auth.NewStore(s.DB.Client, nil).Create(ctx, "admin", []auth.Scope{auth.ScopeAdmin})
-		if err != nil {
-			t.Fatal(err)
-		}
+		admin := s.Admin
 		var rep struct {
 			Connections []any `json:"connections"`
 			Errors      int   `json:"errors"`
@@ -283,10 +278,7 @@ func TestProposalsAPI(t *testing.T) {
 			t.Fatalf("proposals: %+v", list)
 		}
 		pid := list.Items[0].ID
-		admin, _, err := auth.NewStore(s.DB.Client, nil).Create(ctx, "admin", []auth.Scope{auth.ScopeAdmin})
-		if err != nil {
-			t.Fatal(err)
-		}
+		admin := s.Admin
 		before := s.counts(t)
 		s.must(t, 401, req{method: "POST", path: "/api/v1/proposals/" + pid + "/approve"})
 		s.must(t, 403, req{method: "POST", path: "/api/v1/proposals/" + pid + "/approve", token: s.Write})
@@ -354,7 +346,6 @@ func TestProposalsAPI(t *testing.T) {
 // back in time) is refused; only an admin may force it.
 func TestRegisterOlderMetadata(t *testing.T) {
 	eachBackend(t, func(t *testing.T, s *server) {
-		ctx := context.Background()
 		l := tablestest.NewLake(t)
 		old := l.Append(l.Create("db.events", nil), tablestest.Rows(0, 2, time.Now()))
 		time.Sleep(2 * time.Millisecond) // metadata times are in milliseconds
@@ -377,10 +368,7 @@ func TestRegisterOlderMetadata(t *testing.T) {
 		if after := s.counts(t); !maps.Equal(before, after) {
 			t.Fatalf("refused registrations wrote rows: %v -> %v", before, after)
 		}
-		admin, _, err := auth.NewStore(s.DB.Client, nil).Create(ctx, "admin", []auth.Scope{auth.ScopeAdmin})
-		if err != nil {
-			t.Fatal(err)
-		}
+		admin := s.Admin
 		if tb := register(admin, old.MetadataLocation(), true, 200); tb.MetadataLocation != old.MetadataLocation() {
 			t.Fatalf("forced registration: %+v", tb)
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"github.com/tidemark/tidemark/auth"
 	"github.com/tidemark/tidemark/usage"
 )
 
@@ -30,6 +31,9 @@ type usageRecordRequest struct {
 
 type usageRequest struct {
 	Events []usageRecordRequest `json:"events"`
+	// Backfill accepts records up to the usage retention old instead of the lateness (a query
+	// log posted after the fact); it needs a token with the admin scope.
+	Backfill bool `json:"backfill,omitempty"`
 }
 
 type usageRecordResult struct {
@@ -37,6 +41,9 @@ type usageRecordResult struct {
 	Status  string     `json:"status"` // accepted, duplicate, refused, unresolved
 	AssetID *uuid.UUID `json:"asset_id,omitempty"`
 	Reason  string     `json:"reason,omitempty"`
+	// Resolution says how a name resolved when it did not name its holder at the time
+	// exactly: before_first_seen or rename_window.
+	Resolution string `json:"resolution,omitempty"`
 }
 
 type usageSummary struct {
@@ -80,6 +87,9 @@ type usageTotals struct {
 	DistinctActors int        `json:"distinct_actors"`
 	LastRead       *time.Time `json:"last_read,omitempty"`
 	LastWrite      *time.Time `json:"last_write,omitempty"`
+	// LateRecords were attributed after the fact: they waited unresolved until a name
+	// appeared or changed.
+	LateRecords int64 `json:"late_records"`
 }
 
 type assetUsageResponse struct {
@@ -110,6 +120,21 @@ type topUsageResponse struct {
 	Assets []rankedAsset `json:"assets"`
 }
 
+type waitingName struct {
+	Namespace string    `json:"namespace"`
+	Name      string    `json:"name"`
+	Reads     int64     `json:"reads"`
+	Writes    int64     `json:"writes"`
+	FirstAt   time.Time `json:"first_at"`
+	LastAt    time.Time `json:"last_at"`
+}
+
+type unresolvedResponse struct {
+	// Records is how many records wait in all; Names the names they wait under, most first.
+	Records int64         `json:"records"`
+	Names   []waitingName `json:"names"`
+}
+
 // DefaultUsageBodyLimit fits a batch of 5000 records.
 const DefaultUsageBodyLimit = 4 << 20
 
@@ -127,6 +152,25 @@ func (a *API) usageRoutes() {
 		Tag: "usage", Params: []param{{Name: "kind", In: "query", Description: "read (default) or write"},
 			{Name: "window", In: "query", Description: "e.g. 30d (default), 7d, 12h"}, {Name: "limit", In: "query", Description: "1-1000, default 20"}},
 		Responses: map[int]any{200: topUsageResponse{}}}, a.topUsage)
+	a.handle(operation{Method: http.MethodGet, Path: "/api/v1/usage/unresolved", Summary: "Usage records kept until an asset takes their name, by name",
+		Tag: "usage", Params: []param{{Name: "limit", In: "query", Description: "1-1000, default 100"}},
+		Responses: map[int]any{200: unresolvedResponse{}}}, a.unresolvedUsage)
+}
+
+func (a *API) unresolvedUsage(c echo.Context) error {
+	limit, err := queryInt(c, "limit", 100, 1, 1000)
+	if err != nil {
+		return err
+	}
+	names, total, err := a.cfg.Usage.Unresolved(c.Request().Context(), limit)
+	if err != nil {
+		return err
+	}
+	out := unresolvedResponse{Records: total, Names: []waitingName{}}
+	for _, w := range names {
+		out.Names = append(out.Names, waitingName(w))
+	}
+	return c.JSON(http.StatusOK, out)
 }
 
 func (a *API) recordUsage(c echo.Context) error {
@@ -148,14 +192,21 @@ func (a *API) recordUsage(c echo.Context) error {
 			recs[i].AssetID = *e.Asset.ID
 		}
 	}
-	results, err := a.cfg.Usage.Record(c.Request().Context(), recs)
+	record := a.cfg.Usage.Record
+	if req.Backfill {
+		if !a.allows(c, auth.ScopeAdmin) {
+			return newProblem(http.StatusForbidden, "backfill accepts records older than the lateness window: it needs a token with the admin scope")
+		}
+		record = a.cfg.Usage.Backfill
+	}
+	results, err := record(c.Request().Context(), recs)
 	if err != nil {
 		return err
 	}
 	out := usageResponse{Summary: usageSummary{Received: len(results)}, Results: make([]usageRecordResult, len(results))}
 	for i, r := range results {
 		a.usageRecords.WithLabelValues(r.Status).Inc()
-		out.Results[i] = usageRecordResult{Index: i, Status: r.Status, Reason: r.Reason}
+		out.Results[i] = usageRecordResult{Index: i, Status: r.Status, Reason: r.Reason, Resolution: r.Resolution}
 		if r.AssetID != uuid.Nil {
 			id := r.AssetID
 			out.Results[i].AssetID = &id
@@ -212,7 +263,7 @@ func (a *API) assetUsage(c echo.Context) error {
 	}
 	out := assetUsageResponse{AssetID: id, From: usage.Day(s.From), To: usage.Day(s.To), Granularity: s.Granularity,
 		Series: make([]usagePoint, 0, len(s.Points)), TopActors: make([]actorCount, 0, len(s.TopActors)), NamesSeen: make([]nameSeen, 0, len(s.NamesSeen)),
-		Totals: usageTotals{Reads: s.Reads, Writes: s.Writes, DistinctActors: s.DistinctActors, LastRead: s.LastRead, LastWrite: s.LastWrite}}
+		Totals: usageTotals{Reads: s.Reads, Writes: s.Writes, DistinctActors: s.DistinctActors, LastRead: s.LastRead, LastWrite: s.LastWrite, LateRecords: s.LateRecords}}
 	for _, p := range s.Points {
 		out.Series = append(out.Series, usagePoint{Start: usage.Day(p.Start), Reads: p.Reads, Writes: p.Writes, DistinctActors: p.DistinctActors, DistinctJobs: p.DistinctJobs})
 	}

@@ -189,7 +189,7 @@ func (s *Service) Register(ctx context.Context, in RegisterInput) (Table, Refres
 	if !rename {
 		ns, name = LocationName(tbl.Metadata().Location())
 	}
-	id, _, err := s.bind(ctx, tbl, "", "", ns, name, rename)
+	id, _, err := s.bind(ctx, tbl, "", "", ns, name, rename, time.Time{})
 	if err != nil {
 		return Table{}, RefreshReport{}, err
 	}
@@ -232,8 +232,10 @@ func (s *Service) loadProblem(ctx context.Context, loc string, err error) string
 
 // bind finds or creates the asset for a loaded table and records the table row. A known
 // table-uuid under another name is a rename of the same asset when rename is set. It returns
-// what it did: "added", "renamed", "restored" or "".
-func (s *Service) bind(ctx context.Context, tbl *table.Table, conn, ident, ns, name string, rename bool) (uuid.UUID, string, error) {
+// what it did: "added", "renamed", "restored" or "". listedAt is when a sync's listing showed the
+// table (zero for a registration): the next sync that finds it renamed knows the rename came
+// after the previous listing.
+func (s *Service) bind(ctx context.Context, tbl *table.Table, conn, ident, ns, name string, rename bool, listedAt time.Time) (uuid.UUID, string, error) {
 	meta := tbl.Metadata()
 	tuuid := meta.TableUUID().String()
 	uuidID := catalog.ExternalIDInput{System: catalog.SystemIcebergTable, Value: tuuid}
@@ -262,7 +264,16 @@ func (s *Service) bind(ctx context.Context, tbl *table.Table, conn, ident, ns, n
 			}
 		}
 		if rename && (a.Namespace != ns || a.Name != name) {
-			if _, err := s.cat.Rename(ctx, id, catalog.AnyVersion, ns, name); err != nil {
+			since, err := s.lastListed(ctx, tuuid, conn)
+			if err != nil {
+				return uuid.Nil, "", err
+			}
+			if since != nil {
+				_, err = s.cat.RenameFound(ctx, id, ns, name, *since)
+			} else {
+				_, err = s.cat.Rename(ctx, id, catalog.AnyVersion, ns, name)
+			}
+			if err != nil {
 				return uuid.Nil, "", fmt.Errorf("rename asset %s to %s.%s: %w", id, ns, name, err)
 			}
 			if action == "" {
@@ -300,7 +311,7 @@ func (s *Service) bind(ctx context.Context, tbl *table.Table, conn, ident, ns, n
 		}
 		s.log.Warn("table location already bound to another asset", "asset_id", id, "location", meta.Location(), "err", err)
 	}
-	return id, action, s.upsertRow(ctx, id, tbl, conn, ident)
+	return id, action, s.upsertRow(ctx, id, tbl, conn, ident, listedAt)
 }
 
 // adoptable returns the live asset holding a name when no Iceberg table is bound to it.
@@ -324,7 +335,26 @@ func (s *Service) adoptable(ctx context.Context, ns, name string) (uuid.UUID, er
 	return a.ID, nil
 }
 
-func (s *Service) upsertRow(ctx context.Context, id uuid.UUID, tbl *table.Table, conn, ident string) error {
+// lastListed is when a listing of connection conn last showed the table under its identifier,
+// or nil (not synced from conn, or never listed).
+func (s *Service) lastListed(ctx context.Context, tuuid, conn string) (*time.Time, error) {
+	if conn == "" {
+		return nil, nil
+	}
+	row, err := s.db.IcebergTable.Query().Where(icebergtable.TableUUID(tuuid)).Only(ctx)
+	if ent.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read table %s: %w", tuuid, err)
+	}
+	if row.Connection != conn {
+		return nil, nil
+	}
+	return row.ListedAt, nil
+}
+
+func (s *Service) upsertRow(ctx context.Context, id uuid.UUID, tbl *table.Table, conn, ident string, listedAt time.Time) error {
 	meta := tbl.Metadata()
 	now := s.clock()
 	var cur *int64
@@ -338,7 +368,7 @@ func (s *Service) upsertRow(ctx context.Context, id uuid.UUID, tbl *table.Table,
 		err = s.db.IcebergTable.Create().SetID(id).SetConnection(conn).SetIdentifier(ident).
 			SetTableUUID(meta.TableUUID().String()).SetLocation(meta.Location()).
 			SetMetadataLocation(tbl.MetadataLocation()).SetFormatVersion(meta.Version()).
-			SetNillableCurrentSnapshotID(cur).SetLastUpdatedAt(last).
+			SetNillableCurrentSnapshotID(cur).SetLastUpdatedAt(last).SetNillableListedAt(nonZero(listedAt)).
 			SetCreatedAt(now).SetUpdatedAt(now).Exec(ctx)
 		if !ent.IsConstraintError(err) {
 			return err
@@ -354,6 +384,9 @@ func (s *Service) upsertRow(ctx context.Context, id uuid.UUID, tbl *table.Table,
 		SetNillableCurrentSnapshotID(cur).SetLastUpdatedAt(last).ClearGoneAt().ClearMissingAt().SetUpdatedAt(now)
 	if cur == nil {
 		u.ClearCurrentSnapshotID()
+	}
+	if !listedAt.IsZero() {
+		u.SetListedAt(listedAt)
 	}
 	// A dropped table registered again by metadata location is a registered table from now on:
 	// its catalog no longer has it, and a sync must not mark it gone again.
@@ -421,7 +454,7 @@ func (s *Service) Refresh(ctx context.Context, id uuid.UUID) (RefreshReport, err
 	if err != nil {
 		return RefreshReport{}, err
 	}
-	if err := s.upsertRow(ctx, id, tbl, row.Connection, row.Identifier); err != nil {
+	if err := s.upsertRow(ctx, id, tbl, row.Connection, row.Identifier, time.Time{}); err != nil {
 		return RefreshReport{}, err
 	}
 	return s.inspectAndStore(ctx, id, tbl)
@@ -630,4 +663,11 @@ func (s *Service) notOlder(ctx context.Context, tbl *table.Table, force bool) er
 			tbl.MetadataLocation(), time.UnixMilli(newer).UTC().Format(time.RFC3339), row.MetadataLocation, row.ID, row.LastUpdatedAt.UTC().Format(time.RFC3339))}
 	}
 	return nil
+}
+
+func nonZero(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
 }

@@ -152,6 +152,7 @@ func (s *Service) syncConnection(ctx context.Context, c *Connection) (Connection
 	}
 
 	// 1. List: every namespace (nested ones too) and its tables; load each table.
+	listedAt := s.clock()
 	var tables []table.Identifier
 	queue := []table.Identifier{nil}
 	visited := map[string]bool{}
@@ -279,7 +280,7 @@ func (s *Service) syncConnection(ctx context.Context, c *Connection) (Connection
 		if err != nil && !ent.IsNotFound(err) {
 			return cr, err
 		}
-		id, action, err := s.bind(ctx, l.tbl, c.Name, l.ident, c.Namespace, l.ident, true)
+		id, action, err := s.bind(ctx, l.tbl, c.Name, l.ident, c.Namespace, l.ident, true, listedAt)
 		ch := TableChange{AssetID: id, Identifier: l.ident, TableUUID: tuuid}
 		if err != nil {
 			if ctx.Err() != nil {

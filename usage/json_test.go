@@ -34,5 +34,5 @@ func FuzzRowsJSON(f *testing.F) {
 
 func validText(s string) bool {
 	r := Record{Kind: "read", At: time.Now(), QueryID: "q", AssetID: uuid.New(), Actor: s}
-	return (&Service{lateness: time.Hour}).check(r, time.Now()) == ""
+	return (&Service{lateness: time.Hour}).check(r, time.Now(), time.Hour) == ""
 }

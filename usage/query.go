@@ -49,6 +49,7 @@ type Series struct {
 	DistinctActors int
 	LastRead       *time.Time
 	LastWrite      *time.Time
+	LateRecords    int64 // attributed after the fact
 	TopActors      []ActorCount
 	NamesSeen      []NameSeen
 }
@@ -122,6 +123,7 @@ func (s *Service) Series(ctx context.Context, id uuid.UUID, from, to time.Time, 
 		}
 		out.Reads += d.Reads
 		out.Writes += d.Writes
+		out.LateRecords += d.LateRecords
 		out.LastRead = later(out.LastRead, d.LastReadAt)
 		out.LastWrite = later(out.LastWrite, d.LastWriteAt)
 	}

@@ -18,7 +18,6 @@ import (
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/ent/asset"
-	"github.com/tidemark/tidemark/ent/assetname"
 )
 
 // Record is one usage record from a query log: a read or write of an asset (by ID, or by the
@@ -40,14 +39,22 @@ const (
 	StatusAccepted   = "accepted"
 	StatusDuplicate  = "duplicate"  // recorded before (or earlier in the same batch): not counted again
 	StatusRefused    = "refused"    // invalid, too old, in the future: Reason says which
-	StatusUnresolved = "unresolved" // no asset held that name at that time (no asset is created)
+	StatusUnresolved = "unresolved" // no asset held that name at that time: kept, attributed when one takes it
+)
+
+// How a name resolved (Result.Resolution, and kept on the stored record).
+const (
+	ResolvedExact           = ""                  // the asset held the name at the record's time
+	ResolvedBeforeFirstSeen = "before_first_seen" // the name's first holder, before Tidemark knew it
+	ResolvedRenameWindow    = "rename_window"     // renamed by an engine between two catalog syncs
 )
 
 // Result is what happened to one record.
 type Result struct {
-	Status  string
-	AssetID uuid.UUID
-	Reason  string
+	Status     string
+	AssetID    uuid.UUID
+	Reason     string
+	Resolution string // for a name: how it resolved (ResolvedExact, ...)
 }
 
 // Limits on records.
@@ -68,18 +75,32 @@ type row struct {
 	namespace string
 	name      string
 	at        time.Time
+	resolved  string // Resolution
+	late      bool   // attributed after the fact, from the pending records
 }
 
 // Record validates, resolves and stores a batch of records. Every record gets a result; the
-// valid ones are stored together, each counted once however often it is sent.
+// valid ones are stored together, each counted once however often it is sent. Records whose name
+// no asset held at their time are kept (unresolved) and attributed when an asset takes the name.
+// Records older than the lateness are refused.
 func (s *Service) Record(ctx context.Context, recs []Record) ([]Result, error) {
+	return s.record(ctx, recs, s.lateness)
+}
+
+// Backfill is Record for a query log posted after the fact (an admin's): records up to the
+// retention old are accepted, and the rollups of their days count them.
+func (s *Service) Backfill(ctx context.Context, recs []Record) ([]Result, error) {
+	return s.record(ctx, recs, s.retention)
+}
+
+func (s *Service) record(ctx context.Context, recs []Record, maxAge time.Duration) ([]Result, error) {
 	if len(recs) > MaxRecords {
 		return nil, &catalog.Error{Kind: catalog.ErrInvalid, Field: "events", Message: fmt.Sprintf("usage: %d records in one batch; the limit is %d: split it", len(recs), MaxRecords)}
 	}
 	now := s.clock()
 	out := make([]Result, len(recs))
 	for i, r := range recs {
-		if reason := s.check(r, now); reason != "" {
+		if reason := s.check(r, now, maxAge); reason != "" {
 			out[i] = Result{Status: StatusRefused, Reason: reason}
 		}
 	}
@@ -95,11 +116,24 @@ func (s *Service) Record(ctx context.Context, recs []Record) ([]Result, error) {
 		key := recordKey(r, out[i].AssetID)
 		if len(at[key]) == 0 {
 			rows = append(rows, row{key: key, assetID: out[i].AssetID, kind: r.Kind, actor: r.Actor, source: r.Source,
-				queryID: r.QueryID, namespace: r.Namespace, name: r.Name, at: r.At.UTC().Truncate(time.Microsecond)})
+				queryID: r.QueryID, namespace: r.Namespace, name: r.Name, at: r.At.UTC().Truncate(time.Microsecond), resolved: out[i].Resolution})
 		}
 		at[key] = append(at[key], i)
 	}
-	inserted, err := s.store(ctx, rows)
+	var pending []Record
+	for i, r := range recs {
+		if out[i].Status == StatusUnresolved && r.AssetID == uuid.Nil {
+			pending = append(pending, r)
+		}
+	}
+	var inserted map[string]bool
+	err := s.inTx(ctx, func(ctx context.Context, tx *ent.Tx) error {
+		var err error
+		if inserted, err = s.store(ctx, rows); err != nil {
+			return err
+		}
+		return s.keepPending(ctx, tx, pending, now)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +149,7 @@ func (s *Service) Record(ctx context.Context, recs []Record) ([]Result, error) {
 }
 
 // check returns why a record is refused, or "".
-func (s *Service) check(r Record, now time.Time) string {
+func (s *Service) check(r Record, now time.Time, maxAge time.Duration) string {
 	switch {
 	case r.Kind != "read" && r.Kind != "write":
 		return fmt.Sprintf("kind %q is not read or write", truncate(r.Kind, 32))
@@ -123,8 +157,10 @@ func (s *Service) check(r Record, now time.Time) string {
 		return "at is missing; send the time of the query (RFC 3339)"
 	case r.At.After(now.Add(Skew)):
 		return fmt.Sprintf("at %s is in the future (more than %s ahead of the server's clock)", r.At.UTC().Format(time.RFC3339), Skew)
-	case r.At.Before(now.Add(-s.lateness)):
-		return fmt.Sprintf("at %s is older than the accepted lateness of %s; such records are refused, not counted", r.At.UTC().Format(time.RFC3339), s.lateness)
+	case r.At.Before(now.Add(-maxAge)) && maxAge == s.lateness:
+		return fmt.Sprintf("at %s is older than the accepted lateness of %s; such records are refused, not counted (an admin can post a backfill up to the retention of %s)", r.At.UTC().Format(time.RFC3339), s.lateness, s.retention)
+	case r.At.Before(now.Add(-maxAge)):
+		return fmt.Sprintf("at %s is older than the usage retention of %s; a backfill reaches back that far only", r.At.UTC().Format(time.RFC3339), maxAge)
 	case r.QueryID == "" && r.IdempotencyKey == "":
 		return "no query_id and no idempotency_key: without one a retried batch would count twice"
 	case r.AssetID == uuid.Nil && (r.Namespace == "" || r.Name == ""):
@@ -180,16 +216,9 @@ func (s *Service) resolve(ctx context.Context, recs []Record, out []Result) erro
 			exists[id] = true
 		}
 	}
-	history := map[[2]string][]*ent.AssetName{}
-	for _, part := range chunk(names) {
-		rows, err := client.AssetName.Query().Where(assetname.NameIn(part...), assetname.SpaceEQ(assetname.SpaceDataset)).All(ctx)
-		if err != nil {
-			return fmt.Errorf("usage: look up names: %w", err)
-		}
-		for _, r := range rows {
-			k := [2]string{r.Namespace, r.Name}
-			history[k] = append(history[k], r)
-		}
+	res, err := s.newResolver(ctx, client, names)
+	if err != nil {
+		return err
 	}
 	for i, r := range recs {
 		if out[i].Status != "" {
@@ -203,24 +232,14 @@ func (s *Service) resolve(ctx context.Context, recs []Record, out []Result) erro
 			out[i].AssetID = r.AssetID
 			continue
 		}
-		id, ok := heldAt(history[[2]string{r.Namespace, r.Name}], r.At)
+		id, how, ok := res.resolve(r.Namespace, r.Name, r.At)
 		if !ok {
-			out[i] = Result{Status: StatusUnresolved, Reason: fmt.Sprintf("no asset was named %s.%s at %s; register it first", r.Namespace, r.Name, r.At.UTC().Format(time.RFC3339))}
+			out[i] = Result{Status: StatusUnresolved, Reason: fmt.Sprintf("no asset was named %s.%s at %s; the record is kept and counted when an asset takes the name (GET /api/v1/usage/unresolved lists what waits)", r.Namespace, r.Name, r.At.UTC().Format(time.RFC3339))}
 			continue
 		}
-		out[i].AssetID = id
+		out[i].AssetID, out[i].Resolution = id, how
 	}
 	return nil
-}
-
-// heldAt finds the asset that held a name at t: valid_from <= t < valid_to.
-func heldAt(rows []*ent.AssetName, t time.Time) (uuid.UUID, bool) {
-	for _, r := range rows {
-		if !r.ValidFrom.After(t) && (r.ValidTo == nil || r.ValidTo.After(t)) {
-			return r.AssetID, true
-		}
-	}
-	return uuid.Nil, false
 }
 
 func (s *Service) client(ctx context.Context) *ent.Client {
@@ -261,7 +280,7 @@ func (s *Service) store(ctx context.Context, rows []row) (map[string]bool, error
 				if r.jobID != nil {
 					job = *r.jobID
 				}
-				vals[i] = []any{r.key, r.assetID, r.kind, r.actor, job, r.source, r.queryID, r.namespace, r.name, r.at, Day(r.at), received}
+				vals[i] = []any{r.key, r.assetID, r.kind, r.actor, job, r.source, r.queryID, r.namespace, r.name, r.at, Day(r.at), received, r.resolved, r.late}
 			}
 			q, args := s.bulkInsert("usage_events", eventCols, vals, "ON CONFLICT (event_key) DO NOTHING RETURNING event_key")
 			res, err := tx.QueryContext(ctx, q, args...)
@@ -312,7 +331,7 @@ func (s *Service) rollup(ctx context.Context, tx *ent.Tx, rows []row) error {
 		day   string
 	}
 	type dayAgg struct {
-		reads, writes       int64
+		reads, writes, late int64
 		lastRead, lastWrite *time.Time
 		jobs                bool
 	}
@@ -350,6 +369,9 @@ func (s *Service) rollup(ctx context.Context, tx *ent.Tx, rows []row) error {
 			}
 		}
 		d.jobs = d.jobs || r.jobID != nil
+		if r.late {
+			d.late++
+		}
 		if r.actor != "" {
 			k := actorKey{b, r.actor}
 			c := actors[k]
@@ -387,7 +409,7 @@ func (s *Service) rollup(ctx context.Context, tx *ent.Tx, rows []row) error {
 	for b, d := range days {
 		k := [2]string{b.asset.String(), b.day}
 		dayRows = append(dayRows, k)
-		dayArgs[k] = []any{b.asset, b.day, d.reads, d.writes, 0, nullTime(d.lastRead), nullTime(d.lastWrite), now}
+		dayArgs[k] = []any{b.asset, b.day, d.reads, d.writes, 0, nullTime(d.lastRead), nullTime(d.lastWrite), now, d.late}
 		if d.jobs {
 			jobBuckets = append(jobBuckets, k)
 		}
@@ -462,7 +484,7 @@ func (s *Service) rollup(ctx context.Context, tx *ent.Tx, rows []row) error {
 	}
 	if err := s.upsert(ctx, tx, "usage_dailies", dailyCols, dailies,
 		`ON CONFLICT (asset_id, day) DO UPDATE SET reads = usage_dailies.reads + excluded.reads,
-			writes = usage_dailies.writes + excluded.writes,
+			writes = usage_dailies.writes + excluded.writes, late_records = usage_dailies.late_records + excluded.late_records,
 			distinct_actors = usage_dailies.distinct_actors + excluded.distinct_actors,
 			last_read_at = CASE WHEN usage_dailies.last_read_at IS NULL OR excluded.last_read_at > usage_dailies.last_read_at
 				THEN excluded.last_read_at ELSE usage_dailies.last_read_at END,
@@ -551,11 +573,11 @@ type column struct{ name, pgType string }
 var (
 	eventCols = []column{{"event_key", "text"}, {"asset_id", "uuid"}, {"kind", "text"}, {"actor", "text"}, {"job_asset_id", "uuid"},
 		{"source", "text"}, {"query_id", "text"}, {"namespace", "text"}, {"name", "text"}, {"at", "timestamptz"}, {"day", "text"},
-		{"received_at", "timestamptz"}}
+		{"received_at", "timestamptz"}, {"resolution", "text"}, {"late", "boolean"}}
 	actorCols = []column{{"asset_id", "uuid"}, {"day", "text"}, {"actor", "text"}, {"reads", "bigint"}, {"writes", "bigint"}}
 	monthCols = []column{{"asset_id", "uuid"}, {"month", "text"}, {"actor", "text"}, {"reads", "bigint"}, {"writes", "bigint"}}
 	dailyCols = []column{{"asset_id", "uuid"}, {"day", "text"}, {"reads", "bigint"}, {"writes", "bigint"}, {"distinct_actors", "bigint"},
-		{"last_read_at", "timestamptz"}, {"last_write_at", "timestamptz"}, {"updated_at", "timestamptz"}}
+		{"last_read_at", "timestamptz"}, {"last_write_at", "timestamptz"}, {"updated_at", "timestamptz"}, {"late_records", "bigint"}}
 	nameCols = []column{{"asset_id", "uuid"}, {"namespace", "text"}, {"name", "text"}, {"first_at", "timestamptz"}, {"last_at", "timestamptz"}}
 )
 

@@ -78,27 +78,43 @@ func (s *Service) clock() time.Time { return s.now().UTC().Truncate(time.Microse
 // Day is the rollup bucket of t: its UTC date.
 func Day(t time.Time) string { return t.UTC().Format(time.DateOnly) }
 
-// Purge deletes raw events older than the retention; rollups stay. It returns how many it
-// deleted.
+// Purge deletes raw events, and unresolved records, older than the retention; rollups stay. It
+// returns how many it deleted.
 func (s *Service) Purge(ctx context.Context) (int, error) {
 	cutoff := s.clock().Add(-s.retention)
-	res, err := s.db.ExecContext(ctx, "DELETE FROM usage_events WHERE at < $1", cutoff)
-	if err != nil {
-		return 0, fmt.Errorf("usage: purge raw events: %w", err)
+	var total int
+	for _, table := range []string{"usage_events", "usage_pendings"} {
+		res, err := s.db.ExecContext(ctx, "DELETE FROM "+table+" WHERE at < $1", cutoff)
+		if err != nil {
+			return total, fmt.Errorf("usage: purge %s: %w", table, err)
+		}
+		n, _ := res.RowsAffected()
+		total += int(n)
 	}
-	n, _ := res.RowsAffected()
-	return int(n), nil
+	return total, nil
 }
 
-// Run purges expired raw events every interval until ctx ends.
+// Run, every interval until ctx ends, attributes the kept unresolved records whose names now
+// resolve (changes made by other replicas, or inside lineage transactions, reach them here) and
+// purges what is past the retention (hourly).
 func (s *Service) Run(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	var purged time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			if n, err := s.ResolvePending(ctx, nil); err != nil && ctx.Err() == nil {
+				s.log.Warn("usage: resolve kept records failed; will retry", "err", err)
+			} else if n > 0 {
+				s.log.Info("usage: attributed records that waited for their name", "records", n)
+			}
+			if time.Since(purged) < time.Hour {
+				continue
+			}
+			purged = time.Now()
 			n, err := s.Purge(ctx)
 			if err != nil && ctx.Err() == nil {
 				s.log.Warn("usage: purge failed; will retry", "err", err)

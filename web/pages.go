@@ -59,6 +59,9 @@ type homeData struct {
 	Assets    []catalog.Asset
 	Kinds     []catalog.Kind
 	Searched  bool
+	// Waiting are the names usage records wait under until an asset takes them.
+	Waiting        []usage.Waiting
+	WaitingRecords int64
 }
 
 func (u *UI) home(w http.ResponseWriter, r *http.Request) {
@@ -75,6 +78,9 @@ func (u *UI) home(w http.ResponseWriter, r *http.Request) {
 		d.Hits, err = u.cfg.Catalog.Search(ctx, q, 50)
 	} else {
 		d.Assets, _, err = u.cfg.Catalog.List(ctx, catalog.ListFilter{Namespace: d.Namespace, Kind: catalog.Kind(d.Kind), Limit: 100})
+		if err == nil && u.cfg.Usage != nil {
+			d.Waiting, d.WaitingRecords, err = u.cfg.Usage.Unresolved(ctx, 10)
+		}
 	}
 	if err != nil {
 		u.fail(w, r, err)

@@ -26,6 +26,8 @@ const (
 	FieldValidFrom = "valid_from"
 	// FieldValidTo holds the string denoting the valid_to field in the database.
 	FieldValidTo = "valid_to"
+	// FieldUncertainFrom holds the string denoting the uncertain_from field in the database.
+	FieldUncertainFrom = "uncertain_from"
 	// EdgeAsset holds the string denoting the asset edge name in mutations.
 	EdgeAsset = "asset"
 	// Table holds the table name of the assetname in the database.
@@ -48,6 +50,7 @@ var Columns = []string{
 	FieldName,
 	FieldValidFrom,
 	FieldValidTo,
+	FieldUncertainFrom,
 }
 
 // ValidColumn reports if the column name is valid (part of the table columns).
@@ -122,6 +125,11 @@ func ByValidFrom(opts ...sql.OrderTermOption) OrderOption {
 // ByValidTo orders the results by the valid_to field.
 func ByValidTo(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldValidTo, opts...).ToFunc()
+}
+
+// ByUncertainFrom orders the results by the uncertain_from field.
+func ByUncertainFrom(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldUncertainFrom, opts...).ToFunc()
 }
 
 // ByAssetField orders the results by asset field.

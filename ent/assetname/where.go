@@ -81,6 +81,11 @@ func ValidTo(v time.Time) predicate.AssetName {
 	return predicate.AssetName(sql.FieldEQ(FieldValidTo, v))
 }
 
+// UncertainFrom applies equality check predicate on the "uncertain_from" field. It's identical to UncertainFromEQ.
+func UncertainFrom(v time.Time) predicate.AssetName {
+	return predicate.AssetName(sql.FieldEQ(FieldUncertainFrom, v))
+}
+
 // AssetIDEQ applies the EQ predicate on the "asset_id" field.
 func AssetIDEQ(v uuid.UUID) predicate.AssetName {
 	return predicate.AssetName(sql.FieldEQ(FieldAssetID, v))
@@ -339,6 +344,56 @@ func ValidToIsNil() predicate.AssetName {
 // ValidToNotNil applies the NotNil predicate on the "valid_to" field.
 func ValidToNotNil() predicate.AssetName {
 	return predicate.AssetName(sql.FieldNotNull(FieldValidTo))
+}
+
+// UncertainFromEQ applies the EQ predicate on the "uncertain_from" field.
+func UncertainFromEQ(v time.Time) predicate.AssetName {
+	return predicate.AssetName(sql.FieldEQ(FieldUncertainFrom, v))
+}
+
+// UncertainFromNEQ applies the NEQ predicate on the "uncertain_from" field.
+func UncertainFromNEQ(v time.Time) predicate.AssetName {
+	return predicate.AssetName(sql.FieldNEQ(FieldUncertainFrom, v))
+}
+
+// UncertainFromIn applies the In predicate on the "uncertain_from" field.
+func UncertainFromIn(vs ...time.Time) predicate.AssetName {
+	return predicate.AssetName(sql.FieldIn(FieldUncertainFrom, vs...))
+}
+
+// UncertainFromNotIn applies the NotIn predicate on the "uncertain_from" field.
+func UncertainFromNotIn(vs ...time.Time) predicate.AssetName {
+	return predicate.AssetName(sql.FieldNotIn(FieldUncertainFrom, vs...))
+}
+
+// UncertainFromGT applies the GT predicate on the "uncertain_from" field.
+func UncertainFromGT(v time.Time) predicate.AssetName {
+	return predicate.AssetName(sql.FieldGT(FieldUncertainFrom, v))
+}
+
+// UncertainFromGTE applies the GTE predicate on the "uncertain_from" field.
+func UncertainFromGTE(v time.Time) predicate.AssetName {
+	return predicate.AssetName(sql.FieldGTE(FieldUncertainFrom, v))
+}
+
+// UncertainFromLT applies the LT predicate on the "uncertain_from" field.
+func UncertainFromLT(v time.Time) predicate.AssetName {
+	return predicate.AssetName(sql.FieldLT(FieldUncertainFrom, v))
+}
+
+// UncertainFromLTE applies the LTE predicate on the "uncertain_from" field.
+func UncertainFromLTE(v time.Time) predicate.AssetName {
+	return predicate.AssetName(sql.FieldLTE(FieldUncertainFrom, v))
+}
+
+// UncertainFromIsNil applies the IsNil predicate on the "uncertain_from" field.
+func UncertainFromIsNil() predicate.AssetName {
+	return predicate.AssetName(sql.FieldIsNull(FieldUncertainFrom))
+}
+
+// UncertainFromNotNil applies the NotNil predicate on the "uncertain_from" field.
+func UncertainFromNotNil() predicate.AssetName {
+	return predicate.AssetName(sql.FieldNotNull(FieldUncertainFrom))
 }
 
 // HasAsset applies the HasEdge predicate on the "asset" edge.

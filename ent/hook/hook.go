@@ -393,6 +393,18 @@ func (f UsageNameFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, e
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.UsageNameMutation", m)
 }
 
+// The UsagePendingFunc type is an adapter to allow the use of ordinary
+// function as UsagePending mutator.
+type UsagePendingFunc func(context.Context, *ent.UsagePendingMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f UsagePendingFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.UsagePendingMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.UsagePendingMutation", m)
+}
+
 // The WebSessionFunc type is an adapter to allow the use of ordinary
 // function as WebSession mutator.
 type WebSessionFunc func(context.Context, *ent.WebSessionMutation) (ent.Value, error)

@@ -41,6 +41,8 @@ const (
 	FieldGoneAt = "gone_at"
 	// FieldMissingAt holds the string denoting the missing_at field in the database.
 	FieldMissingAt = "missing_at"
+	// FieldListedAt holds the string denoting the listed_at field in the database.
+	FieldListedAt = "listed_at"
 	// FieldCreatedAt holds the string denoting the created_at field in the database.
 	FieldCreatedAt = "created_at"
 	// FieldUpdatedAt holds the string denoting the updated_at field in the database.
@@ -67,6 +69,7 @@ var Columns = []string{
 	FieldErrorAt,
 	FieldGoneAt,
 	FieldMissingAt,
+	FieldListedAt,
 	FieldCreatedAt,
 	FieldUpdatedAt,
 }
@@ -177,6 +180,11 @@ func ByGoneAt(opts ...sql.OrderTermOption) OrderOption {
 // ByMissingAt orders the results by the missing_at field.
 func ByMissingAt(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldMissingAt, opts...).ToFunc()
+}
+
+// ByListedAt orders the results by the listed_at field.
+func ByListedAt(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldListedAt, opts...).ToFunc()
 }
 
 // ByCreatedAt orders the results by the created_at field.

@@ -130,6 +130,11 @@ func MissingAt(v time.Time) predicate.IcebergTable {
 	return predicate.IcebergTable(sql.FieldEQ(FieldMissingAt, v))
 }
 
+// ListedAt applies equality check predicate on the "listed_at" field. It's identical to ListedAtEQ.
+func ListedAt(v time.Time) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldEQ(FieldListedAt, v))
+}
+
 // CreatedAt applies equality check predicate on the "created_at" field. It's identical to CreatedAtEQ.
 func CreatedAt(v time.Time) predicate.IcebergTable {
 	return predicate.IcebergTable(sql.FieldEQ(FieldCreatedAt, v))
@@ -998,6 +1003,56 @@ func MissingAtIsNil() predicate.IcebergTable {
 // MissingAtNotNil applies the NotNil predicate on the "missing_at" field.
 func MissingAtNotNil() predicate.IcebergTable {
 	return predicate.IcebergTable(sql.FieldNotNull(FieldMissingAt))
+}
+
+// ListedAtEQ applies the EQ predicate on the "listed_at" field.
+func ListedAtEQ(v time.Time) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldEQ(FieldListedAt, v))
+}
+
+// ListedAtNEQ applies the NEQ predicate on the "listed_at" field.
+func ListedAtNEQ(v time.Time) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldNEQ(FieldListedAt, v))
+}
+
+// ListedAtIn applies the In predicate on the "listed_at" field.
+func ListedAtIn(vs ...time.Time) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldIn(FieldListedAt, vs...))
+}
+
+// ListedAtNotIn applies the NotIn predicate on the "listed_at" field.
+func ListedAtNotIn(vs ...time.Time) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldNotIn(FieldListedAt, vs...))
+}
+
+// ListedAtGT applies the GT predicate on the "listed_at" field.
+func ListedAtGT(v time.Time) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldGT(FieldListedAt, v))
+}
+
+// ListedAtGTE applies the GTE predicate on the "listed_at" field.
+func ListedAtGTE(v time.Time) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldGTE(FieldListedAt, v))
+}
+
+// ListedAtLT applies the LT predicate on the "listed_at" field.
+func ListedAtLT(v time.Time) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldLT(FieldListedAt, v))
+}
+
+// ListedAtLTE applies the LTE predicate on the "listed_at" field.
+func ListedAtLTE(v time.Time) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldLTE(FieldListedAt, v))
+}
+
+// ListedAtIsNil applies the IsNil predicate on the "listed_at" field.
+func ListedAtIsNil() predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldIsNull(FieldListedAt))
+}
+
+// ListedAtNotNil applies the NotNil predicate on the "listed_at" field.
+func ListedAtNotNil() predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldNotNull(FieldListedAt))
 }
 
 // CreatedAtEQ applies the EQ predicate on the "created_at" field.

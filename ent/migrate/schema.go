@@ -83,6 +83,7 @@ var (
 		{Name: "name", Type: field.TypeString},
 		{Name: "valid_from", Type: field.TypeTime},
 		{Name: "valid_to", Type: field.TypeTime, Nullable: true},
+		{Name: "uncertain_from", Type: field.TypeTime, Nullable: true},
 		{Name: "asset_id", Type: field.TypeUUID},
 	}
 	// AssetNamesTable holds the schema information for the "asset_names" table.
@@ -93,7 +94,7 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "asset_names_assets_names",
-				Columns:    []*schema.Column{AssetNamesColumns[6]},
+				Columns:    []*schema.Column{AssetNamesColumns[7]},
 				RefColumns: []*schema.Column{AssetsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -110,7 +111,7 @@ var (
 			{
 				Name:    "assetname_current_of_asset",
 				Unique:  true,
-				Columns: []*schema.Column{AssetNamesColumns[6]},
+				Columns: []*schema.Column{AssetNamesColumns[7]},
 				Annotation: &entsql.IndexAnnotation{
 					Where: "valid_to IS NULL",
 				},
@@ -389,6 +390,7 @@ var (
 		{Name: "error_at", Type: field.TypeTime, Nullable: true},
 		{Name: "gone_at", Type: field.TypeTime, Nullable: true},
 		{Name: "missing_at", Type: field.TypeTime, Nullable: true},
+		{Name: "listed_at", Type: field.TypeTime, Nullable: true},
 		{Name: "created_at", Type: field.TypeTime},
 		{Name: "updated_at", Type: field.TypeTime},
 	}
@@ -785,6 +787,7 @@ var (
 		{Name: "writes", Type: field.TypeInt64, Default: 0},
 		{Name: "distinct_actors", Type: field.TypeInt, Default: 0},
 		{Name: "distinct_jobs", Type: field.TypeInt, Default: 0},
+		{Name: "late_records", Type: field.TypeInt64, Default: 0},
 		{Name: "last_read_at", Type: field.TypeTime, Nullable: true},
 		{Name: "last_write_at", Type: field.TypeTime, Nullable: true},
 		{Name: "updated_at", Type: field.TypeTime},
@@ -822,6 +825,8 @@ var (
 		{Name: "at", Type: field.TypeTime},
 		{Name: "day", Type: field.TypeString},
 		{Name: "received_at", Type: field.TypeTime},
+		{Name: "resolution", Type: field.TypeString, Default: ""},
+		{Name: "late", Type: field.TypeBool, Default: false},
 	}
 	// UsageEventsTable holds the schema information for the "usage_events" table.
 	UsageEventsTable = &schema.Table{
@@ -860,6 +865,38 @@ var (
 				Name:    "usagename_asset_id_namespace_name",
 				Unique:  true,
 				Columns: []*schema.Column{UsageNamesColumns[1], UsageNamesColumns[2], UsageNamesColumns[3]},
+			},
+		},
+	}
+	// UsagePendingsColumns holds the columns for the "usage_pendings" table.
+	UsagePendingsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeInt, Increment: true},
+		{Name: "pending_key", Type: field.TypeString, Unique: true},
+		{Name: "namespace", Type: field.TypeString},
+		{Name: "name", Type: field.TypeString},
+		{Name: "kind", Type: field.TypeEnum, Enums: []string{"read", "write"}},
+		{Name: "actor", Type: field.TypeString, Default: ""},
+		{Name: "source", Type: field.TypeString, Default: ""},
+		{Name: "query_id", Type: field.TypeString, Default: ""},
+		{Name: "idempotency_key", Type: field.TypeString, Default: ""},
+		{Name: "at", Type: field.TypeTime},
+		{Name: "received_at", Type: field.TypeTime},
+	}
+	// UsagePendingsTable holds the schema information for the "usage_pendings" table.
+	UsagePendingsTable = &schema.Table{
+		Name:       "usage_pendings",
+		Columns:    UsagePendingsColumns,
+		PrimaryKey: []*schema.Column{UsagePendingsColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "usagepending_name_namespace",
+				Unique:  false,
+				Columns: []*schema.Column{UsagePendingsColumns[3], UsagePendingsColumns[2]},
+			},
+			{
+				Name:    "usagepending_at",
+				Unique:  false,
+				Columns: []*schema.Column{UsagePendingsColumns[9]},
 			},
 		},
 	}
@@ -932,6 +969,7 @@ var (
 		UsageDailiesTable,
 		UsageEventsTable,
 		UsageNamesTable,
+		UsagePendingsTable,
 		WebSessionsTable,
 		WebhooksTable,
 	}

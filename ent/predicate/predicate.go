@@ -102,6 +102,9 @@ type UsageEvent func(*sql.Selector)
 // UsageName is the predicate function for usagename builders.
 type UsageName func(*sql.Selector)
 
+// UsagePending is the predicate function for usagepending builders.
+type UsagePending func(*sql.Selector)
+
 // WebSession is the predicate function for websession builders.
 type WebSession func(*sql.Selector)
 

@@ -29,6 +29,7 @@ import (
 	"github.com/tidemark/tidemark/ent/usageactormonthly"
 	"github.com/tidemark/tidemark/ent/usagedaily"
 	"github.com/tidemark/tidemark/ent/usageevent"
+	"github.com/tidemark/tidemark/ent/usagepending"
 	"github.com/tidemark/tidemark/ent/webhook"
 )
 
@@ -383,6 +384,10 @@ func init() {
 	usagedailyDescDistinctJobs := usagedailyFields[5].Descriptor()
 	// usagedaily.DefaultDistinctJobs holds the default value on creation for the distinct_jobs field.
 	usagedaily.DefaultDistinctJobs = usagedailyDescDistinctJobs.Default.(int)
+	// usagedailyDescLateRecords is the schema descriptor for late_records field.
+	usagedailyDescLateRecords := usagedailyFields[6].Descriptor()
+	// usagedaily.DefaultLateRecords holds the default value on creation for the late_records field.
+	usagedaily.DefaultLateRecords = usagedailyDescLateRecords.Default.(int64)
 	usageeventFields := schema.UsageEvent{}.Fields()
 	_ = usageeventFields
 	// usageeventDescActor is the schema descriptor for actor field.
@@ -405,6 +410,32 @@ func init() {
 	usageeventDescName := usageeventFields[8].Descriptor()
 	// usageevent.DefaultName holds the default value on creation for the name field.
 	usageevent.DefaultName = usageeventDescName.Default.(string)
+	// usageeventDescResolution is the schema descriptor for resolution field.
+	usageeventDescResolution := usageeventFields[12].Descriptor()
+	// usageevent.DefaultResolution holds the default value on creation for the resolution field.
+	usageevent.DefaultResolution = usageeventDescResolution.Default.(string)
+	// usageeventDescLate is the schema descriptor for late field.
+	usageeventDescLate := usageeventFields[13].Descriptor()
+	// usageevent.DefaultLate holds the default value on creation for the late field.
+	usageevent.DefaultLate = usageeventDescLate.Default.(bool)
+	usagependingFields := schema.UsagePending{}.Fields()
+	_ = usagependingFields
+	// usagependingDescActor is the schema descriptor for actor field.
+	usagependingDescActor := usagependingFields[4].Descriptor()
+	// usagepending.DefaultActor holds the default value on creation for the actor field.
+	usagepending.DefaultActor = usagependingDescActor.Default.(string)
+	// usagependingDescSource is the schema descriptor for source field.
+	usagependingDescSource := usagependingFields[5].Descriptor()
+	// usagepending.DefaultSource holds the default value on creation for the source field.
+	usagepending.DefaultSource = usagependingDescSource.Default.(string)
+	// usagependingDescQueryID is the schema descriptor for query_id field.
+	usagependingDescQueryID := usagependingFields[6].Descriptor()
+	// usagepending.DefaultQueryID holds the default value on creation for the query_id field.
+	usagepending.DefaultQueryID = usagependingDescQueryID.Default.(string)
+	// usagependingDescIdempotencyKey is the schema descriptor for idempotency_key field.
+	usagependingDescIdempotencyKey := usagependingFields[7].Descriptor()
+	// usagepending.DefaultIdempotencyKey holds the default value on creation for the idempotency_key field.
+	usagepending.DefaultIdempotencyKey = usagependingDescIdempotencyKey.Default.(string)
 	webhookMixin := schema.Webhook{}.Mixin()
 	webhookMixinFields0 := webhookMixin[0].Fields()
 	_ = webhookMixinFields0

@@ -24,6 +24,10 @@ func (AssetName) Fields() []ent.Field {
 		field.String("name").Immutable(),
 		field.Time("valid_from").Immutable(),
 		field.Time("valid_to").Optional().Nillable(),
+		// uncertain_from is set when the name is known to have begun somewhere in
+		// [uncertain_from, valid_from), not exactly at valid_from: a rename an engine made between
+		// two catalog syncs. Usage under the name in that interval resolves to this asset.
+		field.Time("uncertain_from").Optional().Nillable().Immutable(),
 	}
 }
 

@@ -37,6 +37,9 @@ func (IcebergTable) Fields() []ent.Field {
 		// missing_at is when a complete listing of its catalog first lacked it; it is marked
 		// gone only when a second complete listing, at least the confirmation gap later, lacks it too.
 		field.Time("missing_at").Optional().Nillable(),
+		// listed_at is when a catalog listing last showed the table under its identifier: a
+		// rename found by the next sync happened after it.
+		field.Time("listed_at").Optional().Nillable(),
 		field.Time("created_at").Immutable(),
 		field.Time("updated_at"),
 	}

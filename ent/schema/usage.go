@@ -27,6 +27,12 @@ func (UsageEvent) Fields() []ent.Field {
 		field.Time("at").Immutable(),
 		field.String("day").Immutable(), // UTC date of at, YYYY-MM-DD: the rollup bucket
 		field.Time("received_at").Immutable(),
+		// How the name resolved when the record named one: "" exactly (the asset held the name
+		// then), "before_first_seen" (its first holder, before Tidemark knew it),
+		// "rename_window" (renamed by an engine between two syncs).
+		field.String("resolution").Default("").Immutable(),
+		// late is set when the record waited unresolved and was attributed after the fact.
+		field.Bool("late").Default(false).Immutable(),
 	}
 }
 
@@ -49,6 +55,9 @@ func (UsageDaily) Fields() []ent.Field {
 		field.Int64("writes").Default(0),
 		field.Int("distinct_actors").Default(0),
 		field.Int("distinct_jobs").Default(0),
+		// late_records counts the day's records attributed after the fact (they waited
+		// unresolved until a name appeared or changed).
+		field.Int64("late_records").Default(0),
 		field.Time("last_read_at").Optional().Nillable(),
 		field.Time("last_write_at").Optional().Nillable(),
 		field.Time("updated_at"),
@@ -118,5 +127,32 @@ func (UsageActorMonthly) Fields() []ent.Field {
 func (UsageActorMonthly) Indexes() []ent.Index {
 	return []ent.Index{
 		index.Fields("asset_id", "month", "actor").Unique(),
+	}
+}
+
+// UsagePending is a usage record whose name no asset held at its time, kept (until the usage
+// retention) and resolved again whenever names appear or change. pending_key is the record's
+// idempotency key without an asset, so a retried batch is kept once.
+type UsagePending struct{ ent.Schema }
+
+func (UsagePending) Fields() []ent.Field {
+	return []ent.Field{
+		field.String("pending_key").Unique().Immutable(),
+		field.String("namespace").Immutable(),
+		field.String("name").Immutable(),
+		field.Enum("kind").Values("read", "write").Immutable(),
+		field.String("actor").Default("").Immutable(),
+		field.String("source").Default("").Immutable(),
+		field.String("query_id").Default("").Immutable(),
+		field.String("idempotency_key").Default("").Immutable(),
+		field.Time("at").Immutable(),
+		field.Time("received_at").Immutable(),
+	}
+}
+
+func (UsagePending) Indexes() []ent.Index {
+	return []ent.Index{
+		index.Fields("name", "namespace"),
+		index.Fields("at"),
 	}
 }

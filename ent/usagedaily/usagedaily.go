@@ -23,6 +23,8 @@ const (
 	FieldDistinctActors = "distinct_actors"
 	// FieldDistinctJobs holds the string denoting the distinct_jobs field in the database.
 	FieldDistinctJobs = "distinct_jobs"
+	// FieldLateRecords holds the string denoting the late_records field in the database.
+	FieldLateRecords = "late_records"
 	// FieldLastReadAt holds the string denoting the last_read_at field in the database.
 	FieldLastReadAt = "last_read_at"
 	// FieldLastWriteAt holds the string denoting the last_write_at field in the database.
@@ -42,6 +44,7 @@ var Columns = []string{
 	FieldWrites,
 	FieldDistinctActors,
 	FieldDistinctJobs,
+	FieldLateRecords,
 	FieldLastReadAt,
 	FieldLastWriteAt,
 	FieldUpdatedAt,
@@ -66,6 +69,8 @@ var (
 	DefaultDistinctActors int
 	// DefaultDistinctJobs holds the default value on creation for the "distinct_jobs" field.
 	DefaultDistinctJobs int
+	// DefaultLateRecords holds the default value on creation for the "late_records" field.
+	DefaultLateRecords int64
 )
 
 // OrderOption defines the ordering options for the UsageDaily queries.
@@ -104,6 +109,11 @@ func ByDistinctActors(opts ...sql.OrderTermOption) OrderOption {
 // ByDistinctJobs orders the results by the distinct_jobs field.
 func ByDistinctJobs(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldDistinctJobs, opts...).ToFunc()
+}
+
+// ByLateRecords orders the results by the late_records field.
+func ByLateRecords(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldLateRecords, opts...).ToFunc()
 }
 
 // ByLastReadAt orders the results by the last_read_at field.

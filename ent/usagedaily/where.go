@@ -85,6 +85,11 @@ func DistinctJobs(v int) predicate.UsageDaily {
 	return predicate.UsageDaily(sql.FieldEQ(FieldDistinctJobs, v))
 }
 
+// LateRecords applies equality check predicate on the "late_records" field. It's identical to LateRecordsEQ.
+func LateRecords(v int64) predicate.UsageDaily {
+	return predicate.UsageDaily(sql.FieldEQ(FieldLateRecords, v))
+}
+
 // LastReadAt applies equality check predicate on the "last_read_at" field. It's identical to LastReadAtEQ.
 func LastReadAt(v time.Time) predicate.UsageDaily {
 	return predicate.UsageDaily(sql.FieldEQ(FieldLastReadAt, v))
@@ -363,6 +368,46 @@ func DistinctJobsLT(v int) predicate.UsageDaily {
 // DistinctJobsLTE applies the LTE predicate on the "distinct_jobs" field.
 func DistinctJobsLTE(v int) predicate.UsageDaily {
 	return predicate.UsageDaily(sql.FieldLTE(FieldDistinctJobs, v))
+}
+
+// LateRecordsEQ applies the EQ predicate on the "late_records" field.
+func LateRecordsEQ(v int64) predicate.UsageDaily {
+	return predicate.UsageDaily(sql.FieldEQ(FieldLateRecords, v))
+}
+
+// LateRecordsNEQ applies the NEQ predicate on the "late_records" field.
+func LateRecordsNEQ(v int64) predicate.UsageDaily {
+	return predicate.UsageDaily(sql.FieldNEQ(FieldLateRecords, v))
+}
+
+// LateRecordsIn applies the In predicate on the "late_records" field.
+func LateRecordsIn(vs ...int64) predicate.UsageDaily {
+	return predicate.UsageDaily(sql.FieldIn(FieldLateRecords, vs...))
+}
+
+// LateRecordsNotIn applies the NotIn predicate on the "late_records" field.
+func LateRecordsNotIn(vs ...int64) predicate.UsageDaily {
+	return predicate.UsageDaily(sql.FieldNotIn(FieldLateRecords, vs...))
+}
+
+// LateRecordsGT applies the GT predicate on the "late_records" field.
+func LateRecordsGT(v int64) predicate.UsageDaily {
+	return predicate.UsageDaily(sql.FieldGT(FieldLateRecords, v))
+}
+
+// LateRecordsGTE applies the GTE predicate on the "late_records" field.
+func LateRecordsGTE(v int64) predicate.UsageDaily {
+	return predicate.UsageDaily(sql.FieldGTE(FieldLateRecords, v))
+}
+
+// LateRecordsLT applies the LT predicate on the "late_records" field.
+func LateRecordsLT(v int64) predicate.UsageDaily {
+	return predicate.UsageDaily(sql.FieldLT(FieldLateRecords, v))
+}
+
+// LateRecordsLTE applies the LTE predicate on the "late_records" field.
+func LateRecordsLTE(v int64) predicate.UsageDaily {
+	return predicate.UsageDaily(sql.FieldLTE(FieldLateRecords, v))
 }
 
 // LastReadAtEQ applies the EQ predicate on the "last_read_at" field.

@@ -37,6 +37,10 @@ const (
 	FieldDay = "day"
 	// FieldReceivedAt holds the string denoting the received_at field in the database.
 	FieldReceivedAt = "received_at"
+	// FieldResolution holds the string denoting the resolution field in the database.
+	FieldResolution = "resolution"
+	// FieldLate holds the string denoting the late field in the database.
+	FieldLate = "late"
 	// Table holds the table name of the usageevent in the database.
 	Table = "usage_events"
 )
@@ -56,6 +60,8 @@ var Columns = []string{
 	FieldAt,
 	FieldDay,
 	FieldReceivedAt,
+	FieldResolution,
+	FieldLate,
 }
 
 // ValidColumn reports if the column name is valid (part of the table columns).
@@ -79,6 +85,10 @@ var (
 	DefaultNamespace string
 	// DefaultName holds the default value on creation for the "name" field.
 	DefaultName string
+	// DefaultResolution holds the default value on creation for the "resolution" field.
+	DefaultResolution string
+	// DefaultLate holds the default value on creation for the "late" field.
+	DefaultLate bool
 )
 
 // Kind defines the type for the "kind" enum field.
@@ -170,4 +180,14 @@ func ByDay(opts ...sql.OrderTermOption) OrderOption {
 // ByReceivedAt orders the results by the received_at field.
 func ByReceivedAt(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldReceivedAt, opts...).ToFunc()
+}
+
+// ByResolution orders the results by the resolution field.
+func ByResolution(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldResolution, opts...).ToFunc()
+}
+
+// ByLate orders the results by the late field.
+func ByLate(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldLate, opts...).ToFunc()
 }

@@ -110,6 +110,16 @@ func ReceivedAt(v time.Time) predicate.UsageEvent {
 	return predicate.UsageEvent(sql.FieldEQ(FieldReceivedAt, v))
 }
 
+// Resolution applies equality check predicate on the "resolution" field. It's identical to ResolutionEQ.
+func Resolution(v string) predicate.UsageEvent {
+	return predicate.UsageEvent(sql.FieldEQ(FieldResolution, v))
+}
+
+// Late applies equality check predicate on the "late" field. It's identical to LateEQ.
+func Late(v bool) predicate.UsageEvent {
+	return predicate.UsageEvent(sql.FieldEQ(FieldLate, v))
+}
+
 // EventKeyEQ applies the EQ predicate on the "event_key" field.
 func EventKeyEQ(v string) predicate.UsageEvent {
 	return predicate.UsageEvent(sql.FieldEQ(FieldEventKey, v))
@@ -753,6 +763,81 @@ func ReceivedAtLT(v time.Time) predicate.UsageEvent {
 // ReceivedAtLTE applies the LTE predicate on the "received_at" field.
 func ReceivedAtLTE(v time.Time) predicate.UsageEvent {
 	return predicate.UsageEvent(sql.FieldLTE(FieldReceivedAt, v))
+}
+
+// ResolutionEQ applies the EQ predicate on the "resolution" field.
+func ResolutionEQ(v string) predicate.UsageEvent {
+	return predicate.UsageEvent(sql.FieldEQ(FieldResolution, v))
+}
+
+// ResolutionNEQ applies the NEQ predicate on the "resolution" field.
+func ResolutionNEQ(v string) predicate.UsageEvent {
+	return predicate.UsageEvent(sql.FieldNEQ(FieldResolution, v))
+}
+
+// ResolutionIn applies the In predicate on the "resolution" field.
+func ResolutionIn(vs ...string) predicate.UsageEvent {
+	return predicate.UsageEvent(sql.FieldIn(FieldResolution, vs...))
+}
+
+// ResolutionNotIn applies the NotIn predicate on the "resolution" field.
+func ResolutionNotIn(vs ...string) predicate.UsageEvent {
+	return predicate.UsageEvent(sql.FieldNotIn(FieldResolution, vs...))
+}
+
+// ResolutionGT applies the GT predicate on the "resolution" field.
+func ResolutionGT(v string) predicate.UsageEvent {
+	return predicate.UsageEvent(sql.FieldGT(FieldResolution, v))
+}
+
+// ResolutionGTE applies the GTE predicate on the "resolution" field.
+func ResolutionGTE(v string) predicate.UsageEvent {
+	return predicate.UsageEvent(sql.FieldGTE(FieldResolution, v))
+}
+
+// ResolutionLT applies the LT predicate on the "resolution" field.
+func ResolutionLT(v string) predicate.UsageEvent {
+	return predicate.UsageEvent(sql.FieldLT(FieldResolution, v))
+}
+
+// ResolutionLTE applies the LTE predicate on the "resolution" field.
+func ResolutionLTE(v string) predicate.UsageEvent {
+	return predicate.UsageEvent(sql.FieldLTE(FieldResolution, v))
+}
+
+// ResolutionContains applies the Contains predicate on the "resolution" field.
+func ResolutionContains(v string) predicate.UsageEvent {
+	return predicate.UsageEvent(sql.FieldContains(FieldResolution, v))
+}
+
+// ResolutionHasPrefix applies the HasPrefix predicate on the "resolution" field.
+func ResolutionHasPrefix(v string) predicate.UsageEvent {
+	return predicate.UsageEvent(sql.FieldHasPrefix(FieldResolution, v))
+}
+
+// ResolutionHasSuffix applies the HasSuffix predicate on the "resolution" field.
+func ResolutionHasSuffix(v string) predicate.UsageEvent {
+	return predicate.UsageEvent(sql.FieldHasSuffix(FieldResolution, v))
+}
+
+// ResolutionEqualFold applies the EqualFold predicate on the "resolution" field.
+func ResolutionEqualFold(v string) predicate.UsageEvent {
+	return predicate.UsageEvent(sql.FieldEqualFold(FieldResolution, v))
+}
+
+// ResolutionContainsFold applies the ContainsFold predicate on the "resolution" field.
+func ResolutionContainsFold(v string) predicate.UsageEvent {
+	return predicate.UsageEvent(sql.FieldContainsFold(FieldResolution, v))
+}
+
+// LateEQ applies the EQ predicate on the "late" field.
+func LateEQ(v bool) predicate.UsageEvent {
+	return predicate.UsageEvent(sql.FieldEQ(FieldLate, v))
+}
+
+// LateNEQ applies the NEQ predicate on the "late" field.
+func LateNEQ(v bool) predicate.UsageEvent {
+	return predicate.UsageEvent(sql.FieldNEQ(FieldLate, v))
 }
 
 // And groups predicates with the AND operator between them.
