@@ -625,3 +625,54 @@ func TestWebhookHardening(t *testing.T) {
 		}
 	})
 }
+
+// TestLateReadsWithdraw: the bot counts reads attributed after the fact. An engine renames an
+// unused table; it is read under the new name before Tidemark's next sync (the read waits
+// for its name) and the bot proposes it as unused; the sync finds the rename, the waiting read
+// lands on the table, and the proposal is withdrawn.
+func TestLateReadsWithdraw(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		e := newEnv(t, db)
+		e.lake.Append(e.lake.Create("db.stale", nil), tablestest.Rows(0, 2, time.Now()))
+		if _, err := e.tables.Sync(e.ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		ref, ok, err := e.cat.Lookup(e.ctx, catalog.SpaceDataset, "iceberg://lake", "db.stale")
+		if err != nil || !ok {
+			t.Fatalf("db.stale: %v", err)
+		}
+		e.clock.Add(100 * 24 * time.Hour)
+		if _, err := e.lake.Cat.RenameTable(e.ctx, table.Identifier{"db", "stale"}, table.Identifier{"db", "revived"}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := e.usage.Record(e.ctx, []usage.Record{{Namespace: "iceberg://lake", Name: "db.revived", Kind: "read", Actor: "bob",
+			At: e.clock.Now().Add(-24 * time.Hour), QueryID: "q-new-name", Source: "trino"}})
+		if err != nil || res[0].Status != usage.StatusUnresolved {
+			t.Fatalf("read under the new name before the sync: %+v %v", res, err)
+		}
+		e.propose()
+		var unused []cleanup.Proposal // the env's own db.events is unused too
+		for _, p := range e.proposals(cleanup.KindUnusedAsset, "open") {
+			if p.AssetID == ref.ID {
+				unused = append(unused, p)
+			}
+		}
+		if len(unused) != 1 {
+			t.Fatalf("no unused proposal for db.stale: %+v", unused)
+		}
+
+		if rep, err := e.tables.Sync(e.ctx, nil); err != nil || rep.Renamed != 1 {
+			t.Fatalf("sync: %+v %v", rep, err)
+		}
+		if n, err := e.usage.ResolvePending(e.ctx, nil); err != nil || n != 1 {
+			t.Fatalf("the waiting read: attributed %d (%v), want 1", n, err)
+		}
+		if r := e.propose(); r.Withdrawn != 1 {
+			t.Fatalf("after the late read: %+v", r)
+		}
+		p, err := e.svc.GetProposal(e.ctx, unused[0].ID)
+		if err != nil || p.State != "withdrawn" || !strings.Contains(p.Reason, "read 1 times") {
+			t.Fatalf("proposal: %s %q %v", p.State, p.Reason, err)
+		}
+	})
+}
