@@ -19,6 +19,8 @@ import (
 	"github.com/tidemark/tidemark/ent/externalid"
 	"github.com/tidemark/tidemark/ent/idempotencykey"
 	"github.com/tidemark/tidemark/ent/owner"
+
+	"github.com/tidemark/tidemark/internal/loop"
 )
 
 // CreateInput describes a new asset.
@@ -63,24 +65,24 @@ func (c *Catalog) Create(ctx context.Context, in CreateInput) (CreateResult, err
 		return CreateResult{}, err
 	}
 	hash := in.hash()
-	var (
-		res CreateResult
-		err error
-	)
-	for attempt := 1; attempt <= maxAttempts; attempt++ {
+	var res CreateResult
+	// A lost race on a unique index, or (with an Idempotency-Key) a name found taken by a
+	// concurrent request that may carry the same key and committed between our two reads: the
+	// next attempt sees the winner's rows, key included.
+	raced := func(err error) bool {
+		return ent.IsConstraintError(err) || (in.IdempotencyKey != "" && errors.Is(err, ErrNameTaken))
+	}
+	err := loop.Retry(ctx, maxAttempts, noWait, func(err error) bool {
+		c.log.Debug("catalog: create raced, retrying", "err", err)
+		return raced(err)
+	}, func() error {
+		var err error
 		res, err = c.create(ctx, in, hash)
 		if err == nil && res.Created {
 			c.changed(ctx, res.Asset.ID)
 		}
-		// A lost race on a unique index, or (with an Idempotency-Key) a name found taken by a
-		// concurrent request that may carry the same key and committed between our two reads:
-		// the next attempt sees the winner's rows, key included.
-		raced := ent.IsConstraintError(err) || (in.IdempotencyKey != "" && errors.Is(err, ErrNameTaken))
-		if err == nil || !raced {
-			return res, err
-		}
-		c.log.Debug("catalog: create raced, retrying", "attempt", attempt, "err", err)
-	}
+		return err
+	})
 	if ent.IsConstraintError(err) {
 		return CreateResult{}, &Error{Kind: ErrNameTaken, Field: "name",
 			Message: fmt.Sprintf("name %s.%s is held by another asset", in.Namespace, in.Name)}
@@ -259,16 +261,12 @@ func (c *Catalog) CreateMany(ctx context.Context, ins []CreateInput) (int, error
 		return string(SpaceOf(in.Kind)) + "\x00" + in.Namespace + "\x00" + in.Name
 	}
 	sort.Slice(ins, func(i, j int) bool { return key(ins[i]) < key(ins[j]) })
-	var (
-		created []uuid.UUID
-		err     error
-	)
-	for attempt := 1; attempt <= 8; attempt++ {
+	var created []uuid.UUID
+	err := loop.Retry(ctx, 8, noWait, ent.IsConstraintError, func() error {
+		var err error
 		created, err = c.createMany(ctx, ins)
-		if !ent.IsConstraintError(err) {
-			break
-		}
-	}
+		return err
+	})
 	if ent.IsConstraintError(err) {
 		// Still contended: one at a time, each Create finding the other creators' assets.
 		created, err = nil, nil
@@ -362,3 +360,7 @@ func (c *Catalog) PurgeIdempotencyKeys(ctx context.Context) (int, error) {
 	}
 	return n, nil
 }
+
+// noWait retries at once: the loser of a race on a unique index finds the winner's rows on its
+// next read, with nothing to wait for.
+func noWait(int) time.Duration { return 0 }

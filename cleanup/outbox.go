@@ -18,6 +18,8 @@ import (
 	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/ent/outboxmessage"
 	"github.com/tidemark/tidemark/ent/webhook"
+
+	"github.com/tidemark/tidemark/internal/loop"
 )
 
 // MaxAttempts is how often a notification is tried before it is marked failed.
@@ -180,16 +182,9 @@ func (s *Service) deliver(ctx context.Context, m *ent.OutboxMessage) error {
 
 // RunDispatcher delivers notifications every tick until ctx ends.
 func (s *Service) RunDispatcher(ctx context.Context, tick time.Duration) {
-	t := time.NewTicker(tick)
-	defer t.Stop()
-	for {
+	loop.Every(ctx, tick, true, func(ctx context.Context) {
 		if _, _, err := s.Dispatch(ctx); err != nil && ctx.Err() == nil {
 			s.log.Warn("notification dispatch failed; will retry", "err", err)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	})
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/ent/cleanupscan"
+
+	"github.com/tidemark/tidemark/internal/loop"
 )
 
 // PropertyScanInterval is the Iceberg table property that sets a table's own scan cadence (a
@@ -35,20 +37,13 @@ func (s *Service) abandon(ctx context.Context, asset uuid.UUID) (int, error) {
 // Run scans due tables every tick until ctx ends. def is the cadence of tables that do not set
 // their own (0 turns scheduled scans off for them).
 func (s *Service) Run(ctx context.Context, tick, def time.Duration, opt ScanOptions) {
-	t := time.NewTicker(tick)
-	defer t.Stop()
-	for {
+	loop.Every(ctx, tick, true, func(ctx context.Context) {
 		if n, err := s.ScanDue(ctx, def, opt); err != nil && ctx.Err() == nil {
 			s.log.Warn("scheduled cleanup scans failed; will retry", "err", err)
 		} else if n > 0 {
 			s.log.Info("scheduled cleanup scans done", "tables", n)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	})
 }
 
 // ScanDue scans every known table whose last scan started longer ago than its cadence, and

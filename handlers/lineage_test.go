@@ -27,7 +27,11 @@ func readFixtures(t testing.TB, globs ...string) []fixture {
 	t.Helper()
 	var out []fixture
 	for _, glob := range globs {
-		paths, err := filepath.Glob(filepath.Join("..", "testdata", "openlineage", glob))
+		dir := filepath.Join("..", "testdata", "openlineage")
+		if strings.HasPrefix(glob, "sequences/") {
+			dir = filepath.Join("..", "demo") // the demo ingests them; the tests read them there
+		}
+		paths, err := filepath.Glob(filepath.Join(dir, glob))
 		if err != nil || len(paths) == 0 {
 			t.Fatalf("no fixtures match %s (%v)", glob, err)
 		}

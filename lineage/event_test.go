@@ -59,7 +59,7 @@ func TestParseEvent(t *testing.T) {
 
 func TestParseFixtures(t *testing.T) {
 	paths, _ := filepath.Glob("../testdata/openlineage/*/*.json")
-	more, _ := filepath.Glob("../testdata/openlineage/sequences/*/*.json")
+	more, _ := filepath.Glob("../demo/sequences/*/*.json")
 	paths = append(paths, more...)
 	if len(paths) < 30 {
 		t.Fatalf("found only %d fixtures", len(paths))

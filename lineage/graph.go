@@ -13,6 +13,8 @@ import (
 	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/ent/auditevent"
 	"github.com/tidemark/tidemark/ent/lineageedge"
+
+	"github.com/tidemark/tidemark/internal/loop"
 )
 
 // Graph is the in-memory adjacency index of lineage edges, keyed on asset IDs. Traversals read
@@ -275,18 +277,11 @@ func (g *Graph) advance(batch []edgeRef, now time.Time) {
 
 // Run calls Sync every interval until ctx ends, logging (not stopping on) failures.
 func (g *Graph) Run(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := g.Sync(ctx); err != nil && ctx.Err() == nil {
-				g.log.Warn("lineage: graph sync failed; answers may be stale", "err", err)
-			}
+	loop.Every(ctx, interval, false, func(ctx context.Context) {
+		if err := g.Sync(ctx); err != nil && ctx.Err() == nil {
+			g.log.Warn("lineage: graph sync failed; answers may be stale", "err", err)
 		}
-	}
+	})
 }
 
 // Freshness says how current the graph is: edges written by this process are visible at once;

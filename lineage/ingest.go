@@ -21,6 +21,8 @@ import (
 	"github.com/tidemark/tidemark/ent/predicate"
 	"github.com/tidemark/tidemark/ent/run"
 	"github.com/tidemark/tidemark/ent/storage"
+
+	"github.com/tidemark/tidemark/internal/loop"
 )
 
 // Service ingests OpenLineage events and answers lineage queries.
@@ -194,30 +196,31 @@ func (s *Service) applyEvents(ctx context.Context, evs []Event) ([]IngestResult,
 	var (
 		res []IngestResult
 		b   *batch
-		err error
 	)
-	for attempt := 1; attempt <= 4; attempt++ {
-		res = make([]IngestResult, len(evs))
-		err = s.cat.InTx(ctx, func(ctx context.Context, tx *ent.Tx) error {
-			b = newBatch(s, tx)
-			if err := b.prefetch(ctx, evs, keys); err != nil {
-				return err
-			}
-			for i, ev := range evs {
-				res[i].Kind = ev.Kind
-				a := &applier{batch: b, ev: ev, res: &res[i]}
-				if err := a.apply(ctx, keys[i]); err != nil {
+	attempt := 0
+	err := loop.Retry(ctx, 4, func(n int) time.Duration { return time.Duration(n*n) * 10 * time.Millisecond },
+		func(err error) bool {
+			s.log.Debug("lineage: ingest raced, retrying", "attempt", attempt, "err", err)
+			return catalog.IsRace(err)
+		},
+		func() error {
+			attempt++
+			res = make([]IngestResult, len(evs))
+			return s.cat.InTx(ctx, func(ctx context.Context, tx *ent.Tx) error {
+				b = newBatch(s, tx)
+				if err := b.prefetch(ctx, evs, keys); err != nil {
 					return err
 				}
-			}
-			return b.flush(ctx)
+				for i, ev := range evs {
+					res[i].Kind = ev.Kind
+					a := &applier{batch: b, ev: ev, res: &res[i]}
+					if err := a.apply(ctx, keys[i]); err != nil {
+						return err
+					}
+				}
+				return b.flush(ctx)
+			})
 		})
-		if err == nil || !catalog.IsRace(err) {
-			break
-		}
-		s.log.Debug("lineage: ingest raced, retrying", "attempt", attempt, "err", err)
-		time.Sleep(time.Duration(attempt*attempt) * 10 * time.Millisecond)
-	}
 	if catalog.IsRace(err) {
 		// Still contended after the retries: the client's retry (503) will find the winners' rows.
 		s.log.Warn("lineage: ingest still racing after retries; refused for retry", "events", len(evs), "err", err)

@@ -48,8 +48,8 @@ type Config struct {
 	IOProperties map[string]string `json:"io_properties,omitempty"`
 }
 
-// LoadConfig reads a configuration file and returns the options it sets: its connections (not
-// yet opened) and IO properties.
+// LoadConfig reads a configuration file and returns the options it sets (IO properties) and its
+// connections (not yet opened; pass them with WithConnections).
 func LoadConfig(path string) ([]Option, []*Connection, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -69,7 +69,7 @@ func LoadConfig(path string) ([]Option, []*Connection, error) {
 		}
 		conns = append(conns, conn)
 	}
-	return []Option{WithConnections(conns...), WithIOProperties(cfg.IOProperties)}, conns, nil
+	return []Option{WithIOProperties(cfg.IOProperties)}, conns, nil
 }
 
 // Connection is a configured Iceberg catalog, opened on first use and kept open; a failed open

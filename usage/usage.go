@@ -13,6 +13,8 @@ import (
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/ent/storage"
+
+	"github.com/tidemark/tidemark/internal/loop"
 )
 
 // Defaults.
@@ -98,29 +100,22 @@ func (s *Service) Purge(ctx context.Context) (int, error) {
 // resolve (changes made by other replicas, or inside lineage transactions, reach them here) and
 // purges what is past the retention (hourly).
 func (s *Service) Run(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
 	var purged time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if n, err := s.ResolvePending(ctx, nil); err != nil && ctx.Err() == nil {
-				s.log.Warn("usage: resolve kept records failed; will retry", "err", err)
-			} else if n > 0 {
-				s.log.Info("usage: attributed records that waited for their name", "records", n)
-			}
-			if time.Since(purged) < time.Hour {
-				continue
-			}
-			purged = time.Now()
-			n, err := s.Purge(ctx)
-			if err != nil && ctx.Err() == nil {
-				s.log.Warn("usage: purge failed; will retry", "err", err)
-			} else if n > 0 {
-				s.log.Info("usage: purged raw events past retention", "deleted", n, "retention", s.retention.String())
-			}
+	loop.Every(ctx, interval, false, func(ctx context.Context) {
+		if n, err := s.ResolvePending(ctx, nil); err != nil && ctx.Err() == nil {
+			s.log.Warn("usage: resolve kept records failed; will retry", "err", err)
+		} else if n > 0 {
+			s.log.Info("usage: attributed records that waited for their name", "records", n)
 		}
-	}
+		if time.Since(purged) < time.Hour {
+			return
+		}
+		purged = time.Now()
+		n, err := s.Purge(ctx)
+		if err != nil && ctx.Err() == nil {
+			s.log.Warn("usage: purge failed; will retry", "err", err)
+		} else if n > 0 {
+			s.log.Info("usage: purged raw events past retention", "deleted", n, "retention", s.retention.String())
+		}
+	})
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -14,9 +14,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/tidemark/tidemark/app"
 	"github.com/tidemark/tidemark/catalog"
-	"github.com/tidemark/tidemark/ent"
-	"github.com/tidemark/tidemark/ent/storage"
 	"github.com/tidemark/tidemark/tables"
 )
 
@@ -31,94 +30,87 @@ type tablesConfig struct {
 }
 
 func (c *tablesConfig) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.catalogs, "iceberg-catalogs", env("TIDEMARK_ICEBERG_CATALOGS", ""), "JSON file of Iceberg catalog connections to sync, and IO properties (TIDEMARK_ICEBERG_CATALOGS; see README)")
-	fs.DurationVar(&c.confirmGap, "confirm-gap", envDuration("TIDEMARK_CONFIRM_GAP", tables.DefaultConfirmGap), "two cleanup walks confirm an orphan, and two catalog listings a dropped table, only this far apart (TIDEMARK_CONFIRM_GAP)")
-	fs.StringVar(&c.roots, "warehouse-roots", env("TIDEMARK_WAREHOUSE_ROOTS", ""), "comma-separated locations (paths, file:// or s3:// URIs) under which tables may be registered by metadata location; the catalog connections' warehouses are roots too (TIDEMARK_WAREHOUSE_ROOTS)")
-	fs.BoolVar(&c.ambient, "io-ambient-credentials", envBool("TIDEMARK_IO_AMBIENT_CREDENTIALS"), "let tables registered on object stores use this machine's own credentials (environment, profiles, instance metadata) when io_properties name none (TIDEMARK_IO_AMBIENT_CREDENTIALS)")
-	fs.Int64Var(&c.fileLimit, "table-file-limit", envInt("TIDEMARK_TABLE_FILE_LIMIT", tables.DefaultFileLimit), "largest Iceberg metadata, manifest list or manifest file read, in bytes (TIDEMARK_TABLE_FILE_LIMIT)")
-	fs.Int64Var(&c.smallFile, "small-file-size", envInt("TIDEMARK_SMALL_FILE_SIZE", tables.DefaultSmallFile), "data files below this many bytes count as small in table health (TIDEMARK_SMALL_FILE_SIZE)")
+	fs.StringVar(&c.catalogs, "iceberg-catalogs", "", "JSON file of Iceberg catalog connections to sync, and IO properties (TIDEMARK_ICEBERG_CATALOGS; see README)")
+	fs.DurationVar(&c.confirmGap, "confirm-gap", tables.DefaultConfirmGap, "two cleanup walks confirm an orphan, and two catalog listings a dropped table, only this far apart (TIDEMARK_CONFIRM_GAP)")
+	fs.StringVar(&c.roots, "warehouse-roots", "", "comma-separated locations (paths, file:// or s3:// URIs) under which tables may be registered by metadata location; the catalog connections' warehouses are roots too (TIDEMARK_WAREHOUSE_ROOTS)")
+	fs.BoolVar(&c.ambient, "io-ambient-credentials", false, "let tables registered on object stores use this machine's own credentials (environment, profiles, instance metadata) when io_properties name none (TIDEMARK_IO_AMBIENT_CREDENTIALS)")
+	fs.Int64Var(&c.fileLimit, "table-file-limit", tables.DefaultFileLimit, "largest Iceberg metadata, manifest list or manifest file read, in bytes (TIDEMARK_TABLE_FILE_LIMIT)")
+	fs.Int64Var(&c.smallFile, "small-file-size", tables.DefaultSmallFile, "data files below this many bytes count as small in table health (TIDEMARK_SMALL_FILE_SIZE)")
 }
 
-// open builds the tables service; close releases the catalog connections it opened.
-func (c *tablesConfig) open(db *ent.Client, cat *catalog.Catalog, log *slog.Logger) (*tables.Service, func(), error) {
+// appConfig is the tables part of the services' configuration: options and the catalog
+// connections (not yet opened).
+func (c *tablesConfig) appConfig(log *slog.Logger) (app.Config, error) {
 	if c.confirmGap <= 0 {
-		return nil, nil, fmt.Errorf("--confirm-gap %s must be positive: one listing or one walk is not proof", c.confirmGap)
+		return app.Config{}, fmt.Errorf("--confirm-gap %s must be positive: one listing or one walk is not proof", c.confirmGap)
 	}
-	opts := []tables.Option{tables.WithLogger(log), tables.WithSmallFile(c.smallFile), tables.WithConfirmGap(c.confirmGap),
-		tables.WithAmbientCredentials(c.ambient), tables.WithFileLimit(c.fileLimit)}
+	cfg := app.Config{Log: log, Tables: []tables.Option{tables.WithSmallFile(c.smallFile), tables.WithConfirmGap(c.confirmGap),
+		tables.WithAmbientCredentials(c.ambient), tables.WithFileLimit(c.fileLimit)}}
 	for _, r := range strings.Split(c.roots, ",") {
 		if r = strings.TrimSpace(r); r != "" {
-			opts = append(opts, tables.WithWarehouseRoots(r))
+			cfg.Tables = append(cfg.Tables, tables.WithWarehouseRoots(r))
 		}
 	}
-	var conns []*tables.Connection
 	if c.catalogs != "" {
-		more, cs, err := tables.LoadConfig(c.catalogs)
+		more, conns, err := tables.LoadConfig(c.catalogs)
 		if err != nil {
-			return nil, nil, err
+			return app.Config{}, err
 		}
-		opts, conns = append(opts, more...), cs
+		cfg.Tables, cfg.Connections = append(cfg.Tables, more...), conns
 	}
-	svc, err := tables.New(db, cat, opts...)
-	if err != nil {
-		return nil, nil, err
-	}
-	return svc, func() {
-		for _, c := range conns {
-			if err := c.Close(); err != nil {
-				log.Warn("close Iceberg catalog", "connection", c.Name, "err", err)
-			}
-		}
-	}, nil
+	return cfg, nil
 }
 
 // cmdEnv is what the tables and cleanup commands share: the database, Iceberg catalog and log
-// flags, and once opened the migrated store, the catalog and the tables service.
+// flags, and once opened the application's services.
 type cmdEnv struct {
 	db       dbConfig
 	tc       tablesConfig
+	cc       *cleanupConfig // the cleanup commands' flags, when they have them
 	logLevel *string
-	log      *slog.Logger
-	store    *storage.DB
-	cat      *catalog.Catalog
-	tables   *tables.Service
-	closers  []func()
+	app      *app.App
 }
 
 func newCmdEnv(fs *flag.FlagSet) *cmdEnv {
 	e := &cmdEnv{}
 	e.db.register(fs)
 	e.tc.register(fs)
-	e.logLevel = fs.String("log-level", env("TIDEMARK_LOG_LEVEL", "warn"), "debug, info, warn or error (TIDEMARK_LOG_LEVEL)")
+	e.logLevel = fs.String("log-level", "warn", "debug, info, warn or error (TIDEMARK_LOG_LEVEL)")
 	return e
 }
 
-// open opens and migrates the database and builds the services; close releases them.
-func (e *cmdEnv) open(ctx context.Context, stderr io.Writer) error {
-	var err error
-	if e.log, err = newLogger(stderr, *e.logLevel, "text"); err != nil {
-		return err
-	}
-	if e.store, err = e.db.open(ctx); err != nil {
-		return err
-	}
-	e.closers = append(e.closers, func() { e.store.Close() })
-	if _, err := e.store.Migrate(ctx); err != nil {
-		return err
-	}
-	e.cat = catalog.New(e.store.Client, catalog.WithLogger(e.log))
-	tbls, done, err := e.tc.open(e.store.Client, e.cat, e.log)
+// open opens and migrates the database and builds the services; with graph the lineage graph
+// is loaded too (the cleanup bot's unused-asset checks follow it downstream).
+func (e *cmdEnv) open(ctx context.Context, stderr io.Writer, graph bool) error {
+	log, err := newLogger(stderr, *e.logLevel, "text")
 	if err != nil {
 		return err
 	}
-	e.tables = tbls
-	e.closers = append(e.closers, done)
-	return nil
+	cfg, err := e.tc.appConfig(log)
+	if err != nil {
+		return err
+	}
+	if e.cc != nil {
+		cfg.Cleanup = e.cc.appOptions()
+	}
+	cfg.LoadGraph = graph
+	store, err := e.db.open(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := store.Migrate(ctx); err != nil {
+		store.Close()
+		return err
+	}
+	e.app, err = app.Open(ctx, store, cfg)
+	return err
 }
 
 func (e *cmdEnv) close() {
-	for i := len(e.closers) - 1; i >= 0; i-- {
-		e.closers[i]()
+	if e.app != nil {
+		if err := e.app.Close(); err != nil {
+			e.app.Log.Warn("close", "err", err)
+		}
 	}
 }
 
@@ -141,17 +133,14 @@ func tablesCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	namespace := fs.String("namespace", "", "register: the asset namespace (default: from the table location, as OpenLineage names it)")
 	name := fs.String("name", "", "register: the asset name (default: the table location's path)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
-	if err := checkEnv(fs); err != nil {
-		return err
-	}
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := parse(fs, args[1:]); err != nil {
 		return err
 	}
 	defer e.close()
-	if err := e.open(ctx, stderr); err != nil {
+	if err := e.open(ctx, stderr, false); err != nil {
 		return err
 	}
-	svc := e.tables
+	svc := e.app.Tables
 	ctx = catalog.WithActor(ctx, "cli")
 	out := func(v any, text func()) error {
 		if *asJSON {

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -7,20 +7,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"strings"
 	"time"
 
-	"entgo.io/ent/dialect"
 	"github.com/google/uuid"
 
-	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/cleanup"
-	"github.com/tidemark/tidemark/ent/storage"
-	"github.com/tidemark/tidemark/lineage"
-	"github.com/tidemark/tidemark/tables"
-	"github.com/tidemark/tidemark/usage"
 )
 
 // cleanupConfig holds the scan flags serve and the cleanup command share.
@@ -43,22 +36,22 @@ type cleanupConfig struct {
 }
 
 func (c *cleanupConfig) register(fs *flag.FlagSet) {
-	fs.DurationVar(&c.age, "scan-age-threshold", envDuration("TIDEMARK_SCAN_AGE_THRESHOLD", cleanup.DefaultAgeThreshold), "files younger than this are never orphan candidates; below 24h needs --scan-allow-young (TIDEMARK_SCAN_AGE_THRESHOLD)")
-	fs.BoolVar(&c.allowYoung, "scan-allow-young", envBool("TIDEMARK_SCAN_ALLOW_YOUNG"), "allow an age threshold below 24h; logged and shown on every report (TIDEMARK_SCAN_ALLOW_YOUNG)")
-	fs.IntVar(&c.pageSize, "scan-page-size", int(envInt("TIDEMARK_SCAN_PAGE_SIZE", cleanup.DefaultPageSize)), "entries per LIST page, for counting and pacing requests (TIDEMARK_SCAN_PAGE_SIZE)")
-	fs.Float64Var(&c.listRate, "scan-list-rate", envFloat("TIDEMARK_SCAN_LIST_RATE", cleanup.DefaultListRate), "LIST requests per second during a walk, so a scan never runs at full speed against live storage; 0 unlimited (TIDEMARK_SCAN_LIST_RATE)")
-	fs.Float64Var(&c.headRate, "scan-head-rate", envFloat("TIDEMARK_SCAN_HEAD_RATE", cleanup.DefaultHeadRate), "HEAD requests per second for dangling checks, and stat+delete pairs per second when executing; 0 unlimited (TIDEMARK_SCAN_HEAD_RATE)")
-	fs.IntVar(&c.headParallel, "scan-head-parallel", int(envInt("TIDEMARK_SCAN_HEAD_PARALLEL", 8)), "HEAD requests in flight at once (TIDEMARK_SCAN_HEAD_PARALLEL)")
-	fs.DurationVar(&c.recheck, "scan-recheck-delay", envDuration("TIDEMARK_SCAN_RECHECK_DELAY", cleanup.DefaultRecheckDelay), "how long a missing referenced file gets before its second check (TIDEMARK_SCAN_RECHECK_DELAY)")
-	fs.DurationVar(&c.unusedWindow, "unused-window", envDuration("TIDEMARK_UNUSED_WINDOW", cleanup.DefaultPolicy.UnusedWindow), "an asset with no reads (under any name) for this long may be proposed for retirement (TIDEMARK_UNUSED_WINDOW)")
-	fs.DurationVar(&c.minAge, "unused-min-age", envDuration("TIDEMARK_UNUSED_MIN_AGE", cleanup.DefaultPolicy.MinAssetAge), "only assets at least this old are proposed as unused (TIDEMARK_UNUSED_MIN_AGE)")
-	fs.DurationVar(&c.grace, "retire-grace", envDuration("TIDEMARK_RETIRE_GRACE", cleanup.DefaultPolicy.Grace), "between dropping a retired table's metadata and deleting its files (TIDEMARK_RETIRE_GRACE)")
-	fs.DurationVar(&c.openFor, "proposal-expiry", envDuration("TIDEMARK_PROPOSAL_EXPIRY", cleanup.DefaultPolicy.OpenFor), "an open proposal nobody decided expires after this (TIDEMARK_PROPOSAL_EXPIRY)")
-	fs.DurationVar(&c.rejectQuiet, "reject-quiet", envDuration("TIDEMARK_REJECT_QUIET", cleanup.DefaultPolicy.RejectQuiet), "a rejected proposal is not reopened for this long unless its evidence materially changes (TIDEMARK_REJECT_QUIET)")
-	fs.StringVar(&c.window, "maintenance-window", env("TIDEMARK_MAINTENANCE_WINDOW", ""), "daily UTC window HH:MM-HH:MM for scheduled scans and executions, e.g. 01:00-05:00; empty: any time (TIDEMARK_MAINTENANCE_WINDOW)")
-	fs.Float64Var(&c.prices.ListPer1000, "price-list-per-1000", envFloat("TIDEMARK_PRICE_LIST_PER_1000", cleanup.DefaultPrices.ListPer1000), "USD per 1,000 LIST requests (TIDEMARK_PRICE_LIST_PER_1000)")
-	fs.Float64Var(&c.prices.GetPer1000, "price-get-per-1000", envFloat("TIDEMARK_PRICE_GET_PER_1000", cleanup.DefaultPrices.GetPer1000), "USD per 1,000 GET/HEAD requests (TIDEMARK_PRICE_GET_PER_1000)")
-	fs.Float64Var(&c.prices.StorageGBMonth, "price-gb-month", envFloat("TIDEMARK_PRICE_GB_MONTH", cleanup.DefaultPrices.StorageGBMonth), "USD per GB-month stored (TIDEMARK_PRICE_GB_MONTH)")
+	fs.DurationVar(&c.age, "scan-age-threshold", cleanup.DefaultAgeThreshold, "files younger than this are never orphan candidates; below 24h needs --scan-allow-young (TIDEMARK_SCAN_AGE_THRESHOLD)")
+	fs.BoolVar(&c.allowYoung, "scan-allow-young", false, "allow an age threshold below 24h; logged and shown on every report (TIDEMARK_SCAN_ALLOW_YOUNG)")
+	fs.IntVar(&c.pageSize, "scan-page-size", int(cleanup.DefaultPageSize), "entries per LIST page, for counting and pacing requests (TIDEMARK_SCAN_PAGE_SIZE)")
+	fs.Float64Var(&c.listRate, "scan-list-rate", cleanup.DefaultListRate, "LIST requests per second during a walk, so a scan never runs at full speed against live storage; 0 unlimited (TIDEMARK_SCAN_LIST_RATE)")
+	fs.Float64Var(&c.headRate, "scan-head-rate", cleanup.DefaultHeadRate, "HEAD requests per second for dangling checks, and stat+delete pairs per second when executing; 0 unlimited (TIDEMARK_SCAN_HEAD_RATE)")
+	fs.IntVar(&c.headParallel, "scan-head-parallel", int(8), "HEAD requests in flight at once (TIDEMARK_SCAN_HEAD_PARALLEL)")
+	fs.DurationVar(&c.recheck, "scan-recheck-delay", cleanup.DefaultRecheckDelay, "how long a missing referenced file gets before its second check (TIDEMARK_SCAN_RECHECK_DELAY)")
+	fs.DurationVar(&c.unusedWindow, "unused-window", cleanup.DefaultPolicy.UnusedWindow, "an asset with no reads (under any name) for this long may be proposed for retirement (TIDEMARK_UNUSED_WINDOW)")
+	fs.DurationVar(&c.minAge, "unused-min-age", cleanup.DefaultPolicy.MinAssetAge, "only assets at least this old are proposed as unused (TIDEMARK_UNUSED_MIN_AGE)")
+	fs.DurationVar(&c.grace, "retire-grace", cleanup.DefaultPolicy.Grace, "between dropping a retired table's metadata and deleting its files (TIDEMARK_RETIRE_GRACE)")
+	fs.DurationVar(&c.openFor, "proposal-expiry", cleanup.DefaultPolicy.OpenFor, "an open proposal nobody decided expires after this (TIDEMARK_PROPOSAL_EXPIRY)")
+	fs.DurationVar(&c.rejectQuiet, "reject-quiet", cleanup.DefaultPolicy.RejectQuiet, "a rejected proposal is not reopened for this long unless its evidence materially changes (TIDEMARK_REJECT_QUIET)")
+	fs.StringVar(&c.window, "maintenance-window", "", "daily UTC window HH:MM-HH:MM for scheduled scans and executions, e.g. 01:00-05:00; empty: any time (TIDEMARK_MAINTENANCE_WINDOW)")
+	fs.Float64Var(&c.prices.ListPer1000, "price-list-per-1000", cleanup.DefaultPrices.ListPer1000, "USD per 1,000 LIST requests (TIDEMARK_PRICE_LIST_PER_1000)")
+	fs.Float64Var(&c.prices.GetPer1000, "price-get-per-1000", cleanup.DefaultPrices.GetPer1000, "USD per 1,000 GET/HEAD requests (TIDEMARK_PRICE_GET_PER_1000)")
+	fs.Float64Var(&c.prices.StorageGBMonth, "price-gb-month", cleanup.DefaultPrices.StorageGBMonth, "USD per GB-month stored (TIDEMARK_PRICE_GB_MONTH)")
 }
 
 // check refuses bad values before anything runs.
@@ -73,11 +66,11 @@ func (c *cleanupConfig) check() error {
 	return err
 }
 
-func (c *cleanupConfig) service(store *storage.DB, tbls *tables.Service, cat *catalog.Catalog, log *slog.Logger, more ...cleanup.Option) *cleanup.Service {
+// appOptions are the cleanup service's options from the flags (check them first).
+func (c *cleanupConfig) appOptions() []cleanup.Option {
 	w, _ := cleanup.ParseWindow(c.window) // checked by check
-	return cleanup.New(store.Client, tbls, cat, append([]cleanup.Option{cleanup.WithLogger(log), cleanup.WithSQLite(store.Dialect == dialect.SQLite),
-		cleanup.WithPrices(c.prices), cleanup.WithPacing(c.pageSize, c.listRate, c.headRate, c.headParallel), cleanup.WithWindow(w),
-		cleanup.WithPolicy(cleanup.Policy{UnusedWindow: c.unusedWindow, MinAssetAge: c.minAge, Grace: c.grace, OpenFor: c.openFor, RejectQuiet: c.rejectQuiet})}, more...)...)
+	return []cleanup.Option{cleanup.WithPrices(c.prices), cleanup.WithPacing(c.pageSize, c.listRate, c.headRate, c.headParallel), cleanup.WithWindow(w),
+		cleanup.WithPolicy(cleanup.Policy{UnusedWindow: c.unusedWindow, MinAssetAge: c.minAge, Grace: c.grace, OpenFor: c.openFor, RejectQuiet: c.rejectQuiet})}
 }
 
 func (c *cleanupConfig) options() cleanup.ScanOptions {
@@ -112,15 +105,13 @@ func cleanupCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	e := newCmdEnv(fs)
 	var cc cleanupConfig
 	cc.register(fs)
+	e.cc = &cc
 	tableArg := fs.String("table", "", "the table's asset ID or name (namespace optional when the name is unambiguous); default every known table")
 	shards := fs.String("shard", "", "walk only these shards, comma-separated (e.g. metadata/,data/ts_day=2026-11-01/)")
 	noDangling := fs.Bool("no-dangling", false, "skip the dangling-reference check")
 	resume := fs.String("resume", "", "a scan ID of --table: walk only the shards it did not complete")
 	asJSON := fs.Bool("json", false, "print the reports as JSON")
-	if err := checkEnv(fs); err != nil {
-		return err
-	}
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := parse(fs, args[1:]); err != nil {
 		return err
 	}
 	cc.minGap = e.tc.confirmGap
@@ -128,11 +119,10 @@ func cleanupCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer e.close()
-	if err := e.open(ctx, stderr); err != nil {
+	if err := e.open(ctx, stderr, false); err != nil {
 		return err
 	}
-	cat, tbls := e.cat, e.tables
-	svc := cc.service(e.store, tbls, cat, e.log)
+	cat, tbls, svc := e.app.Catalog, e.app.Tables, e.app.Cleanup
 
 	var ids []uuid.UUID
 	switch {
@@ -233,12 +223,10 @@ func cleanupAct(ctx context.Context, what string, args []string, stdout, stderr 
 	e := newCmdEnv(fs)
 	var cc cleanupConfig
 	cc.register(fs)
+	e.cc = &cc
 	proposalArg := fs.String("proposal", "", "execute: only this proposal")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
-	if err := checkEnv(fs); err != nil {
-		return err
-	}
-	if err := fs.Parse(args); err != nil {
+	if err := parse(fs, args); err != nil {
 		return err
 	}
 	cc.minGap = e.tc.confirmGap
@@ -246,24 +234,10 @@ func cleanupAct(ctx context.Context, what string, args []string, stdout, stderr 
 		return err
 	}
 	defer e.close()
-	if err := e.open(ctx, stderr); err != nil {
+	if err := e.open(ctx, stderr, true); err != nil {
 		return err
 	}
-	store, cat, tbls, log := e.store, e.cat, e.tables, e.log
-	use, err := usage.New(store.Client, cat, usage.WithLogger(log))
-	if err != nil {
-		return err
-	}
-	if err := use.Open(ctx); err != nil {
-		return err
-	}
-	lin := lineage.New(store.Client, cat, lineage.WithLogger(log))
-	if err := lin.Open(ctx); err != nil {
-		return err
-	}
-	svc := cc.service(store, tbls, cat, log, cleanup.WithUsage(use, func(ctx context.Context, id uuid.UUID) ([]uuid.UUID, error) {
-		return lin.Downstream(ctx, id, 5)
-	}))
+	svc := e.app.Cleanup
 	var result any
 	switch what {
 	case "propose":
@@ -278,6 +252,7 @@ func cleanupAct(ctx context.Context, what string, args []string, stdout, stderr 
 	case "execute":
 		id := uuid.Nil
 		if *proposalArg != "" {
+			var err error
 			if id, err = uuid.Parse(*proposalArg); err != nil {
 				return fmt.Errorf("cleanup execute: --proposal %q is not a proposal ID", *proposalArg)
 			}

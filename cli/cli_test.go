@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bufio"
@@ -55,7 +55,7 @@ func (w *signalWriter) String() string {
 func TestServeEndToEnd(t *testing.T) {
 	dir := t.TempDir()
 	var tokenOut, tokenErr bytes.Buffer
-	if err := run(context.Background(), []string{"token", "create", "--data-dir", dir, "--name", "e2e", "--scopes", "write"}, &tokenOut, &tokenErr, nil); err != nil {
+	if err := Run(context.Background(), []string{"token", "create", "--data-dir", dir, "--name", "e2e", "--scopes", "write"}, &tokenOut, &tokenErr, nil); err != nil {
 		t.Fatalf("token create: %v: %s", err, tokenErr.String())
 	}
 	token := strings.TrimSpace(tokenOut.String())
@@ -66,7 +66,7 @@ func TestServeEndToEnd(t *testing.T) {
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"serve", "--data-dir", dir, "--addr", "127.0.0.1:0"}, io.Discard, logs, ready)
+		done <- Run(ctx, []string{"serve", "--data-dir", dir, "--addr", "127.0.0.1:0"}, io.Discard, logs, ready)
 	}()
 	var addr string
 	select {
@@ -126,7 +126,7 @@ func TestServeEndToEnd(t *testing.T) {
 }
 
 func TestServeRefusesNoAuthOffLoopback(t *testing.T) {
-	err := run(context.Background(), []string{"serve", "--data-dir", t.TempDir(), "--addr", "0.0.0.0:0", "--insecure-no-auth"}, io.Discard, io.Discard, nil)
+	err := Run(context.Background(), []string{"serve", "--data-dir", t.TempDir(), "--addr", "0.0.0.0:0", "--insecure-no-auth"}, io.Discard, io.Discard, nil)
 	if err == nil || !strings.Contains(err.Error(), "only on a loopback address") {
 		t.Fatalf("err = %v", err)
 	}
@@ -144,20 +144,20 @@ func TestIsLoopback(t *testing.T) {
 func TestMigrateCommand(t *testing.T) {
 	dir := t.TempDir()
 	var out bytes.Buffer
-	if err := run(context.Background(), []string{"migrate", "--data-dir", dir, "--dry-run"}, &out, io.Discard, nil); err != nil {
+	if err := Run(context.Background(), []string{"migrate", "--data-dir", dir, "--dry-run"}, &out, io.Discard, nil); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "pending migration") || strings.HasPrefix(out.String(), "0 ") {
 		t.Fatalf("dry run: %s", out.String())
 	}
 	out.Reset()
-	if err := run(context.Background(), []string{"migrate", "--data-dir", dir}, &out, io.Discard, nil); err != nil {
+	if err := Run(context.Background(), []string{"migrate", "--data-dir", dir}, &out, io.Discard, nil); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "applied ") || strings.Contains(out.String(), "applied 0 ") {
 		t.Fatalf("migrate: %s", out.String())
 	}
-	if err := run(context.Background(), []string{"frobnicate"}, io.Discard, io.Discard, nil); err == nil {
+	if err := Run(context.Background(), []string{"frobnicate"}, io.Discard, io.Discard, nil); err == nil {
 		t.Fatal("unknown command accepted")
 	}
 }
@@ -176,14 +176,14 @@ func TestTablesCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out, errs strings.Builder
-	if err := run(ctx, []string{"tables", "sync", "--data-dir", dir, "--iceberg-catalogs", cfg}, &out, &errs, nil); err != nil {
+	if err := Run(ctx, []string{"tables", "sync", "--data-dir", dir, "--iceberg-catalogs", cfg}, &out, &errs, nil); err != nil {
 		t.Fatalf("sync: %v\n%s%s", err, out.String(), errs.String())
 	}
 	if !strings.Contains(out.String(), "1 added") || !strings.Contains(out.String(), "added          db.orders") || !strings.Contains(errs.String(), "[1/1] syncing lake") {
 		t.Fatalf("sync output:\n%s\nstderr:\n%s", out.String(), errs.String())
 	}
 	out.Reset()
-	if err := run(ctx, []string{"tables", "list", "--data-dir", dir, "--json"}, &out, &errs, nil); err != nil {
+	if err := Run(ctx, []string{"tables", "list", "--data-dir", dir, "--json"}, &out, &errs, nil); err != nil {
 		t.Fatal(err)
 	}
 	var list []struct {
@@ -195,7 +195,7 @@ func TestTablesCommand(t *testing.T) {
 	}
 	l.Append(tbl, tablestest.Rows(3, 3, time.Now()))
 	out.Reset()
-	if err := run(ctx, []string{"tables", "refresh", "--data-dir", dir, "--iceberg-catalogs", cfg, list[0].AssetID}, &out, &errs, nil); err != nil {
+	if err := Run(ctx, []string{"tables", "refresh", "--data-dir", dir, "--iceberg-catalogs", cfg, list[0].AssetID}, &out, &errs, nil); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "read 1 manifest lists and 1 manifests") {
@@ -205,7 +205,7 @@ func TestTablesCommand(t *testing.T) {
 	bad := filepath.Join(dir, "bad.json")
 	os.WriteFile(bad, []byte(`{"connections":[{"name":"gone","type":"sql","dialect":"sqlite","uri":"file:`+filepath.Join(dir, "missing", "x.db")+`"}]}`), 0o600)
 	out.Reset()
-	err := run(ctx, []string{"tables", "sync", "--data-dir", dir, "--iceberg-catalogs", bad}, &out, &errs, nil)
+	err := Run(ctx, []string{"tables", "sync", "--data-dir", dir, "--iceberg-catalogs", bad}, &out, &errs, nil)
 	if err == nil || !strings.Contains(out.String(), "gone: UNREACHABLE") {
 		t.Fatalf("sync of an unreachable catalog: %v\n%s", err, out.String())
 	}
@@ -225,18 +225,18 @@ func TestCleanupScanCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out, errs strings.Builder
-	if err := run(ctx, []string{"tables", "sync", "--data-dir", dir, "--iceberg-catalogs", cfg}, &out, &errs, nil); err != nil {
+	if err := Run(ctx, []string{"tables", "sync", "--data-dir", dir, "--iceberg-catalogs", cfg}, &out, &errs, nil); err != nil {
 		t.Fatalf("sync: %v\n%s", err, errs.String())
 	}
 	// Two passes must be two moments; the default gap is an hour, this test takes a millisecond.
 	scan := []string{"cleanup", "scan", "--data-dir", dir, "--iceberg-catalogs", cfg, "--table", "iceberg://lake/db.orders", "--scan-recheck-delay", "1ms", "--confirm-gap", "1ms"}
-	if err := run(ctx, append(slices.Clone(scan[:len(scan)-2]), "--confirm-gap", "0s"), &out, &errs, nil); err == nil || !strings.Contains(err.Error(), "must be positive") {
+	if err := Run(ctx, append(slices.Clone(scan[:len(scan)-2]), "--confirm-gap", "0s"), &out, &errs, nil); err == nil || !strings.Contains(err.Error(), "must be positive") {
 		t.Fatalf("a zero confirmation gap: %v", err)
 	}
 	for i, want := range []string{"0 (0 B) confirmed", "1 (100 B) confirmed by two consecutive complete walks at least 1ms apart"} {
 		out.Reset()
 		errs.Reset()
-		if err := run(ctx, scan, &out, &errs, nil); err != nil {
+		if err := Run(ctx, scan, &out, &errs, nil); err != nil {
 			t.Fatalf("scan %d: %v\n%s%s", i+1, err, out.String(), errs.String())
 		}
 		if !strings.Contains(out.String(), want) || !strings.Contains(errs.String(), "confirming: 2/2 shards") {
@@ -244,17 +244,17 @@ func TestCleanupScanCommand(t *testing.T) {
 		}
 	}
 	out.Reset()
-	if err := run(ctx, []string{"cleanup", "propose", "--data-dir", dir, "--iceberg-catalogs", cfg}, &out, &errs, nil); err != nil || !strings.Contains(out.String(), "1 opened") {
+	if err := Run(ctx, []string{"cleanup", "propose", "--data-dir", dir, "--iceberg-catalogs", cfg}, &out, &errs, nil); err != nil || !strings.Contains(out.String(), "1 opened") {
 		t.Fatalf("propose: %v %s %s", err, out.String(), errs.String())
 	}
 	out.Reset()
-	if err := run(ctx, []string{"cleanup", "execute", "--data-dir", dir, "--iceberg-catalogs", cfg}, &out, &errs, nil); err != nil || !strings.Contains(out.String(), "executed 0 of 0 proposals") {
+	if err := Run(ctx, []string{"cleanup", "execute", "--data-dir", dir, "--iceberg-catalogs", cfg}, &out, &errs, nil); err != nil || !strings.Contains(out.String(), "executed 0 of 0 proposals") {
 		t.Fatalf("execute without approval: %v %s", err, out.String())
 	}
 	if _, err := os.Stat(filepath.Join(strings.TrimPrefix(tbl.Location(), "file://"), "data", "leftover.parquet")); err != nil {
 		t.Fatalf("an unapproved orphan is gone: %v", err)
 	}
-	err := run(ctx, append(scan, "--scan-age-threshold", "1h"), &out, &errs, nil)
+	err := Run(ctx, append(scan, "--scan-age-threshold", "1h"), &out, &errs, nil)
 	if err == nil || !strings.Contains(err.Error(), "24h minimum") {
 		t.Fatalf("1h threshold: %v", err)
 	}
@@ -273,7 +273,7 @@ func TestBadEnvironment(t *testing.T) {
 		t.Run(tc.key, func(t *testing.T) {
 			t.Setenv(tc.key, tc.value)
 			var out, errs strings.Builder
-			err := run(ctx, []string{"serve", "--data-dir", t.TempDir()}, &out, &errs, nil)
+			err := Run(ctx, []string{"serve", "--data-dir", t.TempDir()}, &out, &errs, nil)
 			if err == nil || !strings.Contains(err.Error(), tc.key) {
 				t.Fatalf("serve with %s=%s: %v", tc.key, tc.value, err)
 			}
@@ -282,10 +282,10 @@ func TestBadEnvironment(t *testing.T) {
 	// A good value is taken, and the command line still wins over it.
 	t.Setenv("TIDEMARK_CONFIRM_GAP", "0s")
 	var out, errs strings.Builder
-	if err := run(ctx, []string{"cleanup", "propose", "--data-dir", t.TempDir()}, &out, &errs, nil); err == nil || !strings.Contains(err.Error(), "must be positive") {
+	if err := Run(ctx, []string{"cleanup", "propose", "--data-dir", t.TempDir()}, &out, &errs, nil); err == nil || !strings.Contains(err.Error(), "must be positive") {
 		t.Fatalf("TIDEMARK_CONFIRM_GAP=0s was not applied: %v", err)
 	}
-	if err := run(ctx, []string{"cleanup", "propose", "--data-dir", t.TempDir(), "--confirm-gap", "1h"}, &out, &errs, nil); err != nil {
+	if err := Run(ctx, []string{"cleanup", "propose", "--data-dir", t.TempDir(), "--confirm-gap", "1h"}, &out, &errs, nil); err != nil {
 		t.Fatalf("the command line did not win over the environment: %v", err)
 	}
 }
@@ -298,7 +298,7 @@ func TestServeDropsSlowClients(t *testing.T) {
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0", "--read-timeout", "300ms", "--tables-sync-interval", "0", "--scan-interval", "0", "--cleanup-interval", "0"}, io.Discard, io.Discard, ready)
+		done <- Run(ctx, []string{"serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0", "--read-timeout", "300ms", "--tables-sync-interval", "0", "--scan-interval", "0", "--cleanup-interval", "0"}, io.Discard, io.Discard, ready)
 	}()
 	var addr string
 	select {
@@ -341,7 +341,7 @@ func TestServeDropsSlowClients(t *testing.T) {
 // TestServeBehindTLS: with an https public URL, cookies are Secure and answers carry HSTS;
 // without one they are not; a public URL that is not one is refused at start.
 func TestServeBehindTLS(t *testing.T) {
-	if err := run(context.Background(), []string{"serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0", "--public-url", "tidemark.example.com"}, io.Discard, io.Discard, nil); err == nil || !strings.Contains(err.Error(), "--public-url") {
+	if err := Run(context.Background(), []string{"serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0", "--public-url", "tidemark.example.com"}, io.Discard, io.Discard, nil); err == nil || !strings.Contains(err.Error(), "--public-url") {
 		t.Fatalf("a public URL without scheme: err = %v", err)
 	}
 	for _, tc := range []struct {
@@ -352,7 +352,7 @@ func TestServeBehindTLS(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			ready, done := make(chan string, 1), make(chan error, 1)
 			go func() {
-				done <- run(ctx, []string{"serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0", "--public-url", tc.public,
+				done <- Run(ctx, []string{"serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0", "--public-url", tc.public,
 					"--tables-sync-interval", "0", "--scan-interval", "0", "--cleanup-interval", "0"}, io.Discard, io.Discard, ready)
 			}()
 			defer func() { cancel(); <-done }()

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -49,7 +49,7 @@ func TestBrowser(t *testing.T) {
 	defer stop()
 
 	var tokOut strings.Builder
-	if err := run(ctx, []string{"token", "create", "--data-dir", dir, "--name", "alice", "--scopes", "admin"}, &tokOut, &strings.Builder{}, nil); err != nil {
+	if err := Run(ctx, []string{"token", "create", "--data-dir", dir, "--name", "alice", "--scopes", "admin"}, &tokOut, &strings.Builder{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	token := strings.TrimSpace(tokOut.String())
@@ -57,7 +57,7 @@ func TestBrowser(t *testing.T) {
 	logs := newSignalWriter("serving")
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"serve", "--demo", "--data-dir", dir, "--addr", "127.0.0.1:0", "--log-format", "text",
+		done <- Run(ctx, []string{"serve", "--demo", "--data-dir", dir, "--addr", "127.0.0.1:0", "--log-format", "text",
 			"--scan-interval", "0", "--cleanup-interval", "0", "--tables-sync-interval", "0"}, &strings.Builder{}, logs, ready)
 	}()
 	var base string

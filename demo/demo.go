@@ -1,4 +1,6 @@
-package main
+// Package demo fills an empty Tidemark with a demo worth browsing: a real Iceberg warehouse,
+// lineage, usage across a rename, scans and the proposals they lead to.
+package demo
 
 import (
 	"context"
@@ -23,6 +25,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
 
+	"github.com/tidemark/tidemark/app"
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/cleanup"
 	"github.com/tidemark/tidemark/ent/storage"
@@ -31,7 +34,10 @@ import (
 	"github.com/tidemark/tidemark/usage"
 )
 
-//go:embed testdata/openlineage/sequences
+// sequences are captured OpenLineage event sequences (see testdata/openlineage/SOURCES.md);
+// the lineage and handler tests read them from here too.
+//
+//go:embed sequences
 var demoSequences embed.FS
 
 // demoSchema is the demo tables' schema.
@@ -41,14 +47,14 @@ var demoSchema = iceberg.NewSchema(0,
 	iceberg.NestedField{ID: 3, Name: "amount", Type: iceberg.PrimitiveTypes.Float64},
 )
 
-// setupDemo fills an empty Tidemark with true things to look at, under <dataDir>/demo: a real
+// Setup fills an empty Tidemark with true things to look at, under <dataDir>/demo: a real
 // Iceberg warehouse written with iceberg-go (an hourly-partitioned table of tiny files, a table
 // renamed through its catalog after being read under its old name, a table nobody read for
 // months, leftover orphan files, a data file deleted by hand), the OpenLineage sequences from
 // testdata plus lineage between the tables, usage across the rename, two cleanup scans and the
 // proposals they lead to. It returns the Iceberg catalog configuration to serve with; a second
 // run finds it done and only returns the path.
-func setupDemo(ctx context.Context, store *storage.DB, dataDir string, log *slog.Logger) (string, error) {
+func Setup(ctx context.Context, store *storage.DB, dataDir string, log *slog.Logger) (string, error) {
 	dir, err := filepath.Abs(filepath.Join(dataDir, "demo"))
 	if err != nil {
 		return "", err
@@ -174,7 +180,7 @@ func setupDemo(ctx context.Context, store *storage.DB, dataDir string, log *slog
 	if err := use.Open(ctx); err != nil {
 		return "", err
 	}
-	lin := lineage.New(store.Client, cat, lineage.WithLogger(log), lineage.WithCompletedRuns(usageOfRuns(use)))
+	lin := lineage.New(store.Client, cat, lineage.WithLogger(log), lineage.WithCompletedRuns(app.UsageOfRuns(use)))
 	if err := lin.Open(ctx); err != nil {
 		return "", err
 	}
@@ -312,8 +318,8 @@ func demoRun(ns, job string, at time.Time, inputs, outputs []string) string {
 
 // ingestSequences posts the captured OpenLineage sequences in order.
 func ingestSequences(ctx context.Context, lin *lineage.Service) error {
-	return fs.WalkDir(demoSequences, "testdata/openlineage/sequences", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || !d.IsDir() || p == "testdata/openlineage/sequences" {
+	return fs.WalkDir(demoSequences, "sequences", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() || p == "sequences" {
 			return err
 		}
 		entries, err := fs.ReadDir(demoSequences, p)

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -23,10 +23,7 @@ func token(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	db.register(fs)
 	name := fs.String("name", "", "token name, e.g. the client that will use it")
 	scopes := fs.String("scopes", "", "comma-separated scopes: read, write, admin")
-	if err := checkEnv(fs); err != nil {
-		return err
-	}
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := parse(fs, args[1:]); err != nil {
 		return err
 	}
 	open := func() (*auth.Store, func(), error) {

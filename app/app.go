@@ -1,0 +1,269 @@
+// Package app builds a Tidemark process once, in one place: the services over a migrated store
+// (catalog, usage, lineage, Iceberg tables, cleanup) wired to each other, the HTTP handler (the
+// API and the web UI), and the background loops. Serve runs the loops and the server under one
+// group; on shutdown the server drains, the loops are cancelled and waited for, and only then
+// does Close release the catalog connections and the store, so nothing writes after close.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/tidemark/tidemark/auth"
+	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/cleanup"
+	"github.com/tidemark/tidemark/ent/storage"
+	"github.com/tidemark/tidemark/handlers"
+	"github.com/tidemark/tidemark/internal/loop"
+	"github.com/tidemark/tidemark/lineage"
+	"github.com/tidemark/tidemark/tables"
+	"github.com/tidemark/tidemark/usage"
+	"github.com/tidemark/tidemark/web"
+)
+
+// UnusedDownstreamDepth is how many lineage hops downstream the cleanup bot looks for reads
+// before it calls an asset unused: a table nobody queries may still feed one people read.
+const UnusedDownstreamDepth = 5
+
+// Config is what the services are built with.
+type Config struct {
+	Log     *slog.Logger
+	Usage   []usage.Option
+	Lineage []lineage.Option
+	Tables  []tables.Option
+	// Connections are the Iceberg catalogs the tables service syncs; Close closes them.
+	Connections []*tables.Connection
+	Cleanup     []cleanup.Option
+	// LoadGraph loads the lineage graph into memory (serve, and the cleanup bot's unused-asset
+	// checks, which follow it downstream); commands that only scan or sync tables skip it.
+	LoadGraph bool
+}
+
+// App is a built process.
+type App struct {
+	Store   *storage.DB
+	Log     *slog.Logger
+	Catalog *catalog.Catalog
+	Usage   *usage.Service
+	Lineage *lineage.Service
+	Tables  *tables.Service
+	Cleanup *cleanup.Service
+	conns   []*tables.Connection
+}
+
+// Open builds the services over store (migrated already) and loads the lineage graph. The App
+// owns store from now on: Close closes it.
+func Open(ctx context.Context, store *storage.DB, cfg Config) (*App, error) {
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	a := &App{Store: store, Log: cfg.Log, conns: cfg.Connections}
+	a.Catalog = catalog.New(store.Client, catalog.WithLogger(cfg.Log),
+		catalog.WithChangeHook(func(ctx context.Context, ids []uuid.UUID) {
+			a.Lineage.Graph().AssetsChanged(ctx, ids)
+			a.Usage.NamesChanged(ctx, ids) // usage records that waited for a name
+		}))
+	var err error
+	if a.Usage, err = usage.New(store.Client, a.Catalog, append([]usage.Option{usage.WithLogger(cfg.Log)}, cfg.Usage...)...); err != nil {
+		return nil, a.closeOnError(err)
+	}
+	if err := a.Usage.Open(ctx); err != nil {
+		return nil, a.closeOnError(err)
+	}
+	a.Lineage = lineage.New(store.Client, a.Catalog, append([]lineage.Option{lineage.WithLogger(cfg.Log),
+		lineage.WithCompletedRuns(UsageOfRuns(a.Usage))}, cfg.Lineage...)...)
+	if cfg.LoadGraph {
+		start := time.Now()
+		if err := a.Lineage.Open(ctx); err != nil {
+			return nil, a.closeOnError(fmt.Errorf("load the lineage graph: %w", err))
+		}
+		f := a.Lineage.Graph().Freshness()
+		cfg.Log.Info("lineage graph loaded", "nodes", f.Nodes, "edges", f.Edges, "took", time.Since(start).String())
+	}
+	topts := append([]tables.Option{tables.WithLogger(cfg.Log), tables.WithConnections(cfg.Connections...)}, cfg.Tables...)
+	if a.Tables, err = tables.New(store.Client, a.Catalog, topts...); err != nil {
+		return nil, a.closeOnError(err)
+	}
+	copts := append([]cleanup.Option{cleanup.WithLogger(cfg.Log), cleanup.WithSQLite(store.Dialect == "sqlite3"),
+		cleanup.WithUsage(a.Usage, func(ctx context.Context, id uuid.UUID) ([]uuid.UUID, error) {
+			return a.Lineage.Downstream(ctx, id, UnusedDownstreamDepth)
+		})}, cfg.Cleanup...)
+	a.Cleanup = cleanup.New(store.Client, a.Tables, a.Catalog, copts...)
+	return a, nil
+}
+
+func (a *App) closeOnError(err error) error {
+	return errors.Join(err, a.Close())
+}
+
+// Close releases the catalog connections and the store. Call it after Serve returned.
+func (a *App) Close() error {
+	var errs []error
+	for _, c := range a.conns {
+		if err := c.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close Iceberg catalog %s: %w", c.Name, err))
+		}
+	}
+	if err := a.Store.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("close the database: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// UsageOfRuns counts completed OpenLineage runs as usage: inputs read, outputs written.
+func UsageOfRuns(use *usage.Service) func(context.Context, []lineage.CompletedRun) error {
+	seen := func(refs []lineage.DatasetRef) []usage.Seen {
+		out := make([]usage.Seen, len(refs))
+		for i, r := range refs {
+			out[i] = usage.Seen{ID: r.ID, Namespace: r.Namespace, Name: r.Name}
+		}
+		return out
+	}
+	return func(ctx context.Context, runs []lineage.CompletedRun) error {
+		out := make([]usage.RunUsage, len(runs))
+		for i, r := range runs {
+			out[i] = usage.RunUsage{RunID: r.RunID, JobID: r.JobID, At: r.At, Actor: r.Actor, Inputs: seen(r.Inputs), Outputs: seen(r.Outputs)}
+		}
+		return use.FromRuns(ctx, out)
+	}
+}
+
+// Schedule is how often the background work runs; a zero interval turns that work off (the
+// graph sync and the dispatcher always run).
+type Schedule struct {
+	GraphSync    time.Duration
+	TablesSync   time.Duration // also once at start
+	ScanInterval time.Duration
+	ScanOptions  cleanup.ScanOptions
+	CleanupEvery time.Duration // propose, then execute inside the maintenance window
+	Dispatch     time.Duration // webhook deliveries (default 10 s)
+}
+
+// Handler builds the HTTP handler: the API configured by api (its service fields are filled
+// here) with the web UI mounted beside it.
+func (a *App) Handler(api handlers.Config, ui web.Config) (*handlers.API, error) {
+	api.Catalog, api.Lineage, api.Usage, api.Tables, api.Cleanup = a.Catalog, a.Lineage, a.Usage, a.Tables, a.Cleanup
+	api.Tokens, api.Ping, api.Logger = auth.NewStore(a.Store.Client, nil), a.Store.Ping, a.Log
+	h := handlers.New(api)
+	ui.Catalog, ui.Lineage, ui.Usage, ui.Tables, ui.Cleanup = a.Catalog, a.Lineage, a.Usage, a.Tables, a.Cleanup
+	ui.Tokens, ui.Logger = auth.NewStore(a.Store.Client, nil), a.Log
+	pages, err := web.New(ui)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range web.Routes {
+		h.Echo.Any(p, echo.WrapHandler(pages))
+	}
+	return h, nil
+}
+
+// Serve answers on ln with srv and runs the background work on sched until ctx ends. Then the
+// server stops taking requests and lets in-flight ones finish (up to drain), and the loops are
+// cancelled; Serve returns once all of them have returned.
+func (a *App) Serve(ctx context.Context, ln net.Listener, srv *http.Server, sched Schedule, drain time.Duration) error {
+	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
+	g, gctx := errgroup.WithContext(bg)
+	g.Go(func() error {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("serve: %w", err)
+		}
+		return nil
+	})
+	a.background(g, gctx, sched)
+
+	select {
+	case <-ctx.Done():
+	case <-gctx.Done(): // the server failed
+	}
+	a.Log.Info("shutting down: waiting for in-flight requests", "timeout", drain.String())
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drain)
+	defer cancel()
+	shutdownErr := srv.Shutdown(sctx)
+	stop() // the loops: each finishes or abandons its step (a scan is marked stopped)
+	err := g.Wait()
+	if shutdownErr != nil {
+		err = errors.Join(err, fmt.Errorf("shutdown: %w", shutdownErr))
+	}
+	a.Log.Info("stopped")
+	return err
+}
+
+// background starts the loops in g.
+func (a *App) background(g *errgroup.Group, ctx context.Context, s Schedule) {
+	log := a.Log
+	if s.GraphSync <= 0 {
+		s.GraphSync = 2 * time.Second
+	}
+	if s.Dispatch <= 0 {
+		s.Dispatch = 10 * time.Second
+	}
+	run := func(fn func(ctx context.Context)) { g.Go(func() error { fn(ctx); return nil }) }
+	run(func(ctx context.Context) { a.Lineage.Run(ctx, s.GraphSync) })
+	run(func(ctx context.Context) { a.Usage.Run(ctx, time.Minute) })
+	run(func(ctx context.Context) {
+		loop.Every(ctx, time.Hour, false, func(ctx context.Context) {
+			if n, err := a.Catalog.PurgeIdempotencyKeys(ctx); err != nil && ctx.Err() == nil {
+				log.Warn("purge idempotency keys failed; will retry", "err", err)
+			} else if n > 0 {
+				log.Info("forgot expired idempotency keys", "count", n)
+			}
+		})
+	})
+	if n := len(a.Tables.Connections()); n > 0 && s.TablesSync > 0 {
+		log.Info("Iceberg catalog sync scheduled", "connections", n, "interval", s.TablesSync.String())
+		run(func(ctx context.Context) {
+			loop.Every(ctx, s.TablesSync, true, func(ctx context.Context) {
+				rep, err := a.Tables.Sync(ctx, nil)
+				if err != nil {
+					if ctx.Err() == nil {
+						log.Warn("Iceberg catalog sync failed; will retry", "err", err)
+					}
+					return
+				}
+				log.Info("Iceberg catalogs synced", "sync_id", rep.ID, "added", rep.Added, "renamed", rep.Renamed,
+					"marked_deleted", rep.MarkedDeleted, "refreshed", rep.Refreshed, "errors", rep.Errors)
+			})
+		})
+	}
+	if s.ScanInterval > 0 {
+		log.Info("cleanup scans scheduled", "interval", s.ScanInterval.String())
+		run(func(ctx context.Context) { a.Cleanup.Run(ctx, time.Minute, s.ScanInterval, s.ScanOptions) })
+	}
+	if s.CleanupEvery > 0 {
+		run(func(ctx context.Context) { loop.Every(ctx, s.CleanupEvery, false, a.proposeAndExecute) })
+	}
+	run(func(ctx context.Context) { a.Cleanup.RunDispatcher(ctx, s.Dispatch) })
+}
+
+// proposeAndExecute is one round of the cleanup bot: re-evaluate and open proposals, then
+// execute approved ones (inside the maintenance window).
+func (a *App) proposeAndExecute(ctx context.Context) {
+	log := a.Log
+	if rep, err := a.Cleanup.Propose(ctx); err != nil {
+		if ctx.Err() == nil {
+			log.Warn("cleanup proposals failed; will retry", "err", err)
+		}
+	} else if rep.Opened+rep.Withdrawn+rep.Expired > 0 {
+		log.Info("cleanup proposals", "opened", rep.Opened, "withdrawn", rep.Withdrawn, "expired", rep.Expired)
+	}
+	if !a.Cleanup.InWindow() || ctx.Err() != nil {
+		return // deletions wait for the maintenance window
+	}
+	if rep, err := a.Cleanup.Execute(ctx, uuid.Nil, nil); err != nil {
+		if ctx.Err() == nil {
+			log.Warn("cleanup execution stopped; the next run resumes it", "err", err)
+		}
+	} else if rep.Proposals > 0 {
+		log.Info("cleanup executed", "proposals", rep.Proposals, "executed", rep.Executed, "stopped", rep.Stopped, "files_deleted", rep.Deleted, "bytes", rep.Bytes)
+	}
+}

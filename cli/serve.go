@@ -1,0 +1,212 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"time"
+
+	"github.com/tidemark/tidemark/app"
+	"github.com/tidemark/tidemark/cleanup"
+	"github.com/tidemark/tidemark/demo"
+	"github.com/tidemark/tidemark/handlers"
+	"github.com/tidemark/tidemark/usage"
+	"github.com/tidemark/tidemark/web"
+)
+
+type serveConfig struct {
+	db              dbConfig
+	addr            string
+	webhookPrivate  bool
+	authReads       bool
+	noAuth          bool
+	bodyLimit       int64
+	shutdownTimeout time.Duration
+	lineageLimit    int64
+	graphSync       time.Duration
+	usageLateness   time.Duration
+	usageRetention  time.Duration
+	logLevel        string
+	logFormat       string
+	tables          tablesConfig
+	tablesSync      time.Duration
+	cleanup         cleanupConfig
+	scanInterval    time.Duration
+	cleanupEvery    time.Duration
+	demo            bool
+	rateLimit       float64
+	anonRateLimit   float64
+	readTimeout     time.Duration
+	writeTimeout    time.Duration
+	publicURL       string
+}
+
+func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg serveConfig
+	cfg.db.register(fs)
+	fs.StringVar(&cfg.addr, "addr", "127.0.0.1:8080", "listen address (TIDEMARK_ADDR)")
+	fs.BoolVar(&cfg.authReads, "auth-reads", false, "require a read-scoped token for reads too (TIDEMARK_AUTH_READS)")
+	fs.BoolVar(&cfg.webhookPrivate, "webhook-allow-private", false, "deliver webhooks to loopback, private and link-local addresses too (always allowed when --addr is loopback) (TIDEMARK_WEBHOOK_ALLOW_PRIVATE)")
+	fs.BoolVar(&cfg.noAuth, "insecure-no-auth", false, "turn authentication off; refused unless --addr is loopback (TIDEMARK_INSECURE_NO_AUTH)")
+	fs.Int64Var(&cfg.bodyLimit, "body-limit", handlers.DefaultBodyLimit, "largest request body in bytes (TIDEMARK_BODY_LIMIT)")
+	fs.Int64Var(&cfg.lineageLimit, "lineage-body-limit", handlers.DefaultLineageBodyLimit, "largest OpenLineage request in bytes, before and after gzip (TIDEMARK_LINEAGE_BODY_LIMIT)")
+	fs.DurationVar(&cfg.graphSync, "graph-sync-interval", 2*time.Second, "how often the in-memory lineage graph picks up other replicas' edges (TIDEMARK_GRAPH_SYNC_INTERVAL)")
+	fs.DurationVar(&cfg.usageLateness, "usage-lateness", usage.DefaultLateness, "oldest usage record accepted (TIDEMARK_USAGE_LATENESS)")
+	fs.DurationVar(&cfg.usageRetention, "usage-retention", usage.DefaultRetention, "how long raw usage events are kept; rollups are kept forever (TIDEMARK_USAGE_RETENTION)")
+	fs.Float64Var(&cfg.rateLimit, "rate-limit", 100, "requests per second one API token may send, in bursts of twice that (429 with Retry-After above); 0 is unlimited (TIDEMARK_RATE_LIMIT)")
+	fs.Float64Var(&cfg.anonRateLimit, "rate-limit-anonymous", 50, "requests per second one client address may send without a token (and with unknown tokens); 0 is unlimited (TIDEMARK_RATE_LIMIT_ANONYMOUS)")
+	fs.DurationVar(&cfg.readTimeout, "read-timeout", time.Minute, "longest a client may take to send a request, body included (TIDEMARK_READ_TIMEOUT)")
+	fs.DurationVar(&cfg.writeTimeout, "write-timeout", 5*time.Minute, "longest from the end of a request's headers to the end of its answer (TIDEMARK_WRITE_TIMEOUT)")
+	fs.StringVar(&cfg.publicURL, "public-url", "", "the URL people and tools reach the server at; https:// marks cookies Secure and sends HSTS (TIDEMARK_PUBLIC_URL)")
+	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long in-flight requests may finish on SIGTERM (TIDEMARK_SHUTDOWN_TIMEOUT)")
+	cfg.tables.register(fs)
+	fs.BoolVar(&cfg.demo, "demo", false, "fill the catalog with a demo (a real Iceberg warehouse under <data-dir>/demo, lineage, usage, scans, proposals) before serving; done once (TIDEMARK_DEMO)")
+	cfg.cleanup.register(fs)
+	fs.DurationVar(&cfg.scanInterval, "scan-interval", 24*time.Hour, "how often each Iceberg table is scanned for orphans and dangling references (a table's property tidemark.cleanup.scan-interval overrides it); 0 turns scheduled scans off (TIDEMARK_SCAN_INTERVAL)")
+	fs.DurationVar(&cfg.tablesSync, "tables-sync-interval", 15*time.Minute, "how often the configured Iceberg catalogs are synced; 0 turns the schedule off (TIDEMARK_TABLES_SYNC_INTERVAL)")
+	fs.DurationVar(&cfg.cleanupEvery, "cleanup-interval", 10*time.Minute, "how often the cleanup bot re-evaluates and opens proposals and executes approved ones; 0 turns it off (TIDEMARK_CLEANUP_INTERVAL)")
+	fs.StringVar(&cfg.logLevel, "log-level", "info", "debug, info, warn or error (TIDEMARK_LOG_LEVEL)")
+	fs.StringVar(&cfg.logFormat, "log-format", "json", "json or text (TIDEMARK_LOG_FORMAT)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	log, err := newLogger(stderr, cfg.logLevel, cfg.logFormat)
+	if err != nil {
+		return err
+	}
+	if cfg.noAuth && !isLoopback(cfg.addr) {
+		return fmt.Errorf("--insecure-no-auth is refused on %s: it is allowed only on a loopback address such as 127.0.0.1:8080", cfg.addr)
+	}
+	if cfg.rateLimit < 0 || cfg.anonRateLimit < 0 || cfg.readTimeout <= 0 || cfg.writeTimeout <= 0 {
+		return fmt.Errorf("--rate-limit and --rate-limit-anonymous must not be negative, --read-timeout and --write-timeout must be positive")
+	}
+	tls, err := publicTLS(cfg.publicURL)
+	if err != nil {
+		return err
+	}
+	if cfg.bodyLimit <= 0 || cfg.lineageLimit <= 0 {
+		return fmt.Errorf("--body-limit and --lineage-body-limit must be positive")
+	}
+	if cfg.scanInterval < 0 {
+		return fmt.Errorf("--scan-interval must not be negative, not %s", cfg.scanInterval)
+	}
+	cfg.cleanup.minGap = cfg.tables.confirmGap
+	if err := cfg.cleanup.check(); err != nil {
+		return err
+	}
+	if cfg.cleanup.age < cleanup.MinAgeThreshold && !cfg.cleanup.allowYoung {
+		return fmt.Errorf("--scan-age-threshold %s is below the 24h minimum; add --scan-allow-young if you are sure no write takes longer to commit", cfg.cleanup.age)
+	}
+	if cfg.tablesSync < 0 {
+		return fmt.Errorf("--tables-sync-interval must not be negative, not %s", cfg.tablesSync)
+	}
+	if cfg.graphSync <= 0 {
+		return fmt.Errorf("--graph-sync-interval must be positive, not %s", cfg.graphSync)
+	}
+
+	store, err := cfg.db.open(ctx)
+	if err != nil {
+		return err
+	}
+	applied, err := store.Migrate(ctx)
+	if err != nil {
+		store.Close()
+		return err
+	}
+	log.Info("database ready", "dialect", store.Dialect, "migrations_applied", len(applied))
+	if cfg.demo {
+		path, err := demo.Setup(ctx, store, cfg.db.dataDir, log)
+		if err != nil {
+			store.Close()
+			return fmt.Errorf("demo: %w", err)
+		}
+		if cfg.tables.catalogs == "" {
+			cfg.tables.catalogs = path
+		}
+	}
+	acfg, err := cfg.tables.appConfig(log)
+	if err != nil {
+		store.Close()
+		return err
+	}
+	acfg.LoadGraph = true
+	acfg.Usage = []usage.Option{usage.WithLateness(cfg.usageLateness), usage.WithRetention(cfg.usageRetention)}
+	acfg.Cleanup = append(cfg.cleanup.appOptions(), cleanup.WithPrivateWebhooks(cfg.webhookPrivate || isLoopback(cfg.addr)))
+	a, err := app.Open(ctx, store, acfg)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := a.Close(); err != nil {
+			log.Warn("close", "err", err)
+		}
+	}()
+	h, err := a.Handler(handlers.Config{LineageBodyLimit: cfg.lineageLimit, AuthReads: cfg.authReads, NoAuth: cfg.noAuth,
+		BodyLimit: cfg.bodyLimit, Version: Version, RateLimit: cfg.rateLimit, AnonymousRateLimit: cfg.anonRateLimit,
+		AllowedHosts: allowedHosts(cfg), HSTS: tls},
+		web.Config{RequireSession: cfg.authReads && !cfg.noAuth, SecureCookies: tls})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.addr, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: cfg.readTimeout,
+		WriteTimeout: cfg.writeTimeout, IdleTimeout: 2 * time.Minute}
+	log.Info("serving", "addr", ln.Addr().String(), "auth", !cfg.noAuth, "auth_reads", cfg.authReads)
+	if cfg.noAuth {
+		log.Warn("authentication is OFF (--insecure-no-auth): anyone who can reach this address can write")
+	}
+	if ready != nil {
+		ready <- ln.Addr().String()
+	}
+	return a.Serve(ctx, ln, srv, app.Schedule{GraphSync: cfg.graphSync, TablesSync: cfg.tablesSync, ScanInterval: cfg.scanInterval,
+		ScanOptions: cfg.cleanup.options(), CleanupEvery: cfg.cleanupEvery}, cfg.shutdownTimeout)
+}
+
+// isLoopback reports whether addr binds only to a loopback interface. An empty host binds every
+// interface, so it is not loopback.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil || host == "" {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// allowedHosts are the Host names answered without authentication: the loopback names and the
+// listen address (a DNS rebinding page's requests carry its own name). With authentication any.
+func allowedHosts(cfg serveConfig) []string {
+	if !cfg.noAuth {
+		return nil
+	}
+	hosts := []string{"localhost", "127.0.0.1", "::1"}
+	if h, _, err := net.SplitHostPort(cfg.addr); err == nil && h != "" && !slices.Contains(hosts, h) {
+		hosts = append(hosts, h)
+	}
+	return hosts
+}
+
+// publicTLS parses --public-url and reports whether it is HTTPS.
+func publicTLS(public string) (bool, error) {
+	if public == "" {
+		return false, nil
+	}
+	u, err := url.Parse(public)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return false, fmt.Errorf("--public-url %q: give an absolute http:// or https:// URL such as https://tidemark.example.com", public)
+	}
+	return u.Scheme == "https", nil
+}

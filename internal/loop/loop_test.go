@@ -1,0 +1,65 @@
+package loop
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestEveryStopsWithItsContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	calls := 0
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Every(ctx, time.Millisecond, true, func(context.Context) {
+			if calls++; calls == 3 {
+				cancel()
+			}
+		})
+	}()
+	<-done
+	if calls != 3 {
+		t.Fatalf("fn ran %d times, want 3 (it stops when the context ends)", calls)
+	}
+}
+
+func TestRetry(t *testing.T) {
+	busy := errors.New("busy")
+	for _, tc := range []struct {
+		name     string
+		failures int
+		attempts int
+		again    bool
+		want     int // calls
+		wantErr  error
+	}{
+		{"succeeds at once", 0, 4, true, 1, nil},
+		{"succeeds on the third", 2, 4, true, 3, nil},
+		{"gives up after the attempts", 10, 4, true, 4, busy},
+		{"stops on an error not worth retrying", 10, 4, false, 1, busy},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			calls := 0
+			err := Retry(context.Background(), tc.attempts, func(int) time.Duration { return time.Microsecond },
+				func(error) bool { return tc.again }, func() error {
+					calls++
+					if calls <= tc.failures {
+						return busy
+					}
+					return nil
+				})
+			if calls != tc.want || !errors.Is(err, tc.wantErr) {
+				t.Fatalf("calls %d err %v, want %d %v", calls, err, tc.want, tc.wantErr)
+			}
+		})
+	}
+	// A wait ends with the context.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := Retry(ctx, 3, func(int) time.Duration { return time.Hour }, func(error) bool { return true }, func() error { return busy })
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("retry with an ended context waiting an hour: %v", err)
+	}
+}
