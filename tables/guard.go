@@ -169,19 +169,22 @@ func (g *guardIO) Open(name string) (icebergio.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := g.regular(f, name); err != nil {
+	// An object store has only objects (their IO reports modes of its own): the size is the check.
+	if err := g.check(f, name, false); err != nil {
 		f.Close()
 		return nil, err
 	}
 	return f, nil
 }
 
-func (g *guardIO) regular(f fs.File, name string) error {
+func (g *guardIO) regular(f fs.File, name string) error { return g.check(f, name, true) }
+
+func (g *guardIO) check(f fs.File, name string, local bool) error {
 	st, err := f.Stat()
 	if err != nil {
 		return err
 	}
-	if !st.Mode().IsRegular() {
+	if local && !st.Mode().IsRegular() {
 		return &fs.PathError{Op: "open", Path: name, Err: ErrNotRegular}
 	}
 	if st.Size() > g.limit {
