@@ -67,12 +67,11 @@ type reader struct {
 	now func() time.Time
 	rep *RefreshReport
 
-	fsOnce  sync.Once
-	fsVal   icebergio.IO
-	fsErr   error
-	files   map[string]iceberg.ManifestFile // read from storage in this refresh, by path
-	aggs    map[string]manifestAgg
-	decoded int64
+	fsOnce sync.Once
+	fsVal  icebergio.IO
+	fsErr  error
+	files  map[string]iceberg.ManifestFile // read from storage in this refresh, by path
+	aggs   map[string]manifestAgg
 }
 
 func newReader(db *ent.Client, fs func(ctx context.Context) (icebergio.IO, error), now func() time.Time, rep *RefreshReport) *reader {

@@ -145,7 +145,7 @@ func (s *Service) Series(ctx context.Context, id uuid.UUID, from, to time.Time, 
 	}
 	out.DistinctActors = len(perActor)
 	for _, c := range perActor {
-		out.TopActors = append(out.TopActors, ActorCount{Actor: c.Actor, Reads: c.Reads, Writes: c.Writes})
+		out.TopActors = append(out.TopActors, ActorCount(c))
 	}
 	sort.Slice(out.TopActors, func(i, j int) bool {
 		a, b := out.TopActors[i], out.TopActors[j]

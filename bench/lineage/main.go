@@ -33,7 +33,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/lib/pq"
 
 	"github.com/tidemark/tidemark/bench/internal/benchdb"
 	"github.com/tidemark/tidemark/catalog"
@@ -238,7 +237,7 @@ func loadGraph(ctx context.Context, db *sql.DB) ([][]uuid.UUID, [][]uuid.UUID) {
 }
 
 func copyRows(ctx context.Context, tx *sql.Tx, table string, cols []string, rows func(emit func(...any))) int {
-	stmt, err := tx.PrepareContext(ctx, pq.CopyIn(table, cols...))
+	stmt, err := tx.PrepareContext(ctx, benchdb.CopyStatement(table, cols...))
 	benchdb.Must(err)
 	n := 0
 	rows(func(v ...any) {

@@ -28,7 +28,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/lib/pq"
 
 	"github.com/tidemark/tidemark/bench/internal/benchdb"
 	"github.com/tidemark/tidemark/catalog"
@@ -181,7 +180,7 @@ func series(ctx context.Context) {
 	start := time.Now()
 	tx, err := db.SQL.BeginTx(ctx, nil)
 	benchdb.Must(err)
-	stmt, err := tx.PrepareContext(ctx, pq.CopyIn("usage_events", "event_key", "asset_id", "kind", "actor", "source", "query_id", "namespace", "name", "at", "day", "received_at"))
+	stmt, err := tx.PrepareContext(ctx, benchdb.CopyStatement("usage_events", "event_key", "asset_id", "kind", "actor", "source", "query_id", "namespace", "name", "at", "day", "received_at"))
 	benchdb.Must(err)
 	rng := rand.New(rand.NewSource(9))
 	from := now.AddDate(-1, 0, 0)

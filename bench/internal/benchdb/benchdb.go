@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/lib/pq"
@@ -77,7 +78,7 @@ func CopySame(ctx context.Context, src *sql.DB, dst *sql.Tx, table, cols string)
 	Must(err)
 	defer rows.Close()
 	names := splitCols(cols)
-	stmt, err := dst.PrepareContext(ctx, pq.CopyIn(table, names...))
+	stmt, err := dst.PrepareContext(ctx, CopyStatement(table, names...))
 	Must(err)
 	vals := make([]any, len(names))
 	ptrs := make([]any, len(names))
@@ -128,4 +129,13 @@ func Serve(ctx context.Context, db *storage.DB, cfg handlers.Config) (string, st
 	Must(err)
 	go http.Serve(ln, handlers.New(cfg))
 	return "http://" + ln.Addr().String(), secret
+}
+
+// CopyStatement is the COPY ... FROM STDIN statement lib/pq turns into a bulk load.
+func CopyStatement(table string, cols ...string) string {
+	q := make([]string, len(cols))
+	for i, c := range cols {
+		q[i] = pq.QuoteIdentifier(c)
+	}
+	return "COPY " + pq.QuoteIdentifier(table) + " (" + strings.Join(q, ", ") + ") FROM STDIN"
 }
