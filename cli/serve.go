@@ -46,10 +46,9 @@ type serveConfig struct {
 	publicURL       string
 }
 
-func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- string) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var cfg serveConfig
+// serveFlags registers serve's flags on fs (the README's configuration table documents them; a
+// test holds the two together).
+func serveFlags(fs *flag.FlagSet, cfg *serveConfig) {
 	cfg.db.register(fs)
 	fs.StringVar(&cfg.addr, "addr", "127.0.0.1:8080", "listen address (TIDEMARK_ADDR)")
 	fs.BoolVar(&cfg.authReads, "auth-reads", false, "require a read-scoped token for reads too (TIDEMARK_AUTH_READS)")
@@ -74,6 +73,13 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 	fs.DurationVar(&cfg.cleanupEvery, "cleanup-interval", 10*time.Minute, "how often the cleanup bot re-evaluates and opens proposals and executes approved ones; 0 turns it off (TIDEMARK_CLEANUP_INTERVAL)")
 	fs.StringVar(&cfg.logLevel, "log-level", "info", "debug, info, warn or error (TIDEMARK_LOG_LEVEL)")
 	fs.StringVar(&cfg.logFormat, "log-format", "json", "json or text (TIDEMARK_LOG_FORMAT)")
+}
+
+func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg serveConfig
+	serveFlags(fs, &cfg)
 	if err := parse(fs, args); err != nil {
 		return err
 	}

@@ -30,7 +30,7 @@ type tablesConfig struct {
 }
 
 func (c *tablesConfig) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.catalogs, "iceberg-catalogs", "", "JSON file of Iceberg catalog connections to sync, and IO properties (TIDEMARK_ICEBERG_CATALOGS; see README)")
+	fs.StringVar(&c.catalogs, "iceberg-catalogs", "", "JSON file of Iceberg catalog connections to sync, and IO properties; see README (TIDEMARK_ICEBERG_CATALOGS)")
 	fs.DurationVar(&c.confirmGap, "confirm-gap", tables.DefaultConfirmGap, "two cleanup walks confirm an orphan, and two catalog listings a dropped table, only this far apart (TIDEMARK_CONFIRM_GAP)")
 	fs.StringVar(&c.roots, "warehouse-roots", "", "comma-separated locations (paths, file:// or s3:// URIs) under which tables may be registered by metadata location; the catalog connections' warehouses are roots too (TIDEMARK_WAREHOUSE_ROOTS)")
 	fs.BoolVar(&c.ambient, "io-ambient-credentials", false, "let tables registered on object stores use this machine's own credentials (environment, profiles, instance metadata) when io_properties name none (TIDEMARK_IO_AMBIENT_CREDENTIALS)")
