@@ -42,6 +42,7 @@ type server struct {
 	Cleanup *cleanup.Service
 	client  *http.Client
 	ahead   *atomic.Int64 // how far the cleanup clock runs ahead of the real one
+	openapi openAPIRouter
 }
 
 // Later moves the cleanup service's clock forward (the confirmation gap between two scans).
@@ -191,6 +192,7 @@ func (s *server) do(t testing.TB, r req) resp {
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.checkResponse(t, hr, res, b)
 	return resp{status: res.StatusCode, header: res.Header, body: b}
 }
 

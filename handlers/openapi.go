@@ -86,7 +86,14 @@ func (a *API) OpenAPI() map[string]any {
 		for _, m := range echoParam.FindAllStringSubmatch(op.Path, -1) {
 			params = append(params, map[string]any{"name": m[1], "in": "path", "required": true, "schema": map[string]any{"type": "string"}})
 		}
+	next:
 		for _, pr := range op.Params {
+			for _, have := range params {
+				if have["in"] == "path" && pr.In == "path" && have["name"] == pr.Name {
+					have["description"] = pr.Description // a path parameter is declared once
+					continue next
+				}
+			}
 			params = append(params, map[string]any{"name": pr.Name, "in": pr.In, "required": pr.Required,
 				"description": pr.Description, "schema": map[string]any{"type": "string"}})
 		}
@@ -101,7 +108,13 @@ func (a *API) OpenAPI() map[string]any {
 		for status, body := range op.Responses {
 			r := map[string]any{"description": http.StatusText(status)}
 			if body != nil {
-				r["content"] = map[string]any{"application/json": map[string]any{"schema": schemaRef(reflect.TypeOf(body), schemas)}}
+				content := map[string]any{"application/json": map[string]any{"schema": schemaRef(reflect.TypeOf(body), schemas)}}
+				if status >= 400 {
+					// The same status can also be a problem (a batch whose events all failed is a
+					// batch answer; a body that is not a batch is a problem).
+					content["application/problem+json"] = map[string]any{"schema": schemaRef(reflect.TypeOf(Problem{}), schemas)}
+				}
+				r["content"] = content
 			}
 			responses[itoa(status)] = r
 		}
@@ -171,21 +184,7 @@ func schemaRef(t reflect.Type, schemas map[string]any) map[string]any {
 			schemas[name] = map[string]any{} // placeholder against recursion
 			props := map[string]any{}
 			var required []string
-			for i := range t.NumField() {
-				f := t.Field(i)
-				tag := f.Tag.Get("json")
-				if tag == "-" || !f.IsExported() {
-					continue
-				}
-				fname, opts, _ := strings.Cut(tag, ",")
-				if fname == "" {
-					fname = f.Name
-				}
-				props[fname] = schemaRef(f.Type, schemas)
-				if !strings.Contains(opts, "omitempty") && f.Type.Kind() != reflect.Pointer {
-					required = append(required, fname)
-				}
-			}
+			fields(t, schemas, props, &required)
 			sort.Strings(required)
 			s := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
 			if required != nil {
@@ -201,4 +200,37 @@ func schemaRef(t reflect.Type, schemas map[string]any) map[string]any {
 func itoa(i int) string {
 	b, _ := json.Marshal(i)
 	return string(b)
+}
+
+// fields adds the JSON properties of struct t to props as encoding/json writes them: the fields
+// of an embedded struct without a JSON name are promoted into the outer object (exported or not).
+func fields(t reflect.Type, schemas, props map[string]any, required *[]string) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		fname, opts, _ := strings.Cut(tag, ",")
+		ft := f.Type
+		if f.Anonymous && fname == "" {
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct && ft != timeType {
+				fields(ft, schemas, props, required)
+				continue
+			}
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if fname == "" {
+			fname = f.Name
+		}
+		props[fname] = schemaRef(f.Type, schemas)
+		if !strings.Contains(opts, "omitempty") && f.Type.Kind() != reflect.Pointer {
+			*required = append(*required, fname)
+		}
+	}
 }
