@@ -304,12 +304,13 @@ func (s *Service) deletePending(ctx context.Context, p *ent.Proposal, held *leas
 				s.auditDeletion(ctx, p, deleted, bytes)
 				return false, err
 			}
-			state, detail, err := s.deleteOrphan(fsys, keep, f, threshold)
+			out, err := s.deleteOrphan(fsys, keep, f, threshold)
 			if err != nil {
 				s.auditDeletion(ctx, p, deleted, bytes)
 				return false, err
 			}
-			moved, err := s.journal(ctx, held, f, state, detail)
+			state := out.state
+			moved, err := s.journal(ctx, held, f, state, out.detail)
 			if err != nil {
 				s.auditDeletion(ctx, p, deleted, bytes)
 				return false, err
@@ -317,7 +318,7 @@ func (s *Service) deletePending(ctx context.Context, p *ent.Proposal, held *leas
 			if !moved {
 				continue // another worker journaled it first: its outcome is the one that counts
 			}
-			if !strings.HasPrefix(detail, "could not check") {
+			if !out.unchecked {
 				// Deleted, gone, referenced again or rewritten: the observation no longer holds,
 				// and the next proposal must not list the file again before a scan confirms it anew.
 				if _, err := s.db.CleanupObservation.Delete().Where(cleanupobservation.AssetID(p.AssetID), cleanupobservation.Path(f.Path)).Exec(ctx); err != nil {
@@ -362,32 +363,44 @@ AND EXISTS (SELECT 1 FROM cleanup_leases WHERE asset_id = $5 AND shard = $6 AND 
 	return false, err
 }
 
-// deleteOrphan re-verifies and deletes one file: ("deleted"|"gone"|"skipped", why).
-func (s *Service) deleteOrphan(fsys icebergio.IO, keep *refSet, f *ent.ProposalFile, threshold time.Duration) (proposalfile.State, string, error) {
+// fileOutcome is what happened to one file of an orphan proposal.
+type fileOutcome struct {
+	state  proposalfile.State // deleted, gone or skipped
+	detail string             // why, for the journal
+	// unchecked: it could not be looked at (storage failed), so what the scans observed of it
+	// still stands; every other outcome ends the observation.
+	unchecked bool
+}
+
+// deleteOrphan re-verifies and deletes one file.
+func (s *Service) deleteOrphan(fsys icebergio.IO, keep *refSet, f *ent.ProposalFile, threshold time.Duration) (fileOutcome, error) {
+	skipped := func(why string) (fileOutcome, error) {
+		return fileOutcome{state: proposalfile.StateSkipped, detail: why}, nil
+	}
 	key, pathOnly := normalize(f.Path)
 	if keep.has(key) {
-		return proposalfile.StateSkipped, "referenced by a table's current metadata (this table's or one sharing its location)", nil
+		return skipped("referenced by a table's current metadata (this table's or one sharing its location)")
 	}
 	if keep.hasPath(pathOnly) {
-		return proposalfile.StateSkipped, "a table references the same path under another scheme or authority", nil
+		return skipped("a table references the same path under another scheme or authority")
 	}
 	info, err := stat(fsys, f.Path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return proposalfile.StateGone, "already gone", nil
+		return fileOutcome{state: proposalfile.StateGone, detail: "already gone"}, nil
 	}
 	if err != nil {
-		return proposalfile.StateSkipped, "could not check it: " + err.Error(), nil
+		return fileOutcome{state: proposalfile.StateSkipped, detail: "could not check it: " + err.Error(), unchecked: true}, nil
 	}
 	if age := s.clock().Sub(info.ModTime()); age < threshold {
-		return proposalfile.StateSkipped, fmt.Sprintf("modified %s ago, younger than the %s threshold (rewritten since it was confirmed)", age.Round(time.Second), threshold), nil
+		return skipped(fmt.Sprintf("modified %s ago, younger than the %s threshold (rewritten since it was confirmed)", age.Round(time.Second), threshold))
 	}
 	if info.Size() != f.Size {
-		return proposalfile.StateSkipped, fmt.Sprintf("its size changed from %d to %d bytes since it was confirmed", f.Size, info.Size()), nil
+		return skipped(fmt.Sprintf("its size changed from %d to %d bytes since it was confirmed", f.Size, info.Size()))
 	}
 	if err := fsys.Remove(f.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return "", "", fmt.Errorf("delete %s: %w", f.Path, err)
+		return fileOutcome{}, fmt.Errorf("delete %s: %w", f.Path, err)
 	}
-	return proposalfile.StateDeleted, "deleted", nil
+	return fileOutcome{state: proposalfile.StateDeleted, detail: "deleted"}, nil
 }
 
 // stat looks a file up by key: a HEAD on object stores (their IO has Stat), else open and stat.

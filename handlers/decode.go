@@ -8,6 +8,8 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"reflect"
+	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -35,8 +37,11 @@ func bind(c echo.Context, v any) error {
 	if err := checkText(body); err != nil {
 		return err
 	}
+	if name, ok := unknownField(body, v); ok {
+		return badRequest(name, "unknown field %q; check the field name against /api/openapi.json", name)
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
+	dec.DisallowUnknownFields() // nested objects; the top level was checked above, by name
 	if err := dec.Decode(v); err != nil {
 		return decodeError(err)
 	}
@@ -96,9 +101,6 @@ func decodeError(err error) error {
 			return badRequest("", "request body must be a JSON object, not %s", typ.Value)
 		}
 		return badRequest(typ.Field, "field %q must be %s, not %s", typ.Field, jsonKind(typ.Type.Kind().String()), typ.Value)
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		name := strings.TrimPrefix(err.Error(), "json: unknown field ")
-		return badRequest(strings.Trim(name, `"`), "unknown field %s; check the field name against /api/openapi.json", name)
 	}
 	return badRequest("", "cannot read the JSON body: %v", err)
 }
@@ -188,5 +190,59 @@ func validParams(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 		}
 		return next(c)
+	}
+}
+
+// unknownField reports the first top-level member of a JSON object body that v (a pointer to a
+// struct) has no field for, by the names encoding/json uses. A body that is not an object is
+// left to the decoder to describe.
+func unknownField(body []byte, v any) (string, bool) {
+	t := reflect.TypeOf(v)
+	if t == nil || t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+		return "", false
+	}
+	var members map[string]json.RawMessage
+	if json.Unmarshal(body, &members) != nil {
+		return "", false
+	}
+	known := map[string]bool{}
+	jsonNames(t.Elem(), known)
+	names := make([]string, 0, len(members))
+	for name := range members {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if !known[strings.ToLower(name)] { // encoding/json matches names case-insensitively
+			return name, true
+		}
+	}
+	return "", false
+}
+
+func jsonNames(t reflect.Type, into map[string]bool) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" {
+			continue
+		}
+		if f.Anonymous && name == "" {
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				jsonNames(ft, into)
+				continue
+			}
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		into[strings.ToLower(name)] = true
 	}
 }

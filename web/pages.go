@@ -2,6 +2,7 @@ package web
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -137,6 +138,20 @@ type assetData struct {
 	Health    *tables.Health
 	Proposals []cleanup.Proposal
 	Schema    []schemaField
+	// Missing names the parts of the page that could not be read (logged with the cause): the
+	// page says so instead of looking complete.
+	Missing []string
+}
+
+// partial records that part of the asset page could not be read: logged, and listed on the page.
+// A part that does not exist (not a table, no schema) is not missing.
+func (u *UI) partial(r *http.Request, d *assetData, part string, err error) bool {
+	if err == nil || errors.Is(err, catalog.ErrNotFound) {
+		return false
+	}
+	u.cfg.Logger.WarnContext(r.Context(), "web: part of the asset page could not be read", "asset_id", d.Asset.ID, "part", part, "err", err)
+	d.Missing = append(d.Missing, part)
+	return true
 }
 
 type schemaField struct {
@@ -184,7 +199,7 @@ func (u *UI) asset(w http.ResponseWriter, r *http.Request) {
 	}
 	if u.cfg.Lineage != nil {
 		l, err := u.cfg.Lineage.Lineage(ctx, id, lineage.Both, d.Depth, 300)
-		if err == nil {
+		if !u.partial(r, &d, "the lineage graph", err) {
 			d.Lineage, d.Truncated = l.Nodes, l.Truncated
 			for _, n := range l.Nodes {
 				var gn graphNode
@@ -199,11 +214,12 @@ func (u *UI) asset(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if a.Kind == catalog.KindJob || a.Kind == catalog.KindTable || a.Kind == catalog.KindView {
-			d.Runs, _ = u.cfg.Lineage.RunsOf(ctx, id, 20)
+			d.Runs, err = u.cfg.Lineage.RunsOf(ctx, id, 20)
+			u.partial(r, &d, "the runs", err)
 		}
 		if a.Kind != catalog.KindJob && a.Status != catalog.StatusDeleted {
 			cols, err := u.cfg.Lineage.ColumnLineage(ctx, "dataset:"+a.Namespace+":"+a.Name, 1, false)
-			if err == nil {
+			if !u.partial(r, &d, "the columns with lineage", err) {
 				for _, c := range cols {
 					if c.AssetID == id && !slices.Contains(d.Fields, c.Field) {
 						d.Fields = append(d.Fields, c.Field)
@@ -211,30 +227,38 @@ func (u *UI) asset(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 			if d.Field != "" {
-				d.Columns, _ = u.cfg.Lineage.ColumnLineage(ctx, "datasetField:"+a.Namespace+":"+a.Name+":"+d.Field, 3, true)
+				d.Columns, err = u.cfg.Lineage.ColumnLineage(ctx, "datasetField:"+a.Namespace+":"+a.Name+":"+d.Field, 3, true)
+				u.partial(r, &d, "the column's lineage", err)
 			}
 		}
-		d.Schema = u.schema(r, id)
+		var err2 error
+		d.Schema, err2 = u.schema(r, id)
+		u.partial(r, &d, "the schema", err2)
 	}
 	if u.cfg.Tables != nil {
-		if t, err := u.cfg.Tables.Get(ctx, id); err == nil {
+		t, err := u.cfg.Tables.Get(ctx, id)
+		if err == nil {
 			d.Table = &t
-			if h, err := u.cfg.Tables.Health(ctx, id); err == nil {
+			h, err := u.cfg.Tables.Health(ctx, id)
+			if !u.partial(r, &d, "the table's health", err) {
 				d.Health = &h
 			}
+		} else {
+			u.partial(r, &d, "the Iceberg table", err)
 		}
 	}
 	if u.cfg.Cleanup != nil {
-		d.Proposals, _ = u.cfg.Cleanup.Proposals(ctx, cleanup.ProposalFilter{AssetID: id, Limit: 20})
+		d.Proposals, err = u.cfg.Cleanup.Proposals(ctx, cleanup.ProposalFilter{AssetID: id, Limit: 20})
+		u.partial(r, &d, "the cleanup proposals", err)
 	}
 	u.render(w, r, http.StatusOK, "asset", a.Name, d)
 }
 
 // schema reads the asset's OpenLineage schema facet, when lineage stored one.
-func (u *UI) schema(r *http.Request, id uuid.UUID) []schemaField {
+func (u *UI) schema(r *http.Request, id uuid.UUID) ([]schemaField, error) {
 	raw, err := u.cfg.Lineage.Facet(r.Context(), id, "schema")
 	if err != nil || raw == nil {
-		return nil
+		return nil, err
 	}
 	var f struct {
 		Fields []struct {
@@ -243,14 +267,14 @@ func (u *UI) schema(r *http.Request, id uuid.UUID) []schemaField {
 			Description string `json:"description"`
 		} `json:"fields"`
 	}
-	if json.Unmarshal(raw, &f) != nil {
-		return nil
+	if err := json.Unmarshal(raw, &f); err != nil {
+		return nil, fmt.Errorf("the stored schema facet is not a schema: %w", err)
 	}
 	out := make([]schemaField, 0, len(f.Fields))
 	for _, x := range f.Fields {
 		out = append(out, schemaField{x.Name, x.Type, x.Description})
 	}
-	return out
+	return out, nil
 }
 
 // --- proposals --------------------------------------------------------------------------------

@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/tidemark/tidemark/auth"
@@ -275,3 +277,52 @@ func TestPagesNeedSession(t *testing.T) {
 		}
 	})
 }
+
+// TestAssetPageSaysWhatIsMissing: when a part of the asset page cannot be read (here the
+// cleanup proposals and the Iceberg table, whose services read a database that is gone), the
+// page still renders what it can, names what is missing and logs why.
+func TestAssetPageSaysWhatIsMissing(t *testing.T) {
+	db := storagetest.Open(t, storagetest.Backends[0])
+	gone := storagetest.Open(t, storagetest.Backends[0])
+	var logs strings.Builder
+	var mu sync.Mutex
+	srv, cat := newUIWith(t, db, func(c *web.Config) {
+		goneCat := catalog.New(gone.Client)
+		tbls, err := tables.New(gone.Client, goneCat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Tables = tbls
+		c.Cleanup = cleanup.New(gone.Client, tbls, goneCat)
+		c.Logger = slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return logs.Write(p)
+		}), nil))
+	})
+	gone.Close()
+	res, err := cat.Create(context.Background(), catalog.CreateInput{Kind: catalog.KindTable, Namespace: "warehouse", Name: "orders"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := http.Get(srv.URL + "/assets/" + res.Asset.ID.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Body.Close()
+	b, _ := io.ReadAll(r.Body)
+	page := string(b)
+	if r.StatusCode != 200 || !strings.Contains(page, "orders") || !strings.Contains(page, `id="missing"`) ||
+		!strings.Contains(page, "the cleanup proposals") || !strings.Contains(page, "the Iceberg table") {
+		t.Fatalf("page (%d) does not say what is missing:\n%s", r.StatusCode, page)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(logs.String(), "part=\"the cleanup proposals\"") {
+		t.Fatalf("nothing logged:\n%s", logs.String())
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
