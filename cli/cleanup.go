@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tidemark/tidemark/app"
+
 	"github.com/google/uuid"
 
 	"github.com/tidemark/tidemark/cleanup"
@@ -122,43 +124,11 @@ func cleanupCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := e.open(ctx, stderr, false); err != nil {
 		return err
 	}
-	cat, tbls, svc := e.app.Catalog, e.app.Tables, e.app.Cleanup
+	svc := e.app.Cleanup
 
-	var ids []uuid.UUID
-	switch {
-	case *tableArg == "":
-		for after := uuid.Nil; ; {
-			ts, more, err := tbls.List(ctx, after, 500)
-			if err != nil {
-				return err
-			}
-			for _, t := range ts {
-				if t.GoneAt == nil {
-					ids = append(ids, t.AssetID)
-				}
-				after = t.AssetID
-			}
-			if !more {
-				break
-			}
-		}
-		if len(ids) == 0 {
-			return errors.New("cleanup scan: no Iceberg table is known yet; register one or sync a catalog first (tidemark tables)")
-		}
-	default:
-		id, err := uuid.Parse(*tableArg)
-		if err != nil {
-			ns, name := "", *tableArg
-			if i := strings.LastIndex(*tableArg, "/"); i > 0 {
-				ns, name = (*tableArg)[:i], (*tableArg)[i+1:]
-			}
-			res, rerr := cat.Resolve(ctx, ns, name)
-			if rerr != nil {
-				return fmt.Errorf("cleanup scan: --table %q: %w", *tableArg, rerr)
-			}
-			id = res.Asset.ID
-		}
-		ids = []uuid.UUID{id}
+	ids, err := scanTargets(ctx, e.app, *tableArg)
+	if err != nil {
+		return err
 	}
 	opt := cc.options()
 	opt.SkipDangling = *noDangling
@@ -273,6 +243,49 @@ func cleanupAct(ctx context.Context, what string, args []string, stdout, stderr 
 		return enc.Encode(result)
 	}
 	return nil
+}
+
+// scanTargets resolves --table (an asset ID or a name, namespace optional when unambiguous),
+// or, without it, every known table that is not gone.
+func scanTargets(ctx context.Context, a *app.App, tableArg string) ([]uuid.UUID, error) {
+	cat, tbls := a.Catalog, a.Tables
+	var ids []uuid.UUID
+	switch {
+	case tableArg == "":
+		for after := uuid.Nil; ; {
+			ts, more, err := tbls.List(ctx, after, 500)
+			if err != nil {
+				return nil, err
+			}
+			for _, t := range ts {
+				if t.GoneAt == nil {
+					ids = append(ids, t.AssetID)
+				}
+				after = t.AssetID
+			}
+			if !more {
+				break
+			}
+		}
+		if len(ids) == 0 {
+			return nil, errors.New("cleanup scan: no Iceberg table is known yet; register one or sync a catalog first (tidemark tables)")
+		}
+	default:
+		id, err := uuid.Parse(tableArg)
+		if err != nil {
+			ns, name := "", tableArg
+			if i := strings.LastIndex(tableArg, "/"); i > 0 {
+				ns, name = (tableArg)[:i], (tableArg)[i+1:]
+			}
+			res, rerr := cat.Resolve(ctx, ns, name)
+			if rerr != nil {
+				return nil, fmt.Errorf("cleanup scan: --table %q: %w", tableArg, rerr)
+			}
+			id = res.Asset.ID
+		}
+		ids = []uuid.UUID{id}
+	}
+	return ids, nil
 }
 
 func printScan(w io.Writer, r cleanup.Report) {

@@ -71,41 +71,93 @@ func Setup(ctx context.Context, store *storage.DB, dataDir string, log *slog.Log
 	}
 	start := time.Now()
 	log.Info("demo: building a warehouse and filling the catalog", "dir", dir)
-	catDSN := "file:" + filepath.Join(dir, "iceberg.db") + "?_pragma=busy_timeout(5000)"
-	cdb, err := sql.Open("sqlite", catDSN)
+	b := &builder{ctx: catalog.WithActor(ctx, "tidemark-demo"), store: store, log: log, dir: dir, cfgPath: cfgPath,
+		now: time.Now().UTC(), tbls: map[string]*table.Table{}, ids: map[string]uuid.UUID{}}
+	defer b.close()
+	for _, step := range []func() error{b.warehouse, b.catalogPast, b.lineage, b.usageAcrossRename, b.leftovers} {
+		if err := step(); err != nil {
+			return "", err
+		}
+	}
+	opened, err := b.scanAndPropose()
 	if err != nil {
 		return "", err
 	}
-	defer cdb.Close()
-	wh := "file://" + filepath.Join(dir, "warehouse")
-	lake, err := sqlcat.NewCatalog("lake", cdb, sqlcat.SQLite, iceberg.Properties{"warehouse": wh})
-	if err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "ready"), []byte(b.now.Format(time.RFC3339)+"\n"), 0o644); err != nil {
 		return "", err
 	}
-	if err := lake.CreateNamespace(ctx, table.Identifier{"db"}, nil); err != nil {
-		return "", err
+	log.Info("demo ready", "tables", len(b.ids), "proposals", opened, "took", time.Since(start).Round(time.Millisecond).String())
+	return cfgPath, nil
+}
+
+// builder holds what the demo's steps share.
+type builder struct {
+	ctx     context.Context
+	store   *storage.DB
+	log     *slog.Logger
+	dir     string
+	cfgPath string
+	now     time.Time
+
+	cdb   *sql.DB
+	lake  *sqlcat.Catalog
+	tbls  map[string]*table.Table // by short name
+	ids   map[string]uuid.UUID    // asset IDs by short name
+	conns []*tables.Connection
+	cat   *catalog.Catalog
+	use   *usage.Service
+	lin   *lineage.Service
+	live  *tables.Service
+}
+
+func (b *builder) close() {
+	for _, c := range b.conns {
+		c.Close()
+	}
+	if b.cdb != nil {
+		b.cdb.Close()
+	}
+}
+
+func (b *builder) loc(name string) string {
+	return strings.TrimPrefix(b.tbls[name].Location(), "file://")
+}
+
+// warehouse writes the Iceberg tables through a SQL catalog on SQLite: an hourly-partitioned
+// table of tiny files, orders (renamed later), a table nobody reads, customers.
+func (b *builder) warehouse() error {
+	ctx := b.ctx
+	catDSN := "file:" + filepath.Join(b.dir, "iceberg.db") + "?_pragma=busy_timeout(5000)"
+	var err error
+	if b.cdb, err = sql.Open("sqlite", catDSN); err != nil {
+		return err
+	}
+	wh := "file://" + filepath.Join(b.dir, "warehouse")
+	if b.lake, err = sqlcat.NewCatalog("lake", b.cdb, sqlcat.SQLite, iceberg.Properties{"warehouse": wh}); err != nil {
+		return err
+	}
+	if err := b.lake.CreateNamespace(ctx, table.Identifier{"db"}, nil); err != nil {
+		return err
 	}
 	cfg := fmt.Sprintf(`{"connections":[{"name":"lake","type":"sql","dialect":"sqlite","uri":%q,"warehouse":%q}]}`, catDSN, wh)
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
-		return "", err
+	if err := os.WriteFile(b.cfgPath, []byte(cfg), 0o644); err != nil {
+		return err
 	}
-
-	now := time.Now().UTC()
+	now := b.now
 	hour := now.Truncate(time.Hour)
-	tbls := map[string]*table.Table{}
 	create := func(name string, spec *iceberg.PartitionSpec) error {
 		var opts []icecat.CreateTableOpt
 		if spec != nil {
 			opts = append(opts, icecat.WithPartitionSpec(spec))
 		}
-		t, err := lake.CreateTable(ctx, table.Identifier{"db", name}, demoSchema, opts...)
-		tbls[name] = t
+		t, err := b.lake.CreateTable(ctx, table.Identifier{"db", name}, demoSchema, opts...)
+		b.tbls[name] = t
 		return err
 	}
 	appendRows := func(name string, n int, from time.Time, step time.Duration) error {
-		t, err := tbls[name].Append(ctx, demoRecords(tbls[name], n, from, step), nil)
+		t, err := b.tbls[name].Append(ctx, demoRecords(b.tbls[name], n, from, step), nil)
 		if err == nil {
-			tbls[name] = t
+			b.tbls[name] = t
 		}
 		return err
 	}
@@ -125,69 +177,68 @@ func Setup(ctx context.Context, store *storage.DB, dataDir string, log *slog.Log
 	}
 	for _, s := range steps {
 		if err := s(); err != nil {
-			return "", fmt.Errorf("demo: write tables: %w", err)
+			return fmt.Errorf("demo: write tables: %w", err)
 		}
 	}
+	return nil
+}
 
-	// The catalog learns of the tables 150 days ago (so legacy_exports is old enough to be
-	// proposed as unused), with their owners.
-	past := now.Add(-150 * 24 * time.Hour)
+// catalogPast has the catalog learn of the tables 150 days ago (so legacy_exports is old enough
+// to be proposed as unused), with their owners; then builds the live services.
+func (b *builder) catalogPast() error {
+	ctx, store, log := b.ctx, b.store, b.log
+	past := b.now.Add(-150 * 24 * time.Hour)
 	pastCat := catalog.New(store.Client, catalog.WithClock(func() time.Time { return past }), catalog.WithLogger(log))
-	conns, err := tablesConnections(cfgPath)
-	if err != nil {
-		return "", err
+	var err error
+	if b.conns, err = tablesConnections(b.cfgPath); err != nil {
+		return err
 	}
-	pastTables, err := tables.New(store.Client, pastCat, tables.WithClock(func() time.Time { return past }), tables.WithConnections(conns...))
+	pastTables, err := tables.New(store.Client, pastCat, tables.WithClock(func() time.Time { return past }), tables.WithConnections(b.conns...))
 	if err != nil {
-		return "", err
+		return err
 	}
-	defer func() {
-		for _, c := range conns {
-			c.Close()
-		}
-	}()
-	ctx = catalog.WithActor(ctx, "tidemark-demo")
 	if _, err := pastTables.Sync(ctx, nil); err != nil {
-		return "", err
+		return err
 	}
-	var use *usage.Service
-	cat := catalog.New(store.Client, catalog.WithLogger(log),
-		catalog.WithChangeHook(func(ctx context.Context, ids []uuid.UUID) { use.NamesChanged(ctx, ids) }))
-	ids := map[string]uuid.UUID{}
-	for name := range tbls {
-		ref, ok, err := cat.Lookup(ctx, catalog.SpaceDataset, "iceberg://lake", "db."+name)
+	b.cat = catalog.New(store.Client, catalog.WithLogger(log),
+		catalog.WithChangeHook(func(ctx context.Context, ids []uuid.UUID) { b.use.NamesChanged(ctx, ids) }))
+	for name := range b.tbls {
+		ref, ok, err := b.cat.Lookup(ctx, catalog.SpaceDataset, "iceberg://lake", "db."+name)
 		if err != nil || !ok {
-			return "", fmt.Errorf("demo: table %s not synced: %v", name, err)
+			return fmt.Errorf("demo: table %s not synced: %v", name, err)
 		}
-		ids[name] = ref.ID
+		b.ids[name] = ref.ID
 	}
 	owners := map[string]string{"events_hourly": "team-platform", "orders": "team-sales", "legacy_exports": "team-finance", "customers": "team-sales"}
 	for name, o := range owners {
-		if _, err := cat.SetOwner(ctx, ids[name], catalog.OwnerInput{Principal: o, Role: "owner"}); err != nil {
-			return "", err
+		if _, err := b.cat.SetOwner(ctx, b.ids[name], catalog.OwnerInput{Principal: o, Role: "owner"}); err != nil {
+			return err
 		}
 	}
-	if _, err := cat.Update(ctx, ids["orders"], catalog.AnyVersion, catalog.UpdateInput{Description: ptr("Orders as they were placed, one row per order; loaded hourly from the landing zone.")}); err != nil {
-		return "", err
+	if _, err := b.cat.Update(ctx, b.ids["orders"], catalog.AnyVersion, catalog.UpdateInput{Description: ptr("Orders as they were placed, one row per order; loaded hourly from the landing zone.")}); err != nil {
+		return err
 	}
+	if b.use, err = usage.New(store.Client, b.cat, usage.WithLogger(log)); err != nil {
+		return err
+	}
+	if err := b.use.Open(ctx); err != nil {
+		return err
+	}
+	b.lin = lineage.New(store.Client, b.cat, lineage.WithLogger(log), lineage.WithCompletedRuns(app.UsageOfRuns(b.use)))
+	if err := b.lin.Open(ctx); err != nil {
+		return err
+	}
+	b.live, err = tables.New(store.Client, b.cat, tables.WithConnections(b.conns...), tables.WithLogger(log))
+	return err
+}
 
-	// Lineage: the captured OpenLineage sequences, and jobs between the demo tables; completed
-	// runs count as usage, as in serve.
-	use, err = usage.New(store.Client, cat, usage.WithLogger(log))
-	if err != nil {
-		return "", err
+// lineage ingests the captured OpenLineage sequences, and jobs between the demo tables;
+// completed runs count as usage, as in serve.
+func (b *builder) lineage() error {
+	ctx, now, loc := b.ctx, b.now, b.loc
+	if err := ingestSequences(ctx, b.lin); err != nil {
+		return err
 	}
-	if err := use.Open(ctx); err != nil {
-		return "", err
-	}
-	lin := lineage.New(store.Client, cat, lineage.WithLogger(log), lineage.WithCompletedRuns(app.UsageOfRuns(use)))
-	if err := lin.Open(ctx); err != nil {
-		return "", err
-	}
-	if err := ingestSequences(ctx, lin); err != nil {
-		return "", err
-	}
-	loc := func(name string) string { return strings.TrimPrefix(tbls[name].Location(), "file://") }
 	events := []string{
 		demoRun("spark", "load_orders", now.Add(-2*time.Hour), []string{`{"namespace":"s3://landing","name":"orders/2026-11-29.csv"}`}, []string{fmt.Sprintf(`{"namespace":"file","name":%q}`, loc("orders"))}),
 		demoRun("spark", "sessionize_events", now.Add(-90*time.Minute), []string{`{"namespace":"kafka://events","name":"clickstream"}`}, []string{fmt.Sprintf(`{"namespace":"file","name":%q}`, loc("events_hourly"))}),
@@ -197,13 +248,18 @@ func Setup(ctx context.Context, store *storage.DB, dataDir string, log *slog.Log
 			[]string{`{"namespace":"postgres://warehouse:5432","name":"analytics.public.daily_revenue"}`}),
 	}
 	for _, ev := range events {
-		if _, err := lin.Ingest(ctx, []byte(ev)); err != nil {
-			return "", fmt.Errorf("demo: lineage: %w", err)
+		if _, err := b.lin.Ingest(ctx, []byte(ev)); err != nil {
+			return fmt.Errorf("demo: lineage: %w", err)
 		}
 	}
+	return nil
+}
 
-	// Usage: orders read under its name for four weeks; then it is renamed in the Iceberg
-	// catalog (the sync sees the rename) and read under the new name.
+// usageAcrossRename: orders is read under its name for four weeks; then the engine renames it in
+// the Iceberg catalog and alice reads it under the new name before Tidemark's next sync: the
+// read waits, and the sync (which finds the rename) attributes it to the same asset.
+func (b *builder) usageAcrossRename() error {
+	ctx, now := b.ctx, b.now
 	var recs []usage.Record
 	for d := 28; d >= 1; d-- {
 		for i, who := range []string{"alice", "bob", "reporting-bot"} {
@@ -216,71 +272,62 @@ func Setup(ctx context.Context, store *storage.DB, dataDir string, log *slog.Log
 		recs = append(recs, usage.Record{Namespace: "iceberg://lake", Name: "db.events_hourly", Kind: "read", Actor: "dashboards",
 			At: now.Add(-time.Duration(d) * 24 * time.Hour), QueryID: fmt.Sprintf("demo-events-%d", d), Source: "trino"})
 	}
-	if _, err := use.Record(ctx, recs); err != nil {
-		return "", err
+	if _, err := b.use.Record(ctx, recs); err != nil {
+		return err
 	}
-	// The engine renames it; alice reads it under the new name before Tidemark's next sync: the
-	// read waits, and the sync (which finds the rename) attributes it to the same asset.
-	if _, err := lake.RenameTable(ctx, table.Identifier{"db", "orders"}, table.Identifier{"db", "sales_orders"}); err != nil {
-		return "", err
+	if _, err := b.lake.RenameTable(ctx, table.Identifier{"db", "orders"}, table.Identifier{"db", "sales_orders"}); err != nil {
+		return err
 	}
-	if _, err := use.Record(ctx, []usage.Record{{Namespace: "iceberg://lake", Name: "db.sales_orders", Kind: "read", Actor: "alice",
+	if _, err := b.use.Record(ctx, []usage.Record{{Namespace: "iceberg://lake", Name: "db.sales_orders", Kind: "read", Actor: "alice",
 		At: now.Add(-10 * time.Minute), QueryID: "demo-sales-1", Source: "trino"}}); err != nil {
-		return "", err
+		return err
 	}
-	liveTables, err := tables.New(store.Client, cat, tables.WithConnections(conns...), tables.WithLogger(log))
-	if err != nil {
-		return "", err
-	}
-	if _, err := liveTables.Sync(ctx, nil); err != nil {
-		return "", err
-	}
+	_, err := b.live.Sync(ctx, nil)
+	return err
+}
 
-	// Leftovers: files a crashed job wrote ten days ago and never committed; and a data file
-	// someone deleted by hand.
-	old := now.Add(-10 * 24 * time.Hour)
+// leftovers: files a crashed job wrote ten days ago and never committed; and a data file
+// someone deleted by hand.
+func (b *builder) leftovers() error {
+	old := b.now.Add(-10 * 24 * time.Hour)
 	for name, n := range map[string]int{"events_hourly": 3, "orders": 2} {
 		for i := range n {
-			p := filepath.Join(loc(name), "data", fmt.Sprintf("leftover-%d.parquet", i))
+			p := filepath.Join(b.loc(name), "data", fmt.Sprintf("leftover-%d.parquet", i))
 			if err := os.WriteFile(p, make([]byte, 64<<10*(i+1)), 0o644); err != nil {
-				return "", err
+				return err
 			}
 			if err := os.Chtimes(p, old, old); err != nil {
-				return "", err
+				return err
 			}
 		}
 	}
-	if err := deleteOneDataFile(ctx, tbls["customers"]); err != nil {
-		return "", err
-	}
+	return deleteOneDataFile(b.ctx, b.tbls["customers"])
+}
 
-	// Two scans of every table, two hours apart (the first one dated back: two passes must be
-	// two moments), then the bot's proposals.
-	clean := cleanup.New(store.Client, liveTables, cat, cleanup.WithLogger(log), cleanup.WithSQLite(store.Dialect == "sqlite3"),
-		cleanup.WithUsage(use, func(ctx context.Context, id uuid.UUID) ([]uuid.UUID, error) { return lin.Downstream(ctx, id, 5) }))
-	earlier := cleanup.New(store.Client, liveTables, cat, cleanup.WithLogger(log), cleanup.WithSQLite(store.Dialect == "sqlite3"),
+// scanAndPropose scans every table twice, two hours apart (the first one dated back: two passes
+// must be two moments), then runs the bot's proposals; it returns how many it opened.
+func (b *builder) scanAndPropose() (int, error) {
+	ctx, store, log := b.ctx, b.store, b.log
+	clean := cleanup.New(store.Client, b.live, b.cat, cleanup.WithLogger(log), cleanup.WithSQLite(store.Dialect == "sqlite3"),
+		cleanup.WithUsage(b.use, func(ctx context.Context, id uuid.UUID) ([]uuid.UUID, error) {
+			return b.lin.Downstream(ctx, id, app.UnusedDownstreamDepth)
+		}))
+	earlier := cleanup.New(store.Client, b.live, b.cat, cleanup.WithLogger(log), cleanup.WithSQLite(store.Dialect == "sqlite3"),
 		cleanup.WithClock(func() time.Time { return time.Now().Add(-2 * time.Hour) }))
-	names := make([]string, 0, len(ids))
-	for n := range ids {
+	names := make([]string, 0, len(b.ids))
+	for n := range b.ids {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	for _, svc := range []*cleanup.Service{earlier, clean} {
 		for _, n := range names {
-			if _, err := svc.Scan(ctx, ids[n], cleanup.ScanOptions{RecheckDelay: time.Millisecond}); err != nil {
-				return "", fmt.Errorf("demo: scan %s: %w", n, err)
+			if _, err := svc.Scan(ctx, b.ids[n], cleanup.ScanOptions{RecheckDelay: time.Millisecond}); err != nil {
+				return 0, fmt.Errorf("demo: scan %s: %w", n, err)
 			}
 		}
 	}
 	rep, err := clean.Propose(ctx)
-	if err != nil {
-		return "", err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "ready"), []byte(now.Format(time.RFC3339)+"\n"), 0o644); err != nil {
-		return "", err
-	}
-	log.Info("demo ready", "tables", len(ids), "proposals", rep.Opened, "took", time.Since(start).Round(time.Millisecond).String())
-	return cfgPath, nil
+	return rep.Opened, err
 }
 
 func ptr[T any](v T) *T { return &v }

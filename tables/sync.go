@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
 
@@ -141,19 +142,53 @@ type loaded struct {
 	tbl   *table.Table
 }
 
-func (s *Service) syncConnection(ctx context.Context, c *Connection) (ConnectionReport, error) {
-	cr := ConnectionReport{Name: c.Name, Unreachable: []NamespaceError{}, Added: []TableChange{}, Renamed: []TableChange{},
-		Restored: []TableChange{}, Deleted: []TableChange{}, Missing: []TableChange{}, Failed: []TableChange{}}
-	cat, err := c.Catalog(ctx)
+// reconcileGone marks deleted the known tables of a connection that the listing neither loaded
+// nor listed, in namespaces that were listed completely, once two listings at least the
+// confirmation gap apart both lacked them (metadata only; no file is touched). A table seen
+// again loses its missing mark.
+func (s *Service) reconcileGone(ctx context.Context, c *Connection, cr *ConnectionReport, seen, listed map[string]bool) error {
+	rows, err := s.db.IcebergTable.Query().Where(icebergtable.Connection(c.Name), icebergtable.GoneAtIsNil()).All(ctx)
 	if err != nil {
-		cr.Error = err.Error()
-		s.log.Warn("iceberg catalog unreachable", "connection", c.Name, "err", err)
-		return cr, ctx.Err()
+		return err
 	}
+	now := s.clock()
+	for _, r := range rows {
+		if seen[r.TableUUID] || listed[r.Identifier] || unreachable(cr.Unreachable, r.Identifier) {
+			if r.MissingAt != nil && (seen[r.TableUUID] || listed[r.Identifier]) {
+				if err := r.Update().ClearMissingAt().Exec(ctx); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		ch := TableChange{AssetID: r.ID, Identifier: r.Identifier, TableUUID: r.TableUUID}
+		if r.MissingAt == nil || now.Sub(*r.MissingAt) < s.gap {
+			if r.MissingAt == nil {
+				if err := r.Update().SetMissingAt(now).Exec(ctx); err != nil {
+					return err
+				}
+			}
+			cr.Missing = append(cr.Missing, ch)
+			continue
+		}
+		if err := s.markGone(ctx, r.ID); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			ch.Error = err.Error()
+			cr.Failed = append(cr.Failed, ch)
+			continue
+		}
+		cr.Deleted = append(cr.Deleted, ch)
+	}
+	return nil
+}
 
-	// 1. List: every namespace (nested ones too) and its tables; load each table.
-	listedAt := s.clock()
-	var tables []table.Identifier
+// listTables lists every namespace of a connection's catalog (nested ones too) and their tables.
+// A namespace that cannot be listed is reported in cr.Unreachable. When the catalog's namespaces
+// cannot be listed at all, it says so in cr.Error and returns ok false: nothing may be judged
+// missing from a listing that did not happen.
+func (s *Service) listTables(ctx context.Context, c *Connection, cat icecat.Catalog, cr *ConnectionReport) (tables []table.Identifier, ok bool) {
 	queue := []table.Identifier{nil}
 	visited := map[string]bool{}
 	for len(queue) > 0 {
@@ -164,7 +199,7 @@ func (s *Service) syncConnection(ctx context.Context, c *Connection) (Connection
 			if parent == nil {
 				cr.Error = fmt.Sprintf("list namespaces: %v", err)
 				s.log.Warn("iceberg catalog unreachable", "connection", c.Name, "err", err)
-				return cr, ctx.Err()
+				return nil, false
 			}
 			cr.Unreachable = append(cr.Unreachable, NamespaceError{Namespace: strings.Join(parent, ".") + ".*", Error: err.Error()})
 			continue
@@ -189,6 +224,25 @@ func (s *Service) syncConnection(ctx context.Context, c *Connection) (Connection
 			}
 		}
 	}
+	return tables, true
+}
+
+func (s *Service) syncConnection(ctx context.Context, c *Connection) (ConnectionReport, error) {
+	cr := ConnectionReport{Name: c.Name, Unreachable: []NamespaceError{}, Added: []TableChange{}, Renamed: []TableChange{},
+		Restored: []TableChange{}, Deleted: []TableChange{}, Missing: []TableChange{}, Failed: []TableChange{}}
+	cat, err := c.Catalog(ctx)
+	if err != nil {
+		cr.Error = err.Error()
+		s.log.Warn("iceberg catalog unreachable", "connection", c.Name, "err", err)
+		return cr, ctx.Err()
+	}
+
+	// 1. List: every namespace (nested ones too) and its tables; load each table.
+	listedAt := s.clock()
+	tables, listedAll := s.listTables(ctx, c, cat, &cr)
+	if !listedAll {
+		return cr, ctx.Err()
+	}
 	if err := ctx.Err(); err != nil {
 		return cr, err
 	}
@@ -211,43 +265,9 @@ func (s *Service) syncConnection(ctx context.Context, c *Connection) (Connection
 		ok = append(ok, loaded{ident, tbl})
 	}
 
-	// 2. Gone: known tables of this connection neither loaded nor listed, in namespaces that
-	// were listed completely, by two listings at least the confirmation gap apart, are marked
-	// deleted (metadata only; no file is touched). This runs before binding so a dropped and
-	// re-created table releases its name first.
-	rows, err := s.db.IcebergTable.Query().Where(icebergtable.Connection(c.Name), icebergtable.GoneAtIsNil()).All(ctx)
-	if err != nil {
+	// 2. Gone (before binding, so a dropped and re-created table releases its name first).
+	if err := s.reconcileGone(ctx, c, &cr, seen, listed); err != nil {
 		return cr, err
-	}
-	now := s.clock()
-	for _, r := range rows {
-		if seen[r.TableUUID] || listed[r.Identifier] || unreachable(cr.Unreachable, r.Identifier) {
-			if r.MissingAt != nil && (seen[r.TableUUID] || listed[r.Identifier]) {
-				if err := r.Update().ClearMissingAt().Exec(ctx); err != nil {
-					return cr, err
-				}
-			}
-			continue
-		}
-		ch := TableChange{AssetID: r.ID, Identifier: r.Identifier, TableUUID: r.TableUUID}
-		if r.MissingAt == nil || now.Sub(*r.MissingAt) < s.gap {
-			if r.MissingAt == nil {
-				if err := r.Update().SetMissingAt(now).Exec(ctx); err != nil {
-					return cr, err
-				}
-			}
-			cr.Missing = append(cr.Missing, ch)
-			continue
-		}
-		if err := s.markGone(ctx, r.ID); err != nil {
-			if ctx.Err() != nil {
-				return cr, ctx.Err()
-			}
-			ch.Error = err.Error()
-			cr.Failed = append(cr.Failed, ch)
-			continue
-		}
-		cr.Deleted = append(cr.Deleted, ch)
 	}
 
 	// 3. Bind and inspect what was loaded: known tables first, so a table renamed away

@@ -317,33 +317,35 @@ func (s *Service) inTx(ctx context.Context, fn func(ctx context.Context, tx *ent
 	return s.cat.InTx(ctx, fn)
 }
 
-// rollup adds the newly stored rows to the rollups. Only rows this transaction inserted are
-// added (duplicates never reach here), so increments are exact; on PostgreSQL a lock per asset,
-// taken in one order, serialises batches for the same asset, so the distinct counts (new
-// per-actor rows on PostgreSQL, a count of them on SQLite; for jobs, the day's raw events) see
-// each other's rows.
-func (s *Service) rollup(ctx context.Context, tx *ent.Tx, rows []row) error {
-	if len(rows) == 0 {
-		return nil
-	}
-	type bucket struct {
-		asset uuid.UUID
-		day   string
-	}
-	type dayAgg struct {
-		reads, writes, late int64
-		lastRead, lastWrite *time.Time
-		jobs                bool
-	}
-	type actorKey struct {
-		bucket
-		actor string
-	}
-	type nameKey struct {
-		asset     uuid.UUID
-		namespace string
-		name      string
-	}
+// The rollup's buckets and their sums.
+type bucket struct {
+	asset uuid.UUID
+	day   string
+}
+type dayAgg struct {
+	reads, writes, late int64
+	lastRead, lastWrite *time.Time
+	jobs                bool
+}
+type actorKey struct {
+	bucket
+	actor string
+}
+type nameKey struct {
+	asset     uuid.UUID
+	namespace string
+	name      string
+}
+
+// rollupAgg sums a batch of stored rows per day bucket, per actor and per name seen.
+type rollupAgg struct {
+	days   map[bucket]*dayAgg
+	actors map[actorKey]*[2]int64
+	names  map[nameKey]*[2]time.Time
+	assets map[string]bool
+}
+
+func aggregate(rows []row) rollupAgg {
 	days := map[bucket]*dayAgg{}
 	actors := map[actorKey]*[2]int64{}
 	names := map[nameKey]*[2]time.Time{}
@@ -399,6 +401,20 @@ func (s *Service) rollup(ctx context.Context, tx *ent.Tx, rows []row) error {
 			}
 		}
 	}
+	return rollupAgg{days: days, actors: actors, names: names, assets: assetSet}
+}
+
+// rollup adds the newly stored rows to the rollups. Only rows this transaction inserted are
+// added (duplicates never reach here), so increments are exact; on PostgreSQL a lock per asset,
+// taken in one order, serialises batches for the same asset, so the distinct counts (new
+// per-actor rows on PostgreSQL, a count of them on SQLite; for jobs, the day's raw events) see
+// each other's rows.
+func (s *Service) rollup(ctx context.Context, tx *ent.Tx, rows []row) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	ag := aggregate(rows)
+	days, actors, names, assetSet := ag.days, ag.actors, ag.names, ag.assets
 	if err := s.lockAssets(ctx, tx, assetSet); err != nil {
 		return err
 	}
@@ -440,37 +456,9 @@ func (s *Service) rollup(ctx context.Context, tx *ent.Tx, rows []row) error {
 		nameRows = append(nameRows, []any{k.asset, k.namespace, k.name, n[0], n[1]})
 	}
 
-	const actorConflict = `ON CONFLICT (asset_id, day, actor) DO UPDATE SET reads = usage_actor_dailies.reads + excluded.reads,
-			writes = usage_actor_dailies.writes + excluded.writes`
-	newActors := map[[2]string]int{} // per bucket, actors seen for the first time (PostgreSQL)
-	if s.sqlite {
-		if err := s.upsert(ctx, tx, "usage_actor_dailies", actorCols, actorRows, actorConflict); err != nil {
-			return err
-		}
-	} else {
-		// xmax = 0 marks a row this statement inserted rather than updated: a new actor that day.
-		for _, part := range chunk(actorRows) {
-			q, args := s.bulkInsert("usage_actor_dailies", actorCols, part, actorConflict+" RETURNING asset_id, day, (xmax = 0)")
-			res, err := tx.QueryContext(ctx, q, args...)
-			if err != nil {
-				return fmt.Errorf("usage: update rollups: %w", err)
-			}
-			for res.Next() {
-				var asset, day string
-				var inserted bool
-				if err := res.Scan(&asset, &day, &inserted); err != nil {
-					res.Close()
-					return err
-				}
-				if inserted {
-					newActors[[2]string{asset, day}]++
-				}
-			}
-			res.Close()
-			if err := res.Err(); err != nil {
-				return err
-			}
-		}
+	newActors, err := s.upsertActors(ctx, tx, actorRows)
+	if err != nil {
+		return err
 	}
 	if err := s.upsert(ctx, tx, "usage_actor_monthlies", monthCols, monthRows,
 		`ON CONFLICT (asset_id, month, actor) DO UPDATE SET reads = usage_actor_monthlies.reads + excluded.reads,
@@ -482,6 +470,52 @@ func (s *Service) rollup(ctx context.Context, tx *ent.Tx, rows []row) error {
 		dayArgs[k][4] = newActors[k]
 		dailies = append(dailies, dayArgs[k])
 	}
+	if err := s.upsertDays(ctx, tx, dailies, nameRows); err != nil {
+		return err
+	}
+	return s.recount(ctx, tx, dayRows, jobBuckets)
+}
+
+// upsertActors adds actor counts to the daily actor rollup and returns, per (asset, day)
+// bucket, how many actors it saw for the first time (on PostgreSQL; SQLite recounts).
+func (s *Service) upsertActors(ctx context.Context, tx *ent.Tx, actorRows [][]any) (map[[2]string]int, error) {
+	const actorConflict = `ON CONFLICT (asset_id, day, actor) DO UPDATE SET reads = usage_actor_dailies.reads + excluded.reads,
+			writes = usage_actor_dailies.writes + excluded.writes`
+	newActors := map[[2]string]int{} // per bucket, actors seen for the first time (PostgreSQL)
+	if s.sqlite {
+		if err := s.upsert(ctx, tx, "usage_actor_dailies", actorCols, actorRows, actorConflict); err != nil {
+			return nil, err
+		}
+	} else {
+		// xmax = 0 marks a row this statement inserted rather than updated: a new actor that day.
+		for _, part := range chunk(actorRows) {
+			q, args := s.bulkInsert("usage_actor_dailies", actorCols, part, actorConflict+" RETURNING asset_id, day, (xmax = 0)")
+			res, err := tx.QueryContext(ctx, q, args...)
+			if err != nil {
+				return nil, fmt.Errorf("usage: update rollups: %w", err)
+			}
+			for res.Next() {
+				var asset, day string
+				var inserted bool
+				if err := res.Scan(&asset, &day, &inserted); err != nil {
+					res.Close()
+					return nil, err
+				}
+				if inserted {
+					newActors[[2]string{asset, day}]++
+				}
+			}
+			res.Close()
+			if err := res.Err(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return newActors, nil
+}
+
+// upsertDays adds the day rollups and the names usage was seen under.
+func (s *Service) upsertDays(ctx context.Context, tx *ent.Tx, dailies, nameRows [][]any) error {
 	if err := s.upsert(ctx, tx, "usage_dailies", dailyCols, dailies,
 		`ON CONFLICT (asset_id, day) DO UPDATE SET reads = usage_dailies.reads + excluded.reads,
 			writes = usage_dailies.writes + excluded.writes, late_records = usage_dailies.late_records + excluded.late_records,
@@ -500,6 +534,11 @@ func (s *Service) rollup(ctx context.Context, tx *ent.Tx, rows []row) error {
 		WHERE excluded.first_at < usage_names.first_at OR excluded.last_at > usage_names.last_at`); err != nil {
 		return err
 	}
+	return nil
+}
+
+// recount sets the distinct counts that cannot be added up: actors on SQLite, jobs everywhere.
+func (s *Service) recount(ctx context.Context, tx *ent.Tx, dayRows, jobBuckets [][2]string) error {
 	for _, part := range chunk(dayRows) {
 		if !s.sqlite {
 			break // PostgreSQL: counted from the actor upsert above
