@@ -178,11 +178,6 @@ func (s *Service) scan(ctx context.Context, scanID uuid.UUID, rep *Report, opt S
 			opt.Progress(p)
 		}
 	}
-	type walked struct {
-		walk  *ent.CleanupShardWalk
-		cands []candidate
-		idx   int
-	}
 	var complete []walked
 	var listed atomic.Int64
 	var metaFiles []candidate // unreferenced *.metadata.json files: other tenants, or newer metadata
@@ -192,62 +187,14 @@ func (s *Service) scan(ctx context.Context, scanID uuid.UUID, rep *Report, opt S
 			return err
 		}
 		progress(Progress{Shard: shard, ShardsDone: i, Entries: listed.Load(), Phase: "walking"})
-		sr := ShardReport{Shard: shard, StartedAt: s.clock()}
-		held, err := s.claim(ctx, asset, shard, s.leaseTTL)
+		res, w, outcome, err := s.walkOne(ctx, scanID, asset, shard, walkTarget{lister, loc, locKey, pre.refs}, &listed, rep,
+			func(n int64) { progress(Progress{Shard: shard, ShardsDone: i, Entries: n, Phase: "walking"}) })
 		if err != nil {
 			return err
 		}
-		if held == nil {
-			sr.Outcome, sr.Error = "leased", "another worker holds this shard's lease"
-			err := s.db.CleanupShardWalk.Create().SetScanID(scanID).SetAssetID(asset).SetShard(shard).SetStartedAt(sr.StartedAt).
-				SetFinishedAt(sr.StartedAt).SetOutcome(cleanupshardwalk.OutcomeLeased).SetError(sr.Error).Exec(ctx)
-			if err != nil {
-				return err
-			}
-			rep.Shards = append(rep.Shards, sr)
-			continue
+		if w == nil {
+			continue // another worker holds the shard
 		}
-		sr.StartedAt = s.clock() // the walk's span lies within the lease
-		w, err := s.db.CleanupShardWalk.Create().SetScanID(scanID).SetAssetID(asset).SetShard(shard).SetStartedAt(sr.StartedAt).
-			SetOutcome(cleanupshardwalk.OutcomeRunning).Save(ctx)
-		if err != nil {
-			s.release(ctx, held)
-			return err
-		}
-		res := s.walkShard(ctx, lister, loc, locKey, shard, pre.refs, &listed, func(n int64) {
-			progress(Progress{Shard: shard, ShardsDone: i, Entries: n, Phase: "walking"})
-		}, func() error { return s.renew(ctx, held, s.leaseTTL) })
-		fin := s.clock()
-		if res.err == nil && res.mismatch == nil {
-			// A walker paused past its lease may have finished a walk another worker redid
-			// meanwhile: a walk counts as complete only if the lease is still this walker's.
-			if err := s.renew(ctx, held, s.leaseTTL); err != nil {
-				res.err = fmt.Errorf("shard lease: %w", err)
-			}
-		}
-		s.release(ctx, held)
-		sr.FinishedAt, sr.Entries, sr.Duplicates, sr.ListRequests = &fin, res.entries, res.dupes, res.lists
-		rep.EntriesListed += res.entries
-		rep.DuplicateListed += res.dupes
-		rep.Requests.List += res.lists
-		outcome := cleanupshardwalk.OutcomeComplete
-		switch {
-		case res.mismatch != nil:
-			outcome, sr.Error = cleanupshardwalk.OutcomeFailed, res.mismatch.Error()
-		case res.err != nil && ctx.Err() != nil:
-			outcome, sr.Error = cleanupshardwalk.OutcomeStopped, res.err.Error()
-		case res.err != nil && res.entries == 0:
-			outcome, sr.Error = cleanupshardwalk.OutcomeUnreachable, res.err.Error()
-		case res.err != nil:
-			outcome, sr.Error = cleanupshardwalk.OutcomeFailed, res.err.Error()
-		}
-		sr.Outcome = string(outcome)
-		werr := w.Update().SetFinishedAt(fin).SetOutcome(outcome).SetEntries(res.entries).SetDuplicates(res.dupes).
-			SetListRequests(res.lists).SetError(sr.Error).Exec(context.WithoutCancel(ctx))
-		if werr != nil {
-			return werr
-		}
-		rep.Shards = append(rep.Shards, sr)
 		if res.mismatch != nil {
 			return res.mismatch // an unsafe comparison stops the table's scan
 		}
@@ -282,8 +229,34 @@ func (s *Service) scan(ctx context.Context, scanID uuid.UUID, rep *Report, opt S
 	rep.Requests.ManifestReads += post.reads
 	rep.ReferencedFiles = int64(len(post.refs.keys))
 	rep.SharedWith = post.shared
-	// Another table living here (a metadata file with an unknown table-uuid) makes every file
-	// here possibly its: nothing is a candidate, and what was observed before is dropped.
+	// Another table living here makes every file here possibly its: nothing is a candidate.
+	strangers, err := s.strangers(ctx, rep, loc, live2, post, metaFiles, metaWalked)
+	if err != nil {
+		return err
+	}
+	if strangers {
+		complete = nil
+	}
+	if err := s.confirmWalks(ctx, rep, complete, post.refs, opt); err != nil {
+		return err
+	}
+	if err := s.holes(ctx, rep); err != nil {
+		return err
+	}
+	if !opt.SkipDangling {
+		progress(Progress{ShardsDone: len(shards), Entries: listed.Load(), Phase: "checking"})
+		if err := s.dangling(ctx, live2, rep, opt.RecheckDelay); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// strangers reports whether another table lives in the location (a metadata file with an
+// unknown table-uuid): then what was observed before is dropped and the report names them. For a
+// registered table, a newer metadata file of its own fails the scan (it is out of date).
+func (s *Service) strangers(ctx context.Context, rep *Report, loc string, live2 *tables.Live, post *world, metaFiles []candidate, metaWalked bool) (bool, error) {
+	asset := rep.AssetID
 	metaPaths := make([]string, len(metaFiles))
 	for i, c := range metaFiles {
 		metaPaths[i] = c.key
@@ -292,27 +265,32 @@ func (s *Service) scan(ctx context.Context, scanID uuid.UUID, rep *Report, opt S
 	rep.Requests.List += lists
 	rep.Requests.Get += gets
 	if err != nil {
-		return err
+		return false, err
 	}
 	if len(foreign) > 0 {
 		rep.Foreign = foreign
 		s.log.Warn("another table lives in this table's location: nothing there is confirmed", "asset_id", asset, "location", loc, "foreign", foreignText(foreign))
 		if err := s.forgetObservations(ctx, asset); err != nil {
-			return err
+			return false, err
 		}
-		complete = nil
-	} else if live2.Refs.Registered {
-		if err := newerMetadata(live2, metaFiles); err != nil {
-			return err
-		}
+		return true, nil
 	}
+	if live2.Refs.Registered {
+		return false, newerMetadata(live2, metaFiles)
+	}
+	return false, nil
+}
+
+// confirmWalks keeps, of each complete walk's candidates, those still unreferenced after the
+// walk and old enough, records the observation, and counts what two walks confirmed.
+func (s *Service) confirmWalks(ctx context.Context, rep *Report, complete []walked, refs *refSet, opt ScanOptions) error {
 	now := s.clock()
 	threshold := opt.AgeThreshold
 	for _, cw := range complete {
 		var keep []candidate
 		for _, c := range cw.cands {
 			switch {
-			case post.refs.has(c.key):
+			case refs.has(c.key):
 				rep.MidWalk++
 			case now.Sub(c.modTime) < threshold:
 				rep.TooYoung++
@@ -340,16 +318,83 @@ func (s *Service) scan(ctx context.Context, scanID uuid.UUID, rep *Report, opt S
 			}
 		}
 	}
-	if err := s.holes(ctx, rep); err != nil {
-		return err
+	return nil
+}
+
+// walked is a complete walk of a scan and the candidates it found.
+type walked struct {
+	walk  *ent.CleanupShardWalk
+	cands []candidate
+	idx   int // in the report's shards
+}
+
+// walkTarget is what every shard walk of one scan reads: the storage, the location and the
+// references the walk keeps out.
+type walkTarget struct {
+	lister      icebergio.ListableIO
+	loc, locKey string
+	refs        *refSet
+}
+
+// walkOne walks one shard under its lease and records the walk and its outcome in the report.
+// It returns a nil walk when another worker holds the shard's lease.
+func (s *Service) walkOne(ctx context.Context, scanID, asset uuid.UUID, shard string, t walkTarget, listed *atomic.Int64, rep *Report,
+	tick func(int64)) (walkResult, *ent.CleanupShardWalk, cleanupshardwalk.Outcome, error) {
+	sr := ShardReport{Shard: shard, StartedAt: s.clock()}
+	held, err := s.claim(ctx, asset, shard, s.leaseTTL)
+	if err != nil {
+		return walkResult{}, nil, "", err
 	}
-	if !opt.SkipDangling {
-		progress(Progress{ShardsDone: len(shards), Entries: listed.Load(), Phase: "checking"})
-		if err := s.dangling(ctx, live2, rep, opt.RecheckDelay); err != nil {
-			return err
+	if held == nil {
+		sr.Outcome, sr.Error = "leased", "another worker holds this shard's lease"
+		err := s.db.CleanupShardWalk.Create().SetScanID(scanID).SetAssetID(asset).SetShard(shard).SetStartedAt(sr.StartedAt).
+			SetFinishedAt(sr.StartedAt).SetOutcome(cleanupshardwalk.OutcomeLeased).SetError(sr.Error).Exec(ctx)
+		if err != nil {
+			return walkResult{}, nil, "", err
+		}
+		rep.Shards = append(rep.Shards, sr)
+		return walkResult{}, nil, "", nil
+	}
+	sr.StartedAt = s.clock() // the walk's span lies within the lease
+	w, err := s.db.CleanupShardWalk.Create().SetScanID(scanID).SetAssetID(asset).SetShard(shard).SetStartedAt(sr.StartedAt).
+		SetOutcome(cleanupshardwalk.OutcomeRunning).Save(ctx)
+	if err != nil {
+		s.release(ctx, held)
+		return walkResult{}, nil, "", err
+	}
+	res := s.walkShard(ctx, t.lister, t.loc, t.locKey, shard, t.refs, listed, tick, func() error { return s.renew(ctx, held, s.leaseTTL) })
+	fin := s.clock()
+	if res.err == nil && res.mismatch == nil {
+		// A walker paused past its lease may have finished a walk another worker redid
+		// meanwhile: a walk counts as complete only if the lease is still this walker's.
+		if err := s.renew(ctx, held, s.leaseTTL); err != nil {
+			res.err = fmt.Errorf("shard lease: %w", err)
 		}
 	}
-	return nil
+	s.release(ctx, held)
+	sr.FinishedAt, sr.Entries, sr.Duplicates, sr.ListRequests = &fin, res.entries, res.dupes, res.lists
+	rep.EntriesListed += res.entries
+	rep.DuplicateListed += res.dupes
+	rep.Requests.List += res.lists
+	outcome := cleanupshardwalk.OutcomeComplete
+	switch {
+	case res.mismatch != nil:
+		outcome, sr.Error = cleanupshardwalk.OutcomeFailed, res.mismatch.Error()
+	case res.err != nil && ctx.Err() != nil:
+		outcome, sr.Error = cleanupshardwalk.OutcomeStopped, res.err.Error()
+	case res.err != nil && res.entries == 0:
+		outcome, sr.Error = cleanupshardwalk.OutcomeUnreachable, res.err.Error()
+	case res.err != nil:
+		outcome, sr.Error = cleanupshardwalk.OutcomeFailed, res.err.Error()
+	}
+	sr.Outcome = string(outcome)
+	werr := w.Update().SetFinishedAt(fin).SetOutcome(outcome).SetEntries(res.entries).SetDuplicates(res.dupes).
+		SetListRequests(res.lists).SetError(sr.Error).Exec(context.WithoutCancel(ctx))
+	if werr != nil {
+		return walkResult{}, nil, "", werr
+	}
+	rep.Shards = append(rep.Shards, sr)
+	return res, w, outcome, nil
 }
 
 // discover lists the location's top level and data/'s, and returns the shards: metadata/,
