@@ -267,28 +267,9 @@ func (s *Service) proposeOrphans(ctx context.Context, t tables.Table, rep *Propo
 		ev.Shards = append(ev.Shards, sh)
 	}
 	sort.Strings(ev.Shards)
-	// The scans that confirmed them: the walks that saw them last and the complete walks before.
-	var ids []uuid.UUID
-	for id := range walkIDs {
-		ids = append(ids, id)
-	}
-	walks, err := s.db.CleanupShardWalk.Query().Where(cleanupshardwalk.IDIn(ids...)).All(ctx)
-	if err != nil {
+	if ev.Scans, err = s.confirmingScans(ctx, walkIDs); err != nil {
 		return err
 	}
-	scans := map[uuid.UUID]bool{}
-	for _, w := range walks {
-		scans[w.ScanID] = true
-		prev, err := s.db.CleanupShardWalk.Query().Where(cleanupshardwalk.AssetID(w.AssetID), cleanupshardwalk.Shard(w.Shard),
-			cleanupshardwalk.IDLT(w.ID), cleanupshardwalk.OutcomeEQ(cleanupshardwalk.OutcomeComplete)).Order(ent.Desc(cleanupshardwalk.FieldID)).First(ctx)
-		if err == nil {
-			scans[prev.ScanID] = true
-		}
-	}
-	for id := range scans {
-		ev.Scans = append(ev.Scans, id)
-	}
-	slices.SortFunc(ev.Scans, func(a, b uuid.UUID) int { return slices.Compare(a[:], b[:]) })
 	last, err := s.lastFinishedScan(ctx, t.AssetID)
 	if err != nil {
 		return err
@@ -307,6 +288,34 @@ func (s *Service) proposeOrphans(ctx context.Context, t tables.Table, rep *Propo
 	ev.Summary = fmt.Sprintf("%d files (%s) in %d shards of %s are referenced by no retained snapshot and are older than %s; two consecutive complete walks of their shards, at least %s apart, agreed (scans %d), and no other table known to live there references them. They cost about $%.2f a month.",
 		ev.Files, BytesText(ev.Bytes), len(ev.Shards), t.Location, threshold, ev.MinGap, len(ev.Scans), ev.MonthlyCost)
 	return s.open(ctx, t.AssetID, proposal.KindOrphanFiles, proposal.SeverityNormal, ev, obs, rep)
+}
+
+// confirmingScans are the scans that confirmed a proposal's files: those of the walks that saw
+// them last and of the complete walks of the same shards before them.
+func (s *Service) confirmingScans(ctx context.Context, walkIDs map[uuid.UUID]bool) ([]uuid.UUID, error) {
+	var ids []uuid.UUID
+	for id := range walkIDs {
+		ids = append(ids, id)
+	}
+	walks, err := s.db.CleanupShardWalk.Query().Where(cleanupshardwalk.IDIn(ids...)).All(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the walks that confirmed the files: %w", err)
+	}
+	scans := map[uuid.UUID]bool{}
+	for _, w := range walks {
+		scans[w.ScanID] = true
+		prev, err := s.db.CleanupShardWalk.Query().Where(cleanupshardwalk.AssetID(w.AssetID), cleanupshardwalk.Shard(w.Shard),
+			cleanupshardwalk.IDLT(w.ID), cleanupshardwalk.OutcomeEQ(cleanupshardwalk.OutcomeComplete)).Order(ent.Desc(cleanupshardwalk.FieldID)).First(ctx)
+		if err == nil {
+			scans[prev.ScanID] = true
+		}
+	}
+	out := make([]uuid.UUID, 0, len(scans))
+	for id := range scans {
+		out = append(out, id)
+	}
+	slices.SortFunc(out, func(a, b uuid.UUID) int { return slices.Compare(a[:], b[:]) })
+	return out, nil
 }
 
 func (s *Service) proposeUnused(ctx context.Context, t tables.Table, rep *ProposeReport) error {

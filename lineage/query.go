@@ -303,41 +303,9 @@ func (s *Service) ColumnLineage(ctx context.Context, nodeID string, depth int, w
 	if err := checkWalk(depth, 1); err != nil {
 		return nil, err
 	}
-	typ, rest, _ := strings.Cut(nodeID, ":")
-	var start []FieldRef
-	switch typ {
-	case "datasetField":
-		id, field, err := s.resolveSplit(ctx, catalog.SpaceDataset, rest, 2)
-		if err != nil {
-			return nil, err
-		}
-		if id == uuid.Nil || field == "" {
-			return nil, &catalog.Error{Kind: catalog.ErrNotFound, Message: fmt.Sprintf("no dataset field is or was named %q", truncate(rest, 128))}
-		}
-		start = []FieldRef{{id, field}}
-	case "dataset":
-		id, err := s.ResolveNodeID(ctx, nodeID)
-		if err != nil {
-			return nil, err
-		}
-		rows, err := s.db.ColumnEdge.Query().Where(columnedge.Or(columnedge.OutAssetID(id), columnedge.InAssetID(id))).All(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("lineage: column edges: %w", err)
-		}
-		set := map[FieldRef]bool{}
-		for _, r := range rows {
-			if r.OutAssetID == id {
-				set[FieldRef{id, r.OutField}] = true
-			}
-			if r.InAssetID == id {
-				set[FieldRef{id, r.InField}] = true
-			}
-		}
-		for f := range set {
-			start = append(start, f)
-		}
-	default:
-		return nil, invalid("nodeId %q must look like datasetField:<namespace>:<name>:<field> or dataset:<namespace>:<name>", truncate(nodeID, 128))
+	start, err := s.columnStart(ctx, nodeID)
+	if err != nil {
+		return nil, err
 	}
 
 	nodes := map[FieldRef]*ColumnNode{}
@@ -438,6 +406,48 @@ func (s *Service) ColumnLineage(ctx context.Context, nodeID string, depth int, w
 		return a.Field < b.Field
 	})
 	return out, nil
+}
+
+// columnStart resolves a column-lineage nodeId to the columns the walk starts from: one field,
+// or every field of a dataset that has column lineage.
+func (s *Service) columnStart(ctx context.Context, nodeID string) ([]FieldRef, error) {
+	typ, rest, _ := strings.Cut(nodeID, ":")
+	var start []FieldRef
+	switch typ {
+	case "datasetField":
+		id, field, err := s.resolveSplit(ctx, catalog.SpaceDataset, rest, 2)
+		if err != nil {
+			return nil, err
+		}
+		if id == uuid.Nil || field == "" {
+			return nil, &catalog.Error{Kind: catalog.ErrNotFound, Message: fmt.Sprintf("no dataset field is or was named %q", truncate(rest, 128))}
+		}
+		start = []FieldRef{{id, field}}
+	case "dataset":
+		id, err := s.ResolveNodeID(ctx, nodeID)
+		if err != nil {
+			return nil, err
+		}
+		rows, err := s.db.ColumnEdge.Query().Where(columnedge.Or(columnedge.OutAssetID(id), columnedge.InAssetID(id))).All(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("lineage: column edges: %w", err)
+		}
+		set := map[FieldRef]bool{}
+		for _, r := range rows {
+			if r.OutAssetID == id {
+				set[FieldRef{id, r.OutField}] = true
+			}
+			if r.InAssetID == id {
+				set[FieldRef{id, r.InField}] = true
+			}
+		}
+		for f := range set {
+			start = append(start, f)
+		}
+	default:
+		return nil, invalid("nodeId %q must look like datasetField:<namespace>:<name>:<field> or dataset:<namespace>:<name>", truncate(nodeID, 128))
+	}
+	return start, nil
 }
 
 // RunInfo is a run as recorded.

@@ -95,18 +95,6 @@ func main() {
 	defer db.Close()
 	fmt.Printf("Tidemark database: %s\n\n", db.Dialect)
 
-	type result struct {
-		name                     string
-		files, parts             int
-		write                    time.Duration
-		inspectCold, inspectWarm time.Duration
-		plan                     time.Duration
-		planTasks                int
-		cold                     tables.RefreshReport
-		refresh                  time.Duration
-		refreshRep               tables.RefreshReport
-		health                   tables.Health
-	}
 	var results []result
 	for _, lay := range layouts {
 		spec := iceberg.NewPartitionSpec(iceberg.PartitionField{SourceIDs: []int{2}, FieldID: 1000, Name: "ts_" + lay.transform.String(), Transform: lay.transform})
@@ -169,29 +157,7 @@ func main() {
 		results = append(results, r)
 	}
 
-	fmt.Println()
-	fmt.Printf("%-8s %8s %6s | %-28s %10s %9s | %-22s %8s | %-14s | %s\n", "table", "files", "parts",
-		"inspect+health (cold)", "manifests", "entries", "iceberg-go PlanFiles", "tasks", "warm re-inspect", "refresh after 1 commit")
-	for _, r := range results {
-		fmt.Printf("%-8s %8d %6d | %-28s %10d %9d | %-22s %8d | %-14s | %s, %d manifest(s) and %d list(s) read, %d manifests from cache\n",
-			r.name, r.files, r.parts, r.inspectCold.Round(time.Millisecond), r.cold.ManifestsRead, r.cold.EntriesRead,
-			r.plan.Round(time.Millisecond), r.planTasks, r.inspectWarm.Round(time.Millisecond),
-			r.refresh.Round(time.Millisecond), r.refreshRep.ManifestsRead, r.refreshRep.ManifestListsRead, r.refreshRep.ManifestsCached)
-	}
-	fmt.Println()
-	for _, r := range results {
-		fmt.Printf("%s: inspect+health / PlanFiles = %.2fx; refresh after one commit read %d of %d manifests\n",
-			r.name, r.inspectCold.Seconds()/r.plan.Seconds(), r.refreshRep.ManifestsRead, r.refreshRep.ManifestsRead+r.refreshRep.ManifestsCached)
-		h := r.health
-		fmt.Printf("  health: %d partitions, %.1f files/partition, median file %d MiB, %d small files, %d manifests, %d scan entries\n",
-			h.Partitions, h.FilesPerPartition.Avg, h.FileSize.Median/mib, h.SmallFiles, h.Manifests, h.ScanEntries)
-		for _, rec := range h.Recommendations {
-			fmt.Printf("  recommendation: %s\n", rec.Message)
-		}
-		if r.refreshRep.ManifestsRead != 1 {
-			log.Fatalf("%s: the refresh after one commit read %d manifests, want 1", r.name, r.refreshRep.ManifestsRead)
-		}
-	}
+	printResults(results)
 }
 
 func dataFile(spec iceberg.PartitionSpec, name string, n int, part any, size int64) iceberg.DataFile {
@@ -240,4 +206,46 @@ func best(fn func()) time.Duration {
 		}
 	}
 	return b
+}
+
+// result is one table layout's figures.
+type result struct {
+	name                     string
+	files, parts             int
+	write                    time.Duration
+	inspectCold, inspectWarm time.Duration
+	plan                     time.Duration
+	planTasks                int
+	cold                     tables.RefreshReport
+	refresh                  time.Duration
+	refreshRep               tables.RefreshReport
+	health                   tables.Health
+}
+
+// printResults prints the table of figures and the ratios, and fails when a refresh after one
+// commit read more than the one new manifest.
+func printResults(results []result) {
+	fmt.Println()
+	fmt.Printf("%-8s %8s %6s | %-28s %10s %9s | %-22s %8s | %-14s | %s\n", "table", "files", "parts",
+		"inspect+health (cold)", "manifests", "entries", "iceberg-go PlanFiles", "tasks", "warm re-inspect", "refresh after 1 commit")
+	for _, r := range results {
+		fmt.Printf("%-8s %8d %6d | %-28s %10d %9d | %-22s %8d | %-14s | %s, %d manifest(s) and %d list(s) read, %d manifests from cache\n",
+			r.name, r.files, r.parts, r.inspectCold.Round(time.Millisecond), r.cold.ManifestsRead, r.cold.EntriesRead,
+			r.plan.Round(time.Millisecond), r.planTasks, r.inspectWarm.Round(time.Millisecond),
+			r.refresh.Round(time.Millisecond), r.refreshRep.ManifestsRead, r.refreshRep.ManifestListsRead, r.refreshRep.ManifestsCached)
+	}
+	fmt.Println()
+	for _, r := range results {
+		fmt.Printf("%s: inspect+health / PlanFiles = %.2fx; refresh after one commit read %d of %d manifests\n",
+			r.name, r.inspectCold.Seconds()/r.plan.Seconds(), r.refreshRep.ManifestsRead, r.refreshRep.ManifestsRead+r.refreshRep.ManifestsCached)
+		h := r.health
+		fmt.Printf("  health: %d partitions, %.1f files/partition, median file %d MiB, %d small files, %d manifests, %d scan entries\n",
+			h.Partitions, h.FilesPerPartition.Avg, h.FileSize.Median/mib, h.SmallFiles, h.Manifests, h.ScanEntries)
+		for _, rec := range h.Recommendations {
+			fmt.Printf("  recommendation: %s\n", rec.Message)
+		}
+		if r.refreshRep.ManifestsRead != 1 {
+			log.Fatalf("%s: the refresh after one commit read %d manifests, want 1", r.name, r.refreshRep.ManifestsRead)
+		}
+	}
 }
