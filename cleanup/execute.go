@@ -72,7 +72,7 @@ func (s *Service) Execute(ctx context.Context, id uuid.UUID, progress func(strin
 	}
 	ps, err := q.All(ctx)
 	if err != nil {
-		return rep, err
+		return rep, fmt.Errorf("read the proposals to execute: %w", err)
 	}
 	for _, p := range ps {
 		if p.State == proposal.StateExecuting && p.DueAt != nil && s.clock().Before(*p.DueAt) {
@@ -80,7 +80,7 @@ func (s *Service) Execute(ctx context.Context, id uuid.UUID, progress func(strin
 			continue
 		}
 		if err := s.executeOne(ctx, p, &rep, progress); err != nil {
-			return rep, err
+			return rep, fmt.Errorf("execute proposal %s (%s of asset %s): %w", p.ID, p.Kind, p.AssetID, err)
 		}
 	}
 	return rep, nil

@@ -128,16 +128,20 @@ func (s *Service) Scan(ctx context.Context, asset uuid.UUID, opt ScanOptions) (R
 	rep.finish(s.prices)
 	body, err := json.Marshal(rep)
 	if err != nil {
-		return rep, err
+		return rep, fmt.Errorf("encode the report of scan %s: %w", rep.ScanID, err)
 	}
 	wctx := context.WithoutCancel(ctx)
 	// Only a scan still running is finished here: one marked abandoned stays so.
 	if err := s.db.CleanupScan.Update().Where(cleanupscan.ID(row.ID), cleanupscan.StateEQ(cleanupscan.StateRunning)).
 		SetState(state).SetFinishedAt(fin).SetReport(string(body)).SetError(rep.Error).Exec(wctx); err != nil {
-		return rep, errors.Join(serr, err)
+		return rep, errors.Join(serr, fmt.Errorf("record the end of scan %s of table %s: %w", rep.ScanID, asset, err))
 	}
 	s.log.Info("cleanup scan finished", "scan_id", rep.ScanID, "asset_id", asset, "state", state, "shards_complete", rep.ShardsComplete,
 		"shards", len(rep.Shards), "confirmed", rep.Confirmed, "dangling", rep.DanglingCount)
+	if serr != nil {
+		// The report keeps the cause alone; the caller learns which scan of which table.
+		serr = fmt.Errorf("scan %s of table %s (%s): %w", rep.ScanID, asset, rep.Location, serr)
+	}
 	return rep, serr
 }
 
