@@ -20,7 +20,7 @@ import (
 )
 
 // screenshotDir is where the browser tests save screenshots; git ignores it.
-const screenshotDir = "web/testdata/screenshots"
+const screenshotDir = "../web/testdata/screenshots"
 
 // chromium finds the browser: skipped without one unless CI is set, where it must run.
 func chromium(t *testing.T) string {
