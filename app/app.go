@@ -73,13 +73,10 @@ func Open(ctx context.Context, store *storage.DB, cfg Config) (*App, error) {
 			a.Usage.NamesChanged(ctx, ids) // usage records that waited for a name
 		}))
 	var err error
-	if a.Usage, err = usage.New(store.Client, a.Catalog, append([]usage.Option{usage.WithLogger(cfg.Log)}, cfg.Usage...)...); err != nil {
+	if a.Usage, err = usage.New(store, a.Catalog, append([]usage.Option{usage.WithLogger(cfg.Log)}, cfg.Usage...)...); err != nil {
 		return nil, a.closeOnError(err)
 	}
-	if err := a.Usage.Open(ctx); err != nil {
-		return nil, a.closeOnError(err)
-	}
-	a.Lineage = lineage.New(store.Client, a.Catalog, append([]lineage.Option{lineage.WithLogger(cfg.Log),
+	a.Lineage = lineage.New(store, a.Catalog, append([]lineage.Option{lineage.WithLogger(cfg.Log),
 		lineage.WithCompletedRuns(UsageOfRuns(a.Usage))}, cfg.Lineage...)...)
 	if cfg.LoadGraph {
 		start := time.Now()
@@ -93,11 +90,11 @@ func Open(ctx context.Context, store *storage.DB, cfg Config) (*App, error) {
 	if a.Tables, err = tables.New(store.Client, a.Catalog, topts...); err != nil {
 		return nil, a.closeOnError(err)
 	}
-	copts := append([]cleanup.Option{cleanup.WithLogger(cfg.Log), cleanup.WithSQLite(store.Dialect == "sqlite3"),
+	copts := append([]cleanup.Option{cleanup.WithLogger(cfg.Log),
 		cleanup.WithUsage(a.Usage, func(ctx context.Context, id uuid.UUID) ([]uuid.UUID, error) {
 			return a.Lineage.Downstream(ctx, id, UnusedDownstreamDepth)
 		})}, cfg.Cleanup...)
-	a.Cleanup = cleanup.New(store.Client, a.Tables, a.Catalog, copts...)
+	a.Cleanup = cleanup.New(store, a.Tables, a.Catalog, copts...)
 	return a, nil
 }
 

@@ -15,12 +15,15 @@ import (
 	"os"
 	"time"
 
+	"entgo.io/ent/dialect"
+
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/google/uuid"
 	"golang.org/x/time/rate"
 
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/ent"
+	"github.com/tidemark/tidemark/ent/storage"
 	"github.com/tidemark/tidemark/tables"
 	"github.com/tidemark/tidemark/usage"
 )
@@ -94,9 +97,6 @@ func WithClock(now func() time.Time) Option { return func(s *Service) { s.now = 
 // WithLogger sets the logger.
 func WithLogger(l *slog.Logger) Option { return func(s *Service) { s.log = l } }
 
-// WithSQLite says the database is SQLite (no row locks: its writes are serialised anyway).
-func WithSQLite(b bool) Option { return func(s *Service) { s.sqlite = b } }
-
 // WithPrices sets the prices the reports estimate costs with.
 func WithPrices(p Prices) Option { return func(s *Service) { s.prices = p } }
 
@@ -120,9 +120,10 @@ func WithShardHook(h func(shard string)) Option { return func(s *Service) { s.ho
 func WithHolder(h string) Option { return func(s *Service) { s.holder = h } }
 
 // New returns a Service.
-func New(db *ent.Client, tbls *tables.Service, cat *catalog.Catalog, opts ...Option) *Service {
+// The store says which database it is (SQLite has no row locks; its writes are serialised).
+func New(store *storage.DB, tbls *tables.Service, cat *catalog.Catalog, opts ...Option) *Service {
 	host, _ := os.Hostname()
-	s := &Service{db: db, tables: tbls, cat: cat, now: time.Now, log: slog.New(slog.DiscardHandler),
+	s := &Service{db: store.Client, sqlite: store.Dialect == dialect.SQLite, tables: tbls, cat: cat, now: time.Now, log: slog.New(slog.DiscardHandler),
 		holder: fmt.Sprintf("%s-%s", host, uuid.NewString()[:8]), prices: DefaultPrices, pageSize: DefaultPageSize,
 		statPar: 8, leaseTTL: DefaultLeaseTTL, policy: DefaultPolicy, client: webhookClient(false)}
 	for _, o := range opts {

@@ -21,9 +21,8 @@ func TestLease(t *testing.T) {
 		ctx := context.Background()
 		now := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 		clock := func() time.Time { return now }
-		sqlite := db.Dialect == "sqlite3"
-		a := New(db.Client, nil, nil, WithClock(clock), WithSQLite(sqlite), WithHolder("a"))
-		b := New(db.Client, nil, nil, WithClock(clock), WithSQLite(sqlite), WithHolder("b"))
+		a := New(db, nil, nil, WithClock(clock), WithHolder("a"))
+		b := New(db, nil, nil, WithClock(clock), WithHolder("b"))
 		asset := uuid.New()
 		held := map[*Service]*lease{}
 		claim := func(s *Service, shard string) bool {
@@ -86,7 +85,7 @@ func TestLeaseRace(t *testing.T) {
 		errs := make(chan error, replicas)
 		var wg sync.WaitGroup
 		for r := range replicas {
-			s := New(db.Client, nil, nil, WithSQLite(db.Dialect == "sqlite3"), WithHolder(fmt.Sprintf("replica-%d", r)))
+			s := New(db, nil, nil, WithHolder(fmt.Sprintf("replica-%d", r)))
 			wins[r] = make([]bool, shards)
 			wg.Add(1)
 			go func() {

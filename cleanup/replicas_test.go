@@ -88,14 +88,14 @@ func newCluster(t *testing.T, backend string, n int, wrap func(i int) func(icebe
 		if err != nil {
 			t.Fatal(err)
 		}
-		opts := []cleanup.Option{cleanup.WithClock(c.clock.Now), cleanup.WithSQLite(db.Dialect == "sqlite3"), cleanup.WithHolder(fmt.Sprintf("replica-%d", i)),
+		opts := []cleanup.Option{cleanup.WithClock(c.clock.Now), cleanup.WithHolder(fmt.Sprintf("replica-%d", i)),
 			cleanup.WithPrivateWebhooks(true)}
 		if wrap != nil {
 			if w := wrap(i); w != nil {
 				opts = append(opts, cleanup.WithListingWrapper(w))
 			}
 		}
-		c.replicas = append(c.replicas, &replica{db: db, tables: tbls, svc: cleanup.New(db.Client, tbls, cat, opts...)})
+		c.replicas = append(c.replicas, &replica{db: db, tables: tbls, svc: cleanup.New(db, tbls, cat, opts...)})
 	}
 	rep, err := c.replicas[0].tables.Sync(ctx, nil)
 	if err != nil || rep.Added != 1 {

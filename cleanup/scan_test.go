@@ -108,14 +108,11 @@ func newEnv(t *testing.T, db *storage.DB, opts ...cleanup.Option) *env {
 	}
 	e.id = rep.Connections[0].Added[0].AssetID
 	e.cat = cat
-	e.usage, err = usage.New(db.Client, cat, usage.WithClock(e.clock.Now))
+	e.usage, err = usage.New(db, cat, usage.WithClock(e.clock.Now))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.usage.Open(ctx); err != nil {
-		t.Fatal(err)
-	}
-	e.svc = cleanup.New(db.Client, e.tables, cat, append([]cleanup.Option{cleanup.WithClock(e.clock.Now), cleanup.WithSQLite(db.Dialect == "sqlite3"),
+	e.svc = cleanup.New(db, e.tables, cat, append([]cleanup.Option{cleanup.WithClock(e.clock.Now),
 		cleanup.WithPrivateWebhooks(true), // the test receivers listen on loopback
 		cleanup.WithListingWrapper(func(l icebergio.ListableIO) icebergio.ListableIO { e.list.ListableIO = l; return e.list }),
 		cleanup.WithShardHook(func(s string) {
@@ -489,7 +486,7 @@ func TestS3(t *testing.T) {
 		t.Fatalf("sync: %+v %v", rep, err)
 	}
 	id := mustTable(t, tbls)
-	svc := cleanup.New(db.Client, tbls, cat, cleanup.WithClock(c.Now), cleanup.WithSQLite(true))
+	svc := cleanup.New(db, tbls, cat, cleanup.WithClock(c.Now))
 	// Objects cannot be back-dated: judge them young-or-not against a 1ns threshold (override).
 	opt := cleanup.ScanOptions{AgeThreshold: time.Nanosecond, AllowYoung: true, RecheckDelay: time.Millisecond}
 	loc := tbl.Location()

@@ -218,13 +218,10 @@ func (b *builder) catalogPast() error {
 	if _, err := b.cat.Update(ctx, b.ids["orders"], catalog.AnyVersion, catalog.UpdateInput{Description: ptr("Orders as they were placed, one row per order; loaded hourly from the landing zone.")}); err != nil {
 		return err
 	}
-	if b.use, err = usage.New(store.Client, b.cat, usage.WithLogger(log)); err != nil {
+	if b.use, err = usage.New(store, b.cat, usage.WithLogger(log)); err != nil {
 		return err
 	}
-	if err := b.use.Open(ctx); err != nil {
-		return err
-	}
-	b.lin = lineage.New(store.Client, b.cat, lineage.WithLogger(log), lineage.WithCompletedRuns(app.UsageOfRuns(b.use)))
+	b.lin = lineage.New(store, b.cat, lineage.WithLogger(log), lineage.WithCompletedRuns(app.UsageOfRuns(b.use)))
 	if err := b.lin.Open(ctx); err != nil {
 		return err
 	}
@@ -308,11 +305,11 @@ func (b *builder) leftovers() error {
 // must be two moments), then runs the bot's proposals; it returns how many it opened.
 func (b *builder) scanAndPropose() (int, error) {
 	ctx, store, log := b.ctx, b.store, b.log
-	clean := cleanup.New(store.Client, b.live, b.cat, cleanup.WithLogger(log), cleanup.WithSQLite(store.Dialect == "sqlite3"),
+	clean := cleanup.New(store, b.live, b.cat, cleanup.WithLogger(log),
 		cleanup.WithUsage(b.use, func(ctx context.Context, id uuid.UUID) ([]uuid.UUID, error) {
 			return b.lin.Downstream(ctx, id, app.UnusedDownstreamDepth)
 		}))
-	earlier := cleanup.New(store.Client, b.live, b.cat, cleanup.WithLogger(log), cleanup.WithSQLite(store.Dialect == "sqlite3"),
+	earlier := cleanup.New(store, b.live, b.cat, cleanup.WithLogger(log),
 		cleanup.WithClock(func() time.Time { return time.Now().Add(-2 * time.Hour) }))
 	names := make([]string, 0, len(b.ids))
 	for n := range b.ids {

@@ -77,14 +77,11 @@ func startServer(t testing.TB, db *storage.DB, tweak func(*handlers.Config)) *se
 		lin.Graph().AssetsChanged(ctx, ids)
 		use.NamesChanged(ctx, ids)
 	}))
-	use, err = usage.New(db.Client, cat)
+	use, err = usage.New(db, cat)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := use.Open(ctx); err != nil {
-		t.Fatal(err)
-	}
-	lin = lineage.New(db.Client, cat)
+	lin = lineage.New(db, cat)
 	if err := lin.Open(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +90,7 @@ func startServer(t testing.TB, db *storage.DB, tweak func(*handlers.Config)) *se
 		t.Fatal(err)
 	}
 	ahead := &atomic.Int64{}
-	clean := cleanup.New(db.Client, tbls, cat, cleanup.WithSQLite(db.Dialect == "sqlite3"), cleanup.WithPrivateWebhooks(true),
+	clean := cleanup.New(db, tbls, cat, cleanup.WithPrivateWebhooks(true),
 		cleanup.WithClock(func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }))
 	cfg := handlers.Config{
 		Cleanup: clean,

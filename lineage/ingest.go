@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"entgo.io/ent/dialect"
+
 	"github.com/google/uuid"
 
 	"github.com/tidemark/tidemark/catalog"
@@ -79,8 +81,15 @@ func WithConcurrency(n int, wait time.Duration) Option {
 }
 
 // New returns a Service; call Open before use.
-func New(db *ent.Client, cat *catalog.Catalog, opts ...Option) *Service {
-	s := &Service{db: db, cat: cat, now: time.Now, log: slog.Default(), slots: make(chan struct{}, 8), wait: 2 * time.Second}
+// The store says which database it is: the SQL differs, and is never guessed. A nil store
+// makes a service whose graph is filled by hand (tests).
+func New(store *storage.DB, cat *catalog.Catalog, opts ...Option) *Service {
+	var db *ent.Client
+	sqlite := false
+	if store != nil {
+		db, sqlite = store.Client, store.Dialect == dialect.SQLite
+	}
+	s := &Service{db: db, sqlite: sqlite, cat: cat, now: time.Now, log: slog.Default(), slots: make(chan struct{}, 8), wait: 2 * time.Second}
 	for _, o := range opts {
 		o(s)
 	}
@@ -90,7 +99,6 @@ func New(db *ent.Client, cat *catalog.Catalog, opts ...Option) *Service {
 
 // Open loads the lineage graph into memory.
 func (s *Service) Open(ctx context.Context) error {
-	s.sqlite = storage.IsSQLite(ctx, s.db)
 	return s.graph.Sync(ctx)
 }
 

@@ -16,7 +16,7 @@ func TestReplicasSeeEachOthersEdges(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
 		ctx := context.Background()
 		cat := catalog.New(db.Client)
-		a, b := lineage.New(db.Client, cat), lineage.New(db.Client, cat)
+		a, b := lineage.New(db, cat), lineage.New(db, cat)
 		for _, s := range []*lineage.Service{a, b} {
 			if err := s.Open(ctx); err != nil {
 				t.Fatal(err)

@@ -57,7 +57,7 @@ func TestSyncRenameStory(t *testing.T) {
 		l := tablestest.NewLake(t)
 		c := &clock{t: t0}
 		svc, cat := newService(t, db, c, tables.WithConnections(connection(l)))
-		lin := lineage.New(db.Client, cat)
+		lin := lineage.New(db, cat)
 
 		orders := l.Append(l.Create("db.orders", nil), tablestest.Rows(0, 5, t0))
 		rep := sync(t, svc)

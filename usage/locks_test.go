@@ -15,11 +15,8 @@ import (
 func TestRollupLocksAreBounded(t *testing.T) {
 	db := storagetest.Open(t, "postgres")
 	ctx := context.Background()
-	s, err := New(db.Client, catalog.New(db.Client))
+	s, err := New(db, catalog.New(db.Client))
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Open(ctx); err != nil {
 		t.Fatal(err)
 	}
 	set := map[string]bool{}

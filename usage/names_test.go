@@ -25,11 +25,8 @@ func hooked(t *testing.T, db *storage.DB, c *clock) env {
 	var use *usage.Service
 	cat := catalog.New(db.Client, catalog.WithClock(c.Now),
 		catalog.WithChangeHook(func(ctx context.Context, ids []uuid.UUID) { use.NamesChanged(ctx, ids) }))
-	use, err := usage.New(db.Client, cat, usage.WithClock(c.Now), usage.WithLateness(30*24*time.Hour), usage.WithRetention(90*24*time.Hour))
+	use, err := usage.New(db, cat, usage.WithClock(c.Now), usage.WithLateness(30*24*time.Hour), usage.WithRetention(90*24*time.Hour))
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := use.Open(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	return env{db: db, cat: cat, use: use, clock: c}

@@ -6,9 +6,12 @@ package usage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
+
+	"entgo.io/ent/dialect"
 
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/ent"
@@ -55,8 +58,12 @@ func WithRetention(d time.Duration) Option { return func(s *Service) { s.retenti
 func WithLogger(l *slog.Logger) Option { return func(s *Service) { s.log = l } }
 
 // New returns a Service; call Open before use.
-func New(db *ent.Client, cat *catalog.Catalog, opts ...Option) (*Service, error) {
-	s := &Service{db: db, cat: cat, now: time.Now, lateness: DefaultLateness, retention: DefaultRetention, log: slog.Default()}
+// The store says which database it is: the SQL differs, and is never guessed.
+func New(store *storage.DB, cat *catalog.Catalog, opts ...Option) (*Service, error) {
+	if store == nil {
+		return nil, errors.New("usage: no database")
+	}
+	s := &Service{db: store.Client, sqlite: store.Dialect == dialect.SQLite, cat: cat, now: time.Now, lateness: DefaultLateness, retention: DefaultRetention, log: slog.Default()}
 	for _, o := range opts {
 		o(s)
 	}
@@ -64,12 +71,6 @@ func New(db *ent.Client, cat *catalog.Catalog, opts ...Option) (*Service, error)
 		return nil, fmt.Errorf("usage: retention (%s) must be longer than lateness (%s): a day still open to late events must keep its raw events", s.retention, s.lateness)
 	}
 	return s, nil
-}
-
-// Open detects the database dialect.
-func (s *Service) Open(ctx context.Context) error {
-	s.sqlite = storage.IsSQLite(ctx, s.db)
-	return nil
 }
 
 // Lateness is the configured lateness.

@@ -41,11 +41,8 @@ func eachBackend(t *testing.T, fn func(t *testing.T, e env)) {
 	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
 		c := &clock{t: t0}
 		cat := catalog.New(db.Client, catalog.WithClock(c.Now))
-		use, err := usage.New(db.Client, cat, usage.WithClock(c.Now), usage.WithLateness(60*24*time.Hour), usage.WithRetention(90*24*time.Hour))
+		use, err := usage.New(db, cat, usage.WithClock(c.Now), usage.WithLateness(60*24*time.Hour), usage.WithRetention(90*24*time.Hour))
 		if err != nil {
-			t.Fatal(err)
-		}
-		if err := use.Open(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		fn(t, env{db: db, cat: cat, use: use, clock: c})
@@ -332,7 +329,7 @@ func TestCompletedRunsCount(t *testing.T) {
 	eachBackend(t, func(t *testing.T, e env) {
 		ctx := context.Background()
 		e.clock.Set(time.Date(2024, 6, 2, 0, 0, 0, 0, time.UTC))
-		lin := lineage.New(e.db.Client, e.cat, lineage.WithClock(e.clock.Now), lineage.WithCompletedRuns(func(ctx context.Context, runs []lineage.CompletedRun) error {
+		lin := lineage.New(e.db, e.cat, lineage.WithClock(e.clock.Now), lineage.WithCompletedRuns(func(ctx context.Context, runs []lineage.CompletedRun) error {
 			var out []usage.RunUsage
 			for _, r := range runs {
 				u := usage.RunUsage{RunID: r.RunID, JobID: r.JobID, At: r.At, Actor: r.Actor}
@@ -415,7 +412,9 @@ func TestPurgeKeepsRollups(t *testing.T) {
 }
 
 func TestRetentionMustExceedLateness(t *testing.T) {
-	if _, err := usage.New(nil, nil, usage.WithLateness(30*24*time.Hour), usage.WithRetention(7*24*time.Hour)); err == nil {
-		t.Fatal("retention shorter than lateness accepted")
+	db := storagetest.Open(t, storagetest.Backends[0])
+	_, err := usage.New(db, catalog.New(db.Client), usage.WithLateness(30*24*time.Hour), usage.WithRetention(7*24*time.Hour))
+	if err == nil || !strings.Contains(err.Error(), "retention") {
+		t.Fatalf("retention shorter than lateness: err = %v", err)
 	}
 }

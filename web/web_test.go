@@ -35,11 +35,11 @@ func newUIWith(t *testing.T, db *storage.DB, tweak func(*web.Config)) (*httptest
 	t.Helper()
 	ctx := context.Background()
 	cat := catalog.New(db.Client)
-	use, err := usage.New(db.Client, cat)
+	use, err := usage.New(db, cat)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lin := lineage.New(db.Client, cat)
+	lin := lineage.New(db, cat)
 	if err := lin.Open(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func newUIWith(t *testing.T, db *storage.DB, tweak func(*web.Config)) (*httptest
 		t.Fatal(err)
 	}
 	cfg := web.Config{Catalog: cat, Lineage: lin, Usage: use, Tables: tbls, Tokens: auth.NewStore(db.Client, nil),
-		Cleanup: cleanup.New(db.Client, tbls, cat, cleanup.WithSQLite(db.Dialect == "sqlite3"))}
+		Cleanup: cleanup.New(db, tbls, cat)}
 	if tweak != nil {
 		tweak(&cfg)
 	}
@@ -293,7 +293,7 @@ func TestAssetPageSaysWhatIsMissing(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.Tables = tbls
-		c.Cleanup = cleanup.New(gone.Client, tbls, goneCat)
+		c.Cleanup = cleanup.New(gone, tbls, goneCat)
 		c.Logger = slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
 			mu.Lock()
 			defer mu.Unlock()

@@ -203,7 +203,7 @@ func side(ctx context.Context, s, d string) {
 		cat := catalog.New(db.Client)
 		tbls, err := tables.New(db.Client, cat, tables.WithWarehouseRoots(os.TempDir()))
 		benchdb.Must(err)
-		svc := cleanup.New(db.Client, tbls, cat, cleanup.WithSQLite(true))
+		svc := cleanup.New(db, tbls, cat)
 		id := mustUUID(assetID)
 		t := time.Now()
 		rep, err := svc.Scan(ctx, id, cleanup.ScanOptions{SkipDangling: true})

@@ -78,7 +78,7 @@ func main() {
 func server(ctx context.Context, db *storage.DB) (string, string, *lineage.Service) {
 	var lin *lineage.Service
 	cat := catalog.New(db.Client, catalog.WithChangeHook(func(ctx context.Context, ids []uuid.UUID) { lin.Graph().AssetsChanged(ctx, ids) }))
-	lin = lineage.New(db.Client, cat, lineage.WithConcurrency(2*(*clients), 30*time.Second))
+	lin = lineage.New(db, cat, lineage.WithConcurrency(2*(*clients), 30*time.Second))
 	start := time.Now()
 	benchdb.Must(lin.Open(ctx))
 	f := lin.Graph().Freshness()

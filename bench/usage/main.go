@@ -68,9 +68,8 @@ func main() {
 
 func server(ctx context.Context, db *storage.DB, now func() time.Time) (string, string, *usage.Service, *catalog.Catalog) {
 	cat := catalog.New(db.Client)
-	use, err := usage.New(db.Client, cat, usage.WithClock(now), usage.WithLateness(400*24*time.Hour), usage.WithRetention(800*24*time.Hour))
+	use, err := usage.New(db, cat, usage.WithClock(now), usage.WithLateness(400*24*time.Hour), usage.WithRetention(800*24*time.Hour))
 	benchdb.Must(err)
-	benchdb.Must(use.Open(ctx))
 	base, secret := benchdb.Serve(ctx, db, handlers.Config{Catalog: cat, Usage: use})
 	return base, secret, use, cat
 }

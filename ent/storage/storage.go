@@ -122,13 +122,3 @@ const sqliteDriverName = "tidemark-sqlite"
 
 func init() { sql.Register(sqliteDriverName, &sqlite.Driver{}) }
 
-// IsSQLite reports whether client talks to SQLite (for the few statements whose syntax or cost
-// differs between the two databases).
-func IsSQLite(ctx context.Context, client *ent.Client) bool {
-	rows, err := client.QueryContext(ctx, "SELECT sqlite_version()")
-	if err != nil {
-		return false
-	}
-	rows.Close()
-	return true
-}
