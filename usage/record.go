@@ -3,8 +3,8 @@ package usage
 import (
 	"context"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/google/uuid"
+	"github.com/lib/pq"
 
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/ent"
@@ -606,7 +607,7 @@ func (s *Service) lockAssets(ctx context.Context, tx *ent.Tx, set map[string]boo
 	return nil
 }
 
-// column is a column name and its PostgreSQL type (for json_to_recordset).
+// column is a column name and its PostgreSQL type (the unnest arrays are cast to it).
 type column struct{ name, pgType string }
 
 var (
@@ -620,9 +621,10 @@ var (
 	nameCols = []column{{"asset_id", "uuid"}, {"namespace", "text"}, {"name", "text"}, {"first_at", "timestamptz"}, {"last_at", "timestamptz"}}
 )
 
-// bulkInsert builds one INSERT of many rows. On PostgreSQL the rows travel as a single JSON
-// parameter unpacked by json_to_recordset: lib/pq encodes each parameter separately, and
-// thousands of them cost more than the insert itself. On SQLite (in-process) plain VALUES.
+// bulkInsert builds one INSERT of many rows. On PostgreSQL each column travels as one array
+// parameter, unpacked by unnest: lib/pq encodes each parameter separately, and thousands of them
+// cost more than the insert itself. The arrays are text, cast to the column's type by the
+// server. On SQLite (in-process) plain VALUES.
 func (s *Service) bulkInsert(table string, cols []column, rows [][]any, tail string) (string, []any) {
 	var q strings.Builder
 	names := make([]string, len(cols))
@@ -631,13 +633,18 @@ func (s *Service) bulkInsert(table string, cols []column, rows [][]any, tail str
 	}
 	fmt.Fprintf(&q, "INSERT INTO %s (%s) ", table, strings.Join(names, ", "))
 	if !s.sqlite {
-		doc := appendRowsJSON(nil, cols, rows)
-		defs := make([]string, len(cols))
-		for i, c := range cols {
-			defs[i] = c.name + " " + c.pgType
+		args := make([]any, len(cols))
+		arrays := make([]string, len(cols))
+		for j, c := range cols {
+			col := make([]sql.NullString, len(rows))
+			for i, r := range rows {
+				col[i] = pgText(r[j])
+			}
+			args[j] = pq.Array(col)
+			arrays[j] = fmt.Sprintf("$%d::text[]::%s[]", j+1, c.pgType)
 		}
-		fmt.Fprintf(&q, "SELECT %s FROM json_to_recordset($1::json) AS x(%s) %s", strings.Join(names, ", "), strings.Join(defs, ", "), tail)
-		return q.String(), []any{string(doc)}
+		fmt.Fprintf(&q, "SELECT * FROM unnest(%s) AS x(%s) %s", strings.Join(arrays, ", "), strings.Join(names, ", "), tail)
+		return q.String(), args
 	}
 	q.WriteString("VALUES ")
 	var args []any
@@ -659,65 +666,25 @@ func (s *Service) bulkInsert(table string, cols []column, rows [][]any, tail str
 	return q.String(), args
 }
 
-// appendRowsJSON writes rows as a JSON array of objects keyed by column name. Hand-written
-// because encoding/json through maps cost more than the statement it feeds.
-func appendRowsJSON(b []byte, cols []column, rows [][]any) []byte {
-	b = append(b, '[')
-	for i, r := range rows {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, '{')
-		for j, c := range cols {
-			if j > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, '"')
-			b = append(b, c.name...)
-			b = append(b, '"', ':')
-			switch v := r[j].(type) {
-			case nil:
-				b = append(b, "null"...)
-			case string:
-				b = appendJSONString(b, v)
-			case uuid.UUID:
-				b = append(b, '"')
-				b = append(b, v.String()...)
-				b = append(b, '"')
-			case time.Time:
-				b = append(b, '"')
-				b = v.UTC().AppendFormat(b, time.RFC3339Nano)
-				b = append(b, '"')
-			case int64:
-				b = strconv.AppendInt(b, v, 10)
-			case int:
-				b = strconv.AppendInt(b, int64(v), 10)
-			default:
-				enc, _ := json.Marshal(v)
-				b = append(b, enc...)
-			}
-		}
-		b = append(b, '}')
+// pgText is a value as PostgreSQL reads it from text (nil is NULL).
+func pgText(v any) sql.NullString {
+	switch x := v.(type) {
+	case nil:
+		return sql.NullString{}
+	case string:
+		return sql.NullString{String: x, Valid: true}
+	case uuid.UUID:
+		return sql.NullString{String: x.String(), Valid: true}
+	case time.Time:
+		return sql.NullString{String: x.UTC().Format(time.RFC3339Nano), Valid: true}
+	case int64:
+		return sql.NullString{String: strconv.FormatInt(x, 10), Valid: true}
+	case int:
+		return sql.NullString{String: strconv.Itoa(x), Valid: true}
+	case bool:
+		return sql.NullString{String: strconv.FormatBool(x), Valid: true}
 	}
-	return append(b, ']')
-}
-
-// appendJSONString quotes s for JSON (s is valid UTF-8: check refuses anything else).
-func appendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '"' || c == '\\':
-			b = append(b, '\\', c)
-		case c < 0x20:
-			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		default:
-			b = append(b, c)
-		}
-	}
-	return append(b, '"')
+	return sql.NullString{String: fmt.Sprint(v), Valid: true}
 }
 
 // upsert inserts rows in chunks with the given conflict clause.
