@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -8,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/google/uuid"
@@ -260,7 +260,7 @@ func (c *Catalog) CreateMany(ctx context.Context, ins []CreateInput) (int, error
 	key := func(in CreateInput) string {
 		return string(SpaceOf(in.Kind)) + "\x00" + in.Namespace + "\x00" + in.Name
 	}
-	sort.Slice(ins, func(i, j int) bool { return key(ins[i]) < key(ins[j]) })
+	slices.SortFunc(ins, func(a, b CreateInput) int { return cmp.Compare(key(a), key(b)) })
 	var created []uuid.UUID
 	err := loop.Retry(ctx, 8, noWait, ent.IsConstraintError, func() error {
 		var err error

@@ -3,7 +3,7 @@ package catalog
 import (
 	"context"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -81,7 +81,7 @@ func (c *Catalog) resolve(ctx context.Context, space Space, namespace, name stri
 		for s := range namespaces {
 			list = append(list, s)
 		}
-		sort.Strings(list)
+		slices.Sort(list)
 		return Resolution{}, &Error{Kind: ErrConflict, Field: "namespace", Message: fmt.Sprintf(
 			"name %q exists in %d namespaces (%s); say which with namespace=", name, len(list), strings.Join(list, ", "))}
 	}

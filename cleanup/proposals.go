@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -266,7 +265,7 @@ func (s *Service) proposeOrphans(ctx context.Context, t tables.Table, rep *Propo
 	for sh := range shards {
 		ev.Shards = append(ev.Shards, sh)
 	}
-	sort.Strings(ev.Shards)
+	slices.Sort(ev.Shards)
 	if ev.Scans, err = s.confirmingScans(ctx, walkIDs); err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@
 package demo
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"embed"
@@ -12,7 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -315,7 +316,7 @@ func (b *builder) scanAndPropose() (int, error) {
 	for n := range b.ids {
 		names = append(names, n)
 	}
-	sort.Strings(names)
+	slices.Sort(names)
 	for _, svc := range []*cleanup.Service{earlier, clean} {
 		for _, n := range names {
 			if _, err := svc.Scan(ctx, b.ids[n], cleanup.ScanOptions{RecheckDelay: time.Millisecond}); err != nil {
@@ -370,7 +371,7 @@ func ingestSequences(ctx context.Context, lin *lineage.Service) error {
 		if err != nil {
 			return err
 		}
-		sort.Slice(entries, func(i, j int) bool { return seqNum(entries[i].Name()) < seqNum(entries[j].Name()) })
+		slices.SortFunc(entries, func(a, b fs.DirEntry) int { return cmp.Compare(seqNum(a.Name()), seqNum(b.Name())) })
 		for _, e := range entries {
 			if !strings.HasSuffix(e.Name(), ".json") {
 				continue

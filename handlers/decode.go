@@ -9,7 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"reflect"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -211,7 +211,7 @@ func unknownField(body []byte, v any) (string, bool) {
 	for name := range members {
 		names = append(names, name)
 	}
-	sort.Strings(names)
+	slices.Sort(names)
 	for _, name := range names {
 		if !known[strings.ToLower(name)] { // encoding/json matches names case-insensitively
 			return name, true

@@ -2,6 +2,7 @@ package handlers_test
 
 import (
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"encoding/json"
 	"fmt"
@@ -11,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -43,11 +43,11 @@ func readFixtures(t testing.TB, globs ...string) []fixture {
 			}
 			return n
 		}
-		sort.SliceStable(paths, func(i, j int) bool {
-			if a, b := num(paths[i]), num(paths[j]); a >= 0 && b >= 0 {
-				return a < b
+		slices.SortStableFunc(paths, func(a, b string) int {
+			if na, nb := num(a), num(b); na >= 0 && nb >= 0 {
+				return cmp.Compare(na, nb)
 			}
-			return paths[i] < paths[j]
+			return cmp.Compare(a, b)
 		})
 		for _, p := range paths {
 			if strings.Contains(p, "PARTIAL") {
@@ -87,7 +87,7 @@ func (s *server) snapshot(t testing.TB) []string {
 	s.query(t, "SELECT id, dropped_at FROM lineage_states WHERE dropped_at IS NOT NULL", func(c []string) {
 		out = append(out, "dropped "+names[c[0]])
 	})
-	sort.Strings(out)
+	slices.Sort(out)
 	return out
 }
 
@@ -532,7 +532,7 @@ func TestLineageReadAPI(t *testing.T) {
 	for _, n := range cl.Graph {
 		ids = append(ids, n.ID)
 	}
-	sort.Strings(ids)
+	slices.Sort(ids)
 	want := []string{"datasetField:file:/tmp/cll_test/cll_source1:a", "datasetField:file:/tmp/cll_test/cll_source1:b",
 		"datasetField:file:/tmp/cll_test/cll_source2:a", "datasetField:file:/tmp/cll_test/cll_source2:c", "datasetField:file:/tmp/cll_test/tbl1:agg"}
 	if !slices.Equal(ids, want) {

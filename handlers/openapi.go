@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"reflect"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -185,7 +185,7 @@ func schemaRef(t reflect.Type, schemas map[string]any) map[string]any {
 			props := map[string]any{}
 			var required []string
 			fields(t, schemas, props, &required)
-			sort.Strings(required)
+			slices.Sort(required)
 			s := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
 			if required != nil {
 				s["required"] = required

@@ -2,10 +2,11 @@ package lineage
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -320,12 +321,7 @@ func (b *batch) createEdges(ctx context.Context) error {
 	for k := range b.pending {
 		keys = append(keys, k)
 	}
-	sort.Slice(keys, func(i, j int) bool { // one insert order for every batch
-		if c := bytes.Compare(keys[i][0][:], keys[j][0][:]); c != 0 {
-			return c < 0
-		}
-		return bytes.Compare(keys[i][1][:], keys[j][1][:]) < 0
-	})
+	slices.SortFunc(keys, comparePairs) // one insert order for every batch
 	exists := map[[2]uuid.UUID]bool{}
 	if err := chunks(keys, func(part [][2]uuid.UUID) error {
 		froms, tos := make([]uuid.UUID, len(part)), make([]uuid.UUID, len(part))
@@ -382,21 +378,16 @@ func (b *batch) flushEdges(ctx context.Context) error {
 	if len(b.touches) == 0 {
 		return nil
 	}
-	type row struct {
+	type edgeRow struct {
 		k [2]uuid.UUID
 		e *edgeTouch
 	}
-	rows := make([]row, 0, len(b.touches))
+	rows := make([]edgeRow, 0, len(b.touches))
 	for k, e := range b.touches {
-		rows = append(rows, row{k, e})
+		rows = append(rows, edgeRow{k, e})
 	}
 	// One lock order for every batch, so two batches widening the same edges cannot deadlock.
-	sort.Slice(rows, func(i, j int) bool {
-		if c := bytes.Compare(rows[i].k[0][:], rows[j].k[0][:]); c != 0 {
-			return c < 0
-		}
-		return bytes.Compare(rows[i].k[1][:], rows[j].k[1][:]) < 0
-	})
+	slices.SortFunc(rows, func(a, b edgeRow) int { return comparePairs(a.k, b.k) })
 	b.touches = map[[2]uuid.UUID]*edgeTouch{}
 	if b.s.sqlite {
 		// In-process: a statement costs no round trip.
@@ -412,7 +403,7 @@ func (b *batch) flushEdges(ctx context.Context) error {
 		}
 		return nil
 	}
-	return chunks(rows, func(part []row) error {
+	return chunks(rows, func(part []edgeRow) error {
 		var q strings.Builder
 		q.WriteString(`UPDATE lineage_edges AS e SET
 			first_seen = LEAST(e.first_seen, v.first),
@@ -514,4 +505,10 @@ func mergeFacets(cur map[string]json.RawMessage, add Facets, later bool) map[str
 		}
 	}
 	return merged
+}
+
+// comparePairs orders pairs of IDs by their bytes: the order writes take, so batches never
+// deadlock each other.
+func comparePairs(a, b [2]uuid.UUID) int {
+	return cmp.Or(bytes.Compare(a[0][:], b[0][:]), bytes.Compare(a[1][:], b[1][:]))
 }

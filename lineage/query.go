@@ -1,10 +1,11 @@
 package lineage
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -398,12 +399,8 @@ func (s *Service) ColumnLineage(ctx context.Context, nodeID string, depth int, w
 		n.Dataset = sums[n.AssetID]
 		out = append(out, *n)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if a.Dataset.Namespace+a.Dataset.Name != b.Dataset.Namespace+b.Dataset.Name {
-			return a.Dataset.Namespace+"\x00"+a.Dataset.Name < b.Dataset.Namespace+"\x00"+b.Dataset.Name
-		}
-		return a.Field < b.Field
+	slices.SortFunc(out, func(a, b ColumnNode) int {
+		return cmp.Or(cmp.Compare(a.Dataset.Namespace, b.Dataset.Namespace), cmp.Compare(a.Dataset.Name, b.Dataset.Name), cmp.Compare(a.Field, b.Field))
 	})
 	return out, nil
 }

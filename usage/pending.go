@@ -1,11 +1,12 @@
 package usage
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -301,12 +302,8 @@ func (s *Service) Unresolved(ctx context.Context, limit int) ([]Waiting, int64, 
 	if err := rows.Err(); err != nil {
 		return nil, 0, err
 	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i].Reads+out[i].Writes, out[j].Reads+out[j].Writes
-		if a != b {
-			return a > b
-		}
-		return out[i].Namespace+"\x00"+out[i].Name < out[j].Namespace+"\x00"+out[j].Name
+	slices.SortFunc(out, func(a, b Waiting) int {
+		return cmp.Or(cmp.Compare(b.Reads+b.Writes, a.Reads+a.Writes), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
 	if len(out) > limit {
 		out = out[:limit]

@@ -1,9 +1,10 @@
 package usage
 
 import (
+	"cmp"
 	"context"
 	"fmt"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -147,12 +148,8 @@ func (s *Service) Series(ctx context.Context, id uuid.UUID, from, to time.Time, 
 	for _, c := range perActor {
 		out.TopActors = append(out.TopActors, ActorCount(c))
 	}
-	sort.Slice(out.TopActors, func(i, j int) bool {
-		a, b := out.TopActors[i], out.TopActors[j]
-		if a.Reads+a.Writes != b.Reads+b.Writes {
-			return a.Reads+a.Writes > b.Reads+b.Writes
-		}
-		return a.Actor < b.Actor
+	slices.SortFunc(out.TopActors, func(a, b ActorCount) int {
+		return cmp.Or(cmp.Compare(b.Reads+b.Writes, a.Reads+a.Writes), cmp.Compare(a.Actor, b.Actor))
 	})
 	if len(out.TopActors) > 10 {
 		out.TopActors = out.TopActors[:10]
@@ -280,25 +277,25 @@ func (s *Service) Top(ctx context.Context, kind string, window time.Duration, li
 	if kind == "write" {
 		order = usagedaily.FieldWrites
 	}
-	var rows []struct {
+	type topRow struct {
 		AssetID uuid.UUID `json:"asset_id"`
 		Reads   int64     `json:"reads"`
 		Writes  int64     `json:"writes"`
 	}
+	var rows []topRow
 	err := s.db.UsageDaily.Query().Where(usagedaily.DayGTE(since)).GroupBy(usagedaily.FieldAssetID).
 		Aggregate(ent.As(ent.Sum(usagedaily.FieldReads), "reads"), ent.As(ent.Sum(usagedaily.FieldWrites), "writes")).Scan(ctx, &rows)
 	if err != nil {
 		return nil, fmt.Errorf("usage: rank assets: %w", err)
 	}
-	sort.Slice(rows, func(i, j int) bool {
-		a, b := rows[i].Reads, rows[j].Reads
+	count := func(r topRow) int64 {
 		if order == usagedaily.FieldWrites {
-			a, b = rows[i].Writes, rows[j].Writes
+			return r.Writes
 		}
-		if a != b {
-			return a > b
-		}
-		return rows[i].AssetID.String() < rows[j].AssetID.String()
+		return r.Reads
+	}
+	slices.SortFunc(rows, func(a, b topRow) int {
+		return cmp.Or(cmp.Compare(count(b), count(a)), cmp.Compare(a.AssetID.String(), b.AssetID.String()))
 	})
 	var out []Ranked
 	var ids []uuid.UUID

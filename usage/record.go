@@ -1,12 +1,13 @@
 package usage
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
 	"fmt"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -431,7 +432,7 @@ func (s *Service) rollup(ctx context.Context, tx *ent.Tx, rows []row) error {
 			jobBuckets = append(jobBuckets, k)
 		}
 	}
-	sort.Slice(dayRows, func(i, j int) bool { return dayRows[i][0]+dayRows[i][1] < dayRows[j][0]+dayRows[j][1] })
+	slices.SortFunc(dayRows, func(a, b [2]string) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
 	var actorRows, monthRows [][]any
 	months := map[actorKey]*[2]int64{}
 	for k, c := range actors {
@@ -448,9 +449,9 @@ func (s *Service) rollup(ctx context.Context, tx *ent.Tx, rows []row) error {
 	for k, c := range months {
 		monthRows = append(monthRows, []any{k.asset, k.day, k.actor, c[0], c[1]})
 	}
-	sort.Slice(actorRows, func(i, j int) bool {
-		a, b := actorRows[i], actorRows[j]
-		return a[0].(uuid.UUID).String()+a[1].(string)+a[2].(string) < b[0].(uuid.UUID).String()+b[1].(string)+b[2].(string)
+	slices.SortFunc(actorRows, func(a, b []any) int { // one lock order for every batch
+		return cmp.Or(cmp.Compare(a[0].(uuid.UUID).String(), b[0].(uuid.UUID).String()), cmp.Compare(a[1].(string), b[1].(string)),
+			cmp.Compare(a[2].(string), b[2].(string)))
 	})
 	var nameRows [][]any
 	for k, n := range names {
@@ -591,7 +592,7 @@ func (s *Service) lockAssets(ctx context.Context, tx *ent.Tx, set map[string]boo
 	for st := range stripes {
 		ids = append(ids, int(st))
 	}
-	sort.Ints(ids)
+	slices.Sort(ids)
 	var q strings.Builder
 	fmt.Fprintf(&q, "SELECT count(pg_advisory_xact_lock(%d, v)) FROM (SELECT v FROM (VALUES ", usageLockClass)
 	for i, st := range ids {

@@ -25,7 +25,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -114,7 +114,7 @@ func main() {
 	for n := range l.stats {
 		names = append(names, n)
 	}
-	sort.Strings(names)
+	slices.Sort(names)
 	for _, n := range names {
 		st := l.stats[n]
 		s := benchdb.Stats(st.lat)

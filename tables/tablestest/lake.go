@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -181,7 +181,7 @@ func (l *Lake) DiskFiles() []string {
 	if err != nil {
 		l.t.Fatal(err)
 	}
-	sort.Strings(out)
+	slices.Sort(out)
 	return out
 }
 

@@ -14,7 +14,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -63,7 +63,7 @@ func (s Summary) String() string {
 
 // Stats summarises latencies (it sorts ds).
 func Stats(ds []time.Duration) Summary {
-	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	slices.Sort(ds)
 	var sum time.Duration
 	for _, d := range ds {
 		sum += d
