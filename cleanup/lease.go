@@ -9,6 +9,7 @@ import (
 
 	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/ent/cleanuplease"
+	"github.com/tidemark/tidemark/internal/loop"
 )
 
 // lease is a claim on (asset, shard): the holder is this Service, the token its fencing token.
@@ -84,26 +85,17 @@ func (s *Service) keepRenewing(ctx context.Context, l *lease, ttl time.Duration,
 // ticking calls fn every period (at least a millisecond) until fn returns false, ctx ends or
 // stop is called; stop returns once fn is no longer running.
 func ticking(ctx context.Context, period time.Duration, fn func() bool) (stop func()) {
-	done := make(chan struct{})
+	ctx, cancel := context.WithCancel(ctx)
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
-		t := time.NewTicker(max(period, time.Millisecond))
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if !fn() {
-					return
-				}
+		loop.Every(ctx, period, false, func(context.Context) {
+			if !fn() {
+				cancel()
 			}
-		}
+		})
 	}()
-	return func() { close(done); <-finished }
+	return func() { cancel(); <-finished }
 }
 
 func (s *Service) tx(ctx context.Context, fn func(tx *ent.Tx) error) error {
