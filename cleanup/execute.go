@@ -101,7 +101,7 @@ func (s *Service) executeOne(ctx context.Context, p *ent.Proposal, rep *ExecuteR
 	defer s.release(ctx, held)
 	// Read it again under the lease: another worker may have finished it meanwhile.
 	if p, err = s.db.Proposal.Get(ctx, p.ID); err != nil {
-		return err
+		return fmt.Errorf("read proposal %s: %w", p.ID, err)
 	}
 	if p.State != proposal.StateApproved && p.State != proposal.StateExecuting {
 		return nil
@@ -175,7 +175,7 @@ func (s *Service) executeOne(ctx context.Context, p *ent.Proposal, rep *ExecuteR
 		rep.Executed++
 		now := s.clock()
 		if err := s.db.Proposal.UpdateOneID(p.ID).SetState(proposal.StateExecuted).SetExecutedAt(now).SetUpdatedAt(now).AddVersion(1).Exec(ctx); err != nil {
-			return err
+			return fmt.Errorf("update proposal %s: %w", p.ID, err)
 		}
 	default:
 		rep.Waiting++
@@ -223,7 +223,7 @@ type guard func(ctx context.Context) (keep *refSet, fsys icebergio.IO, err error
 func (s *Service) executeOrphans(ctx context.Context, p *ent.Proposal, held *lease, rep *ExecuteReport, progress func(string)) (bool, error) {
 	var ev Evidence
 	if err := json.Unmarshal([]byte(p.Evidence), &ev); err != nil {
-		return false, err
+		return false, fmt.Errorf("read the evidence of proposal %s: %w", p.ID, err)
 	}
 	threshold, err := time.ParseDuration(ev.AgeThreshold)
 	if err != nil {
@@ -322,7 +322,7 @@ func (s *Service) deletePending(ctx context.Context, p *ent.Proposal, held *leas
 				// Deleted, gone, referenced again or rewritten: the observation no longer holds,
 				// and the next proposal must not list the file again before a scan confirms it anew.
 				if _, err := s.db.CleanupObservation.Delete().Where(cleanupobservation.AssetID(p.AssetID), cleanupobservation.Path(f.Path)).Exec(ctx); err != nil {
-					return false, err
+					return false, fmt.Errorf("forget the observation of a file of proposal %s: %w", p.ID, err)
 				}
 			}
 			switch state {
@@ -460,11 +460,11 @@ func (s *Service) stopProposal(ctx context.Context, p *ent.Proposal, reason stri
 		}
 		if !found {
 			if err := tx.ProposalStep.Create().SetProposalID(p.ID).SetStep(stepStopped).SetDoneAt(s.clock()).SetDetail(string(detail)).Exec(ctx); err != nil {
-				return err
+				return fmt.Errorf("record a step of proposal %s: %w", p.ID, err)
 			}
 		}
 		if err := tx.Proposal.UpdateOneID(p.ID).SetState(proposal.StateStopped).SetReason(reason).SetUpdatedAt(s.clock()).AddVersion(1).Exec(ctx); err != nil {
-			return err
+			return fmt.Errorf("update proposal %s: %w", p.ID, err)
 		}
 		return s.cat.RecordAudit(ctx, tx, "proposal.stopped", p.AssetID, nil, map[string]any{"proposal_id": p.ID, "kind": p.Kind, "reason": reason})
 	})
@@ -483,7 +483,7 @@ func (s *Service) stopProposal(ctx context.Context, p *ent.Proposal, reason stri
 func (s *Service) executeUnused(ctx context.Context, p *ent.Proposal, held *lease, rep *ExecuteReport, progress func(string)) (bool, error) {
 	var ev Evidence
 	if err := json.Unmarshal([]byte(p.Evidence), &ev); err != nil {
-		return false, err
+		return false, fmt.Errorf("read the evidence of proposal %s: %w", p.ID, err)
 	}
 	if ev.TableUUID == "" || ev.MetadataLocation == "" || ev.From == nil {
 		return false, stop("the proposal does not record which table (table-uuid and metadata location) was approved; it was opened by an older version: let the bot propose it again")
@@ -530,10 +530,10 @@ func (s *Service) executeUnused(ctx context.Context, p *ent.Proposal, held *leas
 		detail, _ := json.Marshal(map[string]any{"location": dropped.Location, "metadata_location": ev.MetadataLocation, "files_due_at": due})
 		err = s.tx(ctx, func(tx *ent.Tx) error {
 			if err := tx.ProposalStep.Create().SetProposalID(p.ID).SetStep(stepMetadata).SetDoneAt(s.clock()).SetDetail(string(detail)).Exec(ctx); err != nil {
-				return err
+				return fmt.Errorf("record a step of proposal %s: %w", p.ID, err)
 			}
 			if err := tx.Proposal.UpdateOneID(p.ID).SetDueAt(due).SetUpdatedAt(s.clock()).Exec(ctx); err != nil {
-				return err
+				return fmt.Errorf("update proposal %s: %w", p.ID, err)
 			}
 			return s.cat.RecordAudit(ctx, tx, "cleanup.retire_asset", p.AssetID, nil, map[string]any{"proposal_id": p.ID,
 				"approved_by": p.DecidedBy, "dropped_from_catalog": true, "location": dropped.Location, "files_due_at": due})
@@ -765,7 +765,7 @@ func (s *Service) planRetirement(ctx context.Context, p *ent.Proposal, loc strin
 func (s *Service) executeExpiry(ctx context.Context, p *ent.Proposal, held *lease, rep *ExecuteReport, progress func(string)) (bool, error) {
 	var ev Evidence
 	if err := json.Unmarshal([]byte(p.Evidence), &ev); err != nil {
-		return false, err
+		return false, fmt.Errorf("read the evidence of proposal %s: %w", p.ID, err)
 	}
 	done, err := s.db.ProposalStep.Query().Where(proposalstep.ProposalID(p.ID), proposalstep.Step(stepExpire)).Exist(ctx)
 	if err != nil {
@@ -839,7 +839,7 @@ func (s *Service) executeExpiry(ctx context.Context, p *ent.Proposal, held *leas
 				return err
 			}
 			if err := tx.ProposalStep.Create().SetProposalID(p.ID).SetStep(stepExpire).SetDoneAt(s.clock()).SetDetail(string(detail)).Exec(ctx); err != nil {
-				return err
+				return fmt.Errorf("record a step of proposal %s: %w", p.ID, err)
 			}
 			return s.cat.RecordAudit(ctx, tx, "cleanup.expire_snapshots", p.AssetID, nil, map[string]any{"proposal_id": p.ID,
 				"approved_by": p.DecidedBy, "snapshots_expired": removed})
