@@ -63,17 +63,7 @@ func TestServeEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	logs := newSignalWriter("shutting down")
-	ready := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- Run(ctx, []string{"serve", "--data-dir", dir, "--addr", "127.0.0.1:0"}, io.Discard, logs, ready)
-	}()
-	var addr string
-	select {
-	case addr = <-ready:
-	case err := <-done:
-		t.Fatalf("serve exited: %v\n%s", err, logs.String())
-	}
+	addr, done := startServe(t, ctx, logs, "--data-dir", dir, "--addr", "127.0.0.1:0")
 	base := "http://" + addr
 
 	res, err := http.Get(base + "/healthz")
@@ -169,12 +159,7 @@ func TestTablesCommand(t *testing.T) {
 	l := tablestest.NewLake(t)
 	tbl := l.Append(l.Create("db.orders", nil), tablestest.Rows(0, 3, time.Now()))
 	dir := t.TempDir()
-	cfg := filepath.Join(dir, "catalogs.json")
-	body := fmt.Sprintf(`{"connections":[{"name":%q,"type":"sql","dialect":"sqlite","uri":%q,"warehouse":%q}]}`,
-		tablestest.Name, "file:"+filepath.Join(l.Dir, "catalog.db"), "file://"+l.Warehouse)
-	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfg := lakeConfig(t, l, dir)
 	var out, errs strings.Builder
 	if err := Run(ctx, []string{"tables", "sync", "--data-dir", dir, "--iceberg-catalogs", cfg}, &out, &errs, nil); err != nil {
 		t.Fatalf("sync: %v\n%s%s", err, out.String(), errs.String())
@@ -295,17 +280,8 @@ func TestBadEnvironment(t *testing.T) {
 func TestServeDropsSlowClients(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ready := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- Run(ctx, []string{"serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0", "--read-timeout", "300ms", "--tables-sync-interval", "0", "--scan-interval", "0", "--cleanup-interval", "0"}, io.Discard, io.Discard, ready)
-	}()
-	var addr string
-	select {
-	case addr = <-ready:
-	case err := <-done:
-		t.Fatalf("serve exited: %v", err)
-	}
+	addr, done := startServe(t, ctx, io.Discard, "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0", "--read-timeout", "300ms",
+		"--tables-sync-interval", "0", "--scan-interval", "0", "--cleanup-interval", "0")
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -350,18 +326,9 @@ func TestServeBehindTLS(t *testing.T) {
 	}{{"https://tidemark.example.com", true}, {"http://tidemark.example.com", false}} {
 		t.Run(tc.public, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
-			ready, done := make(chan string, 1), make(chan error, 1)
-			go func() {
-				done <- Run(ctx, []string{"serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0", "--public-url", tc.public,
-					"--tables-sync-interval", "0", "--scan-interval", "0", "--cleanup-interval", "0"}, io.Discard, io.Discard, ready)
-			}()
+			addr, done := startServe(t, ctx, io.Discard, "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0", "--public-url", tc.public,
+				"--tables-sync-interval", "0", "--scan-interval", "0", "--cleanup-interval", "0")
 			defer func() { cancel(); <-done }()
-			var addr string
-			select {
-			case addr = <-ready:
-			case err := <-done:
-				t.Fatalf("serve exited: %v", err)
-			}
 			res, err := http.Get("http://" + addr + "/signin")
 			if err != nil {
 				t.Fatal(err)

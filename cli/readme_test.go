@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
-	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -161,12 +160,7 @@ func TestREADMECommandLines(t *testing.T) {
 	l := tablestest.NewLake(t)
 	tbl := l.Append(l.Create("db.orders", nil), tablestest.Rows(0, 3, time.Now()))
 	dir := t.TempDir()
-	cfg := filepath.Join(dir, "catalogs.json")
-	body := fmt.Sprintf(`{"connections":[{"name":%q,"type":"sql","dialect":"sqlite","uri":%q,"warehouse":%q}]}`,
-		tablestest.Name, "file:"+filepath.Join(l.Dir, "catalog.db"), "file://"+l.Warehouse)
-	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfg := lakeConfig(t, l, dir)
 	t.Setenv("TIDEMARK_DATA_DIR", dir)
 	t.Setenv("TIDEMARK_ICEBERG_CATALOGS", cfg)
 	t.Setenv("TIDEMARK_WAREHOUSE_ROOTS", l.Warehouse)

@@ -37,18 +37,9 @@ func TestShutdownDuringScanAndDispatch(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	logs := newSignalWriter(`"msg":"stopped"`)
-	ready, done := make(chan string, 1), make(chan error, 1)
-	go func() {
-		// Scans start at once (every demo table is due) and crawl at half a LIST a second.
-		done <- Run(ctx, []string{"serve", "--demo", "--data-dir", dir, "--addr", "127.0.0.1:0", "--scan-interval", "1ms",
-			"--scan-list-rate", "0.5", "--cleanup-interval", "1s", "--tables-sync-interval", "0"}, io.Discard, logs, ready)
-	}()
-	var addr string
-	select {
-	case addr = <-ready:
-	case err := <-done:
-		t.Fatalf("serve exited: %v\n%s", err, logs.String())
-	}
+	// Scans start at once (every demo table is due) and crawl at half a LIST a second.
+	addr, done := startServe(t, ctx, logs, "--demo", "--data-dir", dir, "--addr", "127.0.0.1:0", "--scan-interval", "1ms",
+		"--scan-list-rate", "0.5", "--cleanup-interval", "1s", "--tables-sync-interval", "0")
 	base := "http://" + addr
 	call := func(method, path string, body any, v any) {
 		t.Helper()
