@@ -121,4 +121,3 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 const sqliteDriverName = "tidemark-sqlite"
 
 func init() { sql.Register(sqliteDriverName, &sqlite.Driver{}) }
-
