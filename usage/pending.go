@@ -19,15 +19,15 @@ import (
 // resolver answers which asset a dataset name meant at a time, from the names' histories.
 type resolver struct {
 	history map[[2]string][]*ent.AssetName
-	first   map[uuid.UUID]time.Time // when each asset in the histories got its first name
+	client  *ent.Client
+	// first is when each asset got its first name, read only for assets whose name a record
+	// predates (before-first-seen candidates): most records never need it.
+	first map[uuid.UUID]time.Time
 }
 
-// newResolver reads the history of every name in names (dataset names: usage is of data) and
-// when each asset that held one was first named.
+// newResolver reads the history of every name in names (dataset names: usage is of data).
 func (s *Service) newResolver(ctx context.Context, client *ent.Client, names []string) (*resolver, error) {
-	r := &resolver{history: map[[2]string][]*ent.AssetName{}, first: map[uuid.UUID]time.Time{}}
-	seen := map[uuid.UUID]bool{}
-	var ids []uuid.UUID
+	r := &resolver{history: map[[2]string][]*ent.AssetName{}, client: client}
 	for _, part := range chunk(dedupe(names)) {
 		rows, err := client.AssetName.Query().Where(assetname.NameIn(part...), assetname.SpaceEQ(assetname.SpaceDataset)).All(ctx)
 		if err != nil {
@@ -36,17 +36,28 @@ func (s *Service) newResolver(ctx context.Context, client *ent.Client, names []s
 		for _, row := range rows {
 			k := [2]string{row.Namespace, row.Name}
 			r.history[k] = append(r.history[k], row)
-			if !seen[row.AssetID] {
-				seen[row.AssetID] = true
-				ids = append(ids, row.AssetID)
-			}
+		}
+	}
+	return r, nil
+}
+
+// firstNames reads when the assets that first held the names of the given records got their
+// first name, for the records that predate their name's history (call before resolve).
+func (r *resolver) firstNames(ctx context.Context, recs []nameAt) error {
+	r.first = map[uuid.UUID]time.Time{}
+	var ids []uuid.UUID
+	seen := map[uuid.UUID]bool{}
+	for _, rec := range recs {
+		if first := r.firstHolder(rec.namespace, rec.name); first != nil && rec.at.Before(first.ValidFrom) && !seen[first.AssetID] {
+			seen[first.AssetID] = true
+			ids = append(ids, first.AssetID)
 		}
 	}
 	for _, part := range chunk(ids) {
-		rows, err := client.AssetName.Query().Where(assetname.AssetIDIn(part...)).
+		rows, err := r.client.AssetName.Query().Where(assetname.AssetIDIn(part...)).
 			Select(assetname.FieldAssetID, assetname.FieldValidFrom).All(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("usage: look up first names: %w", err)
+			return fmt.Errorf("usage: look up first names: %w", err)
 		}
 		for _, row := range rows {
 			if f, ok := r.first[row.AssetID]; !ok || row.ValidFrom.Before(f) {
@@ -54,7 +65,24 @@ func (s *Service) newResolver(ctx context.Context, client *ent.Client, names []s
 			}
 		}
 	}
-	return r, nil
+	return nil
+}
+
+// nameAt is a name used at a time.
+type nameAt struct {
+	namespace, name string
+	at              time.Time
+}
+
+// firstHolder is the history row of a name that starts earliest.
+func (r *resolver) firstHolder(namespace, name string) *ent.AssetName {
+	var first *ent.AssetName
+	for _, row := range r.history[[2]string{namespace, name}] {
+		if first == nil || row.ValidFrom.Before(first.ValidFrom) {
+			first = row
+		}
+	}
+	return first
 }
 
 // resolve finds the asset a name meant at t, and how:
@@ -73,17 +101,16 @@ func (r *resolver) resolve(namespace, name string, t time.Time) (uuid.UUID, stri
 			return row.AssetID, ResolvedExact, true
 		}
 	}
-	var first *ent.AssetName
 	for _, row := range rows {
 		if row.UncertainFrom != nil && !row.UncertainFrom.After(t) && t.Before(row.ValidFrom) {
 			return row.AssetID, ResolvedRenameWindow, true
 		}
-		if first == nil || row.ValidFrom.Before(first.ValidFrom) {
-			first = row
-		}
 	}
-	if first != nil && t.Before(first.ValidFrom) && first.UncertainFrom == nil && r.first[first.AssetID].Equal(first.ValidFrom) {
-		return first.AssetID, ResolvedBeforeFirstSeen, true
+	first := r.firstHolder(namespace, name)
+	if first != nil && t.Before(first.ValidFrom) && first.UncertainFrom == nil {
+		if f, ok := r.first[first.AssetID]; ok && f.Equal(first.ValidFrom) {
+			return first.AssetID, ResolvedBeforeFirstSeen, true
+		}
 	}
 	return uuid.Nil, "", false
 }
@@ -206,6 +233,13 @@ func (s *Service) resolvePage(ctx context.Context, page []*ent.UsagePending, nam
 	}
 	res, err := s.newResolver(ctx, s.db, ns)
 	if err != nil {
+		return 0, err
+	}
+	recs := make([]nameAt, len(page))
+	for i, p := range page {
+		recs[i] = nameAt{p.Namespace, p.Name, p.At}
+	}
+	if err := res.firstNames(ctx, recs); err != nil {
 		return 0, err
 	}
 	var rows []row

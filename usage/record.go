@@ -222,6 +222,15 @@ func (s *Service) resolve(ctx context.Context, recs []Record, out []Result) erro
 	if err != nil {
 		return err
 	}
+	var byName []nameAt
+	for i, r := range recs {
+		if out[i].Status == "" && r.AssetID == uuid.Nil {
+			byName = append(byName, nameAt{r.Namespace, r.Name, r.At})
+		}
+	}
+	if err := res.firstNames(ctx, byName); err != nil {
+		return err
+	}
 	for i, r := range recs {
 		if out[i].Status != "" {
 			continue

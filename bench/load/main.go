@@ -268,7 +268,9 @@ func (l *load) lineageBatch(n int) (int, error) {
 }
 
 func (l *load) usageBatch() (int, error) {
-	now := time.Now().UTC().Add(-time.Minute)
+	// Read now: the datasets named exist (the ingest created them), so every record resolves
+	// exactly, as a query log of a running catalog does.
+	now := time.Now().UTC()
 	var evs []map[string]any
 	for i := range 200 {
 		name := l.someName()

@@ -126,6 +126,11 @@ var (
 				Unique:  false,
 				Columns: []*schema.Column{AssetNamesColumns[3]},
 			},
+			{
+				Name:    "assetname_asset_id",
+				Unique:  false,
+				Columns: []*schema.Column{AssetNamesColumns[7]},
+			},
 		},
 	}
 	// AuditEventsColumns holds the columns for the "audit_events" table.

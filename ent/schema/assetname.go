@@ -47,5 +47,8 @@ func (AssetName) Indexes() []ent.Index {
 			Annotations(entsql.IndexWhere("valid_to IS NULL")).StorageKey("assetname_current_of_asset"),
 		index.Fields("space", "namespace", "name", "valid_from"),
 		index.Fields("name"),
+		// Every name an asset had (usage resolution over time, the change hook): without it each
+		// lookup by asset scanned the whole history.
+		index.Fields("asset_id"),
 	}
 }
