@@ -43,8 +43,11 @@ type Config struct {
 	// Connections are the Iceberg catalogs the tables service syncs; Close closes them.
 	Connections []*tables.Connection
 	Cleanup     []cleanup.Option
-	// LoadGraph loads the lineage graph into memory (serve, and the cleanup bot's unused-asset
-	// checks, which follow it downstream); commands that only scan or sync tables skip it.
+	// LoadGraph loads the lineage graph into memory before Open returns (the cleanup commands,
+	// whose unused-asset checks follow it downstream); commands that only scan or sync tables
+	// skip it. Serve loads it in the background whatever this says: the server answers at once,
+	// lineage answers 503 "loading" until it is in, /healthz says which, and the cleanup bot
+	// judges nothing unused meanwhile.
 	LoadGraph bool
 }
 
@@ -205,7 +208,12 @@ func (a *App) background(g *errgroup.Group, ctx context.Context, s Schedule) {
 		s.Dispatch = 10 * time.Second
 	}
 	run := func(fn func(ctx context.Context)) { g.Go(func() error { fn(ctx); return nil }) }
-	run(func(ctx context.Context) { a.Lineage.Run(ctx, s.GraphSync) })
+	run(func(ctx context.Context) {
+		if !a.Lineage.Graph().Freshness().Ready {
+			a.loadGraph(ctx)
+		}
+		a.Lineage.Run(ctx, s.GraphSync)
+	})
 	run(func(ctx context.Context) { a.Usage.Run(ctx, time.Minute) })
 	run(func(ctx context.Context) {
 		loop.Every(ctx, time.Hour, false, func(ctx context.Context) {
@@ -240,6 +248,26 @@ func (a *App) background(g *errgroup.Group, ctx context.Context, s Schedule) {
 		run(func(ctx context.Context) { loop.Every(ctx, s.CleanupEvery, false, a.proposeAndExecute) })
 	}
 	run(func(ctx context.Context) { a.Cleanup.RunDispatcher(ctx, s.Dispatch) })
+}
+
+// loadGraph loads the lineage graph, retrying until it is in or ctx ends.
+func (a *App) loadGraph(ctx context.Context) {
+	start := time.Now()
+	for {
+		err := a.Lineage.Open(ctx)
+		if err == nil {
+			f := a.Lineage.Graph().Freshness()
+			a.Log.Info("lineage graph loaded", "nodes", f.Nodes, "edges", f.Edges, "took", time.Since(start).String())
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		a.Log.Warn("lineage graph: load failed; retrying", "err", err)
+		if loop.Sleep(ctx, 5*time.Second) != nil {
+			return
+		}
+	}
 }
 
 // proposeAndExecute is one round of the cleanup bot: re-evaluate and open proposals, then

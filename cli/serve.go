@@ -142,7 +142,6 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 		store.Close()
 		return err
 	}
-	acfg.LoadGraph = true
 	acfg.Usage = []usage.Option{usage.WithLateness(cfg.usageLateness), usage.WithRetention(cfg.usageRetention)}
 	acfg.Cleanup = append(cfg.cleanup.appOptions(), cleanup.WithPrivateWebhooks(cfg.webhookPrivate || isLoopback(cfg.addr)))
 	a, err := app.Open(ctx, store, acfg)

@@ -196,7 +196,10 @@ func pathParam(c echo.Context, name string) (string, error) {
 type healthResponse struct {
 	Status   string `json:"status"`
 	Database string `json:"database"`
-	Version  string `json:"version,omitempty"`
+	// Graph is "ready", or "loading" while the lineage graph is read at start (lineage answers
+	// 503 until then); absent without lineage.
+	Graph   string `json:"graph,omitempty"`
+	Version string `json:"version,omitempty"`
 }
 
 func (a *API) health(c echo.Context) error {
@@ -206,7 +209,14 @@ func (a *API) health(c echo.Context) error {
 		a.cfg.Logger.Warn("health check: database unreachable", "err", err)
 		return c.JSON(http.StatusServiceUnavailable, healthResponse{Status: "unavailable", Database: "unreachable", Version: a.cfg.Version})
 	}
-	return c.JSON(http.StatusOK, healthResponse{Status: "ok", Database: "ok", Version: a.cfg.Version})
+	out := healthResponse{Status: "ok", Database: "ok", Version: a.cfg.Version}
+	if a.cfg.Lineage != nil {
+		out.Graph = "loading"
+		if a.cfg.Lineage.Graph().Freshness().Ready {
+			out.Graph = "ready"
+		}
+	}
+	return c.JSON(http.StatusOK, out)
 }
 
 // dropBadRequestID removes a client's X-Request-ID unless it is a short token (at most 64 of

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -45,6 +46,7 @@ type Graph struct {
 	maxSeen int64
 	gaps    map[int64]time.Time // IDs above low not seen yet, with when the gap was noticed
 	syncAt  time.Time           // when the last successful Sync began
+	ready   atomic.Bool         // the first Sync (the whole graph) has completed
 
 	// Node summaries (names, kind, status) are kept in memory too, so a traversal answers
 	// without a query. They are loaded at start and refreshed from the audit log: every change
@@ -186,6 +188,7 @@ func (g *Graph) Sync(ctx context.Context) error {
 	g.mu.Lock()
 	g.syncAt = started
 	g.mu.Unlock()
+	g.ready.Store(true)
 	return nil
 }
 
@@ -290,13 +293,16 @@ type Freshness struct {
 	SyncedAt time.Time
 	Nodes    int
 	Edges    int
+	// Ready is false until the graph has been loaded once: until then traversals would miss
+	// edges, so lineage answers 503 and the cleanup bot does not judge anything unused.
+	Ready bool
 }
 
 // Freshness reports the graph's state.
 func (g *Graph) Freshness() Freshness {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	return Freshness{SyncedAt: g.syncAt, Nodes: len(g.ids), Edges: g.edges}
+	return Freshness{SyncedAt: g.syncAt, Nodes: len(g.ids), Edges: g.edges, Ready: g.ready.Load()}
 }
 
 // Direction of a traversal.

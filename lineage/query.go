@@ -71,6 +71,9 @@ func (s *Service) Lineage(ctx context.Context, id uuid.UUID, dir Direction, dept
 	if _, err := ParseDirection(string(dir)); err != nil {
 		return LineageResult{}, err
 	}
+	if err := s.loaded(); err != nil {
+		return LineageResult{}, err
+	}
 	t := s.graph.Traverse(id, dir, depth, limit)
 	var missing []uuid.UUID // not in memory (yet): written by another replica since the last Sync
 	for _, n := range t.Nodes {
@@ -108,12 +111,25 @@ func (s *Service) Lineage(ctx context.Context, id uuid.UUID, dir Direction, dept
 // Downstream lists the assets downstream of id within depth hops (the cleanup bot asks whether
 // any of them is still read).
 func (s *Service) Downstream(ctx context.Context, id uuid.UUID, depth int) ([]uuid.UUID, error) {
+	if err := s.loaded(); err != nil {
+		return nil, err // a partial graph would hide readers downstream: fail closed
+	}
 	t := s.graph.Traverse(id, Downstream, depth, MaxNodes)
 	out := make([]uuid.UUID, 0, len(t.Nodes))
 	for _, n := range t.Nodes[1:] {
 		out = append(out, n.ID)
 	}
 	return out, nil
+}
+
+// loaded refuses graph answers until the graph has been loaded once.
+func (s *Service) loaded() error {
+	if s.graph.ready.Load() {
+		return nil
+	}
+	f := s.graph.Freshness()
+	return &catalog.Error{Kind: catalog.ErrUnavailable, Message: fmt.Sprintf(
+		"the lineage graph is still loading (%d edges among %d assets read so far); retry shortly", f.Edges, f.Nodes)}
 }
 
 // NodeID is a Marquez node ID: dataset:<namespace>:<name> or job:<namespace>:<name>.

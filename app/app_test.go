@@ -1,0 +1,83 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/tidemark/tidemark/app"
+	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/ent/storage"
+	"github.com/tidemark/tidemark/ent/storage/storagetest"
+	"github.com/tidemark/tidemark/handlers"
+	"github.com/tidemark/tidemark/web"
+)
+
+// TestGraphLoadingIsSaidHonestly: until the lineage graph is loaded the server answers, /healthz
+// says "loading", lineage answers 503 with Retry-After (a partial graph would be a wrong answer),
+// and the cleanup bot, which follows lineage downstream, refuses to judge anything unused.
+func TestGraphLoadingIsSaidHonestly(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		a, err := app.Open(ctx, db, app.Config{}) // LoadGraph unset: serve loads it in the background
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := a.Handler(handlers.Config{Version: "test"}, web.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(h)
+		defer srv.Close()
+		res, err := a.Catalog.Create(ctx, catalog.CreateInput{Kind: catalog.KindTable, Namespace: "w", Name: "orders"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		get := func(path string) (int, http.Header, string) {
+			r, err := http.Get(srv.URL + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Body.Close()
+			b, _ := io.ReadAll(r.Body)
+			return r.StatusCode, r.Header, string(b)
+		}
+		graph := func() string {
+			code, _, body := get("/healthz")
+			var hr struct{ Status, Graph string }
+			if code != 200 || json.Unmarshal([]byte(body), &hr) != nil || hr.Status != "ok" {
+				t.Fatalf("/healthz = %d %s", code, body)
+			}
+			return hr.Graph
+		}
+		lineagePath := "/api/v1/assets/" + res.Asset.ID.String() + "/lineage"
+
+		if g := graph(); g != "loading" {
+			t.Fatalf("graph = %q before loading, want loading", g)
+		}
+		code, hdr, body := get(lineagePath)
+		if code != 503 || hdr.Get("Retry-After") == "" || !strings.Contains(body, "still loading") {
+			t.Fatalf("lineage while loading = %d (Retry-After %q) %s", code, hdr.Get("Retry-After"), body)
+		}
+		if _, err := a.Lineage.Downstream(ctx, res.Asset.ID, app.UnusedDownstreamDepth); err == nil {
+			t.Fatal("Downstream answered from a graph not loaded yet")
+		}
+
+		if err := a.Lineage.Open(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if g := graph(); g != "ready" {
+			t.Fatalf("graph = %q after loading, want ready", g)
+		}
+		if code, _, body := get(lineagePath); code != 200 {
+			t.Fatalf("lineage after loading = %d %s", code, body)
+		}
+		if _, err := a.Lineage.Downstream(ctx, res.Asset.ID, app.UnusedDownstreamDepth); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
