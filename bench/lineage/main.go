@@ -16,6 +16,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"database/sql"
@@ -26,8 +27,13 @@ import (
 	"math/rand"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -50,7 +56,7 @@ var (
 	batchSize  = flag.Int("batch", 100, "events per batch request")
 	clients    = flag.Int("clients", 4, "concurrent ingest clients")
 	keep       = flag.Bool("keep", false, "keep the benchmark databases")
-	part       = flag.String("part", "all", "all, traversal or ingest")
+	part       = flag.String("part", "all", "all, traversal, ingest or startup")
 	cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the whole run (client and server) here")
 )
 
@@ -72,6 +78,88 @@ func main() {
 	if *part == "all" || *part == "ingest" {
 		ingest(ctx)
 	}
+	if *part == "all" || *part == "startup" {
+		startup(ctx)
+	}
+}
+
+// startup measures a restart of the real server (the tidemark binary) over the layered graph:
+// how long until /healthz answers, next to how long until the lineage graph is loaded (which is
+// when the server answered before it loaded the graph in the background), and the resident
+// memory then. Three restarts; medians.
+func startup(ctx context.Context) {
+	dsn, drop := benchdb.CreateDB(ctx, *admin, "tidemark_bench_startup", *keep)
+	defer drop()
+	db := benchdb.Open(ctx, dsn)
+	nd, nj := *perLayer**layers, *perLayer*(*layers-1)
+	fmt.Printf("== startup: %d datasets, %d jobs, %d edges\n", nd, nj, 4*nj)
+	loadGraph(ctx, db.SQL)
+	db.Close()
+	dir, err := os.MkdirTemp("", "tidemark-bench-startup-")
+	benchdb.Must(err)
+	defer os.RemoveAll(dir)
+	bin := filepath.Join(dir, "tidemark")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Stderr = os.Stderr
+	benchdb.Must(build.Run())
+	var answer, ready []time.Duration
+	var rss []int64
+	for range 3 {
+		a, r, m := restart(bin, dsn, dir)
+		answer, ready, rss = append(answer, a), append(ready, r), append(rss, m)
+		fmt.Printf("  restart: /healthz answered after %s; graph ready after %s; RSS then %d MiB\n", a.Round(time.Millisecond), r.Round(time.Millisecond), m>>20)
+	}
+	a, r := benchdb.Stats(answer).P50, benchdb.Stats(ready).P50
+	slices.Sort(rss)
+	fmt.Printf("startup medians: first answer %s, graph ready %s (the server used to answer only then: %.0fx sooner now); RSS %d MiB\n",
+		a.Round(time.Millisecond), r.Round(time.Millisecond), r.Seconds()/a.Seconds(), rss[1]>>20)
+}
+
+// restart starts serve over dsn and polls /healthz until the graph is ready.
+func restart(bin, dsn, dir string) (answer, ready time.Duration, rss int64) {
+	cmd := exec.Command(bin, "serve", "--db", dsn, "--data-dir", dir, "--addr", "127.0.0.1:0", "--log-format", "json",
+		"--tables-sync-interval", "0", "--scan-interval", "0", "--cleanup-interval", "0")
+	stderr, err := cmd.StderrPipe()
+	benchdb.Must(err)
+	start := time.Now()
+	benchdb.Must(cmd.Start())
+	defer func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() }()
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			var line struct{ Msg, Addr string }
+			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "serving" {
+				addr <- line.Addr
+			}
+		}
+	}()
+	base := "http://" + <-addr
+	for {
+		res, err := http.Get(base + "/healthz")
+		if err == nil {
+			var h struct{ Graph string }
+			json.NewDecoder(res.Body).Decode(&h)
+			res.Body.Close()
+			if res.StatusCode == 200 && answer == 0 {
+				answer = time.Since(start)
+			}
+			if h.Graph == "ready" {
+				ready = time.Since(start)
+				break
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
+	benchdb.Must(err)
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			rss = kb << 10
+		}
+	}
+	return answer, ready, rss
 }
 
 // server runs the real API over db on 127.0.0.1:0 and returns its base URL and a write token.
