@@ -63,7 +63,8 @@ type App struct {
 	conns   []*tables.Connection
 }
 
-// Open builds the services over store (migrated already) and loads the lineage graph. The App
+// Open builds the services over store (migrated already) and, with cfg.LoadGraph, loads the
+// lineage graph (Serve loads it otherwise). The App
 // owns store from now on: Close closes it.
 func Open(ctx context.Context, store *storage.DB, cfg Config) (*App, error) {
 	if cfg.Log == nil {
