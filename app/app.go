@@ -64,8 +64,7 @@ type App struct {
 }
 
 // Open builds the services over store (migrated already) and, with cfg.LoadGraph, loads the
-// lineage graph (Serve loads it otherwise). The App
-// owns store from now on: Close closes it.
+// lineage graph (Serve loads it otherwise). The App owns store from now on: Close closes it.
 func Open(ctx context.Context, store *storage.DB, cfg Config) (*App, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
