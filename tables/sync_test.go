@@ -58,6 +58,9 @@ func TestSyncRenameStory(t *testing.T) {
 		c := &clock{t: t0}
 		svc, cat := newService(t, db, c, tables.WithConnections(connection(l)))
 		lin := lineage.New(db, cat)
+		if err := lin.Open(ctx); err != nil {
+			t.Fatal(err)
+		}
 
 		orders := l.Append(l.Create("db.orders", nil), tablestest.Rows(0, 5, t0))
 		rep := sync(t, svc)
