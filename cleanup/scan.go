@@ -375,7 +375,6 @@ func (s *Service) walkOne(ctx context.Context, scanID, asset uuid.UUID, shard st
 			res.err = fmt.Errorf("shard lease: %w", err)
 		}
 	}
-	s.release(ctx, held)
 	sr.FinishedAt, sr.Entries, sr.Duplicates, sr.ListRequests = &fin, res.entries, res.dupes, res.lists
 	rep.EntriesListed += res.entries
 	rep.DuplicateListed += res.dupes
@@ -392,8 +391,12 @@ func (s *Service) walkOne(ctx context.Context, scanID, asset uuid.UUID, shard st
 		outcome, sr.Error = cleanupshardwalk.OutcomeFailed, res.err.Error()
 	}
 	sr.Outcome = string(outcome)
+	// The walk is recorded before the lease goes: the next walker of this shard must find it
+	// finished, or its confirmation would chain to the walk before (streaks then reset out of
+	// order, and confirmations came a round late with several replicas).
 	werr := w.Update().SetFinishedAt(fin).SetOutcome(outcome).SetEntries(res.entries).SetDuplicates(res.dupes).
 		SetListRequests(res.lists).SetError(sr.Error).Exec(context.WithoutCancel(ctx))
+	s.release(ctx, held)
 	if werr != nil {
 		return walkResult{}, nil, "", werr
 	}
