@@ -152,10 +152,11 @@ type Schedule struct {
 // here) with the web UI mounted beside it.
 func (a *App) Handler(api handlers.Config, ui web.Config) (*handlers.API, error) {
 	api.Catalog, api.Lineage, api.Usage, api.Tables, api.Cleanup = a.Catalog, a.Lineage, a.Usage, a.Tables, a.Cleanup
-	api.Tokens, api.Ping, api.Logger = auth.NewStore(a.Store.Client, nil), a.Store.Ping, a.Log
+	tokens := auth.NewStore(a.Store.Client, nil) // one store: the API's tokens and the UI's sessions
+	api.Tokens, api.Ping, api.Logger = tokens, a.Store.Ping, a.Log
 	h := handlers.New(api)
 	ui.Catalog, ui.Lineage, ui.Usage, ui.Tables, ui.Cleanup = a.Catalog, a.Lineage, a.Usage, a.Tables, a.Cleanup
-	ui.Tokens, ui.Logger = auth.NewStore(a.Store.Client, nil), a.Log
+	ui.Tokens, ui.Logger = tokens, a.Log
 	pages, err := web.New(ui)
 	if err != nil {
 		return nil, err

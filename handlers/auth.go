@@ -22,8 +22,8 @@ func (a *API) requireScope(need auth.Scope) echo.MiddlewareFunc {
 			if a.cfg.NoAuth || (need == auth.ScopeRead && !a.cfg.AuthReads) {
 				// Not verified, so not the token's budget: the address's (limitAnonymous skipped it).
 				if r.Header.Get(echo.HeaderAuthorization) != "" {
-					if ok, wait := a.anon.allow(c.RealIP()); !ok {
-						return tooMany(c, "address "+c.RealIP(), wait)
+					if err := a.chargeAddress(c); err != nil {
+						return err
 					}
 				}
 				c.SetRequest(r.WithContext(catalog.WithActor(ctx, "anonymous")))
@@ -41,8 +41,8 @@ func (a *API) requireScope(need auth.Scope) echo.MiddlewareFunc {
 			tok, err := a.cfg.Tokens.Verify(r.Context(), strings.TrimSpace(secret))
 			if errors.Is(err, auth.ErrUnknownToken) {
 				// Guessing tokens costs the guesser's address.
-				if ok, wait := a.anon.allow(c.RealIP()); !ok {
-					return tooMany(c, "address "+c.RealIP(), wait)
+				if err := a.chargeAddress(c); err != nil {
+					return err
 				}
 				return newProblem(http.StatusUnauthorized, "the bearer token is not recognised or has been revoked; check it or create a new one")
 			}

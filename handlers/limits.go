@@ -104,10 +104,17 @@ func (a *API) limitAnonymous(next echo.HandlerFunc) echo.HandlerFunc {
 		if c.Request().Header.Get(echo.HeaderAuthorization) != "" {
 			return next(c)
 		}
-		ip := c.RealIP()
-		if ok, wait := a.anon.allow(ip); !ok {
-			return tooMany(c, "address "+ip, wait)
+		if err := a.chargeAddress(c); err != nil {
+			return err
 		}
 		return next(c)
 	}
+}
+
+// chargeAddress takes one request from the client address's budget: 429 when it is spent.
+func (a *API) chargeAddress(c echo.Context) error {
+	if ok, wait := a.anon.allow(c.RealIP()); !ok {
+		return tooMany(c, "address "+c.RealIP(), wait)
+	}
+	return nil
 }

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/apache/iceberg-go"
-	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
 
@@ -54,7 +53,7 @@ func (s *Service) Files(ctx context.Context, id uuid.UUID, snapshotID *int64, cu
 	if err != nil {
 		return FilesPage{}, err
 	}
-	r := newReader(s.db, s.guardedFS(s.propsFor(row), row.MetadataLocation, s.rootsFor(row)), s.clock, nil)
+	r := newReader(s.db, s.locationFS(s.propsFor(row), row.MetadataLocation, s.rootsFor(row)), s.clock, nil)
 	refs, err := r.manifests(ctx, tsnap)
 	if err != nil {
 		return FilesPage{}, s.recordError(ctx, id, err)
@@ -90,7 +89,7 @@ func (s *Service) tableSnapshot(ctx context.Context, row *ent.IcebergTable, snap
 	if snap.ManifestList != "" {
 		return table.Snapshot{SnapshotID: snap.ID, ManifestList: snap.ManifestList}, nil
 	}
-	tbl, err := table.NewFromLocation(ctx, splitIdent(row.Identifier), row.MetadataLocation, s.guardedFS(s.propsFor(row), row.MetadataLocation, s.rootsFor(row)), nil)
+	tbl, err := table.NewFromLocation(ctx, splitIdent(row.Identifier), row.MetadataLocation, s.locationFS(s.propsFor(row), row.MetadataLocation, s.rootsFor(row)), nil)
 	if err != nil {
 		return table.Snapshot{}, s.recordError(ctx, row.ID, err)
 	}
@@ -108,17 +107,6 @@ func (s *Service) rootsFor(row *ent.IcebergTable) roots {
 		return nil
 	}
 	return s.roots
-}
-
-// guardFS guards an IO function (keeping the roots of one already guarded).
-func (s *Service) guardFS(open func(context.Context) (icebergio.IO, error)) func(context.Context) (icebergio.IO, error) {
-	return func(ctx context.Context) (icebergio.IO, error) {
-		fsys, err := open(ctx)
-		if err != nil {
-			return nil, err
-		}
-		return guard(fsys, nil, s.limit), nil
-	}
 }
 
 func (s *Service) propsFor(row *ent.IcebergTable) iceberg.Properties {

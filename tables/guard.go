@@ -159,7 +159,7 @@ func (g *guardIO) Open(name string) (icebergio.File, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := g.regular(f, name); err != nil {
+		if err := g.check(f, name, true); err != nil {
 			f.Close()
 			return nil, err
 		}
@@ -176,8 +176,6 @@ func (g *guardIO) Open(name string) (icebergio.File, error) {
 	}
 	return f, nil
 }
-
-func (g *guardIO) regular(f fs.File, name string) error { return g.check(f, name, true) }
 
 func (g *guardIO) check(f fs.File, name string, local bool) error {
 	st, err := f.Stat()
@@ -233,9 +231,9 @@ func checkCredentials(loc string, props iceberg.Properties, ambient bool) error 
 	return fmt.Errorf("%s %w (s3.access-key-id and s3.secret-access-key, ...), or start the server with --io-ambient-credentials to use the machine's own", loc, ErrNoCredentials)
 }
 
-// guardedFS opens IO for loc with props, guarded.
-func (s *Service) guardedFS(props iceberg.Properties, loc string, rs roots) func(context.Context) (icebergio.IO, error) {
-	open := icebergio.LoadFSFunc(props, loc)
+// guardFS guards what an IO function opens: under rs (nil: anywhere), regular files within the
+// size limit. An IO already guarded keeps its roots.
+func (s *Service) guardFS(open func(context.Context) (icebergio.IO, error), rs roots) func(context.Context) (icebergio.IO, error) {
 	return func(ctx context.Context) (icebergio.IO, error) {
 		fsys, err := open(ctx)
 		if err != nil {
@@ -243,4 +241,9 @@ func (s *Service) guardedFS(props iceberg.Properties, loc string, rs roots) func
 		}
 		return guard(fsys, rs, s.limit), nil
 	}
+}
+
+// locationFS is the guarded IO of a table read by its metadata location.
+func (s *Service) locationFS(props iceberg.Properties, loc string, rs roots) func(context.Context) (icebergio.IO, error) {
+	return s.guardFS(icebergio.LoadFSFunc(props, loc), rs)
 }

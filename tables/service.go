@@ -207,7 +207,7 @@ func (s *Service) loadLocation(ctx context.Context, loc string) (*table.Table, e
 }
 
 func (s *Service) loadLocationWith(ctx context.Context, loc string, props iceberg.Properties, rs roots) (*table.Table, error) {
-	return table.NewFromLocation(ctx, table.Identifier{"registered"}, loc, s.guardedFS(props, loc, rs), nil)
+	return table.NewFromLocation(ctx, table.Identifier{"registered"}, loc, s.locationFS(props, loc, rs), nil)
 }
 
 // loadProblem says why a client's metadata location could not be loaded without echoing what
@@ -401,7 +401,7 @@ func (s *Service) upsertRow(ctx context.Context, id uuid.UUID, tbl *table.Table,
 func (s *Service) inspectAndStore(ctx context.Context, id uuid.UUID, tbl *table.Table) (RefreshReport, error) {
 	start := time.Now()
 	rep := RefreshReport{AssetID: id, MetadataLocation: tbl.MetadataLocation()}
-	r := newReader(s.db, s.guardFS(tbl.FS), s.clock, &rep)
+	r := newReader(s.db, s.guardFS(tbl.FS, nil), s.clock, &rep)
 	in, h, err := inspect(ctx, r, tbl.Metadata(), tbl.MetadataLocation(), s.small, s.clock())
 	rep.Duration = time.Since(start).Round(time.Millisecond).String()
 	if err != nil {

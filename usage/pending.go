@@ -115,17 +115,8 @@ func (r *resolver) resolve(namespace, name string, t time.Time) (uuid.UUID, stri
 	return uuid.Nil, "", false
 }
 
-func dedupe(xs []string) []string {
-	seen := map[string]bool{}
-	out := xs[:0:0]
-	for _, x := range xs {
-		if !seen[x] {
-			seen[x] = true
-			out = append(out, x)
-		}
-	}
-	return out
-}
+// dedupe is xs sorted without repeats (a fresh slice).
+func dedupe(xs []string) []string { return slices.Compact(slices.Sorted(slices.Values(xs))) }
 
 // pendingKey identifies an unresolved record as recordKey does a stored one, by name instead
 // of asset: a retried batch keeps it once.
