@@ -15,6 +15,7 @@ import (
 	"github.com/tidemark/tidemark/cleanup"
 	"github.com/tidemark/tidemark/demo"
 	"github.com/tidemark/tidemark/handlers"
+	"github.com/tidemark/tidemark/lineage"
 	"github.com/tidemark/tidemark/usage"
 	"github.com/tidemark/tidemark/web"
 )
@@ -29,6 +30,7 @@ type serveConfig struct {
 	shutdownTimeout time.Duration
 	lineageLimit    int64
 	graphSync       time.Duration
+	lineageMax      int
 	usageLateness   time.Duration
 	usageRetention  time.Duration
 	logLevel        string
@@ -57,6 +59,7 @@ func serveFlags(fs *flag.FlagSet, cfg *serveConfig) {
 	fs.Int64Var(&cfg.bodyLimit, "body-limit", handlers.DefaultBodyLimit, "largest request body in bytes (TIDEMARK_BODY_LIMIT)")
 	fs.Int64Var(&cfg.lineageLimit, "lineage-body-limit", handlers.DefaultLineageBodyLimit, "largest OpenLineage request in bytes, before and after gzip (TIDEMARK_LINEAGE_BODY_LIMIT)")
 	fs.DurationVar(&cfg.graphSync, "graph-sync-interval", 2*time.Second, "how often the in-memory lineage graph picks up other replicas' edges (TIDEMARK_GRAPH_SYNC_INTERVAL)")
+	fs.IntVar(&cfg.lineageMax, "lineage-max-nodes", lineage.DefaultMaxNodes, "most nodes one lineage answer may hold (the limit parameter's ceiling) (TIDEMARK_LINEAGE_MAX_NODES)")
 	fs.DurationVar(&cfg.usageLateness, "usage-lateness", usage.DefaultLateness, "oldest usage record accepted (TIDEMARK_USAGE_LATENESS)")
 	fs.DurationVar(&cfg.usageRetention, "usage-retention", usage.DefaultRetention, "how long raw usage events are kept; rollups are kept forever (TIDEMARK_USAGE_RETENTION)")
 	fs.Float64Var(&cfg.rateLimit, "rate-limit", 100, "requests per second one API token may send, in bursts of twice that (429 with Retry-After above); 0 is unlimited (TIDEMARK_RATE_LIMIT)")
@@ -116,6 +119,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 	if cfg.graphSync <= 0 {
 		return fmt.Errorf("--graph-sync-interval must be positive, not %s", cfg.graphSync)
 	}
+	if cfg.lineageMax < 1 || cfg.lineageMax > 10_000_000 {
+		return fmt.Errorf("--lineage-max-nodes must be from 1 to 10000000, not %d", cfg.lineageMax)
+	}
 
 	store, err := cfg.db.open(ctx)
 	if err != nil {
@@ -142,6 +148,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 		store.Close()
 		return err
 	}
+	acfg.Lineage = append(acfg.Lineage, lineage.WithMaxNodes(cfg.lineageMax))
 	acfg.Usage = []usage.Option{usage.WithLateness(cfg.usageLateness), usage.WithRetention(cfg.usageRetention)}
 	acfg.Cleanup = append(cfg.cleanup.appOptions(), cleanup.WithPrivateWebhooks(cfg.webhookPrivate || isLoopback(cfg.addr)))
 	a, err := app.Open(ctx, store, acfg)

@@ -201,8 +201,14 @@ func (a *API) lineageRoutes() {
 			{Name: "depth", In: "query"}, {Name: "withDownstream", In: "query"}}, Responses: map[int]any{200: columnLineageResponse{}}}, a.columnLineage)
 	a.handle(operation{Method: http.MethodGet, Path: base + "/assets/:id/lineage", Summary: "Upstream/downstream lineage of an asset, keyed on IDs",
 		Tag: "lineage", Params: []param{{Name: "direction", In: "query", Description: "upstream, downstream or both (default)"},
-			{Name: "depth", In: "query", Description: "1-20, default 3"}, {Name: "limit", In: "query", Description: "most nodes to return, 1-10000, default 1000"}},
+			{Name: "depth", In: "query", Description: "1-20, default 3"}, {Name: "limit", In: "query", Description: "most nodes to return, 1 to the server's cap (--lineage-max-nodes), default 1000"}},
 		Responses: map[int]any{200: assetLineageResponse{}}}, a.assetLineage)
+	a.handle(operation{Method: http.MethodGet, Path: base + "/assets/:id/lineage/compact", Summary: "Lineage of an asset in a compact form for big neighbourhoods",
+		Description: "Each node once as an array [id, kind, status, namespace, name, depth] (the start first, then by depth); edges as [from, to] indexes into nodes. " +
+			"Written as it is encoded. limit defaults to the server's cap (--lineage-max-nodes); levels are kept whole, so a truncated answer covers the depths it returns completely.",
+		Tag: "lineage", Params: []param{{Name: "direction", In: "query", Description: "upstream, downstream or both (default)"},
+			{Name: "depth", In: "query", Description: "1-20, default 3"}, {Name: "limit", In: "query", Description: "most nodes to return, 1 to the server's cap (the default)"}},
+		Responses: map[int]any{200: compactLineageResponse{}}}, a.compactLineage)
 	a.handle(operation{Method: http.MethodGet, Path: base + "/runs/:runId", Summary: "A run: state, facets merged across its events, inputs and outputs",
 		Tag: "lineage", Responses: map[int]any{200: runResponse{}}}, a.getRun)
 	a.handle(operation{Method: http.MethodGet, Path: base + "/assets/:id/runs", Summary: "Runs of a job, or runs that read or wrote a dataset, newest first",
@@ -343,7 +349,7 @@ func (a *API) assetLineage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	limit, err := queryInt(c, "limit", lineage.DefaultLimit, 1, lineage.MaxNodes)
+	limit, err := queryInt(c, "limit", lineage.DefaultLimit, 1, a.cfg.Lineage.MaxNodes())
 	if err != nil {
 		return err
 	}
@@ -357,7 +363,7 @@ func (a *API) assetLineage(c echo.Context) error {
 		out.Nodes = append(out.Nodes, lineageNode{ID: n.ID, Kind: string(n.Kind), Status: string(n.Status), Namespace: n.Namespace, Name: n.Name, Depth: n.Depth})
 	}
 	for _, e := range res.Edges {
-		out.Edges = append(out.Edges, lineageEdge{From: e[0], To: e[1]})
+		out.Edges = append(out.Edges, lineageEdge{From: res.Nodes[e[0]].ID, To: res.Nodes[e[1]].ID})
 	}
 	return c.JSON(http.StatusOK, out)
 }

@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/google/uuid"
 )
 
 // fixture is one captured OpenLineage event from testdata/openlineage.
@@ -515,6 +517,38 @@ func TestLineageReadAPI(t *testing.T) {
 	}
 	s.must(t, 400, req{method: "GET", path: "/api/v1/assets/" + tbl1 + "/lineage?direction=sideways"})
 	s.must(t, 400, req{method: "GET", path: "/api/v1/assets/" + tbl1 + "/lineage?depth=99"})
+
+	// The compact form says the same as the full one: nodes in the same order, edges by index.
+	for _, q := range []string{"direction=upstream&depth=4", "direction=upstream&depth=4&limit=3", "depth=2"} {
+		var full lin
+		s.must(t, 200, req{method: "GET", path: "/api/v1/assets/" + tbl1 + "/lineage?" + q}).decode(t, &full)
+		var compact struct {
+			Root            string   `json:"root"`
+			NodeFields      []string `json:"node_fields"`
+			Nodes           [][]any  `json:"nodes"`
+			Edges           [][2]int `json:"edges"`
+			Truncated       bool     `json:"truncated"`
+			ReachedPerDepth []int    `json:"reached_per_depth"`
+		}
+		s.must(t, 200, req{method: "GET", path: "/api/v1/assets/" + tbl1 + "/lineage/compact?" + q}).decode(t, &compact)
+		if compact.Root != tbl1 || compact.Truncated != full.Truncated || !slices.Equal(compact.ReachedPerDepth, full.ReachedPerDepth) ||
+			len(compact.Nodes) != len(full.Nodes) || len(compact.Edges) != len(full.Edges) || len(compact.NodeFields) != 6 {
+			t.Fatalf("%s: compact %+v; full %+v", q, compact, full)
+		}
+		for i, n := range compact.Nodes {
+			f := full.Nodes[i]
+			if n[0] != f.ID || n[1] != f.Kind || n[4] != f.Name || n[5] != float64(f.Depth) {
+				t.Fatalf("%s: compact node %d = %v; full %+v", q, i, n, f)
+			}
+		}
+		for i, e := range compact.Edges {
+			if got := compact.Nodes[e[0]][0].(string) + ">" + compact.Nodes[e[1]][0].(string); got != full.Edges[i].From+">"+full.Edges[i].To {
+				t.Fatalf("%s: compact edge %d = %s; full %+v", q, i, got, full.Edges[i])
+			}
+		}
+	}
+	s.must(t, 400, req{method: "GET", path: "/api/v1/assets/" + tbl1 + "/lineage/compact?limit=100001"})
+	s.must(t, 404, req{method: "GET", path: "/api/v1/assets/" + uuid.NewString() + "/lineage/compact"})
 
 	var cl struct {
 		Graph []struct {

@@ -38,7 +38,8 @@ type Graph struct {
 	ids   []uuid.UUID
 	out   [][]int32
 	in    [][]int32
-	info  []catalog.Summary // per node; a zero ID means not known yet
+	info  []nodeInfo // per node
+	strs  interned   // namespaces, kinds and statuses, which repeat across nodes
 	edges int
 
 	syncMu  sync.Mutex // one Sync at a time
@@ -55,6 +56,53 @@ type Graph struct {
 	loaded    bool
 	auditFrom time.Time
 	auditSeen map[uuid.UUID]time.Time
+}
+
+// nodeInfo is a node's summary kept small (a million nodes are held in memory): repeated strings
+// are interned and times kept as Unix nanoseconds. kind 0 means not known yet.
+type nodeInfo struct {
+	name             string
+	ns, kind, status uint32
+	created, updated int64
+}
+
+// interned numbers repeated strings; 0 is the empty string.
+type interned struct {
+	index map[string]uint32
+	strs  []string
+}
+
+func (t *interned) id(s string) uint32 {
+	if s == "" {
+		return 0
+	}
+	if i, ok := t.index[s]; ok {
+		return i
+	}
+	if t.index == nil {
+		t.index, t.strs = map[string]uint32{}, []string{""}
+	}
+	i := uint32(len(t.strs))
+	t.index[s] = i
+	t.strs = append(t.strs, s)
+	return i
+}
+
+func (t *interned) str(i uint32) string {
+	if i == 0 {
+		return ""
+	}
+	return t.strs[i]
+}
+
+// summary returns node n's summary; a zero ID when not known yet. Callers hold mu.
+func (g *Graph) summary(n int32) catalog.Summary {
+	in := &g.info[n]
+	if in.kind == 0 {
+		return catalog.Summary{}
+	}
+	return catalog.Summary{ID: g.ids[n], Kind: catalog.Kind(g.strs.str(in.kind)), Status: catalog.Status(g.strs.str(in.status)),
+		Namespace: g.strs.str(in.ns), Name: in.name, CreatedAt: time.Unix(0, in.created).UTC(), UpdatedAt: time.Unix(0, in.updated).UTC()}
 }
 
 type edgeRef struct {
@@ -82,7 +130,7 @@ func (g *Graph) node(id uuid.UUID) int32 {
 	g.ids = append(g.ids, id)
 	g.out = append(g.out, nil)
 	g.in = append(g.in, nil)
-	g.info = append(g.info, catalog.Summary{})
+	g.info = append(g.info, nodeInfo{})
 	return i
 }
 
@@ -91,7 +139,11 @@ func (g *Graph) setInfo(sums []catalog.Summary) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, s := range sums {
-		g.info[g.node(s.ID)] = s
+		if s.ID == uuid.Nil || s.Kind == "" {
+			continue
+		}
+		g.info[g.node(s.ID)] = nodeInfo{name: s.Name, ns: g.strs.id(s.Namespace), kind: g.strs.id(string(s.Kind)),
+			status: g.strs.id(string(s.Status)), created: s.CreatedAt.UnixNano(), updated: s.UpdatedAt.UnixNano()}
 	}
 }
 
@@ -319,8 +371,8 @@ const (
 type Traversal struct {
 	// Nodes reached, the start first (depth 0), then by depth.
 	Nodes []Reached
-	// Edges among the returned nodes, as from -> to.
-	Edges [][2]uuid.UUID
+	// Edges among the returned nodes, as indexes into Nodes (from, to).
+	Edges [][2]int32
 	// ReachedPerDepth counts the nodes found at each depth (index = depth), in both directions.
 	ReachedPerDepth []int
 	// Truncated is true when limit stopped the walk: deeper or further nodes exist but are not
@@ -347,8 +399,10 @@ func (g *Graph) Traverse(start uuid.UUID, dir Direction, depth, limit int) Trave
 		res.Nodes = []Reached{{ID: start}}
 		return res
 	}
-	seen := make(map[int32]struct{}, 64)
-	seen[s] = struct{}{}
+	// pos numbers the nodes met in the order they are returned; a node met on a level that is
+	// then dropped (the limit) gets a number past the end and its edges are left out.
+	pos := make(map[int32]int32, 64)
+	pos[s] = 0
 	order := []int32{s}
 	depths := []int{0}
 	type walk struct {
@@ -363,11 +417,7 @@ func (g *Graph) Traverse(start uuid.UUID, dir Direction, depth, limit int) Trave
 	if dir == Upstream || dir == Both {
 		walks = append(walks, &walk{adj: g.in, frontier: []int32{s}})
 	}
-	var edges [][2]int32
-	var dedupe map[[2]int32]struct{}
-	if len(walks) > 1 {
-		dedupe = map[[2]int32]struct{}{} // an edge may be met from both ends
-	}
+	var edges [][2]int32 // graph node indexes
 	for d := 1; d <= depth; d++ {
 		var level []int32
 		var levelEdges [][2]int32
@@ -382,10 +432,10 @@ func (g *Graph) Traverse(start uuid.UUID, dir Direction, depth, limit int) Trave
 					// Every node met so far is at this depth or shallower, so the edge joins two
 					// returned nodes if this level is kept.
 					levelEdges = append(levelEdges, e)
-					if _, done := seen[v]; done {
+					if _, done := pos[v]; done {
 						continue
 					}
-					seen[v] = struct{}{}
+					pos[v] = int32(len(order) + len(level))
 					next = append(next, v)
 					level = append(level, v)
 				}
@@ -409,9 +459,13 @@ func (g *Graph) Traverse(start uuid.UUID, dir Direction, depth, limit int) Trave
 	}
 	res.Nodes = make([]Reached, len(order))
 	for i, n := range order {
-		res.Nodes[i] = Reached{ID: g.ids[n], Depth: depths[i], Info: g.info[n]}
+		res.Nodes[i] = Reached{ID: g.ids[n], Depth: depths[i], Info: g.summary(n)}
 	}
-	res.Edges = make([][2]uuid.UUID, 0, len(edges))
+	res.Edges = make([][2]int32, 0, len(edges))
+	var dedupe map[[2]int32]struct{}
+	if len(walks) > 1 {
+		dedupe = make(map[[2]int32]struct{}, len(edges)) // an edge may be met from both ends
+	}
 	for _, e := range edges {
 		if dedupe != nil {
 			if _, dup := dedupe[e]; dup {
@@ -419,7 +473,7 @@ func (g *Graph) Traverse(start uuid.UUID, dir Direction, depth, limit int) Trave
 			}
 			dedupe[e] = struct{}{}
 		}
-		res.Edges = append(res.Edges, [2]uuid.UUID{g.ids[e[0]], g.ids[e[1]]})
+		res.Edges = append(res.Edges, [2]int32{pos[e[0]], pos[e[1]]})
 	}
 	return res
 }

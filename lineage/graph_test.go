@@ -38,13 +38,14 @@ func TestTraverse(t *testing.T) {
 		nodes     int
 		perDepth  []int
 		truncated bool
+		edges     int
 	}{
-		{"Downstream", a, Downstream, 10, 100, 4, []int{1, 1, 1, 1}, false},
-		{"DepthLimits", a, Downstream, 2, 100, 3, []int{1, 1, 1}, false},
-		{"Upstream", d, Upstream, 10, 100, 5, []int{1, 1, 1, 2}, false},
-		{"Both", b, Both, 1, 100, 4, []int{1, 3}, false},
-		{"LimitCutsWholeLevels", d, Upstream, 10, 4, 3, []int{1, 1, 1, 2}, true},
-		{"UnknownStart", uuid.Must(uuid.NewV7()), Both, 3, 10, 1, []int{1}, false},
+		{"Downstream", a, Downstream, 10, 100, 4, []int{1, 1, 1, 1}, false, 3},
+		{"DepthLimits", a, Downstream, 2, 100, 3, []int{1, 1, 1}, false, 2},
+		{"Upstream", d, Upstream, 10, 100, 5, []int{1, 1, 1, 2}, false, 4},
+		{"Both", b, Both, 1, 100, 4, []int{1, 3}, false, 3},
+		{"LimitCutsWholeLevels", d, Upstream, 10, 4, 3, []int{1, 1, 1, 2}, true, 2},
+		{"UnknownStart", uuid.Must(uuid.NewV7()), Both, 3, 10, 1, []int{1}, false, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -52,17 +53,19 @@ func TestTraverse(t *testing.T) {
 			if len(tr.Nodes) != tc.nodes || !slices.Equal(tr.ReachedPerDepth, tc.perDepth) || tr.Truncated != tc.truncated {
 				t.Fatalf("nodes %d perDepth %v truncated %v; want %d %v %v", len(tr.Nodes), tr.ReachedPerDepth, tr.Truncated, tc.nodes, tc.perDepth, tc.truncated)
 			}
-			in := map[uuid.UUID]bool{}
-			for _, n := range tr.Nodes {
-				in[n.ID] = true
-			}
 			if tr.Nodes[0].ID != tc.start || tr.Nodes[0].Depth != 0 {
 				t.Fatalf("first node %+v is not the start", tr.Nodes[0])
 			}
 			for _, e := range tr.Edges {
-				if !in[e[0]] || !in[e[1]] {
+				if int(e[0]) >= len(tr.Nodes) || int(e[1]) >= len(tr.Nodes) {
 					t.Fatalf("edge %v joins a node not in the answer", e)
 				}
+				if from, to := tr.Nodes[e[0]].ID, tr.Nodes[e[1]].ID; !g.hasEdge(from, to) {
+					t.Fatalf("edge %v (%s -> %s) is not in the graph", e, from, to)
+				}
+			}
+			if len(tr.Edges) != tc.edges {
+				t.Fatalf("%d edges; want %d", len(tr.Edges), tc.edges)
 			}
 		})
 	}

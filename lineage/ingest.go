@@ -40,6 +40,7 @@ type Service struct {
 	// PostgreSQL's syntax is missing.
 	sqlite     bool
 	onComplete func(ctx context.Context, runs []CompletedRun) error
+	maxNodes   int
 }
 
 // CompletedRun is a run whose COMPLETE event a batch stored: what it read and wrote.
@@ -80,6 +81,9 @@ func WithConcurrency(n int, wait time.Duration) Option {
 	return func(s *Service) { s.slots, s.wait = make(chan struct{}, n), wait }
 }
 
+// WithMaxNodes caps the nodes of one lineage answer (DefaultMaxNodes unless set).
+func WithMaxNodes(n int) Option { return func(s *Service) { s.maxNodes = n } }
+
 // New returns a Service; call Open before use.
 // The store says which database it is: the SQL differs, and is never guessed. A nil store
 // makes a service whose graph is filled by hand (tests).
@@ -89,7 +93,8 @@ func New(store *storage.DB, cat *catalog.Catalog, opts ...Option) *Service {
 	if store != nil {
 		db, sqlite = store.Client, store.Dialect == dialect.SQLite
 	}
-	s := &Service{db: db, sqlite: sqlite, cat: cat, now: time.Now, log: slog.Default(), slots: make(chan struct{}, 8), wait: 2 * time.Second}
+	s := &Service{db: db, sqlite: sqlite, cat: cat, now: time.Now, log: slog.Default(), slots: make(chan struct{}, 8), wait: 2 * time.Second,
+		maxNodes: DefaultMaxNodes}
 	for _, o := range opts {
 		o(s)
 	}

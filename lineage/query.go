@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -22,10 +23,13 @@ import (
 
 // Limits on lineage queries.
 const (
-	MaxDepth       = 20
-	MaxNodes       = 10_000
-	DefaultLimit   = 1_000
-	MarquezDefault = 20 // Marquez's default depth
+	MaxDepth = 20
+	// DefaultMaxNodes is the default cap on the nodes of one answer (WithMaxNodes sets it):
+	// high enough for impact analysis over a wide graph, where 10 hops reach tens of thousands.
+	DefaultMaxNodes = 100_000
+	MaxColumns      = 10_000 // columns in a column-lineage answer
+	DefaultLimit    = 1_000
+	MarquezDefault  = 20 // Marquez's default depth
 )
 
 // Node is an asset in a lineage answer.
@@ -38,21 +42,25 @@ type Node struct {
 type LineageResult struct {
 	Root            uuid.UUID
 	Nodes           []Node
-	Edges           [][2]uuid.UUID
+	Edges           [][2]int32 // indexes into Nodes: from, to
+
 	ReachedPerDepth []int
 	Truncated       bool
 	Freshness       Freshness
 }
 
-func checkWalk(depth, limit int) error {
+func checkWalk(depth, limit, most int) error {
 	if depth < 1 || depth > MaxDepth {
 		return invalid("depth must be from 1 to %d, not %d", MaxDepth, depth)
 	}
-	if limit < 1 || limit > MaxNodes {
-		return invalid("limit must be from 1 to %d, not %d", MaxNodes, limit)
+	if limit < 1 || limit > most {
+		return invalid("limit must be from 1 to %d, not %d", most, limit)
 	}
 	return nil
 }
+
+// MaxNodes is the most nodes one lineage answer may hold.
+func (s *Service) MaxNodes() int { return s.maxNodes }
 
 // ParseDirection checks a direction.
 func ParseDirection(s string) (Direction, error) {
@@ -65,7 +73,7 @@ func ParseDirection(s string) (Direction, error) {
 
 // Lineage walks the graph from an asset.
 func (s *Service) Lineage(ctx context.Context, id uuid.UUID, dir Direction, depth, limit int) (LineageResult, error) {
-	if err := checkWalk(depth, limit); err != nil {
+	if err := checkWalk(depth, limit, s.maxNodes); err != nil {
 		return LineageResult{}, err
 	}
 	if _, err := ParseDirection(string(dir)); err != nil {
@@ -98,11 +106,20 @@ func (s *Service) Lineage(ctx context.Context, id uuid.UUID, dir Direction, dept
 	if t.Nodes[0].Info.ID == uuid.Nil {
 		return LineageResult{}, &catalog.Error{Kind: catalog.ErrNotFound, Message: fmt.Sprintf("asset %s does not exist", id)}
 	}
-	res := LineageResult{Root: id, Edges: t.Edges, ReachedPerDepth: t.ReachedPerDepth, Truncated: t.Truncated,
+	res := LineageResult{Root: id, ReachedPerDepth: t.ReachedPerDepth, Truncated: t.Truncated,
 		Freshness: s.graph.Freshness(), Nodes: make([]Node, 0, len(t.Nodes))}
-	for _, n := range t.Nodes {
+	at := make([]int32, len(t.Nodes)) // index in res.Nodes, -1 when left out
+	for i, n := range t.Nodes {
+		at[i] = -1
 		if n.Info.ID != uuid.Nil { // an edge to an asset that no longer exists is skipped
+			at[i] = int32(len(res.Nodes))
 			res.Nodes = append(res.Nodes, Node{Summary: n.Info, Depth: n.Depth})
+		}
+	}
+	res.Edges = t.Edges[:0]
+	for _, e := range t.Edges {
+		if f, to := at[e[0]], at[e[1]]; f >= 0 && to >= 0 {
+			res.Edges = append(res.Edges, [2]int32{f, to})
 		}
 	}
 	return res, nil
@@ -114,7 +131,8 @@ func (s *Service) Downstream(ctx context.Context, id uuid.UUID, depth int) ([]uu
 	if err := s.loaded(); err != nil {
 		return nil, err // a partial graph would hide readers downstream: fail closed
 	}
-	t := s.graph.Traverse(id, Downstream, depth, MaxNodes)
+	// No node cap: a truncated walk would hide readers further down.
+	t := s.graph.Traverse(id, Downstream, depth, math.MaxInt)
 	out := make([]uuid.UUID, 0, len(t.Nodes))
 	for _, n := range t.Nodes[1:] {
 		out = append(out, n.ID)
@@ -244,10 +262,7 @@ func (s *Service) MarquezGraph(ctx context.Context, nodeID string, depth int) ([
 		byID[nodes[i].ID] = &nodes[i]
 	}
 	for _, e := range res.Edges {
-		from, to := byID[e[0]], byID[e[1]]
-		if from == nil || to == nil {
-			continue
-		}
+		from, to := &nodes[e[0]], &nodes[e[1]]
 		from.OutEdges = append(from.OutEdges, to.NodeID)
 		to.InEdges = append(to.InEdges, from.NodeID)
 	}
@@ -317,7 +332,7 @@ type ColumnNode struct {
 // ColumnLineage walks column lineage from datasetField:<ns>:<name>:<field> (or every column of
 // dataset:<ns>:<name>) upstream, and downstream too when withDownstream, depth hops.
 func (s *Service) ColumnLineage(ctx context.Context, nodeID string, depth int, withDownstream bool) ([]ColumnNode, error) {
-	if err := checkWalk(depth, 1); err != nil {
+	if err := checkWalk(depth, 1, 1); err != nil {
 		return nil, err
 	}
 	start, err := s.columnStart(ctx, nodeID)
@@ -382,8 +397,8 @@ func (s *Service) ColumnLineage(ctx context.Context, nodeID string, depth int, w
 						next = append(next, other)
 					}
 				}
-				if len(nodes) > MaxNodes {
-					return invalid("column lineage of %q reaches more than %d columns; lower depth", truncate(nodeID, 128), MaxNodes)
+				if len(nodes) > MaxColumns {
+					return invalid("column lineage of %q reaches more than %d columns; lower depth", truncate(nodeID, 128), MaxColumns)
 				}
 			}
 			frontier = next

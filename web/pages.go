@@ -209,7 +209,7 @@ func (u *UI) asset(w http.ResponseWriter, r *http.Request) {
 			}
 			for _, e := range l.Edges {
 				var ge graphEdge
-				ge.Data.Source, ge.Data.Target = e[0].String(), e[1].String()
+				ge.Data.Source, ge.Data.Target = l.Nodes[e[0]].ID.String(), l.Nodes[e[1]].ID.String()
 				d.Graph.Edges = append(d.Graph.Edges, ge)
 			}
 		}

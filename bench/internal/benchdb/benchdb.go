@@ -61,6 +61,12 @@ func (s Summary) String() string {
 	return r(s.P50) + " / " + r(s.P99) + " / " + r(s.Mean)
 }
 
+// Short is "p50 / p99".
+func (s Summary) Short() string {
+	r := func(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d.Microseconds())/1000) }
+	return r(s.P50) + " / " + r(s.P99)
+}
+
 // Stats summarises latencies (it sorts ds).
 func Stats(ds []time.Duration) Summary {
 	slices.Sort(ds)

@@ -1,0 +1,161 @@
+package handlers
+
+import (
+	"bufio"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/tidemark/tidemark/lineage"
+)
+
+// compactLineageResponse documents GET /assets/{id}/lineage/compact. The handler writes it by
+// hand as it goes (see writeCompact), so a 100,000-node answer is never held twice in memory.
+type compactLineageResponse struct {
+	Root            string         `json:"root"`
+	Direction       string         `json:"direction"`
+	Depth           int            `json:"depth"`
+	Truncated       bool           `json:"truncated"`
+	ReachedPerDepth []int          `json:"reached_per_depth"`
+	Graph           graphFreshness `json:"graph"`
+	// NodeFields names the elements of each node array, in order.
+	NodeFields []string `json:"node_fields"`
+	// Nodes: one array a node: [id, kind, status, namespace, name, depth], the start first.
+	Nodes [][]any `json:"nodes"`
+	// Edges: [from, to] as indexes into nodes.
+	Edges [][2]int `json:"edges"`
+}
+
+func (a *API) compactLineage(c echo.Context) error {
+	id, err := assetID(c)
+	if err != nil {
+		return err
+	}
+	dir := lineage.Both
+	if d := c.QueryParam("direction"); d != "" {
+		if dir, err = lineage.ParseDirection(d); err != nil {
+			return err
+		}
+	}
+	depth, err := queryInt(c, "depth", 3, 1, lineage.MaxDepth)
+	if err != nil {
+		return err
+	}
+	most := a.cfg.Lineage.MaxNodes()
+	limit, err := queryInt(c, "limit", most, 1, most)
+	if err != nil {
+		return err
+	}
+	res, err := a.cfg.Lineage.Lineage(c.Request().Context(), id, dir, depth, limit)
+	if err != nil {
+		return err
+	}
+	w := c.Response()
+	w.Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+	w.WriteHeader(http.StatusOK)
+	if c.Request().Method == http.MethodHead {
+		return nil
+	}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	writeCompact(bw, res, string(dir), depth)
+	_ = bw.Flush() // a client that went away has nothing to be told
+	return nil
+}
+
+// writeCompact encodes a lineage answer as compactLineageResponse, appending into one buffer
+// that is written out each time it fills: no reflection, no per-node allocation.
+func writeCompact(w *bufio.Writer, res lineage.LineageResult, dir string, depth int) {
+	b := make([]byte, 0, 64<<10)
+	flush := func() {
+		if len(b) > 48<<10 {
+			_, _ = w.Write(b)
+			b = b[:0]
+		}
+	}
+	b = append(b, `{"root":"`...)
+	b = appendUUID(b, res.Root)
+	b = append(b, `","direction":`...)
+	b = appendString(b, dir)
+	b = append(b, `,"depth":`...)
+	b = strconv.AppendInt(b, int64(depth), 10)
+	b = append(b, `,"truncated":`...)
+	b = strconv.AppendBool(b, res.Truncated)
+	b = append(b, `,"reached_per_depth":[`...)
+	for i, n := range res.ReachedPerDepth {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(n), 10)
+	}
+	fr, _ := json.Marshal(freshness(res.Freshness))
+	b = append(b, `],"graph":`...)
+	b = append(b, fr...)
+	b = append(b, `,"node_fields":["id","kind","status","namespace","name","depth"],"nodes":[`...)
+	for i, n := range res.Nodes {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `["`...)
+		b = appendUUID(b, n.ID)
+		b = append(b, `",`...)
+		b = appendString(b, string(n.Kind))
+		b = append(b, ',')
+		b = appendString(b, string(n.Status))
+		b = append(b, ',')
+		b = appendString(b, n.Namespace)
+		b = append(b, ',')
+		b = appendString(b, n.Name)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, int64(n.Depth), 10)
+		b = append(b, ']')
+		flush()
+	}
+	b = append(b, `],"edges":[`...)
+	for i, e := range res.Edges {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '[')
+		b = strconv.AppendInt(b, int64(e[0]), 10)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, int64(e[1]), 10)
+		b = append(b, ']')
+		flush()
+	}
+	b = append(b, "]}\n"...)
+	_, _ = w.Write(b)
+}
+
+// appendUUID appends id in its canonical text form without allocating.
+func appendUUID(b []byte, id uuid.UUID) []byte {
+	var t [36]byte
+	hex.Encode(t[0:8], id[0:4])
+	t[8] = '-'
+	hex.Encode(t[9:13], id[4:6])
+	t[13] = '-'
+	hex.Encode(t[14:18], id[6:8])
+	t[18] = '-'
+	hex.Encode(t[19:23], id[8:10])
+	t[23] = '-'
+	hex.Encode(t[24:], id[10:])
+	return append(b, t[:]...)
+}
+
+// appendString appends s as a JSON string. Names are valid UTF-8 (input is checked), so only
+// quotes, backslashes and control characters need escaping; anything else goes to encoding/json.
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || (c >= utf8.RuneSelf && !utf8.ValidString(s)) {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
