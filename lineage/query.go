@@ -40,9 +40,9 @@ type Node struct {
 
 // LineageResult is the answer to a traversal.
 type LineageResult struct {
-	Root            uuid.UUID
-	Nodes           []Node
-	Edges           [][2]int32 // indexes into Nodes: from, to
+	Root  uuid.UUID
+	Nodes []Node
+	Edges [][2]int32 // indexes into Nodes: from, to
 
 	ReachedPerDepth []int
 	Truncated       bool
