@@ -73,6 +73,7 @@ type Service struct {
 	listRate float64 // LIST requests per second; 0 unlimited
 	statRate float64 // HEAD requests per second; 0 unlimited
 	statPar  int
+	walkPar  int // shards walked at once in one scan
 	// lists and heads pace storage requests for the whole Service (so per replica): every
 	// scan, shard and execution shares them. nil: unlimited.
 	lists, heads *rate.Limiter
@@ -108,6 +109,13 @@ func WithPacing(pageSize int, listRate, statRate float64, parallel int) Option {
 	}
 }
 
+// WithShardParallel sets how many shards of one scan are walked at once (DefaultShardParallel);
+// they share the LIST rate set by WithPacing.
+func WithShardParallel(n int) Option { return func(s *Service) { s.walkPar = n } }
+
+// DefaultShardParallel is how many shards one scan walks at once unless set.
+const DefaultShardParallel = 4
+
 // WithListingWrapper wraps the storage listing (fault injection in tests).
 func WithListingWrapper(w func(icebergio.ListableIO) icebergio.ListableIO) Option {
 	return func(s *Service) { s.wrapIO = w }
@@ -125,7 +133,7 @@ func New(store *storage.DB, tbls *tables.Service, cat *catalog.Catalog, opts ...
 	host, _ := os.Hostname()
 	s := &Service{db: store.Client, sqlite: store.Dialect == dialect.SQLite, tables: tbls, cat: cat, now: time.Now, log: slog.New(slog.DiscardHandler),
 		holder: fmt.Sprintf("%s-%s", host, uuid.NewString()[:8]), prices: DefaultPrices, pageSize: DefaultPageSize,
-		statPar: 8, leaseTTL: DefaultLeaseTTL, policy: DefaultPolicy, client: webhookClient(false)}
+		statPar: 8, walkPar: DefaultShardParallel, leaseTTL: DefaultLeaseTTL, policy: DefaultPolicy, client: webhookClient(false)}
 	for _, o := range opts {
 		o(s)
 	}
@@ -134,6 +142,9 @@ func New(store *storage.DB, tbls *tables.Service, cat *catalog.Catalog, opts ...
 	}
 	if s.statPar <= 0 {
 		s.statPar = 1
+	}
+	if s.walkPar <= 0 {
+		s.walkPar = 1
 	}
 	if s.listRate > 0 {
 		s.lists = rate.NewLimiter(rate.Limit(s.listRate), 1)
@@ -153,7 +164,7 @@ func (s *Service) wait(ctx context.Context, l *rate.Limiter) error {
 }
 
 func (s *Service) pacing() Pacing {
-	return Pacing{ListPerSecond: s.listRate, HeadPerSecond: s.statRate, PageSize: s.pageSize, HeadParallel: s.statPar}
+	return Pacing{ListPerSecond: s.listRate, HeadPerSecond: s.statRate, PageSize: s.pageSize, HeadParallel: s.statPar, ShardParallel: s.walkPar}
 }
 
 func (s *Service) clock() time.Time { return s.now().UTC().Truncate(time.Microsecond) }

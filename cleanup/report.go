@@ -23,6 +23,10 @@ type Report struct {
 	ThresholdOverride bool          `json:"threshold_override"`
 	Assumption        string        `json:"assumption"`
 	Planned           []string      `json:"planned_shards"` // what the scan set out to walk
+	// ConfirmOnly: a confirming pass, which walked only the shards with files to confirm;
+	// NothingToConfirm counts the shards walked before that it left alone (no candidate there).
+	ConfirmOnly      bool `json:"confirm_only"`
+	NothingToConfirm int  `json:"nothing_to_confirm_shards"`
 	Shards            []ShardReport `json:"shards"`
 	ShardsComplete    int           `json:"shards_complete"`
 	// Holes are shards this scan did not walk to completion: nothing in them was confirmed.
@@ -63,6 +67,7 @@ type Pacing struct {
 	HeadPerSecond float64 `json:"head_per_second"`
 	PageSize      int     `json:"page_size"`
 	HeadParallel  int     `json:"head_parallel"`
+	ShardParallel int     `json:"shard_parallel"` // shards walked at once
 }
 
 // ShardReport is one shard walk.
@@ -126,6 +131,9 @@ func (r *Report) finish(p Prices) {
 		}
 	}
 	var b strings.Builder
+	if r.ConfirmOnly {
+		fmt.Fprintf(&b, "A confirming pass: it walked only the shards with unconfirmed files and left %d shards whose last walk found no candidate. ", r.NothingToConfirm)
+	}
 	fmt.Fprintf(&b, "Examined %d of %d shards to completion (%d entries listed, %d LIST and %d HEAD requests, about $%.4f). ",
 		r.ShardsComplete, len(r.Shards), r.EntriesListed, r.Requests.List, r.Requests.Head, r.Cost.Scan)
 	if len(r.Foreign) > 0 {

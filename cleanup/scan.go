@@ -15,6 +15,7 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/cespare/xxhash/v2"
 	"github.com/google/uuid"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/ent"
@@ -43,6 +44,9 @@ type ScanOptions struct {
 	// MinGap is how far apart two complete walks of a shard must be for the second to confirm
 	// what the first saw (default 1 h): two passes mean two moments, not one listing twice.
 	MinGap time.Duration
+	// ConfirmOnly walks only the shards whose last complete walk left files unconfirmed: the
+	// confirming pass. A shard whose last walk found no candidate has nothing to confirm.
+	ConfirmOnly bool
 	// Progress, when set, is told how the walk goes.
 	Progress func(Progress)
 }
@@ -97,6 +101,9 @@ func (s *Service) Scan(ctx context.Context, asset uuid.UUID, opt ScanOptions) (R
 		}
 		opt.Shards = shards
 	}
+	if opt.ConfirmOnly && (opt.Resume != uuid.Nil || len(opt.Shards) > 0) {
+		return Report{}, &catalog.Error{Kind: catalog.ErrInvalid, Field: "confirm_only", Message: "a confirming pass chooses its own shards: drop the shards or resume option"}
+	}
 	if override {
 		s.log.Warn("cleanup scan with an age threshold below 24h (explicit override)", "asset_id", asset, "threshold", opt.AgeThreshold.String())
 	}
@@ -111,7 +118,21 @@ func (s *Service) Scan(ctx context.Context, asset uuid.UUID, opt ScanOptions) (R
 		ThresholdOverride: override, Shards: []ShardReport{}, Holes: []Hole{}, ConfirmedSample: []string{}, Dangling: []DanglingRef{},
 		MinGap: opt.MinGap.String(), Pacing: s.pacing(), SharedWith: []SharedTable{}, Foreign: []ForeignTenant{},
 		Assumption: fmt.Sprintf("No write takes longer than %s to commit: a file older than that which no metadata references is not part of a write in flight.", opt.AgeThreshold)}
-	serr := s.scan(ctx, row.ID, &rep, opt)
+	var serr error
+	if opt.ConfirmOnly {
+		rep.ConfirmOnly = true
+		opt.Shards, rep.NothingToConfirm, serr = s.pendingShards(ctx, asset)
+		if serr == nil && len(opt.Shards) == 0 {
+			opt.SkipDangling = true
+			serr = errNothingToConfirm
+		}
+	}
+	if serr == nil {
+		serr = s.scan(ctx, row.ID, &rep, opt)
+	}
+	if errors.Is(serr, errNothingToConfirm) {
+		serr = nil
+	}
 	stopBeat()
 	state := cleanupscan.StateFinished
 	switch {
@@ -182,43 +203,15 @@ func (s *Service) scan(ctx context.Context, scanID uuid.UUID, rep *Report, opt S
 			opt.Progress(p)
 		}
 	}
-	var complete []walked
-	var listed atomic.Int64
-	var metaFiles []candidate // unreferenced *.metadata.json files: other tenants, or newer metadata
-	metaWalked := false       // metadata/ was walked to completion by this scan
-	for i, shard := range shards {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		progress(Progress{Shard: shard, ShardsDone: i, Entries: listed.Load(), Phase: "walking"})
-		res, w, outcome, err := s.walkOne(ctx, scanID, asset, shard, walkTarget{lister, loc, locKey, pre.refs}, &listed, rep,
-			func(n int64) { progress(Progress{Shard: shard, ShardsDone: i, Entries: n, Phase: "walking"}) })
-		if err != nil {
-			return err
-		}
-		if w == nil {
-			continue // another worker holds the shard
-		}
-		if res.mismatch != nil {
-			return res.mismatch // an unsafe comparison stops the table's scan
-		}
-		for _, c := range res.cands { // a failed walk's entries are evidence of a tenant too
-			if strings.HasSuffix(c.key, ".metadata.json") {
-				metaFiles = append(metaFiles, c)
-			}
-		}
-		if outcome == cleanupshardwalk.OutcomeComplete {
-			complete = append(complete, walked{walk: w, cands: res.cands, idx: len(rep.Shards) - 1})
-			metaWalked = metaWalked || shard == "metadata/"
-		}
-		if s.hook != nil {
-			s.hook(shard)
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
+	complete, metaFiles, metaWalked, err := s.walkShards(ctx, scanID, shards, walkTarget{lister, loc, locKey, pre.refs}, rep, progress)
+	if err != nil {
+		return err
 	}
-	progress(Progress{ShardsDone: len(shards), Entries: listed.Load(), Phase: "confirming"})
+	var listed int64
+	for _, sr := range rep.Shards {
+		listed += sr.Entries
+	}
+	progress(Progress{ShardsDone: len(shards), Entries: listed, Phase: "confirming"})
 
 	// The referenced set is re-read after the walk: a file committed while the walk ran is
 	// referenced now and never becomes a candidate.
@@ -248,12 +241,109 @@ func (s *Service) scan(ctx context.Context, scanID uuid.UUID, rep *Report, opt S
 		return err
 	}
 	if !opt.SkipDangling {
-		progress(Progress{ShardsDone: len(shards), Entries: listed.Load(), Phase: "checking"})
+		progress(Progress{ShardsDone: len(shards), Entries: listed, Phase: "checking"})
 		if err := s.dangling(ctx, live2, rep, opt.RecheckDelay); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// errNothingToConfirm ends a confirming pass that has no shard to walk.
+var errNothingToConfirm = errors.New("nothing to confirm")
+
+// pendingShards returns the shards holding files seen unreferenced by one walk and not yet
+// confirmed by a second, and how many other shards were walked before (nothing to confirm).
+func (s *Service) pendingShards(ctx context.Context, asset uuid.UUID) ([]string, int, error) {
+	pending, err := s.db.CleanupObservation.Query().Where(cleanupobservation.AssetID(asset), cleanupobservation.ConfirmedAtIsNil()).
+		Unique(true).Select(cleanupobservation.FieldShard).Strings(ctx)
+	if err != nil {
+		return nil, 0, fmt.Errorf("read the shards with files to confirm: %w", err)
+	}
+	walked, err := s.db.CleanupShardWalk.Query().Where(cleanupshardwalk.AssetID(asset), cleanupshardwalk.OutcomeEQ(cleanupshardwalk.OutcomeComplete)).
+		Unique(true).Select(cleanupshardwalk.FieldShard).Strings(ctx)
+	if err != nil {
+		return nil, 0, fmt.Errorf("read the shards walked before: %w", err)
+	}
+	slices.Sort(pending)
+	pending = slices.Compact(pending)
+	quiet := 0
+	for _, sh := range slices.Compact(slices.Sorted(slices.Values(walked))) {
+		if _, found := slices.BinarySearch(pending, sh); !found {
+			quiet++
+		}
+	}
+	return pending, quiet, nil
+}
+
+// walkShards walks the shards, up to walkPar at once (sharing the LIST rate), and returns the
+// complete walks, the unreferenced metadata files seen, and whether metadata/ was walked to
+// completion. The report lists the shards in the order planned. The first error stops the rest.
+func (s *Service) walkShards(ctx context.Context, scanID uuid.UUID, shards []string, t walkTarget, rep *Report,
+	progress func(Progress)) (complete []walked, metaFiles []candidate, metaWalked bool, err error) {
+	type done struct {
+		sr      *ShardReport // nil: not walked (stopped first)
+		res     walkResult
+		w       *ent.CleanupShardWalk
+		outcome cleanupshardwalk.Outcome
+	}
+	out := make([]done, len(shards))
+	var listed, finished atomic.Int64
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(s.walkPar)
+	for i, shard := range shards {
+		if gctx.Err() != nil {
+			break
+		}
+		g.Go(func() error {
+			if err := gctx.Err(); err != nil {
+				return err
+			}
+			tick := func(n int64) {
+				progress(Progress{Shard: shard, ShardsDone: int(finished.Load()), Entries: n, Phase: "walking"})
+			}
+			tick(listed.Load())
+			res, w, sr, outcome, err := s.walkOne(gctx, scanID, rep.AssetID, shard, t, &listed, tick)
+			if err != nil {
+				return err
+			}
+			out[i] = done{sr: &sr, res: res, w: w, outcome: outcome}
+			finished.Add(1)
+			if res.mismatch != nil {
+				return res.mismatch // an unsafe comparison stops the table's scan
+			}
+			if s.hook != nil && w != nil {
+				s.hook(shard)
+			}
+			return gctx.Err()
+		})
+	}
+	err = g.Wait()
+	for _, d := range out {
+		if d.sr == nil {
+			continue
+		}
+		rep.Shards = append(rep.Shards, *d.sr)
+		rep.EntriesListed += d.res.entries
+		rep.DuplicateListed += d.res.dupes
+		rep.Requests.List += d.res.lists
+		if d.w == nil {
+			continue // another worker holds the shard
+		}
+		for _, c := range d.res.cands { // a failed walk's entries are evidence of a tenant too
+			if strings.HasSuffix(c.key, ".metadata.json") {
+				metaFiles = append(metaFiles, c)
+			}
+		}
+		if d.outcome == cleanupshardwalk.OutcomeComplete {
+			complete = append(complete, walked{walk: d.w, cands: d.res.cands, idx: len(rep.Shards) - 1})
+			metaWalked = metaWalked || d.sr.Shard == "metadata/"
+		}
+	}
+	if err == nil {
+		err = ctx.Err()
+	}
+	return complete, metaFiles, metaWalked, err
 }
 
 // strangers reports whether another table lives in the location (a metadata file with an
@@ -342,29 +432,28 @@ type walkTarget struct {
 
 // walkOne walks one shard under its lease and records the walk and its outcome in the report.
 // It returns a nil walk when another worker holds the shard's lease.
-func (s *Service) walkOne(ctx context.Context, scanID, asset uuid.UUID, shard string, t walkTarget, listed *atomic.Int64, rep *Report,
-	tick func(int64)) (walkResult, *ent.CleanupShardWalk, cleanupshardwalk.Outcome, error) {
+func (s *Service) walkOne(ctx context.Context, scanID, asset uuid.UUID, shard string, t walkTarget, listed *atomic.Int64,
+	tick func(int64)) (walkResult, *ent.CleanupShardWalk, ShardReport, cleanupshardwalk.Outcome, error) {
 	sr := ShardReport{Shard: shard, StartedAt: s.clock()}
 	held, err := s.claim(ctx, asset, shard, s.leaseTTL)
 	if err != nil {
-		return walkResult{}, nil, "", err
+		return walkResult{}, nil, sr, "", err
 	}
 	if held == nil {
 		sr.Outcome, sr.Error = "leased", "another worker holds this shard's lease"
 		err := s.db.CleanupShardWalk.Create().SetScanID(scanID).SetAssetID(asset).SetShard(shard).SetStartedAt(sr.StartedAt).
 			SetFinishedAt(sr.StartedAt).SetOutcome(cleanupshardwalk.OutcomeLeased).SetError(sr.Error).Exec(ctx)
 		if err != nil {
-			return walkResult{}, nil, "", err
+			return walkResult{}, nil, sr, "", err
 		}
-		rep.Shards = append(rep.Shards, sr)
-		return walkResult{}, nil, "", nil
+		return walkResult{}, nil, sr, "", nil
 	}
 	sr.StartedAt = s.clock() // the walk's span lies within the lease
 	w, err := s.db.CleanupShardWalk.Create().SetScanID(scanID).SetAssetID(asset).SetShard(shard).SetStartedAt(sr.StartedAt).
 		SetOutcome(cleanupshardwalk.OutcomeRunning).Save(ctx)
 	if err != nil {
 		s.release(ctx, held)
-		return walkResult{}, nil, "", err
+		return walkResult{}, nil, sr, "", err
 	}
 	res := s.walkShard(ctx, t.lister, t.loc, t.locKey, shard, t.refs, listed, tick, func() error { return s.renew(ctx, held, s.leaseTTL) })
 	fin := s.clock()
@@ -376,9 +465,6 @@ func (s *Service) walkOne(ctx context.Context, scanID, asset uuid.UUID, shard st
 		}
 	}
 	sr.FinishedAt, sr.Entries, sr.Duplicates, sr.ListRequests = &fin, res.entries, res.dupes, res.lists
-	rep.EntriesListed += res.entries
-	rep.DuplicateListed += res.dupes
-	rep.Requests.List += res.lists
 	outcome := cleanupshardwalk.OutcomeComplete
 	switch {
 	case res.mismatch != nil:
@@ -398,10 +484,9 @@ func (s *Service) walkOne(ctx context.Context, scanID, asset uuid.UUID, shard st
 		SetListRequests(res.lists).SetError(sr.Error).Exec(context.WithoutCancel(ctx))
 	s.release(ctx, held)
 	if werr != nil {
-		return walkResult{}, nil, "", werr
+		return walkResult{}, nil, sr, "", werr
 	}
-	rep.Shards = append(rep.Shards, sr)
-	return res, w, outcome, nil
+	return res, w, sr, outcome, nil
 }
 
 // discover lists the location's top level and data/'s, and returns the shards: metadata/,

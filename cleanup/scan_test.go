@@ -401,7 +401,7 @@ func TestPathForms(t *testing.T) {
 // stopped; resuming walks only the shards it did not complete.
 func TestStopAndResume(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
-		e := newEnv(t, db)
+		e := newEnv(t, db, cleanup.WithShardParallel(1)) // stopped after the first shard of two
 		ctx, cancel := context.WithCancel(e.ctx)
 		e.hook = func(s string) { cancel() }
 		r, err := e.svc.Scan(ctx, e.id, cleanup.ScanOptions{RecheckDelay: time.Millisecond})
@@ -419,6 +419,44 @@ func TestStopAndResume(t *testing.T) {
 		}
 		if _, err := e.svc.Scan(e.ctx, e.id, cleanup.ScanOptions{Resume: r2.ScanID}); !errors.Is(err, catalog.ErrInvalid) {
 			t.Fatalf("resuming a finished scan: %v", err)
+		}
+	})
+}
+
+// TestConfirmingPass: a confirming pass walks only the shards whose last walk found candidates,
+// with shards walked in parallel, and says what it left alone.
+func TestConfirmingPass(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		e := newEnv(t, db)
+		old := e.clock.Now().Add(-100 * time.Hour)
+		for _, d := range []string{"a", "b", "c", "d", "e"} {
+			e.lake.WriteFile(e.tbl, "data/"+d+"/quiet.txt", 1, e.clock.Now()) // young: never a candidate
+		}
+		e.lake.WriteFile(e.tbl, "data/c/orphan.parquet", 10, old)
+		e.lake.WriteFile(e.tbl, "data/e/orphan.parquet", 20, old)
+		r1 := e.scan(cleanup.ScanOptions{})
+		if r1.Candidates != 2 || len(r1.Shards) != 7 || r1.ShardsComplete != 7 || r1.Pacing.ShardParallel != cleanup.DefaultShardParallel {
+			t.Fatalf("first scan: %d candidates, %d of %d shards complete, pacing %+v", r1.Candidates, r1.ShardsComplete, len(r1.Shards), r1.Pacing)
+		}
+		if !slices.IsSortedFunc(r1.Shards, func(a, b cleanup.ShardReport) int { return strings.Compare(a.Shard, b.Shard) }) {
+			t.Fatalf("shards are not reported in the planned order: %+v", r1.Shards)
+		}
+		if _, err := e.svc.Scan(e.ctx, e.id, cleanup.ScanOptions{ConfirmOnly: true, Shards: []string{"data/a/"}}); !errors.Is(err, catalog.ErrInvalid) {
+			t.Fatalf("confirming pass with shards: %v", err)
+		}
+		e.clock.Add(time.Hour)
+		r2 := e.scan(cleanup.ScanOptions{ConfirmOnly: true})
+		var walked []string
+		for _, sh := range r2.Shards {
+			walked = append(walked, sh.Shard)
+		}
+		if !slices.Equal(walked, []string{"data/c/", "data/e/"}) || r2.Confirmed != 2 || !r2.ConfirmOnly || r2.NothingToConfirm != 5 ||
+			!strings.Contains(r2.Summary, "left 5 shards") {
+			t.Fatalf("confirming pass walked %v, confirmed %d, left %d\n%s", walked, r2.Confirmed, r2.NothingToConfirm, r2.Summary)
+		}
+		e.clock.Add(time.Hour)
+		if r3 := e.scan(cleanup.ScanOptions{ConfirmOnly: true}); len(r3.Shards) != 0 || r3.NothingToConfirm != 7 || r3.State != "finished" {
+			t.Fatalf("a confirming pass with everything confirmed walked %+v, left %d, state %s", r3.Shards, r3.NothingToConfirm, r3.State)
 		}
 	})
 }

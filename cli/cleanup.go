@@ -26,6 +26,7 @@ type cleanupConfig struct {
 	listRate     float64
 	headRate     float64
 	headParallel int
+	shardPar     int
 	recheck      time.Duration
 	prices       cleanup.Prices
 	unusedWindow time.Duration
@@ -44,6 +45,7 @@ func (c *cleanupConfig) register(fs *flag.FlagSet) {
 	fs.Float64Var(&c.listRate, "scan-list-rate", cleanup.DefaultListRate, "LIST requests per second during a walk, so a scan never runs at full speed against live storage; 0 unlimited (TIDEMARK_SCAN_LIST_RATE)")
 	fs.Float64Var(&c.headRate, "scan-head-rate", cleanup.DefaultHeadRate, "HEAD requests per second for dangling checks, and stat+delete pairs per second when executing; 0 unlimited (TIDEMARK_SCAN_HEAD_RATE)")
 	fs.IntVar(&c.headParallel, "scan-head-parallel", int(8), "HEAD requests in flight at once (TIDEMARK_SCAN_HEAD_PARALLEL)")
+	fs.IntVar(&c.shardPar, "scan-shard-parallel", cleanup.DefaultShardParallel, "shards of one scan walked at once, sharing --scan-list-rate (TIDEMARK_SCAN_SHARD_PARALLEL)")
 	fs.DurationVar(&c.recheck, "scan-recheck-delay", cleanup.DefaultRecheckDelay, "how long a missing referenced file gets before its second check (TIDEMARK_SCAN_RECHECK_DELAY)")
 	fs.DurationVar(&c.unusedWindow, "unused-window", cleanup.DefaultPolicy.UnusedWindow, "an asset with no reads (under any name) for this long may be proposed for retirement (TIDEMARK_UNUSED_WINDOW)")
 	fs.DurationVar(&c.minAge, "unused-min-age", cleanup.DefaultPolicy.MinAssetAge, "only assets at least this old are proposed as unused (TIDEMARK_UNUSED_MIN_AGE)")
@@ -61,6 +63,9 @@ func (c *cleanupConfig) check() error {
 	if c.minGap <= 0 {
 		return fmt.Errorf("--confirm-gap %s must be positive: two passes need two moments", c.minGap)
 	}
+	if c.shardPar < 1 || c.shardPar > 256 {
+		return fmt.Errorf("--scan-shard-parallel must be from 1 to 256, not %d", c.shardPar)
+	}
 	if c.listRate < 0 || c.headRate < 0 {
 		return errors.New("--scan-list-rate and --scan-head-rate must not be negative (0 is unlimited)")
 	}
@@ -71,7 +76,8 @@ func (c *cleanupConfig) check() error {
 // appOptions are the cleanup service's options from the flags (check them first).
 func (c *cleanupConfig) appOptions() []cleanup.Option {
 	w, _ := cleanup.ParseWindow(c.window) // checked by check
-	return []cleanup.Option{cleanup.WithPrices(c.prices), cleanup.WithPacing(c.pageSize, c.listRate, c.headRate, c.headParallel), cleanup.WithWindow(w),
+	return []cleanup.Option{cleanup.WithPrices(c.prices), cleanup.WithPacing(c.pageSize, c.listRate, c.headRate, c.headParallel),
+		cleanup.WithShardParallel(c.shardPar), cleanup.WithWindow(w),
 		cleanup.WithPolicy(cleanup.Policy{UnusedWindow: c.unusedWindow, MinAssetAge: c.minAge, Grace: c.grace, OpenFor: c.openFor, RejectQuiet: c.rejectQuiet})}
 }
 
@@ -112,6 +118,7 @@ func cleanupCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	shards := fs.String("shard", "", "walk only these shards, comma-separated (e.g. metadata/,data/ts_day=2026-11-01/)")
 	noDangling := fs.Bool("no-dangling", false, "skip the dangling-reference check")
 	resume := fs.String("resume", "", "a scan ID of --table: walk only the shards it did not complete")
+	confirmOnly := fs.Bool("confirm-only", false, "a confirming pass: walk only the shards whose last walk left files to confirm")
 	asJSON := fs.Bool("json", false, "print the reports as JSON")
 	if err := parse(fs, args[1:]); err != nil {
 		return err
@@ -131,7 +138,7 @@ func cleanupCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	opt := cc.options()
-	opt.SkipDangling = *noDangling
+	opt.SkipDangling, opt.ConfirmOnly = *noDangling, *confirmOnly
 	if *shards != "" {
 		opt.Shards = strings.Split(*shards, ",")
 	}

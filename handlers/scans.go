@@ -51,6 +51,7 @@ type pacingResponse struct {
 	HeadPerSecond float64 `json:"head_per_second"`
 	PageSize      int     `json:"page_size"`
 	HeadParallel  int     `json:"head_parallel"`
+	ShardParallel int     `json:"shard_parallel"`
 }
 
 type sharedTableResponse struct {
@@ -89,6 +90,8 @@ type scanResponse struct {
 	ThresholdOverride bool                    `json:"threshold_override"`
 	Assumption        string                  `json:"assumption"`
 	Summary           string                  `json:"summary"`
+	ConfirmOnly       bool                    `json:"confirm_only"`
+	NothingToConfirm  int                     `json:"nothing_to_confirm_shards"`
 	Shards            []scanShardResponse     `json:"shards"`
 	ShardsComplete    int                     `json:"shards_complete"`
 	Holes             []scanHoleResponse      `json:"holes"`
@@ -187,6 +190,7 @@ func toScanResponse(r cleanup.Report) scanResponse {
 	out := scanResponse{ID: r.ScanID, AssetID: r.AssetID, Location: r.Location, MetadataLocation: r.MetadataLocation,
 		StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, State: r.State, Error: r.Error, AgeThreshold: r.AgeThreshold,
 		ThresholdOverride: r.ThresholdOverride, Assumption: r.Assumption, Summary: r.Summary, Shards: []scanShardResponse{},
+		ConfirmOnly: r.ConfirmOnly, NothingToConfirm: r.NothingToConfirm,
 		ShardsComplete: r.ShardsComplete, Holes: []scanHoleResponse{}, EntriesListed: r.EntriesListed, DuplicateListed: r.DuplicateListed,
 		ReferencedFiles: r.ReferencedFiles, MidWalk: r.MidWalk, TooYoung: r.TooYoung, Candidates: r.Candidates,
 		CandidateBytes: r.CandidateBytes, Confirmed: r.Confirmed, ConfirmedBytes: r.ConfirmedBytes, ConfirmedSample: r.ConfirmedSample,

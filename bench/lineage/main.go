@@ -166,7 +166,8 @@ func restart(bin, dsn, dir string) (answer, ready time.Duration, rss int64) {
 func server(ctx context.Context, db *storage.DB) (string, string, *lineage.Service) {
 	var lin *lineage.Service
 	cat := catalog.New(db.Client, catalog.WithChangeHook(func(ctx context.Context, ids []uuid.UUID) { lin.Graph().AssetsChanged(ctx, ids) }))
-	lin = lineage.New(db, cat, lineage.WithConcurrency(2*(*clients), 30*time.Second))
+	// The cap is raised so that 10 hops over the whole wide graph come back complete.
+	lin = lineage.New(db, cat, lineage.WithConcurrency(2*(*clients), 30*time.Second), lineage.WithMaxNodes(benchMaxNodes))
 	start := time.Now()
 	benchdb.Must(lin.Open(ctx))
 	f := lin.Graph().Freshness()
@@ -178,6 +179,8 @@ func server(ctx context.Context, db *storage.DB) (string, string, *lineage.Servi
 	base, secret := benchdb.Serve(ctx, db, handlers.Config{Catalog: cat, Lineage: lin})
 	return base, secret, lin
 }
+
+const benchMaxNodes = 2_000_000
 
 func traversal(ctx context.Context) {
 	dsn, drop := benchdb.CreateDB(ctx, *admin, "tidemark_bench_graph", *keep)
@@ -236,12 +239,12 @@ func traversal(ctx context.Context) {
 					Nodes     []json.RawMessage `json:"nodes"`
 					Truncated bool              `json:"truncated"`
 				}
-				full = append(full, get(fmt.Sprintf("%s/api/v1/assets/%s/lineage?direction=%s&depth=%d&limit=%d", base, start, dir, depth, lineage.DefaultMaxNodes), &f))
+				full = append(full, get(fmt.Sprintf("%s/api/v1/assets/%s/lineage?direction=%s&depth=%d&limit=%d", base, start, dir, depth, benchMaxNodes), &f))
 				if c.Truncated || f.Truncated || len(c.Nodes) != len(f.Nodes) {
 					log.Fatalf("compact: %d nodes (truncated %v), full: %d (truncated %v)", len(c.Nodes), c.Truncated, len(f.Nodes), f.Truncated)
 				}
 				t0 := time.Now()
-				res2, err := lin.Lineage(ctx, start, lineage.Direction(dir), depth, lineage.DefaultMaxNodes)
+				res2, err := lin.Lineage(ctx, start, lineage.Direction(dir), depth, benchMaxNodes)
 				benchdb.Must(err)
 				inproc = append(inproc, time.Since(t0))
 				if len(res2.Nodes) != len(c.Nodes) {
