@@ -195,7 +195,9 @@ func (a *API) lineageRoutes() {
 		Description: batchAtomicity, Tag: "lineage", BodyLimit: limit, Body: []map[string]any{}, Responses: map[int]any{200: batchResponse{}, 400: batchResponse{}}}, a.ingestLineageBatch)
 	a.handle(operation{Method: http.MethodGet, Path: base + "/lineage", Summary: "Marquez-shaped lineage graph around a node",
 		Tag: "lineage", Params: []param{{Name: "nodeId", In: "query", Required: true, Description: "dataset:<namespace>:<name> or job:<namespace>:<name>; former names work"},
-			{Name: "depth", In: "query", Description: "hops, 1-20, default 20"}}, Responses: map[int]any{200: marquezGraphResponse{}}}, a.marquezLineage)
+			{Name: "depth", In: "query", Description: "hops, 1-20, default 20"},
+			{Name: "limit", In: "query", Description: "most nodes to return (whole levels), 1 to the server's cap (--lineage-max-nodes), default 1000; truncated says when more exist"}},
+		Responses: map[int]any{200: marquezGraphResponse{}}}, a.marquezLineage)
 	a.handle(operation{Method: http.MethodGet, Path: base + "/column-lineage", Summary: "Marquez-shaped column lineage",
 		Tag: "lineage", Params: []param{{Name: "nodeId", In: "query", Required: true, Description: "datasetField:<namespace>:<name>:<field> or dataset:<namespace>:<name>"},
 			{Name: "depth", In: "query"}, {Name: "withDownstream", In: "query"}}, Responses: map[int]any{200: columnLineageResponse{}}}, a.columnLineage)
@@ -377,7 +379,11 @@ func (a *API) marquezLineage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	nodes, res, err := a.cfg.Lineage.MarquezGraph(c.Request().Context(), nodeID, depth)
+	limit, err := queryInt(c, "limit", lineage.DefaultLimit, 1, a.cfg.Lineage.MaxNodes())
+	if err != nil {
+		return err
+	}
+	nodes, res, err := a.cfg.Lineage.MarquezGraph(c.Request().Context(), nodeID, depth, limit)
 	if err != nil {
 		return err
 	}

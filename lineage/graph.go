@@ -387,6 +387,38 @@ type Reached struct {
 	Info  catalog.Summary
 }
 
+// marks is a traversal's visited set over node indexes: a stamp per node (equal to gen when
+// visited in this traversal) and the node's position in the answer. Stamping makes reuse free
+// of clearing; pooled, so a walk over a million-node graph allocates nothing but its answer.
+type marks struct {
+	gen   uint32
+	stamp []uint32
+	pos   []int32
+}
+
+var markPool sync.Pool
+
+// marks returns a visited set for the current graph. Callers hold mu (the node count is fixed).
+func (g *Graph) marks() *marks {
+	m, _ := markPool.Get().(*marks)
+	if m == nil {
+		m = &marks{}
+	}
+	if n := len(g.ids); len(m.stamp) < n {
+		n += n / 8 // room for growth before the next reallocation
+		m.stamp, m.pos, m.gen = make([]uint32, n), make([]int32, n), 0
+	}
+	if m.gen++; m.gen == 0 { // wrapped: stamps of 4 billion walks ago would look current
+		clear(m.stamp)
+		m.gen = 1
+	}
+	return m
+}
+
+func (m *marks) seen(n int32) bool { return m.stamp[n] == m.gen }
+
+func (m *marks) set(n, pos int32) { m.stamp[n], m.pos[n] = m.gen, pos }
+
 // Traverse walks up to depth hops from start in dir, returning at most limit nodes (start
 // included). Levels are taken whole or not at all, so a truncated answer is a complete picture
 // of the depths it covers, never a partial level that looks complete.
@@ -399,10 +431,11 @@ func (g *Graph) Traverse(start uuid.UUID, dir Direction, depth, limit int) Trave
 		res.Nodes = []Reached{{ID: start}}
 		return res
 	}
-	// pos numbers the nodes met in the order they are returned; a node met on a level that is
+	// m numbers the nodes met in the order they are returned; a node met on a level that is
 	// then dropped (the limit) gets a number past the end and its edges are left out.
-	pos := make(map[int32]int32, 64)
-	pos[s] = 0
+	m := g.marks()
+	defer markPool.Put(m)
+	m.set(s, 0)
 	order := []int32{s}
 	depths := []int{0}
 	type walk struct {
@@ -432,10 +465,10 @@ func (g *Graph) Traverse(start uuid.UUID, dir Direction, depth, limit int) Trave
 					// Every node met so far is at this depth or shallower, so the edge joins two
 					// returned nodes if this level is kept.
 					levelEdges = append(levelEdges, e)
-					if _, done := pos[v]; done {
+					if m.seen(v) {
 						continue
 					}
-					pos[v] = int32(len(order) + len(level))
+					m.set(v, int32(len(order)+len(level)))
 					next = append(next, v)
 					level = append(level, v)
 				}
@@ -473,7 +506,7 @@ func (g *Graph) Traverse(start uuid.UUID, dir Direction, depth, limit int) Trave
 			}
 			dedupe[e] = struct{}{}
 		}
-		res.Edges = append(res.Edges, [2]int32{pos[e[0]], pos[e[1]]})
+		res.Edges = append(res.Edges, [2]int32{m.pos[e[0]], m.pos[e[1]]})
 	}
 	return res
 }

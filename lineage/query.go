@@ -242,12 +242,13 @@ type GraphNode struct {
 
 // MarquezGraph returns the graph around a node the way Marquez's /lineage does: both
 // directions, depth hops, every node with its in and out edges among the returned nodes.
-func (s *Service) MarquezGraph(ctx context.Context, nodeID string, depth int) ([]GraphNode, LineageResult, error) {
+// At most limit nodes are returned (whole levels; Truncated says when more exist).
+func (s *Service) MarquezGraph(ctx context.Context, nodeID string, depth, limit int) ([]GraphNode, LineageResult, error) {
 	id, err := s.ResolveNodeID(ctx, nodeID)
 	if err != nil {
 		return nil, LineageResult{}, err
 	}
-	res, err := s.Lineage(ctx, id, Both, depth, DefaultLimit)
+	res, err := s.Lineage(ctx, id, Both, depth, limit)
 	if err != nil {
 		return nil, LineageResult{}, err
 	}
