@@ -11,24 +11,24 @@ import (
 // Report is what one scan examined and found. Its wording never claims the table is clean or
 // the result complete: a walk over a live store is evidence, and reconciliation converges.
 type Report struct {
-	ScanID            uuid.UUID     `json:"scan_id"`
-	AssetID           uuid.UUID     `json:"asset_id"`
-	Location          string        `json:"location"`
-	MetadataLocation  string        `json:"metadata_location"`
-	StartedAt         time.Time     `json:"started_at"`
-	FinishedAt        *time.Time    `json:"finished_at,omitempty"`
-	State             string        `json:"state"`
-	Error             string        `json:"error,omitempty"`
-	AgeThreshold      string        `json:"age_threshold"`
-	ThresholdOverride bool          `json:"threshold_override"`
-	Assumption        string        `json:"assumption"`
-	Planned           []string      `json:"planned_shards"` // what the scan set out to walk
+	ScanID            uuid.UUID  `json:"scan_id"`
+	AssetID           uuid.UUID  `json:"asset_id"`
+	Location          string     `json:"location"`
+	MetadataLocation  string     `json:"metadata_location"`
+	StartedAt         time.Time  `json:"started_at"`
+	FinishedAt        *time.Time `json:"finished_at,omitempty"`
+	State             string     `json:"state"`
+	Error             string     `json:"error,omitempty"`
+	AgeThreshold      string     `json:"age_threshold"`
+	ThresholdOverride bool       `json:"threshold_override"`
+	Assumption        string     `json:"assumption"`
+	Planned           []string   `json:"planned_shards"` // what the scan set out to walk
 	// ConfirmOnly: a confirming pass, which walked only the shards with files to confirm;
 	// NothingToConfirm counts the shards walked before that it left alone (no candidate there).
-	ConfirmOnly      bool `json:"confirm_only"`
-	NothingToConfirm int  `json:"nothing_to_confirm_shards"`
-	Shards            []ShardReport `json:"shards"`
-	ShardsComplete    int           `json:"shards_complete"`
+	ConfirmOnly      bool          `json:"confirm_only"`
+	NothingToConfirm int           `json:"nothing_to_confirm_shards"`
+	Shards           []ShardReport `json:"shards"`
+	ShardsComplete   int           `json:"shards_complete"`
 	// Holes are shards this scan did not walk to completion: nothing in them was confirmed.
 	Holes           []Hole        `json:"holes"`
 	EntriesListed   int64         `json:"entries_listed"`   // distinct paths listed
