@@ -58,6 +58,7 @@ var (
 	clients    = flag.Int("clients", 4, "concurrent ingest clients")
 	keep       = flag.Bool("keep", false, "keep the benchmark databases")
 	part       = flag.String("part", "all", "all, traversal, ingest or startup")
+	fresh      = flag.Bool("fresh", false, "ingest: every event brings a new job and a new output dataset (a first ingest)")
 	cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the whole run (client and server) here")
 )
 
@@ -126,12 +127,19 @@ func restart(bin, dsn, dir string) (answer, ready time.Duration, rss int64) {
 	benchdb.Must(cmd.Start())
 	defer func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() }()
 	addr := make(chan string, 1)
+	loaded := make(chan int, 1) // the Go heap after the load, MiB
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
-			var line struct{ Msg, Addr string }
+			var line struct {
+				Msg, Addr string
+				Heap      int `json:"heap_mib"`
+			}
 			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "serving" {
 				addr <- line.Addr
+			}
+			if line.Msg == "lineage graph loaded" {
+				loaded <- line.Heap
 			}
 		}
 	}()
@@ -152,6 +160,8 @@ func restart(bin, dsn, dir string) (answer, ready time.Duration, rss int64) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+	heap := <-loaded // the server logs the load once it has handed its garbage back
+	fmt.Printf("  (Go heap after the load: %d MiB)\n", heap)
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
 	benchdb.Must(err)
 	for _, l := range strings.Split(string(b), "\n") {
@@ -418,7 +428,7 @@ func ingest(ctx context.Context) {
 	defer drop()
 	db := benchdb.Open(ctx, dsn)
 	defer db.Close()
-	fmt.Printf("\n== ingest: %d RunEvents (3 inputs, 1 output), batches of %d, %d clients, over HTTP\n", *events, *batchSize, *clients)
+	fmt.Printf("\n== ingest: %d RunEvents (3 inputs, 1 output), batches of %d, %d clients, over HTTP (new job and output in every event: %v)\n", *events, *batchSize, *clients, *fresh)
 	base, token, _ := server(ctx, db)
 	rng := rand.New(rand.NewSource(7))
 	const datasets, jobsN = 20_000, 5_000
@@ -433,14 +443,18 @@ func ingest(ctx context.Context) {
 			var batch []map[string]any
 			for i := sent; i < min(sent+*batchSize, *events); i++ {
 				j := rng.Intn(jobsN)
+				job, out := fmt.Sprintf("job_%d", j), fmt.Sprintf("t_%d", j)
+				if *fresh { // a first ingest: a new job writing a new dataset, reading known ones
+					job, out = fmt.Sprintf("new_job_%d", i), fmt.Sprintf("new_t_%d", i)
+				}
 				batch = append(batch, map[string]any{
 					"eventType": "COMPLETE", "eventTime": t0.Add(time.Duration(i) * time.Second).Format(time.RFC3339),
 					"producer": "https://tidemark.example/bench", "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent",
 					"run": map[string]any{"runId": uuid.NewString()},
-					"job": map[string]any{"namespace": "bench", "name": fmt.Sprintf("job_%d", j)},
+					"job": map[string]any{"namespace": "bench", "name": job},
 					"inputs": []ds{{"bench", fmt.Sprintf("t_%d", rng.Intn(datasets))}, {"bench", fmt.Sprintf("t_%d", rng.Intn(datasets))},
 						{"bench", fmt.Sprintf("t_%d", rng.Intn(datasets))}},
-					"outputs": []ds{{"bench", fmt.Sprintf("t_%d", j)}},
+					"outputs": []ds{{"bench", out}},
 				})
 			}
 			b, err := json.Marshal(batch)
