@@ -11,9 +11,12 @@ const (
 	SystemIcebergTable = "iceberg-table-uuid"
 )
 
+// symlinkEscape is built once: building a Replacer costs more than using it, and ingest calls
+// SymlinkID for every dataset of every event.
+var symlinkEscape = strings.NewReplacer("%", "%25", "|", "%7C")
+
 // SymlinkID is the external ID of an OpenLineage dataset identifier: "<namespace>|<name>", with
 // '%' and '|' escaped so the pair is unambiguous.
 func SymlinkID(namespace, name string) ExternalIDInput {
-	esc := strings.NewReplacer("%", "%25", "|", "%7C")
-	return ExternalIDInput{System: SystemSymlink, Value: esc.Replace(namespace) + "|" + esc.Replace(name)}
+	return ExternalIDInput{System: SystemSymlink, Value: symlinkEscape.Replace(namespace) + "|" + symlinkEscape.Replace(name)}
 }
