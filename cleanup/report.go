@@ -25,8 +25,11 @@ type Report struct {
 	Planned           []string   `json:"planned_shards"` // what the scan set out to walk
 	// ConfirmOnly: a confirming pass, which walked only the shards with files to confirm;
 	// NothingToConfirm counts the shards walked before that it left alone (no candidate there).
-	ConfirmOnly      bool          `json:"confirm_only"`
-	NothingToConfirm int           `json:"nothing_to_confirm_shards"`
+	ConfirmOnly      bool `json:"confirm_only"`
+	NothingToConfirm int  `json:"nothing_to_confirm_shards"`
+	// ReferencesReused: no table here committed during the walk (each was still at the
+	// metadata file read before it), so the references read before the walk stood for after.
+	ReferencesReused bool          `json:"references_reused"`
 	Shards           []ShardReport `json:"shards"`
 	ShardsComplete   int           `json:"shards_complete"`
 	// Holes are shards this scan did not walk to completion: nothing in them was confirmed.

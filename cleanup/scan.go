@@ -219,11 +219,12 @@ func (s *Service) scan(ctx context.Context, scanID uuid.UUID, rep *Report, opt S
 	if err != nil {
 		return err
 	}
-	post, err := s.readWorld(ctx, asset, live2.Refs.Location, live2)
+	post, err := s.readWorld(ctx, asset, live2.Refs.Location, live2, pre)
 	if err != nil {
 		return err
 	}
 	rep.Requests.ManifestReads += post.reads
+	rep.ReferencesReused = post.reused
 	rep.ReferencedFiles = int64(len(post.refs.keys))
 	rep.SharedWith = post.shared
 	// Another table living here makes every file here possibly its: nothing is a candidate.

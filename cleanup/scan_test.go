@@ -252,11 +252,12 @@ func TestMidWalkCommit(t *testing.T) {
 			}
 		}
 		r := e.scan(cleanup.ScanOptions{})
-		if !committed || r.Candidates != 0 || r.MidWalk == 0 {
-			t.Fatalf("mid-walk commit: committed %v, candidates %d, mid-walk %d", committed, r.Candidates, r.MidWalk)
+		if !committed || r.Candidates != 0 || r.MidWalk == 0 || r.ReferencesReused {
+			t.Fatalf("mid-walk commit: committed %v, candidates %d, mid-walk %d, references reused %v", committed, r.Candidates, r.MidWalk, r.ReferencesReused)
 		}
-		if r2 := e.scan(cleanup.ScanOptions{}); r2.Candidates != 0 || r2.Confirmed != 0 {
-			t.Fatalf("next scan: %d candidates", r2.Candidates)
+		// Nothing committed during this walk: the references read before it stand for after.
+		if r2 := e.scan(cleanup.ScanOptions{}); r2.Candidates != 0 || r2.Confirmed != 0 || !r2.ReferencesReused {
+			t.Fatalf("next scan: %d candidates, references reused %v", r2.Candidates, r2.ReferencesReused)
 		}
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"strings"
 	"time"
 
@@ -50,6 +51,10 @@ type world struct {
 	uuids  map[string]bool // table-uuids of the tables read (the scanned one included)
 	shared []SharedTable   // the other tables
 	reads  int             // manifests and manifest lists read from storage
+	// versions is the metadata file each table's references were read from. Metadata files
+	// are immutable, so the same files name the same references.
+	versions map[uuid.UUID]string
+	reused   bool // the references are a previous read's: no table had committed since
 }
 
 func overlaps(a, b string) bool {
@@ -62,22 +67,24 @@ func overlaps(a, b string) bool {
 // location overlaps loc: live ones, dropped ones within the grace period, and dropped ones
 // whose retirement is under way. A table that cannot be read fails the read (fail closed),
 // except a dropped one whose last metadata file is gone: nothing of it is left to protect.
-func (s *Service) readWorld(ctx context.Context, self uuid.UUID, loc string, live *tables.Live) (*world, error) {
-	w := &world{refs: &refSet{}, uuids: map[string]bool{}}
-	add := func(l *tables.Live) error {
-		before := l.Refs.Report.ManifestsRead + l.Refs.Report.ManifestListsRead
-		refs, err := s.tables.WalkReferences(ctx, l, func(p string, _ tables.RefKind) error { w.refs.add(p); return nil })
-		w.reads += refs.Report.ManifestsRead + refs.Report.ManifestListsRead - before
-		if err != nil {
-			return err
-		}
+//
+// With prev (a read of the same location earlier in this scan), the tables are opened first and,
+// when every one is at the metadata file prev read it from (nothing was committed since, and
+// no table came or went), prev's references are reused instead of read again.
+func (s *Service) readWorld(ctx context.Context, self uuid.UUID, loc string, live *tables.Live, prev ...*world) (*world, error) {
+	w := &world{refs: &refSet{}, uuids: map[string]bool{}, versions: map[uuid.UUID]string{}}
+	type opened struct {
+		l    *tables.Live
+		wrap string // how a failure is reported
+	}
+	var todo []opened
+	add := func(id uuid.UUID, l *tables.Live, wrap string) {
+		todo = append(todo, opened{l, wrap})
+		w.versions[id] = l.Refs.MetadataLocation
 		w.uuids[l.Table.Metadata().TableUUID().String()] = true
-		return nil
 	}
 	if live != nil {
-		if err := add(live); err != nil {
-			return nil, fmt.Errorf("read the table's metadata: %w", err)
-		}
+		add(self, live, "read the table's metadata: %w")
 	}
 	now := s.clock()
 	for after := uuid.Nil; ; {
@@ -114,13 +121,23 @@ func (s *Service) readWorld(ctx context.Context, self uuid.UUID, loc string, liv
 			if err != nil {
 				return nil, fmt.Errorf("table %s shares the location %s and could not be read, so nothing there can be judged unreferenced: %w", t.AssetID, loc, err)
 			}
-			if err := add(other); err != nil {
-				return nil, fmt.Errorf("table %s shares the location %s and its metadata could not be read: %w", t.AssetID, loc, err)
-			}
+			add(t.AssetID, other, fmt.Sprintf("table %s shares the location %s and its metadata could not be read: %%w", t.AssetID, loc))
 			w.shared = append(w.shared, st)
 		}
 		if !more {
 			break
+		}
+	}
+	if len(prev) == 1 && prev[0] != nil && maps.Equal(prev[0].versions, w.versions) {
+		w.refs, w.reused = prev[0].refs, true
+		return w, nil
+	}
+	for _, o := range todo {
+		before := o.l.Refs.Report.ManifestsRead + o.l.Refs.Report.ManifestListsRead
+		refs, err := s.tables.WalkReferences(ctx, o.l, func(p string, _ tables.RefKind) error { w.refs.add(p); return nil })
+		w.reads += refs.Report.ManifestsRead + refs.Report.ManifestListsRead - before
+		if err != nil {
+			return nil, fmt.Errorf(o.wrap, err)
 		}
 	}
 	w.refs.seal()

@@ -92,6 +92,7 @@ type scanResponse struct {
 	Summary           string                  `json:"summary"`
 	ConfirmOnly       bool                    `json:"confirm_only"`
 	NothingToConfirm  int                     `json:"nothing_to_confirm_shards"`
+	ReferencesReused  bool                    `json:"references_reused"`
 	Shards            []scanShardResponse     `json:"shards"`
 	ShardsComplete    int                     `json:"shards_complete"`
 	Holes             []scanHoleResponse      `json:"holes"`
@@ -190,7 +191,7 @@ func toScanResponse(r cleanup.Report) scanResponse {
 	out := scanResponse{ID: r.ScanID, AssetID: r.AssetID, Location: r.Location, MetadataLocation: r.MetadataLocation,
 		StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, State: r.State, Error: r.Error, AgeThreshold: r.AgeThreshold,
 		ThresholdOverride: r.ThresholdOverride, Assumption: r.Assumption, Summary: r.Summary, Shards: []scanShardResponse{},
-		ConfirmOnly: r.ConfirmOnly, NothingToConfirm: r.NothingToConfirm,
+		ConfirmOnly: r.ConfirmOnly, NothingToConfirm: r.NothingToConfirm, ReferencesReused: r.ReferencesReused,
 		ShardsComplete: r.ShardsComplete, Holes: []scanHoleResponse{}, EntriesListed: r.EntriesListed, DuplicateListed: r.DuplicateListed,
 		ReferencedFiles: r.ReferencedFiles, MidWalk: r.MidWalk, TooYoung: r.TooYoung, Candidates: r.Candidates,
 		CandidateBytes: r.CandidateBytes, Confirmed: r.Confirmed, ConfirmedBytes: r.ConfirmedBytes, ConfirmedSample: r.ConfirmedSample,

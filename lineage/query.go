@@ -340,6 +340,27 @@ func (s *Service) ColumnLineage(ctx context.Context, nodeID string, depth int, w
 	if err != nil {
 		return nil, err
 	}
+	return s.columnWalk(ctx, start, truncate(nodeID, 128), depth, withDownstream)
+}
+
+// ColumnLineageOf is ColumnLineage for an asset known by ID: from its column field, or from
+// every column of it with lineage when field is empty (no name to resolve).
+func (s *Service) ColumnLineageOf(ctx context.Context, id uuid.UUID, field string, depth int, withDownstream bool) ([]ColumnNode, error) {
+	if err := checkWalk(depth, 1, 1); err != nil {
+		return nil, err
+	}
+	start := []FieldRef{{id, field}}
+	if field == "" {
+		var err error
+		if start, err = s.datasetColumns(ctx, id); err != nil {
+			return nil, err
+		}
+	}
+	return s.columnWalk(ctx, start, id.String(), depth, withDownstream)
+}
+
+// columnWalk walks column lineage from start; what names the start in errors.
+func (s *Service) columnWalk(ctx context.Context, start []FieldRef, what string, depth int, withDownstream bool) ([]ColumnNode, error) {
 
 	nodes := map[FieldRef]*ColumnNode{}
 	get := func(f FieldRef) *ColumnNode {
@@ -399,7 +420,7 @@ func (s *Service) ColumnLineage(ctx context.Context, nodeID string, depth int, w
 					}
 				}
 				if len(nodes) > MaxColumns {
-					return invalid("column lineage of %q reaches more than %d columns; lower depth", truncate(nodeID, 128), MaxColumns)
+					return invalid("column lineage of %q reaches more than %d columns; lower depth", what, MaxColumns)
 				}
 			}
 			frontier = next
@@ -457,24 +478,31 @@ func (s *Service) columnStart(ctx context.Context, nodeID string) ([]FieldRef, e
 		if err != nil {
 			return nil, err
 		}
-		rows, err := s.db.ColumnEdge.Query().Where(columnedge.Or(columnedge.OutAssetID(id), columnedge.InAssetID(id))).All(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("lineage: column edges: %w", err)
-		}
-		set := map[FieldRef]bool{}
-		for _, r := range rows {
-			if r.OutAssetID == id {
-				set[FieldRef{id, r.OutField}] = true
-			}
-			if r.InAssetID == id {
-				set[FieldRef{id, r.InField}] = true
-			}
-		}
-		for f := range set {
-			start = append(start, f)
-		}
+		return s.datasetColumns(ctx, id)
 	default:
 		return nil, invalid("nodeId %q must look like datasetField:<namespace>:<name>:<field> or dataset:<namespace>:<name>", truncate(nodeID, 128))
+	}
+	return start, nil
+}
+
+// datasetColumns returns the columns of a dataset that have column lineage.
+func (s *Service) datasetColumns(ctx context.Context, id uuid.UUID) ([]FieldRef, error) {
+	rows, err := s.db.ColumnEdge.Query().Where(columnedge.Or(columnedge.OutAssetID(id), columnedge.InAssetID(id))).All(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("lineage: column edges: %w", err)
+	}
+	set := map[FieldRef]bool{}
+	for _, r := range rows {
+		if r.OutAssetID == id {
+			set[FieldRef{id, r.OutField}] = true
+		}
+		if r.InAssetID == id {
+			set[FieldRef{id, r.InField}] = true
+		}
+	}
+	start := make([]FieldRef, 0, len(set))
+	for f := range set {
+		start = append(start, f)
 	}
 	return start, nil
 }

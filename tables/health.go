@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
+	"strconv"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -80,6 +80,8 @@ type healthAcc struct {
 	parts     map[string]*partAcc
 	h         Health
 	histogram []Bucket
+
+	keyBuf, coarseBuf []byte // reused by partitionKeys
 }
 
 type partAcc struct {
@@ -135,27 +137,53 @@ func (a *healthAcc) add(e entry) {
 }
 
 // partitionKeys renders the entry's partition and the same partition one granularity coarser
-// (hour -> day, day -> month).
+// (hour -> day, day -> month). It runs once per live data file (tens of thousands per table), so
+// it appends instead of formatting.
 func (a *healthAcc) partitionKeys(e entry) (string, string) {
-	var key, coarse strings.Builder
-	fmt.Fprintf(&key, "%d", e.SpecID)
-	fmt.Fprintf(&coarse, "%d", e.SpecID)
+	key := strconv.AppendInt(a.keyBuf[:0], int64(e.SpecID), 10)
+	coarse := strconv.AppendInt(a.coarseBuf[:0], int64(e.SpecID), 10)
 	spec := a.specs[e.SpecID]
 	for _, pv := range e.Partition {
-		fmt.Fprintf(&key, "/%d=%v", pv.FieldID, pv.Value)
-		v := fmt.Sprint(pv.Value)
+		key = append(key, '/')
+		key = strconv.AppendInt(key, int64(pv.FieldID), 10)
+		key = append(key, '=')
+		mark := len(key)
+		key = appendValue(key, pv.Value)
+		coarse = append(coarse, '/')
+		coarse = strconv.AppendInt(coarse, int64(pv.FieldID), 10)
+		coarse = append(coarse, '=')
+		rolled := false
 		if n, ok := asInt(pv.Value); ok {
 			switch transformOf(spec, pv.FieldID) {
 			case "hour":
-				v = fmt.Sprint(floorDiv(n, 24))
+				coarse, rolled = strconv.AppendInt(coarse, floorDiv(n, 24), 10), true
 			case "day":
-				t := time.Unix(n*86400, 0).UTC()
-				v = t.Format("2006-01")
+				coarse, rolled = time.Unix(n*86400, 0).UTC().AppendFormat(coarse, "2006-01"), true
 			}
 		}
-		fmt.Fprintf(&coarse, "/%d=%s", pv.FieldID, v)
+		if !rolled {
+			coarse = append(coarse, key[mark:]...)
+		}
 	}
-	return key.String(), coarse.String()
+	a.keyBuf, a.coarseBuf = key, coarse
+	return string(key), string(coarse)
+}
+
+// appendValue appends a partition value as fmt's %v would.
+func appendValue(b []byte, v any) []byte {
+	switch x := v.(type) {
+	case json.Number:
+		return append(b, x...)
+	case string:
+		return append(b, x...)
+	case int64:
+		return strconv.AppendInt(b, x, 10)
+	case float64:
+		return strconv.AppendFloat(b, x, 'g', -1, 64)
+	case bool:
+		return strconv.AppendBool(b, x)
+	}
+	return fmt.Append(b, v)
 }
 
 func floorDiv(a, b int64) int64 {

@@ -9,9 +9,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/cleanup"
@@ -183,74 +185,114 @@ func (u *UI) asset(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
+	// The parts are independent reads: they run at once, so the page waits for the slowest
+	// part, not for the sum of them.
+	var mu sync.Mutex // guards d.Missing (partial)
+	miss := func(part string, err error) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return u.partial(r, &d, part, err)
+	}
+	var g errgroup.Group
 	if u.cfg.Usage != nil {
-		now := u.cfg.Now().UTC()
-		s, err := u.cfg.Usage.Series(ctx, id, now.Add(-89*24*time.Hour), now, usage.Daily)
-		if err != nil {
-			u.fail(w, r, err)
-			return
-		}
-		d.Usage = &s
-		for _, p := range s.Points {
-			d.Chart.X = append(d.Chart.X, p.Start.Unix())
-			d.Chart.Reads = append(d.Chart.Reads, p.Reads)
-			d.Chart.Writes = append(d.Chart.Writes, p.Writes)
-		}
+		g.Go(func() error {
+			now := u.cfg.Now().UTC()
+			s, err := u.cfg.Usage.Series(ctx, id, now.Add(-89*24*time.Hour), now, usage.Daily)
+			if err != nil {
+				return err // the usage chart is the page's heart: fail the page
+			}
+			d.Usage = &s
+			for _, p := range s.Points {
+				d.Chart.X = append(d.Chart.X, p.Start.Unix())
+				d.Chart.Reads = append(d.Chart.Reads, p.Reads)
+				d.Chart.Writes = append(d.Chart.Writes, p.Writes)
+			}
+			return nil
+		})
 	}
 	if u.cfg.Lineage != nil {
-		l, err := u.cfg.Lineage.Lineage(ctx, id, lineage.Both, d.Depth, 300)
-		if !u.partial(r, &d, "the lineage graph", err) {
-			d.Lineage, d.Truncated = l.Nodes, l.Truncated
-			for _, n := range l.Nodes {
-				var gn graphNode
-				gn.Data.ID, gn.Data.Label, gn.Data.Kind = n.ID.String(), n.Name, string(n.Kind)
-				gn.Data.Href, gn.Data.Root = "/assets/"+n.ID.String(), n.ID == id
-				d.Graph.Nodes = append(d.Graph.Nodes, gn)
-			}
-			for _, e := range l.Edges {
-				var ge graphEdge
-				ge.Data.Source, ge.Data.Target = l.Nodes[e[0]].ID.String(), l.Nodes[e[1]].ID.String()
-				d.Graph.Edges = append(d.Graph.Edges, ge)
-			}
-		}
-		if a.Kind == catalog.KindJob || a.Kind == catalog.KindTable || a.Kind == catalog.KindView {
-			d.Runs, err = u.cfg.Lineage.RunsOf(ctx, id, 20)
-			u.partial(r, &d, "the runs", err)
-		}
-		if a.Kind != catalog.KindJob && a.Status != catalog.StatusDeleted {
-			cols, err := u.cfg.Lineage.ColumnLineage(ctx, "dataset:"+a.Namespace+":"+a.Name, 1, false)
-			if !u.partial(r, &d, "the columns with lineage", err) {
-				for _, c := range cols {
-					if c.AssetID == id && !slices.Contains(d.Fields, c.Field) {
-						d.Fields = append(d.Fields, c.Field)
-					}
+		g.Go(func() error {
+			l, err := u.cfg.Lineage.Lineage(ctx, id, lineage.Both, d.Depth, 300)
+			if !miss("the lineage graph", err) {
+				d.Lineage, d.Truncated = l.Nodes, l.Truncated
+				for _, n := range l.Nodes {
+					var gn graphNode
+					gn.Data.ID, gn.Data.Label, gn.Data.Kind = n.ID.String(), n.Name, string(n.Kind)
+					gn.Data.Href, gn.Data.Root = "/assets/"+n.ID.String(), n.ID == id
+					d.Graph.Nodes = append(d.Graph.Nodes, gn)
+				}
+				for _, e := range l.Edges {
+					var ge graphEdge
+					ge.Data.Source, ge.Data.Target = l.Nodes[e[0]].ID.String(), l.Nodes[e[1]].ID.String()
+					d.Graph.Edges = append(d.Graph.Edges, ge)
 				}
 			}
+			return nil
+		})
+		if a.Kind == catalog.KindJob || a.Kind == catalog.KindTable || a.Kind == catalog.KindView {
+			g.Go(func() error {
+				var err error
+				d.Runs, err = u.cfg.Lineage.RunsOf(ctx, id, 20)
+				miss("the runs", err)
+				return nil
+			})
+		}
+		if a.Kind != catalog.KindJob && a.Status != catalog.StatusDeleted {
+			g.Go(func() error {
+				cols, err := u.cfg.Lineage.ColumnLineageOf(ctx, id, "", 1, false)
+				if !miss("the columns with lineage", err) {
+					for _, c := range cols {
+						if c.AssetID == id && !slices.Contains(d.Fields, c.Field) {
+							d.Fields = append(d.Fields, c.Field)
+						}
+					}
+				}
+				return nil
+			})
 			if d.Field != "" {
-				d.Columns, err = u.cfg.Lineage.ColumnLineage(ctx, "datasetField:"+a.Namespace+":"+a.Name+":"+d.Field, 3, true)
-				u.partial(r, &d, "the column's lineage", err)
+				g.Go(func() error {
+					var err error
+					d.Columns, err = u.cfg.Lineage.ColumnLineageOf(ctx, id, d.Field, 3, true)
+					miss("the column's lineage", err)
+					return nil
+				})
 			}
 		}
-		var err2 error
-		d.Schema, err2 = u.schema(r, id)
-		u.partial(r, &d, "the schema", err2)
+		g.Go(func() error {
+			var err error
+			d.Schema, err = u.schema(r, id)
+			miss("the schema", err)
+			return nil
+		})
 	}
 	if u.cfg.Tables != nil {
-		t, err := u.cfg.Tables.Get(ctx, id)
-		if err == nil {
-			d.Table = &t
-			h, err := u.cfg.Tables.Health(ctx, id)
-			if !u.partial(r, &d, "the table's health", err) {
-				d.Health = &h
+		g.Go(func() error {
+			t, err := u.cfg.Tables.Get(ctx, id)
+			if err == nil {
+				d.Table = &t
+				h, err := u.cfg.Tables.Health(ctx, id)
+				if !miss("the table's health", err) {
+					d.Health = &h
+				}
+			} else {
+				miss("the Iceberg table", err)
 			}
-		} else {
-			u.partial(r, &d, "the Iceberg table", err)
-		}
+			return nil
+		})
 	}
 	if u.cfg.Cleanup != nil {
-		d.Proposals, err = u.cfg.Cleanup.Proposals(ctx, cleanup.ProposalFilter{AssetID: id, Limit: 20})
-		u.partial(r, &d, "the cleanup proposals", err)
+		g.Go(func() error {
+			var err error
+			d.Proposals, err = u.cfg.Cleanup.Proposals(ctx, cleanup.ProposalFilter{AssetID: id, Limit: 20})
+			miss("the cleanup proposals", err)
+			return nil
+		})
 	}
+	if err := g.Wait(); err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	slices.Sort(d.Missing) // in one order whichever part failed first
 	u.render(w, r, http.StatusOK, "asset", a.Name, d)
 }
 
