@@ -60,7 +60,8 @@ type manifestAgg struct {
 }
 
 // reader reads manifest lists and manifests through the cache, counting what it had to read
-// from storage. One reader serves one refresh or listing; it is safe for one goroutine.
+// from storage. One reader serves one refresh or listing; entries and partial are safe for
+// concurrent use (prefetch), the rest for one goroutine.
 type reader struct {
 	db  *ent.Client
 	fs  func(ctx context.Context) (icebergio.IO, error)
@@ -71,14 +72,27 @@ type reader struct {
 	fsVal  icebergio.IO
 	fsErr  error
 	files  map[string]iceberg.ManifestFile // read from storage in this refresh, by path
-	aggs   map[string]manifestAgg
+
+	partials *partials           // the service's, across refreshes; nil keeps none
+	local    map[string]*partial // this refresh's
+
+	mu     sync.Mutex // guards files, local and rep
+	listMu sync.Mutex // one reread of a manifest list at a time
+}
+
+// count updates the report under the lock.
+func (r *reader) count(f func(*RefreshReport)) {
+	r.mu.Lock()
+	f(r.rep)
+	r.mu.Unlock()
 }
 
 func newReader(db *ent.Client, fs func(ctx context.Context) (icebergio.IO, error), now func() time.Time, rep *RefreshReport) *reader {
 	if rep == nil {
 		rep = &RefreshReport{}
 	}
-	return &reader{db: db, fs: fs, now: now, rep: rep, files: map[string]iceberg.ManifestFile{}, aggs: map[string]manifestAgg{}}
+	return &reader{db: db, fs: fs, now: now, rep: rep, files: map[string]iceberg.ManifestFile{},
+		local: map[string]*partial{}}
 }
 
 func (r *reader) io(ctx context.Context) (icebergio.IO, error) {
@@ -100,7 +114,7 @@ func (r *reader) manifests(ctx context.Context, snap table.Snapshot) ([]manifest
 		if err := gunzipJSON(row.Manifests, &refs); err != nil {
 			return nil, fmt.Errorf("cached manifest list %s: %w", key, err)
 		}
-		r.rep.ManifestListsHit++
+		r.count(func(rep *RefreshReport) { rep.ManifestListsHit++ })
 		return refs, nil
 	case !ent.IsNotFound(err):
 		return nil, err
@@ -129,13 +143,42 @@ func (r *reader) readList(ctx context.Context, snap table.Snapshot) ([]manifestR
 	if err != nil {
 		return nil, fmt.Errorf("snapshot %d: manifest list %s: %w", snap.SnapshotID, snap.ManifestList, err)
 	}
-	r.rep.ManifestListsRead++
 	refs := make([]manifestRef, len(mfs))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.rep.ManifestListsRead++
 	for i, m := range mfs {
 		r.files[m.FilePath()] = m
 		refs[i] = manifestRef{Path: m.FilePath(), Length: m.Length(), Content: int(m.ManifestContent()), SpecID: m.PartitionSpecID(), Added: m.SnapshotID()}
 	}
 	return refs, nil
+}
+
+// manifestFile returns the manifest as its list describes it. When the list came from the cache
+// and this manifest did not, the list is read again for the manifest's inherited fields
+// (snapshot ID, sequence numbers), once however many goroutines need it.
+func (r *reader) manifestFile(ctx context.Context, snap table.Snapshot, ref manifestRef) (iceberg.ManifestFile, error) {
+	known := func() (iceberg.ManifestFile, bool) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		mf, ok := r.files[ref.Path]
+		return mf, ok
+	}
+	if mf, ok := known(); ok {
+		return mf, nil
+	}
+	r.listMu.Lock()
+	defer r.listMu.Unlock()
+	if mf, ok := known(); ok {
+		return mf, nil
+	}
+	if _, err := r.readList(ctx, snap); err != nil {
+		return nil, err
+	}
+	if mf, ok := known(); ok {
+		return mf, nil
+	}
+	return nil, fmt.Errorf("manifest %s is not in manifest list %s", ref.Path, snap.ManifestList)
 }
 
 // entries returns every entry of a manifest (deleted ones too), from the cache when it was
@@ -148,21 +191,14 @@ func (r *reader) entries(ctx context.Context, snap table.Snapshot, ref manifestR
 		if err := gunzipJSON(row.Entries, &es); err != nil {
 			return nil, fmt.Errorf("cached manifest %s: %w", ref.Path, err)
 		}
-		r.rep.ManifestsCached++
+		r.count(func(rep *RefreshReport) { rep.ManifestsCached++ })
 		return es, nil
 	case !ent.IsNotFound(err):
 		return nil, err
 	}
-	mf, ok := r.files[ref.Path]
-	if !ok {
-		// The list came from the cache but this manifest did not: read the list again for the
-		// manifest's inherited fields (snapshot ID, sequence numbers).
-		if _, err := r.readList(ctx, snap); err != nil {
-			return nil, err
-		}
-		if mf, ok = r.files[ref.Path]; !ok {
-			return nil, fmt.Errorf("manifest %s is not in manifest list %s", ref.Path, snap.ManifestList)
-		}
+	mf, err := r.manifestFile(ctx, snap, ref)
+	if err != nil {
+		return nil, err
 	}
 	fs, err := r.io(ctx)
 	if err != nil {
@@ -175,8 +211,7 @@ func (r *reader) entries(ctx context.Context, snap table.Snapshot, ref manifestR
 		}
 		es = append(es, toEntry(e))
 	}
-	r.rep.ManifestsRead++
-	r.rep.EntriesRead += int64(len(es))
+	r.count(func(rep *RefreshReport) { rep.ManifestsRead++; rep.EntriesRead += int64(len(es)) })
 	blob, err := gzipJSON(es)
 	if err != nil {
 		return nil, err
@@ -186,37 +221,6 @@ func (r *reader) entries(ctx context.Context, snap table.Snapshot, ref manifestR
 		return nil, err
 	}
 	return es, nil
-}
-
-// agg returns a manifest's totals, reading it once per reader; each is called with the
-// entries so a caller that needs them (health) sees them on the first read.
-func (r *reader) agg(ctx context.Context, snap table.Snapshot, ref manifestRef, each func(entry)) (manifestAgg, error) {
-	if a, ok := r.aggs[ref.Path]; ok && each == nil {
-		return a, nil
-	}
-	es, err := r.entries(ctx, snap, ref)
-	if err != nil {
-		return manifestAgg{}, err
-	}
-	var a manifestAgg
-	a.entries = int64(len(es))
-	for _, e := range es {
-		if each != nil {
-			each(e)
-		}
-		if !e.live() {
-			continue
-		}
-		if iceberg.ManifestEntryContent(e.Content) == iceberg.EntryContentData {
-			a.dataFiles++
-			a.records += e.Records
-		} else {
-			a.deletes++
-		}
-		a.bytes += e.Size
-	}
-	r.aggs[ref.Path] = a
-	return a, nil
 }
 
 func toEntry(e iceberg.ManifestEntry) entry {

@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"time"
-
-	"github.com/apache/iceberg-go"
 )
 
 // DefaultSmallFile is the size under which a data file counts as small.
@@ -80,8 +78,12 @@ type healthAcc struct {
 	parts     map[string]*partAcc
 	h         Health
 	histogram []Bucket
+}
 
-	keyBuf, coarseBuf []byte // reused by partitionKeys
+// keyer renders partition keys with reused buffers; one per goroutine.
+type keyer struct {
+	specs             map[int32]Spec
+	keyBuf, coarseBuf []byte
 }
 
 type partAcc struct {
@@ -103,43 +105,10 @@ func newHealthAcc(specs []Spec, small int64) *healthAcc {
 	return a
 }
 
-func (a *healthAcc) add(e entry) {
-	if !e.live() {
-		return
-	}
-	if iceberg.ManifestEntryContent(e.Content) != iceberg.EntryContentData {
-		a.h.DeleteFiles++
-		return
-	}
-	a.h.DataFiles++
-	a.h.Records += e.Records
-	a.h.Bytes += e.Size
-	a.sizes = append(a.sizes, e.Size)
-	if e.Size < a.small {
-		a.h.SmallFiles++
-		a.h.SmallFilesBytes += e.Size
-	}
-	for i := range a.histogram {
-		if a.histogram[i].UpTo == 0 || e.Size <= a.histogram[i].UpTo {
-			a.histogram[i].Files++
-			a.histogram[i].Bytes += e.Size
-			break
-		}
-	}
-	key, coarse := a.partitionKeys(e)
-	p := a.parts[key]
-	if p == nil {
-		p = &partAcc{coarse: coarse}
-		a.parts[key] = p
-	}
-	p.files++
-	p.bytes += e.Size
-}
-
 // partitionKeys renders the entry's partition and the same partition one granularity coarser
 // (hour -> day, day -> month). It runs once per live data file (tens of thousands per table), so
 // it appends instead of formatting.
-func (a *healthAcc) partitionKeys(e entry) (string, string) {
+func (a *keyer) partitionKeys(e entry) (string, string) {
 	key := strconv.AppendInt(a.keyBuf[:0], int64(e.SpecID), 10)
 	coarse := strconv.AppendInt(a.coarseBuf[:0], int64(e.SpecID), 10)
 	spec := a.specs[e.SpecID]

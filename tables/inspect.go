@@ -32,6 +32,7 @@ func inspect(ctx context.Context, r *reader, meta table.Metadata, metadataLocati
 	}
 
 	acc := newHealthAcc(in.Specs, small)
+	tableUUID := meta.TableUUID().String()
 	var curID *int64
 	cur := meta.CurrentSnapshot()
 	snaps := meta.Snapshots()
@@ -70,15 +71,18 @@ func inspect(ctx context.Context, r *reader, meta table.Metadata, metadataLocati
 		if err != nil {
 			return in, Health{}, err
 		}
+		if err := r.prefetch(ctx, s, refs, tableUUID, acc); err != nil {
+			return in, Health{}, fmt.Errorf("snapshot %d: %w", s.SnapshotID, err)
+		}
 		for _, ref := range refs {
-			var each func(entry)
-			if isCur {
-				each = acc.add
-			}
-			a, err := r.agg(ctx, s, ref, each)
+			p, err := r.partial(ctx, s, ref, tableUUID, acc)
 			if err != nil {
 				return in, Health{}, fmt.Errorf("snapshot %d: %w", s.SnapshotID, err)
 			}
+			if isCur {
+				acc.merge(p)
+			}
+			a := p.agg
 			if ref.Content == 0 {
 				snap.DataManifests++
 			} else {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"reflect"
 	"testing"
 	"time"
 
@@ -179,4 +180,54 @@ func mustResolve(t *testing.T, cat *catalog.Catalog, tbl *table.Table) catalog.R
 		t.Fatalf("table %s not bound: %v", tbl.Metadata().TableUUID(), err)
 	}
 	return ref
+}
+
+// TestRefreshKeepsManifestFigures: a refresh after a commit decodes only the new manifest and
+// takes the others' figures from memory; the health it computes is the one a fresh process
+// computes from the database cache alone.
+func TestRefreshKeepsManifestFigures(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		l := tablestest.NewLake(t)
+		c := &clock{t: t0.Add(48 * time.Hour)}
+		svc, cat := newService(t, db, c)
+		hourly := l.Create("db.hourly", tablestest.HourSpec())
+		hourly = l.Append(hourly, tablestest.Rows(0, 30, t0))
+		hourly = l.Append(hourly, tablestest.Rows(30, 30, t0))
+		if _, _, err := svc.Register(ctx, tables.RegisterInput{MetadataLocation: hourly.MetadataLocation()}); err != nil {
+			t.Fatal(err)
+		}
+		hourly = l.Append(hourly, tablestest.Rows(60, 45, t0))
+		_, rep, err := svc.Register(ctx, tables.RegisterInput{MetadataLocation: hourly.MetadataLocation()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.ManifestsRead != 1 || rep.ManifestsInMemory != 2 {
+			t.Fatalf("refresh after a commit: %d manifests read, %d from memory; want 1 and 2", rep.ManifestsRead, rep.ManifestsInMemory)
+		}
+		id := mustResolve(t, cat, hourly).ID
+		kept, err := svc.Health(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fresh, _ := newService(t, db, c)
+		_, rep2, err := fresh.Register(ctx, tables.RegisterInput{MetadataLocation: hourly.MetadataLocation()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep2.ManifestsInMemory != 0 || rep2.ManifestsCached != 3 {
+			t.Fatalf("a fresh process: %d manifests from memory, %d from the database cache; want 0 and 3", rep2.ManifestsInMemory, rep2.ManifestsCached)
+		}
+		recomputed, err := fresh.Health(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept.ComputedAt, recomputed.ComputedAt = time.Time{}, time.Time{}
+		if !reflect.DeepEqual(kept, recomputed) {
+			t.Fatalf("health from kept figures:\n%+v\nfrom the database cache:\n%+v", kept, recomputed)
+		}
+		if kept.DataFiles != 105 || kept.Partitions != 45 || kept.Records != 105 {
+			t.Fatalf("health: %d files, %d partitions, %d records; want 105, 45, 105", kept.DataFiles, kept.Partitions, kept.Records)
+		}
+	})
 }

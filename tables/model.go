@@ -106,6 +106,7 @@ type RefreshReport struct {
 	ManifestListsHit  int       `json:"manifest_lists_cached"`
 	ManifestsRead     int       `json:"manifests_read"` // from storage; the rest came from the cache
 	ManifestsCached   int       `json:"manifests_cached"`
-	EntriesRead       int64     `json:"entries_read"` // decoded from storage
+	ManifestsInMemory int       `json:"manifests_in_memory"` // whose figures this process kept: not decoded again
+	EntriesRead       int64     `json:"entries_read"`        // decoded from storage
 	Duration          string    `json:"duration"`
 }

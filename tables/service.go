@@ -36,6 +36,7 @@ type Service struct {
 	ambient  bool     // object store locations may use the machine's own credentials
 	limit    int64    // largest table file read
 	timeout  time.Duration
+	partials *partials // manifests' health figures, kept across refreshes
 }
 
 // DefaultConfirmGap is how far apart two complete catalog listings that both lack a table must
@@ -86,7 +87,7 @@ func WithRegisterTimeout(d time.Duration) Option { return func(s *Service) { s.t
 // New returns a Service.
 func New(db *ent.Client, cat *catalog.Catalog, opts ...Option) (*Service, error) {
 	s := &Service{db: db, cat: cat, now: time.Now, log: slog.New(slog.DiscardHandler), small: DefaultSmallFile, gap: DefaultConfirmGap,
-		limit: DefaultFileLimit, timeout: 2 * time.Minute}
+		limit: DefaultFileLimit, timeout: 2 * time.Minute, partials: newPartials(DefaultPartialCache)}
 	for _, o := range opts {
 		o(s)
 	}
@@ -402,6 +403,7 @@ func (s *Service) inspectAndStore(ctx context.Context, id uuid.UUID, tbl *table.
 	start := time.Now()
 	rep := RefreshReport{AssetID: id, MetadataLocation: tbl.MetadataLocation()}
 	r := newReader(s.db, s.guardFS(tbl.FS, nil), s.clock, &rep)
+	r.partials = s.partials
 	in, h, err := inspect(ctx, r, tbl.Metadata(), tbl.MetadataLocation(), s.small, s.clock())
 	rep.Duration = time.Since(start).Round(time.Millisecond).String()
 	if err != nil {
