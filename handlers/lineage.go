@@ -336,22 +336,27 @@ func freshness(f lineage.Freshness) graphFreshness {
 	return graphFreshness{SyncedAt: f.SyncedAt.UTC(), LagMS: time.Since(f.SyncedAt).Milliseconds(), Nodes: f.Nodes, Edges: f.Edges}
 }
 
-func (a *API) assetLineage(c echo.Context) error {
-	id, err := assetID(c)
-	if err != nil {
-		return err
+// walkParams are an asset lineage request's asset, direction, depth and node limit (defLimit
+// unless given).
+func (a *API) walkParams(c echo.Context, defLimit int) (id uuid.UUID, dir lineage.Direction, depth, limit int, err error) {
+	if id, err = assetID(c); err != nil {
+		return
 	}
-	dir := lineage.Both
+	dir = lineage.Both
 	if d := c.QueryParam("direction"); d != "" {
 		if dir, err = lineage.ParseDirection(d); err != nil {
-			return err
+			return
 		}
 	}
-	depth, err := queryInt(c, "depth", 3, 1, lineage.MaxDepth)
-	if err != nil {
-		return err
+	if depth, err = queryInt(c, "depth", 3, 1, lineage.MaxDepth); err != nil {
+		return
 	}
-	limit, err := queryInt(c, "limit", lineage.DefaultLimit, 1, a.cfg.Lineage.MaxNodes())
+	limit, err = queryInt(c, "limit", defLimit, 1, a.cfg.Lineage.MaxNodes())
+	return
+}
+
+func (a *API) assetLineage(c echo.Context) error {
+	id, dir, depth, limit, err := a.walkParams(c, lineage.DefaultLimit)
 	if err != nil {
 		return err
 	}

@@ -32,22 +32,7 @@ type compactLineageResponse struct {
 }
 
 func (a *API) compactLineage(c echo.Context) error {
-	id, err := assetID(c)
-	if err != nil {
-		return err
-	}
-	dir := lineage.Both
-	if d := c.QueryParam("direction"); d != "" {
-		if dir, err = lineage.ParseDirection(d); err != nil {
-			return err
-		}
-	}
-	depth, err := queryInt(c, "depth", 3, 1, lineage.MaxDepth)
-	if err != nil {
-		return err
-	}
-	most := a.cfg.Lineage.MaxNodes()
-	limit, err := queryInt(c, "limit", most, 1, most)
+	id, dir, depth, limit, err := a.walkParams(c, a.cfg.Lineage.MaxNodes())
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"entgo.io/ent/dialect/sql"
 	"github.com/google/uuid"
+	"github.com/lib/pq"
 
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/ent"
@@ -20,6 +22,7 @@ import (
 	"github.com/tidemark/tidemark/ent/lineageedge"
 	"github.com/tidemark/tidemark/ent/lineageevent"
 	"github.com/tidemark/tidemark/ent/lineagestate"
+	"github.com/tidemark/tidemark/ent/predicate"
 	"github.com/tidemark/tidemark/ent/run"
 )
 
@@ -328,8 +331,23 @@ func (b *batch) createEdges(ctx context.Context) error {
 		for i, k := range part {
 			froms[i], tos[i] = k[0], k[1]
 		}
-		rows, err := b.tx.LineageEdge.Query().Where(lineageedge.FromIDIn(froms...), lineageedge.ToIDIn(tos...)).
-			Select(lineageedge.FieldFromID, lineageedge.FieldToID).All(ctx)
+		match := predicate.LineageEdge(func(s *sql.Selector) { // exact pairs, one index lookup each
+			fs, ts := make([]string, len(part)), make([]string, len(part))
+			for i := range part {
+				fs[i], ts[i] = froms[i].String(), tos[i].String()
+			}
+			s.Where(sql.P(func(q *sql.Builder) {
+				q.WriteString("(" + s.C(lineageedge.FieldFromID) + ", " + s.C(lineageedge.FieldToID) + ") IN (SELECT * FROM unnest(")
+				q.Arg(pq.Array(fs))
+				q.WriteString("::uuid[], ")
+				q.Arg(pq.Array(ts))
+				q.WriteString("::uuid[]))")
+			}))
+		})
+		if b.s.sqlite { // in-process: no round trip to save, and no unnest
+			match = lineageedge.And(lineageedge.FromIDIn(froms...), lineageedge.ToIDIn(tos...))
+		}
+		rows, err := b.tx.LineageEdge.Query().Where(match).Select(lineageedge.FieldFromID, lineageedge.FieldToID).All(ctx)
 		for _, r := range rows {
 			exists[[2]uuid.UUID{r.FromID, r.ToID}] = true
 		}

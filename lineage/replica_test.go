@@ -3,6 +3,7 @@ package lineage_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/ent/storage"
@@ -33,6 +34,22 @@ func TestReplicasSeeEachOthersEdges(t *testing.T) {
 		}
 		if got := b.Graph().Freshness().Edges; got != 0 {
 			t.Fatalf("reader sees %d edges before syncing", got)
+		}
+		// The other replica, not synced yet, sees the same edges in a later run: it finds them in
+		// the database (one lookup per exact pair) and widens them instead of writing them twice.
+		later := []byte(`{"eventType":"COMPLETE","eventTime":"2024-01-02T00:00:00Z","run":{"runId":"r2"},
+			"job":{"namespace":"n","name":"j"},"inputs":[{"namespace":"n","name":"in"}],"outputs":[{"namespace":"n","name":"out"}]}`)
+		if _, err := b.Ingest(ctx, later); err != nil {
+			t.Fatalf("the same edges through the other replica: %v", err)
+		}
+		edges, err := db.Client.LineageEdge.Query().All(ctx)
+		if err != nil || len(edges) != 2 {
+			t.Fatalf("edges in the database: %d (%v); want 2", len(edges), err)
+		}
+		for _, e := range edges {
+			if e.LastRunID != "r2" || !e.LastSeen.Equal(time.Date(2024, 1, 2, 0, 0, 0, 0, time.UTC)) {
+				t.Fatalf("edge %+v: not widened to the later run", e)
+			}
 		}
 		if err := b.Graph().Sync(ctx); err != nil {
 			t.Fatal(err)

@@ -57,7 +57,7 @@ var (
 	batchSize  = flag.Int("batch", 100, "events per batch request")
 	clients    = flag.Int("clients", 4, "concurrent ingest clients")
 	keep       = flag.Bool("keep", false, "keep the benchmark databases")
-	part       = flag.String("part", "all", "all, traversal, ingest or startup")
+	part       = flag.String("part", "all", "all, traversal, ingest, startup or web")
 	fresh      = flag.Bool("fresh", false, "ingest: every event brings a new job and a new output dataset (a first ingest)")
 	cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the whole run (client and server) here")
 )
@@ -83,6 +83,9 @@ func main() {
 	if *part == "all" || *part == "startup" {
 		startup(ctx)
 	}
+	if *part == "all" || *part == "web" {
+		webPages(ctx)
+	}
 }
 
 // startup measures a restart of the real server (the tidemark binary) over the layered graph:
@@ -90,20 +93,9 @@ func main() {
 // when the server answered before it loaded the graph in the background), and the resident
 // memory then. Three restarts; medians.
 func startup(ctx context.Context) {
-	dsn, drop := benchdb.CreateDB(ctx, *admin, "tidemark_bench_startup", *keep)
-	defer drop()
-	db := benchdb.Open(ctx, dsn)
-	nd, nj := *perLayer**layers, *perLayer*(*layers-1)
-	fmt.Printf("== startup: %d datasets, %d jobs, %d edges\n", nd, nj, 4*nj)
-	loadGraph(ctx, db.SQL)
-	db.Close()
-	dir, err := os.MkdirTemp("", "tidemark-bench-startup-")
-	benchdb.Must(err)
-	defer os.RemoveAll(dir)
-	bin := filepath.Join(dir, "tidemark")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Stderr = os.Stderr
-	benchdb.Must(build.Run())
+	g := graphBinary(ctx, "startup")
+	defer g.done()
+	bin, dsn, dir := g.bin, g.dsn, g.dir
 	var answer, ready []time.Duration
 	var rss []int64
 	for range 3 {
@@ -115,6 +107,85 @@ func startup(ctx context.Context) {
 	slices.Sort(rss)
 	fmt.Printf("startup medians: first answer %s, graph ready %s (the server used to answer only then: %.0fx sooner now); RSS %d MiB\n",
 		a.Round(time.Millisecond), r.Round(time.Millisecond), r.Seconds()/a.Seconds(), rss[1]>>20)
+}
+
+// webPages times what people open in the browser over the big graph, through the real server:
+// asset pages of datasets and jobs, the UI search and the API search.
+func webPages(ctx context.Context) {
+	g := graphBinary(ctx, "web")
+	defer g.done()
+	ds, jobs := g.ds, g.jobs
+	base, stop := serveBinary(g.bin, g.dsn, g.dir)
+	defer stop()
+	rng := rand.New(rand.NewSource(3))
+	cases := []struct {
+		name string
+		url  func() string
+	}{
+		{"web asset page (dataset)", func() string { return fmt.Sprintf("/assets/%s", ds[rng.Intn(*layers)][rng.Intn(*perLayer)]) }},
+		{"web asset page (job)", func() string { return fmt.Sprintf("/assets/%s", jobs[rng.Intn(*layers-1)][rng.Intn(*perLayer)]) }},
+		{"web search", func() string { return fmt.Sprintf("/?q=d_%d_%d", rng.Intn(*layers), rng.Intn(*perLayer)) }},
+		{"GET /api/v1/assets?q=", func() string { return fmt.Sprintf("/api/v1/assets?q=d_%d_%d", rng.Intn(*layers), rng.Intn(*perLayer)) }},
+	}
+	fmt.Printf("%-28s | %-22s\n", "page", "p50 / p99")
+	times := make([][]time.Duration, len(cases))
+	for i := 0; i < *iterations; i++ { // the cases alternate
+		for c := range cases {
+			_, took := fetch(http.DefaultClient, base+cases[c].url())
+			times[c] = append(times[c], took)
+		}
+	}
+	for c, cs := range cases {
+		fmt.Printf("%-28s | %-22s\n", cs.name, benchdb.Stats(times[c]).Short())
+	}
+}
+
+// graphDB is the layered graph in a database of its own and the tidemark binary built to serve it.
+type graphDB struct {
+	dsn, dir, bin string
+	ds, jobs      [][]uuid.UUID
+	done          func()
+}
+
+func graphBinary(ctx context.Context, part string) graphDB {
+	dsn, drop := benchdb.CreateDB(ctx, *admin, "tidemark_bench_"+part, *keep)
+	db := benchdb.Open(ctx, dsn)
+	nd, nj := *perLayer**layers, *perLayer*(*layers-1)
+	fmt.Printf("\n== %s: %d datasets, %d jobs, %d edges, through the real server\n", part, nd, nj, 4*nj)
+	ds, jobs := loadGraph(ctx, db.SQL)
+	db.Close()
+	dir, err := os.MkdirTemp("", "tidemark-bench-"+part+"-")
+	benchdb.Must(err)
+	bin := filepath.Join(dir, "tidemark")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Stderr = os.Stderr
+	benchdb.Must(build.Run())
+	return graphDB{dsn: dsn, dir: dir, bin: bin, ds: ds, jobs: jobs, done: func() { os.RemoveAll(dir); drop() }}
+}
+
+// serveBinary starts serve over dsn and waits until the graph is loaded.
+func serveBinary(bin, dsn, dir string) (string, func()) {
+	cmd := exec.Command(bin, "serve", "--db", dsn, "--data-dir", dir, "--addr", "127.0.0.1:0", "--log-format", "json",
+		"--tables-sync-interval", "0", "--scan-interval", "0", "--cleanup-interval", "0", "--rate-limit", "0", "--rate-limit-anonymous", "0")
+	stderr, err := cmd.StderrPipe()
+	benchdb.Must(err)
+	benchdb.Must(cmd.Start())
+	addr, loaded := make(chan string, 1), make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			var line struct{ Msg, Addr string }
+			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "serving" {
+				addr <- line.Addr
+			}
+			if line.Msg == "lineage graph loaded" {
+				close(loaded)
+			}
+		}
+	}()
+	base := "http://" + <-addr
+	<-loaded
+	return base, func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() }
 }
 
 // restart starts serve over dsn and polls /healthz until the graph is ready.
