@@ -48,9 +48,10 @@ type batch struct {
 	knownEdges  map[[2]uuid.UUID]bool
 	events      []*ent.LineageEventCreate
 
-	added     []edgeRef
-	touched   []uuid.UUID // assets whose name or status changed
-	completed []CompletedRun
+	added      []edgeRef
+	touched    []uuid.UUID // assets whose name or status changed
+	documented []uuid.UUID // assets given a schema or documentation facet
+	completed  []CompletedRun
 }
 
 // nameKey is a name in its name space.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/ent"
+	"github.com/tidemark/tidemark/ent/assetfacet"
 	"github.com/tidemark/tidemark/ent/auditevent"
 	"github.com/tidemark/tidemark/ent/lineageedge"
 
@@ -64,6 +65,9 @@ type nodeInfo struct {
 	name             string
 	ns, kind, status uint32
 	created, updated int64
+	// documented: the asset has a schema or documentation facet (the Marquez graph reads
+	// those for these nodes only). Facets are never removed, so the flag only goes on.
+	documented bool
 }
 
 // interned numbers repeated strings; 0 is the empty string.
@@ -142,8 +146,51 @@ func (g *Graph) setInfo(sums []catalog.Summary) {
 		if s.ID == uuid.Nil || s.Kind == "" {
 			continue
 		}
-		g.info[g.node(s.ID)] = nodeInfo{name: s.Name, ns: g.strs.id(s.Namespace), kind: g.strs.id(string(s.Kind)),
-			status: g.strs.id(string(s.Status)), created: s.CreatedAt.UnixNano(), updated: s.UpdatedAt.UnixNano()}
+		n := g.node(s.ID)
+		g.info[n] = nodeInfo{name: s.Name, ns: g.strs.id(s.Namespace), kind: g.strs.id(string(s.Kind)),
+			status: g.strs.id(string(s.Status)), created: s.CreatedAt.UnixNano(), updated: s.UpdatedAt.UnixNano(), documented: g.info[n].documented}
+	}
+}
+
+// markDocumented notes assets that have a schema or documentation facet.
+func (g *Graph) markDocumented(ids []uuid.UUID) {
+	if len(ids) == 0 {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, id := range ids {
+		g.info[g.node(id)].documented = true
+	}
+}
+
+// docFacets are the facets the Marquez graph shows (fields and description).
+var docFacets = []string{"schema", "documentation"}
+
+// syncDocumented marks the assets whose schema or documentation facet was written since from
+// (every one when from is zero), paging by asset ID.
+func (g *Graph) syncDocumented(ctx context.Context, from time.Time) error {
+	after := uuid.Nil
+	for {
+		q := g.db.AssetFacet.Query().Where(assetfacet.NameIn(docFacets...), assetfacet.AssetIDGT(after))
+		if !from.IsZero() {
+			q = q.Where(assetfacet.UpdatedAtGTE(from))
+		}
+		var rows []struct {
+			AssetID uuid.UUID `json:"asset_id"`
+		}
+		if err := q.Order(ent.Asc(assetfacet.FieldAssetID)).Limit(infoPage).Select(assetfacet.FieldAssetID).Scan(ctx, &rows); err != nil {
+			return fmt.Errorf("lineage: read which assets have a schema: %w", err)
+		}
+		ids := make([]uuid.UUID, len(rows))
+		for i, r := range rows {
+			ids[i] = r.AssetID
+		}
+		g.markDocumented(ids)
+		if len(rows) < infoPage {
+			return nil
+		}
+		after = rows[len(rows)-1].AssetID
 	}
 }
 
@@ -268,8 +315,14 @@ func (g *Graph) syncInfo(ctx context.Context, started time.Time) error {
 			}
 			after = page[len(page)-1].ID
 		}
+		if err := g.syncDocumented(ctx, time.Time{}); err != nil {
+			return err
+		}
 		g.loaded, g.auditFrom = true, started
 		return nil
+	}
+	if err := g.syncDocumented(ctx, g.auditFrom.Add(-gapGrace)); err != nil {
+		return err
 	}
 	rows, err := g.db.AuditEvent.Query().
 		Where(auditevent.IDGTE(uuidV7Floor(g.auditFrom.Add(-gapGrace))), auditevent.AssetIDNotNil()).
@@ -382,9 +435,10 @@ type Traversal struct {
 
 // Reached is a node of a traversal with its in-memory summary (zero ID when not known yet).
 type Reached struct {
-	ID    uuid.UUID
-	Depth int
-	Info  catalog.Summary
+	ID         uuid.UUID
+	Depth      int
+	Info       catalog.Summary
+	Documented bool // has a schema or documentation facet
 }
 
 // marks is a traversal's visited set over node indexes: a stamp per node (equal to gen when
@@ -492,7 +546,7 @@ func (g *Graph) Traverse(start uuid.UUID, dir Direction, depth, limit int) Trave
 	}
 	res.Nodes = make([]Reached, len(order))
 	for i, n := range order {
-		res.Nodes[i] = Reached{ID: g.ids[n], Depth: depths[i], Info: g.summary(n)}
+		res.Nodes[i] = Reached{ID: g.ids[n], Depth: depths[i], Info: g.summary(n), Documented: g.info[n].documented}
 	}
 	res.Edges = make([][2]int32, 0, len(edges))
 	var dedupe map[[2]int32]struct{}

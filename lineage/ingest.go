@@ -243,6 +243,7 @@ func (s *Service) applyEvents(ctx context.Context, evs []Event) ([]IngestResult,
 		return nil, err
 	}
 	s.graph.add(b.added)
+	s.graph.markDocumented(b.documented)
 	if err := s.graph.refresh(ctx, b.touched); err != nil {
 		// Committed already; the next Sync picks the change up from the audit log.
 		s.log.Warn("lineage: refresh graph names", "err", err)
@@ -677,6 +678,9 @@ func (a *applier) applyFacets(ctx context.Context, id uuid.UUID, facets Facets) 
 		newer, err := a.putFacet(ctx, id, name, string(raw))
 		if err != nil {
 			return err
+		}
+		if slices.Contains(docFacets, name) {
+			a.documented = append(a.documented, id)
 		}
 		if !newer {
 			continue

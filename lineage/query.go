@@ -35,7 +35,8 @@ const (
 // Node is an asset in a lineage answer.
 type Node struct {
 	catalog.Summary
-	Depth int
+	Depth      int
+	Documented bool // has a schema or documentation facet
 }
 
 // LineageResult is the answer to a traversal.
@@ -113,7 +114,7 @@ func (s *Service) Lineage(ctx context.Context, id uuid.UUID, dir Direction, dept
 		at[i] = -1
 		if n.Info.ID != uuid.Nil { // an edge to an asset that no longer exists is skipped
 			at[i] = int32(len(res.Nodes))
-			res.Nodes = append(res.Nodes, Node{Summary: n.Info, Depth: n.Depth})
+			res.Nodes = append(res.Nodes, Node{Summary: n.Info, Depth: n.Depth, Documented: n.Documented})
 		}
 	}
 	res.Edges = t.Edges[:0]
@@ -252,11 +253,13 @@ func (s *Service) MarquezGraph(ctx context.Context, nodeID string, depth, limit 
 	if err != nil {
 		return nil, LineageResult{}, err
 	}
-	ids := make([]uuid.UUID, len(res.Nodes))
+	var ids []uuid.UUID // the nodes with fields or a description to read: no read for the rest
 	byID := map[uuid.UUID]*GraphNode{}
 	nodes := make([]GraphNode, len(res.Nodes))
 	for i, n := range res.Nodes {
-		ids[i] = n.ID
+		if n.Documented {
+			ids = append(ids, n.ID)
+		}
 		nodes[i] = GraphNode{Summary: n.Summary, NodeID: NodeID(n.Summary), InEdges: []string{}, OutEdges: []string{}, Fields: []SchemaField{}}
 	}
 	for i := range nodes {
@@ -267,7 +270,7 @@ func (s *Service) MarquezGraph(ctx context.Context, nodeID string, depth, limit 
 		from.OutEdges = append(from.OutEdges, to.NodeID)
 		to.InEdges = append(to.InEdges, from.NodeID)
 	}
-	facets, err := s.facets(ctx, ids, "schema", "documentation")
+	facets, err := s.facets(ctx, ids, docFacets...)
 	if err != nil {
 		return nil, LineageResult{}, err
 	}

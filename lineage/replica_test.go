@@ -71,3 +71,54 @@ func TestReplicasSeeEachOthersEdges(t *testing.T) {
 		}
 	})
 }
+
+// TestReplicasSeeEachOthersSchemas: a schema written through one replica shows in the other's
+// Marquez graph after its next Sync, and in a new process's once it has loaded.
+func TestReplicasSeeEachOthersSchemas(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		cat := catalog.New(db.Client)
+		a, b := lineage.New(db, cat), lineage.New(db, cat)
+		for _, s := range []*lineage.Service{a, b} {
+			if err := s.Open(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ev := []byte(`{"eventType":"COMPLETE","eventTime":"2024-01-01T00:00:00Z","run":{"runId":"r1"},
+			"job":{"namespace":"n","name":"j"},"inputs":[{"namespace":"n","name":"in"}],
+			"outputs":[{"namespace":"n","name":"out","facets":{"schema":{"fields":[{"name":"id","type":"BIGINT"}]}}}]}`)
+		if _, err := a.Ingest(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+		fields := func(s *lineage.Service) int {
+			t.Helper()
+			nodes, _, err := s.MarquezGraph(ctx, "dataset:n:out", 2, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range nodes {
+				if n.Name == "out" {
+					return len(n.Fields)
+				}
+			}
+			t.Fatalf("out is not in its own graph: %+v", nodes)
+			return 0
+		}
+		if got := fields(a); got != 1 {
+			t.Fatalf("the writer's graph shows %d fields of out; want 1", got)
+		}
+		if err := b.Graph().Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := fields(b); got != 1 {
+			t.Fatalf("the other replica's graph shows %d fields of out after its sync; want 1", got)
+		}
+		c := lineage.New(db, cat)
+		if err := c.Open(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := fields(c); got != 1 {
+			t.Fatalf("a new process's graph shows %d fields of out; want 1", got)
+		}
+	})
+}

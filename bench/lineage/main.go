@@ -294,6 +294,18 @@ func traversal(ctx context.Context) {
 		benchdb.Must(json.Unmarshal(body, into))
 		return took
 	}
+	// The floor under every HTTP figure: a request the server refuses before any work (a bad
+	// asset ID: routing, middleware and a problem document, no database).
+	var floor []time.Duration
+	for range *iterations {
+		t0 := time.Now()
+		res, err := client.Get(base + "/api/v1/assets/not-an-id/lineage/compact")
+		benchdb.Must(err)
+		_, _ = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		floor = append(floor, time.Since(t0))
+	}
+	fmt.Printf("HTTP round trip floor (a request refused before any work): %s\n", benchdb.Stats(floor).Short())
 	// Hops are dataset hops (a job sits between two datasets), so the API's depth is twice them.
 	fmt.Println("Each iteration runs every side once, in turn; p50 / p99 over the iterations; the speed-up is the CTE's median over the side's.")
 	fmt.Printf("%-10s %4s %6s | %-22s | %-22s | %-22s | %-22s | %s\n", "direction", "hops", "nodes", "compact HTTP p50/p99", "full HTTP p50/p99",

@@ -73,6 +73,11 @@ var (
 				Unique:  true,
 				Columns: []*schema.Column{AssetFacetsColumns[1], AssetFacetsColumns[2]},
 			},
+			{
+				Name:    "assetfacet_updated_at",
+				Unique:  false,
+				Columns: []*schema.Column{AssetFacetsColumns[5]},
+			},
 		},
 	}
 	// AssetNamesColumns holds the columns for the "asset_names" table.

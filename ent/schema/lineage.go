@@ -149,6 +149,7 @@ func (AssetFacet) Fields() []ent.Field {
 func (AssetFacet) Indexes() []ent.Index {
 	return []ent.Index{
 		index.Fields("asset_id", "name").Unique(),
+		index.Fields("updated_at"), // the lineage graph tails which assets gained a schema or documentation
 	}
 }
 
