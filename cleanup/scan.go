@@ -47,7 +47,7 @@ type ScanOptions struct {
 	// ConfirmOnly walks only the shards whose last complete walk left files unconfirmed: the
 	// confirming pass. A shard whose last walk found no candidate has nothing to confirm.
 	ConfirmOnly bool
-	// Progress, when set, is told how the walk goes.
+	// Progress, when set, is told how the walk goes (one call at a time).
 	Progress func(Progress)
 }
 
@@ -197,8 +197,11 @@ func (s *Service) scan(ctx context.Context, scanID uuid.UUID, rep *Report, opt S
 		}
 	}
 	rep.Planned = shards
+	var progressMu sync.Mutex // shards are walked at once; the caller is told one thing at a time
 	progress := func(p Progress) {
 		if opt.Progress != nil {
+			progressMu.Lock()
+			defer progressMu.Unlock()
 			p.ShardsTotal, p.Elapsed = len(shards), time.Since(start)
 			opt.Progress(p)
 		}
