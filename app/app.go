@@ -7,6 +7,7 @@ package app
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -27,6 +28,7 @@ import (
 	"github.com/tidemark/tidemark/handlers"
 	"github.com/tidemark/tidemark/internal/loop"
 	"github.com/tidemark/tidemark/lineage"
+	"github.com/tidemark/tidemark/reconcile"
 	"github.com/tidemark/tidemark/tables"
 	"github.com/tidemark/tidemark/usage"
 	"github.com/tidemark/tidemark/web"
@@ -45,6 +47,9 @@ type Config struct {
 	// Connections are the Iceberg catalogs the tables service syncs; Close closes them.
 	Connections []*tables.Connection
 	Cleanup     []cleanup.Option
+	// MigrationSources are the PostgreSQL databases dataset migrations may read a side from,
+	// by name; Close closes them.
+	MigrationSources map[string]*sql.DB
 	// LoadGraph loads the lineage graph into memory before Open returns (the cleanup commands,
 	// whose unused-asset checks follow it downstream); commands that only scan or sync tables
 	// skip it. Serve loads it in the background whatever this says: the server answers at once,
@@ -55,14 +60,16 @@ type Config struct {
 
 // App is a built process.
 type App struct {
-	Store   *storage.DB
-	Log     *slog.Logger
-	Catalog *catalog.Catalog
-	Usage   *usage.Service
-	Lineage *lineage.Service
-	Tables  *tables.Service
-	Cleanup *cleanup.Service
-	conns   []*tables.Connection
+	Store     *storage.DB
+	Log       *slog.Logger
+	Catalog   *catalog.Catalog
+	Usage     *usage.Service
+	Lineage   *lineage.Service
+	Tables    *tables.Service
+	Cleanup   *cleanup.Service
+	Reconcile *reconcile.Service
+	conns     []*tables.Connection
+	sources   map[string]*sql.DB
 }
 
 // Open builds the services over store (migrated already) and, with cfg.LoadGraph, loads the
@@ -71,7 +78,7 @@ func Open(ctx context.Context, store *storage.DB, cfg Config) (*App, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	a := &App{Store: store, Log: cfg.Log, conns: cfg.Connections}
+	a := &App{Store: store, Log: cfg.Log, conns: cfg.Connections, sources: cfg.MigrationSources}
 	a.Catalog = catalog.New(store.Client, catalog.WithLogger(cfg.Log),
 		catalog.WithChangeHook(func(ctx context.Context, ids []uuid.UUID) {
 			a.Lineage.Graph().AssetsChanged(ctx, ids)
@@ -99,6 +106,11 @@ func Open(ctx context.Context, store *storage.DB, cfg Config) (*App, error) {
 			return a.Lineage.Downstream(ctx, id, UnusedDownstreamDepth)
 		})}, cfg.Cleanup...)
 	a.Cleanup = cleanup.New(store, a.Tables, a.Catalog, copts...)
+	ropts := []reconcile.Option{reconcile.WithLogger(cfg.Log)}
+	for name, db := range cfg.MigrationSources {
+		ropts = append(ropts, reconcile.WithConnection(name, db))
+	}
+	a.Reconcile = reconcile.New(store.Client, a.Catalog, a.Tables, a.Usage, ropts...)
 	return a, nil
 }
 
@@ -112,6 +124,11 @@ func (a *App) Close() error {
 	for _, c := range a.conns {
 		if err := c.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close Iceberg catalog %s: %w", c.Name, err))
+		}
+	}
+	for name, db := range a.sources {
+		if err := db.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close migration source %s: %w", name, err))
 		}
 	}
 	if err := a.Store.Close(); err != nil {
@@ -147,12 +164,13 @@ type Schedule struct {
 	ScanOptions  cleanup.ScanOptions
 	CleanupEvery time.Duration // propose, then execute inside the maintenance window
 	Dispatch     time.Duration // webhook deliveries (default 10 s)
+	Reconcile    time.Duration // how often each migration is reconciled; 0 never
 }
 
 // Handler builds the HTTP handler: the API configured by api (its service fields are filled
 // here) with the web UI mounted beside it.
 func (a *App) Handler(api handlers.Config, ui web.Config) (*handlers.API, error) {
-	api.Catalog, api.Lineage, api.Usage, api.Tables, api.Cleanup = a.Catalog, a.Lineage, a.Usage, a.Tables, a.Cleanup
+	api.Catalog, api.Lineage, api.Usage, api.Tables, api.Cleanup, api.Reconcile = a.Catalog, a.Lineage, a.Usage, a.Tables, a.Cleanup, a.Reconcile
 	tokens := auth.NewStore(a.Store.Client, nil) // one store: the API's tokens and the UI's sessions
 	api.Tokens, api.Ping, api.Logger = tokens, a.Store.Ping, a.Log
 	h := handlers.New(api)
@@ -250,6 +268,10 @@ func (a *App) background(g *errgroup.Group, ctx context.Context, s Schedule) {
 		run(func(ctx context.Context) { loop.Every(ctx, s.CleanupEvery, false, a.proposeAndExecute) })
 	}
 	run(func(ctx context.Context) { a.Cleanup.RunDispatcher(ctx, s.Dispatch) })
+	if s.Reconcile > 0 {
+		log.Info("reconciliation runs scheduled", "interval", s.Reconcile.String())
+		run(func(ctx context.Context) { a.Reconcile.Run(ctx, time.Minute, s.Reconcile) })
+	}
 }
 
 // graphLoaded logs the loaded graph and hands the load's garbage back to the system: reading a

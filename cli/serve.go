@@ -31,6 +31,8 @@ type serveConfig struct {
 	lineageLimit    int64
 	graphSync       time.Duration
 	lineageMax      int
+	sources         string
+	reconcileEvery  time.Duration
 	usageLateness   time.Duration
 	usageRetention  time.Duration
 	logLevel        string
@@ -60,6 +62,8 @@ func serveFlags(fs *flag.FlagSet, cfg *serveConfig) {
 	fs.Int64Var(&cfg.lineageLimit, "lineage-body-limit", handlers.DefaultLineageBodyLimit, "largest OpenLineage request in bytes, before and after gzip (TIDEMARK_LINEAGE_BODY_LIMIT)")
 	fs.DurationVar(&cfg.graphSync, "graph-sync-interval", 2*time.Second, "how often the in-memory lineage graph picks up other replicas' edges (TIDEMARK_GRAPH_SYNC_INTERVAL)")
 	fs.IntVar(&cfg.lineageMax, "lineage-max-nodes", lineage.DefaultMaxNodes, "most nodes one lineage answer may hold (the limit parameter's ceiling) (TIDEMARK_LINEAGE_MAX_NODES)")
+	fs.StringVar(&cfg.sources, "migration-sources", "", "PostgreSQL databases dataset migrations may read a side from: name=DSN,... (use a role that can only read) (TIDEMARK_MIGRATION_SOURCES)")
+	fs.DurationVar(&cfg.reconcileEvery, "reconcile-interval", 6*time.Hour, "how often each dataset migration is reconciled; 0 turns scheduled runs off (TIDEMARK_RECONCILE_INTERVAL)")
 	fs.DurationVar(&cfg.usageLateness, "usage-lateness", usage.DefaultLateness, "oldest usage record accepted (TIDEMARK_USAGE_LATENESS)")
 	fs.DurationVar(&cfg.usageRetention, "usage-retention", usage.DefaultRetention, "how long raw usage events are kept; rollups are kept forever (TIDEMARK_USAGE_RETENTION)")
 	fs.Float64Var(&cfg.rateLimit, "rate-limit", 100, "requests per second one API token may send, in bursts of twice that (429 with Retry-After above); 0 is unlimited (TIDEMARK_RATE_LIMIT)")
@@ -119,6 +123,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 	if cfg.graphSync <= 0 {
 		return fmt.Errorf("--graph-sync-interval must be positive, not %s", cfg.graphSync)
 	}
+	if cfg.reconcileEvery < 0 {
+		return fmt.Errorf("--reconcile-interval must not be negative, not %s", cfg.reconcileEvery)
+	}
 	if cfg.lineageMax < 1 || cfg.lineageMax > 10_000_000 {
 		return fmt.Errorf("--lineage-max-nodes must be from 1 to 10000000, not %d", cfg.lineageMax)
 	}
@@ -149,6 +156,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 		return err
 	}
 	acfg.Lineage = append(acfg.Lineage, lineage.WithMaxNodes(cfg.lineageMax))
+	if acfg.MigrationSources, err = migrationSources(cfg.sources); err != nil {
+		store.Close()
+		return err
+	}
 	acfg.Usage = []usage.Option{usage.WithLateness(cfg.usageLateness), usage.WithRetention(cfg.usageRetention)}
 	acfg.Cleanup = append(cfg.cleanup.appOptions(), cleanup.WithPrivateWebhooks(cfg.webhookPrivate || isLoopback(cfg.addr)))
 	a, err := app.Open(ctx, store, acfg)
@@ -181,7 +192,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 		ready <- ln.Addr().String()
 	}
 	return a.Serve(ctx, ln, srv, app.Schedule{GraphSync: cfg.graphSync, TablesSync: cfg.tablesSync, ScanInterval: cfg.scanInterval,
-		ScanOptions: cfg.cleanup.options(), CleanupEvery: cfg.cleanupEvery}, cfg.shutdownTimeout)
+		ScanOptions: cfg.cleanup.options(), CleanupEvery: cfg.cleanupEvery, Reconcile: cfg.reconcileEvery}, cfg.shutdownTimeout)
 }
 
 // isLoopback reports whether addr binds only to a loopback interface. An empty host binds every

@@ -27,6 +27,7 @@ import (
 	"github.com/tidemark/tidemark/ent/cleanupscan"
 	"github.com/tidemark/tidemark/ent/cleanupshardwalk"
 	"github.com/tidemark/tidemark/ent/columnedge"
+	"github.com/tidemark/tidemark/ent/datasetmigration"
 	"github.com/tidemark/tidemark/ent/externalid"
 	"github.com/tidemark/tidemark/ent/icebergmanifest"
 	"github.com/tidemark/tidemark/ent/icebergmanifestlist"
@@ -40,6 +41,8 @@ import (
 	"github.com/tidemark/tidemark/ent/proposal"
 	"github.com/tidemark/tidemark/ent/proposalfile"
 	"github.com/tidemark/tidemark/ent/proposalstep"
+	"github.com/tidemark/tidemark/ent/reconciliationfinding"
+	"github.com/tidemark/tidemark/ent/reconciliationrun"
 	"github.com/tidemark/tidemark/ent/run"
 	"github.com/tidemark/tidemark/ent/runio"
 	"github.com/tidemark/tidemark/ent/tablesync"
@@ -82,6 +85,8 @@ type Client struct {
 	CleanupShardWalk *CleanupShardWalkClient
 	// ColumnEdge is the client for interacting with the ColumnEdge builders.
 	ColumnEdge *ColumnEdgeClient
+	// DatasetMigration is the client for interacting with the DatasetMigration builders.
+	DatasetMigration *DatasetMigrationClient
 	// ExternalID is the client for interacting with the ExternalID builders.
 	ExternalID *ExternalIDClient
 	// IcebergManifest is the client for interacting with the IcebergManifest builders.
@@ -108,6 +113,10 @@ type Client struct {
 	ProposalFile *ProposalFileClient
 	// ProposalStep is the client for interacting with the ProposalStep builders.
 	ProposalStep *ProposalStepClient
+	// ReconciliationFinding is the client for interacting with the ReconciliationFinding builders.
+	ReconciliationFinding *ReconciliationFindingClient
+	// ReconciliationRun is the client for interacting with the ReconciliationRun builders.
+	ReconciliationRun *ReconciliationRunClient
 	// Run is the client for interacting with the Run builders.
 	Run *RunClient
 	// RunIO is the client for interacting with the RunIO builders.
@@ -152,6 +161,7 @@ func (c *Client) init() {
 	c.CleanupScan = NewCleanupScanClient(c.config)
 	c.CleanupShardWalk = NewCleanupShardWalkClient(c.config)
 	c.ColumnEdge = NewColumnEdgeClient(c.config)
+	c.DatasetMigration = NewDatasetMigrationClient(c.config)
 	c.ExternalID = NewExternalIDClient(c.config)
 	c.IcebergManifest = NewIcebergManifestClient(c.config)
 	c.IcebergManifestList = NewIcebergManifestListClient(c.config)
@@ -165,6 +175,8 @@ func (c *Client) init() {
 	c.Proposal = NewProposalClient(c.config)
 	c.ProposalFile = NewProposalFileClient(c.config)
 	c.ProposalStep = NewProposalStepClient(c.config)
+	c.ReconciliationFinding = NewReconciliationFindingClient(c.config)
+	c.ReconciliationRun = NewReconciliationRunClient(c.config)
 	c.Run = NewRunClient(c.config)
 	c.RunIO = NewRunIOClient(c.config)
 	c.TableSync = NewTableSyncClient(c.config)
@@ -266,43 +278,46 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 	cfg := c.config
 	cfg.driver = tx
 	return &Tx{
-		ctx:                 ctx,
-		config:              cfg,
-		APIToken:            NewAPITokenClient(cfg),
-		Asset:               NewAssetClient(cfg),
-		AssetFacet:          NewAssetFacetClient(cfg),
-		AssetName:           NewAssetNameClient(cfg),
-		AuditEvent:          NewAuditEventClient(cfg),
-		CleanupExemption:    NewCleanupExemptionClient(cfg),
-		CleanupLease:        NewCleanupLeaseClient(cfg),
-		CleanupObservation:  NewCleanupObservationClient(cfg),
-		CleanupScan:         NewCleanupScanClient(cfg),
-		CleanupShardWalk:    NewCleanupShardWalkClient(cfg),
-		ColumnEdge:          NewColumnEdgeClient(cfg),
-		ExternalID:          NewExternalIDClient(cfg),
-		IcebergManifest:     NewIcebergManifestClient(cfg),
-		IcebergManifestList: NewIcebergManifestListClient(cfg),
-		IcebergTable:        NewIcebergTableClient(cfg),
-		IdempotencyKey:      NewIdempotencyKeyClient(cfg),
-		LineageEdge:         NewLineageEdgeClient(cfg),
-		LineageEvent:        NewLineageEventClient(cfg),
-		LineageState:        NewLineageStateClient(cfg),
-		OutboxMessage:       NewOutboxMessageClient(cfg),
-		Owner:               NewOwnerClient(cfg),
-		Proposal:            NewProposalClient(cfg),
-		ProposalFile:        NewProposalFileClient(cfg),
-		ProposalStep:        NewProposalStepClient(cfg),
-		Run:                 NewRunClient(cfg),
-		RunIO:               NewRunIOClient(cfg),
-		TableSync:           NewTableSyncClient(cfg),
-		UsageActorDaily:     NewUsageActorDailyClient(cfg),
-		UsageActorMonthly:   NewUsageActorMonthlyClient(cfg),
-		UsageDaily:          NewUsageDailyClient(cfg),
-		UsageEvent:          NewUsageEventClient(cfg),
-		UsageName:           NewUsageNameClient(cfg),
-		UsagePending:        NewUsagePendingClient(cfg),
-		WebSession:          NewWebSessionClient(cfg),
-		Webhook:             NewWebhookClient(cfg),
+		ctx:                   ctx,
+		config:                cfg,
+		APIToken:              NewAPITokenClient(cfg),
+		Asset:                 NewAssetClient(cfg),
+		AssetFacet:            NewAssetFacetClient(cfg),
+		AssetName:             NewAssetNameClient(cfg),
+		AuditEvent:            NewAuditEventClient(cfg),
+		CleanupExemption:      NewCleanupExemptionClient(cfg),
+		CleanupLease:          NewCleanupLeaseClient(cfg),
+		CleanupObservation:    NewCleanupObservationClient(cfg),
+		CleanupScan:           NewCleanupScanClient(cfg),
+		CleanupShardWalk:      NewCleanupShardWalkClient(cfg),
+		ColumnEdge:            NewColumnEdgeClient(cfg),
+		DatasetMigration:      NewDatasetMigrationClient(cfg),
+		ExternalID:            NewExternalIDClient(cfg),
+		IcebergManifest:       NewIcebergManifestClient(cfg),
+		IcebergManifestList:   NewIcebergManifestListClient(cfg),
+		IcebergTable:          NewIcebergTableClient(cfg),
+		IdempotencyKey:        NewIdempotencyKeyClient(cfg),
+		LineageEdge:           NewLineageEdgeClient(cfg),
+		LineageEvent:          NewLineageEventClient(cfg),
+		LineageState:          NewLineageStateClient(cfg),
+		OutboxMessage:         NewOutboxMessageClient(cfg),
+		Owner:                 NewOwnerClient(cfg),
+		Proposal:              NewProposalClient(cfg),
+		ProposalFile:          NewProposalFileClient(cfg),
+		ProposalStep:          NewProposalStepClient(cfg),
+		ReconciliationFinding: NewReconciliationFindingClient(cfg),
+		ReconciliationRun:     NewReconciliationRunClient(cfg),
+		Run:                   NewRunClient(cfg),
+		RunIO:                 NewRunIOClient(cfg),
+		TableSync:             NewTableSyncClient(cfg),
+		UsageActorDaily:       NewUsageActorDailyClient(cfg),
+		UsageActorMonthly:     NewUsageActorMonthlyClient(cfg),
+		UsageDaily:            NewUsageDailyClient(cfg),
+		UsageEvent:            NewUsageEventClient(cfg),
+		UsageName:             NewUsageNameClient(cfg),
+		UsagePending:          NewUsagePendingClient(cfg),
+		WebSession:            NewWebSessionClient(cfg),
+		Webhook:               NewWebhookClient(cfg),
 	}, nil
 }
 
@@ -320,43 +335,46 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 	cfg := c.config
 	cfg.driver = &txDriver{tx: tx, drv: c.driver}
 	return &Tx{
-		ctx:                 ctx,
-		config:              cfg,
-		APIToken:            NewAPITokenClient(cfg),
-		Asset:               NewAssetClient(cfg),
-		AssetFacet:          NewAssetFacetClient(cfg),
-		AssetName:           NewAssetNameClient(cfg),
-		AuditEvent:          NewAuditEventClient(cfg),
-		CleanupExemption:    NewCleanupExemptionClient(cfg),
-		CleanupLease:        NewCleanupLeaseClient(cfg),
-		CleanupObservation:  NewCleanupObservationClient(cfg),
-		CleanupScan:         NewCleanupScanClient(cfg),
-		CleanupShardWalk:    NewCleanupShardWalkClient(cfg),
-		ColumnEdge:          NewColumnEdgeClient(cfg),
-		ExternalID:          NewExternalIDClient(cfg),
-		IcebergManifest:     NewIcebergManifestClient(cfg),
-		IcebergManifestList: NewIcebergManifestListClient(cfg),
-		IcebergTable:        NewIcebergTableClient(cfg),
-		IdempotencyKey:      NewIdempotencyKeyClient(cfg),
-		LineageEdge:         NewLineageEdgeClient(cfg),
-		LineageEvent:        NewLineageEventClient(cfg),
-		LineageState:        NewLineageStateClient(cfg),
-		OutboxMessage:       NewOutboxMessageClient(cfg),
-		Owner:               NewOwnerClient(cfg),
-		Proposal:            NewProposalClient(cfg),
-		ProposalFile:        NewProposalFileClient(cfg),
-		ProposalStep:        NewProposalStepClient(cfg),
-		Run:                 NewRunClient(cfg),
-		RunIO:               NewRunIOClient(cfg),
-		TableSync:           NewTableSyncClient(cfg),
-		UsageActorDaily:     NewUsageActorDailyClient(cfg),
-		UsageActorMonthly:   NewUsageActorMonthlyClient(cfg),
-		UsageDaily:          NewUsageDailyClient(cfg),
-		UsageEvent:          NewUsageEventClient(cfg),
-		UsageName:           NewUsageNameClient(cfg),
-		UsagePending:        NewUsagePendingClient(cfg),
-		WebSession:          NewWebSessionClient(cfg),
-		Webhook:             NewWebhookClient(cfg),
+		ctx:                   ctx,
+		config:                cfg,
+		APIToken:              NewAPITokenClient(cfg),
+		Asset:                 NewAssetClient(cfg),
+		AssetFacet:            NewAssetFacetClient(cfg),
+		AssetName:             NewAssetNameClient(cfg),
+		AuditEvent:            NewAuditEventClient(cfg),
+		CleanupExemption:      NewCleanupExemptionClient(cfg),
+		CleanupLease:          NewCleanupLeaseClient(cfg),
+		CleanupObservation:    NewCleanupObservationClient(cfg),
+		CleanupScan:           NewCleanupScanClient(cfg),
+		CleanupShardWalk:      NewCleanupShardWalkClient(cfg),
+		ColumnEdge:            NewColumnEdgeClient(cfg),
+		DatasetMigration:      NewDatasetMigrationClient(cfg),
+		ExternalID:            NewExternalIDClient(cfg),
+		IcebergManifest:       NewIcebergManifestClient(cfg),
+		IcebergManifestList:   NewIcebergManifestListClient(cfg),
+		IcebergTable:          NewIcebergTableClient(cfg),
+		IdempotencyKey:        NewIdempotencyKeyClient(cfg),
+		LineageEdge:           NewLineageEdgeClient(cfg),
+		LineageEvent:          NewLineageEventClient(cfg),
+		LineageState:          NewLineageStateClient(cfg),
+		OutboxMessage:         NewOutboxMessageClient(cfg),
+		Owner:                 NewOwnerClient(cfg),
+		Proposal:              NewProposalClient(cfg),
+		ProposalFile:          NewProposalFileClient(cfg),
+		ProposalStep:          NewProposalStepClient(cfg),
+		ReconciliationFinding: NewReconciliationFindingClient(cfg),
+		ReconciliationRun:     NewReconciliationRunClient(cfg),
+		Run:                   NewRunClient(cfg),
+		RunIO:                 NewRunIOClient(cfg),
+		TableSync:             NewTableSyncClient(cfg),
+		UsageActorDaily:       NewUsageActorDailyClient(cfg),
+		UsageActorMonthly:     NewUsageActorMonthlyClient(cfg),
+		UsageDaily:            NewUsageDailyClient(cfg),
+		UsageEvent:            NewUsageEventClient(cfg),
+		UsageName:             NewUsageNameClient(cfg),
+		UsagePending:          NewUsagePendingClient(cfg),
+		WebSession:            NewWebSessionClient(cfg),
+		Webhook:               NewWebhookClient(cfg),
 	}, nil
 }
 
@@ -388,10 +406,11 @@ func (c *Client) Use(hooks ...Hook) {
 	for _, n := range []interface{ Use(...Hook) }{
 		c.APIToken, c.Asset, c.AssetFacet, c.AssetName, c.AuditEvent,
 		c.CleanupExemption, c.CleanupLease, c.CleanupObservation, c.CleanupScan,
-		c.CleanupShardWalk, c.ColumnEdge, c.ExternalID, c.IcebergManifest,
-		c.IcebergManifestList, c.IcebergTable, c.IdempotencyKey, c.LineageEdge,
-		c.LineageEvent, c.LineageState, c.OutboxMessage, c.Owner, c.Proposal,
-		c.ProposalFile, c.ProposalStep, c.Run, c.RunIO, c.TableSync, c.UsageActorDaily,
+		c.CleanupShardWalk, c.ColumnEdge, c.DatasetMigration, c.ExternalID,
+		c.IcebergManifest, c.IcebergManifestList, c.IcebergTable, c.IdempotencyKey,
+		c.LineageEdge, c.LineageEvent, c.LineageState, c.OutboxMessage, c.Owner,
+		c.Proposal, c.ProposalFile, c.ProposalStep, c.ReconciliationFinding,
+		c.ReconciliationRun, c.Run, c.RunIO, c.TableSync, c.UsageActorDaily,
 		c.UsageActorMonthly, c.UsageDaily, c.UsageEvent, c.UsageName, c.UsagePending,
 		c.WebSession, c.Webhook,
 	} {
@@ -405,10 +424,11 @@ func (c *Client) Intercept(interceptors ...Interceptor) {
 	for _, n := range []interface{ Intercept(...Interceptor) }{
 		c.APIToken, c.Asset, c.AssetFacet, c.AssetName, c.AuditEvent,
 		c.CleanupExemption, c.CleanupLease, c.CleanupObservation, c.CleanupScan,
-		c.CleanupShardWalk, c.ColumnEdge, c.ExternalID, c.IcebergManifest,
-		c.IcebergManifestList, c.IcebergTable, c.IdempotencyKey, c.LineageEdge,
-		c.LineageEvent, c.LineageState, c.OutboxMessage, c.Owner, c.Proposal,
-		c.ProposalFile, c.ProposalStep, c.Run, c.RunIO, c.TableSync, c.UsageActorDaily,
+		c.CleanupShardWalk, c.ColumnEdge, c.DatasetMigration, c.ExternalID,
+		c.IcebergManifest, c.IcebergManifestList, c.IcebergTable, c.IdempotencyKey,
+		c.LineageEdge, c.LineageEvent, c.LineageState, c.OutboxMessage, c.Owner,
+		c.Proposal, c.ProposalFile, c.ProposalStep, c.ReconciliationFinding,
+		c.ReconciliationRun, c.Run, c.RunIO, c.TableSync, c.UsageActorDaily,
 		c.UsageActorMonthly, c.UsageDaily, c.UsageEvent, c.UsageName, c.UsagePending,
 		c.WebSession, c.Webhook,
 	} {
@@ -441,6 +461,8 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.CleanupShardWalk.mutate(ctx, m)
 	case *ColumnEdgeMutation:
 		return c.ColumnEdge.mutate(ctx, m)
+	case *DatasetMigrationMutation:
+		return c.DatasetMigration.mutate(ctx, m)
 	case *ExternalIDMutation:
 		return c.ExternalID.mutate(ctx, m)
 	case *IcebergManifestMutation:
@@ -467,6 +489,10 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.ProposalFile.mutate(ctx, m)
 	case *ProposalStepMutation:
 		return c.ProposalStep.mutate(ctx, m)
+	case *ReconciliationFindingMutation:
+		return c.ReconciliationFinding.mutate(ctx, m)
+	case *ReconciliationRunMutation:
+		return c.ReconciliationRun.mutate(ctx, m)
 	case *RunMutation:
 		return c.Run.mutate(ctx, m)
 	case *RunIOMutation:
@@ -2019,6 +2045,139 @@ func (c *ColumnEdgeClient) mutate(ctx context.Context, m *ColumnEdgeMutation) (V
 		return (&ColumnEdgeDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
 	default:
 		return nil, fmt.Errorf("ent: unknown ColumnEdge mutation op: %q", m.Op())
+	}
+}
+
+// DatasetMigrationClient is a client for the DatasetMigration schema.
+type DatasetMigrationClient struct {
+	config
+}
+
+// NewDatasetMigrationClient returns a client for the DatasetMigration from the given config.
+func NewDatasetMigrationClient(c config) *DatasetMigrationClient {
+	return &DatasetMigrationClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `datasetmigration.Hooks(f(g(h())))`.
+func (c *DatasetMigrationClient) Use(hooks ...Hook) {
+	c.hooks.DatasetMigration = append(c.hooks.DatasetMigration, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `datasetmigration.Intercept(f(g(h())))`.
+func (c *DatasetMigrationClient) Intercept(interceptors ...Interceptor) {
+	c.inters.DatasetMigration = append(c.inters.DatasetMigration, interceptors...)
+}
+
+// Create returns a builder for creating a DatasetMigration entity.
+func (c *DatasetMigrationClient) Create() *DatasetMigrationCreate {
+	mutation := newDatasetMigrationMutation(c.config, OpCreate)
+	return &DatasetMigrationCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of DatasetMigration entities.
+func (c *DatasetMigrationClient) CreateBulk(builders ...*DatasetMigrationCreate) *DatasetMigrationCreateBulk {
+	return &DatasetMigrationCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *DatasetMigrationClient) MapCreateBulk(slice any, setFunc func(*DatasetMigrationCreate, int)) *DatasetMigrationCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &DatasetMigrationCreateBulk{err: fmt.Errorf("calling to DatasetMigrationClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*DatasetMigrationCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &DatasetMigrationCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for DatasetMigration.
+func (c *DatasetMigrationClient) Update() *DatasetMigrationUpdate {
+	mutation := newDatasetMigrationMutation(c.config, OpUpdate)
+	return &DatasetMigrationUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *DatasetMigrationClient) UpdateOne(_m *DatasetMigration) *DatasetMigrationUpdateOne {
+	mutation := newDatasetMigrationMutation(c.config, OpUpdateOne, withDatasetMigration(_m))
+	return &DatasetMigrationUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *DatasetMigrationClient) UpdateOneID(id uuid.UUID) *DatasetMigrationUpdateOne {
+	mutation := newDatasetMigrationMutation(c.config, OpUpdateOne, withDatasetMigrationID(id))
+	return &DatasetMigrationUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for DatasetMigration.
+func (c *DatasetMigrationClient) Delete() *DatasetMigrationDelete {
+	mutation := newDatasetMigrationMutation(c.config, OpDelete)
+	return &DatasetMigrationDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *DatasetMigrationClient) DeleteOne(_m *DatasetMigration) *DatasetMigrationDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *DatasetMigrationClient) DeleteOneID(id uuid.UUID) *DatasetMigrationDeleteOne {
+	builder := c.Delete().Where(datasetmigration.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &DatasetMigrationDeleteOne{builder}
+}
+
+// Query returns a query builder for DatasetMigration.
+func (c *DatasetMigrationClient) Query() *DatasetMigrationQuery {
+	return &DatasetMigrationQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeDatasetMigration},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a DatasetMigration entity by its id.
+func (c *DatasetMigrationClient) Get(ctx context.Context, id uuid.UUID) (*DatasetMigration, error) {
+	return c.Query().Where(datasetmigration.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *DatasetMigrationClient) GetX(ctx context.Context, id uuid.UUID) *DatasetMigration {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *DatasetMigrationClient) Hooks() []Hook {
+	return c.hooks.DatasetMigration
+}
+
+// Interceptors returns the client interceptors.
+func (c *DatasetMigrationClient) Interceptors() []Interceptor {
+	return c.inters.DatasetMigration
+}
+
+func (c *DatasetMigrationClient) mutate(ctx context.Context, m *DatasetMigrationMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&DatasetMigrationCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&DatasetMigrationUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&DatasetMigrationUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&DatasetMigrationDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown DatasetMigration mutation op: %q", m.Op())
 	}
 }
 
@@ -3783,6 +3942,272 @@ func (c *ProposalStepClient) mutate(ctx context.Context, m *ProposalStepMutation
 	}
 }
 
+// ReconciliationFindingClient is a client for the ReconciliationFinding schema.
+type ReconciliationFindingClient struct {
+	config
+}
+
+// NewReconciliationFindingClient returns a client for the ReconciliationFinding from the given config.
+func NewReconciliationFindingClient(c config) *ReconciliationFindingClient {
+	return &ReconciliationFindingClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `reconciliationfinding.Hooks(f(g(h())))`.
+func (c *ReconciliationFindingClient) Use(hooks ...Hook) {
+	c.hooks.ReconciliationFinding = append(c.hooks.ReconciliationFinding, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `reconciliationfinding.Intercept(f(g(h())))`.
+func (c *ReconciliationFindingClient) Intercept(interceptors ...Interceptor) {
+	c.inters.ReconciliationFinding = append(c.inters.ReconciliationFinding, interceptors...)
+}
+
+// Create returns a builder for creating a ReconciliationFinding entity.
+func (c *ReconciliationFindingClient) Create() *ReconciliationFindingCreate {
+	mutation := newReconciliationFindingMutation(c.config, OpCreate)
+	return &ReconciliationFindingCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of ReconciliationFinding entities.
+func (c *ReconciliationFindingClient) CreateBulk(builders ...*ReconciliationFindingCreate) *ReconciliationFindingCreateBulk {
+	return &ReconciliationFindingCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *ReconciliationFindingClient) MapCreateBulk(slice any, setFunc func(*ReconciliationFindingCreate, int)) *ReconciliationFindingCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &ReconciliationFindingCreateBulk{err: fmt.Errorf("calling to ReconciliationFindingClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*ReconciliationFindingCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &ReconciliationFindingCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for ReconciliationFinding.
+func (c *ReconciliationFindingClient) Update() *ReconciliationFindingUpdate {
+	mutation := newReconciliationFindingMutation(c.config, OpUpdate)
+	return &ReconciliationFindingUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *ReconciliationFindingClient) UpdateOne(_m *ReconciliationFinding) *ReconciliationFindingUpdateOne {
+	mutation := newReconciliationFindingMutation(c.config, OpUpdateOne, withReconciliationFinding(_m))
+	return &ReconciliationFindingUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *ReconciliationFindingClient) UpdateOneID(id uuid.UUID) *ReconciliationFindingUpdateOne {
+	mutation := newReconciliationFindingMutation(c.config, OpUpdateOne, withReconciliationFindingID(id))
+	return &ReconciliationFindingUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for ReconciliationFinding.
+func (c *ReconciliationFindingClient) Delete() *ReconciliationFindingDelete {
+	mutation := newReconciliationFindingMutation(c.config, OpDelete)
+	return &ReconciliationFindingDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *ReconciliationFindingClient) DeleteOne(_m *ReconciliationFinding) *ReconciliationFindingDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *ReconciliationFindingClient) DeleteOneID(id uuid.UUID) *ReconciliationFindingDeleteOne {
+	builder := c.Delete().Where(reconciliationfinding.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &ReconciliationFindingDeleteOne{builder}
+}
+
+// Query returns a query builder for ReconciliationFinding.
+func (c *ReconciliationFindingClient) Query() *ReconciliationFindingQuery {
+	return &ReconciliationFindingQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeReconciliationFinding},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a ReconciliationFinding entity by its id.
+func (c *ReconciliationFindingClient) Get(ctx context.Context, id uuid.UUID) (*ReconciliationFinding, error) {
+	return c.Query().Where(reconciliationfinding.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *ReconciliationFindingClient) GetX(ctx context.Context, id uuid.UUID) *ReconciliationFinding {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *ReconciliationFindingClient) Hooks() []Hook {
+	return c.hooks.ReconciliationFinding
+}
+
+// Interceptors returns the client interceptors.
+func (c *ReconciliationFindingClient) Interceptors() []Interceptor {
+	return c.inters.ReconciliationFinding
+}
+
+func (c *ReconciliationFindingClient) mutate(ctx context.Context, m *ReconciliationFindingMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&ReconciliationFindingCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&ReconciliationFindingUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&ReconciliationFindingUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&ReconciliationFindingDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown ReconciliationFinding mutation op: %q", m.Op())
+	}
+}
+
+// ReconciliationRunClient is a client for the ReconciliationRun schema.
+type ReconciliationRunClient struct {
+	config
+}
+
+// NewReconciliationRunClient returns a client for the ReconciliationRun from the given config.
+func NewReconciliationRunClient(c config) *ReconciliationRunClient {
+	return &ReconciliationRunClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `reconciliationrun.Hooks(f(g(h())))`.
+func (c *ReconciliationRunClient) Use(hooks ...Hook) {
+	c.hooks.ReconciliationRun = append(c.hooks.ReconciliationRun, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `reconciliationrun.Intercept(f(g(h())))`.
+func (c *ReconciliationRunClient) Intercept(interceptors ...Interceptor) {
+	c.inters.ReconciliationRun = append(c.inters.ReconciliationRun, interceptors...)
+}
+
+// Create returns a builder for creating a ReconciliationRun entity.
+func (c *ReconciliationRunClient) Create() *ReconciliationRunCreate {
+	mutation := newReconciliationRunMutation(c.config, OpCreate)
+	return &ReconciliationRunCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of ReconciliationRun entities.
+func (c *ReconciliationRunClient) CreateBulk(builders ...*ReconciliationRunCreate) *ReconciliationRunCreateBulk {
+	return &ReconciliationRunCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *ReconciliationRunClient) MapCreateBulk(slice any, setFunc func(*ReconciliationRunCreate, int)) *ReconciliationRunCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &ReconciliationRunCreateBulk{err: fmt.Errorf("calling to ReconciliationRunClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*ReconciliationRunCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &ReconciliationRunCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for ReconciliationRun.
+func (c *ReconciliationRunClient) Update() *ReconciliationRunUpdate {
+	mutation := newReconciliationRunMutation(c.config, OpUpdate)
+	return &ReconciliationRunUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *ReconciliationRunClient) UpdateOne(_m *ReconciliationRun) *ReconciliationRunUpdateOne {
+	mutation := newReconciliationRunMutation(c.config, OpUpdateOne, withReconciliationRun(_m))
+	return &ReconciliationRunUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *ReconciliationRunClient) UpdateOneID(id uuid.UUID) *ReconciliationRunUpdateOne {
+	mutation := newReconciliationRunMutation(c.config, OpUpdateOne, withReconciliationRunID(id))
+	return &ReconciliationRunUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for ReconciliationRun.
+func (c *ReconciliationRunClient) Delete() *ReconciliationRunDelete {
+	mutation := newReconciliationRunMutation(c.config, OpDelete)
+	return &ReconciliationRunDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *ReconciliationRunClient) DeleteOne(_m *ReconciliationRun) *ReconciliationRunDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *ReconciliationRunClient) DeleteOneID(id uuid.UUID) *ReconciliationRunDeleteOne {
+	builder := c.Delete().Where(reconciliationrun.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &ReconciliationRunDeleteOne{builder}
+}
+
+// Query returns a query builder for ReconciliationRun.
+func (c *ReconciliationRunClient) Query() *ReconciliationRunQuery {
+	return &ReconciliationRunQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeReconciliationRun},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a ReconciliationRun entity by its id.
+func (c *ReconciliationRunClient) Get(ctx context.Context, id uuid.UUID) (*ReconciliationRun, error) {
+	return c.Query().Where(reconciliationrun.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *ReconciliationRunClient) GetX(ctx context.Context, id uuid.UUID) *ReconciliationRun {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *ReconciliationRunClient) Hooks() []Hook {
+	return c.hooks.ReconciliationRun
+}
+
+// Interceptors returns the client interceptors.
+func (c *ReconciliationRunClient) Interceptors() []Interceptor {
+	return c.inters.ReconciliationRun
+}
+
+func (c *ReconciliationRunClient) mutate(ctx context.Context, m *ReconciliationRunMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&ReconciliationRunCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&ReconciliationRunUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&ReconciliationRunUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&ReconciliationRunDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown ReconciliationRun mutation op: %q", m.Op())
+	}
+}
+
 // RunClient is a client for the Run schema.
 type RunClient struct {
 	config
@@ -5251,20 +5676,22 @@ type (
 	hooks struct {
 		APIToken, Asset, AssetFacet, AssetName, AuditEvent, CleanupExemption,
 		CleanupLease, CleanupObservation, CleanupScan, CleanupShardWalk, ColumnEdge,
-		ExternalID, IcebergManifest, IcebergManifestList, IcebergTable, IdempotencyKey,
-		LineageEdge, LineageEvent, LineageState, OutboxMessage, Owner, Proposal,
-		ProposalFile, ProposalStep, Run, RunIO, TableSync, UsageActorDaily,
-		UsageActorMonthly, UsageDaily, UsageEvent, UsageName, UsagePending, WebSession,
-		Webhook []ent.Hook
+		DatasetMigration, ExternalID, IcebergManifest, IcebergManifestList,
+		IcebergTable, IdempotencyKey, LineageEdge, LineageEvent, LineageState,
+		OutboxMessage, Owner, Proposal, ProposalFile, ProposalStep,
+		ReconciliationFinding, ReconciliationRun, Run, RunIO, TableSync,
+		UsageActorDaily, UsageActorMonthly, UsageDaily, UsageEvent, UsageName,
+		UsagePending, WebSession, Webhook []ent.Hook
 	}
 	inters struct {
 		APIToken, Asset, AssetFacet, AssetName, AuditEvent, CleanupExemption,
 		CleanupLease, CleanupObservation, CleanupScan, CleanupShardWalk, ColumnEdge,
-		ExternalID, IcebergManifest, IcebergManifestList, IcebergTable, IdempotencyKey,
-		LineageEdge, LineageEvent, LineageState, OutboxMessage, Owner, Proposal,
-		ProposalFile, ProposalStep, Run, RunIO, TableSync, UsageActorDaily,
-		UsageActorMonthly, UsageDaily, UsageEvent, UsageName, UsagePending, WebSession,
-		Webhook []ent.Interceptor
+		DatasetMigration, ExternalID, IcebergManifest, IcebergManifestList,
+		IcebergTable, IdempotencyKey, LineageEdge, LineageEvent, LineageState,
+		OutboxMessage, Owner, Proposal, ProposalFile, ProposalStep,
+		ReconciliationFinding, ReconciliationRun, Run, RunIO, TableSync,
+		UsageActorDaily, UsageActorMonthly, UsageDaily, UsageEvent, UsageName,
+		UsagePending, WebSession, Webhook []ent.Interceptor
 	}
 )
 

@@ -23,6 +23,7 @@ import (
 	"github.com/tidemark/tidemark/ent/cleanupscan"
 	"github.com/tidemark/tidemark/ent/cleanupshardwalk"
 	"github.com/tidemark/tidemark/ent/columnedge"
+	"github.com/tidemark/tidemark/ent/datasetmigration"
 	"github.com/tidemark/tidemark/ent/externalid"
 	"github.com/tidemark/tidemark/ent/icebergmanifest"
 	"github.com/tidemark/tidemark/ent/icebergmanifestlist"
@@ -36,6 +37,8 @@ import (
 	"github.com/tidemark/tidemark/ent/proposal"
 	"github.com/tidemark/tidemark/ent/proposalfile"
 	"github.com/tidemark/tidemark/ent/proposalstep"
+	"github.com/tidemark/tidemark/ent/reconciliationfinding"
+	"github.com/tidemark/tidemark/ent/reconciliationrun"
 	"github.com/tidemark/tidemark/ent/run"
 	"github.com/tidemark/tidemark/ent/runio"
 	"github.com/tidemark/tidemark/ent/tablesync"
@@ -107,41 +110,44 @@ var (
 func checkColumn(t, c string) error {
 	initCheck.Do(func() {
 		columnCheck = sql.NewColumnCheck(map[string]func(string) bool{
-			apitoken.Table:            apitoken.ValidColumn,
-			asset.Table:               asset.ValidColumn,
-			assetfacet.Table:          assetfacet.ValidColumn,
-			assetname.Table:           assetname.ValidColumn,
-			auditevent.Table:          auditevent.ValidColumn,
-			cleanupexemption.Table:    cleanupexemption.ValidColumn,
-			cleanuplease.Table:        cleanuplease.ValidColumn,
-			cleanupobservation.Table:  cleanupobservation.ValidColumn,
-			cleanupscan.Table:         cleanupscan.ValidColumn,
-			cleanupshardwalk.Table:    cleanupshardwalk.ValidColumn,
-			columnedge.Table:          columnedge.ValidColumn,
-			externalid.Table:          externalid.ValidColumn,
-			icebergmanifest.Table:     icebergmanifest.ValidColumn,
-			icebergmanifestlist.Table: icebergmanifestlist.ValidColumn,
-			icebergtable.Table:        icebergtable.ValidColumn,
-			idempotencykey.Table:      idempotencykey.ValidColumn,
-			lineageedge.Table:         lineageedge.ValidColumn,
-			lineageevent.Table:        lineageevent.ValidColumn,
-			lineagestate.Table:        lineagestate.ValidColumn,
-			outboxmessage.Table:       outboxmessage.ValidColumn,
-			owner.Table:               owner.ValidColumn,
-			proposal.Table:            proposal.ValidColumn,
-			proposalfile.Table:        proposalfile.ValidColumn,
-			proposalstep.Table:        proposalstep.ValidColumn,
-			run.Table:                 run.ValidColumn,
-			runio.Table:               runio.ValidColumn,
-			tablesync.Table:           tablesync.ValidColumn,
-			usageactordaily.Table:     usageactordaily.ValidColumn,
-			usageactormonthly.Table:   usageactormonthly.ValidColumn,
-			usagedaily.Table:          usagedaily.ValidColumn,
-			usageevent.Table:          usageevent.ValidColumn,
-			usagename.Table:           usagename.ValidColumn,
-			usagepending.Table:        usagepending.ValidColumn,
-			websession.Table:          websession.ValidColumn,
-			webhook.Table:             webhook.ValidColumn,
+			apitoken.Table:              apitoken.ValidColumn,
+			asset.Table:                 asset.ValidColumn,
+			assetfacet.Table:            assetfacet.ValidColumn,
+			assetname.Table:             assetname.ValidColumn,
+			auditevent.Table:            auditevent.ValidColumn,
+			cleanupexemption.Table:      cleanupexemption.ValidColumn,
+			cleanuplease.Table:          cleanuplease.ValidColumn,
+			cleanupobservation.Table:    cleanupobservation.ValidColumn,
+			cleanupscan.Table:           cleanupscan.ValidColumn,
+			cleanupshardwalk.Table:      cleanupshardwalk.ValidColumn,
+			columnedge.Table:            columnedge.ValidColumn,
+			datasetmigration.Table:      datasetmigration.ValidColumn,
+			externalid.Table:            externalid.ValidColumn,
+			icebergmanifest.Table:       icebergmanifest.ValidColumn,
+			icebergmanifestlist.Table:   icebergmanifestlist.ValidColumn,
+			icebergtable.Table:          icebergtable.ValidColumn,
+			idempotencykey.Table:        idempotencykey.ValidColumn,
+			lineageedge.Table:           lineageedge.ValidColumn,
+			lineageevent.Table:          lineageevent.ValidColumn,
+			lineagestate.Table:          lineagestate.ValidColumn,
+			outboxmessage.Table:         outboxmessage.ValidColumn,
+			owner.Table:                 owner.ValidColumn,
+			proposal.Table:              proposal.ValidColumn,
+			proposalfile.Table:          proposalfile.ValidColumn,
+			proposalstep.Table:          proposalstep.ValidColumn,
+			reconciliationfinding.Table: reconciliationfinding.ValidColumn,
+			reconciliationrun.Table:     reconciliationrun.ValidColumn,
+			run.Table:                   run.ValidColumn,
+			runio.Table:                 runio.ValidColumn,
+			tablesync.Table:             tablesync.ValidColumn,
+			usageactordaily.Table:       usageactordaily.ValidColumn,
+			usageactormonthly.Table:     usageactormonthly.ValidColumn,
+			usagedaily.Table:            usagedaily.ValidColumn,
+			usageevent.Table:            usageevent.ValidColumn,
+			usagename.Table:             usagename.ValidColumn,
+			usagepending.Table:          usagepending.ValidColumn,
+			websession.Table:            websession.ValidColumn,
+			webhook.Table:               webhook.ValidColumn,
 		})
 	})
 	return columnCheck(t, c)

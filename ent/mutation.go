@@ -24,6 +24,7 @@ import (
 	"github.com/tidemark/tidemark/ent/cleanupscan"
 	"github.com/tidemark/tidemark/ent/cleanupshardwalk"
 	"github.com/tidemark/tidemark/ent/columnedge"
+	"github.com/tidemark/tidemark/ent/datasetmigration"
 	"github.com/tidemark/tidemark/ent/externalid"
 	"github.com/tidemark/tidemark/ent/icebergmanifest"
 	"github.com/tidemark/tidemark/ent/icebergmanifestlist"
@@ -38,6 +39,8 @@ import (
 	"github.com/tidemark/tidemark/ent/proposal"
 	"github.com/tidemark/tidemark/ent/proposalfile"
 	"github.com/tidemark/tidemark/ent/proposalstep"
+	"github.com/tidemark/tidemark/ent/reconciliationfinding"
+	"github.com/tidemark/tidemark/ent/reconciliationrun"
 	"github.com/tidemark/tidemark/ent/run"
 	"github.com/tidemark/tidemark/ent/runio"
 	"github.com/tidemark/tidemark/ent/tablesync"
@@ -60,41 +63,44 @@ const (
 	OpUpdateOne = ent.OpUpdateOne
 
 	// Node types.
-	TypeAPIToken            = "APIToken"
-	TypeAsset               = "Asset"
-	TypeAssetFacet          = "AssetFacet"
-	TypeAssetName           = "AssetName"
-	TypeAuditEvent          = "AuditEvent"
-	TypeCleanupExemption    = "CleanupExemption"
-	TypeCleanupLease        = "CleanupLease"
-	TypeCleanupObservation  = "CleanupObservation"
-	TypeCleanupScan         = "CleanupScan"
-	TypeCleanupShardWalk    = "CleanupShardWalk"
-	TypeColumnEdge          = "ColumnEdge"
-	TypeExternalID          = "ExternalID"
-	TypeIcebergManifest     = "IcebergManifest"
-	TypeIcebergManifestList = "IcebergManifestList"
-	TypeIcebergTable        = "IcebergTable"
-	TypeIdempotencyKey      = "IdempotencyKey"
-	TypeLineageEdge         = "LineageEdge"
-	TypeLineageEvent        = "LineageEvent"
-	TypeLineageState        = "LineageState"
-	TypeOutboxMessage       = "OutboxMessage"
-	TypeOwner               = "Owner"
-	TypeProposal            = "Proposal"
-	TypeProposalFile        = "ProposalFile"
-	TypeProposalStep        = "ProposalStep"
-	TypeRun                 = "Run"
-	TypeRunIO               = "RunIO"
-	TypeTableSync           = "TableSync"
-	TypeUsageActorDaily     = "UsageActorDaily"
-	TypeUsageActorMonthly   = "UsageActorMonthly"
-	TypeUsageDaily          = "UsageDaily"
-	TypeUsageEvent          = "UsageEvent"
-	TypeUsageName           = "UsageName"
-	TypeUsagePending        = "UsagePending"
-	TypeWebSession          = "WebSession"
-	TypeWebhook             = "Webhook"
+	TypeAPIToken              = "APIToken"
+	TypeAsset                 = "Asset"
+	TypeAssetFacet            = "AssetFacet"
+	TypeAssetName             = "AssetName"
+	TypeAuditEvent            = "AuditEvent"
+	TypeCleanupExemption      = "CleanupExemption"
+	TypeCleanupLease          = "CleanupLease"
+	TypeCleanupObservation    = "CleanupObservation"
+	TypeCleanupScan           = "CleanupScan"
+	TypeCleanupShardWalk      = "CleanupShardWalk"
+	TypeColumnEdge            = "ColumnEdge"
+	TypeDatasetMigration      = "DatasetMigration"
+	TypeExternalID            = "ExternalID"
+	TypeIcebergManifest       = "IcebergManifest"
+	TypeIcebergManifestList   = "IcebergManifestList"
+	TypeIcebergTable          = "IcebergTable"
+	TypeIdempotencyKey        = "IdempotencyKey"
+	TypeLineageEdge           = "LineageEdge"
+	TypeLineageEvent          = "LineageEvent"
+	TypeLineageState          = "LineageState"
+	TypeOutboxMessage         = "OutboxMessage"
+	TypeOwner                 = "Owner"
+	TypeProposal              = "Proposal"
+	TypeProposalFile          = "ProposalFile"
+	TypeProposalStep          = "ProposalStep"
+	TypeReconciliationFinding = "ReconciliationFinding"
+	TypeReconciliationRun     = "ReconciliationRun"
+	TypeRun                   = "Run"
+	TypeRunIO                 = "RunIO"
+	TypeTableSync             = "TableSync"
+	TypeUsageActorDaily       = "UsageActorDaily"
+	TypeUsageActorMonthly     = "UsageActorMonthly"
+	TypeUsageDaily            = "UsageDaily"
+	TypeUsageEvent            = "UsageEvent"
+	TypeUsageName             = "UsageName"
+	TypeUsagePending          = "UsagePending"
+	TypeWebSession            = "WebSession"
+	TypeWebhook               = "Webhook"
 )
 
 // APITokenMutation represents an operation that mutates the APIToken nodes in the graph.
@@ -8327,6 +8333,901 @@ func (m *ColumnEdgeMutation) ClearEdge(name string) error {
 // It returns an error if the edge is not defined in the schema.
 func (m *ColumnEdgeMutation) ResetEdge(name string) error {
 	return fmt.Errorf("unknown ColumnEdge edge %s", name)
+}
+
+// DatasetMigrationMutation represents an operation that mutates the DatasetMigration nodes in the graph.
+type DatasetMigrationMutation struct {
+	config
+	op                Op
+	typ               string
+	id                *uuid.UUID
+	old_asset_id      *uuid.UUID
+	new_asset_id      *uuid.UUID
+	owner             *string
+	spec              *string
+	state             *datasetmigration.State
+	cut_over_at       *time.Time
+	version           *int
+	addversion        *int
+	run_claimed_until *time.Time
+	created_at        *time.Time
+	updated_at        *time.Time
+	clearedFields     map[string]struct{}
+	done              bool
+	oldValue          func(context.Context) (*DatasetMigration, error)
+	predicates        []predicate.DatasetMigration
+}
+
+var _ ent.Mutation = (*DatasetMigrationMutation)(nil)
+
+// datasetmigrationOption allows management of the mutation configuration using functional options.
+type datasetmigrationOption func(*DatasetMigrationMutation)
+
+// newDatasetMigrationMutation creates new mutation for the DatasetMigration entity.
+func newDatasetMigrationMutation(c config, op Op, opts ...datasetmigrationOption) *DatasetMigrationMutation {
+	m := &DatasetMigrationMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeDatasetMigration,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withDatasetMigrationID sets the ID field of the mutation.
+func withDatasetMigrationID(id uuid.UUID) datasetmigrationOption {
+	return func(m *DatasetMigrationMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *DatasetMigration
+		)
+		m.oldValue = func(ctx context.Context) (*DatasetMigration, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().DatasetMigration.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withDatasetMigration sets the old DatasetMigration of the mutation.
+func withDatasetMigration(node *DatasetMigration) datasetmigrationOption {
+	return func(m *DatasetMigrationMutation) {
+		m.oldValue = func(context.Context) (*DatasetMigration, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m DatasetMigrationMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m DatasetMigrationMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of DatasetMigration entities.
+func (m *DatasetMigrationMutation) SetID(id uuid.UUID) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *DatasetMigrationMutation) ID() (id uuid.UUID, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *DatasetMigrationMutation) IDs(ctx context.Context) ([]uuid.UUID, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []uuid.UUID{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().DatasetMigration.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetOldAssetID sets the "old_asset_id" field.
+func (m *DatasetMigrationMutation) SetOldAssetID(u uuid.UUID) {
+	m.old_asset_id = &u
+}
+
+// OldAssetID returns the value of the "old_asset_id" field in the mutation.
+func (m *DatasetMigrationMutation) OldAssetID() (r uuid.UUID, exists bool) {
+	v := m.old_asset_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldOldAssetID returns the old "old_asset_id" field's value of the DatasetMigration entity.
+// If the DatasetMigration object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DatasetMigrationMutation) OldOldAssetID(ctx context.Context) (v uuid.UUID, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldOldAssetID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldOldAssetID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldOldAssetID: %w", err)
+	}
+	return oldValue.OldAssetID, nil
+}
+
+// ResetOldAssetID resets all changes to the "old_asset_id" field.
+func (m *DatasetMigrationMutation) ResetOldAssetID() {
+	m.old_asset_id = nil
+}
+
+// SetNewAssetID sets the "new_asset_id" field.
+func (m *DatasetMigrationMutation) SetNewAssetID(u uuid.UUID) {
+	m.new_asset_id = &u
+}
+
+// NewAssetID returns the value of the "new_asset_id" field in the mutation.
+func (m *DatasetMigrationMutation) NewAssetID() (r uuid.UUID, exists bool) {
+	v := m.new_asset_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldNewAssetID returns the old "new_asset_id" field's value of the DatasetMigration entity.
+// If the DatasetMigration object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DatasetMigrationMutation) OldNewAssetID(ctx context.Context) (v uuid.UUID, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldNewAssetID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldNewAssetID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldNewAssetID: %w", err)
+	}
+	return oldValue.NewAssetID, nil
+}
+
+// ResetNewAssetID resets all changes to the "new_asset_id" field.
+func (m *DatasetMigrationMutation) ResetNewAssetID() {
+	m.new_asset_id = nil
+}
+
+// SetOwner sets the "owner" field.
+func (m *DatasetMigrationMutation) SetOwner(s string) {
+	m.owner = &s
+}
+
+// Owner returns the value of the "owner" field in the mutation.
+func (m *DatasetMigrationMutation) Owner() (r string, exists bool) {
+	v := m.owner
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldOwner returns the old "owner" field's value of the DatasetMigration entity.
+// If the DatasetMigration object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DatasetMigrationMutation) OldOwner(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldOwner is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldOwner requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldOwner: %w", err)
+	}
+	return oldValue.Owner, nil
+}
+
+// ResetOwner resets all changes to the "owner" field.
+func (m *DatasetMigrationMutation) ResetOwner() {
+	m.owner = nil
+}
+
+// SetSpec sets the "spec" field.
+func (m *DatasetMigrationMutation) SetSpec(s string) {
+	m.spec = &s
+}
+
+// Spec returns the value of the "spec" field in the mutation.
+func (m *DatasetMigrationMutation) Spec() (r string, exists bool) {
+	v := m.spec
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSpec returns the old "spec" field's value of the DatasetMigration entity.
+// If the DatasetMigration object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DatasetMigrationMutation) OldSpec(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSpec is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSpec requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSpec: %w", err)
+	}
+	return oldValue.Spec, nil
+}
+
+// ResetSpec resets all changes to the "spec" field.
+func (m *DatasetMigrationMutation) ResetSpec() {
+	m.spec = nil
+}
+
+// SetState sets the "state" field.
+func (m *DatasetMigrationMutation) SetState(d datasetmigration.State) {
+	m.state = &d
+}
+
+// State returns the value of the "state" field in the mutation.
+func (m *DatasetMigrationMutation) State() (r datasetmigration.State, exists bool) {
+	v := m.state
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldState returns the old "state" field's value of the DatasetMigration entity.
+// If the DatasetMigration object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DatasetMigrationMutation) OldState(ctx context.Context) (v datasetmigration.State, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldState is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldState requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldState: %w", err)
+	}
+	return oldValue.State, nil
+}
+
+// ResetState resets all changes to the "state" field.
+func (m *DatasetMigrationMutation) ResetState() {
+	m.state = nil
+}
+
+// SetCutOverAt sets the "cut_over_at" field.
+func (m *DatasetMigrationMutation) SetCutOverAt(t time.Time) {
+	m.cut_over_at = &t
+}
+
+// CutOverAt returns the value of the "cut_over_at" field in the mutation.
+func (m *DatasetMigrationMutation) CutOverAt() (r time.Time, exists bool) {
+	v := m.cut_over_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCutOverAt returns the old "cut_over_at" field's value of the DatasetMigration entity.
+// If the DatasetMigration object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DatasetMigrationMutation) OldCutOverAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCutOverAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCutOverAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCutOverAt: %w", err)
+	}
+	return oldValue.CutOverAt, nil
+}
+
+// ClearCutOverAt clears the value of the "cut_over_at" field.
+func (m *DatasetMigrationMutation) ClearCutOverAt() {
+	m.cut_over_at = nil
+	m.clearedFields[datasetmigration.FieldCutOverAt] = struct{}{}
+}
+
+// CutOverAtCleared returns if the "cut_over_at" field was cleared in this mutation.
+func (m *DatasetMigrationMutation) CutOverAtCleared() bool {
+	_, ok := m.clearedFields[datasetmigration.FieldCutOverAt]
+	return ok
+}
+
+// ResetCutOverAt resets all changes to the "cut_over_at" field.
+func (m *DatasetMigrationMutation) ResetCutOverAt() {
+	m.cut_over_at = nil
+	delete(m.clearedFields, datasetmigration.FieldCutOverAt)
+}
+
+// SetVersion sets the "version" field.
+func (m *DatasetMigrationMutation) SetVersion(i int) {
+	m.version = &i
+	m.addversion = nil
+}
+
+// Version returns the value of the "version" field in the mutation.
+func (m *DatasetMigrationMutation) Version() (r int, exists bool) {
+	v := m.version
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldVersion returns the old "version" field's value of the DatasetMigration entity.
+// If the DatasetMigration object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DatasetMigrationMutation) OldVersion(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldVersion is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldVersion requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldVersion: %w", err)
+	}
+	return oldValue.Version, nil
+}
+
+// AddVersion adds i to the "version" field.
+func (m *DatasetMigrationMutation) AddVersion(i int) {
+	if m.addversion != nil {
+		*m.addversion += i
+	} else {
+		m.addversion = &i
+	}
+}
+
+// AddedVersion returns the value that was added to the "version" field in this mutation.
+func (m *DatasetMigrationMutation) AddedVersion() (r int, exists bool) {
+	v := m.addversion
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetVersion resets all changes to the "version" field.
+func (m *DatasetMigrationMutation) ResetVersion() {
+	m.version = nil
+	m.addversion = nil
+}
+
+// SetRunClaimedUntil sets the "run_claimed_until" field.
+func (m *DatasetMigrationMutation) SetRunClaimedUntil(t time.Time) {
+	m.run_claimed_until = &t
+}
+
+// RunClaimedUntil returns the value of the "run_claimed_until" field in the mutation.
+func (m *DatasetMigrationMutation) RunClaimedUntil() (r time.Time, exists bool) {
+	v := m.run_claimed_until
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldRunClaimedUntil returns the old "run_claimed_until" field's value of the DatasetMigration entity.
+// If the DatasetMigration object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DatasetMigrationMutation) OldRunClaimedUntil(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldRunClaimedUntil is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldRunClaimedUntil requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldRunClaimedUntil: %w", err)
+	}
+	return oldValue.RunClaimedUntil, nil
+}
+
+// ClearRunClaimedUntil clears the value of the "run_claimed_until" field.
+func (m *DatasetMigrationMutation) ClearRunClaimedUntil() {
+	m.run_claimed_until = nil
+	m.clearedFields[datasetmigration.FieldRunClaimedUntil] = struct{}{}
+}
+
+// RunClaimedUntilCleared returns if the "run_claimed_until" field was cleared in this mutation.
+func (m *DatasetMigrationMutation) RunClaimedUntilCleared() bool {
+	_, ok := m.clearedFields[datasetmigration.FieldRunClaimedUntil]
+	return ok
+}
+
+// ResetRunClaimedUntil resets all changes to the "run_claimed_until" field.
+func (m *DatasetMigrationMutation) ResetRunClaimedUntil() {
+	m.run_claimed_until = nil
+	delete(m.clearedFields, datasetmigration.FieldRunClaimedUntil)
+}
+
+// SetCreatedAt sets the "created_at" field.
+func (m *DatasetMigrationMutation) SetCreatedAt(t time.Time) {
+	m.created_at = &t
+}
+
+// CreatedAt returns the value of the "created_at" field in the mutation.
+func (m *DatasetMigrationMutation) CreatedAt() (r time.Time, exists bool) {
+	v := m.created_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCreatedAt returns the old "created_at" field's value of the DatasetMigration entity.
+// If the DatasetMigration object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DatasetMigrationMutation) OldCreatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCreatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCreatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCreatedAt: %w", err)
+	}
+	return oldValue.CreatedAt, nil
+}
+
+// ResetCreatedAt resets all changes to the "created_at" field.
+func (m *DatasetMigrationMutation) ResetCreatedAt() {
+	m.created_at = nil
+}
+
+// SetUpdatedAt sets the "updated_at" field.
+func (m *DatasetMigrationMutation) SetUpdatedAt(t time.Time) {
+	m.updated_at = &t
+}
+
+// UpdatedAt returns the value of the "updated_at" field in the mutation.
+func (m *DatasetMigrationMutation) UpdatedAt() (r time.Time, exists bool) {
+	v := m.updated_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldUpdatedAt returns the old "updated_at" field's value of the DatasetMigration entity.
+// If the DatasetMigration object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DatasetMigrationMutation) OldUpdatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldUpdatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldUpdatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldUpdatedAt: %w", err)
+	}
+	return oldValue.UpdatedAt, nil
+}
+
+// ResetUpdatedAt resets all changes to the "updated_at" field.
+func (m *DatasetMigrationMutation) ResetUpdatedAt() {
+	m.updated_at = nil
+}
+
+// Where appends a list predicates to the DatasetMigrationMutation builder.
+func (m *DatasetMigrationMutation) Where(ps ...predicate.DatasetMigration) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the DatasetMigrationMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *DatasetMigrationMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.DatasetMigration, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *DatasetMigrationMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *DatasetMigrationMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (DatasetMigration).
+func (m *DatasetMigrationMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *DatasetMigrationMutation) Fields() []string {
+	fields := make([]string, 0, 10)
+	if m.old_asset_id != nil {
+		fields = append(fields, datasetmigration.FieldOldAssetID)
+	}
+	if m.new_asset_id != nil {
+		fields = append(fields, datasetmigration.FieldNewAssetID)
+	}
+	if m.owner != nil {
+		fields = append(fields, datasetmigration.FieldOwner)
+	}
+	if m.spec != nil {
+		fields = append(fields, datasetmigration.FieldSpec)
+	}
+	if m.state != nil {
+		fields = append(fields, datasetmigration.FieldState)
+	}
+	if m.cut_over_at != nil {
+		fields = append(fields, datasetmigration.FieldCutOverAt)
+	}
+	if m.version != nil {
+		fields = append(fields, datasetmigration.FieldVersion)
+	}
+	if m.run_claimed_until != nil {
+		fields = append(fields, datasetmigration.FieldRunClaimedUntil)
+	}
+	if m.created_at != nil {
+		fields = append(fields, datasetmigration.FieldCreatedAt)
+	}
+	if m.updated_at != nil {
+		fields = append(fields, datasetmigration.FieldUpdatedAt)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *DatasetMigrationMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case datasetmigration.FieldOldAssetID:
+		return m.OldAssetID()
+	case datasetmigration.FieldNewAssetID:
+		return m.NewAssetID()
+	case datasetmigration.FieldOwner:
+		return m.Owner()
+	case datasetmigration.FieldSpec:
+		return m.Spec()
+	case datasetmigration.FieldState:
+		return m.State()
+	case datasetmigration.FieldCutOverAt:
+		return m.CutOverAt()
+	case datasetmigration.FieldVersion:
+		return m.Version()
+	case datasetmigration.FieldRunClaimedUntil:
+		return m.RunClaimedUntil()
+	case datasetmigration.FieldCreatedAt:
+		return m.CreatedAt()
+	case datasetmigration.FieldUpdatedAt:
+		return m.UpdatedAt()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *DatasetMigrationMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case datasetmigration.FieldOldAssetID:
+		return m.OldOldAssetID(ctx)
+	case datasetmigration.FieldNewAssetID:
+		return m.OldNewAssetID(ctx)
+	case datasetmigration.FieldOwner:
+		return m.OldOwner(ctx)
+	case datasetmigration.FieldSpec:
+		return m.OldSpec(ctx)
+	case datasetmigration.FieldState:
+		return m.OldState(ctx)
+	case datasetmigration.FieldCutOverAt:
+		return m.OldCutOverAt(ctx)
+	case datasetmigration.FieldVersion:
+		return m.OldVersion(ctx)
+	case datasetmigration.FieldRunClaimedUntil:
+		return m.OldRunClaimedUntil(ctx)
+	case datasetmigration.FieldCreatedAt:
+		return m.OldCreatedAt(ctx)
+	case datasetmigration.FieldUpdatedAt:
+		return m.OldUpdatedAt(ctx)
+	}
+	return nil, fmt.Errorf("unknown DatasetMigration field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *DatasetMigrationMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case datasetmigration.FieldOldAssetID:
+		v, ok := value.(uuid.UUID)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetOldAssetID(v)
+		return nil
+	case datasetmigration.FieldNewAssetID:
+		v, ok := value.(uuid.UUID)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetNewAssetID(v)
+		return nil
+	case datasetmigration.FieldOwner:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetOwner(v)
+		return nil
+	case datasetmigration.FieldSpec:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSpec(v)
+		return nil
+	case datasetmigration.FieldState:
+		v, ok := value.(datasetmigration.State)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetState(v)
+		return nil
+	case datasetmigration.FieldCutOverAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCutOverAt(v)
+		return nil
+	case datasetmigration.FieldVersion:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetVersion(v)
+		return nil
+	case datasetmigration.FieldRunClaimedUntil:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetRunClaimedUntil(v)
+		return nil
+	case datasetmigration.FieldCreatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCreatedAt(v)
+		return nil
+	case datasetmigration.FieldUpdatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetUpdatedAt(v)
+		return nil
+	}
+	return fmt.Errorf("unknown DatasetMigration field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *DatasetMigrationMutation) AddedFields() []string {
+	var fields []string
+	if m.addversion != nil {
+		fields = append(fields, datasetmigration.FieldVersion)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *DatasetMigrationMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case datasetmigration.FieldVersion:
+		return m.AddedVersion()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *DatasetMigrationMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case datasetmigration.FieldVersion:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddVersion(v)
+		return nil
+	}
+	return fmt.Errorf("unknown DatasetMigration numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *DatasetMigrationMutation) ClearedFields() []string {
+	var fields []string
+	if m.FieldCleared(datasetmigration.FieldCutOverAt) {
+		fields = append(fields, datasetmigration.FieldCutOverAt)
+	}
+	if m.FieldCleared(datasetmigration.FieldRunClaimedUntil) {
+		fields = append(fields, datasetmigration.FieldRunClaimedUntil)
+	}
+	return fields
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *DatasetMigrationMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *DatasetMigrationMutation) ClearField(name string) error {
+	switch name {
+	case datasetmigration.FieldCutOverAt:
+		m.ClearCutOverAt()
+		return nil
+	case datasetmigration.FieldRunClaimedUntil:
+		m.ClearRunClaimedUntil()
+		return nil
+	}
+	return fmt.Errorf("unknown DatasetMigration nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *DatasetMigrationMutation) ResetField(name string) error {
+	switch name {
+	case datasetmigration.FieldOldAssetID:
+		m.ResetOldAssetID()
+		return nil
+	case datasetmigration.FieldNewAssetID:
+		m.ResetNewAssetID()
+		return nil
+	case datasetmigration.FieldOwner:
+		m.ResetOwner()
+		return nil
+	case datasetmigration.FieldSpec:
+		m.ResetSpec()
+		return nil
+	case datasetmigration.FieldState:
+		m.ResetState()
+		return nil
+	case datasetmigration.FieldCutOverAt:
+		m.ResetCutOverAt()
+		return nil
+	case datasetmigration.FieldVersion:
+		m.ResetVersion()
+		return nil
+	case datasetmigration.FieldRunClaimedUntil:
+		m.ResetRunClaimedUntil()
+		return nil
+	case datasetmigration.FieldCreatedAt:
+		m.ResetCreatedAt()
+		return nil
+	case datasetmigration.FieldUpdatedAt:
+		m.ResetUpdatedAt()
+		return nil
+	}
+	return fmt.Errorf("unknown DatasetMigration field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *DatasetMigrationMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *DatasetMigrationMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *DatasetMigrationMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *DatasetMigrationMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *DatasetMigrationMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *DatasetMigrationMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *DatasetMigrationMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown DatasetMigration unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *DatasetMigrationMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown DatasetMigration edge %s", name)
 }
 
 // ExternalIDMutation represents an operation that mutates the ExternalID nodes in the graph.
@@ -17478,6 +18379,1543 @@ func (m *ProposalStepMutation) ClearEdge(name string) error {
 // It returns an error if the edge is not defined in the schema.
 func (m *ProposalStepMutation) ResetEdge(name string) error {
 	return fmt.Errorf("unknown ProposalStep edge %s", name)
+}
+
+// ReconciliationFindingMutation represents an operation that mutates the ReconciliationFinding nodes in the graph.
+type ReconciliationFindingMutation struct {
+	config
+	op            Op
+	typ           string
+	id            *uuid.UUID
+	migration_id  *uuid.UUID
+	kind          *reconciliationfinding.Kind
+	side          *reconciliationfinding.Side
+	window_start  *time.Time
+	owner         *string
+	detail        *string
+	opened_run_id *uuid.UUID
+	opened_at     *time.Time
+	closed_run_id *uuid.UUID
+	closed_at     *time.Time
+	clearedFields map[string]struct{}
+	done          bool
+	oldValue      func(context.Context) (*ReconciliationFinding, error)
+	predicates    []predicate.ReconciliationFinding
+}
+
+var _ ent.Mutation = (*ReconciliationFindingMutation)(nil)
+
+// reconciliationfindingOption allows management of the mutation configuration using functional options.
+type reconciliationfindingOption func(*ReconciliationFindingMutation)
+
+// newReconciliationFindingMutation creates new mutation for the ReconciliationFinding entity.
+func newReconciliationFindingMutation(c config, op Op, opts ...reconciliationfindingOption) *ReconciliationFindingMutation {
+	m := &ReconciliationFindingMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeReconciliationFinding,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withReconciliationFindingID sets the ID field of the mutation.
+func withReconciliationFindingID(id uuid.UUID) reconciliationfindingOption {
+	return func(m *ReconciliationFindingMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *ReconciliationFinding
+		)
+		m.oldValue = func(ctx context.Context) (*ReconciliationFinding, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().ReconciliationFinding.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withReconciliationFinding sets the old ReconciliationFinding of the mutation.
+func withReconciliationFinding(node *ReconciliationFinding) reconciliationfindingOption {
+	return func(m *ReconciliationFindingMutation) {
+		m.oldValue = func(context.Context) (*ReconciliationFinding, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m ReconciliationFindingMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m ReconciliationFindingMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of ReconciliationFinding entities.
+func (m *ReconciliationFindingMutation) SetID(id uuid.UUID) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *ReconciliationFindingMutation) ID() (id uuid.UUID, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *ReconciliationFindingMutation) IDs(ctx context.Context) ([]uuid.UUID, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []uuid.UUID{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().ReconciliationFinding.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetMigrationID sets the "migration_id" field.
+func (m *ReconciliationFindingMutation) SetMigrationID(u uuid.UUID) {
+	m.migration_id = &u
+}
+
+// MigrationID returns the value of the "migration_id" field in the mutation.
+func (m *ReconciliationFindingMutation) MigrationID() (r uuid.UUID, exists bool) {
+	v := m.migration_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldMigrationID returns the old "migration_id" field's value of the ReconciliationFinding entity.
+// If the ReconciliationFinding object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ReconciliationFindingMutation) OldMigrationID(ctx context.Context) (v uuid.UUID, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldMigrationID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldMigrationID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldMigrationID: %w", err)
+	}
+	return oldValue.MigrationID, nil
+}
+
+// ResetMigrationID resets all changes to the "migration_id" field.
+func (m *ReconciliationFindingMutation) ResetMigrationID() {
+	m.migration_id = nil
+}
+
+// SetKind sets the "kind" field.
+func (m *ReconciliationFindingMutation) SetKind(r reconciliationfinding.Kind) {
+	m.kind = &r
+}
+
+// Kind returns the value of the "kind" field in the mutation.
+func (m *ReconciliationFindingMutation) Kind() (r reconciliationfinding.Kind, exists bool) {
+	v := m.kind
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldKind returns the old "kind" field's value of the ReconciliationFinding entity.
+// If the ReconciliationFinding object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ReconciliationFindingMutation) OldKind(ctx context.Context) (v reconciliationfinding.Kind, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldKind is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldKind requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldKind: %w", err)
+	}
+	return oldValue.Kind, nil
+}
+
+// ResetKind resets all changes to the "kind" field.
+func (m *ReconciliationFindingMutation) ResetKind() {
+	m.kind = nil
+}
+
+// SetSide sets the "side" field.
+func (m *ReconciliationFindingMutation) SetSide(r reconciliationfinding.Side) {
+	m.side = &r
+}
+
+// Side returns the value of the "side" field in the mutation.
+func (m *ReconciliationFindingMutation) Side() (r reconciliationfinding.Side, exists bool) {
+	v := m.side
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSide returns the old "side" field's value of the ReconciliationFinding entity.
+// If the ReconciliationFinding object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ReconciliationFindingMutation) OldSide(ctx context.Context) (v reconciliationfinding.Side, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSide is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSide requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSide: %w", err)
+	}
+	return oldValue.Side, nil
+}
+
+// ResetSide resets all changes to the "side" field.
+func (m *ReconciliationFindingMutation) ResetSide() {
+	m.side = nil
+}
+
+// SetWindowStart sets the "window_start" field.
+func (m *ReconciliationFindingMutation) SetWindowStart(t time.Time) {
+	m.window_start = &t
+}
+
+// WindowStart returns the value of the "window_start" field in the mutation.
+func (m *ReconciliationFindingMutation) WindowStart() (r time.Time, exists bool) {
+	v := m.window_start
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldWindowStart returns the old "window_start" field's value of the ReconciliationFinding entity.
+// If the ReconciliationFinding object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ReconciliationFindingMutation) OldWindowStart(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldWindowStart is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldWindowStart requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldWindowStart: %w", err)
+	}
+	return oldValue.WindowStart, nil
+}
+
+// ResetWindowStart resets all changes to the "window_start" field.
+func (m *ReconciliationFindingMutation) ResetWindowStart() {
+	m.window_start = nil
+}
+
+// SetOwner sets the "owner" field.
+func (m *ReconciliationFindingMutation) SetOwner(s string) {
+	m.owner = &s
+}
+
+// Owner returns the value of the "owner" field in the mutation.
+func (m *ReconciliationFindingMutation) Owner() (r string, exists bool) {
+	v := m.owner
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldOwner returns the old "owner" field's value of the ReconciliationFinding entity.
+// If the ReconciliationFinding object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ReconciliationFindingMutation) OldOwner(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldOwner is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldOwner requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldOwner: %w", err)
+	}
+	return oldValue.Owner, nil
+}
+
+// ResetOwner resets all changes to the "owner" field.
+func (m *ReconciliationFindingMutation) ResetOwner() {
+	m.owner = nil
+}
+
+// SetDetail sets the "detail" field.
+func (m *ReconciliationFindingMutation) SetDetail(s string) {
+	m.detail = &s
+}
+
+// Detail returns the value of the "detail" field in the mutation.
+func (m *ReconciliationFindingMutation) Detail() (r string, exists bool) {
+	v := m.detail
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldDetail returns the old "detail" field's value of the ReconciliationFinding entity.
+// If the ReconciliationFinding object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ReconciliationFindingMutation) OldDetail(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldDetail is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldDetail requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldDetail: %w", err)
+	}
+	return oldValue.Detail, nil
+}
+
+// ResetDetail resets all changes to the "detail" field.
+func (m *ReconciliationFindingMutation) ResetDetail() {
+	m.detail = nil
+}
+
+// SetOpenedRunID sets the "opened_run_id" field.
+func (m *ReconciliationFindingMutation) SetOpenedRunID(u uuid.UUID) {
+	m.opened_run_id = &u
+}
+
+// OpenedRunID returns the value of the "opened_run_id" field in the mutation.
+func (m *ReconciliationFindingMutation) OpenedRunID() (r uuid.UUID, exists bool) {
+	v := m.opened_run_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldOpenedRunID returns the old "opened_run_id" field's value of the ReconciliationFinding entity.
+// If the ReconciliationFinding object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ReconciliationFindingMutation) OldOpenedRunID(ctx context.Context) (v uuid.UUID, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldOpenedRunID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldOpenedRunID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldOpenedRunID: %w", err)
+	}
+	return oldValue.OpenedRunID, nil
+}
+
+// ResetOpenedRunID resets all changes to the "opened_run_id" field.
+func (m *ReconciliationFindingMutation) ResetOpenedRunID() {
+	m.opened_run_id = nil
+}
+
+// SetOpenedAt sets the "opened_at" field.
+func (m *ReconciliationFindingMutation) SetOpenedAt(t time.Time) {
+	m.opened_at = &t
+}
+
+// OpenedAt returns the value of the "opened_at" field in the mutation.
+func (m *ReconciliationFindingMutation) OpenedAt() (r time.Time, exists bool) {
+	v := m.opened_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldOpenedAt returns the old "opened_at" field's value of the ReconciliationFinding entity.
+// If the ReconciliationFinding object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ReconciliationFindingMutation) OldOpenedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldOpenedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldOpenedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldOpenedAt: %w", err)
+	}
+	return oldValue.OpenedAt, nil
+}
+
+// ResetOpenedAt resets all changes to the "opened_at" field.
+func (m *ReconciliationFindingMutation) ResetOpenedAt() {
+	m.opened_at = nil
+}
+
+// SetClosedRunID sets the "closed_run_id" field.
+func (m *ReconciliationFindingMutation) SetClosedRunID(u uuid.UUID) {
+	m.closed_run_id = &u
+}
+
+// ClosedRunID returns the value of the "closed_run_id" field in the mutation.
+func (m *ReconciliationFindingMutation) ClosedRunID() (r uuid.UUID, exists bool) {
+	v := m.closed_run_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldClosedRunID returns the old "closed_run_id" field's value of the ReconciliationFinding entity.
+// If the ReconciliationFinding object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ReconciliationFindingMutation) OldClosedRunID(ctx context.Context) (v *uuid.UUID, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldClosedRunID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldClosedRunID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldClosedRunID: %w", err)
+	}
+	return oldValue.ClosedRunID, nil
+}
+
+// ClearClosedRunID clears the value of the "closed_run_id" field.
+func (m *ReconciliationFindingMutation) ClearClosedRunID() {
+	m.closed_run_id = nil
+	m.clearedFields[reconciliationfinding.FieldClosedRunID] = struct{}{}
+}
+
+// ClosedRunIDCleared returns if the "closed_run_id" field was cleared in this mutation.
+func (m *ReconciliationFindingMutation) ClosedRunIDCleared() bool {
+	_, ok := m.clearedFields[reconciliationfinding.FieldClosedRunID]
+	return ok
+}
+
+// ResetClosedRunID resets all changes to the "closed_run_id" field.
+func (m *ReconciliationFindingMutation) ResetClosedRunID() {
+	m.closed_run_id = nil
+	delete(m.clearedFields, reconciliationfinding.FieldClosedRunID)
+}
+
+// SetClosedAt sets the "closed_at" field.
+func (m *ReconciliationFindingMutation) SetClosedAt(t time.Time) {
+	m.closed_at = &t
+}
+
+// ClosedAt returns the value of the "closed_at" field in the mutation.
+func (m *ReconciliationFindingMutation) ClosedAt() (r time.Time, exists bool) {
+	v := m.closed_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldClosedAt returns the old "closed_at" field's value of the ReconciliationFinding entity.
+// If the ReconciliationFinding object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ReconciliationFindingMutation) OldClosedAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldClosedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldClosedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldClosedAt: %w", err)
+	}
+	return oldValue.ClosedAt, nil
+}
+
+// ClearClosedAt clears the value of the "closed_at" field.
+func (m *ReconciliationFindingMutation) ClearClosedAt() {
+	m.closed_at = nil
+	m.clearedFields[reconciliationfinding.FieldClosedAt] = struct{}{}
+}
+
+// ClosedAtCleared returns if the "closed_at" field was cleared in this mutation.
+func (m *ReconciliationFindingMutation) ClosedAtCleared() bool {
+	_, ok := m.clearedFields[reconciliationfinding.FieldClosedAt]
+	return ok
+}
+
+// ResetClosedAt resets all changes to the "closed_at" field.
+func (m *ReconciliationFindingMutation) ResetClosedAt() {
+	m.closed_at = nil
+	delete(m.clearedFields, reconciliationfinding.FieldClosedAt)
+}
+
+// Where appends a list predicates to the ReconciliationFindingMutation builder.
+func (m *ReconciliationFindingMutation) Where(ps ...predicate.ReconciliationFinding) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the ReconciliationFindingMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *ReconciliationFindingMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.ReconciliationFinding, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *ReconciliationFindingMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *ReconciliationFindingMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (ReconciliationFinding).
+func (m *ReconciliationFindingMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *ReconciliationFindingMutation) Fields() []string {
+	fields := make([]string, 0, 10)
+	if m.migration_id != nil {
+		fields = append(fields, reconciliationfinding.FieldMigrationID)
+	}
+	if m.kind != nil {
+		fields = append(fields, reconciliationfinding.FieldKind)
+	}
+	if m.side != nil {
+		fields = append(fields, reconciliationfinding.FieldSide)
+	}
+	if m.window_start != nil {
+		fields = append(fields, reconciliationfinding.FieldWindowStart)
+	}
+	if m.owner != nil {
+		fields = append(fields, reconciliationfinding.FieldOwner)
+	}
+	if m.detail != nil {
+		fields = append(fields, reconciliationfinding.FieldDetail)
+	}
+	if m.opened_run_id != nil {
+		fields = append(fields, reconciliationfinding.FieldOpenedRunID)
+	}
+	if m.opened_at != nil {
+		fields = append(fields, reconciliationfinding.FieldOpenedAt)
+	}
+	if m.closed_run_id != nil {
+		fields = append(fields, reconciliationfinding.FieldClosedRunID)
+	}
+	if m.closed_at != nil {
+		fields = append(fields, reconciliationfinding.FieldClosedAt)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *ReconciliationFindingMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case reconciliationfinding.FieldMigrationID:
+		return m.MigrationID()
+	case reconciliationfinding.FieldKind:
+		return m.Kind()
+	case reconciliationfinding.FieldSide:
+		return m.Side()
+	case reconciliationfinding.FieldWindowStart:
+		return m.WindowStart()
+	case reconciliationfinding.FieldOwner:
+		return m.Owner()
+	case reconciliationfinding.FieldDetail:
+		return m.Detail()
+	case reconciliationfinding.FieldOpenedRunID:
+		return m.OpenedRunID()
+	case reconciliationfinding.FieldOpenedAt:
+		return m.OpenedAt()
+	case reconciliationfinding.FieldClosedRunID:
+		return m.ClosedRunID()
+	case reconciliationfinding.FieldClosedAt:
+		return m.ClosedAt()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *ReconciliationFindingMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case reconciliationfinding.FieldMigrationID:
+		return m.OldMigrationID(ctx)
+	case reconciliationfinding.FieldKind:
+		return m.OldKind(ctx)
+	case reconciliationfinding.FieldSide:
+		return m.OldSide(ctx)
+	case reconciliationfinding.FieldWindowStart:
+		return m.OldWindowStart(ctx)
+	case reconciliationfinding.FieldOwner:
+		return m.OldOwner(ctx)
+	case reconciliationfinding.FieldDetail:
+		return m.OldDetail(ctx)
+	case reconciliationfinding.FieldOpenedRunID:
+		return m.OldOpenedRunID(ctx)
+	case reconciliationfinding.FieldOpenedAt:
+		return m.OldOpenedAt(ctx)
+	case reconciliationfinding.FieldClosedRunID:
+		return m.OldClosedRunID(ctx)
+	case reconciliationfinding.FieldClosedAt:
+		return m.OldClosedAt(ctx)
+	}
+	return nil, fmt.Errorf("unknown ReconciliationFinding field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *ReconciliationFindingMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case reconciliationfinding.FieldMigrationID:
+		v, ok := value.(uuid.UUID)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetMigrationID(v)
+		return nil
+	case reconciliationfinding.FieldKind:
+		v, ok := value.(reconciliationfinding.Kind)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetKind(v)
+		return nil
+	case reconciliationfinding.FieldSide:
+		v, ok := value.(reconciliationfinding.Side)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSide(v)
+		return nil
+	case reconciliationfinding.FieldWindowStart:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetWindowStart(v)
+		return nil
+	case reconciliationfinding.FieldOwner:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetOwner(v)
+		return nil
+	case reconciliationfinding.FieldDetail:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetDetail(v)
+		return nil
+	case reconciliationfinding.FieldOpenedRunID:
+		v, ok := value.(uuid.UUID)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetOpenedRunID(v)
+		return nil
+	case reconciliationfinding.FieldOpenedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetOpenedAt(v)
+		return nil
+	case reconciliationfinding.FieldClosedRunID:
+		v, ok := value.(uuid.UUID)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetClosedRunID(v)
+		return nil
+	case reconciliationfinding.FieldClosedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetClosedAt(v)
+		return nil
+	}
+	return fmt.Errorf("unknown ReconciliationFinding field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *ReconciliationFindingMutation) AddedFields() []string {
+	return nil
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *ReconciliationFindingMutation) AddedField(name string) (ent.Value, bool) {
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *ReconciliationFindingMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	}
+	return fmt.Errorf("unknown ReconciliationFinding numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *ReconciliationFindingMutation) ClearedFields() []string {
+	var fields []string
+	if m.FieldCleared(reconciliationfinding.FieldClosedRunID) {
+		fields = append(fields, reconciliationfinding.FieldClosedRunID)
+	}
+	if m.FieldCleared(reconciliationfinding.FieldClosedAt) {
+		fields = append(fields, reconciliationfinding.FieldClosedAt)
+	}
+	return fields
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *ReconciliationFindingMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *ReconciliationFindingMutation) ClearField(name string) error {
+	switch name {
+	case reconciliationfinding.FieldClosedRunID:
+		m.ClearClosedRunID()
+		return nil
+	case reconciliationfinding.FieldClosedAt:
+		m.ClearClosedAt()
+		return nil
+	}
+	return fmt.Errorf("unknown ReconciliationFinding nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *ReconciliationFindingMutation) ResetField(name string) error {
+	switch name {
+	case reconciliationfinding.FieldMigrationID:
+		m.ResetMigrationID()
+		return nil
+	case reconciliationfinding.FieldKind:
+		m.ResetKind()
+		return nil
+	case reconciliationfinding.FieldSide:
+		m.ResetSide()
+		return nil
+	case reconciliationfinding.FieldWindowStart:
+		m.ResetWindowStart()
+		return nil
+	case reconciliationfinding.FieldOwner:
+		m.ResetOwner()
+		return nil
+	case reconciliationfinding.FieldDetail:
+		m.ResetDetail()
+		return nil
+	case reconciliationfinding.FieldOpenedRunID:
+		m.ResetOpenedRunID()
+		return nil
+	case reconciliationfinding.FieldOpenedAt:
+		m.ResetOpenedAt()
+		return nil
+	case reconciliationfinding.FieldClosedRunID:
+		m.ResetClosedRunID()
+		return nil
+	case reconciliationfinding.FieldClosedAt:
+		m.ResetClosedAt()
+		return nil
+	}
+	return fmt.Errorf("unknown ReconciliationFinding field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *ReconciliationFindingMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *ReconciliationFindingMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *ReconciliationFindingMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *ReconciliationFindingMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *ReconciliationFindingMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *ReconciliationFindingMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *ReconciliationFindingMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown ReconciliationFinding unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *ReconciliationFindingMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown ReconciliationFinding edge %s", name)
+}
+
+// ReconciliationRunMutation represents an operation that mutates the ReconciliationRun nodes in the graph.
+type ReconciliationRunMutation struct {
+	config
+	op            Op
+	typ           string
+	id            *uuid.UUID
+	migration_id  *uuid.UUID
+	started_at    *time.Time
+	finished_at   *time.Time
+	origin        *reconciliationrun.Origin
+	clean         *bool
+	result        *string
+	error         *string
+	clearedFields map[string]struct{}
+	done          bool
+	oldValue      func(context.Context) (*ReconciliationRun, error)
+	predicates    []predicate.ReconciliationRun
+}
+
+var _ ent.Mutation = (*ReconciliationRunMutation)(nil)
+
+// reconciliationrunOption allows management of the mutation configuration using functional options.
+type reconciliationrunOption func(*ReconciliationRunMutation)
+
+// newReconciliationRunMutation creates new mutation for the ReconciliationRun entity.
+func newReconciliationRunMutation(c config, op Op, opts ...reconciliationrunOption) *ReconciliationRunMutation {
+	m := &ReconciliationRunMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeReconciliationRun,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withReconciliationRunID sets the ID field of the mutation.
+func withReconciliationRunID(id uuid.UUID) reconciliationrunOption {
+	return func(m *ReconciliationRunMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *ReconciliationRun
+		)
+		m.oldValue = func(ctx context.Context) (*ReconciliationRun, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().ReconciliationRun.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withReconciliationRun sets the old ReconciliationRun of the mutation.
+func withReconciliationRun(node *ReconciliationRun) reconciliationrunOption {
+	return func(m *ReconciliationRunMutation) {
+		m.oldValue = func(context.Context) (*ReconciliationRun, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m ReconciliationRunMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m ReconciliationRunMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of ReconciliationRun entities.
+func (m *ReconciliationRunMutation) SetID(id uuid.UUID) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *ReconciliationRunMutation) ID() (id uuid.UUID, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *ReconciliationRunMutation) IDs(ctx context.Context) ([]uuid.UUID, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []uuid.UUID{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().ReconciliationRun.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetMigrationID sets the "migration_id" field.
+func (m *ReconciliationRunMutation) SetMigrationID(u uuid.UUID) {
+	m.migration_id = &u
+}
+
+// MigrationID returns the value of the "migration_id" field in the mutation.
+func (m *ReconciliationRunMutation) MigrationID() (r uuid.UUID, exists bool) {
+	v := m.migration_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldMigrationID returns the old "migration_id" field's value of the ReconciliationRun entity.
+// If the ReconciliationRun object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ReconciliationRunMutation) OldMigrationID(ctx context.Context) (v uuid.UUID, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldMigrationID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldMigrationID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldMigrationID: %w", err)
+	}
+	return oldValue.MigrationID, nil
+}
+
+// ResetMigrationID resets all changes to the "migration_id" field.
+func (m *ReconciliationRunMutation) ResetMigrationID() {
+	m.migration_id = nil
+}
+
+// SetStartedAt sets the "started_at" field.
+func (m *ReconciliationRunMutation) SetStartedAt(t time.Time) {
+	m.started_at = &t
+}
+
+// StartedAt returns the value of the "started_at" field in the mutation.
+func (m *ReconciliationRunMutation) StartedAt() (r time.Time, exists bool) {
+	v := m.started_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldStartedAt returns the old "started_at" field's value of the ReconciliationRun entity.
+// If the ReconciliationRun object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ReconciliationRunMutation) OldStartedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldStartedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldStartedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldStartedAt: %w", err)
+	}
+	return oldValue.StartedAt, nil
+}
+
+// ResetStartedAt resets all changes to the "started_at" field.
+func (m *ReconciliationRunMutation) ResetStartedAt() {
+	m.started_at = nil
+}
+
+// SetFinishedAt sets the "finished_at" field.
+func (m *ReconciliationRunMutation) SetFinishedAt(t time.Time) {
+	m.finished_at = &t
+}
+
+// FinishedAt returns the value of the "finished_at" field in the mutation.
+func (m *ReconciliationRunMutation) FinishedAt() (r time.Time, exists bool) {
+	v := m.finished_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldFinishedAt returns the old "finished_at" field's value of the ReconciliationRun entity.
+// If the ReconciliationRun object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ReconciliationRunMutation) OldFinishedAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldFinishedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldFinishedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldFinishedAt: %w", err)
+	}
+	return oldValue.FinishedAt, nil
+}
+
+// ClearFinishedAt clears the value of the "finished_at" field.
+func (m *ReconciliationRunMutation) ClearFinishedAt() {
+	m.finished_at = nil
+	m.clearedFields[reconciliationrun.FieldFinishedAt] = struct{}{}
+}
+
+// FinishedAtCleared returns if the "finished_at" field was cleared in this mutation.
+func (m *ReconciliationRunMutation) FinishedAtCleared() bool {
+	_, ok := m.clearedFields[reconciliationrun.FieldFinishedAt]
+	return ok
+}
+
+// ResetFinishedAt resets all changes to the "finished_at" field.
+func (m *ReconciliationRunMutation) ResetFinishedAt() {
+	m.finished_at = nil
+	delete(m.clearedFields, reconciliationrun.FieldFinishedAt)
+}
+
+// SetOrigin sets the "origin" field.
+func (m *ReconciliationRunMutation) SetOrigin(r reconciliationrun.Origin) {
+	m.origin = &r
+}
+
+// Origin returns the value of the "origin" field in the mutation.
+func (m *ReconciliationRunMutation) Origin() (r reconciliationrun.Origin, exists bool) {
+	v := m.origin
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldOrigin returns the old "origin" field's value of the ReconciliationRun entity.
+// If the ReconciliationRun object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ReconciliationRunMutation) OldOrigin(ctx context.Context) (v reconciliationrun.Origin, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldOrigin is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldOrigin requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldOrigin: %w", err)
+	}
+	return oldValue.Origin, nil
+}
+
+// ResetOrigin resets all changes to the "origin" field.
+func (m *ReconciliationRunMutation) ResetOrigin() {
+	m.origin = nil
+}
+
+// SetClean sets the "clean" field.
+func (m *ReconciliationRunMutation) SetClean(b bool) {
+	m.clean = &b
+}
+
+// Clean returns the value of the "clean" field in the mutation.
+func (m *ReconciliationRunMutation) Clean() (r bool, exists bool) {
+	v := m.clean
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldClean returns the old "clean" field's value of the ReconciliationRun entity.
+// If the ReconciliationRun object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ReconciliationRunMutation) OldClean(ctx context.Context) (v bool, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldClean is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldClean requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldClean: %w", err)
+	}
+	return oldValue.Clean, nil
+}
+
+// ResetClean resets all changes to the "clean" field.
+func (m *ReconciliationRunMutation) ResetClean() {
+	m.clean = nil
+}
+
+// SetResult sets the "result" field.
+func (m *ReconciliationRunMutation) SetResult(s string) {
+	m.result = &s
+}
+
+// Result returns the value of the "result" field in the mutation.
+func (m *ReconciliationRunMutation) Result() (r string, exists bool) {
+	v := m.result
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldResult returns the old "result" field's value of the ReconciliationRun entity.
+// If the ReconciliationRun object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ReconciliationRunMutation) OldResult(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldResult is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldResult requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldResult: %w", err)
+	}
+	return oldValue.Result, nil
+}
+
+// ResetResult resets all changes to the "result" field.
+func (m *ReconciliationRunMutation) ResetResult() {
+	m.result = nil
+}
+
+// SetError sets the "error" field.
+func (m *ReconciliationRunMutation) SetError(s string) {
+	m.error = &s
+}
+
+// Error returns the value of the "error" field in the mutation.
+func (m *ReconciliationRunMutation) Error() (r string, exists bool) {
+	v := m.error
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldError returns the old "error" field's value of the ReconciliationRun entity.
+// If the ReconciliationRun object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ReconciliationRunMutation) OldError(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldError is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldError requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldError: %w", err)
+	}
+	return oldValue.Error, nil
+}
+
+// ResetError resets all changes to the "error" field.
+func (m *ReconciliationRunMutation) ResetError() {
+	m.error = nil
+}
+
+// Where appends a list predicates to the ReconciliationRunMutation builder.
+func (m *ReconciliationRunMutation) Where(ps ...predicate.ReconciliationRun) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the ReconciliationRunMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *ReconciliationRunMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.ReconciliationRun, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *ReconciliationRunMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *ReconciliationRunMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (ReconciliationRun).
+func (m *ReconciliationRunMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *ReconciliationRunMutation) Fields() []string {
+	fields := make([]string, 0, 7)
+	if m.migration_id != nil {
+		fields = append(fields, reconciliationrun.FieldMigrationID)
+	}
+	if m.started_at != nil {
+		fields = append(fields, reconciliationrun.FieldStartedAt)
+	}
+	if m.finished_at != nil {
+		fields = append(fields, reconciliationrun.FieldFinishedAt)
+	}
+	if m.origin != nil {
+		fields = append(fields, reconciliationrun.FieldOrigin)
+	}
+	if m.clean != nil {
+		fields = append(fields, reconciliationrun.FieldClean)
+	}
+	if m.result != nil {
+		fields = append(fields, reconciliationrun.FieldResult)
+	}
+	if m.error != nil {
+		fields = append(fields, reconciliationrun.FieldError)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *ReconciliationRunMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case reconciliationrun.FieldMigrationID:
+		return m.MigrationID()
+	case reconciliationrun.FieldStartedAt:
+		return m.StartedAt()
+	case reconciliationrun.FieldFinishedAt:
+		return m.FinishedAt()
+	case reconciliationrun.FieldOrigin:
+		return m.Origin()
+	case reconciliationrun.FieldClean:
+		return m.Clean()
+	case reconciliationrun.FieldResult:
+		return m.Result()
+	case reconciliationrun.FieldError:
+		return m.Error()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *ReconciliationRunMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case reconciliationrun.FieldMigrationID:
+		return m.OldMigrationID(ctx)
+	case reconciliationrun.FieldStartedAt:
+		return m.OldStartedAt(ctx)
+	case reconciliationrun.FieldFinishedAt:
+		return m.OldFinishedAt(ctx)
+	case reconciliationrun.FieldOrigin:
+		return m.OldOrigin(ctx)
+	case reconciliationrun.FieldClean:
+		return m.OldClean(ctx)
+	case reconciliationrun.FieldResult:
+		return m.OldResult(ctx)
+	case reconciliationrun.FieldError:
+		return m.OldError(ctx)
+	}
+	return nil, fmt.Errorf("unknown ReconciliationRun field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *ReconciliationRunMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case reconciliationrun.FieldMigrationID:
+		v, ok := value.(uuid.UUID)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetMigrationID(v)
+		return nil
+	case reconciliationrun.FieldStartedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetStartedAt(v)
+		return nil
+	case reconciliationrun.FieldFinishedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetFinishedAt(v)
+		return nil
+	case reconciliationrun.FieldOrigin:
+		v, ok := value.(reconciliationrun.Origin)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetOrigin(v)
+		return nil
+	case reconciliationrun.FieldClean:
+		v, ok := value.(bool)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetClean(v)
+		return nil
+	case reconciliationrun.FieldResult:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetResult(v)
+		return nil
+	case reconciliationrun.FieldError:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetError(v)
+		return nil
+	}
+	return fmt.Errorf("unknown ReconciliationRun field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *ReconciliationRunMutation) AddedFields() []string {
+	return nil
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *ReconciliationRunMutation) AddedField(name string) (ent.Value, bool) {
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *ReconciliationRunMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	}
+	return fmt.Errorf("unknown ReconciliationRun numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *ReconciliationRunMutation) ClearedFields() []string {
+	var fields []string
+	if m.FieldCleared(reconciliationrun.FieldFinishedAt) {
+		fields = append(fields, reconciliationrun.FieldFinishedAt)
+	}
+	return fields
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *ReconciliationRunMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *ReconciliationRunMutation) ClearField(name string) error {
+	switch name {
+	case reconciliationrun.FieldFinishedAt:
+		m.ClearFinishedAt()
+		return nil
+	}
+	return fmt.Errorf("unknown ReconciliationRun nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *ReconciliationRunMutation) ResetField(name string) error {
+	switch name {
+	case reconciliationrun.FieldMigrationID:
+		m.ResetMigrationID()
+		return nil
+	case reconciliationrun.FieldStartedAt:
+		m.ResetStartedAt()
+		return nil
+	case reconciliationrun.FieldFinishedAt:
+		m.ResetFinishedAt()
+		return nil
+	case reconciliationrun.FieldOrigin:
+		m.ResetOrigin()
+		return nil
+	case reconciliationrun.FieldClean:
+		m.ResetClean()
+		return nil
+	case reconciliationrun.FieldResult:
+		m.ResetResult()
+		return nil
+	case reconciliationrun.FieldError:
+		m.ResetError()
+		return nil
+	}
+	return fmt.Errorf("unknown ReconciliationRun field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *ReconciliationRunMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *ReconciliationRunMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *ReconciliationRunMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *ReconciliationRunMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *ReconciliationRunMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *ReconciliationRunMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *ReconciliationRunMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown ReconciliationRun unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *ReconciliationRunMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown ReconciliationRun edge %s", name)
 }
 
 // RunMutation represents an operation that mutates the Run nodes in the graph.

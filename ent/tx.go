@@ -36,6 +36,8 @@ type Tx struct {
 	CleanupShardWalk *CleanupShardWalkClient
 	// ColumnEdge is the client for interacting with the ColumnEdge builders.
 	ColumnEdge *ColumnEdgeClient
+	// DatasetMigration is the client for interacting with the DatasetMigration builders.
+	DatasetMigration *DatasetMigrationClient
 	// ExternalID is the client for interacting with the ExternalID builders.
 	ExternalID *ExternalIDClient
 	// IcebergManifest is the client for interacting with the IcebergManifest builders.
@@ -62,6 +64,10 @@ type Tx struct {
 	ProposalFile *ProposalFileClient
 	// ProposalStep is the client for interacting with the ProposalStep builders.
 	ProposalStep *ProposalStepClient
+	// ReconciliationFinding is the client for interacting with the ReconciliationFinding builders.
+	ReconciliationFinding *ReconciliationFindingClient
+	// ReconciliationRun is the client for interacting with the ReconciliationRun builders.
+	ReconciliationRun *ReconciliationRunClient
 	// Run is the client for interacting with the Run builders.
 	Run *RunClient
 	// RunIO is the client for interacting with the RunIO builders.
@@ -226,6 +232,7 @@ func (tx *Tx) init() {
 	tx.CleanupScan = NewCleanupScanClient(tx.config)
 	tx.CleanupShardWalk = NewCleanupShardWalkClient(tx.config)
 	tx.ColumnEdge = NewColumnEdgeClient(tx.config)
+	tx.DatasetMigration = NewDatasetMigrationClient(tx.config)
 	tx.ExternalID = NewExternalIDClient(tx.config)
 	tx.IcebergManifest = NewIcebergManifestClient(tx.config)
 	tx.IcebergManifestList = NewIcebergManifestListClient(tx.config)
@@ -239,6 +246,8 @@ func (tx *Tx) init() {
 	tx.Proposal = NewProposalClient(tx.config)
 	tx.ProposalFile = NewProposalFileClient(tx.config)
 	tx.ProposalStep = NewProposalStepClient(tx.config)
+	tx.ReconciliationFinding = NewReconciliationFindingClient(tx.config)
+	tx.ReconciliationRun = NewReconciliationRunClient(tx.config)
 	tx.Run = NewRunClient(tx.config)
 	tx.RunIO = NewRunIOClient(tx.config)
 	tx.TableSync = NewTableSyncClient(tx.config)

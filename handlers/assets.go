@@ -202,11 +202,14 @@ func (a *API) assetRoutes() {
 		}, Responses: map[int]any{200: resolveResponse{}}}, a.resolve)
 }
 
-func assetID(c echo.Context) (uuid.UUID, error) {
+func assetID(c echo.Context) (uuid.UUID, error) { return idParam(c, "asset") }
+
+// idParam parses the :id path parameter; what names it in the error.
+func idParam(c echo.Context, what string) (uuid.UUID, error) {
 	s := c.Param("id")
 	id, err := uuid.Parse(s)
 	if err != nil || len(s) != 36 {
-		return uuid.Nil, badRequest("id", "asset ID %q is not a UUID (expected the form 0190b6e2-7a4c-7d3e-9f1a-2b3c4d5e6f70)", truncate(s, 64))
+		return uuid.Nil, badRequest("id", "%s ID %q is not a UUID (expected the form 0190b6e2-7a4c-7d3e-9f1a-2b3c4d5e6f70)", what, truncate(s, 64))
 	}
 	return id, nil
 }

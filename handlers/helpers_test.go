@@ -25,6 +25,7 @@ import (
 	"github.com/tidemark/tidemark/ent/storage/storagetest"
 	"github.com/tidemark/tidemark/handlers"
 	"github.com/tidemark/tidemark/lineage"
+	"github.com/tidemark/tidemark/reconcile"
 	"github.com/tidemark/tidemark/tables"
 	"github.com/tidemark/tidemark/usage"
 )
@@ -93,15 +94,16 @@ func startServer(t testing.TB, db *storage.DB, tweak func(*handlers.Config)) *se
 	clean := cleanup.New(db, tbls, cat, cleanup.WithPrivateWebhooks(true),
 		cleanup.WithClock(func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }))
 	cfg := handlers.Config{
-		Cleanup: clean,
-		Tables:  tbls,
-		Catalog: cat,
-		Lineage: lin,
-		Usage:   use,
-		Tokens:  tokens,
-		Ping:    db.Ping,
-		Logger:  testLogger(t),
-		Version: "test",
+		Reconcile: reconcile.New(db.Client, cat, tbls, use),
+		Cleanup:   clean,
+		Tables:    tbls,
+		Catalog:   cat,
+		Lineage:   lin,
+		Usage:     use,
+		Tokens:    tokens,
+		Ping:      db.Ping,
+		Logger:    testLogger(t),
+		Version:   "test",
 	}
 	if tweak != nil {
 		tweak(&cfg)

@@ -18,6 +18,7 @@ import (
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/cleanup"
 	"github.com/tidemark/tidemark/lineage"
+	"github.com/tidemark/tidemark/reconcile"
 	"github.com/tidemark/tidemark/tables"
 	"github.com/tidemark/tidemark/usage"
 )
@@ -45,6 +46,8 @@ type Config struct {
 	Tables *tables.Service
 	// Cleanup answers the cleanup scans; nil leaves those routes out.
 	Cleanup *cleanup.Service
+	// Reconcile keeps dataset migrations and their reconciliation runs; nil leaves those routes out.
+	Reconcile *reconcile.Service
 	// HSTS sends Strict-Transport-Security on every answer (the server is reached over HTTPS).
 	HSTS bool
 	// AllowedHosts, when set, are the only Host names answered (the CLI sets the loopback names
@@ -131,6 +134,7 @@ func (a *API) routes() {
 	a.tableRoutes()
 	a.scanRoutes()
 	a.proposalRoutes()
+	a.migrationRoutes()
 	a.handle(operation{Method: http.MethodGet, Path: "/healthz", Summary: "Liveness and database check",
 		Tag: "ops", Open: true, Responses: map[int]any{200: healthResponse{}, 503: healthResponse{}}}, a.health)
 	a.handle(operation{Method: http.MethodGet, Path: "/metrics", Summary: "Prometheus metrics",

@@ -141,6 +141,18 @@ func (f ColumnEdgeFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, 
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.ColumnEdgeMutation", m)
 }
 
+// The DatasetMigrationFunc type is an adapter to allow the use of ordinary
+// function as DatasetMigration mutator.
+type DatasetMigrationFunc func(context.Context, *ent.DatasetMigrationMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f DatasetMigrationFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.DatasetMigrationMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.DatasetMigrationMutation", m)
+}
+
 // The ExternalIDFunc type is an adapter to allow the use of ordinary
 // function as ExternalID mutator.
 type ExternalIDFunc func(context.Context, *ent.ExternalIDMutation) (ent.Value, error)
@@ -295,6 +307,30 @@ func (f ProposalStepFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value
 		return f(ctx, mv)
 	}
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.ProposalStepMutation", m)
+}
+
+// The ReconciliationFindingFunc type is an adapter to allow the use of ordinary
+// function as ReconciliationFinding mutator.
+type ReconciliationFindingFunc func(context.Context, *ent.ReconciliationFindingMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f ReconciliationFindingFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.ReconciliationFindingMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.ReconciliationFindingMutation", m)
+}
+
+// The ReconciliationRunFunc type is an adapter to allow the use of ordinary
+// function as ReconciliationRun mutator.
+type ReconciliationRunFunc func(context.Context, *ent.ReconciliationRunMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f ReconciliationRunFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.ReconciliationRunMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.ReconciliationRunMutation", m)
 }
 
 // The RunFunc type is an adapter to allow the use of ordinary

@@ -321,6 +321,38 @@ var (
 			},
 		},
 	}
+	// DatasetMigrationsColumns holds the columns for the "dataset_migrations" table.
+	DatasetMigrationsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeUUID},
+		{Name: "old_asset_id", Type: field.TypeUUID},
+		{Name: "new_asset_id", Type: field.TypeUUID},
+		{Name: "owner", Type: field.TypeString},
+		{Name: "spec", Type: field.TypeString, Size: 2147483647},
+		{Name: "state", Type: field.TypeEnum, Enums: []string{"active", "cut_over", "retired"}, Default: "active"},
+		{Name: "cut_over_at", Type: field.TypeTime, Nullable: true},
+		{Name: "version", Type: field.TypeInt, Default: 1},
+		{Name: "run_claimed_until", Type: field.TypeTime, Nullable: true},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "updated_at", Type: field.TypeTime},
+	}
+	// DatasetMigrationsTable holds the schema information for the "dataset_migrations" table.
+	DatasetMigrationsTable = &schema.Table{
+		Name:       "dataset_migrations",
+		Columns:    DatasetMigrationsColumns,
+		PrimaryKey: []*schema.Column{DatasetMigrationsColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "datasetmigration_old_asset_id",
+				Unique:  false,
+				Columns: []*schema.Column{DatasetMigrationsColumns[1]},
+			},
+			{
+				Name:    "datasetmigration_new_asset_id",
+				Unique:  false,
+				Columns: []*schema.Column{DatasetMigrationsColumns[2]},
+			},
+		},
+	}
 	// ExternalIdsColumns holds the columns for the "external_ids" table.
 	ExternalIdsColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeInt, Increment: true},
@@ -671,6 +703,57 @@ var (
 			},
 		},
 	}
+	// ReconciliationFindingsColumns holds the columns for the "reconciliation_findings" table.
+	ReconciliationFindingsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeUUID},
+		{Name: "migration_id", Type: field.TypeUUID},
+		{Name: "kind", Type: field.TypeEnum, Enums: []string{"duplication", "divergence"}},
+		{Name: "side", Type: field.TypeEnum, Enums: []string{"old", "new", "both"}},
+		{Name: "window_start", Type: field.TypeTime},
+		{Name: "owner", Type: field.TypeString},
+		{Name: "detail", Type: field.TypeString, Size: 2147483647},
+		{Name: "opened_run_id", Type: field.TypeUUID},
+		{Name: "opened_at", Type: field.TypeTime},
+		{Name: "closed_run_id", Type: field.TypeUUID, Nullable: true},
+		{Name: "closed_at", Type: field.TypeTime, Nullable: true},
+	}
+	// ReconciliationFindingsTable holds the schema information for the "reconciliation_findings" table.
+	ReconciliationFindingsTable = &schema.Table{
+		Name:       "reconciliation_findings",
+		Columns:    ReconciliationFindingsColumns,
+		PrimaryKey: []*schema.Column{ReconciliationFindingsColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "reconciliationfinding_migration_id_closed_at",
+				Unique:  false,
+				Columns: []*schema.Column{ReconciliationFindingsColumns[1], ReconciliationFindingsColumns[10]},
+			},
+		},
+	}
+	// ReconciliationRunsColumns holds the columns for the "reconciliation_runs" table.
+	ReconciliationRunsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeUUID},
+		{Name: "migration_id", Type: field.TypeUUID},
+		{Name: "started_at", Type: field.TypeTime},
+		{Name: "finished_at", Type: field.TypeTime, Nullable: true},
+		{Name: "origin", Type: field.TypeEnum, Enums: []string{"tidemark", "external"}},
+		{Name: "clean", Type: field.TypeBool, Default: false},
+		{Name: "result", Type: field.TypeString, Size: 2147483647, Default: ""},
+		{Name: "error", Type: field.TypeString, Size: 2147483647, Default: ""},
+	}
+	// ReconciliationRunsTable holds the schema information for the "reconciliation_runs" table.
+	ReconciliationRunsTable = &schema.Table{
+		Name:       "reconciliation_runs",
+		Columns:    ReconciliationRunsColumns,
+		PrimaryKey: []*schema.Column{ReconciliationRunsColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "reconciliationrun_migration_id_started_at",
+				Unique:  false,
+				Columns: []*schema.Column{ReconciliationRunsColumns[1], ReconciliationRunsColumns[2]},
+			},
+		},
+	}
 	// RunsColumns holds the columns for the "runs" table.
 	RunsColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeString},
@@ -958,6 +1041,7 @@ var (
 		CleanupScansTable,
 		CleanupShardWalksTable,
 		ColumnEdgesTable,
+		DatasetMigrationsTable,
 		ExternalIdsTable,
 		IcebergManifestsTable,
 		IcebergManifestListsTable,
@@ -971,6 +1055,8 @@ var (
 		ProposalsTable,
 		ProposalFilesTable,
 		ProposalStepsTable,
+		ReconciliationFindingsTable,
+		ReconciliationRunsTable,
 		RunsTable,
 		RunIosTable,
 		TableSyncsTable,

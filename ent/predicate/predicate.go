@@ -39,6 +39,9 @@ type CleanupShardWalk func(*sql.Selector)
 // ColumnEdge is the predicate function for columnedge builders.
 type ColumnEdge func(*sql.Selector)
 
+// DatasetMigration is the predicate function for datasetmigration builders.
+type DatasetMigration func(*sql.Selector)
+
 // ExternalID is the predicate function for externalid builders.
 type ExternalID func(*sql.Selector)
 
@@ -77,6 +80,12 @@ type ProposalFile func(*sql.Selector)
 
 // ProposalStep is the predicate function for proposalstep builders.
 type ProposalStep func(*sql.Selector)
+
+// ReconciliationFinding is the predicate function for reconciliationfinding builders.
+type ReconciliationFinding func(*sql.Selector)
+
+// ReconciliationRun is the predicate function for reconciliationrun builders.
+type ReconciliationRun func(*sql.Selector)
 
 // Run is the predicate function for run builders.
 type Run func(*sql.Selector)

@@ -13,6 +13,7 @@ import (
 	"github.com/tidemark/tidemark/ent/cleanupscan"
 	"github.com/tidemark/tidemark/ent/cleanupshardwalk"
 	"github.com/tidemark/tidemark/ent/columnedge"
+	"github.com/tidemark/tidemark/ent/datasetmigration"
 	"github.com/tidemark/tidemark/ent/icebergmanifest"
 	"github.com/tidemark/tidemark/ent/icebergmanifestlist"
 	"github.com/tidemark/tidemark/ent/icebergtable"
@@ -22,6 +23,8 @@ import (
 	"github.com/tidemark/tidemark/ent/proposal"
 	"github.com/tidemark/tidemark/ent/proposalfile"
 	"github.com/tidemark/tidemark/ent/proposalstep"
+	"github.com/tidemark/tidemark/ent/reconciliationfinding"
+	"github.com/tidemark/tidemark/ent/reconciliationrun"
 	"github.com/tidemark/tidemark/ent/run"
 	"github.com/tidemark/tidemark/ent/schema"
 	"github.com/tidemark/tidemark/ent/tablesync"
@@ -188,6 +191,19 @@ func init() {
 	columnedgeDescLastRunID := columnedgeFields[10].Descriptor()
 	// columnedge.DefaultLastRunID holds the default value on creation for the last_run_id field.
 	columnedge.DefaultLastRunID = columnedgeDescLastRunID.Default.(string)
+	datasetmigrationMixin := schema.DatasetMigration{}.Mixin()
+	datasetmigrationMixinFields0 := datasetmigrationMixin[0].Fields()
+	_ = datasetmigrationMixinFields0
+	datasetmigrationFields := schema.DatasetMigration{}.Fields()
+	_ = datasetmigrationFields
+	// datasetmigrationDescVersion is the schema descriptor for version field.
+	datasetmigrationDescVersion := datasetmigrationFields[6].Descriptor()
+	// datasetmigration.DefaultVersion holds the default value on creation for the version field.
+	datasetmigration.DefaultVersion = datasetmigrationDescVersion.Default.(int)
+	// datasetmigrationDescID is the schema descriptor for id field.
+	datasetmigrationDescID := datasetmigrationMixinFields0[0].Descriptor()
+	// datasetmigration.DefaultID holds the default value on creation for the id field.
+	datasetmigration.DefaultID = datasetmigrationDescID.Default.(func() uuid.UUID)
 	icebergmanifestMixin := schema.IcebergManifest{}.Mixin()
 	icebergmanifestMixinFields0 := icebergmanifestMixin[0].Fields()
 	_ = icebergmanifestMixinFields0
@@ -327,6 +343,36 @@ func init() {
 	proposalstepDescID := proposalstepMixinFields0[0].Descriptor()
 	// proposalstep.DefaultID holds the default value on creation for the id field.
 	proposalstep.DefaultID = proposalstepDescID.Default.(func() uuid.UUID)
+	reconciliationfindingMixin := schema.ReconciliationFinding{}.Mixin()
+	reconciliationfindingMixinFields0 := reconciliationfindingMixin[0].Fields()
+	_ = reconciliationfindingMixinFields0
+	reconciliationfindingFields := schema.ReconciliationFinding{}.Fields()
+	_ = reconciliationfindingFields
+	// reconciliationfindingDescID is the schema descriptor for id field.
+	reconciliationfindingDescID := reconciliationfindingMixinFields0[0].Descriptor()
+	// reconciliationfinding.DefaultID holds the default value on creation for the id field.
+	reconciliationfinding.DefaultID = reconciliationfindingDescID.Default.(func() uuid.UUID)
+	reconciliationrunMixin := schema.ReconciliationRun{}.Mixin()
+	reconciliationrunMixinFields0 := reconciliationrunMixin[0].Fields()
+	_ = reconciliationrunMixinFields0
+	reconciliationrunFields := schema.ReconciliationRun{}.Fields()
+	_ = reconciliationrunFields
+	// reconciliationrunDescClean is the schema descriptor for clean field.
+	reconciliationrunDescClean := reconciliationrunFields[4].Descriptor()
+	// reconciliationrun.DefaultClean holds the default value on creation for the clean field.
+	reconciliationrun.DefaultClean = reconciliationrunDescClean.Default.(bool)
+	// reconciliationrunDescResult is the schema descriptor for result field.
+	reconciliationrunDescResult := reconciliationrunFields[5].Descriptor()
+	// reconciliationrun.DefaultResult holds the default value on creation for the result field.
+	reconciliationrun.DefaultResult = reconciliationrunDescResult.Default.(string)
+	// reconciliationrunDescError is the schema descriptor for error field.
+	reconciliationrunDescError := reconciliationrunFields[6].Descriptor()
+	// reconciliationrun.DefaultError holds the default value on creation for the error field.
+	reconciliationrun.DefaultError = reconciliationrunDescError.Default.(string)
+	// reconciliationrunDescID is the schema descriptor for id field.
+	reconciliationrunDescID := reconciliationrunMixinFields0[0].Descriptor()
+	// reconciliationrun.DefaultID holds the default value on creation for the id field.
+	reconciliationrun.DefaultID = reconciliationrunDescID.Default.(func() uuid.UUID)
 	runFields := schema.Run{}.Fields()
 	_ = runFields
 	// runDescParentRunID is the schema descriptor for parent_run_id field.

@@ -1,0 +1,89 @@
+package schema
+
+import (
+	"entgo.io/ent"
+	"entgo.io/ent/schema/field"
+	"entgo.io/ent/schema/index"
+	"github.com/google/uuid"
+)
+
+// DatasetMigration is the move of a dataset from an old asset to a new one (by ID), and the rules its
+// reconciliation runs and cutover follow. The sources and the rules are JSON documents owned by
+// the reconcile package.
+type DatasetMigration struct{ ent.Schema }
+
+func (DatasetMigration) Mixin() []ent.Mixin { return []ent.Mixin{UUIDv7{}} }
+
+func (DatasetMigration) Fields() []ent.Field {
+	return []ent.Field{
+		field.UUID("old_asset_id", uuid.UUID{}).Immutable(),
+		field.UUID("new_asset_id", uuid.UUID{}).Immutable(),
+		field.String("owner"),
+		// spec: key and time columns, window, compared columns, dedup rules, lag bound, cutover
+		// rule, sample size, and how each side is read.
+		field.Text("spec"),
+		field.Enum("state").Values("active", "cut_over", "retired").Default("active"),
+		field.Time("cut_over_at").Optional().Nillable(),
+		field.Int("version").Default(1),
+		// run_claimed_until: a replica running the scheduled reconciliation holds the migration
+		// until then, so replicas never run the same migration's reconciliation at once.
+		field.Time("run_claimed_until").Optional().Nillable(),
+		field.Time("created_at").Immutable(),
+		field.Time("updated_at"),
+	}
+}
+
+func (DatasetMigration) Indexes() []ent.Index {
+	return []ent.Index{
+		index.Fields("old_asset_id"),
+		index.Fields("new_asset_id"),
+	}
+}
+
+// ReconciliationRun is one comparison of a migration's two sides, clean or not, with the
+// figures per window and the cause of every break. Runs are kept: the streak is read from them.
+type ReconciliationRun struct{ ent.Schema }
+
+func (ReconciliationRun) Mixin() []ent.Mixin { return []ent.Mixin{UUIDv7{}} }
+
+func (ReconciliationRun) Fields() []ent.Field {
+	return []ent.Field{
+		field.UUID("migration_id", uuid.UUID{}).Immutable(),
+		field.Time("started_at").Immutable(),
+		field.Time("finished_at").Optional().Nillable(),
+		// origin: tidemark read both sides; external: a checker posted the figures.
+		field.Enum("origin").Values("tidemark", "external").Immutable(),
+		field.Bool("clean").Default(false),
+		field.Text("result").Default(""), // windows, causes and cost, as JSON
+		field.Text("error").Default(""),
+	}
+}
+
+func (ReconciliationRun) Indexes() []ent.Index {
+	return []ent.Index{index.Fields("migration_id", "started_at")}
+}
+
+// ReconciliationFinding is a defect a run found in one window: duplication or divergence. It
+// stays open, with its owner, until a run shows it gone.
+type ReconciliationFinding struct{ ent.Schema }
+
+func (ReconciliationFinding) Mixin() []ent.Mixin { return []ent.Mixin{UUIDv7{}} }
+
+func (ReconciliationFinding) Fields() []ent.Field {
+	return []ent.Field{
+		field.UUID("migration_id", uuid.UUID{}).Immutable(),
+		field.Enum("kind").Values("duplication", "divergence").Immutable(),
+		field.Enum("side").Values("old", "new", "both").Immutable(),
+		field.Time("window_start").Immutable(),
+		field.String("owner"),
+		field.Text("detail"),
+		field.UUID("opened_run_id", uuid.UUID{}).Immutable(),
+		field.Time("opened_at").Immutable(),
+		field.UUID("closed_run_id", uuid.UUID{}).Optional().Nillable(),
+		field.Time("closed_at").Optional().Nillable(),
+	}
+}
+
+func (ReconciliationFinding) Indexes() []ent.Index {
+	return []ent.Index{index.Fields("migration_id", "closed_at")}
+}

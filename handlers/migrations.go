@@ -1,0 +1,353 @@
+package handlers
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/tidemark/tidemark/auth"
+	"github.com/tidemark/tidemark/reconcile"
+)
+
+// Request and response types of the migration API.
+
+type sourceBody struct {
+	Kind       string `json:"kind"` // postgres, iceberg or external
+	Connection string `json:"connection,omitempty"`
+	Table      string `json:"table,omitempty"`
+}
+
+type cutoverBody struct {
+	MinCleanRuns      int  `json:"min_clean_runs"`
+	MinDays           int  `json:"min_days"`
+	IncludeWeekend    bool `json:"include_weekend"`
+	IncludeBusiestDay bool `json:"include_busiest_day"`
+}
+
+type migrationRequest struct {
+	OldAssetID uuid.UUID   `json:"old_asset_id"`
+	NewAssetID uuid.UUID   `json:"new_asset_id"`
+	Owner      string      `json:"owner"`
+	KeyColumns []string    `json:"key_columns"`
+	TimeColumn string      `json:"time_column"`
+	Columns    []string    `json:"columns"`
+	Window     string      `json:"window"` // a duration such as 24h
+	Since      time.Time   `json:"since"`
+	DedupOld   string      `json:"dedup_old"`
+	DedupNew   string      `json:"dedup_new"`
+	LagBound   string      `json:"lag_bound"`
+	Cutover    cutoverBody `json:"cutover"`
+	SampleSize int         `json:"sample_size,omitempty"`
+	Old        sourceBody  `json:"old"`
+	New        sourceBody  `json:"new"`
+}
+
+type migrationResponse struct {
+	ID         uuid.UUID   `json:"id"`
+	OldAssetID uuid.UUID   `json:"old_asset_id"`
+	NewAssetID uuid.UUID   `json:"new_asset_id"`
+	Owner      string      `json:"owner"`
+	State      string      `json:"state"`
+	CutOverAt  *time.Time  `json:"cut_over_at,omitempty"`
+	Version    int         `json:"version"`
+	KeyColumns []string    `json:"key_columns"`
+	TimeColumn string      `json:"time_column"`
+	Columns    []string    `json:"columns"`
+	Window     string      `json:"window"`
+	Since      time.Time   `json:"since"`
+	DedupOld   string      `json:"dedup_old"`
+	DedupNew   string      `json:"dedup_new"`
+	LagBound   string      `json:"lag_bound"`
+	Cutover    cutoverBody `json:"cutover"`
+	SampleSize int         `json:"sample_size"`
+	Old        sourceBody  `json:"old"`
+	New        sourceBody  `json:"new"`
+	CreatedAt  time.Time   `json:"created_at"`
+}
+
+type streakResponse struct {
+	Runs         int        `json:"runs"`
+	From         *time.Time `json:"from,omitempty"`
+	To           *time.Time `json:"to,omitempty"`
+	BrokenBy     *uuid.UUID `json:"broken_by,omitempty"` // the newest run that was not clean
+	BrokenCauses []string   `json:"broken_causes"`
+	Weekend      bool       `json:"weekend"`
+	BusiestDay   *time.Time `json:"busiest_write_day,omitempty"`
+	SpansBusiest bool       `json:"spans_busiest_write_day"`
+}
+
+type migrationStatusResponse struct {
+	Migration migrationResponse `json:"migration"`
+	Streak    streakResponse    `json:"streak"`
+	Ready     bool              `json:"ready_to_cut_over"`
+	Missing   []string          `json:"missing"` // what the cutover rule still lacks
+}
+
+type sideFiguresBody struct {
+	Rows          int64  `json:"rows"`
+	Keys          int64  `json:"keys"`
+	DuplicateKeys int64  `json:"duplicate_keys"`
+	Checksum      string `json:"checksum"`
+}
+
+type differenceResponse struct {
+	Key    string `json:"key"`
+	Column string `json:"column"`
+	Old    string `json:"old"`
+	New    string `json:"new"`
+}
+
+type windowResponse struct {
+	Start            time.Time            `json:"start"`
+	Old              sideFiguresBody      `json:"old"`
+	New              sideFiguresBody      `json:"new"`
+	Missing          int64                `json:"missing"`
+	Extra            int64                `json:"extra"`
+	Differing        int64                `json:"differing"`
+	DifferingColumns []string             `json:"differing_columns"`
+	Sample           []differenceResponse `json:"sample"`
+	Classes          []string             `json:"classes"` // lag, duplication, divergence
+	Why              []string             `json:"why"`
+}
+
+type runCostResponse struct {
+	RowsOld int64   `json:"rows_old"`
+	RowsNew int64   `json:"rows_new"`
+	Bytes   int64   `json:"bytes"`
+	Seconds float64 `json:"seconds"`
+}
+
+type reconciliationRunResponse struct {
+	ID          uuid.UUID        `json:"id"`
+	MigrationID uuid.UUID        `json:"migration_id"`
+	StartedAt   time.Time        `json:"started_at"`
+	FinishedAt  *time.Time       `json:"finished_at,omitempty"`
+	Origin      string           `json:"origin"`
+	Clean       bool             `json:"clean"`
+	Causes      []string         `json:"causes"`
+	Windows     []windowResponse `json:"windows"`
+	Cost        runCostResponse  `json:"cost"`
+	Error       string           `json:"error,omitempty"`
+}
+
+type reconciliationRunsResponse struct {
+	Items []reconciliationRunResponse `json:"items"`
+}
+
+type windowFiguresBody struct {
+	Start time.Time       `json:"start"`
+	Old   sideFiguresBody `json:"old"`
+	New   sideFiguresBody `json:"new"`
+}
+
+type externalRunRequest struct {
+	Windows []windowFiguresBody `json:"windows"`
+}
+
+type findingResponse struct {
+	ID          uuid.UUID  `json:"id"`
+	Kind        string     `json:"kind"`
+	Side        string     `json:"side"`
+	WindowStart time.Time  `json:"window_start"`
+	Owner       string     `json:"owner"`
+	Detail      string     `json:"detail"`
+	OpenedRunID uuid.UUID  `json:"opened_run_id"`
+	OpenedAt    time.Time  `json:"opened_at"`
+	ClosedRunID *uuid.UUID `json:"closed_run_id,omitempty"`
+	ClosedAt    *time.Time `json:"closed_at,omitempty"`
+}
+
+type findingsResponse struct {
+	Items []findingResponse `json:"items"`
+}
+
+func (a *API) migrationRoutes() {
+	if a.cfg.Reconcile == nil {
+		return
+	}
+	const base = "/api/v1/migrations"
+	id := []param{{Name: "id", In: "path", Required: true}}
+	a.handle(operation{Method: http.MethodPost, Path: base, Summary: "Start tracking the move of a dataset from an old asset to a new one",
+		Description: "Every rule is stated, none assumed: key and time columns, window, compared columns, each side's dedup rule, the lag bound, the cutover rule, and how each side is read.",
+		Tag:         "migrations", Body: migrationRequest{}, Responses: map[int]any{201: migrationResponse{}}}, a.createMigration)
+	a.handle(operation{Method: http.MethodGet, Path: base + "/:id", Summary: "A migration, its streak of clean runs and whether it is ready to cut over",
+		Tag: "migrations", Params: id, Responses: map[int]any{200: migrationStatusResponse{}}}, a.getMigration)
+	a.handle(operation{Method: http.MethodPost, Path: base + "/:id/runs", Summary: "Reconcile now (no body), or record an external checker's figures ({windows: [...]})",
+		Description: "A run that cannot read a side is recorded as failed (it breaks the streak) and answered with its error.",
+		Tag:         "migrations", Params: id, Body: externalRunRequest{}, Responses: map[int]any{201: reconciliationRunResponse{}}}, a.runMigration)
+	a.handle(operation{Method: http.MethodGet, Path: base + "/:id/runs", Summary: "A migration's runs, clean or not, newest first",
+		Tag: "migrations", Params: append(id, param{Name: "limit", In: "query", Description: "1-500, default 50"}),
+		Responses: map[int]any{200: reconciliationRunsResponse{}}}, a.migrationRuns)
+	a.handle(operation{Method: http.MethodGet, Path: base + "/:id/findings", Summary: "Duplication and divergence findings, open ones first",
+		Tag: "migrations", Params: id, Responses: map[int]any{200: findingsResponse{}}}, a.migrationFindings)
+	a.handle(operation{Method: http.MethodPost, Path: base + "/:id/cutover", Summary: "Record the cutover; refused (409) until the cutover rule holds",
+		Tag: "migrations", Scope: auth.ScopeAdmin, Params: id, Responses: map[int]any{200: migrationResponse{}}}, a.cutOver)
+}
+
+func (a *API) createMigration(c echo.Context) error {
+	var req migrationRequest
+	if err := bind(c, &req); err != nil {
+		return err
+	}
+	window, err := durationField("window", req.Window)
+	if err != nil {
+		return err
+	}
+	lag, err := durationField("lag_bound", req.LagBound)
+	if err != nil {
+		return err
+	}
+	spec := reconcile.Spec{KeyColumns: req.KeyColumns, TimeColumn: req.TimeColumn, Columns: req.Columns, WindowSeconds: int64(window / time.Second),
+		Since: req.Since, DedupOld: reconcile.DedupRule(req.DedupOld), DedupNew: reconcile.DedupRule(req.DedupNew), LagBoundSeconds: int64(lag / time.Second),
+		Cutover:    reconcile.CutoverRule(req.Cutover),
+		SampleSize: req.SampleSize, Old: reconcile.SourceSpec{Kind: reconcile.SourceKind(req.Old.Kind), Connection: req.Old.Connection, Table: req.Old.Table},
+		New: reconcile.SourceSpec{Kind: reconcile.SourceKind(req.New.Kind), Connection: req.New.Connection, Table: req.New.Table}}
+	m, err := a.cfg.Reconcile.Create(c.Request().Context(), reconcile.CreateInput{OldAssetID: req.OldAssetID, NewAssetID: req.NewAssetID, Owner: req.Owner, Spec: spec})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, toMigrationResponse(m))
+}
+
+func durationField(name, s string) (time.Duration, error) {
+	if s == "" {
+		return 0, nil // the domain says what is missing
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, badRequest(name, "%s must be a duration such as 24h or 90m, not %q", name, truncate(s, 32))
+	}
+	return d, nil
+}
+
+func toMigrationResponse(m reconcile.Migration) migrationResponse {
+	s := m.Spec
+	return migrationResponse{ID: m.ID, OldAssetID: m.OldAssetID, NewAssetID: m.NewAssetID, Owner: m.Owner, State: m.State, CutOverAt: m.CutOverAt,
+		Version: m.Version, KeyColumns: s.KeyColumns, TimeColumn: s.TimeColumn, Columns: s.Columns, Window: s.Window().String(), Since: s.Since,
+		DedupOld: string(s.DedupOld), DedupNew: string(s.DedupNew), LagBound: s.LagBound().String(), Cutover: cutoverBody(s.Cutover),
+		SampleSize: s.SampleSize, Old: sourceBody{Kind: string(s.Old.Kind), Connection: s.Old.Connection, Table: s.Old.Table},
+		New: sourceBody{Kind: string(s.New.Kind), Connection: s.New.Connection, Table: s.New.Table}, CreatedAt: m.CreatedAt}
+}
+
+func (a *API) getMigration(c echo.Context) error {
+	id, err := idParam(c, "migration")
+	if err != nil {
+		return err
+	}
+	st, err := a.cfg.Reconcile.Status(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	out := migrationStatusResponse{Migration: toMigrationResponse(st.Migration), Ready: st.Ready, Missing: st.Missing,
+		Streak: streakResponse{Runs: st.Streak, From: st.From, To: st.To, Weekend: st.Weekend, BusiestDay: st.BusiestDay,
+			SpansBusiest: st.SpansBusiest, BrokenCauses: []string{}}}
+	if out.Missing == nil {
+		out.Missing = []string{}
+	}
+	if st.Broken != nil {
+		out.Streak.BrokenBy, out.Streak.BrokenCauses = &st.Broken.ID, st.Broken.Causes
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func (a *API) runMigration(c echo.Context) error {
+	id, err := idParam(c, "migration")
+	if err != nil {
+		return err
+	}
+	var req externalRunRequest
+	if err := bindOptional(c, &req); err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	var run reconcile.Run
+	if req.Windows != nil {
+		figures := make([]reconcile.WindowFigures, len(req.Windows))
+		for i, w := range req.Windows {
+			figures[i] = reconcile.WindowFigures{Start: w.Start, Old: reconcile.SideFigures(w.Old), New: reconcile.SideFigures(w.New)}
+		}
+		run, err = a.cfg.Reconcile.PostRun(ctx, id, figures)
+	} else {
+		run, err = a.cfg.Reconcile.Reconcile(ctx, id)
+	}
+	if err != nil && run.ID == uuid.Nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, toReconRunResponse(run)) // a failed read is a recorded run: its error says why
+}
+
+func toReconRunResponse(r reconcile.Run) reconciliationRunResponse {
+	out := reconciliationRunResponse{ID: r.ID, MigrationID: r.MigrationID, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, Origin: r.Origin,
+		Clean: r.Clean, Causes: r.Causes, Windows: []windowResponse{}, Cost: runCostResponse(r.Cost), Error: r.Error}
+	if out.Causes == nil {
+		out.Causes = []string{}
+	}
+	for _, w := range r.Windows {
+		wr := windowResponse{Start: w.Start, Old: sideFiguresBody(w.Old), New: sideFiguresBody(w.New), Missing: w.Missing, Extra: w.Extra,
+			Differing: w.Differing, DifferingColumns: w.DifferingColumns, Sample: []differenceResponse{}, Classes: []string{}, Why: w.Why}
+		for _, d := range w.Sample {
+			wr.Sample = append(wr.Sample, differenceResponse(d))
+		}
+		for _, cl := range w.Classes {
+			wr.Classes = append(wr.Classes, string(cl))
+		}
+		out.Windows = append(out.Windows, wr)
+	}
+	return out
+}
+
+func (a *API) migrationRuns(c echo.Context) error {
+	id, err := idParam(c, "migration")
+	if err != nil {
+		return err
+	}
+	limit, err := queryLimit(c, 50, 500)
+	if err != nil {
+		return err
+	}
+	if _, err := a.cfg.Reconcile.Get(c.Request().Context(), id); err != nil {
+		return err
+	}
+	runs, err := a.cfg.Reconcile.Runs(c.Request().Context(), id, limit)
+	if err != nil {
+		return err
+	}
+	out := reconciliationRunsResponse{Items: make([]reconciliationRunResponse, 0, len(runs))}
+	for _, r := range runs {
+		out.Items = append(out.Items, toReconRunResponse(r))
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func (a *API) migrationFindings(c echo.Context) error {
+	id, err := idParam(c, "migration")
+	if err != nil {
+		return err
+	}
+	if _, err := a.cfg.Reconcile.Get(c.Request().Context(), id); err != nil {
+		return err
+	}
+	fs, err := a.cfg.Reconcile.Findings(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	out := findingsResponse{Items: make([]findingResponse, 0, len(fs))}
+	for _, f := range fs {
+		out.Items = append(out.Items, findingResponse(f))
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func (a *API) cutOver(c echo.Context) error {
+	id, err := idParam(c, "migration")
+	if err != nil {
+		return err
+	}
+	m, err := a.cfg.Reconcile.CutOver(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toMigrationResponse(m))
+}

@@ -1,0 +1,129 @@
+package handlers_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/tidemark/tidemark/ent/storage"
+	"github.com/tidemark/tidemark/ent/storage/storagetest"
+)
+
+// TestMigrationAPI: a migration whose two sides an external checker reads. Bad specs are
+// refused with what to fix and nothing written; posted figures are classified; findings stay
+// open until a run shows them gone; cutover waits for the rule.
+func TestMigrationAPI(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		s := startServer(t, db, nil)
+		old, nw := s.createAsset(t, "postgres://shop:5432", "shop.public.orders"), s.createAsset(t, "s3://lake", "sales.orders")
+		since := time.Now().UTC().Add(-72 * time.Hour).Truncate(24 * time.Hour)
+		good := map[string]any{"old_asset_id": old.ID, "new_asset_id": nw.ID, "owner": "team-orders", "key_columns": []string{"order_id"},
+			"time_column": "ordered_at", "columns": []string{"amount"}, "window": "24h", "since": since, "dedup_old": "first_wins",
+			"dedup_new": "last_wins", "lag_bound": "6h", "cutover": map[string]any{"min_clean_runs": 2, "min_days": 0},
+			"old": map[string]any{"kind": "external"}, "new": map[string]any{"kind": "external"}}
+		for _, tc := range []struct {
+			name, field string
+			value       any
+			status      int
+		}{
+			{"NoDedupRule", "dedup_new", "", 400},
+			{"UnknownDedupRule", "dedup_old", "whatever", 400},
+			{"BadWindow", "window", "a day", 400},
+			{"NoKeys", "key_columns", []string{}, 400},
+			{"SameAsset", "new_asset_id", old.ID, 400},
+			{"UnknownAsset", "old_asset_id", "0190b6e2-7a4c-7d3e-9f1a-2b3c4d5e6f70", 404},
+			{"UnknownSource", "old", map[string]any{"kind": "postgres", "connection": "nowhere", "table": "public.orders"}, 400},
+		} {
+			bad := map[string]any{}
+			for k, v := range good {
+				bad[k] = v
+			}
+			bad[tc.field] = tc.value
+			s.must(t, tc.status, req{method: "POST", path: "/api/v1/migrations", body: bad, token: s.Write})
+		}
+		if n, _ := db.Client.DatasetMigration.Query().Count(t.Context()); n != 0 {
+			t.Fatalf("refused migrations wrote %d rows", n)
+		}
+		var m struct {
+			ID     string `json:"id"`
+			Window string `json:"window"`
+		}
+		s.must(t, 403, req{method: "POST", path: "/api/v1/migrations", body: good, token: s.Read})
+		s.must(t, 201, req{method: "POST", path: "/api/v1/migrations", body: good, token: s.Write}).decode(t, &m)
+		if m.Window != "24h0m0s" {
+			t.Fatalf("migration = %+v", m)
+		}
+		// A run reported by the checker: the second window has a key twice on the new side.
+		type side struct {
+			Rows, Keys, DuplicateKeys int64
+			Checksum                  string
+		}
+		fig := func(day int, old, nw side) map[string]any {
+			f := func(s side) map[string]any {
+				return map[string]any{"rows": s.Rows, "keys": s.Keys, "duplicate_keys": s.DuplicateKeys, "checksum": s.Checksum}
+			}
+			return map[string]any{"start": since.AddDate(0, 0, day), "old": f(old), "new": f(nw)}
+		}
+		var run struct {
+			ID      string   `json:"id"`
+			Clean   bool     `json:"clean"`
+			Causes  []string `json:"causes"`
+			Windows []struct {
+				Classes []string `json:"classes"`
+			} `json:"windows"`
+		}
+		base := "/api/v1/migrations/" + m.ID
+		s.must(t, 201, req{method: "POST", path: base + "/runs", token: s.Write, body: map[string]any{"windows": []any{
+			fig(0, side{10, 10, 0, "a"}, side{10, 10, 0, "a"}), fig(1, side{10, 10, 0, "b"}, side{11, 10, 1, "b"})}}}).decode(t, &run)
+		if run.Clean || len(run.Windows) != 2 || len(run.Windows[0].Classes) != 0 || !slices.Equal(run.Windows[1].Classes, []string{"duplication"}) {
+			t.Fatalf("run with a duplicate = %+v", run)
+		}
+		s.must(t, 400, req{method: "POST", path: base + "/runs", token: s.Write, body: map[string]any{"windows": []any{
+			map[string]any{"start": since.Add(time.Hour), "old": map[string]any{}, "new": map[string]any{}}}}})
+		var findings struct {
+			Items []struct {
+				Kind, Side, Owner string
+				ClosedAt          *time.Time `json:"closed_at"`
+			} `json:"items"`
+		}
+		s.must(t, 200, req{method: "GET", path: base + "/findings", token: s.Read}).decode(t, &findings)
+		if len(findings.Items) != 1 || findings.Items[0].Kind != "duplication" || findings.Items[0].Side != "new" || findings.Items[0].ClosedAt != nil {
+			t.Fatalf("findings = %+v", findings)
+		}
+		s.must(t, 409, req{method: "POST", path: base + "/cutover", token: s.Admin})
+		for range 2 {
+			s.must(t, 201, req{method: "POST", path: base + "/runs", token: s.Write, body: map[string]any{"windows": []any{
+				fig(0, side{10, 10, 0, "a"}, side{10, 10, 0, "a"}), fig(1, side{10, 10, 0, "b"}, side{10, 10, 0, "b"})}}}).decode(t, &run)
+			if !run.Clean {
+				t.Fatalf("clean figures: %+v", run)
+			}
+		}
+		s.must(t, 200, req{method: "GET", path: base + "/findings", token: s.Read}).decode(t, &findings)
+		if findings.Items[0].ClosedAt == nil {
+			t.Fatalf("the duplication is still open after clean runs: %+v", findings)
+		}
+		var st struct {
+			Ready  bool `json:"ready_to_cut_over"`
+			Streak struct {
+				Runs         int      `json:"runs"`
+				BrokenCauses []string `json:"broken_causes"`
+			} `json:"streak"`
+		}
+		s.must(t, 200, req{method: "GET", path: base, token: s.Read}).decode(t, &st)
+		if !st.Ready || st.Streak.Runs != 2 || len(st.Streak.BrokenCauses) == 0 {
+			t.Fatalf("status = %+v", st)
+		}
+		s.must(t, 403, req{method: "POST", path: base + "/cutover", token: s.Write})
+		s.must(t, 200, req{method: "POST", path: base + "/cutover", token: s.Admin})
+		s.must(t, 409, req{method: "POST", path: base + "/cutover", token: s.Admin})
+		var runs struct {
+			Items []struct{ Origin string } `json:"items"`
+		}
+		s.must(t, 200, req{method: "GET", path: base + "/runs", token: s.Read}).decode(t, &runs)
+		if len(runs.Items) != 3 || runs.Items[0].Origin != "external" {
+			t.Fatalf("runs = %+v", runs)
+		}
+		s.must(t, 400, req{method: "GET", path: "/api/v1/migrations/nope", token: s.Read})
+		s.must(t, 404, req{method: "GET", path: "/api/v1/migrations/0190b6e2-7a4c-7d3e-9f1a-2b3c4d5e6f70", token: s.Read})
+	})
+}

@@ -1,0 +1,512 @@
+package reconcile
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/ent"
+	"github.com/tidemark/tidemark/ent/datasetmigration"
+	"github.com/tidemark/tidemark/ent/reconciliationfinding"
+	"github.com/tidemark/tidemark/ent/reconciliationrun"
+	"github.com/tidemark/tidemark/tables"
+	"github.com/tidemark/tidemark/usage"
+
+	"github.com/tidemark/tidemark/internal/loop"
+)
+
+// Service keeps migrations and runs their reconciliations.
+type Service struct {
+	db     *ent.Client
+	cat    *catalog.Catalog
+	tables *tables.Service
+	usage  *usage.Service
+	conns  map[string]*sql.DB // read-only PostgreSQL connections by name
+	now    func() time.Time
+	log    *slog.Logger
+}
+
+// Option configures a Service.
+type Option func(*Service)
+
+// WithClock replaces time.Now.
+func WithClock(now func() time.Time) Option { return func(s *Service) { s.now = now } }
+
+// WithLogger sets the logger.
+func WithLogger(l *slog.Logger) Option { return func(s *Service) { s.log = l } }
+
+// WithConnection names a PostgreSQL database a migration's side may be read from. Give it a
+// role that can only read: runs open read-only transactions, but the role is the real guard.
+func WithConnection(name string, db *sql.DB) Option {
+	return func(s *Service) { s.conns[name] = db }
+}
+
+// New returns a Service. tbls reads Iceberg sides; use gives the new asset's busiest write day.
+func New(db *ent.Client, cat *catalog.Catalog, tbls *tables.Service, use *usage.Service, opts ...Option) *Service {
+	s := &Service{db: db, cat: cat, tables: tbls, usage: use, conns: map[string]*sql.DB{}, now: time.Now, log: slog.New(slog.DiscardHandler)}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+func (s *Service) clock() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
+
+// Migration is a migration as kept.
+type Migration struct {
+	ID         uuid.UUID
+	OldAssetID uuid.UUID
+	NewAssetID uuid.UUID
+	Owner      string
+	Spec       Spec
+	State      string
+	CutOverAt  *time.Time
+	Version    int
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+}
+
+// CreateInput is a new migration.
+type CreateInput struct {
+	OldAssetID, NewAssetID uuid.UUID
+	Owner                  string
+	Spec                   Spec
+}
+
+// Create records a migration. Both assets must exist and differ; the spec must state every rule.
+func (s *Service) Create(ctx context.Context, in CreateInput) (Migration, error) {
+	if in.OldAssetID == in.NewAssetID {
+		return Migration{}, invalid("new_asset_id", "the old and the new asset must differ")
+	}
+	if in.Owner == "" {
+		return Migration{}, invalid("owner", "name the migration's owner: findings go to them")
+	}
+	if err := in.Spec.check(); err != nil {
+		return Migration{}, err
+	}
+	for _, id := range []uuid.UUID{in.OldAssetID, in.NewAssetID} {
+		if _, err := s.cat.Get(ctx, id); err != nil {
+			return Migration{}, err
+		}
+	}
+	for _, side := range []SourceSpec{in.Spec.Old, in.Spec.New} {
+		if side.Kind == SourcePostgres && s.conns[side.Connection] == nil {
+			return Migration{}, invalid("spec", "no PostgreSQL connection named %q is configured", side.Connection)
+		}
+	}
+	spec, err := json.Marshal(in.Spec)
+	if err != nil {
+		return Migration{}, err
+	}
+	now := s.clock()
+	row, err := s.db.DatasetMigration.Create().SetOldAssetID(in.OldAssetID).SetNewAssetID(in.NewAssetID).SetOwner(in.Owner).
+		SetSpec(string(spec)).SetCreatedAt(now).SetUpdatedAt(now).Save(ctx)
+	if err != nil {
+		return Migration{}, fmt.Errorf("reconcile: create the migration: %w", err)
+	}
+	return toMigration(row)
+}
+
+func toMigration(r *ent.DatasetMigration) (Migration, error) {
+	m := Migration{ID: r.ID, OldAssetID: r.OldAssetID, NewAssetID: r.NewAssetID, Owner: r.Owner, State: string(r.State),
+		CutOverAt: r.CutOverAt, Version: r.Version, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
+	if err := json.Unmarshal([]byte(r.Spec), &m.Spec); err != nil {
+		return m, fmt.Errorf("reconcile: the spec of migration %s: %w", r.ID, err)
+	}
+	return m, nil
+}
+
+// Get returns a migration.
+func (s *Service) Get(ctx context.Context, id uuid.UUID) (Migration, error) {
+	r, err := s.db.DatasetMigration.Get(ctx, id)
+	if ent.IsNotFound(err) {
+		return Migration{}, &catalog.Error{Kind: catalog.ErrNotFound, Message: fmt.Sprintf("migration %s does not exist", id)}
+	}
+	if err != nil {
+		return Migration{}, fmt.Errorf("reconcile: read migration %s: %w", id, err)
+	}
+	return toMigration(r)
+}
+
+// Cost is what a run read.
+type Cost struct {
+	RowsOld int64   `json:"rows_old"`
+	RowsNew int64   `json:"rows_new"`
+	Bytes   int64   `json:"bytes"` // of the compared values, as text
+	Seconds float64 `json:"seconds"`
+}
+
+// Run is one reconciliation run.
+type Run struct {
+	ID          uuid.UUID      `json:"id"`
+	MigrationID uuid.UUID      `json:"migration_id"`
+	StartedAt   time.Time      `json:"started_at"`
+	FinishedAt  *time.Time     `json:"finished_at,omitempty"`
+	Origin      string         `json:"origin"`
+	Clean       bool           `json:"clean"`
+	Windows     []WindowResult `json:"windows"`
+	// Causes say why the run is not clean (empty when it is).
+	Causes []string `json:"causes"`
+	Cost   Cost     `json:"cost"`
+	Error  string   `json:"error,omitempty"`
+}
+
+type runResult struct {
+	Windows []WindowResult `json:"windows"`
+	Causes  []string       `json:"causes"`
+	Cost    Cost           `json:"cost"`
+}
+
+// Reconcile reads both sides of the migration from its first window to now, compares them,
+// records the run (clean or not, with the cause of every break) and opens or closes findings.
+// A run that cannot read a side is recorded as failed: it breaks the streak.
+func (s *Service) Reconcile(ctx context.Context, id uuid.UUID) (Run, error) {
+	m, err := s.Get(ctx, id)
+	if err != nil {
+		return Run{}, err
+	}
+	if m.Spec.Old.Kind == SourceExternal || m.Spec.New.Kind == SourceExternal {
+		return Run{}, invalid("spec", "migration %s has a side Tidemark cannot read: its runs are posted by the external checker", id)
+	}
+	started := s.clock()
+	row, err := s.db.ReconciliationRun.Create().SetMigrationID(id).SetStartedAt(started).SetOrigin(reconciliationrun.OriginTidemark).Save(ctx)
+	if err != nil {
+		return Run{}, fmt.Errorf("reconcile: record the run: %w", err)
+	}
+	t0 := time.Now()
+	res, cerr := s.compareSides(ctx, m, started)
+	res.Cost.Seconds = time.Since(t0).Seconds()
+	run := Run{ID: row.ID, MigrationID: id, StartedAt: started, Origin: string(reconciliationrun.OriginTidemark), Windows: res.Windows, Cost: res.Cost}
+	if cerr != nil {
+		run.Error = cerr.Error()
+		res.Causes = []string{"the run could not read both sides: " + cerr.Error()}
+	}
+	run.Causes, run.Clean = res.Causes, cerr == nil && len(res.Causes) == 0
+	if err := s.finish(ctx, m, &run, res); err != nil {
+		return run, err
+	}
+	s.log.Info("reconciliation run", "migration_id", id, "run_id", run.ID, "clean", run.Clean, "windows", len(run.Windows),
+		"rows_old", run.Cost.RowsOld, "rows_new", run.Cost.RowsNew, "seconds", run.Cost.Seconds)
+	if cerr != nil {
+		return run, fmt.Errorf("reconcile migration %s: %w", id, cerr)
+	}
+	return run, nil
+}
+
+func (s *Service) reader(m Migration, src SourceSpec, asset uuid.UUID) (reader, error) {
+	switch src.Kind {
+	case SourcePostgres:
+		db := s.conns[src.Connection]
+		if db == nil {
+			return nil, fmt.Errorf("no PostgreSQL connection named %q is configured", src.Connection)
+		}
+		return &postgresReader{db: db, table: src.Table, spec: &m.Spec}, nil
+	case SourceIceberg:
+		if s.tables == nil {
+			return nil, errors.New("Iceberg tables are not available in this process")
+		}
+		return &icebergReader{tables: s.tables, asset: asset, spec: &m.Spec}, nil
+	}
+	return nil, fmt.Errorf("a %s side cannot be read by Tidemark", src.Kind)
+}
+
+func (s *Service) compareSides(ctx context.Context, m Migration, now time.Time) (runResult, error) {
+	var res runResult
+	keys := len(m.Spec.KeyColumns)
+	old, nw := newSide(m.Spec.DedupOld, keys), newSide(m.Spec.DedupNew, keys)
+	for _, side := range []struct {
+		src   SourceSpec
+		asset uuid.UUID
+		into  *side
+		rows  *int64
+		name  string
+	}{{m.Spec.Old, m.OldAssetID, old, &res.Cost.RowsOld, "old"}, {m.Spec.New, m.NewAssetID, nw, &res.Cost.RowsNew, "new"}} {
+		r, err := s.reader(m, side.src, side.asset)
+		if err != nil {
+			return res, fmt.Errorf("the %s side: %w", side.name, err)
+		}
+		bytes, err := r.read(ctx, m.Spec.Since, now, func(rw row) { side.into.add(rw); *side.rows++ })
+		res.Cost.Bytes += bytes
+		if err != nil {
+			return res, fmt.Errorf("the %s side: %w", side.name, err)
+		}
+	}
+	res.Windows = compare(&m.Spec, old, nw, now)
+	for _, w := range res.Windows {
+		if !w.Clean() {
+			for _, why := range w.Why {
+				res.Causes = append(res.Causes, fmt.Sprintf("window %s: %s", w.Start.Format(time.RFC3339), why))
+			}
+		}
+	}
+	return res, nil
+}
+
+// finish stores the run and opens or closes findings, in one transaction.
+func (s *Service) finish(ctx context.Context, m Migration, run *Run, res runResult) error {
+	body, err := json.Marshal(runResult{Windows: run.Windows, Causes: run.Causes, Cost: run.Cost})
+	if err != nil {
+		return err
+	}
+	fin := s.clock()
+	run.FinishedAt = &fin
+	tx, err := s.db.Tx(ctx)
+	if err != nil {
+		return fmt.Errorf("reconcile: store the run: %w", err)
+	}
+	err = func() error {
+		if err := tx.ReconciliationRun.UpdateOneID(run.ID).SetFinishedAt(fin).SetClean(run.Clean).SetResult(string(body)).
+			SetError(run.Error).Exec(ctx); err != nil {
+			return err
+		}
+		if run.Error != "" {
+			return nil // a failed read proves nothing either way about the findings
+		}
+		return s.findings(ctx, tx, m, run)
+	}()
+	if err != nil {
+		_ = tx.Rollback()
+		return fmt.Errorf("reconcile: store the run: %w", err)
+	}
+	return tx.Commit()
+}
+
+type findingKey struct {
+	kind   reconciliationfinding.Kind
+	side   reconciliationfinding.Side
+	window int64
+}
+
+// findings opens a finding for each defect of the run not already open, and closes the open
+// ones the run no longer shows.
+func (s *Service) findings(ctx context.Context, tx *ent.Tx, m Migration, run *Run) error {
+	seen := map[findingKey]string{}
+	for _, w := range run.Windows {
+		st := w.Start.Unix()
+		if w.Old.DuplicateKeys > 0 {
+			seen[findingKey{reconciliationfinding.KindDuplication, reconciliationfinding.SideOld, st}] = fmt.Sprintf("%d keys twice or more on the old side", w.Old.DuplicateKeys)
+		}
+		if w.New.DuplicateKeys > 0 {
+			seen[findingKey{reconciliationfinding.KindDuplication, reconciliationfinding.SideNew, st}] = fmt.Sprintf("%d keys twice or more on the new side", w.New.DuplicateKeys)
+		}
+		if slices.Contains(w.Classes, Divergence) {
+			seen[findingKey{reconciliationfinding.KindDivergence, reconciliationfinding.SideBoth, st}] = fmt.Sprintf(
+				"%d differing, %d missing on the new side, %d only on the new side", w.Differing, w.Missing, w.Extra)
+		}
+	}
+	open, err := tx.ReconciliationFinding.Query().Where(reconciliationfinding.MigrationID(m.ID), reconciliationfinding.ClosedAtIsNil()).All(ctx)
+	if err != nil {
+		return err
+	}
+	for _, f := range open {
+		k := findingKey{f.Kind, f.Side, f.WindowStart.Unix()}
+		if _, still := seen[k]; still {
+			delete(seen, k)
+			continue
+		}
+		if err := f.Update().SetClosedRunID(run.ID).SetClosedAt(*run.FinishedAt).Exec(ctx); err != nil {
+			return err
+		}
+	}
+	for k, detail := range seen {
+		if err := tx.ReconciliationFinding.Create().SetMigrationID(m.ID).SetKind(k.kind).SetSide(k.side).
+			SetWindowStart(time.Unix(k.window, 0).UTC()).SetOwner(m.Owner).SetDetail(detail).
+			SetOpenedRunID(run.ID).SetOpenedAt(*run.FinishedAt).Exec(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Runs returns a migration's runs, newest first.
+func (s *Service) Runs(ctx context.Context, id uuid.UUID, limit int) ([]Run, error) {
+	rows, err := s.db.ReconciliationRun.Query().Where(reconciliationrun.MigrationID(id)).
+		Order(ent.Desc(reconciliationrun.FieldStartedAt), ent.Desc(reconciliationrun.FieldID)).Limit(limit).All(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reconcile: read runs: %w", err)
+	}
+	out := make([]Run, len(rows))
+	for i, r := range rows {
+		out[i] = Run{ID: r.ID, MigrationID: r.MigrationID, StartedAt: r.StartedAt.UTC(), FinishedAt: r.FinishedAt, Origin: string(r.Origin),
+			Clean: r.Clean, Error: r.Error, Windows: []WindowResult{}, Causes: []string{}}
+		if r.Result != "" {
+			var res runResult
+			if err := json.Unmarshal([]byte(r.Result), &res); err != nil {
+				return nil, fmt.Errorf("reconcile: run %s: %w", r.ID, err)
+			}
+			out[i].Windows, out[i].Causes, out[i].Cost = res.Windows, res.Causes, res.Cost
+		}
+	}
+	return out, nil
+}
+
+// Finding is a defect a run found, open until a run shows it gone.
+type Finding struct {
+	ID          uuid.UUID
+	Kind, Side  string
+	WindowStart time.Time
+	Owner       string
+	Detail      string
+	OpenedRunID uuid.UUID
+	OpenedAt    time.Time
+	ClosedRunID *uuid.UUID
+	ClosedAt    *time.Time
+}
+
+// Findings returns a migration's findings, open ones first.
+func (s *Service) Findings(ctx context.Context, id uuid.UUID) ([]Finding, error) {
+	rows, err := s.db.ReconciliationFinding.Query().Where(reconciliationfinding.MigrationID(id)).
+		Order(ent.Asc(reconciliationfinding.FieldOpenedAt), ent.Asc(reconciliationfinding.FieldID)).All(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reconcile: read findings: %w", err)
+	}
+	out := make([]Finding, len(rows))
+	for i, r := range rows {
+		out[i] = Finding{ID: r.ID, Kind: string(r.Kind), Side: string(r.Side), WindowStart: r.WindowStart.UTC(), Owner: r.Owner,
+			Detail: r.Detail, OpenedRunID: r.OpenedRunID, OpenedAt: r.OpenedAt.UTC(), ClosedRunID: r.ClosedRunID, ClosedAt: r.ClosedAt}
+	}
+	slices.SortStableFunc(out, func(a, b Finding) int {
+		switch {
+		case a.ClosedAt == nil && b.ClosedAt != nil:
+			return -1
+		case a.ClosedAt != nil && b.ClosedAt == nil:
+			return 1
+		}
+		return 0
+	})
+	return out, nil
+}
+
+// WindowFigures are an external checker's figures for one window (a side Tidemark cannot read).
+type WindowFigures struct {
+	Start time.Time
+	Old   SideFigures
+	New   SideFigures
+}
+
+// PostRun records a run whose figures an external checker computed, classified like Tidemark's
+// own: duplicate keys are duplication; fewer keys on the new side are lag in the newest windows
+// within the lag bound and divergence before; more keys on the new side, or the same keys with a
+// different checksum, are divergence.
+func (s *Service) PostRun(ctx context.Context, id uuid.UUID, figures []WindowFigures) (Run, error) {
+	m, err := s.Get(ctx, id)
+	if err != nil {
+		return Run{}, err
+	}
+	if len(figures) == 0 || len(figures) > 10_000 {
+		return Run{}, invalid("windows", "post from 1 to 10000 windows, not %d", len(figures))
+	}
+	now := s.clock()
+	res := runResult{Causes: []string{}}
+	seen := map[int64]bool{}
+	for _, f := range figures {
+		st := f.Start.UTC()
+		if st.Before(m.Spec.Since) || st.Sub(m.Spec.Since)%m.Spec.Window() != 0 {
+			return Run{}, invalid("windows", "window %s does not start on the migration's window grid (from %s, every %s)",
+				st.Format(time.RFC3339), m.Spec.Since.Format(time.RFC3339), m.Spec.Window())
+		}
+		if seen[st.Unix()] {
+			return Run{}, invalid("windows", "window %s is posted twice", st.Format(time.RFC3339))
+		}
+		seen[st.Unix()] = true
+		w := WindowResult{Start: st, Old: f.Old, New: f.New, DifferingColumns: []string{}, Sample: []Difference{}, Classes: []Class{}, Why: []string{}}
+		if d := f.Old.Keys - f.New.Keys; d > 0 {
+			w.Missing = d
+		} else {
+			w.Extra = -d
+		}
+		if f.Old.Keys == f.New.Keys && f.Old.Checksum != "" && f.Old.Checksum != f.New.Checksum {
+			w.Differing = 1 // at least one: the figures do not say how many
+		}
+		classify(&w, &m.Spec, m.Spec.Window(), now)
+		res.Windows = append(res.Windows, w)
+		res.Cost.RowsOld += f.Old.Rows
+		res.Cost.RowsNew += f.New.Rows
+		if !w.Clean() {
+			for _, why := range w.Why {
+				res.Causes = append(res.Causes, fmt.Sprintf("window %s: %s", st.Format(time.RFC3339), why))
+			}
+		}
+	}
+	slices.SortFunc(res.Windows, func(a, b WindowResult) int { return a.Start.Compare(b.Start) })
+	row, err := s.db.ReconciliationRun.Create().SetMigrationID(id).SetStartedAt(now).SetOrigin(reconciliationrun.OriginExternal).Save(ctx)
+	if err != nil {
+		return Run{}, fmt.Errorf("reconcile: record the run: %w", err)
+	}
+	run := Run{ID: row.ID, MigrationID: id, StartedAt: now, Origin: string(reconciliationrun.OriginExternal), Windows: res.Windows,
+		Causes: res.Causes, Cost: res.Cost, Clean: len(res.Causes) == 0}
+	return run, s.finish(ctx, m, &run, res)
+}
+
+// RunDue reconciles every active migration Tidemark can read whose last run started longer
+// ago than every, each under a claim on its row so replicas never run one twice at once. It
+// returns how many it ran.
+func (s *Service) RunDue(ctx context.Context, every time.Duration) (int, error) {
+	ms, err := s.db.DatasetMigration.Query().Where(datasetmigration.StateNEQ(datasetmigration.StateRetired)).All(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("reconcile: list migrations: %w", err)
+	}
+	n := 0
+	for _, row := range ms {
+		m, err := toMigration(row)
+		if err != nil {
+			return n, err
+		}
+		if m.Spec.Old.Kind == SourceExternal || m.Spec.New.Kind == SourceExternal {
+			continue
+		}
+		now := s.clock()
+		last, err := s.db.ReconciliationRun.Query().Where(reconciliationrun.MigrationID(m.ID)).
+			Order(ent.Desc(reconciliationrun.FieldStartedAt)).First(ctx)
+		if err != nil && !ent.IsNotFound(err) {
+			return n, err
+		}
+		if last != nil && now.Sub(last.StartedAt) < every {
+			continue
+		}
+		// The claim outlasts any run comfortably; a replica killed mid-run frees it when it ends.
+		claimed, err := s.db.DatasetMigration.Update().Where(datasetmigration.ID(m.ID),
+			datasetmigration.Or(datasetmigration.RunClaimedUntilIsNil(), datasetmigration.RunClaimedUntilLT(now))).
+			SetRunClaimedUntil(now.Add(runClaim)).Save(ctx)
+		if err != nil {
+			return n, err
+		}
+		if claimed == 0 {
+			continue // another replica is running it
+		}
+		_, rerr := s.Reconcile(ctx, m.ID)
+		if err := s.db.DatasetMigration.UpdateOneID(m.ID).ClearRunClaimedUntil().Exec(context.WithoutCancel(ctx)); err != nil {
+			return n, err
+		}
+		if ctx.Err() != nil {
+			return n, ctx.Err()
+		}
+		n++
+		if rerr != nil {
+			s.log.Warn("scheduled reconciliation failed; the run records why", "migration_id", m.ID, "err", rerr)
+		}
+	}
+	return n, nil
+}
+
+// runClaim is how long a replica holds a migration while it reconciles it.
+const runClaim = time.Hour
+
+// Run reconciles due migrations every tick until ctx ends.
+func (s *Service) Run(ctx context.Context, tick, every time.Duration) {
+	loop.Every(ctx, tick, true, func(ctx context.Context) {
+		if n, err := s.RunDue(ctx, every); err != nil && ctx.Err() == nil {
+			s.log.Warn("scheduled reconciliations failed; will retry", "err", err)
+		} else if n > 0 {
+			s.log.Info("scheduled reconciliations done", "migrations", n)
+		}
+	})
+}

@@ -1,0 +1,303 @@
+package reconcile_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+	_ "github.com/lib/pq"
+
+	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/ent/storage"
+	"github.com/tidemark/tidemark/ent/storage/storagetest"
+	"github.com/tidemark/tidemark/reconcile"
+	"github.com/tidemark/tidemark/tables"
+	"github.com/tidemark/tidemark/tables/tablestest"
+	"github.com/tidemark/tidemark/usage"
+)
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+type order struct {
+	id       int64
+	at       time.Time
+	cents    int64
+	customer string
+}
+
+// dualWrite is the fixture: a service writing every order to the old PostgreSQL table and to
+// the new Iceberg table, with a retry fault that can be staged.
+type dualWrite struct {
+	t      *testing.T
+	ctx    context.Context
+	pg     *sql.DB
+	tbl    *table.Table
+	tables *tables.Service
+}
+
+var orderSchema = iceberg.NewSchema(0,
+	iceberg.NestedField{ID: 1, Name: "order_id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
+	iceberg.NestedField{ID: 2, Name: "ordered_at", Type: iceberg.PrimitiveTypes.TimestampTz, Required: true},
+	iceberg.NestedField{ID: 3, Name: "amount", Type: iceberg.DecimalTypeOf(10, 2)},
+	iceberg.NestedField{ID: 4, Name: "customer", Type: iceberg.PrimitiveTypes.String},
+)
+
+func (d *dualWrite) records(os []order) array.RecordReader {
+	sc, err := table.SchemaToArrowSchema(d.tbl.Schema(), nil, false, false)
+	must(d.t, err)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
+	defer b.Release()
+	for _, o := range os {
+		b.Field(0).(*array.Int64Builder).Append(o.id)
+		b.Field(1).(*array.TimestampBuilder).Append(arrow.Timestamp(o.at.UnixMicro()))
+		b.Field(2).(*array.Decimal128Builder).Append(decimal128.FromI64(o.cents))
+		b.Field(3).(*array.StringBuilder).Append(o.customer)
+	}
+	rec := b.NewRecordBatch()
+	rdr, err := array.NewRecordReader(sc, []arrow.RecordBatch{rec})
+	must(d.t, err)
+	return rdr
+}
+
+// registered tells Tidemark about the table's newest metadata (it is registered by location).
+func (d *dualWrite) registered() {
+	_, _, err := d.tables.Register(d.ctx, tables.RegisterInput{MetadataLocation: d.tbl.MetadataLocation()})
+	must(d.t, err)
+}
+
+// write writes orders to both sides; retried orders reach the new side twice (the staged fault:
+// a retry without an idempotency key).
+func (d *dualWrite) write(os []order, retried ...int64) {
+	for _, o := range os {
+		_, err := d.pg.ExecContext(d.ctx, `INSERT INTO public.orders (order_id, ordered_at, amount, customer) VALUES ($1, $2, $3, $4)`,
+			o.id, o.at, fmt.Sprintf("%d.%02d", o.cents/100, o.cents%100), o.customer)
+		must(d.t, err)
+	}
+	out := slices.Clone(os)
+	for _, o := range os {
+		if slices.Contains(retried, o.id) {
+			out = append(out, o)
+		}
+	}
+	d.newSide(out, false)
+}
+
+// newSide appends to (or, with replace, rewrites) the new side only.
+func (d *dualWrite) newSide(os []order, replace bool) {
+	var err error
+	if replace {
+		d.tbl, err = d.tbl.Overwrite(d.ctx, d.records(os), nil)
+	} else {
+		d.tbl, err = d.tbl.Append(d.ctx, d.records(os), nil)
+	}
+	must(d.t, err)
+	d.registered()
+}
+
+func orders(from, n int, day time.Time) []order {
+	out := make([]order, n)
+	for i := range out {
+		id := int64(from + i)
+		out[i] = order{id: id, at: day.Add(time.Duration(i) * time.Hour), cents: 1000 + id*7, customer: fmt.Sprintf("c%d", id%5)}
+	}
+	return out
+}
+
+// TestMigrationWorkedExample is the seed's worked example on real parts: orders dual-written into
+// a PostgreSQL table and an Iceberg table, a staged retry fault that writes some orders twice into
+// the new side, the fix, a staged divergence and a staged lag, and the streak growing until the
+// cutover rule holds.
+func TestMigrationWorkedExample(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		mon := time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC) // a Monday
+		c := &clock{t: mon}
+		cat := catalog.New(db.Client, catalog.WithClock(c.Now))
+		tbls, err := tables.New(db.Client, cat, tables.WithClock(c.Now), tables.WithWarehouseRoots(os.TempDir()))
+		must(t, err)
+		use, err := usage.New(db, cat, usage.WithClock(c.Now))
+		must(t, err)
+
+		pg, err := sql.Open("postgres", storagetest.DSN(t, "postgres"))
+		must(t, err)
+		t.Cleanup(func() { pg.Close() })
+		_, err = pg.ExecContext(ctx, `CREATE TABLE public.orders (order_id bigint NOT NULL, ordered_at timestamptz NOT NULL, amount numeric(10,2), customer text)`)
+		must(t, err)
+		lake := tablestest.NewLake(t)
+		tbl, err := lake.Cat.CreateTable(ctx, table.Identifier{"db", "orders"}, orderSchema)
+		must(t, err)
+		d := &dualWrite{t: t, ctx: ctx, pg: pg, tbl: tbl, tables: tbls}
+		d.registered()
+		newTable, _, err := tbls.Register(ctx, tables.RegisterInput{MetadataLocation: d.tbl.MetadataLocation()})
+		must(t, err)
+		old, err := cat.Create(ctx, catalog.CreateInput{Kind: catalog.KindTable, Namespace: "postgres://shop:5432", Name: "shop.public.orders"})
+		must(t, err)
+
+		svc := reconcile.New(db.Client, cat, tbls, use, reconcile.WithClock(c.Now), reconcile.WithConnection("shop", pg))
+		spec := reconcile.Spec{KeyColumns: []string{"order_id"}, TimeColumn: "ordered_at", Columns: []string{"amount", "customer"},
+			WindowSeconds: 86400, Since: mon, DedupOld: reconcile.FirstWins, DedupNew: reconcile.FirstWins, LagBoundSeconds: 6 * 3600,
+			Cutover: reconcile.CutoverRule{MinCleanRuns: 4, MinDays: 3, IncludeWeekend: true, IncludeBusiestDay: true},
+			Old:     reconcile.SourceSpec{Kind: reconcile.SourcePostgres, Connection: "shop", Table: "public.orders"},
+			New:     reconcile.SourceSpec{Kind: reconcile.SourceIceberg}}
+		bad := spec
+		bad.DedupNew = ""
+		if _, err := svc.Create(ctx, reconcile.CreateInput{OldAssetID: old.Asset.ID, NewAssetID: newTable.AssetID, Owner: "team-orders", Spec: bad}); !errors.Is(err, catalog.ErrInvalid) {
+			t.Fatalf("a spec without a dedup rule: %v; want it refused (the rule is never assumed)", err)
+		}
+		m, err := svc.Create(ctx, reconcile.CreateInput{OldAssetID: old.Asset.ID, NewAssetID: newTable.AssetID, Owner: "team-orders", Spec: spec})
+		must(t, err)
+
+		// Monday and Tuesday: 20 orders a day; a retry without an idempotency key writes orders
+		// 5, 6 and 7 (Monday) and 25 (Tuesday) twice into the new side.
+		d.write(orders(1, 20, mon), 5, 6, 7)
+		d.write(orders(21, 20, mon.AddDate(0, 0, 1)), 25)
+		c.Set(mon.AddDate(0, 0, 2).Add(2 * time.Hour))
+		r1, err := svc.Reconcile(ctx, m.ID)
+		must(t, err)
+		if r1.Clean || len(r1.Windows) != 2 || r1.Cost.RowsOld != 40 || r1.Cost.RowsNew != 44 {
+			t.Fatalf("first run: clean %v, %d windows, rows %d old / %d new; want not clean, 2 windows, 40 / 44", r1.Clean, len(r1.Windows), r1.Cost.RowsOld, r1.Cost.RowsNew)
+		}
+		for i, want := range []int64{3, 1} {
+			w := r1.Windows[i]
+			if !slices.Equal(w.Classes, []reconcile.Class{reconcile.Duplication}) || w.New.DuplicateKeys != want || w.New.Rows != 20+want || w.Old.Rows != 20 {
+				t.Fatalf("window %s: classes %v, new duplicate keys %d, rows %d new / %d old; want duplication only, %d, %d / 20",
+					w.Start.Format("Mon"), w.Classes, w.New.DuplicateKeys, w.New.Rows, w.Old.Rows, want, 20+want)
+			}
+		}
+		fs, err := svc.Findings(ctx, m.ID)
+		must(t, err)
+		if len(fs) != 2 || fs[0].Kind != "duplication" || fs[0].Side != "new" || fs[0].Owner != "team-orders" || fs[0].ClosedAt != nil {
+			t.Fatalf("findings after the first run: %+v", fs)
+		}
+
+		// The fix: an idempotency key on the write path, and history deduplicated by the stated
+		// rule (first wins): the new side is rewritten with one record per order.
+		d.newSide(append(orders(1, 20, mon), orders(21, 20, mon.AddDate(0, 0, 1))...), true)
+		// A staged divergence: one order's amount differs on the new side.
+		changed := append(orders(1, 20, mon), orders(21, 20, mon.AddDate(0, 0, 1))...)
+		changed[29].cents += 100
+		d.newSide(changed, true)
+		c.Set(mon.AddDate(0, 0, 2).Add(3 * time.Hour))
+		r2, err := svc.Reconcile(ctx, m.ID)
+		must(t, err)
+		tue := r2.Windows[1]
+		if r2.Clean || !slices.Equal(tue.Classes, []reconcile.Class{reconcile.Divergence}) || tue.Differing != 1 ||
+			!slices.Equal(tue.DifferingColumns, []string{"amount"}) || len(tue.Sample) != 1 || tue.Sample[0].Key != "30" ||
+			tue.Sample[0].Old != "12.1" || tue.Sample[0].New != "13.1" || !r2.Windows[0].Clean() {
+			t.Fatalf("staged divergence: clean %v, Tuesday %+v, Monday classes %v", r2.Clean, tue, r2.Windows[0].Classes)
+		}
+		fs, err = svc.Findings(ctx, m.ID)
+		must(t, err)
+		open := 0
+		for _, f := range fs {
+			if f.ClosedAt == nil {
+				open++
+				if f.Kind != "divergence" {
+					t.Fatalf("a %s finding is still open after the history was deduplicated: %+v", f.Kind, f)
+				}
+			}
+		}
+		if open != 1 || len(fs) != 3 {
+			t.Fatalf("findings after the divergence: %+v; want the two duplications closed and one divergence open", fs)
+		}
+		d.newSide(append(orders(1, 20, mon), orders(21, 20, mon.AddDate(0, 0, 1))...), true)
+
+		// A staged lag: Wednesday's orders reached the old side, not yet the new one, and the
+		// window ended less than the lag bound ago: lag, which is fine.
+		wed := mon.AddDate(0, 0, 2)
+		for _, o := range orders(41, 20, wed) {
+			_, err := pg.ExecContext(ctx, `INSERT INTO public.orders VALUES ($1, $2, $3, $4)`, o.id, o.at, fmt.Sprintf("%d.%02d", o.cents/100, o.cents%100), o.customer)
+			must(t, err)
+		}
+		c.Set(wed.Add(23 * time.Hour))
+		r3, err := svc.Reconcile(ctx, m.ID)
+		must(t, err)
+		if !r3.Clean || !slices.Equal(r3.Windows[2].Classes, []reconcile.Class{reconcile.Lag}) || r3.Windows[2].Missing != 20 {
+			t.Fatalf("staged lag: clean %v, Wednesday %+v", r3.Clean, r3.Windows[2])
+		}
+		d.newSide(orders(41, 20, wed), false) // it converges
+
+		// Thursday to Sunday: idempotent dual writes, a run at the end of each day. Thursday is
+		// the new table's busiest write day.
+		for i, day := range []time.Time{wed.AddDate(0, 0, 1), wed.AddDate(0, 0, 2), wed.AddDate(0, 0, 3), wed.AddDate(0, 0, 4)} {
+			c.Set(day.Add(12 * time.Hour))
+			writes := 5
+			if i == 0 {
+				writes = 50
+			}
+			var recs []usage.Record
+			for w := range writes {
+				recs = append(recs, usage.Record{AssetID: newTable.AssetID, Kind: "write", Actor: "orders-service", At: c.Now(),
+					IdempotencyKey: fmt.Sprintf("w-%d-%d", i, w)})
+			}
+			_, err := use.Record(ctx, recs)
+			must(t, err)
+			d.write(orders(61+20*i, 20, day))
+			c.Set(day.Add(23 * time.Hour))
+			r, err := svc.Reconcile(ctx, m.ID)
+			must(t, err)
+			if !r.Clean {
+				t.Fatalf("run on %s: not clean: %v", day.Format("Mon"), r.Causes)
+			}
+			st, err := svc.Status(ctx, m.ID)
+			must(t, err)
+			if st.Streak != i+2 {
+				t.Fatalf("after %s: streak %d; want %d", day.Format("Mon"), st.Streak, i+2)
+			}
+			if day.Weekday() == time.Friday {
+				// Three clean runs over two days, no weekend yet: not ready, and cutover refused.
+				if st.Ready || len(st.Missing) != 3 || st.BusiestDay == nil || !st.BusiestDay.Equal(wed.AddDate(0, 0, 1)) || !st.SpansBusiest {
+					t.Fatalf("Friday: ready %v, missing %v, busiest day %v (spanned %v)", st.Ready, st.Missing, st.BusiestDay, st.SpansBusiest)
+				}
+				if _, err := svc.CutOver(ctx, m.ID); !errors.Is(err, catalog.ErrConflict) {
+					t.Fatalf("cutover before the rule holds: %v", err)
+				}
+			}
+			if day.Weekday() == time.Saturday && (!st.Ready || st.Broken == nil || st.Broken.ID != r2.ID) {
+				t.Fatalf("Saturday: ready %v, missing %v, broken by %v; want ready, the streak after the divergence run", st.Ready, st.Missing, st.Broken)
+			}
+		}
+		fs, err = svc.Findings(ctx, m.ID)
+		must(t, err)
+		for _, f := range fs {
+			if f.ClosedAt == nil {
+				t.Fatalf("finding still open after clean runs: %+v", f)
+			}
+		}
+		cut, err := svc.CutOver(ctx, m.ID)
+		must(t, err)
+		if cut.State != "cut_over" || cut.CutOverAt == nil {
+			t.Fatalf("after cutover: %+v", cut)
+		}
+		runs, err := svc.Runs(ctx, m.ID, 100)
+		must(t, err)
+		if len(runs) != 7 || !strings.Contains(strings.Join(runs[len(runs)-1].Causes, " "), "more than once on the new side") {
+			t.Fatalf("runs kept: %d; the first one's causes %v", len(runs), runs[len(runs)-1].Causes)
+		}
+	})
+}

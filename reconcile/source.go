@@ -1,0 +1,230 @@
+package reconcile
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math/big"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
+	"github.com/lib/pq"
+
+	"github.com/tidemark/tidemark/tables"
+)
+
+// row is one record as both sides are compared: its time and its values as canonical text
+// (keys first, then the compared columns), so the same fact reads the same from PostgreSQL
+// and from Iceberg whatever the column types.
+type row struct {
+	at   time.Time
+	vals []string
+}
+
+// null stands for SQL NULL among canonical values (no text value holds a NUL: input refuses it).
+const null = "\x00"
+
+// reader reads one side's records whose time falls in [from, to).
+type reader interface {
+	read(ctx context.Context, from, to time.Time, fn func(row)) (bytes int64, err error)
+}
+
+// postgresReader reads a table over a read-only connection.
+type postgresReader struct {
+	db    *sql.DB
+	table string
+	spec  *Spec
+}
+
+func quoteTable(t string) string {
+	parts := strings.Split(t, ".")
+	for i, p := range parts {
+		parts[i] = pq.QuoteIdentifier(p)
+	}
+	return strings.Join(parts, ".")
+}
+
+func (p *postgresReader) read(ctx context.Context, from, to time.Time, fn func(row)) (int64, error) {
+	cols := make([]string, 0, 1+len(p.spec.KeyColumns)+len(p.spec.Columns))
+	cols = append(cols, pq.QuoteIdentifier(p.spec.TimeColumn))
+	for _, c := range append(append([]string{}, p.spec.KeyColumns...), p.spec.Columns...) {
+		cols = append(cols, pq.QuoteIdentifier(c))
+	}
+	tc := pq.QuoteIdentifier(p.spec.TimeColumn)
+	// A read-only transaction: the reconciliation never writes to a side.
+	tx, err := p.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return 0, fmt.Errorf("open a read-only transaction: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // read-only
+	rows, err := tx.QueryContext(ctx, fmt.Sprintf("SELECT %s FROM %s WHERE %s >= $1 AND %s < $2",
+		strings.Join(cols, ", "), quoteTable(p.table), tc, tc), from, to)
+	if err != nil {
+		return 0, fmt.Errorf("read %s: %w", p.table, err)
+	}
+	defer rows.Close()
+	types, err := rows.ColumnTypes()
+	if err != nil {
+		return 0, err
+	}
+	raw := make([]any, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range raw {
+		ptrs[i] = &raw[i]
+	}
+	var bytes int64
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			return bytes, fmt.Errorf("read %s: %w", p.table, err)
+		}
+		at, ok := raw[0].(time.Time)
+		if !ok {
+			return bytes, fmt.Errorf("the time column %s of %s is not a timestamp", p.spec.TimeColumn, p.table)
+		}
+		r := row{at: at.UTC(), vals: make([]string, len(cols)-1)}
+		for i := 1; i < len(cols); i++ {
+			r.vals[i-1] = canonSQL(raw[i], types[i].DatabaseTypeName())
+			bytes += int64(len(r.vals[i-1]))
+		}
+		fn(r)
+	}
+	return bytes, rows.Err()
+}
+
+// canonSQL writes a PostgreSQL value as canonical text.
+func canonSQL(v any, dbType string) string {
+	switch x := v.(type) {
+	case nil:
+		return null
+	case time.Time:
+		if dbType == "DATE" {
+			return x.Format("2006-01-02")
+		}
+		return canonTime(x)
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	case bool:
+		return strconv.FormatBool(x)
+	case []byte:
+		if dbType == "NUMERIC" {
+			return canonDecimal(string(x))
+		}
+		return string(x)
+	case string:
+		if dbType == "NUMERIC" {
+			return canonDecimal(x)
+		}
+		return x
+	}
+	return fmt.Sprint(v)
+}
+
+func canonTime(t time.Time) string {
+	return t.UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano)
+}
+
+// canonDecimal writes a decimal without trailing zeros (12.50 and 12.5 are the same amount).
+func canonDecimal(s string) string {
+	r, ok := new(big.Rat).SetString(s)
+	if !ok {
+		return s
+	}
+	if r.IsInt() {
+		return r.Num().String()
+	}
+	out := r.FloatString(38)
+	out = strings.TrimRight(out, "0")
+	return strings.TrimSuffix(out, ".")
+}
+
+// icebergReader reads a registered Iceberg table through iceberg-go's scan.
+type icebergReader struct {
+	tables *tables.Service
+	asset  uuid.UUID
+	spec   *Spec
+}
+
+func (r *icebergReader) read(ctx context.Context, from, to time.Time, fn func(row)) (int64, error) {
+	live, err := r.tables.Open(ctx, r.asset)
+	if err != nil {
+		return 0, err
+	}
+	names := append(append([]string{r.spec.TimeColumn}, r.spec.KeyColumns...), r.spec.Columns...)
+	_, records, err := live.Table.Scan(table.WithSelectedFields(names...)).ToArrowRecords(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("scan the Iceberg table: %w", err)
+	}
+	var bytes int64
+	for rec, err := range records {
+		if err != nil {
+			return bytes, fmt.Errorf("scan the Iceberg table: %w", err)
+		}
+		cols := make([]arrow.Array, len(names))
+		for i, n := range names {
+			idx := rec.Schema().FieldIndices(n)
+			if len(idx) == 0 {
+				rec.Release()
+				return bytes, fmt.Errorf("the Iceberg table has no column %q", n)
+			}
+			cols[i] = rec.Column(idx[0])
+		}
+		for i := 0; i < int(rec.NumRows()); i++ {
+			ts := canonArrow(cols[0], i)
+			at, err := time.Parse(time.RFC3339Nano, ts)
+			if err != nil {
+				rec.Release()
+				return bytes, fmt.Errorf("the time column %s is not a timestamp", r.spec.TimeColumn)
+			}
+			if at.Before(from) || !at.Before(to) {
+				continue
+			}
+			rw := row{at: at, vals: make([]string, len(names)-1)}
+			for c := 1; c < len(names); c++ {
+				rw.vals[c-1] = canonArrow(cols[c], i)
+				bytes += int64(len(rw.vals[c-1]))
+			}
+			fn(rw)
+		}
+		rec.Release()
+	}
+	return bytes, nil
+}
+
+// canonArrow writes the i-th value of an Arrow column as canonical text.
+func canonArrow(a arrow.Array, i int) string {
+	if a.IsNull(i) {
+		return null
+	}
+	switch c := a.(type) {
+	case *array.Int64:
+		return strconv.FormatInt(c.Value(i), 10)
+	case *array.Int32:
+		return strconv.FormatInt(int64(c.Value(i)), 10)
+	case *array.Float64:
+		return strconv.FormatFloat(c.Value(i), 'g', -1, 64)
+	case *array.Float32:
+		return strconv.FormatFloat(float64(c.Value(i)), 'g', -1, 32)
+	case *array.Boolean:
+		return strconv.FormatBool(c.Value(i))
+	case *array.String:
+		return c.Value(i)
+	case *array.LargeString:
+		return c.Value(i)
+	case *array.Decimal128:
+		scale := c.DataType().(*arrow.Decimal128Type).Scale
+		return canonDecimal(c.Value(i).ToString(scale))
+	case *array.Timestamp:
+		unit := c.DataType().(*arrow.TimestampType).Unit
+		return canonTime(c.Value(i).ToTime(unit))
+	case *array.Date32:
+		return c.Value(i).ToTime().Format("2006-01-02")
+	}
+	return a.ValueStr(i)
+}

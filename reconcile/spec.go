@@ -1,0 +1,148 @@
+// Package reconcile owns dataset migrations: an old asset moving to a new one (by ID), the
+// reconciliation runs that compare the two sides from day one (counts per time window, an
+// order-independent checksum per window, a deep comparison of differing records), the
+// classification of every difference as lag, duplication or divergence, the findings that stay
+// open until a run shows them gone, and the streak of clean runs that gates cutover (seed 003).
+package reconcile
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tidemark/tidemark/catalog"
+)
+
+// DedupRule says which record stands for a key that appears more than once on one side. It is
+// stated per dataset, never assumed.
+type DedupRule string
+
+// Dedup rules.
+const (
+	FirstWins DedupRule = "first_wins" // the earliest record by the time column
+	LastWins  DedupRule = "last_wins"  // the latest
+	Merge     DedupRule = "merge"      // per column, the latest non-null value
+)
+
+// SourceKind says how Tidemark reads one side.
+type SourceKind string
+
+// Source kinds.
+const (
+	SourcePostgres SourceKind = "postgres" // SQL over a configured read-only connection
+	SourceIceberg  SourceKind = "iceberg"  // the side's asset is a registered Iceberg table
+	SourceExternal SourceKind = "external" // a checker posts the figures through the API
+)
+
+// SourceSpec is how one side is read.
+type SourceSpec struct {
+	Kind SourceKind `json:"kind"`
+	// Connection names a configured PostgreSQL connection; Table is schema.table there.
+	Connection string `json:"connection,omitempty"`
+	Table      string `json:"table,omitempty"`
+}
+
+// CutoverRule is when the streak of clean runs makes the move safe to cut over.
+type CutoverRule struct {
+	MinCleanRuns int `json:"min_clean_runs"`
+	MinDays      int `json:"min_days"` // from the streak's first clean run to its last
+	// IncludeWeekend: a run of the streak fell on a Saturday or Sunday (UTC).
+	IncludeWeekend bool `json:"include_weekend"`
+	// IncludeBusiestDay: the streak spans the busiest write day seen in the new asset's usage.
+	IncludeBusiestDay bool `json:"include_busiest_day"`
+}
+
+// Spec is what a migration compares and how.
+type Spec struct {
+	KeyColumns []string `json:"key_columns"`
+	TimeColumn string   `json:"time_column"`
+	// Columns are compared besides the keys (the checksums and the deep comparison).
+	Columns         []string    `json:"columns"`
+	WindowSeconds   int64       `json:"window_seconds"`
+	Since           time.Time   `json:"since"` // the first window compared
+	DedupOld        DedupRule   `json:"dedup_old"`
+	DedupNew        DedupRule   `json:"dedup_new"`
+	LagBoundSeconds int64       `json:"lag_bound_seconds"`
+	Cutover         CutoverRule `json:"cutover"`
+	SampleSize      int         `json:"sample_size"` // differing records compared column by column
+	Old             SourceSpec  `json:"old"`
+	New             SourceSpec  `json:"new"`
+}
+
+// Window is the comparison window.
+func (s Spec) Window() time.Duration { return time.Duration(s.WindowSeconds) * time.Second }
+
+// LagBound is how far behind the new side may be in the newest windows.
+func (s Spec) LagBound() time.Duration { return time.Duration(s.LagBoundSeconds) * time.Second }
+
+// DefaultSampleSize is how many differing records a run compares column by column.
+const DefaultSampleSize = 100
+
+func invalid(field, format string, args ...any) error {
+	return &catalog.Error{Kind: catalog.ErrInvalid, Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// check refuses a spec that states less than a comparison needs, saying what to add.
+func (s *Spec) check() error {
+	if len(s.KeyColumns) == 0 {
+		return invalid("key_columns", "name the key columns that identify a record on both sides")
+	}
+	if s.TimeColumn == "" {
+		return invalid("time_column", "name the time column that places a record in a window")
+	}
+	if len(s.Columns) == 0 {
+		return invalid("columns", "name the columns to compare besides the keys")
+	}
+	all := append(append(slices.Clone(s.KeyColumns), s.TimeColumn), s.Columns...)
+	for _, c := range all {
+		if strings.TrimSpace(c) == "" || len(c) > 128 {
+			return invalid("columns", "column names must be 1 to 128 characters, not %q", c)
+		}
+	}
+	if slices.Contains(s.KeyColumns, s.TimeColumn) {
+		return invalid("time_column", "the time column %q is also a key column; name it once", s.TimeColumn)
+	}
+	if s.WindowSeconds < 60 {
+		return invalid("window_seconds", "the window must be at least 60 seconds, not %d", s.WindowSeconds)
+	}
+	if s.Since.IsZero() {
+		return invalid("since", "say from when to compare (the first window's start)")
+	}
+	for _, r := range []struct {
+		field string
+		rule  DedupRule
+	}{{"dedup_old", s.DedupOld}, {"dedup_new", s.DedupNew}} {
+		if r.rule != FirstWins && r.rule != LastWins && r.rule != Merge {
+			return invalid(r.field, "state the dedup rule: first_wins, last_wins or merge, not %q (it is never assumed)", r.rule)
+		}
+	}
+	if s.LagBoundSeconds < 0 {
+		return invalid("lag_bound_seconds", "the lag bound must not be negative")
+	}
+	if s.Cutover.MinCleanRuns < 1 || s.Cutover.MinDays < 0 {
+		return invalid("cutover", "the cutover rule needs at least 1 clean run and a day count of 0 or more")
+	}
+	if s.SampleSize == 0 {
+		s.SampleSize = DefaultSampleSize
+	}
+	if s.SampleSize < 0 || s.SampleSize > 10_000 {
+		return invalid("sample_size", "the sample size must be from 1 to 10000, not %d", s.SampleSize)
+	}
+	for _, side := range []struct {
+		field string
+		src   SourceSpec
+	}{{"old", s.Old}, {"new", s.New}} {
+		switch side.src.Kind {
+		case SourcePostgres:
+			if side.src.Connection == "" || side.src.Table == "" {
+				return invalid(side.field, "a postgres side needs a connection name and a schema.table")
+			}
+		case SourceIceberg, SourceExternal:
+		default:
+			return invalid(side.field, "the %s side's kind must be postgres, iceberg or external, not %q", side.field, side.src.Kind)
+		}
+	}
+	s.Since = s.Since.UTC()
+	return nil
+}
