@@ -211,7 +211,7 @@ func (s *Service) reader(m Migration, src SourceSpec, asset uuid.UUID) (reader, 
 		return &postgresReader{db: db, table: src.Table, spec: &m.Spec}, nil
 	case SourceIceberg:
 		if s.tables == nil {
-			return nil, errors.New("Iceberg tables are not available in this process")
+			return nil, errors.New("the Iceberg tables service is not available in this process")
 		}
 		return &icebergReader{tables: s.tables, asset: asset, spec: &m.Spec}, nil
 	}
