@@ -174,7 +174,7 @@ func (a *App) Handler(api handlers.Config, ui web.Config) (*handlers.API, error)
 	tokens := auth.NewStore(a.Store.Client, nil) // one store: the API's tokens and the UI's sessions
 	api.Tokens, api.Ping, api.Logger = tokens, a.Store.Ping, a.Log
 	h := handlers.New(api)
-	ui.Catalog, ui.Lineage, ui.Usage, ui.Tables, ui.Cleanup = a.Catalog, a.Lineage, a.Usage, a.Tables, a.Cleanup
+	ui.Catalog, ui.Lineage, ui.Usage, ui.Tables, ui.Cleanup, ui.Reconcile = a.Catalog, a.Lineage, a.Usage, a.Tables, a.Cleanup, a.Reconcile
 	ui.Tokens, ui.Logger = tokens, a.Log
 	pages, err := web.New(ui)
 	if err != nil {

@@ -510,3 +510,22 @@ func (s *Service) Run(ctx context.Context, tick, every time.Duration) {
 		}
 	})
 }
+
+// List returns migrations, newest first; with asset set, those it is the old or new side of.
+func (s *Service) List(ctx context.Context, asset uuid.UUID, limit int) ([]Migration, error) {
+	q := s.db.DatasetMigration.Query()
+	if asset != uuid.Nil {
+		q = q.Where(datasetmigration.Or(datasetmigration.OldAssetID(asset), datasetmigration.NewAssetID(asset)))
+	}
+	rows, err := q.Order(ent.Desc(datasetmigration.FieldID)).Limit(limit).All(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reconcile: list migrations: %w", err)
+	}
+	out := make([]Migration, len(rows))
+	for i, r := range rows {
+		if out[i], err = toMigration(r); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}

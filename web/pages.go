@@ -18,6 +18,7 @@ import (
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/cleanup"
 	"github.com/tidemark/tidemark/lineage"
+	"github.com/tidemark/tidemark/reconcile"
 	"github.com/tidemark/tidemark/tables"
 	"github.com/tidemark/tidemark/usage"
 )
@@ -113,6 +114,7 @@ type graphEdge struct {
 	Data struct {
 		Source string `json:"source"`
 		Target string `json:"target"`
+		Kind   string `json:"kind,omitempty"` // migrated_to; data flow otherwise
 	} `json:"data"`
 }
 
@@ -140,6 +142,9 @@ type assetData struct {
 	Health    *tables.Health
 	Proposals []cleanup.Proposal
 	Schema    []schemaField
+	// Migrations this asset is the old or the new side of, with both sides' names.
+	Migrations     []reconcile.Migration
+	MigrationNames map[uuid.UUID]string
 	// Missing names the parts of the page that could not be read (logged with the cause): the
 	// page says so instead of looking complete.
 	Missing []string
@@ -288,12 +293,56 @@ func (u *UI) asset(w http.ResponseWriter, r *http.Request) {
 			return nil
 		})
 	}
+	if u.cfg.Reconcile != nil {
+		g.Go(func() error {
+			ms, err := u.cfg.Reconcile.List(ctx, id, 20)
+			if miss("the migrations", err) {
+				return nil
+			}
+			var ids []uuid.UUID
+			for _, m := range ms {
+				ids = append(ids, m.OldAssetID, m.NewAssetID)
+			}
+			names, err := u.names(r, ids, false)
+			if !miss("the migrations", err) {
+				d.Migrations, d.MigrationNames = ms, names
+			}
+			return nil
+		})
+	}
 	if err := g.Wait(); err != nil {
 		u.fail(w, r, err)
 		return
 	}
 	slices.Sort(d.Missing) // in one order whichever part failed first
+	d.Graph = withMigrations(d.Graph, d.Migrations, d.MigrationNames)
 	u.render(w, r, http.StatusOK, "asset", a.Name, d)
+}
+
+// withMigrations adds a migrated_to edge from each migration's old asset to its new one, and the
+// other asset as a node when the lineage walk did not reach it: the move shows in both graphs.
+func withMigrations(g graphData, ms []reconcile.Migration, names map[uuid.UUID]string) graphData {
+	if len(g.Nodes) == 0 {
+		return g
+	}
+	have := map[string]bool{}
+	for _, n := range g.Nodes {
+		have[n.Data.ID] = true
+	}
+	for _, m := range ms {
+		for _, id := range []uuid.UUID{m.OldAssetID, m.NewAssetID} {
+			if !have[id.String()] {
+				have[id.String()] = true
+				var gn graphNode
+				gn.Data.ID, gn.Data.Label, gn.Data.Kind, gn.Data.Href = id.String(), names[id], "table", "/assets/"+id.String()
+				g.Nodes = append(g.Nodes, gn)
+			}
+		}
+		var ge graphEdge
+		ge.Data.Source, ge.Data.Target, ge.Data.Kind = m.OldAssetID.String(), m.NewAssetID.String(), "migrated_to"
+		g.Edges = append(g.Edges, ge)
+	}
+	return g
 }
 
 // schema reads the asset's OpenLineage schema facet, when lineage stored one.

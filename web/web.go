@@ -23,6 +23,7 @@ import (
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/cleanup"
 	"github.com/tidemark/tidemark/lineage"
+	"github.com/tidemark/tidemark/reconcile"
 	"github.com/tidemark/tidemark/tables"
 	"github.com/tidemark/tidemark/usage"
 )
@@ -37,6 +38,8 @@ type Config struct {
 	Usage   *usage.Service
 	Tables  *tables.Service
 	Cleanup *cleanup.Service
+	// Reconcile keeps dataset migrations; nil leaves their pages out.
+	Reconcile *reconcile.Service
 	// Tokens verifies sign-ins and keeps the browser sessions.
 	Tokens *auth.Store
 	Logger *slog.Logger
@@ -62,7 +65,7 @@ type UI struct {
 
 // Routes lists the paths the UI serves (a trailing * matches the rest), for mounting it beside
 // the API without shadowing the API's own 404s.
-var Routes = []string{"/", "/assets/*", "/proposals", "/proposals/*", "/scans", "/scans/*", "/audit", "/signin", "/signout", "/static/*"}
+var Routes = []string{"/", "/assets/*", "/proposals", "/proposals/*", "/scans", "/scans/*", "/migrations", "/migrations/*", "/audit", "/signin", "/signout", "/static/*"}
 
 // New parses every template and renders each view once with empty data, so a broken template
 // fails at start rather than in front of a user.
@@ -117,6 +120,10 @@ func (u *UI) routes() {
 	u.mux.HandleFunc("POST /proposals/{id}/{decision}", u.decide)
 	u.mux.HandleFunc("GET /scans", u.scans)
 	u.mux.HandleFunc("GET /scans/{id}", u.scan)
+	if u.cfg.Reconcile != nil {
+		u.mux.HandleFunc("GET /migrations", u.migrations)
+		u.mux.HandleFunc("GET /migrations/{id}", u.migration)
+	}
 	u.mux.HandleFunc("GET /audit", u.audit)
 	u.mux.HandleFunc("GET /signin", u.signinForm)
 	u.mux.HandleFunc("POST /signin", u.signin)

@@ -13,6 +13,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/tidemark/tidemark/auth"
 	"github.com/tidemark/tidemark/catalog"
@@ -20,6 +23,7 @@ import (
 	"github.com/tidemark/tidemark/ent/storage"
 	"github.com/tidemark/tidemark/ent/storage/storagetest"
 	"github.com/tidemark/tidemark/lineage"
+	"github.com/tidemark/tidemark/reconcile"
 	"github.com/tidemark/tidemark/tables"
 	"github.com/tidemark/tidemark/usage"
 	"github.com/tidemark/tidemark/web"
@@ -326,3 +330,64 @@ func TestAssetPageSaysWhatIsMissing(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// TestMigrationPages: a migration's page shows the readiness, the streak, the windows that
+// differ and the findings; both assets' pages link to it and draw the migrated_to edge.
+func TestMigrationPages(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		var rec *reconcile.Service
+		srv, cat := newUIWith(t, db, func(c *web.Config) {
+			rec = reconcile.New(db.Client, c.Catalog, c.Tables, c.Usage)
+			c.Reconcile = rec
+		})
+		old, err := cat.Create(ctx, catalog.CreateInput{Kind: catalog.KindTable, Namespace: "postgres://shop:5432", Name: "shop.public.orders"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		nw, err := cat.Create(ctx, catalog.CreateInput{Kind: catalog.KindTable, Namespace: "s3://lake", Name: "sales.orders"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		since := time.Now().UTC().Add(-72 * time.Hour).Truncate(24 * time.Hour)
+		m, err := rec.Create(ctx, reconcile.CreateInput{OldAssetID: old.Asset.ID, NewAssetID: nw.Asset.ID, Owner: "team-orders", Spec: reconcile.Spec{
+			KeyColumns: []string{"order_id"}, TimeColumn: "ordered_at", Columns: []string{"amount"}, WindowSeconds: 86400, Since: since,
+			DedupOld: reconcile.FirstWins, DedupNew: reconcile.FirstWins, Cutover: reconcile.CutoverRule{MinCleanRuns: 3},
+			Old: reconcile.SourceSpec{Kind: reconcile.SourceExternal}, New: reconcile.SourceSpec{Kind: reconcile.SourceExternal}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		post := func(dups int64) {
+			t.Helper()
+			_, err := rec.PostRun(ctx, m.ID, []reconcile.WindowFigures{{Start: since,
+				Old: reconcile.SideFigures{Rows: 10, Keys: 10, Checksum: "a"}, New: reconcile.SideFigures{Rows: 10 + dups, Keys: 10, DuplicateKeys: dups, Checksum: "a"}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		post(2)
+		page := readBody(mustGet(t, srv.Client(), srv.URL+"/migrations/"+m.ID.String()))
+		for _, want := range []string{"Not ready to cut over", "3 consecutive clean runs (has 0)", "duplication", "2 keys appear more than once on the new side", "team-orders", "streak-data"} {
+			if !strings.Contains(page, want) {
+				t.Fatalf("migration page lacks %q:\n%s", want, page)
+			}
+		}
+		for range 3 {
+			post(0)
+		}
+		page = readBody(mustGet(t, srv.Client(), srv.URL+"/migrations/"+m.ID.String()))
+		if !strings.Contains(page, "Ready to cut over") || !strings.Contains(page, "every window of the newest run agrees") || !strings.Contains(page, `"streak":[0,1,2,3]`) {
+			t.Fatalf("migration page after three clean runs:\n%s", page)
+		}
+		list := readBody(mustGet(t, srv.Client(), srv.URL+"/migrations"))
+		if !strings.Contains(list, "shop.public.orders") || !strings.Contains(list, "sales.orders") {
+			t.Fatalf("migrations list:\n%s", list)
+		}
+		for id, want := range map[uuid.UUID]string{old.Asset.ID: "Moving to sales.orders", nw.Asset.ID: "Moved here from shop.public.orders"} {
+			asset := readBody(mustGet(t, srv.Client(), srv.URL+"/assets/"+id.String()))
+			if !strings.Contains(asset, want) || !strings.Contains(asset, "migrated_to") {
+				t.Fatalf("asset page of %s lacks %q or the migrated_to edge:\n%s", id, want, asset)
+			}
+		}
+	})
+}

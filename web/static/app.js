@@ -21,7 +21,9 @@
         { selector: "node[kind = 'job']", style: { "shape": "round-rectangle", "background-color": "#7a4fb8" } },
         { selector: "node[?root]", style: { "background-color": "#f5a623", "width": 26, "height": 26, "font-weight": "bold" } },
         { selector: "edge", style: { "width": 1.5, "line-color": "#9aa6b5", "target-arrow-color": "#9aa6b5",
-          "target-arrow-shape": "triangle", "curve-style": "bezier" } }
+          "target-arrow-shape": "triangle", "curve-style": "bezier" } },
+        { selector: "edge[kind = 'migrated_to']", style: { "line-style": "dashed", "line-color": "#d0021b", "target-arrow-color": "#d0021b",
+          "label": "migrated_to", "font-size": 9 } }
       ],
       wheelSensitivity: 0.2, minZoom: 0.2, maxZoom: 1.3
     });
@@ -38,5 +40,16 @@
     }, [u.x, u.reads, u.writes], chart);
     window.addEventListener("resize", function () { plot.setSize({ width: chart.clientWidth, height: 240 }); });
     window.tidemarkChart = plot;
+  }
+  var s = data("streak-data"), streak = document.getElementById("streak-chart");
+  if (s && streak && window.uPlot && s.x && s.x.length) {
+    var sp = new uPlot({
+      width: streak.clientWidth || 600, height: 200,
+      series: [{}, { label: "clean runs in a row", stroke: "#2e7d32", width: 2, paths: uPlot.paths && uPlot.paths.stepped ? uPlot.paths.stepped({ align: 1 }) : undefined }],
+      axes: [{}, { label: "streak" }],
+      scales: { x: { time: true } }
+    }, [s.x, s.streak], streak);
+    window.addEventListener("resize", function () { sp.setSize({ width: streak.clientWidth, height: 200 }); });
+    window.tidemarkStreak = sp;
   }
 })();

@@ -1,0 +1,103 @@
+package web
+
+import (
+	"net/http"
+	"slices"
+
+	"github.com/google/uuid"
+
+	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/reconcile"
+)
+
+type migrationsData struct {
+	Items []reconcile.Migration
+	Names map[uuid.UUID]string
+}
+
+type migrationData struct {
+	Status   reconcile.Status
+	Names    map[uuid.UUID]string
+	Newest   *reconcile.Run
+	Differ   []reconcile.WindowResult // the newest run's windows that are not clean, or lag
+	Findings []reconcile.Finding
+	Runs     []reconcile.Run
+	Chart    streakChart
+}
+
+// streakChart is the streak at each run, oldest first: it grows by one with each clean run and
+// falls to zero at a break.
+type streakChart struct {
+	X      []int64 `json:"x"`
+	Streak []int   `json:"streak"`
+}
+
+func (u *UI) migrations(w http.ResponseWriter, r *http.Request) {
+	ms, err := u.cfg.Reconcile.List(r.Context(), uuid.Nil, 200)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	var ids []uuid.UUID
+	for _, m := range ms {
+		ids = append(ids, m.OldAssetID, m.NewAssetID)
+	}
+	d := migrationsData{Items: ms}
+	if d.Names, err = u.names(r, ids, false); err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	u.render(w, r, http.StatusOK, "migrations", "Migrations", d)
+}
+
+func (u *UI) migration(w http.ResponseWriter, r *http.Request) {
+	id, err := uuid.Parse(r.PathValue("id"))
+	if err != nil {
+		u.fail(w, r, &catalog.Error{Kind: catalog.ErrInvalid, Message: "that is not a migration ID"})
+		return
+	}
+	ctx := r.Context()
+	st, err := u.cfg.Reconcile.Status(ctx, id)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	d := migrationData{Status: st}
+	if d.Runs, err = u.cfg.Reconcile.Runs(ctx, id, 500); err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	if d.Findings, err = u.cfg.Reconcile.Findings(ctx, id); err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	if d.Names, err = u.names(r, []uuid.UUID{st.Migration.OldAssetID, st.Migration.NewAssetID}, false); err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	if len(d.Runs) > 0 {
+		d.Newest = &d.Runs[0]
+		for _, win := range d.Newest.Windows {
+			if len(win.Classes) > 0 {
+				d.Differ = append(d.Differ, win)
+			}
+		}
+	}
+	streak := 0
+	for _, run := range slices.Backward(d.Runs) {
+		if run.FinishedAt == nil {
+			continue
+		}
+		if run.Clean {
+			streak++
+		} else {
+			streak = 0
+		}
+		d.Chart.X = append(d.Chart.X, run.StartedAt.Unix())
+		d.Chart.Streak = append(d.Chart.Streak, streak)
+	}
+	if len(d.Runs) > 50 {
+		d.Runs = d.Runs[:50]
+	}
+	u.render(w, r, http.StatusOK, "migration", "Migration "+id.String()[:8], d)
+}
