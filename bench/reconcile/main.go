@@ -25,7 +25,6 @@ import (
 	"github.com/apache/iceberg-go"
 	sqlcat "github.com/apache/iceberg-go/catalog/sql"
 	"github.com/apache/iceberg-go/table"
-	"github.com/lib/pq"
 	_ "modernc.org/sqlite"
 
 	"github.com/tidemark/tidemark/bench/internal/benchdb"
@@ -63,7 +62,7 @@ func main() {
 	t0 := time.Now()
 	tx, err := pg.BeginTx(ctx, nil)
 	benchdb.Must(err)
-	stmt, err := tx.PrepareContext(ctx, pq.CopyIn("orders", "order_id", "ordered_at", "amount", "customer"))
+	stmt, err := tx.PrepareContext(ctx, benchdb.CopyStatement("orders", "order_id", "ordered_at", "amount", "customer"))
 	benchdb.Must(err)
 	for i := range *rows {
 		_, err := stmt.ExecContext(ctx, i, start.Add(time.Duration(i)*step), fmt.Sprintf("%d.%02d", 10+i%990, i%100), fmt.Sprintf("customer-%d", i%5000))
