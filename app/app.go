@@ -89,7 +89,11 @@ func Open(ctx context.Context, store *storage.DB, cfg Config) (*App, error) {
 		return nil, a.closeOnError(err)
 	}
 	a.Lineage = lineage.New(store, a.Catalog, append([]lineage.Option{lineage.WithLogger(cfg.Log),
-		lineage.WithCompletedRuns(UsageOfRuns(a.Usage))}, cfg.Lineage...)...)
+		lineage.WithCompletedRuns(UsageOfRuns(a.Usage)),
+		lineage.WithRelations(func(ctx context.Context, id uuid.UUID) ([]lineage.Relation, error) {
+			return MigrationRelations(a.Reconcile)(ctx, id)
+		})},
+		cfg.Lineage...)...)
 	if cfg.LoadGraph {
 		start := time.Now()
 		if err := a.Lineage.Open(ctx); err != nil {
@@ -105,13 +109,31 @@ func Open(ctx context.Context, store *storage.DB, cfg Config) (*App, error) {
 		cleanup.WithUsage(a.Usage, func(ctx context.Context, id uuid.UUID) ([]uuid.UUID, error) {
 			return a.Lineage.Downstream(ctx, id, UnusedDownstreamDepth)
 		})}, cfg.Cleanup...)
-	a.Cleanup = cleanup.New(store, a.Tables, a.Catalog, copts...)
 	ropts := []reconcile.Option{reconcile.WithLogger(cfg.Log)}
 	for name, db := range cfg.MigrationSources {
 		ropts = append(ropts, reconcile.WithConnection(name, db))
 	}
 	a.Reconcile = reconcile.New(store.Client, a.Catalog, a.Tables, a.Usage, ropts...)
+	// A migrated asset is retired only after its cutover and a final clean reconciliation.
+	copts = append(copts, cleanup.WithMigrationGate(a.Reconcile.RetirementGate))
+	a.Cleanup = cleanup.New(store, a.Tables, a.Catalog, copts...)
 	return a, nil
+}
+
+// MigrationRelations gives an asset's dataset migrations as lineage relations (migrated_to),
+// so the move shows in both assets' lineage answers.
+func MigrationRelations(rec *reconcile.Service) func(ctx context.Context, id uuid.UUID) ([]lineage.Relation, error) {
+	return func(ctx context.Context, id uuid.UUID) ([]lineage.Relation, error) {
+		ms, err := rec.List(ctx, id, 100)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]lineage.Relation, 0, len(ms))
+		for _, m := range ms {
+			out = append(out, lineage.Relation{From: m.OldAssetID, To: m.NewAssetID, Kind: "migrated_to", Ref: m.ID})
+		}
+		return out, nil
+	}
 }
 
 func (a *App) closeOnError(err error) error {

@@ -87,6 +87,7 @@ type Service struct {
 	fault      func(point string) error
 	client     *http.Client
 	window     Window
+	migrations MigrationGate
 }
 
 // Option configures a Service.

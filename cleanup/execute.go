@@ -616,6 +616,15 @@ func (s *Service) verifyUnused(ctx context.Context, p *ent.Proposal, ev Evidence
 		}
 		return err
 	}
+	if s.migrations != nil {
+		ok, _, why, err := s.migrations(ctx, p.AssetID)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return stop("%s", why)
+		}
+	}
 	t, err := s.tables.Get(ctx, p.AssetID)
 	if err != nil {
 		return err

@@ -62,6 +62,14 @@ func WithUsage(u *usage.Service, downstream usage.Downstream) Option {
 	return func(s *Service) { s.usage, s.downstream = u, downstream }
 }
 
+// MigrationGate says whether an asset may be retired now. An asset that is the old side of a
+// dataset migration may be retired only after the cutover and a final clean reconciliation,
+// whose run the gate returns (the evidence cites it); why says what is missing otherwise.
+type MigrationGate func(ctx context.Context, asset uuid.UUID) (ok bool, finalRun uuid.UUID, why string, err error)
+
+// WithMigrationGate consults g before proposing, and before executing, an asset's retirement.
+func WithMigrationGate(g MigrationGate) Option { return func(s *Service) { s.migrations = g } }
+
 // WithPolicy sets the proposal and execution policy.
 func WithPolicy(p Policy) Option { return func(s *Service) { s.policy = p } }
 
@@ -71,6 +79,9 @@ func WithFault(f func(point string) error) Option { return func(s *Service) { s.
 // Evidence is why a proposal exists; each kind fills its part.
 type Evidence struct {
 	Summary string `json:"summary"`
+	// FinalReconciliation (unused_asset of the old side of a migration): the clean run after
+	// the cutover that closes the books.
+	FinalReconciliation *uuid.UUID `json:"final_reconciliation,omitempty"`
 	// orphan_files
 	Scans        []uuid.UUID `json:"scans,omitempty"`
 	Shards       []string    `json:"shards,omitempty"`
@@ -341,6 +352,12 @@ func (s *Service) proposeUnused(ctx context.Context, t tables.Table, rep *Propos
 	}
 	young := now.Sub(a.CreatedAt) < s.policy.MinAssetAge
 	used := real.Reads > 0 || real.DownstreamRead
+	gateOK, finalRun, gateWhy := true, uuid.Nil, ""
+	if s.migrations != nil {
+		if gateOK, finalRun, gateWhy, err = s.migrations(ctx, t.AssetID); err != nil {
+			return err
+		}
+	}
 	if cur != nil {
 		if cur.State != proposal.StateOpen {
 			return nil
@@ -361,6 +378,8 @@ func (s *Service) proposeUnused(ctx context.Context, t tables.Table, rep *Propos
 			}
 		case real.DownstreamRead:
 			why = fmt.Sprintf("%d assets downstream of it were read in the last %s", len(real.ReadDownstream), days(s.policy.UnusedWindow))
+		case !gateOK:
+			why = gateWhy
 		}
 		if why == "" {
 			rep.Kept++
@@ -372,7 +391,7 @@ func (s *Service) proposeUnused(ctx context.Context, t tables.Table, rep *Propos
 		rep.Withdrawn++
 		return nil
 	}
-	if used || young || exempt || a.Status == catalog.StatusDeleted {
+	if used || young || exempt || !gateOK || a.Status == catalog.StatusDeleted {
 		return nil
 	}
 	// A person's rejection holds until a whole new window of no reads follows the rejected one,
@@ -401,6 +420,9 @@ func (s *Service) proposeUnused(ctx context.Context, t tables.Table, rep *Propos
 	}
 	ev := Evidence{Window: days(s.policy.UnusedWindow), From: &from, To: &now, LastRead: life.LastRead, Readers: life.DistinctReaders,
 		Downstream: down, AssetCreatedAt: &a.CreatedAt, Location: t.Location, TableUUID: t.TableUUID, MetadataLocation: t.MetadataLocation}
+	if finalRun != uuid.Nil {
+		ev.FinalReconciliation = &finalRun
+	}
 	if rej != nil {
 		id := rej.ID
 		ev.Reopens, ev.ReopensWhy = &id, fmt.Sprintf("a whole new %s window without reads followed the one rejected on %s", days(s.policy.UnusedWindow), rej.DecidedAt.Format(time.RFC3339))
@@ -424,6 +446,9 @@ func (s *Service) proposeUnused(ctx context.Context, t tables.Table, rep *Propos
 	}
 	ev.Summary = fmt.Sprintf("No read of this asset under any of its %d names in the last %s (last read: %s), none of its %d downstream assets read either; created %s. Retiring it drops the table from its catalog first and deletes its files %s later.",
 		len(names), days(s.policy.UnusedWindow), last, len(down), a.CreatedAt.Format(time.RFC3339), days(s.policy.Grace))
+	if finalRun != uuid.Nil {
+		ev.Summary += fmt.Sprintf(" It was migrated and cut over; the final reconciliation after the cutover, run %s, was clean.", finalRun)
+	}
 	return s.open(ctx, t.AssetID, proposal.KindUnusedAsset, proposal.SeverityNormal, ev, nil, rep)
 }
 

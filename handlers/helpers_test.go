@@ -18,6 +18,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/tidemark/tidemark/app"
 	"github.com/tidemark/tidemark/auth"
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/cleanup"
@@ -82,19 +83,20 @@ func startServer(t testing.TB, db *storage.DB, tweak func(*handlers.Config)) *se
 	if err != nil {
 		t.Fatal(err)
 	}
-	lin = lineage.New(db, cat)
-	if err := lin.Open(ctx); err != nil {
-		t.Fatal(err)
-	}
 	tbls, err := tables.New(db.Client, cat, tables.WithWarehouseRoots(os.TempDir()))
 	if err != nil {
+		t.Fatal(err)
+	}
+	rec := reconcile.New(db.Client, cat, tbls, use)
+	lin = lineage.New(db, cat, lineage.WithRelations(app.MigrationRelations(rec)))
+	if err := lin.Open(ctx); err != nil {
 		t.Fatal(err)
 	}
 	ahead := &atomic.Int64{}
 	clean := cleanup.New(db, tbls, cat, cleanup.WithPrivateWebhooks(true),
 		cleanup.WithClock(func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }))
 	cfg := handlers.Config{
-		Reconcile: reconcile.New(db.Client, cat, tbls, use),
+		Reconcile: rec,
 		Cleanup:   clean,
 		Tables:    tbls,
 		Catalog:   cat,

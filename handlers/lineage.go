@@ -82,6 +82,23 @@ type assetLineageResponse struct {
 	Truncated       bool           `json:"truncated"`
 	ReachedPerDepth []int          `json:"reached_per_depth"`
 	Graph           graphFreshness `json:"graph"`
+	// Relations of the root that are not data flow: migrated_to, from a dataset migration.
+	Relations []relationResponse `json:"relations"`
+}
+
+type relationResponse struct {
+	From uuid.UUID `json:"from"`
+	To   uuid.UUID `json:"to"`
+	Kind string    `json:"kind"`
+	Ref  uuid.UUID `json:"ref"` // the migration
+}
+
+func toRelations(rs []lineage.Relation) []relationResponse {
+	out := make([]relationResponse, 0, len(rs))
+	for _, r := range rs {
+		out = append(out, relationResponse(r))
+	}
+	return out
 }
 
 type marquezEdge struct {
@@ -365,7 +382,8 @@ func (a *API) assetLineage(c echo.Context) error {
 		return err
 	}
 	out := assetLineageResponse{Root: id, Direction: string(dir), Depth: depth, Nodes: make([]lineageNode, 0, len(res.Nodes)),
-		Edges: make([]lineageEdge, 0, len(res.Edges)), Truncated: res.Truncated, ReachedPerDepth: res.ReachedPerDepth, Graph: freshness(res.Freshness)}
+		Edges: make([]lineageEdge, 0, len(res.Edges)), Truncated: res.Truncated, ReachedPerDepth: res.ReachedPerDepth, Graph: freshness(res.Freshness),
+		Relations: toRelations(res.Relations)}
 	for _, n := range res.Nodes {
 		out.Nodes = append(out.Nodes, lineageNode{ID: n.ID, Kind: string(n.Kind), Status: string(n.Status), Namespace: n.Namespace, Name: n.Name, Depth: n.Depth})
 	}

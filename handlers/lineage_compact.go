@@ -29,6 +29,8 @@ type compactLineageResponse struct {
 	Nodes [][]any `json:"nodes"`
 	// Edges: [from, to] as indexes into nodes.
 	Edges [][2]int `json:"edges"`
+	// Relations of the root that are not data flow (migrated_to), by asset ID.
+	Relations []relationResponse `json:"relations"`
 }
 
 func (a *API) compactLineage(c echo.Context) error {
@@ -112,7 +114,10 @@ func writeCompact(w *bufio.Writer, res lineage.LineageResult, dir string, depth 
 		b = append(b, ']')
 		flush()
 	}
-	b = append(b, "]}\n"...)
+	rels, _ := json.Marshal(toRelations(res.Relations))
+	b = append(b, `],"relations":`...)
+	b = append(b, rels...)
+	b = append(b, "}\n"...)
 	_, _ = w.Write(b)
 }
 

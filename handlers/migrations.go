@@ -83,6 +83,10 @@ type migrationStatusResponse struct {
 	Streak    streakResponse    `json:"streak"`
 	Ready     bool              `json:"ready_to_cut_over"`
 	Missing   []string          `json:"missing"` // what the cutover rule still lacks
+	// After the cutover: reads of the old asset since the cutover's day (flagged: someone still
+	// reads what is being retired).
+	OldReadsSinceCutover int64      `json:"old_reads_since_cutover"`
+	OldLastRead          *time.Time `json:"old_last_read,omitempty"`
 }
 
 type sideFiguresBody struct {
@@ -241,6 +245,7 @@ func (a *API) getMigration(c echo.Context) error {
 		return err
 	}
 	out := migrationStatusResponse{Migration: toMigrationResponse(st.Migration), Ready: st.Ready, Missing: st.Missing,
+		OldReadsSinceCutover: st.OldReadsSinceCutover, OldLastRead: st.OldLastRead,
 		Streak: streakResponse{Runs: st.Streak, From: st.From, To: st.To, Weekend: st.Weekend, BusiestDay: st.BusiestDay,
 			SpansBusiest: st.SpansBusiest, BrokenCauses: []string{}}}
 	if out.Missing == nil {

@@ -53,6 +53,20 @@ func TestMigrationAPI(t *testing.T) {
 		if m.Window != "24h0m0s" {
 			t.Fatalf("migration = %+v", m)
 		}
+		// The move shows in both assets' lineage answers.
+		for _, id := range []string{old.ID, nw.ID} {
+			var lin struct {
+				Relations []struct{ From, To, Kind, Ref string } `json:"relations"`
+			}
+			s.must(t, 200, req{method: "GET", path: "/api/v1/assets/" + id + "/lineage", token: s.Read}).decode(t, &lin)
+			if len(lin.Relations) != 1 || lin.Relations[0].Kind != "migrated_to" || lin.Relations[0].From != old.ID || lin.Relations[0].To != nw.ID || lin.Relations[0].Ref != m.ID {
+				t.Fatalf("lineage of %s: relations %+v", id, lin.Relations)
+			}
+			s.must(t, 200, req{method: "GET", path: "/api/v1/assets/" + id + "/lineage/compact", token: s.Read}).decode(t, &lin)
+			if len(lin.Relations) != 1 || lin.Relations[0].Kind != "migrated_to" {
+				t.Fatalf("compact lineage of %s: relations %+v", id, lin.Relations)
+			}
+		}
 		// A run reported by the checker: the second window has a key twice on the new side.
 		type side struct {
 			Rows, Keys, DuplicateKeys int64

@@ -55,6 +55,8 @@ type evidenceResponse struct {
 	DanglingCount    int64                   `json:"dangling_count,omitempty"`
 	Remedies         []string                `json:"remedies,omitempty"`
 	ScanID           *uuid.UUID              `json:"scan_id,omitempty"`
+	// FinalReconciliation: for a migrated asset's retirement, the clean run after the cutover.
+	FinalReconciliation *uuid.UUID `json:"final_reconciliation,omitempty"`
 }
 
 type stepResponse struct {
@@ -268,7 +270,8 @@ func toProposalResponse(p cleanup.Proposal) proposalResponse {
 		AgeThreshold: e.AgeThreshold, Assumption: e.Assumption, Window: e.Window, From: e.From, To: e.To, LastRead: e.LastRead,
 		Readers: e.Readers, Downstream: e.Downstream, Owners: e.Owners, AssetCreatedAt: e.AssetCreatedAt, Location: e.Location,
 		Snapshots: e.Snapshots, KeepLast: e.KeepLast, MaxAge: e.MaxAge, DanglingCount: e.DanglingCount, Remedies: e.Remedies, ScanID: e.ScanID,
-		MinGap: e.MinGap, TableUUID: e.TableUUID, MetadataLocation: e.MetadataLocation, Reopens: e.Reopens, ReopensWhy: e.ReopensWhy}
+		MinGap: e.MinGap, TableUUID: e.TableUUID, MetadataLocation: e.MetadataLocation, Reopens: e.Reopens, ReopensWhy: e.ReopensWhy,
+		FinalReconciliation: e.FinalReconciliation}
 	if len(e.Foreign) > 0 {
 		ev.ForeignTenants = toForeignResponse(e.Foreign)
 	}

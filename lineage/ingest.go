@@ -41,6 +41,7 @@ type Service struct {
 	sqlite     bool
 	onComplete func(ctx context.Context, runs []CompletedRun) error
 	maxNodes   int
+	relations  func(ctx context.Context, id uuid.UUID) ([]Relation, error)
 }
 
 // CompletedRun is a run whose COMPLETE event a batch stored: what it read and wrote.
@@ -79,6 +80,12 @@ func WithLogger(l *slog.Logger) Option { return func(s *Service) { s.log = l } }
 // refused with ErrUnavailable (HTTP 503, which OpenLineage clients retry).
 func WithConcurrency(n int, wait time.Duration) Option {
 	return func(s *Service) { s.slots, s.wait = make(chan struct{}, n), wait }
+}
+
+// WithRelations adds, to each lineage answer, the start's relations that are not data flow
+// (dataset migrations: the reconcile package records them).
+func WithRelations(fn func(ctx context.Context, id uuid.UUID) ([]Relation, error)) Option {
+	return func(s *Service) { s.relations = fn }
 }
 
 // WithMaxNodes caps the nodes of one lineage answer (DefaultMaxNodes unless set).

@@ -48,6 +48,15 @@ type LineageResult struct {
 	ReachedPerDepth []int
 	Truncated       bool
 	Freshness       Freshness
+	// Relations of the start that are not data flow (a dataset migration: migrated_to).
+	Relations []Relation
+}
+
+// Relation links two assets outside the OpenLineage graph.
+type Relation struct {
+	From, To uuid.UUID
+	Kind     string    // migrated_to
+	Ref      uuid.UUID // what records it (the migration)
 }
 
 func checkWalk(depth, limit, most int) error {
@@ -122,6 +131,14 @@ func (s *Service) Lineage(ctx context.Context, id uuid.UUID, dir Direction, dept
 		if f, to := at[e[0]], at[e[1]]; f >= 0 && to >= 0 {
 			res.Edges = append(res.Edges, [2]int32{f, to})
 		}
+	}
+	res.Relations = []Relation{}
+	if s.relations != nil {
+		rels, err := s.relations(ctx, id)
+		if err != nil {
+			return LineageResult{}, err
+		}
+		res.Relations = append(res.Relations, rels...)
 	}
 	return res, nil
 }

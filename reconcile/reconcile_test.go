@@ -294,6 +294,15 @@ func TestMigrationWorkedExample(t *testing.T) {
 		if cut.State != "cut_over" || cut.CutOverAt == nil {
 			t.Fatalf("after cutover: %+v", cut)
 		}
+		// After the cutover, a read of the old table is flagged.
+		c.Set(c.Now().Add(time.Hour))
+		_, err = use.Record(ctx, []usage.Record{{AssetID: old.Asset.ID, Kind: "read", Actor: "forgotten-report", At: c.Now(), IdempotencyKey: "late-read"}})
+		must(t, err)
+		st, err := svc.Status(ctx, m.ID)
+		must(t, err)
+		if st.OldReadsSinceCutover != 1 || st.OldLastRead == nil {
+			t.Fatalf("after cutover: %d reads of the old asset flagged; want 1", st.OldReadsSinceCutover)
+		}
 		runs, err := svc.Runs(ctx, m.ID, 100)
 		must(t, err)
 		if len(runs) != 7 || !strings.Contains(strings.Join(runs[len(runs)-1].Causes, " "), "more than once on the new side") {

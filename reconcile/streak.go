@@ -31,6 +31,10 @@ type Status struct {
 	// Ready: the cutover rule holds. Missing says what it still lacks.
 	Ready   bool
 	Missing []string
+	// After the cutover, reads of the old asset are flagged: someone still reads what is
+	// being retired (counted from the cutover's day, under any of the old asset's names).
+	OldReadsSinceCutover int64
+	OldLastRead          *time.Time
 }
 
 // busiestLookback is how far back the new asset's usage is searched for its busiest write day.
@@ -105,6 +109,13 @@ func (s *Service) Status(ctx context.Context, id uuid.UUID) (Status, error) {
 		}
 	}
 	st.Ready = len(st.Missing) == 0 && m.State == string(datasetmigration.StateActive)
+	if m.CutOverAt != nil && s.usage != nil {
+		real, err := s.usage.Real(ctx, m.OldAssetID, *m.CutOverAt, s.clock(), nil)
+		if err != nil {
+			return st, err
+		}
+		st.OldReadsSinceCutover, st.OldLastRead = real.Reads, real.LastRead
+	}
 	return st, nil
 }
 
@@ -130,4 +141,39 @@ func (s *Service) CutOver(ctx context.Context, id uuid.UUID) (Migration, error) 
 		return Migration{}, &catalog.Error{Kind: catalog.ErrConflict, Message: fmt.Sprintf("migration %s changed meanwhile; read it again", id)}
 	}
 	return s.Get(ctx, id)
+}
+
+// RetirementGate says whether an asset may be retired (cleanup.MigrationGate): an asset that is
+// the old side of a migration only after the cutover and a clean reconciliation run after it,
+// the final one against the archive, which it returns.
+func (s *Service) RetirementGate(ctx context.Context, asset uuid.UUID) (bool, uuid.UUID, string, error) {
+	rows, err := s.db.DatasetMigration.Query().Where(datasetmigration.OldAssetID(asset)).All(ctx)
+	if err != nil {
+		return false, uuid.Nil, "", fmt.Errorf("reconcile: migrations of %s: %w", asset, err)
+	}
+	final := uuid.Nil
+	for _, r := range rows {
+		if r.State == datasetmigration.StateActive || r.CutOverAt == nil {
+			return false, uuid.Nil, fmt.Sprintf("it is the old side of migration %s, which is not cut over yet", r.ID), nil
+		}
+		runs, err := s.Runs(ctx, r.ID, 10_000)
+		if err != nil {
+			return false, uuid.Nil, "", err
+		}
+		found := false
+		for _, run := range runs { // newest first
+			if !run.StartedAt.After(*r.CutOverAt) {
+				break
+			}
+			if run.Clean {
+				final, found = run.ID, true
+				break
+			}
+		}
+		if !found {
+			return false, uuid.Nil, fmt.Sprintf("migration %s was cut over at %s, but no clean reconciliation has run since: run the final one against the archive first",
+				r.ID, r.CutOverAt.UTC().Format(time.RFC3339)), nil
+		}
+	}
+	return true, final, "", nil
 }
