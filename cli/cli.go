@@ -29,6 +29,7 @@ Usage:
   tidemark token list | tidemark token revoke --name NAME
   tidemark tables register|sync|refresh|list [flags]   Iceberg tables (see tidemark tables)
   tidemark cleanup scan [--table ID|NAME] [flags]      orphan and dangling-reference scans
+  tidemark reconcile list|status|run [flags]           dataset migrations (see tidemark reconcile)
   tidemark version
 
 Every flag falls back to an environment variable (shown in each command's -h).
@@ -51,6 +52,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 		return tablesCmd(ctx, args[1:], stdout, stderr)
 	case "cleanup":
 		return cleanupCmd(ctx, args[1:], stdout, stderr)
+	case "reconcile":
+		return reconcileCmd(ctx, args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "tidemark", Version)
 		return nil

@@ -1,9 +1,16 @@
 package cli
 
 import (
+	"context"
 	"database/sql"
+	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"strings"
+
+	"github.com/google/uuid"
 
 	_ "github.com/lib/pq" // migration sources on PostgreSQL
 )
@@ -53,4 +60,107 @@ func redactDSN(s string) string {
 		}
 	}
 	return s
+}
+
+const reconcileHelp = `Usage (dataset migrations; "tidemark migrate" is the database's own schema):
+  tidemark reconcile list   [flags]                 every dataset migration and its state
+  tidemark reconcile status [flags] MIGRATION_ID    the streak, readiness, what the cutover rule lacks
+  tidemark reconcile run    [flags] MIGRATION_ID    reconcile now (what serve does every --reconcile-interval)
+Create migrations through the API (POST /api/v1/migrations).
+`
+
+func reconcileCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, reconcileHelp)
+		return errors.New("reconcile: say list, status or run")
+	}
+	what := args[0]
+	fs := flag.NewFlagSet("reconcile "+what, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	e := newCmdEnv(fs)
+	sources := fs.String("migration-sources", "", "PostgreSQL databases a side may be read from: name=DSN,... (TIDEMARK_MIGRATION_SOURCES)")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	if err := parse(fs, args[1:]); err != nil {
+		return err
+	}
+	var id uuid.UUID
+	switch what {
+	case "list":
+	case "status", "run":
+		if fs.NArg() != 1 {
+			return fmt.Errorf("reconcile %s: give one migration ID", what)
+		}
+		var err error
+		if id, err = uuid.Parse(fs.Arg(0)); err != nil {
+			return fmt.Errorf("reconcile %s: %q is not a migration ID", what, fs.Arg(0))
+		}
+	default:
+		fmt.Fprint(stderr, reconcileHelp)
+		return fmt.Errorf("reconcile: unknown command %q", what)
+	}
+	srcs, err := migrationSources(*sources)
+	if err != nil {
+		return err
+	}
+	e.sources = srcs
+	defer e.close()
+	if err := e.open(ctx, stderr, false); err != nil {
+		closeAll(srcs)
+		return err
+	}
+	svc := e.app.Reconcile
+	out := func(v any, text func()) error {
+		if *asJSON {
+			enc := json.NewEncoder(stdout)
+			enc.SetIndent("", "  ")
+			return enc.Encode(v)
+		}
+		text()
+		return nil
+	}
+	switch what {
+	case "list":
+		ms, err := svc.List(ctx, uuid.Nil, 1000)
+		if err != nil {
+			return err
+		}
+		return out(ms, func() {
+			for _, m := range ms {
+				fmt.Fprintf(stdout, "%s  %s -> %s  %s  owner %s\n", m.ID, m.OldAssetID, m.NewAssetID, m.State, m.Owner)
+			}
+		})
+	case "status":
+		st, err := svc.Status(ctx, id)
+		if err != nil {
+			return err
+		}
+		return out(st, func() {
+			fmt.Fprintf(stdout, "migration %s (%s): %d consecutive clean runs\n", id, st.Migration.State, st.Streak)
+			if st.Ready {
+				fmt.Fprintln(stdout, "ready to cut over")
+			}
+			for _, m := range st.Missing {
+				fmt.Fprintf(stdout, "  still needs %s\n", m)
+			}
+			if st.Broken != nil {
+				fmt.Fprintf(stdout, "  broken by run %s: %s\n", st.Broken.ID, strings.Join(st.Broken.Causes, "; "))
+			}
+		})
+	}
+	run, err := svc.Reconcile(ctx, id)
+	if run.ID == uuid.Nil {
+		return err
+	}
+	perr := out(run, func() {
+		state := "clean"
+		if !run.Clean {
+			state = "not clean"
+		}
+		fmt.Fprintf(stdout, "run %s: %s; %d windows, %d rows old, %d rows new, %.1f s\n", run.ID, state, len(run.Windows),
+			run.Cost.RowsOld, run.Cost.RowsNew, run.Cost.Seconds)
+		for _, c := range run.Causes {
+			fmt.Fprintf(stdout, "  %s\n", c)
+		}
+	})
+	return errors.Join(err, perr)
 }

@@ -126,6 +126,7 @@ var readmeCommands = map[string]func(e *readmeEnv) []string{
 	"tidemark cleanup propose":                 func(e *readmeEnv) []string { return []string{"cleanup", "propose"} },
 	"tidemark cleanup execute [--proposal ID]": func(e *readmeEnv) []string { return []string{"cleanup", "execute"} },
 	"tidemark version":                         func(e *readmeEnv) []string { return []string{"version"} },
+	"tidemark reconcile list":                  func(e *readmeEnv) []string { return []string{"reconcile", "list"} },
 }
 
 // Lines the end-to-end tests run as they are: serve does not return.

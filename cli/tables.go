@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -66,7 +67,8 @@ func (c *tablesConfig) appConfig(log *slog.Logger) (app.Config, error) {
 type cmdEnv struct {
 	db       dbConfig
 	tc       tablesConfig
-	cc       *cleanupConfig // the cleanup commands' flags, when they have them
+	cc       *cleanupConfig     // the cleanup commands' flags, when they have them
+	sources  map[string]*sql.DB // the migrations commands' PostgreSQL sources; the app closes them
 	logLevel *string
 	app      *app.App
 }
@@ -94,6 +96,7 @@ func (e *cmdEnv) open(ctx context.Context, stderr io.Writer, graph bool) error {
 		cfg.Cleanup = e.cc.appOptions()
 	}
 	cfg.LoadGraph = graph
+	cfg.MigrationSources = e.sources
 	store, err := e.db.open(ctx)
 	if err != nil {
 		return err

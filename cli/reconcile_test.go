@@ -1,0 +1,100 @@
+package cli
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/ent/storage"
+	"github.com/tidemark/tidemark/ent/storage/storagetest"
+	"github.com/tidemark/tidemark/reconcile"
+	"github.com/tidemark/tidemark/tables"
+	"github.com/tidemark/tidemark/usage"
+)
+
+// TestReconcileCommands: list, status and run of a dataset migration whose old side is a real
+// PostgreSQL table reached through --migration-sources, and whose new side an external checker
+// reports.
+func TestReconcileCommands(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	db, err := storage.Open(ctx, filepath.Join(dir, "tidemark.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	src := storagetest.DSN(t, "postgres")
+	pg, err := sql.Open("postgres", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pg.Close()
+	if _, err := pg.ExecContext(ctx, `CREATE TABLE orders (order_id bigint, ordered_at timestamptz, amount numeric(10,2))`); err != nil {
+		t.Fatal(err)
+	}
+	since := time.Now().UTC().Add(-48 * time.Hour).Truncate(24 * time.Hour)
+	for i := range 5 {
+		if _, err := pg.ExecContext(ctx, `INSERT INTO orders VALUES ($1, $2, 10.50)`, i, since.Add(time.Duration(i)*time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cat := catalog.New(db.Client)
+	tbls, err := tables.New(db.Client, cat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	use, err := usage.New(db, cat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := cat.Create(ctx, catalog.CreateInput{Kind: catalog.KindTable, Namespace: "postgres://shop:5432", Name: "shop.public.orders"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nw, err := cat.Create(ctx, catalog.CreateInput{Kind: catalog.KindTable, Namespace: "s3://lake", Name: "sales.orders"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := reconcile.New(db.Client, cat, tbls, use, reconcile.WithConnection("shop", pg))
+	m, err := rec.Create(ctx, reconcile.CreateInput{OldAssetID: old.Asset.ID, NewAssetID: nw.Asset.ID, Owner: "team-orders", Spec: reconcile.Spec{
+		KeyColumns: []string{"order_id"}, TimeColumn: "ordered_at", Columns: []string{"amount"}, WindowSeconds: 86400, Since: since,
+		DedupOld: reconcile.FirstWins, DedupNew: reconcile.FirstWins, Cutover: reconcile.CutoverRule{MinCleanRuns: 2},
+		Old: reconcile.SourceSpec{Kind: reconcile.SourcePostgres, Connection: "shop", Table: "public.orders"}, New: reconcile.SourceSpec{Kind: reconcile.SourceIceberg}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	run := func(args ...string) (string, error) {
+		var out, errs strings.Builder
+		err := Run(ctx, append(args, "--data-dir", dir), &out, &errs, nil)
+		return out.String() + errs.String(), err
+	}
+	if out, err := run("reconcile", "list"); err != nil || !strings.Contains(out, m.ID.String()) || !strings.Contains(out, "active") {
+		t.Fatalf("list: %v\n%s", err, out)
+	}
+	// The new side is not a registered Iceberg table: the run is recorded as failed, and says why.
+	out, err := run("reconcile", "run", m.ID.String(), "--migration-sources", "shop="+src)
+	if err == nil || !strings.Contains(out, "not clean") {
+		t.Fatalf("run without a readable new side: %v\n%s", err, out)
+	}
+	if out, err := run("reconcile", "run", m.ID.String()); err == nil || !strings.Contains(out+err.Error(), `no PostgreSQL connection named "shop"`) {
+		t.Fatalf("run without the source: %v\n%s", err, out)
+	}
+	out, err = run("reconcile", "status", m.ID.String())
+	if err != nil || !strings.Contains(out, "0 consecutive clean runs") || !strings.Contains(out, "still needs 2 consecutive clean runs") {
+		t.Fatalf("status: %v\n%s", err, out)
+	}
+	if _, err := run("reconcile", "status", "nope"); err == nil || !strings.Contains(err.Error(), "not a migration ID") {
+		t.Fatalf("status of a bad ID: %v", err)
+	}
+	if _, err := run("reconcile", "run", m.ID.String(), "--migration-sources", "shop"); err == nil || !strings.Contains(err.Error(), "name=postgres://") {
+		t.Fatalf("a bad --migration-sources: %v", err)
+	}
+}
