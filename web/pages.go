@@ -216,59 +216,7 @@ func (u *UI) asset(w http.ResponseWriter, r *http.Request) {
 		})
 	}
 	if u.cfg.Lineage != nil {
-		g.Go(func() error {
-			l, err := u.cfg.Lineage.Lineage(ctx, id, lineage.Both, d.Depth, 300)
-			if !miss("the lineage graph", err) {
-				d.Lineage, d.Truncated = l.Nodes, l.Truncated
-				for _, n := range l.Nodes {
-					var gn graphNode
-					gn.Data.ID, gn.Data.Label, gn.Data.Kind = n.ID.String(), n.Name, string(n.Kind)
-					gn.Data.Href, gn.Data.Root = "/assets/"+n.ID.String(), n.ID == id
-					d.Graph.Nodes = append(d.Graph.Nodes, gn)
-				}
-				for _, e := range l.Edges {
-					var ge graphEdge
-					ge.Data.Source, ge.Data.Target = l.Nodes[e[0]].ID.String(), l.Nodes[e[1]].ID.String()
-					d.Graph.Edges = append(d.Graph.Edges, ge)
-				}
-			}
-			return nil
-		})
-		if a.Kind == catalog.KindJob || a.Kind == catalog.KindTable || a.Kind == catalog.KindView {
-			g.Go(func() error {
-				var err error
-				d.Runs, err = u.cfg.Lineage.RunsOf(ctx, id, 20)
-				miss("the runs", err)
-				return nil
-			})
-		}
-		if a.Kind != catalog.KindJob && a.Status != catalog.StatusDeleted {
-			g.Go(func() error {
-				cols, err := u.cfg.Lineage.ColumnLineageOf(ctx, id, "", 1, false)
-				if !miss("the columns with lineage", err) {
-					for _, c := range cols {
-						if c.AssetID == id && !slices.Contains(d.Fields, c.Field) {
-							d.Fields = append(d.Fields, c.Field)
-						}
-					}
-				}
-				return nil
-			})
-			if d.Field != "" {
-				g.Go(func() error {
-					var err error
-					d.Columns, err = u.cfg.Lineage.ColumnLineageOf(ctx, id, d.Field, 3, true)
-					miss("the column's lineage", err)
-					return nil
-				})
-			}
-		}
-		g.Go(func() error {
-			var err error
-			d.Schema, err = u.schema(r, id)
-			miss("the schema", err)
-			return nil
-		})
+		u.lineageParts(&g, r, &d, miss)
 	}
 	if u.cfg.Tables != nil {
 		g.Go(func() error {
@@ -317,6 +265,65 @@ func (u *UI) asset(w http.ResponseWriter, r *http.Request) {
 	slices.Sort(d.Missing) // in one order whichever part failed first
 	d.Graph = withMigrations(d.Graph, d.Migrations, d.MigrationNames)
 	u.render(w, r, http.StatusOK, "asset", a.Name, d)
+}
+
+// lineageParts reads the asset page's lineage parts at once: the graph, the runs, the columns
+// with lineage and the chosen column's lineage, the schema. What fails is listed through miss.
+func (u *UI) lineageParts(g *errgroup.Group, r *http.Request, d *assetData, miss func(string, error) bool) {
+	ctx, a, id := r.Context(), d.Asset, d.Asset.ID
+	g.Go(func() error {
+		l, err := u.cfg.Lineage.Lineage(ctx, id, lineage.Both, d.Depth, 300)
+		if !miss("the lineage graph", err) {
+			d.Lineage, d.Truncated = l.Nodes, l.Truncated
+			for _, n := range l.Nodes {
+				var gn graphNode
+				gn.Data.ID, gn.Data.Label, gn.Data.Kind = n.ID.String(), n.Name, string(n.Kind)
+				gn.Data.Href, gn.Data.Root = "/assets/"+n.ID.String(), n.ID == id
+				d.Graph.Nodes = append(d.Graph.Nodes, gn)
+			}
+			for _, e := range l.Edges {
+				var ge graphEdge
+				ge.Data.Source, ge.Data.Target = l.Nodes[e[0]].ID.String(), l.Nodes[e[1]].ID.String()
+				d.Graph.Edges = append(d.Graph.Edges, ge)
+			}
+		}
+		return nil
+	})
+	if a.Kind == catalog.KindJob || a.Kind == catalog.KindTable || a.Kind == catalog.KindView {
+		g.Go(func() error {
+			var err error
+			d.Runs, err = u.cfg.Lineage.RunsOf(ctx, id, 20)
+			miss("the runs", err)
+			return nil
+		})
+	}
+	if a.Kind != catalog.KindJob && a.Status != catalog.StatusDeleted {
+		g.Go(func() error {
+			cols, err := u.cfg.Lineage.ColumnLineageOf(ctx, id, "", 1, false)
+			if !miss("the columns with lineage", err) {
+				for _, c := range cols {
+					if c.AssetID == id && !slices.Contains(d.Fields, c.Field) {
+						d.Fields = append(d.Fields, c.Field)
+					}
+				}
+			}
+			return nil
+		})
+		if d.Field != "" {
+			g.Go(func() error {
+				var err error
+				d.Columns, err = u.cfg.Lineage.ColumnLineageOf(ctx, id, d.Field, 3, true)
+				miss("the column's lineage", err)
+				return nil
+			})
+		}
+	}
+	g.Go(func() error {
+		var err error
+		d.Schema, err = u.schema(r, id)
+		miss("the schema", err)
+		return nil
+	})
 }
 
 // withMigrations adds a migrated_to edge from each migration's old asset to its new one, and the
