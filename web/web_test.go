@@ -379,6 +379,12 @@ func TestMigrationPages(t *testing.T) {
 		if !strings.Contains(page, "Ready to cut over") || !strings.Contains(page, "every window of the newest run agrees") || !strings.Contains(page, `"streak":[0,1,2,3]`) {
 			t.Fatalf("migration page after three clean runs:\n%s", page)
 		}
+		if _, err := rec.CutOver(ctx, m.ID); err != nil {
+			t.Fatal(err)
+		}
+		if page = readBody(mustGet(t, srv.Client(), srv.URL+"/migrations/"+m.ID.String())); !strings.Contains(page, "Cut over") || strings.Contains(page, "Not ready") {
+			t.Fatalf("migration page after the cutover:\n%s", page)
+		}
 		list := readBody(mustGet(t, srv.Client(), srv.URL+"/migrations"))
 		if !strings.Contains(list, "shop.public.orders") || !strings.Contains(list, "sales.orders") {
 			t.Fatalf("migrations list:\n%s", list)
