@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -140,12 +141,29 @@ func appendUUID(b []byte, id uuid.UUID) []byte {
 // quotes, backslashes and control characters need escaping; anything else goes to encoding/json.
 func appendString(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || (c >= utf8.RuneSelf && !utf8.ValidString(s)) {
-			q, _ := json.Marshal(s)
-			return append(b, q...)
+		if !plainJSON[s[i]] {
+			return appendStringSlow(b, s)
 		}
 	}
 	b = append(b, '"')
 	b = append(b, s...)
 	return append(b, '"')
+}
+
+// plainJSON marks the ASCII bytes a JSON string holds as they are.
+var plainJSON = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+func appendStringSlow(b []byte, s string) []byte {
+	if utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == '"' || r == '\\' }) {
+		b = append(b, '"')
+		b = append(b, s...)
+		return append(b, '"')
+	}
+	q, _ := json.Marshal(s)
+	return append(b, q...)
 }

@@ -58,6 +58,8 @@ var (
 	clients    = flag.Int("clients", 4, "concurrent ingest clients")
 	keep       = flag.Bool("keep", false, "keep the benchmark databases")
 	part       = flag.String("part", "all", "all, traversal, ingest, startup or web")
+	hopsFlag   = flag.String("hops", "5,10", "traversal: dataset hops to time, comma-separated")
+	withMarq   = flag.Bool("marquez", true, "traversal: time the Marquez-shaped endpoint too")
 	fresh      = flag.Bool("fresh", false, "ingest: every event brings a new job and a new output dataset (a first ingest)")
 	cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the whole run (client and server) here")
 )
@@ -311,7 +313,9 @@ func traversal(ctx context.Context) {
 	fmt.Printf("%-10s %4s %6s | %-22s | %-22s | %-22s | %-22s | %s\n", "direction", "hops", "nodes", "compact HTTP p50/p99", "full HTTP p50/p99",
 		"in-process p50/p99", "WITH RECURSIVE p50/p99", "speed-up: compact, full, in-process")
 	for _, dir := range []string{"downstream", "upstream"} {
-		for _, hops := range []int{5, 10} {
+		for _, h := range strings.Split(*hopsFlag, ",") {
+			hops, err := strconv.Atoi(strings.TrimSpace(h))
+			benchdb.Must(err)
 			depth, n := 2*hops, *iterations
 			if hops == 10 {
 				n = max(5, n/10) // each walk reaches tens of thousands of nodes
@@ -363,7 +367,9 @@ func traversal(ctx context.Context) {
 				float64(rp.P50)/float64(cp.P50), float64(rp.P50)/float64(fp.P50), float64(rp.P50)/float64(ip.P50))
 		}
 	}
-	marquez(ctx, base, db, ds)
+	if *withMarq {
+		marquez(ctx, base, db, ds)
+	}
 }
 
 // fetch GETs url and reads the whole answer, returning it and how long that took.
