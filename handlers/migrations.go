@@ -173,9 +173,9 @@ func (a *API) migrationRoutes() {
 	}
 	const base = "/api/v1/migrations"
 	id := []param{{Name: "id", In: "path", Required: true}}
-	a.handle(operation{Method: http.MethodPost, Path: base, Summary: "Start tracking the move of a dataset from an old asset to a new one",
+	a.handle(operation{Method: http.MethodPost, Path: base, Summary: "Start tracking the move of a dataset from an old asset to a new one (admin: runs read the named source databases, and their answers quote values)",
 		Description: "Every rule is stated, none assumed: key and time columns, window, compared columns, each side's dedup rule, the lag bound, the cutover rule, and how each side is read.",
-		Tag:         "migrations", Body: migrationRequest{}, Responses: map[int]any{201: migrationResponse{}}}, a.createMigration)
+		Tag:         "migrations", Scope: auth.ScopeAdmin, Body: migrationRequest{}, Responses: map[int]any{201: migrationResponse{}}}, a.createMigration)
 	a.handle(operation{Method: http.MethodGet, Path: base + "/:id", Summary: "A migration, its streak of clean runs and whether it is ready to cut over",
 		Tag: "migrations", Params: id, Responses: map[int]any{200: migrationStatusResponse{}}}, a.getMigration)
 	a.handle(operation{Method: http.MethodPost, Path: base + "/:id/runs", Summary: "Reconcile now (no body), or record an external checker's figures ({windows: [...]})",

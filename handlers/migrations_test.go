@@ -39,7 +39,7 @@ func TestMigrationAPI(t *testing.T) {
 				bad[k] = v
 			}
 			bad[tc.field] = tc.value
-			s.must(t, tc.status, req{method: "POST", path: "/api/v1/migrations", body: bad, token: s.Write})
+			s.must(t, tc.status, req{method: "POST", path: "/api/v1/migrations", body: bad, token: s.Admin})
 		}
 		if n, _ := db.Client.DatasetMigration.Query().Count(t.Context()); n != 0 {
 			t.Fatalf("refused migrations wrote %d rows", n)
@@ -48,8 +48,10 @@ func TestMigrationAPI(t *testing.T) {
 			ID     string `json:"id"`
 			Window string `json:"window"`
 		}
+		// Creating one is an admin's: its runs read the named source databases and quote values.
 		s.must(t, 403, req{method: "POST", path: "/api/v1/migrations", body: good, token: s.Read})
-		s.must(t, 201, req{method: "POST", path: "/api/v1/migrations", body: good, token: s.Write}).decode(t, &m)
+		s.must(t, 403, req{method: "POST", path: "/api/v1/migrations", body: good, token: s.Write})
+		s.must(t, 201, req{method: "POST", path: "/api/v1/migrations", body: good, token: s.Admin}).decode(t, &m)
 		if m.Window != "24h0m0s" {
 			t.Fatalf("migration = %+v", m)
 		}
