@@ -40,31 +40,35 @@ type migrationRequest struct {
 	LagBound   string      `json:"lag_bound"`
 	Cutover    cutoverBody `json:"cutover"`
 	SampleSize int         `json:"sample_size,omitempty"`
-	Old        sourceBody  `json:"old"`
-	New        sourceBody  `json:"new"`
+	// QuoteValues keeps sampled differing values in run answers, which anyone who may read the
+	// catalog reads; without it samples name the key and the column only.
+	QuoteValues bool       `json:"quote_values,omitempty"`
+	Old         sourceBody `json:"old"`
+	New         sourceBody `json:"new"`
 }
 
 type migrationResponse struct {
-	ID         uuid.UUID   `json:"id"`
-	OldAssetID uuid.UUID   `json:"old_asset_id"`
-	NewAssetID uuid.UUID   `json:"new_asset_id"`
-	Owner      string      `json:"owner"`
-	State      string      `json:"state"`
-	CutOverAt  *time.Time  `json:"cut_over_at,omitempty"`
-	Version    int         `json:"version"`
-	KeyColumns []string    `json:"key_columns"`
-	TimeColumn string      `json:"time_column"`
-	Columns    []string    `json:"columns"`
-	Window     string      `json:"window"`
-	Since      time.Time   `json:"since"`
-	DedupOld   string      `json:"dedup_old"`
-	DedupNew   string      `json:"dedup_new"`
-	LagBound   string      `json:"lag_bound"`
-	Cutover    cutoverBody `json:"cutover"`
-	SampleSize int         `json:"sample_size"`
-	Old        sourceBody  `json:"old"`
-	New        sourceBody  `json:"new"`
-	CreatedAt  time.Time   `json:"created_at"`
+	ID          uuid.UUID   `json:"id"`
+	OldAssetID  uuid.UUID   `json:"old_asset_id"`
+	NewAssetID  uuid.UUID   `json:"new_asset_id"`
+	Owner       string      `json:"owner"`
+	State       string      `json:"state"`
+	CutOverAt   *time.Time  `json:"cut_over_at,omitempty"`
+	Version     int         `json:"version"`
+	KeyColumns  []string    `json:"key_columns"`
+	TimeColumn  string      `json:"time_column"`
+	Columns     []string    `json:"columns"`
+	Window      string      `json:"window"`
+	Since       time.Time   `json:"since"`
+	DedupOld    string      `json:"dedup_old"`
+	DedupNew    string      `json:"dedup_new"`
+	LagBound    string      `json:"lag_bound"`
+	Cutover     cutoverBody `json:"cutover"`
+	SampleSize  int         `json:"sample_size"`
+	QuoteValues bool        `json:"quote_values"`
+	Old         sourceBody  `json:"old"`
+	New         sourceBody  `json:"new"`
+	CreatedAt   time.Time   `json:"created_at"`
 }
 
 type streakResponse struct {
@@ -99,8 +103,8 @@ type sideFiguresBody struct {
 type differenceResponse struct {
 	Key    string `json:"key"`
 	Column string `json:"column"`
-	Old    string `json:"old"`
-	New    string `json:"new"`
+	Old    string `json:"old,omitempty"` // with quote_values only
+	New    string `json:"new,omitempty"`
 }
 
 type windowResponse struct {
@@ -206,7 +210,7 @@ func (a *API) createMigration(c echo.Context) error {
 	spec := reconcile.Spec{KeyColumns: req.KeyColumns, TimeColumn: req.TimeColumn, Columns: req.Columns, WindowSeconds: int64(window / time.Second),
 		Since: req.Since, DedupOld: reconcile.DedupRule(req.DedupOld), DedupNew: reconcile.DedupRule(req.DedupNew), LagBoundSeconds: int64(lag / time.Second),
 		Cutover:    reconcile.CutoverRule(req.Cutover),
-		SampleSize: req.SampleSize, Old: reconcile.SourceSpec{Kind: reconcile.SourceKind(req.Old.Kind), Connection: req.Old.Connection, Table: req.Old.Table},
+		SampleSize: req.SampleSize, QuoteValues: req.QuoteValues, Old: reconcile.SourceSpec{Kind: reconcile.SourceKind(req.Old.Kind), Connection: req.Old.Connection, Table: req.Old.Table},
 		New: reconcile.SourceSpec{Kind: reconcile.SourceKind(req.New.Kind), Connection: req.New.Connection, Table: req.New.Table}}
 	m, err := a.cfg.Reconcile.Create(c.Request().Context(), reconcile.CreateInput{OldAssetID: req.OldAssetID, NewAssetID: req.NewAssetID, Owner: req.Owner, Spec: spec})
 	if err != nil {
@@ -231,7 +235,7 @@ func toMigrationResponse(m reconcile.Migration) migrationResponse {
 	return migrationResponse{ID: m.ID, OldAssetID: m.OldAssetID, NewAssetID: m.NewAssetID, Owner: m.Owner, State: m.State, CutOverAt: m.CutOverAt,
 		Version: m.Version, KeyColumns: s.KeyColumns, TimeColumn: s.TimeColumn, Columns: s.Columns, Window: s.Window().String(), Since: s.Since,
 		DedupOld: string(s.DedupOld), DedupNew: string(s.DedupNew), LagBound: s.LagBound().String(), Cutover: cutoverBody(s.Cutover),
-		SampleSize: s.SampleSize, Old: sourceBody{Kind: string(s.Old.Kind), Connection: s.Old.Connection, Table: s.Old.Table},
+		SampleSize: s.SampleSize, QuoteValues: s.QuoteValues, Old: sourceBody{Kind: string(s.Old.Kind), Connection: s.Old.Connection, Table: s.Old.Table},
 		New: sourceBody{Kind: string(s.New.Kind), Connection: s.New.Connection, Table: s.New.Table}, CreatedAt: m.CreatedAt}
 }
 

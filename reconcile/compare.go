@@ -37,8 +37,8 @@ type SideFigures struct {
 type Difference struct {
 	Key    string `json:"key"`
 	Column string `json:"column"`
-	Old    string `json:"old"`
-	New    string `json:"new"`
+	Old    string `json:"old,omitempty"` // only with the spec's quote_values
+	New    string `json:"new,omitempty"`
 }
 
 // WindowResult is the comparison of one window.
@@ -193,7 +193,11 @@ func compare(spec *Spec, old, nw *side, now time.Time) []WindowResult {
 				w.DifferingColumns = append(w.DifferingColumns, cols[c])
 			}
 			if i < spec.SampleSize {
-				w.Sample = append(w.Sample, Difference{Key: strings.ReplaceAll(k, "\x1f", ","), Column: cols[c], Old: show(o.vals[c]), New: show(n.vals[c])})
+				d := Difference{Key: strings.ReplaceAll(k, "\x1f", ","), Column: cols[c]}
+				if spec.QuoteValues {
+					d.Old, d.New = show(o.vals[c]), show(n.vals[c])
+				}
+				w.Sample = append(w.Sample, d)
 			}
 		}
 	}

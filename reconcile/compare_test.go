@@ -58,3 +58,21 @@ func TestCanonDecimal(t *testing.T) {
 		}
 	}
 }
+
+// TestSampleQuotesValuesOnlyWhenAsked: differing values are data; a sample names the key and the
+// column unless the spec says to quote values.
+func TestSampleQuotesValuesOnlyWhenAsked(t *testing.T) {
+	since := time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)
+	for _, quote := range []bool{false, true} {
+		spec := &Spec{KeyColumns: []string{"id"}, TimeColumn: "at", Columns: []string{"ssn"}, WindowSeconds: 86400, Since: since,
+			DedupOld: FirstWins, DedupNew: FirstWins, SampleSize: 10, QuoteValues: quote}
+		o, n := newSide(FirstWins, 1), newSide(FirstWins, 1)
+		o.add(row{at: since, vals: []string{"1", "123-45-6789"}})
+		n.add(row{at: since, vals: []string{"1", "987-65-4321"}})
+		ws := compare(spec, o, n, since.AddDate(0, 0, 3))
+		s := ws[0].Sample
+		if len(s) != 1 || s[0].Key != "1" || s[0].Column != "ssn" || (s[0].Old != "") != quote || (s[0].New != "") != quote {
+			t.Fatalf("quote %v: sample %+v", quote, s)
+		}
+	}
+}

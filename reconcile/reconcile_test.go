@@ -160,7 +160,7 @@ func TestMigrationWorkedExample(t *testing.T) {
 
 		svc := reconcile.New(db.Client, cat, tbls, use, reconcile.WithClock(c.Now), reconcile.WithConnection("shop", pg))
 		spec := reconcile.Spec{KeyColumns: []string{"order_id"}, TimeColumn: "ordered_at", Columns: []string{"amount", "customer"},
-			WindowSeconds: 86400, Since: mon, DedupOld: reconcile.FirstWins, DedupNew: reconcile.FirstWins, LagBoundSeconds: 6 * 3600,
+			WindowSeconds: 86400, Since: mon, DedupOld: reconcile.FirstWins, DedupNew: reconcile.FirstWins, LagBoundSeconds: 6 * 3600, QuoteValues: true,
 			Cutover: reconcile.CutoverRule{MinCleanRuns: 4, MinDays: 3, IncludeWeekend: true, IncludeBusiestDay: true},
 			Old:     reconcile.SourceSpec{Kind: reconcile.SourcePostgres, Connection: "shop", Table: "public.orders"},
 			New:     reconcile.SourceSpec{Kind: reconcile.SourceIceberg}}

@@ -66,8 +66,11 @@ type Spec struct {
 	LagBoundSeconds int64       `json:"lag_bound_seconds"`
 	Cutover         CutoverRule `json:"cutover"`
 	SampleSize      int         `json:"sample_size"` // differing records compared column by column
-	Old             SourceSpec  `json:"old"`
-	New             SourceSpec  `json:"new"`
+	// QuoteValues keeps the sampled differing values in run results (they are data: anyone who
+	// may read the catalog reads them); without it a sample names the key and the column only.
+	QuoteValues bool       `json:"quote_values"`
+	Old         SourceSpec `json:"old"`
+	New         SourceSpec `json:"new"`
 }
 
 // Window is the comparison window.
