@@ -460,6 +460,12 @@ func (s *Service) RunDue(ctx context.Context, every time.Duration) (int, error) 
 		if err != nil {
 			return n, err
 		}
+		if retired, err := s.retireIfGone(ctx, m); err != nil || retired {
+			if err != nil {
+				return n, err
+			}
+			continue
+		}
 		if m.Spec.Old.Kind == SourceExternal || m.Spec.New.Kind == SourceExternal {
 			continue
 		}
@@ -495,6 +501,26 @@ func (s *Service) RunDue(ctx context.Context, every time.Duration) (int, error) 
 		}
 	}
 	return n, nil
+}
+
+// retireIfGone marks a cut-over migration retired once its old asset is deleted (retired by the
+// cleanup bot, or dropped): there is nothing left to compare, and runs would only fail.
+func (s *Service) retireIfGone(ctx context.Context, m Migration) (bool, error) {
+	if m.State != string(datasetmigration.StateCutOver) {
+		return false, nil
+	}
+	a, err := s.cat.Get(ctx, m.OldAssetID)
+	if err != nil {
+		return false, err
+	}
+	if a.Status != catalog.StatusDeleted {
+		return false, nil
+	}
+	err = s.db.DatasetMigration.UpdateOneID(m.ID).SetState(datasetmigration.StateRetired).SetUpdatedAt(s.clock()).AddVersion(1).Exec(ctx)
+	if err == nil {
+		s.log.Info("migration retired: its old asset is gone", "migration_id", m.ID, "old_asset_id", m.OldAssetID)
+	}
+	return err == nil, err
 }
 
 // runClaim is how long a replica holds a migration while it reconciles it.
