@@ -124,13 +124,13 @@ func Open(ctx context.Context, store *storage.DB, cfg Config) (*App, error) {
 // so the move shows in both assets' lineage answers.
 func MigrationRelations(rec *reconcile.Service) func(ctx context.Context, id uuid.UUID) ([]lineage.Relation, error) {
 	return func(ctx context.Context, id uuid.UUID) ([]lineage.Relation, error) {
-		ms, err := rec.List(ctx, id, 100)
+		ps, err := rec.PairsOf(ctx, id) // from memory: this runs for every lineage answer
 		if err != nil {
 			return nil, err
 		}
-		out := make([]lineage.Relation, 0, len(ms))
-		for _, m := range ms {
-			out = append(out, lineage.Relation{From: m.OldAssetID, To: m.NewAssetID, Kind: "migrated_to", Ref: m.ID})
+		out := make([]lineage.Relation, 0, len(ps))
+		for _, p := range ps {
+			out = append(out, lineage.Relation{From: p.OldAssetID, To: p.NewAssetID, Kind: "migrated_to", Ref: p.ID})
 		}
 		return out, nil
 	}

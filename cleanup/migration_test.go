@@ -58,6 +58,18 @@ func TestMigratedAssetRetirement(t *testing.T) {
 		if e.propose(); len(e.proposals(cleanup.KindUnusedAsset, "open")) != 0 {
 			t.Fatal("retirement proposed after the cutover but before a final reconciliation")
 		}
+		// The final reconciliation is the newest: a clean run followed by one that is not clean
+		// does not close the books.
+		e.clock.Add(time.Minute)
+		cleanRun(m)
+		e.clock.Add(time.Minute)
+		if _, err := rec.PostRun(e.ctx, m.ID, []reconcile.WindowFigures{{Start: since,
+			Old: reconcile.SideFigures{Rows: 5, Keys: 5, Checksum: "x"}, New: reconcile.SideFigures{Rows: 6, Keys: 5, DuplicateKeys: 1, Checksum: "x"}}}); err != nil {
+			t.Fatal(err)
+		}
+		if e.propose(); len(e.proposals(cleanup.KindUnusedAsset, "open")) != 0 {
+			t.Fatal("retirement proposed while the newest reconciliation since the cutover was not clean")
+		}
 		e.clock.Add(time.Minute)
 		final := cleanRun(m)
 		e.propose()

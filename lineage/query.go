@@ -83,6 +83,20 @@ func ParseDirection(s string) (Direction, error) {
 
 // Lineage walks the graph from an asset.
 func (s *Service) Lineage(ctx context.Context, id uuid.UUID, dir Direction, depth, limit int) (LineageResult, error) {
+	res, err := s.walk(ctx, id, dir, depth, limit)
+	if err != nil || s.relations == nil {
+		return res, err
+	}
+	rels, err := s.relations(ctx, id)
+	if err != nil {
+		return LineageResult{}, err
+	}
+	res.Relations = append(res.Relations, rels...)
+	return res, nil
+}
+
+// walk is Lineage without the start's relations (the Marquez form has no place for them).
+func (s *Service) walk(ctx context.Context, id uuid.UUID, dir Direction, depth, limit int) (LineageResult, error) {
 	if err := checkWalk(depth, limit, s.maxNodes); err != nil {
 		return LineageResult{}, err
 	}
@@ -133,13 +147,6 @@ func (s *Service) Lineage(ctx context.Context, id uuid.UUID, dir Direction, dept
 		}
 	}
 	res.Relations = []Relation{}
-	if s.relations != nil {
-		rels, err := s.relations(ctx, id)
-		if err != nil {
-			return LineageResult{}, err
-		}
-		res.Relations = append(res.Relations, rels...)
-	}
 	return res, nil
 }
 
@@ -266,7 +273,7 @@ func (s *Service) MarquezGraph(ctx context.Context, nodeID string, depth, limit 
 	if err != nil {
 		return nil, LineageResult{}, err
 	}
-	res, err := s.Lineage(ctx, id, Both, depth, limit)
+	res, err := s.walk(ctx, id, Both, depth, limit)
 	if err != nil {
 		return nil, LineageResult{}, err
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -32,6 +33,7 @@ type Service struct {
 	conns  map[string]*sql.DB // read-only PostgreSQL connections by name
 	now    func() time.Time
 	log    *slog.Logger
+	pairs  pairs
 }
 
 // Option configures a Service.
@@ -112,6 +114,7 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (Migration, error)
 	if err != nil {
 		return Migration{}, fmt.Errorf("reconcile: create the migration: %w", err)
 	}
+	s.pairs.drop()
 	return toMigration(row)
 }
 
@@ -335,15 +338,23 @@ func (s *Service) Runs(ctx context.Context, id uuid.UUID, limit int) ([]Run, err
 	}
 	out := make([]Run, len(rows))
 	for i, r := range rows {
-		out[i] = Run{ID: r.ID, MigrationID: r.MigrationID, StartedAt: r.StartedAt.UTC(), FinishedAt: r.FinishedAt, Origin: string(r.Origin),
-			Clean: r.Clean, Error: r.Error, Windows: []WindowResult{}, Causes: []string{}}
-		if r.Result != "" {
-			var res runResult
-			if err := json.Unmarshal([]byte(r.Result), &res); err != nil {
-				return nil, fmt.Errorf("reconcile: run %s: %w", r.ID, err)
-			}
-			out[i].Windows, out[i].Causes, out[i].Cost = res.Windows, res.Causes, res.Cost
+		if out[i], err = toRun(r); err != nil {
+			return nil, err
 		}
+	}
+	return out, nil
+}
+
+// toRun decodes a stored run; a row read without its result has no windows or causes.
+func toRun(r *ent.ReconciliationRun) (Run, error) {
+	out := Run{ID: r.ID, MigrationID: r.MigrationID, StartedAt: r.StartedAt.UTC(), FinishedAt: r.FinishedAt, Origin: string(r.Origin),
+		Clean: r.Clean, Error: r.Error, Windows: []WindowResult{}, Causes: []string{}}
+	if r.Result != "" {
+		var res runResult
+		if err := json.Unmarshal([]byte(r.Result), &res); err != nil {
+			return out, fmt.Errorf("reconcile: run %s: %w", r.ID, err)
+		}
+		out.Windows, out.Causes, out.Cost = res.Windows, res.Causes, res.Cost
 	}
 	return out, nil
 }
@@ -554,4 +565,48 @@ func (s *Service) List(ctx context.Context, asset uuid.UUID, limit int) ([]Migra
 		}
 	}
 	return out, nil
+}
+
+// Pair is a migration's two assets.
+type Pair struct {
+	ID, OldAssetID, NewAssetID uuid.UUID
+}
+
+// pairsTTL bounds how long another replica's new migration may be missing from lineage answers.
+const pairsTTL = 10 * time.Second
+
+// pairs holds every migration's two assets by asset, so a lineage answer finds the start's
+// migrations without a query (they are few and change rarely; this process's changes drop it).
+type pairs struct {
+	mu      sync.Mutex
+	at      time.Time
+	byAsset map[uuid.UUID][]Pair
+}
+
+func (p *pairs) drop() {
+	p.mu.Lock()
+	p.byAsset = nil
+	p.mu.Unlock()
+}
+
+// PairsOf returns the migrations an asset is the old or new side of, from memory refreshed at
+// most every pairsTTL.
+func (s *Service) PairsOf(ctx context.Context, asset uuid.UUID) ([]Pair, error) {
+	s.pairs.mu.Lock()
+	defer s.pairs.mu.Unlock()
+	if now := time.Now(); s.pairs.byAsset == nil || now.Sub(s.pairs.at) > pairsTTL {
+		rows, err := s.db.DatasetMigration.Query().
+			Select(datasetmigration.FieldOldAssetID, datasetmigration.FieldNewAssetID).All(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("reconcile: read migrations: %w", err)
+		}
+		by := make(map[uuid.UUID][]Pair, 2*len(rows))
+		for _, r := range rows {
+			p := Pair{ID: r.ID, OldAssetID: r.OldAssetID, NewAssetID: r.NewAssetID}
+			by[r.OldAssetID] = append(by[r.OldAssetID], p)
+			by[r.NewAssetID] = append(by[r.NewAssetID], p)
+		}
+		s.pairs.byAsset, s.pairs.at = by, now
+	}
+	return slices.Clone(s.pairs.byAsset[asset]), nil
 }

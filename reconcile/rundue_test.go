@@ -30,11 +30,18 @@ func TestRunDueRetiresGoneMigrations(t *testing.T) {
 			must(t, err)
 			nw, err := cat.Create(ctx, catalog.CreateInput{Kind: catalog.KindTable, Namespace: "lake", Name: name})
 			must(t, err)
+			if ps, err := svc.PairsOf(ctx, old.Asset.ID); err != nil || len(ps) != 0 {
+				t.Fatalf("pairs before the migration: %v %v", ps, err)
+			}
 			m, err := svc.Create(ctx, reconcile.CreateInput{OldAssetID: old.Asset.ID, NewAssetID: nw.Asset.ID, Owner: "o", Spec: reconcile.Spec{
 				KeyColumns: []string{"id"}, TimeColumn: "at", Columns: []string{"v"}, WindowSeconds: 86400, Since: since,
 				DedupOld: reconcile.FirstWins, DedupNew: reconcile.FirstWins, Cutover: reconcile.CutoverRule{MinCleanRuns: 1},
 				Old: reconcile.SourceSpec{Kind: reconcile.SourceExternal}, New: reconcile.SourceSpec{Kind: reconcile.SourceExternal}}})
 			must(t, err)
+			// Remembered pairs are dropped when this process creates a migration.
+			if ps, err := svc.PairsOf(ctx, nw.Asset.ID); err != nil || len(ps) != 1 || ps[0].ID != m.ID || ps[0].OldAssetID != old.Asset.ID {
+				t.Fatalf("pairs after the migration: %v %v", ps, err)
+			}
 			return m, old.Asset
 		}
 		moved, old := mk("moved")

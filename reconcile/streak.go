@@ -8,7 +8,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/ent/datasetmigration"
+	"github.com/tidemark/tidemark/ent/reconciliationrun"
 	"github.com/tidemark/tidemark/usage"
 )
 
@@ -47,21 +49,29 @@ func (s *Service) Status(ctx context.Context, id uuid.UUID) (Status, error) {
 		return Status{}, err
 	}
 	st := Status{Migration: m}
-	runs, err := s.Runs(ctx, id, 10_000)
+	// The streak needs each run's time and verdict only; the results (windows) of the run that
+	// broke it are read alone.
+	runs, err := s.db.ReconciliationRun.Query().Where(reconciliationrun.MigrationID(id), reconciliationrun.FinishedAtNotNil()).
+		Order(ent.Desc(reconciliationrun.FieldStartedAt), ent.Desc(reconciliationrun.FieldID)).
+		Select(reconciliationrun.FieldStartedAt, reconciliationrun.FieldClean).All(ctx)
 	if err != nil {
-		return st, err
+		return st, fmt.Errorf("reconcile: read runs: %w", err)
 	}
-	for i := range runs {
-		r := runs[i]
-		if r.FinishedAt == nil {
-			continue // still running
-		}
+	for _, r := range runs {
 		if !r.Clean {
-			st.Broken = &r
+			row, err := s.db.ReconciliationRun.Get(ctx, r.ID)
+			if err != nil {
+				return st, fmt.Errorf("reconcile: read run %s: %w", r.ID, err)
+			}
+			broken, err := toRun(row)
+			if err != nil {
+				return st, err
+			}
+			st.Broken = &broken
 			break
 		}
 		st.Streak++
-		at := r.StartedAt
+		at := r.StartedAt.UTC()
 		if st.To == nil {
 			st.To = &at
 		}
@@ -156,24 +166,20 @@ func (s *Service) RetirementGate(ctx context.Context, asset uuid.UUID) (bool, uu
 		if r.State == datasetmigration.StateActive || r.CutOverAt == nil {
 			return false, uuid.Nil, fmt.Sprintf("it is the old side of migration %s, which is not cut over yet", r.ID), nil
 		}
-		runs, err := s.Runs(ctx, r.ID, 10_000)
-		if err != nil {
-			return false, uuid.Nil, "", err
+		// The newest run since the cutover is the final one: it must be clean.
+		last, err := s.db.ReconciliationRun.Query().Where(reconciliationrun.MigrationID(r.ID), reconciliationrun.FinishedAtNotNil(),
+			reconciliationrun.StartedAtGT(*r.CutOverAt)).Order(ent.Desc(reconciliationrun.FieldStartedAt), ent.Desc(reconciliationrun.FieldID)).First(ctx)
+		if err != nil && !ent.IsNotFound(err) {
+			return false, uuid.Nil, "", fmt.Errorf("reconcile: runs of migration %s: %w", r.ID, err)
 		}
-		found := false
-		for _, run := range runs { // newest first
-			if !run.StartedAt.After(*r.CutOverAt) {
-				break
-			}
-			if run.Clean {
-				final, found = run.ID, true
-				break
-			}
-		}
-		if !found {
-			return false, uuid.Nil, fmt.Sprintf("migration %s was cut over at %s, but no clean reconciliation has run since: run the final one against the archive first",
+		switch {
+		case last == nil:
+			return false, uuid.Nil, fmt.Sprintf("migration %s was cut over at %s, but no reconciliation has run since: run the final one against the archive first",
 				r.ID, r.CutOverAt.UTC().Format(time.RFC3339)), nil
+		case !last.Clean:
+			return false, uuid.Nil, fmt.Sprintf("the newest reconciliation of migration %s since its cutover, run %s, was not clean", r.ID, last.ID), nil
 		}
+		final = last.ID
 	}
 	return true, final, "", nil
 }

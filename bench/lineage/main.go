@@ -41,11 +41,14 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/tidemark/tidemark/app"
 	"github.com/tidemark/tidemark/bench/internal/benchdb"
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/ent/storage"
 	"github.com/tidemark/tidemark/handlers"
 	"github.com/tidemark/tidemark/lineage"
+	"github.com/tidemark/tidemark/reconcile"
+	"github.com/tidemark/tidemark/tables"
 )
 
 var (
@@ -251,7 +254,12 @@ func server(ctx context.Context, db *storage.DB) (string, string, *lineage.Servi
 	var lin *lineage.Service
 	cat := catalog.New(db.Client, catalog.WithChangeHook(func(ctx context.Context, ids []uuid.UUID) { lin.Graph().AssetsChanged(ctx, ids) }))
 	// The cap is raised so that 10 hops over the whole wide graph come back complete.
-	lin = lineage.New(db, cat, lineage.WithConcurrency(2*(*clients), 30*time.Second), lineage.WithMaxNodes(benchMaxNodes))
+	// As serve wires it: each answer also looks up the start's dataset migrations (one query).
+	tbls, err := tables.New(db.Client, cat)
+	benchdb.Must(err)
+	rels := app.MigrationRelations(reconcile.New(db.Client, cat, tbls, nil))
+	lin = lineage.New(db, cat, lineage.WithConcurrency(2*(*clients), 30*time.Second), lineage.WithMaxNodes(benchMaxNodes),
+		lineage.WithRelations(rels))
 	start := time.Now()
 	benchdb.Must(lin.Open(ctx))
 	f := lin.Graph().Freshness()
