@@ -21,18 +21,22 @@ import (
 	"github.com/tidemark/tidemark/ent/assetfacet"
 	"github.com/tidemark/tidemark/ent/assetname"
 	"github.com/tidemark/tidemark/ent/auditevent"
+	"github.com/tidemark/tidemark/ent/classification"
 	"github.com/tidemark/tidemark/ent/cleanupexemption"
 	"github.com/tidemark/tidemark/ent/cleanuplease"
 	"github.com/tidemark/tidemark/ent/cleanupobservation"
 	"github.com/tidemark/tidemark/ent/cleanupscan"
 	"github.com/tidemark/tidemark/ent/cleanupshardwalk"
+	"github.com/tidemark/tidemark/ent/column"
 	"github.com/tidemark/tidemark/ent/columnedge"
 	"github.com/tidemark/tidemark/ent/datasetmigration"
 	"github.com/tidemark/tidemark/ent/externalid"
+	"github.com/tidemark/tidemark/ent/glossaryterm"
 	"github.com/tidemark/tidemark/ent/icebergmanifest"
 	"github.com/tidemark/tidemark/ent/icebergmanifestlist"
 	"github.com/tidemark/tidemark/ent/icebergtable"
 	"github.com/tidemark/tidemark/ent/idempotencykey"
+	"github.com/tidemark/tidemark/ent/label"
 	"github.com/tidemark/tidemark/ent/lineageedge"
 	"github.com/tidemark/tidemark/ent/lineageevent"
 	"github.com/tidemark/tidemark/ent/lineagestate"
@@ -45,6 +49,10 @@ import (
 	"github.com/tidemark/tidemark/ent/reconciliationrun"
 	"github.com/tidemark/tidemark/ent/run"
 	"github.com/tidemark/tidemark/ent/runio"
+	"github.com/tidemark/tidemark/ent/schemachange"
+	"github.com/tidemark/tidemark/ent/searchdoc"
+	"github.com/tidemark/tidemark/ent/searchfacet"
+	"github.com/tidemark/tidemark/ent/suggestiondecision"
 	"github.com/tidemark/tidemark/ent/tablesync"
 	"github.com/tidemark/tidemark/ent/usageactordaily"
 	"github.com/tidemark/tidemark/ent/usageactormonthly"
@@ -73,6 +81,8 @@ type Client struct {
 	AssetName *AssetNameClient
 	// AuditEvent is the client for interacting with the AuditEvent builders.
 	AuditEvent *AuditEventClient
+	// Classification is the client for interacting with the Classification builders.
+	Classification *ClassificationClient
 	// CleanupExemption is the client for interacting with the CleanupExemption builders.
 	CleanupExemption *CleanupExemptionClient
 	// CleanupLease is the client for interacting with the CleanupLease builders.
@@ -83,12 +93,16 @@ type Client struct {
 	CleanupScan *CleanupScanClient
 	// CleanupShardWalk is the client for interacting with the CleanupShardWalk builders.
 	CleanupShardWalk *CleanupShardWalkClient
+	// Column is the client for interacting with the Column builders.
+	Column *ColumnClient
 	// ColumnEdge is the client for interacting with the ColumnEdge builders.
 	ColumnEdge *ColumnEdgeClient
 	// DatasetMigration is the client for interacting with the DatasetMigration builders.
 	DatasetMigration *DatasetMigrationClient
 	// ExternalID is the client for interacting with the ExternalID builders.
 	ExternalID *ExternalIDClient
+	// GlossaryTerm is the client for interacting with the GlossaryTerm builders.
+	GlossaryTerm *GlossaryTermClient
 	// IcebergManifest is the client for interacting with the IcebergManifest builders.
 	IcebergManifest *IcebergManifestClient
 	// IcebergManifestList is the client for interacting with the IcebergManifestList builders.
@@ -97,6 +111,8 @@ type Client struct {
 	IcebergTable *IcebergTableClient
 	// IdempotencyKey is the client for interacting with the IdempotencyKey builders.
 	IdempotencyKey *IdempotencyKeyClient
+	// Label is the client for interacting with the Label builders.
+	Label *LabelClient
 	// LineageEdge is the client for interacting with the LineageEdge builders.
 	LineageEdge *LineageEdgeClient
 	// LineageEvent is the client for interacting with the LineageEvent builders.
@@ -121,6 +137,14 @@ type Client struct {
 	Run *RunClient
 	// RunIO is the client for interacting with the RunIO builders.
 	RunIO *RunIOClient
+	// SchemaChange is the client for interacting with the SchemaChange builders.
+	SchemaChange *SchemaChangeClient
+	// SearchDoc is the client for interacting with the SearchDoc builders.
+	SearchDoc *SearchDocClient
+	// SearchFacet is the client for interacting with the SearchFacet builders.
+	SearchFacet *SearchFacetClient
+	// SuggestionDecision is the client for interacting with the SuggestionDecision builders.
+	SuggestionDecision *SuggestionDecisionClient
 	// TableSync is the client for interacting with the TableSync builders.
 	TableSync *TableSyncClient
 	// UsageActorDaily is the client for interacting with the UsageActorDaily builders.
@@ -155,18 +179,22 @@ func (c *Client) init() {
 	c.AssetFacet = NewAssetFacetClient(c.config)
 	c.AssetName = NewAssetNameClient(c.config)
 	c.AuditEvent = NewAuditEventClient(c.config)
+	c.Classification = NewClassificationClient(c.config)
 	c.CleanupExemption = NewCleanupExemptionClient(c.config)
 	c.CleanupLease = NewCleanupLeaseClient(c.config)
 	c.CleanupObservation = NewCleanupObservationClient(c.config)
 	c.CleanupScan = NewCleanupScanClient(c.config)
 	c.CleanupShardWalk = NewCleanupShardWalkClient(c.config)
+	c.Column = NewColumnClient(c.config)
 	c.ColumnEdge = NewColumnEdgeClient(c.config)
 	c.DatasetMigration = NewDatasetMigrationClient(c.config)
 	c.ExternalID = NewExternalIDClient(c.config)
+	c.GlossaryTerm = NewGlossaryTermClient(c.config)
 	c.IcebergManifest = NewIcebergManifestClient(c.config)
 	c.IcebergManifestList = NewIcebergManifestListClient(c.config)
 	c.IcebergTable = NewIcebergTableClient(c.config)
 	c.IdempotencyKey = NewIdempotencyKeyClient(c.config)
+	c.Label = NewLabelClient(c.config)
 	c.LineageEdge = NewLineageEdgeClient(c.config)
 	c.LineageEvent = NewLineageEventClient(c.config)
 	c.LineageState = NewLineageStateClient(c.config)
@@ -179,6 +207,10 @@ func (c *Client) init() {
 	c.ReconciliationRun = NewReconciliationRunClient(c.config)
 	c.Run = NewRunClient(c.config)
 	c.RunIO = NewRunIOClient(c.config)
+	c.SchemaChange = NewSchemaChangeClient(c.config)
+	c.SearchDoc = NewSearchDocClient(c.config)
+	c.SearchFacet = NewSearchFacetClient(c.config)
+	c.SuggestionDecision = NewSuggestionDecisionClient(c.config)
 	c.TableSync = NewTableSyncClient(c.config)
 	c.UsageActorDaily = NewUsageActorDailyClient(c.config)
 	c.UsageActorMonthly = NewUsageActorMonthlyClient(c.config)
@@ -285,18 +317,22 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		AssetFacet:            NewAssetFacetClient(cfg),
 		AssetName:             NewAssetNameClient(cfg),
 		AuditEvent:            NewAuditEventClient(cfg),
+		Classification:        NewClassificationClient(cfg),
 		CleanupExemption:      NewCleanupExemptionClient(cfg),
 		CleanupLease:          NewCleanupLeaseClient(cfg),
 		CleanupObservation:    NewCleanupObservationClient(cfg),
 		CleanupScan:           NewCleanupScanClient(cfg),
 		CleanupShardWalk:      NewCleanupShardWalkClient(cfg),
+		Column:                NewColumnClient(cfg),
 		ColumnEdge:            NewColumnEdgeClient(cfg),
 		DatasetMigration:      NewDatasetMigrationClient(cfg),
 		ExternalID:            NewExternalIDClient(cfg),
+		GlossaryTerm:          NewGlossaryTermClient(cfg),
 		IcebergManifest:       NewIcebergManifestClient(cfg),
 		IcebergManifestList:   NewIcebergManifestListClient(cfg),
 		IcebergTable:          NewIcebergTableClient(cfg),
 		IdempotencyKey:        NewIdempotencyKeyClient(cfg),
+		Label:                 NewLabelClient(cfg),
 		LineageEdge:           NewLineageEdgeClient(cfg),
 		LineageEvent:          NewLineageEventClient(cfg),
 		LineageState:          NewLineageStateClient(cfg),
@@ -309,6 +345,10 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		ReconciliationRun:     NewReconciliationRunClient(cfg),
 		Run:                   NewRunClient(cfg),
 		RunIO:                 NewRunIOClient(cfg),
+		SchemaChange:          NewSchemaChangeClient(cfg),
+		SearchDoc:             NewSearchDocClient(cfg),
+		SearchFacet:           NewSearchFacetClient(cfg),
+		SuggestionDecision:    NewSuggestionDecisionClient(cfg),
 		TableSync:             NewTableSyncClient(cfg),
 		UsageActorDaily:       NewUsageActorDailyClient(cfg),
 		UsageActorMonthly:     NewUsageActorMonthlyClient(cfg),
@@ -342,18 +382,22 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		AssetFacet:            NewAssetFacetClient(cfg),
 		AssetName:             NewAssetNameClient(cfg),
 		AuditEvent:            NewAuditEventClient(cfg),
+		Classification:        NewClassificationClient(cfg),
 		CleanupExemption:      NewCleanupExemptionClient(cfg),
 		CleanupLease:          NewCleanupLeaseClient(cfg),
 		CleanupObservation:    NewCleanupObservationClient(cfg),
 		CleanupScan:           NewCleanupScanClient(cfg),
 		CleanupShardWalk:      NewCleanupShardWalkClient(cfg),
+		Column:                NewColumnClient(cfg),
 		ColumnEdge:            NewColumnEdgeClient(cfg),
 		DatasetMigration:      NewDatasetMigrationClient(cfg),
 		ExternalID:            NewExternalIDClient(cfg),
+		GlossaryTerm:          NewGlossaryTermClient(cfg),
 		IcebergManifest:       NewIcebergManifestClient(cfg),
 		IcebergManifestList:   NewIcebergManifestListClient(cfg),
 		IcebergTable:          NewIcebergTableClient(cfg),
 		IdempotencyKey:        NewIdempotencyKeyClient(cfg),
+		Label:                 NewLabelClient(cfg),
 		LineageEdge:           NewLineageEdgeClient(cfg),
 		LineageEvent:          NewLineageEventClient(cfg),
 		LineageState:          NewLineageStateClient(cfg),
@@ -366,6 +410,10 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		ReconciliationRun:     NewReconciliationRunClient(cfg),
 		Run:                   NewRunClient(cfg),
 		RunIO:                 NewRunIOClient(cfg),
+		SchemaChange:          NewSchemaChangeClient(cfg),
+		SearchDoc:             NewSearchDocClient(cfg),
+		SearchFacet:           NewSearchFacetClient(cfg),
+		SuggestionDecision:    NewSuggestionDecisionClient(cfg),
 		TableSync:             NewTableSyncClient(cfg),
 		UsageActorDaily:       NewUsageActorDailyClient(cfg),
 		UsageActorMonthly:     NewUsageActorMonthlyClient(cfg),
@@ -404,15 +452,16 @@ func (c *Client) Close() error {
 // In order to add hooks to a specific client, call: `client.Node.Use(...)`.
 func (c *Client) Use(hooks ...Hook) {
 	for _, n := range []interface{ Use(...Hook) }{
-		c.APIToken, c.Asset, c.AssetFacet, c.AssetName, c.AuditEvent,
+		c.APIToken, c.Asset, c.AssetFacet, c.AssetName, c.AuditEvent, c.Classification,
 		c.CleanupExemption, c.CleanupLease, c.CleanupObservation, c.CleanupScan,
-		c.CleanupShardWalk, c.ColumnEdge, c.DatasetMigration, c.ExternalID,
-		c.IcebergManifest, c.IcebergManifestList, c.IcebergTable, c.IdempotencyKey,
-		c.LineageEdge, c.LineageEvent, c.LineageState, c.OutboxMessage, c.Owner,
-		c.Proposal, c.ProposalFile, c.ProposalStep, c.ReconciliationFinding,
-		c.ReconciliationRun, c.Run, c.RunIO, c.TableSync, c.UsageActorDaily,
-		c.UsageActorMonthly, c.UsageDaily, c.UsageEvent, c.UsageName, c.UsagePending,
-		c.WebSession, c.Webhook,
+		c.CleanupShardWalk, c.Column, c.ColumnEdge, c.DatasetMigration, c.ExternalID,
+		c.GlossaryTerm, c.IcebergManifest, c.IcebergManifestList, c.IcebergTable,
+		c.IdempotencyKey, c.Label, c.LineageEdge, c.LineageEvent, c.LineageState,
+		c.OutboxMessage, c.Owner, c.Proposal, c.ProposalFile, c.ProposalStep,
+		c.ReconciliationFinding, c.ReconciliationRun, c.Run, c.RunIO, c.SchemaChange,
+		c.SearchDoc, c.SearchFacet, c.SuggestionDecision, c.TableSync,
+		c.UsageActorDaily, c.UsageActorMonthly, c.UsageDaily, c.UsageEvent,
+		c.UsageName, c.UsagePending, c.WebSession, c.Webhook,
 	} {
 		n.Use(hooks...)
 	}
@@ -422,15 +471,16 @@ func (c *Client) Use(hooks ...Hook) {
 // In order to add interceptors to a specific client, call: `client.Node.Intercept(...)`.
 func (c *Client) Intercept(interceptors ...Interceptor) {
 	for _, n := range []interface{ Intercept(...Interceptor) }{
-		c.APIToken, c.Asset, c.AssetFacet, c.AssetName, c.AuditEvent,
+		c.APIToken, c.Asset, c.AssetFacet, c.AssetName, c.AuditEvent, c.Classification,
 		c.CleanupExemption, c.CleanupLease, c.CleanupObservation, c.CleanupScan,
-		c.CleanupShardWalk, c.ColumnEdge, c.DatasetMigration, c.ExternalID,
-		c.IcebergManifest, c.IcebergManifestList, c.IcebergTable, c.IdempotencyKey,
-		c.LineageEdge, c.LineageEvent, c.LineageState, c.OutboxMessage, c.Owner,
-		c.Proposal, c.ProposalFile, c.ProposalStep, c.ReconciliationFinding,
-		c.ReconciliationRun, c.Run, c.RunIO, c.TableSync, c.UsageActorDaily,
-		c.UsageActorMonthly, c.UsageDaily, c.UsageEvent, c.UsageName, c.UsagePending,
-		c.WebSession, c.Webhook,
+		c.CleanupShardWalk, c.Column, c.ColumnEdge, c.DatasetMigration, c.ExternalID,
+		c.GlossaryTerm, c.IcebergManifest, c.IcebergManifestList, c.IcebergTable,
+		c.IdempotencyKey, c.Label, c.LineageEdge, c.LineageEvent, c.LineageState,
+		c.OutboxMessage, c.Owner, c.Proposal, c.ProposalFile, c.ProposalStep,
+		c.ReconciliationFinding, c.ReconciliationRun, c.Run, c.RunIO, c.SchemaChange,
+		c.SearchDoc, c.SearchFacet, c.SuggestionDecision, c.TableSync,
+		c.UsageActorDaily, c.UsageActorMonthly, c.UsageDaily, c.UsageEvent,
+		c.UsageName, c.UsagePending, c.WebSession, c.Webhook,
 	} {
 		n.Intercept(interceptors...)
 	}
@@ -449,6 +499,8 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.AssetName.mutate(ctx, m)
 	case *AuditEventMutation:
 		return c.AuditEvent.mutate(ctx, m)
+	case *ClassificationMutation:
+		return c.Classification.mutate(ctx, m)
 	case *CleanupExemptionMutation:
 		return c.CleanupExemption.mutate(ctx, m)
 	case *CleanupLeaseMutation:
@@ -459,12 +511,16 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.CleanupScan.mutate(ctx, m)
 	case *CleanupShardWalkMutation:
 		return c.CleanupShardWalk.mutate(ctx, m)
+	case *ColumnMutation:
+		return c.Column.mutate(ctx, m)
 	case *ColumnEdgeMutation:
 		return c.ColumnEdge.mutate(ctx, m)
 	case *DatasetMigrationMutation:
 		return c.DatasetMigration.mutate(ctx, m)
 	case *ExternalIDMutation:
 		return c.ExternalID.mutate(ctx, m)
+	case *GlossaryTermMutation:
+		return c.GlossaryTerm.mutate(ctx, m)
 	case *IcebergManifestMutation:
 		return c.IcebergManifest.mutate(ctx, m)
 	case *IcebergManifestListMutation:
@@ -473,6 +529,8 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.IcebergTable.mutate(ctx, m)
 	case *IdempotencyKeyMutation:
 		return c.IdempotencyKey.mutate(ctx, m)
+	case *LabelMutation:
+		return c.Label.mutate(ctx, m)
 	case *LineageEdgeMutation:
 		return c.LineageEdge.mutate(ctx, m)
 	case *LineageEventMutation:
@@ -497,6 +555,14 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.Run.mutate(ctx, m)
 	case *RunIOMutation:
 		return c.RunIO.mutate(ctx, m)
+	case *SchemaChangeMutation:
+		return c.SchemaChange.mutate(ctx, m)
+	case *SearchDocMutation:
+		return c.SearchDoc.mutate(ctx, m)
+	case *SearchFacetMutation:
+		return c.SearchFacet.mutate(ctx, m)
+	case *SuggestionDecisionMutation:
+		return c.SuggestionDecision.mutate(ctx, m)
 	case *TableSyncMutation:
 		return c.TableSync.mutate(ctx, m)
 	case *UsageActorDailyMutation:
@@ -1250,6 +1316,139 @@ func (c *AuditEventClient) mutate(ctx context.Context, m *AuditEventMutation) (V
 	}
 }
 
+// ClassificationClient is a client for the Classification schema.
+type ClassificationClient struct {
+	config
+}
+
+// NewClassificationClient returns a client for the Classification from the given config.
+func NewClassificationClient(c config) *ClassificationClient {
+	return &ClassificationClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `classification.Hooks(f(g(h())))`.
+func (c *ClassificationClient) Use(hooks ...Hook) {
+	c.hooks.Classification = append(c.hooks.Classification, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `classification.Intercept(f(g(h())))`.
+func (c *ClassificationClient) Intercept(interceptors ...Interceptor) {
+	c.inters.Classification = append(c.inters.Classification, interceptors...)
+}
+
+// Create returns a builder for creating a Classification entity.
+func (c *ClassificationClient) Create() *ClassificationCreate {
+	mutation := newClassificationMutation(c.config, OpCreate)
+	return &ClassificationCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of Classification entities.
+func (c *ClassificationClient) CreateBulk(builders ...*ClassificationCreate) *ClassificationCreateBulk {
+	return &ClassificationCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *ClassificationClient) MapCreateBulk(slice any, setFunc func(*ClassificationCreate, int)) *ClassificationCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &ClassificationCreateBulk{err: fmt.Errorf("calling to ClassificationClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*ClassificationCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &ClassificationCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for Classification.
+func (c *ClassificationClient) Update() *ClassificationUpdate {
+	mutation := newClassificationMutation(c.config, OpUpdate)
+	return &ClassificationUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *ClassificationClient) UpdateOne(_m *Classification) *ClassificationUpdateOne {
+	mutation := newClassificationMutation(c.config, OpUpdateOne, withClassification(_m))
+	return &ClassificationUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *ClassificationClient) UpdateOneID(id string) *ClassificationUpdateOne {
+	mutation := newClassificationMutation(c.config, OpUpdateOne, withClassificationID(id))
+	return &ClassificationUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for Classification.
+func (c *ClassificationClient) Delete() *ClassificationDelete {
+	mutation := newClassificationMutation(c.config, OpDelete)
+	return &ClassificationDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *ClassificationClient) DeleteOne(_m *Classification) *ClassificationDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *ClassificationClient) DeleteOneID(id string) *ClassificationDeleteOne {
+	builder := c.Delete().Where(classification.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &ClassificationDeleteOne{builder}
+}
+
+// Query returns a query builder for Classification.
+func (c *ClassificationClient) Query() *ClassificationQuery {
+	return &ClassificationQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeClassification},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a Classification entity by its id.
+func (c *ClassificationClient) Get(ctx context.Context, id string) (*Classification, error) {
+	return c.Query().Where(classification.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *ClassificationClient) GetX(ctx context.Context, id string) *Classification {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *ClassificationClient) Hooks() []Hook {
+	return c.hooks.Classification
+}
+
+// Interceptors returns the client interceptors.
+func (c *ClassificationClient) Interceptors() []Interceptor {
+	return c.inters.Classification
+}
+
+func (c *ClassificationClient) mutate(ctx context.Context, m *ClassificationMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&ClassificationCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&ClassificationUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&ClassificationUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&ClassificationDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown Classification mutation op: %q", m.Op())
+	}
+}
+
 // CleanupExemptionClient is a client for the CleanupExemption schema.
 type CleanupExemptionClient struct {
 	config
@@ -1915,6 +2114,139 @@ func (c *CleanupShardWalkClient) mutate(ctx context.Context, m *CleanupShardWalk
 	}
 }
 
+// ColumnClient is a client for the Column schema.
+type ColumnClient struct {
+	config
+}
+
+// NewColumnClient returns a client for the Column from the given config.
+func NewColumnClient(c config) *ColumnClient {
+	return &ColumnClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `column.Hooks(f(g(h())))`.
+func (c *ColumnClient) Use(hooks ...Hook) {
+	c.hooks.Column = append(c.hooks.Column, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `column.Intercept(f(g(h())))`.
+func (c *ColumnClient) Intercept(interceptors ...Interceptor) {
+	c.inters.Column = append(c.inters.Column, interceptors...)
+}
+
+// Create returns a builder for creating a Column entity.
+func (c *ColumnClient) Create() *ColumnCreate {
+	mutation := newColumnMutation(c.config, OpCreate)
+	return &ColumnCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of Column entities.
+func (c *ColumnClient) CreateBulk(builders ...*ColumnCreate) *ColumnCreateBulk {
+	return &ColumnCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *ColumnClient) MapCreateBulk(slice any, setFunc func(*ColumnCreate, int)) *ColumnCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &ColumnCreateBulk{err: fmt.Errorf("calling to ColumnClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*ColumnCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &ColumnCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for Column.
+func (c *ColumnClient) Update() *ColumnUpdate {
+	mutation := newColumnMutation(c.config, OpUpdate)
+	return &ColumnUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *ColumnClient) UpdateOne(_m *Column) *ColumnUpdateOne {
+	mutation := newColumnMutation(c.config, OpUpdateOne, withColumn(_m))
+	return &ColumnUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *ColumnClient) UpdateOneID(id uuid.UUID) *ColumnUpdateOne {
+	mutation := newColumnMutation(c.config, OpUpdateOne, withColumnID(id))
+	return &ColumnUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for Column.
+func (c *ColumnClient) Delete() *ColumnDelete {
+	mutation := newColumnMutation(c.config, OpDelete)
+	return &ColumnDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *ColumnClient) DeleteOne(_m *Column) *ColumnDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *ColumnClient) DeleteOneID(id uuid.UUID) *ColumnDeleteOne {
+	builder := c.Delete().Where(column.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &ColumnDeleteOne{builder}
+}
+
+// Query returns a query builder for Column.
+func (c *ColumnClient) Query() *ColumnQuery {
+	return &ColumnQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeColumn},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a Column entity by its id.
+func (c *ColumnClient) Get(ctx context.Context, id uuid.UUID) (*Column, error) {
+	return c.Query().Where(column.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *ColumnClient) GetX(ctx context.Context, id uuid.UUID) *Column {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *ColumnClient) Hooks() []Hook {
+	return c.hooks.Column
+}
+
+// Interceptors returns the client interceptors.
+func (c *ColumnClient) Interceptors() []Interceptor {
+	return c.inters.Column
+}
+
+func (c *ColumnClient) mutate(ctx context.Context, m *ColumnMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&ColumnCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&ColumnUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&ColumnUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&ColumnDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown Column mutation op: %q", m.Op())
+	}
+}
+
 // ColumnEdgeClient is a client for the ColumnEdge schema.
 type ColumnEdgeClient struct {
 	config
@@ -2327,6 +2659,139 @@ func (c *ExternalIDClient) mutate(ctx context.Context, m *ExternalIDMutation) (V
 		return (&ExternalIDDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
 	default:
 		return nil, fmt.Errorf("ent: unknown ExternalID mutation op: %q", m.Op())
+	}
+}
+
+// GlossaryTermClient is a client for the GlossaryTerm schema.
+type GlossaryTermClient struct {
+	config
+}
+
+// NewGlossaryTermClient returns a client for the GlossaryTerm from the given config.
+func NewGlossaryTermClient(c config) *GlossaryTermClient {
+	return &GlossaryTermClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `glossaryterm.Hooks(f(g(h())))`.
+func (c *GlossaryTermClient) Use(hooks ...Hook) {
+	c.hooks.GlossaryTerm = append(c.hooks.GlossaryTerm, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `glossaryterm.Intercept(f(g(h())))`.
+func (c *GlossaryTermClient) Intercept(interceptors ...Interceptor) {
+	c.inters.GlossaryTerm = append(c.inters.GlossaryTerm, interceptors...)
+}
+
+// Create returns a builder for creating a GlossaryTerm entity.
+func (c *GlossaryTermClient) Create() *GlossaryTermCreate {
+	mutation := newGlossaryTermMutation(c.config, OpCreate)
+	return &GlossaryTermCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of GlossaryTerm entities.
+func (c *GlossaryTermClient) CreateBulk(builders ...*GlossaryTermCreate) *GlossaryTermCreateBulk {
+	return &GlossaryTermCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *GlossaryTermClient) MapCreateBulk(slice any, setFunc func(*GlossaryTermCreate, int)) *GlossaryTermCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &GlossaryTermCreateBulk{err: fmt.Errorf("calling to GlossaryTermClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*GlossaryTermCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &GlossaryTermCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for GlossaryTerm.
+func (c *GlossaryTermClient) Update() *GlossaryTermUpdate {
+	mutation := newGlossaryTermMutation(c.config, OpUpdate)
+	return &GlossaryTermUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *GlossaryTermClient) UpdateOne(_m *GlossaryTerm) *GlossaryTermUpdateOne {
+	mutation := newGlossaryTermMutation(c.config, OpUpdateOne, withGlossaryTerm(_m))
+	return &GlossaryTermUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *GlossaryTermClient) UpdateOneID(id uuid.UUID) *GlossaryTermUpdateOne {
+	mutation := newGlossaryTermMutation(c.config, OpUpdateOne, withGlossaryTermID(id))
+	return &GlossaryTermUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for GlossaryTerm.
+func (c *GlossaryTermClient) Delete() *GlossaryTermDelete {
+	mutation := newGlossaryTermMutation(c.config, OpDelete)
+	return &GlossaryTermDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *GlossaryTermClient) DeleteOne(_m *GlossaryTerm) *GlossaryTermDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *GlossaryTermClient) DeleteOneID(id uuid.UUID) *GlossaryTermDeleteOne {
+	builder := c.Delete().Where(glossaryterm.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &GlossaryTermDeleteOne{builder}
+}
+
+// Query returns a query builder for GlossaryTerm.
+func (c *GlossaryTermClient) Query() *GlossaryTermQuery {
+	return &GlossaryTermQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeGlossaryTerm},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a GlossaryTerm entity by its id.
+func (c *GlossaryTermClient) Get(ctx context.Context, id uuid.UUID) (*GlossaryTerm, error) {
+	return c.Query().Where(glossaryterm.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *GlossaryTermClient) GetX(ctx context.Context, id uuid.UUID) *GlossaryTerm {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *GlossaryTermClient) Hooks() []Hook {
+	return c.hooks.GlossaryTerm
+}
+
+// Interceptors returns the client interceptors.
+func (c *GlossaryTermClient) Interceptors() []Interceptor {
+	return c.inters.GlossaryTerm
+}
+
+func (c *GlossaryTermClient) mutate(ctx context.Context, m *GlossaryTermMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&GlossaryTermCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&GlossaryTermUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&GlossaryTermUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&GlossaryTermDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown GlossaryTerm mutation op: %q", m.Op())
 	}
 }
 
@@ -2859,6 +3324,139 @@ func (c *IdempotencyKeyClient) mutate(ctx context.Context, m *IdempotencyKeyMuta
 		return (&IdempotencyKeyDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
 	default:
 		return nil, fmt.Errorf("ent: unknown IdempotencyKey mutation op: %q", m.Op())
+	}
+}
+
+// LabelClient is a client for the Label schema.
+type LabelClient struct {
+	config
+}
+
+// NewLabelClient returns a client for the Label from the given config.
+func NewLabelClient(c config) *LabelClient {
+	return &LabelClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `label.Hooks(f(g(h())))`.
+func (c *LabelClient) Use(hooks ...Hook) {
+	c.hooks.Label = append(c.hooks.Label, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `label.Intercept(f(g(h())))`.
+func (c *LabelClient) Intercept(interceptors ...Interceptor) {
+	c.inters.Label = append(c.inters.Label, interceptors...)
+}
+
+// Create returns a builder for creating a Label entity.
+func (c *LabelClient) Create() *LabelCreate {
+	mutation := newLabelMutation(c.config, OpCreate)
+	return &LabelCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of Label entities.
+func (c *LabelClient) CreateBulk(builders ...*LabelCreate) *LabelCreateBulk {
+	return &LabelCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *LabelClient) MapCreateBulk(slice any, setFunc func(*LabelCreate, int)) *LabelCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &LabelCreateBulk{err: fmt.Errorf("calling to LabelClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*LabelCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &LabelCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for Label.
+func (c *LabelClient) Update() *LabelUpdate {
+	mutation := newLabelMutation(c.config, OpUpdate)
+	return &LabelUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *LabelClient) UpdateOne(_m *Label) *LabelUpdateOne {
+	mutation := newLabelMutation(c.config, OpUpdateOne, withLabel(_m))
+	return &LabelUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *LabelClient) UpdateOneID(id uuid.UUID) *LabelUpdateOne {
+	mutation := newLabelMutation(c.config, OpUpdateOne, withLabelID(id))
+	return &LabelUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for Label.
+func (c *LabelClient) Delete() *LabelDelete {
+	mutation := newLabelMutation(c.config, OpDelete)
+	return &LabelDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *LabelClient) DeleteOne(_m *Label) *LabelDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *LabelClient) DeleteOneID(id uuid.UUID) *LabelDeleteOne {
+	builder := c.Delete().Where(label.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &LabelDeleteOne{builder}
+}
+
+// Query returns a query builder for Label.
+func (c *LabelClient) Query() *LabelQuery {
+	return &LabelQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeLabel},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a Label entity by its id.
+func (c *LabelClient) Get(ctx context.Context, id uuid.UUID) (*Label, error) {
+	return c.Query().Where(label.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *LabelClient) GetX(ctx context.Context, id uuid.UUID) *Label {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *LabelClient) Hooks() []Hook {
+	return c.hooks.Label
+}
+
+// Interceptors returns the client interceptors.
+func (c *LabelClient) Interceptors() []Interceptor {
+	return c.inters.Label
+}
+
+func (c *LabelClient) mutate(ctx context.Context, m *LabelMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&LabelCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&LabelUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&LabelUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&LabelDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown Label mutation op: %q", m.Op())
 	}
 }
 
@@ -4474,6 +5072,538 @@ func (c *RunIOClient) mutate(ctx context.Context, m *RunIOMutation) (Value, erro
 	}
 }
 
+// SchemaChangeClient is a client for the SchemaChange schema.
+type SchemaChangeClient struct {
+	config
+}
+
+// NewSchemaChangeClient returns a client for the SchemaChange from the given config.
+func NewSchemaChangeClient(c config) *SchemaChangeClient {
+	return &SchemaChangeClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `schemachange.Hooks(f(g(h())))`.
+func (c *SchemaChangeClient) Use(hooks ...Hook) {
+	c.hooks.SchemaChange = append(c.hooks.SchemaChange, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `schemachange.Intercept(f(g(h())))`.
+func (c *SchemaChangeClient) Intercept(interceptors ...Interceptor) {
+	c.inters.SchemaChange = append(c.inters.SchemaChange, interceptors...)
+}
+
+// Create returns a builder for creating a SchemaChange entity.
+func (c *SchemaChangeClient) Create() *SchemaChangeCreate {
+	mutation := newSchemaChangeMutation(c.config, OpCreate)
+	return &SchemaChangeCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of SchemaChange entities.
+func (c *SchemaChangeClient) CreateBulk(builders ...*SchemaChangeCreate) *SchemaChangeCreateBulk {
+	return &SchemaChangeCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *SchemaChangeClient) MapCreateBulk(slice any, setFunc func(*SchemaChangeCreate, int)) *SchemaChangeCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &SchemaChangeCreateBulk{err: fmt.Errorf("calling to SchemaChangeClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*SchemaChangeCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &SchemaChangeCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for SchemaChange.
+func (c *SchemaChangeClient) Update() *SchemaChangeUpdate {
+	mutation := newSchemaChangeMutation(c.config, OpUpdate)
+	return &SchemaChangeUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *SchemaChangeClient) UpdateOne(_m *SchemaChange) *SchemaChangeUpdateOne {
+	mutation := newSchemaChangeMutation(c.config, OpUpdateOne, withSchemaChange(_m))
+	return &SchemaChangeUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *SchemaChangeClient) UpdateOneID(id uuid.UUID) *SchemaChangeUpdateOne {
+	mutation := newSchemaChangeMutation(c.config, OpUpdateOne, withSchemaChangeID(id))
+	return &SchemaChangeUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for SchemaChange.
+func (c *SchemaChangeClient) Delete() *SchemaChangeDelete {
+	mutation := newSchemaChangeMutation(c.config, OpDelete)
+	return &SchemaChangeDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *SchemaChangeClient) DeleteOne(_m *SchemaChange) *SchemaChangeDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *SchemaChangeClient) DeleteOneID(id uuid.UUID) *SchemaChangeDeleteOne {
+	builder := c.Delete().Where(schemachange.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &SchemaChangeDeleteOne{builder}
+}
+
+// Query returns a query builder for SchemaChange.
+func (c *SchemaChangeClient) Query() *SchemaChangeQuery {
+	return &SchemaChangeQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeSchemaChange},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a SchemaChange entity by its id.
+func (c *SchemaChangeClient) Get(ctx context.Context, id uuid.UUID) (*SchemaChange, error) {
+	return c.Query().Where(schemachange.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *SchemaChangeClient) GetX(ctx context.Context, id uuid.UUID) *SchemaChange {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *SchemaChangeClient) Hooks() []Hook {
+	return c.hooks.SchemaChange
+}
+
+// Interceptors returns the client interceptors.
+func (c *SchemaChangeClient) Interceptors() []Interceptor {
+	return c.inters.SchemaChange
+}
+
+func (c *SchemaChangeClient) mutate(ctx context.Context, m *SchemaChangeMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&SchemaChangeCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&SchemaChangeUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&SchemaChangeUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&SchemaChangeDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown SchemaChange mutation op: %q", m.Op())
+	}
+}
+
+// SearchDocClient is a client for the SearchDoc schema.
+type SearchDocClient struct {
+	config
+}
+
+// NewSearchDocClient returns a client for the SearchDoc from the given config.
+func NewSearchDocClient(c config) *SearchDocClient {
+	return &SearchDocClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `searchdoc.Hooks(f(g(h())))`.
+func (c *SearchDocClient) Use(hooks ...Hook) {
+	c.hooks.SearchDoc = append(c.hooks.SearchDoc, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `searchdoc.Intercept(f(g(h())))`.
+func (c *SearchDocClient) Intercept(interceptors ...Interceptor) {
+	c.inters.SearchDoc = append(c.inters.SearchDoc, interceptors...)
+}
+
+// Create returns a builder for creating a SearchDoc entity.
+func (c *SearchDocClient) Create() *SearchDocCreate {
+	mutation := newSearchDocMutation(c.config, OpCreate)
+	return &SearchDocCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of SearchDoc entities.
+func (c *SearchDocClient) CreateBulk(builders ...*SearchDocCreate) *SearchDocCreateBulk {
+	return &SearchDocCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *SearchDocClient) MapCreateBulk(slice any, setFunc func(*SearchDocCreate, int)) *SearchDocCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &SearchDocCreateBulk{err: fmt.Errorf("calling to SearchDocClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*SearchDocCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &SearchDocCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for SearchDoc.
+func (c *SearchDocClient) Update() *SearchDocUpdate {
+	mutation := newSearchDocMutation(c.config, OpUpdate)
+	return &SearchDocUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *SearchDocClient) UpdateOne(_m *SearchDoc) *SearchDocUpdateOne {
+	mutation := newSearchDocMutation(c.config, OpUpdateOne, withSearchDoc(_m))
+	return &SearchDocUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *SearchDocClient) UpdateOneID(id int) *SearchDocUpdateOne {
+	mutation := newSearchDocMutation(c.config, OpUpdateOne, withSearchDocID(id))
+	return &SearchDocUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for SearchDoc.
+func (c *SearchDocClient) Delete() *SearchDocDelete {
+	mutation := newSearchDocMutation(c.config, OpDelete)
+	return &SearchDocDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *SearchDocClient) DeleteOne(_m *SearchDoc) *SearchDocDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *SearchDocClient) DeleteOneID(id int) *SearchDocDeleteOne {
+	builder := c.Delete().Where(searchdoc.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &SearchDocDeleteOne{builder}
+}
+
+// Query returns a query builder for SearchDoc.
+func (c *SearchDocClient) Query() *SearchDocQuery {
+	return &SearchDocQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeSearchDoc},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a SearchDoc entity by its id.
+func (c *SearchDocClient) Get(ctx context.Context, id int) (*SearchDoc, error) {
+	return c.Query().Where(searchdoc.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *SearchDocClient) GetX(ctx context.Context, id int) *SearchDoc {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *SearchDocClient) Hooks() []Hook {
+	return c.hooks.SearchDoc
+}
+
+// Interceptors returns the client interceptors.
+func (c *SearchDocClient) Interceptors() []Interceptor {
+	return c.inters.SearchDoc
+}
+
+func (c *SearchDocClient) mutate(ctx context.Context, m *SearchDocMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&SearchDocCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&SearchDocUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&SearchDocUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&SearchDocDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown SearchDoc mutation op: %q", m.Op())
+	}
+}
+
+// SearchFacetClient is a client for the SearchFacet schema.
+type SearchFacetClient struct {
+	config
+}
+
+// NewSearchFacetClient returns a client for the SearchFacet from the given config.
+func NewSearchFacetClient(c config) *SearchFacetClient {
+	return &SearchFacetClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `searchfacet.Hooks(f(g(h())))`.
+func (c *SearchFacetClient) Use(hooks ...Hook) {
+	c.hooks.SearchFacet = append(c.hooks.SearchFacet, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `searchfacet.Intercept(f(g(h())))`.
+func (c *SearchFacetClient) Intercept(interceptors ...Interceptor) {
+	c.inters.SearchFacet = append(c.inters.SearchFacet, interceptors...)
+}
+
+// Create returns a builder for creating a SearchFacet entity.
+func (c *SearchFacetClient) Create() *SearchFacetCreate {
+	mutation := newSearchFacetMutation(c.config, OpCreate)
+	return &SearchFacetCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of SearchFacet entities.
+func (c *SearchFacetClient) CreateBulk(builders ...*SearchFacetCreate) *SearchFacetCreateBulk {
+	return &SearchFacetCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *SearchFacetClient) MapCreateBulk(slice any, setFunc func(*SearchFacetCreate, int)) *SearchFacetCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &SearchFacetCreateBulk{err: fmt.Errorf("calling to SearchFacetClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*SearchFacetCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &SearchFacetCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for SearchFacet.
+func (c *SearchFacetClient) Update() *SearchFacetUpdate {
+	mutation := newSearchFacetMutation(c.config, OpUpdate)
+	return &SearchFacetUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *SearchFacetClient) UpdateOne(_m *SearchFacet) *SearchFacetUpdateOne {
+	mutation := newSearchFacetMutation(c.config, OpUpdateOne, withSearchFacet(_m))
+	return &SearchFacetUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *SearchFacetClient) UpdateOneID(id int) *SearchFacetUpdateOne {
+	mutation := newSearchFacetMutation(c.config, OpUpdateOne, withSearchFacetID(id))
+	return &SearchFacetUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for SearchFacet.
+func (c *SearchFacetClient) Delete() *SearchFacetDelete {
+	mutation := newSearchFacetMutation(c.config, OpDelete)
+	return &SearchFacetDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *SearchFacetClient) DeleteOne(_m *SearchFacet) *SearchFacetDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *SearchFacetClient) DeleteOneID(id int) *SearchFacetDeleteOne {
+	builder := c.Delete().Where(searchfacet.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &SearchFacetDeleteOne{builder}
+}
+
+// Query returns a query builder for SearchFacet.
+func (c *SearchFacetClient) Query() *SearchFacetQuery {
+	return &SearchFacetQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeSearchFacet},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a SearchFacet entity by its id.
+func (c *SearchFacetClient) Get(ctx context.Context, id int) (*SearchFacet, error) {
+	return c.Query().Where(searchfacet.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *SearchFacetClient) GetX(ctx context.Context, id int) *SearchFacet {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *SearchFacetClient) Hooks() []Hook {
+	return c.hooks.SearchFacet
+}
+
+// Interceptors returns the client interceptors.
+func (c *SearchFacetClient) Interceptors() []Interceptor {
+	return c.inters.SearchFacet
+}
+
+func (c *SearchFacetClient) mutate(ctx context.Context, m *SearchFacetMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&SearchFacetCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&SearchFacetUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&SearchFacetUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&SearchFacetDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown SearchFacet mutation op: %q", m.Op())
+	}
+}
+
+// SuggestionDecisionClient is a client for the SuggestionDecision schema.
+type SuggestionDecisionClient struct {
+	config
+}
+
+// NewSuggestionDecisionClient returns a client for the SuggestionDecision from the given config.
+func NewSuggestionDecisionClient(c config) *SuggestionDecisionClient {
+	return &SuggestionDecisionClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `suggestiondecision.Hooks(f(g(h())))`.
+func (c *SuggestionDecisionClient) Use(hooks ...Hook) {
+	c.hooks.SuggestionDecision = append(c.hooks.SuggestionDecision, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `suggestiondecision.Intercept(f(g(h())))`.
+func (c *SuggestionDecisionClient) Intercept(interceptors ...Interceptor) {
+	c.inters.SuggestionDecision = append(c.inters.SuggestionDecision, interceptors...)
+}
+
+// Create returns a builder for creating a SuggestionDecision entity.
+func (c *SuggestionDecisionClient) Create() *SuggestionDecisionCreate {
+	mutation := newSuggestionDecisionMutation(c.config, OpCreate)
+	return &SuggestionDecisionCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of SuggestionDecision entities.
+func (c *SuggestionDecisionClient) CreateBulk(builders ...*SuggestionDecisionCreate) *SuggestionDecisionCreateBulk {
+	return &SuggestionDecisionCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *SuggestionDecisionClient) MapCreateBulk(slice any, setFunc func(*SuggestionDecisionCreate, int)) *SuggestionDecisionCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &SuggestionDecisionCreateBulk{err: fmt.Errorf("calling to SuggestionDecisionClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*SuggestionDecisionCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &SuggestionDecisionCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for SuggestionDecision.
+func (c *SuggestionDecisionClient) Update() *SuggestionDecisionUpdate {
+	mutation := newSuggestionDecisionMutation(c.config, OpUpdate)
+	return &SuggestionDecisionUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *SuggestionDecisionClient) UpdateOne(_m *SuggestionDecision) *SuggestionDecisionUpdateOne {
+	mutation := newSuggestionDecisionMutation(c.config, OpUpdateOne, withSuggestionDecision(_m))
+	return &SuggestionDecisionUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *SuggestionDecisionClient) UpdateOneID(id uuid.UUID) *SuggestionDecisionUpdateOne {
+	mutation := newSuggestionDecisionMutation(c.config, OpUpdateOne, withSuggestionDecisionID(id))
+	return &SuggestionDecisionUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for SuggestionDecision.
+func (c *SuggestionDecisionClient) Delete() *SuggestionDecisionDelete {
+	mutation := newSuggestionDecisionMutation(c.config, OpDelete)
+	return &SuggestionDecisionDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *SuggestionDecisionClient) DeleteOne(_m *SuggestionDecision) *SuggestionDecisionDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *SuggestionDecisionClient) DeleteOneID(id uuid.UUID) *SuggestionDecisionDeleteOne {
+	builder := c.Delete().Where(suggestiondecision.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &SuggestionDecisionDeleteOne{builder}
+}
+
+// Query returns a query builder for SuggestionDecision.
+func (c *SuggestionDecisionClient) Query() *SuggestionDecisionQuery {
+	return &SuggestionDecisionQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeSuggestionDecision},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a SuggestionDecision entity by its id.
+func (c *SuggestionDecisionClient) Get(ctx context.Context, id uuid.UUID) (*SuggestionDecision, error) {
+	return c.Query().Where(suggestiondecision.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *SuggestionDecisionClient) GetX(ctx context.Context, id uuid.UUID) *SuggestionDecision {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *SuggestionDecisionClient) Hooks() []Hook {
+	return c.hooks.SuggestionDecision
+}
+
+// Interceptors returns the client interceptors.
+func (c *SuggestionDecisionClient) Interceptors() []Interceptor {
+	return c.inters.SuggestionDecision
+}
+
+func (c *SuggestionDecisionClient) mutate(ctx context.Context, m *SuggestionDecisionMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&SuggestionDecisionCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&SuggestionDecisionUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&SuggestionDecisionUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&SuggestionDecisionDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown SuggestionDecision mutation op: %q", m.Op())
+	}
+}
+
 // TableSyncClient is a client for the TableSync schema.
 type TableSyncClient struct {
 	config
@@ -5674,24 +6804,26 @@ func (c *WebhookClient) mutate(ctx context.Context, m *WebhookMutation) (Value, 
 // hooks and interceptors per client, for fast access.
 type (
 	hooks struct {
-		APIToken, Asset, AssetFacet, AssetName, AuditEvent, CleanupExemption,
-		CleanupLease, CleanupObservation, CleanupScan, CleanupShardWalk, ColumnEdge,
-		DatasetMigration, ExternalID, IcebergManifest, IcebergManifestList,
-		IcebergTable, IdempotencyKey, LineageEdge, LineageEvent, LineageState,
-		OutboxMessage, Owner, Proposal, ProposalFile, ProposalStep,
-		ReconciliationFinding, ReconciliationRun, Run, RunIO, TableSync,
-		UsageActorDaily, UsageActorMonthly, UsageDaily, UsageEvent, UsageName,
-		UsagePending, WebSession, Webhook []ent.Hook
+		APIToken, Asset, AssetFacet, AssetName, AuditEvent, Classification,
+		CleanupExemption, CleanupLease, CleanupObservation, CleanupScan,
+		CleanupShardWalk, Column, ColumnEdge, DatasetMigration, ExternalID,
+		GlossaryTerm, IcebergManifest, IcebergManifestList, IcebergTable,
+		IdempotencyKey, Label, LineageEdge, LineageEvent, LineageState, OutboxMessage,
+		Owner, Proposal, ProposalFile, ProposalStep, ReconciliationFinding,
+		ReconciliationRun, Run, RunIO, SchemaChange, SearchDoc, SearchFacet,
+		SuggestionDecision, TableSync, UsageActorDaily, UsageActorMonthly, UsageDaily,
+		UsageEvent, UsageName, UsagePending, WebSession, Webhook []ent.Hook
 	}
 	inters struct {
-		APIToken, Asset, AssetFacet, AssetName, AuditEvent, CleanupExemption,
-		CleanupLease, CleanupObservation, CleanupScan, CleanupShardWalk, ColumnEdge,
-		DatasetMigration, ExternalID, IcebergManifest, IcebergManifestList,
-		IcebergTable, IdempotencyKey, LineageEdge, LineageEvent, LineageState,
-		OutboxMessage, Owner, Proposal, ProposalFile, ProposalStep,
-		ReconciliationFinding, ReconciliationRun, Run, RunIO, TableSync,
-		UsageActorDaily, UsageActorMonthly, UsageDaily, UsageEvent, UsageName,
-		UsagePending, WebSession, Webhook []ent.Interceptor
+		APIToken, Asset, AssetFacet, AssetName, AuditEvent, Classification,
+		CleanupExemption, CleanupLease, CleanupObservation, CleanupScan,
+		CleanupShardWalk, Column, ColumnEdge, DatasetMigration, ExternalID,
+		GlossaryTerm, IcebergManifest, IcebergManifestList, IcebergTable,
+		IdempotencyKey, Label, LineageEdge, LineageEvent, LineageState, OutboxMessage,
+		Owner, Proposal, ProposalFile, ProposalStep, ReconciliationFinding,
+		ReconciliationRun, Run, RunIO, SchemaChange, SearchDoc, SearchFacet,
+		SuggestionDecision, TableSync, UsageActorDaily, UsageActorMonthly, UsageDaily,
+		UsageEvent, UsageName, UsagePending, WebSession, Webhook []ent.Interceptor
 	}
 )
 

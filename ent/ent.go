@@ -17,18 +17,22 @@ import (
 	"github.com/tidemark/tidemark/ent/assetfacet"
 	"github.com/tidemark/tidemark/ent/assetname"
 	"github.com/tidemark/tidemark/ent/auditevent"
+	"github.com/tidemark/tidemark/ent/classification"
 	"github.com/tidemark/tidemark/ent/cleanupexemption"
 	"github.com/tidemark/tidemark/ent/cleanuplease"
 	"github.com/tidemark/tidemark/ent/cleanupobservation"
 	"github.com/tidemark/tidemark/ent/cleanupscan"
 	"github.com/tidemark/tidemark/ent/cleanupshardwalk"
+	"github.com/tidemark/tidemark/ent/column"
 	"github.com/tidemark/tidemark/ent/columnedge"
 	"github.com/tidemark/tidemark/ent/datasetmigration"
 	"github.com/tidemark/tidemark/ent/externalid"
+	"github.com/tidemark/tidemark/ent/glossaryterm"
 	"github.com/tidemark/tidemark/ent/icebergmanifest"
 	"github.com/tidemark/tidemark/ent/icebergmanifestlist"
 	"github.com/tidemark/tidemark/ent/icebergtable"
 	"github.com/tidemark/tidemark/ent/idempotencykey"
+	"github.com/tidemark/tidemark/ent/label"
 	"github.com/tidemark/tidemark/ent/lineageedge"
 	"github.com/tidemark/tidemark/ent/lineageevent"
 	"github.com/tidemark/tidemark/ent/lineagestate"
@@ -41,6 +45,10 @@ import (
 	"github.com/tidemark/tidemark/ent/reconciliationrun"
 	"github.com/tidemark/tidemark/ent/run"
 	"github.com/tidemark/tidemark/ent/runio"
+	"github.com/tidemark/tidemark/ent/schemachange"
+	"github.com/tidemark/tidemark/ent/searchdoc"
+	"github.com/tidemark/tidemark/ent/searchfacet"
+	"github.com/tidemark/tidemark/ent/suggestiondecision"
 	"github.com/tidemark/tidemark/ent/tablesync"
 	"github.com/tidemark/tidemark/ent/usageactordaily"
 	"github.com/tidemark/tidemark/ent/usageactormonthly"
@@ -115,18 +123,22 @@ func checkColumn(t, c string) error {
 			assetfacet.Table:            assetfacet.ValidColumn,
 			assetname.Table:             assetname.ValidColumn,
 			auditevent.Table:            auditevent.ValidColumn,
+			classification.Table:        classification.ValidColumn,
 			cleanupexemption.Table:      cleanupexemption.ValidColumn,
 			cleanuplease.Table:          cleanuplease.ValidColumn,
 			cleanupobservation.Table:    cleanupobservation.ValidColumn,
 			cleanupscan.Table:           cleanupscan.ValidColumn,
 			cleanupshardwalk.Table:      cleanupshardwalk.ValidColumn,
+			column.Table:                column.ValidColumn,
 			columnedge.Table:            columnedge.ValidColumn,
 			datasetmigration.Table:      datasetmigration.ValidColumn,
 			externalid.Table:            externalid.ValidColumn,
+			glossaryterm.Table:          glossaryterm.ValidColumn,
 			icebergmanifest.Table:       icebergmanifest.ValidColumn,
 			icebergmanifestlist.Table:   icebergmanifestlist.ValidColumn,
 			icebergtable.Table:          icebergtable.ValidColumn,
 			idempotencykey.Table:        idempotencykey.ValidColumn,
+			label.Table:                 label.ValidColumn,
 			lineageedge.Table:           lineageedge.ValidColumn,
 			lineageevent.Table:          lineageevent.ValidColumn,
 			lineagestate.Table:          lineagestate.ValidColumn,
@@ -139,6 +151,10 @@ func checkColumn(t, c string) error {
 			reconciliationrun.Table:     reconciliationrun.ValidColumn,
 			run.Table:                   run.ValidColumn,
 			runio.Table:                 runio.ValidColumn,
+			schemachange.Table:          schemachange.ValidColumn,
+			searchdoc.Table:             searchdoc.ValidColumn,
+			searchfacet.Table:           searchfacet.ValidColumn,
+			suggestiondecision.Table:    suggestiondecision.ValidColumn,
 			tablesync.Table:             tablesync.ValidColumn,
 			usageactordaily.Table:       usageactordaily.ValidColumn,
 			usageactormonthly.Table:     usageactormonthly.ValidColumn,

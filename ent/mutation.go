@@ -18,18 +18,22 @@ import (
 	"github.com/tidemark/tidemark/ent/assetfacet"
 	"github.com/tidemark/tidemark/ent/assetname"
 	"github.com/tidemark/tidemark/ent/auditevent"
+	"github.com/tidemark/tidemark/ent/classification"
 	"github.com/tidemark/tidemark/ent/cleanupexemption"
 	"github.com/tidemark/tidemark/ent/cleanuplease"
 	"github.com/tidemark/tidemark/ent/cleanupobservation"
 	"github.com/tidemark/tidemark/ent/cleanupscan"
 	"github.com/tidemark/tidemark/ent/cleanupshardwalk"
+	"github.com/tidemark/tidemark/ent/column"
 	"github.com/tidemark/tidemark/ent/columnedge"
 	"github.com/tidemark/tidemark/ent/datasetmigration"
 	"github.com/tidemark/tidemark/ent/externalid"
+	"github.com/tidemark/tidemark/ent/glossaryterm"
 	"github.com/tidemark/tidemark/ent/icebergmanifest"
 	"github.com/tidemark/tidemark/ent/icebergmanifestlist"
 	"github.com/tidemark/tidemark/ent/icebergtable"
 	"github.com/tidemark/tidemark/ent/idempotencykey"
+	"github.com/tidemark/tidemark/ent/label"
 	"github.com/tidemark/tidemark/ent/lineageedge"
 	"github.com/tidemark/tidemark/ent/lineageevent"
 	"github.com/tidemark/tidemark/ent/lineagestate"
@@ -43,6 +47,10 @@ import (
 	"github.com/tidemark/tidemark/ent/reconciliationrun"
 	"github.com/tidemark/tidemark/ent/run"
 	"github.com/tidemark/tidemark/ent/runio"
+	"github.com/tidemark/tidemark/ent/schemachange"
+	"github.com/tidemark/tidemark/ent/searchdoc"
+	"github.com/tidemark/tidemark/ent/searchfacet"
+	"github.com/tidemark/tidemark/ent/suggestiondecision"
 	"github.com/tidemark/tidemark/ent/tablesync"
 	"github.com/tidemark/tidemark/ent/usageactordaily"
 	"github.com/tidemark/tidemark/ent/usageactormonthly"
@@ -68,18 +76,22 @@ const (
 	TypeAssetFacet            = "AssetFacet"
 	TypeAssetName             = "AssetName"
 	TypeAuditEvent            = "AuditEvent"
+	TypeClassification        = "Classification"
 	TypeCleanupExemption      = "CleanupExemption"
 	TypeCleanupLease          = "CleanupLease"
 	TypeCleanupObservation    = "CleanupObservation"
 	TypeCleanupScan           = "CleanupScan"
 	TypeCleanupShardWalk      = "CleanupShardWalk"
+	TypeColumn                = "Column"
 	TypeColumnEdge            = "ColumnEdge"
 	TypeDatasetMigration      = "DatasetMigration"
 	TypeExternalID            = "ExternalID"
+	TypeGlossaryTerm          = "GlossaryTerm"
 	TypeIcebergManifest       = "IcebergManifest"
 	TypeIcebergManifestList   = "IcebergManifestList"
 	TypeIcebergTable          = "IcebergTable"
 	TypeIdempotencyKey        = "IdempotencyKey"
+	TypeLabel                 = "Label"
 	TypeLineageEdge           = "LineageEdge"
 	TypeLineageEvent          = "LineageEvent"
 	TypeLineageState          = "LineageState"
@@ -92,6 +104,10 @@ const (
 	TypeReconciliationRun     = "ReconciliationRun"
 	TypeRun                   = "Run"
 	TypeRunIO                 = "RunIO"
+	TypeSchemaChange          = "SchemaChange"
+	TypeSearchDoc             = "SearchDoc"
+	TypeSearchFacet           = "SearchFacet"
+	TypeSuggestionDecision    = "SuggestionDecision"
 	TypeTableSync             = "TableSync"
 	TypeUsageActorDaily       = "UsageActorDaily"
 	TypeUsageActorMonthly     = "UsageActorMonthly"
@@ -3697,6 +3713,660 @@ func (m *AuditEventMutation) ClearEdge(name string) error {
 // It returns an error if the edge is not defined in the schema.
 func (m *AuditEventMutation) ResetEdge(name string) error {
 	return fmt.Errorf("unknown AuditEvent edge %s", name)
+}
+
+// ClassificationMutation represents an operation that mutates the Classification nodes in the graph.
+type ClassificationMutation struct {
+	config
+	op            Op
+	typ           string
+	id            *string
+	description   *string
+	values        *[]string
+	appendvalues  []string
+	propagate     *bool
+	version       *int64
+	addversion    *int64
+	created_at    *time.Time
+	updated_at    *time.Time
+	clearedFields map[string]struct{}
+	done          bool
+	oldValue      func(context.Context) (*Classification, error)
+	predicates    []predicate.Classification
+}
+
+var _ ent.Mutation = (*ClassificationMutation)(nil)
+
+// classificationOption allows management of the mutation configuration using functional options.
+type classificationOption func(*ClassificationMutation)
+
+// newClassificationMutation creates new mutation for the Classification entity.
+func newClassificationMutation(c config, op Op, opts ...classificationOption) *ClassificationMutation {
+	m := &ClassificationMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeClassification,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withClassificationID sets the ID field of the mutation.
+func withClassificationID(id string) classificationOption {
+	return func(m *ClassificationMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *Classification
+		)
+		m.oldValue = func(ctx context.Context) (*Classification, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().Classification.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withClassification sets the old Classification of the mutation.
+func withClassification(node *Classification) classificationOption {
+	return func(m *ClassificationMutation) {
+		m.oldValue = func(context.Context) (*Classification, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m ClassificationMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m ClassificationMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of Classification entities.
+func (m *ClassificationMutation) SetID(id string) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *ClassificationMutation) ID() (id string, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *ClassificationMutation) IDs(ctx context.Context) ([]string, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []string{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().Classification.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetDescription sets the "description" field.
+func (m *ClassificationMutation) SetDescription(s string) {
+	m.description = &s
+}
+
+// Description returns the value of the "description" field in the mutation.
+func (m *ClassificationMutation) Description() (r string, exists bool) {
+	v := m.description
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldDescription returns the old "description" field's value of the Classification entity.
+// If the Classification object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ClassificationMutation) OldDescription(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldDescription is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldDescription requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldDescription: %w", err)
+	}
+	return oldValue.Description, nil
+}
+
+// ResetDescription resets all changes to the "description" field.
+func (m *ClassificationMutation) ResetDescription() {
+	m.description = nil
+}
+
+// SetValues sets the "values" field.
+func (m *ClassificationMutation) SetValues(s []string) {
+	m.values = &s
+	m.appendvalues = nil
+}
+
+// Values returns the value of the "values" field in the mutation.
+func (m *ClassificationMutation) Values() (r []string, exists bool) {
+	v := m.values
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldValues returns the old "values" field's value of the Classification entity.
+// If the Classification object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ClassificationMutation) OldValues(ctx context.Context) (v []string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldValues is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldValues requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldValues: %w", err)
+	}
+	return oldValue.Values, nil
+}
+
+// AppendValues adds s to the "values" field.
+func (m *ClassificationMutation) AppendValues(s []string) {
+	m.appendvalues = append(m.appendvalues, s...)
+}
+
+// AppendedValues returns the list of values that were appended to the "values" field in this mutation.
+func (m *ClassificationMutation) AppendedValues() ([]string, bool) {
+	if len(m.appendvalues) == 0 {
+		return nil, false
+	}
+	return m.appendvalues, true
+}
+
+// ResetValues resets all changes to the "values" field.
+func (m *ClassificationMutation) ResetValues() {
+	m.values = nil
+	m.appendvalues = nil
+}
+
+// SetPropagate sets the "propagate" field.
+func (m *ClassificationMutation) SetPropagate(b bool) {
+	m.propagate = &b
+}
+
+// Propagate returns the value of the "propagate" field in the mutation.
+func (m *ClassificationMutation) Propagate() (r bool, exists bool) {
+	v := m.propagate
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldPropagate returns the old "propagate" field's value of the Classification entity.
+// If the Classification object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ClassificationMutation) OldPropagate(ctx context.Context) (v bool, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldPropagate is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldPropagate requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldPropagate: %w", err)
+	}
+	return oldValue.Propagate, nil
+}
+
+// ResetPropagate resets all changes to the "propagate" field.
+func (m *ClassificationMutation) ResetPropagate() {
+	m.propagate = nil
+}
+
+// SetVersion sets the "version" field.
+func (m *ClassificationMutation) SetVersion(i int64) {
+	m.version = &i
+	m.addversion = nil
+}
+
+// Version returns the value of the "version" field in the mutation.
+func (m *ClassificationMutation) Version() (r int64, exists bool) {
+	v := m.version
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldVersion returns the old "version" field's value of the Classification entity.
+// If the Classification object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ClassificationMutation) OldVersion(ctx context.Context) (v int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldVersion is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldVersion requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldVersion: %w", err)
+	}
+	return oldValue.Version, nil
+}
+
+// AddVersion adds i to the "version" field.
+func (m *ClassificationMutation) AddVersion(i int64) {
+	if m.addversion != nil {
+		*m.addversion += i
+	} else {
+		m.addversion = &i
+	}
+}
+
+// AddedVersion returns the value that was added to the "version" field in this mutation.
+func (m *ClassificationMutation) AddedVersion() (r int64, exists bool) {
+	v := m.addversion
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetVersion resets all changes to the "version" field.
+func (m *ClassificationMutation) ResetVersion() {
+	m.version = nil
+	m.addversion = nil
+}
+
+// SetCreatedAt sets the "created_at" field.
+func (m *ClassificationMutation) SetCreatedAt(t time.Time) {
+	m.created_at = &t
+}
+
+// CreatedAt returns the value of the "created_at" field in the mutation.
+func (m *ClassificationMutation) CreatedAt() (r time.Time, exists bool) {
+	v := m.created_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCreatedAt returns the old "created_at" field's value of the Classification entity.
+// If the Classification object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ClassificationMutation) OldCreatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCreatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCreatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCreatedAt: %w", err)
+	}
+	return oldValue.CreatedAt, nil
+}
+
+// ResetCreatedAt resets all changes to the "created_at" field.
+func (m *ClassificationMutation) ResetCreatedAt() {
+	m.created_at = nil
+}
+
+// SetUpdatedAt sets the "updated_at" field.
+func (m *ClassificationMutation) SetUpdatedAt(t time.Time) {
+	m.updated_at = &t
+}
+
+// UpdatedAt returns the value of the "updated_at" field in the mutation.
+func (m *ClassificationMutation) UpdatedAt() (r time.Time, exists bool) {
+	v := m.updated_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldUpdatedAt returns the old "updated_at" field's value of the Classification entity.
+// If the Classification object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ClassificationMutation) OldUpdatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldUpdatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldUpdatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldUpdatedAt: %w", err)
+	}
+	return oldValue.UpdatedAt, nil
+}
+
+// ResetUpdatedAt resets all changes to the "updated_at" field.
+func (m *ClassificationMutation) ResetUpdatedAt() {
+	m.updated_at = nil
+}
+
+// Where appends a list predicates to the ClassificationMutation builder.
+func (m *ClassificationMutation) Where(ps ...predicate.Classification) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the ClassificationMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *ClassificationMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.Classification, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *ClassificationMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *ClassificationMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (Classification).
+func (m *ClassificationMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *ClassificationMutation) Fields() []string {
+	fields := make([]string, 0, 6)
+	if m.description != nil {
+		fields = append(fields, classification.FieldDescription)
+	}
+	if m.values != nil {
+		fields = append(fields, classification.FieldValues)
+	}
+	if m.propagate != nil {
+		fields = append(fields, classification.FieldPropagate)
+	}
+	if m.version != nil {
+		fields = append(fields, classification.FieldVersion)
+	}
+	if m.created_at != nil {
+		fields = append(fields, classification.FieldCreatedAt)
+	}
+	if m.updated_at != nil {
+		fields = append(fields, classification.FieldUpdatedAt)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *ClassificationMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case classification.FieldDescription:
+		return m.Description()
+	case classification.FieldValues:
+		return m.Values()
+	case classification.FieldPropagate:
+		return m.Propagate()
+	case classification.FieldVersion:
+		return m.Version()
+	case classification.FieldCreatedAt:
+		return m.CreatedAt()
+	case classification.FieldUpdatedAt:
+		return m.UpdatedAt()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *ClassificationMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case classification.FieldDescription:
+		return m.OldDescription(ctx)
+	case classification.FieldValues:
+		return m.OldValues(ctx)
+	case classification.FieldPropagate:
+		return m.OldPropagate(ctx)
+	case classification.FieldVersion:
+		return m.OldVersion(ctx)
+	case classification.FieldCreatedAt:
+		return m.OldCreatedAt(ctx)
+	case classification.FieldUpdatedAt:
+		return m.OldUpdatedAt(ctx)
+	}
+	return nil, fmt.Errorf("unknown Classification field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *ClassificationMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case classification.FieldDescription:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetDescription(v)
+		return nil
+	case classification.FieldValues:
+		v, ok := value.([]string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetValues(v)
+		return nil
+	case classification.FieldPropagate:
+		v, ok := value.(bool)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetPropagate(v)
+		return nil
+	case classification.FieldVersion:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetVersion(v)
+		return nil
+	case classification.FieldCreatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCreatedAt(v)
+		return nil
+	case classification.FieldUpdatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetUpdatedAt(v)
+		return nil
+	}
+	return fmt.Errorf("unknown Classification field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *ClassificationMutation) AddedFields() []string {
+	var fields []string
+	if m.addversion != nil {
+		fields = append(fields, classification.FieldVersion)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *ClassificationMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case classification.FieldVersion:
+		return m.AddedVersion()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *ClassificationMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case classification.FieldVersion:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddVersion(v)
+		return nil
+	}
+	return fmt.Errorf("unknown Classification numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *ClassificationMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *ClassificationMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *ClassificationMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown Classification nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *ClassificationMutation) ResetField(name string) error {
+	switch name {
+	case classification.FieldDescription:
+		m.ResetDescription()
+		return nil
+	case classification.FieldValues:
+		m.ResetValues()
+		return nil
+	case classification.FieldPropagate:
+		m.ResetPropagate()
+		return nil
+	case classification.FieldVersion:
+		m.ResetVersion()
+		return nil
+	case classification.FieldCreatedAt:
+		m.ResetCreatedAt()
+		return nil
+	case classification.FieldUpdatedAt:
+		m.ResetUpdatedAt()
+		return nil
+	}
+	return fmt.Errorf("unknown Classification field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *ClassificationMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *ClassificationMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *ClassificationMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *ClassificationMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *ClassificationMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *ClassificationMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *ClassificationMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown Classification unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *ClassificationMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown Classification edge %s", name)
 }
 
 // CleanupExemptionMutation represents an operation that mutates the CleanupExemption nodes in the graph.
@@ -7469,6 +8139,881 @@ func (m *CleanupShardWalkMutation) ResetEdge(name string) error {
 	return fmt.Errorf("unknown CleanupShardWalk edge %s", name)
 }
 
+// ColumnMutation represents an operation that mutates the Column nodes in the graph.
+type ColumnMutation struct {
+	config
+	op            Op
+	typ           string
+	id            *uuid.UUID
+	asset_id      *uuid.UUID
+	field_id      *int
+	addfield_id   *int
+	_path         *string
+	_type         *string
+	ordinal       *int
+	addordinal    *int
+	source_doc    *string
+	description   *string
+	added_at      *time.Time
+	removed_at    *time.Time
+	clearedFields map[string]struct{}
+	done          bool
+	oldValue      func(context.Context) (*Column, error)
+	predicates    []predicate.Column
+}
+
+var _ ent.Mutation = (*ColumnMutation)(nil)
+
+// columnOption allows management of the mutation configuration using functional options.
+type columnOption func(*ColumnMutation)
+
+// newColumnMutation creates new mutation for the Column entity.
+func newColumnMutation(c config, op Op, opts ...columnOption) *ColumnMutation {
+	m := &ColumnMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeColumn,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withColumnID sets the ID field of the mutation.
+func withColumnID(id uuid.UUID) columnOption {
+	return func(m *ColumnMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *Column
+		)
+		m.oldValue = func(ctx context.Context) (*Column, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().Column.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withColumn sets the old Column of the mutation.
+func withColumn(node *Column) columnOption {
+	return func(m *ColumnMutation) {
+		m.oldValue = func(context.Context) (*Column, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m ColumnMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m ColumnMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of Column entities.
+func (m *ColumnMutation) SetID(id uuid.UUID) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *ColumnMutation) ID() (id uuid.UUID, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *ColumnMutation) IDs(ctx context.Context) ([]uuid.UUID, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []uuid.UUID{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().Column.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetAssetID sets the "asset_id" field.
+func (m *ColumnMutation) SetAssetID(u uuid.UUID) {
+	m.asset_id = &u
+}
+
+// AssetID returns the value of the "asset_id" field in the mutation.
+func (m *ColumnMutation) AssetID() (r uuid.UUID, exists bool) {
+	v := m.asset_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAssetID returns the old "asset_id" field's value of the Column entity.
+// If the Column object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ColumnMutation) OldAssetID(ctx context.Context) (v uuid.UUID, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAssetID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAssetID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAssetID: %w", err)
+	}
+	return oldValue.AssetID, nil
+}
+
+// ResetAssetID resets all changes to the "asset_id" field.
+func (m *ColumnMutation) ResetAssetID() {
+	m.asset_id = nil
+}
+
+// SetFieldID sets the "field_id" field.
+func (m *ColumnMutation) SetFieldID(i int) {
+	m.field_id = &i
+	m.addfield_id = nil
+}
+
+// FieldID returns the value of the "field_id" field in the mutation.
+func (m *ColumnMutation) FieldID() (r int, exists bool) {
+	v := m.field_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldFieldID returns the old "field_id" field's value of the Column entity.
+// If the Column object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ColumnMutation) OldFieldID(ctx context.Context) (v *int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldFieldID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldFieldID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldFieldID: %w", err)
+	}
+	return oldValue.FieldID, nil
+}
+
+// AddFieldID adds i to the "field_id" field.
+func (m *ColumnMutation) AddFieldID(i int) {
+	if m.addfield_id != nil {
+		*m.addfield_id += i
+	} else {
+		m.addfield_id = &i
+	}
+}
+
+// AddedFieldID returns the value that was added to the "field_id" field in this mutation.
+func (m *ColumnMutation) AddedFieldID() (r int, exists bool) {
+	v := m.addfield_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ClearFieldID clears the value of the "field_id" field.
+func (m *ColumnMutation) ClearFieldID() {
+	m.field_id = nil
+	m.addfield_id = nil
+	m.clearedFields[column.FieldFieldID] = struct{}{}
+}
+
+// FieldIDCleared returns if the "field_id" field was cleared in this mutation.
+func (m *ColumnMutation) FieldIDCleared() bool {
+	_, ok := m.clearedFields[column.FieldFieldID]
+	return ok
+}
+
+// ResetFieldID resets all changes to the "field_id" field.
+func (m *ColumnMutation) ResetFieldID() {
+	m.field_id = nil
+	m.addfield_id = nil
+	delete(m.clearedFields, column.FieldFieldID)
+}
+
+// SetPath sets the "path" field.
+func (m *ColumnMutation) SetPath(s string) {
+	m._path = &s
+}
+
+// Path returns the value of the "path" field in the mutation.
+func (m *ColumnMutation) Path() (r string, exists bool) {
+	v := m._path
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldPath returns the old "path" field's value of the Column entity.
+// If the Column object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ColumnMutation) OldPath(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldPath is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldPath requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldPath: %w", err)
+	}
+	return oldValue.Path, nil
+}
+
+// ResetPath resets all changes to the "path" field.
+func (m *ColumnMutation) ResetPath() {
+	m._path = nil
+}
+
+// SetType sets the "type" field.
+func (m *ColumnMutation) SetType(s string) {
+	m._type = &s
+}
+
+// GetType returns the value of the "type" field in the mutation.
+func (m *ColumnMutation) GetType() (r string, exists bool) {
+	v := m._type
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldType returns the old "type" field's value of the Column entity.
+// If the Column object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ColumnMutation) OldType(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldType is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldType requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldType: %w", err)
+	}
+	return oldValue.Type, nil
+}
+
+// ResetType resets all changes to the "type" field.
+func (m *ColumnMutation) ResetType() {
+	m._type = nil
+}
+
+// SetOrdinal sets the "ordinal" field.
+func (m *ColumnMutation) SetOrdinal(i int) {
+	m.ordinal = &i
+	m.addordinal = nil
+}
+
+// Ordinal returns the value of the "ordinal" field in the mutation.
+func (m *ColumnMutation) Ordinal() (r int, exists bool) {
+	v := m.ordinal
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldOrdinal returns the old "ordinal" field's value of the Column entity.
+// If the Column object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ColumnMutation) OldOrdinal(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldOrdinal is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldOrdinal requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldOrdinal: %w", err)
+	}
+	return oldValue.Ordinal, nil
+}
+
+// AddOrdinal adds i to the "ordinal" field.
+func (m *ColumnMutation) AddOrdinal(i int) {
+	if m.addordinal != nil {
+		*m.addordinal += i
+	} else {
+		m.addordinal = &i
+	}
+}
+
+// AddedOrdinal returns the value that was added to the "ordinal" field in this mutation.
+func (m *ColumnMutation) AddedOrdinal() (r int, exists bool) {
+	v := m.addordinal
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetOrdinal resets all changes to the "ordinal" field.
+func (m *ColumnMutation) ResetOrdinal() {
+	m.ordinal = nil
+	m.addordinal = nil
+}
+
+// SetSourceDoc sets the "source_doc" field.
+func (m *ColumnMutation) SetSourceDoc(s string) {
+	m.source_doc = &s
+}
+
+// SourceDoc returns the value of the "source_doc" field in the mutation.
+func (m *ColumnMutation) SourceDoc() (r string, exists bool) {
+	v := m.source_doc
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSourceDoc returns the old "source_doc" field's value of the Column entity.
+// If the Column object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ColumnMutation) OldSourceDoc(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSourceDoc is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSourceDoc requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSourceDoc: %w", err)
+	}
+	return oldValue.SourceDoc, nil
+}
+
+// ResetSourceDoc resets all changes to the "source_doc" field.
+func (m *ColumnMutation) ResetSourceDoc() {
+	m.source_doc = nil
+}
+
+// SetDescription sets the "description" field.
+func (m *ColumnMutation) SetDescription(s string) {
+	m.description = &s
+}
+
+// Description returns the value of the "description" field in the mutation.
+func (m *ColumnMutation) Description() (r string, exists bool) {
+	v := m.description
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldDescription returns the old "description" field's value of the Column entity.
+// If the Column object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ColumnMutation) OldDescription(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldDescription is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldDescription requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldDescription: %w", err)
+	}
+	return oldValue.Description, nil
+}
+
+// ResetDescription resets all changes to the "description" field.
+func (m *ColumnMutation) ResetDescription() {
+	m.description = nil
+}
+
+// SetAddedAt sets the "added_at" field.
+func (m *ColumnMutation) SetAddedAt(t time.Time) {
+	m.added_at = &t
+}
+
+// AddedAt returns the value of the "added_at" field in the mutation.
+func (m *ColumnMutation) AddedAt() (r time.Time, exists bool) {
+	v := m.added_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAddedAt returns the old "added_at" field's value of the Column entity.
+// If the Column object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ColumnMutation) OldAddedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAddedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAddedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAddedAt: %w", err)
+	}
+	return oldValue.AddedAt, nil
+}
+
+// ResetAddedAt resets all changes to the "added_at" field.
+func (m *ColumnMutation) ResetAddedAt() {
+	m.added_at = nil
+}
+
+// SetRemovedAt sets the "removed_at" field.
+func (m *ColumnMutation) SetRemovedAt(t time.Time) {
+	m.removed_at = &t
+}
+
+// RemovedAt returns the value of the "removed_at" field in the mutation.
+func (m *ColumnMutation) RemovedAt() (r time.Time, exists bool) {
+	v := m.removed_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldRemovedAt returns the old "removed_at" field's value of the Column entity.
+// If the Column object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ColumnMutation) OldRemovedAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldRemovedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldRemovedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldRemovedAt: %w", err)
+	}
+	return oldValue.RemovedAt, nil
+}
+
+// ClearRemovedAt clears the value of the "removed_at" field.
+func (m *ColumnMutation) ClearRemovedAt() {
+	m.removed_at = nil
+	m.clearedFields[column.FieldRemovedAt] = struct{}{}
+}
+
+// RemovedAtCleared returns if the "removed_at" field was cleared in this mutation.
+func (m *ColumnMutation) RemovedAtCleared() bool {
+	_, ok := m.clearedFields[column.FieldRemovedAt]
+	return ok
+}
+
+// ResetRemovedAt resets all changes to the "removed_at" field.
+func (m *ColumnMutation) ResetRemovedAt() {
+	m.removed_at = nil
+	delete(m.clearedFields, column.FieldRemovedAt)
+}
+
+// Where appends a list predicates to the ColumnMutation builder.
+func (m *ColumnMutation) Where(ps ...predicate.Column) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the ColumnMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *ColumnMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.Column, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *ColumnMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *ColumnMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (Column).
+func (m *ColumnMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *ColumnMutation) Fields() []string {
+	fields := make([]string, 0, 9)
+	if m.asset_id != nil {
+		fields = append(fields, column.FieldAssetID)
+	}
+	if m.field_id != nil {
+		fields = append(fields, column.FieldFieldID)
+	}
+	if m._path != nil {
+		fields = append(fields, column.FieldPath)
+	}
+	if m._type != nil {
+		fields = append(fields, column.FieldType)
+	}
+	if m.ordinal != nil {
+		fields = append(fields, column.FieldOrdinal)
+	}
+	if m.source_doc != nil {
+		fields = append(fields, column.FieldSourceDoc)
+	}
+	if m.description != nil {
+		fields = append(fields, column.FieldDescription)
+	}
+	if m.added_at != nil {
+		fields = append(fields, column.FieldAddedAt)
+	}
+	if m.removed_at != nil {
+		fields = append(fields, column.FieldRemovedAt)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *ColumnMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case column.FieldAssetID:
+		return m.AssetID()
+	case column.FieldFieldID:
+		return m.FieldID()
+	case column.FieldPath:
+		return m.Path()
+	case column.FieldType:
+		return m.GetType()
+	case column.FieldOrdinal:
+		return m.Ordinal()
+	case column.FieldSourceDoc:
+		return m.SourceDoc()
+	case column.FieldDescription:
+		return m.Description()
+	case column.FieldAddedAt:
+		return m.AddedAt()
+	case column.FieldRemovedAt:
+		return m.RemovedAt()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *ColumnMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case column.FieldAssetID:
+		return m.OldAssetID(ctx)
+	case column.FieldFieldID:
+		return m.OldFieldID(ctx)
+	case column.FieldPath:
+		return m.OldPath(ctx)
+	case column.FieldType:
+		return m.OldType(ctx)
+	case column.FieldOrdinal:
+		return m.OldOrdinal(ctx)
+	case column.FieldSourceDoc:
+		return m.OldSourceDoc(ctx)
+	case column.FieldDescription:
+		return m.OldDescription(ctx)
+	case column.FieldAddedAt:
+		return m.OldAddedAt(ctx)
+	case column.FieldRemovedAt:
+		return m.OldRemovedAt(ctx)
+	}
+	return nil, fmt.Errorf("unknown Column field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *ColumnMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case column.FieldAssetID:
+		v, ok := value.(uuid.UUID)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAssetID(v)
+		return nil
+	case column.FieldFieldID:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetFieldID(v)
+		return nil
+	case column.FieldPath:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetPath(v)
+		return nil
+	case column.FieldType:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetType(v)
+		return nil
+	case column.FieldOrdinal:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetOrdinal(v)
+		return nil
+	case column.FieldSourceDoc:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSourceDoc(v)
+		return nil
+	case column.FieldDescription:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetDescription(v)
+		return nil
+	case column.FieldAddedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAddedAt(v)
+		return nil
+	case column.FieldRemovedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetRemovedAt(v)
+		return nil
+	}
+	return fmt.Errorf("unknown Column field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *ColumnMutation) AddedFields() []string {
+	var fields []string
+	if m.addfield_id != nil {
+		fields = append(fields, column.FieldFieldID)
+	}
+	if m.addordinal != nil {
+		fields = append(fields, column.FieldOrdinal)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *ColumnMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case column.FieldFieldID:
+		return m.AddedFieldID()
+	case column.FieldOrdinal:
+		return m.AddedOrdinal()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *ColumnMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case column.FieldFieldID:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddFieldID(v)
+		return nil
+	case column.FieldOrdinal:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddOrdinal(v)
+		return nil
+	}
+	return fmt.Errorf("unknown Column numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *ColumnMutation) ClearedFields() []string {
+	var fields []string
+	if m.FieldCleared(column.FieldFieldID) {
+		fields = append(fields, column.FieldFieldID)
+	}
+	if m.FieldCleared(column.FieldRemovedAt) {
+		fields = append(fields, column.FieldRemovedAt)
+	}
+	return fields
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *ColumnMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *ColumnMutation) ClearField(name string) error {
+	switch name {
+	case column.FieldFieldID:
+		m.ClearFieldID()
+		return nil
+	case column.FieldRemovedAt:
+		m.ClearRemovedAt()
+		return nil
+	}
+	return fmt.Errorf("unknown Column nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *ColumnMutation) ResetField(name string) error {
+	switch name {
+	case column.FieldAssetID:
+		m.ResetAssetID()
+		return nil
+	case column.FieldFieldID:
+		m.ResetFieldID()
+		return nil
+	case column.FieldPath:
+		m.ResetPath()
+		return nil
+	case column.FieldType:
+		m.ResetType()
+		return nil
+	case column.FieldOrdinal:
+		m.ResetOrdinal()
+		return nil
+	case column.FieldSourceDoc:
+		m.ResetSourceDoc()
+		return nil
+	case column.FieldDescription:
+		m.ResetDescription()
+		return nil
+	case column.FieldAddedAt:
+		m.ResetAddedAt()
+		return nil
+	case column.FieldRemovedAt:
+		m.ResetRemovedAt()
+		return nil
+	}
+	return fmt.Errorf("unknown Column field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *ColumnMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *ColumnMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *ColumnMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *ColumnMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *ColumnMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *ColumnMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *ColumnMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown Column unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *ColumnMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown Column edge %s", name)
+}
+
 // ColumnEdgeMutation represents an operation that mutates the ColumnEdge nodes in the graph.
 type ColumnEdgeMutation struct {
 	config
@@ -9770,6 +11315,827 @@ func (m *ExternalIDMutation) ResetEdge(name string) error {
 		return nil
 	}
 	return fmt.Errorf("unknown ExternalID edge %s", name)
+}
+
+// GlossaryTermMutation represents an operation that mutates the GlossaryTerm nodes in the graph.
+type GlossaryTermMutation struct {
+	config
+	op            Op
+	typ           string
+	id            *uuid.UUID
+	name          *string
+	name_key      *string
+	definition    *string
+	owners        *[]string
+	appendowners  []string
+	related       *[]string
+	appendrelated []string
+	version       *int64
+	addversion    *int64
+	created_at    *time.Time
+	updated_at    *time.Time
+	clearedFields map[string]struct{}
+	done          bool
+	oldValue      func(context.Context) (*GlossaryTerm, error)
+	predicates    []predicate.GlossaryTerm
+}
+
+var _ ent.Mutation = (*GlossaryTermMutation)(nil)
+
+// glossarytermOption allows management of the mutation configuration using functional options.
+type glossarytermOption func(*GlossaryTermMutation)
+
+// newGlossaryTermMutation creates new mutation for the GlossaryTerm entity.
+func newGlossaryTermMutation(c config, op Op, opts ...glossarytermOption) *GlossaryTermMutation {
+	m := &GlossaryTermMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeGlossaryTerm,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withGlossaryTermID sets the ID field of the mutation.
+func withGlossaryTermID(id uuid.UUID) glossarytermOption {
+	return func(m *GlossaryTermMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *GlossaryTerm
+		)
+		m.oldValue = func(ctx context.Context) (*GlossaryTerm, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().GlossaryTerm.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withGlossaryTerm sets the old GlossaryTerm of the mutation.
+func withGlossaryTerm(node *GlossaryTerm) glossarytermOption {
+	return func(m *GlossaryTermMutation) {
+		m.oldValue = func(context.Context) (*GlossaryTerm, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m GlossaryTermMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m GlossaryTermMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of GlossaryTerm entities.
+func (m *GlossaryTermMutation) SetID(id uuid.UUID) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *GlossaryTermMutation) ID() (id uuid.UUID, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *GlossaryTermMutation) IDs(ctx context.Context) ([]uuid.UUID, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []uuid.UUID{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().GlossaryTerm.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetName sets the "name" field.
+func (m *GlossaryTermMutation) SetName(s string) {
+	m.name = &s
+}
+
+// Name returns the value of the "name" field in the mutation.
+func (m *GlossaryTermMutation) Name() (r string, exists bool) {
+	v := m.name
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldName returns the old "name" field's value of the GlossaryTerm entity.
+// If the GlossaryTerm object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *GlossaryTermMutation) OldName(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldName is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldName requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldName: %w", err)
+	}
+	return oldValue.Name, nil
+}
+
+// ResetName resets all changes to the "name" field.
+func (m *GlossaryTermMutation) ResetName() {
+	m.name = nil
+}
+
+// SetNameKey sets the "name_key" field.
+func (m *GlossaryTermMutation) SetNameKey(s string) {
+	m.name_key = &s
+}
+
+// NameKey returns the value of the "name_key" field in the mutation.
+func (m *GlossaryTermMutation) NameKey() (r string, exists bool) {
+	v := m.name_key
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldNameKey returns the old "name_key" field's value of the GlossaryTerm entity.
+// If the GlossaryTerm object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *GlossaryTermMutation) OldNameKey(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldNameKey is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldNameKey requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldNameKey: %w", err)
+	}
+	return oldValue.NameKey, nil
+}
+
+// ResetNameKey resets all changes to the "name_key" field.
+func (m *GlossaryTermMutation) ResetNameKey() {
+	m.name_key = nil
+}
+
+// SetDefinition sets the "definition" field.
+func (m *GlossaryTermMutation) SetDefinition(s string) {
+	m.definition = &s
+}
+
+// Definition returns the value of the "definition" field in the mutation.
+func (m *GlossaryTermMutation) Definition() (r string, exists bool) {
+	v := m.definition
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldDefinition returns the old "definition" field's value of the GlossaryTerm entity.
+// If the GlossaryTerm object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *GlossaryTermMutation) OldDefinition(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldDefinition is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldDefinition requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldDefinition: %w", err)
+	}
+	return oldValue.Definition, nil
+}
+
+// ResetDefinition resets all changes to the "definition" field.
+func (m *GlossaryTermMutation) ResetDefinition() {
+	m.definition = nil
+}
+
+// SetOwners sets the "owners" field.
+func (m *GlossaryTermMutation) SetOwners(s []string) {
+	m.owners = &s
+	m.appendowners = nil
+}
+
+// Owners returns the value of the "owners" field in the mutation.
+func (m *GlossaryTermMutation) Owners() (r []string, exists bool) {
+	v := m.owners
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldOwners returns the old "owners" field's value of the GlossaryTerm entity.
+// If the GlossaryTerm object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *GlossaryTermMutation) OldOwners(ctx context.Context) (v []string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldOwners is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldOwners requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldOwners: %w", err)
+	}
+	return oldValue.Owners, nil
+}
+
+// AppendOwners adds s to the "owners" field.
+func (m *GlossaryTermMutation) AppendOwners(s []string) {
+	m.appendowners = append(m.appendowners, s...)
+}
+
+// AppendedOwners returns the list of values that were appended to the "owners" field in this mutation.
+func (m *GlossaryTermMutation) AppendedOwners() ([]string, bool) {
+	if len(m.appendowners) == 0 {
+		return nil, false
+	}
+	return m.appendowners, true
+}
+
+// ClearOwners clears the value of the "owners" field.
+func (m *GlossaryTermMutation) ClearOwners() {
+	m.owners = nil
+	m.appendowners = nil
+	m.clearedFields[glossaryterm.FieldOwners] = struct{}{}
+}
+
+// OwnersCleared returns if the "owners" field was cleared in this mutation.
+func (m *GlossaryTermMutation) OwnersCleared() bool {
+	_, ok := m.clearedFields[glossaryterm.FieldOwners]
+	return ok
+}
+
+// ResetOwners resets all changes to the "owners" field.
+func (m *GlossaryTermMutation) ResetOwners() {
+	m.owners = nil
+	m.appendowners = nil
+	delete(m.clearedFields, glossaryterm.FieldOwners)
+}
+
+// SetRelated sets the "related" field.
+func (m *GlossaryTermMutation) SetRelated(s []string) {
+	m.related = &s
+	m.appendrelated = nil
+}
+
+// Related returns the value of the "related" field in the mutation.
+func (m *GlossaryTermMutation) Related() (r []string, exists bool) {
+	v := m.related
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldRelated returns the old "related" field's value of the GlossaryTerm entity.
+// If the GlossaryTerm object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *GlossaryTermMutation) OldRelated(ctx context.Context) (v []string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldRelated is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldRelated requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldRelated: %w", err)
+	}
+	return oldValue.Related, nil
+}
+
+// AppendRelated adds s to the "related" field.
+func (m *GlossaryTermMutation) AppendRelated(s []string) {
+	m.appendrelated = append(m.appendrelated, s...)
+}
+
+// AppendedRelated returns the list of values that were appended to the "related" field in this mutation.
+func (m *GlossaryTermMutation) AppendedRelated() ([]string, bool) {
+	if len(m.appendrelated) == 0 {
+		return nil, false
+	}
+	return m.appendrelated, true
+}
+
+// ClearRelated clears the value of the "related" field.
+func (m *GlossaryTermMutation) ClearRelated() {
+	m.related = nil
+	m.appendrelated = nil
+	m.clearedFields[glossaryterm.FieldRelated] = struct{}{}
+}
+
+// RelatedCleared returns if the "related" field was cleared in this mutation.
+func (m *GlossaryTermMutation) RelatedCleared() bool {
+	_, ok := m.clearedFields[glossaryterm.FieldRelated]
+	return ok
+}
+
+// ResetRelated resets all changes to the "related" field.
+func (m *GlossaryTermMutation) ResetRelated() {
+	m.related = nil
+	m.appendrelated = nil
+	delete(m.clearedFields, glossaryterm.FieldRelated)
+}
+
+// SetVersion sets the "version" field.
+func (m *GlossaryTermMutation) SetVersion(i int64) {
+	m.version = &i
+	m.addversion = nil
+}
+
+// Version returns the value of the "version" field in the mutation.
+func (m *GlossaryTermMutation) Version() (r int64, exists bool) {
+	v := m.version
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldVersion returns the old "version" field's value of the GlossaryTerm entity.
+// If the GlossaryTerm object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *GlossaryTermMutation) OldVersion(ctx context.Context) (v int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldVersion is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldVersion requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldVersion: %w", err)
+	}
+	return oldValue.Version, nil
+}
+
+// AddVersion adds i to the "version" field.
+func (m *GlossaryTermMutation) AddVersion(i int64) {
+	if m.addversion != nil {
+		*m.addversion += i
+	} else {
+		m.addversion = &i
+	}
+}
+
+// AddedVersion returns the value that was added to the "version" field in this mutation.
+func (m *GlossaryTermMutation) AddedVersion() (r int64, exists bool) {
+	v := m.addversion
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetVersion resets all changes to the "version" field.
+func (m *GlossaryTermMutation) ResetVersion() {
+	m.version = nil
+	m.addversion = nil
+}
+
+// SetCreatedAt sets the "created_at" field.
+func (m *GlossaryTermMutation) SetCreatedAt(t time.Time) {
+	m.created_at = &t
+}
+
+// CreatedAt returns the value of the "created_at" field in the mutation.
+func (m *GlossaryTermMutation) CreatedAt() (r time.Time, exists bool) {
+	v := m.created_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCreatedAt returns the old "created_at" field's value of the GlossaryTerm entity.
+// If the GlossaryTerm object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *GlossaryTermMutation) OldCreatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCreatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCreatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCreatedAt: %w", err)
+	}
+	return oldValue.CreatedAt, nil
+}
+
+// ResetCreatedAt resets all changes to the "created_at" field.
+func (m *GlossaryTermMutation) ResetCreatedAt() {
+	m.created_at = nil
+}
+
+// SetUpdatedAt sets the "updated_at" field.
+func (m *GlossaryTermMutation) SetUpdatedAt(t time.Time) {
+	m.updated_at = &t
+}
+
+// UpdatedAt returns the value of the "updated_at" field in the mutation.
+func (m *GlossaryTermMutation) UpdatedAt() (r time.Time, exists bool) {
+	v := m.updated_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldUpdatedAt returns the old "updated_at" field's value of the GlossaryTerm entity.
+// If the GlossaryTerm object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *GlossaryTermMutation) OldUpdatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldUpdatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldUpdatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldUpdatedAt: %w", err)
+	}
+	return oldValue.UpdatedAt, nil
+}
+
+// ResetUpdatedAt resets all changes to the "updated_at" field.
+func (m *GlossaryTermMutation) ResetUpdatedAt() {
+	m.updated_at = nil
+}
+
+// Where appends a list predicates to the GlossaryTermMutation builder.
+func (m *GlossaryTermMutation) Where(ps ...predicate.GlossaryTerm) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the GlossaryTermMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *GlossaryTermMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.GlossaryTerm, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *GlossaryTermMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *GlossaryTermMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (GlossaryTerm).
+func (m *GlossaryTermMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *GlossaryTermMutation) Fields() []string {
+	fields := make([]string, 0, 8)
+	if m.name != nil {
+		fields = append(fields, glossaryterm.FieldName)
+	}
+	if m.name_key != nil {
+		fields = append(fields, glossaryterm.FieldNameKey)
+	}
+	if m.definition != nil {
+		fields = append(fields, glossaryterm.FieldDefinition)
+	}
+	if m.owners != nil {
+		fields = append(fields, glossaryterm.FieldOwners)
+	}
+	if m.related != nil {
+		fields = append(fields, glossaryterm.FieldRelated)
+	}
+	if m.version != nil {
+		fields = append(fields, glossaryterm.FieldVersion)
+	}
+	if m.created_at != nil {
+		fields = append(fields, glossaryterm.FieldCreatedAt)
+	}
+	if m.updated_at != nil {
+		fields = append(fields, glossaryterm.FieldUpdatedAt)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *GlossaryTermMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case glossaryterm.FieldName:
+		return m.Name()
+	case glossaryterm.FieldNameKey:
+		return m.NameKey()
+	case glossaryterm.FieldDefinition:
+		return m.Definition()
+	case glossaryterm.FieldOwners:
+		return m.Owners()
+	case glossaryterm.FieldRelated:
+		return m.Related()
+	case glossaryterm.FieldVersion:
+		return m.Version()
+	case glossaryterm.FieldCreatedAt:
+		return m.CreatedAt()
+	case glossaryterm.FieldUpdatedAt:
+		return m.UpdatedAt()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *GlossaryTermMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case glossaryterm.FieldName:
+		return m.OldName(ctx)
+	case glossaryterm.FieldNameKey:
+		return m.OldNameKey(ctx)
+	case glossaryterm.FieldDefinition:
+		return m.OldDefinition(ctx)
+	case glossaryterm.FieldOwners:
+		return m.OldOwners(ctx)
+	case glossaryterm.FieldRelated:
+		return m.OldRelated(ctx)
+	case glossaryterm.FieldVersion:
+		return m.OldVersion(ctx)
+	case glossaryterm.FieldCreatedAt:
+		return m.OldCreatedAt(ctx)
+	case glossaryterm.FieldUpdatedAt:
+		return m.OldUpdatedAt(ctx)
+	}
+	return nil, fmt.Errorf("unknown GlossaryTerm field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *GlossaryTermMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case glossaryterm.FieldName:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetName(v)
+		return nil
+	case glossaryterm.FieldNameKey:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetNameKey(v)
+		return nil
+	case glossaryterm.FieldDefinition:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetDefinition(v)
+		return nil
+	case glossaryterm.FieldOwners:
+		v, ok := value.([]string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetOwners(v)
+		return nil
+	case glossaryterm.FieldRelated:
+		v, ok := value.([]string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetRelated(v)
+		return nil
+	case glossaryterm.FieldVersion:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetVersion(v)
+		return nil
+	case glossaryterm.FieldCreatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCreatedAt(v)
+		return nil
+	case glossaryterm.FieldUpdatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetUpdatedAt(v)
+		return nil
+	}
+	return fmt.Errorf("unknown GlossaryTerm field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *GlossaryTermMutation) AddedFields() []string {
+	var fields []string
+	if m.addversion != nil {
+		fields = append(fields, glossaryterm.FieldVersion)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *GlossaryTermMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case glossaryterm.FieldVersion:
+		return m.AddedVersion()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *GlossaryTermMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case glossaryterm.FieldVersion:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddVersion(v)
+		return nil
+	}
+	return fmt.Errorf("unknown GlossaryTerm numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *GlossaryTermMutation) ClearedFields() []string {
+	var fields []string
+	if m.FieldCleared(glossaryterm.FieldOwners) {
+		fields = append(fields, glossaryterm.FieldOwners)
+	}
+	if m.FieldCleared(glossaryterm.FieldRelated) {
+		fields = append(fields, glossaryterm.FieldRelated)
+	}
+	return fields
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *GlossaryTermMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *GlossaryTermMutation) ClearField(name string) error {
+	switch name {
+	case glossaryterm.FieldOwners:
+		m.ClearOwners()
+		return nil
+	case glossaryterm.FieldRelated:
+		m.ClearRelated()
+		return nil
+	}
+	return fmt.Errorf("unknown GlossaryTerm nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *GlossaryTermMutation) ResetField(name string) error {
+	switch name {
+	case glossaryterm.FieldName:
+		m.ResetName()
+		return nil
+	case glossaryterm.FieldNameKey:
+		m.ResetNameKey()
+		return nil
+	case glossaryterm.FieldDefinition:
+		m.ResetDefinition()
+		return nil
+	case glossaryterm.FieldOwners:
+		m.ResetOwners()
+		return nil
+	case glossaryterm.FieldRelated:
+		m.ResetRelated()
+		return nil
+	case glossaryterm.FieldVersion:
+		m.ResetVersion()
+		return nil
+	case glossaryterm.FieldCreatedAt:
+		m.ResetCreatedAt()
+		return nil
+	case glossaryterm.FieldUpdatedAt:
+		m.ResetUpdatedAt()
+		return nil
+	}
+	return fmt.Errorf("unknown GlossaryTerm field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *GlossaryTermMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *GlossaryTermMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *GlossaryTermMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *GlossaryTermMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *GlossaryTermMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *GlossaryTermMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *GlossaryTermMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown GlossaryTerm unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *GlossaryTermMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown GlossaryTerm edge %s", name)
 }
 
 // IcebergManifestMutation represents an operation that mutates the IcebergManifest nodes in the graph.
@@ -12738,6 +15104,938 @@ func (m *IdempotencyKeyMutation) ClearEdge(name string) error {
 // It returns an error if the edge is not defined in the schema.
 func (m *IdempotencyKeyMutation) ResetEdge(name string) error {
 	return fmt.Errorf("unknown IdempotencyKey edge %s", name)
+}
+
+// LabelMutation represents an operation that mutates the Label nodes in the graph.
+type LabelMutation struct {
+	config
+	op             Op
+	typ            string
+	id             *uuid.UUID
+	asset_id       *uuid.UUID
+	column_id      *uuid.UUID
+	kind           *label.Kind
+	value          *string
+	source         *label.Source
+	from_asset_id  *uuid.UUID
+	from_column_id *uuid.UUID
+	added_at       *time.Time
+	added_by       *string
+	removed_at     *time.Time
+	removed_by     *string
+	clearedFields  map[string]struct{}
+	done           bool
+	oldValue       func(context.Context) (*Label, error)
+	predicates     []predicate.Label
+}
+
+var _ ent.Mutation = (*LabelMutation)(nil)
+
+// labelOption allows management of the mutation configuration using functional options.
+type labelOption func(*LabelMutation)
+
+// newLabelMutation creates new mutation for the Label entity.
+func newLabelMutation(c config, op Op, opts ...labelOption) *LabelMutation {
+	m := &LabelMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeLabel,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withLabelID sets the ID field of the mutation.
+func withLabelID(id uuid.UUID) labelOption {
+	return func(m *LabelMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *Label
+		)
+		m.oldValue = func(ctx context.Context) (*Label, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().Label.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withLabel sets the old Label of the mutation.
+func withLabel(node *Label) labelOption {
+	return func(m *LabelMutation) {
+		m.oldValue = func(context.Context) (*Label, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m LabelMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m LabelMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of Label entities.
+func (m *LabelMutation) SetID(id uuid.UUID) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *LabelMutation) ID() (id uuid.UUID, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *LabelMutation) IDs(ctx context.Context) ([]uuid.UUID, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []uuid.UUID{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().Label.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetAssetID sets the "asset_id" field.
+func (m *LabelMutation) SetAssetID(u uuid.UUID) {
+	m.asset_id = &u
+}
+
+// AssetID returns the value of the "asset_id" field in the mutation.
+func (m *LabelMutation) AssetID() (r uuid.UUID, exists bool) {
+	v := m.asset_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAssetID returns the old "asset_id" field's value of the Label entity.
+// If the Label object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *LabelMutation) OldAssetID(ctx context.Context) (v uuid.UUID, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAssetID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAssetID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAssetID: %w", err)
+	}
+	return oldValue.AssetID, nil
+}
+
+// ResetAssetID resets all changes to the "asset_id" field.
+func (m *LabelMutation) ResetAssetID() {
+	m.asset_id = nil
+}
+
+// SetColumnID sets the "column_id" field.
+func (m *LabelMutation) SetColumnID(u uuid.UUID) {
+	m.column_id = &u
+}
+
+// ColumnID returns the value of the "column_id" field in the mutation.
+func (m *LabelMutation) ColumnID() (r uuid.UUID, exists bool) {
+	v := m.column_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldColumnID returns the old "column_id" field's value of the Label entity.
+// If the Label object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *LabelMutation) OldColumnID(ctx context.Context) (v uuid.UUID, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldColumnID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldColumnID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldColumnID: %w", err)
+	}
+	return oldValue.ColumnID, nil
+}
+
+// ResetColumnID resets all changes to the "column_id" field.
+func (m *LabelMutation) ResetColumnID() {
+	m.column_id = nil
+}
+
+// SetKind sets the "kind" field.
+func (m *LabelMutation) SetKind(l label.Kind) {
+	m.kind = &l
+}
+
+// Kind returns the value of the "kind" field in the mutation.
+func (m *LabelMutation) Kind() (r label.Kind, exists bool) {
+	v := m.kind
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldKind returns the old "kind" field's value of the Label entity.
+// If the Label object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *LabelMutation) OldKind(ctx context.Context) (v label.Kind, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldKind is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldKind requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldKind: %w", err)
+	}
+	return oldValue.Kind, nil
+}
+
+// ResetKind resets all changes to the "kind" field.
+func (m *LabelMutation) ResetKind() {
+	m.kind = nil
+}
+
+// SetValue sets the "value" field.
+func (m *LabelMutation) SetValue(s string) {
+	m.value = &s
+}
+
+// Value returns the value of the "value" field in the mutation.
+func (m *LabelMutation) Value() (r string, exists bool) {
+	v := m.value
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldValue returns the old "value" field's value of the Label entity.
+// If the Label object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *LabelMutation) OldValue(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldValue is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldValue requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldValue: %w", err)
+	}
+	return oldValue.Value, nil
+}
+
+// ResetValue resets all changes to the "value" field.
+func (m *LabelMutation) ResetValue() {
+	m.value = nil
+}
+
+// SetSource sets the "source" field.
+func (m *LabelMutation) SetSource(l label.Source) {
+	m.source = &l
+}
+
+// Source returns the value of the "source" field in the mutation.
+func (m *LabelMutation) Source() (r label.Source, exists bool) {
+	v := m.source
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSource returns the old "source" field's value of the Label entity.
+// If the Label object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *LabelMutation) OldSource(ctx context.Context) (v label.Source, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSource is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSource requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSource: %w", err)
+	}
+	return oldValue.Source, nil
+}
+
+// ResetSource resets all changes to the "source" field.
+func (m *LabelMutation) ResetSource() {
+	m.source = nil
+}
+
+// SetFromAssetID sets the "from_asset_id" field.
+func (m *LabelMutation) SetFromAssetID(u uuid.UUID) {
+	m.from_asset_id = &u
+}
+
+// FromAssetID returns the value of the "from_asset_id" field in the mutation.
+func (m *LabelMutation) FromAssetID() (r uuid.UUID, exists bool) {
+	v := m.from_asset_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldFromAssetID returns the old "from_asset_id" field's value of the Label entity.
+// If the Label object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *LabelMutation) OldFromAssetID(ctx context.Context) (v *uuid.UUID, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldFromAssetID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldFromAssetID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldFromAssetID: %w", err)
+	}
+	return oldValue.FromAssetID, nil
+}
+
+// ClearFromAssetID clears the value of the "from_asset_id" field.
+func (m *LabelMutation) ClearFromAssetID() {
+	m.from_asset_id = nil
+	m.clearedFields[label.FieldFromAssetID] = struct{}{}
+}
+
+// FromAssetIDCleared returns if the "from_asset_id" field was cleared in this mutation.
+func (m *LabelMutation) FromAssetIDCleared() bool {
+	_, ok := m.clearedFields[label.FieldFromAssetID]
+	return ok
+}
+
+// ResetFromAssetID resets all changes to the "from_asset_id" field.
+func (m *LabelMutation) ResetFromAssetID() {
+	m.from_asset_id = nil
+	delete(m.clearedFields, label.FieldFromAssetID)
+}
+
+// SetFromColumnID sets the "from_column_id" field.
+func (m *LabelMutation) SetFromColumnID(u uuid.UUID) {
+	m.from_column_id = &u
+}
+
+// FromColumnID returns the value of the "from_column_id" field in the mutation.
+func (m *LabelMutation) FromColumnID() (r uuid.UUID, exists bool) {
+	v := m.from_column_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldFromColumnID returns the old "from_column_id" field's value of the Label entity.
+// If the Label object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *LabelMutation) OldFromColumnID(ctx context.Context) (v *uuid.UUID, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldFromColumnID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldFromColumnID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldFromColumnID: %w", err)
+	}
+	return oldValue.FromColumnID, nil
+}
+
+// ClearFromColumnID clears the value of the "from_column_id" field.
+func (m *LabelMutation) ClearFromColumnID() {
+	m.from_column_id = nil
+	m.clearedFields[label.FieldFromColumnID] = struct{}{}
+}
+
+// FromColumnIDCleared returns if the "from_column_id" field was cleared in this mutation.
+func (m *LabelMutation) FromColumnIDCleared() bool {
+	_, ok := m.clearedFields[label.FieldFromColumnID]
+	return ok
+}
+
+// ResetFromColumnID resets all changes to the "from_column_id" field.
+func (m *LabelMutation) ResetFromColumnID() {
+	m.from_column_id = nil
+	delete(m.clearedFields, label.FieldFromColumnID)
+}
+
+// SetAddedAt sets the "added_at" field.
+func (m *LabelMutation) SetAddedAt(t time.Time) {
+	m.added_at = &t
+}
+
+// AddedAt returns the value of the "added_at" field in the mutation.
+func (m *LabelMutation) AddedAt() (r time.Time, exists bool) {
+	v := m.added_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAddedAt returns the old "added_at" field's value of the Label entity.
+// If the Label object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *LabelMutation) OldAddedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAddedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAddedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAddedAt: %w", err)
+	}
+	return oldValue.AddedAt, nil
+}
+
+// ResetAddedAt resets all changes to the "added_at" field.
+func (m *LabelMutation) ResetAddedAt() {
+	m.added_at = nil
+}
+
+// SetAddedBy sets the "added_by" field.
+func (m *LabelMutation) SetAddedBy(s string) {
+	m.added_by = &s
+}
+
+// AddedBy returns the value of the "added_by" field in the mutation.
+func (m *LabelMutation) AddedBy() (r string, exists bool) {
+	v := m.added_by
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAddedBy returns the old "added_by" field's value of the Label entity.
+// If the Label object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *LabelMutation) OldAddedBy(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAddedBy is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAddedBy requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAddedBy: %w", err)
+	}
+	return oldValue.AddedBy, nil
+}
+
+// ResetAddedBy resets all changes to the "added_by" field.
+func (m *LabelMutation) ResetAddedBy() {
+	m.added_by = nil
+}
+
+// SetRemovedAt sets the "removed_at" field.
+func (m *LabelMutation) SetRemovedAt(t time.Time) {
+	m.removed_at = &t
+}
+
+// RemovedAt returns the value of the "removed_at" field in the mutation.
+func (m *LabelMutation) RemovedAt() (r time.Time, exists bool) {
+	v := m.removed_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldRemovedAt returns the old "removed_at" field's value of the Label entity.
+// If the Label object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *LabelMutation) OldRemovedAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldRemovedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldRemovedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldRemovedAt: %w", err)
+	}
+	return oldValue.RemovedAt, nil
+}
+
+// ClearRemovedAt clears the value of the "removed_at" field.
+func (m *LabelMutation) ClearRemovedAt() {
+	m.removed_at = nil
+	m.clearedFields[label.FieldRemovedAt] = struct{}{}
+}
+
+// RemovedAtCleared returns if the "removed_at" field was cleared in this mutation.
+func (m *LabelMutation) RemovedAtCleared() bool {
+	_, ok := m.clearedFields[label.FieldRemovedAt]
+	return ok
+}
+
+// ResetRemovedAt resets all changes to the "removed_at" field.
+func (m *LabelMutation) ResetRemovedAt() {
+	m.removed_at = nil
+	delete(m.clearedFields, label.FieldRemovedAt)
+}
+
+// SetRemovedBy sets the "removed_by" field.
+func (m *LabelMutation) SetRemovedBy(s string) {
+	m.removed_by = &s
+}
+
+// RemovedBy returns the value of the "removed_by" field in the mutation.
+func (m *LabelMutation) RemovedBy() (r string, exists bool) {
+	v := m.removed_by
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldRemovedBy returns the old "removed_by" field's value of the Label entity.
+// If the Label object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *LabelMutation) OldRemovedBy(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldRemovedBy is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldRemovedBy requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldRemovedBy: %w", err)
+	}
+	return oldValue.RemovedBy, nil
+}
+
+// ResetRemovedBy resets all changes to the "removed_by" field.
+func (m *LabelMutation) ResetRemovedBy() {
+	m.removed_by = nil
+}
+
+// Where appends a list predicates to the LabelMutation builder.
+func (m *LabelMutation) Where(ps ...predicate.Label) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the LabelMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *LabelMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.Label, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *LabelMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *LabelMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (Label).
+func (m *LabelMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *LabelMutation) Fields() []string {
+	fields := make([]string, 0, 11)
+	if m.asset_id != nil {
+		fields = append(fields, label.FieldAssetID)
+	}
+	if m.column_id != nil {
+		fields = append(fields, label.FieldColumnID)
+	}
+	if m.kind != nil {
+		fields = append(fields, label.FieldKind)
+	}
+	if m.value != nil {
+		fields = append(fields, label.FieldValue)
+	}
+	if m.source != nil {
+		fields = append(fields, label.FieldSource)
+	}
+	if m.from_asset_id != nil {
+		fields = append(fields, label.FieldFromAssetID)
+	}
+	if m.from_column_id != nil {
+		fields = append(fields, label.FieldFromColumnID)
+	}
+	if m.added_at != nil {
+		fields = append(fields, label.FieldAddedAt)
+	}
+	if m.added_by != nil {
+		fields = append(fields, label.FieldAddedBy)
+	}
+	if m.removed_at != nil {
+		fields = append(fields, label.FieldRemovedAt)
+	}
+	if m.removed_by != nil {
+		fields = append(fields, label.FieldRemovedBy)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *LabelMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case label.FieldAssetID:
+		return m.AssetID()
+	case label.FieldColumnID:
+		return m.ColumnID()
+	case label.FieldKind:
+		return m.Kind()
+	case label.FieldValue:
+		return m.Value()
+	case label.FieldSource:
+		return m.Source()
+	case label.FieldFromAssetID:
+		return m.FromAssetID()
+	case label.FieldFromColumnID:
+		return m.FromColumnID()
+	case label.FieldAddedAt:
+		return m.AddedAt()
+	case label.FieldAddedBy:
+		return m.AddedBy()
+	case label.FieldRemovedAt:
+		return m.RemovedAt()
+	case label.FieldRemovedBy:
+		return m.RemovedBy()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *LabelMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case label.FieldAssetID:
+		return m.OldAssetID(ctx)
+	case label.FieldColumnID:
+		return m.OldColumnID(ctx)
+	case label.FieldKind:
+		return m.OldKind(ctx)
+	case label.FieldValue:
+		return m.OldValue(ctx)
+	case label.FieldSource:
+		return m.OldSource(ctx)
+	case label.FieldFromAssetID:
+		return m.OldFromAssetID(ctx)
+	case label.FieldFromColumnID:
+		return m.OldFromColumnID(ctx)
+	case label.FieldAddedAt:
+		return m.OldAddedAt(ctx)
+	case label.FieldAddedBy:
+		return m.OldAddedBy(ctx)
+	case label.FieldRemovedAt:
+		return m.OldRemovedAt(ctx)
+	case label.FieldRemovedBy:
+		return m.OldRemovedBy(ctx)
+	}
+	return nil, fmt.Errorf("unknown Label field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *LabelMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case label.FieldAssetID:
+		v, ok := value.(uuid.UUID)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAssetID(v)
+		return nil
+	case label.FieldColumnID:
+		v, ok := value.(uuid.UUID)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetColumnID(v)
+		return nil
+	case label.FieldKind:
+		v, ok := value.(label.Kind)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetKind(v)
+		return nil
+	case label.FieldValue:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetValue(v)
+		return nil
+	case label.FieldSource:
+		v, ok := value.(label.Source)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSource(v)
+		return nil
+	case label.FieldFromAssetID:
+		v, ok := value.(uuid.UUID)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetFromAssetID(v)
+		return nil
+	case label.FieldFromColumnID:
+		v, ok := value.(uuid.UUID)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetFromColumnID(v)
+		return nil
+	case label.FieldAddedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAddedAt(v)
+		return nil
+	case label.FieldAddedBy:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAddedBy(v)
+		return nil
+	case label.FieldRemovedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetRemovedAt(v)
+		return nil
+	case label.FieldRemovedBy:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetRemovedBy(v)
+		return nil
+	}
+	return fmt.Errorf("unknown Label field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *LabelMutation) AddedFields() []string {
+	return nil
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *LabelMutation) AddedField(name string) (ent.Value, bool) {
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *LabelMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	}
+	return fmt.Errorf("unknown Label numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *LabelMutation) ClearedFields() []string {
+	var fields []string
+	if m.FieldCleared(label.FieldFromAssetID) {
+		fields = append(fields, label.FieldFromAssetID)
+	}
+	if m.FieldCleared(label.FieldFromColumnID) {
+		fields = append(fields, label.FieldFromColumnID)
+	}
+	if m.FieldCleared(label.FieldRemovedAt) {
+		fields = append(fields, label.FieldRemovedAt)
+	}
+	return fields
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *LabelMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *LabelMutation) ClearField(name string) error {
+	switch name {
+	case label.FieldFromAssetID:
+		m.ClearFromAssetID()
+		return nil
+	case label.FieldFromColumnID:
+		m.ClearFromColumnID()
+		return nil
+	case label.FieldRemovedAt:
+		m.ClearRemovedAt()
+		return nil
+	}
+	return fmt.Errorf("unknown Label nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *LabelMutation) ResetField(name string) error {
+	switch name {
+	case label.FieldAssetID:
+		m.ResetAssetID()
+		return nil
+	case label.FieldColumnID:
+		m.ResetColumnID()
+		return nil
+	case label.FieldKind:
+		m.ResetKind()
+		return nil
+	case label.FieldValue:
+		m.ResetValue()
+		return nil
+	case label.FieldSource:
+		m.ResetSource()
+		return nil
+	case label.FieldFromAssetID:
+		m.ResetFromAssetID()
+		return nil
+	case label.FieldFromColumnID:
+		m.ResetFromColumnID()
+		return nil
+	case label.FieldAddedAt:
+		m.ResetAddedAt()
+		return nil
+	case label.FieldAddedBy:
+		m.ResetAddedBy()
+		return nil
+	case label.FieldRemovedAt:
+		m.ResetRemovedAt()
+		return nil
+	case label.FieldRemovedBy:
+		m.ResetRemovedBy()
+		return nil
+	}
+	return fmt.Errorf("unknown Label field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *LabelMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *LabelMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *LabelMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *LabelMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *LabelMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *LabelMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *LabelMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown Label unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *LabelMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown Label edge %s", name)
 }
 
 // LineageEdgeMutation represents an operation that mutates the LineageEdge nodes in the graph.
@@ -21464,6 +24762,2587 @@ func (m *RunIOMutation) ClearEdge(name string) error {
 // It returns an error if the edge is not defined in the schema.
 func (m *RunIOMutation) ResetEdge(name string) error {
 	return fmt.Errorf("unknown RunIO edge %s", name)
+}
+
+// SchemaChangeMutation represents an operation that mutates the SchemaChange nodes in the graph.
+type SchemaChangeMutation struct {
+	config
+	op            Op
+	typ           string
+	id            *uuid.UUID
+	asset_id      *uuid.UUID
+	at            *time.Time
+	source        *string
+	schema_id     *int
+	addschema_id  *int
+	changes       *string
+	clearedFields map[string]struct{}
+	done          bool
+	oldValue      func(context.Context) (*SchemaChange, error)
+	predicates    []predicate.SchemaChange
+}
+
+var _ ent.Mutation = (*SchemaChangeMutation)(nil)
+
+// schemachangeOption allows management of the mutation configuration using functional options.
+type schemachangeOption func(*SchemaChangeMutation)
+
+// newSchemaChangeMutation creates new mutation for the SchemaChange entity.
+func newSchemaChangeMutation(c config, op Op, opts ...schemachangeOption) *SchemaChangeMutation {
+	m := &SchemaChangeMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeSchemaChange,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withSchemaChangeID sets the ID field of the mutation.
+func withSchemaChangeID(id uuid.UUID) schemachangeOption {
+	return func(m *SchemaChangeMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *SchemaChange
+		)
+		m.oldValue = func(ctx context.Context) (*SchemaChange, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().SchemaChange.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withSchemaChange sets the old SchemaChange of the mutation.
+func withSchemaChange(node *SchemaChange) schemachangeOption {
+	return func(m *SchemaChangeMutation) {
+		m.oldValue = func(context.Context) (*SchemaChange, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m SchemaChangeMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m SchemaChangeMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of SchemaChange entities.
+func (m *SchemaChangeMutation) SetID(id uuid.UUID) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *SchemaChangeMutation) ID() (id uuid.UUID, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *SchemaChangeMutation) IDs(ctx context.Context) ([]uuid.UUID, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []uuid.UUID{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().SchemaChange.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetAssetID sets the "asset_id" field.
+func (m *SchemaChangeMutation) SetAssetID(u uuid.UUID) {
+	m.asset_id = &u
+}
+
+// AssetID returns the value of the "asset_id" field in the mutation.
+func (m *SchemaChangeMutation) AssetID() (r uuid.UUID, exists bool) {
+	v := m.asset_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAssetID returns the old "asset_id" field's value of the SchemaChange entity.
+// If the SchemaChange object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SchemaChangeMutation) OldAssetID(ctx context.Context) (v uuid.UUID, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAssetID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAssetID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAssetID: %w", err)
+	}
+	return oldValue.AssetID, nil
+}
+
+// ResetAssetID resets all changes to the "asset_id" field.
+func (m *SchemaChangeMutation) ResetAssetID() {
+	m.asset_id = nil
+}
+
+// SetAt sets the "at" field.
+func (m *SchemaChangeMutation) SetAt(t time.Time) {
+	m.at = &t
+}
+
+// At returns the value of the "at" field in the mutation.
+func (m *SchemaChangeMutation) At() (r time.Time, exists bool) {
+	v := m.at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAt returns the old "at" field's value of the SchemaChange entity.
+// If the SchemaChange object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SchemaChangeMutation) OldAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAt: %w", err)
+	}
+	return oldValue.At, nil
+}
+
+// ResetAt resets all changes to the "at" field.
+func (m *SchemaChangeMutation) ResetAt() {
+	m.at = nil
+}
+
+// SetSource sets the "source" field.
+func (m *SchemaChangeMutation) SetSource(s string) {
+	m.source = &s
+}
+
+// Source returns the value of the "source" field in the mutation.
+func (m *SchemaChangeMutation) Source() (r string, exists bool) {
+	v := m.source
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSource returns the old "source" field's value of the SchemaChange entity.
+// If the SchemaChange object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SchemaChangeMutation) OldSource(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSource is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSource requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSource: %w", err)
+	}
+	return oldValue.Source, nil
+}
+
+// ResetSource resets all changes to the "source" field.
+func (m *SchemaChangeMutation) ResetSource() {
+	m.source = nil
+}
+
+// SetSchemaID sets the "schema_id" field.
+func (m *SchemaChangeMutation) SetSchemaID(i int) {
+	m.schema_id = &i
+	m.addschema_id = nil
+}
+
+// SchemaID returns the value of the "schema_id" field in the mutation.
+func (m *SchemaChangeMutation) SchemaID() (r int, exists bool) {
+	v := m.schema_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSchemaID returns the old "schema_id" field's value of the SchemaChange entity.
+// If the SchemaChange object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SchemaChangeMutation) OldSchemaID(ctx context.Context) (v *int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSchemaID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSchemaID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSchemaID: %w", err)
+	}
+	return oldValue.SchemaID, nil
+}
+
+// AddSchemaID adds i to the "schema_id" field.
+func (m *SchemaChangeMutation) AddSchemaID(i int) {
+	if m.addschema_id != nil {
+		*m.addschema_id += i
+	} else {
+		m.addschema_id = &i
+	}
+}
+
+// AddedSchemaID returns the value that was added to the "schema_id" field in this mutation.
+func (m *SchemaChangeMutation) AddedSchemaID() (r int, exists bool) {
+	v := m.addschema_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ClearSchemaID clears the value of the "schema_id" field.
+func (m *SchemaChangeMutation) ClearSchemaID() {
+	m.schema_id = nil
+	m.addschema_id = nil
+	m.clearedFields[schemachange.FieldSchemaID] = struct{}{}
+}
+
+// SchemaIDCleared returns if the "schema_id" field was cleared in this mutation.
+func (m *SchemaChangeMutation) SchemaIDCleared() bool {
+	_, ok := m.clearedFields[schemachange.FieldSchemaID]
+	return ok
+}
+
+// ResetSchemaID resets all changes to the "schema_id" field.
+func (m *SchemaChangeMutation) ResetSchemaID() {
+	m.schema_id = nil
+	m.addschema_id = nil
+	delete(m.clearedFields, schemachange.FieldSchemaID)
+}
+
+// SetChanges sets the "changes" field.
+func (m *SchemaChangeMutation) SetChanges(s string) {
+	m.changes = &s
+}
+
+// Changes returns the value of the "changes" field in the mutation.
+func (m *SchemaChangeMutation) Changes() (r string, exists bool) {
+	v := m.changes
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldChanges returns the old "changes" field's value of the SchemaChange entity.
+// If the SchemaChange object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SchemaChangeMutation) OldChanges(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldChanges is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldChanges requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldChanges: %w", err)
+	}
+	return oldValue.Changes, nil
+}
+
+// ResetChanges resets all changes to the "changes" field.
+func (m *SchemaChangeMutation) ResetChanges() {
+	m.changes = nil
+}
+
+// Where appends a list predicates to the SchemaChangeMutation builder.
+func (m *SchemaChangeMutation) Where(ps ...predicate.SchemaChange) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the SchemaChangeMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *SchemaChangeMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.SchemaChange, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *SchemaChangeMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *SchemaChangeMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (SchemaChange).
+func (m *SchemaChangeMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *SchemaChangeMutation) Fields() []string {
+	fields := make([]string, 0, 5)
+	if m.asset_id != nil {
+		fields = append(fields, schemachange.FieldAssetID)
+	}
+	if m.at != nil {
+		fields = append(fields, schemachange.FieldAt)
+	}
+	if m.source != nil {
+		fields = append(fields, schemachange.FieldSource)
+	}
+	if m.schema_id != nil {
+		fields = append(fields, schemachange.FieldSchemaID)
+	}
+	if m.changes != nil {
+		fields = append(fields, schemachange.FieldChanges)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *SchemaChangeMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case schemachange.FieldAssetID:
+		return m.AssetID()
+	case schemachange.FieldAt:
+		return m.At()
+	case schemachange.FieldSource:
+		return m.Source()
+	case schemachange.FieldSchemaID:
+		return m.SchemaID()
+	case schemachange.FieldChanges:
+		return m.Changes()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *SchemaChangeMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case schemachange.FieldAssetID:
+		return m.OldAssetID(ctx)
+	case schemachange.FieldAt:
+		return m.OldAt(ctx)
+	case schemachange.FieldSource:
+		return m.OldSource(ctx)
+	case schemachange.FieldSchemaID:
+		return m.OldSchemaID(ctx)
+	case schemachange.FieldChanges:
+		return m.OldChanges(ctx)
+	}
+	return nil, fmt.Errorf("unknown SchemaChange field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *SchemaChangeMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case schemachange.FieldAssetID:
+		v, ok := value.(uuid.UUID)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAssetID(v)
+		return nil
+	case schemachange.FieldAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAt(v)
+		return nil
+	case schemachange.FieldSource:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSource(v)
+		return nil
+	case schemachange.FieldSchemaID:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSchemaID(v)
+		return nil
+	case schemachange.FieldChanges:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetChanges(v)
+		return nil
+	}
+	return fmt.Errorf("unknown SchemaChange field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *SchemaChangeMutation) AddedFields() []string {
+	var fields []string
+	if m.addschema_id != nil {
+		fields = append(fields, schemachange.FieldSchemaID)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *SchemaChangeMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case schemachange.FieldSchemaID:
+		return m.AddedSchemaID()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *SchemaChangeMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case schemachange.FieldSchemaID:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddSchemaID(v)
+		return nil
+	}
+	return fmt.Errorf("unknown SchemaChange numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *SchemaChangeMutation) ClearedFields() []string {
+	var fields []string
+	if m.FieldCleared(schemachange.FieldSchemaID) {
+		fields = append(fields, schemachange.FieldSchemaID)
+	}
+	return fields
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *SchemaChangeMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *SchemaChangeMutation) ClearField(name string) error {
+	switch name {
+	case schemachange.FieldSchemaID:
+		m.ClearSchemaID()
+		return nil
+	}
+	return fmt.Errorf("unknown SchemaChange nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *SchemaChangeMutation) ResetField(name string) error {
+	switch name {
+	case schemachange.FieldAssetID:
+		m.ResetAssetID()
+		return nil
+	case schemachange.FieldAt:
+		m.ResetAt()
+		return nil
+	case schemachange.FieldSource:
+		m.ResetSource()
+		return nil
+	case schemachange.FieldSchemaID:
+		m.ResetSchemaID()
+		return nil
+	case schemachange.FieldChanges:
+		m.ResetChanges()
+		return nil
+	}
+	return fmt.Errorf("unknown SchemaChange field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *SchemaChangeMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *SchemaChangeMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *SchemaChangeMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *SchemaChangeMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *SchemaChangeMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *SchemaChangeMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *SchemaChangeMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown SchemaChange unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *SchemaChangeMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown SchemaChange edge %s", name)
+}
+
+// SearchDocMutation represents an operation that mutates the SearchDoc nodes in the graph.
+type SearchDocMutation struct {
+	config
+	op               Op
+	typ              string
+	id               *int
+	asset_id         *uuid.UUID
+	kind             *string
+	status           *string
+	namespace        *string
+	name             *string
+	name_key         *string
+	t_name           *string
+	t_former         *string
+	t_labels         *string
+	t_body           *string
+	asset_version    *int64
+	addasset_version *int64
+	clearedFields    map[string]struct{}
+	done             bool
+	oldValue         func(context.Context) (*SearchDoc, error)
+	predicates       []predicate.SearchDoc
+}
+
+var _ ent.Mutation = (*SearchDocMutation)(nil)
+
+// searchdocOption allows management of the mutation configuration using functional options.
+type searchdocOption func(*SearchDocMutation)
+
+// newSearchDocMutation creates new mutation for the SearchDoc entity.
+func newSearchDocMutation(c config, op Op, opts ...searchdocOption) *SearchDocMutation {
+	m := &SearchDocMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeSearchDoc,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withSearchDocID sets the ID field of the mutation.
+func withSearchDocID(id int) searchdocOption {
+	return func(m *SearchDocMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *SearchDoc
+		)
+		m.oldValue = func(ctx context.Context) (*SearchDoc, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().SearchDoc.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withSearchDoc sets the old SearchDoc of the mutation.
+func withSearchDoc(node *SearchDoc) searchdocOption {
+	return func(m *SearchDocMutation) {
+		m.oldValue = func(context.Context) (*SearchDoc, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m SearchDocMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m SearchDocMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *SearchDocMutation) ID() (id int, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *SearchDocMutation) IDs(ctx context.Context) ([]int, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []int{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().SearchDoc.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetAssetID sets the "asset_id" field.
+func (m *SearchDocMutation) SetAssetID(u uuid.UUID) {
+	m.asset_id = &u
+}
+
+// AssetID returns the value of the "asset_id" field in the mutation.
+func (m *SearchDocMutation) AssetID() (r uuid.UUID, exists bool) {
+	v := m.asset_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAssetID returns the old "asset_id" field's value of the SearchDoc entity.
+// If the SearchDoc object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SearchDocMutation) OldAssetID(ctx context.Context) (v uuid.UUID, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAssetID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAssetID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAssetID: %w", err)
+	}
+	return oldValue.AssetID, nil
+}
+
+// ResetAssetID resets all changes to the "asset_id" field.
+func (m *SearchDocMutation) ResetAssetID() {
+	m.asset_id = nil
+}
+
+// SetKind sets the "kind" field.
+func (m *SearchDocMutation) SetKind(s string) {
+	m.kind = &s
+}
+
+// Kind returns the value of the "kind" field in the mutation.
+func (m *SearchDocMutation) Kind() (r string, exists bool) {
+	v := m.kind
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldKind returns the old "kind" field's value of the SearchDoc entity.
+// If the SearchDoc object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SearchDocMutation) OldKind(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldKind is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldKind requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldKind: %w", err)
+	}
+	return oldValue.Kind, nil
+}
+
+// ResetKind resets all changes to the "kind" field.
+func (m *SearchDocMutation) ResetKind() {
+	m.kind = nil
+}
+
+// SetStatus sets the "status" field.
+func (m *SearchDocMutation) SetStatus(s string) {
+	m.status = &s
+}
+
+// Status returns the value of the "status" field in the mutation.
+func (m *SearchDocMutation) Status() (r string, exists bool) {
+	v := m.status
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldStatus returns the old "status" field's value of the SearchDoc entity.
+// If the SearchDoc object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SearchDocMutation) OldStatus(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldStatus is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldStatus requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldStatus: %w", err)
+	}
+	return oldValue.Status, nil
+}
+
+// ResetStatus resets all changes to the "status" field.
+func (m *SearchDocMutation) ResetStatus() {
+	m.status = nil
+}
+
+// SetNamespace sets the "namespace" field.
+func (m *SearchDocMutation) SetNamespace(s string) {
+	m.namespace = &s
+}
+
+// Namespace returns the value of the "namespace" field in the mutation.
+func (m *SearchDocMutation) Namespace() (r string, exists bool) {
+	v := m.namespace
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldNamespace returns the old "namespace" field's value of the SearchDoc entity.
+// If the SearchDoc object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SearchDocMutation) OldNamespace(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldNamespace is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldNamespace requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldNamespace: %w", err)
+	}
+	return oldValue.Namespace, nil
+}
+
+// ResetNamespace resets all changes to the "namespace" field.
+func (m *SearchDocMutation) ResetNamespace() {
+	m.namespace = nil
+}
+
+// SetName sets the "name" field.
+func (m *SearchDocMutation) SetName(s string) {
+	m.name = &s
+}
+
+// Name returns the value of the "name" field in the mutation.
+func (m *SearchDocMutation) Name() (r string, exists bool) {
+	v := m.name
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldName returns the old "name" field's value of the SearchDoc entity.
+// If the SearchDoc object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SearchDocMutation) OldName(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldName is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldName requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldName: %w", err)
+	}
+	return oldValue.Name, nil
+}
+
+// ResetName resets all changes to the "name" field.
+func (m *SearchDocMutation) ResetName() {
+	m.name = nil
+}
+
+// SetNameKey sets the "name_key" field.
+func (m *SearchDocMutation) SetNameKey(s string) {
+	m.name_key = &s
+}
+
+// NameKey returns the value of the "name_key" field in the mutation.
+func (m *SearchDocMutation) NameKey() (r string, exists bool) {
+	v := m.name_key
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldNameKey returns the old "name_key" field's value of the SearchDoc entity.
+// If the SearchDoc object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SearchDocMutation) OldNameKey(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldNameKey is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldNameKey requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldNameKey: %w", err)
+	}
+	return oldValue.NameKey, nil
+}
+
+// ResetNameKey resets all changes to the "name_key" field.
+func (m *SearchDocMutation) ResetNameKey() {
+	m.name_key = nil
+}
+
+// SetTName sets the "t_name" field.
+func (m *SearchDocMutation) SetTName(s string) {
+	m.t_name = &s
+}
+
+// TName returns the value of the "t_name" field in the mutation.
+func (m *SearchDocMutation) TName() (r string, exists bool) {
+	v := m.t_name
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTName returns the old "t_name" field's value of the SearchDoc entity.
+// If the SearchDoc object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SearchDocMutation) OldTName(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTName is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTName requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTName: %w", err)
+	}
+	return oldValue.TName, nil
+}
+
+// ResetTName resets all changes to the "t_name" field.
+func (m *SearchDocMutation) ResetTName() {
+	m.t_name = nil
+}
+
+// SetTFormer sets the "t_former" field.
+func (m *SearchDocMutation) SetTFormer(s string) {
+	m.t_former = &s
+}
+
+// TFormer returns the value of the "t_former" field in the mutation.
+func (m *SearchDocMutation) TFormer() (r string, exists bool) {
+	v := m.t_former
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTFormer returns the old "t_former" field's value of the SearchDoc entity.
+// If the SearchDoc object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SearchDocMutation) OldTFormer(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTFormer is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTFormer requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTFormer: %w", err)
+	}
+	return oldValue.TFormer, nil
+}
+
+// ResetTFormer resets all changes to the "t_former" field.
+func (m *SearchDocMutation) ResetTFormer() {
+	m.t_former = nil
+}
+
+// SetTLabels sets the "t_labels" field.
+func (m *SearchDocMutation) SetTLabels(s string) {
+	m.t_labels = &s
+}
+
+// TLabels returns the value of the "t_labels" field in the mutation.
+func (m *SearchDocMutation) TLabels() (r string, exists bool) {
+	v := m.t_labels
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTLabels returns the old "t_labels" field's value of the SearchDoc entity.
+// If the SearchDoc object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SearchDocMutation) OldTLabels(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTLabels is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTLabels requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTLabels: %w", err)
+	}
+	return oldValue.TLabels, nil
+}
+
+// ResetTLabels resets all changes to the "t_labels" field.
+func (m *SearchDocMutation) ResetTLabels() {
+	m.t_labels = nil
+}
+
+// SetTBody sets the "t_body" field.
+func (m *SearchDocMutation) SetTBody(s string) {
+	m.t_body = &s
+}
+
+// TBody returns the value of the "t_body" field in the mutation.
+func (m *SearchDocMutation) TBody() (r string, exists bool) {
+	v := m.t_body
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTBody returns the old "t_body" field's value of the SearchDoc entity.
+// If the SearchDoc object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SearchDocMutation) OldTBody(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTBody is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTBody requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTBody: %w", err)
+	}
+	return oldValue.TBody, nil
+}
+
+// ResetTBody resets all changes to the "t_body" field.
+func (m *SearchDocMutation) ResetTBody() {
+	m.t_body = nil
+}
+
+// SetAssetVersion sets the "asset_version" field.
+func (m *SearchDocMutation) SetAssetVersion(i int64) {
+	m.asset_version = &i
+	m.addasset_version = nil
+}
+
+// AssetVersion returns the value of the "asset_version" field in the mutation.
+func (m *SearchDocMutation) AssetVersion() (r int64, exists bool) {
+	v := m.asset_version
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAssetVersion returns the old "asset_version" field's value of the SearchDoc entity.
+// If the SearchDoc object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SearchDocMutation) OldAssetVersion(ctx context.Context) (v int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAssetVersion is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAssetVersion requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAssetVersion: %w", err)
+	}
+	return oldValue.AssetVersion, nil
+}
+
+// AddAssetVersion adds i to the "asset_version" field.
+func (m *SearchDocMutation) AddAssetVersion(i int64) {
+	if m.addasset_version != nil {
+		*m.addasset_version += i
+	} else {
+		m.addasset_version = &i
+	}
+}
+
+// AddedAssetVersion returns the value that was added to the "asset_version" field in this mutation.
+func (m *SearchDocMutation) AddedAssetVersion() (r int64, exists bool) {
+	v := m.addasset_version
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetAssetVersion resets all changes to the "asset_version" field.
+func (m *SearchDocMutation) ResetAssetVersion() {
+	m.asset_version = nil
+	m.addasset_version = nil
+}
+
+// Where appends a list predicates to the SearchDocMutation builder.
+func (m *SearchDocMutation) Where(ps ...predicate.SearchDoc) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the SearchDocMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *SearchDocMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.SearchDoc, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *SearchDocMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *SearchDocMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (SearchDoc).
+func (m *SearchDocMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *SearchDocMutation) Fields() []string {
+	fields := make([]string, 0, 11)
+	if m.asset_id != nil {
+		fields = append(fields, searchdoc.FieldAssetID)
+	}
+	if m.kind != nil {
+		fields = append(fields, searchdoc.FieldKind)
+	}
+	if m.status != nil {
+		fields = append(fields, searchdoc.FieldStatus)
+	}
+	if m.namespace != nil {
+		fields = append(fields, searchdoc.FieldNamespace)
+	}
+	if m.name != nil {
+		fields = append(fields, searchdoc.FieldName)
+	}
+	if m.name_key != nil {
+		fields = append(fields, searchdoc.FieldNameKey)
+	}
+	if m.t_name != nil {
+		fields = append(fields, searchdoc.FieldTName)
+	}
+	if m.t_former != nil {
+		fields = append(fields, searchdoc.FieldTFormer)
+	}
+	if m.t_labels != nil {
+		fields = append(fields, searchdoc.FieldTLabels)
+	}
+	if m.t_body != nil {
+		fields = append(fields, searchdoc.FieldTBody)
+	}
+	if m.asset_version != nil {
+		fields = append(fields, searchdoc.FieldAssetVersion)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *SearchDocMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case searchdoc.FieldAssetID:
+		return m.AssetID()
+	case searchdoc.FieldKind:
+		return m.Kind()
+	case searchdoc.FieldStatus:
+		return m.Status()
+	case searchdoc.FieldNamespace:
+		return m.Namespace()
+	case searchdoc.FieldName:
+		return m.Name()
+	case searchdoc.FieldNameKey:
+		return m.NameKey()
+	case searchdoc.FieldTName:
+		return m.TName()
+	case searchdoc.FieldTFormer:
+		return m.TFormer()
+	case searchdoc.FieldTLabels:
+		return m.TLabels()
+	case searchdoc.FieldTBody:
+		return m.TBody()
+	case searchdoc.FieldAssetVersion:
+		return m.AssetVersion()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *SearchDocMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case searchdoc.FieldAssetID:
+		return m.OldAssetID(ctx)
+	case searchdoc.FieldKind:
+		return m.OldKind(ctx)
+	case searchdoc.FieldStatus:
+		return m.OldStatus(ctx)
+	case searchdoc.FieldNamespace:
+		return m.OldNamespace(ctx)
+	case searchdoc.FieldName:
+		return m.OldName(ctx)
+	case searchdoc.FieldNameKey:
+		return m.OldNameKey(ctx)
+	case searchdoc.FieldTName:
+		return m.OldTName(ctx)
+	case searchdoc.FieldTFormer:
+		return m.OldTFormer(ctx)
+	case searchdoc.FieldTLabels:
+		return m.OldTLabels(ctx)
+	case searchdoc.FieldTBody:
+		return m.OldTBody(ctx)
+	case searchdoc.FieldAssetVersion:
+		return m.OldAssetVersion(ctx)
+	}
+	return nil, fmt.Errorf("unknown SearchDoc field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *SearchDocMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case searchdoc.FieldAssetID:
+		v, ok := value.(uuid.UUID)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAssetID(v)
+		return nil
+	case searchdoc.FieldKind:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetKind(v)
+		return nil
+	case searchdoc.FieldStatus:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetStatus(v)
+		return nil
+	case searchdoc.FieldNamespace:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetNamespace(v)
+		return nil
+	case searchdoc.FieldName:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetName(v)
+		return nil
+	case searchdoc.FieldNameKey:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetNameKey(v)
+		return nil
+	case searchdoc.FieldTName:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTName(v)
+		return nil
+	case searchdoc.FieldTFormer:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTFormer(v)
+		return nil
+	case searchdoc.FieldTLabels:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTLabels(v)
+		return nil
+	case searchdoc.FieldTBody:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTBody(v)
+		return nil
+	case searchdoc.FieldAssetVersion:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAssetVersion(v)
+		return nil
+	}
+	return fmt.Errorf("unknown SearchDoc field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *SearchDocMutation) AddedFields() []string {
+	var fields []string
+	if m.addasset_version != nil {
+		fields = append(fields, searchdoc.FieldAssetVersion)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *SearchDocMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case searchdoc.FieldAssetVersion:
+		return m.AddedAssetVersion()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *SearchDocMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case searchdoc.FieldAssetVersion:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddAssetVersion(v)
+		return nil
+	}
+	return fmt.Errorf("unknown SearchDoc numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *SearchDocMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *SearchDocMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *SearchDocMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown SearchDoc nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *SearchDocMutation) ResetField(name string) error {
+	switch name {
+	case searchdoc.FieldAssetID:
+		m.ResetAssetID()
+		return nil
+	case searchdoc.FieldKind:
+		m.ResetKind()
+		return nil
+	case searchdoc.FieldStatus:
+		m.ResetStatus()
+		return nil
+	case searchdoc.FieldNamespace:
+		m.ResetNamespace()
+		return nil
+	case searchdoc.FieldName:
+		m.ResetName()
+		return nil
+	case searchdoc.FieldNameKey:
+		m.ResetNameKey()
+		return nil
+	case searchdoc.FieldTName:
+		m.ResetTName()
+		return nil
+	case searchdoc.FieldTFormer:
+		m.ResetTFormer()
+		return nil
+	case searchdoc.FieldTLabels:
+		m.ResetTLabels()
+		return nil
+	case searchdoc.FieldTBody:
+		m.ResetTBody()
+		return nil
+	case searchdoc.FieldAssetVersion:
+		m.ResetAssetVersion()
+		return nil
+	}
+	return fmt.Errorf("unknown SearchDoc field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *SearchDocMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *SearchDocMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *SearchDocMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *SearchDocMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *SearchDocMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *SearchDocMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *SearchDocMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown SearchDoc unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *SearchDocMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown SearchDoc edge %s", name)
+}
+
+// SearchFacetMutation represents an operation that mutates the SearchFacet nodes in the graph.
+type SearchFacetMutation struct {
+	config
+	op            Op
+	typ           string
+	id            *int
+	doc_id        *int
+	adddoc_id     *int
+	facet         *string
+	value         *string
+	clearedFields map[string]struct{}
+	done          bool
+	oldValue      func(context.Context) (*SearchFacet, error)
+	predicates    []predicate.SearchFacet
+}
+
+var _ ent.Mutation = (*SearchFacetMutation)(nil)
+
+// searchfacetOption allows management of the mutation configuration using functional options.
+type searchfacetOption func(*SearchFacetMutation)
+
+// newSearchFacetMutation creates new mutation for the SearchFacet entity.
+func newSearchFacetMutation(c config, op Op, opts ...searchfacetOption) *SearchFacetMutation {
+	m := &SearchFacetMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeSearchFacet,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withSearchFacetID sets the ID field of the mutation.
+func withSearchFacetID(id int) searchfacetOption {
+	return func(m *SearchFacetMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *SearchFacet
+		)
+		m.oldValue = func(ctx context.Context) (*SearchFacet, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().SearchFacet.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withSearchFacet sets the old SearchFacet of the mutation.
+func withSearchFacet(node *SearchFacet) searchfacetOption {
+	return func(m *SearchFacetMutation) {
+		m.oldValue = func(context.Context) (*SearchFacet, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m SearchFacetMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m SearchFacetMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *SearchFacetMutation) ID() (id int, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *SearchFacetMutation) IDs(ctx context.Context) ([]int, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []int{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().SearchFacet.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetDocID sets the "doc_id" field.
+func (m *SearchFacetMutation) SetDocID(i int) {
+	m.doc_id = &i
+	m.adddoc_id = nil
+}
+
+// DocID returns the value of the "doc_id" field in the mutation.
+func (m *SearchFacetMutation) DocID() (r int, exists bool) {
+	v := m.doc_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldDocID returns the old "doc_id" field's value of the SearchFacet entity.
+// If the SearchFacet object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SearchFacetMutation) OldDocID(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldDocID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldDocID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldDocID: %w", err)
+	}
+	return oldValue.DocID, nil
+}
+
+// AddDocID adds i to the "doc_id" field.
+func (m *SearchFacetMutation) AddDocID(i int) {
+	if m.adddoc_id != nil {
+		*m.adddoc_id += i
+	} else {
+		m.adddoc_id = &i
+	}
+}
+
+// AddedDocID returns the value that was added to the "doc_id" field in this mutation.
+func (m *SearchFacetMutation) AddedDocID() (r int, exists bool) {
+	v := m.adddoc_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetDocID resets all changes to the "doc_id" field.
+func (m *SearchFacetMutation) ResetDocID() {
+	m.doc_id = nil
+	m.adddoc_id = nil
+}
+
+// SetFacet sets the "facet" field.
+func (m *SearchFacetMutation) SetFacet(s string) {
+	m.facet = &s
+}
+
+// Facet returns the value of the "facet" field in the mutation.
+func (m *SearchFacetMutation) Facet() (r string, exists bool) {
+	v := m.facet
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldFacet returns the old "facet" field's value of the SearchFacet entity.
+// If the SearchFacet object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SearchFacetMutation) OldFacet(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldFacet is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldFacet requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldFacet: %w", err)
+	}
+	return oldValue.Facet, nil
+}
+
+// ResetFacet resets all changes to the "facet" field.
+func (m *SearchFacetMutation) ResetFacet() {
+	m.facet = nil
+}
+
+// SetValue sets the "value" field.
+func (m *SearchFacetMutation) SetValue(s string) {
+	m.value = &s
+}
+
+// Value returns the value of the "value" field in the mutation.
+func (m *SearchFacetMutation) Value() (r string, exists bool) {
+	v := m.value
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldValue returns the old "value" field's value of the SearchFacet entity.
+// If the SearchFacet object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SearchFacetMutation) OldValue(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldValue is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldValue requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldValue: %w", err)
+	}
+	return oldValue.Value, nil
+}
+
+// ResetValue resets all changes to the "value" field.
+func (m *SearchFacetMutation) ResetValue() {
+	m.value = nil
+}
+
+// Where appends a list predicates to the SearchFacetMutation builder.
+func (m *SearchFacetMutation) Where(ps ...predicate.SearchFacet) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the SearchFacetMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *SearchFacetMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.SearchFacet, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *SearchFacetMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *SearchFacetMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (SearchFacet).
+func (m *SearchFacetMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *SearchFacetMutation) Fields() []string {
+	fields := make([]string, 0, 3)
+	if m.doc_id != nil {
+		fields = append(fields, searchfacet.FieldDocID)
+	}
+	if m.facet != nil {
+		fields = append(fields, searchfacet.FieldFacet)
+	}
+	if m.value != nil {
+		fields = append(fields, searchfacet.FieldValue)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *SearchFacetMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case searchfacet.FieldDocID:
+		return m.DocID()
+	case searchfacet.FieldFacet:
+		return m.Facet()
+	case searchfacet.FieldValue:
+		return m.Value()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *SearchFacetMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case searchfacet.FieldDocID:
+		return m.OldDocID(ctx)
+	case searchfacet.FieldFacet:
+		return m.OldFacet(ctx)
+	case searchfacet.FieldValue:
+		return m.OldValue(ctx)
+	}
+	return nil, fmt.Errorf("unknown SearchFacet field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *SearchFacetMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case searchfacet.FieldDocID:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetDocID(v)
+		return nil
+	case searchfacet.FieldFacet:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetFacet(v)
+		return nil
+	case searchfacet.FieldValue:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetValue(v)
+		return nil
+	}
+	return fmt.Errorf("unknown SearchFacet field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *SearchFacetMutation) AddedFields() []string {
+	var fields []string
+	if m.adddoc_id != nil {
+		fields = append(fields, searchfacet.FieldDocID)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *SearchFacetMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case searchfacet.FieldDocID:
+		return m.AddedDocID()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *SearchFacetMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case searchfacet.FieldDocID:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddDocID(v)
+		return nil
+	}
+	return fmt.Errorf("unknown SearchFacet numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *SearchFacetMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *SearchFacetMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *SearchFacetMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown SearchFacet nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *SearchFacetMutation) ResetField(name string) error {
+	switch name {
+	case searchfacet.FieldDocID:
+		m.ResetDocID()
+		return nil
+	case searchfacet.FieldFacet:
+		m.ResetFacet()
+		return nil
+	case searchfacet.FieldValue:
+		m.ResetValue()
+		return nil
+	}
+	return fmt.Errorf("unknown SearchFacet field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *SearchFacetMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *SearchFacetMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *SearchFacetMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *SearchFacetMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *SearchFacetMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *SearchFacetMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *SearchFacetMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown SearchFacet unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *SearchFacetMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown SearchFacet edge %s", name)
+}
+
+// SuggestionDecisionMutation represents an operation that mutates the SuggestionDecision nodes in the graph.
+type SuggestionDecisionMutation struct {
+	config
+	op             Op
+	typ            string
+	id             *uuid.UUID
+	asset_id       *uuid.UUID
+	column_path    *string
+	tag            *string
+	from_column_id *uuid.UUID
+	decided_by     *string
+	decided_at     *time.Time
+	clearedFields  map[string]struct{}
+	done           bool
+	oldValue       func(context.Context) (*SuggestionDecision, error)
+	predicates     []predicate.SuggestionDecision
+}
+
+var _ ent.Mutation = (*SuggestionDecisionMutation)(nil)
+
+// suggestiondecisionOption allows management of the mutation configuration using functional options.
+type suggestiondecisionOption func(*SuggestionDecisionMutation)
+
+// newSuggestionDecisionMutation creates new mutation for the SuggestionDecision entity.
+func newSuggestionDecisionMutation(c config, op Op, opts ...suggestiondecisionOption) *SuggestionDecisionMutation {
+	m := &SuggestionDecisionMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeSuggestionDecision,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withSuggestionDecisionID sets the ID field of the mutation.
+func withSuggestionDecisionID(id uuid.UUID) suggestiondecisionOption {
+	return func(m *SuggestionDecisionMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *SuggestionDecision
+		)
+		m.oldValue = func(ctx context.Context) (*SuggestionDecision, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().SuggestionDecision.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withSuggestionDecision sets the old SuggestionDecision of the mutation.
+func withSuggestionDecision(node *SuggestionDecision) suggestiondecisionOption {
+	return func(m *SuggestionDecisionMutation) {
+		m.oldValue = func(context.Context) (*SuggestionDecision, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m SuggestionDecisionMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m SuggestionDecisionMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of SuggestionDecision entities.
+func (m *SuggestionDecisionMutation) SetID(id uuid.UUID) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *SuggestionDecisionMutation) ID() (id uuid.UUID, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *SuggestionDecisionMutation) IDs(ctx context.Context) ([]uuid.UUID, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []uuid.UUID{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().SuggestionDecision.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetAssetID sets the "asset_id" field.
+func (m *SuggestionDecisionMutation) SetAssetID(u uuid.UUID) {
+	m.asset_id = &u
+}
+
+// AssetID returns the value of the "asset_id" field in the mutation.
+func (m *SuggestionDecisionMutation) AssetID() (r uuid.UUID, exists bool) {
+	v := m.asset_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAssetID returns the old "asset_id" field's value of the SuggestionDecision entity.
+// If the SuggestionDecision object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SuggestionDecisionMutation) OldAssetID(ctx context.Context) (v uuid.UUID, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAssetID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAssetID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAssetID: %w", err)
+	}
+	return oldValue.AssetID, nil
+}
+
+// ResetAssetID resets all changes to the "asset_id" field.
+func (m *SuggestionDecisionMutation) ResetAssetID() {
+	m.asset_id = nil
+}
+
+// SetColumnPath sets the "column_path" field.
+func (m *SuggestionDecisionMutation) SetColumnPath(s string) {
+	m.column_path = &s
+}
+
+// ColumnPath returns the value of the "column_path" field in the mutation.
+func (m *SuggestionDecisionMutation) ColumnPath() (r string, exists bool) {
+	v := m.column_path
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldColumnPath returns the old "column_path" field's value of the SuggestionDecision entity.
+// If the SuggestionDecision object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SuggestionDecisionMutation) OldColumnPath(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldColumnPath is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldColumnPath requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldColumnPath: %w", err)
+	}
+	return oldValue.ColumnPath, nil
+}
+
+// ResetColumnPath resets all changes to the "column_path" field.
+func (m *SuggestionDecisionMutation) ResetColumnPath() {
+	m.column_path = nil
+}
+
+// SetTag sets the "tag" field.
+func (m *SuggestionDecisionMutation) SetTag(s string) {
+	m.tag = &s
+}
+
+// Tag returns the value of the "tag" field in the mutation.
+func (m *SuggestionDecisionMutation) Tag() (r string, exists bool) {
+	v := m.tag
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTag returns the old "tag" field's value of the SuggestionDecision entity.
+// If the SuggestionDecision object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SuggestionDecisionMutation) OldTag(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTag is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTag requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTag: %w", err)
+	}
+	return oldValue.Tag, nil
+}
+
+// ResetTag resets all changes to the "tag" field.
+func (m *SuggestionDecisionMutation) ResetTag() {
+	m.tag = nil
+}
+
+// SetFromColumnID sets the "from_column_id" field.
+func (m *SuggestionDecisionMutation) SetFromColumnID(u uuid.UUID) {
+	m.from_column_id = &u
+}
+
+// FromColumnID returns the value of the "from_column_id" field in the mutation.
+func (m *SuggestionDecisionMutation) FromColumnID() (r uuid.UUID, exists bool) {
+	v := m.from_column_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldFromColumnID returns the old "from_column_id" field's value of the SuggestionDecision entity.
+// If the SuggestionDecision object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SuggestionDecisionMutation) OldFromColumnID(ctx context.Context) (v uuid.UUID, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldFromColumnID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldFromColumnID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldFromColumnID: %w", err)
+	}
+	return oldValue.FromColumnID, nil
+}
+
+// ResetFromColumnID resets all changes to the "from_column_id" field.
+func (m *SuggestionDecisionMutation) ResetFromColumnID() {
+	m.from_column_id = nil
+}
+
+// SetDecidedBy sets the "decided_by" field.
+func (m *SuggestionDecisionMutation) SetDecidedBy(s string) {
+	m.decided_by = &s
+}
+
+// DecidedBy returns the value of the "decided_by" field in the mutation.
+func (m *SuggestionDecisionMutation) DecidedBy() (r string, exists bool) {
+	v := m.decided_by
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldDecidedBy returns the old "decided_by" field's value of the SuggestionDecision entity.
+// If the SuggestionDecision object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SuggestionDecisionMutation) OldDecidedBy(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldDecidedBy is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldDecidedBy requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldDecidedBy: %w", err)
+	}
+	return oldValue.DecidedBy, nil
+}
+
+// ResetDecidedBy resets all changes to the "decided_by" field.
+func (m *SuggestionDecisionMutation) ResetDecidedBy() {
+	m.decided_by = nil
+}
+
+// SetDecidedAt sets the "decided_at" field.
+func (m *SuggestionDecisionMutation) SetDecidedAt(t time.Time) {
+	m.decided_at = &t
+}
+
+// DecidedAt returns the value of the "decided_at" field in the mutation.
+func (m *SuggestionDecisionMutation) DecidedAt() (r time.Time, exists bool) {
+	v := m.decided_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldDecidedAt returns the old "decided_at" field's value of the SuggestionDecision entity.
+// If the SuggestionDecision object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SuggestionDecisionMutation) OldDecidedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldDecidedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldDecidedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldDecidedAt: %w", err)
+	}
+	return oldValue.DecidedAt, nil
+}
+
+// ResetDecidedAt resets all changes to the "decided_at" field.
+func (m *SuggestionDecisionMutation) ResetDecidedAt() {
+	m.decided_at = nil
+}
+
+// Where appends a list predicates to the SuggestionDecisionMutation builder.
+func (m *SuggestionDecisionMutation) Where(ps ...predicate.SuggestionDecision) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the SuggestionDecisionMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *SuggestionDecisionMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.SuggestionDecision, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *SuggestionDecisionMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *SuggestionDecisionMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (SuggestionDecision).
+func (m *SuggestionDecisionMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *SuggestionDecisionMutation) Fields() []string {
+	fields := make([]string, 0, 6)
+	if m.asset_id != nil {
+		fields = append(fields, suggestiondecision.FieldAssetID)
+	}
+	if m.column_path != nil {
+		fields = append(fields, suggestiondecision.FieldColumnPath)
+	}
+	if m.tag != nil {
+		fields = append(fields, suggestiondecision.FieldTag)
+	}
+	if m.from_column_id != nil {
+		fields = append(fields, suggestiondecision.FieldFromColumnID)
+	}
+	if m.decided_by != nil {
+		fields = append(fields, suggestiondecision.FieldDecidedBy)
+	}
+	if m.decided_at != nil {
+		fields = append(fields, suggestiondecision.FieldDecidedAt)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *SuggestionDecisionMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case suggestiondecision.FieldAssetID:
+		return m.AssetID()
+	case suggestiondecision.FieldColumnPath:
+		return m.ColumnPath()
+	case suggestiondecision.FieldTag:
+		return m.Tag()
+	case suggestiondecision.FieldFromColumnID:
+		return m.FromColumnID()
+	case suggestiondecision.FieldDecidedBy:
+		return m.DecidedBy()
+	case suggestiondecision.FieldDecidedAt:
+		return m.DecidedAt()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *SuggestionDecisionMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case suggestiondecision.FieldAssetID:
+		return m.OldAssetID(ctx)
+	case suggestiondecision.FieldColumnPath:
+		return m.OldColumnPath(ctx)
+	case suggestiondecision.FieldTag:
+		return m.OldTag(ctx)
+	case suggestiondecision.FieldFromColumnID:
+		return m.OldFromColumnID(ctx)
+	case suggestiondecision.FieldDecidedBy:
+		return m.OldDecidedBy(ctx)
+	case suggestiondecision.FieldDecidedAt:
+		return m.OldDecidedAt(ctx)
+	}
+	return nil, fmt.Errorf("unknown SuggestionDecision field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *SuggestionDecisionMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case suggestiondecision.FieldAssetID:
+		v, ok := value.(uuid.UUID)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAssetID(v)
+		return nil
+	case suggestiondecision.FieldColumnPath:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetColumnPath(v)
+		return nil
+	case suggestiondecision.FieldTag:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTag(v)
+		return nil
+	case suggestiondecision.FieldFromColumnID:
+		v, ok := value.(uuid.UUID)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetFromColumnID(v)
+		return nil
+	case suggestiondecision.FieldDecidedBy:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetDecidedBy(v)
+		return nil
+	case suggestiondecision.FieldDecidedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetDecidedAt(v)
+		return nil
+	}
+	return fmt.Errorf("unknown SuggestionDecision field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *SuggestionDecisionMutation) AddedFields() []string {
+	return nil
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *SuggestionDecisionMutation) AddedField(name string) (ent.Value, bool) {
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *SuggestionDecisionMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	}
+	return fmt.Errorf("unknown SuggestionDecision numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *SuggestionDecisionMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *SuggestionDecisionMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *SuggestionDecisionMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown SuggestionDecision nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *SuggestionDecisionMutation) ResetField(name string) error {
+	switch name {
+	case suggestiondecision.FieldAssetID:
+		m.ResetAssetID()
+		return nil
+	case suggestiondecision.FieldColumnPath:
+		m.ResetColumnPath()
+		return nil
+	case suggestiondecision.FieldTag:
+		m.ResetTag()
+		return nil
+	case suggestiondecision.FieldFromColumnID:
+		m.ResetFromColumnID()
+		return nil
+	case suggestiondecision.FieldDecidedBy:
+		m.ResetDecidedBy()
+		return nil
+	case suggestiondecision.FieldDecidedAt:
+		m.ResetDecidedAt()
+		return nil
+	}
+	return fmt.Errorf("unknown SuggestionDecision field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *SuggestionDecisionMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *SuggestionDecisionMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *SuggestionDecisionMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *SuggestionDecisionMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *SuggestionDecisionMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *SuggestionDecisionMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *SuggestionDecisionMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown SuggestionDecision unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *SuggestionDecisionMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown SuggestionDecision edge %s", name)
 }
 
 // TableSyncMutation represents an operation that mutates the TableSync nodes in the graph.

@@ -24,6 +24,8 @@ type Tx struct {
 	AssetName *AssetNameClient
 	// AuditEvent is the client for interacting with the AuditEvent builders.
 	AuditEvent *AuditEventClient
+	// Classification is the client for interacting with the Classification builders.
+	Classification *ClassificationClient
 	// CleanupExemption is the client for interacting with the CleanupExemption builders.
 	CleanupExemption *CleanupExemptionClient
 	// CleanupLease is the client for interacting with the CleanupLease builders.
@@ -34,12 +36,16 @@ type Tx struct {
 	CleanupScan *CleanupScanClient
 	// CleanupShardWalk is the client for interacting with the CleanupShardWalk builders.
 	CleanupShardWalk *CleanupShardWalkClient
+	// Column is the client for interacting with the Column builders.
+	Column *ColumnClient
 	// ColumnEdge is the client for interacting with the ColumnEdge builders.
 	ColumnEdge *ColumnEdgeClient
 	// DatasetMigration is the client for interacting with the DatasetMigration builders.
 	DatasetMigration *DatasetMigrationClient
 	// ExternalID is the client for interacting with the ExternalID builders.
 	ExternalID *ExternalIDClient
+	// GlossaryTerm is the client for interacting with the GlossaryTerm builders.
+	GlossaryTerm *GlossaryTermClient
 	// IcebergManifest is the client for interacting with the IcebergManifest builders.
 	IcebergManifest *IcebergManifestClient
 	// IcebergManifestList is the client for interacting with the IcebergManifestList builders.
@@ -48,6 +54,8 @@ type Tx struct {
 	IcebergTable *IcebergTableClient
 	// IdempotencyKey is the client for interacting with the IdempotencyKey builders.
 	IdempotencyKey *IdempotencyKeyClient
+	// Label is the client for interacting with the Label builders.
+	Label *LabelClient
 	// LineageEdge is the client for interacting with the LineageEdge builders.
 	LineageEdge *LineageEdgeClient
 	// LineageEvent is the client for interacting with the LineageEvent builders.
@@ -72,6 +80,14 @@ type Tx struct {
 	Run *RunClient
 	// RunIO is the client for interacting with the RunIO builders.
 	RunIO *RunIOClient
+	// SchemaChange is the client for interacting with the SchemaChange builders.
+	SchemaChange *SchemaChangeClient
+	// SearchDoc is the client for interacting with the SearchDoc builders.
+	SearchDoc *SearchDocClient
+	// SearchFacet is the client for interacting with the SearchFacet builders.
+	SearchFacet *SearchFacetClient
+	// SuggestionDecision is the client for interacting with the SuggestionDecision builders.
+	SuggestionDecision *SuggestionDecisionClient
 	// TableSync is the client for interacting with the TableSync builders.
 	TableSync *TableSyncClient
 	// UsageActorDaily is the client for interacting with the UsageActorDaily builders.
@@ -226,18 +242,22 @@ func (tx *Tx) init() {
 	tx.AssetFacet = NewAssetFacetClient(tx.config)
 	tx.AssetName = NewAssetNameClient(tx.config)
 	tx.AuditEvent = NewAuditEventClient(tx.config)
+	tx.Classification = NewClassificationClient(tx.config)
 	tx.CleanupExemption = NewCleanupExemptionClient(tx.config)
 	tx.CleanupLease = NewCleanupLeaseClient(tx.config)
 	tx.CleanupObservation = NewCleanupObservationClient(tx.config)
 	tx.CleanupScan = NewCleanupScanClient(tx.config)
 	tx.CleanupShardWalk = NewCleanupShardWalkClient(tx.config)
+	tx.Column = NewColumnClient(tx.config)
 	tx.ColumnEdge = NewColumnEdgeClient(tx.config)
 	tx.DatasetMigration = NewDatasetMigrationClient(tx.config)
 	tx.ExternalID = NewExternalIDClient(tx.config)
+	tx.GlossaryTerm = NewGlossaryTermClient(tx.config)
 	tx.IcebergManifest = NewIcebergManifestClient(tx.config)
 	tx.IcebergManifestList = NewIcebergManifestListClient(tx.config)
 	tx.IcebergTable = NewIcebergTableClient(tx.config)
 	tx.IdempotencyKey = NewIdempotencyKeyClient(tx.config)
+	tx.Label = NewLabelClient(tx.config)
 	tx.LineageEdge = NewLineageEdgeClient(tx.config)
 	tx.LineageEvent = NewLineageEventClient(tx.config)
 	tx.LineageState = NewLineageStateClient(tx.config)
@@ -250,6 +270,10 @@ func (tx *Tx) init() {
 	tx.ReconciliationRun = NewReconciliationRunClient(tx.config)
 	tx.Run = NewRunClient(tx.config)
 	tx.RunIO = NewRunIOClient(tx.config)
+	tx.SchemaChange = NewSchemaChangeClient(tx.config)
+	tx.SearchDoc = NewSearchDocClient(tx.config)
+	tx.SearchFacet = NewSearchFacetClient(tx.config)
+	tx.SuggestionDecision = NewSuggestionDecisionClient(tx.config)
 	tx.TableSync = NewTableSyncClient(tx.config)
 	tx.UsageActorDaily = NewUsageActorDailyClient(tx.config)
 	tx.UsageActorMonthly = NewUsageActorMonthlyClient(tx.config)

@@ -69,6 +69,18 @@ func (f AuditEventFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, 
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.AuditEventMutation", m)
 }
 
+// The ClassificationFunc type is an adapter to allow the use of ordinary
+// function as Classification mutator.
+type ClassificationFunc func(context.Context, *ent.ClassificationMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f ClassificationFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.ClassificationMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.ClassificationMutation", m)
+}
+
 // The CleanupExemptionFunc type is an adapter to allow the use of ordinary
 // function as CleanupExemption mutator.
 type CleanupExemptionFunc func(context.Context, *ent.CleanupExemptionMutation) (ent.Value, error)
@@ -129,6 +141,18 @@ func (f CleanupShardWalkFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.V
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.CleanupShardWalkMutation", m)
 }
 
+// The ColumnFunc type is an adapter to allow the use of ordinary
+// function as Column mutator.
+type ColumnFunc func(context.Context, *ent.ColumnMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f ColumnFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.ColumnMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.ColumnMutation", m)
+}
+
 // The ColumnEdgeFunc type is an adapter to allow the use of ordinary
 // function as ColumnEdge mutator.
 type ColumnEdgeFunc func(context.Context, *ent.ColumnEdgeMutation) (ent.Value, error)
@@ -163,6 +187,18 @@ func (f ExternalIDFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, 
 		return f(ctx, mv)
 	}
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.ExternalIDMutation", m)
+}
+
+// The GlossaryTermFunc type is an adapter to allow the use of ordinary
+// function as GlossaryTerm mutator.
+type GlossaryTermFunc func(context.Context, *ent.GlossaryTermMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f GlossaryTermFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.GlossaryTermMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.GlossaryTermMutation", m)
 }
 
 // The IcebergManifestFunc type is an adapter to allow the use of ordinary
@@ -211,6 +247,18 @@ func (f IdempotencyKeyFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Val
 		return f(ctx, mv)
 	}
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.IdempotencyKeyMutation", m)
+}
+
+// The LabelFunc type is an adapter to allow the use of ordinary
+// function as Label mutator.
+type LabelFunc func(context.Context, *ent.LabelMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f LabelFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.LabelMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.LabelMutation", m)
 }
 
 // The LineageEdgeFunc type is an adapter to allow the use of ordinary
@@ -355,6 +403,54 @@ func (f RunIOFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error
 		return f(ctx, mv)
 	}
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.RunIOMutation", m)
+}
+
+// The SchemaChangeFunc type is an adapter to allow the use of ordinary
+// function as SchemaChange mutator.
+type SchemaChangeFunc func(context.Context, *ent.SchemaChangeMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f SchemaChangeFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.SchemaChangeMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.SchemaChangeMutation", m)
+}
+
+// The SearchDocFunc type is an adapter to allow the use of ordinary
+// function as SearchDoc mutator.
+type SearchDocFunc func(context.Context, *ent.SearchDocMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f SearchDocFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.SearchDocMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.SearchDocMutation", m)
+}
+
+// The SearchFacetFunc type is an adapter to allow the use of ordinary
+// function as SearchFacet mutator.
+type SearchFacetFunc func(context.Context, *ent.SearchFacetMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f SearchFacetFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.SearchFacetMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.SearchFacetMutation", m)
+}
+
+// The SuggestionDecisionFunc type is an adapter to allow the use of ordinary
+// function as SuggestionDecision mutator.
+type SuggestionDecisionFunc func(context.Context, *ent.SuggestionDecisionMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f SuggestionDecisionFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.SuggestionDecisionMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.SuggestionDecisionMutation", m)
 }
 
 // The TableSyncFunc type is an adapter to allow the use of ordinary

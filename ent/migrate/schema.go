@@ -162,6 +162,22 @@ var (
 			},
 		},
 	}
+	// ClassificationsColumns holds the columns for the "classifications" table.
+	ClassificationsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeString},
+		{Name: "description", Type: field.TypeString, Size: 2147483647, Default: ""},
+		{Name: "values", Type: field.TypeJSON},
+		{Name: "propagate", Type: field.TypeBool, Default: true},
+		{Name: "version", Type: field.TypeInt64, Default: 1},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "updated_at", Type: field.TypeTime},
+	}
+	// ClassificationsTable holds the schema information for the "classifications" table.
+	ClassificationsTable = &schema.Table{
+		Name:       "classifications",
+		Columns:    ClassificationsColumns,
+		PrimaryKey: []*schema.Column{ClassificationsColumns[0]},
+	}
 	// CleanupExemptionsColumns holds the columns for the "cleanup_exemptions" table.
 	CleanupExemptionsColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeUUID},
@@ -288,6 +304,40 @@ var (
 			},
 		},
 	}
+	// ColumnsColumns holds the columns for the "columns" table.
+	ColumnsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeUUID},
+		{Name: "asset_id", Type: field.TypeUUID},
+		{Name: "field_id", Type: field.TypeInt, Nullable: true},
+		{Name: "path", Type: field.TypeString},
+		{Name: "type", Type: field.TypeString, Default: ""},
+		{Name: "ordinal", Type: field.TypeInt, Default: 0},
+		{Name: "source_doc", Type: field.TypeString, Size: 2147483647, Default: ""},
+		{Name: "description", Type: field.TypeString, Size: 2147483647, Default: ""},
+		{Name: "added_at", Type: field.TypeTime},
+		{Name: "removed_at", Type: field.TypeTime, Nullable: true},
+	}
+	// ColumnsTable holds the schema information for the "columns" table.
+	ColumnsTable = &schema.Table{
+		Name:       "columns",
+		Columns:    ColumnsColumns,
+		PrimaryKey: []*schema.Column{ColumnsColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "column_current_path",
+				Unique:  true,
+				Columns: []*schema.Column{ColumnsColumns[1], ColumnsColumns[3]},
+				Annotation: &entsql.IndexAnnotation{
+					Where: "removed_at IS NULL",
+				},
+			},
+			{
+				Name:    "column_asset_id_field_id",
+				Unique:  false,
+				Columns: []*schema.Column{ColumnsColumns[1], ColumnsColumns[2]},
+			},
+		},
+	}
 	// ColumnEdgesColumns holds the columns for the "column_edges" table.
 	ColumnEdgesColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeInt, Increment: true},
@@ -387,6 +437,24 @@ var (
 			},
 		},
 	}
+	// GlossaryTermsColumns holds the columns for the "glossary_terms" table.
+	GlossaryTermsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeUUID},
+		{Name: "name", Type: field.TypeString},
+		{Name: "name_key", Type: field.TypeString, Unique: true},
+		{Name: "definition", Type: field.TypeString, Size: 2147483647, Default: ""},
+		{Name: "owners", Type: field.TypeJSON, Nullable: true},
+		{Name: "related", Type: field.TypeJSON, Nullable: true},
+		{Name: "version", Type: field.TypeInt64, Default: 1},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "updated_at", Type: field.TypeTime},
+	}
+	// GlossaryTermsTable holds the schema information for the "glossary_terms" table.
+	GlossaryTermsTable = &schema.Table{
+		Name:       "glossary_terms",
+		Columns:    GlossaryTermsColumns,
+		PrimaryKey: []*schema.Column{GlossaryTermsColumns[0]},
+	}
 	// IcebergManifestsColumns holds the columns for the "iceberg_manifests" table.
 	IcebergManifestsColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeUUID},
@@ -473,6 +541,42 @@ var (
 				Name:    "idempotencykey_created_at",
 				Unique:  false,
 				Columns: []*schema.Column{IdempotencyKeysColumns[5]},
+			},
+		},
+	}
+	// LabelsColumns holds the columns for the "labels" table.
+	LabelsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeUUID},
+		{Name: "asset_id", Type: field.TypeUUID},
+		{Name: "column_id", Type: field.TypeUUID},
+		{Name: "kind", Type: field.TypeEnum, Enums: []string{"tag", "term"}},
+		{Name: "value", Type: field.TypeString},
+		{Name: "source", Type: field.TypeEnum, Enums: []string{"person", "openlineage", "iceberg", "propagation"}},
+		{Name: "from_asset_id", Type: field.TypeUUID, Nullable: true},
+		{Name: "from_column_id", Type: field.TypeUUID, Nullable: true},
+		{Name: "added_at", Type: field.TypeTime},
+		{Name: "added_by", Type: field.TypeString},
+		{Name: "removed_at", Type: field.TypeTime, Nullable: true},
+		{Name: "removed_by", Type: field.TypeString, Default: ""},
+	}
+	// LabelsTable holds the schema information for the "labels" table.
+	LabelsTable = &schema.Table{
+		Name:       "labels",
+		Columns:    LabelsColumns,
+		PrimaryKey: []*schema.Column{LabelsColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "label_current",
+				Unique:  true,
+				Columns: []*schema.Column{LabelsColumns[1], LabelsColumns[2], LabelsColumns[3], LabelsColumns[4]},
+				Annotation: &entsql.IndexAnnotation{
+					Where: "removed_at IS NULL",
+				},
+			},
+			{
+				Name:    "label_kind_value",
+				Unique:  false,
+				Columns: []*schema.Column{LabelsColumns[3], LabelsColumns[4]},
 			},
 		},
 	}
@@ -814,6 +918,104 @@ var (
 			},
 		},
 	}
+	// SchemaChangesColumns holds the columns for the "schema_changes" table.
+	SchemaChangesColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeUUID},
+		{Name: "asset_id", Type: field.TypeUUID},
+		{Name: "at", Type: field.TypeTime},
+		{Name: "source", Type: field.TypeString},
+		{Name: "schema_id", Type: field.TypeInt, Nullable: true},
+		{Name: "changes", Type: field.TypeString, Size: 2147483647},
+	}
+	// SchemaChangesTable holds the schema information for the "schema_changes" table.
+	SchemaChangesTable = &schema.Table{
+		Name:       "schema_changes",
+		Columns:    SchemaChangesColumns,
+		PrimaryKey: []*schema.Column{SchemaChangesColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "schemachange_asset_id_id",
+				Unique:  false,
+				Columns: []*schema.Column{SchemaChangesColumns[1], SchemaChangesColumns[0]},
+			},
+		},
+	}
+	// SearchDocsColumns holds the columns for the "search_docs" table.
+	SearchDocsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeInt, Increment: true},
+		{Name: "asset_id", Type: field.TypeUUID, Unique: true},
+		{Name: "kind", Type: field.TypeString},
+		{Name: "status", Type: field.TypeString},
+		{Name: "namespace", Type: field.TypeString},
+		{Name: "name", Type: field.TypeString},
+		{Name: "name_key", Type: field.TypeString},
+		{Name: "t_name", Type: field.TypeString, Size: 2147483647},
+		{Name: "t_former", Type: field.TypeString, Size: 2147483647},
+		{Name: "t_labels", Type: field.TypeString, Size: 2147483647},
+		{Name: "t_body", Type: field.TypeString, Size: 2147483647},
+		{Name: "asset_version", Type: field.TypeInt64},
+	}
+	// SearchDocsTable holds the schema information for the "search_docs" table.
+	SearchDocsTable = &schema.Table{
+		Name:       "search_docs",
+		Columns:    SearchDocsColumns,
+		PrimaryKey: []*schema.Column{SearchDocsColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "searchdoc_name_key",
+				Unique:  false,
+				Columns: []*schema.Column{SearchDocsColumns[6]},
+			},
+		},
+	}
+	// SearchFacetsColumns holds the columns for the "search_facets" table.
+	SearchFacetsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeInt, Increment: true},
+		{Name: "doc_id", Type: field.TypeInt},
+		{Name: "facet", Type: field.TypeString},
+		{Name: "value", Type: field.TypeString},
+	}
+	// SearchFacetsTable holds the schema information for the "search_facets" table.
+	SearchFacetsTable = &schema.Table{
+		Name:       "search_facets",
+		Columns:    SearchFacetsColumns,
+		PrimaryKey: []*schema.Column{SearchFacetsColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "searchfacet_doc_id_facet_value",
+				Unique:  true,
+				Columns: []*schema.Column{SearchFacetsColumns[1], SearchFacetsColumns[2], SearchFacetsColumns[3]},
+			},
+			{
+				Name:    "searchfacet_facet_value_doc_id",
+				Unique:  false,
+				Columns: []*schema.Column{SearchFacetsColumns[2], SearchFacetsColumns[3], SearchFacetsColumns[1]},
+			},
+		},
+	}
+	// SuggestionDecisionsColumns holds the columns for the "suggestion_decisions" table.
+	SuggestionDecisionsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeUUID},
+		{Name: "asset_id", Type: field.TypeUUID},
+		{Name: "column_path", Type: field.TypeString},
+		{Name: "tag", Type: field.TypeString},
+		{Name: "from_column_id", Type: field.TypeUUID},
+		{Name: "decided_by", Type: field.TypeString},
+		{Name: "decided_at", Type: field.TypeTime},
+	}
+	// SuggestionDecisionsTable holds the schema information for the "suggestion_decisions" table.
+	SuggestionDecisionsTable = &schema.Table{
+		Name:       "suggestion_decisions",
+		Columns:    SuggestionDecisionsColumns,
+		PrimaryKey: []*schema.Column{SuggestionDecisionsColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "suggestiondecision_asset_id_column_path_tag_from_column_id",
+				Unique:  true,
+				Columns: []*schema.Column{SuggestionDecisionsColumns[1], SuggestionDecisionsColumns[2], SuggestionDecisionsColumns[3], SuggestionDecisionsColumns[4]},
+			},
+		},
+	}
 	// TableSyncsColumns holds the columns for the "table_syncs" table.
 	TableSyncsColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeUUID},
@@ -1035,18 +1237,22 @@ var (
 		AssetFacetsTable,
 		AssetNamesTable,
 		AuditEventsTable,
+		ClassificationsTable,
 		CleanupExemptionsTable,
 		CleanupLeasesTable,
 		CleanupObservationsTable,
 		CleanupScansTable,
 		CleanupShardWalksTable,
+		ColumnsTable,
 		ColumnEdgesTable,
 		DatasetMigrationsTable,
 		ExternalIdsTable,
+		GlossaryTermsTable,
 		IcebergManifestsTable,
 		IcebergManifestListsTable,
 		TidemarkIcebergTablesTable,
 		IdempotencyKeysTable,
+		LabelsTable,
 		LineageEdgesTable,
 		LineageEventsTable,
 		LineageStatesTable,
@@ -1059,6 +1265,10 @@ var (
 		ReconciliationRunsTable,
 		RunsTable,
 		RunIosTable,
+		SchemaChangesTable,
+		SearchDocsTable,
+		SearchFacetsTable,
+		SuggestionDecisionsTable,
 		TableSyncsTable,
 		UsageActorDailiesTable,
 		UsageActorMonthliesTable,

@@ -21,6 +21,9 @@ type AssetName func(*sql.Selector)
 // AuditEvent is the predicate function for auditevent builders.
 type AuditEvent func(*sql.Selector)
 
+// Classification is the predicate function for classification builders.
+type Classification func(*sql.Selector)
+
 // CleanupExemption is the predicate function for cleanupexemption builders.
 type CleanupExemption func(*sql.Selector)
 
@@ -36,6 +39,9 @@ type CleanupScan func(*sql.Selector)
 // CleanupShardWalk is the predicate function for cleanupshardwalk builders.
 type CleanupShardWalk func(*sql.Selector)
 
+// Column is the predicate function for column builders.
+type Column func(*sql.Selector)
+
 // ColumnEdge is the predicate function for columnedge builders.
 type ColumnEdge func(*sql.Selector)
 
@@ -44,6 +50,9 @@ type DatasetMigration func(*sql.Selector)
 
 // ExternalID is the predicate function for externalid builders.
 type ExternalID func(*sql.Selector)
+
+// GlossaryTerm is the predicate function for glossaryterm builders.
+type GlossaryTerm func(*sql.Selector)
 
 // IcebergManifest is the predicate function for icebergmanifest builders.
 type IcebergManifest func(*sql.Selector)
@@ -56,6 +65,9 @@ type IcebergTable func(*sql.Selector)
 
 // IdempotencyKey is the predicate function for idempotencykey builders.
 type IdempotencyKey func(*sql.Selector)
+
+// Label is the predicate function for label builders.
+type Label func(*sql.Selector)
 
 // LineageEdge is the predicate function for lineageedge builders.
 type LineageEdge func(*sql.Selector)
@@ -92,6 +104,18 @@ type Run func(*sql.Selector)
 
 // RunIO is the predicate function for runio builders.
 type RunIO func(*sql.Selector)
+
+// SchemaChange is the predicate function for schemachange builders.
+type SchemaChange func(*sql.Selector)
+
+// SearchDoc is the predicate function for searchdoc builders.
+type SearchDoc func(*sql.Selector)
+
+// SearchFacet is the predicate function for searchfacet builders.
+type SearchFacet func(*sql.Selector)
+
+// SuggestionDecision is the predicate function for suggestiondecision builders.
+type SuggestionDecision func(*sql.Selector)
 
 // TableSync is the predicate function for tablesync builders.
 type TableSync func(*sql.Selector)

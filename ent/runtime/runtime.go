@@ -7,16 +7,20 @@ import (
 	"github.com/tidemark/tidemark/ent/apitoken"
 	"github.com/tidemark/tidemark/ent/asset"
 	"github.com/tidemark/tidemark/ent/auditevent"
+	"github.com/tidemark/tidemark/ent/classification"
 	"github.com/tidemark/tidemark/ent/cleanupexemption"
 	"github.com/tidemark/tidemark/ent/cleanuplease"
 	"github.com/tidemark/tidemark/ent/cleanupobservation"
 	"github.com/tidemark/tidemark/ent/cleanupscan"
 	"github.com/tidemark/tidemark/ent/cleanupshardwalk"
+	"github.com/tidemark/tidemark/ent/column"
 	"github.com/tidemark/tidemark/ent/columnedge"
 	"github.com/tidemark/tidemark/ent/datasetmigration"
+	"github.com/tidemark/tidemark/ent/glossaryterm"
 	"github.com/tidemark/tidemark/ent/icebergmanifest"
 	"github.com/tidemark/tidemark/ent/icebergmanifestlist"
 	"github.com/tidemark/tidemark/ent/icebergtable"
+	"github.com/tidemark/tidemark/ent/label"
 	"github.com/tidemark/tidemark/ent/lineageedge"
 	"github.com/tidemark/tidemark/ent/lineageevent"
 	"github.com/tidemark/tidemark/ent/outboxmessage"
@@ -27,6 +31,8 @@ import (
 	"github.com/tidemark/tidemark/ent/reconciliationrun"
 	"github.com/tidemark/tidemark/ent/run"
 	"github.com/tidemark/tidemark/ent/schema"
+	"github.com/tidemark/tidemark/ent/schemachange"
+	"github.com/tidemark/tidemark/ent/suggestiondecision"
 	"github.com/tidemark/tidemark/ent/tablesync"
 	"github.com/tidemark/tidemark/ent/usageactordaily"
 	"github.com/tidemark/tidemark/ent/usageactormonthly"
@@ -83,6 +89,20 @@ func init() {
 	auditeventDescID := auditeventMixinFields0[0].Descriptor()
 	// auditevent.DefaultID holds the default value on creation for the id field.
 	auditevent.DefaultID = auditeventDescID.Default.(func() uuid.UUID)
+	classificationFields := schema.Classification{}.Fields()
+	_ = classificationFields
+	// classificationDescDescription is the schema descriptor for description field.
+	classificationDescDescription := classificationFields[1].Descriptor()
+	// classification.DefaultDescription holds the default value on creation for the description field.
+	classification.DefaultDescription = classificationDescDescription.Default.(string)
+	// classificationDescPropagate is the schema descriptor for propagate field.
+	classificationDescPropagate := classificationFields[3].Descriptor()
+	// classification.DefaultPropagate holds the default value on creation for the propagate field.
+	classification.DefaultPropagate = classificationDescPropagate.Default.(bool)
+	// classificationDescVersion is the schema descriptor for version field.
+	classificationDescVersion := classificationFields[4].Descriptor()
+	// classification.DefaultVersion holds the default value on creation for the version field.
+	classification.DefaultVersion = classificationDescVersion.Default.(int64)
 	cleanupexemptionFields := schema.CleanupExemption{}.Fields()
 	_ = cleanupexemptionFields
 	// cleanupexemptionDescKinds is the schema descriptor for kinds field.
@@ -169,6 +189,31 @@ func init() {
 	cleanupshardwalkDescID := cleanupshardwalkMixinFields0[0].Descriptor()
 	// cleanupshardwalk.DefaultID holds the default value on creation for the id field.
 	cleanupshardwalk.DefaultID = cleanupshardwalkDescID.Default.(func() uuid.UUID)
+	columnMixin := schema.Column{}.Mixin()
+	columnMixinFields0 := columnMixin[0].Fields()
+	_ = columnMixinFields0
+	columnFields := schema.Column{}.Fields()
+	_ = columnFields
+	// columnDescType is the schema descriptor for type field.
+	columnDescType := columnFields[3].Descriptor()
+	// column.DefaultType holds the default value on creation for the type field.
+	column.DefaultType = columnDescType.Default.(string)
+	// columnDescOrdinal is the schema descriptor for ordinal field.
+	columnDescOrdinal := columnFields[4].Descriptor()
+	// column.DefaultOrdinal holds the default value on creation for the ordinal field.
+	column.DefaultOrdinal = columnDescOrdinal.Default.(int)
+	// columnDescSourceDoc is the schema descriptor for source_doc field.
+	columnDescSourceDoc := columnFields[5].Descriptor()
+	// column.DefaultSourceDoc holds the default value on creation for the source_doc field.
+	column.DefaultSourceDoc = columnDescSourceDoc.Default.(string)
+	// columnDescDescription is the schema descriptor for description field.
+	columnDescDescription := columnFields[6].Descriptor()
+	// column.DefaultDescription holds the default value on creation for the description field.
+	column.DefaultDescription = columnDescDescription.Default.(string)
+	// columnDescID is the schema descriptor for id field.
+	columnDescID := columnMixinFields0[0].Descriptor()
+	// column.DefaultID holds the default value on creation for the id field.
+	column.DefaultID = columnDescID.Default.(func() uuid.UUID)
 	columnedgeFields := schema.ColumnEdge{}.Fields()
 	_ = columnedgeFields
 	// columnedgeDescTransformationType is the schema descriptor for transformation_type field.
@@ -204,6 +249,23 @@ func init() {
 	datasetmigrationDescID := datasetmigrationMixinFields0[0].Descriptor()
 	// datasetmigration.DefaultID holds the default value on creation for the id field.
 	datasetmigration.DefaultID = datasetmigrationDescID.Default.(func() uuid.UUID)
+	glossarytermMixin := schema.GlossaryTerm{}.Mixin()
+	glossarytermMixinFields0 := glossarytermMixin[0].Fields()
+	_ = glossarytermMixinFields0
+	glossarytermFields := schema.GlossaryTerm{}.Fields()
+	_ = glossarytermFields
+	// glossarytermDescDefinition is the schema descriptor for definition field.
+	glossarytermDescDefinition := glossarytermFields[2].Descriptor()
+	// glossaryterm.DefaultDefinition holds the default value on creation for the definition field.
+	glossaryterm.DefaultDefinition = glossarytermDescDefinition.Default.(string)
+	// glossarytermDescVersion is the schema descriptor for version field.
+	glossarytermDescVersion := glossarytermFields[5].Descriptor()
+	// glossaryterm.DefaultVersion holds the default value on creation for the version field.
+	glossaryterm.DefaultVersion = glossarytermDescVersion.Default.(int64)
+	// glossarytermDescID is the schema descriptor for id field.
+	glossarytermDescID := glossarytermMixinFields0[0].Descriptor()
+	// glossaryterm.DefaultID holds the default value on creation for the id field.
+	glossaryterm.DefaultID = glossarytermDescID.Default.(func() uuid.UUID)
 	icebergmanifestMixin := schema.IcebergManifest{}.Mixin()
 	icebergmanifestMixinFields0 := icebergmanifestMixin[0].Fields()
 	_ = icebergmanifestMixinFields0
@@ -248,6 +310,19 @@ func init() {
 	icebergtableDescError := icebergtableFields[12].Descriptor()
 	// icebergtable.DefaultError holds the default value on creation for the error field.
 	icebergtable.DefaultError = icebergtableDescError.Default.(string)
+	labelMixin := schema.Label{}.Mixin()
+	labelMixinFields0 := labelMixin[0].Fields()
+	_ = labelMixinFields0
+	labelFields := schema.Label{}.Fields()
+	_ = labelFields
+	// labelDescRemovedBy is the schema descriptor for removed_by field.
+	labelDescRemovedBy := labelFields[10].Descriptor()
+	// label.DefaultRemovedBy holds the default value on creation for the removed_by field.
+	label.DefaultRemovedBy = labelDescRemovedBy.Default.(string)
+	// labelDescID is the schema descriptor for id field.
+	labelDescID := labelMixinFields0[0].Descriptor()
+	// label.DefaultID holds the default value on creation for the id field.
+	label.DefaultID = labelDescID.Default.(func() uuid.UUID)
 	lineageedgeFields := schema.LineageEdge{}.Fields()
 	_ = lineageedgeFields
 	// lineageedgeDescLastRunID is the schema descriptor for last_run_id field.
@@ -383,6 +458,24 @@ func init() {
 	runDescEventCount := runFields[10].Descriptor()
 	// run.DefaultEventCount holds the default value on creation for the event_count field.
 	run.DefaultEventCount = runDescEventCount.Default.(int)
+	schemachangeMixin := schema.SchemaChange{}.Mixin()
+	schemachangeMixinFields0 := schemachangeMixin[0].Fields()
+	_ = schemachangeMixinFields0
+	schemachangeFields := schema.SchemaChange{}.Fields()
+	_ = schemachangeFields
+	// schemachangeDescID is the schema descriptor for id field.
+	schemachangeDescID := schemachangeMixinFields0[0].Descriptor()
+	// schemachange.DefaultID holds the default value on creation for the id field.
+	schemachange.DefaultID = schemachangeDescID.Default.(func() uuid.UUID)
+	suggestiondecisionMixin := schema.SuggestionDecision{}.Mixin()
+	suggestiondecisionMixinFields0 := suggestiondecisionMixin[0].Fields()
+	_ = suggestiondecisionMixinFields0
+	suggestiondecisionFields := schema.SuggestionDecision{}.Fields()
+	_ = suggestiondecisionFields
+	// suggestiondecisionDescID is the schema descriptor for id field.
+	suggestiondecisionDescID := suggestiondecisionMixinFields0[0].Descriptor()
+	// suggestiondecision.DefaultID holds the default value on creation for the id field.
+	suggestiondecision.DefaultID = suggestiondecisionDescID.Default.(func() uuid.UUID)
 	tablesyncMixin := schema.TableSync{}.Mixin()
 	tablesyncMixinFields0 := tablesyncMixin[0].Fields()
 	_ = tablesyncMixinFields0
