@@ -19,10 +19,10 @@ func (Column) Fields() []ent.Field {
 	return []ent.Field{
 		field.UUID("asset_id", uuid.UUID{}).Immutable(),
 		field.Int("field_id").Optional().Nillable(), // Iceberg field ID; nil when the source has none
-		field.String("path"),                       // current name; nested fields joined with "."
+		field.String("path"),                        // current name; nested fields joined with "."
 		field.String("type").Default(""),
 		field.Int("ordinal").Default(0),
-		field.Text("source_doc").Default(""), // the source's description (schema facet, Iceberg doc)
+		field.Text("source_doc").Default(""),  // the source's description (schema facet, Iceberg doc)
 		field.Text("description").Default(""), // a person's, edited in Tidemark
 		field.Time("added_at").Immutable(),
 		field.Time("removed_at").Optional().Nillable(),
