@@ -34,6 +34,15 @@ const (
 	ActionOwnerSet    = "owner.set"
 	ActionOwnerRemove = "owner.remove"
 	ActionBindID      = "external_id.bind"
+
+	ActionLabelAdd          = "label.add"
+	ActionLabelRemove       = "label.remove"
+	ActionColumnDescribe    = "column.describe"
+	ActionSchemaChange      = "schema.change"
+	ActionSuggestionReject  = "suggestion.reject"
+	ActionClassificationPut = "classification.put"
+	ActionTermCreate        = "term.create"
+	ActionTermUpdate        = "term.update"
 )
 
 // RecordAudit appends an audit event for a change another package made (a cleanup decision, a
@@ -47,8 +56,10 @@ func (c *Catalog) RecordAudit(ctx context.Context, tx *ent.Tx, action string, as
 
 // audit appends an event inside tx, so the change and its record commit or fail together.
 func (c *Catalog) audit(ctx context.Context, tx *ent.Tx, at time.Time, action string, assetID uuid.UUID, before, after any) error {
-	q := tx.AuditEvent.Create().SetAt(at).SetActor(ActorFrom(ctx)).SetAction(action).
-		SetAssetID(assetID).SetRequestID(requestIDFrom(ctx))
+	q := tx.AuditEvent.Create().SetAt(at).SetActor(ActorFrom(ctx)).SetAction(action).SetRequestID(requestIDFrom(ctx))
+	if assetID != uuid.Nil { // a change of no asset (a glossary term, a classification)
+		q.SetAssetID(assetID)
+	}
 	for _, side := range []struct {
 		v   any
 		set func(json.RawMessage) *ent.AuditEventCreate

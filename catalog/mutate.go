@@ -27,6 +27,18 @@ const maxVersionRetries = 100
 // leaves no version bump and no audit event.
 func (c *Catalog) mutate(ctx context.Context, id uuid.UUID, expected int64, action string, allowDeleted bool,
 	change func(tx *ent.Tx, before Asset, now time.Time) (bool, error)) (Asset, error) {
+	return c.mutateNoted(ctx, id, expected, action, allowDeleted, func(tx *ent.Tx, before Asset, now time.Time, _ *auditNote) (bool, error) {
+		return change(tx, before, now)
+	})
+}
+
+// auditNote is what a change records in the audit log when the asset's own before and after
+// states would not show it (a label, a column's description).
+type auditNote struct{ before, after any }
+
+// mutateNoted is mutate for changes that describe themselves in the audit log through note.
+func (c *Catalog) mutateNoted(ctx context.Context, id uuid.UUID, expected int64, action string, allowDeleted bool,
+	change func(tx *ent.Tx, before Asset, now time.Time, note *auditNote) (bool, error)) (Asset, error) {
 	var out Asset
 	err := c.tx(ctx, func(tx *ent.Tx) error {
 		var before Asset
@@ -60,7 +72,8 @@ func (c *Catalog) mutate(ctx context.Context, id uuid.UUID, expected int64, acti
 				return staleVersion(id, expected, before.Version)
 			}
 		}
-		changed, err := change(tx, before, now)
+		var note auditNote
+		changed, err := change(tx, before, now, &note)
 		if err != nil {
 			return err
 		}
@@ -75,6 +88,9 @@ func (c *Catalog) mutate(ctx context.Context, id uuid.UUID, expected int64, acti
 			return err
 		}
 		out = after
+		if note.before != nil || note.after != nil {
+			return c.audit(ctx, tx, now, action, id, note.before, note.after)
+		}
 		return c.audit(ctx, tx, now, action, id, before, after)
 	})
 	if err == nil && out.Version != 0 {
