@@ -9,4 +9,6 @@ import (
 )
 
 // reindex is replaced by the search index (branch search); removed on merge.
-func (c *Catalog) reindex(ctx context.Context, client *ent.Client, ids ...uuid.UUID) error { return nil }
+func (c *Catalog) reindex(ctx context.Context, client *ent.Client, ids ...uuid.UUID) error {
+	return nil
+}
