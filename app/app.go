@@ -84,6 +84,10 @@ func Open(ctx context.Context, store *storage.DB, cfg Config) (*App, error) {
 			a.Lineage.Graph().AssetsChanged(ctx, ids)
 			a.Usage.NamesChanged(ctx, ids) // usage records that waited for a name
 		}))
+	// The default classifications (pii, tier) exist from the start; an admin's changes stay.
+	if err := a.Catalog.EnsureClassifications(ctx); err != nil {
+		return nil, a.closeOnError(err)
+	}
 	var err error
 	if a.Usage, err = usage.New(store, a.Catalog, append([]usage.Option{usage.WithLogger(cfg.Log)}, cfg.Usage...)...); err != nil {
 		return nil, a.closeOnError(err)

@@ -216,7 +216,8 @@ func (s *server) counts(t testing.TB) map[string]int {
 		"usage_events", "usage_dailies", "usage_actor_dailies", "usage_names", "usage_pendings",
 		"tidemark_iceberg_tables", "iceberg_manifests", "iceberg_manifest_lists", "table_syncs",
 		"cleanup_scans", "cleanup_shard_walks", "cleanup_leases", "cleanup_observations",
-		"proposals", "proposal_files", "proposal_steps", "outbox_messages", "webhooks", "cleanup_exemptions"} {
+		"proposals", "proposal_files", "proposal_steps", "outbox_messages", "webhooks", "cleanup_exemptions",
+		"columns", "labels", "schema_changes", "glossary_terms", "classifications", "suggestion_decisions"} {
 		var n int
 		if err := s.DB.SQL.QueryRow("SELECT count(*) FROM " + table).Scan(&n); err != nil {
 			t.Fatal(err)

@@ -135,6 +135,7 @@ func (a *API) routes() {
 	a.scanRoutes()
 	a.proposalRoutes()
 	a.migrationRoutes()
+	a.curationRoutes()
 	a.handle(operation{Method: http.MethodGet, Path: "/healthz", Summary: "Liveness and database check",
 		Tag: "ops", Open: true, Responses: map[int]any{200: healthResponse{}, 503: healthResponse{}}}, a.health)
 	a.handle(operation{Method: http.MethodGet, Path: "/metrics", Summary: "Prometheus metrics",
