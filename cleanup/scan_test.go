@@ -506,6 +506,53 @@ func TestScheduled(t *testing.T) {
 	})
 }
 
+// TestScheduledConfirmingPass: between full walks at the cadence, the scheduler runs a
+// confirming pass once the minimum gap has passed, and only while files wait to be confirmed.
+func TestScheduledConfirmingPass(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		e := newEnv(t, db)
+		e.lake.WriteFile(e.tbl, "data/c/orphan.parquet", 10, e.clock.Now().Add(-100*time.Hour))
+		opt := cleanup.ScanOptions{RecheckDelay: time.Millisecond}
+		due := func() int {
+			t.Helper()
+			n, err := e.svc.ScanDue(e.ctx, 24*time.Hour, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		if n := due(); n != 1 {
+			t.Fatalf("first round ran %d scans, want the full walk", n)
+		}
+		e.clock.Add(30 * time.Minute)
+		if n := due(); n != 0 {
+			t.Fatalf("before the minimum gap: %d scans", n)
+		}
+		e.clock.Add(31 * time.Minute)
+		if n := due(); n != 1 {
+			t.Fatalf("after the minimum gap: %d scans, want a confirming pass", n)
+		}
+		scans, err := e.svc.Scans(e.ctx, cleanup.ScanFilter{AssetID: e.id, Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(scans) != 2 || !scans[0].ConfirmOnly || scans[0].Confirmed != 1 || len(scans[0].Shards) != 1 {
+			t.Fatalf("newest scan: confirm-only %v, confirmed %d, shards %+v", scans[0].ConfirmOnly, scans[0].Confirmed, scans[0].Shards)
+		}
+		e.clock.Add(2 * time.Hour)
+		if n := due(); n != 0 {
+			t.Fatalf("nothing left to confirm, yet %d scans ran", n)
+		}
+		e.clock.Add(22 * time.Hour)
+		if n := due(); n != 1 {
+			t.Fatalf("at the cadence: %d scans, want the full walk", n)
+		}
+		if scans, _ := e.svc.Scans(e.ctx, cleanup.ScanFilter{AssetID: e.id, Limit: 1}); scans[0].ConfirmOnly {
+			t.Fatal("the walk at the cadence was a confirming pass, not a full walk")
+		}
+	})
+}
+
 // TestS3: the same scan over a real S3-protocol server: LIST requests counted, an orphan
 // object confirmed by two walks, an s3a:// reference matching its s3:// listing, and a deleted
 // object reported as dangling.

@@ -46,8 +46,10 @@ func (s *Service) Run(ctx context.Context, tick, def time.Duration, opt ScanOpti
 	})
 }
 
-// ScanDue scans every known table whose last scan started longer ago than its cadence, and
-// returns how many it scanned. A table another replica is scanning is skipped.
+// ScanDue scans every known table whose last scan started longer ago than its cadence, runs a
+// confirming pass (ScanOptions.ConfirmOnly) on tables whose last walks left files to confirm and
+// whose last scan started at least the minimum gap ago, and returns how many scans it ran. A
+// table another replica is scanning is skipped.
 func (s *Service) ScanDue(ctx context.Context, def time.Duration, opt ScanOptions) (int, error) {
 	n := 0
 	if !s.InWindow() {
@@ -93,8 +95,22 @@ func (s *Service) ScanDue(ctx context.Context, def time.Duration, opt ScanOption
 			if err != nil && !ent.IsNotFound(err) {
 				return n, err
 			}
+			topt := opt
 			if abandoned == 0 && last != nil && s.clock().Sub(last.StartedAt) < cadence {
-				continue
+				// Not due for a full walk. A confirming pass is, once the minimum gap has passed,
+				// when the last walks left files to confirm: it walks only those shards, so a
+				// candidate is confirmed an hour later instead of a cadence later.
+				if s.clock().Sub(last.StartedAt) < minGap(opt) {
+					continue
+				}
+				pending, _, err := s.pendingShards(ctx, t.AssetID)
+				if err != nil {
+					return n, err
+				}
+				if len(pending) == 0 {
+					continue
+				}
+				topt.ConfirmOnly = true
 			}
 			held, err := s.claim(ctx, t.AssetID, tableLease, s.leaseTTL)
 			if err != nil {
@@ -106,7 +122,7 @@ func (s *Service) ScanDue(ctx context.Context, def time.Duration, opt ScanOption
 			// The table lease is short and renewed while the scan runs; losing it stops the scan.
 			sctx, cancel := context.WithCancelCause(ctx)
 			stop := s.keepRenewing(sctx, held, s.leaseTTL, cancel)
-			_, err = s.Scan(sctx, t.AssetID, opt)
+			_, err = s.Scan(sctx, t.AssetID, topt)
 			stop()
 			cancel(nil)
 			s.release(ctx, held)
@@ -122,4 +138,12 @@ func (s *Service) ScanDue(ctx context.Context, def time.Duration, opt ScanOption
 			return n, nil
 		}
 	}
+}
+
+// minGap is the gap two walks need to confirm, as Scan applies it.
+func minGap(opt ScanOptions) time.Duration {
+	if opt.MinGap > 0 {
+		return opt.MinGap
+	}
+	return DefaultMinGap
 }
