@@ -109,7 +109,7 @@ func (s *Service) Scan(ctx context.Context, asset uuid.UUID, opt ScanOptions) (R
 	}
 	start := s.clock()
 	row, err := s.db.CleanupScan.Create().SetAssetID(asset).SetStartedAt(start).SetHeartbeatAt(start).SetState(cleanupscan.StateRunning).
-		SetAgeThresholdSeconds(int64(opt.AgeThreshold / time.Second)).SetThresholdOverride(override).Save(ctx)
+		SetAgeThresholdSeconds(int64(opt.AgeThreshold / time.Second)).SetThresholdOverride(override).SetConfirmOnly(opt.ConfirmOnly).Save(ctx)
 	if err != nil {
 		return Report{}, err
 	}

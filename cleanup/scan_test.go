@@ -528,22 +528,32 @@ func TestScheduledConfirmingPass(t *testing.T) {
 		if n := due(); n != 0 {
 			t.Fatalf("before the minimum gap: %d scans", n)
 		}
-		e.clock.Add(31 * time.Minute)
-		if n := due(); n != 1 {
-			t.Fatalf("after the minimum gap: %d scans, want a confirming pass", n)
-		}
-		scans, err := e.svc.Scans(e.ctx, cleanup.ScanFilter{AssetID: e.id, Limit: 10})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(scans) != 2 || !scans[0].ConfirmOnly || scans[0].Confirmed != 1 || len(scans[0].Shards) != 1 {
-			t.Fatalf("newest scan: confirm-only %v, confirmed %d, shards %+v", scans[0].ConfirmOnly, scans[0].Confirmed, scans[0].Shards)
+		// Each confirming pass may see a new orphan, which the next one confirms.
+		for i, orphan := range []string{"data/c/orphan2.parquet", ""} {
+			if orphan != "" {
+				e.lake.WriteFile(e.tbl, orphan, 10, e.clock.Now().Add(-100*time.Hour))
+			}
+			e.clock.Add(31 * time.Minute)
+			if i > 0 {
+				e.clock.Add(30 * time.Minute)
+			}
+			if n := due(); n != 1 {
+				t.Fatalf("after the minimum gap: %d scans, want a confirming pass", n)
+			}
+			scans, err := e.svc.Scans(e.ctx, cleanup.ScanFilter{AssetID: e.id, Limit: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(scans) != 2+i || !scans[0].ConfirmOnly || scans[0].Confirmed != int64(1+i) || len(scans[0].Shards) != 1 { // confirmed: every orphan confirmed there now
+				t.Fatalf("pass %d: confirm-only %v, confirmed %d, shards %+v", i, scans[0].ConfirmOnly, scans[0].Confirmed, scans[0].Shards)
+			}
 		}
 		e.clock.Add(2 * time.Hour)
 		if n := due(); n != 0 {
 			t.Fatalf("nothing left to confirm, yet %d scans ran", n)
 		}
-		e.clock.Add(22 * time.Hour)
+		// The cadence counts from the last full walk, not from the confirming passes since.
+		e.clock.Add(20 * time.Hour)
 		if n := due(); n != 1 {
 			t.Fatalf("at the cadence: %d scans, want the full walk", n)
 		}

@@ -89,17 +89,20 @@ func (s *Service) ScanDue(ctx context.Context, def time.Duration, opt ScanOption
 			}
 			// The cadence counts from the last scan that ran to its end (finished, or failed and
 			// reported why); one stopped (SIGTERM) or abandoned (kill -9) is taken over at once.
-			last, err := s.db.CleanupScan.Query().Where(cleanupscan.AssetID(t.AssetID),
-				cleanupscan.StateIn(cleanupscan.StateFinished, cleanupscan.StateFailed, cleanupscan.StateRunning)).
-				Order(ent.Desc(cleanupscan.FieldID)).First(ctx)
-			if err != nil && !ent.IsNotFound(err) {
+			// Confirming passes do not count: they walk only some shards.
+			lastFull, err := s.lastScan(ctx, t.AssetID, true)
+			if err != nil {
 				return n, err
 			}
 			topt := opt
-			if abandoned == 0 && last != nil && s.clock().Sub(last.StartedAt) < cadence {
-				// Not due for a full walk. A confirming pass is, once the minimum gap has passed,
-				// when the last walks left files to confirm: it walks only those shards, so a
-				// candidate is confirmed an hour later instead of a cadence later.
+			if abandoned == 0 && lastFull != nil && s.clock().Sub(lastFull.StartedAt) < cadence {
+				// Not due for a full walk. A confirming pass is, once the minimum gap has passed
+				// since any walk, when the last walks left files to confirm: it walks only those
+				// shards, so a candidate is confirmed an hour later instead of a cadence later.
+				last, err := s.lastScan(ctx, t.AssetID, false)
+				if err != nil {
+					return n, err
+				}
 				if s.clock().Sub(last.StartedAt) < minGap(opt) {
 					continue
 				}
@@ -146,4 +149,19 @@ func minGap(opt ScanOptions) time.Duration {
 		return opt.MinGap
 	}
 	return DefaultMinGap
+}
+
+// lastScan returns the table's newest scan that ran to its end or is running (full walks only,
+// with full), or nil.
+func (s *Service) lastScan(ctx context.Context, asset uuid.UUID, full bool) (*ent.CleanupScan, error) {
+	q := s.db.CleanupScan.Query().Where(cleanupscan.AssetID(asset),
+		cleanupscan.StateIn(cleanupscan.StateFinished, cleanupscan.StateFailed, cleanupscan.StateRunning))
+	if full {
+		q.Where(cleanupscan.ConfirmOnly(false))
+	}
+	last, err := q.Order(ent.Desc(cleanupscan.FieldID)).First(ctx)
+	if ent.IsNotFound(err) {
+		return nil, nil
+	}
+	return last, err
 }

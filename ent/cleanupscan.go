@@ -30,6 +30,8 @@ type CleanupScan struct {
 	AgeThresholdSeconds int64 `json:"age_threshold_seconds,omitempty"`
 	// ThresholdOverride holds the value of the "threshold_override" field.
 	ThresholdOverride bool `json:"threshold_override,omitempty"`
+	// ConfirmOnly holds the value of the "confirm_only" field.
+	ConfirmOnly bool `json:"confirm_only,omitempty"`
 	// Report holds the value of the "report" field.
 	Report string `json:"report,omitempty"`
 	// Error holds the value of the "error" field.
@@ -44,7 +46,7 @@ func (*CleanupScan) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
-		case cleanupscan.FieldThresholdOverride:
+		case cleanupscan.FieldThresholdOverride, cleanupscan.FieldConfirmOnly:
 			values[i] = new(sql.NullBool)
 		case cleanupscan.FieldAgeThresholdSeconds:
 			values[i] = new(sql.NullInt64)
@@ -111,6 +113,12 @@ func (_m *CleanupScan) assignValues(columns []string, values []any) error {
 				return fmt.Errorf("unexpected type %T for field threshold_override", values[i])
 			} else if value.Valid {
 				_m.ThresholdOverride = value.Bool
+			}
+		case cleanupscan.FieldConfirmOnly:
+			if value, ok := values[i].(*sql.NullBool); !ok {
+				return fmt.Errorf("unexpected type %T for field confirm_only", values[i])
+			} else if value.Valid {
+				_m.ConfirmOnly = value.Bool
 			}
 		case cleanupscan.FieldReport:
 			if value, ok := values[i].(*sql.NullString); !ok {
@@ -186,6 +194,9 @@ func (_m *CleanupScan) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("threshold_override=")
 	builder.WriteString(fmt.Sprintf("%v", _m.ThresholdOverride))
+	builder.WriteString(", ")
+	builder.WriteString("confirm_only=")
+	builder.WriteString(fmt.Sprintf("%v", _m.ConfirmOnly))
 	builder.WriteString(", ")
 	builder.WriteString("report=")
 	builder.WriteString(_m.Report)

@@ -73,6 +73,20 @@ func (_c *CleanupScanCreate) SetNillableThresholdOverride(v *bool) *CleanupScanC
 	return _c
 }
 
+// SetConfirmOnly sets the "confirm_only" field.
+func (_c *CleanupScanCreate) SetConfirmOnly(v bool) *CleanupScanCreate {
+	_c.mutation.SetConfirmOnly(v)
+	return _c
+}
+
+// SetNillableConfirmOnly sets the "confirm_only" field if the given value is not nil.
+func (_c *CleanupScanCreate) SetNillableConfirmOnly(v *bool) *CleanupScanCreate {
+	if v != nil {
+		_c.SetConfirmOnly(*v)
+	}
+	return _c
+}
+
 // SetReport sets the "report" field.
 func (_c *CleanupScanCreate) SetReport(v string) *CleanupScanCreate {
 	_c.mutation.SetReport(v)
@@ -168,6 +182,10 @@ func (_c *CleanupScanCreate) defaults() {
 		v := cleanupscan.DefaultThresholdOverride
 		_c.mutation.SetThresholdOverride(v)
 	}
+	if _, ok := _c.mutation.ConfirmOnly(); !ok {
+		v := cleanupscan.DefaultConfirmOnly
+		_c.mutation.SetConfirmOnly(v)
+	}
 	if _, ok := _c.mutation.Report(); !ok {
 		v := cleanupscan.DefaultReport
 		_c.mutation.SetReport(v)
@@ -203,6 +221,9 @@ func (_c *CleanupScanCreate) check() error {
 	}
 	if _, ok := _c.mutation.ThresholdOverride(); !ok {
 		return &ValidationError{Name: "threshold_override", err: errors.New(`ent: missing required field "CleanupScan.threshold_override"`)}
+	}
+	if _, ok := _c.mutation.ConfirmOnly(); !ok {
+		return &ValidationError{Name: "confirm_only", err: errors.New(`ent: missing required field "CleanupScan.confirm_only"`)}
 	}
 	if _, ok := _c.mutation.Report(); !ok {
 		return &ValidationError{Name: "report", err: errors.New(`ent: missing required field "CleanupScan.report"`)}
@@ -268,6 +289,10 @@ func (_c *CleanupScanCreate) createSpec() (*CleanupScan, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.ThresholdOverride(); ok {
 		_spec.SetField(cleanupscan.FieldThresholdOverride, field.TypeBool, value)
 		_node.ThresholdOverride = value
+	}
+	if value, ok := _c.mutation.ConfirmOnly(); ok {
+		_spec.SetField(cleanupscan.FieldConfirmOnly, field.TypeBool, value)
+		_node.ConfirmOnly = value
 	}
 	if value, ok := _c.mutation.Report(); ok {
 		_spec.SetField(cleanupscan.FieldReport, field.TypeString, value)

@@ -6315,6 +6315,7 @@ type CleanupScanMutation struct {
 	age_threshold_seconds    *int64
 	addage_threshold_seconds *int64
 	threshold_override       *bool
+	confirm_only             *bool
 	report                   *string
 	error                    *string
 	heartbeat_at             *time.Time
@@ -6677,6 +6678,42 @@ func (m *CleanupScanMutation) ResetThresholdOverride() {
 	m.threshold_override = nil
 }
 
+// SetConfirmOnly sets the "confirm_only" field.
+func (m *CleanupScanMutation) SetConfirmOnly(b bool) {
+	m.confirm_only = &b
+}
+
+// ConfirmOnly returns the value of the "confirm_only" field in the mutation.
+func (m *CleanupScanMutation) ConfirmOnly() (r bool, exists bool) {
+	v := m.confirm_only
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldConfirmOnly returns the old "confirm_only" field's value of the CleanupScan entity.
+// If the CleanupScan object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupScanMutation) OldConfirmOnly(ctx context.Context) (v bool, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldConfirmOnly is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldConfirmOnly requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldConfirmOnly: %w", err)
+	}
+	return oldValue.ConfirmOnly, nil
+}
+
+// ResetConfirmOnly resets all changes to the "confirm_only" field.
+func (m *CleanupScanMutation) ResetConfirmOnly() {
+	m.confirm_only = nil
+}
+
 // SetReport sets the "report" field.
 func (m *CleanupScanMutation) SetReport(s string) {
 	m.report = &s
@@ -6832,7 +6869,7 @@ func (m *CleanupScanMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *CleanupScanMutation) Fields() []string {
-	fields := make([]string, 0, 9)
+	fields := make([]string, 0, 10)
 	if m.asset_id != nil {
 		fields = append(fields, cleanupscan.FieldAssetID)
 	}
@@ -6850,6 +6887,9 @@ func (m *CleanupScanMutation) Fields() []string {
 	}
 	if m.threshold_override != nil {
 		fields = append(fields, cleanupscan.FieldThresholdOverride)
+	}
+	if m.confirm_only != nil {
+		fields = append(fields, cleanupscan.FieldConfirmOnly)
 	}
 	if m.report != nil {
 		fields = append(fields, cleanupscan.FieldReport)
@@ -6880,6 +6920,8 @@ func (m *CleanupScanMutation) Field(name string) (ent.Value, bool) {
 		return m.AgeThresholdSeconds()
 	case cleanupscan.FieldThresholdOverride:
 		return m.ThresholdOverride()
+	case cleanupscan.FieldConfirmOnly:
+		return m.ConfirmOnly()
 	case cleanupscan.FieldReport:
 		return m.Report()
 	case cleanupscan.FieldError:
@@ -6907,6 +6949,8 @@ func (m *CleanupScanMutation) OldField(ctx context.Context, name string) (ent.Va
 		return m.OldAgeThresholdSeconds(ctx)
 	case cleanupscan.FieldThresholdOverride:
 		return m.OldThresholdOverride(ctx)
+	case cleanupscan.FieldConfirmOnly:
+		return m.OldConfirmOnly(ctx)
 	case cleanupscan.FieldReport:
 		return m.OldReport(ctx)
 	case cleanupscan.FieldError:
@@ -6963,6 +7007,13 @@ func (m *CleanupScanMutation) SetField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetThresholdOverride(v)
+		return nil
+	case cleanupscan.FieldConfirmOnly:
+		v, ok := value.(bool)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetConfirmOnly(v)
 		return nil
 	case cleanupscan.FieldReport:
 		v, ok := value.(string)
@@ -7081,6 +7132,9 @@ func (m *CleanupScanMutation) ResetField(name string) error {
 		return nil
 	case cleanupscan.FieldThresholdOverride:
 		m.ResetThresholdOverride()
+		return nil
+	case cleanupscan.FieldConfirmOnly:
+		m.ResetConfirmOnly()
 		return nil
 	case cleanupscan.FieldReport:
 		m.ResetReport()

@@ -26,6 +26,8 @@ const (
 	FieldAgeThresholdSeconds = "age_threshold_seconds"
 	// FieldThresholdOverride holds the string denoting the threshold_override field in the database.
 	FieldThresholdOverride = "threshold_override"
+	// FieldConfirmOnly holds the string denoting the confirm_only field in the database.
+	FieldConfirmOnly = "confirm_only"
 	// FieldReport holds the string denoting the report field in the database.
 	FieldReport = "report"
 	// FieldError holds the string denoting the error field in the database.
@@ -45,6 +47,7 @@ var Columns = []string{
 	FieldState,
 	FieldAgeThresholdSeconds,
 	FieldThresholdOverride,
+	FieldConfirmOnly,
 	FieldReport,
 	FieldError,
 	FieldHeartbeatAt,
@@ -63,6 +66,8 @@ func ValidColumn(column string) bool {
 var (
 	// DefaultThresholdOverride holds the default value on creation for the "threshold_override" field.
 	DefaultThresholdOverride bool
+	// DefaultConfirmOnly holds the default value on creation for the "confirm_only" field.
+	DefaultConfirmOnly bool
 	// DefaultReport holds the default value on creation for the "report" field.
 	DefaultReport string
 	// DefaultError holds the default value on creation for the "error" field.
@@ -133,6 +138,11 @@ func ByAgeThresholdSeconds(opts ...sql.OrderTermOption) OrderOption {
 // ByThresholdOverride orders the results by the threshold_override field.
 func ByThresholdOverride(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldThresholdOverride, opts...).ToFunc()
+}
+
+// ByConfirmOnly orders the results by the confirm_only field.
+func ByConfirmOnly(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldConfirmOnly, opts...).ToFunc()
 }
 
 // ByReport orders the results by the report field.

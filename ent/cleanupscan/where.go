@@ -80,6 +80,11 @@ func ThresholdOverride(v bool) predicate.CleanupScan {
 	return predicate.CleanupScan(sql.FieldEQ(FieldThresholdOverride, v))
 }
 
+// ConfirmOnly applies equality check predicate on the "confirm_only" field. It's identical to ConfirmOnlyEQ.
+func ConfirmOnly(v bool) predicate.CleanupScan {
+	return predicate.CleanupScan(sql.FieldEQ(FieldConfirmOnly, v))
+}
+
 // Report applies equality check predicate on the "report" field. It's identical to ReportEQ.
 func Report(v string) predicate.CleanupScan {
 	return predicate.CleanupScan(sql.FieldEQ(FieldReport, v))
@@ -293,6 +298,16 @@ func ThresholdOverrideEQ(v bool) predicate.CleanupScan {
 // ThresholdOverrideNEQ applies the NEQ predicate on the "threshold_override" field.
 func ThresholdOverrideNEQ(v bool) predicate.CleanupScan {
 	return predicate.CleanupScan(sql.FieldNEQ(FieldThresholdOverride, v))
+}
+
+// ConfirmOnlyEQ applies the EQ predicate on the "confirm_only" field.
+func ConfirmOnlyEQ(v bool) predicate.CleanupScan {
+	return predicate.CleanupScan(sql.FieldEQ(FieldConfirmOnly, v))
+}
+
+// ConfirmOnlyNEQ applies the NEQ predicate on the "confirm_only" field.
+func ConfirmOnlyNEQ(v bool) predicate.CleanupScan {
+	return predicate.CleanupScan(sql.FieldNEQ(FieldConfirmOnly, v))
 }
 
 // ReportEQ applies the EQ predicate on the "report" field.

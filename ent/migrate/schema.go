@@ -254,6 +254,7 @@ var (
 		{Name: "state", Type: field.TypeEnum, Enums: []string{"running", "finished", "failed", "stopped", "abandoned"}},
 		{Name: "age_threshold_seconds", Type: field.TypeInt64},
 		{Name: "threshold_override", Type: field.TypeBool, Default: false},
+		{Name: "confirm_only", Type: field.TypeBool, Default: false},
 		{Name: "report", Type: field.TypeString, Size: 2147483647, Default: ""},
 		{Name: "error", Type: field.TypeString, Size: 2147483647, Default: ""},
 		{Name: "heartbeat_at", Type: field.TypeTime, Nullable: true},

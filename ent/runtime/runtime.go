@@ -148,12 +148,16 @@ func init() {
 	cleanupscanDescThresholdOverride := cleanupscanFields[5].Descriptor()
 	// cleanupscan.DefaultThresholdOverride holds the default value on creation for the threshold_override field.
 	cleanupscan.DefaultThresholdOverride = cleanupscanDescThresholdOverride.Default.(bool)
+	// cleanupscanDescConfirmOnly is the schema descriptor for confirm_only field.
+	cleanupscanDescConfirmOnly := cleanupscanFields[6].Descriptor()
+	// cleanupscan.DefaultConfirmOnly holds the default value on creation for the confirm_only field.
+	cleanupscan.DefaultConfirmOnly = cleanupscanDescConfirmOnly.Default.(bool)
 	// cleanupscanDescReport is the schema descriptor for report field.
-	cleanupscanDescReport := cleanupscanFields[6].Descriptor()
+	cleanupscanDescReport := cleanupscanFields[7].Descriptor()
 	// cleanupscan.DefaultReport holds the default value on creation for the report field.
 	cleanupscan.DefaultReport = cleanupscanDescReport.Default.(string)
 	// cleanupscanDescError is the schema descriptor for error field.
-	cleanupscanDescError := cleanupscanFields[7].Descriptor()
+	cleanupscanDescError := cleanupscanFields[8].Descriptor()
 	// cleanupscan.DefaultError holds the default value on creation for the error field.
 	cleanupscan.DefaultError = cleanupscanDescError.Default.(string)
 	// cleanupscanDescID is the schema descriptor for id field.

@@ -23,6 +23,9 @@ func (CleanupScan) Fields() []ent.Field {
 		field.Enum("state").Values("running", "finished", "failed", "stopped", "abandoned"),
 		field.Int64("age_threshold_seconds").Immutable(),
 		field.Bool("threshold_override").Default(false).Immutable(),
+		// confirm_only: a confirming pass (only shards with files to confirm); the cadence of
+		// full walks counts from the last scan that was not one.
+		field.Bool("confirm_only").Default(false).Immutable(),
 		field.Text("report").Default(""),
 		field.Text("error").Default(""),
 		// heartbeat_at is renewed while the scan runs; a running scan whose heartbeat is older
