@@ -18,6 +18,7 @@ require (
 	github.com/labstack/echo/v4 v4.16.4
 	github.com/lib/pq v1.12.3
 	github.com/prometheus/client_golang v1.25.0
+	github.com/yuin/goldmark v1.8.7
 	golang.org/x/sync v0.24.0
 	golang.org/x/time v0.15.0
 	modernc.org/sqlite v1.62.0

@@ -84,7 +84,8 @@ func Open(ctx context.Context, store *storage.DB, cfg Config) (*App, error) {
 			a.Lineage.Graph().AssetsChanged(ctx, ids)
 			a.Usage.NamesChanged(ctx, ids) // usage records that waited for a name
 		}))
-	// The default classifications (pii, tier) exist from the start; an admin's changes stay.
+	// The default classifications (pii, tier), so tags such as pii.email are checked and
+	// propagate from the start; existing ones, perhaps changed by an admin, stay as they are.
 	if err := a.Catalog.EnsureClassifications(ctx); err != nil {
 		return nil, a.closeOnError(err)
 	}

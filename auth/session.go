@@ -7,14 +7,16 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/ent"
+	"github.com/tidemark/tidemark/ent/apitoken"
 	"github.com/tidemark/tidemark/ent/websession"
 )
 
-// Session is a browser signed in with an API token: who, whether they may decide, and the
-// CSRF token its forms must carry.
+// Session is a browser signed in with an API token: who, whether they may edit (write) and
+// decide (admin), and the CSRF token its forms must carry.
 type Session struct {
 	Name  string // the API token's name
 	Admin bool
+	Write bool // the token has the write scope (admin includes it)
 	CSRF  string
 }
 
@@ -30,7 +32,7 @@ func (s *Store) CreateSession(ctx context.Context, tok Token, ttl time.Duration)
 		return "", Session{}, err
 	}
 	secret, csrf := Random(), Random()
-	x := Session{Name: tok.Name, Admin: tok.Allows(ScopeAdmin), CSRF: csrf}
+	x := Session{Name: tok.Name, Admin: tok.Allows(ScopeAdmin), Write: tok.Allows(ScopeWrite), CSRF: csrf}
 	err := s.db.WebSession.Create().SetID(hash(secret)).SetTokenID(tok.ID).SetName(x.Name).SetAdmin(x.Admin).
 		SetCsrf(x.CSRF).SetExpiresAt(now.Add(ttl)).Exec(ctx)
 	return secret, x, err
@@ -49,10 +51,16 @@ func (s *Store) Session(ctx context.Context, secret string) (Session, bool, erro
 	if err != nil {
 		return Session{}, false, err
 	}
-	if ok, err := s.Active(ctx, row.TokenID); err != nil || !ok {
-		return Session{}, false, err // revoked: the session ends with its token
+	tok, err := s.db.APIToken.Query().Where(apitoken.ID(row.TokenID), apitoken.RevokedAtIsNil()).Only(ctx)
+	if ent.IsNotFound(err) {
+		return Session{}, false, nil // revoked: the session ends with its token
 	}
-	return Session{Name: row.Name, Admin: row.Admin, CSRF: row.Csrf}, true, nil
+	if err != nil {
+		return Session{}, false, err
+	}
+	// The write scope is read from the token itself: sessions stored before it was kept still
+	// know it.
+	return Session{Name: row.Name, Admin: row.Admin, Write: toToken(tok).Allows(ScopeWrite), CSRF: row.Csrf}, true, nil
 }
 
 // EndSession removes the session a cookie secret names.

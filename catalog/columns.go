@@ -248,8 +248,8 @@ func (c *Catalog) syncColumns(ctx context.Context, tx *ent.Tx, id uuid.UUID, in 
 		delete(byPath, col.Path)
 	}
 	// Renames move paths around (a and b may swap): park renamed columns on a path no column
-	// can have (validated paths have no control characters) first, so the unique current-path
-	// index never sees two at once.
+	// can have first, so the unique current-path index never sees two at once. \x01: paths hold
+	// no control characters (validateText), and PostgreSQL refuses \x00 in text.
 	for _, u := range updates {
 		if u.row.Path != u.in.Path && (iceberg || u.row.FieldID == nil) {
 			if err := tx.Column.UpdateOne(u.row).SetPath("\x01" + u.row.ID.String()).Exec(ctx); err != nil {

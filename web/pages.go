@@ -148,6 +148,9 @@ type assetData struct {
 	// Missing names the parts of the page that could not be read (logged with the cause): the
 	// page says so instead of looking complete.
 	Missing []string
+	// Cur is the curation part (curation.go); Edit an edit the page refused.
+	Cur  curationData
+	Edit editState
 }
 
 // partial records that part of the asset page could not be read: logged, and listed on the page.
@@ -166,6 +169,11 @@ type schemaField struct {
 }
 
 func (u *UI) asset(w http.ResponseWriter, r *http.Request) {
+	u.assetPage(w, r, http.StatusOK, editState{})
+}
+
+// assetPage renders the asset page with status; edit, when set, is an edit the page refused.
+func (u *UI) assetPage(w http.ResponseWriter, r *http.Request, status int, edit editState) {
 	id, err := uuid.Parse(r.PathValue("id"))
 	if err != nil {
 		u.fail(w, r, &catalog.Error{Kind: catalog.ErrInvalid, Message: "that is not an asset ID"})
@@ -177,7 +185,7 @@ func (u *UI) asset(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
-	d := assetData{Asset: a, Depth: 2, Field: r.URL.Query().Get("field")}
+	d := assetData{Asset: a, Depth: 2, Field: r.URL.Query().Get("field"), Edit: edit}
 	if n, err := strconv.Atoi(r.URL.Query().Get("depth")); err == nil && n >= 1 && n <= 10 {
 		d.Depth = n
 	}
@@ -218,6 +226,7 @@ func (u *UI) asset(w http.ResponseWriter, r *http.Request) {
 	if u.cfg.Lineage != nil {
 		u.lineageParts(&g, r, &d, miss)
 	}
+	u.curationParts(&g, r, &d, miss)
 	if u.cfg.Tables != nil {
 		g.Go(func() error {
 			t, err := u.cfg.Tables.Get(ctx, id)
@@ -264,7 +273,8 @@ func (u *UI) asset(w http.ResponseWriter, r *http.Request) {
 	}
 	slices.Sort(d.Missing) // in one order whichever part failed first
 	d.Graph = withMigrations(d.Graph, d.Migrations, d.MigrationNames)
-	u.render(w, r, http.StatusOK, "asset", a.Name, d)
+	d.Edit.current(&d)
+	u.render(w, r, status, "asset", a.Name, d)
 }
 
 // lineageParts reads the asset page's lineage parts at once: the graph, the runs, the columns

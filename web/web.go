@@ -1,8 +1,9 @@
 // Package web is Tidemark's browser UI: server-rendered pages (html/template, parsed and
 // checked once at start, rendered into a buffer before anything is written), embedded static
 // files and the vendored graph and chart libraries, and browser sessions. Page handlers call the
-// domain packages directly; the JSON API is not involved. Anyone may browse; deciding on a
-// cleanup proposal needs a session signed in with an admin token and a CSRF token on the form.
+// domain packages directly; the JSON API is not involved. Anyone may browse; editing (curation,
+// the glossary) needs a session signed in with a write token, deciding on a cleanup proposal an
+// admin token, and either a CSRF token on the form.
 package web
 
 import (
@@ -65,7 +66,7 @@ type UI struct {
 
 // Routes lists the paths the UI serves (a trailing * matches the rest), for mounting it beside
 // the API without shadowing the API's own 404s.
-var Routes = []string{"/", "/assets/*", "/proposals", "/proposals/*", "/scans", "/scans/*", "/migrations", "/migrations/*", "/audit", "/signin", "/signout", "/static/*"}
+var Routes = []string{"/", "/assets/*", "/proposals", "/proposals/*", "/scans", "/scans/*", "/migrations", "/migrations/*", "/glossary", "/glossary/*", "/audit", "/signin", "/signout", "/static/*"}
 
 // New parses every template and renders each view once with empty data, so a broken template
 // fails at start rather than in front of a user.
@@ -124,6 +125,7 @@ func (u *UI) routes() {
 		u.mux.HandleFunc("GET /migrations", u.migrations)
 		u.mux.HandleFunc("GET /migrations/{id}", u.migration)
 	}
+	u.curationRoutes()
 	u.mux.HandleFunc("GET /audit", u.audit)
 	u.mux.HandleFunc("GET /signin", u.signinForm)
 	u.mux.HandleFunc("POST /signin", u.signin)
@@ -231,7 +233,19 @@ func (u *UI) fail(w http.ResponseWriter, r *http.Request, err error) {
 // flashes are the only banner messages: a link names one by key, so nobody can put their own
 // text on the site's pages.
 var flashes = map[string]string{
-	"decided": "Decision recorded",
+	"decided":             "Decision recorded",
+	"description-saved":   "Description saved",
+	"column-saved":        "Column description saved",
+	"owner-added":         "Owner saved",
+	"owner-removed":       "Owner removed",
+	"tag-added":           "Tag added",
+	"tag-removed":         "Tag removed",
+	"term-linked":         "Glossary term linked",
+	"term-unlinked":       "Glossary term unlinked",
+	"suggestion-accepted": "Suggestion accepted: the tag is on the column",
+	"suggestion-rejected": "Suggestion rejected: it will not be suggested again",
+	"term-created":        "Glossary term created",
+	"term-saved":          "Glossary term saved",
 }
 
 // noListing answers 404 for directories under /static/: files are served, listings are not.
