@@ -119,6 +119,10 @@ type graphEdge struct {
 }
 
 type chartData struct {
+	// From and To bound the x axis to the window asked for: with one day of data, the chart
+	// library would otherwise stretch the axis over years.
+	From   int64   `json:"from"`
+	To     int64   `json:"to"`
 	X      []int64 `json:"x"`
 	Reads  []int64 `json:"reads"`
 	Writes []int64 `json:"writes"`
@@ -215,6 +219,7 @@ func (u *UI) assetPage(w http.ResponseWriter, r *http.Request, status int, edit 
 				return err // the usage chart is the page's heart: fail the page
 			}
 			d.Usage = &s
+			d.Chart.From, d.Chart.To = now.Add(-89*24*time.Hour).Truncate(24*time.Hour).Unix(), now.Unix()
 			for _, p := range s.Points {
 				d.Chart.X = append(d.Chart.X, p.Start.Unix())
 				d.Chart.Reads = append(d.Chart.Reads, p.Reads)

@@ -36,7 +36,7 @@
       width: chart.clientWidth || 600, height: 240,
       series: [{}, { label: "reads", stroke: "#0b5fad", width: 2 }, { label: "writes", stroke: "#7a4fb8", width: 2 }],
       axes: [{}, { label: "per day" }],
-      scales: { x: { time: true } }
+      scales: { x: { time: true, range: u.from && u.to ? function () { return [u.from, u.to]; } : undefined } }
     }, [u.x, u.reads, u.writes], chart);
     window.addEventListener("resize", function () { plot.setSize({ width: chart.clientWidth, height: 240 }); });
     window.tidemarkChart = plot;
