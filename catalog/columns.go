@@ -248,10 +248,12 @@ func (c *Catalog) syncColumns(ctx context.Context, tx *ent.Tx, id uuid.UUID, in 
 		delete(byPath, col.Path)
 	}
 	// Renames move paths around (a and b may swap): park renamed columns on a path no column
-	// can have first, so the unique current-path index never sees two at once.
+	// can have first, so the unique current-path index never sees two at once. (A leading space:
+	// validateSchema refuses it in a real path; a NUL byte, which PostgreSQL refuses in text,
+	// would fail every rename there.)
 	for _, u := range updates {
 		if u.row.Path != u.in.Path && (iceberg || u.row.FieldID == nil) {
-			if err := tx.Column.UpdateOne(u.row).SetPath("\x00" + u.row.ID.String()).Exec(ctx); err != nil {
+			if err := tx.Column.UpdateOne(u.row).SetPath(" " + u.row.ID.String()).Exec(ctx); err != nil {
 				return false, fmt.Errorf("catalog: rename column: %w", err)
 			}
 		}
