@@ -10,7 +10,7 @@ import (
 
 // TestSyncColumnsRenames: Iceberg columns matched by field ID keep their records through renames,
 // also when two columns swap names (each parked on a path no column can have first), on both
-// databases.
+// databases; an OpenLineage schema never drops or renames them.
 func TestSyncColumnsRenames(t *testing.T) {
 	eachBackend(t, func(t *testing.T, e env) {
 		ctx := context.Background()
@@ -50,6 +50,25 @@ func TestSyncColumnsRenames(t *testing.T) {
 		slices.Sort(ops)
 		if want := []string{"renamed a>b", "renamed b>a"}; !slices.Equal(ops, want) {
 			t.Fatalf("schema change %v, want %v", ops, want)
+		}
+
+		// An OpenLineage schema (no field IDs) lacking b and naming a column c: the Iceberg
+		// columns are neither dropped nor renamed by it, a takes its doc, c is added.
+		if _, err := e.cat.SyncColumns(ctx, a.ID, catalog.SchemaInput{Source: catalog.SourceOpenLineage, Columns: []catalog.ColumnInput{
+			{Path: "a", Doc: "from Spark"}, {Path: "c", Type: "string"}}}); err != nil {
+			t.Fatal(err)
+		}
+		cols, err := e.cat.Columns(ctx, a.ID, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, c := range cols {
+			got = append(got, c.Path+":"+c.SourceDoc)
+		}
+		slices.Sort(got)
+		if want := []string{"a:from Spark", "b:", "c:"}; !slices.Equal(got, want) {
+			t.Fatalf("columns after an OpenLineage schema: %v, want %v", got, want)
 		}
 	})
 }
