@@ -145,12 +145,13 @@ func (a *applier) curationChanged(id uuid.UUID, name string) {
 }
 
 // syncCuration records the columns and OpenLineage tags of the assets whose schema or tags facet
-// this batch changed, in asset ID order (one lock order for every batch). Within an asset the
-// schema comes first, so tags on columns find their columns; a changed schema syncs the tags
-// again (a tag on a re-added column, or on one that left, follows the columns). Several changes
-// of one asset in a batch are recorded as one, from the newest value. Facets the catalog refuses
-// (a schema with an unusable field name or too many columns) are reported as warnings of the
-// event that set them; the event is stored all the same.
+// this batch changed, from the facets' latest values, in one catalog call for the whole batch
+// (RecordSources: a fixed number of statements, not a few dozen per asset). Within an asset the
+// schema comes first, so tags on columns find their columns; a changed schema brings the stored
+// tags along (a tag on a column that left is closed, one on a column that came back reopened).
+// Several changes of one asset in a batch are recorded as one, from the newest value. A schema
+// the catalog refuses (an unusable field name, too many columns) is a warning of the event that
+// set it; the event is stored all the same, and so are the asset's tags.
 func (b *batch) syncCuration(ctx context.Context) error {
 	if len(b.schemas) == 0 && len(b.tags) == 0 {
 		return nil
@@ -165,75 +166,86 @@ func (b *batch) syncCuration(ctx context.Context) error {
 		}
 	}
 	slices.SortFunc(ids, func(x, y uuid.UUID) int { return bytes.Compare(x[:], y[:]) })
+	reports := make([]catalog.SourceReport, 0, len(ids))
 	for _, id := range ids {
+		r := catalog.SourceReport{AssetID: id}
 		fs := b.facets[id]
-		schemaChanged := false
 		if res, ok := b.schemas[id]; ok {
-			changed, err := b.syncSchema(ctx, id, fs[schemaFacetName].Value, res)
-			if err != nil {
-				return err
-			}
-			schemaChanged = changed
+			r.Schema = schemaInput(id, fs[schemaFacetName].Value, res)
 		}
-		res, ok := b.tags[id]
-		if !ok && schemaChanged && fs[tagsFacetName] != nil {
-			res, ok = b.schemas[id], true
+		if f := fs[tagsFacetName]; f != nil && (b.tags[id] != nil || r.Schema != nil) {
+			r.Tags, r.SyncTags = tagsInput(id, f.Value, b.result(id))
 		}
-		if ok {
-			if err := b.syncTags(ctx, id, fs[tagsFacetName].Value, res); err != nil {
-				return err
-			}
+		if r.Schema != nil || r.SyncTags {
+			reports = append(reports, r)
 		}
 	}
-	return nil
-}
-
-// syncSchema records an asset's columns from its schema facet; it reports whether they changed.
-func (b *batch) syncSchema(ctx context.Context, id uuid.UUID, value string, res *IngestResult) (bool, error) {
-	var f schemaFacet
-	if err := json.Unmarshal([]byte(value), &f); err != nil {
-		res.Warnings = append(res.Warnings, "schema facet of asset "+id.String()+" not recorded as columns: it is not a SchemaDatasetFacet")
-		return false, nil
-	}
-	cols := schemaColumns(f)
-	if len(cols) == 0 {
-		// No fields: producers send that when they do not know the schema, not for a table
-		// without columns; the columns recorded before stay.
-		return false, nil
-	}
-	changed, err := b.s.cat.SyncColumns(ctx, id, catalog.SchemaInput{Source: catalog.SourceOpenLineage, Columns: cols})
-	switch {
-	case errors.Is(err, catalog.ErrInvalid):
-		res.Warnings = append(res.Warnings, "schema facet of asset "+id.String()+" not recorded as columns: "+err.Error())
-		return false, nil
-	case errors.Is(err, catalog.ErrConflict):
-		// Deleted (dropped by this batch): nothing to record columns on.
-		b.s.log.Debug("lineage: columns not recorded", "asset_id", id, "err", err)
-		return false, nil
-	}
-	return changed, err
-}
-
-// syncTags makes the asset's OpenLineage tags those of its tags facet; tags the catalog refuses
-// (not a valid tag, a classification value it does not list, a column the asset does not have)
-// are skipped and logged.
-func (b *batch) syncTags(ctx context.Context, id uuid.UUID, value string, res *IngestResult) error {
-	var f tagsFacet
-	if err := json.Unmarshal([]byte(value), &f); err != nil {
-		// Not the facet the spec describes: keep the tags recorded before rather than clear them.
-		res.Warnings = append(res.Warnings, "tags facet of asset "+id.String()+" not applied: it is not a TagsDatasetFacet")
-		return nil
-	}
-	skipped, err := b.s.cat.SyncSourceTags(ctx, id, catalog.SourceOpenLineage, sourceTags(f))
-	if errors.Is(err, catalog.ErrConflict) {
-		b.s.log.Debug("lineage: tags not recorded", "asset_id", id, "err", err)
-		return nil
-	}
+	out, err := b.s.cat.RecordSources(ctx, catalog.SourceOpenLineage, reports)
 	if err != nil {
 		return err
 	}
-	if len(skipped) > 0 {
-		b.s.log.Debug("lineage: source tags skipped", "asset_id", id, "skipped", skipped)
+	var again []catalog.SourceReport // tags of assets whose schema was refused
+	for i, o := range out {
+		r := reports[i]
+		switch {
+		case errors.Is(o.Err, catalog.ErrInvalid) && r.Schema != nil:
+			res := b.schemas[r.AssetID]
+			res.Warnings = append(res.Warnings, "schema facet of asset "+r.AssetID.String()+" not recorded as columns: "+o.Err.Error())
+			if r.SyncTags {
+				r.Schema = nil
+				again = append(again, r)
+			}
+		case o.Err != nil:
+			// Deleted (dropped by this batch): nothing to record on.
+			b.s.log.Debug("lineage: columns and tags not recorded", "asset_id", r.AssetID, "err", o.Err)
+		}
+		if len(o.Skipped) > 0 {
+			b.s.log.Debug("lineage: source tags skipped", "asset_id", r.AssetID, "skipped", o.Skipped)
+		}
 	}
-	return nil
+	if len(again) == 0 {
+		return nil
+	}
+	out, err = b.s.cat.RecordSources(ctx, catalog.SourceOpenLineage, again)
+	for i, o := range out {
+		if len(o.Skipped) > 0 || o.Err != nil {
+			b.s.log.Debug("lineage: source tags skipped", "asset_id", again[i].AssetID, "skipped", o.Skipped, "err", o.Err)
+		}
+	}
+	return err
+}
+
+// result is the event that last changed the asset's tags, else its schema.
+func (b *batch) result(id uuid.UUID) *IngestResult {
+	if res := b.tags[id]; res != nil {
+		return res
+	}
+	return b.schemas[id]
+}
+
+// schemaInput reads a stored schema facet as the catalog's schema; nil when it has no fields
+// (producers send that when they do not know the schema, not for a table without columns: the
+// columns recorded before stay) or is not a SchemaDatasetFacet (a warning).
+func schemaInput(id uuid.UUID, value string, res *IngestResult) *catalog.SchemaInput {
+	var f schemaFacet
+	if err := json.Unmarshal([]byte(value), &f); err != nil {
+		res.Warnings = append(res.Warnings, "schema facet of asset "+id.String()+" not recorded as columns: it is not a SchemaDatasetFacet")
+		return nil
+	}
+	cols := schemaColumns(f)
+	if len(cols) == 0 {
+		return nil
+	}
+	return &catalog.SchemaInput{Source: catalog.SourceOpenLineage, Columns: cols}
+}
+
+// tagsInput reads a stored tags facet as the catalog's source tags; false when it is not a
+// TagsDatasetFacet (a warning): the tags recorded before stay rather than being cleared.
+func tagsInput(id uuid.UUID, value string, res *IngestResult) ([]catalog.SourceTag, bool) {
+	var f tagsFacet
+	if err := json.Unmarshal([]byte(value), &f); err != nil {
+		res.Warnings = append(res.Warnings, "tags facet of asset "+id.String()+" not applied: it is not a TagsDatasetFacet")
+		return nil, false
+	}
+	return sourceTags(f), true
 }
