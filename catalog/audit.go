@@ -56,6 +56,18 @@ func (c *Catalog) RecordAudit(ctx context.Context, tx *ent.Tx, action string, as
 
 // audit appends an event inside tx, so the change and its record commit or fail together.
 func (c *Catalog) audit(ctx context.Context, tx *ent.Tx, at time.Time, action string, assetID uuid.UUID, before, after any) error {
+	q, err := c.auditCreate(ctx, tx, at, action, assetID, before, after)
+	if err != nil {
+		return err
+	}
+	if err := q.Exec(ctx); err != nil {
+		return fmt.Errorf("catalog: audit %s: %w", action, err)
+	}
+	return nil
+}
+
+// auditCreate builds an audit event for tx without writing it (to write many in bulk).
+func (c *Catalog) auditCreate(ctx context.Context, tx *ent.Tx, at time.Time, action string, assetID uuid.UUID, before, after any) (*ent.AuditEventCreate, error) {
 	q := tx.AuditEvent.Create().SetAt(at).SetActor(ActorFrom(ctx)).SetAction(action).SetRequestID(requestIDFrom(ctx))
 	if assetID != uuid.Nil { // a change of no asset (a glossary term, a classification)
 		q.SetAssetID(assetID)
@@ -69,14 +81,11 @@ func (c *Catalog) audit(ctx context.Context, tx *ent.Tx, at time.Time, action st
 		}
 		b, err := json.Marshal(side.v)
 		if err != nil {
-			return fmt.Errorf("catalog: audit %s: %w", action, err)
+			return nil, fmt.Errorf("catalog: audit %s: %w", action, err)
 		}
 		side.set(b)
 	}
-	if err := q.Exec(ctx); err != nil {
-		return fmt.Errorf("catalog: audit %s: %w", action, err)
-	}
-	return nil
+	return q, nil
 }
 
 // Audit returns an asset's audit trail, oldest first, starting after the event ID after (zero for

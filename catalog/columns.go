@@ -178,142 +178,17 @@ func validateSchema(in SchemaInput) error {
 // and labels stay); unmatched inputs are added; current columns the schema no longer has are
 // closed. Columns with a field ID belong to the Iceberg schema: an OpenLineage schema (no field
 // IDs) may update their docs but never renames or drops them, so two sources cannot flap. Any
-// structural change is kept as a SchemaChange. It reports whether anything changed.
+// structural change is kept as a SchemaChange. It reports whether anything changed. (It is
+// RecordSources for one asset; see planColumns.)
 func (c *Catalog) SyncColumns(ctx context.Context, id uuid.UUID, in SchemaInput) (bool, error) {
 	if err := validateSchema(in); err != nil {
 		return false, err
 	}
-	var changed bool
-	_, err := c.mutateNoted(ctx, id, AnyVersion, ActionSchemaChange, false, func(tx *ent.Tx, before Asset, now time.Time, note *auditNote) (bool, error) {
-		var err error
-		changed, err = c.syncColumns(ctx, tx, id, in, now, note)
-		return changed, err
-	})
-	return changed, err
-}
-
-func (c *Catalog) syncColumns(ctx context.Context, tx *ent.Tx, id uuid.UUID, in SchemaInput, now time.Time, note *auditNote) (bool, error) {
-	cur, err := tx.Column.Query().Where(column.AssetID(id), column.RemovedAtIsNil()).All(ctx)
+	out, err := c.RecordSources(ctx, in.Source, []SourceReport{{AssetID: id, Schema: &in}})
 	if err != nil {
-		return false, fmt.Errorf("catalog: read columns: %w", err)
+		return false, err
 	}
-	byID := map[int]*ent.Column{}
-	byPath := map[string]*ent.Column{}
-	for _, col := range cur {
-		if col.FieldID != nil {
-			byID[*col.FieldID] = col
-		}
-		byPath[col.Path] = col
-	}
-	iceberg := in.Source == SourceIceberg
-	matched := map[uuid.UUID]bool{}
-	var changes []ColumnChange
-	type update struct {
-		row   *ent.Column
-		in    ColumnInput
-		ord   int
-		newID *int
-	}
-	var updates []update
-	var adds []update
-	touched := 0 // columns whose doc, order or field ID changed
-	for i, col := range in.Columns {
-		var row *ent.Column
-		if col.FieldID != nil {
-			row = byID[*col.FieldID]
-		}
-		if row == nil {
-			// By path: an Iceberg field meets a column an OpenLineage schema recorded (no field
-			// ID yet), or two sources without IDs agree on the name.
-			if r := byPath[col.Path]; r != nil && !matched[r.ID] && (r.FieldID == nil || col.FieldID == nil) {
-				row = r
-			}
-		}
-		if row == nil {
-			adds = append(adds, update{in: col, ord: i})
-			continue
-		}
-		matched[row.ID] = true
-		updates = append(updates, update{row: row, in: col, ord: i, newID: col.FieldID})
-	}
-	// Close what the schema no longer has (first, so a new column may take a closed one's path).
-	for _, col := range cur {
-		if matched[col.ID] || (!iceberg && col.FieldID != nil) {
-			continue
-		}
-		if err := tx.Column.UpdateOne(col).SetRemovedAt(now).Exec(ctx); err != nil {
-			return false, fmt.Errorf("catalog: drop column: %w", err)
-		}
-		changes = append(changes, ColumnChange{Op: "removed", ColumnID: col.ID, FieldID: col.FieldID, Path: col.Path, Type: col.Type})
-		delete(byPath, col.Path)
-	}
-	// Renames move paths around (a and b may swap): park renamed columns on a path no column
-	// can have first, so the unique current-path index never sees two at once. \x01: paths hold
-	// no control characters (validateText), and PostgreSQL refuses \x00 in text.
-	for _, u := range updates {
-		if u.row.Path != u.in.Path && (iceberg || u.row.FieldID == nil) {
-			if err := tx.Column.UpdateOne(u.row).SetPath("\x01" + u.row.ID.String()).Exec(ctx); err != nil {
-				return false, fmt.Errorf("catalog: rename column: %w", err)
-			}
-		}
-	}
-	for _, u := range updates {
-		q := tx.Column.UpdateOne(u.row).SetOrdinal(u.ord)
-		dirty := u.row.Ordinal != u.ord
-		if u.row.Path != u.in.Path && (iceberg || u.row.FieldID == nil) {
-			q.SetPath(u.in.Path)
-			dirty = true
-			changes = append(changes, ColumnChange{Op: "renamed", ColumnID: u.row.ID, FieldID: firstInt(u.newID, u.row.FieldID), Path: u.in.Path, OldPath: u.row.Path})
-		}
-		if u.in.Type != "" && u.in.Type != u.row.Type {
-			q.SetType(u.in.Type)
-			dirty = true
-			if u.row.Type != "" {
-				changes = append(changes, ColumnChange{Op: "retyped", ColumnID: u.row.ID, FieldID: firstInt(u.newID, u.row.FieldID), Path: u.in.Path, Type: u.in.Type, OldType: u.row.Type})
-			}
-		}
-		if u.in.Doc != u.row.SourceDoc && (u.in.Doc != "" || iceberg || u.row.FieldID == nil) {
-			q.SetSourceDoc(u.in.Doc)
-			dirty = true
-		}
-		if u.newID != nil && u.row.FieldID == nil {
-			q.SetFieldID(*u.newID)
-			dirty = true
-		}
-		if dirty {
-			touched++
-			if err := q.Exec(ctx); err != nil {
-				return false, fmt.Errorf("catalog: update column: %w", err)
-			}
-		}
-	}
-	for _, a := range adds {
-		row, err := tx.Column.Create().SetAssetID(id).SetNillableFieldID(a.in.FieldID).SetPath(a.in.Path).SetType(a.in.Type).
-			SetOrdinal(a.ord).SetSourceDoc(a.in.Doc).SetAddedAt(now).Save(ctx)
-		if err != nil {
-			return false, fmt.Errorf("catalog: add column %s: %w", a.in.Path, err)
-		}
-		changes = append(changes, ColumnChange{Op: "added", ColumnID: row.ID, FieldID: a.in.FieldID, Path: a.in.Path, Type: a.in.Type})
-	}
-	if len(changes) > 0 {
-		b, err := json.Marshal(changes)
-		if err != nil {
-			return false, fmt.Errorf("catalog: schema change: %w", err)
-		}
-		if err := tx.SchemaChange.Create().SetAssetID(id).SetAt(now).SetSource(string(in.Source)).
-			SetNillableSchemaID(in.SchemaID).SetChanges(string(b)).Exec(ctx); err != nil {
-			return false, fmt.Errorf("catalog: record schema change: %w", err)
-		}
-		note.after = map[string]any{"source": in.Source, "schema_id": in.SchemaID, "changes": changes}
-		return true, nil
-	}
-	if touched == 0 {
-		return false, nil
-	}
-	// Docs or order only: not a schema change for the history, but the asset changed (search
-	// indexes column docs).
-	note.after = map[string]any{"source": in.Source, "columns_updated": touched}
-	return true, nil
+	return out[0].ColumnsChanged, out[0].Err
 }
 
 func firstInt(a, b *int) *int {

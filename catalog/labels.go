@@ -280,67 +280,14 @@ type SourceTag struct {
 // SyncSourceTags makes the asset's labels from source exactly tags: new ones are added, ones the
 // source no longer reports are closed. Labels from other sources (a person's) are never touched.
 // Tags that are not valid, or name a column the asset does not have, are skipped and returned, so
-// one bad tag does not refuse a whole lineage event.
+// one bad tag does not refuse a whole lineage event. (It is RecordSources for one asset; see
+// planTags.)
 func (c *Catalog) SyncSourceTags(ctx context.Context, id uuid.UUID, source LabelSource, tags []SourceTag) (skipped []SourceTag, err error) {
-	_, err = c.mutateNoted(ctx, id, AnyVersion, ActionLabelAdd, false, func(tx *ent.Tx, before Asset, now time.Time, note *auditNote) (bool, error) {
-		skipped = skipped[:0]
-		cols, err := tx.Column.Query().Where(column.AssetID(id), column.RemovedAtIsNil()).All(ctx)
-		if err != nil {
-			return false, fmt.Errorf("catalog: read columns: %w", err)
-		}
-		byPath := map[string]uuid.UUID{"": uuid.Nil}
-		for _, col := range cols {
-			byPath[col.Path] = col.ID
-		}
-		type key struct {
-			col uuid.UUID
-			tag string
-		}
-		want := map[key]bool{}
-		for _, t := range tags {
-			colID, ok := byPath[t.Column]
-			if !ok || checkTag(ctx, tx.Client(), t.Tag) != nil {
-				skipped = append(skipped, t)
-				continue
-			}
-			want[key{colID, t.Tag}] = true
-		}
-		cur, err := tx.Label.Query().Where(label.AssetID(id), label.KindEQ(label.KindTag), label.RemovedAtIsNil()).All(ctx)
-		if err != nil {
-			return false, fmt.Errorf("catalog: read labels: %w", err)
-		}
-		var added, removed []string
-		have := map[key]bool{}
-		for _, l := range cur {
-			k := key{l.ColumnID, l.Value}
-			have[k] = true
-			if l.Source != label.Source(source) || want[k] {
-				continue
-			}
-			if err := tx.Label.UpdateOne(l).SetRemovedAt(now).SetRemovedBy(ActorFrom(ctx)).Exec(ctx); err != nil {
-				return false, fmt.Errorf("catalog: close label: %w", err)
-			}
-			removed = append(removed, l.Value)
-		}
-		for k := range want {
-			if have[k] {
-				continue // already there, from this source or a person: either way tagged
-			}
-			if err := tx.Label.Create().SetAssetID(id).SetColumnID(k.col).SetKind(label.KindTag).SetValue(k.tag).
-				SetSource(label.Source(source)).SetAddedAt(now).SetAddedBy(ActorFrom(ctx)).Exec(ctx); err != nil {
-				return false, fmt.Errorf("catalog: add label: %w", err)
-			}
-			added = append(added, k.tag)
-		}
-		if len(added) == 0 && len(removed) == 0 {
-			return false, nil
-		}
-		slices.Sort(added)
-		slices.Sort(removed)
-		note.after = map[string]any{"source": source, "added": added, "removed": removed}
-		return true, nil
-	})
-	return skipped, err
+	out, err := c.RecordSources(ctx, source, []SourceReport{{AssetID: id, Tags: tags, SyncTags: true}})
+	if err != nil {
+		return nil, err
+	}
+	return out[0].Skipped, out[0].Err
 }
 
 // --- classifications ---------------------------------------------------------------------------

@@ -50,6 +50,8 @@ type IcebergTable struct {
 	MissingAt *time.Time `json:"missing_at,omitempty"`
 	// ListedAt holds the value of the "listed_at" field.
 	ListedAt *time.Time `json:"listed_at,omitempty"`
+	// ColumnsSchemaID holds the value of the "columns_schema_id" field.
+	ColumnsSchemaID *int `json:"columns_schema_id,omitempty"`
 	// CreatedAt holds the value of the "created_at" field.
 	CreatedAt time.Time `json:"created_at,omitempty"`
 	// UpdatedAt holds the value of the "updated_at" field.
@@ -62,7 +64,7 @@ func (*IcebergTable) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
-		case icebergtable.FieldFormatVersion, icebergtable.FieldCurrentSnapshotID:
+		case icebergtable.FieldFormatVersion, icebergtable.FieldCurrentSnapshotID, icebergtable.FieldColumnsSchemaID:
 			values[i] = new(sql.NullInt64)
 		case icebergtable.FieldConnection, icebergtable.FieldIdentifier, icebergtable.FieldTableUUID, icebergtable.FieldLocation, icebergtable.FieldMetadataLocation, icebergtable.FieldInspection, icebergtable.FieldHealth, icebergtable.FieldError:
 			values[i] = new(sql.NullString)
@@ -194,6 +196,13 @@ func (_m *IcebergTable) assignValues(columns []string, values []any) error {
 				_m.ListedAt = new(time.Time)
 				*_m.ListedAt = value.Time
 			}
+		case icebergtable.FieldColumnsSchemaID:
+			if value, ok := values[i].(*sql.NullInt64); !ok {
+				return fmt.Errorf("unexpected type %T for field columns_schema_id", values[i])
+			} else if value.Valid {
+				_m.ColumnsSchemaID = new(int)
+				*_m.ColumnsSchemaID = int(value.Int64)
+			}
 		case icebergtable.FieldCreatedAt:
 			if value, ok := values[i].(*sql.NullTime); !ok {
 				return fmt.Errorf("unexpected type %T for field created_at", values[i])
@@ -302,6 +311,11 @@ func (_m *IcebergTable) String() string {
 	if v := _m.ListedAt; v != nil {
 		builder.WriteString("listed_at=")
 		builder.WriteString(v.Format(time.ANSIC))
+	}
+	builder.WriteString(", ")
+	if v := _m.ColumnsSchemaID; v != nil {
+		builder.WriteString("columns_schema_id=")
+		builder.WriteString(fmt.Sprintf("%v", *v))
 	}
 	builder.WriteString(", ")
 	builder.WriteString("created_at=")

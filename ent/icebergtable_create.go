@@ -221,6 +221,20 @@ func (_c *IcebergTableCreate) SetNillableListedAt(v *time.Time) *IcebergTableCre
 	return _c
 }
 
+// SetColumnsSchemaID sets the "columns_schema_id" field.
+func (_c *IcebergTableCreate) SetColumnsSchemaID(v int) *IcebergTableCreate {
+	_c.mutation.SetColumnsSchemaID(v)
+	return _c
+}
+
+// SetNillableColumnsSchemaID sets the "columns_schema_id" field if the given value is not nil.
+func (_c *IcebergTableCreate) SetNillableColumnsSchemaID(v *int) *IcebergTableCreate {
+	if v != nil {
+		_c.SetColumnsSchemaID(*v)
+	}
+	return _c
+}
+
 // SetCreatedAt sets the "created_at" field.
 func (_c *IcebergTableCreate) SetCreatedAt(v time.Time) *IcebergTableCreate {
 	_c.mutation.SetCreatedAt(v)
@@ -433,6 +447,10 @@ func (_c *IcebergTableCreate) createSpec() (*IcebergTable, *sqlgraph.CreateSpec)
 	if value, ok := _c.mutation.ListedAt(); ok {
 		_spec.SetField(icebergtable.FieldListedAt, field.TypeTime, value)
 		_node.ListedAt = &value
+	}
+	if value, ok := _c.mutation.ColumnsSchemaID(); ok {
+		_spec.SetField(icebergtable.FieldColumnsSchemaID, field.TypeInt, value)
+		_node.ColumnsSchemaID = &value
 	}
 	if value, ok := _c.mutation.CreatedAt(); ok {
 		_spec.SetField(icebergtable.FieldCreatedAt, field.TypeTime, value)

@@ -308,6 +308,33 @@ func (_u *IcebergTableUpdate) ClearListedAt() *IcebergTableUpdate {
 	return _u
 }
 
+// SetColumnsSchemaID sets the "columns_schema_id" field.
+func (_u *IcebergTableUpdate) SetColumnsSchemaID(v int) *IcebergTableUpdate {
+	_u.mutation.ResetColumnsSchemaID()
+	_u.mutation.SetColumnsSchemaID(v)
+	return _u
+}
+
+// SetNillableColumnsSchemaID sets the "columns_schema_id" field if the given value is not nil.
+func (_u *IcebergTableUpdate) SetNillableColumnsSchemaID(v *int) *IcebergTableUpdate {
+	if v != nil {
+		_u.SetColumnsSchemaID(*v)
+	}
+	return _u
+}
+
+// AddColumnsSchemaID adds value to the "columns_schema_id" field.
+func (_u *IcebergTableUpdate) AddColumnsSchemaID(v int) *IcebergTableUpdate {
+	_u.mutation.AddColumnsSchemaID(v)
+	return _u
+}
+
+// ClearColumnsSchemaID clears the value of the "columns_schema_id" field.
+func (_u *IcebergTableUpdate) ClearColumnsSchemaID() *IcebergTableUpdate {
+	_u.mutation.ClearColumnsSchemaID()
+	return _u
+}
+
 // SetUpdatedAt sets the "updated_at" field.
 func (_u *IcebergTableUpdate) SetUpdatedAt(v time.Time) *IcebergTableUpdate {
 	_u.mutation.SetUpdatedAt(v)
@@ -437,6 +464,15 @@ func (_u *IcebergTableUpdate) sqlSave(ctx context.Context) (_node int, err error
 	}
 	if _u.mutation.ListedAtCleared() {
 		_spec.ClearField(icebergtable.FieldListedAt, field.TypeTime)
+	}
+	if value, ok := _u.mutation.ColumnsSchemaID(); ok {
+		_spec.SetField(icebergtable.FieldColumnsSchemaID, field.TypeInt, value)
+	}
+	if value, ok := _u.mutation.AddedColumnsSchemaID(); ok {
+		_spec.AddField(icebergtable.FieldColumnsSchemaID, field.TypeInt, value)
+	}
+	if _u.mutation.ColumnsSchemaIDCleared() {
+		_spec.ClearField(icebergtable.FieldColumnsSchemaID, field.TypeInt)
 	}
 	if value, ok := _u.mutation.UpdatedAt(); ok {
 		_spec.SetField(icebergtable.FieldUpdatedAt, field.TypeTime, value)
@@ -741,6 +777,33 @@ func (_u *IcebergTableUpdateOne) ClearListedAt() *IcebergTableUpdateOne {
 	return _u
 }
 
+// SetColumnsSchemaID sets the "columns_schema_id" field.
+func (_u *IcebergTableUpdateOne) SetColumnsSchemaID(v int) *IcebergTableUpdateOne {
+	_u.mutation.ResetColumnsSchemaID()
+	_u.mutation.SetColumnsSchemaID(v)
+	return _u
+}
+
+// SetNillableColumnsSchemaID sets the "columns_schema_id" field if the given value is not nil.
+func (_u *IcebergTableUpdateOne) SetNillableColumnsSchemaID(v *int) *IcebergTableUpdateOne {
+	if v != nil {
+		_u.SetColumnsSchemaID(*v)
+	}
+	return _u
+}
+
+// AddColumnsSchemaID adds value to the "columns_schema_id" field.
+func (_u *IcebergTableUpdateOne) AddColumnsSchemaID(v int) *IcebergTableUpdateOne {
+	_u.mutation.AddColumnsSchemaID(v)
+	return _u
+}
+
+// ClearColumnsSchemaID clears the value of the "columns_schema_id" field.
+func (_u *IcebergTableUpdateOne) ClearColumnsSchemaID() *IcebergTableUpdateOne {
+	_u.mutation.ClearColumnsSchemaID()
+	return _u
+}
+
 // SetUpdatedAt sets the "updated_at" field.
 func (_u *IcebergTableUpdateOne) SetUpdatedAt(v time.Time) *IcebergTableUpdateOne {
 	_u.mutation.SetUpdatedAt(v)
@@ -900,6 +963,15 @@ func (_u *IcebergTableUpdateOne) sqlSave(ctx context.Context) (_node *IcebergTab
 	}
 	if _u.mutation.ListedAtCleared() {
 		_spec.ClearField(icebergtable.FieldListedAt, field.TypeTime)
+	}
+	if value, ok := _u.mutation.ColumnsSchemaID(); ok {
+		_spec.SetField(icebergtable.FieldColumnsSchemaID, field.TypeInt, value)
+	}
+	if value, ok := _u.mutation.AddedColumnsSchemaID(); ok {
+		_spec.AddField(icebergtable.FieldColumnsSchemaID, field.TypeInt, value)
+	}
+	if _u.mutation.ColumnsSchemaIDCleared() {
+		_spec.ClearField(icebergtable.FieldColumnsSchemaID, field.TypeInt)
 	}
 	if value, ok := _u.mutation.UpdatedAt(); ok {
 		_spec.SetField(icebergtable.FieldUpdatedAt, field.TypeTime, value)

@@ -13186,6 +13186,8 @@ type IcebergTableMutation struct {
 	gone_at                *time.Time
 	missing_at             *time.Time
 	listed_at              *time.Time
+	columns_schema_id      *int
+	addcolumns_schema_id   *int
 	created_at             *time.Time
 	updated_at             *time.Time
 	clearedFields          map[string]struct{}
@@ -14006,6 +14008,76 @@ func (m *IcebergTableMutation) ResetListedAt() {
 	delete(m.clearedFields, icebergtable.FieldListedAt)
 }
 
+// SetColumnsSchemaID sets the "columns_schema_id" field.
+func (m *IcebergTableMutation) SetColumnsSchemaID(i int) {
+	m.columns_schema_id = &i
+	m.addcolumns_schema_id = nil
+}
+
+// ColumnsSchemaID returns the value of the "columns_schema_id" field in the mutation.
+func (m *IcebergTableMutation) ColumnsSchemaID() (r int, exists bool) {
+	v := m.columns_schema_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldColumnsSchemaID returns the old "columns_schema_id" field's value of the IcebergTable entity.
+// If the IcebergTable object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergTableMutation) OldColumnsSchemaID(ctx context.Context) (v *int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldColumnsSchemaID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldColumnsSchemaID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldColumnsSchemaID: %w", err)
+	}
+	return oldValue.ColumnsSchemaID, nil
+}
+
+// AddColumnsSchemaID adds i to the "columns_schema_id" field.
+func (m *IcebergTableMutation) AddColumnsSchemaID(i int) {
+	if m.addcolumns_schema_id != nil {
+		*m.addcolumns_schema_id += i
+	} else {
+		m.addcolumns_schema_id = &i
+	}
+}
+
+// AddedColumnsSchemaID returns the value that was added to the "columns_schema_id" field in this mutation.
+func (m *IcebergTableMutation) AddedColumnsSchemaID() (r int, exists bool) {
+	v := m.addcolumns_schema_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ClearColumnsSchemaID clears the value of the "columns_schema_id" field.
+func (m *IcebergTableMutation) ClearColumnsSchemaID() {
+	m.columns_schema_id = nil
+	m.addcolumns_schema_id = nil
+	m.clearedFields[icebergtable.FieldColumnsSchemaID] = struct{}{}
+}
+
+// ColumnsSchemaIDCleared returns if the "columns_schema_id" field was cleared in this mutation.
+func (m *IcebergTableMutation) ColumnsSchemaIDCleared() bool {
+	_, ok := m.clearedFields[icebergtable.FieldColumnsSchemaID]
+	return ok
+}
+
+// ResetColumnsSchemaID resets all changes to the "columns_schema_id" field.
+func (m *IcebergTableMutation) ResetColumnsSchemaID() {
+	m.columns_schema_id = nil
+	m.addcolumns_schema_id = nil
+	delete(m.clearedFields, icebergtable.FieldColumnsSchemaID)
+}
+
 // SetCreatedAt sets the "created_at" field.
 func (m *IcebergTableMutation) SetCreatedAt(t time.Time) {
 	m.created_at = &t
@@ -14112,7 +14184,7 @@ func (m *IcebergTableMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *IcebergTableMutation) Fields() []string {
-	fields := make([]string, 0, 18)
+	fields := make([]string, 0, 19)
 	if m.connection != nil {
 		fields = append(fields, icebergtable.FieldConnection)
 	}
@@ -14161,6 +14233,9 @@ func (m *IcebergTableMutation) Fields() []string {
 	if m.listed_at != nil {
 		fields = append(fields, icebergtable.FieldListedAt)
 	}
+	if m.columns_schema_id != nil {
+		fields = append(fields, icebergtable.FieldColumnsSchemaID)
+	}
 	if m.created_at != nil {
 		fields = append(fields, icebergtable.FieldCreatedAt)
 	}
@@ -14207,6 +14282,8 @@ func (m *IcebergTableMutation) Field(name string) (ent.Value, bool) {
 		return m.MissingAt()
 	case icebergtable.FieldListedAt:
 		return m.ListedAt()
+	case icebergtable.FieldColumnsSchemaID:
+		return m.ColumnsSchemaID()
 	case icebergtable.FieldCreatedAt:
 		return m.CreatedAt()
 	case icebergtable.FieldUpdatedAt:
@@ -14252,6 +14329,8 @@ func (m *IcebergTableMutation) OldField(ctx context.Context, name string) (ent.V
 		return m.OldMissingAt(ctx)
 	case icebergtable.FieldListedAt:
 		return m.OldListedAt(ctx)
+	case icebergtable.FieldColumnsSchemaID:
+		return m.OldColumnsSchemaID(ctx)
 	case icebergtable.FieldCreatedAt:
 		return m.OldCreatedAt(ctx)
 	case icebergtable.FieldUpdatedAt:
@@ -14377,6 +14456,13 @@ func (m *IcebergTableMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetListedAt(v)
 		return nil
+	case icebergtable.FieldColumnsSchemaID:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetColumnsSchemaID(v)
+		return nil
 	case icebergtable.FieldCreatedAt:
 		v, ok := value.(time.Time)
 		if !ok {
@@ -14405,6 +14491,9 @@ func (m *IcebergTableMutation) AddedFields() []string {
 	if m.addcurrent_snapshot_id != nil {
 		fields = append(fields, icebergtable.FieldCurrentSnapshotID)
 	}
+	if m.addcolumns_schema_id != nil {
+		fields = append(fields, icebergtable.FieldColumnsSchemaID)
+	}
 	return fields
 }
 
@@ -14417,6 +14506,8 @@ func (m *IcebergTableMutation) AddedField(name string) (ent.Value, bool) {
 		return m.AddedFormatVersion()
 	case icebergtable.FieldCurrentSnapshotID:
 		return m.AddedCurrentSnapshotID()
+	case icebergtable.FieldColumnsSchemaID:
+		return m.AddedColumnsSchemaID()
 	}
 	return nil, false
 }
@@ -14439,6 +14530,13 @@ func (m *IcebergTableMutation) AddField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.AddCurrentSnapshotID(v)
+		return nil
+	case icebergtable.FieldColumnsSchemaID:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddColumnsSchemaID(v)
 		return nil
 	}
 	return fmt.Errorf("unknown IcebergTable numeric field %s", name)
@@ -14468,6 +14566,9 @@ func (m *IcebergTableMutation) ClearedFields() []string {
 	}
 	if m.FieldCleared(icebergtable.FieldListedAt) {
 		fields = append(fields, icebergtable.FieldListedAt)
+	}
+	if m.FieldCleared(icebergtable.FieldColumnsSchemaID) {
+		fields = append(fields, icebergtable.FieldColumnsSchemaID)
 	}
 	return fields
 }
@@ -14503,6 +14604,9 @@ func (m *IcebergTableMutation) ClearField(name string) error {
 		return nil
 	case icebergtable.FieldListedAt:
 		m.ClearListedAt()
+		return nil
+	case icebergtable.FieldColumnsSchemaID:
+		m.ClearColumnsSchemaID()
 		return nil
 	}
 	return fmt.Errorf("unknown IcebergTable nullable field %s", name)
@@ -14559,6 +14663,9 @@ func (m *IcebergTableMutation) ResetField(name string) error {
 		return nil
 	case icebergtable.FieldListedAt:
 		m.ResetListedAt()
+		return nil
+	case icebergtable.FieldColumnsSchemaID:
+		m.ResetColumnsSchemaID()
 		return nil
 	case icebergtable.FieldCreatedAt:
 		m.ResetCreatedAt()

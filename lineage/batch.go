@@ -52,6 +52,8 @@ type batch struct {
 	touched    []uuid.UUID // assets whose name or status changed
 	documented []uuid.UUID // assets given a schema or documentation facet
 	completed  []CompletedRun
+	// Datasets whose schema or tags facet changed, with the event that last changed it.
+	schemas, tags map[uuid.UUID]*IngestResult
 }
 
 // nameKey is a name in its name space.
@@ -75,7 +77,8 @@ func newBatch(s *Service, tx *ent.Tx) *batch {
 	return &batch{s: s, tx: tx, now: s.now().UTC().Truncate(time.Microsecond), cache: map[nameKey]catalog.Ref{},
 		keys: map[string]uuid.UUID{}, states: map[uuid.UUID]*ent.LineageState{}, statesKnown: map[uuid.UUID]bool{},
 		facets: map[uuid.UUID]map[string]*ent.AssetFacet{}, runs: map[string]*runState{}, runIO: map[[3]string]time.Time{},
-		touches: map[[2]uuid.UUID]*edgeTouch{}, pending: map[[2]uuid.UUID]*edgeTouch{}, knownEdges: map[[2]uuid.UUID]bool{}}
+		touches: map[[2]uuid.UUID]*edgeTouch{}, pending: map[[2]uuid.UUID]*edgeTouch{}, knownEdges: map[[2]uuid.UUID]bool{},
+		schemas: map[uuid.UUID]*IngestResult{}, tags: map[uuid.UUID]*IngestResult{}}
 }
 
 const chunk = 500 // rows or keys per statement, far below both databases' parameter limits
@@ -449,6 +452,9 @@ func (b *batch) flushEdges(ctx context.Context) error {
 
 // flush writes the deferred rows.
 func (b *batch) flush(ctx context.Context) error {
+	if err := b.syncCuration(ctx); err != nil {
+		return err
+	}
 	if err := b.flushEdges(ctx); err != nil {
 		return err
 	}

@@ -394,7 +394,7 @@ func (a *applier) resolveJob(ctx context.Context, j JobRef) (uuid.UUID, error) {
 	if err != nil {
 		return uuid.Nil, err
 	}
-	return ref.ID, a.applyFacets(ctx, ref.ID, j.Facets)
+	return ref.ID, a.applyFacets(ctx, ref.ID, j.Facets, false)
 }
 
 // resolveDataset finds or creates the asset of a dataset, applying a RENAME or DROP it carries,
@@ -449,7 +449,7 @@ func (a *applier) resolveDataset(ctx context.Context, d Dataset) (uuid.UUID, err
 			return uuid.Nil, err
 		}
 	}
-	if err := a.applyFacets(ctx, id, d.Facets); err != nil {
+	if err := a.applyFacets(ctx, id, d.Facets, true); err != nil {
 		return uuid.Nil, err
 	}
 	if drop {
@@ -676,8 +676,9 @@ func datasetKind(f Facets) catalog.Kind {
 }
 
 // applyFacets stores every facet (known or not) as the asset's latest value, unless a newer
-// event already set it, and applies documentation and ownership to the catalog.
-func (a *applier) applyFacets(ctx context.Context, id uuid.UUID, facets Facets) error {
+// event already set it, and applies documentation and ownership to the catalog; a dataset's
+// schema and tags are recorded at the end of the batch (syncCuration).
+func (a *applier) applyFacets(ctx context.Context, id uuid.UUID, facets Facets, dataset bool) error {
 	for name, raw := range facets {
 		if name == "columnLineage" || len(raw) == 0 || string(raw) == "null" {
 			continue // column lineage lives in its own table
@@ -693,6 +694,10 @@ func (a *applier) applyFacets(ctx context.Context, id uuid.UUID, facets Facets) 
 			continue
 		}
 		switch name {
+		case schemaFacetName, tagsFacetName:
+			if dataset {
+				a.curationChanged(id, name)
+			}
 		case "documentation":
 			var doc documentationFacet
 			if facets.facet(name, &doc) && len(doc.Description) <= catalog.MaxDescription {

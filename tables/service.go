@@ -365,24 +365,34 @@ func (s *Service) upsertRow(ctx context.Context, id uuid.UUID, tbl *table.Table,
 	}
 	last := time.UnixMilli(meta.LastUpdatedMillis()).UTC()
 	row, err := s.db.IcebergTable.Get(ctx, id)
-	if ent.IsNotFound(err) {
+	if err != nil && !ent.IsNotFound(err) {
+		return err
+	}
+	var recorded *int // the schema whose columns the catalog has
+	if row != nil {
+		recorded = row.ColumnsSchemaID
+	}
+	if recorded, err = s.syncColumns(ctx, id, meta, recorded); err != nil {
+		return err
+	}
+	if row == nil {
 		err = s.db.IcebergTable.Create().SetID(id).SetConnection(conn).SetIdentifier(ident).
 			SetTableUUID(meta.TableUUID().String()).SetLocation(meta.Location()).
 			SetMetadataLocation(tbl.MetadataLocation()).SetFormatVersion(meta.Version()).
 			SetNillableCurrentSnapshotID(cur).SetLastUpdatedAt(last).SetNillableListedAt(nonZero(listedAt)).
-			SetCreatedAt(now).SetUpdatedAt(now).Exec(ctx)
+			SetNillableColumnsSchemaID(recorded).SetCreatedAt(now).SetUpdatedAt(now).Exec(ctx)
 		if !ent.IsConstraintError(err) {
 			return err
 		}
 		// Another replica's sync or registration created the row first: update it instead.
-		row, err = s.db.IcebergTable.Get(ctx, id)
-	}
-	if err != nil {
-		return err
+		if row, err = s.db.IcebergTable.Get(ctx, id); err != nil {
+			return err
+		}
 	}
 	u := row.Update().SetTableUUID(meta.TableUUID().String()).SetLocation(meta.Location()).
 		SetMetadataLocation(tbl.MetadataLocation()).SetFormatVersion(meta.Version()).
-		SetNillableCurrentSnapshotID(cur).SetLastUpdatedAt(last).ClearGoneAt().ClearMissingAt().SetUpdatedAt(now)
+		SetNillableCurrentSnapshotID(cur).SetLastUpdatedAt(last).SetNillableColumnsSchemaID(recorded).
+		ClearGoneAt().ClearMissingAt().SetUpdatedAt(now)
 	if cur == nil {
 		u.ClearCurrentSnapshotID()
 	}

@@ -64,6 +64,7 @@ var (
 	hopsFlag   = flag.String("hops", "5,10", "traversal: dataset hops to time, comma-separated")
 	withMarq   = flag.Bool("marquez", true, "traversal: time the Marquez-shaped endpoint too")
 	fresh      = flag.Bool("fresh", false, "ingest: every event brings a new job and a new output dataset (a first ingest)")
+	schemas    = flag.String("schema", "none", "ingest: none; steady (every dataset carries its schema and tags facets, the same in every event); changing (steady, and every event's output schema differs from the last)")
 	cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the whole run (client and server) here")
 )
 
@@ -539,9 +540,39 @@ func ingest(ctx context.Context) {
 	rng := rand.New(rand.NewSource(7))
 	const datasets, jobsN = 20_000, 5_000
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	type ds struct {
-		Namespace string `json:"namespace"`
-		Name      string `json:"name"`
+	if *schemas != "none" && *schemas != "steady" && *schemas != "changing" {
+		log.Fatalf("-schema %q: none, steady or changing", *schemas)
+	}
+	fmt.Printf("schema and tags facets: %s\n", *schemas)
+	// ds is a dataset of an event; with -schema, with the schema and tags facets Spark and dbt
+	// report: ten columns, a struct among them, a pii tag on a nested column and a tier tag.
+	ds := func(name string, event int, output bool) map[string]any {
+		d := map[string]any{"namespace": "bench", "name": name}
+		if *schemas == "none" {
+			return d
+		}
+		fields := []any{
+			map[string]any{"name": "id", "type": "BIGINT", "description": "Key"},
+			map[string]any{"name": "amount", "type": "DECIMAL(10,2)"},
+			map[string]any{"name": "at", "type": "TIMESTAMP"},
+			map[string]any{"name": "customer", "type": "STRUCT", "fields": []any{
+				map[string]any{"name": "email", "type": "STRING"}, map[string]any{"name": "city", "type": "STRING"}}},
+			map[string]any{"name": "region", "type": "STRING"},
+			map[string]any{"name": "status", "type": "STRING"},
+			map[string]any{"name": "source", "type": "STRING"},
+			map[string]any{"name": "updated_at", "type": "TIMESTAMP"},
+		}
+		if output && *schemas == "changing" {
+			fields = append(fields, map[string]any{"name": fmt.Sprintf("v_%d", event), "type": "STRING"})
+		}
+		d["facets"] = map[string]any{
+			"schema": map[string]any{"_producer": "https://tidemark.example/bench",
+				"_schemaURL": "https://openlineage.io/spec/facets/1-2-0/SchemaDatasetFacet.json#/$defs/SchemaDatasetFacet", "fields": fields},
+			"tags": map[string]any{"_producer": "https://tidemark.example/bench",
+				"_schemaURL": "https://openlineage.io/spec/facets/1-0-0/TagsDatasetFacet.json#/$defs/TagsDatasetFacet",
+				"tags":       []any{map[string]any{"key": "pii", "value": "email", "field": "customer.email"}, map[string]any{"key": "tier", "value": "silver"}}},
+		}
+		return d
 	}
 	batches := make(chan []byte, *clients)
 	go func() {
@@ -558,9 +589,9 @@ func ingest(ctx context.Context) {
 					"producer": "https://tidemark.example/bench", "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent",
 					"run": map[string]any{"runId": uuid.NewString()},
 					"job": map[string]any{"namespace": "bench", "name": job},
-					"inputs": []ds{{"bench", fmt.Sprintf("t_%d", rng.Intn(datasets))}, {"bench", fmt.Sprintf("t_%d", rng.Intn(datasets))},
-						{"bench", fmt.Sprintf("t_%d", rng.Intn(datasets))}},
-					"outputs": []ds{{"bench", out}},
+					"inputs": []any{ds(fmt.Sprintf("t_%d", rng.Intn(datasets)), i, false), ds(fmt.Sprintf("t_%d", rng.Intn(datasets)), i, false),
+						ds(fmt.Sprintf("t_%d", rng.Intn(datasets)), i, false)},
+					"outputs": []any{ds(out, i, true)},
 				})
 			}
 			b, err := json.Marshal(batch)
@@ -619,7 +650,8 @@ func ingest(ctx context.Context) {
 
 	// The ceiling: the same rows, loaded into a fresh database with one COPY per table.
 	counts := map[string]int{}
-	for _, table := range []string{"assets", "asset_names", "lineage_events", "runs", "run_ios", "lineage_edges", "lineage_states", "audit_events"} {
+	for _, table := range []string{"assets", "asset_names", "lineage_events", "runs", "run_ios", "lineage_edges", "lineage_states", "audit_events",
+		"asset_facets", "columns", "schema_changes", "labels"} {
 		var n int
 		benchdb.Must(db.SQL.QueryRowContext(ctx, "SELECT count(*) FROM "+table).Scan(&n))
 		counts[table] = n

@@ -43,6 +43,8 @@ const (
 	FieldMissingAt = "missing_at"
 	// FieldListedAt holds the string denoting the listed_at field in the database.
 	FieldListedAt = "listed_at"
+	// FieldColumnsSchemaID holds the string denoting the columns_schema_id field in the database.
+	FieldColumnsSchemaID = "columns_schema_id"
 	// FieldCreatedAt holds the string denoting the created_at field in the database.
 	FieldCreatedAt = "created_at"
 	// FieldUpdatedAt holds the string denoting the updated_at field in the database.
@@ -70,6 +72,7 @@ var Columns = []string{
 	FieldGoneAt,
 	FieldMissingAt,
 	FieldListedAt,
+	FieldColumnsSchemaID,
 	FieldCreatedAt,
 	FieldUpdatedAt,
 }
@@ -185,6 +188,11 @@ func ByMissingAt(opts ...sql.OrderTermOption) OrderOption {
 // ByListedAt orders the results by the listed_at field.
 func ByListedAt(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldListedAt, opts...).ToFunc()
+}
+
+// ByColumnsSchemaID orders the results by the columns_schema_id field.
+func ByColumnsSchemaID(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldColumnsSchemaID, opts...).ToFunc()
 }
 
 // ByCreatedAt orders the results by the created_at field.

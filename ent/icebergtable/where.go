@@ -135,6 +135,11 @@ func ListedAt(v time.Time) predicate.IcebergTable {
 	return predicate.IcebergTable(sql.FieldEQ(FieldListedAt, v))
 }
 
+// ColumnsSchemaID applies equality check predicate on the "columns_schema_id" field. It's identical to ColumnsSchemaIDEQ.
+func ColumnsSchemaID(v int) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldEQ(FieldColumnsSchemaID, v))
+}
+
 // CreatedAt applies equality check predicate on the "created_at" field. It's identical to CreatedAtEQ.
 func CreatedAt(v time.Time) predicate.IcebergTable {
 	return predicate.IcebergTable(sql.FieldEQ(FieldCreatedAt, v))
@@ -1053,6 +1058,56 @@ func ListedAtIsNil() predicate.IcebergTable {
 // ListedAtNotNil applies the NotNil predicate on the "listed_at" field.
 func ListedAtNotNil() predicate.IcebergTable {
 	return predicate.IcebergTable(sql.FieldNotNull(FieldListedAt))
+}
+
+// ColumnsSchemaIDEQ applies the EQ predicate on the "columns_schema_id" field.
+func ColumnsSchemaIDEQ(v int) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldEQ(FieldColumnsSchemaID, v))
+}
+
+// ColumnsSchemaIDNEQ applies the NEQ predicate on the "columns_schema_id" field.
+func ColumnsSchemaIDNEQ(v int) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldNEQ(FieldColumnsSchemaID, v))
+}
+
+// ColumnsSchemaIDIn applies the In predicate on the "columns_schema_id" field.
+func ColumnsSchemaIDIn(vs ...int) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldIn(FieldColumnsSchemaID, vs...))
+}
+
+// ColumnsSchemaIDNotIn applies the NotIn predicate on the "columns_schema_id" field.
+func ColumnsSchemaIDNotIn(vs ...int) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldNotIn(FieldColumnsSchemaID, vs...))
+}
+
+// ColumnsSchemaIDGT applies the GT predicate on the "columns_schema_id" field.
+func ColumnsSchemaIDGT(v int) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldGT(FieldColumnsSchemaID, v))
+}
+
+// ColumnsSchemaIDGTE applies the GTE predicate on the "columns_schema_id" field.
+func ColumnsSchemaIDGTE(v int) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldGTE(FieldColumnsSchemaID, v))
+}
+
+// ColumnsSchemaIDLT applies the LT predicate on the "columns_schema_id" field.
+func ColumnsSchemaIDLT(v int) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldLT(FieldColumnsSchemaID, v))
+}
+
+// ColumnsSchemaIDLTE applies the LTE predicate on the "columns_schema_id" field.
+func ColumnsSchemaIDLTE(v int) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldLTE(FieldColumnsSchemaID, v))
+}
+
+// ColumnsSchemaIDIsNil applies the IsNil predicate on the "columns_schema_id" field.
+func ColumnsSchemaIDIsNil() predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldIsNull(FieldColumnsSchemaID))
+}
+
+// ColumnsSchemaIDNotNil applies the NotNil predicate on the "columns_schema_id" field.
+func ColumnsSchemaIDNotNil() predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldNotNull(FieldColumnsSchemaID))
 }
 
 // CreatedAtEQ applies the EQ predicate on the "created_at" field.

@@ -502,6 +502,7 @@ var (
 		{Name: "gone_at", Type: field.TypeTime, Nullable: true},
 		{Name: "missing_at", Type: field.TypeTime, Nullable: true},
 		{Name: "listed_at", Type: field.TypeTime, Nullable: true},
+		{Name: "columns_schema_id", Type: field.TypeInt, Nullable: true},
 		{Name: "created_at", Type: field.TypeTime},
 		{Name: "updated_at", Type: field.TypeTime},
 	}

@@ -40,6 +40,9 @@ func (IcebergTable) Fields() []ent.Field {
 		// listed_at is when a catalog listing last showed the table under its identifier: a
 		// rename found by the next sync happened after it.
 		field.Time("listed_at").Optional().Nillable(),
+		// columns_schema_id is the Iceberg schema ID whose columns were last recorded in the
+		// catalog: a refresh records them again only when the table's current schema changed.
+		field.Int("columns_schema_id").Optional().Nillable(),
 		field.Time("created_at").Immutable(),
 		field.Time("updated_at"),
 	}
