@@ -17,9 +17,6 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
-
-	"github.com/tidemark/tidemark/catalog"
-	"github.com/tidemark/tidemark/ent/storage"
 )
 
 // TestBrowserCuration drives curation through the real server in headless Chromium: a person
@@ -104,11 +101,8 @@ func TestBrowserCuration(t *testing.T) {
 		}
 		return a
 	}
+	// The event's schema facets made the columns (lineage ingest records them).
 	customers, emails := resolve("shop.customers"), resolve("mart.customer_emails")
-	recordColumns(t, dir, map[uuid.UUID][]catalog.ColumnInput{
-		customers.ID: {{Path: "id", Type: "INTEGER"}, {Path: "email", Type: "STRING"}},
-		emails.ID:    {{Path: "customer_id", Type: "INTEGER"}, {Path: "email_hash", Type: "STRING"}},
-	})
 
 	must(os.MkdirAll(screenshotDir, 0o755))
 	actx, cancelA := chromedp.NewExecAllocator(ctx, chromedp.ExecPath(bin), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
@@ -249,25 +243,6 @@ func TestBrowserCuration(t *testing.T) {
 	if !wide {
 		culprits, _ := chromedp.Run(bctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("body, body *")].filter(e => e.getBoundingClientRect().right > window.innerWidth + 1).slice(0, 8).map(e => e.tagName + "#" + e.id + "." + e.className + " " + Math.round(e.getBoundingClientRect().right))`))
 		t.Fatalf("the curated asset page scrolls sideways at phone width: %v", culprits)
-	}
-}
-
-// recordColumns records the assets' columns as the schema facet of the lineage event reports
-// them. Lineage ingest does not record schema facets as columns on this branch yet (branch
-// ingest does); the call is the one ingest makes, so it is a no-op once it does.
-func recordColumns(t *testing.T, dir string, cols map[uuid.UUID][]catalog.ColumnInput) {
-	t.Helper()
-	ctx := context.Background()
-	db, err := storage.Open(ctx, filepath.Join(dir, "tidemark.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	cat := catalog.New(db.Client)
-	for id, cs := range cols {
-		if _, err := cat.SyncColumns(ctx, id, catalog.SchemaInput{Source: catalog.SourceOpenLineage, Columns: cs}); err != nil {
-			t.Fatal(err)
-		}
 	}
 }
 
