@@ -152,6 +152,9 @@ func (c *Catalog) create(ctx context.Context, in CreateInput, hash string) (Crea
 				return fmt.Errorf("catalog: record idempotency key: %w", err)
 			}
 		}
+		if err := c.reindex(ctx, tx.Client(), row.ID); err != nil {
+			return err
+		}
 		a, err := load(ctx, tx.Client(), row.ID)
 		if err != nil {
 			return err
@@ -342,7 +345,7 @@ func (c *Catalog) createMany(ctx context.Context, ins []CreateInput) ([]uuid.UUI
 		if err := tx.AuditEvent.CreateBulk(audits...).Exec(ctx); err != nil {
 			return fmt.Errorf("catalog: audit creates: %w", err)
 		}
-		return nil
+		return c.reindex(ctx, tx.Client(), created...)
 	})
 	return created, err
 }
