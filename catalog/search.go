@@ -167,11 +167,11 @@ func (c *Catalog) SearchAssets(ctx context.Context, q SearchQuery) (SearchResult
 	if err != nil {
 		return SearchResult{}, err
 	}
-	d, err := c.sqlDialect(ctx)
+	client := c.client(ctx)
+	d, err := c.sqlDialect(ctx, client)
 	if err != nil {
 		return SearchResult{}, err
 	}
-	client := c.client(ctx)
 	hits, total, err := searchHits(ctx, client, d, plan, q)
 	if err != nil {
 		return SearchResult{}, err
@@ -247,13 +247,14 @@ func validateSearch(q *SearchQuery) (searchPlan, error) {
 	return plan, nil
 }
 
-// sqlDialect returns the database's dialect as ent's query builder sees it, asking once.
-func (c *Catalog) sqlDialect(ctx context.Context) (string, error) {
+// sqlDialect returns the database's dialect as ent's query builder sees it, asking once
+// (through client, so a transaction's own connection answers).
+func (c *Catalog) sqlDialect(ctx context.Context, client *ent.Client) (string, error) {
 	if d := c.dialect.Load(); d != nil {
 		return *d, nil
 	}
 	var d string
-	if _, err := c.db.SearchDoc.Query().Where(func(s *entsql.Selector) {
+	if _, err := client.SearchDoc.Query().Where(func(s *entsql.Selector) {
 		d = s.Dialect()
 		s.Where(entsql.False())
 	}).Exist(ctx); err != nil {
@@ -263,12 +264,23 @@ func (c *Catalog) sqlDialect(ctx context.Context) (string, error) {
 	return d, nil
 }
 
-// sqlArgs collects bound parameters, numbered $1, $2, ... (positional on SQLite too).
-type sqlArgs []any
+// sqlArgs collects bound parameters and writes their placeholders: $1, $2, ... on PostgreSQL,
+// ? on SQLite (whose numbered and named parameters cost a scan of the ones before each: a
+// statement with thousands of them spent most of its time being parsed). Each add is a
+// parameter of its own, also for a value used twice.
+type sqlArgs struct {
+	pg   bool
+	args []any
+}
+
+func newSQLArgs(d string) *sqlArgs { return &sqlArgs{pg: d == dialect.Postgres} }
 
 func (a *sqlArgs) add(v any) string {
-	*a = append(*a, v)
-	return "$" + strconv.Itoa(len(*a))
+	a.args = append(a.args, v)
+	if a.pg {
+		return "$" + strconv.Itoa(len(a.args))
+	}
+	return "?"
 }
 
 // searchFilters is the WHERE condition on search_docs d: the status, and each facet filter.
@@ -315,31 +327,28 @@ type hit struct {
 
 // searchHits returns one page of hits, ranked, and the total number of matches.
 func searchHits(ctx context.Context, client *ent.Client, d string, plan searchPlan, q SearchQuery) ([]hit, int, error) {
-	var a sqlArgs
+	a := newSQLArgs(d)
 	var page, order string
 	const cols = "p.id, d.asset_id, d.kind, d.status, d.namespace, d.name, "
 	switch {
 	case len(plan.tokens) == 0:
-		page = "SELECT d.id, 2 AS tier, 0.0 AS r, count(*) OVER () AS total FROM search_docs d WHERE " + searchFilters(&a, q, false, false) +
+		page = "SELECT d.id, 2 AS tier, 0.0 AS r, count(*) OVER () AS total FROM search_docs d WHERE " + searchFilters(a, q, false, false) +
 			" ORDER BY d.name, d.namespace, d.id"
 		order = "d.name, d.namespace, d.id"
 	case d == dialect.Postgres:
-		match := a.add(plan.tsquery(""))
-		name, key := a.add(plan.tsquery("A")), a.add(plan.key)
-		page = "SELECT d.id, CASE WHEN d.name_key = " + key + " OR d.t_name = " + key + " THEN 0" +
-			" WHEN d.tsv @@ to_tsquery('simple', " + name + ") THEN 1 ELSE 2 END AS tier," +
-			" ts_rank(" + tsRankWeights + ", d.tsv, to_tsquery('simple', " + match + "), " + strconv.Itoa(tsRankNormBand) + ") AS r," +
+		page = "SELECT d.id, CASE WHEN d.name_key = " + a.add(plan.key) + " OR d.t_name = " + a.add(plan.key) + " THEN 0" +
+			" WHEN d.tsv @@ to_tsquery('simple', " + a.add(plan.tsquery("A")) + ") THEN 1 ELSE 2 END AS tier," +
+			" ts_rank(" + tsRankWeights + ", d.tsv, to_tsquery('simple', " + a.add(plan.tsquery("")) + "), " + strconv.Itoa(tsRankNormBand) + ") AS r," +
 			" count(*) OVER () AS total" +
-			" FROM search_docs d WHERE d.tsv @@ to_tsquery('simple', " + match + ") AND " + searchFilters(&a, q, true, false) +
+			" FROM search_docs d WHERE d.tsv @@ to_tsquery('simple', " + a.add(plan.tsquery("")) + ") AND " + searchFilters(a, q, true, false) +
 			" ORDER BY tier, r DESC, d.name, d.id"
 		order = "p.tier, p.r DESC, d.name, d.id"
 	default:
-		match, name, key := a.add(plan.fts5("")), a.add(plan.fts5("t_name")), a.add(plan.key)
-		page = "WITH m AS (SELECT rowid AS id, bm25(search_fts, " + bm25Weights + ") AS r FROM search_fts WHERE search_fts MATCH " + match + ")," +
-			" n AS (SELECT rowid AS id FROM search_fts WHERE search_fts MATCH " + name + ")" +
-			" SELECT d.id, CASE WHEN d.name_key = " + key + " OR d.t_name = " + key + " THEN 0" +
+		page = "WITH m AS (SELECT rowid AS id, bm25(search_fts, " + bm25Weights + ") AS r FROM search_fts WHERE search_fts MATCH " + a.add(plan.fts5("")) + ")," +
+			" n AS (SELECT rowid AS id FROM search_fts WHERE search_fts MATCH " + a.add(plan.fts5("t_name")) + ")" +
+			" SELECT d.id, CASE WHEN d.name_key = " + a.add(plan.key) + " OR d.t_name = " + a.add(plan.key) + " THEN 0" +
 			" WHEN d.id IN (SELECT id FROM n) THEN 1 ELSE 2 END AS tier, m.r AS r, count(*) OVER () AS total" +
-			" FROM m JOIN search_docs d ON d.id = m.id WHERE " + searchFilters(&a, q, true, false) +
+			" FROM m JOIN search_docs d ON d.id = m.id WHERE " + searchFilters(a, q, true, false) +
 			" ORDER BY tier, r, d.name, d.id"
 		order = "p.tier, p.r, d.name, d.id"
 	}
@@ -349,7 +358,7 @@ func searchHits(ctx context.Context, client *ent.Client, d string, plan searchPl
 	}
 	query := "SELECT " + cols + text + ", p.tier, p.r, p.total FROM (" + page + " LIMIT " + a.add(q.Limit) + " OFFSET " + a.add(q.Offset) +
 		") p JOIN search_docs d ON d.id = p.id ORDER BY " + order
-	rows, err := client.QueryContext(ctx, query, a...)
+	rows, err := client.QueryContext(ctx, query, a.args...)
 	if err != nil {
 		return nil, 0, fmt.Errorf("catalog: search: %w", err)
 	}
@@ -383,22 +392,22 @@ func searchHits(ctx context.Context, client *ent.Client, d string, plan searchPl
 // searchFacets counts facet values over every matching, non-deleted doc in one grouped query
 // over the matched doc IDs, keeping the FacetValues most frequent values of each facet.
 func searchFacets(ctx context.Context, client *ent.Client, d string, plan searchPlan, q SearchQuery, into map[string][]FacetCount) error {
-	var a sqlArgs
+	a := newSQLArgs(d)
 	var matched string
 	switch {
 	case len(plan.tokens) == 0:
-		matched = "SELECT d.id FROM search_docs d WHERE " + searchFilters(&a, q, false, true)
+		matched = "SELECT d.id FROM search_docs d WHERE " + searchFilters(a, q, false, true)
 	case d == dialect.Postgres:
-		matched = "SELECT d.id FROM search_docs d WHERE d.tsv @@ to_tsquery('simple', " + a.add(plan.tsquery("")) + ") AND " + searchFilters(&a, q, true, true)
+		matched = "SELECT d.id FROM search_docs d WHERE d.tsv @@ to_tsquery('simple', " + a.add(plan.tsquery("")) + ") AND " + searchFilters(a, q, true, true)
 	default:
 		matched = "SELECT d.id FROM search_fts JOIN search_docs d ON d.id = search_fts.rowid WHERE search_fts MATCH " + a.add(plan.fts5("")) +
-			" AND " + searchFilters(&a, q, true, true)
+			" AND " + searchFilters(a, q, true, true)
 	}
 	query := "SELECT facet, value, n FROM (SELECT f.facet, f.value, count(*) AS n," +
 		" row_number() OVER (PARTITION BY f.facet ORDER BY count(*) DESC, f.value) AS rn" +
 		" FROM (" + matched + ") m JOIN search_facets f ON f.doc_id = m.id GROUP BY f.facet, f.value) x" +
 		" WHERE rn <= " + strconv.Itoa(FacetValues) + " ORDER BY facet, n DESC, value"
-	rows, err := client.QueryContext(ctx, query, a...)
+	rows, err := client.QueryContext(ctx, query, a.args...)
 	if err != nil {
 		return fmt.Errorf("catalog: search facets: %w", err)
 	}
@@ -454,7 +463,7 @@ func explain(ctx context.Context, client *ent.Client, plan searchPlan, hits []hi
 		return nil
 	}
 	m := matcher(plan.tokens)
-	var formerOf, labelsOf, bodyOf []uuid.UUID
+	var formerOf, bodyOf []uuid.UUID
 	var labelDocs []int
 	for i := range hits {
 		h := &hits[i]
@@ -462,7 +471,6 @@ func explain(ctx context.Context, client *ent.Client, plan searchPlan, hits []hi
 			formerOf = append(formerOf, h.ID)
 		}
 		if m.any(h.tLabels) {
-			labelsOf = append(labelsOf, h.ID)
 			labelDocs = append(labelDocs, h.docID)
 		}
 		if m.any(h.tBody) {

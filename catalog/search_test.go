@@ -260,6 +260,13 @@ func TestSearchLabelsAndBody(t *testing.T) {
 		if res := e.search(t, catalog.SearchQuery{Text: "alice"}); res.Total != 0 {
 			t.Errorf("removed owner still found: %+v", res.Hits)
 		}
+		if res := e.search(t, catalog.SearchQuery{Owner: "alice@example.com"}); res.Total != 0 {
+			t.Errorf("removed owner still a facet: %+v", res.Hits)
+		}
+		res := e.search(t, catalog.SearchQuery{Namespace: "crm"})
+		if got := res.Facets[catalog.FacetTag]; fmt.Sprint(got) != "[{pii.email 1} {tier.gold 1}]" {
+			t.Errorf("tag facets %v", got)
+		}
 	})
 }
 
@@ -481,6 +488,69 @@ func TestIndexMissing(t *testing.T) {
 		n, err = e.cat.IndexMissing(cctx, func(int) { cancel() })
 		if !errors.Is(err, context.Canceled) || n != 1000 {
 			t.Errorf("cancelled: %d %v", n, err)
+		}
+	})
+}
+
+// TestCreateManyIndexesAsReindexDoes: CreateMany builds its assets' docs from the rows it wrote
+// instead of reading them back; the docs and facets are the ones reindex builds.
+func TestCreateManyIndexesAsReindexDoes(t *testing.T) {
+	eachBackend(t, func(t *testing.T, e env) {
+		ctx := context.Background()
+		ins := []catalog.CreateInput{
+			{Kind: catalog.KindTable, Namespace: "lake.raw", Name: "Orders_Daily", Description: "Orders per day"},
+			{Kind: catalog.KindJob, Namespace: "airflow", Name: "load_orders"},
+		}
+		if n, err := e.cat.CreateMany(ctx, ins); err != nil || n != 2 {
+			t.Fatalf("CreateMany: %d %v", n, err)
+		}
+		snapshot := func() string {
+			var b strings.Builder
+			for _, q := range []string{
+				"SELECT asset_id, kind, status, namespace, name, name_key, t_name, t_former, t_labels, t_body, asset_version FROM search_docs ORDER BY asset_id",
+				"SELECT d.asset_id, f.facet, f.value FROM search_facets f JOIN search_docs d ON d.id = f.doc_id ORDER BY d.asset_id, f.facet, f.value",
+			} {
+				rows, err := e.db.SQL.QueryContext(ctx, q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cols, _ := rows.Columns()
+				for rows.Next() {
+					vals := make([]any, len(cols))
+					ptrs := make([]any, len(cols))
+					for i := range vals {
+						ptrs[i] = &vals[i]
+					}
+					if err := rows.Scan(ptrs...); err != nil {
+						t.Fatal(err)
+					}
+					for _, v := range vals {
+						if bs, ok := v.([]byte); ok {
+							v = string(bs)
+						}
+						fmt.Fprintf(&b, "%v|", v)
+					}
+					b.WriteString("\n")
+				}
+				rows.Close()
+			}
+			return b.String()
+		}
+		before := snapshot()
+		res := e.search(t, catalog.SearchQuery{Namespace: "lake.raw"})
+		if len(res.Hits) != 1 {
+			t.Fatalf("hits %+v", res.Hits)
+		}
+		var ids []uuid.UUID
+		for _, k := range []catalog.Kind{catalog.KindTable, catalog.KindJob} {
+			r := e.search(t, catalog.SearchQuery{Kind: string(k)})
+			ids = append(ids, hitIDs(r)...)
+		}
+		if err := e.cat.Reindex(ctx, ids...); err != nil {
+			t.Fatal(err)
+		}
+		if after := snapshot(); after != before || !strings.Contains(before, "lake raw orders daily") {
+			t.Errorf("CreateMany's docs:\n%s\nreindex's:\n%s", before, after)
 		}
 	})
 }
