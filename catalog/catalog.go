@@ -23,6 +23,8 @@ type Catalog struct {
 	log      *slog.Logger
 	onChange []func(ctx context.Context, ids []uuid.UUID)
 	dialect  atomic.Pointer[string] // the database's SQL dialect, once search has asked
+	// searchWindow is how many matches a search examines at most (see SearchResult).
+	searchWindow int
 }
 
 // Option configures a Catalog.

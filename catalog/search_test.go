@@ -13,6 +13,8 @@ import (
 
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/ent/label"
+	"github.com/tidemark/tidemark/ent/storage"
+	"github.com/tidemark/tidemark/ent/storage/storagetest"
 )
 
 func (e env) createWith(t *testing.T, in catalog.CreateInput) catalog.Asset {
@@ -551,6 +553,76 @@ func TestCreateManyIndexesAsReindexDoes(t *testing.T) {
 		}
 		if after := snapshot(); after != before || !strings.Contains(before, "lake raw orders daily") {
 			t.Errorf("CreateMany's docs:\n%s\nreindex's:\n%s", before, after)
+		}
+	})
+}
+
+// TestSearchWindow: past the window a search examines what it can answer fast: the exact name
+// first, then the current-name matches, then the rest in index order; the total is then a lower
+// bound, and facets count the examined matches. Deeper pages widen the window.
+func TestSearchWindow(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		cat := catalog.New(db.Client, catalog.WithSearchWindow(5))
+		var ins []catalog.CreateInput
+		for i := range 12 {
+			ins = append(ins, catalog.CreateInput{Kind: catalog.KindTable, Namespace: "w", Name: fmt.Sprintf("events_%02d", i), Description: "daily metrics"})
+		}
+		if _, err := cat.CreateMany(ctx, ins); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			if _, err := cat.Create(ctx, catalog.CreateInput{Kind: catalog.KindView, Namespace: "w", Name: fmt.Sprintf("clicks_%d", i), Description: "events per day"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		exact, err := cat.Create(ctx, catalog.CreateInput{Kind: catalog.KindTable, Namespace: "z", Name: "events"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		search := func(q catalog.SearchQuery) catalog.SearchResult {
+			t.Helper()
+			res, err := cat.SearchAssets(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res
+		}
+		res := search(catalog.SearchQuery{Text: "events", Limit: 5})
+		if res.Total != 5 || res.TotalExact || len(res.Hits) != 5 || res.Hits[0].ID != exact.Asset.ID {
+			t.Fatalf("past the window: total %d exact %v, %d hits %+v", res.Total, res.TotalExact, len(res.Hits), res.Hits)
+		}
+		for _, h := range res.Hits[1:] {
+			if !strings.HasPrefix(h.Name, "events_") { // current-name matches before description matches
+				t.Errorf("hit %s.%s examined before the names", h.Namespace, h.Name)
+			}
+		}
+		n := 0
+		for _, fc := range res.Facets[catalog.FacetKind] {
+			n += fc.Count
+		}
+		if n != 5 {
+			t.Errorf("facets counted %d docs, want the 5 examined: %v", n, res.Facets)
+		}
+		res = search(catalog.SearchQuery{Text: "events", Limit: 4, Offset: 8})
+		if res.Total != 12 || res.TotalExact || len(res.Hits) != 4 {
+			t.Errorf("deep page: total %d exact %v, %d hits", res.Total, res.TotalExact, len(res.Hits))
+		}
+		res = search(catalog.SearchQuery{Text: "events per", Limit: 5})
+		if res.Total != 3 || !res.TotalExact {
+			t.Errorf("within the window: total %d exact %v", res.Total, res.TotalExact)
+		}
+		res = search(catalog.SearchQuery{Namespace: "w", Limit: 3})
+		if res.Total != 5 || res.TotalExact || len(res.Hits) != 3 || res.Hits[0].Name != "clicks_0" || res.Hits[2].Name != "clicks_2" {
+			t.Errorf("listing past the window: total %d exact %v, %+v", res.Total, res.TotalExact, res.Hits)
+		}
+		res = search(catalog.SearchQuery{Namespace: "w", Limit: 3, Offset: 3})
+		if len(res.Hits) != 3 || res.Hits[0].Name != "events_00" {
+			t.Errorf("listing page 2: %+v", res.Hits)
+		}
+		res = search(catalog.SearchQuery{Kind: "view", Limit: 5})
+		if res.Total != 3 || !res.TotalExact || len(res.Hits) != 3 {
+			t.Errorf("small listing: total %d exact %v", res.Total, res.TotalExact)
 		}
 	})
 }

@@ -39,6 +39,11 @@ const (
 // Facets lists the facets in the order answers show them.
 var Facets = []string{FacetKind, FacetNamespace, FacetTag, FacetOwner}
 
+// facetStatus is a facet search filters by but does not count: the asset's status, so that the
+// deleted (or, asked for, deprecated) docs are found through the facet index instead of the doc
+// rows, which hold all of a doc's text.
+const facetStatus = "status"
+
 // searchTokens splits s into lower-case tokens of letters and digits; everything else separates
 // them, so "analytics.orders_daily" is analytics, orders, daily and "pii.email" is pii, email.
 // Both the index and queries go through it, so both databases see the same tokens whatever their
@@ -393,6 +398,7 @@ func buildDoc(a *ent.Asset, names []*ent.AssetName, owners []string, cols []*ent
 	}
 	addFacet(FacetKind, d.kind)
 	addFacet(FacetNamespace, d.namespace)
+	addFacet(facetStatus, d.status)
 	var labelText []string
 	for _, l := range labels {
 		switch l.Kind {

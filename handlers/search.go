@@ -16,10 +16,13 @@ import (
 // Ranked search: GET /api/v1/search, and GET /api/v1/assets?q= answered from it.
 
 type searchResponse struct {
-	Query  string                          `json:"query"`
-	Total  int                             `json:"total"`
-	Items  []searchItemResponse            `json:"items"`
-	Facets map[string][]facetCountResponse `json:"facets"`
+	Query string `json:"query"`
+	// Total counts the matches; past the search window (2,000, or offset+limit when deeper) it
+	// is the number examined and total_exact is false: there are more.
+	Total      int                             `json:"total"`
+	TotalExact bool                            `json:"total_exact"`
+	Items      []searchItemResponse            `json:"items"`
+	Facets     map[string][]facetCountResponse `json:"facets"`
 	// NextOffset is the offset of the next page; absent on the last page (or past the deepest
 	// offset a search pages to).
 	NextOffset *int `json:"next_offset,omitempty"`
@@ -47,7 +50,9 @@ var searchOperation = operation{Method: http.MethodGet, Path: "/api/v1/search", 
 	Description: "Words match current and former names, namespaces, tags, glossary terms, owners, descriptions and columns; every word " +
 		"must match, the last one as a prefix. An exact match of the current name ranks first, then assets whose current name holds " +
 		"every word, then the rest by full-text rank. Deleted assets are left out. Without q, the filters list their assets by name. " +
-		"Facets count the matching assets per kind, namespace, tag and owner (the 20 most frequent values each).",
+		"Facets count the matching assets per kind, namespace, tag and owner (the 20 most frequent values each). " +
+		"A search examines at most 2,000 matches (or offset+limit): every match of the current name first, then the rest in " +
+		"index order; past that, total is the number examined, total_exact is false, and hits and facets come from the examined ones.",
 	Tag: "assets", Responses: map[int]any{200: searchResponse{}}, Params: []param{
 		{Name: "q", In: "query", Description: "words to find (at most 200 bytes, 16 words)"},
 		{Name: "kind", In: "query", Description: "only assets of this kind"},
@@ -72,7 +77,7 @@ func (a *API) search(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := searchResponse{Query: q.Text, Total: res.Total, Items: make([]searchItemResponse, 0, len(res.Hits)),
+	out := searchResponse{Query: q.Text, Total: res.Total, TotalExact: res.TotalExact, Items: make([]searchItemResponse, 0, len(res.Hits)),
 		Facets: make(map[string][]facetCountResponse, len(res.Facets))}
 	for _, h := range res.Hits {
 		it := searchItemResponse{ID: h.ID, Kind: string(h.Kind), Status: string(h.Status), Namespace: h.Namespace, Name: h.Name,
@@ -92,10 +97,15 @@ func (a *API) search(c echo.Context) error {
 		}
 		out.Facets[facet] = fs
 	}
-	if next := q.Offset + len(res.Hits); len(res.Hits) > 0 && next < res.Total && next <= catalog.MaxSearchOffset {
+	if next := q.Offset + len(res.Hits); more(res, next) {
 		out.NextOffset = &next
 	}
 	return c.JSON(http.StatusOK, out)
+}
+
+// more reports whether a search has hits past next (a page's end) that a next page may show.
+func more(res catalog.SearchResult, next int) bool {
+	return len(res.Hits) > 0 && (next < res.Total || !res.TotalExact) && next <= catalog.MaxSearchOffset
 }
 
 // intParam reads an optional integer query parameter (0 when absent); the domain checks its range.
@@ -136,7 +146,7 @@ func (a *API) searchAssetList(c echo.Context, f catalog.ListFilter, scope string
 	for _, it := range assets {
 		out.Items = append(out.Items, toAssetResponse(it))
 	}
-	if next := offset + len(res.Hits); len(res.Hits) > 0 && next < res.Total && next <= catalog.MaxSearchOffset {
+	if next := offset + len(res.Hits); more(res, next) {
 		out.NextCursor = encodeOffsetCursor(next, scope)
 	}
 	return c.JSON(http.StatusOK, out)

@@ -8,9 +8,10 @@ import (
 )
 
 type searchAnswer struct {
-	Query string `json:"query"`
-	Total int    `json:"total"`
-	Items []struct {
+	Query      string `json:"query"`
+	Total      int    `json:"total"`
+	TotalExact bool   `json:"total_exact"`
+	Items      []struct {
 		ID                string   `json:"id"`
 		Kind              string   `json:"kind"`
 		Status            string   `json:"status"`
@@ -56,7 +57,7 @@ func TestSearchOverHTTP(t *testing.T) {
 			for _, it := range got.Items {
 				ids = append(ids, it.ID)
 			}
-			if got.Query != "orders" || got.Total != 3 || !slices.Equal(ids, []string{exact.ID, daily.ID, old.ID}) {
+			if got.Query != "orders" || got.Total != 3 || !got.TotalExact || !slices.Equal(ids, []string{exact.ID, daily.ID, old.ID}) {
 				t.Fatalf("got %+v, want %s, %s, %s", got, exact.ID, daily.ID, old.ID)
 			}
 			former := got.Items[2]

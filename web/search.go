@@ -29,6 +29,7 @@ var searchParams = []struct{ facet, param, label string }{
 type searchView struct {
 	Query  string
 	Total  int
+	Exact  bool // Total counts every match (else it is a lower bound)
 	Hits   []searchHitView
 	Facets []facetView
 	Active []activeFilter
@@ -87,7 +88,7 @@ func (u *UI) search(ctx context.Context, v url.Values) (*searchView, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &searchView{Query: q.Text, Total: res.Total, From: offset + 1, To: offset + len(res.Hits)}
+	out := &searchView{Query: q.Text, Total: res.Total, Exact: res.TotalExact, From: offset + 1, To: offset + len(res.Hits)}
 	for _, h := range res.Hits {
 		out.Hits = append(out.Hits, toHitView(h))
 	}
@@ -128,7 +129,7 @@ func (u *UI) search(ctx context.Context, v url.Values) (*searchView, error) {
 	if offset > 0 {
 		out.Prev = link(map[string]string{"offset": strconv.Itoa(max(0, offset-searchPageSize))})
 	}
-	if next := offset + len(res.Hits); next < res.Total && next <= catalog.MaxSearchOffset {
+	if next := offset + len(res.Hits); len(res.Hits) > 0 && (next < res.Total || !res.TotalExact) && next <= catalog.MaxSearchOffset {
 		out.Next = link(map[string]string{"offset": strconv.Itoa(next)})
 	}
 	return out, nil
