@@ -21,5 +21,5 @@ func SearchTokens(s string) []string { return searchTokens(s) }
 // tsquery text.
 func SearchQueries(text string) (fts5, tsquery string) {
 	p := newSearchPlan(text)
-	return p.fts5(""), p.tsquery("")
+	return p.fts5(""), p.tsquery()
 }

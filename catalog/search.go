@@ -145,23 +145,17 @@ func (p searchPlan) fts5(column string) string {
 	return b.String()
 }
 
-// tsquery is the PostgreSQL tsquery text: every token ANDed, the last as a prefix; weight (a
-// tsvector weight letter, e.g. "A") restricts the match to lexemes of that weight.
-func (p searchPlan) tsquery(weight string) string {
+// tsquery is the PostgreSQL tsquery text: every token ANDed, the last as a prefix.
+func (p searchPlan) tsquery() string {
 	var b strings.Builder
 	for i, t := range p.tokens {
 		if i > 0 {
 			b.WriteString(" & ")
 		}
 		b.WriteString(`'` + strings.NewReplacer(`'`, `''`, `\`, `\\`).Replace(t) + `'`)
-		prefix := i == len(p.tokens)-1
-		if prefix || weight != "" {
-			b.WriteByte(':')
+		if i == len(p.tokens)-1 {
+			b.WriteString(":*")
 		}
-		if prefix {
-			b.WriteByte('*')
-		}
-		b.WriteString(weight)
 	}
 	return b.String()
 }
@@ -340,8 +334,16 @@ func (s *searcher) eligible(a *sqlArgs, idExpr, skip string) string {
 		w = append(w, idExpr+" NOT IN (SELECT doc_id FROM search_facets WHERE facet = 'status' AND value = 'deleted')")
 	}
 	for _, f := range s.filters() {
-		if f[0] != skip {
-			w = append(w, probe(f[0], f[1]))
+		switch {
+		case f[0] == skip:
+		case f[0] == FacetKind:
+			w = append(w, probe(f[0], f[1])) // a kind holds a large share of the catalog: probe each doc
+		default:
+			// A tag, owner or namespace holds few docs: collect them once (the database keeps
+			// them in a hash or a temporary index) rather than probe the index per match.
+			// The unary plus keeps SQLite from handing the IN list to FTS5 as rowids to look
+			// up, which runs the full-text query again per rowid.
+			w = append(w, "+"+idExpr+" IN (SELECT doc_id FROM search_facets WHERE facet = '"+f[0]+"' AND value = "+a.add(f[1])+")")
 		}
 	}
 	if len(w) == 0 {
@@ -473,13 +475,13 @@ func (s *searcher) matchPart(a *sqlArgs, part int, rank bool) string {
 	r := "0.0"
 	if s.d == dialect.Postgres {
 		if rank {
-			r = "ts_rank(" + tsRankWeights + ", d.tsv, to_tsquery('simple', " + a.add(s.plan.tsquery("")) + "), " + tsRankNormBand + ")"
+			r = "ts_rank(" + tsRankWeights + ", d.tsv, to_tsquery('simple', " + a.add(s.plan.tsquery()) + "), " + tsRankNormBand + ")"
 		}
 		vector := "d.tsv"
 		if part == 1 {
 			vector = "to_tsvector('simple', d.t_name)" // its own index: search_docs_name_tsv
 		}
-		match := vector + " @@ to_tsquery('simple', " + a.add(s.plan.tsquery("")) + ")"
+		match := vector + " @@ to_tsquery('simple', " + a.add(s.plan.tsquery()) + ")"
 		return "(SELECT " + strconv.Itoa(part) + ", d.id, " + r + ", '', '' FROM search_docs d WHERE " + match +
 			" AND " + s.eligible(a, "d.id", "") + " LIMIT " + limit + ")"
 	}
