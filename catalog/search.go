@@ -328,6 +328,8 @@ func (s *searcher) eligible(a *sqlArgs, idExpr, skip string) string {
 		return "EXISTS (SELECT 1 FROM search_facets e WHERE e.doc_id = " + idExpr + " AND e.facet = '" + facet + "' AND e.value = " + a.add(value) + ")"
 	}
 	switch {
+	case s.q.Status == StatusActive:
+		w = append(w, idExpr+" NOT IN (SELECT doc_id FROM search_facets WHERE facet = 'status')") // see facetStatus
 	case s.q.Status != "" && skip != facetStatus:
 		w = append(w, probe(facetStatus, string(s.q.Status)))
 	case s.q.Status == "" && !s.q.IncludeDeleted:
@@ -517,10 +519,18 @@ func (s *searcher) listing(ctx context.Context) ([]int, error) {
 	if fs := s.filters(); len(fs) > 0 {
 		drive = fs[0]
 	}
+	if drive == [2]string{facetStatus, string(StatusActive)} {
+		drive = [2]string{} // active assets have no status facet: most docs are, so scan them
+	}
 	a := newSQLArgs(s.d)
-	q := "SELECT f.doc_id FROM search_facets f WHERE f.facet = '" + drive[0] + "' AND f.value = " + a.add(drive[1]) +
-		" AND " + s.eligible(a, "f.doc_id", drive[0]) + " ORDER BY f.doc_id LIMIT " + strconv.Itoa(s.window+1)
-	ids, err := s.ints(ctx, q, a.args)
+	var q string
+	if drive[0] == "" {
+		q = "SELECT d.id FROM search_docs d WHERE " + s.eligible(a, "d.id", "") + " ORDER BY d.id"
+	} else {
+		q = "SELECT f.doc_id FROM search_facets f WHERE f.facet = '" + drive[0] + "' AND f.value = " + a.add(drive[1]) +
+			" AND " + s.eligible(a, "f.doc_id", drive[0]) + " ORDER BY f.doc_id"
+	}
+	ids, err := s.ints(ctx, q+" LIMIT "+strconv.Itoa(s.window+1), a.args)
 	if err != nil {
 		return nil, err
 	}
@@ -541,8 +551,10 @@ func (s *searcher) listing(ctx context.Context) ([]int, error) {
 		if s.d != dialect.Postgres {
 			indexed = " INDEXED BY searchdoc_name_key"
 		}
-		q = "SELECT d.id FROM search_docs d" + indexed + " WHERE EXISTS (SELECT 1 FROM search_facets e WHERE e.doc_id = d.id AND e.facet = '" +
-			drive[0] + "' AND e.value = " + a.add(drive[1]) + ") AND " + s.eligible(a, "d.id", drive[0])
+		q = "SELECT d.id FROM search_docs d" + indexed + " WHERE " + s.eligible(a, "d.id", drive[0])
+		if drive[0] != "" {
+			q += " AND EXISTS (SELECT 1 FROM search_facets e WHERE e.doc_id = d.id AND e.facet = '" + drive[0] + "' AND e.value = " + a.add(drive[1]) + ")"
+		}
 	}
 	q += " ORDER BY d.name_key, d.id LIMIT " + a.add(s.q.Limit) + " OFFSET " + a.add(s.q.Offset)
 	return s.ints(ctx, q, a.args)

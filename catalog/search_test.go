@@ -302,6 +302,10 @@ func TestSearchDeletedAndFacets(t *testing.T) {
 		if _, err := e.cat.Delete(ctx, gone.ID, catalog.AnyVersion); err != nil {
 			t.Fatal(err)
 		}
+		deprecated := catalog.StatusDeprecated
+		if _, err := e.cat.Update(ctx, a3, catalog.AnyVersion, catalog.UpdateInput{Status: &deprecated}); err != nil {
+			t.Fatal(err)
+		}
 
 		res := e.search(t, catalog.SearchQuery{Text: "metrics"})
 		if res.Total != 4 || slices.Contains(hitIDs(res), gone.ID) {
@@ -342,6 +346,10 @@ func TestSearchDeletedAndFacets(t *testing.T) {
 			{"NoWordsOwnerAndKind", catalog.SearchQuery{Owner: "ana", Kind: "table"}, []uuid.UUID{a1}},
 			{"StatusDeleted", catalog.SearchQuery{Namespace: "beta", Status: catalog.StatusDeleted}, []uuid.UUID{gone.ID}},
 			{"UnknownTag", catalog.SearchQuery{Tag: "nope"}, []uuid.UUID{}},
+			{"Deprecated", catalog.SearchQuery{Status: catalog.StatusDeprecated}, []uuid.UUID{a3}},
+			{"ActiveOnly", catalog.SearchQuery{Status: catalog.StatusActive}, []uuid.UUID{a1, b1, a2}},
+			{"ActiveInNamespace", catalog.SearchQuery{Namespace: "alpha", Status: catalog.StatusActive}, []uuid.UUID{a1, a2}},
+			{"ActiveWord", catalog.SearchQuery{Text: "clicks", Status: catalog.StatusActive, Kind: "table"}, []uuid.UUID{a1, b1}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				res := e.search(t, tc.q)

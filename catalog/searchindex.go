@@ -39,9 +39,10 @@ const (
 // Facets lists the facets in the order answers show them.
 var Facets = []string{FacetKind, FacetNamespace, FacetTag, FacetOwner}
 
-// facetStatus is a facet search filters by but does not count: the asset's status, so that the
-// deleted (or, asked for, deprecated) docs are found through the facet index instead of the doc
-// rows, which hold all of a doc's text.
+// facetStatus is a facet search filters by but does not count: the asset's status when it is
+// not active, so that deleted (or, asked for, deprecated) docs are found through the facet index
+// instead of the doc rows, which hold all of a doc's text. Active docs, nearly all of them, have
+// none: a row each would add a third to the facet rows every create writes.
 const facetStatus = "status"
 
 // searchTokens splits s into lower-case tokens of letters and digits; everything else separates
@@ -398,7 +399,9 @@ func buildDoc(a *ent.Asset, names []*ent.AssetName, owners []string, cols []*ent
 	}
 	addFacet(FacetKind, d.kind)
 	addFacet(FacetNamespace, d.namespace)
-	addFacet(facetStatus, d.status)
+	if a.Status != asset.StatusActive {
+		addFacet(facetStatus, d.status)
+	}
 	var labelText []string
 	for _, l := range labels {
 		switch l.Kind {
