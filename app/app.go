@@ -262,6 +262,7 @@ func (a *App) background(g *errgroup.Group, ctx context.Context, s Schedule) {
 		a.Lineage.Run(ctx, s.GraphSync)
 	})
 	run(func(ctx context.Context) { a.Usage.Run(ctx, time.Minute) })
+	run(a.indexMissing)
 	run(func(ctx context.Context) {
 		loop.Every(ctx, time.Hour, false, func(ctx context.Context) {
 			if n, err := a.Catalog.PurgeIdempotencyKeys(ctx); err != nil && ctx.Err() == nil {
@@ -298,6 +299,36 @@ func (a *App) background(g *errgroup.Group, ctx context.Context, s Schedule) {
 	if s.Reconcile > 0 {
 		log.Info("reconciliation runs scheduled", "interval", s.Reconcile.String())
 		run(func(ctx context.Context) { a.Reconcile.Run(ctx, time.Minute, s.Reconcile) })
+	}
+}
+
+// indexMissing gives every asset without a search doc (a database from before search) one, in
+// the background, so the server answers at once; until it is done, search does not find those
+// assets. A failure is retried a minute later; the work done stays done.
+func (a *App) indexMissing(ctx context.Context) {
+	const every = 50_000 // a log line per this many assets
+	start := time.Now()
+	for {
+		next := every
+		n, err := a.Catalog.IndexMissing(ctx, func(done int) {
+			if done >= next {
+				a.Log.Info("search index: indexing assets from before search", "indexed", done)
+				next = (done/every + 1) * every
+			}
+		})
+		if err == nil {
+			if n > 0 {
+				a.Log.Info("search index: every asset indexed", "indexed", n, "took", time.Since(start).Round(time.Millisecond).String())
+			}
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		a.Log.Warn("search index: indexing assets failed; retrying in a minute", "indexed", n, "err", err)
+		if loop.Sleep(ctx, time.Minute) != nil {
+			return
+		}
 	}
 }
 

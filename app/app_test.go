@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tidemark/tidemark/app"
 	"github.com/tidemark/tidemark/catalog"
@@ -77,6 +79,56 @@ func TestGraphLoadingIsSaidHonestly(t *testing.T) {
 			t.Fatalf("lineage after loading = %d %s", code, body)
 		}
 		if _, err := a.Lineage.Downstream(ctx, res.Asset.ID, app.UnusedDownstreamDepth); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestServeIndexesAssetsFromBeforeSearch: serve gives assets that have no search doc (a
+// database from before search) one in the background, and stops when it is told to.
+func TestServeIndexesAssetsFromBeforeSearch(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		a, err := app.Open(ctx, db, app.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.Catalog.Create(ctx, catalog.CreateInput{Kind: catalog.KindTable, Namespace: "w", Name: "ledger"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.SQL.ExecContext(ctx, "DELETE FROM search_facets; DELETE FROM search_docs"); err != nil {
+			t.Fatal(err)
+		}
+		found := func() int {
+			res, err := a.Catalog.SearchAssets(ctx, catalog.SearchQuery{Text: "ledger"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res.Total
+		}
+		if n := found(); n != 0 {
+			t.Fatalf("found %d without a search doc", n)
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := a.Handler(handlers.Config{Version: "test"}, web.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sctx, stop := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- a.Serve(sctx, ln, &http.Server{Handler: h}, app.Schedule{}, time.Second) }()
+		deadline := time.Now().Add(10 * time.Second)
+		for found() == 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("serve did not index the asset from before search")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		stop()
+		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -21,6 +22,9 @@ type Catalog struct {
 	now      func() time.Time
 	log      *slog.Logger
 	onChange []func(ctx context.Context, ids []uuid.UUID)
+	dialect  atomic.Pointer[string] // the database's SQL dialect, once search has asked
+	// searchWindow is how many matches a search examines at most (see SearchResult).
+	searchWindow int
 }
 
 // Option configures a Catalog.

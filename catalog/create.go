@@ -152,6 +152,9 @@ func (c *Catalog) create(ctx context.Context, in CreateInput, hash string) (Crea
 				return fmt.Errorf("catalog: record idempotency key: %w", err)
 			}
 		}
+		if err := c.reindex(ctx, tx.Client(), row.ID); err != nil {
+			return err
+		}
 		a, err := load(ctx, tx.Client(), row.ID)
 		if err != nil {
 			return err
@@ -309,6 +312,9 @@ func (c *Catalog) createMany(ctx context.Context, ins []CreateInput) ([]uuid.UUI
 			assets   []*ent.AssetCreate
 			nameRows []*ent.AssetNameCreate
 			audits   []*ent.AuditEventCreate
+			// The rows as written, for their search docs.
+			written      []*ent.Asset
+			writtenNames []*ent.AssetName
 		)
 		for _, in := range ins {
 			k := string(SpaceOf(in.Kind)) + "\x00" + in.Namespace + "\x00" + in.Name
@@ -329,6 +335,8 @@ func (c *Catalog) createMany(ctx context.Context, ins []CreateInput) ([]uuid.UUI
 			audits = append(audits, tx.AuditEvent.Create().SetAt(now).SetActor(ActorFrom(ctx)).SetAction(ActionCreate).
 				SetAssetID(id).SetRequestID(requestIDFrom(ctx)).SetAfter(after))
 			created = append(created, id)
+			written = append(written, &ent.Asset{ID: id, Kind: asset.Kind(in.Kind), Status: asset.StatusActive, Description: in.Description, Version: 1})
+			writtenNames = append(writtenNames, &ent.AssetName{AssetID: id, Namespace: in.Namespace, Name: in.Name})
 		}
 		if len(assets) == 0 {
 			return nil
@@ -342,7 +350,7 @@ func (c *Catalog) createMany(ctx context.Context, ins []CreateInput) ([]uuid.UUI
 		if err := tx.AuditEvent.CreateBulk(audits...).Exec(ctx); err != nil {
 			return fmt.Errorf("catalog: audit creates: %w", err)
 		}
-		return nil
+		return c.indexCreated(ctx, tx.Client(), written, writtenNames)
 	})
 	return created, err
 }

@@ -83,6 +83,9 @@ func (c *Catalog) mutateNoted(ctx context.Context, id uuid.UUID, expected int64,
 			out = before
 			return tx.Asset.UpdateOneID(id).SetVersion(before.Version).SetUpdatedAt(before.UpdatedAt).Exec(ctx)
 		}
+		if err := c.reindex(ctx, tx.Client(), id); err != nil {
+			return err
+		}
 		after, err := load(ctx, tx.Client(), id)
 		if err != nil {
 			return err

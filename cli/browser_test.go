@@ -115,7 +115,7 @@ func TestBrowser(t *testing.T) {
 	_, err := chromedp.Run(bctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Click(chromedp.CSS("form.search button"))))
 	must(err)
 	results := text("#results")
-	if !strings.Contains(results, "db.sales_orders") || !strings.Contains(results, "formerly db.orders") {
+	if !strings.Contains(results, "db.sales_orders") || !strings.Contains(results, "matched former name db.orders") {
 		t.Fatalf("searching the former name: %q", results)
 	}
 

@@ -165,13 +165,14 @@ func (a *API) assetRoutes() {
 	a.handle(operation{Method: http.MethodPost, Path: base + "/assets", Summary: "Create an asset (idempotent on Idempotency-Key or an external ID)",
 		Tag: "assets", Body: createAssetRequest{}, Responses: map[int]any{201: assetResponse{}, 200: assetResponse{}},
 		Params: []param{{Name: "Idempotency-Key", In: "header", Description: "retries with the same key return the first result"}}}, a.createAsset)
-	a.handle(operation{Method: http.MethodGet, Path: base + "/assets", Summary: "List assets in creation order",
+	a.handle(operation{Method: http.MethodGet, Path: base + "/assets", Summary: "List assets in creation order (with q: search results, ranked)",
 		Tag: "assets", Responses: map[int]any{200: assetListResponse{}}, Params: []param{
 			{Name: "namespace", In: "query", Description: "current namespace"},
-			{Name: "q", In: "query", Description: "case-insensitive substring of the current name"},
+			{Name: "q", In: "query", Description: "words to search for, as GET /api/v1/search does; the page is then in rank order (at most 100 assets)"},
 			{Name: "kind", In: "query"}, {Name: "status", In: "query", Description: "active, deprecated or deleted; default active and deprecated"},
 			{Name: "limit", In: "query", Description: "1-500, default 50"}, {Name: "cursor", In: "query", Description: "next_cursor of the previous page"},
 		}}, a.listAssets)
+	a.handle(searchOperation, a.search)
 	a.handle(operation{Method: http.MethodGet, Path: base + "/assets/:id", Summary: "Get an asset (ETag: its version)",
 		Tag: "assets", Responses: map[int]any{200: assetResponse{}, 304: nil}}, a.getAsset)
 	a.handle(operation{Method: http.MethodPatch, Path: base + "/assets/:id", Summary: "Change description or status (active/deprecated)",
@@ -280,6 +281,9 @@ func (a *API) listAssets(c echo.Context) error {
 		}
 	}
 	scope := fmt.Sprintf("assets|%s|%s|%s|%s", f.Namespace, f.Query, f.Kind, f.Status)
+	if f.Query != "" {
+		return a.searchAssetList(c, f, scope)
+	}
 	if f.After, err = decodeCursor(c.QueryParam("cursor"), scope); err != nil {
 		return err
 	}

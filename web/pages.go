@@ -59,7 +59,7 @@ type homeData struct {
 	Query     string
 	Namespace string
 	Kind      string
-	Hits      []catalog.Hit
+	Search    *searchView // see search.go
 	Assets    []catalog.Asset
 	Kinds     []catalog.Kind
 	Searched  bool
@@ -73,13 +73,9 @@ func (u *UI) home(w http.ResponseWriter, r *http.Request) {
 	d := homeData{Query: q, Namespace: r.URL.Query().Get("ns"), Kind: r.URL.Query().Get("kind"), Kinds: catalog.Kinds}
 	ctx := r.Context()
 	var err error
-	if q != "" {
-		if len(q) > 200 {
-			u.fail(w, r, &catalog.Error{Kind: catalog.ErrInvalid, Message: "the search is too long: 200 characters at most"})
-			return
-		}
+	if searching(r.URL.Query()) {
 		d.Searched = true
-		d.Hits, err = u.cfg.Catalog.Search(ctx, q, 50)
+		d.Search, err = u.search(ctx, r.URL.Query())
 	} else {
 		d.Assets, _, err = u.cfg.Catalog.List(ctx, catalog.ListFilter{Namespace: d.Namespace, Kind: catalog.Kind(d.Kind), Limit: 100})
 		if err == nil && u.cfg.Usage != nil {

@@ -86,8 +86,12 @@ func TestPages(t *testing.T) {
 			has  string
 		}{
 			{"/", 200, "revenue"},
-			{"/?q=orders", 200, "formerly orders"},
+			{"/?q=orders", 200, "matched former name orders"},
 			{"/?q=team-sales", 200, "owned by team-sales"},
+			{"/?q=warehouse+rev", 200, `href="/?kind=table&amp;q=warehouse&#43;rev"`},
+			{"/?owner=team-sales", 200, "Owner: team-sales"},
+			{"/?q=" + strings.Repeat("x", 201), 400, "the limit is 200"},
+			{"/?q=x&offset=nope", 400, "offset"},
 			{"/?ns=warehouse&kind=table", 200, "revenue"},
 			{"/assets/" + id, 200, "Names over time"},
 			{"/assets/" + id + "?depth=3", 200, "lineage-data"},

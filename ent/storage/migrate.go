@@ -153,6 +153,9 @@ var searchDDL = map[string][]string{
 			setweight(to_tsvector('simple'::regconfig, t_former), 'C') ||
 			setweight(to_tsvector('simple'::regconfig, t_body), 'D')) STORED`,
 		`CREATE INDEX IF NOT EXISTS search_docs_tsv ON search_docs USING gin (tsv)`,
+		// The current name alone, for the assets whose name holds every word of a search (they
+		// rank first): tsv cannot answer that through its index, since the index keeps no weights.
+		`CREATE INDEX IF NOT EXISTS search_docs_name_tsv ON search_docs USING gin (to_tsvector('simple'::regconfig, t_name))`,
 	},
 }
 
