@@ -41,6 +41,10 @@ type batch struct {
 	states      map[uuid.UUID]*ent.LineageState
 	statesKnown map[uuid.UUID]bool // state looked up (a nil entry in states: none)
 	facets      map[uuid.UUID]map[string]*ent.AssetFacet
+	// facetWrites are the facet values this batch decided (a row with ID 0 is new), written at
+	// flush: new ones in bulk, all in key order, so concurrent batches lock facet rows in one
+	// order and an event's facets cost no statement of their own.
+	facetWrites map[facetKey]*ent.AssetFacet
 	runs        map[string]*runState
 	runIO       map[[3]string]time.Time
 	touches     map[[2]uuid.UUID]*edgeTouch // known edges to widen
@@ -54,6 +58,11 @@ type batch struct {
 	completed  []CompletedRun
 	// Datasets whose schema or tags facet changed, with the event that last changed it.
 	schemas, tags map[uuid.UUID]*IngestResult
+}
+
+type facetKey struct {
+	asset uuid.UUID
+	name  string
 }
 
 // nameKey is a name in its name space.
@@ -76,7 +85,7 @@ type edgeTouch struct {
 func newBatch(s *Service, tx *ent.Tx) *batch {
 	return &batch{s: s, tx: tx, now: s.now().UTC().Truncate(time.Microsecond), cache: map[nameKey]catalog.Ref{},
 		keys: map[string]uuid.UUID{}, states: map[uuid.UUID]*ent.LineageState{}, statesKnown: map[uuid.UUID]bool{},
-		facets: map[uuid.UUID]map[string]*ent.AssetFacet{}, runs: map[string]*runState{}, runIO: map[[3]string]time.Time{},
+		facets: map[uuid.UUID]map[string]*ent.AssetFacet{}, facetWrites: map[facetKey]*ent.AssetFacet{}, runs: map[string]*runState{}, runIO: map[[3]string]time.Time{},
 		touches: map[[2]uuid.UUID]*edgeTouch{}, pending: map[[2]uuid.UUID]*edgeTouch{}, knownEdges: map[[2]uuid.UUID]bool{},
 		schemas: map[uuid.UUID]*IngestResult{}, tags: map[uuid.UUID]*IngestResult{}}
 }
@@ -450,8 +459,43 @@ func (b *batch) flushEdges(ctx context.Context) error {
 	})
 }
 
+// flushFacets writes the facet values the batch decided.
+func (b *batch) flushFacets(ctx context.Context) error {
+	keys := make([]facetKey, 0, len(b.facetWrites))
+	for k := range b.facetWrites {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(x, y facetKey) int {
+		if c := bytes.Compare(x.asset[:], y.asset[:]); c != 0 {
+			return c
+		}
+		return strings.Compare(x.name, y.name)
+	})
+	var creates []*ent.AssetFacetCreate
+	for _, k := range keys {
+		r := b.facetWrites[k]
+		if r.ID == 0 {
+			creates = append(creates, b.tx.AssetFacet.Create().SetAssetID(r.AssetID).SetName(r.Name).SetValue(r.Value).
+				SetEventTime(r.EventTime).SetUpdatedAt(r.UpdatedAt))
+			continue
+		}
+		if err := b.tx.AssetFacet.UpdateOneID(r.ID).SetValue(r.Value).SetEventTime(r.EventTime).SetUpdatedAt(r.UpdatedAt).Exec(ctx); err != nil {
+			return fmt.Errorf("lineage: store facet: %w", err)
+		}
+	}
+	if err := chunks(creates, func(part []*ent.AssetFacetCreate) error {
+		return b.tx.AssetFacet.CreateBulk(part...).Exec(ctx)
+	}); err != nil {
+		return fmt.Errorf("lineage: store facets: %w", err)
+	}
+	return nil
+}
+
 // flush writes the deferred rows.
 func (b *batch) flush(ctx context.Context) error {
+	if err := b.flushFacets(ctx); err != nil {
+		return err
+	}
 	if err := b.syncCuration(ctx); err != nil {
 		return err
 	}

@@ -743,28 +743,23 @@ func ownerRole(t string) string {
 	return b.String()
 }
 
-// putFacet upserts a facet value; it reports whether this event's value is now the latest.
+// putFacet records a facet value for the batch to write at flush; it reports whether this
+// event's value is now the latest.
 func (a *applier) putFacet(ctx context.Context, id uuid.UUID, name, value string) (bool, error) {
 	cur, err := a.facet(ctx, id, name)
 	switch {
 	case err != nil:
 		return false, err
 	case cur == nil:
-		row, err := a.tx.AssetFacet.Create().SetAssetID(id).SetName(name).SetValue(value).
-			SetEventTime(a.ev.EventTime).SetUpdatedAt(a.now).Save(ctx)
-		if err != nil {
-			return false, fmt.Errorf("lineage: store facet: %w", err)
-		}
-		a.facets[id][name] = row
+		row := &ent.AssetFacet{AssetID: id, Name: name, Value: value, EventTime: a.ev.EventTime, UpdatedAt: a.now}
+		a.facets[id][name], a.facetWrites[facetKey{id, name}] = row, row
 		return true, nil
 	case a.ev.EventTime.Before(cur.EventTime), cur.Value == value:
 		return false, nil
 	}
-	row, err := a.tx.AssetFacet.UpdateOne(cur).SetValue(value).SetEventTime(a.ev.EventTime).SetUpdatedAt(a.now).Save(ctx)
-	if err != nil {
-		return false, fmt.Errorf("lineage: store facet: %w", err)
-	}
-	a.facets[id][name] = row
+	row := *cur // keeps the row's ID (0 while it is new in this batch)
+	row.Value, row.EventTime, row.UpdatedAt = value, a.ev.EventTime, a.now
+	a.facets[id][name], a.facetWrites[facetKey{id, name}] = &row, &row
 	return true, nil
 }
 
