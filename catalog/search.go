@@ -385,7 +385,10 @@ func (s *searcher) matches(ctx context.Context) ([]int, error) {
 	exact := "SELECT 0 AS part, d.id, 0.0 AS r, d.name_key, d.t_name FROM search_docs d WHERE d.name_key IN (" + strings.Join(keys, ", ") +
 		") AND " + s.eligible(a, "d.id", "")
 	named := s.matchPart(a, 1, true)
-	rankAll := s.d == dialect.Postgres // finding costs most there (the heap visit); ranking adds a fifth
+	// PostgreSQL: finding costs most (the heap visit), ranking adds a fifth. SQLite: ranking every
+	// match of a common word costs more than finding it, but words together match few, and
+	// matching them twice (find, then rank) costs more than ranking them once.
+	rankAll := s.d == dialect.Postgres || len(s.plan.tokens) > 1
 	all := s.matchPart(a, 2, rankAll)
 	rows, err := s.client.QueryContext(ctx, exact+" UNION ALL "+named+" UNION ALL "+all, a.args...)
 	if err != nil {
