@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"entgo.io/ent/dialect"
 	"github.com/google/uuid"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/ent/label"
@@ -498,6 +500,50 @@ func TestIndexMissing(t *testing.T) {
 		n, err = e.cat.IndexMissing(cctx, func(int) { cancel() })
 		if !errors.Is(err, context.Canceled) || n != 1000 {
 			t.Errorf("cancelled: %d %v", n, err)
+		}
+	})
+}
+
+// TestIndexMissingReplicas: replicas starting together on PostgreSQL share the backfill: each
+// asset is indexed by one of them, so their counts add up to the assets without docs.
+func TestIndexMissingReplicas(t *testing.T) {
+	eachBackend(t, func(t *testing.T, e env) {
+		if e.db.Dialect != dialect.Postgres {
+			t.Skip("replicas share PostgreSQL")
+		}
+		ctx := context.Background()
+		var ins []catalog.CreateInput
+		for i := range 3000 {
+			ins = append(ins, catalog.CreateInput{Kind: catalog.KindTable, Namespace: "old", Name: fmt.Sprintf("t_%04d", i)})
+		}
+		for part := range slices.Chunk(ins, catalog.MaxCreateMany) {
+			if _, err := e.cat.CreateMany(ctx, part); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, stmt := range []string{"DELETE FROM search_facets", "DELETE FROM search_docs"} {
+			if _, err := e.db.SQL.ExecContext(ctx, stmt); err != nil {
+				t.Fatal(err)
+			}
+		}
+		replicas := []*catalog.Catalog{e.cat, catalog.New(e.db.Client), catalog.New(e.db.Client)}
+		counts := make([]int, len(replicas))
+		var g errgroup.Group
+		for i, r := range replicas {
+			g.Go(func() error {
+				n, err := r.IndexMissing(ctx, nil)
+				counts[i] = n
+				return err
+			})
+		}
+		if err := g.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		if sum := counts[0] + counts[1] + counts[2]; sum != 3000 {
+			t.Fatalf("replicas indexed %v = %d assets, want 3000 (each once)", counts, sum)
+		}
+		if res := e.search(t, catalog.SearchQuery{Namespace: "old", Limit: 1}); res.Total != 2000 || res.TotalExact {
+			t.Fatalf("namespace search after the backfill: total %d exact %v", res.Total, res.TotalExact)
 		}
 	})
 }

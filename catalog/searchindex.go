@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode"
 
+	"entgo.io/ent/dialect"
 	entsql "entgo.io/ent/dialect/sql"
 	"github.com/google/uuid"
 
@@ -531,6 +532,7 @@ const indexBatch = 1000
 // that have no search doc (databases from before search, or docs removed by hand), and returns
 // how many it indexed. progress, when set, is called after each batch with the running total.
 // It stops when ctx ends; what it indexed by then stays indexed, and the next call goes on.
+// Replicas that run it together on PostgreSQL take turns per batch, so each asset is indexed once.
 func (c *Catalog) IndexMissing(ctx context.Context, progress func(done int)) (int, error) {
 	done := 0
 	after := uuid.Nil
@@ -543,16 +545,34 @@ func (c *Catalog) IndexMissing(ctx context.Context, progress func(done int)) (in
 		if err := ctx.Err(); err != nil {
 			return done, err
 		}
-		ids, err := c.client(ctx).Asset.Query().Where(asset.IDGT(after), noDoc).
-			Order(ent.Asc(asset.FieldID)).Limit(indexBatch).IDs(ctx)
+		var ids []uuid.UUID
+		err := c.tx(ctx, func(tx *ent.Tx) error {
+			// Replicas starting together take turns batch by batch (the lock is held until the
+			// batch commits, and the next batch is chosen under it), so none indexes an asset
+			// another is indexing: the work is done once however many replicas start.
+			d, err := c.sqlDialect(ctx, tx.Client())
+			if err != nil {
+				return err
+			}
+			if d == dialect.Postgres {
+				if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", indexMissingLock); err != nil {
+					return fmt.Errorf("catalog: wait for other replicas' indexing: %w", err)
+				}
+			}
+			ids, err = tx.Asset.Query().Where(asset.IDGT(after), noDoc).Order(ent.Asc(asset.FieldID)).Limit(indexBatch).IDs(ctx)
+			if err != nil {
+				return fmt.Errorf("catalog: find assets to index: %w", err)
+			}
+			if len(ids) == 0 {
+				return nil
+			}
+			return c.reindex(ctx, tx.Client(), ids...)
+		})
 		if err != nil {
-			return done, fmt.Errorf("catalog: find assets to index: %w", err)
+			return done, err
 		}
 		if len(ids) == 0 {
 			return done, nil
-		}
-		if err := c.tx(ctx, func(tx *ent.Tx) error { return c.reindex(ctx, tx.Client(), ids...) }); err != nil {
-			return done, err
 		}
 		done += len(ids)
 		after = ids[len(ids)-1]
@@ -561,6 +581,9 @@ func (c *Catalog) IndexMissing(ctx context.Context, progress func(done int)) (in
 		}
 	}
 }
+
+// indexMissingLock is the PostgreSQL advisory lock key IndexMissing's batches take ("tdsx").
+const indexMissingLock = 0x74647378
 
 // compareIDs orders UUIDs as the databases do (bytewise, which is also their string order).
 func compareIDs(a, b uuid.UUID) int { return bytes.Compare(a[:], b[:]) }
