@@ -72,7 +72,8 @@ func validateTerm(in *TermInput) error {
 	return nil
 }
 
-// checkRelated refuses related terms that do not exist (or the term itself).
+// checkRelated refuses related terms that do not exist (or the term itself); related holds no
+// duplicates (uniqueIDs).
 func checkRelated(ctx context.Context, client *ent.Client, self uuid.UUID, related []uuid.UUID) error {
 	for _, r := range related {
 		if r == self {
@@ -86,7 +87,7 @@ func checkRelated(ctx context.Context, client *ent.Client, self uuid.UUID, relat
 	if err != nil {
 		return fmt.Errorf("catalog: read related terms: %w", err)
 	}
-	if n != len(uniqueIDs(related)) {
+	if n != len(related) {
 		return invalid("related", "some related terms do not exist")
 	}
 	return nil
@@ -94,7 +95,7 @@ func checkRelated(ctx context.Context, client *ent.Client, self uuid.UUID, relat
 
 func uniqueIDs(ids []uuid.UUID) []uuid.UUID {
 	out := slices.Clone(ids)
-	slices.SortFunc(out, func(a, b uuid.UUID) int { return strings.Compare(a.String(), b.String()) })
+	slices.SortFunc(out, compareIDs)
 	return slices.Compact(out)
 }
 

@@ -206,11 +206,14 @@ func (a *API) assetRoutes() {
 func assetID(c echo.Context) (uuid.UUID, error) { return idParam(c, "asset") }
 
 // idParam parses the :id path parameter; what names it in the error.
-func idParam(c echo.Context, what string) (uuid.UUID, error) {
-	s := c.Param("id")
+func idParam(c echo.Context, what string) (uuid.UUID, error) { return uuidParam(c, "id", what+" ID") }
+
+// uuidParam parses the path parameter name, which holds a UUID; what names it in the error.
+func uuidParam(c echo.Context, name, what string) (uuid.UUID, error) {
+	s := c.Param(name)
 	id, err := uuid.Parse(s)
 	if err != nil || len(s) != 36 {
-		return uuid.Nil, badRequest("id", "%s ID %q is not a UUID (expected the form 0190b6e2-7a4c-7d3e-9f1a-2b3c4d5e6f70)", what, truncate(s, 64))
+		return uuid.Nil, badRequest(name, "%s %q is not a UUID (expected the form 0190b6e2-7a4c-7d3e-9f1a-2b3c4d5e6f70)", what, truncate(s, 64))
 	}
 	return id, nil
 }
@@ -386,20 +389,21 @@ func (a *API) listOwners(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	history, err := historyParam(c)
+	if err != nil {
+		return err
+	}
 	var owners []catalog.Owner
-	switch c.QueryParam("history") {
-	case "", "false":
+	if history {
+		if owners, err = a.cfg.Catalog.Owners(c.Request().Context(), id); err != nil {
+			return err
+		}
+	} else {
 		got, err := a.cfg.Catalog.Get(c.Request().Context(), id)
 		if err != nil {
 			return err
 		}
 		owners = got.Owners
-	case "true":
-		if owners, err = a.cfg.Catalog.Owners(c.Request().Context(), id); err != nil {
-			return err
-		}
-	default:
-		return badRequest("history", "history must be true or false")
 	}
 	return c.JSON(http.StatusOK, ownersResponse{AssetID: id, Owners: toOwners(owners)})
 }

@@ -292,7 +292,7 @@ func (a *API) patchColumn(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	col, err := uuidParam(c, "column")
+	col, err := uuidParam(c, "column", "column ID")
 	if err != nil {
 		return err
 	}
@@ -614,14 +614,4 @@ func (a *API) termLinks(c echo.Context) error {
 		out.Links = append(out.Links, toLabelResponse(l))
 	}
 	return c.JSON(http.StatusOK, out)
-}
-
-// uuidParam parses a path parameter holding a UUID.
-func uuidParam(c echo.Context, name string) (uuid.UUID, error) {
-	s := c.Param(name)
-	id, err := uuid.Parse(s)
-	if err != nil || len(s) != 36 {
-		return uuid.Nil, badRequest(name, "%s %q is not a UUID", name, truncate(s, 64))
-	}
-	return id, nil
 }
