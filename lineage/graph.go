@@ -36,11 +36,11 @@ type Graph struct {
 
 	mu    sync.RWMutex
 	index map[uuid.UUID]int32
-	ids   []uuid.UUID
-	out   [][]int32
-	in    [][]int32
-	info  []nodeInfo // per node
-	strs  interned   // namespaces, kinds and statuses, which repeat across nodes
+	nodes []node // by node index
+	out   adjacency
+	in    adjacency
+	names nameArena
+	strs  interned // namespaces, kinds and statuses, which repeat across nodes
 	edges int
 
 	syncMu  sync.Mutex // one Sync at a time
@@ -59,15 +59,18 @@ type Graph struct {
 	auditSeen map[uuid.UUID]time.Time
 }
 
-// nodeInfo is a node's summary kept small (a million nodes are held in memory): repeated strings
-// are interned and times kept as Unix nanoseconds. kind 0 means not known yet.
-type nodeInfo struct {
-	name             string
+// node is a node's ID and summary, kept small (a million nodes are held in memory) and without
+// pointers: the name is in the arena, repeated strings are interned and times kept as Unix
+// nanoseconds. kind 0 means not known yet. The ID and the summary share one record, so a
+// traversal touches one cache line per node.
+type node struct {
+	id               uuid.UUID
+	name             nameRef
 	ns, kind, status uint32
-	created, updated int64
 	// documented: the asset has a schema or documentation facet (the Marquez graph reads
 	// those for these nodes only). Facets are never removed, so the flag only goes on.
-	documented bool
+	documented       bool
+	created, updated int64
 }
 
 // interned numbers repeated strings; 0 is the empty string.
@@ -99,14 +102,14 @@ func (t *interned) str(i uint32) string {
 	return t.strs[i]
 }
 
-// summary returns node n's summary; a zero ID when not known yet. Callers hold mu.
+// summary returns node n's summary; only the ID (no kind) when not known yet. Callers hold mu.
 func (g *Graph) summary(n int32) catalog.Summary {
-	in := &g.info[n]
+	in := &g.nodes[n]
 	if in.kind == 0 {
-		return catalog.Summary{}
+		return catalog.Summary{ID: in.id}
 	}
-	return catalog.Summary{ID: g.ids[n], Kind: catalog.Kind(g.strs.str(in.kind)), Status: catalog.Status(g.strs.str(in.status)),
-		Namespace: g.strs.str(in.ns), Name: in.name, CreatedAt: time.Unix(0, in.created).UTC(), UpdatedAt: time.Unix(0, in.updated).UTC()}
+	return catalog.Summary{ID: in.id, Kind: catalog.Kind(g.strs.str(in.kind)), Status: catalog.Status(g.strs.str(in.status)),
+		Namespace: g.strs.str(in.ns), Name: g.names.str(in.name), CreatedAt: time.Unix(0, in.created).UTC(), UpdatedAt: time.Unix(0, in.updated).UTC()}
 }
 
 type edgeRef struct {
@@ -129,12 +132,11 @@ func (g *Graph) node(id uuid.UUID) int32 {
 	if i, ok := g.index[id]; ok {
 		return i
 	}
-	i := int32(len(g.ids))
+	i := int32(len(g.nodes))
 	g.index[id] = i
-	g.ids = append(g.ids, id)
-	g.out = append(g.out, nil)
-	g.in = append(g.in, nil)
-	g.info = append(g.info, nodeInfo{})
+	g.nodes = append(g.nodes, node{id: id})
+	g.out.grow()
+	g.in.grow()
 	return i
 }
 
@@ -147,8 +149,16 @@ func (g *Graph) setInfo(sums []catalog.Summary) {
 			continue
 		}
 		n := g.node(s.ID)
-		g.info[n] = nodeInfo{name: s.Name, ns: g.strs.id(s.Namespace), kind: g.strs.id(string(s.Kind)),
-			status: g.strs.id(string(s.Status)), created: s.CreatedAt.UnixNano(), updated: s.UpdatedAt.UnixNano(), documented: g.info[n].documented}
+		old := g.nodes[n]
+		g.nodes[n] = node{id: s.ID, name: g.names.put(s.Name, old.name), ns: g.strs.id(s.Namespace), kind: g.strs.id(string(s.Kind)),
+			status: g.strs.id(string(s.Status)), created: s.CreatedAt.UnixNano(), updated: s.UpdatedAt.UnixNano(), documented: old.documented}
+	}
+	if g.names.wasteful() { // renames left more old names than current ones
+		var fresh nameArena
+		for i := range g.nodes {
+			g.nodes[i].name = fresh.put(g.names.str(g.nodes[i].name), nameRef{})
+		}
+		g.names = fresh
 	}
 }
 
@@ -160,7 +170,7 @@ func (g *Graph) markDocumented(ids []uuid.UUID) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, id := range ids {
-		g.info[g.node(id)].documented = true
+		g.nodes[g.node(id)].documented = true
 	}
 }
 
@@ -227,11 +237,11 @@ func (g *Graph) add(edges []edgeRef) {
 	defer g.mu.Unlock()
 	for _, e := range edges {
 		f, t := g.node(e.from), g.node(e.to)
-		if contains(g.out[f], t) {
+		if contains(g.out.list(f), t) {
 			continue
 		}
-		g.out[f] = append(g.out[f], t)
-		g.in[t] = append(g.in[t], f)
+		g.out.add(f, t)
+		g.in.add(t, f)
 		g.edges++
 	}
 }
@@ -245,7 +255,7 @@ func (g *Graph) hasEdge(from, to uuid.UUID) bool {
 		return false
 	}
 	t, ok := g.index[to]
-	return ok && contains(g.out[f], t)
+	return ok && contains(g.out.list(f), t)
 }
 
 func contains(s []int32, v int32) bool {
@@ -407,7 +417,7 @@ type Freshness struct {
 func (g *Graph) Freshness() Freshness {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	return Freshness{SyncedAt: g.syncAt, Nodes: len(g.ids), Edges: g.edges, Ready: g.ready.Load()}
+	return Freshness{SyncedAt: g.syncAt, Nodes: len(g.nodes), Edges: g.edges, Ready: g.ready.Load()}
 }
 
 // Direction of a traversal.
@@ -422,8 +432,9 @@ const (
 
 // Traversal is the part of the graph reached from a start node.
 type Traversal struct {
-	// Nodes reached, the start first (depth 0), then by depth.
-	Nodes []Reached
+	// Nodes reached, the start first (depth 0), then by depth. A node whose summary is not
+	// known yet has only its ID (no kind).
+	Nodes []Node
 	// Edges among the returned nodes, as indexes into Nodes (from, to).
 	Edges [][2]int32
 	// ReachedPerDepth counts the nodes found at each depth (index = depth), in both directions.
@@ -433,21 +444,18 @@ type Traversal struct {
 	Truncated bool
 }
 
-// Reached is a node of a traversal with its in-memory summary (zero ID when not known yet).
-type Reached struct {
-	ID         uuid.UUID
-	Depth      int
-	Info       catalog.Summary
-	Documented bool // has a schema or documentation facet
+// marks is a traversal's visited set over node indexes: a stamp per node (equal to gen when
+// visited in this traversal) beside the node's position in the answer, so a visit touches one
+// cache line. Stamping makes reuse free of clearing; pooled, so a walk over a million-node graph
+// allocates nothing but its answer.
+type marks struct {
+	gen uint32
+	at  []mark
 }
 
-// marks is a traversal's visited set over node indexes: a stamp per node (equal to gen when
-// visited in this traversal) and the node's position in the answer. Stamping makes reuse free
-// of clearing; pooled, so a walk over a million-node graph allocates nothing but its answer.
-type marks struct {
-	gen   uint32
-	stamp []uint32
-	pos   []int32
+type mark struct {
+	stamp uint32
+	pos   int32
 }
 
 var markPool sync.Pool
@@ -458,20 +466,20 @@ func (g *Graph) marks() *marks {
 	if m == nil {
 		m = &marks{}
 	}
-	if n := len(g.ids); len(m.stamp) < n {
+	if n := len(g.nodes); len(m.at) < n {
 		n += n / 8 // room for growth before the next reallocation
-		m.stamp, m.pos, m.gen = make([]uint32, n), make([]int32, n), 0
+		m.at, m.gen = make([]mark, n), 0
 	}
 	if m.gen++; m.gen == 0 { // wrapped: stamps of 4 billion walks ago would look current
-		clear(m.stamp)
+		clear(m.at)
 		m.gen = 1
 	}
 	return m
 }
 
-func (m *marks) seen(n int32) bool { return m.stamp[n] == m.gen }
+func (m *marks) seen(n int32) bool { return m.at[n].stamp == m.gen }
 
-func (m *marks) set(n, pos int32) { m.stamp[n], m.pos[n] = m.gen, pos }
+func (m *marks) set(n, pos int32) { m.at[n] = mark{m.gen, pos} }
 
 // Traverse walks up to depth hops from start in dir, returning at most limit nodes (start
 // included). Levels are taken whole or not at all, so a truncated answer is a complete picture
@@ -482,7 +490,7 @@ func (g *Graph) Traverse(start uuid.UUID, dir Direction, depth, limit int) Trave
 	res := Traversal{ReachedPerDepth: []int{1}}
 	s, ok := g.index[start]
 	if !ok {
-		res.Nodes = []Reached{{ID: start}}
+		res.Nodes = []Node{{Summary: catalog.Summary{ID: start}}}
 		return res
 	}
 	// m numbers the nodes met in the order they are returned; a node met on a level that is
@@ -493,16 +501,16 @@ func (g *Graph) Traverse(start uuid.UUID, dir Direction, depth, limit int) Trave
 	order := []int32{s}
 	depths := []int{0}
 	type walk struct {
-		adj      [][]int32
+		adj      *adjacency
 		frontier []int32
 		down     bool
 	}
 	var walks []*walk
 	if dir == Downstream || dir == Both {
-		walks = append(walks, &walk{adj: g.out, frontier: []int32{s}, down: true})
+		walks = append(walks, &walk{adj: &g.out, frontier: []int32{s}, down: true})
 	}
 	if dir == Upstream || dir == Both {
-		walks = append(walks, &walk{adj: g.in, frontier: []int32{s}})
+		walks = append(walks, &walk{adj: &g.in, frontier: []int32{s}})
 	}
 	var edges [][2]int32 // graph node indexes
 	for d := 1; d <= depth; d++ {
@@ -511,7 +519,7 @@ func (g *Graph) Traverse(start uuid.UUID, dir Direction, depth, limit int) Trave
 		for _, w := range walks {
 			var next []int32
 			for _, u := range w.frontier {
-				for _, v := range w.adj[u] {
+				for _, v := range w.adj.list(u) {
 					e := [2]int32{v, u}
 					if w.down {
 						e = [2]int32{u, v}
@@ -544,9 +552,9 @@ func (g *Graph) Traverse(start uuid.UUID, dir Direction, depth, limit int) Trave
 		}
 		edges = append(edges, levelEdges...)
 	}
-	res.Nodes = make([]Reached, len(order))
+	res.Nodes = make([]Node, len(order))
 	for i, n := range order {
-		res.Nodes[i] = Reached{ID: g.ids[n], Depth: depths[i], Info: g.summary(n), Documented: g.info[n].documented}
+		res.Nodes[i] = Node{Summary: g.summary(n), Depth: depths[i], Documented: g.nodes[n].documented}
 	}
 	res.Edges = make([][2]int32, 0, len(edges))
 	var dedupe map[[2]int32]struct{}
@@ -560,7 +568,7 @@ func (g *Graph) Traverse(start uuid.UUID, dir Direction, depth, limit int) Trave
 			}
 			dedupe[e] = struct{}{}
 		}
-		res.Edges = append(res.Edges, [2]int32{m.pos[e[0]], m.pos[e[1]]})
+		res.Edges = append(res.Edges, [2]int32{m.at[e[0]].pos, m.at[e[1]].pos})
 	}
 	return res
 }

@@ -109,7 +109,7 @@ func (s *Service) walk(ctx context.Context, id uuid.UUID, dir Direction, depth, 
 	t := s.graph.Traverse(id, dir, depth, limit)
 	var missing []uuid.UUID // not in memory (yet): written by another replica since the last Sync
 	for _, n := range t.Nodes {
-		if n.Info.ID == uuid.Nil {
+		if n.Kind == "" {
 			missing = append(missing, n.ID)
 		}
 	}
@@ -120,30 +120,33 @@ func (s *Service) walk(ctx context.Context, id uuid.UUID, dir Direction, depth, 
 		}
 		learned := make([]catalog.Summary, 0, len(found))
 		for i, n := range t.Nodes {
-			if sum, ok := found[n.ID]; ok && n.Info.ID == uuid.Nil {
-				t.Nodes[i].Info = sum
+			if sum, ok := found[n.ID]; ok && n.Kind == "" {
+				t.Nodes[i].Summary = sum
 				learned = append(learned, sum)
 			}
 		}
 		s.graph.setInfo(learned)
 	}
-	if t.Nodes[0].Info.ID == uuid.Nil {
+	if t.Nodes[0].Kind == "" {
 		return LineageResult{}, &catalog.Error{Kind: catalog.ErrNotFound, Message: fmt.Sprintf("asset %s does not exist", id)}
 	}
 	res := LineageResult{Root: id, ReachedPerDepth: t.ReachedPerDepth, Truncated: t.Truncated,
-		Freshness: s.graph.Freshness(), Nodes: make([]Node, 0, len(t.Nodes))}
-	at := make([]int32, len(t.Nodes)) // index in res.Nodes, -1 when left out
-	for i, n := range t.Nodes {
-		at[i] = -1
-		if n.Info.ID != uuid.Nil { // an edge to an asset that no longer exists is skipped
-			at[i] = int32(len(res.Nodes))
-			res.Nodes = append(res.Nodes, Node{Summary: n.Info, Depth: n.Depth, Documented: n.Documented})
+		Freshness: s.graph.Freshness(), Nodes: t.Nodes, Edges: t.Edges}
+	if len(missing) > 0 { // an edge to an asset that no longer exists is left out, with the asset
+		at := make([]int32, len(t.Nodes)) // index in res.Nodes, -1 when left out
+		res.Nodes = t.Nodes[:0]
+		for i, n := range t.Nodes {
+			at[i] = -1
+			if n.Kind != "" {
+				at[i] = int32(len(res.Nodes))
+				res.Nodes = append(res.Nodes, n)
+			}
 		}
-	}
-	res.Edges = t.Edges[:0]
-	for _, e := range t.Edges {
-		if f, to := at[e[0]], at[e[1]]; f >= 0 && to >= 0 {
-			res.Edges = append(res.Edges, [2]int32{f, to})
+		res.Edges = t.Edges[:0]
+		for _, e := range t.Edges {
+			if f, to := at[e[0]], at[e[1]]; f >= 0 && to >= 0 {
+				res.Edges = append(res.Edges, [2]int32{f, to})
+			}
 		}
 	}
 	res.Relations = []Relation{}

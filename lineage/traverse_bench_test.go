@@ -46,7 +46,7 @@ func BenchmarkTraverse(b *testing.B) {
 	busiest := func(layer []uuid.UUID) uuid.UUID { // a start whose walk does not die out
 		best := layer[0]
 		for _, id := range layer[:100] {
-			if len(g.out[g.index[id]]) > len(g.out[g.index[best]]) {
+			if len(g.out.list(g.index[id])) > len(g.out.list(g.index[best])) {
 				best = id
 			}
 		}

@@ -63,6 +63,7 @@ var (
 	part       = flag.String("part", "all", "all, traversal, ingest, startup or web")
 	hopsFlag   = flag.String("hops", "5,10", "traversal: dataset hops to time, comma-separated")
 	withMarq   = flag.Bool("marquez", true, "traversal: time the Marquez-shaped endpoint too")
+	marqDepths = flag.String("marquez-depths", "5,10,20", "traversal: depths (API hops, both directions) of the Marquez-shaped endpoint to time")
 	fresh      = flag.Bool("fresh", false, "ingest: every event brings a new job and a new output dataset (a first ingest)")
 	schemas    = flag.String("schema", "none", "ingest: none; steady (every dataset carries its schema and tags facets, the same in every event); changing (steady, and every event's output schema differs from the last)")
 	cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the whole run (client and server) here")
@@ -406,7 +407,9 @@ func marquez(ctx context.Context, base string, db *storage.DB, ds [][]uuid.UUID)
 		SELECT a.id, a.kind, n.namespace, n.name, min(r.depth) FROM r JOIN assets a ON a.id = r.id
 		LEFT JOIN asset_names n ON n.asset_id = a.id AND n.valid_to IS NULL GROUP BY a.id, a.kind, n.namespace, n.name`
 	fmt.Printf("\n%-28s %6s | %-22s | %-22s | %s\n", "Marquez /lineage?nodeId=", "nodes", "HTTP p50/p99", "WITH RECURSIVE p50/p99", "speed-up (p50)")
-	for _, depth := range []int{5, 10, 20} {
+	for _, d := range strings.Split(*marqDepths, ",") {
+		depth, err := strconv.Atoi(strings.TrimSpace(d))
+		benchdb.Must(err)
 		var api, rec []time.Duration
 		nodes := 0
 		for i := 0; i < *iterations; i++ {
