@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"bufio"
 	"compress/gzip"
 	"encoding/json"
 	"errors"
@@ -410,12 +411,23 @@ func (a *API) marquezLineage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	w := c.Response()
+	w.Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+	w.WriteHeader(http.StatusOK)
+	if c.Request().Method == http.MethodHead {
+		return nil
+	}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	writeMarquez(bw, nodes, res)
+	_ = bw.Flush() // a client that went away has nothing to be told
+	return nil
+}
+
+// toMarquez is the Marquez answer as a value: what writeMarquez writes, kept to test it against.
+func toMarquez(nodes []lineage.GraphNode, res lineage.LineageResult) marquezGraphResponse {
 	out := marquezGraphResponse{Graph: make([]marquezNode, 0, len(nodes)), Truncated: res.Truncated, Freshness: freshness(res.Freshness)}
 	for _, n := range nodes {
-		typ, dataType := "DATASET", "DB_TABLE"
-		if n.Kind == catalog.KindJob {
-			typ, dataType = "JOB", "BATCH"
-		}
+		typ, dataType := marquezTypes(n.Kind)
 		m := marquezNode{ID: n.NodeID, Type: typ, InEdges: []marquezEdge{}, OutEdges: []marquezEdge{},
 			Data: marquezData{ID: marquezDatasetID{n.Namespace, n.Name}, Type: dataType, Name: n.Name, PhysicalName: n.Name,
 				Namespace: n.Namespace, CreatedAt: n.CreatedAt, UpdatedAt: n.UpdatedAt, Fields: []marquezField{}, Tags: []string{},
@@ -431,7 +443,14 @@ func (a *API) marquezLineage(c echo.Context) error {
 		}
 		out.Graph = append(out.Graph, m)
 	}
-	return c.JSON(http.StatusOK, out)
+	return out
+}
+
+func marquezTypes(k catalog.Kind) (typ, dataType string) {
+	if k == catalog.KindJob {
+		return "JOB", "BATCH"
+	}
+	return "DATASET", "DB_TABLE"
 }
 
 func fieldNodeID(ns, name, field string) string {

@@ -1,11 +1,18 @@
 package handlers
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
+	"reflect"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+
+	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/lineage"
 )
 
 // FuzzAppendString: the compact lineage encoder writes names (outside input) by hand; whatever
@@ -39,5 +46,37 @@ func TestAppendUUID(t *testing.T) {
 		if got := string(appendUUID(nil, id)); got != id.String() {
 			t.Fatalf("appendUUID = %s; want %s", got, id)
 		}
+	}
+}
+
+// TestWriteMarquez: the hand-written Marquez answer decodes to exactly what encoding/json makes
+// of the same answer as a value, odd names and all.
+func TestWriteMarquez(t *testing.T) {
+	at := time.Date(2026, 3, 4, 5, 6, 7, 891011, time.UTC)
+	nodes := []lineage.GraphNode{
+		{Summary: catalog.Summary{ID: uuid.New(), Kind: catalog.KindTable, Status: catalog.StatusActive, Namespace: "postgres://h:5432",
+			Name: `odd "name" <b>&\` + "\t\u2028ü", CreatedAt: at, UpdatedAt: at.Add(time.Hour).In(time.FixedZone("x", 3600))},
+			NodeID: "dataset:postgres://h:5432:odd", Description: "line\nbreak",
+			Fields:  []lineage.SchemaField{{Name: "id", Type: "BIGINT", Description: "the key"}, {Name: "\x01", Type: ""}},
+			InEdges: []string{"job:ns:j"}, OutEdges: []string{}},
+		{Summary: catalog.Summary{ID: uuid.New(), Kind: catalog.KindJob, Status: catalog.StatusDeleted, Namespace: "ns", Name: "j",
+			CreatedAt: at, UpdatedAt: at}, NodeID: "job:ns:j", InEdges: []string{}, OutEdges: []string{"dataset:postgres://h:5432:odd", "x"}},
+	}
+	res := lineage.LineageResult{Truncated: true, Freshness: lineage.Freshness{SyncedAt: at, Nodes: 2, Edges: 1}}
+	var buf bytes.Buffer
+	w := bufio.NewWriter(&buf)
+	writeMarquez(w, nodes, res)
+	_ = w.Flush()
+	var got, want any
+	if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
+		t.Fatalf("writeMarquez wrote invalid JSON: %v\n%s", err, buf.Bytes())
+	}
+	value := toMarquez(nodes, res)
+	value.Freshness = freshness(res.Freshness) // lag_ms counts from now: take both at once
+	b, _ := json.Marshal(value)
+	_ = json.Unmarshal(b, &want)
+	got.(map[string]any)["freshness"].(map[string]any)["lag_ms"] = want.(map[string]any)["freshness"].(map[string]any)["lag_ms"]
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("writeMarquez:\n%s\nencoding/json:\n%s", buf.Bytes(), b)
 	}
 }

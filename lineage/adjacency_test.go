@@ -86,3 +86,45 @@ func TestNamesSurviveRenames(t *testing.T) {
 		t.Fatalf("a name handed out before the renames changed to %q", first)
 	}
 }
+
+// TestNamedFollowsRenames: the graph finds an asset by its current name only: not by a name it
+// was renamed from, not once deleted, and again when restored; a job and a dataset may share
+// a name.
+func TestNamedFollowsRenames(t *testing.T) {
+	g := newGraph(nil, nil, time.Now, slog.Default())
+	g.ready.Store(true)
+	a, job := uuid.New(), uuid.New()
+	sum := func(id uuid.UUID, kind catalog.Kind, status catalog.Status, name string) catalog.Summary {
+		return catalog.Summary{ID: id, Kind: kind, Status: status, Namespace: "pg://h:5432", Name: name}
+	}
+	find := func(space catalog.Space, name string) uuid.UUID {
+		id, _ := g.Named(space, "pg://h:5432", name)
+		return id
+	}
+	steps := []struct {
+		name    string
+		set     []catalog.Summary
+		lookups map[string]uuid.UUID // dataset name -> want (uuid.Nil: not found)
+	}{
+		{"Created", []catalog.Summary{sum(a, catalog.KindTable, catalog.StatusActive, "orders")}, map[string]uuid.UUID{"orders": a, "sales": uuid.Nil}},
+		{"Renamed", []catalog.Summary{sum(a, catalog.KindTable, catalog.StatusActive, "sales")}, map[string]uuid.UUID{"orders": uuid.Nil, "sales": a}},
+		{"Deleted", []catalog.Summary{sum(a, catalog.KindTable, catalog.StatusDeleted, "sales")}, map[string]uuid.UUID{"sales": uuid.Nil}},
+		{"Restored", []catalog.Summary{sum(a, catalog.KindTable, catalog.StatusActive, "sales")}, map[string]uuid.UUID{"sales": a}},
+		{"JobOfTheSameName", []catalog.Summary{sum(job, catalog.KindJob, catalog.StatusActive, "sales")}, map[string]uuid.UUID{"sales": a}},
+	}
+	for _, st := range steps {
+		g.setInfo(st.set)
+		for name, want := range st.lookups {
+			if got := find(catalog.SpaceDataset, name); got != want {
+				t.Fatalf("%s: dataset %q is %s; want %s", st.name, name, got, want)
+			}
+		}
+	}
+	if got := find(catalog.SpaceJob, "sales"); got != job {
+		t.Fatalf("job sales is %s; want %s", got, job)
+	}
+	g.ready.Store(false)
+	if _, ok := g.Named(catalog.SpaceDataset, "pg://h:5432", "sales"); ok {
+		t.Fatal("a graph still loading answered a name")
+	}
+}

@@ -3,6 +3,7 @@ package lineage
 import (
 	"context"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -42,6 +43,10 @@ type Graph struct {
 	names nameArena
 	strs  interned // namespaces, kinds and statuses, which repeat across nodes
 	edges int
+	// byName finds a node by its current name (the Marquez endpoint is asked by name): a hash
+	// of space, namespace and name to the node, or to ambiguous when names share a hash.
+	byName map[uint64]int32
+	seed   maphash.Seed
 
 	syncMu  sync.Mutex // one Sync at a time
 	low     int64      // every edge ID <= low has been applied
@@ -124,7 +129,7 @@ const (
 
 func newGraph(db *ent.Client, cat *catalog.Catalog, now func() time.Time, log *slog.Logger) *Graph {
 	return &Graph{db: db, cat: cat, now: now, log: log, index: map[uuid.UUID]int32{}, gaps: map[int64]time.Time{},
-		auditSeen: map[uuid.UUID]time.Time{}}
+		auditSeen: map[uuid.UUID]time.Time{}, byName: map[uint64]int32{}, seed: maphash.MakeSeed()}
 }
 
 // node returns the index of id, adding it. Callers hold mu for writing.
@@ -150,8 +155,10 @@ func (g *Graph) setInfo(sums []catalog.Summary) {
 		}
 		n := g.node(s.ID)
 		old := g.nodes[n]
+		g.unindexName(n)
 		g.nodes[n] = node{id: s.ID, name: g.names.put(s.Name, old.name), ns: g.strs.id(s.Namespace), kind: g.strs.id(string(s.Kind)),
 			status: g.strs.id(string(s.Status)), created: s.CreatedAt.UnixNano(), updated: s.UpdatedAt.UnixNano(), documented: old.documented}
+		g.indexName(n)
 	}
 	if g.names.wasteful() { // renames left more old names than current ones
 		var fresh nameArena
@@ -160,6 +167,73 @@ func (g *Graph) setInfo(sums []catalog.Summary) {
 		}
 		g.names = fresh
 	}
+}
+
+const ambiguous = -1
+
+// nameKey hashes a current name. Callers hold mu.
+func (g *Graph) nameKey(space catalog.Space, ns, name string) uint64 {
+	var h maphash.Hash
+	h.SetSeed(g.seed)
+	_, _ = h.WriteString(string(space))
+	_ = h.WriteByte(0)
+	_, _ = h.WriteString(ns)
+	_ = h.WriteByte(0)
+	_, _ = h.WriteString(name)
+	return h.Sum64()
+}
+
+// nodeName returns node n's space, namespace and name, and whether the name is current (a
+// deleted asset's name is released). Callers hold mu.
+func (g *Graph) nodeName(n int32) (catalog.Space, string, string, bool) {
+	nd := &g.nodes[n]
+	if nd.kind == 0 || nd.name.n == 0 || catalog.Status(g.strs.str(nd.status)) == catalog.StatusDeleted {
+		return "", "", "", false
+	}
+	return catalog.SpaceOf(catalog.Kind(g.strs.str(nd.kind))), g.strs.str(nd.ns), g.names.str(nd.name), true
+}
+
+// indexName files node n under its current name. Two names with one hash both go to the
+// database. Callers hold mu for writing.
+func (g *Graph) indexName(n int32) {
+	space, ns, name, ok := g.nodeName(n)
+	if !ok {
+		return
+	}
+	k := g.nameKey(space, ns, name)
+	if at, taken := g.byName[k]; taken && at != n {
+		n = ambiguous
+	}
+	g.byName[k] = n
+}
+
+// unindexName removes node n's current name from byName. Callers hold mu for writing.
+func (g *Graph) unindexName(n int32) {
+	if space, ns, name, ok := g.nodeName(n); ok {
+		k := g.nameKey(space, ns, name)
+		if g.byName[k] == n {
+			delete(g.byName, k)
+		}
+	}
+}
+
+// Named returns the asset currently named so, as far as the graph knows (names changed by
+// other replicas since the last Sync are not known yet). ok is false when the graph does not
+// know or cannot tell: ask the database.
+func (g *Graph) Named(space catalog.Space, ns, name string) (id uuid.UUID, ok bool) {
+	if !g.ready.Load() {
+		return uuid.Nil, false
+	}
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	n, found := g.byName[g.nameKey(space, ns, name)]
+	if !found || n == ambiguous {
+		return uuid.Nil, false
+	}
+	if sp, gotNS, gotName, cur := g.nodeName(n); !cur || sp != space || gotNS != ns || gotName != name {
+		return uuid.Nil, false // another name with the same hash
+	}
+	return g.nodes[n].id, true
 }
 
 // markDocumented notes assets that have a schema or documentation facet.

@@ -228,6 +228,13 @@ func (s *Service) resolveSplit(ctx context.Context, space catalog.Space, str str
 			}
 		}
 	}
+	if tailParts == 1 { // current names from memory, as the graph knows them
+		for _, c := range cands {
+			if id, ok := s.graph.Named(space, c.ns, c.name); ok {
+				return id, "", nil
+			}
+		}
+	}
 	var former *cand
 	var formerID uuid.UUID
 	for i, c := range cands {
@@ -322,7 +329,8 @@ func (s *Service) facets(ctx context.Context, ids []uuid.UUID, names ...string) 
 	out := map[uuid.UUID]map[string]string{}
 	for len(ids) > 0 {
 		n := min(1000, len(ids))
-		rows, err := s.db.AssetFacet.Query().Where(assetfacet.AssetIDIn(ids[:n]...), assetfacet.NameIn(names...)).All(ctx)
+		rows, err := s.db.AssetFacet.Query().Where(assetfacet.AssetIDIn(ids[:n]...), assetfacet.NameIn(names...)).
+			Select(assetfacet.FieldAssetID, assetfacet.FieldName, assetfacet.FieldValue).All(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("lineage: read facets: %w", err)
 		}
