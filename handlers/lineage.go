@@ -382,7 +382,21 @@ func (a *API) assetLineage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := assetLineageResponse{Root: id, Direction: string(dir), Depth: depth, Nodes: make([]lineageNode, 0, len(res.Nodes)),
+	w := c.Response()
+	w.Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+	w.WriteHeader(http.StatusOK)
+	if c.Request().Method == http.MethodHead {
+		return nil
+	}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	writeFull(bw, res, string(dir), depth)
+	_ = bw.Flush() // a client that went away has nothing to be told
+	return nil
+}
+
+// toFull is the full lineage answer as a value: what writeFull writes, kept to test it against.
+func toFull(res lineage.LineageResult, dir string, depth int) assetLineageResponse {
+	out := assetLineageResponse{Root: res.Root, Direction: dir, Depth: depth, Nodes: make([]lineageNode, 0, len(res.Nodes)),
 		Edges: make([]lineageEdge, 0, len(res.Edges)), Truncated: res.Truncated, ReachedPerDepth: res.ReachedPerDepth, Graph: freshness(res.Freshness),
 		Relations: toRelations(res.Relations)}
 	for _, n := range res.Nodes {
@@ -391,7 +405,7 @@ func (a *API) assetLineage(c echo.Context) error {
 	for _, e := range res.Edges {
 		out.Edges = append(out.Edges, lineageEdge{From: res.Nodes[e[0]].ID, To: res.Nodes[e[1]].ID})
 	}
-	return c.JSON(http.StatusOK, out)
+	return out
 }
 
 func (a *API) marquezLineage(c echo.Context) error {

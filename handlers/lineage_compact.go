@@ -123,6 +123,83 @@ func writeCompact(w *bufio.Writer, res lineage.LineageResult, dir string, depth 
 	_, _ = w.Write(b)
 }
 
+// writeFull encodes a lineage answer as toFull's value would encode (a test holds it to that),
+// appending into one buffer as writeCompact does.
+func writeFull(w *bufio.Writer, res lineage.LineageResult, dir string, depth int) {
+	b := make([]byte, 0, 64<<10)
+	b = append(b, `{"root":"`...)
+	b = appendUUID(b, res.Root)
+	b = append(b, `","direction":`...)
+	b = appendString(b, dir)
+	b = append(b, `,"depth":`...)
+	b = strconv.AppendInt(b, int64(depth), 10)
+	b = append(b, `,"nodes":[`...)
+	for i, n := range res.Nodes {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"id":"`...)
+		b = appendUUID(b, n.ID)
+		b = append(b, `","kind":`...)
+		b = appendString(b, string(n.Kind))
+		b = append(b, `,"status":`...)
+		b = appendString(b, string(n.Status))
+		b = append(b, `,"namespace":`...)
+		b = appendString(b, n.Namespace)
+		b = append(b, `,"name":`...)
+		b = appendString(b, n.Name)
+		b = append(b, `,"depth":`...)
+		b = strconv.AppendInt(b, int64(n.Depth), 10)
+		b = append(b, '}')
+		if len(b) > 48<<10 {
+			_, _ = w.Write(b)
+			b = b[:0]
+		}
+	}
+	b = append(b, `],"edges":[`...)
+	for i, e := range res.Edges {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"from":"`...)
+		b = appendUUID(b, res.Nodes[e[0]].ID)
+		b = append(b, `","to":"`...)
+		b = appendUUID(b, res.Nodes[e[1]].ID)
+		b = append(b, `"}`...)
+		if len(b) > 48<<10 {
+			_, _ = w.Write(b)
+			b = b[:0]
+		}
+	}
+	b = append(b, `],"truncated":`...)
+	b = strconv.AppendBool(b, res.Truncated)
+	b = append(b, `,"reached_per_depth":`...)
+	b = appendInts(b, res.ReachedPerDepth)
+	fr, _ := json.Marshal(freshness(res.Freshness))
+	b = append(b, `,"graph":`...)
+	b = append(b, fr...)
+	rels, _ := json.Marshal(toRelations(res.Relations))
+	b = append(b, `,"relations":`...)
+	b = append(b, rels...)
+	b = append(b, "}\n"...)
+	_, _ = w.Write(b)
+}
+
+// appendInts appends s as a JSON array (null when nil, as encoding/json writes it).
+func appendInts(b []byte, s []int) []byte {
+	if s == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i, n := range s {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(n), 10)
+	}
+	return append(b, ']')
+}
+
 // writeMarquez encodes the Marquez answer as toMarquez's value would encode (a test holds it
 // to that), appending into one buffer as writeCompact does: encoding/json's reflection was
 // most of the time of a small answer.

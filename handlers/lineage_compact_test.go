@@ -80,3 +80,34 @@ func TestWriteMarquez(t *testing.T) {
 		t.Fatalf("writeMarquez:\n%s\nencoding/json:\n%s", buf.Bytes(), b)
 	}
 }
+
+// TestWriteFull: the hand-written full lineage answer decodes to exactly what encoding/json
+// makes of the same answer as a value.
+func TestWriteFull(t *testing.T) {
+	at := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	a, b := uuid.New(), uuid.New()
+	for _, res := range []lineage.LineageResult{
+		{Root: a, Nodes: []lineage.Node{
+			{Summary: catalog.Summary{ID: a, Kind: catalog.KindTable, Status: catalog.StatusActive, Namespace: "pg://h:5432", Name: `odd "name" <b>&` + "\t\u2028"}},
+			{Summary: catalog.Summary{ID: b, Kind: catalog.KindJob, Status: catalog.StatusDeleted, Namespace: "ns", Name: "j"}, Depth: 1}},
+			Edges: [][2]int32{{1, 0}}, ReachedPerDepth: []int{1, 1}, Truncated: true, Freshness: lineage.Freshness{SyncedAt: at, Nodes: 2, Edges: 1},
+			Relations: []lineage.Relation{{From: a, To: b, Kind: "migrated_to", Ref: uuid.New()}}},
+		{Root: a, Nodes: []lineage.Node{{Summary: catalog.Summary{ID: a, Kind: catalog.KindTable, Status: catalog.StatusActive, Namespace: "n", Name: "x"}}},
+			Edges: [][2]int32{}, Relations: []lineage.Relation{}},
+	} {
+		var buf bytes.Buffer
+		w := bufio.NewWriter(&buf)
+		writeFull(w, res, "both", 3)
+		_ = w.Flush()
+		var got, want any
+		if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
+			t.Fatalf("writeFull wrote invalid JSON: %v\n%s", err, buf.Bytes())
+		}
+		enc, _ := json.Marshal(toFull(res, "both", 3))
+		_ = json.Unmarshal(enc, &want)
+		got.(map[string]any)["graph"].(map[string]any)["lag_ms"] = want.(map[string]any)["graph"].(map[string]any)["lag_ms"]
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("writeFull:\n%s\nencoding/json:\n%s", buf.Bytes(), enc)
+		}
+	}
+}
