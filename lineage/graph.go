@@ -108,8 +108,9 @@ func (t *interned) str(i uint32) string {
 }
 
 // summary returns node n's summary; only the ID (no kind) when not known yet. Callers hold mu.
-func (g *Graph) summary(n int32) catalog.Summary {
-	in := &g.nodes[n]
+func (g *Graph) summary(n int32) catalog.Summary { return g.summaryOf(&g.nodes[n]) }
+
+func (g *Graph) summaryOf(in *node) catalog.Summary {
 	if in.kind == 0 {
 		return catalog.Summary{ID: in.id}
 	}
@@ -626,9 +627,15 @@ func (g *Graph) Traverse(start uuid.UUID, dir Direction, depth, limit int) Trave
 		}
 		edges = append(edges, levelEdges...)
 	}
-	res.Nodes = make([]Node, len(order))
+	// Gather the records first: a tight loop keeps many cache misses in flight at once, where
+	// building each summary as its record arrives would wait for them one by one.
+	recs := make([]node, len(order))
 	for i, n := range order {
-		res.Nodes[i] = Node{Summary: g.summary(n), Depth: depths[i], Documented: g.nodes[n].documented}
+		recs[i] = g.nodes[n]
+	}
+	res.Nodes = make([]Node, len(order))
+	for i := range recs {
+		res.Nodes[i] = Node{Summary: g.summaryOf(&recs[i]), Depth: depths[i], Documented: recs[i].documented}
 	}
 	res.Edges = make([][2]int32, 0, len(edges))
 	var dedupe map[[2]int32]struct{}
