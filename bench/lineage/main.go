@@ -334,16 +334,22 @@ func traversal(ctx context.Context) {
 			nodes := 0
 			for i := 0; i < n; i++ {
 				start := starts[dir][i%len(starts[dir])]
-				var c struct {
+				var c, f struct {
 					Nodes     []json.RawMessage `json:"nodes"`
 					Truncated bool              `json:"truncated"`
 				}
-				compact = append(compact, get(fmt.Sprintf("%s/api/v1/assets/%s/lineage/compact?direction=%s&depth=%d", base, start, dir, depth), &c))
-				var f struct {
-					Nodes     []json.RawMessage `json:"nodes"`
-					Truncated bool              `json:"truncated"`
+				// The two HTTP forms take turns going first: the first walk of a neighbourhood
+				// meets it cold in the CPU caches.
+				sides := []func(){
+					func() {
+						compact = append(compact, get(fmt.Sprintf("%s/api/v1/assets/%s/lineage/compact?direction=%s&depth=%d", base, start, dir, depth), &c))
+					},
+					func() {
+						full = append(full, get(fmt.Sprintf("%s/api/v1/assets/%s/lineage?direction=%s&depth=%d&limit=%d", base, start, dir, depth, benchMaxNodes), &f))
+					},
 				}
-				full = append(full, get(fmt.Sprintf("%s/api/v1/assets/%s/lineage?direction=%s&depth=%d&limit=%d", base, start, dir, depth, benchMaxNodes), &f))
+				sides[i%2]()
+				sides[1-i%2]()
 				if c.Truncated || f.Truncated || len(c.Nodes) != len(f.Nodes) {
 					log.Fatalf("compact: %d nodes (truncated %v), full: %d (truncated %v)", len(c.Nodes), c.Truncated, len(f.Nodes), f.Truncated)
 				}
