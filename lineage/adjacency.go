@@ -47,19 +47,21 @@ func (a *adjacency) add(u, v int32) {
 	}
 }
 
-// compact rewrites the pool with each list exactly its length: most lists are written once
-// (at load) and then only read. A list that grows again moves to the end.
+// compact rewrites the pool with each list a quarter longer than it is: most lists are written
+// once (at load) and then only read, and the slack spares a compaction per few new edges while
+// a graph loads. A list that outgrows it moves to the end.
 func (a *adjacency) compact() {
+	room := func(n uint32) uint32 { return n + n/4 + 1 }
 	size := 0
 	for _, s := range a.at {
-		size += int(s.n)
+		size += int(room(s.n))
 	}
 	pool := make([]int32, size)
 	off := uint32(0)
 	for i, s := range a.at {
 		copy(pool[off:], a.pool[s.off:s.off+s.n])
-		a.at[i] = span{off, s.n, s.n}
-		off += s.n
+		a.at[i] = span{off, s.n, room(s.n)}
+		off += room(s.n)
 	}
 	a.pool, a.waste = pool, 0
 }
