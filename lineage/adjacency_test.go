@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/google/uuid"
 
@@ -126,5 +127,11 @@ func TestNamedFollowsRenames(t *testing.T) {
 	g.ready.Store(false)
 	if _, ok := g.Named(catalog.SpaceDataset, "pg://h:5432", "sales"); ok {
 		t.Fatal("a graph still loading answered a name")
+	}
+}
+
+func TestNodeRecordIsOneCacheLine(t *testing.T) {
+	if size := unsafe.Sizeof(node{}); size != 64 {
+		t.Fatalf("a node record is %d bytes; keep it at 64 (one cache line)", size)
 	}
 }

@@ -76,6 +76,7 @@ type node struct {
 	// those for these nodes only). Facets are never removed, so the flag only goes on.
 	documented       bool
 	created, updated int64
+	_                [8]byte // to 64 bytes: a record per cache line, none across two
 }
 
 // interned numbers repeated strings; 0 is the empty string.
