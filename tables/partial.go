@@ -3,7 +3,9 @@ package tables
 import (
 	"container/list"
 	"context"
+	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/apache/iceberg-go"
@@ -123,6 +125,17 @@ func (c *partials) get(key string) *partial {
 	return nil
 }
 
+// has reports whether a partial is kept, without counting as a use.
+func (c *partials) has(key string) bool {
+	if c == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.byKey[key]
+	return ok
+}
+
 func (c *partials) put(key string, p *partial) {
 	if c == nil || p.cost() > c.max {
 		return
@@ -170,20 +183,52 @@ func (r *reader) partial(ctx context.Context, snap table.Snapshot, ref manifestR
 	return p, nil
 }
 
-// prefetch computes the partials of a snapshot's manifests up to GOMAXPROCS at once: reading
-// and decoding manifests is most of a cold inspection, and iceberg-go's own planning reads
-// them in parallel too.
-func (r *reader) prefetch(ctx context.Context, snap table.Snapshot, refs []manifestRef, tableUUID string, acc *healthAcc) error {
-	if len(refs) < 2 {
-		return nil
+// manifestJob is a manifest to compute the partial of, with a snapshot that lists it.
+type manifestJob struct {
+	snap table.Snapshot
+	ref  manifestRef
+}
+
+// prefetchChunk is how many manifests prefetch looks up in the database cache at once: one
+// query instead of one per manifest, holding at most this many cached manifests in memory.
+const prefetchChunk = 64
+
+// prefetch computes the partials of the given manifests up to GOMAXPROCS at once: reading and
+// decoding manifests is most of a cold inspection, and iceberg-go's own planning reads them
+// in parallel too.
+func (r *reader) prefetch(ctx context.Context, jobs []manifestJob, tableUUID string, acc *healthAcc) error {
+	var todo []manifestJob
+	for _, j := range jobs {
+		key := tableUUID + "\x00" + j.ref.Path
+		r.mu.Lock()
+		p := r.local[key]
+		r.mu.Unlock()
+		if p == nil && !r.partials.has(key) {
+			todo = append(todo, j)
+		}
 	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(runtime.GOMAXPROCS(0))
-	for _, ref := range refs {
-		g.Go(func() error {
-			_, err := r.partial(gctx, snap, ref, tableUUID, acc)
+	for chunk := range slices.Chunk(todo, prefetchChunk) {
+		paths := make([]string, len(chunk))
+		for i, j := range chunk {
+			paths[i] = j.ref.Path
+		}
+		if err := r.lookup(ctx, paths); err != nil {
 			return err
-		})
+		}
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(runtime.GOMAXPROCS(0))
+		for _, j := range chunk {
+			g.Go(func() error {
+				_, err := r.partial(gctx, j.snap, j.ref, tableUUID, acc)
+				if err != nil {
+					return fmt.Errorf("snapshot %d: %w", j.snap.SnapshotID, err)
+				}
+				return nil
+			})
+		}
+		if err := g.Wait(); err != nil {
+			return err
+		}
 	}
-	return g.Wait()
+	return nil
 }

@@ -1,0 +1,346 @@
+package tables
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+)
+
+// The manifest cache stores manifest lists and manifests in a compact binary form: a version
+// byte, a count, then one record after another with each path stored as the length it shares
+// with the previous path plus the rest (paths in a manifest share long prefixes). Decoding it
+// is several times cheaper than gzip'd JSON, and encoding needs no compressor, whose state
+// alone (about 1 MiB per writer) cost more than the encoding. Rows written before hold gzip'd
+// JSON, recognised by gzip's first byte, and are still read.
+const (
+	codecV2   byte = 2
+	gzipMagic byte = 0x1f
+)
+
+// Kinds of partition values; scalarValue maps every value to one of them.
+const (
+	kindNil byte = iota
+	kindString
+	kindFalse
+	kindTrue
+	kindInt
+	kindFloat
+)
+
+var errTruncated = errors.New("truncated cache record")
+
+func encodeRefs(refs []manifestRef) []byte {
+	b := make([]byte, 0, 16+len(refs)*48)
+	b = append(b, codecV2)
+	b = binary.AppendUvarint(b, uint64(len(refs)))
+	prev := ""
+	for _, r := range refs {
+		b = appendPath(b, prev, r.Path)
+		prev = r.Path
+		b = binary.AppendVarint(b, r.Length)
+		b = binary.AppendVarint(b, int64(r.Content))
+		b = binary.AppendVarint(b, int64(r.SpecID))
+		b = binary.AppendVarint(b, r.Added)
+	}
+	return b
+}
+
+func decodeRefs(b []byte) ([]manifestRef, error) {
+	if len(b) > 0 && b[0] == gzipMagic {
+		var refs []manifestRef
+		return refs, gunzipJSON(b, &refs)
+	}
+	d, n, err := newDecoder(b)
+	if err != nil {
+		return nil, err
+	}
+	refs := make([]manifestRef, n)
+	for i := range refs {
+		r := &refs[i]
+		d.path()
+		r.Length = d.varint()
+		r.Content = int(d.varint())
+		r.SpecID = int32(d.varint())
+		r.Added = d.varint()
+	}
+	if err := d.done(); err != nil {
+		return nil, err
+	}
+	for i, p := range d.paths() {
+		refs[i].Path = p
+	}
+	return refs, nil
+}
+
+func encodeEntries(es []entry) []byte {
+	b := make([]byte, 0, 16+len(es)*40)
+	b = append(b, codecV2)
+	b = binary.AppendUvarint(b, uint64(len(es)))
+	prev := ""
+	for i := range es {
+		e := &es[i]
+		b = appendPath(b, prev, e.Path)
+		prev = e.Path
+		b = append(b, byte(e.Content), byte(e.Status))
+		b = binary.AppendUvarint(b, uint64(len(e.Format)))
+		b = append(b, e.Format...)
+		b = binary.AppendVarint(b, e.Size)
+		b = binary.AppendVarint(b, e.Records)
+		b = binary.AppendVarint(b, int64(e.SpecID))
+		b = binary.AppendVarint(b, e.Snapshot)
+		b = binary.AppendUvarint(b, uint64(len(e.Partition)))
+		for _, pv := range e.Partition {
+			b = binary.AppendVarint(b, int64(pv.FieldID))
+			b = appendScalar(b, pv.Value)
+		}
+	}
+	return b
+}
+
+func decodeEntries(b []byte) ([]entry, error) {
+	if len(b) > 0 && b[0] == gzipMagic {
+		var es []entry
+		if err := gunzipJSON(b, &es); err != nil {
+			return nil, err
+		}
+		// JSON gave numbers as json.Number; fresh entries hold int64 or float64, and partition
+		// keys must render the same whichever way a manifest came.
+		for i := range es {
+			for j := range es[i].Partition {
+				if n, ok := es[i].Partition[j].Value.(json.Number); ok {
+					es[i].Partition[j].Value = numberValue(n)
+				}
+			}
+		}
+		return es, nil
+	}
+	d, n, err := newDecoder(b)
+	if err != nil {
+		return nil, err
+	}
+	es := make([]entry, n)
+	var parts []partValue // one backing array for every entry's partition
+	format := ""
+	for i := range es {
+		e := &es[i]
+		d.path()
+		e.Content, e.Status = int8(d.byte()), int8(d.byte())
+		if f := d.bytes(); string(f) == format {
+			e.Format = format // the same for nearly every entry: one string for all
+		} else {
+			format = string(f)
+			e.Format = format
+		}
+		e.Size = d.varint()
+		e.Records = d.varint()
+		e.SpecID = int32(d.varint())
+		e.Snapshot = d.varint()
+		np := d.count(2)
+		if np == 0 {
+			continue
+		}
+		if cap(parts)-len(parts) < np {
+			// Room for the rest of the entries if they are partitioned alike, bounded by
+			// what the rest of the record can hold (two bytes a value at least).
+			parts = make([]partValue, 0, max(min(np*(n-i), len(d.b)/2), np))
+		}
+		start := len(parts)
+		for range np {
+			parts = append(parts, partValue{FieldID: int(d.varint()), Value: d.scalar()})
+		}
+		e.Partition = parts[start:len(parts):len(parts)]
+	}
+	if err := d.done(); err != nil {
+		return nil, err
+	}
+	for i, p := range d.paths() {
+		es[i].Path = p
+	}
+	return es, nil
+}
+
+// numberValue is a JSON number as the value a fresh read gives: int64, else float64.
+func numberValue(n json.Number) any {
+	if i, err := n.Int64(); err == nil {
+		return i
+	}
+	if f, err := n.Float64(); err == nil {
+		return f
+	}
+	return n.String()
+}
+
+func appendPath(b []byte, prev, path string) []byte {
+	shared := 0
+	for shared < len(prev) && shared < len(path) && prev[shared] == path[shared] {
+		shared++
+	}
+	b = binary.AppendUvarint(b, uint64(shared))
+	b = binary.AppendUvarint(b, uint64(len(path)-shared))
+	return append(b, path[shared:]...)
+}
+
+func appendScalar(b []byte, v any) []byte {
+	switch x := scalarValue(v).(type) {
+	case nil:
+		return append(b, kindNil)
+	case string:
+		b = append(b, kindString)
+		b = binary.AppendUvarint(b, uint64(len(x)))
+		return append(b, x...)
+	case bool:
+		if x {
+			return append(b, kindTrue)
+		}
+		return append(b, kindFalse)
+	case int64:
+		return binary.AppendVarint(append(b, kindInt), x)
+	case float64:
+		return binary.LittleEndian.AppendUint64(append(b, kindFloat), math.Float64bits(x))
+	case json.Number:
+		return appendScalar(b, numberValue(x))
+	}
+	panic(fmt.Sprintf("tables: scalarValue returned %T", v)) // unreachable: scalarValue ends in a string
+}
+
+// decoder reads a cache record; the first error sticks and later reads return zero values.
+type decoder struct {
+	b    []byte
+	err  error
+	prev []byte // the previous path
+	all  []byte // the paths read, one after another
+	ends []int  // where each ends in all
+}
+
+func newDecoder(b []byte) (*decoder, int, error) {
+	if len(b) == 0 || b[0] != codecV2 {
+		return nil, 0, fmt.Errorf("unknown cache record format")
+	}
+	d := &decoder{b: b[1:]}
+	n := d.count(4)
+	return d, n, d.err
+}
+
+func (d *decoder) fail() {
+	if d.err == nil {
+		d.err = errTruncated
+	}
+	d.b = nil
+}
+
+func (d *decoder) byte() byte {
+	if len(d.b) == 0 {
+		d.fail()
+		return 0
+	}
+	c := d.b[0]
+	d.b = d.b[1:]
+	return c
+}
+
+func (d *decoder) uvarint() uint64 {
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail()
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) varint() int64 {
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.fail()
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+// count reads a count of items that take at least min bytes each, refusing one the rest of
+// the record cannot hold (a corrupt count must not allocate gigabytes).
+func (d *decoder) count(min int) int {
+	n := d.uvarint()
+	if n > uint64(len(d.b)/min) {
+		d.fail()
+		return 0
+	}
+	return int(n)
+}
+
+func (d *decoder) bytes() []byte {
+	n := d.uvarint()
+	if n > uint64(len(d.b)) {
+		d.fail()
+		return nil
+	}
+	s := d.b[:n]
+	d.b = d.b[n:]
+	return s
+}
+
+// path reads a prefix-compressed path into the decoder; paths hands them out.
+func (d *decoder) path() {
+	shared := d.uvarint()
+	if shared > uint64(len(d.prev)) {
+		d.fail()
+		return
+	}
+	rest := d.bytes()
+	start := len(d.all)
+	d.all = append(d.all, d.prev[:shared]...)
+	d.all = append(d.all, rest...)
+	d.prev = d.all[start:]
+	d.ends = append(d.ends, len(d.all))
+}
+
+// paths returns the paths read, in order, cut from one string: one allocation for a whole
+// manifest instead of one per entry.
+func (d *decoder) paths() []string {
+	all := string(d.all)
+	out := make([]string, len(d.ends))
+	start := 0
+	for i, end := range d.ends {
+		out[i] = all[start:end]
+		start = end
+	}
+	return out
+}
+
+func (d *decoder) scalar() any {
+	switch d.byte() {
+	case kindNil:
+		return nil
+	case kindString:
+		return string(d.bytes())
+	case kindFalse:
+		return false
+	case kindTrue:
+		return true
+	case kindInt:
+		return d.varint()
+	case kindFloat:
+		if len(d.b) < 8 {
+			d.fail()
+			return nil
+		}
+		v := math.Float64frombits(binary.LittleEndian.Uint64(d.b))
+		d.b = d.b[8:]
+		return v
+	}
+	if d.err == nil {
+		d.err = errors.New("unknown partition value kind in cache record")
+	}
+	d.b = nil
+	return nil
+}
+
+func (d *decoder) done() error {
+	if d.err == nil && len(d.b) != 0 {
+		return errors.New("trailing bytes after cache record")
+	}
+	return d.err
+}
