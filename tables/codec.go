@@ -9,10 +9,12 @@ import (
 )
 
 // The manifest cache stores manifest lists and manifests in a compact binary form: a version
-// byte, a count, then one record after another with each path stored as the length it shares
-// with the previous path plus the rest (paths in a manifest share long prefixes). Decoding it
-// is several times cheaper than gzip'd JSON, and encoding needs no compressor, whose state
-// alone (about 1 MiB per writer) cost more than the encoding. Rows written before hold gzip'd
+// byte, a count, then one record after another, each path stored as the length it shares with
+// the previous path plus the rest, and the fields an entry shares with the previous entry
+// (format, spec, snapshot, partition fields) left out (entries of a manifest share most of
+// them). Decoding it is several times cheaper than gzip'd JSON, encoding needs no compressor
+// (whose state alone, about 1 MiB per writer, cost more than the encoding), and a manifest of
+// the benchmark's hourly table takes about 30 bytes an entry. Rows written before hold gzip'd
 // JSON, recognised by gzip's first byte, and are still read.
 const (
 	codecV2   byte = 2
@@ -27,6 +29,7 @@ const (
 	kindTrue
 	kindInt
 	kindFloat
+	kindIntDelta // an integer stored as its difference from the previous entry's
 )
 
 var errTruncated = errors.New("truncated cache record")
@@ -74,27 +77,72 @@ func decodeRefs(b []byte) ([]manifestRef, error) {
 	return refs, nil
 }
 
+// Flags of an entry record: which fields repeat the previous entry's and are left out.
+const (
+	sameFormat byte = 1 << iota
+	sameSpec
+	sameSnapshot
+	sameFields // the same partition field IDs, so only the values follow
+)
+
 func encodeEntries(es []entry) []byte {
-	b := make([]byte, 0, 16+len(es)*40)
+	b := make([]byte, 0, 16+len(es)*32)
 	b = append(b, codecV2)
 	b = binary.AppendUvarint(b, uint64(len(es)))
-	prev := ""
+	var prev entry
 	for i := range es {
 		e := &es[i]
-		b = appendPath(b, prev, e.Path)
-		prev = e.Path
-		b = append(b, byte(e.Content), byte(e.Status))
-		b = binary.AppendUvarint(b, uint64(len(e.Format)))
-		b = append(b, e.Format...)
+		b = appendPath(b, prev.Path, e.Path)
+		var flags byte
+		if i > 0 && e.Format == prev.Format {
+			flags |= sameFormat
+		}
+		if i > 0 && e.SpecID == prev.SpecID {
+			flags |= sameSpec
+		}
+		if i > 0 && e.Snapshot == prev.Snapshot {
+			flags |= sameSnapshot
+		}
+		fields := i > 0 && len(e.Partition) == len(prev.Partition)
+		for j := 0; fields && j < len(e.Partition); j++ {
+			fields = e.Partition[j].FieldID == prev.Partition[j].FieldID
+		}
+		if fields {
+			flags |= sameFields
+		}
+		b = append(b, flags, byte(e.Content), byte(e.Status))
+		if flags&sameFormat == 0 {
+			b = binary.AppendUvarint(b, uint64(len(e.Format)))
+			b = append(b, e.Format...)
+		}
+		if flags&sameSpec == 0 {
+			b = binary.AppendVarint(b, int64(e.SpecID))
+		}
 		b = binary.AppendVarint(b, e.Size)
 		b = binary.AppendVarint(b, e.Records)
-		b = binary.AppendVarint(b, int64(e.SpecID))
-		b = binary.AppendVarint(b, e.Snapshot)
-		b = binary.AppendUvarint(b, uint64(len(e.Partition)))
-		for _, pv := range e.Partition {
-			b = binary.AppendVarint(b, int64(pv.FieldID))
-			b = appendScalar(b, pv.Value)
+		if flags&sameSnapshot == 0 {
+			b = binary.AppendVarint(b, e.Snapshot)
 		}
+		if !fields {
+			b = binary.AppendUvarint(b, uint64(len(e.Partition)))
+		}
+		for j, pv := range e.Partition {
+			if !fields {
+				b = binary.AppendVarint(b, int64(pv.FieldID))
+				b = appendScalar(b, pv.Value)
+				continue
+			}
+			// Partition values of neighbouring entries are usually equal or close (the same
+			// hour, the next one): an integer after an integer is stored as the difference.
+			x, ok1 := pv.Value.(int64)
+			y, ok2 := prev.Partition[j].Value.(int64)
+			if ok1 && ok2 {
+				b = binary.AppendVarint(append(b, kindIntDelta), x-y)
+			} else {
+				b = appendScalar(b, pv.Value)
+			}
+		}
+		prev = *e
 	}
 	return b
 }
@@ -122,35 +170,57 @@ func decodeEntries(b []byte) ([]entry, error) {
 	}
 	es := make([]entry, n)
 	var parts []partValue // one backing array for every entry's partition
-	format := ""
+	var prev entry
 	for i := range es {
 		e := &es[i]
 		d.path()
+		flags := d.byte()
+		if i == 0 && flags != 0 {
+			d.corrupt("the first entry repeats a previous one")
+		}
 		e.Content, e.Status = int8(d.byte()), int8(d.byte())
-		if f := d.bytes(); string(f) == format {
-			e.Format = format // the same for nearly every entry: one string for all
+		if flags&sameFormat != 0 {
+			e.Format = prev.Format // one string for all the entries of a format
 		} else {
-			format = string(f)
-			e.Format = format
+			e.Format = string(d.bytes())
+		}
+		if flags&sameSpec != 0 {
+			e.SpecID = prev.SpecID
+		} else {
+			e.SpecID = int32(d.varint())
 		}
 		e.Size = d.varint()
 		e.Records = d.varint()
-		e.SpecID = int32(d.varint())
-		e.Snapshot = d.varint()
-		np := d.count(2)
-		if np == 0 {
-			continue
+		if flags&sameSnapshot != 0 {
+			e.Snapshot = prev.Snapshot
+		} else {
+			e.Snapshot = d.varint()
 		}
-		if cap(parts)-len(parts) < np {
-			// Room for the rest of the entries if they are partitioned alike, bounded by
-			// what the rest of the record can hold (two bytes a value at least).
-			parts = make([]partValue, 0, max(min(np*(n-i), len(d.b)/2), np))
+		np := len(prev.Partition)
+		if flags&sameFields == 0 {
+			np = d.count(2)
 		}
-		start := len(parts)
-		for range np {
-			parts = append(parts, partValue{FieldID: int(d.varint()), Value: d.scalar()})
+		if np > 0 {
+			if cap(parts)-len(parts) < np {
+				// Room for the rest of the entries if they are partitioned alike, bounded by
+				// what the rest of the record can hold (a byte a value at least).
+				parts = make([]partValue, 0, max(min(np*(n-i), len(d.b)), np))
+			}
+			start := len(parts)
+			for j := range np {
+				var pv partValue
+				if flags&sameFields == 0 {
+					pv.FieldID = int(d.varint())
+					pv.Value = d.scalar(nil)
+				} else {
+					pv.FieldID = prev.Partition[j].FieldID
+					pv.Value = d.scalar(prev.Partition[j].Value)
+				}
+				parts = append(parts, pv)
+			}
+			e.Partition = parts[start:len(parts):len(parts)]
 		}
-		e.Partition = parts[start:len(parts):len(parts)]
+		prev = *e
 	}
 	if err := d.done(); err != nil {
 		return nil, err
@@ -310,7 +380,8 @@ func (d *decoder) paths() []string {
 	return out
 }
 
-func (d *decoder) scalar() any {
+// scalar reads a partition value; prev is the previous entry's value in the same field.
+func (d *decoder) scalar(prev any) any {
 	switch d.byte() {
 	case kindNil:
 		return nil
@@ -330,12 +401,22 @@ func (d *decoder) scalar() any {
 		v := math.Float64frombits(binary.LittleEndian.Uint64(d.b))
 		d.b = d.b[8:]
 		return v
+	case kindIntDelta:
+		if y, ok := prev.(int64); ok {
+			return y + d.varint()
+		}
+		d.corrupt("an integer difference without a previous integer")
+		return nil
 	}
+	d.corrupt("unknown partition value kind")
+	return nil
+}
+
+func (d *decoder) corrupt(why string) {
 	if d.err == nil {
-		d.err = errors.New("unknown partition value kind in cache record")
+		d.err = errors.New("corrupt cache record: " + why)
 	}
 	d.b = nil
-	return nil
 }
 
 func (d *decoder) done() error {

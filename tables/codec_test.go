@@ -36,6 +36,8 @@ var codecEntries = []entry{
 		Partition: []partValue{{FieldID: 1000, Value: int64(-3)}, {FieldID: 1001, Value: nil}}},
 	{Path: "s3://b/db/t/data/deletes.avro", Content: 1, Status: 0, Format: "AVRO", Size: 0, Records: 0, SpecID: 3, Snapshot: math.MaxInt64},
 	{Path: "other", Format: "ORC", Partition: []partValue{{FieldID: 1, Value: true}, {FieldID: 2, Value: false}, {FieldID: 3, Value: 1e-06}, {FieldID: 4, Value: ""}}},
+	{Path: "other2", Format: "ORC", Partition: []partValue{{FieldID: 1, Value: nil}, {FieldID: 2, Value: int64(math.MinInt64)}, {FieldID: 3, Value: 2.5}, {FieldID: 4, Value: "x"}}},
+	{Path: "other3", Format: "ORC", Partition: []partValue{{FieldID: 1, Value: int64(7)}, {FieldID: 2, Value: int64(math.MaxInt64)}, {FieldID: 3, Value: "y"}, {FieldID: 4, Value: int64(0)}}},
 }
 
 func TestCodecRoundTrip(t *testing.T) {

@@ -105,19 +105,27 @@ func newHealthAcc(specs []Spec, small int64) *healthAcc {
 	return a
 }
 
-// partitionKeys renders the entry's partition and the same partition one granularity coarser
-// (hour -> day, day -> month). It runs once per live data file (tens of thousands per table), so
-// it appends instead of formatting.
-func (a *keyer) partitionKeys(e entry) (string, string) {
+// partitionKey renders the entry's partition into the keyer's buffer, valid until the next
+// call. It runs once per live data file (tens of thousands per table), so it appends instead of
+// formatting, and the caller looks the key up without making a string of it.
+func (a *keyer) partitionKey(e entry) []byte {
 	key := strconv.AppendInt(a.keyBuf[:0], int64(e.SpecID), 10)
-	coarse := strconv.AppendInt(a.coarseBuf[:0], int64(e.SpecID), 10)
-	spec := a.specs[e.SpecID]
 	for _, pv := range e.Partition {
 		key = append(key, '/')
 		key = strconv.AppendInt(key, int64(pv.FieldID), 10)
 		key = append(key, '=')
-		mark := len(key)
 		key = appendValue(key, pv.Value)
+	}
+	a.keyBuf = key
+	return key
+}
+
+// coarseKey renders the entry's partition one granularity coarser (hour -> day, day -> month);
+// it runs once per partition.
+func (a *keyer) coarseKey(e entry) string {
+	coarse := strconv.AppendInt(a.coarseBuf[:0], int64(e.SpecID), 10)
+	spec := a.specs[e.SpecID]
+	for _, pv := range e.Partition {
 		coarse = append(coarse, '/')
 		coarse = strconv.AppendInt(coarse, int64(pv.FieldID), 10)
 		coarse = append(coarse, '=')
@@ -131,11 +139,11 @@ func (a *keyer) partitionKeys(e entry) (string, string) {
 			}
 		}
 		if !rolled {
-			coarse = append(coarse, key[mark:]...)
+			coarse = appendValue(coarse, pv.Value)
 		}
 	}
-	a.keyBuf, a.coarseBuf = key, coarse
-	return string(key), string(coarse)
+	a.coarseBuf = coarse
+	return string(coarse)
 }
 
 // appendValue appends a partition value as fmt's %v would.

@@ -92,6 +92,7 @@ func inspect(ctx context.Context, r *reader, meta table.Metadata, metadataLocati
 	perSnap := make([]int64, 0, len(snaps))
 	var curManifests int
 	var curEntries int64
+	var curParts []*partial
 	for _, i := range order {
 		if err := ctx.Err(); err != nil {
 			return in, Health{}, err
@@ -112,7 +113,7 @@ func inspect(ctx context.Context, r *reader, meta table.Metadata, metadataLocati
 				return in, Health{}, fmt.Errorf("snapshot %d: %w", s.SnapshotID, err)
 			}
 			if isCur {
-				acc.merge(p)
+				curParts = append(curParts, p)
 			}
 			a := p.agg
 			if ref.Content == 0 {
@@ -132,6 +133,7 @@ func inspect(ctx context.Context, r *reader, meta table.Metadata, metadataLocati
 		}
 		out[i] = snap
 	}
+	acc.merge(curParts)
 	in.Snapshots = out
 	r.rep.Snapshots = len(out)
 	h := acc.finish(now, curID, curManifests, curEntries, perSnap, out, len(in.MetadataLog)+1, meta.Properties())

@@ -46,11 +46,11 @@ func (a *healthAcc) partialOf(es []entry) *partial {
 		p.agg.records += e.Records
 		p.dataBytes += e.Size
 		p.sizes = append(p.sizes, e.Size)
-		key, coarse := k.partitionKeys(e)
-		pa := p.parts[key]
+		key := k.partitionKey(e)
+		pa := p.parts[string(key)]
 		if pa == nil {
-			pa = &partAcc{coarse: coarse}
-			p.parts[key] = pa
+			pa = &partAcc{coarse: k.coarseKey(e)}
+			p.parts[string(key)] = pa
 		}
 		pa.files++
 		pa.bytes += e.Size
@@ -58,34 +58,49 @@ func (a *healthAcc) partialOf(es []entry) *partial {
 	return p
 }
 
-// merge adds a manifest's partial to the current snapshot's health.
-func (a *healthAcc) merge(p *partial) {
-	a.h.DeleteFiles += p.agg.deletes
-	a.h.DataFiles += p.agg.dataFiles
-	a.h.Records += p.agg.records
-	a.h.Bytes += p.dataBytes
-	for _, size := range p.sizes {
-		a.sizes = append(a.sizes, size)
-		if size < a.small {
-			a.h.SmallFiles++
-			a.h.SmallFilesBytes += size
-		}
-		for i := range a.histogram {
-			if a.histogram[i].UpTo == 0 || size <= a.histogram[i].UpTo {
-				a.histogram[i].Files++
-				a.histogram[i].Bytes += size
-				break
+// merge adds the current snapshot's manifests' partials to its health. The partition map and
+// figures are sized once for all of them: growing them a partition at a time took longer than
+// the adding, at 26,000 partitions.
+func (a *healthAcc) merge(ps []*partial) {
+	nSizes, nParts := 0, 0
+	for _, p := range ps {
+		nSizes += len(p.sizes)
+		nParts += len(p.parts) // at most: a partition may be in several manifests
+	}
+	a.sizes = slices.Grow(a.sizes, nSizes)
+	if len(a.parts) == 0 {
+		a.parts = make(map[string]*partAcc, nParts)
+	}
+	slab := make([]partAcc, 0, nParts) // never grows, so its elements stay where they are
+	for _, p := range ps {
+		a.h.DeleteFiles += p.agg.deletes
+		a.h.DataFiles += p.agg.dataFiles
+		a.h.Records += p.agg.records
+		a.h.Bytes += p.dataBytes
+		for _, size := range p.sizes {
+			a.sizes = append(a.sizes, size)
+			if size < a.small {
+				a.h.SmallFiles++
+				a.h.SmallFilesBytes += size
+			}
+			for i := range a.histogram {
+				if a.histogram[i].UpTo == 0 || size <= a.histogram[i].UpTo {
+					a.histogram[i].Files++
+					a.histogram[i].Bytes += size
+					break
+				}
 			}
 		}
-	}
-	for key, pp := range p.parts {
-		q := a.parts[key]
-		if q == nil {
-			q = &partAcc{coarse: pp.coarse}
-			a.parts[key] = q
+		for key, pp := range p.parts {
+			q := a.parts[key]
+			if q == nil {
+				slab = append(slab, partAcc{coarse: pp.coarse})
+				q = &slab[len(slab)-1]
+				a.parts[key] = q
+			}
+			q.files += pp.files
+			q.bytes += pp.bytes
 		}
-		q.files += pp.files
-		q.bytes += pp.bytes
 	}
 }
 
