@@ -102,6 +102,21 @@ func TestCodecRefusesDamage(t *testing.T) {
 	}
 }
 
+// FuzzCodecPaths: paths stored against the previous one (shared prefix and suffix) come back
+// as they were, whatever they share.
+func FuzzCodecPaths(f *testing.F) {
+	f.Add("s3://b/t/data/00001.parquet", "s3://b/t/data/00002.parquet", "")
+	f.Add("aXa", "aa", "a")
+	f.Add("abcabc", "abc", "abcabcabc")
+	f.Fuzz(func(t *testing.T, a, b, c string) {
+		refs := []manifestRef{{Path: a}, {Path: b}, {Path: c}, {Path: a}}
+		got, err := decodeRefs(encodeRefs(refs))
+		if err != nil || !reflect.DeepEqual(got, refs) {
+			t.Fatalf("got %+v, %v; want %+v", got, err, refs)
+		}
+	})
+}
+
 func FuzzDecodeEntries(f *testing.F) {
 	f.Add(encodeEntries(codecEntries))
 	f.Add([]byte{codecV2, 0xff, 0xff, 0xff, 0xff, 0x0f})
