@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/ent/icebergmanifest"
@@ -76,9 +78,33 @@ type reader struct {
 	partials *partials           // the service's, across refreshes; nil keeps none
 	local    map[string]*partial // this refresh's
 
-	mu     sync.Mutex // guards files, local and rep
+	lists map[string][]manifestRef // manifest lists looked up by preload, by path
+	// cached holds the manifests lookup looked up, by path, until entries takes them: their
+	// cached entries, or nil when the cache has none.
+	cached map[string][]byte
+
+	// batch holds new cache rows back for flush to write together (one statement for many
+	// rows instead of one per manifest); without it each row is written when read.
+	batch        bool
+	pending      []cacheRow
+	pendingBytes int
+
+	mu     sync.Mutex // guards files, local, cached, pending and rep
 	listMu sync.Mutex // one reread of a manifest list at a time
 }
+
+// cacheRow is a manifest list or manifest read from storage, to be cached.
+type cacheRow struct {
+	list    bool
+	path    string
+	entries int // a manifest's
+	blob    []byte
+}
+
+// flushBytes bounds the cache rows a batch holds before writing them, so a table of many
+// manifests neither holds all of them in memory nor loses all that was read when a refresh
+// ends early.
+const flushBytes = 16 << 20
 
 // count updates the report under the lock.
 func (r *reader) count(f func(*RefreshReport)) {
@@ -92,12 +118,72 @@ func newReader(db *ent.Client, fs func(ctx context.Context) (icebergio.IO, error
 		rep = &RefreshReport{}
 	}
 	return &reader{db: db, fs: fs, now: now, rep: rep, files: map[string]iceberg.ManifestFile{},
-		local: map[string]*partial{}}
+		local: map[string]*partial{}, lists: map[string][]manifestRef{}, cached: map[string][]byte{}}
 }
 
 func (r *reader) io(ctx context.Context) (icebergio.IO, error) {
 	r.fsOnce.Do(func() { r.fsVal, r.fsErr = r.fs(ctx) })
 	return r.fsVal, r.fsErr
+}
+
+// inChunk bounds the paths of one IN (...) lookup and the rows of one bulk insert, well under
+// both databases' limits on bound parameters.
+const inChunk = 500
+
+// preload looks up the snapshots' cached manifest lists in one query (per inChunk) and reads
+// the others from storage up to GOMAXPROCS at once, instead of a query and a read per snapshot
+// in turn.
+func (r *reader) preload(ctx context.Context, snaps []table.Snapshot) error {
+	var keys []string
+	for _, s := range snaps {
+		if s.ManifestList != "" {
+			keys = append(keys, s.ManifestList)
+		}
+	}
+	for c := range slices.Chunk(keys, inChunk) {
+		rows, err := r.db.IcebergManifestList.Query().Where(icebergmanifestlist.PathIn(c...)).All(ctx)
+		if err != nil {
+			return err
+		}
+		for _, row := range rows {
+			refs, err := decodeRefs(row.Manifests)
+			if err != nil {
+				return fmt.Errorf("cached manifest list %s: %w", row.Path, err)
+			}
+			r.lists[row.Path] = refs
+			r.rep.ManifestListsHit++
+		}
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	read := make([][]manifestRef, len(snaps))
+	for i, s := range snaps {
+		if _, ok := r.lists[s.ManifestList]; ok || s.ManifestList == "" {
+			continue
+		}
+		g.Go(func() error {
+			refs, err := r.readList(gctx, s)
+			read[i] = refs
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	for i, refs := range read {
+		if refs == nil {
+			continue
+		}
+		key := snaps[i].ManifestList
+		if _, ok := r.lists[key]; ok { // two snapshots sharing a list
+			continue
+		}
+		r.lists[key] = refs
+		if err := r.store(ctx, cacheRow{list: true, path: key, blob: encodeRefs(refs)}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // manifests returns the snapshot's manifest list, from the cache when it was read before.
@@ -107,11 +193,14 @@ func (r *reader) manifests(ctx context.Context, snap table.Snapshot) ([]manifest
 		// v1 tables may embed manifest paths in the snapshot instead of a list file.
 		return r.readList(ctx, snap)
 	}
+	if refs, ok := r.lists[key]; ok {
+		return refs, nil
+	}
 	row, err := r.db.IcebergManifestList.Query().Where(icebergmanifestlist.Path(key)).Only(ctx)
 	switch {
 	case err == nil:
-		var refs []manifestRef
-		if err := gunzipJSON(row.Manifests, &refs); err != nil {
+		refs, err := decodeRefs(row.Manifests)
+		if err != nil {
 			return nil, fmt.Errorf("cached manifest list %s: %w", key, err)
 		}
 		r.count(func(rep *RefreshReport) { rep.ManifestListsHit++ })
@@ -123,15 +212,7 @@ func (r *reader) manifests(ctx context.Context, snap table.Snapshot) ([]manifest
 	if err != nil {
 		return nil, err
 	}
-	blob, err := gzipJSON(refs)
-	if err != nil {
-		return nil, err
-	}
-	err = r.db.IcebergManifestList.Create().SetPath(key).SetManifests(blob).SetReadAt(r.now()).Exec(ctx)
-	if err != nil && !ent.IsConstraintError(err) { // a concurrent refresh cached it first
-		return nil, err
-	}
-	return refs, nil
+	return refs, r.store(ctx, cacheRow{list: true, path: key, blob: encodeRefs(refs)})
 }
 
 func (r *reader) readList(ctx context.Context, snap table.Snapshot) ([]manifestRef, error) {
@@ -181,20 +262,50 @@ func (r *reader) manifestFile(ctx context.Context, snap table.Snapshot, ref mani
 	return nil, fmt.Errorf("manifest %s is not in manifest list %s", ref.Path, snap.ManifestList)
 }
 
+// lookup fetches the cached entries of the given manifests in one query (per inChunk) for
+// entries to take, instead of one query per manifest.
+func (r *reader) lookup(ctx context.Context, paths []string) error {
+	for c := range slices.Chunk(paths, inChunk) {
+		rows, err := r.db.IcebergManifest.Query().Where(icebergmanifest.PathIn(c...)).
+			Select(icebergmanifest.FieldPath, icebergmanifest.FieldEntries).All(ctx)
+		if err != nil {
+			return err
+		}
+		r.mu.Lock()
+		for _, p := range c {
+			r.cached[p] = nil
+		}
+		for _, row := range rows {
+			r.cached[row.Path] = row.Entries
+		}
+		r.mu.Unlock()
+	}
+	return nil
+}
+
 // entries returns every entry of a manifest (deleted ones too), from the cache when it was
 // read before.
 func (r *reader) entries(ctx context.Context, snap table.Snapshot, ref manifestRef) ([]entry, error) {
-	row, err := r.db.IcebergManifest.Query().Where(icebergmanifest.Path(ref.Path)).Only(ctx)
-	switch {
-	case err == nil:
-		var es []entry
-		if err := gunzipJSON(row.Entries, &es); err != nil {
+	r.mu.Lock()
+	blob, looked := r.cached[ref.Path]
+	delete(r.cached, ref.Path)
+	r.mu.Unlock()
+	if !looked {
+		row, err := r.db.IcebergManifest.Query().Where(icebergmanifest.Path(ref.Path)).Only(ctx)
+		switch {
+		case err == nil:
+			blob = row.Entries
+		case !ent.IsNotFound(err):
+			return nil, err
+		}
+	}
+	if blob != nil {
+		es, err := decodeEntries(blob)
+		if err != nil {
 			return nil, fmt.Errorf("cached manifest %s: %w", ref.Path, err)
 		}
 		r.count(func(rep *RefreshReport) { rep.ManifestsCached++ })
 		return es, nil
-	case !ent.IsNotFound(err):
-		return nil, err
 	}
 	mf, err := r.manifestFile(ctx, snap, ref)
 	if err != nil {
@@ -204,23 +315,81 @@ func (r *reader) entries(ctx context.Context, snap table.Snapshot, ref manifestR
 	if err != nil {
 		return nil, err
 	}
-	var es []entry
-	for e, err := range mf.Entries(fs, false) {
+	es := make([]entry, 0, max(0, int(mf.AddedDataFiles()+mf.ExistingDataFiles()+mf.DeletedDataFiles())))
+	// Column statistics are never used here: leave them undecoded, as iceberg-go's own
+	// planning does.
+	for e, err := range iceberg.EntriesWithProjection(fs, mf, false, iceberg.ManifestEntryProjection{}) {
 		if err != nil {
 			return nil, fmt.Errorf("manifest %s: %w", ref.Path, err)
 		}
 		es = append(es, toEntry(e))
 	}
 	r.count(func(rep *RefreshReport) { rep.ManifestsRead++; rep.EntriesRead += int64(len(es)) })
-	blob, err := gzipJSON(es)
-	if err != nil {
-		return nil, err
+	return es, r.store(ctx, cacheRow{path: ref.Path, entries: len(es), blob: encodeEntries(es)})
+}
+
+// store caches a row read from storage: now, or in a batch when the reader batches (written
+// by flush, or here once the batch is large).
+func (r *reader) store(ctx context.Context, row cacheRow) error {
+	if !r.batch {
+		return r.write(ctx, []cacheRow{row})
 	}
-	err = r.db.IcebergManifest.Create().SetPath(ref.Path).SetEntryCount(len(es)).SetEntries(blob).SetReadAt(r.now()).Exec(ctx)
-	if err != nil && !ent.IsConstraintError(err) {
-		return nil, err
+	r.mu.Lock()
+	r.pending = append(r.pending, row)
+	r.pendingBytes += len(row.blob)
+	var rows []cacheRow
+	if r.pendingBytes >= flushBytes {
+		rows, r.pending, r.pendingBytes = r.pending, nil, 0
 	}
-	return es, nil
+	r.mu.Unlock()
+	return r.write(ctx, rows)
+}
+
+// flush writes the rows a batch holds.
+func (r *reader) flush(ctx context.Context) error {
+	r.mu.Lock()
+	rows := r.pending
+	r.pending, r.pendingBytes = nil, 0
+	r.mu.Unlock()
+	return r.write(ctx, rows)
+}
+
+// write inserts cache rows, inChunk per statement. A row cached meanwhile by a concurrent
+// refresh fails the statement; its rows are then written one at a time, skipping those.
+func (r *reader) write(ctx context.Context, rows []cacheRow) error {
+	now := r.now()
+	var lists []*ent.IcebergManifestListCreate
+	var mans []*ent.IcebergManifestCreate
+	for _, row := range rows {
+		if row.list {
+			lists = append(lists, r.db.IcebergManifestList.Create().SetPath(row.path).SetManifests(row.blob).SetReadAt(now))
+		} else {
+			mans = append(mans, r.db.IcebergManifest.Create().SetPath(row.path).SetEntryCount(row.entries).SetEntries(row.blob).SetReadAt(now))
+		}
+	}
+	for c := range slices.Chunk(lists, inChunk) {
+		if err := r.db.IcebergManifestList.CreateBulk(c...).Exec(ctx); ent.IsConstraintError(err) {
+			for _, one := range c {
+				if err := one.Exec(ctx); err != nil && !ent.IsConstraintError(err) {
+					return err
+				}
+			}
+		} else if err != nil {
+			return err
+		}
+	}
+	for c := range slices.Chunk(mans, inChunk) {
+		if err := r.db.IcebergManifest.CreateBulk(c...).Exec(ctx); ent.IsConstraintError(err) {
+			for _, one := range c {
+				if err := one.Exec(ctx); err != nil && !ent.IsConstraintError(err) {
+					return err
+				}
+			}
+		} else if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func toEntry(e iceberg.ManifestEntry) entry {
@@ -235,16 +404,19 @@ func toEntry(e iceberg.ManifestEntry) entry {
 		SpecID:   df.SpecID(),
 		Snapshot: e.SnapshotID(),
 	}
-	for id, v := range df.Partition() {
-		out.Partition = append(out.Partition, partValue{FieldID: id, Value: jsonValue(v)})
+	if part := df.Partition(); len(part) > 0 {
+		out.Partition = make([]partValue, 0, len(part))
+		for id, v := range part {
+			out.Partition = append(out.Partition, partValue{FieldID: id, Value: scalarValue(v)})
+		}
 	}
 	slices.SortFunc(out.Partition, func(a, b partValue) int { return a.FieldID - b.FieldID })
 	return out
 }
 
-// jsonValue turns a partition value into one that survives a JSON round trip unchanged:
+// scalarValue turns a partition value into one the cache and the API's JSON both keep unchanged:
 // numbers as int64 or float64, strings and booleans as is, anything else as its text.
-func jsonValue(v any) any {
+func scalarValue(v any) any {
 	switch x := v.(type) {
 	case nil, string, bool:
 		return x
@@ -272,18 +444,6 @@ func jsonValue(v any) any {
 		return x.String()
 	}
 	return fmt.Sprint(v)
-}
-
-func gzipJSON(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
-	if err := json.NewEncoder(zw).Encode(v); err != nil {
-		return nil, err
-	}
-	if err := zw.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
 }
 
 func gunzipJSON(b []byte, v any) error {

@@ -2,6 +2,7 @@ package tables
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -10,9 +11,24 @@ import (
 )
 
 // inspect walks every retained snapshot of the metadata through the reader and computes the
-// inspection and the current snapshot's health. The current snapshot is read first so its
-// entries feed the health figures as they are decoded.
-func inspect(ctx context.Context, r *reader, meta table.Metadata, metadataLocation string, small int64, now time.Time) (Inspection, Health, error) {
+// inspection and the current snapshot's health. The manifest lists, then the manifests of all
+// snapshots are read first, in parallel; the cache rows for what was read from storage are
+// written together at the end.
+func inspect(ctx context.Context, r *reader, meta table.Metadata, metadataLocation string, small int64, now time.Time) (_ Inspection, _ Health, err error) {
+	r.batch = true
+	defer func() {
+		fctx := ctx
+		if err != nil {
+			// Cache what was read even when the inspection failed or ran out of time: the
+			// next attempt goes on from there instead of reading it all again.
+			var cancel context.CancelFunc
+			fctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancel()
+		}
+		if ferr := r.flush(fctx); ferr != nil {
+			err = errors.Join(err, fmt.Errorf("cache manifests: %w", ferr))
+		}
+	}()
 	in := Inspection{MetadataLocation: metadataLocation, Snapshots: []Snapshot{}, MetadataLog: []MetadataFile{}, Properties: meta.Properties()}
 	for m := range meta.PreviousFiles() {
 		in.MetadataLog = append(in.MetadataLog, MetadataFile{Path: m.MetadataFile, At: time.UnixMilli(m.TimestampMs).UTC()})
@@ -50,10 +66,33 @@ func inspect(ctx context.Context, r *reader, meta table.Metadata, metadataLocati
 	for name, ref := range meta.Refs() {
 		heads[ref.SnapshotID] = append(heads[ref.SnapshotID], name)
 	}
+	if err := r.preload(ctx, snaps); err != nil {
+		return in, Health{}, err
+	}
+	var jobs []manifestJob
+	seen := map[string]bool{}
+	lists := make([][]manifestRef, len(snaps))
+	for _, i := range order {
+		refs, err := r.manifests(ctx, snaps[i])
+		if err != nil {
+			return in, Health{}, err
+		}
+		lists[i] = refs
+		for _, ref := range refs {
+			if !seen[ref.Path] {
+				seen[ref.Path] = true
+				jobs = append(jobs, manifestJob{snaps[i], ref})
+			}
+		}
+	}
+	if err := r.prefetch(ctx, jobs, tableUUID, acc); err != nil {
+		return in, Health{}, err
+	}
 	out := make([]Snapshot, len(snaps))
 	perSnap := make([]int64, 0, len(snaps))
 	var curManifests int
 	var curEntries int64
+	var curParts []*partial
 	for _, i := range order {
 		if err := ctx.Err(); err != nil {
 			return in, Health{}, err
@@ -67,20 +106,14 @@ func inspect(ctx context.Context, r *reader, meta table.Metadata, metadataLocati
 			snap.Operation = string(s.Summary.Operation)
 			snap.Summary = s.Summary.Properties
 		}
-		refs, err := r.manifests(ctx, s)
-		if err != nil {
-			return in, Health{}, err
-		}
-		if err := r.prefetch(ctx, s, refs, tableUUID, acc); err != nil {
-			return in, Health{}, fmt.Errorf("snapshot %d: %w", s.SnapshotID, err)
-		}
+		refs := lists[i]
 		for _, ref := range refs {
 			p, err := r.partial(ctx, s, ref, tableUUID, acc)
 			if err != nil {
 				return in, Health{}, fmt.Errorf("snapshot %d: %w", s.SnapshotID, err)
 			}
 			if isCur {
-				acc.merge(p)
+				curParts = append(curParts, p)
 			}
 			a := p.agg
 			if ref.Content == 0 {
@@ -100,6 +133,7 @@ func inspect(ctx context.Context, r *reader, meta table.Metadata, metadataLocati
 		}
 		out[i] = snap
 	}
+	acc.merge(curParts)
 	in.Snapshots = out
 	r.rep.Snapshots = len(out)
 	h := acc.finish(now, curID, curManifests, curEntries, perSnap, out, len(in.MetadataLog)+1, meta.Properties())

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"os"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -228,6 +230,50 @@ func TestRefreshKeepsManifestFigures(t *testing.T) {
 		}
 		if kept.DataFiles != 105 || kept.Partitions != 45 || kept.Records != 105 {
 			t.Fatalf("health: %d files, %d partitions, %d records; want 105, 45, 105", kept.DataFiles, kept.Partitions, kept.Records)
+		}
+	})
+}
+
+// TestFailedInspectionKeepsWhatItRead: an inspection that fails on one missing manifest still
+// caches the manifest lists and manifests it read, so the next attempt reads only that one.
+func TestFailedInspectionKeepsWhatItRead(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		l := tablestest.NewLake(t)
+		c := &clock{t: t0.Add(48 * time.Hour)}
+		svc, _ := newService(t, db, c)
+		hourly := l.Create("db.hourly", tablestest.HourSpec())
+		for i := range 3 {
+			hourly = l.Append(hourly, tablestest.Rows(i*10, 10, t0))
+		}
+		fs, err := hourly.FS(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mfs, err := hourly.CurrentSnapshot().Manifests(fs)
+		if err != nil || len(mfs) != 3 {
+			t.Fatalf("%d manifests, %v; want 3", len(mfs), err)
+		}
+		missing := strings.TrimPrefix(mfs[1].FilePath(), "file://")
+		if err := os.Rename(missing, missing+".away"); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := svc.Register(ctx, tables.RegisterInput{MetadataLocation: hourly.MetadataLocation()}); err == nil {
+			t.Fatal("register with a missing manifest: no error")
+		}
+		if err := os.Rename(missing+".away", missing); err != nil {
+			t.Fatal(err)
+		}
+		fresh, _ := newService(t, db, c)
+		_, rep, err := fresh.Register(ctx, tables.RegisterInput{MetadataLocation: hourly.MetadataLocation()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The one list read again is the current snapshot's, for the missing manifest's
+		// inherited fields.
+		if rep.ManifestsRead != 1 || rep.ManifestsCached != 2 || rep.ManifestListsRead != 1 {
+			t.Errorf("after the failed attempt: %d manifests read, %d from the database cache, %d lists read; want 1, 2, 1",
+				rep.ManifestsRead, rep.ManifestsCached, rep.ManifestListsRead)
 		}
 	})
 }

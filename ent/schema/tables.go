@@ -67,7 +67,7 @@ func (IcebergManifestList) Mixin() []ent.Mixin { return []ent.Mixin{UUIDv7{}} }
 func (IcebergManifestList) Fields() []ent.Field {
 	return []ent.Field{
 		field.String("path").Unique().Immutable(),
-		field.Bytes("manifests").Immutable(), // gzip JSON of the manifest-list entries
+		field.Bytes("manifests").Immutable(), // the manifest-list entries (tables/codec.go; gzip JSON in older rows)
 		field.Time("read_at").Immutable(),
 	}
 }
@@ -82,7 +82,7 @@ func (IcebergManifest) Fields() []ent.Field {
 	return []ent.Field{
 		field.String("path").Unique().Immutable(),
 		field.Int("entry_count").Immutable(),
-		field.Bytes("entries").Immutable(), // gzip JSON of the entries
+		field.Bytes("entries").Immutable(), // the entries (tables/codec.go; gzip JSON in older rows)
 		field.Time("read_at").Immutable(),
 	}
 }
