@@ -382,16 +382,7 @@ func (a *API) assetLineage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	w := c.Response()
-	w.Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
-	w.WriteHeader(http.StatusOK)
-	if c.Request().Method == http.MethodHead {
-		return nil
-	}
-	bw := bufio.NewWriterSize(w, 64<<10)
-	writeFull(bw, res, string(dir), depth)
-	_ = bw.Flush() // a client that went away has nothing to be told
-	return nil
+	return streamJSON(c, func(w *bufio.Writer) { writeFull(w, res, string(dir), depth) })
 }
 
 // toFull is the full lineage answer as a value: what writeFull writes, kept to test it against.
@@ -425,16 +416,7 @@ func (a *API) marquezLineage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	w := c.Response()
-	w.Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
-	w.WriteHeader(http.StatusOK)
-	if c.Request().Method == http.MethodHead {
-		return nil
-	}
-	bw := bufio.NewWriterSize(w, 64<<10)
-	writeMarquez(bw, nodes, res)
-	_ = bw.Flush() // a client that went away has nothing to be told
-	return nil
+	return streamJSON(c, func(w *bufio.Writer) { writeMarquez(w, nodes, res) })
 }
 
 // toMarquez is the Marquez answer as a value: what writeMarquez writes, kept to test it against.

@@ -44,6 +44,11 @@ func (a *API) compactLineage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	return streamJSON(c, func(w *bufio.Writer) { writeCompact(w, res, string(dir), depth) })
+}
+
+// streamJSON answers 200 with the JSON write writes, as it writes it (a HEAD gets the headers).
+func streamJSON(c echo.Context, write func(w *bufio.Writer)) error {
 	w := c.Response()
 	w.Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
 	w.WriteHeader(http.StatusOK)
@@ -51,27 +56,35 @@ func (a *API) compactLineage(c echo.Context) error {
 		return nil
 	}
 	bw := bufio.NewWriterSize(w, 64<<10)
-	writeCompact(bw, res, string(dir), depth)
+	write(bw)
 	_ = bw.Flush() // a client that went away has nothing to be told
 	return nil
+}
+
+// spill writes b out once it holds enough to be worth a write, returning it empty then.
+func spill(w *bufio.Writer, b []byte) []byte {
+	if len(b) > 48<<10 {
+		_, _ = w.Write(b)
+		return b[:0]
+	}
+	return b
+}
+
+// appendWalkHead opens a lineage answer with its root, direction and depth.
+func appendWalkHead(b []byte, root uuid.UUID, dir string, depth int) []byte {
+	b = append(b, `{"root":"`...)
+	b = appendUUID(b, root)
+	b = append(b, `","direction":`...)
+	b = appendString(b, dir)
+	b = append(b, `,"depth":`...)
+	return strconv.AppendInt(b, int64(depth), 10)
 }
 
 // writeCompact encodes a lineage answer as compactLineageResponse, appending into one buffer
 // that is written out each time it fills: no reflection, no per-node allocation.
 func writeCompact(w *bufio.Writer, res lineage.LineageResult, dir string, depth int) {
 	b := make([]byte, 0, 64<<10)
-	flush := func() {
-		if len(b) > 48<<10 {
-			_, _ = w.Write(b)
-			b = b[:0]
-		}
-	}
-	b = append(b, `{"root":"`...)
-	b = appendUUID(b, res.Root)
-	b = append(b, `","direction":`...)
-	b = appendString(b, dir)
-	b = append(b, `,"depth":`...)
-	b = strconv.AppendInt(b, int64(depth), 10)
+	b = appendWalkHead(b, res.Root, dir, depth)
 	b = append(b, `,"truncated":`...)
 	b = strconv.AppendBool(b, res.Truncated)
 	b = append(b, `,"reached_per_depth":[`...)
@@ -102,7 +115,7 @@ func writeCompact(w *bufio.Writer, res lineage.LineageResult, dir string, depth 
 		b = append(b, ',')
 		b = strconv.AppendInt(b, int64(n.Depth), 10)
 		b = append(b, ']')
-		flush()
+		b = spill(w, b)
 	}
 	b = append(b, `],"edges":[`...)
 	for i, e := range res.Edges {
@@ -114,7 +127,7 @@ func writeCompact(w *bufio.Writer, res lineage.LineageResult, dir string, depth 
 		b = append(b, ',')
 		b = strconv.AppendInt(b, int64(e[1]), 10)
 		b = append(b, ']')
-		flush()
+		b = spill(w, b)
 	}
 	rels, _ := json.Marshal(toRelations(res.Relations))
 	b = append(b, `],"relations":`...)
@@ -127,12 +140,7 @@ func writeCompact(w *bufio.Writer, res lineage.LineageResult, dir string, depth 
 // appending into one buffer as writeCompact does.
 func writeFull(w *bufio.Writer, res lineage.LineageResult, dir string, depth int) {
 	b := make([]byte, 0, 64<<10)
-	b = append(b, `{"root":"`...)
-	b = appendUUID(b, res.Root)
-	b = append(b, `","direction":`...)
-	b = appendString(b, dir)
-	b = append(b, `,"depth":`...)
-	b = strconv.AppendInt(b, int64(depth), 10)
+	b = appendWalkHead(b, res.Root, dir, depth)
 	b = append(b, `,"nodes":[`...)
 	for i, n := range res.Nodes {
 		if i > 0 {
@@ -151,10 +159,7 @@ func writeFull(w *bufio.Writer, res lineage.LineageResult, dir string, depth int
 		b = append(b, `,"depth":`...)
 		b = strconv.AppendInt(b, int64(n.Depth), 10)
 		b = append(b, '}')
-		if len(b) > 48<<10 {
-			_, _ = w.Write(b)
-			b = b[:0]
-		}
+		b = spill(w, b)
 	}
 	b = append(b, `],"edges":[`...)
 	for i, e := range res.Edges {
@@ -166,10 +171,7 @@ func writeFull(w *bufio.Writer, res lineage.LineageResult, dir string, depth int
 		b = append(b, `","to":"`...)
 		b = appendUUID(b, res.Nodes[e[1]].ID)
 		b = append(b, `"}`...)
-		if len(b) > 48<<10 {
-			_, _ = w.Write(b)
-			b = b[:0]
-		}
+		b = spill(w, b)
 	}
 	b = append(b, `],"truncated":`...)
 	b = strconv.AppendBool(b, res.Truncated)
@@ -272,10 +274,7 @@ func writeMarquez(w *bufio.Writer, nodes []lineage.GraphNode, res lineage.Lineag
 			edge(n.NodeID, d)
 		}
 		b = append(b, "]}"...)
-		if len(b) > 48<<10 {
-			_, _ = w.Write(b)
-			b = b[:0]
-		}
+		b = spill(w, b)
 	}
 	fr, _ := json.Marshal(freshness(res.Freshness))
 	b = append(b, `],"truncated":`...)

@@ -15,6 +15,14 @@ import (
 // consecutive layers reading 3 random datasets and writing 1.
 func layered(b *testing.B, perLayer, layers int) (*Graph, [][]uuid.UUID) {
 	g := newGraph(nil, nil, time.Now, slog.Default())
+	ds, sums, edges := wideGraph(perLayer, layers)
+	g.add(edges)
+	g.setInfo(sums)
+	return g, ds
+}
+
+// wideGraph returns the wide graph's datasets by layer, every node's summary and the edges.
+func wideGraph(perLayer, layers int) ([][]uuid.UUID, []catalog.Summary, []edgeRef) {
 	rng := rand.New(rand.NewSource(42))
 	ds := make([][]uuid.UUID, layers)
 	var sums []catalog.Summary
@@ -36,9 +44,7 @@ func layered(b *testing.B, perLayer, layers int) (*Graph, [][]uuid.UUID) {
 			edges = append(edges, edgeRef{from: job, to: ds[l+1][i]})
 		}
 	}
-	g.add(edges)
-	g.setInfo(sums)
-	return g, ds
+	return ds, sums, edges
 }
 
 func BenchmarkTraverse(b *testing.B) {
