@@ -108,9 +108,7 @@ func (t *interned) str(i uint32) string {
 	return t.strs[i]
 }
 
-// summary returns node n's summary; only the ID (no kind) when not known yet. Callers hold mu.
-func (g *Graph) summary(n int32) catalog.Summary { return g.summaryOf(&g.nodes[n]) }
-
+// summaryOf returns a node's summary; only the ID (no kind) when not known yet. Callers hold mu.
 func (g *Graph) summaryOf(in *node) catalog.Summary {
 	if in.kind == 0 {
 		return catalog.Summary{ID: in.id}
