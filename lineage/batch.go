@@ -18,7 +18,6 @@ import (
 	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/ent/assetfacet"
 	"github.com/tidemark/tidemark/ent/assetname"
-	"github.com/tidemark/tidemark/ent/externalid"
 	"github.com/tidemark/tidemark/ent/lineageedge"
 	"github.com/tidemark/tidemark/ent/lineageevent"
 	"github.com/tidemark/tidemark/ent/lineagestate"
@@ -187,26 +186,20 @@ func (b *batch) prefetch(ctx context.Context, evs []Event, keys []string) error 
 	return nil
 }
 
-// precreate registers, each in its own short transaction, the assets for names a batch uses
-// that no asset has ever held (and that carry no symlink or lifecycle change, which need the
-// in-transaction rules). Creating them inside the batch's long transaction would make
-// concurrent batches that share new names wait on each other and fail on the unique index; an
-// asset created here for a batch that then fails is the asset its retry will use.
+// precreate registers the assets for names a batch uses that no asset holds or ever held and
+// that no symlink binds (and that carry no symlink or lifecycle change, which need the
+// in-transaction rules), in one statement of their own before the batch's transaction.
+// Creating them inside the batch's long transaction would make concurrent batches that share new
+// names wait on each other and fail on the unique index; an asset created here for a batch that
+// then fails is the asset its retry will use.
 func (s *Service) precreate(ctx context.Context, evs []Event) error {
-	type want struct {
-		kind catalog.Kind
-		ns   string
-		name string
-	}
 	seen := map[nameKey]bool{}
-	var wants []want
-	var names []string
+	var create []catalog.CreateInput
 	add := func(kind catalog.Kind, ns, name string) {
 		k := nameKey{catalog.SpaceOf(kind), ns, name}
 		if !seen[k] {
 			seen[k] = true
-			wants = append(wants, want{kind, ns, name})
-			names = append(names, name)
+			create = append(create, catalog.CreateInput{Kind: kind, Namespace: ns, Name: name})
 		}
 	}
 	for _, ev := range evs {
@@ -226,42 +219,9 @@ func (s *Service) precreate(ctx context.Context, evs []Event) error {
 			add(datasetKind(d.Facets), d.Namespace, d.Name)
 		}
 	}
-	held := map[nameKey]bool{} // names some asset holds or held
-	if err := chunks(names, func(part []string) error {
-		rows, err := s.db.AssetName.Query().Where(assetname.NameIn(part...)).
-			Select(assetname.FieldSpace, assetname.FieldNamespace, assetname.FieldName).All(ctx)
-		for _, r := range rows {
-			held[nameKey{catalog.Space(r.Space), r.Namespace, r.Name}] = true
-		}
-		return err
-	}); err != nil {
-		return fmt.Errorf("lineage: read names: %w", err)
-	}
-	// Names bound as symlinks (a table's storage location) resolve to their asset.
-	links := make([]string, 0, len(wants))
-	for _, w := range wants {
-		links = append(links, catalog.SymlinkID(w.ns, w.name).Value)
-	}
-	bound := map[string]bool{}
-	if err := chunks(links, func(part []string) error {
-		vals, err := s.db.ExternalID.Query().Where(externalid.System(catalog.SystemSymlink), externalid.ValueIn(part...)).
-			Select(externalid.FieldValue).Strings(ctx)
-		for _, v := range vals {
-			bound[v] = true
-		}
-		return err
-	}); err != nil {
-		return fmt.Errorf("lineage: read symlinks: %w", err)
-	}
-	var create []catalog.CreateInput
-	for i, w := range wants {
-		if !held[nameKey{catalog.SpaceOf(w.kind), w.ns, w.name}] && !bound[links[i]] {
-			create = append(create, catalog.CreateInput{Kind: w.kind, Namespace: w.ns, Name: w.name})
-		}
-	}
-	// CreateMany skips names a concurrent creator took meanwhile, so no asset is duplicated.
+	// CreateUnseen skips names a concurrent creator took meanwhile, so no asset is duplicated.
 	return chunks(create, func(part []catalog.CreateInput) error {
-		_, err := s.cat.CreateMany(ctx, part)
+		_, err := s.cat.CreateUnseen(ctx, part)
 		return err
 	})
 }
