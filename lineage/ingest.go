@@ -19,7 +19,6 @@ import (
 	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/ent/columnedge"
 	"github.com/tidemark/tidemark/ent/lineageedge"
-	"github.com/tidemark/tidemark/ent/lineageevent"
 	"github.com/tidemark/tidemark/ent/predicate"
 	"github.com/tidemark/tidemark/ent/run"
 	"github.com/tidemark/tidemark/ent/storage"
@@ -363,13 +362,7 @@ func (a *applier) apply(ctx context.Context, key string) error {
 		}
 	}
 	id := uuid.Must(uuid.NewV7())
-	q := a.tx.LineageEvent.Create().SetID(id).SetEventKey(key).SetKind(lineageevent.Kind(ev.Kind)).SetEventType(ev.EventType).
-		SetEventTime(ev.EventTime).SetRunID(ev.RunID).SetProducer(truncate(ev.Producer, 1024)).
-		SetPayload(string(ev.Raw)).SetReceivedAt(a.now)
-	if jobID != uuid.Nil {
-		q.SetJobAssetID(jobID)
-	}
-	a.events = append(a.events, q)
+	a.events = append(a.events, eventRow{id: id, key: key, ev: &a.ev, job: jobID})
 	a.keys[key], a.res.EventID = id, id
 	return nil
 }
