@@ -200,14 +200,17 @@ func (b *batch) prefetch(ctx context.Context, evs []Event, keys []string) error 
 // in-transaction rules), in one statement of their own before the batch's transaction.
 // Creating them inside the batch's long transaction would make concurrent batches that share new
 // names wait on each other and fail on the unique index; an asset created here for a batch that
-// then fails is the asset its retry will use.
+// then fails is the asset its retry will use. Names this service offered or resolved before are
+// not offered again (seenNames): in a steady flow of events nearly all are.
 func (s *Service) precreate(ctx context.Context, evs []Event) error {
 	seen := map[nameKey]bool{}
 	var create []catalog.CreateInput
+	var offered []nameKey
 	add := func(kind catalog.Kind, ns, name string) {
 		k := nameKey{catalog.SpaceOf(kind), ns, name}
-		if !seen[k] {
+		if !seen[k] && !s.seen.has(k) {
 			seen[k] = true
+			offered = append(offered, k)
 			create = append(create, catalog.CreateInput{Kind: kind, Namespace: ns, Name: name})
 		}
 	}
@@ -229,10 +232,14 @@ func (s *Service) precreate(ctx context.Context, evs []Event) error {
 		}
 	}
 	// CreateUnseen skips names a concurrent creator took meanwhile, so no asset is duplicated.
-	return chunks(create, func(part []catalog.CreateInput) error {
+	if err := chunks(create, func(part []catalog.CreateInput) error {
 		_, err := s.cat.CreateUnseen(ctx, part)
 		return err
-	})
+	}); err != nil {
+		return err
+	}
+	s.seen.add(offered...)
+	return nil
 }
 
 // state returns an asset's lifecycle state, nil when it has none.

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"entgo.io/ent/dialect"
@@ -41,6 +42,38 @@ type Service struct {
 	onComplete func(ctx context.Context, runs []CompletedRun) error
 	maxNodes   int
 	relations  func(ctx context.Context, id uuid.UUID) ([]Relation, error)
+	seen       seenNames
+}
+
+// seenNames are names precreate need not offer to CreateUnseen again: names it offered, and
+// names batches resolved. CreateUnseen skips a name once any asset held it or a symlink binds
+// it, and neither is ever undone, so this only saves the statement; were it undone, the batch
+// would create the asset itself, in its transaction.
+type seenNames struct {
+	mu    sync.Mutex
+	names map[nameKey]struct{}
+}
+
+// maxSeenNames bounds the memory seenNames takes (about 100 bytes a name); past it, it starts
+// over.
+const maxSeenNames = 250_000
+
+func (n *seenNames) add(keys ...nameKey) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.names == nil || len(n.names)+len(keys) > maxSeenNames {
+		n.names = make(map[nameKey]struct{}, len(keys))
+	}
+	for _, k := range keys {
+		n.names[k] = struct{}{}
+	}
+}
+
+func (n *seenNames) has(k nameKey) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	_, ok := n.names[k]
+	return ok
 }
 
 // CompletedRun is a run whose COMPLETE event a batch stored: what it read and wrote.
@@ -250,6 +283,11 @@ func (s *Service) applyEvents(ctx context.Context, evs []Event) ([]IngestResult,
 	}
 	s.graph.add(b.added)
 	s.graph.markDocumented(b.documented)
+	held := make([]nameKey, 0, len(b.cache))
+	for k := range b.cache {
+		held = append(held, k)
+	}
+	s.seen.add(held...)
 	if err := s.graph.refresh(ctx, b.touched); err != nil {
 		// Committed already; the next Sync picks the change up from the audit log.
 		s.log.Warn("lineage: refresh graph names", "err", err)
