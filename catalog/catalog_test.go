@@ -14,6 +14,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/ent/storage"
+	"github.com/tidemark/tidemark/ent/storage/storagetest"
 )
 
 func TestCreateAndGet(t *testing.T) {
@@ -613,6 +615,44 @@ func TestCreateUnseen(t *testing.T) {
 		var docs int
 		if err := e.db.SQL.QueryRow("SELECT count(*) FROM search_docs WHERE asset_id = $1", fresh.Asset.ID).Scan(&docs); err != nil || docs != 1 {
 			t.Fatalf("search docs of w.fresh = %d, %v", docs, err)
+		}
+	})
+}
+
+// TestCreateManyHookSummaries: a change hook that asks for the summaries of assets CreateMany
+// created gets what a read after the commit returns.
+func TestCreateManyHookSummaries(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		var cat *catalog.Catalog
+		var seen map[uuid.UUID]catalog.Summary
+		cat = catalog.New(db.Client, catalog.WithChangeHook(func(ctx context.Context, ids []uuid.UUID) {
+			sums, err := cat.Summaries(ctx, ids)
+			if err != nil {
+				t.Error(err)
+			}
+			seen = sums
+		}))
+		if _, err := cat.Create(ctx, catalog.CreateInput{Kind: catalog.KindTable, Namespace: "w", Name: "held"}); err != nil {
+			t.Fatal(err)
+		}
+		n, err := cat.CreateMany(ctx, []catalog.CreateInput{{Kind: catalog.KindTable, Namespace: "w", Name: "held"},
+			{Kind: catalog.KindView, Namespace: "w", Name: "v"}, {Kind: catalog.KindJob, Namespace: "w", Name: "j"}})
+		if err != nil || n != 2 || len(seen) != 2 {
+			t.Fatalf("CreateMany = %d, %v; the hook saw %v", n, err, seen)
+		}
+		ids := make([]uuid.UUID, 0, len(seen))
+		for id := range seen {
+			ids = append(ids, id)
+		}
+		read, err := cat.Summaries(ctx, ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for id, s := range seen {
+			if r := read[id]; r != s || !r.CreatedAt.Equal(s.CreatedAt) {
+				t.Errorf("hook saw %+v, a read gives %+v", s, r)
+			}
 		}
 	})
 }

@@ -290,7 +290,12 @@ func (c *Catalog) createManyOf(ctx context.Context, ins []CreateInput, unseen bo
 		if err != nil {
 			return 0, err
 		}
-		c.changed(ctx, created...)
+		ids := make([]uuid.UUID, 0, len(created))
+		for id := range created {
+			ids = append(ids, id)
+		}
+		// The hooks' Summaries of these assets come from created, not from a read.
+		c.changed(context.WithValue(ctx, createdKey, created), ids...)
 		return len(created), nil
 	}
 	var created []uuid.UUID
@@ -325,7 +330,7 @@ func (c *Catalog) createManyOf(ctx context.Context, ins []CreateInput, unseen bo
 // names go in first, in key order, skipping (ON CONFLICT) those a concurrent creator holds; only
 // the assets whose names went in are written. The name rows reference assets inserted later in
 // the same statement, which PostgreSQL allows: foreign keys are checked at its end.
-func (c *Catalog) createManyPG(ctx context.Context, ins []CreateInput, unseen bool) ([]uuid.UUID, error) {
+func (c *Catalog) createManyPG(ctx context.Context, ins []CreateInput, unseen bool) (map[uuid.UUID]Summary, error) {
 	now := c.Now()
 	n := len(ins)
 	var (
@@ -395,13 +400,18 @@ func (c *Catalog) createManyPG(ctx context.Context, ins []CreateInput, unseen bo
 		return nil, fmt.Errorf("catalog: insert assets: %w", err)
 	}
 	defer rows.Close()
-	var created []uuid.UUID
+	at := make(map[string]int, n)
+	for i, id := range ids {
+		at[id] = i
+	}
+	created := map[uuid.UUID]Summary{}
 	for rows.Next() {
 		var id uuid.UUID
 		if err := rows.Scan(&id); err != nil {
 			return nil, fmt.Errorf("catalog: insert assets: %w", err)
 		}
-		created = append(created, id)
+		in := ins[at[id.String()]]
+		created[id] = Summary{ID: id, Kind: in.Kind, Status: StatusActive, Namespace: in.Namespace, Name: in.Name, CreatedAt: now, UpdatedAt: now}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("catalog: insert assets: %w", err)
