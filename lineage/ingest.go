@@ -860,8 +860,9 @@ func (a *applier) upsertRun(ctx context.Context, jobID uuid.UUID, inputs, output
 	return nil
 }
 
-// upsertEdge records from -> to. It checks before inserting rather than using ON CONFLICT, so
-// edge IDs (the change sequence replicas tail) are only consumed by real new edges.
+// upsertEdge records from -> to. New edges are inserted only where no committed row exists (ON
+// CONFLICT alone would spend an ID on every known edge), so edge IDs (the change sequence
+// replicas tail) are only consumed by real new edges, and by the rare concurrent insert.
 func (a *applier) upsertEdge(ctx context.Context, from, to uuid.UUID) error {
 	// Known edges (the graph holds every committed edge) have their seen interval widened at
 	// flush, without a read; others are looked up and created in bulk at flush.
