@@ -133,6 +133,7 @@ type ctxKey int
 const (
 	actorKey ctxKey = iota
 	requestIDKey
+	createdKey // map[uuid.UUID]Summary: assets the change hooks are told about, as just written
 )
 
 // WithActor returns ctx carrying the principal that audit events attribute changes to.

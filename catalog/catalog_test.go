@@ -14,6 +14,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/ent/storage"
+	"github.com/tidemark/tidemark/ent/storage/storagetest"
 )
 
 func TestCreateAndGet(t *testing.T) {
@@ -568,6 +570,89 @@ func TestCreateMany(t *testing.T) {
 		}
 		if c := e.counts(t); c["assets"] != 3 || c["audit_events"] != 3 {
 			t.Fatalf("rows = %v", c)
+		}
+	})
+}
+
+func TestCreateUnseen(t *testing.T) {
+	eachBackend(t, func(t *testing.T, e env) {
+		ctx := context.Background()
+		renamed := e.create(t, "w", "old")
+		if _, err := e.cat.Rename(ctx, renamed.ID, catalog.AnyVersion, "w", "new"); err != nil {
+			t.Fatal(err)
+		}
+		located := e.create(t, "w", "table")
+		if _, err := e.cat.BindExternalID(ctx, located.ID, catalog.SymlinkID("s3://bucket", "/warehouse/table")); err != nil {
+			t.Fatal(err)
+		}
+		n, err := e.cat.CreateUnseen(ctx, []catalog.CreateInput{
+			{Kind: catalog.KindTable, Namespace: "w", Name: "old"},                        // a former name: skipped
+			{Kind: catalog.KindTable, Namespace: "w", Name: "new"},                        // held: skipped
+			{Kind: catalog.KindTable, Namespace: "s3://bucket", Name: "/warehouse/table"}, // a symlink: skipped
+			{Kind: catalog.KindTable, Namespace: "w", Name: "fresh"},
+			{Kind: catalog.KindJob, Namespace: "w", Name: "old"}, // another name space: never held
+		})
+		if err != nil || n != 2 {
+			t.Fatalf("CreateUnseen = %d, %v; want 2 created", n, err)
+		}
+		if _, ok, err := e.cat.Lookup(ctx, catalog.SpaceDataset, "s3://bucket", "/warehouse/table"); err != nil || ok {
+			t.Fatalf("the bound location got a name: %v %v", ok, err)
+		}
+		old, err := e.cat.ResolveIn(ctx, catalog.SpaceDataset, "w", "old")
+		if err != nil || old.Asset.ID != renamed.ID {
+			t.Fatalf("w.old resolves to %+v, %v; want the renamed asset", old, err)
+		}
+		fresh, err := e.cat.Resolve(ctx, "w", "fresh")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if acts := e.auditActions(t, fresh.Asset.ID); !slices.Equal(acts, []string{catalog.ActionCreate}) {
+			t.Fatalf("audit of w.fresh = %v", acts)
+		}
+		if c := e.counts(t); c["assets"] != 4 {
+			t.Fatalf("rows = %v", c)
+		}
+		var docs int
+		if err := e.db.SQL.QueryRow("SELECT count(*) FROM search_docs WHERE asset_id = $1", fresh.Asset.ID).Scan(&docs); err != nil || docs != 1 {
+			t.Fatalf("search docs of w.fresh = %d, %v", docs, err)
+		}
+	})
+}
+
+// TestCreateManyHookSummaries: a change hook that asks for the summaries of assets CreateMany
+// created gets what a read after the commit returns.
+func TestCreateManyHookSummaries(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		var cat *catalog.Catalog
+		var seen map[uuid.UUID]catalog.Summary
+		cat = catalog.New(db.Client, catalog.WithChangeHook(func(ctx context.Context, ids []uuid.UUID) {
+			sums, err := cat.Summaries(ctx, ids)
+			if err != nil {
+				t.Error(err)
+			}
+			seen = sums
+		}))
+		if _, err := cat.Create(ctx, catalog.CreateInput{Kind: catalog.KindTable, Namespace: "w", Name: "held"}); err != nil {
+			t.Fatal(err)
+		}
+		n, err := cat.CreateMany(ctx, []catalog.CreateInput{{Kind: catalog.KindTable, Namespace: "w", Name: "held"},
+			{Kind: catalog.KindView, Namespace: "w", Name: "v"}, {Kind: catalog.KindJob, Namespace: "w", Name: "j"}})
+		if err != nil || n != 2 || len(seen) != 2 {
+			t.Fatalf("CreateMany = %d, %v; the hook saw %v", n, err, seen)
+		}
+		ids := make([]uuid.UUID, 0, len(seen))
+		for id := range seen {
+			ids = append(ids, id)
+		}
+		read, err := cat.Summaries(ctx, ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for id, s := range seen {
+			if r := read[id]; r != s || !r.CreatedAt.Equal(s.CreatedAt) {
+				t.Errorf("hook saw %+v, a read gives %+v", s, r)
+			}
 		}
 	})
 }

@@ -11,7 +11,9 @@ import (
 	"slices"
 	"time"
 
+	"entgo.io/ent/dialect"
 	"github.com/google/uuid"
+	"github.com/lib/pq"
 
 	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/ent/asset"
@@ -242,10 +244,21 @@ func boundAsset(ctx context.Context, tx *ent.Tx, ids []ExternalIDInput) (uuid.UU
 const MaxCreateMany = 1000
 
 // CreateMany registers plain assets (kind, namespace, name, description: no idempotency key,
-// external IDs or owners) in one transaction with bulk statements, each with its audit event.
+// external IDs or owners) with bulk statements, each with its audit event and search doc.
 // Names already held are skipped, not refused: it is for ingest paths that register what they
 // see. It returns how many assets it created.
 func (c *Catalog) CreateMany(ctx context.Context, ins []CreateInput) (int, error) {
+	return c.createManyOf(ctx, ins, false)
+}
+
+// CreateUnseen is CreateMany for names seen for the first time: it also skips a name some asset
+// held before (a former name) and one bound to an asset as an OpenLineage symlink, which only
+// their callers' own rules may resolve (to the asset that held or is bound to them).
+func (c *Catalog) CreateUnseen(ctx context.Context, ins []CreateInput) (int, error) {
+	return c.createManyOf(ctx, ins, true)
+}
+
+func (c *Catalog) createManyOf(ctx context.Context, ins []CreateInput, unseen bool) (int, error) {
 	if len(ins) > MaxCreateMany {
 		return 0, invalid("assets", "at most %d assets at once, not %d", MaxCreateMany, len(ins))
 	}
@@ -259,15 +272,36 @@ func (c *Catalog) CreateMany(ctx context.Context, ins []CreateInput) (int, error
 		}
 	}
 	// One insert order for every caller, so concurrent calls wait on each other instead of
-	// deadlocking; the loser retries and skips what the winner created.
+	// deadlocking; the loser skips what the winner created.
 	key := func(in CreateInput) string {
 		return string(SpaceOf(in.Kind)) + "\x00" + in.Namespace + "\x00" + in.Name
 	}
 	slices.SortFunc(ins, func(a, b CreateInput) int { return cmp.Compare(key(a), key(b)) })
+	ins = slices.CompactFunc(ins, func(a, b CreateInput) bool { return key(a) == key(b) })
+	if len(ins) == 0 {
+		return 0, nil
+	}
+	d, err := c.sqlDialect(ctx, c.client(ctx))
+	if err != nil {
+		return 0, err
+	}
+	if d == dialect.Postgres {
+		created, err := c.createManyPG(ctx, ins, unseen)
+		if err != nil {
+			return 0, err
+		}
+		ids := make([]uuid.UUID, 0, len(created))
+		for id := range created {
+			ids = append(ids, id)
+		}
+		// The hooks' Summaries of these assets come from created, not from a read.
+		c.changed(context.WithValue(ctx, createdKey, created), ids...)
+		return len(created), nil
+	}
 	var created []uuid.UUID
-	err := loop.Retry(ctx, 8, noWait, ent.IsConstraintError, func() error {
+	err = loop.Retry(ctx, 8, noWait, ent.IsConstraintError, func() error {
 		var err error
-		created, err = c.createMany(ctx, ins)
+		created, err = c.createMany(ctx, ins, unseen)
 		return err
 	})
 	if ent.IsConstraintError(err) {
@@ -291,21 +325,132 @@ func (c *Catalog) CreateMany(ctx context.Context, ins []CreateInput) (int, error
 	return len(created), nil
 }
 
-func (c *Catalog) createMany(ctx context.Context, ins []CreateInput) ([]uuid.UUID, error) {
+// createManyPG writes the assets, their names, audit events and search docs (with their facets)
+// in one statement: a round trip per call, whatever its size, and no transaction of its own. The
+// names go in first, in key order, skipping (ON CONFLICT) those a concurrent creator holds; only
+// the assets whose names went in are written. The name rows reference assets inserted later in
+// the same statement, which PostgreSQL allows: foreign keys are checked at its end.
+func (c *Catalog) createManyPG(ctx context.Context, ins []CreateInput, unseen bool) (map[uuid.UUID]Summary, error) {
+	now := c.Now()
+	n := len(ins)
+	var (
+		ids, kinds, spaces, nss, names, descs, bodies, afters = make([]string, n), make([]string, n), make([]string, n),
+			make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		auditIDs, links                      = make([]string, n), make([]string, n)
+		nameKeys, tNames, tFormers, tLabels  = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		facetAssets, facetNames, facetValues []string
+	)
+	for i, in := range ins {
+		id := uuid.Must(uuid.NewV7())
+		after, err := json.Marshal(Asset{ID: id, Kind: in.Kind, Status: StatusActive, Version: 1, Namespace: in.Namespace,
+			Name: in.Name, Description: in.Description, CreatedAt: now, UpdatedAt: now, ExternalIDs: []ExternalID{}, Owners: []Owner{}})
+		if err != nil {
+			return nil, err
+		}
+		doc := buildDoc(&ent.Asset{ID: id, Kind: asset.Kind(in.Kind), Status: asset.StatusActive, Description: in.Description, Version: 1},
+			[]*ent.AssetName{{AssetID: id, Namespace: in.Namespace, Name: in.Name}}, nil, nil, nil, nil)
+		ids[i], kinds[i], spaces[i], nss[i], names[i], descs[i], bodies[i], afters[i] = id.String(), string(in.Kind),
+			string(SpaceOf(in.Kind)), in.Namespace, in.Name, in.Description, doc.tBody, string(after)
+		auditIDs[i] = uuid.Must(uuid.NewV7()).String()
+		links[i] = SymlinkID(in.Namespace, in.Name).Value
+		nameKeys[i], tNames[i], tFormers[i], tLabels[i] = doc.nameKey, doc.tName, doc.tFormer, doc.tLabels
+		for _, f := range doc.facets {
+			facetAssets, facetNames, facetValues = append(facetAssets, ids[i]), append(facetNames, f[0]), append(facetValues, f[1])
+		}
+	}
+	cond := ""
+	if unseen {
+		cond = ` WHERE NOT EXISTS (SELECT 1 FROM asset_names h WHERE h.space = v.space AND h.namespace = v.namespace AND h.name = v.name)
+			AND NOT EXISTS (SELECT 1 FROM external_ids x WHERE x.system = $21 AND x.value = v.link)`
+	}
+	q := `WITH v AS (
+		SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::jsonb[],
+			$9::uuid[], $10::text[], $11::text[], $12::text[], $13::text[], $20::text[]) WITH ORDINALITY
+			AS v(id, kind, space, namespace, name, description, body, after, audit_id, link, name_key, t_name, t_former, t_labels, ord)
+	), n AS (
+		INSERT INTO asset_names (asset_id, space, namespace, name, valid_from)
+		SELECT v.id, v.space, v.namespace, v.name, $14 FROM v` + cond + ` ORDER BY v.ord
+		ON CONFLICT DO NOTHING RETURNING asset_id
+	), a AS (
+		INSERT INTO assets (id, kind, status, version, description, created_at, updated_at)
+		SELECT v.id, v.kind, 'active', 1, v.description, $14, $14 FROM v JOIN n ON n.asset_id = v.id ORDER BY v.ord
+	), e AS (
+		INSERT INTO audit_events (id, at, actor, action, asset_id, after, request_id)
+		SELECT v.audit_id, $14, $15, '` + ActionCreate + `', v.id, v.after, $16 FROM v JOIN n ON n.asset_id = v.id ORDER BY v.ord
+	), d AS (
+		INSERT INTO search_docs (asset_id, kind, status, namespace, name, name_key, t_name, t_former, t_labels, t_body, asset_version)
+		SELECT v.id, v.kind, 'active', v.namespace, v.name, v.name_key, v.t_name, v.t_former, v.t_labels, v.body, 1
+		FROM v JOIN n ON n.asset_id = v.id ORDER BY v.id
+		RETURNING id, asset_id
+	), f AS (
+		INSERT INTO search_facets (doc_id, facet, value)
+		SELECT d.id, f.facet, f.value FROM unnest($17::uuid[], $18::text[], $19::text[]) AS f(asset_id, facet, value)
+		JOIN d ON d.asset_id = f.asset_id
+	)
+	SELECT asset_id FROM n`
+	args := []any{pq.Array(ids), pq.Array(kinds), pq.Array(spaces), pq.Array(nss), pq.Array(names),
+		pq.Array(descs), pq.Array(bodies), pq.Array(afters), pq.Array(auditIDs), pq.Array(links), pq.Array(nameKeys),
+		pq.Array(tNames), pq.Array(tFormers), now, ActorFrom(ctx), requestIDFrom(ctx),
+		pq.Array(facetAssets), pq.Array(facetNames), pq.Array(facetValues), pq.Array(tLabels)}
+	if unseen {
+		args = append(args, SystemSymlink)
+	}
+	rows, err := c.client(ctx).QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: insert assets: %w", err)
+	}
+	defer rows.Close()
+	at := make(map[string]int, n)
+	for i, id := range ids {
+		at[id] = i
+	}
+	created := map[uuid.UUID]Summary{}
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("catalog: insert assets: %w", err)
+		}
+		in := ins[at[id.String()]]
+		created[id] = Summary{ID: id, Kind: in.Kind, Status: StatusActive, Namespace: in.Namespace, Name: in.Name, CreatedAt: now, UpdatedAt: now}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("catalog: insert assets: %w", err)
+	}
+	return created, nil
+}
+
+func (c *Catalog) createMany(ctx context.Context, ins []CreateInput, unseen bool) ([]uuid.UUID, error) {
 	var created []uuid.UUID
 	err := c.tx(ctx, func(tx *ent.Tx) error {
 		created = nil
 		names := make([]string, len(ins))
+		links := make([]string, len(ins))
 		for i, in := range ins {
 			names[i] = in.Name
+			links[i] = SymlinkID(in.Namespace, in.Name).Value
 		}
 		held := map[string]bool{}
-		rows, err := tx.AssetName.Query().Where(assetname.NameIn(names...), assetname.ValidToIsNil()).All(ctx)
+		q := tx.AssetName.Query().Where(assetname.NameIn(names...))
+		if !unseen {
+			q = q.Where(assetname.ValidToIsNil())
+		}
+		rows, err := q.All(ctx)
 		if err != nil {
 			return fmt.Errorf("catalog: look up names: %w", err)
 		}
 		for _, r := range rows {
 			held[string(r.Space)+"\x00"+r.Namespace+"\x00"+r.Name] = true
+		}
+		bound := map[string]bool{}
+		if unseen {
+			vals, err := tx.ExternalID.Query().Where(externalid.System(SystemSymlink), externalid.ValueIn(links...)).
+				Select(externalid.FieldValue).Strings(ctx)
+			if err != nil {
+				return fmt.Errorf("catalog: look up symlinks: %w", err)
+			}
+			for _, v := range vals {
+				bound[v] = true
+			}
 		}
 		now := c.Now()
 		var (
@@ -316,9 +461,9 @@ func (c *Catalog) createMany(ctx context.Context, ins []CreateInput) ([]uuid.UUI
 			written      []*ent.Asset
 			writtenNames []*ent.AssetName
 		)
-		for _, in := range ins {
+		for i, in := range ins {
 			k := string(SpaceOf(in.Kind)) + "\x00" + in.Namespace + "\x00" + in.Name
-			if held[k] {
+			if held[k] || bound[links[i]] {
 				continue
 			}
 			held[k] = true

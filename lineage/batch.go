@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,7 +19,6 @@ import (
 	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/ent/assetfacet"
 	"github.com/tidemark/tidemark/ent/assetname"
-	"github.com/tidemark/tidemark/ent/externalid"
 	"github.com/tidemark/tidemark/ent/lineageedge"
 	"github.com/tidemark/tidemark/ent/lineageevent"
 	"github.com/tidemark/tidemark/ent/lineagestate"
@@ -50,7 +50,7 @@ type batch struct {
 	touches     map[[2]uuid.UUID]*edgeTouch // known edges to widen
 	pending     map[[2]uuid.UUID]*edgeTouch // edges not known: to look up, then create or widen
 	knownEdges  map[[2]uuid.UUID]bool
-	events      []*ent.LineageEventCreate
+	events      []eventRow
 
 	added      []edgeRef
 	touched    []uuid.UUID // assets whose name or status changed
@@ -58,6 +58,14 @@ type batch struct {
 	completed  []CompletedRun
 	// Datasets whose schema or tags facet changed, with the event that last changed it.
 	schemas, tags map[uuid.UUID]*IngestResult
+}
+
+// eventRow is an event to store at flush.
+type eventRow struct {
+	id  uuid.UUID
+	key string
+	ev  *Event
+	job uuid.UUID // uuid.Nil: none
 }
 
 type facetKey struct {
@@ -187,26 +195,23 @@ func (b *batch) prefetch(ctx context.Context, evs []Event, keys []string) error 
 	return nil
 }
 
-// precreate registers, each in its own short transaction, the assets for names a batch uses
-// that no asset has ever held (and that carry no symlink or lifecycle change, which need the
-// in-transaction rules). Creating them inside the batch's long transaction would make
-// concurrent batches that share new names wait on each other and fail on the unique index; an
-// asset created here for a batch that then fails is the asset its retry will use.
+// precreate registers the assets for names a batch uses that no asset holds or ever held and
+// that no symlink binds (and that carry no symlink or lifecycle change, which need the
+// in-transaction rules), in one statement of their own before the batch's transaction.
+// Creating them inside the batch's long transaction would make concurrent batches that share new
+// names wait on each other and fail on the unique index; an asset created here for a batch that
+// then fails is the asset its retry will use. Names this service offered or resolved before are
+// not offered again (seenNames): in a steady flow of events nearly all are.
 func (s *Service) precreate(ctx context.Context, evs []Event) error {
-	type want struct {
-		kind catalog.Kind
-		ns   string
-		name string
-	}
 	seen := map[nameKey]bool{}
-	var wants []want
-	var names []string
+	var create []catalog.CreateInput
+	var offered []nameKey
 	add := func(kind catalog.Kind, ns, name string) {
 		k := nameKey{catalog.SpaceOf(kind), ns, name}
-		if !seen[k] {
+		if !seen[k] && !s.seen.has(k) {
 			seen[k] = true
-			wants = append(wants, want{kind, ns, name})
-			names = append(names, name)
+			offered = append(offered, k)
+			create = append(create, catalog.CreateInput{Kind: kind, Namespace: ns, Name: name})
 		}
 	}
 	for _, ev := range evs {
@@ -226,44 +231,15 @@ func (s *Service) precreate(ctx context.Context, evs []Event) error {
 			add(datasetKind(d.Facets), d.Namespace, d.Name)
 		}
 	}
-	held := map[nameKey]bool{} // names some asset holds or held
-	if err := chunks(names, func(part []string) error {
-		rows, err := s.db.AssetName.Query().Where(assetname.NameIn(part...)).
-			Select(assetname.FieldSpace, assetname.FieldNamespace, assetname.FieldName).All(ctx)
-		for _, r := range rows {
-			held[nameKey{catalog.Space(r.Space), r.Namespace, r.Name}] = true
-		}
+	// CreateUnseen skips names a concurrent creator took meanwhile, so no asset is duplicated.
+	if err := chunks(create, func(part []catalog.CreateInput) error {
+		_, err := s.cat.CreateUnseen(ctx, part)
 		return err
 	}); err != nil {
-		return fmt.Errorf("lineage: read names: %w", err)
-	}
-	// Names bound as symlinks (a table's storage location) resolve to their asset.
-	links := make([]string, 0, len(wants))
-	for _, w := range wants {
-		links = append(links, catalog.SymlinkID(w.ns, w.name).Value)
-	}
-	bound := map[string]bool{}
-	if err := chunks(links, func(part []string) error {
-		vals, err := s.db.ExternalID.Query().Where(externalid.System(catalog.SystemSymlink), externalid.ValueIn(part...)).
-			Select(externalid.FieldValue).Strings(ctx)
-		for _, v := range vals {
-			bound[v] = true
-		}
 		return err
-	}); err != nil {
-		return fmt.Errorf("lineage: read symlinks: %w", err)
 	}
-	var create []catalog.CreateInput
-	for i, w := range wants {
-		if !held[nameKey{catalog.SpaceOf(w.kind), w.ns, w.name}] && !bound[links[i]] {
-			create = append(create, catalog.CreateInput{Kind: w.kind, Namespace: w.ns, Name: w.name})
-		}
-	}
-	// CreateMany skips names a concurrent creator took meanwhile, so no asset is duplicated.
-	return chunks(create, func(part []catalog.CreateInput) error {
-		_, err := s.cat.CreateMany(ctx, part)
-		return err
-	})
+	s.seen.add(offered...)
+	return nil
 }
 
 // state returns an asset's lifecycle state, nil when it has none.
@@ -499,6 +475,24 @@ func (b *batch) flush(ctx context.Context) error {
 	if err := b.syncCuration(ctx); err != nil {
 		return err
 	}
+	if !b.s.sqlite {
+		if err := b.flushPG(ctx); err != nil {
+			return err
+		}
+	} else if err := b.flushSQLite(ctx); err != nil {
+		return err
+	}
+	if b.s.onComplete != nil && len(b.completed) > 0 {
+		if err := b.s.onComplete(ent.NewTxContext(ctx, b.tx), b.completed); err != nil {
+			return fmt.Errorf("lineage: record usage of completed runs: %w", err)
+		}
+	}
+	return nil
+}
+
+// flushSQLite writes edges, runs, run I/O and events a statement (or a bulk insert) each: in
+// process, a statement costs no round trip.
+func (b *batch) flushSQLite(ctx context.Context) error {
 	if err := b.flushEdges(ctx); err != nil {
 		return err
 	}
@@ -550,15 +544,20 @@ func (b *batch) flush(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("lineage: record run io: %w", err)
 	}
-	if err := chunks(b.events, func(part []*ent.LineageEventCreate) error {
-		return b.tx.LineageEvent.CreateBulk(part...).Exec(ctx)
+	if err := chunks(b.events, func(part []eventRow) error {
+		creates := make([]*ent.LineageEventCreate, len(part))
+		for i, e := range part {
+			ev := e.ev
+			creates[i] = b.tx.LineageEvent.Create().SetID(e.id).SetEventKey(e.key).SetKind(lineageevent.Kind(ev.Kind)).SetEventType(ev.EventType).
+				SetEventTime(ev.EventTime).SetRunID(ev.RunID).SetProducer(truncate(ev.Producer, 1024)).
+				SetPayload(string(ev.Raw)).SetReceivedAt(b.now)
+			if e.job != uuid.Nil {
+				creates[i].SetJobAssetID(e.job)
+			}
+		}
+		return b.tx.LineageEvent.CreateBulk(creates...).Exec(ctx)
 	}); err != nil {
 		return fmt.Errorf("lineage: store events: %w", err)
-	}
-	if b.s.onComplete != nil && len(b.completed) > 0 {
-		if err := b.s.onComplete(ent.NewTxContext(ctx, b.tx), b.completed); err != nil {
-			return fmt.Errorf("lineage: record usage of completed runs: %w", err)
-		}
 	}
 	return nil
 }
@@ -580,4 +579,169 @@ func mergeFacets(cur map[string]json.RawMessage, add Facets, later bool) map[str
 // deadlock each other.
 func comparePairs(a, b [2]uuid.UUID) int {
 	return cmp.Or(bytes.Compare(a[0][:], b[0][:]), bytes.Compare(a[1][:], b[1][:]))
+}
+
+// flushPG writes what the batch decided about edges, runs, run I/O and events in one statement:
+// each table's rows go in as arrays (unnest), so the statement is planned once whatever the
+// batch's size, and the batch pays one round trip instead of one per table. Known edges have
+// their seen interval widened; new ones are inserted unless a committed row exists (so edge IDs,
+// the change sequence replicas tail, are spent on real new edges only), and one a concurrent
+// batch inserted meanwhile is skipped (ON CONFLICT) and widened by a second statement, instead
+// of failing the batch.
+func (b *batch) flushPG(ctx context.Context) error {
+	type edgeRow struct {
+		k       [2]uuid.UUID
+		e       *edgeTouch
+		pending bool
+	}
+	edges := make([]edgeRow, 0, len(b.touches)+len(b.pending))
+	for k, e := range b.touches {
+		edges = append(edges, edgeRow{k, e, false})
+	}
+	for k, e := range b.pending {
+		if cur := b.touches[k]; cur != nil { // known since (lastUse flushed it): merge
+			b.touchEdge(k[0], k[1], e.first, cur.lastRun, true)
+			b.touchEdge(k[0], k[1], e.last, e.lastRun, true)
+			continue
+		}
+		edges = append(edges, edgeRow{k, e, true})
+	}
+	// One lock order for every batch, so two batches writing the same edges cannot deadlock.
+	slices.SortFunc(edges, func(x, y edgeRow) int { return comparePairs(x.k, y.k) })
+	b.touches, b.pending = map[[2]uuid.UUID]*edgeTouch{}, map[[2]uuid.UUID]*edgeTouch{}
+	ts := func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+	tsp := func(t *time.Time) string { // "" is NULL
+		if t == nil {
+			return ""
+		}
+		return ts(*t)
+	}
+	var eFrom, eTo, eFirst, eLast, eRun []string
+	for _, r := range edges {
+		eFrom, eTo, eFirst, eLast, eRun = append(eFrom, r.k[0].String()), append(eTo, r.k[1].String()),
+			append(eFirst, ts(r.e.first)), append(eLast, ts(r.e.last)), append(eRun, r.e.lastRun)
+	}
+
+	runIDs := make([]string, 0, len(b.runs))
+	for id, r := range b.runs {
+		if r.isNew || r.dirty {
+			runIDs = append(runIDs, id)
+		}
+	}
+	slices.Sort(runIDs) // one lock order
+	var nID, nJob, nState, nStateTime, nStarted, nEnded, nNomStart, nNomEnd, nParent, nFacets, nCount []string
+	var uID, uState, uStateTime, uStarted, uEnded, uParent, uFacets, uCount []string
+	for _, id := range runIDs {
+		r := b.runs[id].row
+		facets, err := json.Marshal(r.Facets)
+		if err != nil {
+			return fmt.Errorf("lineage: run facets: %w", err)
+		}
+		count := strconv.Itoa(r.EventCount)
+		if b.runs[id].isNew {
+			nID, nJob, nState, nStateTime = append(nID, id), append(nJob, r.JobAssetID.String()), append(nState, string(r.State)), append(nStateTime, ts(r.StateTime))
+			nStarted, nEnded, nNomStart, nNomEnd = append(nStarted, tsp(r.StartedAt)), append(nEnded, tsp(r.EndedAt)), append(nNomStart, tsp(r.NominalStart)), append(nNomEnd, tsp(r.NominalEnd))
+			nParent, nFacets, nCount = append(nParent, r.ParentRunID), append(nFacets, string(facets)), append(nCount, count)
+			continue
+		}
+		uID, uState, uStateTime, uStarted, uEnded = append(uID, id), append(uState, string(r.State)), append(uStateTime, ts(r.StateTime)), append(uStarted, tsp(r.StartedAt)), append(uEnded, tsp(r.EndedAt))
+		uParent, uFacets, uCount = append(uParent, r.ParentRunID), append(uFacets, string(facets)), append(uCount, count)
+	}
+
+	ioKeys := make([][3]string, 0, len(b.runIO))
+	for k := range b.runIO {
+		ioKeys = append(ioKeys, k)
+	}
+	slices.SortFunc(ioKeys, func(x, y [3]string) int {
+		return cmp.Or(strings.Compare(x[0], y[0]), strings.Compare(x[1], y[1]), strings.Compare(x[2], y[2]))
+	})
+	var ioRun, ioAsset, ioRole, ioFirst []string
+	for _, k := range ioKeys {
+		ioRun, ioAsset, ioRole, ioFirst = append(ioRun, k[0]), append(ioAsset, k[1]), append(ioRole, k[2]), append(ioFirst, ts(b.runIO[k]))
+	}
+
+	var evID, evKey, evKind, evType, evTime, evRun, evJob, evProducer, evPayload []string
+	for _, e := range b.events {
+		job := ""
+		if e.job != uuid.Nil {
+			job = e.job.String()
+		}
+		evID, evKey, evKind, evType, evTime = append(evID, e.id.String()), append(evKey, e.key), append(evKind, string(e.ev.Kind)), append(evType, e.ev.EventType), append(evTime, ts(e.ev.EventTime))
+		evRun, evJob, evProducer, evPayload = append(evRun, e.ev.RunID), append(evJob, job), append(evProducer, truncate(e.ev.Producer, 1024)), append(evPayload, string(e.ev.Raw))
+	}
+
+	const q = `WITH ve AS (
+		SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[], $4::timestamptz[], $5::text[]) WITH ORDINALITY
+			AS v(from_id, to_id, first, last, run, ord)
+	), eu AS (
+		UPDATE lineage_edges AS e SET first_seen = LEAST(e.first_seen, v.first),
+			last_run_id = CASE WHEN e.last_seen < v.last THEN v.run ELSE e.last_run_id END,
+			last_seen = GREATEST(e.last_seen, v.last)
+		FROM ve AS v WHERE e.from_id = v.from_id AND e.to_id = v.to_id AND (e.first_seen > v.first OR e.last_seen < v.last)
+	), ei AS (
+		INSERT INTO lineage_edges (from_id, to_id, first_seen, last_seen, last_run_id)
+		SELECT v.from_id, v.to_id, v.first, v.last, v.run FROM ve AS v
+		WHERE NOT EXISTS (SELECT 1 FROM lineage_edges AS e WHERE e.from_id = v.from_id AND e.to_id = v.to_id)
+		ORDER BY v.ord
+		ON CONFLICT DO NOTHING RETURNING id, from_id, to_id
+	), rn AS (
+		INSERT INTO runs (id, job_asset_id, state, state_time, started_at, ended_at, nominal_start, nominal_end, parent_run_id,
+			facets, event_count, created_at, updated_at)
+		SELECT v.id, v.job, v.state, v.state_time::timestamptz, NULLIF(v.started, '')::timestamptz, NULLIF(v.ended, '')::timestamptz,
+			NULLIF(v.nom_start, '')::timestamptz, NULLIF(v.nom_end, '')::timestamptz, v.parent, v.facets, v.n, $38, $38
+		FROM unnest($6::text[], $7::uuid[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[],
+			$15::jsonb[], $16::bigint[]) WITH ORDINALITY AS v(id, job, state, state_time, started, ended, nom_start, nom_end, parent, facets, n, ord)
+		ORDER BY v.ord
+	), ru AS (
+		UPDATE runs AS r SET state = v.state, state_time = v.state_time::timestamptz,
+			started_at = COALESCE(NULLIF(v.started, '')::timestamptz, r.started_at), ended_at = COALESCE(NULLIF(v.ended, '')::timestamptz, r.ended_at),
+			parent_run_id = v.parent, facets = v.facets, event_count = v.n, updated_at = $38
+		FROM unnest($17::text[], $18::text[], $19::text[], $20::text[], $21::text[], $22::text[], $23::jsonb[], $24::bigint[])
+			AS v(id, state, state_time, started, ended, parent, facets, n)
+		WHERE r.id = v.id
+	), io AS (
+		INSERT INTO run_ios (run_id, asset_id, role, first_seen)
+		SELECT * FROM unnest($25::text[], $26::uuid[], $27::text[], $28::timestamptz[])
+		-- run I/O is not tailed, so an ID consumed by a conflicting row costs nothing
+		ON CONFLICT (run_id, asset_id, role) DO NOTHING
+	), ev AS (
+		INSERT INTO lineage_events (id, event_key, kind, event_type, event_time, run_id, job_asset_id, producer, payload, received_at)
+		SELECT v.id, v.ev_key, v.kind, v.ev_type, v.ev_time, v.run, NULLIF(v.job, '')::uuid, v.producer, v.payload, $38
+		FROM unnest($29::uuid[], $30::text[], $31::text[], $32::text[], $33::timestamptz[], $34::text[], $35::text[], $36::text[], $37::text[])
+			AS v(id, ev_key, kind, ev_type, ev_time, run, job, producer, payload)
+	)
+	SELECT id, from_id, to_id FROM ei`
+	rows, err := b.tx.QueryContext(ctx, q, pq.Array(eFrom), pq.Array(eTo), pq.Array(eFirst), pq.Array(eLast), pq.Array(eRun),
+		pq.Array(nID), pq.Array(nJob), pq.Array(nState), pq.Array(nStateTime), pq.Array(nStarted), pq.Array(nEnded), pq.Array(nNomStart),
+		pq.Array(nNomEnd), pq.Array(nParent), pq.Array(nFacets), pq.Array(nCount),
+		pq.Array(uID), pq.Array(uState), pq.Array(uStateTime), pq.Array(uStarted), pq.Array(uEnded), pq.Array(uParent), pq.Array(uFacets), pq.Array(uCount),
+		pq.Array(ioRun), pq.Array(ioAsset), pq.Array(ioRole), pq.Array(ioFirst),
+		pq.Array(evID), pq.Array(evKey), pq.Array(evKind), pq.Array(evType), pq.Array(evTime), pq.Array(evRun), pq.Array(evJob),
+		pq.Array(evProducer), pq.Array(evPayload), b.now)
+	if err != nil {
+		return fmt.Errorf("lineage: store events, runs and edges: %w", err)
+	}
+	inserted := map[[2]uuid.UUID]bool{}
+	for rows.Next() {
+		var r edgeRef
+		if err := rows.Scan(&r.seq, &r.from, &r.to); err != nil {
+			rows.Close()
+			return fmt.Errorf("lineage: store events, runs and edges: %w", err)
+		}
+		inserted[[2]uuid.UUID{r.from, r.to}] = true
+		b.added = append(b.added, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("lineage: store events, runs and edges: %w", err)
+	}
+	// New edges not inserted existed (the update widened them) or were inserted by a concurrent
+	// batch after this statement's snapshot: widen those now (a no-op for the others).
+	for _, r := range edges {
+		b.knownEdges[r.k] = true
+		if r.pending && !inserted[r.k] {
+			b.touches[r.k] = r.e
+		}
+	}
+	return b.flushEdges(ctx)
 }

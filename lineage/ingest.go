@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"entgo.io/ent/dialect"
@@ -19,7 +20,6 @@ import (
 	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/ent/columnedge"
 	"github.com/tidemark/tidemark/ent/lineageedge"
-	"github.com/tidemark/tidemark/ent/lineageevent"
 	"github.com/tidemark/tidemark/ent/predicate"
 	"github.com/tidemark/tidemark/ent/run"
 	"github.com/tidemark/tidemark/ent/storage"
@@ -42,6 +42,38 @@ type Service struct {
 	onComplete func(ctx context.Context, runs []CompletedRun) error
 	maxNodes   int
 	relations  func(ctx context.Context, id uuid.UUID) ([]Relation, error)
+	seen       seenNames
+}
+
+// seenNames are names precreate need not offer to CreateUnseen again: names it offered, and
+// names batches resolved. CreateUnseen skips a name once any asset held it or a symlink binds
+// it, and neither is ever undone, so this only saves the statement; were it undone, the batch
+// would create the asset itself, in its transaction.
+type seenNames struct {
+	mu    sync.Mutex
+	names map[nameKey]struct{}
+}
+
+// maxSeenNames bounds the memory seenNames takes (about 100 bytes a name); past it, it starts
+// over.
+const maxSeenNames = 250_000
+
+func (n *seenNames) add(keys ...nameKey) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.names == nil || len(n.names)+len(keys) > maxSeenNames {
+		n.names = make(map[nameKey]struct{}, len(keys))
+	}
+	for _, k := range keys {
+		n.names[k] = struct{}{}
+	}
+}
+
+func (n *seenNames) has(k nameKey) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	_, ok := n.names[k]
+	return ok
 }
 
 // CompletedRun is a run whose COMPLETE event a batch stored: what it read and wrote.
@@ -251,6 +283,11 @@ func (s *Service) applyEvents(ctx context.Context, evs []Event) ([]IngestResult,
 	}
 	s.graph.add(b.added)
 	s.graph.markDocumented(b.documented)
+	held := make([]nameKey, 0, len(b.cache))
+	for k := range b.cache {
+		held = append(held, k)
+	}
+	s.seen.add(held...)
 	if err := s.graph.refresh(ctx, b.touched); err != nil {
 		// Committed already; the next Sync picks the change up from the audit log.
 		s.log.Warn("lineage: refresh graph names", "err", err)
@@ -363,13 +400,7 @@ func (a *applier) apply(ctx context.Context, key string) error {
 		}
 	}
 	id := uuid.Must(uuid.NewV7())
-	q := a.tx.LineageEvent.Create().SetID(id).SetEventKey(key).SetKind(lineageevent.Kind(ev.Kind)).SetEventType(ev.EventType).
-		SetEventTime(ev.EventTime).SetRunID(ev.RunID).SetProducer(truncate(ev.Producer, 1024)).
-		SetPayload(string(ev.Raw)).SetReceivedAt(a.now)
-	if jobID != uuid.Nil {
-		q.SetJobAssetID(jobID)
-	}
-	a.events = append(a.events, q)
+	a.events = append(a.events, eventRow{id: id, key: key, ev: &a.ev, job: jobID})
 	a.keys[key], a.res.EventID = id, id
 	return nil
 }
@@ -829,8 +860,9 @@ func (a *applier) upsertRun(ctx context.Context, jobID uuid.UUID, inputs, output
 	return nil
 }
 
-// upsertEdge records from -> to. It checks before inserting rather than using ON CONFLICT, so
-// edge IDs (the change sequence replicas tail) are only consumed by real new edges.
+// upsertEdge records from -> to. New edges are inserted only where no committed row exists (ON
+// CONFLICT alone would spend an ID on every known edge), so edge IDs (the change sequence
+// replicas tail) are only consumed by real new edges, and by the rare concurrent insert.
 func (a *applier) upsertEdge(ctx context.Context, from, to uuid.UUID) error {
 	// Known edges (the graph holds every committed edge) have their seen interval widened at
 	// flush, without a read; others are looked up and created in bulk at flush.

@@ -1,0 +1,198 @@
+package lineage_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/ent/storage"
+	"github.com/tidemark/tidemark/ent/storage/storagetest"
+	"github.com/tidemark/tidemark/lineage"
+)
+
+// TestConcurrentBatchesShareDatasets: four clients ingest batches whose events share jobs and
+// datasets (new ones among them), and each replays its first batch at the end. Every name gets
+// one asset, every edge one row whose seen interval and last run are those of its oldest and
+// newest events, every event is stored once, and the in-memory graph holds the stored edges.
+func TestConcurrentBatchesShareDatasets(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		cat := catalog.New(db.Client)
+		lin := lineage.New(db, cat)
+		if err := lin.Open(ctx); err != nil {
+			t.Fatal(err)
+		}
+		const clients, batches, perBatch = 4, 4, 25
+		t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		type edge struct{ from, to string }
+		type seen struct {
+			first, last time.Time
+			lastRun     string
+		}
+		want := map[edge]*seen{}
+		names := map[string]bool{}
+		work := make([][][][]byte, clients) // client, batch, events
+		rng := rand.New(rand.NewSource(1))
+		n := 0
+		for c := range clients {
+			for range batches {
+				var batch [][]byte
+				for range perBatch {
+					at := t0.Add(time.Duration(rng.Intn(10_000)) * time.Second)
+					run := uuid.NewString()
+					job := fmt.Sprintf("job_%d", rng.Intn(8))
+					ins := []string{fmt.Sprintf("t_%d", rng.Intn(20)), fmt.Sprintf("t_%d", rng.Intn(20))}
+					out := fmt.Sprintf("t_%d", 20+rng.Intn(10))
+					var inputs []any
+					for _, in := range ins {
+						inputs = append(inputs, map[string]any{"namespace": "w", "name": in})
+					}
+					raw, err := json.Marshal(map[string]any{"eventType": "COMPLETE", "eventTime": at.Format(time.RFC3339),
+						"producer": "test", "run": map[string]any{"runId": run}, "job": map[string]any{"namespace": "w", "name": job},
+						"inputs": inputs, "outputs": []any{map[string]any{"namespace": "w", "name": out}}})
+					if err != nil {
+						t.Fatal(err)
+					}
+					batch = append(batch, raw)
+					n++
+					names["job:"+job], names["dataset:"+out] = true, true
+					for _, e := range append([]edge{{"job:" + job, "dataset:" + out}}, edge{"dataset:" + ins[0], "job:" + job}, edge{"dataset:" + ins[1], "job:" + job}) {
+						names[e.from], names[e.to] = true, true
+						s := want[e]
+						if s == nil {
+							s = &seen{first: at, last: at, lastRun: run}
+							want[e] = s
+						}
+						if at.Before(s.first) {
+							s.first = at
+						}
+						if at.After(s.last) {
+							s.last, s.lastRun = at, run
+						}
+					}
+				}
+				work[c] = append(work[c], batch)
+			}
+			work[c] = append(work[c], work[c][0]) // a replay
+		}
+
+		var wg sync.WaitGroup
+		errs := make(chan error, clients)
+		var mu sync.Mutex
+		stored, dups := 0, 0
+		for c := range clients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i, batch := range work[c] {
+					for {
+						items, err := lin.IngestBatch(ctx, batch)
+						if errors.Is(err, catalog.ErrUnavailable) {
+							time.Sleep(10 * time.Millisecond) // as OpenLineage clients retry a 503
+							continue
+						}
+						if err != nil {
+							errs <- fmt.Errorf("client %d batch %d: %w", c, i, err)
+							return
+						}
+						mu.Lock()
+						for _, it := range items {
+							if it.Err != nil {
+								errs <- it.Err
+							} else if it.Result.Duplicate {
+								dups++
+							} else {
+								stored++
+							}
+						}
+						mu.Unlock()
+						break
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		// A batch refused for retry stored nothing (it is one transaction), so only the
+		// replays are duplicates.
+		if stored != n || dups != clients*perBatch {
+			t.Fatalf("stored %d and %d duplicates; want %d and %d", stored, dups, n, clients*perBatch)
+		}
+
+		ids := map[string]uuid.UUID{}
+		for key := range names {
+			space, name, _ := strings.Cut(key, ":")
+			ref, ok, err := cat.Lookup(ctx, catalog.Space(space), "w", name)
+			if err != nil || !ok || ref.Former {
+				t.Fatalf("%s: %+v %v %v", key, ref, ok, err)
+			}
+			ids[key] = ref.ID
+		}
+		count := func(q string) int {
+			var n int
+			if err := db.SQL.QueryRow(q).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		if got := count("SELECT count(*) FROM assets"); got != len(names) {
+			t.Fatalf("%d assets for %d names", got, len(names))
+		}
+		if got := count("SELECT count(*) FROM lineage_events"); got != n {
+			t.Fatalf("%d events stored, want %d", got, n)
+		}
+		if got := count("SELECT count(*) FROM search_docs"); got != len(names) {
+			t.Fatalf("%d search docs for %d assets", got, len(names))
+		}
+		if got := count("SELECT count(*) FROM audit_events WHERE action = 'asset.create'"); got != len(names) {
+			t.Fatalf("%d create audit events for %d assets", got, len(names))
+		}
+		if got := lin.Graph().Freshness().Edges; got != len(want) {
+			t.Fatalf("graph holds %d edges, want %d", got, len(want))
+		}
+		rows, err := db.SQL.Query("SELECT from_id, to_id, first_seen, last_seen, last_run_id FROM lineage_edges")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		got := 0
+		for rows.Next() {
+			var from, to uuid.UUID
+			var s seen
+			if err := rows.Scan(&from, &to, &s.first, &s.last, &s.lastRun); err != nil {
+				t.Fatal(err)
+			}
+			got++
+			found := false
+			for e, w := range want {
+				if ids[e.from] == from && ids[e.to] == to {
+					found = true
+					if !s.first.Equal(w.first) || !s.last.Equal(w.last) || s.lastRun != w.lastRun {
+						t.Errorf("edge %s -> %s: seen %s..%s by %s, want %s..%s by %s", e.from, e.to, s.first, s.last, s.lastRun, w.first, w.last, w.lastRun)
+					}
+				}
+			}
+			if !found {
+				t.Errorf("unexpected edge %s -> %s", from, to)
+			}
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if got != len(want) {
+			t.Fatalf("%d edges stored, want %d", got, len(want))
+		}
+	})
+}
