@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"bufio"
 	"compress/gzip"
 	"encoding/json"
 	"errors"
@@ -382,7 +381,7 @@ func (a *API) assetLineage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return streamJSON(c, func(w *bufio.Writer) { writeFull(w, res, string(dir), depth) })
+	return streamJSON(c, func(w io.Writer, b []byte) []byte { return writeFull(w, b, res, string(dir), depth) })
 }
 
 // toFull is the full lineage answer as a value: what writeFull writes, kept to test it against.
@@ -416,7 +415,7 @@ func (a *API) marquezLineage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return streamJSON(c, func(w *bufio.Writer) { writeMarquez(w, nodes, res) })
+	return streamJSON(c, func(w io.Writer, b []byte) []byte { return writeMarquez(w, b, nodes, res) })
 }
 
 // toMarquez is the Marquez answer as a value: what writeMarquez writes, kept to test it against.

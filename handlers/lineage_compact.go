@@ -1,12 +1,13 @@
 package handlers
 
 import (
-	"bufio"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -44,25 +45,32 @@ func (a *API) compactLineage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return streamJSON(c, func(w *bufio.Writer) { writeCompact(w, res, string(dir), depth) })
+	return streamJSON(c, func(w io.Writer, b []byte) []byte { return writeCompact(w, b, res, string(dir), depth) })
 }
 
+// answerBufs are the buffers hand-written answers are appended into, reused across requests.
+var answerBufs = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+
 // streamJSON answers 200 with the JSON write writes, as it writes it (a HEAD gets the headers).
-func streamJSON(c echo.Context, write func(w *bufio.Writer)) error {
+// write appends into b, spilling it to w as it fills, writes out the rest and returns b.
+// Errors writing are not returned: a client that went away has nothing to be told.
+func streamJSON(c echo.Context, write func(w io.Writer, b []byte) []byte) error {
 	w := c.Response()
 	w.Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
 	w.WriteHeader(http.StatusOK)
 	if c.Request().Method == http.MethodHead {
 		return nil
 	}
-	bw := bufio.NewWriterSize(w, 64<<10)
-	write(bw)
-	_ = bw.Flush() // a client that went away has nothing to be told
+	bp := answerBufs.Get().(*[]byte)
+	if b := write(w, (*bp)[:0]); cap(b) <= 1<<20 { // an odd huge one is not kept
+		*bp = b[:0]
+		answerBufs.Put(bp)
+	}
 	return nil
 }
 
 // spill writes b out once it holds enough to be worth a write, returning it empty then.
-func spill(w *bufio.Writer, b []byte) []byte {
+func spill(w io.Writer, b []byte) []byte {
 	if len(b) > 48<<10 {
 		_, _ = w.Write(b)
 		return b[:0]
@@ -82,8 +90,7 @@ func appendWalkHead(b []byte, root uuid.UUID, dir string, depth int) []byte {
 
 // writeCompact encodes a lineage answer as compactLineageResponse, appending into one buffer
 // that is written out each time it fills: no reflection, no per-node allocation.
-func writeCompact(w *bufio.Writer, res lineage.LineageResult, dir string, depth int) {
-	b := make([]byte, 0, 64<<10)
+func writeCompact(w io.Writer, b []byte, res lineage.LineageResult, dir string, depth int) []byte {
 	b = appendWalkHead(b, res.Root, dir, depth)
 	b = append(b, `,"truncated":`...)
 	b = strconv.AppendBool(b, res.Truncated)
@@ -134,12 +141,12 @@ func writeCompact(w *bufio.Writer, res lineage.LineageResult, dir string, depth 
 	b = append(b, rels...)
 	b = append(b, "}\n"...)
 	_, _ = w.Write(b)
+	return b
 }
 
 // writeFull encodes a lineage answer as toFull's value would encode (a test holds it to that),
 // appending into one buffer as writeCompact does.
-func writeFull(w *bufio.Writer, res lineage.LineageResult, dir string, depth int) {
-	b := make([]byte, 0, 64<<10)
+func writeFull(w io.Writer, b []byte, res lineage.LineageResult, dir string, depth int) []byte {
 	b = appendWalkHead(b, res.Root, dir, depth)
 	b = append(b, `,"nodes":[`...)
 	for i, n := range res.Nodes {
@@ -185,6 +192,7 @@ func writeFull(w *bufio.Writer, res lineage.LineageResult, dir string, depth int
 	b = append(b, rels...)
 	b = append(b, "}\n"...)
 	_, _ = w.Write(b)
+	return b
 }
 
 // appendInts appends s as a JSON array (null when nil, as encoding/json writes it).
@@ -205,8 +213,7 @@ func appendInts(b []byte, s []int) []byte {
 // writeMarquez encodes the Marquez answer as toMarquez's value would encode (a test holds it
 // to that), appending into one buffer as writeCompact does: encoding/json's reflection was
 // most of the time of a small answer.
-func writeMarquez(w *bufio.Writer, nodes []lineage.GraphNode, res lineage.LineageResult) {
-	b := make([]byte, 0, 64<<10)
+func writeMarquez(w io.Writer, b []byte, nodes []lineage.GraphNode, res lineage.LineageResult) []byte {
 	edge := func(origin, dest string) {
 		b = append(b, `{"origin":`...)
 		b = appendString(b, origin)
@@ -283,6 +290,7 @@ func writeMarquez(w *bufio.Writer, nodes []lineage.GraphNode, res lineage.Lineag
 	b = append(b, fr...)
 	b = append(b, "}\n"...)
 	_, _ = w.Write(b)
+	return b
 }
 
 // appendTime appends t as encoding/json writes a time.Time.

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"reflect"
@@ -64,9 +63,7 @@ func TestWriteMarquez(t *testing.T) {
 	}
 	res := lineage.LineageResult{Truncated: true, Freshness: lineage.Freshness{SyncedAt: at, Nodes: 2, Edges: 1}}
 	var buf bytes.Buffer
-	w := bufio.NewWriter(&buf)
-	writeMarquez(w, nodes, res)
-	_ = w.Flush()
+	writeMarquez(&buf, nil, nodes, res)
 	var got, want any
 	if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
 		t.Fatalf("writeMarquez wrote invalid JSON: %v\n%s", err, buf.Bytes())
@@ -96,9 +93,7 @@ func TestWriteFull(t *testing.T) {
 			Edges: [][2]int32{}, Relations: []lineage.Relation{}},
 	} {
 		var buf bytes.Buffer
-		w := bufio.NewWriter(&buf)
-		writeFull(w, res, "both", 3)
-		_ = w.Flush()
+		writeFull(&buf, nil, res, "both", 3)
 		var got, want any
 		if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
 			t.Fatalf("writeFull wrote invalid JSON: %v\n%s", err, buf.Bytes())

@@ -83,11 +83,57 @@ func CopySame(ctx context.Context, src *sql.DB, dst *sql.Tx, table, cols string)
 	rows, err := src.QueryContext(ctx, "SELECT "+cols+" FROM "+table)
 	Must(err)
 	defer rows.Close()
-	names := splitCols(cols)
-	stmt, err := dst.PrepareContext(ctx, CopyStatement(table, names...))
+	stmt, err := dst.PrepareContext(ctx, CopyStatement(table, splitCols(cols)...))
 	Must(err)
-	vals := make([]any, len(names))
-	ptrs := make([]any, len(names))
+	scanRows(rows, len(splitCols(cols)), func(vals []any) {
+		_, err := stmt.ExecContext(ctx, vals...)
+		Must(err)
+	})
+	_, err = stmt.ExecContext(ctx)
+	Must(err)
+	Must(stmt.Close())
+}
+
+// Rows are a table's rows read ahead, to be copied with CopyRows.
+type Rows struct {
+	table string
+	cols  []string
+	vals  [][]any
+}
+
+// ReadRows reads the rows of table matching where (SQL after WHERE, columns as t.<column>;
+// empty for all), so that only writing them is timed.
+func ReadRows(ctx context.Context, src *sql.DB, table, cols, where string) Rows {
+	q := "SELECT " + cols + " FROM " + table + " t"
+	if where != "" {
+		q += " WHERE " + where
+	}
+	rows, err := src.QueryContext(ctx, q)
+	Must(err)
+	defer rows.Close()
+	out := Rows{table: table, cols: splitCols(cols)}
+	scanRows(rows, len(out.cols), func(vals []any) { out.vals = append(out.vals, slices.Clone(vals)) })
+	return out
+}
+
+// CopyRows writes rows read by ReadRows with one COPY.
+func CopyRows(ctx context.Context, dst *sql.Tx, r Rows) {
+	stmt, err := dst.PrepareContext(ctx, CopyStatement(r.table, r.cols...))
+	Must(err)
+	for _, v := range r.vals {
+		_, err := stmt.ExecContext(ctx, v...)
+		Must(err)
+	}
+	_, err = stmt.ExecContext(ctx)
+	Must(err)
+	Must(stmt.Close())
+}
+
+// scanRows calls each with every row's values (text as string: lib/pq would send []byte as
+// bytea); the slice is reused.
+func scanRows(rows *sql.Rows, n int, each func([]any)) {
+	vals := make([]any, n)
+	ptrs := make([]any, n)
 	for i := range vals {
 		ptrs[i] = &vals[i]
 	}
@@ -95,16 +141,12 @@ func CopySame(ctx context.Context, src *sql.DB, dst *sql.Tx, table, cols string)
 		Must(rows.Scan(ptrs...))
 		for i, v := range vals {
 			if b, ok := v.([]byte); ok {
-				vals[i] = string(b) // text as text: lib/pq would send []byte as bytea
+				vals[i] = string(b)
 			}
 		}
-		_, err := stmt.ExecContext(ctx, vals...)
-		Must(err)
+		each(vals)
 	}
 	Must(rows.Err())
-	_, err = stmt.ExecContext(ctx)
-	Must(err)
-	Must(stmt.Close())
 }
 
 func splitCols(s string) []string {
