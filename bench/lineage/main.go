@@ -632,6 +632,7 @@ func ingest(ctx context.Context) {
 	}()
 	var done, failed, retries atomic.Int64
 	var wg sync.WaitGroup
+	pgCPU0, goCPU0 := benchdb.ServerCPU(), benchdb.ProcessCPU()
 	start := time.Now()
 	ticker := time.NewTicker(10 * time.Second)
 	defer ticker.Stop()
@@ -674,6 +675,7 @@ func ingest(ctx context.Context) {
 	}
 	wg.Wait()
 	took := time.Since(start)
+	pgCPU, goCPU := benchdb.ServerCPU()-pgCPU0, benchdb.ProcessCPU()-goCPU0
 	rate := float64(done.Load()) / took.Seconds()
 	fmt.Printf("HTTP ingest: %d events (%d failed, %d batches retried after 503) in %s = %.0f events/s\n",
 		done.Load(), failed.Load(), retries.Load(), took.Round(time.Millisecond), rate)
@@ -731,7 +733,9 @@ func ingest(ctx context.Context) {
 		return time.Since(start)
 	}
 	copyAll(pre)
+	copyCPU0 := benchdb.ServerCPU()
 	copyTook := copyAll(timed)
+	copyCPU := benchdb.ServerCPU() - copyCPU0
 	ceiling := float64(done.Load()) / copyTook.Seconds()
 	fmt.Printf("COPY of the same rows: %s = %.0f events/s ceiling\n", copyTook.Round(time.Millisecond), ceiling)
 	target := "at least 50% where the datasets exist"
@@ -739,4 +743,13 @@ func ingest(ctx context.Context) {
 		target = "at least 35% and 2,500 events/s for a first ingest"
 	}
 	fmt.Printf("HTTP ingest / COPY ceiling = %.1f%% (target: %s)\n", 100*rate/ceiling, target)
+	// Where the time goes, per event: PostgreSQL's CPU (its processes on this machine, from
+	// /proc; a backend that exited meanwhile is not counted, so these are lower bounds) and
+	// this process's (server and load client), against the CPU there is at 50% of the ceiling.
+	perEvent := func(d time.Duration) string {
+		return fmt.Sprintf("%.0fus", float64(d.Microseconds())/float64(max(1, done.Load())))
+	}
+	fmt.Printf("CPU per event: PostgreSQL %s during the ingest, %s during the COPY; Tidemark and the load client %s; "+
+		"at half the ceiling's rate each event may take %s of CPU (%d cores)\n", perEvent(pgCPU), perEvent(copyCPU), perEvent(goCPU),
+		perEvent(2*copyTook*time.Duration(runtime.NumCPU())), runtime.NumCPU())
 }

@@ -15,7 +15,9 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/lib/pq"
@@ -186,4 +188,44 @@ func CopyStatement(table string, cols ...string) string {
 		q[i] = pq.QuoteIdentifier(c)
 	}
 	return "COPY " + pq.QuoteIdentifier(table) + " (" + strings.Join(q, ", ") + ") FROM STDIN"
+}
+
+// ServerCPU is the CPU time (user and system) all PostgreSQL processes on this machine have
+// used so far, read from /proc; 0 where /proc cannot tell (another OS, or another machine's
+// server: then figures built on it are meaningless, and callers say so).
+func ServerCPU() time.Duration {
+	dirs, _ := os.ReadDir("/proc")
+	var ticks int64
+	for _, d := range dirs {
+		if _, err := strconv.Atoi(d.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + d.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ... utime is field 14, stime 15; comm may hold spaces.
+		s := string(b)
+		open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if open < 0 || end < open || !strings.HasPrefix(s[open+1:end], "postgres") {
+			continue
+		}
+		f := strings.Fields(s[end+1:])
+		if len(f) < 13 {
+			continue
+		}
+		u, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		ticks += u + st
+	}
+	return time.Duration(ticks) * time.Second / 100 // USER_HZ is 100 on Linux
+}
+
+// ProcessCPU is the CPU time (user and system) this process has used so far.
+func ProcessCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
