@@ -47,8 +47,6 @@ import (
 	"github.com/tidemark/tidemark/ent/storage"
 	"github.com/tidemark/tidemark/handlers"
 	"github.com/tidemark/tidemark/lineage"
-	"github.com/tidemark/tidemark/reconcile"
-	"github.com/tidemark/tidemark/tables"
 )
 
 var (
@@ -253,25 +251,21 @@ func restart(bin, dsn, dir string) (answer, ready time.Duration, rss int64) {
 
 // server runs the real API over db on 127.0.0.1:0 and returns its base URL and a write token.
 func server(ctx context.Context, db *storage.DB) (string, string, *lineage.Service) {
-	var lin *lineage.Service
-	cat := catalog.New(db.Client, catalog.WithChangeHook(func(ctx context.Context, ids []uuid.UUID) { lin.Graph().AssetsChanged(ctx, ids) }))
-	// The cap is raised so that 10 hops over the whole wide graph come back complete.
-	// As serve wires it: each answer also looks up the start's dataset migrations (one query).
-	tbls, err := tables.New(db.Client, cat)
-	benchdb.Must(err)
-	rels := app.MigrationRelations(reconcile.New(db.Client, cat, tbls, nil))
-	lin = lineage.New(db, cat, lineage.WithConcurrency(2*(*clients), 30*time.Second), lineage.WithMaxNodes(benchMaxNodes),
-		lineage.WithRelations(rels))
+	// Wired as serve wires it (app.Open): usage accounting of completed runs, the change hooks,
+	// each lineage answer looking up the start's dataset migrations. The cap is raised so that
+	// 10 hops over the whole wide graph come back complete.
 	start := time.Now()
-	benchdb.Must(lin.Open(ctx))
-	f := lin.Graph().Freshness()
+	a, err := app.Open(ctx, db, app.Config{LoadGraph: true,
+		Lineage: []lineage.Option{lineage.WithConcurrency(2*(*clients), 30*time.Second), lineage.WithMaxNodes(benchMaxNodes)}})
+	benchdb.Must(err)
+	f := a.Lineage.Graph().Freshness()
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	fmt.Printf("graph load into memory: %d nodes, %d edges in %s; Go heap in use after GC %d MiB\n",
 		f.Nodes, f.Edges, time.Since(start).Round(time.Millisecond), ms.HeapAlloc>>20)
-	base, secret := benchdb.Serve(ctx, db, handlers.Config{Catalog: cat, Lineage: lin})
-	return base, secret, lin
+	base, secret := benchdb.Serve(ctx, db, handlers.Config{Catalog: a.Catalog, Lineage: a.Lineage, Usage: a.Usage, Tables: a.Tables})
+	return base, secret, a.Lineage
 }
 
 const benchMaxNodes = 2_000_000
@@ -548,7 +542,9 @@ func ingest(ctx context.Context) {
 	base, token, _ := server(ctx, db)
 	rng := rand.New(rand.NewSource(7))
 	const datasets, jobsN = 20_000, 5_000
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	// Events from the last hours, as a live stream sends them: completed runs count as usage
+	// (usage_events rows), which events older than the usage lateness would skip.
+	t0 := time.Now().Add(-time.Duration(*events) * time.Second / 10).Truncate(time.Second)
 	if !*fresh {
 		// The datasets and jobs exist before the timed run (created here, untimed, as earlier
 		// ingests would have), so it writes runs, edges and events, not assets.
@@ -615,7 +611,7 @@ func ingest(ctx context.Context) {
 					job, out = fmt.Sprintf("new_job_%d", i), fmt.Sprintf("new_t_%d", i)
 				}
 				batch = append(batch, map[string]any{
-					"eventType": "COMPLETE", "eventTime": t0.Add(time.Duration(i) * time.Second).Format(time.RFC3339),
+					"eventType": "COMPLETE", "eventTime": t0.Add(time.Duration(i) * time.Second / 10).Format(time.RFC3339Nano),
 					"producer": "https://tidemark.example/bench", "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent",
 					"run": map[string]any{"runId": uuid.NewString()},
 					"job": map[string]any{"namespace": "bench", "name": job},
@@ -684,7 +680,7 @@ func ingest(ctx context.Context) {
 	// that existed before the timed run are loaded first, untimed, as they exist for the ingest.
 	counts := map[string]int{}
 	for _, table := range []string{"assets", "asset_names", "lineage_events", "runs", "run_ios", "lineage_edges", "lineage_states", "audit_events",
-		"asset_facets", "columns", "schema_changes", "labels", "search_docs", "search_facets"} {
+		"asset_facets", "columns", "schema_changes", "labels", "search_docs", "search_facets", "usage_events", "usage_dailies", "usage_actor_dailies", "usage_actor_monthlies", "usage_names"} {
 		var n int
 		benchdb.Must(db.SQL.QueryRowContext(ctx, "SELECT count(*) FROM "+table).Scan(&n))
 		counts[table] = n
@@ -708,6 +704,11 @@ func ingest(ctx context.Context) {
 		{"run_ios", "run_id, asset_id, role, first_seen", ""},
 		{"lineage_edges", "from_id, to_id, first_seen, last_seen, last_run_id", ""},
 		{"lineage_states", "id, last_activity, dropped_at", ""},
+		{"usage_events", "event_key, asset_id, kind, actor, job_asset_id, source, query_id, namespace, name, at, day, received_at", ""},
+		{"usage_dailies", "asset_id, day, reads, writes, distinct_actors, distinct_jobs, last_read_at, last_write_at, updated_at", ""},
+		{"usage_actor_dailies", "asset_id, day, actor, reads, writes", ""},
+		{"usage_actor_monthlies", "asset_id, month, actor, reads, writes", ""},
+		{"usage_names", "asset_id, namespace, name, first_at, last_at", ""},
 	}
 	existed := func(col string) string {
 		return col + " IN (SELECT id FROM assets WHERE created_at < '" + before.UTC().Format(time.RFC3339Nano) + "')"
