@@ -38,6 +38,7 @@ type Service struct {
 	limit    int64    // largest table file read
 	timeout  time.Duration
 	partials *partials // manifests' health figures, kept across refreshes
+	lz4      *lz4Probe
 }
 
 // DefaultConfirmGap is how far apart two complete catalog listings that both lack a table must
@@ -88,7 +89,7 @@ func WithRegisterTimeout(d time.Duration) Option { return func(s *Service) { s.t
 // New returns a Service.
 func New(db *ent.Client, cat *catalog.Catalog, opts ...Option) (*Service, error) {
 	s := &Service{db: db, cat: cat, now: time.Now, log: slog.New(slog.DiscardHandler), small: DefaultSmallFile, gap: DefaultConfirmGap,
-		limit: DefaultFileLimit, timeout: 2 * time.Minute, partials: newPartials(DefaultPartialCache)}
+		limit: DefaultFileLimit, timeout: 2 * time.Minute, partials: newPartials(DefaultPartialCache), lz4: &lz4Probe{}}
 	for _, o := range opts {
 		o(s)
 	}
@@ -298,7 +299,7 @@ func (s *Service) bind(ctx context.Context, tbl *table.Table, conn, ident, ns, n
 			if err != nil {
 				return uuid.Nil, "", fmt.Errorf("create asset %s.%s for table %s: %w", ns, name, tuuid, err)
 			}
-			id = res.Asset.ID
+			id, bound = res.Asset.ID, res.Asset.ExternalIDs
 		} else if rename {
 			if _, err := s.cat.Rename(ctx, id, catalog.AnyVersion, ns, name); err != nil {
 				return uuid.Nil, "", fmt.Errorf("rename asset %s to %s.%s: %w", id, ns, name, err)
@@ -441,7 +442,7 @@ func (s *Service) inspectAndStore(ctx context.Context, id uuid.UUID, tbl *table.
 	start := time.Now()
 	rep := RefreshReport{AssetID: id, MetadataLocation: tbl.MetadataLocation()}
 	r := newReader(s.db, s.guardFS(tbl.FS, nil), s.clock, &rep)
-	r.partials = s.partials
+	r.partials, r.lz4 = s.partials, s.lz4
 	in, h, err := inspect(ctx, r, tbl.Metadata(), tbl.MetadataLocation(), s.small, s.clock())
 	rep.Duration = time.Since(start).Round(time.Millisecond).String()
 	if err != nil {
