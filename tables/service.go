@@ -288,14 +288,24 @@ func (s *Service) bind(ctx context.Context, tbl *table.Table, conn, ident, ns, n
 	} else {
 		// Adopt an asset that lineage or a person created under the table's name or location
 		// before the catalog knew the table, unless it is bound to another Iceberg table.
-		if id, err = s.adoptable(ctx, ns, name); err == nil && id == uuid.Nil {
+		if id, err = s.adoptable(ctx, ns, name); err == nil && id == uuid.Nil && (ns != locNS || name != locName) {
 			id, err = s.adoptable(ctx, locNS, locName)
 		}
 		if err != nil {
 			return uuid.Nil, "", err
 		}
 		if id == uuid.Nil {
-			res, err := s.cat.Create(ctx, catalog.CreateInput{Kind: catalog.KindTable, Namespace: ns, Name: name, ExternalIDs: []catalog.ExternalIDInput{uuidID}})
+			create := func(ids ...catalog.ExternalIDInput) (catalog.CreateResult, error) {
+				return s.cat.Create(ctx, catalog.CreateInput{Kind: catalog.KindTable, Namespace: ns, Name: name, ExternalIDs: ids})
+			}
+			// The location's ID goes with the table-uuid into the new asset, saving a bind
+			// transaction. Create returns the asset either ID is bound to already: when that is
+			// not the table's (the location is bound elsewhere), the asset is created with the
+			// table-uuid alone and the location bound below, as it may.
+			res, err := create(uuidID, locID)
+			if (errors.Is(err, catalog.ErrConflict) && !errors.Is(err, catalog.ErrNameTaken)) || (err == nil && !hasExternalID(res.Asset.ExternalIDs, uuidID)) {
+				res, err = create(uuidID)
+			}
 			if err != nil {
 				return uuid.Nil, "", fmt.Errorf("create asset %s.%s for table %s: %w", ns, name, tuuid, err)
 			}
