@@ -5,11 +5,13 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"reflect"
 	"testing"
 	"time"
 
+	"entgo.io/ent/dialect"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/tidemark/tidemark/ent/storage"
@@ -178,6 +180,68 @@ func TestCacheWriteKeepsRowsCachedMeanwhile(t *testing.T) {
 		}
 		if n := db.Client.IcebergManifestList.Query().CountX(ctx); n != 2 {
 			t.Errorf("%d manifest lists cached, want 2", n)
+		}
+	})
+}
+
+// TestCacheWriteLarge: manifest rows large enough for insertLZ4 (on PostgreSQL, compressed with
+// lz4) are written and read back, also when one of them was cached meanwhile and when the
+// database refuses lz4.
+func TestCacheWriteLarge(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		now := func() time.Time { return time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC) }
+		big := make([]entry, 8000)
+		for i := range big {
+			big[i] = entry{Path: fmt.Sprintf("s3://b/db/t/data/%08x.parquet", uint32(i)*2654435761), Format: "PARQUET", Size: int64(i), Records: 1}
+		}
+		rows := []cacheRow{{path: "m1.avro", entries: len(big), blob: encodeEntries(big)}, {path: "m2.avro", entries: len(big), blob: encodeEntries(big)}}
+		if len(rows[0].blob) < lz4Bytes {
+			t.Fatalf("a row of %d bytes does not take insertLZ4 (from %d)", len(rows[0].blob), lz4Bytes)
+		}
+		first := newReader(db.Client, nil, now, nil)
+		if err := first.write(ctx, []cacheRow{{path: "m1.avro", entries: 1, blob: encodeEntries(codecEntries[:1])}}); err != nil {
+			t.Fatal(err)
+		}
+		for _, try := range []string{"with one cached meanwhile", "again"} {
+			r := newReader(db.Client, nil, now, nil)
+			// Tried on SQLite too, which refuses the setting as a server without lz4 would.
+			r.lz4 = &lz4Probe{asked: true, ok: true}
+			if err := r.write(ctx, rows); err != nil {
+				t.Fatalf("%s: %v", try, err)
+			}
+			if r.lz4.ok != (db.Dialect == dialect.Postgres) {
+				t.Errorf("%s: after the write, lz4 is tried: %v", try, r.lz4.ok)
+			}
+		}
+		r := newReader(db.Client, nil, now, nil)
+		for path, want := range map[string][]entry{"m1.avro": codecEntries[:1], "m2.avro": big} {
+			if err := r.lookup(ctx, []string{path}); err != nil {
+				t.Fatal(err)
+			}
+			es, err := r.entries(ctx, table.Snapshot{}, manifestRef{Path: path})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(es, want) {
+				t.Errorf("%s: %d entries, want %d", path, len(es), len(want))
+			}
+		}
+		if db.Dialect != dialect.Postgres {
+			return
+		}
+		var lz4 bool
+		if err := db.SQL.QueryRowContext(ctx, "SELECT 'lz4' = ANY(enumvals) FROM pg_settings WHERE name = 'default_toast_compression'").Scan(&lz4); err != nil {
+			t.Fatal(err)
+		}
+		if lz4 {
+			var method string
+			if err := db.SQL.QueryRowContext(ctx, "SELECT pg_column_compression(entries) FROM iceberg_manifests WHERE path = 'm2.avro'").Scan(&method); err != nil {
+				t.Fatal(err)
+			}
+			if method != "lz4" {
+				t.Errorf("m2.avro stored with %q compression, want lz4", method)
+			}
 		}
 	})
 }

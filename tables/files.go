@@ -54,6 +54,7 @@ func (s *Service) Files(ctx context.Context, id uuid.UUID, snapshotID *int64, cu
 		return FilesPage{}, err
 	}
 	r := newReader(s.db, s.locationFS(s.propsFor(row), row.MetadataLocation, s.rootsFor(row)), s.clock, nil)
+	r.lz4 = s.lz4
 	refs, err := r.manifests(ctx, tsnap)
 	if err != nil {
 		return FilesPage{}, s.recordError(ctx, id, err)

@@ -277,3 +277,48 @@ func TestFailedInspectionKeepsWhatItRead(t *testing.T) {
 		}
 	})
 }
+
+// TestRegisterTableReplacedAtItsLocation: a table dropped and created again at the same
+// location (a new table-uuid) gets an asset of its own; the location's external ID stays with
+// the asset it was bound to first.
+func TestRegisterTableReplacedAtItsLocation(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		l := tablestest.NewLake(t)
+		svc, cat := newService(t, db, &clock{t: t0})
+		first := l.Append(l.Create("db.t", nil), tablestest.Rows(0, 3, t0))
+		if _, _, err := svc.Register(ctx, tables.RegisterInput{MetadataLocation: first.MetadataLocation()}); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Cat.DropTable(ctx, table.Identifier{"db", "t"}); err != nil {
+			t.Fatal(err)
+		}
+		second := l.Append(l.Create("db.t", nil), tablestest.Rows(0, 3, t0))
+		if second.Metadata().Location() != first.Metadata().Location() {
+			t.Fatalf("the table was created again at %s, not %s", second.Metadata().Location(), first.Metadata().Location())
+		}
+		if _, _, err := svc.Register(ctx, tables.RegisterInput{MetadataLocation: second.MetadataLocation(), Namespace: "lake", Name: "t_again"}); err != nil {
+			t.Fatal(err)
+		}
+		a1, a2 := mustResolve(t, cat, first).ID, mustResolve(t, cat, second).ID
+		if a1 == a2 {
+			t.Fatalf("both tables are bound to asset %s", a1)
+		}
+		ns, name := tables.LocationName(first.Metadata().Location())
+		loc := catalog.SymlinkID(ns, name)
+		ref, ok, err := cat.LookupExternal(ctx, loc.System, loc.Value)
+		if err != nil || !ok || ref.ID != a1 {
+			t.Fatalf("the location is bound to %v (found %v, %v), want the first table's asset %s", ref.ID, ok, err, a1)
+		}
+		if a, err := cat.Get(ctx, a1); err != nil || len(a.ExternalIDs) != 2 {
+			t.Fatalf("the first table's asset has external IDs %v (%v), want its table-uuid and location", a.ExternalIDs, err)
+		}
+		a, err := cat.Get(ctx, a2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Namespace != "lake" || a.Name != "t_again" || len(a.ExternalIDs) != 1 {
+			t.Fatalf("the second table's asset: %s.%s with external IDs %v; want lake.t_again with its table-uuid alone", a.Namespace, a.Name, a.ExternalIDs)
+		}
+	})
+}

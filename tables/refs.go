@@ -121,6 +121,7 @@ func (s *Service) WalkSnapshotReferences(ctx context.Context, l *Live, pick func
 		}
 	}
 	r := newReader(s.db, func(context.Context) (icebergio.IO, error) { return l.read, nil }, s.clock, &l.Refs.Report)
+	r.lz4 = s.lz4
 	seen := map[string]bool{}
 	for _, snap := range meta.Snapshots() {
 		if !pick(snap.SnapshotID) {
@@ -180,6 +181,7 @@ func (s *Service) WalkCurrentFiles(ctx context.Context, l *Live, fn func(Current
 		return nil
 	}
 	r := newReader(s.db, func(context.Context) (icebergio.IO, error) { return l.read, nil }, s.clock, &l.Refs.Report)
+	r.lz4 = s.lz4
 	refs, err := r.manifests(ctx, *cur)
 	if err != nil {
 		return err
@@ -279,6 +281,7 @@ func (s *Service) CurrentStructure(ctx context.Context, l *Live) ([]CurrentFile,
 	}
 	out = append(out, CurrentFile{SnapshotID: cur.SnapshotID, Path: cur.ManifestList, Content: "manifest_list"})
 	r := newReader(s.db, func(context.Context) (icebergio.IO, error) { return l.read, nil }, s.clock, &l.Refs.Report)
+	r.lz4 = s.lz4
 	refs, err := r.manifests(ctx, *cur)
 	if err != nil {
 		return out, err

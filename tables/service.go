@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -37,6 +38,7 @@ type Service struct {
 	limit    int64    // largest table file read
 	timeout  time.Duration
 	partials *partials // manifests' health figures, kept across refreshes
+	lz4      *lz4Probe
 }
 
 // DefaultConfirmGap is how far apart two complete catalog listings that both lack a table must
@@ -87,7 +89,7 @@ func WithRegisterTimeout(d time.Duration) Option { return func(s *Service) { s.t
 // New returns a Service.
 func New(db *ent.Client, cat *catalog.Catalog, opts ...Option) (*Service, error) {
 	s := &Service{db: db, cat: cat, now: time.Now, log: slog.New(slog.DiscardHandler), small: DefaultSmallFile, gap: DefaultConfirmGap,
-		limit: DefaultFileLimit, timeout: 2 * time.Minute, partials: newPartials(DefaultPartialCache)}
+		limit: DefaultFileLimit, timeout: 2 * time.Minute, partials: newPartials(DefaultPartialCache), lz4: &lz4Probe{}}
 	for _, o := range opts {
 		o(s)
 	}
@@ -245,6 +247,7 @@ func (s *Service) bind(ctx context.Context, tbl *table.Table, conn, ident, ns, n
 
 	var id uuid.UUID
 	var action string
+	var bound []catalog.ExternalID // the asset's, when it was read
 	ref, ok, err := s.cat.LookupExternal(ctx, uuidID.System, uuidID.Value)
 	if err != nil {
 		return uuid.Nil, "", err
@@ -264,6 +267,7 @@ func (s *Service) bind(ctx context.Context, tbl *table.Table, conn, ident, ns, n
 				return uuid.Nil, "", err
 			}
 		}
+		bound = a.ExternalIDs
 		if rename && (a.Namespace != ns || a.Name != name) {
 			since, err := s.lastListed(ctx, tuuid, conn)
 			if err != nil {
@@ -284,18 +288,28 @@ func (s *Service) bind(ctx context.Context, tbl *table.Table, conn, ident, ns, n
 	} else {
 		// Adopt an asset that lineage or a person created under the table's name or location
 		// before the catalog knew the table, unless it is bound to another Iceberg table.
-		if id, err = s.adoptable(ctx, ns, name); err == nil && id == uuid.Nil {
+		if id, err = s.adoptable(ctx, ns, name); err == nil && id == uuid.Nil && (ns != locNS || name != locName) {
 			id, err = s.adoptable(ctx, locNS, locName)
 		}
 		if err != nil {
 			return uuid.Nil, "", err
 		}
 		if id == uuid.Nil {
-			res, err := s.cat.Create(ctx, catalog.CreateInput{Kind: catalog.KindTable, Namespace: ns, Name: name, ExternalIDs: []catalog.ExternalIDInput{uuidID}})
+			create := func(ids ...catalog.ExternalIDInput) (catalog.CreateResult, error) {
+				return s.cat.Create(ctx, catalog.CreateInput{Kind: catalog.KindTable, Namespace: ns, Name: name, ExternalIDs: ids})
+			}
+			// The location's ID goes with the table-uuid into the new asset, saving a bind
+			// transaction. Create returns the asset either ID is bound to already: when that is
+			// not the table's (the location is bound elsewhere), the asset is created with the
+			// table-uuid alone and the location bound below, as it may.
+			res, err := create(uuidID, locID)
+			if (errors.Is(err, catalog.ErrConflict) && !errors.Is(err, catalog.ErrNameTaken)) || (err == nil && !hasExternalID(res.Asset.ExternalIDs, uuidID)) {
+				res, err = create(uuidID)
+			}
 			if err != nil {
 				return uuid.Nil, "", fmt.Errorf("create asset %s.%s for table %s: %w", ns, name, tuuid, err)
 			}
-			id = res.Asset.ID
+			id, bound = res.Asset.ID, res.Asset.ExternalIDs
 		} else if rename {
 			if _, err := s.cat.Rename(ctx, id, catalog.AnyVersion, ns, name); err != nil {
 				return uuid.Nil, "", fmt.Errorf("rename asset %s to %s.%s: %w", id, ns, name, err)
@@ -303,16 +317,31 @@ func (s *Service) bind(ctx context.Context, tbl *table.Table, conn, ident, ns, n
 		}
 		action = "added"
 	}
-	if _, err := s.cat.BindExternalID(ctx, id, uuidID); err != nil {
-		return uuid.Nil, "", err
-	}
-	if _, err := s.cat.BindExternalID(ctx, id, locID); err != nil {
-		if !errors.Is(err, catalog.ErrConflict) {
+	// Binding an ID the asset already has changes nothing but costs a transaction of about ten
+	// statements (every refresh of a known table would pay two).
+	if !hasExternalID(bound, uuidID) {
+		if _, err := s.cat.BindExternalID(ctx, id, uuidID); err != nil {
 			return uuid.Nil, "", err
 		}
-		s.log.Warn("table location already bound to another asset", "asset_id", id, "location", meta.Location(), "err", err)
+	}
+	if !hasExternalID(bound, locID) {
+		if _, err := s.cat.BindExternalID(ctx, id, locID); err != nil {
+			if !errors.Is(err, catalog.ErrConflict) {
+				return uuid.Nil, "", err
+			}
+			s.log.Warn("table location already bound to another asset", "asset_id", id, "location", meta.Location(), "err", err)
+		}
 	}
 	return id, action, s.upsertRow(ctx, id, tbl, conn, ident, listedAt)
+}
+
+func hasExternalID(ids []catalog.ExternalID, x catalog.ExternalIDInput) bool {
+	for _, b := range ids {
+		if b.System == x.System && b.Value == x.Value {
+			return true
+		}
+	}
+	return false
 }
 
 // adoptable returns the live asset holding a name when no Iceberg table is bound to it.
@@ -342,7 +371,7 @@ func (s *Service) lastListed(ctx context.Context, tuuid, conn string) (*time.Tim
 	if conn == "" {
 		return nil, nil
 	}
-	row, err := s.db.IcebergTable.Query().Where(icebergtable.TableUUID(tuuid)).Only(ctx)
+	row, err := s.db.IcebergTable.Query().Where(icebergtable.TableUUID(tuuid)).Select(rowFields...).Only(ctx)
 	if ent.IsNotFound(err) {
 		return nil, nil
 	}
@@ -364,7 +393,7 @@ func (s *Service) upsertRow(ctx context.Context, id uuid.UUID, tbl *table.Table,
 		cur = &v
 	}
 	last := time.UnixMilli(meta.LastUpdatedMillis()).UTC()
-	row, err := s.db.IcebergTable.Get(ctx, id)
+	row, err := s.db.IcebergTable.Query().Where(icebergtable.ID(id)).Select(rowFields...).Only(ctx)
 	if err != nil && !ent.IsNotFound(err) {
 		return err
 	}
@@ -385,11 +414,13 @@ func (s *Service) upsertRow(ctx context.Context, id uuid.UUID, tbl *table.Table,
 			return err
 		}
 		// Another replica's sync or registration created the row first: update it instead.
-		if row, err = s.db.IcebergTable.Get(ctx, id); err != nil {
+		if row, err = s.db.IcebergTable.Query().Where(icebergtable.ID(id)).Select(rowFields...).Only(ctx); err != nil {
 			return err
 		}
 	}
-	u := row.Update().SetTableUUID(meta.TableUUID().String()).SetLocation(meta.Location()).
+	// One UPDATE: ent's UpdateOne wraps it in a transaction with a SELECT of the row, four
+	// round trips where one does.
+	u := s.db.IcebergTable.Update().Where(icebergtable.ID(id)).SetTableUUID(meta.TableUUID().String()).SetLocation(meta.Location()).
 		SetMetadataLocation(tbl.MetadataLocation()).SetFormatVersion(meta.Version()).
 		SetNillableCurrentSnapshotID(cur).SetLastUpdatedAt(last).SetNillableColumnsSchemaID(recorded).
 		ClearGoneAt().ClearMissingAt().SetUpdatedAt(now)
@@ -404,7 +435,15 @@ func (s *Service) upsertRow(ctx context.Context, id uuid.UUID, tbl *table.Table,
 	if conn != "" || row.Connection == "" || row.GoneAt != nil {
 		u.SetConnection(conn).SetIdentifier(ident)
 	}
-	return u.Exec(ctx)
+	return updated(u.Save(ctx))
+}
+
+// updated turns the rows an UPDATE of one table row changed into an error when it found none.
+func updated(n int, err error) error {
+	if err == nil && n == 0 {
+		return &catalog.Error{Kind: catalog.ErrNotFound, Message: "the Iceberg table was removed meanwhile"}
+	}
+	return err
 }
 
 // inspectAndStore inspects the loaded table and stores inspection and health on its row, or
@@ -413,7 +452,7 @@ func (s *Service) inspectAndStore(ctx context.Context, id uuid.UUID, tbl *table.
 	start := time.Now()
 	rep := RefreshReport{AssetID: id, MetadataLocation: tbl.MetadataLocation()}
 	r := newReader(s.db, s.guardFS(tbl.FS, nil), s.clock, &rep)
-	r.partials = s.partials
+	r.partials, r.lz4 = s.partials, s.lz4
 	in, h, err := inspect(ctx, r, tbl.Metadata(), tbl.MetadataLocation(), s.small, s.clock())
 	rep.Duration = time.Since(start).Round(time.Millisecond).String()
 	if err != nil {
@@ -428,8 +467,8 @@ func (s *Service) inspectAndStore(ctx context.Context, id uuid.UUID, tbl *table.
 		return rep, err
 	}
 	now := s.clock()
-	return rep, s.db.IcebergTable.UpdateOneID(id).SetInspection(string(inJSON)).SetHealth(string(hJSON)).
-		SetRefreshedAt(now).SetError("").ClearErrorAt().SetUpdatedAt(now).Exec(ctx)
+	return rep, updated(s.db.IcebergTable.Update().Where(icebergtable.ID(id)).SetInspection(string(inJSON)).SetHealth(string(hJSON)).
+		SetRefreshedAt(now).SetError("").ClearErrorAt().SetUpdatedAt(now).Save(ctx))
 }
 
 // recordError stores a load or inspection error on the table row (when there is one) and
@@ -503,8 +542,16 @@ func (s *Service) load(ctx context.Context, row *ent.IcebergTable) (*table.Table
 	return tbl, nil
 }
 
-func (s *Service) row(ctx context.Context, id uuid.UUID) (*ent.IcebergTable, error) {
-	row, err := s.db.IcebergTable.Get(ctx, id)
+// rowFields are the table row's columns but the inspection and health JSON, which only
+// Inspection and Health need (tens of KiB for a table of many snapshots, read and sent again by
+// every other read of the row).
+var rowFields = slices.DeleteFunc(slices.Clone(icebergtable.Columns), func(f string) bool {
+	return f == icebergtable.FieldInspection || f == icebergtable.FieldHealth
+})
+
+// row reads a table row: rowFields and the given columns.
+func (s *Service) row(ctx context.Context, id uuid.UUID, with ...string) (*ent.IcebergTable, error) {
+	row, err := s.db.IcebergTable.Query().Where(icebergtable.ID(id)).Select(slices.Concat(rowFields, with)...).Only(ctx)
 	if ent.IsNotFound(err) {
 		return nil, &catalog.Error{Kind: catalog.ErrNotFound, Message: fmt.Sprintf("asset %s is not a known Iceberg table", id)}
 	}
@@ -522,7 +569,7 @@ func (s *Service) Get(ctx context.Context, id uuid.UUID) (Table, error) {
 
 // List returns tables in asset-ID order after a cursor.
 func (s *Service) List(ctx context.Context, after uuid.UUID, limit int) ([]Table, bool, error) {
-	q := s.db.IcebergTable.Query().Order(ent.Asc(icebergtable.FieldID)).Limit(limit + 1)
+	q := s.db.IcebergTable.Query().Select(rowFields...).Order(ent.Asc(icebergtable.FieldID)).Limit(limit + 1)
 	if after != uuid.Nil {
 		q.Where(icebergtable.IDGT(after))
 	}
@@ -543,7 +590,7 @@ func (s *Service) List(ctx context.Context, after uuid.UUID, limit int) ([]Table
 
 // Inspection returns the stored inspection of a table; ErrNotFound when it was never inspected.
 func (s *Service) Inspection(ctx context.Context, id uuid.UUID) (Inspection, error) {
-	row, err := s.row(ctx, id)
+	row, err := s.row(ctx, id, icebergtable.FieldInspection)
 	if err != nil {
 		return Inspection{}, err
 	}
@@ -556,7 +603,7 @@ func (s *Service) Inspection(ctx context.Context, id uuid.UUID) (Inspection, err
 
 // Health returns the stored health of a table.
 func (s *Service) Health(ctx context.Context, id uuid.UUID) (Health, error) {
-	row, err := s.row(ctx, id)
+	row, err := s.row(ctx, id, icebergtable.FieldHealth)
 	if err != nil {
 		return Health{}, err
 	}
@@ -661,7 +708,7 @@ func IO(ctx context.Context, location string, props iceberg.Properties) (iceberg
 // table is at now: registering it would move the table back in time (its newer snapshots would
 // look unreferenced to the cleanup bot). force allows it.
 func (s *Service) notOlder(ctx context.Context, tbl *table.Table, force bool) error {
-	row, err := s.db.IcebergTable.Query().Where(icebergtable.TableUUID(tbl.Metadata().TableUUID().String())).Only(ctx)
+	row, err := s.db.IcebergTable.Query().Where(icebergtable.TableUUID(tbl.Metadata().TableUUID().String())).Select(rowFields...).Only(ctx)
 	if ent.IsNotFound(err) || force {
 		return nil
 	}
