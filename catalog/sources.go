@@ -14,6 +14,7 @@ import (
 	"github.com/tidemark/tidemark/ent/asset"
 	"github.com/tidemark/tidemark/ent/column"
 	"github.com/tidemark/tidemark/ent/label"
+	"github.com/tidemark/tidemark/internal/chunk"
 )
 
 // SourceReport is what a source system reports about one asset now: its schema, its tags, or
@@ -39,21 +40,6 @@ type SourceOutcome struct {
 	// Err says why the report was refused (ErrInvalid: its schema; ErrNotFound; ErrConflict: the
 	// asset is deleted). Its asset stays as it was; the other reports are recorded all the same.
 	Err error
-}
-
-// sourceChunk bounds the rows or keys of one statement, far below both databases' parameter
-// limits (a column row has nine).
-const sourceChunk = 500
-
-func inChunks[T any](xs []T, fn func([]T) error) error {
-	for len(xs) > 0 {
-		n := min(sourceChunk, len(xs))
-		if err := fn(xs[:n]); err != nil {
-			return err
-		}
-		xs = xs[n:]
-	}
-	return nil
 }
 
 // RecordSources records what one source reports about many assets, as SyncColumns and then
@@ -128,7 +114,7 @@ func (c *Catalog) RecordSources(ctx context.Context, source LabelSource, reports
 			}
 		}
 		cols := map[uuid.UUID][]*ent.Column{}
-		if err := inChunks(liveIDs, func(part []uuid.UUID) error {
+		if err := chunk.Each(liveIDs, func(part []uuid.UUID) error {
 			rows, err := tx.Column.Query().Where(column.AssetIDIn(part...), column.RemovedAtIsNil()).All(ctx)
 			for _, r := range rows {
 				cols[r.AssetID] = append(cols[r.AssetID], r)
@@ -138,7 +124,7 @@ func (c *Catalog) RecordSources(ctx context.Context, source LabelSource, reports
 			return fmt.Errorf("catalog: read columns: %w", err)
 		}
 		labels := map[uuid.UUID][]*ent.Label{}
-		if err := inChunks(tagIDs, func(part []uuid.UUID) error {
+		if err := chunk.Each(tagIDs, func(part []uuid.UUID) error {
 			rows, err := tx.Label.Query().Where(label.AssetIDIn(part...), label.KindEQ(label.KindTag), label.RemovedAtIsNil()).
 				Order(ent.Asc(label.FieldID)).All(ctx)
 			for _, r := range rows {
@@ -198,12 +184,12 @@ func (c *Catalog) RecordSources(ctx context.Context, source LabelSource, reports
 		if err := w.write(ctx, tx, now, ActorFrom(ctx)); err != nil {
 			return err
 		}
-		if err := inChunks(changed, func(part []uuid.UUID) error {
+		if err := chunk.Each(changed, func(part []uuid.UUID) error {
 			return tx.Asset.Update().Where(asset.IDIn(part...)).AddVersion(1).SetUpdatedAt(now).Exec(ctx)
 		}); err != nil {
 			return fmt.Errorf("catalog: bump versions: %w", err)
 		}
-		if err := inChunks(audits, func(part []*ent.AuditEventCreate) error {
+		if err := chunk.Each(audits, func(part []*ent.AuditEventCreate) error {
 			return tx.AuditEvent.CreateBulk(part...).Exec(ctx)
 		}); err != nil {
 			return fmt.Errorf("catalog: audit source reports: %w", err)
@@ -226,7 +212,7 @@ type lockedAsset struct {
 // as a change's version claim does, and then reads their state.
 func lockAssets(ctx context.Context, tx *ent.Tx, ids []uuid.UUID) (map[uuid.UUID]lockedAsset, error) {
 	out := make(map[uuid.UUID]lockedAsset, len(ids))
-	err := inChunks(ids, func(part []uuid.UUID) error {
+	err := chunk.Each(ids, func(part []uuid.UUID) error {
 		// An update that changes nothing: the lock is all it is for (no FOR UPDATE on SQLite).
 		if err := tx.Asset.Update().Where(asset.IDIn(part...)).AddVersion(0).Exec(ctx); err != nil {
 			return err
@@ -500,7 +486,7 @@ func (w *sourceWrites) write(ctx context.Context, tx *ent.Tx, now time.Time, act
 				SetNillableSchemaID(p.in.SchemaID).SetChanges(string(b)))
 		}
 	}
-	if err := inChunks(closes, func(part []uuid.UUID) error {
+	if err := chunk.Each(closes, func(part []uuid.UUID) error {
 		return tx.Column.Update().Where(column.IDIn(part...)).SetRemovedAt(now).Exec(ctx)
 	}); err != nil {
 		return fmt.Errorf("catalog: drop columns: %w", err)
@@ -535,12 +521,12 @@ func (w *sourceWrites) write(ctx context.Context, tx *ent.Tx, now time.Time, act
 			}
 		}
 	}
-	if err := inChunks(adds, func(part []*ent.ColumnCreate) error {
+	if err := chunk.Each(adds, func(part []*ent.ColumnCreate) error {
 		return tx.Column.CreateBulk(part...).Exec(ctx)
 	}); err != nil {
 		return fmt.Errorf("catalog: add columns: %w", err)
 	}
-	if err := inChunks(changes, func(part []*ent.SchemaChangeCreate) error {
+	if err := chunk.Each(changes, func(part []*ent.SchemaChangeCreate) error {
 		return tx.SchemaChange.CreateBulk(part...).Exec(ctx)
 	}); err != nil {
 		return fmt.Errorf("catalog: record schema changes: %w", err)
@@ -555,12 +541,12 @@ func (w *sourceWrites) write(ctx context.Context, tx *ent.Tx, now time.Time, act
 				SetSource(label.Source(p.source)).SetAddedAt(now).SetAddedBy(actor))
 		}
 	}
-	if err := inChunks(labelCloses, func(part []uuid.UUID) error {
+	if err := chunk.Each(labelCloses, func(part []uuid.UUID) error {
 		return tx.Label.Update().Where(label.IDIn(part...)).SetRemovedAt(now).SetRemovedBy(actor).Exec(ctx)
 	}); err != nil {
 		return fmt.Errorf("catalog: close labels: %w", err)
 	}
-	if err := inChunks(labelAdds, func(part []*ent.LabelCreate) error {
+	if err := chunk.Each(labelAdds, func(part []*ent.LabelCreate) error {
 		return tx.Label.CreateBulk(part...).Exec(ctx)
 	}); err != nil {
 		return fmt.Errorf("catalog: add labels: %w", err)

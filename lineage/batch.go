@@ -24,6 +24,7 @@ import (
 	"github.com/tidemark/tidemark/ent/lineagestate"
 	"github.com/tidemark/tidemark/ent/predicate"
 	"github.com/tidemark/tidemark/ent/run"
+	"github.com/tidemark/tidemark/internal/chunk"
 )
 
 // batch is the state shared by the events applied in one transaction. Ingest costs round trips,
@@ -98,22 +99,9 @@ func newBatch(s *Service, tx *ent.Tx) *batch {
 		schemas: map[uuid.UUID]*IngestResult{}, tags: map[uuid.UUID]*IngestResult{}}
 }
 
-const chunk = 500 // rows or keys per statement, far below both databases' parameter limits
-
-func chunks[T any](xs []T, fn func([]T) error) error {
-	for len(xs) > 0 {
-		n := min(chunk, len(xs))
-		if err := fn(xs[:n]); err != nil {
-			return err
-		}
-		xs = xs[n:]
-	}
-	return nil
-}
-
 // prefetch reads what the events will look up.
 func (b *batch) prefetch(ctx context.Context, evs []Event, keys []string) error {
-	if err := chunks(keys, func(part []string) error {
+	if err := chunk.Each(keys, func(part []string) error {
 		rows, err := b.tx.LineageEvent.Query().Where(lineageevent.EventKeyIn(part...)).
 			Select(lineageevent.FieldID, lineageevent.FieldEventKey).All(ctx)
 		for _, r := range rows {
@@ -151,7 +139,7 @@ func (b *batch) prefetch(ctx context.Context, evs []Event, keys []string) error 
 		}
 	}
 	var ids []uuid.UUID
-	if err := chunks(names, func(part []string) error {
+	if err := chunk.Each(names, func(part []string) error {
 		rows, err := b.tx.AssetName.Query().Where(assetname.NameIn(part...), assetname.ValidToIsNil()).All(ctx)
 		for _, r := range rows {
 			if k := (nameKey{catalog.Space(r.Space), r.Namespace, r.Name}); wanted[k] {
@@ -163,7 +151,7 @@ func (b *batch) prefetch(ctx context.Context, evs []Event, keys []string) error 
 	}); err != nil {
 		return fmt.Errorf("lineage: read names: %w", err)
 	}
-	if err := chunks(ids, func(part []uuid.UUID) error {
+	if err := chunk.Each(ids, func(part []uuid.UUID) error {
 		states, err := b.tx.LineageState.Query().Where(lineagestate.IDIn(part...)).All(ctx)
 		if err != nil {
 			return err
@@ -183,7 +171,7 @@ func (b *batch) prefetch(ctx context.Context, evs []Event, keys []string) error 
 	}); err != nil {
 		return fmt.Errorf("lineage: read lifecycle and facets: %w", err)
 	}
-	if err := chunks(runIDs, func(part []string) error {
+	if err := chunk.Each(runIDs, func(part []string) error {
 		rows, err := b.tx.Run.Query().Where(run.IDIn(part...)).All(ctx)
 		for _, r := range rows {
 			b.runs[r.ID] = &runState{row: *r}
@@ -232,7 +220,7 @@ func (s *Service) precreate(ctx context.Context, evs []Event) error {
 		}
 	}
 	// CreateUnseen skips names a concurrent creator took meanwhile, so no asset is duplicated.
-	if err := chunks(create, func(part []catalog.CreateInput) error {
+	if err := chunk.Each(create, func(part []catalog.CreateInput) error {
 		_, err := s.cat.CreateUnseen(ctx, part)
 		return err
 	}); err != nil {
@@ -315,7 +303,7 @@ func (b *batch) createEdges(ctx context.Context) error {
 	}
 	slices.SortFunc(keys, comparePairs) // one insert order for every batch
 	exists := map[[2]uuid.UUID]bool{}
-	if err := chunks(keys, func(part [][2]uuid.UUID) error {
+	if err := chunk.Each(keys, func(part [][2]uuid.UUID) error {
 		froms, tos := make([]uuid.UUID, len(part)), make([]uuid.UUID, len(part))
 		for i, k := range part {
 			froms[i], tos[i] = k[0], k[1]
@@ -364,7 +352,7 @@ func (b *batch) createEdges(ctx context.Context) error {
 	}
 	b.pending = map[[2]uuid.UUID]*edgeTouch{}
 	i := 0
-	return chunks(creates, func(part []*ent.LineageEdgeCreate) error {
+	return chunk.Each(creates, func(part []*ent.LineageEdgeCreate) error {
 		rows, err := b.tx.LineageEdge.CreateBulk(part...).Save(ctx)
 		if err != nil {
 			return fmt.Errorf("lineage: create edges: %w", err)
@@ -410,7 +398,7 @@ func (b *batch) flushEdges(ctx context.Context) error {
 		}
 		return nil
 	}
-	return chunks(rows, func(part []edgeRow) error {
+	return chunk.Each(rows, func(part []edgeRow) error {
 		var q strings.Builder
 		q.WriteString(`UPDATE lineage_edges AS e SET
 			first_seen = LEAST(e.first_seen, v.first),
@@ -459,7 +447,7 @@ func (b *batch) flushFacets(ctx context.Context) error {
 			return fmt.Errorf("lineage: store facet: %w", err)
 		}
 	}
-	if err := chunks(creates, func(part []*ent.AssetFacetCreate) error {
+	if err := chunk.Each(creates, func(part []*ent.AssetFacetCreate) error {
 		return b.tx.AssetFacet.CreateBulk(part...).Exec(ctx)
 	}); err != nil {
 		return fmt.Errorf("lineage: store facets: %w", err)
@@ -512,7 +500,7 @@ func (b *batch) flushSQLite(ctx context.Context) error {
 			}
 		}
 	}
-	if err := chunks(creates, func(part []*ent.RunCreate) error {
+	if err := chunk.Each(creates, func(part []*ent.RunCreate) error {
 		return b.tx.Run.CreateBulk(part...).Exec(ctx)
 	}); err != nil {
 		return fmt.Errorf("lineage: create runs: %w", err)
@@ -525,7 +513,7 @@ func (b *batch) flushSQLite(ctx context.Context) error {
 	for k, t := range b.runIO {
 		ios = append(ios, io{k, t})
 	}
-	if err := chunks(ios, func(part []io) error {
+	if err := chunk.Each(ios, func(part []io) error {
 		var q strings.Builder
 		q.WriteString("INSERT INTO run_ios (run_id, asset_id, role, first_seen) VALUES ")
 		args := make([]any, 0, 4*len(part))
@@ -544,7 +532,7 @@ func (b *batch) flushSQLite(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("lineage: record run io: %w", err)
 	}
-	if err := chunks(b.events, func(part []eventRow) error {
+	if err := chunk.Each(b.events, func(part []eventRow) error {
 		creates := make([]*ent.LineageEventCreate, len(part))
 		for i, e := range part {
 			ev := e.ev
