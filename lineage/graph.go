@@ -370,6 +370,10 @@ func (g *Graph) Sync(ctx context.Context) error {
 	}
 	g.mu.Lock()
 	g.syncAt = started
+	if !g.ready.Load() { // the whole graph was just loaded: give back the room growing it left
+		g.out.compact()
+		g.in.compact()
+	}
 	g.mu.Unlock()
 	g.ready.Store(true)
 	return nil
