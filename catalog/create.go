@@ -276,6 +276,7 @@ func (c *Catalog) createManyOf(ctx context.Context, ins []CreateInput, unseen bo
 	key := func(in CreateInput) string {
 		return string(SpaceOf(in.Kind)) + "\x00" + in.Namespace + "\x00" + in.Name
 	}
+	ins = slices.Clone(ins) // sorted and compacted here: the caller's slice stays as it was
 	slices.SortFunc(ins, func(a, b CreateInput) int { return cmp.Compare(key(a), key(b)) })
 	ins = slices.CompactFunc(ins, func(a, b CreateInput) bool { return key(a) == key(b) })
 	if len(ins) == 0 {

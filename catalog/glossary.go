@@ -189,7 +189,7 @@ func (c *Catalog) UpdateTerm(ctx context.Context, id uuid.UUID, expected int64, 
 			for i, l := range links {
 				ids[i] = l.AssetID
 			}
-			if err := c.reindex(ctx, tx.Client(), uniqueIDs(ids)...); err != nil {
+			if err := c.reindex(ctx, tx.Client(), ids...); err != nil {
 				return err
 			}
 		}

@@ -97,10 +97,7 @@ func (c *Catalog) reindex(ctx context.Context, client *ent.Client, ids ...uuid.U
 	if err != nil {
 		return err
 	}
-	ids = slices.Clone(ids)
-	slices.SortFunc(ids, compareIDs)
-	ids = slices.Compact(ids)
-	for part := range slices.Chunk(ids, reindexChunk) {
+	for part := range slices.Chunk(uniqueIDs(ids), reindexChunk) {
 		if err := reindexPart(ctx, client, d, part); err != nil {
 			return err
 		}
@@ -119,11 +116,12 @@ type searchDoc struct {
 	facets                         [][2]string // facet, value
 }
 
-// sameRow reports whether a and b hold the same values (their IDs and facets aside).
+// sameRow reports whether a and b hold the same searchable values (their IDs, facets and asset
+// versions aside): every change bumps the version, and rewriting a doc for it alone would
+// rewrite its full-text entry for nothing.
 func (a searchDoc) sameRow(b searchDoc) bool {
 	return a.assetID == b.assetID && a.kind == b.kind && a.status == b.status && a.namespace == b.namespace && a.name == b.name &&
-		a.nameKey == b.nameKey && a.tName == b.tName && a.tFormer == b.tFormer && a.tLabels == b.tLabels && a.tBody == b.tBody &&
-		a.version == b.version
+		a.nameKey == b.nameKey && a.tName == b.tName && a.tFormer == b.tFormer && a.tLabels == b.tLabels && a.tBody == b.tBody
 }
 
 func sameFacets(a, b [][2]string) bool {

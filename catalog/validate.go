@@ -174,3 +174,17 @@ func validateDescription(s string) error {
 func (k Kind) String() string { return string(k) }
 
 func (s Status) String() string { return string(s) }
+
+// Shorten cuts s to at most n bytes without splitting a UTF-8 sequence: sources (OpenLineage,
+// Iceberg) may send column types and docs longer than the limits, which are kept cut rather
+// than refused.
+func Shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s
+}

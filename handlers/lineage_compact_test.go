@@ -68,9 +68,7 @@ func TestWriteMarquez(t *testing.T) {
 	if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
 		t.Fatalf("writeMarquez wrote invalid JSON: %v\n%s", err, buf.Bytes())
 	}
-	value := toMarquez(nodes, res)
-	value.Freshness = freshness(res.Freshness) // lag_ms counts from now: take both at once
-	b, _ := json.Marshal(value)
+	b, _ := json.Marshal(toMarquez(nodes, res))
 	_ = json.Unmarshal(b, &want)
 	got.(map[string]any)["freshness"].(map[string]any)["lag_ms"] = want.(map[string]any)["freshness"].(map[string]any)["lag_ms"]
 	if !reflect.DeepEqual(got, want) {
@@ -105,4 +103,41 @@ func TestWriteFull(t *testing.T) {
 			t.Fatalf("writeFull:\n%s\nencoding/json:\n%s", buf.Bytes(), enc)
 		}
 	}
+}
+
+// toFull is the full lineage answer as a value: what writeFull writes, kept to test it against.
+func toFull(res lineage.LineageResult, dir string, depth int) assetLineageResponse {
+	out := assetLineageResponse{Root: res.Root, Direction: dir, Depth: depth, Nodes: make([]lineageNode, 0, len(res.Nodes)),
+		Edges: make([]lineageEdge, 0, len(res.Edges)), Truncated: res.Truncated, ReachedPerDepth: res.ReachedPerDepth, Graph: freshness(res.Freshness),
+		Relations: toRelations(res.Relations)}
+	for _, n := range res.Nodes {
+		out.Nodes = append(out.Nodes, lineageNode{ID: n.ID, Kind: string(n.Kind), Status: string(n.Status), Namespace: n.Namespace, Name: n.Name, Depth: n.Depth})
+	}
+	for _, e := range res.Edges {
+		out.Edges = append(out.Edges, lineageEdge{From: res.Nodes[e[0]].ID, To: res.Nodes[e[1]].ID})
+	}
+	return out
+}
+
+// toMarquez is the Marquez answer as a value: what writeMarquez writes, kept to test it against.
+func toMarquez(nodes []lineage.GraphNode, res lineage.LineageResult) marquezGraphResponse {
+	out := marquezGraphResponse{Graph: make([]marquezNode, 0, len(nodes)), Truncated: res.Truncated, Freshness: freshness(res.Freshness)}
+	for _, n := range nodes {
+		typ, dataType := marquezTypes(n.Kind)
+		m := marquezNode{ID: n.NodeID, Type: typ, InEdges: []marquezEdge{}, OutEdges: []marquezEdge{},
+			Data: marquezData{ID: marquezDatasetID{n.Namespace, n.Name}, Type: dataType, Name: n.Name, PhysicalName: n.Name,
+				Namespace: n.Namespace, CreatedAt: n.CreatedAt, UpdatedAt: n.UpdatedAt, Fields: []marquezField{}, Tags: []string{},
+				Description: n.Description, AssetID: n.ID, Status: string(n.Status)}}
+		for _, f := range n.Fields {
+			m.Data.Fields = append(m.Data.Fields, marquezField{Name: f.Name, Type: f.Type, Tags: []string{}, Description: f.Description})
+		}
+		for _, o := range n.InEdges {
+			m.InEdges = append(m.InEdges, marquezEdge{Origin: o, Destination: n.NodeID})
+		}
+		for _, d := range n.OutEdges {
+			m.OutEdges = append(m.OutEdges, marquezEdge{Origin: n.NodeID, Destination: d})
+		}
+		out.Graph = append(out.Graph, m)
+	}
+	return out
 }

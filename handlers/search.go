@@ -67,10 +67,10 @@ func (a *API) search(c echo.Context) error {
 	q := catalog.SearchQuery{Text: c.QueryParam("q"), Kind: c.QueryParam("kind"), Namespace: c.QueryParam("namespace"),
 		Tag: c.QueryParam("tag"), Owner: c.QueryParam("owner")}
 	var err error
-	if q.Limit, err = intParam(c, "limit"); err != nil {
+	if q.Limit, err = queryInt(c, "limit", catalog.DefaultSearchLimit, 1, catalog.MaxSearchLimit); err != nil {
 		return err
 	}
-	if q.Offset, err = intParam(c, "offset"); err != nil {
+	if q.Offset, err = queryInt(c, "offset", 0, 0, catalog.MaxSearchOffset); err != nil {
 		return err
 	}
 	res, err := a.cfg.Catalog.SearchAssets(c.Request().Context(), q)
@@ -106,19 +106,6 @@ func (a *API) search(c echo.Context) error {
 // more reports whether a search has hits past next (a page's end) that a next page may show.
 func more(res catalog.SearchResult, next int) bool {
 	return len(res.Hits) > 0 && (next < res.Total || !res.TotalExact) && next <= catalog.MaxSearchOffset
-}
-
-// intParam reads an optional integer query parameter (0 when absent); the domain checks its range.
-func intParam(c echo.Context, name string) (int, error) {
-	s := c.QueryParam(name)
-	if s == "" {
-		return 0, nil
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		return 0, badRequest(name, "%s must be a whole number, not %q", name, truncate(s, 32))
-	}
-	return n, nil
 }
 
 // searchAssetList answers GET /api/v1/assets?q= from the ranked search: the page holds whole

@@ -587,7 +587,7 @@ func (b *batch) flushPG(ctx context.Context) error {
 		edges = append(edges, edgeRow{k, e, false})
 	}
 	for k, e := range b.pending {
-		if cur := b.touches[k]; cur != nil { // known since (lastUse flushed it): merge
+		if cur := b.touches[k]; cur != nil { // known since (a concurrent Sync added it to the graph mid-batch): merge
 			b.touchEdge(k[0], k[1], e.first, cur.lastRun, true)
 			b.touchEdge(k[0], k[1], e.last, e.lastRun, true)
 			continue
@@ -726,7 +726,6 @@ func (b *batch) flushPG(ctx context.Context) error {
 	// New edges not inserted existed (the update widened them) or were inserted by a concurrent
 	// batch after this statement's snapshot: widen those now (a no-op for the others).
 	for _, r := range edges {
-		b.knownEdges[r.k] = true
 		if r.pending && !inserted[r.k] {
 			b.touches[r.k] = r.e
 		}

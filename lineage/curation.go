@@ -7,7 +7,6 @@ import (
 	"errors"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -62,25 +61,13 @@ func schemaColumns(f schemaFacet) []catalog.ColumnInput {
 				continue
 			}
 			seen[path] = true
-			out = append(out, catalog.ColumnInput{Path: path, Type: shorten(fd.Type, catalog.MaxColumnTypeLen),
-				Doc: shorten(fd.Description, catalog.MaxDescription)})
+			out = append(out, catalog.ColumnInput{Path: path, Type: catalog.Shorten(fd.Type, catalog.MaxColumnTypeLen),
+				Doc: catalog.Shorten(fd.Description, catalog.MaxDescription)})
 			walk(path+".", fd.Fields)
 		}
 	}
 	walk("", f.Fields)
 	return out
-}
-
-// shorten cuts s to at most n bytes on a rune boundary.
-func shorten(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	s = s[:n]
-	for len(s) > 0 && !utf8.ValidString(s) {
-		s = s[:len(s)-1]
-	}
-	return s
 }
 
 // sourceTags maps a tags facet to catalog tags (see Tag). An entry's field names the column.

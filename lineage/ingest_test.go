@@ -86,7 +86,7 @@ func TestConcurrentBatchesShareDatasets(t *testing.T) {
 		}
 
 		var wg sync.WaitGroup
-		errs := make(chan error, clients)
+		errs := make(chan error, n+clients*(perBatch+1)) // room for every event's and batch's error: a full channel would hang the test
 		var mu sync.Mutex
 		stored, dups := 0, 0
 		for c := range clients {

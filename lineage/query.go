@@ -19,6 +19,7 @@ import (
 	"github.com/tidemark/tidemark/ent/predicate"
 	"github.com/tidemark/tidemark/ent/run"
 	"github.com/tidemark/tidemark/ent/runio"
+	"github.com/tidemark/tidemark/internal/chunk"
 )
 
 // Limits on lineage queries.
@@ -327,12 +328,11 @@ func (s *Service) MarquezGraph(ctx context.Context, nodeID string, depth, limit 
 // facets returns the named facets of the assets, by asset and facet name.
 func (s *Service) facets(ctx context.Context, ids []uuid.UUID, names ...string) (map[uuid.UUID]map[string]string, error) {
 	out := map[uuid.UUID]map[string]string{}
-	for len(ids) > 0 {
-		n := min(1000, len(ids))
-		rows, err := s.db.AssetFacet.Query().Where(assetfacet.AssetIDIn(ids[:n]...), assetfacet.NameIn(names...)).
+	err := chunk.Each(ids, func(part []uuid.UUID) error {
+		rows, err := s.db.AssetFacet.Query().Where(assetfacet.AssetIDIn(part...), assetfacet.NameIn(names...)).
 			Select(assetfacet.FieldAssetID, assetfacet.FieldName, assetfacet.FieldValue).All(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("lineage: read facets: %w", err)
+			return fmt.Errorf("lineage: read facets: %w", err)
 		}
 		for _, r := range rows {
 			if out[r.AssetID] == nil {
@@ -340,9 +340,9 @@ func (s *Service) facets(ctx context.Context, ids []uuid.UUID, names ...string) 
 			}
 			out[r.AssetID][r.Name] = r.Value
 		}
-		ids = ids[n:]
-	}
-	return out, nil
+		return nil
+	})
+	return out, err
 }
 
 // FieldRef names a column: an asset and a field of it.

@@ -3,7 +3,6 @@ package tables
 import (
 	"context"
 	"errors"
-	"unicode/utf8"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
@@ -26,7 +25,7 @@ func columnsOf(sc *iceberg.Schema) []catalog.ColumnInput {
 	walk = func(prefix string, fields []iceberg.NestedField) {
 		for _, f := range fields {
 			id, path := f.ID, prefix+f.Name
-			col := catalog.ColumnInput{FieldID: &id, Path: path, Doc: shorten(f.Doc, catalog.MaxDescription)}
+			col := catalog.ColumnInput{FieldID: &id, Path: path, Doc: catalog.Shorten(f.Doc, catalog.MaxDescription)}
 			if f.Type != nil {
 				col.Type = f.Type.String()
 			}
@@ -42,18 +41,6 @@ func columnsOf(sc *iceberg.Schema) []catalog.ColumnInput {
 	}
 	walk("", sc.Fields())
 	return out
-}
-
-// shorten cuts s to at most n bytes on a rune boundary.
-func shorten(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	s = s[:n]
-	for len(s) > 0 && !utf8.ValidString(s) {
-		s = s[:len(s)-1]
-	}
-	return s
 }
 
 // syncColumns records the table's current schema as its asset's columns (source iceberg, with

@@ -151,17 +151,27 @@ func ingest(ctx context.Context) {
 	defer dropCopy()
 	cdb := benchdb.Open(ctx, copyDSN)
 	defer cdb.Close()
+	// Rows are read ahead: only writing them is timed.
+	var rows []benchdb.Rows
+	for _, t := range [][2]string{
+		{"usage_events", "event_key, asset_id, kind, actor, source, query_id, namespace, name, at, day, received_at"},
+		{"usage_dailies", "asset_id, day, reads, writes, distinct_actors, distinct_jobs, last_read_at, last_write_at, updated_at"},
+		{"usage_actor_dailies", "asset_id, day, actor, reads, writes"},
+		{"usage_actor_monthlies", "asset_id, month, actor, reads, writes"},
+		{"usage_names", "asset_id, namespace, name, first_at, last_at"},
+	} {
+		rows = append(rows, benchdb.ReadRows(ctx, db.SQL, t[0], t[1], ""))
+	}
 	copyStart := time.Now()
 	tx, err := cdb.SQL.BeginTx(ctx, nil)
 	benchdb.Must(err)
-	benchdb.CopySame(ctx, db.SQL, tx, "usage_events", "event_key, asset_id, kind, actor, source, query_id, namespace, name, at, day, received_at")
-	benchdb.CopySame(ctx, db.SQL, tx, "usage_dailies", "asset_id, day, reads, writes, distinct_actors, distinct_jobs, last_read_at, last_write_at, updated_at")
-	benchdb.CopySame(ctx, db.SQL, tx, "usage_actor_dailies", "asset_id, day, actor, reads, writes")
-	benchdb.CopySame(ctx, db.SQL, tx, "usage_actor_monthlies", "asset_id, month, actor, reads, writes")
-	benchdb.CopySame(ctx, db.SQL, tx, "usage_names", "asset_id, namespace, name, first_at, last_at")
+	for _, r := range rows {
+		benchdb.CopyRows(ctx, tx, r)
+	}
 	benchdb.Must(tx.Commit())
-	ceiling := float64(accepted.Load()) / time.Since(copyStart).Seconds()
-	fmt.Printf("COPY of the same rows (raw events and rollups): %s = %.0f records/s ceiling\n", time.Since(copyStart).Round(time.Millisecond), ceiling)
+	copyTook := time.Since(copyStart)
+	ceiling := float64(accepted.Load()) / copyTook.Seconds()
+	fmt.Printf("COPY of the same rows (raw events and rollups): %s = %.0f records/s ceiling\n", copyTook.Round(time.Millisecond), ceiling)
 	fmt.Printf("HTTP ingest / COPY ceiling = %.1f%% (target: at least 30%%)\n", 100*rate/ceiling)
 }
 

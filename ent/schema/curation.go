@@ -155,12 +155,12 @@ func (SearchDoc) Fields() []ent.Field {
 		field.String("status"),
 		field.String("namespace"),
 		field.String("name"),
-		field.String("name_key"), // the current name's tokens, for exact-match ranking
-		field.Text("t_name"),     // tokens of the current name and namespace
-		field.Text("t_former"),   // tokens of former names
-		field.Text("t_labels"),   // tags, glossary terms, owners
-		field.Text("t_body"),     // description, column names and docs
-		field.Int64("asset_version"),
+		field.String("name_key"),     // the current name's tokens, for exact-match ranking
+		field.Text("t_name"),         // tokens of the current name and namespace
+		field.Text("t_former"),       // tokens of former names
+		field.Text("t_labels"),       // tags, glossary terms, owners
+		field.Text("t_body"),         // description, column names and docs
+		field.Int64("asset_version"), // the asset's version when its searchable values last changed
 	}
 }
 
