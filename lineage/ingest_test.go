@@ -47,7 +47,9 @@ func TestConcurrentBatchesShareDatasets(t *testing.T) {
 			for range batches {
 				var batch [][]byte
 				for range perBatch {
-					at := t0.Add(time.Duration(rng.Intn(10_000)) * time.Second)
+					// Distinct times (n milliseconds apart at least): on a tie, which run an edge
+					// names last depends on which batch commits last, which no test can know.
+					at := t0.Add(time.Duration(rng.Intn(10_000))*time.Second + time.Duration(n)*time.Millisecond)
 					run := uuid.NewString()
 					job := fmt.Sprintf("job_%d", rng.Intn(8))
 					ins := []string{fmt.Sprintf("t_%d", rng.Intn(20)), fmt.Sprintf("t_%d", rng.Intn(20))}
@@ -56,7 +58,7 @@ func TestConcurrentBatchesShareDatasets(t *testing.T) {
 					for _, in := range ins {
 						inputs = append(inputs, map[string]any{"namespace": "w", "name": in})
 					}
-					raw, err := json.Marshal(map[string]any{"eventType": "COMPLETE", "eventTime": at.Format(time.RFC3339),
+					raw, err := json.Marshal(map[string]any{"eventType": "COMPLETE", "eventTime": at.Format(time.RFC3339Nano),
 						"producer": "test", "run": map[string]any{"runId": run}, "job": map[string]any{"namespace": "w", "name": job},
 						"inputs": inputs, "outputs": []any{map[string]any{"namespace": "w", "name": out}}})
 					if err != nil {
