@@ -58,6 +58,7 @@ import (
 	"github.com/tidemark/tidemark/ent/usageactormonthly"
 	"github.com/tidemark/tidemark/ent/usagedaily"
 	"github.com/tidemark/tidemark/ent/usageevent"
+	"github.com/tidemark/tidemark/ent/usagejobdaily"
 	"github.com/tidemark/tidemark/ent/usagename"
 	"github.com/tidemark/tidemark/ent/usagepending"
 	"github.com/tidemark/tidemark/ent/webhook"
@@ -155,6 +156,8 @@ type Client struct {
 	UsageDaily *UsageDailyClient
 	// UsageEvent is the client for interacting with the UsageEvent builders.
 	UsageEvent *UsageEventClient
+	// UsageJobDaily is the client for interacting with the UsageJobDaily builders.
+	UsageJobDaily *UsageJobDailyClient
 	// UsageName is the client for interacting with the UsageName builders.
 	UsageName *UsageNameClient
 	// UsagePending is the client for interacting with the UsagePending builders.
@@ -216,6 +219,7 @@ func (c *Client) init() {
 	c.UsageActorMonthly = NewUsageActorMonthlyClient(c.config)
 	c.UsageDaily = NewUsageDailyClient(c.config)
 	c.UsageEvent = NewUsageEventClient(c.config)
+	c.UsageJobDaily = NewUsageJobDailyClient(c.config)
 	c.UsageName = NewUsageNameClient(c.config)
 	c.UsagePending = NewUsagePendingClient(c.config)
 	c.WebSession = NewWebSessionClient(c.config)
@@ -354,6 +358,7 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		UsageActorMonthly:     NewUsageActorMonthlyClient(cfg),
 		UsageDaily:            NewUsageDailyClient(cfg),
 		UsageEvent:            NewUsageEventClient(cfg),
+		UsageJobDaily:         NewUsageJobDailyClient(cfg),
 		UsageName:             NewUsageNameClient(cfg),
 		UsagePending:          NewUsagePendingClient(cfg),
 		WebSession:            NewWebSessionClient(cfg),
@@ -419,6 +424,7 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		UsageActorMonthly:     NewUsageActorMonthlyClient(cfg),
 		UsageDaily:            NewUsageDailyClient(cfg),
 		UsageEvent:            NewUsageEventClient(cfg),
+		UsageJobDaily:         NewUsageJobDailyClient(cfg),
 		UsageName:             NewUsageNameClient(cfg),
 		UsagePending:          NewUsagePendingClient(cfg),
 		WebSession:            NewWebSessionClient(cfg),
@@ -461,7 +467,7 @@ func (c *Client) Use(hooks ...Hook) {
 		c.ReconciliationFinding, c.ReconciliationRun, c.Run, c.RunIO, c.SchemaChange,
 		c.SearchDoc, c.SearchFacet, c.SuggestionDecision, c.TableSync,
 		c.UsageActorDaily, c.UsageActorMonthly, c.UsageDaily, c.UsageEvent,
-		c.UsageName, c.UsagePending, c.WebSession, c.Webhook,
+		c.UsageJobDaily, c.UsageName, c.UsagePending, c.WebSession, c.Webhook,
 	} {
 		n.Use(hooks...)
 	}
@@ -480,7 +486,7 @@ func (c *Client) Intercept(interceptors ...Interceptor) {
 		c.ReconciliationFinding, c.ReconciliationRun, c.Run, c.RunIO, c.SchemaChange,
 		c.SearchDoc, c.SearchFacet, c.SuggestionDecision, c.TableSync,
 		c.UsageActorDaily, c.UsageActorMonthly, c.UsageDaily, c.UsageEvent,
-		c.UsageName, c.UsagePending, c.WebSession, c.Webhook,
+		c.UsageJobDaily, c.UsageName, c.UsagePending, c.WebSession, c.Webhook,
 	} {
 		n.Intercept(interceptors...)
 	}
@@ -573,6 +579,8 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.UsageDaily.mutate(ctx, m)
 	case *UsageEventMutation:
 		return c.UsageEvent.mutate(ctx, m)
+	case *UsageJobDailyMutation:
+		return c.UsageJobDaily.mutate(ctx, m)
 	case *UsageNameMutation:
 		return c.UsageName.mutate(ctx, m)
 	case *UsagePendingMutation:
@@ -6269,6 +6277,139 @@ func (c *UsageEventClient) mutate(ctx context.Context, m *UsageEventMutation) (V
 	}
 }
 
+// UsageJobDailyClient is a client for the UsageJobDaily schema.
+type UsageJobDailyClient struct {
+	config
+}
+
+// NewUsageJobDailyClient returns a client for the UsageJobDaily from the given config.
+func NewUsageJobDailyClient(c config) *UsageJobDailyClient {
+	return &UsageJobDailyClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `usagejobdaily.Hooks(f(g(h())))`.
+func (c *UsageJobDailyClient) Use(hooks ...Hook) {
+	c.hooks.UsageJobDaily = append(c.hooks.UsageJobDaily, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `usagejobdaily.Intercept(f(g(h())))`.
+func (c *UsageJobDailyClient) Intercept(interceptors ...Interceptor) {
+	c.inters.UsageJobDaily = append(c.inters.UsageJobDaily, interceptors...)
+}
+
+// Create returns a builder for creating a UsageJobDaily entity.
+func (c *UsageJobDailyClient) Create() *UsageJobDailyCreate {
+	mutation := newUsageJobDailyMutation(c.config, OpCreate)
+	return &UsageJobDailyCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of UsageJobDaily entities.
+func (c *UsageJobDailyClient) CreateBulk(builders ...*UsageJobDailyCreate) *UsageJobDailyCreateBulk {
+	return &UsageJobDailyCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *UsageJobDailyClient) MapCreateBulk(slice any, setFunc func(*UsageJobDailyCreate, int)) *UsageJobDailyCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &UsageJobDailyCreateBulk{err: fmt.Errorf("calling to UsageJobDailyClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*UsageJobDailyCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &UsageJobDailyCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for UsageJobDaily.
+func (c *UsageJobDailyClient) Update() *UsageJobDailyUpdate {
+	mutation := newUsageJobDailyMutation(c.config, OpUpdate)
+	return &UsageJobDailyUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *UsageJobDailyClient) UpdateOne(_m *UsageJobDaily) *UsageJobDailyUpdateOne {
+	mutation := newUsageJobDailyMutation(c.config, OpUpdateOne, withUsageJobDaily(_m))
+	return &UsageJobDailyUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *UsageJobDailyClient) UpdateOneID(id int) *UsageJobDailyUpdateOne {
+	mutation := newUsageJobDailyMutation(c.config, OpUpdateOne, withUsageJobDailyID(id))
+	return &UsageJobDailyUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for UsageJobDaily.
+func (c *UsageJobDailyClient) Delete() *UsageJobDailyDelete {
+	mutation := newUsageJobDailyMutation(c.config, OpDelete)
+	return &UsageJobDailyDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *UsageJobDailyClient) DeleteOne(_m *UsageJobDaily) *UsageJobDailyDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *UsageJobDailyClient) DeleteOneID(id int) *UsageJobDailyDeleteOne {
+	builder := c.Delete().Where(usagejobdaily.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &UsageJobDailyDeleteOne{builder}
+}
+
+// Query returns a query builder for UsageJobDaily.
+func (c *UsageJobDailyClient) Query() *UsageJobDailyQuery {
+	return &UsageJobDailyQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeUsageJobDaily},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a UsageJobDaily entity by its id.
+func (c *UsageJobDailyClient) Get(ctx context.Context, id int) (*UsageJobDaily, error) {
+	return c.Query().Where(usagejobdaily.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *UsageJobDailyClient) GetX(ctx context.Context, id int) *UsageJobDaily {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *UsageJobDailyClient) Hooks() []Hook {
+	return c.hooks.UsageJobDaily
+}
+
+// Interceptors returns the client interceptors.
+func (c *UsageJobDailyClient) Interceptors() []Interceptor {
+	return c.inters.UsageJobDaily
+}
+
+func (c *UsageJobDailyClient) mutate(ctx context.Context, m *UsageJobDailyMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&UsageJobDailyCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&UsageJobDailyUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&UsageJobDailyUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&UsageJobDailyDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown UsageJobDaily mutation op: %q", m.Op())
+	}
+}
+
 // UsageNameClient is a client for the UsageName schema.
 type UsageNameClient struct {
 	config
@@ -6812,7 +6953,8 @@ type (
 		Owner, Proposal, ProposalFile, ProposalStep, ReconciliationFinding,
 		ReconciliationRun, Run, RunIO, SchemaChange, SearchDoc, SearchFacet,
 		SuggestionDecision, TableSync, UsageActorDaily, UsageActorMonthly, UsageDaily,
-		UsageEvent, UsageName, UsagePending, WebSession, Webhook []ent.Hook
+		UsageEvent, UsageJobDaily, UsageName, UsagePending, WebSession,
+		Webhook []ent.Hook
 	}
 	inters struct {
 		APIToken, Asset, AssetFacet, AssetName, AuditEvent, Classification,
@@ -6823,7 +6965,8 @@ type (
 		Owner, Proposal, ProposalFile, ProposalStep, ReconciliationFinding,
 		ReconciliationRun, Run, RunIO, SchemaChange, SearchDoc, SearchFacet,
 		SuggestionDecision, TableSync, UsageActorDaily, UsageActorMonthly, UsageDaily,
-		UsageEvent, UsageName, UsagePending, WebSession, Webhook []ent.Interceptor
+		UsageEvent, UsageJobDaily, UsageName, UsagePending, WebSession,
+		Webhook []ent.Interceptor
 	}
 )
 

@@ -54,6 +54,7 @@ import (
 	"github.com/tidemark/tidemark/ent/usageactormonthly"
 	"github.com/tidemark/tidemark/ent/usagedaily"
 	"github.com/tidemark/tidemark/ent/usageevent"
+	"github.com/tidemark/tidemark/ent/usagejobdaily"
 	"github.com/tidemark/tidemark/ent/usagename"
 	"github.com/tidemark/tidemark/ent/usagepending"
 	"github.com/tidemark/tidemark/ent/webhook"
@@ -160,6 +161,7 @@ func checkColumn(t, c string) error {
 			usageactormonthly.Table:     usageactormonthly.ValidColumn,
 			usagedaily.Table:            usagedaily.ValidColumn,
 			usageevent.Table:            usageevent.ValidColumn,
+			usagejobdaily.Table:         usagejobdaily.ValidColumn,
 			usagename.Table:             usagename.ValidColumn,
 			usagepending.Table:          usagepending.ValidColumn,
 			websession.Table:            websession.ValidColumn,

@@ -56,6 +56,7 @@ import (
 	"github.com/tidemark/tidemark/ent/usageactormonthly"
 	"github.com/tidemark/tidemark/ent/usagedaily"
 	"github.com/tidemark/tidemark/ent/usageevent"
+	"github.com/tidemark/tidemark/ent/usagejobdaily"
 	"github.com/tidemark/tidemark/ent/usagename"
 	"github.com/tidemark/tidemark/ent/usagepending"
 	"github.com/tidemark/tidemark/ent/webhook"
@@ -113,6 +114,7 @@ const (
 	TypeUsageActorMonthly     = "UsageActorMonthly"
 	TypeUsageDaily            = "UsageDaily"
 	TypeUsageEvent            = "UsageEvent"
+	TypeUsageJobDaily         = "UsageJobDaily"
 	TypeUsageName             = "UsageName"
 	TypeUsagePending          = "UsagePending"
 	TypeWebSession            = "WebSession"
@@ -31237,6 +31239,440 @@ func (m *UsageEventMutation) ClearEdge(name string) error {
 // It returns an error if the edge is not defined in the schema.
 func (m *UsageEventMutation) ResetEdge(name string) error {
 	return fmt.Errorf("unknown UsageEvent edge %s", name)
+}
+
+// UsageJobDailyMutation represents an operation that mutates the UsageJobDaily nodes in the graph.
+type UsageJobDailyMutation struct {
+	config
+	op            Op
+	typ           string
+	id            *int
+	day           *string
+	asset_id      *uuid.UUID
+	job_asset_id  *uuid.UUID
+	clearedFields map[string]struct{}
+	done          bool
+	oldValue      func(context.Context) (*UsageJobDaily, error)
+	predicates    []predicate.UsageJobDaily
+}
+
+var _ ent.Mutation = (*UsageJobDailyMutation)(nil)
+
+// usagejobdailyOption allows management of the mutation configuration using functional options.
+type usagejobdailyOption func(*UsageJobDailyMutation)
+
+// newUsageJobDailyMutation creates new mutation for the UsageJobDaily entity.
+func newUsageJobDailyMutation(c config, op Op, opts ...usagejobdailyOption) *UsageJobDailyMutation {
+	m := &UsageJobDailyMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeUsageJobDaily,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withUsageJobDailyID sets the ID field of the mutation.
+func withUsageJobDailyID(id int) usagejobdailyOption {
+	return func(m *UsageJobDailyMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *UsageJobDaily
+		)
+		m.oldValue = func(ctx context.Context) (*UsageJobDaily, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().UsageJobDaily.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withUsageJobDaily sets the old UsageJobDaily of the mutation.
+func withUsageJobDaily(node *UsageJobDaily) usagejobdailyOption {
+	return func(m *UsageJobDailyMutation) {
+		m.oldValue = func(context.Context) (*UsageJobDaily, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m UsageJobDailyMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m UsageJobDailyMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *UsageJobDailyMutation) ID() (id int, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *UsageJobDailyMutation) IDs(ctx context.Context) ([]int, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []int{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().UsageJobDaily.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetDay sets the "day" field.
+func (m *UsageJobDailyMutation) SetDay(s string) {
+	m.day = &s
+}
+
+// Day returns the value of the "day" field in the mutation.
+func (m *UsageJobDailyMutation) Day() (r string, exists bool) {
+	v := m.day
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldDay returns the old "day" field's value of the UsageJobDaily entity.
+// If the UsageJobDaily object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UsageJobDailyMutation) OldDay(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldDay is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldDay requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldDay: %w", err)
+	}
+	return oldValue.Day, nil
+}
+
+// ResetDay resets all changes to the "day" field.
+func (m *UsageJobDailyMutation) ResetDay() {
+	m.day = nil
+}
+
+// SetAssetID sets the "asset_id" field.
+func (m *UsageJobDailyMutation) SetAssetID(u uuid.UUID) {
+	m.asset_id = &u
+}
+
+// AssetID returns the value of the "asset_id" field in the mutation.
+func (m *UsageJobDailyMutation) AssetID() (r uuid.UUID, exists bool) {
+	v := m.asset_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAssetID returns the old "asset_id" field's value of the UsageJobDaily entity.
+// If the UsageJobDaily object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UsageJobDailyMutation) OldAssetID(ctx context.Context) (v uuid.UUID, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAssetID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAssetID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAssetID: %w", err)
+	}
+	return oldValue.AssetID, nil
+}
+
+// ResetAssetID resets all changes to the "asset_id" field.
+func (m *UsageJobDailyMutation) ResetAssetID() {
+	m.asset_id = nil
+}
+
+// SetJobAssetID sets the "job_asset_id" field.
+func (m *UsageJobDailyMutation) SetJobAssetID(u uuid.UUID) {
+	m.job_asset_id = &u
+}
+
+// JobAssetID returns the value of the "job_asset_id" field in the mutation.
+func (m *UsageJobDailyMutation) JobAssetID() (r uuid.UUID, exists bool) {
+	v := m.job_asset_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldJobAssetID returns the old "job_asset_id" field's value of the UsageJobDaily entity.
+// If the UsageJobDaily object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UsageJobDailyMutation) OldJobAssetID(ctx context.Context) (v uuid.UUID, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldJobAssetID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldJobAssetID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldJobAssetID: %w", err)
+	}
+	return oldValue.JobAssetID, nil
+}
+
+// ResetJobAssetID resets all changes to the "job_asset_id" field.
+func (m *UsageJobDailyMutation) ResetJobAssetID() {
+	m.job_asset_id = nil
+}
+
+// Where appends a list predicates to the UsageJobDailyMutation builder.
+func (m *UsageJobDailyMutation) Where(ps ...predicate.UsageJobDaily) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the UsageJobDailyMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *UsageJobDailyMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.UsageJobDaily, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *UsageJobDailyMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *UsageJobDailyMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (UsageJobDaily).
+func (m *UsageJobDailyMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *UsageJobDailyMutation) Fields() []string {
+	fields := make([]string, 0, 3)
+	if m.day != nil {
+		fields = append(fields, usagejobdaily.FieldDay)
+	}
+	if m.asset_id != nil {
+		fields = append(fields, usagejobdaily.FieldAssetID)
+	}
+	if m.job_asset_id != nil {
+		fields = append(fields, usagejobdaily.FieldJobAssetID)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *UsageJobDailyMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case usagejobdaily.FieldDay:
+		return m.Day()
+	case usagejobdaily.FieldAssetID:
+		return m.AssetID()
+	case usagejobdaily.FieldJobAssetID:
+		return m.JobAssetID()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *UsageJobDailyMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case usagejobdaily.FieldDay:
+		return m.OldDay(ctx)
+	case usagejobdaily.FieldAssetID:
+		return m.OldAssetID(ctx)
+	case usagejobdaily.FieldJobAssetID:
+		return m.OldJobAssetID(ctx)
+	}
+	return nil, fmt.Errorf("unknown UsageJobDaily field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *UsageJobDailyMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case usagejobdaily.FieldDay:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetDay(v)
+		return nil
+	case usagejobdaily.FieldAssetID:
+		v, ok := value.(uuid.UUID)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAssetID(v)
+		return nil
+	case usagejobdaily.FieldJobAssetID:
+		v, ok := value.(uuid.UUID)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetJobAssetID(v)
+		return nil
+	}
+	return fmt.Errorf("unknown UsageJobDaily field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *UsageJobDailyMutation) AddedFields() []string {
+	return nil
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *UsageJobDailyMutation) AddedField(name string) (ent.Value, bool) {
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *UsageJobDailyMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	}
+	return fmt.Errorf("unknown UsageJobDaily numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *UsageJobDailyMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *UsageJobDailyMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *UsageJobDailyMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown UsageJobDaily nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *UsageJobDailyMutation) ResetField(name string) error {
+	switch name {
+	case usagejobdaily.FieldDay:
+		m.ResetDay()
+		return nil
+	case usagejobdaily.FieldAssetID:
+		m.ResetAssetID()
+		return nil
+	case usagejobdaily.FieldJobAssetID:
+		m.ResetJobAssetID()
+		return nil
+	}
+	return fmt.Errorf("unknown UsageJobDaily field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *UsageJobDailyMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *UsageJobDailyMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *UsageJobDailyMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *UsageJobDailyMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *UsageJobDailyMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *UsageJobDailyMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *UsageJobDailyMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown UsageJobDaily unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *UsageJobDailyMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown UsageJobDaily edge %s", name)
 }
 
 // UsageNameMutation represents an operation that mutates the UsageName nodes in the graph.

@@ -98,6 +98,8 @@ type Tx struct {
 	UsageDaily *UsageDailyClient
 	// UsageEvent is the client for interacting with the UsageEvent builders.
 	UsageEvent *UsageEventClient
+	// UsageJobDaily is the client for interacting with the UsageJobDaily builders.
+	UsageJobDaily *UsageJobDailyClient
 	// UsageName is the client for interacting with the UsageName builders.
 	UsageName *UsageNameClient
 	// UsagePending is the client for interacting with the UsagePending builders.
@@ -279,6 +281,7 @@ func (tx *Tx) init() {
 	tx.UsageActorMonthly = NewUsageActorMonthlyClient(tx.config)
 	tx.UsageDaily = NewUsageDailyClient(tx.config)
 	tx.UsageEvent = NewUsageEventClient(tx.config)
+	tx.UsageJobDaily = NewUsageJobDailyClient(tx.config)
 	tx.UsageName = NewUsageNameClient(tx.config)
 	tx.UsagePending = NewUsagePendingClient(tx.config)
 	tx.WebSession = NewWebSessionClient(tx.config)

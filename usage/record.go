@@ -13,7 +13,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/cespare/xxhash/v2"
 	"github.com/google/uuid"
 	"github.com/lib/pq"
 
@@ -280,6 +279,10 @@ func (s *Service) store(ctx context.Context, rows []row) (map[string]bool, error
 	if len(rows) == 0 {
 		return inserted, nil
 	}
+	// One insert order (by key) for every batch: two batches holding the same keys then wait on
+	// each other instead of deadlocking.
+	rows = slices.Clone(rows)
+	slices.SortFunc(rows, func(a, b row) int { return strings.Compare(a.key, b.key) })
 	err := s.inTx(ctx, func(ctx context.Context, tx *ent.Tx) error {
 		clear(inserted)
 		received := s.clock()
@@ -336,11 +339,14 @@ type bucket struct {
 type dayAgg struct {
 	reads, writes, late int64
 	lastRead, lastWrite *time.Time
-	jobs                bool
 }
 type actorKey struct {
 	bucket
 	actor string
+}
+type jobKey struct {
+	bucket
+	job uuid.UUID
 }
 type nameKey struct {
 	asset     uuid.UUID
@@ -348,22 +354,22 @@ type nameKey struct {
 	name      string
 }
 
-// rollupAgg sums a batch of stored rows per day bucket, per actor and per name seen.
+// rollupAgg sums a batch of stored rows per day bucket, per actor and per name seen, and
+// collects the jobs of each bucket.
 type rollupAgg struct {
 	days   map[bucket]*dayAgg
 	actors map[actorKey]*[2]int64
+	jobs   map[jobKey]bool
 	names  map[nameKey]*[2]time.Time
-	assets map[string]bool
 }
 
 func aggregate(rows []row) rollupAgg {
 	days := map[bucket]*dayAgg{}
 	actors := map[actorKey]*[2]int64{}
+	jobs := map[jobKey]bool{}
 	names := map[nameKey]*[2]time.Time{}
-	assetSet := map[string]bool{}
 	for _, r := range rows {
 		b := bucket{r.assetID, Day(r.at)}
-		assetSet[r.assetID.String()] = true
 		d := days[b]
 		if d == nil {
 			d = &dayAgg{}
@@ -381,7 +387,9 @@ func aggregate(rows []row) rollupAgg {
 				d.lastWrite = &at
 			}
 		}
-		d.jobs = d.jobs || r.jobID != nil
+		if r.jobID != nil {
+			jobs[jobKey{b, *r.jobID}] = true
+		}
 		if r.late {
 			d.late++
 		}
@@ -412,39 +420,30 @@ func aggregate(rows []row) rollupAgg {
 			}
 		}
 	}
-	return rollupAgg{days: days, actors: actors, names: names, assets: assetSet}
+	return rollupAgg{days: days, actors: actors, jobs: jobs, names: names}
 }
 
 // rollup adds the newly stored rows to the rollups. Only rows this transaction inserted are
-// added (duplicates never reach here), so increments are exact; on PostgreSQL a lock per asset,
-// taken in one order, serialises batches for the same asset, so the distinct counts (new
-// per-actor rows on PostgreSQL, a count of them on SQLite; for jobs, the day's raw events) see
-// each other's rows.
+// added (duplicates never reach here), so increments are exact. The distinct counts are added
+// too: a new actor or job of a day is one whose row this statement inserted (PostgreSQL's
+// ON CONFLICT makes a concurrent batch wait for the insert and then see it), so no lock and no
+// recount is needed. Every table is written in one order, and its rows in key order, so two
+// batches over the same assets wait on each other rather than deadlock.
 func (s *Service) rollup(ctx context.Context, tx *ent.Tx, rows []row) error {
 	if len(rows) == 0 {
 		return nil
 	}
 	ag := aggregate(rows)
-	days, actors, names, assetSet := ag.days, ag.actors, ag.names, ag.assets
-	if err := s.lockAssets(ctx, tx, assetSet); err != nil {
-		return err
-	}
 	now := s.clock()
 
-	var dayRows, jobBuckets [][2]string
-	dayArgs := map[[2]string][]any{}
-	for b, d := range days {
-		k := [2]string{b.asset.String(), b.day}
-		dayRows = append(dayRows, k)
-		dayArgs[k] = []any{b.asset, b.day, d.reads, d.writes, 0, nullTime(d.lastRead), nullTime(d.lastWrite), now, d.late}
-		if d.jobs {
-			jobBuckets = append(jobBuckets, k)
-		}
+	dayRows := make([][2]string, 0, len(ag.days))
+	for b := range ag.days {
+		dayRows = append(dayRows, [2]string{b.asset.String(), b.day})
 	}
 	slices.SortFunc(dayRows, func(a, b [2]string) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
 	var actorRows, monthRows [][]any
 	months := map[actorKey]*[2]int64{}
-	for k, c := range actors {
+	for k, c := range ag.actors {
 		actorRows = append(actorRows, []any{k.asset, k.day, k.actor, c[0], c[1]})
 		mk := actorKey{bucket{k.asset, k.day[:7]}, k.actor}
 		m := months[mk]
@@ -458,14 +457,21 @@ func (s *Service) rollup(ctx context.Context, tx *ent.Tx, rows []row) error {
 	for k, c := range months {
 		monthRows = append(monthRows, []any{k.asset, k.day, k.actor, c[0], c[1]})
 	}
-	slices.SortFunc(actorRows, func(a, b []any) int { // one lock order for every batch
-		return cmp.Or(cmp.Compare(a[0].(uuid.UUID).String(), b[0].(uuid.UUID).String()), cmp.Compare(a[1].(string), b[1].(string)),
-			cmp.Compare(a[2].(string), b[2].(string)))
+	sortRows(actorRows)
+	sortRows(monthRows)
+	jobRows := make([][]any, 0, len(ag.jobs))
+	for k := range ag.jobs {
+		jobRows = append(jobRows, []any{k.day, k.asset, k.job})
+	}
+	slices.SortFunc(jobRows, func(a, b []any) int { // the unique index's order: day, asset, job
+		return cmp.Or(cmp.Compare(a[0].(string), b[0].(string)), cmp.Compare(a[1].(uuid.UUID).String(), b[1].(uuid.UUID).String()),
+			cmp.Compare(a[2].(uuid.UUID).String(), b[2].(uuid.UUID).String()))
 	})
 	var nameRows [][]any
-	for k, n := range names {
+	for k, n := range ag.names {
 		nameRows = append(nameRows, []any{k.asset, k.namespace, k.name, n[0], n[1]})
 	}
+	sortRows(nameRows)
 
 	newActors, err := s.upsertActors(ctx, tx, actorRows)
 	if err != nil {
@@ -476,15 +482,55 @@ func (s *Service) rollup(ctx context.Context, tx *ent.Tx, rows []row) error {
 			writes = usage_actor_monthlies.writes + excluded.writes`); err != nil {
 		return err
 	}
-	var dailies [][]any
+	newJobs, err := s.insertJobs(ctx, tx, jobRows)
+	if err != nil {
+		return err
+	}
+	dailies := make([][]any, 0, len(dayRows))
 	for _, k := range dayRows {
-		dayArgs[k][4] = newActors[k]
-		dailies = append(dailies, dayArgs[k])
+		id, _ := uuid.Parse(k[0])
+		d := ag.days[bucket{id, k[1]}]
+		dailies = append(dailies, []any{id, k[1], d.reads, d.writes, newActors[k], newJobs[k], nullTime(d.lastRead), nullTime(d.lastWrite), now, d.late})
 	}
 	if err := s.upsertDays(ctx, tx, dailies, nameRows); err != nil {
 		return err
 	}
-	return s.recount(ctx, tx, dayRows, jobBuckets)
+	return s.recountActors(ctx, tx, dayRows)
+}
+
+// sortRows sorts rows whose first three values are an asset ID and two strings (a rollup's
+// unique key), so every batch writes them in one order.
+func sortRows(rows [][]any) {
+	slices.SortFunc(rows, func(a, b []any) int {
+		return cmp.Or(cmp.Compare(a[0].(uuid.UUID).String(), b[0].(uuid.UUID).String()), cmp.Compare(a[1].(string), b[1].(string)),
+			cmp.Compare(a[2].(string), b[2].(string)))
+	})
+}
+
+// insertJobs records which jobs used which assets on which days and returns, per (asset, day)
+// bucket, how many of them are new that day.
+func (s *Service) insertJobs(ctx context.Context, tx *ent.Tx, jobRows [][]any) (map[[2]string]int, error) {
+	newJobs := map[[2]string]int{}
+	for _, part := range chunk(jobRows) {
+		q, args := s.bulkInsert("usage_job_dailies", jobCols, part, "ON CONFLICT (day, asset_id, job_asset_id) DO NOTHING RETURNING asset_id, day")
+		res, err := tx.QueryContext(ctx, q, args...)
+		if err != nil {
+			return nil, fmt.Errorf("usage: count jobs: %w", err)
+		}
+		for res.Next() {
+			var asset, day string
+			if err := res.Scan(&asset, &day); err != nil {
+				res.Close()
+				return nil, err
+			}
+			newJobs[[2]string{asset, day}]++
+		}
+		res.Close()
+		if err := res.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return newJobs, nil
 }
 
 // upsertActors adds actor counts to the daily actor rollup and returns, per (asset, day)
@@ -531,6 +577,7 @@ func (s *Service) upsertDays(ctx context.Context, tx *ent.Tx, dailies, nameRows 
 		`ON CONFLICT (asset_id, day) DO UPDATE SET reads = usage_dailies.reads + excluded.reads,
 			writes = usage_dailies.writes + excluded.writes, late_records = usage_dailies.late_records + excluded.late_records,
 			distinct_actors = usage_dailies.distinct_actors + excluded.distinct_actors,
+			distinct_jobs = usage_dailies.distinct_jobs + excluded.distinct_jobs,
 			last_read_at = CASE WHEN usage_dailies.last_read_at IS NULL OR excluded.last_read_at > usage_dailies.last_read_at
 				THEN excluded.last_read_at ELSE usage_dailies.last_read_at END,
 			last_write_at = CASE WHEN usage_dailies.last_write_at IS NULL OR excluded.last_write_at > usage_dailies.last_write_at
@@ -548,23 +595,18 @@ func (s *Service) upsertDays(ctx context.Context, tx *ent.Tx, dailies, nameRows 
 	return nil
 }
 
-// recount sets the distinct counts that cannot be added up: actors on SQLite, jobs everywhere.
-func (s *Service) recount(ctx context.Context, tx *ent.Tx, dayRows, jobBuckets [][2]string) error {
+// recountActors sets the day rollups' distinct actors on SQLite, which cannot tell an inserted
+// row from an updated one (PostgreSQL counted them in upsertActors). SQLite has one writer at a
+// time, so the count sees every batch's rows.
+func (s *Service) recountActors(ctx context.Context, tx *ent.Tx, dayRows [][2]string) error {
+	if !s.sqlite {
+		return nil
+	}
 	for _, part := range chunk(dayRows) {
-		if !s.sqlite {
-			break // PostgreSQL: counted from the actor upsert above
-		}
 		where, args := s.bucketWhere(part, nil)
 		if _, err := tx.ExecContext(ctx, `UPDATE usage_dailies SET distinct_actors = (SELECT count(*) FROM usage_actor_dailies a
 			WHERE a.asset_id = usage_dailies.asset_id AND a.day = usage_dailies.day) WHERE `+where, args...); err != nil {
 			return fmt.Errorf("usage: count actors: %w", err)
-		}
-	}
-	for _, part := range chunk(jobBuckets) {
-		where, args := s.bucketWhere(part, nil)
-		if _, err := tx.ExecContext(ctx, `UPDATE usage_dailies SET distinct_jobs = (SELECT COUNT(DISTINCT e.job_asset_id) FROM usage_events e
-			WHERE e.asset_id = usage_dailies.asset_id AND e.day = usage_dailies.day) WHERE `+where, args...); err != nil {
-			return fmt.Errorf("usage: count jobs: %w", err)
 		}
 	}
 	return nil
@@ -577,46 +619,6 @@ func nullTime(t *time.Time) any {
 	return *t
 }
 
-// lockStripes is how many advisory locks guard the rollups: an asset's rows are guarded by the
-// stripe its ID hashes to. A transaction takes at most this many locks however many assets it
-// touches (one lock an asset ran PostgreSQL's shared lock table out of memory on a batch of
-// 40,000 datasets); small batches on different assets still rarely share a stripe.
-const lockStripes = 64
-
-// usageLockClass is the first key of the rollup locks (the second is the stripe), so they
-// cannot collide with single-key advisory locks taken elsewhere.
-const usageLockClass = 0x75736167 // "usag"
-
-// lockAssets takes, on PostgreSQL, the transaction locks of the stripes of a set of assets in
-// one statement and in ascending order (so two batches cannot deadlock).
-func (s *Service) lockAssets(ctx context.Context, tx *ent.Tx, set map[string]bool) error {
-	if s.sqlite || len(set) == 0 {
-		return nil // one writer at a time already
-	}
-	stripes := map[uint32]bool{}
-	for a := range set {
-		stripes[uint32(xxhash.Sum64String(a)%lockStripes)] = true
-	}
-	ids := make([]int, 0, len(stripes))
-	for st := range stripes {
-		ids = append(ids, int(st))
-	}
-	slices.Sort(ids)
-	var q strings.Builder
-	fmt.Fprintf(&q, "SELECT count(pg_advisory_xact_lock(%d, v)) FROM (SELECT v FROM (VALUES ", usageLockClass)
-	for i, st := range ids {
-		if i > 0 {
-			q.WriteString(",")
-		}
-		fmt.Fprintf(&q, "(%d)", st)
-	}
-	q.WriteString(") AS t(v) ORDER BY v) AS s")
-	if _, err := tx.ExecContext(ctx, q.String()); err != nil {
-		return fmt.Errorf("usage: lock rollups: %w", err)
-	}
-	return nil
-}
-
 // column is a column name and its PostgreSQL type (the unnest arrays are cast to it).
 type column struct{ name, pgType string }
 
@@ -627,7 +629,8 @@ var (
 	actorCols = []column{{"asset_id", "uuid"}, {"day", "text"}, {"actor", "text"}, {"reads", "bigint"}, {"writes", "bigint"}}
 	monthCols = []column{{"asset_id", "uuid"}, {"month", "text"}, {"actor", "text"}, {"reads", "bigint"}, {"writes", "bigint"}}
 	dailyCols = []column{{"asset_id", "uuid"}, {"day", "text"}, {"reads", "bigint"}, {"writes", "bigint"}, {"distinct_actors", "bigint"},
-		{"last_read_at", "timestamptz"}, {"last_write_at", "timestamptz"}, {"updated_at", "timestamptz"}, {"late_records", "bigint"}}
+		{"distinct_jobs", "bigint"}, {"last_read_at", "timestamptz"}, {"last_write_at", "timestamptz"}, {"updated_at", "timestamptz"}, {"late_records", "bigint"}}
+	jobCols  = []column{{"day", "text"}, {"asset_id", "uuid"}, {"job_asset_id", "uuid"}}
 	nameCols = []column{{"asset_id", "uuid"}, {"namespace", "text"}, {"name", "text"}, {"first_at", "timestamptz"}, {"last_at", "timestamptz"}}
 )
 

@@ -82,7 +82,8 @@ func (s *Service) clock() time.Time { return s.now().UTC().Truncate(time.Microse
 func Day(t time.Time) string { return t.UTC().Format(time.DateOnly) }
 
 // Purge deletes raw events, and unresolved records, older than the retention; rollups stay. It
-// returns how many it deleted.
+// returns how many it deleted. The jobs seen per day go too, for the days before the cutoff's:
+// no record of those days is accepted any more, so no job can be new to them.
 func (s *Service) Purge(ctx context.Context) (int, error) {
 	cutoff := s.clock().Add(-s.retention)
 	var total int
@@ -93,6 +94,9 @@ func (s *Service) Purge(ctx context.Context) (int, error) {
 		}
 		n, _ := res.RowsAffected()
 		total += int(n)
+	}
+	if _, err := s.db.ExecContext(ctx, "DELETE FROM usage_job_dailies WHERE day < $1", Day(cutoff)); err != nil {
+		return total, fmt.Errorf("usage: purge usage_job_dailies: %w", err)
 	}
 	return total, nil
 }

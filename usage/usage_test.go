@@ -399,14 +399,28 @@ func TestPurgeKeepsRollups(t *testing.T) {
 		a := e.create(t, "w", "t")
 		e.clock.Set(t0.Add(2 * 24 * time.Hour))
 		e.record(t, batch("t", 6, t0.Add(24*time.Hour)))
+		run := usage.RunUsage{RunID: "r1", JobID: uuid.New(), At: t0.Add(24 * time.Hour), Inputs: []usage.Seen{{ID: a.ID, Namespace: "w", Name: "t"}}}
+		if err := e.use.FromRuns(ctx, []usage.RunUsage{run}); err != nil {
+			t.Fatal(err)
+		}
+		if n, _ := e.db.Client.UsageJobDaily.Query().Count(ctx); n != 1 {
+			t.Fatalf("%d jobs seen per day before the purge, want 1", n)
+		}
 		e.clock.Set(t0.Add(200 * 24 * time.Hour))
 		n, err := e.use.Purge(ctx)
-		if err != nil || n != 6 {
-			t.Fatalf("purged %d, %v; want 6", n, err)
+		if err != nil || n != 7 {
+			t.Fatalf("purged %d, %v; want 7", n, err)
+		}
+		if n, _ := e.db.Client.UsageJobDaily.Query().Count(ctx); n != 0 {
+			t.Fatalf("%d jobs seen per day left after the purge, want 0", n)
 		}
 		s, err := e.use.Series(ctx, a.ID, t0, t0.Add(3*24*time.Hour), usage.Daily)
-		if err != nil || s.Reads != 3 || s.Writes != 3 {
-			t.Fatalf("series after purge: %d/%d, %v", s.Reads, s.Writes, err)
+		jobs := 0
+		for _, p := range s.Points {
+			jobs += p.DistinctJobs
+		}
+		if err != nil || s.Reads != 4 || s.Writes != 3 || jobs != 1 {
+			t.Fatalf("series after purge: %d/%d, %d jobs, %v; want 4/3 and 1 job", s.Reads, s.Writes, jobs, err)
 		}
 	})
 }
@@ -417,4 +431,92 @@ func TestRetentionMustExceedLateness(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "retention") {
 		t.Fatalf("retention shorter than lateness: err = %v", err)
 	}
+}
+
+// TestConcurrentRunsCountJobsOnce: clients record overlapping completed runs at once (the same
+// assets, jobs and actors, on two days, with resends); nothing deadlocks, and every day rollup
+// equals a recount of the raw events: reads, writes, distinct actors and distinct jobs.
+func TestConcurrentRunsCountJobsOnce(t *testing.T) {
+	eachBackend(t, func(t *testing.T, e env) {
+		ctx := context.Background()
+		var assets []usage.Seen
+		for i := range 6 {
+			a := e.create(t, "w", fmt.Sprintf("t%d", i))
+			assets = append(assets, usage.Seen{ID: a.ID, Namespace: "w", Name: a.Name})
+		}
+		jobs := []uuid.UUID{uuid.New(), uuid.New(), uuid.New(), uuid.New()}
+		e.clock.Set(t0.Add(3 * 24 * time.Hour))
+		const clients, batches = 6, 8
+		var wg sync.WaitGroup
+		for c := range clients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rng := rand.New(rand.NewSource(int64(c)))
+				var sent []usage.RunUsage
+				for b := range batches {
+					var runs []usage.RunUsage
+					for i := range 10 {
+						if len(sent) > 0 && rng.Intn(5) == 0 {
+							runs = append(runs, sent[rng.Intn(len(sent))]) // a resend
+							continue
+						}
+						r := usage.RunUsage{RunID: fmt.Sprintf("c%d-b%d-r%d", c, b, i), JobID: jobs[rng.Intn(len(jobs))],
+							At: t0.Add(time.Duration(24+rng.Intn(48)) * time.Hour), Actor: fmt.Sprintf("u%d", rng.Intn(3)),
+							Inputs: []usage.Seen{assets[rng.Intn(3)], assets[3+rng.Intn(3)]}, Outputs: []usage.Seen{assets[rng.Intn(len(assets))]}}
+						runs = append(runs, r)
+						sent = append(sent, r)
+					}
+					if err := e.use.FromRuns(ctx, runs); err != nil {
+						t.Errorf("client %d batch %d: %v", c, b, err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if t.Failed() {
+			return
+		}
+		type bucket struct {
+			id  uuid.UUID
+			day string
+		}
+		type counts struct {
+			reads, writes int64
+			actors, jobs  map[string]bool
+		}
+		want := map[bucket]*counts{}
+		events, err := e.db.Client.UsageEvent.Query().All(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range events {
+			b := bucket{ev.AssetID, ev.Day}
+			if want[b] == nil {
+				want[b] = &counts{actors: map[string]bool{}, jobs: map[string]bool{}}
+			}
+			if ev.Kind == "read" {
+				want[b].reads++
+			} else {
+				want[b].writes++
+			}
+			want[b].actors[ev.Actor] = true
+			want[b].jobs[ev.JobAssetID.String()] = true
+		}
+		rows, err := e.db.Client.UsageDaily.Query().All(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) != len(want) || len(rows) < 6 {
+			t.Fatalf("%d rollup rows, want %d (and at least 6)", len(rows), len(want))
+		}
+		for _, r := range rows {
+			w := want[bucket{r.AssetID, r.Day}]
+			if w == nil || r.Reads != w.reads || r.Writes != w.writes || r.DistinctActors != len(w.actors) || r.DistinctJobs != len(w.jobs) {
+				t.Fatalf("rollup %s %s = %d reads, %d writes, %d actors, %d jobs; recount %d, %d, %d, %d", r.AssetID, r.Day,
+					r.Reads, r.Writes, r.DistinctActors, r.DistinctJobs, w.reads, w.writes, len(w.actors), len(w.jobs))
+			}
+		}
+	})
 }

@@ -159,6 +159,7 @@ func ingest(ctx context.Context) {
 		{"usage_actor_dailies", "asset_id, day, actor, reads, writes"},
 		{"usage_actor_monthlies", "asset_id, month, actor, reads, writes"},
 		{"usage_names", "asset_id, namespace, name, first_at, last_at"},
+		{"usage_job_dailies", "day, asset_id, job_asset_id"}, // query-log records name no job: empty here
 	} {
 		rows = append(rows, benchdb.ReadRows(ctx, db.SQL, t[0], t[1], ""))
 	}

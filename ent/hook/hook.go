@@ -513,6 +513,18 @@ func (f UsageEventFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, 
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.UsageEventMutation", m)
 }
 
+// The UsageJobDailyFunc type is an adapter to allow the use of ordinary
+// function as UsageJobDaily mutator.
+type UsageJobDailyFunc func(context.Context, *ent.UsageJobDailyMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f UsageJobDailyFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.UsageJobDailyMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.UsageJobDailyMutation", m)
+}
+
 // The UsageNameFunc type is an adapter to allow the use of ordinary
 // function as UsageName mutator.
 type UsageNameFunc func(context.Context, *ent.UsageNameMutation) (ent.Value, error)

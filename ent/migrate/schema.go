@@ -1143,6 +1143,26 @@ var (
 			},
 		},
 	}
+	// UsageJobDailiesColumns holds the columns for the "usage_job_dailies" table.
+	UsageJobDailiesColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeInt, Increment: true},
+		{Name: "day", Type: field.TypeString},
+		{Name: "asset_id", Type: field.TypeUUID},
+		{Name: "job_asset_id", Type: field.TypeUUID},
+	}
+	// UsageJobDailiesTable holds the schema information for the "usage_job_dailies" table.
+	UsageJobDailiesTable = &schema.Table{
+		Name:       "usage_job_dailies",
+		Columns:    UsageJobDailiesColumns,
+		PrimaryKey: []*schema.Column{UsageJobDailiesColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "usagejobdaily_day_asset_id_job_asset_id",
+				Unique:  true,
+				Columns: []*schema.Column{UsageJobDailiesColumns[1], UsageJobDailiesColumns[2], UsageJobDailiesColumns[3]},
+			},
+		},
+	}
 	// UsageNamesColumns holds the columns for the "usage_names" table.
 	UsageNamesColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeInt, Increment: true},
@@ -1276,6 +1296,7 @@ var (
 		UsageActorMonthliesTable,
 		UsageDailiesTable,
 		UsageEventsTable,
+		UsageJobDailiesTable,
 		UsageNamesTable,
 		UsagePendingsTable,
 		WebSessionsTable,

@@ -132,6 +132,9 @@ type UsageDaily func(*sql.Selector)
 // UsageEvent is the predicate function for usageevent builders.
 type UsageEvent func(*sql.Selector)
 
+// UsageJobDaily is the predicate function for usagejobdaily builders.
+type UsageJobDaily func(*sql.Selector)
+
 // UsageName is the predicate function for usagename builders.
 type UsageName func(*sql.Selector)
 

@@ -156,3 +156,25 @@ func (UsagePending) Indexes() []ent.Index {
 		index.Fields("at"),
 	}
 }
+
+// UsageJobDaily records that a job read or wrote an asset on a UTC day. The day rollup's
+// distinct_jobs counts a job when its row first goes in (INSERT ... ON CONFLICT DO NOTHING
+// RETURNING), so concurrent batches count each job once without recounting the day's raw events
+// or locking each other out. Rows are purged with the raw events: an older day cannot receive
+// records any more.
+type UsageJobDaily struct{ ent.Schema }
+
+func (UsageJobDaily) Fields() []ent.Field {
+	return []ent.Field{
+		field.String("day").Immutable(),
+		field.UUID("asset_id", uuid.UUID{}).Immutable(),
+		field.UUID("job_asset_id", uuid.UUID{}).Immutable(),
+	}
+}
+
+func (UsageJobDaily) Indexes() []ent.Index {
+	return []ent.Index{
+		// day first: the retention purge deletes whole days through this index.
+		index.Fields("day", "asset_id", "job_asset_id").Unique(),
+	}
+}

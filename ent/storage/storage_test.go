@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -154,4 +155,67 @@ func TestSQLiteFilesAreTheOwners(t *testing.T) {
 			t.Errorf("%s: mode %o, want %o", p, got, want)
 		}
 	}
+}
+
+// TestUsageJobDailiesFilledFromEvents: the migration that adds usage_job_dailies fills it from
+// the raw events already kept, one row per (day, asset, job), so a job counted before the upgrade
+// is not counted again after it.
+func TestUsageJobDailiesFilledFromEvents(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		migs, err := storage.Migrations(db.Dialect)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var version string
+		for _, m := range migs {
+			if strings.HasSuffix(m.Version, "_usage_job_dailies") {
+				version = m.Version
+			}
+		}
+		if version == "" {
+			t.Fatal("no usage_job_dailies migration")
+		}
+		// Back to the state before it, with events of two jobs (one twice) and one without a job.
+		for _, q := range []string{"DROP TABLE usage_job_dailies", "DELETE FROM tidemark_migrations WHERE version = '" + version + "'"} {
+			if _, err := db.SQL.ExecContext(ctx, q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		asset, jobA, jobB := uuid.New(), uuid.New(), uuid.New()
+		at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+		for i, job := range []any{jobA.String(), jobA.String(), jobB.String(), nil} {
+			if _, err := db.SQL.ExecContext(ctx, `INSERT INTO usage_events (event_key, asset_id, kind, actor, job_asset_id, source, query_id,
+				namespace, name, at, day, received_at, resolution, late) VALUES ($1, $2, 'read', '', $3, 'openlineage', $4, '', '', $5, '2026-11-30', $5, '', false)`,
+				fmt.Sprintf("k%d", i), asset.String(), job, fmt.Sprintf("run%d", i), at); err != nil {
+				t.Fatal(err)
+			}
+		}
+		applied, err := db.Migrate(ctx)
+		if err != nil || len(applied) != 1 || applied[0] != version {
+			t.Fatalf("migrate applied %v, %v; want [%s]", applied, err, version)
+		}
+		rows, err := db.SQL.QueryContext(ctx, "SELECT day, asset_id, job_asset_id FROM usage_job_dailies ORDER BY job_asset_id")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		got := map[string]bool{}
+		for rows.Next() {
+			var day, a, j string
+			if err := rows.Scan(&day, &a, &j); err != nil {
+				t.Fatal(err)
+			}
+			if day != "2026-11-30" || a != asset.String() {
+				t.Errorf("row (%s, %s, %s): want day 2026-11-30 and asset %s", day, a, j, asset)
+			}
+			got[j] = true
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 2 || !got[jobA.String()] || !got[jobB.String()] {
+			t.Fatalf("jobs filled in: %v; want exactly %s and %s", got, jobA, jobB)
+		}
+	})
 }

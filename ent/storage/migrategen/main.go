@@ -5,6 +5,13 @@
 //	go run ./ent/storage/migrategen -name add_usage -postgres postgres://postgres@127.0.0.1:55432/postgres?sslmode=disable
 //
 // The PostgreSQL server is used only to create and drop a scratch database.
+//
+// A new migration that must also move data (fill a new table from an old one) gets its
+// statements appended by hand before it ships; then
+//
+//	go run ./ent/storage/migrategen -resum
+//
+// rewrites both directories' atlas.sum to match the files.
 package main
 
 import (
@@ -31,7 +38,16 @@ func main() {
 	name := flag.String("name", "", "migration name (required), e.g. add_usage")
 	pgAdmin := flag.String("postgres", os.Getenv("TIDEMARK_TEST_POSTGRES"), "PostgreSQL DSN allowed to CREATE/DROP DATABASE")
 	dir := flag.String("dir", "ent/storage/migrations", "migrations directory")
+	resum := flag.Bool("resum", false, "only rewrite atlas.sum in both directories after a hand-appended data statement")
 	flag.Parse()
+	if *resum {
+		for _, d := range []string{"sqlite", "postgres"} {
+			if err := rewriteSum(filepath.Join(*dir, d)); err != nil {
+				log.Fatalf("%s: %v", d, err)
+			}
+		}
+		return
+	}
 	if *name == "" || *pgAdmin == "" {
 		flag.Usage()
 		os.Exit(2)
@@ -91,4 +107,17 @@ func diff(ctx context.Context, db *sql.DB, dialectName, dir, name string) error 
 		schema.WithDropColumn(true),
 		schema.WithDropIndex(true),
 	)
+}
+
+// rewriteSum recomputes a migration directory's atlas.sum from its files.
+func rewriteSum(dir string) error {
+	local, err := atlas.NewLocalDir(dir)
+	if err != nil {
+		return err
+	}
+	sum, err := local.Checksum()
+	if err != nil {
+		return err
+	}
+	return atlas.WriteSumFile(local, sum)
 }
