@@ -1,6 +1,7 @@
 package usage
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
@@ -436,11 +437,15 @@ func (s *Service) rollup(ctx context.Context, tx *ent.Tx, rows []row) error {
 	ag := aggregate(rows)
 	now := s.clock()
 
-	dayRows := make([][2]string, 0, len(ag.days))
+	days := make([]bucket, 0, len(ag.days))
 	for b := range ag.days {
-		dayRows = append(dayRows, [2]string{b.asset.String(), b.day})
+		days = append(days, b)
 	}
-	slices.SortFunc(dayRows, func(a, b [2]string) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
+	slices.SortFunc(days, func(a, b bucket) int { return cmp.Or(bytes.Compare(a.asset[:], b.asset[:]), cmp.Compare(a.day, b.day)) })
+	dayRows := make([][2]string, len(days))
+	for i, b := range days {
+		dayRows[i] = [2]string{b.asset.String(), b.day}
+	}
 	var actorRows, monthRows [][]any
 	months := map[actorKey]*[2]int64{}
 	for k, c := range ag.actors {
@@ -464,8 +469,7 @@ func (s *Service) rollup(ctx context.Context, tx *ent.Tx, rows []row) error {
 		jobRows = append(jobRows, []any{k.day, k.asset, k.job})
 	}
 	slices.SortFunc(jobRows, func(a, b []any) int { // the unique index's order: day, asset, job
-		return cmp.Or(cmp.Compare(a[0].(string), b[0].(string)), cmp.Compare(a[1].(uuid.UUID).String(), b[1].(uuid.UUID).String()),
-			cmp.Compare(a[2].(uuid.UUID).String(), b[2].(uuid.UUID).String()))
+		return cmp.Or(cmp.Compare(a[0].(string), b[0].(string)), compareIDs(a[1], b[1]), compareIDs(a[2], b[2]))
 	})
 	var nameRows [][]any
 	for k, n := range ag.names {
@@ -486,11 +490,10 @@ func (s *Service) rollup(ctx context.Context, tx *ent.Tx, rows []row) error {
 	if err != nil {
 		return err
 	}
-	dailies := make([][]any, 0, len(dayRows))
-	for _, k := range dayRows {
-		id, _ := uuid.Parse(k[0])
-		d := ag.days[bucket{id, k[1]}]
-		dailies = append(dailies, []any{id, k[1], d.reads, d.writes, newActors[k], newJobs[k], nullTime(d.lastRead), nullTime(d.lastWrite), now, d.late})
+	dailies := make([][]any, 0, len(days))
+	for i, b := range days {
+		d, k := ag.days[b], dayRows[i]
+		dailies = append(dailies, []any{b.asset, b.day, d.reads, d.writes, newActors[k], newJobs[k], nullTime(d.lastRead), nullTime(d.lastWrite), now, d.late})
 	}
 	if err := s.upsertDays(ctx, tx, dailies, nameRows); err != nil {
 		return err
@@ -502,9 +505,14 @@ func (s *Service) rollup(ctx context.Context, tx *ent.Tx, rows []row) error {
 // unique key), so every batch writes them in one order.
 func sortRows(rows [][]any) {
 	slices.SortFunc(rows, func(a, b []any) int {
-		return cmp.Or(cmp.Compare(a[0].(uuid.UUID).String(), b[0].(uuid.UUID).String()), cmp.Compare(a[1].(string), b[1].(string)),
-			cmp.Compare(a[2].(string), b[2].(string)))
+		return cmp.Or(compareIDs(a[0], b[0]), cmp.Compare(a[1].(string), b[1].(string)), cmp.Compare(a[2].(string), b[2].(string)))
 	})
+}
+
+// compareIDs orders two uuid.UUID values by their bytes (no string per comparison).
+func compareIDs(a, b any) int {
+	x, y := a.(uuid.UUID), b.(uuid.UUID)
+	return bytes.Compare(x[:], y[:])
 }
 
 // insertJobs records which jobs used which assets on which days and returns, per (asset, day)
