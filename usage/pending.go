@@ -14,6 +14,7 @@ import (
 	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/ent/assetname"
 	"github.com/tidemark/tidemark/ent/usagepending"
+	chunkpkg "github.com/tidemark/tidemark/internal/chunk"
 )
 
 // resolver answers which asset a dataset name meant at a time, from the names' histories.
@@ -28,7 +29,7 @@ type resolver struct {
 // newResolver reads the history of every name in names (dataset names: usage is of data).
 func (s *Service) newResolver(ctx context.Context, client *ent.Client, names []string) (*resolver, error) {
 	r := &resolver{history: map[[2]string][]*ent.AssetName{}, client: client}
-	for _, part := range chunk(dedupe(names)) {
+	for part := range chunk(dedupe(names)) {
 		rows, err := client.AssetName.Query().Where(assetname.NameIn(part...), assetname.SpaceEQ(assetname.SpaceDataset)).All(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("usage: look up names: %w", err)
@@ -53,7 +54,7 @@ func (r *resolver) firstNames(ctx context.Context, recs []nameAt) error {
 			ids = append(ids, first.AssetID)
 		}
 	}
-	for _, part := range chunk(ids) {
+	for part := range chunk(ids) {
 		rows, err := r.client.AssetName.Query().Where(assetname.AssetIDIn(part...)).
 			Select(assetname.FieldAssetID, assetname.FieldValidFrom).All(ctx)
 		if err != nil {
@@ -143,7 +144,7 @@ func (s *Service) keepPending(ctx context.Context, tx *ent.Tx, recs []Record, no
 		rows[i] = []any{pendingKey(r), r.Namespace, r.Name, r.Kind, r.Actor, r.Source, r.QueryID, r.IdempotencyKey,
 			r.At.UTC().Truncate(time.Microsecond), now}
 	}
-	for _, part := range chunk(rows) {
+	for part := range chunk(rows) {
 		q, args := s.bulkInsert("usage_pendings", pendingCols, part, "ON CONFLICT (pending_key) DO NOTHING")
 		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
 			return fmt.Errorf("usage: keep unresolved records: %w", err)
@@ -174,7 +175,7 @@ func (s *Service) ResolvePending(ctx context.Context, names [][2]string) (int, e
 			ns = append(ns, n[1])
 		}
 		q := s.db.UsagePending.Query().Where(usagepending.IDGT(after), usagepending.NameIn(dedupe(ns)...)).
-			Order(ent.Asc(usagepending.FieldID)).Limit(chunkSize)
+			Order(ent.Asc(usagepending.FieldID)).Limit(chunkpkg.Size)
 		page, err := q.All(ctx)
 		if err != nil {
 			return total, fmt.Errorf("usage: read unresolved records: %w", err)
@@ -188,7 +189,7 @@ func (s *Service) ResolvePending(ctx context.Context, names [][2]string) (int, e
 		if err != nil {
 			return total, err
 		}
-		if len(page) < chunkSize {
+		if len(page) < chunkpkg.Size {
 			return total, nil
 		}
 	}
@@ -255,7 +256,7 @@ func (s *Service) resolvePage(ctx context.Context, page []*ent.UsagePending, nam
 		if _, err := s.store(ctx, rows); err != nil {
 			return err
 		}
-		for _, part := range chunk(done) {
+		for part := range chunk(done) {
 			if _, err := tx.UsagePending.Delete().Where(usagepending.IDIn(part...)).Exec(ctx); err != nil {
 				return fmt.Errorf("usage: drop attributed records: %w", err)
 			}
@@ -279,7 +280,7 @@ func (s *Service) NamesChanged(ctx context.Context, ids []uuid.UUID) {
 		return
 	}
 	var names [][2]string
-	for _, part := range chunk(ids) {
+	for part := range chunk(ids) {
 		rows, err := s.db.AssetName.Query().Where(assetname.AssetIDIn(part...), assetname.SpaceEQ(assetname.SpaceDataset)).
 			Select(assetname.FieldNamespace, assetname.FieldName).All(ctx)
 		if err != nil {

@@ -60,7 +60,7 @@ func (s *Service) Real(ctx context.Context, id uuid.UUID, from, to time.Time, do
 	if err != nil {
 		return RealUsage{}, err
 	}
-	for _, part := range chunk(ids) {
+	for part := range chunk(ids) {
 		read, err := s.db.UsageDaily.Query().Where(usagedaily.AssetIDIn(part...), usagedaily.DayGTE(Day(from)),
 			usagedaily.DayLTE(Day(to)), usagedaily.ReadsGT(0)).GroupBy(usagedaily.FieldAssetID).Strings(ctx)
 		if err != nil {

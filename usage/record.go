@@ -8,6 +8,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"fmt"
+	"iter"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/ent/asset"
+	chunkpkg "github.com/tidemark/tidemark/internal/chunk"
 )
 
 // Record is one usage record from a query log: a read or write of an asset (by ID, or by the
@@ -209,7 +211,7 @@ func (s *Service) resolve(ctx context.Context, recs []Record, out []Result) erro
 	}
 	client := s.client(ctx)
 	exists := map[uuid.UUID]bool{}
-	for _, part := range chunk(ids) {
+	for part := range chunk(ids) {
 		got, err := client.Asset.Query().Where(asset.IDIn(part...)).IDs(ctx)
 		if err != nil {
 			return fmt.Errorf("usage: look up assets: %w", err)
@@ -260,17 +262,8 @@ func (s *Service) client(ctx context.Context) *ent.Client {
 	return s.db
 }
 
-const chunkSize = 500
-
-func chunk[T any](xs []T) [][]T {
-	var out [][]T
-	for len(xs) > 0 {
-		n := min(chunkSize, len(xs))
-		out = append(out, xs[:n])
-		xs = xs[n:]
-	}
-	return out
-}
+// chunk yields consecutive parts of xs of at most chunk.Size elements: one statement each.
+func chunk[T any](xs []T) iter.Seq[[]T] { return slices.Chunk(xs, chunkpkg.Size) }
 
 // store inserts the rows (skipping keys stored before) and adds those it inserted to the
 // rollups, in one transaction (the caller's, when ctx carries one). It returns the keys it
@@ -288,7 +281,7 @@ func (s *Service) store(ctx context.Context, rows []row) (map[string]bool, error
 		clear(inserted)
 		received := s.clock()
 		var fresh []row
-		for _, part := range chunk(rows) {
+		for part := range chunk(rows) {
 			vals := make([][]any, len(part))
 			for i, r := range part {
 				var job any
@@ -519,7 +512,7 @@ func compareIDs(a, b any) int {
 // bucket, how many of them are new that day.
 func (s *Service) insertJobs(ctx context.Context, tx *ent.Tx, jobRows [][]any) (map[[2]string]int, error) {
 	newJobs := map[[2]string]int{}
-	for _, part := range chunk(jobRows) {
+	for part := range chunk(jobRows) {
 		q, args := s.bulkInsert("usage_job_dailies", jobCols, part, "ON CONFLICT (day, asset_id, job_asset_id) DO NOTHING RETURNING asset_id, day")
 		res, err := tx.QueryContext(ctx, q, args...)
 		if err != nil {
@@ -553,7 +546,7 @@ func (s *Service) upsertActors(ctx context.Context, tx *ent.Tx, actorRows [][]an
 		}
 	} else {
 		// xmax = 0 marks a row this statement inserted rather than updated: a new actor that day.
-		for _, part := range chunk(actorRows) {
+		for part := range chunk(actorRows) {
 			q, args := s.bulkInsert("usage_actor_dailies", actorCols, part, actorConflict+" RETURNING asset_id, day, (xmax = 0)")
 			res, err := tx.QueryContext(ctx, q, args...)
 			if err != nil {
@@ -610,7 +603,7 @@ func (s *Service) recountActors(ctx context.Context, tx *ent.Tx, dayRows [][2]st
 	if !s.sqlite {
 		return nil
 	}
-	for _, part := range chunk(dayRows) {
+	for part := range chunk(dayRows) {
 		where, args := s.bucketWhere(part, nil)
 		if _, err := tx.ExecContext(ctx, `UPDATE usage_dailies SET distinct_actors = (SELECT count(*) FROM usage_actor_dailies a
 			WHERE a.asset_id = usage_dailies.asset_id AND a.day = usage_dailies.day) WHERE `+where, args...); err != nil {
@@ -710,7 +703,7 @@ func pgText(v any) sql.NullString {
 
 // upsert inserts rows in chunks with the given conflict clause.
 func (s *Service) upsert(ctx context.Context, tx *ent.Tx, table string, cols []column, rows [][]any, conflict string) error {
-	for _, part := range chunk(rows) {
+	for part := range chunk(rows) {
 		q, args := s.bulkInsert(table, cols, part, conflict)
 		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
 			return fmt.Errorf("usage: update rollups: %w", err)
