@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/hex"
 	"fmt"
 	"iter"
@@ -635,10 +634,12 @@ var (
 	nameCols = []column{{"asset_id", "uuid"}, {"namespace", "text"}, {"name", "text"}, {"first_at", "timestamptz"}, {"last_at", "timestamptz"}}
 )
 
-// bulkInsert builds one INSERT of many rows. On PostgreSQL each column travels as one array
-// parameter, unpacked by unnest: lib/pq encodes each parameter separately, and thousands of them
-// cost more than the insert itself. The arrays are text, cast to the column's type by the
-// server. On SQLite (in-process) plain VALUES.
+// bulkInsert builds one INSERT of many rows. On PostgreSQL each column travels as one text
+// array parameter, unpacked by unnest: lib/pq encodes each parameter separately, and thousands of
+// them cost more than the insert itself. The arrays are plain string arrays (lib/pq encodes them
+// without reflection); a column of another type is cast by the server, and "" stands for NULL
+// there (it is no valid uuid, time, number or boolean). Text columns are never NULL. On SQLite
+// (in-process) plain VALUES.
 func (s *Service) bulkInsert(table string, cols []column, rows [][]any, tail string) (string, []any) {
 	var q strings.Builder
 	names := make([]string, len(cols))
@@ -648,16 +649,20 @@ func (s *Service) bulkInsert(table string, cols []column, rows [][]any, tail str
 	fmt.Fprintf(&q, "INSERT INTO %s (%s) ", table, strings.Join(names, ", "))
 	if !s.sqlite {
 		args := make([]any, len(cols))
-		arrays := make([]string, len(cols))
+		arrays, exprs := make([]string, len(cols)), make([]string, len(cols))
 		for j, c := range cols {
-			col := make([]sql.NullString, len(rows))
+			col := make([]string, len(rows))
 			for i, r := range rows {
 				col[i] = pgText(r[j])
 			}
-			args[j] = pq.Array(col)
-			arrays[j] = fmt.Sprintf("$%d::text[]::%s[]", j+1, c.pgType)
+			args[j] = pq.StringArray(col)
+			arrays[j] = fmt.Sprintf("$%d::text[]", j+1)
+			exprs[j] = c.name
+			if c.pgType != "text" {
+				exprs[j] = fmt.Sprintf("NULLIF(%s, '')::%s", c.name, c.pgType)
+			}
 		}
-		fmt.Fprintf(&q, "SELECT * FROM unnest(%s) AS x(%s) %s", strings.Join(arrays, ", "), strings.Join(names, ", "), tail)
+		fmt.Fprintf(&q, "SELECT %s FROM unnest(%s) AS x(%s) %s", strings.Join(exprs, ", "), strings.Join(arrays, ", "), strings.Join(names, ", "), tail)
 		return q.String(), args
 	}
 	q.WriteString("VALUES ")
@@ -680,25 +685,25 @@ func (s *Service) bulkInsert(table string, cols []column, rows [][]any, tail str
 	return q.String(), args
 }
 
-// pgText is a value as PostgreSQL reads it from text (nil is NULL).
-func pgText(v any) sql.NullString {
+// pgText is a value as PostgreSQL reads it from text ("" for nil: NULL once cast).
+func pgText(v any) string {
 	switch x := v.(type) {
 	case nil:
-		return sql.NullString{}
+		return ""
 	case string:
-		return sql.NullString{String: x, Valid: true}
+		return x
 	case uuid.UUID:
-		return sql.NullString{String: x.String(), Valid: true}
+		return x.String()
 	case time.Time:
-		return sql.NullString{String: x.UTC().Format(time.RFC3339Nano), Valid: true}
+		return x.UTC().Format(time.RFC3339Nano)
 	case int64:
-		return sql.NullString{String: strconv.FormatInt(x, 10), Valid: true}
+		return strconv.FormatInt(x, 10)
 	case int:
-		return sql.NullString{String: strconv.Itoa(x), Valid: true}
+		return strconv.Itoa(x)
 	case bool:
-		return sql.NullString{String: strconv.FormatBool(x), Valid: true}
+		return strconv.FormatBool(x)
 	}
-	return sql.NullString{String: fmt.Sprint(v), Valid: true}
+	return fmt.Sprint(v)
 }
 
 // upsert inserts rows in chunks with the given conflict clause.
