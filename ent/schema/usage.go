@@ -43,8 +43,10 @@ func (UsageEvent) Indexes() []ent.Index {
 	}
 }
 
-// UsageDaily is the rollup of one asset's usage on one UTC day, recounted from raw events
-// whenever events for that day arrive (so late and duplicate events keep it exact).
+// UsageDaily is the rollup of one asset's usage on one UTC day. Each batch adds only the raw
+// events it inserted (duplicates are skipped by event_key), and its distinct actors and jobs are
+// those whose UsageActorDaily / UsageJobDaily rows it inserted first (SQLite, one writer at a
+// time, recounts the actors), so late, duplicate and concurrent events keep it exact.
 type UsageDaily struct{ ent.Schema }
 
 func (UsageDaily) Fields() []ent.Field {
