@@ -61,6 +61,9 @@ type SearchQuery struct {
 	Limit, Offset int
 	// IncludeDeleted lets deleted assets into the hits (never into the facet counts).
 	IncludeDeleted bool
+	// HitsOnly skips the facet counts and what each hit matched in, for a caller that shows
+	// neither (the asset list): the hits and totals are the same.
+	HitsOnly bool
 }
 
 // SearchResult is one page of a search.
@@ -206,11 +209,13 @@ func (c *Catalog) SearchAssets(ctx context.Context, q SearchQuery) (SearchResult
 	if err != nil {
 		return SearchResult{}, err
 	}
-	if err := s.facets(ctx, res.Facets); err != nil {
-		return SearchResult{}, err
-	}
-	if err := explain(ctx, client, plan, hits); err != nil {
-		return SearchResult{}, err
+	if !q.HitsOnly {
+		if err := s.facets(ctx, res.Facets); err != nil {
+			return SearchResult{}, err
+		}
+		if err := explain(ctx, client, plan, hits); err != nil {
+			return SearchResult{}, err
+		}
 	}
 	for _, h := range hits {
 		res.Hits = append(res.Hits, h.SearchHit)

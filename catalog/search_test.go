@@ -322,6 +322,20 @@ func TestSearchDeletedAndFacets(t *testing.T) {
 		if fmt.Sprint(res.Facets) != fmt.Sprint(want) {
 			t.Errorf("facets %v, want %v", res.Facets, want)
 		}
+		only := e.search(t, catalog.SearchQuery{Text: "metrics", HitsOnly: true})
+		if fmt.Sprint(hitIDs(only)) != fmt.Sprint(hitIDs(res)) || only.Total != res.Total || only.TotalExact != res.TotalExact {
+			t.Errorf("HitsOnly: hits %v (total %d), want %v (total %d)", hitIDs(only), only.Total, hitIDs(res), res.Total)
+		}
+		for _, h := range only.Hits {
+			if len(h.MatchedIn) != 0 {
+				t.Errorf("HitsOnly explained what %s matched: %v", h.Name, h.MatchedIn)
+			}
+		}
+		for f, counts := range only.Facets {
+			if len(counts) != 0 {
+				t.Errorf("HitsOnly counted facet %s: %v", f, counts)
+			}
+		}
 		if res := e.search(t, catalog.SearchQuery{Text: "clicks old"}); res.Total != 0 {
 			t.Errorf("deleted asset found by its name: %+v", res.Hits)
 		}

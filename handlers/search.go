@@ -117,7 +117,7 @@ func (a *API) searchAssetList(c echo.Context, f catalog.ListFilter, scope string
 	}
 	ctx := c.Request().Context()
 	res, err := a.cfg.Catalog.SearchAssets(ctx, catalog.SearchQuery{Text: f.Query, Namespace: f.Namespace, Kind: string(f.Kind),
-		Status: f.Status, Limit: min(f.Limit, catalog.MaxSearchLimit), Offset: offset})
+		Status: f.Status, Limit: min(f.Limit, catalog.MaxSearchLimit), Offset: offset, HitsOnly: true})
 	if err != nil {
 		return err
 	}
