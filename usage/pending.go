@@ -144,6 +144,8 @@ func (s *Service) keepPending(ctx context.Context, tx *ent.Tx, recs []Record, no
 		rows[i] = []any{pendingKey(r), r.Namespace, r.Name, r.Kind, r.Actor, r.Source, r.QueryID, r.IdempotencyKey,
 			r.At.UTC().Truncate(time.Microsecond), now}
 	}
+	// Key order, as the raw events: two batches keeping the same records wait, not deadlock.
+	slices.SortFunc(rows, func(a, b []any) int { return cmp.Compare(a[0].(string), b[0].(string)) })
 	for part := range chunk(rows) {
 		q, args := s.bulkInsert("usage_pendings", pendingCols, part, "ON CONFLICT (pending_key) DO NOTHING")
 		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
