@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"runtime"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -70,6 +71,9 @@ type App struct {
 	Reconcile *reconcile.Service
 	conns     []*tables.Connection
 	sources   map[string]*sql.DB
+	// searchIndex is what /healthz says of the background indexing: "" before Serve starts it,
+	// then "indexing", then "ready".
+	searchIndex atomic.Value
 }
 
 // Open builds the services over store (migrated already) and, with cfg.LoadGraph, loads the
@@ -200,6 +204,7 @@ func (a *App) Handler(api handlers.Config, ui web.Config) (*handlers.API, error)
 	api.Catalog, api.Lineage, api.Usage, api.Tables, api.Cleanup, api.Reconcile = a.Catalog, a.Lineage, a.Usage, a.Tables, a.Cleanup, a.Reconcile
 	tokens := auth.NewStore(a.Store.Client, nil) // one store: the API's tokens and the UI's sessions
 	api.Tokens, api.Ping, api.Logger = tokens, a.Store.Ping, a.Log
+	api.SearchIndex = func() string { s, _ := a.searchIndex.Load().(string); return s }
 	h := handlers.New(api)
 	ui.Catalog, ui.Lineage, ui.Usage, ui.Tables, ui.Cleanup, ui.Reconcile = a.Catalog, a.Lineage, a.Usage, a.Tables, a.Cleanup, a.Reconcile
 	ui.Tokens, ui.Logger = tokens, a.Log
@@ -308,6 +313,7 @@ func (a *App) background(g *errgroup.Group, ctx context.Context, s Schedule) {
 func (a *App) indexMissing(ctx context.Context) {
 	const every = 50_000 // a log line per this many assets
 	start := time.Now()
+	a.searchIndex.Store("indexing")
 	for {
 		next := every
 		n, err := a.Catalog.IndexMissing(ctx, func(done int) {
@@ -317,6 +323,7 @@ func (a *App) indexMissing(ctx context.Context) {
 			}
 		})
 		if err == nil {
+			a.searchIndex.Store("ready")
 			if n > 0 {
 				a.Log.Info("search index: every asset indexed", "indexed", n, "took", time.Since(start).Round(time.Millisecond).String())
 			}

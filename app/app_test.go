@@ -127,6 +127,28 @@ func TestServeIndexesAssetsFromBeforeSearch(t *testing.T) {
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
+		// /healthz says so once the background indexing is done.
+		for {
+			res, err := http.Get("http://" + ln.Addr().String() + "/healthz")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var h struct {
+				SearchIndex string `json:"search_index"`
+			}
+			err = json.NewDecoder(res.Body).Decode(&h)
+			res.Body.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.SearchIndex == "ready" {
+				break
+			}
+			if h.SearchIndex != "indexing" || time.Now().After(deadline) {
+				t.Fatalf("/healthz search_index = %q; want indexing, then ready", h.SearchIndex)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
 		stop()
 		if err := <-done; err != nil {
 			t.Fatal(err)

@@ -28,8 +28,11 @@ type Config struct {
 	Catalog *catalog.Catalog
 	Tokens  *auth.Store
 	// Ping checks the database for /healthz.
-	Ping   func(context.Context) error
-	Logger *slog.Logger
+	Ping func(context.Context) error
+	// SearchIndex says, for /healthz, whether assets from before search still wait for their
+	// search docs ("indexing") or not ("ready"); nil or "" leaves it out.
+	SearchIndex func() string
+	Logger      *slog.Logger
 	// AuthReads makes reads need a token with the read scope; writes always need write.
 	AuthReads bool
 	// NoAuth turns authentication off entirely (refused by the CLI unless on loopback).
@@ -203,8 +206,11 @@ type healthResponse struct {
 	Database string `json:"database"`
 	// Graph is "ready", or "loading" while the lineage graph is read at start (lineage answers
 	// 503 until then); absent without lineage.
-	Graph   string `json:"graph,omitempty"`
-	Version string `json:"version,omitempty"`
+	Graph string `json:"graph,omitempty"`
+	// SearchIndex is "indexing" while assets from before search are given their search docs in
+	// the background (search misses them until then), "ready" after.
+	SearchIndex string `json:"search_index,omitempty"`
+	Version     string `json:"version,omitempty"`
 }
 
 func (a *API) health(c echo.Context) error {
@@ -220,6 +226,9 @@ func (a *API) health(c echo.Context) error {
 		if a.cfg.Lineage.Graph().Freshness().Ready {
 			out.Graph = "ready"
 		}
+	}
+	if a.cfg.SearchIndex != nil {
+		out.SearchIndex = a.cfg.SearchIndex()
 	}
 	return c.JSON(http.StatusOK, out)
 }
