@@ -173,7 +173,7 @@ func TestRenameStory(t *testing.T) {
 	eachBackend(t, func(t *testing.T, e env) {
 		ctx := context.Background()
 		orders := e.create(t, "warehouse", "orders")
-		a, err := e.cat.SetOwner(ctx, orders.ID, catalog.OwnerInput{Principal: "alice", Role: "business"})
+		a, err := e.cat.SetOwner(ctx, orders.ID, catalog.AnyVersion, catalog.OwnerInput{Principal: "alice", Role: "business"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -328,30 +328,42 @@ func TestOwners(t *testing.T) {
 	eachBackend(t, func(t *testing.T, e env) {
 		ctx := context.Background()
 		a := e.create(t, "w", "t")
-		got, err := e.cat.SetOwner(ctx, a.ID, catalog.OwnerInput{Principal: "data-eng", Kind: catalog.OwnerGroup})
+		got, err := e.cat.SetOwner(ctx, a.ID, catalog.AnyVersion, catalog.OwnerInput{Principal: "data-eng", Kind: catalog.OwnerGroup})
 		if err != nil {
 			t.Fatal(err)
 		}
-		again, err := e.cat.SetOwner(ctx, a.ID, catalog.OwnerInput{Principal: "data-eng", Kind: catalog.OwnerGroup})
+		again, err := e.cat.SetOwner(ctx, a.ID, catalog.AnyVersion, catalog.OwnerInput{Principal: "data-eng", Kind: catalog.OwnerGroup})
 		if err != nil || again.Version != got.Version {
 			t.Fatalf("repeating the same owner moved the version %d -> %d (%v)", got.Version, again.Version, err)
 		}
 		e.clock.Advance(time.Minute)
-		if _, err := e.cat.SetOwner(ctx, a.ID, catalog.OwnerInput{Principal: "data-eng", Kind: catalog.OwnerGroup, Role: "business"}); err != nil {
+		business, err := e.cat.SetOwner(ctx, a.ID, catalog.AnyVersion, catalog.OwnerInput{Principal: "data-eng", Kind: catalog.OwnerGroup, Role: "business"})
+		if err != nil {
 			t.Fatal(err)
 		}
 		hist, _ := e.cat.Owners(ctx, a.ID)
 		if len(hist) != 2 || hist[0].RemovedAt == nil || hist[1].Role != "business" || hist[1].RemovedAt != nil {
 			t.Fatalf("owner history = %+v, want technical (closed) then business (current)", hist)
 		}
-		if _, err := e.cat.RemoveOwner(ctx, a.ID, "nobody"); !errors.Is(err, catalog.ErrNotFound) {
+		// A change made against a version that is no longer current is refused, and changes nothing.
+		stale := business.Version - 1
+		if _, err := e.cat.SetOwner(ctx, a.ID, stale, catalog.OwnerInput{Principal: "ops"}); !errors.Is(err, catalog.ErrStaleVersion) {
+			t.Fatalf("add an owner at a stale version: %v, want ErrStaleVersion", err)
+		}
+		if _, err := e.cat.RemoveOwner(ctx, a.ID, stale, "data-eng"); !errors.Is(err, catalog.ErrStaleVersion) {
+			t.Fatalf("remove an owner at a stale version: %v, want ErrStaleVersion", err)
+		}
+		if now, _ := e.cat.Owners(ctx, a.ID); len(now) != 2 {
+			t.Fatalf("owner history after stale changes = %+v, want it unchanged", now)
+		}
+		if _, err := e.cat.RemoveOwner(ctx, a.ID, catalog.AnyVersion, "nobody"); !errors.Is(err, catalog.ErrNotFound) {
 			t.Fatalf("remove a non-owner: %v, want ErrNotFound", err)
 		}
-		cur, err := e.cat.RemoveOwner(ctx, a.ID, "data-eng")
+		cur, err := e.cat.RemoveOwner(ctx, a.ID, business.Version, "data-eng")
 		if err != nil || len(cur.Owners) != 0 {
 			t.Fatalf("after remove: owners %+v, %v", cur.Owners, err)
 		}
-		if _, err := e.cat.SetOwner(ctx, a.ID, catalog.OwnerInput{Principal: "x", Role: "Big Boss"}); !errors.Is(err, catalog.ErrInvalid) {
+		if _, err := e.cat.SetOwner(ctx, a.ID, catalog.AnyVersion, catalog.OwnerInput{Principal: "x", Role: "Big Boss"}); !errors.Is(err, catalog.ErrInvalid) {
 			t.Fatalf("bad role: %v", err)
 		}
 		want := []string{catalog.ActionCreate, catalog.ActionOwnerSet, catalog.ActionOwnerSet, catalog.ActionOwnerRemove}

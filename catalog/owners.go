@@ -14,12 +14,13 @@ import (
 
 // SetOwner makes principal an owner of the asset with the given kind and role. Setting an owner
 // that is already there with the same kind and role changes nothing; a different kind or role
-// closes the old interval and opens a new one, so the history shows the change.
-func (c *Catalog) SetOwner(ctx context.Context, id uuid.UUID, in OwnerInput) (Asset, error) {
+// closes the old interval and opens a new one, so the history shows the change. expected is the
+// version the caller saw (AnyVersion for none): a person decides on the owners a page showed.
+func (c *Catalog) SetOwner(ctx context.Context, id uuid.UUID, expected int64, in OwnerInput) (Asset, error) {
 	if err := validateOwner(&in); err != nil {
 		return Asset{}, err
 	}
-	a, err := c.mutate(ctx, id, AnyVersion, ActionOwnerSet, false, func(tx *ent.Tx, before Asset, now time.Time) (bool, error) {
+	a, err := c.mutate(ctx, id, expected, ActionOwnerSet, false, func(tx *ent.Tx, before Asset, now time.Time) (bool, error) {
 		cur, err := tx.Owner.Query().Where(owner.AssetID(id), owner.Principal(in.Principal), owner.RemovedAtIsNil()).Only(ctx)
 		switch {
 		case err == nil:
@@ -44,12 +45,12 @@ func (c *Catalog) SetOwner(ctx context.Context, id uuid.UUID, in OwnerInput) (As
 	return a, err
 }
 
-// RemoveOwner ends principal's ownership of the asset.
-func (c *Catalog) RemoveOwner(ctx context.Context, id uuid.UUID, principal string) (Asset, error) {
+// RemoveOwner ends principal's ownership of the asset; expected as in SetOwner.
+func (c *Catalog) RemoveOwner(ctx context.Context, id uuid.UUID, expected int64, principal string) (Asset, error) {
 	if err := validateText("principal", principal, MaxPrincipalBytes); err != nil {
 		return Asset{}, err
 	}
-	return c.mutate(ctx, id, AnyVersion, ActionOwnerRemove, false, func(tx *ent.Tx, before Asset, now time.Time) (bool, error) {
+	return c.mutate(ctx, id, expected, ActionOwnerRemove, false, func(tx *ent.Tx, before Asset, now time.Time) (bool, error) {
 		n, err := tx.Owner.Update().Where(owner.AssetID(id), owner.Principal(principal), owner.RemovedAtIsNil()).
 			SetRemovedAt(now).Save(ctx)
 		if err != nil {

@@ -258,7 +258,7 @@ func TestSearchLabelsAndBody(t *testing.T) {
 			}
 		}
 		// Removing an owner through the catalog takes it out of search in the same transaction.
-		if _, err := e.cat.RemoveOwner(ctx, a.ID, "alice@example.com"); err != nil {
+		if _, err := e.cat.RemoveOwner(ctx, a.ID, catalog.AnyVersion, "alice@example.com"); err != nil {
 			t.Fatal(err)
 		}
 		if res := e.search(t, catalog.SearchQuery{Text: "alice"}); res.Total != 0 {

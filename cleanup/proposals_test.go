@@ -91,7 +91,7 @@ func TestUnusedAssetAndNotifications(t *testing.T) {
 				t.Fatalf("%s: %v", n, err)
 			}
 			ids[n] = ref.ID
-			if _, err := e.cat.SetOwner(e.ctx, ref.ID, catalog.OwnerInput{Principal: "team-orders", Role: "owner"}); err != nil {
+			if _, err := e.cat.SetOwner(e.ctx, ref.ID, catalog.AnyVersion, catalog.OwnerInput{Principal: "team-orders", Role: "owner"}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -476,7 +476,7 @@ func TestDispatchRetries(t *testing.T) {
 		}))
 		defer srv.Close()
 		must(t, e.svc.SetWebhook(e.ctx, "team-events", srv.URL))
-		if _, err := e.cat.SetOwner(e.ctx, e.id, catalog.OwnerInput{Principal: "team-events"}); err != nil {
+		if _, err := e.cat.SetOwner(e.ctx, e.id, catalog.AnyVersion, catalog.OwnerInput{Principal: "team-events"}); err != nil {
 			t.Fatal(err)
 		}
 		e.clock.Add(100 * 24 * time.Hour)
@@ -571,7 +571,7 @@ func TestWebhookHardening(t *testing.T) {
 			http.Redirect(w, r, target.URL+"/stolen", http.StatusFound)
 		}))
 		defer bouncer.Close()
-		_, err := e.cat.SetOwner(e.ctx, e.id, catalog.OwnerInput{Principal: "team", Role: "owner"})
+		_, err := e.cat.SetOwner(e.ctx, e.id, catalog.AnyVersion, catalog.OwnerInput{Principal: "team", Role: "owner"})
 		must(t, err)
 		must(t, e.svc.SetWebhook(e.ctx, "team", bouncer.URL+"/hook?token=s3cr3t-value"))
 		e.clock.Add(100 * 24 * time.Hour)

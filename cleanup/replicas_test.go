@@ -380,7 +380,7 @@ func TestReplicasSlowWebhook(t *testing.T) {
 			defer srv.Close()
 			r0 := c.replicas[0]
 			must(t, r0.svc.SetWebhook(ctx, "team", srv.URL))
-			if _, err := catalog.New(r0.db.Client).SetOwner(ctx, c.asset, catalog.OwnerInput{Principal: "team", Role: "owner"}); err != nil {
+			if _, err := catalog.New(r0.db.Client).SetOwner(ctx, c.asset, catalog.AnyVersion, catalog.OwnerInput{Principal: "team", Role: "owner"}); err != nil {
 				t.Fatal(err)
 			}
 			// About thirty notifications: proposals opened, then withdrawn and opened again as

@@ -212,7 +212,7 @@ func (b *builder) catalogPast() error {
 	}
 	owners := map[string]string{"events_hourly": "team-platform", "orders": "team-sales", "legacy_exports": "team-finance", "customers": "team-sales"}
 	for name, o := range owners {
-		if _, err := b.cat.SetOwner(ctx, b.ids[name], catalog.OwnerInput{Principal: o, Role: "owner"}); err != nil {
+		if _, err := b.cat.SetOwner(ctx, b.ids[name], catalog.AnyVersion, catalog.OwnerInput{Principal: o, Role: "owner"}); err != nil {
 			return err
 		}
 	}

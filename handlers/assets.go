@@ -157,7 +157,8 @@ func toNameResponse(n catalog.Name) nameResponse {
 }
 
 var (
-	ifMatchHeader = param{Name: "If-Match", In: "header", Required: true, Description: `the asset's ETag, e.g. "3"`}
+	ifMatchHeader   = param{Name: "If-Match", In: "header", Required: true, Description: `the asset's ETag, e.g. "3"`}
+	ifMatchOptional = param{Name: "If-Match", In: "header", Description: "optional ETag precondition"}
 )
 
 func (a *API) assetRoutes() {
@@ -178,7 +179,7 @@ func (a *API) assetRoutes() {
 	a.handle(operation{Method: http.MethodPatch, Path: base + "/assets/:id", Summary: "Change description or status (active/deprecated)",
 		Tag: "assets", Body: patchAssetRequest{}, Params: []param{ifMatchHeader}, Responses: map[int]any{200: assetResponse{}}}, a.patchAsset)
 	a.handle(operation{Method: http.MethodDelete, Path: base + "/assets/:id", Summary: "Soft-delete an asset (releases its name; history stays)",
-		Tag: "assets", Params: []param{{Name: "If-Match", In: "header", Description: "optional ETag precondition"}},
+		Tag: "assets", Params: []param{ifMatchOptional},
 		Responses: map[int]any{200: assetResponse{}}}, a.deleteAsset)
 	a.handle(operation{Method: http.MethodPost, Path: base + "/assets/:id/rename", Summary: "Rename an asset, keeping its ID",
 		Tag: "assets", Body: renameRequest{}, Params: []param{ifMatchHeader}, Responses: map[int]any{200: assetResponse{}}}, a.renameAsset)
@@ -187,9 +188,9 @@ func (a *API) assetRoutes() {
 	a.handle(operation{Method: http.MethodGet, Path: base + "/assets/:id/owners", Summary: "Owners (history=true includes removed ones)",
 		Tag: "owners", Params: []param{{Name: "history", In: "query"}}, Responses: map[int]any{200: ownersResponse{}}}, a.listOwners)
 	a.handle(operation{Method: http.MethodPut, Path: base + "/assets/:id/owners/:principal", Summary: "Add or change an owner",
-		Tag: "owners", Body: setOwnerRequest{}, Responses: map[int]any{200: assetResponse{}}}, a.setOwner)
+		Tag: "owners", Body: setOwnerRequest{}, Params: []param{ifMatchOptional}, Responses: map[int]any{200: assetResponse{}}}, a.setOwner)
 	a.handle(operation{Method: http.MethodDelete, Path: base + "/assets/:id/owners/:principal", Summary: "Remove an owner",
-		Tag: "owners", Responses: map[int]any{200: assetResponse{}}}, a.removeOwner)
+		Tag: "owners", Params: []param{ifMatchOptional}, Responses: map[int]any{200: assetResponse{}}}, a.removeOwner)
 	a.handle(operation{Method: http.MethodPost, Path: base + "/assets/:id/external-ids", Summary: "Bind an external ID (e.g. an Iceberg table-uuid)",
 		Tag: "assets", Body: externalIDRequest{}, Responses: map[int]any{200: assetResponse{}}}, a.bindExternalID)
 	a.handle(operation{Method: http.MethodGet, Path: base + "/assets/:id/audit", Summary: "Audit trail, oldest first",
@@ -417,11 +418,15 @@ func (a *API) setOwner(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	version, err := ifMatch(c, false)
+	if err != nil {
+		return err
+	}
 	var req setOwnerRequest
 	if err := bindOptional(c, &req); err != nil {
 		return err
 	}
-	got, err := a.cfg.Catalog.SetOwner(c.Request().Context(), id,
+	got, err := a.cfg.Catalog.SetOwner(c.Request().Context(), id, version,
 		catalog.OwnerInput{Principal: principal, Kind: catalog.OwnerKind(req.Kind), Role: req.Role})
 	if err != nil {
 		return err
@@ -438,7 +443,11 @@ func (a *API) removeOwner(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	got, err := a.cfg.Catalog.RemoveOwner(c.Request().Context(), id, principal)
+	version, err := ifMatch(c, false)
+	if err != nil {
+		return err
+	}
+	got, err := a.cfg.Catalog.RemoveOwner(c.Request().Context(), id, version, principal)
 	if err != nil {
 		return err
 	}

@@ -744,7 +744,7 @@ func (a *applier) applyFacets(ctx context.Context, id uuid.UUID, facets Facets, 
 				if strings.HasPrefix(o.Name, "group:") || strings.HasPrefix(o.Name, "team:") {
 					in.Kind = catalog.OwnerGroup
 				}
-				if _, err := a.s.cat.SetOwner(ctx, id, in); err != nil {
+				if _, err := a.s.cat.SetOwner(ctx, id, catalog.AnyVersion, in); err != nil {
 					if errors.Is(err, catalog.ErrInvalid) || errors.Is(err, catalog.ErrConflict) {
 						a.warn("owner %q not applied: %v", o.Name, err)
 						continue

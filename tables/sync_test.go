@@ -79,7 +79,7 @@ func TestSyncRenameStory(t *testing.T) {
 		mustIngest(t, lin, olEvent("load_orders", "2026-11-01T10:00:00Z", []string{`{"namespace":"file","name":"/landing/orders.csv"}`},
 			[]string{fmt.Sprintf(`{"namespace":"file","name":%q}`, loc)}))
 		mustIngest(t, lin, olEvent("orders_report", "2026-11-01T11:00:00Z", []string{viaCatalog(orders.Location(), "db.orders")}, nil))
-		if _, err := cat.SetOwner(ctx, id, catalog.OwnerInput{Principal: "team-orders", Role: "owner"}); err != nil {
+		if _, err := cat.SetOwner(ctx, id, catalog.AnyVersion, catalog.OwnerInput{Principal: "team-orders", Role: "owner"}); err != nil {
 			t.Fatal(err)
 		}
 		loader := jobID(t, cat, "load_orders")

@@ -456,35 +456,14 @@ func editColumnDescription(ctx context.Context, cat *catalog.Catalog, id uuid.UU
 	return "column-saved", "col-" + col.String(), err
 }
 
-// sameVersion refuses an owner change made against a version that is not the current one:
-// owners take no version in the catalog (adding or removing one overwrites nothing), but the
-// person decided on the owners the page showed. A change between this read and the owner
-// change is not caught, which costs nothing: owner changes of different principals commute.
-func sameVersion(ctx context.Context, cat *catalog.Catalog, id uuid.UUID, version int64) error {
-	a, err := cat.Get(ctx, id)
-	if err != nil {
-		return err
-	}
-	if a.Version != version {
-		return &catalog.Error{Kind: catalog.ErrStaleVersion, Message: fmt.Sprintf("asset %s is at version %d, not %d", id, a.Version, version)}
-	}
-	return nil
-}
-
 func editOwnerAdd(ctx context.Context, cat *catalog.Catalog, id uuid.UUID, version int64, f url.Values) (string, string, error) {
-	if err := sameVersion(ctx, cat, id, version); err != nil {
-		return "", "", err
-	}
-	_, err := cat.SetOwner(ctx, id, catalog.OwnerInput{Principal: strings.TrimSpace(f.Get("principal")),
+	_, err := cat.SetOwner(ctx, id, version, catalog.OwnerInput{Principal: strings.TrimSpace(f.Get("principal")),
 		Kind: catalog.OwnerKind(f.Get("kind")), Role: strings.TrimSpace(f.Get("role"))})
 	return "owner-added", "owners-h", err
 }
 
 func editOwnerRemove(ctx context.Context, cat *catalog.Catalog, id uuid.UUID, version int64, f url.Values) (string, string, error) {
-	if err := sameVersion(ctx, cat, id, version); err != nil {
-		return "", "", err
-	}
-	_, err := cat.RemoveOwner(ctx, id, f.Get("principal"))
+	_, err := cat.RemoveOwner(ctx, id, version, f.Get("principal"))
 	return "owner-removed", "owners-h", err
 }
 
