@@ -84,8 +84,8 @@ func Open(ctx context.Context, store *storage.DB, cfg Config) (*App, error) {
 	}
 	a := &App{Store: store, Log: cfg.Log, conns: cfg.Connections, sources: cfg.MigrationSources}
 	a.Catalog = catalog.New(store.Client, catalog.WithLogger(cfg.Log),
-		catalog.WithChangeHook(func(ctx context.Context, ids []uuid.UUID) {
-			a.Lineage.Graph().AssetsChanged(ctx, ids)
+		catalog.WithChangeHook(func(ctx context.Context, ids []uuid.UUID, written map[uuid.UUID]catalog.Summary) {
+			a.Lineage.Graph().AssetsChanged(ctx, ids, written)
 			a.Usage.NamesChanged(ctx, ids) // usage records that waited for a name
 		}))
 	// The default classifications (pii, tier), so tags such as pii.email are checked and

@@ -21,7 +21,7 @@ type Catalog struct {
 	db       *ent.Client
 	now      func() time.Time
 	log      *slog.Logger
-	onChange []func(ctx context.Context, ids []uuid.UUID)
+	onChange []func(ctx context.Context, ids []uuid.UUID, written map[uuid.UUID]Summary)
 	dialect  atomic.Pointer[string] // the database's SQL dialect, once search has asked
 	// searchWindow is how many matches a search examines at most (see SearchResult).
 	searchWindow int
@@ -36,17 +36,19 @@ func WithClock(now func() time.Time) Option { return func(c *Catalog) { c.now = 
 // WithChangeHook calls fn after a change to an asset commits (create, rename, update, delete,
 // restore, owners, external IDs), so in-memory views such as the lineage graph's node names stay
 // current. Changes made inside a caller's transaction (InTx) are the caller's to announce.
-func WithChangeHook(fn func(ctx context.Context, ids []uuid.UUID)) Option {
+// written holds the summaries, as written, of those of ids that CreateMany has just created on
+// PostgreSQL (nil otherwise): a hook that needs summaries reads only the others.
+func WithChangeHook(fn func(ctx context.Context, ids []uuid.UUID, written map[uuid.UUID]Summary)) Option {
 	return func(c *Catalog) { c.onChange = append(c.onChange, fn) }
 }
 
 // changed announces committed changes of ids, unless ctx carries a caller's transaction.
-func (c *Catalog) changed(ctx context.Context, ids ...uuid.UUID) {
+func (c *Catalog) changed(ctx context.Context, written map[uuid.UUID]Summary, ids ...uuid.UUID) {
 	if ent.TxFromContext(ctx) != nil || len(ids) == 0 {
 		return
 	}
 	for _, fn := range c.onChange {
-		fn(ctx, ids)
+		fn(ctx, ids, written)
 	}
 }
 
@@ -133,7 +135,6 @@ type ctxKey int
 const (
 	actorKey ctxKey = iota
 	requestIDKey
-	createdKey // map[uuid.UUID]Summary: assets the change hooks are told about, as just written
 )
 
 // WithActor returns ctx carrying the principal that audit events attribute changes to.

@@ -81,7 +81,7 @@ func (c *Catalog) Create(ctx context.Context, in CreateInput) (CreateResult, err
 		var err error
 		res, err = c.create(ctx, in, hash)
 		if err == nil && res.Created {
-			c.changed(ctx, res.Asset.ID)
+			c.changed(ctx, nil, res.Asset.ID)
 		}
 		return err
 	})
@@ -295,8 +295,7 @@ func (c *Catalog) createManyOf(ctx context.Context, ins []CreateInput, unseen bo
 		for id := range created {
 			ids = append(ids, id)
 		}
-		// The hooks' Summaries of these assets come from created, not from a read.
-		c.changed(context.WithValue(ctx, createdKey, created), ids...)
+		c.changed(ctx, created, ids...) // the hooks need not read back what was just written
 		return len(created), nil
 	}
 	var created []uuid.UUID
@@ -322,7 +321,7 @@ func (c *Catalog) createManyOf(ctx context.Context, ins []CreateInput, unseen bo
 	if err != nil {
 		return 0, err
 	}
-	c.changed(ctx, created...)
+	c.changed(ctx, nil, created...)
 	return len(created), nil
 }
 

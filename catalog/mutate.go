@@ -97,7 +97,7 @@ func (c *Catalog) mutateNoted(ctx context.Context, id uuid.UUID, expected int64,
 		return c.audit(ctx, tx, now, action, id, before, after)
 	})
 	if err == nil && out.Version != 0 {
-		c.changed(ctx, id)
+		c.changed(ctx, nil, id)
 	}
 	return out, err
 }

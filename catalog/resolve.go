@@ -185,21 +185,9 @@ type Summary struct {
 }
 
 // Summaries returns a summary of each existing asset among ids, in two or three queries per
-// thousand IDs; none for the assets a change hook's ctx says were just created (CreateMany on
-// PostgreSQL hands them over as written).
+// thousand IDs.
 func (c *Catalog) Summaries(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]Summary, error) {
 	out := make(map[uuid.UUID]Summary, len(ids))
-	if known, ok := ctx.Value(createdKey).(map[uuid.UUID]Summary); ok { // a change hook's, for assets just created
-		var rest []uuid.UUID
-		for _, id := range ids {
-			if s, ok := known[id]; ok {
-				out[id] = s
-			} else {
-				rest = append(rest, id)
-			}
-		}
-		ids = rest
-	}
 	const chunk = 1000 // stay far below the databases' bind-parameter limits
 	for len(ids) > 0 {
 		n := min(chunk, len(ids))

@@ -199,7 +199,7 @@ func (c *Catalog) RecordSources(ctx context.Context, source LabelSource, reports
 	if err != nil {
 		return nil, err
 	}
-	c.changed(ctx, changed...)
+	c.changed(ctx, nil, changed...)
 	return out, nil
 }
 

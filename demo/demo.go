@@ -202,7 +202,9 @@ func (b *builder) catalogPast() error {
 		return err
 	}
 	b.cat = catalog.New(store.Client, catalog.WithLogger(log),
-		catalog.WithChangeHook(func(ctx context.Context, ids []uuid.UUID) { b.use.NamesChanged(ctx, ids) }))
+		catalog.WithChangeHook(func(ctx context.Context, ids []uuid.UUID, _ map[uuid.UUID]catalog.Summary) {
+			b.use.NamesChanged(ctx, ids)
+		}))
 	for name := range b.tbls {
 		ref, ok, err := b.cat.Lookup(ctx, catalog.SpaceDataset, "iceberg://lake", "db."+name)
 		if err != nil || !ok {

@@ -75,8 +75,8 @@ func startServer(t testing.TB, db *storage.DB, tweak func(*handlers.Config)) *se
 	}
 	var lin *lineage.Service
 	var use *usage.Service
-	cat := catalog.New(db.Client, catalog.WithChangeHook(func(ctx context.Context, ids []uuid.UUID) {
-		lin.Graph().AssetsChanged(ctx, ids)
+	cat := catalog.New(db.Client, catalog.WithChangeHook(func(ctx context.Context, ids []uuid.UUID, written map[uuid.UUID]catalog.Summary) {
+		lin.Graph().AssetsChanged(ctx, ids, written)
 		use.NamesChanged(ctx, ids)
 	}))
 	use, err = usage.New(db, cat)

@@ -278,25 +278,37 @@ func (g *Graph) syncDocumented(ctx context.Context, from time.Time) error {
 	}
 }
 
-// AssetsChanged reloads assets' summaries; wire it to catalog.WithChangeHook.
-func (g *Graph) AssetsChanged(ctx context.Context, ids []uuid.UUID) {
-	if err := g.refresh(ctx, ids); err != nil {
+// AssetsChanged reloads assets' summaries (those in written are taken as they are); wire it to
+// catalog.WithChangeHook.
+func (g *Graph) AssetsChanged(ctx context.Context, ids []uuid.UUID, written map[uuid.UUID]catalog.Summary) {
+	if err := g.refresh(ctx, ids, written); err != nil {
 		g.log.Warn("lineage: refresh graph nodes; the next sync retries", "assets", len(ids), "err", err)
 	}
 }
 
-// refresh reloads the summaries of assets that changed (created, renamed, deleted, restored).
-func (g *Graph) refresh(ctx context.Context, ids []uuid.UUID) error {
-	if len(ids) == 0 {
+// refresh reloads the summaries of assets that changed (created, renamed, deleted, restored),
+// reading those that written does not hold.
+func (g *Graph) refresh(ctx context.Context, ids []uuid.UUID, written map[uuid.UUID]catalog.Summary) error {
+	list := make([]catalog.Summary, 0, len(ids))
+	var read []uuid.UUID
+	for _, id := range ids {
+		if s, ok := written[id]; ok {
+			list = append(list, s)
+		} else {
+			read = append(read, id)
+		}
+	}
+	if len(read) > 0 {
+		sums, err := g.cat.Summaries(ctx, read)
+		if err != nil {
+			return err
+		}
+		for _, s := range sums {
+			list = append(list, s)
+		}
+	}
+	if len(list) == 0 {
 		return nil
-	}
-	sums, err := g.cat.Summaries(ctx, ids)
-	if err != nil {
-		return err
-	}
-	list := make([]catalog.Summary, 0, len(sums))
-	for _, s := range sums {
-		list = append(list, s)
 	}
 	g.setInfo(list)
 	return nil
@@ -432,7 +444,7 @@ func (g *Graph) syncInfo(ctx context.Context, started time.Time) error {
 		}
 	}
 	g.auditFrom = started
-	return g.refresh(ctx, touched)
+	return g.refresh(ctx, touched, nil)
 }
 
 // uuidV7Floor is the smallest UUIDv7 of the millisecond t.

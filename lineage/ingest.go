@@ -288,7 +288,7 @@ func (s *Service) applyEvents(ctx context.Context, evs []Event) ([]IngestResult,
 		held = append(held, k)
 	}
 	s.seen.add(held...)
-	if err := s.graph.refresh(ctx, b.touched); err != nil {
+	if err := s.graph.refresh(ctx, b.touched, nil); err != nil {
 		// Committed already; the next Sync picks the change up from the audit log.
 		s.log.Warn("lineage: refresh graph names", "err", err)
 	}

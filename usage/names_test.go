@@ -24,7 +24,9 @@ func hooked(t *testing.T, db *storage.DB, c *clock) env {
 	t.Helper()
 	var use *usage.Service
 	cat := catalog.New(db.Client, catalog.WithClock(c.Now),
-		catalog.WithChangeHook(func(ctx context.Context, ids []uuid.UUID) { use.NamesChanged(ctx, ids) }))
+		catalog.WithChangeHook(func(ctx context.Context, ids []uuid.UUID, _ map[uuid.UUID]catalog.Summary) {
+			use.NamesChanged(ctx, ids)
+		}))
 	use, err := usage.New(db, cat, usage.WithClock(c.Now), usage.WithLateness(30*24*time.Hour), usage.WithRetention(90*24*time.Hour))
 	if err != nil {
 		t.Fatal(err)
