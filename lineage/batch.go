@@ -373,16 +373,12 @@ func (b *batch) flushEdges(ctx context.Context) error {
 	if len(b.touches) == 0 {
 		return nil
 	}
-	type edgeRow struct {
-		k [2]uuid.UUID
-		e *edgeTouch
-	}
-	rows := make([]edgeRow, 0, len(b.touches))
+	rows := make([]touchedEdge, 0, len(b.touches))
 	for k, e := range b.touches {
-		rows = append(rows, edgeRow{k, e})
+		rows = append(rows, touchedEdge{k, e})
 	}
 	// One lock order for every batch, so two batches widening the same edges cannot deadlock.
-	slices.SortFunc(rows, func(a, b edgeRow) int { return comparePairs(a.k, b.k) })
+	slices.SortFunc(rows, func(a, b touchedEdge) int { return comparePairs(a.k, b.k) })
 	b.touches = map[[2]uuid.UUID]*edgeTouch{}
 	if b.s.sqlite {
 		// In-process: a statement costs no round trip.
@@ -398,30 +394,42 @@ func (b *batch) flushEdges(ctx context.Context) error {
 		}
 		return nil
 	}
-	return chunk.Each(rows, func(part []edgeRow) error {
-		var q strings.Builder
-		q.WriteString(`UPDATE lineage_edges AS e SET
-			first_seen = LEAST(e.first_seen, v.first),
+	if _, err := b.tx.ExecContext(ctx, `WITH ve AS (`+pgEdgeValues+`) `+pgEdgeWiden, pgEdgeArgs(rows)...); err != nil {
+		return fmt.Errorf("lineage: update edges: %w", err)
+	}
+	return nil
+}
+
+// touchedEdge is an edge a batch writes and what the batch saw of it.
+type touchedEdge struct {
+	k [2]uuid.UUID
+	e *edgeTouch
+}
+
+// The PostgreSQL edge writes (flushPG's, and flushEdges' for edges found existing after it):
+// the touched edges as unnest arrays ($1 to $5, pgEdgeArgs), and the widening of the existing
+// ones' seen intervals.
+const (
+	pgEdgeValues = `SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[], $4::timestamptz[], $5::text[]) WITH ORDINALITY
+			AS v(from_id, to_id, first, last, run, ord)`
+	pgEdgeWiden = `UPDATE lineage_edges AS e SET first_seen = LEAST(e.first_seen, v.first),
 			last_run_id = CASE WHEN e.last_seen < v.last THEN v.run ELSE e.last_run_id END,
 			last_seen = GREATEST(e.last_seen, v.last)
-			FROM (VALUES `)
-		args := make([]any, 0, 5*len(part))
-		for i, r := range part {
-			if i > 0 {
-				q.WriteString(",")
-			}
-			n := len(args)
-			fmt.Fprintf(&q, "($%d::uuid, $%d::uuid, $%d::timestamptz, $%d::timestamptz, $%d::text)", n+1, n+2, n+3, n+4, n+5)
-			args = append(args, r.k[0], r.k[1], r.e.first, r.e.last, r.e.lastRun)
-		}
-		q.WriteString(`) AS v(from_id, to_id, first, last, run)
-			WHERE e.from_id = v.from_id AND e.to_id = v.to_id AND (e.first_seen > v.first OR e.last_seen < v.last)`)
-		if _, err := b.tx.ExecContext(ctx, q.String(), args...); err != nil {
-			return fmt.Errorf("lineage: update edges: %w", err)
-		}
-		return nil
-	})
+		FROM ve AS v WHERE e.from_id = v.from_id AND e.to_id = v.to_id AND (e.first_seen > v.first OR e.last_seen < v.last)`
+)
+
+// pgEdgeArgs are pgEdgeValues' five arrays for rows.
+func pgEdgeArgs(rows []touchedEdge) []any {
+	from, to, first, last, run := make([]string, len(rows)), make([]string, len(rows)), make([]string, len(rows)),
+		make([]string, len(rows)), make([]string, len(rows))
+	for i, r := range rows {
+		from[i], to[i], first[i], last[i], run[i] = r.k[0].String(), r.k[1].String(), pgTime(r.e.first), pgTime(r.e.last), r.e.lastRun
+	}
+	return []any{pq.Array(from), pq.Array(to), pq.Array(first), pq.Array(last), pq.Array(run)}
 }
+
+// pgTime is t as PostgreSQL reads a timestamptz from text.
+func pgTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 // flushFacets writes the facet values the batch decided.
 func (b *batch) flushFacets(ctx context.Context) error {
@@ -578,13 +586,12 @@ func comparePairs(a, b [2]uuid.UUID) int {
 // of failing the batch.
 func (b *batch) flushPG(ctx context.Context) error {
 	type edgeRow struct {
-		k       [2]uuid.UUID
-		e       *edgeTouch
+		touchedEdge
 		pending bool
 	}
 	edges := make([]edgeRow, 0, len(b.touches)+len(b.pending))
 	for k, e := range b.touches {
-		edges = append(edges, edgeRow{k, e, false})
+		edges = append(edges, edgeRow{touchedEdge{k, e}, false})
 	}
 	for k, e := range b.pending {
 		if cur := b.touches[k]; cur != nil { // known since (a concurrent Sync added it to the graph mid-batch): merge
@@ -592,22 +599,21 @@ func (b *batch) flushPG(ctx context.Context) error {
 			b.touchEdge(k[0], k[1], e.last, e.lastRun, true)
 			continue
 		}
-		edges = append(edges, edgeRow{k, e, true})
+		edges = append(edges, edgeRow{touchedEdge{k, e}, true})
 	}
 	// One lock order for every batch, so two batches writing the same edges cannot deadlock.
 	slices.SortFunc(edges, func(x, y edgeRow) int { return comparePairs(x.k, y.k) })
 	b.touches, b.pending = map[[2]uuid.UUID]*edgeTouch{}, map[[2]uuid.UUID]*edgeTouch{}
-	ts := func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+	ts := pgTime
 	tsp := func(t *time.Time) string { // "" is NULL
 		if t == nil {
 			return ""
 		}
 		return ts(*t)
 	}
-	var eFrom, eTo, eFirst, eLast, eRun []string
-	for _, r := range edges {
-		eFrom, eTo, eFirst, eLast, eRun = append(eFrom, r.k[0].String()), append(eTo, r.k[1].String()),
-			append(eFirst, ts(r.e.first)), append(eLast, ts(r.e.last)), append(eRun, r.e.lastRun)
+	touched := make([]touchedEdge, len(edges))
+	for i, r := range edges {
+		touched[i] = r.touchedEdge
 	}
 
 	runIDs := make([]string, 0, len(b.runs))
@@ -658,14 +664,8 @@ func (b *batch) flushPG(ctx context.Context) error {
 		evRun, evJob, evProducer, evPayload = append(evRun, e.ev.RunID), append(evJob, job), append(evProducer, truncate(e.ev.Producer, 1024)), append(evPayload, string(e.ev.Raw))
 	}
 
-	const q = `WITH ve AS (
-		SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[], $4::timestamptz[], $5::text[]) WITH ORDINALITY
-			AS v(from_id, to_id, first, last, run, ord)
-	), eu AS (
-		UPDATE lineage_edges AS e SET first_seen = LEAST(e.first_seen, v.first),
-			last_run_id = CASE WHEN e.last_seen < v.last THEN v.run ELSE e.last_run_id END,
-			last_seen = GREATEST(e.last_seen, v.last)
-		FROM ve AS v WHERE e.from_id = v.from_id AND e.to_id = v.to_id AND (e.first_seen > v.first OR e.last_seen < v.last)
+	const q = `WITH ve AS (` + pgEdgeValues + `
+	), eu AS (` + pgEdgeWiden + `
 	), ei AS (
 		INSERT INTO lineage_edges (from_id, to_id, first_seen, last_seen, last_run_id)
 		SELECT v.from_id, v.to_id, v.first, v.last, v.run FROM ve AS v
@@ -699,13 +699,12 @@ func (b *batch) flushPG(ctx context.Context) error {
 			AS v(id, ev_key, kind, ev_type, ev_time, run, job, producer, payload)
 	)
 	SELECT id, from_id, to_id FROM ei`
-	rows, err := b.tx.QueryContext(ctx, q, pq.Array(eFrom), pq.Array(eTo), pq.Array(eFirst), pq.Array(eLast), pq.Array(eRun),
-		pq.Array(nID), pq.Array(nJob), pq.Array(nState), pq.Array(nStateTime), pq.Array(nStarted), pq.Array(nEnded), pq.Array(nNomStart),
+	rows, err := b.tx.QueryContext(ctx, q, append(pgEdgeArgs(touched), pq.Array(nID), pq.Array(nJob), pq.Array(nState), pq.Array(nStateTime), pq.Array(nStarted), pq.Array(nEnded), pq.Array(nNomStart),
 		pq.Array(nNomEnd), pq.Array(nParent), pq.Array(nFacets), pq.Array(nCount),
 		pq.Array(uID), pq.Array(uState), pq.Array(uStateTime), pq.Array(uStarted), pq.Array(uEnded), pq.Array(uParent), pq.Array(uFacets), pq.Array(uCount),
 		pq.Array(ioRun), pq.Array(ioAsset), pq.Array(ioRole), pq.Array(ioFirst),
 		pq.Array(evID), pq.Array(evKey), pq.Array(evKind), pq.Array(evType), pq.Array(evTime), pq.Array(evRun), pq.Array(evJob),
-		pq.Array(evProducer), pq.Array(evPayload), b.now)
+		pq.Array(evProducer), pq.Array(evPayload), b.now)...)
 	if err != nil {
 		return fmt.Errorf("lineage: store events, runs and edges: %w", err)
 	}

@@ -198,3 +198,52 @@ func TestConcurrentBatchesShareDatasets(t *testing.T) {
 		}
 	})
 }
+
+// TestDropWeighsUsesEarlierInItsBatch: a dataset's first DROP is weighed against its newest use,
+// including a use earlier in the same batch that only widened an edge already stored (written
+// before the DROP is judged, on PostgreSQL by the same SQL as the batch's flush): that use
+// is newer than the DROP, so the dataset stays.
+func TestDropWeighsUsesEarlierInItsBatch(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		cat := catalog.New(db.Client)
+		lin := lineage.New(db, cat)
+		if err := lin.Open(ctx); err != nil {
+			t.Fatal(err)
+		}
+		ev := func(run, at string, drop bool) []byte {
+			facets := ""
+			if drop {
+				facets = `,"facets":{"lifecycleStateChange":{"lifecycleStateChange":"DROP"}}`
+			}
+			return []byte(`{"eventType":"COMPLETE","eventTime":"` + at + `","producer":"test","run":{"runId":"` + run + `"},
+				"job":{"namespace":"w","name":"load"},"outputs":[{"namespace":"w","name":"t"` + facets + `}]}`)
+		}
+		ingest := func(raws ...[]byte) {
+			items, err := lin.IngestBatch(ctx, raws)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, it := range items {
+				if it.Err != nil {
+					t.Fatal(it.Err)
+				}
+			}
+		}
+		ingest(ev(uuid.NewString(), "2026-01-01T01:00:00Z", false))
+		// One batch: a write at 03:00 (the stored edge widens), then a DROP dated 02:00.
+		ingest(ev(uuid.NewString(), "2026-01-01T03:00:00Z", false), ev(uuid.NewString(), "2026-01-01T02:00:00Z", true))
+		res, err := cat.Resolve(ctx, "w", "t")
+		if err != nil {
+			t.Fatalf("w.t after a DROP older than its last write: %v; want it live", err)
+		}
+		if res.Asset.Status == catalog.StatusDeleted {
+			t.Fatalf("w.t deleted by a DROP older than its last write: %+v", res.Asset)
+		}
+		// A DROP newer than every use deletes it.
+		ingest(ev(uuid.NewString(), "2026-01-01T04:00:00Z", true))
+		if res, err := cat.Resolve(ctx, "w", "t"); err == nil && res.Asset.Status != catalog.StatusDeleted {
+			t.Fatalf("w.t after a DROP newer than every use: %+v; want it deleted", res.Asset)
+		}
+	})
+}
