@@ -619,7 +619,11 @@ func ingest(ctx context.Context) {
 			benchdb.Must(err)
 			ins = ins[n:]
 		}
-		fmt.Printf("created beforehand (untimed): %d datasets and %d jobs\n", datasets, jobsN)
+		// Their maintenance is the setup's: left to autovacuum, it ran during the timed run and
+		// counted in PostgreSQL's CPU per event.
+		_, err := db.SQL.ExecContext(ctx, "VACUUM ANALYZE")
+		benchdb.Must(err)
+		fmt.Printf("created beforehand (untimed, then VACUUM ANALYZE): %d datasets and %d jobs\n", datasets, jobsN)
 	}
 	// Started over the catalog as it is, as a server restarted over an existing one would be.
 	base, token, _ := server(ctx, db)
