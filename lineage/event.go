@@ -100,12 +100,8 @@ func ParseEvent(raw []byte) (Event, error) {
 	if err := json.Unmarshal(raw, &w); err != nil {
 		return Event{}, invalid("event is not valid JSON: %v", err)
 	}
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, raw); err != nil {
-		return Event{}, invalid("event is not valid JSON: %v", err)
-	}
 	ev := Event{EventType: strings.ToUpper(strings.TrimSpace(w.EventType)), Producer: w.Producer, SchemaURL: w.SchemaURL,
-		Inputs: w.Inputs, Outputs: w.Outputs, Raw: compact.Bytes()}
+		Inputs: w.Inputs, Outputs: w.Outputs, Raw: compactJSON(raw)}
 	if ev.EventType != "" && !eventTypes[ev.EventType] {
 		return Event{}, invalid("eventType %q is not one of START, RUNNING, COMPLETE, FAIL, ABORT, OTHER", w.EventType)
 	}
@@ -293,3 +289,16 @@ type (
 		DatasetType string `json:"datasetType"`
 	}
 )
+
+// compactJSON is raw (valid JSON: Unmarshal checked it) without insignificant whitespace, in a
+// buffer of its own. JSON holding no whitespace byte at all is already compact, as producers
+// such as the Java client send it: it is copied, not scanned again by json.Compact.
+func compactJSON(raw []byte) []byte {
+	if !bytes.ContainsAny(raw, " \t\r\n") {
+		return bytes.Clone(raw)
+	}
+	var b bytes.Buffer
+	b.Grow(len(raw))
+	_ = json.Compact(&b, raw) // cannot fail on valid JSON
+	return b.Bytes()
+}

@@ -1,6 +1,8 @@
 package lineage
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -113,5 +115,35 @@ func FuzzParseEvent(f *testing.F) {
 		if err != nil || again.Kind != ev.Kind || !again.EventTime.Equal(ev.EventTime) {
 			t.Fatalf("raw copy does not parse back: %v", err)
 		}
+		var want bytes.Buffer
+		if err := json.Compact(&want, b); err != nil || !bytes.Equal(ev.Raw, want.Bytes()) {
+			t.Fatalf("raw copy %q is not the compacted event %q (%v)", ev.Raw, want.Bytes(), err)
+		}
 	})
+}
+
+// BenchmarkParseEvent parses a real Spark event (9 KB, column lineage) as a Java client sends it
+// (compact) and as pretty-printed JSON.
+func BenchmarkParseEvent(b *testing.B) {
+	pretty, err := os.ReadFile("../testdata/openlineage/events/04_spark_bigquery_to_file_complete_columnLineage.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, pretty); err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		raw  []byte
+	}{{"compact", compact.Bytes()}, {"pretty", pretty}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(c.raw)))
+			for range b.N {
+				if _, err := ParseEvent(c.raw); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
