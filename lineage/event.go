@@ -92,7 +92,8 @@ func ParseEvent(raw []byte) (Event, error) {
 	if len(raw) > MaxEventBytes {
 		return Event{}, invalid("event is %d bytes; the limit is %d", len(raw), MaxEventBytes)
 	}
-	if err := checkDepth(raw, MaxJSONDepth); err != nil {
+	compact, err := compactShallow(raw, MaxJSONDepth)
+	if err != nil {
 		return Event{}, err
 	}
 	var w wireEvent
@@ -100,7 +101,7 @@ func ParseEvent(raw []byte) (Event, error) {
 		return Event{}, invalid("event is not valid JSON: %v", err)
 	}
 	ev := Event{EventType: strings.ToUpper(strings.TrimSpace(w.EventType)), Producer: w.Producer, SchemaURL: w.SchemaURL,
-		Inputs: w.Inputs, Outputs: w.Outputs, Raw: compactJSON(raw)}
+		Inputs: w.Inputs, Outputs: w.Outputs, Raw: compact}
 	if ev.EventType != "" && !eventTypes[ev.EventType] {
 		return Event{}, invalid("eventType %q is not one of START, RUNNING, COMPLETE, FAIL, ABORT, OTHER", w.EventType)
 	}
@@ -174,35 +175,6 @@ func ParseTime(s string) (time.Time, error) {
 		}
 	}
 	return time.Time{}, invalid("eventTime %q is not an ISO 8601 time such as 2026-01-31T12:00:00Z", truncate(s, 64))
-}
-
-// checkDepth refuses JSON nested deeper than max without decoding it (a cheap guard against
-// documents built to exhaust the decoder).
-func checkDepth(b []byte, max int) error {
-	depth, inString, escaped := 0, false, false
-	for _, c := range b {
-		switch {
-		case escaped:
-			escaped = false
-		case inString:
-			switch c {
-			case '\\':
-				escaped = true
-			case '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == '{' || c == '[':
-			depth++
-			if depth > max {
-				return invalid("event nests deeper than %d levels", max)
-			}
-		case c == '}' || c == ']':
-			depth--
-		}
-	}
-	return nil
 }
 
 func invalid(format string, args ...any) error {
@@ -289,13 +261,14 @@ type (
 	}
 )
 
-// compactJSON is raw without insignificant whitespace, in a buffer of its own: json.Compact's
-// result, without its second validating pass (Unmarshal has checked raw is valid JSON, so only
-// strings need telling apart; FuzzParseEvent checks the two agree).
-func compactJSON(raw []byte) []byte {
-	out := make([]byte, 0, len(raw))
-	inString, escaped, from := false, false, 0
-	for i, c := range raw {
+// compactShallow refuses JSON nesting deeper than max (documents built to exhaust the decoder)
+// and returns b without insignificant whitespace, in a buffer of its own: what json.Compact makes
+// of valid JSON, in the same pass, without json.Compact's own validation (Unmarshal validates;
+// FuzzParseEvent checks the two agree).
+func compactShallow(b []byte, max int) ([]byte, error) {
+	out := make([]byte, 0, len(b))
+	depth, inString, escaped, from := 0, false, false, 0
+	for i, c := range b {
 		switch {
 		case inString:
 			switch {
@@ -308,10 +281,17 @@ func compactJSON(raw []byte) []byte {
 			}
 		case c == '"':
 			inString = true
+		case c == '{' || c == '[':
+			depth++
+			if depth > max {
+				return nil, invalid("event nests deeper than %d levels", max)
+			}
+		case c == '}' || c == ']':
+			depth--
 		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
-			out = append(out, raw[from:i]...)
+			out = append(out, b[from:i]...)
 			from = i + 1
 		}
 	}
-	return append(out, raw[from:]...)
+	return append(out, b[from:]...), nil
 }
