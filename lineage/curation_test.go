@@ -85,6 +85,20 @@ func newCurationFixture(t *testing.T, db *storage.DB) curationFixture {
 	return curationFixture{ctx, cat, lin}
 }
 
+// ingestBatch ingests raws in one batch, failing the test on any error.
+func (f curationFixture) ingestBatch(t *testing.T, raws ...[]byte) {
+	t.Helper()
+	items, err := f.lin.IngestBatch(f.ctx, raws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range items {
+		if it.Err != nil {
+			t.Fatal(it.Err)
+		}
+	}
+}
+
 func (f curationFixture) ingest(t *testing.T, ev []byte) lineage.IngestResult {
 	t.Helper()
 	res, err := f.lin.Ingest(f.ctx, ev)

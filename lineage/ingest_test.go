@@ -205,12 +205,7 @@ func TestConcurrentBatchesShareDatasets(t *testing.T) {
 // is newer than the DROP, so the dataset stays.
 func TestDropWeighsUsesEarlierInItsBatch(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
-		ctx := context.Background()
-		cat := catalog.New(db.Client)
-		lin := lineage.New(db, cat)
-		if err := lin.Open(ctx); err != nil {
-			t.Fatal(err)
-		}
+		f := newCurationFixture(t, db)
 		ev := func(run, at string, drop bool) []byte {
 			facets := ""
 			if drop {
@@ -219,21 +214,11 @@ func TestDropWeighsUsesEarlierInItsBatch(t *testing.T) {
 			return []byte(`{"eventType":"COMPLETE","eventTime":"` + at + `","producer":"test","run":{"runId":"` + run + `"},
 				"job":{"namespace":"w","name":"load"},"outputs":[{"namespace":"w","name":"t"` + facets + `}]}`)
 		}
-		ingest := func(raws ...[]byte) {
-			items, err := lin.IngestBatch(ctx, raws)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, it := range items {
-				if it.Err != nil {
-					t.Fatal(it.Err)
-				}
-			}
-		}
+		ingest := func(raws ...[]byte) { f.ingestBatch(t, raws...) }
 		ingest(ev(uuid.NewString(), "2026-01-01T01:00:00Z", false))
 		// One batch: a write at 03:00 (the stored edge widens), then a DROP dated 02:00.
 		ingest(ev(uuid.NewString(), "2026-01-01T03:00:00Z", false), ev(uuid.NewString(), "2026-01-01T02:00:00Z", true))
-		res, err := cat.Resolve(ctx, "w", "t")
+		res, err := f.cat.Resolve(f.ctx, "w", "t")
 		if err != nil {
 			t.Fatalf("w.t after a DROP older than its last write: %v; want it live", err)
 		}
@@ -242,7 +227,7 @@ func TestDropWeighsUsesEarlierInItsBatch(t *testing.T) {
 		}
 		// A DROP newer than every use deletes it.
 		ingest(ev(uuid.NewString(), "2026-01-01T04:00:00Z", true))
-		if res, err := cat.Resolve(ctx, "w", "t"); err == nil && res.Asset.Status != catalog.StatusDeleted {
+		if res, err := f.cat.Resolve(f.ctx, "w", "t"); err == nil && res.Asset.Status != catalog.StatusDeleted {
 			t.Fatalf("w.t after a DROP newer than every use: %+v; want it deleted", res.Asset)
 		}
 	})
