@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -431,6 +432,13 @@ func pgEdgeArgs(rows []touchedEdge) []any {
 // pgTime is t as PostgreSQL reads a timestamptz from text.
 func pgTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
+// errNewerFacet says a concurrent batch stored a newer value of a facet this batch read: the
+// batch is retried from its reads (raced).
+var errNewerFacet = errors.New("a newer value was stored meanwhile")
+
+// raced reports whether a batch failed on a concurrent batch's writes and is worth retrying.
+func raced(err error) bool { return catalog.IsRace(err) || errors.Is(err, errNewerFacet) }
+
 // flushFacets writes the facet values the batch decided.
 func (b *batch) flushFacets(ctx context.Context) error {
 	keys := make([]facetKey, 0, len(b.facetWrites))
@@ -451,7 +459,15 @@ func (b *batch) flushFacets(ctx context.Context) error {
 				SetEventTime(r.EventTime).SetUpdatedAt(r.UpdatedAt))
 			continue
 		}
-		if err := b.tx.AssetFacet.UpdateOneID(r.ID).SetValue(r.Value).SetEventTime(r.EventTime).SetUpdatedAt(r.UpdatedAt).Exec(ctx); err != nil {
+		// Only over a value no newer than this one: a concurrent batch may have stored a newer
+		// event's value since this batch read the facet, and this batch's decisions (its
+		// columns, its tags) followed what it read. The batch is then retried.
+		err := b.tx.AssetFacet.UpdateOneID(r.ID).Where(assetfacet.EventTimeLTE(r.EventTime)).
+			SetValue(r.Value).SetEventTime(r.EventTime).SetUpdatedAt(r.UpdatedAt).Exec(ctx)
+		if ent.IsNotFound(err) {
+			return fmt.Errorf("lineage: facet %s of asset %s: %w", r.Name, r.AssetID, errNewerFacet)
+		}
+		if err != nil {
 			return fmt.Errorf("lineage: store facet: %w", err)
 		}
 	}

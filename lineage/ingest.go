@@ -253,7 +253,7 @@ func (s *Service) applyEvents(ctx context.Context, evs []Event) ([]IngestResult,
 	err := loop.Retry(ctx, 4, func(n int) time.Duration { return time.Duration(n*n) * 10 * time.Millisecond },
 		func(err error) bool {
 			s.log.Debug("lineage: ingest raced, retrying", "attempt", attempt, "err", err)
-			return catalog.IsRace(err)
+			return raced(err)
 		},
 		func() error {
 			attempt++
@@ -273,7 +273,7 @@ func (s *Service) applyEvents(ctx context.Context, evs []Event) ([]IngestResult,
 				return b.flush(ctx)
 			})
 		})
-	if catalog.IsRace(err) {
+	if raced(err) {
 		// Still contended after the retries: the client's retry (503) will find the winners' rows.
 		s.log.Warn("lineage: ingest still racing after retries; refused for retry", "events", len(evs), "err", err)
 		return nil, &catalog.Error{Kind: catalog.ErrUnavailable, Message: "lineage: concurrent writers contend for the same rows; retry shortly"}

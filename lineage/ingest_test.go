@@ -232,3 +232,65 @@ func TestDropWeighsUsesEarlierInItsBatch(t *testing.T) {
 		}
 	})
 }
+
+// TestNewerFacetIsNotOverwritten: a batch that read a facet before a concurrent writer stored a
+// newer event's value does not overwrite it with its older one: its write finds the newer value,
+// and the batch is retried from its reads. PostgreSQL only (SQLite has one writer at a time).
+func TestNewerFacetIsNotOverwritten(t *testing.T) {
+	db := storagetest.Open(t, "postgres")
+	f := newCurationFixture(t, db)
+	ev := func(at, v string) []byte {
+		return []byte(`{"eventType":"COMPLETE","eventTime":"` + at + `","producer":"test","run":{"runId":"` + uuid.NewString() + `"},
+			"job":{"namespace":"w","name":"load"},"outputs":[{"namespace":"w","name":"t","facets":{"custom":{"v":"` + v + `"}}}]}`)
+	}
+	f.ingestBatch(t, ev("2026-01-01T00:00:00Z", "v0"))
+	res, err := f.cat.Resolve(f.ctx, "w", "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another writer stores the value of an event at 02:00 and holds the row until told.
+	other, err := db.SQL.BeginTx(f.ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Rollback()
+	if _, err := other.ExecContext(f.ctx, `UPDATE asset_facets SET value = '{"v":"v2"}', event_time = '2026-01-01T02:00:00Z'
+		WHERE asset_id = $1 AND name = 'custom'`, res.Asset.ID); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { // an event at 01:00: its batch reads v0 (at 00:00) and decides to write
+		_, err := f.lin.IngestBatch(f.ctx, [][]byte{ev("2026-01-01T01:00:00Z", "v1")})
+		done <- err
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for { // until the batch waits for the row
+		var waiting int
+		if err := db.SQL.QueryRowContext(f.ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND datname = current_database()`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the batch never waited for the facet row")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := other.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	var value string
+	var at time.Time
+	if err := db.SQL.QueryRowContext(f.ctx, `SELECT value, event_time FROM asset_facets WHERE asset_id = $1 AND name = 'custom'`,
+		res.Asset.ID).Scan(&value, &at); err != nil {
+		t.Fatal(err)
+	}
+	if value != `{"v":"v2"}` || !at.Equal(time.Date(2026, 1, 1, 2, 0, 0, 0, time.UTC)) {
+		t.Fatalf("facet = %s at %s; want the newer {\"v\":\"v2\"} at 02:00", value, at)
+	}
+}

@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"log/slog"
 	"math/rand"
 	"net/http"
 	"os"
@@ -274,7 +275,8 @@ func server(ctx context.Context, db *storage.DB) (string, string, *lineage.Servi
 	// each lineage answer looking up the start's dataset migrations. The cap is raised so that
 	// 10 hops over the whole wide graph come back complete.
 	start := time.Now()
-	a, err := app.Open(ctx, db, app.Config{LoadGraph: true,
+	// Warnings go to stderr: a refused or retried batch says why.
+	a, err := app.Open(ctx, db, app.Config{LoadGraph: true, Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Lineage: []lineage.Option{lineage.WithConcurrency(2*(*clients), 30*time.Second), lineage.WithMaxNodes(benchMaxNodes)}})
 	benchdb.Must(err)
 	f := a.Lineage.Graph().Freshness()
