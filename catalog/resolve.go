@@ -13,6 +13,7 @@ import (
 	"github.com/tidemark/tidemark/ent/asset"
 	"github.com/tidemark/tidemark/ent/assetname"
 	"github.com/tidemark/tidemark/ent/externalid"
+	"github.com/tidemark/tidemark/internal/chunk"
 )
 
 // Resolution is the answer to "which asset is this name?".
@@ -185,21 +186,17 @@ type Summary struct {
 }
 
 // Summaries returns a summary of each existing asset among ids, in two or three queries per
-// thousand IDs.
+// chunk.Size IDs.
 func (c *Catalog) Summaries(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]Summary, error) {
 	out := make(map[uuid.UUID]Summary, len(ids))
-	const chunk = 1000 // stay far below the databases' bind-parameter limits
-	for len(ids) > 0 {
-		n := min(chunk, len(ids))
-		part := ids[:n]
-		ids = ids[n:]
+	err := chunk.Each(ids, func(part []uuid.UUID) error {
 		rows, err := c.client(ctx).Asset.Query().Where(asset.IDIn(part...)).All(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("catalog: summaries: %w", err)
+			return fmt.Errorf("catalog: summaries: %w", err)
 		}
 		names, err := latestNames(ctx, c.client(ctx), part)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for _, r := range rows {
 			s := Summary{ID: r.ID, Kind: Kind(r.Kind), Status: Status(r.Status), CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
@@ -208,6 +205,10 @@ func (c *Catalog) Summaries(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID
 			}
 			out[r.ID] = s
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
