@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -100,8 +101,9 @@ func newBatch(s *Service, tx *ent.Tx) *batch {
 		schemas: map[uuid.UUID]*IngestResult{}, tags: map[uuid.UUID]*IngestResult{}}
 }
 
-// prefetch reads what the events will look up.
-func (b *batch) prefetch(ctx context.Context, evs []Event, keys []string) error {
+// prefetch reads what the events will look up. Before it reads facets it locks the assets whose
+// facets the events carry (lockFacets); exclusive is for a retry after a race.
+func (b *batch) prefetch(ctx context.Context, evs []Event, keys []string, exclusive bool) error {
 	if err := chunk.Each(keys, func(part []string) error {
 		rows, err := b.tx.LineageEvent.Query().Where(lineageevent.EventKeyIn(part...)).
 			Select(lineageevent.FieldID, lineageevent.FieldEventKey).All(ctx)
@@ -114,10 +116,15 @@ func (b *batch) prefetch(ctx context.Context, evs []Event, keys []string) error 
 	}
 
 	wanted := map[nameKey]bool{}
+	faceted := map[nameKey]bool{} // names an event gives facets
 	byName := map[string]bool{}
 	var names, runIDs []string
-	add := func(space catalog.Space, ns, name string) {
-		if k := (nameKey{space, ns, name}); !wanted[k] {
+	add := func(space catalog.Space, ns, name string, facets Facets) {
+		k := nameKey{space, ns, name}
+		if len(facets) > 0 {
+			faceted[k] = true
+		}
+		if !wanted[k] {
 			wanted[k] = true
 			if !byName[name] {
 				byName[name] = true
@@ -127,30 +134,36 @@ func (b *batch) prefetch(ctx context.Context, evs []Event, keys []string) error 
 	}
 	for _, ev := range evs {
 		if ev.Job != nil {
-			add(catalog.SpaceJob, ev.Job.Namespace, ev.Job.Name)
+			add(catalog.SpaceJob, ev.Job.Namespace, ev.Job.Name, ev.Job.Facets)
 		}
 		for _, d := range append(append([]Dataset{}, ev.Inputs...), ev.Outputs...) {
-			add(catalog.SpaceDataset, d.Namespace, d.Name)
+			add(catalog.SpaceDataset, d.Namespace, d.Name, d.Facets)
 		}
 		if ev.Dataset != nil {
-			add(catalog.SpaceDataset, ev.Dataset.Namespace, ev.Dataset.Name)
+			add(catalog.SpaceDataset, ev.Dataset.Namespace, ev.Dataset.Name, ev.Dataset.Facets)
 		}
 		if ev.RunID != "" {
 			runIDs = append(runIDs, ev.RunID)
 		}
 	}
-	var ids []uuid.UUID
+	var ids, locks []uuid.UUID
 	if err := chunk.Each(names, func(part []string) error {
 		rows, err := b.tx.AssetName.Query().Where(assetname.NameIn(part...), assetname.ValidToIsNil()).All(ctx)
 		for _, r := range rows {
 			if k := (nameKey{catalog.Space(r.Space), r.Namespace, r.Name}); wanted[k] {
 				b.cache[k] = catalog.Ref{ID: r.AssetID}
 				ids = append(ids, r.AssetID)
+				if faceted[k] {
+					locks = append(locks, r.AssetID)
+				}
 			}
 		}
 		return err
 	}); err != nil {
 		return fmt.Errorf("lineage: read names: %w", err)
+	}
+	if err := b.lockFacets(ctx, locks, exclusive); err != nil {
+		return err
 	}
 	if err := chunk.Each(ids, func(part []uuid.UUID) error {
 		states, err := b.tx.LineageState.Query().Where(lineagestate.IDIn(part...)).All(ctx)
@@ -182,6 +195,43 @@ func (b *batch) prefetch(ctx context.Context, evs []Event, keys []string) error 
 		return fmt.Errorf("lineage: read runs: %w", err)
 	}
 	return nil
+}
+
+// lockFacets takes a transaction-scoped advisory lock per asset (PostgreSQL; SQLite has one
+// writer at a time), in key order so that batches never deadlock on them. A batch decides what
+// to write from the facets it reads (columns, tags, labels), so two batches that both find an
+// asset's facet missing both insert it, and one fails on the unique index: the loser is retried.
+// Under a steady flow of first-seen schemas its retries kept losing to newer batches until the
+// client got a 503. So a first attempt takes shared locks (first attempts run side by side, as
+// before) and a retry takes exclusive ones: it waits for the batches in flight on its assets and
+// keeps new ones out until it commits, so it reads and writes their facets alone.
+func (b *batch) lockFacets(ctx context.Context, ids []uuid.UUID, exclusive bool) error {
+	if b.s.sqlite || len(ids) == 0 {
+		return nil
+	}
+	keys := make([]int64, 0, len(ids))
+	for _, id := range ids {
+		keys = append(keys, facetLockKey(id))
+	}
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
+	fn := "pg_advisory_xact_lock_shared"
+	if exclusive {
+		fn = "pg_advisory_xact_lock"
+	}
+	// The sorted subquery feeds the locks to the aggregate in key order.
+	if _, err := b.tx.ExecContext(ctx, "SELECT count("+fn+"(k)) FROM (SELECT unnest($1::bigint[]) AS k ORDER BY 1) AS s", pq.Array(keys)); err != nil {
+		return fmt.Errorf("lineage: lock facets: %w", err)
+	}
+	return nil
+}
+
+// facetLockKey is an asset's advisory lock key for its facets: its ID's halves XORed. The
+// second half is random in both UUID versions the catalog holds (v7's first is mostly the
+// creation time, shared by the assets of one bulk create); two assets sharing a key only wait on
+// each other.
+func facetLockKey(id uuid.UUID) int64 {
+	return int64(binary.BigEndian.Uint64(id[:8]) ^ binary.BigEndian.Uint64(id[8:]))
 }
 
 // precreate registers the assets for names a batch uses that no asset holds or ever held and
@@ -451,30 +501,107 @@ func (b *batch) flushFacets(ctx context.Context) error {
 		}
 		return strings.Compare(x.name, y.name)
 	})
-	var creates []*ent.AssetFacetCreate
+	var creates []*ent.AssetFacet
 	for _, k := range keys {
 		r := b.facetWrites[k]
 		if r.ID == 0 {
-			creates = append(creates, b.tx.AssetFacet.Create().SetAssetID(r.AssetID).SetName(r.Name).SetValue(r.Value).
-				SetEventTime(r.EventTime).SetUpdatedAt(r.UpdatedAt))
+			creates = append(creates, r)
 			continue
 		}
-		// Only over a value no newer than this one: a concurrent batch may have stored a newer
-		// event's value since this batch read the facet, and this batch's decisions (its
-		// columns, its tags) followed what it read. The batch is then retried.
-		err := b.tx.AssetFacet.UpdateOneID(r.ID).Where(assetfacet.EventTimeLTE(r.EventTime)).
-			SetValue(r.Value).SetEventTime(r.EventTime).SetUpdatedAt(r.UpdatedAt).Exec(ctx)
-		if ent.IsNotFound(err) {
-			return fmt.Errorf("lineage: facet %s of asset %s: %w", r.Name, r.AssetID, errNewerFacet)
-		}
-		if err != nil {
-			return fmt.Errorf("lineage: store facet: %w", err)
+		if err := b.updateFacet(ctx, r.ID, r); err != nil {
+			return err
 		}
 	}
-	if err := chunk.Each(creates, func(part []*ent.AssetFacetCreate) error {
-		return b.tx.AssetFacet.CreateBulk(part...).Exec(ctx)
+	if !b.s.sqlite {
+		return b.insertFacetsPG(ctx, creates)
+	}
+	if err := chunk.Each(creates, func(part []*ent.AssetFacet) error {
+		bulk := make([]*ent.AssetFacetCreate, len(part))
+		for i, r := range part {
+			bulk[i] = b.tx.AssetFacet.Create().SetAssetID(r.AssetID).SetName(r.Name).SetValue(r.Value).
+				SetEventTime(r.EventTime).SetUpdatedAt(r.UpdatedAt)
+		}
+		return b.tx.AssetFacet.CreateBulk(bulk...).Exec(ctx)
 	}); err != nil {
 		return fmt.Errorf("lineage: store facets: %w", err)
+	}
+	return nil
+}
+
+// updateFacet stores r's value in the facet row id, only over a value no newer than r's: a
+// concurrent batch may have stored a newer event's value since this batch read the facet, and
+// this batch's decisions (its columns, its tags) followed what it read. The batch is then
+// retried (errNewerFacet).
+func (b *batch) updateFacet(ctx context.Context, id int, r *ent.AssetFacet) error {
+	err := b.tx.AssetFacet.UpdateOneID(id).Where(assetfacet.EventTimeLTE(r.EventTime)).
+		SetValue(r.Value).SetEventTime(r.EventTime).SetUpdatedAt(r.UpdatedAt).Exec(ctx)
+	if ent.IsNotFound(err) {
+		return fmt.Errorf("lineage: facet %s of asset %s: %w", r.Name, r.AssetID, errNewerFacet)
+	}
+	if err != nil {
+		return fmt.Errorf("lineage: store facet: %w", err)
+	}
+	return nil
+}
+
+// insertFacetsPG inserts facets this batch found missing, in key order. A concurrent batch may
+// have inserted one meanwhile (this insert waits for it to commit, then skips the row): that is
+// no race when it stored the same value, as concurrent batches seeing a dataset's schema for the
+// first time do (the columns and tags are recorded later in this transaction, against what is
+// stored by then), and none when its value is older (this batch's replaces it); only a newer
+// different value retries the batch.
+func (b *batch) insertFacetsPG(ctx context.Context, rows []*ent.AssetFacet) error {
+	var skipped []*ent.AssetFacet
+	err := chunk.Each(rows, func(part []*ent.AssetFacet) error {
+		assets, names, values, times, updated := make([]string, len(part)), make([]string, len(part)), make([]string, len(part)),
+			make([]string, len(part)), make([]string, len(part))
+		for i, r := range part {
+			assets[i], names[i], values[i], times[i], updated[i] = r.AssetID.String(), r.Name, r.Value, pgTime(r.EventTime), pgTime(r.UpdatedAt)
+		}
+		res, err := b.tx.QueryContext(ctx, `INSERT INTO asset_facets (asset_id, name, value, event_time, updated_at)
+			SELECT asset_id, name, value, event_time, updated_at
+			FROM unnest($1::uuid[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[]) WITH ORDINALITY
+				AS v(asset_id, name, value, event_time, updated_at, ord)
+			ORDER BY ord
+			ON CONFLICT (asset_id, name) DO NOTHING RETURNING asset_id, name`,
+			pq.Array(assets), pq.Array(names), pq.Array(values), pq.Array(times), pq.Array(updated))
+		if err != nil {
+			return err
+		}
+		inserted := map[facetKey]bool{}
+		for res.Next() {
+			var k facetKey
+			if err := res.Scan(&k.asset, &k.name); err != nil {
+				res.Close()
+				return err
+			}
+			inserted[k] = true
+		}
+		res.Close()
+		if err := res.Err(); err != nil {
+			return err
+		}
+		for _, r := range part {
+			if !inserted[facetKey{r.AssetID, r.Name}] {
+				skipped = append(skipped, r)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("lineage: store facets: %w", err)
+	}
+	for _, r := range skipped {
+		cur, err := b.tx.AssetFacet.Query().Where(assetfacet.AssetID(r.AssetID), assetfacet.Name(r.Name)).Only(ctx)
+		if err != nil {
+			return fmt.Errorf("lineage: read facet %s of asset %s: %w", r.Name, r.AssetID, err)
+		}
+		if cur.Value == r.Value {
+			continue
+		}
+		if err := b.updateFacet(ctx, cur.ID, r); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -260,7 +260,7 @@ func (s *Service) applyEvents(ctx context.Context, evs []Event) ([]IngestResult,
 			res = make([]IngestResult, len(evs))
 			return s.cat.InTx(ctx, func(ctx context.Context, tx *ent.Tx) error {
 				b = newBatch(s, tx)
-				if err := b.prefetch(ctx, evs, keys); err != nil {
+				if err := b.prefetch(ctx, evs, keys, attempt > 1); err != nil {
 					return err
 				}
 				for i, ev := range evs {

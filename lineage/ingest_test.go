@@ -1,10 +1,12 @@
 package lineage_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand"
 	"strings"
 	"sync"
@@ -263,21 +265,7 @@ func TestNewerFacetIsNotOverwritten(t *testing.T) {
 		_, err := f.lin.IngestBatch(f.ctx, [][]byte{ev("2026-01-01T01:00:00Z", "v1")})
 		done <- err
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for { // until the batch waits for the row
-		var waiting int
-		if err := db.SQL.QueryRowContext(f.ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE wait_event_type = 'Lock' AND datname = current_database()`).Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-		if waiting > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the batch never waited for the facet row")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitForLockWait(t, db)
 	if err := other.Commit(); err != nil {
 		t.Fatal(err)
 	}
@@ -293,4 +281,123 @@ func TestNewerFacetIsNotOverwritten(t *testing.T) {
 	if value != `{"v":"v2"}` || !at.Equal(time.Date(2026, 1, 1, 2, 0, 0, 0, time.UTC)) {
 		t.Fatalf("facet = %s at %s; want the newer {\"v\":\"v2\"} at 02:00", value, at)
 	}
+}
+
+// waitForLockWait returns once a session of the test's database waits on a lock (a row another
+// transaction of the test holds).
+func waitForLockWait(t *testing.T, db *storage.DB) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var waiting int
+		if err := db.SQL.QueryRowContext(context.Background(), `SELECT count(*) FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND datname = current_database()`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no session ever waited for the held row")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestFirstFacetInsertedConcurrently: a batch finds a dataset's facet missing while another
+// writer inserts it, and waits on the unique index until that writer commits. The same value
+// or an older one is no race (the batch goes on in its first attempt, replacing the older
+// value); only a newer, different value sends the batch back to its reads, after which it leaves
+// the newer value alone. Concurrent batches meeting a dataset's schema for the first time were
+// retried until the client got a 503.
+func TestFirstFacetInsertedConcurrently(t *testing.T) {
+	cases := []struct {
+		name         string
+		otherValue   string
+		otherAt      string
+		wantValue    string
+		wantAt       time.Time
+		wantRetrying bool
+	}{
+		{"same value", `{"v":"v1"}`, "2026-01-01T01:00:00Z", `{"v":"v1"}`, time.Date(2026, 1, 1, 1, 0, 0, 0, time.UTC), false},
+		{"older value", `{"v":"v0"}`, "2026-01-01T00:30:00Z", `{"v":"v1"}`, time.Date(2026, 1, 1, 1, 0, 0, 0, time.UTC), false},
+		{"newer value", `{"v":"v2"}`, "2026-01-01T02:00:00Z", `{"v":"v2"}`, time.Date(2026, 1, 1, 2, 0, 0, 0, time.UTC), true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			db := storagetest.Open(t, "postgres")
+			ctx := context.Background()
+			var logs syncBuffer
+			cat := catalog.New(db.Client)
+			lin := lineage.New(db, cat, lineage.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+			if err := lin.Open(ctx); err != nil {
+				t.Fatal(err)
+			}
+			ev := func(at, facets string) []byte {
+				return []byte(`{"eventType":"COMPLETE","eventTime":"` + at + `","producer":"test","run":{"runId":"` + uuid.NewString() + `"},
+					"job":{"namespace":"w","name":"load"},"outputs":[{"namespace":"w","name":"t"` + facets + `}]}`)
+			}
+			if _, err := lin.IngestBatch(ctx, [][]byte{ev("2026-01-01T00:00:00Z", "")}); err != nil { // the dataset, no facet yet
+				t.Fatal(err)
+			}
+			res, err := cat.Resolve(ctx, "w", "t")
+			if err != nil {
+				t.Fatal(err)
+			}
+			other, err := db.SQL.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer other.Rollback()
+			if _, err := other.ExecContext(ctx, `INSERT INTO asset_facets (asset_id, name, value, event_time, updated_at)
+				VALUES ($1, 'custom', $2, $3, now())`, res.Asset.ID, tc.otherValue, tc.otherAt); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { // an event at 01:00 whose batch finds no facet stored
+				items, err := lin.IngestBatch(ctx, [][]byte{ev("2026-01-01T01:00:00Z", `,"facets":{"custom":{"v":"v1"}}`)})
+				if err == nil && items[0].Err != nil {
+					err = items[0].Err
+				}
+				done <- err
+			}()
+			waitForLockWait(t, db)
+			if err := other.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			var value string
+			var at time.Time
+			if err := db.SQL.QueryRowContext(ctx, `SELECT value, event_time FROM asset_facets WHERE asset_id = $1 AND name = 'custom'`,
+				res.Asset.ID).Scan(&value, &at); err != nil {
+				t.Fatal(err)
+			}
+			if value != tc.wantValue || !at.Equal(tc.wantAt) {
+				t.Errorf("facet = %s at %s; want %s at %s", value, at, tc.wantValue, tc.wantAt)
+			}
+			if retried := strings.Contains(logs.String(), "ingest raced, retrying"); retried != tc.wantRetrying {
+				t.Errorf("batch retried = %v, want %v; log:\n%s", retried, tc.wantRetrying, logs.String())
+			}
+		})
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger's concurrent writes.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

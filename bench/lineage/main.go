@@ -66,6 +66,7 @@ var (
 	fresh      = flag.Bool("fresh", false, "ingest: every event brings a new job and a new output dataset (a first ingest)")
 	schemas    = flag.String("schema", "none", "ingest: none; steady (every dataset carries its schema and tags facets, the same in every event); changing (steady, and every event's output schema differs from the last)")
 	cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the whole run (client and server) here")
+	memProfile = flag.String("memprofile", "", "write an allocation profile of the whole run (client and server) here at its end")
 	separate   = flag.Bool("separate", false, "traversal: time the real tidemark binary in a process of its own (the bench's client then shares no heap or collector with the server; the in-process column is left out)")
 )
 
@@ -80,6 +81,14 @@ func main() {
 		benchdb.Must(err)
 		benchdb.Must(pprof.StartCPUProfile(f))
 		defer pprof.StopCPUProfile()
+	}
+	if *memProfile != "" {
+		defer func() {
+			f, err := os.Create(*memProfile)
+			benchdb.Must(err)
+			benchdb.Must(pprof.Lookup("allocs").WriteTo(f, 0))
+			benchdb.Must(f.Close())
+		}()
 	}
 	if *part == "all" || *part == "traversal" {
 		traversal(ctx)
