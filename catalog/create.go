@@ -13,7 +13,6 @@ import (
 
 	"entgo.io/ent/dialect"
 	"github.com/google/uuid"
-	"github.com/lib/pq"
 
 	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/ent/asset"
@@ -23,6 +22,7 @@ import (
 	"github.com/tidemark/tidemark/ent/owner"
 
 	"github.com/tidemark/tidemark/internal/loop"
+	"github.com/tidemark/tidemark/internal/pgarray"
 )
 
 // CreateInput describes a new asset.
@@ -388,10 +388,10 @@ func (c *Catalog) createManyPG(ctx context.Context, ins []CreateInput, unseen bo
 		JOIN d ON d.asset_id = f.asset_id
 	)
 	SELECT asset_id FROM n`
-	args := []any{pq.Array(ids), pq.Array(kinds), pq.Array(spaces), pq.Array(nss), pq.Array(names),
-		pq.Array(descs), pq.Array(bodies), pq.Array(afters), pq.Array(auditIDs), pq.Array(links), pq.Array(nameKeys),
-		pq.Array(tNames), pq.Array(tFormers), now, ActorFrom(ctx), requestIDFrom(ctx),
-		pq.Array(facetAssets), pq.Array(facetNames), pq.Array(facetValues), pq.Array(tLabels)}
+	args := []any{pgarray.Text(ids), pgarray.Text(kinds), pgarray.Text(spaces), pgarray.Text(nss), pgarray.Text(names),
+		pgarray.Text(descs), pgarray.Text(bodies), pgarray.Text(afters), pgarray.Text(auditIDs), pgarray.Text(links), pgarray.Text(nameKeys),
+		pgarray.Text(tNames), pgarray.Text(tFormers), now, ActorFrom(ctx), requestIDFrom(ctx),
+		pgarray.Text(facetAssets), pgarray.Text(facetNames), pgarray.Text(facetValues), pgarray.Text(tLabels)}
 	if unseen {
 		args = append(args, SystemSymlink)
 	}

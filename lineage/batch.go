@@ -27,6 +27,7 @@ import (
 	"github.com/tidemark/tidemark/ent/predicate"
 	"github.com/tidemark/tidemark/ent/run"
 	"github.com/tidemark/tidemark/internal/chunk"
+	"github.com/tidemark/tidemark/internal/pgarray"
 )
 
 // batch is the state shared by the events applied in one transaction. Ingest costs round trips,
@@ -366,9 +367,9 @@ func (b *batch) createEdges(ctx context.Context) error {
 			}
 			s.Where(sql.P(func(q *sql.Builder) {
 				q.WriteString("(" + s.C(lineageedge.FieldFromID) + ", " + s.C(lineageedge.FieldToID) + ") IN (SELECT * FROM unnest(")
-				q.Arg(pq.Array(fs))
+				q.Arg(pgarray.Text(fs))
 				q.WriteString("::uuid[], ")
-				q.Arg(pq.Array(ts))
+				q.Arg(pgarray.Text(ts))
 				q.WriteString("::uuid[]))")
 			}))
 		})
@@ -476,7 +477,7 @@ func pgEdgeArgs(rows []touchedEdge) []any {
 	for i, r := range rows {
 		from[i], to[i], first[i], last[i], run[i] = r.k[0].String(), r.k[1].String(), pgTime(r.e.first), pgTime(r.e.last), r.e.lastRun
 	}
-	return []any{pq.Array(from), pq.Array(to), pq.Array(first), pq.Array(last), pq.Array(run)}
+	return []any{pgarray.Text(from), pgarray.Text(to), pgarray.Text(first), pgarray.Text(last), pgarray.Text(run)}
 }
 
 // pgTime is t as PostgreSQL reads a timestamptz from text.
@@ -564,7 +565,7 @@ func (b *batch) insertFacetsPG(ctx context.Context, rows []*ent.AssetFacet) erro
 				AS v(asset_id, name, value, event_time, updated_at, ord)
 			ORDER BY ord
 			ON CONFLICT (asset_id, name) DO NOTHING RETURNING asset_id, name`,
-			pq.Array(assets), pq.Array(names), pq.Array(values), pq.Array(times), pq.Array(updated))
+			pgarray.Text(assets), pgarray.Text(names), pgarray.Text(values), pgarray.Text(times), pgarray.Text(updated))
 		if err != nil {
 			return err
 		}
@@ -842,12 +843,12 @@ func (b *batch) flushPG(ctx context.Context) error {
 			AS v(id, ev_key, kind, ev_type, ev_time, run, job, producer, payload)
 	)
 	SELECT id, from_id, to_id FROM ei`
-	rows, err := b.tx.QueryContext(ctx, q, append(pgEdgeArgs(touched), pq.Array(nID), pq.Array(nJob), pq.Array(nState), pq.Array(nStateTime), pq.Array(nStarted), pq.Array(nEnded), pq.Array(nNomStart),
-		pq.Array(nNomEnd), pq.Array(nParent), pq.Array(nFacets), pq.Array(nCount),
-		pq.Array(uID), pq.Array(uState), pq.Array(uStateTime), pq.Array(uStarted), pq.Array(uEnded), pq.Array(uParent), pq.Array(uFacets), pq.Array(uCount),
-		pq.Array(ioRun), pq.Array(ioAsset), pq.Array(ioRole), pq.Array(ioFirst),
-		pq.Array(evID), pq.Array(evKey), pq.Array(evKind), pq.Array(evType), pq.Array(evTime), pq.Array(evRun), pq.Array(evJob),
-		pq.Array(evProducer), pq.Array(evPayload), b.now)...)
+	rows, err := b.tx.QueryContext(ctx, q, append(pgEdgeArgs(touched), pgarray.Text(nID), pgarray.Text(nJob), pgarray.Text(nState), pgarray.Text(nStateTime), pgarray.Text(nStarted), pgarray.Text(nEnded), pgarray.Text(nNomStart),
+		pgarray.Text(nNomEnd), pgarray.Text(nParent), pgarray.Text(nFacets), pgarray.Text(nCount),
+		pgarray.Text(uID), pgarray.Text(uState), pgarray.Text(uStateTime), pgarray.Text(uStarted), pgarray.Text(uEnded), pgarray.Text(uParent), pgarray.Text(uFacets), pgarray.Text(uCount),
+		pgarray.Text(ioRun), pgarray.Text(ioAsset), pgarray.Text(ioRole), pgarray.Text(ioFirst),
+		pgarray.Text(evID), pgarray.Text(evKey), pgarray.Text(evKind), pgarray.Text(evType), pgarray.Text(evTime), pgarray.Text(evRun), pgarray.Text(evJob),
+		pgarray.Text(evProducer), pgarray.Text(evPayload), b.now)...)
 	if err != nil {
 		return fmt.Errorf("lineage: store events, runs and edges: %w", err)
 	}

@@ -15,12 +15,12 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
-	"github.com/lib/pq"
 
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/ent/asset"
 	chunkpkg "github.com/tidemark/tidemark/internal/chunk"
+	"github.com/tidemark/tidemark/internal/pgarray"
 )
 
 // Record is one usage record from a query log: a read or write of an asset (by ID, or by the
@@ -655,7 +655,7 @@ func (s *Service) bulkInsert(table string, cols []column, rows [][]any, tail str
 			for i, r := range rows {
 				col[i] = pgText(r[j])
 			}
-			args[j] = pq.StringArray(col)
+			args[j] = pgarray.Text(col)
 			arrays[j] = fmt.Sprintf("$%d::text[]", j+1)
 			exprs[j] = c.name
 			if c.pgType != "text" {

@@ -1,0 +1,104 @@
+package pgarray_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/lib/pq"
+
+	"github.com/tidemark/tidemark/ent/storage/storagetest"
+	"github.com/tidemark/tidemark/internal/pgarray"
+)
+
+// TestTextRoundTrips sends arrays through a real PostgreSQL and reads back every element as it
+// was, whatever it holds.
+func TestTextRoundTrips(t *testing.T) {
+	db := storagetest.Open(t, "postgres")
+	cases := map[string][]string{
+		"one":      {"a"},
+		"empty":    {""},
+		"null":     {"NULL", "null", ""},
+		"quotes":   {`say "hi"`, `"`, `""`},
+		"escapes":  {`back\slash`, `\`, `\"`, `end\`},
+		"syntax":   {"{a,b}", "x,y", "} {", " lead", "trail ", "tab\there", "new\nline"},
+		"unicode":  {"é", "日本語", "\u00a0"},
+		"json":     {`{"a":[1,"b\"c"],"d":{"e":null}}`},
+		"uuids":    {"0190a6f1-7c2e-7d4a-9b1e-0123456789ab", "2026-12-01T04:48:01.123456Z"},
+		"no items": {},
+	}
+	for name, in := range cases {
+		t.Run(name, func(t *testing.T) {
+			var got []string
+			rows, err := db.SQL.QueryContext(context.Background(), "SELECT x FROM unnest($1::text[]) WITH ORDINALITY AS u(x, i) ORDER BY i", pgarray.Text(in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var s string
+				if err := rows.Scan(&s); err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, s)
+			}
+			if err := rows.Err(); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, in) && !(len(got) == 0 && len(in) == 0) {
+				t.Fatalf("got %q, want %q", got, in)
+			}
+		})
+	}
+	var isNull bool
+	if err := db.SQL.QueryRowContext(context.Background(), "SELECT $1::text[] IS NULL", pgarray.Text(nil)).Scan(&isNull); err != nil || !isNull {
+		t.Fatalf("nil Text: NULL = %v, err %v", isNull, err)
+	}
+}
+
+// TestTextMatchesPQ: the literal is the one lib/pq's StringArray writes (which always quotes).
+func TestTextMatchesPQ(t *testing.T) {
+	for _, in := range [][]string{nil, {}, {""}, {`a"b\c`, "d,e", "NULL"}, {strings.Repeat(`"\`, 40)}} {
+		want, _ := pq.StringArray(in).Value()
+		got, _ := pgarray.Text(in).Value()
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%q: got %v, want %v", in, got, want)
+		}
+	}
+}
+
+// BenchmarkTextValue compares the literal for a batch's column of event payloads (JSON, quotes
+// to escape) and of IDs with lib/pq's StringArray.
+func BenchmarkTextValue(b *testing.B) {
+	payload := `{"eventType":"COMPLETE","eventTime":"2026-12-01T04:48:01Z","run":{"runId":"0190a6f1-7c2e-7d4a-9b1e-0123456789ab"},"job":{"namespace":"bench","name":"job_1"}}`
+	cols := map[string][]string{"payloads": slices.Repeat([]string{payload}, 400), "ids": slices.Repeat([]string{"0190a6f1-7c2e-7d4a-9b1e-0123456789ab"}, 400)}
+	for name, col := range cols {
+		b.Run(name+"/pgarray", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_, _ = pgarray.Text(col).Value()
+			}
+		})
+		b.Run(name+"/pq", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_, _ = pq.StringArray(col).Value()
+			}
+		})
+	}
+}
+
+// FuzzText: for any elements, the literal is lib/pq's.
+func FuzzText(f *testing.F) {
+	f.Add("a", `b"c\d`, "")
+	f.Fuzz(func(t *testing.T, x, y, z string) {
+		in := []string{x, y, z}
+		want, _ := pq.StringArray(in).Value()
+		got, _ := pgarray.Text(in).Value()
+		if got != want {
+			t.Fatalf("%q: got %v, want %v", in, got, want)
+		}
+	})
+}
