@@ -120,6 +120,7 @@ func (b *batch) prefetch(ctx context.Context, evs []Event, keys []string, exclus
 	faceted := map[nameKey]bool{} // names an event gives facets
 	byName := map[string]bool{}
 	var names, runIDs []string
+	var asked []nameKey
 	add := func(space catalog.Space, ns, name string, facets Facets) {
 		k := nameKey{space, ns, name}
 		if len(facets) > 0 {
@@ -127,6 +128,7 @@ func (b *batch) prefetch(ctx context.Context, evs []Event, keys []string, exclus
 		}
 		if !wanted[k] {
 			wanted[k] = true
+			asked = append(asked, k)
 			if !byName[name] {
 				byName[name] = true
 				names = append(names, name)
@@ -148,19 +150,28 @@ func (b *batch) prefetch(ctx context.Context, evs []Event, keys []string, exclus
 		}
 	}
 	var ids, locks []uuid.UUID
-	if err := chunk.Each(names, func(part []string) error {
-		rows, err := b.tx.AssetName.Query().Where(assetname.NameIn(part...), assetname.ValidToIsNil()).All(ctx)
-		for _, r := range rows {
-			if k := (nameKey{catalog.Space(r.Space), r.Namespace, r.Name}); wanted[k] {
-				b.cache[k] = catalog.Ref{ID: r.AssetID}
-				ids = append(ids, r.AssetID)
-				if faceted[k] {
-					locks = append(locks, r.AssetID)
-				}
+	found := func(k nameKey, asset uuid.UUID) {
+		if wanted[k] {
+			b.cache[k] = catalog.Ref{ID: asset}
+			ids = append(ids, asset)
+			if faceted[k] {
+				locks = append(locks, asset)
 			}
 		}
-		return err
-	}); err != nil {
+	}
+	var err error
+	if b.s.sqlite {
+		err = chunk.Each(names, func(part []string) error {
+			rows, err := b.tx.AssetName.Query().Where(assetname.NameIn(part...), assetname.ValidToIsNil()).All(ctx)
+			for _, r := range rows {
+				found(nameKey{catalog.Space(r.Space), r.Namespace, r.Name}, r.AssetID)
+			}
+			return err
+		})
+	} else {
+		err = chunk.Each(asked, func(part []nameKey) error { return b.currentNamesPG(ctx, part, found) })
+	}
+	if err != nil {
 		return fmt.Errorf("lineage: read names: %w", err)
 	}
 	if err := b.lockFacets(ctx, locks, exclusive); err != nil {
@@ -196,6 +207,38 @@ func (b *batch) prefetch(ctx context.Context, evs []Event, keys []string, exclus
 		return fmt.Errorf("lineage: read runs: %w", err)
 	}
 	return nil
+}
+
+// currentNamesPG calls found for each of keys that an asset holds now. Each name is one probe of
+// the current-name index: the LATERAL subquery (OFFSET 0 keeps the planner from flattening it)
+// pins that plan. Left to the planner, a first ingest (the names table growing faster than
+// autovacuum re-analyzes it) scanned the whole table for every batch: with statistics from when
+// it was small, a scan of it looked cheaper than 500 probes.
+func (b *batch) currentNamesPG(ctx context.Context, keys []nameKey, found func(nameKey, uuid.UUID)) error {
+	spaces, namespaces, names := make([]string, len(keys)), make([]string, len(keys)), make([]string, len(keys))
+	for i, k := range keys {
+		spaces[i], namespaces[i], names[i] = string(k.space), k.namespace, k.name
+	}
+	rows, err := b.tx.QueryContext(ctx, `SELECT a.space, a.namespace, a.name, a.asset_id
+		FROM unnest($1::text[], $2::text[], $3::text[]) AS n(space, namespace, name)
+		CROSS JOIN LATERAL (SELECT h.space, h.namespace, h.name, h.asset_id FROM asset_names AS h
+			WHERE h.space = n.space AND h.namespace = n.namespace AND h.name = n.name AND h.valid_to IS NULL OFFSET 0) AS a`,
+		pgarray.Text(spaces), pgarray.Text(namespaces), pgarray.Text(names))
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k nameKey
+		var space string
+		var asset uuid.UUID
+		if err := rows.Scan(&space, &k.namespace, &k.name, &asset); err != nil {
+			return err
+		}
+		k.space = catalog.Space(space)
+		found(k, asset)
+	}
+	return rows.Err()
 }
 
 // lockFacets takes a transaction-scoped advisory lock per asset (PostgreSQL; SQLite has one
