@@ -360,8 +360,10 @@ func (c *Catalog) createManyPG(ctx context.Context, ins []CreateInput, unseen bo
 	}
 	cond := ""
 	if unseen {
-		cond = ` WHERE NOT EXISTS (SELECT 1 FROM asset_names h WHERE h.space = v.space AND h.namespace = v.namespace AND h.name = v.name)
-			AND NOT EXISTS (SELECT 1 FROM external_ids x WHERE x.system = $21 AND x.value = v.link)`
+		// OFFSET 0 keeps each NOT EXISTS a probe of its index per row: as a join, the planner
+		// hashed the whole names table when its statistics lagged behind a first ingest.
+		cond = ` WHERE NOT EXISTS (SELECT 1 FROM asset_names h WHERE h.space = v.space AND h.namespace = v.namespace AND h.name = v.name OFFSET 0)
+			AND NOT EXISTS (SELECT 1 FROM external_ids x WHERE x.system = $21 AND x.value = v.link OFFSET 0)`
 	}
 	q := `WITH v AS (
 		SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::jsonb[],
