@@ -401,3 +401,106 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// TestLateFacetKeepsNewerConfirmation: an event that repeats a facet's value moves the value's
+// time up, so a late event older than it, with another value, does not replace it; in separate
+// batches and within one.
+func TestLateFacetKeepsNewerConfirmation(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		f := newCurationFixture(t, db)
+		ev := func(name, at, v string) []byte {
+			return []byte(`{"eventType":"COMPLETE","eventTime":"` + at + `","producer":"test","run":{"runId":"` + uuid.NewString() + `"},
+				"job":{"namespace":"w","name":"load"},"outputs":[{"namespace":"w","name":"` + name + `","facets":{"custom":{"v":"` + v + `"}}}]}`)
+		}
+		cases := []struct {
+			name      string
+			batches   [][][3]string // per batch, events as (time, value)
+			wantValue string
+			wantAt    string
+		}{
+			{"late event in its own batch", [][][3]string{{{"2026-01-01T10:00:00Z", "v1"}}, {{"2026-01-01T11:00:00Z", "v1"}}, {{"2026-01-01T10:30:00Z", "v2"}}},
+				`{"v":"v1"}`, "2026-01-01T11:00:00Z"},
+			{"late event in the confirming batch", [][][3]string{{{"2026-01-01T10:00:00Z", "v1"}}, {{"2026-01-01T11:00:00Z", "v1"}, {"2026-01-01T10:30:00Z", "v2"}}},
+				`{"v":"v1"}`, "2026-01-01T11:00:00Z"},
+			{"confirmed twice", [][][3]string{{{"2026-01-01T10:00:00Z", "v1"}}, {{"2026-01-01T11:00:00Z", "v1"}, {"2026-01-01T11:30:00Z", "v1"}}, {{"2026-01-01T11:15:00Z", "v2"}}},
+				`{"v":"v1"}`, "2026-01-01T11:30:00Z"},
+			{"newer change after a confirmation", [][][3]string{{{"2026-01-01T10:00:00Z", "v1"}}, {{"2026-01-01T11:00:00Z", "v1"}, {"2026-01-01T12:00:00Z", "v3"}}},
+				`{"v":"v3"}`, "2026-01-01T12:00:00Z"},
+			{"first seen and confirmed in one batch", [][][3]string{{{"2026-01-01T10:00:00Z", "v1"}, {"2026-01-01T11:00:00Z", "v1"}}, {{"2026-01-01T10:30:00Z", "v2"}}},
+				`{"v":"v1"}`, "2026-01-01T11:00:00Z"},
+		}
+		for i, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				name := fmt.Sprintf("t%d", i)
+				for _, batch := range tc.batches {
+					var raws [][]byte
+					for _, e := range batch {
+						raws = append(raws, ev(name, e[0], e[1]))
+					}
+					f.ingestBatch(t, raws...)
+				}
+				res, err := f.cat.Resolve(f.ctx, "w", name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var value string
+				var at time.Time
+				if err := db.SQL.QueryRowContext(f.ctx, `SELECT value, event_time FROM asset_facets WHERE asset_id = $1 AND name = 'custom'`,
+					res.Asset.ID).Scan(&value, &at); err != nil {
+					t.Fatal(err)
+				}
+				want, _ := time.Parse(time.RFC3339, tc.wantAt)
+				if value != tc.wantValue || !at.Equal(want) {
+					t.Errorf("facet = %s at %s; want %s at %s", value, at.UTC(), tc.wantValue, want)
+				}
+			})
+		}
+	})
+}
+
+// TestConfirmationRacingAChange: a batch confirms a facet's value with a newer event while
+// another writer changes the value with an event between the two. The batch finds the row
+// changed since it read it and is retried; its event is the newest, so its value stands.
+func TestConfirmationRacingAChange(t *testing.T) {
+	db := storagetest.Open(t, "postgres")
+	f := newCurationFixture(t, db)
+	ev := func(at, v string) []byte {
+		return []byte(`{"eventType":"COMPLETE","eventTime":"` + at + `","producer":"test","run":{"runId":"` + uuid.NewString() + `"},
+			"job":{"namespace":"w","name":"load"},"outputs":[{"namespace":"w","name":"t","facets":{"custom":{"v":"` + v + `"}}}]}`)
+	}
+	f.ingestBatch(t, ev("2026-01-01T10:00:00Z", "v1"))
+	res, err := f.cat.Resolve(f.ctx, "w", "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := db.SQL.BeginTx(f.ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Rollback()
+	if _, err := other.ExecContext(f.ctx, `UPDATE asset_facets SET value = '{"v":"v2"}', event_time = '2026-01-01T10:45:00Z'
+		WHERE asset_id = $1 AND name = 'custom'`, res.Asset.ID); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { // reads v1 at 10:00 and confirms it at 11:00
+		_, err := f.lin.IngestBatch(f.ctx, [][]byte{ev("2026-01-01T11:00:00Z", "v1")})
+		done <- err
+	}()
+	waitForLockWait(t, db)
+	if err := other.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	var value string
+	var at time.Time
+	if err := db.SQL.QueryRowContext(f.ctx, `SELECT value, event_time FROM asset_facets WHERE asset_id = $1 AND name = 'custom'`,
+		res.Asset.ID).Scan(&value, &at); err != nil {
+		t.Fatal(err)
+	}
+	if value != `{"v":"v1"}` || !at.Equal(time.Date(2026, 1, 1, 11, 0, 0, 0, time.UTC)) {
+		t.Fatalf("facet = %s at %s; want {\"v\":\"v1\"} at 11:00", value, at)
+	}
+}
