@@ -104,6 +104,17 @@ type edgeTouch struct {
 	lastRun     string
 }
 
+// merge widens t by what o saw of the same edge: the earlier first sight, and the later last
+// one with its run (on a tie t's run stays, as for touches in event order).
+func (t *edgeTouch) merge(o *edgeTouch) {
+	if o.first.Before(t.first) {
+		t.first = o.first
+	}
+	if o.last.After(t.last) {
+		t.last, t.lastRun = o.last, o.lastRun
+	}
+}
+
 func newBatch(s *Service, tx *ent.Tx) *batch {
 	return &batch{s: s, tx: tx, now: s.now().UTC().Truncate(time.Microsecond), cache: map[nameKey]catalog.Ref{},
 		keys: map[string]uuid.UUID{}, states: map[uuid.UUID]*ent.LineageState{}, statesKnown: map[uuid.UUID]bool{},
@@ -445,8 +456,7 @@ func (b *batch) createEdges(ctx context.Context) error {
 		b.knownEdges[k] = true
 		if exists[k] {
 			if cur := b.touches[k]; cur != nil {
-				b.touchEdge(k[0], k[1], e.first, cur.lastRun, true)
-				b.touchEdge(k[0], k[1], e.last, e.lastRun, true)
+				cur.merge(e)
 			} else {
 				b.touches[k] = e
 			}
@@ -881,8 +891,7 @@ func (b *batch) flushPG(ctx context.Context) error {
 	}
 	for k, e := range b.pending {
 		if cur := b.touches[k]; cur != nil { // known since (a concurrent Sync added it to the graph mid-batch): merge
-			b.touchEdge(k[0], k[1], e.first, cur.lastRun, true)
-			b.touchEdge(k[0], k[1], e.last, e.lastRun, true)
+			cur.merge(e)
 			continue
 		}
 		edges = append(edges, edgeRow{touchedEdge{k, e}, true})
