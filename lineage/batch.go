@@ -49,15 +49,12 @@ type batch struct {
 	// flush: new ones in bulk, all in key order, so concurrent batches lock facet rows in one
 	// order and an event's facets cost no statement of their own.
 	facetWrites map[facetKey]*ent.AssetFacet
-	// facetConfirms are stored facets whose value an event newer than their time repeated: only
-	// their time is written (at flush).
-	facetConfirms map[facetKey]*facetConfirm
-	runs          map[string]*runState
-	runIO         map[[3]string]time.Time
-	touches       map[[2]uuid.UUID]*edgeTouch // known edges to widen
-	pending       map[[2]uuid.UUID]*edgeTouch // edges not known: to look up, then create or widen
-	knownEdges    map[[2]uuid.UUID]bool
-	events        []eventRow
+	runs        map[string]*runState
+	runIO       map[[3]string]time.Time
+	touches     map[[2]uuid.UUID]*edgeTouch // known edges to widen
+	pending     map[[2]uuid.UUID]*edgeTouch // edges not known: to look up, then create or widen
+	knownEdges  map[[2]uuid.UUID]bool
+	events      []eventRow
 
 	added      []edgeRef
 	touched    []uuid.UUID // assets whose name or status changed
@@ -78,13 +75,6 @@ type eventRow struct {
 type facetKey struct {
 	asset uuid.UUID
 	name  string
-}
-
-// facetConfirm moves a stored facet's time up to at, provided the row still has the time this
-// batch read (nothing changed it since).
-type facetConfirm struct {
-	id       int
-	read, at time.Time
 }
 
 // nameKey is a name in its name space.
@@ -118,8 +108,7 @@ func (t *edgeTouch) merge(o *edgeTouch) {
 func newBatch(s *Service, tx *ent.Tx) *batch {
 	return &batch{s: s, tx: tx, now: s.now().UTC().Truncate(time.Microsecond), cache: map[nameKey]catalog.Ref{},
 		keys: map[string]uuid.UUID{}, states: map[uuid.UUID]*ent.LineageState{}, statesKnown: map[uuid.UUID]bool{},
-		facets: map[uuid.UUID]map[string]*ent.AssetFacet{}, facetWrites: map[facetKey]*ent.AssetFacet{},
-		facetConfirms: map[facetKey]*facetConfirm{}, runs: map[string]*runState{}, runIO: map[[3]string]time.Time{},
+		facets: map[uuid.UUID]map[string]*ent.AssetFacet{}, facetWrites: map[facetKey]*ent.AssetFacet{}, runs: map[string]*runState{}, runIO: map[[3]string]time.Time{},
 		touches: map[[2]uuid.UUID]*edgeTouch{}, pending: map[[2]uuid.UUID]*edgeTouch{}, knownEdges: map[[2]uuid.UUID]bool{},
 		schemas: map[uuid.UUID]*IngestResult{}, tags: map[uuid.UUID]*IngestResult{}}
 }
@@ -560,7 +549,12 @@ func (b *batch) flushFacets(ctx context.Context) error {
 	for k := range b.facetWrites {
 		keys = append(keys, k)
 	}
-	slices.SortFunc(keys, compareFacetKeys)
+	slices.SortFunc(keys, func(x, y facetKey) int {
+		if c := bytes.Compare(x.asset[:], y.asset[:]); c != 0 {
+			return c
+		}
+		return strings.Compare(x.name, y.name)
+	})
 	var creates []*ent.AssetFacet
 	for _, k := range keys {
 		r := b.facetWrites[k]
@@ -573,10 +567,9 @@ func (b *batch) flushFacets(ctx context.Context) error {
 		}
 	}
 	if !b.s.sqlite {
-		if err := b.insertFacetsPG(ctx, creates); err != nil {
-			return err
-		}
-	} else if err := chunk.Each(creates, func(part []*ent.AssetFacet) error {
+		return b.insertFacetsPG(ctx, creates)
+	}
+	if err := chunk.Each(creates, func(part []*ent.AssetFacet) error {
 		bulk := make([]*ent.AssetFacetCreate, len(part))
 		for i, r := range part {
 			bulk[i] = b.tx.AssetFacet.Create().SetAssetID(r.AssetID).SetName(r.Name).SetValue(r.Value).
@@ -586,99 +579,7 @@ func (b *batch) flushFacets(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("lineage: store facets: %w", err)
 	}
-	return b.confirmFacets(ctx)
-}
-
-// confirmFacets moves the confirmed facets' times up, in key order (the order facet rows are
-// locked in). A row whose time changed since this batch read it was written meanwhile: if that
-// write is older than this batch's confirmation, the value this batch took as current is not,
-// so the batch is retried from its reads (which then write its value, as the newer one).
-func (b *batch) confirmFacets(ctx context.Context) error {
-	if len(b.facetConfirms) == 0 {
-		return nil
-	}
-	keys := make([]facetKey, 0, len(b.facetConfirms))
-	for k := range b.facetConfirms {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, compareFacetKeys)
-	var moved map[int]bool
-	var err error
-	if b.s.sqlite {
-		moved, err = b.confirmFacetsSQLite(ctx, keys)
-	} else {
-		moved, err = b.confirmFacetsPG(ctx, keys)
-	}
-	if err != nil {
-		return fmt.Errorf("lineage: confirm facets: %w", err)
-	}
-	for _, k := range keys {
-		c := b.facetConfirms[k]
-		if moved[c.id] {
-			continue
-		}
-		cur, err := b.tx.AssetFacet.Get(ctx, c.id)
-		if ent.IsNotFound(err) {
-			continue // the asset's facets went with it
-		}
-		if err != nil {
-			return fmt.Errorf("lineage: read facet %s of asset %s: %w", k.name, k.asset, err)
-		}
-		if cur.EventTime.Before(c.at) {
-			return fmt.Errorf("lineage: facet %s of asset %s: %w", k.name, k.asset, errNewerFacet)
-		}
-	}
 	return nil
-}
-
-// confirmFacetsPG moves the times in one statement and returns the rows it moved.
-func (b *batch) confirmFacetsPG(ctx context.Context, keys []facetKey) (map[int]bool, error) {
-	ids, reads, ats := make([]int64, len(keys)), make([]string, len(keys)), make([]string, len(keys))
-	for i, k := range keys {
-		c := b.facetConfirms[k]
-		ids[i], reads[i], ats[i] = int64(c.id), pgTime(c.read), pgTime(c.at)
-	}
-	rows, err := b.tx.QueryContext(ctx, `UPDATE asset_facets AS f SET event_time = v.at
-		FROM (SELECT * FROM unnest($1::bigint[], $2::timestamptz[], $3::timestamptz[]) WITH ORDINALITY AS v(id, read, at, ord) ORDER BY ord) AS v
-		WHERE f.id = v.id AND f.event_time = v.read RETURNING f.id`, pq.Array(ids), pgarray.Text(reads), pgarray.Text(ats))
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	moved := map[int]bool{}
-	for rows.Next() {
-		var id int
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		moved[id] = true
-	}
-	return moved, rows.Err()
-}
-
-// confirmFacetsSQLite moves the times row by row (in-process, one writer).
-func (b *batch) confirmFacetsSQLite(ctx context.Context, keys []facetKey) (map[int]bool, error) {
-	moved := map[int]bool{}
-	for _, k := range keys {
-		c := b.facetConfirms[k]
-		err := b.tx.AssetFacet.UpdateOneID(c.id).Where(assetfacet.EventTimeEQ(c.read)).SetEventTime(c.at).Exec(ctx)
-		if ent.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		moved[c.id] = true
-	}
-	return moved, nil
-}
-
-// compareFacetKeys orders facet keys by asset, then name: the order facet rows are written in.
-func compareFacetKeys(x, y facetKey) int {
-	if c := bytes.Compare(x.asset[:], y.asset[:]); c != 0 {
-		return c
-	}
-	return strings.Compare(x.name, y.name)
 }
 
 // updateFacet stores r's value in the facet row id, only over a value no newer than r's: a

@@ -785,38 +785,13 @@ func (a *applier) putFacet(ctx context.Context, id uuid.UUID, name, value string
 		row := &ent.AssetFacet{AssetID: id, Name: name, Value: value, EventTime: a.ev.EventTime, UpdatedAt: a.now}
 		a.facets[id][name], a.facetWrites[facetKey{id, name}] = row, row
 		return true, nil
-	case cur.Value == value:
-		if a.ev.EventTime.After(cur.EventTime) {
-			a.confirmFacet(facetKey{id, name}, cur)
-		}
-		return false, nil
-	case a.ev.EventTime.Before(cur.EventTime):
+	case a.ev.EventTime.Before(cur.EventTime), cur.Value == value:
 		return false, nil
 	}
-	k := facetKey{id, name}
 	row := *cur // keeps the row's ID (0 while it is new in this batch)
 	row.Value, row.EventTime, row.UpdatedAt = value, a.ev.EventTime, a.now
-	a.facets[id][name], a.facetWrites[k] = &row, &row
-	delete(a.facetConfirms, k) // the write carries a newer time
+	a.facets[id][name], a.facetWrites[facetKey{id, name}] = &row, &row
 	return true, nil
-}
-
-// confirmFacet records that this event, newer than the facet's stored time, carries the same
-// value. The value is unchanged, but its time moves up: otherwise a late event older than this
-// one, with another value, would find only the older time and replace the value this event
-// confirmed.
-func (a *applier) confirmFacet(k facetKey, cur *ent.AssetFacet) {
-	if a.facetWrites[k] == cur { // written at flush: with this time
-		cur.EventTime = a.ev.EventTime
-		return
-	}
-	c := a.facetConfirms[k]
-	if c == nil {
-		c = &facetConfirm{id: cur.ID, read: cur.EventTime}
-		a.facetConfirms[k] = c
-	}
-	c.at = a.ev.EventTime
-	cur.EventTime = a.ev.EventTime // later events of the batch compare with it
 }
 
 var terminal = map[string]bool{"COMPLETE": true, "FAIL": true, "ABORT": true}
