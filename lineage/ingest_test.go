@@ -272,15 +272,22 @@ func TestNewerFacetIsNotOverwritten(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	var value string
-	var at time.Time
-	if err := db.SQL.QueryRowContext(f.ctx, `SELECT value, event_time FROM asset_facets WHERE asset_id = $1 AND name = 'custom'`,
-		res.Asset.ID).Scan(&value, &at); err != nil {
-		t.Fatal(err)
-	}
+	value, at := customFacet(t, db, res.Asset.ID)
 	if value != `{"v":"v2"}` || !at.Equal(time.Date(2026, 1, 1, 2, 0, 0, 0, time.UTC)) {
 		t.Fatalf("facet = %s at %s; want the newer {\"v\":\"v2\"} at 02:00", value, at)
 	}
+}
+
+// customFacet returns the value and event time of an asset's stored "custom" facet.
+func customFacet(t *testing.T, db *storage.DB, asset uuid.UUID) (string, time.Time) {
+	t.Helper()
+	var value string
+	var at time.Time
+	if err := db.SQL.QueryRowContext(context.Background(), `SELECT value, event_time FROM asset_facets WHERE asset_id = $1 AND name = 'custom'`,
+		asset).Scan(&value, &at); err != nil {
+		t.Fatal(err)
+	}
+	return value, at
 }
 
 // waitForLockWait returns once a session of the test's database waits on a lock (a row another
@@ -368,12 +375,7 @@ func TestFirstFacetInsertedConcurrently(t *testing.T) {
 			if err := <-done; err != nil {
 				t.Fatal(err)
 			}
-			var value string
-			var at time.Time
-			if err := db.SQL.QueryRowContext(ctx, `SELECT value, event_time FROM asset_facets WHERE asset_id = $1 AND name = 'custom'`,
-				res.Asset.ID).Scan(&value, &at); err != nil {
-				t.Fatal(err)
-			}
+			value, at := customFacet(t, db, res.Asset.ID)
 			if value != tc.wantValue || !at.Equal(tc.wantAt) {
 				t.Errorf("facet = %s at %s; want %s at %s", value, at, tc.wantValue, tc.wantAt)
 			}
