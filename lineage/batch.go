@@ -254,9 +254,9 @@ func (b *batch) currentNamesPG(ctx context.Context, keys []nameKey, found func(n
 
 // lockFacets takes a transaction-scoped advisory lock per asset (PostgreSQL; SQLite has one
 // writer at a time), in key order so that batches never deadlock on them. A batch decides what
-// to write from the facets it reads (columns, tags, labels), so two batches that both find an
-// asset's facet missing both insert it, and one fails on the unique index: the loser is retried.
-// Under a steady flow of first-seen schemas its retries kept losing to newer batches until the
+// to write from the facets it reads (columns, tags, labels), so a batch that finds a newer value
+// stored meanwhile by a concurrent one is retried from its reads (updateFacet, insertFacetsPG).
+// Under a steady flow of changing schemas such retries kept losing to newer batches until the
 // client got a 503. So a first attempt takes shared locks (first attempts run side by side, as
 // before) and a retry takes exclusive ones: it waits for the batches in flight on its assets and
 // keeps new ones out until it commits, so it reads and writes their facets alone.
