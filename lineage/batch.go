@@ -647,6 +647,9 @@ func (b *batch) insertFacetsPG(ctx context.Context, rows []*ent.AssetFacet) erro
 	}
 	for _, r := range skipped {
 		cur, err := b.tx.AssetFacet.Query().Where(assetfacet.AssetID(r.AssetID), assetfacet.Name(r.Name)).Only(ctx)
+		if ent.IsNotFound(err) { // inserted and removed again meanwhile: read the world again
+			return fmt.Errorf("lineage: facet %s of asset %s: %w", r.Name, r.AssetID, errNewerFacet)
+		}
 		if err != nil {
 			return fmt.Errorf("lineage: read facet %s of asset %s: %w", r.Name, r.AssetID, err)
 		}
