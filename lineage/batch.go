@@ -129,8 +129,7 @@ func (b *batch) prefetch(ctx context.Context, evs []Event, keys []string, exclus
 
 	wanted := map[nameKey]bool{}
 	faceted := map[nameKey]bool{} // names an event gives facets
-	byName := map[string]bool{}
-	var names, runIDs []string
+	var runIDs []string
 	var asked []nameKey
 	add := func(space catalog.Space, ns, name string, facets Facets) {
 		k := nameKey{space, ns, name}
@@ -140,10 +139,6 @@ func (b *batch) prefetch(ctx context.Context, evs []Event, keys []string, exclus
 		if !wanted[k] {
 			wanted[k] = true
 			asked = append(asked, k)
-			if !byName[name] {
-				byName[name] = true
-				names = append(names, name)
-			}
 		}
 	}
 	for _, ev := range evs {
@@ -171,8 +166,12 @@ func (b *batch) prefetch(ctx context.Context, evs []Event, keys []string, exclus
 		}
 	}
 	var err error
-	if b.s.sqlite {
-		err = chunk.Each(names, func(part []string) error {
+	if b.s.sqlite { // by name alone (one index), then the wanted (space, namespace, name)s kept
+		names := make([]string, len(asked))
+		for i, k := range asked {
+			names[i] = k.name
+		}
+		err = chunk.Each(slices.Compact(slices.Sorted(slices.Values(names))), func(part []string) error {
 			rows, err := b.tx.AssetName.Query().Where(assetname.NameIn(part...), assetname.ValidToIsNil()).All(ctx)
 			for _, r := range rows {
 				found(nameKey{catalog.Space(r.Space), r.Namespace, r.Name}, r.AssetID)
@@ -645,13 +644,28 @@ func (b *batch) insertFacetsPG(ctx context.Context, rows []*ent.AssetFacet) erro
 	if err != nil {
 		return fmt.Errorf("lineage: store facets: %w", err)
 	}
-	for _, r := range skipped {
-		cur, err := b.tx.AssetFacet.Query().Where(assetfacet.AssetID(r.AssetID), assetfacet.Name(r.Name)).Only(ctx)
-		if ent.IsNotFound(err) { // inserted and removed again meanwhile: read the world again
-			return fmt.Errorf("lineage: facet %s of asset %s: %w", r.Name, r.AssetID, errNewerFacet)
+	if len(skipped) == 0 {
+		return nil
+	}
+	// What the concurrent batches stored, read in one statement per chunk of assets.
+	stored := map[facetKey]*ent.AssetFacet{}
+	assets := make([]uuid.UUID, len(skipped))
+	for i, r := range skipped {
+		assets[i] = r.AssetID
+	}
+	if err := chunk.Each(slices.Compact(assets), func(part []uuid.UUID) error { // skipped is in key order
+		rows, err := b.tx.AssetFacet.Query().Where(assetfacet.AssetIDIn(part...)).All(ctx)
+		for _, f := range rows {
+			stored[facetKey{f.AssetID, f.Name}] = f
 		}
-		if err != nil {
-			return fmt.Errorf("lineage: read facet %s of asset %s: %w", r.Name, r.AssetID, err)
+		return err
+	}); err != nil {
+		return fmt.Errorf("lineage: read facets: %w", err)
+	}
+	for _, r := range skipped {
+		cur := stored[facetKey{r.AssetID, r.Name}]
+		if cur == nil { // inserted and removed again meanwhile: read the world again
+			return fmt.Errorf("lineage: facet %s of asset %s: %w", r.Name, r.AssetID, errNewerFacet)
 		}
 		if cur.Value == r.Value {
 			continue

@@ -250,28 +250,10 @@ func TestNewerFacetIsNotOverwritten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Another writer stores the value of an event at 02:00 and holds the row until told.
-	other, err := db.SQL.BeginTx(f.ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Rollback()
-	if _, err := other.ExecContext(f.ctx, `UPDATE asset_facets SET value = '{"v":"v2"}', event_time = '2026-01-01T02:00:00Z'
-		WHERE asset_id = $1 AND name = 'custom'`, res.Asset.ID); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { // an event at 01:00: its batch reads v0 (at 00:00) and decides to write
-		_, err := f.lin.IngestBatch(f.ctx, [][]byte{ev("2026-01-01T01:00:00Z", "v1")})
-		done <- err
-	}()
-	waitForLockWait(t, db)
-	if err := other.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	// Another writer stores the value of an event at 02:00 while a batch with an event at 01:00
+	// reads v0 (at 00:00) and decides to write.
+	ingestPastHeldWrite(t, db, f.lin, ev("2026-01-01T01:00:00Z", "v1"), `UPDATE asset_facets SET value = '{"v":"v2"}',
+		event_time = '2026-01-01T02:00:00Z' WHERE asset_id = $1 AND name = 'custom'`, res.Asset.ID)
 	value, at := customFacet(t, db, res.Asset.ID)
 	if value != `{"v":"v2"}` || !at.Equal(time.Date(2026, 1, 1, 2, 0, 0, 0, time.UTC)) {
 		t.Fatalf("facet = %s at %s; want the newer {\"v\":\"v2\"} at 02:00", value, at)
@@ -288,6 +270,36 @@ func customFacet(t *testing.T, db *storage.DB, asset uuid.UUID) (string, time.Ti
 		t.Fatal(err)
 	}
 	return value, at
+}
+
+// ingestPastHeldWrite has another transaction make write (with args) and hold it while raw's
+// batch runs into it, then commits it; the batch must then store raw without error.
+func ingestPastHeldWrite(t *testing.T, db *storage.DB, lin *lineage.Service, raw []byte, write string, args ...any) {
+	t.Helper()
+	ctx := context.Background()
+	other, err := db.SQL.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Rollback()
+	if _, err := other.ExecContext(ctx, write, args...); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		items, err := lin.IngestBatch(ctx, [][]byte{raw})
+		if err == nil && items[0].Err != nil {
+			err = items[0].Err
+		}
+		done <- err
+	}()
+	waitForLockWait(t, db)
+	if err := other.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
 }
 
 // waitForLockWait returns once a session of the test's database waits on a lock (a row another
@@ -351,30 +363,10 @@ func TestFirstFacetInsertedConcurrently(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			other, err := db.SQL.BeginTx(ctx, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer other.Rollback()
-			if _, err := other.ExecContext(ctx, `INSERT INTO asset_facets (asset_id, name, value, event_time, updated_at)
-				VALUES ($1, 'custom', $2, $3, now())`, res.Asset.ID, tc.otherValue, tc.otherAt); err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() { // an event at 01:00 whose batch finds no facet stored
-				items, err := lin.IngestBatch(ctx, [][]byte{ev("2026-01-01T01:00:00Z", `,"facets":{"custom":{"v":"v1"}}`)})
-				if err == nil && items[0].Err != nil {
-					err = items[0].Err
-				}
-				done <- err
-			}()
-			waitForLockWait(t, db)
-			if err := other.Commit(); err != nil {
-				t.Fatal(err)
-			}
-			if err := <-done; err != nil {
-				t.Fatal(err)
-			}
+			// An event at 01:00 whose batch finds no facet stored, while another writer inserts one.
+			ingestPastHeldWrite(t, db, lin, ev("2026-01-01T01:00:00Z", `,"facets":{"custom":{"v":"v1"}}`),
+				`INSERT INTO asset_facets (asset_id, name, value, event_time, updated_at) VALUES ($1, 'custom', $2, $3, now())`,
+				res.Asset.ID, tc.otherValue, tc.otherAt)
 			value, at := customFacet(t, db, res.Asset.ID)
 			if value != tc.wantValue || !at.Equal(tc.wantAt) {
 				t.Errorf("facet = %s at %s; want %s at %s", value, at, tc.wantValue, tc.wantAt)
