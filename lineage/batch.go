@@ -510,9 +510,8 @@ type touchedEdge struct {
 	e *edgeTouch
 }
 
-// The PostgreSQL edge writes (flushPG's, and flushEdges' for edges found existing after it):
-// the touched edges as unnest arrays ($1 to $5, pgEdgeArgs), and the widening of the existing
-// ones' seen intervals.
+// The PostgreSQL edge writes: edges as unnest arrays ($1 to $5, pgEdgeArgs; flushPG inserts the
+// new ones), and the widening of existing ones' seen intervals (flushEdges).
 const (
 	pgEdgeValues = `SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[], $4::timestamptz[], $5::text[]) WITH ORDINALITY
 			AS v(from_id, to_id, first, last, run, ord)`
@@ -697,7 +696,14 @@ func (b *batch) flush(ctx context.Context) error {
 			return fmt.Errorf("lineage: record usage of completed runs: %w", err)
 		}
 	}
-	return nil
+	if b.s.sqlite {
+		return nil
+	}
+	// The known edges' seen intervals last: a job's output edge is widened by each of its runs,
+	// and a concurrent batch with a run of the same job waits for this row lock until this
+	// transaction commits. Taken first, it was held through the usage writes: with 4 clients,
+	// batches spent most of their flush waiting on each other.
+	return b.flushEdges(ctx)
 }
 
 // flushSQLite writes edges, runs, run I/O and events a statement (or a bulk insert) each: in
@@ -793,40 +799,29 @@ func comparePairs(a, b [2]uuid.UUID) int {
 
 // flushPG writes what the batch decided about edges, runs, run I/O and events in one statement:
 // each table's rows go in as arrays (unnest), so the statement is planned once whatever the
-// batch's size, and the batch pays one round trip instead of one per table. Known edges have
-// their seen interval widened; new ones are inserted unless a committed row exists (so edge IDs,
-// the change sequence replicas tail, are spent on real new edges only), and one a concurrent
-// batch inserted meanwhile is skipped (ON CONFLICT) and widened by a second statement, instead
-// of failing the batch.
+// batch's size, and the batch pays one round trip instead of one per table. New edges are
+// inserted unless a committed row exists (so edge IDs, the change sequence replicas tail, are
+// spent on real new edges only), and one a concurrent batch inserted meanwhile is skipped (ON
+// CONFLICT) instead of failing the batch; those join the known edges, whose seen intervals
+// flush widens last (flushEdges).
 func (b *batch) flushPG(ctx context.Context) error {
-	type edgeRow struct {
-		touchedEdge
-		pending bool
-	}
-	edges := make([]edgeRow, 0, len(b.touches)+len(b.pending))
-	for k, e := range b.touches {
-		edges = append(edges, edgeRow{touchedEdge{k, e}, false})
-	}
+	edges := make([]touchedEdge, 0, len(b.pending))
 	for k, e := range b.pending {
 		if cur := b.touches[k]; cur != nil { // known since (a concurrent Sync added it to the graph mid-batch): merge
 			cur.merge(e)
 			continue
 		}
-		edges = append(edges, edgeRow{touchedEdge{k, e}, true})
+		edges = append(edges, touchedEdge{k, e})
 	}
-	// One lock order for every batch, so two batches writing the same edges cannot deadlock.
-	slices.SortFunc(edges, func(x, y edgeRow) int { return comparePairs(x.k, y.k) })
-	b.touches, b.pending = map[[2]uuid.UUID]*edgeTouch{}, map[[2]uuid.UUID]*edgeTouch{}
+	// One insert order for every batch, so two batches inserting the same edges cannot deadlock.
+	slices.SortFunc(edges, func(x, y touchedEdge) int { return comparePairs(x.k, y.k) })
+	b.pending = map[[2]uuid.UUID]*edgeTouch{}
 	ts := pgTime
 	tsp := func(t *time.Time) string { // "" is NULL
 		if t == nil {
 			return ""
 		}
 		return ts(*t)
-	}
-	touched := make([]touchedEdge, len(edges))
-	for i, r := range edges {
-		touched[i] = r.touchedEdge
 	}
 
 	runIDs := make([]string, 0, len(b.runs))
@@ -878,7 +873,6 @@ func (b *batch) flushPG(ctx context.Context) error {
 	}
 
 	const q = `WITH ve AS (` + pgEdgeValues + `
-	), eu AS (` + pgEdgeWiden + `
 	), ei AS (
 		INSERT INTO lineage_edges (from_id, to_id, first_seen, last_seen, last_run_id)
 		SELECT v.from_id, v.to_id, v.first, v.last, v.run FROM ve AS v
@@ -912,7 +906,7 @@ func (b *batch) flushPG(ctx context.Context) error {
 			AS v(id, ev_key, kind, ev_type, ev_time, run, job, producer, payload)
 	)
 	SELECT id, from_id, to_id FROM ei`
-	rows, err := b.tx.QueryContext(ctx, q, append(pgEdgeArgs(touched), pgarray.Text(nID), pgarray.Text(nJob), pgarray.Text(nState), pgarray.Text(nStateTime), pgarray.Text(nStarted), pgarray.Text(nEnded), pgarray.Text(nNomStart),
+	rows, err := b.tx.QueryContext(ctx, q, append(pgEdgeArgs(edges), pgarray.Text(nID), pgarray.Text(nJob), pgarray.Text(nState), pgarray.Text(nStateTime), pgarray.Text(nStarted), pgarray.Text(nEnded), pgarray.Text(nNomStart),
 		pgarray.Text(nNomEnd), pgarray.Text(nParent), pgarray.Text(nFacets), pgarray.Text(nCount),
 		pgarray.Text(uID), pgarray.Text(uState), pgarray.Text(uStateTime), pgarray.Text(uStarted), pgarray.Text(uEnded), pgarray.Text(uParent), pgarray.Text(uFacets), pgarray.Text(uCount),
 		pgarray.Text(ioRun), pgarray.Text(ioAsset), pgarray.Text(ioRole), pgarray.Text(ioFirst),
@@ -935,12 +929,12 @@ func (b *batch) flushPG(ctx context.Context) error {
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("lineage: store events, runs and edges: %w", err)
 	}
-	// New edges not inserted existed (the update widened them) or were inserted by a concurrent
-	// batch after this statement's snapshot: widen those now (a no-op for the others).
+	// New edges not inserted existed (another replica's) or were inserted by a concurrent batch
+	// after this statement's snapshot: they are widened with the known ones (flushEdges).
 	for _, r := range edges {
-		if r.pending && !inserted[r.k] {
+		if !inserted[r.k] {
 			b.touches[r.k] = r.e
 		}
 	}
-	return b.flushEdges(ctx)
+	return nil
 }

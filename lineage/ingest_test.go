@@ -10,6 +10,7 @@ import (
 	"math/rand"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -252,7 +253,7 @@ func TestNewerFacetIsNotOverwritten(t *testing.T) {
 	}
 	// Another writer stores the value of an event at 02:00 while a batch with an event at 01:00
 	// reads v0 (at 00:00) and decides to write.
-	ingestPastHeldWrite(t, db, f.lin, ev("2026-01-01T01:00:00Z", "v1"), `UPDATE asset_facets SET value = '{"v":"v2"}',
+	ingestPastHeldWrite(t, db, f.lin, ev("2026-01-01T01:00:00Z", "v1"), nil, `UPDATE asset_facets SET value = '{"v":"v2"}',
 		event_time = '2026-01-01T02:00:00Z' WHERE asset_id = $1 AND name = 'custom'`, res.Asset.ID)
 	value, at := customFacet(t, db, res.Asset.ID)
 	if value != `{"v":"v2"}` || !at.Equal(time.Date(2026, 1, 1, 2, 0, 0, 0, time.UTC)) {
@@ -273,8 +274,9 @@ func customFacet(t *testing.T, db *storage.DB, asset uuid.UUID) (string, time.Ti
 }
 
 // ingestPastHeldWrite has another transaction make write (with args) and hold it while raw's
-// batch runs into it, then commits it; the batch must then store raw without error.
-func ingestPastHeldWrite(t *testing.T, db *storage.DB, lin *lineage.Service, raw []byte, write string, args ...any) {
+// batch runs into it, then commits it; the batch must then store raw without error. blocked, if
+// not nil, runs while the batch waits.
+func ingestPastHeldWrite(t *testing.T, db *storage.DB, lin *lineage.Service, raw []byte, blocked func(), write string, args ...any) {
 	t.Helper()
 	ctx := context.Background()
 	other, err := db.SQL.BeginTx(ctx, nil)
@@ -294,11 +296,63 @@ func ingestPastHeldWrite(t *testing.T, db *storage.DB, lin *lineage.Service, raw
 		done <- err
 	}()
 	waitForLockWait(t, db)
+	if blocked != nil {
+		blocked()
+	}
 	if err := other.Commit(); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestKnownEdgeWidenedLast: a batch widens the seen intervals of edges it knows after all its
+// other writes (usage included), so a concurrent batch over the same job waits for that row lock
+// only through the other's commit. Here a held edge row blocks a batch: by then its completed run
+// must have been handed to usage accounting, and once the row is released the edge is widened.
+// PostgreSQL only (SQLite has one writer at a time).
+func TestKnownEdgeWidenedLast(t *testing.T) {
+	db := storagetest.Open(t, "postgres")
+	ctx := context.Background()
+	cat := catalog.New(db.Client)
+	var usageCalls atomic.Int32
+	lin := lineage.New(db, cat, lineage.WithCompletedRuns(func(context.Context, []lineage.CompletedRun) error {
+		usageCalls.Add(1)
+		return nil
+	}))
+	if err := lin.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ev := func(at string) []byte {
+		return []byte(`{"eventType":"COMPLETE","eventTime":"` + at + `","producer":"test","run":{"runId":"` + uuid.NewString() + `"},
+			"job":{"namespace":"w","name":"load"},"outputs":[{"namespace":"w","name":"t"}]}`)
+	}
+	if _, err := lin.IngestBatch(ctx, [][]byte{ev("2026-01-01T00:00:00Z")}); err != nil {
+		t.Fatal(err)
+	}
+	job, err := cat.Resolve(ctx, "w", "load")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cat.Resolve(ctx, "w", "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	usageCalls.Store(0)
+	blocked := func() {
+		if n := usageCalls.Load(); n != 1 {
+			t.Errorf("the batch waited on the known edge before recording usage (%d calls): the edge's row lock is held through its other writes", n)
+		}
+	}
+	ingestPastHeldWrite(t, db, lin, ev("2026-01-01T01:00:00Z"), blocked,
+		`UPDATE lineage_edges SET last_run_id = last_run_id WHERE from_id = $1 AND to_id = $2`, job.Asset.ID, out.Asset.ID)
+	var last time.Time
+	if err := db.SQL.QueryRowContext(ctx, `SELECT last_seen FROM lineage_edges WHERE from_id = $1 AND to_id = $2`, job.Asset.ID, out.Asset.ID).Scan(&last); err != nil {
+		t.Fatal(err)
+	}
+	if want := time.Date(2026, 1, 1, 1, 0, 0, 0, time.UTC); !last.Equal(want) {
+		t.Fatalf("edge last seen %s; want %s", last, want)
 	}
 }
 
@@ -364,7 +418,7 @@ func TestFirstFacetInsertedConcurrently(t *testing.T) {
 				t.Fatal(err)
 			}
 			// An event at 01:00 whose batch finds no facet stored, while another writer inserts one.
-			ingestPastHeldWrite(t, db, lin, ev("2026-01-01T01:00:00Z", `,"facets":{"custom":{"v":"v1"}}`),
+			ingestPastHeldWrite(t, db, lin, ev("2026-01-01T01:00:00Z", `,"facets":{"custom":{"v":"v1"}}`), nil,
 				`INSERT INTO asset_facets (asset_id, name, value, event_time, updated_at) VALUES ($1, 'custom', $2, $3, now())`,
 				res.Asset.ID, tc.otherValue, tc.otherAt)
 			value, at := customFacet(t, db, res.Asset.ID)
