@@ -329,7 +329,9 @@ func (c *Catalog) createManyOf(ctx context.Context, ins []CreateInput, unseen bo
 // in one statement: a round trip per call, whatever its size, and no transaction of its own. The
 // names go in first, in key order, skipping (ON CONFLICT) those a concurrent creator holds; only
 // the assets whose names went in are written. The name rows reference assets inserted later in
-// the same statement, which PostgreSQL allows: foreign keys are checked at its end.
+// the same statement, which PostgreSQL allows: foreign keys are checked at its end. ON CONFLICT
+// names the current-name index: unnamed, every unique index of the table (the serial key, the
+// asset's current name) is probed first, for new IDs that cannot conflict there.
 func (c *Catalog) createManyPG(ctx context.Context, ins []CreateInput, unseen bool) (map[uuid.UUID]Summary, error) {
 	now := c.Now()
 	n := len(ins)
@@ -372,7 +374,7 @@ func (c *Catalog) createManyPG(ctx context.Context, ins []CreateInput, unseen bo
 	), n AS (
 		INSERT INTO asset_names (asset_id, space, namespace, name, valid_from)
 		SELECT v.id, v.space, v.namespace, v.name, $14 FROM v` + cond + ` ORDER BY v.ord
-		ON CONFLICT DO NOTHING RETURNING asset_id
+		ON CONFLICT (space, namespace, name) WHERE valid_to IS NULL DO NOTHING RETURNING asset_id
 	), a AS (
 		INSERT INTO assets (id, kind, status, version, description, created_at, updated_at)
 		SELECT v.id, v.kind, 'active', 1, v.description, $14, $14 FROM v JOIN n ON n.asset_id = v.id ORDER BY v.ord

@@ -802,7 +802,7 @@ func comparePairs(a, b [2]uuid.UUID) int {
 // batch's size, and the batch pays one round trip instead of one per table. New edges are
 // inserted unless a committed row exists (so edge IDs, the change sequence replicas tail, are
 // spent on real new edges only), and one a concurrent batch inserted meanwhile is skipped (ON
-// CONFLICT) instead of failing the batch; those join the known edges, whose seen intervals
+// CONFLICT on the pair's index only: the serial key cannot conflict) instead of failing the batch; those join the known edges, whose seen intervals
 // flush widens last (flushEdges).
 func (b *batch) flushPG(ctx context.Context) error {
 	edges := make([]touchedEdge, 0, len(b.pending))
@@ -878,7 +878,7 @@ func (b *batch) flushPG(ctx context.Context) error {
 		SELECT v.from_id, v.to_id, v.first, v.last, v.run FROM ve AS v
 		WHERE NOT EXISTS (SELECT 1 FROM lineage_edges AS e WHERE e.from_id = v.from_id AND e.to_id = v.to_id)
 		ORDER BY v.ord
-		ON CONFLICT DO NOTHING RETURNING id, from_id, to_id
+		ON CONFLICT (from_id, to_id) DO NOTHING RETURNING id, from_id, to_id
 	), rn AS (
 		INSERT INTO runs (id, job_asset_id, state, state_time, started_at, ended_at, nominal_start, nominal_end, parent_run_id,
 			facets, event_count, created_at, updated_at)
