@@ -515,7 +515,7 @@ func replaceFacets(ctx context.Context, client *ent.Client, d string, clear []in
 			}
 			b.WriteString("(" + a.add(r.doc) + ", " + a.add(r.facet) + ", " + a.add(r.value) + ")")
 		}
-		b.WriteString(" ON CONFLICT DO NOTHING")
+		b.WriteString(" ON CONFLICT (" + searchfacet.FieldDocID + ", " + searchfacet.FieldFacet + ", " + searchfacet.FieldValue + ") DO NOTHING") // the serial key cannot conflict
 		if _, err := client.ExecContext(ctx, b.String(), a.args...); err != nil {
 			return fmt.Errorf("catalog: index: write facets: %w", err)
 		}
