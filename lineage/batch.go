@@ -802,8 +802,8 @@ func comparePairs(a, b [2]uuid.UUID) int {
 // batch's size, and the batch pays one round trip instead of one per table. New edges are
 // inserted unless a committed row exists (so edge IDs, the change sequence replicas tail, are
 // spent on real new edges only), and one a concurrent batch inserted meanwhile is skipped (ON
-// CONFLICT on the pair's index only: the serial key cannot conflict) instead of failing the batch; those join the known edges, whose seen intervals
-// flush widens last (flushEdges).
+// CONFLICT on the pair's index only: the serial key cannot conflict) instead of failing the
+// batch. Those join the known edges, whose seen intervals flush widens last (flushEdges).
 func (b *batch) flushPG(ctx context.Context) error {
 	edges := make([]touchedEdge, 0, len(b.pending))
 	for k, e := range b.pending {
