@@ -696,22 +696,16 @@ func (b *batch) flush(ctx context.Context) error {
 			return fmt.Errorf("lineage: record usage of completed runs: %w", err)
 		}
 	}
-	if b.s.sqlite {
-		return nil
-	}
-	// The known edges' seen intervals last: a job's output edge is widened by each of its runs,
-	// and a concurrent batch with a run of the same job waits for this row lock until this
-	// transaction commits. Taken first, it was held through the usage writes: with 4 clients,
-	// batches spent most of their flush waiting on each other.
+	// Edges last (on PostgreSQL the new ones went in with flushPG; this widens the known ones):
+	// a job's output edge is widened by each of its runs, and a concurrent batch with a run of
+	// the same job waits for this row lock until this transaction commits. Taken first, it was
+	// held through the usage writes: with 4 clients, batches spent most of their flush waiting.
 	return b.flushEdges(ctx)
 }
 
-// flushSQLite writes edges, runs, run I/O and events a statement (or a bulk insert) each: in
-// process, a statement costs no round trip.
+// flushSQLite writes runs, run I/O and events a statement (or a bulk insert) each: in process, a
+// statement costs no round trip. Edges are flush's last step (flushEdges).
 func (b *batch) flushSQLite(ctx context.Context) error {
-	if err := b.flushEdges(ctx); err != nil {
-		return err
-	}
 	var creates []*ent.RunCreate
 	for _, r := range b.runs {
 		switch {
