@@ -328,6 +328,9 @@ func (s *Service) MarquezGraph(ctx context.Context, nodeID string, depth, limit 
 // facets returns the named facets of the assets, by asset and facet name.
 func (s *Service) facets(ctx context.Context, ids []uuid.UUID, names ...string) (map[uuid.UUID]map[string]string, error) {
 	out := map[uuid.UUID]map[string]string{}
+	if !s.sqlite {
+		return out, s.facetsPG(ctx, ids, names, out)
+	}
 	err := chunk.Each(ids, func(part []uuid.UUID) error {
 		rows, err := s.db.AssetFacet.Query().Where(assetfacet.AssetIDIn(part...), assetfacet.NameIn(names...)).
 			Select(assetfacet.FieldAssetID, assetfacet.FieldName, assetfacet.FieldValue).All(ctx)
@@ -343,6 +346,67 @@ func (s *Service) facets(ctx context.Context, ids []uuid.UUID, names ...string) 
 		return nil
 	})
 	return out, err
+}
+
+// facetsPGChunk bounds one statement's text (about 40 bytes an ID).
+const facetsPGChunk = 10_000
+
+// facetsPG is facets on PostgreSQL in one round trip per facetsPGChunk IDs: the IDs and names
+// are written into the statement, because lib/pq sends a statement without parameters in one
+// message (the simple protocol) and one with parameters in two round trips (parse, then bind).
+// This is the only database read of the Marquez graph, where the second round trip was about a
+// third of the answer's time. Writing them in is safe: a uuid.UUID prints only hex digits and
+// dashes, and names are quoted with quote doubling (they are constants here anyway).
+func (s *Service) facetsPG(ctx context.Context, ids []uuid.UUID, names []string, out map[uuid.UUID]map[string]string) error {
+	var q strings.Builder
+	for len(ids) > 0 {
+		part := ids[:min(facetsPGChunk, len(ids))]
+		ids = ids[len(part):]
+		q.Reset()
+		q.Grow(120 + 40*len(part) + 20*len(names))
+		q.WriteString("SELECT asset_id, name, value FROM asset_facets WHERE asset_id = ANY('{")
+		for i, id := range part {
+			if i > 0 {
+				q.WriteByte(',')
+			}
+			q.WriteString(id.String())
+		}
+		q.WriteString("}'::uuid[]) AND name IN (")
+		for i, n := range names {
+			if i > 0 {
+				q.WriteByte(',')
+			}
+			q.WriteString("'" + strings.ReplaceAll(n, "'", "''") + "'")
+		}
+		q.WriteString(")")
+		if err := s.scanFacets(ctx, q.String(), out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Service) scanFacets(ctx context.Context, q string, out map[uuid.UUID]map[string]string) error {
+	rows, err := s.db.QueryContext(ctx, q)
+	if err != nil {
+		return fmt.Errorf("lineage: read facets: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id uuid.UUID
+		var name, value string
+		if err := rows.Scan(&id, &name, &value); err != nil {
+			return fmt.Errorf("lineage: read facets: %w", err)
+		}
+		if out[id] == nil {
+			out[id] = map[string]string{}
+		}
+		out[id][name] = value
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("lineage: read facets: %w", err)
+	}
+	return nil
 }
 
 // FieldRef names a column: an asset and a field of it.
