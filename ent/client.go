@@ -47,6 +47,7 @@ import (
 	"github.com/tidemark/tidemark/ent/proposalstep"
 	"github.com/tidemark/tidemark/ent/reconciliationfinding"
 	"github.com/tidemark/tidemark/ent/reconciliationrun"
+	"github.com/tidemark/tidemark/ent/reconciliationwindow"
 	"github.com/tidemark/tidemark/ent/run"
 	"github.com/tidemark/tidemark/ent/runio"
 	"github.com/tidemark/tidemark/ent/schemachange"
@@ -134,6 +135,8 @@ type Client struct {
 	ReconciliationFinding *ReconciliationFindingClient
 	// ReconciliationRun is the client for interacting with the ReconciliationRun builders.
 	ReconciliationRun *ReconciliationRunClient
+	// ReconciliationWindow is the client for interacting with the ReconciliationWindow builders.
+	ReconciliationWindow *ReconciliationWindowClient
 	// Run is the client for interacting with the Run builders.
 	Run *RunClient
 	// RunIO is the client for interacting with the RunIO builders.
@@ -208,6 +211,7 @@ func (c *Client) init() {
 	c.ProposalStep = NewProposalStepClient(c.config)
 	c.ReconciliationFinding = NewReconciliationFindingClient(c.config)
 	c.ReconciliationRun = NewReconciliationRunClient(c.config)
+	c.ReconciliationWindow = NewReconciliationWindowClient(c.config)
 	c.Run = NewRunClient(c.config)
 	c.RunIO = NewRunIOClient(c.config)
 	c.SchemaChange = NewSchemaChangeClient(c.config)
@@ -347,6 +351,7 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		ProposalStep:          NewProposalStepClient(cfg),
 		ReconciliationFinding: NewReconciliationFindingClient(cfg),
 		ReconciliationRun:     NewReconciliationRunClient(cfg),
+		ReconciliationWindow:  NewReconciliationWindowClient(cfg),
 		Run:                   NewRunClient(cfg),
 		RunIO:                 NewRunIOClient(cfg),
 		SchemaChange:          NewSchemaChangeClient(cfg),
@@ -413,6 +418,7 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		ProposalStep:          NewProposalStepClient(cfg),
 		ReconciliationFinding: NewReconciliationFindingClient(cfg),
 		ReconciliationRun:     NewReconciliationRunClient(cfg),
+		ReconciliationWindow:  NewReconciliationWindowClient(cfg),
 		Run:                   NewRunClient(cfg),
 		RunIO:                 NewRunIOClient(cfg),
 		SchemaChange:          NewSchemaChangeClient(cfg),
@@ -464,10 +470,11 @@ func (c *Client) Use(hooks ...Hook) {
 		c.GlossaryTerm, c.IcebergManifest, c.IcebergManifestList, c.IcebergTable,
 		c.IdempotencyKey, c.Label, c.LineageEdge, c.LineageEvent, c.LineageState,
 		c.OutboxMessage, c.Owner, c.Proposal, c.ProposalFile, c.ProposalStep,
-		c.ReconciliationFinding, c.ReconciliationRun, c.Run, c.RunIO, c.SchemaChange,
-		c.SearchDoc, c.SearchFacet, c.SuggestionDecision, c.TableSync,
-		c.UsageActorDaily, c.UsageActorMonthly, c.UsageDaily, c.UsageEvent,
-		c.UsageJobDaily, c.UsageName, c.UsagePending, c.WebSession, c.Webhook,
+		c.ReconciliationFinding, c.ReconciliationRun, c.ReconciliationWindow, c.Run,
+		c.RunIO, c.SchemaChange, c.SearchDoc, c.SearchFacet, c.SuggestionDecision,
+		c.TableSync, c.UsageActorDaily, c.UsageActorMonthly, c.UsageDaily,
+		c.UsageEvent, c.UsageJobDaily, c.UsageName, c.UsagePending, c.WebSession,
+		c.Webhook,
 	} {
 		n.Use(hooks...)
 	}
@@ -483,10 +490,11 @@ func (c *Client) Intercept(interceptors ...Interceptor) {
 		c.GlossaryTerm, c.IcebergManifest, c.IcebergManifestList, c.IcebergTable,
 		c.IdempotencyKey, c.Label, c.LineageEdge, c.LineageEvent, c.LineageState,
 		c.OutboxMessage, c.Owner, c.Proposal, c.ProposalFile, c.ProposalStep,
-		c.ReconciliationFinding, c.ReconciliationRun, c.Run, c.RunIO, c.SchemaChange,
-		c.SearchDoc, c.SearchFacet, c.SuggestionDecision, c.TableSync,
-		c.UsageActorDaily, c.UsageActorMonthly, c.UsageDaily, c.UsageEvent,
-		c.UsageJobDaily, c.UsageName, c.UsagePending, c.WebSession, c.Webhook,
+		c.ReconciliationFinding, c.ReconciliationRun, c.ReconciliationWindow, c.Run,
+		c.RunIO, c.SchemaChange, c.SearchDoc, c.SearchFacet, c.SuggestionDecision,
+		c.TableSync, c.UsageActorDaily, c.UsageActorMonthly, c.UsageDaily,
+		c.UsageEvent, c.UsageJobDaily, c.UsageName, c.UsagePending, c.WebSession,
+		c.Webhook,
 	} {
 		n.Intercept(interceptors...)
 	}
@@ -557,6 +565,8 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.ReconciliationFinding.mutate(ctx, m)
 	case *ReconciliationRunMutation:
 		return c.ReconciliationRun.mutate(ctx, m)
+	case *ReconciliationWindowMutation:
+		return c.ReconciliationWindow.mutate(ctx, m)
 	case *RunMutation:
 		return c.Run.mutate(ctx, m)
 	case *RunIOMutation:
@@ -4814,6 +4824,139 @@ func (c *ReconciliationRunClient) mutate(ctx context.Context, m *ReconciliationR
 	}
 }
 
+// ReconciliationWindowClient is a client for the ReconciliationWindow schema.
+type ReconciliationWindowClient struct {
+	config
+}
+
+// NewReconciliationWindowClient returns a client for the ReconciliationWindow from the given config.
+func NewReconciliationWindowClient(c config) *ReconciliationWindowClient {
+	return &ReconciliationWindowClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `reconciliationwindow.Hooks(f(g(h())))`.
+func (c *ReconciliationWindowClient) Use(hooks ...Hook) {
+	c.hooks.ReconciliationWindow = append(c.hooks.ReconciliationWindow, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `reconciliationwindow.Intercept(f(g(h())))`.
+func (c *ReconciliationWindowClient) Intercept(interceptors ...Interceptor) {
+	c.inters.ReconciliationWindow = append(c.inters.ReconciliationWindow, interceptors...)
+}
+
+// Create returns a builder for creating a ReconciliationWindow entity.
+func (c *ReconciliationWindowClient) Create() *ReconciliationWindowCreate {
+	mutation := newReconciliationWindowMutation(c.config, OpCreate)
+	return &ReconciliationWindowCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of ReconciliationWindow entities.
+func (c *ReconciliationWindowClient) CreateBulk(builders ...*ReconciliationWindowCreate) *ReconciliationWindowCreateBulk {
+	return &ReconciliationWindowCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *ReconciliationWindowClient) MapCreateBulk(slice any, setFunc func(*ReconciliationWindowCreate, int)) *ReconciliationWindowCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &ReconciliationWindowCreateBulk{err: fmt.Errorf("calling to ReconciliationWindowClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*ReconciliationWindowCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &ReconciliationWindowCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for ReconciliationWindow.
+func (c *ReconciliationWindowClient) Update() *ReconciliationWindowUpdate {
+	mutation := newReconciliationWindowMutation(c.config, OpUpdate)
+	return &ReconciliationWindowUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *ReconciliationWindowClient) UpdateOne(_m *ReconciliationWindow) *ReconciliationWindowUpdateOne {
+	mutation := newReconciliationWindowMutation(c.config, OpUpdateOne, withReconciliationWindow(_m))
+	return &ReconciliationWindowUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *ReconciliationWindowClient) UpdateOneID(id uuid.UUID) *ReconciliationWindowUpdateOne {
+	mutation := newReconciliationWindowMutation(c.config, OpUpdateOne, withReconciliationWindowID(id))
+	return &ReconciliationWindowUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for ReconciliationWindow.
+func (c *ReconciliationWindowClient) Delete() *ReconciliationWindowDelete {
+	mutation := newReconciliationWindowMutation(c.config, OpDelete)
+	return &ReconciliationWindowDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *ReconciliationWindowClient) DeleteOne(_m *ReconciliationWindow) *ReconciliationWindowDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *ReconciliationWindowClient) DeleteOneID(id uuid.UUID) *ReconciliationWindowDeleteOne {
+	builder := c.Delete().Where(reconciliationwindow.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &ReconciliationWindowDeleteOne{builder}
+}
+
+// Query returns a query builder for ReconciliationWindow.
+func (c *ReconciliationWindowClient) Query() *ReconciliationWindowQuery {
+	return &ReconciliationWindowQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeReconciliationWindow},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a ReconciliationWindow entity by its id.
+func (c *ReconciliationWindowClient) Get(ctx context.Context, id uuid.UUID) (*ReconciliationWindow, error) {
+	return c.Query().Where(reconciliationwindow.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *ReconciliationWindowClient) GetX(ctx context.Context, id uuid.UUID) *ReconciliationWindow {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *ReconciliationWindowClient) Hooks() []Hook {
+	return c.hooks.ReconciliationWindow
+}
+
+// Interceptors returns the client interceptors.
+func (c *ReconciliationWindowClient) Interceptors() []Interceptor {
+	return c.inters.ReconciliationWindow
+}
+
+func (c *ReconciliationWindowClient) mutate(ctx context.Context, m *ReconciliationWindowMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&ReconciliationWindowCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&ReconciliationWindowUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&ReconciliationWindowUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&ReconciliationWindowDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown ReconciliationWindow mutation op: %q", m.Op())
+	}
+}
+
 // RunClient is a client for the Run schema.
 type RunClient struct {
 	config
@@ -6951,9 +7094,9 @@ type (
 		GlossaryTerm, IcebergManifest, IcebergManifestList, IcebergTable,
 		IdempotencyKey, Label, LineageEdge, LineageEvent, LineageState, OutboxMessage,
 		Owner, Proposal, ProposalFile, ProposalStep, ReconciliationFinding,
-		ReconciliationRun, Run, RunIO, SchemaChange, SearchDoc, SearchFacet,
-		SuggestionDecision, TableSync, UsageActorDaily, UsageActorMonthly, UsageDaily,
-		UsageEvent, UsageJobDaily, UsageName, UsagePending, WebSession,
+		ReconciliationRun, ReconciliationWindow, Run, RunIO, SchemaChange, SearchDoc,
+		SearchFacet, SuggestionDecision, TableSync, UsageActorDaily, UsageActorMonthly,
+		UsageDaily, UsageEvent, UsageJobDaily, UsageName, UsagePending, WebSession,
 		Webhook []ent.Hook
 	}
 	inters struct {
@@ -6963,9 +7106,9 @@ type (
 		GlossaryTerm, IcebergManifest, IcebergManifestList, IcebergTable,
 		IdempotencyKey, Label, LineageEdge, LineageEvent, LineageState, OutboxMessage,
 		Owner, Proposal, ProposalFile, ProposalStep, ReconciliationFinding,
-		ReconciliationRun, Run, RunIO, SchemaChange, SearchDoc, SearchFacet,
-		SuggestionDecision, TableSync, UsageActorDaily, UsageActorMonthly, UsageDaily,
-		UsageEvent, UsageJobDaily, UsageName, UsagePending, WebSession,
+		ReconciliationRun, ReconciliationWindow, Run, RunIO, SchemaChange, SearchDoc,
+		SearchFacet, SuggestionDecision, TableSync, UsageActorDaily, UsageActorMonthly,
+		UsageDaily, UsageEvent, UsageJobDaily, UsageName, UsagePending, WebSession,
 		Webhook []ent.Interceptor
 	}
 )

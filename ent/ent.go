@@ -43,6 +43,7 @@ import (
 	"github.com/tidemark/tidemark/ent/proposalstep"
 	"github.com/tidemark/tidemark/ent/reconciliationfinding"
 	"github.com/tidemark/tidemark/ent/reconciliationrun"
+	"github.com/tidemark/tidemark/ent/reconciliationwindow"
 	"github.com/tidemark/tidemark/ent/run"
 	"github.com/tidemark/tidemark/ent/runio"
 	"github.com/tidemark/tidemark/ent/schemachange"
@@ -150,6 +151,7 @@ func checkColumn(t, c string) error {
 			proposalstep.Table:          proposalstep.ValidColumn,
 			reconciliationfinding.Table: reconciliationfinding.ValidColumn,
 			reconciliationrun.Table:     reconciliationrun.ValidColumn,
+			reconciliationwindow.Table:  reconciliationwindow.ValidColumn,
 			run.Table:                   run.ValidColumn,
 			runio.Table:                 runio.ValidColumn,
 			schemachange.Table:          schemachange.ValidColumn,

@@ -45,6 +45,7 @@ import (
 	"github.com/tidemark/tidemark/ent/proposalstep"
 	"github.com/tidemark/tidemark/ent/reconciliationfinding"
 	"github.com/tidemark/tidemark/ent/reconciliationrun"
+	"github.com/tidemark/tidemark/ent/reconciliationwindow"
 	"github.com/tidemark/tidemark/ent/run"
 	"github.com/tidemark/tidemark/ent/runio"
 	"github.com/tidemark/tidemark/ent/schemachange"
@@ -103,6 +104,7 @@ const (
 	TypeProposalStep          = "ProposalStep"
 	TypeReconciliationFinding = "ReconciliationFinding"
 	TypeReconciliationRun     = "ReconciliationRun"
+	TypeReconciliationWindow  = "ReconciliationWindow"
 	TypeRun                   = "Run"
 	TypeRunIO                 = "RunIO"
 	TypeSchemaChange          = "SchemaChange"
@@ -22713,6 +22715,7 @@ type ReconciliationRunMutation struct {
 	origin        *reconciliationrun.Origin
 	clean         *bool
 	result        *string
+	summary       *string
 	error         *string
 	clearedFields map[string]struct{}
 	done          bool
@@ -23053,6 +23056,42 @@ func (m *ReconciliationRunMutation) ResetResult() {
 	m.result = nil
 }
 
+// SetSummary sets the "summary" field.
+func (m *ReconciliationRunMutation) SetSummary(s string) {
+	m.summary = &s
+}
+
+// Summary returns the value of the "summary" field in the mutation.
+func (m *ReconciliationRunMutation) Summary() (r string, exists bool) {
+	v := m.summary
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSummary returns the old "summary" field's value of the ReconciliationRun entity.
+// If the ReconciliationRun object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ReconciliationRunMutation) OldSummary(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSummary is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSummary requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSummary: %w", err)
+	}
+	return oldValue.Summary, nil
+}
+
+// ResetSummary resets all changes to the "summary" field.
+func (m *ReconciliationRunMutation) ResetSummary() {
+	m.summary = nil
+}
+
 // SetError sets the "error" field.
 func (m *ReconciliationRunMutation) SetError(s string) {
 	m.error = &s
@@ -23123,7 +23162,7 @@ func (m *ReconciliationRunMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *ReconciliationRunMutation) Fields() []string {
-	fields := make([]string, 0, 7)
+	fields := make([]string, 0, 8)
 	if m.migration_id != nil {
 		fields = append(fields, reconciliationrun.FieldMigrationID)
 	}
@@ -23141,6 +23180,9 @@ func (m *ReconciliationRunMutation) Fields() []string {
 	}
 	if m.result != nil {
 		fields = append(fields, reconciliationrun.FieldResult)
+	}
+	if m.summary != nil {
+		fields = append(fields, reconciliationrun.FieldSummary)
 	}
 	if m.error != nil {
 		fields = append(fields, reconciliationrun.FieldError)
@@ -23165,6 +23207,8 @@ func (m *ReconciliationRunMutation) Field(name string) (ent.Value, bool) {
 		return m.Clean()
 	case reconciliationrun.FieldResult:
 		return m.Result()
+	case reconciliationrun.FieldSummary:
+		return m.Summary()
 	case reconciliationrun.FieldError:
 		return m.Error()
 	}
@@ -23188,6 +23232,8 @@ func (m *ReconciliationRunMutation) OldField(ctx context.Context, name string) (
 		return m.OldClean(ctx)
 	case reconciliationrun.FieldResult:
 		return m.OldResult(ctx)
+	case reconciliationrun.FieldSummary:
+		return m.OldSummary(ctx)
 	case reconciliationrun.FieldError:
 		return m.OldError(ctx)
 	}
@@ -23240,6 +23286,13 @@ func (m *ReconciliationRunMutation) SetField(name string, value ent.Value) error
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetResult(v)
+		return nil
+	case reconciliationrun.FieldSummary:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSummary(v)
 		return nil
 	case reconciliationrun.FieldError:
 		v, ok := value.(string)
@@ -23324,6 +23377,9 @@ func (m *ReconciliationRunMutation) ResetField(name string) error {
 	case reconciliationrun.FieldResult:
 		m.ResetResult()
 		return nil
+	case reconciliationrun.FieldSummary:
+		m.ResetSummary()
+		return nil
 	case reconciliationrun.FieldError:
 		m.ResetError()
 		return nil
@@ -23377,6 +23433,554 @@ func (m *ReconciliationRunMutation) ClearEdge(name string) error {
 // It returns an error if the edge is not defined in the schema.
 func (m *ReconciliationRunMutation) ResetEdge(name string) error {
 	return fmt.Errorf("unknown ReconciliationRun edge %s", name)
+}
+
+// ReconciliationWindowMutation represents an operation that mutates the ReconciliationWindow nodes in the graph.
+type ReconciliationWindowMutation struct {
+	config
+	op            Op
+	typ           string
+	id            *uuid.UUID
+	run_id        *uuid.UUID
+	start         *time.Time
+	clean         *bool
+	differs       *bool
+	body          *string
+	clearedFields map[string]struct{}
+	done          bool
+	oldValue      func(context.Context) (*ReconciliationWindow, error)
+	predicates    []predicate.ReconciliationWindow
+}
+
+var _ ent.Mutation = (*ReconciliationWindowMutation)(nil)
+
+// reconciliationwindowOption allows management of the mutation configuration using functional options.
+type reconciliationwindowOption func(*ReconciliationWindowMutation)
+
+// newReconciliationWindowMutation creates new mutation for the ReconciliationWindow entity.
+func newReconciliationWindowMutation(c config, op Op, opts ...reconciliationwindowOption) *ReconciliationWindowMutation {
+	m := &ReconciliationWindowMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeReconciliationWindow,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withReconciliationWindowID sets the ID field of the mutation.
+func withReconciliationWindowID(id uuid.UUID) reconciliationwindowOption {
+	return func(m *ReconciliationWindowMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *ReconciliationWindow
+		)
+		m.oldValue = func(ctx context.Context) (*ReconciliationWindow, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().ReconciliationWindow.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withReconciliationWindow sets the old ReconciliationWindow of the mutation.
+func withReconciliationWindow(node *ReconciliationWindow) reconciliationwindowOption {
+	return func(m *ReconciliationWindowMutation) {
+		m.oldValue = func(context.Context) (*ReconciliationWindow, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m ReconciliationWindowMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m ReconciliationWindowMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of ReconciliationWindow entities.
+func (m *ReconciliationWindowMutation) SetID(id uuid.UUID) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *ReconciliationWindowMutation) ID() (id uuid.UUID, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *ReconciliationWindowMutation) IDs(ctx context.Context) ([]uuid.UUID, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []uuid.UUID{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().ReconciliationWindow.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetRunID sets the "run_id" field.
+func (m *ReconciliationWindowMutation) SetRunID(u uuid.UUID) {
+	m.run_id = &u
+}
+
+// RunID returns the value of the "run_id" field in the mutation.
+func (m *ReconciliationWindowMutation) RunID() (r uuid.UUID, exists bool) {
+	v := m.run_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldRunID returns the old "run_id" field's value of the ReconciliationWindow entity.
+// If the ReconciliationWindow object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ReconciliationWindowMutation) OldRunID(ctx context.Context) (v uuid.UUID, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldRunID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldRunID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldRunID: %w", err)
+	}
+	return oldValue.RunID, nil
+}
+
+// ResetRunID resets all changes to the "run_id" field.
+func (m *ReconciliationWindowMutation) ResetRunID() {
+	m.run_id = nil
+}
+
+// SetStart sets the "start" field.
+func (m *ReconciliationWindowMutation) SetStart(t time.Time) {
+	m.start = &t
+}
+
+// Start returns the value of the "start" field in the mutation.
+func (m *ReconciliationWindowMutation) Start() (r time.Time, exists bool) {
+	v := m.start
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldStart returns the old "start" field's value of the ReconciliationWindow entity.
+// If the ReconciliationWindow object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ReconciliationWindowMutation) OldStart(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldStart is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldStart requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldStart: %w", err)
+	}
+	return oldValue.Start, nil
+}
+
+// ResetStart resets all changes to the "start" field.
+func (m *ReconciliationWindowMutation) ResetStart() {
+	m.start = nil
+}
+
+// SetClean sets the "clean" field.
+func (m *ReconciliationWindowMutation) SetClean(b bool) {
+	m.clean = &b
+}
+
+// Clean returns the value of the "clean" field in the mutation.
+func (m *ReconciliationWindowMutation) Clean() (r bool, exists bool) {
+	v := m.clean
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldClean returns the old "clean" field's value of the ReconciliationWindow entity.
+// If the ReconciliationWindow object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ReconciliationWindowMutation) OldClean(ctx context.Context) (v bool, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldClean is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldClean requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldClean: %w", err)
+	}
+	return oldValue.Clean, nil
+}
+
+// ResetClean resets all changes to the "clean" field.
+func (m *ReconciliationWindowMutation) ResetClean() {
+	m.clean = nil
+}
+
+// SetDiffers sets the "differs" field.
+func (m *ReconciliationWindowMutation) SetDiffers(b bool) {
+	m.differs = &b
+}
+
+// Differs returns the value of the "differs" field in the mutation.
+func (m *ReconciliationWindowMutation) Differs() (r bool, exists bool) {
+	v := m.differs
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldDiffers returns the old "differs" field's value of the ReconciliationWindow entity.
+// If the ReconciliationWindow object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ReconciliationWindowMutation) OldDiffers(ctx context.Context) (v bool, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldDiffers is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldDiffers requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldDiffers: %w", err)
+	}
+	return oldValue.Differs, nil
+}
+
+// ResetDiffers resets all changes to the "differs" field.
+func (m *ReconciliationWindowMutation) ResetDiffers() {
+	m.differs = nil
+}
+
+// SetBody sets the "body" field.
+func (m *ReconciliationWindowMutation) SetBody(s string) {
+	m.body = &s
+}
+
+// Body returns the value of the "body" field in the mutation.
+func (m *ReconciliationWindowMutation) Body() (r string, exists bool) {
+	v := m.body
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldBody returns the old "body" field's value of the ReconciliationWindow entity.
+// If the ReconciliationWindow object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ReconciliationWindowMutation) OldBody(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldBody is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldBody requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldBody: %w", err)
+	}
+	return oldValue.Body, nil
+}
+
+// ResetBody resets all changes to the "body" field.
+func (m *ReconciliationWindowMutation) ResetBody() {
+	m.body = nil
+}
+
+// Where appends a list predicates to the ReconciliationWindowMutation builder.
+func (m *ReconciliationWindowMutation) Where(ps ...predicate.ReconciliationWindow) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the ReconciliationWindowMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *ReconciliationWindowMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.ReconciliationWindow, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *ReconciliationWindowMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *ReconciliationWindowMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (ReconciliationWindow).
+func (m *ReconciliationWindowMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *ReconciliationWindowMutation) Fields() []string {
+	fields := make([]string, 0, 5)
+	if m.run_id != nil {
+		fields = append(fields, reconciliationwindow.FieldRunID)
+	}
+	if m.start != nil {
+		fields = append(fields, reconciliationwindow.FieldStart)
+	}
+	if m.clean != nil {
+		fields = append(fields, reconciliationwindow.FieldClean)
+	}
+	if m.differs != nil {
+		fields = append(fields, reconciliationwindow.FieldDiffers)
+	}
+	if m.body != nil {
+		fields = append(fields, reconciliationwindow.FieldBody)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *ReconciliationWindowMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case reconciliationwindow.FieldRunID:
+		return m.RunID()
+	case reconciliationwindow.FieldStart:
+		return m.Start()
+	case reconciliationwindow.FieldClean:
+		return m.Clean()
+	case reconciliationwindow.FieldDiffers:
+		return m.Differs()
+	case reconciliationwindow.FieldBody:
+		return m.Body()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *ReconciliationWindowMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case reconciliationwindow.FieldRunID:
+		return m.OldRunID(ctx)
+	case reconciliationwindow.FieldStart:
+		return m.OldStart(ctx)
+	case reconciliationwindow.FieldClean:
+		return m.OldClean(ctx)
+	case reconciliationwindow.FieldDiffers:
+		return m.OldDiffers(ctx)
+	case reconciliationwindow.FieldBody:
+		return m.OldBody(ctx)
+	}
+	return nil, fmt.Errorf("unknown ReconciliationWindow field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *ReconciliationWindowMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case reconciliationwindow.FieldRunID:
+		v, ok := value.(uuid.UUID)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetRunID(v)
+		return nil
+	case reconciliationwindow.FieldStart:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetStart(v)
+		return nil
+	case reconciliationwindow.FieldClean:
+		v, ok := value.(bool)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetClean(v)
+		return nil
+	case reconciliationwindow.FieldDiffers:
+		v, ok := value.(bool)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetDiffers(v)
+		return nil
+	case reconciliationwindow.FieldBody:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetBody(v)
+		return nil
+	}
+	return fmt.Errorf("unknown ReconciliationWindow field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *ReconciliationWindowMutation) AddedFields() []string {
+	return nil
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *ReconciliationWindowMutation) AddedField(name string) (ent.Value, bool) {
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *ReconciliationWindowMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	}
+	return fmt.Errorf("unknown ReconciliationWindow numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *ReconciliationWindowMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *ReconciliationWindowMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *ReconciliationWindowMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown ReconciliationWindow nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *ReconciliationWindowMutation) ResetField(name string) error {
+	switch name {
+	case reconciliationwindow.FieldRunID:
+		m.ResetRunID()
+		return nil
+	case reconciliationwindow.FieldStart:
+		m.ResetStart()
+		return nil
+	case reconciliationwindow.FieldClean:
+		m.ResetClean()
+		return nil
+	case reconciliationwindow.FieldDiffers:
+		m.ResetDiffers()
+		return nil
+	case reconciliationwindow.FieldBody:
+		m.ResetBody()
+		return nil
+	}
+	return fmt.Errorf("unknown ReconciliationWindow field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *ReconciliationWindowMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *ReconciliationWindowMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *ReconciliationWindowMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *ReconciliationWindowMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *ReconciliationWindowMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *ReconciliationWindowMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *ReconciliationWindowMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown ReconciliationWindow unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *ReconciliationWindowMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown ReconciliationWindow edge %s", name)
 }
 
 // RunMutation represents an operation that mutates the Run nodes in the graph.

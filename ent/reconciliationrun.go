@@ -30,6 +30,8 @@ type ReconciliationRun struct {
 	Clean bool `json:"clean,omitempty"`
 	// Result holds the value of the "result" field.
 	Result string `json:"result,omitempty"`
+	// Summary holds the value of the "summary" field.
+	Summary string `json:"summary,omitempty"`
 	// Error holds the value of the "error" field.
 	Error        string `json:"error,omitempty"`
 	selectValues sql.SelectValues
@@ -42,7 +44,7 @@ func (*ReconciliationRun) scanValues(columns []string) ([]any, error) {
 		switch columns[i] {
 		case reconciliationrun.FieldClean:
 			values[i] = new(sql.NullBool)
-		case reconciliationrun.FieldOrigin, reconciliationrun.FieldResult, reconciliationrun.FieldError:
+		case reconciliationrun.FieldOrigin, reconciliationrun.FieldResult, reconciliationrun.FieldSummary, reconciliationrun.FieldError:
 			values[i] = new(sql.NullString)
 		case reconciliationrun.FieldStartedAt, reconciliationrun.FieldFinishedAt:
 			values[i] = new(sql.NullTime)
@@ -106,6 +108,12 @@ func (_m *ReconciliationRun) assignValues(columns []string, values []any) error 
 			} else if value.Valid {
 				_m.Result = value.String
 			}
+		case reconciliationrun.FieldSummary:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field summary", values[i])
+			} else if value.Valid {
+				_m.Summary = value.String
+			}
 		case reconciliationrun.FieldError:
 			if value, ok := values[i].(*sql.NullString); !ok {
 				return fmt.Errorf("unexpected type %T for field error", values[i])
@@ -167,6 +175,9 @@ func (_m *ReconciliationRun) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("result=")
 	builder.WriteString(_m.Result)
+	builder.WriteString(", ")
+	builder.WriteString("summary=")
+	builder.WriteString(_m.Summary)
 	builder.WriteString(", ")
 	builder.WriteString("error=")
 	builder.WriteString(_m.Error)

@@ -81,6 +81,20 @@ func (_c *ReconciliationRunCreate) SetNillableResult(v *string) *ReconciliationR
 	return _c
 }
 
+// SetSummary sets the "summary" field.
+func (_c *ReconciliationRunCreate) SetSummary(v string) *ReconciliationRunCreate {
+	_c.mutation.SetSummary(v)
+	return _c
+}
+
+// SetNillableSummary sets the "summary" field if the given value is not nil.
+func (_c *ReconciliationRunCreate) SetNillableSummary(v *string) *ReconciliationRunCreate {
+	if v != nil {
+		_c.SetSummary(*v)
+	}
+	return _c
+}
+
 // SetError sets the "error" field.
 func (_c *ReconciliationRunCreate) SetError(v string) *ReconciliationRunCreate {
 	_c.mutation.SetError(v)
@@ -152,6 +166,10 @@ func (_c *ReconciliationRunCreate) defaults() {
 		v := reconciliationrun.DefaultResult
 		_c.mutation.SetResult(v)
 	}
+	if _, ok := _c.mutation.Summary(); !ok {
+		v := reconciliationrun.DefaultSummary
+		_c.mutation.SetSummary(v)
+	}
 	if _, ok := _c.mutation.Error(); !ok {
 		v := reconciliationrun.DefaultError
 		_c.mutation.SetError(v)
@@ -183,6 +201,9 @@ func (_c *ReconciliationRunCreate) check() error {
 	}
 	if _, ok := _c.mutation.Result(); !ok {
 		return &ValidationError{Name: "result", err: errors.New(`ent: missing required field "ReconciliationRun.result"`)}
+	}
+	if _, ok := _c.mutation.Summary(); !ok {
+		return &ValidationError{Name: "summary", err: errors.New(`ent: missing required field "ReconciliationRun.summary"`)}
 	}
 	if _, ok := _c.mutation.Error(); !ok {
 		return &ValidationError{Name: "error", err: errors.New(`ent: missing required field "ReconciliationRun.error"`)}
@@ -245,6 +266,10 @@ func (_c *ReconciliationRunCreate) createSpec() (*ReconciliationRun, *sqlgraph.C
 	if value, ok := _c.mutation.Result(); ok {
 		_spec.SetField(reconciliationrun.FieldResult, field.TypeString, value)
 		_node.Result = value
+	}
+	if value, ok := _c.mutation.Summary(); ok {
+		_spec.SetField(reconciliationrun.FieldSummary, field.TypeString, value)
+		_node.Summary = value
 	}
 	if value, ok := _c.mutation.Error(); ok {
 		_spec.SetField(reconciliationrun.FieldError, field.TypeString, value)

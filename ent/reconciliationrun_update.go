@@ -76,6 +76,20 @@ func (_u *ReconciliationRunUpdate) SetNillableResult(v *string) *ReconciliationR
 	return _u
 }
 
+// SetSummary sets the "summary" field.
+func (_u *ReconciliationRunUpdate) SetSummary(v string) *ReconciliationRunUpdate {
+	_u.mutation.SetSummary(v)
+	return _u
+}
+
+// SetNillableSummary sets the "summary" field if the given value is not nil.
+func (_u *ReconciliationRunUpdate) SetNillableSummary(v *string) *ReconciliationRunUpdate {
+	if v != nil {
+		_u.SetSummary(*v)
+	}
+	return _u
+}
+
 // SetError sets the "error" field.
 func (_u *ReconciliationRunUpdate) SetError(v string) *ReconciliationRunUpdate {
 	_u.mutation.SetError(v)
@@ -142,6 +156,9 @@ func (_u *ReconciliationRunUpdate) sqlSave(ctx context.Context) (_node int, err 
 	}
 	if value, ok := _u.mutation.Result(); ok {
 		_spec.SetField(reconciliationrun.FieldResult, field.TypeString, value)
+	}
+	if value, ok := _u.mutation.Summary(); ok {
+		_spec.SetField(reconciliationrun.FieldSummary, field.TypeString, value)
 	}
 	if value, ok := _u.mutation.Error(); ok {
 		_spec.SetField(reconciliationrun.FieldError, field.TypeString, value)
@@ -210,6 +227,20 @@ func (_u *ReconciliationRunUpdateOne) SetResult(v string) *ReconciliationRunUpda
 func (_u *ReconciliationRunUpdateOne) SetNillableResult(v *string) *ReconciliationRunUpdateOne {
 	if v != nil {
 		_u.SetResult(*v)
+	}
+	return _u
+}
+
+// SetSummary sets the "summary" field.
+func (_u *ReconciliationRunUpdateOne) SetSummary(v string) *ReconciliationRunUpdateOne {
+	_u.mutation.SetSummary(v)
+	return _u
+}
+
+// SetNillableSummary sets the "summary" field if the given value is not nil.
+func (_u *ReconciliationRunUpdateOne) SetNillableSummary(v *string) *ReconciliationRunUpdateOne {
+	if v != nil {
+		_u.SetSummary(*v)
 	}
 	return _u
 }
@@ -310,6 +341,9 @@ func (_u *ReconciliationRunUpdateOne) sqlSave(ctx context.Context) (_node *Recon
 	}
 	if value, ok := _u.mutation.Result(); ok {
 		_spec.SetField(reconciliationrun.FieldResult, field.TypeString, value)
+	}
+	if value, ok := _u.mutation.Summary(); ok {
+		_spec.SetField(reconciliationrun.FieldSummary, field.TypeString, value)
 	}
 	if value, ok := _u.mutation.Error(); ok {
 		_spec.SetField(reconciliationrun.FieldError, field.TypeString, value)

@@ -76,6 +76,8 @@ type Tx struct {
 	ReconciliationFinding *ReconciliationFindingClient
 	// ReconciliationRun is the client for interacting with the ReconciliationRun builders.
 	ReconciliationRun *ReconciliationRunClient
+	// ReconciliationWindow is the client for interacting with the ReconciliationWindow builders.
+	ReconciliationWindow *ReconciliationWindowClient
 	// Run is the client for interacting with the Run builders.
 	Run *RunClient
 	// RunIO is the client for interacting with the RunIO builders.
@@ -270,6 +272,7 @@ func (tx *Tx) init() {
 	tx.ProposalStep = NewProposalStepClient(tx.config)
 	tx.ReconciliationFinding = NewReconciliationFindingClient(tx.config)
 	tx.ReconciliationRun = NewReconciliationRunClient(tx.config)
+	tx.ReconciliationWindow = NewReconciliationWindowClient(tx.config)
 	tx.Run = NewRunClient(tx.config)
 	tx.RunIO = NewRunIOClient(tx.config)
 	tx.SchemaChange = NewSchemaChangeClient(tx.config)

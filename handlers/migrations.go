@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"fmt"
 	"net/http"
 	"time"
 
@@ -42,33 +43,36 @@ type migrationRequest struct {
 	SampleSize int         `json:"sample_size,omitempty"`
 	// QuoteValues keeps sampled differing values in run answers, which anyone who may read the
 	// catalog reads; without it samples name the key and the column only.
-	QuoteValues bool       `json:"quote_values,omitempty"`
-	Old         sourceBody `json:"old"`
-	New         sourceBody `json:"new"`
+	QuoteValues bool `json:"quote_values,omitempty"`
+	// CheckerToken names the token that posts an external side's figures (admins may too).
+	CheckerToken string     `json:"checker_token,omitempty"`
+	Old          sourceBody `json:"old"`
+	New          sourceBody `json:"new"`
 }
 
 type migrationResponse struct {
-	ID          uuid.UUID   `json:"id"`
-	OldAssetID  uuid.UUID   `json:"old_asset_id"`
-	NewAssetID  uuid.UUID   `json:"new_asset_id"`
-	Owner       string      `json:"owner"`
-	State       string      `json:"state"`
-	CutOverAt   *time.Time  `json:"cut_over_at,omitempty"`
-	Version     int         `json:"version"`
-	KeyColumns  []string    `json:"key_columns"`
-	TimeColumn  string      `json:"time_column"`
-	Columns     []string    `json:"columns"`
-	Window      string      `json:"window"`
-	Since       time.Time   `json:"since"`
-	DedupOld    string      `json:"dedup_old"`
-	DedupNew    string      `json:"dedup_new"`
-	LagBound    string      `json:"lag_bound"`
-	Cutover     cutoverBody `json:"cutover"`
-	SampleSize  int         `json:"sample_size"`
-	QuoteValues bool        `json:"quote_values"`
-	Old         sourceBody  `json:"old"`
-	New         sourceBody  `json:"new"`
-	CreatedAt   time.Time   `json:"created_at"`
+	ID           uuid.UUID   `json:"id"`
+	OldAssetID   uuid.UUID   `json:"old_asset_id"`
+	NewAssetID   uuid.UUID   `json:"new_asset_id"`
+	Owner        string      `json:"owner"`
+	State        string      `json:"state"`
+	CutOverAt    *time.Time  `json:"cut_over_at,omitempty"`
+	Version      int         `json:"version"`
+	KeyColumns   []string    `json:"key_columns"`
+	TimeColumn   string      `json:"time_column"`
+	Columns      []string    `json:"columns"`
+	Window       string      `json:"window"`
+	Since        time.Time   `json:"since"`
+	DedupOld     string      `json:"dedup_old"`
+	DedupNew     string      `json:"dedup_new"`
+	LagBound     string      `json:"lag_bound"`
+	Cutover      cutoverBody `json:"cutover"`
+	SampleSize   int         `json:"sample_size"`
+	QuoteValues  bool        `json:"quote_values"`
+	CheckerToken string      `json:"checker_token,omitempty"`
+	Old          sourceBody  `json:"old"`
+	New          sourceBody  `json:"new"`
+	CreatedAt    time.Time   `json:"created_at"`
 }
 
 type streakResponse struct {
@@ -127,17 +131,34 @@ type runCostResponse struct {
 	Seconds float64 `json:"seconds"`
 }
 
+type runSummaryResponse struct {
+	Windows     int            `json:"windows"`
+	Unclean     int            `json:"unclean"`   // windows with duplication or divergence
+	Differing   int            `json:"differing"` // windows with any class, lag included
+	Classes     map[string]int `json:"classes"`   // windows per class
+	CausesTotal int            `json:"causes_total"`
+}
+
+// reconciliationRunResponse is a run's summary: its windows are read a page at a time from
+// windows_url.
 type reconciliationRunResponse struct {
-	ID          uuid.UUID        `json:"id"`
-	MigrationID uuid.UUID        `json:"migration_id"`
-	StartedAt   time.Time        `json:"started_at"`
-	FinishedAt  *time.Time       `json:"finished_at,omitempty"`
-	Origin      string           `json:"origin"`
-	Clean       bool             `json:"clean"`
-	Causes      []string         `json:"causes"`
-	Windows     []windowResponse `json:"windows"`
-	Cost        runCostResponse  `json:"cost"`
-	Error       string           `json:"error,omitempty"`
+	ID          uuid.UUID          `json:"id"`
+	MigrationID uuid.UUID          `json:"migration_id"`
+	StartedAt   time.Time          `json:"started_at"`
+	FinishedAt  *time.Time         `json:"finished_at,omitempty"`
+	Origin      string             `json:"origin"`
+	Clean       bool               `json:"clean"`
+	Causes      []string           `json:"causes"` // the first 50; summary.causes_total counts all
+	Summary     runSummaryResponse `json:"summary"`
+	WindowsURL  string             `json:"windows_url"`
+	Cost        runCostResponse    `json:"cost"`
+	Error       string             `json:"error,omitempty"`
+}
+
+type windowsPageResponse struct {
+	Items []windowResponse `json:"items"`
+	// NextAfter is the after= of the next page; absent on the last.
+	NextAfter *time.Time `json:"next_after,omitempty"`
 }
 
 type reconciliationRunsResponse struct {
@@ -185,9 +206,17 @@ func (a *API) migrationRoutes() {
 	a.handle(operation{Method: http.MethodPost, Path: base + "/:id/runs", Summary: "Reconcile now (no body), or record an external checker's figures ({windows: [...]})",
 		Description: "A run that cannot read a side is recorded as failed (it breaks the streak) and answered with its error.",
 		Tag:         "migrations", Params: id, Body: externalRunRequest{}, Responses: map[int]any{201: reconciliationRunResponse{}}}, a.runMigration)
-	a.handle(operation{Method: http.MethodGet, Path: base + "/:id/runs", Summary: "A migration's runs, clean or not, newest first",
+	a.handle(operation{Method: http.MethodGet, Path: base + "/:id/runs", Summary: "A migration's runs, clean or not, newest first, as summaries",
 		Tag: "migrations", Params: append(id, param{Name: "limit", In: "query", Description: "1-500, default 50"}),
 		Responses: map[int]any{200: reconciliationRunsResponse{}}}, a.migrationRuns)
+	run := append(id, param{Name: "run", In: "path", Required: true})
+	a.handle(operation{Method: http.MethodGet, Path: base + "/:id/runs/:run", Summary: "One run's summary",
+		Tag: "migrations", Params: run, Responses: map[int]any{200: reconciliationRunResponse{}}}, a.migrationRun)
+	a.handle(operation{Method: http.MethodGet, Path: base + "/:id/runs/:run/windows", Summary: "A page of one run's windows, by start",
+		Tag: "migrations", Params: append(run, param{Name: "limit", In: "query", Description: "1-500, default 100"},
+			param{Name: "after", In: "query", Description: "an RFC 3339 time: windows starting after it (next_after of the previous page)"},
+			param{Name: "differing", In: "query", Description: "true: only windows with a class, lag included"}),
+		Responses: map[int]any{200: windowsPageResponse{}}}, a.migrationRunWindows)
 	a.handle(operation{Method: http.MethodGet, Path: base + "/:id/findings", Summary: "Duplication and divergence findings, open ones first",
 		Tag: "migrations", Params: id, Responses: map[int]any{200: findingsResponse{}}}, a.migrationFindings)
 	a.handle(operation{Method: http.MethodPost, Path: base + "/:id/cutover", Summary: "Record the cutover; refused (409) until the cutover rule holds",
@@ -210,7 +239,7 @@ func (a *API) createMigration(c echo.Context) error {
 	spec := reconcile.Spec{KeyColumns: req.KeyColumns, TimeColumn: req.TimeColumn, Columns: req.Columns, WindowSeconds: int64(window / time.Second),
 		Since: req.Since, DedupOld: reconcile.DedupRule(req.DedupOld), DedupNew: reconcile.DedupRule(req.DedupNew), LagBoundSeconds: int64(lag / time.Second),
 		Cutover:    reconcile.CutoverRule(req.Cutover),
-		SampleSize: req.SampleSize, QuoteValues: req.QuoteValues, Old: reconcile.SourceSpec{Kind: reconcile.SourceKind(req.Old.Kind), Connection: req.Old.Connection, Table: req.Old.Table},
+		SampleSize: req.SampleSize, QuoteValues: req.QuoteValues, Checker: req.CheckerToken, Old: reconcile.SourceSpec{Kind: reconcile.SourceKind(req.Old.Kind), Connection: req.Old.Connection, Table: req.Old.Table},
 		New: reconcile.SourceSpec{Kind: reconcile.SourceKind(req.New.Kind), Connection: req.New.Connection, Table: req.New.Table}}
 	m, err := a.cfg.Reconcile.Create(c.Request().Context(), reconcile.CreateInput{OldAssetID: req.OldAssetID, NewAssetID: req.NewAssetID, Owner: req.Owner, Spec: spec})
 	if err != nil {
@@ -235,7 +264,7 @@ func toMigrationResponse(m reconcile.Migration) migrationResponse {
 	return migrationResponse{ID: m.ID, OldAssetID: m.OldAssetID, NewAssetID: m.NewAssetID, Owner: m.Owner, State: m.State, CutOverAt: m.CutOverAt,
 		Version: m.Version, KeyColumns: s.KeyColumns, TimeColumn: s.TimeColumn, Columns: s.Columns, Window: s.Window().String(), Since: s.Since,
 		DedupOld: string(s.DedupOld), DedupNew: string(s.DedupNew), LagBound: s.LagBound().String(), Cutover: cutoverBody(s.Cutover),
-		SampleSize: s.SampleSize, QuoteValues: s.QuoteValues, Old: sourceBody{Kind: string(s.Old.Kind), Connection: s.Old.Connection, Table: s.Old.Table},
+		SampleSize: s.SampleSize, QuoteValues: s.QuoteValues, CheckerToken: s.Checker, Old: sourceBody{Kind: string(s.Old.Kind), Connection: s.Old.Connection, Table: s.Old.Table},
 		New: sourceBody{Kind: string(s.New.Kind), Connection: s.New.Connection, Table: s.New.Table}, CreatedAt: m.CreatedAt}
 }
 
@@ -273,6 +302,13 @@ func (a *API) runMigration(c echo.Context) error {
 	ctx := c.Request().Context()
 	var run reconcile.Run
 	if req.Windows != nil {
+		m, gerr := a.cfg.Reconcile.Get(ctx, id)
+		if gerr != nil {
+			return gerr
+		}
+		if perr := a.mayPostFigures(c, m); perr != nil {
+			return perr
+		}
 		figures := make([]reconcile.WindowFigures, len(req.Windows))
 		for i, w := range req.Windows {
 			figures[i] = reconcile.WindowFigures{Start: w.Start, Old: reconcile.SideFigures(w.Old), New: reconcile.SideFigures(w.New)}
@@ -287,24 +323,104 @@ func (a *API) runMigration(c echo.Context) error {
 	return c.JSON(http.StatusCreated, toReconRunResponse(run)) // a failed read is a recorded run: its error says why
 }
 
+// mayPostFigures lets the checker the migration names, or an admin, post its figures: with a
+// mere write token anyone could post clean runs and cut the migration over.
+func (a *API) mayPostFigures(c echo.Context, m reconcile.Migration) error {
+	if a.allows(c, auth.ScopeAdmin) {
+		return nil
+	}
+	tok, _ := c.Get(tokenKey).(auth.Token)
+	if m.Spec.Checker != "" && tok.Name == m.Spec.Checker {
+		return nil
+	}
+	if m.Spec.Checker == "" {
+		return newProblem(http.StatusForbidden, fmt.Sprintf("migration %s names no checker_token: only an admin token may post its figures", m.ID))
+	}
+	return newProblem(http.StatusForbidden, fmt.Sprintf("migration %s takes figures from token %q or an admin token only", m.ID, m.Spec.Checker))
+}
+
 func toReconRunResponse(r reconcile.Run) reconciliationRunResponse {
 	out := reconciliationRunResponse{ID: r.ID, MigrationID: r.MigrationID, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, Origin: r.Origin,
-		Clean: r.Clean, Causes: r.Causes, Windows: []windowResponse{}, Cost: runCostResponse(r.Cost), Error: r.Error}
+		Clean: r.Clean, Causes: r.Causes, Cost: runCostResponse(r.Cost), Error: r.Error,
+		WindowsURL: fmt.Sprintf("/api/v1/migrations/%s/runs/%s/windows", r.MigrationID, r.ID),
+		Summary: runSummaryResponse{Windows: r.Summary.Windows, Unclean: r.Summary.Unclean, Differing: r.Summary.Differing,
+			Classes: map[string]int{}, CausesTotal: r.Summary.CausesTotal}}
 	if out.Causes == nil {
 		out.Causes = []string{}
 	}
-	for _, w := range r.Windows {
-		wr := windowResponse{Start: w.Start, Old: sideFiguresBody(w.Old), New: sideFiguresBody(w.New), Missing: w.Missing, Extra: w.Extra,
-			Differing: w.Differing, DifferingColumns: w.DifferingColumns, Sample: []differenceResponse{}, Classes: []string{}, Why: w.Why}
-		for _, d := range w.Sample {
-			wr.Sample = append(wr.Sample, differenceResponse(d))
-		}
-		for _, cl := range w.Classes {
-			wr.Classes = append(wr.Classes, string(cl))
-		}
-		out.Windows = append(out.Windows, wr)
+	for cl, n := range r.Summary.Classes {
+		out.Summary.Classes[string(cl)] = n
 	}
 	return out
+}
+
+func toWindowResponse(w reconcile.WindowResult) windowResponse {
+	wr := windowResponse{Start: w.Start, Old: sideFiguresBody(w.Old), New: sideFiguresBody(w.New), Missing: w.Missing, Extra: w.Extra,
+		Differing: w.Differing, DifferingColumns: w.DifferingColumns, Sample: []differenceResponse{}, Classes: []string{}, Why: w.Why}
+	for _, d := range w.Sample {
+		wr.Sample = append(wr.Sample, differenceResponse(d))
+	}
+	for _, cl := range w.Classes {
+		wr.Classes = append(wr.Classes, string(cl))
+	}
+	return wr
+}
+
+func (a *API) migrationRun(c echo.Context) error {
+	id, err := idParam(c, "migration")
+	if err != nil {
+		return err
+	}
+	runID, err := uuid.Parse(c.Param("run"))
+	if err != nil {
+		return badRequest("run", "run must be a run ID (a UUID)")
+	}
+	r, err := a.cfg.Reconcile.RunOf(c.Request().Context(), id, runID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toReconRunResponse(r))
+}
+
+func (a *API) migrationRunWindows(c echo.Context) error {
+	id, err := idParam(c, "migration")
+	if err != nil {
+		return err
+	}
+	runID, err := uuid.Parse(c.Param("run"))
+	if err != nil {
+		return badRequest("run", "run must be a run ID (a UUID)")
+	}
+	q := reconcile.WindowQuery{}
+	if q.Limit, err = queryLimit(c, 100, reconcile.MaxWindowPage); err != nil {
+		return err
+	}
+	if s := c.QueryParam("after"); s != "" {
+		at, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return badRequest("after", "after must be an RFC 3339 time such as 2026-11-02T00:00:00Z (next_after of the previous page), not %q", truncate(s, 40))
+		}
+		q.After = &at
+	}
+	switch c.QueryParam("differing") {
+	case "", "false":
+	case "true":
+		q.Differing = true
+	default:
+		return badRequest("differing", "differing must be true or false")
+	}
+	ws, more, err := a.cfg.Reconcile.Windows(c.Request().Context(), id, runID, q)
+	if err != nil {
+		return err
+	}
+	out := windowsPageResponse{Items: make([]windowResponse, 0, len(ws))}
+	for _, w := range ws {
+		out.Items = append(out.Items, toWindowResponse(w))
+	}
+	if more {
+		out.NextAfter = &ws[len(ws)-1].Start
+	}
+	return c.JSON(http.StatusOK, out)
 }
 
 func (a *API) migrationRuns(c echo.Context) error {

@@ -20,7 +20,7 @@ func TestMigrationAPI(t *testing.T) {
 		good := map[string]any{"old_asset_id": old.ID, "new_asset_id": nw.ID, "owner": "team-orders", "key_columns": []string{"order_id"},
 			"time_column": "ordered_at", "columns": []string{"amount"}, "window": "24h", "since": since, "dedup_old": "first_wins",
 			"dedup_new": "last_wins", "lag_bound": "6h", "cutover": map[string]any{"min_clean_runs": 2, "min_days": 0},
-			"old": map[string]any{"kind": "external"}, "new": map[string]any{"kind": "external"}}
+			"old": map[string]any{"kind": "external"}, "new": map[string]any{"kind": "external"}, "checker_token": "writer"}
 		for _, tc := range []struct {
 			name, field string
 			value       any
@@ -33,6 +33,9 @@ func TestMigrationAPI(t *testing.T) {
 			{"SameAsset", "new_asset_id", old.ID, 400},
 			{"UnknownAsset", "old_asset_id", "0190b6e2-7a4c-7d3e-9f1a-2b3c4d5e6f70", 404},
 			{"UnknownSource", "old", map[string]any{"kind": "postgres", "connection": "nowhere", "table": "public.orders"}, 400},
+			{"FutureSince", "since", time.Now().Add(48 * time.Hour), 400},
+			{"SinceCenturiesBack", "since", time.Date(1700, 1, 1, 0, 0, 0, 0, time.UTC), 400},
+			{"HugeWindow", "window", "10000h", 400},
 		} {
 			bad := map[string]any{}
 			for k, v := range good {
@@ -84,16 +87,41 @@ func TestMigrationAPI(t *testing.T) {
 			ID      string   `json:"id"`
 			Clean   bool     `json:"clean"`
 			Causes  []string `json:"causes"`
-			Windows []struct {
+			Summary struct {
+				Windows, Unclean int
+				Classes          map[string]int
+			} `json:"summary"`
+			WindowsURL string `json:"windows_url"`
+		}
+		var page struct {
+			Items []struct {
 				Classes []string `json:"classes"`
-			} `json:"windows"`
+			} `json:"items"`
+			NextAfter *time.Time `json:"next_after"`
 		}
 		base := "/api/v1/migrations/" + m.ID
 		s.must(t, 201, req{method: "POST", path: base + "/runs", token: s.Write, body: map[string]any{"windows": []any{
 			fig(0, side{10, 10, 0, "a"}, side{10, 10, 0, "a"}), fig(1, side{10, 10, 0, "b"}, side{11, 10, 1, "b"})}}}).decode(t, &run)
-		if run.Clean || len(run.Windows) != 2 || len(run.Windows[0].Classes) != 0 || !slices.Equal(run.Windows[1].Classes, []string{"duplication"}) {
+		if run.Clean || run.Summary.Windows != 2 || run.Summary.Unclean != 1 || run.Summary.Classes["duplication"] != 1 {
 			t.Fatalf("run with a duplicate = %+v", run)
 		}
+		// The windows are a page away, one at a time here.
+		s.must(t, 200, req{method: "GET", path: run.WindowsURL + "?limit=1", token: s.Read}).decode(t, &page)
+		if len(page.Items) != 1 || len(page.Items[0].Classes) != 0 || page.NextAfter == nil {
+			t.Fatalf("first page of windows = %+v", page)
+		}
+		next := page.NextAfter.Format(time.RFC3339Nano)
+		page.NextAfter = nil // decode leaves absent fields as they were
+		s.must(t, 200, req{method: "GET", path: run.WindowsURL + "?limit=1&after=" + next, token: s.Read}).decode(t, &page)
+		if len(page.Items) != 1 || !slices.Equal(page.Items[0].Classes, []string{"duplication"}) || page.NextAfter != nil {
+			t.Fatalf("second page of windows = %+v", page)
+		}
+		s.must(t, 200, req{method: "GET", path: run.WindowsURL + "?differing=true", token: s.Read}).decode(t, &page)
+		if len(page.Items) != 1 {
+			t.Fatalf("differing windows = %+v", page)
+		}
+		s.must(t, 400, req{method: "GET", path: run.WindowsURL + "?limit=501", token: s.Read})
+		s.must(t, 404, req{method: "GET", path: base + "/runs/0190b6e2-7a4c-7d3e-9f1a-2b3c4d5e6f70/windows", token: s.Read})
 		s.must(t, 400, req{method: "POST", path: base + "/runs", token: s.Write, body: map[string]any{"windows": []any{
 			map[string]any{"start": since.Add(time.Hour), "old": map[string]any{}, "new": map[string]any{}}}}})
 		var findings struct {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cespare/xxhash/v2"
 )
@@ -193,7 +194,7 @@ func compare(spec *Spec, old, nw *side, now time.Time) []WindowResult {
 				w.DifferingColumns = append(w.DifferingColumns, cols[c])
 			}
 			if i < spec.SampleSize {
-				d := Difference{Key: strings.ReplaceAll(k, "\x1f", ","), Column: cols[c]}
+				d := Difference{Key: clip(strings.ReplaceAll(k, "\x1f", ",")), Column: cols[c]}
 				if spec.QuoteValues {
 					d.Old, d.New = show(o.vals[c]), show(n.vals[c])
 				}
@@ -214,7 +215,23 @@ func show(v string) string {
 	if v == null {
 		return "NULL"
 	}
-	return v
+	return clip(v)
+}
+
+// maxQuoted bounds a quoted key or value in a sample, in bytes: a sample points at a record, it
+// does not carry it (a large text or JSON column would otherwise fill every stored window).
+const maxQuoted = 256
+
+// clip cuts s to maxQuoted bytes on a character boundary, marking the cut.
+func clip(s string) string {
+	if len(s) <= maxQuoted {
+		return s
+	}
+	cut := maxQuoted
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("… (%d bytes)", len(s))
 }
 
 // classify names what a window's differences are.

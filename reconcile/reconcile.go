@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,6 +36,7 @@ type Service struct {
 	now    func() time.Time
 	log    *slog.Logger
 	pairs  pairs
+	slots  chan struct{} // the process's run slots (WithMaxRuns)
 }
 
 // Option configures a Service.
@@ -53,7 +56,8 @@ func WithConnection(name string, db *sql.DB) Option {
 
 // New returns a Service. tbls reads Iceberg sides; use gives the new asset's busiest write day.
 func New(db *ent.Client, cat *catalog.Catalog, tbls *tables.Service, use *usage.Service, opts ...Option) *Service {
-	s := &Service{db: db, cat: cat, tables: tbls, usage: use, conns: map[string]*sql.DB{}, now: time.Now, log: slog.New(slog.DiscardHandler)}
+	s := &Service{db: db, cat: cat, tables: tbls, usage: use, conns: map[string]*sql.DB{}, now: time.Now, log: slog.New(slog.DiscardHandler),
+		slots: make(chan struct{}, DefaultMaxRuns)}
 	for _, o := range opts {
 		o(s)
 	}
@@ -91,7 +95,7 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (Migration, error)
 	if in.Owner == "" {
 		return Migration{}, invalid("owner", "name the migration's owner: findings go to them")
 	}
-	if err := in.Spec.check(); err != nil {
+	if err := in.Spec.check(s.clock()); err != nil {
 		return Migration{}, err
 	}
 	for _, id := range []uuid.UUID{in.OldAssetID, in.NewAssetID} {
@@ -149,28 +153,27 @@ type Cost struct {
 
 // Run is one reconciliation run.
 type Run struct {
-	ID          uuid.UUID      `json:"id"`
-	MigrationID uuid.UUID      `json:"migration_id"`
-	StartedAt   time.Time      `json:"started_at"`
-	FinishedAt  *time.Time     `json:"finished_at,omitempty"`
-	Origin      string         `json:"origin"`
-	Clean       bool           `json:"clean"`
-	Windows     []WindowResult `json:"windows"`
-	// Causes say why the run is not clean (empty when it is).
+	ID          uuid.UUID  `json:"id"`
+	MigrationID uuid.UUID  `json:"migration_id"`
+	StartedAt   time.Time  `json:"started_at"`
+	FinishedAt  *time.Time `json:"finished_at,omitempty"`
+	Origin      string     `json:"origin"`
+	Clean       bool       `json:"clean"`
+	Summary     Summary    `json:"summary"`
+	// Windows are the run's windows on the run just made only; stored runs answer them a page at
+	// a time (Windows).
+	Windows []WindowResult `json:"-"`
+	// Causes say why the run is not clean (empty when it is): the first of them, Summary counts all.
 	Causes []string `json:"causes"`
 	Cost   Cost     `json:"cost"`
 	Error  string   `json:"error,omitempty"`
 }
 
-type runResult struct {
-	Windows []WindowResult `json:"windows"`
-	Causes  []string       `json:"causes"`
-	Cost    Cost           `json:"cost"`
-}
-
 // Reconcile reads both sides of the migration from its first window to now, compares them,
 // records the run (clean or not, with the cause of every break) and opens or closes findings.
-// A run that cannot read a side is recorded as failed: it breaks the streak.
+// A run that cannot read a side is recorded as failed: it breaks the streak. One run of a
+// migration runs at a time (a second is refused as a conflict), and this process runs at most
+// WithMaxRuns at once (more are refused as unavailable).
 func (s *Service) Reconcile(ctx context.Context, id uuid.UUID) (Run, error) {
 	m, err := s.Get(ctx, id)
 	if err != nil {
@@ -179,6 +182,16 @@ func (s *Service) Reconcile(ctx context.Context, id uuid.UUID) (Run, error) {
 	if m.Spec.Old.Kind == SourceExternal || m.Spec.New.Kind == SourceExternal {
 		return Run{}, invalid("spec", "migration %s has a side Tidemark cannot read: its runs are posted by the external checker", id)
 	}
+	free, err := s.slot(id)
+	if err != nil {
+		return Run{}, err
+	}
+	defer free()
+	release, err := s.claim(ctx, id)
+	if err != nil {
+		return Run{}, err
+	}
+	defer release()
 	started := s.clock()
 	row, err := s.db.ReconciliationRun.Create().SetMigrationID(id).SetStartedAt(started).SetOrigin(reconciliationrun.OriginTidemark).Save(ctx)
 	if err != nil {
@@ -191,9 +204,11 @@ func (s *Service) Reconcile(ctx context.Context, id uuid.UUID) (Run, error) {
 	if cerr != nil {
 		run.Error = cerr.Error()
 		res.Causes = []string{"the run could not read both sides: " + cerr.Error()}
+	} else if res.Cost.RowsOld == 0 && res.Cost.RowsNew == 0 {
+		res.Causes = append(res.Causes, nothingCompared(m, started))
 	}
-	run.Causes, run.Clean = res.Causes, cerr == nil && len(res.Causes) == 0
-	if err := s.finish(ctx, m, &run, res); err != nil {
+	run.Clean = cerr == nil && len(res.Causes) == 0
+	if err := s.finish(ctx, m, &run, res.Causes); err != nil {
 		return run, err
 	}
 	s.log.Info("reconciliation run", "migration_id", id, "run_id", run.ID, "clean", run.Clean, "windows", len(run.Windows),
@@ -202,6 +217,13 @@ func (s *Service) Reconcile(ctx context.Context, id uuid.UUID) (Run, error) {
 		return run, fmt.Errorf("reconcile migration %s: %w", id, cerr)
 	}
 	return run, nil
+}
+
+// nothingCompared is the cause of a run that compared no rows: it proves nothing, so it is not
+// clean (a time column matching no rows, or sides not written yet, must not grow a streak).
+func nothingCompared(m Migration, now time.Time) string {
+	return fmt.Sprintf("the run compared no rows on either side from %s to %s: nothing was compared, so nothing is shown to agree (check the time column %q and the sides)",
+		m.Spec.Since.Format(time.RFC3339), now.Format(time.RFC3339), m.Spec.TimeColumn)
 }
 
 func (s *Service) reader(m Migration, src SourceSpec, asset uuid.UUID) (reader, error) {
@@ -221,8 +243,19 @@ func (s *Service) reader(m Migration, src SourceSpec, asset uuid.UUID) (reader, 
 	return nil, fmt.Errorf("a %s side cannot be read by Tidemark", src.Kind)
 }
 
-func (s *Service) compareSides(ctx context.Context, m Migration, now time.Time) (runResult, error) {
-	var res runResult
+// comparison is what compareSides found.
+type comparison struct {
+	Windows []WindowResult
+	Causes  []string
+	Cost    Cost
+}
+
+func (s *Service) compareSides(ctx context.Context, m Migration, now time.Time) (comparison, error) {
+	var res comparison
+	if n := m.Spec.windowsUntil(now); n > MaxWindows {
+		return res, fmt.Errorf("the migration spans %d windows of %s since %s, more than the %d a run may hold: create it again with a wider window or a later since",
+			n, m.Spec.Window(), m.Spec.Since.Format(time.RFC3339), MaxWindows)
+	}
 	keys := len(m.Spec.KeyColumns)
 	old, nw := newSide(m.Spec.DedupOld, keys), newSide(m.Spec.DedupNew, keys)
 	for _, side := range []struct {
@@ -251,112 +284,6 @@ func (s *Service) compareSides(ctx context.Context, m Migration, now time.Time) 
 		}
 	}
 	return res, nil
-}
-
-// finish stores the run and opens or closes findings, in one transaction.
-func (s *Service) finish(ctx context.Context, m Migration, run *Run, res runResult) error {
-	body, err := json.Marshal(runResult{Windows: run.Windows, Causes: run.Causes, Cost: run.Cost})
-	if err != nil {
-		return err
-	}
-	fin := s.clock()
-	run.FinishedAt = &fin
-	tx, err := s.db.Tx(ctx)
-	if err != nil {
-		return fmt.Errorf("reconcile: store the run: %w", err)
-	}
-	err = func() error {
-		if err := tx.ReconciliationRun.UpdateOneID(run.ID).SetFinishedAt(fin).SetClean(run.Clean).SetResult(string(body)).
-			SetError(run.Error).Exec(ctx); err != nil {
-			return err
-		}
-		if run.Error != "" {
-			return nil // a failed read proves nothing either way about the findings
-		}
-		return s.findings(ctx, tx, m, run)
-	}()
-	if err != nil {
-		_ = tx.Rollback()
-		return fmt.Errorf("reconcile: store the run: %w", err)
-	}
-	return tx.Commit()
-}
-
-type findingKey struct {
-	kind   reconciliationfinding.Kind
-	side   reconciliationfinding.Side
-	window int64
-}
-
-// findings opens a finding for each defect of the run not already open, and closes the open
-// ones the run no longer shows.
-func (s *Service) findings(ctx context.Context, tx *ent.Tx, m Migration, run *Run) error {
-	seen := map[findingKey]string{}
-	for _, w := range run.Windows {
-		st := w.Start.Unix()
-		if w.Old.DuplicateKeys > 0 {
-			seen[findingKey{reconciliationfinding.KindDuplication, reconciliationfinding.SideOld, st}] = fmt.Sprintf("%d keys twice or more on the old side", w.Old.DuplicateKeys)
-		}
-		if w.New.DuplicateKeys > 0 {
-			seen[findingKey{reconciliationfinding.KindDuplication, reconciliationfinding.SideNew, st}] = fmt.Sprintf("%d keys twice or more on the new side", w.New.DuplicateKeys)
-		}
-		if slices.Contains(w.Classes, Divergence) {
-			seen[findingKey{reconciliationfinding.KindDivergence, reconciliationfinding.SideBoth, st}] = fmt.Sprintf(
-				"%d differing, %d missing on the new side, %d only on the new side", w.Differing, w.Missing, w.Extra)
-		}
-	}
-	open, err := tx.ReconciliationFinding.Query().Where(reconciliationfinding.MigrationID(m.ID), reconciliationfinding.ClosedAtIsNil()).All(ctx)
-	if err != nil {
-		return err
-	}
-	for _, f := range open {
-		k := findingKey{f.Kind, f.Side, f.WindowStart.Unix()}
-		if _, still := seen[k]; still {
-			delete(seen, k)
-			continue
-		}
-		if err := f.Update().SetClosedRunID(run.ID).SetClosedAt(*run.FinishedAt).Exec(ctx); err != nil {
-			return err
-		}
-	}
-	for k, detail := range seen {
-		if err := tx.ReconciliationFinding.Create().SetMigrationID(m.ID).SetKind(k.kind).SetSide(k.side).
-			SetWindowStart(time.Unix(k.window, 0).UTC()).SetOwner(m.Owner).SetDetail(detail).
-			SetOpenedRunID(run.ID).SetOpenedAt(*run.FinishedAt).Exec(ctx); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// Runs returns a migration's runs, newest first.
-func (s *Service) Runs(ctx context.Context, id uuid.UUID, limit int) ([]Run, error) {
-	rows, err := s.db.ReconciliationRun.Query().Where(reconciliationrun.MigrationID(id)).
-		Order(ent.Desc(reconciliationrun.FieldStartedAt), ent.Desc(reconciliationrun.FieldID)).Limit(limit).All(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("reconcile: read runs: %w", err)
-	}
-	out := make([]Run, len(rows))
-	for i, r := range rows {
-		if out[i], err = toRun(r); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
-// toRun decodes a stored run; a row read without its result has no windows or causes.
-func toRun(r *ent.ReconciliationRun) (Run, error) {
-	out := Run{ID: r.ID, MigrationID: r.MigrationID, StartedAt: r.StartedAt.UTC(), FinishedAt: r.FinishedAt, Origin: string(r.Origin),
-		Clean: r.Clean, Error: r.Error, Windows: []WindowResult{}, Causes: []string{}}
-	if r.Result != "" {
-		var res runResult
-		if err := json.Unmarshal([]byte(r.Result), &res); err != nil {
-			return out, fmt.Errorf("reconcile: run %s: %w", r.ID, err)
-		}
-		out.Windows, out.Causes, out.Cost = res.Windows, res.Causes, res.Cost
-	}
-	return out, nil
 }
 
 // Finding is a defect a run found, open until a run shows it gone.
@@ -403,63 +330,123 @@ type WindowFigures struct {
 	New   SideFigures
 }
 
+// maxChecksum bounds a posted checksum's length.
+const maxChecksum = 128
+
+// checkFigures refuses figures no side could have: negative counts, more keys than rows, more
+// repeated keys than keys (or than the rows beyond one a key allow), a missing checksum on a
+// side with rows.
+func checkFigures(at time.Time, which string, f SideFigures) error {
+	where := func(format string, args ...any) error {
+		return invalid("windows", "window %s, %s side: %s", at.Format(time.RFC3339), which, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case f.Rows < 0 || f.Keys < 0 || f.DuplicateKeys < 0:
+		return where("rows, keys and duplicate_keys must not be negative (%d, %d, %d)", f.Rows, f.Keys, f.DuplicateKeys)
+	case f.Keys > f.Rows:
+		return where("%d keys in %d rows: a key needs a row", f.Keys, f.Rows)
+	case f.Rows > 0 && f.Keys == 0:
+		return where("%d rows and no key: every row has a key", f.Rows)
+	case f.DuplicateKeys > f.Keys || f.DuplicateKeys > f.Rows-f.Keys:
+		return where("%d repeated keys among %d keys in %d rows: a repeated key has at least two rows", f.DuplicateKeys, f.Keys, f.Rows)
+	case f.Rows > 0 && f.Checksum == "":
+		return where("a side with rows needs its checksum (an empty checksum would compare equal to nothing)")
+	case len(f.Checksum) > maxChecksum || strings.ContainsFunc(f.Checksum, func(r rune) bool { return r <= ' ' || r > '~' }):
+		return where("the checksum must be at most %d printable ASCII characters without spaces", maxChecksum)
+	}
+	return nil
+}
+
 // PostRun records a run whose figures an external checker computed, classified like Tidemark's
 // own: duplicate keys are duplication; fewer keys on the new side are lag in the newest windows
 // within the lag bound and divergence before; more keys on the new side, or the same keys with a
-// different checksum, are divergence.
+// different checksum, are divergence. Only a migration with an external side takes posted
+// figures: Tidemark's own reads are the only evidence for the others. Figures no side could have
+// are refused with what is wrong, and nothing is written.
 func (s *Service) PostRun(ctx context.Context, id uuid.UUID, figures []WindowFigures) (Run, error) {
 	m, err := s.Get(ctx, id)
 	if err != nil {
 		return Run{}, err
 	}
-	if len(figures) == 0 || len(figures) > 10_000 {
-		return Run{}, invalid("windows", "post from 1 to 10000 windows, not %d", len(figures))
+	if m.Spec.Old.Kind != SourceExternal && m.Spec.New.Kind != SourceExternal {
+		return Run{}, &catalog.Error{Kind: catalog.ErrConflict, Message: fmt.Sprintf(
+			"migration %s: Tidemark reads both sides itself, so it takes no posted figures; POST its runs without a body to reconcile now", id)}
+	}
+	if len(figures) == 0 || len(figures) > MaxWindows {
+		return Run{}, invalid("windows", "post from 1 to %d windows, not %d", MaxWindows, len(figures))
 	}
 	now := s.clock()
-	res := runResult{Causes: []string{}}
+	var res comparison
 	seen := map[int64]bool{}
 	for _, f := range figures {
 		st := f.Start.UTC()
-		if st.Before(m.Spec.Since) || st.Sub(m.Spec.Since)%m.Spec.Window() != 0 {
-			return Run{}, invalid("windows", "window %s does not start on the migration's window grid (from %s, every %s)",
+		if st.Before(m.Spec.Since) || !st.Before(now) || st.Sub(m.Spec.Since)%m.Spec.Window() != 0 {
+			return Run{}, invalid("windows", "window %s does not start on the migration's window grid before now (from %s, every %s)",
 				st.Format(time.RFC3339), m.Spec.Since.Format(time.RFC3339), m.Spec.Window())
 		}
 		if seen[st.Unix()] {
 			return Run{}, invalid("windows", "window %s is posted twice", st.Format(time.RFC3339))
 		}
 		seen[st.Unix()] = true
+		if err := checkFigures(st, "old", f.Old); err != nil {
+			return Run{}, err
+		}
+		if err := checkFigures(st, "new", f.New); err != nil {
+			return Run{}, err
+		}
+		var ok1, ok2 bool
+		if res.Cost.RowsOld, ok1 = addChecked(res.Cost.RowsOld, f.Old.Rows); ok1 {
+			res.Cost.RowsNew, ok2 = addChecked(res.Cost.RowsNew, f.New.Rows)
+		}
+		if !ok1 || !ok2 {
+			return Run{}, invalid("windows", "the posted rows add up past %d: post real counts", int64(math.MaxInt64))
+		}
 		w := WindowResult{Start: st, Old: f.Old, New: f.New, DifferingColumns: []string{}, Sample: []Difference{}, Classes: []Class{}, Why: []string{}}
 		if d := f.Old.Keys - f.New.Keys; d > 0 {
 			w.Missing = d
 		} else {
 			w.Extra = -d
 		}
-		if f.Old.Keys == f.New.Keys && f.Old.Checksum != "" && f.Old.Checksum != f.New.Checksum {
+		if f.Old.Keys == f.New.Keys && f.Old.Keys > 0 && f.Old.Checksum != f.New.Checksum {
 			w.Differing = 1 // at least one: the figures do not say how many
 		}
 		classify(&w, &m.Spec, m.Spec.Window(), now)
 		res.Windows = append(res.Windows, w)
-		res.Cost.RowsOld += f.Old.Rows
-		res.Cost.RowsNew += f.New.Rows
 		if !w.Clean() {
 			for _, why := range w.Why {
 				res.Causes = append(res.Causes, fmt.Sprintf("window %s: %s", st.Format(time.RFC3339), why))
 			}
 		}
 	}
+	if res.Cost.RowsOld == 0 && res.Cost.RowsNew == 0 {
+		res.Causes = append(res.Causes, nothingCompared(m, now))
+	}
 	slices.SortFunc(res.Windows, func(a, b WindowResult) int { return a.Start.Compare(b.Start) })
+	release, err := s.claim(ctx, id)
+	if err != nil {
+		return Run{}, err
+	}
+	defer release()
 	row, err := s.db.ReconciliationRun.Create().SetMigrationID(id).SetStartedAt(now).SetOrigin(reconciliationrun.OriginExternal).Save(ctx)
 	if err != nil {
 		return Run{}, fmt.Errorf("reconcile: record the run: %w", err)
 	}
 	run := Run{ID: row.ID, MigrationID: id, StartedAt: now, Origin: string(reconciliationrun.OriginExternal), Windows: res.Windows,
-		Causes: res.Causes, Cost: res.Cost, Clean: len(res.Causes) == 0}
-	return run, s.finish(ctx, m, &run, res)
+		Cost: res.Cost, Clean: len(res.Causes) == 0}
+	return run, s.finish(ctx, m, &run, res.Causes)
+}
+
+// addChecked adds two non-negative counts, reporting false past MaxInt64.
+func addChecked(a, b int64) (int64, bool) {
+	if b > math.MaxInt64-a {
+		return 0, false
+	}
+	return a + b, true
 }
 
 // RunDue reconciles every active migration Tidemark can read whose last run started longer
-// ago than every, each under a claim on its row so replicas never run one twice at once. It
-// returns how many it ran.
+// ago than every. Each run takes the migration's claim, so replicas (and API callers) never run
+// one twice at once; one held elsewhere is skipped. It returns how many it ran.
 func (s *Service) RunDue(ctx context.Context, every time.Duration) (int, error) {
 	ms, err := s.db.DatasetMigration.Query().Where(datasetmigration.StateNEQ(datasetmigration.StateRetired)).All(ctx)
 	if err != nil {
@@ -489,22 +476,12 @@ func (s *Service) RunDue(ctx context.Context, every time.Duration) (int, error) 
 		if last != nil && now.Sub(last.StartedAt) < every {
 			continue
 		}
-		// The claim outlasts any run comfortably; a replica killed mid-run frees it when it ends.
-		claimed, err := s.db.DatasetMigration.Update().Where(datasetmigration.ID(m.ID),
-			datasetmigration.Or(datasetmigration.RunClaimedUntilIsNil(), datasetmigration.RunClaimedUntilLT(now))).
-			SetRunClaimedUntil(now.Add(runClaim)).Save(ctx)
-		if err != nil {
-			return n, err
-		}
-		if claimed == 0 {
-			continue // another replica is running it
-		}
 		_, rerr := s.Reconcile(ctx, m.ID)
-		if err := s.db.DatasetMigration.UpdateOneID(m.ID).ClearRunClaimedUntil().Exec(context.WithoutCancel(ctx)); err != nil {
-			return n, err
-		}
 		if ctx.Err() != nil {
 			return n, ctx.Err()
+		}
+		if errors.Is(rerr, catalog.ErrConflict) || errors.Is(rerr, catalog.ErrUnavailable) {
+			continue // running elsewhere, or this process is busy: a later tick runs it
 		}
 		n++
 		if rerr != nil {
@@ -533,9 +510,6 @@ func (s *Service) retireIfGone(ctx context.Context, m Migration) (bool, error) {
 	}
 	return err == nil, err
 }
-
-// runClaim is how long a replica holds a migration while it reconciles it.
-const runClaim = time.Hour
 
 // Run reconciles due migrations every tick until ctx ends.
 func (s *Service) Run(ctx context.Context, tick, every time.Duration) {

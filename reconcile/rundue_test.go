@@ -46,7 +46,7 @@ func TestRunDueRetiresGoneMigrations(t *testing.T) {
 		}
 		moved, old := mk("moved")
 		kept, keptOld := mk("kept")
-		_, err = svc.PostRun(ctx, moved.ID, []reconcile.WindowFigures{{Start: since, Old: reconcile.SideFigures{Rows: 1, Keys: 1}, New: reconcile.SideFigures{Rows: 1, Keys: 1}}})
+		_, err = svc.PostRun(ctx, moved.ID, []reconcile.WindowFigures{{Start: since, Old: reconcile.SideFigures{Rows: 1, Keys: 1, Checksum: "a"}, New: reconcile.SideFigures{Rows: 1, Keys: 1, Checksum: "a"}}})
 		must(t, err)
 		_, err = svc.CutOver(ctx, moved.ID)
 		must(t, err)

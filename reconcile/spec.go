@@ -68,9 +68,12 @@ type Spec struct {
 	SampleSize      int         `json:"sample_size"` // differing records compared column by column
 	// QuoteValues keeps the sampled differing values in run results (they are data: anyone who
 	// may read the catalog reads them); without it a sample names the key and the column only.
-	QuoteValues bool       `json:"quote_values"`
-	Old         SourceSpec `json:"old"`
-	New         SourceSpec `json:"new"`
+	QuoteValues bool `json:"quote_values"`
+	// Checker names the token that posts an external side's figures (besides admins); without
+	// one only an admin may post them.
+	Checker string     `json:"checker_token,omitempty"`
+	Old     SourceSpec `json:"old"`
+	New     SourceSpec `json:"new"`
 }
 
 // Window is the comparison window.
@@ -79,6 +82,24 @@ func (s Spec) Window() time.Duration { return time.Duration(s.WindowSeconds) * t
 // LagBound is how far behind the new side may be in the newest windows.
 func (s Spec) LagBound() time.Duration { return time.Duration(s.LagBoundSeconds) * time.Second }
 
+// windowsUntil is how many windows the span from since to now holds.
+func (s Spec) windowsUntil(now time.Time) int64 {
+	if !now.After(s.Since) {
+		return 0
+	}
+	w := s.Window()
+	return int64((now.Sub(s.Since) + w - 1) / w)
+}
+
+// Bounds on a spec's time fields, so window arithmetic never saturates (time.Duration spans
+// about 292 years) and a spec cannot claim a span it never compared.
+var earliestSince = time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC)
+
+const (
+	maxWindowSeconds = 366 * 24 * 3600
+	maxColumns       = 200
+)
+
 // DefaultSampleSize is how many differing records a run compares column by column.
 const DefaultSampleSize = 100
 
@@ -86,8 +107,9 @@ func invalid(field, format string, args ...any) error {
 	return &catalog.Error{Kind: catalog.ErrInvalid, Field: field, Message: fmt.Sprintf(format, args...)}
 }
 
-// check refuses a spec that states less than a comparison needs, saying what to add.
-func (s *Spec) check() error {
+// check refuses a spec that states less than a comparison needs, saying what to add. now bounds
+// since: a future start compares nothing and a span of more than MaxWindows windows is refused.
+func (s *Spec) check(now time.Time) error {
 	if len(s.KeyColumns) == 0 {
 		return invalid("key_columns", "name the key columns that identify a record on both sides")
 	}
@@ -98,6 +120,9 @@ func (s *Spec) check() error {
 		return invalid("columns", "name the columns to compare besides the keys")
 	}
 	all := append(append(slices.Clone(s.KeyColumns), s.TimeColumn), s.Columns...)
+	if len(all) > maxColumns {
+		return invalid("columns", "compare at most %d columns, keys and time column included, not %d", maxColumns, len(all))
+	}
 	for _, c := range all {
 		if strings.TrimSpace(c) == "" || len(c) > 128 {
 			return invalid("columns", "column names must be 1 to 128 characters, not %q", c)
@@ -106,11 +131,22 @@ func (s *Spec) check() error {
 	if slices.Contains(s.KeyColumns, s.TimeColumn) {
 		return invalid("time_column", "the time column %q is also a key column; name it once", s.TimeColumn)
 	}
-	if s.WindowSeconds < 60 {
-		return invalid("window_seconds", "the window must be at least 60 seconds, not %d", s.WindowSeconds)
+	if s.WindowSeconds < 60 || s.WindowSeconds > maxWindowSeconds {
+		return invalid("window_seconds", "the window must be from 60 seconds to 366 days, not %d seconds", s.WindowSeconds)
 	}
-	if s.Since.IsZero() {
+	switch {
+	case s.Since.IsZero():
 		return invalid("since", "say from when to compare (the first window's start)")
+	case s.Since.Before(earliestSince):
+		return invalid("since", "since must be %s or later, not %s", earliestSince.Format(time.DateOnly), s.Since.UTC().Format(time.RFC3339))
+	case s.Since.After(now):
+		return invalid("since", "since %s is in the future: a run would compare nothing; start from a time data was written",
+			s.Since.UTC().Format(time.RFC3339))
+	}
+	s.Since = s.Since.UTC()
+	if n := s.windowsUntil(now); n > MaxWindows {
+		return invalid("window_seconds", "from %s to now is %d windows of %s, more than %d: widen the window or start later",
+			s.Since.Format(time.RFC3339), n, s.Window(), MaxWindows)
 	}
 	for _, r := range []struct {
 		field string
@@ -146,6 +182,12 @@ func (s *Spec) check() error {
 			return invalid(side.field, "the %s side's kind must be postgres, iceberg or external, not %q", side.field, side.src.Kind)
 		}
 	}
-	s.Since = s.Since.UTC()
+	external := s.Old.Kind == SourceExternal || s.New.Kind == SourceExternal
+	if s.Checker != "" && !external {
+		return invalid("checker_token", "checker_token is for a side an external checker reads; both sides here are Tidemark's")
+	}
+	if len(s.Checker) > 128 {
+		return invalid("checker_token", "name the checker's token in at most 128 characters")
+	}
 	return nil
 }

@@ -59,11 +59,7 @@ func (s *Service) Status(ctx context.Context, id uuid.UUID) (Status, error) {
 	}
 	for _, r := range runs {
 		if !r.Clean {
-			row, err := s.db.ReconciliationRun.Get(ctx, r.ID)
-			if err != nil {
-				return st, fmt.Errorf("reconcile: read run %s: %w", r.ID, err)
-			}
-			broken, err := toRun(row)
+			broken, err := s.RunOf(ctx, id, r.ID)
 			if err != nil {
 				return st, err
 			}

@@ -16,14 +16,19 @@ type migrationsData struct {
 }
 
 type migrationData struct {
-	Status   reconcile.Status
-	Names    map[uuid.UUID]string
-	Newest   *reconcile.Run
-	Differ   []reconcile.WindowResult // the newest run's windows that are not clean, or lag
-	Findings []reconcile.Finding
-	Runs     []reconcile.Run
-	Chart    streakChart
+	Status reconcile.Status
+	Names  map[uuid.UUID]string
+	Newest *reconcile.Run
+	Differ []reconcile.WindowResult // the newest run's windows that are not clean, or lag (the first differPage)
+	// MoreDiffer: the newest run has more differing windows than the page shows.
+	MoreDiffer bool
+	Findings   []reconcile.Finding
+	Runs       []reconcile.Run
+	Chart      streakChart
 }
+
+// differPage is how many of the newest run's differing windows the page draws.
+const differPage = 100
 
 // streakChart is the streak at each run, oldest first: it grows by one with each clean run and
 // falls to zero at a break.
@@ -76,11 +81,12 @@ func (u *UI) migration(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(d.Runs) > 0 {
+		// The page draws the newest run's differing windows, a page of them; the rest are an API
+		// page away (windows_url).
 		d.Newest = &d.Runs[0]
-		for _, win := range d.Newest.Windows {
-			if len(win.Classes) > 0 {
-				d.Differ = append(d.Differ, win)
-			}
+		if d.Differ, d.MoreDiffer, err = u.cfg.Reconcile.Windows(ctx, id, d.Newest.ID, reconcile.WindowQuery{Limit: differPage, Differing: true}); err != nil {
+			u.fail(w, r, err)
+			return
 		}
 	}
 	streak := 0

@@ -381,6 +381,18 @@ func (f ReconciliationRunFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.ReconciliationRunMutation", m)
 }
 
+// The ReconciliationWindowFunc type is an adapter to allow the use of ordinary
+// function as ReconciliationWindow mutator.
+type ReconciliationWindowFunc func(context.Context, *ent.ReconciliationWindowMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f ReconciliationWindowFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.ReconciliationWindowMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.ReconciliationWindowMutation", m)
+}
+
 // The RunFunc type is an adapter to allow the use of ordinary
 // function as Run mutator.
 type RunFunc func(context.Context, *ent.RunMutation) (ent.Value, error)

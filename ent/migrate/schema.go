@@ -845,6 +845,7 @@ var (
 		{Name: "origin", Type: field.TypeEnum, Enums: []string{"tidemark", "external"}},
 		{Name: "clean", Type: field.TypeBool, Default: false},
 		{Name: "result", Type: field.TypeString, Size: 2147483647, Default: ""},
+		{Name: "summary", Type: field.TypeString, Size: 2147483647, Default: ""},
 		{Name: "error", Type: field.TypeString, Size: 2147483647, Default: ""},
 	}
 	// ReconciliationRunsTable holds the schema information for the "reconciliation_runs" table.
@@ -857,6 +858,33 @@ var (
 				Name:    "reconciliationrun_migration_id_started_at",
 				Unique:  false,
 				Columns: []*schema.Column{ReconciliationRunsColumns[1], ReconciliationRunsColumns[2]},
+			},
+		},
+	}
+	// ReconciliationWindowsColumns holds the columns for the "reconciliation_windows" table.
+	ReconciliationWindowsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeUUID},
+		{Name: "run_id", Type: field.TypeUUID},
+		{Name: "start", Type: field.TypeTime},
+		{Name: "clean", Type: field.TypeBool},
+		{Name: "differs", Type: field.TypeBool},
+		{Name: "body", Type: field.TypeString, Size: 2147483647},
+	}
+	// ReconciliationWindowsTable holds the schema information for the "reconciliation_windows" table.
+	ReconciliationWindowsTable = &schema.Table{
+		Name:       "reconciliation_windows",
+		Columns:    ReconciliationWindowsColumns,
+		PrimaryKey: []*schema.Column{ReconciliationWindowsColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "reconciliationwindow_run_id_start",
+				Unique:  true,
+				Columns: []*schema.Column{ReconciliationWindowsColumns[1], ReconciliationWindowsColumns[2]},
+			},
+			{
+				Name:    "reconciliationwindow_run_id_differs_start",
+				Unique:  false,
+				Columns: []*schema.Column{ReconciliationWindowsColumns[1], ReconciliationWindowsColumns[4], ReconciliationWindowsColumns[2]},
 			},
 		},
 	}
@@ -1285,6 +1313,7 @@ var (
 		ProposalStepsTable,
 		ReconciliationFindingsTable,
 		ReconciliationRunsTable,
+		ReconciliationWindowsTable,
 		RunsTable,
 		RunIosTable,
 		SchemaChangesTable,

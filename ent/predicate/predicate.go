@@ -99,6 +99,9 @@ type ReconciliationFinding func(*sql.Selector)
 // ReconciliationRun is the predicate function for reconciliationrun builders.
 type ReconciliationRun func(*sql.Selector)
 
+// ReconciliationWindow is the predicate function for reconciliationwindow builders.
+type ReconciliationWindow func(*sql.Selector)
+
 // Run is the predicate function for run builders.
 type Run func(*sql.Selector)
 

@@ -26,6 +26,8 @@ const (
 	FieldClean = "clean"
 	// FieldResult holds the string denoting the result field in the database.
 	FieldResult = "result"
+	// FieldSummary holds the string denoting the summary field in the database.
+	FieldSummary = "summary"
 	// FieldError holds the string denoting the error field in the database.
 	FieldError = "error"
 	// Table holds the table name of the reconciliationrun in the database.
@@ -41,6 +43,7 @@ var Columns = []string{
 	FieldOrigin,
 	FieldClean,
 	FieldResult,
+	FieldSummary,
 	FieldError,
 }
 
@@ -59,6 +62,8 @@ var (
 	DefaultClean bool
 	// DefaultResult holds the default value on creation for the "result" field.
 	DefaultResult string
+	// DefaultSummary holds the default value on creation for the "summary" field.
+	DefaultSummary string
 	// DefaultError holds the default value on creation for the "error" field.
 	DefaultError string
 	// DefaultID holds the default value on creation for the "id" field.
@@ -124,6 +129,11 @@ func ByClean(opts ...sql.OrderTermOption) OrderOption {
 // ByResult orders the results by the result field.
 func ByResult(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldResult, opts...).ToFunc()
+}
+
+// BySummary orders the results by the summary field.
+func BySummary(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldSummary, opts...).ToFunc()
 }
 
 // ByError orders the results by the error field.

@@ -80,6 +80,11 @@ func Result(v string) predicate.ReconciliationRun {
 	return predicate.ReconciliationRun(sql.FieldEQ(FieldResult, v))
 }
 
+// Summary applies equality check predicate on the "summary" field. It's identical to SummaryEQ.
+func Summary(v string) predicate.ReconciliationRun {
+	return predicate.ReconciliationRun(sql.FieldEQ(FieldSummary, v))
+}
+
 // Error applies equality check predicate on the "error" field. It's identical to ErrorEQ.
 func Error(v string) predicate.ReconciliationRun {
 	return predicate.ReconciliationRun(sql.FieldEQ(FieldError, v))
@@ -308,6 +313,71 @@ func ResultEqualFold(v string) predicate.ReconciliationRun {
 // ResultContainsFold applies the ContainsFold predicate on the "result" field.
 func ResultContainsFold(v string) predicate.ReconciliationRun {
 	return predicate.ReconciliationRun(sql.FieldContainsFold(FieldResult, v))
+}
+
+// SummaryEQ applies the EQ predicate on the "summary" field.
+func SummaryEQ(v string) predicate.ReconciliationRun {
+	return predicate.ReconciliationRun(sql.FieldEQ(FieldSummary, v))
+}
+
+// SummaryNEQ applies the NEQ predicate on the "summary" field.
+func SummaryNEQ(v string) predicate.ReconciliationRun {
+	return predicate.ReconciliationRun(sql.FieldNEQ(FieldSummary, v))
+}
+
+// SummaryIn applies the In predicate on the "summary" field.
+func SummaryIn(vs ...string) predicate.ReconciliationRun {
+	return predicate.ReconciliationRun(sql.FieldIn(FieldSummary, vs...))
+}
+
+// SummaryNotIn applies the NotIn predicate on the "summary" field.
+func SummaryNotIn(vs ...string) predicate.ReconciliationRun {
+	return predicate.ReconciliationRun(sql.FieldNotIn(FieldSummary, vs...))
+}
+
+// SummaryGT applies the GT predicate on the "summary" field.
+func SummaryGT(v string) predicate.ReconciliationRun {
+	return predicate.ReconciliationRun(sql.FieldGT(FieldSummary, v))
+}
+
+// SummaryGTE applies the GTE predicate on the "summary" field.
+func SummaryGTE(v string) predicate.ReconciliationRun {
+	return predicate.ReconciliationRun(sql.FieldGTE(FieldSummary, v))
+}
+
+// SummaryLT applies the LT predicate on the "summary" field.
+func SummaryLT(v string) predicate.ReconciliationRun {
+	return predicate.ReconciliationRun(sql.FieldLT(FieldSummary, v))
+}
+
+// SummaryLTE applies the LTE predicate on the "summary" field.
+func SummaryLTE(v string) predicate.ReconciliationRun {
+	return predicate.ReconciliationRun(sql.FieldLTE(FieldSummary, v))
+}
+
+// SummaryContains applies the Contains predicate on the "summary" field.
+func SummaryContains(v string) predicate.ReconciliationRun {
+	return predicate.ReconciliationRun(sql.FieldContains(FieldSummary, v))
+}
+
+// SummaryHasPrefix applies the HasPrefix predicate on the "summary" field.
+func SummaryHasPrefix(v string) predicate.ReconciliationRun {
+	return predicate.ReconciliationRun(sql.FieldHasPrefix(FieldSummary, v))
+}
+
+// SummaryHasSuffix applies the HasSuffix predicate on the "summary" field.
+func SummaryHasSuffix(v string) predicate.ReconciliationRun {
+	return predicate.ReconciliationRun(sql.FieldHasSuffix(FieldSummary, v))
+}
+
+// SummaryEqualFold applies the EqualFold predicate on the "summary" field.
+func SummaryEqualFold(v string) predicate.ReconciliationRun {
+	return predicate.ReconciliationRun(sql.FieldEqualFold(FieldSummary, v))
+}
+
+// SummaryContainsFold applies the ContainsFold predicate on the "summary" field.
+func SummaryContainsFold(v string) predicate.ReconciliationRun {
+	return predicate.ReconciliationRun(sql.FieldContainsFold(FieldSummary, v))
 }
 
 // ErrorEQ applies the EQ predicate on the "error" field.

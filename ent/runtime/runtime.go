@@ -29,6 +29,7 @@ import (
 	"github.com/tidemark/tidemark/ent/proposalstep"
 	"github.com/tidemark/tidemark/ent/reconciliationfinding"
 	"github.com/tidemark/tidemark/ent/reconciliationrun"
+	"github.com/tidemark/tidemark/ent/reconciliationwindow"
 	"github.com/tidemark/tidemark/ent/run"
 	"github.com/tidemark/tidemark/ent/schema"
 	"github.com/tidemark/tidemark/ent/schemachange"
@@ -444,14 +445,27 @@ func init() {
 	reconciliationrunDescResult := reconciliationrunFields[5].Descriptor()
 	// reconciliationrun.DefaultResult holds the default value on creation for the result field.
 	reconciliationrun.DefaultResult = reconciliationrunDescResult.Default.(string)
+	// reconciliationrunDescSummary is the schema descriptor for summary field.
+	reconciliationrunDescSummary := reconciliationrunFields[6].Descriptor()
+	// reconciliationrun.DefaultSummary holds the default value on creation for the summary field.
+	reconciliationrun.DefaultSummary = reconciliationrunDescSummary.Default.(string)
 	// reconciliationrunDescError is the schema descriptor for error field.
-	reconciliationrunDescError := reconciliationrunFields[6].Descriptor()
+	reconciliationrunDescError := reconciliationrunFields[7].Descriptor()
 	// reconciliationrun.DefaultError holds the default value on creation for the error field.
 	reconciliationrun.DefaultError = reconciliationrunDescError.Default.(string)
 	// reconciliationrunDescID is the schema descriptor for id field.
 	reconciliationrunDescID := reconciliationrunMixinFields0[0].Descriptor()
 	// reconciliationrun.DefaultID holds the default value on creation for the id field.
 	reconciliationrun.DefaultID = reconciliationrunDescID.Default.(func() uuid.UUID)
+	reconciliationwindowMixin := schema.ReconciliationWindow{}.Mixin()
+	reconciliationwindowMixinFields0 := reconciliationwindowMixin[0].Fields()
+	_ = reconciliationwindowMixinFields0
+	reconciliationwindowFields := schema.ReconciliationWindow{}.Fields()
+	_ = reconciliationwindowFields
+	// reconciliationwindowDescID is the schema descriptor for id field.
+	reconciliationwindowDescID := reconciliationwindowMixinFields0[0].Descriptor()
+	// reconciliationwindow.DefaultID holds the default value on creation for the id field.
+	reconciliationwindow.DefaultID = reconciliationwindowDescID.Default.(func() uuid.UUID)
 	runFields := schema.Run{}.Fields()
 	_ = runFields
 	// runDescParentRunID is the schema descriptor for parent_run_id field.

@@ -54,13 +54,38 @@ func (ReconciliationRun) Fields() []ent.Field {
 		// origin: tidemark read both sides; external: a checker posted the figures.
 		field.Enum("origin").Values("tidemark", "external").Immutable(),
 		field.Bool("clean").Default(false),
-		field.Text("result").Default(""), // windows, causes and cost, as JSON
+		// result: windows, causes and cost as one JSON document, as runs before window rows
+		// were kept it (read for those only; new runs leave it empty).
+		field.Text("result").Default(""),
+		// summary: the run's bounded summary (window and class counts, the first causes, cost)
+		// as JSON; its windows are ReconciliationWindow rows, read a page at a time.
+		field.Text("summary").Default(""),
 		field.Text("error").Default(""),
 	}
 }
 
 func (ReconciliationRun) Indexes() []ent.Index {
 	return []ent.Index{index.Fields("migration_id", "started_at")}
+}
+
+// ReconciliationWindow is one window of a run: its figures, classes and sample, as JSON owned
+// by the reconcile package. One row a window, so a run's detail is read a page at a time.
+type ReconciliationWindow struct{ ent.Schema }
+
+func (ReconciliationWindow) Mixin() []ent.Mixin { return []ent.Mixin{UUIDv7{}} }
+
+func (ReconciliationWindow) Fields() []ent.Field {
+	return []ent.Field{
+		field.UUID("run_id", uuid.UUID{}).Immutable(),
+		field.Time("start").Immutable(),
+		field.Bool("clean").Immutable(),   // no duplication or divergence
+		field.Bool("differs").Immutable(), // any class at all, lag included
+		field.Text("body").Immutable(),    // the window's figures, classes and sample
+	}
+}
+
+func (ReconciliationWindow) Indexes() []ent.Index {
+	return []ent.Index{index.Fields("run_id", "start").Unique(), index.Fields("run_id", "differs", "start")}
 }
 
 // ReconciliationFinding is a defect a run found in one window: duplication or divergence. It
