@@ -4,7 +4,10 @@
 // database -postgres names: it creates and drops its own), and for -duration (60 s) runs at once:
 // OpenLineage batches with new datasets in every event, single events, usage batches naming
 // those datasets, asset reads, API searches, lineage neighbourhoods, web asset pages and web
-// searches. It stops by itself and exits 1 if any answer was a 500.
+// searches, and the migration routes: an external checker posting runs of 500 windows, the
+// runs list, pages of a run's windows and the migration's web page, and requests with made-up
+// HTTP methods of 4 KB. It prints the server's resident memory and the /metrics answer's size
+// before and after. It stops by itself and exits 1 if any answer was a 500.
 //
 //	go run ./bench/load
 //	go run ./bench/load -postgres 'postgres://postgres@127.0.0.1:55432/postgres?sslmode=disable'
@@ -60,6 +63,9 @@ func main() {
 	out, err := exec.Command(bin, append([]string{"token", "create", "--name", "load", "--scopes", "write"}, dbArgs...)...).Output()
 	benchdb.Must(err)
 	token := strings.TrimSpace(string(out))
+	out, err = exec.Command(bin, append([]string{"token", "create", "--name", "load-admin", "--scopes", "admin"}, dbArgs...)...).Output()
+	benchdb.Must(err)
+	admin := strings.TrimSpace(string(out))
 
 	srv := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--rate-limit", "0", "--rate-limit-anonymous", "0",
 		"--tables-sync-interval", "0", "--scan-interval", "0", "--cleanup-interval", "0"}, dbArgs...)...)
@@ -72,6 +78,9 @@ func main() {
 	l := &load{base: base, token: token, client: &http.Client{Timeout: time.Minute}, stats: map[string]*opStats{}}
 	// A seed, so reads have something to find from the first second.
 	l.lineageBatch(10)
+	l.migration = l.createMigration(admin)
+	l.windowRun()
+	rssBefore, metricsBefore := rss(srv.Process.Pid), l.metricsSize()
 	ops := []struct {
 		name string
 		fn   func() (int, error)
@@ -86,6 +95,11 @@ func main() {
 		}},
 		{"web asset page", func() (int, error) { return l.get("/assets/" + l.someAsset()) }},
 		{"web search", func() (int, error) { return l.get("/?q=" + l.someWord()) }},
+		{"POST migration run (500 windows)", l.windowRun},
+		{"GET migration runs (limit 500)", func() (int, error) { return l.get(l.migration + "/runs?limit=500") }},
+		{"GET run windows (page of 500)", l.windowPage},
+		{"web migration page", func() (int, error) { return l.get(strings.TrimPrefix(l.migration, "/api/v1")) }},
+		{"made-up method (4 KB)", l.madeUpMethod},
 	}
 	deadline := time.Now().Add(*duration)
 	var wg sync.WaitGroup
@@ -107,7 +121,10 @@ func main() {
 	fmt.Fprintf(os.Stderr, "load: %s, %d clients per operation, %s on %s\n", backend, *workers, *duration, base)
 	wg.Wait()
 
+	rssAfter, metricsAfter := rss(srv.Process.Pid), l.metricsSize()
 	fmt.Printf("backend %s, %s, %d clients per operation, %d datasets created\n", backend, *duration, *workers, l.datasets.Load())
+	fmt.Printf("server RSS %d MiB before the load, %d MiB after; /metrics %d KiB before, %d KiB after\n",
+		rssBefore>>20, rssAfter>>20, metricsBefore>>10, metricsAfter>>10)
 	fmt.Printf("%-48s %8s %10s %10s  %s\n", "operation", "req/s", "p50", "p99", "answers by status")
 	var fivehundreds int
 	names := make([]string, 0, len(l.stats))
@@ -168,6 +185,9 @@ type load struct {
 	stats       map[string]*opStats
 	seq         atomic.Int64
 	datasets    atomic.Int64
+
+	migration string // the migration's API path
+	lastRun   atomic.Value
 
 	mu     sync.Mutex
 	assets []string // IDs read back from batches
@@ -308,3 +328,92 @@ func (l *load) someWord() string { return word(rand.Int64N(max(1, l.seq.Load()))
 var words = []string{"orders", "customers", "events", "sessions", "payments", "refunds", "clicks", "carts", "stock", "prices"}
 
 func word(k int64) string { return words[k%int64(len(words))] }
+
+// createMigration creates a migration an external checker reports on, over two new assets.
+func (l *load) createMigration(admin string) string {
+	var ids []string
+	for _, name := range []string{"shop.public.orders", "sales.orders"} {
+		_, b, err := l.do("POST", "/api/v1/assets", map[string]any{"kind": "table", "namespace": "load://migration", "name": name})
+		benchdb.Must(err)
+		var a struct{ ID string }
+		benchdb.Must(json.Unmarshal(b, &a))
+		ids = append(ids, a.ID)
+	}
+	body, _ := json.Marshal(map[string]any{"old_asset_id": ids[0], "new_asset_id": ids[1], "owner": "team-orders", "key_columns": []string{"order_id"},
+		"time_column": "ordered_at", "columns": []string{"amount"}, "window": "1h", "since": l.since(), "dedup_old": "first_wins",
+		"dedup_new": "first_wins", "lag_bound": "1h", "cutover": map[string]any{"min_clean_runs": 3, "min_days": 7},
+		"old": map[string]any{"kind": "external"}, "new": map[string]any{"kind": "external"}, "checker_token": "load"})
+	req, _ := http.NewRequest("POST", l.base+"/api/v1/migrations", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+admin)
+	res, err := l.client.Do(req)
+	benchdb.Must(err)
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	if res.StatusCode != 201 {
+		log.Fatalf("create the migration: %d %s", res.StatusCode, b)
+	}
+	var m struct{ ID string }
+	benchdb.Must(json.Unmarshal(b, &m))
+	return "/api/v1/migrations/" + m.ID
+}
+
+func (l *load) since() time.Time { return time.Now().UTC().Add(-600 * time.Hour).Truncate(time.Hour) }
+
+// windowRun posts a run of 500 windows, one in ten diverging, as an external checker does.
+func (l *load) windowRun() (int, error) {
+	since := l.since() // a later hour than the migration's since, so on its grid
+	ws := make([]map[string]any, 500)
+	for i := range ws {
+		sum := "a"
+		if i%10 == 0 {
+			sum = fmt.Sprintf("b%d", rand.IntN(1000))
+		}
+		ws[i] = map[string]any{"start": since.Add(time.Duration(i) * time.Hour),
+			"old": map[string]any{"rows": 100, "keys": 100, "duplicate_keys": 0, "checksum": "a"},
+			"new": map[string]any{"rows": 100, "keys": 100, "duplicate_keys": 0, "checksum": sum}}
+	}
+	code, b, err := l.do("POST", l.migration+"/runs", map[string]any{"windows": ws})
+	var r struct {
+		WindowsURL string `json:"windows_url"`
+	}
+	if err == nil && code == 201 && json.Unmarshal(b, &r) == nil {
+		l.lastRun.Store(r.WindowsURL)
+	}
+	return code, err
+}
+
+func (l *load) windowPage() (int, error) {
+	u, _ := l.lastRun.Load().(string)
+	return l.get(u + "?limit=500")
+}
+
+// madeUpMethod sends a request whose method is 4 KB of random letters.
+func (l *load) madeUpMethod() (int, error) {
+	m := make([]byte, 4096)
+	for i := range m {
+		m[i] = byte('A' + rand.IntN(26))
+	}
+	code, _, err := l.do(string(m), "/api/v1/assets", nil)
+	return code, err
+}
+
+func (l *load) metricsSize() int {
+	_, b, err := l.do("GET", "/metrics", nil)
+	benchdb.Must(err)
+	return len(b)
+}
+
+// rss is a process's resident memory in bytes, from /proc.
+func rss(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	benchdb.Must(err)
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			var kb int64
+			fmt.Sscanf(strings.TrimSpace(v), "%d", &kb)
+			return kb << 10
+		}
+	}
+	return 0
+}
