@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"entgo.io/ent/dialect"
+	entsql "entgo.io/ent/dialect/sql"
 	"github.com/google/uuid"
 
 	"github.com/tidemark/tidemark/ent"
@@ -100,14 +102,29 @@ func ValidateTag(tag string) error {
 	return nil
 }
 
+// rowLock makes a query's read take row locks of strength on PostgreSQL, held until its
+// transaction ends. SQLite has no row locks and needs none: a transaction takes the database's
+// one write lock at BEGIN (_txlock=immediate), so a read and the writes after it are never
+// interleaved with another writer's.
+func rowLock(strength entsql.LockStrength) func(*entsql.Selector) {
+	return func(s *entsql.Selector) {
+		if s.Dialect() == dialect.Postgres {
+			s.For(strength)
+		}
+	}
+}
+
 // checkTag validates a tag against the controlled families: a tag whose first segment names a
-// classification must be one of its values.
+// classification must be one of its values. Run it in the transaction that writes the tag: it
+// share-locks the classification, so PutClassification (which locks it for update) cannot drop
+// the value between this check and the commit, and waits to see the tag instead. A share lock,
+// so tags of one family on many assets do not queue behind each other.
 func checkTag(ctx context.Context, client *ent.Client, tag string) error {
 	if err := ValidateTag(tag); err != nil {
 		return err
 	}
 	family, value, _ := strings.Cut(tag, ".")
-	cl, err := client.Classification.Get(ctx, family)
+	cl, err := client.Classification.Query().Where(classification.ID(family), rowLock(entsql.LockShare)).Only(ctx)
 	if ent.IsNotFound(err) {
 		return nil // a free tag
 	}
@@ -371,7 +388,9 @@ func (c *Catalog) PutClassification(ctx context.Context, in Classification, expe
 	var out Classification
 	err := c.tx(ctx, func(tx *ent.Tx) error {
 		now := c.Now()
-		cur, err := tx.Classification.Get(ctx, in.Name)
+		// Locked for update, so a tag being added with a value dropped here either commits first
+		// (and the check below sees it) or waits and then reads the new values (checkTag).
+		cur, err := tx.Classification.Query().Where(classification.ID(in.Name), rowLock(entsql.LockUpdate)).Only(ctx)
 		if ent.IsNotFound(err) {
 			if expected != AnyVersion {
 				return notFound("classification %s does not exist", in.Name)

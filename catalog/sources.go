@@ -8,10 +8,12 @@ import (
 	"strings"
 	"time"
 
+	entsql "entgo.io/ent/dialect/sql"
 	"github.com/google/uuid"
 
 	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/ent/asset"
+	"github.com/tidemark/tidemark/ent/classification"
 	"github.com/tidemark/tidemark/ent/column"
 	"github.com/tidemark/tidemark/ent/label"
 	"github.com/tidemark/tidemark/internal/chunk"
@@ -91,6 +93,7 @@ func (c *Catalog) RecordSources(ctx context.Context, source LabelSource, reports
 			return err
 		}
 		var liveIDs, tagIDs []uuid.UUID
+		var families []string
 		for i, r := range reports {
 			if out[i].Err != nil {
 				continue
@@ -111,6 +114,10 @@ func (c *Catalog) RecordSources(ctx context.Context, source LabelSource, reports
 			liveIDs = append(liveIDs, r.AssetID)
 			if r.SyncTags {
 				tagIDs = append(tagIDs, r.AssetID)
+				for _, t := range r.Tags {
+					family, _, _ := strings.Cut(t.Tag, ".")
+					families = append(families, family)
+				}
 			}
 		}
 		cols := map[uuid.UUID][]*ent.Column{}
@@ -136,7 +143,7 @@ func (c *Catalog) RecordSources(ctx context.Context, source LabelSource, reports
 		}
 		var classes map[string][]string
 		if len(tagIDs) > 0 {
-			if classes, err = classificationValues(ctx, tx.Client()); err != nil {
+			if classes, err = classificationValues(ctx, tx.Client(), families); err != nil {
 				return err
 			}
 		}
@@ -229,9 +236,23 @@ func lockAssets(ctx context.Context, tx *ent.Tx, ids []uuid.UUID) (map[uuid.UUID
 	return out, nil
 }
 
-// classificationValues returns every classification's values by name.
-func classificationValues(ctx context.Context, client *ent.Client) (map[string][]string, error) {
-	rows, err := client.Classification.Query().All(ctx)
+// classificationValues returns the values of the classifications among families, by name,
+// share-locking them as checkTag does, so none of their values is dropped before the tags
+// checked against them commit. Only the families the tags name are locked: a report need not
+// wait for an edit of a classification it does not use.
+func classificationValues(ctx context.Context, client *ent.Client, families []string) (map[string][]string, error) {
+	slices.Sort(families)
+	families = slices.Compact(families)
+	if len(families) == 0 {
+		return map[string][]string{}, nil
+	}
+	var rows []*ent.Classification
+	err := chunk.Each(families, func(part []string) error {
+		got, err := client.Classification.Query().Where(classification.IDIn(part...), rowLock(entsql.LockShare)).
+			Order(ent.Asc(classification.FieldID)).All(ctx)
+		rows = append(rows, got...)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("catalog: read classifications: %w", err)
 	}
