@@ -366,14 +366,23 @@ func toWindowResponse(w reconcile.WindowResult) windowResponse {
 	return wr
 }
 
-func (a *API) migrationRun(c echo.Context) error {
+// runParams are a run's path parameters: its migration and its ID.
+func runParams(c echo.Context) (uuid.UUID, uuid.UUID, error) {
 	id, err := idParam(c, "migration")
 	if err != nil {
-		return err
+		return uuid.Nil, uuid.Nil, err
 	}
 	runID, err := uuid.Parse(c.Param("run"))
 	if err != nil {
-		return badRequest("run", "run must be a run ID (a UUID)")
+		return uuid.Nil, uuid.Nil, badRequest("run", "run must be a run ID (a UUID)")
+	}
+	return id, runID, nil
+}
+
+func (a *API) migrationRun(c echo.Context) error {
+	id, runID, err := runParams(c)
+	if err != nil {
+		return err
 	}
 	r, err := a.cfg.Reconcile.RunOf(c.Request().Context(), id, runID)
 	if err != nil {
@@ -383,13 +392,9 @@ func (a *API) migrationRun(c echo.Context) error {
 }
 
 func (a *API) migrationRunWindows(c echo.Context) error {
-	id, err := idParam(c, "migration")
+	id, runID, err := runParams(c)
 	if err != nil {
 		return err
-	}
-	runID, err := uuid.Parse(c.Param("run"))
-	if err != nil {
-		return badRequest("run", "run must be a run ID (a UUID)")
 	}
 	q := reconcile.WindowQuery{}
 	if q.Limit, err = queryLimit(c, 100, reconcile.MaxWindowPage); err != nil {
