@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 )
 
@@ -42,6 +43,8 @@ func checkHost(hosts []string) echo.MiddlewareFunc {
 type limiters struct {
 	rps   rate.Limit
 	burst int
+	// refused counts the requests turned away: here, so every caller of allow is counted.
+	refused prometheus.Counter
 
 	mu    sync.Mutex
 	m     map[string]*limiterEntry
@@ -53,11 +56,11 @@ type limiterEntry struct {
 	seen time.Time
 }
 
-func newLimiters(rps float64) *limiters {
+func newLimiters(rps float64, refused prometheus.Counter) *limiters {
 	if rps <= 0 {
 		return nil
 	}
-	return &limiters{rps: rate.Limit(rps), burst: max(1, int(2*rps)), m: map[string]*limiterEntry{}}
+	return &limiters{rps: rate.Limit(rps), burst: max(1, int(2*rps)), refused: refused, m: map[string]*limiterEntry{}}
 }
 
 // allow takes one request from key's bucket; when it is empty it returns how long to wait.
@@ -85,6 +88,7 @@ func (l *limiters) allow(key string) (bool, time.Duration) {
 	r := e.lim.ReserveN(now, 1)
 	if d := r.DelayFrom(now); d > 0 {
 		r.CancelAt(now)
+		l.refused.Inc()
 		return false, d
 	}
 	return true, 0
@@ -99,6 +103,9 @@ func tooMany(c echo.Context, who string, wait time.Duration) error {
 // limitAnonymous charges requests that carry no bearer token to their client address (the
 // connection's, never a header's: X-Forwarded-For is the client's to write). Requests with a
 // token are charged to the token once it is verified, and to the address when it is not.
+// It runs before metrics (the request log still writes each refusal, one bounded line): a
+// refusal here is counted only in tidemark_http_rate_limited_total, so an anonymous flood
+// cannot grow the per-route series.
 func (a *API) limitAnonymous(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if c.Request().Header.Get(echo.HeaderAuthorization) != "" {

@@ -3,6 +3,7 @@ package handlers
 import (
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
@@ -10,8 +11,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// metrics counts requests and times them by route template (not raw path, which would make a
-// series per asset ID) and status.
+// metrics counts requests and times them by method (known or "other"), route template (not raw
+// path, which would make a series per asset ID) and status. It runs after the anonymous limiter,
+// so a flood of refused requests leaves these series alone (see rateLimitedCounter).
 func metrics(reg *prometheus.Registry) echo.MiddlewareFunc {
 	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "tidemark_http_requests_total", Help: "HTTP requests by method, route and status.",
@@ -33,11 +35,63 @@ func metrics(reg *prometheus.Registry) echo.MiddlewareFunc {
 			if route == "" {
 				route = "unmatched"
 			}
-			requests.WithLabelValues(c.Request().Method, route, strconv.Itoa(c.Response().Status)).Inc()
-			latency.WithLabelValues(c.Request().Method, route).Observe(time.Since(start).Seconds())
+			method := methodLabel(c.Request().Method)
+			requests.WithLabelValues(method, route, strconv.Itoa(c.Response().Status)).Inc()
+			latency.WithLabelValues(method, route).Observe(time.Since(start).Seconds())
 			return nil
 		}
 	}
+}
+
+// rateLimitedCounter counts 429s by the budget that was spent, "anonymous" (a client address)
+// or "token": the anonymous limiter refuses before metrics counts, so without this a flood it
+// turns away would not show at all. Two fixed label values, whatever the requests carry.
+func rateLimitedCounter(reg *prometheus.Registry) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tidemark_http_rate_limited_total",
+		Help: "Requests refused with 429 by a rate limit, by budget: anonymous (client address) or token."}, []string{"kind"})
+	reg.MustRegister(c)
+	return c
+}
+
+// knownMethods are the methods named as they are in metric labels and logs. A method is any
+// token the client invents, up to the 1 MB header limit; a label value or a log field per
+// invention grows /metrics, the process and the log without bound.
+var knownMethods = map[string]bool{
+	"GET": true, "HEAD": true, "POST": true, "PUT": true, "PATCH": true, "DELETE": true,
+	"OPTIONS": true, "CONNECT": true, "TRACE": true,
+}
+
+// methodLabel is the method, or "other" when it is not a known one.
+func methodLabel(m string) string {
+	if knownMethods[m] {
+		return m
+	}
+	return "other"
+}
+
+// methodAttrs are the log fields naming a request's method: a known one whole, any other as
+// "other" with its first 16 bytes, enough to tell a typo from a flood.
+func methodAttrs(m string) []any {
+	if knownMethods[m] {
+		return []any{"method", m}
+	}
+	return []any{"method", "other", "method_prefix", clip(m, 16)}
+}
+
+// maxLoggedPath bounds a request path in a log line: Go only bounds it by the 1 MB header
+// limit, and a route is told apart well within 256 bytes.
+const maxLoggedPath = 256
+
+// clip cuts s to at most n bytes, on a rune boundary, marking a cut with "…". The slog handler
+// quotes and escapes what is left.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 func (a *API) metricsHandler() echo.HandlerFunc {

@@ -70,12 +70,17 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		p := toProblem(err)
 		p.Instance = c.Request().URL.Path
 		p.RequestID = c.Response().Header().Get(echo.HeaderXRequestID)
-		if p.Status >= 500 && p.Status != http.StatusServiceUnavailable { // 503 is back-pressure, not a fault
-			log.Error("request failed", "method", c.Request().Method, "path", c.Request().URL.Path,
+		if p.Status >= 500 {
+			attrs := append(methodAttrs(c.Request().Method), "route", c.Path(), "path", clip(c.Request().URL.Path, maxLoggedPath),
 				"request_id", p.RequestID, "err", err)
-		}
-		if p.Status == http.StatusServiceUnavailable {
-			c.Response().Header().Set("Retry-After", "5")
+			if p.Status == http.StatusServiceUnavailable {
+				// Back-pressure, not a fault, but the operator needs its cause (SQLite busy, the pool
+				// exhausted, the graph loading) to tell a blip from a store that cannot keep up.
+				log.Warn("request unavailable", attrs...)
+				c.Response().Header().Set("Retry-After", "5")
+			} else {
+				log.Error("request failed", attrs...)
+			}
 		}
 		if p.Status == http.StatusUnauthorized {
 			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="tidemark"`)

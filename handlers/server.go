@@ -99,7 +99,10 @@ func New(cfg Config) *API {
 	e.HTTPErrorHandler = errorHandler(cfg.Logger)
 	// Client addresses are the connection's: a header naming one is the client's to forge.
 	e.IPExtractor = echo.ExtractIPDirect()
-	a := &API{Echo: e, cfg: cfg, tokens: newLimiters(cfg.RateLimit), anon: newLimiters(cfg.AnonymousRateLimit),
+	rateLimited := rateLimitedCounter(cfg.Registry)
+	a := &API{Echo: e, cfg: cfg,
+		tokens: newLimiters(cfg.RateLimit, rateLimited.WithLabelValues("token")),
+		anon:   newLimiters(cfg.AnonymousRateLimit, rateLimited.WithLabelValues("anonymous")),
 		lineageEvents: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tidemark_lineage_events_total",
 			Help: "OpenLineage events received, by outcome: created, duplicate, refused."}, []string{"outcome"}),
 		usageRecords: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tidemark_usage_records_total",
@@ -109,9 +112,8 @@ func New(cfg Config) *API {
 
 	e.Use(dropBadRequestID) // before RequestID, which keeps a client's ID as it is
 	e.Use(middleware.RequestID())
-	e.Use(metrics(cfg.Registry))
 	e.Use(requestLog(cfg.Logger))
-	e.Use(recoverer(cfg.Logger)) // inside the two above, so a panic is logged and counted as a 500
+	// Before the limiter, so a rebinding page's refused requests do not spend the address's budget.
 	if len(cfg.AllowedHosts) > 0 {
 		e.Use(checkHost(cfg.AllowedHosts))
 	}
@@ -124,6 +126,12 @@ func New(cfg Config) *API {
 		})
 	}
 	e.Use(a.limitAnonymous)
+	// After the limiter, so the requests it refuses (anonymous, with any method) make no series:
+	// they are counted in tidemark_http_rate_limited_total instead.
+	e.Use(metrics(cfg.Registry))
+	// Inside requestLog and metrics, so a handler's panic is logged and counted as a 500; the
+	// middlewares above it are this package's and small, and net/http recovers their panics.
+	e.Use(recoverer(cfg.Logger))
 	e.Use(validParams)
 
 	a.routes()
@@ -152,7 +160,8 @@ func recoverer(log *slog.Logger) echo.MiddlewareFunc {
 	return middleware.RecoverWithConfig(middleware.RecoverConfig{
 		DisablePrintStack: true,
 		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
-			log.Error("panic", "path", c.Request().URL.Path, "err", err, "stack", string(stack))
+			log.Error("panic", append(methodAttrs(c.Request().Method), "route", c.Path(), "path", clip(c.Request().URL.Path, maxLoggedPath),
+				"request_id", c.Response().Header().Get(echo.HeaderXRequestID), "err", err, "stack", string(stack))...)
 			return err
 		},
 	})
@@ -166,8 +175,9 @@ func requestLog(log *slog.Logger) echo.MiddlewareFunc {
 			if err != nil {
 				c.Error(err)
 			}
-			log.Info("request", "method", c.Request().Method, "route", c.Path(), "status", c.Response().Status,
-				"duration_ms", time.Since(start).Milliseconds(), "request_id", c.Response().Header().Get(echo.HeaderXRequestID))
+			// The route template, not the path: it is bounded, and the path may hold names and IDs.
+			log.Info("request", append(methodAttrs(c.Request().Method), "route", c.Path(), "status", c.Response().Status,
+				"duration_ms", time.Since(start).Milliseconds(), "request_id", c.Response().Header().Get(echo.HeaderXRequestID))...)
 			return nil
 		}
 	}
