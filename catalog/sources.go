@@ -92,34 +92,7 @@ func (c *Catalog) RecordSources(ctx context.Context, source LabelSource, reports
 		if err != nil {
 			return err
 		}
-		var liveIDs, tagIDs []uuid.UUID
-		var families []string
-		for i, r := range reports {
-			if out[i].Err != nil {
-				continue
-			}
-			st, ok := live[r.AssetID]
-			switch {
-			case !ok:
-				out[i].Err = notFound("asset %s does not exist", r.AssetID)
-				continue
-			case st.Status == asset.StatusDeleted:
-				at := ""
-				if st.DeletedAt != nil {
-					at = " at " + st.DeletedAt.UTC().Format(time.RFC3339)
-				}
-				out[i].Err = conflict("asset %s was deleted%s; deleted assets cannot change", r.AssetID, at)
-				continue
-			}
-			liveIDs = append(liveIDs, r.AssetID)
-			if r.SyncTags {
-				tagIDs = append(tagIDs, r.AssetID)
-				for _, t := range r.Tags {
-					family, _, _ := strings.Cut(t.Tag, ".")
-					families = append(families, family)
-				}
-			}
-		}
+		liveIDs, tagIDs, families := sortReports(reports, out, live)
 		cols := map[uuid.UUID][]*ent.Column{}
 		if err := chunk.Each(liveIDs, func(part []uuid.UUID) error {
 			rows, err := tx.Column.Query().Where(column.AssetIDIn(part...), column.RemovedAtIsNil()).All(ctx)
@@ -234,6 +207,38 @@ func lockAssets(ctx context.Context, tx *ent.Tx, ids []uuid.UUID) (map[uuid.UUID
 		return nil, fmt.Errorf("catalog: lock assets: %w", err)
 	}
 	return out, nil
+}
+
+// sortReports marks the reports of missing or deleted assets in out and returns the live
+// assets, those whose tags are synced, and the tag families those tags name.
+func sortReports(reports []SourceReport, out []SourceOutcome, live map[uuid.UUID]lockedAsset) (liveIDs, tagIDs []uuid.UUID, families []string) {
+	for i, r := range reports {
+		if out[i].Err != nil {
+			continue
+		}
+		st, ok := live[r.AssetID]
+		switch {
+		case !ok:
+			out[i].Err = notFound("asset %s does not exist", r.AssetID)
+			continue
+		case st.Status == asset.StatusDeleted:
+			at := ""
+			if st.DeletedAt != nil {
+				at = " at " + st.DeletedAt.UTC().Format(time.RFC3339)
+			}
+			out[i].Err = conflict("asset %s was deleted%s; deleted assets cannot change", r.AssetID, at)
+			continue
+		}
+		liveIDs = append(liveIDs, r.AssetID)
+		if r.SyncTags {
+			tagIDs = append(tagIDs, r.AssetID)
+			for _, t := range r.Tags {
+				family, _, _ := strings.Cut(t.Tag, ".")
+				families = append(families, family)
+			}
+		}
+	}
+	return liveIDs, tagIDs, families
 }
 
 // classificationValues returns the values of the classifications among families, by name,

@@ -3,12 +3,13 @@ package handlers
 import (
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/tidemark/tidemark/internal/clip"
 )
 
 // metrics counts requests and times them by method (known or "other"), route template (not raw
@@ -75,24 +76,12 @@ func methodAttrs(m string) []any {
 	if knownMethods[m] {
 		return []any{"method", m}
 	}
-	return []any{"method", "other", "method_prefix", clip(m, 16)}
+	return []any{"method", "other", "method_prefix", clip.String(m, 16)}
 }
 
 // maxLoggedPath bounds a request path in a log line: Go only bounds it by the 1 MB header
 // limit, and a route is told apart well within 256 bytes.
 const maxLoggedPath = 256
-
-// clip cuts s to at most n bytes, on a rune boundary, marking a cut with "…". The slog handler
-// quotes and escapes what is left.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
 
 func (a *API) metricsHandler() echo.HandlerFunc {
 	return echo.WrapHandler(promhttp.HandlerFor(a.cfg.Registry, promhttp.HandlerOpts{}))

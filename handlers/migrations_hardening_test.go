@@ -59,7 +59,6 @@ func TestPostedFiguresAreGuarded(t *testing.T) {
 		// Sides Tidemark reads itself take no posted figures, not even an admin's.
 		own := migrationFixture(t, s, since, "24h", map[string]any{"old": map[string]any{"kind": "iceberg"}, "new": map[string]any{"kind": "iceberg"}})
 		s.must(t, 409, req{method: "POST", path: own + "/runs", token: s.Admin, body: map[string]any{"windows": clean}})
-		s.must(t, 400, req{method: "POST", path: "/api/v1/migrations", token: s.Admin, body: map[string]any{}}) // sanity: refusals say why
 
 		// Another write token may not post for the checker the migration names.
 		other, _, err := auth.NewStore(db.Client, nil).Create(t.Context(), "someone-else", []auth.Scope{auth.ScopeWrite})
@@ -163,8 +162,6 @@ func TestMigrationSpansAreBounded(t *testing.T) {
 		if seen != 3000 {
 			t.Fatalf("paged through %d windows; want 3000", seen)
 		}
-		// The page draws its chart from summaries, and the newest run's differing windows a page at a time.
-		s.must(t, 200, req{method: "GET", path: base + "/findings", token: s.Read})
 	})
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/internal/clip"
 	"github.com/tidemark/tidemark/tables"
 )
 
@@ -71,7 +72,7 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		p.Instance = c.Request().URL.Path
 		p.RequestID = c.Response().Header().Get(echo.HeaderXRequestID)
 		if p.Status >= 500 {
-			attrs := append(methodAttrs(c.Request().Method), "route", c.Path(), "path", clip(c.Request().URL.Path, maxLoggedPath),
+			attrs := append(methodAttrs(c.Request().Method), "route", c.Path(), "path", clip.String(c.Request().URL.Path, maxLoggedPath),
 				"request_id", p.RequestID, "err", err)
 			if p.Status == http.StatusServiceUnavailable {
 				// Back-pressure, not a fault, but the operator needs its cause (SQLite busy, the pool

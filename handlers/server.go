@@ -17,6 +17,7 @@ import (
 	"github.com/tidemark/tidemark/auth"
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/cleanup"
+	"github.com/tidemark/tidemark/internal/clip"
 	"github.com/tidemark/tidemark/lineage"
 	"github.com/tidemark/tidemark/reconcile"
 	"github.com/tidemark/tidemark/tables"
@@ -160,7 +161,7 @@ func recoverer(log *slog.Logger) echo.MiddlewareFunc {
 	return middleware.RecoverWithConfig(middleware.RecoverConfig{
 		DisablePrintStack: true,
 		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
-			log.Error("panic", append(methodAttrs(c.Request().Method), "route", c.Path(), "path", clip(c.Request().URL.Path, maxLoggedPath),
+			log.Error("panic", append(methodAttrs(c.Request().Method), "route", c.Path(), "path", clip.String(c.Request().URL.Path, maxLoggedPath),
 				"request_id", c.Response().Header().Get(echo.HeaderXRequestID), "err", err, "stack", string(stack))...)
 			return err
 		},

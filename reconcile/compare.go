@@ -6,9 +6,10 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/cespare/xxhash/v2"
+
+	"github.com/tidemark/tidemark/internal/clip"
 )
 
 // Class is what a difference in a window is.
@@ -194,7 +195,7 @@ func compare(spec *Spec, old, nw *side, now time.Time) []WindowResult {
 				w.DifferingColumns = append(w.DifferingColumns, cols[c])
 			}
 			if i < spec.SampleSize {
-				d := Difference{Key: clip(strings.ReplaceAll(k, "\x1f", ",")), Column: cols[c]}
+				d := Difference{Key: quoted(strings.ReplaceAll(k, "\x1f", ",")), Column: cols[c]}
 				if spec.QuoteValues {
 					d.Old, d.New = show(o.vals[c]), show(n.vals[c])
 				}
@@ -215,24 +216,14 @@ func show(v string) string {
 	if v == null {
 		return "NULL"
 	}
-	return clip(v)
+	return quoted(v)
 }
 
 // maxQuoted bounds a quoted key or value in a sample, in bytes: a sample points at a record, it
 // does not carry it (a large text or JSON column would otherwise fill every stored window).
 const maxQuoted = 256
 
-// clip cuts s to maxQuoted bytes on a character boundary, marking the cut.
-func clip(s string) string {
-	if len(s) <= maxQuoted {
-		return s
-	}
-	cut := maxQuoted
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + fmt.Sprintf("… (%d bytes)", len(s))
-}
+func quoted(s string) string { return clip.String(s, maxQuoted) }
 
 // classify names what a window's differences are.
 func classify(w *WindowResult, spec *Spec, win time.Duration, now time.Time) {

@@ -167,6 +167,8 @@ type Run struct {
 	Causes []string `json:"causes"`
 	Cost   Cost     `json:"cost"`
 	Error  string   `json:"error,omitempty"`
+	// legacy: stored before windows were rows; its windows are in its result document.
+	legacy bool
 }
 
 // Reconcile reads both sides of the migration from its first window to now, compares them,

@@ -213,6 +213,7 @@ func (s *Service) toRun(ctx context.Context, r *ent.ReconciliationRun) (Run, err
 	if err != nil || res == nil {
 		return out, err
 	}
+	out.legacy = true
 	out.Summary, out.Causes = summarize(res.Windows, res.Causes)
 	out.Cost = res.Cost
 	return out, nil
@@ -256,13 +257,12 @@ func (s *Service) Windows(ctx context.Context, migrationID, runID uuid.UUID, q W
 	if err != nil {
 		return nil, false, err
 	}
-	if run.Summary.Windows > 0 {
-		if res, err := s.legacyResult(ctx, runID); err != nil || res != nil {
-			if err != nil {
-				return nil, false, err
-			}
-			return pageOf(res.Windows, q)
+	if run.legacy {
+		res, err := s.legacyResult(ctx, runID)
+		if err != nil || res == nil {
+			return nil, false, err
 		}
+		return pageOf(res.Windows, q)
 	}
 	w := s.db.ReconciliationWindow.Query().Where(reconciliationwindow.RunID(runID))
 	if q.After != nil {
