@@ -29,9 +29,11 @@ func bigBatch(prefix string, n, width int) []map[string]any {
 	return evs
 }
 
-// TestBigBatchLeavesRoomForOtherWrites: while a lineage batch of 400 events with 8 datasets
-// each is stored, other writes go on; none answers 500 (on SQLite they all failed with
-// "database is locked" while the batch held the write lock for its whole length).
+// TestBigBatchLeavesRoomForOtherWrites: while a lineage batch of 300 events (three of the
+// ingest's transactions) is stored, other writes go on; none answers 500 (on SQLite they all
+// failed with "database is locked" while the batch held the write lock for its whole length).
+// The batch is no bigger than that: under -race the pure-Go SQLite runs about 18 times slower,
+// and 400 events of 8 inputs took 15 s alone here and over the client's 30 s on a loaded CI.
 func TestBigBatchLeavesRoomForOtherWrites(t *testing.T) {
 	eachBackend(t, func(t *testing.T, s *server) {
 		var done atomic.Bool
@@ -52,7 +54,7 @@ func TestBigBatchLeavesRoomForOtherWrites(t *testing.T) {
 			}()
 		}
 		start := time.Now()
-		got := s.do(t, req{method: "POST", path: "/api/v1/lineage/batch", token: s.Write, body: bigBatch("big", 400, 8)})
+		got := s.do(t, req{method: "POST", path: "/api/v1/lineage/batch", token: s.Write, body: bigBatch("big", 300, 2)})
 		took := time.Since(start)
 		done.Store(true)
 		wg.Wait()
