@@ -31,7 +31,7 @@ func TestMigratedAssetRetirement(t *testing.T) {
 			t.Helper()
 			m, err := rec.Create(e.ctx, reconcile.CreateInput{OldAssetID: e.id, NewAssetID: to, Owner: "team-events", Spec: reconcile.Spec{
 				KeyColumns: []string{"id"}, TimeColumn: "ts", Columns: []string{"region"}, WindowSeconds: 86400, Since: since,
-				DedupOld: reconcile.FirstWins, DedupNew: reconcile.FirstWins, Cutover: reconcile.CutoverRule{MinCleanRuns: 1},
+				DedupOld: reconcile.FirstWins, DedupNew: reconcile.FirstWins, Cutover: reconcile.CutoverRule{MinCleanRuns: 1, WeakerReason: "a test of retirement"},
 				Old: reconcile.SourceSpec{Kind: reconcile.SourceExternal}, New: reconcile.SourceSpec{Kind: reconcile.SourceExternal}}})
 			must(t, err)
 			return m
@@ -52,7 +52,7 @@ func TestMigratedAssetRetirement(t *testing.T) {
 			t.Fatalf("retirement proposed while the migration is not cut over: %+v", r)
 		}
 		cleanRun(m)
-		if _, err := rec.CutOver(e.ctx, m.ID); err != nil {
+		if _, err := rec.CutOver(e.ctx, m.ID, reconcile.SourceSpec{Kind: reconcile.SourceExternal}); err != nil {
 			t.Fatal(err)
 		}
 		if e.propose(); len(e.proposals(cleanup.KindUnusedAsset, "open")) != 0 {

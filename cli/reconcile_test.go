@@ -64,7 +64,7 @@ func TestReconcileCommands(t *testing.T) {
 	rec := reconcile.New(db.Client, cat, tbls, use, reconcile.WithConnection("shop", pg))
 	m, err := rec.Create(ctx, reconcile.CreateInput{OldAssetID: old.Asset.ID, NewAssetID: nw.Asset.ID, Owner: "team-orders", Spec: reconcile.Spec{
 		KeyColumns: []string{"order_id"}, TimeColumn: "ordered_at", Columns: []string{"amount"}, WindowSeconds: 86400, Since: since,
-		DedupOld: reconcile.FirstWins, DedupNew: reconcile.FirstWins, Cutover: reconcile.CutoverRule{MinCleanRuns: 2},
+		DedupOld: reconcile.FirstWins, DedupNew: reconcile.FirstWins, Cutover: reconcile.CutoverRule{MinCleanRuns: 2, WeakerReason: "a test of the command"},
 		Old: reconcile.SourceSpec{Kind: reconcile.SourcePostgres, Connection: "shop", Table: "public.orders"}, New: reconcile.SourceSpec{Kind: reconcile.SourceIceberg}}})
 	if err != nil {
 		t.Fatal(err)

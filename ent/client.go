@@ -40,6 +40,7 @@ import (
 	"github.com/tidemark/tidemark/ent/lineageedge"
 	"github.com/tidemark/tidemark/ent/lineageevent"
 	"github.com/tidemark/tidemark/ent/lineagestate"
+	"github.com/tidemark/tidemark/ent/migrationevent"
 	"github.com/tidemark/tidemark/ent/outboxmessage"
 	"github.com/tidemark/tidemark/ent/owner"
 	"github.com/tidemark/tidemark/ent/proposal"
@@ -121,6 +122,8 @@ type Client struct {
 	LineageEvent *LineageEventClient
 	// LineageState is the client for interacting with the LineageState builders.
 	LineageState *LineageStateClient
+	// MigrationEvent is the client for interacting with the MigrationEvent builders.
+	MigrationEvent *MigrationEventClient
 	// OutboxMessage is the client for interacting with the OutboxMessage builders.
 	OutboxMessage *OutboxMessageClient
 	// Owner is the client for interacting with the Owner builders.
@@ -204,6 +207,7 @@ func (c *Client) init() {
 	c.LineageEdge = NewLineageEdgeClient(c.config)
 	c.LineageEvent = NewLineageEventClient(c.config)
 	c.LineageState = NewLineageStateClient(c.config)
+	c.MigrationEvent = NewMigrationEventClient(c.config)
 	c.OutboxMessage = NewOutboxMessageClient(c.config)
 	c.Owner = NewOwnerClient(c.config)
 	c.Proposal = NewProposalClient(c.config)
@@ -344,6 +348,7 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		LineageEdge:           NewLineageEdgeClient(cfg),
 		LineageEvent:          NewLineageEventClient(cfg),
 		LineageState:          NewLineageStateClient(cfg),
+		MigrationEvent:        NewMigrationEventClient(cfg),
 		OutboxMessage:         NewOutboxMessageClient(cfg),
 		Owner:                 NewOwnerClient(cfg),
 		Proposal:              NewProposalClient(cfg),
@@ -411,6 +416,7 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		LineageEdge:           NewLineageEdgeClient(cfg),
 		LineageEvent:          NewLineageEventClient(cfg),
 		LineageState:          NewLineageStateClient(cfg),
+		MigrationEvent:        NewMigrationEventClient(cfg),
 		OutboxMessage:         NewOutboxMessageClient(cfg),
 		Owner:                 NewOwnerClient(cfg),
 		Proposal:              NewProposalClient(cfg),
@@ -469,12 +475,12 @@ func (c *Client) Use(hooks ...Hook) {
 		c.CleanupShardWalk, c.Column, c.ColumnEdge, c.DatasetMigration, c.ExternalID,
 		c.GlossaryTerm, c.IcebergManifest, c.IcebergManifestList, c.IcebergTable,
 		c.IdempotencyKey, c.Label, c.LineageEdge, c.LineageEvent, c.LineageState,
-		c.OutboxMessage, c.Owner, c.Proposal, c.ProposalFile, c.ProposalStep,
-		c.ReconciliationFinding, c.ReconciliationRun, c.ReconciliationWindow, c.Run,
-		c.RunIO, c.SchemaChange, c.SearchDoc, c.SearchFacet, c.SuggestionDecision,
-		c.TableSync, c.UsageActorDaily, c.UsageActorMonthly, c.UsageDaily,
-		c.UsageEvent, c.UsageJobDaily, c.UsageName, c.UsagePending, c.WebSession,
-		c.Webhook,
+		c.MigrationEvent, c.OutboxMessage, c.Owner, c.Proposal, c.ProposalFile,
+		c.ProposalStep, c.ReconciliationFinding, c.ReconciliationRun,
+		c.ReconciliationWindow, c.Run, c.RunIO, c.SchemaChange, c.SearchDoc,
+		c.SearchFacet, c.SuggestionDecision, c.TableSync, c.UsageActorDaily,
+		c.UsageActorMonthly, c.UsageDaily, c.UsageEvent, c.UsageJobDaily, c.UsageName,
+		c.UsagePending, c.WebSession, c.Webhook,
 	} {
 		n.Use(hooks...)
 	}
@@ -489,12 +495,12 @@ func (c *Client) Intercept(interceptors ...Interceptor) {
 		c.CleanupShardWalk, c.Column, c.ColumnEdge, c.DatasetMigration, c.ExternalID,
 		c.GlossaryTerm, c.IcebergManifest, c.IcebergManifestList, c.IcebergTable,
 		c.IdempotencyKey, c.Label, c.LineageEdge, c.LineageEvent, c.LineageState,
-		c.OutboxMessage, c.Owner, c.Proposal, c.ProposalFile, c.ProposalStep,
-		c.ReconciliationFinding, c.ReconciliationRun, c.ReconciliationWindow, c.Run,
-		c.RunIO, c.SchemaChange, c.SearchDoc, c.SearchFacet, c.SuggestionDecision,
-		c.TableSync, c.UsageActorDaily, c.UsageActorMonthly, c.UsageDaily,
-		c.UsageEvent, c.UsageJobDaily, c.UsageName, c.UsagePending, c.WebSession,
-		c.Webhook,
+		c.MigrationEvent, c.OutboxMessage, c.Owner, c.Proposal, c.ProposalFile,
+		c.ProposalStep, c.ReconciliationFinding, c.ReconciliationRun,
+		c.ReconciliationWindow, c.Run, c.RunIO, c.SchemaChange, c.SearchDoc,
+		c.SearchFacet, c.SuggestionDecision, c.TableSync, c.UsageActorDaily,
+		c.UsageActorMonthly, c.UsageDaily, c.UsageEvent, c.UsageJobDaily, c.UsageName,
+		c.UsagePending, c.WebSession, c.Webhook,
 	} {
 		n.Intercept(interceptors...)
 	}
@@ -551,6 +557,8 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.LineageEvent.mutate(ctx, m)
 	case *LineageStateMutation:
 		return c.LineageState.mutate(ctx, m)
+	case *MigrationEventMutation:
+		return c.MigrationEvent.mutate(ctx, m)
 	case *OutboxMessageMutation:
 		return c.OutboxMessage.mutate(ctx, m)
 	case *OwnerMutation:
@@ -3877,6 +3885,139 @@ func (c *LineageStateClient) mutate(ctx context.Context, m *LineageStateMutation
 	}
 }
 
+// MigrationEventClient is a client for the MigrationEvent schema.
+type MigrationEventClient struct {
+	config
+}
+
+// NewMigrationEventClient returns a client for the MigrationEvent from the given config.
+func NewMigrationEventClient(c config) *MigrationEventClient {
+	return &MigrationEventClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `migrationevent.Hooks(f(g(h())))`.
+func (c *MigrationEventClient) Use(hooks ...Hook) {
+	c.hooks.MigrationEvent = append(c.hooks.MigrationEvent, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `migrationevent.Intercept(f(g(h())))`.
+func (c *MigrationEventClient) Intercept(interceptors ...Interceptor) {
+	c.inters.MigrationEvent = append(c.inters.MigrationEvent, interceptors...)
+}
+
+// Create returns a builder for creating a MigrationEvent entity.
+func (c *MigrationEventClient) Create() *MigrationEventCreate {
+	mutation := newMigrationEventMutation(c.config, OpCreate)
+	return &MigrationEventCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of MigrationEvent entities.
+func (c *MigrationEventClient) CreateBulk(builders ...*MigrationEventCreate) *MigrationEventCreateBulk {
+	return &MigrationEventCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *MigrationEventClient) MapCreateBulk(slice any, setFunc func(*MigrationEventCreate, int)) *MigrationEventCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &MigrationEventCreateBulk{err: fmt.Errorf("calling to MigrationEventClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*MigrationEventCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &MigrationEventCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for MigrationEvent.
+func (c *MigrationEventClient) Update() *MigrationEventUpdate {
+	mutation := newMigrationEventMutation(c.config, OpUpdate)
+	return &MigrationEventUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *MigrationEventClient) UpdateOne(_m *MigrationEvent) *MigrationEventUpdateOne {
+	mutation := newMigrationEventMutation(c.config, OpUpdateOne, withMigrationEvent(_m))
+	return &MigrationEventUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *MigrationEventClient) UpdateOneID(id uuid.UUID) *MigrationEventUpdateOne {
+	mutation := newMigrationEventMutation(c.config, OpUpdateOne, withMigrationEventID(id))
+	return &MigrationEventUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for MigrationEvent.
+func (c *MigrationEventClient) Delete() *MigrationEventDelete {
+	mutation := newMigrationEventMutation(c.config, OpDelete)
+	return &MigrationEventDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *MigrationEventClient) DeleteOne(_m *MigrationEvent) *MigrationEventDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *MigrationEventClient) DeleteOneID(id uuid.UUID) *MigrationEventDeleteOne {
+	builder := c.Delete().Where(migrationevent.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &MigrationEventDeleteOne{builder}
+}
+
+// Query returns a query builder for MigrationEvent.
+func (c *MigrationEventClient) Query() *MigrationEventQuery {
+	return &MigrationEventQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeMigrationEvent},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a MigrationEvent entity by its id.
+func (c *MigrationEventClient) Get(ctx context.Context, id uuid.UUID) (*MigrationEvent, error) {
+	return c.Query().Where(migrationevent.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *MigrationEventClient) GetX(ctx context.Context, id uuid.UUID) *MigrationEvent {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *MigrationEventClient) Hooks() []Hook {
+	return c.hooks.MigrationEvent
+}
+
+// Interceptors returns the client interceptors.
+func (c *MigrationEventClient) Interceptors() []Interceptor {
+	return c.inters.MigrationEvent
+}
+
+func (c *MigrationEventClient) mutate(ctx context.Context, m *MigrationEventMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&MigrationEventCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&MigrationEventUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&MigrationEventUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&MigrationEventDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown MigrationEvent mutation op: %q", m.Op())
+	}
+}
+
 // OutboxMessageClient is a client for the OutboxMessage schema.
 type OutboxMessageClient struct {
 	config
@@ -7092,24 +7233,24 @@ type (
 		CleanupExemption, CleanupLease, CleanupObservation, CleanupScan,
 		CleanupShardWalk, Column, ColumnEdge, DatasetMigration, ExternalID,
 		GlossaryTerm, IcebergManifest, IcebergManifestList, IcebergTable,
-		IdempotencyKey, Label, LineageEdge, LineageEvent, LineageState, OutboxMessage,
-		Owner, Proposal, ProposalFile, ProposalStep, ReconciliationFinding,
-		ReconciliationRun, ReconciliationWindow, Run, RunIO, SchemaChange, SearchDoc,
-		SearchFacet, SuggestionDecision, TableSync, UsageActorDaily, UsageActorMonthly,
-		UsageDaily, UsageEvent, UsageJobDaily, UsageName, UsagePending, WebSession,
-		Webhook []ent.Hook
+		IdempotencyKey, Label, LineageEdge, LineageEvent, LineageState, MigrationEvent,
+		OutboxMessage, Owner, Proposal, ProposalFile, ProposalStep,
+		ReconciliationFinding, ReconciliationRun, ReconciliationWindow, Run, RunIO,
+		SchemaChange, SearchDoc, SearchFacet, SuggestionDecision, TableSync,
+		UsageActorDaily, UsageActorMonthly, UsageDaily, UsageEvent, UsageJobDaily,
+		UsageName, UsagePending, WebSession, Webhook []ent.Hook
 	}
 	inters struct {
 		APIToken, Asset, AssetFacet, AssetName, AuditEvent, Classification,
 		CleanupExemption, CleanupLease, CleanupObservation, CleanupScan,
 		CleanupShardWalk, Column, ColumnEdge, DatasetMigration, ExternalID,
 		GlossaryTerm, IcebergManifest, IcebergManifestList, IcebergTable,
-		IdempotencyKey, Label, LineageEdge, LineageEvent, LineageState, OutboxMessage,
-		Owner, Proposal, ProposalFile, ProposalStep, ReconciliationFinding,
-		ReconciliationRun, ReconciliationWindow, Run, RunIO, SchemaChange, SearchDoc,
-		SearchFacet, SuggestionDecision, TableSync, UsageActorDaily, UsageActorMonthly,
-		UsageDaily, UsageEvent, UsageJobDaily, UsageName, UsagePending, WebSession,
-		Webhook []ent.Interceptor
+		IdempotencyKey, Label, LineageEdge, LineageEvent, LineageState, MigrationEvent,
+		OutboxMessage, Owner, Proposal, ProposalFile, ProposalStep,
+		ReconciliationFinding, ReconciliationRun, ReconciliationWindow, Run, RunIO,
+		SchemaChange, SearchDoc, SearchFacet, SuggestionDecision, TableSync,
+		UsageActorDaily, UsageActorMonthly, UsageDaily, UsageEvent, UsageJobDaily,
+		UsageName, UsagePending, WebSession, Webhook []ent.Interceptor
 	}
 )
 

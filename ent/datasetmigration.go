@@ -30,6 +30,8 @@ type DatasetMigration struct {
 	State datasetmigration.State `json:"state,omitempty"`
 	// CutOverAt holds the value of the "cut_over_at" field.
 	CutOverAt *time.Time `json:"cut_over_at,omitempty"`
+	// Archive holds the value of the "archive" field.
+	Archive string `json:"archive,omitempty"`
 	// Version holds the value of the "version" field.
 	Version int `json:"version,omitempty"`
 	// RunClaimedUntil holds the value of the "run_claimed_until" field.
@@ -48,7 +50,7 @@ func (*DatasetMigration) scanValues(columns []string) ([]any, error) {
 		switch columns[i] {
 		case datasetmigration.FieldVersion:
 			values[i] = new(sql.NullInt64)
-		case datasetmigration.FieldOwner, datasetmigration.FieldSpec, datasetmigration.FieldState:
+		case datasetmigration.FieldOwner, datasetmigration.FieldSpec, datasetmigration.FieldState, datasetmigration.FieldArchive:
 			values[i] = new(sql.NullString)
 		case datasetmigration.FieldCutOverAt, datasetmigration.FieldRunClaimedUntil, datasetmigration.FieldCreatedAt, datasetmigration.FieldUpdatedAt:
 			values[i] = new(sql.NullTime)
@@ -111,6 +113,12 @@ func (_m *DatasetMigration) assignValues(columns []string, values []any) error {
 			} else if value.Valid {
 				_m.CutOverAt = new(time.Time)
 				*_m.CutOverAt = value.Time
+			}
+		case datasetmigration.FieldArchive:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field archive", values[i])
+			} else if value.Valid {
+				_m.Archive = value.String
 			}
 		case datasetmigration.FieldVersion:
 			if value, ok := values[i].(*sql.NullInt64); !ok {
@@ -192,6 +200,9 @@ func (_m *DatasetMigration) String() string {
 		builder.WriteString("cut_over_at=")
 		builder.WriteString(v.Format(time.ANSIC))
 	}
+	builder.WriteString(", ")
+	builder.WriteString("archive=")
+	builder.WriteString(_m.Archive)
 	builder.WriteString(", ")
 	builder.WriteString("version=")
 	builder.WriteString(fmt.Sprintf("%v", _m.Version))

@@ -73,6 +73,20 @@ func (_c *DatasetMigrationCreate) SetNillableCutOverAt(v *time.Time) *DatasetMig
 	return _c
 }
 
+// SetArchive sets the "archive" field.
+func (_c *DatasetMigrationCreate) SetArchive(v string) *DatasetMigrationCreate {
+	_c.mutation.SetArchive(v)
+	return _c
+}
+
+// SetNillableArchive sets the "archive" field if the given value is not nil.
+func (_c *DatasetMigrationCreate) SetNillableArchive(v *string) *DatasetMigrationCreate {
+	if v != nil {
+		_c.SetArchive(*v)
+	}
+	return _c
+}
+
 // SetVersion sets the "version" field.
 func (_c *DatasetMigrationCreate) SetVersion(v int) *DatasetMigrationCreate {
 	_c.mutation.SetVersion(v)
@@ -166,6 +180,10 @@ func (_c *DatasetMigrationCreate) defaults() {
 		v := datasetmigration.DefaultState
 		_c.mutation.SetState(v)
 	}
+	if _, ok := _c.mutation.Archive(); !ok {
+		v := datasetmigration.DefaultArchive
+		_c.mutation.SetArchive(v)
+	}
 	if _, ok := _c.mutation.Version(); !ok {
 		v := datasetmigration.DefaultVersion
 		_c.mutation.SetVersion(v)
@@ -197,6 +215,9 @@ func (_c *DatasetMigrationCreate) check() error {
 		if err := datasetmigration.StateValidator(v); err != nil {
 			return &ValidationError{Name: "state", err: fmt.Errorf(`ent: validator failed for field "DatasetMigration.state": %w`, err)}
 		}
+	}
+	if _, ok := _c.mutation.Archive(); !ok {
+		return &ValidationError{Name: "archive", err: errors.New(`ent: missing required field "DatasetMigration.archive"`)}
 	}
 	if _, ok := _c.mutation.Version(); !ok {
 		return &ValidationError{Name: "version", err: errors.New(`ent: missing required field "DatasetMigration.version"`)}
@@ -265,6 +286,10 @@ func (_c *DatasetMigrationCreate) createSpec() (*DatasetMigration, *sqlgraph.Cre
 	if value, ok := _c.mutation.CutOverAt(); ok {
 		_spec.SetField(datasetmigration.FieldCutOverAt, field.TypeTime, value)
 		_node.CutOverAt = &value
+	}
+	if value, ok := _c.mutation.Archive(); ok {
+		_spec.SetField(datasetmigration.FieldArchive, field.TypeString, value)
+		_node.Archive = value
 	}
 	if value, ok := _c.mutation.Version(); ok {
 		_spec.SetField(datasetmigration.FieldVersion, field.TypeInt, value)

@@ -90,6 +90,20 @@ func (_u *DatasetMigrationUpdate) ClearCutOverAt() *DatasetMigrationUpdate {
 	return _u
 }
 
+// SetArchive sets the "archive" field.
+func (_u *DatasetMigrationUpdate) SetArchive(v string) *DatasetMigrationUpdate {
+	_u.mutation.SetArchive(v)
+	return _u
+}
+
+// SetNillableArchive sets the "archive" field if the given value is not nil.
+func (_u *DatasetMigrationUpdate) SetNillableArchive(v *string) *DatasetMigrationUpdate {
+	if v != nil {
+		_u.SetArchive(*v)
+	}
+	return _u
+}
+
 // SetVersion sets the "version" field.
 func (_u *DatasetMigrationUpdate) SetVersion(v int) *DatasetMigrationUpdate {
 	_u.mutation.ResetVersion()
@@ -214,6 +228,9 @@ func (_u *DatasetMigrationUpdate) sqlSave(ctx context.Context) (_node int, err e
 	if _u.mutation.CutOverAtCleared() {
 		_spec.ClearField(datasetmigration.FieldCutOverAt, field.TypeTime)
 	}
+	if value, ok := _u.mutation.Archive(); ok {
+		_spec.SetField(datasetmigration.FieldArchive, field.TypeString, value)
+	}
 	if value, ok := _u.mutation.Version(); ok {
 		_spec.SetField(datasetmigration.FieldVersion, field.TypeInt, value)
 	}
@@ -308,6 +325,20 @@ func (_u *DatasetMigrationUpdateOne) SetNillableCutOverAt(v *time.Time) *Dataset
 // ClearCutOverAt clears the value of the "cut_over_at" field.
 func (_u *DatasetMigrationUpdateOne) ClearCutOverAt() *DatasetMigrationUpdateOne {
 	_u.mutation.ClearCutOverAt()
+	return _u
+}
+
+// SetArchive sets the "archive" field.
+func (_u *DatasetMigrationUpdateOne) SetArchive(v string) *DatasetMigrationUpdateOne {
+	_u.mutation.SetArchive(v)
+	return _u
+}
+
+// SetNillableArchive sets the "archive" field if the given value is not nil.
+func (_u *DatasetMigrationUpdateOne) SetNillableArchive(v *string) *DatasetMigrationUpdateOne {
+	if v != nil {
+		_u.SetArchive(*v)
+	}
 	return _u
 }
 
@@ -464,6 +495,9 @@ func (_u *DatasetMigrationUpdateOne) sqlSave(ctx context.Context) (_node *Datase
 	}
 	if _u.mutation.CutOverAtCleared() {
 		_spec.ClearField(datasetmigration.FieldCutOverAt, field.TypeTime)
+	}
+	if value, ok := _u.mutation.Archive(); ok {
+		_spec.SetField(datasetmigration.FieldArchive, field.TypeString, value)
 	}
 	if value, ok := _u.mutation.Version(); ok {
 		_spec.SetField(datasetmigration.FieldVersion, field.TypeInt, value)

@@ -36,6 +36,7 @@ import (
 	"github.com/tidemark/tidemark/ent/lineageedge"
 	"github.com/tidemark/tidemark/ent/lineageevent"
 	"github.com/tidemark/tidemark/ent/lineagestate"
+	"github.com/tidemark/tidemark/ent/migrationevent"
 	"github.com/tidemark/tidemark/ent/outboxmessage"
 	"github.com/tidemark/tidemark/ent/owner"
 	"github.com/tidemark/tidemark/ent/proposal"
@@ -144,6 +145,7 @@ func checkColumn(t, c string) error {
 			lineageedge.Table:           lineageedge.ValidColumn,
 			lineageevent.Table:          lineageevent.ValidColumn,
 			lineagestate.Table:          lineagestate.ValidColumn,
+			migrationevent.Table:        migrationevent.ValidColumn,
 			outboxmessage.Table:         outboxmessage.ValidColumn,
 			owner.Table:                 owner.ValidColumn,
 			proposal.Table:              proposal.ValidColumn,

@@ -37,6 +37,7 @@ import (
 	"github.com/tidemark/tidemark/ent/lineageedge"
 	"github.com/tidemark/tidemark/ent/lineageevent"
 	"github.com/tidemark/tidemark/ent/lineagestate"
+	"github.com/tidemark/tidemark/ent/migrationevent"
 	"github.com/tidemark/tidemark/ent/outboxmessage"
 	"github.com/tidemark/tidemark/ent/owner"
 	"github.com/tidemark/tidemark/ent/predicate"
@@ -97,6 +98,7 @@ const (
 	TypeLineageEdge           = "LineageEdge"
 	TypeLineageEvent          = "LineageEvent"
 	TypeLineageState          = "LineageState"
+	TypeMigrationEvent        = "MigrationEvent"
 	TypeOutboxMessage         = "OutboxMessage"
 	TypeOwner                 = "Owner"
 	TypeProposal              = "Proposal"
@@ -9950,6 +9952,7 @@ type DatasetMigrationMutation struct {
 	spec              *string
 	state             *datasetmigration.State
 	cut_over_at       *time.Time
+	archive           *string
 	version           *int
 	addversion        *int
 	run_claimed_until *time.Time
@@ -10294,6 +10297,42 @@ func (m *DatasetMigrationMutation) ResetCutOverAt() {
 	delete(m.clearedFields, datasetmigration.FieldCutOverAt)
 }
 
+// SetArchive sets the "archive" field.
+func (m *DatasetMigrationMutation) SetArchive(s string) {
+	m.archive = &s
+}
+
+// Archive returns the value of the "archive" field in the mutation.
+func (m *DatasetMigrationMutation) Archive() (r string, exists bool) {
+	v := m.archive
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldArchive returns the old "archive" field's value of the DatasetMigration entity.
+// If the DatasetMigration object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DatasetMigrationMutation) OldArchive(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldArchive is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldArchive requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldArchive: %w", err)
+	}
+	return oldValue.Archive, nil
+}
+
+// ResetArchive resets all changes to the "archive" field.
+func (m *DatasetMigrationMutation) ResetArchive() {
+	m.archive = nil
+}
+
 // SetVersion sets the "version" field.
 func (m *DatasetMigrationMutation) SetVersion(i int) {
 	m.version = &i
@@ -10505,7 +10544,7 @@ func (m *DatasetMigrationMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *DatasetMigrationMutation) Fields() []string {
-	fields := make([]string, 0, 10)
+	fields := make([]string, 0, 11)
 	if m.old_asset_id != nil {
 		fields = append(fields, datasetmigration.FieldOldAssetID)
 	}
@@ -10523,6 +10562,9 @@ func (m *DatasetMigrationMutation) Fields() []string {
 	}
 	if m.cut_over_at != nil {
 		fields = append(fields, datasetmigration.FieldCutOverAt)
+	}
+	if m.archive != nil {
+		fields = append(fields, datasetmigration.FieldArchive)
 	}
 	if m.version != nil {
 		fields = append(fields, datasetmigration.FieldVersion)
@@ -10556,6 +10598,8 @@ func (m *DatasetMigrationMutation) Field(name string) (ent.Value, bool) {
 		return m.State()
 	case datasetmigration.FieldCutOverAt:
 		return m.CutOverAt()
+	case datasetmigration.FieldArchive:
+		return m.Archive()
 	case datasetmigration.FieldVersion:
 		return m.Version()
 	case datasetmigration.FieldRunClaimedUntil:
@@ -10585,6 +10629,8 @@ func (m *DatasetMigrationMutation) OldField(ctx context.Context, name string) (e
 		return m.OldState(ctx)
 	case datasetmigration.FieldCutOverAt:
 		return m.OldCutOverAt(ctx)
+	case datasetmigration.FieldArchive:
+		return m.OldArchive(ctx)
 	case datasetmigration.FieldVersion:
 		return m.OldVersion(ctx)
 	case datasetmigration.FieldRunClaimedUntil:
@@ -10643,6 +10689,13 @@ func (m *DatasetMigrationMutation) SetField(name string, value ent.Value) error 
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetCutOverAt(v)
+		return nil
+	case datasetmigration.FieldArchive:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetArchive(v)
 		return nil
 	case datasetmigration.FieldVersion:
 		v, ok := value.(int)
@@ -10768,6 +10821,9 @@ func (m *DatasetMigrationMutation) ResetField(name string) error {
 		return nil
 	case datasetmigration.FieldCutOverAt:
 		m.ResetCutOverAt()
+		return nil
+	case datasetmigration.FieldArchive:
+		m.ResetArchive()
 		return nil
 	case datasetmigration.FieldVersion:
 		m.ResetVersion()
@@ -17958,6 +18014,608 @@ func (m *LineageStateMutation) ResetEdge(name string) error {
 	return fmt.Errorf("unknown LineageState edge %s", name)
 }
 
+// MigrationEventMutation represents an operation that mutates the MigrationEvent nodes in the graph.
+type MigrationEventMutation struct {
+	config
+	op            Op
+	typ           string
+	id            *uuid.UUID
+	migration_id  *uuid.UUID
+	kind          *migrationevent.Kind
+	at            *time.Time
+	note          *string
+	recorded_by   *string
+	created_at    *time.Time
+	clearedFields map[string]struct{}
+	done          bool
+	oldValue      func(context.Context) (*MigrationEvent, error)
+	predicates    []predicate.MigrationEvent
+}
+
+var _ ent.Mutation = (*MigrationEventMutation)(nil)
+
+// migrationeventOption allows management of the mutation configuration using functional options.
+type migrationeventOption func(*MigrationEventMutation)
+
+// newMigrationEventMutation creates new mutation for the MigrationEvent entity.
+func newMigrationEventMutation(c config, op Op, opts ...migrationeventOption) *MigrationEventMutation {
+	m := &MigrationEventMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeMigrationEvent,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withMigrationEventID sets the ID field of the mutation.
+func withMigrationEventID(id uuid.UUID) migrationeventOption {
+	return func(m *MigrationEventMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *MigrationEvent
+		)
+		m.oldValue = func(ctx context.Context) (*MigrationEvent, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().MigrationEvent.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withMigrationEvent sets the old MigrationEvent of the mutation.
+func withMigrationEvent(node *MigrationEvent) migrationeventOption {
+	return func(m *MigrationEventMutation) {
+		m.oldValue = func(context.Context) (*MigrationEvent, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m MigrationEventMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m MigrationEventMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of MigrationEvent entities.
+func (m *MigrationEventMutation) SetID(id uuid.UUID) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *MigrationEventMutation) ID() (id uuid.UUID, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *MigrationEventMutation) IDs(ctx context.Context) ([]uuid.UUID, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []uuid.UUID{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().MigrationEvent.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetMigrationID sets the "migration_id" field.
+func (m *MigrationEventMutation) SetMigrationID(u uuid.UUID) {
+	m.migration_id = &u
+}
+
+// MigrationID returns the value of the "migration_id" field in the mutation.
+func (m *MigrationEventMutation) MigrationID() (r uuid.UUID, exists bool) {
+	v := m.migration_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldMigrationID returns the old "migration_id" field's value of the MigrationEvent entity.
+// If the MigrationEvent object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *MigrationEventMutation) OldMigrationID(ctx context.Context) (v uuid.UUID, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldMigrationID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldMigrationID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldMigrationID: %w", err)
+	}
+	return oldValue.MigrationID, nil
+}
+
+// ResetMigrationID resets all changes to the "migration_id" field.
+func (m *MigrationEventMutation) ResetMigrationID() {
+	m.migration_id = nil
+}
+
+// SetKind sets the "kind" field.
+func (m *MigrationEventMutation) SetKind(value migrationevent.Kind) {
+	m.kind = &value
+}
+
+// Kind returns the value of the "kind" field in the mutation.
+func (m *MigrationEventMutation) Kind() (r migrationevent.Kind, exists bool) {
+	v := m.kind
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldKind returns the old "kind" field's value of the MigrationEvent entity.
+// If the MigrationEvent object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *MigrationEventMutation) OldKind(ctx context.Context) (v migrationevent.Kind, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldKind is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldKind requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldKind: %w", err)
+	}
+	return oldValue.Kind, nil
+}
+
+// ResetKind resets all changes to the "kind" field.
+func (m *MigrationEventMutation) ResetKind() {
+	m.kind = nil
+}
+
+// SetAt sets the "at" field.
+func (m *MigrationEventMutation) SetAt(t time.Time) {
+	m.at = &t
+}
+
+// At returns the value of the "at" field in the mutation.
+func (m *MigrationEventMutation) At() (r time.Time, exists bool) {
+	v := m.at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAt returns the old "at" field's value of the MigrationEvent entity.
+// If the MigrationEvent object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *MigrationEventMutation) OldAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAt: %w", err)
+	}
+	return oldValue.At, nil
+}
+
+// ResetAt resets all changes to the "at" field.
+func (m *MigrationEventMutation) ResetAt() {
+	m.at = nil
+}
+
+// SetNote sets the "note" field.
+func (m *MigrationEventMutation) SetNote(s string) {
+	m.note = &s
+}
+
+// Note returns the value of the "note" field in the mutation.
+func (m *MigrationEventMutation) Note() (r string, exists bool) {
+	v := m.note
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldNote returns the old "note" field's value of the MigrationEvent entity.
+// If the MigrationEvent object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *MigrationEventMutation) OldNote(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldNote is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldNote requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldNote: %w", err)
+	}
+	return oldValue.Note, nil
+}
+
+// ResetNote resets all changes to the "note" field.
+func (m *MigrationEventMutation) ResetNote() {
+	m.note = nil
+}
+
+// SetRecordedBy sets the "recorded_by" field.
+func (m *MigrationEventMutation) SetRecordedBy(s string) {
+	m.recorded_by = &s
+}
+
+// RecordedBy returns the value of the "recorded_by" field in the mutation.
+func (m *MigrationEventMutation) RecordedBy() (r string, exists bool) {
+	v := m.recorded_by
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldRecordedBy returns the old "recorded_by" field's value of the MigrationEvent entity.
+// If the MigrationEvent object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *MigrationEventMutation) OldRecordedBy(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldRecordedBy is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldRecordedBy requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldRecordedBy: %w", err)
+	}
+	return oldValue.RecordedBy, nil
+}
+
+// ResetRecordedBy resets all changes to the "recorded_by" field.
+func (m *MigrationEventMutation) ResetRecordedBy() {
+	m.recorded_by = nil
+}
+
+// SetCreatedAt sets the "created_at" field.
+func (m *MigrationEventMutation) SetCreatedAt(t time.Time) {
+	m.created_at = &t
+}
+
+// CreatedAt returns the value of the "created_at" field in the mutation.
+func (m *MigrationEventMutation) CreatedAt() (r time.Time, exists bool) {
+	v := m.created_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCreatedAt returns the old "created_at" field's value of the MigrationEvent entity.
+// If the MigrationEvent object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *MigrationEventMutation) OldCreatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCreatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCreatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCreatedAt: %w", err)
+	}
+	return oldValue.CreatedAt, nil
+}
+
+// ResetCreatedAt resets all changes to the "created_at" field.
+func (m *MigrationEventMutation) ResetCreatedAt() {
+	m.created_at = nil
+}
+
+// Where appends a list predicates to the MigrationEventMutation builder.
+func (m *MigrationEventMutation) Where(ps ...predicate.MigrationEvent) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the MigrationEventMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *MigrationEventMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.MigrationEvent, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *MigrationEventMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *MigrationEventMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (MigrationEvent).
+func (m *MigrationEventMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *MigrationEventMutation) Fields() []string {
+	fields := make([]string, 0, 6)
+	if m.migration_id != nil {
+		fields = append(fields, migrationevent.FieldMigrationID)
+	}
+	if m.kind != nil {
+		fields = append(fields, migrationevent.FieldKind)
+	}
+	if m.at != nil {
+		fields = append(fields, migrationevent.FieldAt)
+	}
+	if m.note != nil {
+		fields = append(fields, migrationevent.FieldNote)
+	}
+	if m.recorded_by != nil {
+		fields = append(fields, migrationevent.FieldRecordedBy)
+	}
+	if m.created_at != nil {
+		fields = append(fields, migrationevent.FieldCreatedAt)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *MigrationEventMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case migrationevent.FieldMigrationID:
+		return m.MigrationID()
+	case migrationevent.FieldKind:
+		return m.Kind()
+	case migrationevent.FieldAt:
+		return m.At()
+	case migrationevent.FieldNote:
+		return m.Note()
+	case migrationevent.FieldRecordedBy:
+		return m.RecordedBy()
+	case migrationevent.FieldCreatedAt:
+		return m.CreatedAt()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *MigrationEventMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case migrationevent.FieldMigrationID:
+		return m.OldMigrationID(ctx)
+	case migrationevent.FieldKind:
+		return m.OldKind(ctx)
+	case migrationevent.FieldAt:
+		return m.OldAt(ctx)
+	case migrationevent.FieldNote:
+		return m.OldNote(ctx)
+	case migrationevent.FieldRecordedBy:
+		return m.OldRecordedBy(ctx)
+	case migrationevent.FieldCreatedAt:
+		return m.OldCreatedAt(ctx)
+	}
+	return nil, fmt.Errorf("unknown MigrationEvent field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *MigrationEventMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case migrationevent.FieldMigrationID:
+		v, ok := value.(uuid.UUID)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetMigrationID(v)
+		return nil
+	case migrationevent.FieldKind:
+		v, ok := value.(migrationevent.Kind)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetKind(v)
+		return nil
+	case migrationevent.FieldAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAt(v)
+		return nil
+	case migrationevent.FieldNote:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetNote(v)
+		return nil
+	case migrationevent.FieldRecordedBy:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetRecordedBy(v)
+		return nil
+	case migrationevent.FieldCreatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCreatedAt(v)
+		return nil
+	}
+	return fmt.Errorf("unknown MigrationEvent field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *MigrationEventMutation) AddedFields() []string {
+	return nil
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *MigrationEventMutation) AddedField(name string) (ent.Value, bool) {
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *MigrationEventMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	}
+	return fmt.Errorf("unknown MigrationEvent numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *MigrationEventMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *MigrationEventMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *MigrationEventMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown MigrationEvent nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *MigrationEventMutation) ResetField(name string) error {
+	switch name {
+	case migrationevent.FieldMigrationID:
+		m.ResetMigrationID()
+		return nil
+	case migrationevent.FieldKind:
+		m.ResetKind()
+		return nil
+	case migrationevent.FieldAt:
+		m.ResetAt()
+		return nil
+	case migrationevent.FieldNote:
+		m.ResetNote()
+		return nil
+	case migrationevent.FieldRecordedBy:
+		m.ResetRecordedBy()
+		return nil
+	case migrationevent.FieldCreatedAt:
+		m.ResetCreatedAt()
+		return nil
+	}
+	return fmt.Errorf("unknown MigrationEvent field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *MigrationEventMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *MigrationEventMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *MigrationEventMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *MigrationEventMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *MigrationEventMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *MigrationEventMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *MigrationEventMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown MigrationEvent unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *MigrationEventMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown MigrationEvent edge %s", name)
+}
+
 // OutboxMessageMutation represents an operation that mutates the OutboxMessage nodes in the graph.
 type OutboxMessageMutation struct {
 	config
@@ -22713,6 +23371,7 @@ type ReconciliationRunMutation struct {
 	started_at    *time.Time
 	finished_at   *time.Time
 	origin        *reconciliationrun.Origin
+	against       *reconciliationrun.Against
 	clean         *bool
 	result        *string
 	summary       *string
@@ -22984,6 +23643,42 @@ func (m *ReconciliationRunMutation) ResetOrigin() {
 	m.origin = nil
 }
 
+// SetAgainst sets the "against" field.
+func (m *ReconciliationRunMutation) SetAgainst(r reconciliationrun.Against) {
+	m.against = &r
+}
+
+// Against returns the value of the "against" field in the mutation.
+func (m *ReconciliationRunMutation) Against() (r reconciliationrun.Against, exists bool) {
+	v := m.against
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAgainst returns the old "against" field's value of the ReconciliationRun entity.
+// If the ReconciliationRun object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ReconciliationRunMutation) OldAgainst(ctx context.Context) (v reconciliationrun.Against, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAgainst is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAgainst requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAgainst: %w", err)
+	}
+	return oldValue.Against, nil
+}
+
+// ResetAgainst resets all changes to the "against" field.
+func (m *ReconciliationRunMutation) ResetAgainst() {
+	m.against = nil
+}
+
 // SetClean sets the "clean" field.
 func (m *ReconciliationRunMutation) SetClean(b bool) {
 	m.clean = &b
@@ -23162,7 +23857,7 @@ func (m *ReconciliationRunMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *ReconciliationRunMutation) Fields() []string {
-	fields := make([]string, 0, 8)
+	fields := make([]string, 0, 9)
 	if m.migration_id != nil {
 		fields = append(fields, reconciliationrun.FieldMigrationID)
 	}
@@ -23174,6 +23869,9 @@ func (m *ReconciliationRunMutation) Fields() []string {
 	}
 	if m.origin != nil {
 		fields = append(fields, reconciliationrun.FieldOrigin)
+	}
+	if m.against != nil {
+		fields = append(fields, reconciliationrun.FieldAgainst)
 	}
 	if m.clean != nil {
 		fields = append(fields, reconciliationrun.FieldClean)
@@ -23203,6 +23901,8 @@ func (m *ReconciliationRunMutation) Field(name string) (ent.Value, bool) {
 		return m.FinishedAt()
 	case reconciliationrun.FieldOrigin:
 		return m.Origin()
+	case reconciliationrun.FieldAgainst:
+		return m.Against()
 	case reconciliationrun.FieldClean:
 		return m.Clean()
 	case reconciliationrun.FieldResult:
@@ -23228,6 +23928,8 @@ func (m *ReconciliationRunMutation) OldField(ctx context.Context, name string) (
 		return m.OldFinishedAt(ctx)
 	case reconciliationrun.FieldOrigin:
 		return m.OldOrigin(ctx)
+	case reconciliationrun.FieldAgainst:
+		return m.OldAgainst(ctx)
 	case reconciliationrun.FieldClean:
 		return m.OldClean(ctx)
 	case reconciliationrun.FieldResult:
@@ -23272,6 +23974,13 @@ func (m *ReconciliationRunMutation) SetField(name string, value ent.Value) error
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetOrigin(v)
+		return nil
+	case reconciliationrun.FieldAgainst:
+		v, ok := value.(reconciliationrun.Against)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAgainst(v)
 		return nil
 	case reconciliationrun.FieldClean:
 		v, ok := value.(bool)
@@ -23370,6 +24079,9 @@ func (m *ReconciliationRunMutation) ResetField(name string) error {
 		return nil
 	case reconciliationrun.FieldOrigin:
 		m.ResetOrigin()
+		return nil
+	case reconciliationrun.FieldAgainst:
+		m.ResetAgainst()
 		return nil
 	case reconciliationrun.FieldClean:
 		m.ResetClean()

@@ -26,6 +26,8 @@ type ReconciliationRun struct {
 	FinishedAt *time.Time `json:"finished_at,omitempty"`
 	// Origin holds the value of the "origin" field.
 	Origin reconciliationrun.Origin `json:"origin,omitempty"`
+	// Against holds the value of the "against" field.
+	Against reconciliationrun.Against `json:"against,omitempty"`
 	// Clean holds the value of the "clean" field.
 	Clean bool `json:"clean,omitempty"`
 	// Result holds the value of the "result" field.
@@ -44,7 +46,7 @@ func (*ReconciliationRun) scanValues(columns []string) ([]any, error) {
 		switch columns[i] {
 		case reconciliationrun.FieldClean:
 			values[i] = new(sql.NullBool)
-		case reconciliationrun.FieldOrigin, reconciliationrun.FieldResult, reconciliationrun.FieldSummary, reconciliationrun.FieldError:
+		case reconciliationrun.FieldOrigin, reconciliationrun.FieldAgainst, reconciliationrun.FieldResult, reconciliationrun.FieldSummary, reconciliationrun.FieldError:
 			values[i] = new(sql.NullString)
 		case reconciliationrun.FieldStartedAt, reconciliationrun.FieldFinishedAt:
 			values[i] = new(sql.NullTime)
@@ -95,6 +97,12 @@ func (_m *ReconciliationRun) assignValues(columns []string, values []any) error 
 				return fmt.Errorf("unexpected type %T for field origin", values[i])
 			} else if value.Valid {
 				_m.Origin = reconciliationrun.Origin(value.String)
+			}
+		case reconciliationrun.FieldAgainst:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field against", values[i])
+			} else if value.Valid {
+				_m.Against = reconciliationrun.Against(value.String)
 			}
 		case reconciliationrun.FieldClean:
 			if value, ok := values[i].(*sql.NullBool); !ok {
@@ -169,6 +177,9 @@ func (_m *ReconciliationRun) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("origin=")
 	builder.WriteString(fmt.Sprintf("%v", _m.Origin))
+	builder.WriteString(", ")
+	builder.WriteString("against=")
+	builder.WriteString(fmt.Sprintf("%v", _m.Against))
 	builder.WriteString(", ")
 	builder.WriteString("clean=")
 	builder.WriteString(fmt.Sprintf("%v", _m.Clean))

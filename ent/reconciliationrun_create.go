@@ -53,6 +53,20 @@ func (_c *ReconciliationRunCreate) SetOrigin(v reconciliationrun.Origin) *Reconc
 	return _c
 }
 
+// SetAgainst sets the "against" field.
+func (_c *ReconciliationRunCreate) SetAgainst(v reconciliationrun.Against) *ReconciliationRunCreate {
+	_c.mutation.SetAgainst(v)
+	return _c
+}
+
+// SetNillableAgainst sets the "against" field if the given value is not nil.
+func (_c *ReconciliationRunCreate) SetNillableAgainst(v *reconciliationrun.Against) *ReconciliationRunCreate {
+	if v != nil {
+		_c.SetAgainst(*v)
+	}
+	return _c
+}
+
 // SetClean sets the "clean" field.
 func (_c *ReconciliationRunCreate) SetClean(v bool) *ReconciliationRunCreate {
 	_c.mutation.SetClean(v)
@@ -158,6 +172,10 @@ func (_c *ReconciliationRunCreate) ExecX(ctx context.Context) {
 
 // defaults sets the default values of the builder before save.
 func (_c *ReconciliationRunCreate) defaults() {
+	if _, ok := _c.mutation.Against(); !ok {
+		v := reconciliationrun.DefaultAgainst
+		_c.mutation.SetAgainst(v)
+	}
 	if _, ok := _c.mutation.Clean(); !ok {
 		v := reconciliationrun.DefaultClean
 		_c.mutation.SetClean(v)
@@ -194,6 +212,14 @@ func (_c *ReconciliationRunCreate) check() error {
 	if v, ok := _c.mutation.Origin(); ok {
 		if err := reconciliationrun.OriginValidator(v); err != nil {
 			return &ValidationError{Name: "origin", err: fmt.Errorf(`ent: validator failed for field "ReconciliationRun.origin": %w`, err)}
+		}
+	}
+	if _, ok := _c.mutation.Against(); !ok {
+		return &ValidationError{Name: "against", err: errors.New(`ent: missing required field "ReconciliationRun.against"`)}
+	}
+	if v, ok := _c.mutation.Against(); ok {
+		if err := reconciliationrun.AgainstValidator(v); err != nil {
+			return &ValidationError{Name: "against", err: fmt.Errorf(`ent: validator failed for field "ReconciliationRun.against": %w`, err)}
 		}
 	}
 	if _, ok := _c.mutation.Clean(); !ok {
@@ -258,6 +284,10 @@ func (_c *ReconciliationRunCreate) createSpec() (*ReconciliationRun, *sqlgraph.C
 	if value, ok := _c.mutation.Origin(); ok {
 		_spec.SetField(reconciliationrun.FieldOrigin, field.TypeEnum, value)
 		_node.Origin = value
+	}
+	if value, ok := _c.mutation.Against(); ok {
+		_spec.SetField(reconciliationrun.FieldAgainst, field.TypeEnum, value)
+		_node.Against = value
 	}
 	if value, ok := _c.mutation.Clean(); ok {
 		_spec.SetField(reconciliationrun.FieldClean, field.TypeBool, value)

@@ -62,6 +62,8 @@ type Tx struct {
 	LineageEvent *LineageEventClient
 	// LineageState is the client for interacting with the LineageState builders.
 	LineageState *LineageStateClient
+	// MigrationEvent is the client for interacting with the MigrationEvent builders.
+	MigrationEvent *MigrationEventClient
 	// OutboxMessage is the client for interacting with the OutboxMessage builders.
 	OutboxMessage *OutboxMessageClient
 	// Owner is the client for interacting with the Owner builders.
@@ -265,6 +267,7 @@ func (tx *Tx) init() {
 	tx.LineageEdge = NewLineageEdgeClient(tx.config)
 	tx.LineageEvent = NewLineageEventClient(tx.config)
 	tx.LineageState = NewLineageStateClient(tx.config)
+	tx.MigrationEvent = NewMigrationEventClient(tx.config)
 	tx.OutboxMessage = NewOutboxMessageClient(tx.config)
 	tx.Owner = NewOwnerClient(tx.config)
 	tx.Proposal = NewProposalClient(tx.config)

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"time"
@@ -18,13 +19,31 @@ type sourceBody struct {
 	Kind       string `json:"kind"` // postgres, iceberg or external
 	Connection string `json:"connection,omitempty"`
 	Table      string `json:"table,omitempty"`
+	// Keys: unique (any repeated key is duplication; the default) or history (repeats are
+	// versions the dedup rule collapses; the same record twice is still duplication).
+	Keys string `json:"keys,omitempty"`
+	// AssetID and SnapshotID name an Iceberg archive (in a cutover's archive only).
+	AssetID    *uuid.UUID `json:"asset_id,omitempty"`
+	SnapshotID *int64     `json:"snapshot_id,omitempty"`
+}
+
+func (b sourceBody) spec() reconcile.SourceSpec {
+	return reconcile.SourceSpec{Kind: reconcile.SourceKind(b.Kind), Connection: b.Connection, Table: b.Table, Keys: reconcile.KeyRule(b.Keys),
+		AssetID: b.AssetID, SnapshotID: b.SnapshotID}
+}
+
+func toSourceBody(s reconcile.SourceSpec) sourceBody {
+	return sourceBody{Kind: string(s.Kind), Connection: s.Connection, Table: s.Table, Keys: string(s.Keys), AssetID: s.AssetID, SnapshotID: s.SnapshotID}
 }
 
 type cutoverBody struct {
 	MinCleanRuns      int  `json:"min_clean_runs"`
 	MinDays           int  `json:"min_days"`
 	IncludeWeekend    bool `json:"include_weekend"`
-	IncludeBusiestDay bool `json:"include_busiest_day"`
+	IncludeBusiestDay bool `json:"include_busiest_day"` // of the last 28 days
+	IncludeDeploy     bool `json:"include_deploy"`      // a deploy recorded in the migration's events
+	// WeakerReason: why a rule below the floor (3 clean runs over 7 days) is enough here.
+	WeakerReason string `json:"weaker_reason,omitempty"`
 }
 
 type migrationRequest struct {
@@ -72,9 +91,12 @@ type migrationResponse struct {
 	CheckerToken string      `json:"checker_token,omitempty"`
 	Old          sourceBody  `json:"old"`
 	New          sourceBody  `json:"new"`
+	Archive      *sourceBody `json:"archive,omitempty"` // named at the cutover
 	CreatedAt    time.Time   `json:"created_at"`
 }
 
+// streakResponse: a day the streak spans (weekend, busiest write day, deploy) counts only once a
+// clean run started after that day ended.
 type streakResponse struct {
 	Runs         int        `json:"runs"`
 	From         *time.Time `json:"from,omitempty"`
@@ -82,8 +104,12 @@ type streakResponse struct {
 	BrokenBy     *uuid.UUID `json:"broken_by,omitempty"` // the newest run that was not clean
 	BrokenCauses []string   `json:"broken_causes"`
 	Weekend      bool       `json:"weekend"`
-	BusiestDay   *time.Time `json:"busiest_write_day,omitempty"`
+	WeekendDay   *time.Time `json:"weekend_day,omitempty"`
+	BusiestDay   *time.Time `json:"busiest_write_day,omitempty"` // of the last 28 days
 	SpansBusiest bool       `json:"spans_busiest_write_day"`
+	Deploys      int        `json:"deploys"` // recorded
+	DeployAt     *time.Time `json:"deploy_at,omitempty"`
+	SpansDeploy  bool       `json:"spans_deploy"`
 }
 
 type migrationStatusResponse struct {
@@ -91,6 +117,9 @@ type migrationStatusResponse struct {
 	Streak    streakResponse    `json:"streak"`
 	Ready     bool              `json:"ready_to_cut_over"`
 	Missing   []string          `json:"missing"` // what the cutover rule still lacks
+	// Rule is the rule the streak is held to: the migration's, raised to the floor when it is
+	// weaker and states no reason.
+	Rule cutoverBody `json:"rule"`
 	// After the cutover: reads of the old asset since the cutover's day (flagged: someone still
 	// reads what is being retired).
 	OldReadsSinceCutover int64      `json:"old_reads_since_cutover"`
@@ -101,7 +130,20 @@ type sideFiguresBody struct {
 	Rows          int64  `json:"rows"`
 	Keys          int64  `json:"keys"`
 	DuplicateKeys int64  `json:"duplicate_keys"`
+	Versions      int64  `json:"versions"` // history sides: records beyond a key's first
 	Checksum      string `json:"checksum"`
+}
+
+type offsetResponse struct {
+	Seconds float64 `json:"seconds"`
+	Records int64   `json:"records"`
+}
+
+type duplicateResponse struct {
+	Key     string      `json:"key"`
+	Side    string      `json:"side"`
+	Records int         `json:"records"`
+	Windows []time.Time `json:"windows"` // every window the key is in on that side
 }
 
 type differenceResponse struct {
@@ -118,9 +160,13 @@ type windowResponse struct {
 	Missing          int64                `json:"missing"`
 	Extra            int64                `json:"extra"`
 	Differing        int64                `json:"differing"`
+	Moved            int64                `json:"moved"`    // standing here on the old side, another time on the new
+	MovedIn          int64                `json:"moved_in"` // standing here on the new side, another window on the old
+	MovedOffsets     []offsetResponse     `json:"moved_offsets"`
 	DifferingColumns []string             `json:"differing_columns"`
 	Sample           []differenceResponse `json:"sample"`
-	Classes          []string             `json:"classes"` // lag, duplication, divergence
+	Duplicates       []duplicateResponse  `json:"duplicates"` // a sample of the duplicated keys
+	Classes          []string             `json:"classes"`    // lag, duplication, moved, divergence
 	Why              []string             `json:"why"`
 }
 
@@ -133,7 +179,7 @@ type runCostResponse struct {
 
 type runSummaryResponse struct {
 	Windows     int            `json:"windows"`
-	Unclean     int            `json:"unclean"`   // windows with duplication or divergence
+	Unclean     int            `json:"unclean"`   // windows with a class other than lag
 	Differing   int            `json:"differing"` // windows with any class, lag included
 	Classes     map[string]int `json:"classes"`   // windows per class
 	CausesTotal int            `json:"causes_total"`
@@ -147,6 +193,7 @@ type reconciliationRunResponse struct {
 	StartedAt   time.Time          `json:"started_at"`
 	FinishedAt  *time.Time         `json:"finished_at,omitempty"`
 	Origin      string             `json:"origin"`
+	Against     string             `json:"against"` // live, or archive: the final reconciliation
 	Clean       bool               `json:"clean"`
 	Causes      []string           `json:"causes"` // the first 50; summary.causes_total counts all
 	Summary     runSummaryResponse `json:"summary"`
@@ -217,10 +264,19 @@ func (a *API) migrationRoutes() {
 			param{Name: "after", In: "query", Description: "an RFC 3339 time: windows starting after it (next_after of the previous page)"},
 			param{Name: "differing", In: "query", Description: "true: only windows with a class, lag included"}),
 		Responses: map[int]any{200: windowsPageResponse{}}}, a.migrationRunWindows)
-	a.handle(operation{Method: http.MethodGet, Path: base + "/:id/findings", Summary: "Duplication and divergence findings, open ones first",
+	a.handle(operation{Method: http.MethodGet, Path: base + "/:id/findings", Summary: "Duplication, moved-record and divergence findings, open ones first",
 		Tag: "migrations", Params: id, Responses: map[int]any{200: findingsResponse{}}}, a.migrationFindings)
-	a.handle(operation{Method: http.MethodPost, Path: base + "/:id/cutover", Summary: "Record the cutover; refused (409) until the cutover rule holds",
-		Tag: "migrations", Scope: auth.ScopeAdmin, Params: id, Responses: map[int]any{200: migrationResponse{}}}, a.cutOver)
+	a.handle(operation{Method: http.MethodPost, Path: base + "/:id/cutover",
+		Summary:     "Record the cutover, naming the archive of the old side; refused (409) until the cutover rule holds",
+		Description: "The archive (a PostgreSQL table over a configured connection, or a registered Iceberg table at a snapshot) is what the final reconciliation reads instead of the old side; retirement waits for a clean one.",
+		Tag:         "migrations", Scope: auth.ScopeAdmin, Params: id, Body: cutoverRequest{}, Responses: map[int]any{200: migrationResponse{}}}, a.cutOver)
+	a.handle(operation{Method: http.MethodPut, Path: base + "/:id/archive", Summary: "Name (or rename) the archive of a cut-over migration's old side",
+		Tag: "migrations", Scope: auth.ScopeAdmin, Params: id, Body: cutoverRequest{}, Responses: map[int]any{200: migrationResponse{}}}, a.setArchive)
+	a.handle(operation{Method: http.MethodPost, Path: base + "/:id/events", Summary: "Record a deploy of the new side's writer (the cutover streak may have to span one)",
+		Tag: "migrations", Params: id, Body: migrationEventRequest{}, Responses: map[int]any{201: migrationEventResponse{}}}, a.recordMigrationEvent)
+	a.handle(operation{Method: http.MethodGet, Path: base + "/:id/events", Summary: "A migration's recorded events, newest first",
+		Tag: "migrations", Params: append(id, param{Name: "limit", In: "query", Description: "1-500, default 100"}),
+		Responses: map[int]any{200: migrationEventsResponse{}}}, a.migrationEvents)
 }
 
 func (a *API) createMigration(c echo.Context) error {
@@ -239,8 +295,10 @@ func (a *API) createMigration(c echo.Context) error {
 	spec := reconcile.Spec{KeyColumns: req.KeyColumns, TimeColumn: req.TimeColumn, Columns: req.Columns, WindowSeconds: int64(window / time.Second),
 		Since: req.Since, DedupOld: reconcile.DedupRule(req.DedupOld), DedupNew: reconcile.DedupRule(req.DedupNew), LagBoundSeconds: int64(lag / time.Second),
 		Cutover:    reconcile.CutoverRule(req.Cutover),
-		SampleSize: req.SampleSize, QuoteValues: req.QuoteValues, Checker: req.CheckerToken, Old: reconcile.SourceSpec{Kind: reconcile.SourceKind(req.Old.Kind), Connection: req.Old.Connection, Table: req.Old.Table},
-		New: reconcile.SourceSpec{Kind: reconcile.SourceKind(req.New.Kind), Connection: req.New.Connection, Table: req.New.Table}}
+		SampleSize: req.SampleSize, QuoteValues: req.QuoteValues, Checker: req.CheckerToken, Old: req.Old.spec(), New: req.New.spec()}
+	if req.Old.AssetID != nil || req.Old.SnapshotID != nil || req.New.AssetID != nil || req.New.SnapshotID != nil {
+		return badRequest("old", "asset_id and snapshot_id name a cutover's archive; a side is the migration's own asset")
+	}
 	m, err := a.cfg.Reconcile.Create(c.Request().Context(), reconcile.CreateInput{OldAssetID: req.OldAssetID, NewAssetID: req.NewAssetID, Owner: req.Owner, Spec: spec})
 	if err != nil {
 		return err
@@ -261,11 +319,15 @@ func durationField(name, s string) (time.Duration, error) {
 
 func toMigrationResponse(m reconcile.Migration) migrationResponse {
 	s := m.Spec
-	return migrationResponse{ID: m.ID, OldAssetID: m.OldAssetID, NewAssetID: m.NewAssetID, Owner: m.Owner, State: m.State, CutOverAt: m.CutOverAt,
+	out := migrationResponse{ID: m.ID, OldAssetID: m.OldAssetID, NewAssetID: m.NewAssetID, Owner: m.Owner, State: m.State, CutOverAt: m.CutOverAt,
 		Version: m.Version, KeyColumns: s.KeyColumns, TimeColumn: s.TimeColumn, Columns: s.Columns, Window: s.Window().String(), Since: s.Since,
 		DedupOld: string(s.DedupOld), DedupNew: string(s.DedupNew), LagBound: s.LagBound().String(), Cutover: cutoverBody(s.Cutover),
-		SampleSize: s.SampleSize, QuoteValues: s.QuoteValues, CheckerToken: s.Checker, Old: sourceBody{Kind: string(s.Old.Kind), Connection: s.Old.Connection, Table: s.Old.Table},
-		New: sourceBody{Kind: string(s.New.Kind), Connection: s.New.Connection, Table: s.New.Table}, CreatedAt: m.CreatedAt}
+		SampleSize: s.SampleSize, QuoteValues: s.QuoteValues, CheckerToken: s.Checker, Old: toSourceBody(s.Old), New: toSourceBody(s.New), CreatedAt: m.CreatedAt}
+	if m.Archive != nil {
+		a := toSourceBody(*m.Archive)
+		out.Archive = &a
+	}
+	return out
 }
 
 func (a *API) getMigration(c echo.Context) error {
@@ -277,10 +339,10 @@ func (a *API) getMigration(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := migrationStatusResponse{Migration: toMigrationResponse(st.Migration), Ready: st.Ready, Missing: st.Missing,
+	out := migrationStatusResponse{Migration: toMigrationResponse(st.Migration), Ready: st.Ready, Missing: st.Missing, Rule: cutoverBody(st.Rule),
 		OldReadsSinceCutover: st.OldReadsSinceCutover, OldLastRead: st.OldLastRead,
-		Streak: streakResponse{Runs: st.Streak, From: st.From, To: st.To, Weekend: st.Weekend, BusiestDay: st.BusiestDay,
-			SpansBusiest: st.SpansBusiest, BrokenCauses: []string{}}}
+		Streak: streakResponse{Runs: st.Streak, From: st.From, To: st.To, Weekend: st.Weekend, WeekendDay: st.WeekendDay, BusiestDay: st.BusiestDay,
+			SpansBusiest: st.SpansBusiest, Deploys: st.Deploys, DeployAt: st.DeployAt, SpansDeploy: st.SpansDeploy, BrokenCauses: []string{}}}
 	if out.Missing == nil {
 		out.Missing = []string{}
 	}
@@ -340,7 +402,7 @@ func (a *API) mayPostFigures(c echo.Context, m reconcile.Migration) error {
 }
 
 func toReconRunResponse(r reconcile.Run) reconciliationRunResponse {
-	out := reconciliationRunResponse{ID: r.ID, MigrationID: r.MigrationID, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, Origin: r.Origin,
+	out := reconciliationRunResponse{ID: r.ID, MigrationID: r.MigrationID, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, Origin: r.Origin, Against: r.Against,
 		Clean: r.Clean, Causes: r.Causes, Cost: runCostResponse(r.Cost), Error: r.Error,
 		WindowsURL: fmt.Sprintf("/api/v1/migrations/%s/runs/%s/windows", r.MigrationID, r.ID),
 		Summary: runSummaryResponse{Windows: r.Summary.Windows, Unclean: r.Summary.Unclean, Differing: r.Summary.Differing,
@@ -356,9 +418,16 @@ func toReconRunResponse(r reconcile.Run) reconciliationRunResponse {
 
 func toWindowResponse(w reconcile.WindowResult) windowResponse {
 	wr := windowResponse{Start: w.Start, Old: sideFiguresBody(w.Old), New: sideFiguresBody(w.New), Missing: w.Missing, Extra: w.Extra,
-		Differing: w.Differing, DifferingColumns: w.DifferingColumns, Sample: []differenceResponse{}, Classes: []string{}, Why: w.Why}
+		Differing: w.Differing, Moved: w.Moved, MovedIn: w.MovedIn, MovedOffsets: []offsetResponse{}, DifferingColumns: w.DifferingColumns,
+		Sample: []differenceResponse{}, Duplicates: []duplicateResponse{}, Classes: []string{}, Why: w.Why}
 	for _, d := range w.Sample {
 		wr.Sample = append(wr.Sample, differenceResponse(d))
+	}
+	for _, o := range w.MovedOffsets {
+		wr.MovedOffsets = append(wr.MovedOffsets, offsetResponse(o))
+	}
+	for _, d := range w.Duplicates {
+		wr.Duplicates = append(wr.Duplicates, duplicateResponse(d))
 	}
 	for _, cl := range w.Classes {
 		wr.Classes = append(wr.Classes, string(cl))
@@ -470,14 +539,101 @@ func (a *API) migrationFindings(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
+type cutoverRequest struct {
+	Archive *sourceBody `json:"archive"`
+}
+
 func (a *API) cutOver(c echo.Context) error {
+	return a.withArchive(c, a.cfg.Reconcile.CutOver)
+}
+
+func (a *API) setArchive(c echo.Context) error {
+	return a.withArchive(c, a.cfg.Reconcile.SetArchive)
+}
+
+func (a *API) withArchive(c echo.Context, do func(context.Context, uuid.UUID, reconcile.SourceSpec) (reconcile.Migration, error)) error {
 	id, err := idParam(c, "migration")
 	if err != nil {
 		return err
 	}
-	m, err := a.cfg.Reconcile.CutOver(c.Request().Context(), id)
+	var req cutoverRequest
+	if err := bindOptional(c, &req); err != nil {
+		return err
+	}
+	if req.Archive == nil {
+		return badRequest("archive", "name the archive of the old side, which the final reconciliation reads: "+
+			`{"archive": {"kind": "postgres", "connection": "...", "table": "schema.table"}} or {"archive": {"kind": "iceberg", "asset_id": "...", "snapshot_id": 123}}`)
+	}
+	m, err := do(c.Request().Context(), id, req.Archive.spec())
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, toMigrationResponse(m))
+}
+
+type migrationEventRequest struct {
+	Kind string     `json:"kind"`         // deploy
+	At   *time.Time `json:"at,omitempty"` // default now
+	Note string     `json:"note,omitempty"`
+}
+
+type migrationEventResponse struct {
+	ID          uuid.UUID `json:"id"`
+	MigrationID uuid.UUID `json:"migration_id"`
+	Kind        string    `json:"kind"`
+	At          time.Time `json:"at"`
+	Note        string    `json:"note"`
+	RecordedBy  string    `json:"recorded_by"`
+	CreatedAt   time.Time `json:"created_at"`
+}
+
+type migrationEventsResponse struct {
+	Items []migrationEventResponse `json:"items"`
+}
+
+func toEventResponse(e reconcile.Event) migrationEventResponse {
+	return migrationEventResponse{ID: e.ID, MigrationID: e.MigrationID, Kind: string(e.Kind), At: e.At, Note: e.Note, RecordedBy: e.RecordedBy, CreatedAt: e.CreatedAt}
+}
+
+func (a *API) recordMigrationEvent(c echo.Context) error {
+	id, err := idParam(c, "migration")
+	if err != nil {
+		return err
+	}
+	var req migrationEventRequest
+	if err := bind(c, &req); err != nil {
+		return err
+	}
+	in := reconcile.EventInput{Kind: reconcile.EventKind(req.Kind), Note: req.Note}
+	if req.At != nil {
+		in.At = *req.At
+	}
+	if tok, ok := c.Get(tokenKey).(auth.Token); ok {
+		in.RecordedBy = tok.Name
+	}
+	e, err := a.cfg.Reconcile.RecordEvent(c.Request().Context(), id, in)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, toEventResponse(e))
+}
+
+func (a *API) migrationEvents(c echo.Context) error {
+	id, err := idParam(c, "migration")
+	if err != nil {
+		return err
+	}
+	limit, err := queryLimit(c, 100, reconcile.MaxEvents)
+	if err != nil {
+		return err
+	}
+	evs, err := a.cfg.Reconcile.Events(c.Request().Context(), id, limit)
+	if err != nil {
+		return err
+	}
+	out := migrationEventsResponse{Items: make([]migrationEventResponse, 0, len(evs))}
+	for _, e := range evs {
+		out.Items = append(out.Items, toEventResponse(e))
+	}
+	return c.JSON(http.StatusOK, out)
 }

@@ -25,7 +25,7 @@ func migrationFixture(t *testing.T, s *server, since time.Time, window string, s
 	old, nw := s.createAsset(t, "postgres://shop:5432", fmt.Sprintf("shop.public.orders%d", n)), s.createAsset(t, "s3://lake", fmt.Sprintf("sales.orders%d", n))
 	body := map[string]any{"old_asset_id": old.ID, "new_asset_id": nw.ID, "owner": "team-orders", "key_columns": []string{"order_id"},
 		"time_column": "ordered_at", "columns": []string{"amount"}, "window": window, "since": since, "dedup_old": "first_wins",
-		"dedup_new": "first_wins", "lag_bound": "1h", "cutover": map[string]any{"min_clean_runs": 2, "min_days": 0}}
+		"dedup_new": "first_wins", "lag_bound": "1h", "cutover": map[string]any{"min_clean_runs": 2, "min_days": 0, "weaker_reason": "a test"}}
 	for k, v := range sides {
 		body[k] = v
 	}
@@ -117,7 +117,7 @@ func TestMigrationSpansAreBounded(t *testing.T) {
 		s.must(t, 400, req{method: "POST", path: "/api/v1/migrations", token: s.Admin, body: map[string]any{
 			"old_asset_id": old.ID, "new_asset_id": nw.ID, "owner": "o", "key_columns": []string{"k"}, "time_column": "t", "columns": []string{"v"},
 			"window": "1m", "since": time.Now().UTC().AddDate(0, 0, -30), "dedup_old": "first_wins", "dedup_new": "first_wins",
-			"cutover": map[string]any{"min_clean_runs": 1}, "old": map[string]any{"kind": "external"}, "new": map[string]any{"kind": "external"}}})
+			"cutover": map[string]any{"min_clean_runs": 1, "weaker_reason": "a test"}, "old": map[string]any{"kind": "external"}, "new": map[string]any{"kind": "external"}}})
 
 		since := time.Now().UTC().Add(-4000 * time.Hour).Truncate(time.Hour)
 		base := migrationFixture(t, s, since, "1h", external)

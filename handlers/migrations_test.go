@@ -2,6 +2,7 @@ package handlers_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,7 +20,7 @@ func TestMigrationAPI(t *testing.T) {
 		since := time.Now().UTC().Add(-72 * time.Hour).Truncate(24 * time.Hour)
 		good := map[string]any{"old_asset_id": old.ID, "new_asset_id": nw.ID, "owner": "team-orders", "key_columns": []string{"order_id"},
 			"time_column": "ordered_at", "columns": []string{"amount"}, "window": "24h", "since": since, "dedup_old": "first_wins",
-			"dedup_new": "last_wins", "lag_bound": "6h", "cutover": map[string]any{"min_clean_runs": 2, "min_days": 0},
+			"dedup_new": "last_wins", "lag_bound": "6h", "cutover": map[string]any{"min_clean_runs": 2, "min_days": 0, "weaker_reason": "a test"},
 			"old": map[string]any{"kind": "external"}, "new": map[string]any{"kind": "external"}, "checker_token": "writer"}
 		for _, tc := range []struct {
 			name, field string
@@ -36,6 +37,9 @@ func TestMigrationAPI(t *testing.T) {
 			{"FutureSince", "since", time.Now().Add(48 * time.Hour), 400},
 			{"SinceCenturiesBack", "since", time.Date(1700, 1, 1, 0, 0, 0, 0, time.UTC), 400},
 			{"HugeWindow", "window", "10000h", 400},
+			{"WeakRuleWithoutReason", "cutover", map[string]any{"min_clean_runs": 1, "min_days": 0}, 400},
+			{"UnknownKeyRule", "old", map[string]any{"kind": "external", "keys": "sometimes"}, 400},
+			{"ArchiveFieldsOnASide", "new", map[string]any{"kind": "external", "snapshot_id": 7}, 400},
 		} {
 			bad := map[string]any{}
 			for k, v := range good {
@@ -134,7 +138,11 @@ func TestMigrationAPI(t *testing.T) {
 		if len(findings.Items) != 1 || findings.Items[0].Kind != "duplication" || findings.Items[0].Side != "new" || findings.Items[0].ClosedAt != nil {
 			t.Fatalf("findings = %+v", findings)
 		}
-		s.must(t, 409, req{method: "POST", path: base + "/cutover", token: s.Admin})
+		archive := map[string]any{"archive": map[string]any{"kind": "external"}}
+		if p := s.must(t, 400, req{method: "POST", path: base + "/cutover", token: s.Admin}); !strings.Contains(string(p.body), "name the archive") {
+			t.Fatalf("cutover without an archive: %s", p.body)
+		}
+		s.must(t, 409, req{method: "POST", path: base + "/cutover", token: s.Admin, body: archive})
 		for range 2 {
 			s.must(t, 201, req{method: "POST", path: base + "/runs", token: s.Write, body: map[string]any{"windows": []any{
 				fig(0, side{10, 10, 0, "a"}, side{10, 10, 0, "a"}), fig(1, side{10, 10, 0, "b"}, side{10, 10, 0, "b"})}}}).decode(t, &run)
@@ -157,9 +165,10 @@ func TestMigrationAPI(t *testing.T) {
 		if !st.Ready || st.Streak.Runs != 2 || len(st.Streak.BrokenCauses) == 0 {
 			t.Fatalf("status = %+v", st)
 		}
-		s.must(t, 403, req{method: "POST", path: base + "/cutover", token: s.Write})
-		s.must(t, 200, req{method: "POST", path: base + "/cutover", token: s.Admin})
-		s.must(t, 409, req{method: "POST", path: base + "/cutover", token: s.Admin})
+		s.must(t, 403, req{method: "POST", path: base + "/cutover", token: s.Write, body: archive})
+		s.must(t, 400, req{method: "POST", path: base + "/cutover", token: s.Admin, body: map[string]any{"archive": map[string]any{"kind": "iceberg"}}})
+		s.must(t, 200, req{method: "POST", path: base + "/cutover", token: s.Admin, body: archive})
+		s.must(t, 409, req{method: "POST", path: base + "/cutover", token: s.Admin, body: archive})
 		var runs struct {
 			Items []struct{ Origin string } `json:"items"`
 		}
@@ -169,5 +178,66 @@ func TestMigrationAPI(t *testing.T) {
 		}
 		s.must(t, 400, req{method: "GET", path: "/api/v1/migrations/nope", token: s.Read})
 		s.must(t, 404, req{method: "GET", path: "/api/v1/migrations/0190b6e2-7a4c-7d3e-9f1a-2b3c4d5e6f70", token: s.Read})
+	})
+}
+
+// TestMigrationEvents: deploys are recorded with who recorded them, refused when they could not
+// have happened (the future, before the first window) or are of no known kind, and a rule that
+// asks for one says so until the streak spans a deploy.
+func TestMigrationEvents(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		s := startServer(t, db, nil)
+		old, nw := s.createAsset(t, "postgres://shop:5432", "shop.public.orders"), s.createAsset(t, "s3://lake", "sales.orders")
+		since := time.Now().UTC().Add(-72 * time.Hour).Truncate(24 * time.Hour)
+		var m struct{ ID string }
+		s.must(t, 201, req{method: "POST", path: "/api/v1/migrations", token: s.Admin, body: map[string]any{
+			"old_asset_id": old.ID, "new_asset_id": nw.ID, "owner": "team-orders", "key_columns": []string{"order_id"},
+			"time_column": "ordered_at", "columns": []string{"amount"}, "window": "24h", "since": since, "dedup_old": "first_wins",
+			"dedup_new": "first_wins", "cutover": map[string]any{"min_clean_runs": 3, "min_days": 7, "include_deploy": true},
+			"old": map[string]any{"kind": "external"}, "new": map[string]any{"kind": "external", "keys": "history"}}}).decode(t, &m)
+		base := "/api/v1/migrations/" + m.ID
+		for _, bad := range []map[string]any{
+			{"kind": "release"},
+			{"kind": "deploy", "at": time.Now().Add(time.Hour)},
+			{"kind": "deploy", "at": since.Add(-time.Hour)},
+			{"kind": "deploy", "note": strings.Repeat("x", 1001)},
+		} {
+			s.must(t, 400, req{method: "POST", path: base + "/events", token: s.Write, body: bad})
+		}
+		s.must(t, 403, req{method: "POST", path: base + "/events", token: s.Read, body: map[string]any{"kind": "deploy"}})
+		at := since.Add(30 * time.Hour)
+		s.must(t, 201, req{method: "POST", path: base + "/events", token: s.Write, body: map[string]any{"kind": "deploy", "at": at, "note": "orders-writer 2.4.0"}})
+		var evs struct {
+			Items []struct {
+				Kind, Note string
+				At         time.Time `json:"at"`
+				RecordedBy string    `json:"recorded_by"`
+			} `json:"items"`
+		}
+		s.must(t, 200, req{method: "GET", path: base + "/events", token: s.Read}).decode(t, &evs)
+		if len(evs.Items) != 1 || evs.Items[0].Kind != "deploy" || !evs.Items[0].At.Equal(at) || evs.Items[0].RecordedBy != "writer" || evs.Items[0].Note != "orders-writer 2.4.0" {
+			t.Fatalf("events = %+v", evs)
+		}
+		var st struct {
+			Missing []string `json:"missing"`
+			Rule    struct {
+				MinCleanRuns  int  `json:"min_clean_runs"`
+				IncludeDeploy bool `json:"include_deploy"`
+			} `json:"rule"`
+			Streak struct {
+				Deploys     int  `json:"deploys"`
+				SpansDeploy bool `json:"spans_deploy"`
+			} `json:"streak"`
+			Migration struct {
+				New struct{ Keys string } `json:"new"`
+				Old struct{ Keys string } `json:"old"`
+			} `json:"migration"`
+		}
+		s.must(t, 200, req{method: "GET", path: base, token: s.Read}).decode(t, &st)
+		if st.Streak.Deploys != 1 || st.Streak.SpansDeploy || !st.Rule.IncludeDeploy || st.Rule.MinCleanRuns != 3 ||
+			!slices.ContainsFunc(st.Missing, func(m string) bool { return strings.Contains(m, "deploy inside the streak") }) ||
+			st.Migration.New.Keys != "history" || st.Migration.Old.Keys != "unique" {
+			t.Fatalf("status = %+v", st)
+		}
 	})
 }

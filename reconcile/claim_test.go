@@ -43,7 +43,7 @@ func TestOneRunAtATime(t *testing.T) {
 			must(t, err)
 			m, err := svc.Create(ctx, reconcile.CreateInput{OldAssetID: old.Asset.ID, NewAssetID: nw.Asset.ID, Owner: "o", Spec: reconcile.Spec{
 				KeyColumns: []string{"id"}, TimeColumn: "at", Columns: []string{"v"}, WindowSeconds: 86400, Since: since,
-				DedupOld: reconcile.FirstWins, DedupNew: reconcile.FirstWins, Cutover: reconcile.CutoverRule{MinCleanRuns: 1},
+				DedupOld: reconcile.FirstWins, DedupNew: reconcile.FirstWins, Cutover: reconcile.CutoverRule{MinCleanRuns: 1, WeakerReason: "a test of run claims"},
 				Old: reconcile.SourceSpec{Kind: reconcile.SourcePostgres, Connection: "src", Table: "public.a"},
 				New: reconcile.SourceSpec{Kind: reconcile.SourcePostgres, Connection: "src", Table: "public.b"}}})
 			must(t, err)

@@ -75,9 +75,12 @@ type Migration struct {
 	Spec       Spec
 	State      string
 	CutOverAt  *time.Time
-	Version    int
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
+	// Archive is where the old side's data was kept at the cutover: runs after the cutover read
+	// it instead of the old side, and retirement waits for a clean one.
+	Archive   *SourceSpec
+	Version   int
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // CreateInput is a new migration.
@@ -128,7 +131,28 @@ func toMigration(r *ent.DatasetMigration) (Migration, error) {
 	if err := json.Unmarshal([]byte(r.Spec), &m.Spec); err != nil {
 		return m, fmt.Errorf("reconcile: the spec of migration %s: %w", r.ID, err)
 	}
+	if r.Archive != "" {
+		m.Archive = &SourceSpec{}
+		if err := json.Unmarshal([]byte(r.Archive), m.Archive); err != nil {
+			return m, fmt.Errorf("reconcile: the archive of migration %s: %w", r.ID, err)
+		}
+	}
 	return m, nil
+}
+
+// final reports whether a run now is the final reconciliation: cut over, against the archive.
+func (m Migration) final() bool {
+	return m.State == string(datasetmigration.StateCutOver) && m.Archive != nil
+}
+
+// readable reports whether Tidemark reads both sides of a run now (the archive standing for the
+// old side after the cutover).
+func (m Migration) readable() bool {
+	old := m.Spec.Old.Kind
+	if m.final() {
+		old = m.Archive.Kind
+	}
+	return old != SourceExternal && m.Spec.New.Kind != SourceExternal
 }
 
 // Get returns a migration.
@@ -158,8 +182,10 @@ type Run struct {
 	StartedAt   time.Time  `json:"started_at"`
 	FinishedAt  *time.Time `json:"finished_at,omitempty"`
 	Origin      string     `json:"origin"`
-	Clean       bool       `json:"clean"`
-	Summary     Summary    `json:"summary"`
+	// Against is live (the old side as it lives) or archive (the final reconciliation).
+	Against string  `json:"against"`
+	Clean   bool    `json:"clean"`
+	Summary Summary `json:"summary"`
 	// Windows are the run's windows on the run just made only; stored runs answer them a page at
 	// a time (Windows).
 	Windows []WindowResult `json:"-"`
@@ -181,7 +207,7 @@ func (s *Service) Reconcile(ctx context.Context, id uuid.UUID) (Run, error) {
 	if err != nil {
 		return Run{}, err
 	}
-	if m.Spec.Old.Kind == SourceExternal || m.Spec.New.Kind == SourceExternal {
+	if !m.readable() {
 		return Run{}, invalid("spec", "migration %s has a side Tidemark cannot read: its runs are posted by the external checker", id)
 	}
 	free, err := s.slot(id)
@@ -195,14 +221,20 @@ func (s *Service) Reconcile(ctx context.Context, id uuid.UUID) (Run, error) {
 	}
 	defer release()
 	started := s.clock()
-	row, err := s.db.ReconciliationRun.Create().SetMigrationID(id).SetStartedAt(started).SetOrigin(reconciliationrun.OriginTidemark).Save(ctx)
+	against := reconciliationrun.AgainstLive
+	if m.final() {
+		against = reconciliationrun.AgainstArchive // the final reconciliation
+	}
+	row, err := s.db.ReconciliationRun.Create().SetMigrationID(id).SetStartedAt(started).SetOrigin(reconciliationrun.OriginTidemark).
+		SetAgainst(against).Save(ctx)
 	if err != nil {
 		return Run{}, fmt.Errorf("reconcile: record the run: %w", err)
 	}
 	t0 := time.Now()
-	res, cerr := s.compareSides(ctx, m, started)
+	res, cerr := s.compareSides(ctx, m, started, against == reconciliationrun.AgainstArchive)
 	res.Cost.Seconds = time.Since(t0).Seconds()
-	run := Run{ID: row.ID, MigrationID: id, StartedAt: started, Origin: string(reconciliationrun.OriginTidemark), Windows: res.Windows, Cost: res.Cost}
+	run := Run{ID: row.ID, MigrationID: id, StartedAt: started, Origin: string(reconciliationrun.OriginTidemark), Against: string(against),
+		Windows: res.Windows, Cost: res.Cost}
 	if cerr != nil {
 		run.Error = cerr.Error()
 		res.Causes = []string{"the run could not read both sides: " + cerr.Error()}
@@ -229,6 +261,9 @@ func nothingCompared(m Migration, now time.Time) string {
 }
 
 func (s *Service) reader(m Migration, src SourceSpec, asset uuid.UUID) (reader, error) {
+	if src.AssetID != nil {
+		asset = *src.AssetID // an archive table
+	}
 	switch src.Kind {
 	case SourcePostgres:
 		db := s.conns[src.Connection]
@@ -240,7 +275,7 @@ func (s *Service) reader(m Migration, src SourceSpec, asset uuid.UUID) (reader, 
 		if s.tables == nil {
 			return nil, errors.New("the Iceberg tables service is not available in this process")
 		}
-		return &icebergReader{tables: s.tables, asset: asset, spec: &m.Spec}, nil
+		return &icebergReader{tables: s.tables, asset: asset, snapshot: src.SnapshotID, spec: &m.Spec}, nil
 	}
 	return nil, fmt.Errorf("a %s side cannot be read by Tidemark", src.Kind)
 }
@@ -252,21 +287,25 @@ type comparison struct {
 	Cost    Cost
 }
 
-func (s *Service) compareSides(ctx context.Context, m Migration, now time.Time) (comparison, error) {
+func (s *Service) compareSides(ctx context.Context, m Migration, now time.Time, archive bool) (comparison, error) {
 	var res comparison
 	if n := m.Spec.windowsUntil(now); n > MaxWindows {
 		return res, fmt.Errorf("the migration spans %d windows of %s since %s, more than the %d a run may hold: create it again with a wider window or a later since",
 			n, m.Spec.Window(), m.Spec.Since.Format(time.RFC3339), MaxWindows)
 	}
 	keys := len(m.Spec.KeyColumns)
-	old, nw := newSide(m.Spec.DedupOld, keys), newSide(m.Spec.DedupNew, keys)
+	oldSrc, oldName := m.Spec.Old, "old"
+	if archive {
+		oldSrc, oldName = *m.Archive, "archive of the old"
+	}
+	old, nw := newSide(oldSrc, m.Spec.DedupOld, keys), newSide(m.Spec.New, m.Spec.DedupNew, keys)
 	for _, side := range []struct {
 		src   SourceSpec
 		asset uuid.UUID
 		into  *side
 		rows  *int64
 		name  string
-	}{{m.Spec.Old, m.OldAssetID, old, &res.Cost.RowsOld, "old"}, {m.Spec.New, m.NewAssetID, nw, &res.Cost.RowsNew, "new"}} {
+	}{{oldSrc, m.OldAssetID, old, &res.Cost.RowsOld, oldName}, {m.Spec.New, m.NewAssetID, nw, &res.Cost.RowsNew, "new"}} {
 		r, err := s.reader(m, side.src, side.asset)
 		if err != nil {
 			return res, fmt.Errorf("the %s side: %w", side.name, err)
@@ -429,11 +468,16 @@ func (s *Service) PostRun(ctx context.Context, id uuid.UUID, figures []WindowFig
 		return Run{}, err
 	}
 	defer release()
-	row, err := s.db.ReconciliationRun.Create().SetMigrationID(id).SetStartedAt(now).SetOrigin(reconciliationrun.OriginExternal).Save(ctx)
+	against := reconciliationrun.AgainstLive
+	if m.final() {
+		against = reconciliationrun.AgainstArchive // the checker compared the archive
+	}
+	row, err := s.db.ReconciliationRun.Create().SetMigrationID(id).SetStartedAt(now).SetOrigin(reconciliationrun.OriginExternal).
+		SetAgainst(against).Save(ctx)
 	if err != nil {
 		return Run{}, fmt.Errorf("reconcile: record the run: %w", err)
 	}
-	run := Run{ID: row.ID, MigrationID: id, StartedAt: now, Origin: string(reconciliationrun.OriginExternal), Windows: res.Windows,
+	run := Run{ID: row.ID, MigrationID: id, StartedAt: now, Origin: string(reconciliationrun.OriginExternal), Against: string(against), Windows: res.Windows,
 		Cost: res.Cost, Clean: len(res.Causes) == 0}
 	return run, s.finish(ctx, m, &run, res.Causes)
 }
@@ -466,7 +510,7 @@ func (s *Service) RunDue(ctx context.Context, every time.Duration) (int, error) 
 			}
 			continue
 		}
-		if m.Spec.Old.Kind == SourceExternal || m.Spec.New.Kind == SourceExternal {
+		if !m.readable() {
 			continue
 		}
 		now := s.clock()

@@ -35,7 +35,7 @@ func TestRunDueRetiresGoneMigrations(t *testing.T) {
 			}
 			m, err := svc.Create(ctx, reconcile.CreateInput{OldAssetID: old.Asset.ID, NewAssetID: nw.Asset.ID, Owner: "o", Spec: reconcile.Spec{
 				KeyColumns: []string{"id"}, TimeColumn: "at", Columns: []string{"v"}, WindowSeconds: 86400, Since: since,
-				DedupOld: reconcile.FirstWins, DedupNew: reconcile.FirstWins, Cutover: reconcile.CutoverRule{MinCleanRuns: 1},
+				DedupOld: reconcile.FirstWins, DedupNew: reconcile.FirstWins, Cutover: reconcile.CutoverRule{MinCleanRuns: 1, WeakerReason: "a test of retirement, not of the streak"},
 				Old: reconcile.SourceSpec{Kind: reconcile.SourceExternal}, New: reconcile.SourceSpec{Kind: reconcile.SourceExternal}}})
 			must(t, err)
 			// Remembered pairs are dropped when this process creates a migration.
@@ -48,7 +48,7 @@ func TestRunDueRetiresGoneMigrations(t *testing.T) {
 		kept, keptOld := mk("kept")
 		_, err = svc.PostRun(ctx, moved.ID, []reconcile.WindowFigures{{Start: since, Old: reconcile.SideFigures{Rows: 1, Keys: 1, Checksum: "a"}, New: reconcile.SideFigures{Rows: 1, Keys: 1, Checksum: "a"}}})
 		must(t, err)
-		_, err = svc.CutOver(ctx, moved.ID)
+		_, err = svc.CutOver(ctx, moved.ID, reconcile.SourceSpec{Kind: reconcile.SourceExternal})
 		must(t, err)
 		for _, a := range []catalog.Asset{old, keptOld} {
 			_, err := cat.Delete(ctx, a.ID, catalog.AnyVersion)

@@ -32,7 +32,7 @@ const (
 // Summary counts a run's windows: what a list of runs carries instead of the windows.
 type Summary struct {
 	Windows int `json:"windows"`
-	// Unclean windows hold duplication or divergence; Differing ones any class, lag included.
+	// Unclean windows hold a class other than lag; Differing ones any class, lag included.
 	Unclean   int           `json:"unclean"`
 	Differing int           `json:"differing"`
 	Classes   map[Class]int `json:"classes"` // windows per class
@@ -130,6 +130,10 @@ func (s *Service) findings(ctx context.Context, tx *ent.Tx, m Migration, run *Ru
 		if w.New.DuplicateKeys > 0 {
 			seen[findingKey{reconciliationfinding.KindDuplication, reconciliationfinding.SideNew, st}] = fmt.Sprintf("%d keys twice or more on the new side", w.New.DuplicateKeys)
 		}
+		if slices.Contains(w.Classes, Moved) {
+			seen[findingKey{reconciliationfinding.KindMoved, reconciliationfinding.SideNew, st}] = fmt.Sprintf(
+				"%d records of this window carry another time on the new side, %d moved in from another window", w.Moved, w.MovedIn)
+		}
 		if slices.Contains(w.Classes, Divergence) {
 			seen[findingKey{reconciliationfinding.KindDivergence, reconciliationfinding.SideBoth, st}] = fmt.Sprintf(
 				"%d differing, %d missing on the new side, %d only on the new side", w.Differing, w.Missing, w.Extra)
@@ -161,7 +165,7 @@ func (s *Service) findings(ctx context.Context, tx *ent.Tx, m Migration, run *Ru
 
 // runFields are a run's columns but the legacy result, which can be large: lists read these.
 var runFields = []string{reconciliationrun.FieldMigrationID, reconciliationrun.FieldStartedAt, reconciliationrun.FieldFinishedAt,
-	reconciliationrun.FieldOrigin, reconciliationrun.FieldClean, reconciliationrun.FieldSummary, reconciliationrun.FieldError}
+	reconciliationrun.FieldOrigin, reconciliationrun.FieldAgainst, reconciliationrun.FieldClean, reconciliationrun.FieldSummary, reconciliationrun.FieldError}
 
 // Runs returns a migration's runs, newest first, with their summaries (no windows: read those
 // with Windows).
@@ -196,7 +200,7 @@ func (s *Service) RunOf(ctx context.Context, migrationID, runID uuid.UUID) (Run,
 // toRun decodes a stored run's summary. A run stored before windows were rows has no summary
 // column: its result is read, alone, and summarised.
 func (s *Service) toRun(ctx context.Context, r *ent.ReconciliationRun) (Run, error) {
-	out := Run{ID: r.ID, MigrationID: r.MigrationID, StartedAt: r.StartedAt.UTC(), FinishedAt: r.FinishedAt, Origin: string(r.Origin),
+	out := Run{ID: r.ID, MigrationID: r.MigrationID, StartedAt: r.StartedAt.UTC(), FinishedAt: r.FinishedAt, Origin: string(r.Origin), Against: string(r.Against),
 		Clean: r.Clean, Error: r.Error, Causes: []string{}, Summary: Summary{Classes: map[Class]int{}}}
 	if r.Summary != "" {
 		var sum storedSummary

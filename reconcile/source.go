@@ -146,9 +146,10 @@ func canonDecimal(s string) string {
 
 // icebergReader reads a registered Iceberg table through iceberg-go's scan.
 type icebergReader struct {
-	tables *tables.Service
-	asset  uuid.UUID
-	spec   *Spec
+	tables   *tables.Service
+	asset    uuid.UUID
+	snapshot *int64 // an archive's snapshot; nil: the current one
+	spec     *Spec
 }
 
 func (r *icebergReader) read(ctx context.Context, from, to time.Time, fn func(row)) (int64, error) {
@@ -157,7 +158,14 @@ func (r *icebergReader) read(ctx context.Context, from, to time.Time, fn func(ro
 		return 0, err
 	}
 	names := append(append([]string{r.spec.TimeColumn}, r.spec.KeyColumns...), r.spec.Columns...)
-	_, records, err := live.Table.Scan(table.WithSelectedFields(names...)).ToArrowRecords(ctx)
+	opts := []table.ScanOption{table.WithSelectedFields(names...)}
+	if r.snapshot != nil {
+		if live.Table.Metadata().SnapshotByID(*r.snapshot) == nil {
+			return 0, fmt.Errorf("the Iceberg table has no snapshot %d (expired?)", *r.snapshot)
+		}
+		opts = append(opts, table.WithSnapshotID(*r.snapshot))
+	}
+	_, records, err := live.Table.Scan(opts...).ToArrowRecords(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("scan the Iceberg table: %w", err)
 	}

@@ -1,8 +1,10 @@
 // Package reconcile owns dataset migrations: an old asset moving to a new one (by ID), the
 // reconciliation runs that compare the two sides from day one (counts per time window, an
 // order-independent checksum per window, a deep comparison of differing records), the
-// classification of every difference as lag, duplication or divergence, the findings that stay
-// open until a run shows them gone, and the streak of clean runs that gates cutover (seed 003).
+// classification of every difference as lag, duplication, moved or divergence (and of any figure
+// no key-level difference explains), the findings that stay open until a run shows them gone,
+// the deploys a streak must span, the streak of clean runs that gates cutover, and the final
+// reconciliation against the old side's archive that gates retirement (seed 003).
 package reconcile
 
 import (
@@ -10,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/tidemark/tidemark/catalog"
 )
@@ -23,6 +27,20 @@ const (
 	FirstWins DedupRule = "first_wins" // the earliest record by the time column
 	LastWins  DedupRule = "last_wins"  // the latest
 	Merge     DedupRule = "merge"      // per column, the latest non-null value
+)
+
+// KeyRule says what a repeated key on one side is.
+type KeyRule string
+
+// Key rules.
+const (
+	// UniqueKeys: a key stands for one record; any repeat, in one window or across windows, is
+	// duplication. The default: it never calls a repeat clean.
+	UniqueKeys KeyRule = "unique"
+	// HistoryKeys: the side keeps versions of a key (an SCD table, an append-only status log);
+	// the dedup rule collapses them and only the same record twice (time and values) is
+	// duplication.
+	HistoryKeys KeyRule = "history"
 )
 
 // SourceKind says how Tidemark reads one side.
@@ -41,17 +59,42 @@ type SourceSpec struct {
 	// Connection names a configured PostgreSQL connection; Table is schema.table there.
 	Connection string `json:"connection,omitempty"`
 	Table      string `json:"table,omitempty"`
+	// Keys says whether the side's keys are unique or carry history (unique when not stated).
+	Keys KeyRule `json:"keys,omitempty"`
+	// AssetID and SnapshotID name an Iceberg archive (the final reconciliation's old side): a
+	// registered table other than the two sides, at one snapshot or at its current one.
+	AssetID    *uuid.UUID `json:"asset_id,omitempty"`
+	SnapshotID *int64     `json:"snapshot_id,omitempty"`
 }
 
-// CutoverRule is when the streak of clean runs makes the move safe to cut over.
+// CutoverRule is when the streak of clean runs makes the move safe to cut over. A day the
+// streak must span (a weekend day, the busiest write day, a deploy's day) counts only once a
+// clean run of the streak started after that day ended (so it compared the whole day) and the
+// streak had begun before the day ended.
 type CutoverRule struct {
 	MinCleanRuns int `json:"min_clean_runs"`
 	MinDays      int `json:"min_days"` // from the streak's first clean run to its last
-	// IncludeWeekend: a run of the streak fell on a Saturday or Sunday (UTC).
+	// IncludeWeekend: the streak spans a Saturday or a Sunday (UTC).
 	IncludeWeekend bool `json:"include_weekend"`
-	// IncludeBusiestDay: the streak spans the busiest write day seen in the new asset's usage.
+	// IncludeBusiestDay: the streak spans the new asset's busiest write day of the last
+	// PeakPeriod (an older peak cannot lock the gate).
 	IncludeBusiestDay bool `json:"include_busiest_day"`
+	// IncludeDeploy: the streak spans a recorded deploy of the new side's writer.
+	IncludeDeploy bool `json:"include_deploy"`
+	// WeakerReason is why this migration may cut over on a streak shorter than the floor
+	// (FloorCleanRuns runs over FloorDays days); without one such a rule is refused.
+	WeakerReason string `json:"weaker_reason,omitempty"`
 }
+
+// The floor of a cutover rule: a streak shorter than this proves little (the seed's "reconcile
+// once the night before cutover" is what it rules out), so a weaker rule needs a stated reason.
+const (
+	FloorCleanRuns = 3
+	FloorDays      = 7
+)
+
+// weaker reports whether the rule asks less than the floor.
+func (r CutoverRule) weaker() bool { return r.MinCleanRuns < FloorCleanRuns || r.MinDays < FloorDays }
 
 // Spec is what a migration compares and how.
 type Spec struct {
@@ -162,6 +205,14 @@ func (s *Spec) check(now time.Time) error {
 	if s.Cutover.MinCleanRuns < 1 || s.Cutover.MinDays < 0 {
 		return invalid("cutover", "the cutover rule needs at least 1 clean run and a day count of 0 or more")
 	}
+	s.Cutover.WeakerReason = strings.TrimSpace(s.Cutover.WeakerReason)
+	if s.Cutover.weaker() && s.Cutover.WeakerReason == "" {
+		return invalid("cutover", "a streak of %d clean runs over %d days is weaker than the floor of %d runs over %d days: ask for more, or state why this migration may cut over on less (weaker_reason)",
+			s.Cutover.MinCleanRuns, s.Cutover.MinDays, FloorCleanRuns, FloorDays)
+	}
+	if len(s.Cutover.WeakerReason) > 1000 {
+		return invalid("cutover", "state the weaker_reason in at most 1000 bytes")
+	}
 	if s.SampleSize == 0 {
 		s.SampleSize = DefaultSampleSize
 	}
@@ -170,8 +221,15 @@ func (s *Spec) check(now time.Time) error {
 	}
 	for _, side := range []struct {
 		field string
-		src   SourceSpec
-	}{{"old", s.Old}, {"new", s.New}} {
+		src   *SourceSpec
+	}{{"old", &s.Old}, {"new", &s.New}} {
+		switch side.src.Keys {
+		case "":
+			side.src.Keys = UniqueKeys
+		case UniqueKeys, HistoryKeys:
+		default:
+			return invalid(side.field, "the %s side's keys must be unique or history, not %q", side.field, side.src.Keys)
+		}
 		switch side.src.Kind {
 		case SourcePostgres:
 			if side.src.Connection == "" || side.src.Table == "" {

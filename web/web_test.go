@@ -356,7 +356,7 @@ func TestMigrationPages(t *testing.T) {
 		since := time.Now().UTC().Add(-72 * time.Hour).Truncate(24 * time.Hour)
 		m, err := rec.Create(ctx, reconcile.CreateInput{OldAssetID: old.Asset.ID, NewAssetID: nw.Asset.ID, Owner: "team-orders", Spec: reconcile.Spec{
 			KeyColumns: []string{"order_id"}, TimeColumn: "ordered_at", Columns: []string{"amount"}, WindowSeconds: 86400, Since: since,
-			DedupOld: reconcile.FirstWins, DedupNew: reconcile.FirstWins, Cutover: reconcile.CutoverRule{MinCleanRuns: 3},
+			DedupOld: reconcile.FirstWins, DedupNew: reconcile.FirstWins, Cutover: reconcile.CutoverRule{MinCleanRuns: 3, WeakerReason: "a test of the page"},
 			Old: reconcile.SourceSpec{Kind: reconcile.SourceExternal}, New: reconcile.SourceSpec{Kind: reconcile.SourceExternal}}})
 		if err != nil {
 			t.Fatal(err)
@@ -383,7 +383,7 @@ func TestMigrationPages(t *testing.T) {
 		if !strings.Contains(page, "Ready to cut over") || !strings.Contains(page, "every window of the newest run agrees") || !strings.Contains(page, `"streak":[0,1,2,3]`) {
 			t.Fatalf("migration page after three clean runs:\n%s", page)
 		}
-		if _, err := rec.CutOver(ctx, m.ID); err != nil {
+		if _, err := rec.CutOver(ctx, m.ID, reconcile.SourceSpec{Kind: reconcile.SourceExternal}); err != nil {
 			t.Fatal(err)
 		}
 		if page = readBody(mustGet(t, srv.Client(), srv.URL+"/migrations/"+m.ID.String())); !strings.Contains(page, "Cut over") || strings.Contains(page, "Not ready") {

@@ -132,7 +132,7 @@ func main() {
 	svc := reconcile.New(db.Client, cat, tbls, use, reconcile.WithClock(clock), reconcile.WithConnection("bench", pg))
 	m, err := svc.Create(ctx, reconcile.CreateInput{OldAssetID: old.Asset.ID, NewAssetID: newT.AssetID, Owner: "bench", Spec: reconcile.Spec{
 		KeyColumns: []string{"order_id"}, TimeColumn: "ordered_at", Columns: []string{"amount", "customer"}, WindowSeconds: 86400, Since: start,
-		DedupOld: reconcile.FirstWins, DedupNew: reconcile.FirstWins, LagBoundSeconds: 3600, Cutover: reconcile.CutoverRule{MinCleanRuns: 1},
+		DedupOld: reconcile.FirstWins, DedupNew: reconcile.FirstWins, LagBoundSeconds: 3600, Cutover: reconcile.CutoverRule{MinCleanRuns: 1, WeakerReason: "a benchmark"},
 		Old: reconcile.SourceSpec{Kind: reconcile.SourcePostgres, Connection: "bench", Table: "public.orders"},
 		New: reconcile.SourceSpec{Kind: reconcile.SourceIceberg}}})
 	benchdb.Must(err)

@@ -26,6 +26,8 @@ const (
 	FieldState = "state"
 	// FieldCutOverAt holds the string denoting the cut_over_at field in the database.
 	FieldCutOverAt = "cut_over_at"
+	// FieldArchive holds the string denoting the archive field in the database.
+	FieldArchive = "archive"
 	// FieldVersion holds the string denoting the version field in the database.
 	FieldVersion = "version"
 	// FieldRunClaimedUntil holds the string denoting the run_claimed_until field in the database.
@@ -47,6 +49,7 @@ var Columns = []string{
 	FieldSpec,
 	FieldState,
 	FieldCutOverAt,
+	FieldArchive,
 	FieldVersion,
 	FieldRunClaimedUntil,
 	FieldCreatedAt,
@@ -64,6 +67,8 @@ func ValidColumn(column string) bool {
 }
 
 var (
+	// DefaultArchive holds the default value on creation for the "archive" field.
+	DefaultArchive string
 	// DefaultVersion holds the default value on creation for the "version" field.
 	DefaultVersion int
 	// DefaultID holds the default value on creation for the "id" field.
@@ -133,6 +138,11 @@ func ByState(opts ...sql.OrderTermOption) OrderOption {
 // ByCutOverAt orders the results by the cut_over_at field.
 func ByCutOverAt(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldCutOverAt, opts...).ToFunc()
+}
+
+// ByArchive orders the results by the archive field.
+func ByArchive(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldArchive, opts...).ToFunc()
 }
 
 // ByVersion orders the results by the version field.

@@ -80,6 +80,11 @@ func CutOverAt(v time.Time) predicate.DatasetMigration {
 	return predicate.DatasetMigration(sql.FieldEQ(FieldCutOverAt, v))
 }
 
+// Archive applies equality check predicate on the "archive" field. It's identical to ArchiveEQ.
+func Archive(v string) predicate.DatasetMigration {
+	return predicate.DatasetMigration(sql.FieldEQ(FieldArchive, v))
+}
+
 // Version applies equality check predicate on the "version" field. It's identical to VersionEQ.
 func Version(v int) predicate.DatasetMigration {
 	return predicate.DatasetMigration(sql.FieldEQ(FieldVersion, v))
@@ -378,6 +383,71 @@ func CutOverAtIsNil() predicate.DatasetMigration {
 // CutOverAtNotNil applies the NotNil predicate on the "cut_over_at" field.
 func CutOverAtNotNil() predicate.DatasetMigration {
 	return predicate.DatasetMigration(sql.FieldNotNull(FieldCutOverAt))
+}
+
+// ArchiveEQ applies the EQ predicate on the "archive" field.
+func ArchiveEQ(v string) predicate.DatasetMigration {
+	return predicate.DatasetMigration(sql.FieldEQ(FieldArchive, v))
+}
+
+// ArchiveNEQ applies the NEQ predicate on the "archive" field.
+func ArchiveNEQ(v string) predicate.DatasetMigration {
+	return predicate.DatasetMigration(sql.FieldNEQ(FieldArchive, v))
+}
+
+// ArchiveIn applies the In predicate on the "archive" field.
+func ArchiveIn(vs ...string) predicate.DatasetMigration {
+	return predicate.DatasetMigration(sql.FieldIn(FieldArchive, vs...))
+}
+
+// ArchiveNotIn applies the NotIn predicate on the "archive" field.
+func ArchiveNotIn(vs ...string) predicate.DatasetMigration {
+	return predicate.DatasetMigration(sql.FieldNotIn(FieldArchive, vs...))
+}
+
+// ArchiveGT applies the GT predicate on the "archive" field.
+func ArchiveGT(v string) predicate.DatasetMigration {
+	return predicate.DatasetMigration(sql.FieldGT(FieldArchive, v))
+}
+
+// ArchiveGTE applies the GTE predicate on the "archive" field.
+func ArchiveGTE(v string) predicate.DatasetMigration {
+	return predicate.DatasetMigration(sql.FieldGTE(FieldArchive, v))
+}
+
+// ArchiveLT applies the LT predicate on the "archive" field.
+func ArchiveLT(v string) predicate.DatasetMigration {
+	return predicate.DatasetMigration(sql.FieldLT(FieldArchive, v))
+}
+
+// ArchiveLTE applies the LTE predicate on the "archive" field.
+func ArchiveLTE(v string) predicate.DatasetMigration {
+	return predicate.DatasetMigration(sql.FieldLTE(FieldArchive, v))
+}
+
+// ArchiveContains applies the Contains predicate on the "archive" field.
+func ArchiveContains(v string) predicate.DatasetMigration {
+	return predicate.DatasetMigration(sql.FieldContains(FieldArchive, v))
+}
+
+// ArchiveHasPrefix applies the HasPrefix predicate on the "archive" field.
+func ArchiveHasPrefix(v string) predicate.DatasetMigration {
+	return predicate.DatasetMigration(sql.FieldHasPrefix(FieldArchive, v))
+}
+
+// ArchiveHasSuffix applies the HasSuffix predicate on the "archive" field.
+func ArchiveHasSuffix(v string) predicate.DatasetMigration {
+	return predicate.DatasetMigration(sql.FieldHasSuffix(FieldArchive, v))
+}
+
+// ArchiveEqualFold applies the EqualFold predicate on the "archive" field.
+func ArchiveEqualFold(v string) predicate.DatasetMigration {
+	return predicate.DatasetMigration(sql.FieldEqualFold(FieldArchive, v))
+}
+
+// ArchiveContainsFold applies the ContainsFold predicate on the "archive" field.
+func ArchiveContainsFold(v string) predicate.DatasetMigration {
+	return predicate.DatasetMigration(sql.FieldContainsFold(FieldArchive, v))
 }
 
 // VersionEQ applies the EQ predicate on the "version" field.

@@ -297,6 +297,18 @@ func (f LineageStateFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.LineageStateMutation", m)
 }
 
+// The MigrationEventFunc type is an adapter to allow the use of ordinary
+// function as MigrationEvent mutator.
+type MigrationEventFunc func(context.Context, *ent.MigrationEventMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f MigrationEventFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.MigrationEventMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.MigrationEventMutation", m)
+}
+
 // The OutboxMessageFunc type is an adapter to allow the use of ordinary
 // function as OutboxMessage mutator.
 type OutboxMessageFunc func(context.Context, *ent.OutboxMessageMutation) (ent.Value, error)

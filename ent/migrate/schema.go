@@ -381,6 +381,7 @@ var (
 		{Name: "spec", Type: field.TypeString, Size: 2147483647},
 		{Name: "state", Type: field.TypeEnum, Enums: []string{"active", "cut_over", "retired"}, Default: "active"},
 		{Name: "cut_over_at", Type: field.TypeTime, Nullable: true},
+		{Name: "archive", Type: field.TypeString, Size: 2147483647, Default: ""},
 		{Name: "version", Type: field.TypeInt, Default: 1},
 		{Name: "run_claimed_until", Type: field.TypeTime, Nullable: true},
 		{Name: "created_at", Type: field.TypeTime},
@@ -652,6 +653,29 @@ var (
 		Columns:    LineageStatesColumns,
 		PrimaryKey: []*schema.Column{LineageStatesColumns[0]},
 	}
+	// MigrationEventsColumns holds the columns for the "migration_events" table.
+	MigrationEventsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeUUID},
+		{Name: "migration_id", Type: field.TypeUUID},
+		{Name: "kind", Type: field.TypeEnum, Enums: []string{"deploy"}},
+		{Name: "at", Type: field.TypeTime},
+		{Name: "note", Type: field.TypeString, Default: ""},
+		{Name: "recorded_by", Type: field.TypeString, Default: ""},
+		{Name: "created_at", Type: field.TypeTime},
+	}
+	// MigrationEventsTable holds the schema information for the "migration_events" table.
+	MigrationEventsTable = &schema.Table{
+		Name:       "migration_events",
+		Columns:    MigrationEventsColumns,
+		PrimaryKey: []*schema.Column{MigrationEventsColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "migrationevent_migration_id_at",
+				Unique:  false,
+				Columns: []*schema.Column{MigrationEventsColumns[1], MigrationEventsColumns[3]},
+			},
+		},
+	}
 	// OutboxMessagesColumns holds the columns for the "outbox_messages" table.
 	OutboxMessagesColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeUUID},
@@ -813,7 +837,7 @@ var (
 	ReconciliationFindingsColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeUUID},
 		{Name: "migration_id", Type: field.TypeUUID},
-		{Name: "kind", Type: field.TypeEnum, Enums: []string{"duplication", "divergence"}},
+		{Name: "kind", Type: field.TypeEnum, Enums: []string{"duplication", "divergence", "moved"}},
 		{Name: "side", Type: field.TypeEnum, Enums: []string{"old", "new", "both"}},
 		{Name: "window_start", Type: field.TypeTime},
 		{Name: "owner", Type: field.TypeString},
@@ -843,6 +867,7 @@ var (
 		{Name: "started_at", Type: field.TypeTime},
 		{Name: "finished_at", Type: field.TypeTime, Nullable: true},
 		{Name: "origin", Type: field.TypeEnum, Enums: []string{"tidemark", "external"}},
+		{Name: "against", Type: field.TypeEnum, Enums: []string{"live", "archive"}, Default: "live"},
 		{Name: "clean", Type: field.TypeBool, Default: false},
 		{Name: "result", Type: field.TypeString, Size: 2147483647, Default: ""},
 		{Name: "summary", Type: field.TypeString, Size: 2147483647, Default: ""},
@@ -1306,6 +1331,7 @@ var (
 		LineageEdgesTable,
 		LineageEventsTable,
 		LineageStatesTable,
+		MigrationEventsTable,
 		OutboxMessagesTable,
 		OwnersTable,
 		ProposalsTable,

@@ -78,6 +78,9 @@ type LineageEvent func(*sql.Selector)
 // LineageState is the predicate function for lineagestate builders.
 type LineageState func(*sql.Selector)
 
+// MigrationEvent is the predicate function for migrationevent builders.
+type MigrationEvent func(*sql.Selector)
+
 // OutboxMessage is the predicate function for outboxmessage builders.
 type OutboxMessage func(*sql.Selector)
 

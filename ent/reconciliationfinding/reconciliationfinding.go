@@ -75,6 +75,7 @@ type Kind string
 const (
 	KindDuplication Kind = "duplication"
 	KindDivergence  Kind = "divergence"
+	KindMoved       Kind = "moved"
 )
 
 func (k Kind) String() string {
@@ -84,7 +85,7 @@ func (k Kind) String() string {
 // KindValidator is a validator for the "kind" field enum values. It is called by the builders before save.
 func KindValidator(k Kind) error {
 	switch k {
-	case KindDuplication, KindDivergence:
+	case KindDuplication, KindDivergence, KindMoved:
 		return nil
 	default:
 		return fmt.Errorf("reconciliationfinding: invalid enum value for kind field: %q", k)

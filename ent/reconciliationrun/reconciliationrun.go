@@ -22,6 +22,8 @@ const (
 	FieldFinishedAt = "finished_at"
 	// FieldOrigin holds the string denoting the origin field in the database.
 	FieldOrigin = "origin"
+	// FieldAgainst holds the string denoting the against field in the database.
+	FieldAgainst = "against"
 	// FieldClean holds the string denoting the clean field in the database.
 	FieldClean = "clean"
 	// FieldResult holds the string denoting the result field in the database.
@@ -41,6 +43,7 @@ var Columns = []string{
 	FieldStartedAt,
 	FieldFinishedAt,
 	FieldOrigin,
+	FieldAgainst,
 	FieldClean,
 	FieldResult,
 	FieldSummary,
@@ -93,6 +96,32 @@ func OriginValidator(o Origin) error {
 	}
 }
 
+// Against defines the type for the "against" enum field.
+type Against string
+
+// AgainstLive is the default value of the Against enum.
+const DefaultAgainst = AgainstLive
+
+// Against values.
+const (
+	AgainstLive    Against = "live"
+	AgainstArchive Against = "archive"
+)
+
+func (a Against) String() string {
+	return string(a)
+}
+
+// AgainstValidator is a validator for the "against" field enum values. It is called by the builders before save.
+func AgainstValidator(a Against) error {
+	switch a {
+	case AgainstLive, AgainstArchive:
+		return nil
+	default:
+		return fmt.Errorf("reconciliationrun: invalid enum value for against field: %q", a)
+	}
+}
+
 // OrderOption defines the ordering options for the ReconciliationRun queries.
 type OrderOption func(*sql.Selector)
 
@@ -119,6 +148,11 @@ func ByFinishedAt(opts ...sql.OrderTermOption) OrderOption {
 // ByOrigin orders the results by the origin field.
 func ByOrigin(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldOrigin, opts...).ToFunc()
+}
+
+// ByAgainst orders the results by the against field.
+func ByAgainst(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldAgainst, opts...).ToFunc()
 }
 
 // ByClean orders the results by the clean field.

@@ -240,6 +240,26 @@ func OriginNotIn(vs ...Origin) predicate.ReconciliationRun {
 	return predicate.ReconciliationRun(sql.FieldNotIn(FieldOrigin, vs...))
 }
 
+// AgainstEQ applies the EQ predicate on the "against" field.
+func AgainstEQ(v Against) predicate.ReconciliationRun {
+	return predicate.ReconciliationRun(sql.FieldEQ(FieldAgainst, v))
+}
+
+// AgainstNEQ applies the NEQ predicate on the "against" field.
+func AgainstNEQ(v Against) predicate.ReconciliationRun {
+	return predicate.ReconciliationRun(sql.FieldNEQ(FieldAgainst, v))
+}
+
+// AgainstIn applies the In predicate on the "against" field.
+func AgainstIn(vs ...Against) predicate.ReconciliationRun {
+	return predicate.ReconciliationRun(sql.FieldIn(FieldAgainst, vs...))
+}
+
+// AgainstNotIn applies the NotIn predicate on the "against" field.
+func AgainstNotIn(vs ...Against) predicate.ReconciliationRun {
+	return predicate.ReconciliationRun(sql.FieldNotIn(FieldAgainst, vs...))
+}
+
 // CleanEQ applies the EQ predicate on the "clean" field.
 func CleanEQ(v bool) predicate.ReconciliationRun {
 	return predicate.ReconciliationRun(sql.FieldEQ(FieldClean, v))

@@ -23,6 +23,7 @@ import (
 	"github.com/tidemark/tidemark/ent/label"
 	"github.com/tidemark/tidemark/ent/lineageedge"
 	"github.com/tidemark/tidemark/ent/lineageevent"
+	"github.com/tidemark/tidemark/ent/migrationevent"
 	"github.com/tidemark/tidemark/ent/outboxmessage"
 	"github.com/tidemark/tidemark/ent/proposal"
 	"github.com/tidemark/tidemark/ent/proposalfile"
@@ -246,8 +247,12 @@ func init() {
 	_ = datasetmigrationMixinFields0
 	datasetmigrationFields := schema.DatasetMigration{}.Fields()
 	_ = datasetmigrationFields
+	// datasetmigrationDescArchive is the schema descriptor for archive field.
+	datasetmigrationDescArchive := datasetmigrationFields[6].Descriptor()
+	// datasetmigration.DefaultArchive holds the default value on creation for the archive field.
+	datasetmigration.DefaultArchive = datasetmigrationDescArchive.Default.(string)
 	// datasetmigrationDescVersion is the schema descriptor for version field.
-	datasetmigrationDescVersion := datasetmigrationFields[6].Descriptor()
+	datasetmigrationDescVersion := datasetmigrationFields[7].Descriptor()
 	// datasetmigration.DefaultVersion holds the default value on creation for the version field.
 	datasetmigration.DefaultVersion = datasetmigrationDescVersion.Default.(int)
 	// datasetmigrationDescID is the schema descriptor for id field.
@@ -355,6 +360,23 @@ func init() {
 	lineageeventDescID := lineageeventMixinFields0[0].Descriptor()
 	// lineageevent.DefaultID holds the default value on creation for the id field.
 	lineageevent.DefaultID = lineageeventDescID.Default.(func() uuid.UUID)
+	migrationeventMixin := schema.MigrationEvent{}.Mixin()
+	migrationeventMixinFields0 := migrationeventMixin[0].Fields()
+	_ = migrationeventMixinFields0
+	migrationeventFields := schema.MigrationEvent{}.Fields()
+	_ = migrationeventFields
+	// migrationeventDescNote is the schema descriptor for note field.
+	migrationeventDescNote := migrationeventFields[3].Descriptor()
+	// migrationevent.DefaultNote holds the default value on creation for the note field.
+	migrationevent.DefaultNote = migrationeventDescNote.Default.(string)
+	// migrationeventDescRecordedBy is the schema descriptor for recorded_by field.
+	migrationeventDescRecordedBy := migrationeventFields[4].Descriptor()
+	// migrationevent.DefaultRecordedBy holds the default value on creation for the recorded_by field.
+	migrationevent.DefaultRecordedBy = migrationeventDescRecordedBy.Default.(string)
+	// migrationeventDescID is the schema descriptor for id field.
+	migrationeventDescID := migrationeventMixinFields0[0].Descriptor()
+	// migrationevent.DefaultID holds the default value on creation for the id field.
+	migrationevent.DefaultID = migrationeventDescID.Default.(func() uuid.UUID)
 	outboxmessageMixin := schema.OutboxMessage{}.Mixin()
 	outboxmessageMixinFields0 := outboxmessageMixin[0].Fields()
 	_ = outboxmessageMixinFields0
@@ -438,19 +460,19 @@ func init() {
 	reconciliationrunFields := schema.ReconciliationRun{}.Fields()
 	_ = reconciliationrunFields
 	// reconciliationrunDescClean is the schema descriptor for clean field.
-	reconciliationrunDescClean := reconciliationrunFields[4].Descriptor()
+	reconciliationrunDescClean := reconciliationrunFields[5].Descriptor()
 	// reconciliationrun.DefaultClean holds the default value on creation for the clean field.
 	reconciliationrun.DefaultClean = reconciliationrunDescClean.Default.(bool)
 	// reconciliationrunDescResult is the schema descriptor for result field.
-	reconciliationrunDescResult := reconciliationrunFields[5].Descriptor()
+	reconciliationrunDescResult := reconciliationrunFields[6].Descriptor()
 	// reconciliationrun.DefaultResult holds the default value on creation for the result field.
 	reconciliationrun.DefaultResult = reconciliationrunDescResult.Default.(string)
 	// reconciliationrunDescSummary is the schema descriptor for summary field.
-	reconciliationrunDescSummary := reconciliationrunFields[6].Descriptor()
+	reconciliationrunDescSummary := reconciliationrunFields[7].Descriptor()
 	// reconciliationrun.DefaultSummary holds the default value on creation for the summary field.
 	reconciliationrun.DefaultSummary = reconciliationrunDescSummary.Default.(string)
 	// reconciliationrunDescError is the schema descriptor for error field.
-	reconciliationrunDescError := reconciliationrunFields[7].Descriptor()
+	reconciliationrunDescError := reconciliationrunFields[8].Descriptor()
 	// reconciliationrun.DefaultError holds the default value on creation for the error field.
 	reconciliationrun.DefaultError = reconciliationrunDescError.Default.(string)
 	// reconciliationrunDescID is the schema descriptor for id field.

@@ -24,6 +24,9 @@ func (DatasetMigration) Fields() []ent.Field {
 		field.Text("spec"),
 		field.Enum("state").Values("active", "cut_over", "retired").Default("active"),
 		field.Time("cut_over_at").Optional().Nillable(),
+		// archive: where the old side's data was kept at the cutover (a JSON source spec owned
+		// by the reconcile package); the final reconciliation reads it instead of the old side.
+		field.Text("archive").Default(""),
 		field.Int("version").Default(1),
 		// run_claimed_until: a replica running the scheduled reconciliation holds the migration
 		// until then, so replicas never run the same migration's reconciliation at once.
@@ -53,6 +56,9 @@ func (ReconciliationRun) Fields() []ent.Field {
 		field.Time("finished_at").Optional().Nillable(),
 		// origin: tidemark read both sides; external: a checker posted the figures.
 		field.Enum("origin").Values("tidemark", "external").Immutable(),
+		// against: the old side as it lives, or the archive named at the cutover (the final
+		// reconciliation that gates retirement).
+		field.Enum("against").Values("live", "archive").Default("live").Immutable(),
 		field.Bool("clean").Default(false),
 		// result: windows, causes and cost as one JSON document, as runs before window rows
 		// were kept it (read for those only; new runs leave it empty).
@@ -78,7 +84,7 @@ func (ReconciliationWindow) Fields() []ent.Field {
 	return []ent.Field{
 		field.UUID("run_id", uuid.UUID{}).Immutable(),
 		field.Time("start").Immutable(),
-		field.Bool("clean").Immutable(),   // no duplication or divergence
+		field.Bool("clean").Immutable(),   // no class but lag
 		field.Bool("differs").Immutable(), // any class at all, lag included
 		field.Text("body").Immutable(),    // the window's figures, classes and sample
 	}
@@ -88,7 +94,29 @@ func (ReconciliationWindow) Indexes() []ent.Index {
 	return []ent.Index{index.Fields("run_id", "start").Unique(), index.Fields("run_id", "differs", "start")}
 }
 
-// ReconciliationFinding is a defect a run found in one window: duplication or divergence. It
+// MigrationEvent is something that happened to a migration's sides that its cutover streak must
+// span: a deploy of the new side's writer, recorded through the API.
+type MigrationEvent struct{ ent.Schema }
+
+func (MigrationEvent) Mixin() []ent.Mixin { return []ent.Mixin{UUIDv7{}} }
+
+func (MigrationEvent) Fields() []ent.Field {
+	return []ent.Field{
+		field.UUID("migration_id", uuid.UUID{}).Immutable(),
+		field.Enum("kind").Values("deploy").Immutable(),
+		field.Time("at").Immutable(), // when it happened
+		field.String("note").Default("").Immutable(),
+		field.String("recorded_by").Default("").Immutable(), // the token that recorded it
+		field.Time("created_at").Immutable(),
+	}
+}
+
+func (MigrationEvent) Indexes() []ent.Index {
+	return []ent.Index{index.Fields("migration_id", "at")}
+}
+
+// ReconciliationFinding is a defect a run found in one window: duplication, divergence or moved
+// records. It
 // stays open, with its owner, until a run shows it gone.
 type ReconciliationFinding struct{ ent.Schema }
 
@@ -97,7 +125,7 @@ func (ReconciliationFinding) Mixin() []ent.Mixin { return []ent.Mixin{UUIDv7{}} 
 func (ReconciliationFinding) Fields() []ent.Field {
 	return []ent.Field{
 		field.UUID("migration_id", uuid.UUID{}).Immutable(),
-		field.Enum("kind").Values("duplication", "divergence").Immutable(),
+		field.Enum("kind").Values("duplication", "divergence", "moved").Immutable(),
 		field.Enum("side").Values("old", "new", "both").Immutable(),
 		field.Time("window_start").Immutable(),
 		field.String("owner"),
