@@ -1,0 +1,223 @@
+package reconcile_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
+
+	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/ent/storage"
+	"github.com/tidemark/tidemark/ent/storage/storagetest"
+	"github.com/tidemark/tidemark/reconcile"
+	"github.com/tidemark/tidemark/tables"
+	"github.com/tidemark/tidemark/tables/tablestest"
+	"github.com/tidemark/tidemark/usage"
+)
+
+// pair is a migration between a PostgreSQL table (old) and an Iceberg table written by
+// iceberg-go (new), on one store.
+type pair struct {
+	*dualWrite
+	svc *reconcile.Service
+	use *usage.Service
+	old uuid.UUID
+	new uuid.UUID
+}
+
+func newPair(t *testing.T, db *storage.DB, c *clock) *pair {
+	t.Helper()
+	ctx := context.Background()
+	cat := catalog.New(db.Client, catalog.WithClock(c.Now))
+	tbls, err := tables.New(db.Client, cat, tables.WithClock(c.Now), tables.WithWarehouseRoots(os.TempDir()))
+	must(t, err)
+	use, err := usage.New(db, cat, usage.WithClock(c.Now))
+	must(t, err)
+	pg, err := sql.Open("postgres", storagetest.DSN(t, "postgres"))
+	must(t, err)
+	t.Cleanup(func() { pg.Close() })
+	_, err = pg.ExecContext(ctx, `CREATE TABLE public.orders (order_id bigint NOT NULL, ordered_at timestamptz NOT NULL, amount numeric(10,2), customer text)`)
+	must(t, err)
+	lake := tablestest.NewLake(t)
+	tbl, err := lake.Cat.CreateTable(ctx, table.Identifier{"db", "orders"}, orderSchema)
+	must(t, err)
+	d := &dualWrite{t: t, ctx: ctx, pg: pg, tbl: tbl, tables: tbls}
+	newTable, _, err := tbls.Register(ctx, tables.RegisterInput{MetadataLocation: tbl.MetadataLocation()})
+	must(t, err)
+	old, err := cat.Create(ctx, catalog.CreateInput{Kind: catalog.KindTable, Namespace: "postgres://shop:5432", Name: "shop.public.orders"})
+	must(t, err)
+	svc := reconcile.New(db.Client, cat, tbls, use, reconcile.WithClock(c.Now), reconcile.WithConnection("shop", pg))
+	return &pair{dualWrite: d, svc: svc, use: use, old: old.Asset.ID, new: newTable.AssetID}
+}
+
+func (p *pair) migrate(since time.Time, edit func(*reconcile.Spec)) reconcile.Migration {
+	p.t.Helper()
+	spec := reconcile.Spec{KeyColumns: []string{"order_id"}, TimeColumn: "ordered_at", Columns: []string{"amount", "customer"},
+		WindowSeconds: 86400, Since: since, DedupOld: reconcile.FirstWins, DedupNew: reconcile.FirstWins, LagBoundSeconds: 3600, QuoteValues: true,
+		Cutover: reconcile.CutoverRule{MinCleanRuns: 3, MinDays: 7},
+		Old:     reconcile.SourceSpec{Kind: reconcile.SourcePostgres, Connection: "shop", Table: "public.orders"},
+		New:     reconcile.SourceSpec{Kind: reconcile.SourceIceberg}}
+	if edit != nil {
+		edit(&spec)
+	}
+	m, err := p.svc.Create(p.ctx, reconcile.CreateInput{OldAssetID: p.old, NewAssetID: p.new, Owner: "team-orders", Spec: spec})
+	must(p.t, err)
+	return m
+}
+
+// oldSide writes orders to the PostgreSQL side only.
+func (p *pair) oldSide(os []order) {
+	for _, o := range os {
+		_, err := p.pg.ExecContext(p.ctx, `INSERT INTO public.orders VALUES ($1, $2, $3, $4)`, o.id, o.at, fmt.Sprintf("%d.%02d", o.cents/100, o.cents%100), o.customer)
+		must(p.t, err)
+	}
+}
+
+func every(from, n int, start time.Time, step time.Duration) []order {
+	out := make([]order, n)
+	for i := range out {
+		id := int64(from + i)
+		out[i] = order{id: id, at: start.Add(time.Duration(i) * step), cents: 1000 + id*7, customer: fmt.Sprintf("c%d", id%5)}
+	}
+	return out
+}
+
+// TestTimeZoneShiftIsMoved: the new side holds the same keys and values, but the orders placed
+// after 22:00 carry a time 2 h later (a writer's time-zone bug): the windows' counts differ and
+// the run is not clean; the records are classified moved, with the offset, and a finding opens.
+func TestTimeZoneShiftIsMoved(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		mon := time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)
+		c := &clock{t: mon}
+		p := newPair(t, db, c)
+		m := p.migrate(mon, nil)
+		orders := every(1, 144, mon, 20*time.Minute) // Monday and Tuesday, every 20 minutes
+		p.oldSide(orders)
+		shifted := slices.Clone(orders)
+		moved := 0
+		for i := range shifted {
+			if h := shifted[i].at.Hour(); h >= 22 {
+				shifted[i].at = shifted[i].at.Add(2 * time.Hour)
+				moved++
+			}
+		}
+		p.newSide(shifted, false)
+		c.Set(mon.AddDate(0, 0, 3))
+		r, err := p.svc.Reconcile(p.ctx, m.ID)
+		must(t, err)
+		if r.Clean || len(r.Windows) != 3 {
+			t.Fatalf("run: clean %v, %d windows, causes %v; want not clean", r.Clean, len(r.Windows), r.Causes)
+		}
+		monW, tueW, wedW := r.Windows[0], r.Windows[1], r.Windows[2]
+		for _, w := range []reconcile.WindowResult{monW, tueW, wedW} {
+			if !slices.Contains(w.Classes, reconcile.Moved) || w.Clean() {
+				t.Fatalf("window %s: classes %v; want moved", w.Start.Format("Mon"), w.Classes)
+			}
+		}
+		if monW.Moved != int64(moved/2) || tueW.MovedIn != int64(moved/2) || wedW.MovedIn != int64(moved/2) ||
+			len(monW.MovedOffsets) != 1 || monW.MovedOffsets[0].Seconds != 7200 || monW.Old.Rows != 72 || monW.New.Rows != 72-int64(moved/2) {
+			t.Fatalf("Monday %+v, Tuesday moved in %d, Wednesday moved in %d", monW, tueW.MovedIn, wedW.MovedIn)
+		}
+		if monW.Missing != 0 || monW.Extra != 0 || monW.Differing != 0 || slices.Contains(monW.Classes, reconcile.Divergence) {
+			t.Fatalf("Monday: the keys and values are the same, only the times moved: %+v", monW)
+		}
+		if len(monW.Sample) == 0 || monW.Sample[0].Column != "ordered_at" || monW.Sample[0].Old != "2026-11-02T22:00:00Z" || monW.Sample[0].New != "2026-11-03T00:00:00Z" {
+			t.Fatalf("Monday's sample %+v", monW.Sample)
+		}
+		fs, err := p.svc.Findings(p.ctx, m.ID)
+		must(t, err)
+		if !slices.ContainsFunc(fs, func(f reconcile.Finding) bool { return f.Kind == "moved" && f.ClosedAt == nil }) {
+			t.Fatalf("findings %+v; want an open moved finding", fs)
+		}
+	})
+}
+
+// TestRetryInTheNextWindowIsDuplication: a retry that lands a day later puts one key in two
+// windows on the new side, each holding it once: duplication in both, the key sampled with
+// both windows.
+func TestRetryInTheNextWindowIsDuplication(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		mon := time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)
+		c := &clock{t: mon}
+		p := newPair(t, db, c)
+		m := p.migrate(mon, nil)
+		orders := append(every(1, 10, mon, time.Hour), every(11, 10, mon.AddDate(0, 0, 1), time.Hour)...)
+		p.oldSide(orders)
+		retried := orders[4]
+		retried.at = retried.at.AddDate(0, 0, 1) // the retry's own time, a day later
+		p.newSide(append(slices.Clone(orders), retried), false)
+		c.Set(mon.AddDate(0, 0, 3))
+		r, err := p.svc.Reconcile(p.ctx, m.ID)
+		must(t, err)
+		if r.Clean || len(r.Windows) != 2 {
+			t.Fatalf("run: clean %v, %d windows; want not clean", r.Clean, len(r.Windows))
+		}
+		for _, w := range r.Windows {
+			if !slices.Contains(w.Classes, reconcile.Duplication) || w.New.DuplicateKeys != 1 || len(w.Duplicates) != 1 {
+				t.Fatalf("window %s: classes %v, new duplicate keys %d, duplicates %+v; want duplication of one key", w.Start.Format("Mon"), w.Classes, w.New.DuplicateKeys, w.Duplicates)
+			}
+			d := w.Duplicates[0]
+			if d.Key != "5" || d.Side != "new" || d.Records != 2 || len(d.Windows) != 2 || !d.Windows[0].Equal(mon) || !d.Windows[1].Equal(mon.AddDate(0, 0, 1)) {
+				t.Fatalf("duplicate %+v; want key 5 on the new side in Monday's and Tuesday's windows", d)
+			}
+		}
+	})
+}
+
+// TestHistoryWithAStatedRule: a status log keeps versions of an order on both sides. Stated as
+// history with the latest standing, it is clean, and its versions are counted; a retried
+// identical record (same time, same values) is still duplication. Stated as unique, the same
+// data is duplication: the rule a team states decides.
+func TestHistoryWithAStatedRule(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		mon := time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)
+		c := &clock{t: mon}
+		p := newPair(t, db, c)
+		history := p.migrate(mon, func(s *reconcile.Spec) {
+			s.DedupOld, s.DedupNew = reconcile.LastWins, reconcile.LastWins
+			s.Old.Keys, s.New.Keys = reconcile.HistoryKeys, reconcile.HistoryKeys
+		})
+		unique := p.migrate(mon, nil)
+		var log []order
+		for i := range 10 {
+			placed := order{id: int64(i + 1), at: mon.Add(time.Duration(i) * time.Hour), cents: 1000, customer: "placed"}
+			shipped := placed
+			shipped.at, shipped.customer = placed.at.Add(20*time.Hour), "shipped" // some the next day
+			log = append(log, placed, shipped)
+		}
+		p.oldSide(log)
+		p.newSide(log, false)
+		c.Set(mon.AddDate(0, 0, 3))
+		r, err := p.svc.Reconcile(p.ctx, history.ID)
+		must(t, err)
+		var versions int64
+		for _, w := range r.Windows {
+			versions += w.New.Versions
+			if w.Old.Versions != w.New.Versions {
+				t.Fatalf("window %s: versions %d old, %d new", w.Start.Format("Mon"), w.Old.Versions, w.New.Versions)
+			}
+		}
+		if !r.Clean || versions != 10 {
+			t.Fatalf("history with its rule: clean %v, %d versions, causes %v; want clean with 10 versions", r.Clean, versions, r.Causes)
+		}
+		u, err := p.svc.Reconcile(p.ctx, unique.ID)
+		must(t, err)
+		if u.Clean || u.Summary.Classes[reconcile.Duplication] == 0 {
+			t.Fatalf("the same data stated unique: clean %v, classes %v; want duplication", u.Clean, u.Summary.Classes)
+		}
+		p.newSide([]order{log[5]}, false) // a retry of one status record, identical
+		c.Set(c.Now().Add(time.Hour))
+		r, err = p.svc.Reconcile(p.ctx, history.ID)
+		must(t, err)
+		if r.Clean || r.Summary.Classes[reconcile.Duplication] != 1 || !strings.Contains(strings.Join(r.Causes, " "), "the same record twice") {
+			t.Fatalf("history with a retried identical record: clean %v, classes %v, causes %v; want one window of duplication", r.Clean, r.Summary.Classes, r.Causes)
+		}
+	})
+}
