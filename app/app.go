@@ -118,7 +118,7 @@ func Open(ctx context.Context, store *storage.DB, cfg Config) (*App, error) {
 		cleanup.WithUsage(a.Usage, func(ctx context.Context, id uuid.UUID) ([]uuid.UUID, error) {
 			return a.Lineage.Downstream(ctx, id, UnusedDownstreamDepth)
 		})}, cfg.Cleanup...)
-	ropts := []reconcile.Option{reconcile.WithLogger(cfg.Log)}
+	ropts := []reconcile.Option{reconcile.WithLogger(cfg.Log), reconcile.WithWriters(LineageWriters(a.Lineage))}
 	for name, db := range cfg.MigrationSources {
 		ropts = append(ropts, reconcile.WithConnection(name, db))
 	}
@@ -127,6 +127,22 @@ func Open(ctx context.Context, store *storage.DB, cfg Config) (*App, error) {
 	copts = append(copts, cleanup.WithMigrationGate(a.Reconcile.RetirementGate))
 	a.Cleanup = cleanup.New(store, a.Tables, a.Catalog, copts...)
 	return a, nil
+}
+
+// LineageWriters finds, in lineage's record of runs, the runs that wrote an asset during a
+// window: a migration names them where its new side holds duplicated keys.
+func LineageWriters(l *lineage.Service) func(ctx context.Context, asset uuid.UUID, from, to time.Time, limit int) ([]reconcile.Writer, error) {
+	return func(ctx context.Context, asset uuid.UUID, from, to time.Time, limit int) ([]reconcile.Writer, error) {
+		runs, err := l.WritersOf(ctx, asset, from, to, limit)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]reconcile.Writer, len(runs))
+		for i, r := range runs {
+			out[i] = reconcile.Writer{RunID: r.ID, JobAssetID: r.JobAssetID, State: r.State, StartedAt: r.StartedAt, EndedAt: r.EndedAt}
+		}
+		return out, nil
+	}
 }
 
 // MigrationRelations gives an asset's dataset migrations as lineage relations (migrated_to),

@@ -18624,6 +18624,7 @@ type OutboxMessageMutation struct {
 	id              *uuid.UUID
 	event           *string
 	proposal_id     *uuid.UUID
+	finding_id      *uuid.UUID
 	recipient       *string
 	url             *string
 	payload         *string
@@ -18797,7 +18798,7 @@ func (m *OutboxMessageMutation) ProposalID() (r uuid.UUID, exists bool) {
 // OldProposalID returns the old "proposal_id" field's value of the OutboxMessage entity.
 // If the OutboxMessage object wasn't provided to the builder, the object is fetched from the database.
 // An error is returned if the mutation operation is not UpdateOne, or the database query fails.
-func (m *OutboxMessageMutation) OldProposalID(ctx context.Context) (v uuid.UUID, err error) {
+func (m *OutboxMessageMutation) OldProposalID(ctx context.Context) (v *uuid.UUID, err error) {
 	if !m.op.Is(OpUpdateOne) {
 		return v, errors.New("OldProposalID is only allowed on UpdateOne operations")
 	}
@@ -18811,9 +18812,71 @@ func (m *OutboxMessageMutation) OldProposalID(ctx context.Context) (v uuid.UUID,
 	return oldValue.ProposalID, nil
 }
 
+// ClearProposalID clears the value of the "proposal_id" field.
+func (m *OutboxMessageMutation) ClearProposalID() {
+	m.proposal_id = nil
+	m.clearedFields[outboxmessage.FieldProposalID] = struct{}{}
+}
+
+// ProposalIDCleared returns if the "proposal_id" field was cleared in this mutation.
+func (m *OutboxMessageMutation) ProposalIDCleared() bool {
+	_, ok := m.clearedFields[outboxmessage.FieldProposalID]
+	return ok
+}
+
 // ResetProposalID resets all changes to the "proposal_id" field.
 func (m *OutboxMessageMutation) ResetProposalID() {
 	m.proposal_id = nil
+	delete(m.clearedFields, outboxmessage.FieldProposalID)
+}
+
+// SetFindingID sets the "finding_id" field.
+func (m *OutboxMessageMutation) SetFindingID(u uuid.UUID) {
+	m.finding_id = &u
+}
+
+// FindingID returns the value of the "finding_id" field in the mutation.
+func (m *OutboxMessageMutation) FindingID() (r uuid.UUID, exists bool) {
+	v := m.finding_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldFindingID returns the old "finding_id" field's value of the OutboxMessage entity.
+// If the OutboxMessage object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *OutboxMessageMutation) OldFindingID(ctx context.Context) (v *uuid.UUID, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldFindingID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldFindingID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldFindingID: %w", err)
+	}
+	return oldValue.FindingID, nil
+}
+
+// ClearFindingID clears the value of the "finding_id" field.
+func (m *OutboxMessageMutation) ClearFindingID() {
+	m.finding_id = nil
+	m.clearedFields[outboxmessage.FieldFindingID] = struct{}{}
+}
+
+// FindingIDCleared returns if the "finding_id" field was cleared in this mutation.
+func (m *OutboxMessageMutation) FindingIDCleared() bool {
+	_, ok := m.clearedFields[outboxmessage.FieldFindingID]
+	return ok
+}
+
+// ResetFindingID resets all changes to the "finding_id" field.
+func (m *OutboxMessageMutation) ResetFindingID() {
+	m.finding_id = nil
+	delete(m.clearedFields, outboxmessage.FieldFindingID)
 }
 
 // SetRecipient sets the "recipient" field.
@@ -19207,12 +19270,15 @@ func (m *OutboxMessageMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *OutboxMessageMutation) Fields() []string {
-	fields := make([]string, 0, 11)
+	fields := make([]string, 0, 12)
 	if m.event != nil {
 		fields = append(fields, outboxmessage.FieldEvent)
 	}
 	if m.proposal_id != nil {
 		fields = append(fields, outboxmessage.FieldProposalID)
+	}
+	if m.finding_id != nil {
+		fields = append(fields, outboxmessage.FieldFindingID)
 	}
 	if m.recipient != nil {
 		fields = append(fields, outboxmessage.FieldRecipient)
@@ -19253,6 +19319,8 @@ func (m *OutboxMessageMutation) Field(name string) (ent.Value, bool) {
 		return m.Event()
 	case outboxmessage.FieldProposalID:
 		return m.ProposalID()
+	case outboxmessage.FieldFindingID:
+		return m.FindingID()
 	case outboxmessage.FieldRecipient:
 		return m.Recipient()
 	case outboxmessage.FieldURL:
@@ -19284,6 +19352,8 @@ func (m *OutboxMessageMutation) OldField(ctx context.Context, name string) (ent.
 		return m.OldEvent(ctx)
 	case outboxmessage.FieldProposalID:
 		return m.OldProposalID(ctx)
+	case outboxmessage.FieldFindingID:
+		return m.OldFindingID(ctx)
 	case outboxmessage.FieldRecipient:
 		return m.OldRecipient(ctx)
 	case outboxmessage.FieldURL:
@@ -19324,6 +19394,13 @@ func (m *OutboxMessageMutation) SetField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetProposalID(v)
+		return nil
+	case outboxmessage.FieldFindingID:
+		v, ok := value.(uuid.UUID)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetFindingID(v)
 		return nil
 	case outboxmessage.FieldRecipient:
 		v, ok := value.(string)
@@ -19433,6 +19510,12 @@ func (m *OutboxMessageMutation) AddField(name string, value ent.Value) error {
 // mutation.
 func (m *OutboxMessageMutation) ClearedFields() []string {
 	var fields []string
+	if m.FieldCleared(outboxmessage.FieldProposalID) {
+		fields = append(fields, outboxmessage.FieldProposalID)
+	}
+	if m.FieldCleared(outboxmessage.FieldFindingID) {
+		fields = append(fields, outboxmessage.FieldFindingID)
+	}
 	if m.FieldCleared(outboxmessage.FieldDeliveredAt) {
 		fields = append(fields, outboxmessage.FieldDeliveredAt)
 	}
@@ -19450,6 +19533,12 @@ func (m *OutboxMessageMutation) FieldCleared(name string) bool {
 // error if the field is not defined in the schema.
 func (m *OutboxMessageMutation) ClearField(name string) error {
 	switch name {
+	case outboxmessage.FieldProposalID:
+		m.ClearProposalID()
+		return nil
+	case outboxmessage.FieldFindingID:
+		m.ClearFindingID()
+		return nil
 	case outboxmessage.FieldDeliveredAt:
 		m.ClearDeliveredAt()
 		return nil
@@ -19466,6 +19555,9 @@ func (m *OutboxMessageMutation) ResetField(name string) error {
 		return nil
 	case outboxmessage.FieldProposalID:
 		m.ResetProposalID()
+		return nil
+	case outboxmessage.FieldFindingID:
+		m.ResetFindingID()
 		return nil
 	case outboxmessage.FieldRecipient:
 		m.ResetRecipient()

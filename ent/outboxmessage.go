@@ -21,7 +21,9 @@ type OutboxMessage struct {
 	// Event holds the value of the "event" field.
 	Event string `json:"event,omitempty"`
 	// ProposalID holds the value of the "proposal_id" field.
-	ProposalID uuid.UUID `json:"proposal_id,omitempty"`
+	ProposalID *uuid.UUID `json:"proposal_id,omitempty"`
+	// FindingID holds the value of the "finding_id" field.
+	FindingID *uuid.UUID `json:"finding_id,omitempty"`
 	// Recipient holds the value of the "recipient" field.
 	Recipient string `json:"recipient,omitempty"`
 	// URL holds the value of the "url" field.
@@ -48,13 +50,15 @@ func (*OutboxMessage) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
+		case outboxmessage.FieldProposalID, outboxmessage.FieldFindingID:
+			values[i] = &sql.NullScanner{S: new(uuid.UUID)}
 		case outboxmessage.FieldAttempts:
 			values[i] = new(sql.NullInt64)
 		case outboxmessage.FieldEvent, outboxmessage.FieldRecipient, outboxmessage.FieldURL, outboxmessage.FieldPayload, outboxmessage.FieldState, outboxmessage.FieldLastError:
 			values[i] = new(sql.NullString)
 		case outboxmessage.FieldNextAttemptAt, outboxmessage.FieldCreatedAt, outboxmessage.FieldDeliveredAt:
 			values[i] = new(sql.NullTime)
-		case outboxmessage.FieldID, outboxmessage.FieldProposalID:
+		case outboxmessage.FieldID:
 			values[i] = new(uuid.UUID)
 		default:
 			values[i] = new(sql.UnknownType)
@@ -84,10 +88,18 @@ func (_m *OutboxMessage) assignValues(columns []string, values []any) error {
 				_m.Event = value.String
 			}
 		case outboxmessage.FieldProposalID:
-			if value, ok := values[i].(*uuid.UUID); !ok {
+			if value, ok := values[i].(*sql.NullScanner); !ok {
 				return fmt.Errorf("unexpected type %T for field proposal_id", values[i])
-			} else if value != nil {
-				_m.ProposalID = *value
+			} else if value.Valid {
+				_m.ProposalID = new(uuid.UUID)
+				*_m.ProposalID = *value.S.(*uuid.UUID)
+			}
+		case outboxmessage.FieldFindingID:
+			if value, ok := values[i].(*sql.NullScanner); !ok {
+				return fmt.Errorf("unexpected type %T for field finding_id", values[i])
+			} else if value.Valid {
+				_m.FindingID = new(uuid.UUID)
+				*_m.FindingID = *value.S.(*uuid.UUID)
 			}
 		case outboxmessage.FieldRecipient:
 			if value, ok := values[i].(*sql.NullString); !ok {
@@ -183,8 +195,15 @@ func (_m *OutboxMessage) String() string {
 	builder.WriteString("event=")
 	builder.WriteString(_m.Event)
 	builder.WriteString(", ")
-	builder.WriteString("proposal_id=")
-	builder.WriteString(fmt.Sprintf("%v", _m.ProposalID))
+	if v := _m.ProposalID; v != nil {
+		builder.WriteString("proposal_id=")
+		builder.WriteString(fmt.Sprintf("%v", *v))
+	}
+	builder.WriteString(", ")
+	if v := _m.FindingID; v != nil {
+		builder.WriteString("finding_id=")
+		builder.WriteString(fmt.Sprintf("%v", *v))
+	}
 	builder.WriteString(", ")
 	builder.WriteString("recipient=")
 	builder.WriteString(_m.Recipient)

@@ -33,6 +33,28 @@ func (_c *OutboxMessageCreate) SetProposalID(v uuid.UUID) *OutboxMessageCreate {
 	return _c
 }
 
+// SetNillableProposalID sets the "proposal_id" field if the given value is not nil.
+func (_c *OutboxMessageCreate) SetNillableProposalID(v *uuid.UUID) *OutboxMessageCreate {
+	if v != nil {
+		_c.SetProposalID(*v)
+	}
+	return _c
+}
+
+// SetFindingID sets the "finding_id" field.
+func (_c *OutboxMessageCreate) SetFindingID(v uuid.UUID) *OutboxMessageCreate {
+	_c.mutation.SetFindingID(v)
+	return _c
+}
+
+// SetNillableFindingID sets the "finding_id" field if the given value is not nil.
+func (_c *OutboxMessageCreate) SetNillableFindingID(v *uuid.UUID) *OutboxMessageCreate {
+	if v != nil {
+		_c.SetFindingID(*v)
+	}
+	return _c
+}
+
 // SetRecipient sets the "recipient" field.
 func (_c *OutboxMessageCreate) SetRecipient(v string) *OutboxMessageCreate {
 	_c.mutation.SetRecipient(v)
@@ -191,9 +213,6 @@ func (_c *OutboxMessageCreate) check() error {
 	if _, ok := _c.mutation.Event(); !ok {
 		return &ValidationError{Name: "event", err: errors.New(`ent: missing required field "OutboxMessage.event"`)}
 	}
-	if _, ok := _c.mutation.ProposalID(); !ok {
-		return &ValidationError{Name: "proposal_id", err: errors.New(`ent: missing required field "OutboxMessage.proposal_id"`)}
-	}
 	if _, ok := _c.mutation.Recipient(); !ok {
 		return &ValidationError{Name: "recipient", err: errors.New(`ent: missing required field "OutboxMessage.recipient"`)}
 	}
@@ -264,7 +283,11 @@ func (_c *OutboxMessageCreate) createSpec() (*OutboxMessage, *sqlgraph.CreateSpe
 	}
 	if value, ok := _c.mutation.ProposalID(); ok {
 		_spec.SetField(outboxmessage.FieldProposalID, field.TypeUUID, value)
-		_node.ProposalID = value
+		_node.ProposalID = &value
+	}
+	if value, ok := _c.mutation.FindingID(); ok {
+		_spec.SetField(outboxmessage.FieldFindingID, field.TypeUUID, value)
+		_node.FindingID = &value
 	}
 	if value, ok := _c.mutation.Recipient(); ok {
 		_spec.SetField(outboxmessage.FieldRecipient, field.TypeString, value)

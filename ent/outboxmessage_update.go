@@ -165,6 +165,12 @@ func (_u *OutboxMessageUpdate) sqlSave(ctx context.Context) (_node int, err erro
 			}
 		}
 	}
+	if _u.mutation.ProposalIDCleared() {
+		_spec.ClearField(outboxmessage.FieldProposalID, field.TypeUUID)
+	}
+	if _u.mutation.FindingIDCleared() {
+		_spec.ClearField(outboxmessage.FieldFindingID, field.TypeUUID)
+	}
 	if value, ok := _u.mutation.State(); ok {
 		_spec.SetField(outboxmessage.FieldState, field.TypeEnum, value)
 	}
@@ -372,6 +378,12 @@ func (_u *OutboxMessageUpdateOne) sqlSave(ctx context.Context) (_node *OutboxMes
 				ps[i](selector)
 			}
 		}
+	}
+	if _u.mutation.ProposalIDCleared() {
+		_spec.ClearField(outboxmessage.FieldProposalID, field.TypeUUID)
+	}
+	if _u.mutation.FindingIDCleared() {
+		_spec.ClearField(outboxmessage.FieldFindingID, field.TypeUUID)
 	}
 	if value, ok := _u.mutation.State(); ok {
 		_spec.SetField(outboxmessage.FieldState, field.TypeEnum, value)

@@ -134,6 +134,14 @@ type sideFiguresBody struct {
 	Checksum      string `json:"checksum"`
 }
 
+type writerResponse struct {
+	RunID      string     `json:"run_id"`
+	JobAssetID uuid.UUID  `json:"job_asset_id"`
+	State      string     `json:"state"`
+	StartedAt  *time.Time `json:"started_at,omitempty"`
+	EndedAt    *time.Time `json:"ended_at,omitempty"`
+}
+
 type offsetResponse struct {
 	Seconds float64 `json:"seconds"`
 	Records int64   `json:"records"`
@@ -166,6 +174,7 @@ type windowResponse struct {
 	DifferingColumns []string             `json:"differing_columns"`
 	Sample           []differenceResponse `json:"sample"`
 	Duplicates       []duplicateResponse  `json:"duplicates"` // a sample of the duplicated keys
+	Writers          []writerResponse     `json:"writers"`    // runs that wrote the new side here, when it holds duplicates
 	Classes          []string             `json:"classes"`    // lag, duplication, moved, divergence
 	Why              []string             `json:"why"`
 }
@@ -419,7 +428,10 @@ func toReconRunResponse(r reconcile.Run) reconciliationRunResponse {
 func toWindowResponse(w reconcile.WindowResult) windowResponse {
 	wr := windowResponse{Start: w.Start, Old: sideFiguresBody(w.Old), New: sideFiguresBody(w.New), Missing: w.Missing, Extra: w.Extra,
 		Differing: w.Differing, Moved: w.Moved, MovedIn: w.MovedIn, MovedOffsets: []offsetResponse{}, DifferingColumns: w.DifferingColumns,
-		Sample: []differenceResponse{}, Duplicates: []duplicateResponse{}, Classes: []string{}, Why: w.Why}
+		Sample: []differenceResponse{}, Duplicates: []duplicateResponse{}, Writers: []writerResponse{}, Classes: []string{}, Why: w.Why}
+	for _, r := range w.Writers {
+		wr.Writers = append(wr.Writers, writerResponse(r))
+	}
 	for _, d := range w.Sample {
 		wr.Sample = append(wr.Sample, differenceResponse(d))
 	}

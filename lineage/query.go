@@ -668,6 +668,32 @@ func (s *Service) RunsOf(ctx context.Context, assetID uuid.UUID, limit int) ([]R
 	return s.withIO(ctx, rows)
 }
 
+// maxWriterCandidates bounds how many of an asset's output records WritersOf looks through.
+const maxWriterCandidates = 1000
+
+// WritersOf returns up to limit runs that wrote the asset while [from, to) lasted: a run that
+// started before to and had not ended by from, or, without a start, whose state time falls in
+// it. It looks through the asset's newest outputs first seen before to (at most
+// maxWriterCandidates), so it answers for recent windows of a busy asset, not its whole past.
+func (s *Service) WritersOf(ctx context.Context, assetID uuid.UUID, from, to time.Time, limit int) ([]RunInfo, error) {
+	ids, err := s.db.RunIO.Query().Where(runio.AssetID(assetID), runio.RoleEQ(runio.RoleOutput), runio.FirstSeenLT(to)).
+		Order(ent.Desc(runio.FieldFirstSeen)).Limit(maxWriterCandidates).Select(runio.FieldRunID).Strings(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("lineage: writers of %s: %w", assetID, err)
+	}
+	if len(ids) == 0 {
+		return []RunInfo{}, nil
+	}
+	rows, err := s.db.Run.Query().Where(run.IDIn(ids...), run.Or(
+		run.And(run.StartedAtNotNil(), run.StartedAtLT(to), run.Or(run.EndedAtIsNil(), run.EndedAtGTE(from))),
+		run.And(run.StartedAtIsNil(), run.StateTimeGTE(from), run.StateTimeLT(to)))).
+		Order(ent.Asc(run.FieldStateTime), ent.Asc(run.FieldID)).Limit(limit).All(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("lineage: writers of %s: %w", assetID, err)
+	}
+	return s.withIO(ctx, rows)
+}
+
 func (s *Service) withIO(ctx context.Context, rows []*ent.Run) ([]RunInfo, error) {
 	out := make([]RunInfo, len(rows))
 	idx := map[string]int{}

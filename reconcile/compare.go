@@ -83,7 +83,10 @@ type WindowResult struct {
 	DifferingColumns []string     `json:"differing_columns"`
 	Sample           []Difference `json:"sample"`     // from the deep comparison of differing and moved records
 	Duplicates       []Duplicate  `json:"duplicates"` // a sample of the duplicated keys
-	Classes          []Class      `json:"classes"`
+	// Writers are the runs lineage saw write the new side during the window, named when the
+	// new side holds duplicated keys in it (where to look for the retry).
+	Writers []Writer `json:"writers,omitempty"`
+	Classes []Class  `json:"classes"`
 	// Why says, per class, what was seen.
 	Why []string `json:"why"`
 }

@@ -37,6 +37,8 @@ type Service struct {
 	log    *slog.Logger
 	pairs  pairs
 	slots  chan struct{} // the process's run slots (WithMaxRuns)
+	// writers finds the runs that wrote an asset during a window (WithWriters).
+	writers func(ctx context.Context, asset uuid.UUID, from, to time.Time, limit int) ([]Writer, error)
 }
 
 // Option configures a Service.
@@ -52,6 +54,53 @@ func WithLogger(l *slog.Logger) Option { return func(s *Service) { s.log = l } }
 // role that can only read: runs open read-only transactions, but the role is the real guard.
 func WithConnection(name string, db *sql.DB) Option {
 	return func(s *Service) { s.conns[name] = db }
+}
+
+// Writer is a run that wrote the new side during a window with duplicated keys: where to look
+// for the cause.
+type Writer struct {
+	RunID      string     `json:"run_id"`
+	JobAssetID uuid.UUID  `json:"job_asset_id"`
+	State      string     `json:"state"`
+	StartedAt  *time.Time `json:"started_at,omitempty"`
+	EndedAt    *time.Time `json:"ended_at,omitempty"`
+}
+
+// WithWriters sets how a run finds the runs that wrote the new asset during a window (lineage's
+// record of runs): windows with duplicated keys on the new side name them.
+func WithWriters(fn func(ctx context.Context, asset uuid.UUID, from, to time.Time, limit int) ([]Writer, error)) Option {
+	return func(s *Service) { s.writers = fn }
+}
+
+// Bounds on the writers a run names: in the first maxWriterWindows windows with duplication on
+// the new side, up to maxWriters runs each.
+const (
+	maxWriterWindows = 20
+	maxWriters       = 10
+)
+
+// nameWriters names the runs that wrote the new side in the windows where it holds duplicated
+// keys. They are evidence, not the verdict: a failure to find them is logged, not fatal.
+func (s *Service) nameWriters(ctx context.Context, m Migration, ws []WindowResult) {
+	if s.writers == nil {
+		return
+	}
+	n := 0
+	for i := range ws {
+		w := &ws[i]
+		if w.New.DuplicateKeys == 0 {
+			continue
+		}
+		if n++; n > maxWriterWindows {
+			return
+		}
+		found, err := s.writers(ctx, m.NewAssetID, w.Start, w.Start.Add(m.Spec.Window()), maxWriters)
+		if err != nil {
+			s.log.Warn("reconcile: find the runs that wrote duplicated keys", "migration_id", m.ID, "window", w.Start, "err", err)
+			return
+		}
+		w.Writers = found
+	}
 }
 
 // New returns a Service. tbls reads Iceberg sides; use gives the new asset's busiest write day.
@@ -242,6 +291,7 @@ func (s *Service) Reconcile(ctx context.Context, id uuid.UUID) (Run, error) {
 		res.Causes = append(res.Causes, nothingCompared(m, started))
 	}
 	run.Clean = cerr == nil && len(res.Causes) == 0
+	s.nameWriters(ctx, m, run.Windows)
 	if err := s.finish(ctx, m, &run, res.Causes); err != nil {
 		return run, err
 	}
@@ -479,6 +529,7 @@ func (s *Service) PostRun(ctx context.Context, id uuid.UUID, figures []WindowFig
 	}
 	run := Run{ID: row.ID, MigrationID: id, StartedAt: now, Origin: string(reconciliationrun.OriginExternal), Against: string(against), Windows: res.Windows,
 		Cost: res.Cost, Clean: len(res.Causes) == 0}
+	s.nameWriters(ctx, m, run.Windows)
 	return run, s.finish(ctx, m, &run, res.Causes)
 }
 

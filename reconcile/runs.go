@@ -1,9 +1,11 @@
 package reconcile
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/tidemark/tidemark/ent/reconciliationfinding"
 	"github.com/tidemark/tidemark/ent/reconciliationrun"
 	"github.com/tidemark/tidemark/ent/reconciliationwindow"
+	"github.com/tidemark/tidemark/ent/webhook"
 	"github.com/tidemark/tidemark/internal/chunk"
 )
 
@@ -153,14 +156,64 @@ func (s *Service) findings(ctx context.Context, tx *ent.Tx, m Migration, run *Ru
 			return err
 		}
 	}
-	for k, detail := range seen {
-		if err := tx.ReconciliationFinding.Create().SetMigrationID(m.ID).SetKind(k.kind).SetSide(k.side).
-			SetWindowStart(time.Unix(k.window, 0).UTC()).SetOwner(m.Owner).SetDetail(detail).
-			SetOpenedRunID(run.ID).SetOpenedAt(*run.FinishedAt).Exec(ctx); err != nil {
+	hook, err := tx.Webhook.Query().Where(webhook.Principal(m.Owner)).Only(ctx)
+	if err != nil && !ent.IsNotFound(err) {
+		return err
+	}
+	keys := slices.SortedFunc(maps.Keys(seen), func(a, b findingKey) int { // one order: the notifications' too
+		return cmp.Or(cmp.Compare(a.window, b.window), cmp.Compare(a.kind, b.kind), cmp.Compare(a.side, b.side))
+	})
+	for _, k := range keys {
+		f, err := tx.ReconciliationFinding.Create().SetMigrationID(m.ID).SetKind(k.kind).SetSide(k.side).
+			SetWindowStart(time.Unix(k.window, 0).UTC()).SetOwner(m.Owner).SetDetail(seen[k]).
+			SetOpenedRunID(run.ID).SetOpenedAt(*run.FinishedAt).Save(ctx)
+		if err != nil {
 			return err
+		}
+		if hook != nil {
+			if err := notifyFinding(ctx, tx, hook, f); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
+}
+
+// FindingNotification is what the migration owner's webhook receives when a run opens a
+// finding. ID is also the Idempotency-Key header (delivery is at least once).
+type FindingNotification struct {
+	ID        uuid.UUID      `json:"id"`
+	Event     string         `json:"event"` // finding.opened
+	Recipient string         `json:"recipient"`
+	At        time.Time      `json:"at"`
+	Finding   FindingSummary `json:"finding"`
+}
+
+// FindingSummary is the part of a finding a notification carries.
+type FindingSummary struct {
+	ID          uuid.UUID `json:"id"`
+	MigrationID uuid.UUID `json:"migration_id"`
+	Kind        string    `json:"kind"`
+	Side        string    `json:"side"`
+	WindowStart time.Time `json:"window_start"`
+	Detail      string    `json:"detail"`
+	OpenedRunID uuid.UUID `json:"opened_run_id"`
+	Page        string    `json:"page"` // the migration's page, relative to Tidemark's address
+}
+
+// notifyFinding writes the owner's notification of a new finding into the outbox, in the run's
+// transaction: it is sent (by the outbox's dispatcher) exactly when the finding is kept.
+func notifyFinding(ctx context.Context, tx *ent.Tx, hook *ent.Webhook, f *ent.ReconciliationFinding) error {
+	id := uuid.Must(uuid.NewV7())
+	n := FindingNotification{ID: id, Event: "finding.opened", Recipient: hook.Principal, At: f.OpenedAt.UTC(), Finding: FindingSummary{
+		ID: f.ID, MigrationID: f.MigrationID, Kind: string(f.Kind), Side: string(f.Side), WindowStart: f.WindowStart.UTC(), Detail: f.Detail,
+		OpenedRunID: f.OpenedRunID, Page: "/migrations/" + f.MigrationID.String()}}
+	body, err := json.Marshal(n)
+	if err != nil {
+		return err
+	}
+	return tx.OutboxMessage.Create().SetID(id).SetEvent(n.Event).SetFindingID(f.ID).SetRecipient(hook.Principal).SetURL(hook.URL).
+		SetPayload(string(body)).SetNextAttemptAt(f.OpenedAt).SetCreatedAt(f.OpenedAt).Exec(ctx)
 }
 
 // runFields are a run's columns but the legacy result, which can be large: lists read these.

@@ -680,7 +680,8 @@ var (
 	OutboxMessagesColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeUUID},
 		{Name: "event", Type: field.TypeString},
-		{Name: "proposal_id", Type: field.TypeUUID},
+		{Name: "proposal_id", Type: field.TypeUUID, Nullable: true},
+		{Name: "finding_id", Type: field.TypeUUID, Nullable: true},
 		{Name: "recipient", Type: field.TypeString},
 		{Name: "url", Type: field.TypeString},
 		{Name: "payload", Type: field.TypeString, Size: 2147483647},
@@ -700,12 +701,17 @@ var (
 			{
 				Name:    "outboxmessage_state_next_attempt_at",
 				Unique:  false,
-				Columns: []*schema.Column{OutboxMessagesColumns[6], OutboxMessagesColumns[8]},
+				Columns: []*schema.Column{OutboxMessagesColumns[7], OutboxMessagesColumns[9]},
 			},
 			{
 				Name:    "outboxmessage_proposal_id",
 				Unique:  false,
 				Columns: []*schema.Column{OutboxMessagesColumns[2]},
+			},
+			{
+				Name:    "outboxmessage_finding_id",
+				Unique:  false,
+				Columns: []*schema.Column{OutboxMessagesColumns[3]},
 			},
 		},
 	}

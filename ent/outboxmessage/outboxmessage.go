@@ -18,6 +18,8 @@ const (
 	FieldEvent = "event"
 	// FieldProposalID holds the string denoting the proposal_id field in the database.
 	FieldProposalID = "proposal_id"
+	// FieldFindingID holds the string denoting the finding_id field in the database.
+	FieldFindingID = "finding_id"
 	// FieldRecipient holds the string denoting the recipient field in the database.
 	FieldRecipient = "recipient"
 	// FieldURL holds the string denoting the url field in the database.
@@ -45,6 +47,7 @@ var Columns = []string{
 	FieldID,
 	FieldEvent,
 	FieldProposalID,
+	FieldFindingID,
 	FieldRecipient,
 	FieldURL,
 	FieldPayload,
@@ -118,6 +121,11 @@ func ByEvent(opts ...sql.OrderTermOption) OrderOption {
 // ByProposalID orders the results by the proposal_id field.
 func ByProposalID(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldProposalID, opts...).ToFunc()
+}
+
+// ByFindingID orders the results by the finding_id field.
+func ByFindingID(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldFindingID, opts...).ToFunc()
 }
 
 // ByRecipient orders the results by the recipient field.

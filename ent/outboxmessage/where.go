@@ -65,6 +65,11 @@ func ProposalID(v uuid.UUID) predicate.OutboxMessage {
 	return predicate.OutboxMessage(sql.FieldEQ(FieldProposalID, v))
 }
 
+// FindingID applies equality check predicate on the "finding_id" field. It's identical to FindingIDEQ.
+func FindingID(v uuid.UUID) predicate.OutboxMessage {
+	return predicate.OutboxMessage(sql.FieldEQ(FieldFindingID, v))
+}
+
 // Recipient applies equality check predicate on the "recipient" field. It's identical to RecipientEQ.
 func Recipient(v string) predicate.OutboxMessage {
 	return predicate.OutboxMessage(sql.FieldEQ(FieldRecipient, v))
@@ -208,6 +213,66 @@ func ProposalIDLT(v uuid.UUID) predicate.OutboxMessage {
 // ProposalIDLTE applies the LTE predicate on the "proposal_id" field.
 func ProposalIDLTE(v uuid.UUID) predicate.OutboxMessage {
 	return predicate.OutboxMessage(sql.FieldLTE(FieldProposalID, v))
+}
+
+// ProposalIDIsNil applies the IsNil predicate on the "proposal_id" field.
+func ProposalIDIsNil() predicate.OutboxMessage {
+	return predicate.OutboxMessage(sql.FieldIsNull(FieldProposalID))
+}
+
+// ProposalIDNotNil applies the NotNil predicate on the "proposal_id" field.
+func ProposalIDNotNil() predicate.OutboxMessage {
+	return predicate.OutboxMessage(sql.FieldNotNull(FieldProposalID))
+}
+
+// FindingIDEQ applies the EQ predicate on the "finding_id" field.
+func FindingIDEQ(v uuid.UUID) predicate.OutboxMessage {
+	return predicate.OutboxMessage(sql.FieldEQ(FieldFindingID, v))
+}
+
+// FindingIDNEQ applies the NEQ predicate on the "finding_id" field.
+func FindingIDNEQ(v uuid.UUID) predicate.OutboxMessage {
+	return predicate.OutboxMessage(sql.FieldNEQ(FieldFindingID, v))
+}
+
+// FindingIDIn applies the In predicate on the "finding_id" field.
+func FindingIDIn(vs ...uuid.UUID) predicate.OutboxMessage {
+	return predicate.OutboxMessage(sql.FieldIn(FieldFindingID, vs...))
+}
+
+// FindingIDNotIn applies the NotIn predicate on the "finding_id" field.
+func FindingIDNotIn(vs ...uuid.UUID) predicate.OutboxMessage {
+	return predicate.OutboxMessage(sql.FieldNotIn(FieldFindingID, vs...))
+}
+
+// FindingIDGT applies the GT predicate on the "finding_id" field.
+func FindingIDGT(v uuid.UUID) predicate.OutboxMessage {
+	return predicate.OutboxMessage(sql.FieldGT(FieldFindingID, v))
+}
+
+// FindingIDGTE applies the GTE predicate on the "finding_id" field.
+func FindingIDGTE(v uuid.UUID) predicate.OutboxMessage {
+	return predicate.OutboxMessage(sql.FieldGTE(FieldFindingID, v))
+}
+
+// FindingIDLT applies the LT predicate on the "finding_id" field.
+func FindingIDLT(v uuid.UUID) predicate.OutboxMessage {
+	return predicate.OutboxMessage(sql.FieldLT(FieldFindingID, v))
+}
+
+// FindingIDLTE applies the LTE predicate on the "finding_id" field.
+func FindingIDLTE(v uuid.UUID) predicate.OutboxMessage {
+	return predicate.OutboxMessage(sql.FieldLTE(FieldFindingID, v))
+}
+
+// FindingIDIsNil applies the IsNil predicate on the "finding_id" field.
+func FindingIDIsNil() predicate.OutboxMessage {
+	return predicate.OutboxMessage(sql.FieldIsNull(FieldFindingID))
+}
+
+// FindingIDNotNil applies the NotNil predicate on the "finding_id" field.
+func FindingIDNotNil() predicate.OutboxMessage {
+	return predicate.OutboxMessage(sql.FieldNotNull(FieldFindingID))
 }
 
 // RecipientEQ applies the EQ predicate on the "recipient" field.

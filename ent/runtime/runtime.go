@@ -383,11 +383,11 @@ func init() {
 	outboxmessageFields := schema.OutboxMessage{}.Fields()
 	_ = outboxmessageFields
 	// outboxmessageDescAttempts is the schema descriptor for attempts field.
-	outboxmessageDescAttempts := outboxmessageFields[6].Descriptor()
+	outboxmessageDescAttempts := outboxmessageFields[7].Descriptor()
 	// outboxmessage.DefaultAttempts holds the default value on creation for the attempts field.
 	outboxmessage.DefaultAttempts = outboxmessageDescAttempts.Default.(int)
 	// outboxmessageDescLastError is the schema descriptor for last_error field.
-	outboxmessageDescLastError := outboxmessageFields[8].Descriptor()
+	outboxmessageDescLastError := outboxmessageFields[9].Descriptor()
 	// outboxmessage.DefaultLastError holds the default value on creation for the last_error field.
 	outboxmessage.DefaultLastError = outboxmessageDescLastError.Default.(string)
 	// outboxmessageDescID is the schema descriptor for id field.

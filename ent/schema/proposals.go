@@ -87,8 +87,10 @@ func (OutboxMessage) Mixin() []ent.Mixin { return []ent.Mixin{UUIDv7{}} }
 
 func (OutboxMessage) Fields() []ent.Field {
 	return []ent.Field{
-		field.String("event").Immutable(), // proposal.opened, proposal.withdrawn
-		field.UUID("proposal_id", uuid.UUID{}).Immutable(),
+		field.String("event").Immutable(), // proposal.opened, proposal.withdrawn, finding.opened
+		// What it announces: a cleanup proposal, or a migration's reconciliation finding.
+		field.UUID("proposal_id", uuid.UUID{}).Optional().Nillable().Immutable(),
+		field.UUID("finding_id", uuid.UUID{}).Optional().Nillable().Immutable(),
 		field.String("recipient").Immutable(), // the owner principal
 		field.String("url").Immutable(),
 		field.Text("payload").Immutable(),
@@ -102,7 +104,7 @@ func (OutboxMessage) Fields() []ent.Field {
 }
 
 func (OutboxMessage) Indexes() []ent.Index {
-	return []ent.Index{index.Fields("state", "next_attempt_at"), index.Fields("proposal_id")}
+	return []ent.Index{index.Fields("state", "next_attempt_at"), index.Fields("proposal_id"), index.Fields("finding_id")}
 }
 
 // Webhook is where an owner (a principal) wants cleanup notifications.
