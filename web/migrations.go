@@ -24,6 +24,7 @@ type migrationData struct {
 	MoreDiffer bool
 	Findings   []reconcile.Finding
 	Runs       []reconcile.Run
+	Events     []reconcile.Event // the newest recorded deploys
 	Chart      streakChart
 }
 
@@ -76,7 +77,15 @@ func (u *UI) migration(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
-	if d.Names, err = u.names(r, []uuid.UUID{st.Migration.OldAssetID, st.Migration.NewAssetID}, false); err != nil {
+	if d.Events, err = u.cfg.Reconcile.Events(ctx, id, 20); err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	ids := []uuid.UUID{st.Migration.OldAssetID, st.Migration.NewAssetID}
+	if a := st.Migration.Archive; a != nil && a.AssetID != nil {
+		ids = append(ids, *a.AssetID)
+	}
+	if d.Names, err = u.names(r, ids, false); err != nil {
 		u.fail(w, r, err)
 		return
 	}

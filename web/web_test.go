@@ -379,14 +379,23 @@ func TestMigrationPages(t *testing.T) {
 		for range 3 {
 			post(0)
 		}
+		if _, err := rec.RecordEvent(ctx, m.ID, reconcile.EventInput{Kind: reconcile.Deploy, Note: "orders-writer 2.4.0", RecordedBy: "ci"}); err != nil {
+			t.Fatal(err)
+		}
 		page = readBody(mustGet(t, srv.Client(), srv.URL+"/migrations/"+m.ID.String()))
+		for _, want := range []string{"orders-writer 2.4.0", "1 deploys recorded", "Weaker than the floor because: a test of the page", "keys unique"} {
+			if !strings.Contains(page, want) {
+				t.Fatalf("migration page lacks %q:\n%s", want, page)
+			}
+		}
 		if !strings.Contains(page, "Ready to cut over") || !strings.Contains(page, "every window of the newest run agrees") || !strings.Contains(page, `"streak":[0,1,2,3]`) {
 			t.Fatalf("migration page after three clean runs:\n%s", page)
 		}
 		if _, err := rec.CutOver(ctx, m.ID, reconcile.SourceSpec{Kind: reconcile.SourceExternal}); err != nil {
 			t.Fatal(err)
 		}
-		if page = readBody(mustGet(t, srv.Client(), srv.URL+"/migrations/"+m.ID.String())); !strings.Contains(page, "Cut over") || strings.Contains(page, "Not ready") {
+		if page = readBody(mustGet(t, srv.Client(), srv.URL+"/migrations/"+m.ID.String())); !strings.Contains(page, "Cut over") || strings.Contains(page, "Not ready") ||
+			!strings.Contains(page, "The final reconciliation reads the archive: external") {
 			t.Fatalf("migration page after the cutover:\n%s", page)
 		}
 		list := readBody(mustGet(t, srv.Client(), srv.URL+"/migrations"))
