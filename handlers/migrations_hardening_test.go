@@ -84,6 +84,10 @@ func TestPostedFiguresAreGuarded(t *testing.T) {
 			{"RowsOverflow", []any{window(day(0), figs{math.MaxInt64, 1, 0, "a"}, figs{1, 1, 0, "a"}), window(day(1), figs{math.MaxInt64, 1, 0, "a"}, figs{1, 1, 0, "a"})}},
 			{"EmptyChecksumWithRows", []any{window(day(0), figs{10, 10, 0, ""}, figs{10, 10, 0, "a"})}},
 			{"ChecksumWithSpaces", []any{window(day(0), figs{10, 10, 0, "a b"}, figs{10, 10, 0, "a b"})}},
+			{"VersionsOnAUniqueSide", []any{map[string]any{"start": day(0), "old": map[string]any{"rows": 3, "keys": 2, "versions": 1, "checksum": "a"},
+				"new": map[string]any{"rows": 2, "keys": 2, "checksum": "a"}}}},
+			{"NegativeVersions", []any{map[string]any{"start": day(0), "old": map[string]any{"rows": 2, "keys": 2, "versions": -1, "checksum": "a"},
+				"new": map[string]any{"rows": 2, "keys": 2, "checksum": "a"}}}},
 			{"WindowInTheFuture", []any{window(time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, 2), figs{1, 1, 0, "a"}, figs{1, 1, 0, "a"})}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {

@@ -427,7 +427,7 @@ const maxChecksum = 128
 // checkFigures refuses figures no side could have: negative counts, more keys than rows, more
 // repeated keys than keys (or than the rows beyond one a key allow), a missing checksum on a
 // side with rows.
-func checkFigures(at time.Time, which string, f SideFigures) error {
+func checkFigures(at time.Time, which string, keys KeyRule, f SideFigures) error {
 	where := func(format string, args ...any) error {
 		return invalid("windows", "window %s, %s side: %s", at.Format(time.RFC3339), which, fmt.Sprintf(format, args...))
 	}
@@ -440,6 +440,10 @@ func checkFigures(at time.Time, which string, f SideFigures) error {
 		return where("%d rows and no key: every row has a key", f.Rows)
 	case f.DuplicateKeys > f.Keys || f.DuplicateKeys > f.Rows-f.Keys:
 		return where("%d repeated keys among %d keys in %d rows: a repeated key has at least two rows", f.DuplicateKeys, f.Keys, f.Rows)
+	case f.Versions < 0 || f.Versions > f.Rows-f.Keys:
+		return where("%d versions in %d rows for %d keys: a version is a row beyond its key's first", f.Versions, f.Rows, f.Keys)
+	case f.Versions > 0 && keys != HistoryKeys:
+		return where("%d versions on a side whose keys are unique: a side that keeps versions states \"keys\": \"history\"", f.Versions)
 	case f.Rows > 0 && f.Checksum == "":
 		return where("a side with rows needs its checksum (an empty checksum would compare equal to nothing)")
 	case len(f.Checksum) > maxChecksum || strings.ContainsFunc(f.Checksum, func(r rune) bool { return r <= ' ' || r > '~' }):
@@ -479,10 +483,10 @@ func (s *Service) PostRun(ctx context.Context, id uuid.UUID, figures []WindowFig
 			return Run{}, invalid("windows", "window %s is posted twice", st.Format(time.RFC3339))
 		}
 		seen[st.Unix()] = true
-		if err := checkFigures(st, "old", f.Old); err != nil {
+		if err := checkFigures(st, "old", m.Spec.Old.Keys, f.Old); err != nil {
 			return Run{}, err
 		}
-		if err := checkFigures(st, "new", f.New); err != nil {
+		if err := checkFigures(st, "new", m.Spec.New.Keys, f.New); err != nil {
 			return Run{}, err
 		}
 		var ok1, ok2 bool
