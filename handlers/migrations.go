@@ -180,10 +180,13 @@ type windowResponse struct {
 }
 
 type runCostResponse struct {
-	RowsOld int64   `json:"rows_old"`
-	RowsNew int64   `json:"rows_new"`
-	Bytes   int64   `json:"bytes"`
-	Seconds float64 `json:"seconds"`
+	RowsOld  int64   `json:"rows_old"` // records Tidemark read from the old side
+	RowsNew  int64   `json:"rows_new"`
+	Counted  int64   `json:"counted"`      // records a side counted and hashed itself (PostgreSQL)
+	Compared int64   `json:"compared"`     // records the run's figures cover, both sides
+	Deep     int64   `json:"deep_windows"` // windows compared record by record
+	Bytes    int64   `json:"bytes"`
+	Seconds  float64 `json:"seconds"`
 }
 
 type runSummaryResponse struct {

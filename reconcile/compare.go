@@ -39,7 +39,7 @@ type SideFigures struct {
 	// Versions are the records beyond a key's first on a side that keeps history: the rule
 	// collapses them, they are not duplication (always 0 on a side whose keys are unique).
 	Versions int64  `json:"versions"`
-	Checksum string `json:"checksum"` // order-independent, over the records standing for their keys
+	Checksum string `json:"checksum"` // order-independent, over every record of the window (time, key, values)
 }
 
 // Difference is one compared column of one record that differs.
@@ -228,13 +228,17 @@ func (ws *windows) figures(s *side, which int, sums map[time.Time]*[2]uint64, du
 			*dups = append(*dups, dupKey{key: k, side: which, rs: rs})
 			ws.duplicated[k] = true
 		}
-		p := s.pick(rs)
-		picked[k] = p
-		st := ws.slot(p.at)
-		if sums[st] == nil {
-			sums[st] = &[2]uint64{}
+		picked[k] = s.pick(rs)
+		// The checksum is over every record of the window (its time, key and values), the same
+		// figure the first pass computes (PostgreSQL's pushed-down one too): a sum, so the order
+		// records come in does not matter.
+		for _, r := range rs {
+			st := ws.slot(r.at)
+			if sums[st] == nil {
+				sums[st] = &[2]uint64{}
+			}
+			sums[st][which] += recordHash(r)
 		}
-		sums[st][which] += digest(p) // a sum: the order records come in does not matter
 	}
 	return picked
 }

@@ -218,10 +218,17 @@ func (s *Service) Get(ctx context.Context, id uuid.UUID) (Migration, error) {
 
 // Cost is what a run read.
 type Cost struct {
-	RowsOld int64   `json:"rows_old"`
-	RowsNew int64   `json:"rows_new"`
-	Bytes   int64   `json:"bytes"` // of the compared values, as text
-	Seconds float64 `json:"seconds"`
+	// RowsOld and RowsNew are the records Tidemark read from each side (both passes); Counted
+	// the records a side counted and hashed itself (PostgreSQL), sending only the figures.
+	RowsOld int64 `json:"rows_old"`
+	RowsNew int64 `json:"rows_new"`
+	Counted int64 `json:"counted"`
+	// Compared is the records the run's figures cover, both sides; Deep the windows compared
+	// record by record.
+	Compared int64   `json:"compared"`
+	Deep     int64   `json:"deep_windows"`
+	Bytes    int64   `json:"bytes"` // of the compared values, as text
+	Seconds  float64 `json:"seconds"`
 }
 
 // Run is one reconciliation run.
@@ -287,7 +294,7 @@ func (s *Service) Reconcile(ctx context.Context, id uuid.UUID) (Run, error) {
 	if cerr != nil {
 		run.Error = cerr.Error()
 		res.Causes = []string{"the run could not read both sides: " + cerr.Error()}
-	} else if res.Cost.RowsOld == 0 && res.Cost.RowsNew == 0 {
+	} else if res.Cost.Compared == 0 {
 		res.Causes = append(res.Causes, nothingCompared(m, started))
 	}
 	run.Clean = cerr == nil && len(res.Causes) == 0
@@ -339,34 +346,78 @@ type comparison struct {
 
 func (s *Service) compareSides(ctx context.Context, m Migration, now time.Time, archive bool) (comparison, error) {
 	var res comparison
-	if n := m.Spec.windowsUntil(now); n > MaxWindows {
+	spec := &m.Spec
+	if n := spec.windowsUntil(now); n > MaxWindows {
 		return res, fmt.Errorf("the migration spans %d windows of %s since %s, more than the %d a run may hold: create it again with a wider window or a later since",
-			n, m.Spec.Window(), m.Spec.Since.Format(time.RFC3339), MaxWindows)
+			n, spec.Window(), spec.Since.Format(time.RFC3339), MaxWindows)
 	}
-	keys := len(m.Spec.KeyColumns)
-	oldSrc, oldName := m.Spec.Old, "old"
+	oldSrc, oldName := spec.Old, "old"
 	if archive {
 		oldSrc, oldName = *m.Archive, "archive of the old"
 	}
-	old, nw := newSide(oldSrc, m.Spec.DedupOld, keys), newSide(m.Spec.New, m.Spec.DedupNew, keys)
-	for _, side := range []struct {
+	sides := [2]struct {
 		src   SourceSpec
 		asset uuid.UUID
-		into  *side
-		rows  *int64
 		name  string
-	}{{oldSrc, m.OldAssetID, old, &res.Cost.RowsOld, oldName}, {m.Spec.New, m.NewAssetID, nw, &res.Cost.RowsNew, "new"}} {
-		r, err := s.reader(m, side.src, side.asset)
+		rows  *int64
+		r     reader
+		figs  sideFigures
+	}{{src: oldSrc, asset: m.OldAssetID, name: oldName, rows: &res.Cost.RowsOld}, {src: spec.New, asset: m.NewAssetID, name: "new", rows: &res.Cost.RowsNew}}
+	// The first pass: every window's figures on each side.
+	for i := range sides {
+		sd := &sides[i]
+		r, err := s.reader(m, sd.src, sd.asset)
 		if err != nil {
-			return res, fmt.Errorf("the %s side: %w", side.name, err)
+			return res, fmt.Errorf("the %s side: %w", sd.name, err)
 		}
-		bytes, err := r.read(ctx, m.Spec.Since, now, func(rw row) { side.into.add(rw); *side.rows++ })
+		sd.r = r
+		if pr, ok := r.(*postgresReader); ok {
+			f, pushed, err := pr.figures(ctx, sd.src, spec.Since, now)
+			if err != nil {
+				return res, fmt.Errorf("the %s side: %w", sd.name, err)
+			}
+			if pushed {
+				sd.figs = f
+				for _, w := range f.windows {
+					res.Cost.Counted += w.rows
+				}
+				continue
+			}
+		}
+		f, bytes, err := streamFigures(ctx, spec, sd.src, r, spec.Since, now)
 		res.Cost.Bytes += bytes
 		if err != nil {
-			return res, fmt.Errorf("the %s side: %w", side.name, err)
+			return res, fmt.Errorf("the %s side: %w", sd.name, err)
+		}
+		sd.figs = f
+		*sd.rows += f.read
+	}
+	// The second pass: records of the windows that differ, as many as the bound allows.
+	deep, skipped := deepWindows(sides[0].figs, sides[1].figs)
+	keys := len(spec.KeyColumns)
+	old, nw := newSide(oldSrc, spec.DedupOld, keys), newSide(spec.New, spec.DedupNew, keys)
+	for _, span := range ranges(deep) {
+		from, to := windowStart(spec, span[0]), windowStart(spec, span[1]+1)
+		for i, into := range []*side{old, nw} {
+			sd := &sides[i]
+			bytes, err := sd.r.read(ctx, from, to, func(rw row) { into.add(rw); *sd.rows++ })
+			res.Cost.Bytes += bytes
+			if err != nil {
+				return res, fmt.Errorf("the %s side: %w", sd.name, err)
+			}
 		}
 	}
-	res.Windows = compare(&m.Spec, old, nw, now)
+	res.Cost.Deep = int64(len(deep))
+	for _, sd := range sides {
+		for _, f := range sd.figs.windows {
+			res.Cost.Compared += f.rows
+		}
+	}
+	compared := map[time.Time]WindowResult{}
+	for _, w := range compare(spec, old, nw, now) {
+		compared[w.Start] = w
+	}
+	res.Windows = mergeWindows(spec, sides[0].figs, sides[1].figs, compared, skipped, now)
 	for _, w := range res.Windows {
 		if !w.Clean() {
 			for _, why := range w.Why {
@@ -496,16 +547,7 @@ func (s *Service) PostRun(ctx context.Context, id uuid.UUID, figures []WindowFig
 		if !ok1 || !ok2 {
 			return Run{}, invalid("windows", "the posted rows add up past %d: post real counts", int64(math.MaxInt64))
 		}
-		w := WindowResult{Start: st, Old: f.Old, New: f.New, DifferingColumns: []string{}, Sample: []Difference{}, Classes: []Class{}, Why: []string{}}
-		if d := f.Old.Keys - f.New.Keys; d > 0 {
-			w.Missing = d
-		} else {
-			w.Extra = -d
-		}
-		if f.Old.Keys == f.New.Keys && f.Old.Keys > 0 && f.Old.Checksum != f.New.Checksum {
-			w.Differing = 1 // at least one: the figures do not say how many
-		}
-		classify(&w, &m.Spec, m.Spec.Window(), now)
+		w := fromFigures(&m.Spec, st, f.Old, f.New, now)
 		res.Windows = append(res.Windows, w)
 		if !w.Clean() {
 			for _, why := range w.Why {
@@ -513,7 +555,11 @@ func (s *Service) PostRun(ctx context.Context, id uuid.UUID, figures []WindowFig
 			}
 		}
 	}
-	if res.Cost.RowsOld == 0 && res.Cost.RowsNew == 0 {
+	var ok bool
+	if res.Cost.Compared, ok = addChecked(res.Cost.RowsOld, res.Cost.RowsNew); !ok {
+		return Run{}, invalid("windows", "the posted rows add up past %d: post real counts", int64(math.MaxInt64))
+	}
+	if res.Cost.Compared == 0 {
 		res.Causes = append(res.Causes, nothingCompared(m, now))
 	}
 	slices.SortFunc(res.Windows, func(a, b WindowResult) int { return a.Start.Compare(b.Start) })

@@ -11,6 +11,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
 	"github.com/lib/pq"
@@ -159,6 +160,16 @@ func (r *icebergReader) read(ctx context.Context, from, to time.Time, fn func(ro
 	}
 	names := append(append([]string{r.spec.TimeColumn}, r.spec.KeyColumns...), r.spec.Columns...)
 	opts := []table.ScanOption{table.WithSelectedFields(names...)}
+	if f, ok := live.Table.Schema().FindFieldByName(r.spec.TimeColumn); ok {
+		switch f.Type.(type) {
+		case iceberg.TimestampType, iceberg.TimestampTzType, iceberg.TimestampNsType, iceberg.TimestampTzNsType:
+			// Pushed into the scan: files whose time bounds miss [from, to) are not read. Rows are
+			// still checked below (the filter is exact for these types, the check is cheap).
+			ref := iceberg.Reference(r.spec.TimeColumn)
+			opts = append(opts, table.WithRowFilter(iceberg.NewAnd(iceberg.GreaterThanEqual(ref, iceberg.Timestamp(from.UnixMicro())),
+				iceberg.LessThan(ref, iceberg.Timestamp(to.UnixMicro())))))
+		}
+	}
 	if r.snapshot != nil {
 		if live.Table.Metadata().SnapshotByID(*r.snapshot) == nil {
 			return 0, fmt.Errorf("the Iceberg table has no snapshot %d (expired?)", *r.snapshot)
@@ -236,3 +247,161 @@ func canonArrow(a arrow.Array, i int) string {
 	}
 	return a.ValueStr(i)
 }
+
+// sqlCanon is the SQL that writes a column of a PostgreSQL type in the canonical text canonSQL
+// gives it in Go, or "" for a type without one here (floats, whose shortest text differs
+// between Go and PostgreSQL; blank-padded char; arrays, JSON and the rest): their sides are
+// streamed and hashed in Go instead.
+func sqlCanon(col, dbType string) string {
+	c := pq.QuoteIdentifier(col)
+	const ts = `'YYYY-MM-DD"T"HH24:MI:SS.US'`
+	switch dbType {
+	case "INT2", "INT4", "INT8", "TEXT", "VARCHAR", "BOOL", "UUID":
+		return c + "::text"
+	case "NUMERIC":
+		return "trim_scale(" + c + ")::text"
+	case "DATE":
+		return "to_char(" + c + ", 'YYYY-MM-DD')"
+	case "TIMESTAMPTZ":
+		return "rtrim(rtrim(to_char(" + c + " AT TIME ZONE 'UTC', " + ts + "), '0'), '.') || 'Z'"
+	case "TIMESTAMP":
+		return "rtrim(rtrim(to_char(" + c + ", " + ts + "), '0'), '.') || 'Z'"
+	}
+	return ""
+}
+
+// sqlTime is the SQL for the time column as a UTC timestamp, and its canonical text.
+func sqlTime(col, dbType string) (ts, text string) {
+	c := pq.QuoteIdentifier(col)
+	switch dbType {
+	case "TIMESTAMPTZ":
+		ts = "(" + c + " AT TIME ZONE 'UTC')"
+	case "TIMESTAMP":
+		ts = c
+	default:
+		return "", ""
+	}
+	return ts, "rtrim(rtrim(to_char(" + ts + `, 'YYYY-MM-DD"T"HH24:MI:SS.US'), '0'), '.') || 'Z'`
+}
+
+// sqlEnc is enc in SQL: the value's length in bytes, then the value, "N;" for null.
+func sqlEnc(expr string) string {
+	return "CASE WHEN (" + expr + ") IS NULL THEN 'N;' ELSE octet_length(" + expr + ")::text || ':' || (" + expr + ") || ';' END"
+}
+
+// figures has PostgreSQL compute the side's figures for [from, to) itself: one aggregate over
+// the windows and one over the keys that repeat, nothing but the figures crossing the wire. It
+// answers false when a column has no canonical form in SQL (the caller streams the side).
+func (p *postgresReader) figures(ctx context.Context, src SourceSpec, from, to time.Time) (sideFigures, bool, error) {
+	tx, err := p.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return sideFigures{}, false, fmt.Errorf("open a read-only transaction: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // read-only
+	names := append(append([]string{p.spec.TimeColumn}, p.spec.KeyColumns...), p.spec.Columns...)
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = pq.QuoteIdentifier(n)
+	}
+	probe, err := tx.QueryContext(ctx, fmt.Sprintf("SELECT %s FROM %s LIMIT 0", strings.Join(quoted, ", "), quoteTable(p.table)))
+	if err != nil {
+		return sideFigures{}, false, fmt.Errorf("read %s: %w", p.table, err)
+	}
+	types, err := probe.ColumnTypes()
+	probe.Close()
+	if err != nil {
+		return sideFigures{}, false, err
+	}
+	ts, tsText := sqlTime(names[0], types[0].DatabaseTypeName())
+	if ts == "" {
+		return sideFigures{}, false, nil
+	}
+	keyParts, recParts := []string{}, []string{sqlEnc(tsText)}
+	for i := 1; i < len(names); i++ {
+		c := sqlCanon(names[i], types[i].DatabaseTypeName())
+		if c == "" {
+			return sideFigures{}, false, nil
+		}
+		recParts = append(recParts, sqlEnc(c))
+		if i <= len(p.spec.KeyColumns) {
+			keyParts = append(keyParts, sqlEnc(c))
+		}
+	}
+	tc := pq.QuoteIdentifier(names[0])
+	// w: the window, from microseconds since since (exact: extract gives numeric); k: the key;
+	// h: the record's hash as a signed 64-bit integer (the sum is taken modulo 2^64 in Go).
+	base := fmt.Sprintf(`SELECT ((floor(extract(epoch FROM %s) * 1000000)::bigint - %d) / %d) AS w, %s AS k,
+		('x' || substr(md5(%s), 1, 16))::bit(64)::bigint AS h FROM %s WHERE %s >= $1 AND %s < $2`,
+		ts, p.spec.Since.UnixMicro(), p.spec.Window().Microseconds(), strings.Join(keyParts, " || "),
+		strings.Join(recParts, " || "), quoteTable(p.table), tc, tc)
+	out := sideFigures{windows: map[int64]*figure{}, repeated: map[int64]bool{}, pushed: true}
+	rows, err := tx.QueryContext(ctx, "SELECT w, count(*), count(DISTINCT k), sum(h)::text FROM ("+base+") r GROUP BY w", from, to)
+	if err != nil {
+		return sideFigures{}, false, fmt.Errorf("count %s: %w", p.table, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			w   int64
+			f   figure
+			sum string
+		)
+		if err := rows.Scan(&w, &f.rows, &f.keys, &sum); err != nil {
+			return sideFigures{}, false, fmt.Errorf("count %s: %w", p.table, err)
+		}
+		if f.sum, err = sumOf(sum); err != nil {
+			return sideFigures{}, false, err
+		}
+		out.windows[w] = &f
+	}
+	if err := rows.Err(); err != nil {
+		return sideFigures{}, false, fmt.Errorf("count %s: %w", p.table, err)
+	}
+	rows.Close()
+	if src.Keys == HistoryKeys {
+		// Versions: every record but the first of its key's earliest window (the same record twice is
+		// counted here too; it is duplication, and the second pass reads its window anyway).
+		vs, err := tx.QueryContext(ctx, `SELECT w, count(*) FROM (SELECT w, row_number() OVER (PARTITION BY k ORDER BY w, h) AS n
+			FROM (`+base+`) r) v WHERE n > 1 GROUP BY w`, from, to)
+		if err != nil {
+			return sideFigures{}, false, fmt.Errorf("count versions in %s: %w", p.table, err)
+		}
+		defer vs.Close()
+		for vs.Next() {
+			var w, n int64
+			if err := vs.Scan(&w, &n); err != nil {
+				return sideFigures{}, false, err
+			}
+			if f := out.windows[w]; f != nil {
+				f.versions = n
+			}
+		}
+		if err := vs.Err(); err != nil {
+			return sideFigures{}, false, err
+		}
+		vs.Close()
+	}
+	// The windows of repeated keys (unique side) or of the same record twice (history), at most
+	// maxRepeatedKeys of them: past that the side is duplication throughout anyway.
+	group := "k"
+	if src.Keys == HistoryKeys {
+		group = "k, h"
+	}
+	rep, err := tx.QueryContext(ctx, fmt.Sprintf("SELECT DISTINCT unnest(ws) FROM (SELECT array_agg(DISTINCT w) AS ws FROM (%s) r GROUP BY %s HAVING count(*) > 1 LIMIT %d) d",
+		base, group, maxRepeatedKeys), from, to)
+	if err != nil {
+		return sideFigures{}, false, fmt.Errorf("find repeated keys in %s: %w", p.table, err)
+	}
+	defer rep.Close()
+	for rep.Next() {
+		var w int64
+		if err := rep.Scan(&w); err != nil {
+			return sideFigures{}, false, err
+		}
+		out.repeated[w] = true
+	}
+	return out, true, rep.Err()
+}
+
+// maxRepeatedKeys bounds the repeated keys whose windows the pushed-down pass reports.
+const maxRepeatedKeys = 100_000

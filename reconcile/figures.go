@@ -1,0 +1,295 @@
+package reconcile
+
+import (
+	"cmp"
+	"context"
+	"crypto/md5"
+	"encoding/binary"
+	"fmt"
+	"maps"
+	"math/big"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// A run works in two passes so that it never holds a whole side in memory. The first computes
+// each window's figures on each side: rows, distinct keys and a checksum, the wrapping sum of a
+// hash of every record (its time, key and compared values in canonical form). PostgreSQL
+// computes them itself, in one aggregate query, when every column has a canonical form in SQL;
+// otherwise, and for Iceberg, Tidemark streams the side and keeps per record only its key's hash
+// and window (16 bytes). The second pass reads records only for the windows whose figures differ
+// or that hold a repeated key, and compares those record by record.
+
+// figure is one side's figures in one window.
+type figure struct {
+	rows     int64
+	keys     int64  // distinct keys with a record in the window
+	sum      uint64 // the wrapping sum of the records' hashes
+	versions int64  // a side that keeps history: records beyond their key's first
+}
+
+// sideFigures are one side's figures by window index (windows since the spec's since).
+type sideFigures struct {
+	windows map[int64]*figure
+	// repeated are the windows holding a key that has more than one record on this side (a
+	// unique side), or the same record twice (a side that keeps history).
+	repeated map[int64]bool
+	read     int64 // records Tidemark read to compute them (0 when the side computed them)
+	pushed   bool  // the side computed them (PostgreSQL)
+}
+
+// enc writes one canonical value unambiguously: its length, then the value (null is "N;"), so no
+// two different records share an encoding.
+func enc(b *strings.Builder, v string) {
+	if v == null {
+		b.WriteString("N;")
+		return
+	}
+	b.WriteString(strconv.Itoa(len(v)))
+	b.WriteByte(':')
+	b.WriteString(v)
+	b.WriteByte(';')
+}
+
+// hash64 is the first 8 bytes of the MD5 of s, big-endian: what PostgreSQL's md5() gives too.
+func hash64(s string) uint64 {
+	h := md5.Sum([]byte(s))
+	return binary.BigEndian.Uint64(h[:8])
+}
+
+// recordHash hashes a record's time and values (keys first, then the compared columns).
+func recordHash(r row) uint64 {
+	var b strings.Builder
+	enc(&b, canonTime(r.at))
+	for _, v := range r.vals {
+		enc(&b, v)
+	}
+	return hash64(b.String())
+}
+
+// keyText is a record's key in canonical encoded form (what PostgreSQL groups on too).
+func keyText(vals []string) string {
+	var b strings.Builder
+	for _, v := range vals {
+		enc(&b, v)
+	}
+	return b.String()
+}
+
+// windowIndex is the window a time falls in.
+func windowIndex(spec *Spec, t time.Time) int64 { return int64(t.Sub(spec.Since) / spec.Window()) }
+
+func windowStart(spec *Spec, w int64) time.Time {
+	return spec.Since.Add(time.Duration(w) * spec.Window())
+}
+
+// keyWin is one record's key hash and window (and, on a side that keeps history, its hash).
+type keyWin struct {
+	key uint64
+	rec uint64
+	win int64
+}
+
+// figureAcc computes a side's figures from its records as they stream by.
+type figureAcc struct {
+	spec    *Spec
+	keys    int
+	history bool
+	by      map[int64]*figure
+	pairs   []keyWin
+}
+
+func newFigureAcc(spec *Spec, src SourceSpec) *figureAcc {
+	return &figureAcc{spec: spec, keys: len(spec.KeyColumns), history: src.Keys == HistoryKeys, by: map[int64]*figure{}}
+}
+
+func (a *figureAcc) add(r row) {
+	w := windowIndex(a.spec, r.at)
+	f := a.by[w]
+	if f == nil {
+		f = &figure{}
+		a.by[w] = f
+	}
+	h := recordHash(r)
+	f.rows++
+	f.sum += h
+	a.pairs = append(a.pairs, keyWin{key: hash64(keyText(r.vals[:a.keys])), rec: h, win: w})
+}
+
+// finish counts the distinct keys per window and finds the windows holding repeated keys. Key
+// hashes are 64 bits: two keys sharing one (about one chance in 10^6 at 10M keys) can only mark
+// windows for the record-by-record pass, never hide a difference.
+func (a *figureAcc) finish(read int64) sideFigures {
+	out := sideFigures{windows: a.by, repeated: map[int64]bool{}, read: read}
+	slices.SortFunc(a.pairs, func(x, y keyWin) int {
+		return cmp.Or(cmp.Compare(x.key, y.key), cmp.Compare(x.win, y.win), cmp.Compare(x.rec, y.rec))
+	})
+	for i := 0; i < len(a.pairs); {
+		j := i
+		for j < len(a.pairs) && a.pairs[j].key == a.pairs[i].key {
+			j++
+		}
+		run := a.pairs[i:j]
+		repeated := len(run) > 1 && !a.history
+		for k := range run {
+			if k == 0 || run[k].win != run[k-1].win {
+				a.by[run[k].win].keys++
+			}
+			same := k > 0 && run[k].rec == run[k-1].rec && run[k].win == run[k-1].win
+			if a.history && same {
+				repeated = true // the same record twice (same time, so same window)
+			}
+			if a.history && k > 0 && !same {
+				a.by[run[k].win].versions++ // the run's first is in its earliest window
+			}
+		}
+		if repeated {
+			for _, p := range run {
+				out.repeated[p.win] = true
+			}
+		}
+		i = j
+	}
+	a.pairs = nil
+	return out
+}
+
+// streamFigures computes a side's figures by reading it whole, keeping 24 bytes a record.
+func streamFigures(ctx context.Context, spec *Spec, src SourceSpec, r reader, from, to time.Time) (sideFigures, int64, error) {
+	acc := newFigureAcc(spec, src)
+	var n int64
+	bytes, err := r.read(ctx, from, to, func(rw row) { acc.add(rw); n++ })
+	if err != nil {
+		return sideFigures{}, bytes, err
+	}
+	return acc.finish(n), bytes, nil
+}
+
+// sumOf reads a PostgreSQL numeric sum of signed 64-bit hashes as the wrapping unsigned sum.
+func sumOf(s string) (uint64, error) {
+	n, ok := new(big.Int).SetString(s, 10)
+	if !ok {
+		return 0, fmt.Errorf("a checksum sum %q is not an integer", s)
+	}
+	mod := new(big.Int).Lsh(big.NewInt(1), 64)
+	n.Mod(n, mod) // Mod is Euclidean: never negative
+	return n.Uint64(), nil
+}
+
+// maxDeepRows bounds the records the second pass reads (both sides together): about 1.2 KB a
+// record pair in memory, so a run stays near a quarter of a gigabyte however much differs. The
+// windows past it are classified from their figures alone, and say so.
+const maxDeepRows = 200_000
+
+// deepWindows returns the windows to compare record by record, in order: those whose figures
+// differ between the sides or that hold a repeated key, while they fit maxDeepRows (the first
+// always does). skipped are the ones that did not fit.
+func deepWindows(o, n sideFigures) (deep []int64, skipped map[int64]bool) {
+	skipped = map[int64]bool{}
+	var cand []int64
+	for w := range o.windows {
+		cand = append(cand, w)
+	}
+	for w := range n.windows {
+		if o.windows[w] == nil {
+			cand = append(cand, w)
+		}
+	}
+	slices.Sort(cand)
+	var rows int64
+	for _, w := range cand {
+		fo, fn := o.windows[w], n.windows[w]
+		if fo != nil && fn != nil && *fo == *fn && !o.repeated[w] && !n.repeated[w] {
+			continue // the same figures, no repeated key: nothing to read
+		}
+		var size int64
+		for _, f := range []*figure{fo, fn} {
+			if f != nil {
+				size += f.rows
+			}
+		}
+		if len(deep) > 0 && rows+size > maxDeepRows {
+			skipped[w] = true
+			continue
+		}
+		deep = append(deep, w)
+		rows += size
+	}
+	return deep, skipped
+}
+
+// ranges joins consecutive windows into [first, last] ranges, one read each.
+func ranges(ws []int64) [][2]int64 {
+	var out [][2]int64
+	for _, w := range ws {
+		if n := len(out); n > 0 && out[n-1][1] == w-1 {
+			out[n-1][1] = w
+			continue
+		}
+		out = append(out, [2]int64{w, w})
+	}
+	return out
+}
+
+func (f sideFigures) of(w int64, history bool) SideFigures {
+	g := f.windows[w]
+	if g == nil {
+		return SideFigures{Checksum: fmt.Sprintf("%016x", 0)}
+	}
+	out := SideFigures{Rows: g.rows, Keys: g.keys, Versions: g.versions, Checksum: fmt.Sprintf("%016x", g.sum)}
+	switch {
+	case f.repeated[w] && !history:
+		out.DuplicateKeys = max(1, g.rows-g.keys) // at least one; the records would say how many
+	case f.repeated[w]:
+		out.DuplicateKeys = 1
+	}
+	return out
+}
+
+// fromFigures classifies a window from its two sides' figures alone: an external checker's, or
+// Tidemark's own for a window the second pass did not read.
+func fromFigures(spec *Spec, st time.Time, o, n SideFigures, now time.Time) WindowResult {
+	w := newWindow(st)
+	w.Old, w.New = o, n
+	if d := o.Keys - n.Keys; d > 0 {
+		w.Missing = d
+	} else {
+		w.Extra = -d
+	}
+	if o.Keys == n.Keys && o.Keys > 0 && o.Checksum != n.Checksum {
+		w.Differing = 1 // at least one: the figures do not say how many
+	}
+	classify(w, spec, spec.Window(), now)
+	return *w
+}
+
+// mergeWindows is the run's windows in order: the record-by-record comparison where the second
+// pass read the window, the figures everywhere else.
+func mergeWindows(spec *Spec, o, n sideFigures, compared map[time.Time]WindowResult, skipped map[int64]bool, now time.Time) []WindowResult {
+	idx := map[int64]bool{}
+	for w := range o.windows {
+		idx[w] = true
+	}
+	for w := range n.windows {
+		idx[w] = true
+	}
+	for st := range compared {
+		idx[windowIndex(spec, st)] = true
+	}
+	out := make([]WindowResult, 0, len(idx))
+	for _, w := range slices.Sorted(maps.Keys(idx)) {
+		st := windowStart(spec, w)
+		if c, ok := compared[st]; ok {
+			out = append(out, c)
+			continue
+		}
+		r := fromFigures(spec, st, o.of(w, spec.Old.Keys == HistoryKeys), n.of(w, spec.New.Keys == HistoryKeys), now)
+		if skipped[w] {
+			r.Why = append(r.Why, fmt.Sprintf("not compared record by record: the run read at most %d records of differing windows; this one is classified from its figures", maxDeepRows))
+		}
+		out = append(out, r)
+	}
+	return out
+}
