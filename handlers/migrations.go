@@ -180,13 +180,17 @@ type windowResponse struct {
 }
 
 type runCostResponse struct {
-	RowsOld  int64   `json:"rows_old"` // records Tidemark read from the old side
-	RowsNew  int64   `json:"rows_new"`
-	Counted  int64   `json:"counted"`      // records a side counted and hashed itself (PostgreSQL)
-	Compared int64   `json:"compared"`     // records the run's figures cover, both sides
-	Deep     int64   `json:"deep_windows"` // windows compared record by record
-	Bytes    int64   `json:"bytes"`
-	Seconds  float64 `json:"seconds"`
+	RowsOld  int64 `json:"rows_old"` // records Tidemark read from the old side
+	RowsNew  int64 `json:"rows_new"`
+	Counted  int64 `json:"counted"`      // records a side counted and hashed itself (PostgreSQL)
+	Compared int64 `json:"compared"`     // records the run's figures cover, both sides
+	Deep     int64 `json:"deep_windows"` // windows compared record by record
+	// Reused: windows whose new-side figures are the previous run's (nothing changed there in
+	// the Iceberg new side since); NewSnapshot: the snapshot this run read.
+	Reused      int64   `json:"reused_windows"`
+	NewSnapshot *int64  `json:"new_snapshot,omitempty"`
+	Bytes       int64   `json:"bytes"`
+	Seconds     float64 `json:"seconds"`
 }
 
 type runSummaryResponse struct {

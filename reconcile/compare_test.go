@@ -184,3 +184,21 @@ func TestSampleQuotesValuesOnlyWhenAsked(t *testing.T) {
 		}
 	}
 }
+
+// TestCanonDecimalFastPath: the text path agrees with the exact one on every form it takes.
+func TestCanonDecimalFastPath(t *testing.T) {
+	for _, in := range []string{"0", "-0", "0.00", "-0.00", "12.50", "12.00", "-0.10", "7", "100", "100.000", "-100.010",
+		"123456789012345678901234567890.120", "0.5", "-7"} {
+		if !plainDecimal(in) {
+			t.Fatalf("%q is not taken by the text path", in)
+		}
+		if got, want := canonDecimal(in), canonDecimalExact(in); got != want {
+			t.Errorf("canonDecimal(%q) = %q, the exact path %q", in, got, want)
+		}
+	}
+	for _, in := range []string{"", "-", "1.", ".5", "007", "1e5", "1.2.3", "+1"} {
+		if plainDecimal(in) {
+			t.Errorf("%q is taken by the text path", in)
+		}
+	}
+}

@@ -38,6 +38,7 @@ type sideFigures struct {
 	repeated map[int64]bool
 	read     int64 // records Tidemark read to compute them (0 when the side computed them)
 	pushed   bool  // the side computed them (PostgreSQL)
+	reused   int64 // windows whose figures are the previous run's (nothing in them changed)
 }
 
 // enc writes one canonical value unambiguously: its length, then the value (null is "N;"), so no
@@ -85,11 +86,13 @@ func windowStart(spec *Spec, w int64) time.Time {
 	return spec.Since.Add(time.Duration(w) * spec.Window())
 }
 
-// keyWin is one record's key hash and window (and, on a side that keeps history, its hash).
+// keyWin is one record's key hash, window and the low half of its record hash (16 bytes, so
+// 10M records take 160 MB). Two different records sharing that half only send their window to
+// the record-by-record pass; they never hide a difference.
 type keyWin struct {
 	key uint64
-	rec uint64
-	win int64
+	win int32 // MaxWindows fits
+	rec uint32
 }
 
 // figureAcc computes a side's figures from its records as they stream by.
@@ -115,7 +118,7 @@ func (a *figureAcc) add(r row) {
 	h := recordHash(r)
 	f.rows++
 	f.sum += h
-	a.pairs = append(a.pairs, keyWin{key: hash64(keyText(r.vals[:a.keys])), rec: h, win: w})
+	a.pairs = append(a.pairs, keyWin{key: hash64(keyText(r.vals[:a.keys])), rec: uint32(h), win: int32(w)})
 }
 
 // finish counts the distinct keys per window and finds the windows holding repeated keys. Key
@@ -135,19 +138,19 @@ func (a *figureAcc) finish(read int64) sideFigures {
 		repeated := len(run) > 1 && !a.history
 		for k := range run {
 			if k == 0 || run[k].win != run[k-1].win {
-				a.by[run[k].win].keys++
+				a.by[int64(run[k].win)].keys++
 			}
 			same := k > 0 && run[k].rec == run[k-1].rec && run[k].win == run[k-1].win
 			if a.history && same {
 				repeated = true // the same record twice (same time, so same window)
 			}
 			if a.history && k > 0 && !same {
-				a.by[run[k].win].versions++ // the run's first is in its earliest window
+				a.by[int64(run[k].win)].versions++ // the run's first is in its earliest window
 			}
 		}
 		if repeated {
 			for _, p := range run {
-				out.repeated[p.win] = true
+				out.repeated[int64(p.win)] = true
 			}
 		}
 		i = j
@@ -156,9 +159,18 @@ func (a *figureAcc) finish(read int64) sideFigures {
 	return out
 }
 
-// streamFigures computes a side's figures by reading it whole, keeping 24 bytes a record.
+// sizer is a reader that knows about how many records it holds (an Iceberg snapshot's summary).
+type sizer interface {
+	size(ctx context.Context) int64
+}
+
+// streamFigures computes a side's figures by reading it whole, keeping 16 bytes a record.
 func streamFigures(ctx context.Context, spec *Spec, src SourceSpec, r reader, from, to time.Time) (sideFigures, int64, error) {
 	acc := newFigureAcc(spec, src)
+	if sz, ok := r.(sizer); ok {
+		// Sized once: growing by doubling would hold the old and the new array at once.
+		acc.pairs = make([]keyWin, 0, min(sz.size(ctx), maxSizeHint))
+	}
 	var n int64
 	bytes, err := r.read(ctx, from, to, func(rw row) { acc.add(rw); n++ })
 	if err != nil {
@@ -177,6 +189,9 @@ func sumOf(s string) (uint64, error) {
 	n.Mod(n, mod) // Mod is Euclidean: never negative
 	return n.Uint64(), nil
 }
+
+// maxSizeHint caps the capacity taken on a reader's word (100M records, 1.6 GB).
+const maxSizeHint = 100_000_000
 
 // maxDeepRows bounds the records the second pass reads (both sides together): about 1.2 KB a
 // record pair in memory, so a run stays near a quarter of a gigabyte however much differs. The

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/ent"
@@ -225,10 +226,14 @@ type Cost struct {
 	Counted int64 `json:"counted"`
 	// Compared is the records the run's figures cover, both sides; Deep the windows compared
 	// record by record.
-	Compared int64   `json:"compared"`
-	Deep     int64   `json:"deep_windows"`
-	Bytes    int64   `json:"bytes"` // of the compared values, as text
-	Seconds  float64 `json:"seconds"`
+	Compared int64 `json:"compared"`
+	Deep     int64 `json:"deep_windows"`
+	// Reused counts the windows whose new-side figures are the previous run's (an Iceberg new
+	// side in which nothing changed there since); NewSnapshot is the snapshot this run read.
+	Reused      int64   `json:"reused_windows"`
+	NewSnapshot *int64  `json:"new_snapshot,omitempty"`
+	Bytes       int64   `json:"bytes"` // of the compared values, as text
+	Seconds     float64 `json:"seconds"`
 }
 
 // Run is one reconciliation run.
@@ -363,7 +368,8 @@ func (s *Service) compareSides(ctx context.Context, m Migration, now time.Time, 
 		r     reader
 		figs  sideFigures
 	}{{src: oldSrc, asset: m.OldAssetID, name: oldName, rows: &res.Cost.RowsOld}, {src: spec.New, asset: m.NewAssetID, name: "new", rows: &res.Cost.RowsNew}}
-	// The first pass: every window's figures on each side.
+	// The first pass: every window's figures on each side, both sides at once (PostgreSQL
+	// aggregates in its own process while Tidemark streams the other side).
 	for i := range sides {
 		sd := &sides[i]
 		r, err := s.reader(m, sd.src, sd.asset)
@@ -371,26 +377,63 @@ func (s *Service) compareSides(ctx context.Context, m Migration, now time.Time, 
 			return res, fmt.Errorf("the %s side: %w", sd.name, err)
 		}
 		sd.r = r
-		if pr, ok := r.(*postgresReader); ok {
-			f, pushed, err := pr.figures(ctx, sd.src, spec.Since, now)
-			if err != nil {
-				return res, fmt.Errorf("the %s side: %w", sd.name, err)
-			}
-			if pushed {
-				sd.figs = f
-				for _, w := range f.windows {
-					res.Cost.Counted += w.rows
+	}
+	against := reconciliationrun.AgainstLive
+	if archive {
+		against = reconciliationrun.AgainstArchive
+	}
+	prev, err := s.lastFigures(ctx, m, against)
+	if err != nil {
+		return res, err
+	}
+	var bytes [2]int64
+	g, gctx := errgroup.WithContext(ctx)
+	for i := range sides {
+		sd := &sides[i]
+		g.Go(func() error {
+			if pr, ok := sd.r.(*postgresReader); ok {
+				f, pushed, err := pr.figures(gctx, sd.src, spec.Since, now)
+				if err != nil {
+					return fmt.Errorf("the %s side: %w", sd.name, err)
 				}
-				continue
+				if pushed {
+					sd.figs = f
+					return nil
+				}
+			}
+			if ir, ok := sd.r.(*icebergReader); ok && i == 1 && prev != nil {
+				f, n, ok, err := incrementalFigures(gctx, spec, sd.src, ir, prev, now)
+				bytes[i] = n
+				if err != nil {
+					return fmt.Errorf("the %s side: %w", sd.name, err)
+				}
+				if ok {
+					sd.figs = f
+					return nil
+				}
+			}
+			f, n, err := streamFigures(gctx, spec, sd.src, sd.r, spec.Since, now)
+			bytes[i] = n
+			if err != nil {
+				return fmt.Errorf("the %s side: %w", sd.name, err)
+			}
+			sd.figs = f
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return res, err
+	}
+	res.Cost.NewSnapshot = snapshotOf(sides[1].r)
+	res.Cost.Reused = sides[1].figs.reused
+	for i, sd := range sides {
+		res.Cost.Bytes += bytes[i]
+		*sd.rows += sd.figs.read
+		if sd.figs.pushed {
+			for _, w := range sd.figs.windows {
+				res.Cost.Counted += w.rows
 			}
 		}
-		f, bytes, err := streamFigures(ctx, spec, sd.src, r, spec.Since, now)
-		res.Cost.Bytes += bytes
-		if err != nil {
-			return res, fmt.Errorf("the %s side: %w", sd.name, err)
-		}
-		sd.figs = f
-		*sd.rows += f.read
 	}
 	// The second pass: records of the windows that differ, as many as the bound allows.
 	deep, skipped := deepWindows(sides[0].figs, sides[1].figs)
@@ -398,6 +441,9 @@ func (s *Service) compareSides(ctx context.Context, m Migration, now time.Time, 
 	old, nw := newSide(oldSrc, spec.DedupOld, keys), newSide(spec.New, spec.DedupNew, keys)
 	for _, span := range ranges(deep) {
 		from, to := windowStart(spec, span[0]), windowStart(spec, span[1]+1)
+		if to.After(now) {
+			to = now // what the first pass counted
+		}
 		for i, into := range []*side{old, nw} {
 			sd := &sides[i]
 			bytes, err := sd.r.read(ctx, from, to, func(rw row) { into.add(rw); *sd.rows++ })

@@ -133,6 +133,22 @@ func canonTime(t time.Time) string {
 
 // canonDecimal writes a decimal without trailing zeros (12.50 and 12.5 are the same amount).
 func canonDecimal(s string) string {
+	if plainDecimal(s) {
+		// The common form (digits, one point): trimmed as text, which is what the exact path
+		// below gives too, without a big.Rat a value.
+		if strings.Contains(s, ".") {
+			s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+		}
+		if s == "-0" {
+			return "0"
+		}
+		return s
+	}
+	return canonDecimalExact(s)
+}
+
+// canonDecimalExact is canonDecimal for any form big.Rat reads.
+func canonDecimalExact(s string) string {
 	r, ok := new(big.Rat).SetString(s)
 	if !ok {
 		return s
@@ -145,22 +161,72 @@ func canonDecimal(s string) string {
 	return strings.TrimSuffix(out, ".")
 }
 
+// plainDecimal reports an optional minus, digits without a leading zero (but a lone 0), and
+// optionally a point with digits.
+func plainDecimal(s string) bool {
+	s = strings.TrimPrefix(s, "-")
+	intPart, frac, dot := strings.Cut(s, ".")
+	if intPart == "" || (len(intPart) > 1 && intPart[0] == '0') || (dot && frac == "") {
+		return false
+	}
+	for _, part := range []string{intPart, frac} {
+		for _, c := range part {
+			if c < '0' || c > '9' {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // icebergReader reads a registered Iceberg table through iceberg-go's scan.
 type icebergReader struct {
 	tables   *tables.Service
 	asset    uuid.UUID
 	snapshot *int64 // an archive's snapshot; nil: the current one
 	spec     *Spec
+	// pinned is the snapshot the run's first read took: every later read of the run reads it
+	// too, so both passes see the same data.
+	pinned *int64
+}
+
+// pin opens the table at the run's snapshot (taking it on the first call).
+func (r *icebergReader) pin(ctx context.Context) (*table.Table, *table.Snapshot, error) {
+	live, err := r.tables.Open(ctx, r.asset)
+	if err != nil {
+		return nil, nil, err
+	}
+	want := r.pinned
+	if want == nil {
+		want = r.snapshot
+	}
+	if want == nil {
+		snap := live.Table.CurrentSnapshot()
+		if snap != nil {
+			id := snap.SnapshotID
+			r.pinned = &id
+		}
+		return live.Table, snap, nil
+	}
+	snap := live.Table.Metadata().SnapshotByID(*want)
+	if snap == nil {
+		return nil, nil, fmt.Errorf("the Iceberg table has no snapshot %d (expired?)", *want)
+	}
+	r.pinned = want
+	return live.Table, snap, nil
 }
 
 func (r *icebergReader) read(ctx context.Context, from, to time.Time, fn func(row)) (int64, error) {
-	live, err := r.tables.Open(ctx, r.asset)
+	tbl, snap, err := r.pin(ctx)
 	if err != nil {
 		return 0, err
 	}
+	if snap == nil {
+		return 0, nil // no snapshot: an empty table
+	}
 	names := append(append([]string{r.spec.TimeColumn}, r.spec.KeyColumns...), r.spec.Columns...)
 	opts := []table.ScanOption{table.WithSelectedFields(names...)}
-	if f, ok := live.Table.Schema().FindFieldByName(r.spec.TimeColumn); ok {
+	if f, ok := tbl.Schema().FindFieldByName(r.spec.TimeColumn); ok {
 		switch f.Type.(type) {
 		case iceberg.TimestampType, iceberg.TimestampTzType, iceberg.TimestampNsType, iceberg.TimestampTzNsType:
 			// Pushed into the scan: files whose time bounds miss [from, to) are not read. Rows are
@@ -170,13 +236,8 @@ func (r *icebergReader) read(ctx context.Context, from, to time.Time, fn func(ro
 				iceberg.LessThan(ref, iceberg.Timestamp(to.UnixMicro())))))
 		}
 	}
-	if r.snapshot != nil {
-		if live.Table.Metadata().SnapshotByID(*r.snapshot) == nil {
-			return 0, fmt.Errorf("the Iceberg table has no snapshot %d (expired?)", *r.snapshot)
-		}
-		opts = append(opts, table.WithSnapshotID(*r.snapshot))
-	}
-	_, records, err := live.Table.Scan(opts...).ToArrowRecords(ctx)
+	opts = append(opts, table.WithSnapshotID(snap.SnapshotID))
+	_, records, err := tbl.Scan(opts...).ToArrowRecords(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("scan the Iceberg table: %w", err)
 	}
@@ -214,6 +275,20 @@ func (r *icebergReader) read(ctx context.Context, from, to time.Time, fn func(ro
 		rec.Release()
 	}
 	return bytes, nil
+}
+
+// size is the records of the table's current snapshot (or its archive snapshot), from the
+// snapshot summary; 0 when it says nothing.
+func (r *icebergReader) size(ctx context.Context) int64 {
+	_, snap, err := r.pin(ctx)
+	if err != nil || snap == nil || snap.Summary == nil {
+		return 0
+	}
+	n, err := strconv.ParseInt(snap.Summary.Properties["total-records"], 10, 64)
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
 }
 
 // canonArrow writes the i-th value of an Arrow column as canonical text.

@@ -221,3 +221,50 @@ func TestHistoryWithAStatedRule(t *testing.T) {
 		}
 	})
 }
+
+// TestIncrementalRunReadsWhatChanged: after a full run, a day of new orders on both sides is
+// read alone on the Iceberg side (the other windows' figures are the previous run's); a change
+// the new side makes to an old window afterwards is read again, because the snapshot that made
+// it removed and added files whose bounds cover that window, and it is found.
+func TestIncrementalRunReadsWhatChanged(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		mon := time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)
+		c := &clock{t: mon}
+		p := newPair(t, db, c)
+		m := p.migrate(mon, nil)
+		var all []order
+		for d := range 10 { // ten days, one file a day on the new side
+			day := every(1+d*24, 24, mon.AddDate(0, 0, d), time.Hour)
+			p.oldSide(day)
+			p.newSide(day, false)
+			all = append(all, day...)
+		}
+		c.Set(mon.AddDate(0, 0, 10).Add(time.Hour))
+		full, err := p.svc.Reconcile(p.ctx, m.ID)
+		must(t, err)
+		if !full.Clean || full.Cost.Reused != 0 || full.Cost.RowsNew != 240 || full.Cost.NewSnapshot == nil {
+			t.Fatalf("full run: clean %v, cost %+v, causes %v", full.Clean, full.Cost, full.Causes)
+		}
+		day := every(241, 24, mon.AddDate(0, 0, 10), time.Hour)
+		p.oldSide(day)
+		p.newSide(day, false)
+		all = append(all, day...)
+		c.Set(mon.AddDate(0, 0, 11).Add(time.Hour))
+		inc, err := p.svc.Reconcile(p.ctx, m.ID)
+		must(t, err)
+		// Read again: the new day, and the window the previous run was in (day 10): 24 records.
+		if !inc.Clean || inc.Cost.Reused != 10 || inc.Cost.RowsNew != 24 || len(inc.Windows) != 11 {
+			t.Fatalf("incremental run: clean %v, %d windows, cost %+v, causes %v", inc.Clean, len(inc.Windows), inc.Cost, inc.Causes)
+		}
+		// The new side rewrites its data with one amount changed on day 3: every file is replaced.
+		changed := slices.Clone(all)
+		changed[3*24+5].cents += 1
+		p.newSide(changed, true)
+		c.Set(c.Now().Add(time.Hour))
+		after, err := p.svc.Reconcile(p.ctx, m.ID)
+		must(t, err)
+		if after.Clean || after.Cost.Reused != 0 || after.Summary.Classes[reconcile.Divergence] != 1 {
+			t.Fatalf("after a rewrite of old windows: clean %v, cost %+v, classes %v", after.Clean, after.Cost, after.Summary.Classes)
+		}
+	})
+}

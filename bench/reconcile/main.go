@@ -1,7 +1,10 @@
-// Command reconcile measures a reconciliation run over a 1M-row pair: the same orders in a
-// PostgreSQL table (the old side) and an Iceberg table written with iceberg-go (the new side).
-// It prints what each run read (rows, bytes, seconds) next to a plain
-// SELECT count(*) ... GROUP BY window on the PostgreSQL side, the two run alternately, medians.
+// Command reconcile measures a reconciliation run over a 10M-row pair: the same orders in a
+// PostgreSQL table (the old side) and an Iceberg table written with iceberg-go (the new side),
+// with a few staged differences on the new side (a changed amount, a missing order, a retry a
+// day later, a time moved by 2 h). It prints each run's time, what it read and the process's
+// peak RSS during the runs, next to a plain SELECT count(*) ... GROUP BY window on the PostgreSQL
+// side, the two run alternately, medians; then one more day of orders on both sides and a run
+// after it, with what it read against the full run.
 //
 //	go run ./bench/reconcile -postgres 'postgres://postgres@127.0.0.1:55432/postgres?sslmode=disable'
 //	go run ./bench/reconcile -rows 100000   # smaller
@@ -15,7 +18,10 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -36,11 +42,44 @@ import (
 
 var (
 	admin = flag.String("postgres", os.Getenv("TIDEMARK_TEST_POSTGRES"), "PostgreSQL DSN allowed to create databases")
-	rows  = flag.Int("rows", 1_000_000, "orders on each side")
-	days  = flag.Int("days", 30, "days the orders span (one window a day)")
+	rows  = flag.Int("rows", 10_000_000, "orders on each side")
+	days  = flag.Int("days", 100, "days the orders span (one window a day)")
 	runs  = flag.Int("runs", 3, "runs of each side, alternately")
 	keep  = flag.Bool("keep", false, "keep the databases")
+	prof  = flag.String("cpuprofile", "", "write a CPU profile of the runs to this file")
 )
+
+// The staged differences on the new side, by order number.
+const (
+	changed = 777   // its amount is a cent more
+	missing = 1234  // not written
+	retried = 5000  // written again a day later
+	shifted = 99999 // its time is 2 h later
+)
+
+// order is the i-th order: the same on both sides (amounts in cents).
+func order(start time.Time, stepMicros int64, i int) (time.Time, int64, string) {
+	return start.Add(time.Duration(int64(i)*stepMicros) * time.Microsecond), int64((10+i%990)*100 + i%100), fmt.Sprintf("customer-%d", i%5000)
+}
+
+// peakRSS is the process's peak resident set since the last resetPeak, from /proc (Linux).
+func peakRSS() string {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return "unknown"
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "VmHWM:") {
+			var kb int64
+			fmt.Sscanf(strings.TrimSpace(strings.TrimPrefix(l, "VmHWM:")), "%d", &kb)
+			return fmt.Sprintf("%.0f MiB", float64(kb)/1024)
+		}
+	}
+	return "unknown"
+}
+
+// resetPeak starts peakRSS over (Linux: writing 5 to clear_refs resets VmHWM to the current RSS).
+func resetPeak() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
 
 func main() {
 	flag.Parse()
@@ -48,10 +87,10 @@ func main() {
 		log.Fatal("set -postgres or TIDEMARK_TEST_POSTGRES")
 	}
 	ctx := context.Background()
-	start := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
-	step := time.Duration(*days) * 24 * time.Hour / time.Duration(*rows)
+	start := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	stepMicros := int64(*days) * 86400 * 1_000_000 / int64(*rows)
 
-	// The old side: a PostgreSQL table, loaded with COPY.
+	// The old side: a PostgreSQL table, written by PostgreSQL itself (generate_series).
 	dsn, drop := benchdb.CreateDB(ctx, *admin, "tidemark_bench_orders", *keep)
 	defer drop()
 	pg, err := sql.Open("postgres", dsn)
@@ -60,20 +99,15 @@ func main() {
 	_, err = pg.ExecContext(ctx, `CREATE TABLE public.orders (order_id bigint NOT NULL, ordered_at timestamptz NOT NULL, amount numeric(10,2), customer text)`)
 	benchdb.Must(err)
 	t0 := time.Now()
-	tx, err := pg.BeginTx(ctx, nil)
-	benchdb.Must(err)
-	stmt, err := tx.PrepareContext(ctx, benchdb.CopyStatement("orders", "order_id", "ordered_at", "amount", "customer"))
-	benchdb.Must(err)
-	for i := range *rows {
-		_, err := stmt.ExecContext(ctx, i, start.Add(time.Duration(i)*step), fmt.Sprintf("%d.%02d", 10+i%990, i%100), fmt.Sprintf("customer-%d", i%5000))
+	oldSide := func(from, to int) {
+		_, err := pg.ExecContext(ctx, `INSERT INTO public.orders SELECT i, $1::timestamptz + (i * $2::bigint) * interval '1 microsecond',
+			((10 + i % 990) * 100 + i % 100) / 100.0, 'customer-' || (i % 5000) FROM generate_series($3::bigint, $4::bigint) i`, start, stepMicros, from, to-1)
+		benchdb.Must(err)
+		_, err = pg.ExecContext(ctx, "ANALYZE orders")
 		benchdb.Must(err)
 	}
-	_, err = stmt.ExecContext(ctx)
-	benchdb.Must(err)
-	benchdb.Must(tx.Commit())
-	_, err = pg.ExecContext(ctx, "ANALYZE orders")
-	benchdb.Must(err)
-	fmt.Printf("PostgreSQL side: %d orders over %d days loaded in %s\n", *rows, *days, time.Since(t0).Round(time.Millisecond))
+	oldSide(0, *rows)
+	fmt.Printf("PostgreSQL side: %d orders over %d days written in %s\n", *rows, *days, time.Since(t0).Round(time.Millisecond))
 
 	// The new side: an Iceberg table with the same orders, written with iceberg-go.
 	dir, err := os.MkdirTemp("", "tidemark-bench-reconcile-")
@@ -96,24 +130,43 @@ func main() {
 	t0 = time.Now()
 	sc, err := table.SchemaToArrowSchema(tbl.Schema(), nil, false, false)
 	benchdb.Must(err)
-	const batch = 250_000
-	for from := 0; from < *rows; from += batch {
-		b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
-		for i := from; i < min(from+batch, *rows); i++ {
-			b.Field(0).(*array.Int64Builder).Append(int64(i))
-			b.Field(1).(*array.TimestampBuilder).Append(arrow.Timestamp(start.Add(time.Duration(i) * step).UnixMicro()))
-			b.Field(2).(*array.Decimal128Builder).Append(decimal128.FromI64(int64((10+i%990)*100 + i%100)))
-			b.Field(3).(*array.StringBuilder).Append(fmt.Sprintf("customer-%d", i%5000))
+	newSide := func(from, to int, staged bool) {
+		const batch = 500_000
+		for lo := from; lo < to; lo += batch {
+			b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
+			add := func(at time.Time, id, cents int64, customer string) {
+				b.Field(0).(*array.Int64Builder).Append(id)
+				b.Field(1).(*array.TimestampBuilder).Append(arrow.Timestamp(at.UnixMicro()))
+				b.Field(2).(*array.Decimal128Builder).Append(decimal128.FromI64(cents))
+				b.Field(3).(*array.StringBuilder).Append(customer)
+			}
+			for i := lo; i < min(lo+batch, to); i++ {
+				at, cents, customer := order(start, stepMicros, i)
+				switch {
+				case !staged:
+				case i == missing:
+					continue
+				case i == changed:
+					cents++
+				case i == shifted:
+					at = at.Add(2 * time.Hour)
+				case i == retried:
+					add(at.Add(24*time.Hour), int64(i), cents, customer)
+				}
+				add(at, int64(i), cents, customer)
+			}
+			rec := b.NewRecordBatch()
+			b.Release()
+			rdr, err := array.NewRecordReader(sc, []arrow.RecordBatch{rec})
+			benchdb.Must(err)
+			tbl, err = tbl.Append(ctx, rdr, nil)
+			benchdb.Must(err)
+			rec.Release()
 		}
-		rec := b.NewRecordBatch()
-		b.Release()
-		rdr, err := array.NewRecordReader(sc, []arrow.RecordBatch{rec})
-		benchdb.Must(err)
-		tbl, err = tbl.Append(ctx, rdr, nil)
-		benchdb.Must(err)
-		rec.Release()
 	}
-	fmt.Printf("Iceberg side: %d orders written with iceberg-go in %s\n", *rows, time.Since(t0).Round(time.Millisecond))
+	newSide(0, *rows, true)
+	fmt.Printf("Iceberg side: %d orders written with iceberg-go in %s (staged: order %d's amount, order %d missing, order %d retried a day later, order %d 2 h later)\n",
+		*rows, time.Since(t0).Round(time.Millisecond), changed, missing, retried, shifted)
 
 	// Tidemark over its own SQLite database.
 	db := benchdb.Open(ctx, filepath.Join(dir, "tidemark.db"))
@@ -137,21 +190,8 @@ func main() {
 		New: reconcile.SourceSpec{Kind: reconcile.SourceIceberg}}})
 	benchdb.Must(err)
 
-	var recon, count []time.Duration
-	var last reconcile.Run
-	fmt.Printf("\n%-4s %-44s %10s %12s %14s %10s\n", "run", "side", "time", "rows read", "bytes", "windows")
-	for i := range *runs {
+	countQuery := func() (time.Duration, int) {
 		t := time.Now()
-		r, err := svc.Reconcile(ctx, m.ID)
-		benchdb.Must(err)
-		recon = append(recon, time.Since(t))
-		if !r.Clean || len(r.Windows) != *days {
-			log.Fatalf("run %d: clean %v, %d windows: %v", i+1, r.Clean, len(r.Windows), r.Causes)
-		}
-		last = r
-		fmt.Printf("%-4d %-44s %10s %12d %14d %10d\n", i+1, "Tidemark reconciliation (both sides, in full)", recon[i].Round(time.Millisecond),
-			r.Cost.RowsOld+r.Cost.RowsNew, r.Cost.Bytes, len(r.Windows))
-		t = time.Now()
 		rs, err := pg.QueryContext(ctx, `SELECT floor(extract(epoch FROM ordered_at) / 86400), count(*) FROM orders GROUP BY 1`)
 		benchdb.Must(err)
 		n := 0
@@ -160,14 +200,55 @@ func main() {
 		}
 		benchdb.Must(rs.Err())
 		rs.Close()
-		count = append(count, time.Since(t))
-		fmt.Printf("%-4d %-44s %10s %12d %14s %10d\n", i+1, "SELECT count(*) GROUP BY day (old side only)", count[i].Round(time.Millisecond), *rows, "", n)
+		return time.Since(t), n
 	}
+	runtime.GC()
+	resetPeak()
+	if *prof != "" {
+		f, err := os.Create(*prof)
+		benchdb.Must(err)
+		benchdb.Must(pprof.StartCPUProfile(f))
+		defer pprof.StopCPUProfile()
+	}
+	var recon, count []time.Duration
+	var last reconcile.Run
+	fmt.Printf("\n%-4s %-46s %10s %12s %12s %10s %8s\n", "run", "side", "time", "rows read", "counted", "windows", "deep")
+	for i := range *runs {
+		t := time.Now()
+		r, err := svc.Reconcile(ctx, m.ID)
+		benchdb.Must(err)
+		recon = append(recon, time.Since(t))
+		last = r
+		fmt.Printf("%-4d %-46s %10s %12d %12d %10d %8d\n", i+1, "Tidemark reconciliation (full)", recon[i].Round(time.Millisecond),
+			r.Cost.RowsOld+r.Cost.RowsNew, r.Cost.Counted, len(r.Windows), r.Cost.Deep)
+		c, n := countQuery()
+		count = append(count, c)
+		fmt.Printf("%-4d %-46s %10s %12s %12d %10d\n", i+1, "SELECT count(*) GROUP BY day (old side only)", c.Round(time.Millisecond), "", *rows, n)
+	}
+	peak := peakRSS()
 	slices.Sort(recon)
 	slices.Sort(count)
 	r, c := recon[len(recon)/2], count[len(count)/2]
-	fmt.Printf("\nmedians of %d runs: reconciliation %s (%d rows, %.0f MiB of compared values; %.0f rows/s) vs count per window %s: %.1fx its time\n",
-		*runs, r.Round(time.Millisecond), last.Cost.RowsOld+last.Cost.RowsNew, float64(last.Cost.Bytes)/(1<<20),
-		float64(last.Cost.RowsOld+last.Cost.RowsNew)/r.Seconds(), c.Round(time.Millisecond), r.Seconds()/c.Seconds())
-	fmt.Println("The count reads one side and compares nothing; the run reads both sides, every compared column, and compares records by key.")
+	fmt.Printf("\nmedians of %d runs: reconciliation %s vs count per window %s: %.1fx its time; peak RSS during the runs %s\n",
+		*runs, r.Round(time.Millisecond), c.Round(time.Millisecond), r.Seconds()/c.Seconds(), peak)
+	fmt.Printf("the full run compared %d records (PostgreSQL counted and hashed %d itself), read %d into Tidemark, %d windows record by record; clean %v; windows per class %v\n",
+		last.Cost.Compared, last.Cost.Counted, last.Cost.RowsOld+last.Cost.RowsNew, last.Cost.Deep, last.Clean, last.Summary.Classes)
+	for _, cause := range last.Causes {
+		fmt.Println("  ", cause)
+	}
+
+	// One more day of orders on both sides, then a run.
+	perDay := *rows / *days
+	oldSide(*rows, *rows+perDay)
+	newSide(*rows, *rows+perDay, false)
+	_, _, err = tbls.Register(ctx, tables.RegisterInput{MetadataLocation: tbl.MetadataLocation()})
+	benchdb.Must(err)
+	now = now.AddDate(0, 0, 1)
+	t := time.Now()
+	inc, err := svc.Reconcile(ctx, m.ID)
+	benchdb.Must(err)
+	full := last.Cost.RowsOld + last.Cost.RowsNew
+	read := inc.Cost.RowsOld + inc.Cost.RowsNew
+	fmt.Printf("\nafter one more day (%d orders a side): the run took %s and read %d records into Tidemark, %.1f%% of the full run's %d (PostgreSQL counted %d itself)\n",
+		perDay, time.Since(t).Round(time.Millisecond), read, 100*float64(read)/float64(full), full, inc.Cost.Counted)
 }

@@ -1,0 +1,210 @@
+package reconcile
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/tidemark/tidemark/ent"
+	"github.com/tidemark/tidemark/ent/reconciliationrun"
+	"github.com/tidemark/tidemark/ent/reconciliationwindow"
+)
+
+// An incremental run re-reads on an Iceberg new side only the windows whose data changed since
+// the previous run: those the data files added or removed by the snapshots committed since hold,
+// by the files' bounds on the time column, and the newest windows (whose rows may have been
+// written before the previous run but timed after it). Every other window's figures are the
+// previous run's. Only the new side is read so: the old side's figures are always computed over
+// the whole span, which is what finds a key repeated across windows; a key the new side repeats
+// in a changed window and an unchanged one still differs from the old side there, so it is not
+// clean (it is classified extra rather than duplication).
+
+// previous is what an incremental run takes from the run before it.
+type previous struct {
+	snapshot int64
+	started  time.Time
+	figs     sideFigures // the new side's figures by window
+}
+
+// lastFigures returns the newest finished run's new-side figures and snapshot, when it read the
+// new side at a recorded snapshot, compared against the same old side and did not fail.
+func (s *Service) lastFigures(ctx context.Context, m Migration, against reconciliationrun.Against) (*previous, error) {
+	r, err := s.db.ReconciliationRun.Query().Where(reconciliationrun.MigrationID(m.ID), reconciliationrun.FinishedAtNotNil(),
+		reconciliationrun.OriginEQ(reconciliationrun.OriginTidemark)).
+		Order(ent.Desc(reconciliationrun.FieldStartedAt), ent.Desc(reconciliationrun.FieldID)).First(ctx)
+	if ent.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reconcile: the previous run: %w", err)
+	}
+	var sum storedSummary
+	if r.Error != "" || r.Against != against || r.Summary == "" || json.Unmarshal([]byte(r.Summary), &sum) != nil || sum.Cost.NewSnapshot == nil {
+		return nil, nil
+	}
+	rows, err := s.db.ReconciliationWindow.Query().Where(reconciliationwindow.RunID(r.ID)).Select(reconciliationwindow.FieldBody).All(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reconcile: the previous run's windows: %w", err)
+	}
+	p := &previous{snapshot: *sum.Cost.NewSnapshot, started: r.StartedAt.UTC(),
+		figs: sideFigures{windows: map[int64]*figure{}, repeated: map[int64]bool{}}}
+	for _, row := range rows {
+		var w WindowResult
+		if err := json.Unmarshal([]byte(row.Body), &w); err != nil {
+			return nil, nil // not a body this code wrote: read in full
+		}
+		f := w.New
+		if f.Rows == 0 {
+			continue
+		}
+		sum, err := strconv.ParseUint(f.Checksum, 16, 64)
+		if err != nil {
+			return nil, nil
+		}
+		idx := windowIndex(&m.Spec, w.Start)
+		p.figs.windows[idx] = &figure{rows: f.Rows, keys: f.Keys, sum: sum, versions: f.Versions}
+		if f.DuplicateKeys > 0 {
+			p.figs.repeated[idx] = true
+		}
+	}
+	return p, nil
+}
+
+// changedWindows returns the windows holding data that the snapshots after from (up to cur)
+// added or removed, or false when that cannot be told: from is not an ancestor of cur (expired,
+// rolled back), a snapshot wrote delete files, or a data file has no bounds on the time column.
+func changedWindows(ctx context.Context, tbl *table.Table, cur *table.Snapshot, from int64, spec *Spec) (map[int64]bool, bool, error) {
+	field, ok := tbl.Schema().FindFieldByName(spec.TimeColumn)
+	if !ok {
+		return nil, false, nil
+	}
+	var unit time.Duration
+	switch field.Type.(type) {
+	case iceberg.TimestampType, iceberg.TimestampTzType:
+		unit = time.Microsecond
+	case iceberg.TimestampNsType, iceberg.TimestampTzNsType:
+		unit = time.Nanosecond
+	default:
+		return nil, false, nil
+	}
+	var since []*table.Snapshot
+	for s := cur; s.SnapshotID != from; {
+		since = append(since, s)
+		if s.ParentSnapshotID == nil {
+			return nil, false, nil
+		}
+		if s = tbl.Metadata().SnapshotByID(*s.ParentSnapshotID); s == nil {
+			return nil, false, nil
+		}
+	}
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	changed := map[int64]bool{}
+	at := func(b []byte) (time.Time, bool) {
+		if len(b) != 8 {
+			return time.Time{}, false
+		}
+		return time.Unix(0, 0).Add(time.Duration(int64(binary.LittleEndian.Uint64(b))) * unit).UTC(), true
+	}
+	for _, snap := range since {
+		mfs, err := snap.Manifests(fs)
+		if err != nil {
+			return nil, false, err
+		}
+		for _, mf := range mfs {
+			if mf.SnapshotID() != snap.SnapshotID {
+				continue // written by an earlier snapshot: nothing in it changed now
+			}
+			if mf.ManifestContent() != iceberg.ManifestContentData {
+				return nil, false, nil
+			}
+			for e, err := range mf.Entries(fs, false) {
+				if err != nil {
+					return nil, false, err
+				}
+				if e.Status() == iceberg.EntryStatusEXISTING || e.SnapshotID() != snap.SnapshotID {
+					continue
+				}
+				df := e.DataFile()
+				lo, ok1 := at(df.LowerBoundValues()[field.ID])
+				hi, ok2 := at(df.UpperBoundValues()[field.ID])
+				if !ok1 || !ok2 || hi.Before(lo) {
+					return nil, false, nil
+				}
+				first, last := max(windowIndex(spec, lo), 0), windowIndex(spec, hi)
+				if lo.Before(spec.Since) && hi.Before(spec.Since) {
+					continue
+				}
+				if last-first > MaxWindows {
+					return nil, false, nil
+				}
+				for w := first; w <= last; w++ {
+					changed[w] = true
+				}
+			}
+		}
+	}
+	return changed, true, nil
+}
+
+// incrementalFigures computes the new side's figures reading only what changed since prev, or
+// returns false to read it in full.
+func incrementalFigures(ctx context.Context, spec *Spec, src SourceSpec, r *icebergReader, prev *previous, now time.Time) (sideFigures, int64, bool, error) {
+	tbl, snap, err := r.pin(ctx)
+	if err != nil || snap == nil {
+		return sideFigures{}, 0, false, err
+	}
+	changed, ok, err := changedWindows(ctx, tbl, snap, prev.snapshot, spec)
+	if err != nil || !ok {
+		return sideFigures{}, 0, false, err
+	}
+	// The newest windows always: rows timed after the previous run may sit in files it read.
+	for w := max(windowIndex(spec, prev.started), 0); w <= windowIndex(spec, now); w++ {
+		changed[w] = true
+	}
+	acc := newFigureAcc(spec, src)
+	var read, bytes int64
+	for _, span := range ranges(slices.Sorted(maps.Keys(changed))) {
+		from, to := windowStart(spec, span[0]), windowStart(spec, span[1]+1)
+		if to.After(now) {
+			to = now
+		}
+		if !from.Before(to) {
+			continue
+		}
+		n, err := r.read(ctx, from, to, func(rw row) { acc.add(rw); read++ })
+		bytes += n
+		if err != nil {
+			return sideFigures{}, bytes, false, err
+		}
+	}
+	out := acc.finish(read)
+	for w, f := range prev.figs.windows {
+		if !changed[w] {
+			out.windows[w] = f
+			out.repeated[w] = prev.figs.repeated[w]
+			out.reused++
+		}
+	}
+	return out, bytes, true, nil
+}
+
+// snapshotOf is the snapshot an Iceberg reader pinned, for the run's cost.
+func snapshotOf(r reader) *int64 {
+	ir, ok := r.(*icebergReader)
+	if !ok || ir.pinned == nil {
+		return nil
+	}
+	id := *ir.pinned
+	return &id
+}
