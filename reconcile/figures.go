@@ -95,14 +95,25 @@ type keyWin struct {
 	rec uint32
 }
 
-// figureAcc computes a side's figures from its records as they stream by.
+// figureAcc computes a side's figures from its records as they stream by. On a unique side a
+// record takes 8 bytes: its key's hash in the high 50 bits and its window in the low 14 (80 MB
+// for 10M records); keys sharing 50 bits (a few in 10M) can only send windows to the
+// record-by-record pass. A side that keeps history also needs each record's hash: 16 bytes.
 type figureAcc struct {
 	spec    *Spec
 	keys    int
 	history bool
 	by      map[int64]*figure
+	packed  []uint64
 	pairs   []keyWin
 }
+
+// winBits is the low bits of a packed record that hold its window.
+const winBits = 14
+
+var _ = [1]int{}[MaxWindows>>winBits] // MaxWindows must fit in winBits
+
+func pack(key uint64, w int64) uint64 { return key&^(1<<winBits-1) | uint64(w) }
 
 func newFigureAcc(spec *Spec, src SourceSpec) *figureAcc {
 	return &figureAcc{spec: spec, keys: len(spec.KeyColumns), history: src.Keys == HistoryKeys, by: map[int64]*figure{}}
@@ -118,7 +129,12 @@ func (a *figureAcc) add(r row) {
 	h := recordHash(r)
 	f.rows++
 	f.sum += h
-	a.pairs = append(a.pairs, keyWin{key: hash64(keyText(r.vals[:a.keys])), rec: uint32(h), win: int32(w)})
+	k := hash64(keyText(r.vals[:a.keys]))
+	if !a.history {
+		a.packed = append(a.packed, pack(k, w))
+		return
+	}
+	a.pairs = append(a.pairs, keyWin{key: k, rec: uint32(h), win: int32(w)})
 }
 
 // finish counts the distinct keys per window and finds the windows holding repeated keys. Key
@@ -126,6 +142,27 @@ func (a *figureAcc) add(r row) {
 // windows for the record-by-record pass, never hide a difference.
 func (a *figureAcc) finish(read int64) sideFigures {
 	out := sideFigures{windows: a.by, repeated: map[int64]bool{}, read: read}
+	if !a.history {
+		slices.Sort(a.packed)
+		const key = ^uint64(1<<winBits - 1)
+		for i := 0; i < len(a.packed); {
+			j := i
+			for j < len(a.packed) && a.packed[j]&key == a.packed[i]&key {
+				j++
+			}
+			for k := i; k < j; k++ {
+				if k == i || a.packed[k] != a.packed[k-1] {
+					a.by[int64(a.packed[k]&^key)].keys++
+				}
+				if j-i > 1 {
+					out.repeated[int64(a.packed[k]&^key)] = true
+				}
+			}
+			i = j
+		}
+		a.packed = nil
+		return out
+	}
 	slices.SortFunc(a.pairs, func(x, y keyWin) int {
 		return cmp.Or(cmp.Compare(x.key, y.key), cmp.Compare(x.win, y.win), cmp.Compare(x.rec, y.rec))
 	})
@@ -164,12 +201,17 @@ type sizer interface {
 	size(ctx context.Context) int64
 }
 
-// streamFigures computes a side's figures by reading it whole, keeping 16 bytes a record.
+// streamFigures computes a side's figures by reading it whole, keeping 8 bytes a record (16 on
+// a side that keeps history).
 func streamFigures(ctx context.Context, spec *Spec, src SourceSpec, r reader, from, to time.Time) (sideFigures, int64, error) {
 	acc := newFigureAcc(spec, src)
 	if sz, ok := r.(sizer); ok {
 		// Sized once: growing by doubling would hold the old and the new array at once.
-		acc.pairs = make([]keyWin, 0, min(sz.size(ctx), maxSizeHint))
+		if n := min(sz.size(ctx), maxSizeHint); acc.history {
+			acc.pairs = make([]keyWin, 0, n)
+		} else {
+			acc.packed = make([]uint64, 0, n)
+		}
 	}
 	var n int64
 	bytes, err := r.read(ctx, from, to, func(rw row) { acc.add(rw); n++ })
@@ -190,7 +232,7 @@ func sumOf(s string) (uint64, error) {
 	return n.Uint64(), nil
 }
 
-// maxSizeHint caps the capacity taken on a reader's word (100M records, 1.6 GB).
+// maxSizeHint caps the capacity taken on a reader's word (100M records).
 const maxSizeHint = 100_000_000
 
 // maxDeepRows bounds the records the second pass reads (both sides together): about 1.2 KB a

@@ -382,9 +382,12 @@ func (s *Service) compareSides(ctx context.Context, m Migration, now time.Time, 
 	if archive {
 		against = reconciliationrun.AgainstArchive
 	}
-	prev, err := s.lastFigures(ctx, m, against)
-	if err != nil {
-		return res, err
+	var prev *previous
+	if spec.New.Kind == SourceIceberg {
+		var err error
+		if prev, err = s.lastFigures(ctx, m, against); err != nil {
+			return res, err
+		}
 	}
 	var bytes [2]int64
 	g, gctx := errgroup.WithContext(ctx)
