@@ -185,6 +185,7 @@ type runCostResponse struct {
 	Counted  int64 `json:"counted"`      // records a side counted and hashed itself (PostgreSQL)
 	Compared int64 `json:"compared"`     // records the run's figures cover, both sides
 	Deep     int64 `json:"deep_windows"` // windows compared record by record
+	Kept     int64 `json:"kept"`         // records of their differing key segments held and compared
 	// Reused: windows whose new-side figures are the previous run's (nothing changed there in
 	// the Iceberg new side since); NewSnapshot: the snapshot this run read.
 	Reused      int64   `json:"reused_windows"`

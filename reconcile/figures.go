@@ -134,7 +134,7 @@ func (a *figureAcc) add(r row) {
 		a.packed = append(a.packed, pack(k, w))
 		return
 	}
-	a.pairs = append(a.pairs, keyWin{key: k, rec: uint32(h), win: int32(w)})
+	a.pairs = append(a.pairs, keyWin{key: k &^ (1<<winBits - 1), rec: uint32(h), win: int32(w)}) // the bits PostgreSQL groups on
 }
 
 // finish counts the distinct keys per window and finds the windows holding repeated keys. Key
@@ -240,41 +240,71 @@ const maxSizeHint = 100_000_000
 // windows past it are classified from their figures alone, and say so.
 const maxDeepRows = 200_000
 
-// deepWindows returns the windows to compare record by record, in order: those whose figures
-// differ between the sides or that hold a repeated key, while they fit maxDeepRows (the first
-// always does). skipped are the ones that did not fit.
-func deepWindows(o, n sideFigures) (deep []int64, skipped map[int64]bool) {
-	skipped = map[int64]bool{}
-	var cand []int64
+// candidates are the windows whose figures differ between the sides or that hold a repeated
+// key: the ones the second pass looks into.
+func candidates(o, n sideFigures) []int64 {
+	var out []int64
 	for w := range o.windows {
-		cand = append(cand, w)
+		out = append(out, w)
 	}
 	for w := range n.windows {
 		if o.windows[w] == nil {
-			cand = append(cand, w)
+			out = append(out, w)
 		}
 	}
-	slices.Sort(cand)
-	var rows int64
-	for _, w := range cand {
+	slices.Sort(out)
+	return slices.DeleteFunc(out, func(w int64) bool {
 		fo, fn := o.windows[w], n.windows[w]
-		if fo != nil && fn != nil && *fo == *fn && !o.repeated[w] && !n.repeated[w] {
-			continue // the same figures, no repeated key: nothing to read
-		}
-		var size int64
-		for _, f := range []*figure{fo, fn} {
-			if f != nil {
-				size += f.rows
+		return fo != nil && fn != nil && *fo == *fn && !o.repeated[w] && !n.repeated[w]
+	})
+}
+
+// The second pass bisects a candidate window once: each side's records are counted and summed
+// per segment of the key space (the top segBits of the key's hash, 64 segments), and only the
+// records of segments that differ are kept for the record-by-record comparison; a window with a
+// repeated key keeps every segment (the repeats may match on both sides, and are duplication
+// all the same).
+const segBits = 6
+
+type segKey struct{ w, seg int64 }
+
+type segFig struct {
+	rows int64
+	sum  uint64
+}
+
+func segmentOf(r row, keys int) int64 { return int64(hash64(keyText(r.vals[:keys])) >> (64 - segBits)) }
+
+// keptSegments returns the segments to keep and the windows to read for them, in order, while
+// their records fit maxDeepRows (the first window always does); skipped are the ones that did
+// not fit.
+func keptSegments(cands []int64, o, n sideFigures, segs [2]map[segKey]segFig) (keep map[segKey]bool, deep []int64, skipped map[int64]bool) {
+	keep, skipped = map[segKey]bool{}, map[int64]bool{}
+	size := map[int64]int64{}
+	for _, m := range segs {
+		for k := range m {
+			a, b := segs[0][k], segs[1][k]
+			if a != b || o.repeated[k.w] || n.repeated[k.w] {
+				if !keep[k] {
+					keep[k] = true
+					size[k.w] += a.rows + b.rows
+				}
 			}
 		}
-		if len(deep) > 0 && rows+size > maxDeepRows {
+	}
+	var rows int64
+	for _, w := range cands {
+		if size[w] == 0 {
+			continue // no segment differs: its figures classify it
+		}
+		if len(deep) > 0 && rows+size[w] > maxDeepRows {
 			skipped[w] = true
 			continue
 		}
 		deep = append(deep, w)
-		rows += size
+		rows += size[w]
 	}
-	return deep, skipped
+	return keep, deep, skipped
 }
 
 // ranges joins consecutive windows into [first, last] ranges, one read each.
@@ -338,11 +368,17 @@ func mergeWindows(spec *Spec, o, n sideFigures, compared map[time.Time]WindowRes
 	out := make([]WindowResult, 0, len(idx))
 	for _, w := range slices.Sorted(maps.Keys(idx)) {
 		st := windowStart(spec, w)
+		fo, fn := o.of(w, spec.Old.Keys == HistoryKeys), n.of(w, spec.New.Keys == HistoryKeys)
 		if c, ok := compared[st]; ok {
+			// The window's figures are the first pass's (the second kept only the segments that
+			// differ); the repeated keys the records showed, and the classes again over both.
+			fo.DuplicateKeys, fn.DuplicateKeys = c.Old.DuplicateKeys, c.New.DuplicateKeys
+			c.Old, c.New, c.Classes, c.Why = fo, fn, []Class{}, []string{}
+			classify(&c, spec, spec.Window(), now)
 			out = append(out, c)
 			continue
 		}
-		r := fromFigures(spec, st, o.of(w, spec.Old.Keys == HistoryKeys), n.of(w, spec.New.Keys == HistoryKeys), now)
+		r := fromFigures(spec, st, fo, fn, now)
 		if skipped[w] {
 			r.Why = append(r.Why, fmt.Sprintf("not compared record by record: the run read at most %d records of differing windows; this one is classified from its figures", maxDeepRows))
 		}

@@ -219,15 +219,18 @@ func (s *Service) Get(ctx context.Context, id uuid.UUID) (Migration, error) {
 
 // Cost is what a run read.
 type Cost struct {
-	// RowsOld and RowsNew are the records Tidemark read from each side (both passes); Counted
+	// RowsOld and RowsNew are the records Tidemark read from each side (every pass); Counted
 	// the records a side counted and hashed itself (PostgreSQL), sending only the figures.
 	RowsOld int64 `json:"rows_old"`
 	RowsNew int64 `json:"rows_new"`
 	Counted int64 `json:"counted"`
-	// Compared is the records the run's figures cover, both sides; Deep the windows compared
-	// record by record.
+	// Compared is the records the run's figures cover, both sides; Deep the windows looked into
+	// segment by segment.
 	Compared int64 `json:"compared"`
 	Deep     int64 `json:"deep_windows"`
+	// Kept is the records of the deep windows' differing key-range segments the run held and
+	// compared record by record.
+	Kept int64 `json:"kept"`
 	// Reused counts the windows whose new-side figures are the previous run's (an Iceberg new
 	// side in which nothing changed there since); NewSnapshot is the snapshot this run read.
 	Reused      int64   `json:"reused_windows"`
@@ -439,17 +442,48 @@ func (s *Service) compareSides(ctx context.Context, m Migration, now time.Time, 
 		}
 	}
 	// The second pass: records of the windows that differ, as many as the bound allows.
-	deep, skipped := deepWindows(sides[0].figs, sides[1].figs)
-	keys := len(spec.KeyColumns)
-	old, nw := newSide(oldSrc, spec.DedupOld, keys), newSide(spec.New, spec.DedupNew, keys)
-	for _, span := range ranges(deep) {
+	cands := candidates(sides[0].figs, sides[1].figs)
+	// Segment figures of the candidate windows, then their differing segments' records.
+	window := func(span [2]int64) (time.Time, time.Time) {
 		from, to := windowStart(spec, span[0]), windowStart(spec, span[1]+1)
 		if to.After(now) {
 			to = now // what the first pass counted
 		}
+		return from, to
+	}
+	keys := len(spec.KeyColumns)
+	segs := [2]map[segKey]segFig{{}, {}}
+	for _, span := range ranges(cands) {
+		from, to := window(span)
+		for i := range sides {
+			sd, m := &sides[i], segs[i]
+			bytes, err := sd.r.read(ctx, from, to, func(rw row) {
+				k := segKey{windowIndex(spec, rw.at), segmentOf(rw, keys)}
+				f := m[k]
+				f.rows++
+				f.sum += recordHash(rw)
+				m[k] = f
+				*sd.rows++
+			})
+			res.Cost.Bytes += bytes
+			if err != nil {
+				return res, fmt.Errorf("the %s side: %w", sd.name, err)
+			}
+		}
+	}
+	keep, deep, skipped := keptSegments(cands, sides[0].figs, sides[1].figs, segs)
+	old, nw := newSide(oldSrc, spec.DedupOld, keys), newSide(spec.New, spec.DedupNew, keys)
+	for _, span := range ranges(deep) {
+		from, to := window(span)
 		for i, into := range []*side{old, nw} {
 			sd := &sides[i]
-			bytes, err := sd.r.read(ctx, from, to, func(rw row) { into.add(rw); *sd.rows++ })
+			bytes, err := sd.r.read(ctx, from, to, func(rw row) {
+				*sd.rows++
+				if keep[segKey{windowIndex(spec, rw.at), segmentOf(rw, keys)}] {
+					into.add(rw)
+					res.Cost.Kept++
+				}
+			})
 			res.Cost.Bytes += bytes
 			if err != nil {
 				return res, fmt.Errorf("the %s side: %w", sd.name, err)

@@ -266,5 +266,11 @@ func TestIncrementalRunReadsWhatChanged(t *testing.T) {
 		if after.Clean || after.Cost.Reused != 0 || after.Summary.Classes[reconcile.Divergence] != 1 {
 			t.Fatalf("after a rewrite of old windows: clean %v, cost %+v, classes %v", after.Clean, after.Cost, after.Summary.Classes)
 		}
+		// Only day 3 differs, and in it only the key-range segment holding the changed order is
+		// held and compared record by record, not the window's 48 records.
+		w3 := after.Windows[3]
+		if after.Cost.Deep != 1 || after.Cost.Kept < 2 || after.Cost.Kept >= 48 || w3.Differing != 1 || w3.Old.Rows != 24 || w3.New.Rows != 24 {
+			t.Fatalf("bisection: deep %d, kept %d, day 3 %+v", after.Cost.Deep, after.Cost.Kept, w3)
+		}
 	})
 }
