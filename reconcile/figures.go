@@ -9,7 +9,6 @@ import (
 	"maps"
 	"math/big"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -34,24 +33,31 @@ type figure struct {
 type sideFigures struct {
 	windows map[int64]*figure
 	// repeated are the windows holding a key that has more than one record on this side (a
-	// unique side), or the same record twice (a side that keeps history).
-	repeated map[int64]bool
-	read     int64 // records Tidemark read to compute them (0 when the side computed them)
-	pushed   bool  // the side computed them (PostgreSQL)
-	reused   int64 // windows whose figures are the previous run's (nothing in them changed)
+	// unique side), or the same record twice (a side that keeps history); repeatedSegs the
+	// key-range segments of those keys in those windows.
+	repeated     map[int64]bool
+	repeatedSegs map[segKey]bool
+	read         int64 // records Tidemark read to compute them (0 when the side computed them)
+	pushed       bool  // the side computed them (PostgreSQL)
+	reused       int64 // windows whose figures are the previous run's (nothing in them changed)
 }
 
-// enc writes one canonical value unambiguously: its length, then the value (null is "N;"), so no
-// two different records share an encoding.
+// enc writes one canonical value unambiguously, as PostgreSQL's quote_nullable does (so the
+// same record hashes the same on both sides): NULL, or the value in single quotes with quotes
+// doubled, and with backslashes doubled behind an E when it holds one.
 func enc(b *strings.Builder, v string) {
-	if v == null {
-		b.WriteString("N;")
-		return
+	switch {
+	case v == null:
+		b.WriteString("NULL")
+	case strings.Contains(v, `\`):
+		b.WriteString("E'")
+		b.WriteString(strings.ReplaceAll(strings.ReplaceAll(v, `\`, `\\`), "'", "''"))
+		b.WriteByte('\'')
+	default:
+		b.WriteByte('\'')
+		b.WriteString(strings.ReplaceAll(v, "'", "''"))
+		b.WriteByte('\'')
 	}
-	b.WriteString(strconv.Itoa(len(v)))
-	b.WriteByte(':')
-	b.WriteString(v)
-	b.WriteByte(';')
 }
 
 // hash64 is the first 8 bytes of the MD5 of s, big-endian: what PostgreSQL's md5() gives too.
@@ -141,7 +147,7 @@ func (a *figureAcc) add(r row) {
 // hashes are 64 bits: two keys sharing one (about one chance in 10^6 at 10M keys) can only mark
 // windows for the record-by-record pass, never hide a difference.
 func (a *figureAcc) finish(read int64) sideFigures {
-	out := sideFigures{windows: a.by, repeated: map[int64]bool{}, read: read}
+	out := sideFigures{windows: a.by, repeated: map[int64]bool{}, repeatedSegs: map[segKey]bool{}, read: read}
 	if !a.history {
 		slices.Sort(a.packed)
 		const key = ^uint64(1<<winBits - 1)
@@ -155,7 +161,9 @@ func (a *figureAcc) finish(read int64) sideFigures {
 					a.by[int64(a.packed[k]&^key)].keys++
 				}
 				if j-i > 1 {
-					out.repeated[int64(a.packed[k]&^key)] = true
+					w := int64(a.packed[k] &^ key)
+					out.repeated[w] = true
+					out.repeatedSegs[segKey{w, int64(a.packed[k] >> (64 - segBits))}] = true
 				}
 			}
 			i = j
@@ -188,6 +196,7 @@ func (a *figureAcc) finish(read int64) sideFigures {
 		if repeated {
 			for _, p := range run {
 				out.repeated[int64(p.win)] = true
+				out.repeatedSegs[segKey{int64(p.win), int64(p.key >> (64 - segBits))}] = true
 			}
 		}
 		i = j
@@ -261,9 +270,9 @@ func candidates(o, n sideFigures) []int64 {
 
 // The second pass bisects a candidate window once: each side's records are counted and summed
 // per segment of the key space (the top segBits of the key's hash, 64 segments), and only the
-// records of segments that differ are kept for the record-by-record comparison; a window with a
-// repeated key keeps every segment (the repeats may match on both sides, and are duplication
-// all the same).
+// records of segments that differ are kept for the record-by-record comparison, and those of the
+// segments holding a repeated key (the repeats may match on both sides, and are duplication all
+// the same).
 const segBits = 6
 
 type segKey struct{ w, seg int64 }
@@ -284,7 +293,7 @@ func keptSegments(cands []int64, o, n sideFigures, segs [2]map[segKey]segFig) (k
 	for _, m := range segs {
 		for k := range m {
 			a, b := segs[0][k], segs[1][k]
-			if a != b || o.repeated[k.w] || n.repeated[k.w] {
+			if a != b || o.repeatedSegs[k] || n.repeatedSegs[k] {
 				if !keep[k] {
 					keep[k] = true
 					size[k.w] += a.rows + b.rows

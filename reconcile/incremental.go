@@ -55,7 +55,7 @@ func (s *Service) lastFigures(ctx context.Context, m Migration, against reconcil
 		return nil, fmt.Errorf("reconcile: the previous run's windows: %w", err)
 	}
 	p := &previous{snapshot: *sum.Cost.NewSnapshot, started: r.StartedAt.UTC(),
-		figs: sideFigures{windows: map[int64]*figure{}, repeated: map[int64]bool{}}}
+		figs: sideFigures{windows: map[int64]*figure{}, repeated: map[int64]bool{}, repeatedSegs: map[segKey]bool{}}}
 	for _, row := range rows {
 		var w WindowResult
 		if err := json.Unmarshal([]byte(row.Body), &w); err != nil {
@@ -192,7 +192,13 @@ func incrementalFigures(ctx context.Context, spec *Spec, src SourceSpec, r *iceb
 	for w, f := range prev.figs.windows {
 		if !changed[w] {
 			out.windows[w] = f
-			out.repeated[w] = prev.figs.repeated[w]
+			if prev.figs.repeated[w] {
+				// Which segments hold the repeat was not kept: all of them are looked into.
+				out.repeated[w] = true
+				for seg := range int64(1 << segBits) {
+					out.repeatedSegs[segKey{w, seg}] = true
+				}
+			}
 			out.reused++
 		}
 	}

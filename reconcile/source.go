@@ -361,10 +361,9 @@ func sqlTime(col, dbType string) (ts, text string) {
 	return ts, "rtrim(rtrim(to_char(" + ts + `, 'YYYY-MM-DD"T"HH24:MI:SS.US'), '0'), '.') || 'Z'`
 }
 
-// sqlEnc is enc in SQL: the value's length in bytes, then the value, "N;" for null.
-func sqlEnc(expr string) string {
-	return "CASE WHEN (" + expr + ") IS NULL THEN 'N;' ELSE octet_length(" + expr + ")::text || ':' || (" + expr + ") || ';' END"
-}
+// sqlEnc is enc in SQL: quote_nullable, which reads its value once (so PostgreSQL computes each
+// canonical text once a record).
+func sqlEnc(expr string) string { return "quote_nullable(" + expr + ")" }
 
 // figures has PostgreSQL compute the side's figures for [from, to) itself: one aggregate over
 // the windows and one over the keys that repeat, nothing but the figures crossing the wire. It
@@ -393,8 +392,6 @@ func (p *postgresReader) figures(ctx context.Context, src SourceSpec, from, to t
 	if ts == "" {
 		return sideFigures{}, false, nil
 	}
-	// The canonical texts are computed once a record, behind OFFSET 0 (which keeps PostgreSQL
-	// from inlining them into every place enc uses them: three times each).
 	canon := []string{tsText + " AS c0"}
 	keyParts, recParts := []string{}, []string{sqlEnc("c0")}
 	for i := 1; i < len(names); i++ {
@@ -416,10 +413,10 @@ func (p *postgresReader) figures(ctx context.Context, src SourceSpec, from, to t
 	// faster than the keys' text.
 	base := fmt.Sprintf(`SELECT w, ('x' || substr(md5(%s), 1, 16))::bit(64)::bigint & (%d)::bigint AS k,
 		('x' || substr(md5(%s), 1, 16))::bit(64)::bigint AS h
-		FROM (SELECT ((floor(extract(epoch FROM %s) * 1000000)::bigint - %d) / %d) AS w, %s FROM %s WHERE %s >= $1 AND %s < $2 OFFSET 0) r0`,
+		FROM (SELECT ((floor(extract(epoch FROM %s) * 1000000)::bigint - %d) / %d) AS w, %s FROM %s WHERE %s >= $1 AND %s < $2) r0`,
 		strings.Join(keyParts, " || "), int64(-1)<<winBits, strings.Join(recParts, " || "),
 		ts, p.spec.Since.UnixMicro(), p.spec.Window().Microseconds(), strings.Join(canon, ", "), quoteTable(p.table), tc, tc)
-	out := sideFigures{windows: map[int64]*figure{}, repeated: map[int64]bool{}, pushed: true}
+	out := sideFigures{windows: map[int64]*figure{}, repeated: map[int64]bool{}, repeatedSegs: map[segKey]bool{}, pushed: true}
 	rows, err := tx.QueryContext(ctx, "SELECT w, count(*), count(DISTINCT k), sum(h)::text FROM ("+base+") r GROUP BY w", from, to)
 	if err != nil {
 		return sideFigures{}, false, fmt.Errorf("count %s: %w", p.table, err)
@@ -472,18 +469,19 @@ func (p *postgresReader) figures(ctx context.Context, src SourceSpec, from, to t
 	if src.Keys == HistoryKeys {
 		group = "k, h"
 	}
-	rep, err := tx.QueryContext(ctx, fmt.Sprintf("SELECT DISTINCT unnest(ws) FROM (SELECT array_agg(DISTINCT w) AS ws FROM (%s) r GROUP BY %s HAVING count(*) > 1 LIMIT %d) d",
-		base, group, maxRepeatedKeys), from, to)
+	rep, err := tx.QueryContext(ctx, fmt.Sprintf(`SELECT DISTINCT unnest(ws), (k >> %d) & %d FROM (SELECT k, array_agg(DISTINCT w) AS ws FROM (%s) r
+		GROUP BY %s HAVING count(*) > 1 LIMIT %d) d`, 64-segBits, 1<<segBits-1, base, group, maxRepeatedKeys), from, to)
 	if err != nil {
 		return sideFigures{}, false, fmt.Errorf("find repeated keys in %s: %w", p.table, err)
 	}
 	defer rep.Close()
 	for rep.Next() {
-		var w int64
-		if err := rep.Scan(&w); err != nil {
+		var w, seg int64
+		if err := rep.Scan(&w, &seg); err != nil {
 			return sideFigures{}, false, err
 		}
 		out.repeated[w] = true
+		out.repeatedSegs[segKey{w, seg}] = true
 	}
 	return out, true, rep.Err()
 }
