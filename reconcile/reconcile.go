@@ -363,14 +363,8 @@ func (s *Service) compareSides(ctx context.Context, m Migration, now time.Time, 
 	if archive {
 		oldSrc, oldName = *m.Archive, "archive of the old"
 	}
-	sides := [2]struct {
-		src   SourceSpec
-		asset uuid.UUID
-		name  string
-		rows  *int64
-		r     reader
-		figs  sideFigures
-	}{{src: oldSrc, asset: m.OldAssetID, name: oldName, rows: &res.Cost.RowsOld}, {src: spec.New, asset: m.NewAssetID, name: "new", rows: &res.Cost.RowsNew}}
+	sides := [2]runSide{{src: oldSrc, asset: m.OldAssetID, name: oldName, rows: &res.Cost.RowsOld},
+		{src: spec.New, asset: m.NewAssetID, name: "new", rows: &res.Cost.RowsNew}}
 	// The first pass: every window's figures on each side, both sides at once (PostgreSQL
 	// aggregates in its own process while Tidemark streams the other side).
 	for i := range sides {
@@ -396,35 +390,13 @@ func (s *Service) compareSides(ctx context.Context, m Migration, now time.Time, 
 	g, gctx := errgroup.WithContext(ctx)
 	for i := range sides {
 		sd := &sides[i]
-		g.Go(func() error {
-			if pr, ok := sd.r.(*postgresReader); ok {
-				f, pushed, err := pr.figures(gctx, sd.src, spec.Since, now)
-				if err != nil {
-					return fmt.Errorf("the %s side: %w", sd.name, err)
-				}
-				if pushed {
-					sd.figs = f
-					return nil
-				}
-			}
-			if ir, ok := sd.r.(*icebergReader); ok && i == 1 && prev != nil {
-				f, n, ok, err := incrementalFigures(gctx, spec, sd.src, ir, prev, now)
-				bytes[i] = n
-				if err != nil {
-					return fmt.Errorf("the %s side: %w", sd.name, err)
-				}
-				if ok {
-					sd.figs = f
-					return nil
-				}
-			}
-			f, n, err := streamFigures(gctx, spec, sd.src, sd.r, spec.Since, now)
-			bytes[i] = n
-			if err != nil {
-				return fmt.Errorf("the %s side: %w", sd.name, err)
-			}
-			sd.figs = f
-			return nil
+		var from *previous
+		if i == 1 {
+			from = prev // only the new side runs incrementally
+		}
+		g.Go(func() (err error) {
+			bytes[i], err = sd.firstPass(gctx, spec, from, now)
+			return err
 		})
 	}
 	if err := g.Wait(); err != nil {
@@ -442,6 +414,75 @@ func (s *Service) compareSides(ctx context.Context, m Migration, now time.Time, 
 		}
 	}
 	// The second pass: records of the windows that differ, as many as the bound allows.
+	old, nw, deep, skipped, err := secondPass(ctx, spec, &sides, now, &res.Cost)
+	if err != nil {
+		return res, err
+	}
+	res.Cost.Deep = int64(len(deep))
+	for _, sd := range sides {
+		for _, f := range sd.figs.windows {
+			res.Cost.Compared += f.rows
+		}
+	}
+	compared := map[time.Time]WindowResult{}
+	for _, w := range compare(spec, old, nw, now) {
+		compared[w.Start] = w
+	}
+	res.Windows = mergeWindows(spec, sides[0].figs, sides[1].figs, compared, skipped, now)
+	for _, w := range res.Windows {
+		if !w.Clean() {
+			for _, why := range w.Why {
+				res.Causes = append(res.Causes, fmt.Sprintf("window %s: %s", w.Start.Format(time.RFC3339), why))
+			}
+		}
+	}
+	return res, nil
+}
+
+// runSide is one side of a run: how it is read, and its first pass's figures.
+type runSide struct {
+	src   SourceSpec
+	asset uuid.UUID
+	name  string
+	rows  *int64 // the run's cost: records read from this side
+	r     reader
+	figs  sideFigures
+}
+
+// firstPass computes the side's figures: by PostgreSQL itself when it can, incrementally from
+// prev (an Iceberg new side), or by streaming the side. It returns the bytes it read.
+func (sd *runSide) firstPass(ctx context.Context, spec *Spec, prev *previous, now time.Time) (int64, error) {
+	if pr, ok := sd.r.(*postgresReader); ok {
+		f, pushed, err := pr.figures(ctx, sd.src, spec.Since, now)
+		if err != nil {
+			return 0, fmt.Errorf("the %s side: %w", sd.name, err)
+		}
+		if pushed {
+			sd.figs = f
+			return 0, nil
+		}
+	}
+	if ir, ok := sd.r.(*icebergReader); ok && prev != nil {
+		f, n, ok, err := incrementalFigures(ctx, spec, sd.src, ir, prev, now)
+		if err != nil {
+			return n, fmt.Errorf("the %s side: %w", sd.name, err)
+		}
+		if ok {
+			sd.figs = f
+			return n, nil
+		}
+	}
+	f, n, err := streamFigures(ctx, spec, sd.src, sd.r, spec.Since, now)
+	if err != nil {
+		return n, fmt.Errorf("the %s side: %w", sd.name, err)
+	}
+	sd.figs = f
+	return n, nil
+}
+
+// secondPass looks into the windows whose figures differ: segment figures on both sides, then
+// the records of the differing segments, collected by key for the comparison.
+func secondPass(ctx context.Context, spec *Spec, sides *[2]runSide, now time.Time, cost *Cost) (*side, *side, []int64, map[int64]bool, error) {
 	cands := candidates(sides[0].figs, sides[1].figs)
 	// Segment figures of the candidate windows, then their differing segments' records.
 	window := func(span [2]int64) (time.Time, time.Time) {
@@ -465,14 +506,14 @@ func (s *Service) compareSides(ctx context.Context, m Migration, now time.Time, 
 				m[k] = f
 				*sd.rows++
 			})
-			res.Cost.Bytes += bytes
+			cost.Bytes += bytes
 			if err != nil {
-				return res, fmt.Errorf("the %s side: %w", sd.name, err)
+				return nil, nil, nil, nil, fmt.Errorf("the %s side: %w", sd.name, err)
 			}
 		}
 	}
 	keep, deep, skipped := keptSegments(cands, sides[0].figs, sides[1].figs, segs)
-	old, nw := newSide(oldSrc, spec.DedupOld, keys), newSide(spec.New, spec.DedupNew, keys)
+	old, nw := newSide(sides[0].src, spec.DedupOld, keys), newSide(spec.New, spec.DedupNew, keys)
 	for _, span := range ranges(deep) {
 		from, to := window(span)
 		for i, into := range []*side{old, nw} {
@@ -481,34 +522,16 @@ func (s *Service) compareSides(ctx context.Context, m Migration, now time.Time, 
 				*sd.rows++
 				if keep[segKey{windowIndex(spec, rw.at), segmentOf(rw, keys)}] {
 					into.add(rw)
-					res.Cost.Kept++
+					cost.Kept++
 				}
 			})
-			res.Cost.Bytes += bytes
+			cost.Bytes += bytes
 			if err != nil {
-				return res, fmt.Errorf("the %s side: %w", sd.name, err)
+				return nil, nil, nil, nil, fmt.Errorf("the %s side: %w", sd.name, err)
 			}
 		}
 	}
-	res.Cost.Deep = int64(len(deep))
-	for _, sd := range sides {
-		for _, f := range sd.figs.windows {
-			res.Cost.Compared += f.rows
-		}
-	}
-	compared := map[time.Time]WindowResult{}
-	for _, w := range compare(spec, old, nw, now) {
-		compared[w.Start] = w
-	}
-	res.Windows = mergeWindows(spec, sides[0].figs, sides[1].figs, compared, skipped, now)
-	for _, w := range res.Windows {
-		if !w.Clean() {
-			for _, why := range w.Why {
-				res.Causes = append(res.Causes, fmt.Sprintf("window %s: %s", w.Start.Format(time.RFC3339), why))
-			}
-		}
-	}
-	return res, nil
+	return old, nw, deep, skipped, nil
 }
 
 // Finding is a defect a run found, open until a run shows it gone.
