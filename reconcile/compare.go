@@ -86,7 +86,11 @@ type WindowResult struct {
 	// Writers are the runs lineage saw write the new side during the window, named when the
 	// new side holds duplicated keys in it (where to look for the retry).
 	Writers []Writer `json:"writers,omitempty"`
-	Classes []Class  `json:"classes"`
+	// NewRepeatedSegments are the key-range segments holding the new side's repeated keys in this
+	// window, kept with the run so that an incremental run reusing the window's figures looks
+	// into those segments only (not part of the API's answer).
+	NewRepeatedSegments []int64 `json:"new_repeated_segments,omitempty"`
+	Classes             []Class `json:"classes"`
 	// Why says, per class, what was seen.
 	Why []string `json:"why"`
 }

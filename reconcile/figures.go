@@ -374,6 +374,15 @@ func mergeWindows(spec *Spec, o, n sideFigures, compared map[time.Time]WindowRes
 	for st := range compared {
 		idx[windowIndex(spec, st)] = true
 	}
+	segsOf := func(w int64) []int64 {
+		var out []int64
+		for seg := range int64(1 << segBits) {
+			if n.repeatedSegs[segKey{w, seg}] {
+				out = append(out, seg)
+			}
+		}
+		return out
+	}
 	out := make([]WindowResult, 0, len(idx))
 	for _, w := range slices.Sorted(maps.Keys(idx)) {
 		st := windowStart(spec, w)
@@ -384,10 +393,12 @@ func mergeWindows(spec *Spec, o, n sideFigures, compared map[time.Time]WindowRes
 			fo.DuplicateKeys, fn.DuplicateKeys = c.Old.DuplicateKeys, c.New.DuplicateKeys
 			c.Old, c.New, c.Classes, c.Why = fo, fn, []Class{}, []string{}
 			classify(&c, spec, spec.Window(), now)
+			c.NewRepeatedSegments = segsOf(w)
 			out = append(out, c)
 			continue
 		}
 		r := fromFigures(spec, st, fo, fn, now)
+		r.NewRepeatedSegments = segsOf(w)
 		if skipped[w] {
 			r.Why = append(r.Why, fmt.Sprintf("not compared record by record: the run read at most %d records of differing windows; this one is classified from its figures", maxDeepRows))
 		}

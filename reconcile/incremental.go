@@ -74,6 +74,9 @@ func (s *Service) lastFigures(ctx context.Context, m Migration, against reconcil
 		if f.DuplicateKeys > 0 {
 			p.figs.repeated[idx] = true
 		}
+		for _, seg := range w.NewRepeatedSegments {
+			p.figs.repeatedSegs[segKey{idx, seg}] = true
+		}
 	}
 	return p, nil
 }
@@ -193,10 +196,17 @@ func incrementalFigures(ctx context.Context, spec *Spec, src SourceSpec, r *iceb
 		if !changed[w] {
 			out.windows[w] = f
 			if prev.figs.repeated[w] {
-				// Which segments hold the repeat was not kept: all of them are looked into.
 				out.repeated[w] = true
+				known := false
 				for seg := range int64(1 << segBits) {
-					out.repeatedSegs[segKey{w, seg}] = true
+					if prev.figs.repeatedSegs[segKey{w, seg}] {
+						out.repeatedSegs[segKey{w, seg}], known = true, true
+					}
+				}
+				for seg := range int64(1 << segBits) {
+					if !known { // a run that did not keep them: every segment is looked into
+						out.repeatedSegs[segKey{w, seg}] = true
+					}
 				}
 			}
 			out.reused++

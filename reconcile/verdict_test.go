@@ -168,6 +168,14 @@ func TestRetryInTheNextWindowIsDuplication(t *testing.T) {
 				t.Fatalf("duplicate %+v; want key 5 on the new side in Monday's and Tuesday's windows", d)
 			}
 		}
+		// A later run reuses the new side's figures (nothing changed there) and still looks into
+		// the segment holding the repeated key: the same verdict.
+		c.Set(c.Now().Add(time.Hour))
+		again, err := p.svc.Reconcile(p.ctx, m.ID)
+		must(t, err)
+		if again.Cost.Reused == 0 || again.Summary.Classes[reconcile.Duplication] != 2 || again.Clean {
+			t.Fatalf("the incremental run: cost %+v, classes %v", again.Cost, again.Summary.Classes)
+		}
 	})
 }
 
