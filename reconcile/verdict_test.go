@@ -10,6 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
 
@@ -281,4 +286,179 @@ func TestIncrementalRunReadsWhatChanged(t *testing.T) {
 			t.Fatalf("bisection: deep %d, kept %d, day 3 %+v", after.Cost.Deep, after.Cost.Kept, w3)
 		}
 	})
+}
+
+// TestCanonicalFormAcrossTypes: the same facts in a PostgreSQL table and in an Iceberg table
+// written by iceberg-go, over integers of two widths, booleans, dates, timestamps with and without
+// a zone, decimals with trailing zeros, text and NULLs in every column, compare clean: the
+// figures PostgreSQL computes in SQL equal the ones Tidemark computes from Iceberg's values. One
+// changed value in one type at a time is then found, in its column.
+func TestCanonicalFormAcrossTypes(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		mon := time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)
+		c := &clock{t: mon.AddDate(0, 0, 3)}
+		cat := catalog.New(db.Client, catalog.WithClock(c.Now))
+		tbls, err := tables.New(db.Client, cat, tables.WithClock(c.Now), tables.WithWarehouseRoots(os.TempDir()))
+		must(t, err)
+		pg, err := sql.Open("postgres", storagetest.DSN(t, "postgres"))
+		must(t, err)
+		t.Cleanup(func() { pg.Close() })
+		_, err = pg.ExecContext(ctx, `CREATE TABLE public.facts (id bigint, at timestamptz, n int, ok boolean, d date, local timestamp,
+			amount numeric(12,4), name text)`)
+		must(t, err)
+		type fact struct {
+			id     int64
+			at     time.Time
+			n      *int32
+			ok     *bool
+			d      *time.Time
+			local  *time.Time
+			amount *int64 // ten-thousandths
+			name   *string
+		}
+		i32 := func(v int32) *int32 { return &v }
+		b := func(v bool) *bool { return &v }
+		tm := func(v time.Time) *time.Time { return &v }
+		i64 := func(v int64) *int64 { return &v }
+		str := func(v string) *string { return &v }
+		facts := []fact{
+			{1, mon.Add(time.Hour), i32(-7), b(true), tm(mon), tm(mon.Add(90 * time.Minute)), i64(125000), str("plain")},
+			{2, mon.Add(23*time.Hour + 59*time.Minute + 59*time.Second + 999999*time.Microsecond), i32(0), b(false), tm(mon.AddDate(-26, 0, 0)),
+				tm(time.Date(1999, 12, 31, 23, 59, 59, 1000, time.UTC)), i64(-1000), str("naïve café 東京 'quoted' \\back")},
+			{3, mon.Add(30 * time.Hour), nil, nil, nil, nil, nil, nil},
+			{4, mon.Add(50 * time.Hour), i32(2147483647), b(true), tm(mon.AddDate(0, 0, 2)), tm(mon.Add(50 * time.Hour)), i64(0), str("")},
+		}
+		schema := iceberg.NewSchema(0,
+			iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
+			iceberg.NestedField{ID: 2, Name: "at", Type: iceberg.PrimitiveTypes.TimestampTz, Required: true},
+			iceberg.NestedField{ID: 3, Name: "n", Type: iceberg.PrimitiveTypes.Int32},
+			iceberg.NestedField{ID: 4, Name: "ok", Type: iceberg.PrimitiveTypes.Bool},
+			iceberg.NestedField{ID: 5, Name: "d", Type: iceberg.PrimitiveTypes.Date},
+			iceberg.NestedField{ID: 6, Name: "local", Type: iceberg.PrimitiveTypes.Timestamp},
+			iceberg.NestedField{ID: 7, Name: "amount", Type: iceberg.DecimalTypeOf(12, 4)},
+			iceberg.NestedField{ID: 8, Name: "name", Type: iceberg.PrimitiveTypes.String})
+		lake := tablestest.NewLake(t)
+		tbl, err := lake.Cat.CreateTable(ctx, table.Identifier{"db", "facts"}, schema)
+		must(t, err)
+		write := func(fs []fact) {
+			t.Helper()
+			_, err := pg.ExecContext(ctx, `TRUNCATE public.facts`)
+			must(t, err)
+			sc, err := table.SchemaToArrowSchema(tbl.Schema(), nil, false, false)
+			must(t, err)
+			rb := array.NewRecordBuilder(memory.DefaultAllocator, sc)
+			defer rb.Release()
+			for _, f := range fs {
+				var amount any
+				if f.amount != nil {
+					amount = fmt.Sprintf("%d.%04d", *f.amount/10000, abs(*f.amount%10000))
+					if *f.amount < 0 && *f.amount > -10000 {
+						amount = fmt.Sprintf("-0.%04d", abs(*f.amount))
+					}
+				}
+				_, err := pg.ExecContext(ctx, `INSERT INTO public.facts VALUES ($1, $2, $3, $4, $5::date, $6::timestamp, $7, $8)`, f.id, f.at,
+					f.n, f.ok, dateArg(f.d), localArg(f.local), amount, f.name)
+				must(t, err)
+				rb.Field(0).(*array.Int64Builder).Append(f.id)
+				rb.Field(1).(*array.TimestampBuilder).Append(arrow.Timestamp(f.at.UnixMicro()))
+				appendOr(rb.Field(2), f.n == nil, func() { rb.Field(2).(*array.Int32Builder).Append(*f.n) })
+				appendOr(rb.Field(3), f.ok == nil, func() { rb.Field(3).(*array.BooleanBuilder).Append(*f.ok) })
+				appendOr(rb.Field(4), f.d == nil, func() { rb.Field(4).(*array.Date32Builder).Append(arrow.Date32FromTime(*f.d)) })
+				appendOr(rb.Field(5), f.local == nil, func() { rb.Field(5).(*array.TimestampBuilder).Append(arrow.Timestamp(f.local.UnixMicro())) })
+				appendOr(rb.Field(6), f.amount == nil, func() { rb.Field(6).(*array.Decimal128Builder).Append(decimal128.FromI64(*f.amount)) })
+				appendOr(rb.Field(7), f.name == nil, func() { rb.Field(7).(*array.StringBuilder).Append(*f.name) })
+			}
+			rec := rb.NewRecordBatch()
+			defer rec.Release()
+			rdr, err := array.NewRecordReader(sc, []arrow.RecordBatch{rec})
+			must(t, err)
+			tbl, err = tbl.Overwrite(ctx, rdr, nil)
+			must(t, err)
+			_, _, err = tbls.Register(ctx, tables.RegisterInput{MetadataLocation: tbl.MetadataLocation()})
+			must(t, err)
+		}
+		write(facts)
+		newTable, _, err := tbls.Register(ctx, tables.RegisterInput{MetadataLocation: tbl.MetadataLocation()})
+		must(t, err)
+		old, err := cat.Create(ctx, catalog.CreateInput{Kind: catalog.KindTable, Namespace: "pg", Name: "facts"})
+		must(t, err)
+		svc := reconcile.New(db.Client, cat, tbls, nil, reconcile.WithClock(c.Now), reconcile.WithConnection("shop", pg))
+		m, err := svc.Create(ctx, reconcile.CreateInput{OldAssetID: old.Asset.ID, NewAssetID: newTable.AssetID, Owner: "o", Spec: reconcile.Spec{
+			KeyColumns: []string{"id"}, TimeColumn: "at", Columns: []string{"n", "ok", "d", "local", "amount", "name"}, WindowSeconds: 86400, Since: mon,
+			DedupOld: reconcile.FirstWins, DedupNew: reconcile.FirstWins, Cutover: reconcile.CutoverRule{MinCleanRuns: 3, MinDays: 7},
+			Old: reconcile.SourceSpec{Kind: reconcile.SourcePostgres, Connection: "shop", Table: "public.facts"}, New: reconcile.SourceSpec{Kind: reconcile.SourceIceberg}}})
+		must(t, err)
+		r, err := svc.Reconcile(ctx, m.ID)
+		must(t, err)
+		if !r.Clean || r.Cost.Counted != 4 || r.Cost.Kept != 0 {
+			t.Fatalf("the same facts: clean %v, cost %+v, causes %v; want clean, PostgreSQL's figures equal to Iceberg's", r.Clean, r.Cost, r.Causes)
+		}
+		for _, tc := range []struct {
+			column string
+			change func(*fact)
+		}{
+			{"n", func(f *fact) { f.n = i32(-8) }},
+			{"ok", func(f *fact) { f.ok = b(false) }},
+			{"d", func(f *fact) { f.d = tm(mon.AddDate(0, 0, 1)) }},
+			{"local", func(f *fact) { f.local = tm(f.local.Add(time.Microsecond)) }},
+			{"amount", func(f *fact) { f.amount = i64(125001) }},
+			{"name", func(f *fact) { f.name = nil }},
+		} {
+			changed := slices.Clone(facts)
+			tc.change(&changed[0])
+			write(changed)
+			// Restore the old side: write put the changed facts in both; the new side keeps them.
+			_, err := pg.ExecContext(ctx, `TRUNCATE public.facts`)
+			must(t, err)
+			for _, f := range facts {
+				var amount any
+				if f.amount != nil {
+					amount = fmt.Sprintf("%d.%04d", *f.amount/10000, abs(*f.amount%10000))
+					if *f.amount < 0 && *f.amount > -10000 {
+						amount = fmt.Sprintf("-0.%04d", abs(*f.amount))
+					}
+				}
+				_, err := pg.ExecContext(ctx, `INSERT INTO public.facts VALUES ($1, $2, $3, $4, $5::date, $6::timestamp, $7, $8)`, f.id, f.at,
+					f.n, f.ok, dateArg(f.d), localArg(f.local), amount, f.name)
+				must(t, err)
+			}
+			c.Set(c.Now().Add(time.Minute))
+			r, err := svc.Reconcile(ctx, m.ID)
+			must(t, err)
+			w := r.Windows[0]
+			if r.Clean || w.Differing != 1 || !slices.Equal(w.DifferingColumns, []string{tc.column}) {
+				t.Fatalf("%s changed: clean %v, Monday %+v", tc.column, r.Clean, w)
+			}
+		}
+	})
+}
+
+func abs(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
+func appendOr(b array.Builder, isNull bool, fn func()) {
+	if isNull {
+		b.AppendNull()
+		return
+	}
+	fn()
+}
+
+func dateArg(d *time.Time) any {
+	if d == nil {
+		return nil
+	}
+	return d.Format(time.DateOnly)
+}
+
+func localArg(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return t.Format("2006-01-02 15:04:05.999999")
 }
