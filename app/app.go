@@ -98,7 +98,12 @@ func Open(ctx context.Context, store *storage.DB, cfg Config) (*App, error) {
 		return nil, a.closeOnError(err)
 	}
 	a.Lineage = lineage.New(store, a.Catalog, append([]lineage.Option{lineage.WithLogger(cfg.Log),
-		lineage.WithCompletedRuns(UsageOfRuns(a.Usage)),
+		lineage.WithCompletedRuns(func(ctx context.Context, runs []lineage.CompletedRun) error {
+			if err := UsageOfRuns(a.Usage)(ctx, runs); err != nil {
+				return err
+			}
+			return MigrationWriters(a.Reconcile)(ctx, runs)
+		}),
 		lineage.WithRelations(func(ctx context.Context, id uuid.UUID) ([]lineage.Relation, error) {
 			return MigrationRelations(a.Reconcile)(ctx, id)
 		})},
@@ -127,6 +132,28 @@ func Open(ctx context.Context, store *storage.DB, cfg Config) (*App, error) {
 	copts = append(copts, cleanup.WithMigrationGate(a.Reconcile.RetirementGate))
 	a.Cleanup = cleanup.New(store, a.Tables, a.Catalog, copts...)
 	return a, nil
+}
+
+// MigrationWriters gives completed runs to the migrations whose new asset they wrote: a writer
+// job stating a new version is a deploy the cutover streak may have to span.
+func MigrationWriters(rec *reconcile.Service) func(context.Context, []lineage.CompletedRun) error {
+	return func(ctx context.Context, runs []lineage.CompletedRun) error {
+		out := make([]reconcile.WriterRun, 0, len(runs))
+		for _, r := range runs {
+			if r.Version == "" || len(r.Outputs) == 0 {
+				continue
+			}
+			w := reconcile.WriterRun{RunID: r.RunID, JobID: r.JobID, At: r.At, Version: r.Version}
+			for _, o := range r.Outputs {
+				w.Outputs = append(w.Outputs, o.ID)
+			}
+			out = append(out, w)
+		}
+		if len(out) == 0 || rec == nil {
+			return nil
+		}
+		return rec.ObserveWriters(ctx, out)
+	}
 }
 
 // LineageWriters finds, in lineage's record of runs, the runs that wrote an asset during a

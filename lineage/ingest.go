@@ -78,10 +78,13 @@ func (n *seenNames) has(k nameKey) bool {
 
 // CompletedRun is a run whose COMPLETE event a batch stored: what it read and wrote.
 type CompletedRun struct {
-	RunID   string
-	JobID   uuid.UUID
-	At      time.Time
-	Actor   string // the first owner of the job (ownership facet), if the event names one
+	RunID string
+	JobID uuid.UUID
+	At    time.Time
+	Actor string // the first owner of the job (ownership facet), if the event names one
+	// Version is the job's version as the event states it: its sourceCodeLocation facet's
+	// version, else its processing_engine run facet's name and version ("" when neither).
+	Version string
 	Inputs  []DatasetRef
 	Outputs []DatasetRef
 }
@@ -410,6 +413,19 @@ func completedRun(ev Event, jobID uuid.UUID, inputs, outputs []uuid.UUID) Comple
 	var own ownershipFacet
 	if ev.Job.Facets.facet("ownership", &own) && len(own.Owners) > 0 {
 		c.Actor = own.Owners[0].Name
+	}
+	var src struct {
+		Version string `json:"version"`
+	}
+	var engine struct {
+		Name    string `json:"name"`
+		Version string `json:"version"`
+	}
+	switch {
+	case ev.Job.Facets.facet("sourceCodeLocation", &src) && src.Version != "":
+		c.Version = src.Version
+	case ev.RunFacets.facet("processing_engine", &engine) && engine.Version != "":
+		c.Version = strings.TrimSpace(engine.Name + " " + engine.Version)
 	}
 	for i, d := range ev.Inputs {
 		c.Inputs = append(c.Inputs, DatasetRef{ID: inputs[i], Namespace: d.Namespace, Name: d.Name})

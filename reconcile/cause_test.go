@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -91,6 +92,64 @@ func TestDuplicationNamesTheWritersAndTheOwner(t *testing.T) {
 		if len(got) != 1 || got[0].Event != "finding.opened" || got[0].Recipient != "team-orders" || got[0].Finding.Kind != "duplication" ||
 			got[0].Finding.MigrationID != m.ID || !got[0].Finding.WindowStart.Equal(mon.AddDate(0, 0, 1)) || got[0].Finding.OpenedRunID != r.ID {
 			t.Fatalf("notifications %+v", got)
+		}
+	})
+}
+
+// TestDeploysFromOpenLineage: the new asset's writer job states its version in its events
+// (sourceCodeLocation); the first version seen is a baseline, the same version again nothing, a
+// new one a deploy the streak counts, and a late event of an older run is not a deploy back.
+func TestDeploysFromOpenLineage(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		mon := time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)
+		c := &clock{t: mon.AddDate(0, 0, 5)}
+		cat := catalog.New(db.Client, catalog.WithClock(c.Now))
+		var svc *reconcile.Service
+		lin := lineage.New(db, cat, lineage.WithClock(c.Now), lineage.WithCompletedRuns(func(ctx context.Context, runs []lineage.CompletedRun) error {
+			return app.MigrationWriters(svc)(ctx, runs)
+		}))
+		svc = reconcile.New(db.Client, cat, nil, nil, reconcile.WithClock(c.Now))
+		n := 0
+		load := func(at time.Time, version string) {
+			t.Helper()
+			n++
+			ev := fmt.Sprintf(`{"eventType":"COMPLETE","eventTime":%q,"producer":"https://example.com/test",
+				"schemaURL":"https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent",
+				"run":{"runId":"0190b6e2-7a4c-7d3e-9f1a-%012d"},
+				"job":{"namespace":"etl","name":"load_orders","facets":{"sourceCodeLocation":{"_producer":"https://example.com/test",
+					"_schemaURL":"https://openlineage.io/spec/facets/1-0-0/SourceCodeLocationJobFacet.json","type":"git","url":"https://example.com/etl.git","version":%q}}},
+				"inputs":[],"outputs":[{"namespace":"s3://lake","name":"sales/orders"}]}`, at.Format(time.RFC3339), n, version)
+			_, err := lin.Ingest(ctx, []byte(ev))
+			must(t, err)
+		}
+		load(mon.Add(time.Hour), "1.0") // before the migration exists: nothing to record
+		nw, err := cat.Resolve(ctx, "s3://lake", "sales/orders")
+		must(t, err)
+		old, err := cat.Create(ctx, catalog.CreateInput{Kind: catalog.KindTable, Namespace: "pg", Name: "orders"})
+		must(t, err)
+		m, err := svc.Create(ctx, reconcile.CreateInput{OldAssetID: old.Asset.ID, NewAssetID: nw.Asset.ID, Owner: "o", Spec: reconcile.Spec{
+			KeyColumns: []string{"id"}, TimeColumn: "at", Columns: []string{"v"}, WindowSeconds: 86400, Since: mon,
+			DedupOld: reconcile.FirstWins, DedupNew: reconcile.FirstWins, Cutover: reconcile.CutoverRule{MinCleanRuns: 3, MinDays: 7, IncludeDeploy: true},
+			Old: reconcile.SourceSpec{Kind: reconcile.SourceExternal}, New: reconcile.SourceSpec{Kind: reconcile.SourceExternal}}})
+		must(t, err)
+		load(mon.Add(25*time.Hour), "1.0") // the baseline
+		load(mon.Add(49*time.Hour), "1.0") // the same version
+		load(mon.Add(73*time.Hour), "1.1") // a deploy
+		load(mon.Add(50*time.Hour), "0.9") // a late event of an older run
+		evs, err := svc.Events(ctx, m.ID, 10)
+		must(t, err)
+		var kinds []string
+		for _, e := range evs {
+			kinds = append(kinds, fmt.Sprintf("%s %s %s", e.Kind, e.Note, e.At.Format("Mon 15h")))
+		}
+		if want := []string{"deploy 1.1 Thu 01h", "writer_seen 1.0 Tue 01h"}; !slices.Equal(kinds, want) {
+			t.Fatalf("events %v; want %v", kinds, want)
+		}
+		st, err := svc.Status(ctx, m.ID)
+		must(t, err)
+		if st.Deploys != 1 {
+			t.Fatalf("status counts %d deploys; want 1 (the baseline is not one)", st.Deploys)
 		}
 	})
 }

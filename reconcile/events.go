@@ -3,12 +3,15 @@ package reconcile
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/tidemark/tidemark/ent"
+	"github.com/tidemark/tidemark/ent/datasetmigration"
 	"github.com/tidemark/tidemark/ent/migrationevent"
+	"github.com/tidemark/tidemark/internal/clip"
 )
 
 // EventKind is what happened to a migration's sides.
@@ -19,6 +22,8 @@ const (
 	// Deploy: the new side's writer was deployed (a new version); the streak must span one
 	// when the rule asks for it.
 	Deploy EventKind = "deploy"
+	// WriterSeen: the first version of a writer job OpenLineage named (not a deploy).
+	WriterSeen EventKind = "writer_seen"
 )
 
 // Event is something recorded against a migration that its streak must span.
@@ -97,4 +102,94 @@ func (s *Service) Events(ctx context.Context, id uuid.UUID, limit int) ([]Event,
 func toEvent(r *ent.MigrationEvent) Event {
 	return Event{ID: r.ID, MigrationID: r.MigrationID, Kind: EventKind(r.Kind), At: r.At.UTC(), Note: r.Note,
 		RecordedBy: r.RecordedBy, CreatedAt: r.CreatedAt.UTC()}
+}
+
+// WriterRun is a completed run lineage saw: its job, when, the version its event stated, and
+// the assets it wrote.
+type WriterRun struct {
+	RunID   string
+	JobID   uuid.UUID
+	At      time.Time
+	Version string
+	Outputs []uuid.UUID
+}
+
+// maxVersion bounds a writer version kept from an event, in bytes.
+const maxVersion = 200
+
+// ObserveWriters records, for every active migration whose new asset a run wrote, the writer
+// job's version: the first one seen is a baseline (writer_seen), and a later run stating another
+// version is a deploy, counted for the streak like one posted through the API. Runs older than
+// the newest observation of their job are skipped (events arrive out of order). It runs inside
+// the caller's transaction when ctx carries one (lineage's ingest batch), so a deploy is kept
+// exactly when its event is.
+func (s *Service) ObserveWriters(ctx context.Context, runs []WriterRun) error {
+	db := s.db
+	if tx := ent.TxFromContext(ctx); tx != nil {
+		db = tx.Client()
+	}
+	var outputs []uuid.UUID
+	for _, r := range runs {
+		if r.Version != "" {
+			outputs = append(outputs, r.Outputs...)
+		}
+	}
+	if len(outputs) == 0 {
+		return nil
+	}
+	ms, err := db.DatasetMigration.Query().Where(datasetmigration.NewAssetIDIn(outputs...),
+		datasetmigration.StateEQ(datasetmigration.StateActive)).All(ctx)
+	if err != nil || len(ms) == 0 {
+		return err
+	}
+	now := s.clock()
+	for _, r := range runs {
+		if r.Version == "" {
+			continue
+		}
+		for _, row := range ms {
+			if !slices.Contains(r.Outputs, row.NewAssetID) {
+				continue
+			}
+			m, err := toMigration(row)
+			if err != nil {
+				return err
+			}
+			if err := observe(ctx, db, m, r, now); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func observe(ctx context.Context, db *ent.Client, m Migration, r WriterRun, now time.Time) error {
+	at := r.At.UTC().Truncate(time.Microsecond)
+	if at.Before(m.Spec.Since) {
+		return nil // before anything a run compares
+	}
+	if at.After(now) {
+		at = now
+	}
+	by := "openlineage:" + r.JobID.String()
+	version := clip.String(r.Version, maxVersion)
+	last, err := db.MigrationEvent.Query().Where(migrationevent.MigrationID(m.ID), migrationevent.RecordedBy(by)).
+		Order(ent.Desc(migrationevent.FieldAt), ent.Desc(migrationevent.FieldID)).First(ctx)
+	if err != nil && !ent.IsNotFound(err) {
+		return fmt.Errorf("reconcile: the writer's last version: %w", err)
+	}
+	kind := migrationevent.KindWriterSeen
+	switch {
+	case last == nil:
+	case last.Note == version || !at.After(last.At):
+		return nil // the same version, or an older run than the last seen
+	default:
+		kind = migrationevent.KindDeploy
+	}
+	err = db.MigrationEvent.Create().SetMigrationID(m.ID).SetKind(kind).SetAt(at).SetNote(version).SetRecordedBy(by).
+		SetCreatedAt(now).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("reconcile: record the writer's version: %w", err)
+	}
+	return nil
 }

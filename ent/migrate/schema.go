@@ -657,7 +657,7 @@ var (
 	MigrationEventsColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeUUID},
 		{Name: "migration_id", Type: field.TypeUUID},
-		{Name: "kind", Type: field.TypeEnum, Enums: []string{"deploy"}},
+		{Name: "kind", Type: field.TypeEnum, Enums: []string{"deploy", "writer_seen"}},
 		{Name: "at", Type: field.TypeTime},
 		{Name: "note", Type: field.TypeString, Default: ""},
 		{Name: "recorded_by", Type: field.TypeString, Default: ""},

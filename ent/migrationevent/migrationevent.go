@@ -65,7 +65,8 @@ type Kind string
 
 // Kind values.
 const (
-	KindDeploy Kind = "deploy"
+	KindDeploy     Kind = "deploy"
+	KindWriterSeen Kind = "writer_seen"
 )
 
 func (k Kind) String() string {
@@ -75,7 +76,7 @@ func (k Kind) String() string {
 // KindValidator is a validator for the "kind" field enum values. It is called by the builders before save.
 func KindValidator(k Kind) error {
 	switch k {
-	case KindDeploy:
+	case KindDeploy, KindWriterSeen:
 		return nil
 	default:
 		return fmt.Errorf("migrationevent: invalid enum value for kind field: %q", k)

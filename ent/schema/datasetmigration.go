@@ -103,9 +103,11 @@ func (MigrationEvent) Mixin() []ent.Mixin { return []ent.Mixin{UUIDv7{}} }
 func (MigrationEvent) Fields() []ent.Field {
 	return []ent.Field{
 		field.UUID("migration_id", uuid.UUID{}).Immutable(),
-		field.Enum("kind").Values("deploy").Immutable(),
+		// deploy counts for the streak; writer_seen is the first version of a writer job that
+		// OpenLineage events named (a baseline, not a deploy).
+		field.Enum("kind").Values("deploy", "writer_seen").Immutable(),
 		field.Time("at").Immutable(), // when it happened
-		field.String("note").Default("").Immutable(),
+		field.String("note").Default("").Immutable(), // from OpenLineage: the writer's version
 		field.String("recorded_by").Default("").Immutable(), // the token that recorded it
 		field.Time("created_at").Immutable(),
 	}
