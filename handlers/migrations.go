@@ -134,6 +134,12 @@ type sideFiguresBody struct {
 	Checksum      string `json:"checksum"`
 }
 
+type windowSnapshotResponse struct {
+	ID        int64     `json:"id"`
+	At        time.Time `json:"at"`
+	Operation string    `json:"operation,omitempty"`
+}
+
 type writerResponse struct {
 	RunID      string     `json:"run_id"`
 	JobAssetID uuid.UUID  `json:"job_asset_id"`
@@ -162,21 +168,22 @@ type differenceResponse struct {
 }
 
 type windowResponse struct {
-	Start            time.Time            `json:"start"`
-	Old              sideFiguresBody      `json:"old"`
-	New              sideFiguresBody      `json:"new"`
-	Missing          int64                `json:"missing"`
-	Extra            int64                `json:"extra"`
-	Differing        int64                `json:"differing"`
-	Moved            int64                `json:"moved"`    // standing here on the old side, another time on the new
-	MovedIn          int64                `json:"moved_in"` // standing here on the new side, another window on the old
-	MovedOffsets     []offsetResponse     `json:"moved_offsets"`
-	DifferingColumns []string             `json:"differing_columns"`
-	Sample           []differenceResponse `json:"sample"`
-	Duplicates       []duplicateResponse  `json:"duplicates"` // a sample of the duplicated keys
-	Writers          []writerResponse     `json:"writers"`    // runs that wrote the new side here, when it holds duplicates
-	Classes          []string             `json:"classes"`    // lag, duplication, moved, divergence
-	Why              []string             `json:"why"`
+	Start            time.Time                `json:"start"`
+	Old              sideFiguresBody          `json:"old"`
+	New              sideFiguresBody          `json:"new"`
+	Missing          int64                    `json:"missing"`
+	Extra            int64                    `json:"extra"`
+	Differing        int64                    `json:"differing"`
+	Moved            int64                    `json:"moved"`    // standing here on the old side, another time on the new
+	MovedIn          int64                    `json:"moved_in"` // standing here on the new side, another window on the old
+	MovedOffsets     []offsetResponse         `json:"moved_offsets"`
+	DifferingColumns []string                 `json:"differing_columns"`
+	Sample           []differenceResponse     `json:"sample"`
+	Duplicates       []duplicateResponse      `json:"duplicates"` // a sample of the duplicated keys
+	Writers          []writerResponse         `json:"writers"`    // runs that wrote the new side here, when it holds duplicates
+	Snapshots        []windowSnapshotResponse `json:"snapshots"`  // Iceberg commits that added files holding this window, when duplicated
+	Classes          []string                 `json:"classes"`    // lag, duplication, moved, divergence
+	Why              []string                 `json:"why"`
 }
 
 type runCostResponse struct {
@@ -436,7 +443,11 @@ func toReconRunResponse(r reconcile.Run) reconciliationRunResponse {
 func toWindowResponse(w reconcile.WindowResult) windowResponse {
 	wr := windowResponse{Start: w.Start, Old: sideFiguresBody(w.Old), New: sideFiguresBody(w.New), Missing: w.Missing, Extra: w.Extra,
 		Differing: w.Differing, Moved: w.Moved, MovedIn: w.MovedIn, MovedOffsets: []offsetResponse{}, DifferingColumns: w.DifferingColumns,
-		Sample: []differenceResponse{}, Duplicates: []duplicateResponse{}, Writers: []writerResponse{}, Classes: []string{}, Why: w.Why}
+		Sample: []differenceResponse{}, Duplicates: []duplicateResponse{}, Writers: []writerResponse{}, Snapshots: []windowSnapshotResponse{},
+		Classes: []string{}, Why: w.Why}
+	for _, sn := range w.Snapshots {
+		wr.Snapshots = append(wr.Snapshots, windowSnapshotResponse(sn))
+	}
 	for _, r := range w.Writers {
 		wr.Writers = append(wr.Writers, writerResponse(r))
 	}

@@ -86,6 +86,9 @@ type WindowResult struct {
 	// Writers are the runs lineage saw write the new side during the window, named when the
 	// new side holds duplicated keys in it (where to look for the retry).
 	Writers []Writer `json:"writers,omitempty"`
+	// Snapshots are the Iceberg new side's commits that added data files holding the window's
+	// records, named when the new side holds duplicated keys in it.
+	Snapshots []SnapshotRef `json:"snapshots,omitempty"`
 	// NewRepeatedSegments are the key-range segments holding the new side's repeated keys in this
 	// window, kept with the run so that an incremental run reusing the window's figures looks
 	// into those segments only (not part of the API's answer).

@@ -215,6 +215,95 @@ func incrementalFigures(ctx context.Context, spec *Spec, src SourceSpec, r *iceb
 	return out, bytes, true, nil
 }
 
+// SnapshotRef is an Iceberg snapshot that added data files holding a window's records.
+type SnapshotRef struct {
+	ID        int64     `json:"id"`
+	At        time.Time `json:"at"`
+	Operation string    `json:"operation,omitempty"`
+}
+
+// nameSnapshots names, for each window with duplicated keys on an Iceberg new side, the
+// snapshots that added the live data files whose time bounds overlap the window (at most
+// maxWriters, newest first): the commits where the repeat may have come from. Files without
+// bounds on the time column are named for every such window.
+func (s *Service) nameSnapshots(ctx context.Context, m Migration, ws []WindowResult) error {
+	dup := map[int64]int{} // window index -> position in ws
+	for i, w := range ws {
+		if w.New.DuplicateKeys > 0 && len(dup) < maxWriterWindows {
+			dup[windowIndex(&m.Spec, w.Start)] = i
+		}
+	}
+	if len(dup) == 0 {
+		return nil
+	}
+	live, err := s.tables.Open(ctx, m.NewAssetID)
+	if err != nil {
+		return err
+	}
+	tbl := live.Table
+	snap := tbl.CurrentSnapshot()
+	field, ok := tbl.Schema().FindFieldByName(m.Spec.TimeColumn)
+	if snap == nil || !ok {
+		return nil
+	}
+	unit := time.Microsecond
+	switch field.Type.(type) {
+	case iceberg.TimestampNsType, iceberg.TimestampTzNsType:
+		unit = time.Nanosecond
+	}
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return err
+	}
+	mfs, err := snap.Manifests(fs)
+	if err != nil {
+		return err
+	}
+	added := map[int64]map[int64]bool{} // window -> snapshot IDs
+	for _, mf := range mfs {
+		if mf.ManifestContent() != iceberg.ManifestContentData {
+			continue
+		}
+		for e, err := range mf.Entries(fs, true) {
+			if err != nil {
+				return err
+			}
+			df := e.DataFile()
+			lo, hi := df.LowerBoundValues()[field.ID], df.UpperBoundValues()[field.ID]
+			for w := range dup {
+				st, end := windowStart(&m.Spec, w), windowStart(&m.Spec, w+1)
+				if len(lo) == 8 && len(hi) == 8 {
+					l := time.Unix(0, 0).Add(time.Duration(int64(binary.LittleEndian.Uint64(lo))) * unit)
+					h := time.Unix(0, 0).Add(time.Duration(int64(binary.LittleEndian.Uint64(hi))) * unit)
+					if h.Before(st) || !l.Before(end) {
+						continue
+					}
+				}
+				if added[w] == nil {
+					added[w] = map[int64]bool{}
+				}
+				added[w][e.SnapshotID()] = true
+			}
+		}
+	}
+	for w, ids := range added {
+		var refs []SnapshotRef
+		for id := range ids {
+			r := SnapshotRef{ID: id}
+			if sn := tbl.Metadata().SnapshotByID(id); sn != nil {
+				r.At = time.UnixMilli(sn.TimestampMs).UTC()
+				if sn.Summary != nil {
+					r.Operation = string(sn.Summary.Operation)
+				}
+			}
+			refs = append(refs, r)
+		}
+		slices.SortFunc(refs, func(a, b SnapshotRef) int { return b.At.Compare(a.At) })
+		ws[dup[w]].Snapshots = refs[:min(len(refs), maxWriters)]
+	}
+	return nil
+}
+
 // snapshotOf is the snapshot an Iceberg reader pinned, for the run's cost.
 func snapshotOf(r reader) *int64 {
 	ir, ok := r.(*icebergReader)

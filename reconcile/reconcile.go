@@ -83,6 +83,11 @@ const (
 // nameWriters names the runs that wrote the new side in the windows where it holds duplicated
 // keys. They are evidence, not the verdict: a failure to find them is logged, not fatal.
 func (s *Service) nameWriters(ctx context.Context, m Migration, ws []WindowResult) {
+	if m.Spec.New.Kind == SourceIceberg && s.tables != nil {
+		if err := s.nameSnapshots(ctx, m, ws); err != nil {
+			s.log.Warn("reconcile: find the snapshots that added duplicated keys", "migration_id", m.ID, "err", err)
+		}
+	}
 	if s.writers == nil {
 		return
 	}

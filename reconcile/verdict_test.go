@@ -172,6 +172,9 @@ func TestRetryInTheNextWindowIsDuplication(t *testing.T) {
 			if d.Key != "5" || d.Side != "new" || d.Records != 2 || len(d.Windows) != 2 || !d.Windows[0].Equal(mon) || !d.Windows[1].Equal(mon.AddDate(0, 0, 1)) {
 				t.Fatalf("duplicate %+v; want key 5 on the new side in Monday's and Tuesday's windows", d)
 			}
+			if len(w.Snapshots) != 1 || w.Snapshots[0].ID != p.tbl.CurrentSnapshot().SnapshotID || w.Snapshots[0].Operation != "append" {
+				t.Fatalf("snapshots named %+v; want the one append that wrote both windows", w.Snapshots)
+			}
 		}
 		// A later run reuses the new side's figures (nothing changed there) and still looks into
 		// the segment holding the repeated key: the same verdict.
