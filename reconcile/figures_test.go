@@ -83,6 +83,28 @@ func TestPushedDownFiguresMatchGo(t *testing.T) {
 			if len(pushed.windows) != len(streamed.windows) {
 				t.Errorf("pushed %d windows, Go %d", len(pushed.windows), len(streamed.windows))
 			}
+			// The segment figures of the second pass too.
+			inSQL, inGo := map[segKey]segFig{}, map[segKey]segFig{}
+			if ok, err := pr.segments(ctx, since, to, inSQL); err != nil || !ok {
+				t.Fatalf("segments pushed down: %v %v", ok, err)
+			}
+			if _, err := pr.read(ctx, since, to, func(r row) {
+				k := segKey{windowIndex(spec, r.at), segmentOf(r, len(spec.KeyColumns))}
+				f := inGo[k]
+				f.rows++
+				f.sum += recordHash(r)
+				inGo[k] = f
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if len(inSQL) != len(inGo) {
+				t.Errorf("segments: %d in SQL, %d in Go", len(inSQL), len(inGo))
+			}
+			for k, f := range inGo {
+				if inSQL[k] != f {
+					t.Errorf("segment %+v: SQL %+v, Go %+v", k, inSQL[k], f)
+				}
+			}
 			// Key (3, 2) is in two windows: repeated on a unique side, versions on a history one.
 			want := map[int64]bool{}
 			if !tc.history {

@@ -503,6 +503,13 @@ func secondPass(ctx context.Context, spec *Spec, sides *[2]runSide, now time.Tim
 		from, to := window(span)
 		for i := range sides {
 			sd, m := &sides[i], segs[i]
+			if pr, ok := sd.r.(*postgresReader); ok && sd.figs.pushed {
+				if done, err := pr.segments(ctx, from, to, m); err != nil {
+					return nil, nil, nil, nil, fmt.Errorf("the %s side: %w", sd.name, err)
+				} else if done {
+					continue // PostgreSQL counted them itself
+				}
+			}
 			bytes, err := sd.r.read(ctx, from, to, func(rw row) {
 				k := segKey{windowIndex(spec, rw.at), segmentOf(rw, keys)}
 				f := m[k]

@@ -368,12 +368,9 @@ func sqlEnc(expr string) string { return "quote_nullable(" + expr + ")" }
 // figures has PostgreSQL compute the side's figures for [from, to) itself: one aggregate over
 // the windows and one over the keys that repeat, nothing but the figures crossing the wire. It
 // answers false when a column has no canonical form in SQL (the caller streams the side).
-func (p *postgresReader) figures(ctx context.Context, src SourceSpec, from, to time.Time) (sideFigures, bool, error) {
-	tx, err := p.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return sideFigures{}, false, fmt.Errorf("open a read-only transaction: %w", err)
-	}
-	defer tx.Rollback() //nolint:errcheck // read-only
+// base is the query of every record of [$1, $2) as (w, k, h): its window, its key's hash and
+// its record's hash, all in SQL; false when a column has no canonical form in SQL.
+func (p *postgresReader) base(ctx context.Context, tx *sql.Tx) (string, bool, error) {
 	names := append(append([]string{p.spec.TimeColumn}, p.spec.KeyColumns...), p.spec.Columns...)
 	quoted := make([]string, len(names))
 	for i, n := range names {
@@ -381,23 +378,23 @@ func (p *postgresReader) figures(ctx context.Context, src SourceSpec, from, to t
 	}
 	probe, err := tx.QueryContext(ctx, fmt.Sprintf("SELECT %s FROM %s LIMIT 0", strings.Join(quoted, ", "), quoteTable(p.table)))
 	if err != nil {
-		return sideFigures{}, false, fmt.Errorf("read %s: %w", p.table, err)
+		return "", false, fmt.Errorf("read %s: %w", p.table, err)
 	}
 	types, err := probe.ColumnTypes()
 	probe.Close()
 	if err != nil {
-		return sideFigures{}, false, err
+		return "", false, err
 	}
 	ts, tsText := sqlTime(names[0], types[0].DatabaseTypeName())
 	if ts == "" {
-		return sideFigures{}, false, nil
+		return "", false, nil
 	}
 	canon := []string{tsText + " AS c0"}
 	keyParts, recParts := []string{}, []string{sqlEnc("c0")}
 	for i := 1; i < len(names); i++ {
 		c := sqlCanon(names[i], types[i].DatabaseTypeName())
 		if c == "" {
-			return sideFigures{}, false, nil
+			return "", false, nil
 		}
 		col := fmt.Sprintf("c%d", i)
 		canon = append(canon, c+" AS "+col)
@@ -416,6 +413,19 @@ func (p *postgresReader) figures(ctx context.Context, src SourceSpec, from, to t
 		FROM (SELECT ((floor(extract(epoch FROM %s) * 1000000)::bigint - %d) / %d) AS w, %s FROM %s WHERE %s >= $1 AND %s < $2) r0`,
 		strings.Join(keyParts, " || "), int64(-1)<<winBits, strings.Join(recParts, " || "),
 		ts, p.spec.Since.UnixMicro(), p.spec.Window().Microseconds(), strings.Join(canon, ", "), quoteTable(p.table), tc, tc)
+	return base, true, nil
+}
+
+func (p *postgresReader) figures(ctx context.Context, src SourceSpec, from, to time.Time) (sideFigures, bool, error) {
+	tx, err := p.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return sideFigures{}, false, fmt.Errorf("open a read-only transaction: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // read-only
+	base, ok, err := p.base(ctx, tx)
+	if err != nil || !ok {
+		return sideFigures{}, false, err
+	}
 	out := sideFigures{windows: map[int64]*figure{}, repeated: map[int64]bool{}, repeatedSegs: map[segKey]bool{}, pushed: true}
 	rows, err := tx.QueryContext(ctx, "SELECT w, count(*), count(DISTINCT k), sum(h)::text FROM ("+base+") r GROUP BY w", from, to)
 	if err != nil {
@@ -484,6 +494,41 @@ func (p *postgresReader) figures(ctx context.Context, src SourceSpec, from, to t
 		out.repeatedSegs[segKey{w, seg}] = true
 	}
 	return out, true, rep.Err()
+}
+
+// segments has PostgreSQL compute the figures of every key-range segment of the windows in
+// [from, to) itself (the second pass's bisection); false when the side cannot.
+func (p *postgresReader) segments(ctx context.Context, from, to time.Time, into map[segKey]segFig) (bool, error) {
+	tx, err := p.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return false, fmt.Errorf("open a read-only transaction: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // read-only
+	base, ok, err := p.base(ctx, tx)
+	if err != nil || !ok {
+		return false, err
+	}
+	rows, err := tx.QueryContext(ctx, fmt.Sprintf("SELECT w, (k >> %d) & %d, count(*), sum(h)::text FROM (%s) r GROUP BY 1, 2",
+		64-segBits, 1<<segBits-1, base), from, to)
+	if err != nil {
+		return false, fmt.Errorf("count %s by segment: %w", p.table, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			k   segKey
+			f   segFig
+			sum string
+		)
+		if err := rows.Scan(&k.w, &k.seg, &f.rows, &sum); err != nil {
+			return false, err
+		}
+		if f.sum, err = sumOf(sum); err != nil {
+			return false, err
+		}
+		into[k] = f
+	}
+	return true, rows.Err()
 }
 
 // maxRepeatedKeys bounds the repeated keys whose windows the pushed-down pass reports.
