@@ -106,8 +106,8 @@ func (MigrationEvent) Fields() []ent.Field {
 		// deploy counts for the streak; writer_seen is the first version of a writer job that
 		// OpenLineage events named (a baseline, not a deploy).
 		field.Enum("kind").Values("deploy", "writer_seen").Immutable(),
-		field.Time("at").Immutable(), // when it happened
-		field.String("note").Default("").Immutable(), // from OpenLineage: the writer's version
+		field.Time("at").Immutable(),                        // when it happened
+		field.String("note").Default("").Immutable(),        // from OpenLineage: the writer's version
 		field.String("recorded_by").Default("").Immutable(), // the token that recorded it
 		field.Time("created_at").Immutable(),
 	}
