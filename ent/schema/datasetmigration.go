@@ -108,7 +108,7 @@ func (MigrationEvent) Fields() []ent.Field {
 		field.Enum("kind").Values("deploy", "writer_seen").Immutable(),
 		field.Time("at").Immutable(),                        // when it happened
 		field.String("note").Default("").Immutable(),        // from OpenLineage: the writer's version
-		field.String("recorded_by").Default("").Immutable(), // the token that recorded it
+		field.String("recorded_by").Default("").Immutable(), // the token, or openlineage:<job ID>
 		field.Time("created_at").Immutable(),
 	}
 }
