@@ -154,26 +154,8 @@ var indexSources = []struct{ src, cols, from, where string }{
 const indexWidth = 12
 
 func reindexPart(ctx context.Context, client *ent.Client, d string, ids []uuid.UUID) error {
-	a := newSQLArgs(d)
-	var b strings.Builder
-	for i, src := range indexSources {
-		if i > 0 {
-			b.WriteString(" UNION ALL ")
-		}
-		b.WriteString("SELECT '" + src.src + "', " + src.cols)
-		for range indexWidth - strings.Count(src.cols, ",") - 1 {
-			b.WriteString(", NULL")
-		}
-		b.WriteString(" FROM " + src.from + " WHERE " + src.where + " IN (")
-		for j, id := range ids {
-			if j > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString(a.add(id))
-		}
-		b.WriteString(")")
-	}
-	rows, err := client.QueryContext(ctx, b.String(), a.args...)
+	q, args := reindexQuery(d, ids)
+	rows, err := client.QueryContext(ctx, q, args...)
 	if err != nil {
 		return fmt.Errorf("catalog: index: read assets: %w", err)
 	}
@@ -249,22 +231,79 @@ func reindexPart(ctx context.Context, client *ent.Client, d string, ids []uuid.U
 			doc.facets = append(doc.facets, [2]string{f[1], f[2]})
 		}
 	}
-	termNames := map[string]string{}
-	if len(termIDs) > 0 {
-		slices.SortFunc(termIDs, compareIDs)
-		for part := range slices.Chunk(slices.Compact(termIDs), reindexChunk) {
-			terms, err := client.GlossaryTerm.Query().Where(glossaryterm.IDIn(part...)).
-				Select(glossaryterm.FieldName).All(ctx)
-			if err != nil {
-				return fmt.Errorf("catalog: index: read glossary terms: %w", err)
-			}
-			for _, t := range terms {
-				termNames[t.ID.String()] = t.Name
-			}
+	termNames, err := termNamesOf(ctx, client, termIDs)
+	if err != nil {
+		return err
+	}
+	labelsOf := orderForDocs(names, owners, cols, labels)
+
+	var write, refacet []searchDoc
+	for _, a := range assets {
+		doc := buildDoc(a, names[a.ID], owners[a.ID], cols[a.ID], labelsOf[a.ID], termNames)
+		old := existing[a.ID]
+		if old != nil {
+			doc.id = old.id
+		}
+		if old == nil || !doc.sameRow(*old) {
+			write = append(write, doc)
+		}
+		if old == nil || !sameFacets(doc.facets, old.facets) {
+			refacet = append(refacet, doc)
 		}
 	}
-	// The orders buildDoc expects: names oldest first, owners and labels by value, columns by
-	// position.
+	return writeDocs(ctx, client, d, write, refacet)
+}
+
+// reindexQuery reads everything the docs of ids are built from, in one statement: a UNION ALL
+// of the index sources, each row tagged with its source and padded to indexWidth columns.
+func reindexQuery(d string, ids []uuid.UUID) (string, []any) {
+	a := newSQLArgs(d)
+	var b strings.Builder
+	for i, src := range indexSources {
+		if i > 0 {
+			b.WriteString(" UNION ALL ")
+		}
+		b.WriteString("SELECT '" + src.src + "', " + src.cols)
+		for range indexWidth - strings.Count(src.cols, ",") - 1 {
+			b.WriteString(", NULL")
+		}
+		b.WriteString(" FROM " + src.from + " WHERE " + src.where + " IN (")
+		for j, id := range ids {
+			if j > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(a.add(id))
+		}
+		b.WriteString(")")
+	}
+	return b.String(), a.args
+}
+
+// termNamesOf reads the names of the glossary terms labels link to, by term ID.
+func termNamesOf(ctx context.Context, client *ent.Client, termIDs []uuid.UUID) (map[string]string, error) {
+	termNames := map[string]string{}
+	if len(termIDs) == 0 {
+		return termNames, nil
+	}
+	slices.SortFunc(termIDs, compareIDs)
+	for part := range slices.Chunk(slices.Compact(termIDs), reindexChunk) {
+		terms, err := client.GlossaryTerm.Query().Where(glossaryterm.IDIn(part...)).
+			Select(glossaryterm.FieldName).All(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("catalog: index: read glossary terms: %w", err)
+		}
+		for _, t := range terms {
+			termNames[t.ID.String()] = t.Name
+		}
+	}
+	return termNames, nil
+}
+
+// orderForDocs sorts what was read into the orders buildDoc expects (names oldest first, owners
+// and labels by value, columns by position) and returns each asset's labels that count: its
+// own and those of its current columns.
+func orderForDocs(names map[uuid.UUID][]*ent.AssetName, owners map[uuid.UUID][]string, cols map[uuid.UUID][]*ent.Column,
+	labels []*ent.Label) map[uuid.UUID][]*ent.Label {
 	current := map[uuid.UUID]bool{uuid.Nil: true} // columns whose labels count, and the asset itself
 	for id := range names {
 		slices.SortFunc(names[id], func(x, y *ent.AssetName) int { return cmp.Compare(x.ID, y.ID) })
@@ -287,22 +326,7 @@ func reindexPart(ctx context.Context, client *ent.Client, d string, ids []uuid.U
 			labelsOf[l.AssetID] = append(labelsOf[l.AssetID], l)
 		}
 	}
-
-	var write, refacet []searchDoc
-	for _, a := range assets {
-		doc := buildDoc(a, names[a.ID], owners[a.ID], cols[a.ID], labelsOf[a.ID], termNames)
-		old := existing[a.ID]
-		if old != nil {
-			doc.id = old.id
-		}
-		if old == nil || !doc.sameRow(*old) {
-			write = append(write, doc)
-		}
-		if old == nil || !sameFacets(doc.facets, old.facets) {
-			refacet = append(refacet, doc)
-		}
-	}
-	return writeDocs(ctx, client, d, write, refacet)
+	return labelsOf
 }
 
 // writeDocs writes the docs in write and replaces the facets of those in refacet (a doc

@@ -55,31 +55,7 @@ type SourceOutcome struct {
 func (c *Catalog) RecordSources(ctx context.Context, source LabelSource, reports []SourceReport) ([]SourceOutcome, error) {
 	out := make([]SourceOutcome, len(reports))
 	reports = slices.Clone(reports) // schemas are given their source below
-	seen := map[uuid.UUID]bool{}
-	var ids []uuid.UUID
-	for i, r := range reports {
-		if seen[r.AssetID] {
-			out[i].Err = invalid("asset_id", "asset %s is reported twice", r.AssetID)
-			continue
-		}
-		seen[r.AssetID] = true
-		if r.Schema != nil {
-			if r.Schema.Source == "" {
-				s := *r.Schema
-				s.Source = source
-				reports[i].Schema = &s
-			}
-			if reports[i].Schema.Source != source {
-				out[i].Err = invalid("source", "a schema from %s reported as %s", reports[i].Schema.Source, source)
-				continue
-			}
-			if err := validateSchema(*reports[i].Schema); err != nil {
-				out[i].Err = err
-				continue
-			}
-		}
-		ids = append(ids, r.AssetID)
-	}
+	ids := checkReports(source, reports, out)
 	if len(ids) == 0 {
 		return out, nil
 	}
@@ -181,6 +157,38 @@ func (c *Catalog) RecordSources(ctx context.Context, source LabelSource, reports
 	}
 	c.changed(ctx, nil, changed...)
 	return out, nil
+}
+
+// checkReports refuses, in out, the reports that name an asset twice or carry a schema of
+// another source or an invalid one, gives schemas without a source this one, and returns the
+// assets of the others.
+func checkReports(source LabelSource, reports []SourceReport, out []SourceOutcome) []uuid.UUID {
+	seen := map[uuid.UUID]bool{}
+	var ids []uuid.UUID
+	for i, r := range reports {
+		if seen[r.AssetID] {
+			out[i].Err = invalid("asset_id", "asset %s is reported twice", r.AssetID)
+			continue
+		}
+		seen[r.AssetID] = true
+		if r.Schema != nil {
+			if r.Schema.Source == "" {
+				s := *r.Schema
+				s.Source = source
+				reports[i].Schema = &s
+			}
+			if reports[i].Schema.Source != source {
+				out[i].Err = invalid("source", "a schema from %s reported as %s", reports[i].Schema.Source, source)
+				continue
+			}
+			if err := validateSchema(*reports[i].Schema); err != nil {
+				out[i].Err = err
+				continue
+			}
+		}
+		ids = append(ids, r.AssetID)
+	}
+	return ids
 }
 
 type lockedAsset struct {

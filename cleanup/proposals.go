@@ -328,6 +328,45 @@ func (s *Service) confirmingScans(ctx context.Context, walkIDs map[uuid.UUID]boo
 	return out, nil
 }
 
+// unusedNoLonger says why an open retirement no longer holds ("" while it does): the asset was
+// deleted, exempted, read or read downstream, or the migration gate (gate, when not "") shuts.
+func (s *Service) unusedNoLonger(a catalog.Asset, exempt bool, real usage.RealUsage, gate string) string {
+	switch {
+	case a.Status == catalog.StatusDeleted:
+		return "the asset was deleted"
+	case exempt:
+		return "the asset was exempted from cleanup"
+	case real.Reads > 0:
+		why := fmt.Sprintf("it was read %d times in the last %s, last at %s", real.Reads, days(s.policy.UnusedWindow), real.LastRead.Format(time.RFC3339))
+		for _, n := range real.NamesSeen {
+			if n.LastAt.Equal(*real.LastRead) || n.LastAt.After(*real.LastRead) {
+				why += fmt.Sprintf(" (as %s.%s)", n.Namespace, n.Name)
+				break
+			}
+		}
+		return why
+	case real.DownstreamRead:
+		return fmt.Sprintf("%d assets downstream of it were read in the last %s", len(real.ReadDownstream), days(s.policy.UnusedWindow))
+	}
+	return gate
+}
+
+// nameEvidence is each of the asset's names with when it was last used under it.
+func nameEvidence(names []catalog.Name, seen []usage.NameSeen) []NameEvidence {
+	var out []NameEvidence
+	for _, n := range names {
+		ne := NameEvidence{Namespace: n.Namespace, Name: n.Name, Current: n.Current()}
+		for _, s := range seen {
+			if s.Namespace == n.Namespace && s.Name == n.Name {
+				at := s.LastAt
+				ne.LastUsedAt = &at
+			}
+		}
+		out = append(out, ne)
+	}
+	return out
+}
+
 func (s *Service) proposeUnused(ctx context.Context, t tables.Table, rep *ProposeReport) error {
 	if s.usage == nil || t.GoneAt != nil {
 		return nil
@@ -362,25 +401,11 @@ func (s *Service) proposeUnused(ctx context.Context, t tables.Table, rep *Propos
 		if cur.State != proposal.StateOpen {
 			return nil
 		}
-		var why string
-		switch {
-		case a.Status == catalog.StatusDeleted:
-			why = "the asset was deleted"
-		case exempt:
-			why = "the asset was exempted from cleanup"
-		case real.Reads > 0:
-			why = fmt.Sprintf("it was read %d times in the last %s, last at %s", real.Reads, days(s.policy.UnusedWindow), real.LastRead.Format(time.RFC3339))
-			for _, n := range real.NamesSeen {
-				if n.LastAt.Equal(*real.LastRead) || n.LastAt.After(*real.LastRead) {
-					why += fmt.Sprintf(" (as %s.%s)", n.Namespace, n.Name)
-					break
-				}
-			}
-		case real.DownstreamRead:
-			why = fmt.Sprintf("%d assets downstream of it were read in the last %s", len(real.ReadDownstream), days(s.policy.UnusedWindow))
-		case !gateOK:
-			why = gateWhy
+		why := gateWhy
+		if gateOK {
+			why = ""
 		}
+		why = s.unusedNoLonger(a, exempt, real, why)
 		if why == "" {
 			rep.Kept++
 			return nil
@@ -427,16 +452,7 @@ func (s *Service) proposeUnused(ctx context.Context, t tables.Table, rep *Propos
 		id := rej.ID
 		ev.Reopens, ev.ReopensWhy = &id, fmt.Sprintf("a whole new %s window without reads followed the one rejected on %s", days(s.policy.UnusedWindow), rej.DecidedAt.Format(time.RFC3339))
 	}
-	for _, n := range names {
-		ne := NameEvidence{Namespace: n.Namespace, Name: n.Name, Current: n.Current()}
-		for _, seen := range life.NamesSeen {
-			if seen.Namespace == n.Namespace && seen.Name == n.Name {
-				at := seen.LastAt
-				ne.LastUsedAt = &at
-			}
-		}
-		ev.Names = append(ev.Names, ne)
-	}
+	ev.Names = nameEvidence(names, life.NamesSeen)
 	for _, o := range a.Owners {
 		ev.Owners = append(ev.Owners, o.Principal)
 	}

@@ -799,6 +799,44 @@ func comparePairs(a, b [2]uuid.UUID) int {
 // CONFLICT on the pair's index only: the serial key cannot conflict) instead of failing the
 // batch. Those join the known edges, whose seen intervals flush widens last (flushEdges).
 func (b *batch) flushPG(ctx context.Context) error {
+	edges := b.newEdges()
+	runArgs, err := b.pgRunArgs()
+	if err != nil {
+		return err
+	}
+	args := append(append(append(append(pgEdgeArgs(edges), runArgs...), b.pgIOArgs()...), b.pgEventArgs()...), b.now)
+	rows, err := b.tx.QueryContext(ctx, pgFlush, args...)
+	if err != nil {
+		return fmt.Errorf("lineage: store events, runs and edges: %w", err)
+	}
+	inserted := map[[2]uuid.UUID]bool{}
+	for rows.Next() {
+		var r edgeRef
+		if err := rows.Scan(&r.seq, &r.from, &r.to); err != nil {
+			rows.Close()
+			return fmt.Errorf("lineage: store events, runs and edges: %w", err)
+		}
+		inserted[[2]uuid.UUID{r.from, r.to}] = true
+		b.added = append(b.added, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("lineage: store events, runs and edges: %w", err)
+	}
+	// New edges not inserted existed (another replica's) or were inserted by a concurrent batch
+	// after this statement's snapshot: they are widened with the known ones (flushEdges).
+	for _, r := range edges {
+		if !inserted[r.k] {
+			b.touches[r.k] = r.e
+		}
+	}
+	return nil
+}
+
+// newEdges takes the batch's pending edges to insert, in one order for every batch (so two
+// batches inserting the same edges cannot deadlock); those a concurrent Sync made known meanwhile
+// are merged into their touches instead.
+func (b *batch) newEdges() []touchedEdge {
 	edges := make([]touchedEdge, 0, len(b.pending))
 	for k, e := range b.pending {
 		if cur := b.touches[k]; cur != nil { // known since (a concurrent Sync added it to the graph mid-batch): merge
@@ -807,17 +845,23 @@ func (b *batch) flushPG(ctx context.Context) error {
 		}
 		edges = append(edges, touchedEdge{k, e})
 	}
-	// One insert order for every batch, so two batches inserting the same edges cannot deadlock.
 	slices.SortFunc(edges, func(x, y touchedEdge) int { return comparePairs(x.k, y.k) })
 	b.pending = map[[2]uuid.UUID]*edgeTouch{}
-	ts := pgTime
-	tsp := func(t *time.Time) string { // "" is NULL
-		if t == nil {
-			return ""
-		}
-		return ts(*t)
-	}
+	return edges
+}
 
+// pgTimeOrNull is pgTime, "" (NULL) for no time.
+func pgTimeOrNull(t *time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return pgTime(*t)
+}
+
+// pgRunArgs are the new runs' and the updated runs' columns as arrays, in key order (one lock
+// order).
+func (b *batch) pgRunArgs() ([]any, error) {
+	ts, tsp := pgTime, pgTimeOrNull
 	runIDs := make([]string, 0, len(b.runs))
 	for id, r := range b.runs {
 		if r.isNew || r.dirty {
@@ -831,7 +875,7 @@ func (b *batch) flushPG(ctx context.Context) error {
 		r := b.runs[id].row
 		facets, err := json.Marshal(r.Facets)
 		if err != nil {
-			return fmt.Errorf("lineage: run facets: %w", err)
+			return nil, fmt.Errorf("lineage: run facets: %w", err)
 		}
 		count := strconv.Itoa(r.EventCount)
 		if b.runs[id].isNew {
@@ -844,6 +888,15 @@ func (b *batch) flushPG(ctx context.Context) error {
 		uParent, uFacets, uCount = append(uParent, r.ParentRunID), append(uFacets, string(facets)), append(uCount, count)
 	}
 
+	return []any{pgarray.Text(nID), pgarray.Text(nJob), pgarray.Text(nState), pgarray.Text(nStateTime), pgarray.Text(nStarted), pgarray.Text(nEnded),
+		pgarray.Text(nNomStart), pgarray.Text(nNomEnd), pgarray.Text(nParent), pgarray.Text(nFacets), pgarray.Text(nCount),
+		pgarray.Text(uID), pgarray.Text(uState), pgarray.Text(uStateTime), pgarray.Text(uStarted), pgarray.Text(uEnded), pgarray.Text(uParent),
+		pgarray.Text(uFacets), pgarray.Text(uCount)}, nil
+}
+
+// pgIOArgs are the runs' inputs and outputs as arrays, in key order.
+func (b *batch) pgIOArgs() []any {
+	ts := pgTime
 	ioKeys := make([][3]string, 0, len(b.runIO))
 	for k := range b.runIO {
 		ioKeys = append(ioKeys, k)
@@ -856,6 +909,12 @@ func (b *batch) flushPG(ctx context.Context) error {
 		ioRun, ioAsset, ioRole, ioFirst = append(ioRun, k[0]), append(ioAsset, k[1]), append(ioRole, k[2]), append(ioFirst, ts(b.runIO[k]))
 	}
 
+	return []any{pgarray.Text(ioRun), pgarray.Text(ioAsset), pgarray.Text(ioRole), pgarray.Text(ioFirst)}
+}
+
+// pgEventArgs are the batch's events as arrays.
+func (b *batch) pgEventArgs() []any {
+	ts := pgTime
 	var evID, evKey, evKind, evType, evTime, evRun, evJob, evProducer, evPayload []string
 	for _, e := range b.events {
 		job := ""
@@ -865,8 +924,14 @@ func (b *batch) flushPG(ctx context.Context) error {
 		evID, evKey, evKind, evType, evTime = append(evID, e.id.String()), append(evKey, e.key), append(evKind, string(e.ev.Kind)), append(evType, e.ev.EventType), append(evTime, ts(e.ev.EventTime))
 		evRun, evJob, evProducer, evPayload = append(evRun, e.ev.RunID), append(evJob, job), append(evProducer, truncate(e.ev.Producer, 1024)), append(evPayload, string(e.ev.Raw))
 	}
+	return []any{pgarray.Text(evID), pgarray.Text(evKey), pgarray.Text(evKind), pgarray.Text(evType), pgarray.Text(evTime), pgarray.Text(evRun),
+		pgarray.Text(evJob), pgarray.Text(evProducer), pgarray.Text(evPayload)}
+}
 
-	const q = `WITH ve AS (` + pgEdgeValues + `
+// pgFlush stores a batch on PostgreSQL in one statement: the new edges ($1-$5), new runs
+// ($6-$16), updated runs ($17-$24), run inputs and outputs ($25-$28) and events ($29-$37), at
+// $38; it answers the edges it inserted.
+const pgFlush = `WITH ve AS (` + pgEdgeValues + `
 	), ei AS (
 		INSERT INTO lineage_edges (from_id, to_id, first_seen, last_seen, last_run_id)
 		SELECT v.from_id, v.to_id, v.first, v.last, v.run FROM ve AS v
@@ -900,35 +965,3 @@ func (b *batch) flushPG(ctx context.Context) error {
 			AS v(id, ev_key, kind, ev_type, ev_time, run, job, producer, payload)
 	)
 	SELECT id, from_id, to_id FROM ei`
-	rows, err := b.tx.QueryContext(ctx, q, append(pgEdgeArgs(edges), pgarray.Text(nID), pgarray.Text(nJob), pgarray.Text(nState), pgarray.Text(nStateTime), pgarray.Text(nStarted), pgarray.Text(nEnded), pgarray.Text(nNomStart),
-		pgarray.Text(nNomEnd), pgarray.Text(nParent), pgarray.Text(nFacets), pgarray.Text(nCount),
-		pgarray.Text(uID), pgarray.Text(uState), pgarray.Text(uStateTime), pgarray.Text(uStarted), pgarray.Text(uEnded), pgarray.Text(uParent), pgarray.Text(uFacets), pgarray.Text(uCount),
-		pgarray.Text(ioRun), pgarray.Text(ioAsset), pgarray.Text(ioRole), pgarray.Text(ioFirst),
-		pgarray.Text(evID), pgarray.Text(evKey), pgarray.Text(evKind), pgarray.Text(evType), pgarray.Text(evTime), pgarray.Text(evRun), pgarray.Text(evJob),
-		pgarray.Text(evProducer), pgarray.Text(evPayload), b.now)...)
-	if err != nil {
-		return fmt.Errorf("lineage: store events, runs and edges: %w", err)
-	}
-	inserted := map[[2]uuid.UUID]bool{}
-	for rows.Next() {
-		var r edgeRef
-		if err := rows.Scan(&r.seq, &r.from, &r.to); err != nil {
-			rows.Close()
-			return fmt.Errorf("lineage: store events, runs and edges: %w", err)
-		}
-		inserted[[2]uuid.UUID{r.from, r.to}] = true
-		b.added = append(b.added, r)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("lineage: store events, runs and edges: %w", err)
-	}
-	// New edges not inserted existed (another replica's) or were inserted by a concurrent batch
-	// after this statement's snapshot: they are widened with the known ones (flushEdges).
-	for _, r := range edges {
-		if !inserted[r.k] {
-			b.touches[r.k] = r.e
-		}
-	}
-	return nil
-}

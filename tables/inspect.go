@@ -14,21 +14,8 @@ import (
 // inspection and the current snapshot's health. The manifest lists, then the manifests of all
 // snapshots are read first, in parallel; the cache rows for what was read from storage are
 // written together at the end.
-func inspect(ctx context.Context, r *reader, meta table.Metadata, metadataLocation string, small int64, now time.Time) (_ Inspection, _ Health, err error) {
-	r.batch = true
-	defer func() {
-		fctx := ctx
-		if err != nil {
-			// Cache what was read even when the inspection failed or ran out of time: the
-			// next attempt goes on from there instead of reading it all again.
-			var cancel context.CancelFunc
-			fctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-			defer cancel()
-		}
-		if ferr := r.flush(fctx); ferr != nil {
-			err = errors.Join(err, fmt.Errorf("cache manifests: %w", ferr))
-		}
-	}()
+// describe is what the metadata file itself says: its log, statistics files and partition specs.
+func describe(meta table.Metadata, metadataLocation string) Inspection {
 	in := Inspection{MetadataLocation: metadataLocation, Snapshots: []Snapshot{}, MetadataLog: []MetadataFile{}, Properties: meta.Properties()}
 	for m := range meta.PreviousFiles() {
 		in.MetadataLog = append(in.MetadataLog, MetadataFile{Path: m.MetadataFile, At: time.UnixMilli(m.TimestampMs).UTC()})
@@ -46,12 +33,14 @@ func inspect(ctx context.Context, r *reader, meta table.Metadata, metadataLocati
 		}
 		in.Specs = append(in.Specs, sp)
 	}
+	return in
+}
 
-	acc := newHealthAcc(in.Specs, small)
-	tableUUID := meta.TableUUID().String()
+// snapshotOrder is the order snapshots are read in (the current one first) and the current
+// snapshot's ID (nil when the table has none).
+func snapshotOrder(meta table.Metadata, snaps []table.Snapshot) ([]int, *int64) {
 	var curID *int64
 	cur := meta.CurrentSnapshot()
-	snaps := meta.Snapshots()
 	order := make([]int, 0, len(snaps))
 	for i, s := range snaps {
 		if cur != nil && s.SnapshotID == cur.SnapshotID {
@@ -62,6 +51,29 @@ func inspect(ctx context.Context, r *reader, meta table.Metadata, metadataLocati
 			order = append(order, i)
 		}
 	}
+	return order, curID
+}
+
+func inspect(ctx context.Context, r *reader, meta table.Metadata, metadataLocation string, small int64, now time.Time) (_ Inspection, _ Health, err error) {
+	r.batch = true
+	defer func() {
+		fctx := ctx
+		if err != nil {
+			// Cache what was read even when the inspection failed or ran out of time: the
+			// next attempt goes on from there instead of reading it all again.
+			var cancel context.CancelFunc
+			fctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancel()
+		}
+		if ferr := r.flush(fctx); ferr != nil {
+			err = errors.Join(err, fmt.Errorf("cache manifests: %w", ferr))
+		}
+	}()
+	in := describe(meta, metadataLocation)
+	acc := newHealthAcc(in.Specs, small)
+	tableUUID := meta.TableUUID().String()
+	snaps := meta.Snapshots()
+	order, curID := snapshotOrder(meta, snaps)
 	heads := map[int64][]string{}
 	for name, ref := range meta.Refs() {
 		heads[ref.SnapshotID] = append(heads[ref.SnapshotID], name)
