@@ -89,13 +89,8 @@ func changedWindows(ctx context.Context, tbl *table.Table, cur *table.Snapshot, 
 	if !ok {
 		return nil, false, nil
 	}
-	var unit time.Duration
-	switch field.Type.(type) {
-	case iceberg.TimestampType, iceberg.TimestampTzType:
-		unit = time.Microsecond
-	case iceberg.TimestampNsType, iceberg.TimestampTzNsType:
-		unit = time.Nanosecond
-	default:
+	unit, ok := timeUnit(field.Type)
+	if !ok {
 		return nil, false, nil
 	}
 	var since []*table.Snapshot
@@ -113,12 +108,6 @@ func changedWindows(ctx context.Context, tbl *table.Table, cur *table.Snapshot, 
 		return nil, false, err
 	}
 	changed := map[int64]bool{}
-	at := func(b []byte) (time.Time, bool) {
-		if len(b) != 8 {
-			return time.Time{}, false
-		}
-		return time.Unix(0, 0).Add(time.Duration(int64(binary.LittleEndian.Uint64(b))) * unit).UTC(), true
-	}
 	for _, snap := range since {
 		mfs, err := snap.Manifests(fs)
 		if err != nil {
@@ -139,8 +128,8 @@ func changedWindows(ctx context.Context, tbl *table.Table, cur *table.Snapshot, 
 					continue
 				}
 				df := e.DataFile()
-				lo, ok1 := at(df.LowerBoundValues()[field.ID])
-				hi, ok2 := at(df.UpperBoundValues()[field.ID])
+				lo, ok1 := boundAt(df.LowerBoundValues()[field.ID], unit)
+				hi, ok2 := boundAt(df.UpperBoundValues()[field.ID], unit)
 				if !ok1 || !ok2 || hi.Before(lo) {
 					return nil, false, nil
 				}
@@ -246,11 +235,7 @@ func (s *Service) nameSnapshots(ctx context.Context, m Migration, ws []WindowRes
 	if snap == nil || !ok {
 		return nil
 	}
-	unit := time.Microsecond
-	switch field.Type.(type) {
-	case iceberg.TimestampNsType, iceberg.TimestampTzNsType:
-		unit = time.Nanosecond
-	}
+	unit, timed := timeUnit(field.Type) // untimed: every file is named for every window
 	fs, err := tbl.FS(ctx)
 	if err != nil {
 		return err
@@ -269,15 +254,12 @@ func (s *Service) nameSnapshots(ctx context.Context, m Migration, ws []WindowRes
 				return err
 			}
 			df := e.DataFile()
-			lo, hi := df.LowerBoundValues()[field.ID], df.UpperBoundValues()[field.ID]
+			lo, ok1 := boundAt(df.LowerBoundValues()[field.ID], unit)
+			hi, ok2 := boundAt(df.UpperBoundValues()[field.ID], unit)
 			for w := range dup {
 				st, end := windowStart(&m.Spec, w), windowStart(&m.Spec, w+1)
-				if len(lo) == 8 && len(hi) == 8 {
-					l := time.Unix(0, 0).Add(time.Duration(int64(binary.LittleEndian.Uint64(lo))) * unit)
-					h := time.Unix(0, 0).Add(time.Duration(int64(binary.LittleEndian.Uint64(hi))) * unit)
-					if h.Before(st) || !l.Before(end) {
-						continue
-					}
+				if timed && ok1 && ok2 && (hi.Before(st) || !lo.Before(end)) {
+					continue
 				}
 				if added[w] == nil {
 					added[w] = map[int64]bool{}
@@ -302,6 +284,26 @@ func (s *Service) nameSnapshots(ctx context.Context, m Migration, ws []WindowRes
 		ws[dup[w]].Snapshots = refs[:min(len(refs), maxWriters)]
 	}
 	return nil
+}
+
+// timeUnit is the unit of an Iceberg timestamp type's values; false for other types.
+func timeUnit(t iceberg.Type) (time.Duration, bool) {
+	switch t.(type) {
+	case iceberg.TimestampType, iceberg.TimestampTzType:
+		return time.Microsecond, true
+	case iceberg.TimestampNsType, iceberg.TimestampTzNsType:
+		return time.Nanosecond, true
+	}
+	return 0, false
+}
+
+// boundAt reads a data file's lower or upper bound of a timestamp column (8 bytes, little
+// endian, in unit); false when the file has none.
+func boundAt(b []byte, unit time.Duration) (time.Time, bool) {
+	if len(b) != 8 {
+		return time.Time{}, false
+	}
+	return time.Unix(0, 0).Add(time.Duration(int64(binary.LittleEndian.Uint64(b))) * unit).UTC(), true
 }
 
 // snapshotOf is the snapshot an Iceberg reader pinned, for the run's cost.

@@ -344,6 +344,19 @@ func TestCanonicalFormAcrossTypes(t *testing.T) {
 		lake := tablestest.NewLake(t)
 		tbl, err := lake.Cat.CreateTable(ctx, table.Identifier{"db", "facts"}, schema)
 		must(t, err)
+		oldSide := func(f fact) {
+			t.Helper()
+			var amount any
+			if f.amount != nil {
+				amount = fmt.Sprintf("%d.%04d", *f.amount/10000, abs(*f.amount%10000))
+				if *f.amount < 0 && *f.amount > -10000 {
+					amount = fmt.Sprintf("-0.%04d", abs(*f.amount))
+				}
+			}
+			_, err := pg.ExecContext(ctx, `INSERT INTO public.facts VALUES ($1, $2, $3, $4, $5::date, $6::timestamp, $7, $8)`, f.id, f.at,
+				f.n, f.ok, dateArg(f.d), localArg(f.local), amount, f.name)
+			must(t, err)
+		}
 		write := func(fs []fact) {
 			t.Helper()
 			_, err := pg.ExecContext(ctx, `TRUNCATE public.facts`)
@@ -353,16 +366,7 @@ func TestCanonicalFormAcrossTypes(t *testing.T) {
 			rb := array.NewRecordBuilder(memory.DefaultAllocator, sc)
 			defer rb.Release()
 			for _, f := range fs {
-				var amount any
-				if f.amount != nil {
-					amount = fmt.Sprintf("%d.%04d", *f.amount/10000, abs(*f.amount%10000))
-					if *f.amount < 0 && *f.amount > -10000 {
-						amount = fmt.Sprintf("-0.%04d", abs(*f.amount))
-					}
-				}
-				_, err := pg.ExecContext(ctx, `INSERT INTO public.facts VALUES ($1, $2, $3, $4, $5::date, $6::timestamp, $7, $8)`, f.id, f.at,
-					f.n, f.ok, dateArg(f.d), localArg(f.local), amount, f.name)
-				must(t, err)
+				oldSide(f)
 				rb.Field(0).(*array.Int64Builder).Append(f.id)
 				rb.Field(1).(*array.TimestampBuilder).Append(arrow.Timestamp(f.at.UnixMicro()))
 				appendOr(rb.Field(2), f.n == nil, func() { rb.Field(2).(*array.Int32Builder).Append(*f.n) })
@@ -415,16 +419,7 @@ func TestCanonicalFormAcrossTypes(t *testing.T) {
 			_, err := pg.ExecContext(ctx, `TRUNCATE public.facts`)
 			must(t, err)
 			for _, f := range facts {
-				var amount any
-				if f.amount != nil {
-					amount = fmt.Sprintf("%d.%04d", *f.amount/10000, abs(*f.amount%10000))
-					if *f.amount < 0 && *f.amount > -10000 {
-						amount = fmt.Sprintf("-0.%04d", abs(*f.amount))
-					}
-				}
-				_, err := pg.ExecContext(ctx, `INSERT INTO public.facts VALUES ($1, $2, $3, $4, $5::date, $6::timestamp, $7, $8)`, f.id, f.at,
-					f.n, f.ok, dateArg(f.d), localArg(f.local), amount, f.name)
-				must(t, err)
+				oldSide(f)
 			}
 			c.Set(c.Now().Add(time.Minute))
 			r, err := svc.Reconcile(ctx, m.ID)
