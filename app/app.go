@@ -30,6 +30,7 @@ import (
 	"github.com/tidemark/tidemark/internal/loop"
 	"github.com/tidemark/tidemark/lineage"
 	"github.com/tidemark/tidemark/reconcile"
+	"github.com/tidemark/tidemark/restcatalog"
 	"github.com/tidemark/tidemark/tables"
 	"github.com/tidemark/tidemark/usage"
 	"github.com/tidemark/tidemark/web"
@@ -38,6 +39,10 @@ import (
 // UnusedDownstreamDepth is how many lineage hops downstream the cleanup bot looks for reads
 // before it calls an asset unused: a table nobody queries may still feed one people read.
 const UnusedDownstreamDepth = 5
+
+// PendingCommitAge is how long a served table's commit may stay pending before it is settled:
+// far longer than writing one metadata file and swapping a pointer take.
+const PendingCommitAge = 5 * time.Minute
 
 // Config is what the services are built with.
 type Config struct {
@@ -258,7 +263,23 @@ func (a *App) Handler(api handlers.Config, ui web.Config) (*handlers.API, error)
 	for _, p := range web.Routes {
 		h.Echo.Any(p, echo.WrapHandler(pages))
 	}
+	if len(a.Tables.Warehouses()) > 0 {
+		restcatalog.Mount(h.Echo, restcatalog.Config{Tables: a.Tables, Tokens: tokens, Logger: a.Log, AuthReads: api.AuthReads,
+			NoAuth: api.NoAuth, RecordUse: a.recordServedUse})
+	}
 	return h, nil
+}
+
+// recordServedUse keeps a served table's commit (a write) or scan report (a read) in its usage.
+func (a *App) recordServedUse(ctx context.Context, asset uuid.UUID, kind, actor, key string, at time.Time) error {
+	res, err := a.Usage.Record(ctx, []usage.Record{{AssetID: asset, Kind: kind, Actor: actor, At: at, Source: "iceberg-rest", IdempotencyKey: key}})
+	if err != nil {
+		return err
+	}
+	if len(res) == 1 && res[0].Status == usage.StatusRefused {
+		return fmt.Errorf("app: usage refused the record: %s", res[0].Reason)
+	}
+	return nil
 }
 
 // Serve answers on ln with srv and runs the background work on sched until ctx ends. Then the
@@ -344,6 +365,19 @@ func (a *App) background(g *errgroup.Group, ctx context.Context, s Schedule) {
 		run(func(ctx context.Context) { loop.Every(ctx, s.CleanupEvery, false, a.proposeAndExecute) })
 	}
 	run(func(ctx context.Context) { a.Cleanup.RunDispatcher(ctx, s.Dispatch) })
+	if len(a.Tables.Warehouses()) > 0 {
+		// A commit pending this long stopped between its metadata write and its swap: settle it,
+		// so its file is known as a leftover (or, were it swapped, as committed).
+		run(func(ctx context.Context) {
+			loop.Every(ctx, time.Minute, true, func(ctx context.Context) {
+				if n, err := a.Tables.ResolvePending(ctx, PendingCommitAge); err != nil && ctx.Err() == nil {
+					log.Warn("settling pending Iceberg commits failed; will retry", "err", err)
+				} else if n > 0 {
+					log.Info("settled pending Iceberg commits", "count", n)
+				}
+			})
+		})
+	}
 	if s.Reconcile > 0 {
 		log.Info("reconciliation runs scheduled", "interval", s.Reconcile.String())
 		run(func(ctx context.Context) { a.Reconcile.Run(ctx, time.Minute, s.Reconcile) })

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -149,6 +150,15 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 		if cfg.tables.catalogs == "" {
 			cfg.tables.catalogs = path
 		}
+	}
+	if cfg.tables.warehouses == "" {
+		// The quick start serves one warehouse beside the database, so an engine can commit at once.
+		dir, err := filepath.Abs(filepath.Join(cfg.db.dataDir, "warehouse"))
+		if err != nil {
+			store.Close()
+			return err
+		}
+		cfg.tables.warehouses = "default=" + dir
 	}
 	acfg, err := cfg.tables.appConfig(log)
 	if err != nil {

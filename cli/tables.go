@@ -28,6 +28,7 @@ type tablesConfig struct {
 	roots      string
 	ambient    bool
 	fileLimit  int64
+	warehouses string
 }
 
 func (c *tablesConfig) register(fs *flag.FlagSet) {
@@ -36,6 +37,7 @@ func (c *tablesConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.roots, "warehouse-roots", "", "comma-separated locations (paths, file:// or s3:// URIs) under which tables may be registered by metadata location; the catalog connections' warehouses are roots too (TIDEMARK_WAREHOUSE_ROOTS)")
 	fs.BoolVar(&c.ambient, "io-ambient-credentials", false, "let tables registered on object stores use this machine's own credentials (environment, profiles, instance metadata) when io_properties name none (TIDEMARK_IO_AMBIENT_CREDENTIALS)")
 	fs.Int64Var(&c.fileLimit, "table-file-limit", tables.DefaultFileLimit, "largest Iceberg metadata, manifest list or manifest file read, in bytes (TIDEMARK_TABLE_FILE_LIMIT)")
+	fs.StringVar(&c.warehouses, "iceberg-warehouses", "", "comma-separated NAME=LOCATION warehouses served over the Iceberg REST catalog protocol at /iceberg (serve's default: default=<data-dir>/warehouse; none serves none) (TIDEMARK_ICEBERG_WAREHOUSES)")
 	fs.Int64Var(&c.smallFile, "small-file-size", tables.DefaultSmallFile, "data files below this many bytes count as small in table health (TIDEMARK_SMALL_FILE_SIZE)")
 }
 
@@ -52,6 +54,11 @@ func (c *tablesConfig) appConfig(log *slog.Logger) (app.Config, error) {
 			cfg.Tables = append(cfg.Tables, tables.WithWarehouseRoots(r))
 		}
 	}
+	ws, err := parseWarehouses(c.warehouses)
+	if err != nil {
+		return app.Config{}, err
+	}
+	cfg.Tables = append(cfg.Tables, tables.WithWarehouses(ws...))
 	if c.catalogs != "" {
 		more, conns, err := tables.LoadConfig(c.catalogs)
 		if err != nil {
@@ -260,4 +267,20 @@ func printSync(w io.Writer, r tables.SyncReport) {
 			fmt.Fprintf(w, "  FAILED         %s: %s\n", ch.Identifier, ch.Error)
 		}
 	}
+}
+
+// parseWarehouses reads NAME=LOCATION pairs; "none" is no warehouse.
+func parseWarehouses(v string) ([]tables.Warehouse, error) {
+	if v = strings.TrimSpace(v); v == "" || v == "none" {
+		return nil, nil
+	}
+	var out []tables.Warehouse
+	for _, part := range strings.Split(v, ",") {
+		name, loc, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if !ok || strings.TrimSpace(name) == "" || strings.TrimSpace(loc) == "" {
+			return nil, fmt.Errorf("--iceberg-warehouses: %q is not NAME=LOCATION (e.g. main=s3://bucket/warehouse or main=/srv/warehouse)", part)
+		}
+		out = append(out, tables.Warehouse{Name: strings.TrimSpace(name), Location: strings.TrimSpace(loc)})
+	}
+	return out, nil
 }

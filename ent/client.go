@@ -32,8 +32,11 @@ import (
 	"github.com/tidemark/tidemark/ent/datasetmigration"
 	"github.com/tidemark/tidemark/ent/externalid"
 	"github.com/tidemark/tidemark/ent/glossaryterm"
+	"github.com/tidemark/tidemark/ent/icebergcommit"
+	"github.com/tidemark/tidemark/ent/iceberginventoryfile"
 	"github.com/tidemark/tidemark/ent/icebergmanifest"
 	"github.com/tidemark/tidemark/ent/icebergmanifestlist"
+	"github.com/tidemark/tidemark/ent/icebergnamespace"
 	"github.com/tidemark/tidemark/ent/icebergtable"
 	"github.com/tidemark/tidemark/ent/idempotencykey"
 	"github.com/tidemark/tidemark/ent/label"
@@ -106,10 +109,16 @@ type Client struct {
 	ExternalID *ExternalIDClient
 	// GlossaryTerm is the client for interacting with the GlossaryTerm builders.
 	GlossaryTerm *GlossaryTermClient
+	// IcebergCommit is the client for interacting with the IcebergCommit builders.
+	IcebergCommit *IcebergCommitClient
+	// IcebergInventoryFile is the client for interacting with the IcebergInventoryFile builders.
+	IcebergInventoryFile *IcebergInventoryFileClient
 	// IcebergManifest is the client for interacting with the IcebergManifest builders.
 	IcebergManifest *IcebergManifestClient
 	// IcebergManifestList is the client for interacting with the IcebergManifestList builders.
 	IcebergManifestList *IcebergManifestListClient
+	// IcebergNamespace is the client for interacting with the IcebergNamespace builders.
+	IcebergNamespace *IcebergNamespaceClient
 	// IcebergTable is the client for interacting with the IcebergTable builders.
 	IcebergTable *IcebergTableClient
 	// IdempotencyKey is the client for interacting with the IdempotencyKey builders.
@@ -199,8 +208,11 @@ func (c *Client) init() {
 	c.DatasetMigration = NewDatasetMigrationClient(c.config)
 	c.ExternalID = NewExternalIDClient(c.config)
 	c.GlossaryTerm = NewGlossaryTermClient(c.config)
+	c.IcebergCommit = NewIcebergCommitClient(c.config)
+	c.IcebergInventoryFile = NewIcebergInventoryFileClient(c.config)
 	c.IcebergManifest = NewIcebergManifestClient(c.config)
 	c.IcebergManifestList = NewIcebergManifestListClient(c.config)
+	c.IcebergNamespace = NewIcebergNamespaceClient(c.config)
 	c.IcebergTable = NewIcebergTableClient(c.config)
 	c.IdempotencyKey = NewIdempotencyKeyClient(c.config)
 	c.Label = NewLabelClient(c.config)
@@ -340,8 +352,11 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		DatasetMigration:      NewDatasetMigrationClient(cfg),
 		ExternalID:            NewExternalIDClient(cfg),
 		GlossaryTerm:          NewGlossaryTermClient(cfg),
+		IcebergCommit:         NewIcebergCommitClient(cfg),
+		IcebergInventoryFile:  NewIcebergInventoryFileClient(cfg),
 		IcebergManifest:       NewIcebergManifestClient(cfg),
 		IcebergManifestList:   NewIcebergManifestListClient(cfg),
+		IcebergNamespace:      NewIcebergNamespaceClient(cfg),
 		IcebergTable:          NewIcebergTableClient(cfg),
 		IdempotencyKey:        NewIdempotencyKeyClient(cfg),
 		Label:                 NewLabelClient(cfg),
@@ -408,8 +423,11 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		DatasetMigration:      NewDatasetMigrationClient(cfg),
 		ExternalID:            NewExternalIDClient(cfg),
 		GlossaryTerm:          NewGlossaryTermClient(cfg),
+		IcebergCommit:         NewIcebergCommitClient(cfg),
+		IcebergInventoryFile:  NewIcebergInventoryFileClient(cfg),
 		IcebergManifest:       NewIcebergManifestClient(cfg),
 		IcebergManifestList:   NewIcebergManifestListClient(cfg),
+		IcebergNamespace:      NewIcebergNamespaceClient(cfg),
 		IcebergTable:          NewIcebergTableClient(cfg),
 		IdempotencyKey:        NewIdempotencyKeyClient(cfg),
 		Label:                 NewLabelClient(cfg),
@@ -473,14 +491,15 @@ func (c *Client) Use(hooks ...Hook) {
 		c.APIToken, c.Asset, c.AssetFacet, c.AssetName, c.AuditEvent, c.Classification,
 		c.CleanupExemption, c.CleanupLease, c.CleanupObservation, c.CleanupScan,
 		c.CleanupShardWalk, c.Column, c.ColumnEdge, c.DatasetMigration, c.ExternalID,
-		c.GlossaryTerm, c.IcebergManifest, c.IcebergManifestList, c.IcebergTable,
-		c.IdempotencyKey, c.Label, c.LineageEdge, c.LineageEvent, c.LineageState,
-		c.MigrationEvent, c.OutboxMessage, c.Owner, c.Proposal, c.ProposalFile,
-		c.ProposalStep, c.ReconciliationFinding, c.ReconciliationRun,
-		c.ReconciliationWindow, c.Run, c.RunIO, c.SchemaChange, c.SearchDoc,
-		c.SearchFacet, c.SuggestionDecision, c.TableSync, c.UsageActorDaily,
-		c.UsageActorMonthly, c.UsageDaily, c.UsageEvent, c.UsageJobDaily, c.UsageName,
-		c.UsagePending, c.WebSession, c.Webhook,
+		c.GlossaryTerm, c.IcebergCommit, c.IcebergInventoryFile, c.IcebergManifest,
+		c.IcebergManifestList, c.IcebergNamespace, c.IcebergTable, c.IdempotencyKey,
+		c.Label, c.LineageEdge, c.LineageEvent, c.LineageState, c.MigrationEvent,
+		c.OutboxMessage, c.Owner, c.Proposal, c.ProposalFile, c.ProposalStep,
+		c.ReconciliationFinding, c.ReconciliationRun, c.ReconciliationWindow, c.Run,
+		c.RunIO, c.SchemaChange, c.SearchDoc, c.SearchFacet, c.SuggestionDecision,
+		c.TableSync, c.UsageActorDaily, c.UsageActorMonthly, c.UsageDaily,
+		c.UsageEvent, c.UsageJobDaily, c.UsageName, c.UsagePending, c.WebSession,
+		c.Webhook,
 	} {
 		n.Use(hooks...)
 	}
@@ -493,14 +512,15 @@ func (c *Client) Intercept(interceptors ...Interceptor) {
 		c.APIToken, c.Asset, c.AssetFacet, c.AssetName, c.AuditEvent, c.Classification,
 		c.CleanupExemption, c.CleanupLease, c.CleanupObservation, c.CleanupScan,
 		c.CleanupShardWalk, c.Column, c.ColumnEdge, c.DatasetMigration, c.ExternalID,
-		c.GlossaryTerm, c.IcebergManifest, c.IcebergManifestList, c.IcebergTable,
-		c.IdempotencyKey, c.Label, c.LineageEdge, c.LineageEvent, c.LineageState,
-		c.MigrationEvent, c.OutboxMessage, c.Owner, c.Proposal, c.ProposalFile,
-		c.ProposalStep, c.ReconciliationFinding, c.ReconciliationRun,
-		c.ReconciliationWindow, c.Run, c.RunIO, c.SchemaChange, c.SearchDoc,
-		c.SearchFacet, c.SuggestionDecision, c.TableSync, c.UsageActorDaily,
-		c.UsageActorMonthly, c.UsageDaily, c.UsageEvent, c.UsageJobDaily, c.UsageName,
-		c.UsagePending, c.WebSession, c.Webhook,
+		c.GlossaryTerm, c.IcebergCommit, c.IcebergInventoryFile, c.IcebergManifest,
+		c.IcebergManifestList, c.IcebergNamespace, c.IcebergTable, c.IdempotencyKey,
+		c.Label, c.LineageEdge, c.LineageEvent, c.LineageState, c.MigrationEvent,
+		c.OutboxMessage, c.Owner, c.Proposal, c.ProposalFile, c.ProposalStep,
+		c.ReconciliationFinding, c.ReconciliationRun, c.ReconciliationWindow, c.Run,
+		c.RunIO, c.SchemaChange, c.SearchDoc, c.SearchFacet, c.SuggestionDecision,
+		c.TableSync, c.UsageActorDaily, c.UsageActorMonthly, c.UsageDaily,
+		c.UsageEvent, c.UsageJobDaily, c.UsageName, c.UsagePending, c.WebSession,
+		c.Webhook,
 	} {
 		n.Intercept(interceptors...)
 	}
@@ -541,10 +561,16 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.ExternalID.mutate(ctx, m)
 	case *GlossaryTermMutation:
 		return c.GlossaryTerm.mutate(ctx, m)
+	case *IcebergCommitMutation:
+		return c.IcebergCommit.mutate(ctx, m)
+	case *IcebergInventoryFileMutation:
+		return c.IcebergInventoryFile.mutate(ctx, m)
 	case *IcebergManifestMutation:
 		return c.IcebergManifest.mutate(ctx, m)
 	case *IcebergManifestListMutation:
 		return c.IcebergManifestList.mutate(ctx, m)
+	case *IcebergNamespaceMutation:
+		return c.IcebergNamespace.mutate(ctx, m)
 	case *IcebergTableMutation:
 		return c.IcebergTable.mutate(ctx, m)
 	case *IdempotencyKeyMutation:
@@ -2821,6 +2847,272 @@ func (c *GlossaryTermClient) mutate(ctx context.Context, m *GlossaryTermMutation
 	}
 }
 
+// IcebergCommitClient is a client for the IcebergCommit schema.
+type IcebergCommitClient struct {
+	config
+}
+
+// NewIcebergCommitClient returns a client for the IcebergCommit from the given config.
+func NewIcebergCommitClient(c config) *IcebergCommitClient {
+	return &IcebergCommitClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `icebergcommit.Hooks(f(g(h())))`.
+func (c *IcebergCommitClient) Use(hooks ...Hook) {
+	c.hooks.IcebergCommit = append(c.hooks.IcebergCommit, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `icebergcommit.Intercept(f(g(h())))`.
+func (c *IcebergCommitClient) Intercept(interceptors ...Interceptor) {
+	c.inters.IcebergCommit = append(c.inters.IcebergCommit, interceptors...)
+}
+
+// Create returns a builder for creating a IcebergCommit entity.
+func (c *IcebergCommitClient) Create() *IcebergCommitCreate {
+	mutation := newIcebergCommitMutation(c.config, OpCreate)
+	return &IcebergCommitCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of IcebergCommit entities.
+func (c *IcebergCommitClient) CreateBulk(builders ...*IcebergCommitCreate) *IcebergCommitCreateBulk {
+	return &IcebergCommitCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *IcebergCommitClient) MapCreateBulk(slice any, setFunc func(*IcebergCommitCreate, int)) *IcebergCommitCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &IcebergCommitCreateBulk{err: fmt.Errorf("calling to IcebergCommitClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*IcebergCommitCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &IcebergCommitCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for IcebergCommit.
+func (c *IcebergCommitClient) Update() *IcebergCommitUpdate {
+	mutation := newIcebergCommitMutation(c.config, OpUpdate)
+	return &IcebergCommitUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *IcebergCommitClient) UpdateOne(_m *IcebergCommit) *IcebergCommitUpdateOne {
+	mutation := newIcebergCommitMutation(c.config, OpUpdateOne, withIcebergCommit(_m))
+	return &IcebergCommitUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *IcebergCommitClient) UpdateOneID(id uuid.UUID) *IcebergCommitUpdateOne {
+	mutation := newIcebergCommitMutation(c.config, OpUpdateOne, withIcebergCommitID(id))
+	return &IcebergCommitUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for IcebergCommit.
+func (c *IcebergCommitClient) Delete() *IcebergCommitDelete {
+	mutation := newIcebergCommitMutation(c.config, OpDelete)
+	return &IcebergCommitDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *IcebergCommitClient) DeleteOne(_m *IcebergCommit) *IcebergCommitDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *IcebergCommitClient) DeleteOneID(id uuid.UUID) *IcebergCommitDeleteOne {
+	builder := c.Delete().Where(icebergcommit.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &IcebergCommitDeleteOne{builder}
+}
+
+// Query returns a query builder for IcebergCommit.
+func (c *IcebergCommitClient) Query() *IcebergCommitQuery {
+	return &IcebergCommitQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeIcebergCommit},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a IcebergCommit entity by its id.
+func (c *IcebergCommitClient) Get(ctx context.Context, id uuid.UUID) (*IcebergCommit, error) {
+	return c.Query().Where(icebergcommit.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *IcebergCommitClient) GetX(ctx context.Context, id uuid.UUID) *IcebergCommit {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *IcebergCommitClient) Hooks() []Hook {
+	return c.hooks.IcebergCommit
+}
+
+// Interceptors returns the client interceptors.
+func (c *IcebergCommitClient) Interceptors() []Interceptor {
+	return c.inters.IcebergCommit
+}
+
+func (c *IcebergCommitClient) mutate(ctx context.Context, m *IcebergCommitMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&IcebergCommitCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&IcebergCommitUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&IcebergCommitUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&IcebergCommitDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown IcebergCommit mutation op: %q", m.Op())
+	}
+}
+
+// IcebergInventoryFileClient is a client for the IcebergInventoryFile schema.
+type IcebergInventoryFileClient struct {
+	config
+}
+
+// NewIcebergInventoryFileClient returns a client for the IcebergInventoryFile from the given config.
+func NewIcebergInventoryFileClient(c config) *IcebergInventoryFileClient {
+	return &IcebergInventoryFileClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `iceberginventoryfile.Hooks(f(g(h())))`.
+func (c *IcebergInventoryFileClient) Use(hooks ...Hook) {
+	c.hooks.IcebergInventoryFile = append(c.hooks.IcebergInventoryFile, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `iceberginventoryfile.Intercept(f(g(h())))`.
+func (c *IcebergInventoryFileClient) Intercept(interceptors ...Interceptor) {
+	c.inters.IcebergInventoryFile = append(c.inters.IcebergInventoryFile, interceptors...)
+}
+
+// Create returns a builder for creating a IcebergInventoryFile entity.
+func (c *IcebergInventoryFileClient) Create() *IcebergInventoryFileCreate {
+	mutation := newIcebergInventoryFileMutation(c.config, OpCreate)
+	return &IcebergInventoryFileCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of IcebergInventoryFile entities.
+func (c *IcebergInventoryFileClient) CreateBulk(builders ...*IcebergInventoryFileCreate) *IcebergInventoryFileCreateBulk {
+	return &IcebergInventoryFileCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *IcebergInventoryFileClient) MapCreateBulk(slice any, setFunc func(*IcebergInventoryFileCreate, int)) *IcebergInventoryFileCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &IcebergInventoryFileCreateBulk{err: fmt.Errorf("calling to IcebergInventoryFileClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*IcebergInventoryFileCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &IcebergInventoryFileCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for IcebergInventoryFile.
+func (c *IcebergInventoryFileClient) Update() *IcebergInventoryFileUpdate {
+	mutation := newIcebergInventoryFileMutation(c.config, OpUpdate)
+	return &IcebergInventoryFileUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *IcebergInventoryFileClient) UpdateOne(_m *IcebergInventoryFile) *IcebergInventoryFileUpdateOne {
+	mutation := newIcebergInventoryFileMutation(c.config, OpUpdateOne, withIcebergInventoryFile(_m))
+	return &IcebergInventoryFileUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *IcebergInventoryFileClient) UpdateOneID(id uuid.UUID) *IcebergInventoryFileUpdateOne {
+	mutation := newIcebergInventoryFileMutation(c.config, OpUpdateOne, withIcebergInventoryFileID(id))
+	return &IcebergInventoryFileUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for IcebergInventoryFile.
+func (c *IcebergInventoryFileClient) Delete() *IcebergInventoryFileDelete {
+	mutation := newIcebergInventoryFileMutation(c.config, OpDelete)
+	return &IcebergInventoryFileDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *IcebergInventoryFileClient) DeleteOne(_m *IcebergInventoryFile) *IcebergInventoryFileDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *IcebergInventoryFileClient) DeleteOneID(id uuid.UUID) *IcebergInventoryFileDeleteOne {
+	builder := c.Delete().Where(iceberginventoryfile.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &IcebergInventoryFileDeleteOne{builder}
+}
+
+// Query returns a query builder for IcebergInventoryFile.
+func (c *IcebergInventoryFileClient) Query() *IcebergInventoryFileQuery {
+	return &IcebergInventoryFileQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeIcebergInventoryFile},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a IcebergInventoryFile entity by its id.
+func (c *IcebergInventoryFileClient) Get(ctx context.Context, id uuid.UUID) (*IcebergInventoryFile, error) {
+	return c.Query().Where(iceberginventoryfile.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *IcebergInventoryFileClient) GetX(ctx context.Context, id uuid.UUID) *IcebergInventoryFile {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *IcebergInventoryFileClient) Hooks() []Hook {
+	return c.hooks.IcebergInventoryFile
+}
+
+// Interceptors returns the client interceptors.
+func (c *IcebergInventoryFileClient) Interceptors() []Interceptor {
+	return c.inters.IcebergInventoryFile
+}
+
+func (c *IcebergInventoryFileClient) mutate(ctx context.Context, m *IcebergInventoryFileMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&IcebergInventoryFileCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&IcebergInventoryFileUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&IcebergInventoryFileUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&IcebergInventoryFileDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown IcebergInventoryFile mutation op: %q", m.Op())
+	}
+}
+
 // IcebergManifestClient is a client for the IcebergManifest schema.
 type IcebergManifestClient struct {
 	config
@@ -3084,6 +3376,139 @@ func (c *IcebergManifestListClient) mutate(ctx context.Context, m *IcebergManife
 		return (&IcebergManifestListDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
 	default:
 		return nil, fmt.Errorf("ent: unknown IcebergManifestList mutation op: %q", m.Op())
+	}
+}
+
+// IcebergNamespaceClient is a client for the IcebergNamespace schema.
+type IcebergNamespaceClient struct {
+	config
+}
+
+// NewIcebergNamespaceClient returns a client for the IcebergNamespace from the given config.
+func NewIcebergNamespaceClient(c config) *IcebergNamespaceClient {
+	return &IcebergNamespaceClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `icebergnamespace.Hooks(f(g(h())))`.
+func (c *IcebergNamespaceClient) Use(hooks ...Hook) {
+	c.hooks.IcebergNamespace = append(c.hooks.IcebergNamespace, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `icebergnamespace.Intercept(f(g(h())))`.
+func (c *IcebergNamespaceClient) Intercept(interceptors ...Interceptor) {
+	c.inters.IcebergNamespace = append(c.inters.IcebergNamespace, interceptors...)
+}
+
+// Create returns a builder for creating a IcebergNamespace entity.
+func (c *IcebergNamespaceClient) Create() *IcebergNamespaceCreate {
+	mutation := newIcebergNamespaceMutation(c.config, OpCreate)
+	return &IcebergNamespaceCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of IcebergNamespace entities.
+func (c *IcebergNamespaceClient) CreateBulk(builders ...*IcebergNamespaceCreate) *IcebergNamespaceCreateBulk {
+	return &IcebergNamespaceCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *IcebergNamespaceClient) MapCreateBulk(slice any, setFunc func(*IcebergNamespaceCreate, int)) *IcebergNamespaceCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &IcebergNamespaceCreateBulk{err: fmt.Errorf("calling to IcebergNamespaceClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*IcebergNamespaceCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &IcebergNamespaceCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for IcebergNamespace.
+func (c *IcebergNamespaceClient) Update() *IcebergNamespaceUpdate {
+	mutation := newIcebergNamespaceMutation(c.config, OpUpdate)
+	return &IcebergNamespaceUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *IcebergNamespaceClient) UpdateOne(_m *IcebergNamespace) *IcebergNamespaceUpdateOne {
+	mutation := newIcebergNamespaceMutation(c.config, OpUpdateOne, withIcebergNamespace(_m))
+	return &IcebergNamespaceUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *IcebergNamespaceClient) UpdateOneID(id uuid.UUID) *IcebergNamespaceUpdateOne {
+	mutation := newIcebergNamespaceMutation(c.config, OpUpdateOne, withIcebergNamespaceID(id))
+	return &IcebergNamespaceUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for IcebergNamespace.
+func (c *IcebergNamespaceClient) Delete() *IcebergNamespaceDelete {
+	mutation := newIcebergNamespaceMutation(c.config, OpDelete)
+	return &IcebergNamespaceDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *IcebergNamespaceClient) DeleteOne(_m *IcebergNamespace) *IcebergNamespaceDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *IcebergNamespaceClient) DeleteOneID(id uuid.UUID) *IcebergNamespaceDeleteOne {
+	builder := c.Delete().Where(icebergnamespace.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &IcebergNamespaceDeleteOne{builder}
+}
+
+// Query returns a query builder for IcebergNamespace.
+func (c *IcebergNamespaceClient) Query() *IcebergNamespaceQuery {
+	return &IcebergNamespaceQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeIcebergNamespace},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a IcebergNamespace entity by its id.
+func (c *IcebergNamespaceClient) Get(ctx context.Context, id uuid.UUID) (*IcebergNamespace, error) {
+	return c.Query().Where(icebergnamespace.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *IcebergNamespaceClient) GetX(ctx context.Context, id uuid.UUID) *IcebergNamespace {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *IcebergNamespaceClient) Hooks() []Hook {
+	return c.hooks.IcebergNamespace
+}
+
+// Interceptors returns the client interceptors.
+func (c *IcebergNamespaceClient) Interceptors() []Interceptor {
+	return c.inters.IcebergNamespace
+}
+
+func (c *IcebergNamespaceClient) mutate(ctx context.Context, m *IcebergNamespaceMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&IcebergNamespaceCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&IcebergNamespaceUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&IcebergNamespaceUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&IcebergNamespaceDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown IcebergNamespace mutation op: %q", m.Op())
 	}
 }
 
@@ -7232,25 +7657,27 @@ type (
 		APIToken, Asset, AssetFacet, AssetName, AuditEvent, Classification,
 		CleanupExemption, CleanupLease, CleanupObservation, CleanupScan,
 		CleanupShardWalk, Column, ColumnEdge, DatasetMigration, ExternalID,
-		GlossaryTerm, IcebergManifest, IcebergManifestList, IcebergTable,
-		IdempotencyKey, Label, LineageEdge, LineageEvent, LineageState, MigrationEvent,
-		OutboxMessage, Owner, Proposal, ProposalFile, ProposalStep,
-		ReconciliationFinding, ReconciliationRun, ReconciliationWindow, Run, RunIO,
-		SchemaChange, SearchDoc, SearchFacet, SuggestionDecision, TableSync,
-		UsageActorDaily, UsageActorMonthly, UsageDaily, UsageEvent, UsageJobDaily,
-		UsageName, UsagePending, WebSession, Webhook []ent.Hook
+		GlossaryTerm, IcebergCommit, IcebergInventoryFile, IcebergManifest,
+		IcebergManifestList, IcebergNamespace, IcebergTable, IdempotencyKey, Label,
+		LineageEdge, LineageEvent, LineageState, MigrationEvent, OutboxMessage, Owner,
+		Proposal, ProposalFile, ProposalStep, ReconciliationFinding, ReconciliationRun,
+		ReconciliationWindow, Run, RunIO, SchemaChange, SearchDoc, SearchFacet,
+		SuggestionDecision, TableSync, UsageActorDaily, UsageActorMonthly, UsageDaily,
+		UsageEvent, UsageJobDaily, UsageName, UsagePending, WebSession,
+		Webhook []ent.Hook
 	}
 	inters struct {
 		APIToken, Asset, AssetFacet, AssetName, AuditEvent, Classification,
 		CleanupExemption, CleanupLease, CleanupObservation, CleanupScan,
 		CleanupShardWalk, Column, ColumnEdge, DatasetMigration, ExternalID,
-		GlossaryTerm, IcebergManifest, IcebergManifestList, IcebergTable,
-		IdempotencyKey, Label, LineageEdge, LineageEvent, LineageState, MigrationEvent,
-		OutboxMessage, Owner, Proposal, ProposalFile, ProposalStep,
-		ReconciliationFinding, ReconciliationRun, ReconciliationWindow, Run, RunIO,
-		SchemaChange, SearchDoc, SearchFacet, SuggestionDecision, TableSync,
-		UsageActorDaily, UsageActorMonthly, UsageDaily, UsageEvent, UsageJobDaily,
-		UsageName, UsagePending, WebSession, Webhook []ent.Interceptor
+		GlossaryTerm, IcebergCommit, IcebergInventoryFile, IcebergManifest,
+		IcebergManifestList, IcebergNamespace, IcebergTable, IdempotencyKey, Label,
+		LineageEdge, LineageEvent, LineageState, MigrationEvent, OutboxMessage, Owner,
+		Proposal, ProposalFile, ProposalStep, ReconciliationFinding, ReconciliationRun,
+		ReconciliationWindow, Run, RunIO, SchemaChange, SearchDoc, SearchFacet,
+		SuggestionDecision, TableSync, UsageActorDaily, UsageActorMonthly, UsageDaily,
+		UsageEvent, UsageJobDaily, UsageName, UsagePending, WebSession,
+		Webhook []ent.Interceptor
 	}
 )
 

@@ -28,8 +28,11 @@ import (
 	"github.com/tidemark/tidemark/ent/datasetmigration"
 	"github.com/tidemark/tidemark/ent/externalid"
 	"github.com/tidemark/tidemark/ent/glossaryterm"
+	"github.com/tidemark/tidemark/ent/icebergcommit"
+	"github.com/tidemark/tidemark/ent/iceberginventoryfile"
 	"github.com/tidemark/tidemark/ent/icebergmanifest"
 	"github.com/tidemark/tidemark/ent/icebergmanifestlist"
+	"github.com/tidemark/tidemark/ent/icebergnamespace"
 	"github.com/tidemark/tidemark/ent/icebergtable"
 	"github.com/tidemark/tidemark/ent/idempotencykey"
 	"github.com/tidemark/tidemark/ent/label"
@@ -137,8 +140,11 @@ func checkColumn(t, c string) error {
 			datasetmigration.Table:      datasetmigration.ValidColumn,
 			externalid.Table:            externalid.ValidColumn,
 			glossaryterm.Table:          glossaryterm.ValidColumn,
+			icebergcommit.Table:         icebergcommit.ValidColumn,
+			iceberginventoryfile.Table:  iceberginventoryfile.ValidColumn,
 			icebergmanifest.Table:       icebergmanifest.ValidColumn,
 			icebergmanifestlist.Table:   icebergmanifestlist.ValidColumn,
+			icebergnamespace.Table:      icebergnamespace.ValidColumn,
 			icebergtable.Table:          icebergtable.ValidColumn,
 			idempotencykey.Table:        idempotencykey.ValidColumn,
 			label.Table:                 label.ValidColumn,

@@ -52,6 +52,12 @@ type IcebergTable struct {
 	ListedAt *time.Time `json:"listed_at,omitempty"`
 	// ColumnsSchemaID holds the value of the "columns_schema_id" field.
 	ColumnsSchemaID *int `json:"columns_schema_id,omitempty"`
+	// Warehouse holds the value of the "warehouse" field.
+	Warehouse string `json:"warehouse,omitempty"`
+	// RestNamespace holds the value of the "rest_namespace" field.
+	RestNamespace *string `json:"rest_namespace,omitempty"`
+	// RestKey holds the value of the "rest_key" field.
+	RestKey *string `json:"rest_key,omitempty"`
 	// CreatedAt holds the value of the "created_at" field.
 	CreatedAt time.Time `json:"created_at,omitempty"`
 	// UpdatedAt holds the value of the "updated_at" field.
@@ -66,7 +72,7 @@ func (*IcebergTable) scanValues(columns []string) ([]any, error) {
 		switch columns[i] {
 		case icebergtable.FieldFormatVersion, icebergtable.FieldCurrentSnapshotID, icebergtable.FieldColumnsSchemaID:
 			values[i] = new(sql.NullInt64)
-		case icebergtable.FieldConnection, icebergtable.FieldIdentifier, icebergtable.FieldTableUUID, icebergtable.FieldLocation, icebergtable.FieldMetadataLocation, icebergtable.FieldInspection, icebergtable.FieldHealth, icebergtable.FieldError:
+		case icebergtable.FieldConnection, icebergtable.FieldIdentifier, icebergtable.FieldTableUUID, icebergtable.FieldLocation, icebergtable.FieldMetadataLocation, icebergtable.FieldInspection, icebergtable.FieldHealth, icebergtable.FieldError, icebergtable.FieldWarehouse, icebergtable.FieldRestNamespace, icebergtable.FieldRestKey:
 			values[i] = new(sql.NullString)
 		case icebergtable.FieldLastUpdatedAt, icebergtable.FieldRefreshedAt, icebergtable.FieldErrorAt, icebergtable.FieldGoneAt, icebergtable.FieldMissingAt, icebergtable.FieldListedAt, icebergtable.FieldCreatedAt, icebergtable.FieldUpdatedAt:
 			values[i] = new(sql.NullTime)
@@ -203,6 +209,26 @@ func (_m *IcebergTable) assignValues(columns []string, values []any) error {
 				_m.ColumnsSchemaID = new(int)
 				*_m.ColumnsSchemaID = int(value.Int64)
 			}
+		case icebergtable.FieldWarehouse:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field warehouse", values[i])
+			} else if value.Valid {
+				_m.Warehouse = value.String
+			}
+		case icebergtable.FieldRestNamespace:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field rest_namespace", values[i])
+			} else if value.Valid {
+				_m.RestNamespace = new(string)
+				*_m.RestNamespace = value.String
+			}
+		case icebergtable.FieldRestKey:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field rest_key", values[i])
+			} else if value.Valid {
+				_m.RestKey = new(string)
+				*_m.RestKey = value.String
+			}
 		case icebergtable.FieldCreatedAt:
 			if value, ok := values[i].(*sql.NullTime); !ok {
 				return fmt.Errorf("unexpected type %T for field created_at", values[i])
@@ -316,6 +342,19 @@ func (_m *IcebergTable) String() string {
 	if v := _m.ColumnsSchemaID; v != nil {
 		builder.WriteString("columns_schema_id=")
 		builder.WriteString(fmt.Sprintf("%v", *v))
+	}
+	builder.WriteString(", ")
+	builder.WriteString("warehouse=")
+	builder.WriteString(_m.Warehouse)
+	builder.WriteString(", ")
+	if v := _m.RestNamespace; v != nil {
+		builder.WriteString("rest_namespace=")
+		builder.WriteString(*v)
+	}
+	builder.WriteString(", ")
+	if v := _m.RestKey; v != nil {
+		builder.WriteString("rest_key=")
+		builder.WriteString(*v)
 	}
 	builder.WriteString(", ")
 	builder.WriteString("created_at=")

@@ -235,6 +235,48 @@ func (_c *IcebergTableCreate) SetNillableColumnsSchemaID(v *int) *IcebergTableCr
 	return _c
 }
 
+// SetWarehouse sets the "warehouse" field.
+func (_c *IcebergTableCreate) SetWarehouse(v string) *IcebergTableCreate {
+	_c.mutation.SetWarehouse(v)
+	return _c
+}
+
+// SetNillableWarehouse sets the "warehouse" field if the given value is not nil.
+func (_c *IcebergTableCreate) SetNillableWarehouse(v *string) *IcebergTableCreate {
+	if v != nil {
+		_c.SetWarehouse(*v)
+	}
+	return _c
+}
+
+// SetRestNamespace sets the "rest_namespace" field.
+func (_c *IcebergTableCreate) SetRestNamespace(v string) *IcebergTableCreate {
+	_c.mutation.SetRestNamespace(v)
+	return _c
+}
+
+// SetNillableRestNamespace sets the "rest_namespace" field if the given value is not nil.
+func (_c *IcebergTableCreate) SetNillableRestNamespace(v *string) *IcebergTableCreate {
+	if v != nil {
+		_c.SetRestNamespace(*v)
+	}
+	return _c
+}
+
+// SetRestKey sets the "rest_key" field.
+func (_c *IcebergTableCreate) SetRestKey(v string) *IcebergTableCreate {
+	_c.mutation.SetRestKey(v)
+	return _c
+}
+
+// SetNillableRestKey sets the "rest_key" field if the given value is not nil.
+func (_c *IcebergTableCreate) SetNillableRestKey(v *string) *IcebergTableCreate {
+	if v != nil {
+		_c.SetRestKey(*v)
+	}
+	return _c
+}
+
 // SetCreatedAt sets the "created_at" field.
 func (_c *IcebergTableCreate) SetCreatedAt(v time.Time) *IcebergTableCreate {
 	_c.mutation.SetCreatedAt(v)
@@ -312,6 +354,10 @@ func (_c *IcebergTableCreate) defaults() {
 		v := icebergtable.DefaultError
 		_c.mutation.SetError(v)
 	}
+	if _, ok := _c.mutation.Warehouse(); !ok {
+		v := icebergtable.DefaultWarehouse
+		_c.mutation.SetWarehouse(v)
+	}
 }
 
 // check runs all checks and user-defined validators on the builder.
@@ -342,6 +388,9 @@ func (_c *IcebergTableCreate) check() error {
 	}
 	if _, ok := _c.mutation.Error(); !ok {
 		return &ValidationError{Name: "error", err: errors.New(`ent: missing required field "IcebergTable.error"`)}
+	}
+	if _, ok := _c.mutation.Warehouse(); !ok {
+		return &ValidationError{Name: "warehouse", err: errors.New(`ent: missing required field "IcebergTable.warehouse"`)}
 	}
 	if _, ok := _c.mutation.CreatedAt(); !ok {
 		return &ValidationError{Name: "created_at", err: errors.New(`ent: missing required field "IcebergTable.created_at"`)}
@@ -451,6 +500,18 @@ func (_c *IcebergTableCreate) createSpec() (*IcebergTable, *sqlgraph.CreateSpec)
 	if value, ok := _c.mutation.ColumnsSchemaID(); ok {
 		_spec.SetField(icebergtable.FieldColumnsSchemaID, field.TypeInt, value)
 		_node.ColumnsSchemaID = &value
+	}
+	if value, ok := _c.mutation.Warehouse(); ok {
+		_spec.SetField(icebergtable.FieldWarehouse, field.TypeString, value)
+		_node.Warehouse = value
+	}
+	if value, ok := _c.mutation.RestNamespace(); ok {
+		_spec.SetField(icebergtable.FieldRestNamespace, field.TypeString, value)
+		_node.RestNamespace = &value
+	}
+	if value, ok := _c.mutation.RestKey(); ok {
+		_spec.SetField(icebergtable.FieldRestKey, field.TypeString, value)
+		_node.RestKey = &value
 	}
 	if value, ok := _c.mutation.CreatedAt(); ok {
 		_spec.SetField(icebergtable.FieldCreatedAt, field.TypeTime, value)

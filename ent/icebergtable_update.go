@@ -335,6 +335,60 @@ func (_u *IcebergTableUpdate) ClearColumnsSchemaID() *IcebergTableUpdate {
 	return _u
 }
 
+// SetWarehouse sets the "warehouse" field.
+func (_u *IcebergTableUpdate) SetWarehouse(v string) *IcebergTableUpdate {
+	_u.mutation.SetWarehouse(v)
+	return _u
+}
+
+// SetNillableWarehouse sets the "warehouse" field if the given value is not nil.
+func (_u *IcebergTableUpdate) SetNillableWarehouse(v *string) *IcebergTableUpdate {
+	if v != nil {
+		_u.SetWarehouse(*v)
+	}
+	return _u
+}
+
+// SetRestNamespace sets the "rest_namespace" field.
+func (_u *IcebergTableUpdate) SetRestNamespace(v string) *IcebergTableUpdate {
+	_u.mutation.SetRestNamespace(v)
+	return _u
+}
+
+// SetNillableRestNamespace sets the "rest_namespace" field if the given value is not nil.
+func (_u *IcebergTableUpdate) SetNillableRestNamespace(v *string) *IcebergTableUpdate {
+	if v != nil {
+		_u.SetRestNamespace(*v)
+	}
+	return _u
+}
+
+// ClearRestNamespace clears the value of the "rest_namespace" field.
+func (_u *IcebergTableUpdate) ClearRestNamespace() *IcebergTableUpdate {
+	_u.mutation.ClearRestNamespace()
+	return _u
+}
+
+// SetRestKey sets the "rest_key" field.
+func (_u *IcebergTableUpdate) SetRestKey(v string) *IcebergTableUpdate {
+	_u.mutation.SetRestKey(v)
+	return _u
+}
+
+// SetNillableRestKey sets the "rest_key" field if the given value is not nil.
+func (_u *IcebergTableUpdate) SetNillableRestKey(v *string) *IcebergTableUpdate {
+	if v != nil {
+		_u.SetRestKey(*v)
+	}
+	return _u
+}
+
+// ClearRestKey clears the value of the "rest_key" field.
+func (_u *IcebergTableUpdate) ClearRestKey() *IcebergTableUpdate {
+	_u.mutation.ClearRestKey()
+	return _u
+}
+
 // SetUpdatedAt sets the "updated_at" field.
 func (_u *IcebergTableUpdate) SetUpdatedAt(v time.Time) *IcebergTableUpdate {
 	_u.mutation.SetUpdatedAt(v)
@@ -473,6 +527,21 @@ func (_u *IcebergTableUpdate) sqlSave(ctx context.Context) (_node int, err error
 	}
 	if _u.mutation.ColumnsSchemaIDCleared() {
 		_spec.ClearField(icebergtable.FieldColumnsSchemaID, field.TypeInt)
+	}
+	if value, ok := _u.mutation.Warehouse(); ok {
+		_spec.SetField(icebergtable.FieldWarehouse, field.TypeString, value)
+	}
+	if value, ok := _u.mutation.RestNamespace(); ok {
+		_spec.SetField(icebergtable.FieldRestNamespace, field.TypeString, value)
+	}
+	if _u.mutation.RestNamespaceCleared() {
+		_spec.ClearField(icebergtable.FieldRestNamespace, field.TypeString)
+	}
+	if value, ok := _u.mutation.RestKey(); ok {
+		_spec.SetField(icebergtable.FieldRestKey, field.TypeString, value)
+	}
+	if _u.mutation.RestKeyCleared() {
+		_spec.ClearField(icebergtable.FieldRestKey, field.TypeString)
 	}
 	if value, ok := _u.mutation.UpdatedAt(); ok {
 		_spec.SetField(icebergtable.FieldUpdatedAt, field.TypeTime, value)
@@ -804,6 +873,60 @@ func (_u *IcebergTableUpdateOne) ClearColumnsSchemaID() *IcebergTableUpdateOne {
 	return _u
 }
 
+// SetWarehouse sets the "warehouse" field.
+func (_u *IcebergTableUpdateOne) SetWarehouse(v string) *IcebergTableUpdateOne {
+	_u.mutation.SetWarehouse(v)
+	return _u
+}
+
+// SetNillableWarehouse sets the "warehouse" field if the given value is not nil.
+func (_u *IcebergTableUpdateOne) SetNillableWarehouse(v *string) *IcebergTableUpdateOne {
+	if v != nil {
+		_u.SetWarehouse(*v)
+	}
+	return _u
+}
+
+// SetRestNamespace sets the "rest_namespace" field.
+func (_u *IcebergTableUpdateOne) SetRestNamespace(v string) *IcebergTableUpdateOne {
+	_u.mutation.SetRestNamespace(v)
+	return _u
+}
+
+// SetNillableRestNamespace sets the "rest_namespace" field if the given value is not nil.
+func (_u *IcebergTableUpdateOne) SetNillableRestNamespace(v *string) *IcebergTableUpdateOne {
+	if v != nil {
+		_u.SetRestNamespace(*v)
+	}
+	return _u
+}
+
+// ClearRestNamespace clears the value of the "rest_namespace" field.
+func (_u *IcebergTableUpdateOne) ClearRestNamespace() *IcebergTableUpdateOne {
+	_u.mutation.ClearRestNamespace()
+	return _u
+}
+
+// SetRestKey sets the "rest_key" field.
+func (_u *IcebergTableUpdateOne) SetRestKey(v string) *IcebergTableUpdateOne {
+	_u.mutation.SetRestKey(v)
+	return _u
+}
+
+// SetNillableRestKey sets the "rest_key" field if the given value is not nil.
+func (_u *IcebergTableUpdateOne) SetNillableRestKey(v *string) *IcebergTableUpdateOne {
+	if v != nil {
+		_u.SetRestKey(*v)
+	}
+	return _u
+}
+
+// ClearRestKey clears the value of the "rest_key" field.
+func (_u *IcebergTableUpdateOne) ClearRestKey() *IcebergTableUpdateOne {
+	_u.mutation.ClearRestKey()
+	return _u
+}
+
 // SetUpdatedAt sets the "updated_at" field.
 func (_u *IcebergTableUpdateOne) SetUpdatedAt(v time.Time) *IcebergTableUpdateOne {
 	_u.mutation.SetUpdatedAt(v)
@@ -972,6 +1095,21 @@ func (_u *IcebergTableUpdateOne) sqlSave(ctx context.Context) (_node *IcebergTab
 	}
 	if _u.mutation.ColumnsSchemaIDCleared() {
 		_spec.ClearField(icebergtable.FieldColumnsSchemaID, field.TypeInt)
+	}
+	if value, ok := _u.mutation.Warehouse(); ok {
+		_spec.SetField(icebergtable.FieldWarehouse, field.TypeString, value)
+	}
+	if value, ok := _u.mutation.RestNamespace(); ok {
+		_spec.SetField(icebergtable.FieldRestNamespace, field.TypeString, value)
+	}
+	if _u.mutation.RestNamespaceCleared() {
+		_spec.ClearField(icebergtable.FieldRestNamespace, field.TypeString)
+	}
+	if value, ok := _u.mutation.RestKey(); ok {
+		_spec.SetField(icebergtable.FieldRestKey, field.TypeString, value)
+	}
+	if _u.mutation.RestKeyCleared() {
+		_spec.ClearField(icebergtable.FieldRestKey, field.TypeString)
 	}
 	if value, ok := _u.mutation.UpdatedAt(); ok {
 		_spec.SetField(icebergtable.FieldUpdatedAt, field.TypeTime, value)

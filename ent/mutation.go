@@ -29,8 +29,11 @@ import (
 	"github.com/tidemark/tidemark/ent/datasetmigration"
 	"github.com/tidemark/tidemark/ent/externalid"
 	"github.com/tidemark/tidemark/ent/glossaryterm"
+	"github.com/tidemark/tidemark/ent/icebergcommit"
+	"github.com/tidemark/tidemark/ent/iceberginventoryfile"
 	"github.com/tidemark/tidemark/ent/icebergmanifest"
 	"github.com/tidemark/tidemark/ent/icebergmanifestlist"
+	"github.com/tidemark/tidemark/ent/icebergnamespace"
 	"github.com/tidemark/tidemark/ent/icebergtable"
 	"github.com/tidemark/tidemark/ent/idempotencykey"
 	"github.com/tidemark/tidemark/ent/label"
@@ -90,8 +93,11 @@ const (
 	TypeDatasetMigration      = "DatasetMigration"
 	TypeExternalID            = "ExternalID"
 	TypeGlossaryTerm          = "GlossaryTerm"
+	TypeIcebergCommit         = "IcebergCommit"
+	TypeIcebergInventoryFile  = "IcebergInventoryFile"
 	TypeIcebergManifest       = "IcebergManifest"
 	TypeIcebergManifestList   = "IcebergManifestList"
+	TypeIcebergNamespace      = "IcebergNamespace"
 	TypeIcebergTable          = "IcebergTable"
 	TypeIdempotencyKey        = "IdempotencyKey"
 	TypeLabel                 = "Label"
@@ -12252,6 +12258,2210 @@ func (m *GlossaryTermMutation) ResetEdge(name string) error {
 	return fmt.Errorf("unknown GlossaryTerm edge %s", name)
 }
 
+// IcebergCommitMutation represents an operation that mutates the IcebergCommit nodes in the graph.
+type IcebergCommitMutation struct {
+	config
+	op               Op
+	typ              string
+	id               *uuid.UUID
+	asset_id         *uuid.UUID
+	warehouse        *string
+	kind             *string
+	state            *string
+	base_location    *string
+	new_location     *string
+	snapshot_id      *int64
+	addsnapshot_id   *int64
+	reason           *string
+	idempotency_key  *string
+	transaction_id   *uuid.UUID
+	actor            *string
+	added_files      *int64
+	addadded_files   *int64
+	removed_files    *int64
+	addremoved_files *int64
+	added_bytes      *int64
+	addadded_bytes   *int64
+	started_at       *time.Time
+	finished_at      *time.Time
+	clearedFields    map[string]struct{}
+	done             bool
+	oldValue         func(context.Context) (*IcebergCommit, error)
+	predicates       []predicate.IcebergCommit
+}
+
+var _ ent.Mutation = (*IcebergCommitMutation)(nil)
+
+// icebergcommitOption allows management of the mutation configuration using functional options.
+type icebergcommitOption func(*IcebergCommitMutation)
+
+// newIcebergCommitMutation creates new mutation for the IcebergCommit entity.
+func newIcebergCommitMutation(c config, op Op, opts ...icebergcommitOption) *IcebergCommitMutation {
+	m := &IcebergCommitMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeIcebergCommit,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withIcebergCommitID sets the ID field of the mutation.
+func withIcebergCommitID(id uuid.UUID) icebergcommitOption {
+	return func(m *IcebergCommitMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *IcebergCommit
+		)
+		m.oldValue = func(ctx context.Context) (*IcebergCommit, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().IcebergCommit.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withIcebergCommit sets the old IcebergCommit of the mutation.
+func withIcebergCommit(node *IcebergCommit) icebergcommitOption {
+	return func(m *IcebergCommitMutation) {
+		m.oldValue = func(context.Context) (*IcebergCommit, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m IcebergCommitMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m IcebergCommitMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of IcebergCommit entities.
+func (m *IcebergCommitMutation) SetID(id uuid.UUID) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *IcebergCommitMutation) ID() (id uuid.UUID, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *IcebergCommitMutation) IDs(ctx context.Context) ([]uuid.UUID, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []uuid.UUID{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().IcebergCommit.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetAssetID sets the "asset_id" field.
+func (m *IcebergCommitMutation) SetAssetID(u uuid.UUID) {
+	m.asset_id = &u
+}
+
+// AssetID returns the value of the "asset_id" field in the mutation.
+func (m *IcebergCommitMutation) AssetID() (r uuid.UUID, exists bool) {
+	v := m.asset_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAssetID returns the old "asset_id" field's value of the IcebergCommit entity.
+// If the IcebergCommit object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergCommitMutation) OldAssetID(ctx context.Context) (v uuid.UUID, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAssetID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAssetID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAssetID: %w", err)
+	}
+	return oldValue.AssetID, nil
+}
+
+// ResetAssetID resets all changes to the "asset_id" field.
+func (m *IcebergCommitMutation) ResetAssetID() {
+	m.asset_id = nil
+}
+
+// SetWarehouse sets the "warehouse" field.
+func (m *IcebergCommitMutation) SetWarehouse(s string) {
+	m.warehouse = &s
+}
+
+// Warehouse returns the value of the "warehouse" field in the mutation.
+func (m *IcebergCommitMutation) Warehouse() (r string, exists bool) {
+	v := m.warehouse
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldWarehouse returns the old "warehouse" field's value of the IcebergCommit entity.
+// If the IcebergCommit object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergCommitMutation) OldWarehouse(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldWarehouse is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldWarehouse requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldWarehouse: %w", err)
+	}
+	return oldValue.Warehouse, nil
+}
+
+// ResetWarehouse resets all changes to the "warehouse" field.
+func (m *IcebergCommitMutation) ResetWarehouse() {
+	m.warehouse = nil
+}
+
+// SetKind sets the "kind" field.
+func (m *IcebergCommitMutation) SetKind(s string) {
+	m.kind = &s
+}
+
+// Kind returns the value of the "kind" field in the mutation.
+func (m *IcebergCommitMutation) Kind() (r string, exists bool) {
+	v := m.kind
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldKind returns the old "kind" field's value of the IcebergCommit entity.
+// If the IcebergCommit object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergCommitMutation) OldKind(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldKind is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldKind requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldKind: %w", err)
+	}
+	return oldValue.Kind, nil
+}
+
+// ResetKind resets all changes to the "kind" field.
+func (m *IcebergCommitMutation) ResetKind() {
+	m.kind = nil
+}
+
+// SetState sets the "state" field.
+func (m *IcebergCommitMutation) SetState(s string) {
+	m.state = &s
+}
+
+// State returns the value of the "state" field in the mutation.
+func (m *IcebergCommitMutation) State() (r string, exists bool) {
+	v := m.state
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldState returns the old "state" field's value of the IcebergCommit entity.
+// If the IcebergCommit object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergCommitMutation) OldState(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldState is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldState requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldState: %w", err)
+	}
+	return oldValue.State, nil
+}
+
+// ResetState resets all changes to the "state" field.
+func (m *IcebergCommitMutation) ResetState() {
+	m.state = nil
+}
+
+// SetBaseLocation sets the "base_location" field.
+func (m *IcebergCommitMutation) SetBaseLocation(s string) {
+	m.base_location = &s
+}
+
+// BaseLocation returns the value of the "base_location" field in the mutation.
+func (m *IcebergCommitMutation) BaseLocation() (r string, exists bool) {
+	v := m.base_location
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldBaseLocation returns the old "base_location" field's value of the IcebergCommit entity.
+// If the IcebergCommit object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergCommitMutation) OldBaseLocation(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldBaseLocation is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldBaseLocation requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldBaseLocation: %w", err)
+	}
+	return oldValue.BaseLocation, nil
+}
+
+// ResetBaseLocation resets all changes to the "base_location" field.
+func (m *IcebergCommitMutation) ResetBaseLocation() {
+	m.base_location = nil
+}
+
+// SetNewLocation sets the "new_location" field.
+func (m *IcebergCommitMutation) SetNewLocation(s string) {
+	m.new_location = &s
+}
+
+// NewLocation returns the value of the "new_location" field in the mutation.
+func (m *IcebergCommitMutation) NewLocation() (r string, exists bool) {
+	v := m.new_location
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldNewLocation returns the old "new_location" field's value of the IcebergCommit entity.
+// If the IcebergCommit object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergCommitMutation) OldNewLocation(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldNewLocation is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldNewLocation requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldNewLocation: %w", err)
+	}
+	return oldValue.NewLocation, nil
+}
+
+// ResetNewLocation resets all changes to the "new_location" field.
+func (m *IcebergCommitMutation) ResetNewLocation() {
+	m.new_location = nil
+}
+
+// SetSnapshotID sets the "snapshot_id" field.
+func (m *IcebergCommitMutation) SetSnapshotID(i int64) {
+	m.snapshot_id = &i
+	m.addsnapshot_id = nil
+}
+
+// SnapshotID returns the value of the "snapshot_id" field in the mutation.
+func (m *IcebergCommitMutation) SnapshotID() (r int64, exists bool) {
+	v := m.snapshot_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSnapshotID returns the old "snapshot_id" field's value of the IcebergCommit entity.
+// If the IcebergCommit object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergCommitMutation) OldSnapshotID(ctx context.Context) (v *int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSnapshotID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSnapshotID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSnapshotID: %w", err)
+	}
+	return oldValue.SnapshotID, nil
+}
+
+// AddSnapshotID adds i to the "snapshot_id" field.
+func (m *IcebergCommitMutation) AddSnapshotID(i int64) {
+	if m.addsnapshot_id != nil {
+		*m.addsnapshot_id += i
+	} else {
+		m.addsnapshot_id = &i
+	}
+}
+
+// AddedSnapshotID returns the value that was added to the "snapshot_id" field in this mutation.
+func (m *IcebergCommitMutation) AddedSnapshotID() (r int64, exists bool) {
+	v := m.addsnapshot_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ClearSnapshotID clears the value of the "snapshot_id" field.
+func (m *IcebergCommitMutation) ClearSnapshotID() {
+	m.snapshot_id = nil
+	m.addsnapshot_id = nil
+	m.clearedFields[icebergcommit.FieldSnapshotID] = struct{}{}
+}
+
+// SnapshotIDCleared returns if the "snapshot_id" field was cleared in this mutation.
+func (m *IcebergCommitMutation) SnapshotIDCleared() bool {
+	_, ok := m.clearedFields[icebergcommit.FieldSnapshotID]
+	return ok
+}
+
+// ResetSnapshotID resets all changes to the "snapshot_id" field.
+func (m *IcebergCommitMutation) ResetSnapshotID() {
+	m.snapshot_id = nil
+	m.addsnapshot_id = nil
+	delete(m.clearedFields, icebergcommit.FieldSnapshotID)
+}
+
+// SetReason sets the "reason" field.
+func (m *IcebergCommitMutation) SetReason(s string) {
+	m.reason = &s
+}
+
+// Reason returns the value of the "reason" field in the mutation.
+func (m *IcebergCommitMutation) Reason() (r string, exists bool) {
+	v := m.reason
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldReason returns the old "reason" field's value of the IcebergCommit entity.
+// If the IcebergCommit object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergCommitMutation) OldReason(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldReason is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldReason requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldReason: %w", err)
+	}
+	return oldValue.Reason, nil
+}
+
+// ResetReason resets all changes to the "reason" field.
+func (m *IcebergCommitMutation) ResetReason() {
+	m.reason = nil
+}
+
+// SetIdempotencyKey sets the "idempotency_key" field.
+func (m *IcebergCommitMutation) SetIdempotencyKey(s string) {
+	m.idempotency_key = &s
+}
+
+// IdempotencyKey returns the value of the "idempotency_key" field in the mutation.
+func (m *IcebergCommitMutation) IdempotencyKey() (r string, exists bool) {
+	v := m.idempotency_key
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldIdempotencyKey returns the old "idempotency_key" field's value of the IcebergCommit entity.
+// If the IcebergCommit object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergCommitMutation) OldIdempotencyKey(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldIdempotencyKey is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldIdempotencyKey requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldIdempotencyKey: %w", err)
+	}
+	return oldValue.IdempotencyKey, nil
+}
+
+// ResetIdempotencyKey resets all changes to the "idempotency_key" field.
+func (m *IcebergCommitMutation) ResetIdempotencyKey() {
+	m.idempotency_key = nil
+}
+
+// SetTransactionID sets the "transaction_id" field.
+func (m *IcebergCommitMutation) SetTransactionID(u uuid.UUID) {
+	m.transaction_id = &u
+}
+
+// TransactionID returns the value of the "transaction_id" field in the mutation.
+func (m *IcebergCommitMutation) TransactionID() (r uuid.UUID, exists bool) {
+	v := m.transaction_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTransactionID returns the old "transaction_id" field's value of the IcebergCommit entity.
+// If the IcebergCommit object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergCommitMutation) OldTransactionID(ctx context.Context) (v *uuid.UUID, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTransactionID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTransactionID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTransactionID: %w", err)
+	}
+	return oldValue.TransactionID, nil
+}
+
+// ClearTransactionID clears the value of the "transaction_id" field.
+func (m *IcebergCommitMutation) ClearTransactionID() {
+	m.transaction_id = nil
+	m.clearedFields[icebergcommit.FieldTransactionID] = struct{}{}
+}
+
+// TransactionIDCleared returns if the "transaction_id" field was cleared in this mutation.
+func (m *IcebergCommitMutation) TransactionIDCleared() bool {
+	_, ok := m.clearedFields[icebergcommit.FieldTransactionID]
+	return ok
+}
+
+// ResetTransactionID resets all changes to the "transaction_id" field.
+func (m *IcebergCommitMutation) ResetTransactionID() {
+	m.transaction_id = nil
+	delete(m.clearedFields, icebergcommit.FieldTransactionID)
+}
+
+// SetActor sets the "actor" field.
+func (m *IcebergCommitMutation) SetActor(s string) {
+	m.actor = &s
+}
+
+// Actor returns the value of the "actor" field in the mutation.
+func (m *IcebergCommitMutation) Actor() (r string, exists bool) {
+	v := m.actor
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldActor returns the old "actor" field's value of the IcebergCommit entity.
+// If the IcebergCommit object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergCommitMutation) OldActor(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldActor is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldActor requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldActor: %w", err)
+	}
+	return oldValue.Actor, nil
+}
+
+// ResetActor resets all changes to the "actor" field.
+func (m *IcebergCommitMutation) ResetActor() {
+	m.actor = nil
+}
+
+// SetAddedFiles sets the "added_files" field.
+func (m *IcebergCommitMutation) SetAddedFiles(i int64) {
+	m.added_files = &i
+	m.addadded_files = nil
+}
+
+// AddedFiles returns the value of the "added_files" field in the mutation.
+func (m *IcebergCommitMutation) AddedFiles() (r int64, exists bool) {
+	v := m.added_files
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAddedFiles returns the old "added_files" field's value of the IcebergCommit entity.
+// If the IcebergCommit object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergCommitMutation) OldAddedFiles(ctx context.Context) (v int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAddedFiles is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAddedFiles requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAddedFiles: %w", err)
+	}
+	return oldValue.AddedFiles, nil
+}
+
+// AddAddedFiles adds i to the "added_files" field.
+func (m *IcebergCommitMutation) AddAddedFiles(i int64) {
+	if m.addadded_files != nil {
+		*m.addadded_files += i
+	} else {
+		m.addadded_files = &i
+	}
+}
+
+// AddedAddedFiles returns the value that was added to the "added_files" field in this mutation.
+func (m *IcebergCommitMutation) AddedAddedFiles() (r int64, exists bool) {
+	v := m.addadded_files
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetAddedFiles resets all changes to the "added_files" field.
+func (m *IcebergCommitMutation) ResetAddedFiles() {
+	m.added_files = nil
+	m.addadded_files = nil
+}
+
+// SetRemovedFiles sets the "removed_files" field.
+func (m *IcebergCommitMutation) SetRemovedFiles(i int64) {
+	m.removed_files = &i
+	m.addremoved_files = nil
+}
+
+// RemovedFiles returns the value of the "removed_files" field in the mutation.
+func (m *IcebergCommitMutation) RemovedFiles() (r int64, exists bool) {
+	v := m.removed_files
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldRemovedFiles returns the old "removed_files" field's value of the IcebergCommit entity.
+// If the IcebergCommit object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergCommitMutation) OldRemovedFiles(ctx context.Context) (v int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldRemovedFiles is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldRemovedFiles requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldRemovedFiles: %w", err)
+	}
+	return oldValue.RemovedFiles, nil
+}
+
+// AddRemovedFiles adds i to the "removed_files" field.
+func (m *IcebergCommitMutation) AddRemovedFiles(i int64) {
+	if m.addremoved_files != nil {
+		*m.addremoved_files += i
+	} else {
+		m.addremoved_files = &i
+	}
+}
+
+// AddedRemovedFiles returns the value that was added to the "removed_files" field in this mutation.
+func (m *IcebergCommitMutation) AddedRemovedFiles() (r int64, exists bool) {
+	v := m.addremoved_files
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetRemovedFiles resets all changes to the "removed_files" field.
+func (m *IcebergCommitMutation) ResetRemovedFiles() {
+	m.removed_files = nil
+	m.addremoved_files = nil
+}
+
+// SetAddedBytes sets the "added_bytes" field.
+func (m *IcebergCommitMutation) SetAddedBytes(i int64) {
+	m.added_bytes = &i
+	m.addadded_bytes = nil
+}
+
+// AddedBytes returns the value of the "added_bytes" field in the mutation.
+func (m *IcebergCommitMutation) AddedBytes() (r int64, exists bool) {
+	v := m.added_bytes
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAddedBytes returns the old "added_bytes" field's value of the IcebergCommit entity.
+// If the IcebergCommit object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergCommitMutation) OldAddedBytes(ctx context.Context) (v int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAddedBytes is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAddedBytes requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAddedBytes: %w", err)
+	}
+	return oldValue.AddedBytes, nil
+}
+
+// AddAddedBytes adds i to the "added_bytes" field.
+func (m *IcebergCommitMutation) AddAddedBytes(i int64) {
+	if m.addadded_bytes != nil {
+		*m.addadded_bytes += i
+	} else {
+		m.addadded_bytes = &i
+	}
+}
+
+// AddedAddedBytes returns the value that was added to the "added_bytes" field in this mutation.
+func (m *IcebergCommitMutation) AddedAddedBytes() (r int64, exists bool) {
+	v := m.addadded_bytes
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetAddedBytes resets all changes to the "added_bytes" field.
+func (m *IcebergCommitMutation) ResetAddedBytes() {
+	m.added_bytes = nil
+	m.addadded_bytes = nil
+}
+
+// SetStartedAt sets the "started_at" field.
+func (m *IcebergCommitMutation) SetStartedAt(t time.Time) {
+	m.started_at = &t
+}
+
+// StartedAt returns the value of the "started_at" field in the mutation.
+func (m *IcebergCommitMutation) StartedAt() (r time.Time, exists bool) {
+	v := m.started_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldStartedAt returns the old "started_at" field's value of the IcebergCommit entity.
+// If the IcebergCommit object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergCommitMutation) OldStartedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldStartedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldStartedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldStartedAt: %w", err)
+	}
+	return oldValue.StartedAt, nil
+}
+
+// ResetStartedAt resets all changes to the "started_at" field.
+func (m *IcebergCommitMutation) ResetStartedAt() {
+	m.started_at = nil
+}
+
+// SetFinishedAt sets the "finished_at" field.
+func (m *IcebergCommitMutation) SetFinishedAt(t time.Time) {
+	m.finished_at = &t
+}
+
+// FinishedAt returns the value of the "finished_at" field in the mutation.
+func (m *IcebergCommitMutation) FinishedAt() (r time.Time, exists bool) {
+	v := m.finished_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldFinishedAt returns the old "finished_at" field's value of the IcebergCommit entity.
+// If the IcebergCommit object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergCommitMutation) OldFinishedAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldFinishedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldFinishedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldFinishedAt: %w", err)
+	}
+	return oldValue.FinishedAt, nil
+}
+
+// ClearFinishedAt clears the value of the "finished_at" field.
+func (m *IcebergCommitMutation) ClearFinishedAt() {
+	m.finished_at = nil
+	m.clearedFields[icebergcommit.FieldFinishedAt] = struct{}{}
+}
+
+// FinishedAtCleared returns if the "finished_at" field was cleared in this mutation.
+func (m *IcebergCommitMutation) FinishedAtCleared() bool {
+	_, ok := m.clearedFields[icebergcommit.FieldFinishedAt]
+	return ok
+}
+
+// ResetFinishedAt resets all changes to the "finished_at" field.
+func (m *IcebergCommitMutation) ResetFinishedAt() {
+	m.finished_at = nil
+	delete(m.clearedFields, icebergcommit.FieldFinishedAt)
+}
+
+// Where appends a list predicates to the IcebergCommitMutation builder.
+func (m *IcebergCommitMutation) Where(ps ...predicate.IcebergCommit) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the IcebergCommitMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *IcebergCommitMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.IcebergCommit, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *IcebergCommitMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *IcebergCommitMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (IcebergCommit).
+func (m *IcebergCommitMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *IcebergCommitMutation) Fields() []string {
+	fields := make([]string, 0, 16)
+	if m.asset_id != nil {
+		fields = append(fields, icebergcommit.FieldAssetID)
+	}
+	if m.warehouse != nil {
+		fields = append(fields, icebergcommit.FieldWarehouse)
+	}
+	if m.kind != nil {
+		fields = append(fields, icebergcommit.FieldKind)
+	}
+	if m.state != nil {
+		fields = append(fields, icebergcommit.FieldState)
+	}
+	if m.base_location != nil {
+		fields = append(fields, icebergcommit.FieldBaseLocation)
+	}
+	if m.new_location != nil {
+		fields = append(fields, icebergcommit.FieldNewLocation)
+	}
+	if m.snapshot_id != nil {
+		fields = append(fields, icebergcommit.FieldSnapshotID)
+	}
+	if m.reason != nil {
+		fields = append(fields, icebergcommit.FieldReason)
+	}
+	if m.idempotency_key != nil {
+		fields = append(fields, icebergcommit.FieldIdempotencyKey)
+	}
+	if m.transaction_id != nil {
+		fields = append(fields, icebergcommit.FieldTransactionID)
+	}
+	if m.actor != nil {
+		fields = append(fields, icebergcommit.FieldActor)
+	}
+	if m.added_files != nil {
+		fields = append(fields, icebergcommit.FieldAddedFiles)
+	}
+	if m.removed_files != nil {
+		fields = append(fields, icebergcommit.FieldRemovedFiles)
+	}
+	if m.added_bytes != nil {
+		fields = append(fields, icebergcommit.FieldAddedBytes)
+	}
+	if m.started_at != nil {
+		fields = append(fields, icebergcommit.FieldStartedAt)
+	}
+	if m.finished_at != nil {
+		fields = append(fields, icebergcommit.FieldFinishedAt)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *IcebergCommitMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case icebergcommit.FieldAssetID:
+		return m.AssetID()
+	case icebergcommit.FieldWarehouse:
+		return m.Warehouse()
+	case icebergcommit.FieldKind:
+		return m.Kind()
+	case icebergcommit.FieldState:
+		return m.State()
+	case icebergcommit.FieldBaseLocation:
+		return m.BaseLocation()
+	case icebergcommit.FieldNewLocation:
+		return m.NewLocation()
+	case icebergcommit.FieldSnapshotID:
+		return m.SnapshotID()
+	case icebergcommit.FieldReason:
+		return m.Reason()
+	case icebergcommit.FieldIdempotencyKey:
+		return m.IdempotencyKey()
+	case icebergcommit.FieldTransactionID:
+		return m.TransactionID()
+	case icebergcommit.FieldActor:
+		return m.Actor()
+	case icebergcommit.FieldAddedFiles:
+		return m.AddedFiles()
+	case icebergcommit.FieldRemovedFiles:
+		return m.RemovedFiles()
+	case icebergcommit.FieldAddedBytes:
+		return m.AddedBytes()
+	case icebergcommit.FieldStartedAt:
+		return m.StartedAt()
+	case icebergcommit.FieldFinishedAt:
+		return m.FinishedAt()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *IcebergCommitMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case icebergcommit.FieldAssetID:
+		return m.OldAssetID(ctx)
+	case icebergcommit.FieldWarehouse:
+		return m.OldWarehouse(ctx)
+	case icebergcommit.FieldKind:
+		return m.OldKind(ctx)
+	case icebergcommit.FieldState:
+		return m.OldState(ctx)
+	case icebergcommit.FieldBaseLocation:
+		return m.OldBaseLocation(ctx)
+	case icebergcommit.FieldNewLocation:
+		return m.OldNewLocation(ctx)
+	case icebergcommit.FieldSnapshotID:
+		return m.OldSnapshotID(ctx)
+	case icebergcommit.FieldReason:
+		return m.OldReason(ctx)
+	case icebergcommit.FieldIdempotencyKey:
+		return m.OldIdempotencyKey(ctx)
+	case icebergcommit.FieldTransactionID:
+		return m.OldTransactionID(ctx)
+	case icebergcommit.FieldActor:
+		return m.OldActor(ctx)
+	case icebergcommit.FieldAddedFiles:
+		return m.OldAddedFiles(ctx)
+	case icebergcommit.FieldRemovedFiles:
+		return m.OldRemovedFiles(ctx)
+	case icebergcommit.FieldAddedBytes:
+		return m.OldAddedBytes(ctx)
+	case icebergcommit.FieldStartedAt:
+		return m.OldStartedAt(ctx)
+	case icebergcommit.FieldFinishedAt:
+		return m.OldFinishedAt(ctx)
+	}
+	return nil, fmt.Errorf("unknown IcebergCommit field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *IcebergCommitMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case icebergcommit.FieldAssetID:
+		v, ok := value.(uuid.UUID)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAssetID(v)
+		return nil
+	case icebergcommit.FieldWarehouse:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetWarehouse(v)
+		return nil
+	case icebergcommit.FieldKind:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetKind(v)
+		return nil
+	case icebergcommit.FieldState:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetState(v)
+		return nil
+	case icebergcommit.FieldBaseLocation:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetBaseLocation(v)
+		return nil
+	case icebergcommit.FieldNewLocation:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetNewLocation(v)
+		return nil
+	case icebergcommit.FieldSnapshotID:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSnapshotID(v)
+		return nil
+	case icebergcommit.FieldReason:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetReason(v)
+		return nil
+	case icebergcommit.FieldIdempotencyKey:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetIdempotencyKey(v)
+		return nil
+	case icebergcommit.FieldTransactionID:
+		v, ok := value.(uuid.UUID)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTransactionID(v)
+		return nil
+	case icebergcommit.FieldActor:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetActor(v)
+		return nil
+	case icebergcommit.FieldAddedFiles:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAddedFiles(v)
+		return nil
+	case icebergcommit.FieldRemovedFiles:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetRemovedFiles(v)
+		return nil
+	case icebergcommit.FieldAddedBytes:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAddedBytes(v)
+		return nil
+	case icebergcommit.FieldStartedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetStartedAt(v)
+		return nil
+	case icebergcommit.FieldFinishedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetFinishedAt(v)
+		return nil
+	}
+	return fmt.Errorf("unknown IcebergCommit field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *IcebergCommitMutation) AddedFields() []string {
+	var fields []string
+	if m.addsnapshot_id != nil {
+		fields = append(fields, icebergcommit.FieldSnapshotID)
+	}
+	if m.addadded_files != nil {
+		fields = append(fields, icebergcommit.FieldAddedFiles)
+	}
+	if m.addremoved_files != nil {
+		fields = append(fields, icebergcommit.FieldRemovedFiles)
+	}
+	if m.addadded_bytes != nil {
+		fields = append(fields, icebergcommit.FieldAddedBytes)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *IcebergCommitMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case icebergcommit.FieldSnapshotID:
+		return m.AddedSnapshotID()
+	case icebergcommit.FieldAddedFiles:
+		return m.AddedAddedFiles()
+	case icebergcommit.FieldRemovedFiles:
+		return m.AddedRemovedFiles()
+	case icebergcommit.FieldAddedBytes:
+		return m.AddedAddedBytes()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *IcebergCommitMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case icebergcommit.FieldSnapshotID:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddSnapshotID(v)
+		return nil
+	case icebergcommit.FieldAddedFiles:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddAddedFiles(v)
+		return nil
+	case icebergcommit.FieldRemovedFiles:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddRemovedFiles(v)
+		return nil
+	case icebergcommit.FieldAddedBytes:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddAddedBytes(v)
+		return nil
+	}
+	return fmt.Errorf("unknown IcebergCommit numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *IcebergCommitMutation) ClearedFields() []string {
+	var fields []string
+	if m.FieldCleared(icebergcommit.FieldSnapshotID) {
+		fields = append(fields, icebergcommit.FieldSnapshotID)
+	}
+	if m.FieldCleared(icebergcommit.FieldTransactionID) {
+		fields = append(fields, icebergcommit.FieldTransactionID)
+	}
+	if m.FieldCleared(icebergcommit.FieldFinishedAt) {
+		fields = append(fields, icebergcommit.FieldFinishedAt)
+	}
+	return fields
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *IcebergCommitMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *IcebergCommitMutation) ClearField(name string) error {
+	switch name {
+	case icebergcommit.FieldSnapshotID:
+		m.ClearSnapshotID()
+		return nil
+	case icebergcommit.FieldTransactionID:
+		m.ClearTransactionID()
+		return nil
+	case icebergcommit.FieldFinishedAt:
+		m.ClearFinishedAt()
+		return nil
+	}
+	return fmt.Errorf("unknown IcebergCommit nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *IcebergCommitMutation) ResetField(name string) error {
+	switch name {
+	case icebergcommit.FieldAssetID:
+		m.ResetAssetID()
+		return nil
+	case icebergcommit.FieldWarehouse:
+		m.ResetWarehouse()
+		return nil
+	case icebergcommit.FieldKind:
+		m.ResetKind()
+		return nil
+	case icebergcommit.FieldState:
+		m.ResetState()
+		return nil
+	case icebergcommit.FieldBaseLocation:
+		m.ResetBaseLocation()
+		return nil
+	case icebergcommit.FieldNewLocation:
+		m.ResetNewLocation()
+		return nil
+	case icebergcommit.FieldSnapshotID:
+		m.ResetSnapshotID()
+		return nil
+	case icebergcommit.FieldReason:
+		m.ResetReason()
+		return nil
+	case icebergcommit.FieldIdempotencyKey:
+		m.ResetIdempotencyKey()
+		return nil
+	case icebergcommit.FieldTransactionID:
+		m.ResetTransactionID()
+		return nil
+	case icebergcommit.FieldActor:
+		m.ResetActor()
+		return nil
+	case icebergcommit.FieldAddedFiles:
+		m.ResetAddedFiles()
+		return nil
+	case icebergcommit.FieldRemovedFiles:
+		m.ResetRemovedFiles()
+		return nil
+	case icebergcommit.FieldAddedBytes:
+		m.ResetAddedBytes()
+		return nil
+	case icebergcommit.FieldStartedAt:
+		m.ResetStartedAt()
+		return nil
+	case icebergcommit.FieldFinishedAt:
+		m.ResetFinishedAt()
+		return nil
+	}
+	return fmt.Errorf("unknown IcebergCommit field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *IcebergCommitMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *IcebergCommitMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *IcebergCommitMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *IcebergCommitMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *IcebergCommitMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *IcebergCommitMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *IcebergCommitMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown IcebergCommit unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *IcebergCommitMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown IcebergCommit edge %s", name)
+}
+
+// IcebergInventoryFileMutation represents an operation that mutates the IcebergInventoryFile nodes in the graph.
+type IcebergInventoryFileMutation struct {
+	config
+	op             Op
+	typ            string
+	id             *uuid.UUID
+	asset_id       *uuid.UUID
+	commit_id      *uuid.UUID
+	snapshot_id    *int64
+	addsnapshot_id *int64
+	_path          *string
+	kind           *string
+	change         *string
+	size           *int64
+	addsize        *int64
+	records        *int64
+	addrecords     *int64
+	recorded_at    *time.Time
+	clearedFields  map[string]struct{}
+	done           bool
+	oldValue       func(context.Context) (*IcebergInventoryFile, error)
+	predicates     []predicate.IcebergInventoryFile
+}
+
+var _ ent.Mutation = (*IcebergInventoryFileMutation)(nil)
+
+// iceberginventoryfileOption allows management of the mutation configuration using functional options.
+type iceberginventoryfileOption func(*IcebergInventoryFileMutation)
+
+// newIcebergInventoryFileMutation creates new mutation for the IcebergInventoryFile entity.
+func newIcebergInventoryFileMutation(c config, op Op, opts ...iceberginventoryfileOption) *IcebergInventoryFileMutation {
+	m := &IcebergInventoryFileMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeIcebergInventoryFile,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withIcebergInventoryFileID sets the ID field of the mutation.
+func withIcebergInventoryFileID(id uuid.UUID) iceberginventoryfileOption {
+	return func(m *IcebergInventoryFileMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *IcebergInventoryFile
+		)
+		m.oldValue = func(ctx context.Context) (*IcebergInventoryFile, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().IcebergInventoryFile.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withIcebergInventoryFile sets the old IcebergInventoryFile of the mutation.
+func withIcebergInventoryFile(node *IcebergInventoryFile) iceberginventoryfileOption {
+	return func(m *IcebergInventoryFileMutation) {
+		m.oldValue = func(context.Context) (*IcebergInventoryFile, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m IcebergInventoryFileMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m IcebergInventoryFileMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of IcebergInventoryFile entities.
+func (m *IcebergInventoryFileMutation) SetID(id uuid.UUID) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *IcebergInventoryFileMutation) ID() (id uuid.UUID, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *IcebergInventoryFileMutation) IDs(ctx context.Context) ([]uuid.UUID, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []uuid.UUID{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().IcebergInventoryFile.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetAssetID sets the "asset_id" field.
+func (m *IcebergInventoryFileMutation) SetAssetID(u uuid.UUID) {
+	m.asset_id = &u
+}
+
+// AssetID returns the value of the "asset_id" field in the mutation.
+func (m *IcebergInventoryFileMutation) AssetID() (r uuid.UUID, exists bool) {
+	v := m.asset_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAssetID returns the old "asset_id" field's value of the IcebergInventoryFile entity.
+// If the IcebergInventoryFile object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergInventoryFileMutation) OldAssetID(ctx context.Context) (v uuid.UUID, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAssetID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAssetID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAssetID: %w", err)
+	}
+	return oldValue.AssetID, nil
+}
+
+// ResetAssetID resets all changes to the "asset_id" field.
+func (m *IcebergInventoryFileMutation) ResetAssetID() {
+	m.asset_id = nil
+}
+
+// SetCommitID sets the "commit_id" field.
+func (m *IcebergInventoryFileMutation) SetCommitID(u uuid.UUID) {
+	m.commit_id = &u
+}
+
+// CommitID returns the value of the "commit_id" field in the mutation.
+func (m *IcebergInventoryFileMutation) CommitID() (r uuid.UUID, exists bool) {
+	v := m.commit_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCommitID returns the old "commit_id" field's value of the IcebergInventoryFile entity.
+// If the IcebergInventoryFile object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergInventoryFileMutation) OldCommitID(ctx context.Context) (v uuid.UUID, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCommitID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCommitID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCommitID: %w", err)
+	}
+	return oldValue.CommitID, nil
+}
+
+// ResetCommitID resets all changes to the "commit_id" field.
+func (m *IcebergInventoryFileMutation) ResetCommitID() {
+	m.commit_id = nil
+}
+
+// SetSnapshotID sets the "snapshot_id" field.
+func (m *IcebergInventoryFileMutation) SetSnapshotID(i int64) {
+	m.snapshot_id = &i
+	m.addsnapshot_id = nil
+}
+
+// SnapshotID returns the value of the "snapshot_id" field in the mutation.
+func (m *IcebergInventoryFileMutation) SnapshotID() (r int64, exists bool) {
+	v := m.snapshot_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSnapshotID returns the old "snapshot_id" field's value of the IcebergInventoryFile entity.
+// If the IcebergInventoryFile object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergInventoryFileMutation) OldSnapshotID(ctx context.Context) (v int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSnapshotID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSnapshotID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSnapshotID: %w", err)
+	}
+	return oldValue.SnapshotID, nil
+}
+
+// AddSnapshotID adds i to the "snapshot_id" field.
+func (m *IcebergInventoryFileMutation) AddSnapshotID(i int64) {
+	if m.addsnapshot_id != nil {
+		*m.addsnapshot_id += i
+	} else {
+		m.addsnapshot_id = &i
+	}
+}
+
+// AddedSnapshotID returns the value that was added to the "snapshot_id" field in this mutation.
+func (m *IcebergInventoryFileMutation) AddedSnapshotID() (r int64, exists bool) {
+	v := m.addsnapshot_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetSnapshotID resets all changes to the "snapshot_id" field.
+func (m *IcebergInventoryFileMutation) ResetSnapshotID() {
+	m.snapshot_id = nil
+	m.addsnapshot_id = nil
+}
+
+// SetPath sets the "path" field.
+func (m *IcebergInventoryFileMutation) SetPath(s string) {
+	m._path = &s
+}
+
+// Path returns the value of the "path" field in the mutation.
+func (m *IcebergInventoryFileMutation) Path() (r string, exists bool) {
+	v := m._path
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldPath returns the old "path" field's value of the IcebergInventoryFile entity.
+// If the IcebergInventoryFile object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergInventoryFileMutation) OldPath(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldPath is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldPath requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldPath: %w", err)
+	}
+	return oldValue.Path, nil
+}
+
+// ResetPath resets all changes to the "path" field.
+func (m *IcebergInventoryFileMutation) ResetPath() {
+	m._path = nil
+}
+
+// SetKind sets the "kind" field.
+func (m *IcebergInventoryFileMutation) SetKind(s string) {
+	m.kind = &s
+}
+
+// Kind returns the value of the "kind" field in the mutation.
+func (m *IcebergInventoryFileMutation) Kind() (r string, exists bool) {
+	v := m.kind
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldKind returns the old "kind" field's value of the IcebergInventoryFile entity.
+// If the IcebergInventoryFile object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergInventoryFileMutation) OldKind(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldKind is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldKind requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldKind: %w", err)
+	}
+	return oldValue.Kind, nil
+}
+
+// ResetKind resets all changes to the "kind" field.
+func (m *IcebergInventoryFileMutation) ResetKind() {
+	m.kind = nil
+}
+
+// SetChange sets the "change" field.
+func (m *IcebergInventoryFileMutation) SetChange(s string) {
+	m.change = &s
+}
+
+// Change returns the value of the "change" field in the mutation.
+func (m *IcebergInventoryFileMutation) Change() (r string, exists bool) {
+	v := m.change
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldChange returns the old "change" field's value of the IcebergInventoryFile entity.
+// If the IcebergInventoryFile object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergInventoryFileMutation) OldChange(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldChange is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldChange requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldChange: %w", err)
+	}
+	return oldValue.Change, nil
+}
+
+// ResetChange resets all changes to the "change" field.
+func (m *IcebergInventoryFileMutation) ResetChange() {
+	m.change = nil
+}
+
+// SetSize sets the "size" field.
+func (m *IcebergInventoryFileMutation) SetSize(i int64) {
+	m.size = &i
+	m.addsize = nil
+}
+
+// Size returns the value of the "size" field in the mutation.
+func (m *IcebergInventoryFileMutation) Size() (r int64, exists bool) {
+	v := m.size
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSize returns the old "size" field's value of the IcebergInventoryFile entity.
+// If the IcebergInventoryFile object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergInventoryFileMutation) OldSize(ctx context.Context) (v int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSize is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSize requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSize: %w", err)
+	}
+	return oldValue.Size, nil
+}
+
+// AddSize adds i to the "size" field.
+func (m *IcebergInventoryFileMutation) AddSize(i int64) {
+	if m.addsize != nil {
+		*m.addsize += i
+	} else {
+		m.addsize = &i
+	}
+}
+
+// AddedSize returns the value that was added to the "size" field in this mutation.
+func (m *IcebergInventoryFileMutation) AddedSize() (r int64, exists bool) {
+	v := m.addsize
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetSize resets all changes to the "size" field.
+func (m *IcebergInventoryFileMutation) ResetSize() {
+	m.size = nil
+	m.addsize = nil
+}
+
+// SetRecords sets the "records" field.
+func (m *IcebergInventoryFileMutation) SetRecords(i int64) {
+	m.records = &i
+	m.addrecords = nil
+}
+
+// Records returns the value of the "records" field in the mutation.
+func (m *IcebergInventoryFileMutation) Records() (r int64, exists bool) {
+	v := m.records
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldRecords returns the old "records" field's value of the IcebergInventoryFile entity.
+// If the IcebergInventoryFile object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergInventoryFileMutation) OldRecords(ctx context.Context) (v int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldRecords is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldRecords requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldRecords: %w", err)
+	}
+	return oldValue.Records, nil
+}
+
+// AddRecords adds i to the "records" field.
+func (m *IcebergInventoryFileMutation) AddRecords(i int64) {
+	if m.addrecords != nil {
+		*m.addrecords += i
+	} else {
+		m.addrecords = &i
+	}
+}
+
+// AddedRecords returns the value that was added to the "records" field in this mutation.
+func (m *IcebergInventoryFileMutation) AddedRecords() (r int64, exists bool) {
+	v := m.addrecords
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetRecords resets all changes to the "records" field.
+func (m *IcebergInventoryFileMutation) ResetRecords() {
+	m.records = nil
+	m.addrecords = nil
+}
+
+// SetRecordedAt sets the "recorded_at" field.
+func (m *IcebergInventoryFileMutation) SetRecordedAt(t time.Time) {
+	m.recorded_at = &t
+}
+
+// RecordedAt returns the value of the "recorded_at" field in the mutation.
+func (m *IcebergInventoryFileMutation) RecordedAt() (r time.Time, exists bool) {
+	v := m.recorded_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldRecordedAt returns the old "recorded_at" field's value of the IcebergInventoryFile entity.
+// If the IcebergInventoryFile object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergInventoryFileMutation) OldRecordedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldRecordedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldRecordedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldRecordedAt: %w", err)
+	}
+	return oldValue.RecordedAt, nil
+}
+
+// ResetRecordedAt resets all changes to the "recorded_at" field.
+func (m *IcebergInventoryFileMutation) ResetRecordedAt() {
+	m.recorded_at = nil
+}
+
+// Where appends a list predicates to the IcebergInventoryFileMutation builder.
+func (m *IcebergInventoryFileMutation) Where(ps ...predicate.IcebergInventoryFile) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the IcebergInventoryFileMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *IcebergInventoryFileMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.IcebergInventoryFile, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *IcebergInventoryFileMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *IcebergInventoryFileMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (IcebergInventoryFile).
+func (m *IcebergInventoryFileMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *IcebergInventoryFileMutation) Fields() []string {
+	fields := make([]string, 0, 9)
+	if m.asset_id != nil {
+		fields = append(fields, iceberginventoryfile.FieldAssetID)
+	}
+	if m.commit_id != nil {
+		fields = append(fields, iceberginventoryfile.FieldCommitID)
+	}
+	if m.snapshot_id != nil {
+		fields = append(fields, iceberginventoryfile.FieldSnapshotID)
+	}
+	if m._path != nil {
+		fields = append(fields, iceberginventoryfile.FieldPath)
+	}
+	if m.kind != nil {
+		fields = append(fields, iceberginventoryfile.FieldKind)
+	}
+	if m.change != nil {
+		fields = append(fields, iceberginventoryfile.FieldChange)
+	}
+	if m.size != nil {
+		fields = append(fields, iceberginventoryfile.FieldSize)
+	}
+	if m.records != nil {
+		fields = append(fields, iceberginventoryfile.FieldRecords)
+	}
+	if m.recorded_at != nil {
+		fields = append(fields, iceberginventoryfile.FieldRecordedAt)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *IcebergInventoryFileMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case iceberginventoryfile.FieldAssetID:
+		return m.AssetID()
+	case iceberginventoryfile.FieldCommitID:
+		return m.CommitID()
+	case iceberginventoryfile.FieldSnapshotID:
+		return m.SnapshotID()
+	case iceberginventoryfile.FieldPath:
+		return m.Path()
+	case iceberginventoryfile.FieldKind:
+		return m.Kind()
+	case iceberginventoryfile.FieldChange:
+		return m.Change()
+	case iceberginventoryfile.FieldSize:
+		return m.Size()
+	case iceberginventoryfile.FieldRecords:
+		return m.Records()
+	case iceberginventoryfile.FieldRecordedAt:
+		return m.RecordedAt()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *IcebergInventoryFileMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case iceberginventoryfile.FieldAssetID:
+		return m.OldAssetID(ctx)
+	case iceberginventoryfile.FieldCommitID:
+		return m.OldCommitID(ctx)
+	case iceberginventoryfile.FieldSnapshotID:
+		return m.OldSnapshotID(ctx)
+	case iceberginventoryfile.FieldPath:
+		return m.OldPath(ctx)
+	case iceberginventoryfile.FieldKind:
+		return m.OldKind(ctx)
+	case iceberginventoryfile.FieldChange:
+		return m.OldChange(ctx)
+	case iceberginventoryfile.FieldSize:
+		return m.OldSize(ctx)
+	case iceberginventoryfile.FieldRecords:
+		return m.OldRecords(ctx)
+	case iceberginventoryfile.FieldRecordedAt:
+		return m.OldRecordedAt(ctx)
+	}
+	return nil, fmt.Errorf("unknown IcebergInventoryFile field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *IcebergInventoryFileMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case iceberginventoryfile.FieldAssetID:
+		v, ok := value.(uuid.UUID)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAssetID(v)
+		return nil
+	case iceberginventoryfile.FieldCommitID:
+		v, ok := value.(uuid.UUID)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCommitID(v)
+		return nil
+	case iceberginventoryfile.FieldSnapshotID:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSnapshotID(v)
+		return nil
+	case iceberginventoryfile.FieldPath:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetPath(v)
+		return nil
+	case iceberginventoryfile.FieldKind:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetKind(v)
+		return nil
+	case iceberginventoryfile.FieldChange:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetChange(v)
+		return nil
+	case iceberginventoryfile.FieldSize:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSize(v)
+		return nil
+	case iceberginventoryfile.FieldRecords:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetRecords(v)
+		return nil
+	case iceberginventoryfile.FieldRecordedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetRecordedAt(v)
+		return nil
+	}
+	return fmt.Errorf("unknown IcebergInventoryFile field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *IcebergInventoryFileMutation) AddedFields() []string {
+	var fields []string
+	if m.addsnapshot_id != nil {
+		fields = append(fields, iceberginventoryfile.FieldSnapshotID)
+	}
+	if m.addsize != nil {
+		fields = append(fields, iceberginventoryfile.FieldSize)
+	}
+	if m.addrecords != nil {
+		fields = append(fields, iceberginventoryfile.FieldRecords)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *IcebergInventoryFileMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case iceberginventoryfile.FieldSnapshotID:
+		return m.AddedSnapshotID()
+	case iceberginventoryfile.FieldSize:
+		return m.AddedSize()
+	case iceberginventoryfile.FieldRecords:
+		return m.AddedRecords()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *IcebergInventoryFileMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case iceberginventoryfile.FieldSnapshotID:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddSnapshotID(v)
+		return nil
+	case iceberginventoryfile.FieldSize:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddSize(v)
+		return nil
+	case iceberginventoryfile.FieldRecords:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddRecords(v)
+		return nil
+	}
+	return fmt.Errorf("unknown IcebergInventoryFile numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *IcebergInventoryFileMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *IcebergInventoryFileMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *IcebergInventoryFileMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown IcebergInventoryFile nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *IcebergInventoryFileMutation) ResetField(name string) error {
+	switch name {
+	case iceberginventoryfile.FieldAssetID:
+		m.ResetAssetID()
+		return nil
+	case iceberginventoryfile.FieldCommitID:
+		m.ResetCommitID()
+		return nil
+	case iceberginventoryfile.FieldSnapshotID:
+		m.ResetSnapshotID()
+		return nil
+	case iceberginventoryfile.FieldPath:
+		m.ResetPath()
+		return nil
+	case iceberginventoryfile.FieldKind:
+		m.ResetKind()
+		return nil
+	case iceberginventoryfile.FieldChange:
+		m.ResetChange()
+		return nil
+	case iceberginventoryfile.FieldSize:
+		m.ResetSize()
+		return nil
+	case iceberginventoryfile.FieldRecords:
+		m.ResetRecords()
+		return nil
+	case iceberginventoryfile.FieldRecordedAt:
+		m.ResetRecordedAt()
+		return nil
+	}
+	return fmt.Errorf("unknown IcebergInventoryFile field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *IcebergInventoryFileMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *IcebergInventoryFileMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *IcebergInventoryFileMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *IcebergInventoryFileMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *IcebergInventoryFileMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *IcebergInventoryFileMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *IcebergInventoryFileMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown IcebergInventoryFile unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *IcebergInventoryFileMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown IcebergInventoryFile edge %s", name)
+}
+
 // IcebergManifestMutation represents an operation that mutates the IcebergManifest nodes in the graph.
 type IcebergManifestMutation struct {
 	config
@@ -13222,6 +15432,698 @@ func (m *IcebergManifestListMutation) ResetEdge(name string) error {
 	return fmt.Errorf("unknown IcebergManifestList edge %s", name)
 }
 
+// IcebergNamespaceMutation represents an operation that mutates the IcebergNamespace nodes in the graph.
+type IcebergNamespaceMutation struct {
+	config
+	op            Op
+	typ           string
+	id            *uuid.UUID
+	warehouse     *string
+	key           *string
+	levels        *string
+	depth         *int
+	adddepth      *int
+	properties    *string
+	created_at    *time.Time
+	updated_at    *time.Time
+	clearedFields map[string]struct{}
+	done          bool
+	oldValue      func(context.Context) (*IcebergNamespace, error)
+	predicates    []predicate.IcebergNamespace
+}
+
+var _ ent.Mutation = (*IcebergNamespaceMutation)(nil)
+
+// icebergnamespaceOption allows management of the mutation configuration using functional options.
+type icebergnamespaceOption func(*IcebergNamespaceMutation)
+
+// newIcebergNamespaceMutation creates new mutation for the IcebergNamespace entity.
+func newIcebergNamespaceMutation(c config, op Op, opts ...icebergnamespaceOption) *IcebergNamespaceMutation {
+	m := &IcebergNamespaceMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeIcebergNamespace,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withIcebergNamespaceID sets the ID field of the mutation.
+func withIcebergNamespaceID(id uuid.UUID) icebergnamespaceOption {
+	return func(m *IcebergNamespaceMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *IcebergNamespace
+		)
+		m.oldValue = func(ctx context.Context) (*IcebergNamespace, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().IcebergNamespace.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withIcebergNamespace sets the old IcebergNamespace of the mutation.
+func withIcebergNamespace(node *IcebergNamespace) icebergnamespaceOption {
+	return func(m *IcebergNamespaceMutation) {
+		m.oldValue = func(context.Context) (*IcebergNamespace, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m IcebergNamespaceMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m IcebergNamespaceMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of IcebergNamespace entities.
+func (m *IcebergNamespaceMutation) SetID(id uuid.UUID) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *IcebergNamespaceMutation) ID() (id uuid.UUID, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *IcebergNamespaceMutation) IDs(ctx context.Context) ([]uuid.UUID, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []uuid.UUID{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().IcebergNamespace.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetWarehouse sets the "warehouse" field.
+func (m *IcebergNamespaceMutation) SetWarehouse(s string) {
+	m.warehouse = &s
+}
+
+// Warehouse returns the value of the "warehouse" field in the mutation.
+func (m *IcebergNamespaceMutation) Warehouse() (r string, exists bool) {
+	v := m.warehouse
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldWarehouse returns the old "warehouse" field's value of the IcebergNamespace entity.
+// If the IcebergNamespace object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergNamespaceMutation) OldWarehouse(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldWarehouse is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldWarehouse requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldWarehouse: %w", err)
+	}
+	return oldValue.Warehouse, nil
+}
+
+// ResetWarehouse resets all changes to the "warehouse" field.
+func (m *IcebergNamespaceMutation) ResetWarehouse() {
+	m.warehouse = nil
+}
+
+// SetKey sets the "key" field.
+func (m *IcebergNamespaceMutation) SetKey(s string) {
+	m.key = &s
+}
+
+// Key returns the value of the "key" field in the mutation.
+func (m *IcebergNamespaceMutation) Key() (r string, exists bool) {
+	v := m.key
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldKey returns the old "key" field's value of the IcebergNamespace entity.
+// If the IcebergNamespace object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergNamespaceMutation) OldKey(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldKey is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldKey requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldKey: %w", err)
+	}
+	return oldValue.Key, nil
+}
+
+// ResetKey resets all changes to the "key" field.
+func (m *IcebergNamespaceMutation) ResetKey() {
+	m.key = nil
+}
+
+// SetLevels sets the "levels" field.
+func (m *IcebergNamespaceMutation) SetLevels(s string) {
+	m.levels = &s
+}
+
+// Levels returns the value of the "levels" field in the mutation.
+func (m *IcebergNamespaceMutation) Levels() (r string, exists bool) {
+	v := m.levels
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldLevels returns the old "levels" field's value of the IcebergNamespace entity.
+// If the IcebergNamespace object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergNamespaceMutation) OldLevels(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldLevels is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldLevels requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldLevels: %w", err)
+	}
+	return oldValue.Levels, nil
+}
+
+// ResetLevels resets all changes to the "levels" field.
+func (m *IcebergNamespaceMutation) ResetLevels() {
+	m.levels = nil
+}
+
+// SetDepth sets the "depth" field.
+func (m *IcebergNamespaceMutation) SetDepth(i int) {
+	m.depth = &i
+	m.adddepth = nil
+}
+
+// Depth returns the value of the "depth" field in the mutation.
+func (m *IcebergNamespaceMutation) Depth() (r int, exists bool) {
+	v := m.depth
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldDepth returns the old "depth" field's value of the IcebergNamespace entity.
+// If the IcebergNamespace object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergNamespaceMutation) OldDepth(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldDepth is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldDepth requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldDepth: %w", err)
+	}
+	return oldValue.Depth, nil
+}
+
+// AddDepth adds i to the "depth" field.
+func (m *IcebergNamespaceMutation) AddDepth(i int) {
+	if m.adddepth != nil {
+		*m.adddepth += i
+	} else {
+		m.adddepth = &i
+	}
+}
+
+// AddedDepth returns the value that was added to the "depth" field in this mutation.
+func (m *IcebergNamespaceMutation) AddedDepth() (r int, exists bool) {
+	v := m.adddepth
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetDepth resets all changes to the "depth" field.
+func (m *IcebergNamespaceMutation) ResetDepth() {
+	m.depth = nil
+	m.adddepth = nil
+}
+
+// SetProperties sets the "properties" field.
+func (m *IcebergNamespaceMutation) SetProperties(s string) {
+	m.properties = &s
+}
+
+// Properties returns the value of the "properties" field in the mutation.
+func (m *IcebergNamespaceMutation) Properties() (r string, exists bool) {
+	v := m.properties
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldProperties returns the old "properties" field's value of the IcebergNamespace entity.
+// If the IcebergNamespace object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergNamespaceMutation) OldProperties(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldProperties is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldProperties requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldProperties: %w", err)
+	}
+	return oldValue.Properties, nil
+}
+
+// ResetProperties resets all changes to the "properties" field.
+func (m *IcebergNamespaceMutation) ResetProperties() {
+	m.properties = nil
+}
+
+// SetCreatedAt sets the "created_at" field.
+func (m *IcebergNamespaceMutation) SetCreatedAt(t time.Time) {
+	m.created_at = &t
+}
+
+// CreatedAt returns the value of the "created_at" field in the mutation.
+func (m *IcebergNamespaceMutation) CreatedAt() (r time.Time, exists bool) {
+	v := m.created_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCreatedAt returns the old "created_at" field's value of the IcebergNamespace entity.
+// If the IcebergNamespace object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergNamespaceMutation) OldCreatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCreatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCreatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCreatedAt: %w", err)
+	}
+	return oldValue.CreatedAt, nil
+}
+
+// ResetCreatedAt resets all changes to the "created_at" field.
+func (m *IcebergNamespaceMutation) ResetCreatedAt() {
+	m.created_at = nil
+}
+
+// SetUpdatedAt sets the "updated_at" field.
+func (m *IcebergNamespaceMutation) SetUpdatedAt(t time.Time) {
+	m.updated_at = &t
+}
+
+// UpdatedAt returns the value of the "updated_at" field in the mutation.
+func (m *IcebergNamespaceMutation) UpdatedAt() (r time.Time, exists bool) {
+	v := m.updated_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldUpdatedAt returns the old "updated_at" field's value of the IcebergNamespace entity.
+// If the IcebergNamespace object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergNamespaceMutation) OldUpdatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldUpdatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldUpdatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldUpdatedAt: %w", err)
+	}
+	return oldValue.UpdatedAt, nil
+}
+
+// ResetUpdatedAt resets all changes to the "updated_at" field.
+func (m *IcebergNamespaceMutation) ResetUpdatedAt() {
+	m.updated_at = nil
+}
+
+// Where appends a list predicates to the IcebergNamespaceMutation builder.
+func (m *IcebergNamespaceMutation) Where(ps ...predicate.IcebergNamespace) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the IcebergNamespaceMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *IcebergNamespaceMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.IcebergNamespace, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *IcebergNamespaceMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *IcebergNamespaceMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (IcebergNamespace).
+func (m *IcebergNamespaceMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *IcebergNamespaceMutation) Fields() []string {
+	fields := make([]string, 0, 7)
+	if m.warehouse != nil {
+		fields = append(fields, icebergnamespace.FieldWarehouse)
+	}
+	if m.key != nil {
+		fields = append(fields, icebergnamespace.FieldKey)
+	}
+	if m.levels != nil {
+		fields = append(fields, icebergnamespace.FieldLevels)
+	}
+	if m.depth != nil {
+		fields = append(fields, icebergnamespace.FieldDepth)
+	}
+	if m.properties != nil {
+		fields = append(fields, icebergnamespace.FieldProperties)
+	}
+	if m.created_at != nil {
+		fields = append(fields, icebergnamespace.FieldCreatedAt)
+	}
+	if m.updated_at != nil {
+		fields = append(fields, icebergnamespace.FieldUpdatedAt)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *IcebergNamespaceMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case icebergnamespace.FieldWarehouse:
+		return m.Warehouse()
+	case icebergnamespace.FieldKey:
+		return m.Key()
+	case icebergnamespace.FieldLevels:
+		return m.Levels()
+	case icebergnamespace.FieldDepth:
+		return m.Depth()
+	case icebergnamespace.FieldProperties:
+		return m.Properties()
+	case icebergnamespace.FieldCreatedAt:
+		return m.CreatedAt()
+	case icebergnamespace.FieldUpdatedAt:
+		return m.UpdatedAt()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *IcebergNamespaceMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case icebergnamespace.FieldWarehouse:
+		return m.OldWarehouse(ctx)
+	case icebergnamespace.FieldKey:
+		return m.OldKey(ctx)
+	case icebergnamespace.FieldLevels:
+		return m.OldLevels(ctx)
+	case icebergnamespace.FieldDepth:
+		return m.OldDepth(ctx)
+	case icebergnamespace.FieldProperties:
+		return m.OldProperties(ctx)
+	case icebergnamespace.FieldCreatedAt:
+		return m.OldCreatedAt(ctx)
+	case icebergnamespace.FieldUpdatedAt:
+		return m.OldUpdatedAt(ctx)
+	}
+	return nil, fmt.Errorf("unknown IcebergNamespace field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *IcebergNamespaceMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case icebergnamespace.FieldWarehouse:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetWarehouse(v)
+		return nil
+	case icebergnamespace.FieldKey:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetKey(v)
+		return nil
+	case icebergnamespace.FieldLevels:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetLevels(v)
+		return nil
+	case icebergnamespace.FieldDepth:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetDepth(v)
+		return nil
+	case icebergnamespace.FieldProperties:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetProperties(v)
+		return nil
+	case icebergnamespace.FieldCreatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCreatedAt(v)
+		return nil
+	case icebergnamespace.FieldUpdatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetUpdatedAt(v)
+		return nil
+	}
+	return fmt.Errorf("unknown IcebergNamespace field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *IcebergNamespaceMutation) AddedFields() []string {
+	var fields []string
+	if m.adddepth != nil {
+		fields = append(fields, icebergnamespace.FieldDepth)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *IcebergNamespaceMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case icebergnamespace.FieldDepth:
+		return m.AddedDepth()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *IcebergNamespaceMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case icebergnamespace.FieldDepth:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddDepth(v)
+		return nil
+	}
+	return fmt.Errorf("unknown IcebergNamespace numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *IcebergNamespaceMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *IcebergNamespaceMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *IcebergNamespaceMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown IcebergNamespace nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *IcebergNamespaceMutation) ResetField(name string) error {
+	switch name {
+	case icebergnamespace.FieldWarehouse:
+		m.ResetWarehouse()
+		return nil
+	case icebergnamespace.FieldKey:
+		m.ResetKey()
+		return nil
+	case icebergnamespace.FieldLevels:
+		m.ResetLevels()
+		return nil
+	case icebergnamespace.FieldDepth:
+		m.ResetDepth()
+		return nil
+	case icebergnamespace.FieldProperties:
+		m.ResetProperties()
+		return nil
+	case icebergnamespace.FieldCreatedAt:
+		m.ResetCreatedAt()
+		return nil
+	case icebergnamespace.FieldUpdatedAt:
+		m.ResetUpdatedAt()
+		return nil
+	}
+	return fmt.Errorf("unknown IcebergNamespace field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *IcebergNamespaceMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *IcebergNamespaceMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *IcebergNamespaceMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *IcebergNamespaceMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *IcebergNamespaceMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *IcebergNamespaceMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *IcebergNamespaceMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown IcebergNamespace unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *IcebergNamespaceMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown IcebergNamespace edge %s", name)
+}
+
 // IcebergTableMutation represents an operation that mutates the IcebergTable nodes in the graph.
 type IcebergTableMutation struct {
 	config
@@ -13248,6 +16150,9 @@ type IcebergTableMutation struct {
 	listed_at              *time.Time
 	columns_schema_id      *int
 	addcolumns_schema_id   *int
+	warehouse              *string
+	rest_namespace         *string
+	rest_key               *string
 	created_at             *time.Time
 	updated_at             *time.Time
 	clearedFields          map[string]struct{}
@@ -14138,6 +17043,140 @@ func (m *IcebergTableMutation) ResetColumnsSchemaID() {
 	delete(m.clearedFields, icebergtable.FieldColumnsSchemaID)
 }
 
+// SetWarehouse sets the "warehouse" field.
+func (m *IcebergTableMutation) SetWarehouse(s string) {
+	m.warehouse = &s
+}
+
+// Warehouse returns the value of the "warehouse" field in the mutation.
+func (m *IcebergTableMutation) Warehouse() (r string, exists bool) {
+	v := m.warehouse
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldWarehouse returns the old "warehouse" field's value of the IcebergTable entity.
+// If the IcebergTable object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergTableMutation) OldWarehouse(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldWarehouse is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldWarehouse requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldWarehouse: %w", err)
+	}
+	return oldValue.Warehouse, nil
+}
+
+// ResetWarehouse resets all changes to the "warehouse" field.
+func (m *IcebergTableMutation) ResetWarehouse() {
+	m.warehouse = nil
+}
+
+// SetRestNamespace sets the "rest_namespace" field.
+func (m *IcebergTableMutation) SetRestNamespace(s string) {
+	m.rest_namespace = &s
+}
+
+// RestNamespace returns the value of the "rest_namespace" field in the mutation.
+func (m *IcebergTableMutation) RestNamespace() (r string, exists bool) {
+	v := m.rest_namespace
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldRestNamespace returns the old "rest_namespace" field's value of the IcebergTable entity.
+// If the IcebergTable object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergTableMutation) OldRestNamespace(ctx context.Context) (v *string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldRestNamespace is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldRestNamespace requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldRestNamespace: %w", err)
+	}
+	return oldValue.RestNamespace, nil
+}
+
+// ClearRestNamespace clears the value of the "rest_namespace" field.
+func (m *IcebergTableMutation) ClearRestNamespace() {
+	m.rest_namespace = nil
+	m.clearedFields[icebergtable.FieldRestNamespace] = struct{}{}
+}
+
+// RestNamespaceCleared returns if the "rest_namespace" field was cleared in this mutation.
+func (m *IcebergTableMutation) RestNamespaceCleared() bool {
+	_, ok := m.clearedFields[icebergtable.FieldRestNamespace]
+	return ok
+}
+
+// ResetRestNamespace resets all changes to the "rest_namespace" field.
+func (m *IcebergTableMutation) ResetRestNamespace() {
+	m.rest_namespace = nil
+	delete(m.clearedFields, icebergtable.FieldRestNamespace)
+}
+
+// SetRestKey sets the "rest_key" field.
+func (m *IcebergTableMutation) SetRestKey(s string) {
+	m.rest_key = &s
+}
+
+// RestKey returns the value of the "rest_key" field in the mutation.
+func (m *IcebergTableMutation) RestKey() (r string, exists bool) {
+	v := m.rest_key
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldRestKey returns the old "rest_key" field's value of the IcebergTable entity.
+// If the IcebergTable object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergTableMutation) OldRestKey(ctx context.Context) (v *string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldRestKey is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldRestKey requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldRestKey: %w", err)
+	}
+	return oldValue.RestKey, nil
+}
+
+// ClearRestKey clears the value of the "rest_key" field.
+func (m *IcebergTableMutation) ClearRestKey() {
+	m.rest_key = nil
+	m.clearedFields[icebergtable.FieldRestKey] = struct{}{}
+}
+
+// RestKeyCleared returns if the "rest_key" field was cleared in this mutation.
+func (m *IcebergTableMutation) RestKeyCleared() bool {
+	_, ok := m.clearedFields[icebergtable.FieldRestKey]
+	return ok
+}
+
+// ResetRestKey resets all changes to the "rest_key" field.
+func (m *IcebergTableMutation) ResetRestKey() {
+	m.rest_key = nil
+	delete(m.clearedFields, icebergtable.FieldRestKey)
+}
+
 // SetCreatedAt sets the "created_at" field.
 func (m *IcebergTableMutation) SetCreatedAt(t time.Time) {
 	m.created_at = &t
@@ -14244,7 +17283,7 @@ func (m *IcebergTableMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *IcebergTableMutation) Fields() []string {
-	fields := make([]string, 0, 19)
+	fields := make([]string, 0, 22)
 	if m.connection != nil {
 		fields = append(fields, icebergtable.FieldConnection)
 	}
@@ -14296,6 +17335,15 @@ func (m *IcebergTableMutation) Fields() []string {
 	if m.columns_schema_id != nil {
 		fields = append(fields, icebergtable.FieldColumnsSchemaID)
 	}
+	if m.warehouse != nil {
+		fields = append(fields, icebergtable.FieldWarehouse)
+	}
+	if m.rest_namespace != nil {
+		fields = append(fields, icebergtable.FieldRestNamespace)
+	}
+	if m.rest_key != nil {
+		fields = append(fields, icebergtable.FieldRestKey)
+	}
 	if m.created_at != nil {
 		fields = append(fields, icebergtable.FieldCreatedAt)
 	}
@@ -14344,6 +17392,12 @@ func (m *IcebergTableMutation) Field(name string) (ent.Value, bool) {
 		return m.ListedAt()
 	case icebergtable.FieldColumnsSchemaID:
 		return m.ColumnsSchemaID()
+	case icebergtable.FieldWarehouse:
+		return m.Warehouse()
+	case icebergtable.FieldRestNamespace:
+		return m.RestNamespace()
+	case icebergtable.FieldRestKey:
+		return m.RestKey()
 	case icebergtable.FieldCreatedAt:
 		return m.CreatedAt()
 	case icebergtable.FieldUpdatedAt:
@@ -14391,6 +17445,12 @@ func (m *IcebergTableMutation) OldField(ctx context.Context, name string) (ent.V
 		return m.OldListedAt(ctx)
 	case icebergtable.FieldColumnsSchemaID:
 		return m.OldColumnsSchemaID(ctx)
+	case icebergtable.FieldWarehouse:
+		return m.OldWarehouse(ctx)
+	case icebergtable.FieldRestNamespace:
+		return m.OldRestNamespace(ctx)
+	case icebergtable.FieldRestKey:
+		return m.OldRestKey(ctx)
 	case icebergtable.FieldCreatedAt:
 		return m.OldCreatedAt(ctx)
 	case icebergtable.FieldUpdatedAt:
@@ -14523,6 +17583,27 @@ func (m *IcebergTableMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetColumnsSchemaID(v)
 		return nil
+	case icebergtable.FieldWarehouse:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetWarehouse(v)
+		return nil
+	case icebergtable.FieldRestNamespace:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetRestNamespace(v)
+		return nil
+	case icebergtable.FieldRestKey:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetRestKey(v)
+		return nil
 	case icebergtable.FieldCreatedAt:
 		v, ok := value.(time.Time)
 		if !ok {
@@ -14630,6 +17711,12 @@ func (m *IcebergTableMutation) ClearedFields() []string {
 	if m.FieldCleared(icebergtable.FieldColumnsSchemaID) {
 		fields = append(fields, icebergtable.FieldColumnsSchemaID)
 	}
+	if m.FieldCleared(icebergtable.FieldRestNamespace) {
+		fields = append(fields, icebergtable.FieldRestNamespace)
+	}
+	if m.FieldCleared(icebergtable.FieldRestKey) {
+		fields = append(fields, icebergtable.FieldRestKey)
+	}
 	return fields
 }
 
@@ -14667,6 +17754,12 @@ func (m *IcebergTableMutation) ClearField(name string) error {
 		return nil
 	case icebergtable.FieldColumnsSchemaID:
 		m.ClearColumnsSchemaID()
+		return nil
+	case icebergtable.FieldRestNamespace:
+		m.ClearRestNamespace()
+		return nil
+	case icebergtable.FieldRestKey:
+		m.ClearRestKey()
 		return nil
 	}
 	return fmt.Errorf("unknown IcebergTable nullable field %s", name)
@@ -14726,6 +17819,15 @@ func (m *IcebergTableMutation) ResetField(name string) error {
 		return nil
 	case icebergtable.FieldColumnsSchemaID:
 		m.ResetColumnsSchemaID()
+		return nil
+	case icebergtable.FieldWarehouse:
+		m.ResetWarehouse()
+		return nil
+	case icebergtable.FieldRestNamespace:
+		m.ResetRestNamespace()
+		return nil
+	case icebergtable.FieldRestKey:
+		m.ResetRestKey()
 		return nil
 	case icebergtable.FieldCreatedAt:
 		m.ResetCreatedAt()

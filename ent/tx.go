@@ -46,10 +46,16 @@ type Tx struct {
 	ExternalID *ExternalIDClient
 	// GlossaryTerm is the client for interacting with the GlossaryTerm builders.
 	GlossaryTerm *GlossaryTermClient
+	// IcebergCommit is the client for interacting with the IcebergCommit builders.
+	IcebergCommit *IcebergCommitClient
+	// IcebergInventoryFile is the client for interacting with the IcebergInventoryFile builders.
+	IcebergInventoryFile *IcebergInventoryFileClient
 	// IcebergManifest is the client for interacting with the IcebergManifest builders.
 	IcebergManifest *IcebergManifestClient
 	// IcebergManifestList is the client for interacting with the IcebergManifestList builders.
 	IcebergManifestList *IcebergManifestListClient
+	// IcebergNamespace is the client for interacting with the IcebergNamespace builders.
+	IcebergNamespace *IcebergNamespaceClient
 	// IcebergTable is the client for interacting with the IcebergTable builders.
 	IcebergTable *IcebergTableClient
 	// IdempotencyKey is the client for interacting with the IdempotencyKey builders.
@@ -259,8 +265,11 @@ func (tx *Tx) init() {
 	tx.DatasetMigration = NewDatasetMigrationClient(tx.config)
 	tx.ExternalID = NewExternalIDClient(tx.config)
 	tx.GlossaryTerm = NewGlossaryTermClient(tx.config)
+	tx.IcebergCommit = NewIcebergCommitClient(tx.config)
+	tx.IcebergInventoryFile = NewIcebergInventoryFileClient(tx.config)
 	tx.IcebergManifest = NewIcebergManifestClient(tx.config)
 	tx.IcebergManifestList = NewIcebergManifestListClient(tx.config)
+	tx.IcebergNamespace = NewIcebergNamespaceClient(tx.config)
 	tx.IcebergTable = NewIcebergTableClient(tx.config)
 	tx.IdempotencyKey = NewIdempotencyKeyClient(tx.config)
 	tx.Label = NewLabelClient(tx.config)

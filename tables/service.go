@@ -39,6 +39,10 @@ type Service struct {
 	timeout  time.Duration
 	partials *partials // manifests' health figures, kept across refreshes
 	lz4      *lz4Probe
+
+	warehouses []Warehouse // served over the Iceberg REST protocol
+	metaCache  *metaCache  // parsed metadata files of served tables, by location (immutable)
+	faults     Faults      // injected failures (tests)
 }
 
 // DefaultConfirmGap is how far apart two complete catalog listings that both lack a table must
@@ -112,6 +116,10 @@ func New(db *ent.Client, cat *catalog.Catalog, opts ...Option) (*Service, error)
 			}
 		}
 	}
+	if err := s.checkWarehouses(); err != nil {
+		return nil, err
+	}
+	s.metaCache = newMetaCache(64)
 	if s.gap < 0 {
 		return nil, fmt.Errorf("tables: the confirmation gap must not be negative, not %s", s.gap)
 	}

@@ -201,6 +201,30 @@ func (f GlossaryTermFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.GlossaryTermMutation", m)
 }
 
+// The IcebergCommitFunc type is an adapter to allow the use of ordinary
+// function as IcebergCommit mutator.
+type IcebergCommitFunc func(context.Context, *ent.IcebergCommitMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f IcebergCommitFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.IcebergCommitMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.IcebergCommitMutation", m)
+}
+
+// The IcebergInventoryFileFunc type is an adapter to allow the use of ordinary
+// function as IcebergInventoryFile mutator.
+type IcebergInventoryFileFunc func(context.Context, *ent.IcebergInventoryFileMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f IcebergInventoryFileFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.IcebergInventoryFileMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.IcebergInventoryFileMutation", m)
+}
+
 // The IcebergManifestFunc type is an adapter to allow the use of ordinary
 // function as IcebergManifest mutator.
 type IcebergManifestFunc func(context.Context, *ent.IcebergManifestMutation) (ent.Value, error)
@@ -223,6 +247,18 @@ func (f IcebergManifestListFunc) Mutate(ctx context.Context, m ent.Mutation) (en
 		return f(ctx, mv)
 	}
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.IcebergManifestListMutation", m)
+}
+
+// The IcebergNamespaceFunc type is an adapter to allow the use of ordinary
+// function as IcebergNamespace mutator.
+type IcebergNamespaceFunc func(context.Context, *ent.IcebergNamespaceMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f IcebergNamespaceFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.IcebergNamespaceMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.IcebergNamespaceMutation", m)
 }
 
 // The IcebergTableFunc type is an adapter to allow the use of ordinary

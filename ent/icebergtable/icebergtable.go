@@ -45,6 +45,12 @@ const (
 	FieldListedAt = "listed_at"
 	// FieldColumnsSchemaID holds the string denoting the columns_schema_id field in the database.
 	FieldColumnsSchemaID = "columns_schema_id"
+	// FieldWarehouse holds the string denoting the warehouse field in the database.
+	FieldWarehouse = "warehouse"
+	// FieldRestNamespace holds the string denoting the rest_namespace field in the database.
+	FieldRestNamespace = "rest_namespace"
+	// FieldRestKey holds the string denoting the rest_key field in the database.
+	FieldRestKey = "rest_key"
 	// FieldCreatedAt holds the string denoting the created_at field in the database.
 	FieldCreatedAt = "created_at"
 	// FieldUpdatedAt holds the string denoting the updated_at field in the database.
@@ -73,6 +79,9 @@ var Columns = []string{
 	FieldMissingAt,
 	FieldListedAt,
 	FieldColumnsSchemaID,
+	FieldWarehouse,
+	FieldRestNamespace,
+	FieldRestKey,
 	FieldCreatedAt,
 	FieldUpdatedAt,
 }
@@ -100,6 +109,8 @@ var (
 	DefaultHealth string
 	// DefaultError holds the default value on creation for the "error" field.
 	DefaultError string
+	// DefaultWarehouse holds the default value on creation for the "warehouse" field.
+	DefaultWarehouse string
 )
 
 // OrderOption defines the ordering options for the IcebergTable queries.
@@ -193,6 +204,21 @@ func ByListedAt(opts ...sql.OrderTermOption) OrderOption {
 // ByColumnsSchemaID orders the results by the columns_schema_id field.
 func ByColumnsSchemaID(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldColumnsSchemaID, opts...).ToFunc()
+}
+
+// ByWarehouse orders the results by the warehouse field.
+func ByWarehouse(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldWarehouse, opts...).ToFunc()
+}
+
+// ByRestNamespace orders the results by the rest_namespace field.
+func ByRestNamespace(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldRestNamespace, opts...).ToFunc()
+}
+
+// ByRestKey orders the results by the rest_key field.
+func ByRestKey(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldRestKey, opts...).ToFunc()
 }
 
 // ByCreatedAt orders the results by the created_at field.

@@ -140,6 +140,21 @@ func ColumnsSchemaID(v int) predicate.IcebergTable {
 	return predicate.IcebergTable(sql.FieldEQ(FieldColumnsSchemaID, v))
 }
 
+// Warehouse applies equality check predicate on the "warehouse" field. It's identical to WarehouseEQ.
+func Warehouse(v string) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldEQ(FieldWarehouse, v))
+}
+
+// RestNamespace applies equality check predicate on the "rest_namespace" field. It's identical to RestNamespaceEQ.
+func RestNamespace(v string) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldEQ(FieldRestNamespace, v))
+}
+
+// RestKey applies equality check predicate on the "rest_key" field. It's identical to RestKeyEQ.
+func RestKey(v string) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldEQ(FieldRestKey, v))
+}
+
 // CreatedAt applies equality check predicate on the "created_at" field. It's identical to CreatedAtEQ.
 func CreatedAt(v time.Time) predicate.IcebergTable {
 	return predicate.IcebergTable(sql.FieldEQ(FieldCreatedAt, v))
@@ -1108,6 +1123,221 @@ func ColumnsSchemaIDIsNil() predicate.IcebergTable {
 // ColumnsSchemaIDNotNil applies the NotNil predicate on the "columns_schema_id" field.
 func ColumnsSchemaIDNotNil() predicate.IcebergTable {
 	return predicate.IcebergTable(sql.FieldNotNull(FieldColumnsSchemaID))
+}
+
+// WarehouseEQ applies the EQ predicate on the "warehouse" field.
+func WarehouseEQ(v string) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldEQ(FieldWarehouse, v))
+}
+
+// WarehouseNEQ applies the NEQ predicate on the "warehouse" field.
+func WarehouseNEQ(v string) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldNEQ(FieldWarehouse, v))
+}
+
+// WarehouseIn applies the In predicate on the "warehouse" field.
+func WarehouseIn(vs ...string) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldIn(FieldWarehouse, vs...))
+}
+
+// WarehouseNotIn applies the NotIn predicate on the "warehouse" field.
+func WarehouseNotIn(vs ...string) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldNotIn(FieldWarehouse, vs...))
+}
+
+// WarehouseGT applies the GT predicate on the "warehouse" field.
+func WarehouseGT(v string) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldGT(FieldWarehouse, v))
+}
+
+// WarehouseGTE applies the GTE predicate on the "warehouse" field.
+func WarehouseGTE(v string) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldGTE(FieldWarehouse, v))
+}
+
+// WarehouseLT applies the LT predicate on the "warehouse" field.
+func WarehouseLT(v string) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldLT(FieldWarehouse, v))
+}
+
+// WarehouseLTE applies the LTE predicate on the "warehouse" field.
+func WarehouseLTE(v string) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldLTE(FieldWarehouse, v))
+}
+
+// WarehouseContains applies the Contains predicate on the "warehouse" field.
+func WarehouseContains(v string) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldContains(FieldWarehouse, v))
+}
+
+// WarehouseHasPrefix applies the HasPrefix predicate on the "warehouse" field.
+func WarehouseHasPrefix(v string) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldHasPrefix(FieldWarehouse, v))
+}
+
+// WarehouseHasSuffix applies the HasSuffix predicate on the "warehouse" field.
+func WarehouseHasSuffix(v string) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldHasSuffix(FieldWarehouse, v))
+}
+
+// WarehouseEqualFold applies the EqualFold predicate on the "warehouse" field.
+func WarehouseEqualFold(v string) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldEqualFold(FieldWarehouse, v))
+}
+
+// WarehouseContainsFold applies the ContainsFold predicate on the "warehouse" field.
+func WarehouseContainsFold(v string) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldContainsFold(FieldWarehouse, v))
+}
+
+// RestNamespaceEQ applies the EQ predicate on the "rest_namespace" field.
+func RestNamespaceEQ(v string) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldEQ(FieldRestNamespace, v))
+}
+
+// RestNamespaceNEQ applies the NEQ predicate on the "rest_namespace" field.
+func RestNamespaceNEQ(v string) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldNEQ(FieldRestNamespace, v))
+}
+
+// RestNamespaceIn applies the In predicate on the "rest_namespace" field.
+func RestNamespaceIn(vs ...string) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldIn(FieldRestNamespace, vs...))
+}
+
+// RestNamespaceNotIn applies the NotIn predicate on the "rest_namespace" field.
+func RestNamespaceNotIn(vs ...string) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldNotIn(FieldRestNamespace, vs...))
+}
+
+// RestNamespaceGT applies the GT predicate on the "rest_namespace" field.
+func RestNamespaceGT(v string) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldGT(FieldRestNamespace, v))
+}
+
+// RestNamespaceGTE applies the GTE predicate on the "rest_namespace" field.
+func RestNamespaceGTE(v string) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldGTE(FieldRestNamespace, v))
+}
+
+// RestNamespaceLT applies the LT predicate on the "rest_namespace" field.
+func RestNamespaceLT(v string) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldLT(FieldRestNamespace, v))
+}
+
+// RestNamespaceLTE applies the LTE predicate on the "rest_namespace" field.
+func RestNamespaceLTE(v string) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldLTE(FieldRestNamespace, v))
+}
+
+// RestNamespaceContains applies the Contains predicate on the "rest_namespace" field.
+func RestNamespaceContains(v string) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldContains(FieldRestNamespace, v))
+}
+
+// RestNamespaceHasPrefix applies the HasPrefix predicate on the "rest_namespace" field.
+func RestNamespaceHasPrefix(v string) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldHasPrefix(FieldRestNamespace, v))
+}
+
+// RestNamespaceHasSuffix applies the HasSuffix predicate on the "rest_namespace" field.
+func RestNamespaceHasSuffix(v string) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldHasSuffix(FieldRestNamespace, v))
+}
+
+// RestNamespaceIsNil applies the IsNil predicate on the "rest_namespace" field.
+func RestNamespaceIsNil() predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldIsNull(FieldRestNamespace))
+}
+
+// RestNamespaceNotNil applies the NotNil predicate on the "rest_namespace" field.
+func RestNamespaceNotNil() predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldNotNull(FieldRestNamespace))
+}
+
+// RestNamespaceEqualFold applies the EqualFold predicate on the "rest_namespace" field.
+func RestNamespaceEqualFold(v string) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldEqualFold(FieldRestNamespace, v))
+}
+
+// RestNamespaceContainsFold applies the ContainsFold predicate on the "rest_namespace" field.
+func RestNamespaceContainsFold(v string) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldContainsFold(FieldRestNamespace, v))
+}
+
+// RestKeyEQ applies the EQ predicate on the "rest_key" field.
+func RestKeyEQ(v string) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldEQ(FieldRestKey, v))
+}
+
+// RestKeyNEQ applies the NEQ predicate on the "rest_key" field.
+func RestKeyNEQ(v string) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldNEQ(FieldRestKey, v))
+}
+
+// RestKeyIn applies the In predicate on the "rest_key" field.
+func RestKeyIn(vs ...string) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldIn(FieldRestKey, vs...))
+}
+
+// RestKeyNotIn applies the NotIn predicate on the "rest_key" field.
+func RestKeyNotIn(vs ...string) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldNotIn(FieldRestKey, vs...))
+}
+
+// RestKeyGT applies the GT predicate on the "rest_key" field.
+func RestKeyGT(v string) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldGT(FieldRestKey, v))
+}
+
+// RestKeyGTE applies the GTE predicate on the "rest_key" field.
+func RestKeyGTE(v string) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldGTE(FieldRestKey, v))
+}
+
+// RestKeyLT applies the LT predicate on the "rest_key" field.
+func RestKeyLT(v string) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldLT(FieldRestKey, v))
+}
+
+// RestKeyLTE applies the LTE predicate on the "rest_key" field.
+func RestKeyLTE(v string) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldLTE(FieldRestKey, v))
+}
+
+// RestKeyContains applies the Contains predicate on the "rest_key" field.
+func RestKeyContains(v string) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldContains(FieldRestKey, v))
+}
+
+// RestKeyHasPrefix applies the HasPrefix predicate on the "rest_key" field.
+func RestKeyHasPrefix(v string) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldHasPrefix(FieldRestKey, v))
+}
+
+// RestKeyHasSuffix applies the HasSuffix predicate on the "rest_key" field.
+func RestKeyHasSuffix(v string) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldHasSuffix(FieldRestKey, v))
+}
+
+// RestKeyIsNil applies the IsNil predicate on the "rest_key" field.
+func RestKeyIsNil() predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldIsNull(FieldRestKey))
+}
+
+// RestKeyNotNil applies the NotNil predicate on the "rest_key" field.
+func RestKeyNotNil() predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldNotNull(FieldRestKey))
+}
+
+// RestKeyEqualFold applies the EqualFold predicate on the "rest_key" field.
+func RestKeyEqualFold(v string) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldEqualFold(FieldRestKey, v))
+}
+
+// RestKeyContainsFold applies the ContainsFold predicate on the "rest_key" field.
+func RestKeyContainsFold(v string) predicate.IcebergTable {
+	return predicate.IcebergTable(sql.FieldContainsFold(FieldRestKey, v))
 }
 
 // CreatedAtEQ applies the EQ predicate on the "created_at" field.

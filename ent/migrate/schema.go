@@ -457,6 +457,80 @@ var (
 		Columns:    GlossaryTermsColumns,
 		PrimaryKey: []*schema.Column{GlossaryTermsColumns[0]},
 	}
+	// TidemarkIcebergCommitsColumns holds the columns for the "tidemark_iceberg_commits" table.
+	TidemarkIcebergCommitsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeUUID},
+		{Name: "asset_id", Type: field.TypeUUID},
+		{Name: "warehouse", Type: field.TypeString},
+		{Name: "kind", Type: field.TypeString},
+		{Name: "state", Type: field.TypeString},
+		{Name: "base_location", Type: field.TypeString, Default: ""},
+		{Name: "new_location", Type: field.TypeString, Default: ""},
+		{Name: "snapshot_id", Type: field.TypeInt64, Nullable: true},
+		{Name: "reason", Type: field.TypeString, Size: 2147483647, Default: ""},
+		{Name: "idempotency_key", Type: field.TypeString, Default: ""},
+		{Name: "transaction_id", Type: field.TypeUUID, Nullable: true},
+		{Name: "actor", Type: field.TypeString, Default: ""},
+		{Name: "added_files", Type: field.TypeInt64, Default: 0},
+		{Name: "removed_files", Type: field.TypeInt64, Default: 0},
+		{Name: "added_bytes", Type: field.TypeInt64, Default: 0},
+		{Name: "started_at", Type: field.TypeTime},
+		{Name: "finished_at", Type: field.TypeTime, Nullable: true},
+	}
+	// TidemarkIcebergCommitsTable holds the schema information for the "tidemark_iceberg_commits" table.
+	TidemarkIcebergCommitsTable = &schema.Table{
+		Name:       "tidemark_iceberg_commits",
+		Columns:    TidemarkIcebergCommitsColumns,
+		PrimaryKey: []*schema.Column{TidemarkIcebergCommitsColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "icebergcommit_asset_id_started_at",
+				Unique:  false,
+				Columns: []*schema.Column{TidemarkIcebergCommitsColumns[1], TidemarkIcebergCommitsColumns[15]},
+			},
+			{
+				Name:    "icebergcommit_state_started_at",
+				Unique:  false,
+				Columns: []*schema.Column{TidemarkIcebergCommitsColumns[4], TidemarkIcebergCommitsColumns[15]},
+			},
+			{
+				Name:    "icebergcommit_warehouse_idempotency_key",
+				Unique:  false,
+				Columns: []*schema.Column{TidemarkIcebergCommitsColumns[2], TidemarkIcebergCommitsColumns[9]},
+			},
+		},
+	}
+	// TidemarkIcebergInventoryColumns holds the columns for the "tidemark_iceberg_inventory" table.
+	TidemarkIcebergInventoryColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeUUID},
+		{Name: "asset_id", Type: field.TypeUUID},
+		{Name: "commit_id", Type: field.TypeUUID},
+		{Name: "snapshot_id", Type: field.TypeInt64, Default: 0},
+		{Name: "path", Type: field.TypeString, Size: 2147483647},
+		{Name: "kind", Type: field.TypeString},
+		{Name: "change", Type: field.TypeString},
+		{Name: "size", Type: field.TypeInt64, Default: 0},
+		{Name: "records", Type: field.TypeInt64, Default: 0},
+		{Name: "recorded_at", Type: field.TypeTime},
+	}
+	// TidemarkIcebergInventoryTable holds the schema information for the "tidemark_iceberg_inventory" table.
+	TidemarkIcebergInventoryTable = &schema.Table{
+		Name:       "tidemark_iceberg_inventory",
+		Columns:    TidemarkIcebergInventoryColumns,
+		PrimaryKey: []*schema.Column{TidemarkIcebergInventoryColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "iceberginventoryfile_asset_id_snapshot_id",
+				Unique:  false,
+				Columns: []*schema.Column{TidemarkIcebergInventoryColumns[1], TidemarkIcebergInventoryColumns[3]},
+			},
+			{
+				Name:    "iceberginventoryfile_commit_id",
+				Unique:  false,
+				Columns: []*schema.Column{TidemarkIcebergInventoryColumns[2]},
+			},
+		},
+	}
 	// IcebergManifestsColumns holds the columns for the "iceberg_manifests" table.
 	IcebergManifestsColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeUUID},
@@ -484,6 +558,30 @@ var (
 		Columns:    IcebergManifestListsColumns,
 		PrimaryKey: []*schema.Column{IcebergManifestListsColumns[0]},
 	}
+	// TidemarkIcebergNamespacesColumns holds the columns for the "tidemark_iceberg_namespaces" table.
+	TidemarkIcebergNamespacesColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeUUID},
+		{Name: "warehouse", Type: field.TypeString},
+		{Name: "key", Type: field.TypeString, Unique: true},
+		{Name: "levels", Type: field.TypeString, Size: 2147483647},
+		{Name: "depth", Type: field.TypeInt},
+		{Name: "properties", Type: field.TypeString, Size: 2147483647, Default: "{}"},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "updated_at", Type: field.TypeTime},
+	}
+	// TidemarkIcebergNamespacesTable holds the schema information for the "tidemark_iceberg_namespaces" table.
+	TidemarkIcebergNamespacesTable = &schema.Table{
+		Name:       "tidemark_iceberg_namespaces",
+		Columns:    TidemarkIcebergNamespacesColumns,
+		PrimaryKey: []*schema.Column{TidemarkIcebergNamespacesColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "icebergnamespace_warehouse_depth",
+				Unique:  false,
+				Columns: []*schema.Column{TidemarkIcebergNamespacesColumns[1], TidemarkIcebergNamespacesColumns[4]},
+			},
+		},
+	}
 	// TidemarkIcebergTablesColumns holds the columns for the "tidemark_iceberg_tables" table.
 	TidemarkIcebergTablesColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeUUID},
@@ -504,6 +602,9 @@ var (
 		{Name: "missing_at", Type: field.TypeTime, Nullable: true},
 		{Name: "listed_at", Type: field.TypeTime, Nullable: true},
 		{Name: "columns_schema_id", Type: field.TypeInt, Nullable: true},
+		{Name: "warehouse", Type: field.TypeString, Default: ""},
+		{Name: "rest_namespace", Type: field.TypeString, Nullable: true},
+		{Name: "rest_key", Type: field.TypeString, Unique: true, Nullable: true},
 		{Name: "created_at", Type: field.TypeTime},
 		{Name: "updated_at", Type: field.TypeTime},
 	}
@@ -517,6 +618,11 @@ var (
 				Name:    "icebergtable_connection_identifier",
 				Unique:  false,
 				Columns: []*schema.Column{TidemarkIcebergTablesColumns[1], TidemarkIcebergTablesColumns[2]},
+			},
+			{
+				Name:    "icebergtable_rest_namespace",
+				Unique:  false,
+				Columns: []*schema.Column{TidemarkIcebergTablesColumns[19]},
 			},
 		},
 	}
@@ -1329,8 +1435,11 @@ var (
 		DatasetMigrationsTable,
 		ExternalIdsTable,
 		GlossaryTermsTable,
+		TidemarkIcebergCommitsTable,
+		TidemarkIcebergInventoryTable,
 		IcebergManifestsTable,
 		IcebergManifestListsTable,
+		TidemarkIcebergNamespacesTable,
 		TidemarkIcebergTablesTable,
 		IdempotencyKeysTable,
 		LabelsTable,
@@ -1368,6 +1477,15 @@ var (
 func init() {
 	AssetNamesTable.ForeignKeys[0].RefTable = AssetsTable
 	ExternalIdsTable.ForeignKeys[0].RefTable = AssetsTable
+	TidemarkIcebergCommitsTable.Annotation = &entsql.Annotation{
+		Table: "tidemark_iceberg_commits",
+	}
+	TidemarkIcebergInventoryTable.Annotation = &entsql.Annotation{
+		Table: "tidemark_iceberg_inventory",
+	}
+	TidemarkIcebergNamespacesTable.Annotation = &entsql.Annotation{
+		Table: "tidemark_iceberg_namespaces",
+	}
 	TidemarkIcebergTablesTable.Annotation = &entsql.Annotation{
 		Table: "tidemark_iceberg_tables",
 	}

@@ -54,11 +54,20 @@ type ExternalID func(*sql.Selector)
 // GlossaryTerm is the predicate function for glossaryterm builders.
 type GlossaryTerm func(*sql.Selector)
 
+// IcebergCommit is the predicate function for icebergcommit builders.
+type IcebergCommit func(*sql.Selector)
+
+// IcebergInventoryFile is the predicate function for iceberginventoryfile builders.
+type IcebergInventoryFile func(*sql.Selector)
+
 // IcebergManifest is the predicate function for icebergmanifest builders.
 type IcebergManifest func(*sql.Selector)
 
 // IcebergManifestList is the predicate function for icebergmanifestlist builders.
 type IcebergManifestList func(*sql.Selector)
+
+// IcebergNamespace is the predicate function for icebergnamespace builders.
+type IcebergNamespace func(*sql.Selector)
 
 // IcebergTable is the predicate function for icebergtable builders.
 type IcebergTable func(*sql.Selector)

@@ -17,8 +17,11 @@ import (
 	"github.com/tidemark/tidemark/ent/columnedge"
 	"github.com/tidemark/tidemark/ent/datasetmigration"
 	"github.com/tidemark/tidemark/ent/glossaryterm"
+	"github.com/tidemark/tidemark/ent/icebergcommit"
+	"github.com/tidemark/tidemark/ent/iceberginventoryfile"
 	"github.com/tidemark/tidemark/ent/icebergmanifest"
 	"github.com/tidemark/tidemark/ent/icebergmanifestlist"
+	"github.com/tidemark/tidemark/ent/icebergnamespace"
 	"github.com/tidemark/tidemark/ent/icebergtable"
 	"github.com/tidemark/tidemark/ent/label"
 	"github.com/tidemark/tidemark/ent/lineageedge"
@@ -276,6 +279,68 @@ func init() {
 	glossarytermDescID := glossarytermMixinFields0[0].Descriptor()
 	// glossaryterm.DefaultID holds the default value on creation for the id field.
 	glossaryterm.DefaultID = glossarytermDescID.Default.(func() uuid.UUID)
+	icebergcommitMixin := schema.IcebergCommit{}.Mixin()
+	icebergcommitMixinFields0 := icebergcommitMixin[0].Fields()
+	_ = icebergcommitMixinFields0
+	icebergcommitFields := schema.IcebergCommit{}.Fields()
+	_ = icebergcommitFields
+	// icebergcommitDescBaseLocation is the schema descriptor for base_location field.
+	icebergcommitDescBaseLocation := icebergcommitFields[4].Descriptor()
+	// icebergcommit.DefaultBaseLocation holds the default value on creation for the base_location field.
+	icebergcommit.DefaultBaseLocation = icebergcommitDescBaseLocation.Default.(string)
+	// icebergcommitDescNewLocation is the schema descriptor for new_location field.
+	icebergcommitDescNewLocation := icebergcommitFields[5].Descriptor()
+	// icebergcommit.DefaultNewLocation holds the default value on creation for the new_location field.
+	icebergcommit.DefaultNewLocation = icebergcommitDescNewLocation.Default.(string)
+	// icebergcommitDescReason is the schema descriptor for reason field.
+	icebergcommitDescReason := icebergcommitFields[7].Descriptor()
+	// icebergcommit.DefaultReason holds the default value on creation for the reason field.
+	icebergcommit.DefaultReason = icebergcommitDescReason.Default.(string)
+	// icebergcommitDescIdempotencyKey is the schema descriptor for idempotency_key field.
+	icebergcommitDescIdempotencyKey := icebergcommitFields[8].Descriptor()
+	// icebergcommit.DefaultIdempotencyKey holds the default value on creation for the idempotency_key field.
+	icebergcommit.DefaultIdempotencyKey = icebergcommitDescIdempotencyKey.Default.(string)
+	// icebergcommitDescActor is the schema descriptor for actor field.
+	icebergcommitDescActor := icebergcommitFields[10].Descriptor()
+	// icebergcommit.DefaultActor holds the default value on creation for the actor field.
+	icebergcommit.DefaultActor = icebergcommitDescActor.Default.(string)
+	// icebergcommitDescAddedFiles is the schema descriptor for added_files field.
+	icebergcommitDescAddedFiles := icebergcommitFields[11].Descriptor()
+	// icebergcommit.DefaultAddedFiles holds the default value on creation for the added_files field.
+	icebergcommit.DefaultAddedFiles = icebergcommitDescAddedFiles.Default.(int64)
+	// icebergcommitDescRemovedFiles is the schema descriptor for removed_files field.
+	icebergcommitDescRemovedFiles := icebergcommitFields[12].Descriptor()
+	// icebergcommit.DefaultRemovedFiles holds the default value on creation for the removed_files field.
+	icebergcommit.DefaultRemovedFiles = icebergcommitDescRemovedFiles.Default.(int64)
+	// icebergcommitDescAddedBytes is the schema descriptor for added_bytes field.
+	icebergcommitDescAddedBytes := icebergcommitFields[13].Descriptor()
+	// icebergcommit.DefaultAddedBytes holds the default value on creation for the added_bytes field.
+	icebergcommit.DefaultAddedBytes = icebergcommitDescAddedBytes.Default.(int64)
+	// icebergcommitDescID is the schema descriptor for id field.
+	icebergcommitDescID := icebergcommitMixinFields0[0].Descriptor()
+	// icebergcommit.DefaultID holds the default value on creation for the id field.
+	icebergcommit.DefaultID = icebergcommitDescID.Default.(func() uuid.UUID)
+	iceberginventoryfileMixin := schema.IcebergInventoryFile{}.Mixin()
+	iceberginventoryfileMixinFields0 := iceberginventoryfileMixin[0].Fields()
+	_ = iceberginventoryfileMixinFields0
+	iceberginventoryfileFields := schema.IcebergInventoryFile{}.Fields()
+	_ = iceberginventoryfileFields
+	// iceberginventoryfileDescSnapshotID is the schema descriptor for snapshot_id field.
+	iceberginventoryfileDescSnapshotID := iceberginventoryfileFields[2].Descriptor()
+	// iceberginventoryfile.DefaultSnapshotID holds the default value on creation for the snapshot_id field.
+	iceberginventoryfile.DefaultSnapshotID = iceberginventoryfileDescSnapshotID.Default.(int64)
+	// iceberginventoryfileDescSize is the schema descriptor for size field.
+	iceberginventoryfileDescSize := iceberginventoryfileFields[6].Descriptor()
+	// iceberginventoryfile.DefaultSize holds the default value on creation for the size field.
+	iceberginventoryfile.DefaultSize = iceberginventoryfileDescSize.Default.(int64)
+	// iceberginventoryfileDescRecords is the schema descriptor for records field.
+	iceberginventoryfileDescRecords := iceberginventoryfileFields[7].Descriptor()
+	// iceberginventoryfile.DefaultRecords holds the default value on creation for the records field.
+	iceberginventoryfile.DefaultRecords = iceberginventoryfileDescRecords.Default.(int64)
+	// iceberginventoryfileDescID is the schema descriptor for id field.
+	iceberginventoryfileDescID := iceberginventoryfileMixinFields0[0].Descriptor()
+	// iceberginventoryfile.DefaultID holds the default value on creation for the id field.
+	iceberginventoryfile.DefaultID = iceberginventoryfileDescID.Default.(func() uuid.UUID)
 	icebergmanifestMixin := schema.IcebergManifest{}.Mixin()
 	icebergmanifestMixinFields0 := icebergmanifestMixin[0].Fields()
 	_ = icebergmanifestMixinFields0
@@ -294,6 +359,19 @@ func init() {
 	icebergmanifestlistDescID := icebergmanifestlistMixinFields0[0].Descriptor()
 	// icebergmanifestlist.DefaultID holds the default value on creation for the id field.
 	icebergmanifestlist.DefaultID = icebergmanifestlistDescID.Default.(func() uuid.UUID)
+	icebergnamespaceMixin := schema.IcebergNamespace{}.Mixin()
+	icebergnamespaceMixinFields0 := icebergnamespaceMixin[0].Fields()
+	_ = icebergnamespaceMixinFields0
+	icebergnamespaceFields := schema.IcebergNamespace{}.Fields()
+	_ = icebergnamespaceFields
+	// icebergnamespaceDescProperties is the schema descriptor for properties field.
+	icebergnamespaceDescProperties := icebergnamespaceFields[4].Descriptor()
+	// icebergnamespace.DefaultProperties holds the default value on creation for the properties field.
+	icebergnamespace.DefaultProperties = icebergnamespaceDescProperties.Default.(string)
+	// icebergnamespaceDescID is the schema descriptor for id field.
+	icebergnamespaceDescID := icebergnamespaceMixinFields0[0].Descriptor()
+	// icebergnamespace.DefaultID holds the default value on creation for the id field.
+	icebergnamespace.DefaultID = icebergnamespaceDescID.Default.(func() uuid.UUID)
 	icebergtableFields := schema.IcebergTable{}.Fields()
 	_ = icebergtableFields
 	// icebergtableDescConnection is the schema descriptor for connection field.
@@ -320,6 +398,10 @@ func init() {
 	icebergtableDescError := icebergtableFields[12].Descriptor()
 	// icebergtable.DefaultError holds the default value on creation for the error field.
 	icebergtable.DefaultError = icebergtableDescError.Default.(string)
+	// icebergtableDescWarehouse is the schema descriptor for warehouse field.
+	icebergtableDescWarehouse := icebergtableFields[18].Descriptor()
+	// icebergtable.DefaultWarehouse holds the default value on creation for the warehouse field.
+	icebergtable.DefaultWarehouse = icebergtableDescWarehouse.Default.(string)
 	labelMixin := schema.Label{}.Mixin()
 	labelMixinFields0 := labelMixin[0].Fields()
 	_ = labelMixinFields0

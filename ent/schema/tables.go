@@ -43,6 +43,15 @@ func (IcebergTable) Fields() []ent.Field {
 		// columns_schema_id is the Iceberg schema ID whose columns were last recorded in the
 		// catalog: a refresh records them again only when the table's current schema changed.
 		field.Int("columns_schema_id").Optional().Nillable(),
+		// warehouse is the Tidemark warehouse that serves the table over the Iceberg REST
+		// protocol ("" for tables synced from other catalogs or registered through the API):
+		// its metadata_location is then the catalog's pointer, swapped only by a commit.
+		field.String("warehouse").Default(""),
+		// rest_namespace is the served table's namespace key (warehouse and levels joined by
+		// U+001F) and rest_key its identifier key (the namespace key, U+001F, the name): unique
+		// among live served tables, cleared when the table is dropped so the name can be reused.
+		field.String("rest_namespace").Optional().Nillable(),
+		field.String("rest_key").Optional().Nillable().Unique(),
 		field.Time("created_at").Immutable(),
 		field.Time("updated_at"),
 	}
@@ -55,7 +64,7 @@ func (IcebergTable) Annotations() []schema.Annotation {
 }
 
 func (IcebergTable) Indexes() []ent.Index {
-	return []ent.Index{index.Fields("connection", "identifier")}
+	return []ent.Index{index.Fields("connection", "identifier"), index.Fields("rest_namespace")}
 }
 
 // IcebergManifestList caches what was read from one manifest list. Manifest lists are immutable
@@ -97,5 +106,105 @@ func (TableSync) Fields() []ent.Field {
 		field.Time("started_at").Immutable(),
 		field.Time("finished_at"),
 		field.Text("report"), // JSON report owned by the tables package
+	}
+}
+
+// IcebergNamespace is a namespace of a warehouse Tidemark serves over the Iceberg REST protocol.
+type IcebergNamespace struct{ ent.Schema }
+
+func (IcebergNamespace) Mixin() []ent.Mixin { return []ent.Mixin{UUIDv7{}} }
+
+func (IcebergNamespace) Fields() []ent.Field {
+	return []ent.Field{
+		field.String("warehouse").Immutable(),
+		// key is the warehouse and the levels joined by U+001F (a character names may not hold).
+		field.String("key").Unique().Immutable(),
+		field.Text("levels").Immutable(), // JSON array of the levels
+		field.Int("depth").Immutable(),
+		field.Text("properties").Default("{}"), // JSON object
+		field.Time("created_at").Immutable(),
+		field.Time("updated_at"),
+	}
+}
+
+func (IcebergNamespace) Annotations() []schema.Annotation {
+	return []schema.Annotation{entsql.Annotation{Table: "tidemark_iceberg_namespaces"}}
+}
+
+func (IcebergNamespace) Indexes() []ent.Index {
+	return []ent.Index{index.Fields("warehouse", "depth")}
+}
+
+// IcebergCommit is one change of a served table's metadata pointer, or an attempt at one: a
+// create, commit, register, rename or drop, with its outcome. A commit is recorded as pending
+// before its metadata file is written, so a crash between the write and the swap leaves a
+// record of the file it staged.
+type IcebergCommit struct{ ent.Schema }
+
+func (IcebergCommit) Mixin() []ent.Mixin { return []ent.Mixin{UUIDv7{}} }
+
+func (IcebergCommit) Fields() []ent.Field {
+	return []ent.Field{
+		field.UUID("asset_id", uuid.UUID{}).Immutable(),
+		field.String("warehouse").Immutable(),
+		field.String("kind").Immutable(), // create, commit, register, rename, drop
+		// state: pending (staged, not swapped yet), committed, conflict (a requirement failed:
+		// 409), abandoned (staged, and the swap is known not to have happened).
+		field.String("state"),
+		field.String("base_location").Default(""), // the pointer the commit expected
+		field.String("new_location").Default(""),  // the metadata file it wrote
+		field.Int64("snapshot_id").Optional().Nillable(),
+		field.Text("reason").Default(""),
+		field.String("idempotency_key").Default(""),
+		field.UUID("transaction_id", uuid.UUID{}).Optional().Nillable(),
+		field.String("actor").Default(""),
+		field.Int64("added_files").Default(0),
+		field.Int64("removed_files").Default(0),
+		field.Int64("added_bytes").Default(0),
+		field.Time("started_at").Immutable(),
+		field.Time("finished_at").Optional().Nillable(),
+	}
+}
+
+func (IcebergCommit) Annotations() []schema.Annotation {
+	return []schema.Annotation{entsql.Annotation{Table: "tidemark_iceberg_commits"}}
+}
+
+func (IcebergCommit) Indexes() []ent.Index {
+	return []ent.Index{
+		index.Fields("asset_id", "started_at"),
+		index.Fields("state", "started_at"),
+		index.Fields("warehouse", "idempotency_key"),
+	}
+}
+
+// IcebergInventoryFile is one file a commit of a served table added or removed (read from the
+// commit's new manifests only), or staged and abandoned: the write-path inventory.
+type IcebergInventoryFile struct{ ent.Schema }
+
+func (IcebergInventoryFile) Mixin() []ent.Mixin { return []ent.Mixin{UUIDv7{}} }
+
+func (IcebergInventoryFile) Fields() []ent.Field {
+	return []ent.Field{
+		field.UUID("asset_id", uuid.UUID{}).Immutable(),
+		field.UUID("commit_id", uuid.UUID{}).Immutable(),
+		field.Int64("snapshot_id").Default(0).Immutable(), // 0 for the metadata file itself
+		field.Text("path").Immutable(),
+		field.String("kind").Immutable(),   // metadata, manifest_list, manifest, data, delete
+		field.String("change").Immutable(), // added, removed, staged
+		field.Int64("size").Default(0).Immutable(),
+		field.Int64("records").Default(0).Immutable(),
+		field.Time("recorded_at").Immutable(),
+	}
+}
+
+func (IcebergInventoryFile) Annotations() []schema.Annotation {
+	return []schema.Annotation{entsql.Annotation{Table: "tidemark_iceberg_inventory"}}
+}
+
+func (IcebergInventoryFile) Indexes() []ent.Index {
+	return []ent.Index{
+		index.Fields("asset_id", "snapshot_id"),
+		index.Fields("commit_id"),
 	}
 }

@@ -1,0 +1,77 @@
+package restcatalog_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	icecat "github.com/apache/iceberg-go/catalog"
+	_ "github.com/apache/iceberg-go/catalog/rest" // registers the "rest" catalog type
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/tidemark/tidemark/app"
+	"github.com/tidemark/tidemark/auth"
+	"github.com/tidemark/tidemark/ent/storage"
+	"github.com/tidemark/tidemark/handlers"
+	"github.com/tidemark/tidemark/tables"
+	"github.com/tidemark/tidemark/tables/tablestest"
+	"github.com/tidemark/tidemark/web"
+)
+
+// server is a Tidemark serving one warehouse ("main") over HTTP on 127.0.0.1, as engines reach it.
+type server struct {
+	URL       string
+	App       *app.App
+	Token     string // an admin token
+	Writer    string // a token with the write scope only
+	Warehouse string // local path of the warehouse
+	lake      *tablestest.Lake
+}
+
+func newServer(t *testing.T, db *storage.DB, opts ...tables.Option) *server {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	wh := filepath.Join(dir, "warehouse")
+	topts := append([]tables.Option{tables.WithWarehouses(tables.Warehouse{Name: "main", Location: wh})}, opts...)
+	a, err := app.Open(ctx, db, app.Config{Tables: topts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := a.Handler(handlers.Config{}, web.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	store := auth.NewStore(db.Client, nil)
+	tok, _, err := store.Create(ctx, "engine", []auth.Scope{auth.ScopeAdmin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, _, err := store.Create(ctx, "writer", []auth.Scope{auth.ScopeWrite})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &server{URL: srv.URL, App: a, Token: tok, Writer: w, Warehouse: wh, lake: tablestest.NewLake(t)}
+}
+
+// client is iceberg-go's REST catalog client, loaded the way engines load it.
+func (s *server) client(t testing.TB) icecat.Catalog {
+	t.Helper()
+	cat, err := icecat.Load(context.Background(), "tidemark", iceberg.Properties{
+		"type": "rest", "uri": s.URL + "/iceberg", "token": s.Token, "warehouse": "main"})
+	if err != nil {
+		t.Fatalf("load the REST catalog: %v", err)
+	}
+	return cat
+}
+
+// append writes n rows through the table's catalog (Tidemark) and returns the new table.
+func (s *server) append(t testing.TB, tbl *table.Table, from, n int) *table.Table {
+	t.Helper()
+	return s.lake.Append(tbl, tablestest.Rows(from, n, time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)))
+}

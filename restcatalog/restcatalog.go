@@ -1,0 +1,331 @@
+// Package restcatalog is Tidemark's Iceberg REST catalog face (the Apache Iceberg
+// rest-catalog-open-api): engines create, load and commit tables through it under
+// /iceberg/v1/{prefix}/..., one prefix per served warehouse. It owns the spec's request and
+// response types, its error model and the OAuth2 token endpoint; the commits themselves
+// (compare-and-swap of the metadata pointer, the write-path inventory) are the tables package's.
+package restcatalog
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/tidemark/tidemark/auth"
+	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/tables"
+)
+
+// Config wires the face to the domain.
+type Config struct {
+	Tables *tables.Service
+	Tokens *auth.Store
+	Logger *slog.Logger
+	// AuthReads makes loads and lists need a token with the read scope; writes always need one.
+	AuthReads bool
+	// NoAuth turns authentication off entirely.
+	NoAuth bool
+	// BodyLimit caps request bodies (default 8 MiB: a commit carries schemas and snapshots).
+	BodyLimit int64
+	// RecordUse keeps a read (a scan report) or a write (a commit) of a served table as usage
+	// evidence; nil records nothing.
+	RecordUse func(ctx context.Context, asset uuid.UUID, kind, actor, key string, at time.Time) error
+	// Now is the clock (tests).
+	Now func() time.Time
+}
+
+// IdempotencyLifetime is how long a commit's Idempotency-Key is honoured, as advertised in
+// /v1/config.
+const IdempotencyLifetime = "PT30M"
+
+// DefaultBodyLimit caps request bodies.
+const DefaultBodyLimit = 8 << 20
+
+// Face is the mounted REST catalog.
+type Face struct {
+	cfg Config
+}
+
+// Mount registers the routes under /iceberg on e.
+func Mount(e *echo.Echo, cfg Config) *Face {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.BodyLimit <= 0 {
+		cfg.BodyLimit = DefaultBodyLimit
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	f := &Face{cfg: cfg}
+	g := e.Group("/iceberg/v1", f.errors, f.limitBody)
+	read, write, admin := f.scope(auth.ScopeRead), f.scope(auth.ScopeWrite), f.scope(auth.ScopeAdmin)
+	g.GET("/config", f.config, read)
+	g.POST("/oauth/tokens", f.token)
+	p := g.Group("/:prefix")
+	p.GET("/namespaces", f.listNamespaces, read)
+	p.POST("/namespaces", f.createNamespace, write)
+	p.GET("/namespaces/:ns", f.loadNamespace, read)
+	p.HEAD("/namespaces/:ns", f.namespaceExists, read)
+	p.DELETE("/namespaces/:ns", f.dropNamespace, write)
+	p.POST("/namespaces/:ns/properties", f.updateNamespace, write)
+	p.GET("/namespaces/:ns/tables", f.listTables, read)
+	p.POST("/namespaces/:ns/tables", f.createTable, write)
+	p.POST("/namespaces/:ns/register", f.registerTable, admin)
+	p.GET("/namespaces/:ns/tables/:table", f.loadTable, read)
+	p.HEAD("/namespaces/:ns/tables/:table", f.tableExists, read)
+	p.POST("/namespaces/:ns/tables/:table", f.commitTable, write)
+	p.DELETE("/namespaces/:ns/tables/:table", f.dropTable, write)
+	p.POST("/namespaces/:ns/tables/:table/metrics", f.reportMetrics, read)
+	p.POST("/tables/rename", f.renameTable, write)
+	p.POST("/transactions/commit", f.commitTransaction, write)
+	// Anything else under the face answers in its error model, not the JSON API's.
+	g.Any("/*", func(c echo.Context) error {
+		return apiError(http.StatusNotFound, "NoSuchEndpointException", fmt.Sprintf("%s %s is not an endpoint of this catalog; GET /iceberg/v1/config lists them", c.Request().Method, c.Request().URL.Path))
+	})
+	return f
+}
+
+// endpoints are the routes /v1/config advertises (views are not served yet).
+var endpoints = []string{
+	"GET /v1/{prefix}/namespaces",
+	"POST /v1/{prefix}/namespaces",
+	"GET /v1/{prefix}/namespaces/{namespace}",
+	"HEAD /v1/{prefix}/namespaces/{namespace}",
+	"DELETE /v1/{prefix}/namespaces/{namespace}",
+	"POST /v1/{prefix}/namespaces/{namespace}/properties",
+	"GET /v1/{prefix}/namespaces/{namespace}/tables",
+	"POST /v1/{prefix}/namespaces/{namespace}/tables",
+	"GET /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+	"HEAD /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+	"POST /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+	"DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+	"POST /v1/{prefix}/namespaces/{namespace}/register",
+	"POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics",
+	"POST /v1/{prefix}/tables/rename",
+	"POST /v1/{prefix}/transactions/commit",
+}
+
+// Error is an error in the Iceberg REST error model.
+type Error struct {
+	Status  int
+	Type    string
+	Message string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Type, e.Message) }
+
+func apiError(status int, typ, msg string) *Error {
+	return &Error{Status: status, Type: typ, Message: msg}
+}
+
+func badRequest(format string, args ...any) *Error {
+	return apiError(http.StatusBadRequest, "BadRequestException", fmt.Sprintf(format, args...))
+}
+
+type errorResponse struct {
+	Error errorModel `json:"error"`
+}
+
+type errorModel struct {
+	Message string `json:"message"`
+	Type    string `json:"type"`
+	Code    int    `json:"code"`
+}
+
+// toError maps domain errors to the spec's statuses and exception types, in one place.
+func toError(err error) *Error {
+	var e *Error
+	var he *echo.HTTPError
+	var mbe *http.MaxBytesError
+	var ce *catalog.Error
+	var se *tables.ServeError
+	msg := err.Error()
+	if errors.As(err, &se) {
+		msg = se.Message
+	} else if errors.As(err, &ce) {
+		msg = ce.Message
+	}
+	switch {
+	case errors.As(err, &e):
+		return e
+	case errors.As(err, &mbe):
+		return apiError(http.StatusRequestEntityTooLarge, "BadRequestException", fmt.Sprintf("the request body is over %d bytes", mbe.Limit))
+	case errors.As(err, &he):
+		return apiError(he.Code, "BadRequestException", fmt.Sprint(he.Message))
+	case errors.Is(err, tables.ErrNoSuchWarehouse):
+		return apiError(http.StatusNotFound, "NoSuchWarehouseException", msg)
+	case errors.Is(err, tables.ErrNoSuchNamespace):
+		return apiError(http.StatusNotFound, "NoSuchNamespaceException", msg)
+	case errors.Is(err, tables.ErrNoSuchTable):
+		return apiError(http.StatusNotFound, "NoSuchTableException", msg)
+	case errors.Is(err, tables.ErrNamespaceNotEmpty):
+		return apiError(http.StatusConflict, "NamespaceNotEmptyException", msg)
+	case errors.Is(err, tables.ErrCommitFailed):
+		return apiError(http.StatusConflict, "CommitFailedException", msg)
+	case errors.Is(err, tables.ErrAlreadyExists):
+		return apiError(http.StatusConflict, "AlreadyExistsException", msg)
+	case errors.Is(err, tables.ErrCommitUnknown):
+		return apiError(http.StatusInternalServerError, "CommitStateUnknownException", msg)
+	case errors.Is(err, tables.ErrNotCommitted):
+		return apiError(http.StatusServiceUnavailable, "ServiceUnavailableException", msg)
+	case errors.Is(err, catalog.ErrInvalid):
+		return apiError(http.StatusBadRequest, "BadRequestException", msg)
+	case errors.Is(err, catalog.ErrNotFound):
+		return apiError(http.StatusNotFound, "NotFoundException", msg)
+	case errors.Is(err, catalog.ErrConflict):
+		return apiError(http.StatusConflict, "AlreadyExistsException", msg)
+	}
+	return nil
+}
+
+// errors answers every error of the face in the spec's error model. An error it cannot map
+// is a 500 whose cause goes to the log, not to the client; on a commit a 500 means the
+// outcome is unknown, which is true of an error nobody anticipated.
+func (f *Face) errors(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		err := next(c)
+		if err == nil || c.Response().Committed {
+			return err
+		}
+		e := toError(err)
+		if e == nil {
+			f.cfg.Logger.Error("iceberg rest: request failed", "method", c.Request().Method, "route", c.Path(),
+				"request_id", c.Response().Header().Get(echo.HeaderXRequestID), "err", err)
+			e = apiError(http.StatusInternalServerError, "ServiceFailureException", "internal error; the server log has the cause (request "+c.Response().Header().Get(echo.HeaderXRequestID)+")")
+		} else if e.Status >= 500 {
+			f.cfg.Logger.Warn("iceberg rest: request not completed", "route", c.Path(), "status", e.Status, "err", err)
+		}
+		if e.Status == http.StatusUnauthorized {
+			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="tidemark"`)
+		}
+		if c.Request().Method == http.MethodHead {
+			return c.NoContent(e.Status)
+		}
+		return c.JSON(e.Status, errorResponse{Error: errorModel{Message: e.Message, Type: e.Type, Code: e.Status}})
+	}
+}
+
+func (f *Face) limitBody(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		if r.ContentLength > f.cfg.BodyLimit {
+			return &http.MaxBytesError{Limit: f.cfg.BodyLimit}
+		}
+		r.Body = http.MaxBytesReader(c.Response(), r.Body, f.cfg.BodyLimit)
+		return next(c)
+	}
+}
+
+const tokenKey = "tidemark.iceberg.token"
+
+// scope authenticates the bearer token and checks its scope, as the JSON API does.
+func (f *Face) scope(need auth.Scope) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			r := c.Request()
+			if f.cfg.NoAuth || (need == auth.ScopeRead && !f.cfg.AuthReads && r.Header.Get(echo.HeaderAuthorization) == "") {
+				c.SetRequest(r.WithContext(catalog.WithActor(r.Context(), "anonymous")))
+				return next(c)
+			}
+			scheme, secret, ok := strings.Cut(r.Header.Get(echo.HeaderAuthorization), " ")
+			if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(secret) == "" {
+				return apiError(http.StatusUnauthorized, "NotAuthorizedException", fmt.Sprintf("this request needs a token with the %s scope: send Authorization: Bearer <token>, or configure the client's credential as <token name>:<token>", need))
+			}
+			tok, err := f.cfg.Tokens.Verify(r.Context(), strings.TrimSpace(secret))
+			if errors.Is(err, auth.ErrUnknownToken) {
+				return apiError(http.StatusUnauthorized, "NotAuthorizedException", "the bearer token is not recognised or has been revoked")
+			}
+			if err != nil {
+				return err
+			}
+			if !tok.Allows(need) {
+				return apiError(http.StatusForbidden, "ForbiddenException", fmt.Sprintf("token %q has scopes %v; this request needs %s", tok.Name, tok.Scopes, need))
+			}
+			c.Set(tokenKey, tok)
+			c.SetRequest(r.WithContext(catalog.WithActor(r.Context(), "token:"+tok.Name)))
+			return next(c)
+		}
+	}
+}
+
+// allows reports whether the request's token grants a scope.
+func (f *Face) allows(c echo.Context, need auth.Scope) bool {
+	if f.cfg.NoAuth {
+		return true
+	}
+	tok, ok := c.Get(tokenKey).(auth.Token)
+	return ok && tok.Allows(need)
+}
+
+// pathParam returns a path parameter unescaped: echo matches on the raw path when the path
+// holds escapes the default encoding would not produce (%2F in a name).
+func pathParam(c echo.Context, name string) (string, error) {
+	v := c.Param(name)
+	if c.Request().URL.RawPath == "" {
+		return v, nil
+	}
+	u, err := url.PathUnescape(v)
+	if err != nil {
+		return "", badRequest("path parameter %s is not valid percent-encoding", name)
+	}
+	return u, nil
+}
+
+// namespaceParam splits the namespace path parameter on the unit separator (%1F).
+func namespaceParam(c echo.Context) ([]string, error) {
+	v, err := pathParam(c, "ns")
+	if err != nil {
+		return nil, err
+	}
+	return strings.Split(v, "\x1f"), nil
+}
+
+func tableParam(c echo.Context) (tables.TableIdent, error) {
+	ns, err := namespaceParam(c)
+	if err != nil {
+		return tables.TableIdent{}, err
+	}
+	name, err := pathParam(c, "table")
+	if err != nil {
+		return tables.TableIdent{}, err
+	}
+	return tables.TableIdent{Namespace: ns, Name: name}, nil
+}
+
+// decode reads a JSON body strictly: unknown fields are tolerated (the spec grows), trailing
+// data is not.
+func decode(c echo.Context, v any) error {
+	dec := json.NewDecoder(c.Request().Body)
+	if err := dec.Decode(v); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return err
+		}
+		return badRequest("the request body is not the JSON this endpoint takes: %v", err)
+	}
+	if dec.More() {
+		return badRequest("the request body holds more than one JSON value")
+	}
+	return nil
+}
+
+func (f *Face) options(c echo.Context) tables.CommitOptions {
+	return tables.CommitOptions{IdempotencyKey: strings.TrimSpace(c.Request().Header.Get("Idempotency-Key"))}
+}
+
+func checkIdempotencyKey(c echo.Context) error {
+	k := c.Request().Header.Get("Idempotency-Key")
+	if len(k) > 128 {
+		return badRequest("the Idempotency-Key is %d bytes; the limit is 128", len(k))
+	}
+	return nil
+}

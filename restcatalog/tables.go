@@ -1,0 +1,420 @@
+package restcatalog
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+	"github.com/labstack/echo/v4"
+
+	"github.com/tidemark/tidemark/auth"
+	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/tables"
+)
+
+type identifier struct {
+	Namespace []string `json:"namespace"`
+	Name      string   `json:"name"`
+}
+
+type listTablesResponse struct {
+	NextPageToken *string      `json:"next-page-token,omitempty"`
+	Identifiers   []identifier `json:"identifiers"`
+}
+
+func (f *Face) listTables(c echo.Context) error {
+	wh, err := prefix(c)
+	if err != nil {
+		return err
+	}
+	ns, err := namespaceParam(c)
+	if err != nil {
+		return err
+	}
+	size, err := pageSize(c)
+	if err != nil {
+		return err
+	}
+	names, next, err := f.cfg.Tables.ListServed(c.Request().Context(), wh, ns, c.QueryParam("pageToken"), size)
+	if err != nil {
+		return err
+	}
+	r := listTablesResponse{Identifiers: make([]identifier, len(names))}
+	for i, n := range names {
+		r.Identifiers[i] = identifier{Namespace: ns, Name: n}
+	}
+	if next != "" {
+		r.NextPageToken = &next
+	}
+	return c.JSON(http.StatusOK, r)
+}
+
+// loadTableResponse is the spec's LoadTableResult.
+type loadTableResponse struct {
+	MetadataLocation string            `json:"metadata-location,omitempty"`
+	Metadata         json.RawMessage   `json:"metadata"`
+	Config           map[string]string `json:"config"`
+}
+
+func loadResult(t tables.ServedTable) (loadTableResponse, error) {
+	b, err := json.Marshal(t.Metadata)
+	if err != nil {
+		return loadTableResponse{}, err
+	}
+	return loadTableResponse{MetadataLocation: t.MetadataLocation, Metadata: b, Config: map[string]string{}}, nil
+}
+
+// etag names a table's state: the metadata location changes with every commit.
+func etag(loc string) string {
+	sum := sha256.Sum256([]byte(loc))
+	return `"` + hex.EncodeToString(sum[:12]) + `"`
+}
+
+type createTableBody struct {
+	Name          string                        `json:"name"`
+	Location      string                        `json:"location"`
+	Schema        *iceberg.Schema               `json:"schema"`
+	PartitionSpec *iceberg.UnboundPartitionSpec `json:"partition-spec"`
+	WriteOrder    *table.UnboundSortOrder       `json:"write-order"`
+	StageCreate   bool                          `json:"stage-create"`
+	Properties    map[string]string             `json:"properties"`
+}
+
+func (f *Face) createTable(c echo.Context) error {
+	wh, err := prefix(c)
+	if err != nil {
+		return err
+	}
+	ns, err := namespaceParam(c)
+	if err != nil {
+		return err
+	}
+	if err := checkIdempotencyKey(c); err != nil {
+		return err
+	}
+	var in createTableBody
+	if err := decode(c, &in); err != nil {
+		return err
+	}
+	ci := tables.CreateServedInput{Ident: tables.TableIdent{Namespace: ns, Name: in.Name}, Schema: in.Schema, Location: in.Location,
+		Properties: in.Properties, Stage: in.StageCreate}
+	if in.PartitionSpec != nil {
+		ci.Spec = &in.PartitionSpec.PartitionSpec
+	}
+	if in.WriteOrder != nil {
+		ci.SortOrder = &in.WriteOrder.SortOrder
+	}
+	t, err := f.cfg.Tables.CreateServed(c.Request().Context(), wh, ci, f.options(c))
+	if err != nil {
+		return err
+	}
+	r, err := loadResult(t)
+	if err != nil {
+		return err
+	}
+	if t.MetadataLocation != "" {
+		c.Response().Header().Set("ETag", etag(t.MetadataLocation))
+	}
+	return c.JSON(http.StatusOK, r)
+}
+
+type registerBody struct {
+	Name             string `json:"name"`
+	MetadataLocation string `json:"metadata-location"`
+	Overwrite        bool   `json:"overwrite"`
+}
+
+func (f *Face) registerTable(c echo.Context) error {
+	wh, err := prefix(c)
+	if err != nil {
+		return err
+	}
+	ns, err := namespaceParam(c)
+	if err != nil {
+		return err
+	}
+	var in registerBody
+	if err := decode(c, &in); err != nil {
+		return err
+	}
+	if in.Overwrite {
+		return badRequest("overwrite is not supported: drop the table first, so its files are never owned by two pointers")
+	}
+	if in.MetadataLocation == "" {
+		return badRequest("metadata-location is empty: give the URI of the table's metadata JSON file")
+	}
+	t, err := f.cfg.Tables.RegisterServed(c.Request().Context(), wh, tables.TableIdent{Namespace: ns, Name: in.Name}, in.MetadataLocation, f.options(c))
+	if err != nil {
+		return err
+	}
+	r, err := loadResult(t)
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set("ETag", etag(t.MetadataLocation))
+	return c.JSON(http.StatusOK, r)
+}
+
+func (f *Face) loadTable(c echo.Context) error {
+	wh, err := prefix(c)
+	if err != nil {
+		return err
+	}
+	id, err := tableParam(c)
+	if err != nil {
+		return err
+	}
+	switch c.QueryParam("snapshots") {
+	case "", "all", "refs": // every snapshot is returned either way; refs is an optimisation
+	default:
+		return badRequest("snapshots must be all or refs, not %q", c.QueryParam("snapshots"))
+	}
+	ctx := c.Request().Context()
+	if inm := c.Request().Header.Get("If-None-Match"); inm != "" {
+		_, loc, err := f.cfg.Tables.ServedPointer(ctx, wh, id)
+		if err != nil {
+			return err
+		}
+		if tag := etag(loc); inm == tag || inm == "W/"+tag || inm == "*" {
+			c.Response().Header().Set("ETag", tag)
+			return c.NoContent(http.StatusNotModified)
+		}
+	}
+	t, err := f.cfg.Tables.LoadServed(ctx, wh, id)
+	if err != nil {
+		return err
+	}
+	r, err := loadResult(t)
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set("ETag", etag(t.MetadataLocation))
+	return c.JSON(http.StatusOK, r)
+}
+
+func (f *Face) tableExists(c echo.Context) error {
+	wh, err := prefix(c)
+	if err != nil {
+		return err
+	}
+	id, err := tableParam(c)
+	if err != nil {
+		return err
+	}
+	if _, _, err := f.cfg.Tables.ServedPointer(c.Request().Context(), wh, id); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// commitBody is the spec's CommitTableRequest (and one of a transaction's table changes).
+type commitBody struct {
+	Identifier   *identifier        `json:"identifier"`
+	Requirements table.Requirements `json:"requirements"`
+	Updates      table.Updates      `json:"updates"`
+}
+
+type commitResponse struct {
+	MetadataLocation string          `json:"metadata-location"`
+	Metadata         json.RawMessage `json:"metadata"`
+}
+
+// maxUpdates bounds one table change; a commit of more is a mistake, not a workload.
+const maxUpdates = 10000
+
+func (b commitBody) change(id tables.TableIdent) (tables.CommitChange, error) {
+	if len(b.Updates)+len(b.Requirements) > maxUpdates {
+		return tables.CommitChange{}, badRequest("a table change may hold at most %d requirements and updates", maxUpdates)
+	}
+	return tables.CommitChange{Ident: id, Requirements: b.Requirements, Updates: b.Updates}, nil
+}
+
+func (f *Face) commitTable(c echo.Context) error {
+	wh, err := prefix(c)
+	if err != nil {
+		return err
+	}
+	id, err := tableParam(c)
+	if err != nil {
+		return err
+	}
+	if err := checkIdempotencyKey(c); err != nil {
+		return err
+	}
+	var in commitBody
+	if err := decode(c, &in); err != nil {
+		return err
+	}
+	if in.Identifier != nil && (in.Identifier.Name != id.Name || strings.Join(in.Identifier.Namespace, "\x1f") != strings.Join(id.Namespace, "\x1f")) {
+		return badRequest("the body's identifier %s.%s is not the table in the path, %s", strings.Join(in.Identifier.Namespace, "."), in.Identifier.Name, id)
+	}
+	ch, err := in.change(id)
+	if err != nil {
+		return err
+	}
+	out, err := f.cfg.Tables.Commit(c.Request().Context(), wh, []tables.CommitChange{ch}, f.options(c))
+	if err != nil {
+		return err
+	}
+	f.recordWrites(c, out)
+	b, err := json.Marshal(out[0].Metadata)
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set("ETag", etag(out[0].MetadataLocation))
+	return c.JSON(http.StatusOK, commitResponse{MetadataLocation: out[0].MetadataLocation, Metadata: b})
+}
+
+// recordWrites keeps each committed table's commit as a write in its usage (best effort: the
+// commit stands either way).
+func (f *Face) recordWrites(c echo.Context, out []tables.ServedTable) {
+	if f.cfg.RecordUse == nil {
+		return
+	}
+	ctx := c.Request().Context()
+	for _, t := range out {
+		if err := f.cfg.RecordUse(ctx, t.AssetID, "write", catalog.ActorFrom(ctx), "iceberg-commit:"+t.MetadataLocation, f.cfg.Now()); err != nil {
+			f.cfg.Logger.Warn("iceberg rest: could not record a commit as usage", "asset_id", t.AssetID, "err", err)
+		}
+	}
+}
+
+type transactionBody struct {
+	TableChanges []commitBody `json:"table-changes"`
+}
+
+// maxTableChanges bounds one multi-table transaction.
+const maxTableChanges = 100
+
+func (f *Face) commitTransaction(c echo.Context) error {
+	wh, err := prefix(c)
+	if err != nil {
+		return err
+	}
+	if err := checkIdempotencyKey(c); err != nil {
+		return err
+	}
+	var in transactionBody
+	if err := decode(c, &in); err != nil {
+		return err
+	}
+	if len(in.TableChanges) == 0 || len(in.TableChanges) > maxTableChanges {
+		return badRequest("a transaction holds 1 to %d table changes, not %d", maxTableChanges, len(in.TableChanges))
+	}
+	changes := make([]tables.CommitChange, len(in.TableChanges))
+	for i, b := range in.TableChanges {
+		if b.Identifier == nil {
+			return badRequest("table change %d has no identifier", i)
+		}
+		ch, err := b.change(tables.TableIdent{Namespace: b.Identifier.Namespace, Name: b.Identifier.Name})
+		if err != nil {
+			return err
+		}
+		changes[i] = ch
+	}
+	out, err := f.cfg.Tables.Commit(c.Request().Context(), wh, changes, f.options(c))
+	if err != nil {
+		return err
+	}
+	f.recordWrites(c, out)
+	return c.NoContent(http.StatusNoContent)
+}
+
+func (f *Face) dropTable(c echo.Context) error {
+	wh, err := prefix(c)
+	if err != nil {
+		return err
+	}
+	id, err := tableParam(c)
+	if err != nil {
+		return err
+	}
+	purge := false
+	if v := c.QueryParam("purgeRequested"); v != "" {
+		if purge, err = strconv.ParseBool(v); err != nil {
+			return badRequest("purgeRequested must be true or false, not %q", v)
+		}
+	}
+	if purge && !f.allows(c, auth.ScopeAdmin) {
+		return apiError(http.StatusForbidden, "ForbiddenException", "dropping with purgeRequested=true needs a token with the admin scope (the purge itself waits for a cleanup proposal and a person's approval)")
+	}
+	if err := f.cfg.Tables.DropServed(c.Request().Context(), wh, id, purge, f.options(c)); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+type renameBody struct {
+	Source      *identifier `json:"source"`
+	Destination *identifier `json:"destination"`
+}
+
+func (f *Face) renameTable(c echo.Context) error {
+	wh, err := prefix(c)
+	if err != nil {
+		return err
+	}
+	var in renameBody
+	if err := decode(c, &in); err != nil {
+		return err
+	}
+	if in.Source == nil || in.Destination == nil {
+		return badRequest("a rename needs source and destination identifiers")
+	}
+	from := tables.TableIdent{Namespace: in.Source.Namespace, Name: in.Source.Name}
+	to := tables.TableIdent{Namespace: in.Destination.Namespace, Name: in.Destination.Name}
+	if err := f.cfg.Tables.RenameServed(c.Request().Context(), wh, from, to, f.options(c)); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+type metricsBody struct {
+	ReportType string `json:"report-type"`
+	TableName  string `json:"table-name"`
+	SnapshotID *int64 `json:"snapshot-id"`
+}
+
+// reportMetrics keeps a scan report as a read of the table (a commit report is already known:
+// the commit went through this catalog). A retried report is counted once.
+func (f *Face) reportMetrics(c echo.Context) error {
+	wh, err := prefix(c)
+	if err != nil {
+		return err
+	}
+	id, err := tableParam(c)
+	if err != nil {
+		return err
+	}
+	body, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		return err
+	}
+	var in metricsBody
+	if err := json.Unmarshal(body, &in); err != nil {
+		return badRequest("the metrics report is not JSON: %v", err)
+	}
+	switch in.ReportType {
+	case "scan-report", "commit-report":
+	default:
+		return badRequest("report-type must be scan-report or commit-report, not %q", in.ReportType)
+	}
+	ctx := c.Request().Context()
+	asset, _, err := f.cfg.Tables.ServedPointer(ctx, wh, id)
+	if err != nil {
+		return err
+	}
+	if in.ReportType == "scan-report" && f.cfg.RecordUse != nil {
+		sum := sha256.Sum256(body)
+		if err := f.cfg.RecordUse(ctx, asset, "read", catalog.ActorFrom(ctx), "iceberg-scan:"+hex.EncodeToString(sum[:16]), f.cfg.Now()); err != nil {
+			return err
+		}
+	}
+	return c.NoContent(http.StatusNoContent)
+}

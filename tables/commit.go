@@ -1,0 +1,644 @@
+package tables
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
+
+	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/ent"
+	"github.com/tidemark/tidemark/ent/icebergcommit"
+	"github.com/tidemark/tidemark/ent/icebergtable"
+)
+
+// Commit states.
+const (
+	statePending   = "pending"
+	stateCommitted = "committed"
+	stateConflict  = "conflict"
+	stateAbandoned = "abandoned"
+)
+
+// Faults are failures injected by tests.
+type Faults struct {
+	// BeforeSwap runs after the new metadata files are written and before the pointers are
+	// swapped; an error stands for the process stopping there.
+	BeforeSwap func(ctx context.Context, newLocations []string) error
+}
+
+// WithFaults injects failures (tests).
+func WithFaults(f Faults) Option { return func(s *Service) { s.faults = f } }
+
+// CommitOptions go with a commit.
+type CommitOptions struct {
+	// IdempotencyKey makes a retried request return the first request's outcome.
+	IdempotencyKey string
+}
+
+// CommitChange is one table's part of a commit: requirements checked against the current
+// metadata, and updates applied to it.
+type CommitChange struct {
+	Ident        TableIdent
+	Requirements []table.Requirement
+	Updates      []table.Update
+}
+
+// plan is one table's commit, staged: what it read, what it will write.
+type plan struct {
+	ident   TableIdent
+	kind    string // create, commit, register
+	row     *ent.IcebergTable
+	base    table.Metadata // nil for a create
+	updated table.Metadata
+	newLoc  string            // the metadata file to write (given for a register: not written)
+	adopt   *ent.IcebergTable // a register of a table Tidemark knew: its row becomes served
+	files   []inventoryFile   // what the new snapshots added and removed
+	staged  []inventoryFile   // a rejected commit's files, reported as leftovers
+	assetID uuid.UUID         // for a create or register
+	created bool              // the asset was created by this commit (deleted again if it fails)
+	commit  uuid.UUID         // its commit row
+	noop    bool              // the updates changed nothing
+}
+
+// Commit applies changes to one or several served tables, all or nothing: every table's
+// requirements are checked against its current metadata, the new metadata files are written
+// (data first, then metadata), and the pointers are swapped in one database transaction that
+// expects each table's pointer where the commit read it. A failed requirement or a pointer that
+// moved is ErrCommitFailed and changes nothing; ErrCommitUnknown only when the store failed
+// while committing the swap.
+func (s *Service) Commit(ctx context.Context, wh string, changes []CommitChange, opt CommitOptions) ([]ServedTable, error) {
+	w, err := s.warehouse(wh)
+	if err != nil {
+		return nil, err
+	}
+	if len(changes) == 0 {
+		return nil, invalid("table-changes", "a commit needs at least one table change")
+	}
+	if opt.IdempotencyKey != "" {
+		if out, err, ok := s.replay(ctx, w, opt.IdempotencyKey); ok {
+			return out, err
+		}
+	}
+	seen := map[string]bool{}
+	plans := make([]*plan, 0, len(changes))
+	for _, ch := range changes {
+		if err := ch.Ident.valid(); err != nil {
+			return nil, err
+		}
+		if k := tableKey(wh, ch.Ident.Namespace, ch.Ident.Name); seen[k] {
+			return nil, invalid("table-changes", "table %s appears twice in one commit: merge its changes", ch.Ident)
+		} else {
+			seen[k] = true
+		}
+		p, err := s.stage(ctx, w, ch, opt)
+		if err != nil {
+			return nil, err
+		}
+		plans = append(plans, p)
+	}
+	return s.commit(ctx, w, plans, opt)
+}
+
+// stage reads one table's current metadata, checks the requirements and applies the updates.
+func (s *Service) stage(ctx context.Context, w Warehouse, ch CommitChange, opt CommitOptions) (*plan, error) {
+	p := &plan{ident: ch.Ident, kind: "commit"}
+	row, err := s.servedRow(ctx, s.db, w.Name, ch.Ident)
+	if err != nil && !errors.Is(err, ErrNoSuchTable) {
+		return nil, err
+	}
+	creates := false
+	for _, r := range ch.Requirements {
+		if r.GetType() == "assert-create" {
+			creates = true
+		}
+	}
+	if row == nil && !creates {
+		return nil, err
+	}
+	baseLoc := ""
+	if row != nil {
+		p.row = row
+		baseLoc = row.MetadataLocation
+		if p.base, err = s.readMetadata(ctx, w, row.MetadataLocation); err != nil {
+			return nil, err
+		}
+	}
+	for _, r := range ch.Requirements {
+		if err := r.Validate(p.base); err != nil {
+			s.recordConflict(ctx, w, p, ch, err, opt)
+			return nil, serveErr(ErrCommitFailed, "table %s: %v; refresh the table and retry", ch.Ident, err)
+		}
+	}
+	base := p.base
+	if base == nil {
+		p.kind = "create"
+		if base, err = table.NewMetadata(iceberg.NewSchema(0), nil, table.UnsortedSortOrder, "", nil); err != nil {
+			return nil, err
+		}
+	}
+	if p.updated, err = table.UpdateTableMetadata(base, ch.Updates, baseLoc); err != nil {
+		return nil, invalid("updates", "table %s: the updates cannot be applied: %v", ch.Ident, err)
+	}
+	if p.base != nil && p.updated.Equals(p.base) {
+		p.noop = true
+	}
+	return p, nil
+}
+
+// recordConflict records a rejected commit for the table's commit health, with the files its
+// writer staged for it (its snapshots' manifest lists, known leftovers unless a retry commits
+// them).
+func (s *Service) recordConflict(ctx context.Context, w Warehouse, p *plan, ch CommitChange, cause error, opt CommitOptions) {
+	if p.row == nil {
+		return
+	}
+	now := s.clock()
+	var snap *int64
+	var staged []inventoryFile
+	for _, u := range ch.Updates {
+		if u.Action() != "add-snapshot" {
+			continue
+		}
+		// iceberg-go keeps the update's type unexported: its JSON names the snapshot.
+		var a struct {
+			Snapshot *table.Snapshot `json:"snapshot"`
+		}
+		if b, err := json.Marshal(u); err != nil || json.Unmarshal(b, &a) != nil || a.Snapshot == nil {
+			continue
+		}
+		v := a.Snapshot.SnapshotID
+		snap = &v
+		if a.Snapshot.ManifestList != "" {
+			staged = append(staged, inventoryFile{snapshot: v, path: a.Snapshot.ManifestList, kind: kindManifestList, change: changeStaged})
+		}
+	}
+	err := s.tx(ctx, func(tx *ent.Tx) error {
+		c, err := tx.IcebergCommit.Create().SetAssetID(p.row.ID).SetWarehouse(w.Name).SetKind("commit").SetState(stateConflict).
+			SetBaseLocation(p.row.MetadataLocation).SetNillableSnapshotID(snap).SetReason(clipReason(cause.Error())).
+			SetIdempotencyKey(opt.IdempotencyKey).SetActor(catalog.ActorFrom(ctx)).SetStartedAt(now).SetFinishedAt(now).Save(ctx)
+		if err != nil {
+			return err
+		}
+		return s.insertFiles(ctx, tx, p.row.ID, c.ID, staged, now)
+	})
+	if err != nil {
+		s.log.Warn("could not record a rejected commit", "asset_id", p.row.ID, "err", err)
+	}
+}
+
+func clipReason(s string) string {
+	if len(s) > 2000 {
+		return s[:2000] + "..."
+	}
+	return s
+}
+
+// commit writes the plans' metadata files and swaps the pointers.
+func (s *Service) commit(ctx context.Context, w Warehouse, plans []*plan, opt CommitOptions) ([]ServedTable, error) {
+	if err := s.prepare(ctx, w, plans); err != nil {
+		s.undoAssets(ctx, plans)
+		return nil, err
+	}
+	now := s.clock()
+	var txID *uuid.UUID
+	if len(plans) > 1 {
+		v := uuid.Must(uuid.NewV7())
+		txID = &v
+	}
+	// Recorded before any file is written: a crash after the write leaves a pending commit
+	// naming the file, never an unrecorded one.
+	err := s.tx(ctx, func(tx *ent.Tx) error {
+		for _, p := range plans {
+			if p.noop {
+				continue
+			}
+			c, err := tx.IcebergCommit.Create().SetAssetID(p.assetOrRow()).SetWarehouse(w.Name).SetKind(p.kind).SetState(statePending).
+				SetBaseLocation(p.baseLocation()).SetNewLocation(p.newLoc).SetNillableSnapshotID(lastSnapshot(p)).
+				SetIdempotencyKey(opt.IdempotencyKey).SetNillableTransactionID(txID).SetActor(catalog.ActorFrom(ctx)).SetStartedAt(now).Save(ctx)
+			if err != nil {
+				return err
+			}
+			p.commit = c.ID
+		}
+		return nil
+	})
+	if err != nil {
+		s.undoAssets(ctx, plans)
+		return nil, fmt.Errorf("tables: record the commit: %w", err)
+	}
+	var written []string
+	for _, p := range plans {
+		if p.noop || p.kind == "register" {
+			continue
+		}
+		if err := s.writeMetadata(ctx, w, p.updated, p.newLoc); err != nil {
+			s.settle(ctx, plans, stateAbandoned, "the metadata file could not be written: "+err.Error())
+			s.undoAssets(ctx, plans)
+			return nil, serveErr(ErrNotCommitted, "could not write the new metadata file %s: %v; nothing was committed", p.newLoc, err)
+		}
+		written = append(written, p.newLoc)
+	}
+	if s.faults.BeforeSwap != nil {
+		if err := s.faults.BeforeSwap(ctx, written); err != nil {
+			return nil, serveErr(ErrCommitUnknown, "the commit stopped before the swap: %v", err)
+		}
+	}
+	swapErr := s.swap(ctx, w, plans)
+	if swapErr != nil {
+		var se *ServeError
+		if errors.As(swapErr, &se) && errors.Is(se.Kind, ErrCommitUnknown) {
+			return nil, swapErr // pending until ResolvePending knows
+		}
+		state := stateAbandoned
+		if errors.Is(swapErr, ErrCommitFailed) || errors.Is(swapErr, ErrAlreadyExists) {
+			state = stateConflict
+		}
+		s.settle(ctx, plans, state, swapErr.Error())
+		s.undoAssets(ctx, plans)
+		if errors.As(swapErr, &se) {
+			return nil, swapErr
+		}
+		return nil, serveErr(ErrNotCommitted, "the pointer could not be swapped: %v; nothing was committed", swapErr)
+	}
+	out := make([]ServedTable, len(plans))
+	for i, p := range plans {
+		loc := p.newLoc
+		meta := p.updated
+		if p.noop {
+			loc, meta = p.row.MetadataLocation, p.base
+		}
+		s.metaCache.put(loc, meta)
+		out[i] = ServedTable{AssetID: p.assetOrRow(), Ident: p.ident, MetadataLocation: loc, Metadata: meta, Props: w.Props}
+		if !p.noop {
+			s.afterCommit(ctx, p)
+		}
+	}
+	return out, nil
+}
+
+func (p *plan) assetOrRow() uuid.UUID {
+	if p.row != nil {
+		return p.row.ID
+	}
+	return p.assetID
+}
+
+func (p *plan) baseLocation() string {
+	if p.row != nil {
+		return p.row.MetadataLocation
+	}
+	return ""
+}
+
+func lastSnapshot(p *plan) *int64 {
+	if c := p.updated.CurrentSnapshot(); c != nil && (p.base == nil || p.base.SnapshotByID(c.SnapshotID) == nil) {
+		v := c.SnapshotID
+		return &v
+	}
+	return nil
+}
+
+// prepare checks locations, names the new metadata files, reads what the new snapshots added
+// and removed, and finds or creates the assets of new tables.
+func (s *Service) prepare(ctx context.Context, w Warehouse, plans []*plan) error {
+	for _, p := range plans {
+		if p.noop {
+			continue
+		}
+		if p.kind == "create" {
+			loc := p.updated.Location()
+			if loc == "" {
+				loc = s.defaultLocation(w, p.ident, p.updated.TableUUID())
+				var err error
+				if p.updated, err = table.UpdateTableMetadata(p.updated, []table.Update{table.NewSetLocationUpdate(loc)}, ""); err != nil {
+					return err
+				}
+			}
+			if err := s.checkLocation(ctx, w, loc, uuid.Nil); err != nil {
+				return err
+			}
+		} else if p.kind == "commit" && normLoc(p.updated.Location()) != normLoc(p.base.Location()) {
+			if err := s.checkLocation(ctx, w, p.updated.Location(), p.row.ID); err != nil {
+				return err
+			}
+		}
+		if p.newLoc == "" {
+			loc, err := s.metadataFileLocation(p)
+			if err != nil {
+				return err
+			}
+			p.newLoc = loc
+		}
+		if err := s.readAdded(ctx, w, p); err != nil {
+			return serveErr(ErrNotCommitted, "table %s: %v; nothing was committed (a pointer is never swapped to a snapshot whose files cannot be read)", p.ident, err)
+		}
+		if p.row == nil {
+			if p.adopt != nil {
+				p.assetID = p.adopt.ID
+			}
+			id, created, err := s.servedAsset(ctx, w, p.ident, p.updated)
+			if err != nil {
+				return err
+			}
+			if p.adopt != nil && id != p.adopt.ID {
+				return serveErr(ErrAlreadyExists, "table-uuid %s is bound to asset %s but its table row to %s", p.updated.TableUUID(), id, p.adopt.ID)
+			}
+			p.assetID, p.created = id, created
+		}
+	}
+	return nil
+}
+
+// metadataFileLocation names the next metadata file: <location>/metadata/<version>-<uuid>.metadata.json.
+func (s *Service) metadataFileLocation(p *plan) (string, error) {
+	version := 0
+	if p.row != nil {
+		base := path.Base(p.row.MetadataLocation)
+		if v, err := strconv.Atoi(strings.SplitN(base, "-", 2)[0]); err == nil && v >= 0 {
+			version = v + 1
+		} else {
+			version = 1
+			for range p.base.PreviousFiles() {
+				version++
+			}
+		}
+	}
+	lp, err := table.LoadLocationProvider(p.updated.Location(), p.updated.Properties())
+	if err != nil {
+		return "", invalid("location", "table %s: %v", p.ident, err)
+	}
+	return lp.NewTableMetadataFileLocation(version)
+}
+
+func (s *Service) writeMetadata(ctx context.Context, w Warehouse, meta table.Metadata, loc string) error {
+	fsys, err := IO(ctx, loc, w.Props)
+	if err != nil {
+		return err
+	}
+	wfs, ok := fsys.(icebergio.WriteFileIO)
+	if !ok {
+		return fmt.Errorf("the file IO for %s cannot write", loc)
+	}
+	b, err := json.Marshal(meta)
+	if err != nil {
+		return err
+	}
+	return wfs.WriteFile(loc, b)
+}
+
+// swap moves every pointer in one transaction, each guarded by the location its commit read.
+func (s *Service) swap(ctx context.Context, w Warehouse, plans []*plan) error {
+	now := s.clock()
+	tx, err := s.db.Tx(ctx)
+	if err != nil {
+		return fmt.Errorf("tables: begin the swap: %w", err)
+	}
+	if err := s.swapIn(ctx, tx, w, plans, now); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		// The commit may or may not have reached the store: read the pointers back.
+		return s.outcome(ctx, plans, err)
+	}
+	return nil
+}
+
+func (s *Service) swapIn(ctx context.Context, tx *ent.Tx, w Warehouse, plans []*plan, now time.Time) error {
+	for _, p := range plans {
+		if p.noop {
+			continue
+		}
+		var cur *int64
+		if c := p.updated.CurrentSnapshot(); c != nil {
+			v := c.SnapshotID
+			cur = &v
+		}
+		last := time.UnixMilli(p.updated.LastUpdatedMillis()).UTC()
+		key := tableKey(w.Name, p.ident.Namespace, p.ident.Name)
+		switch {
+		case p.row != nil:
+			u := tx.IcebergTable.Update().Where(icebergtable.ID(p.row.ID), icebergtable.MetadataLocation(p.row.MetadataLocation), icebergtable.RestKey(key)).
+				SetMetadataLocation(p.newLoc).SetLocation(p.updated.Location()).SetFormatVersion(p.updated.Version()).
+				SetNillableCurrentSnapshotID(cur).SetLastUpdatedAt(last).SetUpdatedAt(now)
+			if cur == nil {
+				u.ClearCurrentSnapshotID()
+			}
+			n, err := u.Save(ctx)
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				return serveErr(ErrCommitFailed, "table %s changed since this commit read it at %s; refresh the table and retry", p.ident, p.row.MetadataLocation)
+			}
+		case p.adopt != nil:
+			n, err := tx.IcebergTable.Update().Where(icebergtable.ID(p.adopt.ID), icebergtable.Or(icebergtable.GoneAtNotNil(), icebergtable.And(icebergtable.Connection(""), icebergtable.Warehouse("")))).
+				SetWarehouse(w.Name).SetConnection("").SetIdentifier(p.ident.String()).SetRestKey(key).SetRestNamespace(nsKey(w.Name, p.ident.Namespace)).
+				SetMetadataLocation(p.newLoc).SetLocation(p.updated.Location()).SetFormatVersion(p.updated.Version()).
+				SetNillableCurrentSnapshotID(cur).SetLastUpdatedAt(last).ClearGoneAt().ClearMissingAt().SetUpdatedAt(now).Save(ctx)
+			if ent.IsConstraintError(err) {
+				return serveErr(ErrAlreadyExists, "table %s already exists in warehouse %s", p.ident, w.Name)
+			}
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				return serveErr(ErrAlreadyExists, "table-uuid %s became live elsewhere meanwhile", p.updated.TableUUID())
+			}
+		default:
+			err := tx.IcebergTable.Create().SetID(p.assetID).SetWarehouse(w.Name).SetIdentifier(p.ident.String()).SetRestKey(key).
+				SetRestNamespace(nsKey(w.Name, p.ident.Namespace)).SetTableUUID(p.updated.TableUUID().String()).SetLocation(p.updated.Location()).
+				SetMetadataLocation(p.newLoc).SetFormatVersion(p.updated.Version()).SetNillableCurrentSnapshotID(cur).
+				SetLastUpdatedAt(last).SetCreatedAt(now).SetUpdatedAt(now).Exec(ctx)
+			if ent.IsConstraintError(err) {
+				if p.kind == "create" && p.row == nil {
+					return serveErr(ErrAlreadyExists, "table %s already exists in warehouse %s (or its table-uuid is known)", p.ident, w.Name)
+				}
+				return serveErr(ErrCommitFailed, "table %s was created meanwhile", p.ident)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		var added, removed, bytes int64
+		for _, f := range p.files {
+			switch f.change {
+			case changeAdded:
+				if f.kind == kindData || f.kind == kindDelete {
+					added++
+					bytes += f.size
+				}
+			case changeRemoved:
+				if f.kind == kindData || f.kind == kindDelete {
+					removed++
+				}
+			}
+		}
+		// Only a commit still pending may swap: one settled as abandoned meanwhile has a file
+		// the cleanup bot may already treat as a leftover.
+		n, err := tx.IcebergCommit.Update().Where(icebergcommit.ID(p.commit), icebergcommit.State(statePending)).SetState(stateCommitted).
+			SetFinishedAt(now).SetAddedFiles(added).SetRemovedFiles(removed).SetAddedBytes(bytes).Save(ctx)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return serveErr(ErrNotCommitted, "table %s: the commit was settled as abandoned before its swap; nothing was committed", p.ident)
+		}
+		files := append([]inventoryFile{{path: p.newLoc, kind: kindMetadata, change: changeAdded}}, p.files...)
+		if p.kind == "register" {
+			files = files[:1]
+		}
+		if err := s.insertFiles(ctx, tx, p.assetOrRow(), p.commit, files, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// outcome reads the pointers back after a failed transaction commit: all swapped is success,
+// none swapped is known not committed, anything else (or no answer) is unknown.
+func (s *Service) outcome(ctx context.Context, plans []*plan, cause error) error {
+	ctx = context.WithoutCancel(ctx)
+	swapped, checked := 0, 0
+	for _, p := range plans {
+		if p.noop {
+			continue
+		}
+		checked++
+		row, err := s.db.IcebergTable.Query().Where(icebergtable.ID(p.assetOrRow())).Select(icebergtable.FieldMetadataLocation).Only(ctx)
+		if err != nil && !ent.IsNotFound(err) {
+			return serveErr(ErrCommitUnknown, "the store failed while committing (%v) and could not be read back (%v): the outcome is unknown; do not clean up", cause, err)
+		}
+		if row != nil && row.MetadataLocation == p.newLoc {
+			swapped++
+		}
+	}
+	switch swapped {
+	case checked:
+		return nil
+	case 0:
+		return fmt.Errorf("tables: commit the swap: %w", cause)
+	}
+	return serveErr(ErrCommitUnknown, "the store failed while committing (%v): the outcome is unknown; do not clean up", cause)
+}
+
+// settle marks the plans' pending commits with a final state.
+func (s *Service) settle(ctx context.Context, plans []*plan, state, reason string) {
+	ctx = context.WithoutCancel(ctx)
+	now := s.clock()
+	for _, p := range plans {
+		if p.commit == uuid.Nil {
+			continue
+		}
+		err := s.tx(ctx, func(tx *ent.Tx) error {
+			n, err := tx.IcebergCommit.Update().Where(icebergcommit.ID(p.commit), icebergcommit.State(statePending)).SetState(state).
+				SetReason(clipReason(reason)).SetFinishedAt(now).Save(ctx)
+			if err != nil || n == 0 {
+				return err
+			}
+			// What the rejected commit staged: its metadata file and its snapshots' files.
+			staged := []inventoryFile{}
+			if p.kind != "register" {
+				staged = append(staged, inventoryFile{path: p.newLoc, kind: kindMetadata, change: changeStaged})
+			}
+			for _, f := range p.files {
+				if f.change == changeAdded {
+					f.change = changeStaged
+					staged = append(staged, f)
+				}
+			}
+			return s.insertFiles(ctx, tx, p.assetOrRow(), p.commit, staged, now)
+		})
+		if err != nil {
+			s.log.Warn("could not settle a commit", "commit_id", p.commit, "state", state, "err", err)
+		}
+	}
+}
+
+// undoAssets marks deleted the assets a failed commit created.
+func (s *Service) undoAssets(ctx context.Context, plans []*plan) {
+	for _, p := range plans {
+		if p.created {
+			if _, err := s.cat.Delete(context.WithoutCancel(ctx), p.assetID, catalog.AnyVersion); err != nil {
+				s.log.Warn("could not delete the asset of a failed create", "asset_id", p.assetID, "err", err)
+			}
+		}
+	}
+}
+
+// afterCommit records the new schema's columns in the catalog (best effort: the commit stands).
+func (s *Service) afterCommit(ctx context.Context, p *plan) {
+	var prev *int
+	if p.row != nil {
+		prev = p.row.ColumnsSchemaID
+	}
+	id := p.assetOrRow()
+	recorded, err := s.syncColumns(ctx, id, p.updated, prev)
+	if err != nil {
+		s.log.Warn("could not record the committed schema's columns", "asset_id", id, "err", err)
+		return
+	}
+	if recorded != nil && (prev == nil || *prev != *recorded) {
+		if err := s.db.IcebergTable.UpdateOneID(id).SetColumnsSchemaID(*recorded).Exec(ctx); err != nil {
+			s.log.Warn("could not record the committed schema's ID", "asset_id", id, "err", err)
+		}
+	}
+}
+
+// replay returns the outcome of an earlier request with the same idempotency key.
+func (s *Service) replay(ctx context.Context, w Warehouse, key string) ([]ServedTable, error, bool) {
+	rows, err := s.db.IcebergCommit.Query().Where(icebergcommit.Warehouse(w.Name), icebergcommit.IdempotencyKey(key),
+		icebergcommit.KindIn("create", "commit", "register")).Order(ent.Asc(icebergcommit.FieldID)).All(ctx)
+	if err != nil {
+		return nil, err, true
+	}
+	if len(rows) == 0 {
+		return nil, nil, false
+	}
+	out := make([]ServedTable, 0, len(rows))
+	for _, c := range rows {
+		switch c.State {
+		case statePending:
+			return nil, serveErr(ErrCommitUnknown, "a request with this Idempotency-Key is still being committed; retry later"), true
+		case stateConflict:
+			return nil, serveErr(ErrCommitFailed, "%s", c.Reason), true
+		case stateAbandoned:
+			return nil, serveErr(ErrNotCommitted, "%s", c.Reason), true
+		}
+		row, err := s.db.IcebergTable.Query().Where(icebergtable.ID(c.AssetID)).Select(rowFields...).Only(ctx)
+		if err != nil {
+			return nil, err, true
+		}
+		meta, err := s.readMetadata(ctx, w, c.NewLocation)
+		if err != nil {
+			return nil, err, true
+		}
+		ident := TableIdent{Name: row.Identifier}
+		if row.RestKey != nil {
+			parts := strings.Split(strings.TrimPrefix(*row.RestKey, w.Name+sep), sep)
+			ident = TableIdent{Namespace: parts[:len(parts)-1], Name: parts[len(parts)-1]}
+		}
+		out = append(out, ServedTable{AssetID: c.AssetID, Ident: ident, MetadataLocation: c.NewLocation, Metadata: meta, Props: maps.Clone(w.Props)})
+	}
+	return out, nil, true
+}
+
+// replayed reports whether a rename or drop with this idempotency key was committed already.
+func (s *Service) replayed(ctx context.Context, wh, key, kind string) (bool, error) {
+	if key == "" {
+		return false, nil
+	}
+	return s.db.IcebergCommit.Query().Where(icebergcommit.Warehouse(wh), icebergcommit.IdempotencyKey(key),
+		icebergcommit.Kind(kind), icebergcommit.State(stateCommitted)).Exist(ctx)
+}

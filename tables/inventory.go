@@ -1,0 +1,269 @@
+package tables
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
+
+	"github.com/tidemark/tidemark/ent"
+	"github.com/tidemark/tidemark/ent/icebergcommit"
+	"github.com/tidemark/tidemark/ent/iceberginventoryfile"
+)
+
+// Inventory file kinds and changes.
+const (
+	kindMetadata     = "metadata"
+	kindManifestList = "manifest_list"
+	kindManifest     = "manifest"
+	kindData         = "data"
+	kindDelete       = "delete"
+
+	changeAdded   = "added"
+	changeRemoved = "removed"
+	changeStaged  = "staged" // written for a commit that did not happen: a known leftover
+)
+
+type inventoryFile struct {
+	snapshot      int64
+	path, kind    string
+	change        string
+	size, records int64
+}
+
+// readAdded reads what the snapshots a commit adds wrote: each new snapshot's manifest list, the
+// manifests that snapshot added, and their entries (added and deleted files). Manifests are read
+// only when the snapshot wrote them, so the cost follows the commit, not the table. Manifests
+// the parent listed and the new list drops are recorded as removed.
+func (s *Service) readAdded(ctx context.Context, w Warehouse, p *plan) error {
+	if p.kind == "register" {
+		return nil
+	}
+	var fresh []table.Snapshot
+	for _, snap := range p.updated.Snapshots() {
+		if p.base == nil || p.base.SnapshotByID(snap.SnapshotID) == nil {
+			fresh = append(fresh, snap)
+		}
+	}
+	if len(fresh) == 0 {
+		return nil
+	}
+	fsys, err := IO(ctx, p.updated.Location(), w.Props)
+	if err != nil {
+		return err
+	}
+	fsys = guard(fsys, nil, s.limit)
+	for _, snap := range fresh {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if snap.ManifestList == "" {
+			continue
+		}
+		mfs, err := snap.Manifests(fsys)
+		if err != nil {
+			return fmt.Errorf("read snapshot %d's manifest list %s: %w", snap.SnapshotID, snap.ManifestList, err)
+		}
+		p.files = append(p.files, inventoryFile{snapshot: snap.SnapshotID, path: snap.ManifestList, kind: kindManifestList, change: changeAdded})
+		listed := make(map[string]bool, len(mfs))
+		for _, mf := range mfs {
+			listed[mf.FilePath()] = true
+			if mf.SnapshotID() != snap.SnapshotID {
+				continue
+			}
+			p.files = append(p.files, inventoryFile{snapshot: snap.SnapshotID, path: mf.FilePath(), kind: kindManifest, change: changeAdded, size: mf.Length()})
+			for e, err := range mf.Entries(fsys, false) {
+				if err != nil {
+					return fmt.Errorf("read manifest %s: %w", mf.FilePath(), err)
+				}
+				f := inventoryFile{snapshot: snap.SnapshotID, path: e.DataFile().FilePath(), kind: kindData,
+					size: e.DataFile().FileSizeBytes(), records: e.DataFile().Count()}
+				if e.DataFile().ContentType() != iceberg.EntryContentData {
+					f.kind = kindDelete
+				}
+				switch e.Status() {
+				case iceberg.EntryStatusADDED:
+					f.change = changeAdded
+				case iceberg.EntryStatusDELETED:
+					f.change = changeRemoved
+				default:
+					continue // carried over from an older manifest: recorded when it was added
+				}
+				p.files = append(p.files, f)
+			}
+		}
+		if snap.ParentSnapshotID == nil {
+			continue
+		}
+		parent := p.updated.SnapshotByID(*snap.ParentSnapshotID)
+		if parent == nil || parent.ManifestList == "" {
+			continue
+		}
+		pmfs, err := parent.Manifests(fsys)
+		if err != nil {
+			return fmt.Errorf("read parent snapshot %d's manifest list %s: %w", parent.SnapshotID, parent.ManifestList, err)
+		}
+		for _, mf := range pmfs {
+			if !listed[mf.FilePath()] {
+				p.files = append(p.files, inventoryFile{snapshot: snap.SnapshotID, path: mf.FilePath(), kind: kindManifest, change: changeRemoved, size: mf.Length()})
+			}
+		}
+	}
+	return nil
+}
+
+// insertFiles writes inventory rows in batches (SQLite allows 32,766 parameters a statement).
+func (s *Service) insertFiles(ctx context.Context, tx *ent.Tx, asset, commit uuid.UUID, files []inventoryFile, now time.Time) error {
+	const batch = 2000
+	for i := 0; i < len(files); i += batch {
+		part := files[i:min(i+batch, len(files))]
+		b := make([]*ent.IcebergInventoryFileCreate, len(part))
+		for j, f := range part {
+			b[j] = tx.IcebergInventoryFile.Create().SetAssetID(asset).SetCommitID(commit).SetSnapshotID(f.snapshot).SetPath(f.path).
+				SetKind(f.kind).SetChange(f.change).SetSize(f.size).SetRecords(f.records).SetRecordedAt(now)
+		}
+		if err := tx.IcebergInventoryFile.CreateBulk(b...).Exec(ctx); err != nil {
+			return fmt.Errorf("tables: record the inventory: %w", err)
+		}
+	}
+	return nil
+}
+
+// InventoryFile is one file in a served table's write-path inventory.
+type InventoryFile struct {
+	ID         uuid.UUID `json:"-"`
+	CommitID   uuid.UUID
+	SnapshotID int64
+	Path       string
+	Kind       string // metadata, manifest_list, manifest, data, delete
+	Change     string // added, removed, staged
+	Size       int64
+	Records    int64
+	RecordedAt time.Time
+}
+
+// InventoryFilter selects inventory files.
+type InventoryFilter struct {
+	SnapshotID *int64
+	Change     string
+	After      uuid.UUID
+	Limit      int
+}
+
+// Inventory lists a served table's inventory in the order it was recorded.
+func (s *Service) Inventory(ctx context.Context, id uuid.UUID, f InventoryFilter) ([]InventoryFile, bool, error) {
+	if _, err := s.row(ctx, id); err != nil {
+		return nil, false, err
+	}
+	q := s.db.IcebergInventoryFile.Query().Where(iceberginventoryfile.AssetID(id))
+	if f.SnapshotID != nil {
+		q.Where(iceberginventoryfile.SnapshotID(*f.SnapshotID))
+	}
+	if f.Change != "" {
+		switch f.Change {
+		case changeAdded, changeRemoved, changeStaged:
+		default:
+			return nil, false, invalid("change", "change %q: use added, removed or staged", f.Change)
+		}
+		q.Where(iceberginventoryfile.Change(f.Change))
+	}
+	if f.After != uuid.Nil {
+		q.Where(iceberginventoryfile.IDGT(f.After))
+	}
+	rows, err := q.Order(ent.Asc(iceberginventoryfile.FieldID)).Limit(f.Limit + 1).All(ctx)
+	if err != nil {
+		return nil, false, fmt.Errorf("tables: read the inventory: %w", err)
+	}
+	more := len(rows) > f.Limit
+	if more {
+		rows = rows[:f.Limit]
+	}
+	out := make([]InventoryFile, len(rows))
+	for i, r := range rows {
+		out[i] = InventoryFile{ID: r.ID, CommitID: r.CommitID, SnapshotID: r.SnapshotID, Path: r.Path, Kind: r.Kind, Change: r.Change,
+			Size: r.Size, Records: r.Records, RecordedAt: r.RecordedAt}
+	}
+	return out, more, nil
+}
+
+// LiveFromInventory returns the data and delete files live at a snapshot according to the
+// inventory alone: every file the snapshot's ancestors added, less those they removed. It reads
+// no table file. ok is false when an ancestor's commit is not in the inventory (the table was
+// registered, or written before Tidemark served it).
+func (s *Service) LiveFromInventory(ctx context.Context, id uuid.UUID, meta table.Metadata, snapshotID int64) (map[string]bool, bool, error) {
+	var chain []int64
+	for snap := meta.SnapshotByID(snapshotID); snap != nil; {
+		chain = append(chain, snap.SnapshotID)
+		if snap.ParentSnapshotID == nil {
+			break
+		}
+		snap = meta.SnapshotByID(*snap.ParentSnapshotID)
+	}
+	live := map[string]bool{}
+	for i := len(chain) - 1; i >= 0; i-- {
+		n, err := s.db.IcebergCommit.Query().Where(icebergcommit.AssetID(id), icebergcommit.SnapshotID(chain[i]), icebergcommit.State(stateCommitted)).Count(ctx)
+		if err != nil {
+			return nil, false, err
+		}
+		if n == 0 {
+			return nil, false, nil
+		}
+		rows, err := s.db.IcebergInventoryFile.Query().Where(iceberginventoryfile.AssetID(id), iceberginventoryfile.SnapshotID(chain[i]),
+			iceberginventoryfile.KindIn(kindData, kindDelete), iceberginventoryfile.ChangeIn(changeAdded, changeRemoved)).
+			Select(iceberginventoryfile.FieldPath, iceberginventoryfile.FieldChange).All(ctx)
+		if err != nil {
+			return nil, false, err
+		}
+		for _, r := range rows {
+			if r.Change == changeAdded {
+				live[r.Path] = true
+			} else {
+				delete(live, r.Path)
+			}
+		}
+	}
+	return live, true, nil
+}
+
+// Commit is one recorded change of a served table's pointer, or an attempt at one.
+type CommitRecord struct {
+	ID            uuid.UUID
+	Kind, State   string
+	BaseLocation  string
+	NewLocation   string
+	SnapshotID    *int64
+	Reason        string
+	TransactionID *uuid.UUID
+	Actor         string
+	AddedFiles    int64
+	RemovedFiles  int64
+	AddedBytes    int64
+	StartedAt     time.Time
+	FinishedAt    *time.Time
+}
+
+// Commits lists a table's recorded commits, newest first, before a cursor.
+func (s *Service) Commits(ctx context.Context, id uuid.UUID, before uuid.UUID, limit int) ([]CommitRecord, bool, error) {
+	q := s.db.IcebergCommit.Query().Where(icebergcommit.AssetID(id))
+	if before != uuid.Nil {
+		q.Where(icebergcommit.IDLT(before))
+	}
+	rows, err := q.Order(ent.Desc(icebergcommit.FieldID)).Limit(limit + 1).All(ctx)
+	if err != nil {
+		return nil, false, fmt.Errorf("tables: read commits: %w", err)
+	}
+	more := len(rows) > limit
+	if more {
+		rows = rows[:limit]
+	}
+	out := make([]CommitRecord, len(rows))
+	for i, c := range rows {
+		out[i] = CommitRecord{ID: c.ID, Kind: c.Kind, State: c.State, BaseLocation: c.BaseLocation, NewLocation: c.NewLocation,
+			SnapshotID: c.SnapshotID, Reason: c.Reason, TransactionID: c.TransactionID, Actor: c.Actor, AddedFiles: c.AddedFiles,
+			RemovedFiles: c.RemovedFiles, AddedBytes: c.AddedBytes, StartedAt: c.StartedAt, FinishedAt: c.FinishedAt}
+	}
+	return out, more, nil
+}

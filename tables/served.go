@@ -1,0 +1,527 @@
+package tables
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
+
+	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/ent"
+	"github.com/tidemark/tidemark/ent/icebergcommit"
+	"github.com/tidemark/tidemark/ent/icebergtable"
+)
+
+// TableIdent names a served table: its namespace levels and its name.
+type TableIdent struct {
+	Namespace []string
+	Name      string
+}
+
+func (t TableIdent) String() string {
+	return strings.Join(append(append([]string{}, t.Namespace...), t.Name), ".")
+}
+
+func (t TableIdent) valid() error {
+	if err := validLevels(t.Namespace); err != nil {
+		return err
+	}
+	return validPart("name", t.Name)
+}
+
+// ServedTable is a table served over the Iceberg REST protocol at its current pointer.
+type ServedTable struct {
+	AssetID          uuid.UUID
+	Ident            TableIdent
+	MetadataLocation string
+	Metadata         table.Metadata
+	// Props are the IO properties a client needs to read and write its files.
+	Props iceberg.Properties
+}
+
+// metaCache keeps parsed metadata files by location: a metadata file is never rewritten, so a
+// location names the same metadata forever.
+type metaCache struct {
+	mu    sync.Mutex
+	max   int
+	order []string
+	m     map[string]table.Metadata
+}
+
+func newMetaCache(max int) *metaCache { return &metaCache{max: max, m: map[string]table.Metadata{}} }
+
+func (c *metaCache) get(loc string) (table.Metadata, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m, ok := c.m[loc]
+	return m, ok
+}
+
+func (c *metaCache) put(loc string, m table.Metadata) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[loc]; ok {
+		return
+	}
+	if len(c.order) >= c.max {
+		delete(c.m, c.order[0])
+		c.order = c.order[1:]
+	}
+	c.order = append(c.order, loc)
+	c.m[loc] = m
+}
+
+// readMetadata reads and parses a metadata file under a warehouse.
+func (s *Service) readMetadata(ctx context.Context, w Warehouse, loc string) (table.Metadata, error) {
+	if m, ok := s.metaCache.get(loc); ok {
+		return m, nil
+	}
+	fsys, err := IO(ctx, loc, w.Props)
+	if err != nil {
+		return nil, fmt.Errorf("tables: open %s: %w", loc, err)
+	}
+	f, err := fsys.Open(loc)
+	if err != nil {
+		return nil, fmt.Errorf("tables: open %s: %w", loc, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, s.limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("tables: read %s: %w", loc, err)
+	}
+	if int64(len(b)) > s.limit {
+		return nil, fmt.Errorf("tables: %s: %w", loc, ErrTooLarge)
+	}
+	m, err := table.ParseMetadata(bytes.NewReader(b))
+	if err != nil {
+		return nil, fmt.Errorf("tables: parse %s: %w", loc, err)
+	}
+	s.metaCache.put(loc, m)
+	return m, nil
+}
+
+func (s *Service) servedRow(ctx context.Context, db *ent.Client, wh string, id TableIdent) (*ent.IcebergTable, error) {
+	if err := id.valid(); err != nil {
+		return nil, err
+	}
+	row, err := db.IcebergTable.Query().Where(icebergtable.RestKey(tableKey(wh, id.Namespace, id.Name))).Select(rowFields...).Only(ctx)
+	if ent.IsNotFound(err) {
+		if _, err := s.namespaceRow(ctx, db, wh, id.Namespace); err != nil {
+			return nil, err
+		}
+		return nil, serveErr(ErrNoSuchTable, "table %s does not exist in warehouse %s", id, wh)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("tables: read table %s: %w", id, err)
+	}
+	return row, nil
+}
+
+// LoadServed returns a served table at its current pointer.
+func (s *Service) LoadServed(ctx context.Context, wh string, id TableIdent) (ServedTable, error) {
+	w, err := s.warehouse(wh)
+	if err != nil {
+		return ServedTable{}, err
+	}
+	row, err := s.servedRow(ctx, s.db, wh, id)
+	if err != nil {
+		return ServedTable{}, err
+	}
+	meta, err := s.readMetadata(ctx, w, row.MetadataLocation)
+	if err != nil {
+		return ServedTable{}, err
+	}
+	return ServedTable{AssetID: row.ID, Ident: id, MetadataLocation: row.MetadataLocation, Metadata: meta, Props: w.Props}, nil
+}
+
+// ServedPointer returns a served table's asset ID and current metadata location without
+// reading the metadata (a conditional load answers 304 from it).
+func (s *Service) ServedPointer(ctx context.Context, wh string, id TableIdent) (uuid.UUID, string, error) {
+	if _, err := s.warehouse(wh); err != nil {
+		return uuid.Nil, "", err
+	}
+	row, err := s.servedRow(ctx, s.db, wh, id)
+	if err != nil {
+		return uuid.Nil, "", err
+	}
+	return row.ID, row.MetadataLocation, nil
+}
+
+// ListServed lists the names of the tables in a namespace after a cursor (a name returned as
+// next).
+func (s *Service) ListServed(ctx context.Context, wh string, ns []string, after string, limit int) ([]string, string, error) {
+	if _, err := s.namespaceRow(ctx, s.db, wh, ns); err != nil {
+		return nil, "", err
+	}
+	q := s.db.IcebergTable.Query().Where(icebergtable.RestNamespace(nsKey(wh, ns)))
+	if after != "" {
+		q.Where(icebergtable.RestKeyGT(tableKey(wh, ns, after)))
+	}
+	rows, err := q.Order(ent.Asc(icebergtable.FieldRestKey)).Limit(limit + 1).Select(icebergtable.FieldRestKey).All(ctx)
+	if err != nil {
+		return nil, "", fmt.Errorf("tables: list tables: %w", err)
+	}
+	next := ""
+	if len(rows) > limit {
+		rows = rows[:limit]
+	}
+	out := make([]string, len(rows))
+	prefix := nsKey(wh, ns) + sep
+	for i, r := range rows {
+		out[i] = strings.TrimPrefix(*r.RestKey, prefix)
+	}
+	if next == "" && len(rows) == limit && limit > 0 {
+		if more, _ := q.Clone().Where(icebergtable.RestKeyGT(*rows[limit-1].RestKey)).Exist(ctx); more {
+			next = out[limit-1]
+		}
+	}
+	return out, next, nil
+}
+
+// CreateServedInput is a table to create in a served warehouse.
+type CreateServedInput struct {
+	Ident     TableIdent
+	Schema    *iceberg.Schema
+	Spec      *iceberg.PartitionSpec // nil: unpartitioned
+	SortOrder *table.SortOrder       // nil: unsorted
+	// Location, when set, must be under the warehouse and overlap no live table; empty gives
+	// <warehouse>/<namespace>/<name>-<uuid>.
+	Location   string
+	Properties iceberg.Properties
+	// Stage returns the table's first metadata without creating it: a commit asserting
+	// create makes it.
+	Stage bool
+}
+
+// CreateServed creates a table (or stages it): its first metadata file is written, then the
+// pointer is recorded, bound to a new asset (or one lineage created under its name before).
+func (s *Service) CreateServed(ctx context.Context, wh string, in CreateServedInput, opt CommitOptions) (ServedTable, error) {
+	w, err := s.warehouse(wh)
+	if err != nil {
+		return ServedTable{}, err
+	}
+	if err := in.Ident.valid(); err != nil {
+		return ServedTable{}, err
+	}
+	if in.Schema == nil {
+		return ServedTable{}, invalid("schema", "a table needs a schema")
+	}
+	if opt.IdempotencyKey != "" && !in.Stage {
+		if out, err, ok := s.replay(ctx, w, opt.IdempotencyKey); ok {
+			if err != nil {
+				return ServedTable{}, err
+			}
+			return out[0], nil
+		}
+	}
+	if _, err := s.namespaceRow(ctx, s.db, wh, in.Ident.Namespace); err != nil {
+		return ServedTable{}, err
+	}
+	if exists, err := s.db.IcebergTable.Query().Where(icebergtable.RestKey(tableKey(wh, in.Ident.Namespace, in.Ident.Name))).Exist(ctx); err != nil {
+		return ServedTable{}, err
+	} else if exists {
+		return ServedTable{}, serveErr(ErrAlreadyExists, "table %s already exists in warehouse %s", in.Ident, wh)
+	}
+	spec := iceberg.UnpartitionedSpec
+	if in.Spec != nil {
+		spec = in.Spec
+	}
+	order := table.UnsortedSortOrder
+	if in.SortOrder != nil {
+		order = *in.SortOrder
+	}
+	tuuid := uuid.New()
+	loc := strings.TrimRight(in.Location, "/")
+	if loc == "" {
+		loc = s.defaultLocation(w, in.Ident, tuuid)
+	}
+	meta, err := table.NewMetadataWithUUID(in.Schema, spec, order, loc, in.Properties, tuuid)
+	if err != nil {
+		return ServedTable{}, invalid("schema", "the table cannot be created as asked: %v", err)
+	}
+	if in.Stage {
+		if err := s.checkLocation(ctx, w, loc, uuid.Nil); err != nil {
+			return ServedTable{}, err
+		}
+		return ServedTable{Ident: in.Ident, Metadata: meta, Props: w.Props}, nil
+	}
+	out, err := s.commit(ctx, w, []*plan{{ident: in.Ident, kind: "create", updated: meta}}, opt)
+	if err != nil {
+		return ServedTable{}, err
+	}
+	return out[0], nil
+}
+
+// defaultLocation is a location no other table can have: the table-uuid is in it.
+func (s *Service) defaultLocation(w Warehouse, id TableIdent, tuuid uuid.UUID) string {
+	parts := []string{w.Location}
+	parts = append(parts, id.Namespace...)
+	return strings.Join(parts, "/") + "/" + id.Name + "-" + strings.ReplaceAll(tuuid.String(), "-", "")
+}
+
+// normLoc makes locations comparable: local paths as file:// URIs, s3a/s3n as s3, no trailing
+// slash.
+func normLoc(l string) string {
+	l = strings.TrimRight(strings.TrimSpace(l), "/")
+	switch {
+	case strings.HasPrefix(l, "/"):
+		l = "file://" + l
+	case strings.HasPrefix(l, "file:/") && !strings.HasPrefix(l, "file://"):
+		l = "file://" + strings.TrimPrefix(l, "file:")
+	case strings.HasPrefix(l, "s3a://"), strings.HasPrefix(l, "s3n://"):
+		l = "s3://" + l[6:]
+	}
+	return l
+}
+
+func overlaps(a, b string) bool {
+	a, b = normLoc(a), normLoc(b)
+	return a == b || strings.HasPrefix(a, b+"/") || strings.HasPrefix(b, a+"/")
+}
+
+// checkLocation refuses a location outside the warehouse or overlapping a live table's (other
+// than self): two tables under one location is how orphan cleanup deletes live files.
+func (s *Service) checkLocation(ctx context.Context, w Warehouse, loc string, self uuid.UUID) error {
+	if !overlaps(loc, w.Location) || normLoc(loc) == normLoc(w.Location) || !strings.HasPrefix(normLoc(loc), normLoc(w.Location)+"/") {
+		return invalid("location", "location %s is not under warehouse %s's location %s", loc, w.Name, w.Location)
+	}
+	rows, err := s.db.IcebergTable.Query().Where(icebergtable.GoneAtIsNil()).Select(icebergtable.FieldID, icebergtable.FieldLocation, icebergtable.FieldIdentifier).All(ctx)
+	if err != nil {
+		return fmt.Errorf("tables: read table locations: %w", err)
+	}
+	for _, r := range rows {
+		if r.ID != self && overlaps(loc, r.Location) {
+			return serveErr(ErrAlreadyExists, "location %s overlaps the location %s of live table %s (asset %s): tables must not share files; use another location or leave it empty for a unique one", loc, r.Location, r.Identifier, r.ID)
+		}
+	}
+	return nil
+}
+
+// RegisterServed serves an existing table from its metadata file under a new name: the
+// pointer starts at that file. The write-path inventory covers the commits after it.
+func (s *Service) RegisterServed(ctx context.Context, wh string, id TableIdent, metadataLocation string, opt CommitOptions) (ServedTable, error) {
+	w, err := s.warehouse(wh)
+	if err != nil {
+		return ServedTable{}, err
+	}
+	if err := id.valid(); err != nil {
+		return ServedTable{}, err
+	}
+	if _, err := s.namespaceRow(ctx, s.db, wh, id.Namespace); err != nil {
+		return ServedTable{}, err
+	}
+	if err := s.roots.check(metadataLocation); err != nil || !strings.HasPrefix(normLoc(metadataLocation), normLoc(w.Location)+"/") {
+		return ServedTable{}, invalid("metadata-location", "metadata location %s is not under warehouse %s's location %s", metadataLocation, w.Name, w.Location)
+	}
+	meta, err := s.readMetadata(ctx, w, metadataLocation)
+	if err != nil {
+		return ServedTable{}, invalid("metadata-location", "could not read an Iceberg metadata file at %s: %v", metadataLocation, err)
+	}
+	known, err := s.db.IcebergTable.Query().Where(icebergtable.TableUUID(meta.TableUUID().String())).Select(rowFields...).Only(ctx)
+	if err != nil && !ent.IsNotFound(err) {
+		return ServedTable{}, err
+	}
+	var self uuid.UUID
+	if known != nil {
+		if known.GoneAt == nil && (known.Warehouse != "" || known.Connection != "") {
+			return ServedTable{}, serveErr(ErrAlreadyExists, "table-uuid %s is already live as %s (asset %s): drop it there first", meta.TableUUID(), known.Identifier, known.ID)
+		}
+		self = known.ID
+	}
+	if err := s.checkLocation(ctx, w, meta.Location(), self); err != nil {
+		return ServedTable{}, err
+	}
+	out, err := s.commit(ctx, w, []*plan{{ident: id, kind: "register", updated: meta, newLoc: metadataLocation, adopt: known}}, opt)
+	if err != nil {
+		return ServedTable{}, err
+	}
+	return out[0], nil
+}
+
+// RenameServed renames a served table; the asset keeps its ID and is renamed at this instant.
+func (s *Service) RenameServed(ctx context.Context, wh string, from, to TableIdent, opt CommitOptions) error {
+	w, err := s.warehouse(wh)
+	if err != nil {
+		return err
+	}
+	if done, err := s.replayed(ctx, wh, opt.IdempotencyKey, "rename"); err != nil || done {
+		return err
+	}
+	row, err := s.servedRow(ctx, s.db, wh, from)
+	if err != nil {
+		return err
+	}
+	if err := to.valid(); err != nil {
+		return err
+	}
+	if _, err := s.namespaceRow(ctx, s.db, wh, to.Namespace); err != nil {
+		return err
+	}
+	key := tableKey(wh, to.Namespace, to.Name)
+	if exists, err := s.db.IcebergTable.Query().Where(icebergtable.RestKey(key)).Exist(ctx); err != nil {
+		return err
+	} else if exists {
+		return serveErr(ErrAlreadyExists, "table %s already exists in warehouse %s", to, wh)
+	}
+	a, err := s.cat.Get(ctx, row.ID)
+	if err != nil {
+		return err
+	}
+	// The catalog first: a name another asset holds refuses the rename before anything moved.
+	if a.Namespace != w.Namespace || a.Name != to.String() {
+		if _, err := s.cat.Rename(ctx, row.ID, catalog.AnyVersion, w.Namespace, to.String()); err != nil {
+			return err
+		}
+	}
+	now := s.clock()
+	err = s.tx(ctx, func(tx *ent.Tx) error {
+		n, err := tx.IcebergTable.Update().Where(icebergtable.ID(row.ID), icebergtable.RestKey(*row.RestKey)).
+			SetRestKey(key).SetRestNamespace(nsKey(wh, to.Namespace)).SetIdentifier(to.String()).SetUpdatedAt(now).Save(ctx)
+		if err != nil {
+			if ent.IsConstraintError(err) {
+				return serveErr(ErrAlreadyExists, "table %s already exists in warehouse %s", to, wh)
+			}
+			return err
+		}
+		if n == 0 {
+			return serveErr(ErrNoSuchTable, "table %s was renamed or dropped meanwhile", from)
+		}
+		return tx.IcebergCommit.Create().SetAssetID(row.ID).SetWarehouse(wh).SetKind("rename").SetState(stateCommitted).
+			SetBaseLocation(row.MetadataLocation).SetNewLocation(row.MetadataLocation).SetReason(from.String() + " -> " + to.String()).
+			SetIdempotencyKey(opt.IdempotencyKey).SetActor(catalog.ActorFrom(ctx)).SetStartedAt(now).SetFinishedAt(now).Exec(ctx)
+	})
+	if err != nil && (a.Namespace != w.Namespace || a.Name != to.String()) {
+		if _, rerr := s.cat.Rename(ctx, row.ID, catalog.AnyVersion, a.Namespace, a.Name); rerr != nil {
+			s.log.Error("rename: could not give the asset its name back after the table rename failed", "asset_id", row.ID, "err", rerr)
+		}
+	}
+	return err
+}
+
+// DropServed drops a served table: the pointer is removed (metadata first) and the asset marked
+// deleted. No file is deleted here: a purge is recorded and its files wait for the cleanup
+// bot's proposal and a person's approval.
+func (s *Service) DropServed(ctx context.Context, wh string, id TableIdent, purge bool, opt CommitOptions) error {
+	if _, err := s.warehouse(wh); err != nil {
+		return err
+	}
+	if done, err := s.replayed(ctx, wh, opt.IdempotencyKey, "drop"); err != nil || done {
+		return err
+	}
+	row, err := s.servedRow(ctx, s.db, wh, id)
+	if err != nil {
+		return err
+	}
+	now := s.clock()
+	reason := "dropped"
+	if purge {
+		reason = "dropped, purge requested: the files wait for a cleanup proposal and approval"
+	}
+	err = s.tx(ctx, func(tx *ent.Tx) error {
+		n, err := tx.IcebergTable.Update().Where(icebergtable.ID(row.ID), icebergtable.RestKey(*row.RestKey)).
+			ClearRestKey().ClearRestNamespace().SetGoneAt(now).SetUpdatedAt(now).Save(ctx)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return serveErr(ErrNoSuchTable, "table %s was renamed or dropped meanwhile", id)
+		}
+		return tx.IcebergCommit.Create().SetAssetID(row.ID).SetWarehouse(wh).SetKind("drop").SetState(stateCommitted).
+			SetBaseLocation(row.MetadataLocation).SetReason(reason).SetIdempotencyKey(opt.IdempotencyKey).
+			SetActor(catalog.ActorFrom(ctx)).SetStartedAt(now).SetFinishedAt(now).Exec(ctx)
+	})
+	if err != nil {
+		return err
+	}
+	if _, err := s.cat.Delete(ctx, row.ID, catalog.AnyVersion); err != nil {
+		return fmt.Errorf("tables: the table is dropped; marking asset %s deleted failed: %w", row.ID, err)
+	}
+	return nil
+}
+
+// servedAsset finds or creates the asset for a table about to be served: the one bound to its
+// table-uuid, else a live asset of the same name with no table, else a new one.
+func (s *Service) servedAsset(ctx context.Context, w Warehouse, id TableIdent, meta table.Metadata) (uuid.UUID, bool, error) {
+	tuuid := meta.TableUUID().String()
+	ref, ok, err := s.cat.LookupExternal(ctx, catalog.SystemIcebergTable, tuuid)
+	if err != nil {
+		return uuid.Nil, false, err
+	}
+	if ok {
+		a, err := s.cat.Get(ctx, ref.ID)
+		if err != nil {
+			return uuid.Nil, false, err
+		}
+		if a.Status == catalog.StatusDeleted {
+			if _, err := s.cat.Restore(ctx, a.ID, catalog.AnyVersion); err != nil && !errors.Is(err, catalog.ErrNameTaken) {
+				return uuid.Nil, false, err
+			}
+		}
+		if a.Namespace != w.Namespace || a.Name != id.String() {
+			if _, err := s.cat.Rename(ctx, a.ID, catalog.AnyVersion, w.Namespace, id.String()); err != nil {
+				return uuid.Nil, false, err
+			}
+		}
+		return a.ID, false, nil
+	}
+	aid, err := s.adoptable(ctx, w.Namespace, id.String())
+	if err != nil {
+		return uuid.Nil, false, err
+	}
+	uuidID := catalog.ExternalIDInput{System: catalog.SystemIcebergTable, Value: tuuid}
+	if aid != uuid.Nil {
+		if _, err := s.cat.BindExternalID(ctx, aid, uuidID); err != nil {
+			return uuid.Nil, false, err
+		}
+		return aid, false, nil
+	}
+	res, err := s.cat.Create(ctx, catalog.CreateInput{Kind: catalog.KindTable, Namespace: w.Namespace, Name: id.String(), ExternalIDs: []catalog.ExternalIDInput{uuidID}})
+	if err != nil {
+		return uuid.Nil, false, err
+	}
+	return res.Asset.ID, true, nil
+}
+
+// ResolvePending settles commits left pending longer than olderThan (the process stopped
+// between writing a metadata file and swapping the pointer, or the store failed during the
+// swap): a pointer that moved to the commit's file means committed, otherwise the swap can no
+// longer happen (every later commit checks the pointer it read) and the file is an abandoned
+// leftover. It returns how many it settled.
+func (s *Service) ResolvePending(ctx context.Context, olderThan time.Duration) (int, error) {
+	rows, err := s.db.IcebergCommit.Query().Where(icebergcommit.State(statePending), icebergcommit.StartedAtLT(s.clock().Add(-olderThan))).Limit(1000).All(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("tables: read pending commits: %w", err)
+	}
+	n := 0
+	for _, c := range rows {
+		cur, err := s.db.IcebergTable.Query().Where(icebergtable.ID(c.AssetID)).Select(icebergtable.FieldMetadataLocation).Only(ctx)
+		if err != nil && !ent.IsNotFound(err) {
+			return n, err
+		}
+		state, reason := stateAbandoned, "the process stopped before the pointer was swapped: the metadata file is a leftover"
+		if cur != nil && cur.MetadataLocation == c.NewLocation {
+			state, reason = stateCommitted, "found committed after the process stopped"
+		}
+		now := s.clock()
+		err = s.tx(ctx, func(tx *ent.Tx) error {
+			k, err := tx.IcebergCommit.Update().Where(icebergcommit.ID(c.ID), icebergcommit.State(statePending)).SetState(state).SetReason(reason).SetFinishedAt(now).Save(ctx)
+			if err != nil || k == 0 || state != stateAbandoned || c.NewLocation == "" || c.Kind == "register" {
+				return err
+			}
+			return s.insertFiles(ctx, tx, c.AssetID, c.ID, []inventoryFile{{path: c.NewLocation, kind: kindMetadata, change: changeStaged}}, now)
+		})
+		if err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
