@@ -56,7 +56,7 @@ func (s *Service) Open(ctx context.Context, id uuid.UUID) (*Live, error) {
 	if err != nil {
 		return nil, s.recordError(ctx, id, fmt.Errorf("open the table's file IO: %w", err))
 	}
-	l := &Live{Table: tbl, IO: unguard(fs), read: guard(fs, nil, s.limit), Refs: Refs{Location: tbl.Location(), MetadataLocation: tbl.MetadataLocation(), Registered: row.Connection == ""}}
+	l := &Live{Table: tbl, IO: unguard(fs), read: guard(fs, nil, s.limit), Refs: Refs{Location: tbl.Location(), MetadataLocation: tbl.MetadataLocation(), Registered: row.Connection == "" && row.Warehouse == ""}}
 	if c := tbl.CurrentSnapshot(); c != nil {
 		v := c.SnapshotID
 		l.Refs.CurrentSnapshotID = &v

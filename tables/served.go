@@ -420,13 +420,25 @@ func (s *Service) DropServed(ctx context.Context, wh string, id TableIdent, purg
 	if err != nil {
 		return err
 	}
+	if err := s.dropServedRow(ctx, row, purge, opt); err != nil {
+		return err
+	}
+	if _, err := s.cat.Delete(ctx, row.ID, catalog.AnyVersion); err != nil {
+		return fmt.Errorf("tables: the table is dropped; marking asset %s deleted failed: %w", row.ID, err)
+	}
+	return nil
+}
+
+// dropServedRow removes a served table's pointer and records the drop.
+func (s *Service) dropServedRow(ctx context.Context, row *ent.IcebergTable, purge bool, opt CommitOptions) error {
+	id, wh := row.Identifier, row.Warehouse
 	now := s.clock()
 	reason := "dropped"
 	if purge {
 		reason = "dropped, purge requested: the files wait for a cleanup proposal and approval"
 	}
-	err = s.tx(ctx, func(tx *ent.Tx) error {
-		n, err := tx.IcebergTable.Update().Where(icebergtable.ID(row.ID), icebergtable.RestKey(*row.RestKey)).
+	return s.tx(ctx, func(tx *ent.Tx) error {
+		n, err := tx.IcebergTable.Update().Where(icebergtable.ID(row.ID), icebergtable.RestKeyNotNil()).
 			ClearRestKey().ClearRestNamespace().SetGoneAt(now).SetUpdatedAt(now).Save(ctx)
 		if err != nil {
 			return err
@@ -438,13 +450,6 @@ func (s *Service) DropServed(ctx context.Context, wh string, id TableIdent, purg
 			SetBaseLocation(row.MetadataLocation).SetReason(reason).SetIdempotencyKey(opt.IdempotencyKey).
 			SetActor(catalog.ActorFrom(ctx)).SetStartedAt(now).SetFinishedAt(now).Exec(ctx)
 	})
-	if err != nil {
-		return err
-	}
-	if _, err := s.cat.Delete(ctx, row.ID, catalog.AnyVersion); err != nil {
-		return fmt.Errorf("tables: the table is dropped; marking asset %s deleted failed: %w", row.ID, err)
-	}
-	return nil
 }
 
 // servedAsset finds or creates the asset for a table about to be served: the one bound to its

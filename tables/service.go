@@ -408,6 +408,12 @@ func (s *Service) upsertRow(ctx context.Context, id uuid.UUID, tbl *table.Table,
 	var recorded *int // the schema whose columns the catalog has
 	if row != nil {
 		recorded = row.ColumnsSchemaID
+		// A served table's pointer moves only by its commits: a load or registration of another
+		// metadata file must not move it (back).
+		if row.Warehouse != "" && row.GoneAt == nil && row.MetadataLocation != tbl.MetadataLocation() {
+			return &catalog.Error{Kind: catalog.ErrConflict, Message: fmt.Sprintf(
+				"table %s is served by Tidemark's warehouse %s at %s: its metadata moves only by commits through /iceberg/v1", row.Identifier, row.Warehouse, row.MetadataLocation)}
+		}
 	}
 	if recorded, err = s.syncColumns(ctx, id, meta, recorded); err != nil {
 		return err
@@ -687,6 +693,9 @@ func (s *Service) Drop(ctx context.Context, id uuid.UUID) (Dropped, error) {
 	out := Dropped{Location: row.Location, Props: s.propsFor(row)}
 	if row.GoneAt != nil {
 		return out, nil
+	}
+	if row.Warehouse != "" {
+		return out, s.dropServedRow(ctx, row, false, CommitOptions{})
 	}
 	if row.Connection != "" {
 		c := s.connection(row.Connection)
