@@ -21,6 +21,7 @@ type tableResponse struct {
 	Name              string     `json:"name"`
 	Status            string     `json:"status"`
 	Connection        string     `json:"connection,omitempty"`
+	Warehouse         string     `json:"warehouse,omitempty"` // served by Tidemark over the Iceberg REST protocol
 	Identifier        string     `json:"identifier,omitempty"`
 	TableUUID         string     `json:"table_uuid"`
 	Location          string     `json:"location"`
@@ -258,6 +259,7 @@ func (a *API) tableRoutes() {
 		Responses: map[int]any{200: filesResponse{}}}, a.tableFiles)
 	a.handle(operation{Method: http.MethodGet, Path: base + "/:id/health", Summary: "Layout health of the current snapshot, with recommendations and the figures behind them",
 		Tag: "tables", Params: idParam, Responses: map[int]any{200: tableHealthResponse{}}}, a.tableHealth)
+	a.commitRoutes()
 }
 
 func (a *API) registerTable(c echo.Context) error {
@@ -286,7 +288,7 @@ func (a *API) tableResponse(c echo.Context, t tables.Table) (tableResponse, erro
 		return tableResponse{}, err
 	}
 	return tableResponse{AssetID: t.AssetID, Namespace: asset.Namespace, Name: asset.Name, Status: string(asset.Status),
-		Connection: t.Connection, Identifier: t.Identifier, TableUUID: t.TableUUID, Location: t.Location,
+		Connection: t.Connection, Warehouse: t.Warehouse, Identifier: t.Identifier, TableUUID: t.TableUUID, Location: t.Location,
 		MetadataLocation: t.MetadataLocation, FormatVersion: t.FormatVersion, CurrentSnapshotID: t.CurrentSnapshotID,
 		LastUpdatedAt: t.LastUpdatedAt, RefreshedAt: t.RefreshedAt, Error: t.Error, ErrorAt: t.ErrorAt, GoneAt: t.GoneAt,
 		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}, nil

@@ -88,9 +88,7 @@ func Mount(e *echo.Echo, cfg Config) *Face {
 	p.POST("/tables/rename", f.renameTable, write)
 	p.POST("/transactions/commit", f.commitTransaction, write)
 	// Anything else under the face answers in its error model, not the JSON API's.
-	g.Any("/*", func(c echo.Context) error {
-		return apiError(http.StatusNotFound, "NoSuchEndpointException", fmt.Sprintf("%s %s is not an endpoint of this catalog; GET /iceberg/v1/config lists them", c.Request().Method, c.Request().URL.Path))
-	})
+	g.Any("/*", func(c echo.Context) error { return echo.ErrNotFound })
 	return f
 }
 
@@ -159,6 +157,8 @@ func toError(err error) *Error {
 		return e
 	case errors.As(err, &mbe):
 		return apiError(http.StatusRequestEntityTooLarge, "BadRequestException", fmt.Sprintf("the request body is over %d bytes", mbe.Limit))
+	case errors.As(err, &he) && (he.Code == http.StatusNotFound || he.Code == http.StatusMethodNotAllowed):
+		return apiError(he.Code, "NoSuchEndpointException", "not an endpoint of this catalog; GET /iceberg/v1/config lists them")
 	case errors.As(err, &he):
 		return apiError(he.Code, "BadRequestException", fmt.Sprint(he.Message))
 	case errors.Is(err, tables.ErrNoSuchWarehouse):

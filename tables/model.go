@@ -10,6 +10,7 @@ import (
 type Table struct {
 	AssetID           uuid.UUID  `json:"asset_id"`
 	Connection        string     `json:"connection,omitempty"` // "" when registered by metadata location
+	Warehouse         string     `json:"warehouse,omitempty"`  // the Tidemark warehouse serving it over the Iceberg REST protocol
 	Identifier        string     `json:"identifier,omitempty"`
 	TableUUID         string     `json:"table_uuid"`
 	Location          string     `json:"location"`

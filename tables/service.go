@@ -637,7 +637,7 @@ func notInspected(row *ent.IcebergTable) error {
 }
 
 func toTable(r *ent.IcebergTable) Table {
-	return Table{AssetID: r.ID, Connection: r.Connection, Identifier: r.Identifier, TableUUID: r.TableUUID,
+	return Table{AssetID: r.ID, Connection: r.Connection, Warehouse: r.Warehouse, Identifier: r.Identifier, TableUUID: r.TableUUID,
 		Location: r.Location, MetadataLocation: r.MetadataLocation, FormatVersion: r.FormatVersion,
 		CurrentSnapshotID: r.CurrentSnapshotID, LastUpdatedAt: r.LastUpdatedAt, RefreshedAt: r.RefreshedAt,
 		Error: r.Error, ErrorAt: r.ErrorAt, GoneAt: r.GoneAt, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}

@@ -1,0 +1,252 @@
+package restcatalog_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/apache/iceberg-go"
+	icecat "github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/tidemark/tidemark/auth"
+	"github.com/tidemark/tidemark/ent/storage"
+	"github.com/tidemark/tidemark/ent/storage/storagetest"
+	"github.com/tidemark/tidemark/tables/tablestest"
+)
+
+// do sends a request with a bearer token and decodes a JSON answer into out (when not nil).
+func (s *server) do(t *testing.T, method, path, token, body string, out any) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, s.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if out != nil && resp.StatusCode < 300 {
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatalf("%s %s: %v: %s", method, path, err, b)
+		}
+	}
+	return resp.StatusCode, string(b)
+}
+
+// TestCommitHealthAndInventoryAPI reads a served table's write path over the JSON API: commit
+// health recommends batching for a table committed to every few hundred milliseconds and not
+// for one committed to twice, and the inventory lists each commit's files, paged.
+func TestCommitHealthAndInventoryAPI(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		s := newServer(t, db)
+		cat := s.client(t)
+		if err := cat.CreateNamespace(ctx, table.Identifier{"h"}, nil); err != nil {
+			t.Fatal(err)
+		}
+		hot, err := cat.CreateTable(ctx, table.Identifier{"h", "hot"}, tablestest.Schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 12 {
+			hot = s.append(t, hot, i, 1)
+		}
+		cold, err := cat.CreateTable(ctx, table.Identifier{"h", "cold"}, tablestest.Schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cold = s.append(t, cold, 0, 1)
+		type health struct {
+			Commits          int     `json:"commits"`
+			CommitsPerMinute float64 `json:"commits_per_minute"`
+			BatchRecommended bool    `json:"batch_recommended"`
+			Recommendation   string  `json:"recommendation"`
+		}
+		var hh, ch health
+		if code, body := s.do(t, "GET", fmt.Sprintf("/api/v1/tables/%s/commit-health?window=1m", assetOf(t, s, hot)), s.Token, "", &hh); code != 200 {
+			t.Fatalf("commit health: %d %s", code, body)
+		}
+		if hh.Commits != 13 || !hh.BatchRecommended || !strings.Contains(hh.Recommendation, "13 commits in the last 1m0s") {
+			t.Fatalf("the hot table's health %+v: want 13 commits (the create and 12 appends) and batching recommended with the figures", hh)
+		}
+		if code, body := s.do(t, "GET", fmt.Sprintf("/api/v1/tables/%s/commit-health?window=1m", assetOf(t, s, cold)), s.Token, "", &ch); code != 200 {
+			t.Fatalf("commit health: %d %s", code, body)
+		}
+		if ch.Commits != 2 || ch.BatchRecommended {
+			t.Fatalf("the cold table's health %+v: want 2 commits and no recommendation", ch)
+		}
+		if code, body := s.do(t, "GET", fmt.Sprintf("/api/v1/tables/%s/commit-health?window=forever", assetOf(t, s, cold)), s.Token, "", nil); code != 400 || !strings.Contains(body, "window") {
+			t.Fatalf("a bad window gave %d %s, want 400 naming window", code, body)
+		}
+
+		// The inventory of the hot table's last commit: its manifest list, manifest and data file.
+		snap := hot.CurrentSnapshot().SnapshotID
+		type page struct {
+			Items []struct {
+				Path, Kind, Change string
+				SnapshotID         int64 `json:"snapshot_id"`
+			} `json:"items"`
+			NextCursor string `json:"next_cursor"`
+		}
+		var p page
+		path := fmt.Sprintf("/api/v1/tables/%s/inventory?snapshot=%d", assetOf(t, s, hot), snap)
+		if code, body := s.do(t, "GET", path, s.Token, "", &p); code != 200 {
+			t.Fatalf("inventory: %d %s", code, body)
+		}
+		kinds := map[string]int{}
+		for _, it := range p.Items {
+			if it.Change != "added" || it.SnapshotID != snap {
+				t.Fatalf("inventory item %+v: want added by snapshot %d", it, snap)
+			}
+			kinds[it.Kind]++
+		}
+		if kinds["manifest_list"] != 1 || kinds["manifest"] != 1 || kinds["data"] != 1 || len(p.Items) != 3 {
+			t.Fatalf("the last append's inventory %v, want one manifest list, one manifest, one data file", kinds)
+		}
+		// Paged one at a time, the whole inventory comes back once: 13 metadata files and 12
+		// appends of three files each.
+		seen := map[string]bool{}
+		cursor := ""
+		for range 100 {
+			var pg page
+			if code, body := s.do(t, "GET", fmt.Sprintf("/api/v1/tables/%s/inventory?limit=7&cursor=%s", assetOf(t, s, hot), cursor), s.Token, "", &pg); code != 200 {
+				t.Fatalf("inventory page: %d %s", code, body)
+			}
+			for _, it := range pg.Items {
+				if seen[it.Path] {
+					t.Fatalf("%s listed twice", it.Path)
+				}
+				seen[it.Path] = true
+			}
+			if cursor = pg.NextCursor; cursor == "" {
+				break
+			}
+		}
+		if len(seen) != 13+12*3 {
+			t.Fatalf("paging listed %d files, want %d", len(seen), 13+12*3)
+		}
+	})
+}
+
+// TestBadInput: refused requests answer in the Iceberg error model, say what to fix, and write
+// nothing.
+func TestBadInput(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		s := newServer(t, db)
+		cat := s.client(t)
+		if err := cat.CreateNamespace(ctx, table.Identifier{"b"}, nil); err != nil {
+			t.Fatal(err)
+		}
+		tbl, err := cat.CreateTable(ctx, table.Identifier{"b", "t"}, tablestest.Schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		store := auth.NewStore(db.Client, nil)
+		reader, _, err := store.Create(ctx, "reader", []auth.Scope{auth.ScopeRead})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tp := "/iceberg/v1/main/namespaces/b/tables/t"
+		cases := []struct {
+			name, method, path, token, body string
+			status                          int
+			typ, says                       string
+		}{
+			{"NotJSON", "POST", tp, s.Token, `{"requirements": [`, 400, "BadRequestException", "not the JSON"},
+			{"UnknownRequirement", "POST", tp, s.Token, `{"requirements":[{"type":"assert-nothing"}],"updates":[]}`, 400, "BadRequestException", ""},
+			{"UnknownUpdate", "POST", tp, s.Token, `{"requirements":[],"updates":[{"action":"paint-it-blue"}]}`, 400, "BadRequestException", ""},
+			{"IdentifierNotThePath", "POST", tp, s.Token, `{"identifier":{"namespace":["b"],"name":"other"},"requirements":[],"updates":[]}`, 400, "BadRequestException", "not the table in the path"},
+			{"NoToken", "POST", tp, "", `{"requirements":[],"updates":[]}`, 401, "NotAuthorizedException", "Bearer"},
+			{"BadToken", "GET", "/iceberg/v1/main/namespaces", "nope", "", 401, "NotAuthorizedException", "not recognised"},
+			{"ReadTokenWrites", "POST", tp, reader, `{"requirements":[],"updates":[]}`, 403, "ForbiddenException", "needs write"},
+			{"PurgeNeedsAdmin", "DELETE", tp + "?purgeRequested=true", s.Writer, "", 403, "ForbiddenException", "admin"},
+			{"RegisterNeedsAdmin", "POST", "/iceberg/v1/main/namespaces/b/register", s.Writer, `{"name":"x","metadata-location":"file:///x"}`, 403, "ForbiddenException", "admin"},
+			{"UnknownWarehouse", "GET", "/iceberg/v1/config?warehouse=nope", s.Token, "", 400, "BadRequestException", "serves main"},
+			{"UnknownPrefix", "GET", "/iceberg/v1/nope/namespaces", s.Token, "", 404, "NoSuchWarehouseException", "nope"},
+			{"NoSuchNamespace", "GET", "/iceberg/v1/main/namespaces/zz/tables", s.Token, "", 404, "NoSuchNamespaceException", "zz"},
+			{"NoSuchEndpoint", "GET", "/iceberg/v1/main/views", s.Token, "", 404, "NoSuchEndpointException", "config"},
+			{"ControlCharacterInName", "POST", "/iceberg/v1/main/namespaces", s.Token, `{"namespace":["a\u0007b"]}`, 400, "BadRequestException", "control character"},
+			{"OverlappingLocation", "POST", "/iceberg/v1/main/namespaces/b/tables", s.Token,
+				fmt.Sprintf(`{"name":"inside","location":%q,"schema":{"type":"struct","schema-id":0,"fields":[{"id":1,"name":"id","type":"long","required":true}]}}`, tbl.Location()+"/data/nested"),
+				409, "AlreadyExistsException", "overlaps"},
+			{"OutsideTheWarehouse", "POST", "/iceberg/v1/main/namespaces/b/tables", s.Token,
+				`{"name":"away","location":"file:///tmp/elsewhere","schema":{"type":"struct","schema-id":0,"fields":[{"id":1,"name":"id","type":"long","required":true}]}}`,
+				400, "BadRequestException", "not under warehouse"},
+			{"OverwriteRegister", "POST", "/iceberg/v1/main/namespaces/b/register", s.Token, `{"name":"x","metadata-location":"file:///x","overwrite":true}`, 400, "BadRequestException", "overwrite"},
+			{"BodyTooLarge", "POST", tp, s.Token, `{"requirements":[],"updates":[],"pad":"` + strings.Repeat("x", 9<<20) + `"}`, 413, "BadRequestException", "over"},
+		}
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				code, body := s.do(t, c.method, c.path, c.token, c.body, nil)
+				if code != c.status {
+					t.Fatalf("status %d, want %d: %s", code, c.status, body)
+				}
+				var e struct {
+					Error struct {
+						Message, Type string
+						Code          int
+					} `json:"error"`
+				}
+				if err := json.Unmarshal([]byte(body), &e); err != nil {
+					t.Fatalf("the answer is not the Iceberg error model: %s", body)
+				}
+				if e.Error.Type != c.typ || e.Error.Code != c.status || !strings.Contains(e.Error.Message, c.says) {
+					t.Fatalf("error %+v, want type %s, code %d, a message saying %q", e.Error, c.typ, c.status, c.says)
+				}
+			})
+		}
+		// Nothing was written: the table is at its first metadata file, and no other table exists.
+		after, err := cat.LoadTable(ctx, table.Identifier{"b", "t"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after.MetadataLocation() != tbl.MetadataLocation() {
+			t.Fatalf("a refused request moved the table to %s", after.MetadataLocation())
+		}
+		n := 0
+		for _, err := range cat.ListTables(ctx, table.Identifier{"b"}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			n++
+		}
+		if n != 1 {
+			t.Fatalf("namespace b holds %d tables after refused creates, want 1", n)
+		}
+	})
+}
+
+// TestOAuthClientCredentials: iceberg-go's REST client trades a client ID and secret (a
+// Tidemark token's name and the token) for a bearer token at /v1/oauth/tokens.
+func TestOAuthClientCredentials(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		s := newServer(t, db)
+		cat, err := icecat.Load(ctx, "tidemark", iceberg.Properties{"type": "rest", "uri": s.URL + "/iceberg",
+			"credential": "engine:" + s.Token, "warehouse": "main"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cat.CreateNamespace(ctx, table.Identifier{"o"}, nil); err != nil {
+			t.Fatalf("a client authenticated through the token endpoint could not write: %v", err)
+		}
+		if _, err := icecat.Load(ctx, "tidemark", iceberg.Properties{"type": "rest", "uri": s.URL + "/iceberg",
+			"credential": "someone-else:" + s.Token, "warehouse": "main"}); err == nil {
+			t.Fatal("a client ID that is not the token's name was given a token")
+		}
+	})
+}
