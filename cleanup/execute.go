@@ -20,6 +20,7 @@ import (
 	"github.com/tidemark/tidemark/ent/proposal"
 	"github.com/tidemark/tidemark/ent/proposalfile"
 	"github.com/tidemark/tidemark/ent/proposalstep"
+	"github.com/tidemark/tidemark/internal/loop"
 	"github.com/tidemark/tidemark/tables"
 )
 
@@ -787,19 +788,8 @@ func (s *Service) executeExpiry(ctx context.Context, p *ent.Proposal, held *leas
 			}
 			return false, err
 		}
-		pre, err := s.tables.Open(ctx, p.AssetID)
+		pre, post, removed, err := s.expireRetrying(ctx, p, ev)
 		if err != nil {
-			return false, err
-		}
-		if ev.TableUUID != "" && pre.Table.Metadata().TableUUID().String() != ev.TableUUID {
-			return false, stop("the table now has table-uuid %s, not the approved %s", pre.Table.Metadata().TableUUID(), ev.TableUUID)
-		}
-		post, removed, err := s.tables.RemoveSnapshots(ctx, p.AssetID, pre, ev.Snapshots)
-		if err != nil {
-			var keep *tables.KeepError
-			if errors.As(err, &keep) {
-				return false, stop("%s", keep.Error())
-			}
 			return false, err
 		}
 		if err := s.crash("after_expire_commit"); err != nil {
@@ -858,4 +848,48 @@ func (s *Service) executeExpiry(ctx context.Context, p *ent.Proposal, held *leas
 		}
 	}
 	return s.executeOrphans(ctx, p, held, rep, progress)
+}
+
+// ExpiryAttempts bounds how often an approved expiry re-reads the table and commits again after
+// losing the race for the table's pointer to a writer (a streaming job committing every second
+// would otherwise fail it, and need a new approval, forever).
+const ExpiryAttempts = 8
+
+// expireRetrying commits an approved expiry, re-reading the table and revalidating the approval
+// (the same table, the snapshots still expirable: none became current or a ref's head) before
+// each attempt. Only a change of the approved facts stops it; a lost race is retried.
+func (s *Service) expireRetrying(ctx context.Context, p *ent.Proposal, ev Evidence) (*tables.Live, *tables.Live, []int64, error) {
+	for attempt := 1; ; attempt++ {
+		pre, err := s.tables.Open(ctx, p.AssetID)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if ev.TableUUID != "" && pre.Table.Metadata().TableUUID().String() != ev.TableUUID {
+			return nil, nil, nil, stop("the table now has table-uuid %s, not the approved %s", pre.Table.Metadata().TableUUID(), ev.TableUUID)
+		}
+		if err := s.crash("before_expire_commit"); err != nil {
+			return nil, nil, nil, err
+		}
+		post, removed, err := s.tables.RemoveSnapshots(ctx, p.AssetID, pre, ev.Snapshots)
+		if err == nil {
+			if attempt > 1 {
+				s.log.Info("cleanup: expiry committed after losing races to writers", "proposal_id", p.ID, "attempts", attempt)
+			}
+			return pre, post, removed, nil
+		}
+		var keep *tables.KeepError
+		if errors.As(err, &keep) {
+			return nil, nil, nil, stop("%s", keep.Error())
+		}
+		if !tables.IsCommitConflict(err) {
+			return nil, nil, nil, err
+		}
+		if attempt == ExpiryAttempts {
+			return nil, nil, nil, fmt.Errorf("cleanup: expire snapshots of %s: lost the race for the table's pointer %d times in a row: %w", p.AssetID, attempt, err)
+		}
+		s.log.Info("cleanup: expiry lost a race with a writer; re-reading the table", "proposal_id", p.ID, "attempt", attempt, "err", err)
+		if err := loop.Sleep(ctx, min(50*time.Millisecond<<(attempt-1), 2*time.Second)); err != nil {
+			return nil, nil, nil, err
+		}
+	}
 }

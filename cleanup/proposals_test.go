@@ -676,3 +676,83 @@ func TestLateReadsWithdraw(t *testing.T) {
 		}
 	})
 }
+
+// TestExpiryRetriesAgainstAWriter: a streaming writer commits between the executor's read and
+// its commit, three times in a row; the approved expiry re-reads, revalidates and commits on
+// the fourth attempt, without a new approval, removing exactly the approved snapshots and
+// keeping every append.
+func TestExpiryRetriesAgainstAWriter(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		var e *env
+		races, attempts := 3, 0
+		e = newEnv(t, db, cleanup.WithFault(func(point string) error {
+			if point != "before_expire_commit" {
+				return nil
+			}
+			if attempts++; attempts <= races {
+				loaded, err := e.lake.Cat.LoadTable(e.ctx, table.Identifier{"db", "events"})
+				if err != nil {
+					return err
+				}
+				e.lake.Append(loaded, tablestest.Rows(300+attempts, 1, time.Now()))
+			}
+			return nil
+		}))
+		for i := range 4 {
+			e.tbl = e.lake.Append(e.tbl, tablestest.Rows(100+i, 1, time.Now()))
+		}
+		txn := e.tbl.NewTransaction()
+		must(t, txn.SetProperties(map[string]string{cleanup.PropertyExpireSnapshots: "true", cleanup.PropertySnapshotKeep: "2", cleanup.PropertySnapshotMaxAge: "1ms"}))
+		var err error
+		e.tbl, err = txn.Commit(e.ctx)
+		must(t, err)
+		if _, err := e.tables.Refresh(e.ctx, e.id); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond) // iceberg-go ages snapshots by the wall clock
+		e.clock.Set(time.Now().UTC())
+		e.propose()
+		ps := e.proposals(cleanup.KindExpireSnapshots, "open")
+		if len(ps) != 1 {
+			t.Fatalf("expiry proposals: %+v", ps)
+		}
+		if _, err := e.svc.Approve(e.person("alice"), ps[0].ID, ""); err != nil {
+			t.Fatal(err)
+		}
+		approved := ps[0].Evidence.Snapshots
+		before, rowsBefore := len(e.tbl.Metadata().Snapshots()), rowsOf(e, e.tbl)
+		e.clock.Add(100 * time.Hour)
+		r, err := e.svc.Execute(e.ctx, uuid.Nil, nil)
+		if err != nil || r.Executed != 1 {
+			t.Fatalf("execute: %+v %v", r, err)
+		}
+		if attempts != races+1 {
+			t.Fatalf("the executor committed after %d attempts, want %d (three lost races, then a win)", attempts, races+1)
+		}
+		p, err := e.svc.GetProposal(e.ctx, ps[0].ID)
+		if err != nil || p.State != "executed" {
+			t.Fatalf("the proposal is %q (err %v), want executed without a new approval", p.State, err)
+		}
+		loaded, err := e.lake.Cat.LoadTable(e.ctx, table.Identifier{"db", "events"})
+		must(t, err)
+		for _, sn := range loaded.Metadata().Snapshots() {
+			if slices.Contains(approved, sn.SnapshotID) {
+				t.Fatalf("approved snapshot %d is still there", sn.SnapshotID)
+			}
+		}
+		if n := len(loaded.Metadata().Snapshots()); n != before-len(approved)+races {
+			t.Fatalf("%d snapshots after expiry, want %d: the writer's %d appends must all stay", n, before-len(approved)+races, races)
+		}
+		if rows := rowsOf(e, loaded); rows != rowsBefore+int64(races) {
+			t.Fatalf("the table holds %d rows after the expiry, want %d", rows, rowsBefore+int64(races))
+		}
+	})
+}
+
+func rowsOf(e *env, tbl *table.Table) int64 {
+	var n int64
+	for _, f := range e.lake.Files(tbl, *tbl.CurrentSnapshot()) {
+		n += f[1]
+	}
+	return n
+}

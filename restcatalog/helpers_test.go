@@ -33,11 +33,18 @@ type server struct {
 
 func newServer(t *testing.T, db *storage.DB, opts ...tables.Option) *server {
 	t.Helper()
+	return newServerWith(t, db, func(c *app.Config) { c.Tables = append(c.Tables, opts...) })
+}
+
+// newServerWith lets a test change the services' configuration (cleanup options, faults).
+func newServerWith(t *testing.T, db *storage.DB, configure func(*app.Config)) *server {
+	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
 	wh := filepath.Join(dir, "warehouse")
-	topts := append([]tables.Option{tables.WithWarehouses(tables.Warehouse{Name: "main", Location: wh})}, opts...)
-	a, err := app.Open(ctx, db, app.Config{Tables: topts})
+	cfg := app.Config{Tables: []tables.Option{tables.WithWarehouses(tables.Warehouse{Name: "main", Location: wh})}}
+	configure(&cfg)
+	a, err := app.Open(ctx, db, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -624,10 +624,9 @@ func (s *Service) replay(ctx context.Context, w Warehouse, key string) ([]Served
 		if err != nil {
 			return nil, err, true
 		}
-		ident := TableIdent{Name: row.Identifier}
-		if row.RestKey != nil {
-			parts := strings.Split(strings.TrimPrefix(*row.RestKey, w.Name+sep), sep)
-			ident = TableIdent{Namespace: parts[:len(parts)-1], Name: parts[len(parts)-1]}
+		ident, err := servedIdent(row)
+		if err != nil {
+			ident = TableIdent{Name: row.Identifier} // dropped since: named as it was
 		}
 		out = append(out, ServedTable{AssetID: c.AssetID, Ident: ident, MetadataLocation: c.NewLocation, Metadata: meta, Props: maps.Clone(w.Props)})
 	}

@@ -2,12 +2,15 @@ package tables
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
+
+	"github.com/tidemark/tidemark/ent"
 )
 
 // RefKind says why a path is referenced.
@@ -219,7 +222,7 @@ func (s *Service) RemoveSnapshots(ctx context.Context, id uuid.UUID, l *Live, id
 	if err != nil {
 		return nil, nil, err
 	}
-	if row.Connection == "" || row.GoneAt != nil {
+	if (row.Connection == "" && row.Warehouse == "") || row.GoneAt != nil {
 		return nil, nil, &KeepError{Reason: "the table has no catalog to commit to (registered by metadata location, or dropped): expire its snapshots in the engine that writes it"}
 	}
 	meta := l.Table.Metadata()
@@ -247,17 +250,28 @@ func (s *Service) RemoveSnapshots(ctx context.Context, id uuid.UUID, l *Live, id
 	if len(remove) == 0 {
 		return nil, nil, nil
 	}
-	c := s.connection(row.Connection)
-	if c == nil {
-		return nil, nil, fmt.Errorf("the Iceberg catalog connection %q is no longer configured", row.Connection)
-	}
-	cat, err := c.Catalog(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	ident := splitIdent(row.Identifier)
-	if _, _, err := cat.CommitTable(ctx, ident, reqs, []table.Update{table.NewRemoveSnapshotsUpdate(remove, false)}); err != nil {
-		return nil, nil, fmt.Errorf("commit the removal of %d snapshots: %w", len(remove), err)
+	updates := []table.Update{table.NewRemoveSnapshotsUpdate(remove, false)}
+	if row.Warehouse != "" {
+		// Served by Tidemark: the same compare-and-swap every engine's commit goes through.
+		id, err := servedIdent(row)
+		if err != nil {
+			return nil, nil, err
+		}
+		if _, err := s.Commit(ctx, row.Warehouse, []CommitChange{{Ident: id, Requirements: reqs, Updates: updates}}, CommitOptions{}); err != nil {
+			return nil, nil, fmt.Errorf("tables: commit the removal of %d snapshots: %w", len(remove), err)
+		}
+	} else {
+		c := s.connection(row.Connection)
+		if c == nil {
+			return nil, nil, fmt.Errorf("the Iceberg catalog connection %q is no longer configured", row.Connection)
+		}
+		cat, err := c.Catalog(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		if _, _, err := cat.CommitTable(ctx, splitIdent(row.Identifier), reqs, updates); err != nil {
+			return nil, nil, fmt.Errorf("tables: commit the removal of %d snapshots: %w", len(remove), err)
+		}
 	}
 	post, err := s.Open(ctx, id)
 	if err != nil {
@@ -290,4 +304,27 @@ func (s *Service) CurrentStructure(ctx context.Context, l *Live) ([]CurrentFile,
 		out = append(out, CurrentFile{SnapshotID: cur.SnapshotID, Manifest: cur.ManifestList, Path: ref.Path, Content: "manifest"})
 	}
 	return out, nil
+}
+
+// IsCommitConflict reports whether a commit failed because the table changed since it was read
+// (another writer won the race for the pointer): re-read, revalidate and retry.
+func IsCommitConflict(err error) bool {
+	if errors.Is(err, table.ErrCommitFailed) || errors.Is(err, ErrCommitFailed) {
+		return true
+	}
+	// iceberg-go's SQL catalog returns a failed requirement (the table moved since it was read)
+	// as the requirement's own error, unwrapped; REST catalogs answer 409 (ErrCommitFailed).
+	return err != nil && strings.Contains(strings.ToLower(err.Error()), "requirement failed")
+}
+
+// servedIdent is a served table's REST identifier, from its key.
+func servedIdent(row *ent.IcebergTable) (TableIdent, error) {
+	if row.RestKey == nil {
+		return TableIdent{}, serveErr(ErrNoSuchTable, "table %s is no longer served (dropped)", row.Identifier)
+	}
+	parts := strings.Split(*row.RestKey, sep)
+	if len(parts) < 3 {
+		return TableIdent{}, fmt.Errorf("tables: table %s has a malformed key", row.ID)
+	}
+	return TableIdent{Namespace: parts[1 : len(parts)-1], Name: parts[len(parts)-1]}, nil
 }
