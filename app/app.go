@@ -44,6 +44,10 @@ const UnusedDownstreamDepth = 5
 // far longer than writing one metadata file and swapping a pointer take.
 const PendingCommitAge = 5 * time.Minute
 
+// ServedInspection is how often served tables committed to since are inspected again (health,
+// snapshots, files): at most once a round, however often they are written.
+const ServedInspection = 15 * time.Second
+
 // Config is what the services are built with.
 type Config struct {
 	Log     *slog.Logger
@@ -374,6 +378,13 @@ func (a *App) background(g *errgroup.Group, ctx context.Context, s Schedule) {
 					log.Warn("settling pending Iceberg commits failed; will retry", "err", err)
 				} else if n > 0 {
 					log.Info("settled pending Iceberg commits", "count", n)
+				}
+			})
+		})
+		run(func(ctx context.Context) {
+			loop.Every(ctx, ServedInspection, false, func(ctx context.Context) {
+				if _, err := a.Tables.RefreshServed(ctx); err != nil && ctx.Err() == nil {
+					log.Warn("inspecting served tables failed; will retry", "err", err)
 				}
 			})
 		})

@@ -91,6 +91,23 @@ func TestCommitHealthAndInventoryAPI(t *testing.T) {
 		if code, body := s.do(t, "GET", fmt.Sprintf("/api/v1/tables/%s/commit-health?window=forever", assetOf(t, s, cold)), s.Token, "", nil); code != 400 || !strings.Contains(body, "window") {
 			t.Fatalf("a bad window gave %d %s, want 400 naming window", code, body)
 		}
+		// The asset page says the table is served and shows its commit health over the last hour
+		// (13 commits in an hour need no batching); once the
+		// background round has inspected the committed tables, their layout health too.
+		code, html := s.do(t, "GET", "/assets/"+assetOf(t, s, hot).String(), "", "", nil)
+		if code != 200 || !strings.Contains(html, `id="served"`) || !strings.Contains(html, "warehouse main") ||
+			!strings.Contains(html, "<dd>13 (0.2 a minute)</dd>") || !strings.Contains(html, "No batching needed") {
+			t.Fatalf("the asset page (%d) does not show the served table's commit health:\n%s", code, html)
+		}
+		if n, err := s.App.Tables.RefreshServed(ctx); err != nil || n != 2 {
+			t.Fatalf("inspected %d served tables after their commits (err %v), want 2", n, err)
+		}
+		if h, err := s.App.Tables.Health(ctx, assetOf(t, s, hot)); err != nil || h.DataFiles != 12 {
+			t.Fatalf("the hot table's health after inspection: %d data files (err %v), want 12", h.DataFiles, err)
+		}
+		if n, err := s.App.Tables.RefreshServed(ctx); err != nil || n != 0 {
+			t.Fatalf("a second round inspected %d tables (err %v); nothing was committed since", n, err)
+		}
 
 		// The inventory of the hot table's last commit: its manifest list, manifest and data file.
 		snap := hot.CurrentSnapshot().SnapshotID

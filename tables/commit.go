@@ -584,6 +584,7 @@ func (s *Service) afterCommit(ctx context.Context, p *plan) {
 		prev = p.row.ColumnsSchemaID
 	}
 	id := p.assetOrRow()
+	s.markStale(id)
 	recorded, err := s.syncColumns(ctx, id, p.updated, prev)
 	if err != nil {
 		s.log.Warn("could not record the committed schema's columns", "asset_id", id, "err", err)

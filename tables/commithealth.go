@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -111,4 +112,43 @@ func (s *Service) CommitHealth(ctx context.Context, id uuid.UUID, window time.Du
 		}
 	}
 	return h, nil
+}
+
+// stale holds served tables committed to since their last inspection: a background loop
+// inspects each once per round however often it was committed to, so a table written every
+// second is not inspected every second.
+type stale struct {
+	mu  sync.Mutex
+	ids map[uuid.UUID]bool
+}
+
+func (s *Service) markStale(id uuid.UUID) {
+	s.stale.mu.Lock()
+	defer s.stale.mu.Unlock()
+	if s.stale.ids == nil {
+		s.stale.ids = map[uuid.UUID]bool{}
+	}
+	s.stale.ids[id] = true
+}
+
+// RefreshServed inspects the served tables committed to since the last round (their health,
+// snapshots and files); a failure is recorded on the table and the next commit marks it again.
+// It returns how many it inspected.
+func (s *Service) RefreshServed(ctx context.Context) (int, error) {
+	s.stale.mu.Lock()
+	ids := s.stale.ids
+	s.stale.ids = nil
+	s.stale.mu.Unlock()
+	n := 0
+	for id := range ids {
+		if err := ctx.Err(); err != nil {
+			return n, err
+		}
+		if _, err := s.Refresh(ctx, id); err != nil {
+			s.log.Warn("could not inspect a served table after its commits", "asset_id", id, "err", err)
+			continue
+		}
+		n++
+	}
+	return n, nil
 }

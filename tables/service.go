@@ -43,6 +43,7 @@ type Service struct {
 	warehouses []Warehouse // served over the Iceberg REST protocol
 	metaCache  *metaCache  // parsed metadata files of served tables, by location (immutable)
 	faults     Faults      // injected failures (tests)
+	stale      stale       // served tables to inspect again
 }
 
 // DefaultConfirmGap is how far apart two complete catalog listings that both lack a table must

@@ -51,6 +51,7 @@ var funcs = template.FuncMap{
 	"list":  func(xs ...int) []int { return xs },
 	"list2": func(xs ...string) []string { return xs },
 	"usd":   func(f float64) string { return fmt.Sprintf("$%.2f", f) },
+	"pct":   func(f float64) float64 { return 100 * f },
 }
 
 // --- home: search and browse ------------------------------------------------------------------
@@ -140,6 +141,7 @@ type assetData struct {
 	Runs      []lineage.RunInfo
 	Table     *tables.Table
 	Health    *tables.Health
+	Commits   *tables.CommitHealth // for a table served over the Iceberg REST protocol
 	Proposals []cleanup.Proposal
 	Schema    []schemaField
 	// Migrations this asset is the old or the new side of, with both sides' names.
@@ -234,8 +236,16 @@ func (u *UI) assetPage(w http.ResponseWriter, r *http.Request, status int, edit 
 			if err == nil {
 				d.Table = &t
 				h, err := u.cfg.Tables.Health(ctx, id)
-				if !miss("the table's health", err) {
+				if t.Warehouse != "" && errors.Is(err, catalog.ErrNotFound) && t.RefreshedAt == nil {
+					err = nil // served and just created: inspected after its first commits
+				} else if !miss("the table's health", err) {
 					d.Health = &h
+				}
+				if t.Warehouse != "" {
+					ch, err := u.cfg.Tables.CommitHealth(ctx, id, tables.DefaultCommitWindow)
+					if !miss("the table's commit health", err) {
+						d.Commits = &ch
+					}
 				}
 			} else {
 				miss("the Iceberg table", err)
