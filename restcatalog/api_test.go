@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/iceberg-go"
 	icecat "github.com/apache/iceberg-go/catalog"
@@ -203,6 +204,13 @@ func TestBadInput(t *testing.T) {
 			{"OutsideTheWarehouse", "POST", "/iceberg/v1/main/namespaces/b/tables", s.Token,
 				`{"name":"away","location":"file:///tmp/elsewhere","schema":{"type":"struct","schema-id":0,"fields":[{"id":1,"name":"id","type":"long","required":true}]}}`,
 				400, "BadRequestException", "not under warehouse"},
+			{"DotSegmentsInLocation", "POST", "/iceberg/v1/main/namespaces/b/tables", s.Token,
+				fmt.Sprintf(`{"name":"dots","location":%q,"schema":{"type":"struct","schema-id":0,"fields":[{"id":1,"name":"id","type":"long","required":true}]}}`, "file://"+s.Warehouse+"/b/../../escape"),
+				400, "BadRequestException", "not under warehouse"},
+			{"MetadataPathOutside", "POST", tp, s.Token, `{"requirements":[],"updates":[{"action":"set-properties","updates":{"write.metadata.path":"file:///tmp/tidemark-escape"}}]}`,
+				400, "BadRequestException", "outside warehouse"},
+			{"ManifestListOutside", "POST", tp, s.Token, fmt.Sprintf(`{"requirements":[],"updates":[{"action":"add-snapshot","snapshot":{"snapshot-id":7,"sequence-number":1,"timestamp-ms":%d,"manifest-list":"file:///etc/hostname","summary":{"operation":"append"},"schema-id":0}},{"action":"set-snapshot-ref","ref-name":"main","type":"branch","snapshot-id":7}]}`, time.Now().UnixMilli()+1000),
+				400, "BadRequestException", "not under a warehouse root"},
 			{"OverwriteRegister", "POST", "/iceberg/v1/main/namespaces/b/register", s.Token, `{"name":"x","metadata-location":"file:///x","overwrite":true}`, 400, "BadRequestException", "overwrite"},
 			{"BodyTooLarge", "POST", tp, s.Token, `{"requirements":[],"updates":[],"pad":"` + strings.Repeat("x", 9<<20) + `"}`, 413, "BadRequestException", "over"},
 		}

@@ -338,9 +338,16 @@ func (s *Service) prepare(ctx context.Context, w Warehouse, plans []*plan) error
 			if err != nil {
 				return err
 			}
+			// write.metadata.path may name any place: Tidemark writes only under the warehouse.
+			if !underDir(loc, w.Location) {
+				return invalid("properties", "table %s: its metadata would be written to %s, outside warehouse %s's location %s; unset write.metadata.path or point it under the warehouse", p.ident, loc, w.Name, w.Location)
+			}
 			p.newLoc = loc
 		}
 		if err := s.readAdded(ctx, w, p); err != nil {
+			if errors.Is(err, ErrOutsideRoots) {
+				return invalid("updates", "table %s: %v: a snapshot's files must be under the warehouse", p.ident, err)
+			}
 			return serveErr(ErrNotCommitted, "table %s: %v; nothing was committed (a pointer is never swapped to a snapshot whose files cannot be read)", p.ident, err)
 		}
 		if p.row == nil {

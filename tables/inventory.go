@@ -55,7 +55,12 @@ func (s *Service) readAdded(ctx context.Context, w Warehouse, p *plan) error {
 	if err != nil {
 		return err
 	}
-	fsys = guard(fsys, nil, s.limit)
+	// Only files under the warehouse are read: a manifest list path is the client's to name.
+	root, err := parseRoot(w.Location)
+	if err != nil {
+		return err
+	}
+	fsys = guard(fsys, roots{root}, s.limit)
 	for _, snap := range fresh {
 		if err := ctx.Err(); err != nil {
 			return err

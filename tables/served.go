@@ -282,6 +282,17 @@ func normLoc(l string) string {
 	return l
 }
 
+// underDir reports whether loc lies strictly under dir, refusing "." and ".." segments (which
+// would make a prefix test lie about where a path resolves).
+func underDir(loc, dir string) bool {
+	for _, seg := range strings.Split(loc, "/") {
+		if seg == "." || seg == ".." {
+			return false
+		}
+	}
+	return strings.HasPrefix(normLoc(loc), normLoc(dir)+"/")
+}
+
 func overlaps(a, b string) bool {
 	a, b = normLoc(a), normLoc(b)
 	return a == b || strings.HasPrefix(a, b+"/") || strings.HasPrefix(b, a+"/")
@@ -290,7 +301,7 @@ func overlaps(a, b string) bool {
 // checkLocation refuses a location outside the warehouse or overlapping a live table's (other
 // than self): two tables under one location is how orphan cleanup deletes live files.
 func (s *Service) checkLocation(ctx context.Context, w Warehouse, loc string, self uuid.UUID) error {
-	if !overlaps(loc, w.Location) || normLoc(loc) == normLoc(w.Location) || !strings.HasPrefix(normLoc(loc), normLoc(w.Location)+"/") {
+	if !underDir(loc, w.Location) {
 		return invalid("location", "location %s is not under warehouse %s's location %s", loc, w.Name, w.Location)
 	}
 	rows, err := s.db.IcebergTable.Query().Where(icebergtable.GoneAtIsNil()).Select(icebergtable.FieldID, icebergtable.FieldLocation, icebergtable.FieldIdentifier).All(ctx)
@@ -318,7 +329,7 @@ func (s *Service) RegisterServed(ctx context.Context, wh string, id TableIdent, 
 	if _, err := s.namespaceRow(ctx, s.db, wh, id.Namespace); err != nil {
 		return ServedTable{}, err
 	}
-	if err := s.roots.check(metadataLocation); err != nil || !strings.HasPrefix(normLoc(metadataLocation), normLoc(w.Location)+"/") {
+	if err := s.roots.check(metadataLocation); err != nil || !underDir(metadataLocation, w.Location) {
 		return ServedTable{}, invalid("metadata-location", "metadata location %s is not under warehouse %s's location %s", metadataLocation, w.Name, w.Location)
 	}
 	meta, err := s.readMetadata(ctx, w, metadataLocation)
