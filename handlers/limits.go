@@ -95,6 +95,10 @@ func (l *limiters) allow(key string) (bool, time.Duration) {
 }
 
 // tooMany is the 429 answer, with Retry-After in whole seconds (at least 1).
+// AllowToken charges one request to a token's rate limit (--rate-limit), for the faces that
+// authenticate tokens themselves (the Iceberg REST catalog): false with the wait when over it.
+func (a *API) AllowToken(name string) (bool, time.Duration) { return a.tokens.allow(name) }
+
 func tooMany(c echo.Context, who string, wait time.Duration) error {
 	c.Response().Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(wait.Seconds())))))
 	return newProblem(http.StatusTooManyRequests, fmt.Sprintf("%s sent more requests than its rate limit allows; retry after %s", who, wait.Round(time.Millisecond)))

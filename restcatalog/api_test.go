@@ -14,9 +14,11 @@ import (
 	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/tidemark/tidemark/app"
 	"github.com/tidemark/tidemark/auth"
 	"github.com/tidemark/tidemark/ent/storage"
 	"github.com/tidemark/tidemark/ent/storage/storagetest"
+	"github.com/tidemark/tidemark/handlers"
 	"github.com/tidemark/tidemark/tables/tablestest"
 )
 
@@ -274,4 +276,22 @@ func TestOAuthClientCredentials(t *testing.T) {
 			t.Fatal("a client ID that is not the token's name was given a token")
 		}
 	})
+}
+
+// TestTokenRateLimit: requests under /iceberg count against their token's rate limit.
+func TestTokenRateLimit(t *testing.T) {
+	db := storagetest.Open(t, "sqlite")
+	s := newServerWith(t, db, func(_ *app.Config, api *handlers.Config) { api.RateLimit = 1 })
+	codes := map[int]int{}
+	var last string
+	for range 6 {
+		code, body := s.do(t, "GET", "/iceberg/v1/main/namespaces", s.Token, "", nil)
+		codes[code]++
+		if code == 429 {
+			last = body
+		}
+	}
+	if codes[429] == 0 || !strings.Contains(last, "TooManyRequestsException") || !strings.Contains(last, `token \"engine\"`) {
+		t.Fatalf("six quick requests with a token limited to 1/s (bursts of 2) gave %v; last refusal %s", codes, last)
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/tidemark/tidemark/cleanup"
 	"github.com/tidemark/tidemark/ent/storage"
 	"github.com/tidemark/tidemark/ent/storage/storagetest"
+	"github.com/tidemark/tidemark/handlers"
 	"github.com/tidemark/tidemark/tables/tablestest"
 )
 
@@ -30,7 +31,7 @@ func TestApprovedExpiryRacingAWriter(t *testing.T) {
 		var s *server
 		var forced atomic.Int32
 		var writer func()
-		s = newServerWith(t, db, func(c *app.Config) {
+		s = newServerWith(t, db, func(c *app.Config, _ *handlers.Config) {
 			c.Cleanup = append(c.Cleanup, cleanup.WithFault(func(point string) error {
 				if point == "before_expire_commit" && forced.Add(1) <= 2 {
 					writer()

@@ -33,22 +33,23 @@ type server struct {
 
 func newServer(t *testing.T, db *storage.DB, opts ...tables.Option) *server {
 	t.Helper()
-	return newServerWith(t, db, func(c *app.Config) { c.Tables = append(c.Tables, opts...) })
+	return newServerWith(t, db, func(c *app.Config, _ *handlers.Config) { c.Tables = append(c.Tables, opts...) })
 }
 
 // newServerWith lets a test change the services' configuration (cleanup options, faults).
-func newServerWith(t *testing.T, db *storage.DB, configure func(*app.Config)) *server {
+func newServerWith(t *testing.T, db *storage.DB, configure func(*app.Config, *handlers.Config)) *server {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
 	wh := filepath.Join(dir, "warehouse")
 	cfg := app.Config{Tables: []tables.Option{tables.WithWarehouses(tables.Warehouse{Name: "main", Location: wh})}}
-	configure(&cfg)
+	var api handlers.Config
+	configure(&cfg, &api)
 	a, err := app.Open(ctx, db, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := a.Handler(handlers.Config{}, web.Config{})
+	h, err := a.Handler(api, web.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,8 +11,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -35,6 +37,8 @@ type Config struct {
 	NoAuth bool
 	// BodyLimit caps request bodies (default 8 MiB: a commit carries schemas and snapshots).
 	BodyLimit int64
+	// AllowToken charges a request to its token's rate limit; nil is unlimited.
+	AllowToken func(name string) (bool, time.Duration)
 	// RecordUse keeps a read (a scan report) or a write (a commit) of a served table as usage
 	// evidence; nil records nothing.
 	RecordUse func(ctx context.Context, asset uuid.UUID, kind, actor, key string, at time.Time) error
@@ -246,6 +250,12 @@ func (f *Face) scope(need auth.Scope) echo.MiddlewareFunc {
 			}
 			if err != nil {
 				return err
+			}
+			if f.cfg.AllowToken != nil {
+				if ok, wait := f.cfg.AllowToken(tok.Name); !ok {
+					c.Response().Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(wait.Seconds())))))
+					return apiError(http.StatusTooManyRequests, "TooManyRequestsException", fmt.Sprintf("token %q sent more requests than its rate limit allows; retry after %s", tok.Name, wait.Round(time.Millisecond)))
+				}
 			}
 			if !tok.Allows(need) {
 				return apiError(http.StatusForbidden, "ForbiddenException", fmt.Sprintf("token %q has scopes %v; this request needs %s", tok.Name, tok.Scopes, need))
