@@ -12,6 +12,7 @@ import (
 
 	"github.com/apache/iceberg-go"
 	icecat "github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/catalog/rest"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/tidemark/tidemark/app"
@@ -294,4 +295,84 @@ func TestTokenRateLimit(t *testing.T) {
 	if codes[429] == 0 || !strings.Contains(last, "TooManyRequestsException") || !strings.Contains(last, `token \"engine\"`) {
 		t.Fatalf("six quick requests with a token limited to 1/s (bursts of 2) gave %v; last refusal %s", codes, last)
 	}
+}
+
+// TestPaging: lists of tables and namespaces come back whole, once each, a page at a time.
+func TestPaging(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		s := newServer(t, db)
+		cat := s.client(t)
+		for _, ns := range []string{"p1", "p2", "p3"} {
+			if err := cat.CreateNamespace(ctx, table.Identifier{ns}, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range 5 {
+			if _, err := cat.CreateTable(ctx, table.Identifier{"p2", fmt.Sprintf("t%d", i)}, tablestest.Schema); err != nil {
+				t.Fatal(err)
+			}
+		}
+		paged := cat.(*rest.Catalog).SetPageSize(ctx, 2)
+		seen := map[string]int{}
+		for id, err := range cat.ListTables(paged, table.Identifier{"p2"}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen[strings.Join(id, ".")]++
+		}
+		if len(seen) != 5 {
+			t.Fatalf("paged table list %v, want p2.t0..p2.t4 once each", seen)
+		}
+		for k, n := range seen {
+			if n != 1 {
+				t.Fatalf("%s listed %d times", k, n)
+			}
+		}
+		nss, err := cat.ListNamespaces(paged, nil)
+		if err != nil || len(nss) != 3 {
+			t.Fatalf("paged namespace list %v (err %v), want 3", nss, err)
+		}
+		var p struct {
+			Identifiers []struct{ Name string } `json:"identifiers"`
+			Next        string                  `json:"next-page-token"`
+		}
+		if code, body := s.do(t, "GET", "/iceberg/v1/main/namespaces/p2/tables?pageSize=5", s.Token, "", &p); code != 200 || len(p.Identifiers) != 5 || p.Next != "" {
+			t.Fatalf("a page as large as the list: %d %s, want 5 tables and no next-page-token", code, body)
+		}
+		if code, body := s.do(t, "GET", "/iceberg/v1/main/namespaces/p2/tables?pageSize=0", s.Token, "", nil); code != 400 || !strings.Contains(body, "pageSize") {
+			t.Fatalf("pageSize=0 gave %d %s, want 400", code, body)
+		}
+	})
+}
+
+// TestServedPointerMovesOnlyByCommits: registering an older metadata file of a served table
+// through the JSON API (even with force) is refused, and a refresh leaves the pointer alone.
+func TestServedPointerMovesOnlyByCommits(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		s := newServer(t, db)
+		cat := s.client(t)
+		if err := cat.CreateNamespace(ctx, table.Identifier{"m"}, nil); err != nil {
+			t.Fatal(err)
+		}
+		tbl, err := cat.CreateTable(ctx, table.Identifier{"m", "t"}, tablestest.Schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := tbl.MetadataLocation()
+		tbl = s.append(t, tbl, 0, 2)
+		body := fmt.Sprintf(`{"metadata_location":%q,"force":true}`, first)
+		if code, resp := s.do(t, "POST", "/api/v1/tables", s.Token, body, nil); code != 409 || !strings.Contains(resp, "moves only by commits") {
+			t.Fatalf("registering the served table's first metadata gave %d %s, want 409", code, resp)
+		}
+		id := assetOf(t, s, tbl)
+		if _, err := s.App.Tables.Refresh(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.App.Tables.Get(ctx, id)
+		if err != nil || got.MetadataLocation != tbl.MetadataLocation() || got.Identifier != "m.t" || got.Warehouse != "main" {
+			t.Fatalf("after a refused registration and a refresh the table is %+v (err %v), want it at %s, named m.t in main", got, err, tbl.MetadataLocation())
+		}
+	})
 }

@@ -169,8 +169,8 @@ func (s *Service) ListServed(ctx context.Context, wh string, ns []string, after 
 	if err != nil {
 		return nil, "", fmt.Errorf("tables: list tables: %w", err)
 	}
-	next := ""
-	if len(rows) > limit {
+	more := len(rows) > limit
+	if more {
 		rows = rows[:limit]
 	}
 	out := make([]string, len(rows))
@@ -178,10 +178,9 @@ func (s *Service) ListServed(ctx context.Context, wh string, ns []string, after 
 	for i, r := range rows {
 		out[i] = strings.TrimPrefix(*r.RestKey, prefix)
 	}
-	if next == "" && len(rows) == limit && limit > 0 {
-		if more, _ := q.Clone().Where(icebergtable.RestKeyGT(*rows[limit-1].RestKey)).Exist(ctx); more {
-			next = out[limit-1]
-		}
+	next := ""
+	if more {
+		next = out[len(out)-1]
 	}
 	return out, next, nil
 }

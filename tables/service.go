@@ -447,6 +447,13 @@ func (s *Service) upsertRow(ctx context.Context, id uuid.UUID, tbl *table.Table,
 	}
 	// A dropped table registered again by metadata location is a registered table from now on:
 	// its catalog no longer has it, and a sync must not mark it gone again.
+	if row.Warehouse != "" {
+		// Served: the pointer moves only by commits. Guarded by the location this load read, so
+		// a refresh that raced a commit changes nothing (the commit marked the table for the
+		// next inspection round) instead of moving the pointer back.
+		_, err := u.Where(icebergtable.MetadataLocation(tbl.MetadataLocation())).Save(ctx)
+		return err
+	}
 	if conn != "" || row.Connection == "" || row.GoneAt != nil {
 		u.SetConnection(conn).SetIdentifier(ident)
 	}
