@@ -396,21 +396,7 @@ func TestDanglingProposal(t *testing.T) {
 func TestExpireSnapshots(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
 		e := newEnv(t, db)
-		for i := range 4 {
-			e.tbl = e.lake.Append(e.tbl, tablestest.Rows(100+i, 1, time.Now()))
-		}
-		txn := e.tbl.NewTransaction()
-		must(t, txn.SetProperties(map[string]string{cleanup.PropertyExpireSnapshots: "true", cleanup.PropertySnapshotKeep: "2", cleanup.PropertySnapshotMaxAge: "1ms"}))
-		var err error
-		e.tbl, err = txn.Commit(e.ctx)
-		must(t, err)
-		if _, err := e.tables.Refresh(e.ctx, e.id); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(5 * time.Millisecond) // iceberg-go ages snapshots by the wall clock
-		e.clock.Set(time.Now().UTC())
-		e.propose()
-		ps := e.proposals(cleanup.KindExpireSnapshots, "open")
+		ps := proposeExpiry(t, e)
 		if len(ps) != 1 || len(ps[0].Evidence.Snapshots) != 4 { // 6 snapshots, keep the last 2
 			t.Fatalf("expiry proposal: %+v", ps)
 		}
@@ -698,21 +684,7 @@ func TestExpiryRetriesAgainstAWriter(t *testing.T) {
 			}
 			return nil
 		}))
-		for i := range 4 {
-			e.tbl = e.lake.Append(e.tbl, tablestest.Rows(100+i, 1, time.Now()))
-		}
-		txn := e.tbl.NewTransaction()
-		must(t, txn.SetProperties(map[string]string{cleanup.PropertyExpireSnapshots: "true", cleanup.PropertySnapshotKeep: "2", cleanup.PropertySnapshotMaxAge: "1ms"}))
-		var err error
-		e.tbl, err = txn.Commit(e.ctx)
-		must(t, err)
-		if _, err := e.tables.Refresh(e.ctx, e.id); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(5 * time.Millisecond) // iceberg-go ages snapshots by the wall clock
-		e.clock.Set(time.Now().UTC())
-		e.propose()
-		ps := e.proposals(cleanup.KindExpireSnapshots, "open")
+		ps := proposeExpiry(t, e)
 		if len(ps) != 1 {
 			t.Fatalf("expiry proposals: %+v", ps)
 		}
@@ -755,4 +727,25 @@ func rowsOf(e *env, tbl *table.Table) int64 {
 		n += f[1]
 	}
 	return n
+}
+
+// proposeExpiry appends four snapshots, asks that all but the last two be expired at once, and
+// returns the open expiry proposals.
+func proposeExpiry(t *testing.T, e *env) []cleanup.Proposal {
+	t.Helper()
+	for i := range 4 {
+		e.tbl = e.lake.Append(e.tbl, tablestest.Rows(100+i, 1, time.Now()))
+	}
+	txn := e.tbl.NewTransaction()
+	must(t, txn.SetProperties(map[string]string{cleanup.PropertyExpireSnapshots: "true", cleanup.PropertySnapshotKeep: "2", cleanup.PropertySnapshotMaxAge: "1ms"}))
+	var err error
+	e.tbl, err = txn.Commit(e.ctx)
+	must(t, err)
+	if _, err := e.tables.Refresh(e.ctx, e.id); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Millisecond) // iceberg-go ages snapshots by the wall clock
+	e.clock.Set(time.Now().UTC())
+	e.propose()
+	return e.proposals(cleanup.KindExpireSnapshots, "open")
 }

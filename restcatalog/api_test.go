@@ -58,13 +58,7 @@ func TestCommitHealthAndInventoryAPI(t *testing.T) {
 		ctx := context.Background()
 		s := newServer(t, db)
 		cat := s.client(t)
-		if err := cat.CreateNamespace(ctx, table.Identifier{"h"}, nil); err != nil {
-			t.Fatal(err)
-		}
-		hot, err := cat.CreateTable(ctx, table.Identifier{"h", "hot"}, tablestest.Schema)
-		if err != nil {
-			t.Fatal(err)
-		}
+		hot := create(t, cat, "h", "hot")
 		for i := range 12 {
 			hot = s.append(t, hot, i, 1)
 		}
@@ -169,13 +163,7 @@ func TestBadInput(t *testing.T) {
 		ctx := context.Background()
 		s := newServer(t, db)
 		cat := s.client(t)
-		if err := cat.CreateNamespace(ctx, table.Identifier{"b"}, nil); err != nil {
-			t.Fatal(err)
-		}
-		tbl, err := cat.CreateTable(ctx, table.Identifier{"b", "t"}, tablestest.Schema)
-		if err != nil {
-			t.Fatal(err)
-		}
+		tbl := create(t, cat, "b", "t")
 		store := auth.NewStore(db.Client, nil)
 		reader, _, err := store.Create(ctx, "reader", []auth.Scope{auth.ScopeRead})
 		if err != nil {
@@ -353,13 +341,7 @@ func TestServedPointerMovesOnlyByCommits(t *testing.T) {
 		ctx := context.Background()
 		s := newServer(t, db)
 		cat := s.client(t)
-		if err := cat.CreateNamespace(ctx, table.Identifier{"m"}, nil); err != nil {
-			t.Fatal(err)
-		}
-		tbl, err := cat.CreateTable(ctx, table.Identifier{"m", "t"}, tablestest.Schema)
-		if err != nil {
-			t.Fatal(err)
-		}
+		tbl := create(t, cat, "m", "t")
 		first := tbl.MetadataLocation()
 		tbl = s.append(t, tbl, 0, 2)
 		body := fmt.Sprintf(`{"metadata_location":%q,"force":true}`, first)

@@ -2,6 +2,7 @@ package restcatalog_test
 
 import (
 	"context"
+	"errors"
 	"net/http/httptest"
 	"path/filepath"
 	"testing"
@@ -82,4 +83,18 @@ func (s *server) client(t testing.TB) icecat.Catalog {
 func (s *server) append(t testing.TB, tbl *table.Table, from, n int) *table.Table {
 	t.Helper()
 	return s.lake.Append(tbl, tablestest.Rows(from, n, time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)))
+}
+
+// create makes a table in namespace ns (created first when missing) through cat.
+func create(t testing.TB, cat icecat.Catalog, ns, name string, opts ...icecat.CreateTableOpt) *table.Table {
+	t.Helper()
+	ctx := context.Background()
+	if err := cat.CreateNamespace(ctx, table.Identifier{ns}, nil); err != nil && !errors.Is(err, icecat.ErrNamespaceAlreadyExists) {
+		t.Fatal(err)
+	}
+	tbl, err := cat.CreateTable(ctx, table.Identifier{ns, name}, tablestest.Schema, opts...)
+	if err != nil {
+		t.Fatalf("create %s.%s: %v", ns, name, err)
+	}
+	return tbl
 }

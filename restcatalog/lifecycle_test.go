@@ -31,13 +31,7 @@ func TestLifecycle(t *testing.T) {
 			t.Fatal(err)
 		}
 		cat := s.client(t)
-		if err := cat.CreateNamespace(ctx, table.Identifier{"sales"}, nil); err != nil {
-			t.Fatal(err)
-		}
-		tbl, err := cat.CreateTable(ctx, table.Identifier{"sales", "orders"}, tablestest.Schema)
-		if err != nil {
-			t.Fatal(err)
-		}
+		tbl := create(t, cat, "sales", "orders")
 		for i := range 3 {
 			tbl = s.append(t, tbl, i*10, 10)
 		}

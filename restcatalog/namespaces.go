@@ -112,11 +112,7 @@ func (f *Face) createNamespace(c echo.Context) error {
 }
 
 func (f *Face) loadNamespace(c echo.Context) error {
-	wh, err := prefix(c)
-	if err != nil {
-		return err
-	}
-	levels, err := namespaceParam(c)
+	wh, levels, err := namespaceArgs(c)
 	if err != nil {
 		return err
 	}
@@ -135,11 +131,7 @@ func (f *Face) namespaceExists(c echo.Context) error {
 }
 
 func (f *Face) loadNamespaceOnly(c echo.Context) error {
-	wh, err := prefix(c)
-	if err != nil {
-		return err
-	}
-	levels, err := namespaceParam(c)
+	wh, levels, err := namespaceArgs(c)
 	if err != nil {
 		return err
 	}
@@ -148,11 +140,7 @@ func (f *Face) loadNamespaceOnly(c echo.Context) error {
 }
 
 func (f *Face) dropNamespace(c echo.Context) error {
-	wh, err := prefix(c)
-	if err != nil {
-		return err
-	}
-	levels, err := namespaceParam(c)
+	wh, levels, err := namespaceArgs(c)
 	if err != nil {
 		return err
 	}
@@ -174,11 +162,7 @@ type updateNamespaceResponse struct {
 }
 
 func (f *Face) updateNamespace(c echo.Context) error {
-	wh, err := prefix(c)
-	if err != nil {
-		return err
-	}
-	levels, err := namespaceParam(c)
+	wh, levels, err := namespaceArgs(c)
 	if err != nil {
 		return err
 	}

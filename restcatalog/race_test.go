@@ -138,13 +138,7 @@ func TestTransactionAllOrNothing(t *testing.T) {
 		ctx := context.Background()
 		s := newServer(t, db)
 		cat := s.client(t)
-		if err := cat.CreateNamespace(ctx, table.Identifier{"tx"}, nil); err != nil {
-			t.Fatal(err)
-		}
-		a, err := cat.CreateTable(ctx, table.Identifier{"tx", "a"}, tablestest.Schema)
-		if err != nil {
-			t.Fatal(err)
-		}
+		a := create(t, cat, "tx", "a")
 		b, err := cat.CreateTable(ctx, table.Identifier{"tx", "b"}, tablestest.Schema)
 		if err != nil {
 			t.Fatal(err)
@@ -220,19 +214,13 @@ func TestCrashBeforeSwap(t *testing.T) {
 			return nil
 		}}))
 		cat := s.client(t)
-		if err := cat.CreateNamespace(ctx, table.Identifier{"c"}, nil); err != nil {
-			t.Fatal(err)
-		}
-		tbl, err := cat.CreateTable(ctx, table.Identifier{"c", "t"}, tablestest.Schema)
-		if err != nil {
-			t.Fatal(err)
-		}
+		tbl := create(t, cat, "c", "t")
 		tbl = s.append(t, tbl, 0, 3)
 		before := tbl.MetadataLocation()
 		mu.Lock()
 		crash = true
 		mu.Unlock()
-		_, err = tbl.Append(ctx, s.lake.Record(tbl, tablestest.Rows(3, 3, time.UnixMilli(tbl.Metadata().LastUpdatedMillis()))), nil)
+		_, err := tbl.Append(ctx, s.lake.Record(tbl, tablestest.Rows(3, 3, time.UnixMilli(tbl.Metadata().LastUpdatedMillis()))), nil)
 		if !errors.Is(err, rest.ErrCommitStateUnknown) {
 			t.Fatalf("the interrupted commit gave %v, want commit state unknown", err)
 		}

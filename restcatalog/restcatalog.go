@@ -299,6 +299,26 @@ func namespaceParam(c echo.Context) ([]string, error) {
 	return strings.Split(v, "\x1f"), nil
 }
 
+// namespaceArgs are a namespace route's warehouse and namespace levels.
+func namespaceArgs(c echo.Context) (string, []string, error) {
+	wh, err := pathParam(c, "prefix")
+	if err != nil {
+		return "", nil, err
+	}
+	ns, err := namespaceParam(c)
+	return wh, ns, err
+}
+
+// tableArgs are a table route's warehouse and table.
+func tableArgs(c echo.Context) (string, tables.TableIdent, error) {
+	wh, err := pathParam(c, "prefix")
+	if err != nil {
+		return "", tables.TableIdent{}, err
+	}
+	id, err := tableParam(c)
+	return wh, id, err
+}
+
 func tableParam(c echo.Context) (tables.TableIdent, error) {
 	ns, err := namespaceParam(c)
 	if err != nil {

@@ -29,11 +29,7 @@ type listTablesResponse struct {
 }
 
 func (f *Face) listTables(c echo.Context) error {
-	wh, err := prefix(c)
-	if err != nil {
-		return err
-	}
-	ns, err := namespaceParam(c)
+	wh, ns, err := namespaceArgs(c)
 	if err != nil {
 		return err
 	}
@@ -62,12 +58,17 @@ type loadTableResponse struct {
 	Config           map[string]string `json:"config"`
 }
 
-func loadResult(t tables.ServedTable) (loadTableResponse, error) {
+// answerLoad answers a LoadTableResult with the table's ETag (none for a staged table: it has
+// no metadata file yet).
+func answerLoad(c echo.Context, t tables.ServedTable) error {
 	b, err := json.Marshal(t.Metadata)
 	if err != nil {
-		return loadTableResponse{}, err
+		return err
 	}
-	return loadTableResponse{MetadataLocation: t.MetadataLocation, Metadata: b, Config: map[string]string{}}, nil
+	if t.MetadataLocation != "" {
+		c.Response().Header().Set("ETag", etag(t.MetadataLocation))
+	}
+	return c.JSON(http.StatusOK, loadTableResponse{MetadataLocation: t.MetadataLocation, Metadata: b, Config: map[string]string{}})
 }
 
 // etag names a table's state: the metadata location changes with every commit.
@@ -87,11 +88,7 @@ type createTableBody struct {
 }
 
 func (f *Face) createTable(c echo.Context) error {
-	wh, err := prefix(c)
-	if err != nil {
-		return err
-	}
-	ns, err := namespaceParam(c)
+	wh, ns, err := namespaceArgs(c)
 	if err != nil {
 		return err
 	}
@@ -114,14 +111,7 @@ func (f *Face) createTable(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	r, err := loadResult(t)
-	if err != nil {
-		return err
-	}
-	if t.MetadataLocation != "" {
-		c.Response().Header().Set("ETag", etag(t.MetadataLocation))
-	}
-	return c.JSON(http.StatusOK, r)
+	return answerLoad(c, t)
 }
 
 type registerBody struct {
@@ -131,11 +121,7 @@ type registerBody struct {
 }
 
 func (f *Face) registerTable(c echo.Context) error {
-	wh, err := prefix(c)
-	if err != nil {
-		return err
-	}
-	ns, err := namespaceParam(c)
+	wh, ns, err := namespaceArgs(c)
 	if err != nil {
 		return err
 	}
@@ -153,20 +139,11 @@ func (f *Face) registerTable(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	r, err := loadResult(t)
-	if err != nil {
-		return err
-	}
-	c.Response().Header().Set("ETag", etag(t.MetadataLocation))
-	return c.JSON(http.StatusOK, r)
+	return answerLoad(c, t)
 }
 
 func (f *Face) loadTable(c echo.Context) error {
-	wh, err := prefix(c)
-	if err != nil {
-		return err
-	}
-	id, err := tableParam(c)
+	wh, id, err := tableArgs(c)
 	if err != nil {
 		return err
 	}
@@ -190,20 +167,11 @@ func (f *Face) loadTable(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	r, err := loadResult(t)
-	if err != nil {
-		return err
-	}
-	c.Response().Header().Set("ETag", etag(t.MetadataLocation))
-	return c.JSON(http.StatusOK, r)
+	return answerLoad(c, t)
 }
 
 func (f *Face) tableExists(c echo.Context) error {
-	wh, err := prefix(c)
-	if err != nil {
-		return err
-	}
-	id, err := tableParam(c)
+	wh, id, err := tableArgs(c)
 	if err != nil {
 		return err
 	}
@@ -236,11 +204,7 @@ func (b commitBody) change(id tables.TableIdent) (tables.CommitChange, error) {
 }
 
 func (f *Face) commitTable(c echo.Context) error {
-	wh, err := prefix(c)
-	if err != nil {
-		return err
-	}
-	id, err := tableParam(c)
+	wh, id, err := tableArgs(c)
 	if err != nil {
 		return err
 	}
@@ -327,11 +291,7 @@ func (f *Face) commitTransaction(c echo.Context) error {
 }
 
 func (f *Face) dropTable(c echo.Context) error {
-	wh, err := prefix(c)
-	if err != nil {
-		return err
-	}
-	id, err := tableParam(c)
+	wh, id, err := tableArgs(c)
 	if err != nil {
 		return err
 	}
@@ -384,11 +344,7 @@ type metricsBody struct {
 // reportMetrics keeps a scan report as a read of the table (a commit report is already known:
 // the commit went through this catalog). A retried report is counted once.
 func (f *Face) reportMetrics(c echo.Context) error {
-	wh, err := prefix(c)
-	if err != nil {
-		return err
-	}
-	id, err := tableParam(c)
+	wh, id, err := tableArgs(c)
 	if err != nil {
 		return err
 	}
