@@ -64,7 +64,6 @@ type plan struct {
 	newLoc  string            // the metadata file to write (given for a register: not written)
 	adopt   *ent.IcebergTable // a register of a table Tidemark knew: its row becomes served
 	files   []inventoryFile   // what the new snapshots added and removed
-	staged  []inventoryFile   // a rejected commit's files, reported as leftovers
 	assetID uuid.UUID         // for a create or register
 	created bool              // the asset was created by this commit (deleted again if it fails)
 	commit  uuid.UUID         // its commit row
