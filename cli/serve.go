@@ -151,14 +151,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 			cfg.tables.catalogs = path
 		}
 	}
-	if cfg.tables.warehouses == "" {
-		// The quick start serves one warehouse beside the database, so an engine can commit at once.
-		dir, err := filepath.Abs(filepath.Join(cfg.db.dataDir, "warehouse"))
-		if err != nil {
-			store.Close()
-			return err
-		}
-		cfg.tables.warehouses = "default=" + dir
+	if err := defaultWarehouse(&cfg.tables, cfg.db.dataDir); err != nil {
+		store.Close()
+		return err
 	}
 	acfg, err := cfg.tables.appConfig(log)
 	if err != nil {
@@ -242,4 +237,18 @@ func publicTLS(public string) (bool, error) {
 		return false, fmt.Errorf("--public-url %q: give an absolute http:// or https:// URL such as https://tidemark.example.com", public)
 	}
 	return u.Scheme == "https", nil
+}
+
+// defaultWarehouse serves one warehouse beside the database when none is configured, so the
+// quick start's engines can commit at once.
+func defaultWarehouse(c *tablesConfig, dataDir string) error {
+	if c.warehouses != "" {
+		return nil
+	}
+	dir, err := filepath.Abs(filepath.Join(dataDir, "warehouse"))
+	if err != nil {
+		return err
+	}
+	c.warehouses = "default=" + dir
+	return nil
 }
