@@ -264,7 +264,7 @@ func (a *App) Handler(api handlers.Config, ui web.Config) (*handlers.API, error)
 	if err != nil {
 		return nil, err
 	}
-	for _, p := range web.Routes {
+	for _, p := range pages.Routes() {
 		h.Echo.Any(p, echo.WrapHandler(pages))
 	}
 	if len(a.Tables.Warehouses()) > 0 {

@@ -155,3 +155,40 @@ func TestServeIndexesAssetsFromBeforeSearch(t *testing.T) {
 		}
 	})
 }
+
+// TestPagesMountedWhereTheyRegister: every page the UI registers answers from the UI (HTML, its
+// own 404 for an unknown ID), not the JSON API's 404, because the mounts are recorded as pages
+// register; paths no page claims stay the API's.
+func TestPagesMountedWhereTheyRegister(t *testing.T) {
+	db := storagetest.Open(t, "sqlite")
+	a, err := app.Open(context.Background(), db, app.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := a.Handler(handlers.Config{Version: "test"}, web.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	unknown := "/00000000-0000-7000-8000-000000000000"
+	for _, p := range []string{"/", "/assets" + unknown, "/proposals", "/proposals" + unknown, "/scans", "/scans" + unknown,
+		"/migrations", "/migrations" + unknown, "/glossary", "/glossary" + unknown, "/audit", "/signin", "/static/app.js"} {
+		resp, err := http.Get(srv.URL + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if ct := resp.Header.Get("Content-Type"); strings.Contains(ct, "problem+json") {
+			t.Errorf("GET %s answered %d %s from the JSON API: the UI's page is not mounted there", p, resp.StatusCode, ct)
+		}
+	}
+	resp, err := http.Get(srv.URL + "/no-such-page")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != 404 || !strings.Contains(ct, "problem+json") {
+		t.Errorf("GET /no-such-page answered %d %s; a path no page claims stays the API's 404", resp.StatusCode, ct)
+	}
+}

@@ -41,12 +41,12 @@ func (u *UI) curationRoutes() {
 		"suggestions/accept": u.editAsset("suggestion", editSuggestion(true)),
 		"suggestions/reject": u.editAsset("suggestion", editSuggestion(false)),
 	} {
-		u.mux.HandleFunc("POST /assets/{id}/"+path, h)
+		u.handleFunc("POST /assets/{id}/"+path, h)
 	}
-	u.mux.HandleFunc("GET /glossary", u.glossary)
-	u.mux.HandleFunc("POST /glossary", u.createTerm)
-	u.mux.HandleFunc("GET /glossary/{id}", u.term)
-	u.mux.HandleFunc("POST /glossary/{id}", u.updateTerm)
+	u.handleFunc("GET /glossary", u.glossary)
+	u.handleFunc("POST /glossary", u.createTerm)
+	u.handleFunc("GET /glossary/{id}", u.term)
+	u.handleFunc("POST /glossary/{id}", u.updateTerm)
 }
 
 // --- what the asset page shows --------------------------------------------------------------

@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"net/http"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -62,11 +63,33 @@ type UI struct {
 	mux      *http.ServeMux
 	sessions *sessions
 	static   http.Handler
+	mounts   []string // where the registered pages are mounted (Routes)
 }
 
 // Routes lists the paths the UI serves (a trailing * matches the rest), for mounting it beside
-// the API without shadowing the API's own 404s.
-var Routes = []string{"/", "/assets/*", "/proposals", "/proposals/*", "/scans", "/scans/*", "/migrations", "/migrations/*", "/glossary", "/glossary/*", "/audit", "/signin", "/signout", "/static/*"}
+// the API without shadowing the API's own 404s. They are recorded as the pages register, so a
+// new page needs one edit.
+func (u *UI) Routes() []string { return slices.Clone(u.mounts) }
+
+// handle registers a page and records the path to mount it at: the pattern's path up to its
+// first wildcard, with * for the rest ("GET /assets/{id}" is /assets/*; "GET /{$}" is /).
+func (u *UI) handle(pattern string, h http.Handler) {
+	u.mux.Handle(pattern, h)
+	_, p, _ := strings.Cut(pattern, " ")
+	switch i := strings.Index(p, "{"); {
+	case strings.HasSuffix(p, "{$}"):
+		p = strings.TrimSuffix(p, "{$}")
+	case i >= 0:
+		p = p[:i] + "*"
+	case strings.HasSuffix(p, "/"):
+		p += "*"
+	}
+	if !slices.Contains(u.mounts, p) {
+		u.mounts = append(u.mounts, p)
+	}
+}
+
+func (u *UI) handleFunc(pattern string, h http.HandlerFunc) { u.handle(pattern, h) }
 
 // New parses every template and renders each view once with empty data, so a broken template
 // fails at start rather than in front of a user.
@@ -113,23 +136,23 @@ func New(cfg Config) (*UI, error) {
 }
 
 func (u *UI) routes() {
-	u.mux.Handle("GET /static/", u.static)
-	u.mux.HandleFunc("GET /{$}", u.home)
-	u.mux.HandleFunc("GET /assets/{id}", u.asset)
-	u.mux.HandleFunc("GET /proposals", u.proposals)
-	u.mux.HandleFunc("GET /proposals/{id}", u.proposal)
-	u.mux.HandleFunc("POST /proposals/{id}/{decision}", u.decide)
-	u.mux.HandleFunc("GET /scans", u.scans)
-	u.mux.HandleFunc("GET /scans/{id}", u.scan)
+	u.handle("GET /static/", u.static)
+	u.handleFunc("GET /{$}", u.home)
+	u.handleFunc("GET /assets/{id}", u.asset)
+	u.handleFunc("GET /proposals", u.proposals)
+	u.handleFunc("GET /proposals/{id}", u.proposal)
+	u.handleFunc("POST /proposals/{id}/{decision}", u.decide)
+	u.handleFunc("GET /scans", u.scans)
+	u.handleFunc("GET /scans/{id}", u.scan)
 	if u.cfg.Reconcile != nil {
-		u.mux.HandleFunc("GET /migrations", u.migrations)
-		u.mux.HandleFunc("GET /migrations/{id}", u.migration)
+		u.handleFunc("GET /migrations", u.migrations)
+		u.handleFunc("GET /migrations/{id}", u.migration)
 	}
 	u.curationRoutes()
-	u.mux.HandleFunc("GET /audit", u.audit)
-	u.mux.HandleFunc("GET /signin", u.signinForm)
-	u.mux.HandleFunc("POST /signin", u.signin)
-	u.mux.HandleFunc("POST /signout", u.signout)
+	u.handleFunc("GET /audit", u.audit)
+	u.handleFunc("GET /signin", u.signinForm)
+	u.handleFunc("POST /signin", u.signin)
+	u.handleFunc("POST /signout", u.signout)
 }
 
 // ServeHTTP serves the UI with the security headers every page carries.
