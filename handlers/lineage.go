@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -147,91 +146,71 @@ type marquezGraphResponse struct {
 	Freshness graphFreshness `json:"freshness"`
 }
 
-type columnInputField struct {
-	Namespace             string `json:"namespace"`
-	Dataset               string `json:"dataset"`
-	Field                 string `json:"field"`
-	TransformationType    string `json:"transformationType"`
-	TransformationSubtype string `json:"transformationSubtype"`
-	Description           string `json:"transformationDescription"`
-	Masking               bool   `json:"masking"`
-}
-
-type columnData struct {
-	Namespace   string             `json:"namespace"`
-	Dataset     string             `json:"dataset"`
-	Field       string             `json:"field"`
-	AssetID     uuid.UUID          `json:"assetId"`
-	InputFields []columnInputField `json:"inputFields"`
-}
-
-type columnNode struct {
-	ID       string        `json:"id"`
-	Type     string        `json:"type"`
-	Data     columnData    `json:"data"`
-	InEdges  []marquezEdge `json:"inEdges"`
-	OutEdges []marquezEdge `json:"outEdges"`
-}
-
-type columnLineageResponse struct {
-	Graph []columnNode `json:"graph"`
-}
-
-type runResponse struct {
-	ID           string                     `json:"id"`
-	JobAssetID   uuid.UUID                  `json:"job_asset_id"`
-	State        string                     `json:"state"`
-	StateTime    time.Time                  `json:"state_time"`
-	StartedAt    *time.Time                 `json:"started_at,omitempty"`
-	EndedAt      *time.Time                 `json:"ended_at,omitempty"`
-	NominalStart *time.Time                 `json:"nominal_start,omitempty"`
-	NominalEnd   *time.Time                 `json:"nominal_end,omitempty"`
-	ParentRunID  string                     `json:"parent_run_id,omitempty"`
-	EventCount   int                        `json:"event_count"`
-	Inputs       []uuid.UUID                `json:"inputs"`
-	Outputs      []uuid.UUID                `json:"outputs"`
-	Facets       map[string]json.RawMessage `json:"facets"`
-	CreatedAt    time.Time                  `json:"created_at"`
-	UpdatedAt    time.Time                  `json:"updated_at"`
-}
-
-type runsResponse struct {
-	AssetID uuid.UUID     `json:"asset_id"`
-	Runs    []runResponse `json:"runs"`
-}
-
 func (a *API) lineageRoutes() {
 	if a.cfg.Lineage == nil {
 		return
 	}
 	const base = "/api/v1"
 	limit := a.cfg.LineageBodyLimit
-	a.handle(operation{Method: http.MethodPost, Path: base + "/lineage", Summary: "Ingest one OpenLineage event (RunEvent, DatasetEvent or JobEvent; gzip accepted)",
-		Tag: "lineage", BodyLimit: limit, Body: map[string]any{}, Responses: map[int]any{201: ingestResponse{}, 200: ingestResponse{}}}, a.ingestLineage)
-	a.handle(operation{Method: http.MethodPost, Path: base + "/lineage/batch", Summary: "Ingest a JSON array of OpenLineage events",
-		Description: batchAtomicity, Tag: "lineage", BodyLimit: limit, Body: []map[string]any{}, Responses: map[int]any{200: batchResponse{}, 400: batchResponse{}}}, a.ingestLineageBatch)
-	a.handle(operation{Method: http.MethodGet, Path: base + "/lineage", Summary: "Marquez-shaped lineage graph around a node",
-		Tag: "lineage", Params: []param{{Name: "nodeId", In: "query", Required: true, Description: "dataset:<namespace>:<name> or job:<namespace>:<name>; former names work"},
+	a.handle(operation{
+		Method:    http.MethodPost,
+		Path:      base + "/lineage",
+		Summary:   "Ingest one OpenLineage event (RunEvent, DatasetEvent or JobEvent; gzip accepted)",
+		Tag:       "lineage",
+		BodyLimit: limit,
+		Body:      map[string]any{},
+		Responses: map[int]any{201: ingestResponse{}, 200: ingestResponse{}},
+	}, a.ingestLineage)
+	a.handle(operation{
+		Method:      http.MethodPost,
+		Path:        base + "/lineage/batch",
+		Summary:     "Ingest a JSON array of OpenLineage events",
+		Description: batchAtomicity,
+		Tag:         "lineage",
+		BodyLimit:   limit,
+		Body:        []map[string]any{},
+		Responses:   map[int]any{200: batchResponse{}, 400: batchResponse{}},
+	}, a.ingestLineageBatch)
+	a.handle(operation{
+		Method:  http.MethodGet,
+		Path:    base + "/lineage",
+		Summary: "Marquez-shaped lineage graph around a node",
+		Tag:     "lineage",
+		Params: []param{
+			{Name: "nodeId", In: "query", Required: true, Description: "dataset:<namespace>:<name> or job:<namespace>:<name>; former names work"},
 			{Name: "depth", In: "query", Description: "hops, 1-20, default 20"},
-			{Name: "limit", In: "query", Description: "most nodes to return (whole levels), 1 to the server's cap (--lineage-max-nodes), default 1000; truncated says when more exist"}},
-		Responses: map[int]any{200: marquezGraphResponse{}}}, a.marquezLineage)
-	a.handle(operation{Method: http.MethodGet, Path: base + "/column-lineage", Summary: "Marquez-shaped column lineage",
-		Tag: "lineage", Params: []param{{Name: "nodeId", In: "query", Required: true, Description: "datasetField:<namespace>:<name>:<field> or dataset:<namespace>:<name>"},
-			{Name: "depth", In: "query"}, {Name: "withDownstream", In: "query"}}, Responses: map[int]any{200: columnLineageResponse{}}}, a.columnLineage)
-	a.handle(operation{Method: http.MethodGet, Path: base + "/assets/:id/lineage", Summary: "Upstream/downstream lineage of an asset, keyed on IDs",
-		Tag: "lineage", Params: []param{{Name: "direction", In: "query", Description: "upstream, downstream or both (default)"},
-			{Name: "depth", In: "query", Description: "1-20, default 3"}, {Name: "limit", In: "query", Description: "most nodes to return, 1 to the server's cap (--lineage-max-nodes), default 1000"}},
-		Responses: map[int]any{200: assetLineageResponse{}}}, a.assetLineage)
-	a.handle(operation{Method: http.MethodGet, Path: base + "/assets/:id/lineage/compact", Summary: "Lineage of an asset in a compact form for big neighbourhoods",
+			{Name: "limit", In: "query", Description: "most nodes to return (whole levels), 1 to the server's cap (--lineage-max-nodes), default 1000; truncated says when more exist"},
+		},
+		Responses: map[int]any{200: marquezGraphResponse{}},
+	}, a.marquezLineage)
+	a.handle(operation{
+		Method:  http.MethodGet,
+		Path:    base + "/assets/:id/lineage",
+		Summary: "Upstream/downstream lineage of an asset, keyed on IDs",
+		Tag:     "lineage",
+		Params: []param{
+			{Name: "direction", In: "query", Description: "upstream, downstream or both (default)"},
+			{Name: "depth", In: "query", Description: "1-20, default 3"},
+			{Name: "limit", In: "query", Description: "most nodes to return, 1 to the server's cap (--lineage-max-nodes), default 1000"},
+		},
+		Responses: map[int]any{200: assetLineageResponse{}},
+	}, a.assetLineage)
+	a.handle(operation{
+		Method:  http.MethodGet,
+		Path:    base + "/assets/:id/lineage/compact",
+		Summary: "Lineage of an asset in a compact form for big neighbourhoods",
 		Description: "Each node once as an array [id, kind, status, namespace, name, depth] (the start first, then by depth); edges as [from, to] indexes into nodes. " +
 			"Written as it is encoded. limit defaults to the server's cap (--lineage-max-nodes); levels are kept whole, so a truncated answer covers the depths it returns completely.",
-		Tag: "lineage", Params: []param{{Name: "direction", In: "query", Description: "upstream, downstream or both (default)"},
-			{Name: "depth", In: "query", Description: "1-20, default 3"}, {Name: "limit", In: "query", Description: "most nodes to return, 1 to the server's cap (the default)"}},
-		Responses: map[int]any{200: compactLineageResponse{}}}, a.compactLineage)
-	a.handle(operation{Method: http.MethodGet, Path: base + "/runs/:runId", Summary: "A run: state, facets merged across its events, inputs and outputs",
-		Tag: "lineage", Responses: map[int]any{200: runResponse{}}}, a.getRun)
-	a.handle(operation{Method: http.MethodGet, Path: base + "/assets/:id/runs", Summary: "Runs of a job, or runs that read or wrote a dataset, newest first",
-		Tag: "lineage", Params: []param{{Name: "limit", In: "query"}}, Responses: map[int]any{200: runsResponse{}}}, a.assetRuns)
+		Tag: "lineage",
+		Params: []param{
+			{Name: "direction", In: "query", Description: "upstream, downstream or both (default)"},
+			{Name: "depth", In: "query", Description: "1-20, default 3"},
+			{Name: "limit", In: "query", Description: "most nodes to return, 1 to the server's cap (the default)"},
+		},
+		Responses: map[int]any{200: compactLineageResponse{}},
+	}, a.compactLineage)
+	a.columnLineageRoutes()
+	a.runRoutes()
 }
 
 // readLineageBody returns the request body, decompressed when Content-Encoding is gzip, refusing
@@ -409,100 +388,6 @@ func marquezTypes(k catalog.Kind) (typ, dataType string) {
 		return "JOB", "BATCH"
 	}
 	return "DATASET", "DB_TABLE"
-}
-
-func fieldNodeID(ns, name, field string) string {
-	return "datasetField:" + ns + ":" + name + ":" + field
-}
-
-func (a *API) columnLineage(c echo.Context) error {
-	nodeID := c.QueryParam("nodeId")
-	if nodeID == "" {
-		return badRequest("nodeId", "nodeId is required, e.g. nodeId=datasetField:warehouse:orders:amount")
-	}
-	depth, err := queryInt(c, "depth", lineage.MarquezDefault, 1, lineage.MaxDepth)
-	if err != nil {
-		return err
-	}
-	down := false
-	if s := c.QueryParam("withDownstream"); s != "" {
-		if down, err = strconv.ParseBool(s); err != nil {
-			return badRequest("withDownstream", "withDownstream must be true or false")
-		}
-	}
-	nodes, err := a.cfg.Lineage.ColumnLineage(c.Request().Context(), nodeID, depth, down)
-	if err != nil {
-		return err
-	}
-	names := map[uuid.UUID][2]string{}
-	for _, n := range nodes {
-		names[n.AssetID] = [2]string{n.Dataset.Namespace, n.Dataset.Name}
-	}
-	id := func(f lineage.FieldRef) string {
-		nn := names[f.AssetID]
-		return fieldNodeID(nn[0], nn[1], f.Field)
-	}
-	out := columnLineageResponse{Graph: make([]columnNode, 0, len(nodes))}
-	for _, n := range nodes {
-		me := id(n.FieldRef)
-		cn := columnNode{ID: me, Type: "DATASET_FIELD", InEdges: []marquezEdge{}, OutEdges: []marquezEdge{},
-			Data: columnData{Namespace: n.Dataset.Namespace, Dataset: n.Dataset.Name, Field: n.Field, AssetID: n.AssetID, InputFields: []columnInputField{}}}
-		for _, in := range n.Inputs {
-			nn := names[in.AssetID]
-			cn.Data.InputFields = append(cn.Data.InputFields, columnInputField{Namespace: nn[0], Dataset: nn[1], Field: in.Field,
-				TransformationType: in.TransformationType, TransformationSubtype: in.TransformationSubtype, Description: in.Description, Masking: in.Masking})
-		}
-		for _, in := range n.In {
-			cn.InEdges = append(cn.InEdges, marquezEdge{Origin: id(in), Destination: me})
-		}
-		for _, o := range n.Out {
-			cn.OutEdges = append(cn.OutEdges, marquezEdge{Origin: me, Destination: id(o)})
-		}
-		out.Graph = append(out.Graph, cn)
-	}
-	return c.JSON(http.StatusOK, out)
-}
-
-func toRunResponse(r lineage.RunInfo) runResponse {
-	facets := r.Facets
-	if facets == nil {
-		facets = map[string]json.RawMessage{}
-	}
-	return runResponse{ID: r.ID, JobAssetID: r.JobAssetID, State: r.State, StateTime: r.StateTime, StartedAt: r.StartedAt,
-		EndedAt: r.EndedAt, NominalStart: r.NominalStart, NominalEnd: r.NominalEnd, ParentRunID: r.ParentRunID,
-		EventCount: r.EventCount, Inputs: r.Inputs, Outputs: r.Outputs, Facets: facets, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
-}
-
-func (a *API) getRun(c echo.Context) error {
-	id, err := pathParam(c, "runId")
-	if err != nil {
-		return err
-	}
-	r, err := a.cfg.Lineage.GetRun(c.Request().Context(), id)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, toRunResponse(r))
-}
-
-func (a *API) assetRuns(c echo.Context) error {
-	id, err := assetID(c)
-	if err != nil {
-		return err
-	}
-	limit, err := queryLimit(c, defaultPageSize, maxPageSize)
-	if err != nil {
-		return err
-	}
-	runs, err := a.cfg.Lineage.RunsOf(c.Request().Context(), id, limit)
-	if err != nil {
-		return err
-	}
-	out := runsResponse{AssetID: id, Runs: make([]runResponse, 0, len(runs))}
-	for _, r := range runs {
-		out.Runs = append(out.Runs, toRunResponse(r))
-	}
-	return c.JSON(http.StatusOK, out)
 }
 
 // batchAtomicity is what a client must know about a batch that fails part-way.
