@@ -163,45 +163,122 @@ var (
 
 func (a *API) assetRoutes() {
 	const base = "/api/v1"
-	a.handle(operation{Method: http.MethodPost, Path: base + "/assets", Summary: "Create an asset (idempotent on Idempotency-Key or an external ID)",
-		Tag: "assets", Body: createAssetRequest{}, Responses: map[int]any{201: assetResponse{}, 200: assetResponse{}},
-		Params: []param{{Name: "Idempotency-Key", In: "header", Description: "retries with the same key return the first result"}}}, a.createAsset)
-	a.handle(operation{Method: http.MethodGet, Path: base + "/assets", Summary: "List assets in creation order (with q: search results, ranked)",
-		Tag: "assets", Responses: map[int]any{200: assetListResponse{}}, Params: []param{
+	a.handle(operation{
+		Method:    http.MethodPost,
+		Path:      base + "/assets",
+		Summary:   "Create an asset (idempotent on Idempotency-Key or an external ID)",
+		Tag:       "assets",
+		Body:      createAssetRequest{},
+		Responses: map[int]any{201: assetResponse{}, 200: assetResponse{}},
+		Params:    []param{{Name: "Idempotency-Key", In: "header", Description: "retries with the same key return the first result"}},
+	}, a.createAsset)
+	a.handle(operation{
+		Method:    http.MethodGet,
+		Path:      base + "/assets",
+		Summary:   "List assets in creation order (with q: search results, ranked)",
+		Tag:       "assets",
+		Responses: map[int]any{200: assetListResponse{}},
+		Params: []param{
 			{Name: "namespace", In: "query", Description: "current namespace"},
 			{Name: "q", In: "query", Description: "words to search for, as GET /api/v1/search does; the page is then in rank order (at most 100 assets)"},
 			{Name: "kind", In: "query"}, {Name: "status", In: "query", Description: "active, deprecated or deleted; default active and deprecated"},
 			{Name: "limit", In: "query", Description: "1-500, default 50"}, {Name: "cursor", In: "query", Description: "next_cursor of the previous page"},
-		}}, a.listAssets)
+		},
+	}, a.listAssets)
 	a.handle(searchOperation, a.search)
-	a.handle(operation{Method: http.MethodGet, Path: base + "/assets/:id", Summary: "Get an asset (ETag: its version)",
-		Tag: "assets", Responses: map[int]any{200: assetResponse{}, 304: nil}}, a.getAsset)
-	a.handle(operation{Method: http.MethodPatch, Path: base + "/assets/:id", Summary: "Change description or status (active/deprecated)",
-		Tag: "assets", Body: patchAssetRequest{}, Params: []param{ifMatchHeader}, Responses: map[int]any{200: assetResponse{}}}, a.patchAsset)
-	a.handle(operation{Method: http.MethodDelete, Path: base + "/assets/:id", Summary: "Soft-delete an asset (releases its name; history stays)",
-		Tag: "assets", Params: []param{ifMatchOptional},
-		Responses: map[int]any{200: assetResponse{}}}, a.deleteAsset)
-	a.handle(operation{Method: http.MethodPost, Path: base + "/assets/:id/rename", Summary: "Rename an asset, keeping its ID",
-		Tag: "assets", Body: renameRequest{}, Params: []param{ifMatchHeader}, Responses: map[int]any{200: assetResponse{}}}, a.renameAsset)
-	a.handle(operation{Method: http.MethodGet, Path: base + "/assets/:id/names", Summary: "Name history, oldest first",
-		Tag: "assets", Responses: map[int]any{200: namesResponse{}}}, a.assetNames)
-	a.handle(operation{Method: http.MethodGet, Path: base + "/assets/:id/owners", Summary: "Owners (history=true includes removed ones)",
-		Tag: "owners", Params: []param{{Name: "history", In: "query"}}, Responses: map[int]any{200: ownersResponse{}}}, a.listOwners)
-	a.handle(operation{Method: http.MethodPut, Path: base + "/assets/:id/owners/:principal", Summary: "Add or change an owner",
-		Tag: "owners", Body: setOwnerRequest{}, Params: []param{ifMatchOptional}, Responses: map[int]any{200: assetResponse{}}}, a.setOwner)
-	a.handle(operation{Method: http.MethodDelete, Path: base + "/assets/:id/owners/:principal", Summary: "Remove an owner",
-		Tag: "owners", Params: []param{ifMatchOptional}, Responses: map[int]any{200: assetResponse{}}}, a.removeOwner)
-	a.handle(operation{Method: http.MethodPost, Path: base + "/assets/:id/external-ids", Summary: "Bind an external ID (e.g. an Iceberg table-uuid)",
-		Tag: "assets", Body: externalIDRequest{}, Responses: map[int]any{200: assetResponse{}}}, a.bindExternalID)
-	a.handle(operation{Method: http.MethodGet, Path: base + "/assets/:id/audit", Summary: "Audit trail, oldest first",
-		Tag: "assets", Params: []param{{Name: "limit", In: "query"}, {Name: "cursor", In: "query"}},
-		Responses: map[int]any{200: auditResponse{}}}, a.assetAudit)
-	a.handle(operation{Method: http.MethodGet, Path: base + "/resolve", Summary: "Resolve a current or former name to an asset",
-		Tag: "assets", Params: []param{
+	a.handle(operation{
+		Method:    http.MethodGet,
+		Path:      base + "/assets/:id",
+		Summary:   "Get an asset (ETag: its version)",
+		Tag:       "assets",
+		Responses: map[int]any{200: assetResponse{}, 304: nil},
+	}, a.getAsset)
+	a.handle(operation{
+		Method:    http.MethodPatch,
+		Path:      base + "/assets/:id",
+		Summary:   "Change description or status (active/deprecated)",
+		Tag:       "assets",
+		Body:      patchAssetRequest{},
+		Params:    []param{ifMatchHeader},
+		Responses: map[int]any{200: assetResponse{}},
+	}, a.patchAsset)
+	a.handle(operation{
+		Method:    http.MethodDelete,
+		Path:      base + "/assets/:id",
+		Summary:   "Soft-delete an asset (releases its name; history stays)",
+		Tag:       "assets",
+		Params:    []param{ifMatchOptional},
+		Responses: map[int]any{200: assetResponse{}},
+	}, a.deleteAsset)
+	a.handle(operation{
+		Method:    http.MethodPost,
+		Path:      base + "/assets/:id/rename",
+		Summary:   "Rename an asset, keeping its ID",
+		Tag:       "assets",
+		Body:      renameRequest{},
+		Params:    []param{ifMatchHeader},
+		Responses: map[int]any{200: assetResponse{}},
+	}, a.renameAsset)
+	a.handle(operation{
+		Method:    http.MethodGet,
+		Path:      base + "/assets/:id/names",
+		Summary:   "Name history, oldest first",
+		Tag:       "assets",
+		Responses: map[int]any{200: namesResponse{}},
+	}, a.assetNames)
+	a.handle(operation{
+		Method:    http.MethodGet,
+		Path:      base + "/assets/:id/owners",
+		Summary:   "Owners (history=true includes removed ones)",
+		Tag:       "owners",
+		Params:    []param{{Name: "history", In: "query"}},
+		Responses: map[int]any{200: ownersResponse{}},
+	}, a.listOwners)
+	a.handle(operation{
+		Method:    http.MethodPut,
+		Path:      base + "/assets/:id/owners/:principal",
+		Summary:   "Add or change an owner",
+		Tag:       "owners",
+		Body:      setOwnerRequest{},
+		Params:    []param{ifMatchOptional},
+		Responses: map[int]any{200: assetResponse{}},
+	}, a.setOwner)
+	a.handle(operation{
+		Method:    http.MethodDelete,
+		Path:      base + "/assets/:id/owners/:principal",
+		Summary:   "Remove an owner",
+		Tag:       "owners",
+		Params:    []param{ifMatchOptional},
+		Responses: map[int]any{200: assetResponse{}},
+	}, a.removeOwner)
+	a.handle(operation{
+		Method:    http.MethodPost,
+		Path:      base + "/assets/:id/external-ids",
+		Summary:   "Bind an external ID (e.g. an Iceberg table-uuid)",
+		Tag:       "assets",
+		Body:      externalIDRequest{},
+		Responses: map[int]any{200: assetResponse{}},
+	}, a.bindExternalID)
+	a.handle(operation{
+		Method:    http.MethodGet,
+		Path:      base + "/assets/:id/audit",
+		Summary:   "Audit trail, oldest first",
+		Tag:       "assets",
+		Params:    []param{{Name: "limit", In: "query"}, {Name: "cursor", In: "query"}},
+		Responses: map[int]any{200: auditResponse{}},
+	}, a.assetAudit)
+	a.handle(operation{
+		Method:  http.MethodGet,
+		Path:    base + "/resolve",
+		Summary: "Resolve a current or former name to an asset",
+		Tag:     "assets",
+		Params: []param{
 			{Name: "name", In: "query", Required: true}, {Name: "namespace", In: "query", Description: "omit to search every namespace"},
 			{Name: "at", In: "query", Description: "RFC 3339 time: resolve the name as it was then"},
 			{Name: "space", In: "query", Description: "job or dataset, when a job and a dataset share the name"},
-		}, Responses: map[int]any{200: resolveResponse{}}}, a.resolve)
+		},
+		Responses: map[int]any{200: resolveResponse{}},
+	}, a.resolve)
 }
 
 func assetID(c echo.Context) (uuid.UUID, error) { return idParam(c, "asset") }

@@ -74,21 +74,32 @@ type commitHealthResponse struct {
 func (a *API) commitRoutes() {
 	base := "/api/v1/tables/:id"
 	idParam := []param{{Name: "id", In: "path", Required: true, Description: "the table's asset ID"}}
-	a.handle(operation{Method: http.MethodGet, Path: base + "/inventory",
+	a.handle(operation{
+		Method:  http.MethodGet,
+		Path:    base + "/inventory",
 		Summary: "The write-path inventory of a table served by Tidemark: every file its commits added or removed, and files staged by commits that did not happen",
 		Tag:     "tables",
 		Params: append(idParam, param{Name: "snapshot", In: "query", Description: "only the files of the commit that added this snapshot"},
 			param{Name: "change", In: "query", Description: "added, removed or staged"},
 			param{Name: "limit", In: "query", Description: "1-1000, default 100"}, param{Name: "cursor", In: "query"}),
-		Responses: map[int]any{200: inventoryResponse{}}}, a.tableInventory)
-	a.handle(operation{Method: http.MethodGet, Path: base + "/commits",
-		Summary: "Commits to a table served by Tidemark, newest first: committed, refused (409), pending or abandoned",
-		Tag:     "tables", Params: append(idParam, param{Name: "limit", In: "query", Description: "1-1000, default 100"}, param{Name: "cursor", In: "query"}),
-		Responses: map[int]any{200: commitsResponse{}}}, a.tableCommits)
-	a.handle(operation{Method: http.MethodGet, Path: base + "/commit-health",
-		Summary: "How a served table is committed to: commits a minute, 409 rate, retries, gaps, and whether to batch",
-		Tag:     "tables", Params: append(idParam, param{Name: "window", In: "query", Description: "a duration such as 1h (default) or 15m, at most 7 days"}),
-		Responses: map[int]any{200: commitHealthResponse{}}}, a.tableCommitHealth)
+		Responses: map[int]any{200: inventoryResponse{}},
+	}, a.tableInventory)
+	a.handle(operation{
+		Method:    http.MethodGet,
+		Path:      base + "/commits",
+		Summary:   "Commits to a table served by Tidemark, newest first: committed, refused (409), pending or abandoned",
+		Tag:       "tables",
+		Params:    append(idParam, param{Name: "limit", In: "query", Description: "1-1000, default 100"}, param{Name: "cursor", In: "query"}),
+		Responses: map[int]any{200: commitsResponse{}},
+	}, a.tableCommits)
+	a.handle(operation{
+		Method:    http.MethodGet,
+		Path:      base + "/commit-health",
+		Summary:   "How a served table is committed to: commits a minute, 409 rate, retries, gaps, and whether to batch",
+		Tag:       "tables",
+		Params:    append(idParam, param{Name: "window", In: "query", Description: "a duration such as 1h (default) or 15m, at most 7 days"}),
+		Responses: map[int]any{200: commitHealthResponse{}},
+	}, a.tableCommitHealth)
 }
 
 func (a *API) tableInventory(c echo.Context) error {

@@ -192,46 +192,140 @@ var optionalIfMatch = param{Name: "If-Match", In: "header", Description: `option
 
 func (a *API) curationRoutes() {
 	const base = "/api/v1"
-	a.handle(operation{Method: http.MethodGet, Path: base + "/assets/:id/columns", Summary: "Columns with their tags and terms (history=true includes dropped ones)",
-		Tag: "curation", Params: []param{{Name: "history", In: "query"}}, Responses: map[int]any{200: columnsResponse{}}}, a.listColumns)
-	a.handle(operation{Method: http.MethodPatch, Path: base + "/assets/:id/columns/:column", Summary: "Describe a column (Markdown)",
-		Tag: "curation", Body: columnPatchRequest{}, Params: []param{ifMatchHeader}, Responses: map[int]any{200: assetResponse{}}}, a.patchColumn)
-	a.handle(operation{Method: http.MethodGet, Path: base + "/assets/:id/schema/history", Summary: "Schema changes, newest first",
-		Tag: "curation", Params: []param{{Name: "limit", In: "query", Description: "1-500, default 50"}},
-		Responses: map[int]any{200: schemaHistoryResponse{}}}, a.schemaHistory)
-	a.handle(operation{Method: http.MethodGet, Path: base + "/assets/:id/labels", Summary: "Tags and glossary terms on the asset and its columns (history=true includes removed ones)",
-		Tag: "curation", Params: []param{{Name: "history", In: "query"}}, Responses: map[int]any{200: labelsResponse{}}}, a.listLabels)
-	a.handle(operation{Method: http.MethodPost, Path: base + "/assets/:id/labels", Summary: "Put a tag or glossary term on the asset or one of its columns",
+	a.handle(operation{
+		Method:    http.MethodGet,
+		Path:      base + "/assets/:id/columns",
+		Summary:   "Columns with their tags and terms (history=true includes dropped ones)",
+		Tag:       "curation",
+		Params:    []param{{Name: "history", In: "query"}},
+		Responses: map[int]any{200: columnsResponse{}},
+	}, a.listColumns)
+	a.handle(operation{
+		Method:    http.MethodPatch,
+		Path:      base + "/assets/:id/columns/:column",
+		Summary:   "Describe a column (Markdown)",
+		Tag:       "curation",
+		Body:      columnPatchRequest{},
+		Params:    []param{ifMatchHeader},
+		Responses: map[int]any{200: assetResponse{}},
+	}, a.patchColumn)
+	a.handle(operation{
+		Method:    http.MethodGet,
+		Path:      base + "/assets/:id/schema/history",
+		Summary:   "Schema changes, newest first",
+		Tag:       "curation",
+		Params:    []param{{Name: "limit", In: "query", Description: "1-500, default 50"}},
+		Responses: map[int]any{200: schemaHistoryResponse{}},
+	}, a.schemaHistory)
+	a.handle(operation{
+		Method:    http.MethodGet,
+		Path:      base + "/assets/:id/labels",
+		Summary:   "Tags and glossary terms on the asset and its columns (history=true includes removed ones)",
+		Tag:       "curation",
+		Params:    []param{{Name: "history", In: "query"}},
+		Responses: map[int]any{200: labelsResponse{}},
+	}, a.listLabels)
+	a.handle(operation{
+		Method:      http.MethodPost,
+		Path:        base + "/assets/:id/labels",
+		Summary:     "Put a tag or glossary term on the asset or one of its columns",
 		Description: "A tag whose first segment is a classification (pii, tier, ...) must use one of its values. Adding a label that is there changes nothing.",
-		Tag:         "curation", Body: labelRequest{}, Params: []param{optionalIfMatch}, Responses: map[int]any{200: assetResponse{}}}, a.addLabel)
-	a.handle(operation{Method: http.MethodDelete, Path: base + "/assets/:id/labels", Summary: "Take a tag or term off (its interval stays in the history)",
-		Tag: "curation", Params: []param{{Name: "kind", In: "query", Required: true}, {Name: "value", In: "query", Required: true},
+		Tag:         "curation",
+		Body:        labelRequest{},
+		Params:      []param{optionalIfMatch},
+		Responses:   map[int]any{200: assetResponse{}},
+	}, a.addLabel)
+	a.handle(operation{
+		Method:  http.MethodDelete,
+		Path:    base + "/assets/:id/labels",
+		Summary: "Take a tag or term off (its interval stays in the history)",
+		Tag:     "curation",
+		Params: []param{{Name: "kind", In: "query", Required: true}, {Name: "value", In: "query", Required: true},
 			{Name: "column_id", In: "query", Description: "the column; omit for the asset itself"}, optionalIfMatch},
-		Responses: map[int]any{200: assetResponse{}}}, a.removeLabel)
-	a.handle(operation{Method: http.MethodGet, Path: base + "/assets/:id/suggestions", Summary: "Classification tags column lineage suggests for this asset's columns",
-		Tag: "curation", Responses: map[int]any{200: suggestionsResponse{}}}, a.listSuggestions)
-	a.handle(operation{Method: http.MethodPost, Path: base + "/assets/:id/suggestions/accept", Summary: "Accept a suggestion (a person's decision; never automatic)",
-		Tag: "curation", Body: suggestionRequest{}, Params: []param{optionalIfMatch}, Responses: map[int]any{200: assetResponse{}}}, a.decideSuggestion(true))
-	a.handle(operation{Method: http.MethodPost, Path: base + "/assets/:id/suggestions/reject", Summary: "Reject a suggestion so it is not shown again",
-		Tag: "curation", Body: suggestionRequest{}, Params: []param{optionalIfMatch}, Responses: map[int]any{200: assetResponse{}}}, a.decideSuggestion(false))
-	a.handle(operation{Method: http.MethodGet, Path: base + "/classifications", Summary: "Classifications (controlled tag families)",
-		Tag: "curation", Responses: map[int]any{200: classificationsResponse{}}}, a.listClassifications)
-	a.handle(operation{Method: http.MethodPut, Path: base + "/classifications/:name", Summary: "Create or change a classification (admin)",
-		Tag: "curation", Scope: auth.ScopeAdmin, Body: classificationRequest{}, Params: []param{{Name: "If-Match", In: "header", Description: "the classification's version, when changing one"}},
-		Responses: map[int]any{200: classificationResponse{}}}, a.putClassification)
-	a.handle(operation{Method: http.MethodGet, Path: base + "/glossary", Summary: "Glossary terms by name",
-		Tag: "glossary", Params: []param{{Name: "limit", In: "query", Description: "1-500, default 100"}, {Name: "after", In: "query", Description: "next_after of the previous page"}},
-		Responses: map[int]any{200: termListResponse{}}}, a.listTerms)
-	a.handle(operation{Method: http.MethodPost, Path: base + "/glossary", Summary: "Create a glossary term",
-		Tag: "glossary", Body: termRequest{}, Responses: map[int]any{201: termResponse{}}}, a.createTerm)
-	a.handle(operation{Method: http.MethodGet, Path: base + "/glossary/:id", Summary: "A glossary term (ETag: its version)",
-		Tag: "glossary", Responses: map[int]any{200: termResponse{}}}, a.getTerm)
-	a.handle(operation{Method: http.MethodPut, Path: base + "/glossary/:id", Summary: "Replace a glossary term's name, definition, owners and related terms",
-		Tag: "glossary", Body: termRequest{}, Params: []param{{Name: "If-Match", In: "header", Required: true, Description: `the term's ETag, e.g. "2"`}},
-		Responses: map[int]any{200: termResponse{}}}, a.putTerm)
-	a.handle(operation{Method: http.MethodGet, Path: base + "/glossary/:id/links", Summary: "Assets and columns linked to a term",
-		Tag: "glossary", Params: []param{{Name: "limit", In: "query", Description: "1-1000, default 200"}},
-		Responses: map[int]any{200: termLinksResponse{}}}, a.termLinks)
+		Responses: map[int]any{200: assetResponse{}},
+	}, a.removeLabel)
+	a.handle(operation{
+		Method:    http.MethodGet,
+		Path:      base + "/assets/:id/suggestions",
+		Summary:   "Classification tags column lineage suggests for this asset's columns",
+		Tag:       "curation",
+		Responses: map[int]any{200: suggestionsResponse{}},
+	}, a.listSuggestions)
+	a.handle(operation{
+		Method:    http.MethodPost,
+		Path:      base + "/assets/:id/suggestions/accept",
+		Summary:   "Accept a suggestion (a person's decision; never automatic)",
+		Tag:       "curation",
+		Body:      suggestionRequest{},
+		Params:    []param{optionalIfMatch},
+		Responses: map[int]any{200: assetResponse{}},
+	}, a.decideSuggestion(true))
+	a.handle(operation{
+		Method:    http.MethodPost,
+		Path:      base + "/assets/:id/suggestions/reject",
+		Summary:   "Reject a suggestion so it is not shown again",
+		Tag:       "curation",
+		Body:      suggestionRequest{},
+		Params:    []param{optionalIfMatch},
+		Responses: map[int]any{200: assetResponse{}},
+	}, a.decideSuggestion(false))
+	a.handle(operation{
+		Method:    http.MethodGet,
+		Path:      base + "/classifications",
+		Summary:   "Classifications (controlled tag families)",
+		Tag:       "curation",
+		Responses: map[int]any{200: classificationsResponse{}},
+	}, a.listClassifications)
+	a.handle(operation{
+		Method:    http.MethodPut,
+		Path:      base + "/classifications/:name",
+		Summary:   "Create or change a classification (admin)",
+		Tag:       "curation",
+		Scope:     auth.ScopeAdmin,
+		Body:      classificationRequest{},
+		Params:    []param{{Name: "If-Match", In: "header", Description: "the classification's version, when changing one"}},
+		Responses: map[int]any{200: classificationResponse{}},
+	}, a.putClassification)
+	a.handle(operation{
+		Method:    http.MethodGet,
+		Path:      base + "/glossary",
+		Summary:   "Glossary terms by name",
+		Tag:       "glossary",
+		Params:    []param{{Name: "limit", In: "query", Description: "1-500, default 100"}, {Name: "after", In: "query", Description: "next_after of the previous page"}},
+		Responses: map[int]any{200: termListResponse{}},
+	}, a.listTerms)
+	a.handle(operation{
+		Method:    http.MethodPost,
+		Path:      base + "/glossary",
+		Summary:   "Create a glossary term",
+		Tag:       "glossary",
+		Body:      termRequest{},
+		Responses: map[int]any{201: termResponse{}},
+	}, a.createTerm)
+	a.handle(operation{
+		Method:    http.MethodGet,
+		Path:      base + "/glossary/:id",
+		Summary:   "A glossary term (ETag: its version)",
+		Tag:       "glossary",
+		Responses: map[int]any{200: termResponse{}},
+	}, a.getTerm)
+	a.handle(operation{
+		Method:    http.MethodPut,
+		Path:      base + "/glossary/:id",
+		Summary:   "Replace a glossary term's name, definition, owners and related terms",
+		Tag:       "glossary",
+		Body:      termRequest{},
+		Params:    []param{{Name: "If-Match", In: "header", Required: true, Description: `the term's ETag, e.g. "2"`}},
+		Responses: map[int]any{200: termResponse{}},
+	}, a.putTerm)
+	a.handle(operation{
+		Method:    http.MethodGet,
+		Path:      base + "/glossary/:id/links",
+		Summary:   "Assets and columns linked to a term",
+		Tag:       "glossary",
+		Params:    []param{{Name: "limit", In: "query", Description: "1-1000, default 200"}},
+		Responses: map[int]any{200: termLinksResponse{}},
+	}, a.termLinks)
 }
 
 func historyParam(c echo.Context) (bool, error) {

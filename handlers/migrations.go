@@ -269,38 +269,107 @@ func (a *API) migrationRoutes() {
 	}
 	const base = "/api/v1/migrations"
 	id := []param{{Name: "id", In: "path", Required: true}}
-	a.handle(operation{Method: http.MethodPost, Path: base, Summary: "Start tracking the move of a dataset from an old asset to a new one (admin: runs read the named source databases, and their answers quote values)",
+	a.handle(operation{
+		Method:      http.MethodPost,
+		Path:        base,
+		Summary:     "Start tracking the move of a dataset from an old asset to a new one (admin: runs read the named source databases, and their answers quote values)",
 		Description: "Every rule is stated, none assumed: key and time columns, window, compared columns, each side's dedup rule, the lag bound, the cutover rule, and how each side is read.",
-		Tag:         "migrations", Scope: auth.ScopeAdmin, Body: migrationRequest{}, Responses: map[int]any{201: migrationResponse{}}}, a.createMigration)
-	a.handle(operation{Method: http.MethodGet, Path: base + "/:id", Summary: "A migration, its streak of clean runs and whether it is ready to cut over",
-		Tag: "migrations", Params: id, Responses: map[int]any{200: migrationStatusResponse{}}}, a.getMigration)
-	a.handle(operation{Method: http.MethodPost, Path: base + "/:id/runs", Summary: "Reconcile now (no body), or record an external checker's figures ({windows: [...]})",
+		Tag:         "migrations",
+		Scope:       auth.ScopeAdmin,
+		Body:        migrationRequest{},
+		Responses:   map[int]any{201: migrationResponse{}},
+	}, a.createMigration)
+	a.handle(operation{
+		Method:    http.MethodGet,
+		Path:      base + "/:id",
+		Summary:   "A migration, its streak of clean runs and whether it is ready to cut over",
+		Tag:       "migrations",
+		Params:    id,
+		Responses: map[int]any{200: migrationStatusResponse{}},
+	}, a.getMigration)
+	a.handle(operation{
+		Method:      http.MethodPost,
+		Path:        base + "/:id/runs",
+		Summary:     "Reconcile now (no body), or record an external checker's figures ({windows: [...]})",
 		Description: "A run that cannot read a side is recorded as failed (it breaks the streak) and answered with its error.",
-		Tag:         "migrations", Params: id, Body: externalRunRequest{}, Responses: map[int]any{201: reconciliationRunResponse{}}}, a.runMigration)
-	a.handle(operation{Method: http.MethodGet, Path: base + "/:id/runs", Summary: "A migration's runs, clean or not, newest first, as summaries",
-		Tag: "migrations", Params: append(id, param{Name: "limit", In: "query", Description: "1-500, default 50"}),
-		Responses: map[int]any{200: reconciliationRunsResponse{}}}, a.migrationRuns)
+		Tag:         "migrations",
+		Params:      id,
+		Body:        externalRunRequest{},
+		Responses:   map[int]any{201: reconciliationRunResponse{}},
+	}, a.runMigration)
+	a.handle(operation{
+		Method:    http.MethodGet,
+		Path:      base + "/:id/runs",
+		Summary:   "A migration's runs, clean or not, newest first, as summaries",
+		Tag:       "migrations",
+		Params:    append(id, param{Name: "limit", In: "query", Description: "1-500, default 50"}),
+		Responses: map[int]any{200: reconciliationRunsResponse{}},
+	}, a.migrationRuns)
 	run := append(id, param{Name: "run", In: "path", Required: true})
-	a.handle(operation{Method: http.MethodGet, Path: base + "/:id/runs/:run", Summary: "One run's summary",
-		Tag: "migrations", Params: run, Responses: map[int]any{200: reconciliationRunResponse{}}}, a.migrationRun)
-	a.handle(operation{Method: http.MethodGet, Path: base + "/:id/runs/:run/windows", Summary: "A page of one run's windows, by start",
-		Tag: "migrations", Params: append(run, param{Name: "limit", In: "query", Description: "1-500, default 100"},
+	a.handle(operation{
+		Method:    http.MethodGet,
+		Path:      base + "/:id/runs/:run",
+		Summary:   "One run's summary",
+		Tag:       "migrations",
+		Params:    run,
+		Responses: map[int]any{200: reconciliationRunResponse{}},
+	}, a.migrationRun)
+	a.handle(operation{
+		Method:  http.MethodGet,
+		Path:    base + "/:id/runs/:run/windows",
+		Summary: "A page of one run's windows, by start",
+		Tag:     "migrations",
+		Params: append(run, param{Name: "limit", In: "query", Description: "1-500, default 100"},
 			param{Name: "after", In: "query", Description: "an RFC 3339 time: windows starting after it (next_after of the previous page)"},
 			param{Name: "differing", In: "query", Description: "true: only windows with a class, lag included"}),
-		Responses: map[int]any{200: windowsPageResponse{}}}, a.migrationRunWindows)
-	a.handle(operation{Method: http.MethodGet, Path: base + "/:id/findings", Summary: "Duplication, moved-record and divergence findings, open ones first",
-		Tag: "migrations", Params: id, Responses: map[int]any{200: findingsResponse{}}}, a.migrationFindings)
-	a.handle(operation{Method: http.MethodPost, Path: base + "/:id/cutover",
+		Responses: map[int]any{200: windowsPageResponse{}},
+	}, a.migrationRunWindows)
+	a.handle(operation{
+		Method:    http.MethodGet,
+		Path:      base + "/:id/findings",
+		Summary:   "Duplication, moved-record and divergence findings, open ones first",
+		Tag:       "migrations",
+		Params:    id,
+		Responses: map[int]any{200: findingsResponse{}},
+	}, a.migrationFindings)
+	a.handle(operation{
+		Method:      http.MethodPost,
+		Path:        base + "/:id/cutover",
 		Summary:     "Record the cutover, naming the archive of the old side; refused (409) until the cutover rule holds",
 		Description: "The archive (a PostgreSQL table over a configured connection, or a registered Iceberg table at a snapshot) is what the final reconciliation reads instead of the old side; retirement waits for a clean one.",
-		Tag:         "migrations", Scope: auth.ScopeAdmin, Params: id, Body: cutoverRequest{}, Responses: map[int]any{200: migrationResponse{}}}, a.cutOver)
-	a.handle(operation{Method: http.MethodPut, Path: base + "/:id/archive", Summary: "Name (or rename) the archive of a cut-over migration's old side",
-		Tag: "migrations", Scope: auth.ScopeAdmin, Params: id, Body: cutoverRequest{}, Responses: map[int]any{200: migrationResponse{}}}, a.setArchive)
-	a.handle(operation{Method: http.MethodPost, Path: base + "/:id/events", Summary: "Record a deploy of the new side's writer (the cutover streak may have to span one)",
-		Tag: "migrations", Params: id, Body: migrationEventRequest{}, Responses: map[int]any{201: migrationEventResponse{}}}, a.recordMigrationEvent)
-	a.handle(operation{Method: http.MethodGet, Path: base + "/:id/events", Summary: "A migration's recorded events, newest first",
-		Tag: "migrations", Params: append(id, param{Name: "limit", In: "query", Description: "1-500, default 100"}),
-		Responses: map[int]any{200: migrationEventsResponse{}}}, a.migrationEvents)
+		Tag:         "migrations",
+		Scope:       auth.ScopeAdmin,
+		Params:      id,
+		Body:        cutoverRequest{},
+		Responses:   map[int]any{200: migrationResponse{}},
+	}, a.cutOver)
+	a.handle(operation{
+		Method:    http.MethodPut,
+		Path:      base + "/:id/archive",
+		Summary:   "Name (or rename) the archive of a cut-over migration's old side",
+		Tag:       "migrations",
+		Scope:     auth.ScopeAdmin,
+		Params:    id,
+		Body:      cutoverRequest{},
+		Responses: map[int]any{200: migrationResponse{}},
+	}, a.setArchive)
+	a.handle(operation{
+		Method:    http.MethodPost,
+		Path:      base + "/:id/events",
+		Summary:   "Record a deploy of the new side's writer (the cutover streak may have to span one)",
+		Tag:       "migrations",
+		Params:    id,
+		Body:      migrationEventRequest{},
+		Responses: map[int]any{201: migrationEventResponse{}},
+	}, a.recordMigrationEvent)
+	a.handle(operation{
+		Method:    http.MethodGet,
+		Path:      base + "/:id/events",
+		Summary:   "A migration's recorded events, newest first",
+		Tag:       "migrations",
+		Params:    append(id, param{Name: "limit", In: "query", Description: "1-500, default 100"}),
+		Responses: map[int]any{200: migrationEventsResponse{}},
+	}, a.migrationEvents)
 }
 
 func (a *API) createMigration(c echo.Context) error {

@@ -133,22 +133,64 @@ func (a *API) proposalRoutes() {
 		return
 	}
 	id := []param{{Name: "id", In: "path", Required: true}}
-	a.handle(operation{Method: http.MethodGet, Path: "/api/v1/proposals", Summary: "Cleanup proposals, newest first",
-		Tag: "cleanup", Params: []param{{Name: "state", In: "query", Description: "open, approved, executing, executed, failed, rejected, withdrawn, expired"},
+	a.handle(operation{
+		Method:  http.MethodGet,
+		Path:    "/api/v1/proposals",
+		Summary: "Cleanup proposals, newest first",
+		Tag:     "cleanup",
+		Params: []param{{Name: "state", In: "query", Description: "open, approved, executing, executed, failed, rejected, withdrawn, expired"},
 			{Name: "kind", In: "query", Description: "orphan_files, unused_asset, expire_snapshots, dangling_reference, shared_location"},
 			{Name: "asset", In: "query", Description: "an asset ID"}, {Name: "limit", In: "query", Description: "1-100, default 20"}, {Name: "cursor", In: "query"}},
-		Responses: map[int]any{200: proposalListResponse{}}}, a.listProposals)
-	a.handle(operation{Method: http.MethodGet, Path: "/api/v1/proposals/:id", Summary: "A proposal with its evidence, execution journal and notification deliveries",
-		Tag: "cleanup", Params: id, Responses: map[int]any{200: proposalResponse{}}}, a.getProposal)
-	a.handle(operation{Method: http.MethodPost, Path: "/api/v1/proposals/:id/approve", Summary: "Approve an open proposal (a person with the admin scope; recorded as the approver)",
-		Tag: "cleanup", Scope: auth.ScopeAdmin, Params: id, Body: decisionRequest{}, Responses: map[int]any{200: proposalResponse{}}}, a.approveProposal)
-	a.handle(operation{Method: http.MethodPost, Path: "/api/v1/proposals/:id/reject", Summary: "Reject an open proposal, with the reason",
-		Tag: "cleanup", Scope: auth.ScopeAdmin, Params: id, Body: decisionRequest{}, Responses: map[int]any{200: proposalResponse{}}}, a.rejectProposal)
-	a.handle(operation{Method: http.MethodPut, Path: "/api/v1/assets/:id/cleanup-exempt", Summary: "Exempt an asset from unused-asset, orphan-file or snapshot-expiry proposals (or lift the exemption)",
-		Tag: "cleanup", Scope: auth.ScopeAdmin, Params: id, Body: exemptRequest{}, Responses: map[int]any{200: exemptResponse{}}}, a.setExempt)
-	a.handle(operation{Method: http.MethodPut, Path: "/api/v1/webhooks/:principal", Summary: "Where an owner's cleanup notifications go (an empty url removes it)",
-		Tag: "cleanup", Scope: auth.ScopeAdmin, Params: []param{{Name: "principal", In: "path", Required: true}}, Body: webhookRequest{},
-		Responses: map[int]any{200: webhookResponse{}}}, a.setWebhook)
+		Responses: map[int]any{200: proposalListResponse{}},
+	}, a.listProposals)
+	a.handle(operation{
+		Method:    http.MethodGet,
+		Path:      "/api/v1/proposals/:id",
+		Summary:   "A proposal with its evidence, execution journal and notification deliveries",
+		Tag:       "cleanup",
+		Params:    id,
+		Responses: map[int]any{200: proposalResponse{}},
+	}, a.getProposal)
+	a.handle(operation{
+		Method:    http.MethodPost,
+		Path:      "/api/v1/proposals/:id/approve",
+		Summary:   "Approve an open proposal (a person with the admin scope; recorded as the approver)",
+		Tag:       "cleanup",
+		Scope:     auth.ScopeAdmin,
+		Params:    id,
+		Body:      decisionRequest{},
+		Responses: map[int]any{200: proposalResponse{}},
+	}, a.approveProposal)
+	a.handle(operation{
+		Method:    http.MethodPost,
+		Path:      "/api/v1/proposals/:id/reject",
+		Summary:   "Reject an open proposal, with the reason",
+		Tag:       "cleanup",
+		Scope:     auth.ScopeAdmin,
+		Params:    id,
+		Body:      decisionRequest{},
+		Responses: map[int]any{200: proposalResponse{}},
+	}, a.rejectProposal)
+	a.handle(operation{
+		Method:    http.MethodPut,
+		Path:      "/api/v1/assets/:id/cleanup-exempt",
+		Summary:   "Exempt an asset from unused-asset, orphan-file or snapshot-expiry proposals (or lift the exemption)",
+		Tag:       "cleanup",
+		Scope:     auth.ScopeAdmin,
+		Params:    id,
+		Body:      exemptRequest{},
+		Responses: map[int]any{200: exemptResponse{}},
+	}, a.setExempt)
+	a.handle(operation{
+		Method:    http.MethodPut,
+		Path:      "/api/v1/webhooks/:principal",
+		Summary:   "Where an owner's cleanup notifications go (an empty url removes it)",
+		Tag:       "cleanup",
+		Scope:     auth.ScopeAdmin,
+		Params:    []param{{Name: "principal", In: "path", Required: true}},
+		Body:      webhookRequest{},
+		Responses: map[int]any{200: webhookResponse{}},
+	}, a.setWebhook)
 }
 
 func (a *API) listProposals(c echo.Context) error {

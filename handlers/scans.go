@@ -129,12 +129,30 @@ func (a *API) scanRoutes() {
 		return
 	}
 	page := []param{{Name: "limit", In: "query", Description: "1-100, default 20"}, {Name: "cursor", In: "query"}}
-	a.handle(operation{Method: http.MethodGet, Path: "/api/v1/scans", Summary: "Cleanup scan reports, newest first",
-		Tag: "cleanup", Params: page, Responses: map[int]any{200: scanListResponse{}}}, a.listScans)
-	a.handle(operation{Method: http.MethodGet, Path: "/api/v1/scans/:id", Summary: "One cleanup scan's report: shards covered and holes, candidates, confirmed orphans, dangling references, requests and cost",
-		Tag: "cleanup", Params: []param{{Name: "id", In: "path", Required: true}}, Responses: map[int]any{200: scanResponse{}}}, a.getScan)
-	a.handle(operation{Method: http.MethodGet, Path: "/api/v1/tables/:id/scans", Summary: "A table's cleanup scan reports, newest first",
-		Tag: "cleanup", Params: append([]param{{Name: "id", In: "path", Required: true}}, page...), Responses: map[int]any{200: scanListResponse{}}}, a.tableScans)
+	a.handle(operation{
+		Method:    http.MethodGet,
+		Path:      "/api/v1/scans",
+		Summary:   "Cleanup scan reports, newest first",
+		Tag:       "cleanup",
+		Params:    page,
+		Responses: map[int]any{200: scanListResponse{}},
+	}, a.listScans)
+	a.handle(operation{
+		Method:    http.MethodGet,
+		Path:      "/api/v1/scans/:id",
+		Summary:   "One cleanup scan's report: shards covered and holes, candidates, confirmed orphans, dangling references, requests and cost",
+		Tag:       "cleanup",
+		Params:    []param{{Name: "id", In: "path", Required: true}},
+		Responses: map[int]any{200: scanResponse{}},
+	}, a.getScan)
+	a.handle(operation{
+		Method:    http.MethodGet,
+		Path:      "/api/v1/tables/:id/scans",
+		Summary:   "A table's cleanup scan reports, newest first",
+		Tag:       "cleanup",
+		Params:    append([]param{{Name: "id", In: "path", Required: true}}, page...),
+		Responses: map[int]any{200: scanListResponse{}},
+	}, a.tableScans)
 }
 
 func (a *API) listScans(c echo.Context) error { return a.scanList(c, uuid.Nil) }

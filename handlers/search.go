@@ -46,14 +46,19 @@ type facetCountResponse struct {
 	Count int    `json:"count"`
 }
 
-var searchOperation = operation{Method: http.MethodGet, Path: "/api/v1/search", Summary: "Search assets, ranked, with facet counts",
+var searchOperation = operation{
+	Method:  http.MethodGet,
+	Path:    "/api/v1/search",
+	Summary: "Search assets, ranked, with facet counts",
 	Description: "Words match current and former names, namespaces, tags, glossary terms, owners, descriptions and columns; every word " +
 		"must match, the last one as a prefix. An exact match of the current name ranks first, then assets whose current name holds " +
 		"every word, then the rest by full-text rank. Deleted assets are left out. Without q, the filters list their assets by name. " +
 		"Facets count the matching assets per kind, namespace, tag and owner (the 20 most frequent values each). " +
 		"A search examines at most 2,000 matches (or offset+limit): every match of the current name first, then the rest in " +
 		"index order; past that, total is the number examined, total_exact is false, and hits and facets come from the examined ones.",
-	Tag: "assets", Responses: map[int]any{200: searchResponse{}}, Params: []param{
+	Tag:       "assets",
+	Responses: map[int]any{200: searchResponse{}},
+	Params: []param{
 		{Name: "q", In: "query", Description: "words to find (at most 200 bytes, 16 words)"},
 		{Name: "kind", In: "query", Description: "only assets of this kind"},
 		{Name: "namespace", In: "query", Description: "only assets in this current namespace"},
@@ -61,7 +66,8 @@ var searchOperation = operation{Method: http.MethodGet, Path: "/api/v1/search", 
 		{Name: "owner", In: "query", Description: "only assets with this current owner"},
 		{Name: "limit", In: "query", Description: "1-100, default 20"},
 		{Name: "offset", In: "query", Description: "0-10000: results to skip (next_offset of the previous page)"},
-	}}
+	},
+}
 
 func (a *API) search(c echo.Context) error {
 	q := catalog.SearchQuery{Text: c.QueryParam("q"), Kind: c.QueryParam("kind"), Namespace: c.QueryParam("namespace"),

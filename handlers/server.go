@@ -148,12 +148,30 @@ func (a *API) routes() {
 	a.proposalRoutes()
 	a.migrationRoutes()
 	a.curationRoutes()
-	a.handle(operation{Method: http.MethodGet, Path: "/healthz", Summary: "Liveness and database check",
-		Tag: "ops", Open: true, Responses: map[int]any{200: healthResponse{}, 503: healthResponse{}}}, a.health)
-	a.handle(operation{Method: http.MethodGet, Path: "/metrics", Summary: "Prometheus metrics",
-		Tag: "ops", Open: true, Text: true}, a.metricsHandler())
-	a.handle(operation{Method: http.MethodGet, Path: "/api/openapi.json", Summary: "This API's OpenAPI 3 document",
-		Tag: "ops", Open: true, Responses: map[int]any{200: map[string]any{}}}, a.openAPI)
+	a.handle(operation{
+		Method:    http.MethodGet,
+		Path:      "/healthz",
+		Summary:   "Liveness and database check",
+		Tag:       "ops",
+		Open:      true,
+		Responses: map[int]any{200: healthResponse{}, 503: healthResponse{}},
+	}, a.health)
+	a.handle(operation{
+		Method:  http.MethodGet,
+		Path:    "/metrics",
+		Summary: "Prometheus metrics",
+		Tag:     "ops",
+		Open:    true,
+		Text:    true,
+	}, a.metricsHandler())
+	a.handle(operation{
+		Method:    http.MethodGet,
+		Path:      "/api/openapi.json",
+		Summary:   "This API's OpenAPI 3 document",
+		Tag:       "ops",
+		Open:      true,
+		Responses: map[int]any{200: map[string]any{}},
+	}, a.openAPI)
 }
 
 // recoverer turns a panic into a logged 500 instead of a dropped connection.

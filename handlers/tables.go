@@ -238,27 +238,79 @@ func (a *API) tableRoutes() {
 	}
 	const base = "/api/v1/tables"
 	idParam := []param{{Name: "id", In: "path", Required: true, Description: "the table's asset ID"}}
-	a.handle(operation{Method: http.MethodPost, Path: base, Summary: "Register an Iceberg table by its metadata location (again: move it to that metadata)",
-		Tag: "tables", Body: registerTableRequest{}, Responses: map[int]any{200: registerResponse{}}}, a.registerTable)
-	a.handle(operation{Method: http.MethodGet, Path: base, Summary: "Iceberg tables the catalog knows, in asset-ID order",
-		Tag: "tables", Params: []param{{Name: "limit", In: "query", Description: "1-1000, default 100"}, {Name: "cursor", In: "query"}},
-		Responses: map[int]any{200: tableListResponse{}}}, a.listTables)
-	a.handle(operation{Method: http.MethodPost, Path: base + "/sync", Summary: "Sync every configured Iceberg catalog now and return the reconciliation report",
-		Tag: "tables", Scope: auth.ScopeAdmin, Responses: map[int]any{200: syncResponse{}}}, a.syncTables)
-	a.handle(operation{Method: http.MethodGet, Path: base + "/syncs", Summary: "Recent sync reports, newest first",
-		Tag: "tables", Params: []param{{Name: "limit", In: "query", Description: "1-100, default 10"}}, Responses: map[int]any{200: syncsResponse{}}}, a.listSyncs)
-	a.handle(operation{Method: http.MethodGet, Path: base + "/:id", Summary: "An Iceberg table: source, metadata files, statistics files, partition specs, current snapshot",
-		Tag: "tables", Params: idParam, Responses: map[int]any{200: tableDetailResponse{}}}, a.getTable)
-	a.handle(operation{Method: http.MethodPost, Path: base + "/:id/refresh", Summary: "Reload the table's metadata and inspect it, reading only manifests not read before",
-		Tag: "tables", Params: idParam, Responses: map[int]any{200: refreshResponse{}}}, a.refreshTable)
-	a.handle(operation{Method: http.MethodGet, Path: base + "/:id/snapshots", Summary: "Retained snapshots, oldest first, with manifest and file counts",
-		Tag: "tables", Params: idParam, Responses: map[int]any{200: snapshotsResponse{}}}, a.tableSnapshots)
-	a.handle(operation{Method: http.MethodGet, Path: base + "/:id/files", Summary: "Live data and delete files a snapshot references",
-		Tag: "tables", Params: append(idParam, param{Name: "snapshot", In: "query", Description: "snapshot ID; default the current one"},
+	a.handle(operation{
+		Method:    http.MethodPost,
+		Path:      base,
+		Summary:   "Register an Iceberg table by its metadata location (again: move it to that metadata)",
+		Tag:       "tables",
+		Body:      registerTableRequest{},
+		Responses: map[int]any{200: registerResponse{}},
+	}, a.registerTable)
+	a.handle(operation{
+		Method:    http.MethodGet,
+		Path:      base,
+		Summary:   "Iceberg tables the catalog knows, in asset-ID order",
+		Tag:       "tables",
+		Params:    []param{{Name: "limit", In: "query", Description: "1-1000, default 100"}, {Name: "cursor", In: "query"}},
+		Responses: map[int]any{200: tableListResponse{}},
+	}, a.listTables)
+	a.handle(operation{
+		Method:    http.MethodPost,
+		Path:      base + "/sync",
+		Summary:   "Sync every configured Iceberg catalog now and return the reconciliation report",
+		Tag:       "tables",
+		Scope:     auth.ScopeAdmin,
+		Responses: map[int]any{200: syncResponse{}},
+	}, a.syncTables)
+	a.handle(operation{
+		Method:    http.MethodGet,
+		Path:      base + "/syncs",
+		Summary:   "Recent sync reports, newest first",
+		Tag:       "tables",
+		Params:    []param{{Name: "limit", In: "query", Description: "1-100, default 10"}},
+		Responses: map[int]any{200: syncsResponse{}},
+	}, a.listSyncs)
+	a.handle(operation{
+		Method:    http.MethodGet,
+		Path:      base + "/:id",
+		Summary:   "An Iceberg table: source, metadata files, statistics files, partition specs, current snapshot",
+		Tag:       "tables",
+		Params:    idParam,
+		Responses: map[int]any{200: tableDetailResponse{}},
+	}, a.getTable)
+	a.handle(operation{
+		Method:    http.MethodPost,
+		Path:      base + "/:id/refresh",
+		Summary:   "Reload the table's metadata and inspect it, reading only manifests not read before",
+		Tag:       "tables",
+		Params:    idParam,
+		Responses: map[int]any{200: refreshResponse{}},
+	}, a.refreshTable)
+	a.handle(operation{
+		Method:    http.MethodGet,
+		Path:      base + "/:id/snapshots",
+		Summary:   "Retained snapshots, oldest first, with manifest and file counts",
+		Tag:       "tables",
+		Params:    idParam,
+		Responses: map[int]any{200: snapshotsResponse{}},
+	}, a.tableSnapshots)
+	a.handle(operation{
+		Method:  http.MethodGet,
+		Path:    base + "/:id/files",
+		Summary: "Live data and delete files a snapshot references",
+		Tag:     "tables",
+		Params: append(idParam, param{Name: "snapshot", In: "query", Description: "snapshot ID; default the current one"},
 			param{Name: "limit", In: "query", Description: "1-1000, default 100"}, param{Name: "cursor", In: "query"}),
-		Responses: map[int]any{200: filesResponse{}}}, a.tableFiles)
-	a.handle(operation{Method: http.MethodGet, Path: base + "/:id/health", Summary: "Layout health of the current snapshot, with recommendations and the figures behind them",
-		Tag: "tables", Params: idParam, Responses: map[int]any{200: tableHealthResponse{}}}, a.tableHealth)
+		Responses: map[int]any{200: filesResponse{}},
+	}, a.tableFiles)
+	a.handle(operation{
+		Method:    http.MethodGet,
+		Path:      base + "/:id/health",
+		Summary:   "Layout health of the current snapshot, with recommendations and the figures behind them",
+		Tag:       "tables",
+		Params:    idParam,
+		Responses: map[int]any{200: tableHealthResponse{}},
+	}, a.tableHealth)
 	a.commitRoutes()
 }
 

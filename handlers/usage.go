@@ -142,19 +142,41 @@ func (a *API) usageRoutes() {
 	if a.cfg.Usage == nil {
 		return
 	}
-	a.handle(operation{Method: http.MethodPost, Path: "/api/v1/usage", Summary: "Record query-log usage (idempotent per source, query ID and asset)",
-		Tag: "usage", Body: usageRequest{}, BodyLimit: DefaultUsageBodyLimit, Responses: map[int]any{200: usageResponse{}}}, a.recordUsage)
-	a.handle(operation{Method: http.MethodGet, Path: "/api/v1/assets/:id/usage", Summary: "Usage series of an asset across all its names",
-		Tag: "usage", Params: []param{{Name: "from", In: "query", Description: "YYYY-MM-DD or RFC 3339; default 29 days before to"},
+	a.handle(operation{
+		Method:    http.MethodPost,
+		Path:      "/api/v1/usage",
+		Summary:   "Record query-log usage (idempotent per source, query ID and asset)",
+		Tag:       "usage",
+		Body:      usageRequest{},
+		BodyLimit: DefaultUsageBodyLimit,
+		Responses: map[int]any{200: usageResponse{}},
+	}, a.recordUsage)
+	a.handle(operation{
+		Method:  http.MethodGet,
+		Path:    "/api/v1/assets/:id/usage",
+		Summary: "Usage series of an asset across all its names",
+		Tag:     "usage",
+		Params: []param{{Name: "from", In: "query", Description: "YYYY-MM-DD or RFC 3339; default 29 days before to"},
 			{Name: "to", In: "query", Description: "YYYY-MM-DD or RFC 3339; default today"}, {Name: "granularity", In: "query", Description: "day (default) or week"}},
-		Responses: map[int]any{200: assetUsageResponse{}}}, a.assetUsage)
-	a.handle(operation{Method: http.MethodGet, Path: "/api/v1/usage/top", Summary: "Most used assets in a window",
-		Tag: "usage", Params: []param{{Name: "kind", In: "query", Description: "read (default) or write"},
+		Responses: map[int]any{200: assetUsageResponse{}},
+	}, a.assetUsage)
+	a.handle(operation{
+		Method:  http.MethodGet,
+		Path:    "/api/v1/usage/top",
+		Summary: "Most used assets in a window",
+		Tag:     "usage",
+		Params: []param{{Name: "kind", In: "query", Description: "read (default) or write"},
 			{Name: "window", In: "query", Description: "e.g. 30d (default), 7d, 12h"}, {Name: "limit", In: "query", Description: "1-1000, default 20"}},
-		Responses: map[int]any{200: topUsageResponse{}}}, a.topUsage)
-	a.handle(operation{Method: http.MethodGet, Path: "/api/v1/usage/unresolved", Summary: "Usage records kept until an asset takes their name, by name",
-		Tag: "usage", Params: []param{{Name: "limit", In: "query", Description: "1-1000, default 100"}},
-		Responses: map[int]any{200: unresolvedResponse{}}}, a.unresolvedUsage)
+		Responses: map[int]any{200: topUsageResponse{}},
+	}, a.topUsage)
+	a.handle(operation{
+		Method:    http.MethodGet,
+		Path:      "/api/v1/usage/unresolved",
+		Summary:   "Usage records kept until an asset takes their name, by name",
+		Tag:       "usage",
+		Params:    []param{{Name: "limit", In: "query", Description: "1-1000, default 100"}},
+		Responses: map[int]any{200: unresolvedResponse{}},
+	}, a.unresolvedUsage)
 }
 
 func (a *API) unresolvedUsage(c echo.Context) error {
