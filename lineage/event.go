@@ -1,7 +1,3 @@
-// Package lineage owns OpenLineage ingest and the lineage graph: parsing events (run, dataset
-// and job events, leniently, as real producers send them), resolving every dataset and job to an
-// asset ID through catalog, storing runs, edges, column lineage and facets keyed on those IDs,
-// and answering traversals from an in-memory adjacency index kept current across replicas.
 package lineage
 
 import (

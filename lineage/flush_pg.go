@@ -1,0 +1,193 @@
+// The PostgreSQL flush: a batch's new edges, runs, run I/O and events in one statement.
+
+package lineage
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/tidemark/tidemark/internal/pgarray"
+)
+
+// flushPG writes what the batch decided about edges, runs, run I/O and events in one statement:
+// each table's rows go in as arrays (unnest), so the statement is planned once whatever the
+// batch's size, and the batch pays one round trip instead of one per table. New edges are
+// inserted unless a committed row exists (so edge IDs, the change sequence replicas tail, are
+// spent on real new edges only), and one a concurrent batch inserted meanwhile is skipped (ON
+// CONFLICT on the pair's index only: the serial key cannot conflict) instead of failing the
+// batch. Those join the known edges, whose seen intervals flush widens last (flushEdges).
+func (b *batch) flushPG(ctx context.Context) error {
+	edges := b.newEdges()
+	runArgs, err := b.pgRunArgs()
+	if err != nil {
+		return err
+	}
+	args := append(append(append(append(pgEdgeArgs(edges), runArgs...), b.pgIOArgs()...), b.pgEventArgs()...), b.now)
+	rows, err := b.tx.QueryContext(ctx, pgFlush, args...)
+	if err != nil {
+		return fmt.Errorf("lineage: store events, runs and edges: %w", err)
+	}
+	inserted := map[[2]uuid.UUID]bool{}
+	for rows.Next() {
+		var r edgeRef
+		if err := rows.Scan(&r.seq, &r.from, &r.to); err != nil {
+			rows.Close()
+			return fmt.Errorf("lineage: store events, runs and edges: %w", err)
+		}
+		inserted[[2]uuid.UUID{r.from, r.to}] = true
+		b.added = append(b.added, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("lineage: store events, runs and edges: %w", err)
+	}
+	// New edges not inserted existed (another replica's) or were inserted by a concurrent batch
+	// after this statement's snapshot: they are widened with the known ones (flushEdges).
+	for _, r := range edges {
+		if !inserted[r.k] {
+			b.touches[r.k] = r.e
+		}
+	}
+	return nil
+}
+
+// newEdges takes the batch's pending edges to insert, in one order for every batch (so two
+// batches inserting the same edges cannot deadlock); those a concurrent Sync made known meanwhile
+// are merged into their touches instead.
+func (b *batch) newEdges() []touchedEdge {
+	edges := make([]touchedEdge, 0, len(b.pending))
+	for k, e := range b.pending {
+		if cur := b.touches[k]; cur != nil { // known since (a concurrent Sync added it to the graph mid-batch): merge
+			cur.merge(e)
+			continue
+		}
+		edges = append(edges, touchedEdge{k, e})
+	}
+	slices.SortFunc(edges, func(x, y touchedEdge) int { return comparePairs(x.k, y.k) })
+	b.pending = map[[2]uuid.UUID]*edgeTouch{}
+	return edges
+}
+
+// pgTimeOrNull is pgTime, "" (NULL) for no time.
+func pgTimeOrNull(t *time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return pgTime(*t)
+}
+
+// pgRunArgs are the new runs' and the updated runs' columns as arrays, in key order (one lock
+// order).
+func (b *batch) pgRunArgs() ([]any, error) {
+	ts, tsp := pgTime, pgTimeOrNull
+	runIDs := make([]string, 0, len(b.runs))
+	for id, r := range b.runs {
+		if r.isNew || r.dirty {
+			runIDs = append(runIDs, id)
+		}
+	}
+	slices.Sort(runIDs) // one lock order
+	var nID, nJob, nState, nStateTime, nStarted, nEnded, nNomStart, nNomEnd, nParent, nFacets, nCount []string
+	var uID, uState, uStateTime, uStarted, uEnded, uParent, uFacets, uCount []string
+	for _, id := range runIDs {
+		r := b.runs[id].row
+		facets, err := json.Marshal(r.Facets)
+		if err != nil {
+			return nil, fmt.Errorf("lineage: run facets: %w", err)
+		}
+		count := strconv.Itoa(r.EventCount)
+		if b.runs[id].isNew {
+			nID, nJob, nState, nStateTime = append(nID, id), append(nJob, r.JobAssetID.String()), append(nState, string(r.State)), append(nStateTime, ts(r.StateTime))
+			nStarted, nEnded, nNomStart, nNomEnd = append(nStarted, tsp(r.StartedAt)), append(nEnded, tsp(r.EndedAt)), append(nNomStart, tsp(r.NominalStart)), append(nNomEnd, tsp(r.NominalEnd))
+			nParent, nFacets, nCount = append(nParent, r.ParentRunID), append(nFacets, string(facets)), append(nCount, count)
+			continue
+		}
+		uID, uState, uStateTime, uStarted, uEnded = append(uID, id), append(uState, string(r.State)), append(uStateTime, ts(r.StateTime)), append(uStarted, tsp(r.StartedAt)), append(uEnded, tsp(r.EndedAt))
+		uParent, uFacets, uCount = append(uParent, r.ParentRunID), append(uFacets, string(facets)), append(uCount, count)
+	}
+
+	return []any{pgarray.Text(nID), pgarray.Text(nJob), pgarray.Text(nState), pgarray.Text(nStateTime), pgarray.Text(nStarted), pgarray.Text(nEnded),
+		pgarray.Text(nNomStart), pgarray.Text(nNomEnd), pgarray.Text(nParent), pgarray.Text(nFacets), pgarray.Text(nCount),
+		pgarray.Text(uID), pgarray.Text(uState), pgarray.Text(uStateTime), pgarray.Text(uStarted), pgarray.Text(uEnded), pgarray.Text(uParent),
+		pgarray.Text(uFacets), pgarray.Text(uCount)}, nil
+}
+
+// pgIOArgs are the runs' inputs and outputs as arrays, in key order.
+func (b *batch) pgIOArgs() []any {
+	ts := pgTime
+	ioKeys := make([][3]string, 0, len(b.runIO))
+	for k := range b.runIO {
+		ioKeys = append(ioKeys, k)
+	}
+	slices.SortFunc(ioKeys, func(x, y [3]string) int {
+		return cmp.Or(strings.Compare(x[0], y[0]), strings.Compare(x[1], y[1]), strings.Compare(x[2], y[2]))
+	})
+	var ioRun, ioAsset, ioRole, ioFirst []string
+	for _, k := range ioKeys {
+		ioRun, ioAsset, ioRole, ioFirst = append(ioRun, k[0]), append(ioAsset, k[1]), append(ioRole, k[2]), append(ioFirst, ts(b.runIO[k]))
+	}
+
+	return []any{pgarray.Text(ioRun), pgarray.Text(ioAsset), pgarray.Text(ioRole), pgarray.Text(ioFirst)}
+}
+
+// pgEventArgs are the batch's events as arrays.
+func (b *batch) pgEventArgs() []any {
+	ts := pgTime
+	var evID, evKey, evKind, evType, evTime, evRun, evJob, evProducer, evPayload []string
+	for _, e := range b.events {
+		job := ""
+		if e.job != uuid.Nil {
+			job = e.job.String()
+		}
+		evID, evKey, evKind, evType, evTime = append(evID, e.id.String()), append(evKey, e.key), append(evKind, string(e.ev.Kind)), append(evType, e.ev.EventType), append(evTime, ts(e.ev.EventTime))
+		evRun, evJob, evProducer, evPayload = append(evRun, e.ev.RunID), append(evJob, job), append(evProducer, truncate(e.ev.Producer, 1024)), append(evPayload, string(e.ev.Raw))
+	}
+	return []any{pgarray.Text(evID), pgarray.Text(evKey), pgarray.Text(evKind), pgarray.Text(evType), pgarray.Text(evTime), pgarray.Text(evRun),
+		pgarray.Text(evJob), pgarray.Text(evProducer), pgarray.Text(evPayload)}
+}
+
+// pgFlush stores a batch on PostgreSQL in one statement: the new edges ($1-$5), new runs
+// ($6-$16), updated runs ($17-$24), run inputs and outputs ($25-$28) and events ($29-$37), at
+// $38; it answers the edges it inserted.
+const pgFlush = `WITH ve AS (` + pgEdgeValues + `
+	), ei AS (
+		INSERT INTO lineage_edges (from_id, to_id, first_seen, last_seen, last_run_id)
+		SELECT v.from_id, v.to_id, v.first, v.last, v.run FROM ve AS v
+		WHERE NOT EXISTS (SELECT 1 FROM lineage_edges AS e WHERE e.from_id = v.from_id AND e.to_id = v.to_id)
+		ORDER BY v.ord
+		ON CONFLICT (from_id, to_id) DO NOTHING RETURNING id, from_id, to_id
+	), rn AS (
+		INSERT INTO runs (id, job_asset_id, state, state_time, started_at, ended_at, nominal_start, nominal_end, parent_run_id,
+			facets, event_count, created_at, updated_at)
+		SELECT v.id, v.job, v.state, v.state_time::timestamptz, NULLIF(v.started, '')::timestamptz, NULLIF(v.ended, '')::timestamptz,
+			NULLIF(v.nom_start, '')::timestamptz, NULLIF(v.nom_end, '')::timestamptz, v.parent, v.facets, v.n, $38, $38
+		FROM unnest($6::text[], $7::uuid[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[],
+			$15::jsonb[], $16::bigint[]) WITH ORDINALITY AS v(id, job, state, state_time, started, ended, nom_start, nom_end, parent, facets, n, ord)
+		ORDER BY v.ord
+	), ru AS (
+		UPDATE runs AS r SET state = v.state, state_time = v.state_time::timestamptz,
+			started_at = COALESCE(NULLIF(v.started, '')::timestamptz, r.started_at), ended_at = COALESCE(NULLIF(v.ended, '')::timestamptz, r.ended_at),
+			parent_run_id = v.parent, facets = v.facets, event_count = v.n, updated_at = $38
+		FROM unnest($17::text[], $18::text[], $19::text[], $20::text[], $21::text[], $22::text[], $23::jsonb[], $24::bigint[])
+			AS v(id, state, state_time, started, ended, parent, facets, n)
+		WHERE r.id = v.id
+	), io AS (
+		INSERT INTO run_ios (run_id, asset_id, role, first_seen)
+		SELECT * FROM unnest($25::text[], $26::uuid[], $27::text[], $28::timestamptz[])
+		-- run I/O is not tailed, so an ID consumed by a conflicting row costs nothing
+		ON CONFLICT (run_id, asset_id, role) DO NOTHING
+	), ev AS (
+		INSERT INTO lineage_events (id, event_key, kind, event_type, event_time, run_id, job_asset_id, producer, payload, received_at)
+		SELECT v.id, v.ev_key, v.kind, v.ev_type, v.ev_time, v.run, NULLIF(v.job, '')::uuid, v.producer, v.payload, $38
+		FROM unnest($29::uuid[], $30::text[], $31::text[], $32::text[], $33::timestamptz[], $34::text[], $35::text[], $36::text[], $37::text[])
+			AS v(id, ev_key, kind, ev_type, ev_time, run, job, producer, payload)
+	)
+	SELECT id, from_id, to_id FROM ei`

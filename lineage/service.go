@@ -1,0 +1,116 @@
+// Package lineage owns OpenLineage ingest and the lineage graph: parsing events (run, dataset
+// and job events, leniently, as real producers send them), resolving every dataset and job to an
+// asset ID through catalog, storing runs, edges, column lineage and facets keyed on those IDs,
+// and answering traversals from an in-memory adjacency index kept current across replicas.
+package lineage
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"entgo.io/ent/dialect"
+	"github.com/google/uuid"
+
+	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/ent"
+	"github.com/tidemark/tidemark/ent/storage"
+)
+
+// Service ingests OpenLineage events and answers lineage queries.
+type Service struct {
+	db    *ent.Client
+	cat   *catalog.Catalog
+	graph *Graph
+	now   func() time.Time
+	log   *slog.Logger
+	slots chan struct{}
+	wait  time.Duration
+	// sqlite is true on SQLite, where bulk statements buy nothing (no round trips) and some of
+	// PostgreSQL's syntax is missing.
+	sqlite     bool
+	onComplete func(ctx context.Context, runs []CompletedRun) error
+	maxNodes   int
+	relations  func(ctx context.Context, id uuid.UUID) ([]Relation, error)
+	seen       seenNames
+}
+
+// CompletedRun is a run whose COMPLETE event a batch stored: what it read and wrote.
+type CompletedRun struct {
+	RunID string
+	JobID uuid.UUID
+	At    time.Time
+	Actor string // the first owner of the job (ownership facet), if the event names one
+	// Version is the job's version as the event states it: its sourceCodeLocation facet's
+	// version, else its processing_engine run facet's name and version ("" when neither).
+	Version string
+	Inputs  []DatasetRef
+	Outputs []DatasetRef
+}
+
+// DatasetRef is a dataset as an event named it, with its asset ID.
+type DatasetRef struct {
+	ID              uuid.UUID
+	Namespace, Name string
+}
+
+// WithCompletedRuns calls fn, inside the batch's transaction (ctx carries it), with the runs
+// that completed in each batch: usage accounting counts their inputs as reads and outputs as
+// writes, stored with the events or not at all.
+func WithCompletedRuns(fn func(ctx context.Context, runs []CompletedRun) error) Option {
+	return func(s *Service) { s.onComplete = fn }
+}
+
+// Option configures a Service.
+type Option func(*Service)
+
+// WithClock replaces time.Now.
+func WithClock(now func() time.Time) Option { return func(s *Service) { s.now = now } }
+
+// WithLogger sets the logger.
+func WithLogger(l *slog.Logger) Option { return func(s *Service) { s.log = l } }
+
+// WithConcurrency bounds concurrent ingests and how long an ingest waits for a slot before it is
+// refused with ErrUnavailable (HTTP 503, which OpenLineage clients retry).
+func WithConcurrency(n int, wait time.Duration) Option {
+	return func(s *Service) { s.slots, s.wait = make(chan struct{}, n), wait }
+}
+
+// WithRelations adds, to each lineage answer, the start's relations that are not data flow
+// (dataset migrations: the reconcile package records them).
+func WithRelations(fn func(ctx context.Context, id uuid.UUID) ([]Relation, error)) Option {
+	return func(s *Service) { s.relations = fn }
+}
+
+// WithMaxNodes caps the nodes of one lineage answer (DefaultMaxNodes unless set).
+func WithMaxNodes(n int) Option { return func(s *Service) { s.maxNodes = n } }
+
+// New returns a Service; call Open before use.
+// The store says which database it is: the SQL differs, and is never guessed. A nil store
+// makes a service whose graph is filled by hand (tests).
+func New(store *storage.DB, cat *catalog.Catalog, opts ...Option) *Service {
+	var db *ent.Client
+	sqlite := false
+	if store != nil {
+		db, sqlite = store.Client, store.Dialect == dialect.SQLite
+	}
+	s := &Service{db: db, sqlite: sqlite, cat: cat, now: time.Now, log: slog.Default(), slots: make(chan struct{}, 8), wait: 2 * time.Second,
+		maxNodes: DefaultMaxNodes}
+	for _, o := range opts {
+		o(s)
+	}
+	s.graph = newGraph(db, cat, s.now, s.log)
+	return s
+}
+
+// Open loads the lineage graph into memory.
+func (s *Service) Open(ctx context.Context) error {
+	return s.graph.Sync(ctx)
+}
+
+// Run keeps the in-memory graph current with edges other replicas write, polling every interval
+// until ctx ends.
+func (s *Service) Run(ctx context.Context, interval time.Duration) { s.graph.Run(ctx, interval) }
+
+// Graph exposes the in-memory graph (for freshness figures and benchmarks).
+func (s *Service) Graph() *Graph { return s.graph }
