@@ -169,3 +169,15 @@ func (s *Service) pacing() Pacing {
 }
 
 func (s *Service) clock() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
+
+func (s *Service) tx(ctx context.Context, fn func(tx *ent.Tx) error) error {
+	tx, err := s.db.Tx(ctx)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}

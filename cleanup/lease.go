@@ -7,7 +7,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/ent/cleanuplease"
 	"github.com/tidemark/tidemark/internal/loop"
 )
@@ -96,16 +95,4 @@ func ticking(ctx context.Context, period time.Duration, fn func() bool) (stop fu
 		})
 	}()
 	return func() { cancel(); <-finished }
-}
-
-func (s *Service) tx(ctx context.Context, fn func(tx *ent.Tx) error) error {
-	tx, err := s.db.Tx(ctx)
-	if err != nil {
-		return err
-	}
-	if err := fn(tx); err != nil {
-		_ = tx.Rollback()
-		return err
-	}
-	return tx.Commit()
 }

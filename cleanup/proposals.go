@@ -6,14 +6,12 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/ent"
-	"github.com/tidemark/tidemark/ent/cleanupexemption"
 	"github.com/tidemark/tidemark/ent/cleanupobservation"
 	"github.com/tidemark/tidemark/ent/cleanupscan"
 	"github.com/tidemark/tidemark/ent/cleanupshardwalk"
@@ -657,59 +655,6 @@ var errConcurrent = &catalog.Error{Kind: catalog.ErrStaleVersion, Message: "the 
 
 func days(d time.Duration) string { return fmt.Sprintf("%d days", int(d.Hours()/24)) }
 
-// Exempt sets or clears an asset's exemption from the given proposal kinds (unused_asset,
-// orphan_files, expire_snapshots; none given: unused_asset). Setting replaces the kinds.
-func (s *Service) Exempt(ctx context.Context, asset uuid.UUID, exempt bool, reason string, kinds ...string) error {
-	if _, err := s.cat.Get(ctx, asset); err != nil {
-		return err
-	}
-	if len(kinds) == 0 {
-		kinds = []string{KindUnusedAsset}
-	}
-	for _, k := range kinds {
-		if !slices.Contains([]string{KindUnusedAsset, KindOrphanFiles, KindExpireSnapshots}, k) {
-			return &catalog.Error{Kind: catalog.ErrInvalid, Field: "kinds", Message: fmt.Sprintf("%q cannot be exempted: give unused_asset, orphan_files or expire_snapshots", k)}
-		}
-	}
-	slices.Sort(kinds)
-	kinds = slices.Compact(kinds)
-	joined := strings.Join(kinds, ",")
-	return s.tx(ctx, func(tx *ent.Tx) error {
-		if !exempt {
-			if _, err := tx.CleanupExemption.Delete().Where(cleanupexemption.ID(asset)).Exec(ctx); err != nil {
-				return err
-			}
-		} else {
-			// Look first: on PostgreSQL a failed insert aborts the transaction it ran in.
-			found, err := tx.CleanupExemption.Query().Where(cleanupexemption.ID(asset)).Exist(ctx)
-			if err != nil {
-				return err
-			}
-			if found {
-				err = tx.CleanupExemption.UpdateOneID(asset).SetKinds(joined).SetReason(reason).SetBy(catalog.ActorFrom(ctx)).SetAt(s.clock()).Exec(ctx)
-			} else {
-				err = tx.CleanupExemption.Create().SetID(asset).SetKinds(joined).SetReason(reason).SetBy(catalog.ActorFrom(ctx)).SetAt(s.clock()).Exec(ctx)
-			}
-			if err != nil {
-				return err
-			}
-		}
-		return s.cat.RecordAudit(ctx, tx, "cleanup.exempt", asset, nil, map[string]any{"exempt": exempt, "reason": reason, "kinds": kinds})
-	})
-}
-
-// exempt reports whether a person exempted the asset from a proposal kind.
-func (s *Service) exempt(ctx context.Context, asset uuid.UUID, kind string) (bool, error) {
-	row, err := s.db.CleanupExemption.Get(ctx, asset)
-	if ent.IsNotFound(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	return slices.Contains(strings.Split(row.Kinds, ","), kind), nil
-}
-
 // rejection returns the newest rejection of a kind for the asset that still holds (decided
 // within the quiet period), with its evidence.
 func (s *Service) rejection(ctx context.Context, asset uuid.UUID, kind proposal.Kind) (*ent.Proposal, Evidence, error) {
@@ -779,26 +724,4 @@ func sameTenants(a, b []ForeignTenant) bool {
 		return slices.Compact(out)
 	}
 	return slices.Equal(ids(a), ids(b))
-}
-
-// journalFile is a file a proposal's execution may delete, as its journal starts it: pending.
-type journalFile struct {
-	path string
-	size int64
-}
-
-// journalFiles writes a proposal's file journal in batches.
-func journalFiles(ctx context.Context, tx *ent.Tx, proposalID uuid.UUID, files []journalFile) error {
-	for len(files) > 0 {
-		n := min(len(files), 500)
-		bulk := make([]*ent.ProposalFileCreate, n)
-		for i, f := range files[:n] {
-			bulk[i] = tx.ProposalFile.Create().SetProposalID(proposalID).SetPath(f.path).SetSize(f.size)
-		}
-		if err := tx.ProposalFile.CreateBulk(bulk...).Exec(ctx); err != nil {
-			return err
-		}
-		files = files[n:]
-	}
-	return nil
 }

@@ -71,3 +71,13 @@ func toReport(r *ent.CleanupScan) (Report, error) {
 		ConfirmedSample: []string{}, Dangling: []DanglingRef{},
 		Summary: "The scan is still running (or its worker stopped before writing the report)."}, nil
 }
+
+// lastFinishedScan is the table's newest finished scan, or nil.
+func (s *Service) lastFinishedScan(ctx context.Context, asset uuid.UUID) (*ent.CleanupScan, error) {
+	last, err := s.db.CleanupScan.Query().Where(cleanupscan.AssetID(asset), cleanupscan.StateEQ(cleanupscan.StateFinished)).
+		Order(ent.Desc(cleanupscan.FieldID)).First(ctx)
+	if ent.IsNotFound(err) {
+		return nil, nil
+	}
+	return last, err
+}

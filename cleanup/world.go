@@ -277,3 +277,15 @@ func foreignText(fs []ForeignTenant) string {
 	}
 	return strings.Join(parts, "; ")
 }
+
+// noTenants stops an execution when a table nobody told Tidemark about lives at loc.
+func (s *Service) noTenants(ctx context.Context, fsys icebergio.IO, loc string, w *world) error {
+	foreign, _, _, err := s.probeTenants(ctx, fsys, loc, w, nil, true)
+	if err != nil {
+		return err
+	}
+	if len(foreign) > 0 {
+		return stop("another table lives in %s: %s; nothing there is deleted while it does", loc, foreignText(foreign))
+	}
+	return nil
+}

@@ -1,0 +1,64 @@
+package cleanup
+
+// The journal of an execution: its steps, its files, and the fenced moves of files out of pending.
+
+import (
+	"context"
+
+	"github.com/google/uuid"
+
+	"github.com/tidemark/tidemark/ent"
+	"github.com/tidemark/tidemark/ent/proposalfile"
+)
+
+// Execution steps journaled for an unused asset.
+const (
+	stepMetadata = "retire_metadata"  // asset marked deleted, table dropped from its catalog (no purge)
+	stepFiles    = "delete_files"     // after the grace period: the journaled files deleted
+	stepExpire   = "expire_snapshots" // the approved snapshots removed in one metadata commit
+	stepPlan     = "plan_files"       // the retired table's files journaled for deletion
+	stepStopped  = "stopped"          // re-verification found the world changed since approval
+)
+
+// journalFile is a file a proposal's execution may delete, as its journal starts it: pending.
+type journalFile struct {
+	path string
+	size int64
+}
+
+// journalFiles writes a proposal's file journal in batches.
+func journalFiles(ctx context.Context, tx *ent.Tx, proposalID uuid.UUID, files []journalFile) error {
+	for len(files) > 0 {
+		n := min(len(files), 500)
+		bulk := make([]*ent.ProposalFileCreate, n)
+		for i, f := range files[:n] {
+			bulk[i] = tx.ProposalFile.Create().SetProposalID(proposalID).SetPath(f.path).SetSize(f.size)
+		}
+		if err := tx.ProposalFile.CreateBulk(bulk...).Exec(ctx); err != nil {
+			return err
+		}
+		files = files[n:]
+	}
+	return nil
+}
+
+// journal moves a file's journal entry out of pending, once, and only while this worker still
+// holds the proposal's execution lease with the same fencing token (checked in the same
+// statement). It reports whether it moved the entry; errLeaseLost when the lease is gone.
+func (s *Service) journal(ctx context.Context, held *lease, f *ent.ProposalFile, state proposalfile.State, detail string) (bool, error) {
+	now := s.clock()
+	res, err := s.db.ExecContext(ctx, `UPDATE proposal_files SET state = $1, detail = $2, done_at = $3 WHERE id = $4 AND state = 'pending'
+AND EXISTS (SELECT 1 FROM cleanup_leases WHERE asset_id = $5 AND shard = $6 AND holder = $7 AND token = $8 AND expires_at >= $3)`,
+		string(state), detail, now, f.ID, held.asset, held.shard, s.holder, held.token)
+	if err != nil {
+		return false, err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 1 {
+		return n == 1, err
+	}
+	pending, err := s.db.ProposalFile.Query().Where(proposalfile.ID(f.ID), proposalfile.StateEQ(proposalfile.StatePending)).Exist(ctx)
+	if err == nil && pending {
+		err = errLeaseLost
+	}
+	return false, err
+}
