@@ -35,6 +35,7 @@ import (
 
 	"github.com/tidemark/tidemark/bench/internal/benchdb"
 	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/ent/storage"
 	"github.com/tidemark/tidemark/reconcile"
 	"github.com/tidemark/tidemark/tables"
 	"github.com/tidemark/tidemark/usage"
@@ -89,6 +90,7 @@ func main() {
 	ctx := context.Background()
 	start := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
 	stepMicros := int64(*days) * 86400 * 1_000_000 / int64(*rows)
+	p := &pair{ctx: ctx, start: start, stepMicros: stepMicros}
 
 	// The old side: a PostgreSQL table, written by PostgreSQL itself (generate_series).
 	dsn, drop := benchdb.CreateDB(ctx, *admin, "tidemark_bench_orders", *keep)
@@ -96,17 +98,11 @@ func main() {
 	pg, err := sql.Open("postgres", dsn)
 	benchdb.Must(err)
 	defer pg.Close()
+	p.pg = pg
 	_, err = pg.ExecContext(ctx, `CREATE TABLE public.orders (order_id bigint NOT NULL, ordered_at timestamptz NOT NULL, amount numeric(10,2), customer text)`)
 	benchdb.Must(err)
 	t0 := time.Now()
-	oldSide := func(from, to int) {
-		_, err := pg.ExecContext(ctx, `INSERT INTO public.orders SELECT i, $1::timestamptz + (i * $2::bigint) * interval '1 microsecond',
-			((10 + i % 990) * 100 + i % 100) / 100.0, 'customer-' || (i % 5000) FROM generate_series($3::bigint, $4::bigint) i`, start, stepMicros, from, to-1)
-		benchdb.Must(err)
-		_, err = pg.ExecContext(ctx, "ANALYZE orders")
-		benchdb.Must(err)
-	}
-	oldSide(0, *rows)
+	p.oldSide(0, *rows)
 	fmt.Printf("PostgreSQL side: %d orders over %d days written in %s\n", *rows, *days, time.Since(t0).Round(time.Millisecond))
 
 	// The new side: an Iceberg table with the same orders, written with iceberg-go.
@@ -115,6 +111,60 @@ func main() {
 	if !*keep {
 		defer os.RemoveAll(dir)
 	}
+	p.tbl = createTable(ctx, dir)
+	t0 = time.Now()
+	p.sc, err = table.SchemaToArrowSchema(p.tbl.Schema(), nil, false, false)
+	benchdb.Must(err)
+	p.newSide(0, *rows, true)
+	fmt.Printf("Iceberg side: %d orders written with iceberg-go in %s (staged: order %d's amount, order %d missing, order %d retried a day later, order %d 2 h later)\n",
+		*rows, time.Since(t0).Round(time.Millisecond), changed, missing, retried, shifted)
+
+	// Tidemark over its own SQLite database.
+	db := benchdb.Open(ctx, filepath.Join(dir, "tidemark.db"))
+	defer db.Close()
+	p.tidemark(db, dir)
+
+	runtime.GC()
+	resetPeak()
+	if *prof != "" {
+		f, err := os.Create(*prof)
+		benchdb.Must(err)
+		benchdb.Must(pprof.StartCPUProfile(f))
+		defer pprof.StopCPUProfile()
+	}
+	m, last := p.fullRuns()
+	p.oneMoreDay(m, last)
+}
+
+// pair is the run's state: the two sides, how the orders are laid out in time, and Tidemark over
+// them on a clock the run moves.
+type pair struct {
+	ctx        context.Context
+	start      time.Time // the first order's time
+	stepMicros int64     // between consecutive orders
+	pg         *sql.DB   // the old side's database
+	tbl        *table.Table
+	sc         *arrow.Schema // tbl's, for writing to it
+
+	now   time.Time // Tidemark's clock
+	tbls  *tables.Service
+	svc   *reconcile.Service
+	fresh func() reconcile.Migration
+}
+
+// oldSide writes orders from to to-1 into the PostgreSQL table, and analyzes it.
+func (p *pair) oldSide(from, to int) {
+	ctx, pg, start, stepMicros := p.ctx, p.pg, p.start, p.stepMicros
+	_, err := pg.ExecContext(ctx, `INSERT INTO public.orders SELECT i, $1::timestamptz + (i * $2::bigint) * interval '1 microsecond',
+			((10 + i % 990) * 100 + i % 100) / 100.0, 'customer-' || (i % 5000) FROM generate_series($3::bigint, $4::bigint) i`, start, stepMicros, from, to-1)
+	benchdb.Must(err)
+	_, err = pg.ExecContext(ctx, "ANALYZE orders")
+	benchdb.Must(err)
+}
+
+// createTable creates the empty Iceberg table of orders, in an iceberg-go SQL catalog on SQLite
+// with its warehouse in dir.
+func createTable(ctx context.Context, dir string) *table.Table {
 	cdb, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "catalog.db")+"?_pragma=busy_timeout(5000)")
 	benchdb.Must(err)
 	icat, err := sqlcat.NewCatalog("bench", cdb, sqlcat.SQLite, iceberg.Properties{"warehouse": "file://" + filepath.Join(dir, "warehouse")})
@@ -127,65 +177,68 @@ func main() {
 		iceberg.NestedField{ID: 4, Name: "customer", Type: iceberg.PrimitiveTypes.String})
 	tbl, err := icat.CreateTable(ctx, table.Identifier{"db", "orders"}, schema)
 	benchdb.Must(err)
-	t0 = time.Now()
-	sc, err := table.SchemaToArrowSchema(tbl.Schema(), nil, false, false)
-	benchdb.Must(err)
-	newSide := func(from, to int, staged bool) {
-		const batch = 500_000
-		for lo := from; lo < to; lo += batch {
-			b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
-			add := func(at time.Time, id, cents int64, customer string) {
-				b.Field(0).(*array.Int64Builder).Append(id)
-				b.Field(1).(*array.TimestampBuilder).Append(arrow.Timestamp(at.UnixMicro()))
-				b.Field(2).(*array.Decimal128Builder).Append(decimal128.FromI64(cents))
-				b.Field(3).(*array.StringBuilder).Append(customer)
-			}
-			for i := lo; i < min(lo+batch, to); i++ {
-				at, cents, customer := order(start, stepMicros, i)
-				switch {
-				case !staged:
-				case i == missing:
-					continue
-				case i == changed:
-					cents++
-				case i == shifted:
-					at = at.Add(2 * time.Hour)
-				case i == retried:
-					add(at.Add(24*time.Hour), int64(i), cents, customer)
-				}
-				add(at, int64(i), cents, customer)
-			}
-			rec := b.NewRecordBatch()
-			b.Release()
-			rdr, err := array.NewRecordReader(sc, []arrow.RecordBatch{rec})
-			benchdb.Must(err)
-			tbl, err = tbl.Append(ctx, rdr, nil)
-			benchdb.Must(err)
-			rec.Release()
-		}
-	}
-	newSide(0, *rows, true)
-	fmt.Printf("Iceberg side: %d orders written with iceberg-go in %s (staged: order %d's amount, order %d missing, order %d retried a day later, order %d 2 h later)\n",
-		*rows, time.Since(t0).Round(time.Millisecond), changed, missing, retried, shifted)
+	return tbl
+}
 
-	// Tidemark over its own SQLite database.
-	db := benchdb.Open(ctx, filepath.Join(dir, "tidemark.db"))
-	defer db.Close()
-	now := start.AddDate(0, 0, *days+1)
-	clock := func() time.Time { return now }
+// newSide appends orders from to to-1 to the Iceberg table, in batches; staged, with the staged
+// differences.
+func (p *pair) newSide(from, to int, staged bool) {
+	ctx, start, stepMicros, sc := p.ctx, p.start, p.stepMicros, p.sc
+	const batch = 500_000
+	for lo := from; lo < to; lo += batch {
+		b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
+		add := func(at time.Time, id, cents int64, customer string) {
+			b.Field(0).(*array.Int64Builder).Append(id)
+			b.Field(1).(*array.TimestampBuilder).Append(arrow.Timestamp(at.UnixMicro()))
+			b.Field(2).(*array.Decimal128Builder).Append(decimal128.FromI64(cents))
+			b.Field(3).(*array.StringBuilder).Append(customer)
+		}
+		for i := lo; i < min(lo+batch, to); i++ {
+			at, cents, customer := order(start, stepMicros, i)
+			switch {
+			case !staged:
+			case i == missing:
+				continue
+			case i == changed:
+				cents++
+			case i == shifted:
+				at = at.Add(2 * time.Hour)
+			case i == retried:
+				add(at.Add(24*time.Hour), int64(i), cents, customer)
+			}
+			add(at, int64(i), cents, customer)
+		}
+		rec := b.NewRecordBatch()
+		b.Release()
+		rdr, err := array.NewRecordReader(sc, []arrow.RecordBatch{rec})
+		benchdb.Must(err)
+		p.tbl, err = p.tbl.Append(ctx, rdr, nil)
+		benchdb.Must(err)
+		rec.Release()
+	}
+}
+
+// tidemark wires Tidemark over db on a clock of its own: the catalog, the tables and usage
+// services and reconciliation over the two sides, both registered.
+func (p *pair) tidemark(db *storage.DB, dir string) {
+	ctx, start, pg := p.ctx, p.start, p.pg
+	p.now = start.AddDate(0, 0, *days+1)
+	clock := func() time.Time { return p.now }
 	cat := catalog.New(db.Client, catalog.WithClock(clock))
 	tbls, err := tables.New(db.Client, cat, tables.WithWarehouseRoots(dir), tables.WithClock(clock))
 	benchdb.Must(err)
+	p.tbls = tbls
 	use, err := usage.New(db, cat, usage.WithClock(clock))
 	benchdb.Must(err)
-	newT, _, err := tbls.Register(ctx, tables.RegisterInput{MetadataLocation: tbl.MetadataLocation()})
+	newT, _, err := tbls.Register(ctx, tables.RegisterInput{MetadataLocation: p.tbl.MetadataLocation()})
 	benchdb.Must(err)
 	old, err := cat.Create(ctx, catalog.CreateInput{Kind: catalog.KindTable, Namespace: "postgres://bench:5432", Name: "bench.public.orders"})
 	benchdb.Must(err)
 	svc := reconcile.New(db.Client, cat, tbls, use, reconcile.WithClock(clock), reconcile.WithConnection("bench", pg))
+	p.svc = svc
 	// A migration of its own for each timed run: its first run has no previous one, so it reads
 	// both sides in full.
-	fresh := func() reconcile.Migration {
+	p.fresh = func() reconcile.Migration {
 		m, err := svc.Create(ctx, reconcile.CreateInput{OldAssetID: old.Asset.ID, NewAssetID: newT.AssetID, Owner: "bench", Spec: reconcile.Spec{
 			KeyColumns: []string{"order_id"}, TimeColumn: "ordered_at", Columns: []string{"amount", "customer"}, WindowSeconds: 86400, Since: start,
 			DedupOld: reconcile.FirstWins, DedupNew: reconcile.FirstWins, LagBoundSeconds: 3600, Cutover: reconcile.CutoverRule{MinCleanRuns: 1, WeakerReason: "a benchmark"},
@@ -194,33 +247,35 @@ func main() {
 		benchdb.Must(err)
 		return m
 	}
-	var m reconcile.Migration
+}
 
-	countQuery := func() (time.Duration, int) {
-		t := time.Now()
-		rs, err := pg.QueryContext(ctx, `SELECT floor(extract(epoch FROM ordered_at) / 86400), count(*) FROM orders GROUP BY 1`)
-		benchdb.Must(err)
-		n := 0
-		for rs.Next() {
-			n++
-		}
-		benchdb.Must(rs.Err())
-		rs.Close()
-		return time.Since(t), n
+// countQuery runs the plain count per window on the old side and returns how long it took and
+// the windows it counted.
+func (p *pair) countQuery() (time.Duration, int) {
+	ctx, pg := p.ctx, p.pg
+	t := time.Now()
+	rs, err := pg.QueryContext(ctx, `SELECT floor(extract(epoch FROM ordered_at) / 86400), count(*) FROM orders GROUP BY 1`)
+	benchdb.Must(err)
+	n := 0
+	for rs.Next() {
+		n++
 	}
-	runtime.GC()
-	resetPeak()
-	if *prof != "" {
-		f, err := os.Create(*prof)
-		benchdb.Must(err)
-		benchdb.Must(pprof.StartCPUProfile(f))
-		defer pprof.StopCPUProfile()
-	}
+	benchdb.Must(rs.Err())
+	rs.Close()
+	return time.Since(t), n
+}
+
+// fullRuns times full reconciliation runs, each of a fresh migration, and the count per window,
+// alternately, and prints each run, the medians and what the last run found. It returns the
+// last run and its migration.
+func (p *pair) fullRuns() (reconcile.Migration, reconcile.Run) {
+	ctx, svc := p.ctx, p.svc
+	var m reconcile.Migration
 	var recon, count []time.Duration
 	var last reconcile.Run
 	fmt.Printf("\n%-4s %-46s %10s %12s %12s %10s %8s\n", "run", "side", "time", "rows read", "counted", "windows", "deep")
 	for i := range *runs {
-		m = fresh()
+		m = p.fresh()
 		t := time.Now()
 		r, err := svc.Reconcile(ctx, m.ID)
 		benchdb.Must(err)
@@ -228,7 +283,7 @@ func main() {
 		last = r
 		fmt.Printf("%-4d %-46s %10s %12d %12d %10d %8d\n", i+1, "Tidemark reconciliation (full)", recon[i].Round(time.Millisecond),
 			r.Cost.RowsOld+r.Cost.RowsNew, r.Cost.Counted, len(r.Windows), r.Cost.Deep)
-		c, n := countQuery()
+		c, n := p.countQuery()
 		count = append(count, c)
 		fmt.Printf("%-4d %-46s %10s %12s %12d %10d\n", i+1, "SELECT count(*) GROUP BY day (old side only)", c.Round(time.Millisecond), "", *rows, n)
 	}
@@ -243,14 +298,19 @@ func main() {
 	for _, cause := range last.Causes {
 		fmt.Println("  ", cause)
 	}
+	return m, last
+}
 
-	// One more day of orders on both sides, then a run.
+// oneMoreDay writes one more day of orders on both sides, then runs m again and prints what it
+// read against the full run, last.
+func (p *pair) oneMoreDay(m reconcile.Migration, last reconcile.Run) {
+	ctx, svc := p.ctx, p.svc
 	perDay := *rows / *days
-	oldSide(*rows, *rows+perDay)
-	newSide(*rows, *rows+perDay, false)
-	_, _, err = tbls.Register(ctx, tables.RegisterInput{MetadataLocation: tbl.MetadataLocation()})
+	p.oldSide(*rows, *rows+perDay)
+	p.newSide(*rows, *rows+perDay, false)
+	_, _, err := p.tbls.Register(ctx, tables.RegisterInput{MetadataLocation: p.tbl.MetadataLocation()})
 	benchdb.Must(err)
-	now = now.AddDate(0, 0, 1)
+	p.now = p.now.AddDate(0, 0, 1)
 	t := time.Now()
 	inc, err := svc.Reconcile(ctx, m.ID)
 	benchdb.Must(err)

@@ -168,6 +168,38 @@ var tagPool = []struct {
 func generate(n int, seed int64) *corpus {
 	rng := rand.New(rand.NewSource(seed))
 	c := &corpus{df: map[string]int{}, colOnly: map[string]int{}, ownerCount: map[string]int{}}
+	c.fillVocab(rng)
+	c.fillPrincipals(rng)
+	g := &generator{c: c, rng: rng}
+	g.word = rand.NewZipf(rng, 1.05, 2, uint64(len(c.vocab)-1))
+	g.owner = rand.NewZipf(rng, 1.2, 1, uint64(len(c.principals)-1))
+	g.colWord = rand.NewZipf(rng, 1.1, 4, uint64(len(c.colVocab)-1))
+	kinds := []string{"table", "table", "table", "table", "view", "view", "topic", "file_set"}
+	g.taken = map[string]bool{}
+	for i := range n {
+		a := genAsset{id: uuid.Must(uuid.NewV7()), kind: kinds[rng.Intn(len(kinds))], ns: fmt.Sprintf("ns_%d", rng.Intn(50)),
+			searchable: map[string]bool{}}
+		g.name(&a, i)
+		g.describe(&a)
+		g.own(&a)
+		for _, t := range tagPool {
+			if rng.Float64() < t.p {
+				a.tags = append(a.tags, t.tag)
+			}
+		}
+		g.addColumns(&a)
+		c.columns += len(a.cols)
+		c.owners += len(a.owners)
+		c.tags += len(a.tags)
+		c.index(&a)
+		c.assets = append(c.assets, a)
+	}
+	return c
+}
+
+// fillVocab gives the corpus its words: the base words and a long tail of made-up ones, and
+// the column words.
+func (c *corpus) fillVocab(rng *rand.Rand) {
 	c.vocab = append(c.vocab, base...)
 	syll := strings.Fields("ka lo mi ra ven tor sel pa dri qua zen bor fi nu lex mar tes cor vin gal")
 	have := map[string]bool{}
@@ -185,6 +217,10 @@ func generate(n int, seed int64) *corpus {
 		}
 	}
 	c.colVocab = colBase
+}
+
+// fillPrincipals gives the corpus the users and teams that own its assets.
+func (c *corpus) fillPrincipals(rng *rand.Rand) {
 	for i := range 200 {
 		if i%3 == 0 {
 			c.principals = append(c.principals, fmt.Sprintf("user%d@example.com", i))
@@ -192,104 +228,119 @@ func generate(n int, seed int64) *corpus {
 			c.principals = append(c.principals, "team-"+c.vocab[rng.Intn(len(base))]+fmt.Sprint(i))
 		}
 	}
-	word := rand.NewZipf(rng, 1.05, 2, uint64(len(c.vocab)-1))
-	owner := rand.NewZipf(rng, 1.2, 1, uint64(len(c.principals)-1))
-	colWord := rand.NewZipf(rng, 1.1, 4, uint64(len(c.colVocab)-1))
-	kinds := []string{"table", "table", "table", "table", "view", "view", "topic", "file_set"}
-	taken := map[string]bool{}
-	for i := range n {
-		a := genAsset{id: uuid.Must(uuid.NewV7()), kind: kinds[rng.Intn(len(kinds))], ns: fmt.Sprintf("ns_%d", rng.Intn(50)),
-			searchable: map[string]bool{}}
-		for {
-			parts := make([]string, 2+rng.Intn(3))
-			for j := range parts {
-				parts[j] = c.vocab[word.Uint64()]
-			}
-			a.name = strings.Join(parts, "_")
-			if !taken[a.ns+"."+a.name] {
-				break
-			}
-			a.name += fmt.Sprintf("_v%d", i)
-			if !taken[a.ns+"."+a.name] {
-				break
-			}
+}
+
+// generator draws the assets of a corpus: the seeded source, the Zipf distributions of words,
+// owners and column words over it, and the names taken so far.
+type generator struct {
+	c                    *corpus
+	rng                  *rand.Rand
+	word, owner, colWord *rand.Zipf
+	taken                map[string]bool // ns.name
+}
+
+// name gives a a name of vocabulary words not taken in its namespace (the i-th asset's suffix
+// when the words are).
+func (g *generator) name(a *genAsset, i int) {
+	c, rng, word, taken := g.c, g.rng, g.word, g.taken
+	for {
+		parts := make([]string, 2+rng.Intn(3))
+		for j := range parts {
+			parts[j] = c.vocab[word.Uint64()]
 		}
-		taken[a.ns+"."+a.name] = true
-		desc := make([]string, 8+rng.Intn(18))
-		for j := range desc {
-			desc[j] = c.vocab[word.Uint64()]
+		a.name = strings.Join(parts, "_")
+		if !taken[a.ns+"."+a.name] {
+			break
 		}
-		a.desc = strings.ToUpper(desc[0][:1]) + strings.Join(desc, " ")[1:] + "."
-		for j := range 1 + rng.Intn(2) {
-			p := c.principals[owner.Uint64()]
-			if j == 1 && slices.Contains(a.owners, p) {
-				continue
-			}
-			a.owners = append(a.owners, p)
-			c.ownerCount[p]++
+		a.name += fmt.Sprintf("_v%d", i)
+		if !taken[a.ns+"."+a.name] {
+			break
 		}
-		for _, t := range tagPool {
-			if rng.Float64() < t.p {
-				a.tags = append(a.tags, t.tag)
-			}
-		}
-		ncols := 5 + rng.Intn(16)
-		seen := map[string]bool{}
-		for j := 0; j < ncols; j++ {
-			p := c.colVocab[colWord.Uint64()]
-			if rng.Intn(4) == 0 {
-				p = c.vocab[word.Uint64()] + "_" + p
-			}
-			if seen[p] {
-				continue
-			}
-			seen[p] = true
-			col := genColumn{id: uuid.Must(uuid.NewV7()), path: p}
-			if rng.Intn(3) == 0 {
-				col.doc = "The " + strings.ReplaceAll(p, "_", " ") + " of the " + c.vocab[word.Uint64()] + "."
-			}
-			if rng.Intn(6) == 0 {
-				col.desc = "Checked against " + c.vocab[word.Uint64()] + " daily."
-			}
-			if strings.Contains(p, "email") && rng.Intn(3) > 0 {
-				col.tags = append(col.tags, "pii.email")
-				c.columnTags++
-			}
-			if strings.Contains(p, "phone") && rng.Intn(2) == 0 {
-				col.tags = append(col.tags, "pii.phone")
-				c.columnTags++
-			}
-			a.cols = append(a.cols, col)
-		}
-		c.columns += len(a.cols)
-		c.owners += len(a.owners)
-		c.tags += len(a.tags)
-		// What search holds of it, token by token, for picking queries.
-		var text []string
-		text = append(text, a.ns, a.name, a.desc)
-		text = append(text, a.owners...)
-		text = append(text, a.tags...)
-		var colText []string
-		for _, col := range a.cols {
-			colText = append(colText, col.path, col.doc, col.desc)
-			text = append(text, col.tags...)
-		}
-		other := map[string]bool{}
-		for _, t := range tokens(strings.Join(text, " ")) {
-			a.searchable[t], other[t] = true, true
-		}
-		for _, t := range tokens(strings.Join(colText, " ")) {
-			if !a.searchable[t] && !other[t] {
-				c.colOnly[t]++
-			}
-			a.searchable[t] = true
-		}
-		for t := range a.searchable {
-			c.df[t]++
-		}
-		c.assets = append(c.assets, a)
 	}
-	return c
+	taken[a.ns+"."+a.name] = true
+}
+
+// describe gives a a description of vocabulary words.
+func (g *generator) describe(a *genAsset) {
+	c, rng, word := g.c, g.rng, g.word
+	desc := make([]string, 8+rng.Intn(18))
+	for j := range desc {
+		desc[j] = c.vocab[word.Uint64()]
+	}
+	a.desc = strings.ToUpper(desc[0][:1]) + strings.Join(desc, " ")[1:] + "."
+}
+
+// own gives a one or two owners.
+func (g *generator) own(a *genAsset) {
+	c, rng, owner := g.c, g.rng, g.owner
+	for j := range 1 + rng.Intn(2) {
+		p := c.principals[owner.Uint64()]
+		if j == 1 && slices.Contains(a.owners, p) {
+			continue
+		}
+		a.owners = append(a.owners, p)
+		c.ownerCount[p]++
+	}
+}
+
+// addColumns gives a its columns, some with a doc or a description, email and phone columns
+// mostly tagged as such.
+func (g *generator) addColumns(a *genAsset) {
+	c, rng, word, colWord := g.c, g.rng, g.word, g.colWord
+	ncols := 5 + rng.Intn(16)
+	seen := map[string]bool{}
+	for j := 0; j < ncols; j++ {
+		p := c.colVocab[colWord.Uint64()]
+		if rng.Intn(4) == 0 {
+			p = c.vocab[word.Uint64()] + "_" + p
+		}
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		col := genColumn{id: uuid.Must(uuid.NewV7()), path: p}
+		if rng.Intn(3) == 0 {
+			col.doc = "The " + strings.ReplaceAll(p, "_", " ") + " of the " + c.vocab[word.Uint64()] + "."
+		}
+		if rng.Intn(6) == 0 {
+			col.desc = "Checked against " + c.vocab[word.Uint64()] + " daily."
+		}
+		if strings.Contains(p, "email") && rng.Intn(3) > 0 {
+			col.tags = append(col.tags, "pii.email")
+			c.columnTags++
+		}
+		if strings.Contains(p, "phone") && rng.Intn(2) == 0 {
+			col.tags = append(col.tags, "pii.phone")
+			c.columnTags++
+		}
+		a.cols = append(a.cols, col)
+	}
+}
+
+// index records what search holds of a, token by token, for picking queries.
+func (c *corpus) index(a *genAsset) {
+	var text []string
+	text = append(text, a.ns, a.name, a.desc)
+	text = append(text, a.owners...)
+	text = append(text, a.tags...)
+	var colText []string
+	for _, col := range a.cols {
+		colText = append(colText, col.path, col.doc, col.desc)
+		text = append(text, col.tags...)
+	}
+	other := map[string]bool{}
+	for _, t := range tokens(strings.Join(text, " ")) {
+		a.searchable[t], other[t] = true, true
+	}
+	for _, t := range tokens(strings.Join(colText, " ")) {
+		if !a.searchable[t] && !other[t] {
+			c.colOnly[t]++
+		}
+		a.searchable[t] = true
+	}
+	for t := range a.searchable {
+		c.df[t]++
+	}
 }
 
 func tokens(s string) []string {

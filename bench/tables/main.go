@@ -81,13 +81,7 @@ func main() {
 	start := time.Date(2023, 1, 1, 0, 0, 0, 0, time.UTC)
 	startHour := int32(start.Unix() / 3600)
 	days := (*hours + 23) / 24
-	layouts := []struct {
-		name      string
-		transform iceberg.Transform
-		parts     int
-		size      int64
-		value     func(i int) any
-	}{
+	layouts := []layout{
 		{"hourly", iceberg.HourTransform{}, *hours, 4 * mib, func(i int) any { return startHour + int32(i) }},
 		{"daily", iceberg.DayTransform{}, days, 96 * mib, func(i int) any { return int32(start.Unix()/86400) + int32(i) }},
 	}
@@ -104,83 +98,115 @@ func main() {
 	defer db.Close()
 	fmt.Printf("Tidemark database: %s\n\n", db.Dialect)
 
+	b := &bench{ctx: ctx, icat: icat, db: db, dir: dir}
 	var results []result
 	for _, lay := range layouts {
-		spec := iceberg.NewPartitionSpec(iceberg.PartitionField{SourceIDs: []int{2}, FieldID: 1000, Name: "ts_" + lay.transform.String(), Transform: lay.transform})
-		tbl, err := icat.CreateTable(ctx, table.Identifier{"db", lay.name}, schema, icecat.WithPartitionSpec(&spec))
-		benchdb.Must(err)
-		t0 := time.Now()
-		per := (lay.parts + *commits - 1) / *commits
-		n := 0
-		for c := 0; c < *commits; c++ {
-			var files []iceberg.DataFile
-			for p := c * per; p < min((c+1)*per, lay.parts); p++ {
-				for f := 0; f < *perPart; f++ {
-					files = append(files, dataFile(spec, lay.name, n, lay.value(p), lay.size+int64(f)*mib/8))
-					n++
-				}
-			}
-			tbl = commit(ctx, tbl, files)
-		}
-		write := time.Since(t0)
-		fmt.Printf("%s: wrote %d file entries in %d partitions, %d commits, in %s\n", lay.name, n, lay.parts, *commits, write.Round(time.Millisecond))
-
-		r := result{name: lay.name, files: n, parts: lay.parts, write: write}
-		// Cold inspection (a fresh database each time, so every manifest is read) and
-		// iceberg-go's planning, alternately; medians.
-		var cold, plan []time.Duration
-		for i := 0; i < *repeat; i++ {
-			fresh, done := freshDB(ctx, dir, lay.name)
-			svc := service(fresh)
-			t := time.Now()
-			tb, rep, err := svc.Register(ctx, tables.RegisterInput{MetadataLocation: tbl.MetadataLocation()})
-			benchdb.Must(err)
-			r.health, err = svc.Health(ctx, tb.AssetID)
-			benchdb.Must(err)
-			cold = append(cold, time.Since(t))
-			r.cold = rep
-			done()
-			t = time.Now()
-			tasks, err := tbl.Scan().PlanFiles(ctx)
-			benchdb.Must(err)
-			plan = append(plan, time.Since(t))
-			r.planTasks = len(tasks)
-		}
-		r.inspectCold, r.plan = median(cold), median(plan)
-		svc := service(db)
-		_, _, err = svc.Register(ctx, tables.RegisterInput{MetadataLocation: tbl.MetadataLocation()})
-		benchdb.Must(err)
-		// Warm: the database cache holds every manifest; a new process (a fresh service) decodes
-		// them from it, a running one has their figures in memory.
-		r.inspectDB = timed(func() {
-			_, _, err := service(db).Register(ctx, tables.RegisterInput{MetadataLocation: tbl.MetadataLocation()})
-			benchdb.Must(err)
-		})
-		r.inspectWarm = timed(func() {
-			_, _, err := svc.Register(ctx, tables.RegisterInput{MetadataLocation: tbl.MetadataLocation()})
-			benchdb.Must(err)
-		})
-		// One more commit at a time (three files in a new partition), each refresh reading the
-		// one new manifest; the median.
-		var refreshes []time.Duration
-		for i := 0; i < *repeat; i++ {
-			var files []iceberg.DataFile
-			for f := 0; f < *perPart; f++ {
-				files = append(files, dataFile(spec, lay.name, n, lay.value(lay.parts+i), lay.size))
-				n++
-			}
-			tbl = commit(ctx, tbl, files)
-			t1 := time.Now()
-			_, rr, err := svc.Register(ctx, tables.RegisterInput{MetadataLocation: tbl.MetadataLocation()})
-			benchdb.Must(err)
-			refreshes = append(refreshes, time.Since(t1))
-			r.refreshRep = rr
-		}
-		r.refresh = median(refreshes)
-		results = append(results, r)
+		results = append(results, b.measure(lay))
 	}
 
 	printResults(results)
+}
+
+// layout is one way to partition the benchmark's data: by the transform into parts partitions
+// (value gives the i-th one's partition value), files of size bytes.
+type layout struct {
+	name      string
+	transform iceberg.Transform
+	parts     int
+	size      int64
+	value     func(i int) any
+}
+
+// bench is what every layout is measured with: the Iceberg catalog, Tidemark's database and the
+// directory holding the warehouse.
+type bench struct {
+	ctx  context.Context
+	icat *sqlcat.Catalog
+	db   *storage.DB
+	dir  string
+}
+
+// measure writes the layout's table, then times inspecting it cold and warm next to iceberg-go's
+// planning, and refreshing it after one more commit.
+func (b *bench) measure(lay layout) result {
+	ctx, icat, db := b.ctx, b.icat, b.db
+	spec := iceberg.NewPartitionSpec(iceberg.PartitionField{SourceIDs: []int{2}, FieldID: 1000, Name: "ts_" + lay.transform.String(), Transform: lay.transform})
+	tbl, err := icat.CreateTable(ctx, table.Identifier{"db", lay.name}, schema, icecat.WithPartitionSpec(&spec))
+	benchdb.Must(err)
+	t0 := time.Now()
+	per := (lay.parts + *commits - 1) / *commits
+	n := 0
+	for c := 0; c < *commits; c++ {
+		var files []iceberg.DataFile
+		for p := c * per; p < min((c+1)*per, lay.parts); p++ {
+			for f := 0; f < *perPart; f++ {
+				files = append(files, dataFile(spec, lay.name, n, lay.value(p), lay.size+int64(f)*mib/8))
+				n++
+			}
+		}
+		tbl = commit(ctx, tbl, files)
+	}
+	write := time.Since(t0)
+	fmt.Printf("%s: wrote %d file entries in %d partitions, %d commits, in %s\n", lay.name, n, lay.parts, *commits, write.Round(time.Millisecond))
+
+	r := result{name: lay.name, files: n, parts: lay.parts, write: write}
+	b.coldInspection(&r, tbl)
+	svc := service(db)
+	_, _, err = svc.Register(ctx, tables.RegisterInput{MetadataLocation: tbl.MetadataLocation()})
+	benchdb.Must(err)
+	// Warm: the database cache holds every manifest; a new process (a fresh service) decodes
+	// them from it, a running one has their figures in memory.
+	r.inspectDB = timed(func() {
+		_, _, err := service(db).Register(ctx, tables.RegisterInput{MetadataLocation: tbl.MetadataLocation()})
+		benchdb.Must(err)
+	})
+	r.inspectWarm = timed(func() {
+		_, _, err := svc.Register(ctx, tables.RegisterInput{MetadataLocation: tbl.MetadataLocation()})
+		benchdb.Must(err)
+	})
+	// One more commit at a time (three files in a new partition), each refresh reading the
+	// one new manifest; the median.
+	var refreshes []time.Duration
+	for i := 0; i < *repeat; i++ {
+		var files []iceberg.DataFile
+		for f := 0; f < *perPart; f++ {
+			files = append(files, dataFile(spec, lay.name, n, lay.value(lay.parts+i), lay.size))
+			n++
+		}
+		tbl = commit(ctx, tbl, files)
+		t1 := time.Now()
+		_, rr, err := svc.Register(ctx, tables.RegisterInput{MetadataLocation: tbl.MetadataLocation()})
+		benchdb.Must(err)
+		refreshes = append(refreshes, time.Since(t1))
+		r.refreshRep = rr
+	}
+	r.refresh = median(refreshes)
+	return r
+}
+
+// coldInspection times inspecting tbl (a fresh database each time, so every manifest is read)
+// and iceberg-go's planning, alternately; medians.
+func (b *bench) coldInspection(r *result, tbl *table.Table) {
+	ctx, dir := b.ctx, b.dir
+	var cold, plan []time.Duration
+	for i := 0; i < *repeat; i++ {
+		fresh, done := freshDB(ctx, dir, r.name)
+		svc := service(fresh)
+		t := time.Now()
+		tb, rep, err := svc.Register(ctx, tables.RegisterInput{MetadataLocation: tbl.MetadataLocation()})
+		benchdb.Must(err)
+		r.health, err = svc.Health(ctx, tb.AssetID)
+		benchdb.Must(err)
+		cold = append(cold, time.Since(t))
+		r.cold = rep
+		done()
+		t = time.Now()
+		tasks, err := tbl.Scan().PlanFiles(ctx)
+		benchdb.Must(err)
+		plan = append(plan, time.Since(t))
+		r.planTasks = len(tasks)
+	}
+	r.inspectCold, r.plan = median(cold), median(plan)
 }
 
 func dataFile(spec iceberg.PartitionSpec, name string, n int, part any, size int64) iceberg.DataFile {
