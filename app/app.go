@@ -139,7 +139,7 @@ func Open(ctx context.Context, store *storage.DB, cfg Config) (*App, error) {
 	a.Reconcile = reconcile.New(store.Client, a.Catalog, a.Tables, a.Usage, ropts...)
 	// A migrated asset is retired only after its cutover and a final clean reconciliation.
 	copts = append(copts, cleanup.WithMigrationGate(a.Reconcile.RetirementGate))
-	a.Cleanup = cleanup.New(store, a.Tables, a.Catalog, copts...)
+	a.Cleanup = cleanup.New(store, a.Catalog, a.Tables, copts...)
 	return a, nil
 }
 

@@ -130,7 +130,7 @@ func WithHolder(h string) Option { return func(s *Service) { s.holder = h } }
 
 // New returns a Service.
 // The store says which database it is (SQLite has no row locks; its writes are serialised).
-func New(store *storage.DB, tbls *tables.Service, cat *catalog.Catalog, opts ...Option) *Service {
+func New(store *storage.DB, cat *catalog.Catalog, tbls *tables.Service, opts ...Option) *Service {
 	host, _ := os.Hostname()
 	s := &Service{db: store.Client, sqlite: store.Dialect == dialect.SQLite, tables: tbls, cat: cat, now: time.Now, log: slog.New(slog.DiscardHandler),
 		holder: fmt.Sprintf("%s-%s", host, uuid.NewString()[:8]), prices: DefaultPrices, pageSize: DefaultPageSize,

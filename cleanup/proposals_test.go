@@ -594,7 +594,7 @@ func TestWebhookHardening(t *testing.T) {
 		var hits atomic.Int64
 		local := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
 		defer local.Close()
-		strict := cleanup.New(db, e.tables, e.cat, cleanup.WithClock(e.clock.Now), cleanup.WithUsage(e.usage, nil))
+		strict := cleanup.New(db, e.cat, e.tables, cleanup.WithClock(e.clock.Now), cleanup.WithUsage(e.usage, nil))
 		must(t, strict.SetWebhook(e.ctx, "team", local.URL+"/hook"))
 		e.clock.Add(100 * 24 * time.Hour) // unused again: a new proposal, a new notification
 		if r, err := strict.Propose(e.ctx); err != nil || r.Opened != 1 {

@@ -62,7 +62,7 @@ func simulateCatalog(t *testing.T, seed, sched uint64, n int) catStats {
 		return nil
 	}))
 	// A second replica over the same database, executing now and then at the same time.
-	second = cleanup.New(db, e.tables, e.cat, cleanup.WithClock(e.clock.Now),
+	second = cleanup.New(db, e.cat, e.tables, cleanup.WithClock(e.clock.Now),
 		cleanup.WithUsage(e.usage, nil), cleanup.WithHolder("second-replica"))
 	log := []string{}
 	fail := func(format string, args ...any) {

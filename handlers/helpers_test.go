@@ -93,7 +93,7 @@ func startServer(t testing.TB, db *storage.DB, tweak func(*handlers.Config)) *se
 		t.Fatal(err)
 	}
 	ahead := &atomic.Int64{}
-	clean := cleanup.New(db, tbls, cat, cleanup.WithPrivateWebhooks(true),
+	clean := cleanup.New(db, cat, tbls, cleanup.WithPrivateWebhooks(true),
 		cleanup.WithClock(func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }))
 	cfg := handlers.Config{
 		Reconcile: rec,

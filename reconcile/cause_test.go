@@ -66,7 +66,7 @@ func TestDuplicationNamesTheWritersAndTheOwner(t *testing.T) {
 		t.Cleanup(hook.Close)
 		tbls, err := tables.New(db.Client, cat)
 		must(t, err)
-		clean := cleanup.New(db, tbls, cat, cleanup.WithClock(c.Now), cleanup.WithPrivateWebhooks(true)) // the receiver listens on loopback
+		clean := cleanup.New(db, cat, tbls, cleanup.WithClock(c.Now), cleanup.WithPrivateWebhooks(true)) // the receiver listens on loopback
 		must(t, clean.SetWebhook(ctx, "team-orders", hook.URL))
 
 		fig := func(rows, keys, dups int64) reconcile.SideFigures {

@@ -52,7 +52,7 @@ func newUIWith(t *testing.T, db *storage.DB, tweak func(*web.Config)) (*httptest
 		t.Fatal(err)
 	}
 	cfg := web.Config{Catalog: cat, Lineage: lin, Usage: use, Tables: tbls, Tokens: auth.NewStore(db.Client, nil),
-		Cleanup: cleanup.New(db, tbls, cat)}
+		Cleanup: cleanup.New(db, cat, tbls)}
 	if tweak != nil {
 		tweak(&cfg)
 	}
@@ -301,7 +301,7 @@ func TestAssetPageSaysWhatIsMissing(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.Tables = tbls
-		c.Cleanup = cleanup.New(gone, tbls, goneCat)
+		c.Cleanup = cleanup.New(gone, goneCat, tbls)
 		c.Logger = slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
 			mu.Lock()
 			defer mu.Unlock()

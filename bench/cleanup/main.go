@@ -237,7 +237,7 @@ func side(ctx context.Context, s, d string) {
 			}
 			return time.Now()
 		}
-		svc := cleanup.New(db, tbls, cat, cleanup.WithClock(clock))
+		svc := cleanup.New(db, cat, tbls, cleanup.WithClock(clock))
 		id := mustUUID(assetID)
 		t := time.Now()
 		rep, err := svc.Scan(ctx, id, cleanup.ScanOptions{SkipDangling: true})
