@@ -269,6 +269,12 @@ func (a *API) curationRoutes() {
 		Params:    []param{optionalIfMatch},
 		Responses: map[int]any{200: assetResponse{}},
 	}, a.decideSuggestion(false))
+	a.vocabularyRoutes()
+}
+
+// vocabularyRoutes are the catalog-wide vocabularies: classifications and the glossary.
+func (a *API) vocabularyRoutes() {
+	const base = "/api/v1"
 	a.handle(operation{
 		Method:    http.MethodGet,
 		Path:      base + "/classifications",
