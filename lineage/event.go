@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tidemark/tidemark/catalog"
 )
@@ -180,6 +181,10 @@ func invalid(format string, args ...any) error {
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	// On a character boundary: half a character is invalid UTF-8, which PostgreSQL refuses.
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n] + "..."
 }

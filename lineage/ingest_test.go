@@ -449,3 +449,19 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// TestLongProducerCutOnACharacter: a producer longer than the stored 1,024 bytes whose cut falls
+// inside a multi-byte character is stored cut before it, so PostgreSQL takes the batch (it
+// refused the invalid UTF-8 a byte cut made, and a retry failed the same way forever).
+func TestLongProducerCutOnACharacter(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		f := newCurationFixture(t, db)
+		producer := "https://example.com/" + strings.Repeat("a", 1023-len("https://example.com/")) + "é-and-more"
+		raw := []byte(`{"eventType":"COMPLETE","eventTime":"2026-01-01T01:00:00Z","producer":"` + producer + `","run":{"runId":"` +
+			uuid.NewString() + `"},"job":{"namespace":"w","name":"load"},"outputs":[{"namespace":"w","name":"t"}]}`)
+		f.ingestBatch(t, raw)
+		if _, err := f.cat.Resolve(f.ctx, "w", "t"); err != nil {
+			t.Fatalf("the event with a long producer was not stored: %v", err)
+		}
+	})
+}
