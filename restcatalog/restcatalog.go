@@ -214,7 +214,11 @@ func (f *Face) errors(next echo.HandlerFunc) echo.HandlerFunc {
 		if c.Request().Method == http.MethodHead {
 			return c.NoContent(e.Status)
 		}
-		return c.JSON(e.Status, errorResponse{Error: errorModel{Message: e.Message, Type: e.Type, Code: e.Status}})
+		c.Response().Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+		c.Response().WriteHeader(e.Status)
+		enc := json.NewEncoder(c.Response())
+		enc.SetEscapeHTML(false) // messages quote <token> and the like; keep them readable
+		return enc.Encode(errorResponse{Error: errorModel{Message: e.Message, Type: e.Type, Code: e.Status}})
 	}
 }
 
