@@ -26,9 +26,18 @@ import (
 // do sends a request with a bearer token and decodes a JSON answer into out (when not nil).
 func (s *server) do(t *testing.T, method, path, token, body string, out any) (int, string) {
 	t.Helper()
+	return s.doWith(t, method, path, token, body, nil, out)
+}
+
+// doWith is do with extra request headers.
+func (s *server) doWith(t *testing.T, method, path, token, body string, header map[string]string, out any) (int, string) {
+	t.Helper()
 	req, err := http.NewRequest(method, s.URL+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -205,9 +214,19 @@ func TestBadInput(t *testing.T) {
 			{"OverwriteRegister", "POST", "/iceberg/v1/main/namespaces/b/register", s.Token, `{"name":"x","metadata-location":"file:///x","overwrite":true}`, 400, "BadRequestException", "overwrite"},
 			{"BodyTooLarge", "POST", tp, s.Token, `{"requirements":[],"updates":[],"pad":"` + strings.Repeat("x", 9<<20) + `"}`, 413, "BadRequestException", "over"},
 		}
+		// A drop with an oversized Idempotency-Key is refused before it drops anything.
+		cases = append(cases, struct {
+			name, method, path, token, body string
+			status                          int
+			typ, says                       string
+		}{"IdempotencyKeyTooLong", "DELETE", tp, s.Token, "", 400, "BadRequestException", "Idempotency-Key"})
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
-				code, body := s.do(t, c.method, c.path, c.token, c.body, nil)
+				var header map[string]string
+				if c.name == "IdempotencyKeyTooLong" {
+					header = map[string]string{"Idempotency-Key": strings.Repeat("k", 200)}
+				}
+				code, body := s.doWith(t, c.method, c.path, c.token, c.body, header, nil)
 				if code != c.status {
 					t.Fatalf("status %d, want %d: %s", code, c.status, body)
 				}

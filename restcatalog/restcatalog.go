@@ -70,7 +70,7 @@ func Mount(e *echo.Echo, cfg Config) *Face {
 		cfg.Now = time.Now
 	}
 	f := &Face{cfg: cfg}
-	g := e.Group("/iceberg/v1", f.errors, f.limitBody)
+	g := e.Group("/iceberg/v1", f.errors, f.limitBody, checkIdempotencyKey)
 	read, write, admin := f.scope(auth.ScopeRead), f.scope(auth.ScopeWrite), f.scope(auth.ScopeAdmin)
 	g.GET("/config", f.config, read)
 	g.POST("/oauth/tokens", f.token)
@@ -356,10 +356,12 @@ func (f *Face) options(c echo.Context) tables.CommitOptions {
 	return tables.CommitOptions{IdempotencyKey: strings.TrimSpace(c.Request().Header.Get("Idempotency-Key"))}
 }
 
-func checkIdempotencyKey(c echo.Context) error {
-	k := c.Request().Header.Get("Idempotency-Key")
-	if len(k) > 128 {
-		return badRequest("the Idempotency-Key is %d bytes; the limit is 128", len(k))
+// checkIdempotencyKey refuses an oversized Idempotency-Key on every route, before anything is read.
+func checkIdempotencyKey(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if k := c.Request().Header.Get("Idempotency-Key"); len(k) > 128 {
+			return badRequest("the Idempotency-Key is %d bytes; the limit is 128", len(k))
+		}
+		return next(c)
 	}
-	return nil
 }

@@ -92,9 +92,6 @@ func (f *Face) createTable(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := checkIdempotencyKey(c); err != nil {
-		return err
-	}
 	var in createTableBody
 	if err := decode(c, &in); err != nil {
 		return err
@@ -208,9 +205,6 @@ func (f *Face) commitTable(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := checkIdempotencyKey(c); err != nil {
-		return err
-	}
 	var in commitBody
 	if err := decode(c, &in); err != nil {
 		return err
@@ -259,9 +253,6 @@ const maxTableChanges = 100
 func (f *Face) commitTransaction(c echo.Context) error {
 	wh, err := prefix(c)
 	if err != nil {
-		return err
-	}
-	if err := checkIdempotencyKey(c); err != nil {
 		return err
 	}
 	var in transactionBody

@@ -20,7 +20,11 @@ import (
 	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/ent/icebergcommit"
 	"github.com/tidemark/tidemark/ent/icebergtable"
+	"github.com/tidemark/tidemark/internal/clip"
 )
+
+// maxReason bounds a commit's stored reason (a requirement's error, a storage error).
+const maxReason = 2000
 
 // Commit states.
 const (
@@ -184,7 +188,7 @@ func (s *Service) recordConflict(ctx context.Context, w Warehouse, p *plan, ch C
 	}
 	err := s.tx(ctx, func(tx *ent.Tx) error {
 		c, err := tx.IcebergCommit.Create().SetAssetID(p.row.ID).SetWarehouse(w.Name).SetKind("commit").SetState(stateConflict).
-			SetBaseLocation(p.row.MetadataLocation).SetNillableSnapshotID(snap).SetReason(clipReason(cause.Error())).
+			SetBaseLocation(p.row.MetadataLocation).SetNillableSnapshotID(snap).SetReason(clip.String(cause.Error(), maxReason)).
 			SetIdempotencyKey(opt.IdempotencyKey).SetActor(catalog.ActorFrom(ctx)).SetStartedAt(now).SetFinishedAt(now).Save(ctx)
 		if err != nil {
 			return err
@@ -194,13 +198,6 @@ func (s *Service) recordConflict(ctx context.Context, w Warehouse, p *plan, ch C
 	if err != nil {
 		s.log.Warn("could not record a rejected commit", "asset_id", p.row.ID, "err", err)
 	}
-}
-
-func clipReason(s string) string {
-	if len(s) > 2000 {
-		return s[:2000] + "..."
-	}
-	return s
 }
 
 // commit writes the plans' metadata files and swaps the pointers.
@@ -277,7 +274,7 @@ func (s *Service) commit(ctx context.Context, w Warehouse, plans []*plan, opt Co
 		if p.noop {
 			loc, meta = p.row.MetadataLocation, p.base
 		}
-		s.metaCache.put(loc, meta)
+		s.metaCache.Add(loc, meta)
 		out[i] = ServedTable{AssetID: p.assetOrRow(), Ident: p.ident, MetadataLocation: loc, Metadata: meta, Props: w.Props}
 		if !p.noop {
 			s.afterCommit(ctx, p)
@@ -300,12 +297,16 @@ func (p *plan) baseLocation() string {
 	return ""
 }
 
+// lastSnapshot is the newest snapshot a commit adds (to any branch), or nil.
 func lastSnapshot(p *plan) *int64 {
-	if c := p.updated.CurrentSnapshot(); c != nil && (p.base == nil || p.base.SnapshotByID(c.SnapshotID) == nil) {
-		v := c.SnapshotID
-		return &v
+	var out *int64
+	for _, snap := range p.updated.Snapshots() {
+		if p.base == nil || p.base.SnapshotByID(snap.SnapshotID) == nil {
+			v := snap.SnapshotID
+			out = &v
+		}
 	}
-	return nil
+	return out
 }
 
 // prepare checks locations, names the new metadata files, reads what the new snapshots added
@@ -327,7 +328,7 @@ func (s *Service) prepare(ctx context.Context, w Warehouse, plans []*plan) error
 			if err := s.checkLocation(ctx, w, loc, uuid.Nil); err != nil {
 				return err
 			}
-		} else if p.kind == "commit" && normLoc(p.updated.Location()) != normLoc(p.base.Location()) {
+		} else if p.kind == "commit" && p.updated.Location() != p.base.Location() {
 			if err := s.checkLocation(ctx, w, p.updated.Location(), p.row.ID); err != nil {
 				return err
 			}
@@ -549,7 +550,7 @@ func (s *Service) settle(ctx context.Context, plans []*plan, state, reason strin
 		}
 		err := s.tx(ctx, func(tx *ent.Tx) error {
 			n, err := tx.IcebergCommit.Update().Where(icebergcommit.ID(p.commit), icebergcommit.State(statePending)).SetState(state).
-				SetReason(clipReason(reason)).SetFinishedAt(now).Save(ctx)
+				SetReason(clip.String(reason, maxReason)).SetFinishedAt(now).Save(ctx)
 			if err != nil || n == 0 {
 				return err
 			}

@@ -197,43 +197,52 @@ func (s *Service) Inventory(ctx context.Context, id uuid.UUID, f InventoryFilter
 // LiveFromInventory returns the data and delete files live at a snapshot according to the
 // inventory alone: every file the snapshot's ancestors added, less those they removed. It reads
 // no table file. ok is false when an ancestor's commit is not in the inventory (the table was
-// registered, or written before Tidemark served it).
+// registered, or written before Tidemark served it): every snapshot a commit adds has its
+// manifest list recorded as added.
 func (s *Service) LiveFromInventory(ctx context.Context, id uuid.UUID, meta table.Metadata, snapshotID int64) (map[string]bool, bool, error) {
-	var chain []int64
+	var chain []int64 // oldest first
 	for snap := meta.SnapshotByID(snapshotID); snap != nil; {
-		chain = append(chain, snap.SnapshotID)
+		chain = append([]int64{snap.SnapshotID}, chain...)
 		if snap.ParentSnapshotID == nil {
 			break
 		}
 		snap = meta.SnapshotByID(*snap.ParentSnapshotID)
 	}
-	live := map[string]bool{}
-	for i := len(chain) - 1; i >= 0; i-- {
-		n, err := s.db.IcebergCommit.Query().Where(icebergcommit.AssetID(id), icebergcommit.SnapshotID(chain[i]), icebergcommit.State(stateCommitted)).Count(ctx)
+	bySnap := make(map[int64][]*ent.IcebergInventoryFile, len(chain))
+	const batch = 1000 // snapshot IDs a query (SQLite's parameter limit)
+	for i := 0; i < len(chain); i += batch {
+		rows, err := s.db.IcebergInventoryFile.Query().Where(iceberginventoryfile.AssetID(id), iceberginventoryfile.SnapshotIDIn(chain[i:min(i+batch, len(chain))]...),
+			iceberginventoryfile.KindIn(kindData, kindDelete, kindManifestList), iceberginventoryfile.ChangeIn(changeAdded, changeRemoved)).
+			Order(ent.Asc(iceberginventoryfile.FieldID)).
+			Select(iceberginventoryfile.FieldSnapshotID, iceberginventoryfile.FieldPath, iceberginventoryfile.FieldKind, iceberginventoryfile.FieldChange).All(ctx)
 		if err != nil {
-			return nil, false, err
-		}
-		if n == 0 {
-			return nil, false, nil
-		}
-		rows, err := s.db.IcebergInventoryFile.Query().Where(iceberginventoryfile.AssetID(id), iceberginventoryfile.SnapshotID(chain[i]),
-			iceberginventoryfile.KindIn(kindData, kindDelete), iceberginventoryfile.ChangeIn(changeAdded, changeRemoved)).
-			Select(iceberginventoryfile.FieldPath, iceberginventoryfile.FieldChange).All(ctx)
-		if err != nil {
-			return nil, false, err
+			return nil, false, fmt.Errorf("tables: read the inventory: %w", err)
 		}
 		for _, r := range rows {
-			if r.Change == changeAdded {
+			bySnap[r.SnapshotID] = append(bySnap[r.SnapshotID], r)
+		}
+	}
+	live := map[string]bool{}
+	for _, sid := range chain {
+		recorded := false
+		for _, r := range bySnap[sid] {
+			switch {
+			case r.Kind == kindManifestList:
+				recorded = recorded || r.Change == changeAdded
+			case r.Change == changeAdded:
 				live[r.Path] = true
-			} else {
+			default:
 				delete(live, r.Path)
 			}
+		}
+		if !recorded {
+			return nil, false, nil
 		}
 	}
 	return live, true, nil
 }
 
-// Commit is one recorded change of a served table's pointer, or an attempt at one.
+// CommitRecord is one recorded change of a served table's pointer, or an attempt at one.
 type CommitRecord struct {
 	ID            uuid.UUID
 	Kind, State   string

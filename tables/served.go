@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -47,41 +46,9 @@ type ServedTable struct {
 	Props iceberg.Properties
 }
 
-// metaCache keeps parsed metadata files by location: a metadata file is never rewritten, so a
-// location names the same metadata forever.
-type metaCache struct {
-	mu    sync.Mutex
-	max   int
-	order []string
-	m     map[string]table.Metadata
-}
-
-func newMetaCache(max int) *metaCache { return &metaCache{max: max, m: map[string]table.Metadata{}} }
-
-func (c *metaCache) get(loc string) (table.Metadata, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	m, ok := c.m[loc]
-	return m, ok
-}
-
-func (c *metaCache) put(loc string, m table.Metadata) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.m[loc]; ok {
-		return
-	}
-	if len(c.order) >= c.max {
-		delete(c.m, c.order[0])
-		c.order = c.order[1:]
-	}
-	c.order = append(c.order, loc)
-	c.m[loc] = m
-}
-
 // readMetadata reads and parses a metadata file under a warehouse.
 func (s *Service) readMetadata(ctx context.Context, w Warehouse, loc string) (table.Metadata, error) {
-	if m, ok := s.metaCache.get(loc); ok {
+	if m, ok := s.metaCache.Get(loc); ok {
 		return m, nil
 	}
 	fsys, err := IO(ctx, loc, w.Props)
@@ -104,7 +71,7 @@ func (s *Service) readMetadata(ctx context.Context, w Warehouse, loc string) (ta
 	if err != nil {
 		return nil, fmt.Errorf("tables: parse %s: %w", loc, err)
 	}
-	s.metaCache.put(loc, m)
+	s.metaCache.Add(loc, m)
 	return m, nil
 }
 
@@ -266,35 +233,25 @@ func (s *Service) defaultLocation(w Warehouse, id TableIdent, tuuid uuid.UUID) s
 	return strings.Join(parts, "/") + "/" + id.Name + "-" + strings.ReplaceAll(tuuid.String(), "-", "")
 }
 
-// normLoc makes locations comparable: local paths as file:// URIs, s3a/s3n as s3, no trailing
-// slash.
-func normLoc(l string) string {
-	l = strings.TrimRight(strings.TrimSpace(l), "/")
-	switch {
-	case strings.HasPrefix(l, "/"):
-		l = "file://" + l
-	case strings.HasPrefix(l, "file:/") && !strings.HasPrefix(l, "file://"):
-		l = "file://" + strings.TrimPrefix(l, "file:")
-	case strings.HasPrefix(l, "s3a://"), strings.HasPrefix(l, "s3n://"):
-		l = "s3://" + l[6:]
-	}
-	return l
-}
-
-// underDir reports whether loc lies strictly under dir, refusing "." and ".." segments (which
-// would make a prefix test lie about where a path resolves).
+// underDir reports whether loc lies strictly under dir, both normalised as warehouse roots are
+// (cleaned, so ".." cannot climb out by a prefix test; local symbolic links resolved).
 func underDir(loc, dir string) bool {
-	for _, seg := range strings.Split(loc, "/") {
-		if seg == "." || seg == ".." {
-			return false
-		}
+	l, err := parseRoot(loc)
+	if err != nil {
+		return false
 	}
-	return strings.HasPrefix(normLoc(loc), normLoc(dir)+"/")
+	d, err := parseRoot(dir)
+	return err == nil && d.contains(l) && l.path != d.path
 }
 
+// overlaps reports whether one location holds the other (or they are the same).
 func overlaps(a, b string) bool {
-	a, b = normLoc(a), normLoc(b)
-	return a == b || strings.HasPrefix(a, b+"/") || strings.HasPrefix(b, a+"/")
+	ra, err := parseRoot(a)
+	if err != nil {
+		return false
+	}
+	rb, err := parseRoot(b)
+	return err == nil && (ra.contains(rb) || rb.contains(ra))
 }
 
 // checkLocation refuses a location outside the warehouse or overlapping a live table's (other

@@ -15,6 +15,7 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
+	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/ent"
@@ -41,9 +42,11 @@ type Service struct {
 	lz4      *lz4Probe
 
 	warehouses []Warehouse // served over the Iceberg REST protocol
-	metaCache  *metaCache  // parsed metadata files of served tables, by location (immutable)
-	faults     Faults      // injected failures (tests)
-	stale      stale       // served tables to inspect again
+	// metaCache keeps parsed metadata files of served tables by location: a metadata file is
+	// never rewritten, so a location names the same metadata forever.
+	metaCache *lru.Cache[string, table.Metadata]
+	faults    Faults // injected failures (tests)
+	stale     stale  // served tables to inspect again
 }
 
 // DefaultConfirmGap is how far apart two complete catalog listings that both lack a table must
@@ -120,7 +123,7 @@ func New(db *ent.Client, cat *catalog.Catalog, opts ...Option) (*Service, error)
 	if err := s.checkWarehouses(); err != nil {
 		return nil, err
 	}
-	s.metaCache = newMetaCache(64)
+	s.metaCache, _ = lru.New[string, table.Metadata](64) // only a size below 1 fails
 	if s.gap < 0 {
 		return nil, fmt.Errorf("tables: the confirmation gap must not be negative, not %s", s.gap)
 	}
