@@ -151,3 +151,41 @@ func TestLifecycle(t *testing.T) {
 		}
 	})
 }
+
+// TestInventoryOfAMultiSnapshotCommit: one commit that adds two snapshots (two appends in one
+// transaction) is recorded for both, so the inventory's live set is complete and equals a walk.
+func TestInventoryOfAMultiSnapshotCommit(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		s := newServer(t, db)
+		tbl := create(t, s.client(t), "multi", "t")
+		tx := tbl.NewTransaction()
+		start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+		if err := tx.Append(ctx, s.lake.Record(tbl, tablestest.Rows(0, 2, start)), nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Append(ctx, s.lake.Record(tbl, tablestest.Rows(2, 2, start)), nil); err != nil {
+			t.Fatal(err)
+		}
+		tbl, err := tx.Commit(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(tbl.Metadata().Snapshots()); n != 2 {
+			t.Fatalf("the transaction made %d snapshots, want 2", n)
+		}
+		live, complete, err := s.App.Tables.LiveFromInventory(ctx, assetOf(t, s, tbl), tbl.Metadata(), tbl.CurrentSnapshot().SnapshotID)
+		if err != nil || !complete {
+			t.Fatalf("inventory after a two-snapshot commit: complete %v, err %v", complete, err)
+		}
+		walked := s.lake.Files(tbl, *tbl.CurrentSnapshot())
+		if len(live) != len(walked) {
+			t.Fatalf("inventory holds %d live files, the walk %d", len(live), len(walked))
+		}
+		for p := range walked {
+			if !live[p] {
+				t.Fatalf("the walk found %s, the inventory does not hold it", p)
+			}
+		}
+	})
+}
