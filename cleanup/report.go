@@ -32,6 +32,8 @@ type Report struct {
 	ReferencesReused bool          `json:"references_reused"`
 	Shards           []ShardReport `json:"shards"`
 	ShardsComplete   int           `json:"shards_complete"`
+	ShardsFailed     int           `json:"shards_failed"`      // failed, unreachable, stopped or leased to another worker
+	ShardsNotReached int           `json:"shards_not_reached"` // planned, but the scan stopped before their turn
 	// Holes are shards this scan did not walk to completion: nothing in them was confirmed.
 	Holes           []Hole        `json:"holes"`
 	EntriesListed   int64         `json:"entries_listed"`   // distinct paths listed
@@ -64,6 +66,9 @@ type Report struct {
 	Foreign    []ForeignTenant `json:"foreign_tenants"`
 }
 
+// outcomeNotReached is the outcome of a planned shard a stopped scan never began.
+const outcomeNotReached = "not_reached"
+
 // Pacing is the storage request pacing a scan or execution ran with (0: unlimited).
 type Pacing struct {
 	ListPerSecond float64 `json:"list_per_second"`
@@ -76,7 +81,7 @@ type Pacing struct {
 // ShardReport is one shard walk.
 type ShardReport struct {
 	Shard        string     `json:"shard"`
-	Outcome      string     `json:"outcome"`            // complete, failed, unreachable, stopped, leased
+	Outcome      string     `json:"outcome"`            // complete, failed, unreachable, stopped, leased, not_reached
 	TooSoon      bool       `json:"too_soon,omitempty"` // complete, but too soon after the previous walk to confirm
 	StartedAt    time.Time  `json:"started_at"`
 	FinishedAt   *time.Time `json:"finished_at,omitempty"`
@@ -124,10 +129,15 @@ func (r *Report) finish(p Prices) {
 	r.Prices = p
 	r.Cost.Scan = float64(r.Requests.List)/1000*p.ListPer1000 + float64(r.Requests.Head+r.Requests.Get+int64(r.Requests.ManifestReads))/1000*p.GetPer1000
 	r.Cost.OrphansPerMonth = float64(r.ConfirmedBytes) / 1e9 * p.StorageGBMonth
-	r.ShardsComplete, r.TooSoonShards = 0, 0
+	r.ShardsComplete, r.ShardsFailed, r.ShardsNotReached, r.TooSoonShards = 0, 0, 0, 0
 	for _, sh := range r.Shards {
-		if sh.Outcome == "complete" {
+		switch sh.Outcome {
+		case "complete":
 			r.ShardsComplete++
+		case outcomeNotReached:
+			r.ShardsNotReached++
+		default:
+			r.ShardsFailed++
 		}
 		if sh.TooSoon {
 			r.TooSoonShards++
@@ -137,8 +147,11 @@ func (r *Report) finish(p Prices) {
 	if r.ConfirmOnly {
 		fmt.Fprintf(&b, "A confirming pass: it walked only the shards with unconfirmed files and left %d shards whose last walk found no candidate. ", r.NothingToConfirm)
 	}
-	fmt.Fprintf(&b, "Examined %d of %d shards to completion (%d entries listed, %d LIST and %d HEAD requests, about $%.4f). ",
-		r.ShardsComplete, len(r.Shards), r.EntriesListed, r.Requests.List, r.Requests.Head, r.Cost.Scan)
+	if len(r.Planned) == 0 && r.State != "running" && !r.ConfirmOnly {
+		b.WriteString("The scan ended before it planned its shards: it examined nothing. ")
+	}
+	fmt.Fprintf(&b, "Planned %d shards: %d walked to completion, %d failed or stopped, %d not reached (%d entries listed, %d LIST and %d HEAD requests, about $%.4f). ",
+		len(r.Shards), r.ShardsComplete, r.ShardsFailed, r.ShardsNotReached, r.EntriesListed, r.Requests.List, r.Requests.Head, r.Cost.Scan)
 	if len(r.Foreign) > 0 {
 		fmt.Fprintf(&b, "Another table lives in this location (%s): no file here is a candidate while it does. ", foreignText(r.Foreign))
 	}

@@ -122,6 +122,10 @@ func (s *Service) Scan(ctx context.Context, asset uuid.UUID, opt ScanOptions) (R
 	if errors.Is(serr, errNothingToConfirm) {
 		serr = nil
 	}
+	// Every planned shard not walked to completion is a hole, however the scan ended.
+	if err := s.holes(context.WithoutCancel(ctx), &rep); err != nil {
+		serr = errors.Join(serr, err)
+	}
 	stopBeat()
 	state := cleanupscan.StateFinished
 	switch {
@@ -228,9 +232,6 @@ func (s *Service) scan(ctx context.Context, scanID uuid.UUID, rep *Report, opt S
 		complete = nil
 	}
 	if err := s.confirmWalks(ctx, rep, complete, post.refs, opt); err != nil {
-		return err
-	}
-	if err := s.holes(ctx, rep); err != nil {
 		return err
 	}
 	if !opt.SkipDangling {

@@ -406,8 +406,15 @@ func TestStopAndResume(t *testing.T) {
 		ctx, cancel := context.WithCancel(e.ctx)
 		e.hook = func(s string) { cancel() }
 		r, err := e.svc.Scan(ctx, e.id, cleanup.ScanOptions{RecheckDelay: time.Millisecond})
-		if !errors.Is(err, context.Canceled) || r.State != "stopped" || len(r.Planned) != 2 || len(r.Shards) != 1 || r.Shards[0].Outcome != "complete" {
+		if !errors.Is(err, context.Canceled) || r.State != "stopped" || len(r.Planned) != 2 || len(r.Shards) != 2 || r.Shards[0].Outcome != "complete" {
 			t.Fatalf("stopped scan: %v, state %s, planned %v, shards %+v", err, r.State, r.Planned, r.Shards)
+		}
+		// The shard it never reached is in the report, a hole, and counted in the summary.
+		unreached := r.Shards[1]
+		if unreached.Outcome != "not_reached" || r.ShardsComplete != 1 || r.ShardsNotReached != 1 || len(r.Holes) != 1 ||
+			r.Holes[0].Shard != unreached.Shard || r.Holes[0].Outcome != "not_reached" ||
+			!strings.Contains(r.Summary, "Planned 2 shards: 1 walked to completion, 0 failed or stopped, 1 not reached") {
+			t.Fatalf("the unreached shard: %+v, holes %+v, summary %q", unreached, r.Holes, r.Summary)
 		}
 		stored, err := e.svc.GetScan(e.ctx, r.ScanID)
 		if err != nil || stored.State != "stopped" {
@@ -415,7 +422,7 @@ func TestStopAndResume(t *testing.T) {
 		}
 		e.hook = nil
 		r2 := e.scan(cleanup.ScanOptions{Resume: r.ScanID})
-		if len(r2.Shards) != 1 || r2.Shards[0].Shard == r.Shards[0].Shard || r2.Shards[0].Outcome != "complete" {
+		if len(r2.Shards) != 1 || r2.Shards[0].Shard != unreached.Shard || r2.Shards[0].Outcome != "complete" {
 			t.Fatalf("resumed scan walked %+v after %+v", r2.Shards, r.Shards)
 		}
 		if _, err := e.svc.Scan(e.ctx, e.id, cleanup.ScanOptions{Resume: r2.ScanID}); !errors.Is(err, catalog.ErrInvalid) {

@@ -72,8 +72,10 @@ func (s *Service) walkShards(ctx context.Context, scanID uuid.UUID, shards []str
 		})
 	}
 	err = g.Wait()
-	for _, d := range out {
+	for i, d := range out {
 		if d.sr == nil {
+			// Stopped before this shard's turn: it is a hole like a failed walk, and says so.
+			rep.Shards = append(rep.Shards, ShardReport{Shard: shards[i], Outcome: outcomeNotReached})
 			continue
 		}
 		rep.Shards = append(rep.Shards, *d.sr)

@@ -95,6 +95,8 @@ type scanResponse struct {
 	ReferencesReused  bool                    `json:"references_reused"`
 	Shards            []scanShardResponse     `json:"shards"`
 	ShardsComplete    int                     `json:"shards_complete"`
+	ShardsFailed      int                     `json:"shards_failed"`
+	ShardsNotReached  int                     `json:"shards_not_reached"`
 	Holes             []scanHoleResponse      `json:"holes"`
 	EntriesListed     int64                   `json:"entries_listed"`
 	DuplicateListed   int64                   `json:"duplicate_listed"`
@@ -210,7 +212,7 @@ func toScanResponse(r cleanup.Report) scanResponse {
 		StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, State: r.State, Error: r.Error, AgeThreshold: r.AgeThreshold,
 		ThresholdOverride: r.ThresholdOverride, Assumption: r.Assumption, Summary: r.Summary, Shards: []scanShardResponse{},
 		ConfirmOnly: r.ConfirmOnly, NothingToConfirm: r.NothingToConfirm, ReferencesReused: r.ReferencesReused,
-		ShardsComplete: r.ShardsComplete, Holes: []scanHoleResponse{}, EntriesListed: r.EntriesListed, DuplicateListed: r.DuplicateListed,
+		ShardsComplete: r.ShardsComplete, ShardsFailed: r.ShardsFailed, ShardsNotReached: r.ShardsNotReached, Holes: []scanHoleResponse{}, EntriesListed: r.EntriesListed, DuplicateListed: r.DuplicateListed,
 		ReferencedFiles: r.ReferencedFiles, MidWalk: r.MidWalk, TooYoung: r.TooYoung, Candidates: r.Candidates,
 		CandidateBytes: r.CandidateBytes, Confirmed: r.Confirmed, ConfirmedBytes: r.ConfirmedBytes, ConfirmedSample: r.ConfirmedSample,
 		FilesChecked: r.FilesChecked, Dangling: []danglingResponse{}, DanglingCount: r.DanglingCount, Unchecked: r.Unchecked,
