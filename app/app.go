@@ -245,9 +245,12 @@ type Schedule struct {
 	TablesSync   time.Duration // also once at start
 	ScanInterval time.Duration
 	ScanOptions  cleanup.ScanOptions
-	CleanupEvery time.Duration // propose, then execute inside the maintenance window
-	Dispatch     time.Duration // webhook deliveries (default 10 s)
-	Reconcile    time.Duration // how often each migration is reconciled; 0 never
+	// RefChecks is how often each table's references are checked by key in full; 0 never.
+	RefChecks       time.Duration
+	RefCheckOptions cleanup.RefCheckOptions
+	CleanupEvery    time.Duration // propose, then execute inside the maintenance window
+	Dispatch        time.Duration // webhook deliveries (default 10 s)
+	Reconcile       time.Duration // how often each migration is reconciled; 0 never
 }
 
 // Handler builds the HTTP handler: the API configured by api (its service fields are filled
@@ -364,6 +367,10 @@ func (a *App) background(g *errgroup.Group, ctx context.Context, s Schedule) {
 	if s.ScanInterval > 0 {
 		log.Info("cleanup scans scheduled", "interval", s.ScanInterval.String())
 		run(func(ctx context.Context) { a.Cleanup.Run(ctx, time.Minute, s.ScanInterval, s.ScanOptions) })
+	}
+	if s.RefChecks > 0 {
+		log.Info("reference checks scheduled", "interval", s.RefChecks.String())
+		run(func(ctx context.Context) { a.Cleanup.RunRefChecks(ctx, time.Minute, s.RefChecks, s.RefCheckOptions) })
 	}
 	if s.CleanupEvery > 0 {
 		run(func(ctx context.Context) { loop.Every(ctx, s.CleanupEvery, false, a.proposeAndExecute) })

@@ -13,7 +13,6 @@ import (
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/ent/cleanupobservation"
-	"github.com/tidemark/tidemark/ent/cleanupscan"
 	"github.com/tidemark/tidemark/ent/cleanupshardwalk"
 	"github.com/tidemark/tidemark/ent/proposal"
 	"github.com/tidemark/tidemark/ent/proposalfile"
@@ -115,6 +114,7 @@ type Evidence struct {
 	DanglingCount  int64          `json:"dangling_count,omitempty"`
 	Remedies       []string       `json:"remedies,omitempty"`
 	ScanID         *uuid.UUID     `json:"scan_id,omitempty"`
+	RefCheckID     *uuid.UUID     `json:"ref_check_id,omitempty"`
 }
 
 // NameEvidence is a name the asset had, and when usage last saw it.
@@ -466,32 +466,20 @@ func (s *Service) proposeUnused(ctx context.Context, t tables.Table, rep *Propos
 	return s.open(ctx, t.AssetID, proposal.KindUnusedAsset, proposal.SeverityNormal, ev, nil, rep)
 }
 
+// proposeDangling opens a high-severity finding from the newest reference check that ran both
+// checks, and withdraws the open one when a later complete check found no dangling reference.
 func (s *Service) proposeDangling(ctx context.Context, t tables.Table, rep *ProposeReport) error {
-	// The newest finished scans: the latest one that checked references decides. Bounded, since
-	// every bot run reads them for every table.
-	last, err := s.db.CleanupScan.Query().Where(cleanupscan.AssetID(t.AssetID), cleanupscan.StateEQ(cleanupscan.StateFinished)).
-		Order(ent.Desc(cleanupscan.FieldID)).Limit(10).All(ctx)
+	latest, err := s.lastRefCheck(ctx, t.AssetID)
 	if err != nil {
 		return err
-	}
-	var latest *Report
-	for _, sc := range last {
-		r, err := toReport(sc)
-		if err != nil {
-			return err
-		}
-		if r.FilesChecked > 0 || r.DanglingCount > 0 {
-			latest = &r
-			break
-		}
 	}
 	cur, err := s.current(ctx, t.AssetID, proposal.KindDanglingReference)
 	if err != nil || latest == nil {
 		return err
 	}
 	if cur != nil {
-		if latest.DanglingCount == 0 && latest.StartedAt.After(cur.CreatedAt) {
-			if err := s.close(ctx, cur, proposal.StateWithdrawn, fmt.Sprintf("scan %s found no dangling reference", latest.ScanID)); err != nil {
+		if latest.DanglingCount == 0 && latest.State == "complete" && latest.StartedAt.After(cur.CreatedAt) {
+			if err := s.close(ctx, cur, proposal.StateWithdrawn, fmt.Sprintf("reference check %s found no dangling reference", latest.CheckID)); err != nil {
 				return err
 			}
 			rep.Withdrawn++
@@ -506,14 +494,14 @@ func (s *Service) proposeDangling(ctx context.Context, t tables.Table, rep *Prop
 	if rej, rejEv, err := s.rejection(ctx, t.AssetID, proposal.KindDanglingReference); err != nil || (rej != nil && rejEv.DanglingCount == latest.DanglingCount) {
 		return err
 	}
-	id := latest.ScanID
-	ev := Evidence{ScanID: &id, Dangling: latest.Dangling, DanglingCount: latest.DanglingCount,
+	id := latest.CheckID
+	ev := Evidence{RefCheckID: &id, Dangling: latest.Dangling, DanglingCount: latest.DanglingCount,
 		Remedies: []string{
-			"restore the missing files from a backup or object versioning (the paths are listed), then scan again",
-			"or roll the table back to a snapshot that does not reference them (rollback to snapshot)",
+			"restore the missing files from a backup or object versioning (the paths are listed), then run the reference check again (tidemark cleanup check-refs)",
+			"or roll the table back to a snapshot that does not reference them (rollback to snapshot); for files only a tag or an old snapshot references, drop the tag or expire the snapshot",
 			"or remove the references with a metadata-only delete of the affected files (e.g. Spark's remove_orphan references / a rewrite that drops them), accepting the data loss",
 		},
-		Summary: fmt.Sprintf("The current snapshot references %d files that storage did not have on two checks (scan %s): queries reading them fail. Tidemark never repairs this itself.", latest.DanglingCount, latest.ScanID)}
+		Summary: fmt.Sprintf("Retained snapshots reference %d files that storage did not have on two checks (reference check %s): queries reading them fail. Tidemark never repairs this itself.", latest.DanglingCount, latest.CheckID)}
 	return s.open(ctx, t.AssetID, proposal.KindDanglingReference, proposal.SeverityHigh, ev, nil, rep)
 }
 

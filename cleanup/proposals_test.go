@@ -166,9 +166,9 @@ func confirmOrphans(t *testing.T, e *env, n int) []string {
 	for i := range n {
 		paths = append(paths, e.lake.WriteFile(e.tbl, "data/orphan-"+string(rune('a'+i))+".parquet", 100+i, e.clock.Now().Add(-100*time.Hour)))
 	}
-	e.scan(cleanup.ScanOptions{SkipDangling: true})
+	e.scan(cleanup.ScanOptions{})
 	e.clock.Add(cleanup.DefaultMinGap)
-	if r := e.scan(cleanup.ScanOptions{SkipDangling: true}); r.Confirmed != int64(n) {
+	if r := e.scan(cleanup.ScanOptions{}); r.Confirmed != int64(n) {
 		t.Fatalf("confirmed %d, want %d", r.Confirmed, n)
 	}
 	return paths
@@ -228,7 +228,7 @@ func TestReverify(t *testing.T) {
 		if r := e.propose(); r.Opened != 0 {
 			t.Fatalf("after execution the bot proposed again: %+v", r)
 		}
-		if r := e.scan(cleanup.ScanOptions{RecheckDelay: time.Millisecond}); r.DanglingCount != 0 {
+		if r := e.checkRefs(); r.DanglingCount != 0 {
 			t.Fatalf("dangling after execution: %d", r.DanglingCount)
 		}
 		events, _, err := e.cat.Audit(e.ctx, e.id, uuid.Nil, 100)
@@ -322,7 +322,7 @@ func TestCrashBetweenWrites(t *testing.T) {
 		if ok, _ := e.lake.Cat.CheckTableExists(e.ctx, table.Identifier{"db", "events"}); ok {
 			t.Fatal("the table is still in its catalog")
 		}
-		if r := e.scan(cleanup.ScanOptions{RecheckDelay: time.Millisecond}); r.DanglingCount != 0 || r.FilesChecked == 0 {
+		if r := e.checkRefs(); r.DanglingCount != 0 || r.FilesChecked == 0 {
 			t.Fatalf("dangling check after the crash: %d dangling of %d checked", r.DanglingCount, r.FilesChecked)
 		}
 		crash = false
@@ -373,7 +373,7 @@ func TestDanglingProposal(t *testing.T) {
 		content, err := os.ReadFile(victim)
 		must(t, err)
 		must(t, os.Remove(victim))
-		e.scan(cleanup.ScanOptions{RecheckDelay: time.Millisecond})
+		e.checkRefs()
 		e.propose()
 		ps := e.proposals(cleanup.KindDangling, "open")
 		if len(ps) != 1 || ps[0].Severity != "high" || ps[0].Executable || ps[0].Evidence.DanglingCount != 1 || len(ps[0].Evidence.Remedies) == 0 {
@@ -384,7 +384,7 @@ func TestDanglingProposal(t *testing.T) {
 		}
 		must(t, os.WriteFile(victim, content, 0o644)) // restored from a backup
 		e.clock.Add(time.Minute)
-		e.scan(cleanup.ScanOptions{RecheckDelay: time.Millisecond})
+		e.checkRefs()
 		if r := e.propose(); r.Withdrawn != 1 {
 			t.Fatalf("after the repair: %+v", r)
 		}
@@ -440,7 +440,7 @@ func TestExpireSnapshots(t *testing.T) {
 				}
 			}
 		}
-		if r := e.scan(cleanup.ScanOptions{RecheckDelay: time.Millisecond}); r.DanglingCount != 0 {
+		if r := e.checkRefs(); r.DanglingCount != 0 {
 			t.Fatalf("dangling after expiry: %d", r.DanglingCount)
 		}
 	})

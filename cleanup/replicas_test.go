@@ -148,7 +148,7 @@ func TestReplicasScanAndExecute(t *testing.T) {
 					wg.Add(1)
 					go func() {
 						defer wg.Done()
-						_, errs[i] = r.svc.Scan(ctx, c.asset, cleanup.ScanOptions{SkipDangling: true})
+						_, errs[i] = r.svc.Scan(ctx, c.asset, cleanup.ScanOptions{})
 					}()
 				}
 				wg.Wait()
@@ -279,11 +279,11 @@ func TestReplicaLosesLease(t *testing.T) {
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
-				a, aErr = c.replicas[0].svc.Scan(ctx, c.asset, cleanup.ScanOptions{SkipDangling: true})
+				a, aErr = c.replicas[0].svc.Scan(ctx, c.asset, cleanup.ScanOptions{})
 			}()
 			<-p.paused
 			c.clock.Add(cleanup.DefaultLeaseTTL + time.Second) // the paused walker's lease lapses
-			b, err := c.replicas[1].svc.Scan(ctx, c.asset, cleanup.ScanOptions{SkipDangling: true})
+			b, err := c.replicas[1].svc.Scan(ctx, c.asset, cleanup.ScanOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -308,14 +308,14 @@ func TestReplicaLosesLease(t *testing.T) {
 			p.pauseAt, p.paused, p.resume = "/data/ts_hour=orphan-1", make(chan struct{}), make(chan struct{})
 			go func() {
 				defer close(dead)
-				_, _ = c.replicas[0].svc.Scan(ctx, c.asset, cleanup.ScanOptions{SkipDangling: true})
+				_, _ = c.replicas[0].svc.Scan(ctx, c.asset, cleanup.ScanOptions{})
 			}()
 			<-p.paused
 			c.replicas[0].db.Close() // the process is gone: nothing it writes lands any more
 			close(p.resume)
 			<-dead
 			c.clock.Add(2*cleanup.DefaultLeaseTTL + time.Second)
-			n, err := c.replicas[1].svc.ScanDue(ctx, 24*time.Hour, cleanup.ScanOptions{SkipDangling: true})
+			n, err := c.replicas[1].svc.ScanDue(ctx, 24*time.Hour, cleanup.ScanOptions{})
 			if err != nil || n != 1 {
 				t.Fatalf("takeover: %d scans, %v", n, err)
 			}
@@ -335,7 +335,7 @@ func TestReplicaLosesLease(t *testing.T) {
 			sigterm, cancel := context.WithCancel(ctx)
 			go func() {
 				defer close(stopped)
-				_, _ = c.replicas[1].svc.ScanDue(sigterm, 24*time.Hour, cleanup.ScanOptions{SkipDangling: true})
+				_, _ = c.replicas[1].svc.ScanDue(sigterm, 24*time.Hour, cleanup.ScanOptions{})
 			}()
 			<-q.paused
 			cancel()
@@ -345,7 +345,7 @@ func TestReplicaLosesLease(t *testing.T) {
 			if err != nil || scans[0].State != "stopped" {
 				t.Fatalf("a scan stopped by SIGTERM: %+v %v", scans, err)
 			}
-			if n, err := c.replicas[2].svc.ScanDue(ctx, 24*time.Hour, cleanup.ScanOptions{SkipDangling: true}); err != nil || n != 1 {
+			if n, err := c.replicas[2].svc.ScanDue(ctx, 24*time.Hour, cleanup.ScanOptions{}); err != nil || n != 1 {
 				t.Fatalf("takeover after SIGTERM: %d scans, %v", n, err)
 			}
 		})
@@ -389,7 +389,7 @@ func TestReplicasSlowWebhook(t *testing.T) {
 				c.lake.WriteFile(mustLoad(t, c), fmt.Sprintf("data/n-%d.parquet", i), 10, time.Now().Add(-200*time.Hour))
 			}
 			for range 2 {
-				if _, err := r0.svc.Scan(ctx, c.asset, cleanup.ScanOptions{SkipDangling: true}); err != nil {
+				if _, err := r0.svc.Scan(ctx, c.asset, cleanup.ScanOptions{}); err != nil {
 					t.Fatal(err)
 				}
 				c.clock.Add(2 * time.Hour)
@@ -399,7 +399,7 @@ func TestReplicasSlowWebhook(t *testing.T) {
 					t.Fatal(err)
 				}
 				must(t, os.Remove(tablestest.Path(mustLoad(t, c), fmt.Sprintf("data/n-%d.parquet", i))))
-				if _, err := r0.svc.Scan(ctx, c.asset, cleanup.ScanOptions{SkipDangling: true}); err != nil {
+				if _, err := r0.svc.Scan(ctx, c.asset, cleanup.ScanOptions{}); err != nil {
 					t.Fatal(err)
 				}
 				c.clock.Add(2 * time.Hour)

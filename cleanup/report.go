@@ -35,25 +35,21 @@ type Report struct {
 	ShardsFailed     int           `json:"shards_failed"`      // failed, unreachable, stopped or leased to another worker
 	ShardsNotReached int           `json:"shards_not_reached"` // planned, but the scan stopped before their turn
 	// Holes are shards this scan did not walk to completion: nothing in them was confirmed.
-	Holes           []Hole        `json:"holes"`
-	EntriesListed   int64         `json:"entries_listed"`   // distinct paths listed
-	DuplicateListed int64         `json:"duplicate_listed"` // entries a listing returned more than once
-	ReferencedFiles int64         `json:"referenced_files"` // paths the metadata referenced after the walk
-	MidWalk         int64         `json:"mid_walk"`         // unreferenced before the walk, referenced after it
-	TooYoung        int64         `json:"too_young"`        // unreferenced but younger than the threshold
-	Candidates      int64         `json:"candidates"`       // unreferenced and old enough, in complete shards
-	CandidateBytes  int64         `json:"candidate_bytes"`
-	Confirmed       int64         `json:"confirmed"` // candidates a second consecutive complete walk agreed on
-	ConfirmedBytes  int64         `json:"confirmed_bytes"`
-	ConfirmedSample []string      `json:"confirmed_sample"` // up to 100 paths
-	FilesChecked    int64         `json:"files_checked"`    // current-snapshot files checked by key
-	Dangling        []DanglingRef `json:"dangling"`         // up to 1,000
-	DanglingCount   int64         `json:"dangling_count"`
-	Unchecked       int64         `json:"unchecked"` // files whose check failed for another reason than absence
-	Requests        Requests      `json:"requests"`
-	Cost            Cost          `json:"cost"`
-	Summary         string        `json:"summary"`
-	Prices          Prices        `json:"prices"`
+	Holes           []Hole   `json:"holes"`
+	EntriesListed   int64    `json:"entries_listed"`   // distinct paths listed
+	DuplicateListed int64    `json:"duplicate_listed"` // entries a listing returned more than once
+	ReferencedFiles int64    `json:"referenced_files"` // paths the metadata referenced after the walk
+	MidWalk         int64    `json:"mid_walk"`         // unreferenced before the walk, referenced after it
+	TooYoung        int64    `json:"too_young"`        // unreferenced but younger than the threshold
+	Candidates      int64    `json:"candidates"`       // unreferenced and old enough, in complete shards
+	CandidateBytes  int64    `json:"candidate_bytes"`
+	Confirmed       int64    `json:"confirmed"` // candidates a second consecutive complete walk agreed on
+	ConfirmedBytes  int64    `json:"confirmed_bytes"`
+	ConfirmedSample []string `json:"confirmed_sample"` // up to 100 paths
+	Requests        Requests `json:"requests"`
+	Cost            Cost     `json:"cost"`
+	Summary         string   `json:"summary"`
+	Prices          Prices   `json:"prices"`
 	// MinGap is how far apart two walks must be to confirm; TooSoonShards counts walks of this
 	// scan that came sooner and so confirmed nothing.
 	MinGap        string `json:"min_gap"`
@@ -100,12 +96,13 @@ type Hole struct {
 	LastCompleteAt *time.Time `json:"last_complete_at,omitempty"`
 }
 
-// DanglingRef is a file the current snapshot references that storage did not have, twice.
+// DanglingRef is a file a retained snapshot references that storage did not have, twice.
 type DanglingRef struct {
-	SnapshotID int64  `json:"snapshot_id"`
-	Manifest   string `json:"manifest"`
-	Path       string `json:"path"`
-	Content    string `json:"content"`
+	SnapshotID int64    `json:"snapshot_id"`
+	Manifest   string   `json:"manifest"`
+	Path       string   `json:"path"`
+	Content    string   `json:"content"`
+	Refs       []string `json:"refs,omitempty"` // branches and tags whose snapshots reference it
 }
 
 // Requests counts storage requests by kind.
@@ -165,9 +162,6 @@ func (r *Report) finish(p Prices) {
 	}
 	if r.TooYoung > 0 || r.MidWalk > 0 {
 		fmt.Fprintf(&b, "%d unreferenced files were too young to judge and %d were committed while the walk ran. ", r.TooYoung, r.MidWalk)
-	}
-	if r.FilesChecked > 0 || r.DanglingCount > 0 {
-		fmt.Fprintf(&b, "Checked %d current files by key: %d missing on two checks (dangling references). ", r.FilesChecked, r.DanglingCount)
 	}
 	if n := len(r.Shards) - r.ShardsComplete; n > 0 {
 		fmt.Fprintf(&b, "%d shards were not walked to completion and are holes in this scan. ", n)

@@ -35,7 +35,7 @@ func scanAll(t *testing.T, e *env, svc *tables.Service) []cleanup.Report {
 		if tb.GoneAt != nil {
 			continue
 		}
-		r, err := e.svc.Scan(e.ctx, tb.AssetID, cleanup.ScanOptions{RecheckDelay: time.Millisecond})
+		r, err := e.svc.Scan(e.ctx, tb.AssetID, cleanup.ScanOptions{})
 		if err != nil {
 			t.Fatalf("scan %s: %v", tb.Identifier, err)
 		}
@@ -178,7 +178,7 @@ func TestForeignTenant(t *testing.T) {
 		c.Add(100 * 24 * time.Hour)
 		var last cleanup.Report
 		for range 3 {
-			last, err = svc.Scan(ctx, reg.AssetID, cleanup.ScanOptions{RecheckDelay: time.Millisecond})
+			last, err = svc.Scan(ctx, reg.AssetID, cleanup.ScanOptions{})
 			must(t, err)
 			if last.Confirmed != 0 || len(last.Foreign) == 0 || last.Foreign[0].TableUUID != old.Metadata().TableUUID().String() {
 				t.Fatalf("scan with a foreign tenant: confirmed %d, foreign %+v", last.Confirmed, last.Foreign)
@@ -311,7 +311,7 @@ func TestRejectionSticks(t *testing.T) {
 		}
 		for range 3 {
 			e.clock.Add(2 * time.Hour)
-			e.scan(cleanup.ScanOptions{SkipDangling: true})
+			e.scan(cleanup.ScanOptions{})
 			if r := e.propose(); r.Opened != 0 {
 				t.Fatalf("the bot reopened a rejected proposal: %+v", r)
 			}
@@ -324,7 +324,7 @@ func TestRejectionSticks(t *testing.T) {
 		extra := e.lake.WriteFile(e.tbl, "data/orphan-new.parquet", 7, e.clock.Now().Add(-100*time.Hour))
 		for range 2 {
 			e.clock.Add(2 * time.Hour)
-			e.scan(cleanup.ScanOptions{SkipDangling: true})
+			e.scan(cleanup.ScanOptions{})
 		}
 		if r := e.propose(); r.Opened != 1 {
 			t.Fatalf("after a new orphan: %+v", r)
@@ -348,7 +348,7 @@ func TestRejectionSticks(t *testing.T) {
 		recordRead(t, e, "db.events", e.clock.Now(), "q-2")
 		for range 2 {
 			e.clock.Add(2 * time.Hour)
-			e.scan(cleanup.ScanOptions{SkipDangling: true})
+			e.scan(cleanup.ScanOptions{})
 		}
 		if r := e.propose(); r.Opened != 0 || len(e.proposals(cleanup.KindOrphanFiles, "open")) != 0 {
 			t.Fatalf("an exempt table got an orphan proposal: %+v", r)
@@ -390,24 +390,24 @@ func TestFailedWalkDoesNotConfirm(t *testing.T) {
 		e := newEnv(t, db)
 		// Named to be listed first in data/, so the failing walk sees it before it fails.
 		e.lake.WriteFile(e.tbl, "data/0000-early-orphan.parquet", 10, e.clock.Now().Add(-100*time.Hour))
-		if r := e.scan(cleanup.ScanOptions{SkipDangling: true}); r.Candidates != 1 {
+		if r := e.scan(cleanup.ScanOptions{}); r.Candidates != 1 {
 			t.Fatalf("first scan: %d candidates", r.Candidates)
 		}
 		e.clock.Add(2 * time.Hour)
 		e.list.set("/data", 1, false)
-		if r := e.scan(cleanup.ScanOptions{SkipDangling: true}); r.Confirmed != 0 || len(r.Holes) != 1 {
+		if r := e.scan(cleanup.ScanOptions{}); r.Confirmed != 0 || len(r.Holes) != 1 {
 			t.Fatalf("failing scan: confirmed %d, holes %+v", r.Confirmed, r.Holes)
 		}
 		e.list.set("", 0, false)
 		e.clock.Add(2 * time.Hour)
-		if r := e.scan(cleanup.ScanOptions{SkipDangling: true}); r.Confirmed != 0 {
+		if r := e.scan(cleanup.ScanOptions{}); r.Confirmed != 0 {
 			t.Fatalf("the walk after a failed one confirmed %d", r.Confirmed)
 		}
 		if r := e.propose(); r.Opened != 0 {
 			t.Fatalf("proposed after a failed walk: %+v", r)
 		}
 		e.clock.Add(2 * time.Hour)
-		if r := e.scan(cleanup.ScanOptions{SkipDangling: true}); r.Confirmed != 1 {
+		if r := e.scan(cleanup.ScanOptions{}); r.Confirmed != 1 {
 			t.Fatalf("two complete walks later: confirmed %d", r.Confirmed)
 		}
 	})
@@ -424,7 +424,7 @@ func TestWithdrawnIsNeverExecuted(t *testing.T) {
 		ps := e.proposals(cleanup.KindOrphanFiles, "open")
 		must(t, os.Remove(paths[1])) // someone else removed one: the evidence changed
 		e.clock.Add(2 * time.Hour)
-		e.scan(cleanup.ScanOptions{SkipDangling: true})
+		e.scan(cleanup.ScanOptions{})
 		if r := e.propose(); r.Withdrawn != 1 {
 			t.Fatalf("propose: %+v", r)
 		}
@@ -463,7 +463,7 @@ func TestWorldReReadBeforeDeletion(t *testing.T) {
 		paths := confirmOrphans(t, e, 3)
 		leftover := e.lake.WriteFile(other, "data/leftover.parquet", 9, e.clock.Now().Add(-100*time.Hour))
 		for range 2 {
-			if _, err := e.svc.Scan(e.ctx, otherID, cleanup.ScanOptions{SkipDangling: true}); err != nil {
+			if _, err := e.svc.Scan(e.ctx, otherID, cleanup.ScanOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			e.clock.Add(2 * time.Hour)
@@ -593,15 +593,15 @@ func TestTooSoonWalkStillForgets(t *testing.T) {
 		mt := e.clock.Now().Add(-100 * time.Hour)
 		x := e.lake.WriteFile(e.tbl, "data/x.parquet", 10, mt)
 		y := e.lake.WriteFile(e.tbl, "data/y.parquet", 10, mt)
-		e.scan(cleanup.ScanOptions{SkipDangling: true})
+		e.scan(cleanup.ScanOptions{})
 		must(t, os.Remove(x))
 		e.clock.Add(10 * time.Minute)
-		if r := e.scan(cleanup.ScanOptions{SkipDangling: true}); r.TooSoonShards == 0 || r.Confirmed != 0 {
+		if r := e.scan(cleanup.ScanOptions{}); r.TooSoonShards == 0 || r.Confirmed != 0 {
 			t.Fatalf("second scan: too soon %d, confirmed %d", r.TooSoonShards, r.Confirmed)
 		}
 		e.lake.WriteFile(e.tbl, "data/x.parquet", 10, mt)
 		e.clock.Add(time.Hour)
-		r := e.scan(cleanup.ScanOptions{SkipDangling: true})
+		r := e.scan(cleanup.ScanOptions{})
 		if r.Confirmed != 1 || !strings.HasSuffix(r.ConfirmedSample[0], "/data/y.parquet") {
 			t.Fatalf("third scan confirmed %d %v, want only %s", r.Confirmed, r.ConfirmedSample, y)
 		}

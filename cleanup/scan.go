@@ -33,10 +33,6 @@ type ScanOptions struct {
 	// it needs AllowYoung, and the override is logged and shown on the report.
 	AgeThreshold time.Duration
 	AllowYoung   bool
-	// SkipDangling skips the dangling-reference check.
-	SkipDangling bool
-	// RecheckDelay is how long a missing file is given before its second check (default 1 min).
-	RecheckDelay time.Duration
 	// MinGap is how far apart two complete walks of a shard must be for the second to confirm
 	// what the first saw (default 1 h): two passes mean two moments, not one listing twice.
 	MinGap time.Duration
@@ -54,11 +50,11 @@ type Progress struct {
 	ShardsTotal int
 	Entries     int64
 	Elapsed     time.Duration
-	Phase       string // walking, confirming, checking
+	Phase       string // walking, confirming
 }
 
-// Scan walks a table's location shard by shard and checks its current files by key, records
-// what it saw and returns the report. It deletes nothing and writes no table metadata.
+// Scan walks a table's location shard by shard, records what it saw and returns the report.
+// Whether every referenced file is present is the reference check's question (CheckRefs). It deletes nothing and writes no table metadata.
 func (s *Service) Scan(ctx context.Context, asset uuid.UUID, opt ScanOptions) (Report, error) {
 	if opt.AgeThreshold == 0 {
 		opt.AgeThreshold = DefaultAgeThreshold
@@ -70,9 +66,6 @@ func (s *Service) Scan(ctx context.Context, asset uuid.UUID, opt ScanOptions) (R
 	if override && !opt.AllowYoung {
 		return Report{}, &catalog.Error{Kind: catalog.ErrInvalid, Field: "age_threshold",
 			Message: fmt.Sprintf("an age threshold of %s is below the 24h minimum: a slow writer's uncommitted files would look orphaned; pass the explicit override if you are sure", opt.AgeThreshold)}
-	}
-	if opt.RecheckDelay == 0 {
-		opt.RecheckDelay = DefaultRecheckDelay
 	}
 	if opt.MinGap == 0 {
 		opt.MinGap = DefaultMinGap
@@ -104,7 +97,7 @@ func (s *Service) Scan(ctx context.Context, asset uuid.UUID, opt ScanOptions) (R
 	}
 	stopBeat := s.heartbeat(ctx, row.ID)
 	rep := Report{ScanID: row.ID, AssetID: asset, StartedAt: row.StartedAt, State: "running", AgeThreshold: opt.AgeThreshold.String(),
-		ThresholdOverride: override, Shards: []ShardReport{}, Holes: []Hole{}, ConfirmedSample: []string{}, Dangling: []DanglingRef{},
+		ThresholdOverride: override, Shards: []ShardReport{}, Holes: []Hole{}, ConfirmedSample: []string{},
 		MinGap: opt.MinGap.String(), Pacing: s.pacing(), SharedWith: []SharedTable{}, Foreign: []ForeignTenant{},
 		Assumption: fmt.Sprintf("No write takes longer than %s to commit: a file older than that which no metadata references is not part of a write in flight.", opt.AgeThreshold)}
 	var serr error
@@ -112,7 +105,6 @@ func (s *Service) Scan(ctx context.Context, asset uuid.UUID, opt ScanOptions) (R
 		rep.ConfirmOnly = true
 		opt.Shards, rep.NothingToConfirm, serr = s.pendingShards(ctx, asset)
 		if serr == nil && len(opt.Shards) == 0 {
-			opt.SkipDangling = true
 			serr = errNothingToConfirm
 		}
 	}
@@ -151,7 +143,7 @@ func (s *Service) Scan(ctx context.Context, asset uuid.UUID, opt ScanOptions) (R
 		return rep, errors.Join(serr, fmt.Errorf("record the end of scan %s of table %s: %w", rep.ScanID, asset, err))
 	}
 	s.log.Info("cleanup scan finished", "scan_id", rep.ScanID, "asset_id", asset, "state", state, "shards_complete", rep.ShardsComplete,
-		"shards", len(rep.Shards), "confirmed", rep.Confirmed, "dangling", rep.DanglingCount)
+		"shards", len(rep.Shards), "confirmed", rep.Confirmed)
 	if serr != nil {
 		// The report keeps the cause alone; the caller learns which scan of which table.
 		serr = fmt.Errorf("scan %s of table %s (%s): %w", rep.ScanID, asset, rep.Location, serr)
@@ -233,12 +225,6 @@ func (s *Service) scan(ctx context.Context, scanID uuid.UUID, rep *Report, opt S
 	}
 	if err := s.confirmWalks(ctx, rep, complete, post.refs, opt); err != nil {
 		return err
-	}
-	if !opt.SkipDangling {
-		progress(Progress{ShardsDone: len(shards), Entries: listed, Phase: "checking"})
-		if err := s.dangling(ctx, live2, rep, opt.RecheckDelay); err != nil {
-			return err
-		}
 	}
 	return nil
 }

@@ -230,7 +230,7 @@ func simulateCatalog(t *testing.T, seed, sched uint64, n int) catStats {
 				if tb.GoneAt != nil {
 					continue
 				}
-				r, err := e.svc.Scan(ctx, tb.AssetID, cleanup.ScanOptions{RecheckDelay: time.Millisecond})
+				r, err := e.svc.Scan(ctx, tb.AssetID, cleanup.ScanOptions{})
 				if err != nil {
 					st.scanErrors++ // a table dropped in its catalog and not yet synced, for one
 					if testing.Verbose() {

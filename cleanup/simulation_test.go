@@ -29,7 +29,7 @@ var (
 // jumps against a real table, and after every step checks the invariants: every file a
 // retained snapshot references exists (so nothing referenced was deleted and no dangling
 // reference was created), no deleted file was younger than the threshold or part of a write in
-// flight, and no scan found a dangling reference.
+// flight, and no reference check found a dangling reference.
 //
 // Each schedule also runs the catalog simulation (simulateCatalog): several tables sharing and
 // nesting locations, renames with a new table under the old name, a table Tidemark does not
@@ -142,13 +142,15 @@ func simulate(t *testing.T, seed, sched uint64, n int) simStats {
 			} else {
 				e.list.set("", 0, rng.IntN(3) == 0)
 			}
-			r, err := e.svc.Scan(e.ctx, e.id, cleanup.ScanOptions{RecheckDelay: time.Millisecond})
+			r, err := e.svc.Scan(e.ctx, e.id, cleanup.ScanOptions{})
 			e.list.set("", 0, false)
 			if err != nil {
 				fail("scan: %v", err)
 			}
-			if r.DanglingCount != 0 {
-				fail("a scan found %d dangling references: %+v", r.DanglingCount, r.Dangling)
+			// The oracle: every file any retained snapshot references is still there.
+			rc, err := e.svc.CheckRefs(e.ctx, e.id, cleanup.RefCheckOptions{RecheckDelay: time.Millisecond})
+			if err != nil || rc.DanglingCount != 0 {
+				fail("the reference check found %d dangling references (%v): %+v", rc.DanglingCount, err, rc.Dangling)
 			}
 			st.confirmed += int(r.Confirmed)
 			log = append(log, fmt.Sprintf("scan(%d confirmed)", r.Confirmed))

@@ -43,10 +43,10 @@ func (c *cleanupConfig) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.allowYoung, "scan-allow-young", false, "allow an age threshold below 24h; logged and shown on every report (TIDEMARK_SCAN_ALLOW_YOUNG)")
 	fs.IntVar(&c.pageSize, "scan-page-size", int(cleanup.DefaultPageSize), "entries per LIST page, for counting and pacing requests (TIDEMARK_SCAN_PAGE_SIZE)")
 	fs.Float64Var(&c.listRate, "scan-list-rate", cleanup.DefaultListRate, "LIST requests per second during a walk, so a scan never runs at full speed against live storage; 0 unlimited (TIDEMARK_SCAN_LIST_RATE)")
-	fs.Float64Var(&c.headRate, "scan-head-rate", cleanup.DefaultHeadRate, "HEAD requests per second for dangling checks, and stat+delete pairs per second when executing; 0 unlimited (TIDEMARK_SCAN_HEAD_RATE)")
+	fs.Float64Var(&c.headRate, "scan-head-rate", cleanup.DefaultHeadRate, "HEAD requests per second for reference checks, and stat+delete pairs per second when executing; 0 unlimited (TIDEMARK_SCAN_HEAD_RATE)")
 	fs.IntVar(&c.headParallel, "scan-head-parallel", int(8), "HEAD requests in flight at once (TIDEMARK_SCAN_HEAD_PARALLEL)")
 	fs.IntVar(&c.shardPar, "scan-shard-parallel", cleanup.DefaultShardParallel, "shards of one scan walked at once, sharing --scan-list-rate (TIDEMARK_SCAN_SHARD_PARALLEL)")
-	fs.DurationVar(&c.recheck, "scan-recheck-delay", cleanup.DefaultRecheckDelay, "how long a missing referenced file gets before its second check (TIDEMARK_SCAN_RECHECK_DELAY)")
+	fs.DurationVar(&c.recheck, "scan-recheck-delay", cleanup.DefaultRecheckDelay, "how long a file the reference check found missing gets before its second check (TIDEMARK_SCAN_RECHECK_DELAY)")
 	fs.DurationVar(&c.unusedWindow, "unused-window", cleanup.DefaultPolicy.UnusedWindow, "an asset with no reads (under any name) for this long may be proposed for retirement (TIDEMARK_UNUSED_WINDOW)")
 	fs.DurationVar(&c.minAge, "unused-min-age", cleanup.DefaultPolicy.MinAssetAge, "only assets at least this old are proposed as unused (TIDEMARK_UNUSED_MIN_AGE)")
 	fs.DurationVar(&c.grace, "retire-grace", cleanup.DefaultPolicy.Grace, "between dropping a retired table's metadata and deleting its files (TIDEMARK_RETIRE_GRACE)")
@@ -82,13 +82,16 @@ func (c *cleanupConfig) appOptions() []cleanup.Option {
 }
 
 func (c *cleanupConfig) options() cleanup.ScanOptions {
-	return cleanup.ScanOptions{AgeThreshold: c.age, AllowYoung: c.allowYoung, RecheckDelay: c.recheck, MinGap: c.minGap}
+	return cleanup.ScanOptions{AgeThreshold: c.age, AllowYoung: c.allowYoung, MinGap: c.minGap}
 }
 
 const cleanupHelp = `Usage:
   tidemark cleanup scan [--table ID|NAME] [--shard PREFIX[,PREFIX...]] [--resume SCAN] [flags]
-      walk table locations shard by shard for orphan files and check current files for
-      dangling references; prints progress on stderr and the report at the end
+      walk table locations shard by shard for orphan files; prints progress on stderr and
+      the report at the end
+  tidemark cleanup check-refs [--table ID|NAME] [--fresh] [flags]
+      check by key every file the retained snapshots and refs reference (dangling
+      references); resumes a stopped check where it stopped
   tidemark cleanup propose [flags]
       re-evaluate open proposals (withdraw, expire) and open new ones from scans and usage
   tidemark cleanup execute [--proposal ID] [flags]
@@ -98,10 +101,12 @@ const cleanupHelp = `Usage:
 func cleanupCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, cleanupHelp)
-		return errors.New("cleanup: say scan, propose or execute")
+		return errors.New("cleanup: say scan, check-refs, propose or execute")
 	}
 	switch args[0] {
 	case "scan":
+	case "check-refs":
+		return cleanupCheckRefs(ctx, args[1:], stdout, stderr)
 	case "propose", "execute":
 		return cleanupAct(ctx, args[0], args[1:], stdout, stderr)
 	default:
@@ -116,7 +121,6 @@ func cleanupCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	e.cc = &cc
 	tableArg := fs.String("table", "", "the table's asset ID or name (namespace optional when the name is unambiguous); default every known table")
 	shards := fs.String("shard", "", "walk only these shards, comma-separated (e.g. metadata/,data/ts_day=2026-11-01/)")
-	noDangling := fs.Bool("no-dangling", false, "skip the dangling-reference check")
 	resume := fs.String("resume", "", "a scan ID of --table: walk only the shards it did not complete")
 	confirmOnly := fs.Bool("confirm-only", false, "a confirming pass: walk only the shards whose last walk left files to confirm")
 	asJSON := fs.Bool("json", false, "print the reports as JSON")
@@ -138,7 +142,7 @@ func cleanupCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	opt := cc.options()
-	opt.SkipDangling, opt.ConfirmOnly = *noDangling, *confirmOnly
+	opt.ConfirmOnly = *confirmOnly
 	if *shards != "" {
 		opt.Shards = strings.Split(*shards, ",")
 	}
@@ -311,9 +315,6 @@ func printScan(w io.Writer, r cleanup.Report) {
 		}
 		fmt.Fprintf(w, "  hole: shard %s %s (last walked to completion: %s)\n", h.Shard, h.Outcome, last)
 	}
-	for _, d := range r.Dangling {
-		fmt.Fprintf(w, "  dangling: %s (snapshot %d, manifest %s)\n", d.Path, d.SnapshotID, d.Manifest)
-	}
 }
 
 func isTerminal(w io.Writer) bool {
@@ -323,4 +324,74 @@ func isTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// cleanupCheckRefs runs the reference check of one table or every known table.
+func cleanupCheckRefs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("cleanup check-refs", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	e := newCmdEnv(fs)
+	var cc cleanupConfig
+	cc.register(fs)
+	e.cc = &cc
+	tableArg := fs.String("table", "", "the table's asset ID or name; default every known table")
+	fresh := fs.Bool("fresh", false, "start a new pass instead of resuming a stopped one")
+	asJSON := fs.Bool("json", false, "print the reports as JSON")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	cc.minGap = e.tc.confirmGap
+	if err := cc.check(); err != nil {
+		return err
+	}
+	defer e.close()
+	if err := e.open(ctx, stderr, false); err != nil {
+		return err
+	}
+	ids, err := scanTargets(ctx, e.app, *tableArg)
+	if err != nil {
+		return err
+	}
+	failed := 0
+	for i, id := range ids {
+		opt := cleanup.RefCheckOptions{RecheckDelay: cc.recheck, Fresh: *fresh, Progress: func(p cleanup.RefCheckProgress) {
+			if p.UnitsDone%100 == 0 || p.Phase != "checking" {
+				fmt.Fprintf(stderr, "[table %d/%d] %s: %d/%d units, %d files checked\n", i+1, len(ids), p.Phase, p.UnitsDone, p.UnitsTotal, p.FilesChecked)
+			}
+		}}
+		rep, err := e.app.Cleanup.CheckRefs(ctx, id, opt)
+		if rep.CheckID == uuid.Nil && err != nil {
+			return err // refused before it started (unknown table, another worker on it)
+		}
+		if err != nil {
+			failed++
+		}
+		if *asJSON {
+			enc := json.NewEncoder(stdout)
+			enc.SetIndent("", "  ")
+			if err := enc.Encode(rep); err != nil {
+				return err
+			}
+		} else {
+			printRefCheck(stdout, rep)
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("cleanup check-refs: %d of %d checks stopped with an error (see their reports)", failed, len(ids))
+	}
+	return nil
+}
+
+func printRefCheck(w io.Writer, r cleanup.RefCheckReport) {
+	fmt.Fprintf(w, "reference check %s of %s: %s\n", r.CheckID, r.AssetID, r.State)
+	if r.Error != "" {
+		fmt.Fprintf(w, "  error: %s\n", r.Error)
+	}
+	fmt.Fprintf(w, "  %s\n", r.Summary)
+	for _, d := range r.Dangling {
+		fmt.Fprintf(w, "  dangling: %s (%s, snapshot %d, refs %v)\n", d.Path, d.Content, d.SnapshotID, d.Refs)
+	}
 }

@@ -120,9 +120,13 @@ var readmeCommands = map[string]func(e *readmeEnv) []string{
 	"tidemark tables sync":             func(e *readmeEnv) []string { return []string{"tables", "sync"} },
 	"tidemark tables refresh ASSET_ID": func(e *readmeEnv) []string { return []string{"tables", "refresh", e.asset} },
 	"tidemark tables list":             func(e *readmeEnv) []string { return []string{"tables", "list", "--json"} },
-	"tidemark cleanup scan [--table ID|NAME] [--shard PREFIX,...] [--no-dangling] [--confirm-only] [--json]": func(e *readmeEnv) []string {
-		return []string{"cleanup", "scan", "--table", e.asset, "--shard", "data/", "--no-dangling", "--json"}
+	"tidemark cleanup scan [--table ID|NAME] [--shard PREFIX,...] [--confirm-only] [--json]": func(e *readmeEnv) []string {
+		return []string{"cleanup", "scan", "--table", e.asset, "--shard", "data/", "--json"}
 	},
+	"tidemark cleanup check-refs [--table ID|NAME] [--fresh] [--json]": func(e *readmeEnv) []string {
+		return []string{"cleanup", "check-refs", "--table", e.asset, "--fresh", "--json"}
+	},
+	"tidemark cleanup check-refs": func(e *readmeEnv) []string { return []string{"cleanup", "check-refs"} },
 	"tidemark cleanup propose":                 func(e *readmeEnv) []string { return []string{"cleanup", "propose"} },
 	"tidemark cleanup execute [--proposal ID]": func(e *readmeEnv) []string { return []string{"cleanup", "execute"} },
 	"tidemark version":                         func(e *readmeEnv) []string { return []string{"version"} },

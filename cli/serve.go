@@ -42,6 +42,7 @@ type serveConfig struct {
 	tablesSync      time.Duration
 	cleanup         cleanupConfig
 	scanInterval    time.Duration
+	refChecks       time.Duration
 	cleanupEvery    time.Duration
 	demo            bool
 	rateLimit       float64
@@ -76,7 +77,8 @@ func serveFlags(fs *flag.FlagSet, cfg *serveConfig) {
 	cfg.tables.register(fs)
 	fs.BoolVar(&cfg.demo, "demo", false, "fill the catalog with a demo (a real Iceberg warehouse under <data-dir>/demo, lineage, usage, scans, proposals) before serving; done once (TIDEMARK_DEMO)")
 	cfg.cleanup.register(fs)
-	fs.DurationVar(&cfg.scanInterval, "scan-interval", 24*time.Hour, "how often each Iceberg table is scanned for orphans and dangling references (a table's property tidemark.cleanup.scan-interval overrides it); 0 turns scheduled scans off (TIDEMARK_SCAN_INTERVAL)")
+	fs.DurationVar(&cfg.scanInterval, "scan-interval", 24*time.Hour, "how often each Iceberg table's location is scanned for orphans (a table's property tidemark.cleanup.scan-interval overrides it); 0 turns scheduled scans off (TIDEMARK_SCAN_INTERVAL)")
+	fs.DurationVar(&cfg.refChecks, "check-refs-interval", 24*time.Hour, "how often every file each Iceberg table's retained snapshots and refs reference is checked by key for dangling references (a stopped check resumes sooner); 0 turns scheduled checks off (TIDEMARK_CHECK_REFS_INTERVAL)")
 	fs.DurationVar(&cfg.tablesSync, "tables-sync-interval", 15*time.Minute, "how often the configured Iceberg catalogs are synced; 0 turns the schedule off (TIDEMARK_TABLES_SYNC_INTERVAL)")
 	fs.DurationVar(&cfg.cleanupEvery, "cleanup-interval", 10*time.Minute, "how often the cleanup bot re-evaluates and opens proposals and executes approved ones; 0 turns it off (TIDEMARK_CLEANUP_INTERVAL)")
 	fs.StringVar(&cfg.logLevel, "log-level", "info", "debug, info, warn or error (TIDEMARK_LOG_LEVEL)")
@@ -110,6 +112,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 	}
 	if cfg.scanInterval < 0 {
 		return fmt.Errorf("--scan-interval must not be negative, not %s", cfg.scanInterval)
+	}
+	if cfg.refChecks < 0 {
+		return fmt.Errorf("--check-refs-interval must not be negative, not %s", cfg.refChecks)
 	}
 	cfg.cleanup.minGap = cfg.tables.confirmGap
 	if err := cfg.cleanup.check(); err != nil {
@@ -197,7 +202,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 		ready <- ln.Addr().String()
 	}
 	return a.Serve(ctx, ln, srv, app.Schedule{GraphSync: cfg.graphSync, TablesSync: cfg.tablesSync, ScanInterval: cfg.scanInterval,
-		ScanOptions: cfg.cleanup.options(), CleanupEvery: cfg.cleanupEvery, Reconcile: cfg.reconcileEvery}, cfg.shutdownTimeout)
+		ScanOptions: cfg.cleanup.options(), RefChecks: cfg.refChecks, RefCheckOptions: cleanup.RefCheckOptions{RecheckDelay: cfg.cleanup.recheck},
+		CleanupEvery: cfg.cleanupEvery, Reconcile: cfg.reconcileEvery}, cfg.shutdownTimeout)
 }
 
 // isLoopback reports whether addr binds only to a loopback interface. An empty host binds every

@@ -321,7 +321,7 @@ func (b *builder) scanAndPropose() (int, error) {
 	slices.Sort(names)
 	for _, svc := range []*cleanup.Service{earlier, clean} {
 		for _, n := range names {
-			if _, err := svc.Scan(ctx, b.ids[n], cleanup.ScanOptions{RecheckDelay: time.Millisecond}); err != nil {
+			if _, err := svc.Scan(ctx, b.ids[n], cleanup.ScanOptions{}); err != nil {
 				return 0, fmt.Errorf("demo: scan %s: %w", n, err)
 			}
 		}

@@ -25,6 +25,8 @@ import (
 	"github.com/tidemark/tidemark/ent/cleanupexemption"
 	"github.com/tidemark/tidemark/ent/cleanuplease"
 	"github.com/tidemark/tidemark/ent/cleanupobservation"
+	"github.com/tidemark/tidemark/ent/cleanuprefcheck"
+	"github.com/tidemark/tidemark/ent/cleanuprefcheckunit"
 	"github.com/tidemark/tidemark/ent/cleanupscan"
 	"github.com/tidemark/tidemark/ent/cleanupshardwalk"
 	"github.com/tidemark/tidemark/ent/column"
@@ -95,6 +97,10 @@ type Client struct {
 	CleanupLease *CleanupLeaseClient
 	// CleanupObservation is the client for interacting with the CleanupObservation builders.
 	CleanupObservation *CleanupObservationClient
+	// CleanupRefCheck is the client for interacting with the CleanupRefCheck builders.
+	CleanupRefCheck *CleanupRefCheckClient
+	// CleanupRefCheckUnit is the client for interacting with the CleanupRefCheckUnit builders.
+	CleanupRefCheckUnit *CleanupRefCheckUnitClient
 	// CleanupScan is the client for interacting with the CleanupScan builders.
 	CleanupScan *CleanupScanClient
 	// CleanupShardWalk is the client for interacting with the CleanupShardWalk builders.
@@ -201,6 +207,8 @@ func (c *Client) init() {
 	c.CleanupExemption = NewCleanupExemptionClient(c.config)
 	c.CleanupLease = NewCleanupLeaseClient(c.config)
 	c.CleanupObservation = NewCleanupObservationClient(c.config)
+	c.CleanupRefCheck = NewCleanupRefCheckClient(c.config)
+	c.CleanupRefCheckUnit = NewCleanupRefCheckUnitClient(c.config)
 	c.CleanupScan = NewCleanupScanClient(c.config)
 	c.CleanupShardWalk = NewCleanupShardWalkClient(c.config)
 	c.Column = NewColumnClient(c.config)
@@ -345,6 +353,8 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		CleanupExemption:      NewCleanupExemptionClient(cfg),
 		CleanupLease:          NewCleanupLeaseClient(cfg),
 		CleanupObservation:    NewCleanupObservationClient(cfg),
+		CleanupRefCheck:       NewCleanupRefCheckClient(cfg),
+		CleanupRefCheckUnit:   NewCleanupRefCheckUnitClient(cfg),
 		CleanupScan:           NewCleanupScanClient(cfg),
 		CleanupShardWalk:      NewCleanupShardWalkClient(cfg),
 		Column:                NewColumnClient(cfg),
@@ -416,6 +426,8 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		CleanupExemption:      NewCleanupExemptionClient(cfg),
 		CleanupLease:          NewCleanupLeaseClient(cfg),
 		CleanupObservation:    NewCleanupObservationClient(cfg),
+		CleanupRefCheck:       NewCleanupRefCheckClient(cfg),
+		CleanupRefCheckUnit:   NewCleanupRefCheckUnitClient(cfg),
 		CleanupScan:           NewCleanupScanClient(cfg),
 		CleanupShardWalk:      NewCleanupShardWalkClient(cfg),
 		Column:                NewColumnClient(cfg),
@@ -489,9 +501,10 @@ func (c *Client) Close() error {
 func (c *Client) Use(hooks ...Hook) {
 	for _, n := range []interface{ Use(...Hook) }{
 		c.APIToken, c.Asset, c.AssetFacet, c.AssetName, c.AuditEvent, c.Classification,
-		c.CleanupExemption, c.CleanupLease, c.CleanupObservation, c.CleanupScan,
-		c.CleanupShardWalk, c.Column, c.ColumnEdge, c.DatasetMigration, c.ExternalID,
-		c.GlossaryTerm, c.IcebergCommit, c.IcebergInventoryFile, c.IcebergManifest,
+		c.CleanupExemption, c.CleanupLease, c.CleanupObservation, c.CleanupRefCheck,
+		c.CleanupRefCheckUnit, c.CleanupScan, c.CleanupShardWalk, c.Column,
+		c.ColumnEdge, c.DatasetMigration, c.ExternalID, c.GlossaryTerm,
+		c.IcebergCommit, c.IcebergInventoryFile, c.IcebergManifest,
 		c.IcebergManifestList, c.IcebergNamespace, c.IcebergTable, c.IdempotencyKey,
 		c.Label, c.LineageEdge, c.LineageEvent, c.LineageState, c.MigrationEvent,
 		c.OutboxMessage, c.Owner, c.Proposal, c.ProposalFile, c.ProposalStep,
@@ -510,9 +523,10 @@ func (c *Client) Use(hooks ...Hook) {
 func (c *Client) Intercept(interceptors ...Interceptor) {
 	for _, n := range []interface{ Intercept(...Interceptor) }{
 		c.APIToken, c.Asset, c.AssetFacet, c.AssetName, c.AuditEvent, c.Classification,
-		c.CleanupExemption, c.CleanupLease, c.CleanupObservation, c.CleanupScan,
-		c.CleanupShardWalk, c.Column, c.ColumnEdge, c.DatasetMigration, c.ExternalID,
-		c.GlossaryTerm, c.IcebergCommit, c.IcebergInventoryFile, c.IcebergManifest,
+		c.CleanupExemption, c.CleanupLease, c.CleanupObservation, c.CleanupRefCheck,
+		c.CleanupRefCheckUnit, c.CleanupScan, c.CleanupShardWalk, c.Column,
+		c.ColumnEdge, c.DatasetMigration, c.ExternalID, c.GlossaryTerm,
+		c.IcebergCommit, c.IcebergInventoryFile, c.IcebergManifest,
 		c.IcebergManifestList, c.IcebergNamespace, c.IcebergTable, c.IdempotencyKey,
 		c.Label, c.LineageEdge, c.LineageEvent, c.LineageState, c.MigrationEvent,
 		c.OutboxMessage, c.Owner, c.Proposal, c.ProposalFile, c.ProposalStep,
@@ -547,6 +561,10 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.CleanupLease.mutate(ctx, m)
 	case *CleanupObservationMutation:
 		return c.CleanupObservation.mutate(ctx, m)
+	case *CleanupRefCheckMutation:
+		return c.CleanupRefCheck.mutate(ctx, m)
+	case *CleanupRefCheckUnitMutation:
+		return c.CleanupRefCheckUnit.mutate(ctx, m)
 	case *CleanupScanMutation:
 		return c.CleanupScan.mutate(ctx, m)
 	case *CleanupShardWalkMutation:
@@ -1897,6 +1915,272 @@ func (c *CleanupObservationClient) mutate(ctx context.Context, m *CleanupObserva
 		return (&CleanupObservationDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
 	default:
 		return nil, fmt.Errorf("ent: unknown CleanupObservation mutation op: %q", m.Op())
+	}
+}
+
+// CleanupRefCheckClient is a client for the CleanupRefCheck schema.
+type CleanupRefCheckClient struct {
+	config
+}
+
+// NewCleanupRefCheckClient returns a client for the CleanupRefCheck from the given config.
+func NewCleanupRefCheckClient(c config) *CleanupRefCheckClient {
+	return &CleanupRefCheckClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `cleanuprefcheck.Hooks(f(g(h())))`.
+func (c *CleanupRefCheckClient) Use(hooks ...Hook) {
+	c.hooks.CleanupRefCheck = append(c.hooks.CleanupRefCheck, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `cleanuprefcheck.Intercept(f(g(h())))`.
+func (c *CleanupRefCheckClient) Intercept(interceptors ...Interceptor) {
+	c.inters.CleanupRefCheck = append(c.inters.CleanupRefCheck, interceptors...)
+}
+
+// Create returns a builder for creating a CleanupRefCheck entity.
+func (c *CleanupRefCheckClient) Create() *CleanupRefCheckCreate {
+	mutation := newCleanupRefCheckMutation(c.config, OpCreate)
+	return &CleanupRefCheckCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of CleanupRefCheck entities.
+func (c *CleanupRefCheckClient) CreateBulk(builders ...*CleanupRefCheckCreate) *CleanupRefCheckCreateBulk {
+	return &CleanupRefCheckCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *CleanupRefCheckClient) MapCreateBulk(slice any, setFunc func(*CleanupRefCheckCreate, int)) *CleanupRefCheckCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &CleanupRefCheckCreateBulk{err: fmt.Errorf("calling to CleanupRefCheckClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*CleanupRefCheckCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &CleanupRefCheckCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for CleanupRefCheck.
+func (c *CleanupRefCheckClient) Update() *CleanupRefCheckUpdate {
+	mutation := newCleanupRefCheckMutation(c.config, OpUpdate)
+	return &CleanupRefCheckUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *CleanupRefCheckClient) UpdateOne(_m *CleanupRefCheck) *CleanupRefCheckUpdateOne {
+	mutation := newCleanupRefCheckMutation(c.config, OpUpdateOne, withCleanupRefCheck(_m))
+	return &CleanupRefCheckUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *CleanupRefCheckClient) UpdateOneID(id uuid.UUID) *CleanupRefCheckUpdateOne {
+	mutation := newCleanupRefCheckMutation(c.config, OpUpdateOne, withCleanupRefCheckID(id))
+	return &CleanupRefCheckUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for CleanupRefCheck.
+func (c *CleanupRefCheckClient) Delete() *CleanupRefCheckDelete {
+	mutation := newCleanupRefCheckMutation(c.config, OpDelete)
+	return &CleanupRefCheckDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *CleanupRefCheckClient) DeleteOne(_m *CleanupRefCheck) *CleanupRefCheckDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *CleanupRefCheckClient) DeleteOneID(id uuid.UUID) *CleanupRefCheckDeleteOne {
+	builder := c.Delete().Where(cleanuprefcheck.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &CleanupRefCheckDeleteOne{builder}
+}
+
+// Query returns a query builder for CleanupRefCheck.
+func (c *CleanupRefCheckClient) Query() *CleanupRefCheckQuery {
+	return &CleanupRefCheckQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeCleanupRefCheck},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a CleanupRefCheck entity by its id.
+func (c *CleanupRefCheckClient) Get(ctx context.Context, id uuid.UUID) (*CleanupRefCheck, error) {
+	return c.Query().Where(cleanuprefcheck.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *CleanupRefCheckClient) GetX(ctx context.Context, id uuid.UUID) *CleanupRefCheck {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *CleanupRefCheckClient) Hooks() []Hook {
+	return c.hooks.CleanupRefCheck
+}
+
+// Interceptors returns the client interceptors.
+func (c *CleanupRefCheckClient) Interceptors() []Interceptor {
+	return c.inters.CleanupRefCheck
+}
+
+func (c *CleanupRefCheckClient) mutate(ctx context.Context, m *CleanupRefCheckMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&CleanupRefCheckCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&CleanupRefCheckUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&CleanupRefCheckUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&CleanupRefCheckDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown CleanupRefCheck mutation op: %q", m.Op())
+	}
+}
+
+// CleanupRefCheckUnitClient is a client for the CleanupRefCheckUnit schema.
+type CleanupRefCheckUnitClient struct {
+	config
+}
+
+// NewCleanupRefCheckUnitClient returns a client for the CleanupRefCheckUnit from the given config.
+func NewCleanupRefCheckUnitClient(c config) *CleanupRefCheckUnitClient {
+	return &CleanupRefCheckUnitClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `cleanuprefcheckunit.Hooks(f(g(h())))`.
+func (c *CleanupRefCheckUnitClient) Use(hooks ...Hook) {
+	c.hooks.CleanupRefCheckUnit = append(c.hooks.CleanupRefCheckUnit, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `cleanuprefcheckunit.Intercept(f(g(h())))`.
+func (c *CleanupRefCheckUnitClient) Intercept(interceptors ...Interceptor) {
+	c.inters.CleanupRefCheckUnit = append(c.inters.CleanupRefCheckUnit, interceptors...)
+}
+
+// Create returns a builder for creating a CleanupRefCheckUnit entity.
+func (c *CleanupRefCheckUnitClient) Create() *CleanupRefCheckUnitCreate {
+	mutation := newCleanupRefCheckUnitMutation(c.config, OpCreate)
+	return &CleanupRefCheckUnitCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of CleanupRefCheckUnit entities.
+func (c *CleanupRefCheckUnitClient) CreateBulk(builders ...*CleanupRefCheckUnitCreate) *CleanupRefCheckUnitCreateBulk {
+	return &CleanupRefCheckUnitCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *CleanupRefCheckUnitClient) MapCreateBulk(slice any, setFunc func(*CleanupRefCheckUnitCreate, int)) *CleanupRefCheckUnitCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &CleanupRefCheckUnitCreateBulk{err: fmt.Errorf("calling to CleanupRefCheckUnitClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*CleanupRefCheckUnitCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &CleanupRefCheckUnitCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for CleanupRefCheckUnit.
+func (c *CleanupRefCheckUnitClient) Update() *CleanupRefCheckUnitUpdate {
+	mutation := newCleanupRefCheckUnitMutation(c.config, OpUpdate)
+	return &CleanupRefCheckUnitUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *CleanupRefCheckUnitClient) UpdateOne(_m *CleanupRefCheckUnit) *CleanupRefCheckUnitUpdateOne {
+	mutation := newCleanupRefCheckUnitMutation(c.config, OpUpdateOne, withCleanupRefCheckUnit(_m))
+	return &CleanupRefCheckUnitUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *CleanupRefCheckUnitClient) UpdateOneID(id uuid.UUID) *CleanupRefCheckUnitUpdateOne {
+	mutation := newCleanupRefCheckUnitMutation(c.config, OpUpdateOne, withCleanupRefCheckUnitID(id))
+	return &CleanupRefCheckUnitUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for CleanupRefCheckUnit.
+func (c *CleanupRefCheckUnitClient) Delete() *CleanupRefCheckUnitDelete {
+	mutation := newCleanupRefCheckUnitMutation(c.config, OpDelete)
+	return &CleanupRefCheckUnitDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *CleanupRefCheckUnitClient) DeleteOne(_m *CleanupRefCheckUnit) *CleanupRefCheckUnitDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *CleanupRefCheckUnitClient) DeleteOneID(id uuid.UUID) *CleanupRefCheckUnitDeleteOne {
+	builder := c.Delete().Where(cleanuprefcheckunit.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &CleanupRefCheckUnitDeleteOne{builder}
+}
+
+// Query returns a query builder for CleanupRefCheckUnit.
+func (c *CleanupRefCheckUnitClient) Query() *CleanupRefCheckUnitQuery {
+	return &CleanupRefCheckUnitQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeCleanupRefCheckUnit},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a CleanupRefCheckUnit entity by its id.
+func (c *CleanupRefCheckUnitClient) Get(ctx context.Context, id uuid.UUID) (*CleanupRefCheckUnit, error) {
+	return c.Query().Where(cleanuprefcheckunit.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *CleanupRefCheckUnitClient) GetX(ctx context.Context, id uuid.UUID) *CleanupRefCheckUnit {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *CleanupRefCheckUnitClient) Hooks() []Hook {
+	return c.hooks.CleanupRefCheckUnit
+}
+
+// Interceptors returns the client interceptors.
+func (c *CleanupRefCheckUnitClient) Interceptors() []Interceptor {
+	return c.inters.CleanupRefCheckUnit
+}
+
+func (c *CleanupRefCheckUnitClient) mutate(ctx context.Context, m *CleanupRefCheckUnitMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&CleanupRefCheckUnitCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&CleanupRefCheckUnitUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&CleanupRefCheckUnitUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&CleanupRefCheckUnitDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown CleanupRefCheckUnit mutation op: %q", m.Op())
 	}
 }
 
@@ -7655,29 +7939,29 @@ func (c *WebhookClient) mutate(ctx context.Context, m *WebhookMutation) (Value, 
 type (
 	hooks struct {
 		APIToken, Asset, AssetFacet, AssetName, AuditEvent, Classification,
-		CleanupExemption, CleanupLease, CleanupObservation, CleanupScan,
-		CleanupShardWalk, Column, ColumnEdge, DatasetMigration, ExternalID,
-		GlossaryTerm, IcebergCommit, IcebergInventoryFile, IcebergManifest,
-		IcebergManifestList, IcebergNamespace, IcebergTable, IdempotencyKey, Label,
-		LineageEdge, LineageEvent, LineageState, MigrationEvent, OutboxMessage, Owner,
-		Proposal, ProposalFile, ProposalStep, ReconciliationFinding, ReconciliationRun,
-		ReconciliationWindow, Run, RunIO, SchemaChange, SearchDoc, SearchFacet,
-		SuggestionDecision, TableSync, UsageActorDaily, UsageActorMonthly, UsageDaily,
-		UsageEvent, UsageJobDaily, UsageName, UsagePending, WebSession,
-		Webhook []ent.Hook
+		CleanupExemption, CleanupLease, CleanupObservation, CleanupRefCheck,
+		CleanupRefCheckUnit, CleanupScan, CleanupShardWalk, Column, ColumnEdge,
+		DatasetMigration, ExternalID, GlossaryTerm, IcebergCommit,
+		IcebergInventoryFile, IcebergManifest, IcebergManifestList, IcebergNamespace,
+		IcebergTable, IdempotencyKey, Label, LineageEdge, LineageEvent, LineageState,
+		MigrationEvent, OutboxMessage, Owner, Proposal, ProposalFile, ProposalStep,
+		ReconciliationFinding, ReconciliationRun, ReconciliationWindow, Run, RunIO,
+		SchemaChange, SearchDoc, SearchFacet, SuggestionDecision, TableSync,
+		UsageActorDaily, UsageActorMonthly, UsageDaily, UsageEvent, UsageJobDaily,
+		UsageName, UsagePending, WebSession, Webhook []ent.Hook
 	}
 	inters struct {
 		APIToken, Asset, AssetFacet, AssetName, AuditEvent, Classification,
-		CleanupExemption, CleanupLease, CleanupObservation, CleanupScan,
-		CleanupShardWalk, Column, ColumnEdge, DatasetMigration, ExternalID,
-		GlossaryTerm, IcebergCommit, IcebergInventoryFile, IcebergManifest,
-		IcebergManifestList, IcebergNamespace, IcebergTable, IdempotencyKey, Label,
-		LineageEdge, LineageEvent, LineageState, MigrationEvent, OutboxMessage, Owner,
-		Proposal, ProposalFile, ProposalStep, ReconciliationFinding, ReconciliationRun,
-		ReconciliationWindow, Run, RunIO, SchemaChange, SearchDoc, SearchFacet,
-		SuggestionDecision, TableSync, UsageActorDaily, UsageActorMonthly, UsageDaily,
-		UsageEvent, UsageJobDaily, UsageName, UsagePending, WebSession,
-		Webhook []ent.Interceptor
+		CleanupExemption, CleanupLease, CleanupObservation, CleanupRefCheck,
+		CleanupRefCheckUnit, CleanupScan, CleanupShardWalk, Column, ColumnEdge,
+		DatasetMigration, ExternalID, GlossaryTerm, IcebergCommit,
+		IcebergInventoryFile, IcebergManifest, IcebergManifestList, IcebergNamespace,
+		IcebergTable, IdempotencyKey, Label, LineageEdge, LineageEvent, LineageState,
+		MigrationEvent, OutboxMessage, Owner, Proposal, ProposalFile, ProposalStep,
+		ReconciliationFinding, ReconciliationRun, ReconciliationWindow, Run, RunIO,
+		SchemaChange, SearchDoc, SearchFacet, SuggestionDecision, TableSync,
+		UsageActorDaily, UsageActorMonthly, UsageDaily, UsageEvent, UsageJobDaily,
+		UsageName, UsagePending, WebSession, Webhook []ent.Interceptor
 	}
 )
 

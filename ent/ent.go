@@ -21,6 +21,8 @@ import (
 	"github.com/tidemark/tidemark/ent/cleanupexemption"
 	"github.com/tidemark/tidemark/ent/cleanuplease"
 	"github.com/tidemark/tidemark/ent/cleanupobservation"
+	"github.com/tidemark/tidemark/ent/cleanuprefcheck"
+	"github.com/tidemark/tidemark/ent/cleanuprefcheckunit"
 	"github.com/tidemark/tidemark/ent/cleanupscan"
 	"github.com/tidemark/tidemark/ent/cleanupshardwalk"
 	"github.com/tidemark/tidemark/ent/column"
@@ -133,6 +135,8 @@ func checkColumn(t, c string) error {
 			cleanupexemption.Table:      cleanupexemption.ValidColumn,
 			cleanuplease.Table:          cleanuplease.ValidColumn,
 			cleanupobservation.Table:    cleanupobservation.ValidColumn,
+			cleanuprefcheck.Table:       cleanuprefcheck.ValidColumn,
+			cleanuprefcheckunit.Table:   cleanuprefcheckunit.ValidColumn,
 			cleanupscan.Table:           cleanupscan.ValidColumn,
 			cleanupshardwalk.Table:      cleanupshardwalk.ValidColumn,
 			column.Table:                column.ValidColumn,

@@ -22,6 +22,8 @@ import (
 	"github.com/tidemark/tidemark/ent/cleanupexemption"
 	"github.com/tidemark/tidemark/ent/cleanuplease"
 	"github.com/tidemark/tidemark/ent/cleanupobservation"
+	"github.com/tidemark/tidemark/ent/cleanuprefcheck"
+	"github.com/tidemark/tidemark/ent/cleanuprefcheckunit"
 	"github.com/tidemark/tidemark/ent/cleanupscan"
 	"github.com/tidemark/tidemark/ent/cleanupshardwalk"
 	"github.com/tidemark/tidemark/ent/column"
@@ -86,6 +88,8 @@ const (
 	TypeCleanupExemption      = "CleanupExemption"
 	TypeCleanupLease          = "CleanupLease"
 	TypeCleanupObservation    = "CleanupObservation"
+	TypeCleanupRefCheck       = "CleanupRefCheck"
+	TypeCleanupRefCheckUnit   = "CleanupRefCheckUnit"
 	TypeCleanupScan           = "CleanupScan"
 	TypeCleanupShardWalk      = "CleanupShardWalk"
 	TypeColumn                = "Column"
@@ -6312,6 +6316,1518 @@ func (m *CleanupObservationMutation) ClearEdge(name string) error {
 // It returns an error if the edge is not defined in the schema.
 func (m *CleanupObservationMutation) ResetEdge(name string) error {
 	return fmt.Errorf("unknown CleanupObservation edge %s", name)
+}
+
+// CleanupRefCheckMutation represents an operation that mutates the CleanupRefCheck nodes in the graph.
+type CleanupRefCheckMutation struct {
+	config
+	op                Op
+	typ               string
+	id                *uuid.UUID
+	asset_id          *uuid.UUID
+	started_at        *time.Time
+	finished_at       *time.Time
+	state             *cleanuprefcheck.State
+	metadata_location *string
+	runs              *int
+	addruns           *int
+	heartbeat_at      *time.Time
+	report            *string
+	error             *string
+	clearedFields     map[string]struct{}
+	done              bool
+	oldValue          func(context.Context) (*CleanupRefCheck, error)
+	predicates        []predicate.CleanupRefCheck
+}
+
+var _ ent.Mutation = (*CleanupRefCheckMutation)(nil)
+
+// cleanuprefcheckOption allows management of the mutation configuration using functional options.
+type cleanuprefcheckOption func(*CleanupRefCheckMutation)
+
+// newCleanupRefCheckMutation creates new mutation for the CleanupRefCheck entity.
+func newCleanupRefCheckMutation(c config, op Op, opts ...cleanuprefcheckOption) *CleanupRefCheckMutation {
+	m := &CleanupRefCheckMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeCleanupRefCheck,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withCleanupRefCheckID sets the ID field of the mutation.
+func withCleanupRefCheckID(id uuid.UUID) cleanuprefcheckOption {
+	return func(m *CleanupRefCheckMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *CleanupRefCheck
+		)
+		m.oldValue = func(ctx context.Context) (*CleanupRefCheck, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().CleanupRefCheck.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withCleanupRefCheck sets the old CleanupRefCheck of the mutation.
+func withCleanupRefCheck(node *CleanupRefCheck) cleanuprefcheckOption {
+	return func(m *CleanupRefCheckMutation) {
+		m.oldValue = func(context.Context) (*CleanupRefCheck, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m CleanupRefCheckMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m CleanupRefCheckMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of CleanupRefCheck entities.
+func (m *CleanupRefCheckMutation) SetID(id uuid.UUID) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *CleanupRefCheckMutation) ID() (id uuid.UUID, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *CleanupRefCheckMutation) IDs(ctx context.Context) ([]uuid.UUID, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []uuid.UUID{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().CleanupRefCheck.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetAssetID sets the "asset_id" field.
+func (m *CleanupRefCheckMutation) SetAssetID(u uuid.UUID) {
+	m.asset_id = &u
+}
+
+// AssetID returns the value of the "asset_id" field in the mutation.
+func (m *CleanupRefCheckMutation) AssetID() (r uuid.UUID, exists bool) {
+	v := m.asset_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAssetID returns the old "asset_id" field's value of the CleanupRefCheck entity.
+// If the CleanupRefCheck object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupRefCheckMutation) OldAssetID(ctx context.Context) (v uuid.UUID, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAssetID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAssetID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAssetID: %w", err)
+	}
+	return oldValue.AssetID, nil
+}
+
+// ResetAssetID resets all changes to the "asset_id" field.
+func (m *CleanupRefCheckMutation) ResetAssetID() {
+	m.asset_id = nil
+}
+
+// SetStartedAt sets the "started_at" field.
+func (m *CleanupRefCheckMutation) SetStartedAt(t time.Time) {
+	m.started_at = &t
+}
+
+// StartedAt returns the value of the "started_at" field in the mutation.
+func (m *CleanupRefCheckMutation) StartedAt() (r time.Time, exists bool) {
+	v := m.started_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldStartedAt returns the old "started_at" field's value of the CleanupRefCheck entity.
+// If the CleanupRefCheck object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupRefCheckMutation) OldStartedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldStartedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldStartedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldStartedAt: %w", err)
+	}
+	return oldValue.StartedAt, nil
+}
+
+// ResetStartedAt resets all changes to the "started_at" field.
+func (m *CleanupRefCheckMutation) ResetStartedAt() {
+	m.started_at = nil
+}
+
+// SetFinishedAt sets the "finished_at" field.
+func (m *CleanupRefCheckMutation) SetFinishedAt(t time.Time) {
+	m.finished_at = &t
+}
+
+// FinishedAt returns the value of the "finished_at" field in the mutation.
+func (m *CleanupRefCheckMutation) FinishedAt() (r time.Time, exists bool) {
+	v := m.finished_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldFinishedAt returns the old "finished_at" field's value of the CleanupRefCheck entity.
+// If the CleanupRefCheck object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupRefCheckMutation) OldFinishedAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldFinishedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldFinishedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldFinishedAt: %w", err)
+	}
+	return oldValue.FinishedAt, nil
+}
+
+// ClearFinishedAt clears the value of the "finished_at" field.
+func (m *CleanupRefCheckMutation) ClearFinishedAt() {
+	m.finished_at = nil
+	m.clearedFields[cleanuprefcheck.FieldFinishedAt] = struct{}{}
+}
+
+// FinishedAtCleared returns if the "finished_at" field was cleared in this mutation.
+func (m *CleanupRefCheckMutation) FinishedAtCleared() bool {
+	_, ok := m.clearedFields[cleanuprefcheck.FieldFinishedAt]
+	return ok
+}
+
+// ResetFinishedAt resets all changes to the "finished_at" field.
+func (m *CleanupRefCheckMutation) ResetFinishedAt() {
+	m.finished_at = nil
+	delete(m.clearedFields, cleanuprefcheck.FieldFinishedAt)
+}
+
+// SetState sets the "state" field.
+func (m *CleanupRefCheckMutation) SetState(c cleanuprefcheck.State) {
+	m.state = &c
+}
+
+// State returns the value of the "state" field in the mutation.
+func (m *CleanupRefCheckMutation) State() (r cleanuprefcheck.State, exists bool) {
+	v := m.state
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldState returns the old "state" field's value of the CleanupRefCheck entity.
+// If the CleanupRefCheck object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupRefCheckMutation) OldState(ctx context.Context) (v cleanuprefcheck.State, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldState is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldState requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldState: %w", err)
+	}
+	return oldValue.State, nil
+}
+
+// ResetState resets all changes to the "state" field.
+func (m *CleanupRefCheckMutation) ResetState() {
+	m.state = nil
+}
+
+// SetMetadataLocation sets the "metadata_location" field.
+func (m *CleanupRefCheckMutation) SetMetadataLocation(s string) {
+	m.metadata_location = &s
+}
+
+// MetadataLocation returns the value of the "metadata_location" field in the mutation.
+func (m *CleanupRefCheckMutation) MetadataLocation() (r string, exists bool) {
+	v := m.metadata_location
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldMetadataLocation returns the old "metadata_location" field's value of the CleanupRefCheck entity.
+// If the CleanupRefCheck object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupRefCheckMutation) OldMetadataLocation(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldMetadataLocation is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldMetadataLocation requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldMetadataLocation: %w", err)
+	}
+	return oldValue.MetadataLocation, nil
+}
+
+// ResetMetadataLocation resets all changes to the "metadata_location" field.
+func (m *CleanupRefCheckMutation) ResetMetadataLocation() {
+	m.metadata_location = nil
+}
+
+// SetRuns sets the "runs" field.
+func (m *CleanupRefCheckMutation) SetRuns(i int) {
+	m.runs = &i
+	m.addruns = nil
+}
+
+// Runs returns the value of the "runs" field in the mutation.
+func (m *CleanupRefCheckMutation) Runs() (r int, exists bool) {
+	v := m.runs
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldRuns returns the old "runs" field's value of the CleanupRefCheck entity.
+// If the CleanupRefCheck object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupRefCheckMutation) OldRuns(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldRuns is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldRuns requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldRuns: %w", err)
+	}
+	return oldValue.Runs, nil
+}
+
+// AddRuns adds i to the "runs" field.
+func (m *CleanupRefCheckMutation) AddRuns(i int) {
+	if m.addruns != nil {
+		*m.addruns += i
+	} else {
+		m.addruns = &i
+	}
+}
+
+// AddedRuns returns the value that was added to the "runs" field in this mutation.
+func (m *CleanupRefCheckMutation) AddedRuns() (r int, exists bool) {
+	v := m.addruns
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetRuns resets all changes to the "runs" field.
+func (m *CleanupRefCheckMutation) ResetRuns() {
+	m.runs = nil
+	m.addruns = nil
+}
+
+// SetHeartbeatAt sets the "heartbeat_at" field.
+func (m *CleanupRefCheckMutation) SetHeartbeatAt(t time.Time) {
+	m.heartbeat_at = &t
+}
+
+// HeartbeatAt returns the value of the "heartbeat_at" field in the mutation.
+func (m *CleanupRefCheckMutation) HeartbeatAt() (r time.Time, exists bool) {
+	v := m.heartbeat_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldHeartbeatAt returns the old "heartbeat_at" field's value of the CleanupRefCheck entity.
+// If the CleanupRefCheck object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupRefCheckMutation) OldHeartbeatAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldHeartbeatAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldHeartbeatAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldHeartbeatAt: %w", err)
+	}
+	return oldValue.HeartbeatAt, nil
+}
+
+// ClearHeartbeatAt clears the value of the "heartbeat_at" field.
+func (m *CleanupRefCheckMutation) ClearHeartbeatAt() {
+	m.heartbeat_at = nil
+	m.clearedFields[cleanuprefcheck.FieldHeartbeatAt] = struct{}{}
+}
+
+// HeartbeatAtCleared returns if the "heartbeat_at" field was cleared in this mutation.
+func (m *CleanupRefCheckMutation) HeartbeatAtCleared() bool {
+	_, ok := m.clearedFields[cleanuprefcheck.FieldHeartbeatAt]
+	return ok
+}
+
+// ResetHeartbeatAt resets all changes to the "heartbeat_at" field.
+func (m *CleanupRefCheckMutation) ResetHeartbeatAt() {
+	m.heartbeat_at = nil
+	delete(m.clearedFields, cleanuprefcheck.FieldHeartbeatAt)
+}
+
+// SetReport sets the "report" field.
+func (m *CleanupRefCheckMutation) SetReport(s string) {
+	m.report = &s
+}
+
+// Report returns the value of the "report" field in the mutation.
+func (m *CleanupRefCheckMutation) Report() (r string, exists bool) {
+	v := m.report
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldReport returns the old "report" field's value of the CleanupRefCheck entity.
+// If the CleanupRefCheck object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupRefCheckMutation) OldReport(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldReport is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldReport requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldReport: %w", err)
+	}
+	return oldValue.Report, nil
+}
+
+// ResetReport resets all changes to the "report" field.
+func (m *CleanupRefCheckMutation) ResetReport() {
+	m.report = nil
+}
+
+// SetError sets the "error" field.
+func (m *CleanupRefCheckMutation) SetError(s string) {
+	m.error = &s
+}
+
+// Error returns the value of the "error" field in the mutation.
+func (m *CleanupRefCheckMutation) Error() (r string, exists bool) {
+	v := m.error
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldError returns the old "error" field's value of the CleanupRefCheck entity.
+// If the CleanupRefCheck object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupRefCheckMutation) OldError(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldError is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldError requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldError: %w", err)
+	}
+	return oldValue.Error, nil
+}
+
+// ResetError resets all changes to the "error" field.
+func (m *CleanupRefCheckMutation) ResetError() {
+	m.error = nil
+}
+
+// Where appends a list predicates to the CleanupRefCheckMutation builder.
+func (m *CleanupRefCheckMutation) Where(ps ...predicate.CleanupRefCheck) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the CleanupRefCheckMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *CleanupRefCheckMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.CleanupRefCheck, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *CleanupRefCheckMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *CleanupRefCheckMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (CleanupRefCheck).
+func (m *CleanupRefCheckMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *CleanupRefCheckMutation) Fields() []string {
+	fields := make([]string, 0, 9)
+	if m.asset_id != nil {
+		fields = append(fields, cleanuprefcheck.FieldAssetID)
+	}
+	if m.started_at != nil {
+		fields = append(fields, cleanuprefcheck.FieldStartedAt)
+	}
+	if m.finished_at != nil {
+		fields = append(fields, cleanuprefcheck.FieldFinishedAt)
+	}
+	if m.state != nil {
+		fields = append(fields, cleanuprefcheck.FieldState)
+	}
+	if m.metadata_location != nil {
+		fields = append(fields, cleanuprefcheck.FieldMetadataLocation)
+	}
+	if m.runs != nil {
+		fields = append(fields, cleanuprefcheck.FieldRuns)
+	}
+	if m.heartbeat_at != nil {
+		fields = append(fields, cleanuprefcheck.FieldHeartbeatAt)
+	}
+	if m.report != nil {
+		fields = append(fields, cleanuprefcheck.FieldReport)
+	}
+	if m.error != nil {
+		fields = append(fields, cleanuprefcheck.FieldError)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *CleanupRefCheckMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case cleanuprefcheck.FieldAssetID:
+		return m.AssetID()
+	case cleanuprefcheck.FieldStartedAt:
+		return m.StartedAt()
+	case cleanuprefcheck.FieldFinishedAt:
+		return m.FinishedAt()
+	case cleanuprefcheck.FieldState:
+		return m.State()
+	case cleanuprefcheck.FieldMetadataLocation:
+		return m.MetadataLocation()
+	case cleanuprefcheck.FieldRuns:
+		return m.Runs()
+	case cleanuprefcheck.FieldHeartbeatAt:
+		return m.HeartbeatAt()
+	case cleanuprefcheck.FieldReport:
+		return m.Report()
+	case cleanuprefcheck.FieldError:
+		return m.Error()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *CleanupRefCheckMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case cleanuprefcheck.FieldAssetID:
+		return m.OldAssetID(ctx)
+	case cleanuprefcheck.FieldStartedAt:
+		return m.OldStartedAt(ctx)
+	case cleanuprefcheck.FieldFinishedAt:
+		return m.OldFinishedAt(ctx)
+	case cleanuprefcheck.FieldState:
+		return m.OldState(ctx)
+	case cleanuprefcheck.FieldMetadataLocation:
+		return m.OldMetadataLocation(ctx)
+	case cleanuprefcheck.FieldRuns:
+		return m.OldRuns(ctx)
+	case cleanuprefcheck.FieldHeartbeatAt:
+		return m.OldHeartbeatAt(ctx)
+	case cleanuprefcheck.FieldReport:
+		return m.OldReport(ctx)
+	case cleanuprefcheck.FieldError:
+		return m.OldError(ctx)
+	}
+	return nil, fmt.Errorf("unknown CleanupRefCheck field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *CleanupRefCheckMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case cleanuprefcheck.FieldAssetID:
+		v, ok := value.(uuid.UUID)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAssetID(v)
+		return nil
+	case cleanuprefcheck.FieldStartedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetStartedAt(v)
+		return nil
+	case cleanuprefcheck.FieldFinishedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetFinishedAt(v)
+		return nil
+	case cleanuprefcheck.FieldState:
+		v, ok := value.(cleanuprefcheck.State)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetState(v)
+		return nil
+	case cleanuprefcheck.FieldMetadataLocation:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetMetadataLocation(v)
+		return nil
+	case cleanuprefcheck.FieldRuns:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetRuns(v)
+		return nil
+	case cleanuprefcheck.FieldHeartbeatAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetHeartbeatAt(v)
+		return nil
+	case cleanuprefcheck.FieldReport:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetReport(v)
+		return nil
+	case cleanuprefcheck.FieldError:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetError(v)
+		return nil
+	}
+	return fmt.Errorf("unknown CleanupRefCheck field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *CleanupRefCheckMutation) AddedFields() []string {
+	var fields []string
+	if m.addruns != nil {
+		fields = append(fields, cleanuprefcheck.FieldRuns)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *CleanupRefCheckMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case cleanuprefcheck.FieldRuns:
+		return m.AddedRuns()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *CleanupRefCheckMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case cleanuprefcheck.FieldRuns:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddRuns(v)
+		return nil
+	}
+	return fmt.Errorf("unknown CleanupRefCheck numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *CleanupRefCheckMutation) ClearedFields() []string {
+	var fields []string
+	if m.FieldCleared(cleanuprefcheck.FieldFinishedAt) {
+		fields = append(fields, cleanuprefcheck.FieldFinishedAt)
+	}
+	if m.FieldCleared(cleanuprefcheck.FieldHeartbeatAt) {
+		fields = append(fields, cleanuprefcheck.FieldHeartbeatAt)
+	}
+	return fields
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *CleanupRefCheckMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *CleanupRefCheckMutation) ClearField(name string) error {
+	switch name {
+	case cleanuprefcheck.FieldFinishedAt:
+		m.ClearFinishedAt()
+		return nil
+	case cleanuprefcheck.FieldHeartbeatAt:
+		m.ClearHeartbeatAt()
+		return nil
+	}
+	return fmt.Errorf("unknown CleanupRefCheck nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *CleanupRefCheckMutation) ResetField(name string) error {
+	switch name {
+	case cleanuprefcheck.FieldAssetID:
+		m.ResetAssetID()
+		return nil
+	case cleanuprefcheck.FieldStartedAt:
+		m.ResetStartedAt()
+		return nil
+	case cleanuprefcheck.FieldFinishedAt:
+		m.ResetFinishedAt()
+		return nil
+	case cleanuprefcheck.FieldState:
+		m.ResetState()
+		return nil
+	case cleanuprefcheck.FieldMetadataLocation:
+		m.ResetMetadataLocation()
+		return nil
+	case cleanuprefcheck.FieldRuns:
+		m.ResetRuns()
+		return nil
+	case cleanuprefcheck.FieldHeartbeatAt:
+		m.ResetHeartbeatAt()
+		return nil
+	case cleanuprefcheck.FieldReport:
+		m.ResetReport()
+		return nil
+	case cleanuprefcheck.FieldError:
+		m.ResetError()
+		return nil
+	}
+	return fmt.Errorf("unknown CleanupRefCheck field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *CleanupRefCheckMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *CleanupRefCheckMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *CleanupRefCheckMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *CleanupRefCheckMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *CleanupRefCheckMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *CleanupRefCheckMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *CleanupRefCheckMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown CleanupRefCheck unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *CleanupRefCheckMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown CleanupRefCheck edge %s", name)
+}
+
+// CleanupRefCheckUnitMutation represents an operation that mutates the CleanupRefCheckUnit nodes in the graph.
+type CleanupRefCheckUnitMutation struct {
+	config
+	op            Op
+	typ           string
+	id            *uuid.UUID
+	check_id      *uuid.UUID
+	unit          *string
+	files         *int64
+	addfiles      *int64
+	unchecked     *int64
+	addunchecked  *int64
+	missing       *string
+	checked_at    *time.Time
+	clearedFields map[string]struct{}
+	done          bool
+	oldValue      func(context.Context) (*CleanupRefCheckUnit, error)
+	predicates    []predicate.CleanupRefCheckUnit
+}
+
+var _ ent.Mutation = (*CleanupRefCheckUnitMutation)(nil)
+
+// cleanuprefcheckunitOption allows management of the mutation configuration using functional options.
+type cleanuprefcheckunitOption func(*CleanupRefCheckUnitMutation)
+
+// newCleanupRefCheckUnitMutation creates new mutation for the CleanupRefCheckUnit entity.
+func newCleanupRefCheckUnitMutation(c config, op Op, opts ...cleanuprefcheckunitOption) *CleanupRefCheckUnitMutation {
+	m := &CleanupRefCheckUnitMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeCleanupRefCheckUnit,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withCleanupRefCheckUnitID sets the ID field of the mutation.
+func withCleanupRefCheckUnitID(id uuid.UUID) cleanuprefcheckunitOption {
+	return func(m *CleanupRefCheckUnitMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *CleanupRefCheckUnit
+		)
+		m.oldValue = func(ctx context.Context) (*CleanupRefCheckUnit, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().CleanupRefCheckUnit.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withCleanupRefCheckUnit sets the old CleanupRefCheckUnit of the mutation.
+func withCleanupRefCheckUnit(node *CleanupRefCheckUnit) cleanuprefcheckunitOption {
+	return func(m *CleanupRefCheckUnitMutation) {
+		m.oldValue = func(context.Context) (*CleanupRefCheckUnit, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m CleanupRefCheckUnitMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m CleanupRefCheckUnitMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of CleanupRefCheckUnit entities.
+func (m *CleanupRefCheckUnitMutation) SetID(id uuid.UUID) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *CleanupRefCheckUnitMutation) ID() (id uuid.UUID, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *CleanupRefCheckUnitMutation) IDs(ctx context.Context) ([]uuid.UUID, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []uuid.UUID{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().CleanupRefCheckUnit.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetCheckID sets the "check_id" field.
+func (m *CleanupRefCheckUnitMutation) SetCheckID(u uuid.UUID) {
+	m.check_id = &u
+}
+
+// CheckID returns the value of the "check_id" field in the mutation.
+func (m *CleanupRefCheckUnitMutation) CheckID() (r uuid.UUID, exists bool) {
+	v := m.check_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCheckID returns the old "check_id" field's value of the CleanupRefCheckUnit entity.
+// If the CleanupRefCheckUnit object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupRefCheckUnitMutation) OldCheckID(ctx context.Context) (v uuid.UUID, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCheckID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCheckID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCheckID: %w", err)
+	}
+	return oldValue.CheckID, nil
+}
+
+// ResetCheckID resets all changes to the "check_id" field.
+func (m *CleanupRefCheckUnitMutation) ResetCheckID() {
+	m.check_id = nil
+}
+
+// SetUnit sets the "unit" field.
+func (m *CleanupRefCheckUnitMutation) SetUnit(s string) {
+	m.unit = &s
+}
+
+// Unit returns the value of the "unit" field in the mutation.
+func (m *CleanupRefCheckUnitMutation) Unit() (r string, exists bool) {
+	v := m.unit
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldUnit returns the old "unit" field's value of the CleanupRefCheckUnit entity.
+// If the CleanupRefCheckUnit object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupRefCheckUnitMutation) OldUnit(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldUnit is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldUnit requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldUnit: %w", err)
+	}
+	return oldValue.Unit, nil
+}
+
+// ResetUnit resets all changes to the "unit" field.
+func (m *CleanupRefCheckUnitMutation) ResetUnit() {
+	m.unit = nil
+}
+
+// SetFiles sets the "files" field.
+func (m *CleanupRefCheckUnitMutation) SetFiles(i int64) {
+	m.files = &i
+	m.addfiles = nil
+}
+
+// Files returns the value of the "files" field in the mutation.
+func (m *CleanupRefCheckUnitMutation) Files() (r int64, exists bool) {
+	v := m.files
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldFiles returns the old "files" field's value of the CleanupRefCheckUnit entity.
+// If the CleanupRefCheckUnit object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupRefCheckUnitMutation) OldFiles(ctx context.Context) (v int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldFiles is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldFiles requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldFiles: %w", err)
+	}
+	return oldValue.Files, nil
+}
+
+// AddFiles adds i to the "files" field.
+func (m *CleanupRefCheckUnitMutation) AddFiles(i int64) {
+	if m.addfiles != nil {
+		*m.addfiles += i
+	} else {
+		m.addfiles = &i
+	}
+}
+
+// AddedFiles returns the value that was added to the "files" field in this mutation.
+func (m *CleanupRefCheckUnitMutation) AddedFiles() (r int64, exists bool) {
+	v := m.addfiles
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetFiles resets all changes to the "files" field.
+func (m *CleanupRefCheckUnitMutation) ResetFiles() {
+	m.files = nil
+	m.addfiles = nil
+}
+
+// SetUnchecked sets the "unchecked" field.
+func (m *CleanupRefCheckUnitMutation) SetUnchecked(i int64) {
+	m.unchecked = &i
+	m.addunchecked = nil
+}
+
+// Unchecked returns the value of the "unchecked" field in the mutation.
+func (m *CleanupRefCheckUnitMutation) Unchecked() (r int64, exists bool) {
+	v := m.unchecked
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldUnchecked returns the old "unchecked" field's value of the CleanupRefCheckUnit entity.
+// If the CleanupRefCheckUnit object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupRefCheckUnitMutation) OldUnchecked(ctx context.Context) (v int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldUnchecked is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldUnchecked requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldUnchecked: %w", err)
+	}
+	return oldValue.Unchecked, nil
+}
+
+// AddUnchecked adds i to the "unchecked" field.
+func (m *CleanupRefCheckUnitMutation) AddUnchecked(i int64) {
+	if m.addunchecked != nil {
+		*m.addunchecked += i
+	} else {
+		m.addunchecked = &i
+	}
+}
+
+// AddedUnchecked returns the value that was added to the "unchecked" field in this mutation.
+func (m *CleanupRefCheckUnitMutation) AddedUnchecked() (r int64, exists bool) {
+	v := m.addunchecked
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetUnchecked resets all changes to the "unchecked" field.
+func (m *CleanupRefCheckUnitMutation) ResetUnchecked() {
+	m.unchecked = nil
+	m.addunchecked = nil
+}
+
+// SetMissing sets the "missing" field.
+func (m *CleanupRefCheckUnitMutation) SetMissing(s string) {
+	m.missing = &s
+}
+
+// Missing returns the value of the "missing" field in the mutation.
+func (m *CleanupRefCheckUnitMutation) Missing() (r string, exists bool) {
+	v := m.missing
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldMissing returns the old "missing" field's value of the CleanupRefCheckUnit entity.
+// If the CleanupRefCheckUnit object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupRefCheckUnitMutation) OldMissing(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldMissing is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldMissing requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldMissing: %w", err)
+	}
+	return oldValue.Missing, nil
+}
+
+// ResetMissing resets all changes to the "missing" field.
+func (m *CleanupRefCheckUnitMutation) ResetMissing() {
+	m.missing = nil
+}
+
+// SetCheckedAt sets the "checked_at" field.
+func (m *CleanupRefCheckUnitMutation) SetCheckedAt(t time.Time) {
+	m.checked_at = &t
+}
+
+// CheckedAt returns the value of the "checked_at" field in the mutation.
+func (m *CleanupRefCheckUnitMutation) CheckedAt() (r time.Time, exists bool) {
+	v := m.checked_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCheckedAt returns the old "checked_at" field's value of the CleanupRefCheckUnit entity.
+// If the CleanupRefCheckUnit object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupRefCheckUnitMutation) OldCheckedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCheckedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCheckedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCheckedAt: %w", err)
+	}
+	return oldValue.CheckedAt, nil
+}
+
+// ResetCheckedAt resets all changes to the "checked_at" field.
+func (m *CleanupRefCheckUnitMutation) ResetCheckedAt() {
+	m.checked_at = nil
+}
+
+// Where appends a list predicates to the CleanupRefCheckUnitMutation builder.
+func (m *CleanupRefCheckUnitMutation) Where(ps ...predicate.CleanupRefCheckUnit) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the CleanupRefCheckUnitMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *CleanupRefCheckUnitMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.CleanupRefCheckUnit, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *CleanupRefCheckUnitMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *CleanupRefCheckUnitMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (CleanupRefCheckUnit).
+func (m *CleanupRefCheckUnitMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *CleanupRefCheckUnitMutation) Fields() []string {
+	fields := make([]string, 0, 6)
+	if m.check_id != nil {
+		fields = append(fields, cleanuprefcheckunit.FieldCheckID)
+	}
+	if m.unit != nil {
+		fields = append(fields, cleanuprefcheckunit.FieldUnit)
+	}
+	if m.files != nil {
+		fields = append(fields, cleanuprefcheckunit.FieldFiles)
+	}
+	if m.unchecked != nil {
+		fields = append(fields, cleanuprefcheckunit.FieldUnchecked)
+	}
+	if m.missing != nil {
+		fields = append(fields, cleanuprefcheckunit.FieldMissing)
+	}
+	if m.checked_at != nil {
+		fields = append(fields, cleanuprefcheckunit.FieldCheckedAt)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *CleanupRefCheckUnitMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case cleanuprefcheckunit.FieldCheckID:
+		return m.CheckID()
+	case cleanuprefcheckunit.FieldUnit:
+		return m.Unit()
+	case cleanuprefcheckunit.FieldFiles:
+		return m.Files()
+	case cleanuprefcheckunit.FieldUnchecked:
+		return m.Unchecked()
+	case cleanuprefcheckunit.FieldMissing:
+		return m.Missing()
+	case cleanuprefcheckunit.FieldCheckedAt:
+		return m.CheckedAt()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *CleanupRefCheckUnitMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case cleanuprefcheckunit.FieldCheckID:
+		return m.OldCheckID(ctx)
+	case cleanuprefcheckunit.FieldUnit:
+		return m.OldUnit(ctx)
+	case cleanuprefcheckunit.FieldFiles:
+		return m.OldFiles(ctx)
+	case cleanuprefcheckunit.FieldUnchecked:
+		return m.OldUnchecked(ctx)
+	case cleanuprefcheckunit.FieldMissing:
+		return m.OldMissing(ctx)
+	case cleanuprefcheckunit.FieldCheckedAt:
+		return m.OldCheckedAt(ctx)
+	}
+	return nil, fmt.Errorf("unknown CleanupRefCheckUnit field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *CleanupRefCheckUnitMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case cleanuprefcheckunit.FieldCheckID:
+		v, ok := value.(uuid.UUID)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCheckID(v)
+		return nil
+	case cleanuprefcheckunit.FieldUnit:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetUnit(v)
+		return nil
+	case cleanuprefcheckunit.FieldFiles:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetFiles(v)
+		return nil
+	case cleanuprefcheckunit.FieldUnchecked:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetUnchecked(v)
+		return nil
+	case cleanuprefcheckunit.FieldMissing:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetMissing(v)
+		return nil
+	case cleanuprefcheckunit.FieldCheckedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCheckedAt(v)
+		return nil
+	}
+	return fmt.Errorf("unknown CleanupRefCheckUnit field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *CleanupRefCheckUnitMutation) AddedFields() []string {
+	var fields []string
+	if m.addfiles != nil {
+		fields = append(fields, cleanuprefcheckunit.FieldFiles)
+	}
+	if m.addunchecked != nil {
+		fields = append(fields, cleanuprefcheckunit.FieldUnchecked)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *CleanupRefCheckUnitMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case cleanuprefcheckunit.FieldFiles:
+		return m.AddedFiles()
+	case cleanuprefcheckunit.FieldUnchecked:
+		return m.AddedUnchecked()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *CleanupRefCheckUnitMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case cleanuprefcheckunit.FieldFiles:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddFiles(v)
+		return nil
+	case cleanuprefcheckunit.FieldUnchecked:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddUnchecked(v)
+		return nil
+	}
+	return fmt.Errorf("unknown CleanupRefCheckUnit numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *CleanupRefCheckUnitMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *CleanupRefCheckUnitMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *CleanupRefCheckUnitMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown CleanupRefCheckUnit nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *CleanupRefCheckUnitMutation) ResetField(name string) error {
+	switch name {
+	case cleanuprefcheckunit.FieldCheckID:
+		m.ResetCheckID()
+		return nil
+	case cleanuprefcheckunit.FieldUnit:
+		m.ResetUnit()
+		return nil
+	case cleanuprefcheckunit.FieldFiles:
+		m.ResetFiles()
+		return nil
+	case cleanuprefcheckunit.FieldUnchecked:
+		m.ResetUnchecked()
+		return nil
+	case cleanuprefcheckunit.FieldMissing:
+		m.ResetMissing()
+		return nil
+	case cleanuprefcheckunit.FieldCheckedAt:
+		m.ResetCheckedAt()
+		return nil
+	}
+	return fmt.Errorf("unknown CleanupRefCheckUnit field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *CleanupRefCheckUnitMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *CleanupRefCheckUnitMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *CleanupRefCheckUnitMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *CleanupRefCheckUnitMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *CleanupRefCheckUnitMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *CleanupRefCheckUnitMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *CleanupRefCheckUnitMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown CleanupRefCheckUnit unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *CleanupRefCheckUnitMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown CleanupRefCheckUnit edge %s", name)
 }
 
 // CleanupScanMutation represents an operation that mutates the CleanupScan nodes in the graph.

@@ -32,6 +32,10 @@ type Tx struct {
 	CleanupLease *CleanupLeaseClient
 	// CleanupObservation is the client for interacting with the CleanupObservation builders.
 	CleanupObservation *CleanupObservationClient
+	// CleanupRefCheck is the client for interacting with the CleanupRefCheck builders.
+	CleanupRefCheck *CleanupRefCheckClient
+	// CleanupRefCheckUnit is the client for interacting with the CleanupRefCheckUnit builders.
+	CleanupRefCheckUnit *CleanupRefCheckUnitClient
 	// CleanupScan is the client for interacting with the CleanupScan builders.
 	CleanupScan *CleanupScanClient
 	// CleanupShardWalk is the client for interacting with the CleanupShardWalk builders.
@@ -258,6 +262,8 @@ func (tx *Tx) init() {
 	tx.CleanupExemption = NewCleanupExemptionClient(tx.config)
 	tx.CleanupLease = NewCleanupLeaseClient(tx.config)
 	tx.CleanupObservation = NewCleanupObservationClient(tx.config)
+	tx.CleanupRefCheck = NewCleanupRefCheckClient(tx.config)
+	tx.CleanupRefCheckUnit = NewCleanupRefCheckUnitClient(tx.config)
 	tx.CleanupScan = NewCleanupScanClient(tx.config)
 	tx.CleanupShardWalk = NewCleanupShardWalkClient(tx.config)
 	tx.Column = NewColumnClient(tx.config)

@@ -55,6 +55,7 @@ type evidenceResponse struct {
 	DanglingCount    int64                   `json:"dangling_count,omitempty"`
 	Remedies         []string                `json:"remedies,omitempty"`
 	ScanID           *uuid.UUID              `json:"scan_id,omitempty"`
+	RefCheckID       *uuid.UUID              `json:"ref_check_id,omitempty"`
 	// FinalReconciliation: for a migrated asset's retirement, the clean run after the cutover.
 	FinalReconciliation *uuid.UUID `json:"final_reconciliation,omitempty"`
 }
@@ -311,7 +312,7 @@ func toProposalResponse(p cleanup.Proposal) proposalResponse {
 	ev := evidenceResponse{Summary: e.Summary, Scans: e.Scans, Shards: e.Shards, Files: e.Files, Bytes: e.Bytes, MonthlyCostUSD: e.MonthlyCost,
 		AgeThreshold: e.AgeThreshold, Assumption: e.Assumption, Window: e.Window, From: e.From, To: e.To, LastRead: e.LastRead,
 		Readers: e.Readers, Downstream: e.Downstream, Owners: e.Owners, AssetCreatedAt: e.AssetCreatedAt, Location: e.Location,
-		Snapshots: e.Snapshots, KeepLast: e.KeepLast, MaxAge: e.MaxAge, DanglingCount: e.DanglingCount, Remedies: e.Remedies, ScanID: e.ScanID,
+		Snapshots: e.Snapshots, KeepLast: e.KeepLast, MaxAge: e.MaxAge, DanglingCount: e.DanglingCount, Remedies: e.Remedies, ScanID: e.ScanID, RefCheckID: e.RefCheckID,
 		MinGap: e.MinGap, TableUUID: e.TableUUID, MetadataLocation: e.MetadataLocation, Reopens: e.Reopens, ReopensWhy: e.ReopensWhy,
 		FinalReconciliation: e.FinalReconciliation}
 	if len(e.Foreign) > 0 {

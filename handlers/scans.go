@@ -33,10 +33,11 @@ type scanHoleResponse struct {
 }
 
 type danglingResponse struct {
-	SnapshotID int64  `json:"snapshot_id"`
-	Manifest   string `json:"manifest"`
-	Path       string `json:"path"`
-	Content    string `json:"content"`
+	SnapshotID int64    `json:"snapshot_id"`
+	Manifest   string   `json:"manifest"`
+	Path       string   `json:"path"`
+	Content    string   `json:"content"`
+	Refs       []string `json:"refs,omitempty"`
 }
 
 type scanRequestsResponse struct {
@@ -108,10 +109,6 @@ type scanResponse struct {
 	Confirmed         int64                   `json:"confirmed"`
 	ConfirmedBytes    int64                   `json:"confirmed_bytes"`
 	ConfirmedSample   []string                `json:"confirmed_sample"`
-	FilesChecked      int64                   `json:"files_checked"`
-	Dangling          []danglingResponse      `json:"dangling"`
-	DanglingCount     int64                   `json:"dangling_count"`
-	Unchecked         int64                   `json:"unchecked"`
 	Requests          scanRequestsResponse    `json:"requests"`
 	Cost              scanCostResponse        `json:"cost"`
 	MinGap            string                  `json:"min_gap"`
@@ -142,7 +139,7 @@ func (a *API) scanRoutes() {
 	a.handle(operation{
 		Method:    http.MethodGet,
 		Path:      "/api/v1/scans/:id",
-		Summary:   "One cleanup scan's report: shards covered and holes, candidates, confirmed orphans, dangling references, requests and cost",
+		Summary:   "One cleanup scan's report: shards covered and holes, candidates, confirmed orphans, requests and cost",
 		Tag:       "cleanup",
 		Params:    []param{{Name: "id", In: "path", Required: true}},
 		Responses: map[int]any{200: scanResponse{}},
@@ -215,7 +212,6 @@ func toScanResponse(r cleanup.Report) scanResponse {
 		ShardsComplete: r.ShardsComplete, ShardsFailed: r.ShardsFailed, ShardsNotReached: r.ShardsNotReached, Holes: []scanHoleResponse{}, EntriesListed: r.EntriesListed, DuplicateListed: r.DuplicateListed,
 		ReferencedFiles: r.ReferencedFiles, MidWalk: r.MidWalk, TooYoung: r.TooYoung, Candidates: r.Candidates,
 		CandidateBytes: r.CandidateBytes, Confirmed: r.Confirmed, ConfirmedBytes: r.ConfirmedBytes, ConfirmedSample: r.ConfirmedSample,
-		FilesChecked: r.FilesChecked, Dangling: []danglingResponse{}, DanglingCount: r.DanglingCount, Unchecked: r.Unchecked,
 		Requests: scanRequestsResponse(r.Requests),
 		Cost: scanCostResponse{ScanUSD: r.Cost.Scan, ConfirmedOrphansUSDPerMonth: r.Cost.OrphansPerMonth, ListPer1000USD: r.Prices.ListPer1000,
 			GetPer1000USD: r.Prices.GetPer1000, StorageGBMonthUSD: r.Prices.StorageGBMonth},
@@ -232,9 +228,6 @@ func toScanResponse(r cleanup.Report) scanResponse {
 	}
 	for _, h := range r.Holes {
 		out.Holes = append(out.Holes, scanHoleResponse(h))
-	}
-	for _, d := range r.Dangling {
-		out.Dangling = append(out.Dangling, danglingResponse(d))
 	}
 	return out
 }

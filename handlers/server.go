@@ -145,6 +145,7 @@ func (a *API) routes() {
 	a.usageRoutes()
 	a.tableRoutes()
 	a.scanRoutes()
+	a.refCheckRoutes()
 	a.proposalRoutes()
 	a.migrationRoutes()
 	a.curationRoutes()

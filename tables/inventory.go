@@ -281,3 +281,19 @@ func (s *Service) Commits(ctx context.Context, id uuid.UUID, before uuid.UUID, l
 	}
 	return out, more, nil
 }
+
+// ManifestsAddedSince returns the manifests a served table's commits added since a time,
+// from the inventory (none for a table Tidemark does not serve).
+func (s *Service) ManifestsAddedSince(ctx context.Context, id uuid.UUID, since time.Time) (map[string]bool, error) {
+	paths, err := s.db.IcebergInventoryFile.Query().Where(iceberginventoryfile.AssetID(id), iceberginventoryfile.Kind(kindManifest),
+		iceberginventoryfile.Change(changeAdded), iceberginventoryfile.RecordedAtGTE(since)).
+		Select(iceberginventoryfile.FieldPath).Strings(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("tables: read the manifests added since %s: %w", since.Format(time.RFC3339), err)
+	}
+	out := make(map[string]bool, len(paths))
+	for _, p := range paths {
+		out[p] = true
+	}
+	return out, nil
+}

@@ -240,13 +240,13 @@ func side(ctx context.Context, s, d string) {
 		svc := cleanup.New(db, cat, tbls, cleanup.WithClock(clock))
 		id := mustUUID(assetID)
 		t := time.Now()
-		rep, err := svc.Scan(ctx, id, cleanup.ScanOptions{SkipDangling: true})
+		rep, err := svc.Scan(ctx, id, cleanup.ScanOptions{})
 		benchdb.Must(err)
 		r.Duration = time.Since(t)
 		r.Entries, r.Orphans, r.List = rep.EntriesListed, rep.Candidates, rep.Requests.List
 		later.Store(true)
 		t = time.Now()
-		rep2, err := svc.Scan(ctx, id, cleanup.ScanOptions{SkipDangling: true, ConfirmOnly: true})
+		rep2, err := svc.Scan(ctx, id, cleanup.ScanOptions{ConfirmOnly: true})
 		benchdb.Must(err)
 		r.Second, r.Confirmed, r.SecondShards = time.Since(t), rep2.Confirmed, len(rep2.Shards)
 	default:

@@ -117,6 +117,30 @@ func (f CleanupObservationFunc) Mutate(ctx context.Context, m ent.Mutation) (ent
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.CleanupObservationMutation", m)
 }
 
+// The CleanupRefCheckFunc type is an adapter to allow the use of ordinary
+// function as CleanupRefCheck mutator.
+type CleanupRefCheckFunc func(context.Context, *ent.CleanupRefCheckMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f CleanupRefCheckFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.CleanupRefCheckMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.CleanupRefCheckMutation", m)
+}
+
+// The CleanupRefCheckUnitFunc type is an adapter to allow the use of ordinary
+// function as CleanupRefCheckUnit mutator.
+type CleanupRefCheckUnitFunc func(context.Context, *ent.CleanupRefCheckUnitMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f CleanupRefCheckUnitFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.CleanupRefCheckUnitMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.CleanupRefCheckUnitMutation", m)
+}
+
 // The CleanupScanFunc type is an adapter to allow the use of ordinary
 // function as CleanupScan mutator.
 type CleanupScanFunc func(context.Context, *ent.CleanupScanMutation) (ent.Value, error)

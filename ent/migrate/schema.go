@@ -245,6 +245,55 @@ var (
 			},
 		},
 	}
+	// CleanupRefChecksColumns holds the columns for the "cleanup_ref_checks" table.
+	CleanupRefChecksColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeUUID},
+		{Name: "asset_id", Type: field.TypeUUID},
+		{Name: "started_at", Type: field.TypeTime},
+		{Name: "finished_at", Type: field.TypeTime, Nullable: true},
+		{Name: "state", Type: field.TypeEnum, Enums: []string{"running", "complete", "stopped", "failed"}},
+		{Name: "metadata_location", Type: field.TypeString, Default: ""},
+		{Name: "runs", Type: field.TypeInt, Default: 1},
+		{Name: "heartbeat_at", Type: field.TypeTime, Nullable: true},
+		{Name: "report", Type: field.TypeString, Size: 2147483647, Default: ""},
+		{Name: "error", Type: field.TypeString, Size: 2147483647, Default: ""},
+	}
+	// CleanupRefChecksTable holds the schema information for the "cleanup_ref_checks" table.
+	CleanupRefChecksTable = &schema.Table{
+		Name:       "cleanup_ref_checks",
+		Columns:    CleanupRefChecksColumns,
+		PrimaryKey: []*schema.Column{CleanupRefChecksColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "cleanuprefcheck_asset_id_started_at",
+				Unique:  false,
+				Columns: []*schema.Column{CleanupRefChecksColumns[1], CleanupRefChecksColumns[2]},
+			},
+		},
+	}
+	// CleanupRefCheckUnitsColumns holds the columns for the "cleanup_ref_check_units" table.
+	CleanupRefCheckUnitsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeUUID},
+		{Name: "check_id", Type: field.TypeUUID},
+		{Name: "unit", Type: field.TypeString, Size: 2147483647},
+		{Name: "files", Type: field.TypeInt64, Default: 0},
+		{Name: "unchecked", Type: field.TypeInt64, Default: 0},
+		{Name: "missing", Type: field.TypeString, Size: 2147483647, Default: ""},
+		{Name: "checked_at", Type: field.TypeTime},
+	}
+	// CleanupRefCheckUnitsTable holds the schema information for the "cleanup_ref_check_units" table.
+	CleanupRefCheckUnitsTable = &schema.Table{
+		Name:       "cleanup_ref_check_units",
+		Columns:    CleanupRefCheckUnitsColumns,
+		PrimaryKey: []*schema.Column{CleanupRefCheckUnitsColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "cleanuprefcheckunit_check_id",
+				Unique:  false,
+				Columns: []*schema.Column{CleanupRefCheckUnitsColumns[1]},
+			},
+		},
+	}
 	// CleanupScansColumns holds the columns for the "cleanup_scans" table.
 	CleanupScansColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeUUID},
@@ -1428,6 +1477,8 @@ var (
 		CleanupExemptionsTable,
 		CleanupLeasesTable,
 		CleanupObservationsTable,
+		CleanupRefChecksTable,
+		CleanupRefCheckUnitsTable,
 		CleanupScansTable,
 		CleanupShardWalksTable,
 		ColumnsTable,

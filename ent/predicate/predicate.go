@@ -33,6 +33,12 @@ type CleanupLease func(*sql.Selector)
 // CleanupObservation is the predicate function for cleanupobservation builders.
 type CleanupObservation func(*sql.Selector)
 
+// CleanupRefCheck is the predicate function for cleanuprefcheck builders.
+type CleanupRefCheck func(*sql.Selector)
+
+// CleanupRefCheckUnit is the predicate function for cleanuprefcheckunit builders.
+type CleanupRefCheckUnit func(*sql.Selector)
+
 // CleanupScan is the predicate function for cleanupscan builders.
 type CleanupScan func(*sql.Selector)
 

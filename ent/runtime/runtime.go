@@ -11,6 +11,8 @@ import (
 	"github.com/tidemark/tidemark/ent/cleanupexemption"
 	"github.com/tidemark/tidemark/ent/cleanuplease"
 	"github.com/tidemark/tidemark/ent/cleanupobservation"
+	"github.com/tidemark/tidemark/ent/cleanuprefcheck"
+	"github.com/tidemark/tidemark/ent/cleanuprefcheckunit"
 	"github.com/tidemark/tidemark/ent/cleanupscan"
 	"github.com/tidemark/tidemark/ent/cleanupshardwalk"
 	"github.com/tidemark/tidemark/ent/column"
@@ -144,6 +146,52 @@ func init() {
 	cleanupobservationDescID := cleanupobservationMixinFields0[0].Descriptor()
 	// cleanupobservation.DefaultID holds the default value on creation for the id field.
 	cleanupobservation.DefaultID = cleanupobservationDescID.Default.(func() uuid.UUID)
+	cleanuprefcheckMixin := schema.CleanupRefCheck{}.Mixin()
+	cleanuprefcheckMixinFields0 := cleanuprefcheckMixin[0].Fields()
+	_ = cleanuprefcheckMixinFields0
+	cleanuprefcheckFields := schema.CleanupRefCheck{}.Fields()
+	_ = cleanuprefcheckFields
+	// cleanuprefcheckDescMetadataLocation is the schema descriptor for metadata_location field.
+	cleanuprefcheckDescMetadataLocation := cleanuprefcheckFields[4].Descriptor()
+	// cleanuprefcheck.DefaultMetadataLocation holds the default value on creation for the metadata_location field.
+	cleanuprefcheck.DefaultMetadataLocation = cleanuprefcheckDescMetadataLocation.Default.(string)
+	// cleanuprefcheckDescRuns is the schema descriptor for runs field.
+	cleanuprefcheckDescRuns := cleanuprefcheckFields[5].Descriptor()
+	// cleanuprefcheck.DefaultRuns holds the default value on creation for the runs field.
+	cleanuprefcheck.DefaultRuns = cleanuprefcheckDescRuns.Default.(int)
+	// cleanuprefcheckDescReport is the schema descriptor for report field.
+	cleanuprefcheckDescReport := cleanuprefcheckFields[7].Descriptor()
+	// cleanuprefcheck.DefaultReport holds the default value on creation for the report field.
+	cleanuprefcheck.DefaultReport = cleanuprefcheckDescReport.Default.(string)
+	// cleanuprefcheckDescError is the schema descriptor for error field.
+	cleanuprefcheckDescError := cleanuprefcheckFields[8].Descriptor()
+	// cleanuprefcheck.DefaultError holds the default value on creation for the error field.
+	cleanuprefcheck.DefaultError = cleanuprefcheckDescError.Default.(string)
+	// cleanuprefcheckDescID is the schema descriptor for id field.
+	cleanuprefcheckDescID := cleanuprefcheckMixinFields0[0].Descriptor()
+	// cleanuprefcheck.DefaultID holds the default value on creation for the id field.
+	cleanuprefcheck.DefaultID = cleanuprefcheckDescID.Default.(func() uuid.UUID)
+	cleanuprefcheckunitMixin := schema.CleanupRefCheckUnit{}.Mixin()
+	cleanuprefcheckunitMixinFields0 := cleanuprefcheckunitMixin[0].Fields()
+	_ = cleanuprefcheckunitMixinFields0
+	cleanuprefcheckunitFields := schema.CleanupRefCheckUnit{}.Fields()
+	_ = cleanuprefcheckunitFields
+	// cleanuprefcheckunitDescFiles is the schema descriptor for files field.
+	cleanuprefcheckunitDescFiles := cleanuprefcheckunitFields[2].Descriptor()
+	// cleanuprefcheckunit.DefaultFiles holds the default value on creation for the files field.
+	cleanuprefcheckunit.DefaultFiles = cleanuprefcheckunitDescFiles.Default.(int64)
+	// cleanuprefcheckunitDescUnchecked is the schema descriptor for unchecked field.
+	cleanuprefcheckunitDescUnchecked := cleanuprefcheckunitFields[3].Descriptor()
+	// cleanuprefcheckunit.DefaultUnchecked holds the default value on creation for the unchecked field.
+	cleanuprefcheckunit.DefaultUnchecked = cleanuprefcheckunitDescUnchecked.Default.(int64)
+	// cleanuprefcheckunitDescMissing is the schema descriptor for missing field.
+	cleanuprefcheckunitDescMissing := cleanuprefcheckunitFields[4].Descriptor()
+	// cleanuprefcheckunit.DefaultMissing holds the default value on creation for the missing field.
+	cleanuprefcheckunit.DefaultMissing = cleanuprefcheckunitDescMissing.Default.(string)
+	// cleanuprefcheckunitDescID is the schema descriptor for id field.
+	cleanuprefcheckunitDescID := cleanuprefcheckunitMixinFields0[0].Descriptor()
+	// cleanuprefcheckunit.DefaultID holds the default value on creation for the id field.
+	cleanuprefcheckunit.DefaultID = cleanuprefcheckunitDescID.Default.(func() uuid.UUID)
 	cleanupscanMixin := schema.CleanupScan{}.Mixin()
 	cleanupscanMixinFields0 := cleanupscanMixin[0].Fields()
 	_ = cleanupscanMixinFields0

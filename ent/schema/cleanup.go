@@ -113,3 +113,53 @@ func (CleanupObservation) Fields() []ent.Field {
 func (CleanupObservation) Indexes() []ent.Index {
 	return []ent.Index{index.Fields("asset_id", "path").Unique(), index.Fields("asset_id", "shard")}
 }
+
+// CleanupRefCheck is one pass of the by-key check of every file a table's retained snapshots
+// and refs reference (the dangling-reference check). It is checkpointed by unit (the metadata
+// structure, then one unit per manifest), so a stopped pass resumes where it stopped. The report
+// is a JSON document owned by the cleanup package.
+type CleanupRefCheck struct{ ent.Schema }
+
+func (CleanupRefCheck) Mixin() []ent.Mixin { return []ent.Mixin{UUIDv7{}} }
+
+func (CleanupRefCheck) Fields() []ent.Field {
+	return []ent.Field{
+		field.UUID("asset_id", uuid.UUID{}).Immutable(),
+		field.Time("started_at").Immutable(),
+		field.Time("finished_at").Optional().Nillable(),
+		// complete: every unit checked and the missing files checked again.
+		field.Enum("state").Values("running", "complete", "stopped", "failed"),
+		field.String("metadata_location").Default(""),
+		// runs counts the times the pass was started: 1, plus one per resumption.
+		field.Int("runs").Default(1),
+		field.Time("heartbeat_at").Optional().Nillable(),
+		field.Text("report").Default(""),
+		field.Text("error").Default(""),
+	}
+}
+
+func (CleanupRefCheck) Indexes() []ent.Index {
+	return []ent.Index{index.Fields("asset_id", "started_at")}
+}
+
+// CleanupRefCheckUnit is one checked unit of a reference check: the files it checked by key
+// and those that were missing on the first check.
+type CleanupRefCheckUnit struct{ ent.Schema }
+
+func (CleanupRefCheckUnit) Mixin() []ent.Mixin { return []ent.Mixin{UUIDv7{}} }
+
+func (CleanupRefCheckUnit) Fields() []ent.Field {
+	return []ent.Field{
+		field.UUID("check_id", uuid.UUID{}).Immutable(),
+		field.Text("unit").Immutable(),
+		field.Int64("files").Default(0).Immutable(),
+		field.Int64("unchecked").Default(0).Immutable(),
+		// missing is a JSON array of the files missing on the first check.
+		field.Text("missing").Default("").Immutable(),
+		field.Time("checked_at").Immutable(),
+	}
+}
+
+func (CleanupRefCheckUnit) Indexes() []ent.Index {
+	return []ent.Index{index.Fields("check_id")}
+}
