@@ -126,7 +126,7 @@ var readmeCommands = map[string]func(e *readmeEnv) []string{
 	"tidemark cleanup check-refs [--table ID|NAME] [--fresh] [--json]": func(e *readmeEnv) []string {
 		return []string{"cleanup", "check-refs", "--table", e.asset, "--fresh", "--json"}
 	},
-	"tidemark cleanup check-refs": func(e *readmeEnv) []string { return []string{"cleanup", "check-refs"} },
+	"tidemark cleanup check-refs":              func(e *readmeEnv) []string { return []string{"cleanup", "check-refs"} },
 	"tidemark cleanup propose":                 func(e *readmeEnv) []string { return []string{"cleanup", "propose"} },
 	"tidemark cleanup execute [--proposal ID]": func(e *readmeEnv) []string { return []string{"cleanup", "execute"} },
 	"tidemark version":                         func(e *readmeEnv) []string { return []string{"version"} },
