@@ -199,10 +199,13 @@ func (s *Service) proposeOrphans(ctx context.Context, t tables.Table, rep *Propo
 	if err != nil {
 		return err
 	}
+	// A file a walk and an inventory pass both confirmed is proposed once.
 	confirmed := map[string]*ent.CleanupObservation{}
-	for _, o := range obs {
+	obs = slices.DeleteFunc(obs, func(o *ent.CleanupObservation) bool {
+		dup := confirmed[o.Path] != nil
 		confirmed[o.Path] = o
-	}
+		return dup
+	})
 	cur, err := s.current(ctx, t.AssetID, proposal.KindOrphanFiles)
 	if err != nil {
 		return err
@@ -293,7 +296,7 @@ func (s *Service) proposeOrphans(ctx context.Context, t tables.Table, rep *Propo
 	ev.AgeThreshold = threshold.String()
 	ev.Assumption = fmt.Sprintf("No write takes longer than %s to commit: a file older than that which no metadata references is not part of a write in flight.", threshold)
 	ev.MonthlyCost = float64(ev.Bytes) / 1e9 * s.prices.StorageGBMonth
-	ev.Summary = fmt.Sprintf("%d files (%s) in %d shards of %s are referenced by no retained snapshot and are older than %s; two consecutive complete walks of their shards, at least %s apart, agreed (scans %d), and no other table known to live there references them. They cost about $%.2f a month.",
+	ev.Summary = fmt.Sprintf("%d files (%s) in %d shards of %s are referenced by no retained snapshot and are older than %s; two consecutive complete walks of their shards (or, for files the write-path inventory recorded as staged by commits that did not happen, two inventory passes), at least %s apart, agreed (scans %d), and no other table known to live there references them. They cost about $%.2f a month.",
 		ev.Files, BytesText(ev.Bytes), len(ev.Shards), t.Location, threshold, ev.MinGap, len(ev.Scans), ev.MonthlyCost)
 	return s.open(ctx, t.AssetID, proposal.KindOrphanFiles, proposal.SeverityNormal, ev, obs, rep)
 }

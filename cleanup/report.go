@@ -27,6 +27,19 @@ type Report struct {
 	// NothingToConfirm counts the shards walked before that it left alone (no candidate there).
 	ConfirmOnly      bool `json:"confirm_only"`
 	NothingToConfirm int  `json:"nothing_to_confirm_shards"`
+	// FromInventory: an inventory pass, which listed nothing. SettledByInventory counts the
+	// files the write-path inventory settled (staged by commits that did not happen; of them,
+	// StagedThenCommitted were added by a later commit and are not candidates, LeftoversGone were
+	// already gone); in a walk, the unreferenced files it left to inventory passes for that
+	// reason. SettledByWalk counts the distinct entries walks listed and judged.
+	FromInventory       bool  `json:"from_inventory"`
+	SettledByInventory  int64 `json:"settled_by_inventory"`
+	SettledByWalk       int64 `json:"settled_by_walk"`
+	StagedThenCommitted int64 `json:"staged_then_committed,omitempty"`
+	LeftoversGone       int64 `json:"leftovers_gone,omitempty"`
+	// Unrecorded: for a walk of a served table, the candidates its inventory did not know as
+	// leftovers, which only a walk finds (nil for tables Tidemark does not serve).
+	Unrecorded *int64 `json:"unrecorded_candidates,omitempty"`
 	// ReferencesReused: no table here committed during the walk (each was still at the
 	// metadata file read before it), so the references read before the walk stood for after.
 	ReferencesReused bool          `json:"references_reused"`
@@ -140,7 +153,21 @@ func (r *Report) finish(p Prices) {
 			r.TooSoonShards++
 		}
 	}
+	r.SettledByWalk = 0
+	for _, sh := range r.Shards {
+		if sh.Outcome == "complete" && sh.Shard != inventoryShard {
+			r.SettledByWalk += sh.Entries
+		}
+	}
 	var b strings.Builder
+	if r.FromInventory {
+		fmt.Fprintf(&b, "An inventory pass: it listed nothing and settled from the write-path inventory the %d files commits that did not happen staged (%d of them since added by a later commit, %d already gone), with %d HEAD requests. Files nobody recorded are only found by a walk. ",
+			r.SettledByInventory, r.StagedThenCommitted, r.LeftoversGone, r.Requests.Head)
+		fmt.Fprintf(&b, "%d unreferenced files older than %s; %d (%s) confirmed by two inventory passes at least %s apart, costing about $%.2f a month.",
+			r.Candidates, r.AgeThreshold, r.Confirmed, BytesText(r.ConfirmedBytes), r.MinGap, r.Cost.OrphansPerMonth)
+		r.Summary = b.String()
+		return
+	}
 	if r.ConfirmOnly {
 		fmt.Fprintf(&b, "A confirming pass: it walked only the shards with unconfirmed files and left %d shards whose last walk found no candidate. ", r.NothingToConfirm)
 	}
@@ -157,6 +184,9 @@ func (r *Report) finish(p Prices) {
 	}
 	fmt.Fprintf(&b, "%d unreferenced files older than %s in those shards; %d (%s) confirmed by two consecutive complete walks at least %s apart, costing about $%.2f a month. ",
 		r.Candidates, r.AgeThreshold, r.Confirmed, BytesText(r.ConfirmedBytes), r.MinGap, r.Cost.OrphansPerMonth)
+	if r.Unrecorded != nil {
+		fmt.Fprintf(&b, "Of the unreferenced files, %d are leftovers the write-path inventory recorded (settled and confirmed by inventory passes) and %d nobody recorded (found by this walk alone). ", r.SettledByInventory, *r.Unrecorded)
+	}
 	if r.TooSoonShards > 0 {
 		fmt.Fprintf(&b, "%d shard walks came less than %s after the previous one and confirmed nothing. ", r.TooSoonShards, r.MinGap)
 	}

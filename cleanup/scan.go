@@ -39,6 +39,10 @@ type ScanOptions struct {
 	// ConfirmOnly walks only the shards whose last complete walk left files unconfirmed: the
 	// confirming pass. A shard whose last walk found no candidate has nothing to confirm.
 	ConfirmOnly bool
+	// FromInventory runs an inventory pass instead of a walk, for a table Tidemark serves: the
+	// files its write-path inventory records as staged by commits that did not happen are
+	// settled from the record without listing storage. Only a walk finds what nobody recorded.
+	FromInventory bool
 	// Progress, when set, is told how the walk goes (one call at a time).
 	Progress func(Progress)
 }
@@ -86,12 +90,20 @@ func (s *Service) Scan(ctx context.Context, asset uuid.UUID, opt ScanOptions) (R
 	if opt.ConfirmOnly && (opt.Resume != uuid.Nil || len(opt.Shards) > 0) {
 		return Report{}, &catalog.Error{Kind: catalog.ErrInvalid, Field: "confirm_only", Message: "a confirming pass chooses its own shards: drop the shards or resume option"}
 	}
+	if opt.FromInventory && (opt.ConfirmOnly || opt.Resume != uuid.Nil || len(opt.Shards) > 0) {
+		return Report{}, &catalog.Error{Kind: catalog.ErrInvalid, Field: "from_inventory", Message: "an inventory pass lists no shard: drop the shards, resume and confirm-only options"}
+	}
+	if opt.FromInventory {
+		if t, err := s.tables.Get(ctx, asset); err == nil && t.Warehouse == "" {
+			return Report{}, &catalog.Error{Kind: catalog.ErrInvalid, Field: "from_inventory", Message: fmt.Sprintf("table %s is not served by Tidemark, so it has no write-path inventory: walk it instead", asset)}
+		}
+	}
 	if override {
 		s.log.Warn("cleanup scan with an age threshold below 24h (explicit override)", "asset_id", asset, "threshold", opt.AgeThreshold.String())
 	}
 	start := s.clock()
 	row, err := s.db.CleanupScan.Create().SetAssetID(asset).SetStartedAt(start).SetHeartbeatAt(start).SetState(cleanupscan.StateRunning).
-		SetAgeThresholdSeconds(int64(opt.AgeThreshold / time.Second)).SetThresholdOverride(override).SetConfirmOnly(opt.ConfirmOnly).Save(ctx)
+		SetAgeThresholdSeconds(int64(opt.AgeThreshold / time.Second)).SetThresholdOverride(override).SetConfirmOnly(opt.ConfirmOnly).SetFromInventory(opt.FromInventory).Save(ctx)
 	if err != nil {
 		return Report{}, err
 	}
@@ -101,6 +113,7 @@ func (s *Service) Scan(ctx context.Context, asset uuid.UUID, opt ScanOptions) (R
 		MinGap: opt.MinGap.String(), Pacing: s.pacing(), SharedWith: []SharedTable{}, Foreign: []ForeignTenant{},
 		Assumption: fmt.Sprintf("No write takes longer than %s to commit: a file older than that which no metadata references is not part of a write in flight.", opt.AgeThreshold)}
 	var serr error
+	rep.FromInventory = opt.FromInventory
 	if opt.ConfirmOnly {
 		rep.ConfirmOnly = true
 		opt.Shards, rep.NothingToConfirm, serr = s.pendingShards(ctx, asset)
@@ -108,7 +121,10 @@ func (s *Service) Scan(ctx context.Context, asset uuid.UUID, opt ScanOptions) (R
 			serr = errNothingToConfirm
 		}
 	}
-	if serr == nil {
+	switch {
+	case serr == nil && opt.FromInventory:
+		serr = s.scanInventory(ctx, row.ID, &rep, opt)
+	case serr == nil:
 		serr = s.scan(ctx, row.ID, &rep, opt)
 	}
 	if errors.Is(serr, errNothingToConfirm) {
@@ -223,10 +239,10 @@ func (s *Service) scan(ctx context.Context, scanID uuid.UUID, rep *Report, opt S
 	if strangers {
 		complete = nil
 	}
-	if err := s.confirmWalks(ctx, rep, complete, post.refs, opt); err != nil {
+	if err := s.settleKnown(ctx, rep, complete); err != nil {
 		return err
 	}
-	return nil
+	return s.confirmWalks(ctx, rep, complete, post.refs, opt)
 }
 
 // errNothingToConfirm ends a confirming pass that has no shard to walk.
@@ -245,6 +261,8 @@ func (s *Service) pendingShards(ctx context.Context, asset uuid.UUID) ([]string,
 	if err != nil {
 		return nil, 0, fmt.Errorf("read the shards walked before: %w", err)
 	}
+	// An inventory pass confirms its own observations: a confirming walk has no such shard.
+	pending = slices.DeleteFunc(pending, func(sh string) bool { return sh == inventoryShard })
 	slices.Sort(pending)
 	pending = slices.Compact(pending)
 	quiet := 0

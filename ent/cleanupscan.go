@@ -32,6 +32,8 @@ type CleanupScan struct {
 	ThresholdOverride bool `json:"threshold_override,omitempty"`
 	// ConfirmOnly holds the value of the "confirm_only" field.
 	ConfirmOnly bool `json:"confirm_only,omitempty"`
+	// FromInventory holds the value of the "from_inventory" field.
+	FromInventory bool `json:"from_inventory,omitempty"`
 	// Report holds the value of the "report" field.
 	Report string `json:"report,omitempty"`
 	// Error holds the value of the "error" field.
@@ -46,7 +48,7 @@ func (*CleanupScan) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
-		case cleanupscan.FieldThresholdOverride, cleanupscan.FieldConfirmOnly:
+		case cleanupscan.FieldThresholdOverride, cleanupscan.FieldConfirmOnly, cleanupscan.FieldFromInventory:
 			values[i] = new(sql.NullBool)
 		case cleanupscan.FieldAgeThresholdSeconds:
 			values[i] = new(sql.NullInt64)
@@ -119,6 +121,12 @@ func (_m *CleanupScan) assignValues(columns []string, values []any) error {
 				return fmt.Errorf("unexpected type %T for field confirm_only", values[i])
 			} else if value.Valid {
 				_m.ConfirmOnly = value.Bool
+			}
+		case cleanupscan.FieldFromInventory:
+			if value, ok := values[i].(*sql.NullBool); !ok {
+				return fmt.Errorf("unexpected type %T for field from_inventory", values[i])
+			} else if value.Valid {
+				_m.FromInventory = value.Bool
 			}
 		case cleanupscan.FieldReport:
 			if value, ok := values[i].(*sql.NullString); !ok {
@@ -197,6 +205,9 @@ func (_m *CleanupScan) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("confirm_only=")
 	builder.WriteString(fmt.Sprintf("%v", _m.ConfirmOnly))
+	builder.WriteString(", ")
+	builder.WriteString("from_inventory=")
+	builder.WriteString(fmt.Sprintf("%v", _m.FromInventory))
 	builder.WriteString(", ")
 	builder.WriteString("report=")
 	builder.WriteString(_m.Report)

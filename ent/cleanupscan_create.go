@@ -87,6 +87,20 @@ func (_c *CleanupScanCreate) SetNillableConfirmOnly(v *bool) *CleanupScanCreate 
 	return _c
 }
 
+// SetFromInventory sets the "from_inventory" field.
+func (_c *CleanupScanCreate) SetFromInventory(v bool) *CleanupScanCreate {
+	_c.mutation.SetFromInventory(v)
+	return _c
+}
+
+// SetNillableFromInventory sets the "from_inventory" field if the given value is not nil.
+func (_c *CleanupScanCreate) SetNillableFromInventory(v *bool) *CleanupScanCreate {
+	if v != nil {
+		_c.SetFromInventory(*v)
+	}
+	return _c
+}
+
 // SetReport sets the "report" field.
 func (_c *CleanupScanCreate) SetReport(v string) *CleanupScanCreate {
 	_c.mutation.SetReport(v)
@@ -186,6 +200,10 @@ func (_c *CleanupScanCreate) defaults() {
 		v := cleanupscan.DefaultConfirmOnly
 		_c.mutation.SetConfirmOnly(v)
 	}
+	if _, ok := _c.mutation.FromInventory(); !ok {
+		v := cleanupscan.DefaultFromInventory
+		_c.mutation.SetFromInventory(v)
+	}
 	if _, ok := _c.mutation.Report(); !ok {
 		v := cleanupscan.DefaultReport
 		_c.mutation.SetReport(v)
@@ -224,6 +242,9 @@ func (_c *CleanupScanCreate) check() error {
 	}
 	if _, ok := _c.mutation.ConfirmOnly(); !ok {
 		return &ValidationError{Name: "confirm_only", err: errors.New(`ent: missing required field "CleanupScan.confirm_only"`)}
+	}
+	if _, ok := _c.mutation.FromInventory(); !ok {
+		return &ValidationError{Name: "from_inventory", err: errors.New(`ent: missing required field "CleanupScan.from_inventory"`)}
 	}
 	if _, ok := _c.mutation.Report(); !ok {
 		return &ValidationError{Name: "report", err: errors.New(`ent: missing required field "CleanupScan.report"`)}
@@ -293,6 +314,10 @@ func (_c *CleanupScanCreate) createSpec() (*CleanupScan, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.ConfirmOnly(); ok {
 		_spec.SetField(cleanupscan.FieldConfirmOnly, field.TypeBool, value)
 		_node.ConfirmOnly = value
+	}
+	if value, ok := _c.mutation.FromInventory(); ok {
+		_spec.SetField(cleanupscan.FieldFromInventory, field.TypeBool, value)
+		_node.FromInventory = value
 	}
 	if value, ok := _c.mutation.Report(); ok {
 		_spec.SetField(cleanupscan.FieldReport, field.TypeString, value)

@@ -7844,6 +7844,7 @@ type CleanupScanMutation struct {
 	addage_threshold_seconds *int64
 	threshold_override       *bool
 	confirm_only             *bool
+	from_inventory           *bool
 	report                   *string
 	error                    *string
 	heartbeat_at             *time.Time
@@ -8242,6 +8243,42 @@ func (m *CleanupScanMutation) ResetConfirmOnly() {
 	m.confirm_only = nil
 }
 
+// SetFromInventory sets the "from_inventory" field.
+func (m *CleanupScanMutation) SetFromInventory(b bool) {
+	m.from_inventory = &b
+}
+
+// FromInventory returns the value of the "from_inventory" field in the mutation.
+func (m *CleanupScanMutation) FromInventory() (r bool, exists bool) {
+	v := m.from_inventory
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldFromInventory returns the old "from_inventory" field's value of the CleanupScan entity.
+// If the CleanupScan object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupScanMutation) OldFromInventory(ctx context.Context) (v bool, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldFromInventory is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldFromInventory requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldFromInventory: %w", err)
+	}
+	return oldValue.FromInventory, nil
+}
+
+// ResetFromInventory resets all changes to the "from_inventory" field.
+func (m *CleanupScanMutation) ResetFromInventory() {
+	m.from_inventory = nil
+}
+
 // SetReport sets the "report" field.
 func (m *CleanupScanMutation) SetReport(s string) {
 	m.report = &s
@@ -8397,7 +8434,7 @@ func (m *CleanupScanMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *CleanupScanMutation) Fields() []string {
-	fields := make([]string, 0, 10)
+	fields := make([]string, 0, 11)
 	if m.asset_id != nil {
 		fields = append(fields, cleanupscan.FieldAssetID)
 	}
@@ -8418,6 +8455,9 @@ func (m *CleanupScanMutation) Fields() []string {
 	}
 	if m.confirm_only != nil {
 		fields = append(fields, cleanupscan.FieldConfirmOnly)
+	}
+	if m.from_inventory != nil {
+		fields = append(fields, cleanupscan.FieldFromInventory)
 	}
 	if m.report != nil {
 		fields = append(fields, cleanupscan.FieldReport)
@@ -8450,6 +8490,8 @@ func (m *CleanupScanMutation) Field(name string) (ent.Value, bool) {
 		return m.ThresholdOverride()
 	case cleanupscan.FieldConfirmOnly:
 		return m.ConfirmOnly()
+	case cleanupscan.FieldFromInventory:
+		return m.FromInventory()
 	case cleanupscan.FieldReport:
 		return m.Report()
 	case cleanupscan.FieldError:
@@ -8479,6 +8521,8 @@ func (m *CleanupScanMutation) OldField(ctx context.Context, name string) (ent.Va
 		return m.OldThresholdOverride(ctx)
 	case cleanupscan.FieldConfirmOnly:
 		return m.OldConfirmOnly(ctx)
+	case cleanupscan.FieldFromInventory:
+		return m.OldFromInventory(ctx)
 	case cleanupscan.FieldReport:
 		return m.OldReport(ctx)
 	case cleanupscan.FieldError:
@@ -8542,6 +8586,13 @@ func (m *CleanupScanMutation) SetField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetConfirmOnly(v)
+		return nil
+	case cleanupscan.FieldFromInventory:
+		v, ok := value.(bool)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetFromInventory(v)
 		return nil
 	case cleanupscan.FieldReport:
 		v, ok := value.(string)
@@ -8663,6 +8714,9 @@ func (m *CleanupScanMutation) ResetField(name string) error {
 		return nil
 	case cleanupscan.FieldConfirmOnly:
 		m.ResetConfirmOnly()
+		return nil
+	case cleanupscan.FieldFromInventory:
+		m.ResetFromInventory()
 		return nil
 	case cleanupscan.FieldReport:
 		m.ResetReport()

@@ -79,43 +79,49 @@ type scanCostResponse struct {
 }
 
 type scanResponse struct {
-	ID                uuid.UUID               `json:"id"`
-	AssetID           uuid.UUID               `json:"asset_id"`
-	Location          string                  `json:"location"`
-	MetadataLocation  string                  `json:"metadata_location"`
-	StartedAt         time.Time               `json:"started_at"`
-	FinishedAt        *time.Time              `json:"finished_at,omitempty"`
-	State             string                  `json:"state"`
-	Error             string                  `json:"error,omitempty"`
-	AgeThreshold      string                  `json:"age_threshold"`
-	ThresholdOverride bool                    `json:"threshold_override"`
-	Assumption        string                  `json:"assumption"`
-	Summary           string                  `json:"summary"`
-	ConfirmOnly       bool                    `json:"confirm_only"`
-	NothingToConfirm  int                     `json:"nothing_to_confirm_shards"`
-	ReferencesReused  bool                    `json:"references_reused"`
-	Shards            []scanShardResponse     `json:"shards"`
-	ShardsComplete    int                     `json:"shards_complete"`
-	ShardsFailed      int                     `json:"shards_failed"`
-	ShardsNotReached  int                     `json:"shards_not_reached"`
-	Holes             []scanHoleResponse      `json:"holes"`
-	EntriesListed     int64                   `json:"entries_listed"`
-	DuplicateListed   int64                   `json:"duplicate_listed"`
-	ReferencedFiles   int64                   `json:"referenced_files"`
-	MidWalk           int64                   `json:"mid_walk"`
-	TooYoung          int64                   `json:"too_young"`
-	Candidates        int64                   `json:"candidates"`
-	CandidateBytes    int64                   `json:"candidate_bytes"`
-	Confirmed         int64                   `json:"confirmed"`
-	ConfirmedBytes    int64                   `json:"confirmed_bytes"`
-	ConfirmedSample   []string                `json:"confirmed_sample"`
-	Requests          scanRequestsResponse    `json:"requests"`
-	Cost              scanCostResponse        `json:"cost"`
-	MinGap            string                  `json:"min_gap"`
-	TooSoonShards     int                     `json:"too_soon_shards"`
-	Pacing            pacingResponse          `json:"pacing"`
-	SharedWith        []sharedTableResponse   `json:"shared_with"`
-	ForeignTenants    []foreignTenantResponse `json:"foreign_tenants"`
+	ID                  uuid.UUID               `json:"id"`
+	AssetID             uuid.UUID               `json:"asset_id"`
+	Location            string                  `json:"location"`
+	MetadataLocation    string                  `json:"metadata_location"`
+	StartedAt           time.Time               `json:"started_at"`
+	FinishedAt          *time.Time              `json:"finished_at,omitempty"`
+	State               string                  `json:"state"`
+	Error               string                  `json:"error,omitempty"`
+	AgeThreshold        string                  `json:"age_threshold"`
+	ThresholdOverride   bool                    `json:"threshold_override"`
+	Assumption          string                  `json:"assumption"`
+	Summary             string                  `json:"summary"`
+	ConfirmOnly         bool                    `json:"confirm_only"`
+	FromInventory       bool                    `json:"from_inventory"`
+	SettledByInventory  int64                   `json:"settled_by_inventory"`
+	SettledByWalk       int64                   `json:"settled_by_walk"`
+	StagedThenCommitted int64                   `json:"staged_then_committed,omitempty"`
+	LeftoversGone       int64                   `json:"leftovers_gone,omitempty"`
+	Unrecorded          *int64                  `json:"unrecorded_candidates,omitempty"`
+	NothingToConfirm    int                     `json:"nothing_to_confirm_shards"`
+	ReferencesReused    bool                    `json:"references_reused"`
+	Shards              []scanShardResponse     `json:"shards"`
+	ShardsComplete      int                     `json:"shards_complete"`
+	ShardsFailed        int                     `json:"shards_failed"`
+	ShardsNotReached    int                     `json:"shards_not_reached"`
+	Holes               []scanHoleResponse      `json:"holes"`
+	EntriesListed       int64                   `json:"entries_listed"`
+	DuplicateListed     int64                   `json:"duplicate_listed"`
+	ReferencedFiles     int64                   `json:"referenced_files"`
+	MidWalk             int64                   `json:"mid_walk"`
+	TooYoung            int64                   `json:"too_young"`
+	Candidates          int64                   `json:"candidates"`
+	CandidateBytes      int64                   `json:"candidate_bytes"`
+	Confirmed           int64                   `json:"confirmed"`
+	ConfirmedBytes      int64                   `json:"confirmed_bytes"`
+	ConfirmedSample     []string                `json:"confirmed_sample"`
+	Requests            scanRequestsResponse    `json:"requests"`
+	Cost                scanCostResponse        `json:"cost"`
+	MinGap              string                  `json:"min_gap"`
+	TooSoonShards       int                     `json:"too_soon_shards"`
+	Pacing              pacingResponse          `json:"pacing"`
+	SharedWith          []sharedTableResponse   `json:"shared_with"`
+	ForeignTenants      []foreignTenantResponse `json:"foreign_tenants"`
 }
 
 type scanListResponse struct {
@@ -208,7 +214,8 @@ func toScanResponse(r cleanup.Report) scanResponse {
 	out := scanResponse{ID: r.ScanID, AssetID: r.AssetID, Location: r.Location, MetadataLocation: r.MetadataLocation,
 		StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, State: r.State, Error: r.Error, AgeThreshold: r.AgeThreshold,
 		ThresholdOverride: r.ThresholdOverride, Assumption: r.Assumption, Summary: r.Summary, Shards: []scanShardResponse{},
-		ConfirmOnly: r.ConfirmOnly, NothingToConfirm: r.NothingToConfirm, ReferencesReused: r.ReferencesReused,
+		ConfirmOnly: r.ConfirmOnly, NothingToConfirm: r.NothingToConfirm, FromInventory: r.FromInventory, SettledByInventory: r.SettledByInventory,
+		SettledByWalk: r.SettledByWalk, StagedThenCommitted: r.StagedThenCommitted, LeftoversGone: r.LeftoversGone, Unrecorded: r.Unrecorded, ReferencesReused: r.ReferencesReused,
 		ShardsComplete: r.ShardsComplete, ShardsFailed: r.ShardsFailed, ShardsNotReached: r.ShardsNotReached, Holes: []scanHoleResponse{}, EntriesListed: r.EntriesListed, DuplicateListed: r.DuplicateListed,
 		ReferencedFiles: r.ReferencedFiles, MidWalk: r.MidWalk, TooYoung: r.TooYoung, Candidates: r.Candidates,
 		CandidateBytes: r.CandidateBytes, Confirmed: r.Confirmed, ConfirmedBytes: r.ConfirmedBytes, ConfirmedSample: r.ConfirmedSample,

@@ -183,7 +183,7 @@ func (s *Service) recordConflict(ctx context.Context, w Warehouse, p *plan, ch C
 		v := a.Snapshot.SnapshotID
 		snap = &v
 		if a.Snapshot.ManifestList != "" {
-			staged = append(staged, inventoryFile{snapshot: v, path: a.Snapshot.ManifestList, kind: kindManifestList, change: changeStaged})
+			staged = append(staged, s.rejectedFiles(ctx, w, p, *a.Snapshot)...)
 		}
 	}
 	err := s.tx(ctx, func(tx *ent.Tx) error {
@@ -538,6 +538,20 @@ func (s *Service) outcome(ctx context.Context, plans []*plan, cause error) error
 		return fmt.Errorf("tables: commit the swap: %w", cause)
 	}
 	return serveErr(ErrCommitUnknown, "the store failed while committing (%v): the outcome is unknown; do not clean up", cause)
+}
+
+// rejectedFiles is what a rejected commit's writer staged for one snapshot, read while the
+// files are fresh (see stagedFiles); the manifest list alone when the table's location is unknown.
+func (s *Service) rejectedFiles(ctx context.Context, w Warehouse, p *plan, snap table.Snapshot) []inventoryFile {
+	list := []inventoryFile{{snapshot: snap.SnapshotID, path: snap.ManifestList, kind: kindManifestList, change: changeStaged}}
+	if p.base == nil {
+		return list
+	}
+	fsys, err := s.warehouseFS(ctx, w, p.base.Location())
+	if err != nil {
+		return list
+	}
+	return stagedFiles(fsys, snap)
 }
 
 // settle marks the plans' pending commits with a final state.

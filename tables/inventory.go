@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
 
@@ -51,16 +52,10 @@ func (s *Service) readAdded(ctx context.Context, w Warehouse, p *plan) error {
 	if len(fresh) == 0 {
 		return nil
 	}
-	fsys, err := IO(ctx, p.updated.Location(), w.Props)
+	fsys, err := s.warehouseFS(ctx, w, p.updated.Location())
 	if err != nil {
 		return err
 	}
-	// Only files under the warehouse are read: a manifest list path is the client's to name.
-	root, err := parseRoot(w.Location)
-	if err != nil {
-		return err
-	}
-	fsys = guard(fsys, roots{root}, s.limit)
 	for _, snap := range fresh {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -68,38 +63,11 @@ func (s *Service) readAdded(ctx context.Context, w Warehouse, p *plan) error {
 		if snap.ManifestList == "" {
 			continue
 		}
-		mfs, err := snap.Manifests(fsys)
+		files, listed, err := readSnapshot(fsys, snap)
 		if err != nil {
-			return fmt.Errorf("read snapshot %d's manifest list %s: %w", snap.SnapshotID, snap.ManifestList, err)
+			return err
 		}
-		p.files = append(p.files, inventoryFile{snapshot: snap.SnapshotID, path: snap.ManifestList, kind: kindManifestList, change: changeAdded})
-		listed := make(map[string]bool, len(mfs))
-		for _, mf := range mfs {
-			listed[mf.FilePath()] = true
-			if mf.SnapshotID() != snap.SnapshotID {
-				continue
-			}
-			p.files = append(p.files, inventoryFile{snapshot: snap.SnapshotID, path: mf.FilePath(), kind: kindManifest, change: changeAdded, size: mf.Length()})
-			for e, err := range mf.Entries(fsys, false) {
-				if err != nil {
-					return fmt.Errorf("read manifest %s: %w", mf.FilePath(), err)
-				}
-				f := inventoryFile{snapshot: snap.SnapshotID, path: e.DataFile().FilePath(), kind: kindData,
-					size: e.DataFile().FileSizeBytes(), records: e.DataFile().Count()}
-				if e.DataFile().ContentType() != iceberg.EntryContentData {
-					f.kind = kindDelete
-				}
-				switch e.Status() {
-				case iceberg.EntryStatusADDED:
-					f.change = changeAdded
-				case iceberg.EntryStatusDELETED:
-					f.change = changeRemoved
-				default:
-					continue // carried over from an older manifest: recorded when it was added
-				}
-				p.files = append(p.files, f)
-			}
-		}
+		p.files = append(p.files, files...)
 		if snap.ParentSnapshotID == nil {
 			continue
 		}
@@ -118,6 +86,84 @@ func (s *Service) readAdded(ctx context.Context, w Warehouse, p *plan) error {
 		}
 	}
 	return nil
+}
+
+// warehouseFS is the IO to read a served table's files with: only files under the warehouse
+// are read, since a manifest list path is the client's to name.
+func (s *Service) warehouseFS(ctx context.Context, w Warehouse, location string) (icebergio.IO, error) {
+	fsys, err := IO(ctx, location, w.Props)
+	if err != nil {
+		return nil, err
+	}
+	root, err := parseRoot(w.Location)
+	if err != nil {
+		return nil, err
+	}
+	return guard(fsys, roots{root}, s.limit), nil
+}
+
+// readSnapshot reads what one snapshot wrote: its manifest list, the manifests it added, and
+// their added and deleted entries. listed holds every manifest its list names.
+func readSnapshot(fsys icebergio.IO, snap table.Snapshot) (files []inventoryFile, listed map[string]bool, err error) {
+	mfs, err := snap.Manifests(fsys)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read snapshot %d's manifest list %s: %w", snap.SnapshotID, snap.ManifestList, err)
+	}
+	files = append(files, inventoryFile{snapshot: snap.SnapshotID, path: snap.ManifestList, kind: kindManifestList, change: changeAdded})
+	listed = make(map[string]bool, len(mfs))
+	for _, mf := range mfs {
+		listed[mf.FilePath()] = true
+		if mf.SnapshotID() != snap.SnapshotID {
+			continue
+		}
+		files = append(files, inventoryFile{snapshot: snap.SnapshotID, path: mf.FilePath(), kind: kindManifest, change: changeAdded, size: mf.Length()})
+		for e, err := range mf.Entries(fsys, false) {
+			if err != nil {
+				return nil, nil, fmt.Errorf("read manifest %s: %w", mf.FilePath(), err)
+			}
+			f := inventoryFile{snapshot: snap.SnapshotID, path: e.DataFile().FilePath(), kind: kindData,
+				size: e.DataFile().FileSizeBytes(), records: e.DataFile().Count()}
+			if e.DataFile().ContentType() != iceberg.EntryContentData {
+				f.kind = kindDelete
+			}
+			switch e.Status() {
+			case iceberg.EntryStatusADDED:
+				f.change = changeAdded
+			case iceberg.EntryStatusDELETED:
+				f.change = changeRemoved
+			default:
+				continue // carried over from an older manifest: recorded when it was added
+			}
+			files = append(files, f)
+		}
+	}
+	return files, listed, nil
+}
+
+// stagedFiles reads what a rejected commit's writer staged for one snapshot: the manifest list
+// (with its size), the manifests the snapshot added and their added files, so each is a known
+// leftover the cleanup bot settles without a walk. What cannot be read is left to the walk:
+// the manifest list alone is recorded then.
+func stagedFiles(fsys icebergio.IO, snap table.Snapshot) []inventoryFile {
+	list := inventoryFile{snapshot: snap.SnapshotID, path: snap.ManifestList, kind: kindManifestList, change: changeStaged}
+	files, _, err := readSnapshot(fsys, snap)
+	if err != nil {
+		return []inventoryFile{list}
+	}
+	if f, err := fsys.Open(snap.ManifestList); err == nil {
+		if st, err := f.Stat(); err == nil {
+			list.size = st.Size()
+		}
+		f.Close()
+	}
+	out := []inventoryFile{list}
+	for _, f := range files {
+		if f.change == changeAdded && f.kind != kindManifestList {
+			f.change = changeStaged
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // insertFiles writes inventory rows in batches (SQLite allows 32,766 parameters a statement).

@@ -28,6 +28,8 @@ const (
 	FieldThresholdOverride = "threshold_override"
 	// FieldConfirmOnly holds the string denoting the confirm_only field in the database.
 	FieldConfirmOnly = "confirm_only"
+	// FieldFromInventory holds the string denoting the from_inventory field in the database.
+	FieldFromInventory = "from_inventory"
 	// FieldReport holds the string denoting the report field in the database.
 	FieldReport = "report"
 	// FieldError holds the string denoting the error field in the database.
@@ -48,6 +50,7 @@ var Columns = []string{
 	FieldAgeThresholdSeconds,
 	FieldThresholdOverride,
 	FieldConfirmOnly,
+	FieldFromInventory,
 	FieldReport,
 	FieldError,
 	FieldHeartbeatAt,
@@ -68,6 +71,8 @@ var (
 	DefaultThresholdOverride bool
 	// DefaultConfirmOnly holds the default value on creation for the "confirm_only" field.
 	DefaultConfirmOnly bool
+	// DefaultFromInventory holds the default value on creation for the "from_inventory" field.
+	DefaultFromInventory bool
 	// DefaultReport holds the default value on creation for the "report" field.
 	DefaultReport string
 	// DefaultError holds the default value on creation for the "error" field.
@@ -143,6 +148,11 @@ func ByThresholdOverride(opts ...sql.OrderTermOption) OrderOption {
 // ByConfirmOnly orders the results by the confirm_only field.
 func ByConfirmOnly(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldConfirmOnly, opts...).ToFunc()
+}
+
+// ByFromInventory orders the results by the from_inventory field.
+func ByFromInventory(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldFromInventory, opts...).ToFunc()
 }
 
 // ByReport orders the results by the report field.

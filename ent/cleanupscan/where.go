@@ -85,6 +85,11 @@ func ConfirmOnly(v bool) predicate.CleanupScan {
 	return predicate.CleanupScan(sql.FieldEQ(FieldConfirmOnly, v))
 }
 
+// FromInventory applies equality check predicate on the "from_inventory" field. It's identical to FromInventoryEQ.
+func FromInventory(v bool) predicate.CleanupScan {
+	return predicate.CleanupScan(sql.FieldEQ(FieldFromInventory, v))
+}
+
 // Report applies equality check predicate on the "report" field. It's identical to ReportEQ.
 func Report(v string) predicate.CleanupScan {
 	return predicate.CleanupScan(sql.FieldEQ(FieldReport, v))
@@ -308,6 +313,16 @@ func ConfirmOnlyEQ(v bool) predicate.CleanupScan {
 // ConfirmOnlyNEQ applies the NEQ predicate on the "confirm_only" field.
 func ConfirmOnlyNEQ(v bool) predicate.CleanupScan {
 	return predicate.CleanupScan(sql.FieldNEQ(FieldConfirmOnly, v))
+}
+
+// FromInventoryEQ applies the EQ predicate on the "from_inventory" field.
+func FromInventoryEQ(v bool) predicate.CleanupScan {
+	return predicate.CleanupScan(sql.FieldEQ(FieldFromInventory, v))
+}
+
+// FromInventoryNEQ applies the NEQ predicate on the "from_inventory" field.
+func FromInventoryNEQ(v bool) predicate.CleanupScan {
+	return predicate.CleanupScan(sql.FieldNEQ(FieldFromInventory, v))
 }
 
 // ReportEQ applies the EQ predicate on the "report" field.

@@ -304,6 +304,7 @@ var (
 		{Name: "age_threshold_seconds", Type: field.TypeInt64},
 		{Name: "threshold_override", Type: field.TypeBool, Default: false},
 		{Name: "confirm_only", Type: field.TypeBool, Default: false},
+		{Name: "from_inventory", Type: field.TypeBool, Default: false},
 		{Name: "report", Type: field.TypeString, Size: 2147483647, Default: ""},
 		{Name: "error", Type: field.TypeString, Size: 2147483647, Default: ""},
 		{Name: "heartbeat_at", Type: field.TypeTime, Nullable: true},
@@ -577,6 +578,11 @@ var (
 				Name:    "iceberginventoryfile_commit_id",
 				Unique:  false,
 				Columns: []*schema.Column{TidemarkIcebergInventoryColumns[2]},
+			},
+			{
+				Name:    "iceberginventoryfile_asset_id_path",
+				Unique:  false,
+				Columns: []*schema.Column{TidemarkIcebergInventoryColumns[1], TidemarkIcebergInventoryColumns[4]},
 			},
 		},
 	}

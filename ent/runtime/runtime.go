@@ -205,12 +205,16 @@ func init() {
 	cleanupscanDescConfirmOnly := cleanupscanFields[6].Descriptor()
 	// cleanupscan.DefaultConfirmOnly holds the default value on creation for the confirm_only field.
 	cleanupscan.DefaultConfirmOnly = cleanupscanDescConfirmOnly.Default.(bool)
+	// cleanupscanDescFromInventory is the schema descriptor for from_inventory field.
+	cleanupscanDescFromInventory := cleanupscanFields[7].Descriptor()
+	// cleanupscan.DefaultFromInventory holds the default value on creation for the from_inventory field.
+	cleanupscan.DefaultFromInventory = cleanupscanDescFromInventory.Default.(bool)
 	// cleanupscanDescReport is the schema descriptor for report field.
-	cleanupscanDescReport := cleanupscanFields[7].Descriptor()
+	cleanupscanDescReport := cleanupscanFields[8].Descriptor()
 	// cleanupscan.DefaultReport holds the default value on creation for the report field.
 	cleanupscan.DefaultReport = cleanupscanDescReport.Default.(string)
 	// cleanupscanDescError is the schema descriptor for error field.
-	cleanupscanDescError := cleanupscanFields[8].Descriptor()
+	cleanupscanDescError := cleanupscanFields[9].Descriptor()
 	// cleanupscan.DefaultError holds the default value on creation for the error field.
 	cleanupscan.DefaultError = cleanupscanDescError.Default.(string)
 	// cleanupscanDescID is the schema descriptor for id field.

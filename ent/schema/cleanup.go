@@ -26,6 +26,9 @@ func (CleanupScan) Fields() []ent.Field {
 		// confirm_only: a confirming pass (only shards with files to confirm); the cadence of
 		// full walks counts from the last scan that was not one.
 		field.Bool("confirm_only").Default(false).Immutable(),
+		// from_inventory: an inventory pass of a served table, which settled the files its
+		// write-path inventory knows without listing storage.
+		field.Bool("from_inventory").Default(false).Immutable(),
 		field.Text("report").Default(""),
 		field.Text("error").Default(""),
 		// heartbeat_at is renewed while the scan runs; a running scan whose heartbeat is older

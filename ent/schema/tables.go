@@ -206,5 +206,7 @@ func (IcebergInventoryFile) Indexes() []ent.Index {
 	return []ent.Index{
 		index.Fields("asset_id", "snapshot_id"),
 		index.Fields("commit_id"),
+		// The cleanup bot settles a listed or staged path by it.
+		index.Fields("asset_id", "path"),
 	}
 }

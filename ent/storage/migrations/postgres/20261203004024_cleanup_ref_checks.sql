@@ -1,3 +1,7 @@
+-- Modify "cleanup_scans" table
+ALTER TABLE "cleanup_scans" ADD COLUMN "from_inventory" boolean NOT NULL DEFAULT false;
+-- Create index "iceberginventoryfile_asset_id_path" to table: "tidemark_iceberg_inventory"
+CREATE INDEX "iceberginventoryfile_asset_id_path" ON "tidemark_iceberg_inventory" ("asset_id", "path");
 -- Create "cleanup_ref_checks" table
 CREATE TABLE "cleanup_ref_checks" ("id" uuid NOT NULL, "asset_id" uuid NOT NULL, "started_at" timestamptz NOT NULL, "finished_at" timestamptz NULL, "state" character varying NOT NULL, "metadata_location" character varying NOT NULL DEFAULT '', "runs" bigint NOT NULL DEFAULT 1, "heartbeat_at" timestamptz NULL, "report" text NOT NULL DEFAULT '', "error" text NOT NULL DEFAULT '', PRIMARY KEY ("id"));
 -- Create index "cleanuprefcheck_asset_id_started_at" to table: "cleanup_ref_checks"
