@@ -87,6 +87,7 @@ type Service struct {
 	fault      func(point string) error
 	client     *http.Client
 	window     Window
+	auto       *AutoCadence // nil: the default cadence
 	migrations MigrationGate
 }
 

@@ -2,6 +2,7 @@ package cleanup
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -59,6 +60,11 @@ type Report struct {
 	Confirmed       int64    `json:"confirmed"` // candidates a second consecutive complete walk agreed on
 	ConfirmedBytes  int64    `json:"confirmed_bytes"`
 	ConfirmedSample []string `json:"confirmed_sample"` // up to 100 paths
+	// NewlyConfirmedBytes are the confirmed bytes this scan confirmed for the first time: the
+	// orphans that grew since the scan before (PreviousStartedAt), which the cadence weighs.
+	NewlyConfirmedBytes int64          `json:"newly_confirmed_bytes"`
+	PreviousStartedAt   *time.Time     `json:"previous_started_at,omitempty"`
+	Cadence             *CadenceAdvice `json:"cadence,omitempty"`
 	Requests        Requests `json:"requests"`
 	Cost            Cost     `json:"cost"`
 	Summary         string   `json:"summary"`
@@ -73,6 +79,48 @@ type Report struct {
 	// Tidemark about: while there are any, nothing in the location is confirmed.
 	SharedWith []SharedTable   `json:"shared_with"`
 	Foreign    []ForeignTenant `json:"foreign_tenants"`
+}
+
+// CadenceAdvice weighs a scan's request cost against the storage cost of the orphans that grow
+// between scans. With orphans growing g bytes a day, found and deleted every T days, a cycle
+// costs one scan (C) plus the orphans' storage while they wait (price a byte-day p: p*g*T*T/2);
+// the daily cost C/T + p*g*T/2 is lowest, and the two parts equal, at T = sqrt(2C/(p*g)): the
+// break-even cadence. Scanning more often spends more on requests than it saves in storage.
+type CadenceAdvice struct {
+	ScanCostUSD         float64 `json:"scan_cost_usd"`
+	NewlyConfirmedBytes int64   `json:"newly_confirmed_bytes"`
+	DaysSincePrevious   float64 `json:"days_since_previous_scan"`
+	GrowthBytesPerDay   float64 `json:"orphan_growth_bytes_per_day"`
+	// GrowthUSDPerMonth is what one day's new orphans cost to store for a month.
+	GrowthUSDPerMonth float64 `json:"orphan_growth_usd_per_month_per_day"`
+	BreakEven         string  `json:"break_even_cadence,omitempty"` // empty when orphans did not grow
+	BreakEvenSeconds  int64   `json:"break_even_seconds,omitempty"`
+	Explanation       string  `json:"explanation"`
+}
+
+// cadence computes the advice from a finished scan's figures, or nil without a scan before.
+func (r *Report) cadence(p Prices) *CadenceAdvice {
+	if r.PreviousStartedAt == nil || r.State != "finished" {
+		return nil
+	}
+	days := r.StartedAt.Sub(*r.PreviousStartedAt).Hours() / 24
+	if days <= 0 {
+		return nil
+	}
+	a := &CadenceAdvice{ScanCostUSD: r.Cost.Scan, NewlyConfirmedBytes: r.NewlyConfirmedBytes, DaysSincePrevious: days,
+		GrowthBytesPerDay: float64(r.NewlyConfirmedBytes) / days}
+	a.GrowthUSDPerMonth = a.GrowthBytesPerDay / 1e9 * p.StorageGBMonth
+	perByteDay := p.StorageGBMonth / 1e9 / 30
+	if a.GrowthBytesPerDay <= 0 || perByteDay <= 0 {
+		a.Explanation = fmt.Sprintf("No orphan was newly confirmed in the %.1f days since the scan before: storage does not pay for scanning more often; the longest allowed interval suffices.", days)
+		return a
+	}
+	t := math.Sqrt(2 * a.ScanCostUSD / (perByteDay * a.GrowthBytesPerDay)) // days
+	d := time.Duration(t * 24 * float64(time.Hour)).Round(time.Minute)
+	a.BreakEven, a.BreakEvenSeconds = d.String(), int64(d/time.Second)
+	a.Explanation = fmt.Sprintf("Orphans grew %s a day (%s newly confirmed over %.1f days), adding $%.6f a month of storage each day; a scan costs $%.6f in requests. Scanning every %s balances the two (daily cost = scan cost / interval + storage of the waiting orphans); more often costs more in requests than it saves.",
+		BytesText(int64(a.GrowthBytesPerDay)), BytesText(a.NewlyConfirmedBytes), days, a.GrowthUSDPerMonth, a.ScanCostUSD, d)
+	return a
 }
 
 // outcomeNotReached is the outcome of a planned shard a stopped scan never began.
@@ -139,6 +187,7 @@ func (r *Report) finish(p Prices) {
 	r.Prices = p
 	r.Cost.Scan = float64(r.Requests.List)/1000*p.ListPer1000 + float64(r.Requests.Head+r.Requests.Get+int64(r.Requests.ManifestReads))/1000*p.GetPer1000
 	r.Cost.OrphansPerMonth = float64(r.ConfirmedBytes) / 1e9 * p.StorageGBMonth
+	r.Cadence = r.cadence(p)
 	r.ShardsComplete, r.ShardsFailed, r.ShardsNotReached, r.TooSoonShards = 0, 0, 0, 0
 	for _, sh := range r.Shards {
 		switch sh.Outcome {
@@ -165,6 +214,9 @@ func (r *Report) finish(p Prices) {
 			r.SettledByInventory, r.StagedThenCommitted, r.LeftoversGone, r.Requests.Head)
 		fmt.Fprintf(&b, "%d unreferenced files older than %s; %d (%s) confirmed by two inventory passes at least %s apart, costing about $%.2f a month.",
 			r.Candidates, r.AgeThreshold, r.Confirmed, BytesText(r.ConfirmedBytes), r.MinGap, r.Cost.OrphansPerMonth)
+		if r.Cadence != nil {
+			b.WriteString(" Cadence: " + r.Cadence.Explanation)
+		}
 		r.Summary = b.String()
 		return
 	}
@@ -195,6 +247,9 @@ func (r *Report) finish(p Prices) {
 	}
 	if n := len(r.Shards) - r.ShardsComplete; n > 0 {
 		fmt.Fprintf(&b, "%d shards were not walked to completion and are holes in this scan. ", n)
+	}
+	if r.Cadence != nil {
+		b.WriteString("Cadence: " + r.Cadence.Explanation + " ")
 	}
 	b.WriteString("A scan of a live store is evidence, not an inventory: files written during it may be missed, and repeated scans converge.")
 	r.Summary = b.String()

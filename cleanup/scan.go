@@ -144,6 +144,13 @@ func (s *Service) Scan(ctx context.Context, asset uuid.UUID, opt ScanOptions) (R
 	}
 	fin := s.clock()
 	rep.FinishedAt, rep.State = &fin, string(state)
+	if !opt.ConfirmOnly {
+		prev, err := s.db.CleanupScan.Query().Where(cleanupscan.AssetID(asset), cleanupscan.IDLT(row.ID), cleanupscan.StateEQ(cleanupscan.StateFinished),
+			cleanupscan.ConfirmOnly(false), cleanupscan.FromInventory(opt.FromInventory)).Order(ent.Desc(cleanupscan.FieldID)).First(context.WithoutCancel(ctx))
+		if err == nil {
+			rep.PreviousStartedAt = &prev.StartedAt
+		}
+	}
 	if serr != nil {
 		rep.Error = serr.Error()
 	}

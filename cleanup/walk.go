@@ -27,6 +27,7 @@ type candidate struct {
 	key     string
 	size    int64
 	modTime time.Time
+	newly   bool // confirmed by this walk for the first time
 }
 
 // walkShards walks the shards, up to walkPar at once (sharing the LIST rate), and returns the
@@ -133,6 +134,9 @@ func (s *Service) confirmWalks(ctx context.Context, rep *Report, complete []walk
 		rep.Confirmed += int64(len(confirmed))
 		for _, c := range confirmed {
 			rep.ConfirmedBytes += c.size
+			if c.newly {
+				rep.NewlyConfirmedBytes += c.size
+			}
 			if len(rep.ConfirmedSample) < 100 {
 				rep.ConfirmedSample = append(rep.ConfirmedSample, c.key)
 			}
@@ -441,10 +445,11 @@ func (s *Service) observe(ctx context.Context, w *ent.CleanupShardWalk, cands []
 			}
 			u := r.Update().SetSize(c.size).SetModifiedAt(c.modTime).SetLastWalkID(w.ID).SetStreak(streak)
 			if streak >= 2 {
-				confirmed = append(confirmed, c)
 				if r.ConfirmedAt == nil {
 					u.SetConfirmedAt(now)
+					c.newly = true
 				}
+				confirmed = append(confirmed, c)
 			} else {
 				u.ClearConfirmedAt()
 			}

@@ -86,7 +86,7 @@ func (c *cleanupConfig) options() cleanup.ScanOptions {
 }
 
 const cleanupHelp = `Usage:
-  tidemark cleanup scan [--table ID|NAME] [--shard PREFIX[,PREFIX...]] [--resume SCAN] [flags]
+  tidemark cleanup scan [--table ID|NAME] [--shard PREFIX[,PREFIX...]] [--resume SCAN] [--from-inventory] [flags]
       walk table locations shard by shard for orphan files; prints progress on stderr and
       the report at the end
   tidemark cleanup check-refs [--table ID|NAME] [--fresh] [flags]
@@ -123,6 +123,7 @@ func cleanupCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	shards := fs.String("shard", "", "walk only these shards, comma-separated (e.g. metadata/,data/ts_day=2026-11-01/)")
 	resume := fs.String("resume", "", "a scan ID of --table: walk only the shards it did not complete")
 	confirmOnly := fs.Bool("confirm-only", false, "a confirming pass: walk only the shards whose last walk left files to confirm")
+	fromInventory := fs.Bool("from-inventory", false, "an inventory pass of a table Tidemark serves: settle the leftovers its write-path inventory recorded, listing nothing")
 	asJSON := fs.Bool("json", false, "print the reports as JSON")
 	if err := parse(fs, args[1:]); err != nil {
 		return err
@@ -142,7 +143,7 @@ func cleanupCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	opt := cc.options()
-	opt.ConfirmOnly = *confirmOnly
+	opt.ConfirmOnly, opt.FromInventory = *confirmOnly, *fromInventory
 	if *shards != "" {
 		opt.Shards = strings.Split(*shards, ",")
 	}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -41,7 +42,9 @@ type serveConfig struct {
 	tables          tablesConfig
 	tablesSync      time.Duration
 	cleanup         cleanupConfig
-	scanInterval    time.Duration
+	scanInterval    scanIntervalFlag
+	scanMin         time.Duration
+	scanMax         time.Duration
 	refChecks       time.Duration
 	cleanupEvery    time.Duration
 	demo            bool
@@ -77,7 +80,10 @@ func serveFlags(fs *flag.FlagSet, cfg *serveConfig) {
 	cfg.tables.register(fs)
 	fs.BoolVar(&cfg.demo, "demo", false, "fill the catalog with a demo (a real Iceberg warehouse under <data-dir>/demo, lineage, usage, scans, proposals) before serving; done once (TIDEMARK_DEMO)")
 	cfg.cleanup.register(fs)
-	fs.DurationVar(&cfg.scanInterval, "scan-interval", 24*time.Hour, "how often each Iceberg table's location is scanned for orphans (a table's property tidemark.cleanup.scan-interval overrides it); 0 turns scheduled scans off (TIDEMARK_SCAN_INTERVAL)")
+	cfg.scanInterval = scanIntervalFlag{d: 24 * time.Hour}
+	fs.Var(&cfg.scanInterval, "scan-interval", "how often each Iceberg table's location is scanned for orphans (a table's property tidemark.cleanup.scan-interval overrides it), or auto: each table's break-even cadence from its last scan's cost and orphan growth, within --scan-interval-min and --scan-interval-max; 0 turns scheduled scans off (TIDEMARK_SCAN_INTERVAL)")
+	fs.DurationVar(&cfg.scanMin, "scan-interval-min", 6*time.Hour, "with --scan-interval auto, the shortest cadence (TIDEMARK_SCAN_INTERVAL_MIN)")
+	fs.DurationVar(&cfg.scanMax, "scan-interval-max", 30*24*time.Hour, "with --scan-interval auto, the longest cadence, also when orphans do not grow (TIDEMARK_SCAN_INTERVAL_MAX)")
 	fs.DurationVar(&cfg.refChecks, "check-refs-interval", 24*time.Hour, "how often every file each Iceberg table's retained snapshots and refs reference is checked by key for dangling references (a stopped check resumes sooner); 0 turns scheduled checks off (TIDEMARK_CHECK_REFS_INTERVAL)")
 	fs.DurationVar(&cfg.tablesSync, "tables-sync-interval", 15*time.Minute, "how often the configured Iceberg catalogs are synced; 0 turns the schedule off (TIDEMARK_TABLES_SYNC_INTERVAL)")
 	fs.DurationVar(&cfg.cleanupEvery, "cleanup-interval", 10*time.Minute, "how often the cleanup bot re-evaluates and opens proposals and executes approved ones; 0 turns it off (TIDEMARK_CLEANUP_INTERVAL)")
@@ -110,8 +116,11 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 	if cfg.bodyLimit <= 0 || cfg.lineageLimit <= 0 {
 		return fmt.Errorf("--body-limit and --lineage-body-limit must be positive")
 	}
-	if cfg.scanInterval < 0 {
-		return fmt.Errorf("--scan-interval must not be negative, not %s", cfg.scanInterval)
+	if cfg.scanInterval.d < 0 {
+		return fmt.Errorf("--scan-interval must not be negative, not %s", cfg.scanInterval.d)
+	}
+	if cfg.scanInterval.auto && (cfg.scanMin <= 0 || cfg.scanMax < cfg.scanMin) {
+		return fmt.Errorf("--scan-interval auto needs 0 < --scan-interval-min (%s) <= --scan-interval-max (%s)", cfg.scanMin, cfg.scanMax)
 	}
 	if cfg.refChecks < 0 {
 		return fmt.Errorf("--check-refs-interval must not be negative, not %s", cfg.refChecks)
@@ -172,6 +181,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 	}
 	acfg.Usage = []usage.Option{usage.WithLateness(cfg.usageLateness), usage.WithRetention(cfg.usageRetention)}
 	acfg.Cleanup = append(cfg.cleanup.appOptions(), cleanup.WithPrivateWebhooks(cfg.webhookPrivate || isLoopback(cfg.addr)))
+	if cfg.scanInterval.auto {
+		acfg.Cleanup = append(acfg.Cleanup, cleanup.WithAutoCadence(cfg.scanMin, cfg.scanMax))
+	}
 	a, err := app.Open(ctx, store, acfg)
 	if err != nil {
 		return err
@@ -201,7 +213,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}
-	return a.Serve(ctx, ln, srv, app.Schedule{GraphSync: cfg.graphSync, TablesSync: cfg.tablesSync, ScanInterval: cfg.scanInterval,
+	return a.Serve(ctx, ln, srv, app.Schedule{GraphSync: cfg.graphSync, TablesSync: cfg.tablesSync, ScanInterval: cfg.scanInterval.d,
 		ScanOptions: cfg.cleanup.options(), RefChecks: cfg.refChecks, RefCheckOptions: cleanup.RefCheckOptions{RecheckDelay: cfg.cleanup.recheck},
 		CleanupEvery: cfg.cleanupEvery, Reconcile: cfg.reconcileEvery}, cfg.shutdownTimeout)
 }
@@ -256,5 +268,32 @@ func defaultWarehouse(c *tablesConfig, dataDir string) error {
 		return err
 	}
 	c.warehouses = "default=" + dir
+	return nil
+}
+
+// scanIntervalFlag is --scan-interval: a duration, or auto (the default cadence of 24h for a
+// table without a cost history, then each table's break-even cadence within the bounds).
+type scanIntervalFlag struct {
+	d    time.Duration
+	auto bool
+}
+
+func (f *scanIntervalFlag) String() string {
+	if f.auto {
+		return "auto"
+	}
+	return f.d.String()
+}
+
+func (f *scanIntervalFlag) Set(v string) error {
+	if v == "auto" {
+		f.d, f.auto = 24*time.Hour, true
+		return nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return errors.New("give a duration such as 24h, 0 to turn scheduled scans off, or auto")
+	}
+	f.d, f.auto = d, false
 	return nil
 }

@@ -144,3 +144,61 @@ func diskFiles(t *testing.T, dir string) []string {
 	}
 	return out
 }
+
+// TestScheduledInventoryPasses: the scheduler walks a served table first, then runs inventory
+// passes at the cadence (and a confirming one once the gap has passed), and walks it again only
+// after WalkEvery cadences.
+func TestScheduledInventoryPasses(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		clock := &shiftClock{}
+		s := newServerWith(t, db, func(c *app.Config, _ *handlers.Config) {
+			c.Cleanup = append(c.Cleanup, cleanup.WithClock(clock.Now))
+		})
+		cat := s.client(t)
+		tbl := create(t, cat, "web", "events")
+		stale := s.append(t, tbl, 0, 1)
+		s.append(t, stale, 1, 1)
+		if _, err := stale.Append(ctx, s.lake.Record(stale, tablestest.Rows(100, 2, time.Now())), nil); err == nil {
+			t.Fatal("a commit from a stale table was accepted")
+		}
+		id := assetOf(t, s, tbl)
+		clock.Add(100 * time.Hour)
+		kinds := func() (walks, inventory int, confirmed int64) {
+			t.Helper()
+			reps, err := s.App.Cleanup.Scans(ctx, cleanup.ScanFilter{AssetID: id, Limit: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range reps {
+				if r.FromInventory {
+					inventory++
+				} else {
+					walks++
+				}
+			}
+			return walks, inventory, reps[0].Confirmed
+		}
+		step := func(advance time.Duration, wantWalks, wantInventory int) int64 {
+			t.Helper()
+			clock.Add(advance)
+			if _, err := s.App.Cleanup.ScanDue(ctx, 24*time.Hour, cleanup.ScanOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			w, i, c := kinds()
+			if w != wantWalks || i != wantInventory {
+				t.Fatalf("after %s: %d walks and %d inventory passes, want %d and %d", advance, w, i, wantWalks, wantInventory)
+			}
+			return c
+		}
+		step(0, 1, 0)                // never walked: a walk
+		step(time.Hour, 1, 1)        // no inventory pass yet: one
+		c := step(2*time.Hour, 1, 2) // files wait to be confirmed and the gap has passed
+		if c < 3 {
+			t.Fatalf("the confirming inventory pass confirmed %d files, want the rejected commit's (at least 3)", c)
+		}
+		step(time.Hour, 1, 2)      // nothing due
+		step(24*time.Hour, 1, 3)   // the cadence: an inventory pass, not a walk
+		step(7*24*time.Hour, 2, 3) // WalkEvery cadences since the walk: a walk
+	})
+}
