@@ -65,10 +65,10 @@ type Report struct {
 	NewlyConfirmedBytes int64          `json:"newly_confirmed_bytes"`
 	PreviousStartedAt   *time.Time     `json:"previous_started_at,omitempty"`
 	Cadence             *CadenceAdvice `json:"cadence,omitempty"`
-	Requests        Requests `json:"requests"`
-	Cost            Cost     `json:"cost"`
-	Summary         string   `json:"summary"`
-	Prices          Prices   `json:"prices"`
+	Requests            Requests       `json:"requests"`
+	Cost                Cost           `json:"cost"`
+	Summary             string         `json:"summary"`
+	Prices              Prices         `json:"prices"`
 	// MinGap is how far apart two walks must be to confirm; TooSoonShards counts walks of this
 	// scan that came sooner and so confirmed nothing.
 	MinGap        string `json:"min_gap"`
