@@ -43,6 +43,9 @@ type ScanOptions struct {
 	// files its write-path inventory records as staged by commits that did not happen are
 	// settled from the record without listing storage. Only a walk finds what nobody recorded.
 	FromInventory bool
+	// WalkOnly judges every listed file of a served table by the walk alone, leaving out what
+	// the write-path inventory knows: to check the inventory against storage (or measure both).
+	WalkOnly bool
 	// Progress, when set, is told how the walk goes (one call at a time).
 	Progress func(Progress)
 }
@@ -246,8 +249,10 @@ func (s *Service) scan(ctx context.Context, scanID uuid.UUID, rep *Report, opt S
 	if strangers {
 		complete = nil
 	}
-	if err := s.settleKnown(ctx, rep, complete); err != nil {
-		return err
+	if !opt.WalkOnly {
+		if err := s.settleKnown(ctx, rep, complete); err != nil {
+			return err
+		}
 	}
 	return s.confirmWalks(ctx, rep, complete, post.refs, opt)
 }

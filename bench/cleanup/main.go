@@ -7,6 +7,8 @@
 //	go run ./bench/cleanup                    # generates the table under $TMPDIR (a few minutes)
 //	go run ./bench/cleanup -files 100000      # smaller
 //	go run ./bench/cleanup -keep -dir /tmp/x  # keep (or reuse) the generated table
+//	go run ./bench/cleanup -served            # committed through Tidemark, leftovers of rejected
+//	                                          # commits: full walk vs inventory pass vs iceberg-go
 package main
 
 import (
@@ -40,14 +42,16 @@ import (
 )
 
 var (
-	files   = flag.Int("files", 1_000_000, "files in the table location")
-	dirs    = flag.Int("dirs", 1000, "partition directories under data/")
-	orphans = flag.Float64("orphans", 0.01, "share of the files that are orphans")
-	commits = flag.Int("commits", 100, "commits the referenced files are added in")
-	dir     = flag.String("dir", "", "where to generate the table (reused if it holds one); default a temp dir")
-	keep    = flag.Bool("keep", false, "keep the generated table")
-	mode    = flag.String("mode", "", "internal: run one side (tidemark or iceberg) and print its result")
-	runs    = flag.Int("runs", 3, "runs of each side, alternately")
+	files         = flag.Int("files", 1_000_000, "files in the table location")
+	dirs          = flag.Int("dirs", 1000, "partition directories under data/")
+	orphans       = flag.Float64("orphans", 0.01, "share of the files that are orphans")
+	commits       = flag.Int("commits", 100, "commits the referenced files are added in")
+	dir           = flag.String("dir", "", "where to generate the table (reused if it holds one); default a temp dir")
+	keep          = flag.Bool("keep", false, "keep the generated table")
+	mode          = flag.String("mode", "", "internal: run one side (tidemark or iceberg) and print its result")
+	runs          = flag.Int("runs", 3, "runs of each side, alternately")
+	served        = flag.Bool("served", false, "commit the table through Tidemark's Iceberg REST catalog, its leftovers from rejected commits, and compare a full walk, an inventory pass and iceberg-go's DeleteOrphanFiles (see served.go)")
+	leftoverFiles = flag.Int("leftover-files", 1000, "with -served: data files each rejected commit leaves")
 )
 
 type result struct {
@@ -60,6 +64,8 @@ type result struct {
 	Second    time.Duration `json:"second_pass"`
 	// SecondShards: shards the confirming pass walked.
 	SecondShards int    `json:"second_shards"`
+	Requests     int64  `json:"requests"` // storage requests of every kind, both passes (-served)
+	SetHash      string `json:"set_hash"` // identifies the set of confirmed paths (-served)
 	MaxRSSKiB    int64  `json:"max_rss_kib"`
 	ListCounts   string `json:"list_note,omitempty"`
 }
@@ -82,9 +88,17 @@ func main() {
 		defer os.RemoveAll(d)
 	}
 	if _, err := os.Stat(filepath.Join(d, "ready")); err != nil {
-		generate(ctx, d)
+		if *served {
+			generateServed(ctx, d)
+		} else {
+			generate(ctx, d)
+		}
 	} else {
 		fmt.Printf("reusing the table generated in %s\n", d)
+	}
+	if *served {
+		servedReport(d)
+		return
 	}
 	// Each side runs 3 times, alternately, each in a fresh process; the figures are medians.
 	var ices, tms []result
@@ -199,11 +213,17 @@ func generate(ctx context.Context, d string) {
 }
 
 func side(ctx context.Context, s, d string) {
-	var assetID, metaLoc string
+	var assetID, metaLoc, kind string
 	b, err := os.ReadFile(filepath.Join(d, "ready"))
 	benchdb.Must(err)
-	fmt.Sscan(string(b), &assetID, &metaLoc)
+	fmt.Sscan(string(b), &assetID, &metaLoc, &kind)
 	r := result{Side: s}
+	if kind == "served" {
+		servedSide(ctx, s, d, assetID, metaLoc, &r)
+		r.MaxRSSKiB = peakRSS()
+		benchdb.Must(json.NewEncoder(os.Stdout).Encode(r))
+		return
+	}
 	switch s {
 	case "iceberg":
 		tbl, err := table.NewFromLocation(ctx, table.Identifier{"db", "big"}, metaLoc, icebergio.LoadFSFunc(nil, metaLoc), nil)
