@@ -462,6 +462,36 @@ func (s *Service) servedAsset(ctx context.Context, w Warehouse, id TableIdent, m
 	return res.Asset.ID, true, nil
 }
 
+// abandonedFiles is what an abandoned commit's snapshots wrote (read from the metadata file it
+// left, against the one it expected), so they are known leftovers; nothing when it cannot be read.
+func (s *Service) abandonedFiles(ctx context.Context, c *ent.IcebergCommit) []inventoryFile {
+	w, err := s.warehouse(c.Warehouse)
+	if err != nil {
+		return nil
+	}
+	meta, err := s.readMetadata(ctx, w, c.NewLocation)
+	if err != nil {
+		return nil
+	}
+	var base table.Metadata
+	if c.BaseLocation != "" {
+		if base, err = s.readMetadata(ctx, w, c.BaseLocation); err != nil {
+			return nil
+		}
+	}
+	fsys, err := s.warehouseFS(ctx, w, meta.Location())
+	if err != nil {
+		return nil
+	}
+	var out []inventoryFile
+	for _, snap := range meta.Snapshots() {
+		if snap.ManifestList != "" && (base == nil || base.SnapshotByID(snap.SnapshotID) == nil) {
+			out = append(out, stagedFiles(fsys, snap)...)
+		}
+	}
+	return out
+}
+
 // ResolvePending settles commits left pending longer than olderThan (the process stopped
 // between writing a metadata file and swapping the pointer, or the store failed during the
 // swap): a pointer that moved to the commit's file means committed, otherwise the swap can no
@@ -482,13 +512,17 @@ func (s *Service) ResolvePending(ctx context.Context, olderThan time.Duration) (
 		if cur != nil && cur.MetadataLocation == c.NewLocation {
 			state, reason = stateCommitted, "found committed after the process stopped"
 		}
+		var staged []inventoryFile
+		if state == stateAbandoned && c.NewLocation != "" && c.Kind != "register" {
+			staged = append([]inventoryFile{{path: c.NewLocation, kind: kindMetadata, change: changeStaged}}, s.abandonedFiles(ctx, c)...)
+		}
 		now := s.clock()
 		err = s.tx(ctx, func(tx *ent.Tx) error {
 			k, err := tx.IcebergCommit.Update().Where(icebergcommit.ID(c.ID), icebergcommit.State(statePending)).SetState(state).SetReason(reason).SetFinishedAt(now).Save(ctx)
-			if err != nil || k == 0 || state != stateAbandoned || c.NewLocation == "" || c.Kind == "register" {
+			if err != nil || k == 0 || len(staged) == 0 {
 				return err
 			}
-			return s.insertFiles(ctx, tx, c.AssetID, c.ID, []inventoryFile{{path: c.NewLocation, kind: kindMetadata, change: changeStaged}}, now)
+			return s.insertFiles(ctx, tx, c.AssetID, c.ID, staged, now)
 		})
 		if err != nil {
 			return n, err
