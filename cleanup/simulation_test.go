@@ -19,7 +19,7 @@ import (
 )
 
 var (
-	simSchedules = flag.Int("sim.schedules", 20, "random schedules the safety simulation runs (CI uses the default; try 500)")
+	simSchedules = flag.Int("sim.schedules", 8, "random schedules the safety simulation runs (CI uses the default; try 500)")
 	simSteps     = flag.Int("sim.steps", 50, "steps per schedule")
 	simSeed      = flag.Uint64("sim.seed", 20261129, "seed of the safety simulation")
 )

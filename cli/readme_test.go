@@ -120,7 +120,7 @@ var readmeCommands = map[string]func(e *readmeEnv) []string{
 	"tidemark tables sync":             func(e *readmeEnv) []string { return []string{"tables", "sync"} },
 	"tidemark tables refresh ASSET_ID": func(e *readmeEnv) []string { return []string{"tables", "refresh", e.asset} },
 	"tidemark tables list":             func(e *readmeEnv) []string { return []string{"tables", "list", "--json"} },
-	"tidemark cleanup scan [--table ID|NAME] [--shard PREFIX,...] [--confirm-only] [--json]": func(e *readmeEnv) []string {
+	"tidemark cleanup scan [--table ID|NAME] [--shard PREFIX,...] [--confirm-only] [--from-inventory] [--json]": func(e *readmeEnv) []string {
 		return []string{"cleanup", "scan", "--table", e.asset, "--shard", "data/", "--json"}
 	},
 	"tidemark cleanup check-refs [--table ID|NAME] [--fresh] [--json]": func(e *readmeEnv) []string {
