@@ -106,43 +106,12 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 	if cfg.noAuth && !isLoopback(cfg.addr) {
 		return fmt.Errorf("--insecure-no-auth is refused on %s: it is allowed only on a loopback address such as 127.0.0.1:8080", cfg.addr)
 	}
-	if cfg.rateLimit < 0 || cfg.anonRateLimit < 0 || cfg.readTimeout <= 0 || cfg.writeTimeout <= 0 {
-		return fmt.Errorf("--rate-limit and --rate-limit-anonymous must not be negative, --read-timeout and --write-timeout must be positive")
+	if err := cfg.check(); err != nil {
+		return err
 	}
 	tls, err := publicTLS(cfg.publicURL)
 	if err != nil {
 		return err
-	}
-	if cfg.bodyLimit <= 0 || cfg.lineageLimit <= 0 {
-		return fmt.Errorf("--body-limit and --lineage-body-limit must be positive")
-	}
-	if cfg.scanInterval.d < 0 {
-		return fmt.Errorf("--scan-interval must not be negative, not %s", cfg.scanInterval.d)
-	}
-	if cfg.scanInterval.auto && (cfg.scanMin <= 0 || cfg.scanMax < cfg.scanMin) {
-		return fmt.Errorf("--scan-interval auto needs 0 < --scan-interval-min (%s) <= --scan-interval-max (%s)", cfg.scanMin, cfg.scanMax)
-	}
-	if cfg.refChecks < 0 {
-		return fmt.Errorf("--check-refs-interval must not be negative, not %s", cfg.refChecks)
-	}
-	cfg.cleanup.minGap = cfg.tables.confirmGap
-	if err := cfg.cleanup.check(); err != nil {
-		return err
-	}
-	if cfg.cleanup.age < cleanup.MinAgeThreshold && !cfg.cleanup.allowYoung {
-		return fmt.Errorf("--scan-age-threshold %s is below the 24h minimum; add --scan-allow-young if you are sure no write takes longer to commit", cfg.cleanup.age)
-	}
-	if cfg.tablesSync < 0 {
-		return fmt.Errorf("--tables-sync-interval must not be negative, not %s", cfg.tablesSync)
-	}
-	if cfg.graphSync <= 0 {
-		return fmt.Errorf("--graph-sync-interval must be positive, not %s", cfg.graphSync)
-	}
-	if cfg.reconcileEvery < 0 {
-		return fmt.Errorf("--reconcile-interval must not be negative, not %s", cfg.reconcileEvery)
-	}
-	if cfg.lineageMax < 1 || cfg.lineageMax > 10_000_000 {
-		return fmt.Errorf("--lineage-max-nodes must be from 1 to 10000000, not %d", cfg.lineageMax)
 	}
 
 	store, err := cfg.db.open(ctx)
@@ -216,6 +185,45 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 	return a.Serve(ctx, ln, srv, app.Schedule{GraphSync: cfg.graphSync, TablesSync: cfg.tablesSync, ScanInterval: cfg.scanInterval.d,
 		ScanOptions: cfg.cleanup.options(), RefChecks: cfg.refChecks, RefCheckOptions: cleanup.RefCheckOptions{RecheckDelay: cfg.cleanup.recheck},
 		CleanupEvery: cfg.cleanupEvery, Reconcile: cfg.reconcileEvery}, cfg.shutdownTimeout)
+}
+
+// check refuses bad flag values before anything starts.
+func (cfg *serveConfig) check() error {
+	if cfg.rateLimit < 0 || cfg.anonRateLimit < 0 || cfg.readTimeout <= 0 || cfg.writeTimeout <= 0 {
+		return fmt.Errorf("--rate-limit and --rate-limit-anonymous must not be negative, --read-timeout and --write-timeout must be positive")
+	}
+	if cfg.bodyLimit <= 0 || cfg.lineageLimit <= 0 {
+		return fmt.Errorf("--body-limit and --lineage-body-limit must be positive")
+	}
+	if cfg.scanInterval.d < 0 {
+		return fmt.Errorf("--scan-interval must not be negative, not %s", cfg.scanInterval.d)
+	}
+	if cfg.scanInterval.auto && (cfg.scanMin <= 0 || cfg.scanMax < cfg.scanMin) {
+		return fmt.Errorf("--scan-interval auto needs 0 < --scan-interval-min (%s) <= --scan-interval-max (%s)", cfg.scanMin, cfg.scanMax)
+	}
+	if cfg.refChecks < 0 {
+		return fmt.Errorf("--check-refs-interval must not be negative, not %s", cfg.refChecks)
+	}
+	cfg.cleanup.minGap = cfg.tables.confirmGap
+	if err := cfg.cleanup.check(); err != nil {
+		return err
+	}
+	if cfg.cleanup.age < cleanup.MinAgeThreshold && !cfg.cleanup.allowYoung {
+		return fmt.Errorf("--scan-age-threshold %s is below the 24h minimum; add --scan-allow-young if you are sure no write takes longer to commit", cfg.cleanup.age)
+	}
+	if cfg.tablesSync < 0 {
+		return fmt.Errorf("--tables-sync-interval must not be negative, not %s", cfg.tablesSync)
+	}
+	if cfg.graphSync <= 0 {
+		return fmt.Errorf("--graph-sync-interval must be positive, not %s", cfg.graphSync)
+	}
+	if cfg.reconcileEvery < 0 {
+		return fmt.Errorf("--reconcile-interval must not be negative, not %s", cfg.reconcileEvery)
+	}
+	if cfg.lineageMax < 1 || cfg.lineageMax > 10_000_000 {
+		return fmt.Errorf("--lineage-max-nodes must be from 1 to 10000000, not %d", cfg.lineageMax)
+	}
+	return nil
 }
 
 // isLoopback reports whether addr binds only to a loopback interface. An empty host binds every
