@@ -237,14 +237,7 @@ func side(ctx context.Context, s, d string) {
 		r.ListCounts = "not counted"
 	case "tidemark":
 		// A copy of the database as generation left it, so every run's first pass is a first.
-		run := filepath.Join(d, "tidemark-run.db")
-		for _, sfx := range []string{"", "-wal", "-shm"} {
-			os.Remove(run + sfx)
-			if b, err := os.ReadFile(filepath.Join(d, "tidemark.db"+sfx)); err == nil {
-				benchdb.Must(os.WriteFile(run+sfx, b, 0o644))
-			}
-		}
-		db := benchdb.Open(ctx, run)
+		db := benchdb.Open(ctx, copyDB(d))
 		defer db.Close()
 		cat := catalog.New(db.Client)
 		tbls, err := tables.New(db.Client, cat, tables.WithWarehouseRoots(os.TempDir()))
