@@ -25,6 +25,7 @@ type serveConfig struct {
 	db              dbConfig
 	addr            string
 	webhookPrivate  bool
+	stopWindow      time.Duration
 	authReads       bool
 	noAuth          bool
 	bodyLimit       int64
@@ -79,6 +80,7 @@ func serveFlags(fs *flag.FlagSet, cfg *serveConfig) {
 	fs.DurationVar(&cfg.scanInterval, "scan-interval", 24*time.Hour, "how often each Iceberg table is scanned for orphans and dangling references (a table's property tidemark.cleanup.scan-interval overrides it); 0 turns scheduled scans off (TIDEMARK_SCAN_INTERVAL)")
 	fs.DurationVar(&cfg.tablesSync, "tables-sync-interval", 15*time.Minute, "how often the configured Iceberg catalogs are synced; 0 turns the schedule off (TIDEMARK_TABLES_SYNC_INTERVAL)")
 	fs.DurationVar(&cfg.cleanupEvery, "cleanup-interval", 10*time.Minute, "how often the cleanup bot re-evaluates and opens proposals and executes approved ones; 0 turns it off (TIDEMARK_CLEANUP_INTERVAL)")
+	fs.DurationVar(&cfg.stopWindow, "cleanup-stop-window", cleanup.DefaultStopWindow, "an approved proposal waits this long before it may be executed; until its execution starts a person can cancel it (TIDEMARK_CLEANUP_STOP_WINDOW)")
 	fs.StringVar(&cfg.logLevel, "log-level", "info", "debug, info, warn or error (TIDEMARK_LOG_LEVEL)")
 	fs.StringVar(&cfg.logFormat, "log-format", "json", "json or text (TIDEMARK_LOG_FORMAT)")
 }
@@ -107,6 +109,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 	}
 	if cfg.bodyLimit <= 0 || cfg.lineageLimit <= 0 {
 		return fmt.Errorf("--body-limit and --lineage-body-limit must be positive")
+	}
+	if cfg.stopWindow < 0 {
+		return fmt.Errorf("--cleanup-stop-window must not be negative, not %s", cfg.stopWindow)
 	}
 	if cfg.scanInterval < 0 {
 		return fmt.Errorf("--scan-interval must not be negative, not %s", cfg.scanInterval)
@@ -166,7 +171,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 		return err
 	}
 	acfg.Usage = []usage.Option{usage.WithLateness(cfg.usageLateness), usage.WithRetention(cfg.usageRetention)}
-	acfg.Cleanup = append(cfg.cleanup.appOptions(), cleanup.WithPrivateWebhooks(cfg.webhookPrivate || isLoopback(cfg.addr)))
+	acfg.Cleanup = append(cfg.cleanup.appOptions(), cleanup.WithPrivateWebhooks(cfg.webhookPrivate || isLoopback(cfg.addr)),
+		cleanup.WithStopWindow(cfg.stopWindow))
 	a, err := app.Open(ctx, store, acfg)
 	if err != nil {
 		return err

@@ -27,6 +27,7 @@ type operation struct {
 	Body         any // request body type, nil for none
 	Responses    map[int]any
 	Text         bool  // plain-text response (metrics)
+	CSV          bool  // the 200 answer may also be text/csv (a download)
 	BodyLimit    int64 // request body cap; default Config.BodyLimit
 }
 
@@ -117,6 +118,9 @@ func (a *API) OpenAPI() map[string]any {
 				r["content"] = content
 			}
 			responses[itoa(status)] = r
+		}
+		if r, ok := responses["200"].(map[string]any); ok && op.CSV {
+			r["content"].(map[string]any)["text/csv"] = map[string]any{"schema": map[string]any{"type": "string"}}
 		}
 		if op.Text {
 			responses["200"] = map[string]any{"description": "OK", "content": map[string]any{"text/plain": map[string]any{"schema": map[string]any{"type": "string"}}}}

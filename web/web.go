@@ -141,6 +141,8 @@ func (u *UI) routes() {
 	u.handleFunc("GET /assets/{id}", u.asset)
 	u.handleFunc("GET /proposals", u.proposals)
 	u.handleFunc("GET /proposals/{id}", u.proposal)
+	u.handleFunc("GET /proposals/{id}/approve", u.approveForm)
+	u.handleFunc("GET /proposals/{id}/files", u.filesDownload)
 	u.handleFunc("POST /proposals/{id}/{decision}", u.decide)
 	u.handleFunc("GET /scans", u.scans)
 	u.handleFunc("GET /scans/{id}", u.scan)
@@ -257,6 +259,7 @@ func (u *UI) fail(w http.ResponseWriter, r *http.Request, err error) {
 // text on the site's pages.
 var flashes = map[string]string{
 	"decided":             "Decision recorded",
+	"cancelled":           "Approval cancelled: nothing of this proposal will be executed",
 	"description-saved":   "Description saved",
 	"column-saved":        "Column description saved",
 	"owner-added":         "Owner saved",
