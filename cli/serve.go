@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/tidemark/tidemark/app"
@@ -199,11 +200,30 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 	if cfg.noAuth {
 		log.Warn("authentication is OFF (--insecure-no-auth): anyone who can reach this address can write")
 	}
+	// One plain line for the person who started it, besides the JSON logs: where to go and how
+	// to sign in.
+	fmt.Fprintf(stderr, "Tidemark is serving at %s (the API is described at /api/openapi.json). To sign in to the UI, create a token: tidemark token create --name you --scopes admin\n", serverURL(cfg.publicURL, ln.Addr().String()))
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}
 	return a.Serve(ctx, ln, srv, app.Schedule{GraphSync: cfg.graphSync, TablesSync: cfg.tablesSync, ScanInterval: cfg.scanInterval,
 		ScanOptions: cfg.cleanup.options(), CleanupEvery: cfg.cleanupEvery, Reconcile: cfg.reconcileEvery}, cfg.shutdownTimeout)
+}
+
+// serverURL is where people reach the server: --public-url, or the address it listens on
+// (an unspecified host shown as 127.0.0.1).
+func serverURL(public, addr string) string {
+	if public != "" {
+		return strings.TrimSuffix(public, "/") + "/"
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "http://" + addr + "/"
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/"
 }
 
 // isLoopback reports whether addr binds only to a loopback interface. An empty host binds every

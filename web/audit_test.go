@@ -9,6 +9,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
+	"github.com/tidemark/tidemark/auth"
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/ent/proposal"
 	"github.com/tidemark/tidemark/ent/storage"
@@ -118,4 +119,23 @@ func TestAuditBrowser(t *testing.T) {
 		t.Fatalf("filtered by actor (%s): %v", loc, rows)
 	}
 	shot(t, bctx, "audit-filtered")
+	// Signing in from here comes back here.
+	token, _, err := auth.NewStore(db.Client, nil).Create(ctx, "bob", []auth.Scope{auth.ScopeRead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(bctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Click(chromedp.ID("signin-link")))); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(bctx, chromedp.WaitVisible(chromedp.ID("token")), chromedp.SendKeys(chromedp.ID("token"), token)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(bctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Click(chromedp.ID("signin-submit")))); err != nil {
+		t.Fatal(err)
+	}
+	back, _ := chromedp.Run(bctx, chromedp.Location())
+	who, _ := chromedp.Run(bctx, chromedp.Text(chromedp.ID("who")))
+	if u, _ := url.Parse(back); u.Path != "/audit" || u.Query().Get("actor") != "token:ci" || !strings.Contains(who, "bob") {
+		t.Fatalf("after signing in from the filtered audit log: %s as %q", back, who)
+	}
 }

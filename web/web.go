@@ -16,6 +16,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"path"
 	"slices"
 	"strings"
@@ -155,6 +156,11 @@ func (u *UI) routes() {
 	u.handleFunc("GET /signin", u.signinForm)
 	u.handleFunc("POST /signin", u.signin)
 	u.handleFunc("POST /signout", u.signout)
+	// Everything else is a page that does not exist: an HTML 404, not the mux's plain text.
+	// (Not recorded in Routes: the server sends here only what nothing else serves.)
+	u.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		u.fail(w, r, &catalog.Error{Kind: catalog.ErrNotFound, Message: "There is no page at " + r.URL.Path + ": try the search, or the links above."})
+	})
 }
 
 // ServeHTTP serves the UI with the security headers every page carries.
@@ -166,7 +172,7 @@ func (u *UI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; form-action 'self'")
 	if u.cfg.RequireSession && !public(r.URL.Path) && u.sessions.get(r) == nil {
 		if r.Method == http.MethodGet || r.Method == http.MethodHead {
-			http.Redirect(w, r, "/signin", http.StatusSeeOther)
+			http.Redirect(w, r, "/signin?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 			return
 		}
 		http.Error(w, "sign in first", http.StatusUnauthorized)
@@ -190,6 +196,7 @@ func cacheStatic(h http.Handler) http.Handler {
 // page is what every view gets; Data is the view's own.
 type page struct {
 	Title   string
+	Back    string // this page's path and query, for the sign-in link to come back to (not on sign-in)
 	Session *session
 	CSRF    string
 	Flash   string
@@ -206,6 +213,9 @@ func (u *UI) render(w http.ResponseWriter, r *http.Request, status int, view, ti
 	}
 	s := u.sessions.get(r)
 	p := page{Title: title, Session: s, Data: data, Flash: flashes[r.URL.Query().Get("flash")]}
+	if !strings.HasPrefix(r.URL.Path, "/signin") {
+		p.Back = r.URL.RequestURI()
+	}
 	if s != nil {
 		p.CSRF = s.CSRF
 	}
