@@ -9,6 +9,7 @@ import (
 	"html/template"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -55,6 +56,13 @@ var funcs = template.FuncMap{
 	"list2": func(xs ...string) []string { return xs },
 	"usd":   func(f float64) string { return fmt.Sprintf("$%.2f", f) },
 	"pct":   func(f float64) float64 { return 100 * f },
+	"add": func(xs ...int) int {
+		n := 0
+		for _, x := range xs {
+			n += x
+		}
+		return n
+	},
 }
 
 // short is an ID cut to its last 8 hex digits: a UUIDv7 starts with its creation time, so IDs
@@ -74,7 +82,14 @@ type homeData struct {
 	// Waiting are the names usage records wait under until an asset takes them.
 	Waiting        []usage.Waiting
 	WaitingRecords int64
+	// Browsing: Total assets match, this page shows From to From+len(Assets)-1, Next continues.
+	Total int
+	From  int
+	Next  string
 }
+
+// homePage is how many assets the browse list shows at once.
+const homePage = 100
 
 func (u *UI) home(w http.ResponseWriter, r *http.Request) {
 	q := strings.TrimSpace(r.URL.Query().Get("q"))
@@ -85,7 +100,27 @@ func (u *UI) home(w http.ResponseWriter, r *http.Request) {
 		d.Searched = true
 		d.Search, err = u.search(ctx, r.URL.Query())
 	} else {
-		d.Assets, _, err = u.cfg.Catalog.List(ctx, catalog.ListFilter{Namespace: d.Namespace, Kind: catalog.Kind(d.Kind), Limit: 100})
+		f := catalog.ListFilter{NamespaceContains: strings.TrimSpace(d.Namespace), Kind: catalog.Kind(d.Kind), Limit: homePage}
+		f.After, _ = uuid.Parse(r.URL.Query().Get("after"))
+		d.From = 1
+		if n, _ := strconv.Atoi(r.URL.Query().Get("from")); n > 1 && f.After != uuid.Nil {
+			d.From = n
+		}
+		var more bool
+		d.Assets, more, err = u.cfg.Catalog.List(ctx, f)
+		if err == nil {
+			d.Total, err = u.cfg.Catalog.Count(ctx, f)
+		}
+		if err == nil && more {
+			q := url.Values{"after": {d.Assets[len(d.Assets)-1].ID.String()}, "from": {strconv.Itoa(d.From + len(d.Assets))}}
+			if d.Namespace != "" {
+				q.Set("ns", d.Namespace)
+			}
+			if d.Kind != "" {
+				q.Set("kind", d.Kind)
+			}
+			d.Next = "/?" + q.Encode()
+		}
 		if err == nil && u.cfg.Usage != nil {
 			d.Waiting, d.WaitingRecords, err = u.cfg.Usage.Unresolved(ctx, 10)
 		}
