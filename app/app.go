@@ -270,6 +270,12 @@ func (a *App) Handler(api handlers.Config, ui web.Config) (*handlers.API, error)
 	for _, p := range pages.Routes() {
 		h.Echo.Any(p, echo.WrapHandler(pages))
 	}
+	// A path nobody serves is a person's mistyped page: the UI answers it with its 404 page. API
+	// paths keep their problem+json 404.
+	h.Echo.RouteNotFound("/*", echo.WrapHandler(pages))
+	for _, api := range []string{"/api/*", "/iceberg/*"} {
+		h.Echo.RouteNotFound(api, func(echo.Context) error { return echo.ErrNotFound })
+	}
 	if len(a.Tables.Warehouses()) > 0 {
 		restcatalog.Mount(h.Echo, restcatalog.Config{Tables: a.Tables, Tokens: tokens, Logger: a.Log, AuthReads: api.AuthReads,
 			NoAuth: api.NoAuth, RecordUse: a.recordServedUse, AllowToken: h.AllowToken})

@@ -16,7 +16,6 @@ import (
 	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/ent/asset"
 	"github.com/tidemark/tidemark/ent/assetname"
-	"github.com/tidemark/tidemark/ent/auditevent"
 	"github.com/tidemark/tidemark/ent/externalid"
 	"github.com/tidemark/tidemark/ent/owner"
 	"github.com/tidemark/tidemark/ent/searchfacet"
@@ -881,18 +880,5 @@ func (c *Catalog) GetMany(ctx context.Context, ids []uuid.UUID) ([]Asset, error)
 // AuditLog returns the whole audit trail, newest first, before the event ID before (zero for
 // the newest).
 func (c *Catalog) AuditLog(ctx context.Context, before uuid.UUID, limit int) ([]AuditEvent, error) {
-	q := c.client(ctx).AuditEvent.Query().Order(ent.Desc(auditevent.FieldID)).Limit(limit)
-	if before != uuid.Nil {
-		q = q.Where(auditevent.IDLT(before))
-	}
-	rows, err := q.All(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("catalog: audit log: %w", err)
-	}
-	out := make([]AuditEvent, len(rows))
-	for i, r := range rows {
-		out[i] = AuditEvent{ID: r.ID, At: r.At.UTC(), Actor: r.Actor, Action: r.Action, AssetID: r.AssetID,
-			Before: r.Before, After: r.After, RequestID: r.RequestID}
-	}
-	return out, nil
+	return c.AuditEvents(ctx, AuditFilter{Before: before, Limit: limit})
 }

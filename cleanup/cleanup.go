@@ -87,7 +87,8 @@ type Service struct {
 	fault      func(point string) error
 	client     *http.Client
 	window     Window
-	auto       *AutoCadence // nil: the default cadence
+	auto       *AutoCadence  // nil: the default cadence
+	stopWindow time.Duration // an approval waits this long before execution (WithStopWindow)
 	migrations MigrationGate
 }
 

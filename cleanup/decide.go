@@ -19,25 +19,29 @@ import (
 
 // Proposal is a proposal as the API and UI show it.
 type Proposal struct {
-	ID            uuid.UUID       `json:"id"`
-	Kind          string          `json:"kind"`
-	AssetID       uuid.UUID       `json:"asset_id"`
-	State         string          `json:"state"`
-	Severity      string          `json:"severity"`
-	Executable    bool            `json:"executable"`
-	Evidence      Evidence        `json:"evidence"`
-	Reason        string          `json:"reason,omitempty"`
-	DecidedBy     string          `json:"decided_by,omitempty"`
-	DecidedAt     *time.Time      `json:"decided_at,omitempty"`
-	CreatedAt     time.Time       `json:"created_at"`
-	UpdatedAt     time.Time       `json:"updated_at"`
-	ExecutedAt    *time.Time      `json:"executed_at,omitempty"`
-	DueAt         *time.Time      `json:"due_at,omitempty"`
-	Outcome       json.RawMessage `json:"outcome,omitempty"`
-	Version       int64           `json:"version"`
-	Files         map[string]int  `json:"files,omitempty"` // file journal: count by state
-	Steps         []Step          `json:"steps,omitempty"`
-	Notifications []Delivery      `json:"notifications,omitempty"`
+	ID         uuid.UUID       `json:"id"`
+	Kind       string          `json:"kind"`
+	AssetID    uuid.UUID       `json:"asset_id"`
+	State      string          `json:"state"`
+	Severity   string          `json:"severity"`
+	Executable bool            `json:"executable"`
+	Evidence   Evidence        `json:"evidence"`
+	Reason     string          `json:"reason,omitempty"`
+	DecidedBy  string          `json:"decided_by,omitempty"`
+	DecidedAt  *time.Time      `json:"decided_at,omitempty"`
+	CreatedAt  time.Time       `json:"created_at"`
+	UpdatedAt  time.Time       `json:"updated_at"`
+	ExecutedAt *time.Time      `json:"executed_at,omitempty"`
+	DueAt      *time.Time      `json:"due_at,omitempty"`
+	Outcome    json.RawMessage `json:"outcome,omitempty"`
+	Version    int64           `json:"version"`
+	Files      map[string]int  `json:"files,omitempty"` // file journal: count by state
+	// FileCount and FileBytes total the proposal's file list (what an orphan_files approval
+	// must confirm).
+	FileCount     int64      `json:"file_count,omitempty"`
+	FileBytes     int64      `json:"file_bytes,omitempty"`
+	Steps         []Step     `json:"steps,omitempty"`
+	Notifications []Delivery `json:"notifications,omitempty"`
 }
 
 // Step is a journaled execution step.
@@ -71,7 +75,7 @@ func (s *Service) Proposals(ctx context.Context, f ProposalFilter) ([]Proposal, 
 	q := s.db.Proposal.Query().Order(ent.Desc(proposal.FieldID)).Limit(f.Limit)
 	if f.State != "" {
 		if err := proposal.StateValidator(proposal.State(f.State)); err != nil {
-			return nil, &catalog.Error{Kind: catalog.ErrInvalid, Field: "state", Message: fmt.Sprintf("state %q is not one of open, approved, executing, executed, failed, stopped, rejected, withdrawn, expired", f.State)}
+			return nil, &catalog.Error{Kind: catalog.ErrInvalid, Field: "state", Message: fmt.Sprintf("state %q is not one of open, approved, executing, executed, failed, stopped, rejected, withdrawn, expired, cancelled", f.State)}
 		}
 		q.Where(proposal.StateEQ(proposal.State(f.State)))
 	}
@@ -120,6 +124,8 @@ func (s *Service) GetProposal(ctx context.Context, id uuid.UUID) (Proposal, erro
 		p.Files = map[string]int{}
 		for _, f := range files {
 			p.Files[string(f.State)]++
+			p.FileCount++
+			p.FileBytes += f.Size
 		}
 	}
 	steps, err := s.db.ProposalStep.Query().Where(proposalstep.ProposalID(id)).Order(ent.Asc(proposalstep.FieldID)).All(ctx)
@@ -163,7 +169,8 @@ func toProposal(r *ent.Proposal) (Proposal, error) {
 
 // Approve records a person's approval of an open proposal. The approver is the actor on ctx
 // (the API token's name); the bot may never approve, and a dangling-reference proposal cannot
-// be executed, so it cannot be approved either.
+// be executed, so it cannot be approved either. It checks no confirmation: the API and the UI
+// approve through ApproveConfirmed. The approval waits the stop window before execution.
 func (s *Service) Approve(ctx context.Context, id uuid.UUID, note string) (Proposal, error) {
 	return s.decide(ctx, id, proposal.StateApproved, note)
 }
@@ -193,8 +200,12 @@ func (s *Service) decide(ctx context.Context, id uuid.UUID, to proposal.State, r
 	}
 	now := s.clock()
 	err = s.tx(ctx, func(tx *ent.Tx) error {
-		n, err := tx.Proposal.Update().Where(proposal.ID(id), proposal.Version(r.Version), proposal.StateEQ(proposal.StateOpen)).
-			SetState(to).SetDecidedBy(actor).SetDecidedAt(now).SetReason(reason).SetUpdatedAt(now).AddVersion(1).Save(ctx)
+		u := tx.Proposal.Update().Where(proposal.ID(id), proposal.Version(r.Version), proposal.StateEQ(proposal.StateOpen)).
+			SetState(to).SetDecidedBy(actor).SetDecidedAt(now).SetReason(reason).SetUpdatedAt(now).AddVersion(1)
+		if w := s.StopWindow(); to == proposal.StateApproved && w > 0 {
+			u.SetDueAt(now.Add(w)) // the executor leaves it alone until then; a person may cancel it
+		}
+		n, err := u.Save(ctx)
 		if err != nil {
 			return err
 		}

@@ -49,7 +49,9 @@ func (s *Service) Execute(ctx context.Context, id uuid.UUID, progress func(strin
 		return rep, fmt.Errorf("read the proposals to execute: %w", err)
 	}
 	for _, p := range ps {
-		if p.State == proposal.StateExecuting && p.DueAt != nil && s.clock().Before(*p.DueAt) {
+		// An approved proposal waits its stop window (a person may still cancel it), an
+		// executing one its grace period.
+		if p.DueAt != nil && s.clock().Before(*p.DueAt) {
 			rep.Waiting++
 			continue
 		}
@@ -78,6 +80,10 @@ func (s *Service) executeOne(ctx context.Context, p *ent.Proposal, rep *ExecuteR
 		return fmt.Errorf("read proposal %s: %w", p.ID, err)
 	}
 	if p.State != proposal.StateApproved && p.State != proposal.StateExecuting {
+		return nil // cancelled, or finished by another worker
+	}
+	if p.DueAt != nil && s.clock().Before(*p.DueAt) {
+		rep.Waiting++
 		return nil
 	}
 	rep.Proposals++
@@ -86,15 +92,16 @@ func (s *Service) executeOne(ctx context.Context, p *ent.Proposal, rep *ExecuteR
 	}
 	ctx = catalog.WithActor(ctx, BotActor+" for "+p.DecidedBy)
 	if p.State == proposal.StateApproved {
-		n, err := s.db.Proposal.Update().Where(proposal.ID(p.ID), proposal.Version(p.Version)).SetState(proposal.StateExecuting).
-			SetUpdatedAt(s.clock()).AddVersion(1).Save(ctx)
+		// Under the version read: a cancellation since then wins, and nothing runs.
+		n, err := s.db.Proposal.Update().Where(proposal.ID(p.ID), proposal.Version(p.Version), proposal.StateEQ(proposal.StateApproved)).
+			SetState(proposal.StateExecuting).ClearDueAt().SetUpdatedAt(s.clock()).AddVersion(1).Save(ctx)
 		if err != nil {
 			return err
 		}
 		if n == 0 {
 			return nil // changed meanwhile
 		}
-		p.State, p.Version = proposal.StateExecuting, p.Version+1
+		p.State, p.Version, p.DueAt = proposal.StateExecuting, p.Version+1, nil
 	}
 	lctx, cancel := context.WithCancelCause(ctx)
 	stopRenewing := s.keepRenewing(lctx, held, s.leaseTTL, cancel)

@@ -75,7 +75,7 @@ func (s *Service) executeExpiry(ctx context.Context, p *ent.Proposal, held *leas
 		var journal []journalFile
 		for _, f := range files {
 			if info, err := stat(pre.IO, f); err == nil { // gone already, or unreadable: not planned
-				journal = append(journal, journalFile{path: f, size: info.Size()})
+				journal = append(journal, journalFile{path: f, size: info.Size(), modified: info.ModTime()})
 			}
 		}
 		detail, _ := json.Marshal(map[string]any{"snapshots_removed": removed, "metadata_location": newLoc, "files_planned": len(journal)})

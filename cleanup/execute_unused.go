@@ -290,7 +290,7 @@ func (s *Service) planRetirement(ctx context.Context, p *ent.Proposal, loc strin
 			}
 			return err
 		}
-		plan = append(plan, planned{journalFile{path: k, size: info.Size()}, r})
+		plan = append(plan, planned{journalFile{path: k, size: info.Size(), modified: info.ModTime()}, r})
 		return nil
 	})
 	if err != nil {

@@ -214,6 +214,12 @@ func TestBrowser(t *testing.T) {
 	must(chromedp.Do(bctx, chromedp.Navigate(base+href), chromedp.WaitVisible(chromedp.ID("approve"))))
 	_, err = chromedp.Run(bctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Click(chromedp.ID("approve"))))
 	must(err)
+	// The confirm step names the count; typing it approves.
+	count, err := chromedp.Run(bctx, chromedp.Evaluate[string](`document.querySelector("label[for=confirm-files] strong").textContent`))
+	must(err)
+	must(chromedp.Do(bctx, chromedp.SendKeys(chromedp.ID("confirm-files"), count)))
+	_, err = chromedp.Run(bctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Click(chromedp.ID("confirm-approve"))))
+	must(err)
 	if state := text("#proposal-state"); state != "approved" {
 		t.Fatalf("after approving: %q", state)
 	}

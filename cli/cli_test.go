@@ -71,6 +71,21 @@ func TestServeEndToEnd(t *testing.T) {
 		t.Fatalf("healthz: %v %v", res, err)
 	}
 	res.Body.Close()
+	// A plain start-up line says where to go and how to sign in.
+	if !strings.Contains(logs.String(), "Tidemark is serving at "+base+"/") || !strings.Contains(logs.String(), "tidemark token create --name you --scopes admin") {
+		t.Fatalf("no start-up line with the URL and how to sign in:\n%s", logs.String())
+	}
+	// A wrong page is an HTML 404; a wrong API path stays problem+json.
+	for path, want := range map[string]string{"/no-such-page": "text/html", "/assets/x/y/z": "text/html", "/api/v1/no-such-thing": "application/problem+json"} {
+		res, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusNotFound || !strings.HasPrefix(res.Header.Get("Content-Type"), want) {
+			t.Errorf("GET %s: %d %s, want 404 %s", path, res.StatusCode, res.Header.Get("Content-Type"), want)
+		}
+	}
 
 	// Start a create and hold its body back until shutdown has begun. Expect: 100-continue makes
 	// the server say when the handler starts reading the body, so the request is surely in flight.

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/tidemark/tidemark/app"
@@ -26,6 +27,7 @@ type serveConfig struct {
 	db              dbConfig
 	addr            string
 	webhookPrivate  bool
+	stopWindow      time.Duration
 	authReads       bool
 	noAuth          bool
 	bodyLimit       int64
@@ -87,6 +89,7 @@ func serveFlags(fs *flag.FlagSet, cfg *serveConfig) {
 	fs.DurationVar(&cfg.refChecks, "check-refs-interval", 24*time.Hour, "how often every file each Iceberg table's retained snapshots and refs reference is checked by key for dangling references (a stopped check resumes sooner); 0 turns scheduled checks off (TIDEMARK_CHECK_REFS_INTERVAL)")
 	fs.DurationVar(&cfg.tablesSync, "tables-sync-interval", 15*time.Minute, "how often the configured Iceberg catalogs are synced; 0 turns the schedule off (TIDEMARK_TABLES_SYNC_INTERVAL)")
 	fs.DurationVar(&cfg.cleanupEvery, "cleanup-interval", 10*time.Minute, "how often the cleanup bot re-evaluates and opens proposals and executes approved ones; 0 turns it off (TIDEMARK_CLEANUP_INTERVAL)")
+	fs.DurationVar(&cfg.stopWindow, "cleanup-stop-window", cleanup.DefaultStopWindow, "an approved proposal waits this long before it may be executed; until its execution starts a person can cancel it (TIDEMARK_CLEANUP_STOP_WINDOW)")
 	fs.StringVar(&cfg.logLevel, "log-level", "info", "debug, info, warn or error (TIDEMARK_LOG_LEVEL)")
 	fs.StringVar(&cfg.logFormat, "log-format", "json", "json or text (TIDEMARK_LOG_FORMAT)")
 }
@@ -149,7 +152,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 		return err
 	}
 	acfg.Usage = []usage.Option{usage.WithLateness(cfg.usageLateness), usage.WithRetention(cfg.usageRetention)}
-	acfg.Cleanup = append(cfg.cleanup.appOptions(), cleanup.WithPrivateWebhooks(cfg.webhookPrivate || isLoopback(cfg.addr)))
+	acfg.Cleanup = append(cfg.cleanup.appOptions(), cleanup.WithPrivateWebhooks(cfg.webhookPrivate || isLoopback(cfg.addr)),
+		cleanup.WithStopWindow(cfg.stopWindow))
 	if cfg.scanInterval.auto {
 		acfg.Cleanup = append(acfg.Cleanup, cleanup.WithAutoCadence(cfg.scanMin, cfg.scanMax))
 	}
@@ -179,6 +183,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 	if cfg.noAuth {
 		log.Warn("authentication is OFF (--insecure-no-auth): anyone who can reach this address can write")
 	}
+	// One plain line for the person who started it, besides the JSON logs: where to go and how
+	// to sign in.
+	fmt.Fprintf(stderr, "Tidemark is serving at %s (the API is described at /api/openapi.json). To sign in to the UI, create a token: tidemark token create --name you --scopes admin\n", serverURL(cfg.publicURL, ln.Addr().String()))
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}
@@ -200,6 +207,9 @@ func (cfg *serveConfig) check() error {
 	}
 	if cfg.scanInterval.auto && (cfg.scanMin <= 0 || cfg.scanMax < cfg.scanMin) {
 		return fmt.Errorf("--scan-interval auto needs 0 < --scan-interval-min (%s) <= --scan-interval-max (%s)", cfg.scanMin, cfg.scanMax)
+	}
+	if cfg.stopWindow < 0 {
+		return fmt.Errorf("--cleanup-stop-window must not be negative, not %s", cfg.stopWindow)
 	}
 	if cfg.refChecks < 0 {
 		return fmt.Errorf("--check-refs-interval must not be negative, not %s", cfg.refChecks)
@@ -224,6 +234,22 @@ func (cfg *serveConfig) check() error {
 		return fmt.Errorf("--lineage-max-nodes must be from 1 to 10000000, not %d", cfg.lineageMax)
 	}
 	return nil
+}
+
+// serverURL is where people reach the server: --public-url, or the address it listens on
+// (an unspecified host shown as 127.0.0.1).
+func serverURL(public, addr string) string {
+	if public != "" {
+		return strings.TrimSuffix(public, "/") + "/"
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "http://" + addr + "/"
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/"
 }
 
 // isLoopback reports whether addr binds only to a loopback interface. An empty host binds every

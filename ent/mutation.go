@@ -26122,6 +26122,7 @@ type ProposalFileMutation struct {
 	_path         *string
 	size          *int64
 	addsize       *int64
+	modified_at   *time.Time
 	state         *proposalfile.State
 	detail        *string
 	done_at       *time.Time
@@ -26363,6 +26364,55 @@ func (m *ProposalFileMutation) ResetSize() {
 	m.addsize = nil
 }
 
+// SetModifiedAt sets the "modified_at" field.
+func (m *ProposalFileMutation) SetModifiedAt(t time.Time) {
+	m.modified_at = &t
+}
+
+// ModifiedAt returns the value of the "modified_at" field in the mutation.
+func (m *ProposalFileMutation) ModifiedAt() (r time.Time, exists bool) {
+	v := m.modified_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldModifiedAt returns the old "modified_at" field's value of the ProposalFile entity.
+// If the ProposalFile object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ProposalFileMutation) OldModifiedAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldModifiedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldModifiedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldModifiedAt: %w", err)
+	}
+	return oldValue.ModifiedAt, nil
+}
+
+// ClearModifiedAt clears the value of the "modified_at" field.
+func (m *ProposalFileMutation) ClearModifiedAt() {
+	m.modified_at = nil
+	m.clearedFields[proposalfile.FieldModifiedAt] = struct{}{}
+}
+
+// ModifiedAtCleared returns if the "modified_at" field was cleared in this mutation.
+func (m *ProposalFileMutation) ModifiedAtCleared() bool {
+	_, ok := m.clearedFields[proposalfile.FieldModifiedAt]
+	return ok
+}
+
+// ResetModifiedAt resets all changes to the "modified_at" field.
+func (m *ProposalFileMutation) ResetModifiedAt() {
+	m.modified_at = nil
+	delete(m.clearedFields, proposalfile.FieldModifiedAt)
+}
+
 // SetState sets the "state" field.
 func (m *ProposalFileMutation) SetState(pr proposalfile.State) {
 	m.state = &pr
@@ -26518,7 +26568,7 @@ func (m *ProposalFileMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *ProposalFileMutation) Fields() []string {
-	fields := make([]string, 0, 6)
+	fields := make([]string, 0, 7)
 	if m.proposal_id != nil {
 		fields = append(fields, proposalfile.FieldProposalID)
 	}
@@ -26527,6 +26577,9 @@ func (m *ProposalFileMutation) Fields() []string {
 	}
 	if m.size != nil {
 		fields = append(fields, proposalfile.FieldSize)
+	}
+	if m.modified_at != nil {
+		fields = append(fields, proposalfile.FieldModifiedAt)
 	}
 	if m.state != nil {
 		fields = append(fields, proposalfile.FieldState)
@@ -26551,6 +26604,8 @@ func (m *ProposalFileMutation) Field(name string) (ent.Value, bool) {
 		return m.Path()
 	case proposalfile.FieldSize:
 		return m.Size()
+	case proposalfile.FieldModifiedAt:
+		return m.ModifiedAt()
 	case proposalfile.FieldState:
 		return m.State()
 	case proposalfile.FieldDetail:
@@ -26572,6 +26627,8 @@ func (m *ProposalFileMutation) OldField(ctx context.Context, name string) (ent.V
 		return m.OldPath(ctx)
 	case proposalfile.FieldSize:
 		return m.OldSize(ctx)
+	case proposalfile.FieldModifiedAt:
+		return m.OldModifiedAt(ctx)
 	case proposalfile.FieldState:
 		return m.OldState(ctx)
 	case proposalfile.FieldDetail:
@@ -26607,6 +26664,13 @@ func (m *ProposalFileMutation) SetField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetSize(v)
+		return nil
+	case proposalfile.FieldModifiedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetModifiedAt(v)
 		return nil
 	case proposalfile.FieldState:
 		v, ok := value.(proposalfile.State)
@@ -26674,6 +26738,9 @@ func (m *ProposalFileMutation) AddField(name string, value ent.Value) error {
 // mutation.
 func (m *ProposalFileMutation) ClearedFields() []string {
 	var fields []string
+	if m.FieldCleared(proposalfile.FieldModifiedAt) {
+		fields = append(fields, proposalfile.FieldModifiedAt)
+	}
 	if m.FieldCleared(proposalfile.FieldDoneAt) {
 		fields = append(fields, proposalfile.FieldDoneAt)
 	}
@@ -26691,6 +26758,9 @@ func (m *ProposalFileMutation) FieldCleared(name string) bool {
 // error if the field is not defined in the schema.
 func (m *ProposalFileMutation) ClearField(name string) error {
 	switch name {
+	case proposalfile.FieldModifiedAt:
+		m.ClearModifiedAt()
+		return nil
 	case proposalfile.FieldDoneAt:
 		m.ClearDoneAt()
 		return nil
@@ -26710,6 +26780,9 @@ func (m *ProposalFileMutation) ResetField(name string) error {
 		return nil
 	case proposalfile.FieldSize:
 		m.ResetSize()
+		return nil
+	case proposalfile.FieldModifiedAt:
+		m.ResetModifiedAt()
 		return nil
 	case proposalfile.FieldState:
 		m.ResetState()

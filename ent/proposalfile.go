@@ -24,6 +24,8 @@ type ProposalFile struct {
 	Path string `json:"path,omitempty"`
 	// Size holds the value of the "size" field.
 	Size int64 `json:"size,omitempty"`
+	// ModifiedAt holds the value of the "modified_at" field.
+	ModifiedAt *time.Time `json:"modified_at,omitempty"`
 	// State holds the value of the "state" field.
 	State proposalfile.State `json:"state,omitempty"`
 	// Detail holds the value of the "detail" field.
@@ -42,7 +44,7 @@ func (*ProposalFile) scanValues(columns []string) ([]any, error) {
 			values[i] = new(sql.NullInt64)
 		case proposalfile.FieldPath, proposalfile.FieldState, proposalfile.FieldDetail:
 			values[i] = new(sql.NullString)
-		case proposalfile.FieldDoneAt:
+		case proposalfile.FieldModifiedAt, proposalfile.FieldDoneAt:
 			values[i] = new(sql.NullTime)
 		case proposalfile.FieldID, proposalfile.FieldProposalID:
 			values[i] = new(uuid.UUID)
@@ -84,6 +86,13 @@ func (_m *ProposalFile) assignValues(columns []string, values []any) error {
 				return fmt.Errorf("unexpected type %T for field size", values[i])
 			} else if value.Valid {
 				_m.Size = value.Int64
+			}
+		case proposalfile.FieldModifiedAt:
+			if value, ok := values[i].(*sql.NullTime); !ok {
+				return fmt.Errorf("unexpected type %T for field modified_at", values[i])
+			} else if value.Valid {
+				_m.ModifiedAt = new(time.Time)
+				*_m.ModifiedAt = value.Time
 			}
 		case proposalfile.FieldState:
 			if value, ok := values[i].(*sql.NullString); !ok {
@@ -148,6 +157,11 @@ func (_m *ProposalFile) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("size=")
 	builder.WriteString(fmt.Sprintf("%v", _m.Size))
+	builder.WriteString(", ")
+	if v := _m.ModifiedAt; v != nil {
+		builder.WriteString("modified_at=")
+		builder.WriteString(v.Format(time.ANSIC))
+	}
 	builder.WriteString(", ")
 	builder.WriteString("state=")
 	builder.WriteString(fmt.Sprintf("%v", _m.State))

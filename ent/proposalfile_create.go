@@ -39,6 +39,20 @@ func (_c *ProposalFileCreate) SetSize(v int64) *ProposalFileCreate {
 	return _c
 }
 
+// SetModifiedAt sets the "modified_at" field.
+func (_c *ProposalFileCreate) SetModifiedAt(v time.Time) *ProposalFileCreate {
+	_c.mutation.SetModifiedAt(v)
+	return _c
+}
+
+// SetNillableModifiedAt sets the "modified_at" field if the given value is not nil.
+func (_c *ProposalFileCreate) SetNillableModifiedAt(v *time.Time) *ProposalFileCreate {
+	if v != nil {
+		_c.SetModifiedAt(*v)
+	}
+	return _c
+}
+
 // SetState sets the "state" field.
 func (_c *ProposalFileCreate) SetState(v proposalfile.State) *ProposalFileCreate {
 	_c.mutation.SetState(v)
@@ -212,6 +226,10 @@ func (_c *ProposalFileCreate) createSpec() (*ProposalFile, *sqlgraph.CreateSpec)
 	if value, ok := _c.mutation.Size(); ok {
 		_spec.SetField(proposalfile.FieldSize, field.TypeInt64, value)
 		_node.Size = value
+	}
+	if value, ok := _c.mutation.ModifiedAt(); ok {
+		_spec.SetField(proposalfile.FieldModifiedAt, field.TypeTime, value)
+		_node.ModifiedAt = &value
 	}
 	if value, ok := _c.mutation.State(); ok {
 		_spec.SetField(proposalfile.FieldState, field.TypeEnum, value)

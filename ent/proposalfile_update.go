@@ -130,6 +130,9 @@ func (_u *ProposalFileUpdate) sqlSave(ctx context.Context) (_node int, err error
 			}
 		}
 	}
+	if _u.mutation.ModifiedAtCleared() {
+		_spec.ClearField(proposalfile.FieldModifiedAt, field.TypeTime)
+	}
 	if value, ok := _u.mutation.State(); ok {
 		_spec.SetField(proposalfile.FieldState, field.TypeEnum, value)
 	}
@@ -293,6 +296,9 @@ func (_u *ProposalFileUpdateOne) sqlSave(ctx context.Context) (_node *ProposalFi
 				ps[i](selector)
 			}
 		}
+	}
+	if _u.mutation.ModifiedAtCleared() {
+		_spec.ClearField(proposalfile.FieldModifiedAt, field.TypeTime)
 	}
 	if value, ok := _u.mutation.State(); ok {
 		_spec.SetField(proposalfile.FieldState, field.TypeEnum, value)

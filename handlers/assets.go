@@ -92,6 +92,23 @@ type auditEventResponse struct {
 	Before    json.RawMessage `json:"before,omitempty"`
 	After     json.RawMessage `json:"after,omitempty"`
 	RequestID string          `json:"request_id,omitempty"`
+	// Changes is the event as a diff: each field whose value differs, before and after.
+	Changes []auditChangeResponse `json:"changes"`
+}
+
+type auditChangeResponse struct {
+	Field  string `json:"field"`
+	Before string `json:"before,omitempty"`
+	After  string `json:"after,omitempty"`
+}
+
+func toAuditEventResponse(ev catalog.AuditEvent) auditEventResponse {
+	out := auditEventResponse{ID: ev.ID, At: ev.At, Actor: ev.Actor, Action: ev.Action, AssetID: ev.AssetID,
+		Before: ev.Before, After: ev.After, RequestID: ev.RequestID, Changes: []auditChangeResponse{}}
+	for _, ch := range ev.Changes() {
+		out.Changes = append(out.Changes, auditChangeResponse(ch))
+	}
+	return out
 }
 
 type auditResponse struct {
@@ -267,6 +284,17 @@ func (a *API) assetRoutes() {
 		Params:    []param{{Name: "limit", In: "query"}, {Name: "cursor", In: "query"}},
 		Responses: map[int]any{200: auditResponse{}},
 	}, a.assetAudit)
+	a.handle(operation{
+		Method:  http.MethodGet,
+		Path:    base + "/audit",
+		Summary: "The audit log across assets, newest first, with each change as a diff",
+		Tag:     "assets",
+		Params: []param{{Name: "actor", In: "query", Description: "exact, e.g. web:alice or token:ci"},
+			{Name: "action", In: "query", Description: "exact (asset.rename), or a family without a dot (proposal)"},
+			{Name: "asset", In: "query", Description: "an asset ID"},
+			{Name: "limit", In: "query", Description: "1-500, default 50"}, {Name: "cursor", In: "query"}},
+		Responses: map[int]any{200: auditResponse{}},
+	}, a.auditLog)
 	a.handle(operation{
 		Method:  http.MethodGet,
 		Path:    base + "/resolve",
@@ -567,11 +595,40 @@ func (a *API) assetAudit(c echo.Context) error {
 	}
 	out := auditResponse{Items: make([]auditEventResponse, 0, len(evs))}
 	for _, ev := range evs {
-		out.Items = append(out.Items, auditEventResponse{ID: ev.ID, At: ev.At, Actor: ev.Actor, Action: ev.Action,
-			AssetID: ev.AssetID, Before: ev.Before, After: ev.After, RequestID: ev.RequestID})
+		out.Items = append(out.Items, toAuditEventResponse(ev))
 	}
 	if more {
 		out.NextCursor = encodeCursor(evs[len(evs)-1].ID, scope)
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func (a *API) auditLog(c echo.Context) error {
+	limit, err := queryLimit(c, defaultPageSize, maxPageSize)
+	if err != nil {
+		return err
+	}
+	f := catalog.AuditFilter{Actor: c.QueryParam("actor"), Action: c.QueryParam("action"), Limit: limit + 1}
+	if s := c.QueryParam("asset"); s != "" {
+		if f.AssetID, err = uuid.Parse(s); err != nil {
+			return badRequest("asset", "asset %q is not an asset ID", truncate(s, 64))
+		}
+	}
+	scope := fmt.Sprintf("auditlog|%s|%s|%s", f.Actor, f.Action, f.AssetID)
+	if f.Before, err = decodeCursor(c.QueryParam("cursor"), scope); err != nil {
+		return err
+	}
+	evs, err := a.cfg.Catalog.AuditEvents(c.Request().Context(), f)
+	if err != nil {
+		return err
+	}
+	out := auditResponse{Items: make([]auditEventResponse, 0, len(evs))}
+	for i, ev := range evs {
+		if i == limit {
+			out.NextCursor = encodeCursor(evs[limit-1].ID, scope)
+			break
+		}
+		out.Items = append(out.Items, toAuditEventResponse(ev))
 	}
 	return c.JSON(http.StatusOK, out)
 }

@@ -153,13 +153,14 @@ func (a *API) lineageRoutes() {
 	const base = "/api/v1"
 	limit := a.cfg.LineageBodyLimit
 	a.handle(operation{
-		Method:    http.MethodPost,
-		Path:      base + "/lineage",
-		Summary:   "Ingest one OpenLineage event (RunEvent, DatasetEvent or JobEvent; gzip accepted)",
-		Tag:       "lineage",
-		BodyLimit: limit,
-		Body:      map[string]any{},
-		Responses: map[int]any{201: ingestResponse{}, 200: ingestResponse{}},
+		Method:     http.MethodPost,
+		Path:       base + "/lineage",
+		Summary:    "Ingest one OpenLineage event (RunEvent, DatasetEvent or JobEvent; gzip accepted)",
+		Tag:        "lineage",
+		BodyLimit:  limit,
+		Body:       map[string]any{},
+		BodySchema: openLineageEventSchema,
+		Responses:  map[int]any{201: ingestResponse{}, 200: ingestResponse{}},
 	}, a.ingestLineage)
 	a.handle(operation{
 		Method:      http.MethodPost,
@@ -169,6 +170,7 @@ func (a *API) lineageRoutes() {
 		Tag:         "lineage",
 		BodyLimit:   limit,
 		Body:        []map[string]any{},
+		BodySchema:  map[string]any{"type": "array", "maxItems": 1000, "items": openLineageEventSchema},
 		Responses:   map[int]any{200: batchResponse{}, 400: batchResponse{}},
 	}, a.ingestLineageBatch)
 	a.handle(operation{
@@ -396,3 +398,28 @@ const batchAtomicity = "Invalid events are refused one by one (failed_events) an
 	"a batch that fails part-way (5xx) leaves the events of the transactions before the failure stored, and the assets for names the batch used for " +
 	"the first time (created first, each in its own short transaction) in place. " +
 	"Retrying the batch is safe: it reuses them and stored events are recognised by their idempotency key."
+
+// openLineageEventSchema is the OpenLineage event as the API documents it: the parts Tidemark
+// reads, with facets and anything newer left open (the OpenLineage spec owns them). A RunEvent
+// has eventType, run and job; a DatasetEvent dataset; a JobEvent job.
+var openLineageEventSchema = func() map[string]any {
+	facets := map[string]any{"type": "object", "additionalProperties": true}
+	dataset := map[string]any{"type": "object", "required": []string{"namespace", "name"}, "additionalProperties": true,
+		"properties": map[string]any{"namespace": map[string]any{"type": "string"}, "name": map[string]any{"type": "string"},
+			"facets": facets, "inputFacets": facets, "outputFacets": facets}}
+	datasets := map[string]any{"type": "array", "items": dataset}
+	return map[string]any{"type": "object", "required": []string{"eventTime", "producer"}, "additionalProperties": true,
+		"properties": map[string]any{
+			"eventType": map[string]any{"type": "string", "enum": []string{"START", "RUNNING", "COMPLETE", "ABORT", "FAIL", "OTHER"}},
+			"eventTime": map[string]any{"type": "string", "format": "date-time"},
+			"producer":  map[string]any{"type": "string", "format": "uri"},
+			"schemaURL": map[string]any{"type": "string", "format": "uri"},
+			"run": map[string]any{"type": "object", "required": []string{"runId"}, "additionalProperties": true,
+				"properties": map[string]any{"runId": map[string]any{"type": "string", "format": "uuid"}, "facets": facets}},
+			"job": map[string]any{"type": "object", "required": []string{"namespace", "name"}, "additionalProperties": true,
+				"properties": map[string]any{"namespace": map[string]any{"type": "string"}, "name": map[string]any{"type": "string"}, "facets": facets}},
+			"inputs":  datasets,
+			"outputs": datasets,
+			"dataset": dataset,
+		}}
+}()

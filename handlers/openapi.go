@@ -25,9 +25,13 @@ type operation struct {
 	Scope        auth.Scope // needed scope; default: read for GET, write otherwise
 	Params       []param
 	Body         any // request body type, nil for none
-	Responses    map[int]any
-	Text         bool  // plain-text response (metrics)
-	BodyLimit    int64 // request body cap; default Config.BodyLimit
+	// BodySchema describes a body no Go type of ours declares (an OpenLineage event); it
+	// replaces the schema derived from Body.
+	BodySchema map[string]any
+	Responses  map[int]any
+	Text       bool  // plain-text response (metrics)
+	CSV        bool  // the 200 answer may also be text/csv (a download)
+	BodyLimit  int64 // request body cap; default Config.BodyLimit
 }
 
 type param struct {
@@ -101,8 +105,12 @@ func (a *API) OpenAPI() map[string]any {
 			doc["parameters"] = params
 		}
 		if op.Body != nil {
+			schema := op.BodySchema
+			if schema == nil {
+				schema = schemaRef(reflect.TypeOf(op.Body), schemas)
+			}
 			doc["requestBody"] = map[string]any{"required": true, "content": map[string]any{
-				"application/json": map[string]any{"schema": schemaRef(reflect.TypeOf(op.Body), schemas)}}}
+				"application/json": map[string]any{"schema": schema}}}
 		}
 		responses := map[string]any{}
 		for status, body := range op.Responses {
@@ -118,6 +126,9 @@ func (a *API) OpenAPI() map[string]any {
 			}
 			responses[itoa(status)] = r
 		}
+		if r, ok := responses["200"].(map[string]any); ok && op.CSV {
+			r["content"].(map[string]any)["text/csv"] = map[string]any{"schema": map[string]any{"type": "string"}}
+		}
 		if op.Text {
 			responses["200"] = map[string]any{"description": "OK", "content": map[string]any{"text/plain": map[string]any{"schema": map[string]any{"type": "string"}}}}
 		}
@@ -127,6 +138,8 @@ func (a *API) OpenAPI() map[string]any {
 		doc["responses"] = responses
 		if !op.Open {
 			doc["security"] = []map[string][]string{{"bearer": {string(op.Scope)}}}
+		} else {
+			doc["security"] = []map[string][]string{} // public: no token, whatever the defaults
 		}
 		paths[p][strings.ToLower(op.Method)] = doc
 	}
@@ -134,7 +147,8 @@ func (a *API) OpenAPI() map[string]any {
 		"openapi": "3.0.3",
 		"info": map[string]any{"title": "Tidemark", "version": a.cfg.Version,
 			"description": "Data catalog keyed on immutable asset IDs. Writes need a bearer token with the write scope."},
-		"paths": paths,
+		"servers": []map[string]any{{"url": "/", "description": "this server (paths are relative to where the document was read)"}},
+		"paths":   paths,
 		"components": map[string]any{
 			"schemas":         schemas,
 			"securitySchemes": map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer"}},
@@ -162,7 +176,8 @@ func schemaRef(t reflect.Type, schemas map[string]any) map[string]any {
 	case reflect.Pointer:
 		s := schemaRef(t.Elem(), schemas)
 		if _, isRef := s["$ref"]; isRef {
-			return map[string]any{"allOf": []any{s}, "nullable": true}
+			// OpenAPI 3.0 ignores nullable without a type beside it (and linters refuse it).
+			return map[string]any{"type": "object", "allOf": []any{s}, "nullable": true}
 		}
 		s["nullable"] = true
 		return s

@@ -1,9 +1,12 @@
 package handlers
 
 import (
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -77,23 +80,27 @@ type deliveryResponse struct {
 }
 
 type proposalResponse struct {
-	ID            uuid.UUID          `json:"id"`
-	Kind          string             `json:"kind"`
-	AssetID       uuid.UUID          `json:"asset_id"`
-	State         string             `json:"state"`
-	Severity      string             `json:"severity"`
-	Executable    bool               `json:"executable"`
-	Evidence      evidenceResponse   `json:"evidence"`
-	Reason        string             `json:"reason,omitempty"`
-	DecidedBy     string             `json:"decided_by,omitempty"`
-	DecidedAt     *time.Time         `json:"decided_at,omitempty"`
-	CreatedAt     time.Time          `json:"created_at"`
-	UpdatedAt     time.Time          `json:"updated_at"`
-	ExecutedAt    *time.Time         `json:"executed_at,omitempty"`
-	DueAt         *time.Time         `json:"due_at,omitempty"`
-	Outcome       json.RawMessage    `json:"outcome,omitempty"`
-	Version       int64              `json:"version"`
-	Files         map[string]int     `json:"files,omitempty"`
+	ID         uuid.UUID        `json:"id"`
+	Kind       string           `json:"kind"`
+	AssetID    uuid.UUID        `json:"asset_id"`
+	State      string           `json:"state"`
+	Severity   string           `json:"severity"`
+	Executable bool             `json:"executable"`
+	Evidence   evidenceResponse `json:"evidence"`
+	Reason     string           `json:"reason,omitempty"`
+	DecidedBy  string           `json:"decided_by,omitempty"`
+	DecidedAt  *time.Time       `json:"decided_at,omitempty"`
+	CreatedAt  time.Time        `json:"created_at"`
+	UpdatedAt  time.Time        `json:"updated_at"`
+	ExecutedAt *time.Time       `json:"executed_at,omitempty"`
+	DueAt      *time.Time       `json:"due_at,omitempty"`
+	Outcome    json.RawMessage  `json:"outcome,omitempty"`
+	Version    int64            `json:"version"`
+	Files      map[string]int   `json:"files,omitempty"`
+	// FileCount and FileBytes total the file list (GET .../files); approving an orphan_files
+	// proposal must confirm both.
+	FileCount     int64              `json:"file_count,omitempty"`
+	FileBytes     int64              `json:"file_bytes,omitempty"`
 	Steps         []stepResponse     `json:"steps,omitempty"`
 	Notifications []deliveryResponse `json:"notifications,omitempty"`
 }
@@ -105,6 +112,24 @@ type proposalListResponse struct {
 
 type decisionRequest struct {
 	Reason string `json:"reason,omitempty"`
+	// ConfirmFiles and ConfirmBytes (approve): the file count and bytes you reviewed; an
+	// orphan_files proposal is approved only when they equal its file_count and file_bytes.
+	ConfirmFiles *int64 `json:"confirm_files,omitempty"`
+	ConfirmBytes *int64 `json:"confirm_bytes,omitempty"`
+}
+
+type proposalFileResponse struct {
+	Path       string     `json:"path"`
+	Size       int64      `json:"size"`
+	ModifiedAt *time.Time `json:"modified_at,omitempty"`
+	State      string     `json:"state"` // pending, deleted, gone, skipped
+	Detail     string     `json:"detail,omitempty"`
+	DoneAt     *time.Time `json:"done_at,omitempty"`
+}
+
+type proposalFileListResponse struct {
+	Items      []proposalFileResponse `json:"items"`
+	NextCursor string                 `json:"next_cursor,omitempty"`
 }
 
 type exemptRequest struct {
@@ -139,7 +164,7 @@ func (a *API) proposalRoutes() {
 		Path:    "/api/v1/proposals",
 		Summary: "Cleanup proposals, newest first",
 		Tag:     "cleanup",
-		Params: []param{{Name: "state", In: "query", Description: "open, approved, executing, executed, failed, rejected, withdrawn, expired"},
+		Params: []param{{Name: "state", In: "query", Description: "open, approved, executing, executed, failed, stopped, rejected, withdrawn, expired, cancelled"},
 			{Name: "kind", In: "query", Description: "orphan_files, unused_asset, expire_snapshots, dangling_reference, shared_location"},
 			{Name: "asset", In: "query", Description: "an asset ID"}, {Name: "limit", In: "query", Description: "1-100, default 20"}, {Name: "cursor", In: "query"}},
 		Responses: map[int]any{200: proposalListResponse{}},
@@ -153,15 +178,41 @@ func (a *API) proposalRoutes() {
 		Responses: map[int]any{200: proposalResponse{}},
 	}, a.getProposal)
 	a.handle(operation{
-		Method:    http.MethodPost,
-		Path:      "/api/v1/proposals/:id/approve",
-		Summary:   "Approve an open proposal (a person with the admin scope; recorded as the approver)",
+		Method:  http.MethodGet,
+		Path:    "/api/v1/proposals/:id/files",
+		Summary: "The exact files of a proposal (path, size, modification time) and each one's journal outcome",
+		Description: "In journal order, cursor-paged; format=csv or format=json downloads every file at once (an attachment; JSON as one page with every item). " +
+			"state is pending until executed, then deleted, gone (already gone) or skipped (with the detail saying why).",
+		Tag: "cleanup",
+		Params: append(id, param{Name: "state", In: "query", Description: "pending, deleted, gone, skipped"},
+			param{Name: "limit", In: "query", Description: "1-1000, default 100"}, param{Name: "cursor", In: "query"},
+			param{Name: "format", In: "query", Description: "csv or json: every file as a download instead of a page"}),
+		Responses: map[int]any{200: proposalFileListResponse{}},
+		CSV:       true,
+	}, a.proposalFiles)
+	a.handle(operation{
+		Method:  http.MethodPost,
+		Path:    "/api/v1/proposals/:id/approve",
+		Summary: "Approve an open proposal (a person with the admin scope; recorded as the approver)",
+		Description: "An orphan_files proposal needs confirm_files and confirm_bytes equal to its file_count and file_bytes (400 otherwise). " +
+			"The approved proposal waits the stop window (--cleanup-stop-window; due_at says until when) before it is executed; until then POST .../cancel takes it back.",
 		Tag:       "cleanup",
 		Scope:     auth.ScopeAdmin,
 		Params:    id,
 		Body:      decisionRequest{},
 		Responses: map[int]any{200: proposalResponse{}},
 	}, a.approveProposal)
+	a.handle(operation{
+		Method:      http.MethodPost,
+		Path:        "/api/v1/proposals/:id/cancel",
+		Summary:     "Cancel an approved proposal before its execution starts (reason optional)",
+		Description: "409 once the executor has started it. Nothing of a cancelled proposal is executed.",
+		Tag:         "cleanup",
+		Scope:       auth.ScopeAdmin,
+		Params:      id,
+		Body:        decisionRequest{},
+		Responses:   map[int]any{200: proposalResponse{}},
+	}, a.cancelProposal)
 	a.handle(operation{
 		Method:    http.MethodPost,
 		Path:      "/api/v1/proposals/:id/reject",
@@ -251,7 +302,7 @@ func (a *API) decideProposal(c echo.Context, approve bool) error {
 	ctx := c.Request().Context()
 	var p cleanup.Proposal
 	if approve {
-		p, err = a.cfg.Cleanup.Approve(ctx, id, req.Reason)
+		p, err = a.cfg.Cleanup.ApproveConfirmed(ctx, id, cleanup.Approval{Note: req.Reason, Files: req.ConfirmFiles, Bytes: req.ConfirmBytes})
 	} else {
 		p, err = a.cfg.Cleanup.Reject(ctx, id, req.Reason)
 	}
@@ -259,6 +310,129 @@ func (a *API) decideProposal(c echo.Context, approve bool) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, toProposalResponse(p))
+}
+
+func (a *API) cancelProposal(c echo.Context) error {
+	id, err := assetID(c)
+	if err != nil {
+		return err
+	}
+	var req decisionRequest
+	if err := bindOptional(c, &req); err != nil {
+		return err
+	}
+	p, err := a.cfg.Cleanup.Cancel(c.Request().Context(), id, req.Reason)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toProposalResponse(p))
+}
+
+func (a *API) proposalFiles(c echo.Context) error {
+	id, err := assetID(c)
+	if err != nil {
+		return err
+	}
+	state := c.QueryParam("state")
+	ctx := c.Request().Context()
+	switch format := c.QueryParam("format"); format {
+	case "":
+	case "csv", "json":
+		// Check the proposal and the filter before the first byte is written.
+		if _, err := a.cfg.Cleanup.ProposalFiles(ctx, id, cleanup.FileFilter{State: state, Limit: 1}); err != nil {
+			return err
+		}
+		return writeProposalFiles(c, format, id, func(after uuid.UUID) ([]cleanup.ProposalFile, error) {
+			return a.cfg.Cleanup.ProposalFiles(ctx, id, cleanup.FileFilter{After: after, State: state, Limit: 1000})
+		})
+	default:
+		return badRequest("format", "format %q is not csv or json (leave it out for a page)", truncate(format, 32))
+	}
+	limit, err := queryLimit(c, 100, 1000)
+	if err != nil {
+		return err
+	}
+	scope := fmt.Sprintf("proposal-files|%s|%s", id, state)
+	after, err := decodeCursor(c.QueryParam("cursor"), scope)
+	if err != nil {
+		return err
+	}
+	fs, err := a.cfg.Cleanup.ProposalFiles(ctx, id, cleanup.FileFilter{After: after, State: state, Limit: limit + 1})
+	if err != nil {
+		return err
+	}
+	out := proposalFileListResponse{Items: []proposalFileResponse{}}
+	for i, f := range fs {
+		if i == limit {
+			out.NextCursor = encodeCursor(fs[limit-1].ID, scope)
+			break
+		}
+		out.Items = append(out.Items, toProposalFileResponse(f))
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func toProposalFileResponse(f cleanup.ProposalFile) proposalFileResponse {
+	return proposalFileResponse{Path: f.Path, Size: f.Size, ModifiedAt: f.ModifiedAt, State: f.State, Detail: f.Detail, DoneAt: f.DoneAt}
+}
+
+// writeProposalFiles streams every file of a proposal as a CSV or JSON download, a page at a
+// time (a proposal may list millions of files).
+func writeProposalFiles(c echo.Context, format string, id uuid.UUID, page func(after uuid.UUID) ([]cleanup.ProposalFile, error)) error {
+	w := c.Response()
+	name := fmt.Sprintf("proposal-%s-files.%s", id, format)
+	w.Header().Set(echo.HeaderContentDisposition, fmt.Sprintf("attachment; filename=%q", name))
+	if format == "csv" {
+		w.Header().Set(echo.HeaderContentType, "text/csv; charset=utf-8")
+	} else {
+		w.Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+	}
+	w.WriteHeader(http.StatusOK)
+	cw := csv.NewWriter(w)
+	enc := json.NewEncoder(w)
+	if format == "csv" {
+		_ = cw.Write([]string{"path", "size", "modified_at", "state", "detail", "done_at"})
+	} else {
+		_, _ = io.WriteString(w, `{"items":[`)
+	}
+	stamp := func(t *time.Time) string {
+		if t == nil {
+			return ""
+		}
+		return t.UTC().Format(time.RFC3339Nano)
+	}
+	first, after := true, uuid.Nil
+	for {
+		fs, err := page(after)
+		if err != nil {
+			// The status is sent: all that is left is to cut the download short, visibly.
+			c.Logger().Errorf("proposal %s files download: %v", id, err)
+			return nil
+		}
+		if len(fs) == 0 {
+			break
+		}
+		for _, f := range fs {
+			if format == "csv" {
+				_ = cw.Write([]string{f.Path, strconv.FormatInt(f.Size, 10), stamp(f.ModifiedAt), f.State, f.Detail, stamp(f.DoneAt)})
+				continue
+			}
+			if !first {
+				_, _ = io.WriteString(w, ",")
+			}
+			first = false
+			if err := enc.Encode(toProposalFileResponse(f)); err != nil {
+				return nil
+			}
+		}
+		cw.Flush()
+		after = fs[len(fs)-1].ID
+	}
+	if format == "json" {
+		_, _ = io.WriteString(w, "]}\n")
+	}
+	cw.Flush()
+	return nil
 }
 
 func (a *API) setExempt(c echo.Context) error {
@@ -326,7 +500,7 @@ func toProposalResponse(p cleanup.Proposal) proposalResponse {
 	}
 	out := proposalResponse{ID: p.ID, Kind: p.Kind, AssetID: p.AssetID, State: p.State, Severity: p.Severity, Executable: p.Executable,
 		Evidence: ev, Reason: p.Reason, DecidedBy: p.DecidedBy, DecidedAt: p.DecidedAt, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt,
-		ExecutedAt: p.ExecutedAt, DueAt: p.DueAt, Outcome: p.Outcome, Version: p.Version, Files: p.Files}
+		ExecutedAt: p.ExecutedAt, DueAt: p.DueAt, Outcome: p.Outcome, Version: p.Version, Files: p.Files, FileCount: p.FileCount, FileBytes: p.FileBytes}
 	for _, s := range p.Steps {
 		out.Steps = append(out.Steps, stepResponse(s))
 	}

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -317,12 +318,75 @@ func TestProposalsAPI(t *testing.T) {
 		var p struct {
 			State     string `json:"state"`
 			DecidedBy string `json:"decided_by"`
+			Reason    string `json:"reason"`
+			FileCount int64  `json:"file_count"`
+			FileBytes int64  `json:"file_bytes"`
 		}
-		s.must(t, 200, req{method: "POST", path: "/api/v1/proposals/" + pid + "/approve", token: admin}).decode(t, &p)
+		s.must(t, 200, req{method: "GET", path: "/api/v1/proposals/" + pid}).decode(t, &p)
+		if p.FileCount != 1 || p.FileBytes != 100 {
+			t.Fatalf("file totals: %+v", p)
+		}
+		// The exact file list, as a page and as downloads.
+		var files struct {
+			Items []struct {
+				Path       string     `json:"path"`
+				Size       int64      `json:"size"`
+				ModifiedAt *time.Time `json:"modified_at"`
+				State      string     `json:"state"`
+			} `json:"items"`
+			NextCursor string `json:"next_cursor"`
+		}
+		s.must(t, 200, req{method: "GET", path: "/api/v1/proposals/" + pid + "/files?limit=1"}).decode(t, &files)
+		if len(files.Items) != 1 || !strings.HasSuffix(files.Items[0].Path, "/data/orphan.parquet") || files.Items[0].Size != 100 ||
+			files.Items[0].State != "pending" || files.Items[0].ModifiedAt == nil || time.Since(*files.Items[0].ModifiedAt) < 99*time.Hour || files.NextCursor != "" {
+			t.Fatalf("files: %+v", files)
+		}
+		s.must(t, 400, req{method: "GET", path: "/api/v1/proposals/" + pid + "/files?cursor=zzz"})
+		csvBody := s.must(t, 200, req{method: "GET", path: "/api/v1/proposals/" + pid + "/files?format=csv"})
+		if rows := strings.Split(strings.TrimSpace(string(csvBody.body)), "\n"); len(rows) != 2 || rows[0] != "path,size,modified_at,state,detail,done_at" ||
+			!strings.Contains(rows[1], "orphan.parquet,100,") || !strings.Contains(csvBody.header.Get("Content-Disposition"), "attachment") {
+			t.Fatalf("CSV download: %q %v", csvBody.body, csvBody.header)
+		}
+		var all struct{ Items []map[string]any }
+		s.must(t, 200, req{method: "GET", path: "/api/v1/proposals/" + pid + "/files?format=json"}).decode(t, &all)
+		if len(all.Items) != 1 || all.Items[0]["size"] != float64(100) {
+			t.Fatalf("JSON download: %+v", all)
+		}
+		s.must(t, 400, req{method: "GET", path: "/api/v1/proposals/" + pid + "/files?format=xml"})
+		s.must(t, 400, req{method: "GET", path: "/api/v1/proposals/" + pid + "/files?state=maybe"})
+		s.must(t, 404, req{method: "GET", path: "/api/v1/proposals/0190b6e2-7a4c-7d3e-9f1a-2b3c4d5e6f70/files"})
+		// An approval must name the count and bytes it deletes.
+		for _, body := range []map[string]any{{}, {"confirm_files": 1}, {"confirm_files": 2, "confirm_bytes": 100}, {"confirm_files": 1, "confirm_bytes": 99}} {
+			s.must(t, 400, req{method: "POST", path: "/api/v1/proposals/" + pid + "/approve", token: admin, body: body})
+		}
+		confirm := map[string]any{"confirm_files": 1, "confirm_bytes": 100}
+		s.must(t, 200, req{method: "POST", path: "/api/v1/proposals/" + pid + "/approve", token: admin, body: confirm}).decode(t, &p)
 		if p.State != "approved" || p.DecidedBy != "token:admin" {
 			t.Fatalf("approved: %+v", p)
 		}
 		s.must(t, 409, req{method: "POST", path: "/api/v1/proposals/" + pid + "/reject", token: admin, body: map[string]any{"reason": "too late"}})
+		// Cancelled before execution: nothing runs; the bot proposes the file again, as a new
+		// proposal that needs a new approval.
+		s.must(t, 403, req{method: "POST", path: "/api/v1/proposals/" + pid + "/cancel", token: s.Write})
+		s.must(t, 200, req{method: "POST", path: "/api/v1/proposals/" + pid + "/cancel", token: admin, body: map[string]any{"reason": "checking first"}}).decode(t, &p)
+		if p.State != "cancelled" || !strings.Contains(p.Reason, "checking first") {
+			t.Fatalf("cancelled: %+v", p)
+		}
+		if r, err := s.Cleanup.Execute(ctx, uuid.Nil, nil); err != nil || r.Proposals != 0 {
+			t.Fatalf("execute after the cancel: %+v %v", r, err)
+		}
+		if _, err := os.Stat(orphan); err != nil {
+			t.Fatalf("a cancelled proposal's file was deleted: %v", err)
+		}
+		if r, err := s.Cleanup.Propose(ctx); err != nil || r.Opened != 1 {
+			t.Fatalf("propose after the cancel: %+v %v", r, err)
+		}
+		s.must(t, 200, req{method: "GET", path: "/api/v1/proposals?kind=orphan_files&state=open&asset=" + id.String()}).decode(t, &list)
+		if len(list.Items) != 1 || list.Items[0].ID == pid {
+			t.Fatalf("reproposed: %+v", list)
+		}
+		pid = list.Items[0].ID
+		s.must(t, 200, req{method: "POST", path: "/api/v1/proposals/" + pid + "/approve", token: admin, body: confirm})
 		var audit struct {
 			Items []struct {
 				Action string `json:"action"`
@@ -343,6 +407,17 @@ func TestProposalsAPI(t *testing.T) {
 		s.must(t, 200, req{method: "GET", path: "/api/v1/proposals/" + pid}).decode(t, &p)
 		if p.State != "executed" {
 			t.Fatalf("after execution: %+v", p)
+		}
+		s.must(t, 409, req{method: "POST", path: "/api/v1/proposals/" + pid + "/cancel", token: admin})
+		var journal struct {
+			Items []struct {
+				State  string     `json:"state"`
+				DoneAt *time.Time `json:"done_at"`
+			} `json:"items"`
+		}
+		s.must(t, 200, req{method: "GET", path: "/api/v1/proposals/" + pid + "/files"}).decode(t, &journal)
+		if len(journal.Items) != 1 || journal.Items[0].State != "deleted" || journal.Items[0].DoneAt == nil {
+			t.Fatalf("journal: %+v", journal)
 		}
 		if _, err := os.Stat(orphan); !os.IsNotExist(err) {
 			t.Fatalf("the approved orphan is still there: %v", err)

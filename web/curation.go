@@ -221,7 +221,7 @@ func (u *UI) labelViews(r *http.Request, labels []catalog.Label) ([]labelView, e
 			if l.FromAssetID != nil {
 				where = names[*l.FromAssetID]
 				if where == "" {
-					where = "asset " + l.FromAssetID.String()[:8]
+					where = "asset " + short(*l.FromAssetID)
 				}
 				if l.FromColumnID != nil && paths[*l.FromColumnID] != "" {
 					where += "." + paths[*l.FromColumnID]

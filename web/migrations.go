@@ -114,5 +114,5 @@ func (u *UI) migration(w http.ResponseWriter, r *http.Request) {
 	if len(d.Runs) > 50 {
 		d.Runs = d.Runs[:50]
 	}
-	u.render(w, r, http.StatusOK, "migration", "Migration "+id.String()[:8], d)
+	u.render(w, r, http.StatusOK, "migration", "Migration "+short(id), d)
 }

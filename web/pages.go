@@ -1,11 +1,15 @@
 package web
 
 import (
+	"context"
+	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
+	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -47,12 +51,23 @@ var funcs = template.FuncMap{
 		b, err := json.Marshal(v)
 		return template.JS(b), err
 	},
-	"short": func(id uuid.UUID) string { return id.String()[:8] },
+	"short": short,
 	"list":  func(xs ...int) []int { return xs },
 	"list2": func(xs ...string) []string { return xs },
 	"usd":   func(f float64) string { return fmt.Sprintf("$%.2f", f) },
 	"pct":   func(f float64) float64 { return 100 * f },
+	"add": func(xs ...int) int {
+		n := 0
+		for _, x := range xs {
+			n += x
+		}
+		return n
+	},
 }
+
+// short is an ID cut to its last 8 hex digits: a UUIDv7 starts with its creation time, so IDs
+// made the same minute share their first characters, while the tail is random.
+func short(id uuid.UUID) string { s := id.String(); return s[len(s)-8:] }
 
 // --- home: search and browse ------------------------------------------------------------------
 
@@ -67,7 +82,14 @@ type homeData struct {
 	// Waiting are the names usage records wait under until an asset takes them.
 	Waiting        []usage.Waiting
 	WaitingRecords int64
+	// Browsing: Total assets match, this page shows From to From+len(Assets)-1, Next continues.
+	Total int
+	From  int
+	Next  string
 }
+
+// homePage is how many assets the browse list shows at once.
+const homePage = 100
 
 func (u *UI) home(w http.ResponseWriter, r *http.Request) {
 	q := strings.TrimSpace(r.URL.Query().Get("q"))
@@ -78,7 +100,27 @@ func (u *UI) home(w http.ResponseWriter, r *http.Request) {
 		d.Searched = true
 		d.Search, err = u.search(ctx, r.URL.Query())
 	} else {
-		d.Assets, _, err = u.cfg.Catalog.List(ctx, catalog.ListFilter{Namespace: d.Namespace, Kind: catalog.Kind(d.Kind), Limit: 100})
+		f := catalog.ListFilter{NamespaceContains: strings.TrimSpace(d.Namespace), Kind: catalog.Kind(d.Kind), Limit: homePage}
+		f.After, _ = uuid.Parse(r.URL.Query().Get("after"))
+		d.From = 1
+		if n, _ := strconv.Atoi(r.URL.Query().Get("from")); n > 1 && f.After != uuid.Nil {
+			d.From = n
+		}
+		var more bool
+		d.Assets, more, err = u.cfg.Catalog.List(ctx, f)
+		if err == nil {
+			d.Total, err = u.cfg.Catalog.Count(ctx, f)
+		}
+		if err == nil && more {
+			q := url.Values{"after": {d.Assets[len(d.Assets)-1].ID.String()}, "from": {strconv.Itoa(d.From + len(d.Assets))}}
+			if d.Namespace != "" {
+				q.Set("ns", d.Namespace)
+			}
+			if d.Kind != "" {
+				q.Set("kind", d.Kind)
+			}
+			d.Next = "/?" + q.Encode()
+		}
 		if err == nil && u.cfg.Usage != nil {
 			d.Waiting, d.WaitingRecords, err = u.cfg.Usage.Unresolved(ctx, 10)
 		}
@@ -429,24 +471,150 @@ func (u *UI) proposals(w http.ResponseWriter, r *http.Request) {
 type proposalData struct {
 	P     cleanup.Proposal
 	Asset catalog.Asset
+	// Files is a page of the proposal's file list (its journal once executed); Next continues it.
+	Files []cleanup.ProposalFile
+	Next  string // empty on the last page
+	After string // empty on the first page
+	// StopWindow is how long an approval waits before execution (a person may cancel it then).
+	StopWindow time.Duration
+	Now        time.Time
 }
 
+// filesPerPage is how many files a proposal page lists at once.
+const filesPerPage = 100
+
 func (u *UI) proposal(w http.ResponseWriter, r *http.Request) {
+	d, ok := u.proposalPage(w, r)
+	if ok {
+		u.render(w, r, http.StatusOK, "proposal", "Proposal "+short(d.P.ID), d)
+	}
+}
+
+// proposalPage reads what the proposal page and its confirm step show.
+func (u *UI) proposalPage(w http.ResponseWriter, r *http.Request) (proposalData, bool) {
+	id, err := uuid.Parse(r.PathValue("id"))
+	if err != nil {
+		u.fail(w, r, &catalog.Error{Kind: catalog.ErrInvalid, Message: "that is not a proposal ID"})
+		return proposalData{}, false
+	}
+	after, _ := uuid.Parse(r.URL.Query().Get("after"))
+	d := proposalData{StopWindow: u.cfg.Cleanup.StopWindow(), Now: u.cfg.Now().UTC()}
+	if d.P, err = u.cfg.Cleanup.GetProposal(r.Context(), id); err == nil {
+		d.Files, err = u.cfg.Cleanup.ProposalFiles(r.Context(), id, cleanup.FileFilter{After: after, Limit: filesPerPage + 1})
+	}
+	if err != nil {
+		u.fail(w, r, err)
+		return d, false
+	}
+	if len(d.Files) > filesPerPage {
+		d.Files = d.Files[:filesPerPage]
+		d.Next = d.Files[filesPerPage-1].ID.String()
+	}
+	if after != uuid.Nil {
+		d.After = after.String()
+	}
+	d.Asset, _ = u.cfg.Catalog.Get(r.Context(), d.P.AssetID)
+	return d, true
+}
+
+// approveForm is the confirm step of an approval: what it deletes, and the stop window after it.
+func (u *UI) approveForm(w http.ResponseWriter, r *http.Request) {
+	s := u.sessions.get(r)
+	if s == nil || !s.Admin {
+		http.Error(w, "forbidden: approving needs a session signed in with an admin token", http.StatusForbidden)
+		return
+	}
+	d, ok := u.proposalPage(w, r)
+	if ok {
+		u.render(w, r, http.StatusOK, "approve", "Approve proposal "+short(d.P.ID), approveData{proposalData: d})
+	}
+}
+
+type approveData struct {
+	proposalData
+	Error string
+	Typed string
+}
+
+// filesDownload serves a proposal's whole file list as CSV or JSON.
+func (u *UI) filesDownload(w http.ResponseWriter, r *http.Request) {
 	id, err := uuid.Parse(r.PathValue("id"))
 	if err != nil {
 		u.fail(w, r, &catalog.Error{Kind: catalog.ErrInvalid, Message: "that is not a proposal ID"})
 		return
 	}
-	p, err := u.cfg.Cleanup.GetProposal(r.Context(), id)
-	if err != nil {
+	format := r.URL.Query().Get("format")
+	if format != "csv" && format != "json" {
+		u.fail(w, r, &catalog.Error{Kind: catalog.ErrInvalid, Message: "download the files as format=csv or format=json"})
+		return
+	}
+	ctx := r.Context()
+	if _, err := u.cfg.Cleanup.ProposalFiles(ctx, id, cleanup.FileFilter{Limit: 1}); err != nil {
 		u.fail(w, r, err)
 		return
 	}
-	a, _ := u.cfg.Catalog.Get(r.Context(), p.AssetID)
-	u.render(w, r, http.StatusOK, "proposal", "Proposal "+id.String()[:8], proposalData{P: p, Asset: a})
+	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=\"proposal-%s-files.%s\"", id, format))
+	if format == "csv" {
+		w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+	} else {
+		w.Header().Set("Content-Type", "application/json")
+	}
+	cw := csv.NewWriter(w)
+	if format == "csv" {
+		_ = cw.Write([]string{"path", "size", "modified_at", "state", "detail", "done_at"})
+	} else {
+		_, _ = io.WriteString(w, `{"items":[`)
+	}
+	enc := json.NewEncoder(w)
+	first, after := true, uuid.Nil
+	for {
+		fs, err := u.cfg.Cleanup.ProposalFiles(ctx, id, cleanup.FileFilter{After: after, Limit: 1000})
+		if err != nil {
+			u.cfg.Logger.Error("proposal files download cut short", "proposal_id", id, "err", err)
+			return
+		}
+		if len(fs) == 0 {
+			break
+		}
+		for _, f := range fs {
+			if format == "csv" {
+				_ = cw.Write([]string{f.Path, strconv.FormatInt(f.Size, 10), stamp(f.ModifiedAt), f.State, f.Detail, stamp(f.DoneAt)})
+				continue
+			}
+			if !first {
+				_, _ = io.WriteString(w, ",")
+			}
+			first = false
+			_ = enc.Encode(fileRow{f.Path, f.Size, f.ModifiedAt, f.State, f.Detail, f.DoneAt})
+		}
+		cw.Flush()
+		after = fs[len(fs)-1].ID
+	}
+	if format == "json" {
+		_, _ = io.WriteString(w, "]}\n")
+	}
+	cw.Flush()
 }
 
-// decide approves or rejects: a signed-in admin, with the form's CSRF token.
+// fileRow is a file as the JSON download writes it.
+type fileRow struct {
+	Path       string     `json:"path"`
+	Size       int64      `json:"size"`
+	ModifiedAt *time.Time `json:"modified_at,omitempty"`
+	State      string     `json:"state"`
+	Detail     string     `json:"detail,omitempty"`
+	DoneAt     *time.Time `json:"done_at,omitempty"`
+}
+
+func stamp(t *time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+// decide approves, rejects or cancels: a signed-in admin, with the form's CSRF token. An
+// approval comes from the confirm step, with the file count typed and the bytes it showed.
 func (u *UI) decide(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 	s := u.sessions.get(r)
@@ -465,11 +633,18 @@ func (u *UI) decide(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := catalog.WithActor(r.Context(), s.actor())
 	reason := strings.TrimSpace(r.PostFormValue("reason"))
+	flash := "decided"
 	switch r.PathValue("decision") {
 	case "approve":
-		_, err = u.cfg.Cleanup.Approve(ctx, id, reason)
+		err = u.approve(ctx, w, r, id, reason)
+		if errors.Is(err, errShown) {
+			return
+		}
 	case "reject":
 		_, err = u.cfg.Cleanup.Reject(ctx, id, reason)
+	case "cancel":
+		_, err = u.cfg.Cleanup.Cancel(ctx, id, reason)
+		flash = "cancelled"
 	default:
 		http.NotFound(w, r)
 		return
@@ -478,7 +653,47 @@ func (u *UI) decide(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
-	http.Redirect(w, r, "/proposals/"+id.String()+"?flash=decided", http.StatusSeeOther)
+	http.Redirect(w, r, "/proposals/"+id.String()+"?flash="+flash, http.StatusSeeOther)
+}
+
+// errShown: the answer is already written.
+var errShown = errors.New("web: answered")
+
+// approve checks the confirm step's form and approves; a confirmation that does not match shows
+// the confirm step again, saying what to fix.
+func (u *UI) approve(ctx context.Context, w http.ResponseWriter, r *http.Request, id uuid.UUID, note string) error {
+	p, err := u.cfg.Cleanup.GetProposal(ctx, id)
+	if err != nil {
+		return err
+	}
+	typed := strings.TrimSpace(r.PostFormValue("confirm_files"))
+	a := cleanup.Approval{Note: note}
+	var problem string
+	if p.Kind == cleanup.KindOrphanFiles {
+		files, ferr := strconv.ParseInt(typed, 10, 64)
+		bytes, berr := strconv.ParseInt(r.PostFormValue("confirm_bytes"), 10, 64)
+		switch {
+		case ferr != nil || berr != nil:
+			problem = fmt.Sprintf("Type the number of files, %d, to confirm.", p.FileCount)
+		default:
+			a.Files, a.Bytes = &files, &bytes
+		}
+	} else if r.PostFormValue("confirm") != "yes" {
+		problem = "Tick the box to confirm that you reviewed what this approval does."
+	}
+	if problem == "" {
+		_, err = u.cfg.Cleanup.ApproveConfirmed(ctx, id, a)
+		var de *catalog.Error
+		if !errors.As(err, &de) || !errors.Is(err, catalog.ErrInvalid) || de.Field != "confirm_files" {
+			return err
+		}
+		problem = de.Message
+	}
+	d, ok := u.proposalPage(w, r)
+	if ok {
+		u.render(w, r, http.StatusBadRequest, "approve", "Approve proposal "+short(id), approveData{proposalData: d, Error: problem, Typed: typed})
+	}
+	return errShown
 }
 
 // --- scans and the audit log ------------------------------------------------------------------
@@ -517,7 +732,7 @@ func (u *UI) scan(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
-	u.render(w, r, http.StatusOK, "scan", "Scan "+id.String()[:8], rep)
+	u.render(w, r, http.StatusOK, "scan", "Scan "+short(id), rep)
 }
 
 // names labels a page's assets in a few queries (not one per row).
@@ -536,12 +751,70 @@ func (u *UI) names(r *http.Request, ids []uuid.UUID, withNamespace bool) (map[uu
 	return out, nil
 }
 
+type auditData struct {
+	Actor, Action, Asset string
+	AssetName            string // the filtered asset's name
+	Items                []auditRow
+	Next                 string // the ID the next (older) page starts before; empty on the last
+}
+
+type auditRow struct {
+	catalog.AuditEvent
+	Changes []catalog.AuditChange
+	// Asset and AssetName: the asset's ID and its name (the random tail of the ID if it has none).
+	Asset, AssetName string
+}
+
+// auditPage is how many events the audit page lists at once.
+const auditPage = 100
+
+// audit lists the audit log newest first, each change as a diff, filtered by actor, action and
+// asset.
 func (u *UI) audit(w http.ResponseWriter, r *http.Request) {
-	before, _ := uuid.Parse(r.URL.Query().Get("before"))
-	evs, err := u.cfg.Catalog.AuditLog(r.Context(), before, 100)
+	q := r.URL.Query()
+	d := auditData{Actor: strings.TrimSpace(q.Get("actor")), Action: strings.TrimSpace(q.Get("action")), Asset: strings.TrimSpace(q.Get("asset"))}
+	f := catalog.AuditFilter{Actor: d.Actor, Action: d.Action, Limit: auditPage + 1}
+	f.Before, _ = uuid.Parse(q.Get("before"))
+	if d.Asset != "" {
+		var err error
+		if f.AssetID, err = uuid.Parse(d.Asset); err != nil {
+			u.fail(w, r, &catalog.Error{Kind: catalog.ErrInvalid, Field: "asset", Message: "the asset filter takes an asset ID (follow an asset's link in the list)"})
+			return
+		}
+	}
+	evs, err := u.cfg.Catalog.AuditEvents(r.Context(), f)
 	if err != nil {
 		u.fail(w, r, err)
 		return
 	}
-	u.render(w, r, http.StatusOK, "audit", "Audit log", evs)
+	if len(evs) > auditPage {
+		evs = evs[:auditPage]
+		d.Next = evs[auditPage-1].ID.String()
+	}
+	var ids []uuid.UUID
+	for _, ev := range evs {
+		if ev.AssetID != nil {
+			ids = append(ids, *ev.AssetID)
+		}
+	}
+	if f.AssetID != uuid.Nil {
+		ids = append(ids, f.AssetID)
+	}
+	names, err := u.names(r, ids, true)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	d.AssetName = names[f.AssetID]
+	for _, ev := range evs {
+		row := auditRow{AuditEvent: ev, Changes: ev.Changes()}
+		if ev.AssetID != nil {
+			row.Asset, row.AssetName = ev.AssetID.String(), names[*ev.AssetID]
+			if row.AssetName == "" {
+				row.AssetName = short(*ev.AssetID)
+			}
+		}
+		d.Items = append(d.Items, row)
+	}
+	u.render(w, r, http.StatusOK, "audit", "Audit log", d)
 }

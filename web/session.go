@@ -66,12 +66,22 @@ const signinCookie = "tidemark_signin"
 type signinData struct {
 	Error string
 	CSRF  string
+	Next  string // where to go once signed in
+}
+
+// localPath keeps a sign-in's return address on this site: a path, never another origin
+// ("//evil.example", "/\\evil.example" and absolute URLs fall back to the home page).
+func localPath(p string) string {
+	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.HasPrefix(p, "/\\") || strings.HasPrefix(p, "/signin") {
+		return "/"
+	}
+	return p
 }
 
 func (u *UI) signinForm(w http.ResponseWriter, r *http.Request) {
 	tok := auth.Random()
 	http.SetCookie(w, &http.Cookie{Name: signinCookie, Value: tok, Path: "/signin", MaxAge: 600, HttpOnly: true, Secure: u.secure(r), SameSite: http.SameSiteStrictMode})
-	u.render(w, r, http.StatusOK, "signin", "Sign in", signinData{CSRF: tok})
+	u.render(w, r, http.StatusOK, "signin", "Sign in", signinData{CSRF: tok, Next: localPath(r.URL.Query().Get("next"))})
 }
 
 func (u *UI) signin(w http.ResponseWriter, r *http.Request) {
@@ -94,7 +104,7 @@ func (u *UI) signin(w http.ResponseWriter, r *http.Request) {
 		}
 		next := auth.Random()
 		http.SetCookie(w, &http.Cookie{Name: signinCookie, Value: next, Path: "/signin", MaxAge: 600, HttpOnly: true, Secure: u.secure(r), SameSite: http.SameSiteStrictMode})
-		u.render(w, r, http.StatusUnauthorized, "signin", "Sign in", signinData{Error: msg, CSRF: next})
+		u.render(w, r, http.StatusUnauthorized, "signin", "Sign in", signinData{Error: msg, CSRF: next, Next: localPath(r.PostFormValue("next"))})
 		return
 	}
 	s, err := u.sessions.create(r.Context(), tok)
@@ -103,7 +113,7 @@ func (u *UI) signin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	u.setCookie(w, r, s.id, int(u.cfg.SessionTTL/time.Second))
-	http.Redirect(w, r, "/proposals", http.StatusSeeOther)
+	http.Redirect(w, r, localPath(r.PostFormValue("next")), http.StatusSeeOther)
 }
 
 func (u *UI) signout(w http.ResponseWriter, r *http.Request) {

@@ -16,6 +16,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"path"
 	"slices"
 	"strings"
@@ -141,6 +142,8 @@ func (u *UI) routes() {
 	u.handleFunc("GET /assets/{id}", u.asset)
 	u.handleFunc("GET /proposals", u.proposals)
 	u.handleFunc("GET /proposals/{id}", u.proposal)
+	u.handleFunc("GET /proposals/{id}/approve", u.approveForm)
+	u.handleFunc("GET /proposals/{id}/files", u.filesDownload)
 	u.handleFunc("POST /proposals/{id}/{decision}", u.decide)
 	u.handleFunc("GET /scans", u.scans)
 	u.handleFunc("GET /scans/{id}", u.scan)
@@ -153,6 +156,11 @@ func (u *UI) routes() {
 	u.handleFunc("GET /signin", u.signinForm)
 	u.handleFunc("POST /signin", u.signin)
 	u.handleFunc("POST /signout", u.signout)
+	// Everything else is a page that does not exist: an HTML 404, not the mux's plain text.
+	// (Not recorded in Routes: the server sends here only what nothing else serves.)
+	u.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		u.fail(w, r, &catalog.Error{Kind: catalog.ErrNotFound, Message: "There is no page at " + r.URL.Path + ": try the search, or the links above."})
+	})
 }
 
 // ServeHTTP serves the UI with the security headers every page carries.
@@ -164,7 +172,7 @@ func (u *UI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; form-action 'self'")
 	if u.cfg.RequireSession && !public(r.URL.Path) && u.sessions.get(r) == nil {
 		if r.Method == http.MethodGet || r.Method == http.MethodHead {
-			http.Redirect(w, r, "/signin", http.StatusSeeOther)
+			http.Redirect(w, r, "/signin?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 			return
 		}
 		http.Error(w, "sign in first", http.StatusUnauthorized)
@@ -188,6 +196,7 @@ func cacheStatic(h http.Handler) http.Handler {
 // page is what every view gets; Data is the view's own.
 type page struct {
 	Title   string
+	Back    string // this page's path and query, for the sign-in link to come back to (not on sign-in)
 	Session *session
 	CSRF    string
 	Flash   string
@@ -204,6 +213,9 @@ func (u *UI) render(w http.ResponseWriter, r *http.Request, status int, view, ti
 	}
 	s := u.sessions.get(r)
 	p := page{Title: title, Session: s, Data: data, Flash: flashes[r.URL.Query().Get("flash")]}
+	if !strings.HasPrefix(r.URL.Path, "/signin") {
+		p.Back = r.URL.RequestURI()
+	}
 	if s != nil {
 		p.CSRF = s.CSRF
 	}
@@ -257,6 +269,7 @@ func (u *UI) fail(w http.ResponseWriter, r *http.Request, err error) {
 // text on the site's pages.
 var flashes = map[string]string{
 	"decided":             "Decision recorded",
+	"cancelled":           "Approval cancelled: nothing of this proposal will be executed",
 	"description-saved":   "Description saved",
 	"column-saved":        "Column description saved",
 	"owner-added":         "Owner saved",

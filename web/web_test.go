@@ -106,6 +106,8 @@ func TestPages(t *testing.T) {
 			{"/static/vendor/cytoscape.min.js", 200, "cytoscape"},
 			{"/signin?flash=decided", 200, "Decision recorded"},
 			{"/static/", 404, ""},
+			{"/no-such-page", 404, "There is no page at /no-such-page"},
+			{"/assets/" + id + "/nothing/here", 404, "There is no page"},
 			{"/static/vendor/", 404, ""},
 			{"/static/vendor", 404, ""},
 		} {
@@ -253,7 +255,7 @@ func TestPagesNeedSession(t *testing.T) {
 		for _, p := range []string{"/", "/?q=orders", "/proposals", "/scans", "/audit", "/assets/0190b6e2-7a4c-7d3e-9f1a-2b3c4d5e6f70"} {
 			r := mustGet(t, noFollow, srv.URL+p)
 			readBody(r)
-			if r.StatusCode != http.StatusSeeOther || r.Header.Get("Location") != "/signin" {
+			if r.StatusCode != http.StatusSeeOther || r.Header.Get("Location") != "/signin?next="+url.QueryEscape(p) {
 				t.Errorf("anonymous GET %s: %d %q", p, r.StatusCode, r.Header.Get("Location"))
 			}
 		}
@@ -277,8 +279,16 @@ func TestPagesNeedSession(t *testing.T) {
 		if csrf == nil {
 			t.Fatal("no CSRF field")
 		}
-		if r, err := c.PostForm(srv.URL+"/signin", url.Values{"csrf": {csrf[1]}, "token": {secret}}); err != nil || r.StatusCode != http.StatusOK {
+		r, err = c.PostForm(srv.URL+"/signin", url.Values{"csrf": {csrf[1]}, "token": {secret}, "next": {"/audit?actor=x"}})
+		if err != nil || r.StatusCode != http.StatusOK || r.Request.URL.RequestURI() != "/audit?actor=x" {
 			t.Fatalf("sign in: %v %v", r.StatusCode, err)
+		}
+		// The sign-in returns to the page it came from, and only to a page of this site.
+		for next, want := range map[string]string{"/scans": "/scans", "//evil.example/x": "/", "https://evil.example/": "/", "/\\evil.example": "/", "": "/"} {
+			r, err := c.PostForm(srv.URL+"/signin", url.Values{"csrf": {csrf[1]}, "token": {secret}, "next": {next}})
+			if err != nil || r.Request.URL.Host != strings.TrimPrefix(srv.URL, "http://") || r.Request.URL.Path != want {
+				t.Errorf("sign in with next %q landed on %v (%v)", next, r.Request.URL, err)
+			}
 		}
 		if r := mustGet(t, c, srv.URL+"/audit"); r.StatusCode != http.StatusOK || !strings.Contains(readBody(r), `id="who">reader`) {
 			t.Fatalf("signed-in GET /audit: %d", r.StatusCode)

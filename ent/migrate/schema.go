@@ -920,7 +920,7 @@ var (
 		{Name: "id", Type: field.TypeUUID},
 		{Name: "kind", Type: field.TypeEnum, Enums: []string{"orphan_files", "unused_asset", "expire_snapshots", "dangling_reference", "shared_location"}},
 		{Name: "asset_id", Type: field.TypeUUID},
-		{Name: "state", Type: field.TypeEnum, Enums: []string{"open", "approved", "executing", "executed", "failed", "stopped", "rejected", "withdrawn", "expired"}},
+		{Name: "state", Type: field.TypeEnum, Enums: []string{"open", "approved", "executing", "executed", "failed", "stopped", "rejected", "withdrawn", "expired", "cancelled"}},
 		{Name: "severity", Type: field.TypeEnum, Enums: []string{"normal", "high"}, Default: "normal"},
 		{Name: "evidence", Type: field.TypeString, Size: 2147483647},
 		{Name: "reason", Type: field.TypeString, Size: 2147483647, Default: ""},
@@ -957,6 +957,7 @@ var (
 		{Name: "proposal_id", Type: field.TypeUUID},
 		{Name: "path", Type: field.TypeString},
 		{Name: "size", Type: field.TypeInt64},
+		{Name: "modified_at", Type: field.TypeTime, Nullable: true},
 		{Name: "state", Type: field.TypeEnum, Enums: []string{"pending", "deleted", "gone", "skipped"}, Default: "pending"},
 		{Name: "detail", Type: field.TypeString, Size: 2147483647, Default: ""},
 		{Name: "done_at", Type: field.TypeTime, Nullable: true},
@@ -970,7 +971,7 @@ var (
 			{
 				Name:    "proposalfile_proposal_id_state",
 				Unique:  false,
-				Columns: []*schema.Column{ProposalFilesColumns[1], ProposalFilesColumns[4]},
+				Columns: []*schema.Column{ProposalFilesColumns[1], ProposalFilesColumns[5]},
 			},
 			{
 				Name:    "proposalfile_proposal_id_path",

@@ -128,6 +128,7 @@ const (
 	StateRejected  State = "rejected"
 	StateWithdrawn State = "withdrawn"
 	StateExpired   State = "expired"
+	StateCancelled State = "cancelled"
 )
 
 func (s State) String() string {
@@ -137,7 +138,7 @@ func (s State) String() string {
 // StateValidator is a validator for the "state" field enum values. It is called by the builders before save.
 func StateValidator(s State) error {
 	switch s {
-	case StateOpen, StateApproved, StateExecuting, StateExecuted, StateFailed, StateStopped, StateRejected, StateWithdrawn, StateExpired:
+	case StateOpen, StateApproved, StateExecuting, StateExecuted, StateFailed, StateStopped, StateRejected, StateWithdrawn, StateExpired, StateCancelled:
 		return nil
 	default:
 		return fmt.Errorf("proposal: invalid enum value for state field: %q", s)

@@ -20,6 +20,8 @@ const (
 	FieldPath = "path"
 	// FieldSize holds the string denoting the size field in the database.
 	FieldSize = "size"
+	// FieldModifiedAt holds the string denoting the modified_at field in the database.
+	FieldModifiedAt = "modified_at"
 	// FieldState holds the string denoting the state field in the database.
 	FieldState = "state"
 	// FieldDetail holds the string denoting the detail field in the database.
@@ -36,6 +38,7 @@ var Columns = []string{
 	FieldProposalID,
 	FieldPath,
 	FieldSize,
+	FieldModifiedAt,
 	FieldState,
 	FieldDetail,
 	FieldDoneAt,
@@ -107,6 +110,11 @@ func ByPath(opts ...sql.OrderTermOption) OrderOption {
 // BySize orders the results by the size field.
 func BySize(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldSize, opts...).ToFunc()
+}
+
+// ByModifiedAt orders the results by the modified_at field.
+func ByModifiedAt(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldModifiedAt, opts...).ToFunc()
 }
 
 // ByState orders the results by the state field.

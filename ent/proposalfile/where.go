@@ -70,6 +70,11 @@ func Size(v int64) predicate.ProposalFile {
 	return predicate.ProposalFile(sql.FieldEQ(FieldSize, v))
 }
 
+// ModifiedAt applies equality check predicate on the "modified_at" field. It's identical to ModifiedAtEQ.
+func ModifiedAt(v time.Time) predicate.ProposalFile {
+	return predicate.ProposalFile(sql.FieldEQ(FieldModifiedAt, v))
+}
+
 // Detail applies equality check predicate on the "detail" field. It's identical to DetailEQ.
 func Detail(v string) predicate.ProposalFile {
 	return predicate.ProposalFile(sql.FieldEQ(FieldDetail, v))
@@ -223,6 +228,56 @@ func SizeLT(v int64) predicate.ProposalFile {
 // SizeLTE applies the LTE predicate on the "size" field.
 func SizeLTE(v int64) predicate.ProposalFile {
 	return predicate.ProposalFile(sql.FieldLTE(FieldSize, v))
+}
+
+// ModifiedAtEQ applies the EQ predicate on the "modified_at" field.
+func ModifiedAtEQ(v time.Time) predicate.ProposalFile {
+	return predicate.ProposalFile(sql.FieldEQ(FieldModifiedAt, v))
+}
+
+// ModifiedAtNEQ applies the NEQ predicate on the "modified_at" field.
+func ModifiedAtNEQ(v time.Time) predicate.ProposalFile {
+	return predicate.ProposalFile(sql.FieldNEQ(FieldModifiedAt, v))
+}
+
+// ModifiedAtIn applies the In predicate on the "modified_at" field.
+func ModifiedAtIn(vs ...time.Time) predicate.ProposalFile {
+	return predicate.ProposalFile(sql.FieldIn(FieldModifiedAt, vs...))
+}
+
+// ModifiedAtNotIn applies the NotIn predicate on the "modified_at" field.
+func ModifiedAtNotIn(vs ...time.Time) predicate.ProposalFile {
+	return predicate.ProposalFile(sql.FieldNotIn(FieldModifiedAt, vs...))
+}
+
+// ModifiedAtGT applies the GT predicate on the "modified_at" field.
+func ModifiedAtGT(v time.Time) predicate.ProposalFile {
+	return predicate.ProposalFile(sql.FieldGT(FieldModifiedAt, v))
+}
+
+// ModifiedAtGTE applies the GTE predicate on the "modified_at" field.
+func ModifiedAtGTE(v time.Time) predicate.ProposalFile {
+	return predicate.ProposalFile(sql.FieldGTE(FieldModifiedAt, v))
+}
+
+// ModifiedAtLT applies the LT predicate on the "modified_at" field.
+func ModifiedAtLT(v time.Time) predicate.ProposalFile {
+	return predicate.ProposalFile(sql.FieldLT(FieldModifiedAt, v))
+}
+
+// ModifiedAtLTE applies the LTE predicate on the "modified_at" field.
+func ModifiedAtLTE(v time.Time) predicate.ProposalFile {
+	return predicate.ProposalFile(sql.FieldLTE(FieldModifiedAt, v))
+}
+
+// ModifiedAtIsNil applies the IsNil predicate on the "modified_at" field.
+func ModifiedAtIsNil() predicate.ProposalFile {
+	return predicate.ProposalFile(sql.FieldIsNull(FieldModifiedAt))
+}
+
+// ModifiedAtNotNil applies the NotNil predicate on the "modified_at" field.
+func ModifiedAtNotNil() predicate.ProposalFile {
+	return predicate.ProposalFile(sql.FieldNotNull(FieldModifiedAt))
 }
 
 // StateEQ applies the EQ predicate on the "state" field.

@@ -559,7 +559,7 @@ func init() {
 	proposalfileFields := schema.ProposalFile{}.Fields()
 	_ = proposalfileFields
 	// proposalfileDescDetail is the schema descriptor for detail field.
-	proposalfileDescDetail := proposalfileFields[4].Descriptor()
+	proposalfileDescDetail := proposalfileFields[5].Descriptor()
 	// proposalfile.DefaultDetail holds the default value on creation for the detail field.
 	proposalfile.DefaultDetail = proposalfileDescDetail.Default.(string)
 	// proposalfileDescID is the schema descriptor for id field.

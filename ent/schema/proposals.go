@@ -19,7 +19,8 @@ func (Proposal) Fields() []ent.Field {
 		field.Enum("kind").Values("orphan_files", "unused_asset", "expire_snapshots", "dangling_reference", "shared_location").Immutable(),
 		field.UUID("asset_id", uuid.UUID{}).Immutable(),
 		// stopped: execution re-verified the world and found it no longer matched what was approved.
-		field.Enum("state").Values("open", "approved", "executing", "executed", "failed", "stopped", "rejected", "withdrawn", "expired"),
+		// cancelled: a person took the approval back within the stop window, before execution.
+		field.Enum("state").Values("open", "approved", "executing", "executed", "failed", "stopped", "rejected", "withdrawn", "expired", "cancelled"),
 		field.Enum("severity").Values("normal", "high").Default("normal").Immutable(),
 		field.Text("evidence").Immutable(),
 		field.Text("reason").Default(""), // why it was rejected, withdrawn or expired, or how it failed
@@ -29,7 +30,8 @@ func (Proposal) Fields() []ent.Field {
 		field.Time("updated_at"),
 		field.Time("executed_at").Optional().Nillable(),
 		field.Text("outcome").Default(""), // JSON: what the execution did
-		// due_at is when the next execution step may run (the grace period of an unused asset).
+		// due_at is when the next execution step may run: the end of the stop window of an approved
+		// proposal, then the grace period of an unused asset.
 		field.Time("due_at").Optional().Nillable(),
 		field.Int64("version").Default(1),
 	}
@@ -50,6 +52,9 @@ func (ProposalFile) Fields() []ent.Field {
 		field.UUID("proposal_id", uuid.UUID{}).Immutable(),
 		field.String("path").Immutable(),
 		field.Int64("size").Immutable(),
+		// modified_at is the file's modification time when it was journaled (what the confirming
+		// scans observed, or the stat before an expiry or retirement planned it).
+		field.Time("modified_at").Optional().Nillable().Immutable(),
 		field.Enum("state").Values("pending", "deleted", "gone", "skipped").Default("pending"),
 		field.Text("detail").Default(""),
 		field.Time("done_at").Optional().Nillable(),
