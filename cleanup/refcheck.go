@@ -23,6 +23,7 @@ import (
 	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/ent/cleanuprefcheck"
 	"github.com/tidemark/tidemark/ent/cleanuprefcheckunit"
+	"github.com/tidemark/tidemark/internal/loop"
 	"github.com/tidemark/tidemark/tables"
 )
 
@@ -225,12 +226,13 @@ func (s *Service) checkRefs(ctx context.Context, row *ent.CleanupRefCheck, rep *
 		rep.coverage(ret, units, done)
 	}()
 	seen := map[string]bool{}
+	beat := s.clock()
 	for i, u := range units {
 		if _, ok := done[u.key]; ok {
 			continue
 		}
 		if opt.Progress != nil {
-			opt.Progress(RefCheckProgress{UnitsDone: i, UnitsTotal: len(units), FilesChecked: rep.filesIn(done), Phase: "checking"})
+			opt.Progress(RefCheckProgress{UnitsDone: i, UnitsTotal: len(units), FilesChecked: filesIn(done), Phase: "checking"})
 		}
 		res, err := s.checkUnit(ctx, live, ret, u, seen, &heads)
 		if err != nil {
@@ -240,8 +242,13 @@ func (s *Service) checkRefs(ctx context.Context, row *ent.CleanupRefCheck, rep *
 			return err
 		}
 		done[u.key] = res
-		if err := row.Update().SetHeartbeatAt(s.clock()).Exec(ctx); err != nil {
-			return fmt.Errorf("cleanup: renew the reference check's heartbeat: %w", err)
+		// The heartbeat says the pass is alive; the lease already keeps others off it, so a
+		// beat a lease third is enough (not one more write per manifest).
+		if now := s.clock(); now.Sub(beat) >= s.leaseTTL/3 {
+			if err := row.Update().SetHeartbeatAt(now).Exec(ctx); err != nil {
+				return fmt.Errorf("cleanup: renew the reference check's heartbeat: %w", err)
+			}
+			beat = now
 		}
 	}
 	var missing []DanglingRef
@@ -251,12 +258,12 @@ func (s *Service) checkRefs(ctx context.Context, row *ent.CleanupRefCheck, rep *
 	rep.MissingFirst = int64(len(missing))
 	if len(missing) > 0 {
 		if opt.Progress != nil {
-			opt.Progress(RefCheckProgress{UnitsDone: len(units), UnitsTotal: len(units), FilesChecked: rep.filesIn(done), Phase: "rechecking"})
+			opt.Progress(RefCheckProgress{UnitsDone: len(units), UnitsTotal: len(units), FilesChecked: filesIn(done), Phase: "rechecking"})
 		}
-		if err := sleep(ctx, opt.RecheckDelay); err != nil {
+		if err := loop.Sleep(ctx, opt.RecheckDelay); err != nil {
 			return err
 		}
-		if missing, err = s.stillMissing(ctx, live, missing, &heads); err != nil {
+		if missing, _, err = s.headAll(ctx, live, missing, &heads); err != nil {
 			return err
 		}
 	}
@@ -403,12 +410,6 @@ func (s *Service) checkUnit(ctx context.Context, live *tables.Live, ret *tables.
 	return res, nil
 }
 
-// stillMissing checks the missing files again.
-func (s *Service) stillMissing(ctx context.Context, live *tables.Live, missing []DanglingRef, heads *atomic.Int64) ([]DanglingRef, error) {
-	out, _, err := s.headAll(ctx, live, missing, heads)
-	return out, err
-}
-
 // headAll checks files by key, statPar at once and paced by the shared HEAD limiter. It returns
 // the missing ones and how many could not be checked for another reason than absence.
 func (s *Service) headAll(ctx context.Context, live *tables.Live, files []DanglingRef, heads *atomic.Int64) ([]DanglingRef, int64, error) {
@@ -457,20 +458,8 @@ func snapshotRefs(ret *tables.Retained, ids []int64) []string {
 	return slices.Compact(out)
 }
 
-// sleep waits d, or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
 // filesIn counts the files the given units checked.
-func (r *RefCheckReport) filesIn(done map[string]unitResult) int64 {
+func filesIn(done map[string]unitResult) int64 {
 	var n int64
 	for _, u := range done {
 		n += u.files

@@ -277,6 +277,23 @@ func (a *API) assetRoutes() {
 		Responses: map[int]any{200: assetResponse{}},
 	}, a.bindExternalID)
 	a.handle(operation{
+		Method:  http.MethodGet,
+		Path:    base + "/resolve",
+		Summary: "Resolve a current or former name to an asset",
+		Tag:     "assets",
+		Params: []param{
+			{Name: "name", In: "query", Required: true}, {Name: "namespace", In: "query", Description: "omit to search every namespace"},
+			{Name: "at", In: "query", Description: "RFC 3339 time: resolve the name as it was then"},
+			{Name: "space", In: "query", Description: "job or dataset, when a job and a dataset share the name"},
+		},
+		Responses: map[int]any{200: resolveResponse{}},
+	}, a.resolve)
+}
+
+// auditRoutes are the audit trail of one asset and the log across assets.
+func (a *API) auditRoutes() {
+	const base = "/api/v1"
+	a.handle(operation{
 		Method:    http.MethodGet,
 		Path:      base + "/assets/:id/audit",
 		Summary:   "Audit trail, oldest first",
@@ -295,18 +312,6 @@ func (a *API) assetRoutes() {
 			{Name: "limit", In: "query", Description: "1-500, default 50"}, {Name: "cursor", In: "query"}},
 		Responses: map[int]any{200: auditResponse{}},
 	}, a.auditLog)
-	a.handle(operation{
-		Method:  http.MethodGet,
-		Path:    base + "/resolve",
-		Summary: "Resolve a current or former name to an asset",
-		Tag:     "assets",
-		Params: []param{
-			{Name: "name", In: "query", Required: true}, {Name: "namespace", In: "query", Description: "omit to search every namespace"},
-			{Name: "at", In: "query", Description: "RFC 3339 time: resolve the name as it was then"},
-			{Name: "space", In: "query", Description: "job or dataset, when a job and a dataset share the name"},
-		},
-		Responses: map[int]any{200: resolveResponse{}},
-	}, a.resolve)
 }
 
 func assetID(c echo.Context) (uuid.UUID, error) { return idParam(c, "asset") }

@@ -141,6 +141,7 @@ func New(cfg Config) *API {
 
 func (a *API) routes() {
 	a.assetRoutes()
+	a.auditRoutes()
 	a.lineageRoutes()
 	a.usageRoutes()
 	a.tableRoutes()

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
@@ -90,15 +91,7 @@ func (s *Service) Retained(ctx context.Context, l *Live) (*Retained, error) {
 	for _, rm := range byPath {
 		out.Manifests = append(out.Manifests, *rm)
 	}
-	slices.SortFunc(out.Manifests, func(a, b RetainedManifest) int {
-		switch {
-		case a.Path < b.Path:
-			return -1
-		case a.Path > b.Path:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out.Manifests, func(a, b RetainedManifest) int { return strings.Compare(a.Path, b.Path) })
 	return out, nil
 }
 
