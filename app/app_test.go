@@ -183,12 +183,15 @@ func TestPagesMountedWhereTheyRegister(t *testing.T) {
 			t.Errorf("GET %s answered %d %s from the JSON API: the UI's page is not mounted there", p, resp.StatusCode, ct)
 		}
 	}
-	resp, err := http.Get(srv.URL + "/no-such-page")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != 404 || !strings.Contains(ct, "problem+json") {
-		t.Errorf("GET /no-such-page answered %d %s; a path no page claims stays the API's 404", resp.StatusCode, ct)
+	// A person who mistypes a page gets a page; a client that mistypes an API path, the API's 404.
+	for path, want := range map[string]string{"/no-such-page": "text/html", "/api/v1/no-such-route": "problem+json", "/iceberg/v1/no/such": "json"} {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if ct := resp.Header.Get("Content-Type"); resp.StatusCode != 404 || !strings.Contains(ct, want) {
+			t.Errorf("GET %s answered %d %s, want 404 %s", path, resp.StatusCode, ct, want)
+		}
 	}
 }

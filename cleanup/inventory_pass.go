@@ -17,6 +17,8 @@ import (
 
 	"github.com/tidemark/tidemark/ent/cleanupobservation"
 	"github.com/tidemark/tidemark/ent/cleanupshardwalk"
+	"github.com/tidemark/tidemark/ent/proposal"
+	"github.com/tidemark/tidemark/ent/proposalfile"
 	"github.com/tidemark/tidemark/tables"
 )
 
@@ -34,6 +36,11 @@ func (s *Service) scanInventory(ctx context.Context, scanID uuid.UUID, rep *Repo
 	rep.Planned = []string{inventoryShard}
 	left, st, err := s.tables.Leftovers(ctx, asset)
 	if err != nil {
+		return err
+	}
+	// The record keeps a leftover after the executor deleted it: without this, every pass would
+	// observe it again and a person would be asked to approve deleting a file that is gone.
+	if left, err = s.notDeleted(ctx, asset, left, rep); err != nil {
 		return err
 	}
 	rep.SettledByInventory, rep.StagedThenCommitted = int64(st.Staged), int64(st.Committed)
@@ -164,4 +171,34 @@ func (s *Service) observedByWalks(ctx context.Context, asset uuid.UUID, cands []
 		}
 	}
 	return slices.DeleteFunc(cands, func(c candidate) bool { return walked[c.key] }), nil
+}
+
+// notDeleted drops the leftovers an executed orphan_files proposal of the table deleted or found
+// gone. Proposal files keep the path as listed, and the inventory as the commit wrote it: both
+// are compared in their normalised form.
+func (s *Service) notDeleted(ctx context.Context, asset uuid.UUID, left []tables.Leftover, rep *Report) ([]tables.Leftover, error) {
+	ids, err := s.db.Proposal.Query().Where(proposal.AssetID(asset), proposal.KindEQ(proposal.KindOrphanFiles)).IDs(ctx)
+	if err != nil || len(ids) == 0 {
+		return left, err
+	}
+	done := map[string]bool{}
+	for chunk := range slices.Chunk(ids, 500) {
+		paths, err := s.db.ProposalFile.Query().Where(proposalfile.ProposalIDIn(chunk...),
+			proposalfile.StateIn(proposalfile.StateDeleted, proposalfile.StateGone)).Select(proposalfile.FieldPath).Strings(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("cleanup: read the files deleted before: %w", err)
+		}
+		for _, p := range paths {
+			k, _ := normalize(p)
+			done[k] = true
+		}
+	}
+	return slices.DeleteFunc(left, func(l tables.Leftover) bool {
+		k, _ := normalize(l.Path)
+		if done[k] {
+			rep.LeftoversGone++
+			return true
+		}
+		return false
+	}), nil
 }

@@ -19,7 +19,7 @@ import (
 )
 
 var (
-	simSchedules = flag.Int("sim.schedules", simDefault, "random schedules the safety simulation runs (default 8, 4 under -race; try 500)")
+	simSchedules = flag.Int("sim.schedules", 8, "random schedules the safety simulation runs (CI uses the default; try 500)")
 	simSteps     = flag.Int("sim.steps", 50, "steps per schedule")
 	simSeed      = flag.Uint64("sim.seed", 20261129, "seed of the safety simulation")
 )

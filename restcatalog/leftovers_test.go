@@ -119,6 +119,14 @@ func TestInventoryPassSettlesRejectedCommits(t *testing.T) {
 		if int64(len(gone)) != inv2.Confirmed { // the hand-written file came after "before"
 			t.Fatalf("deleted %d of the files that existed before, want the %d leftovers: %v", len(gone), inv2.Confirmed, gone)
 		}
+		// The record keeps the deleted leftovers: later passes must not propose them again.
+		for range 2 {
+			clock.Add(2 * time.Hour)
+			again, err := s.App.Cleanup.Scan(ctx, id, cleanup.ScanOptions{FromInventory: true})
+			if err != nil || again.Candidates != 0 || again.LeftoversGone != inv2.Confirmed {
+				t.Fatalf("an inventory pass after the deletion: %v, %d candidates, %d known gone, want 0 and %d", err, again.Candidates, again.LeftoversGone, inv2.Confirmed)
+			}
+		}
 		loaded, err := cat.LoadTable(ctx, table.Identifier{"web", "events"})
 		if err != nil {
 			t.Fatal(err)

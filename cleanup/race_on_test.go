@@ -1,8 +1,0 @@
-//go:build race
-
-package cleanup_test
-
-// simDefault is how many schedules the safety simulation runs by default. Under -race (the README's
-// test command, and CI) every step costs several times more, so fewer: the package must stay
-// well inside go test's 10-minute limit. Long runs set the flag.
-const simDefault = 4
