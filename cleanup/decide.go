@@ -162,7 +162,7 @@ func toProposal(r *ent.Proposal) (Proposal, error) {
 		p.Outcome = json.RawMessage(r.Outcome)
 	}
 	if err := json.Unmarshal([]byte(r.Evidence), &p.Evidence); err != nil {
-		return p, fmt.Errorf("proposal %s: evidence: %w", r.ID, err)
+		return p, fmt.Errorf("cleanup: proposal %s: evidence: %w", r.ID, err)
 	}
 	return p, nil
 }

@@ -46,7 +46,7 @@ func (s *Service) Execute(ctx context.Context, id uuid.UUID, progress func(strin
 	}
 	ps, err := q.All(ctx)
 	if err != nil {
-		return rep, fmt.Errorf("read the proposals to execute: %w", err)
+		return rep, fmt.Errorf("cleanup: read the proposals to execute: %w", err)
 	}
 	for _, p := range ps {
 		// An approved proposal waits its stop window (a person may still cancel it), an
@@ -56,7 +56,7 @@ func (s *Service) Execute(ctx context.Context, id uuid.UUID, progress func(strin
 			continue
 		}
 		if err := s.executeOne(ctx, p, &rep, progress); err != nil {
-			return rep, fmt.Errorf("execute proposal %s (%s of asset %s): %w", p.ID, p.Kind, p.AssetID, err)
+			return rep, fmt.Errorf("cleanup: execute proposal %s (%s of asset %s): %w", p.ID, p.Kind, p.AssetID, err)
 		}
 	}
 	return rep, nil
@@ -77,7 +77,7 @@ func (s *Service) executeOne(ctx context.Context, p *ent.Proposal, rep *ExecuteR
 	defer s.release(ctx, held)
 	// Read it again under the lease: another worker may have finished it meanwhile.
 	if p, err = s.db.Proposal.Get(ctx, p.ID); err != nil {
-		return fmt.Errorf("read proposal %s: %w", p.ID, err)
+		return fmt.Errorf("cleanup: read proposal %s: %w", p.ID, err)
 	}
 	if p.State != proposal.StateApproved && p.State != proposal.StateExecuting {
 		return nil // cancelled, or finished by another worker
@@ -114,7 +114,7 @@ func (s *Service) executeOne(ctx context.Context, p *ent.Proposal, rep *ExecuteR
 	case proposal.KindExpireSnapshots:
 		done, err = s.executeExpiry(lctx, p, held, rep, progress)
 	default:
-		err = fmt.Errorf("%s proposals are never executed", p.Kind)
+		err = fmt.Errorf("cleanup: %s proposals are never executed", p.Kind)
 	}
 	stopRenewing()
 	lost := errors.Is(context.Cause(lctx), errLeaseLost) || errors.Is(err, errLeaseLost)
@@ -156,7 +156,7 @@ func (s *Service) executeOne(ctx context.Context, p *ent.Proposal, rep *ExecuteR
 		rep.Executed++
 		now := s.clock()
 		if err := s.db.Proposal.UpdateOneID(p.ID).SetState(proposal.StateExecuted).SetExecutedAt(now).SetUpdatedAt(now).AddVersion(1).Exec(ctx); err != nil {
-			return fmt.Errorf("update proposal %s: %w", p.ID, err)
+			return fmt.Errorf("cleanup: update proposal %s: %w", p.ID, err)
 		}
 	default:
 		rep.Waiting++
@@ -203,11 +203,11 @@ func (s *Service) stopProposal(ctx context.Context, p *ent.Proposal, reason stri
 		}
 		if !found {
 			if err := tx.ProposalStep.Create().SetProposalID(p.ID).SetStep(stepStopped).SetDoneAt(s.clock()).SetDetail(string(detail)).Exec(ctx); err != nil {
-				return fmt.Errorf("record a step of proposal %s: %w", p.ID, err)
+				return fmt.Errorf("cleanup: record a step of proposal %s: %w", p.ID, err)
 			}
 		}
 		if err := tx.Proposal.UpdateOneID(p.ID).SetState(proposal.StateStopped).SetReason(reason).SetUpdatedAt(s.clock()).AddVersion(1).Exec(ctx); err != nil {
-			return fmt.Errorf("update proposal %s: %w", p.ID, err)
+			return fmt.Errorf("cleanup: update proposal %s: %w", p.ID, err)
 		}
 		return s.cat.RecordAudit(ctx, tx, "proposal.stopped", p.AssetID, nil, map[string]any{"proposal_id": p.ID, "kind": p.Kind, "reason": reason})
 	})

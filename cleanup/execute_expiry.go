@@ -21,7 +21,7 @@ import (
 func (s *Service) executeExpiry(ctx context.Context, p *ent.Proposal, held *lease, rep *ExecuteReport, progress func(string)) (bool, error) {
 	var ev Evidence
 	if err := json.Unmarshal([]byte(p.Evidence), &ev); err != nil {
-		return false, fmt.Errorf("read the evidence of proposal %s: %w", p.ID, err)
+		return false, fmt.Errorf("cleanup: read the evidence of proposal %s: %w", p.ID, err)
 	}
 	done, err := s.db.ProposalStep.Query().Where(proposalstep.ProposalID(p.ID), proposalstep.Step(stepExpire)).Exist(ctx)
 	if err != nil {
@@ -84,7 +84,7 @@ func (s *Service) executeExpiry(ctx context.Context, p *ent.Proposal, held *leas
 				return err
 			}
 			if err := tx.ProposalStep.Create().SetProposalID(p.ID).SetStep(stepExpire).SetDoneAt(s.clock()).SetDetail(string(detail)).Exec(ctx); err != nil {
-				return fmt.Errorf("record a step of proposal %s: %w", p.ID, err)
+				return fmt.Errorf("cleanup: record a step of proposal %s: %w", p.ID, err)
 			}
 			return s.cat.RecordAudit(ctx, tx, "cleanup.expire_snapshots", p.AssetID, nil, map[string]any{"proposal_id": p.ID,
 				"approved_by": p.DecidedBy, "snapshots_expired": removed})

@@ -37,7 +37,7 @@ type guard func(ctx context.Context) (keep *refSet, fsys icebergio.IO, err error
 func (s *Service) executeOrphans(ctx context.Context, p *ent.Proposal, held *lease, rep *ExecuteReport, progress func(string)) (bool, error) {
 	var ev Evidence
 	if err := json.Unmarshal([]byte(p.Evidence), &ev); err != nil {
-		return false, fmt.Errorf("read the evidence of proposal %s: %w", p.ID, err)
+		return false, fmt.Errorf("cleanup: read the evidence of proposal %s: %w", p.ID, err)
 	}
 	threshold, err := time.ParseDuration(ev.AgeThreshold)
 	if err != nil {
@@ -124,7 +124,7 @@ func (s *Service) deletePending(ctx context.Context, p *ent.Proposal, held *leas
 				// Deleted, gone, referenced again or rewritten: the observation no longer holds,
 				// and the next proposal must not list the file again before a scan confirms it anew.
 				if _, err := s.db.CleanupObservation.Delete().Where(cleanupobservation.AssetID(p.AssetID), cleanupobservation.Path(f.Path)).Exec(ctx); err != nil {
-					return false, fmt.Errorf("forget the observation of a file of proposal %s: %w", p.ID, err)
+					return false, fmt.Errorf("cleanup: forget the observation of a file of proposal %s: %w", p.ID, err)
 				}
 			}
 			switch state {
@@ -179,7 +179,7 @@ func (s *Service) deleteOrphan(fsys icebergio.IO, keep *refSet, f *ent.ProposalF
 		return skipped(fmt.Sprintf("its size changed from %d to %d bytes since it was confirmed", f.Size, info.Size()))
 	}
 	if err := fsys.Remove(f.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fileOutcome{}, fmt.Errorf("delete %s: %w", f.Path, err)
+		return fileOutcome{}, fmt.Errorf("cleanup: delete %s: %w", f.Path, err)
 	}
 	return fileOutcome{state: proposalfile.StateDeleted, detail: "deleted"}, nil
 }

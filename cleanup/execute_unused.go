@@ -35,7 +35,7 @@ import (
 func (s *Service) executeUnused(ctx context.Context, p *ent.Proposal, held *lease, rep *ExecuteReport, progress func(string)) (bool, error) {
 	var ev Evidence
 	if err := json.Unmarshal([]byte(p.Evidence), &ev); err != nil {
-		return false, fmt.Errorf("read the evidence of proposal %s: %w", p.ID, err)
+		return false, fmt.Errorf("cleanup: read the evidence of proposal %s: %w", p.ID, err)
 	}
 	if ev.TableUUID == "" || ev.MetadataLocation == "" || ev.From == nil {
 		return false, stop("the proposal does not record which table (table-uuid and metadata location) was approved; it was opened by an older version: let the bot propose it again")
@@ -82,10 +82,10 @@ func (s *Service) executeUnused(ctx context.Context, p *ent.Proposal, held *leas
 		detail, _ := json.Marshal(map[string]any{"location": dropped.Location, "metadata_location": ev.MetadataLocation, "files_due_at": due})
 		err = s.tx(ctx, func(tx *ent.Tx) error {
 			if err := tx.ProposalStep.Create().SetProposalID(p.ID).SetStep(stepMetadata).SetDoneAt(s.clock()).SetDetail(string(detail)).Exec(ctx); err != nil {
-				return fmt.Errorf("record a step of proposal %s: %w", p.ID, err)
+				return fmt.Errorf("cleanup: record a step of proposal %s: %w", p.ID, err)
 			}
 			if err := tx.Proposal.UpdateOneID(p.ID).SetDueAt(due).SetUpdatedAt(s.clock()).Exec(ctx); err != nil {
-				return fmt.Errorf("update proposal %s: %w", p.ID, err)
+				return fmt.Errorf("cleanup: update proposal %s: %w", p.ID, err)
 			}
 			return s.cat.RecordAudit(ctx, tx, "cleanup.retire_asset", p.AssetID, nil, map[string]any{"proposal_id": p.ID,
 				"approved_by": p.DecidedBy, "dropped_from_catalog": true, "location": dropped.Location, "files_due_at": due})
@@ -103,7 +103,7 @@ func (s *Service) executeUnused(ctx context.Context, p *ent.Proposal, held *leas
 		Location string `json:"location"`
 	}
 	if err := json.Unmarshal([]byte(done[stepMetadata].Detail), &meta); err != nil || meta.Location == "" {
-		return false, fmt.Errorf("the journal of proposal %s lost the table location", p.ID)
+		return false, fmt.Errorf("cleanup: the journal of proposal %s lost the table location", p.ID)
 	}
 	if err := s.verifyUnused(ctx, p, ev, true); err != nil {
 		return false, err
@@ -219,7 +219,7 @@ func (s *Service) threshold(ctx context.Context, asset uuid.UUID) time.Duration 
 func (s *Service) planRetirement(ctx context.Context, p *ent.Proposal, loc string) error {
 	live, err := s.tables.Open(ctx, p.AssetID) // a dropped table loads from its last metadata
 	if err != nil {
-		return fmt.Errorf("read the retired table's last metadata: %w", err)
+		return fmt.Errorf("cleanup: read the retired table's last metadata: %w", err)
 	}
 	rank := map[string]int{}
 	_, err = s.tables.WalkReferences(ctx, live, func(path string, kind tables.RefKind) error {
@@ -239,7 +239,7 @@ func (s *Service) planRetirement(ctx context.Context, p *ent.Proposal, loc strin
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("read the retired table's last metadata: %w", err)
+		return fmt.Errorf("cleanup: read the retired table's last metadata: %w", err)
 	}
 	obs, err := s.db.CleanupObservation.Query().Where(cleanupobservation.AssetID(p.AssetID), cleanupobservation.StreakGTE(2)).All(ctx)
 	if err != nil {
@@ -252,7 +252,7 @@ func (s *Service) planRetirement(ctx context.Context, p *ent.Proposal, loc strin
 	}
 	lister, ok := live.IO.(icebergio.ListableIO)
 	if !ok {
-		return fmt.Errorf("the storage of %s cannot be listed", loc)
+		return fmt.Errorf("cleanup: the storage of %s cannot be listed", loc)
 	}
 	type planned struct {
 		journalFile
@@ -294,7 +294,7 @@ func (s *Service) planRetirement(ctx context.Context, p *ent.Proposal, loc strin
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("list %s: %w", loc, err)
+		return fmt.Errorf("cleanup: list %s: %w", loc, err)
 	}
 	slices.SortStableFunc(plan, func(a, b planned) int { return a.rank - b.rank })
 	detail, _ := json.Marshal(map[string]any{"files": len(plan)})

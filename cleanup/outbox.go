@@ -175,7 +175,7 @@ func (s *Service) deliver(ctx context.Context, m *ent.OutboxMessage) error {
 	defer res.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 1<<16))
 	if res.StatusCode < 200 || res.StatusCode > 299 {
-		return fmt.Errorf("webhook answered %s", res.Status)
+		return fmt.Errorf("cleanup: webhook answered %s", res.Status)
 	}
 	return nil
 }

@@ -153,7 +153,7 @@ func (s *Service) Propose(ctx context.Context) (ProposeReport, error) {
 			}
 			for _, fn := range []func(context.Context, tables.Table, *ProposeReport) error{s.proposeOrphans, s.proposeUnused, s.proposeDangling, s.proposeShared, s.proposeExpiry} {
 				if err := fn(ctx, t, &rep); err != nil {
-					return rep, fmt.Errorf("proposals for table %s: %w", t.AssetID, err)
+					return rep, fmt.Errorf("cleanup: proposals for table %s: %w", t.AssetID, err)
 				}
 			}
 		}
@@ -310,7 +310,7 @@ func (s *Service) confirmingScans(ctx context.Context, walkIDs map[uuid.UUID]boo
 	}
 	walks, err := s.db.CleanupShardWalk.Query().Where(cleanupshardwalk.IDIn(ids...)).All(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("read the walks that confirmed the files: %w", err)
+		return nil, fmt.Errorf("cleanup: read the walks that confirmed the files: %w", err)
 	}
 	scans := map[uuid.UUID]bool{}
 	for _, w := range walks {

@@ -62,7 +62,7 @@ func toReport(r *ent.CleanupScan) (Report, error) {
 	if r.Report != "" {
 		var rep Report
 		if err := json.Unmarshal([]byte(r.Report), &rep); err != nil {
-			return Report{}, fmt.Errorf("scan %s: stored report: %w", r.ID, err)
+			return Report{}, fmt.Errorf("cleanup: scan %s: stored report: %w", r.ID, err)
 		}
 		return rep, nil
 	}

@@ -160,19 +160,19 @@ func (s *Service) Scan(ctx context.Context, asset uuid.UUID, opt ScanOptions) (R
 	rep.finish(s.prices)
 	body, err := json.Marshal(rep)
 	if err != nil {
-		return rep, fmt.Errorf("encode the report of scan %s: %w", rep.ScanID, err)
+		return rep, fmt.Errorf("cleanup: encode the report of scan %s: %w", rep.ScanID, err)
 	}
 	wctx := context.WithoutCancel(ctx)
 	// Only a scan still running is finished here: one marked abandoned stays so.
 	if err := s.db.CleanupScan.Update().Where(cleanupscan.ID(row.ID), cleanupscan.StateEQ(cleanupscan.StateRunning)).
 		SetState(state).SetFinishedAt(fin).SetReport(string(body)).SetError(rep.Error).Exec(wctx); err != nil {
-		return rep, errors.Join(serr, fmt.Errorf("record the end of scan %s of table %s: %w", rep.ScanID, asset, err))
+		return rep, errors.Join(serr, fmt.Errorf("cleanup: record the end of scan %s of table %s: %w", rep.ScanID, asset, err))
 	}
 	s.log.Info("cleanup scan finished", "scan_id", rep.ScanID, "asset_id", asset, "state", state, "shards_complete", rep.ShardsComplete,
 		"shards", len(rep.Shards), "confirmed", rep.Confirmed)
 	if serr != nil {
 		// The report keeps the cause alone; the caller learns which scan of which table.
-		serr = fmt.Errorf("scan %s of table %s (%s): %w", rep.ScanID, asset, rep.Location, serr)
+		serr = fmt.Errorf("cleanup: scan %s of table %s (%s): %w", rep.ScanID, asset, rep.Location, serr)
 	}
 	return rep, serr
 }
@@ -187,7 +187,7 @@ func (s *Service) scan(ctx context.Context, scanID uuid.UUID, rep *Report, opt S
 	rep.Location, rep.MetadataLocation = live.Refs.Location, live.Refs.MetadataLocation
 	lister, ok := live.IO.(icebergio.ListableIO)
 	if !ok {
-		return fmt.Errorf("the storage of %s cannot be listed through iceberg-go's IO", live.Refs.Location)
+		return fmt.Errorf("cleanup: the storage of %s cannot be listed through iceberg-go's IO", live.Refs.Location)
 	}
 	if s.wrapIO != nil {
 		lister = s.wrapIO(lister)
@@ -204,7 +204,7 @@ func (s *Service) scan(ctx context.Context, scanID uuid.UUID, rep *Report, opt S
 	shards := opt.Shards
 	if len(shards) == 0 {
 		if shards, err = s.discover(ctx, lister, loc, rep); err != nil {
-			return fmt.Errorf("list the table location %s: %w", loc, err)
+			return fmt.Errorf("cleanup: list the table location %s: %w", loc, err)
 		}
 	}
 	rep.Planned = shards
@@ -266,12 +266,12 @@ func (s *Service) pendingShards(ctx context.Context, asset uuid.UUID) ([]string,
 	pending, err := s.db.CleanupObservation.Query().Where(cleanupobservation.AssetID(asset), cleanupobservation.ConfirmedAtIsNil()).
 		Unique(true).Select(cleanupobservation.FieldShard).Strings(ctx)
 	if err != nil {
-		return nil, 0, fmt.Errorf("read the shards with files to confirm: %w", err)
+		return nil, 0, fmt.Errorf("cleanup: read the shards with files to confirm: %w", err)
 	}
 	walked, err := s.db.CleanupShardWalk.Query().Where(cleanupshardwalk.AssetID(asset), cleanupshardwalk.OutcomeEQ(cleanupshardwalk.OutcomeComplete)).
 		Unique(true).Select(cleanupshardwalk.FieldShard).Strings(ctx)
 	if err != nil {
-		return nil, 0, fmt.Errorf("read the shards walked before: %w", err)
+		return nil, 0, fmt.Errorf("cleanup: read the shards walked before: %w", err)
 	}
 	// An inventory pass confirms its own observations: a confirming walk has no such shard.
 	pending = slices.DeleteFunc(pending, func(sh string) bool { return sh == inventoryShard })
@@ -377,7 +377,7 @@ func newerMetadata(live *tables.Live, metaFiles []candidate) error {
 	cur := live.Table.Metadata().LastUpdatedMillis()
 	for _, c := range metaFiles {
 		if c.modTime.UnixMilli() > cur {
-			return fmt.Errorf("%s is newer than the registered metadata %s: register the table's current metadata (or sync it from its catalog) before scanning", c.key, live.Refs.MetadataLocation)
+			return fmt.Errorf("cleanup: %s is newer than the registered metadata %s: register the table's current metadata (or sync it from its catalog) before scanning", c.key, live.Refs.MetadataLocation)
 		}
 	}
 	return nil

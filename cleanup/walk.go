@@ -191,7 +191,7 @@ func (s *Service) walkOne(ctx context.Context, scanID, asset uuid.UUID, shard st
 		// A walker paused past its lease may have finished a walk another worker redid
 		// meanwhile: a walk counts as complete only if the lease is still this walker's.
 		if err := s.renew(ctx, held, s.leaseTTL); err != nil {
-			res.err = fmt.Errorf("shard lease: %w", err)
+			res.err = fmt.Errorf("cleanup: shard lease: %w", err)
 		}
 	}
 	sr.FinishedAt, sr.Entries, sr.Duplicates, sr.ListRequests = &fin, res.entries, res.dupes, res.lists
@@ -349,11 +349,11 @@ func (s *Service) walkShard(ctx context.Context, lister icebergio.ListableIO, lo
 			return nil
 		}
 		if !strings.HasPrefix(key, locKey+"/") {
-			res.mismatch = fmt.Errorf("listed %s, which is not under the table location %s after normalizing: the comparison would be unsafe", p, loc)
+			res.mismatch = fmt.Errorf("cleanup: listed %s, which is not under the table location %s after normalizing: the comparison would be unsafe", p, loc)
 			return res.mismatch
 		}
 		if pre.hasPath(pathOnly) {
-			res.mismatch = fmt.Errorf("listed %s, but the metadata references the same path under another scheme or authority: stopping this table's scan, since one file with two names cannot be compared safely", p)
+			res.mismatch = fmt.Errorf("cleanup: listed %s, but the metadata references the same path under another scheme or authority: stopping this table's scan, since one file with two names cannot be compared safely", p)
 			return res.mismatch
 		}
 		if _, dup := cands[key]; dup {

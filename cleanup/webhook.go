@@ -25,7 +25,7 @@ func webhookClient(allowPrivate bool) *http.Client {
 			}
 			ip := net.ParseIP(host)
 			if ip == nil || ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsUnspecified() {
-				return fmt.Errorf("%w: %s", errPrivateAddress, host)
+				return fmt.Errorf("cleanup: %w: %s", errPrivateAddress, host)
 			}
 			return nil
 		}

@@ -19,7 +19,7 @@ func ParseWindow(s string) (Window, error) {
 	if s == "" {
 		return Window{}, nil
 	}
-	bad := fmt.Errorf("maintenance window %q: give HH:MM-HH:MM in UTC, e.g. 01:00-05:00", s)
+	bad := fmt.Errorf("cleanup: maintenance window %q: give HH:MM-HH:MM in UTC, e.g. 01:00-05:00", s)
 	from, to, ok := strings.Cut(s, "-")
 	if !ok {
 		return Window{}, bad
@@ -39,7 +39,7 @@ func ParseWindow(s string) (Window, error) {
 	h1, m1, h2, m2 := f/60, f%60, e/60, e%60
 	w := Window{from: h1*60 + m1, to: h2*60 + m2, set: true}
 	if w.from == w.to%(24*60) {
-		return Window{}, fmt.Errorf("maintenance window %q is empty: give two different times, or none for any time", s)
+		return Window{}, fmt.Errorf("cleanup: maintenance window %q is empty: give two different times, or none for any time", s)
 	}
 	return w, nil
 }

@@ -119,7 +119,7 @@ func (s *Service) readWorld(ctx context.Context, self uuid.UUID, loc string, liv
 				continue
 			}
 			if err != nil {
-				return nil, fmt.Errorf("table %s shares the location %s and could not be read, so nothing there can be judged unreferenced: %w", t.AssetID, loc, err)
+				return nil, fmt.Errorf("cleanup: table %s shares the location %s and could not be read, so nothing there can be judged unreferenced: %w", t.AssetID, loc, err)
 			}
 			add(t.AssetID, other, fmt.Sprintf("table %s shares the location %s and its metadata could not be read: %%w", t.AssetID, loc))
 			w.shared = append(w.shared, st)
@@ -165,7 +165,7 @@ func (s *Service) probeTenants(ctx context.Context, fsys icebergio.IO, loc strin
 	if list {
 		lister, ok := fsys.(icebergio.ListableIO)
 		if !ok {
-			return nil, 0, 0, fmt.Errorf("the storage of %s cannot be listed to look for other tables' metadata", loc)
+			return nil, 0, 0, fmt.Errorf("cleanup: the storage of %s cannot be listed to look for other tables' metadata", loc)
 		}
 		lists++
 		if err := s.wait(ctx, s.lists); err != nil {
@@ -184,7 +184,7 @@ func (s *Service) probeTenants(ctx context.Context, fsys icebergio.IO, loc strin
 			return nil
 		})
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, lists, gets, fmt.Errorf("list %s/metadata to look for other tables' metadata: %w", loc, err)
+			return nil, lists, gets, fmt.Errorf("cleanup: list %s/metadata to look for other tables' metadata: %w", loc, err)
 		}
 	}
 	var out []ForeignTenant
@@ -226,37 +226,37 @@ func metadataUUID(fsys icebergio.IO, p string) (string, error) {
 	if strings.HasSuffix(p, ".gz.metadata.json") {
 		gz, err := gzip.NewReader(r)
 		if err != nil {
-			return "", fmt.Errorf("read %s: %w", p, err)
+			return "", fmt.Errorf("cleanup: read %s: %w", p, err)
 		}
 		defer gz.Close()
 		r = io.LimitReader(gz, maxMetadataBytes)
 	}
 	dec := json.NewDecoder(r)
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return "", fmt.Errorf("%s is not a JSON object", p)
+		return "", fmt.Errorf("cleanup: %s is not a JSON object", p)
 	}
 	for dec.More() {
 		t, err := dec.Token()
 		if err != nil {
-			return "", fmt.Errorf("read %s: %w", p, err)
+			return "", fmt.Errorf("cleanup: read %s: %w", p, err)
 		}
 		key, _ := t.(string)
 		if key == "table-uuid" {
 			var id string
 			if err := dec.Decode(&id); err != nil {
-				return "", fmt.Errorf("read the table-uuid of %s: %w", p, err)
+				return "", fmt.Errorf("cleanup: read the table-uuid of %s: %w", p, err)
 			}
 			if _, err := uuid.Parse(id); err != nil {
-				return "", fmt.Errorf("%s has a table-uuid that is not a UUID", p)
+				return "", fmt.Errorf("cleanup: %s has a table-uuid that is not a UUID", p)
 			}
 			return strings.ToLower(id), nil
 		}
 		var skip json.RawMessage
 		if err := dec.Decode(&skip); err != nil {
-			return "", fmt.Errorf("read %s: %w", p, err)
+			return "", fmt.Errorf("cleanup: read %s: %w", p, err)
 		}
 	}
-	return "", fmt.Errorf("%s has no table-uuid", p)
+	return "", fmt.Errorf("cleanup: %s has no table-uuid", p)
 }
 
 func foreignText(fs []ForeignTenant) string {

@@ -234,7 +234,7 @@ func streamFigures(ctx context.Context, spec *Spec, src SourceSpec, r reader, fr
 func sumOf(s string) (uint64, error) {
 	n, ok := new(big.Int).SetString(s, 10)
 	if !ok {
-		return 0, fmt.Errorf("a checksum sum %q is not an integer", s)
+		return 0, fmt.Errorf("reconcile: a checksum sum %q is not an integer", s)
 	}
 	mod := new(big.Int).Lsh(big.NewInt(1), 64)
 	n.Mod(n, mod) // Mod is Euclidean: never negative

@@ -152,7 +152,7 @@ func (r *reader) preload(ctx context.Context, snaps []table.Snapshot) error {
 		for _, row := range rows {
 			refs, err := decodeRefs(row.Manifests)
 			if err != nil {
-				return fmt.Errorf("cached manifest list %s: %w", row.Path, err)
+				return fmt.Errorf("tables: cached manifest list %s: %w", row.Path, err)
 			}
 			r.lists[row.Path] = refs
 			r.rep.ManifestListsHit++
@@ -205,7 +205,7 @@ func (r *reader) manifests(ctx context.Context, snap table.Snapshot) ([]manifest
 	case err == nil:
 		refs, err := decodeRefs(row.Manifests)
 		if err != nil {
-			return nil, fmt.Errorf("cached manifest list %s: %w", key, err)
+			return nil, fmt.Errorf("tables: cached manifest list %s: %w", key, err)
 		}
 		r.count(func(rep *RefreshReport) { rep.ManifestListsHit++ })
 		return refs, nil
@@ -226,7 +226,7 @@ func (r *reader) readList(ctx context.Context, snap table.Snapshot) ([]manifestR
 	}
 	mfs, err := snap.Manifests(fs)
 	if err != nil {
-		return nil, fmt.Errorf("snapshot %d: manifest list %s: %w", snap.SnapshotID, snap.ManifestList, err)
+		return nil, fmt.Errorf("tables: snapshot %d: manifest list %s: %w", snap.SnapshotID, snap.ManifestList, err)
 	}
 	refs := make([]manifestRef, len(mfs))
 	r.mu.Lock()
@@ -263,7 +263,7 @@ func (r *reader) manifestFile(ctx context.Context, snap table.Snapshot, ref mani
 	if mf, ok := known(); ok {
 		return mf, nil
 	}
-	return nil, fmt.Errorf("manifest %s is not in manifest list %s", ref.Path, snap.ManifestList)
+	return nil, fmt.Errorf("tables: manifest %s is not in manifest list %s", ref.Path, snap.ManifestList)
 }
 
 // lookup fetches the cached entries of the given manifests in one query (per inChunk) for
@@ -306,7 +306,7 @@ func (r *reader) entries(ctx context.Context, snap table.Snapshot, ref manifestR
 	if blob != nil {
 		es, err := decodeEntries(blob)
 		if err != nil {
-			return nil, fmt.Errorf("cached manifest %s: %w", ref.Path, err)
+			return nil, fmt.Errorf("tables: cached manifest %s: %w", ref.Path, err)
 		}
 		r.count(func(rep *RefreshReport) { rep.ManifestsCached++ })
 		return es, nil
@@ -324,7 +324,7 @@ func (r *reader) entries(ctx context.Context, snap table.Snapshot, ref manifestR
 	// planning does.
 	for e, err := range iceberg.EntriesWithProjection(fs, mf, false, iceberg.ManifestEntryProjection{}) {
 		if err != nil {
-			return nil, fmt.Errorf("manifest %s: %w", ref.Path, err)
+			return nil, fmt.Errorf("tables: manifest %s: %w", ref.Path, err)
 		}
 		es = append(es, toEntry(e))
 	}

@@ -395,7 +395,7 @@ func (s *Service) writeMetadata(ctx context.Context, w Warehouse, meta table.Met
 	}
 	wfs, ok := fsys.(icebergio.WriteFileIO)
 	if !ok {
-		return fmt.Errorf("the file IO for %s cannot write", loc)
+		return fmt.Errorf("tables: the file IO for %s cannot write", loc)
 	}
 	b, err := json.Marshal(meta)
 	if err != nil {

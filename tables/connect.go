@@ -53,19 +53,19 @@ type Config struct {
 func LoadConfig(path string) ([]Option, []*Connection, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("iceberg catalogs: %w", err)
+		return nil, nil, fmt.Errorf("tables: iceberg catalogs: %w", err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	var cfg Config
 	if err := dec.Decode(&cfg); err != nil {
-		return nil, nil, fmt.Errorf("iceberg catalogs: %s: %w", path, err)
+		return nil, nil, fmt.Errorf("tables: iceberg catalogs: %s: %w", path, err)
 	}
 	var conns []*Connection
 	for i, c := range cfg.Connections {
 		conn, err := NewConnection(c)
 		if err != nil {
-			return nil, nil, fmt.Errorf("iceberg catalogs: %s: connection %d: %w", path, i+1, err)
+			return nil, nil, fmt.Errorf("tables: iceberg catalogs: %s: connection %d: %w", path, i+1, err)
 		}
 		conns = append(conns, conn)
 	}
@@ -87,7 +87,7 @@ type Connection struct {
 // NewConnection validates a connection's configuration.
 func NewConnection(c ConnectionConfig) (*Connection, error) {
 	if c.Name == "" || strings.ContainsAny(c.Name, " /") {
-		return nil, fmt.Errorf("name %q: give each connection a name without spaces or slashes", c.Name)
+		return nil, fmt.Errorf("tables: name %q: give each connection a name without spaces or slashes", c.Name)
 	}
 	props := iceberg.Properties{}
 	maps.Copy(props, c.Properties)
@@ -95,7 +95,7 @@ func NewConnection(c ConnectionConfig) (*Connection, error) {
 		props["warehouse"] = c.Warehouse
 	}
 	if c.URI == "" {
-		return nil, fmt.Errorf("connection %s: uri is empty", c.Name)
+		return nil, fmt.Errorf("tables: connection %s: uri is empty", c.Name)
 	}
 	props["uri"] = c.URI
 	catName := c.Name
@@ -110,7 +110,7 @@ func NewConnection(c ConnectionConfig) (*Connection, error) {
 		case "postgres":
 			props[sqlcat.DriverKey] = "postgres"
 		default:
-			return nil, fmt.Errorf("connection %s: dialect %q: use sqlite or postgres", c.Name, c.Dialect)
+			return nil, fmt.Errorf("tables: connection %s: dialect %q: use sqlite or postgres", c.Name, c.Dialect)
 		}
 		props[sqlcat.DialectKey] = c.Dialect
 		// Tidemark only reads a catalog: never create catalog tables in someone's database.
@@ -119,7 +119,7 @@ func NewConnection(c ConnectionConfig) (*Connection, error) {
 		}
 	case "rest":
 	default:
-		return nil, fmt.Errorf("connection %s: type %q: use sql or rest", c.Name, c.Type)
+		return nil, fmt.Errorf("tables: connection %s: type %q: use sql or rest", c.Name, c.Type)
 	}
 	props["type"] = c.Type
 	ns := c.Namespace
@@ -147,11 +147,11 @@ func (c *Connection) Catalog(ctx context.Context) (icecat.Catalog, error) {
 		return c.cat, nil
 	}
 	if c.open == nil {
-		return nil, fmt.Errorf("connection %s is closed", c.Name)
+		return nil, fmt.Errorf("tables: connection %s is closed", c.Name)
 	}
 	cat, err := c.open(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("open Iceberg catalog %s: %w", c.Name, err)
+		return nil, fmt.Errorf("tables: open Iceberg catalog %s: %w", c.Name, err)
 	}
 	c.cat = cat
 	return cat, nil

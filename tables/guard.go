@@ -37,13 +37,13 @@ func parseRoot(loc string) (root, error) {
 	if !strings.Contains(loc, "://") {
 		p := strings.TrimPrefix(loc, "file:")
 		if !filepath.IsAbs(p) {
-			return root{}, fmt.Errorf("%q is not an absolute path or a URI", loc)
+			return root{}, fmt.Errorf("tables: %q is not an absolute path or a URI", loc)
 		}
 		return root{scheme: "file", path: resolveLocal(filepath.Clean(p))}, nil
 	}
 	u, err := url.Parse(loc)
 	if err != nil {
-		return root{}, fmt.Errorf("%q is not a URI: %w", loc, err)
+		return root{}, fmt.Errorf("tables: %q is not a URI: %w", loc, err)
 	}
 	scheme := strings.ToLower(u.Scheme)
 	switch scheme {
@@ -51,12 +51,12 @@ func parseRoot(loc string) (root, error) {
 		scheme = "s3"
 	case "file":
 		if u.Host != "" && !strings.EqualFold(u.Host, "localhost") {
-			return root{}, fmt.Errorf("%q names a remote host", loc)
+			return root{}, fmt.Errorf("tables: %q names a remote host", loc)
 		}
 		return root{scheme: "file", path: resolveLocal(path.Clean("/" + u.Path))}, nil
 	}
 	if u.Host == "" {
-		return root{}, fmt.Errorf("%q has no bucket or host", loc)
+		return root{}, fmt.Errorf("tables: %q has no bucket or host", loc)
 	}
 	return root{scheme: scheme, auth: strings.ToLower(u.Host), path: path.Clean("/" + u.Path)}, nil
 }
@@ -102,14 +102,14 @@ func (rs roots) check(loc string) error {
 	}
 	r, err := parseRoot(loc)
 	if err != nil {
-		return fmt.Errorf("%s %w: %v", loc, ErrOutsideRoots, err)
+		return fmt.Errorf("tables: %s %w: %v", loc, ErrOutsideRoots, err)
 	}
 	for _, w := range rs {
 		if w.contains(r) {
 			return nil
 		}
 	}
-	return fmt.Errorf("%s %w (%s)", loc, ErrOutsideRoots, rs.list())
+	return fmt.Errorf("tables: %s %w (%s)", loc, ErrOutsideRoots, rs.list())
 }
 
 func (rs roots) list() string {
@@ -228,7 +228,7 @@ func checkCredentials(loc string, props iceberg.Properties, ambient bool) error 
 			}
 		}
 	}
-	return fmt.Errorf("%s %w (s3.access-key-id and s3.secret-access-key, ...), or start the server with --io-ambient-credentials to use the machine's own", loc, ErrNoCredentials)
+	return fmt.Errorf("tables: %s %w (s3.access-key-id and s3.secret-access-key, ...), or start the server with --io-ambient-credentials to use the machine's own", loc, ErrNoCredentials)
 }
 
 // guardFS guards what an IO function opens: under rs (nil: anywhere), regular files within the

@@ -66,7 +66,7 @@ func inspect(ctx context.Context, r *reader, meta table.Metadata, metadataLocati
 			defer cancel()
 		}
 		if ferr := r.flush(fctx); ferr != nil {
-			err = errors.Join(err, fmt.Errorf("cache manifests: %w", ferr))
+			err = errors.Join(err, fmt.Errorf("tables: cache manifests: %w", ferr))
 		}
 	}()
 	in := describe(meta, metadataLocation)
@@ -122,7 +122,7 @@ func inspect(ctx context.Context, r *reader, meta table.Metadata, metadataLocati
 		for _, ref := range refs {
 			p, err := r.partial(ctx, s, ref, tableUUID, acc)
 			if err != nil {
-				return in, Health{}, fmt.Errorf("snapshot %d: %w", s.SnapshotID, err)
+				return in, Health{}, fmt.Errorf("tables: snapshot %d: %w", s.SnapshotID, err)
 			}
 			if isCur {
 				curParts = append(curParts, p)

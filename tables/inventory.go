@@ -77,7 +77,7 @@ func (s *Service) readAdded(ctx context.Context, w Warehouse, p *plan) error {
 		}
 		pmfs, err := parent.Manifests(fsys)
 		if err != nil {
-			return fmt.Errorf("read parent snapshot %d's manifest list %s: %w", parent.SnapshotID, parent.ManifestList, err)
+			return fmt.Errorf("tables: read parent snapshot %d's manifest list %s: %w", parent.SnapshotID, parent.ManifestList, err)
 		}
 		for _, mf := range pmfs {
 			if !listed[mf.FilePath()] {
@@ -107,7 +107,7 @@ func (s *Service) warehouseFS(ctx context.Context, w Warehouse, location string)
 func readSnapshot(fsys icebergio.IO, snap table.Snapshot) (files []inventoryFile, listed map[string]bool, err error) {
 	mfs, err := snap.Manifests(fsys)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read snapshot %d's manifest list %s: %w", snap.SnapshotID, snap.ManifestList, err)
+		return nil, nil, fmt.Errorf("tables: read snapshot %d's manifest list %s: %w", snap.SnapshotID, snap.ManifestList, err)
 	}
 	files = append(files, inventoryFile{snapshot: snap.SnapshotID, path: snap.ManifestList, kind: kindManifestList, change: changeAdded})
 	listed = make(map[string]bool, len(mfs))
@@ -119,7 +119,7 @@ func readSnapshot(fsys icebergio.IO, snap table.Snapshot) (files []inventoryFile
 		files = append(files, inventoryFile{snapshot: snap.SnapshotID, path: mf.FilePath(), kind: kindManifest, change: changeAdded, size: mf.Length()})
 		for e, err := range mf.Entries(fsys, false) {
 			if err != nil {
-				return nil, nil, fmt.Errorf("read manifest %s: %w", mf.FilePath(), err)
+				return nil, nil, fmt.Errorf("tables: read manifest %s: %w", mf.FilePath(), err)
 			}
 			f := inventoryFile{snapshot: snap.SnapshotID, path: e.DataFile().FilePath(), kind: kindData,
 				size: e.DataFile().FileSizeBytes(), records: e.DataFile().Count()}

@@ -57,7 +57,7 @@ func (s *Service) Open(ctx context.Context, id uuid.UUID) (*Live, error) {
 	}
 	fs, err := tbl.FS(ctx)
 	if err != nil {
-		return nil, s.recordError(ctx, id, fmt.Errorf("open the table's file IO: %w", err))
+		return nil, s.recordError(ctx, id, fmt.Errorf("tables: open the table's file IO: %w", err))
 	}
 	l := &Live{Table: tbl, IO: unguard(fs), read: guard(fs, nil, s.limit), Refs: Refs{Location: tbl.Location(), MetadataLocation: tbl.MetadataLocation(), Registered: row.Connection == "" && row.Warehouse == ""}}
 	if c := tbl.CurrentSnapshot(); c != nil {
@@ -138,7 +138,7 @@ func (s *Service) WalkSnapshotReferences(ctx context.Context, l *Live, pick func
 		}
 		refs, err := r.manifests(ctx, snap)
 		if err != nil {
-			return fmt.Errorf("snapshot %d: %w", snap.SnapshotID, err)
+			return fmt.Errorf("tables: snapshot %d: %w", snap.SnapshotID, err)
 		}
 		for _, ref := range refs {
 			if seen[ref.Path] {
@@ -150,7 +150,7 @@ func (s *Service) WalkSnapshotReferences(ctx context.Context, l *Live, pick func
 			}
 			es, err := r.entries(ctx, snap, ref)
 			if err != nil {
-				return fmt.Errorf("snapshot %d: %w", snap.SnapshotID, err)
+				return fmt.Errorf("tables: snapshot %d: %w", snap.SnapshotID, err)
 			}
 			kind := RefDataFile
 			if ref.Content != 0 {
@@ -263,7 +263,7 @@ func (s *Service) RemoveSnapshots(ctx context.Context, id uuid.UUID, l *Live, id
 	} else {
 		c := s.connection(row.Connection)
 		if c == nil {
-			return nil, nil, fmt.Errorf("the Iceberg catalog connection %q is no longer configured", row.Connection)
+			return nil, nil, fmt.Errorf("tables: the Iceberg catalog connection %q is no longer configured", row.Connection)
 		}
 		cat, err := c.Catalog(ctx)
 		if err != nil {

@@ -272,7 +272,7 @@ func (s *Service) bind(ctx context.Context, tbl *table.Table, conn, ident, ns, n
 		}
 		if a.Status == catalog.StatusDeleted {
 			if _, err := s.cat.Restore(ctx, id, catalog.AnyVersion); err != nil {
-				return uuid.Nil, "", fmt.Errorf("restore asset %s of table %s: %w", id, tuuid, err)
+				return uuid.Nil, "", fmt.Errorf("tables: restore asset %s of table %s: %w", id, tuuid, err)
 			}
 			action = "restored"
 			if a, err = s.cat.Get(ctx, id); err != nil {
@@ -291,7 +291,7 @@ func (s *Service) bind(ctx context.Context, tbl *table.Table, conn, ident, ns, n
 				_, err = s.cat.Rename(ctx, id, catalog.AnyVersion, ns, name)
 			}
 			if err != nil {
-				return uuid.Nil, "", fmt.Errorf("rename asset %s to %s.%s: %w", id, ns, name, err)
+				return uuid.Nil, "", fmt.Errorf("tables: rename asset %s to %s.%s: %w", id, ns, name, err)
 			}
 			if action == "" {
 				action = "renamed"
@@ -319,12 +319,12 @@ func (s *Service) bind(ctx context.Context, tbl *table.Table, conn, ident, ns, n
 				res, err = create(uuidID)
 			}
 			if err != nil {
-				return uuid.Nil, "", fmt.Errorf("create asset %s.%s for table %s: %w", ns, name, tuuid, err)
+				return uuid.Nil, "", fmt.Errorf("tables: create asset %s.%s for table %s: %w", ns, name, tuuid, err)
 			}
 			id, bound = res.Asset.ID, res.Asset.ExternalIDs
 		} else if rename {
 			if _, err := s.cat.Rename(ctx, id, catalog.AnyVersion, ns, name); err != nil {
-				return uuid.Nil, "", fmt.Errorf("rename asset %s to %s.%s: %w", id, ns, name, err)
+				return uuid.Nil, "", fmt.Errorf("tables: rename asset %s to %s.%s: %w", id, ns, name, err)
 			}
 		}
 		action = "added"
@@ -388,7 +388,7 @@ func (s *Service) lastListed(ctx context.Context, tuuid, conn string) (*time.Tim
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read table %s: %w", tuuid, err)
+		return nil, fmt.Errorf("tables: read table %s: %w", tuuid, err)
 	}
 	if row.Connection != conn {
 		return nil, nil
@@ -544,25 +544,25 @@ func (s *Service) load(ctx context.Context, row *ent.IcebergTable) (*table.Table
 	if row.GoneAt != nil {
 		// Dropped from its catalog: what is left is its last metadata (a drop does not purge).
 		if tbl, err = s.loadLocationWith(ctx, row.MetadataLocation, s.propsFor(row), s.rootsFor(row)); err != nil {
-			return nil, s.recordError(ctx, row.ID, fmt.Errorf("load the dropped table's last metadata %s: %w", row.MetadataLocation, err))
+			return nil, s.recordError(ctx, row.ID, fmt.Errorf("tables: load the dropped table's last metadata %s: %w", row.MetadataLocation, err))
 		}
 	} else if row.Connection != "" {
 		c := s.connection(row.Connection)
 		if c == nil {
-			return nil, s.recordError(ctx, row.ID, fmt.Errorf("the Iceberg catalog connection %q is no longer configured", row.Connection))
+			return nil, s.recordError(ctx, row.ID, fmt.Errorf("tables: the Iceberg catalog connection %q is no longer configured", row.Connection))
 		}
 		cat, err := c.Catalog(ctx)
 		if err != nil {
 			return nil, s.recordError(ctx, row.ID, err)
 		}
 		if tbl, err = cat.LoadTable(ctx, splitIdent(row.Identifier)); err != nil {
-			return nil, s.recordError(ctx, row.ID, fmt.Errorf("load %s from %s: %w", row.Identifier, c.Name, err))
+			return nil, s.recordError(ctx, row.ID, fmt.Errorf("tables: load %s from %s: %w", row.Identifier, c.Name, err))
 		}
 	} else if tbl, err = s.loadLocation(ctx, row.MetadataLocation); err != nil {
-		return nil, s.recordError(ctx, row.ID, fmt.Errorf("load %s: %w", row.MetadataLocation, err))
+		return nil, s.recordError(ctx, row.ID, fmt.Errorf("tables: load %s: %w", row.MetadataLocation, err))
 	}
 	if tbl.Metadata().TableUUID().String() != row.TableUUID {
-		return nil, s.recordError(ctx, row.ID, fmt.Errorf("the table at %s now has table-uuid %s, not %s: it was replaced; sync or register it again", tbl.MetadataLocation(), tbl.Metadata().TableUUID(), row.TableUUID))
+		return nil, s.recordError(ctx, row.ID, fmt.Errorf("tables: the table at %s now has table-uuid %s, not %s: it was replaced; sync or register it again", tbl.MetadataLocation(), tbl.Metadata().TableUUID(), row.TableUUID))
 	}
 	return tbl, nil
 }
@@ -711,7 +711,7 @@ func (s *Service) Drop(ctx context.Context, id uuid.UUID) (Dropped, error) {
 	if row.Connection != "" {
 		c := s.connection(row.Connection)
 		if c == nil {
-			return out, fmt.Errorf("the Iceberg catalog connection %q is no longer configured", row.Connection)
+			return out, fmt.Errorf("tables: the Iceberg catalog connection %q is no longer configured", row.Connection)
 		}
 		cat, err := c.Catalog(ctx)
 		if err != nil {
@@ -719,7 +719,7 @@ func (s *Service) Drop(ctx context.Context, id uuid.UUID) (Dropped, error) {
 		}
 		if err := cat.DropTable(ctx, splitIdent(row.Identifier)); err != nil {
 			if ok, cerr := cat.CheckTableExists(ctx, splitIdent(row.Identifier)); cerr != nil || ok {
-				return out, fmt.Errorf("drop %s from %s: %w", row.Identifier, c.Name, err)
+				return out, fmt.Errorf("tables: drop %s from %s: %w", row.Identifier, c.Name, err)
 			}
 		}
 	}

@@ -258,7 +258,7 @@ func (s *Service) syncConnection(ctx context.Context, c *Connection) (Connection
 			if ctx.Err() != nil {
 				return cr, ctx.Err()
 			}
-			cr.Failed = append(cr.Failed, s.failTable(ctx, c.Name, ident, fmt.Errorf("load: %w", err)))
+			cr.Failed = append(cr.Failed, s.failTable(ctx, c.Name, ident, fmt.Errorf("tables: load: %w", err)))
 			continue
 		}
 		seen[tbl.Metadata().TableUUID().String()] = true

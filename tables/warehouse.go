@@ -89,14 +89,14 @@ func (s *Service) checkWarehouses() error {
 
 // The errors of the served catalog: each wraps the catalog kind the API maps to a status.
 var (
-	ErrNoSuchWarehouse   = fmt.Errorf("no such warehouse: %w", catalog.ErrNotFound)
-	ErrNoSuchNamespace   = fmt.Errorf("no such namespace: %w", catalog.ErrNotFound)
-	ErrNoSuchTable       = fmt.Errorf("no such table: %w", catalog.ErrNotFound)
-	ErrAlreadyExists     = fmt.Errorf("already exists: %w", catalog.ErrConflict)
-	ErrNamespaceNotEmpty = fmt.Errorf("namespace not empty: %w", catalog.ErrConflict)
+	ErrNoSuchWarehouse   = fmt.Errorf("tables: no such warehouse: %w", catalog.ErrNotFound)
+	ErrNoSuchNamespace   = fmt.Errorf("tables: no such namespace: %w", catalog.ErrNotFound)
+	ErrNoSuchTable       = fmt.Errorf("tables: no such table: %w", catalog.ErrNotFound)
+	ErrAlreadyExists     = fmt.Errorf("tables: already exists: %w", catalog.ErrConflict)
+	ErrNamespaceNotEmpty = fmt.Errorf("tables: namespace not empty: %w", catalog.ErrConflict)
 	// ErrCommitFailed is a commit whose requirements no longer hold (another writer got there
 	// first): nothing changed, the writer refreshes and retries.
-	ErrCommitFailed = fmt.Errorf("commit failed: %w", catalog.ErrConflict)
+	ErrCommitFailed = fmt.Errorf("tables: commit failed: %w", catalog.ErrConflict)
 	// ErrCommitUnknown is a commit whose outcome is not known (the store failed while swapping):
 	// the writer must not clean up what it wrote.
 	ErrCommitUnknown = errors.New("commit state unknown")
