@@ -102,7 +102,7 @@ func TestPages(t *testing.T) {
 			{"/scans", 200, "No scans yet"},
 			{"/audit", 200, "asset.rename"},
 			{"/signin", 200, "API token"},
-			{"/static/app.js", 200, "tidemarkGraph"},
+			{"/static/lineage.js", 200, "tidemarkGraph"},
 			{"/static/vendor/cytoscape.min.js", 200, "cytoscape"},
 			{"/signin?flash=decided", 200, "Decision recorded"},
 			{"/static/", 404, ""},
