@@ -48,7 +48,7 @@ type graphNodeData struct {
 	Side string `json:"side"`
 	// Parent is the node one hop nearer the root the walk reached this one from: siblings under
 	// one parent, of one kind and namespace, are what the browser collapses into a group.
-	Parent string `json:"parent,omitempty"`
+	Parent string `json:"from,omitempty"` // not "parent": cytoscape would nest the node inside it
 }
 
 type graphEdge struct {

@@ -3,6 +3,8 @@ package web_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -113,6 +115,13 @@ func TestLineageFanOut(t *testing.T) {
 		_, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`(() => { const n = window.tidemarkGraph.nodes().filter(`+js+`)[0]; n.emit("tap"); return true })()`))
 		must(err)
 	}
+	// section saves the lineage section alone: the full page is mostly other parts.
+	section := func(name string) {
+		t.Helper()
+		png, err := chromedp.Run(bctx, chromedp.Screenshot(chromedp.CSS("section.lineage")))
+		must(err)
+		must(os.WriteFile(filepath.Join("testdata", "screenshots", name+".png"), png, 0o644))
+	}
 	assetURL := srv.URL + "/assets/" + id.String()
 	must(chromedp.Do(bctx, chromedp.Navigate(assetURL), chromedp.WaitVisible(chromedp.ID("lineage-graph"))))
 
@@ -123,7 +132,6 @@ func TestLineageFanOut(t *testing.T) {
 		t.Fatalf("collapsed graph draws %v", collapsed.Labels)
 	}
 	list(collapsed, 203)
-	must(chromedp.Do(bctx, chromedp.ScrollIntoView(chromedp.ID("lineage-h"))))
 	shot(t, bctx, "lineage-fanout-collapsed")
 
 	// A click on the jobs' group expands it in place: 100 job nodes, each with its table.
@@ -135,6 +143,7 @@ func TestLineageFanOut(t *testing.T) {
 	}
 	list(expanded, 203)
 	shot(t, bctx, "lineage-fanout-expanded")
+	section("lineage-fanout-expanded-section")
 
 	// A click on a node selects it and shows its details; the page stays.
 	tap(`n => n.data("label") === "report_042"`)
@@ -148,7 +157,7 @@ func TestLineageFanOut(t *testing.T) {
 		!regexp.MustCompile(`^/assets/[0-9a-f-]{36}$`).MatchString(href) || loc != assetURL {
 		t.Fatalf("details %q, open link %q, location %q", details, href, loc)
 	}
-	shot(t, bctx, "lineage-fanout-selected")
+	section("lineage-fanout-selected-section")
 	// It folds back from any of its members.
 	must(chromedp.Do(bctx, chromedp.Click(chromedp.ID("lineage-collapse"))))
 	if again := graph(); len(again.IDs) != 5 {

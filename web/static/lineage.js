@@ -8,7 +8,8 @@
 (function () {
   "use strict";
   var GROUP_MIN = 8; // more siblings than this stop being readable side by side
-  var MAX_HEIGHT = 1400; // px: past this the graph zooms out (and zooms back in with the wheel)
+  var MAX_HEIGHT = 1000; // px: past this the graph zooms out, down to MIN_ZOOM, then pans
+  var MIN_ZOOM = 0.8; // labels stay readable (11px at 1)
   var el = document.getElementById("lineage-data"), box = document.getElementById("lineage-graph"),
     panel = document.getElementById("lineage-details");
   if (!el || !box || !window.cytoscape) return;
@@ -30,8 +31,8 @@
     Object.keys(levels).map(Number).sort(function (a, b) { return a - b; }).forEach(function (depth) {
       var key = {}, sib = {};
       levels[depth].forEach(function (d) {
-        if (!d.parent || !(d.parent in rep)) return;
-        var k = "group:" + rep[d.parent] + "|" + d.side + "|" + d.kind + "|" + d.namespace;
+        if (!d.from || !(d.from in rep)) return;
+        var k = "group:" + rep[d.from] + "|" + d.side + "|" + d.kind + "|" + d.namespace;
         key[d.id] = k;
         (sib[k] = sib[k] || []).push(d);
       });
@@ -93,23 +94,26 @@
     wheelSensitivity: 0.2, minZoom: 0.2, maxZoom: 1.5
   });
 
-  // fit sizes the box to the graph at a readable zoom (never above 1), so a small graph takes
-  // little room and a large one is not squeezed into a fixed panel.
-  function fit() {
+  // fit sizes the box to the graph at a readable zoom (never above 1, never so small that labels
+  // cannot be read), so a small graph takes little room and a large one is not squeezed into a
+  // fixed panel. A graph taller than MAX_HEIGHT even so is panned, centred on what was just
+  // expanded (or on this asset).
+  function fit(focus) {
     var bb = cy.elements().boundingBox(), w = box.clientWidth || 800;
-    var z = Math.max(0.25, Math.min(1, (w - 40) / Math.max(bb.w, 1), (MAX_HEIGHT - 40) / Math.max(bb.h, 1)));
-    box.style.height = Math.round(Math.max(bb.h * z + 40, 160)) + "px";
+    var z = Math.max(MIN_ZOOM, Math.min(1, (w - 40) / Math.max(bb.w, 1), (MAX_HEIGHT - 40) / Math.max(bb.h, 1)));
+    box.style.height = Math.round(Math.min(Math.max(bb.h * z + 40, 160), MAX_HEIGHT)) + "px";
     cy.resize();
     cy.zoom(z);
-    cy.center();
+    if (bb.h * z + 40 > MAX_HEIGHT || bb.w * z + 40 > w) cy.center(focus && focus.length ? focus : cy.nodes("[?root]"));
+    else cy.center();
   }
 
-  function draw() {
+  function draw(focus) {
     cy.elements().remove();
     cy.add(elements());
     cy.layout({ name: window.cytoscapeDagre ? "dagre" : "breadthfirst", rankDir: "LR", nodeSep: 14, rankSep: 110,
       nodeDimensionsIncludeLabels: true, animate: false }).run();
-    fit();
+    fit(focus ? cy.nodes().filter(function (n) { return n.data("group") === focus; }) : null);
   }
 
   function add(parent, tag, txt, cls) {
@@ -152,7 +156,7 @@
     var d = e.target.data();
     if (d.kind === "group") {
       expanded[d.id] = true;
-      draw();
+      draw(d.id);
       show(d);
       return;
     }
