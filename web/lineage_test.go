@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
 
+	"github.com/tidemark/tidemark/ent/storage"
 	"github.com/tidemark/tidemark/ent/storage/storagetest"
 	"github.com/tidemark/tidemark/lineage"
 	"github.com/tidemark/tidemark/web"
@@ -188,4 +190,59 @@ func TestLineageFanOut(t *testing.T) {
 			t.Fatalf("the switch shows %q as current; want %s", current, tc.dir)
 		}
 	}
+}
+
+// TestColumnLineageOnAssetPage: the chosen column's lineage names each input with its dataset
+// and transformation, is drawn on the graph as column edges with those labels, and the columns
+// table links each column with lineage to it; every node drawn is in the node list.
+func TestColumnLineageOnAssetPage(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		x := newCurated(t, db)
+		emails := x.emails.ID.String()
+		cases := []struct {
+			name, query string
+			has, lacks  []string
+		}{
+			{"NoColumnChosen", "",
+				[]string{`class="col-lineage" href="?field=email_hash#lineage-h"`, `class="col-lineage" href="?field=customer_id#lineage-h"`, "Nodes as a list (3)"},
+				[]string{`id="columns"`, `"kind":"column"`}},
+			{"EmailHash", "?field=email_hash",
+				[]string{`<code>shop.customers.email</code></a> → <code>email_hash</code> <span class="tag">DIRECT TRANSFORMATION</span>`,
+					`<code>mart.customer_emails.email_hash</code>`, `"kind":"column","label":"email → email_hash\nDIRECT TRANSFORMATION"`,
+					`href="/assets/` + x.customers.ID.String() + `?field=email#lineage-h"`, "Nodes as a list (3)"},
+				[]string{"IDENTITY"}},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				body := readBody(mustGet(t, x.srv.Client(), x.srv.URL+"/assets/"+emails+tc.query))
+				for _, want := range tc.has {
+					if !strings.Contains(body, want) {
+						t.Errorf("the page lacks %s", want)
+					}
+				}
+				for _, not := range tc.lacks {
+					if strings.Contains(body, not) {
+						t.Errorf("the page has %s", not)
+					}
+				}
+				m := regexp.MustCompile(`(?s)<script type="application/json" id="lineage-data">(.*?)</script>`).FindStringSubmatch(body)
+				if m == nil {
+					t.Fatal("no lineage data")
+				}
+				var g struct {
+					Nodes []struct {
+						Data struct{ ID string } `json:"data"`
+					} `json:"nodes"`
+				}
+				if err := json.Unmarshal([]byte(m[1]), &g); err != nil {
+					t.Fatal(err)
+				}
+				for _, n := range g.Nodes {
+					if !strings.Contains(body, `<li data-id="`+n.Data.ID+`">`) {
+						t.Errorf("graph node %s is not in the list", n.Data.ID)
+					}
+				}
+			})
+		}
+	})
 }
