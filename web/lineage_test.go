@@ -246,3 +246,28 @@ func TestColumnLineageOnAssetPage(t *testing.T) {
 		}
 	})
 }
+
+// TestColumnEdgesDrawn: in a real browser, the chosen column's lineage is drawn over the graph
+// as a column edge labelled with both columns and the transformation.
+func TestColumnEdgesDrawn(t *testing.T) {
+	bin := chromium(t)
+	x := newCurated(t, storagetest.Open(t, storagetest.Backends[0]))
+	bctx := chromiumContext(t, bin)
+	if err := chromedp.Do(bctx, chromedp.Navigate(x.srv.URL+"/assets/"+x.emails.ID.String()+"?field=email_hash"), chromedp.WaitVisible(chromedp.ID("lineage-graph"))); err != nil {
+		t.Fatal(err)
+	}
+	labels, err := chromedp.Run(bctx, chromedp.Evaluate[[]string](`window.tidemarkGraph.edges("[kind = 'column']").map(e => e.source().data("label") + ": " + e.data("label"))`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"shop.customers: email → email_hash\nDIRECT TRANSFORMATION"}; !slices.Equal(labels, want) {
+		t.Fatalf("column edges %q; want %q", labels, want)
+	}
+	png, err := chromedp.Run(bctx, chromedp.Screenshot(chromedp.CSS("section.lineage")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join("testdata", "screenshots", "lineage-column.png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
