@@ -156,14 +156,19 @@ func TestBrowser(t *testing.T) {
 		}
 	}
 	shot("asset")
-	// The graph alone, and a click on a node goes to its page.
+	// The graph alone; a click on a node selects it and shows its details, whose link goes to
+	// its page.
 	must(chromedp.Do(bctx, chromedp.Navigate(assetURL)))
 	shot("lineage")
-	_, err = chromedp.Run(bctx, chromedp.WaitEvent(page.LoadEventFired, nil,
-		chromedp.Evaluate[bool](`(() => { const n = window.tidemarkGraph.nodes().filter(n => n.data("label") === "load_orders")[0]; n.emit("tap"); return true })()`)))
+	_, err = chromedp.Run(bctx, chromedp.Evaluate[bool](`(() => { const n = window.tidemarkGraph.nodes().filter(n => n.data("label") === "load_orders")[0]; n.emit("tap"); return true })()`))
+	must(err)
+	if d := text("#lineage-details"); !strings.Contains(d, "load_orders") {
+		t.Fatalf("clicking a graph node showed %q", d)
+	}
+	_, err = chromedp.Run(bctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Click(chromedp.ID("lineage-open"))))
 	must(err)
 	if h := text("h1"); !strings.Contains(h, "load_orders") {
-		t.Fatalf("clicking a graph node led to %q", h)
+		t.Fatalf("the details' link led to %q", h)
 	}
 
 	// Anonymous visitors see proposals but no approve button.

@@ -180,7 +180,7 @@ func (a *API) lineageRoutes() {
 		Tag:     "lineage",
 		Params: []param{
 			{Name: "nodeId", In: "query", Required: true, Description: "dataset:<namespace>:<name> or job:<namespace>:<name>; former names work"},
-			{Name: "depth", In: "query", Description: "hops, 1-20, default 20"},
+			{Name: "depth", In: "query", Description: "hops, 1-20, default 20; every job in the answer comes with all its inputs and outputs, as in Marquez"},
 			{Name: "limit", In: "query", Description: "most nodes to return (whole levels), 1 to the server's cap (--lineage-max-nodes), default 1000; truncated says when more exist"},
 		},
 		Responses: map[int]any{200: marquezGraphResponse{}},

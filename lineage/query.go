@@ -84,7 +84,7 @@ func ParseDirection(s string) (Direction, error) {
 
 // Lineage walks the graph from an asset.
 func (s *Service) Lineage(ctx context.Context, id uuid.UUID, dir Direction, depth, limit int) (LineageResult, error) {
-	res, err := s.walk(ctx, id, dir, depth, limit)
+	res, err := s.walk(ctx, id, dir, depth, limit, false)
 	if err != nil || s.relations == nil {
 		return res, err
 	}
@@ -96,8 +96,9 @@ func (s *Service) Lineage(ctx context.Context, id uuid.UUID, dir Direction, dept
 	return res, nil
 }
 
-// walk is Lineage without the start's relations (the Marquez form has no place for them).
-func (s *Service) walk(ctx context.Context, id uuid.UUID, dir Direction, depth, limit int) (LineageResult, error) {
+// walk is Lineage without the start's relations (the Marquez form has no place for them);
+// jobIO adds every input and output of the jobs reached, as Marquez does.
+func (s *Service) walk(ctx context.Context, id uuid.UUID, dir Direction, depth, limit int, jobIO bool) (LineageResult, error) {
 	if err := checkWalk(depth, limit, s.maxNodes); err != nil {
 		return LineageResult{}, err
 	}
@@ -108,32 +109,24 @@ func (s *Service) walk(ctx context.Context, id uuid.UUID, dir Direction, depth, 
 		return LineageResult{}, err
 	}
 	t := s.graph.Traverse(id, dir, depth, limit)
-	var missing []uuid.UUID // not in memory (yet): written by another replica since the last Sync
-	for _, n := range t.Nodes {
-		if n.Kind == "" {
-			missing = append(missing, n.ID)
-		}
+	missing, err := s.learn(ctx, &t)
+	if err != nil {
+		return LineageResult{}, err
 	}
-	if len(missing) > 0 {
-		found, err := s.cat.Summaries(ctx, missing)
+	if jobIO { // after learn: a job is known by its kind
+		t = s.graph.withJobIO(t, limit)
+		more, err := s.learn(ctx, &t)
 		if err != nil {
 			return LineageResult{}, err
 		}
-		learned := make([]catalog.Summary, 0, len(found))
-		for i, n := range t.Nodes {
-			if sum, ok := found[n.ID]; ok && n.Kind == "" {
-				t.Nodes[i].Summary = sum
-				learned = append(learned, sum)
-			}
-		}
-		s.graph.setInfo(learned)
+		missing = missing || more
 	}
 	if t.Nodes[0].Kind == "" {
 		return LineageResult{}, &catalog.Error{Kind: catalog.ErrNotFound, Message: fmt.Sprintf("asset %s does not exist", id)}
 	}
 	res := LineageResult{Root: id, ReachedPerDepth: t.ReachedPerDepth, Truncated: t.Truncated,
 		Freshness: s.graph.Freshness(), Nodes: t.Nodes, Edges: t.Edges}
-	if len(missing) > 0 { // an edge to an asset that no longer exists is left out, with the asset
+	if missing { // an edge to an asset that no longer exists is left out, with the asset
 		at := make([]int32, len(t.Nodes)) // index in res.Nodes, -1 when left out
 		res.Nodes = t.Nodes[:0]
 		for i, n := range t.Nodes {
@@ -152,6 +145,33 @@ func (s *Service) walk(ctx context.Context, id uuid.UUID, dir Direction, depth, 
 	}
 	res.Relations = []Relation{}
 	return res, nil
+}
+
+// learn reads the summaries of nodes not in memory (yet): written by another replica since
+// the last Sync. It reports whether any node was unknown.
+func (s *Service) learn(ctx context.Context, t *Traversal) (bool, error) {
+	var missing []uuid.UUID
+	for _, n := range t.Nodes {
+		if n.Kind == "" {
+			missing = append(missing, n.ID)
+		}
+	}
+	if len(missing) == 0 {
+		return false, nil
+	}
+	found, err := s.cat.Summaries(ctx, missing)
+	if err != nil {
+		return true, err
+	}
+	learned := make([]catalog.Summary, 0, len(found))
+	for i, n := range t.Nodes {
+		if sum, ok := found[n.ID]; ok && n.Kind == "" {
+			t.Nodes[i].Summary = sum
+			learned = append(learned, sum)
+		}
+	}
+	s.graph.setInfo(learned)
+	return true, nil
 }
 
 // Downstream lists the assets downstream of id within depth hops (the cleanup bot asks whether
@@ -277,14 +297,15 @@ type GraphNode struct {
 }
 
 // MarquezGraph returns the graph around a node the way Marquez's /lineage does: both
-// directions, depth hops, every node with its in and out edges among the returned nodes.
+// directions, depth hops, every job with all its inputs and outputs (a dataset's writer shows
+// its other inputs too), every node with its in and out edges among the returned nodes.
 // At most limit nodes are returned (whole levels; Truncated says when more exist).
 func (s *Service) MarquezGraph(ctx context.Context, nodeID string, depth, limit int) ([]GraphNode, LineageResult, error) {
 	id, err := s.ResolveNodeID(ctx, nodeID)
 	if err != nil {
 		return nil, LineageResult{}, err
 	}
-	res, err := s.walk(ctx, id, Both, depth, limit)
+	res, err := s.walk(ctx, id, Both, depth, limit, true)
 	if err != nil {
 		return nil, LineageResult{}, err
 	}

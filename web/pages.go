@@ -134,29 +134,6 @@ func (u *UI) home(w http.ResponseWriter, r *http.Request) {
 
 // --- the asset page ---------------------------------------------------------------------------
 
-type graphData struct {
-	Nodes []graphNode `json:"nodes"`
-	Edges []graphEdge `json:"edges"`
-}
-
-type graphNode struct {
-	Data struct {
-		ID    string `json:"id"`
-		Label string `json:"label"`
-		Kind  string `json:"kind"`
-		Href  string `json:"href"`
-		Root  bool   `json:"root"`
-	} `json:"data"`
-}
-
-type graphEdge struct {
-	Data struct {
-		Source string `json:"source"`
-		Target string `json:"target"`
-		Kind   string `json:"kind,omitempty"` // migrated_to; data flow otherwise
-	} `json:"data"`
-}
-
 type chartData struct {
 	// From and To bound the x axis to the window asked for: with one day of data, the chart
 	// library would otherwise stretch the axis over years.
@@ -174,12 +151,13 @@ type assetData struct {
 	Usage     *usage.Series
 	Chart     chartData
 	Depth     int
-	Graph     graphData
-	Lineage   []lineage.Node
+	Direction lineage.Direction
+	Dirs      []dirLink // the direction switch
+	Graph     graphData // also the node list: every node the graph may draw
 	Truncated bool
 	Field     string
-	Fields    []string
-	Columns   []lineage.ColumnNode
+	Fields    []string // this asset's columns with column lineage
+	Columns   []columnRow
 	Runs      []lineage.RunInfo
 	Table     *tables.Table
 	Health    *tables.Health
@@ -229,10 +207,14 @@ func (u *UI) assetPage(w http.ResponseWriter, r *http.Request, status int, edit 
 		u.fail(w, r, err)
 		return
 	}
-	d := assetData{Asset: a, Depth: 2, Field: r.URL.Query().Get("field"), Edit: edit}
+	d := assetData{Asset: a, Depth: 2, Direction: lineage.Both, Field: r.URL.Query().Get("field"), Edit: edit}
 	if n, err := strconv.Atoi(r.URL.Query().Get("depth")); err == nil && n >= 1 && n <= 10 {
 		d.Depth = n
 	}
+	if dir, err := lineage.ParseDirection(r.URL.Query().Get("direction")); err == nil {
+		d.Direction = dir
+	}
+	d.Dirs = dirLinks(d)
 	if d.Names, err = u.cfg.Catalog.Names(ctx, id); err != nil {
 		u.fail(w, r, err)
 		return
@@ -326,93 +308,9 @@ func (u *UI) assetPage(w http.ResponseWriter, r *http.Request, status int, edit 
 	}
 	slices.Sort(d.Missing) // in one order whichever part failed first
 	d.Graph = withMigrations(d.Graph, d.Migrations, d.MigrationNames)
+	d.Graph = withColumns(d.Graph, d.Columns)
 	d.Edit.current(&d)
 	u.render(w, r, status, "asset", a.Name, d)
-}
-
-// lineageParts reads the asset page's lineage parts at once: the graph, the runs, the columns
-// with lineage and the chosen column's lineage, the schema. What fails is listed through miss.
-func (u *UI) lineageParts(g *errgroup.Group, r *http.Request, d *assetData, miss func(string, error) bool) {
-	ctx, a, id := r.Context(), d.Asset, d.Asset.ID
-	g.Go(func() error {
-		l, err := u.cfg.Lineage.Lineage(ctx, id, lineage.Both, d.Depth, 300)
-		if !miss("the lineage graph", err) {
-			d.Lineage, d.Truncated = l.Nodes, l.Truncated
-			for _, n := range l.Nodes {
-				var gn graphNode
-				gn.Data.ID, gn.Data.Label, gn.Data.Kind = n.ID.String(), n.Name, string(n.Kind)
-				gn.Data.Href, gn.Data.Root = "/assets/"+n.ID.String(), n.ID == id
-				d.Graph.Nodes = append(d.Graph.Nodes, gn)
-			}
-			for _, e := range l.Edges {
-				var ge graphEdge
-				ge.Data.Source, ge.Data.Target = l.Nodes[e[0]].ID.String(), l.Nodes[e[1]].ID.String()
-				d.Graph.Edges = append(d.Graph.Edges, ge)
-			}
-		}
-		return nil
-	})
-	if a.Kind == catalog.KindJob || a.Kind == catalog.KindTable || a.Kind == catalog.KindView {
-		g.Go(func() error {
-			var err error
-			d.Runs, err = u.cfg.Lineage.RunsOf(ctx, id, 20)
-			miss("the runs", err)
-			return nil
-		})
-	}
-	if a.Kind != catalog.KindJob && a.Status != catalog.StatusDeleted {
-		g.Go(func() error {
-			cols, err := u.cfg.Lineage.ColumnLineageOf(ctx, id, "", 1, false)
-			if !miss("the columns with lineage", err) {
-				for _, c := range cols {
-					if c.AssetID == id && !slices.Contains(d.Fields, c.Field) {
-						d.Fields = append(d.Fields, c.Field)
-					}
-				}
-			}
-			return nil
-		})
-		if d.Field != "" {
-			g.Go(func() error {
-				var err error
-				d.Columns, err = u.cfg.Lineage.ColumnLineageOf(ctx, id, d.Field, 3, true)
-				miss("the column's lineage", err)
-				return nil
-			})
-		}
-	}
-	g.Go(func() error {
-		var err error
-		d.Schema, err = u.schema(r, id)
-		miss("the schema", err)
-		return nil
-	})
-}
-
-// withMigrations adds a migrated_to edge from each migration's old asset to its new one, and the
-// other asset as a node when the lineage walk did not reach it: the move shows in both graphs.
-func withMigrations(g graphData, ms []reconcile.Migration, names map[uuid.UUID]string) graphData {
-	if len(g.Nodes) == 0 {
-		return g
-	}
-	have := map[string]bool{}
-	for _, n := range g.Nodes {
-		have[n.Data.ID] = true
-	}
-	for _, m := range ms {
-		for _, id := range []uuid.UUID{m.OldAssetID, m.NewAssetID} {
-			if !have[id.String()] {
-				have[id.String()] = true
-				var gn graphNode
-				gn.Data.ID, gn.Data.Label, gn.Data.Kind, gn.Data.Href = id.String(), names[id], "table", "/assets/"+id.String()
-				g.Nodes = append(g.Nodes, gn)
-			}
-		}
-		var ge graphEdge
-		ge.Data.Source, ge.Data.Target, ge.Data.Kind = m.OldAssetID.String(), m.NewAssetID.String(), "migrated_to"
-		g.Edges = append(g.Edges, ge)
-	}
-	return g
 }
 
 // schema reads the asset's OpenLineage schema facet, when lineage stored one.

@@ -102,7 +102,7 @@ func TestPages(t *testing.T) {
 			{"/scans", 200, "No scans yet"},
 			{"/audit", 200, "asset.rename"},
 			{"/signin", 200, "API token"},
-			{"/static/app.js", 200, "tidemarkGraph"},
+			{"/static/lineage.js", 200, "tidemarkGraph"},
 			{"/static/vendor/cytoscape.min.js", 200, "cytoscape"},
 			{"/signin?flash=decided", 200, "Decision recorded"},
 			{"/static/", 404, ""},
@@ -414,8 +414,10 @@ func TestMigrationPages(t *testing.T) {
 		}
 		for id, want := range map[uuid.UUID]string{old.Asset.ID: "Moving to sales.orders", nw.Asset.ID: "Moved here from shop.public.orders"} {
 			asset := readBody(mustGet(t, srv.Client(), srv.URL+"/assets/"+id.String()))
-			if !strings.Contains(asset, want) || !strings.Contains(asset, "migrated_to") {
-				t.Fatalf("asset page of %s lacks %q or the migrated_to edge:\n%s", id, want, asset)
+			// The other side is drawn, so the node list has it too (it counted only lineage nodes).
+			if !strings.Contains(asset, want) || !strings.Contains(asset, "migrated_to") || !strings.Contains(asset, "other side of a migration") ||
+				!strings.Contains(asset, "Nodes as a list (2)") {
+				t.Fatalf("asset page of %s lacks %q, the migrated_to edge or the other side in the node list:\n%s", id, want, asset)
 			}
 		}
 	})
