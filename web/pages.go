@@ -277,18 +277,7 @@ func (u *UI) assetPage(w http.ResponseWriter, r *http.Request, status int, edit 
 		u.lineageParts(&g, r, &d, miss)
 	}
 	u.curationParts(&g, r, &d, miss)
-	g.Go(func() error {
-		shares, err := u.cfg.Catalog.NameShares(ctx, id)
-		if miss("the names other assets held", err) || len(shares) == 0 {
-			return nil
-		}
-		d.Shares = shares
-		evs, _, err := u.cfg.Catalog.Audit(ctx, id, uuid.Nil, 1) // oldest first: the creation
-		if !miss("who created this asset", err) && len(evs) == 1 && evs[0].Action == catalog.ActionCreate {
-			d.CreatedBy = evs[0].Actor
-		}
-		return nil
-	})
+	u.nameShareParts(&g, r, &d, miss)
 	if u.cfg.Tables != nil {
 		g.Go(func() error {
 			t, err := u.cfg.Tables.Get(ctx, id)
@@ -345,6 +334,24 @@ func (u *UI) assetPage(w http.ResponseWriter, r *http.Request, status int, edit 
 	d.Graph = withMigrations(d.Graph, d.Migrations, d.MigrationNames)
 	d.Edit.current(&d)
 	u.render(w, r, status, "asset", a.Name, d)
+}
+
+// nameShareParts reads the names of the asset other assets held before or after it and, when
+// there are some, who created the asset (for the warning on a name taken again).
+func (u *UI) nameShareParts(g *errgroup.Group, r *http.Request, d *assetData, miss func(string, error) bool) {
+	ctx, id := r.Context(), d.Asset.ID
+	g.Go(func() error {
+		shares, err := u.cfg.Catalog.NameShares(ctx, id)
+		if miss("the names other assets held", err) || len(shares) == 0 {
+			return nil
+		}
+		d.Shares = shares
+		evs, _, err := u.cfg.Catalog.Audit(ctx, id, uuid.Nil, 1) // oldest first: the creation
+		if !miss("who created this asset", err) && len(evs) == 1 && evs[0].Action == catalog.ActionCreate {
+			d.CreatedBy = evs[0].Actor
+		}
+		return nil
+	})
 }
 
 // lineageParts reads the asset page's lineage parts at once: the graph, the runs, the columns
