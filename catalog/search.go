@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -110,9 +111,9 @@ type SearchHit struct {
 	MatchedFormer *Name
 	// MatchedTags and MatchedOwners are the tags and owners that matched.
 	MatchedTags, MatchedOwners []string
-	// Score orders the hits, highest first: 2 to 3 for an exact match of the current name, 1 to
-	// 2 when the current name holds every word, 0 to 1 otherwise (the full-text rank decides
-	// within each band); 0 when the search has no words.
+	// Score orders the hits, highest first: 3 to 4 for an exact match of the current name, 2 to
+	// 3 for an exact match of a former name, 1 to 2 when the current name holds every word, 0 to
+	// 1 otherwise (the full-text rank decides within each band); 0 when the search has no words.
 	Score float64
 }
 
@@ -128,16 +129,24 @@ func newSearchPlan(text string) searchPlan {
 	return searchPlan{tokens: toks, key: strings.Join(toks, " ")}
 }
 
+// fts5Whole is fts5 with every token whole (no prefix): for exact matches.
+func (p searchPlan) fts5Whole(column string) string { return p.fts5Query(column, false) }
+
+// tsqueryWhole is tsquery with every token whole (no prefix): for exact matches.
+func (p searchPlan) tsqueryWhole() string { return strings.TrimSuffix(p.tsquery(), ":*") }
+
 // fts5 is the SQLite FTS5 query: every token (implicit AND), the last as a prefix; with column
 // set, only in that column.
-func (p searchPlan) fts5(column string) string {
+func (p searchPlan) fts5(column string) string { return p.fts5Query(column, true) }
+
+func (p searchPlan) fts5Query(column string, prefix bool) string {
 	var b strings.Builder
 	for i, t := range p.tokens {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
 		b.WriteString(`"` + strings.ReplaceAll(t, `"`, `""`) + `"`)
-		if i == len(p.tokens)-1 {
+		if prefix && i == len(p.tokens)-1 {
 			b.WriteByte('*')
 		}
 	}
@@ -171,8 +180,9 @@ const (
 )
 
 // SearchAssets finds assets by words in their current and former names, tags, glossary terms,
-// owners, description and columns, ranked: an exact match of the current name first, then
-// assets whose current name holds every word, then by full-text rank (weighted by field).
+// owners, description and columns, ranked: an exact match of the current name first, then an
+// exact match of a former name (the asset a person knew by that name), then assets whose
+// current name holds every word, then by full-text rank (weighted by field).
 // Deleted assets are left out unless asked for. Without words, the filters list their assets
 // by name. See SearchResult for how much of a very common word's matches a search examines.
 func (c *Catalog) SearchAssets(ctx context.Context, q SearchQuery) (SearchResult, error) {
@@ -316,13 +326,21 @@ type searcher struct {
 	complete bool
 }
 
-// candidate is an examined match: its band (0 exact name, 1 name holds every word, 2 other)
-// and its full-text rank within [0, 1), higher better.
+// candidate is an examined match: its band (tierExact ... tierOther) and its full-text rank
+// within [0, 1), higher better.
 type candidate struct {
 	id   int
 	tier int
 	rel  float64
 }
+
+// The bands of a search's hits, best first.
+const (
+	tierExact  = iota // the current name is the words
+	tierFormer        // a former name is the words (or its last dotted part is)
+	tierNamed         // the current name holds every word
+	tierOther         // the words are found elsewhere
+)
 
 // eligible is the condition a doc (its ID in idExpr) must meet besides matching: its status
 // (not deleted, unless asked for) and each facet filter but skip, all through the facet index.
@@ -373,13 +391,14 @@ func (s *searcher) filters() [][2]string {
 	return out
 }
 
-// matches finds the matches of the words, in one statement of three parts: the assets whose
+// matches finds the matches of the words, in one statement of four parts: the assets whose
 // current name is exactly the words (through the name_key index), the assets whose current
-// name holds every word, with their rank, and every match in index order; the last two stop
-// after the window. On SQLite the other matches are ranked by a second statement only when the
-// page reaches past the name matches: there ranking costs more per match than finding it (4 µs
-// against 1 µs for two words), and a common word's name matches usually fill the page.
-// It returns the doc IDs of the requested page.
+// name holds every word, with their rank, every match in index order, and the assets whose
+// former names hold every word (exactFormer then keeps those with a former name that is the
+// words); the last three stop after the window. On SQLite the other matches are ranked by a
+// second statement only when the page reaches past the name matches: there ranking costs more
+// per match than finding it (4 µs against 1 µs for two words), and a common word's name
+// matches usually fill the page. It returns the doc IDs of the requested page.
 func (s *searcher) matches(ctx context.Context) ([]int, error) {
 	a := newSQLArgs(s.d)
 	var keys []string // the exact name could be any suffix of the words (the rest the namespace)
@@ -394,20 +413,23 @@ func (s *searcher) matches(ctx context.Context) ([]int, error) {
 	// matching them twice (find, then rank) costs more than ranking them once.
 	rankAll := s.d == dialect.Postgres || len(s.plan.tokens) > 1
 	all := s.matchPart(a, 2, rankAll)
-	rows, err := s.client.QueryContext(ctx, exact+" UNION ALL "+named+" UNION ALL "+all, a.args...)
+	former := s.matchPart(a, 3, false)
+	rows, err := s.client.QueryContext(ctx, exact+" UNION ALL "+named+" UNION ALL "+all+" UNION ALL "+former, a.args...)
 	if err != nil {
 		return nil, fmt.Errorf("catalog: search: %w", err)
 	}
 	defer rows.Close()
 	var exacts, names, alls []candidate
-	nameRank := map[int]float64{}
+	var formers []int
+	rank := map[int]float64{} // by the name part's rank where there is one, else the whole doc's
 	for rows.Next() {
 		var c candidate
+		var part int
 		var nameKey, tName string
-		if err := rows.Scan(&c.tier, &c.id, &c.rel, &nameKey, &tName); err != nil {
+		if err := rows.Scan(&part, &c.id, &c.rel, &nameKey, &tName); err != nil {
 			return nil, fmt.Errorf("catalog: search: %w", err)
 		}
-		switch c.tier {
+		switch part {
 		case 0:
 			if nameKey == s.plan.key || tName == s.plan.key {
 				exacts = append(exacts, c)
@@ -415,16 +437,25 @@ func (s *searcher) matches(ctx context.Context) ([]int, error) {
 		case 1:
 			c.rel = s.rel(c.rel)
 			names = append(names, c)
-			nameRank[c.id] = c.rel
-		default:
+			rank[c.id] = c.rel
+		case 2:
 			c.rel = s.rel(c.rel)
 			alls = append(alls, c)
+			if _, ok := rank[c.id]; !ok {
+				rank[c.id] = c.rel
+			}
+		default:
+			formers = append(formers, c.id)
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("catalog: search: %w", err)
 	}
 	rows.Close()
+	formerExact, err := s.exactFormer(ctx, formers)
+	if err != nil {
+		return nil, err
+	}
 	s.complete = len(alls) <= s.window
 	s.examined = make(map[int]candidate, min(len(alls), s.window))
 	add := func(id, tier int, rel float64) {
@@ -433,36 +464,21 @@ func (s *searcher) matches(ctx context.Context) ([]int, error) {
 		}
 	}
 	for _, e := range exacts {
-		add(e.id, 0, nameRank[e.id])
+		add(e.id, tierExact, rank[e.id])
+	}
+	for _, id := range formerExact {
+		add(id, tierFormer, rank[id])
 	}
 	for _, n := range names {
-		add(n.id, 1, n.rel)
+		add(n.id, tierNamed, n.rel)
 	}
 	named0 := len(s.examined)
 	for _, m := range alls {
-		add(m.id, 2, m.rel)
+		add(m.id, tierOther, m.rel)
 	}
 	if !rankAll && named0 < s.q.Offset+s.q.Limit && len(s.examined) > named0 {
-		// The page reaches the other matches: rank them, the same window of them.
-		a := newSQLArgs(s.d)
-		rows, err := s.client.QueryContext(ctx, s.matchPart(a, 2, true), a.args...)
-		if err != nil {
-			return nil, fmt.Errorf("catalog: search: rank: %w", err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var c candidate
-			var k1, k2 string
-			if err := rows.Scan(&c.tier, &c.id, &c.rel, &k1, &k2); err != nil {
-				return nil, fmt.Errorf("catalog: search: rank: %w", err)
-			}
-			if e, ok := s.examined[c.id]; ok && e.tier == 2 {
-				e.rel = s.rel(c.rel)
-				s.examined[c.id] = e
-			}
-		}
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("catalog: search: rank: %w", err)
+		if err := s.rankOthers(ctx); err != nil {
+			return nil, err
 		}
 	}
 	order := make([]candidate, 0, len(s.examined))
@@ -479,6 +495,71 @@ func (s *searcher) matches(ctx context.Context) ([]int, error) {
 	return page, nil
 }
 
+// rankOthers ranks the examined matches of the last band (SQLite, when the page reaches them),
+// the same window of them.
+func (s *searcher) rankOthers(ctx context.Context) error {
+	a := newSQLArgs(s.d)
+	rows, err := s.client.QueryContext(ctx, s.matchPart(a, 2, true), a.args...)
+	if err != nil {
+		return fmt.Errorf("catalog: search: rank: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var c candidate
+		var part int
+		var k1, k2 string
+		if err := rows.Scan(&part, &c.id, &c.rel, &k1, &k2); err != nil {
+			return fmt.Errorf("catalog: search: rank: %w", err)
+		}
+		if e, ok := s.examined[c.id]; ok && e.tier == tierOther {
+			e.rel = s.rel(c.rel)
+			s.examined[c.id] = e
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("catalog: search: rank: %w", err)
+	}
+	return nil
+}
+
+// exactFormer keeps, of docs whose former names hold every word, those with a former name
+// that is the words: its name ("db.orders" for "db orders"), its namespace and name, or its
+// name's last dotted part ("orders" for "db.orders"), in doc ID order. Former names are few,
+// so reading them for the candidates is one small query.
+func (s *searcher) exactFormer(ctx context.Context, docs []int) ([]int, error) {
+	if len(docs) == 0 {
+		return nil, nil
+	}
+	a := newSQLArgs(s.d)
+	rows, err := s.client.QueryContext(ctx, "SELECT d.id, d.namespace, d.name, n.namespace, n.name FROM search_docs d"+
+		" JOIN asset_names n ON n.asset_id = d.asset_id WHERE d.id IN ("+a.list(docs)+")", a.args...)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: search: former names: %w", err)
+	}
+	defer rows.Close()
+	found := map[int]bool{}
+	for rows.Next() {
+		var id int
+		var curNS, cur, ns, name string
+		if err := rows.Scan(&id, &curNS, &cur, &ns, &name); err != nil {
+			return nil, fmt.Errorf("catalog: search: former names: %w", err)
+		}
+		if (ns != curNS || name != cur) && formerNameIs(s.plan.key, ns, name) {
+			found[id] = true
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("catalog: search: former names: %w", err)
+	}
+	return slices.Sorted(maps.Keys(found)), nil
+}
+
+// formerNameIs reports whether the words (key, as tokenText makes it) are the name namespace.name.
+func formerNameIs(key, namespace, name string) bool {
+	last := name[strings.LastIndexByte(name, '.')+1:]
+	return key == tokenText(name) || key == tokenText(namespace, name) || key == tokenText(last)
+}
+
 // matchPart is the statement of one part of matches: the docs whose current name holds every
 // word (part 1) or all matches (part 2), eligible, in index order, up to one past the window;
 // with rank, their full-text rank (the name part's, on SQLite, ranks by the name alone: FTS5
@@ -490,23 +571,29 @@ func (s *searcher) matchPart(a *sqlArgs, part int, rank bool) string {
 		if rank {
 			r = "ts_rank(" + tsRankWeights + ", d.tsv, to_tsquery('simple', " + a.add(s.plan.tsquery()) + "), " + tsRankNormBand + ")"
 		}
-		vector := "d.tsv"
-		if part == 1 {
+		vector, query := "d.tsv", s.plan.tsquery()
+		switch part {
+		case 1:
 			vector = "to_tsvector('simple', d.t_name)" // its own index: search_docs_name_tsv
+		case 3:
+			vector, query = "to_tsvector('simple', d.t_former)", s.plan.tsqueryWhole() // search_docs_former_tsv
 		}
-		match := vector + " @@ to_tsquery('simple', " + a.add(s.plan.tsquery()) + ")"
+		match := vector + " @@ to_tsquery('simple', " + a.add(query) + ")"
 		return "(SELECT " + strconv.Itoa(part) + ", d.id, " + r + ", '', '' FROM search_docs d WHERE " + match +
 			" AND " + s.eligible(a, "d.id", "") + " LIMIT " + limit + ")"
 	}
 	if rank {
 		r = "bm25(search_fts, " + bm25Weights + ")"
 	}
-	column := ""
-	if part == 1 {
-		column = "t_name"
+	query := s.plan.fts5("")
+	switch part {
+	case 1:
+		query = s.plan.fts5("t_name")
+	case 3:
+		query = s.plan.fts5Whole("t_former")
 	}
 	return "SELECT * FROM (SELECT " + strconv.Itoa(part) + ", rowid, " + r + ", '', '' FROM search_fts WHERE search_fts MATCH " +
-		a.add(s.plan.fts5(column)) + " AND " + s.eligible(a, "search_fts.rowid", "") + " LIMIT " + limit + ")"
+		a.add(query) + " AND " + s.eligible(a, "search_fts.rowid", "") + " LIMIT " + limit + ")"
 }
 
 // rel turns a database's rank into [0, 1), higher better.
@@ -545,7 +632,7 @@ func (s *searcher) listing(ctx context.Context) ([]int, error) {
 	ids = ids[:min(len(ids), s.window)]
 	s.examined = make(map[int]candidate, len(ids))
 	for _, id := range ids {
-		s.examined[id] = candidate{id: id, tier: 2}
+		s.examined[id] = candidate{id: id, tier: tierOther}
 	}
 	if len(ids) == 0 {
 		return nil, nil
@@ -627,7 +714,7 @@ func (s *searcher) pageHits(ctx context.Context, page []int) ([]hit, error) {
 		}
 		h.Kind, h.Status = Kind(kind), Status(status)
 		if c := s.examined[h.docID]; len(s.plan.tokens) > 0 {
-			h.Score = float64(2-c.tier) + max(c.rel, 0)
+			h.Score = float64(tierOther-c.tier) + max(c.rel, 0)
 		}
 		byID[h.docID] = h
 	}

@@ -140,6 +140,59 @@ func TestSearchRanking(t *testing.T) {
 	})
 }
 
+// TestSearchExactFormerName is issue 35's case: 30 tables whose current name holds "orders", a
+// job load_orders and a CSV file; the table once called db.orders (now db.sales_orders) comes
+// right after the exact current name, on the first page, and so does a search for its whole
+// former name.
+func TestSearchExactFormerName(t *testing.T) {
+	eachBackend(t, func(t *testing.T, e env) {
+		ctx := context.Background()
+		sales := e.create(t, "iceberg://lake", "db.orders").ID
+		e.clock.Advance(time.Hour)
+		if _, err := e.cat.Rename(ctx, sales, catalog.AnyVersion, "", "db.sales_orders"); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 30 {
+			e.create(t, "iceberg://lake", fmt.Sprintf("db.orders_%02d", i))
+		}
+		e.createWith(t, catalog.CreateInput{Kind: catalog.KindJob, Namespace: "spark", Name: "load_orders"})
+		e.createWith(t, catalog.CreateInput{Kind: catalog.KindFileSet, Namespace: "s3://landing", Name: "orders/2026-11-29.csv"})
+		// An old name that merely holds the word is no exact match: it stays with the others.
+		archive := e.create(t, "legacy", "orders_archive").ID
+		if _, err := e.cat.Rename(ctx, archive, catalog.AnyVersion, "", "archive_2019"); err != nil {
+			t.Fatal(err)
+		}
+		exact := e.create(t, "shop", "orders").ID
+
+		for _, tc := range []struct {
+			name, q string
+			first   []uuid.UUID
+		}{
+			{"LastPartOfAFormerName", "orders", []uuid.UUID{exact, sales}},
+			{"WholeFormerName", "db.orders", []uuid.UUID{sales}},
+			{"NamespaceAndFormerName", "iceberg://lake.db.orders", []uuid.UUID{sales}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				res := e.search(t, catalog.SearchQuery{Text: tc.q, Limit: 100})
+				got := hitIDs(res)
+				if len(got) < len(tc.first) || !slices.Equal(got[:len(tc.first)], tc.first) {
+					t.Fatalf("%q: first hits %v, want %v", tc.q, got, tc.first)
+				}
+				if tc.q == "orders" && len(got) != 35 {
+					t.Errorf("%q: %d hits, want the 35 assets holding the word", tc.q, len(got))
+				}
+				h := hitOf(t, res, sales)
+				if h.MatchedFormer == nil || h.MatchedFormer.Name != "db.orders" || h.Score < 2 || h.Score >= 3 {
+					t.Errorf("%q: former-name hit %+v (former %+v), want score in [2, 3)", tc.q, h, h.MatchedFormer)
+				}
+				if pos := slices.Index(got, archive); tc.q == "orders" && pos < 2 { // -1 (missing) too
+					t.Errorf("%q: orders_archive (a former name holding the word) at %d: %v", tc.q, pos, got)
+				}
+			})
+		}
+	})
+}
+
 // TestSearchFormerNames: a rename shows at once: the new name is found as the current name,
 // the old one as a former name, with the name that matched.
 func TestSearchFormerNames(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -639,4 +640,72 @@ func TestLineageNamesFollowRenames(t *testing.T) {
 	if !slices.Contains(names, "dst_v2") || slices.Contains(names, "dst") {
 		t.Fatalf("lineage names after rename = %v", names)
 	}
+}
+
+// TestFormerNameReuseWarns is issue 35's case: db.orders was renamed db.sales_orders. A run that
+// read db.orders before the rename (a late event) counts for db.sales_orders; a run reading it
+// after the rename gets a new asset (names resolve by time: after the rename an engine can only
+// read a table created under the old name), and the answer warns, naming the name, the asset
+// that held it and until when.
+func TestFormerNameReuseWarns(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *server) {
+		sales := s.createAsset(t, "iceberg://lake", "db.orders")
+		s.must(t, 200, req{method: "POST", path: "/api/v1/assets/" + sales.ID + "/rename", token: s.Write,
+			headers: map[string]string{"If-Match": fmt.Sprintf(`"%d"`, sales.Version)}, body: map[string]string{"name": "db.sales_orders"}})
+		var names struct {
+			Names []struct {
+				Name    string     `json:"name"`
+				ValidTo *time.Time `json:"valid_to"`
+			} `json:"names"`
+		}
+		s.must(t, 200, req{method: "GET", path: "/api/v1/assets/" + sales.ID + "/names"}).decode(t, &names)
+		until := names.Names[0].ValidTo
+		if until == nil {
+			t.Fatalf("names %+v", names)
+		}
+		run := func(runID string, at time.Time) map[string]any {
+			return map[string]any{"eventType": "COMPLETE", "eventTime": at.UTC().Format(time.RFC3339Nano), "producer": "test",
+				"run": map[string]any{"runId": runID}, "job": map[string]any{"namespace": "spark", "name": "daily_revenue"},
+				"inputs":  []any{map[string]any{"namespace": "iceberg://lake", "name": "db.orders"}},
+				"outputs": []any{map[string]any{"namespace": "iceberg://lake", "name": "db.revenue"}}}
+		}
+		type answer struct {
+			Warnings []string `json:"warnings"`
+		}
+		inputOf := func(runID string) string {
+			var r struct {
+				Inputs []string `json:"inputs"`
+			}
+			s.must(t, 200, req{method: "GET", path: "/api/v1/runs/" + runID}).decode(t, &r)
+			if len(r.Inputs) != 1 {
+				t.Fatalf("run %s inputs %+v", runID, r.Inputs)
+			}
+			return r.Inputs[0]
+		}
+
+		var late answer
+		s.must(t, 201, req{method: "POST", path: "/api/v1/lineage", token: s.Write, body: run("0190a000-0000-7000-8000-0000000000a1", until.Add(-time.Minute))}).decode(t, &late)
+		if got := inputOf("0190a000-0000-7000-8000-0000000000a1"); got != sales.ID || len(late.Warnings) != 0 {
+			t.Errorf("a run from before the rename read %s (warnings %q), want db.sales_orders %s and no warning", got, late.Warnings, sales.ID)
+		}
+
+		var after answer
+		s.must(t, 201, req{method: "POST", path: "/api/v1/lineage", token: s.Write, body: run("0190a000-0000-7000-8000-0000000000a2", until.Add(time.Second))}).decode(t, &after)
+		created := inputOf("0190a000-0000-7000-8000-0000000000a2")
+		if created == sales.ID {
+			t.Fatalf("a run after the rename read db.sales_orders itself; want a new asset for the reused name")
+		}
+		want := []string{"iceberg://lake db.orders was the name of iceberg://lake db.sales_orders (asset " + sales.ID + ") until " + until.UTC().Format(time.RFC3339), created}
+		if len(after.Warnings) != 1 || !strings.Contains(after.Warnings[0], want[0]) || !strings.Contains(after.Warnings[0], want[1]) {
+			t.Errorf("warnings %q, want one holding %q", after.Warnings, want)
+		}
+		var res struct {
+			Asset  asset `json:"asset"`
+			Former bool  `json:"former"`
+		}
+		s.must(t, 200, req{method: "GET", path: "/api/v1/resolve?namespace=" + url.QueryEscape("iceberg://lake") + "&name=db.orders"}).decode(t, &res)
+		if res.Asset.ID != created || res.Former {
+			t.Errorf("db.orders resolves to %+v, want the new asset %s, current", res, created)
+		}
+	})
 }

@@ -144,6 +144,7 @@ func (a *API) routes() {
 	a.auditRoutes()
 	a.lineageRoutes()
 	a.usageRoutes()
+	a.impactRoutes()
 	a.tableRoutes()
 	a.scanRoutes()
 	a.refCheckRoutes()

@@ -372,7 +372,35 @@ func (a *applier) resolveName(ctx context.Context, ns, name string, kind catalog
 		return catalog.Ref{}, err
 	}
 	a.created(res.Asset.ID)
+	if ok && ref.Until != nil {
+		if err := a.warnReused(ctx, ns, name, ref, res.Asset.ID); err != nil {
+			return catalog.Ref{}, err
+		}
+	}
 	return found(catalog.Ref{ID: res.Asset.ID})
+}
+
+// warnReused says that a name another asset held until before the event was given to a new
+// asset. Names resolve by time (an engine that renamed or dropped a table can only read a table
+// created under the old name since), so the new asset is right when the table is new; when the
+// producer still uses the old name for the renamed table, the person reading this is the one
+// who can tell, and fix the producer.
+func (a *applier) warnReused(ctx context.Context, ns, name string, former catalog.Ref, created uuid.UUID) error {
+	sums, err := a.s.cat.Summaries(ctx, []uuid.UUID{former.ID})
+	if err != nil {
+		return err
+	}
+	holder, what := former.ID.String(), "renamed"
+	if s, ok := sums[former.ID]; ok {
+		holder = fmt.Sprintf("%s %s (asset %s)", s.Namespace, s.Name, former.ID)
+	}
+	if former.Deleted {
+		what = "deleted"
+	}
+	a.warn("%s %s was the name of %s until %s, which has since been %s; this event (at %s) is later, so the name now belongs to a new asset %s. "+
+		"If the event means the same table, send its current name (or a symlink to it) and delete the new asset",
+		ns, name, holder, former.Until.UTC().Format(time.RFC3339), what, a.ev.EventTime.UTC().Format(time.RFC3339), created)
+	return nil
 }
 
 // byCatalog resolves a dataset that carries an OpenLineage catalog facet of an Iceberg catalog

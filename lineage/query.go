@@ -189,6 +189,26 @@ func (s *Service) Downstream(ctx context.Context, id uuid.UUID, depth int) ([]uu
 	return out, nil
 }
 
+// ImpactNodes is the most nodes DownstreamDepths walks: an impact list longer than that is
+// read as "everything", and each node costs the analysis a usage query.
+const ImpactNodes = 500
+
+// DownstreamDepths lists the assets downstream of id within depth hops, each with its depth,
+// and whether the walk stopped at ImpactNodes (for an impact analysis: usage.DownstreamWalk).
+func (s *Service) DownstreamDepths(ctx context.Context, id uuid.UUID, depth int) ([]uuid.UUID, []int, bool, error) {
+	res, err := s.walk(ctx, id, Downstream, depth, ImpactNodes+1, false) // a job's other inputs are not downstream
+	if err != nil {
+		return nil, nil, false, err
+	}
+	ids, depths := make([]uuid.UUID, 0, len(res.Nodes)), make([]int, 0, len(res.Nodes))
+	for _, n := range res.Nodes {
+		if n.ID != id {
+			ids, depths = append(ids, n.ID), append(depths, n.Depth)
+		}
+	}
+	return ids, depths, res.Truncated, nil
+}
+
 // loaded refuses graph answers until the graph has been loaded once.
 func (s *Service) loaded() error {
 	if s.graph.ready.Load() {

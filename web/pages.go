@@ -51,11 +51,12 @@ var funcs = template.FuncMap{
 		b, err := json.Marshal(v)
 		return template.JS(b), err
 	},
-	"short": short,
-	"list":  func(xs ...int) []int { return xs },
-	"list2": func(xs ...string) []string { return xs },
-	"usd":   func(f float64) string { return fmt.Sprintf("$%.2f", f) },
-	"pct":   func(f float64) float64 { return 100 * f },
+	"short":     short,
+	"hasPrefix": strings.HasPrefix,
+	"list":      func(xs ...int) []int { return xs },
+	"list2":     func(xs ...string) []string { return xs },
+	"usd":       func(f float64) string { return fmt.Sprintf("$%.2f", f) },
+	"pct":       func(f float64) float64 { return 100 * f },
 	"add": func(xs ...int) int {
 		n := 0
 		for _, x := range xs {
@@ -164,6 +165,10 @@ type assetData struct {
 	Commits   *tables.CommitHealth // for a table served over the Iceberg REST protocol
 	Proposals []cleanup.Proposal
 	Schema    []schemaField
+	// Shares are names this asset held that another asset held before or after it; CreatedBy
+	// is who created this asset (for the warning on a name taken again).
+	Shares    []catalog.NameShare
+	CreatedBy string
 	// Migrations this asset is the old or the new side of, with both sides' names.
 	Migrations     []reconcile.Migration
 	MigrationNames map[uuid.UUID]string
@@ -254,6 +259,7 @@ func (u *UI) assetPage(w http.ResponseWriter, r *http.Request, status int, edit 
 		u.lineageParts(&g, r, &d, miss)
 	}
 	u.curationParts(&g, r, &d, miss)
+	u.nameShareParts(&g, r, &d, miss)
 	if u.cfg.Tables != nil {
 		g.Go(func() error {
 			t, err := u.cfg.Tables.Get(ctx, id)
@@ -311,6 +317,24 @@ func (u *UI) assetPage(w http.ResponseWriter, r *http.Request, status int, edit 
 	d.Graph = withColumns(d.Graph, d.Columns)
 	d.Edit.current(&d)
 	u.render(w, r, status, "asset", a.Name, d)
+}
+
+// nameShareParts reads the names of the asset other assets held before or after it and, when
+// there are some, who created the asset (for the warning on a name taken again).
+func (u *UI) nameShareParts(g *errgroup.Group, r *http.Request, d *assetData, miss func(string, error) bool) {
+	ctx, id := r.Context(), d.Asset.ID
+	g.Go(func() error {
+		shares, err := u.cfg.Catalog.NameShares(ctx, id)
+		if miss("the names other assets held", err) || len(shares) == 0 {
+			return nil
+		}
+		d.Shares = shares
+		evs, _, err := u.cfg.Catalog.Audit(ctx, id, uuid.Nil, 1) // oldest first: the creation
+		if !miss("who created this asset", err) && len(evs) == 1 && evs[0].Action == catalog.ActionCreate {
+			d.CreatedBy = evs[0].Actor
+		}
+		return nil
+	})
 }
 
 // schema reads the asset's OpenLineage schema facet, when lineage stored one.

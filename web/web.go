@@ -140,6 +140,7 @@ func (u *UI) routes() {
 	u.handle("GET /static/", u.static)
 	u.handleFunc("GET /{$}", u.home)
 	u.handleFunc("GET /assets/{id}", u.asset)
+	u.handleFunc("GET /assets/{id}/impact", u.impact)
 	u.handleFunc("GET /proposals", u.proposals)
 	u.handleFunc("GET /proposals/{id}", u.proposal)
 	u.handleFunc("GET /proposals/{id}/approve", u.approveForm)

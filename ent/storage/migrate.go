@@ -156,6 +156,9 @@ var searchDDL = map[string][]string{
 		// The current name alone, for the assets whose name holds every word of a search (they
 		// rank first): tsv cannot answer that through its index, since the index keeps no weights.
 		`CREATE INDEX IF NOT EXISTS search_docs_name_tsv ON search_docs USING gin (to_tsvector('simple'::regconfig, t_name))`,
+		// Former names alone, for exact former-name matches (they rank right after exact current
+		// names); few docs have any, so the index is small.
+		`CREATE INDEX IF NOT EXISTS search_docs_former_tsv ON search_docs USING gin (to_tsvector('simple'::regconfig, t_former))`,
 	},
 }
 
