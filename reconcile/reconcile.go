@@ -789,11 +789,26 @@ func (s *Service) Run(ctx context.Context, tick, every time.Duration) {
 
 // List returns migrations, newest first; with asset set, those it is the old or new side of.
 func (s *Service) List(ctx context.Context, asset uuid.UUID, limit int) ([]Migration, error) {
+	return s.Page(ctx, ListQuery{Asset: asset, Limit: limit})
+}
+
+// ListQuery selects a page of migrations, newest first.
+type ListQuery struct {
+	Asset  uuid.UUID // the old or the new side; uuid.Nil for every migration
+	Before uuid.UUID // the page continues after this migration (the previous page's last)
+	Limit  int
+}
+
+// Page lists a page of migrations, newest first (IDs are UUIDv7: their order is creation order).
+func (s *Service) Page(ctx context.Context, lq ListQuery) ([]Migration, error) {
 	q := s.db.DatasetMigration.Query()
-	if asset != uuid.Nil {
-		q = q.Where(datasetmigration.Or(datasetmigration.OldAssetID(asset), datasetmigration.NewAssetID(asset)))
+	if lq.Asset != uuid.Nil {
+		q = q.Where(datasetmigration.Or(datasetmigration.OldAssetID(lq.Asset), datasetmigration.NewAssetID(lq.Asset)))
 	}
-	rows, err := q.Order(ent.Desc(datasetmigration.FieldID)).Limit(limit).All(ctx)
+	if lq.Before != uuid.Nil {
+		q = q.Where(datasetmigration.IDLT(lq.Before))
+	}
+	rows, err := q.Order(ent.Desc(datasetmigration.FieldID)).Limit(lq.Limit).All(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("reconcile: list migrations: %w", err)
 	}
