@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -65,6 +66,11 @@ type Writer struct {
 	State      string     `json:"state"`
 	StartedAt  *time.Time `json:"started_at,omitempty"`
 	EndedAt    *time.Time `json:"ended_at,omitempty"`
+}
+
+// Connections names the PostgreSQL databases a side may be read from, sorted (a form offers them).
+func (s *Service) Connections() []string {
+	return slices.Sorted(maps.Keys(s.conns))
 }
 
 // WithWriters sets how a run finds the runs that wrote the new asset during a window (lineage's
@@ -200,9 +206,9 @@ func (m Migration) final() bool {
 	return m.State == string(datasetmigration.StateCutOver) && m.Archive != nil
 }
 
-// readable reports whether Tidemark reads both sides of a run now (the archive standing for the
+// Readable reports whether Tidemark reads both sides of a run now (the archive standing for the
 // old side after the cutover).
-func (m Migration) readable() bool {
+func (m Migration) Readable() bool {
 	old := m.Spec.Old.Kind
 	if m.final() {
 		old = m.Archive.Kind
@@ -276,7 +282,7 @@ func (s *Service) Reconcile(ctx context.Context, id uuid.UUID) (Run, error) {
 	if err != nil {
 		return Run{}, err
 	}
-	if !m.readable() {
+	if !m.Readable() {
 		return Run{}, invalid("spec", "migration %s has a side Tidemark cannot read: its runs are posted by the external checker", id)
 	}
 	free, err := s.slot(id)
@@ -729,7 +735,7 @@ func (s *Service) RunDue(ctx context.Context, every time.Duration) (int, error) 
 			}
 			continue
 		}
-		if !m.readable() {
+		if !m.Readable() {
 			continue
 		}
 		now := s.clock()
