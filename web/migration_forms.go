@@ -78,8 +78,15 @@ func asProblem(err error) *formProblem {
 	if f, ok := formFields[field]; ok {
 		field = f
 	}
-	return &formProblem{Field: field, Message: de.Message}
+	msg := de.Message
+	if l, ok := formLabels[field]; ok {
+		msg = l + ": " + msg // the domain's message may not name the side it is about
+	}
+	return &formProblem{Field: field, Message: msg}
 }
+
+// formLabels name the inputs whose domain messages do not say which one they are about.
+var formLabels = map[string]string{"dedup_old": "Dedup rule, old side", "dedup_new": "Dedup rule, new side", "old": "Old side", "new": "New side"}
 
 func splitList(s string) []string {
 	var out []string
