@@ -13,12 +13,12 @@ import (
 func TestVerdict(t *testing.T) {
 	done := time.Date(2027, 2, 1, 0, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
-		name       string
-		run        reconcile.Run
-		differ     int
-		ok         bool
-		says       string
-		causes     int
+		name        string
+		run         reconcile.Run
+		differ      int
+		ok          bool
+		says        string
+		causes      int
 		notAgreeing bool
 	}{
 		{"CouldNotRead", reconcile.Run{FinishedAt: &done, Error: "pq: connection refused", Causes: []string{"the run could not read both sides: pq: connection refused"}},
