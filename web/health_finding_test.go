@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -23,7 +24,9 @@ func TestHealthLeadsWithDanglingReference(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
 		ctx := context.Background()
 		lake := tablestest.NewLake(t)
-		tbl := lake.Append(lake.Create("db.customers", nil), tablestest.Rows(0, 3, time.Now()))
+		first := lake.Append(lake.Create("db.customers", nil), tablestest.Rows(0, 3, time.Now()))
+		tbl := lake.Append(first, tablestest.Rows(3, 3, time.Now()))
+		kept := lake.Files(tbl, *first.CurrentSnapshot()) // the first append's file stays
 		var svc *cleanup.Service
 		var tbls *tables.Service
 		srv, _ := newUIWith(t, db, func(c *web.Config) {
@@ -40,7 +43,7 @@ func TestHealthLeadsWithDanglingReference(t *testing.T) {
 		}
 		var gone string
 		for _, f := range lake.DiskFiles() {
-			if strings.HasSuffix(f, ".parquet") {
+			if strings.HasSuffix(f, ".parquet") && !keptHas(kept, f) {
 				gone = f
 			}
 		}
@@ -71,5 +74,21 @@ func TestHealthLeadsWithDanglingReference(t *testing.T) {
 		if strings.Contains(page, "the layout looks reasonable") {
 			t.Error("the page calls the layout reasonable beside an open dangling reference")
 		}
+		// The finding's page offers the remedies, naming the snapshot to roll back to, not Reject.
+		fp := readBody(mustGet(t, srv.Client(), srv.URL+"/proposals/"+ps[0].ID.String()))
+		rollback := fmt.Sprintf("roll the table back to snapshot <code>%d</code>", first.CurrentSnapshot().SnapshotID)
+		if !strings.Contains(fp, `id="dangling-remedy"`) || !strings.Contains(fp, rollback) || !strings.Contains(fp, "Restore the missing files") || strings.Contains(fp, `id="reject"`) {
+			t.Errorf("the finding's page lacks the remedies (%q) or still offers Reject:\n%s", rollback, fp)
+		}
 	})
+}
+
+// keptHas reports whether a file on disk is one of the listed (URI) paths.
+func keptHas(kept map[string][3]int64, disk string) bool {
+	for p := range kept {
+		if strings.HasSuffix(p, disk) || strings.HasSuffix(disk, p[strings.LastIndex(p, "/"):]) {
+			return true
+		}
+	}
+	return false
 }

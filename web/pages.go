@@ -488,6 +488,47 @@ type proposalData struct {
 	// StopWindow is how long an approval waits before execution (a person may cancel it then).
 	StopWindow time.Duration
 	Now        time.Time
+	// Remedy is what fixes a dangling_reference finding, named for this table (nil for others).
+	Remedy *danglingRemedy
+}
+
+// danglingRemedy names the snapshots a dangling reference's remedies act on: the earliest
+// snapshot that references a missing file, and the newest retained one before it (nil when none
+// predates it: then only restoring the files helps).
+type danglingRemedy struct {
+	First      tables.Snapshot
+	RollbackTo *tables.Snapshot
+}
+
+// remedyOf reads the table's snapshots for a dangling_reference finding's remedies; a table not
+// inspected (or not found) leaves the generic remedies of the evidence.
+func (u *UI) remedyOf(ctx context.Context, p cleanup.Proposal) *danglingRemedy {
+	if p.Kind != cleanup.KindDangling || u.cfg.Tables == nil || len(p.Evidence.Dangling) == 0 {
+		return nil
+	}
+	in, err := u.cfg.Tables.Inspection(ctx, p.AssetID)
+	if err != nil {
+		return nil
+	}
+	refs := map[int64]bool{}
+	for _, f := range p.Evidence.Dangling {
+		refs[f.SnapshotID] = true
+	}
+	var r *danglingRemedy
+	for _, sn := range in.Snapshots {
+		if refs[sn.ID] && (r == nil || sn.At.Before(r.First.At)) {
+			r = &danglingRemedy{First: sn}
+		}
+	}
+	if r == nil {
+		return nil
+	}
+	for _, sn := range in.Snapshots {
+		if sn.At.Before(r.First.At) && (r.RollbackTo == nil || sn.At.After(r.RollbackTo.At)) {
+			r.RollbackTo = &sn
+		}
+	}
+	return r
 }
 
 // filesPerPage is how many files a proposal page lists at once.
@@ -524,6 +565,7 @@ func (u *UI) proposalPage(w http.ResponseWriter, r *http.Request) (proposalData,
 		d.After = after.String()
 	}
 	d.Asset, _ = u.cfg.Catalog.Get(r.Context(), d.P.AssetID)
+	d.Remedy = u.remedyOf(r.Context(), d.P)
 	return d, true
 }
 
