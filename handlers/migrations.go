@@ -280,6 +280,15 @@ func (a *API) migrationRoutes() {
 		Responses:   map[int]any{201: migrationResponse{}},
 	}, a.createMigration)
 	a.handle(operation{
+		Method:  http.MethodGet,
+		Path:    base,
+		Summary: "Migrations, newest first, a page at a time",
+		Tag:     "migrations",
+		Params: []param{{Name: "asset", In: "query", Description: "an asset ID: only the migrations it is the old or the new side of"},
+			{Name: "limit", In: "query", Description: "1-100, default 20"}, {Name: "cursor", In: "query", Description: "next_cursor of the previous page"}},
+		Responses: map[int]any{200: migrationListResponse{}},
+	}, a.listMigrations)
+	a.handle(operation{
 		Method:    http.MethodGet,
 		Path:      base + "/:id",
 		Summary:   "A migration, its streak of clean runs and whether it is ready to cut over",
@@ -397,6 +406,41 @@ func (a *API) createMigration(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusCreated, toMigrationResponse(m))
+}
+
+type migrationListResponse struct {
+	Items      []migrationResponse `json:"items"`
+	NextCursor string              `json:"next_cursor,omitempty"` // absent on the last page
+}
+
+func (a *API) listMigrations(c echo.Context) error {
+	limit, err := queryLimit(c, 20, 100)
+	if err != nil {
+		return err
+	}
+	q := reconcile.ListQuery{Limit: limit + 1}
+	if s := c.QueryParam("asset"); s != "" {
+		if q.Asset, err = uuid.Parse(s); err != nil {
+			return badRequest("asset", "asset %q is not an asset ID", truncate(s, 64))
+		}
+	}
+	scope := "migrations|" + q.Asset.String()
+	if q.Before, err = decodeCursor(c.QueryParam("cursor"), scope); err != nil {
+		return err
+	}
+	ms, err := a.cfg.Reconcile.Page(c.Request().Context(), q)
+	if err != nil {
+		return err
+	}
+	out := migrationListResponse{Items: make([]migrationResponse, 0, min(len(ms), limit))}
+	for i, m := range ms {
+		if i == limit {
+			out.NextCursor = encodeCursor(ms[limit-1].ID, scope)
+			break
+		}
+		out.Items = append(out.Items, toMigrationResponse(m))
+	}
+	return c.JSON(http.StatusOK, out)
 }
 
 func durationField(name, s string) (time.Duration, error) {

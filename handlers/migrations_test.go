@@ -1,6 +1,7 @@
 package handlers_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -238,6 +239,77 @@ func TestMigrationEvents(t *testing.T) {
 			!slices.ContainsFunc(st.Missing, func(m string) bool { return strings.Contains(m, "deploy inside the streak") }) ||
 			st.Migration.New.Keys != "history" || st.Migration.Old.Keys != "unique" {
 			t.Fatalf("status = %+v", st)
+		}
+	})
+}
+
+// TestMigrationList: GET /api/v1/migrations pages the migrations newest first with a cursor,
+// narrows them to an asset's, and refuses a bad page size or cursor saying what to pass.
+func TestMigrationList(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		s := startServer(t, db, nil)
+		since := time.Now().UTC().Add(-72 * time.Hour).Truncate(24 * time.Hour)
+		var ids []string
+		var firstOld string
+		for i := range 3 {
+			old, nw := s.createAsset(t, "pg://shop", fmt.Sprintf("orders_%d", i)), s.createAsset(t, "s3://lake", fmt.Sprintf("orders_%d", i))
+			if i == 0 {
+				firstOld = old.ID
+			}
+			var m struct {
+				ID string `json:"id"`
+			}
+			s.must(t, 201, req{method: "POST", path: "/api/v1/migrations", token: s.Admin, body: map[string]any{"old_asset_id": old.ID, "new_asset_id": nw.ID,
+				"owner": "team-orders", "key_columns": []string{"order_id"}, "time_column": "ordered_at", "columns": []string{"amount"}, "window": "24h",
+				"since": since, "dedup_old": "first_wins", "dedup_new": "first_wins", "lag_bound": "6h",
+				"cutover": map[string]any{"min_clean_runs": 3, "min_days": 7}, "old": map[string]any{"kind": "external"}, "new": map[string]any{"kind": "external"}}}).decode(t, &m)
+			ids = append(ids, m.ID)
+		}
+		type page struct {
+			Items []struct {
+				ID    string `json:"id"`
+				State string `json:"state"`
+			} `json:"items"`
+			NextCursor string `json:"next_cursor"`
+		}
+		got := func(p page) []string {
+			var out []string
+			for _, it := range p.Items {
+				out = append(out, it.ID)
+			}
+			return out
+		}
+		var first, second, all, mine page
+		s.must(t, 200, req{method: "GET", path: "/api/v1/migrations?limit=2", token: s.Read}).decode(t, &first)
+		if want := []string{ids[2], ids[1]}; !slices.Equal(got(first), want) || first.NextCursor == "" {
+			t.Fatalf("first page %v (cursor %q), want %v and a cursor", got(first), first.NextCursor, want)
+		}
+		s.must(t, 200, req{method: "GET", path: "/api/v1/migrations?limit=2&cursor=" + first.NextCursor, token: s.Read}).decode(t, &second)
+		if want := []string{ids[0]}; !slices.Equal(got(second), want) || second.NextCursor != "" {
+			t.Fatalf("second page %v (cursor %q), want %v and no cursor", got(second), second.NextCursor, want)
+		}
+		s.must(t, 200, req{method: "GET", path: "/api/v1/migrations", token: s.Read}).decode(t, &all)
+		if len(all.Items) != 3 || all.Items[0].State != "active" {
+			t.Fatalf("default page: %+v", all)
+		}
+		s.must(t, 200, req{method: "GET", path: "/api/v1/migrations?asset=" + firstOld, token: s.Read}).decode(t, &mine)
+		if !slices.Equal(got(mine), []string{ids[0]}) {
+			t.Fatalf("migrations of one asset: %v, want %v", got(mine), ids[:1])
+		}
+		for _, tc := range []struct{ name, query, says string }{
+			{"ZeroPageSize", "limit=0", "limit must be a whole number from 1 to 100"},
+			{"PageSizeTooLarge", "limit=101", "limit must be a whole number from 1 to 100"},
+			{"PageSizeNotANumber", "limit=ten", "limit must be a whole number"},
+			{"ForgedCursor", "cursor=nonsense", "pass next_cursor from the previous page"},
+			{"CursorOfAnotherFilter", "asset=" + firstOld + "&cursor=" + first.NextCursor, "issued for different filters"},
+			{"BadAsset", "asset=orders", "is not an asset ID"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				r := s.must(t, 400, req{method: "GET", path: "/api/v1/migrations?" + tc.query, token: s.Read})
+				if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/problem+json") || !strings.Contains(string(r.body), tc.says) {
+					t.Fatalf("%s: %s %s; want problem+json saying %q", tc.query, ct, r.body, tc.says)
+				}
+			})
 		}
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -65,6 +66,11 @@ type Writer struct {
 	State      string     `json:"state"`
 	StartedAt  *time.Time `json:"started_at,omitempty"`
 	EndedAt    *time.Time `json:"ended_at,omitempty"`
+}
+
+// Connections names the PostgreSQL databases a side may be read from, sorted (a form offers them).
+func (s *Service) Connections() []string {
+	return slices.Sorted(maps.Keys(s.conns))
 }
 
 // WithWriters sets how a run finds the runs that wrote the new asset during a window (lineage's
@@ -200,9 +206,9 @@ func (m Migration) final() bool {
 	return m.State == string(datasetmigration.StateCutOver) && m.Archive != nil
 }
 
-// readable reports whether Tidemark reads both sides of a run now (the archive standing for the
+// Readable reports whether Tidemark reads both sides of a run now (the archive standing for the
 // old side after the cutover).
-func (m Migration) readable() bool {
+func (m Migration) Readable() bool {
 	old := m.Spec.Old.Kind
 	if m.final() {
 		old = m.Archive.Kind
@@ -276,7 +282,7 @@ func (s *Service) Reconcile(ctx context.Context, id uuid.UUID) (Run, error) {
 	if err != nil {
 		return Run{}, err
 	}
-	if !m.readable() {
+	if !m.Readable() {
 		return Run{}, invalid("spec", "migration %s has a side Tidemark cannot read: its runs are posted by the external checker", id)
 	}
 	free, err := s.slot(id)
@@ -729,7 +735,7 @@ func (s *Service) RunDue(ctx context.Context, every time.Duration) (int, error) 
 			}
 			continue
 		}
-		if !m.readable() {
+		if !m.Readable() {
 			continue
 		}
 		now := s.clock()
@@ -789,11 +795,26 @@ func (s *Service) Run(ctx context.Context, tick, every time.Duration) {
 
 // List returns migrations, newest first; with asset set, those it is the old or new side of.
 func (s *Service) List(ctx context.Context, asset uuid.UUID, limit int) ([]Migration, error) {
+	return s.Page(ctx, ListQuery{Asset: asset, Limit: limit})
+}
+
+// ListQuery selects a page of migrations, newest first.
+type ListQuery struct {
+	Asset  uuid.UUID // the old or the new side; uuid.Nil for every migration
+	Before uuid.UUID // the page continues after this migration (the previous page's last)
+	Limit  int
+}
+
+// Page lists a page of migrations, newest first (IDs are UUIDv7: their order is creation order).
+func (s *Service) Page(ctx context.Context, lq ListQuery) ([]Migration, error) {
 	q := s.db.DatasetMigration.Query()
-	if asset != uuid.Nil {
-		q = q.Where(datasetmigration.Or(datasetmigration.OldAssetID(asset), datasetmigration.NewAssetID(asset)))
+	if lq.Asset != uuid.Nil {
+		q = q.Where(datasetmigration.Or(datasetmigration.OldAssetID(lq.Asset), datasetmigration.NewAssetID(lq.Asset)))
 	}
-	rows, err := q.Order(ent.Desc(datasetmigration.FieldID)).Limit(limit).All(ctx)
+	if lq.Before != uuid.Nil {
+		q = q.Where(datasetmigration.IDLT(lq.Before))
+	}
+	rows, err := q.Order(ent.Desc(datasetmigration.FieldID)).Limit(lq.Limit).All(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("reconcile: list migrations: %w", err)
 	}

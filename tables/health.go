@@ -252,13 +252,19 @@ func (a *healthAcc) recommend(h Health, coarsePartitions int64, now time.Time, p
 		} else {
 			msg += ", or choose a coarser partitioning"
 		}
-		recs = append(recs, Recommendation{Code: "over_partitioned", Message: msg + ".", Figures: figs})
+		goal, from := compactionTarget(props)
+		msg += ". " + compactAdvice(goal, from)
+		figs["target_file_size_bytes"] = goal
+		recs = append(recs, Recommendation{Code: "over_partitioned", Message: msg, Figures: figs})
 	} else if h.DataFiles >= 16 && h.SmallFiles*2 >= h.DataFiles {
-		files := (h.SmallFilesBytes + target - 1) / target
+		goal, from := compactionTarget(props)
+		files := (h.SmallFilesBytes + goal - 1) / goal
 		recs = append(recs, Recommendation{Code: "small_files",
-			Message: fmt.Sprintf("%s of %s data files (%d%%) are smaller than %s, %s on average: compact them (rewrite data files) into about %s files.",
-				count(h.SmallFiles), count(h.DataFiles), h.SmallFiles*100/h.DataFiles, size(target), size(h.SmallFilesBytes/max(h.SmallFiles, 1)), count(max(files, 1))),
-			Figures: map[string]any{"small_files": h.SmallFiles, "data_files": h.DataFiles, "small_files_bytes": h.SmallFilesBytes, "target_bytes": target}})
+			Message: fmt.Sprintf("%s of %s data files (%d%%) are smaller than %s, %s on average: compact them into about %s files. %s",
+				count(h.SmallFiles), count(h.DataFiles), h.SmallFiles*100/h.DataFiles, size(target), size(h.SmallFilesBytes/max(h.SmallFiles, 1)), count(max(files, 1)),
+				compactAdvice(goal, from)),
+			Figures: map[string]any{"small_files": h.SmallFiles, "data_files": h.DataFiles, "small_files_bytes": h.SmallFilesBytes, "target_bytes": target,
+				"target_file_size_bytes": goal}})
 	}
 	if h.Manifests >= 100 && h.ScanEntries/int64(h.Manifests) < 1000 {
 		recs = append(recs, Recommendation{Code: "many_manifests",
@@ -284,6 +290,26 @@ func (a *healthAcc) recommend(h Health, coarsePartitions int64, now time.Time, p
 			Figures: map[string]any{"metadata_files": h.MetadataFilesRetained}})
 	}
 	return recs
+}
+
+// DefaultTargetFileSize is Iceberg's default write.target-file-size-bytes (512 MiB): what a
+// compaction writes when the table sets no target of its own.
+const DefaultTargetFileSize = 512 << 20
+
+// compactionTarget is the file size a compaction should write: the table's
+// write.target-file-size-bytes, else Iceberg's default; and which of the two it is.
+func compactionTarget(props map[string]string) (int64, string) {
+	if n, err := strconv.ParseInt(props["write.target-file-size-bytes"], 10, 64); err == nil && n > 0 {
+		return n, "the table's write.target-file-size-bytes"
+	}
+	return DefaultTargetFileSize, "Iceberg's default; the table sets no write.target-file-size-bytes"
+}
+
+// compactAdvice names the target size and the command that compacts to it, so the advice can be
+// acted on as it stands.
+func compactAdvice(goal int64, from string) string {
+	return fmt.Sprintf("Rewrite the data files to %s files (%s), e.g. in Spark: CALL <catalog>.system.rewrite_data_files(table => '<namespace>.<table>', options => map('target-file-size-bytes','%d')).",
+		size(goal), from, goal)
 }
 
 // finestTransform names the finest time grain the current specs partition by and the next

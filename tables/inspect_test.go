@@ -155,6 +155,13 @@ func TestInspectionMatchesIcebergListing(t *testing.T) {
 		for _, r := range h.Recommendations {
 			if r.Code == "small_files" {
 				small = true
+				// The advice names the size to compact to and the command that does it.
+				for _, want := range []string{"512 MiB files (Iceberg's default; the table sets no write.target-file-size-bytes)",
+					"CALL <catalog>.system.rewrite_data_files(", "map('target-file-size-bytes','536870912')"} {
+					if !strings.Contains(r.Message, want) {
+						t.Errorf("small_files advice %q lacks %q", r.Message, want)
+					}
+				}
 			}
 		}
 		if !small {

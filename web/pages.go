@@ -164,7 +164,10 @@ type assetData struct {
 	Health    *tables.Health
 	Commits   *tables.CommitHealth // for a table served over the Iceberg REST protocol
 	Proposals []cleanup.Proposal
-	Schema    []schemaField
+	// Dangling is the table's open dangling-reference finding: the health summary leads with it
+	// (queries fail), whatever the layout figures say.
+	Dangling *cleanup.Proposal
+	Schema   []schemaField
 	// Shares are names this asset held that another asset held before or after it; CreatedBy
 	// is who created this asset (for the warning on a name taken again).
 	Shares    []catalog.NameShare
@@ -287,7 +290,14 @@ func (u *UI) assetPage(w http.ResponseWriter, r *http.Request, status int, edit 
 		g.Go(func() error {
 			var err error
 			d.Proposals, err = u.cfg.Cleanup.Proposals(ctx, cleanup.ProposalFilter{AssetID: id, Limit: 20})
-			miss("the cleanup proposals", err)
+			if miss("the cleanup proposals", err) {
+				return nil
+			}
+			// Asked apart: an open finding may be older than the newest 20 proposals.
+			open, err := u.cfg.Cleanup.Proposals(ctx, cleanup.ProposalFilter{AssetID: id, Kind: cleanup.KindDangling, State: "open", Limit: 1})
+			if !miss("the cleanup proposals", err) && len(open) > 0 {
+				d.Dangling = &open[0]
+			}
 			return nil
 		})
 	}
@@ -400,6 +410,47 @@ type proposalData struct {
 	// StopWindow is how long an approval waits before execution (a person may cancel it then).
 	StopWindow time.Duration
 	Now        time.Time
+	// Remedy is what fixes a dangling_reference finding, named for this table (nil for others).
+	Remedy *danglingRemedy
+}
+
+// danglingRemedy names the snapshots a dangling reference's remedies act on: the earliest
+// snapshot that references a missing file, and the newest retained one before it (nil when none
+// predates it: then only restoring the files helps).
+type danglingRemedy struct {
+	First      tables.Snapshot
+	RollbackTo *tables.Snapshot
+}
+
+// remedyOf reads the table's snapshots for a dangling_reference finding's remedies; a table not
+// inspected (or not found) leaves the generic remedies of the evidence.
+func (u *UI) remedyOf(ctx context.Context, p cleanup.Proposal) *danglingRemedy {
+	if p.Kind != cleanup.KindDangling || u.cfg.Tables == nil || len(p.Evidence.Dangling) == 0 {
+		return nil
+	}
+	in, err := u.cfg.Tables.Inspection(ctx, p.AssetID)
+	if err != nil {
+		return nil
+	}
+	refs := map[int64]bool{}
+	for _, f := range p.Evidence.Dangling {
+		refs[f.SnapshotID] = true
+	}
+	var r *danglingRemedy
+	for _, sn := range in.Snapshots {
+		if refs[sn.ID] && (r == nil || sn.At.Before(r.First.At)) {
+			r = &danglingRemedy{First: sn}
+		}
+	}
+	if r == nil {
+		return nil
+	}
+	for _, sn := range in.Snapshots {
+		if sn.At.Before(r.First.At) && (r.RollbackTo == nil || sn.At.After(r.RollbackTo.At)) {
+			r.RollbackTo = &sn
+		}
+	}
+	return r
 }
 
 // filesPerPage is how many files a proposal page lists at once.
@@ -436,6 +487,7 @@ func (u *UI) proposalPage(w http.ResponseWriter, r *http.Request) (proposalData,
 		d.After = after.String()
 	}
 	d.Asset, _ = u.cfg.Catalog.Get(r.Context(), d.P.AssetID)
+	d.Remedy = u.remedyOf(r.Context(), d.P)
 	return d, true
 }
 

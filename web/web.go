@@ -150,7 +150,10 @@ func (u *UI) routes() {
 	u.handleFunc("GET /scans/{id}", u.scan)
 	if u.cfg.Reconcile != nil {
 		u.handleFunc("GET /migrations", u.migrations)
+		u.handleFunc("POST /migrations", u.createMigration)
 		u.handleFunc("GET /migrations/{id}", u.migration)
+		u.handleFunc("POST /migrations/{id}/runs", u.runMigration)
+		u.handleFunc("POST /migrations/{id}/cutover", u.cutOver)
 	}
 	u.curationRoutes()
 	u.handleFunc("GET /audit", u.audit)

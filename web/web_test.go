@@ -398,7 +398,7 @@ func TestMigrationPages(t *testing.T) {
 				t.Fatalf("migration page lacks %q:\n%s", want, page)
 			}
 		}
-		if !strings.Contains(page, "Ready to cut over") || !strings.Contains(page, "every window of the newest run agrees") || !strings.Contains(page, `"streak":[0,1,2,3]`) {
+		if !strings.Contains(page, "Ready to cut over") || !strings.Contains(page, "The newest run&#39;s one window agrees: 20 records compared") || !strings.Contains(page, `"streak":[0,1,2,3]`) {
 			t.Fatalf("migration page after three clean runs:\n%s", page)
 		}
 		if _, err := rec.CutOver(ctx, m.ID, reconcile.SourceSpec{Kind: reconcile.SourceExternal}); err != nil {

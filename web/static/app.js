@@ -23,9 +23,14 @@
   if (s && streak && window.uPlot && s.x && s.x.length) {
     var sp = new uPlot({
       width: streak.clientWidth || 600, height: 200,
-      series: [{}, { label: "clean runs in a row", stroke: "#2e7d32", width: 2, paths: uPlot.paths && uPlot.paths.stepped ? uPlot.paths.stepped({ align: 1 }) : undefined }],
+      series: [{}, { label: "clean runs in a row", stroke: "#2e7d32", width: 2, points: { show: true, size: 7 }, paths: uPlot.paths && uPlot.paths.stepped ? uPlot.paths.stepped({ align: 1 }) : undefined }],
       axes: [{}, { label: "streak" }],
-      scales: { x: { time: true } }
+      // The x axis spans the runs (from/to, padded on the server), the y axis 0 to the longest
+      // streak: the library's own ranges stretch one run over years.
+      scales: {
+        x: { time: true, range: s.from && s.to ? function () { return [s.from, s.to]; } : undefined },
+        y: { range: function () { return [0, Math.max.apply(null, s.streak) + 1]; } }
+      }
     }, [s.x, s.streak], streak);
     window.addEventListener("resize", function () { sp.setSize({ width: streak.clientWidth, height: 200 }); });
     window.tidemarkStreak = sp;
