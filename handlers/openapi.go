@@ -135,6 +135,16 @@ func (a *API) OpenAPI() map[string]any {
 		problem := map[string]any{"description": "Error (RFC 9457 problem)", "content": map[string]any{
 			"application/problem+json": map[string]any{"schema": schemaRef(reflect.TypeOf(Problem{}), schemas)}}}
 		responses["default"] = problem
+		// Every route can answer these, whatever the operation says: a client is told to expect them.
+		common := []int{http.StatusTooManyRequests} // the anonymous limiter, or the token's
+		if !op.Open {
+			common = append(common, http.StatusUnauthorized, http.StatusForbidden)
+		}
+		for _, status := range common {
+			if _, ok := responses[itoa(status)]; !ok {
+				responses[itoa(status)] = map[string]any{"description": http.StatusText(status), "content": problem["content"]}
+			}
+		}
 		doc["responses"] = responses
 		if !op.Open {
 			doc["security"] = []map[string][]string{{"bearer": {string(op.Scope)}}}
