@@ -9,8 +9,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tidemark/tidemark/ent"
-	"github.com/tidemark/tidemark/ent/cleanupscan"
 	"github.com/tidemark/tidemark/ent/cleanuprefcheck"
+	"github.com/tidemark/tidemark/ent/cleanupscan"
 	"github.com/tidemark/tidemark/ent/proposal"
 )
 

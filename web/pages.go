@@ -599,7 +599,8 @@ func (u *UI) approve(ctx context.Context, w http.ResponseWriter, r *http.Request
 type scansData struct {
 	Items []cleanup.Report
 	Names map[uuid.UUID]string
-	scanRequests // tables.go
+
+	scanRequests // the pending requests and "Scan now" (tables.go)
 }
 
 func (u *UI) scans(w http.ResponseWriter, r *http.Request) {
