@@ -95,10 +95,10 @@ func TestTablesPage(t *testing.T) {
 		}{
 			{"All", "", []string{"1–3 of 3 tables", "events", "clicks", "registered", "synced from catalog lake as db.events",
 				"registered by metadata location", "dangling_reference", "1 file the current snapshot references is missing",
-				"data files", "never scanned", "never checked", `href="/scans/`, "0 dangling", "Catalog syncs", "ok"}, []string{`class="inline-form scan-now"`}},
+				"1 data file,", "never scanned", "never checked", `href="/scans/`, "0 dangling", "Catalog syncs", "ok"}, []string{`class="inline-form scan-now"`}},
 			{"ByName", "CLICK", []string{"1–1 of 1 table", "clicks"}, []string{"db.events", "registered by"}},
 			{"ByIdentifier", "db.events", []string{"1–1 of 1 table", "synced from catalog lake as db.events"}, []string{"clicks"}},
-			{"Nothing", "nope", []string{"No table matches."}, []string{"data files"}},
+			{"Nothing", "nope", []string{"No table matches."}, []string{"data file"}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				r := mustGet(t, http.DefaultClient, w.url+"/tables?q="+url.QueryEscape(tc.query))
@@ -160,7 +160,7 @@ func TestScanNowBrowser(t *testing.T) {
 	must(err)
 	must(chromedp.Do(bctx, chromedp.WaitVisible(chromedp.ID("tables"))))
 	shot(t, bctx, "tables")
-	if events := text("#table-" + w.events.String()); !strings.Contains(events, "dangling_reference") || !strings.Contains(events, "data files") ||
+	if events := text("#table-" + w.events.String()); !strings.Contains(events, "dangling_reference") || !strings.Contains(events, "1 data file, 1.2 KiB") ||
 		!strings.Contains(events, "walk") || !strings.Contains(events, "finished") {
 		t.Fatalf("the scanned table's row: %q", events)
 	}
