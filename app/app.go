@@ -373,6 +373,9 @@ func (a *App) background(g *errgroup.Group, ctx context.Context, s Schedule) {
 	if s.ScanInterval > 0 {
 		log.Info("cleanup scans scheduled", "interval", s.ScanInterval.String())
 		run(func(ctx context.Context) { a.Cleanup.Run(ctx, time.Minute, s.ScanInterval, s.ScanOptions) })
+	} else {
+		// Scheduled scans are off, but a scan a person asks for (UI, API) still runs.
+		run(func(ctx context.Context) { a.Cleanup.RunRequested(ctx, time.Minute, s.ScanOptions) })
 	}
 	if s.RefChecks > 0 {
 		log.Info("reference checks scheduled", "interval", s.RefChecks.String())

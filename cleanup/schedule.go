@@ -50,7 +50,8 @@ func (s *Service) Run(ctx context.Context, tick, def time.Duration, opt ScanOpti
 	})
 }
 
-// ScanDue scans every known table that is due and returns how many scans it ran. A table's
+// ScanDue scans every known table that is due and returns how many scans it ran: first the
+// tables people asked to scan (ScanRequested), then the rest by their cadence. A table's
 // cadence is its property, else def, else (WithAutoCadence) its last scan's break-even cadence
 // within the bounds. A table Tidemark serves gets an inventory pass at its cadence and a full
 // walk every WalkEvery cadences (only a walk finds files nobody recorded); other tables get a
@@ -58,9 +59,12 @@ func (s *Service) Run(ctx context.Context, tick, def time.Duration, opt ScanOpti
 // (an inventory pass, or a walk of just those shards) runs where files wait to be confirmed. A
 // table another replica is scanning is skipped.
 func (s *Service) ScanDue(ctx context.Context, def time.Duration, opt ScanOptions) (int, error) {
-	n := 0
 	if !s.InWindow() {
 		return 0, nil // outside the maintenance window: the next tick inside it catches up
+	}
+	n, err := s.ScanRequested(ctx, opt)
+	if err != nil {
+		return n, err
 	}
 	after := uuid.Nil
 	for {
@@ -80,7 +84,7 @@ func (s *Service) ScanDue(ctx context.Context, def time.Duration, opt ScanOption
 			if !due {
 				continue
 			}
-			ran, err := s.scanLeased(ctx, t.AssetID, topt)
+			_, ran, err := s.scanLeased(ctx, t.AssetID, topt)
 			if ctx.Err() != nil {
 				return n, ctx.Err()
 			}
@@ -207,19 +211,19 @@ func WithAutoCadence(minimum, maximum time.Duration) Option {
 }
 
 // scanLeased runs one scan under the table's lease; false when another replica holds it.
-func (s *Service) scanLeased(ctx context.Context, asset uuid.UUID, opt ScanOptions) (bool, error) {
+func (s *Service) scanLeased(ctx context.Context, asset uuid.UUID, opt ScanOptions) (Report, bool, error) {
 	held, err := s.claim(ctx, asset, tableLease, s.leaseTTL)
 	if err != nil || held == nil {
-		return false, err
+		return Report{}, false, err
 	}
 	// The table lease is short and renewed while the scan runs; losing it stops the scan.
 	sctx, cancel := context.WithCancelCause(ctx)
 	stop := s.keepRenewing(sctx, held, s.leaseTTL, cancel)
-	_, err = s.Scan(sctx, asset, opt)
+	rep, err := s.Scan(sctx, asset, opt)
 	stop()
 	cancel(nil)
 	s.release(ctx, held)
-	return true, err
+	return rep, true, err
 }
 
 // minGap is the gap two walks need to confirm, as Scan applies it.

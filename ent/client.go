@@ -28,6 +28,7 @@ import (
 	"github.com/tidemark/tidemark/ent/cleanuprefcheck"
 	"github.com/tidemark/tidemark/ent/cleanuprefcheckunit"
 	"github.com/tidemark/tidemark/ent/cleanupscan"
+	"github.com/tidemark/tidemark/ent/cleanupscanrequest"
 	"github.com/tidemark/tidemark/ent/cleanupshardwalk"
 	"github.com/tidemark/tidemark/ent/column"
 	"github.com/tidemark/tidemark/ent/columnedge"
@@ -103,6 +104,8 @@ type Client struct {
 	CleanupRefCheckUnit *CleanupRefCheckUnitClient
 	// CleanupScan is the client for interacting with the CleanupScan builders.
 	CleanupScan *CleanupScanClient
+	// CleanupScanRequest is the client for interacting with the CleanupScanRequest builders.
+	CleanupScanRequest *CleanupScanRequestClient
 	// CleanupShardWalk is the client for interacting with the CleanupShardWalk builders.
 	CleanupShardWalk *CleanupShardWalkClient
 	// Column is the client for interacting with the Column builders.
@@ -210,6 +213,7 @@ func (c *Client) init() {
 	c.CleanupRefCheck = NewCleanupRefCheckClient(c.config)
 	c.CleanupRefCheckUnit = NewCleanupRefCheckUnitClient(c.config)
 	c.CleanupScan = NewCleanupScanClient(c.config)
+	c.CleanupScanRequest = NewCleanupScanRequestClient(c.config)
 	c.CleanupShardWalk = NewCleanupShardWalkClient(c.config)
 	c.Column = NewColumnClient(c.config)
 	c.ColumnEdge = NewColumnEdgeClient(c.config)
@@ -356,6 +360,7 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		CleanupRefCheck:       NewCleanupRefCheckClient(cfg),
 		CleanupRefCheckUnit:   NewCleanupRefCheckUnitClient(cfg),
 		CleanupScan:           NewCleanupScanClient(cfg),
+		CleanupScanRequest:    NewCleanupScanRequestClient(cfg),
 		CleanupShardWalk:      NewCleanupShardWalkClient(cfg),
 		Column:                NewColumnClient(cfg),
 		ColumnEdge:            NewColumnEdgeClient(cfg),
@@ -429,6 +434,7 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		CleanupRefCheck:       NewCleanupRefCheckClient(cfg),
 		CleanupRefCheckUnit:   NewCleanupRefCheckUnitClient(cfg),
 		CleanupScan:           NewCleanupScanClient(cfg),
+		CleanupScanRequest:    NewCleanupScanRequestClient(cfg),
 		CleanupShardWalk:      NewCleanupShardWalkClient(cfg),
 		Column:                NewColumnClient(cfg),
 		ColumnEdge:            NewColumnEdgeClient(cfg),
@@ -502,8 +508,8 @@ func (c *Client) Use(hooks ...Hook) {
 	for _, n := range []interface{ Use(...Hook) }{
 		c.APIToken, c.Asset, c.AssetFacet, c.AssetName, c.AuditEvent, c.Classification,
 		c.CleanupExemption, c.CleanupLease, c.CleanupObservation, c.CleanupRefCheck,
-		c.CleanupRefCheckUnit, c.CleanupScan, c.CleanupShardWalk, c.Column,
-		c.ColumnEdge, c.DatasetMigration, c.ExternalID, c.GlossaryTerm,
+		c.CleanupRefCheckUnit, c.CleanupScan, c.CleanupScanRequest, c.CleanupShardWalk,
+		c.Column, c.ColumnEdge, c.DatasetMigration, c.ExternalID, c.GlossaryTerm,
 		c.IcebergCommit, c.IcebergInventoryFile, c.IcebergManifest,
 		c.IcebergManifestList, c.IcebergNamespace, c.IcebergTable, c.IdempotencyKey,
 		c.Label, c.LineageEdge, c.LineageEvent, c.LineageState, c.MigrationEvent,
@@ -524,8 +530,8 @@ func (c *Client) Intercept(interceptors ...Interceptor) {
 	for _, n := range []interface{ Intercept(...Interceptor) }{
 		c.APIToken, c.Asset, c.AssetFacet, c.AssetName, c.AuditEvent, c.Classification,
 		c.CleanupExemption, c.CleanupLease, c.CleanupObservation, c.CleanupRefCheck,
-		c.CleanupRefCheckUnit, c.CleanupScan, c.CleanupShardWalk, c.Column,
-		c.ColumnEdge, c.DatasetMigration, c.ExternalID, c.GlossaryTerm,
+		c.CleanupRefCheckUnit, c.CleanupScan, c.CleanupScanRequest, c.CleanupShardWalk,
+		c.Column, c.ColumnEdge, c.DatasetMigration, c.ExternalID, c.GlossaryTerm,
 		c.IcebergCommit, c.IcebergInventoryFile, c.IcebergManifest,
 		c.IcebergManifestList, c.IcebergNamespace, c.IcebergTable, c.IdempotencyKey,
 		c.Label, c.LineageEdge, c.LineageEvent, c.LineageState, c.MigrationEvent,
@@ -567,6 +573,8 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.CleanupRefCheckUnit.mutate(ctx, m)
 	case *CleanupScanMutation:
 		return c.CleanupScan.mutate(ctx, m)
+	case *CleanupScanRequestMutation:
+		return c.CleanupScanRequest.mutate(ctx, m)
 	case *CleanupShardWalkMutation:
 		return c.CleanupShardWalk.mutate(ctx, m)
 	case *ColumnMutation:
@@ -2314,6 +2322,139 @@ func (c *CleanupScanClient) mutate(ctx context.Context, m *CleanupScanMutation) 
 		return (&CleanupScanDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
 	default:
 		return nil, fmt.Errorf("ent: unknown CleanupScan mutation op: %q", m.Op())
+	}
+}
+
+// CleanupScanRequestClient is a client for the CleanupScanRequest schema.
+type CleanupScanRequestClient struct {
+	config
+}
+
+// NewCleanupScanRequestClient returns a client for the CleanupScanRequest from the given config.
+func NewCleanupScanRequestClient(c config) *CleanupScanRequestClient {
+	return &CleanupScanRequestClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `cleanupscanrequest.Hooks(f(g(h())))`.
+func (c *CleanupScanRequestClient) Use(hooks ...Hook) {
+	c.hooks.CleanupScanRequest = append(c.hooks.CleanupScanRequest, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `cleanupscanrequest.Intercept(f(g(h())))`.
+func (c *CleanupScanRequestClient) Intercept(interceptors ...Interceptor) {
+	c.inters.CleanupScanRequest = append(c.inters.CleanupScanRequest, interceptors...)
+}
+
+// Create returns a builder for creating a CleanupScanRequest entity.
+func (c *CleanupScanRequestClient) Create() *CleanupScanRequestCreate {
+	mutation := newCleanupScanRequestMutation(c.config, OpCreate)
+	return &CleanupScanRequestCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of CleanupScanRequest entities.
+func (c *CleanupScanRequestClient) CreateBulk(builders ...*CleanupScanRequestCreate) *CleanupScanRequestCreateBulk {
+	return &CleanupScanRequestCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *CleanupScanRequestClient) MapCreateBulk(slice any, setFunc func(*CleanupScanRequestCreate, int)) *CleanupScanRequestCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &CleanupScanRequestCreateBulk{err: fmt.Errorf("calling to CleanupScanRequestClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*CleanupScanRequestCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &CleanupScanRequestCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for CleanupScanRequest.
+func (c *CleanupScanRequestClient) Update() *CleanupScanRequestUpdate {
+	mutation := newCleanupScanRequestMutation(c.config, OpUpdate)
+	return &CleanupScanRequestUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *CleanupScanRequestClient) UpdateOne(_m *CleanupScanRequest) *CleanupScanRequestUpdateOne {
+	mutation := newCleanupScanRequestMutation(c.config, OpUpdateOne, withCleanupScanRequest(_m))
+	return &CleanupScanRequestUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *CleanupScanRequestClient) UpdateOneID(id uuid.UUID) *CleanupScanRequestUpdateOne {
+	mutation := newCleanupScanRequestMutation(c.config, OpUpdateOne, withCleanupScanRequestID(id))
+	return &CleanupScanRequestUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for CleanupScanRequest.
+func (c *CleanupScanRequestClient) Delete() *CleanupScanRequestDelete {
+	mutation := newCleanupScanRequestMutation(c.config, OpDelete)
+	return &CleanupScanRequestDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *CleanupScanRequestClient) DeleteOne(_m *CleanupScanRequest) *CleanupScanRequestDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *CleanupScanRequestClient) DeleteOneID(id uuid.UUID) *CleanupScanRequestDeleteOne {
+	builder := c.Delete().Where(cleanupscanrequest.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &CleanupScanRequestDeleteOne{builder}
+}
+
+// Query returns a query builder for CleanupScanRequest.
+func (c *CleanupScanRequestClient) Query() *CleanupScanRequestQuery {
+	return &CleanupScanRequestQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeCleanupScanRequest},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a CleanupScanRequest entity by its id.
+func (c *CleanupScanRequestClient) Get(ctx context.Context, id uuid.UUID) (*CleanupScanRequest, error) {
+	return c.Query().Where(cleanupscanrequest.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *CleanupScanRequestClient) GetX(ctx context.Context, id uuid.UUID) *CleanupScanRequest {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *CleanupScanRequestClient) Hooks() []Hook {
+	return c.hooks.CleanupScanRequest
+}
+
+// Interceptors returns the client interceptors.
+func (c *CleanupScanRequestClient) Interceptors() []Interceptor {
+	return c.inters.CleanupScanRequest
+}
+
+func (c *CleanupScanRequestClient) mutate(ctx context.Context, m *CleanupScanRequestMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&CleanupScanRequestCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&CleanupScanRequestUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&CleanupScanRequestUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&CleanupScanRequestDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown CleanupScanRequest mutation op: %q", m.Op())
 	}
 }
 
@@ -7940,8 +8081,8 @@ type (
 	hooks struct {
 		APIToken, Asset, AssetFacet, AssetName, AuditEvent, Classification,
 		CleanupExemption, CleanupLease, CleanupObservation, CleanupRefCheck,
-		CleanupRefCheckUnit, CleanupScan, CleanupShardWalk, Column, ColumnEdge,
-		DatasetMigration, ExternalID, GlossaryTerm, IcebergCommit,
+		CleanupRefCheckUnit, CleanupScan, CleanupScanRequest, CleanupShardWalk, Column,
+		ColumnEdge, DatasetMigration, ExternalID, GlossaryTerm, IcebergCommit,
 		IcebergInventoryFile, IcebergManifest, IcebergManifestList, IcebergNamespace,
 		IcebergTable, IdempotencyKey, Label, LineageEdge, LineageEvent, LineageState,
 		MigrationEvent, OutboxMessage, Owner, Proposal, ProposalFile, ProposalStep,
@@ -7953,8 +8094,8 @@ type (
 	inters struct {
 		APIToken, Asset, AssetFacet, AssetName, AuditEvent, Classification,
 		CleanupExemption, CleanupLease, CleanupObservation, CleanupRefCheck,
-		CleanupRefCheckUnit, CleanupScan, CleanupShardWalk, Column, ColumnEdge,
-		DatasetMigration, ExternalID, GlossaryTerm, IcebergCommit,
+		CleanupRefCheckUnit, CleanupScan, CleanupScanRequest, CleanupShardWalk, Column,
+		ColumnEdge, DatasetMigration, ExternalID, GlossaryTerm, IcebergCommit,
 		IcebergInventoryFile, IcebergManifest, IcebergManifestList, IcebergNamespace,
 		IcebergTable, IdempotencyKey, Label, LineageEdge, LineageEvent, LineageState,
 		MigrationEvent, OutboxMessage, Owner, Proposal, ProposalFile, ProposalStep,

@@ -24,6 +24,7 @@ import (
 	"github.com/tidemark/tidemark/ent/cleanuprefcheck"
 	"github.com/tidemark/tidemark/ent/cleanuprefcheckunit"
 	"github.com/tidemark/tidemark/ent/cleanupscan"
+	"github.com/tidemark/tidemark/ent/cleanupscanrequest"
 	"github.com/tidemark/tidemark/ent/cleanupshardwalk"
 	"github.com/tidemark/tidemark/ent/column"
 	"github.com/tidemark/tidemark/ent/columnedge"
@@ -138,6 +139,7 @@ func checkColumn(t, c string) error {
 			cleanuprefcheck.Table:       cleanuprefcheck.ValidColumn,
 			cleanuprefcheckunit.Table:   cleanuprefcheckunit.ValidColumn,
 			cleanupscan.Table:           cleanupscan.ValidColumn,
+			cleanupscanrequest.Table:    cleanupscanrequest.ValidColumn,
 			cleanupshardwalk.Table:      cleanupshardwalk.ValidColumn,
 			column.Table:                column.ValidColumn,
 			columnedge.Table:            columnedge.ValidColumn,

@@ -25,6 +25,7 @@ import (
 	"github.com/tidemark/tidemark/ent/cleanuprefcheck"
 	"github.com/tidemark/tidemark/ent/cleanuprefcheckunit"
 	"github.com/tidemark/tidemark/ent/cleanupscan"
+	"github.com/tidemark/tidemark/ent/cleanupscanrequest"
 	"github.com/tidemark/tidemark/ent/cleanupshardwalk"
 	"github.com/tidemark/tidemark/ent/column"
 	"github.com/tidemark/tidemark/ent/columnedge"
@@ -91,6 +92,7 @@ const (
 	TypeCleanupRefCheck       = "CleanupRefCheck"
 	TypeCleanupRefCheckUnit   = "CleanupRefCheckUnit"
 	TypeCleanupScan           = "CleanupScan"
+	TypeCleanupScanRequest    = "CleanupScanRequest"
 	TypeCleanupShardWalk      = "CleanupShardWalk"
 	TypeColumn                = "Column"
 	TypeColumnEdge            = "ColumnEdge"
@@ -8777,6 +8779,703 @@ func (m *CleanupScanMutation) ClearEdge(name string) error {
 // It returns an error if the edge is not defined in the schema.
 func (m *CleanupScanMutation) ResetEdge(name string) error {
 	return fmt.Errorf("unknown CleanupScan edge %s", name)
+}
+
+// CleanupScanRequestMutation represents an operation that mutates the CleanupScanRequest nodes in the graph.
+type CleanupScanRequestMutation struct {
+	config
+	op             Op
+	typ            string
+	id             *uuid.UUID
+	asset_id       *uuid.UUID
+	requested_at   *time.Time
+	actor          *string
+	from_inventory *bool
+	done_at        *time.Time
+	scan_id        *uuid.UUID
+	note           *string
+	clearedFields  map[string]struct{}
+	done           bool
+	oldValue       func(context.Context) (*CleanupScanRequest, error)
+	predicates     []predicate.CleanupScanRequest
+}
+
+var _ ent.Mutation = (*CleanupScanRequestMutation)(nil)
+
+// cleanupscanrequestOption allows management of the mutation configuration using functional options.
+type cleanupscanrequestOption func(*CleanupScanRequestMutation)
+
+// newCleanupScanRequestMutation creates new mutation for the CleanupScanRequest entity.
+func newCleanupScanRequestMutation(c config, op Op, opts ...cleanupscanrequestOption) *CleanupScanRequestMutation {
+	m := &CleanupScanRequestMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeCleanupScanRequest,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withCleanupScanRequestID sets the ID field of the mutation.
+func withCleanupScanRequestID(id uuid.UUID) cleanupscanrequestOption {
+	return func(m *CleanupScanRequestMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *CleanupScanRequest
+		)
+		m.oldValue = func(ctx context.Context) (*CleanupScanRequest, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().CleanupScanRequest.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withCleanupScanRequest sets the old CleanupScanRequest of the mutation.
+func withCleanupScanRequest(node *CleanupScanRequest) cleanupscanrequestOption {
+	return func(m *CleanupScanRequestMutation) {
+		m.oldValue = func(context.Context) (*CleanupScanRequest, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m CleanupScanRequestMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m CleanupScanRequestMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of CleanupScanRequest entities.
+func (m *CleanupScanRequestMutation) SetID(id uuid.UUID) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *CleanupScanRequestMutation) ID() (id uuid.UUID, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *CleanupScanRequestMutation) IDs(ctx context.Context) ([]uuid.UUID, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []uuid.UUID{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().CleanupScanRequest.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetAssetID sets the "asset_id" field.
+func (m *CleanupScanRequestMutation) SetAssetID(u uuid.UUID) {
+	m.asset_id = &u
+}
+
+// AssetID returns the value of the "asset_id" field in the mutation.
+func (m *CleanupScanRequestMutation) AssetID() (r uuid.UUID, exists bool) {
+	v := m.asset_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAssetID returns the old "asset_id" field's value of the CleanupScanRequest entity.
+// If the CleanupScanRequest object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupScanRequestMutation) OldAssetID(ctx context.Context) (v uuid.UUID, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAssetID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAssetID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAssetID: %w", err)
+	}
+	return oldValue.AssetID, nil
+}
+
+// ResetAssetID resets all changes to the "asset_id" field.
+func (m *CleanupScanRequestMutation) ResetAssetID() {
+	m.asset_id = nil
+}
+
+// SetRequestedAt sets the "requested_at" field.
+func (m *CleanupScanRequestMutation) SetRequestedAt(t time.Time) {
+	m.requested_at = &t
+}
+
+// RequestedAt returns the value of the "requested_at" field in the mutation.
+func (m *CleanupScanRequestMutation) RequestedAt() (r time.Time, exists bool) {
+	v := m.requested_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldRequestedAt returns the old "requested_at" field's value of the CleanupScanRequest entity.
+// If the CleanupScanRequest object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupScanRequestMutation) OldRequestedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldRequestedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldRequestedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldRequestedAt: %w", err)
+	}
+	return oldValue.RequestedAt, nil
+}
+
+// ResetRequestedAt resets all changes to the "requested_at" field.
+func (m *CleanupScanRequestMutation) ResetRequestedAt() {
+	m.requested_at = nil
+}
+
+// SetActor sets the "actor" field.
+func (m *CleanupScanRequestMutation) SetActor(s string) {
+	m.actor = &s
+}
+
+// Actor returns the value of the "actor" field in the mutation.
+func (m *CleanupScanRequestMutation) Actor() (r string, exists bool) {
+	v := m.actor
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldActor returns the old "actor" field's value of the CleanupScanRequest entity.
+// If the CleanupScanRequest object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupScanRequestMutation) OldActor(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldActor is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldActor requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldActor: %w", err)
+	}
+	return oldValue.Actor, nil
+}
+
+// ResetActor resets all changes to the "actor" field.
+func (m *CleanupScanRequestMutation) ResetActor() {
+	m.actor = nil
+}
+
+// SetFromInventory sets the "from_inventory" field.
+func (m *CleanupScanRequestMutation) SetFromInventory(b bool) {
+	m.from_inventory = &b
+}
+
+// FromInventory returns the value of the "from_inventory" field in the mutation.
+func (m *CleanupScanRequestMutation) FromInventory() (r bool, exists bool) {
+	v := m.from_inventory
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldFromInventory returns the old "from_inventory" field's value of the CleanupScanRequest entity.
+// If the CleanupScanRequest object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupScanRequestMutation) OldFromInventory(ctx context.Context) (v bool, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldFromInventory is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldFromInventory requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldFromInventory: %w", err)
+	}
+	return oldValue.FromInventory, nil
+}
+
+// ResetFromInventory resets all changes to the "from_inventory" field.
+func (m *CleanupScanRequestMutation) ResetFromInventory() {
+	m.from_inventory = nil
+}
+
+// SetDoneAt sets the "done_at" field.
+func (m *CleanupScanRequestMutation) SetDoneAt(t time.Time) {
+	m.done_at = &t
+}
+
+// DoneAt returns the value of the "done_at" field in the mutation.
+func (m *CleanupScanRequestMutation) DoneAt() (r time.Time, exists bool) {
+	v := m.done_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldDoneAt returns the old "done_at" field's value of the CleanupScanRequest entity.
+// If the CleanupScanRequest object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupScanRequestMutation) OldDoneAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldDoneAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldDoneAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldDoneAt: %w", err)
+	}
+	return oldValue.DoneAt, nil
+}
+
+// ClearDoneAt clears the value of the "done_at" field.
+func (m *CleanupScanRequestMutation) ClearDoneAt() {
+	m.done_at = nil
+	m.clearedFields[cleanupscanrequest.FieldDoneAt] = struct{}{}
+}
+
+// DoneAtCleared returns if the "done_at" field was cleared in this mutation.
+func (m *CleanupScanRequestMutation) DoneAtCleared() bool {
+	_, ok := m.clearedFields[cleanupscanrequest.FieldDoneAt]
+	return ok
+}
+
+// ResetDoneAt resets all changes to the "done_at" field.
+func (m *CleanupScanRequestMutation) ResetDoneAt() {
+	m.done_at = nil
+	delete(m.clearedFields, cleanupscanrequest.FieldDoneAt)
+}
+
+// SetScanID sets the "scan_id" field.
+func (m *CleanupScanRequestMutation) SetScanID(u uuid.UUID) {
+	m.scan_id = &u
+}
+
+// ScanID returns the value of the "scan_id" field in the mutation.
+func (m *CleanupScanRequestMutation) ScanID() (r uuid.UUID, exists bool) {
+	v := m.scan_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldScanID returns the old "scan_id" field's value of the CleanupScanRequest entity.
+// If the CleanupScanRequest object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupScanRequestMutation) OldScanID(ctx context.Context) (v *uuid.UUID, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldScanID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldScanID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldScanID: %w", err)
+	}
+	return oldValue.ScanID, nil
+}
+
+// ClearScanID clears the value of the "scan_id" field.
+func (m *CleanupScanRequestMutation) ClearScanID() {
+	m.scan_id = nil
+	m.clearedFields[cleanupscanrequest.FieldScanID] = struct{}{}
+}
+
+// ScanIDCleared returns if the "scan_id" field was cleared in this mutation.
+func (m *CleanupScanRequestMutation) ScanIDCleared() bool {
+	_, ok := m.clearedFields[cleanupscanrequest.FieldScanID]
+	return ok
+}
+
+// ResetScanID resets all changes to the "scan_id" field.
+func (m *CleanupScanRequestMutation) ResetScanID() {
+	m.scan_id = nil
+	delete(m.clearedFields, cleanupscanrequest.FieldScanID)
+}
+
+// SetNote sets the "note" field.
+func (m *CleanupScanRequestMutation) SetNote(s string) {
+	m.note = &s
+}
+
+// Note returns the value of the "note" field in the mutation.
+func (m *CleanupScanRequestMutation) Note() (r string, exists bool) {
+	v := m.note
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldNote returns the old "note" field's value of the CleanupScanRequest entity.
+// If the CleanupScanRequest object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *CleanupScanRequestMutation) OldNote(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldNote is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldNote requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldNote: %w", err)
+	}
+	return oldValue.Note, nil
+}
+
+// ResetNote resets all changes to the "note" field.
+func (m *CleanupScanRequestMutation) ResetNote() {
+	m.note = nil
+}
+
+// Where appends a list predicates to the CleanupScanRequestMutation builder.
+func (m *CleanupScanRequestMutation) Where(ps ...predicate.CleanupScanRequest) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the CleanupScanRequestMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *CleanupScanRequestMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.CleanupScanRequest, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *CleanupScanRequestMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *CleanupScanRequestMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (CleanupScanRequest).
+func (m *CleanupScanRequestMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *CleanupScanRequestMutation) Fields() []string {
+	fields := make([]string, 0, 7)
+	if m.asset_id != nil {
+		fields = append(fields, cleanupscanrequest.FieldAssetID)
+	}
+	if m.requested_at != nil {
+		fields = append(fields, cleanupscanrequest.FieldRequestedAt)
+	}
+	if m.actor != nil {
+		fields = append(fields, cleanupscanrequest.FieldActor)
+	}
+	if m.from_inventory != nil {
+		fields = append(fields, cleanupscanrequest.FieldFromInventory)
+	}
+	if m.done_at != nil {
+		fields = append(fields, cleanupscanrequest.FieldDoneAt)
+	}
+	if m.scan_id != nil {
+		fields = append(fields, cleanupscanrequest.FieldScanID)
+	}
+	if m.note != nil {
+		fields = append(fields, cleanupscanrequest.FieldNote)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *CleanupScanRequestMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case cleanupscanrequest.FieldAssetID:
+		return m.AssetID()
+	case cleanupscanrequest.FieldRequestedAt:
+		return m.RequestedAt()
+	case cleanupscanrequest.FieldActor:
+		return m.Actor()
+	case cleanupscanrequest.FieldFromInventory:
+		return m.FromInventory()
+	case cleanupscanrequest.FieldDoneAt:
+		return m.DoneAt()
+	case cleanupscanrequest.FieldScanID:
+		return m.ScanID()
+	case cleanupscanrequest.FieldNote:
+		return m.Note()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *CleanupScanRequestMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case cleanupscanrequest.FieldAssetID:
+		return m.OldAssetID(ctx)
+	case cleanupscanrequest.FieldRequestedAt:
+		return m.OldRequestedAt(ctx)
+	case cleanupscanrequest.FieldActor:
+		return m.OldActor(ctx)
+	case cleanupscanrequest.FieldFromInventory:
+		return m.OldFromInventory(ctx)
+	case cleanupscanrequest.FieldDoneAt:
+		return m.OldDoneAt(ctx)
+	case cleanupscanrequest.FieldScanID:
+		return m.OldScanID(ctx)
+	case cleanupscanrequest.FieldNote:
+		return m.OldNote(ctx)
+	}
+	return nil, fmt.Errorf("unknown CleanupScanRequest field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *CleanupScanRequestMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case cleanupscanrequest.FieldAssetID:
+		v, ok := value.(uuid.UUID)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAssetID(v)
+		return nil
+	case cleanupscanrequest.FieldRequestedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetRequestedAt(v)
+		return nil
+	case cleanupscanrequest.FieldActor:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetActor(v)
+		return nil
+	case cleanupscanrequest.FieldFromInventory:
+		v, ok := value.(bool)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetFromInventory(v)
+		return nil
+	case cleanupscanrequest.FieldDoneAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetDoneAt(v)
+		return nil
+	case cleanupscanrequest.FieldScanID:
+		v, ok := value.(uuid.UUID)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetScanID(v)
+		return nil
+	case cleanupscanrequest.FieldNote:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetNote(v)
+		return nil
+	}
+	return fmt.Errorf("unknown CleanupScanRequest field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *CleanupScanRequestMutation) AddedFields() []string {
+	return nil
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *CleanupScanRequestMutation) AddedField(name string) (ent.Value, bool) {
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *CleanupScanRequestMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	}
+	return fmt.Errorf("unknown CleanupScanRequest numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *CleanupScanRequestMutation) ClearedFields() []string {
+	var fields []string
+	if m.FieldCleared(cleanupscanrequest.FieldDoneAt) {
+		fields = append(fields, cleanupscanrequest.FieldDoneAt)
+	}
+	if m.FieldCleared(cleanupscanrequest.FieldScanID) {
+		fields = append(fields, cleanupscanrequest.FieldScanID)
+	}
+	return fields
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *CleanupScanRequestMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *CleanupScanRequestMutation) ClearField(name string) error {
+	switch name {
+	case cleanupscanrequest.FieldDoneAt:
+		m.ClearDoneAt()
+		return nil
+	case cleanupscanrequest.FieldScanID:
+		m.ClearScanID()
+		return nil
+	}
+	return fmt.Errorf("unknown CleanupScanRequest nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *CleanupScanRequestMutation) ResetField(name string) error {
+	switch name {
+	case cleanupscanrequest.FieldAssetID:
+		m.ResetAssetID()
+		return nil
+	case cleanupscanrequest.FieldRequestedAt:
+		m.ResetRequestedAt()
+		return nil
+	case cleanupscanrequest.FieldActor:
+		m.ResetActor()
+		return nil
+	case cleanupscanrequest.FieldFromInventory:
+		m.ResetFromInventory()
+		return nil
+	case cleanupscanrequest.FieldDoneAt:
+		m.ResetDoneAt()
+		return nil
+	case cleanupscanrequest.FieldScanID:
+		m.ResetScanID()
+		return nil
+	case cleanupscanrequest.FieldNote:
+		m.ResetNote()
+		return nil
+	}
+	return fmt.Errorf("unknown CleanupScanRequest field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *CleanupScanRequestMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *CleanupScanRequestMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *CleanupScanRequestMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *CleanupScanRequestMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *CleanupScanRequestMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *CleanupScanRequestMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *CleanupScanRequestMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown CleanupScanRequest unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *CleanupScanRequestMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown CleanupScanRequest edge %s", name)
 }
 
 // CleanupShardWalkMutation represents an operation that mutates the CleanupShardWalk nodes in the graph.

@@ -38,6 +38,8 @@ type Tx struct {
 	CleanupRefCheckUnit *CleanupRefCheckUnitClient
 	// CleanupScan is the client for interacting with the CleanupScan builders.
 	CleanupScan *CleanupScanClient
+	// CleanupScanRequest is the client for interacting with the CleanupScanRequest builders.
+	CleanupScanRequest *CleanupScanRequestClient
 	// CleanupShardWalk is the client for interacting with the CleanupShardWalk builders.
 	CleanupShardWalk *CleanupShardWalkClient
 	// Column is the client for interacting with the Column builders.
@@ -265,6 +267,7 @@ func (tx *Tx) init() {
 	tx.CleanupRefCheck = NewCleanupRefCheckClient(tx.config)
 	tx.CleanupRefCheckUnit = NewCleanupRefCheckUnitClient(tx.config)
 	tx.CleanupScan = NewCleanupScanClient(tx.config)
+	tx.CleanupScanRequest = NewCleanupScanRequestClient(tx.config)
 	tx.CleanupShardWalk = NewCleanupShardWalkClient(tx.config)
 	tx.Column = NewColumnClient(tx.config)
 	tx.ColumnEdge = NewColumnEdgeClient(tx.config)

@@ -158,6 +158,7 @@ func (a *API) scanRoutes() {
 		Params:    append([]param{{Name: "id", In: "path", Required: true}}, page...),
 		Responses: map[int]any{200: scanListResponse{}},
 	}, a.tableScans)
+	a.scanRequestRoutes()
 }
 
 func (a *API) listScans(c echo.Context) error { return a.scanList(c, uuid.Nil) }

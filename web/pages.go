@@ -675,6 +675,8 @@ func (u *UI) approve(ctx context.Context, w http.ResponseWriter, r *http.Request
 type scansData struct {
 	Items []cleanup.Report
 	Names map[uuid.UUID]string
+
+	scanRequests // the pending requests and "Scan now" (tables.go)
 }
 
 func (u *UI) scans(w http.ResponseWriter, r *http.Request) {
@@ -688,6 +690,13 @@ func (u *UI) scans(w http.ResponseWriter, r *http.Request) {
 		ids[i] = s.AssetID
 	}
 	d := scansData{Items: reps}
+	if d.scanRequests, err = u.scanRequests(r); err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	for _, p := range d.Requested {
+		ids = append(ids, p.AssetID)
+	}
 	if d.Names, err = u.names(r, ids, false); err != nil {
 		u.fail(w, r, err)
 		return

@@ -148,6 +148,7 @@ func (u *UI) routes() {
 	u.handleFunc("POST /proposals/{id}/{decision}", u.decide)
 	u.handleFunc("GET /scans", u.scans)
 	u.handleFunc("GET /scans/{id}", u.scan)
+	u.tablesRoutes()
 	if u.cfg.Reconcile != nil {
 		u.handleFunc("GET /migrations", u.migrations)
 		u.handleFunc("POST /migrations", u.createMigration)

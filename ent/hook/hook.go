@@ -153,6 +153,18 @@ func (f CleanupScanFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value,
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.CleanupScanMutation", m)
 }
 
+// The CleanupScanRequestFunc type is an adapter to allow the use of ordinary
+// function as CleanupScanRequest mutator.
+type CleanupScanRequestFunc func(context.Context, *ent.CleanupScanRequestMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f CleanupScanRequestFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.CleanupScanRequestMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.CleanupScanRequestMutation", m)
+}
+
 // The CleanupShardWalkFunc type is an adapter to allow the use of ordinary
 // function as CleanupShardWalk mutator.
 type CleanupShardWalkFunc func(context.Context, *ent.CleanupShardWalkMutation) (ent.Value, error)

@@ -322,6 +322,35 @@ var (
 			},
 		},
 	}
+	// CleanupScanRequestsColumns holds the columns for the "cleanup_scan_requests" table.
+	CleanupScanRequestsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeUUID},
+		{Name: "asset_id", Type: field.TypeUUID},
+		{Name: "requested_at", Type: field.TypeTime},
+		{Name: "actor", Type: field.TypeString, Default: ""},
+		{Name: "from_inventory", Type: field.TypeBool, Default: false},
+		{Name: "done_at", Type: field.TypeTime, Nullable: true},
+		{Name: "scan_id", Type: field.TypeUUID, Nullable: true},
+		{Name: "note", Type: field.TypeString, Size: 2147483647, Default: ""},
+	}
+	// CleanupScanRequestsTable holds the schema information for the "cleanup_scan_requests" table.
+	CleanupScanRequestsTable = &schema.Table{
+		Name:       "cleanup_scan_requests",
+		Columns:    CleanupScanRequestsColumns,
+		PrimaryKey: []*schema.Column{CleanupScanRequestsColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "cleanupscanrequest_asset_id_requested_at",
+				Unique:  false,
+				Columns: []*schema.Column{CleanupScanRequestsColumns[1], CleanupScanRequestsColumns[2]},
+			},
+			{
+				Name:    "cleanupscanrequest_done_at",
+				Unique:  false,
+				Columns: []*schema.Column{CleanupScanRequestsColumns[5]},
+			},
+		},
+	}
 	// CleanupShardWalksColumns holds the columns for the "cleanup_shard_walks" table.
 	CleanupShardWalksColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeUUID},
@@ -1487,6 +1516,7 @@ var (
 		CleanupRefChecksTable,
 		CleanupRefCheckUnitsTable,
 		CleanupScansTable,
+		CleanupScanRequestsTable,
 		CleanupShardWalksTable,
 		ColumnsTable,
 		ColumnEdgesTable,

@@ -42,6 +42,9 @@ type CleanupRefCheckUnit func(*sql.Selector)
 // CleanupScan is the predicate function for cleanupscan builders.
 type CleanupScan func(*sql.Selector)
 
+// CleanupScanRequest is the predicate function for cleanupscanrequest builders.
+type CleanupScanRequest func(*sql.Selector)
+
 // CleanupShardWalk is the predicate function for cleanupshardwalk builders.
 type CleanupShardWalk func(*sql.Selector)
 

@@ -14,6 +14,7 @@ import (
 	"github.com/tidemark/tidemark/ent/cleanuprefcheck"
 	"github.com/tidemark/tidemark/ent/cleanuprefcheckunit"
 	"github.com/tidemark/tidemark/ent/cleanupscan"
+	"github.com/tidemark/tidemark/ent/cleanupscanrequest"
 	"github.com/tidemark/tidemark/ent/cleanupshardwalk"
 	"github.com/tidemark/tidemark/ent/column"
 	"github.com/tidemark/tidemark/ent/columnedge"
@@ -221,6 +222,27 @@ func init() {
 	cleanupscanDescID := cleanupscanMixinFields0[0].Descriptor()
 	// cleanupscan.DefaultID holds the default value on creation for the id field.
 	cleanupscan.DefaultID = cleanupscanDescID.Default.(func() uuid.UUID)
+	cleanupscanrequestMixin := schema.CleanupScanRequest{}.Mixin()
+	cleanupscanrequestMixinFields0 := cleanupscanrequestMixin[0].Fields()
+	_ = cleanupscanrequestMixinFields0
+	cleanupscanrequestFields := schema.CleanupScanRequest{}.Fields()
+	_ = cleanupscanrequestFields
+	// cleanupscanrequestDescActor is the schema descriptor for actor field.
+	cleanupscanrequestDescActor := cleanupscanrequestFields[2].Descriptor()
+	// cleanupscanrequest.DefaultActor holds the default value on creation for the actor field.
+	cleanupscanrequest.DefaultActor = cleanupscanrequestDescActor.Default.(string)
+	// cleanupscanrequestDescFromInventory is the schema descriptor for from_inventory field.
+	cleanupscanrequestDescFromInventory := cleanupscanrequestFields[3].Descriptor()
+	// cleanupscanrequest.DefaultFromInventory holds the default value on creation for the from_inventory field.
+	cleanupscanrequest.DefaultFromInventory = cleanupscanrequestDescFromInventory.Default.(bool)
+	// cleanupscanrequestDescNote is the schema descriptor for note field.
+	cleanupscanrequestDescNote := cleanupscanrequestFields[6].Descriptor()
+	// cleanupscanrequest.DefaultNote holds the default value on creation for the note field.
+	cleanupscanrequest.DefaultNote = cleanupscanrequestDescNote.Default.(string)
+	// cleanupscanrequestDescID is the schema descriptor for id field.
+	cleanupscanrequestDescID := cleanupscanrequestMixinFields0[0].Descriptor()
+	// cleanupscanrequest.DefaultID holds the default value on creation for the id field.
+	cleanupscanrequest.DefaultID = cleanupscanrequestDescID.Default.(func() uuid.UUID)
 	cleanupshardwalkMixin := schema.CleanupShardWalk{}.Mixin()
 	cleanupshardwalkMixinFields0 := cleanupshardwalkMixin[0].Fields()
 	_ = cleanupshardwalkMixinFields0

@@ -166,3 +166,29 @@ func (CleanupRefCheckUnit) Fields() []ent.Field {
 func (CleanupRefCheckUnit) Indexes() []ent.Index {
 	return []ent.Index{index.Fields("check_id")}
 }
+
+// CleanupScanRequest is a person's request for a table's scan now (from the UI or the API). The
+// request never runs the scan itself: the scheduler's scan loop picks pending requests up first
+// on its next round, and closes each with the scan that answered it.
+type CleanupScanRequest struct{ ent.Schema }
+
+func (CleanupScanRequest) Mixin() []ent.Mixin { return []ent.Mixin{UUIDv7{}} }
+
+func (CleanupScanRequest) Fields() []ent.Field {
+	return []ent.Field{
+		field.UUID("asset_id", uuid.UUID{}).Immutable(),
+		field.Time("requested_at").Immutable(),
+		field.String("actor").Default("").Immutable(),
+		// from_inventory asks for an inventory pass (served tables only) instead of a full walk.
+		field.Bool("from_inventory").Default(false).Immutable(),
+		// done_at is set when the scheduler closed the request: scan_id names the scan that
+		// answered it, or note says why none did (the table was dropped, the scan could not start).
+		field.Time("done_at").Optional().Nillable(),
+		field.UUID("scan_id", uuid.UUID{}).Optional().Nillable(),
+		field.Text("note").Default(""),
+	}
+}
+
+func (CleanupScanRequest) Indexes() []ent.Index {
+	return []ent.Index{index.Fields("asset_id", "requested_at"), index.Fields("done_at")}
+}
