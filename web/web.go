@@ -152,6 +152,7 @@ func (u *UI) routes() {
 		u.handleFunc("GET /migrations/{id}", u.migration)
 	}
 	u.curationRoutes()
+	u.lifecycleRoutes()
 	u.handleFunc("GET /audit", u.audit)
 	u.handleFunc("GET /signin", u.signinForm)
 	u.handleFunc("POST /signin", u.signin)
@@ -280,6 +281,11 @@ var flashes = map[string]string{
 	"term-unlinked":       "Glossary term unlinked",
 	"suggestion-accepted": "Suggestion accepted: the tag is on the column",
 	"suggestion-rejected": "Suggestion rejected: it will not be suggested again",
+	"renamed":             "Renamed: the former name still resolves to this asset",
+	"deprecated":          "Marked deprecated",
+	"undeprecated":        "No longer deprecated",
+	"deleted":             "Deleted from the catalog (the data itself was not touched)",
+	"restored":            "Restored",
 	"term-created":        "Glossary term created",
 	"term-saved":          "Glossary term saved",
 }
