@@ -198,4 +198,11 @@ func TestLifecycleInABrowser(t *testing.T) {
 		t.Fatalf("after confirming: %s", a.Status)
 	}
 	shot(t, bctx, "edits-deleted")
+
+	// The classifications, with their values, on a page of their own.
+	must(chromedp.Do(bctx, chromedp.Navigate(x.srv.URL+"/classifications"), chromedp.WaitVisible(chromedp.ID("values-pii"))))
+	if vals := text(bctx, "#values-pii"); !strings.Contains(vals, "pii.email") {
+		t.Fatalf("pii's values: %q", vals)
+	}
+	shot(t, bctx, "edits-classifications")
 }
