@@ -347,9 +347,10 @@ func TestOwners(t *testing.T) {
 		if len(hist) != 2 || hist[0].RemovedAt == nil || hist[1].Role != "business" || hist[1].RemovedAt != nil {
 			t.Fatalf("owner history = %+v, want technical (closed) then business (current)", hist)
 		}
-		// A change made against a version that is no longer current is refused, and changes nothing.
+		// A change of data-eng made against a version from before data-eng last changed is
+		// refused, and changes nothing (an unrelated owner would land: TestFieldConflicts).
 		stale := business.Version - 1
-		if _, err := e.cat.SetOwner(ctx, a.ID, stale, catalog.OwnerInput{Principal: "ops"}); !errors.Is(err, catalog.ErrStaleVersion) {
+		if _, err := e.cat.SetOwner(ctx, a.ID, stale, catalog.OwnerInput{Principal: "data-eng", Kind: catalog.OwnerUser}); !errors.Is(err, catalog.ErrStaleVersion) {
 			t.Fatalf("add an owner at a stale version: %v, want ErrStaleVersion", err)
 		}
 		if _, err := e.cat.RemoveOwner(ctx, a.ID, stale, "data-eng"); !errors.Is(err, catalog.ErrStaleVersion) {

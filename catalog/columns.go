@@ -122,7 +122,7 @@ func (c *Catalog) SetColumnDescription(ctx context.Context, id uuid.UUID, expect
 	if err := validateDescription(text); err != nil {
 		return Asset{}, err
 	}
-	return c.mutateNoted(ctx, id, expected, ActionColumnDescribe, false, func(tx *ent.Tx, before Asset, now time.Time, note *auditNote) (bool, error) {
+	return c.mutateNoted(ctx, id, expected, ActionColumnDescribe, false, columnFields(id, columnID, field{What: "column-description"}), func(tx *ent.Tx, before Asset, now time.Time, note *auditNote) (bool, error) {
 		col, err := currentColumn(ctx, tx.Client(), id, columnID)
 		if err != nil {
 			return false, err

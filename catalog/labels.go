@@ -144,7 +144,7 @@ func (c *Catalog) AddLabel(ctx context.Context, id uuid.UUID, expected int64, in
 	if in.Source == "" {
 		in.Source = SourcePerson
 	}
-	a, err := c.mutateNoted(ctx, id, expected, ActionLabelAdd, false, func(tx *ent.Tx, before Asset, now time.Time, note *auditNote) (bool, error) {
+	a, err := c.mutateNoted(ctx, id, expected, ActionLabelAdd, false, columnFields(id, in.ColumnID, labelField(in.Kind, in.Value)), func(tx *ent.Tx, before Asset, now time.Time, note *auditNote) (bool, error) {
 		return c.addLabel(ctx, tx, id, in, now, note)
 	})
 	if ent.IsConstraintError(err) {
@@ -203,7 +203,7 @@ func (c *Catalog) addLabel(ctx context.Context, tx *ent.Tx, id uuid.UUID, in Lab
 // RemoveLabel takes a tag or term off the asset or one of its columns; its interval closes and
 // stays in the history.
 func (c *Catalog) RemoveLabel(ctx context.Context, id uuid.UUID, expected int64, columnID uuid.UUID, kind LabelKind, value string) (Asset, error) {
-	return c.mutateNoted(ctx, id, expected, ActionLabelRemove, false, func(tx *ent.Tx, before Asset, now time.Time, note *auditNote) (bool, error) {
+	return c.mutateNoted(ctx, id, expected, ActionLabelRemove, false, columnFields(id, columnID, labelField(kind, value)), func(tx *ent.Tx, before Asset, now time.Time, note *auditNote) (bool, error) {
 		row, err := tx.Label.Query().Where(label.AssetID(id), label.ColumnID(columnID), label.KindEQ(label.Kind(kind)),
 			label.Value(value), label.RemovedAtIsNil()).Only(ctx)
 		if ent.IsNotFound(err) {

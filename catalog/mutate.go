@@ -22,12 +22,12 @@ const maxVersionRetries = 100
 
 // mutate runs the common shape of every change to an existing asset in one transaction: read the
 // before state, refuse deleted assets (unless allowDeleted), claim the next version (failing
-// with ErrStaleVersion when expected is set and out of date), apply change, then record the
-// audit event with the after state. change returns false when there was nothing to do; a no-op
+// with ErrStaleVersion when expected is set, out of date, and a change since touched what deps
+// names; see checkSince), apply change, then record the audit event with the after state. change returns false when there was nothing to do; a no-op
 // leaves no version bump and no audit event.
-func (c *Catalog) mutate(ctx context.Context, id uuid.UUID, expected int64, action string, allowDeleted bool,
+func (c *Catalog) mutate(ctx context.Context, id uuid.UUID, expected int64, action string, allowDeleted bool, deps dependsOn,
 	change func(tx *ent.Tx, before Asset, now time.Time) (bool, error)) (Asset, error) {
-	return c.mutateNoted(ctx, id, expected, action, allowDeleted, func(tx *ent.Tx, before Asset, now time.Time, _ *auditNote) (bool, error) {
+	return c.mutateNoted(ctx, id, expected, action, allowDeleted, deps, func(tx *ent.Tx, before Asset, now time.Time, _ *auditNote) (bool, error) {
 		return change(tx, before, now)
 	})
 }
@@ -37,7 +37,7 @@ func (c *Catalog) mutate(ctx context.Context, id uuid.UUID, expected int64, acti
 type auditNote struct{ before, after any }
 
 // mutateNoted is mutate for changes that describe themselves in the audit log through note.
-func (c *Catalog) mutateNoted(ctx context.Context, id uuid.UUID, expected int64, action string, allowDeleted bool,
+func (c *Catalog) mutateNoted(ctx context.Context, id uuid.UUID, expected int64, action string, allowDeleted bool, deps dependsOn,
 	change func(tx *ent.Tx, before Asset, now time.Time, note *auditNote) (bool, error)) (Asset, error) {
 	var out Asset
 	err := c.tx(ctx, func(tx *ent.Tx) error {
@@ -52,7 +52,11 @@ func (c *Catalog) mutateNoted(ctx context.Context, id uuid.UUID, expected int64,
 				return conflict("asset %s was deleted at %s; deleted assets cannot change", id, before.DeletedAt.Format(time.RFC3339))
 			}
 			if expected != AnyVersion && before.Version != expected {
-				return staleVersion(id, expected, before.Version)
+				// Moved on since the caller read it: go ahead at the current version unless a
+				// change since touched what this edit depends on.
+				if err := checkSince(ctx, tx.Client(), before, expected, deps); err != nil {
+					return err
+				}
 			}
 			now = c.Now()
 			// The conditional update is the real guard: on PostgreSQL a concurrent writer blocks
@@ -65,10 +69,11 @@ func (c *Catalog) mutateNoted(ctx context.Context, id uuid.UUID, expected int64,
 			if n == 1 {
 				break
 			}
-			// Lost a race. A caller that named a version is told; one that did not meant "the
-			// current one", so read it again (under read committed the next read sees the
-			// winner's commit) and retry: a version race is never its problem.
-			if expected != AnyVersion || attempt == maxVersionRetries {
+			// Lost a race. A caller that named a version for the whole asset is told; one that
+			// did not (or named the fields it depends on) meant "the current one", so read it
+			// again (under read committed the next read sees the winner's commit) and retry,
+			// checking the fields again: a version race on another field is never its problem.
+			if expected != AnyVersion && deps == nil || attempt == maxVersionRetries {
 				return staleVersion(id, expected, before.Version)
 			}
 		}
@@ -92,7 +97,15 @@ func (c *Catalog) mutateNoted(ctx context.Context, id uuid.UUID, expected int64,
 		}
 		out = after
 		if note.before != nil || note.after != nil {
-			return c.audit(ctx, tx, now, action, id, note.before, note.after)
+			b, err := versioned(note.before, before.Version)
+			if err != nil {
+				return err
+			}
+			a, err := versioned(note.after, after.Version)
+			if err != nil {
+				return err
+			}
+			return c.audit(ctx, tx, now, action, id, b, a)
 		}
 		return c.audit(ctx, tx, now, action, id, before, after)
 	})
@@ -124,7 +137,7 @@ func (c *Catalog) RenameFound(ctx context.Context, id uuid.UUID, namespace, name
 }
 
 func (c *Catalog) rename(ctx context.Context, id uuid.UUID, expected int64, namespace, name string, since *time.Time) (Asset, error) {
-	a, err := c.mutate(ctx, id, expected, ActionRename, false, func(tx *ent.Tx, before Asset, now time.Time) (bool, error) {
+	a, err := c.mutate(ctx, id, expected, ActionRename, false, fields(field{What: "name"}, field{What: "status"}), func(tx *ent.Tx, before Asset, now time.Time) (bool, error) {
 		if namespace == "" {
 			namespace = before.Namespace
 		}
@@ -192,7 +205,14 @@ func (c *Catalog) Update(ctx context.Context, id uuid.UUID, expected int64, in U
 	if in.Status != nil && *in.Status != StatusActive && *in.Status != StatusDeprecated {
 		return Asset{}, invalid("status", "status can be set to active or deprecated; use DELETE to delete an asset")
 	}
-	return c.mutate(ctx, id, expected, ActionUpdate, false, func(tx *ent.Tx, before Asset, now time.Time) (bool, error) {
+	var deps []field
+	if in.Description != nil {
+		deps = append(deps, field{What: "description"})
+	}
+	if in.Status != nil {
+		deps = append(deps, field{What: "status"})
+	}
+	return c.mutate(ctx, id, expected, ActionUpdate, false, fields(deps...), func(tx *ent.Tx, before Asset, now time.Time) (bool, error) {
 		u := tx.Asset.UpdateOneID(id)
 		changed := false
 		if in.Description != nil && *in.Description != before.Description {
@@ -214,7 +234,7 @@ func (c *Catalog) Update(ctx context.Context, id uuid.UUID, expected int64, in U
 // (closed), so another asset may take it. Its ID, history, owners and external IDs stay, and its
 // names still resolve, as former names. Deleting a deleted asset changes nothing.
 func (c *Catalog) Delete(ctx context.Context, id uuid.UUID, expected int64) (Asset, error) {
-	return c.mutate(ctx, id, expected, ActionDelete, true, func(tx *ent.Tx, before Asset, now time.Time) (bool, error) {
+	return c.mutate(ctx, id, expected, ActionDelete, true, fields(field{What: "name"}, field{What: "status"}), func(tx *ent.Tx, before Asset, now time.Time) (bool, error) {
 		if before.Status == StatusDeleted {
 			return false, nil
 		}
@@ -233,7 +253,7 @@ func (c *Catalog) Delete(ctx context.Context, id uuid.UUID, expected int64) (Ass
 // provided no other asset has taken that name since (ErrNameTaken otherwise). Restoring an
 // active asset changes nothing.
 func (c *Catalog) Restore(ctx context.Context, id uuid.UUID, expected int64) (Asset, error) {
-	a, err := c.mutate(ctx, id, expected, ActionRestore, true, func(tx *ent.Tx, before Asset, now time.Time) (bool, error) {
+	a, err := c.mutate(ctx, id, expected, ActionRestore, true, fields(field{What: "name"}, field{What: "status"}), func(tx *ent.Tx, before Asset, now time.Time) (bool, error) {
 		if before.Status != StatusDeleted {
 			return false, nil
 		}

@@ -20,7 +20,7 @@ func (c *Catalog) SetOwner(ctx context.Context, id uuid.UUID, expected int64, in
 	if err := validateOwner(&in); err != nil {
 		return Asset{}, err
 	}
-	a, err := c.mutate(ctx, id, expected, ActionOwnerSet, false, func(tx *ent.Tx, before Asset, now time.Time) (bool, error) {
+	a, err := c.mutate(ctx, id, expected, ActionOwnerSet, false, fields(field{What: "owner", Value: in.Principal}), func(tx *ent.Tx, before Asset, now time.Time) (bool, error) {
 		cur, err := tx.Owner.Query().Where(owner.AssetID(id), owner.Principal(in.Principal), owner.RemovedAtIsNil()).Only(ctx)
 		switch {
 		case err == nil:
@@ -50,7 +50,7 @@ func (c *Catalog) RemoveOwner(ctx context.Context, id uuid.UUID, expected int64,
 	if err := validateText("principal", principal, MaxPrincipalBytes); err != nil {
 		return Asset{}, err
 	}
-	return c.mutate(ctx, id, expected, ActionOwnerRemove, false, func(tx *ent.Tx, before Asset, now time.Time) (bool, error) {
+	return c.mutate(ctx, id, expected, ActionOwnerRemove, false, fields(field{What: "owner", Value: principal}), func(tx *ent.Tx, before Asset, now time.Time) (bool, error) {
 		n, err := tx.Owner.Update().Where(owner.AssetID(id), owner.Principal(principal), owner.RemovedAtIsNil()).
 			SetRemovedAt(now).Save(ctx)
 		if err != nil {
@@ -70,7 +70,7 @@ func (c *Catalog) BindExternalID(ctx context.Context, id uuid.UUID, in ExternalI
 	if err := validateExternalID(in); err != nil {
 		return Asset{}, err
 	}
-	a, err := c.mutate(ctx, id, AnyVersion, ActionBindID, false, func(tx *ent.Tx, before Asset, now time.Time) (bool, error) {
+	a, err := c.mutate(ctx, id, AnyVersion, ActionBindID, false, nil, func(tx *ent.Tx, before Asset, now time.Time) (bool, error) {
 		row, err := tx.ExternalID.Query().Where(externalid.System(in.System), externalid.Value(in.Value)).Only(ctx)
 		switch {
 		case err == nil && row.AssetID == id:

@@ -98,7 +98,7 @@ func (c *Catalog) RecordSources(ctx context.Context, source LabelSource, reports
 		}
 
 		var w sourceWrites
-		var audits []*ent.AuditEventCreate
+		var audits []pendingAudit
 		for i, r := range reports {
 			if out[i].Err != nil {
 				continue
@@ -110,11 +110,7 @@ func (c *Catalog) RecordSources(ctx context.Context, source LabelSource, reports
 				paths = p.after
 				if note := p.note(); note != nil {
 					out[i].ColumnsChanged = true
-					a, err := c.auditCreate(ctx, tx, now, ActionSchemaChange, r.AssetID, nil, note)
-					if err != nil {
-						return err
-					}
-					audits = append(audits, a)
+					audits = append(audits, pendingAudit{r.AssetID, ActionSchemaChange, note})
 				}
 			}
 			if r.SyncTags {
@@ -123,11 +119,7 @@ func (c *Catalog) RecordSources(ctx context.Context, source LabelSource, reports
 				w.tags = append(w.tags, p)
 				if len(p.added) > 0 || len(p.removed) > 0 {
 					out[i].TagsChanged = true
-					a, err := c.auditCreate(ctx, tx, now, ActionLabelAdd, r.AssetID, nil, p.note(source))
-					if err != nil {
-						return err
-					}
-					audits = append(audits, a)
+					audits = append(audits, pendingAudit{r.AssetID, ActionLabelAdd, p.note(source)})
 				}
 			}
 			if out[i].ColumnsChanged || out[i].TagsChanged {
@@ -145,7 +137,11 @@ func (c *Catalog) RecordSources(ctx context.Context, source LabelSource, reports
 		}); err != nil {
 			return fmt.Errorf("catalog: bump versions: %w", err)
 		}
-		if err := chunk.Each(audits, func(part []*ent.AuditEventCreate) error {
+		creates, err := c.versionedAudits(ctx, tx, now, changed, audits)
+		if err != nil {
+			return err
+		}
+		if err := chunk.Each(creates, func(part []*ent.AuditEventCreate) error {
 			return tx.AuditEvent.CreateBulk(part...).Exec(ctx)
 		}); err != nil {
 			return fmt.Errorf("catalog: audit source reports: %w", err)
@@ -156,6 +152,38 @@ func (c *Catalog) RecordSources(ctx context.Context, source LabelSource, reports
 		return nil, err
 	}
 	c.changed(ctx, nil, changed...)
+	return out, nil
+}
+
+// pendingAudit is an audit event of RecordSources waiting for the version its change produced.
+type pendingAudit struct {
+	assetID uuid.UUID
+	action  string
+	note    map[string]any
+}
+
+// versionedAudits builds the audit events of the changed assets, each note carrying the version
+// its change produced (read after the bump), as every change of an asset records.
+func (c *Catalog) versionedAudits(ctx context.Context, tx *ent.Tx, now time.Time, changed []uuid.UUID, audits []pendingAudit) ([]*ent.AuditEventCreate, error) {
+	versions := make(map[uuid.UUID]int64, len(changed))
+	if err := chunk.Each(changed, func(part []uuid.UUID) error {
+		rows, err := tx.Asset.Query().Where(asset.IDIn(part...)).Select(asset.FieldID, asset.FieldVersion).All(ctx)
+		for _, r := range rows {
+			versions[r.ID] = r.Version
+		}
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("catalog: read versions: %w", err)
+	}
+	out := make([]*ent.AuditEventCreate, 0, len(audits))
+	for _, a := range audits {
+		a.note["version"] = versions[a.assetID]
+		q, err := c.auditCreate(ctx, tx, now, a.action, a.assetID, nil, a.note)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, q)
+	}
 	return out, nil
 }
 
@@ -419,7 +447,7 @@ func planColumns(id uuid.UUID, cur []*ent.Column, in SchemaInput) *columnPlan {
 }
 
 // note is what the audit log records of the plan; nil when it changes nothing.
-func (p *columnPlan) note() any {
+func (p *columnPlan) note() map[string]any {
 	if len(p.changes) > 0 {
 		return map[string]any{"source": p.in.Source, "schema_id": p.in.SchemaID, "changes": p.changes}
 	}
@@ -488,7 +516,7 @@ func planTags(id uuid.UUID, paths map[string]uuid.UUID, cur []*ent.Label, source
 	return p
 }
 
-func (p *tagPlan) note(source LabelSource) any {
+func (p *tagPlan) note(source LabelSource) map[string]any {
 	return map[string]any{"source": source, "added": p.added, "removed": p.removed}
 }
 

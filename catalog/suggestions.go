@@ -166,7 +166,7 @@ func findSuggestion(ctx context.Context, client *ent.Client, id uuid.UUID, key S
 // the transaction, so one that went away meanwhile is refused. A column the asset has no record
 // of yet (known from column lineage only) is recorded first.
 func (c *Catalog) AcceptSuggestion(ctx context.Context, id uuid.UUID, expected int64, key SuggestionKey) (Asset, error) {
-	return c.mutateNoted(ctx, id, expected, ActionLabelAdd, false, func(tx *ent.Tx, before Asset, now time.Time, note *auditNote) (bool, error) {
+	return c.mutateNoted(ctx, id, expected, ActionLabelAdd, false, suggestionFields(key), func(tx *ent.Tx, before Asset, now time.Time, note *auditNote) (bool, error) {
 		s, err := findSuggestion(ctx, tx.Client(), id, key)
 		if err != nil {
 			return false, err
@@ -191,7 +191,7 @@ func (c *Catalog) AcceptSuggestion(ctx context.Context, id uuid.UUID, expected i
 
 // RejectSuggestion records a person's no, so the suggestion is not shown again.
 func (c *Catalog) RejectSuggestion(ctx context.Context, id uuid.UUID, expected int64, key SuggestionKey) (Asset, error) {
-	return c.mutateNoted(ctx, id, expected, ActionSuggestionReject, false, func(tx *ent.Tx, before Asset, now time.Time, note *auditNote) (bool, error) {
+	return c.mutateNoted(ctx, id, expected, ActionSuggestionReject, false, suggestionFields(key), func(tx *ent.Tx, before Asset, now time.Time, note *auditNote) (bool, error) {
 		s, err := findSuggestion(ctx, tx.Client(), id, key)
 		if err != nil {
 			return false, err
@@ -203,4 +203,12 @@ func (c *Catalog) RejectSuggestion(ctx context.Context, id uuid.UUID, expected i
 		note.after = s
 		return true, nil
 	})
+}
+
+// suggestionFields is what deciding on a suggestion depends on: the suggestion, the tag on its
+// column, and the column.
+func suggestionFields(key SuggestionKey) dependsOn {
+	tag := labelField(LabelTag, key.Tag)
+	tag.Column = key.ColumnPath
+	return fields(field{What: "suggestion", Column: key.ColumnPath, Value: key.Tag}, tag, field{What: "column", Column: key.ColumnPath})
 }

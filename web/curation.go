@@ -282,9 +282,13 @@ func (e *editState) current(d *assetData) {
 		return
 	}
 	if e.Stale {
-		e.Message = fmt.Sprintf("This asset changed since you loaded the page (you saw version %d; it is at version %d now), "+
-			"so nothing was saved. Its current value is below, and what you entered is kept in the form: check it and submit again.",
-			e.Seen, d.Asset.Version)
+		// Only a change of what the edit depends on refuses it (catalog: per-field conflicts),
+		// so the message names that, not the asset as a whole.
+		defer func() {
+			e.Message = fmt.Sprintf("This asset's %s changed since you loaded the page (you saw version %d; it is at version %d now), "+
+				"so nothing was saved. Its current value is below, and what you entered is kept in the form: check it and submit again.",
+				e.What, e.Seen, d.Asset.Version)
+		}()
 	}
 	var col *columnView
 	colName := "the asset"
@@ -335,6 +339,10 @@ func (e *editState) current(d *assetData) {
 		} else if e.Column == "" {
 			e.Current = labels(d.Cur.AssetTerms)
 		}
+	case "rename", "delete", "restore":
+		e.What, e.Current = "name", []string{d.Asset.Namespace + "." + d.Asset.Name}
+	case "status":
+		e.What, e.Current = "status", []string{string(d.Asset.Status)}
 	case "suggestion":
 		e.What = "suggested tags"
 		for _, s := range d.Cur.Suggestions {

@@ -256,13 +256,20 @@ func TestCurationStaleEdits(t *testing.T) {
 		x := newCurated(t, db)
 		path := "/assets/" + x.customers.ID.String()
 		seen := x.version(t, x.customers.ID)
-		// Someone else changes the description and tags the column meanwhile.
+		// Someone else changes the description, tags the column, describes it and adds an owner
+		// meanwhile: the same fields the forms below edit.
 		other := catalog.WithActor(ctx, "api:alice")
 		desc := "Changed by **alice**."
 		if _, err := x.cat.Update(other, x.customers.ID, catalog.AnyVersion, catalog.UpdateInput{Description: &desc}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := x.cat.AddLabel(other, x.customers.ID, catalog.AnyVersion, catalog.LabelInput{ColumnID: x.email.ID, Kind: catalog.LabelTag, Value: "pii.other"}); err != nil {
+		if _, err := x.cat.AddLabel(other, x.customers.ID, catalog.AnyVersion, catalog.LabelInput{ColumnID: x.email.ID, Kind: catalog.LabelTag, Value: "pii.email"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := x.cat.SetColumnDescription(other, x.customers.ID, catalog.AnyVersion, x.email.ID, "alice's words"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := x.cat.SetOwner(other, x.customers.ID, catalog.AnyVersion, catalog.OwnerInput{Principal: "carol", Role: "business"}); err != nil {
 			t.Fatal(err)
 		}
 		for _, tc := range []struct {
@@ -272,9 +279,9 @@ func TestCurationStaleEdits(t *testing.T) {
 			typed        string   // what was typed, kept in the form
 		}{
 			{"Description", "/description", url.Values{"description": {"My own <text>"}}, []string{`<pre id="edit-current">Changed by **alice**.</pre>`}, `>My own &lt;text&gt;</textarea>`},
-			{"ColumnTag", "/tags", url.Values{"column": {x.email.ID.String()}, "tag": {"pii.email"}}, []string{"Current tags of column email", "pii.other (by api:alice)"}, `value="pii.email" required`},
-			{"ColumnDescription", "/column-description", url.Values{"column": {x.email.ID.String()}, "description": {"typed here"}}, []string{"Current description of column email", `<pre id="edit-current">(empty)</pre>`}, ">typed here</textarea>"},
-			{"Owner", "/owners", url.Values{"principal": {"carol"}}, []string{"Current owners", "none"}, `value="carol"`},
+			{"ColumnTag", "/tags", url.Values{"column": {x.email.ID.String()}, "tag": {"pii.email"}}, []string{"Current tags of column email", "pii.email (by api:alice)"}, `value="pii.email" required`},
+			{"ColumnDescription", "/column-description", url.Values{"column": {x.email.ID.String()}, "description": {"typed here"}}, []string{"Current description of column email", `<pre id="edit-current">alice&#39;s words</pre>`}, ">typed here</textarea>"},
+			{"Owner", "/owners", url.Values{"principal": {"carol"}}, []string{"Current owners", "carol (user, business)"}, `value="carol"`},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				tc.form.Set("version", seen)
@@ -299,9 +306,11 @@ func TestCurationStaleEdits(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if a.Description != desc || len(labels) != 1 || len(a.Owners) != 0 {
+		if a.Description != desc || len(labels) != 1 || len(a.Owners) != 1 || a.Owners[0].Role != "business" {
 			t.Fatalf("a stale edit changed something: %q %v %v", a.Description, labels, a.Owners)
 		}
+		// An edit from the same old page of something nobody touched since lands.
+		x.writer.mustPost(path+"/owners", url.Values{"version": {seen}, "principal": {"dave"}}, "owner-added")
 	})
 }
 
@@ -384,12 +393,13 @@ func TestSuggestions(t *testing.T) {
 		from := x.email.ID.String()
 		seen := x.version(t, x.emails.ID)
 		x.writer.mustPost(down+"/suggestions/accept", url.Values{"version": {seen}, "path": {"email_hash"}, "tag": {"pii.email"}, "from": {from}}, "suggestion-accepted")
-		// The same page's other button, now stale.
-		status, _, body := x.writer.post(down+"/suggestions/reject", url.Values{"version": {seen}, "path": {"email_hash"}, "tag": {"pii.other"}, "from": {from}})
-		if status != http.StatusConflict || !strings.Contains(body, "Current suggested tags") || !strings.Contains(body, "pii.other on column email_hash, from shop.customers.email") {
-			t.Fatalf("stale reject: %d\n%s", status, body)
+		// The same page's other button: the accept since touched another tag, so it lands.
+		x.writer.mustPost(down+"/suggestions/reject", url.Values{"version": {seen}, "path": {"email_hash"}, "tag": {"pii.other"}, "from": {from}}, "suggestion-rejected")
+		// The same page's accept again: what it depends on changed since, so it is refused as stale.
+		status, _, body := x.writer.post(down+"/suggestions/accept", url.Values{"version": {seen}, "path": {"email_hash"}, "tag": {"pii.email"}, "from": {from}})
+		if status != http.StatusConflict || !strings.Contains(body, "changed since you loaded the page") || !strings.Contains(body, "Current suggested tags") {
+			t.Fatalf("stale accept: %d\n%s", status, body)
 		}
-		x.writer.mustPost(down+"/suggestions/reject", url.Values{"version": {x.version(t, x.emails.ID)}, "path": {"email_hash"}, "tag": {"pii.other"}, "from": {from}}, "suggestion-rejected")
 		// Accepting what is not suggested any more is a conflict.
 		status, _, _ = x.writer.post(down+"/suggestions/accept", url.Values{"version": {x.version(t, x.emails.ID)}, "path": {"email_hash"}, "tag": {"pii.email"}, "from": {from}})
 		if status != http.StatusConflict {

@@ -157,6 +157,8 @@ func (u *UI) routes() {
 		u.handleFunc("POST /migrations/{id}/cutover", u.cutOver)
 	}
 	u.curationRoutes()
+	u.lifecycleRoutes()
+	u.classificationRoutes()
 	u.handleFunc("GET /audit", u.audit)
 	u.handleFunc("GET /signin", u.signinForm)
 	u.handleFunc("POST /signin", u.signin)
@@ -273,20 +275,26 @@ func (u *UI) fail(w http.ResponseWriter, r *http.Request, err error) {
 // flashes are the only banner messages: a link names one by key, so nobody can put their own
 // text on the site's pages.
 var flashes = map[string]string{
-	"decided":             "Decision recorded",
-	"cancelled":           "Approval cancelled: nothing of this proposal will be executed",
-	"description-saved":   "Description saved",
-	"column-saved":        "Column description saved",
-	"owner-added":         "Owner saved",
-	"owner-removed":       "Owner removed",
-	"tag-added":           "Tag added",
-	"tag-removed":         "Tag removed",
-	"term-linked":         "Glossary term linked",
-	"term-unlinked":       "Glossary term unlinked",
-	"suggestion-accepted": "Suggestion accepted: the tag is on the column",
-	"suggestion-rejected": "Suggestion rejected: it will not be suggested again",
-	"term-created":        "Glossary term created",
-	"term-saved":          "Glossary term saved",
+	"decided":              "Decision recorded",
+	"cancelled":            "Approval cancelled: nothing of this proposal will be executed",
+	"description-saved":    "Description saved",
+	"column-saved":         "Column description saved",
+	"owner-added":          "Owner saved",
+	"owner-removed":        "Owner removed",
+	"tag-added":            "Tag added",
+	"tag-removed":          "Tag removed",
+	"term-linked":          "Glossary term linked",
+	"term-unlinked":        "Glossary term unlinked",
+	"suggestion-accepted":  "Suggestion accepted: the tag is on the column",
+	"suggestion-rejected":  "Suggestion rejected: it will not be suggested again",
+	"renamed":              "Renamed: the former name still resolves to this asset",
+	"deprecated":           "Marked deprecated",
+	"undeprecated":         "No longer deprecated",
+	"deleted":              "Deleted from the catalog (the data itself was not touched)",
+	"restored":             "Restored",
+	"classification-saved": "Classification saved",
+	"term-created":         "Glossary term created",
+	"term-saved":           "Glossary term saved",
 }
 
 // noListing answers 404 for directories under /static/: files are served, listings are not.
