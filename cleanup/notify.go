@@ -257,4 +257,3 @@ func (s *Service) RunNotifier(ctx context.Context, tick time.Duration) {
 		}
 	})
 }
-
