@@ -156,6 +156,9 @@ func (u *UI) routes() {
 		u.handleFunc("POST /migrations/{id}/cutover", u.cutOver)
 	}
 	u.curationRoutes()
+	if u.cfg.Cleanup != nil {
+		u.handleFunc("POST /assets/{id}/subscription", u.subscription)
+	}
 	u.handleFunc("GET /audit", u.audit)
 	u.handleFunc("GET /signin", u.signinForm)
 	u.handleFunc("POST /signin", u.signin)
