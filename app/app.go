@@ -385,6 +385,7 @@ func (a *App) background(g *errgroup.Group, ctx context.Context, s Schedule) {
 		run(func(ctx context.Context) { loop.Every(ctx, s.CleanupEvery, false, a.proposeAndExecute) })
 	}
 	run(func(ctx context.Context) { a.Cleanup.RunDispatcher(ctx, s.Dispatch) })
+	run(func(ctx context.Context) { a.Cleanup.RunNotifier(ctx, s.Dispatch) }) // subscribers: audit log -> outbox
 	if len(a.Tables.Warehouses()) > 0 {
 		// A commit pending this long stopped between its metadata write and its swap: settle it,
 		// so its file is known as a leftover (or, were it swapped, as committed).

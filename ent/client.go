@@ -47,6 +47,7 @@ import (
 	"github.com/tidemark/tidemark/ent/lineageevent"
 	"github.com/tidemark/tidemark/ent/lineagestate"
 	"github.com/tidemark/tidemark/ent/migrationevent"
+	"github.com/tidemark/tidemark/ent/notifycursor"
 	"github.com/tidemark/tidemark/ent/outboxmessage"
 	"github.com/tidemark/tidemark/ent/owner"
 	"github.com/tidemark/tidemark/ent/proposal"
@@ -60,6 +61,7 @@ import (
 	"github.com/tidemark/tidemark/ent/schemachange"
 	"github.com/tidemark/tidemark/ent/searchdoc"
 	"github.com/tidemark/tidemark/ent/searchfacet"
+	"github.com/tidemark/tidemark/ent/subscription"
 	"github.com/tidemark/tidemark/ent/suggestiondecision"
 	"github.com/tidemark/tidemark/ent/tablesync"
 	"github.com/tidemark/tidemark/ent/usageactordaily"
@@ -142,6 +144,8 @@ type Client struct {
 	LineageState *LineageStateClient
 	// MigrationEvent is the client for interacting with the MigrationEvent builders.
 	MigrationEvent *MigrationEventClient
+	// NotifyCursor is the client for interacting with the NotifyCursor builders.
+	NotifyCursor *NotifyCursorClient
 	// OutboxMessage is the client for interacting with the OutboxMessage builders.
 	OutboxMessage *OutboxMessageClient
 	// Owner is the client for interacting with the Owner builders.
@@ -168,6 +172,8 @@ type Client struct {
 	SearchDoc *SearchDocClient
 	// SearchFacet is the client for interacting with the SearchFacet builders.
 	SearchFacet *SearchFacetClient
+	// Subscription is the client for interacting with the Subscription builders.
+	Subscription *SubscriptionClient
 	// SuggestionDecision is the client for interacting with the SuggestionDecision builders.
 	SuggestionDecision *SuggestionDecisionClient
 	// TableSync is the client for interacting with the TableSync builders.
@@ -232,6 +238,7 @@ func (c *Client) init() {
 	c.LineageEvent = NewLineageEventClient(c.config)
 	c.LineageState = NewLineageStateClient(c.config)
 	c.MigrationEvent = NewMigrationEventClient(c.config)
+	c.NotifyCursor = NewNotifyCursorClient(c.config)
 	c.OutboxMessage = NewOutboxMessageClient(c.config)
 	c.Owner = NewOwnerClient(c.config)
 	c.Proposal = NewProposalClient(c.config)
@@ -245,6 +252,7 @@ func (c *Client) init() {
 	c.SchemaChange = NewSchemaChangeClient(c.config)
 	c.SearchDoc = NewSearchDocClient(c.config)
 	c.SearchFacet = NewSearchFacetClient(c.config)
+	c.Subscription = NewSubscriptionClient(c.config)
 	c.SuggestionDecision = NewSuggestionDecisionClient(c.config)
 	c.TableSync = NewTableSyncClient(c.config)
 	c.UsageActorDaily = NewUsageActorDailyClient(c.config)
@@ -379,6 +387,7 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		LineageEvent:          NewLineageEventClient(cfg),
 		LineageState:          NewLineageStateClient(cfg),
 		MigrationEvent:        NewMigrationEventClient(cfg),
+		NotifyCursor:          NewNotifyCursorClient(cfg),
 		OutboxMessage:         NewOutboxMessageClient(cfg),
 		Owner:                 NewOwnerClient(cfg),
 		Proposal:              NewProposalClient(cfg),
@@ -392,6 +401,7 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		SchemaChange:          NewSchemaChangeClient(cfg),
 		SearchDoc:             NewSearchDocClient(cfg),
 		SearchFacet:           NewSearchFacetClient(cfg),
+		Subscription:          NewSubscriptionClient(cfg),
 		SuggestionDecision:    NewSuggestionDecisionClient(cfg),
 		TableSync:             NewTableSyncClient(cfg),
 		UsageActorDaily:       NewUsageActorDailyClient(cfg),
@@ -453,6 +463,7 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		LineageEvent:          NewLineageEventClient(cfg),
 		LineageState:          NewLineageStateClient(cfg),
 		MigrationEvent:        NewMigrationEventClient(cfg),
+		NotifyCursor:          NewNotifyCursorClient(cfg),
 		OutboxMessage:         NewOutboxMessageClient(cfg),
 		Owner:                 NewOwnerClient(cfg),
 		Proposal:              NewProposalClient(cfg),
@@ -466,6 +477,7 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		SchemaChange:          NewSchemaChangeClient(cfg),
 		SearchDoc:             NewSearchDocClient(cfg),
 		SearchFacet:           NewSearchFacetClient(cfg),
+		Subscription:          NewSubscriptionClient(cfg),
 		SuggestionDecision:    NewSuggestionDecisionClient(cfg),
 		TableSync:             NewTableSyncClient(cfg),
 		UsageActorDaily:       NewUsageActorDailyClient(cfg),
@@ -513,12 +525,12 @@ func (c *Client) Use(hooks ...Hook) {
 		c.IcebergCommit, c.IcebergInventoryFile, c.IcebergManifest,
 		c.IcebergManifestList, c.IcebergNamespace, c.IcebergTable, c.IdempotencyKey,
 		c.Label, c.LineageEdge, c.LineageEvent, c.LineageState, c.MigrationEvent,
-		c.OutboxMessage, c.Owner, c.Proposal, c.ProposalFile, c.ProposalStep,
-		c.ReconciliationFinding, c.ReconciliationRun, c.ReconciliationWindow, c.Run,
-		c.RunIO, c.SchemaChange, c.SearchDoc, c.SearchFacet, c.SuggestionDecision,
-		c.TableSync, c.UsageActorDaily, c.UsageActorMonthly, c.UsageDaily,
-		c.UsageEvent, c.UsageJobDaily, c.UsageName, c.UsagePending, c.WebSession,
-		c.Webhook,
+		c.NotifyCursor, c.OutboxMessage, c.Owner, c.Proposal, c.ProposalFile,
+		c.ProposalStep, c.ReconciliationFinding, c.ReconciliationRun,
+		c.ReconciliationWindow, c.Run, c.RunIO, c.SchemaChange, c.SearchDoc,
+		c.SearchFacet, c.Subscription, c.SuggestionDecision, c.TableSync,
+		c.UsageActorDaily, c.UsageActorMonthly, c.UsageDaily, c.UsageEvent,
+		c.UsageJobDaily, c.UsageName, c.UsagePending, c.WebSession, c.Webhook,
 	} {
 		n.Use(hooks...)
 	}
@@ -535,12 +547,12 @@ func (c *Client) Intercept(interceptors ...Interceptor) {
 		c.IcebergCommit, c.IcebergInventoryFile, c.IcebergManifest,
 		c.IcebergManifestList, c.IcebergNamespace, c.IcebergTable, c.IdempotencyKey,
 		c.Label, c.LineageEdge, c.LineageEvent, c.LineageState, c.MigrationEvent,
-		c.OutboxMessage, c.Owner, c.Proposal, c.ProposalFile, c.ProposalStep,
-		c.ReconciliationFinding, c.ReconciliationRun, c.ReconciliationWindow, c.Run,
-		c.RunIO, c.SchemaChange, c.SearchDoc, c.SearchFacet, c.SuggestionDecision,
-		c.TableSync, c.UsageActorDaily, c.UsageActorMonthly, c.UsageDaily,
-		c.UsageEvent, c.UsageJobDaily, c.UsageName, c.UsagePending, c.WebSession,
-		c.Webhook,
+		c.NotifyCursor, c.OutboxMessage, c.Owner, c.Proposal, c.ProposalFile,
+		c.ProposalStep, c.ReconciliationFinding, c.ReconciliationRun,
+		c.ReconciliationWindow, c.Run, c.RunIO, c.SchemaChange, c.SearchDoc,
+		c.SearchFacet, c.Subscription, c.SuggestionDecision, c.TableSync,
+		c.UsageActorDaily, c.UsageActorMonthly, c.UsageDaily, c.UsageEvent,
+		c.UsageJobDaily, c.UsageName, c.UsagePending, c.WebSession, c.Webhook,
 	} {
 		n.Intercept(interceptors...)
 	}
@@ -611,6 +623,8 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.LineageState.mutate(ctx, m)
 	case *MigrationEventMutation:
 		return c.MigrationEvent.mutate(ctx, m)
+	case *NotifyCursorMutation:
+		return c.NotifyCursor.mutate(ctx, m)
 	case *OutboxMessageMutation:
 		return c.OutboxMessage.mutate(ctx, m)
 	case *OwnerMutation:
@@ -637,6 +651,8 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.SearchDoc.mutate(ctx, m)
 	case *SearchFacetMutation:
 		return c.SearchFacet.mutate(ctx, m)
+	case *SubscriptionMutation:
+		return c.Subscription.mutate(ctx, m)
 	case *SuggestionDecisionMutation:
 		return c.SuggestionDecision.mutate(ctx, m)
 	case *TableSyncMutation:
@@ -4868,6 +4884,139 @@ func (c *MigrationEventClient) mutate(ctx context.Context, m *MigrationEventMuta
 	}
 }
 
+// NotifyCursorClient is a client for the NotifyCursor schema.
+type NotifyCursorClient struct {
+	config
+}
+
+// NewNotifyCursorClient returns a client for the NotifyCursor from the given config.
+func NewNotifyCursorClient(c config) *NotifyCursorClient {
+	return &NotifyCursorClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `notifycursor.Hooks(f(g(h())))`.
+func (c *NotifyCursorClient) Use(hooks ...Hook) {
+	c.hooks.NotifyCursor = append(c.hooks.NotifyCursor, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `notifycursor.Intercept(f(g(h())))`.
+func (c *NotifyCursorClient) Intercept(interceptors ...Interceptor) {
+	c.inters.NotifyCursor = append(c.inters.NotifyCursor, interceptors...)
+}
+
+// Create returns a builder for creating a NotifyCursor entity.
+func (c *NotifyCursorClient) Create() *NotifyCursorCreate {
+	mutation := newNotifyCursorMutation(c.config, OpCreate)
+	return &NotifyCursorCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of NotifyCursor entities.
+func (c *NotifyCursorClient) CreateBulk(builders ...*NotifyCursorCreate) *NotifyCursorCreateBulk {
+	return &NotifyCursorCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *NotifyCursorClient) MapCreateBulk(slice any, setFunc func(*NotifyCursorCreate, int)) *NotifyCursorCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &NotifyCursorCreateBulk{err: fmt.Errorf("calling to NotifyCursorClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*NotifyCursorCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &NotifyCursorCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for NotifyCursor.
+func (c *NotifyCursorClient) Update() *NotifyCursorUpdate {
+	mutation := newNotifyCursorMutation(c.config, OpUpdate)
+	return &NotifyCursorUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *NotifyCursorClient) UpdateOne(_m *NotifyCursor) *NotifyCursorUpdateOne {
+	mutation := newNotifyCursorMutation(c.config, OpUpdateOne, withNotifyCursor(_m))
+	return &NotifyCursorUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *NotifyCursorClient) UpdateOneID(id string) *NotifyCursorUpdateOne {
+	mutation := newNotifyCursorMutation(c.config, OpUpdateOne, withNotifyCursorID(id))
+	return &NotifyCursorUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for NotifyCursor.
+func (c *NotifyCursorClient) Delete() *NotifyCursorDelete {
+	mutation := newNotifyCursorMutation(c.config, OpDelete)
+	return &NotifyCursorDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *NotifyCursorClient) DeleteOne(_m *NotifyCursor) *NotifyCursorDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *NotifyCursorClient) DeleteOneID(id string) *NotifyCursorDeleteOne {
+	builder := c.Delete().Where(notifycursor.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &NotifyCursorDeleteOne{builder}
+}
+
+// Query returns a query builder for NotifyCursor.
+func (c *NotifyCursorClient) Query() *NotifyCursorQuery {
+	return &NotifyCursorQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeNotifyCursor},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a NotifyCursor entity by its id.
+func (c *NotifyCursorClient) Get(ctx context.Context, id string) (*NotifyCursor, error) {
+	return c.Query().Where(notifycursor.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *NotifyCursorClient) GetX(ctx context.Context, id string) *NotifyCursor {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *NotifyCursorClient) Hooks() []Hook {
+	return c.hooks.NotifyCursor
+}
+
+// Interceptors returns the client interceptors.
+func (c *NotifyCursorClient) Interceptors() []Interceptor {
+	return c.inters.NotifyCursor
+}
+
+func (c *NotifyCursorClient) mutate(ctx context.Context, m *NotifyCursorMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&NotifyCursorCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&NotifyCursorUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&NotifyCursorUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&NotifyCursorDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown NotifyCursor mutation op: %q", m.Op())
+	}
+}
+
 // OutboxMessageClient is a client for the OutboxMessage schema.
 type OutboxMessageClient struct {
 	config
@@ -6613,6 +6762,139 @@ func (c *SearchFacetClient) mutate(ctx context.Context, m *SearchFacetMutation) 
 	}
 }
 
+// SubscriptionClient is a client for the Subscription schema.
+type SubscriptionClient struct {
+	config
+}
+
+// NewSubscriptionClient returns a client for the Subscription from the given config.
+func NewSubscriptionClient(c config) *SubscriptionClient {
+	return &SubscriptionClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `subscription.Hooks(f(g(h())))`.
+func (c *SubscriptionClient) Use(hooks ...Hook) {
+	c.hooks.Subscription = append(c.hooks.Subscription, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `subscription.Intercept(f(g(h())))`.
+func (c *SubscriptionClient) Intercept(interceptors ...Interceptor) {
+	c.inters.Subscription = append(c.inters.Subscription, interceptors...)
+}
+
+// Create returns a builder for creating a Subscription entity.
+func (c *SubscriptionClient) Create() *SubscriptionCreate {
+	mutation := newSubscriptionMutation(c.config, OpCreate)
+	return &SubscriptionCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of Subscription entities.
+func (c *SubscriptionClient) CreateBulk(builders ...*SubscriptionCreate) *SubscriptionCreateBulk {
+	return &SubscriptionCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *SubscriptionClient) MapCreateBulk(slice any, setFunc func(*SubscriptionCreate, int)) *SubscriptionCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &SubscriptionCreateBulk{err: fmt.Errorf("calling to SubscriptionClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*SubscriptionCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &SubscriptionCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for Subscription.
+func (c *SubscriptionClient) Update() *SubscriptionUpdate {
+	mutation := newSubscriptionMutation(c.config, OpUpdate)
+	return &SubscriptionUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *SubscriptionClient) UpdateOne(_m *Subscription) *SubscriptionUpdateOne {
+	mutation := newSubscriptionMutation(c.config, OpUpdateOne, withSubscription(_m))
+	return &SubscriptionUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *SubscriptionClient) UpdateOneID(id uuid.UUID) *SubscriptionUpdateOne {
+	mutation := newSubscriptionMutation(c.config, OpUpdateOne, withSubscriptionID(id))
+	return &SubscriptionUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for Subscription.
+func (c *SubscriptionClient) Delete() *SubscriptionDelete {
+	mutation := newSubscriptionMutation(c.config, OpDelete)
+	return &SubscriptionDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *SubscriptionClient) DeleteOne(_m *Subscription) *SubscriptionDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *SubscriptionClient) DeleteOneID(id uuid.UUID) *SubscriptionDeleteOne {
+	builder := c.Delete().Where(subscription.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &SubscriptionDeleteOne{builder}
+}
+
+// Query returns a query builder for Subscription.
+func (c *SubscriptionClient) Query() *SubscriptionQuery {
+	return &SubscriptionQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeSubscription},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a Subscription entity by its id.
+func (c *SubscriptionClient) Get(ctx context.Context, id uuid.UUID) (*Subscription, error) {
+	return c.Query().Where(subscription.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *SubscriptionClient) GetX(ctx context.Context, id uuid.UUID) *Subscription {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *SubscriptionClient) Hooks() []Hook {
+	return c.hooks.Subscription
+}
+
+// Interceptors returns the client interceptors.
+func (c *SubscriptionClient) Interceptors() []Interceptor {
+	return c.inters.Subscription
+}
+
+func (c *SubscriptionClient) mutate(ctx context.Context, m *SubscriptionMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&SubscriptionCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&SubscriptionUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&SubscriptionUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&SubscriptionDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown Subscription mutation op: %q", m.Op())
+	}
+}
+
 // SuggestionDecisionClient is a client for the SuggestionDecision schema.
 type SuggestionDecisionClient struct {
 	config
@@ -8085,11 +8367,12 @@ type (
 		ColumnEdge, DatasetMigration, ExternalID, GlossaryTerm, IcebergCommit,
 		IcebergInventoryFile, IcebergManifest, IcebergManifestList, IcebergNamespace,
 		IcebergTable, IdempotencyKey, Label, LineageEdge, LineageEvent, LineageState,
-		MigrationEvent, OutboxMessage, Owner, Proposal, ProposalFile, ProposalStep,
-		ReconciliationFinding, ReconciliationRun, ReconciliationWindow, Run, RunIO,
-		SchemaChange, SearchDoc, SearchFacet, SuggestionDecision, TableSync,
-		UsageActorDaily, UsageActorMonthly, UsageDaily, UsageEvent, UsageJobDaily,
-		UsageName, UsagePending, WebSession, Webhook []ent.Hook
+		MigrationEvent, NotifyCursor, OutboxMessage, Owner, Proposal, ProposalFile,
+		ProposalStep, ReconciliationFinding, ReconciliationRun, ReconciliationWindow,
+		Run, RunIO, SchemaChange, SearchDoc, SearchFacet, Subscription,
+		SuggestionDecision, TableSync, UsageActorDaily, UsageActorMonthly, UsageDaily,
+		UsageEvent, UsageJobDaily, UsageName, UsagePending, WebSession,
+		Webhook []ent.Hook
 	}
 	inters struct {
 		APIToken, Asset, AssetFacet, AssetName, AuditEvent, Classification,
@@ -8098,11 +8381,12 @@ type (
 		ColumnEdge, DatasetMigration, ExternalID, GlossaryTerm, IcebergCommit,
 		IcebergInventoryFile, IcebergManifest, IcebergManifestList, IcebergNamespace,
 		IcebergTable, IdempotencyKey, Label, LineageEdge, LineageEvent, LineageState,
-		MigrationEvent, OutboxMessage, Owner, Proposal, ProposalFile, ProposalStep,
-		ReconciliationFinding, ReconciliationRun, ReconciliationWindow, Run, RunIO,
-		SchemaChange, SearchDoc, SearchFacet, SuggestionDecision, TableSync,
-		UsageActorDaily, UsageActorMonthly, UsageDaily, UsageEvent, UsageJobDaily,
-		UsageName, UsagePending, WebSession, Webhook []ent.Interceptor
+		MigrationEvent, NotifyCursor, OutboxMessage, Owner, Proposal, ProposalFile,
+		ProposalStep, ReconciliationFinding, ReconciliationRun, ReconciliationWindow,
+		Run, RunIO, SchemaChange, SearchDoc, SearchFacet, Subscription,
+		SuggestionDecision, TableSync, UsageActorDaily, UsageActorMonthly, UsageDaily,
+		UsageEvent, UsageJobDaily, UsageName, UsagePending, WebSession,
+		Webhook []ent.Interceptor
 	}
 )
 

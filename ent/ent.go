@@ -43,6 +43,7 @@ import (
 	"github.com/tidemark/tidemark/ent/lineageevent"
 	"github.com/tidemark/tidemark/ent/lineagestate"
 	"github.com/tidemark/tidemark/ent/migrationevent"
+	"github.com/tidemark/tidemark/ent/notifycursor"
 	"github.com/tidemark/tidemark/ent/outboxmessage"
 	"github.com/tidemark/tidemark/ent/owner"
 	"github.com/tidemark/tidemark/ent/proposal"
@@ -56,6 +57,7 @@ import (
 	"github.com/tidemark/tidemark/ent/schemachange"
 	"github.com/tidemark/tidemark/ent/searchdoc"
 	"github.com/tidemark/tidemark/ent/searchfacet"
+	"github.com/tidemark/tidemark/ent/subscription"
 	"github.com/tidemark/tidemark/ent/suggestiondecision"
 	"github.com/tidemark/tidemark/ent/tablesync"
 	"github.com/tidemark/tidemark/ent/usageactordaily"
@@ -158,6 +160,7 @@ func checkColumn(t, c string) error {
 			lineageevent.Table:          lineageevent.ValidColumn,
 			lineagestate.Table:          lineagestate.ValidColumn,
 			migrationevent.Table:        migrationevent.ValidColumn,
+			notifycursor.Table:          notifycursor.ValidColumn,
 			outboxmessage.Table:         outboxmessage.ValidColumn,
 			owner.Table:                 owner.ValidColumn,
 			proposal.Table:              proposal.ValidColumn,
@@ -171,6 +174,7 @@ func checkColumn(t, c string) error {
 			schemachange.Table:          schemachange.ValidColumn,
 			searchdoc.Table:             searchdoc.ValidColumn,
 			searchfacet.Table:           searchfacet.ValidColumn,
+			subscription.Table:          subscription.ValidColumn,
 			suggestiondecision.Table:    suggestiondecision.ValidColumn,
 			tablesync.Table:             tablesync.ValidColumn,
 			usageactordaily.Table:       usageactordaily.ValidColumn,

@@ -76,6 +76,8 @@ type Tx struct {
 	LineageState *LineageStateClient
 	// MigrationEvent is the client for interacting with the MigrationEvent builders.
 	MigrationEvent *MigrationEventClient
+	// NotifyCursor is the client for interacting with the NotifyCursor builders.
+	NotifyCursor *NotifyCursorClient
 	// OutboxMessage is the client for interacting with the OutboxMessage builders.
 	OutboxMessage *OutboxMessageClient
 	// Owner is the client for interacting with the Owner builders.
@@ -102,6 +104,8 @@ type Tx struct {
 	SearchDoc *SearchDocClient
 	// SearchFacet is the client for interacting with the SearchFacet builders.
 	SearchFacet *SearchFacetClient
+	// Subscription is the client for interacting with the Subscription builders.
+	Subscription *SubscriptionClient
 	// SuggestionDecision is the client for interacting with the SuggestionDecision builders.
 	SuggestionDecision *SuggestionDecisionClient
 	// TableSync is the client for interacting with the TableSync builders.
@@ -286,6 +290,7 @@ func (tx *Tx) init() {
 	tx.LineageEvent = NewLineageEventClient(tx.config)
 	tx.LineageState = NewLineageStateClient(tx.config)
 	tx.MigrationEvent = NewMigrationEventClient(tx.config)
+	tx.NotifyCursor = NewNotifyCursorClient(tx.config)
 	tx.OutboxMessage = NewOutboxMessageClient(tx.config)
 	tx.Owner = NewOwnerClient(tx.config)
 	tx.Proposal = NewProposalClient(tx.config)
@@ -299,6 +304,7 @@ func (tx *Tx) init() {
 	tx.SchemaChange = NewSchemaChangeClient(tx.config)
 	tx.SearchDoc = NewSearchDocClient(tx.config)
 	tx.SearchFacet = NewSearchFacetClient(tx.config)
+	tx.Subscription = NewSubscriptionClient(tx.config)
 	tx.SuggestionDecision = NewSuggestionDecisionClient(tx.config)
 	tx.TableSync = NewTableSyncClient(tx.config)
 	tx.UsageActorDaily = NewUsageActorDailyClient(tx.config)

@@ -149,6 +149,7 @@ func (a *API) routes() {
 	a.scanRoutes()
 	a.refCheckRoutes()
 	a.proposalRoutes()
+	a.subscriptionRoutes()
 	a.migrationRoutes()
 	a.curationRoutes()
 	a.handle(operation{

@@ -181,6 +181,7 @@ type assetData struct {
 	// Cur is the curation part (curation.go); Edit an edit the page refused.
 	Cur  curationData
 	Edit editState
+	Sub  *subscriptionView // nil without subscriptions (no cleanup service)
 }
 
 // partial records that part of the asset page could not be read: logged, and listed on the page.
@@ -263,6 +264,7 @@ func (u *UI) assetPage(w http.ResponseWriter, r *http.Request, status int, edit 
 	}
 	u.curationParts(&g, r, &d, miss)
 	u.nameShareParts(&g, r, &d, miss)
+	u.subscriptionParts(&g, r, &d, miss)
 	if u.cfg.Tables != nil {
 		g.Go(func() error {
 			t, err := u.cfg.Tables.Get(ctx, id)

@@ -159,6 +159,9 @@ func (u *UI) routes() {
 	u.curationRoutes()
 	u.lifecycleRoutes()
 	u.classificationRoutes()
+	if u.cfg.Cleanup != nil {
+		u.handleFunc("POST /assets/{id}/subscription", u.subscription)
+	}
 	u.handleFunc("GET /audit", u.audit)
 	u.handleFunc("GET /signin", u.signinForm)
 	u.handleFunc("POST /signin", u.signin)

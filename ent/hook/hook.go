@@ -381,6 +381,18 @@ func (f MigrationEventFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Val
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.MigrationEventMutation", m)
 }
 
+// The NotifyCursorFunc type is an adapter to allow the use of ordinary
+// function as NotifyCursor mutator.
+type NotifyCursorFunc func(context.Context, *ent.NotifyCursorMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f NotifyCursorFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.NotifyCursorMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.NotifyCursorMutation", m)
+}
+
 // The OutboxMessageFunc type is an adapter to allow the use of ordinary
 // function as OutboxMessage mutator.
 type OutboxMessageFunc func(context.Context, *ent.OutboxMessageMutation) (ent.Value, error)
@@ -535,6 +547,18 @@ func (f SearchFacetFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value,
 		return f(ctx, mv)
 	}
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.SearchFacetMutation", m)
+}
+
+// The SubscriptionFunc type is an adapter to allow the use of ordinary
+// function as Subscription mutator.
+type SubscriptionFunc func(context.Context, *ent.SubscriptionMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f SubscriptionFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.SubscriptionMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.SubscriptionMutation", m)
 }
 
 // The SuggestionDecisionFunc type is an adapter to allow the use of ordinary

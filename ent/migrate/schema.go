@@ -866,6 +866,18 @@ var (
 			},
 		},
 	}
+	// NotifyCursorsColumns holds the columns for the "notify_cursors" table.
+	NotifyCursorsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeString},
+		{Name: "after", Type: field.TypeUUID},
+		{Name: "updated_at", Type: field.TypeTime},
+	}
+	// NotifyCursorsTable holds the schema information for the "notify_cursors" table.
+	NotifyCursorsTable = &schema.Table{
+		Name:       "notify_cursors",
+		Columns:    NotifyCursorsColumns,
+		PrimaryKey: []*schema.Column{NotifyCursorsColumns[0]},
+	}
 	// OutboxMessagesColumns holds the columns for the "outbox_messages" table.
 	OutboxMessagesColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeUUID},
@@ -1245,6 +1257,31 @@ var (
 			},
 		},
 	}
+	// SubscriptionsColumns holds the columns for the "subscriptions" table.
+	SubscriptionsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeUUID},
+		{Name: "asset_id", Type: field.TypeUUID},
+		{Name: "principal", Type: field.TypeString},
+		{Name: "created_at", Type: field.TypeTime},
+	}
+	// SubscriptionsTable holds the schema information for the "subscriptions" table.
+	SubscriptionsTable = &schema.Table{
+		Name:       "subscriptions",
+		Columns:    SubscriptionsColumns,
+		PrimaryKey: []*schema.Column{SubscriptionsColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "subscription_asset_id_principal",
+				Unique:  true,
+				Columns: []*schema.Column{SubscriptionsColumns[1], SubscriptionsColumns[2]},
+			},
+			{
+				Name:    "subscription_principal",
+				Unique:  false,
+				Columns: []*schema.Column{SubscriptionsColumns[2]},
+			},
+		},
+	}
 	// SuggestionDecisionsColumns holds the columns for the "suggestion_decisions" table.
 	SuggestionDecisionsColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeUUID},
@@ -1535,6 +1572,7 @@ var (
 		LineageEventsTable,
 		LineageStatesTable,
 		MigrationEventsTable,
+		NotifyCursorsTable,
 		OutboxMessagesTable,
 		OwnersTable,
 		ProposalsTable,
@@ -1548,6 +1586,7 @@ var (
 		SchemaChangesTable,
 		SearchDocsTable,
 		SearchFacetsTable,
+		SubscriptionsTable,
 		SuggestionDecisionsTable,
 		TableSyncsTable,
 		UsageActorDailiesTable,

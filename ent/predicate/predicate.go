@@ -99,6 +99,9 @@ type LineageState func(*sql.Selector)
 // MigrationEvent is the predicate function for migrationevent builders.
 type MigrationEvent func(*sql.Selector)
 
+// NotifyCursor is the predicate function for notifycursor builders.
+type NotifyCursor func(*sql.Selector)
+
 // OutboxMessage is the predicate function for outboxmessage builders.
 type OutboxMessage func(*sql.Selector)
 
@@ -137,6 +140,9 @@ type SearchDoc func(*sql.Selector)
 
 // SearchFacet is the predicate function for searchfacet builders.
 type SearchFacet func(*sql.Selector)
+
+// Subscription is the predicate function for subscription builders.
+type Subscription func(*sql.Selector)
 
 // SuggestionDecision is the predicate function for suggestiondecision builders.
 type SuggestionDecision func(*sql.Selector)

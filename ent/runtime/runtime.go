@@ -40,6 +40,7 @@ import (
 	"github.com/tidemark/tidemark/ent/run"
 	"github.com/tidemark/tidemark/ent/schema"
 	"github.com/tidemark/tidemark/ent/schemachange"
+	"github.com/tidemark/tidemark/ent/subscription"
 	"github.com/tidemark/tidemark/ent/suggestiondecision"
 	"github.com/tidemark/tidemark/ent/tablesync"
 	"github.com/tidemark/tidemark/ent/usageactordaily"
@@ -663,6 +664,15 @@ func init() {
 	schemachangeDescID := schemachangeMixinFields0[0].Descriptor()
 	// schemachange.DefaultID holds the default value on creation for the id field.
 	schemachange.DefaultID = schemachangeDescID.Default.(func() uuid.UUID)
+	subscriptionMixin := schema.Subscription{}.Mixin()
+	subscriptionMixinFields0 := subscriptionMixin[0].Fields()
+	_ = subscriptionMixinFields0
+	subscriptionFields := schema.Subscription{}.Fields()
+	_ = subscriptionFields
+	// subscriptionDescID is the schema descriptor for id field.
+	subscriptionDescID := subscriptionMixinFields0[0].Descriptor()
+	// subscription.DefaultID holds the default value on creation for the id field.
+	subscription.DefaultID = subscriptionDescID.Default.(func() uuid.UUID)
 	suggestiondecisionMixin := schema.SuggestionDecision{}.Mixin()
 	suggestiondecisionMixinFields0 := suggestiondecisionMixin[0].Fields()
 	_ = suggestiondecisionMixinFields0

@@ -1,0 +1,92 @@
+package web
+
+// The asset page's subscribe part: a signed-in person subscribes their principal (their token's
+// name, as the API's rule has it) to the asset's changes, and is told whether that principal has
+// a webhook to be told through.
+
+import (
+	"net/http"
+
+	"github.com/google/uuid"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/tidemark/tidemark/catalog"
+)
+
+func init() {
+	flashes["subscribed"] = "Subscribed to this asset's changes"
+	flashes["unsubscribed"] = "Unsubscribed: you will not hear of this asset's changes"
+}
+
+// subscriptionView is what the page shows the person about their subscription.
+type subscriptionView struct {
+	AssetID    uuid.UUID
+	Principal  string // empty: not signed in
+	Subscribed bool
+	HasWebhook bool
+	Others     int  // other subscribers
+	CanChange  bool // signed in with the write scope
+	CSRF       string
+}
+
+// subscriptionParts reads the signed-in person's subscription and webhook for the asset page.
+func (u *UI) subscriptionParts(g *errgroup.Group, r *http.Request, d *assetData, miss func(string, error) bool) {
+	if u.cfg.Cleanup == nil {
+		return
+	}
+	v := &subscriptionView{AssetID: d.Asset.ID}
+	d.Sub = v
+	s := u.sessions.get(r)
+	if s == nil {
+		return
+	}
+	v.Principal, v.CanChange, v.CSRF = s.Name, s.Write, s.CSRF
+	g.Go(func() error {
+		subs, err := u.cfg.Cleanup.Subscriptions(r.Context(), d.Asset.ID)
+		if miss("your subscription", err) {
+			d.Sub = nil
+			return nil
+		}
+		for _, sub := range subs {
+			if sub.Principal == v.Principal {
+				v.Subscribed = true
+			} else {
+				v.Others++
+			}
+		}
+		v.HasWebhook, err = u.cfg.Cleanup.HasWebhook(r.Context(), v.Principal)
+		if miss("your subscription", err) {
+			d.Sub = nil
+		}
+		return nil
+	})
+}
+
+// subscription serves the Subscribe and Unsubscribe buttons: the signed-in person (write
+// scope, the page's CSRF token) for their own principal only.
+func (u *UI) subscription(w http.ResponseWriter, r *http.Request) {
+	s := u.editor(w, r)
+	if s == nil {
+		return
+	}
+	id, err := uuid.Parse(r.PathValue("id"))
+	if err != nil {
+		u.fail(w, r, &catalog.Error{Kind: catalog.ErrInvalid, Message: "that is not an asset ID"})
+		return
+	}
+	flash := "subscribed"
+	switch r.PostFormValue("action") {
+	case "subscribe":
+		_, _, err = u.cfg.Cleanup.Subscribe(r.Context(), id, s.Name)
+	case "unsubscribe":
+		flash = "unsubscribed"
+		_, err = u.cfg.Cleanup.Unsubscribe(r.Context(), id, s.Name)
+	default:
+		err = &catalog.Error{Kind: catalog.ErrInvalid, Message: "the form says neither subscribe nor unsubscribe; reload the page"}
+	}
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	http.Redirect(w, r, "/assets/"+id.String()+"?flash="+flash+"#subscription", http.StatusSeeOther)
+}
