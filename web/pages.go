@@ -242,6 +242,29 @@ func (u *UI) assetPage(w http.ResponseWriter, r *http.Request, status int, edit 
 		return u.partial(r, &d, part, err)
 	}
 	var g errgroup.Group
+	u.usageParts(&g, r, &d)
+	if u.cfg.Lineage != nil {
+		u.lineageParts(&g, r, &d, miss)
+	}
+	u.curationParts(&g, r, &d, miss)
+	u.nameShareParts(&g, r, &d, miss)
+	u.subscriptionParts(&g, r, &d, miss)
+	u.tableParts(&g, r, &d, miss)
+	u.cleanupParts(&g, r, &d, miss)
+	if err := g.Wait(); err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	slices.Sort(d.Missing) // in one order whichever part failed first
+	d.Graph = withMigrations(d.Graph, d.Migrations, d.MigrationNames)
+	d.Graph = withColumns(d.Graph, d.Columns)
+	d.Edit.current(&d)
+	u.render(w, r, status, "asset", a.Name, d)
+}
+
+// usageParts reads the asset page's usage chart: 90 days, a point a day.
+func (u *UI) usageParts(g *errgroup.Group, r *http.Request, d *assetData) {
+	ctx, id := r.Context(), d.Asset.ID
 	if u.cfg.Usage != nil {
 		g.Go(func() error {
 			now := u.cfg.Now().UTC()
@@ -259,12 +282,12 @@ func (u *UI) assetPage(w http.ResponseWriter, r *http.Request, status int, edit 
 			return nil
 		})
 	}
-	if u.cfg.Lineage != nil {
-		u.lineageParts(&g, r, &d, miss)
-	}
-	u.curationParts(&g, r, &d, miss)
-	u.nameShareParts(&g, r, &d, miss)
-	u.subscriptionParts(&g, r, &d, miss)
+}
+
+// tableParts reads the Iceberg table behind the asset, its health and, when Tidemark serves
+// it, its commit health.
+func (u *UI) tableParts(g *errgroup.Group, r *http.Request, d *assetData, miss func(string, error) bool) {
+	ctx, id := r.Context(), d.Asset.ID
 	if u.cfg.Tables != nil {
 		g.Go(func() error {
 			t, err := u.cfg.Tables.Get(ctx, id)
@@ -288,6 +311,12 @@ func (u *UI) assetPage(w http.ResponseWriter, r *http.Request, status int, edit 
 			return nil
 		})
 	}
+}
+
+// cleanupParts reads the proposals touching the asset (and an open dangling reference, which
+// leads the health section) and the migrations it is a side of.
+func (u *UI) cleanupParts(g *errgroup.Group, r *http.Request, d *assetData, miss func(string, error) bool) {
+	ctx, id := r.Context(), d.Asset.ID
 	if u.cfg.Cleanup != nil {
 		g.Go(func() error {
 			var err error
@@ -320,15 +349,6 @@ func (u *UI) assetPage(w http.ResponseWriter, r *http.Request, status int, edit 
 			return nil
 		})
 	}
-	if err := g.Wait(); err != nil {
-		u.fail(w, r, err)
-		return
-	}
-	slices.Sort(d.Missing) // in one order whichever part failed first
-	d.Graph = withMigrations(d.Graph, d.Migrations, d.MigrationNames)
-	d.Graph = withColumns(d.Graph, d.Columns)
-	d.Edit.current(&d)
-	u.render(w, r, status, "asset", a.Name, d)
 }
 
 // nameShareParts reads the names of the asset other assets held before or after it and, when
