@@ -30,6 +30,23 @@ type catStats struct {
 	steps, deleted, approved, rejected, executed, stopped, restored, renames, recreated, foreign, scanErrors, adopted, busy, lost int
 }
 
+func (c *catStats) add(o catStats) {
+	c.steps += o.steps
+	c.deleted += o.deleted
+	c.approved += o.approved
+	c.rejected += o.rejected
+	c.executed += o.executed
+	c.stopped += o.stopped
+	c.restored += o.restored
+	c.renames += o.renames
+	c.recreated += o.recreated
+	c.foreign += o.foreign
+	c.scanErrors += o.scanErrors
+	c.adopted += o.adopted
+	c.busy += o.busy
+	c.lost += o.lost
+}
+
 // simulateCatalog runs one random schedule over a catalog of several tables: one nested in
 // another's location, engine-side renames followed by a new table under the old name (which
 // iceberg-go puts in the same directory), a table of a catalog Tidemark does not know living in

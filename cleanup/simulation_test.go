@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -37,33 +38,27 @@ var (
 func TestSafetySimulation(t *testing.T) {
 	var total simStats
 	var cat catStats
-	for sched := range *simSchedules {
-		st := simulate(t, *simSeed, uint64(sched), *simSteps)
-		if t.Failed() {
-			return
+	var mu sync.Mutex // guards total and cat
+	// Schedules are independent (each its own store, table and clock), so they run side by side:
+	// under -race the simulation is the package's longest test and would leave a core idle.
+	t.Run("schedules", func(t *testing.T) {
+		for sched := range *simSchedules {
+			t.Run(fmt.Sprint(sched), func(t *testing.T) {
+				t.Parallel()
+				st := simulate(t, *simSeed, uint64(sched), *simSteps)
+				if t.Failed() {
+					return
+				}
+				c := simulateCatalog(t, *simSeed, uint64(sched), *simSteps)
+				mu.Lock()
+				defer mu.Unlock()
+				total.add(st)
+				cat.add(c)
+			})
 		}
-		total.steps += st.steps
-		total.deleted += st.deleted
-		total.crashes += st.crashes
-		total.confirmed += st.confirmed
-		c := simulateCatalog(t, *simSeed, uint64(sched), *simSteps)
-		if t.Failed() {
-			return
-		}
-		cat.steps += c.steps
-		cat.deleted += c.deleted
-		cat.approved += c.approved
-		cat.rejected += c.rejected
-		cat.executed += c.executed
-		cat.stopped += c.stopped
-		cat.restored += c.restored
-		cat.renames += c.renames
-		cat.recreated += c.recreated
-		cat.foreign += c.foreign
-		cat.scanErrors += c.scanErrors
-		cat.adopted += c.adopted
-		cat.busy += c.busy
-		cat.lost += c.lost
+	})
+	if t.Failed() {
+		return
 	}
 	t.Logf("safety simulation: %d schedules, %d steps, seed %d: %d orphans confirmed, %d files deleted, %d executor crashes; no invariant broken",
 		*simSchedules, total.steps, *simSeed, total.confirmed, total.deleted, total.crashes)
@@ -77,6 +72,13 @@ func TestSafetySimulation(t *testing.T) {
 }
 
 type simStats struct{ steps, deleted, crashes, confirmed int }
+
+func (s *simStats) add(o simStats) {
+	s.steps += o.steps
+	s.deleted += o.deleted
+	s.crashes += o.crashes
+	s.confirmed += o.confirmed
+}
 
 func simulate(t *testing.T, seed, sched uint64, n int) simStats {
 	var st simStats
