@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	_ "github.com/lib/pq"
 
@@ -59,28 +58,12 @@ func TestMigrationFromTheUI(t *testing.T) {
 		t.Fatal(err)
 	}
 	bctx := chromiumContext(t, bin)
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	text := func(sel string) string {
-		t.Helper()
-		s, err := chromedp.Run(bctx, chromedp.Text(chromedp.CSS(sel)))
-		must(err)
-		return s
-	}
+	must, text, click := browserOps(t, bctx)
 	value := func(sel string) string {
 		t.Helper()
 		v, err := chromedp.Run(bctx, chromedp.Value(chromedp.CSS(sel)))
 		must(err)
 		return v
-	}
-	click := func(sel string) {
-		t.Helper()
-		_, err := chromedp.Run(bctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Click(chromedp.CSS(sel))))
-		must(err)
 	}
 	exists := func(sel string) bool {
 		t.Helper()

@@ -121,23 +121,7 @@ func TestApproveWithConfirmation(t *testing.T) {
 		t.Fatal(err)
 	}
 	bctx := chromiumContext(t, bin)
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	text := func(sel string) string {
-		t.Helper()
-		s, err := chromedp.Run(bctx, chromedp.Text(chromedp.CSS(sel)))
-		must(err)
-		return s
-	}
-	click := func(sel string) {
-		t.Helper()
-		_, err := chromedp.Run(bctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Click(chromedp.CSS(sel))))
-		must(err)
-	}
+	must, text, click := browserOps(t, bctx)
 	must(chromedp.Do(bctx, chromedp.Navigate(srv.URL+"/signin"), chromedp.WaitVisible(chromedp.ID("token")), chromedp.SendKeys(chromedp.ID("token"), token)))
 	click("#signin-submit")
 	must(chromedp.Do(bctx, chromedp.Navigate(srv.URL+"/proposals/"+id.String()), chromedp.WaitVisible(chromedp.ID("files"))))
@@ -201,6 +185,29 @@ func chromium(t *testing.T) string {
 	}
 	t.Skip("no Chromium installed (apt-get install -y chromium); the browser tests need one")
 	return ""
+}
+
+// browserOps are the steps the browser tests repeat: fail on an error, read an element's text,
+// click and wait for the next page to load.
+func browserOps(t *testing.T, bctx context.Context) (must func(error), text func(string) string, click func(string)) {
+	must = func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	text = func(sel string) string {
+		t.Helper()
+		s, err := chromedp.Run(bctx, chromedp.Text(chromedp.CSS(sel)))
+		must(err)
+		return s
+	}
+	click = func(sel string) {
+		t.Helper()
+		_, err := chromedp.Run(bctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Click(chromedp.CSS(sel))))
+		must(err)
+	}
+	return must, text, click
 }
 
 // chromiumContext starts a headless Chromium for one test.

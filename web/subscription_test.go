@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/tidemark/tidemark/auth"
@@ -37,23 +36,7 @@ func TestSubscribeFromAssetPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	bctx := chromiumContext(t, bin)
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	text := func(sel string) string {
-		t.Helper()
-		s, err := chromedp.Run(bctx, chromedp.Text(chromedp.CSS(sel)))
-		must(err)
-		return s
-	}
-	click := func(sel string) {
-		t.Helper()
-		_, err := chromedp.Run(bctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Click(chromedp.CSS(sel))))
-		must(err)
-	}
+	must, text, click := browserOps(t, bctx)
 	subscribers := func() []string {
 		t.Helper()
 		subs, err := svc.Subscriptions(ctx, res.Asset.ID)

@@ -142,19 +142,8 @@ func TestScanNowBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	bctx := chromiumContext(t, bin)
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	must, text, _ := browserOps(t, bctx)
 	row := "#table-" + w.clicks.String()
-	text := func(sel string) string {
-		t.Helper()
-		s, err := chromedp.Run(bctx, chromedp.Text(chromedp.CSS(sel)))
-		must(err)
-		return s
-	}
 	must(chromedp.Do(bctx, chromedp.Navigate(w.url+"/signin?next=/tables"), chromedp.WaitVisible(chromedp.ID("token")), chromedp.SendKeys(chromedp.ID("token"), token)))
 	_, err = chromedp.Run(bctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Click(chromedp.ID("signin-submit"))))
 	must(err)
