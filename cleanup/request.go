@@ -88,13 +88,9 @@ func (s *Service) PendingScanRequests(ctx context.Context, assets []uuid.UUID) (
 // kind, started at or after them, already answers (the scheduler closes those on its next
 // round; until then the page must not say "pending" for a scan that is running or done).
 func (s *Service) pendingRequests(ctx context.Context, assets []uuid.UUID) (map[uuid.UUID][]ScanRequest, error) {
-	q := s.db.CleanupScanRequest.Query().Where(cleanupscanrequest.DoneAtIsNil()).Order(ent.Asc(cleanupscanrequest.FieldID))
-	if assets != nil {
-		q.Where(cleanupscanrequest.AssetIDIn(assets...))
-	}
-	rows, err := q.All(ctx)
+	rows, err := s.openRequests(ctx, assets)
 	if err != nil {
-		return nil, fmt.Errorf("cleanup: read scan requests: %w", err)
+		return nil, err
 	}
 	out := map[uuid.UUID][]ScanRequest{}
 	for _, row := range rows {
@@ -108,6 +104,19 @@ func (s *Service) pendingRequests(ctx context.Context, assets []uuid.UUID) (map[
 		}
 	}
 	return out, nil
+}
+
+// openRequests reads the requests not yet closed, oldest first (of the given tables, or all).
+func (s *Service) openRequests(ctx context.Context, assets []uuid.UUID) ([]*ent.CleanupScanRequest, error) {
+	q := s.db.CleanupScanRequest.Query().Where(cleanupscanrequest.DoneAtIsNil()).Order(ent.Asc(cleanupscanrequest.FieldID))
+	if assets != nil {
+		q.Where(cleanupscanrequest.AssetIDIn(assets...))
+	}
+	rows, err := q.All(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("cleanup: read scan requests: %w", err)
+	}
+	return rows, nil
 }
 
 // answering returns the first scan of the request's kind that started at or after it, or nil.
@@ -144,9 +153,9 @@ func (s *Service) RunRequested(ctx context.Context, tick time.Duration, opt Scan
 // kind, answering all its requests), and closes each request with the scan that answered it.
 // A table another replica holds is left for the next round. It returns how many scans it ran.
 func (s *Service) ScanRequested(ctx context.Context, opt ScanOptions) (int, error) {
-	rows, err := s.db.CleanupScanRequest.Query().Where(cleanupscanrequest.DoneAtIsNil()).Order(ent.Asc(cleanupscanrequest.FieldID)).All(ctx)
+	rows, err := s.openRequests(ctx, nil)
 	if err != nil {
-		return 0, fmt.Errorf("cleanup: read scan requests: %w", err)
+		return 0, err
 	}
 	type kind struct {
 		asset     uuid.UUID
