@@ -1,6 +1,7 @@
 package cleanup
 
-// Executing orphan_files proposals, and the guarded file deletion every executable kind ends with.
+// Executing orphan_files proposals, and the guarded file deletion every executable kind ends with,
+// each file's outcome journaled under the execution lease.
 
 import (
 	"context"
@@ -48,11 +49,8 @@ func (s *Service) executeOrphans(ctx context.Context, p *ent.Proposal, held *lea
 		if err != nil {
 			return nil, nil, err
 		}
-		w, err := s.readWorld(ctx, p.AssetID, live.Refs.Location, live)
+		keep, err := s.keepAt(ctx, p.AssetID, live.Refs.Location, live, live.IO, "")
 		if err != nil {
-			return nil, nil, err
-		}
-		if err := s.noTenants(ctx, live.IO, live.Refs.Location, w); err != nil {
 			var stopped *stopError
 			if errors.As(err, &stopped) {
 				// What was observed here proves nothing while a stranger lives here: the bot
@@ -63,7 +61,7 @@ func (s *Service) executeOrphans(ctx context.Context, p *ent.Proposal, held *lea
 			}
 			return nil, nil, err
 		}
-		return w.refs, live.IO, nil
+		return keep, live.IO, nil
 	}
 	return s.deletePending(ctx, p, held, rep, progress, threshold, g)
 }
@@ -142,6 +140,27 @@ func (s *Service) deletePending(ctx context.Context, p *ent.Proposal, held *leas
 			progress(fmt.Sprintf("proposal %s: %d files deleted so far", p.ID, rep.Deleted))
 		}
 	}
+}
+
+// journal moves a file's journal entry out of pending, once, and only while this worker still
+// holds the proposal's execution lease with the same fencing token (checked in the same
+// statement). It reports whether it moved the entry; errLeaseLost when the lease is gone.
+func (s *Service) journal(ctx context.Context, held *lease, f *ent.ProposalFile, state proposalfile.State, detail string) (bool, error) {
+	now := s.clock()
+	res, err := s.db.ExecContext(ctx, `UPDATE proposal_files SET state = $1, detail = $2, done_at = $3 WHERE id = $4 AND state = 'pending'
+AND EXISTS (SELECT 1 FROM cleanup_leases WHERE asset_id = $5 AND shard = $6 AND holder = $7 AND token = $8 AND expires_at >= $3)`,
+		string(state), detail, now, f.ID, held.asset, held.shard, s.holder, held.token)
+	if err != nil {
+		return false, err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 1 {
+		return n == 1, err
+	}
+	pending, err := s.db.ProposalFile.Query().Where(proposalfile.ID(f.ID), proposalfile.StateEQ(proposalfile.StatePending)).Exist(ctx)
+	if err == nil && pending {
+		err = errLeaseLost
+	}
+	return false, err
 }
 
 // fileOutcome is what happened to one file of an orphan proposal.

@@ -125,15 +125,12 @@ func (s *Service) executeUnused(ctx context.Context, p *ent.Proposal, held *leas
 		if err != nil {
 			return nil, nil, err
 		}
-		w, err := s.readWorld(ctx, p.AssetID, meta.Location, nil) // every other table there
+		// Every other table there; the retired table's own older metadata is not a tenant.
+		keep, err := s.keepAt(ctx, p.AssetID, meta.Location, nil, fsys, ev.TableUUID)
 		if err != nil {
 			return nil, nil, err
 		}
-		w.uuids[ev.TableUUID] = true // the retired table's own older metadata is not a tenant
-		if err := s.noTenants(ctx, fsys, meta.Location, w); err != nil {
-			return nil, nil, err
-		}
-		return w.refs, fsys, nil
+		return keep, fsys, nil
 	}
 	finished, err := s.deletePending(ctx, p, held, rep, progress, s.threshold(ctx, p.AssetID), g)
 	if err != nil || !finished {

@@ -1,6 +1,7 @@
 package cleanup
 
-// The journal of an execution: its steps, its files, and the fenced moves of files out of pending.
+// The journal of an execution: its steps, and its files as approval or planning writes them (the
+// fenced moves of files out of pending are in execute_orphans.go, beside their one caller).
 
 import (
 	"context"
@@ -10,7 +11,6 @@ import (
 
 	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/ent/cleanupobservation"
-	"github.com/tidemark/tidemark/ent/proposalfile"
 )
 
 // Execution steps journaled for an unused asset.
@@ -75,25 +75,4 @@ func journalFiles(ctx context.Context, tx *ent.Tx, proposalID uuid.UUID, files [
 		files = files[n:]
 	}
 	return nil
-}
-
-// journal moves a file's journal entry out of pending, once, and only while this worker still
-// holds the proposal's execution lease with the same fencing token (checked in the same
-// statement). It reports whether it moved the entry; errLeaseLost when the lease is gone.
-func (s *Service) journal(ctx context.Context, held *lease, f *ent.ProposalFile, state proposalfile.State, detail string) (bool, error) {
-	now := s.clock()
-	res, err := s.db.ExecContext(ctx, `UPDATE proposal_files SET state = $1, detail = $2, done_at = $3 WHERE id = $4 AND state = 'pending'
-AND EXISTS (SELECT 1 FROM cleanup_leases WHERE asset_id = $5 AND shard = $6 AND holder = $7 AND token = $8 AND expires_at >= $3)`,
-		string(state), detail, now, f.ID, held.asset, held.shard, s.holder, held.token)
-	if err != nil {
-		return false, err
-	}
-	if n, err := res.RowsAffected(); err != nil || n == 1 {
-		return n == 1, err
-	}
-	pending, err := s.db.ProposalFile.Query().Where(proposalfile.ID(f.ID), proposalfile.StateEQ(proposalfile.StatePending)).Exist(ctx)
-	if err == nil && pending {
-		err = errLeaseLost
-	}
-	return false, err
 }

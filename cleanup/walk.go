@@ -471,9 +471,3 @@ func (s *Service) observe(ctx context.Context, w *ent.CleanupShardWalk, cands []
 	})
 	return confirmed, false, err
 }
-
-// forgetObservations drops every observation of a table: they no longer prove anything.
-func (s *Service) forgetObservations(ctx context.Context, asset uuid.UUID) error {
-	_, err := s.db.CleanupObservation.Delete().Where(cleanupobservation.AssetID(asset)).Exec(ctx)
-	return err
-}

@@ -9,13 +9,17 @@ import (
 	"io"
 	"io/fs"
 	"maps"
+	"path"
+	"slices"
 	"strings"
 	"time"
 
 	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/cespare/xxhash/v2"
 	"github.com/google/uuid"
 
 	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/ent/cleanupobservation"
 	"github.com/tidemark/tidemark/ent/proposal"
 	"github.com/tidemark/tidemark/tables"
 )
@@ -278,6 +282,24 @@ func foreignText(fs []ForeignTenant) string {
 	return strings.Join(parts, "; ")
 }
 
+// keepAt is what an execution re-reads right before a batch of deletions at loc: the
+// references of every table there (live's, unless nil, and every other known table's), which
+// must be kept. It stops the execution when a table nobody told Tidemark about lives there;
+// own, when set, is a table-uuid of the asset's own that is not such a stranger.
+func (s *Service) keepAt(ctx context.Context, asset uuid.UUID, loc string, live *tables.Live, fsys icebergio.IO, own string) (*refSet, error) {
+	w, err := s.readWorld(ctx, asset, loc, live)
+	if err != nil {
+		return nil, err
+	}
+	if own != "" {
+		w.uuids[own] = true
+	}
+	if err := s.noTenants(ctx, fsys, loc, w); err != nil {
+		return nil, err
+	}
+	return w.refs, nil
+}
+
 // noTenants stops an execution when a table nobody told Tidemark about lives at loc.
 func (s *Service) noTenants(ctx context.Context, fsys icebergio.IO, loc string, w *world) error {
 	foreign, _, _, err := s.probeTenants(ctx, fsys, loc, w, nil, true)
@@ -288,4 +310,74 @@ func (s *Service) noTenants(ctx context.Context, fsys icebergio.IO, loc string, 
 		return stop("another table lives in %s: %s; nothing there is deleted while it does", loc, foreignText(foreign))
 	}
 	return nil
+}
+
+// forgetObservations drops every observation of a table: they no longer prove anything. Scans
+// and executions call it when they find a foreign tenant in the location.
+func (s *Service) forgetObservations(ctx context.Context, asset uuid.UUID) error {
+	_, err := s.db.CleanupObservation.Delete().Where(cleanupobservation.AssetID(asset)).Exec(ctx)
+	return err
+}
+
+// Paths, and the set of referenced ones.
+
+// normalize turns a listed or referenced path into the key both are compared by, and the
+// path alone (without scheme and authority) for spotting two names of one file. Local paths,
+// file:/x and file:///x are all file:///x; s3a and s3n are s3; scheme and authority are
+// compared case-insensitively.
+func normalize(p string) (key, pathOnly string) {
+	scheme, auth, rest := "file", "", p
+	if i := strings.Index(p, "://"); i >= 0 {
+		scheme, rest = strings.ToLower(p[:i]), p[i+3:]
+		if scheme == "file" {
+			// file:///x has an empty authority; file://host/x names a host.
+			if !strings.HasPrefix(rest, "/") {
+				auth, rest, _ = strings.Cut(rest, "/")
+				rest = "/" + rest
+			}
+		} else {
+			auth, rest, _ = strings.Cut(rest, "/")
+			rest = "/" + rest
+		}
+	} else if r, ok := strings.CutPrefix(p, "file:"); ok {
+		rest = r
+	}
+	switch scheme {
+	case "s3a", "s3n":
+		scheme = "s3"
+	}
+	auth = strings.ToLower(auth)
+	clean := path.Clean("/" + rest)
+	return scheme + "://" + auth + clean, clean
+}
+
+// refSet is the set of referenced files as sorted 64-bit hashes of their keys (and of their
+// paths alone): 16 bytes a referenced file, whatever its path length. A hash collision can only
+// make an unreferenced file look referenced, which keeps it; never the reverse.
+type refSet struct {
+	keys  []uint64
+	paths []uint64
+}
+
+func (r *refSet) add(p string) {
+	k, po := normalize(p)
+	r.keys = append(r.keys, xxhash.Sum64String(k))
+	r.paths = append(r.paths, xxhash.Sum64String(po))
+}
+
+func (r *refSet) seal() {
+	slices.Sort(r.keys)
+	r.keys = slices.Compact(r.keys)
+	slices.Sort(r.paths)
+	r.paths = slices.Compact(r.paths)
+}
+
+func (r *refSet) has(key string) bool {
+	_, ok := slices.BinarySearch(r.keys, xxhash.Sum64String(key))
+	return ok
+}
+
+func (r *refSet) hasPath(pathOnly string) bool {
+	_, ok := slices.BinarySearch(r.paths, xxhash.Sum64String(pathOnly))
+	return ok
 }
