@@ -105,9 +105,7 @@ func TestBrowserCuration(t *testing.T) {
 	customers, emails := resolve("shop.customers"), resolve("mart.customer_emails")
 
 	must(os.MkdirAll(screenshotDir, 0o755))
-	actx, cancelA := chromedp.NewExecAllocator(ctx, chromedp.ExecPath(bin), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true), chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck, chromedp.Flag("disable-dev-shm-usage", true), chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900))
+	actx, cancelA := chromiumAllocator(ctx, t, bin)
 	defer cancelA()
 	bctx, cancelB := chromedp.NewContext(actx)
 	defer cancelB()

@@ -41,6 +41,15 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
+// chromiumAllocator starts headless Chromium for one test. Its temporary files (the singleton
+// socket Chromium leaves behind when it is killed) go to the test's own directory too.
+func chromiumAllocator(ctx context.Context, t *testing.T, bin string) (context.Context, context.CancelFunc) {
+	return chromedp.NewExecAllocator(ctx, chromedp.ExecPath(bin), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true), chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck, chromedp.Flag("disable-dev-shm-usage", true), chromedp.UserDataDir(t.TempDir()),
+		chromedp.Env("TMPDIR="+t.TempDir()), chromedp.WindowSize(1280, 900))
+}
+
 // TestBrowser drives the real server, filled by --demo, in headless Chromium.
 func TestBrowser(t *testing.T) {
 	bin := chromium(t)
@@ -80,9 +89,7 @@ func TestBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	actx, cancelA := chromedp.NewExecAllocator(ctx, chromedp.ExecPath(bin), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true), chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck, chromedp.Flag("disable-dev-shm-usage", true), chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900))
+	actx, cancelA := chromiumAllocator(ctx, t, bin)
 	defer cancelA()
 	bctx, cancelB := chromedp.NewContext(actx)
 	defer cancelB()

@@ -210,11 +210,13 @@ func browserOps(t *testing.T, bctx context.Context) (must func(error), text func
 	return must, text, click
 }
 
-// chromiumContext starts a headless Chromium for one test.
+// chromiumContext starts a headless Chromium for one test. Its temporary files (the singleton
+// socket Chromium leaves behind when it is killed) go to the test's own directory too.
 func chromiumContext(t *testing.T, bin string) context.Context {
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), chromedp.ExecPath(bin), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true), chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck, chromedp.Flag("disable-dev-shm-usage", true), chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900))
+		chromedp.NoDefaultBrowserCheck, chromedp.Flag("disable-dev-shm-usage", true), chromedp.UserDataDir(t.TempDir()),
+		chromedp.Env("TMPDIR="+t.TempDir()), chromedp.WindowSize(1280, 900))
 	bctx, cancelB := chromedp.NewContext(actx)
 	bctx, cancelT := context.WithTimeout(bctx, 2*time.Minute)
 	t.Cleanup(func() { cancelT(); cancelB(); cancelA() })
