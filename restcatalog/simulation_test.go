@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
+	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
 
@@ -85,148 +86,213 @@ func newServedSim(t *testing.T, db *storage.DB) *servedSim {
 	return sim
 }
 
+// servedRun is one schedule of the served-table simulation: its table, and the state its
+// steps share.
+type servedRun struct {
+	t           *testing.T
+	ctx         context.Context
+	seed, sched uint64
+	rng         *rand.Rand
+	st          *servedStats
+	s           *server
+	clock       *shiftClock
+	crash       *atomic.Bool
+	cat         icecat.Catalog
+	ident       table.Identifier
+	tbl         *table.Table
+	id          uuid.UUID
+	rows        int64        // rows committed: what the table must read back
+	stale       *table.Table // the table as a writer read it earlier, to commit later
+	log         []string
+}
+
+// run runs one random schedule on a table of its own, checking the table after every step.
 func (sim *servedSim) run(t *testing.T, seed, sched uint64, steps int, st *servedStats) {
-	ctx := context.Background()
-	rng := rand.New(rand.NewPCG(seed, sched))
-	s, clock, crash := sim.s, sim.clock, sim.crash
-	cat := s.client(t)
-	name := fmt.Sprintf("t%d", sched)
-	ident := table.Identifier{"sim", name}
-	tbl := create(t, cat, "sim", name)
-	id := assetOf(t, s, tbl)
-	rows := int64(0)
-	stale := tbl
-	var log []string
-	fail := func(format string, args ...any) {
-		t.Helper()
-		t.Fatalf("schedule %d (seed %d), after %s: %s", sched, seed, strings.Join(log, " "), fmt.Sprintf(format, args...))
-	}
-	appendRows := func(on *table.Table, n int) (*table.Table, error) {
-		return on.Append(ctx, s.lake.Record(on, tablestest.Rows(int(rows), n, time.Now())), nil)
-	}
-	setRetries := func(on bool) {
-		v := "0"
-		if on {
-			v = "1000"
-		}
-		tx := tbl.NewTransaction()
-		if err := tx.SetProperties(iceberg.Properties{table.CommitNumRetriesKey: v, table.CommitMinRetryWaitMsKey: "1", table.CommitMaxRetryWaitMsKey: "5"}); err != nil {
-			fail("set properties: %v", err)
-		}
-		var err error
-		if tbl, err = tx.Commit(ctx); err != nil {
-			fail("set properties: %v", err)
-		}
-	}
+	r := sim.newRun(t, seed, sched, st)
 	for step := range steps {
 		st.steps++
-		switch op := rng.IntN(10); op {
-		case 0, 1: // an append
-			if rng.IntN(3) == 0 {
-				stale = tbl // a writer that reads now and commits later
-			}
-			n := 1 + rng.IntN(3)
-			next, err := appendRows(tbl, n)
-			if err != nil {
-				fail("append: %v", err)
-			}
-			tbl, rows = next, rows+int64(n)
-			log = append(log, "append")
-		case 2: // a writer that read the table earlier: 409, or a retry when the table says so
-			if stale.MetadataLocation() == tbl.MetadataLocation() {
-				continue
-			}
-			retry := rng.IntN(2) == 0
-			setRetries(retry)
-			if retry {
-				// A writer that reads the table with retries on, then loses the race: it
-				// refreshes and replays, so what its first attempt staged is committed.
-				var err error
-				if stale, err = cat.LoadTable(ctx, ident); err != nil {
-					fail("load: %v", err)
-				}
-				if tbl, err = appendRows(tbl, 1); err != nil {
-					fail("append: %v", err)
-				}
-				rows++
-			}
-			// Whether it retries follows the properties the writer read, as in iceberg-go.
-			if next, err := appendRows(stale, 2); err == nil {
-				tbl, stale, rows, st.retried = next, next, rows+2, st.retried+1
-				log = append(log, "retried")
-			} else {
-				st.rejected++
-				log = append(log, "rejected")
-			}
-			setRetries(false)
-		case 3: // a commit interrupted before the swap, settled as abandoned later
-			crash.Store(true)
-			if _, err := appendRows(tbl, 1); err == nil {
-				fail("an interrupted commit succeeded")
-			}
-			crash.Store(false)
-			if _, err := s.App.Tables.ResolvePending(ctx, 0); err != nil {
-				fail("resolve pending: %v", err)
-			}
-			var err error
-			if tbl, err = cat.LoadTable(ctx, ident); err != nil {
-				fail("load: %v", err)
-			}
-			st.abandoned++
-			log = append(log, "abandoned")
-		case 4: // a file nobody recorded
-			s.lake.WriteFile(tbl, fmt.Sprintf("data/by-hand-%d.parquet", step), 10, time.Now().Add(-time.Duration(rng.IntN(200))*time.Hour))
-			log = append(log, "by-hand")
-		case 5: // an inventory pass
-			r, err := s.App.Cleanup.Scan(ctx, id, cleanup.ScanOptions{FromInventory: true})
-			if err != nil {
-				fail("inventory pass: %v", err)
-			}
-			st.inventory++
-			st.invConfirmed += r.Confirmed
-			log = append(log, fmt.Sprintf("inventory(%d)", r.Confirmed))
-		case 6: // a walk
-			if _, err := s.App.Cleanup.Scan(ctx, id, cleanup.ScanOptions{}); err != nil {
-				fail("walk: %v", err)
-			}
-			st.walks++
-			log = append(log, "walk")
-		case 7: // the bot proposes, a person approves, the executor deletes
-			if _, err := s.App.Cleanup.Propose(ctx); err != nil {
-				fail("propose: %v", err)
-			}
-			ps, err := s.App.Cleanup.Proposals(ctx, cleanup.ProposalFilter{Kind: cleanup.KindOrphanFiles, State: "open", Limit: 10})
-			if err != nil {
-				fail("proposals: %v", err)
-			}
-			for _, p := range ps {
-				if p.AssetID != id {
-					continue
-				}
-				if _, err := s.App.Cleanup.Approve(catalog.WithActor(ctx, "token:alice"), p.ID, ""); err != nil {
-					fail("approve: %v", err)
-				}
-			}
-			r, err := s.App.Cleanup.Execute(ctx, uuid.Nil, nil)
-			if err != nil {
-				fail("execute: %v", err)
-			}
-			st.deleted += int(r.Deleted)
-			log = append(log, fmt.Sprintf("execute(%d)", r.Deleted))
-		default: // time passes
-			d := time.Duration(1+rng.IntN(40)) * time.Hour
-			clock.Add(d)
-			log = append(log, "+"+d.String())
+		if !r.do(r.rng.IntN(10), step) {
+			continue // the step did nothing, and is not checked
 		}
-		loaded, err := cat.LoadTable(ctx, ident)
+		r.check()
+	}
+}
+
+// newRun creates the schedule's own table.
+func (sim *servedSim) newRun(t *testing.T, seed, sched uint64, st *servedStats) *servedRun {
+	r := &servedRun{t: t, ctx: context.Background(), seed: seed, sched: sched, st: st}
+	r.rng = rand.New(rand.NewPCG(seed, sched))
+	r.s, r.clock, r.crash = sim.s, sim.clock, sim.crash
+	r.cat = r.s.client(t)
+	name := fmt.Sprintf("t%d", sched)
+	r.ident = table.Identifier{"sim", name}
+	r.tbl = create(t, r.cat, "sim", name)
+	r.id = assetOf(t, r.s, r.tbl)
+	r.stale = r.tbl
+	return r
+}
+
+// fail stops the schedule, naming the seed and the steps that led here so it can be replayed.
+func (r *servedRun) fail(format string, args ...any) {
+	r.t.Helper()
+	r.t.Fatalf("schedule %d (seed %d), after %s: %s", r.sched, r.seed, strings.Join(r.log, " "), fmt.Sprintf(format, args...))
+}
+
+// appendRows commits n new rows on the table as on holds it.
+func (r *servedRun) appendRows(on *table.Table, n int) (*table.Table, error) {
+	return on.Append(r.ctx, r.s.lake.Record(on, tablestest.Rows(int(r.rows), n, time.Now())), nil)
+}
+
+// setRetries sets the table's properties that make iceberg-go's writers retry a lost commit, or not.
+func (r *servedRun) setRetries(on bool) {
+	v := "0"
+	if on {
+		v = "1000"
+	}
+	tx := r.tbl.NewTransaction()
+	if err := tx.SetProperties(iceberg.Properties{table.CommitNumRetriesKey: v, table.CommitMinRetryWaitMsKey: "1", table.CommitMaxRetryWaitMsKey: "5"}); err != nil {
+		r.fail("set properties: %v", err)
+	}
+	var err error
+	if r.tbl, err = tx.Commit(r.ctx); err != nil {
+		r.fail("set properties: %v", err)
+	}
+}
+
+// do runs the step's operation op; it is false if there was nothing to do.
+func (r *servedRun) do(op, step int) bool {
+	s, st := r.s, r.st
+	switch op {
+	case 0, 1: // an append
+		if r.rng.IntN(3) == 0 {
+			r.stale = r.tbl // a writer that reads now and commits later
+		}
+		n := 1 + r.rng.IntN(3)
+		next, err := r.appendRows(r.tbl, n)
 		if err != nil {
-			fail("load: %v", err)
+			r.fail("append: %v", err)
 		}
-		if err := s.lake.Missing(loaded); err != nil {
-			fail("a file the table references is gone: %v", err)
+		r.tbl, r.rows = next, r.rows+int64(n)
+		r.log = append(r.log, "append")
+	case 2: // a writer that read the table earlier: 409, or a retry when the table says so
+		return r.staleWrite()
+	case 3: // a commit interrupted before the swap, settled as abandoned later
+		r.interruptedCommit()
+	case 4: // a file nobody recorded
+		s.lake.WriteFile(r.tbl, fmt.Sprintf("data/by-hand-%d.parquet", step), 10, time.Now().Add(-time.Duration(r.rng.IntN(200))*time.Hour))
+		r.log = append(r.log, "by-hand")
+	case 5: // an inventory pass
+		rep, err := s.App.Cleanup.Scan(r.ctx, r.id, cleanup.ScanOptions{FromInventory: true})
+		if err != nil {
+			r.fail("inventory pass: %v", err)
 		}
-		if n, err := s.lake.Intact(loaded); err != nil || n != rows {
-			fail("the table reads %d rows (%v), want %d", n, err, rows)
+		st.inventory++
+		st.invConfirmed += rep.Confirmed
+		r.log = append(r.log, fmt.Sprintf("inventory(%d)", rep.Confirmed))
+	case 6: // a walk
+		if _, err := s.App.Cleanup.Scan(r.ctx, r.id, cleanup.ScanOptions{}); err != nil {
+			r.fail("walk: %v", err)
 		}
+		st.walks++
+		r.log = append(r.log, "walk")
+	case 7: // the bot proposes, a person approves, the executor deletes
+		r.cleanUp()
+	default: // time passes
+		d := time.Duration(1+r.rng.IntN(40)) * time.Hour
+		r.clock.Add(d)
+		r.log = append(r.log, "+"+d.String())
+	}
+	return true
+}
+
+// staleWrite commits on the table as a writer read it earlier, half the time with retries on;
+// it is false if the table has not moved since.
+func (r *servedRun) staleWrite() bool {
+	if r.stale.MetadataLocation() == r.tbl.MetadataLocation() {
+		return false
+	}
+	retry := r.rng.IntN(2) == 0
+	r.setRetries(retry)
+	if retry {
+		// A writer that reads the table with retries on, then loses the race: it
+		// refreshes and replays, so what its first attempt staged is committed.
+		var err error
+		if r.stale, err = r.cat.LoadTable(r.ctx, r.ident); err != nil {
+			r.fail("load: %v", err)
+		}
+		if r.tbl, err = r.appendRows(r.tbl, 1); err != nil {
+			r.fail("append: %v", err)
+		}
+		r.rows++
+	}
+	// Whether it retries follows the properties the writer read, as in iceberg-go.
+	if next, err := r.appendRows(r.stale, 2); err == nil {
+		r.tbl, r.stale, r.rows, r.st.retried = next, next, r.rows+2, r.st.retried+1
+		r.log = append(r.log, "retried")
+	} else {
+		r.st.rejected++
+		r.log = append(r.log, "rejected")
+	}
+	r.setRetries(false)
+	return true
+}
+
+// interruptedCommit stops a commit before its swap and has Tidemark settle it as abandoned.
+func (r *servedRun) interruptedCommit() {
+	r.crash.Store(true)
+	if _, err := r.appendRows(r.tbl, 1); err == nil {
+		r.fail("an interrupted commit succeeded")
+	}
+	r.crash.Store(false)
+	if _, err := r.s.App.Tables.ResolvePending(r.ctx, 0); err != nil {
+		r.fail("resolve pending: %v", err)
+	}
+	var err error
+	if r.tbl, err = r.cat.LoadTable(r.ctx, r.ident); err != nil {
+		r.fail("load: %v", err)
+	}
+	r.st.abandoned++
+	r.log = append(r.log, "abandoned")
+}
+
+// cleanUp has the bot propose, a person approve the schedule's orphan proposals, and the
+// executor run.
+func (r *servedRun) cleanUp() {
+	c := r.s.App.Cleanup
+	if _, err := c.Propose(r.ctx); err != nil {
+		r.fail("propose: %v", err)
+	}
+	ps, err := c.Proposals(r.ctx, cleanup.ProposalFilter{Kind: cleanup.KindOrphanFiles, State: "open", Limit: 10})
+	if err != nil {
+		r.fail("proposals: %v", err)
+	}
+	for _, p := range ps {
+		if p.AssetID != r.id {
+			continue
+		}
+		if _, err := c.Approve(catalog.WithActor(r.ctx, "token:alice"), p.ID, ""); err != nil {
+			r.fail("approve: %v", err)
+		}
+	}
+	rep, err := c.Execute(r.ctx, uuid.Nil, nil)
+	if err != nil {
+		r.fail("execute: %v", err)
+	}
+	r.st.deleted += int(rep.Deleted)
+	r.log = append(r.log, fmt.Sprintf("execute(%d)", rep.Deleted))
+}
+
+// check checks after a step that every file the table references is there and every committed
+// row reads back.
+func (r *servedRun) check() {
+	loaded, err := r.cat.LoadTable(r.ctx, r.ident)
+	if err != nil {
+		r.fail("load: %v", err)
+	}
+	if err := r.s.lake.Missing(loaded); err != nil {
+		r.fail("a file the table references is gone: %v", err)
+	}
+	if n, err := r.s.lake.Intact(loaded); err != nil || n != r.rows {
+		r.fail("the table reads %d rows (%v), want %d", n, err, r.rows)
 	}
 }
