@@ -479,6 +479,29 @@ func TestBadLineageEvents(t *testing.T) {
 // lineage and runs over the Spark column-lineage sequence.
 func TestLineageReadAPI(t *testing.T) {
 	s := startServer(t, storageFor(t), nil)
+	tbl1 := postSparkColumnLineage(t, s)
+	checkLineageTraversal(t, s, tbl1)
+	checkCompactLineage(t, s, tbl1)
+	checkColumnLineage(t, s)
+	checkAssetRuns(t, s, tbl1)
+	checkMarquezLineage(t, s)
+}
+
+// lineageAnswer is GET /api/v1/assets/{id}/lineage's answer, the parts these tests read.
+type lineageAnswer struct {
+	Nodes []struct {
+		ID, Kind, Name string
+		Depth          int
+	} `json:"nodes"`
+	Edges           []struct{ From, To string } `json:"edges"`
+	Truncated       bool                        `json:"truncated"`
+	ReachedPerDepth []int                       `json:"reached_per_depth"`
+	Graph           struct{ Edges int }         `json:"graph"`
+}
+
+// postSparkColumnLineage posts the Spark column-lineage sequence and returns tbl1's asset id.
+func postSparkColumnLineage(t *testing.T, s *server) string {
+	t.Helper()
 	for _, f := range readFixtures(t, "sequences/spark_cll/*.json") {
 		if r := s.postEvent(t, f.raw); r.status != 201 && r.status != 200 {
 			t.Fatalf("%s: %d %s", f.name, r.status, r.body)
@@ -488,40 +511,38 @@ func TestLineageReadAPI(t *testing.T) {
 		Asset asset `json:"asset"`
 	}
 	s.must(t, 200, req{method: "GET", path: "/api/v1/resolve?namespace=file&name=" + url.QueryEscape("/tmp/cll_test/tbl1")}).decode(t, &res)
-	tbl1 := res.Asset.ID
+	return res.Asset.ID
+}
 
-	type lin struct {
-		Nodes []struct {
-			ID, Kind, Name string
-			Depth          int
-		} `json:"nodes"`
-		Edges           []struct{ From, To string } `json:"edges"`
-		Truncated       bool                        `json:"truncated"`
-		ReachedPerDepth []int                       `json:"reached_per_depth"`
-		Graph           struct{ Edges int }         `json:"graph"`
-	}
-	var up lin
+// checkLineageTraversal checks tbl1's upstream and downstream lineage, truncation and refused parameters.
+func checkLineageTraversal(t *testing.T, s *server, tbl1 string) {
+	t.Helper()
+	var up lineageAnswer
 	s.must(t, 200, req{method: "GET", path: "/api/v1/assets/" + tbl1 + "/lineage?direction=upstream&depth=4"}).decode(t, &up)
 	// tbl1 <- CTAS job <- cll_source1, cll_source2 <- their create jobs.
 	if len(up.Nodes) != 6 || up.Truncated || !slices.Equal(up.ReachedPerDepth, []int{1, 1, 2, 2}) || len(up.Edges) != 5 {
 		t.Fatalf("upstream = %+v", up)
 	}
-	var cut lin
+	var cut lineageAnswer
 	s.must(t, 200, req{method: "GET", path: "/api/v1/assets/" + tbl1 + "/lineage?direction=upstream&depth=4&limit=3"}).decode(t, &cut)
 	if !cut.Truncated || len(cut.Nodes) != 2 || !slices.Equal(cut.ReachedPerDepth, []int{1, 1, 2}) {
 		t.Fatalf("limit 3 = %+v; want the first two levels and truncated, with level 2's count", cut)
 	}
-	var down lin
+	var down lineageAnswer
 	s.must(t, 200, req{method: "GET", path: "/api/v1/assets/" + tbl1 + "/lineage?direction=downstream"}).decode(t, &down)
 	if len(down.Nodes) != 1 || down.Truncated {
 		t.Fatalf("downstream of a sink = %+v", down)
 	}
 	s.must(t, 400, req{method: "GET", path: "/api/v1/assets/" + tbl1 + "/lineage?direction=sideways"})
 	s.must(t, 400, req{method: "GET", path: "/api/v1/assets/" + tbl1 + "/lineage?depth=99"})
+}
 
+// checkCompactLineage checks the compact lineage form says the same as the full one for a few queries.
+func checkCompactLineage(t *testing.T, s *server, tbl1 string) {
+	t.Helper()
 	// The compact form says the same as the full one: nodes in the same order, edges by index.
 	for _, q := range []string{"direction=upstream&depth=4", "direction=upstream&depth=4&limit=3", "depth=2"} {
-		var full lin
+		var full lineageAnswer
 		s.must(t, 200, req{method: "GET", path: "/api/v1/assets/" + tbl1 + "/lineage?" + q}).decode(t, &full)
 		var compact struct {
 			Root            string   `json:"root"`
@@ -550,7 +571,11 @@ func TestLineageReadAPI(t *testing.T) {
 	}
 	s.must(t, 400, req{method: "GET", path: "/api/v1/assets/" + tbl1 + "/lineage/compact?limit=100001"})
 	s.must(t, 404, req{method: "GET", path: "/api/v1/assets/" + uuid.NewString() + "/lineage/compact"})
+}
 
+// checkColumnLineage checks the column lineage of tbl1.agg upstream and of cll_source1.b downstream.
+func checkColumnLineage(t *testing.T, s *server) {
+	t.Helper()
 	var cl struct {
 		Graph []struct {
 			ID   string `json:"id"`
@@ -579,7 +604,11 @@ func TestLineageReadAPI(t *testing.T) {
 	}
 	s.must(t, 404, req{method: "GET", path: "/api/v1/column-lineage?nodeId=" + url.QueryEscape("datasetField:file:/nope:x")})
 	s.must(t, 400, req{method: "GET", path: "/api/v1/column-lineage?nodeId=table:x"})
+}
 
+// checkAssetRuns checks tbl1's runs and the first one's detail.
+func checkAssetRuns(t *testing.T, s *server, tbl1 string) {
+	t.Helper()
 	var runs struct {
 		Runs []struct {
 			ID, State string
@@ -601,7 +630,11 @@ func TestLineageReadAPI(t *testing.T) {
 		t.Fatalf("run = %+v", run)
 	}
 	s.must(t, 404, req{method: "GET", path: "/api/v1/runs/no-such-run"})
+}
 
+// checkMarquezLineage checks the Marquez lineage endpoint finds tbl1 and refuses unknown or malformed node ids.
+func checkMarquezLineage(t *testing.T, s *server) {
+	t.Helper()
 	// The Marquez endpoint parses namespaces that hold colons.
 	var g marquezGraph
 	s.must(t, 200, req{method: "GET", path: "/api/v1/lineage?nodeId=" + url.QueryEscape("dataset:file:/tmp/cll_test/tbl1")}).decode(t, &g)

@@ -35,171 +35,205 @@ func TestConcurrentBatchesShareDatasets(t *testing.T) {
 			t.Fatal(err)
 		}
 		const clients, batches, perBatch = 4, 4, 25
-		t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-		type edge struct{ from, to string }
-		type seen struct {
-			first, last time.Time
-			lastRun     string
-		}
-		want := map[edge]*seen{}
-		names := map[string]bool{}
-		work := make([][][][]byte, clients) // client, batch, events
-		rng := rand.New(rand.NewSource(1))
-		n := 0
-		for c := range clients {
-			for range batches {
-				var batch [][]byte
-				for range perBatch {
-					// Distinct times (n milliseconds apart at least): on a tie, which run an edge
-					// names last depends on which batch commits last, which no test can know.
-					at := t0.Add(time.Duration(rng.Intn(10_000))*time.Second + time.Duration(n)*time.Millisecond)
-					run := uuid.NewString()
-					job := fmt.Sprintf("job_%d", rng.Intn(8))
-					ins := []string{fmt.Sprintf("t_%d", rng.Intn(20)), fmt.Sprintf("t_%d", rng.Intn(20))}
-					out := fmt.Sprintf("t_%d", 20+rng.Intn(10))
-					var inputs []any
-					for _, in := range ins {
-						inputs = append(inputs, map[string]any{"namespace": "w", "name": in})
-					}
-					raw, err := json.Marshal(map[string]any{"eventType": "COMPLETE", "eventTime": at.Format(time.RFC3339Nano),
-						"producer": "test", "run": map[string]any{"runId": run}, "job": map[string]any{"namespace": "w", "name": job},
-						"inputs": inputs, "outputs": []any{map[string]any{"namespace": "w", "name": out}}})
-					if err != nil {
-						t.Fatal(err)
-					}
-					batch = append(batch, raw)
-					n++
-					names["job:"+job], names["dataset:"+out] = true, true
-					for _, e := range append([]edge{{"job:" + job, "dataset:" + out}}, edge{"dataset:" + ins[0], "job:" + job}, edge{"dataset:" + ins[1], "job:" + job}) {
-						names[e.from], names[e.to] = true, true
-						s := want[e]
-						if s == nil {
-							s = &seen{first: at, last: at, lastRun: run}
-							want[e] = s
-						}
-						if at.Before(s.first) {
-							s.first = at
-						}
-						if at.After(s.last) {
-							s.last, s.lastRun = at, run
-						}
-					}
-				}
-				work[c] = append(work[c], batch)
-			}
-			work[c] = append(work[c], work[c][0]) // a replay
-		}
-
-		var wg sync.WaitGroup
-		errs := make(chan error, n+clients*(perBatch+1)) // room for every event's and batch's error: a full channel would hang the test
-		var mu sync.Mutex
-		stored, dups := 0, 0
-		for c := range clients {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i, batch := range work[c] {
-					for {
-						items, err := lin.IngestBatch(ctx, batch)
-						if errors.Is(err, catalog.ErrUnavailable) {
-							time.Sleep(10 * time.Millisecond) // as OpenLineage clients retry a 503
-							continue
-						}
-						if err != nil {
-							errs <- fmt.Errorf("client %d batch %d: %w", c, i, err)
-							return
-						}
-						mu.Lock()
-						for _, it := range items {
-							if it.Err != nil {
-								errs <- it.Err
-							} else if it.Result.Duplicate {
-								dups++
-							} else {
-								stored++
-							}
-						}
-						mu.Unlock()
-						break
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Fatal(err)
-		}
-		// A batch refused for retry stored nothing (it is one transaction), so only the
-		// replays are duplicates.
-		if stored != n || dups != clients*perBatch {
-			t.Fatalf("stored %d and %d duplicates; want %d and %d", stored, dups, n, clients*perBatch)
-		}
-
-		ids := map[string]uuid.UUID{}
-		for key := range names {
-			space, name, _ := strings.Cut(key, ":")
-			ref, ok, err := cat.Lookup(ctx, catalog.Space(space), "w", name)
-			if err != nil || !ok || ref.Former {
-				t.Fatalf("%s: %+v %v %v", key, ref, ok, err)
-			}
-			ids[key] = ref.ID
-		}
-		count := func(q string) int {
-			var n int
-			if err := db.SQL.QueryRow(q).Scan(&n); err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
-		if got := count("SELECT count(*) FROM assets"); got != len(names) {
-			t.Fatalf("%d assets for %d names", got, len(names))
-		}
-		if got := count("SELECT count(*) FROM lineage_events"); got != n {
-			t.Fatalf("%d events stored, want %d", got, n)
-		}
-		if got := count("SELECT count(*) FROM search_docs"); got != len(names) {
-			t.Fatalf("%d search docs for %d assets", got, len(names))
-		}
-		if got := count("SELECT count(*) FROM audit_events WHERE action = 'asset.create'"); got != len(names) {
-			t.Fatalf("%d create audit events for %d assets", got, len(names))
-		}
-		if got := lin.Graph().Freshness().Edges; got != len(want) {
-			t.Fatalf("graph holds %d edges, want %d", got, len(want))
-		}
-		rows, err := db.SQL.Query("SELECT from_id, to_id, first_seen, last_seen, last_run_id FROM lineage_edges")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rows.Close()
-		got := 0
-		for rows.Next() {
-			var from, to uuid.UUID
-			var s seen
-			if err := rows.Scan(&from, &to, &s.first, &s.last, &s.lastRun); err != nil {
-				t.Fatal(err)
-			}
-			got++
-			found := false
-			for e, w := range want {
-				if ids[e.from] == from && ids[e.to] == to {
-					found = true
-					if !s.first.Equal(w.first) || !s.last.Equal(w.last) || s.lastRun != w.lastRun {
-						t.Errorf("edge %s -> %s: seen %s..%s by %s, want %s..%s by %s", e.from, e.to, s.first, s.last, s.lastRun, w.first, w.last, w.lastRun)
-					}
-				}
-			}
-			if !found {
-				t.Errorf("unexpected edge %s -> %s", from, to)
-			}
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
-		if got != len(want) {
-			t.Fatalf("%d edges stored, want %d", got, len(want))
-		}
+		work, want, names, n := sharedBatches(t, clients, batches, perBatch)
+		ingestConcurrently(ctx, t, lin, work, n, clients, perBatch)
+		ids := lookupNames(ctx, t, cat, names)
+		checkSharedCounts(t, db, lin, names, want, n)
+		checkSharedEdges(t, db, want, ids)
 	})
+}
+
+// edge is a lineage edge between two names ("job:..." or "dataset:...").
+type edge struct{ from, to string }
+
+// seen is when an edge was first and last seen, and the run that saw it last.
+type seen struct {
+	first, last time.Time
+	lastRun     string
+}
+
+// sharedBatches makes each client's batches (and a replay) with the edges, names and events they hold.
+func sharedBatches(t *testing.T, clients, batches, perBatch int) ([][][][]byte, map[edge]*seen, map[string]bool, int) {
+	t.Helper()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	want := map[edge]*seen{}
+	names := map[string]bool{}
+	work := make([][][][]byte, clients) // client, batch, events
+	rng := rand.New(rand.NewSource(1))
+	n := 0
+	for c := range clients {
+		for range batches {
+			var batch [][]byte
+			for range perBatch {
+				// Distinct times (n milliseconds apart at least): on a tie, which run an edge
+				// names last depends on which batch commits last, which no test can know.
+				at := t0.Add(time.Duration(rng.Intn(10_000))*time.Second + time.Duration(n)*time.Millisecond)
+				run := uuid.NewString()
+				job := fmt.Sprintf("job_%d", rng.Intn(8))
+				ins := []string{fmt.Sprintf("t_%d", rng.Intn(20)), fmt.Sprintf("t_%d", rng.Intn(20))}
+				out := fmt.Sprintf("t_%d", 20+rng.Intn(10))
+				var inputs []any
+				for _, in := range ins {
+					inputs = append(inputs, map[string]any{"namespace": "w", "name": in})
+				}
+				raw, err := json.Marshal(map[string]any{"eventType": "COMPLETE", "eventTime": at.Format(time.RFC3339Nano),
+					"producer": "test", "run": map[string]any{"runId": run}, "job": map[string]any{"namespace": "w", "name": job},
+					"inputs": inputs, "outputs": []any{map[string]any{"namespace": "w", "name": out}}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				batch = append(batch, raw)
+				n++
+				names["job:"+job], names["dataset:"+out] = true, true
+				for _, e := range append([]edge{{"job:" + job, "dataset:" + out}}, edge{"dataset:" + ins[0], "job:" + job}, edge{"dataset:" + ins[1], "job:" + job}) {
+					names[e.from], names[e.to] = true, true
+					s := want[e]
+					if s == nil {
+						s = &seen{first: at, last: at, lastRun: run}
+						want[e] = s
+					}
+					if at.Before(s.first) {
+						s.first = at
+					}
+					if at.After(s.last) {
+						s.last, s.lastRun = at, run
+					}
+				}
+			}
+			work[c] = append(work[c], batch)
+		}
+		work[c] = append(work[c], work[c][0]) // a replay
+	}
+	return work, want, names, n
+}
+
+// ingestConcurrently ingests each client's batches at once and checks only the replays were duplicates.
+func ingestConcurrently(ctx context.Context, t *testing.T, lin *lineage.Service, work [][][][]byte, n, clients, perBatch int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, n+clients*(perBatch+1)) // room for every event's and batch's error: a full channel would hang the test
+	var mu sync.Mutex
+	stored, dups := 0, 0
+	for c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i, batch := range work[c] {
+				for {
+					items, err := lin.IngestBatch(ctx, batch)
+					if errors.Is(err, catalog.ErrUnavailable) {
+						time.Sleep(10 * time.Millisecond) // as OpenLineage clients retry a 503
+						continue
+					}
+					if err != nil {
+						errs <- fmt.Errorf("client %d batch %d: %w", c, i, err)
+						return
+					}
+					mu.Lock()
+					for _, it := range items {
+						if it.Err != nil {
+							errs <- it.Err
+						} else if it.Result.Duplicate {
+							dups++
+						} else {
+							stored++
+						}
+					}
+					mu.Unlock()
+					break
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	// A batch refused for retry stored nothing (it is one transaction), so only the
+	// replays are duplicates.
+	if stored != n || dups != clients*perBatch {
+		t.Fatalf("stored %d and %d duplicates; want %d and %d", stored, dups, n, clients*perBatch)
+	}
+}
+
+// lookupNames looks every name up in the catalog and returns its asset id by name.
+func lookupNames(ctx context.Context, t *testing.T, cat *catalog.Catalog, names map[string]bool) map[string]uuid.UUID {
+	t.Helper()
+	ids := map[string]uuid.UUID{}
+	for key := range names {
+		space, name, _ := strings.Cut(key, ":")
+		ref, ok, err := cat.Lookup(ctx, catalog.Space(space), "w", name)
+		if err != nil || !ok || ref.Former {
+			t.Fatalf("%s: %+v %v %v", key, ref, ok, err)
+		}
+		ids[key] = ref.ID
+	}
+	return ids
+}
+
+// checkSharedCounts checks the stored assets, events, search docs, audit events and graph edges.
+func checkSharedCounts(t *testing.T, db *storage.DB, lin *lineage.Service, names map[string]bool, want map[edge]*seen, n int) {
+	t.Helper()
+	count := func(q string) int {
+		var n int
+		if err := db.SQL.QueryRow(q).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if got := count("SELECT count(*) FROM assets"); got != len(names) {
+		t.Fatalf("%d assets for %d names", got, len(names))
+	}
+	if got := count("SELECT count(*) FROM lineage_events"); got != n {
+		t.Fatalf("%d events stored, want %d", got, n)
+	}
+	if got := count("SELECT count(*) FROM search_docs"); got != len(names) {
+		t.Fatalf("%d search docs for %d assets", got, len(names))
+	}
+	if got := count("SELECT count(*) FROM audit_events WHERE action = 'asset.create'"); got != len(names) {
+		t.Fatalf("%d create audit events for %d assets", got, len(names))
+	}
+	if got := lin.Graph().Freshness().Edges; got != len(want) {
+		t.Fatalf("graph holds %d edges, want %d", got, len(want))
+	}
+}
+
+// checkSharedEdges checks the stored edges are the wanted ones, each seen from its oldest to newest event.
+func checkSharedEdges(t *testing.T, db *storage.DB, want map[edge]*seen, ids map[string]uuid.UUID) {
+	t.Helper()
+	rows, err := db.SQL.Query("SELECT from_id, to_id, first_seen, last_seen, last_run_id FROM lineage_edges")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	got := 0
+	for rows.Next() {
+		var from, to uuid.UUID
+		var s seen
+		if err := rows.Scan(&from, &to, &s.first, &s.last, &s.lastRun); err != nil {
+			t.Fatal(err)
+		}
+		got++
+		found := false
+		for e, w := range want {
+			if ids[e.from] == from && ids[e.to] == to {
+				found = true
+				if !s.first.Equal(w.first) || !s.last.Equal(w.last) || s.lastRun != w.lastRun {
+					t.Errorf("edge %s -> %s: seen %s..%s by %s, want %s..%s by %s", e.from, e.to, s.first, s.last, s.lastRun, w.first, w.last, w.lastRun)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("unexpected edge %s -> %s", from, to)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got != len(want) {
+		t.Fatalf("%d edges stored, want %d", got, len(want))
+	}
 }
 
 // TestDropWeighsUsesEarlierInItsBatch: a dataset's first DROP is weighed against its newest use,

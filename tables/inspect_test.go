@@ -32,154 +32,185 @@ func TestInspectionMatchesIcebergListing(t *testing.T) {
 		l := tablestest.NewLake(t)
 		c := &clock{t: t0.Add(48 * time.Hour)}
 		svc, cat := newService(t, db, c)
+		plain, mor, hourly := writeInspectedTables(ctx, t, l)
 
-		plain := l.Create("db.plain", nil)
-		for i := range 3 {
-			plain = l.Append(plain, tablestest.Rows(i*10, 5, t0))
-		}
-		var err error
-		if plain, err = plain.Overwrite(ctx, l.Record(plain, tablestest.Rows(100, 4, t0)), nil); err != nil {
-			t.Fatalf("overwrite: %v", err)
-		}
-		plain = l.Append(plain, tablestest.Rows(200, 3, t0))
-		if plain, err = plain.Delete(ctx, iceberg.EqualTo(iceberg.Reference("id"), int64(201)), nil); err != nil {
-			t.Fatalf("delete: %v", err)
-		}
-
-		// Merge-on-read: the delete writes a position-delete file in a delete manifest.
-		mor := l.Create("db.mor", nil, icecat.WithProperties(iceberg.Properties{"write.delete.mode": "merge-on-read", "format-version": "2"}))
-		mor = l.Append(mor, tablestest.Rows(0, 5, t0))
-		if mor, err = mor.Delete(ctx, iceberg.EqualTo(iceberg.Reference("id"), int64(1)), nil); err != nil {
-			t.Fatalf("merge-on-read delete: %v", err)
-		}
-
-		hourly := l.Create("db.hourly", tablestest.HourSpec())
-		hourly = l.Append(hourly, tablestest.Rows(0, 30, t0))  // 30 hours
-		hourly = l.Append(hourly, tablestest.Rows(30, 30, t0)) // the same 30 hours again
-
-		for _, tc := range []struct {
-			name      string
-			tbl       *table.Table
-			snapshots int
-		}{
+		for _, tc := range []inspectionCase{
 			{"plain", plain, 6},
 			{"hourly", hourly, 2},
 			{"mor", mor, 2},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				tb, rep, err := svc.Register(ctx, tables.RegisterInput{MetadataLocation: tc.tbl.MetadataLocation()})
-				if err != nil {
-					t.Fatalf("register: %v", err)
-				}
-				if tb.TableUUID != tc.tbl.Metadata().TableUUID().String() {
-					t.Fatalf("table uuid %s, want %s", tb.TableUUID, tc.tbl.Metadata().TableUUID())
-				}
-				if rep.Snapshots != tc.snapshots || len(tc.tbl.Metadata().Snapshots()) != tc.snapshots {
-					t.Fatalf("report has %d snapshots, metadata %d, want %d", rep.Snapshots, len(tc.tbl.Metadata().Snapshots()), tc.snapshots)
-				}
-				in, err := svc.Inspection(ctx, tb.AssetID)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if len(in.Snapshots) != tc.snapshots {
-					t.Fatalf("inspection has %d snapshots, want %d", len(in.Snapshots), tc.snapshots)
-				}
-				for _, s := range tc.tbl.Metadata().Snapshots() {
-					want := l.Files(tc.tbl, s)
-					got := listed(t, svc, tb.AssetID, s.SnapshotID, 2)
-					if !maps.Equal(got, want) {
-						t.Errorf("snapshot %d (%s): listed %v\niceberg-go lists %v", s.SnapshotID, s.Summary.Operation, got, want)
-					}
-					var sum tables.Snapshot
-					for _, is := range in.Snapshots {
-						if is.ID == s.SnapshotID {
-							sum = is
-						}
-					}
-					var recs, data int64
-					for _, f := range want {
-						if f[2] == 0 {
-							recs += f[1]
-							data++
-						}
-					}
-					if sum.DataFiles != data || sum.DeleteFiles != int64(len(want))-data || sum.Records != recs {
-						t.Errorf("snapshot %d summary: %d data files %d delete files %d records, want %d, %d and %d",
-							s.SnapshotID, sum.DataFiles, sum.DeleteFiles, sum.Records, data, int64(len(want))-data, recs)
-					}
-				}
-				prev := 0
-				for range tc.tbl.Metadata().PreviousFiles() {
-					prev++
-				}
-				if len(in.MetadataLog) != prev || prev == 0 {
-					t.Errorf("metadata log %d entries, want %d", len(in.MetadataLog), prev)
-				}
-				// Registering the same metadata again reads nothing new.
-				_, again, err := svc.Register(ctx, tables.RegisterInput{MetadataLocation: tc.tbl.MetadataLocation()})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if again.ManifestsRead != 0 || again.ManifestListsRead != 0 || tb.AssetID != mustResolve(t, cat, tc.tbl).ID {
-					t.Errorf("second register read %d manifests and %d lists, want 0 and 0", again.ManifestsRead, again.ManifestListsRead)
-				}
+				checkInspection(ctx, t, svc, cat, l, tc)
 			})
 		}
 
-		morIn, err := svc.Inspection(ctx, mustResolve(t, cat, mor).ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cur := morIn.Snapshots[len(morIn.Snapshots)-1]
-		if !cur.Current || cur.DeleteFiles != 1 || cur.DeleteManifests != 1 || cur.DataFiles != 1 {
-			t.Errorf("merge-on-read snapshot: %+v; want 1 data file, 1 delete file in 1 delete manifest", cur)
-		}
+		checkMergeOnReadInspection(ctx, t, svc, cat, mor)
+		checkHourlyHealth(ctx, t, svc, cat, hourly)
+		checkBadRegistrations(ctx, t, db, svc, l)
+	})
+}
 
-		// Health of the hourly table: 30 hourly partitions of 2 tiny files each.
-		id := mustResolve(t, cat, hourly).ID
-		h, err := svc.Health(ctx, id)
-		if err != nil {
-			t.Fatal(err)
+// inspectionCase is a written table and the number of snapshots it retains.
+type inspectionCase struct {
+	name      string
+	tbl       *table.Table
+	snapshots int
+}
+
+// writeInspectedTables writes the plain (appends, overwrite, delete), merge-on-read and hourly tables.
+func writeInspectedTables(ctx context.Context, t *testing.T, l *tablestest.Lake) (plain, mor, hourly *table.Table) {
+	t.Helper()
+	plain = l.Create("db.plain", nil)
+	for i := range 3 {
+		plain = l.Append(plain, tablestest.Rows(i*10, 5, t0))
+	}
+	var err error
+	if plain, err = plain.Overwrite(ctx, l.Record(plain, tablestest.Rows(100, 4, t0)), nil); err != nil {
+		t.Fatalf("overwrite: %v", err)
+	}
+	plain = l.Append(plain, tablestest.Rows(200, 3, t0))
+	if plain, err = plain.Delete(ctx, iceberg.EqualTo(iceberg.Reference("id"), int64(201)), nil); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+
+	// Merge-on-read: the delete writes a position-delete file in a delete manifest.
+	mor = l.Create("db.mor", nil, icecat.WithProperties(iceberg.Properties{"write.delete.mode": "merge-on-read", "format-version": "2"}))
+	mor = l.Append(mor, tablestest.Rows(0, 5, t0))
+	if mor, err = mor.Delete(ctx, iceberg.EqualTo(iceberg.Reference("id"), int64(1)), nil); err != nil {
+		t.Fatalf("merge-on-read delete: %v", err)
+	}
+
+	hourly = l.Create("db.hourly", tablestest.HourSpec())
+	hourly = l.Append(hourly, tablestest.Rows(0, 30, t0))  // 30 hours
+	hourly = l.Append(hourly, tablestest.Rows(30, 30, t0)) // the same 30 hours again
+	return plain, mor, hourly
+}
+
+// checkInspection registers tc's table and checks its snapshots and metadata log against iceberg-go's.
+func checkInspection(ctx context.Context, t *testing.T, svc *tables.Service, cat *catalog.Catalog, l *tablestest.Lake, tc inspectionCase) {
+	t.Helper()
+	tb, rep, err := svc.Register(ctx, tables.RegisterInput{MetadataLocation: tc.tbl.MetadataLocation()})
+	if err != nil {
+		t.Fatalf("register: %v", err)
+	}
+	if tb.TableUUID != tc.tbl.Metadata().TableUUID().String() {
+		t.Fatalf("table uuid %s, want %s", tb.TableUUID, tc.tbl.Metadata().TableUUID())
+	}
+	if rep.Snapshots != tc.snapshots || len(tc.tbl.Metadata().Snapshots()) != tc.snapshots {
+		t.Fatalf("report has %d snapshots, metadata %d, want %d", rep.Snapshots, len(tc.tbl.Metadata().Snapshots()), tc.snapshots)
+	}
+	in, err := svc.Inspection(ctx, tb.AssetID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(in.Snapshots) != tc.snapshots {
+		t.Fatalf("inspection has %d snapshots, want %d", len(in.Snapshots), tc.snapshots)
+	}
+	for _, s := range tc.tbl.Metadata().Snapshots() {
+		want := l.Files(tc.tbl, s)
+		got := listed(t, svc, tb.AssetID, s.SnapshotID, 2)
+		if !maps.Equal(got, want) {
+			t.Errorf("snapshot %d (%s): listed %v\niceberg-go lists %v", s.SnapshotID, s.Summary.Operation, got, want)
 		}
-		if h.Partitions != 30 || h.DataFiles != 60 || h.SmallFiles != 60 || h.FilesPerPartition.Max != 2 || h.Records != 60 {
-			t.Errorf("health = %d partitions, %d files, %d small, max %d per partition, %d records; want 30, 60, 60, 2, 60",
-				h.Partitions, h.DataFiles, h.SmallFiles, h.FilesPerPartition.Max, h.Records)
+		var sum tables.Snapshot
+		for _, is := range in.Snapshots {
+			if is.ID == s.SnapshotID {
+				sum = is
+			}
 		}
-		if h.SnapshotsRetained != 2 || h.Manifests != 2 || h.ScanEntries != 60 {
-			t.Errorf("health = %d snapshots, %d manifests, %d scan entries; want 2, 2, 60", h.SnapshotsRetained, h.Manifests, h.ScanEntries)
+		var recs, data int64
+		for _, f := range want {
+			if f[2] == 0 {
+				recs += f[1]
+				data++
+			}
 		}
-		if h.MetadataFilesRetained != 3 { // create, two appends
-			t.Errorf("metadata files retained = %d, want 3", h.MetadataFilesRetained)
+		if sum.DataFiles != data || sum.DeleteFiles != int64(len(want))-data || sum.Records != recs {
+			t.Errorf("snapshot %d summary: %d data files %d delete files %d records, want %d, %d and %d",
+				s.SnapshotID, sum.DataFiles, sum.DeleteFiles, sum.Records, data, int64(len(want))-data, recs)
 		}
-		var small bool
-		for _, r := range h.Recommendations {
-			if r.Code == "small_files" {
-				small = true
-				// The advice names the size to compact to and the command that does it.
-				for _, want := range []string{"512 MiB files (Iceberg's default; the table sets no write.target-file-size-bytes)",
-					"CALL <catalog>.system.rewrite_data_files(", "map('target-file-size-bytes','536870912')"} {
-					if !strings.Contains(r.Message, want) {
-						t.Errorf("small_files advice %q lacks %q", r.Message, want)
-					}
+	}
+	prev := 0
+	for range tc.tbl.Metadata().PreviousFiles() {
+		prev++
+	}
+	if len(in.MetadataLog) != prev || prev == 0 {
+		t.Errorf("metadata log %d entries, want %d", len(in.MetadataLog), prev)
+	}
+	// Registering the same metadata again reads nothing new.
+	_, again, err := svc.Register(ctx, tables.RegisterInput{MetadataLocation: tc.tbl.MetadataLocation()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.ManifestsRead != 0 || again.ManifestListsRead != 0 || tb.AssetID != mustResolve(t, cat, tc.tbl).ID {
+		t.Errorf("second register read %d manifests and %d lists, want 0 and 0", again.ManifestsRead, again.ManifestListsRead)
+	}
+}
+
+// checkMergeOnReadInspection checks the merge-on-read table's current snapshot counts its delete file.
+func checkMergeOnReadInspection(ctx context.Context, t *testing.T, svc *tables.Service, cat *catalog.Catalog, mor *table.Table) {
+	t.Helper()
+	morIn, err := svc.Inspection(ctx, mustResolve(t, cat, mor).ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur := morIn.Snapshots[len(morIn.Snapshots)-1]
+	if !cur.Current || cur.DeleteFiles != 1 || cur.DeleteManifests != 1 || cur.DataFiles != 1 {
+		t.Errorf("merge-on-read snapshot: %+v; want 1 data file, 1 delete file in 1 delete manifest", cur)
+	}
+}
+
+// checkHourlyHealth checks the hourly table's health figures and its small-files advice.
+func checkHourlyHealth(ctx context.Context, t *testing.T, svc *tables.Service, cat *catalog.Catalog, hourly *table.Table) {
+	t.Helper()
+	// Health of the hourly table: 30 hourly partitions of 2 tiny files each.
+	id := mustResolve(t, cat, hourly).ID
+	h, err := svc.Health(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Partitions != 30 || h.DataFiles != 60 || h.SmallFiles != 60 || h.FilesPerPartition.Max != 2 || h.Records != 60 {
+		t.Errorf("health = %d partitions, %d files, %d small, max %d per partition, %d records; want 30, 60, 60, 2, 60",
+			h.Partitions, h.DataFiles, h.SmallFiles, h.FilesPerPartition.Max, h.Records)
+	}
+	if h.SnapshotsRetained != 2 || h.Manifests != 2 || h.ScanEntries != 60 {
+		t.Errorf("health = %d snapshots, %d manifests, %d scan entries; want 2, 2, 60", h.SnapshotsRetained, h.Manifests, h.ScanEntries)
+	}
+	if h.MetadataFilesRetained != 3 { // create, two appends
+		t.Errorf("metadata files retained = %d, want 3", h.MetadataFilesRetained)
+	}
+	var small bool
+	for _, r := range h.Recommendations {
+		if r.Code == "small_files" {
+			small = true
+			// The advice names the size to compact to and the command that does it.
+			for _, want := range []string{"512 MiB files (Iceberg's default; the table sets no write.target-file-size-bytes)",
+				"CALL <catalog>.system.rewrite_data_files(", "map('target-file-size-bytes','536870912')"} {
+				if !strings.Contains(r.Message, want) {
+					t.Errorf("small_files advice %q lacks %q", r.Message, want)
 				}
 			}
 		}
-		if !small {
-			t.Errorf("no small_files recommendation for 60 tiny files: %+v", h.Recommendations)
-		}
+	}
+	if !small {
+		t.Errorf("no small_files recommendation for 60 tiny files: %+v", h.Recommendations)
+	}
+}
 
-		// Bad input: nothing is written.
-		n, _ := db.Client.IcebergTable.Query().Count(ctx)
-		for _, loc := range []string{"", "file:///nowhere/metadata/v1.metadata.json", "file://" + l.Dir + "/catalog.db"} {
-			_, _, err := svc.Register(ctx, tables.RegisterInput{MetadataLocation: loc})
-			if !errors.Is(err, catalog.ErrInvalid) {
-				t.Errorf("register %q: err = %v, want invalid input", loc, err)
-			}
+// checkBadRegistrations checks bad metadata locations are refused as invalid and write nothing.
+func checkBadRegistrations(ctx context.Context, t *testing.T, db *storage.DB, svc *tables.Service, l *tablestest.Lake) {
+	t.Helper()
+	// Bad input: nothing is written.
+	n, _ := db.Client.IcebergTable.Query().Count(ctx)
+	for _, loc := range []string{"", "file:///nowhere/metadata/v1.metadata.json", "file://" + l.Dir + "/catalog.db"} {
+		_, _, err := svc.Register(ctx, tables.RegisterInput{MetadataLocation: loc})
+		if !errors.Is(err, catalog.ErrInvalid) {
+			t.Errorf("register %q: err = %v, want invalid input", loc, err)
 		}
-		if m, _ := db.Client.IcebergTable.Query().Count(ctx); m != n {
-			t.Errorf("bad registrations wrote %d rows", m-n)
-		}
-	})
+	}
+	if m, _ := db.Client.IcebergTable.Query().Count(ctx); m != n {
+		t.Errorf("bad registrations wrote %d rows", m-n)
+	}
 }
 
 func mustResolve(t *testing.T, cat *catalog.Catalog, tbl *table.Table) catalog.Ref {
