@@ -50,6 +50,47 @@ func chromiumAllocator(ctx context.Context, t *testing.T, bin string) (context.C
 		chromedp.Env("TMPDIR="+t.TempDir()), chromedp.WindowSize(1280, 900))
 }
 
+// openBrowser starts headless Chromium and opens a tab with 3 minutes to do its work; the
+// function it returns cancels the tab, then the browser.
+func openBrowser(ctx context.Context, t *testing.T, bin string) (context.Context, func()) {
+	actx, cancelA := chromiumAllocator(ctx, t, bin)
+	bctx, cancelB := chromedp.NewContext(actx)
+	bctx, cancelT := context.WithTimeout(bctx, 3*time.Minute)
+	return bctx, func() { cancelT(); cancelB(); cancelA() }
+}
+
+// browserSession is a browser test's server, its token, and the Chromium tab it drives.
+type browserSession struct {
+	t     *testing.T
+	bctx  context.Context
+	base  string
+	token string
+}
+
+// must fails the test on an error.
+func (s *browserSession) must(err error) {
+	s.t.Helper()
+	if err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// text is the text of the element sel selects.
+func (s *browserSession) text(sel string) string {
+	s.t.Helper()
+	str, err := chromedp.Run(s.bctx, chromedp.Text(chromedp.CSS(sel)))
+	s.must(err)
+	return str
+}
+
+// shot saves a screenshot of the whole page under screenshotDir.
+func (s *browserSession) shot(name string) {
+	s.t.Helper()
+	png, err := chromedp.Run(s.bctx, chromedp.FullScreenshot(100)) // 100: PNG
+	s.must(err)
+	s.must(os.WriteFile(filepath.Join(screenshotDir, name+".png"), png, 0o644))
+}
+
 // TestBrowser drives the real server, filled by --demo, in headless Chromium.
 func TestBrowser(t *testing.T) {
 	bin := chromium(t)
@@ -57,11 +98,33 @@ func TestBrowser(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 
+	base, token := startDemoServer(t, ctx, stop, dir)
+	if err := os.MkdirAll(screenshotDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	bctx, closeBrowser := openBrowser(ctx, t, bin)
+	defer closeBrowser()
+	s := &browserSession{t: t, bctx: bctx, base: base, token: token}
+
+	s.searchFormerName()
+	assetURL := s.checkRenamedAsset()
+	s.followLineageNode(assetURL)
+	href := s.anonymousProposal()
+	s.refuseForgedApprovals(href)
+	s.approveProposal(href)
+	s.assetFitsPhone(assetURL)
+}
+
+// startDemoServer makes an admin token for alice in dir and starts `serve --demo` on it until
+// ctx ends (stop ends it at cleanup); it returns the server's base URL and the token.
+func startDemoServer(t *testing.T, ctx context.Context, stop context.CancelFunc, dir string) (base, token string) {
+	t.Helper()
 	var tokOut strings.Builder
 	if err := Run(ctx, []string{"token", "create", "--data-dir", dir, "--name", "alice", "--scopes", "admin"}, &tokOut, &strings.Builder{}, nil); err != nil {
 		t.Fatal(err)
 	}
-	token := strings.TrimSpace(tokOut.String())
+	token = strings.TrimSpace(tokOut.String())
 	ready := make(chan string, 1)
 	logs := newSignalWriter("serving")
 	done := make(chan error, 1)
@@ -69,7 +132,6 @@ func TestBrowser(t *testing.T) {
 		done <- Run(ctx, []string{"serve", "--demo", "--data-dir", dir, "--addr", "127.0.0.1:0", "--log-format", "text",
 			"--scan-interval", "0", "--cleanup-interval", "0", "--tables-sync-interval", "0"}, &strings.Builder{}, logs, ready)
 	}()
-	var base string
 	select {
 	case addr := <-ready:
 		base = "http://" + addr
@@ -85,168 +147,169 @@ func TestBrowser(t *testing.T) {
 			t.Logf("server log:\n%s", logs.String())
 		}
 	})
-	if err := os.MkdirAll(screenshotDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	return base, token
+}
 
-	actx, cancelA := chromiumAllocator(ctx, t, bin)
-	defer cancelA()
-	bctx, cancelB := chromedp.NewContext(actx)
-	defer cancelB()
-	bctx, cancelT := context.WithTimeout(bctx, 3*time.Minute)
-	defer cancelT()
-
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	text := func(sel string) string {
-		t.Helper()
-		s, err := chromedp.Run(bctx, chromedp.Text(chromedp.CSS(sel)))
-		must(err)
-		return s
-	}
-	shot := func(name string) {
-		t.Helper()
-		png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100)) // 100: PNG
-		must(err)
-		must(os.WriteFile(filepath.Join(screenshotDir, name+".png"), png, 0o644))
-	}
-
-	// Home, then a search for the former name finds the renamed table.
-	must(chromedp.Do(bctx, chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.ID("q"))))
-	shot("home")
-	must(chromedp.Do(bctx, chromedp.SendKeys(chromedp.ID("q"), "db.orders")))
-	_, err := chromedp.Run(bctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Click(chromedp.CSS("form.search button"))))
-	must(err)
-	results := text("#results")
+// searchFormerName opens the home page, then a search for the former name finds the renamed table.
+func (s *browserSession) searchFormerName() {
+	s.t.Helper()
+	s.must(chromedp.Do(s.bctx, chromedp.Navigate(s.base+"/"), chromedp.WaitVisible(chromedp.ID("q"))))
+	s.shot("home")
+	s.must(chromedp.Do(s.bctx, chromedp.SendKeys(chromedp.ID("q"), "db.orders")))
+	_, err := chromedp.Run(s.bctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Click(chromedp.CSS("form.search button"))))
+	s.must(err)
+	results := s.text("#results")
 	if !strings.Contains(results, "db.sales_orders") || !strings.Contains(results, "matched former name db.orders") {
-		t.Fatalf("searching the former name: %q", results)
+		s.t.Fatalf("searching the former name: %q", results)
 	}
+}
 
-	// The asset page: both names, owners, usage from before the rename, the lineage graph.
-	_, err = chromedp.Run(bctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Click(chromedp.CSS("#results a"))))
-	must(err)
-	must(chromedp.Do(bctx, chromedp.WaitVisible(chromedp.ID("lineage-graph"))))
-	assetURL, err := chromedp.Run(bctx, chromedp.Location())
-	must(err)
-	if names := text("#names"); !strings.Contains(names, "db.sales_orders") || !strings.Contains(names, "db.orders") {
-		t.Fatalf("names: %q", names)
+// checkRenamedAsset follows the search result to the asset page and checks it shows both names,
+// owners, usage from before the rename and the lineage graph; it returns the page's URL.
+func (s *browserSession) checkRenamedAsset() string {
+	s.t.Helper()
+	_, err := chromedp.Run(s.bctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Click(chromedp.CSS("#results a"))))
+	s.must(err)
+	s.must(chromedp.Do(s.bctx, chromedp.WaitVisible(chromedp.ID("lineage-graph"))))
+	assetURL, err := chromedp.Run(s.bctx, chromedp.Location())
+	s.must(err)
+	if names := s.text("#names"); !strings.Contains(names, "db.sales_orders") || !strings.Contains(names, "db.orders") {
+		s.t.Fatalf("names: %q", names)
 	}
-	if owners := text("#owners"); !strings.Contains(owners, "team-sales") {
-		t.Fatalf("owners: %q", owners)
+	if owners := s.text("#owners"); !strings.Contains(owners, "team-sales") {
+		s.t.Fatalf("owners: %q", owners)
 	}
-	if seen := text("#names-seen"); !strings.Contains(seen, "db.orders") || !strings.Contains(seen, "not its current name") {
-		t.Fatalf("usage under former names: %q", seen)
+	if seen := s.text("#names-seen"); !strings.Contains(seen, "db.orders") || !strings.Contains(seen, "not its current name") {
+		s.t.Fatalf("usage under former names: %q", seen)
 	}
 	// The read under the new name, made before the sync found the rename, is on the page.
-	if seen := text("#names-seen"); !strings.Contains(seen, "db.sales_orders") {
-		t.Fatalf("the read under the new name is missing: %q", seen)
+	if seen := s.text("#names-seen"); !strings.Contains(seen, "db.sales_orders") {
+		s.t.Fatalf("the read under the new name is missing: %q", seen)
 	}
-	if late := text("#usage-summary"); !strings.Contains(late, "1 attributed after the fact") {
-		t.Fatalf("usage summary does not say a read was attributed late: %q", late)
+	if late := s.text("#usage-summary"); !strings.Contains(late, "1 attributed after the fact") {
+		s.t.Fatalf("usage summary does not say a read was attributed late: %q", late)
 	}
-	reads, err := chromedp.Run(bctx, chromedp.Evaluate[float64](`JSON.parse(document.getElementById("usage-data").textContent).reads.reduce((a, b) => a + b, 0)`))
-	must(err)
-	drawn, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`!!window.tidemarkChart && document.querySelectorAll("#usage-chart canvas").length > 0`))
-	must(err)
+	reads, err := chromedp.Run(s.bctx, chromedp.Evaluate[float64](`JSON.parse(document.getElementById("usage-data").textContent).reads.reduce((a, b) => a + b, 0)`))
+	s.must(err)
+	drawn, err := chromedp.Run(s.bctx, chromedp.Evaluate[bool](`!!window.tidemarkChart && document.querySelectorAll("#usage-chart canvas").length > 0`))
+	s.must(err)
 	if reads < 20 || !drawn {
-		t.Fatalf("usage chart: %v reads, drawn %v", reads, drawn)
+		s.t.Fatalf("usage chart: %v reads, drawn %v", reads, drawn)
 	}
-	labels, err := chromedp.Run(bctx, chromedp.Evaluate[[]string](`window.tidemarkGraph ? window.tidemarkGraph.nodes().map(n => n.data("label")) : []`))
-	must(err)
+	labels, err := chromedp.Run(s.bctx, chromedp.Evaluate[[]string](`window.tidemarkGraph ? window.tidemarkGraph.nodes().map(n => n.data("label")) : []`))
+	s.must(err)
 	for _, want := range []string{"db.sales_orders", "load_orders", "daily_revenue"} {
 		if !slices.Contains(labels, want) {
-			t.Fatalf("lineage graph nodes %v: no %s", labels, want)
+			s.t.Fatalf("lineage graph nodes %v: no %s", labels, want)
 		}
 	}
-	shot("asset")
-	// The graph alone; a click on a node selects it and shows its details, whose link goes to
-	// its page.
-	must(chromedp.Do(bctx, chromedp.Navigate(assetURL)))
-	shot("lineage")
-	_, err = chromedp.Run(bctx, chromedp.Evaluate[bool](`(() => { const n = window.tidemarkGraph.nodes().filter(n => n.data("label") === "load_orders")[0]; n.emit("tap"); return true })()`))
-	must(err)
-	if d := text("#lineage-details"); !strings.Contains(d, "load_orders") {
-		t.Fatalf("clicking a graph node showed %q", d)
-	}
-	_, err = chromedp.Run(bctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Click(chromedp.ID("lineage-open"))))
-	must(err)
-	if h := text("h1"); !strings.Contains(h, "load_orders") {
-		t.Fatalf("the details' link led to %q", h)
-	}
+	s.shot("asset")
+	return assetURL
+}
 
-	// Anonymous visitors see proposals but no approve button.
-	must(chromedp.Do(bctx, chromedp.Navigate(base+"/proposals?kind=orphan_files"), chromedp.WaitVisible(chromedp.ID("proposals"))))
-	shot("proposals")
-	href, err := chromedp.Run(bctx, chromedp.Evaluate[string](`document.querySelector("#proposals a").getAttribute("href")`))
-	must(err)
-	must(chromedp.Do(bctx, chromedp.Navigate(base+href), chromedp.WaitVisible(chromedp.ID("proposal-state"))))
-	noButton, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`document.getElementById("approve") === null`))
-	must(err)
+// followLineageNode shows the graph alone; a click on a node selects it and shows its details,
+// whose link goes to its page.
+func (s *browserSession) followLineageNode(assetURL string) {
+	s.t.Helper()
+	s.must(chromedp.Do(s.bctx, chromedp.Navigate(assetURL)))
+	s.shot("lineage")
+	_, err := chromedp.Run(s.bctx, chromedp.Evaluate[bool](`(() => { const n = window.tidemarkGraph.nodes().filter(n => n.data("label") === "load_orders")[0]; n.emit("tap"); return true })()`))
+	s.must(err)
+	if d := s.text("#lineage-details"); !strings.Contains(d, "load_orders") {
+		s.t.Fatalf("clicking a graph node showed %q", d)
+	}
+	_, err = chromedp.Run(s.bctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Click(chromedp.ID("lineage-open"))))
+	s.must(err)
+	if h := s.text("h1"); !strings.Contains(h, "load_orders") {
+		s.t.Fatalf("the details' link led to %q", h)
+	}
+}
+
+// anonymousProposal checks an anonymous visitor sees proposals but no approve button; it returns
+// the first orphan-files proposal's path.
+func (s *browserSession) anonymousProposal() string {
+	s.t.Helper()
+	s.must(chromedp.Do(s.bctx, chromedp.Navigate(s.base+"/proposals?kind=orphan_files"), chromedp.WaitVisible(chromedp.ID("proposals"))))
+	s.shot("proposals")
+	href, err := chromedp.Run(s.bctx, chromedp.Evaluate[string](`document.querySelector("#proposals a").getAttribute("href")`))
+	s.must(err)
+	s.must(chromedp.Do(s.bctx, chromedp.Navigate(s.base+href), chromedp.WaitVisible(chromedp.ID("proposal-state"))))
+	noButton, err := chromedp.Run(s.bctx, chromedp.Evaluate[bool](`document.getElementById("approve") === null`))
+	s.must(err)
 	if !noButton {
-		t.Fatal("an anonymous visitor got an approve button")
+		s.t.Fatal("an anonymous visitor got an approve button")
 	}
+	return href
+}
 
-	// A forged POST, without the form's CSRF token, is refused, signed in or not.
+// refuseForgedApprovals checks a forged POST, without the form's CSRF token, is refused, signed
+// in or not.
+func (s *browserSession) refuseForgedApprovals(href string) {
+	s.t.Helper()
 	forged := func(c *http.Client) int {
-		res, err := c.PostForm(base+href+"/approve", url.Values{"reason": {"forged"}})
-		must(err)
+		res, err := c.PostForm(s.base+href+"/approve", url.Values{"reason": {"forged"}})
+		s.must(err)
 		res.Body.Close()
 		return res.StatusCode
 	}
 	if code := forged(http.DefaultClient); code != http.StatusForbidden {
-		t.Fatalf("anonymous forged POST: %d", code)
+		s.t.Fatalf("anonymous forged POST: %d", code)
 	}
 	jar, _ := cookiejar.New(nil)
 	c := &http.Client{Jar: jar}
-	res, err := c.Get(base + "/signin")
-	must(err)
-	body := readAll(t, res)
+	res, err := c.Get(s.base + "/signin")
+	s.must(err)
+	body := readAll(s.t, res)
 	csrf := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(body)
 	if csrf == nil {
-		t.Fatal("no CSRF token on the sign-in form")
+		s.t.Fatal("no CSRF token on the sign-in form")
 	}
-	res, err = c.PostForm(base+"/signin", url.Values{"csrf": {csrf[1]}, "token": {token}})
-	must(err)
+	res, err = c.PostForm(s.base+"/signin", url.Values{"csrf": {csrf[1]}, "token": {s.token}})
+	s.must(err)
 	res.Body.Close()
 	if code := forged(c); code != http.StatusForbidden {
-		t.Fatalf("signed-in forged POST without CSRF: %d", code)
+		s.t.Fatalf("signed-in forged POST without CSRF: %d", code)
 	}
+}
 
-	// Signing in and approving changes the state and writes an audit entry.
-	must(chromedp.Do(bctx, chromedp.Navigate(base+"/signin"), chromedp.WaitVisible(chromedp.ID("token")), chromedp.SendKeys(chromedp.ID("token"), token)))
-	_, err = chromedp.Run(bctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Click(chromedp.ID("signin-submit"))))
-	must(err)
-	if who := text("#who"); !strings.Contains(who, "alice") {
-		t.Fatalf("signed in as %q", who)
+// approveProposal signs in and approves the proposal at href, which changes its state and
+// writes an audit entry.
+func (s *browserSession) approveProposal(href string) {
+	s.t.Helper()
+	s.must(chromedp.Do(s.bctx, chromedp.Navigate(s.base+"/signin"), chromedp.WaitVisible(chromedp.ID("token")), chromedp.SendKeys(chromedp.ID("token"), s.token)))
+	_, err := chromedp.Run(s.bctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Click(chromedp.ID("signin-submit"))))
+	s.must(err)
+	if who := s.text("#who"); !strings.Contains(who, "alice") {
+		s.t.Fatalf("signed in as %q", who)
 	}
-	must(chromedp.Do(bctx, chromedp.Navigate(base+href), chromedp.WaitVisible(chromedp.ID("approve"))))
-	_, err = chromedp.Run(bctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Click(chromedp.ID("approve"))))
-	must(err)
+	s.must(chromedp.Do(s.bctx, chromedp.Navigate(s.base+href), chromedp.WaitVisible(chromedp.ID("approve"))))
+	_, err = chromedp.Run(s.bctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Click(chromedp.ID("approve"))))
+	s.must(err)
 	// The confirm step names the count; typing it approves.
-	count, err := chromedp.Run(bctx, chromedp.Evaluate[string](`document.querySelector("label[for=confirm-files] strong").textContent`))
-	must(err)
-	must(chromedp.Do(bctx, chromedp.SendKeys(chromedp.ID("confirm-files"), count)))
-	_, err = chromedp.Run(bctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Click(chromedp.ID("confirm-approve"))))
-	must(err)
-	if state := text("#proposal-state"); state != "approved" {
-		t.Fatalf("after approving: %q", state)
+	count, err := chromedp.Run(s.bctx, chromedp.Evaluate[string](`document.querySelector("label[for=confirm-files] strong").textContent`))
+	s.must(err)
+	s.must(chromedp.Do(s.bctx, chromedp.SendKeys(chromedp.ID("confirm-files"), count)))
+	_, err = chromedp.Run(s.bctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Click(chromedp.ID("confirm-approve"))))
+	s.must(err)
+	if state := s.text("#proposal-state"); state != "approved" {
+		s.t.Fatalf("after approving: %q", state)
 	}
-	must(chromedp.Do(bctx, chromedp.Navigate(base+"/audit"), chromedp.WaitVisible(chromedp.ID("audit"))))
-	if audit := text("#audit"); !strings.Contains(audit, "proposal.approve") || !strings.Contains(audit, "web:alice") {
-		t.Fatalf("audit log: %q", audit)
+	s.must(chromedp.Do(s.bctx, chromedp.Navigate(s.base+"/audit"), chromedp.WaitVisible(chromedp.ID("audit"))))
+	if audit := s.text("#audit"); !strings.Contains(audit, "proposal.approve") || !strings.Contains(audit, "web:alice") {
+		s.t.Fatalf("audit log: %q", audit)
 	}
-	// Phone width: the asset page still fits.
-	must(chromedp.Do(bctx, chromedp.EmulateViewport(390, 844), chromedp.Navigate(assetURL), chromedp.WaitVisible(chromedp.ID("lineage-graph"))))
-	wide, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth <= window.innerWidth + 1`))
-	must(err)
-	shot("asset-phone")
+}
+
+// assetFitsPhone checks the asset page still fits at phone width.
+func (s *browserSession) assetFitsPhone(assetURL string) {
+	s.t.Helper()
+	s.must(chromedp.Do(s.bctx, chromedp.EmulateViewport(390, 844), chromedp.Navigate(assetURL), chromedp.WaitVisible(chromedp.ID("lineage-graph"))))
+	wide, err := chromedp.Run(s.bctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth <= window.innerWidth + 1`))
+	s.must(err)
+	s.shot("asset-phone")
 	if !wide {
-		culprits, _ := chromedp.Run(bctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("body, body *")].filter(e => e.getBoundingClientRect().right > window.innerWidth + 1 || e.scrollWidth > window.innerWidth + 1).slice(0, 8).map(e => e.tagName + "#" + e.id + "." + e.className + " " + Math.round(e.getBoundingClientRect().right)).concat(["scrollWidth " + document.documentElement.scrollWidth + " innerWidth " + window.innerWidth])`))
-		t.Fatalf("the asset page scrolls sideways at phone width: %v", culprits)
+		culprits, _ := chromedp.Run(s.bctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("body, body *")].filter(e => e.getBoundingClientRect().right > window.innerWidth + 1 || e.scrollWidth > window.innerWidth + 1).slice(0, 8).map(e => e.tagName + "#" + e.id + "." + e.className + " " + Math.round(e.getBoundingClientRect().right)).concat(["scrollWidth " + document.documentElement.scrollWidth + " innerWidth " + window.innerWidth])`))
+		s.t.Fatalf("the asset page scrolls sideways at phone width: %v", culprits)
 	}
 }
 

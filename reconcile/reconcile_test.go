@@ -134,227 +134,297 @@ func orders(from, n int, day time.Time) []order {
 // cutover rule holds.
 func TestMigrationWorkedExample(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
-		ctx := context.Background()
-		mon := time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC) // a Monday
-		c := &clock{t: mon}
-		cat := catalog.New(db.Client, catalog.WithClock(c.Now))
-		tbls, err := tables.New(db.Client, cat, tables.WithClock(c.Now), tables.WithWarehouseRoots(os.TempDir()))
-		must(t, err)
-		use, err := usage.New(db, cat, usage.WithClock(c.Now))
-		must(t, err)
-
-		pg, err := sql.Open("postgres", storagetest.DSN(t, "postgres"))
-		must(t, err)
-		t.Cleanup(func() { pg.Close() })
-		_, err = pg.ExecContext(ctx, `CREATE TABLE public.orders (order_id bigint NOT NULL, ordered_at timestamptz NOT NULL, amount numeric(10,2), customer text)`)
-		must(t, err)
-		lake := tablestest.NewLake(t)
-		tbl, err := lake.Cat.CreateTable(ctx, table.Identifier{"db", "orders"}, orderSchema)
-		must(t, err)
-		d := &dualWrite{t: t, ctx: ctx, pg: pg, tbl: tbl, tables: tbls}
-		d.registered()
-		newTable, _, err := tbls.Register(ctx, tables.RegisterInput{MetadataLocation: d.tbl.MetadataLocation()})
-		must(t, err)
-		old, err := cat.Create(ctx, catalog.CreateInput{Kind: catalog.KindTable, Namespace: "postgres://shop:5432", Name: "shop.public.orders"})
-		must(t, err)
-
-		svc := reconcile.New(db.Client, cat, tbls, use, reconcile.WithClock(c.Now), reconcile.WithConnection("shop", pg))
-		spec := reconcile.Spec{KeyColumns: []string{"order_id"}, TimeColumn: "ordered_at", Columns: []string{"amount", "customer"},
-			WindowSeconds: 86400, Since: mon, DedupOld: reconcile.FirstWins, DedupNew: reconcile.FirstWins, LagBoundSeconds: 6 * 3600, QuoteValues: true,
-			Cutover: reconcile.CutoverRule{MinCleanRuns: 4, MinDays: 3, IncludeWeekend: true, IncludeBusiestDay: true,
-				WeakerReason: "the seed's worked example: one week of dual writes"},
-			Old: reconcile.SourceSpec{Kind: reconcile.SourcePostgres, Connection: "shop", Table: "public.orders"},
-			New: reconcile.SourceSpec{Kind: reconcile.SourceIceberg}}
-		bad := spec
-		bad.DedupNew = ""
-		if _, err := svc.Create(ctx, reconcile.CreateInput{OldAssetID: old.Asset.ID, NewAssetID: newTable.AssetID, Owner: "team-orders", Spec: bad}); !errors.Is(err, catalog.ErrInvalid) {
-			t.Fatalf("a spec without a dedup rule: %v; want it refused (the rule is never assumed)", err)
-		}
-		weak := spec
-		weak.Cutover.WeakerReason = ""
-		if _, err := svc.Create(ctx, reconcile.CreateInput{OldAssetID: old.Asset.ID, NewAssetID: newTable.AssetID, Owner: "team-orders", Spec: weak}); !errors.Is(err, catalog.ErrInvalid) ||
-			!strings.Contains(err.Error(), "weaker than the floor") {
-			t.Fatalf("a rule of 4 runs over 3 days without a reason: %v; want it refused", err)
-		}
-		m, err := svc.Create(ctx, reconcile.CreateInput{OldAssetID: old.Asset.ID, NewAssetID: newTable.AssetID, Owner: "team-orders", Spec: spec})
-		must(t, err)
-
-		// Monday and Tuesday: 20 orders a day; a retry without an idempotency key writes orders
-		// 5, 6 and 7 (Monday) and 25 (Tuesday) twice into the new side.
-		d.write(orders(1, 20, mon), 5, 6, 7)
-		d.write(orders(21, 20, mon.AddDate(0, 0, 1)), 25)
-		c.Set(mon.AddDate(0, 0, 2).Add(2 * time.Hour))
-		r1, err := svc.Reconcile(ctx, m.ID)
-		must(t, err)
-		// PostgreSQL counts and hashes its 40 records itself, by window and then by segment; the
-		// Iceberg side is streamed for its figures (44) and its segments (44); then both sides'
-		// records of the segments holding the 4 repeated keys are read (40 and 44) and kept: at
-		// least their 8 new and 4 old records, fewer than all 84.
-		if r1.Clean || len(r1.Windows) != 2 || r1.Cost.Compared != 84 || r1.Cost.Counted != 40 || r1.Cost.RowsOld != 40 || r1.Cost.RowsNew != 132 ||
-			r1.Cost.Deep != 2 || r1.Cost.Kept < 12 || r1.Cost.Kept >= 84 {
-			t.Fatalf("first run: clean %v, %d windows, cost %+v; want not clean, 2 windows, 84 compared, 40 counted by PostgreSQL, 40 / 132 read, 2 deep, 12-83 kept",
-				r1.Clean, len(r1.Windows), r1.Cost)
-		}
-		for i, want := range []int64{3, 1} {
-			w := r1.Windows[i]
-			if !slices.Equal(w.Classes, []reconcile.Class{reconcile.Duplication}) || w.New.DuplicateKeys != want || w.New.Rows != 20+want || w.Old.Rows != 20 {
-				t.Fatalf("window %s: classes %v, new duplicate keys %d, rows %d new / %d old; want duplication only, %d, %d / 20",
-					w.Start.Format("Mon"), w.Classes, w.New.DuplicateKeys, w.New.Rows, w.Old.Rows, want, 20+want)
-			}
-		}
-		fs, err := svc.Findings(ctx, m.ID)
-		must(t, err)
-		if len(fs) != 2 || fs[0].Kind != "duplication" || fs[0].Side != "new" || fs[0].Owner != "team-orders" || fs[0].ClosedAt != nil {
-			t.Fatalf("findings after the first run: %+v", fs)
-		}
-
-		// The fix: an idempotency key on the write path, and history deduplicated by the stated
-		// rule (first wins): the new side is rewritten with one record per order.
-		d.newSide(append(orders(1, 20, mon), orders(21, 20, mon.AddDate(0, 0, 1))...), true)
-		// A staged divergence: one order's amount differs on the new side.
-		changed := append(orders(1, 20, mon), orders(21, 20, mon.AddDate(0, 0, 1))...)
-		changed[29].cents += 100
-		d.newSide(changed, true)
-		c.Set(mon.AddDate(0, 0, 2).Add(3 * time.Hour))
-		r2, err := svc.Reconcile(ctx, m.ID)
-		must(t, err)
-		tue := r2.Windows[1]
-		if r2.Clean || !slices.Equal(tue.Classes, []reconcile.Class{reconcile.Divergence}) || tue.Differing != 1 ||
-			!slices.Equal(tue.DifferingColumns, []string{"amount"}) || len(tue.Sample) != 1 || tue.Sample[0].Key != "30" ||
-			tue.Sample[0].Old != "12.1" || tue.Sample[0].New != "13.1" || !r2.Windows[0].Clean() {
-			t.Fatalf("staged divergence: clean %v, Tuesday %+v, Monday classes %v", r2.Clean, tue, r2.Windows[0].Classes)
-		}
-		fs, err = svc.Findings(ctx, m.ID)
-		must(t, err)
-		open := 0
-		for _, f := range fs {
-			if f.ClosedAt == nil {
-				open++
-				if f.Kind != "divergence" {
-					t.Fatalf("a %s finding is still open after the history was deduplicated: %+v", f.Kind, f)
-				}
-			}
-		}
-		if open != 1 || len(fs) != 3 {
-			t.Fatalf("findings after the divergence: %+v; want the two duplications closed and one divergence open", fs)
-		}
-		d.newSide(append(orders(1, 20, mon), orders(21, 20, mon.AddDate(0, 0, 1))...), true)
-
-		// A staged lag: Wednesday's orders reached the old side, not yet the new one, and the
-		// window ended less than the lag bound ago: lag, which is fine.
-		wed := mon.AddDate(0, 0, 2)
-		for _, o := range orders(41, 20, wed) {
-			_, err := pg.ExecContext(ctx, `INSERT INTO public.orders VALUES ($1, $2, $3, $4)`, o.id, o.at, fmt.Sprintf("%d.%02d", o.cents/100, o.cents%100), o.customer)
-			must(t, err)
-		}
-		c.Set(wed.Add(23 * time.Hour))
-		r3, err := svc.Reconcile(ctx, m.ID)
-		must(t, err)
-		if !r3.Clean || !slices.Equal(r3.Windows[2].Classes, []reconcile.Class{reconcile.Lag}) || r3.Windows[2].Missing != 20 {
-			t.Fatalf("staged lag: clean %v, Wednesday %+v", r3.Clean, r3.Windows[2])
-		}
-		d.newSide(orders(41, 20, wed), false) // it converges
-
-		// Thursday to Sunday: idempotent dual writes, a run at the end of each day. Thursday is
-		// the new table's busiest write day.
-		for i, day := range []time.Time{wed.AddDate(0, 0, 1), wed.AddDate(0, 0, 2), wed.AddDate(0, 0, 3), wed.AddDate(0, 0, 4)} {
-			c.Set(day.Add(12 * time.Hour))
-			writes := 5
-			if i == 0 {
-				writes = 50
-			}
-			var recs []usage.Record
-			for w := range writes {
-				recs = append(recs, usage.Record{AssetID: newTable.AssetID, Kind: "write", Actor: "orders-service", At: c.Now(),
-					IdempotencyKey: fmt.Sprintf("w-%d-%d", i, w)})
-			}
-			_, err := use.Record(ctx, recs)
-			must(t, err)
-			d.write(orders(61+20*i, 20, day))
-			c.Set(day.Add(23 * time.Hour))
-			r, err := svc.Reconcile(ctx, m.ID)
-			must(t, err)
-			if !r.Clean {
-				t.Fatalf("run on %s: not clean: %v", day.Format("Mon"), r.Causes)
-			}
-			st, err := svc.Status(ctx, m.ID)
-			must(t, err)
-			if st.Streak != i+2 {
-				t.Fatalf("after %s: streak %d; want %d", day.Format("Mon"), st.Streak, i+2)
-			}
-			if day.Weekday() == time.Friday {
-				// Three clean runs over two days, no weekend yet: not ready, and cutover refused.
-				if st.Ready || len(st.Missing) != 3 || st.BusiestDay == nil || !st.BusiestDay.Equal(wed.AddDate(0, 0, 1)) || !st.SpansBusiest {
-					t.Fatalf("Friday: ready %v, missing %v, busiest day %v (spanned %v)", st.Ready, st.Missing, st.BusiestDay, st.SpansBusiest)
-				}
-				if _, err := svc.CutOver(ctx, m.ID, reconcile.SourceSpec{Kind: reconcile.SourcePostgres, Connection: "shop", Table: "public.orders"}); !errors.Is(err, catalog.ErrConflict) {
-					t.Fatalf("cutover before the rule holds: %v", err)
-				}
-			}
-			// Saturday's run started before Saturday ended: the weekend is not compared yet.
-			if day.Weekday() == time.Saturday && (st.Ready || st.Weekend || len(st.Missing) != 1 || !strings.Contains(st.Missing[0], "weekend")) {
-				t.Fatalf("Saturday: ready %v, weekend %v, missing %v; want only the weekend missing", st.Ready, st.Weekend, st.Missing)
-			}
-			if day.Weekday() == time.Sunday && (!st.Ready || st.Broken == nil || st.Broken.ID != r2.ID || st.WeekendDay == nil || st.WeekendDay.Weekday() != time.Saturday) {
-				t.Fatalf("Sunday: ready %v, missing %v, broken by %v, weekend day %v; want ready, Saturday spanned", st.Ready, st.Missing, st.Broken, st.WeekendDay)
-			}
-		}
-		fs, err = svc.Findings(ctx, m.ID)
-		must(t, err)
-		for _, f := range fs {
-			if f.ClosedAt == nil {
-				t.Fatalf("finding still open after clean runs: %+v", f)
-			}
-		}
-		// The cutover names the archive of the old side: a copy of the table kept apart.
-		_, err = pg.ExecContext(ctx, `CREATE TABLE public.orders_archive AS SELECT * FROM public.orders`)
-		must(t, err)
-		archive := reconcile.SourceSpec{Kind: reconcile.SourcePostgres, Connection: "shop", Table: "public.orders_archive"}
-		if _, err := svc.CutOver(ctx, m.ID, reconcile.SourceSpec{Kind: reconcile.SourceExternal}); !errors.Is(err, catalog.ErrInvalid) {
-			t.Fatalf("cutover with an archive Tidemark cannot read: %v; want it refused", err)
-		}
-		cut, err := svc.CutOver(ctx, m.ID, archive)
-		must(t, err)
-		if cut.State != "cut_over" || cut.CutOverAt == nil || cut.Archive == nil || cut.Archive.Table != "public.orders_archive" {
-			t.Fatalf("after cutover: %+v", cut)
-		}
-		// After the cutover, a read of the old table is flagged.
-		c.Set(c.Now().Add(time.Hour))
-		_, err = use.Record(ctx, []usage.Record{{AssetID: old.Asset.ID, Kind: "read", Actor: "forgotten-report", At: c.Now(), IdempotencyKey: "late-read"}})
-		must(t, err)
-		st, err := svc.Status(ctx, m.ID)
-		must(t, err)
-		if st.OldReadsSinceCutover != 1 || st.OldLastRead == nil {
-			t.Fatalf("after cutover: %d reads of the old asset flagged; want 1", st.OldReadsSinceCutover)
-		}
-		// Retirement waits for a clean final reconciliation against the archive: none has run, then
-		// one finds the archive lacks an order, then the archive is complete.
-		if ok, _, why, err := svc.RetirementGate(ctx, old.Asset.ID); err != nil || ok || !strings.Contains(why, "against the archive") {
-			t.Fatalf("retirement before the final run: %v %q %v", ok, why, err)
-		}
-		_, err = pg.ExecContext(ctx, `DELETE FROM public.orders_archive WHERE order_id = 3`)
-		must(t, err)
-		c.Set(c.Now().Add(time.Hour))
-		short, err := svc.Reconcile(ctx, m.ID)
-		must(t, err)
-		if short.Clean || short.Against != "archive" || short.Windows[0].Extra != 1 {
-			t.Fatalf("final run against an archive lacking an order: clean %v, against %s, Monday %+v", short.Clean, short.Against, short.Windows[0])
-		}
-		if ok, _, why, err := svc.RetirementGate(ctx, old.Asset.ID); err != nil || ok || !strings.Contains(why, "was not clean") {
-			t.Fatalf("retirement after an unclean final run: %v %q %v", ok, why, err)
-		}
-		_, err = pg.ExecContext(ctx, `INSERT INTO public.orders_archive SELECT * FROM public.orders WHERE order_id = 3`)
-		must(t, err)
-		c.Set(c.Now().Add(time.Hour))
-		final, err := svc.Reconcile(ctx, m.ID)
-		must(t, err)
-		if ok, evidence, why, err := svc.RetirementGate(ctx, old.Asset.ID); err != nil || !ok || evidence != final.ID || !final.Clean || final.Against != "archive" {
-			t.Fatalf("retirement after a clean final run: %v, evidence %s (final %s, clean %v), %q %v", ok, evidence, final.ID, final.Clean, why, err)
-		}
-		runs, err := svc.Runs(ctx, m.ID, 100)
-		must(t, err)
-		if len(runs) != 9 || !strings.Contains(strings.Join(runs[len(runs)-1].Causes, " "), "more than once on the new side") {
-			t.Fatalf("runs kept: %d; the first one's causes %v", len(runs), runs[len(runs)-1].Causes)
-		}
+		w := newWorkedExample(t, db)
+		w.create(workedExampleSpec(w.mon))
+		w.stagedRetryFault()
+		r2 := w.fixThenStagedDivergence()
+		wed := w.mon.AddDate(0, 0, 2)
+		w.stagedLag(wed)
+		w.cleanRunsToSunday(wed, r2)
+		w.cutOver()
+		w.retireAfterFinalRun()
 	})
+}
+
+// workedExample is TestMigrationWorkedExample's world: the dual writes, a clock starting on a
+// Monday, the services, the two tables' assets and the migration between them.
+type workedExample struct {
+	*dualWrite
+	mon      time.Time
+	c        *clock
+	use      *usage.Service
+	svc      *reconcile.Service
+	newTable tables.Table
+	old      catalog.CreateResult
+	m        reconcile.Migration
+}
+
+// newWorkedExample creates the old PostgreSQL table and the new Iceberg table, registers both
+// and sets up the services on a clock at Monday 2 November 2026.
+func newWorkedExample(t *testing.T, db *storage.DB) *workedExample {
+	t.Helper()
+	ctx := context.Background()
+	mon := time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC) // a Monday
+	c := &clock{t: mon}
+	cat := catalog.New(db.Client, catalog.WithClock(c.Now))
+	tbls, err := tables.New(db.Client, cat, tables.WithClock(c.Now), tables.WithWarehouseRoots(os.TempDir()))
+	must(t, err)
+	use, err := usage.New(db, cat, usage.WithClock(c.Now))
+	must(t, err)
+
+	pg, err := sql.Open("postgres", storagetest.DSN(t, "postgres"))
+	must(t, err)
+	t.Cleanup(func() { pg.Close() })
+	_, err = pg.ExecContext(ctx, `CREATE TABLE public.orders (order_id bigint NOT NULL, ordered_at timestamptz NOT NULL, amount numeric(10,2), customer text)`)
+	must(t, err)
+	lake := tablestest.NewLake(t)
+	tbl, err := lake.Cat.CreateTable(ctx, table.Identifier{"db", "orders"}, orderSchema)
+	must(t, err)
+	d := &dualWrite{t: t, ctx: ctx, pg: pg, tbl: tbl, tables: tbls}
+	d.registered()
+	newTable, _, err := tbls.Register(ctx, tables.RegisterInput{MetadataLocation: d.tbl.MetadataLocation()})
+	must(t, err)
+	old, err := cat.Create(ctx, catalog.CreateInput{Kind: catalog.KindTable, Namespace: "postgres://shop:5432", Name: "shop.public.orders"})
+	must(t, err)
+
+	svc := reconcile.New(db.Client, cat, tbls, use, reconcile.WithClock(c.Now), reconcile.WithConnection("shop", pg))
+	return &workedExample{dualWrite: d, mon: mon, c: c, use: use, svc: svc, newTable: newTable, old: old}
+}
+
+// workedExampleSpec is the worked example's spec: compared by day from mon, a 6 h lag bound and
+// a cutover rule of 4 clean runs over 3 days, weaker than the floor for a stated reason.
+func workedExampleSpec(mon time.Time) reconcile.Spec {
+	return reconcile.Spec{KeyColumns: []string{"order_id"}, TimeColumn: "ordered_at", Columns: []string{"amount", "customer"},
+		WindowSeconds: 86400, Since: mon, DedupOld: reconcile.FirstWins, DedupNew: reconcile.FirstWins, LagBoundSeconds: 6 * 3600, QuoteValues: true,
+		Cutover: reconcile.CutoverRule{MinCleanRuns: 4, MinDays: 3, IncludeWeekend: true, IncludeBusiestDay: true,
+			WeakerReason: "the seed's worked example: one week of dual writes"},
+		Old: reconcile.SourceSpec{Kind: reconcile.SourcePostgres, Connection: "shop", Table: "public.orders"},
+		New: reconcile.SourceSpec{Kind: reconcile.SourceIceberg}}
+}
+
+// create checks the spec is refused without a dedup rule or without the weaker rule's reason,
+// then creates the migration with it.
+func (w *workedExample) create(spec reconcile.Spec) {
+	w.t.Helper()
+	bad := spec
+	bad.DedupNew = ""
+	if _, err := w.svc.Create(w.ctx, reconcile.CreateInput{OldAssetID: w.old.Asset.ID, NewAssetID: w.newTable.AssetID, Owner: "team-orders", Spec: bad}); !errors.Is(err, catalog.ErrInvalid) {
+		w.t.Fatalf("a spec without a dedup rule: %v; want it refused (the rule is never assumed)", err)
+	}
+	weak := spec
+	weak.Cutover.WeakerReason = ""
+	if _, err := w.svc.Create(w.ctx, reconcile.CreateInput{OldAssetID: w.old.Asset.ID, NewAssetID: w.newTable.AssetID, Owner: "team-orders", Spec: weak}); !errors.Is(err, catalog.ErrInvalid) ||
+		!strings.Contains(err.Error(), "weaker than the floor") {
+		w.t.Fatalf("a rule of 4 runs over 3 days without a reason: %v; want it refused", err)
+	}
+	m, err := w.svc.Create(w.ctx, reconcile.CreateInput{OldAssetID: w.old.Asset.ID, NewAssetID: w.newTable.AssetID, Owner: "team-orders", Spec: spec})
+	must(w.t, err)
+	w.m = m
+}
+
+// stagedRetryFault writes Monday's and Tuesday's orders, 20 a day; a retry without an
+// idempotency key writes orders 5, 6 and 7 (Monday) and 25 (Tuesday) twice into the new side,
+// and the first run finds the duplication.
+func (w *workedExample) stagedRetryFault() {
+	w.t.Helper()
+	mon := w.mon
+	w.write(orders(1, 20, mon), 5, 6, 7)
+	w.write(orders(21, 20, mon.AddDate(0, 0, 1)), 25)
+	w.c.Set(mon.AddDate(0, 0, 2).Add(2 * time.Hour))
+	r1, err := w.svc.Reconcile(w.ctx, w.m.ID)
+	must(w.t, err)
+	// PostgreSQL counts and hashes its 40 records itself, by window and then by segment; the
+	// Iceberg side is streamed for its figures (44) and its segments (44); then both sides'
+	// records of the segments holding the 4 repeated keys are read (40 and 44) and kept: at
+	// least their 8 new and 4 old records, fewer than all 84.
+	if r1.Clean || len(r1.Windows) != 2 || r1.Cost.Compared != 84 || r1.Cost.Counted != 40 || r1.Cost.RowsOld != 40 || r1.Cost.RowsNew != 132 ||
+		r1.Cost.Deep != 2 || r1.Cost.Kept < 12 || r1.Cost.Kept >= 84 {
+		w.t.Fatalf("first run: clean %v, %d windows, cost %+v; want not clean, 2 windows, 84 compared, 40 counted by PostgreSQL, 40 / 132 read, 2 deep, 12-83 kept",
+			r1.Clean, len(r1.Windows), r1.Cost)
+	}
+	for i, want := range []int64{3, 1} {
+		win := r1.Windows[i]
+		if !slices.Equal(win.Classes, []reconcile.Class{reconcile.Duplication}) || win.New.DuplicateKeys != want || win.New.Rows != 20+want || win.Old.Rows != 20 {
+			w.t.Fatalf("window %s: classes %v, new duplicate keys %d, rows %d new / %d old; want duplication only, %d, %d / 20",
+				win.Start.Format("Mon"), win.Classes, win.New.DuplicateKeys, win.New.Rows, win.Old.Rows, want, 20+want)
+		}
+	}
+	fs, err := w.svc.Findings(w.ctx, w.m.ID)
+	must(w.t, err)
+	if len(fs) != 2 || fs[0].Kind != "duplication" || fs[0].Side != "new" || fs[0].Owner != "team-orders" || fs[0].ClosedAt != nil {
+		w.t.Fatalf("findings after the first run: %+v", fs)
+	}
+}
+
+// fixThenStagedDivergence applies the fix, then stages a divergence in one order's amount, which
+// the next run finds and the duplications close; then the new side is put right again. It
+// returns the run that found the divergence.
+func (w *workedExample) fixThenStagedDivergence() reconcile.Run {
+	w.t.Helper()
+	mon := w.mon
+	// The fix: an idempotency key on the write path, and history deduplicated by the stated
+	// rule (first wins): the new side is rewritten with one record per order.
+	w.newSide(append(orders(1, 20, mon), orders(21, 20, mon.AddDate(0, 0, 1))...), true)
+	// A staged divergence: one order's amount differs on the new side.
+	changed := append(orders(1, 20, mon), orders(21, 20, mon.AddDate(0, 0, 1))...)
+	changed[29].cents += 100
+	w.newSide(changed, true)
+	w.c.Set(mon.AddDate(0, 0, 2).Add(3 * time.Hour))
+	r2, err := w.svc.Reconcile(w.ctx, w.m.ID)
+	must(w.t, err)
+	tue := r2.Windows[1]
+	if r2.Clean || !slices.Equal(tue.Classes, []reconcile.Class{reconcile.Divergence}) || tue.Differing != 1 ||
+		!slices.Equal(tue.DifferingColumns, []string{"amount"}) || len(tue.Sample) != 1 || tue.Sample[0].Key != "30" ||
+		tue.Sample[0].Old != "12.1" || tue.Sample[0].New != "13.1" || !r2.Windows[0].Clean() {
+		w.t.Fatalf("staged divergence: clean %v, Tuesday %+v, Monday classes %v", r2.Clean, tue, r2.Windows[0].Classes)
+	}
+	fs, err := w.svc.Findings(w.ctx, w.m.ID)
+	must(w.t, err)
+	open := 0
+	for _, f := range fs {
+		if f.ClosedAt == nil {
+			open++
+			if f.Kind != "divergence" {
+				w.t.Fatalf("a %s finding is still open after the history was deduplicated: %+v", f.Kind, f)
+			}
+		}
+	}
+	if open != 1 || len(fs) != 3 {
+		w.t.Fatalf("findings after the divergence: %+v; want the two duplications closed and one divergence open", fs)
+	}
+	w.newSide(append(orders(1, 20, mon), orders(21, 20, mon.AddDate(0, 0, 1))...), true)
+	return r2
+}
+
+// stagedLag stages a lag: Wednesday's orders reached the old side, not yet the new one, and the
+// window ended less than the lag bound ago: lag, which is fine. Then the new side converges.
+func (w *workedExample) stagedLag(wed time.Time) {
+	w.t.Helper()
+	for _, o := range orders(41, 20, wed) {
+		_, err := w.pg.ExecContext(w.ctx, `INSERT INTO public.orders VALUES ($1, $2, $3, $4)`, o.id, o.at, fmt.Sprintf("%d.%02d", o.cents/100, o.cents%100), o.customer)
+		must(w.t, err)
+	}
+	w.c.Set(wed.Add(23 * time.Hour))
+	r3, err := w.svc.Reconcile(w.ctx, w.m.ID)
+	must(w.t, err)
+	if !r3.Clean || !slices.Equal(r3.Windows[2].Classes, []reconcile.Class{reconcile.Lag}) || r3.Windows[2].Missing != 20 {
+		w.t.Fatalf("staged lag: clean %v, Wednesday %+v", r3.Clean, r3.Windows[2])
+	}
+	w.newSide(orders(41, 20, wed), false) // it converges
+}
+
+// cleanRunsToSunday runs Thursday to Sunday: idempotent dual writes, a run at the end of each
+// day, checking the streak and readiness as it grows; then every finding is closed. Thursday is
+// the new table's busiest write day; r2 is the run that broke the streak.
+func (w *workedExample) cleanRunsToSunday(wed time.Time, r2 reconcile.Run) {
+	w.t.Helper()
+	for i, day := range []time.Time{wed.AddDate(0, 0, 1), wed.AddDate(0, 0, 2), wed.AddDate(0, 0, 3), wed.AddDate(0, 0, 4)} {
+		w.c.Set(day.Add(12 * time.Hour))
+		writes := 5
+		if i == 0 {
+			writes = 50
+		}
+		var recs []usage.Record
+		for wr := range writes {
+			recs = append(recs, usage.Record{AssetID: w.newTable.AssetID, Kind: "write", Actor: "orders-service", At: w.c.Now(),
+				IdempotencyKey: fmt.Sprintf("w-%d-%d", i, wr)})
+		}
+		_, err := w.use.Record(w.ctx, recs)
+		must(w.t, err)
+		w.write(orders(61+20*i, 20, day))
+		w.c.Set(day.Add(23 * time.Hour))
+		r, err := w.svc.Reconcile(w.ctx, w.m.ID)
+		must(w.t, err)
+		if !r.Clean {
+			w.t.Fatalf("run on %s: not clean: %v", day.Format("Mon"), r.Causes)
+		}
+		st, err := w.svc.Status(w.ctx, w.m.ID)
+		must(w.t, err)
+		if st.Streak != i+2 {
+			w.t.Fatalf("after %s: streak %d; want %d", day.Format("Mon"), st.Streak, i+2)
+		}
+		if day.Weekday() == time.Friday {
+			// Three clean runs over two days, no weekend yet: not ready, and cutover refused.
+			if st.Ready || len(st.Missing) != 3 || st.BusiestDay == nil || !st.BusiestDay.Equal(wed.AddDate(0, 0, 1)) || !st.SpansBusiest {
+				w.t.Fatalf("Friday: ready %v, missing %v, busiest day %v (spanned %v)", st.Ready, st.Missing, st.BusiestDay, st.SpansBusiest)
+			}
+			if _, err := w.svc.CutOver(w.ctx, w.m.ID, reconcile.SourceSpec{Kind: reconcile.SourcePostgres, Connection: "shop", Table: "public.orders"}); !errors.Is(err, catalog.ErrConflict) {
+				w.t.Fatalf("cutover before the rule holds: %v", err)
+			}
+		}
+		// Saturday's run started before Saturday ended: the weekend is not compared yet.
+		if day.Weekday() == time.Saturday && (st.Ready || st.Weekend || len(st.Missing) != 1 || !strings.Contains(st.Missing[0], "weekend")) {
+			w.t.Fatalf("Saturday: ready %v, weekend %v, missing %v; want only the weekend missing", st.Ready, st.Weekend, st.Missing)
+		}
+		if day.Weekday() == time.Sunday && (!st.Ready || st.Broken == nil || st.Broken.ID != r2.ID || st.WeekendDay == nil || st.WeekendDay.Weekday() != time.Saturday) {
+			w.t.Fatalf("Sunday: ready %v, missing %v, broken by %v, weekend day %v; want ready, Saturday spanned", st.Ready, st.Missing, st.Broken, st.WeekendDay)
+		}
+	}
+	fs, err := w.svc.Findings(w.ctx, w.m.ID)
+	must(w.t, err)
+	for _, f := range fs {
+		if f.ClosedAt == nil {
+			w.t.Fatalf("finding still open after clean runs: %+v", f)
+		}
+	}
+}
+
+// cutOver cuts over naming the archive of the old side (a copy of the table kept apart; one
+// Tidemark cannot read is refused); after it, a read of the old table is flagged.
+func (w *workedExample) cutOver() {
+	w.t.Helper()
+	_, err := w.pg.ExecContext(w.ctx, `CREATE TABLE public.orders_archive AS SELECT * FROM public.orders`)
+	must(w.t, err)
+	archive := reconcile.SourceSpec{Kind: reconcile.SourcePostgres, Connection: "shop", Table: "public.orders_archive"}
+	if _, err := w.svc.CutOver(w.ctx, w.m.ID, reconcile.SourceSpec{Kind: reconcile.SourceExternal}); !errors.Is(err, catalog.ErrInvalid) {
+		w.t.Fatalf("cutover with an archive Tidemark cannot read: %v; want it refused", err)
+	}
+	cut, err := w.svc.CutOver(w.ctx, w.m.ID, archive)
+	must(w.t, err)
+	if cut.State != "cut_over" || cut.CutOverAt == nil || cut.Archive == nil || cut.Archive.Table != "public.orders_archive" {
+		w.t.Fatalf("after cutover: %+v", cut)
+	}
+	// After the cutover, a read of the old table is flagged.
+	w.c.Set(w.c.Now().Add(time.Hour))
+	_, err = w.use.Record(w.ctx, []usage.Record{{AssetID: w.old.Asset.ID, Kind: "read", Actor: "forgotten-report", At: w.c.Now(), IdempotencyKey: "late-read"}})
+	must(w.t, err)
+	st, err := w.svc.Status(w.ctx, w.m.ID)
+	must(w.t, err)
+	if st.OldReadsSinceCutover != 1 || st.OldLastRead == nil {
+		w.t.Fatalf("after cutover: %d reads of the old asset flagged; want 1", st.OldReadsSinceCutover)
+	}
+}
+
+// retireAfterFinalRun checks retirement waits for a clean final reconciliation against the
+// archive: none has run, then one finds the archive lacks an order, then the archive is
+// complete. Then it checks the runs kept.
+func (w *workedExample) retireAfterFinalRun() {
+	w.t.Helper()
+	if ok, _, why, err := w.svc.RetirementGate(w.ctx, w.old.Asset.ID); err != nil || ok || !strings.Contains(why, "against the archive") {
+		w.t.Fatalf("retirement before the final run: %v %q %v", ok, why, err)
+	}
+	_, err := w.pg.ExecContext(w.ctx, `DELETE FROM public.orders_archive WHERE order_id = 3`)
+	must(w.t, err)
+	w.c.Set(w.c.Now().Add(time.Hour))
+	short, err := w.svc.Reconcile(w.ctx, w.m.ID)
+	must(w.t, err)
+	if short.Clean || short.Against != "archive" || short.Windows[0].Extra != 1 {
+		w.t.Fatalf("final run against an archive lacking an order: clean %v, against %s, Monday %+v", short.Clean, short.Against, short.Windows[0])
+	}
+	if ok, _, why, err := w.svc.RetirementGate(w.ctx, w.old.Asset.ID); err != nil || ok || !strings.Contains(why, "was not clean") {
+		w.t.Fatalf("retirement after an unclean final run: %v %q %v", ok, why, err)
+	}
+	_, err = w.pg.ExecContext(w.ctx, `INSERT INTO public.orders_archive SELECT * FROM public.orders WHERE order_id = 3`)
+	must(w.t, err)
+	w.c.Set(w.c.Now().Add(time.Hour))
+	final, err := w.svc.Reconcile(w.ctx, w.m.ID)
+	must(w.t, err)
+	if ok, evidence, why, err := w.svc.RetirementGate(w.ctx, w.old.Asset.ID); err != nil || !ok || evidence != final.ID || !final.Clean || final.Against != "archive" {
+		w.t.Fatalf("retirement after a clean final run: %v, evidence %s (final %s, clean %v), %q %v", ok, evidence, final.ID, final.Clean, why, err)
+	}
+	runs, err := w.svc.Runs(w.ctx, w.m.ID, 100)
+	must(w.t, err)
+	if len(runs) != 9 || !strings.Contains(strings.Join(runs[len(runs)-1].Causes, " "), "more than once on the new side") {
+		w.t.Fatalf("runs kept: %d; the first one's causes %v", len(runs), runs[len(runs)-1].Causes)
+	}
 }

@@ -304,93 +304,14 @@ func TestCanonicalFormAcrossTypes(t *testing.T) {
 		cat := catalog.New(db.Client, catalog.WithClock(c.Now))
 		tbls, err := tables.New(db.Client, cat, tables.WithClock(c.Now), tables.WithWarehouseRoots(os.TempDir()))
 		must(t, err)
-		pg, err := sql.Open("postgres", storagetest.DSN(t, "postgres"))
-		must(t, err)
-		t.Cleanup(func() { pg.Close() })
-		_, err = pg.ExecContext(ctx, `CREATE TABLE public.facts (id bigint, at timestamptz, n int, ok boolean, d date, local timestamp,
-			amount numeric(12,4), name text)`)
-		must(t, err)
-		type fact struct {
-			id     int64
-			at     time.Time
-			n      *int32
-			ok     *bool
-			d      *time.Time
-			local  *time.Time
-			amount *int64 // ten-thousandths
-			name   *string
-		}
-		i32 := func(v int32) *int32 { return &v }
-		b := func(v bool) *bool { return &v }
-		tm := func(v time.Time) *time.Time { return &v }
-		i64 := func(v int64) *int64 { return &v }
-		str := func(v string) *string { return &v }
-		facts := []fact{
-			{1, mon.Add(time.Hour), i32(-7), b(true), tm(mon), tm(mon.Add(90 * time.Minute)), i64(125000), str("plain")},
-			{2, mon.Add(23*time.Hour + 59*time.Minute + 59*time.Second + 999999*time.Microsecond), i32(0), b(false), tm(mon.AddDate(-26, 0, 0)),
-				tm(time.Date(1999, 12, 31, 23, 59, 59, 1000, time.UTC)), i64(-1000), str("naïve café 東京 'quoted' \\back")},
-			{3, mon.Add(30 * time.Hour), nil, nil, nil, nil, nil, nil},
-			{4, mon.Add(50 * time.Hour), i32(2147483647), b(true), tm(mon.AddDate(0, 0, 2)), tm(mon.Add(50 * time.Hour)), i64(0), str("")},
-		}
-		schema := iceberg.NewSchema(0,
-			iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
-			iceberg.NestedField{ID: 2, Name: "at", Type: iceberg.PrimitiveTypes.TimestampTz, Required: true},
-			iceberg.NestedField{ID: 3, Name: "n", Type: iceberg.PrimitiveTypes.Int32},
-			iceberg.NestedField{ID: 4, Name: "ok", Type: iceberg.PrimitiveTypes.Bool},
-			iceberg.NestedField{ID: 5, Name: "d", Type: iceberg.PrimitiveTypes.Date},
-			iceberg.NestedField{ID: 6, Name: "local", Type: iceberg.PrimitiveTypes.Timestamp},
-			iceberg.NestedField{ID: 7, Name: "amount", Type: iceberg.DecimalTypeOf(12, 4)},
-			iceberg.NestedField{ID: 8, Name: "name", Type: iceberg.PrimitiveTypes.String})
-		lake := tablestest.NewLake(t)
-		tbl, err := lake.Cat.CreateTable(ctx, table.Identifier{"db", "facts"}, schema)
-		must(t, err)
-		oldSide := func(f fact) {
-			t.Helper()
-			var amount any
-			if f.amount != nil {
-				amount = fmt.Sprintf("%d.%04d", *f.amount/10000, abs(*f.amount%10000))
-				if *f.amount < 0 && *f.amount > -10000 {
-					amount = fmt.Sprintf("-0.%04d", abs(*f.amount))
-				}
-			}
-			_, err := pg.ExecContext(ctx, `INSERT INTO public.facts VALUES ($1, $2, $3, $4, $5::date, $6::timestamp, $7, $8)`, f.id, f.at,
-				f.n, f.ok, dateArg(f.d), localArg(f.local), amount, f.name)
-			must(t, err)
-		}
-		write := func(fs []fact) {
-			t.Helper()
-			_, err := pg.ExecContext(ctx, `TRUNCATE public.facts`)
-			must(t, err)
-			sc, err := table.SchemaToArrowSchema(tbl.Schema(), nil, false, false)
-			must(t, err)
-			rb := array.NewRecordBuilder(memory.DefaultAllocator, sc)
-			defer rb.Release()
-			for _, f := range fs {
-				oldSide(f)
-				rb.Field(0).(*array.Int64Builder).Append(f.id)
-				rb.Field(1).(*array.TimestampBuilder).Append(arrow.Timestamp(f.at.UnixMicro()))
-				appendOr(rb.Field(2), f.n == nil, func() { rb.Field(2).(*array.Int32Builder).Append(*f.n) })
-				appendOr(rb.Field(3), f.ok == nil, func() { rb.Field(3).(*array.BooleanBuilder).Append(*f.ok) })
-				appendOr(rb.Field(4), f.d == nil, func() { rb.Field(4).(*array.Date32Builder).Append(arrow.Date32FromTime(*f.d)) })
-				appendOr(rb.Field(5), f.local == nil, func() { rb.Field(5).(*array.TimestampBuilder).Append(arrow.Timestamp(f.local.UnixMicro())) })
-				appendOr(rb.Field(6), f.amount == nil, func() { rb.Field(6).(*array.Decimal128Builder).Append(decimal128.FromI64(*f.amount)) })
-				appendOr(rb.Field(7), f.name == nil, func() { rb.Field(7).(*array.StringBuilder).Append(*f.name) })
-			}
-			rec := rb.NewRecordBatch()
-			defer rec.Release()
-			rdr, err := array.NewRecordReader(sc, []arrow.RecordBatch{rec})
-			must(t, err)
-			tbl, err = tbl.Overwrite(ctx, rdr, nil)
-			must(t, err)
-			_, _, err = tbls.Register(ctx, tables.RegisterInput{MetadataLocation: tbl.MetadataLocation()})
-			must(t, err)
-		}
-		write(facts)
-		newTable, _, err := tbls.Register(ctx, tables.RegisterInput{MetadataLocation: tbl.MetadataLocation()})
+		ft := newFactTables(t, ctx, tbls)
+		facts, changes := canonicalFacts(mon)
+		ft.write(facts)
+		newTable, _, err := tbls.Register(ctx, tables.RegisterInput{MetadataLocation: ft.tbl.MetadataLocation()})
 		must(t, err)
 		old, err := cat.Create(ctx, catalog.CreateInput{Kind: catalog.KindTable, Namespace: "pg", Name: "facts"})
 		must(t, err)
-		svc := reconcile.New(db.Client, cat, tbls, nil, reconcile.WithClock(c.Now), reconcile.WithConnection("shop", pg))
+		svc := reconcile.New(db.Client, cat, tbls, nil, reconcile.WithClock(c.Now), reconcile.WithConnection("shop", ft.pg))
 		m, err := svc.Create(ctx, reconcile.CreateInput{OldAssetID: old.Asset.ID, NewAssetID: newTable.AssetID, Owner: "o", Spec: reconcile.Spec{
 			KeyColumns: []string{"id"}, TimeColumn: "at", Columns: []string{"n", "ok", "d", "local", "amount", "name"}, WindowSeconds: 86400, Since: mon,
 			DedupOld: reconcile.FirstWins, DedupNew: reconcile.FirstWins, Cutover: reconcile.CutoverRule{MinCleanRuns: 3, MinDays: 7},
@@ -401,25 +322,15 @@ func TestCanonicalFormAcrossTypes(t *testing.T) {
 		if !r.Clean || r.Cost.Counted != 4 || r.Cost.Kept != 0 {
 			t.Fatalf("the same facts: clean %v, cost %+v, causes %v; want clean, PostgreSQL's figures equal to Iceberg's", r.Clean, r.Cost, r.Causes)
 		}
-		for _, tc := range []struct {
-			column string
-			change func(*fact)
-		}{
-			{"n", func(f *fact) { f.n = i32(-8) }},
-			{"ok", func(f *fact) { f.ok = b(false) }},
-			{"d", func(f *fact) { f.d = tm(mon.AddDate(0, 0, 1)) }},
-			{"local", func(f *fact) { f.local = tm(f.local.Add(time.Microsecond)) }},
-			{"amount", func(f *fact) { f.amount = i64(125001) }},
-			{"name", func(f *fact) { f.name = nil }},
-		} {
+		for _, tc := range changes {
 			changed := slices.Clone(facts)
 			tc.change(&changed[0])
-			write(changed)
+			ft.write(changed)
 			// Restore the old side: write put the changed facts in both; the new side keeps them.
-			_, err := pg.ExecContext(ctx, `TRUNCATE public.facts`)
+			_, err := ft.pg.ExecContext(ctx, `TRUNCATE public.facts`)
 			must(t, err)
 			for _, f := range facts {
-				oldSide(f)
+				ft.oldSide(f)
 			}
 			c.Set(c.Now().Add(time.Minute))
 			r, err := svc.Reconcile(ctx, m.ID)
@@ -430,6 +341,129 @@ func TestCanonicalFormAcrossTypes(t *testing.T) {
 			}
 		}
 	})
+}
+
+// fact is one row of TestCanonicalFormAcrossTypes, a value of each type; nil is NULL.
+type fact struct {
+	id     int64
+	at     time.Time
+	n      *int32
+	ok     *bool
+	d      *time.Time
+	local  *time.Time
+	amount *int64 // ten-thousandths
+	name   *string
+}
+
+// factChange changes one fact's value in column.
+type factChange struct {
+	column string
+	change func(*fact)
+}
+
+// canonicalFacts are the facts compared, from mon, and the changes made to the first of them,
+// one column at a time.
+func canonicalFacts(mon time.Time) ([]fact, []factChange) {
+	i32 := func(v int32) *int32 { return &v }
+	b := func(v bool) *bool { return &v }
+	tm := func(v time.Time) *time.Time { return &v }
+	i64 := func(v int64) *int64 { return &v }
+	str := func(v string) *string { return &v }
+	facts := []fact{
+		{1, mon.Add(time.Hour), i32(-7), b(true), tm(mon), tm(mon.Add(90 * time.Minute)), i64(125000), str("plain")},
+		{2, mon.Add(23*time.Hour + 59*time.Minute + 59*time.Second + 999999*time.Microsecond), i32(0), b(false), tm(mon.AddDate(-26, 0, 0)),
+			tm(time.Date(1999, 12, 31, 23, 59, 59, 1000, time.UTC)), i64(-1000), str("naïve café 東京 'quoted' \\back")},
+		{3, mon.Add(30 * time.Hour), nil, nil, nil, nil, nil, nil},
+		{4, mon.Add(50 * time.Hour), i32(2147483647), b(true), tm(mon.AddDate(0, 0, 2)), tm(mon.Add(50 * time.Hour)), i64(0), str("")},
+	}
+	changes := []factChange{
+		{"n", func(f *fact) { f.n = i32(-8) }},
+		{"ok", func(f *fact) { f.ok = b(false) }},
+		{"d", func(f *fact) { f.d = tm(mon.AddDate(0, 0, 1)) }},
+		{"local", func(f *fact) { f.local = tm(f.local.Add(time.Microsecond)) }},
+		{"amount", func(f *fact) { f.amount = i64(125001) }},
+		{"name", func(f *fact) { f.name = nil }},
+	}
+	return facts, changes
+}
+
+// factTables are the two sides holding the facts: public.facts in PostgreSQL (old) and db.facts
+// in Iceberg (new), registered with tbls.
+type factTables struct {
+	t    *testing.T
+	ctx  context.Context
+	pg   *sql.DB
+	tbl  *table.Table
+	tbls *tables.Service
+}
+
+// newFactTables creates both sides, empty.
+func newFactTables(t *testing.T, ctx context.Context, tbls *tables.Service) *factTables {
+	t.Helper()
+	pg, err := sql.Open("postgres", storagetest.DSN(t, "postgres"))
+	must(t, err)
+	t.Cleanup(func() { pg.Close() })
+	_, err = pg.ExecContext(ctx, `CREATE TABLE public.facts (id bigint, at timestamptz, n int, ok boolean, d date, local timestamp,
+			amount numeric(12,4), name text)`)
+	must(t, err)
+	schema := iceberg.NewSchema(0,
+		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
+		iceberg.NestedField{ID: 2, Name: "at", Type: iceberg.PrimitiveTypes.TimestampTz, Required: true},
+		iceberg.NestedField{ID: 3, Name: "n", Type: iceberg.PrimitiveTypes.Int32},
+		iceberg.NestedField{ID: 4, Name: "ok", Type: iceberg.PrimitiveTypes.Bool},
+		iceberg.NestedField{ID: 5, Name: "d", Type: iceberg.PrimitiveTypes.Date},
+		iceberg.NestedField{ID: 6, Name: "local", Type: iceberg.PrimitiveTypes.Timestamp},
+		iceberg.NestedField{ID: 7, Name: "amount", Type: iceberg.DecimalTypeOf(12, 4)},
+		iceberg.NestedField{ID: 8, Name: "name", Type: iceberg.PrimitiveTypes.String})
+	lake := tablestest.NewLake(t)
+	tbl, err := lake.Cat.CreateTable(ctx, table.Identifier{"db", "facts"}, schema)
+	must(t, err)
+	return &factTables{t: t, ctx: ctx, pg: pg, tbl: tbl, tbls: tbls}
+}
+
+// oldSide inserts f into the PostgreSQL side.
+func (ft *factTables) oldSide(f fact) {
+	ft.t.Helper()
+	var amount any
+	if f.amount != nil {
+		amount = fmt.Sprintf("%d.%04d", *f.amount/10000, abs(*f.amount%10000))
+		if *f.amount < 0 && *f.amount > -10000 {
+			amount = fmt.Sprintf("-0.%04d", abs(*f.amount))
+		}
+	}
+	_, err := ft.pg.ExecContext(ft.ctx, `INSERT INTO public.facts VALUES ($1, $2, $3, $4, $5::date, $6::timestamp, $7, $8)`, f.id, f.at,
+		f.n, f.ok, dateArg(f.d), localArg(f.local), amount, f.name)
+	must(ft.t, err)
+}
+
+// write replaces both sides' rows with fs and registers the Iceberg side's new metadata.
+func (ft *factTables) write(fs []fact) {
+	ft.t.Helper()
+	_, err := ft.pg.ExecContext(ft.ctx, `TRUNCATE public.facts`)
+	must(ft.t, err)
+	sc, err := table.SchemaToArrowSchema(ft.tbl.Schema(), nil, false, false)
+	must(ft.t, err)
+	rb := array.NewRecordBuilder(memory.DefaultAllocator, sc)
+	defer rb.Release()
+	for _, f := range fs {
+		ft.oldSide(f)
+		rb.Field(0).(*array.Int64Builder).Append(f.id)
+		rb.Field(1).(*array.TimestampBuilder).Append(arrow.Timestamp(f.at.UnixMicro()))
+		appendOr(rb.Field(2), f.n == nil, func() { rb.Field(2).(*array.Int32Builder).Append(*f.n) })
+		appendOr(rb.Field(3), f.ok == nil, func() { rb.Field(3).(*array.BooleanBuilder).Append(*f.ok) })
+		appendOr(rb.Field(4), f.d == nil, func() { rb.Field(4).(*array.Date32Builder).Append(arrow.Date32FromTime(*f.d)) })
+		appendOr(rb.Field(5), f.local == nil, func() { rb.Field(5).(*array.TimestampBuilder).Append(arrow.Timestamp(f.local.UnixMicro())) })
+		appendOr(rb.Field(6), f.amount == nil, func() { rb.Field(6).(*array.Decimal128Builder).Append(decimal128.FromI64(*f.amount)) })
+		appendOr(rb.Field(7), f.name == nil, func() { rb.Field(7).(*array.StringBuilder).Append(*f.name) })
+	}
+	rec := rb.NewRecordBatch()
+	defer rec.Release()
+	rdr, err := array.NewRecordReader(sc, []arrow.RecordBatch{rec})
+	must(ft.t, err)
+	ft.tbl, err = ft.tbl.Overwrite(ft.ctx, rdr, nil)
+	must(ft.t, err)
+	_, _, err = ft.tbls.Register(ft.ctx, tables.RegisterInput{MetadataLocation: ft.tbl.MetadataLocation()})
+	must(ft.t, err)
 }
 
 func abs(v int64) int64 {

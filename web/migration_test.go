@@ -14,7 +14,9 @@ import (
 
 	"github.com/tidemark/tidemark/auth"
 	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/ent/datasetmigration"
+	"github.com/tidemark/tidemark/ent/storage"
 	"github.com/tidemark/tidemark/ent/storage/storagetest"
 	"github.com/tidemark/tidemark/reconcile"
 	"github.com/tidemark/tidemark/web"
@@ -27,6 +29,43 @@ import (
 func TestMigrationFromTheUI(t *testing.T) {
 	bin := chromium(t)
 	ctx := context.Background()
+	pg, since := sameOrdersTables(t, ctx)
+	db := storagetest.Open(t, storagetest.Backends[0])
+	srv, cat := newUIWith(t, db, func(c *web.Config) {
+		c.Reconcile = reconcile.New(db.Client, c.Catalog, c.Tables, c.Usage, reconcile.WithConnection("shop", pg))
+	})
+	for _, a := range []catalog.CreateInput{{Kind: catalog.KindTable, Namespace: "postgres://shop:5432", Name: "shop.public.orders"},
+		{Kind: catalog.KindTable, Namespace: "postgres://shop:5432", Name: "shop.public.orders_new"}} {
+		if _, err := cat.Create(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	token, _, err := auth.NewStore(db.Client, nil).Create(ctx, "alice", []auth.Scope{auth.ScopeAdmin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newMigrationPage(t, chromiumContext(t, bin))
+	p.must(chromedp.Do(p.bctx, chromedp.Navigate(srv.URL+"/signin"), chromedp.WaitVisible(chromedp.ID("token")), chromedp.SendKeys(chromedp.ID("token"), token)))
+	p.click("#signin-submit")
+	p.fillCreateForm(srv.URL, since)
+	p.createRefused(ctx, db)
+	p.create()
+	p.runTwice()
+	m := p.cutOver(ctx, db)
+	// A forged cutover (no CSRF token, no session) is refused.
+	r, err := http.PostForm(srv.URL+"/migrations/"+m.ID.String()+"/cutover", url.Values{"archive_kind": {"external"}})
+	p.must(err)
+	r.Body.Close()
+	if r.StatusCode != http.StatusForbidden {
+		t.Fatalf("forged cutover: %d", r.StatusCode)
+	}
+}
+
+// sameOrdersTables creates public.orders, orders_new and orders_archive in PostgreSQL, each
+// holding the same three orders over the two days from since, which it returns with the
+// connection.
+func sameOrdersTables(t *testing.T, ctx context.Context) (*sql.DB, time.Time) {
+	t.Helper()
 	pg, err := sql.Open("postgres", storagetest.DSN(t, "postgres"))
 	if err != nil {
 		t.Fatal(err)
@@ -43,123 +82,147 @@ func TestMigrationFromTheUI(t *testing.T) {
 			}
 		}
 	}
-	db := storagetest.Open(t, storagetest.Backends[0])
-	srv, cat := newUIWith(t, db, func(c *web.Config) {
-		c.Reconcile = reconcile.New(db.Client, c.Catalog, c.Tables, c.Usage, reconcile.WithConnection("shop", pg))
-	})
-	for _, a := range []catalog.CreateInput{{Kind: catalog.KindTable, Namespace: "postgres://shop:5432", Name: "shop.public.orders"},
-		{Kind: catalog.KindTable, Namespace: "postgres://shop:5432", Name: "shop.public.orders_new"}} {
-		if _, err := cat.Create(ctx, a); err != nil {
-			t.Fatal(err)
-		}
-	}
-	token, _, err := auth.NewStore(db.Client, nil).Create(ctx, "alice", []auth.Scope{auth.ScopeAdmin})
-	if err != nil {
-		t.Fatal(err)
-	}
-	bctx := chromiumContext(t, bin)
+	return pg, since
+}
+
+// migrationPage is TestMigrationFromTheUI's browser tab and the steps it repeats.
+type migrationPage struct {
+	t     *testing.T
+	bctx  context.Context
+	must  func(error)
+	text  func(string) string
+	click func(string)
+}
+
+// newMigrationPage wraps the tab bctx with browserOps.
+func newMigrationPage(t *testing.T, bctx context.Context) *migrationPage {
 	must, text, click := browserOps(t, bctx)
-	value := func(sel string) string {
-		t.Helper()
-		v, err := chromedp.Run(bctx, chromedp.Value(chromedp.CSS(sel)))
-		must(err)
-		return v
-	}
-	exists := func(sel string) bool {
-		t.Helper()
-		n, err := chromedp.Run(bctx, chromedp.Evaluate[int](`document.querySelectorAll("`+sel+`").length`))
-		must(err)
-		return n > 0
-	}
-	must(chromedp.Do(bctx, chromedp.Navigate(srv.URL+"/signin"), chromedp.WaitVisible(chromedp.ID("token")), chromedp.SendKeys(chromedp.ID("token"), token)))
-	click("#signin-submit")
-	must(chromedp.Do(bctx, chromedp.Navigate(srv.URL+"/migrations"), chromedp.WaitVisible(chromedp.ID("create-migration"))))
+	return &migrationPage{t: t, bctx: bctx, must: must, text: text, click: click}
+}
+
+// value is the value of the form field sel selects.
+func (p *migrationPage) value(sel string) string {
+	p.t.Helper()
+	v, err := chromedp.Run(p.bctx, chromedp.Value(chromedp.CSS(sel)))
+	p.must(err)
+	return v
+}
+
+// exists reports whether sel selects any element.
+func (p *migrationPage) exists(sel string) bool {
+	p.t.Helper()
+	n, err := chromedp.Run(p.bctx, chromedp.Evaluate[int](`document.querySelectorAll("`+sel+`").length`))
+	p.must(err)
+	return n > 0
+}
+
+// fillCreateForm opens the migrations page and fills the create form for orders to orders_new,
+// all but the new side's dedup rule.
+func (p *migrationPage) fillCreateForm(base string, since time.Time) {
+	p.t.Helper()
+	p.must(chromedp.Do(p.bctx, chromedp.Navigate(base+"/migrations"), chromedp.WaitVisible(chromedp.ID("create-migration"))))
 	for sel, v := range map[string]string{"#m-old": "shop.public.orders", "#m-new": "shop.public.orders_new", "#m-owner": "team-orders",
 		"#m-keys": "order_id", "#m-time": "ordered_at", "#m-columns": "amount", "#m-window": "24h", "#m-since": since.Format(time.DateOnly),
 		"#m-lag": "6h", "#m-old-connection": "shop", "#m-old-table": "public.orders", "#m-new-connection": "shop", "#m-new-table": "public.orders_new",
 		"#m-weaker": "two clean runs are enough for this test table"} {
-		must(chromedp.Do(bctx, chromedp.SendKeys(chromedp.CSS(sel), v)))
+		p.must(chromedp.Do(p.bctx, chromedp.SendKeys(chromedp.CSS(sel), v)))
 	}
-	must(chromedp.Do(bctx, chromedp.SetValue(chromedp.CSS("#m-runs"), "2"), chromedp.SetValue(chromedp.CSS("#m-days"), "0"),
+	p.must(chromedp.Do(p.bctx, chromedp.SetValue(chromedp.CSS("#m-runs"), "2"), chromedp.SetValue(chromedp.CSS("#m-days"), "0"),
 		chromedp.SetValue(chromedp.CSS("#m-dedup-old"), "first_wins"), chromedp.SetValue(chromedp.CSS("#m-old-kind"), "postgres"),
 		chromedp.SetValue(chromedp.CSS("#m-new-kind"), "postgres")))
 	// This test table has no weekend or busiest day behind it: the rule asks for neither.
-	must(chromedp.Do(bctx, chromedp.Click(chromedp.CSS("#m-weekend")), chromedp.Click(chromedp.CSS("#m-busiest"))))
-	// The new side's dedup rule is left unchosen: refused, saying so, with everything kept.
-	click("#create-submit")
-	if msg := text("#create-error"); !strings.Contains(msg, "Not created") || !strings.Contains(msg, "dedup rule") {
-		t.Fatalf("refused form says %q", msg)
+	p.must(chromedp.Do(p.bctx, chromedp.Click(chromedp.CSS("#m-weekend")), chromedp.Click(chromedp.CSS("#m-busiest"))))
+}
+
+// createRefused sends the form with the new side's dedup rule left unchosen: it is refused,
+// saying so, with everything kept, and nothing is written to db.
+func (p *migrationPage) createRefused(ctx context.Context, db *storage.DB) {
+	p.t.Helper()
+	p.click("#create-submit")
+	if msg := p.text("#create-error"); !strings.Contains(msg, "Not created") || !strings.Contains(msg, "dedup rule") {
+		p.t.Fatalf("refused form says %q", msg)
 	}
-	if got := value("#m-time"); got != "ordered_at" {
-		t.Fatalf("the refused form lost the time column: %q", got)
+	if got := p.value("#m-time"); got != "ordered_at" {
+		p.t.Fatalf("the refused form lost the time column: %q", got)
 	}
-	if got := value("#m-new-table"); got != "public.orders_new" || value("#m-runs") != "2" || value("#m-dedup-old") != "first_wins" {
-		t.Fatalf("the refused form lost the input: new table %q, runs %q, dedup %q", got, value("#m-runs"), value("#m-dedup-old"))
+	if got := p.value("#m-new-table"); got != "public.orders_new" || p.value("#m-runs") != "2" || p.value("#m-dedup-old") != "first_wins" {
+		p.t.Fatalf("the refused form lost the input: new table %q, runs %q, dedup %q", got, p.value("#m-runs"), p.value("#m-dedup-old"))
 	}
-	if !exists(`#m-dedup-new[aria-invalid=true]`) || exists(`#m-weekend:checked`) {
-		t.Fatal("the refused field is not marked, or an unticked box came back ticked")
+	if !p.exists(`#m-dedup-new[aria-invalid=true]`) || p.exists(`#m-weekend:checked`) {
+		p.t.Fatal("the refused field is not marked, or an unticked box came back ticked")
 	}
 	if n, _ := db.Client.DatasetMigration.Query().Count(ctx); n != 0 {
-		t.Fatalf("a refused form wrote %d migrations", n)
+		p.t.Fatalf("a refused form wrote %d migrations", n)
 	}
-	shot(t, bctx, "migration-create-refused")
-	must(chromedp.Do(bctx, chromedp.SetValue(chromedp.CSS("#m-dedup-new"), "first_wins")))
-	click("#create-submit")
-	if flash := text(".flash"); !strings.Contains(flash, "Migration created") {
-		t.Fatalf("after creating: %q", flash)
-	}
-	if why := text("#cutover-why"); !strings.Contains(why, "once the cutover rule holds") || exists("#cut-over") {
-		t.Fatalf("a migration without runs offers a cutover, or does not say why not: %q", why)
-	}
-	if need := text("#readiness"); !strings.Contains(need, "2 consecutive clean runs (has 0)") {
-		t.Fatalf("readiness before any run: %q", need)
-	}
+	shot(p.t, p.bctx, "migration-create-refused")
+}
 
-	click("#run-now")
-	if v := text("#verdict"); !strings.Contains(v, "All 2 windows of the newest run agree: 6 records compared") {
-		t.Fatalf("verdict after the first run: %q", v)
+// create chooses the missing dedup rule and sends the form: the migration is created, and
+// without runs the page offers no cutover and says why.
+func (p *migrationPage) create() {
+	p.t.Helper()
+	p.must(chromedp.Do(p.bctx, chromedp.SetValue(chromedp.CSS("#m-dedup-new"), "first_wins")))
+	p.click("#create-submit")
+	if flash := p.text(".flash"); !strings.Contains(flash, "Migration created") {
+		p.t.Fatalf("after creating: %q", flash)
 	}
-	if exists("#cut-over") || !strings.Contains(text("#readiness"), "(has 1)") {
-		t.Fatalf("after one clean run of two: readiness %q, cutover offered %v", text("#readiness"), exists("#cut-over"))
+	if why := p.text("#cutover-why"); !strings.Contains(why, "once the cutover rule holds") || p.exists("#cut-over") {
+		p.t.Fatalf("a migration without runs offers a cutover, or does not say why not: %q", why)
 	}
-	shot(t, bctx, "migration-one-run")
-	click("#run-now")
-	if r := text("#readiness"); !strings.Contains(r, "Ready to cut over") {
-		t.Fatalf("after two clean runs: %q", r)
+	if need := p.text("#readiness"); !strings.Contains(need, "2 consecutive clean runs (has 0)") {
+		p.t.Fatalf("readiness before any run: %q", need)
 	}
-	from, err := chromedp.Run(bctx, chromedp.Evaluate[int64](`JSON.parse(document.getElementById("streak-data").textContent).from`))
-	must(err)
-	to, err := chromedp.Run(bctx, chromedp.Evaluate[int64](`JSON.parse(document.getElementById("streak-data").textContent).to`))
-	must(err)
+}
+
+// runTwice clicks Run now twice: after one clean run of two the cutover is not offered yet,
+// after two it is, and the streak chart spans the two runs.
+func (p *migrationPage) runTwice() {
+	p.t.Helper()
+	p.click("#run-now")
+	if v := p.text("#verdict"); !strings.Contains(v, "All 2 windows of the newest run agree: 6 records compared") {
+		p.t.Fatalf("verdict after the first run: %q", v)
+	}
+	if p.exists("#cut-over") || !strings.Contains(p.text("#readiness"), "(has 1)") {
+		p.t.Fatalf("after one clean run of two: readiness %q, cutover offered %v", p.text("#readiness"), p.exists("#cut-over"))
+	}
+	shot(p.t, p.bctx, "migration-one-run")
+	p.click("#run-now")
+	if r := p.text("#readiness"); !strings.Contains(r, "Ready to cut over") {
+		p.t.Fatalf("after two clean runs: %q", r)
+	}
+	from, err := chromedp.Run(p.bctx, chromedp.Evaluate[int64](`JSON.parse(document.getElementById("streak-data").textContent).from`))
+	p.must(err)
+	to, err := chromedp.Run(p.bctx, chromedp.Evaluate[int64](`JSON.parse(document.getElementById("streak-data").textContent).to`))
+	p.must(err)
 	if span := time.Duration(to-from) * time.Second; span <= 0 || span > 2*time.Hour {
-		t.Fatalf("the streak chart spans %s for two runs moments apart; want about an hour", span)
+		p.t.Fatalf("the streak chart spans %s for two runs moments apart; want about an hour", span)
 	}
-	if got := value("#a-connection"); got != "shop" {
-		t.Fatalf("the archive form does not start from the old side's connection: %q", got)
+}
+
+// cutOver fills the archive form, first with a misspelt archive that is refused with the form
+// kept, then with orders_archive, and cuts over; it returns the migration as db holds it.
+func (p *migrationPage) cutOver(ctx context.Context, db *storage.DB) *ent.DatasetMigration {
+	p.t.Helper()
+	if got := p.value("#a-connection"); got != "shop" {
+		p.t.Fatalf("the archive form does not start from the old side's connection: %q", got)
 	}
 	// A misspelt archive is refused by the same check the API makes, the form kept.
-	must(chromedp.Do(bctx, chromedp.SendKeys(chromedp.CSS("#a-table"), "public.orders_archve")))
-	click("#cut-over")
-	if msg := text("#cutover-error"); !strings.Contains(msg, "cannot be read") || value("#a-table") != "public.orders_archve" {
-		t.Fatalf("a misspelt archive: %q (table %q)", msg, value("#a-table"))
+	p.must(chromedp.Do(p.bctx, chromedp.SendKeys(chromedp.CSS("#a-table"), "public.orders_archve")))
+	p.click("#cut-over")
+	if msg := p.text("#cutover-error"); !strings.Contains(msg, "cannot be read") || p.value("#a-table") != "public.orders_archve" {
+		p.t.Fatalf("a misspelt archive: %q (table %q)", msg, p.value("#a-table"))
 	}
-	shot(t, bctx, "migration-ready")
-	must(chromedp.Do(bctx, chromedp.SetValue(chromedp.CSS("#a-table"), "public.orders_archive")))
-	click("#cut-over")
-	if r := text("#readiness"); !strings.Contains(r, "Cut over") || !strings.Contains(r, "table public.orders_archive") {
-		t.Fatalf("after the cutover: %q", r)
+	shot(p.t, p.bctx, "migration-ready")
+	p.must(chromedp.Do(p.bctx, chromedp.SetValue(chromedp.CSS("#a-table"), "public.orders_archive")))
+	p.click("#cut-over")
+	if r := p.text("#readiness"); !strings.Contains(r, "Cut over") || !strings.Contains(r, "table public.orders_archive") {
+		p.t.Fatalf("after the cutover: %q", r)
 	}
 	m, err := db.Client.DatasetMigration.Query().Only(ctx)
-	must(err)
+	p.must(err)
 	if m.State != datasetmigration.StateCutOver {
-		t.Fatalf("migration state %s after the cutover", m.State)
+		p.t.Fatalf("migration state %s after the cutover", m.State)
 	}
-	shot(t, bctx, "migration-cut-over")
-	// A forged cutover (no CSRF token, no session) is refused.
-	r, err := http.PostForm(srv.URL+"/migrations/"+m.ID.String()+"/cutover", url.Values{"archive_kind": {"external"}})
-	must(err)
-	r.Body.Close()
-	if r.StatusCode != http.StatusForbidden {
-		t.Fatalf("forged cutover: %d", r.StatusCode)
-	}
+	shot(p.t, p.bctx, "migration-cut-over")
+	return m
 }
