@@ -548,15 +548,8 @@ func (s *catSim) adopt() {
 // catalog and every one registered again loads with all the files it references.
 func (s *catSim) checkStep(before map[string]time.Time, executed bool) {
 	e := s.e
-	after := s.mtimes()
-	for p, mt := range before {
-		if _, ok := after[p]; ok {
-			continue
-		}
+	for _, p := range deletedSince(before, s.mtimes(), e.clock.Now(), s.fail) {
 		s.st.deleted++
-		if age := e.clock.Now().Sub(mt); age < cleanup.DefaultAgeThreshold {
-			s.fail("deleted %s at age %s, younger than the threshold", p, age)
-		}
 		if l := s.leftovers[p]; l != nil {
 			if !l.twoMoments() {
 				s.fail("deleted %s, which complete walks saw only at %v: not two passes at least %s apart", p, l.seen, cleanup.DefaultMinGap)

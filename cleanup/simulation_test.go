@@ -276,19 +276,30 @@ func (s *safetySim) execute() {
 	s.log = append(s.log, "execute")
 }
 
+// deletedSince returns the files in before (path to modification time) that after no longer
+// holds, failing on any that was deleted younger than the age threshold at now. Both
+// simulations check every step this way.
+func deletedSince(before, after map[string]time.Time, now time.Time, fail func(string, ...any)) []string {
+	var gone []string
+	for p, mt := range before {
+		if _, ok := after[p]; ok {
+			continue
+		}
+		gone = append(gone, p)
+		if age := now.Sub(mt); age < cleanup.DefaultAgeThreshold {
+			fail("deleted %s at age %s, younger than the threshold", p, age)
+		}
+	}
+	return gone
+}
+
 // checkInvariants checks, after a step, that no file deleted since before (the mtimes before
 // the step) was young or a slow writer's, and that every retained snapshot's files exist.
 func (s *safetySim) checkInvariants(before map[string]time.Time) {
 	e := s.e
 	after := s.mtimes()
-	for p, mt := range before {
-		if _, ok := after[p]; ok {
-			continue
-		}
+	for _, p := range deletedSince(before, after, e.clock.Now(), s.fail) {
 		s.st.deleted++
-		if age := e.clock.Now().Sub(mt); age < cleanup.DefaultAgeThreshold {
-			s.fail("deleted %s at age %s, younger than the threshold", p, age)
-		}
 		for _, f := range s.inFlight {
 			if f.path == p {
 				s.fail("deleted %s, a slow writer's file not committed yet", p)

@@ -172,7 +172,6 @@ func checkColumnDocs(t *testing.T, s *server, up asset, email string) {
 // checkGlossary creates and edits a glossary term, links it to the upstream asset and checks the link.
 func checkGlossary(t *testing.T, s *server, up asset) {
 	t.Helper()
-	// Glossary.
 	var term struct {
 		ID      string `json:"id"`
 		Version int64  `json:"version"`

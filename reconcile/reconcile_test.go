@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -18,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
 	_ "github.com/lib/pq"
 
 	"github.com/tidemark/tidemark/catalog"
@@ -25,7 +25,6 @@ import (
 	"github.com/tidemark/tidemark/ent/storage/storagetest"
 	"github.com/tidemark/tidemark/reconcile"
 	"github.com/tidemark/tidemark/tables"
-	"github.com/tidemark/tidemark/tables/tablestest"
 	"github.com/tidemark/tidemark/usage"
 )
 
@@ -150,45 +149,23 @@ func TestMigrationWorkedExample(t *testing.T) {
 // Monday, the services, the two tables' assets and the migration between them.
 type workedExample struct {
 	*dualWrite
-	mon      time.Time
-	c        *clock
-	use      *usage.Service
-	svc      *reconcile.Service
-	newTable tables.Table
-	old      catalog.CreateResult
-	m        reconcile.Migration
+	mon   time.Time
+	c     *clock
+	use   *usage.Service
+	svc   *reconcile.Service
+	newID uuid.UUID
+	oldID uuid.UUID
+	m     reconcile.Migration
 }
 
-// newWorkedExample creates the old PostgreSQL table and the new Iceberg table, registers both
-// and sets up the services on a clock at Monday 2 November 2026.
+// newWorkedExample is the migration pair of the worked example on a clock at Monday 2 November
+// 2026.
 func newWorkedExample(t *testing.T, db *storage.DB) *workedExample {
 	t.Helper()
-	ctx := context.Background()
 	mon := time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC) // a Monday
 	c := &clock{t: mon}
-	cat := catalog.New(db.Client, catalog.WithClock(c.Now))
-	tbls, err := tables.New(db.Client, cat, tables.WithClock(c.Now), tables.WithWarehouseRoots(os.TempDir()))
-	must(t, err)
-	use, err := usage.New(db, cat, usage.WithClock(c.Now))
-	must(t, err)
-
-	pg, err := sql.Open("postgres", storagetest.DSN(t, "postgres"))
-	must(t, err)
-	t.Cleanup(func() { pg.Close() })
-	_, err = pg.ExecContext(ctx, `CREATE TABLE public.orders (order_id bigint NOT NULL, ordered_at timestamptz NOT NULL, amount numeric(10,2), customer text)`)
-	must(t, err)
-	lake := tablestest.NewLake(t)
-	tbl, err := lake.Cat.CreateTable(ctx, table.Identifier{"db", "orders"}, orderSchema)
-	must(t, err)
-	d := &dualWrite{t: t, ctx: ctx, pg: pg, tbl: tbl, tables: tbls}
-	d.registered()
-	newTable, _, err := tbls.Register(ctx, tables.RegisterInput{MetadataLocation: d.tbl.MetadataLocation()})
-	must(t, err)
-	old, err := cat.Create(ctx, catalog.CreateInput{Kind: catalog.KindTable, Namespace: "postgres://shop:5432", Name: "shop.public.orders"})
-	must(t, err)
-
-	svc := reconcile.New(db.Client, cat, tbls, use, reconcile.WithClock(c.Now), reconcile.WithConnection("shop", pg))
-	return &workedExample{dualWrite: d, mon: mon, c: c, use: use, svc: svc, newTable: newTable, old: old}
+	p := newPair(t, db, c)
+	return &workedExample{dualWrite: p.dualWrite, mon: mon, c: c, use: p.use, svc: p.svc, newID: p.new, oldID: p.old}
 }
 
 // workedExampleSpec is the worked example's spec: compared by day from mon, a 6 h lag bound and
@@ -208,16 +185,16 @@ func (w *workedExample) create(spec reconcile.Spec) {
 	w.t.Helper()
 	bad := spec
 	bad.DedupNew = ""
-	if _, err := w.svc.Create(w.ctx, reconcile.CreateInput{OldAssetID: w.old.Asset.ID, NewAssetID: w.newTable.AssetID, Owner: "team-orders", Spec: bad}); !errors.Is(err, catalog.ErrInvalid) {
+	if _, err := w.svc.Create(w.ctx, reconcile.CreateInput{OldAssetID: w.oldID, NewAssetID: w.newID, Owner: "team-orders", Spec: bad}); !errors.Is(err, catalog.ErrInvalid) {
 		w.t.Fatalf("a spec without a dedup rule: %v; want it refused (the rule is never assumed)", err)
 	}
 	weak := spec
 	weak.Cutover.WeakerReason = ""
-	if _, err := w.svc.Create(w.ctx, reconcile.CreateInput{OldAssetID: w.old.Asset.ID, NewAssetID: w.newTable.AssetID, Owner: "team-orders", Spec: weak}); !errors.Is(err, catalog.ErrInvalid) ||
+	if _, err := w.svc.Create(w.ctx, reconcile.CreateInput{OldAssetID: w.oldID, NewAssetID: w.newID, Owner: "team-orders", Spec: weak}); !errors.Is(err, catalog.ErrInvalid) ||
 		!strings.Contains(err.Error(), "weaker than the floor") {
 		w.t.Fatalf("a rule of 4 runs over 3 days without a reason: %v; want it refused", err)
 	}
-	m, err := w.svc.Create(w.ctx, reconcile.CreateInput{OldAssetID: w.old.Asset.ID, NewAssetID: w.newTable.AssetID, Owner: "team-orders", Spec: spec})
+	m, err := w.svc.Create(w.ctx, reconcile.CreateInput{OldAssetID: w.oldID, NewAssetID: w.newID, Owner: "team-orders", Spec: spec})
 	must(w.t, err)
 	w.m = m
 }
@@ -326,7 +303,7 @@ func (w *workedExample) cleanRunsToSunday(wed time.Time, r2 reconcile.Run) {
 		}
 		var recs []usage.Record
 		for wr := range writes {
-			recs = append(recs, usage.Record{AssetID: w.newTable.AssetID, Kind: "write", Actor: "orders-service", At: w.c.Now(),
+			recs = append(recs, usage.Record{AssetID: w.newID, Kind: "write", Actor: "orders-service", At: w.c.Now(),
 				IdempotencyKey: fmt.Sprintf("w-%d-%d", i, wr)})
 		}
 		_, err := w.use.Record(w.ctx, recs)
@@ -386,7 +363,7 @@ func (w *workedExample) cutOver() {
 	}
 	// After the cutover, a read of the old table is flagged.
 	w.c.Set(w.c.Now().Add(time.Hour))
-	_, err = w.use.Record(w.ctx, []usage.Record{{AssetID: w.old.Asset.ID, Kind: "read", Actor: "forgotten-report", At: w.c.Now(), IdempotencyKey: "late-read"}})
+	_, err = w.use.Record(w.ctx, []usage.Record{{AssetID: w.oldID, Kind: "read", Actor: "forgotten-report", At: w.c.Now(), IdempotencyKey: "late-read"}})
 	must(w.t, err)
 	st, err := w.svc.Status(w.ctx, w.m.ID)
 	must(w.t, err)
@@ -400,7 +377,7 @@ func (w *workedExample) cutOver() {
 // complete. Then it checks the runs kept.
 func (w *workedExample) retireAfterFinalRun() {
 	w.t.Helper()
-	if ok, _, why, err := w.svc.RetirementGate(w.ctx, w.old.Asset.ID); err != nil || ok || !strings.Contains(why, "against the archive") {
+	if ok, _, why, err := w.svc.RetirementGate(w.ctx, w.oldID); err != nil || ok || !strings.Contains(why, "against the archive") {
 		w.t.Fatalf("retirement before the final run: %v %q %v", ok, why, err)
 	}
 	_, err := w.pg.ExecContext(w.ctx, `DELETE FROM public.orders_archive WHERE order_id = 3`)
@@ -411,7 +388,7 @@ func (w *workedExample) retireAfterFinalRun() {
 	if short.Clean || short.Against != "archive" || short.Windows[0].Extra != 1 {
 		w.t.Fatalf("final run against an archive lacking an order: clean %v, against %s, Monday %+v", short.Clean, short.Against, short.Windows[0])
 	}
-	if ok, _, why, err := w.svc.RetirementGate(w.ctx, w.old.Asset.ID); err != nil || ok || !strings.Contains(why, "was not clean") {
+	if ok, _, why, err := w.svc.RetirementGate(w.ctx, w.oldID); err != nil || ok || !strings.Contains(why, "was not clean") {
 		w.t.Fatalf("retirement after an unclean final run: %v %q %v", ok, why, err)
 	}
 	_, err = w.pg.ExecContext(w.ctx, `INSERT INTO public.orders_archive SELECT * FROM public.orders WHERE order_id = 3`)
@@ -419,7 +396,7 @@ func (w *workedExample) retireAfterFinalRun() {
 	w.c.Set(w.c.Now().Add(time.Hour))
 	final, err := w.svc.Reconcile(w.ctx, w.m.ID)
 	must(w.t, err)
-	if ok, evidence, why, err := w.svc.RetirementGate(w.ctx, w.old.Asset.ID); err != nil || !ok || evidence != final.ID || !final.Clean || final.Against != "archive" {
+	if ok, evidence, why, err := w.svc.RetirementGate(w.ctx, w.oldID); err != nil || !ok || evidence != final.ID || !final.Clean || final.Against != "archive" {
 		w.t.Fatalf("retirement after a clean final run: %v, evidence %s (final %s, clean %v), %q %v", ok, evidence, final.ID, final.Clean, why, err)
 	}
 	runs, err := w.svc.Runs(w.ctx, w.m.ID, 100)

@@ -64,22 +64,11 @@ func Open(t testing.TB, backend string) *storage.DB {
 	return db
 }
 
-// sqliteTemplate is a migrated SQLite database file, made once per test process. Migrating
-// takes about 2 s under -race (the pure-Go SQLite is instrumented too) and hundreds of tests
-// open a database; writing the file takes a millisecond. Open still runs Migrate on the copy,
-// which checks every migration's checksum and applies nothing.
-var sqliteTemplate struct {
-	once sync.Once
-	file []byte
-	err  error
-}
-
-func migratedSQLite() ([]byte, error) {
-	sqliteTemplate.once.Do(func() {
-		sqliteTemplate.file, sqliteTemplate.err = migrateSQLiteFile()
-	})
-	return sqliteTemplate.file, sqliteTemplate.err
-}
+// migratedSQLite returns a migrated SQLite database file, made once per test process.
+// Migrating takes about 2 s under -race (the pure-Go SQLite is instrumented too) and hundreds
+// of tests open a database; writing the file takes a millisecond. Open still runs Migrate on
+// the copy, which checks every migration's checksum and applies nothing.
+var migratedSQLite = sync.OnceValues(migrateSQLiteFile)
 
 func migrateSQLiteFile() ([]byte, error) {
 	dir, err := os.MkdirTemp("", "tidemark-storagetest-")
