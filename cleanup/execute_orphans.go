@@ -16,6 +16,7 @@ import (
 	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/ent/cleanupobservation"
 	"github.com/tidemark/tidemark/ent/proposalfile"
+	"github.com/tidemark/tidemark/tables"
 )
 
 // OrphanOutcome is what executing an orphan-files proposal did.
@@ -29,7 +30,7 @@ type OrphanOutcome struct {
 // guard re-reads the world right before a batch of deletions: the references that must be
 // kept (every table overlapping the location, and any foreign tenant stops it all), and the IO
 // to delete through. It returns a stopError when the approval no longer holds.
-type guard func(ctx context.Context) (keep *refSet, fsys icebergio.IO, err error)
+type guard func(ctx context.Context) (keep *refSet, fsys icebergio.IO, own string, err error)
 
 // executeOrphans deletes the proposal's pending files (exactly those listed when it was
 // approved) in batches. Before each batch it re-reads every table sharing the location and
@@ -44,10 +45,10 @@ func (s *Service) executeOrphans(ctx context.Context, p *ent.Proposal, held *lea
 	if err != nil {
 		threshold = DefaultAgeThreshold
 	}
-	g := func(ctx context.Context) (*refSet, icebergio.IO, error) {
+	g := func(ctx context.Context) (*refSet, icebergio.IO, string, error) {
 		live, err := s.tables.Open(ctx, p.AssetID)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, "", err
 		}
 		keep, err := s.keepAt(ctx, p.AssetID, live.Refs.Location, live, live.IO, "")
 		if err != nil {
@@ -56,12 +57,12 @@ func (s *Service) executeOrphans(ctx context.Context, p *ent.Proposal, held *lea
 				// What was observed here proves nothing while a stranger lives here: the bot
 				// must not propose the same files again before scans confirm them anew.
 				if ferr := s.forgetObservations(ctx, p.AssetID); ferr != nil {
-					return nil, nil, ferr
+					return nil, nil, "", ferr
 				}
 			}
-			return nil, nil, err
+			return nil, nil, "", err
 		}
-		return keep, live.IO, nil
+		return keep, live.IO, live.Refs.Location, nil
 	}
 	return s.deletePending(ctx, p, held, rep, progress, threshold, g)
 }
@@ -78,7 +79,7 @@ func (s *Service) deletePending(ctx context.Context, p *ent.Proposal, held *leas
 			}
 			return err == nil, err
 		}
-		keep, fsys, err := g(ctx)
+		keep, fsys, own, err := g(ctx)
 		if err != nil {
 			if !errors.As(err, new(*stopError)) && ctx.Err() == nil {
 				err = &retryError{err}
@@ -104,7 +105,7 @@ func (s *Service) deletePending(ctx context.Context, p *ent.Proposal, held *leas
 				s.auditDeletion(ctx, p, deleted, bytes)
 				return false, err
 			}
-			out, err := s.deleteOrphan(fsys, keep, f, threshold)
+			out, err := s.deleteOrphan(fsys, keep, own, f, threshold)
 			if err != nil {
 				s.auditDeletion(ctx, p, deleted, bytes)
 				return false, err
@@ -172,10 +173,16 @@ type fileOutcome struct {
 	unchecked bool
 }
 
-// deleteOrphan re-verifies and deletes one file.
-func (s *Service) deleteOrphan(fsys icebergio.IO, keep *refSet, f *ent.ProposalFile, threshold time.Duration) (fileOutcome, error) {
+// deleteOrphan re-verifies and deletes one file: only on the table's own ground (under own,
+// its location as read right now, in the one reading of a path), never one a known table
+// references.
+func (s *Service) deleteOrphan(fsys icebergio.IO, keep *refSet, own string, f *ent.ProposalFile, threshold time.Duration) (fileOutcome, error) {
 	skipped := func(why string) (fileOutcome, error) {
 		return fileOutcome{state: proposalfile.StateSkipped, detail: why}, nil
+	}
+	if err := tables.Owns(own, f.Path); err != nil {
+		s.log.Warn("cleanup: a file off its table's ground was not deleted", "proposal_id", f.ProposalID, "path", f.Path, "err", err)
+		return skipped("not on the table's own ground: Tidemark deletes only files under the table's location " + own + ", read one way")
 	}
 	key, pathOnly := normalize(f.Path)
 	if keep.has(key) {

@@ -113,24 +113,24 @@ func (s *Service) executeUnused(ctx context.Context, p *ent.Proposal, held *leas
 			return false, err
 		}
 	}
-	g := func(ctx context.Context) (*refSet, icebergio.IO, error) {
+	g := func(ctx context.Context) (*refSet, icebergio.IO, string, error) {
 		if err := s.verifyUnused(ctx, p, ev, true); err != nil {
-			return nil, nil, err
+			return nil, nil, "", err
 		}
 		dropped, err := s.tables.Drop(ctx, p.AssetID) // already dropped: where and how to reach it
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, "", err
 		}
 		fsys, err := tables.IO(ctx, meta.Location, dropped.Props)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, "", err
 		}
 		// Every other table there; the retired table's own older metadata is not a tenant.
 		keep, err := s.keepAt(ctx, p.AssetID, meta.Location, nil, fsys, ev.TableUUID)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, "", err
 		}
-		return keep, fsys, nil
+		return keep, fsys, meta.Location, nil
 	}
 	finished, err := s.deletePending(ctx, p, held, rep, progress, s.threshold(ctx, p.AssetID), g)
 	if err != nil || !finished {

@@ -80,15 +80,19 @@ func (s *Service) readWorld(ctx context.Context, self uuid.UUID, loc string, liv
 	type opened struct {
 		l    *tables.Live
 		wrap string // how a failure is reported
+		// under: only its references under loc are kept (a table elsewhere whose metadata
+		// may still name files here: a commit that named another table's files, a registered
+		// layout); "" keeps all.
+		under string
 	}
 	var todo []opened
-	add := func(id uuid.UUID, l *tables.Live, wrap string) {
-		todo = append(todo, opened{l, wrap})
+	add := func(id uuid.UUID, l *tables.Live, wrap, under string) {
+		todo = append(todo, opened{l, wrap, under})
 		w.versions[id] = l.Refs.MetadataLocation
 		w.uuids[l.Table.Metadata().TableUUID().String()] = true
 	}
 	if live != nil {
-		add(self, live, "read the table's metadata: %w")
+		add(self, live, "read the table's metadata: %w", "")
 	}
 	now := s.clock()
 	for after := uuid.Nil; ; {
@@ -98,7 +102,16 @@ func (s *Service) readWorld(ctx context.Context, self uuid.UUID, loc string, liv
 		}
 		for _, t := range ts {
 			after = t.AssetID
-			if t.AssetID == self || !overlaps(t.Location, loc) {
+			if t.AssetID == self {
+				continue
+			}
+			if !overlaps(t.Location, loc) {
+				// Elsewhere, but every known table's references count, whatever its location.
+				if err := s.readElsewhere(ctx, t, loc, now, func(l *tables.Live) {
+					add(t.AssetID, l, fmt.Sprintf("table %s (at %s) could not be read, so whether it references files under %s is unknown: %%w", t.AssetID, t.Location, loc), loc)
+				}); err != nil {
+					return nil, err
+				}
 				continue
 			}
 			st := SharedTable{AssetID: t.AssetID, TableUUID: t.TableUUID, Location: t.Location, GoneAt: t.GoneAt}
@@ -125,7 +138,7 @@ func (s *Service) readWorld(ctx context.Context, self uuid.UUID, loc string, liv
 			if err != nil {
 				return nil, fmt.Errorf("cleanup: table %s shares the location %s and could not be read, so nothing there can be judged unreferenced: %w", t.AssetID, loc, err)
 			}
-			add(t.AssetID, other, fmt.Sprintf("table %s shares the location %s and its metadata could not be read: %%w", t.AssetID, loc))
+			add(t.AssetID, other, fmt.Sprintf("table %s shares the location %s and its metadata could not be read: %%w", t.AssetID, loc), "")
 			w.shared = append(w.shared, st)
 		}
 		if !more {
@@ -136,9 +149,19 @@ func (s *Service) readWorld(ctx context.Context, self uuid.UUID, loc string, liv
 		w.refs, w.reused = prev[0].refs, true
 		return w, nil
 	}
+	_, locPath := normalize(strings.TrimRight(loc, "/"))
 	for _, o := range todo {
 		before := o.l.Refs.Report.ManifestsRead + o.l.Refs.Report.ManifestListsRead
-		refs, err := s.tables.WalkReferences(ctx, o.l, func(p string, _ tables.RefKind) error { w.refs.add(p); return nil })
+		refs, err := s.tables.WalkReferences(ctx, o.l, func(p string, _ tables.RefKind) error {
+			if o.under != "" {
+				// By the path alone, across schemes: a superset of what lies under loc.
+				if _, po := normalize(p); !strings.HasPrefix(po, locPath+"/") {
+					return nil
+				}
+			}
+			w.refs.add(p)
+			return nil
+		})
 		w.reads += refs.Report.ManifestsRead + refs.Report.ManifestListsRead - before
 		if err != nil {
 			return nil, fmt.Errorf(o.wrap, err)
@@ -146,6 +169,28 @@ func (s *Service) readWorld(ctx context.Context, self uuid.UUID, loc string, liv
 	}
 	w.refs.seal()
 	return w, nil
+}
+
+// readElsewhere opens a known table whose location does not overlap loc, for its references
+// under loc: live ones, and dropped ones within the grace period or being retired. One that
+// cannot be read fails the read (fail closed), except a dropped one whose metadata is gone.
+func (s *Service) readElsewhere(ctx context.Context, t tables.Table, loc string, now time.Time, add func(*tables.Live)) error {
+	if t.GoneAt != nil && now.Sub(*t.GoneAt) >= s.policy.Grace {
+		retiring, err := s.db.Proposal.Query().Where(proposal.AssetID(t.AssetID), proposal.KindEQ(proposal.KindUnusedAsset),
+			proposal.StateEQ(proposal.StateExecuting)).Exist(ctx)
+		if err != nil || !retiring {
+			return err
+		}
+	}
+	l, err := s.tables.Open(ctx, t.AssetID)
+	if err != nil && t.GoneAt != nil && errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("cleanup: table %s (at %s) could not be read, so whether it references files under %s is unknown; nothing there is judged unreferenced until it can be read: %w", t.AssetID, t.Location, loc, err)
+	}
+	add(l)
+	return nil
 }
 
 // probeTenants reads every *.metadata.json among paths (and under loc/metadata/ when list is

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"entgo.io/ent/dialect"
+	entsql "entgo.io/ent/dialect/sql"
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
@@ -72,6 +74,18 @@ type plan struct {
 	created bool              // the asset was created by this commit (deleted again if it fails)
 	commit  uuid.UUID         // its commit row
 	noop    bool              // the updates changed nothing
+	ground  *ground           // where its files may be
+}
+
+// self is the asset of the table the plan commits to (nil for a new one).
+func (p *plan) self() uuid.UUID {
+	switch {
+	case p.row != nil:
+		return p.row.ID
+	case p.adopt != nil:
+		return p.adopt.ID
+	}
+	return uuid.Nil
 }
 
 // Commit applies changes to one or several served tables, all or nothing: every table's
@@ -325,11 +339,23 @@ func (s *Service) prepare(ctx context.Context, w Warehouse, plans []*plan) error
 					return err
 				}
 			}
-			if err := s.checkLocation(ctx, w, loc, uuid.Nil); err != nil {
+			if err := s.checkLocation(ctx, s.db, w, loc, uuid.Nil); err != nil {
 				return err
 			}
 		} else if p.kind == "commit" && p.updated.Location() != p.base.Location() {
-			if err := s.checkLocation(ctx, w, p.updated.Location(), p.row.ID); err != nil {
+			if err := s.checkLocation(ctx, s.db, w, p.updated.Location(), p.row.ID); err != nil {
+				return err
+			}
+		}
+		g, err := s.groundOf(ctx, s.db, p.updated.Location(), p.self())
+		if err != nil {
+			return invalid("location", "table %s: %v", p.ident, err)
+		}
+		p.ground = g
+		if p.kind != "register" {
+			// A register keeps the layout it was written with; what is committed afterwards
+			// names only the table's own files.
+			if err := checkOwnFiles(p); err != nil {
 				return err
 			}
 		}
@@ -338,15 +364,15 @@ func (s *Service) prepare(ctx context.Context, w Warehouse, plans []*plan) error
 			if err != nil {
 				return err
 			}
-			// write.metadata.path may name any place: Tidemark writes only under the warehouse.
-			if !underDir(loc, w.Location) {
-				return invalid("properties", "table %s: its metadata would be written to %s, outside warehouse %s's location %s; unset write.metadata.path or point it under the warehouse", p.ident, loc, w.Name, w.Location)
+			// write.metadata.path may name any place: Tidemark writes only on the table's ground.
+			if err := g.check(loc, false); err != nil || !underDir(loc, w.Location) {
+				return invalid("properties", "table %s: its metadata would be written to %s, which is not under the table's location %s inside warehouse %s; unset write.metadata.path or point it under the table's location", p.ident, loc, p.updated.Location(), w.Name)
 			}
 			p.newLoc = loc
 		}
 		if err := s.readAdded(ctx, w, p); err != nil {
-			if errors.Is(err, ErrOutsideRoots) {
-				return invalid("updates", "table %s: %v: a snapshot's files must be under the warehouse", p.ident, err)
+			if errors.Is(err, ErrOutsideRoots) || errors.Is(err, ErrNotOwnGround) || errors.Is(err, ErrUnclearPath) {
+				return invalid("updates", "table %s: %v: a commit names only its own table's files, under the table's location", p.ident, err)
 			}
 			return serveErr(ErrNotCommitted, "table %s: %v; nothing was committed (a pointer is never swapped to a snapshot whose files cannot be read)", p.ident, err)
 		}
@@ -423,9 +449,23 @@ func (s *Service) swap(ctx context.Context, w Warehouse, plans []*plan) error {
 }
 
 func (s *Service) swapIn(ctx context.Context, tx *ent.Tx, w Warehouse, plans []*plan, now time.Time) error {
+	locked := false
 	for _, p := range plans {
 		if p.noop {
 			continue
+		}
+		if p.row == nil || p.base == nil || p.updated.Location() != p.base.Location() {
+			// Checked again inside the swap, serialised with every other swap that places a
+			// table: two racing creates or set-locations cannot both take one location.
+			if !locked {
+				if err := lockLocations(ctx, tx); err != nil {
+					return err
+				}
+				locked = true
+			}
+			if err := s.checkLocation(ctx, tx.Client(), w, p.updated.Location(), p.self()); err != nil {
+				return err
+			}
 		}
 		var cur *int64
 		if c := p.updated.CurrentSnapshot(); c != nil {
@@ -547,11 +587,15 @@ func (s *Service) rejectedFiles(ctx context.Context, w Warehouse, p *plan, snap 
 	if p.base == nil {
 		return list
 	}
+	g, err := s.groundOf(ctx, s.db, p.base.Location(), p.row.ID)
+	if err != nil || g.check(snap.ManifestList, false) != nil {
+		return nil // not this table's file: never its leftover
+	}
 	fsys, err := s.warehouseFS(ctx, w, p.base.Location())
 	if err != nil {
 		return list
 	}
-	return stagedFiles(fsys, snap)
+	return stagedFiles(fsys, snap, g)
 }
 
 // settle marks the plans' pending commits with a final state.
@@ -663,3 +707,20 @@ func (s *Service) replayed(ctx context.Context, wh, key, kind string) (bool, err
 	return s.db.IcebergCommit.Query().Where(icebergcommit.Warehouse(wh), icebergcommit.IdempotencyKey(key),
 		icebergcommit.Kind(kind), icebergcommit.State(stateCommitted)).Exist(ctx)
 }
+
+// lockLocations serialises the swaps that place a table until their transaction ends: a
+// PostgreSQL advisory lock (SQLite's transactions take the write lock at BEGIN already).
+func lockLocations(ctx context.Context, tx *ent.Tx) error {
+	var d string
+	if _, err := tx.IcebergTable.Query().Where(func(s *entsql.Selector) { d = s.Dialect(); s.Where(entsql.False()) }).Exist(ctx); err != nil {
+		return err
+	}
+	if d != dialect.Postgres {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", locationLockKey)
+	return err
+}
+
+// locationLockKey is the advisory lock of table placement ("tidemark locations").
+const locationLockKey int64 = 0x746d6c6f63

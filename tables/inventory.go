@@ -63,7 +63,10 @@ func (s *Service) readAdded(ctx context.Context, w Warehouse, p *plan) error {
 		if snap.ManifestList == "" {
 			continue
 		}
-		files, listed, err := readSnapshot(fsys, snap)
+		if err := p.ground.check(snap.ManifestList, false); err != nil {
+			return fmt.Errorf("snapshot %d's manifest list %w", snap.SnapshotID, err)
+		}
+		files, listed, err := readSnapshot(fsys, snap, p.ground.check)
 		if err != nil {
 			return err
 		}
@@ -103,8 +106,9 @@ func (s *Service) warehouseFS(ctx context.Context, w Warehouse, location string)
 }
 
 // readSnapshot reads what one snapshot wrote: its manifest list, the manifests it added, and
-// their added and deleted entries. listed holds every manifest its list names.
-func readSnapshot(fsys icebergio.IO, snap table.Snapshot) (files []inventoryFile, listed map[string]bool, err error) {
+// their added and deleted entries. listed holds every manifest its list names. check refuses a
+// manifest or file path the snapshot adds (data: a data or delete file).
+func readSnapshot(fsys icebergio.IO, snap table.Snapshot, check func(p string, data bool) error) (files []inventoryFile, listed map[string]bool, err error) {
 	mfs, err := snap.Manifests(fsys)
 	if err != nil {
 		return nil, nil, fmt.Errorf("tables: read snapshot %d's manifest list %s: %w", snap.SnapshotID, snap.ManifestList, err)
@@ -116,10 +120,18 @@ func readSnapshot(fsys icebergio.IO, snap table.Snapshot) (files []inventoryFile
 		if mf.SnapshotID() != snap.SnapshotID {
 			continue
 		}
+		if err := check(mf.FilePath(), false); err != nil {
+			return nil, nil, fmt.Errorf("snapshot %d's manifest %w", snap.SnapshotID, err)
+		}
 		files = append(files, inventoryFile{snapshot: snap.SnapshotID, path: mf.FilePath(), kind: kindManifest, change: changeAdded, size: mf.Length()})
 		for e, err := range mf.Entries(fsys, false) {
 			if err != nil {
 				return nil, nil, fmt.Errorf("tables: read manifest %s: %w", mf.FilePath(), err)
+			}
+			if e.Status() != iceberg.EntryStatusEXISTING {
+				if err := check(e.DataFile().FilePath(), true); err != nil {
+					return nil, nil, fmt.Errorf("snapshot %d's file %w", snap.SnapshotID, err)
+				}
 			}
 			f := inventoryFile{snapshot: snap.SnapshotID, path: e.DataFile().FilePath(), kind: kindData,
 				size: e.DataFile().FileSizeBytes(), records: e.DataFile().Count()}
@@ -143,10 +155,14 @@ func readSnapshot(fsys icebergio.IO, snap table.Snapshot) (files []inventoryFile
 // stagedFiles reads what a rejected commit's writer staged for one snapshot: the manifest list
 // (with its size), the manifests the snapshot added and their added files, so each is a known
 // leftover the cleanup bot settles without a walk. What cannot be read is left to the walk:
-// the manifest list alone is recorded then.
-func stagedFiles(fsys icebergio.IO, snap table.Snapshot) []inventoryFile {
+// the manifest list alone is recorded then. Only files on the table's ground are recorded: a
+// rejected writer must not make another table's files look like this one's leftovers.
+func stagedFiles(fsys icebergio.IO, snap table.Snapshot, g *ground) []inventoryFile {
+	if g == nil || g.check(snap.ManifestList, false) != nil {
+		return nil
+	}
 	list := inventoryFile{snapshot: snap.SnapshotID, path: snap.ManifestList, kind: kindManifestList, change: changeStaged}
-	files, _, err := readSnapshot(fsys, snap)
+	files, _, err := readSnapshot(fsys, snap, g.check)
 	if err != nil {
 		return []inventoryFile{list}
 	}

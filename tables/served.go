@@ -51,7 +51,9 @@ func (s *Service) readMetadata(ctx context.Context, w Warehouse, loc string) (ta
 	if m, ok := s.metaCache.Get(loc); ok {
 		return m, nil
 	}
-	fsys, err := IO(ctx, loc, w.Props)
+	// Guarded: only under the warehouse, only regular files (a FIFO named by a register must
+	// not pin a thread), none larger than the limit.
+	fsys, err := s.warehouseFS(ctx, w, loc)
 	if err != nil {
 		return nil, fmt.Errorf("tables: open %s: %w", loc, err)
 	}
@@ -214,7 +216,7 @@ func (s *Service) CreateServed(ctx context.Context, wh string, in CreateServedIn
 		return ServedTable{}, invalid("schema", "the table cannot be created as asked: %v", err)
 	}
 	if in.Stage {
-		if err := s.checkLocation(ctx, w, loc, uuid.Nil); err != nil {
+		if err := s.checkLocation(ctx, s.db, w, loc, uuid.Nil); err != nil {
 			return ServedTable{}, err
 		}
 		return ServedTable{Ident: in.Ident, Metadata: meta, Props: w.Props}, nil
@@ -256,11 +258,14 @@ func overlaps(a, b string) bool {
 
 // checkLocation refuses a location outside the warehouse or overlapping a live table's (other
 // than self): two tables under one location is how orphan cleanup deletes live files.
-func (s *Service) checkLocation(ctx context.Context, w Warehouse, loc string, self uuid.UUID) error {
+func (s *Service) checkLocation(ctx context.Context, db *ent.Client, w Warehouse, loc string, self uuid.UUID) error {
+	if err := CheckLocation(loc); err != nil {
+		return invalid("location", "location %v", err)
+	}
 	if !underDir(loc, w.Location) {
 		return invalid("location", "location %s is not under warehouse %s's location %s", loc, w.Name, w.Location)
 	}
-	rows, err := s.db.IcebergTable.Query().Where(icebergtable.GoneAtIsNil()).Select(icebergtable.FieldID, icebergtable.FieldLocation, icebergtable.FieldIdentifier).All(ctx)
+	rows, err := db.IcebergTable.Query().Where(icebergtable.GoneAtIsNil()).Select(icebergtable.FieldID, icebergtable.FieldLocation, icebergtable.FieldIdentifier).All(ctx)
 	if err != nil {
 		return fmt.Errorf("tables: read table locations: %w", err)
 	}
@@ -285,6 +290,9 @@ func (s *Service) RegisterServed(ctx context.Context, wh string, id TableIdent, 
 	if _, err := s.namespaceRow(ctx, s.db, wh, id.Namespace); err != nil {
 		return ServedTable{}, err
 	}
+	if err := CheckLocation(metadataLocation); err != nil {
+		return ServedTable{}, invalid("metadata-location", "metadata location %v", err)
+	}
 	if err := s.roots.check(metadataLocation); err != nil || !underDir(metadataLocation, w.Location) {
 		return ServedTable{}, invalid("metadata-location", "metadata location %s is not under warehouse %s's location %s", metadataLocation, w.Name, w.Location)
 	}
@@ -303,7 +311,7 @@ func (s *Service) RegisterServed(ctx context.Context, wh string, id TableIdent, 
 		}
 		self = known.ID
 	}
-	if err := s.checkLocation(ctx, w, meta.Location(), self); err != nil {
+	if err := s.checkLocation(ctx, s.db, w, meta.Location(), self); err != nil {
 		return ServedTable{}, err
 	}
 	out, err := s.commit(ctx, w, []*plan{{ident: id, kind: "register", updated: meta, newLoc: metadataLocation, adopt: known}}, opt)
@@ -483,10 +491,14 @@ func (s *Service) abandonedFiles(ctx context.Context, c *ent.IcebergCommit) []in
 	if err != nil {
 		return nil
 	}
+	g, err := s.groundOf(ctx, s.db, meta.Location(), c.AssetID)
+	if err != nil {
+		return nil
+	}
 	var out []inventoryFile
 	for _, snap := range meta.Snapshots() {
 		if snap.ManifestList != "" && (base == nil || base.SnapshotByID(snap.SnapshotID) == nil) {
-			out = append(out, stagedFiles(fsys, snap)...)
+			out = append(out, stagedFiles(fsys, snap, g)...)
 		}
 	}
 	return out

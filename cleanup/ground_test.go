@@ -1,0 +1,138 @@
+package cleanup_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
+
+	"github.com/tidemark/tidemark/cleanup"
+	"github.com/tidemark/tidemark/ent/storage"
+	"github.com/tidemark/tidemark/ent/storage/storagetest"
+	"github.com/tidemark/tidemark/tables/tablestest"
+)
+
+// TestExpiryStaysOnItsOwnGround is issue 42's first reproduction, at the executor: a table
+// whose expired snapshots name another live table's data file and a file outside every table's
+// location. An approved expiry deletes neither (the other table references its file; the
+// stray file is not on the table's ground), says so, and the other table still reads.
+func TestExpiryStaysOnItsOwnGround(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		e := newEnv(t, db)
+		victim := e.lake.Append(e.lake.Create("db.victim", nil), tablestest.Rows(0, 3, time.Now()))
+		if rep, err := e.tables.Sync(e.ctx, nil); err != nil || rep.Added != 1 {
+			t.Fatalf("sync the victim: %+v %v", rep, err)
+		}
+		stray := filepath.Join(t.TempDir(), "stray.parquet") // under the roots, outside every table
+		must(t, os.WriteFile(stray, []byte("not the table's"), 0o644))
+		old := time.Now().Add(-200 * time.Hour)
+		must(t, os.Chtimes(stray, old, old))
+
+		// The hostile writer: a snapshot off the main branch whose manifest list is the victim's,
+		// with a statistics file outside every table. Only that snapshot references them, and it
+		// is about to expire.
+		cur := e.tbl.CurrentSnapshot()
+		schema := e.tbl.Metadata().CurrentSchema().ID
+		hostile := table.Snapshot{SnapshotID: cur.SnapshotID + 4242, ParentSnapshotID: &cur.SnapshotID,
+			SequenceNumber: e.tbl.Metadata().LastSequenceNumber() + 1, TimestampMs: time.Now().UnixMilli(),
+			ManifestList: victim.CurrentSnapshot().ManifestList, Summary: &table.Summary{Operation: table.OpAppend}, SchemaID: &schema}
+		_, _, err := e.lake.Cat.CommitTable(e.ctx, table.Identifier{"db", "events"}, nil, []table.Update{
+			table.NewAddSnapshotUpdate(&hostile),
+			table.NewSetStatisticsUpdate(table.StatisticsFile{SnapshotID: hostile.SnapshotID, StatisticsPath: stray, FileSizeInBytes: 15, BlobMetadata: []table.BlobMetadata{}}),
+		})
+		must(t, err)
+		e.tbl, err = e.lake.Cat.LoadTable(e.ctx, table.Identifier{"db", "events"})
+		must(t, err)
+		victimFiles := []string{victim.CurrentSnapshot().ManifestList}
+		for p := range e.lake.Files(victim, *victim.CurrentSnapshot()) {
+			victimFiles = append(victimFiles, p)
+		}
+
+		ps := proposeExpiry(t, e)
+		if len(ps) != 1 {
+			t.Fatalf("want one expiry proposal, got %+v", ps)
+		}
+		if _, err := e.svc.Approve(e.person("alice"), ps[0].ID, ""); err != nil {
+			t.Fatal(err)
+		}
+		e.clock.Add(300 * time.Hour)
+		r, err := e.svc.Execute(e.ctx, uuid.Nil, nil)
+		if err != nil || r.Executed != 1 {
+			t.Fatalf("execute: %+v %v", r, err)
+		}
+		for _, p := range append(victimFiles, stray) {
+			if !exists(strings.TrimPrefix(p, "file://")) {
+				t.Fatalf("the expiry deleted %s, which is not its table's own file", p)
+			}
+		}
+		if n, err := e.lake.Intact(victim); err != nil || n == 0 {
+			t.Fatalf("the victim no longer reads: %d rows, %v", n, err)
+		}
+		if r.Skipped < 2 {
+			t.Fatalf("the two foreign files should be reported as skipped: %+v", r)
+		}
+		got, err := e.svc.GetProposal(e.ctx, ps[0].ID)
+		must(t, err)
+		for _, why := range []string{"not on the table's own ground"} {
+			if !strings.Contains(string(got.Outcome), why) {
+				t.Errorf("the outcome does not say %q: %s", why, got.Outcome)
+			}
+		}
+	})
+}
+
+
+// TestScanKeepsFilesOtherTablesReference: another table (elsewhere) commits a file that lies
+// under this table's location. Two scans of this table never confirm it as an orphan, and an
+// approved proposal deletes only the real orphan: every known table's references count,
+// whatever its location.
+func TestScanKeepsFilesOtherTablesReference(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		e := newEnv(t, db)
+		intruder := e.lake.Append(e.lake.Create("db.intruder", nil), tablestest.Rows(0, 3, time.Now()))
+		if rep, err := e.tables.Sync(e.ctx, nil); err != nil || rep.Added != 1 {
+			t.Fatalf("sync the intruder: %+v %v", rep, err)
+		}
+		lodged := e.lake.WriteFile(e.tbl, "data/lodged.parquet", 100, e.clock.Now().Add(-100*time.Hour))
+		intruder = e.lake.AddFiles(intruder, "file://"+lodged)
+		if _, err := e.tables.Refresh(e.ctx, assetOf(t, e, "db.intruder")); err != nil {
+			t.Fatal(err)
+		}
+		orphans := confirmOrphans(t, e, 1) // fails unless exactly the one real orphan is confirmed
+		e.propose()
+		ps := e.proposals(cleanup.KindOrphanFiles, "open")
+		if len(ps) != 1 || ps[0].Evidence.Files != 1 {
+			t.Fatalf("orphan proposal: %+v", ps)
+		}
+		if _, err := e.svc.Approve(e.person("alice"), ps[0].ID, ""); err != nil {
+			t.Fatal(err)
+		}
+		if r, err := e.svc.Execute(e.ctx, ps[0].ID, nil); err != nil || r.Deleted != 1 {
+			t.Fatalf("execute: %+v %v", r, err)
+		}
+		if exists(orphans[0]) || !exists(lodged) {
+			t.Fatalf("the orphan should be gone (%v) and the intruder's file kept (%v)", exists(orphans[0]), exists(lodged))
+		}
+		if err := e.lake.Missing(intruder); err != nil {
+			t.Fatalf("the intruder lost a file: %v", err)
+		}
+	})
+}
+
+// assetOf is the asset of a synced table by its catalog name.
+func assetOf(t *testing.T, e *env, name string) uuid.UUID {
+	t.Helper()
+	ts, _, err := e.tables.List(e.ctx, uuid.Nil, 100)
+	must(t, err)
+	for _, tb := range ts {
+		if strings.HasSuffix(tb.Identifier, name) {
+			return tb.AssetID
+		}
+	}
+	t.Fatalf("no table %s", name)
+	return uuid.Nil
+}

@@ -1,0 +1,126 @@
+package restcatalog_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/tidemark/tidemark/ent/storage"
+	"github.com/tidemark/tidemark/ent/storage/storagetest"
+)
+
+// TestHostileCommitsRefused is issue 42's reproductions at the door: a write token names another
+// table's manifest list, statistics files anywhere, a data path inside another table, and
+// percent-encoded locations that climb out of the warehouse. Each is refused with a 400 that
+// says what to fix; no pointer moves, nothing is written outside the warehouse, and the other
+// table still reads.
+func TestHostileCommitsRefused(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		s := newServer(t, db)
+		cat := s.client(t)
+		victim := s.append(t, create(t, cat, "h", "victim"), 0, 3)
+		ex := s.append(t, create(t, cat, "h", "ex"), 0, 3)
+		wh := s.Warehouse
+		cur := ex.CurrentSnapshot()
+		exPath := "/iceberg/v1/main/namespaces/h/tables/ex"
+		schema := `{"type":"struct","schema-id":0,"fields":[{"id":1,"name":"id","type":"long","required":true}]}`
+		addSnapshot := func(list string) string {
+			return fmt.Sprintf(`{"requirements":[{"type":"assert-ref-snapshot-id","ref":"main","snapshot-id":%d}],"updates":[{"action":"add-snapshot","snapshot":{"snapshot-id":%d,"parent-snapshot-id":%d,"sequence-number":%d,"timestamp-ms":%d,"manifest-list":%q,"summary":{"operation":"append"},"schema-id":0}},{"action":"set-snapshot-ref","ref-name":"main","type":"branch","snapshot-id":%d}]}`,
+				cur.SnapshotID, cur.SnapshotID+77, cur.SnapshotID, ex.Metadata().LastSequenceNumber()+1, time.Now().UnixMilli(), list, cur.SnapshotID+77)
+		}
+		setProps := func(k, v string) string {
+			return fmt.Sprintf(`{"requirements":[],"updates":[{"action":"set-properties","updates":{%q:%q}}]}`, k, v)
+		}
+		setStats := func(p string) string {
+			return fmt.Sprintf(`{"requirements":[],"updates":[{"action":"set-statistics","snapshot-id":%d,"statistics":{"snapshot-id":%d,"statistics-path":%q,"file-size-in-bytes":10,"file-footer-size-in-bytes":4,"blob-metadata":[]}}]}`, cur.SnapshotID, cur.SnapshotID, p)
+		}
+		createAt := func(name, loc string) string {
+			return fmt.Sprintf(`{"name":%q,"location":%q,"schema":%s}`, name, loc, schema)
+		}
+		// The victim's directory with its first letter percent-encoded: the same directory to
+		// iceberg-go's local IO, another one to a literal reading.
+		vdir := filepath.Base(strings.TrimPrefix(victim.Location(), "file://"))
+		encodedVictim := "file:" + wh + "/h/" + fmt.Sprintf("%%%02X", vdir[0]) + vdir[1:]
+		cases := []struct {
+			name, path, body string
+			status           int
+			says             string
+		}{
+			{"ForeignManifestList", exPath, addSnapshot(victim.CurrentSnapshot().ManifestList), 400, "outside the table's location"},
+			{"ManifestListOutsideTheWarehouse", exPath, addSnapshot("file:///etc/hostname"), 400, "outside the table's location"},
+			{"StatisticsAnywhere", exPath, setStats("/etc/passwd"), 400, "statistics file"},
+			{"StatisticsOfAnotherTable", exPath, setStats(victim.MetadataLocation()), 400, "outside the table's location"},
+			{"DataPathIntoAnotherTable", exPath, setProps("write.data.path", victim.Location()+"/data"), 400, "write.data.path"},
+			{"DataPathOutside", exPath, setProps("write.data.path", "file:///tmp/tidemark-elsewhere"), 400, "write.data.path"},
+			{"MetadataPathEncodedDots", exPath, setProps("write.metadata.path", "file:"+wh+"/%2e%2e/%2e%2e/escape"), 400, "percent-escape"},
+			{"SetLocationEncodedDots", exPath, `{"requirements":[],"updates":[{"action":"set-location","location":"file:` + wh + `/%2e%2e/escape"}]}`, 400, "percent-escape"},
+			{"SetLocationIntoAnotherTable", exPath, `{"requirements":[],"updates":[{"action":"set-location","location":"` + victim.Location() + `/data/x"}]}`, 409, "overlaps"},
+			{"CreateEncodedDots", "/iceberg/v1/main/namespaces/h/tables", createAt("esc", "file:"+wh+"/%2e%2e/%2e%2e/escape"), 400, "percent-escape"},
+			{"CreateInAnotherTableEncoded", "/iceberg/v1/main/namespaces/h/tables", createAt("twin", encodedVictim), 400, "percent-escape"},
+			{"CreateQueryTrick", "/iceberg/v1/main/namespaces/h/tables", createAt("q", "file://"+wh+"/h/q?/../../escape"), 400, "storage reads differently"},
+			{"RegisterEncoded", "/iceberg/v1/main/namespaces/h/register", `{"name":"reg","metadata-location":"file:` + wh + `/%2e%2e/x.metadata.json"}`, 400, "percent-escape"},
+		}
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				token := s.Writer
+				if strings.HasSuffix(c.path, "/register") {
+					token = s.Token // register needs admin
+				}
+				code, body := s.do(t, "POST", c.path, token, c.body, nil)
+				if code != c.status {
+					t.Fatalf("status %d, want %d: %s", code, c.status, body)
+				}
+				var e struct {
+					Error struct{ Message string } `json:"error"`
+				}
+				if err := json.Unmarshal([]byte(body), &e); err != nil || !strings.Contains(e.Error.Message, c.says) {
+					t.Fatalf("the message should say %q: %s", c.says, body)
+				}
+			})
+		}
+		// A commit through iceberg-go that adds another table's data file by path.
+		t.Run("ForeignDataFile", func(t *testing.T) {
+			var foreign string
+			for p := range s.lake.Files(victim, *victim.CurrentSnapshot()) {
+				foreign = p
+			}
+			b, err := iceberg.NewDataFileBuilder(*iceberg.UnpartitionedSpec, iceberg.EntryContentData, foreign, iceberg.ParquetFile, nil, nil, nil, 1, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			txn := ex.NewTransaction()
+			if err := txn.AddDataFiles(ctx, []iceberg.DataFile{b.Build()}, nil, table.WithoutDuplicateCheck()); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := txn.Commit(ctx); err == nil || !strings.Contains(err.Error(), "outside the table's location") {
+				t.Fatalf("a commit naming another table's data file: %v", err)
+			}
+		})
+		for _, tb := range []*table.Table{victim, ex} {
+			after, err := cat.LoadTable(ctx, tb.Identifier())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if after.MetadataLocation() != tb.MetadataLocation() {
+				t.Fatalf("a refused commit moved %v to %s", tb.Identifier(), after.MetadataLocation())
+			}
+		}
+		if n, err := s.lake.Intact(victim); err != nil || n != 3 {
+			t.Fatalf("the victim reads %d rows, %v", n, err)
+		}
+		for _, p := range []string{filepath.Join(filepath.Dir(wh), "escape"), filepath.Join(filepath.Dir(filepath.Dir(wh)), "escape")} {
+			if _, err := os.Stat(p); err == nil {
+				t.Fatalf("something was written outside the warehouse: %s", p)
+			}
+		}
+	})
+}

@@ -1,0 +1,259 @@
+package tables
+
+// A table's own ground, and the one reading of a path.
+//
+// A path a client names is read by Tidemark's checks and by the storage layer; iceberg-go's
+// local file IO decodes percent-escapes and drops what follows '?' or '#', so a check that read
+// the same string literally could pass "file:/wh/%2e%2e/x" while storage wrote outside the
+// warehouse. Here a path is refused unless every reading of it names the same file: no
+// percent-escape in locations and metadata paths, none that decodes to '/', '.', '%', '\', '?',
+// '#' or a control character in data file paths (partition values are escaped there), and no
+// '.', '..' or empty segment. What is left is checked as it is, and storage reads it the same.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/tidemark/tidemark/ent"
+	"github.com/tidemark/tidemark/ent/icebergtable"
+)
+
+// MaxPathBytes bounds a location or file path a client names.
+const MaxPathBytes = 4096
+
+// ErrUnclearPath is a path that two readers could read as different files.
+var ErrUnclearPath = errors.New("is not a plain path")
+
+// CheckLocation checks a location, a metadata file, a manifest list, a manifest or a statistics
+// file a client names: an absolute local path or a URI, in the one form every reader reads alike.
+func CheckLocation(p string) error { return checkPath(p, false) }
+
+// checkDataPath checks a data or delete file path: as CheckLocation, except that percent-escapes
+// (how writers put partition values into paths) are allowed where they decode to a plain
+// character, so the literal and the decoded reading have the same directories.
+func checkDataPath(p string) error { return checkPath(p, true) }
+
+func checkPath(p string, escapes bool) error {
+	unclear := func(format string, args ...any) error {
+		return fmt.Errorf("%q %w: %s", clipPath(p), ErrUnclearPath, fmt.Sprintf(format, args...))
+	}
+	if p == "" {
+		return unclear("it is empty")
+	}
+	if len(p) > MaxPathBytes {
+		return unclear("it is %d bytes; the limit is %d", len(p), MaxPathBytes)
+	}
+	if !utf8.ValidString(p) {
+		return unclear("it is not valid UTF-8")
+	}
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		switch {
+		case c < 0x20 || c == 0x7f:
+			return unclear("it holds a control character")
+		case c == '?' || c == '#' || c == '\\':
+			return unclear("it holds %q, which storage reads differently; name the file by its plain path", c)
+		case c == '%':
+			if !escapes {
+				return unclear("it holds a percent-escape, which storage decodes and Tidemark's checks would not; name the location by its plain path")
+			}
+			if i+2 >= len(p) {
+				return unclear("it holds a broken percent-escape")
+			}
+			b, err := url.PathUnescape(p[i : i+3])
+			if err != nil {
+				return unclear("it holds a broken percent-escape")
+			}
+			if d := b[0]; d < 0x20 || d == 0x7f || strings.ContainsRune("/.%\\?#", rune(d)) {
+				return unclear("its escape %s decodes to %q, which would change the path's directories", p[i:i+3], d)
+			}
+			i += 2
+		}
+	}
+	rest := p
+	if i := strings.Index(p, "://"); i >= 0 {
+		scheme := p[:i]
+		if !validScheme(scheme) {
+			return unclear("%q is not a URI scheme", scheme)
+		}
+		var auth string
+		auth, rest, _ = strings.Cut(p[i+3:], "/")
+		rest = "/" + rest
+		if !strings.EqualFold(scheme, "file") && auth == "" {
+			return unclear("it names no bucket or host")
+		}
+	} else if r, ok := strings.CutPrefix(p, "file:"); ok {
+		rest = r
+	}
+	if !strings.HasPrefix(rest, "/") {
+		return unclear("it is not an absolute path or a URI")
+	}
+	segs := strings.Split(rest[1:], "/")
+	for i, s := range segs {
+		switch {
+		case s == "." || s == "..":
+			return unclear("it holds a %q segment", s)
+		case s == "" && i != len(segs)-1 && len(rest) > 1:
+			return unclear("it holds an empty segment (//)")
+		}
+	}
+	return nil
+}
+
+func validScheme(s string) bool {
+	if s == "" || !('a' <= s[0] && s[0] <= 'z' || 'A' <= s[0] && s[0] <= 'Z') {
+		return false
+	}
+	for _, c := range s {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '+' || c == '-' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+func clipPath(p string) string {
+	if len(p) > 200 {
+		return p[:200] + "..."
+	}
+	return p
+}
+
+// ErrNotOwnGround is a file outside its table's own ground: outside the table's location, or
+// inside another live table's.
+var ErrNotOwnGround = errors.New("is not on the table's own ground")
+
+// ground is where a table's files may be: under its own location, and under no other live
+// table's location.
+type ground struct {
+	location string
+	own      root
+	others   []groundOther
+}
+
+type groundOther struct {
+	root  root
+	ident string
+	id    uuid.UUID
+}
+
+// groundOf reads the ground of a table at location (self: the table's own asset, not another).
+func (s *Service) groundOf(ctx context.Context, db *ent.Client, location string, self uuid.UUID) (*ground, error) {
+	if err := CheckLocation(location); err != nil {
+		return nil, err
+	}
+	own, err := parseRoot(location)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := db.IcebergTable.Query().Where(icebergtable.GoneAtIsNil(), icebergtable.IDNEQ(self)).
+		Select(icebergtable.FieldID, icebergtable.FieldLocation, icebergtable.FieldIdentifier).All(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("tables: read table locations: %w", err)
+	}
+	g := &ground{location: location, own: own}
+	for _, r := range rows {
+		if r.Location == "" {
+			continue
+		}
+		if o, err := parseRoot(r.Location); err == nil && (own.contains(o) || o.contains(own)) {
+			g.others = append(g.others, groundOther{root: o, ident: r.Identifier, id: r.ID})
+		}
+	}
+	return g, nil
+}
+
+// check refuses a path off the ground; data selects the data file rules (percent-escapes of
+// partition values allowed).
+func (g *ground) check(p string, data bool) error {
+	if err := checkPath(p, data); err != nil {
+		return err
+	}
+	forms := []string{p}
+	if data && strings.Contains(p, "%") {
+		d, err := url.PathUnescape(p)
+		if err != nil {
+			return fmt.Errorf("%q %w: %v", clipPath(p), ErrUnclearPath, err)
+		}
+		forms = append(forms, d)
+	}
+	for _, f := range forms {
+		r, err := parseRoot(f)
+		if err != nil {
+			return fmt.Errorf("%q %w: %v", clipPath(p), ErrNotOwnGround, err)
+		}
+		if !g.own.contains(r) {
+			return fmt.Errorf("%s %w: it is outside the table's location %s", clipPath(p), ErrNotOwnGround, g.location)
+		}
+		for _, o := range g.others {
+			if o.root.contains(r) {
+				return fmt.Errorf("%s %w: it is inside the location %s of live table %s (asset %s)", clipPath(p), ErrNotOwnGround, o.root, o.ident, o.id)
+			}
+		}
+	}
+	return nil
+}
+
+// Owns reports why path is not a file a table at location may delete or name (nil: it may):
+// the path must read one way and lie under the location. Another table nested inside the
+// location is the caller's to judge (the cleanup bot reads every known table's references).
+func Owns(location, path string) error {
+	if err := CheckLocation(strings.TrimRight(location, "/")); err != nil {
+		return fmt.Errorf("the table's location %w", err)
+	}
+	own, err := parseRoot(strings.TrimRight(location, "/"))
+	if err != nil {
+		return err
+	}
+	g := &ground{location: location, own: own}
+	return g.check(path, true)
+}
+
+// dataPathProps are the table properties that say where a writer puts the table's files.
+var dataPathProps = []string{"write.data.path", "write.metadata.path", "write.object-storage.path", "write.folder-storage.path"}
+
+// checkOwnFiles refuses a commit whose write paths or new statistics files are off the table's
+// ground (its manifest lists, manifests and data files are checked as they are read).
+func checkOwnFiles(p *plan) error {
+	props := p.updated.Properties()
+	for _, k := range dataPathProps {
+		v, ok := props[k]
+		if !ok {
+			continue
+		}
+		if err := p.ground.check(strings.TrimRight(v, "/"), false); err != nil {
+			return invalid("properties", "table %s: %s = %v; point it under the table's location %s, or remove it", p.ident, k, err, p.updated.Location())
+		}
+	}
+	known := map[string]bool{}
+	if p.base != nil {
+		for st := range p.base.Statistics() {
+			known[st.StatisticsPath] = true
+		}
+		for st := range p.base.PartitionStatistics() {
+			known[st.StatisticsPath] = true
+		}
+	}
+	var paths []string
+	for st := range p.updated.Statistics() {
+		paths = append(paths, st.StatisticsPath)
+	}
+	for st := range p.updated.PartitionStatistics() {
+		paths = append(paths, st.StatisticsPath)
+	}
+	for _, sp := range paths {
+		if known[sp] {
+			continue
+		}
+		if err := p.ground.check(sp, false); err != nil {
+			return invalid("updates", "table %s: statistics file %v; write statistics under the table's location %s", p.ident, err, p.updated.Location())
+		}
+	}
+	return nil
+}
