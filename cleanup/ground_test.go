@@ -85,7 +85,6 @@ func TestExpiryStaysOnItsOwnGround(t *testing.T) {
 	})
 }
 
-
 // TestScanKeepsFilesOtherTablesReference: another table (elsewhere) commits a file that lies
 // under this table's location. Two scans of this table never confirm it as an orphan, and an
 // approved proposal deletes only the real orphan: every known table's references count,
