@@ -6,10 +6,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"entgo.io/ent/dialect/sql"
 	"entgo.io/ent/dialect/sql/sqlgraph"
 	"entgo.io/ent/schema/field"
+	"github.com/google/uuid"
 	"github.com/tidemark/tidemark/ent/idempotencykey"
 	"github.com/tidemark/tidemark/ent/predicate"
 )
@@ -24,6 +26,34 @@ type IdempotencyKeyUpdate struct {
 // Where appends a list predicates to the IdempotencyKeyUpdate builder.
 func (_u *IdempotencyKeyUpdate) Where(ps ...predicate.IdempotencyKey) *IdempotencyKeyUpdate {
 	_u.mutation.Where(ps...)
+	return _u
+}
+
+// SetAssetID sets the "asset_id" field.
+func (_u *IdempotencyKeyUpdate) SetAssetID(v uuid.UUID) *IdempotencyKeyUpdate {
+	_u.mutation.SetAssetID(v)
+	return _u
+}
+
+// SetNillableAssetID sets the "asset_id" field if the given value is not nil.
+func (_u *IdempotencyKeyUpdate) SetNillableAssetID(v *uuid.UUID) *IdempotencyKeyUpdate {
+	if v != nil {
+		_u.SetAssetID(*v)
+	}
+	return _u
+}
+
+// SetCreatedAt sets the "created_at" field.
+func (_u *IdempotencyKeyUpdate) SetCreatedAt(v time.Time) *IdempotencyKeyUpdate {
+	_u.mutation.SetCreatedAt(v)
+	return _u
+}
+
+// SetNillableCreatedAt sets the "created_at" field if the given value is not nil.
+func (_u *IdempotencyKeyUpdate) SetNillableCreatedAt(v *time.Time) *IdempotencyKeyUpdate {
+	if v != nil {
+		_u.SetCreatedAt(*v)
+	}
 	return _u
 }
 
@@ -68,6 +98,12 @@ func (_u *IdempotencyKeyUpdate) sqlSave(ctx context.Context) (_node int, err err
 			}
 		}
 	}
+	if value, ok := _u.mutation.AssetID(); ok {
+		_spec.SetField(idempotencykey.FieldAssetID, field.TypeUUID, value)
+	}
+	if value, ok := _u.mutation.CreatedAt(); ok {
+		_spec.SetField(idempotencykey.FieldCreatedAt, field.TypeTime, value)
+	}
 	if _node, err = sqlgraph.UpdateNodes(ctx, _u.driver, _spec); err != nil {
 		if _, ok := err.(*sqlgraph.NotFoundError); ok {
 			err = &NotFoundError{idempotencykey.Label}
@@ -86,6 +122,34 @@ type IdempotencyKeyUpdateOne struct {
 	fields   []string
 	hooks    []Hook
 	mutation *IdempotencyKeyMutation
+}
+
+// SetAssetID sets the "asset_id" field.
+func (_u *IdempotencyKeyUpdateOne) SetAssetID(v uuid.UUID) *IdempotencyKeyUpdateOne {
+	_u.mutation.SetAssetID(v)
+	return _u
+}
+
+// SetNillableAssetID sets the "asset_id" field if the given value is not nil.
+func (_u *IdempotencyKeyUpdateOne) SetNillableAssetID(v *uuid.UUID) *IdempotencyKeyUpdateOne {
+	if v != nil {
+		_u.SetAssetID(*v)
+	}
+	return _u
+}
+
+// SetCreatedAt sets the "created_at" field.
+func (_u *IdempotencyKeyUpdateOne) SetCreatedAt(v time.Time) *IdempotencyKeyUpdateOne {
+	_u.mutation.SetCreatedAt(v)
+	return _u
+}
+
+// SetNillableCreatedAt sets the "created_at" field if the given value is not nil.
+func (_u *IdempotencyKeyUpdateOne) SetNillableCreatedAt(v *time.Time) *IdempotencyKeyUpdateOne {
+	if v != nil {
+		_u.SetCreatedAt(*v)
+	}
+	return _u
 }
 
 // Mutation returns the IdempotencyKeyMutation object of the builder.
@@ -158,6 +222,12 @@ func (_u *IdempotencyKeyUpdateOne) sqlSave(ctx context.Context) (_node *Idempote
 				ps[i](selector)
 			}
 		}
+	}
+	if value, ok := _u.mutation.AssetID(); ok {
+		_spec.SetField(idempotencykey.FieldAssetID, field.TypeUUID, value)
+	}
+	if value, ok := _u.mutation.CreatedAt(); ok {
+		_spec.SetField(idempotencykey.FieldCreatedAt, field.TypeTime, value)
 	}
 	_node = &IdempotencyKey{config: _u.config}
 	_spec.Assign = _node.assignValues

@@ -6,10 +6,14 @@
 package restcatalog
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"net/http"
@@ -47,7 +51,7 @@ type Config struct {
 }
 
 // IdempotencyLifetime is how long a commit's Idempotency-Key is honoured, as advertised in
-// /v1/config.
+// /v1/config (tables.KeyLifetime).
 const IdempotencyLifetime = "PT30M"
 
 // DefaultBodyLimit caps request bodies.
@@ -181,6 +185,8 @@ func toError(err error) *Error {
 		return apiError(http.StatusInternalServerError, "CommitStateUnknownException", msg)
 	case errors.Is(err, tables.ErrNotCommitted):
 		return apiError(http.StatusServiceUnavailable, "ServiceUnavailableException", msg)
+	case errors.Is(err, tables.ErrKeyReused):
+		return apiError(http.StatusUnprocessableEntity, "UnprocessableEntityException", msg)
 	case errors.Is(err, catalog.ErrInvalid):
 		return apiError(http.StatusBadRequest, "BadRequestException", msg)
 	case errors.Is(err, catalog.ErrNotFound):
@@ -353,15 +359,40 @@ func decode(c echo.Context, v any) error {
 }
 
 func (f *Face) options(c echo.Context) tables.CommitOptions {
-	return tables.CommitOptions{IdempotencyKey: strings.TrimSpace(c.Request().Header.Get("Idempotency-Key"))}
+	opt := tables.CommitOptions{IdempotencyKey: strings.TrimSpace(c.Request().Header.Get("Idempotency-Key"))}
+	if fp, ok := c.Get(fingerprintKey).([]byte); ok {
+		// The principal too: a key another token used is another request.
+		h := sha256.Sum256(append(fp, catalog.ActorFrom(c.Request().Context())...))
+		opt.RequestHash = hex.EncodeToString(h[:])
+	}
+	return opt
 }
 
-// checkIdempotencyKey refuses an oversized Idempotency-Key on every route, before anything is read.
+const fingerprintKey = "tidemark.iceberg.fingerprint"
+
+// checkIdempotencyKey refuses an oversized or unprintable Idempotency-Key on every route, before
+// anything is read, and fingerprints a request that carries one (method, path, query, body), so
+// a key reused for a different request is refused instead of answering the first one's outcome.
 func checkIdempotencyKey(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if k := c.Request().Header.Get("Idempotency-Key"); len(k) > 128 {
-			return badRequest("the Idempotency-Key is %d bytes; the limit is 128", len(k))
+		k := strings.TrimSpace(c.Request().Header.Get("Idempotency-Key"))
+		if k == "" {
+			return next(c)
 		}
+		if err := tables.CheckKey(k); err != nil {
+			return badRequest("%s", err.(*catalog.Error).Message)
+		}
+		r := c.Request()
+		body, err := io.ReadAll(r.Body) // bounded by limitBody
+		if err != nil {
+			return err
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		h := sha256.New()
+		fmt.Fprintf(h, "%s\n%s\n%s\n", r.Method, r.URL.EscapedPath(), r.URL.RawQuery)
+		h.Write(body)
+		fp := h.Sum(nil)
+		c.Set(fingerprintKey, append(fp, '\n'))
 		return next(c)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"path"
 	"strconv"
 	"strings"
@@ -50,6 +49,10 @@ func WithFaults(f Faults) Option { return func(s *Service) { s.faults = f } }
 type CommitOptions struct {
 	// IdempotencyKey makes a retried request return the first request's outcome.
 	IdempotencyKey string
+	// RequestHash fingerprints the request (method, path, body, principal): a key reused for a
+	// request with another fingerprint is refused.
+	RequestHash string
+	claim       *keyClaim
 }
 
 // CommitChange is one table's part of a commit: requirements checked against the current
@@ -102,11 +105,15 @@ func (s *Service) Commit(ctx context.Context, wh string, changes []CommitChange,
 	if len(changes) == 0 {
 		return nil, invalid("table-changes", "a commit needs at least one table change")
 	}
-	if opt.IdempotencyKey != "" {
-		if out, err, ok := s.replay(ctx, w, opt.IdempotencyKey); ok {
-			return out, err
-		}
+	cl, err := s.claimKey(ctx, wh, opt)
+	if err != nil {
+		return nil, err
 	}
+	if cl.replaying() {
+		return s.replayCommits(ctx, w, cl.rows)
+	}
+	defer cl.release(ctx)
+	opt.claim = cl
 	seen := map[string]bool{}
 	plans := make([]*plan, 0, len(changes))
 	for _, ch := range changes {
@@ -201,6 +208,9 @@ func (s *Service) recordConflict(ctx context.Context, w Warehouse, p *plan, ch C
 		}
 	}
 	err := s.tx(ctx, func(tx *ent.Tx) error {
+		if err := opt.claim.mark(ctx, tx, p.row.ID); err != nil {
+			return err
+		}
 		c, err := tx.IcebergCommit.Create().SetAssetID(p.row.ID).SetWarehouse(w.Name).SetKind("commit").SetState(stateConflict).
 			SetBaseLocation(p.row.MetadataLocation).SetNillableSnapshotID(snap).SetReason(clip.String(cause.Error(), maxReason)).
 			SetIdempotencyKey(opt.IdempotencyKey).SetActor(catalog.ActorFrom(ctx)).SetStartedAt(now).SetFinishedAt(now).Save(ctx)
@@ -209,6 +219,9 @@ func (s *Service) recordConflict(ctx context.Context, w Warehouse, p *plan, ch C
 		}
 		return s.insertFiles(ctx, tx, p.row.ID, c.ID, staged, now)
 	})
+	if err == nil {
+		opt.claim.recorded()
+	}
 	if err != nil {
 		s.log.Warn("could not record a rejected commit", "asset_id", p.row.ID, "err", err)
 	}
@@ -229,9 +242,16 @@ func (s *Service) commit(ctx context.Context, w Warehouse, plans []*plan, opt Co
 	// Recorded before any file is written: a crash after the write leaves a pending commit
 	// naming the file, never an unrecorded one.
 	err := s.tx(ctx, func(tx *ent.Tx) error {
+		marked := false
 		for _, p := range plans {
 			if p.noop {
 				continue
+			}
+			if !marked {
+				if err := opt.claim.mark(ctx, tx, p.assetOrRow()); err != nil {
+					return err
+				}
+				marked = true
 			}
 			c, err := tx.IcebergCommit.Create().SetAssetID(p.assetOrRow()).SetWarehouse(w.Name).SetKind(p.kind).SetState(statePending).
 				SetBaseLocation(p.baseLocation()).SetNewLocation(p.newLoc).SetNillableSnapshotID(lastSnapshot(p)).
@@ -245,8 +265,13 @@ func (s *Service) commit(ctx context.Context, w Warehouse, plans []*plan, opt Co
 	})
 	if err != nil {
 		s.undoAssets(ctx, plans)
+		var se *ServeError
+		if errors.As(err, &se) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("tables: record the commit: %w", err)
 	}
+	opt.claim.recorded()
 	var written []string
 	for _, p := range plans {
 		if p.noop || p.kind == "register" {
@@ -660,52 +685,6 @@ func (s *Service) afterCommit(ctx context.Context, p *plan) {
 			s.log.Warn("could not record the committed schema's ID", "asset_id", id, "err", err)
 		}
 	}
-}
-
-// replay returns the outcome of an earlier request with the same idempotency key.
-func (s *Service) replay(ctx context.Context, w Warehouse, key string) ([]ServedTable, error, bool) {
-	rows, err := s.db.IcebergCommit.Query().Where(icebergcommit.Warehouse(w.Name), icebergcommit.IdempotencyKey(key),
-		icebergcommit.KindIn("create", "commit", "register")).Order(ent.Asc(icebergcommit.FieldID)).All(ctx)
-	if err != nil {
-		return nil, err, true
-	}
-	if len(rows) == 0 {
-		return nil, nil, false
-	}
-	out := make([]ServedTable, 0, len(rows))
-	for _, c := range rows {
-		switch c.State {
-		case statePending:
-			return nil, serveErr(ErrCommitUnknown, "a request with this Idempotency-Key is still being committed; retry later"), true
-		case stateConflict:
-			return nil, serveErr(ErrCommitFailed, "%s", c.Reason), true
-		case stateAbandoned:
-			return nil, serveErr(ErrNotCommitted, "%s", c.Reason), true
-		}
-		row, err := s.db.IcebergTable.Query().Where(icebergtable.ID(c.AssetID)).Select(rowFields...).Only(ctx)
-		if err != nil {
-			return nil, err, true
-		}
-		meta, err := s.readMetadata(ctx, w, c.NewLocation)
-		if err != nil {
-			return nil, err, true
-		}
-		ident, err := servedIdent(row)
-		if err != nil {
-			ident = TableIdent{Name: row.Identifier} // dropped since: named as it was
-		}
-		out = append(out, ServedTable{AssetID: c.AssetID, Ident: ident, MetadataLocation: c.NewLocation, Metadata: meta, Props: maps.Clone(w.Props)})
-	}
-	return out, nil, true
-}
-
-// replayed reports whether a rename or drop with this idempotency key was committed already.
-func (s *Service) replayed(ctx context.Context, wh, key, kind string) (bool, error) {
-	if key == "" {
-		return false, nil
-	}
-	return s.db.IcebergCommit.Query().Where(icebergcommit.Warehouse(wh), icebergcommit.IdempotencyKey(key),
-		icebergcommit.Kind(kind), icebergcommit.State(stateCommitted)).Exist(ctx)
 }
 
 // lockLocations serialises the swaps that place a table until their transaction ends: a

@@ -182,14 +182,22 @@ func (s *Service) CreateServed(ctx context.Context, wh string, in CreateServedIn
 	if in.Schema == nil {
 		return ServedTable{}, invalid("schema", "a table needs a schema")
 	}
-	if opt.IdempotencyKey != "" && !in.Stage {
-		if out, err, ok := s.replay(ctx, w, opt.IdempotencyKey); ok {
-			if err != nil {
-				return ServedTable{}, err
-			}
-			return out[0], nil
-		}
+	if in.Stage {
+		opt.IdempotencyKey = "" // nothing is committed: nothing to replay
 	}
+	cl, err := s.claimKey(ctx, wh, opt)
+	if err != nil {
+		return ServedTable{}, err
+	}
+	if cl.replaying() {
+		out, err := s.replayCommits(ctx, w, cl.rows)
+		if err != nil {
+			return ServedTable{}, err
+		}
+		return out[0], nil
+	}
+	defer cl.release(ctx)
+	opt.claim = cl
 	if _, err := s.namespaceRow(ctx, s.db, wh, in.Ident.Namespace); err != nil {
 		return ServedTable{}, err
 	}
@@ -293,6 +301,19 @@ func (s *Service) RegisterServed(ctx context.Context, wh string, id TableIdent, 
 	if err := CheckLocation(metadataLocation); err != nil {
 		return ServedTable{}, invalid("metadata-location", "metadata location %v", err)
 	}
+	cl, err := s.claimKey(ctx, wh, opt)
+	if err != nil {
+		return ServedTable{}, err
+	}
+	if cl.replaying() {
+		out, err := s.replayCommits(ctx, w, cl.rows)
+		if err != nil {
+			return ServedTable{}, err
+		}
+		return out[0], nil
+	}
+	defer cl.release(ctx)
+	opt.claim = cl
 	if err := s.roots.check(metadataLocation); err != nil || !underDir(metadataLocation, w.Location) {
 		return ServedTable{}, invalid("metadata-location", "metadata location %s is not under warehouse %s's location %s", metadataLocation, w.Name, w.Location)
 	}
@@ -327,9 +348,14 @@ func (s *Service) RenameServed(ctx context.Context, wh string, from, to TableIde
 	if err != nil {
 		return err
 	}
-	if done, err := s.replayed(ctx, wh, opt.IdempotencyKey, "rename"); err != nil || done {
+	cl, err := s.claimKey(ctx, wh, opt)
+	if err != nil {
 		return err
 	}
+	if cl.replaying() {
+		return replayedChange(cl.rows, "rename")
+	}
+	defer cl.release(ctx)
 	row, err := s.servedRow(ctx, s.db, wh, from)
 	if err != nil {
 		return err
@@ -369,10 +395,16 @@ func (s *Service) RenameServed(ctx context.Context, wh string, from, to TableIde
 		if n == 0 {
 			return serveErr(ErrNoSuchTable, "table %s was renamed or dropped meanwhile", from)
 		}
+		if err := cl.mark(ctx, tx, row.ID); err != nil {
+			return err
+		}
 		return tx.IcebergCommit.Create().SetAssetID(row.ID).SetWarehouse(wh).SetKind("rename").SetState(stateCommitted).
 			SetBaseLocation(row.MetadataLocation).SetNewLocation(row.MetadataLocation).SetReason(from.String() + " -> " + to.String()).
 			SetIdempotencyKey(opt.IdempotencyKey).SetActor(catalog.ActorFrom(ctx)).SetStartedAt(now).SetFinishedAt(now).Exec(ctx)
 	})
+	if err == nil {
+		cl.recorded()
+	}
 	if err != nil && (a.Namespace != w.Namespace || a.Name != to.String()) {
 		if _, rerr := s.cat.Rename(ctx, row.ID, catalog.AnyVersion, a.Namespace, a.Name); rerr != nil {
 			s.log.Error("rename: could not give the asset its name back after the table rename failed", "asset_id", row.ID, "err", rerr)
@@ -388,9 +420,15 @@ func (s *Service) DropServed(ctx context.Context, wh string, id TableIdent, purg
 	if _, err := s.warehouse(wh); err != nil {
 		return err
 	}
-	if done, err := s.replayed(ctx, wh, opt.IdempotencyKey, "drop"); err != nil || done {
+	cl, err := s.claimKey(ctx, wh, opt)
+	if err != nil {
 		return err
 	}
+	if cl.replaying() {
+		return replayedChange(cl.rows, "drop")
+	}
+	defer cl.release(ctx)
+	opt.claim = cl
 	row, err := s.servedRow(ctx, s.db, wh, id)
 	if err != nil {
 		return err
@@ -412,7 +450,7 @@ func (s *Service) dropServedRow(ctx context.Context, row *ent.IcebergTable, purg
 	if purge {
 		reason = "dropped, purge requested: the files wait for a cleanup proposal and approval"
 	}
-	return s.tx(ctx, func(tx *ent.Tx) error {
+	err := s.tx(ctx, func(tx *ent.Tx) error {
 		n, err := tx.IcebergTable.Update().Where(icebergtable.ID(row.ID), icebergtable.RestKeyNotNil()).
 			ClearRestKey().ClearRestNamespace().SetGoneAt(now).SetUpdatedAt(now).Save(ctx)
 		if err != nil {
@@ -421,10 +459,17 @@ func (s *Service) dropServedRow(ctx context.Context, row *ent.IcebergTable, purg
 		if n == 0 {
 			return serveErr(ErrNoSuchTable, "table %s was renamed or dropped meanwhile", id)
 		}
+		if err := opt.claim.mark(ctx, tx, row.ID); err != nil {
+			return err
+		}
 		return tx.IcebergCommit.Create().SetAssetID(row.ID).SetWarehouse(wh).SetKind("drop").SetState(stateCommitted).
 			SetBaseLocation(row.MetadataLocation).SetReason(reason).SetIdempotencyKey(opt.IdempotencyKey).
 			SetActor(catalog.ActorFrom(ctx)).SetStartedAt(now).SetFinishedAt(now).Exec(ctx)
 	})
+	if err == nil {
+		opt.claim.recorded()
+	}
+	return err
 }
 
 // servedAsset finds or creates the asset for a table about to be served: the one bound to its
