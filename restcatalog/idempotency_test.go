@@ -156,4 +156,3 @@ func loadProps(t *testing.T, s *server, path string) map[string]string {
 	}
 	return out.Metadata.Properties
 }
-
