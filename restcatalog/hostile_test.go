@@ -124,3 +124,61 @@ func TestHostileCommitsRefused(t *testing.T) {
 		}
 	})
 }
+
+// TestBounds: a schema nested 3,000 levels deep (94 s of CPU to create before) and one just
+// past the schema limit are refused with a 400 before they are parsed or stored; so are
+// namespaces and tables with more properties, or longer ones, than the limits. Nothing is created.
+func TestBounds(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		s := newServer(t, db)
+		create(t, s.client(t), "b", "t")
+		nested := func(levels int) string {
+			id := 0
+			var typ func(n int) string
+			typ = func(n int) string {
+				if n == 0 {
+					return `"long"`
+				}
+				id++
+				mine := id
+				inner := typ(n - 1)
+				return fmt.Sprintf(`{"type":"struct","fields":[{"id":%d,"name":"f","required":false,"type":%s}]}`, mine, inner)
+			}
+			return fmt.Sprintf(`{"name":"deep","schema":{"type":"struct","schema-id":0,"fields":[{"id":100000,"name":"top","required":false,"type":%s}]}}`, typ(levels))
+		}
+		many := func(n, size int) string {
+			m := map[string]string{}
+			for i := range n {
+				m[fmt.Sprintf("k%05d", i)] = strings.Repeat("v", size)
+			}
+			b, _ := json.Marshal(m)
+			return string(b)
+		}
+		cases := []struct {
+			name, path, body, says string
+		}{
+			{"SchemaThousandsDeep", "/iceberg/v1/main/namespaces/b/tables", nested(3000), "nests JSON"},
+			{"SchemaPastTheLimit", "/iceberg/v1/main/namespaces/b/tables", nested(40), "nested more than 32 levels"},
+			{"NamespaceManyProperties", "/iceberg/v1/main/namespaces", `{"namespace":["p"],"properties":` + many(1001, 1) + `}`, "at most 1000"},
+			{"NamespaceHugeProperties", "/iceberg/v1/main/namespaces/b/properties", `{"removals":[],"updates":` + many(20, 60<<10) + `}`, "the limit is 1048576"},
+			{"TablePropertyTooLong", "/iceberg/v1/main/namespaces/b/tables/t", `{"requirements":[],"updates":[{"action":"set-properties","updates":{"big":"` + strings.Repeat("x", 70<<10) + `"}}]}`, "the limit is 65536"},
+		}
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				code, body := s.do(t, "POST", c.path, s.Writer, c.body, nil)
+				if code != 400 || !strings.Contains(body, c.says) {
+					t.Fatalf("%d, want 400 saying %q: %.300s", code, c.says, body)
+				}
+			})
+		}
+		var list struct {
+			Identifiers []any `json:"identifiers"`
+		}
+		if code, body := s.do(t, "GET", "/iceberg/v1/main/namespaces/b/tables", s.Token, "", &list); code != 200 || len(list.Identifiers) != 1 {
+			t.Fatalf("namespace b should hold only t: %d %s", code, body)
+		}
+		if got := loadProps(t, s, "/iceberg/v1/main/namespaces/b/tables/t")["big"]; got != "" {
+			t.Fatal("a refused property was stored")
+		}
+	})
+}

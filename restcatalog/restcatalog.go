@@ -344,7 +344,14 @@ func tableParam(c echo.Context) (tables.TableIdent, error) {
 // decode reads a JSON body strictly: unknown fields are tolerated (the spec grows), trailing
 // data is not.
 func decode(c echo.Context, v any) error {
-	dec := json.NewDecoder(c.Request().Body)
+	body, err := io.ReadAll(c.Request().Body) // bounded by limitBody
+	if err != nil {
+		return err
+	}
+	if d := jsonDepth(body); d > MaxJSONDepth {
+		return badRequest("the request body nests JSON %d levels deep; the limit is %d (a schema may nest %d levels)", d, MaxJSONDepth, tables.MaxSchemaDepth)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(v); err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -356,6 +363,38 @@ func decode(c echo.Context, v any) error {
 		return badRequest("the request body holds more than one JSON value")
 	}
 	return nil
+}
+
+// MaxJSONDepth bounds how deeply a request body nests: each level of a schema's types takes
+// about three levels of JSON.
+const MaxJSONDepth = 4*tables.MaxSchemaDepth + 16
+
+// jsonDepth is how deeply a JSON text nests arrays and objects (strings skipped), read without
+// parsing it: a body nested thousands of levels deep is refused before a decoder recurses.
+func jsonDepth(b []byte) int {
+	depth, deepest, inString, escaped := 0, 0, false, false
+	for _, c := range b {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '[' || c == '{':
+			if depth++; depth > deepest {
+				deepest = depth
+			}
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
+	return deepest
 }
 
 func (f *Face) options(c echo.Context) tables.CommitOptions {

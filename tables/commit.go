@@ -78,6 +78,7 @@ type plan struct {
 	commit  uuid.UUID         // its commit row
 	noop    bool              // the updates changed nothing
 	ground  *ground           // where its files may be
+	size    int64             // bytes of the metadata file written
 }
 
 // self is the asset of the table the plan commits to (nil for a new one).
@@ -176,6 +177,15 @@ func (s *Service) stage(ctx context.Context, w Warehouse, ch CommitChange, opt C
 	}
 	if p.base != nil && p.updated.Equals(p.base) {
 		p.noop = true
+	}
+	if err := checkMetadataBounds(p.base, p.updated); err != nil {
+		return nil, err
+	}
+	for _, u := range ch.Updates {
+		// A table keeps its UUID: the asset, the inventory and the bot's approvals are bound to it.
+		if u.Action() == "assign-uuid" && p.base != nil && p.updated.TableUUID() != p.base.TableUUID() {
+			return nil, invalid("updates", "table %s: assign-uuid would change the table's UUID from %s; a table keeps its UUID (create a new table instead)", ch.Ident, p.base.TableUUID())
+		}
 	}
 	return p, nil
 }
@@ -277,7 +287,7 @@ func (s *Service) commit(ctx context.Context, w Warehouse, plans []*plan, opt Co
 		if p.noop || p.kind == "register" {
 			continue
 		}
-		if err := s.writeMetadata(ctx, w, p.updated, p.newLoc); err != nil {
+		if p.size, err = s.writeMetadata(ctx, w, p.updated, p.newLoc); err != nil {
 			s.settle(ctx, plans, stateAbandoned, "the metadata file could not be written: "+err.Error())
 			s.undoAssets(ctx, plans)
 			return nil, serveErr(ErrNotCommitted, "could not write the new metadata file %s: %v; nothing was committed", p.newLoc, err)
@@ -313,7 +323,7 @@ func (s *Service) commit(ctx context.Context, w Warehouse, plans []*plan, opt Co
 		if p.noop {
 			loc, meta = p.row.MetadataLocation, p.base
 		}
-		s.metaCache.Add(loc, meta)
+		s.metaCache.Add(loc, meta, p.size)
 		out[i] = ServedTable{AssetID: p.assetOrRow(), Ident: p.ident, MetadataLocation: loc, Metadata: meta, Props: w.Props}
 		if !p.noop {
 			s.afterCommit(ctx, p)
@@ -439,20 +449,20 @@ func (s *Service) metadataFileLocation(p *plan) (string, error) {
 	return lp.NewTableMetadataFileLocation(version)
 }
 
-func (s *Service) writeMetadata(ctx context.Context, w Warehouse, meta table.Metadata, loc string) error {
+func (s *Service) writeMetadata(ctx context.Context, w Warehouse, meta table.Metadata, loc string) (int64, error) {
 	fsys, err := IO(ctx, loc, w.Props)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	wfs, ok := fsys.(icebergio.WriteFileIO)
 	if !ok {
-		return fmt.Errorf("tables: the file IO for %s cannot write", loc)
+		return 0, fmt.Errorf("tables: the file IO for %s cannot write", loc)
 	}
 	b, err := json.Marshal(meta)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	return wfs.WriteFile(loc, b)
+	return int64(len(b)), wfs.WriteFile(loc, b)
 }
 
 // swap moves every pointer in one transaction, each guarded by the location its commit read.

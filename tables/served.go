@@ -73,7 +73,7 @@ func (s *Service) readMetadata(ctx context.Context, w Warehouse, loc string) (ta
 	if err != nil {
 		return nil, fmt.Errorf("tables: parse %s: %w", loc, err)
 	}
-	s.metaCache.Add(loc, m)
+	s.metaCache.Add(loc, m, int64(len(b)))
 	return m, nil
 }
 
@@ -181,6 +181,12 @@ func (s *Service) CreateServed(ctx context.Context, wh string, in CreateServedIn
 	}
 	if in.Schema == nil {
 		return ServedTable{}, invalid("schema", "a table needs a schema")
+	}
+	if err := checkSchema("schema", in.Schema); err != nil {
+		return ServedTable{}, err
+	}
+	if err := checkProperties("properties", in.Properties); err != nil {
+		return ServedTable{}, err
 	}
 	if in.Stage {
 		opt.IdempotencyKey = "" // nothing is committed: nothing to replay

@@ -15,7 +15,6 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
-	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/ent"
@@ -44,7 +43,7 @@ type Service struct {
 	warehouses []Warehouse // served over the Iceberg REST protocol
 	// metaCache keeps parsed metadata files of served tables by location: a metadata file is
 	// never rewritten, so a location names the same metadata forever.
-	metaCache *lru.Cache[string, table.Metadata]
+	metaCache *metaCache
 	faults    Faults // injected failures (tests)
 	stale     stale  // served tables to inspect again
 }
@@ -123,7 +122,7 @@ func New(db *ent.Client, cat *catalog.Catalog, opts ...Option) (*Service, error)
 	if err := s.checkWarehouses(); err != nil {
 		return nil, err
 	}
-	s.metaCache, _ = lru.New[string, table.Metadata](64) // only a size below 1 fails
+	s.metaCache = newMetaCache(DefaultMetadataCacheBytes)
 	if s.gap < 0 {
 		return nil, fmt.Errorf("tables: the confirmation gap must not be negative, not %s", s.gap)
 	}

@@ -187,6 +187,9 @@ func (s *Service) CreateNamespace(ctx context.Context, wh string, levels []strin
 	if props == nil {
 		props = map[string]string{}
 	}
+	if err := checkProperties("properties", props); err != nil {
+		return Namespace{}, err
+	}
 	pj, err := json.Marshal(props)
 	if err != nil {
 		return Namespace{}, err
@@ -335,6 +338,9 @@ func (s *Service) UpdateNamespaceProperties(ctx context.Context, wh string, leve
 			}
 		}
 		maps.Copy(ns.Properties, updates)
+		if err := checkProperties("updates", ns.Properties); err != nil {
+			return err
+		}
 		out.Updated = slices.Sorted(maps.Keys(updates))
 		pj, err := json.Marshal(ns.Properties)
 		if err != nil {
