@@ -138,4 +138,3 @@ func (c *metaCache) Add(loc string, m table.Metadata, size int64) {
 		c.lru.RemoveOldest()
 	}
 }
-

@@ -22,7 +22,7 @@ func TestCheckPath(t *testing.T) {
 		{"file:/wh/%2e%2e/%2e%2e/x", false, false},
 		{"file:/wh/db/%56-abc", false, false},
 		{"file:///wh/t/data/day=2024%2D01%2D01/a.parquet", true, true}, // a partition value, escaped
-		{"file:///wh/t/data/x=%2F/a.parquet", true, false},              // decodes to a separator
+		{"file:///wh/t/data/x=%2F/a.parquet", true, false},             // decodes to a separator
 		{"file:///wh/t/data/%2e%2e/a.parquet", true, false},
 		{"file:///wh/t/data/%2/a.parquet", true, false},
 		{"file:///wh/t/../u/a.parquet", false, false},
