@@ -83,6 +83,9 @@ type App struct {
 	// searchIndex is what /healthz says of the background indexing: "" before Serve starts it,
 	// then "indexing", then "ready".
 	searchIndex atomic.Value
+	// served is the Iceberg REST face once Handler mounted it: its held table loads become
+	// reads in the background (restcatalog/loads.go).
+	served atomic.Pointer[restcatalog.Face]
 }
 
 // Open builds the services over store (migrated already) and, with cfg.LoadGraph, loads the
@@ -277,8 +280,8 @@ func (a *App) Handler(api handlers.Config, ui web.Config) (*handlers.API, error)
 		h.Echo.RouteNotFound(api, func(echo.Context) error { return echo.ErrNotFound })
 	}
 	if len(a.Tables.Warehouses()) > 0 {
-		restcatalog.Mount(h.Echo, restcatalog.Config{Tables: a.Tables, Tokens: tokens, Logger: a.Log, AuthReads: api.AuthReads,
-			NoAuth: api.NoAuth, RecordUse: a.recordServedUse, AllowToken: h.AllowToken})
+		a.served.Store(restcatalog.Mount(h.Echo, restcatalog.Config{Tables: a.Tables, Tokens: tokens, Logger: a.Log, AuthReads: api.AuthReads,
+			NoAuth: api.NoAuth, RecordUse: a.recordServedUse, AllowToken: h.AllowToken}))
 	}
 	return h, nil
 }
@@ -320,6 +323,9 @@ func (a *App) Serve(ctx context.Context, ln net.Listener, srv *http.Server, sche
 	shutdownErr := srv.Shutdown(sctx)
 	stop() // the loops: each finishes or abandons its step (a scan is marked stopped)
 	err := g.Wait()
+	if f := a.served.Load(); f != nil {
+		f.FlushLoads(context.WithoutCancel(ctx), true) // held loads count as reads
+	}
 	if shutdownErr != nil {
 		err = errors.Join(err, fmt.Errorf("shutdown: %w", shutdownErr))
 	}
@@ -344,6 +350,13 @@ func (a *App) background(g *errgroup.Group, ctx context.Context, s Schedule) {
 		a.Lineage.Run(ctx, s.GraphSync)
 	})
 	run(func(ctx context.Context) { a.Usage.Run(ctx, time.Minute) })
+	run(func(ctx context.Context) {
+		loop.Every(ctx, restcatalog.LoadGrace/4, false, func(ctx context.Context) {
+			if f := a.served.Load(); f != nil {
+				f.FlushLoads(ctx, false)
+			}
+		})
+	})
 	run(a.indexMissing)
 	run(func(ctx context.Context) {
 		loop.Every(ctx, time.Hour, false, func(ctx context.Context) {
@@ -494,5 +507,13 @@ func (a *App) proposeAndExecute(ctx context.Context) {
 		}
 	} else if rep.Proposals > 0 {
 		log.Info("cleanup executed", "proposals", rep.Proposals, "executed", rep.Executed, "stopped", rep.Stopped, "files_deleted", rep.Deleted, "bytes", rep.Bytes)
+	}
+}
+
+// FlushLoads records every table load the Iceberg REST face holds (restcatalog/loads.go) now,
+// as the server does when it stops.
+func (a *App) FlushLoads(ctx context.Context) {
+	if f := a.served.Load(); f != nil {
+		f.FlushLoads(ctx, true)
 	}
 }

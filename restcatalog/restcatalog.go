@@ -43,8 +43,8 @@ type Config struct {
 	BodyLimit int64
 	// AllowToken charges a request to its token's rate limit; nil is unlimited.
 	AllowToken func(name string) (bool, time.Duration)
-	// RecordUse keeps a read (a scan report) or a write (a commit) of a served table as usage
-	// evidence; nil records nothing.
+	// RecordUse keeps a read (a load or scan report by a token, see loads.go) or a write (a
+	// commit) of a served table as usage evidence; nil records nothing.
 	RecordUse func(ctx context.Context, asset uuid.UUID, kind, actor, key string, at time.Time) error
 	// Now is the clock (tests).
 	Now func() time.Time
@@ -59,7 +59,8 @@ const DefaultBodyLimit = 8 << 20
 
 // Face is the mounted REST catalog.
 type Face struct {
-	cfg Config
+	cfg   Config
+	loads loads
 }
 
 // Mount registers the routes under /iceberg on e.
@@ -73,7 +74,7 @@ func Mount(e *echo.Echo, cfg Config) *Face {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	f := &Face{cfg: cfg}
+	f := &Face{cfg: cfg, loads: loads{held: map[string]*heldLoad{}}}
 	g := e.Group("/iceberg/v1", f.errors, f.limitBody, checkIdempotencyKey)
 	read, write, admin := f.scope(auth.ScopeRead), f.scope(auth.ScopeWrite), f.scope(auth.ScopeAdmin)
 	g.GET("/config", f.config, read)

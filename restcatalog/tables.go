@@ -164,6 +164,7 @@ func (f *Face) loadTable(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	f.loaded(ctx, t.AssetID)
 	return answerLoad(c, t)
 }
 
@@ -237,6 +238,7 @@ func (f *Face) recordWrites(c echo.Context, out []tables.ServedTable) {
 	}
 	ctx := c.Request().Context()
 	for _, t := range out {
+		f.committed(ctx, t.AssetID)
 		if err := f.cfg.RecordUse(ctx, t.AssetID, "write", catalog.ActorFrom(ctx), "iceberg-commit:"+t.MetadataLocation, f.cfg.Now()); err != nil {
 			f.cfg.Logger.Warn("iceberg rest: could not record a commit as usage", "asset_id", t.AssetID, "err", err)
 		}
@@ -357,9 +359,10 @@ func (f *Face) reportMetrics(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if in.ReportType == "scan-report" && f.cfg.RecordUse != nil {
-		sum := sha256.Sum256(body)
-		if err := f.cfg.RecordUse(ctx, asset, "read", catalog.ActorFrom(ctx), "iceberg-scan:"+hex.EncodeToString(sum[:16]), f.cfg.Now()); err != nil {
+	// Only a token's report is a read, one a principal and table an hour (see loads.go).
+	if actor, ok := byToken(ctx); ok && in.ReportType == "scan-report" && f.cfg.RecordUse != nil {
+		now := f.cfg.Now()
+		if err := f.cfg.RecordUse(ctx, asset, "read", actor, readKey(asset, actor, now), now); err != nil {
 			return err
 		}
 	}
