@@ -19,6 +19,7 @@ import (
 	"github.com/tidemark/tidemark/app"
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/cleanup"
+	"github.com/tidemark/tidemark/ent/icebergcommit"
 	"github.com/tidemark/tidemark/ent/storage"
 	"github.com/tidemark/tidemark/ent/storage/storagetest"
 	"github.com/tidemark/tidemark/handlers"
@@ -33,7 +34,9 @@ var (
 )
 
 // TestServedSafetySimulation runs random schedules against a table engines commit through
-// Tidemark: appends, writers that lose the race (409, leaving what they wrote), writers that
+// Tidemark: a hostile committer with a write token (naming another table's files, pointing its
+// data path into another table, encoding '..' into locations, racing creates for one location,
+// retrying with one key and reusing it), appends, writers that lose the race (409, leaving what they wrote), writers that
 // lose it and retry (their staged files then committed), commits interrupted before the swap
 // and settled as abandoned, files nobody recorded, inventory passes, walks, proposals approved
 // and executed, and clock jumps. After every step, every file any retained snapshot references
@@ -48,8 +51,8 @@ func TestServedSafetySimulation(t *testing.T) {
 				return
 			}
 		}
-		t.Logf("served-table simulation: %d schedules, %d steps: %d commits rejected, %d retried after a 409, %d interrupted and abandoned, %d inventory passes confirming %d files, %d walks, %d files deleted; no live file deleted",
-			*servedSchedules, st.steps, st.rejected, st.retried, st.abandoned, st.inventory, st.invConfirmed, st.walks, st.deleted)
+		t.Logf("served-table simulation: %d schedules, %d steps: %d commits rejected, %d retried after a 409, %d interrupted and abandoned, %d hostile requests refused, %d inventory passes confirming %d files, %d walks, %d files deleted; no live file deleted",
+			*servedSchedules, st.steps, st.rejected, st.retried, st.abandoned, st.hostile, st.inventory, st.invConfirmed, st.walks, st.deleted)
 		if *servedSchedules >= 2 && (st.deleted == 0 || st.invConfirmed == 0) {
 			t.Fatal("the simulation never deleted a leftover the inventory settled: it tests nothing")
 		}
@@ -57,7 +60,7 @@ func TestServedSafetySimulation(t *testing.T) {
 }
 
 type servedStats struct {
-	steps, rejected, retried, abandoned, inventory, walks, deleted int
+	steps, rejected, retried, abandoned, hostile, inventory, walks, deleted int
 	invConfirmed                                                   int64
 }
 
@@ -67,6 +70,8 @@ type servedSim struct {
 	s     *server
 	clock *shiftClock
 	crash *atomic.Bool
+	// neighbor is another live table the hostile committer aims at; it must stay whole.
+	neighbor *table.Table
 }
 
 func newServedSim(t *testing.T, db *storage.DB) *servedSim {
@@ -83,6 +88,7 @@ func newServedSim(t *testing.T, db *storage.DB) *servedSim {
 	if err := sim.s.App.Lineage.Open(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	sim.neighbor = sim.s.append(t, create(t, sim.s.client(t), "sim", "neighbor"), 0, 3)
 	return sim
 }
 
@@ -99,6 +105,7 @@ type servedRun struct {
 	crash       *atomic.Bool
 	cat         icecat.Catalog
 	ident       table.Identifier
+	neighbor    *table.Table
 	tbl         *table.Table
 	id          uuid.UUID
 	rows        int64        // rows committed: what the table must read back
@@ -111,7 +118,7 @@ func (sim *servedSim) run(t *testing.T, seed, sched uint64, steps int, st *serve
 	r := sim.newRun(t, seed, sched, st)
 	for step := range steps {
 		st.steps++
-		if !r.do(r.rng.IntN(10), step) {
+		if !r.do(r.rng.IntN(11), step) {
 			continue // the step did nothing, and is not checked
 		}
 		r.check()
@@ -122,7 +129,7 @@ func (sim *servedSim) run(t *testing.T, seed, sched uint64, steps int, st *serve
 func (sim *servedSim) newRun(t *testing.T, seed, sched uint64, st *servedStats) *servedRun {
 	r := &servedRun{t: t, ctx: context.Background(), seed: seed, sched: sched, st: st}
 	r.rng = rand.New(rand.NewPCG(seed, sched))
-	r.s, r.clock, r.crash = sim.s, sim.clock, sim.crash
+	r.s, r.clock, r.crash, r.neighbor = sim.s, sim.clock, sim.crash, sim.neighbor
 	r.cat = r.s.client(t)
 	name := fmt.Sprintf("t%d", sched)
 	r.ident = table.Identifier{"sim", name}
@@ -197,6 +204,8 @@ func (r *servedRun) do(op, step int) bool {
 		r.log = append(r.log, "walk")
 	case 7: // the bot proposes, a person approves, the executor deletes
 		r.cleanUp()
+	case 10: // a hostile committer with a write token
+		r.hostile(step)
 	default: // time passes
 		d := time.Duration(1+r.rng.IntN(40)) * time.Hour
 		r.clock.Add(d)
@@ -294,5 +303,108 @@ func (r *servedRun) check() {
 	}
 	if n, err := r.s.lake.Intact(loaded); err != nil || n != r.rows {
 		r.fail("the table reads %d rows (%v), want %d", n, err, r.rows)
+	}
+	nb, err := r.cat.LoadTable(r.ctx, r.neighbor.Identifier())
+	if err != nil {
+		r.fail("load the neighbor: %v", err)
+	}
+	if err := r.s.lake.Missing(nb); err != nil {
+		r.fail("a file the neighbor references is gone: %v", err)
+	}
+	if n, err := r.s.lake.Intact(nb); err != nil || n != 3 {
+		r.fail("the neighbor reads %d rows (%v), want 3", n, err)
+	}
+}
+
+// hostile is one request of a committer with a write token that aims at the neighbor table or
+// out of the warehouse. Each must be refused (or, for a retried key, apply once), and change
+// nothing: check then reads both tables whole.
+func (r *servedRun) hostile(step int) {
+	s, nb := r.s, r.neighbor
+	path := "/iceberg/v1/main/namespaces/sim/tables/" + r.ident[1]
+	cur := r.tbl.CurrentSnapshot()
+	send := func(method, p, body string, header map[string]string) (int, string) {
+		return s.doWith(r.t, method, p, s.Writer, body, header, nil)
+	}
+	want := func(what string, code int, body string, ok ...int) {
+		for _, c := range ok {
+			if code == c {
+				r.st.hostile++
+				r.log = append(r.log, "hostile:"+what)
+				return
+			}
+		}
+		r.fail("hostile %s: answered %d, want one of %v: %.300s", what, code, ok, body)
+	}
+	props := func(k, v string) string {
+		return fmt.Sprintf(`{"requirements":[],"updates":[{"action":"set-properties","updates":{%q:%q}}]}`, k, v)
+	}
+	switch r.rng.IntN(6) {
+	case 0: // another table's manifest list as a new snapshot's
+		if cur == nil {
+			return
+		}
+		body := fmt.Sprintf(`{"requirements":[],"updates":[{"action":"add-snapshot","snapshot":{"snapshot-id":%d,"parent-snapshot-id":%d,"sequence-number":%d,"timestamp-ms":%d,"manifest-list":%q,"summary":{"operation":"append"},"schema-id":0}},{"action":"set-snapshot-ref","ref-name":"main","type":"branch","snapshot-id":%d}]}`,
+			cur.SnapshotID+int64(step)+1, cur.SnapshotID, r.tbl.Metadata().LastSequenceNumber()+1, time.Now().UnixMilli(), nb.CurrentSnapshot().ManifestList, cur.SnapshotID+int64(step)+1)
+		code, text := send("POST", path, body, nil)
+		want("foreign-manifest-list", code, text, 400)
+	case 1: // statistics naming another table's metadata file
+		if cur == nil {
+			return
+		}
+		body := fmt.Sprintf(`{"requirements":[],"updates":[{"action":"set-statistics","snapshot-id":%d,"statistics":{"snapshot-id":%d,"statistics-path":%q,"file-size-in-bytes":10,"file-footer-size-in-bytes":4,"blob-metadata":[]}}]}`, cur.SnapshotID, cur.SnapshotID, nb.MetadataLocation())
+		code, text := send("POST", path, body, nil)
+		want("foreign-statistics", code, text, 400)
+	case 2: // the data path into the neighbor
+		code, text := send("POST", path, props("write.data.path", nb.Location()+"/data"), nil)
+		want("data-path", code, text, 400)
+	case 3: // an encoded '..' climbing out of the warehouse
+		code, text := send("POST", path, `{"requirements":[],"updates":[{"action":"set-location","location":"file:`+s.Warehouse+`/%2e%2e/escape"}]}`, nil)
+		want("encoded-dots", code, text, 400)
+	case 4: // two creates racing for the neighbor's location, and two for a fresh one
+		schema := `{"type":"struct","schema-id":0,"fields":[{"id":1,"name":"id","type":"long","required":true}]}`
+		fresh := fmt.Sprintf("file://%s/sim/raced-%d-%d", s.Warehouse, r.sched, step)
+		for _, loc := range []string{nb.Location(), fresh} {
+			codes := make([]int, 2)
+			done := make(chan struct{})
+			for i := range 2 {
+				go func() {
+					codes[i], _ = send("POST", "/iceberg/v1/main/namespaces/sim/tables", fmt.Sprintf(`{"name":"raced-%d-%d-%d-%d","location":%q,"schema":%s}`, r.sched, step, i, len(loc), loc, schema), nil)
+					done <- struct{}{}
+				}()
+			}
+			<-done
+			<-done
+			won := btoi(codes[0] == 200) + btoi(codes[1] == 200)
+			if (loc == fresh && won != 1) || (loc != fresh && won != 0) {
+				r.fail("hostile racing creates at %s answered %v", loc, codes)
+			}
+		}
+		r.st.hostile++
+		r.log = append(r.log, "hostile:racing-creates")
+	default: // one key retried three times at once, then reused to drop the neighbor
+		key := uuid.NewString()
+		body := props("touched", fmt.Sprint(step))
+		codes := make([]int, 3)
+		done := make(chan struct{})
+		for i := range 3 {
+			go func() {
+				codes[i], _ = send("POST", path, body, map[string]string{"Idempotency-Key": key})
+				done <- struct{}{}
+			}()
+		}
+		for range 3 {
+			<-done
+		}
+		n, err := s.App.Store.Client.IcebergCommit.Query().Where(icebergcommit.IdempotencyKey(key)).Count(r.ctx)
+		if err != nil || n != 1 || codes[0] != 200 || codes[1] != 200 || codes[2] != 200 {
+			r.fail("hostile retries with one key: answers %v, %d commit rows (%v)", codes, n, err)
+		}
+		code, text := send("DELETE", "/iceberg/v1/main/namespaces/sim/tables/neighbor", "", map[string]string{"Idempotency-Key": key})
+		want("key-reuse", code, text, 422)
+		var err2 error
+		if r.tbl, err2 = r.cat.LoadTable(r.ctx, r.ident); err2 != nil {
+			r.fail("load: %v", err2)
+		}
 	}
 }
