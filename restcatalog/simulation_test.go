@@ -61,7 +61,7 @@ func TestServedSafetySimulation(t *testing.T) {
 
 type servedStats struct {
 	steps, rejected, retried, abandoned, hostile, inventory, walks, deleted int
-	invConfirmed                                                   int64
+	invConfirmed                                                            int64
 }
 
 // servedSim is one Tidemark the schedules share (each writes a table of its own), with a
