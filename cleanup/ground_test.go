@@ -1,8 +1,10 @@
 package cleanup_test
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -134,4 +136,81 @@ func assetOf(t *testing.T, e *env, name string) uuid.UUID {
 	}
 	t.Fatalf("no table %s", name)
 	return uuid.Nil
+}
+
+// TestCrashMidRetirementFiles: a retirement killed in the middle of its file step, at every
+// point, has deleted a prefix of metadata first: while any metadata file is left, every manifest
+// list, manifest and data file is too; while a manifest list is left, every manifest and data
+// file. The rerun deletes the rest.
+func TestCrashMidRetirementFiles(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		for crashAt := 1; ; crashAt++ {
+			calls := 0
+			e := newEnv(t, db, cleanup.WithFault(func(point string) error {
+				if point == "orphan_file" {
+					if calls++; calls == crashAt {
+						return errors.New("killed")
+					}
+				}
+				return nil
+			}))
+			files := retireToFileStep(t, e)
+			if crashAt > len(files) {
+				return
+			}
+			if _, err := e.svc.Execute(e.ctx, uuid.Nil, nil); err == nil || !strings.Contains(err.Error(), "injected crash") {
+				t.Fatalf("crash at file %d: %v", crashAt, err)
+			}
+			left := e.lake.DiskFiles()
+			if len(left) != len(files)-(crashAt-1) {
+				t.Fatalf("crash at file %d: %d of %d files left", crashAt, len(left), len(files))
+			}
+			rank := func(p string) int {
+				switch base := filepath.Base(p); {
+				case strings.HasSuffix(base, ".metadata.json"):
+					return 0
+				case strings.HasPrefix(base, "snap-"):
+					return 1
+				case strings.HasSuffix(base, ".avro"):
+					return 2
+				}
+				return 3
+			}
+			lowest := 4
+			for _, p := range left {
+				lowest = min(lowest, rank(p))
+			}
+			for _, p := range files {
+				if rank(p) > lowest && !slices.Contains(left, p) {
+					t.Fatalf("crash at file %d: %s is gone while a file that points to it (rank %d) is left: %v", crashAt, p, lowest, left)
+				}
+			}
+			if r, err := e.svc.Execute(e.ctx, uuid.Nil, nil); err != nil || r.Executed != 1 {
+				t.Fatalf("rerun after a crash at file %d: %+v %v", crashAt, r, err)
+			}
+			if left := e.lake.DiskFiles(); len(left) != 0 {
+				t.Fatalf("rerun after a crash at file %d left %v", crashAt, left)
+			}
+		}
+	})
+}
+
+// retireToFileStep approves the retirement of the unused table and runs it up to its file step
+// (the metadata step, then the grace period); it returns the files on disk.
+func retireToFileStep(t *testing.T, e *env) []string {
+	t.Helper()
+	e.clock.Add(100 * 24 * time.Hour)
+	e.propose()
+	ps := e.proposals(cleanup.KindUnusedAsset, "open")
+	if len(ps) != 1 {
+		t.Fatalf("unused proposals: %+v", ps)
+	}
+	if _, err := e.svc.Approve(e.person("alice"), ps[0].ID, "retire it"); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := e.svc.Execute(e.ctx, uuid.Nil, nil); err != nil || r.Waiting != 1 {
+		t.Fatalf("metadata step: %+v %v", r, err)
+	}
+	e.clock.Add(8 * 24 * time.Hour)
+	return e.lake.DiskFiles()
 }
