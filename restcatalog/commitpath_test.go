@@ -1,0 +1,80 @@
+package restcatalog_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/tidemark/tidemark/ent/storage"
+	"github.com/tidemark/tidemark/ent/storage/storagetest"
+	"github.com/tidemark/tidemark/tables"
+	"github.com/tidemark/tidemark/tables/tablestest"
+)
+
+// TestAbandonedCommitNeverSwaps: a commit the settling loop marks abandoned while it waits
+// before its swap (its file is then a leftover the bot may delete) can never swap afterwards:
+// the client gets a 503, and the pointer stays.
+func TestAbandonedCommitNeverSwaps(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		var settle atomic.Bool
+		var s *server
+		s = newServer(t, db, tables.WithFaults(tables.Faults{BeforeSwap: func(ctx context.Context, _ []string) error {
+			if settle.CompareAndSwap(true, false) {
+				if n, err := s.App.Tables.ResolvePending(ctx, 0); err != nil || n != 1 {
+					return fmt.Errorf("settle: %d, %v", n, err)
+				}
+			}
+			return nil
+		}}))
+		tbl := s.append(t, create(t, s.client(t), "a", "t"), 0, 2)
+		before := tbl.MetadataLocation()
+		settle.Store(true)
+		_, err := tbl.Append(ctx, s.lake.Record(tbl, tablestest.Rows(2, 1, time.Now())), nil)
+		if err == nil || !strings.Contains(err.Error(), "settled as abandoned") {
+			t.Fatalf("a commit settled as abandoned before its swap: %v", err)
+		}
+		now, err := s.client(t).LoadTable(ctx, table.Identifier{"a", "t"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if now.MetadataLocation() != before {
+			t.Fatalf("the pointer moved to %s", now.MetadataLocation())
+		}
+	})
+}
+
+// TestUnreadableManifestList: a new snapshot whose manifest list, inside the table's location,
+// is missing or not a manifest list gets 503 (nothing committed) and the pointer stays.
+func TestUnreadableManifestList(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		s := newServer(t, db)
+		tbl := s.append(t, create(t, s.client(t), "m", "t"), 0, 2)
+		cur := tbl.CurrentSnapshot()
+		corrupt := tbl.Location() + "/metadata/snap-corrupt.avro"
+		if err := os.WriteFile(strings.TrimPrefix(corrupt, "file://"), []byte("not avro"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for i, list := range []string{tbl.Location() + "/metadata/snap-missing.avro", corrupt} {
+			id := cur.SnapshotID + int64(i) + 1
+			body := fmt.Sprintf(`{"requirements":[],"updates":[{"action":"add-snapshot","snapshot":{"snapshot-id":%d,"parent-snapshot-id":%d,"sequence-number":%d,"timestamp-ms":%d,"manifest-list":%q,"summary":{"operation":"append"},"schema-id":0}},{"action":"set-snapshot-ref","ref-name":"main","type":"branch","snapshot-id":%d}]}`,
+				id, cur.SnapshotID, tbl.Metadata().LastSequenceNumber()+1, time.Now().UnixMilli(), list, id)
+			if code, text := s.do(t, "POST", "/iceberg/v1/main/namespaces/m/tables/t", s.Writer, body, nil); code != 503 || !strings.Contains(text, "nothing was committed") {
+				t.Fatalf("manifest list %s: %d %s", list, code, text)
+			}
+		}
+		now, err := s.client(t).LoadTable(context.Background(), table.Identifier{"m", "t"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if now.MetadataLocation() != tbl.MetadataLocation() {
+			t.Fatalf("the pointer moved to %s", now.MetadataLocation())
+		}
+	})
+}
