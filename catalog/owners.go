@@ -67,10 +67,40 @@ func (c *Catalog) RemoveOwner(ctx context.Context, id uuid.UUID, expected int64,
 // already has changes nothing; an ID bound to another asset is a conflict (the catalog will not
 // silently move an identity between assets).
 func (c *Catalog) BindExternalID(ctx context.Context, id uuid.UUID, in ExternalIDInput) (Asset, error) {
+	return c.bindExternalID(ctx, id, in, false)
+}
+
+// BindOnlyExternalID binds an identity as BindExternalID does, unless the asset already holds
+// another identity of the same system (a conflict): an asset is one Iceberg table, whatever
+// races to adopt it. The check runs after the asset's row is locked, so racing binds of two
+// values cannot both succeed.
+func (c *Catalog) BindOnlyExternalID(ctx context.Context, id uuid.UUID, in ExternalIDInput) (Asset, error) {
+	return c.bindExternalID(ctx, id, in, true)
+}
+
+// UnbindExternalID removes an identity the asset holds (nothing when it does not hold it).
+func (c *Catalog) UnbindExternalID(ctx context.Context, id uuid.UUID, in ExternalIDInput) error {
+	_, err := c.mutate(ctx, id, AnyVersion, ActionBindID, true, nil, func(tx *ent.Tx, before Asset, now time.Time) (bool, error) {
+		n, err := tx.ExternalID.Delete().Where(externalid.AssetID(id), externalid.System(in.System), externalid.Value(in.Value)).Exec(ctx)
+		return n > 0, err
+	})
+	return err
+}
+
+func (c *Catalog) bindExternalID(ctx context.Context, id uuid.UUID, in ExternalIDInput, only bool) (Asset, error) {
 	if err := validateExternalID(in); err != nil {
 		return Asset{}, err
 	}
 	a, err := c.mutate(ctx, id, AnyVersion, ActionBindID, false, nil, func(tx *ent.Tx, before Asset, now time.Time) (bool, error) {
+		if only {
+			other, err := tx.ExternalID.Query().Where(externalid.AssetID(id), externalid.System(in.System), externalid.ValueNEQ(in.Value)).First(ctx)
+			if err == nil {
+				return false, conflict("asset %s is already bound to %s:%s", id, in.System, other.Value)
+			}
+			if !ent.IsNotFound(err) {
+				return false, fmt.Errorf("catalog: look up external ids: %w", err)
+			}
+		}
 		row, err := tx.ExternalID.Query().Where(externalid.System(in.System), externalid.Value(in.Value)).Only(ctx)
 		switch {
 		case err == nil && row.AssetID == id:

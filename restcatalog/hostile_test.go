@@ -14,6 +14,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/ent/storage"
 	"github.com/tidemark/tidemark/ent/storage/storagetest"
 )
@@ -236,4 +237,54 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// TestRacingAdoption: eight creates of one name race to adopt the asset lineage created under
+// that name before: one wins, and the asset is bound to exactly its table-uuid (before, racing
+// creates bound 3-8 table-uuids to it on PostgreSQL).
+func TestRacingAdoption(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		s := newServer(t, db)
+		create(t, s.client(t), "ad", "seed")
+		res, err := s.App.Catalog.Create(ctx, catalog.CreateInput{Kind: catalog.KindTable, Namespace: "iceberg://main", Name: "ad.t"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		schema := `{"type":"struct","schema-id":0,"fields":[{"id":1,"name":"id","type":"long","required":true}]}`
+		codes := make([]int, 8)
+		var wg sync.WaitGroup
+		for i := range codes {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				codes[i], _ = s.do(t, "POST", "/iceberg/v1/main/namespaces/ad/tables", s.Writer, `{"name":"t","schema":`+schema+`}`, nil)
+			}()
+		}
+		wg.Wait()
+		won := 0
+		for _, c := range codes {
+			won += btoi(c == 200)
+		}
+		if won != 1 {
+			t.Fatalf("racing creates answered %v: exactly one may create the table", codes)
+		}
+		tbl, err := s.client(t).LoadTable(ctx, table.Identifier{"ad", "t"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := s.App.Catalog.Get(ctx, res.Asset.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var bound []string
+		for _, x := range a.ExternalIDs {
+			if x.System == catalog.SystemIcebergTable {
+				bound = append(bound, x.Value)
+			}
+		}
+		if len(bound) != 1 || bound[0] != tbl.Metadata().TableUUID().String() {
+			t.Fatalf("the adopted asset is bound to table-uuids %v, want only the winner's %s", bound, tbl.Metadata().TableUUID())
+		}
+	})
 }

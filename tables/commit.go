@@ -75,6 +75,7 @@ type plan struct {
 	files   []inventoryFile   // what the new snapshots added and removed
 	assetID uuid.UUID         // for a create or register
 	created bool              // the asset was created by this commit (deleted again if it fails)
+	adopted bool              // the table-uuid was bound to an existing asset by this commit (unbound if it fails)
 	commit  uuid.UUID         // its commit row
 	noop    bool              // the updates changed nothing
 	ground  *ground           // where its files may be
@@ -415,10 +416,11 @@ func (s *Service) prepare(ctx context.Context, w Warehouse, plans []*plan) error
 			if p.adopt != nil {
 				p.assetID = p.adopt.ID
 			}
-			id, created, err := s.servedAsset(ctx, w, p.ident, p.updated)
+			id, created, adopted, err := s.servedAsset(ctx, w, p.ident, p.updated)
 			if err != nil {
 				return err
 			}
+			p.adopted = adopted
 			if p.adopt != nil && id != p.adopt.ID {
 				return serveErr(ErrAlreadyExists, "table-uuid %s is bound to asset %s but its table row to %s", p.updated.TableUUID(), id, p.adopt.ID)
 			}
@@ -672,6 +674,12 @@ func (s *Service) undoAssets(ctx context.Context, plans []*plan) {
 		if p.created {
 			if _, err := s.cat.Delete(context.WithoutCancel(ctx), p.assetID, catalog.AnyVersion); err != nil {
 				s.log.Warn("could not delete the asset of a failed create", "asset_id", p.assetID, "err", err)
+			}
+		}
+		if p.adopted {
+			in := catalog.ExternalIDInput{System: catalog.SystemIcebergTable, Value: p.updated.TableUUID().String()}
+			if err := s.cat.UnbindExternalID(context.WithoutCancel(ctx), p.assetID, in); err != nil {
+				s.log.Warn("could not unbind the table-uuid of a failed create from the asset it adopted", "asset_id", p.assetID, "err", err)
 			}
 		}
 	}

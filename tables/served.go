@@ -479,46 +479,51 @@ func (s *Service) dropServedRow(ctx context.Context, row *ent.IcebergTable, purg
 }
 
 // servedAsset finds or creates the asset for a table about to be served: the one bound to its
-// table-uuid, else a live asset of the same name with no table, else a new one.
-func (s *Service) servedAsset(ctx context.Context, w Warehouse, id TableIdent, meta table.Metadata) (uuid.UUID, bool, error) {
+// table-uuid, else a live asset of the same name with no table (adopted: its table-uuid is bound
+// to it now, and unbound again if the commit fails), else a new one.
+func (s *Service) servedAsset(ctx context.Context, w Warehouse, id TableIdent, meta table.Metadata) (asset uuid.UUID, created, adopted bool, err error) {
 	tuuid := meta.TableUUID().String()
 	ref, ok, err := s.cat.LookupExternal(ctx, catalog.SystemIcebergTable, tuuid)
 	if err != nil {
-		return uuid.Nil, false, err
+		return uuid.Nil, false, false, err
 	}
 	if ok {
 		a, err := s.cat.Get(ctx, ref.ID)
 		if err != nil {
-			return uuid.Nil, false, err
+			return uuid.Nil, false, false, err
 		}
 		if a.Status == catalog.StatusDeleted {
 			if _, err := s.cat.Restore(ctx, a.ID, catalog.AnyVersion); err != nil && !errors.Is(err, catalog.ErrNameTaken) {
-				return uuid.Nil, false, err
+				return uuid.Nil, false, false, err
 			}
 		}
 		if a.Namespace != w.Namespace || a.Name != id.String() {
 			if _, err := s.cat.Rename(ctx, a.ID, catalog.AnyVersion, w.Namespace, id.String()); err != nil {
-				return uuid.Nil, false, err
+				return uuid.Nil, false, false, err
 			}
 		}
-		return a.ID, false, nil
+		return a.ID, false, false, nil
 	}
 	aid, err := s.adoptable(ctx, w.Namespace, id.String())
 	if err != nil {
-		return uuid.Nil, false, err
+		return uuid.Nil, false, false, err
 	}
 	uuidID := catalog.ExternalIDInput{System: catalog.SystemIcebergTable, Value: tuuid}
 	if aid != uuid.Nil {
-		if _, err := s.cat.BindExternalID(ctx, aid, uuidID); err != nil {
-			return uuid.Nil, false, err
+		// Only if nobody bound it meanwhile: racing creates of one name adopt it once.
+		if _, err := s.cat.BindOnlyExternalID(ctx, aid, uuidID); err != nil {
+			if errors.Is(err, catalog.ErrConflict) {
+				return uuid.Nil, false, false, serveErr(ErrAlreadyExists, "table %s is being created by another request (asset %s was adopted by it)", id, aid)
+			}
+			return uuid.Nil, false, false, err
 		}
-		return aid, false, nil
+		return aid, false, true, nil
 	}
 	res, err := s.cat.Create(ctx, catalog.CreateInput{Kind: catalog.KindTable, Namespace: w.Namespace, Name: id.String(), ExternalIDs: []catalog.ExternalIDInput{uuidID}})
 	if err != nil {
-		return uuid.Nil, false, err
+		return uuid.Nil, false, false, err
 	}
-	return res.Asset.ID, true, nil
+	return res.Asset.ID, true, false, nil
 }
 
 // abandonedFiles is what an abandoned commit's snapshots wrote (read from the metadata file it
