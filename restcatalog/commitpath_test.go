@@ -11,6 +11,8 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/tidemark/tidemark/ent/icebergcommit"
+	"github.com/tidemark/tidemark/ent/iceberginventoryfile"
 	"github.com/tidemark/tidemark/ent/storage"
 	"github.com/tidemark/tidemark/ent/storage/storagetest"
 	"github.com/tidemark/tidemark/tables"
@@ -75,6 +77,48 @@ func TestUnreadableManifestList(t *testing.T) {
 		}
 		if now.MetadataLocation() != tbl.MetadataLocation() {
 			t.Fatalf("the pointer moved to %s", now.MetadataLocation())
+		}
+	})
+}
+
+// TestPendingFoundCommitted: a commit whose swap landed but whose bookkeeping did not (forged
+// here: its row set back to pending and its inventory rows removed) is settled as committed
+// with its files recorded as added, so the inventory's live files are the table's again.
+func TestPendingFoundCommitted(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		s := newServer(t, db)
+		tbl := s.append(t, create(t, s.client(t), "p", "t"), 0, 2)
+		tbl = s.append(t, tbl, 2, 3)
+		id := assetOf(t, s, tbl)
+		c, err := db.Client.IcebergCommit.Query().Where(icebergcommit.AssetID(id), icebergcommit.NewLocation(tbl.MetadataLocation())).Only(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before, err := db.Client.IcebergInventoryFile.Query().Where(iceberginventoryfile.CommitID(c.ID)).Count(ctx)
+		if err != nil || before < 3 {
+			t.Fatalf("the commit recorded %d files (%v)", before, err)
+		}
+		if _, err := db.Client.IcebergInventoryFile.Delete().Where(iceberginventoryfile.CommitID(c.ID)).Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Client.IcebergCommit.UpdateOneID(c.ID).SetState("pending").ClearFinishedAt().Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := s.App.Tables.ResolvePending(ctx, 0); err != nil || n != 1 {
+			t.Fatalf("settled %d (%v)", n, err)
+		}
+		got, err := db.Client.IcebergCommit.Get(ctx, c.ID)
+		if err != nil || got.State != "committed" {
+			t.Fatalf("state %v (%v)", got, err)
+		}
+		after, err := db.Client.IcebergInventoryFile.Query().Where(iceberginventoryfile.CommitID(c.ID), iceberginventoryfile.Change("added")).Count(ctx)
+		if err != nil || after != before {
+			t.Fatalf("the settled commit recorded %d added files, its swap had recorded %d (%v)", after, before, err)
+		}
+		live, ok, err := s.App.Tables.LiveFromInventory(ctx, id, tbl.Metadata(), tbl.CurrentSnapshot().SnapshotID)
+		if err != nil || !ok || len(live) != len(s.lake.Files(tbl, *tbl.CurrentSnapshot())) {
+			t.Fatalf("live from the inventory: %d files, ok %v (%v); the table has %d", len(live), ok, err, len(s.lake.Files(tbl, *tbl.CurrentSnapshot())))
 		}
 	})
 }

@@ -560,6 +560,34 @@ func (s *Service) abandonedFiles(ctx context.Context, c *ent.IcebergCommit) []in
 	return out
 }
 
+// committedFiles is what a commit found committed after the process stopped added: its
+// metadata file, and what its new snapshots wrote (read from its metadata files).
+func (s *Service) committedFiles(ctx context.Context, c *ent.IcebergCommit) []inventoryFile {
+	out := []inventoryFile{{path: c.NewLocation, kind: kindMetadata, change: changeAdded}}
+	w, err := s.warehouse(c.Warehouse)
+	if err != nil || c.Kind == "register" {
+		return out
+	}
+	p := &plan{kind: c.Kind}
+	if p.updated, err = s.readMetadata(ctx, w, c.NewLocation); err != nil {
+		s.log.Warn("a commit found committed: its metadata could not be read for the inventory", "commit_id", c.ID, "err", err)
+		return out
+	}
+	if c.BaseLocation != "" {
+		if p.base, err = s.readMetadata(ctx, w, c.BaseLocation); err != nil {
+			return out
+		}
+	}
+	if p.ground, err = s.groundOf(ctx, s.db, p.updated.Location(), c.AssetID); err != nil {
+		return out
+	}
+	if err := s.readAdded(ctx, w, p); err != nil {
+		s.log.Warn("a commit found committed: its files could not be read for the inventory", "commit_id", c.ID, "err", err)
+		return out
+	}
+	return append(out, p.files...)
+}
+
 // ResolvePending settles commits left pending longer than olderThan (the process stopped
 // between writing a metadata file and swapping the pointer, or the store failed during the
 // swap): a pointer that moved to the commit's file means committed, otherwise the swap can no
@@ -581,8 +609,13 @@ func (s *Service) ResolvePending(ctx context.Context, olderThan time.Duration) (
 			state, reason = stateCommitted, "found committed after the process stopped"
 		}
 		var staged []inventoryFile
-		if state == stateAbandoned && c.NewLocation != "" && c.Kind != "register" {
+		switch {
+		case state == stateAbandoned && c.NewLocation != "" && c.Kind != "register":
 			staged = append([]inventoryFile{{path: c.NewLocation, kind: kindMetadata, change: changeStaged}}, s.abandonedFiles(ctx, c)...)
+		case state == stateCommitted:
+			// What the commit added, as its swap would have recorded it: the inventory's live
+			// files must stay the table's.
+			staged = s.committedFiles(ctx, c)
 		}
 		now := s.clock()
 		err = s.tx(ctx, func(tx *ent.Tx) error {
