@@ -214,3 +214,31 @@ func retireToFileStep(t *testing.T, e *env) []string {
 	e.clock.Add(8 * 24 * time.Hour)
 	return e.lake.DiskFiles()
 }
+
+// TestRefCheckMissingThenPresent: a file missing at a reference check's first look and back
+// by its second (a slow copy, a storage hiccup) is not a dangling reference.
+func TestRefCheckMissingThenPresent(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		e := newEnv(t, db)
+		victim := strings.TrimPrefix(liveFiles(t, e, e.tbl.CurrentSnapshot())[0], "file://")
+		for back := 200 * time.Millisecond; ; back *= 2 {
+			must(t, os.Rename(victim, victim+".away"))
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				time.Sleep(back)
+				must(t, os.Rename(victim+".away", victim))
+			}()
+			r, err := e.svc.CheckRefs(e.ctx, e.id, cleanup.RefCheckOptions{RecheckDelay: 10 * back, Fresh: true})
+			<-done
+			must(t, err)
+			if r.MissingFirst == 0 && back < 10*time.Second {
+				continue // the first look came after the file was back: try again, slower
+			}
+			if r.MissingFirst != 1 || r.DanglingCount != 0 || !r.Rechecked {
+				t.Fatalf("missing at the first look, present at the second: %d missing first, %d dangling, rechecked %v", r.MissingFirst, r.DanglingCount, r.Rechecked)
+			}
+			return
+		}
+	})
+}
