@@ -2,7 +2,7 @@ package restcatalog_test
 
 import (
 	"context"
-		"testing"
+	"testing"
 	"time"
 
 	"github.com/google/uuid"
