@@ -613,6 +613,11 @@ var (
 				Unique:  false,
 				Columns: []*schema.Column{TidemarkIcebergInventoryColumns[1], TidemarkIcebergInventoryColumns[4]},
 			},
+			{
+				Name:    "iceberginventoryfile_asset_id_change",
+				Unique:  false,
+				Columns: []*schema.Column{TidemarkIcebergInventoryColumns[1], TidemarkIcebergInventoryColumns[6]},
+			},
 		},
 	}
 	// IcebergManifestsColumns holds the columns for the "iceberg_manifests" table.

@@ -208,5 +208,7 @@ func (IcebergInventoryFile) Indexes() []ent.Index {
 		index.Fields("commit_id"),
 		// The cleanup bot settles a listed or staged path by it.
 		index.Fields("asset_id", "path"),
+		// An inventory pass reads a table's staged rows only, not its whole inventory.
+		index.Fields("asset_id", "change"),
 	}
 }
