@@ -198,6 +198,9 @@ func TestBadInput(t *testing.T) {
 			{"NoSuchNamespace", "GET", "/iceberg/v1/main/namespaces/zz/tables", s.Token, "", 404, "NoSuchNamespaceException", "zz"},
 			{"NoSuchEndpoint", "GET", "/iceberg/v1/main/views", s.Token, "", 404, "NoSuchEndpointException", "config"},
 			{"ControlCharacterInName", "POST", "/iceberg/v1/main/namespaces", s.Token, `{"namespace":["a\u0007b"]}`, 400, "BadRequestException", "control character"},
+			// ["p","q"]/r, ["p"]/"q.r" and ["p.q"]/r would be one asset name.
+			{"DotInNamespaceLevel", "POST", "/iceberg/v1/main/namespaces", s.Token, `{"namespace":["p.q"]}`, 400, "BadRequestException", "holds a '.'"},
+			{"DotInTableName", "POST", "/iceberg/v1/main/namespaces/b/tables", s.Token, `{"name":"q.r","schema":{"type":"struct","schema-id":0,"fields":[{"id":1,"name":"id","type":"long","required":true}]}}`, 400, "BadRequestException", "holds a '.'"},
 			{"OverlappingLocation", "POST", "/iceberg/v1/main/namespaces/b/tables", s.Token,
 				fmt.Sprintf(`{"name":"inside","location":%q,"schema":{"type":"struct","schema-id":0,"fields":[{"id":1,"name":"id","type":"long","required":true}]}}`, tbl.Location()+"/data/nested"),
 				409, "AlreadyExistsException", "overlaps"},
