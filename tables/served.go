@@ -191,19 +191,13 @@ func (s *Service) CreateServed(ctx context.Context, wh string, in CreateServedIn
 	if in.Stage {
 		opt.IdempotencyKey = "" // nothing is committed: nothing to replay
 	}
-	cl, err := s.claimKey(ctx, wh, opt)
-	if err != nil {
-		return ServedTable{}, err
-	}
-	if cl.replaying() {
-		out, err := s.replayCommits(ctx, w, cl.rows)
+	if first, err := s.claimServed(ctx, w, &opt); err != nil || first != nil {
 		if err != nil {
 			return ServedTable{}, err
 		}
-		return out[0], nil
+		return *first, nil
 	}
-	defer cl.release(ctx)
-	opt.claim = cl
+	defer opt.claim.release(ctx)
 	if _, err := s.namespaceRow(ctx, s.db, wh, in.Ident.Namespace); err != nil {
 		return ServedTable{}, err
 	}
@@ -240,6 +234,24 @@ func (s *Service) CreateServed(ctx context.Context, wh string, in CreateServedIn
 		return ServedTable{}, err
 	}
 	return out[0], nil
+}
+
+// claimServed claims the key of a create or register (see claimKey); a replay returns the first
+// request's outcome.
+func (s *Service) claimServed(ctx context.Context, w Warehouse, opt *CommitOptions) (*ServedTable, error) {
+	cl, err := s.claimKey(ctx, w.Name, *opt)
+	if err != nil {
+		return nil, err
+	}
+	if cl.replaying() {
+		out, err := s.replayCommits(ctx, w, cl.rows)
+		if err != nil {
+			return nil, err
+		}
+		return &out[0], nil
+	}
+	opt.claim = cl
+	return nil, nil
 }
 
 // defaultLocation is a location no other table can have: the table-uuid is in it.
@@ -307,19 +319,13 @@ func (s *Service) RegisterServed(ctx context.Context, wh string, id TableIdent, 
 	if err := CheckLocation(metadataLocation); err != nil {
 		return ServedTable{}, invalid("metadata-location", "metadata location %v", err)
 	}
-	cl, err := s.claimKey(ctx, wh, opt)
-	if err != nil {
-		return ServedTable{}, err
-	}
-	if cl.replaying() {
-		out, err := s.replayCommits(ctx, w, cl.rows)
+	if first, err := s.claimServed(ctx, w, &opt); err != nil || first != nil {
 		if err != nil {
 			return ServedTable{}, err
 		}
-		return out[0], nil
+		return *first, nil
 	}
-	defer cl.release(ctx)
-	opt.claim = cl
+	defer opt.claim.release(ctx)
 	if err := s.roots.check(metadataLocation); err != nil || !underDir(metadataLocation, w.Location) {
 		return ServedTable{}, invalid("metadata-location", "metadata location %s is not under warehouse %s's location %s", metadataLocation, w.Name, w.Location)
 	}
