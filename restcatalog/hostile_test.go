@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -285,6 +286,36 @@ func TestRacingAdoption(t *testing.T) {
 		}
 		if len(bound) != 1 || bound[0] != tbl.Metadata().TableUUID().String() {
 			t.Fatalf("the adopted asset is bound to table-uuids %v, want only the winner's %s", bound, tbl.Metadata().TableUUID())
+		}
+	})
+}
+
+// TestRegisterFIFO: a register naming a FIFO inside the warehouse is refused at once (it is not
+// a regular file); before, the open waited for a writer and pinned a thread.
+func TestRegisterFIFO(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		s := newServer(t, db)
+		create(t, s.client(t), "f", "seed")
+		fifo := filepath.Join(s.Warehouse, "f", "pipe.metadata.json")
+		if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		var code int
+		var body string
+		go func() {
+			defer close(done)
+			code, body = s.do(t, "POST", "/iceberg/v1/main/namespaces/f/register", s.Token, `{"name":"p","metadata-location":"file://`+fifo+`"}`, nil)
+		}()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			w, _ := os.OpenFile(fifo, os.O_WRONLY, 0) // unblock the server so the test can end
+			w.Close()
+			t.Fatal("a register of a FIFO is still waiting after 30 s")
+		}
+		if code != 400 || !strings.Contains(body, "not a regular file") {
+			t.Fatalf("register of a FIFO: %d %s", code, body)
 		}
 	})
 }
