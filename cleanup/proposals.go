@@ -619,7 +619,11 @@ func (s *Service) expiryFiles(ctx context.Context, asset uuid.UUID, expire []int
 	if err != nil {
 		return nil, err
 	}
-	gone := func(id int64) bool { return slices.Contains(expire, id) }
+	expiring := map[int64]bool{}
+	for _, id := range expire {
+		expiring[id] = true
+	}
+	gone := func(id int64) bool { return expiring[id] }
 	keep, err := s.referencesOf(ctx, l, gone)
 	if err != nil {
 		return nil, err
