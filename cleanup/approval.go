@@ -35,20 +35,25 @@ func (s *Service) StopWindow() time.Duration { return s.stopWindow }
 type Approval struct {
 	Note string
 	// Files and Bytes are the count and total size of the files the person was shown. A
-	// proposal that lists its files before approval (orphan_files) is approved only when both
-	// are given and match its list exactly.
+	// proposal whose file list is what it deletes (orphan_files, and expire_snapshots that list
+	// their files) is approved only when both are given and match its list exactly.
 	Files, Bytes *int64
 }
 
 // ApproveConfirmed approves an open proposal as Approve does, after checking the confirmation:
-// for an orphan_files proposal the approver must name its exact file count and bytes. The
-// approved proposal waits the stop window (its due_at) before the executor may start it.
+// for a proposal that lists the files it deletes (ConfirmsFiles) the approver must name its
+// exact file count and bytes. The approved proposal waits the stop window (its due_at) before
+// the executor may start it.
 func (s *Service) ApproveConfirmed(ctx context.Context, id uuid.UUID, a Approval) (Proposal, error) {
 	r, err := s.row(ctx, id)
 	if err != nil {
 		return Proposal{}, err
 	}
-	if r.Kind == proposal.KindOrphanFiles {
+	p, err := toProposal(r)
+	if err != nil {
+		return Proposal{}, err
+	}
+	if p.ConfirmsFiles() {
 		files, bytes, err := s.fileTotals(ctx, id)
 		if err != nil {
 			return Proposal{}, err
@@ -65,6 +70,13 @@ func (s *Service) ApproveConfirmed(ctx context.Context, id uuid.UUID, a Approval
 		}
 	}
 	return s.decide(ctx, id, proposal.StateApproved, a.Note)
+}
+
+// ConfirmsFiles says whether approving the proposal needs its file count and bytes confirmed:
+// its file list is exactly what it deletes (orphan_files, and expire_snapshots that list their
+// files; an expiry opened before lists existed finds its files at execution).
+func (p Proposal) ConfirmsFiles() bool {
+	return p.Kind == KindOrphanFiles || (p.Kind == KindExpireSnapshots && p.Evidence.FileList)
 }
 
 // fileTotals counts a proposal's listed files and their bytes.
@@ -145,8 +157,9 @@ type FileFilter struct {
 	Limit int
 }
 
-// ProposalFiles lists a proposal's files (the exact list an orphan_files approval covers, or the
-// files an executing expiry or retirement planned), with their journal outcome.
+// ProposalFiles lists a proposal's files (the exact list an orphan_files or expire_snapshots
+// approval covers, or the files an executing retirement, or an expiry opened before lists
+// existed, planned), with their journal outcome.
 func (s *Service) ProposalFiles(ctx context.Context, id uuid.UUID, f FileFilter) ([]ProposalFile, error) {
 	if _, err := s.row(ctx, id); err != nil {
 		return nil, err

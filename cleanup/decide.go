@@ -36,8 +36,8 @@ type Proposal struct {
 	Outcome    json.RawMessage `json:"outcome,omitempty"`
 	Version    int64           `json:"version"`
 	Files      map[string]int  `json:"files,omitempty"` // file journal: count by state
-	// FileCount and FileBytes total the proposal's file list (what an orphan_files approval
-	// must confirm).
+	// FileCount and FileBytes total the proposal's file list (what approving a proposal that
+	// ConfirmsFiles must confirm).
 	FileCount     int64      `json:"file_count,omitempty"`
 	FileBytes     int64      `json:"file_bytes,omitempty"`
 	Steps         []Step     `json:"steps,omitempty"`

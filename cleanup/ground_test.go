@@ -21,70 +21,95 @@ import (
 // TestExpiryStaysOnItsOwnGround is issue 42's first reproduction, at the executor: a table
 // whose expired snapshots name another live table's data file and a file outside every table's
 // location. An approved expiry deletes neither (the other table references its file; the
-// stray file is not on the table's ground), says so, and the other table still reads.
+// stray file is not on the table's ground), and the other table still reads: its proposal never
+// lists them, and one opened before proposals listed their files skips them and says why.
 func TestExpiryStaysOnItsOwnGround(t *testing.T) {
-	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
-		e := newEnv(t, db)
-		victim := e.lake.Append(e.lake.Create("db.victim", nil), tablestest.Rows(0, 3, time.Now()))
-		if rep, err := e.tables.Sync(e.ctx, nil); err != nil || rep.Added != 1 {
-			t.Fatalf("sync the victim: %+v %v", rep, err)
-		}
-		stray := filepath.Join(t.TempDir(), "stray.parquet") // under the roots, outside every table
-		must(t, os.WriteFile(stray, []byte("not the table's"), 0o644))
-		old := time.Now().Add(-200 * time.Hour)
-		must(t, os.Chtimes(stray, old, old))
-
-		// The hostile writer: a snapshot off the main branch whose manifest list is the victim's,
-		// with a statistics file outside every table. Only that snapshot references them, and it
-		// is about to expire.
-		cur := e.tbl.CurrentSnapshot()
-		schema := e.tbl.Metadata().CurrentSchema().ID
-		hostile := table.Snapshot{SnapshotID: cur.SnapshotID + 4242, ParentSnapshotID: &cur.SnapshotID,
-			SequenceNumber: e.tbl.Metadata().LastSequenceNumber() + 1, TimestampMs: time.Now().UnixMilli(),
-			ManifestList: victim.CurrentSnapshot().ManifestList, Summary: &table.Summary{Operation: table.OpAppend}, SchemaID: &schema}
-		_, _, err := e.lake.Cat.CommitTable(e.ctx, table.Identifier{"db", "events"}, nil, []table.Update{
-			table.NewAddSnapshotUpdate(&hostile),
-			table.NewSetStatisticsUpdate(table.StatisticsFile{SnapshotID: hostile.SnapshotID, StatisticsPath: stray, FileSizeInBytes: 15, BlobMetadata: []table.BlobMetadata{}}),
+	for name, unlisted := range map[string]bool{"listed": false, "unlisted": true} {
+		t.Run(name, func(t *testing.T) {
+			storagetest.ForEach(t, func(t *testing.T, db *storage.DB) { expiryOnItsOwnGround(t, db, unlisted) })
 		})
-		must(t, err)
-		e.tbl, err = e.lake.Cat.LoadTable(e.ctx, table.Identifier{"db", "events"})
-		must(t, err)
-		victimFiles := []string{victim.CurrentSnapshot().ManifestList}
-		for p := range e.lake.Files(victim, *victim.CurrentSnapshot()) {
-			victimFiles = append(victimFiles, p)
-		}
+	}
+}
 
-		ps := proposeExpiry(t, e)
-		if len(ps) != 1 {
-			t.Fatalf("want one expiry proposal, got %+v", ps)
+func expiryOnItsOwnGround(t *testing.T, db *storage.DB, unlisted bool) {
+	e := newEnv(t, db)
+	victim := e.lake.Append(e.lake.Create("db.victim", nil), tablestest.Rows(0, 3, time.Now()))
+	if rep, err := e.tables.Sync(e.ctx, nil); err != nil || rep.Added != 1 {
+		t.Fatalf("sync the victim: %+v %v", rep, err)
+	}
+	stray := filepath.Join(t.TempDir(), "stray.parquet") // under the roots, outside every table
+	must(t, os.WriteFile(stray, []byte("not the table's"), 0o644))
+	old := time.Now().Add(-200 * time.Hour)
+	must(t, os.Chtimes(stray, old, old))
+
+	// The hostile writer: a snapshot off the main branch whose manifest list is the victim's,
+	// with a statistics file outside every table. Only that snapshot references them, and it
+	// is about to expire.
+	cur := e.tbl.CurrentSnapshot()
+	schema := e.tbl.Metadata().CurrentSchema().ID
+	hostile := table.Snapshot{SnapshotID: cur.SnapshotID + 4242, ParentSnapshotID: &cur.SnapshotID,
+		SequenceNumber: e.tbl.Metadata().LastSequenceNumber() + 1, TimestampMs: time.Now().UnixMilli(),
+		ManifestList: victim.CurrentSnapshot().ManifestList, Summary: &table.Summary{Operation: table.OpAppend}, SchemaID: &schema}
+	_, _, err := e.lake.Cat.CommitTable(e.ctx, table.Identifier{"db", "events"}, nil, []table.Update{
+		table.NewAddSnapshotUpdate(&hostile),
+		table.NewSetStatisticsUpdate(table.StatisticsFile{SnapshotID: hostile.SnapshotID, StatisticsPath: stray, FileSizeInBytes: 15, BlobMetadata: []table.BlobMetadata{}}),
+	})
+	must(t, err)
+	e.tbl, err = e.lake.Cat.LoadTable(e.ctx, table.Identifier{"db", "events"})
+	must(t, err)
+	victimFiles := []string{victim.CurrentSnapshot().ManifestList}
+	for p := range e.lake.Files(victim, *victim.CurrentSnapshot()) {
+		victimFiles = append(victimFiles, p)
+	}
+
+	ps := proposeExpiry(t, e)
+	if len(ps) != 1 {
+		t.Fatalf("want one expiry proposal, got %+v", ps)
+	}
+	if unlisted {
+		stripList(t, e, db, ps[0])
+	}
+	if _, err := e.svc.Approve(e.person("alice"), ps[0].ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Add(300 * time.Hour)
+	r, err := e.svc.Execute(e.ctx, uuid.Nil, nil)
+	if err != nil || r.Executed != 1 {
+		t.Fatalf("execute: %+v %v", r, err)
+	}
+	for _, p := range append(victimFiles, stray) {
+		if !exists(strings.TrimPrefix(p, "file://")) {
+			t.Fatalf("the expiry deleted %s, which is not its table's own file", p)
 		}
-		if _, err := e.svc.Approve(e.person("alice"), ps[0].ID, ""); err != nil {
-			t.Fatal(err)
-		}
-		e.clock.Add(300 * time.Hour)
-		r, err := e.svc.Execute(e.ctx, uuid.Nil, nil)
-		if err != nil || r.Executed != 1 {
-			t.Fatalf("execute: %+v %v", r, err)
-		}
-		for _, p := range append(victimFiles, stray) {
-			if !exists(strings.TrimPrefix(p, "file://")) {
-				t.Fatalf("the expiry deleted %s, which is not its table's own file", p)
-			}
-		}
-		if n, err := e.lake.Intact(victim); err != nil || n == 0 {
-			t.Fatalf("the victim no longer reads: %d rows, %v", n, err)
-		}
+	}
+	if n, err := e.lake.Intact(victim); err != nil || n == 0 {
+		t.Fatalf("the victim no longer reads: %d rows, %v", n, err)
+	}
+	if unlisted {
 		if r.Skipped < 2 {
 			t.Fatalf("the two foreign files should be reported as skipped: %+v", r)
 		}
 		got, err := e.svc.GetProposal(e.ctx, ps[0].ID)
 		must(t, err)
-		for _, why := range []string{"not on the table's own ground"} {
-			if !strings.Contains(string(got.Outcome), why) {
-				t.Errorf("the outcome does not say %q: %s", why, got.Outcome)
-			}
+		if why := "not on the table's own ground"; !strings.Contains(string(got.Outcome), why) {
+			t.Errorf("the outcome does not say %q: %s", why, got.Outcome)
 		}
-	})
+		return
+	}
+	// Neither was ever on the proposal's file list: the approver was not asked to delete them.
+	listed, err := e.svc.ProposalFiles(e.ctx, ps[0].ID, cleanup.FileFilter{})
+	must(t, err)
+	for _, f := range listed {
+		if slices.Contains(victimFiles, f.Path) || strings.TrimPrefix(f.Path, "file://") == stray {
+			t.Fatalf("the expiry proposal lists %s, which is not its table's own file", f.Path)
+		}
+		if f.State != "deleted" {
+			t.Errorf("listed %s: %s (%s)", f.Path, f.State, f.Detail)
+		}
+	}
+	if len(listed) == 0 || r.Deleted != int64(len(listed)) {
+		t.Fatalf("deleted %d files of a list of %d", r.Deleted, len(listed))
+	}
 }
 
 // TestScanKeepsFilesOtherTablesReference: another table (elsewhere) commits a file that lies

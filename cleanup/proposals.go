@@ -3,7 +3,9 @@ package cleanup
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
 	"strconv"
 	"time"
@@ -88,6 +90,10 @@ type Evidence struct {
 	AgeThreshold string      `json:"age_threshold,omitempty"`
 	MinGap       string      `json:"min_gap,omitempty"` // how far apart the confirming walks had to be
 	Assumption   string      `json:"assumption,omitempty"`
+	// FileList (expire_snapshots): the proposal lists the exact files it deletes (Files and Bytes
+	// total them), so its approval confirms their count and bytes and its execution deletes no
+	// other file. Expiry proposals opened before lists existed lack it.
+	FileList bool `json:"file_list,omitempty"`
 	// unused_asset and expire_snapshots: exactly which table was approved
 	TableUUID        string `json:"table_uuid,omitempty"`
 	MetadataLocation string `json:"metadata_location,omitempty"`
@@ -298,7 +304,11 @@ func (s *Service) proposeOrphans(ctx context.Context, t tables.Table, rep *Propo
 	ev.MonthlyCost = float64(ev.Bytes) / 1e9 * s.prices.StorageGBMonth
 	ev.Summary = fmt.Sprintf("%d files (%s) in %d shards of %s are referenced by no retained snapshot and are older than %s; two consecutive complete walks of their shards (or, for files the write-path inventory recorded as staged by commits that did not happen, two inventory passes), at least %s apart, agreed (scans %d), and no other table known to live there references them. They cost about $%.2f a month.",
 		ev.Files, BytesText(ev.Bytes), len(ev.Shards), t.Location, threshold, ev.MinGap, len(ev.Scans), ev.MonthlyCost)
-	return s.open(ctx, t.AssetID, proposal.KindOrphanFiles, proposal.SeverityNormal, ev, obs, rep)
+	files := make([]journalFile, len(obs))
+	for i, o := range obs {
+		files[i] = journalFile{path: o.Path, size: o.Size} // modified: as the scans observed it
+	}
+	return s.open(ctx, t.AssetID, proposal.KindOrphanFiles, proposal.SeverityNormal, ev, files, rep)
 }
 
 // confirmingScans are the scans that confirmed a proposal's files: those of the walks that saw
@@ -580,17 +590,72 @@ func (s *Service) proposeExpiry(ctx context.Context, t tables.Table, rep *Propos
 	if len(expire) == 0 {
 		return nil
 	}
+	files, err := s.expiryFiles(ctx, t.AssetID, expire)
+	if err != nil {
+		// Without its list nobody could review what it deletes: not proposed this round.
+		s.log.Warn("cleanup: the files an expiry would delete could not be listed; not proposed this round", "asset_id", t.AssetID, "err", err)
+		return nil
+	}
 	ev := Evidence{Snapshots: expire, KeepLast: keep, MaxAge: maxAge.String(), Location: t.Location, TableUUID: t.TableUUID, MetadataLocation: t.MetadataLocation,
-		Summary: fmt.Sprintf("%d snapshots are older than %s and not among the last %d: expiring them removes exactly these snapshots in one metadata commit first; then the files only they referenced, and no other table references, are deleted.", len(expire), maxAge, keep)}
+		FileList: true, Files: int64(len(files)), AgeThreshold: DefaultAgeThreshold.String()}
+	for _, f := range files {
+		ev.Bytes += f.size
+	}
+	ev.MonthlyCost = float64(ev.Bytes) / 1e9 * s.prices.StorageGBMonth
+	ev.Summary = fmt.Sprintf("%d snapshots are older than %s and not among the last %d: expiring them removes exactly these snapshots in one metadata commit first; then it deletes the %d files (%s) only they reference, listed here, each only if right before its deletion no table references it and it is unchanged and older than %s. They cost about $%.2f a month.",
+		len(expire), maxAge, keep, ev.Files, BytesText(ev.Bytes), DefaultAgeThreshold, ev.MonthlyCost)
 	if rej != nil {
 		id := rej.ID
 		ev.Reopens, ev.ReopensWhy = &id, fmt.Sprintf("proposes only snapshots beyond those rejected on %s", rej.DecidedAt.Format(time.RFC3339))
 	}
-	return s.open(ctx, t.AssetID, proposal.KindExpireSnapshots, proposal.SeverityNormal, ev, nil, rep)
+	return s.open(ctx, t.AssetID, proposal.KindExpireSnapshots, proposal.SeverityNormal, ev, files, rep)
+}
+
+// expiryFiles lists the files expiring the snapshots would delete, as the table's current
+// metadata says: those only they reference (nothing else of the metadata does), on the table's
+// own ground, and there now (with the size and modification time the approval covers).
+func (s *Service) expiryFiles(ctx context.Context, asset uuid.UUID, expire []int64) ([]journalFile, error) {
+	l, err := s.tables.Open(ctx, asset)
+	if err != nil {
+		return nil, err
+	}
+	expiring := map[int64]bool{}
+	for _, id := range expire {
+		expiring[id] = true
+	}
+	gone := func(id int64) bool { return expiring[id] }
+	keep, err := s.referencesOf(ctx, l, gone)
+	if err != nil {
+		return nil, err
+	}
+	paths, err := s.onlyReferencedBy(ctx, l, gone, keep)
+	if err != nil {
+		return nil, err
+	}
+	var out []journalFile
+	for _, p := range paths {
+		if tables.Owns(l.Refs.Location, p) != nil {
+			continue // never deleted: off the table's ground
+		}
+		if s.heads != nil {
+			if err := s.heads.Wait(ctx); err != nil {
+				return nil, err
+			}
+		}
+		info, err := stat(l.IO, p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // gone already: nothing to delete
+		}
+		if err != nil {
+			return nil, fmt.Errorf("cleanup: look up %s: %w", p, err)
+		}
+		out = append(out, journalFile{path: p, size: info.Size(), modified: info.ModTime()})
+	}
+	return out, nil
 }
 
 // open writes a proposal, its files, and its notifications in one transaction.
-func (s *Service) open(ctx context.Context, asset uuid.UUID, kind proposal.Kind, sev proposal.Severity, ev Evidence, files []*ent.CleanupObservation, rep *ProposeReport) error {
+func (s *Service) open(ctx context.Context, asset uuid.UUID, kind proposal.Kind, sev proposal.Severity, ev Evidence, files []journalFile, rep *ProposeReport) error {
 	body, err := json.Marshal(ev)
 	if err != nil {
 		return err
@@ -602,11 +667,7 @@ func (s *Service) open(ctx context.Context, asset uuid.UUID, kind proposal.Kind,
 		if err != nil {
 			return err
 		}
-		journal := make([]journalFile, len(files))
-		for i, f := range files {
-			journal[i] = journalFile{path: f.Path, size: f.Size}
-		}
-		if err := journalFiles(ctx, tx, p.ID, journal); err != nil {
+		if err := journalFiles(ctx, tx, p.ID, files); err != nil {
 			return err
 		}
 		if err := s.cat.RecordAudit(ctx, tx, "proposal.open", asset, nil, map[string]any{"proposal_id": p.ID, "kind": kind, "summary": ev.Summary}); err != nil {

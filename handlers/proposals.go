@@ -59,6 +59,9 @@ type evidenceResponse struct {
 	Remedies         []string                `json:"remedies,omitempty"`
 	ScanID           *uuid.UUID              `json:"scan_id,omitempty"`
 	RefCheckID       *uuid.UUID              `json:"ref_check_id,omitempty"`
+	// FileList (expire_snapshots): the proposal lists the exact files it deletes (files, bytes;
+	// GET .../files), and approving it confirms their count and bytes.
+	FileList bool `json:"file_list,omitempty"`
 	// FinalReconciliation: for a migrated asset's retirement, the clean run after the cutover.
 	FinalReconciliation *uuid.UUID `json:"final_reconciliation,omitempty"`
 }
@@ -97,12 +100,16 @@ type proposalResponse struct {
 	Outcome    json.RawMessage  `json:"outcome,omitempty"`
 	Version    int64            `json:"version"`
 	Files      map[string]int   `json:"files,omitempty"`
-	// FileCount and FileBytes total the file list (GET .../files); approving an orphan_files
-	// proposal must confirm both.
-	FileCount     int64              `json:"file_count,omitempty"`
-	FileBytes     int64              `json:"file_bytes,omitempty"`
-	Steps         []stepResponse     `json:"steps,omitempty"`
-	Notifications []deliveryResponse `json:"notifications,omitempty"`
+	// FileCount and FileBytes total the file list (GET .../files); approving a proposal with
+	// confirm_required must confirm both.
+	FileCount int64 `json:"file_count,omitempty"`
+	FileBytes int64 `json:"file_bytes,omitempty"`
+	// ConfirmRequired: the file list is what the proposal deletes (orphan_files, and
+	// expire_snapshots with evidence.file_list), so approving it needs confirm_files and
+	// confirm_bytes.
+	ConfirmRequired bool               `json:"confirm_required,omitempty"`
+	Steps           []stepResponse     `json:"steps,omitempty"`
+	Notifications   []deliveryResponse `json:"notifications,omitempty"`
 }
 
 type proposalListResponse struct {
@@ -112,8 +119,9 @@ type proposalListResponse struct {
 
 type decisionRequest struct {
 	Reason string `json:"reason,omitempty"`
-	// ConfirmFiles and ConfirmBytes (approve): the file count and bytes you reviewed; an
-	// orphan_files proposal is approved only when they equal its file_count and file_bytes.
+	// ConfirmFiles and ConfirmBytes (approve): the file count and bytes you reviewed; a
+	// proposal with confirm_required (orphan_files, and expire_snapshots that list their files)
+	// is approved only when they equal its file_count and file_bytes.
 	ConfirmFiles *int64 `json:"confirm_files,omitempty"`
 	ConfirmBytes *int64 `json:"confirm_bytes,omitempty"`
 }
@@ -194,7 +202,7 @@ func (a *API) proposalRoutes() {
 		Method:  http.MethodPost,
 		Path:    "/api/v1/proposals/:id/approve",
 		Summary: "Approve an open proposal (a person with the admin scope; recorded as the approver)",
-		Description: "An orphan_files proposal needs confirm_files and confirm_bytes equal to its file_count and file_bytes (400 otherwise). " +
+		Description: "A proposal that lists the files it deletes (confirm_required: orphan_files, and expire_snapshots with evidence.file_list) needs confirm_files and confirm_bytes equal to its file_count and file_bytes (400 otherwise). " +
 			"The approved proposal waits the stop window (--cleanup-stop-window; due_at says until when) before it is executed; until then POST .../cancel takes it back.",
 		Tag:       "cleanup",
 		Scope:     auth.ScopeAdmin,
@@ -488,7 +496,7 @@ func toProposalResponse(p cleanup.Proposal) proposalResponse {
 		Readers: e.Readers, Downstream: e.Downstream, Owners: e.Owners, AssetCreatedAt: e.AssetCreatedAt, Location: e.Location,
 		Snapshots: e.Snapshots, KeepLast: e.KeepLast, MaxAge: e.MaxAge, DanglingCount: e.DanglingCount, Remedies: e.Remedies, ScanID: e.ScanID, RefCheckID: e.RefCheckID,
 		MinGap: e.MinGap, TableUUID: e.TableUUID, MetadataLocation: e.MetadataLocation, Reopens: e.Reopens, ReopensWhy: e.ReopensWhy,
-		FinalReconciliation: e.FinalReconciliation}
+		FileList: e.FileList, FinalReconciliation: e.FinalReconciliation}
 	if len(e.Foreign) > 0 {
 		ev.ForeignTenants = toForeignResponse(e.Foreign)
 	}
@@ -500,7 +508,8 @@ func toProposalResponse(p cleanup.Proposal) proposalResponse {
 	}
 	out := proposalResponse{ID: p.ID, Kind: p.Kind, AssetID: p.AssetID, State: p.State, Severity: p.Severity, Executable: p.Executable,
 		Evidence: ev, Reason: p.Reason, DecidedBy: p.DecidedBy, DecidedAt: p.DecidedAt, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt,
-		ExecutedAt: p.ExecutedAt, DueAt: p.DueAt, Outcome: p.Outcome, Version: p.Version, Files: p.Files, FileCount: p.FileCount, FileBytes: p.FileBytes}
+		ExecutedAt: p.ExecutedAt, DueAt: p.DueAt, Outcome: p.Outcome, Version: p.Version, Files: p.Files, FileCount: p.FileCount, FileBytes: p.FileBytes,
+		ConfirmRequired: p.ConfirmsFiles()}
 	for _, s := range p.Steps {
 		out.Steps = append(out.Steps, stepResponse(s))
 	}

@@ -665,7 +665,7 @@ func (u *UI) approve(ctx context.Context, w http.ResponseWriter, r *http.Request
 	typed := strings.TrimSpace(r.PostFormValue("confirm_files"))
 	a := cleanup.Approval{Note: note}
 	var problem string
-	if p.Kind == cleanup.KindOrphanFiles {
+	if p.ConfirmsFiles() {
 		files, ferr := strconv.ParseInt(typed, 10, 64)
 		bytes, berr := strconv.ParseInt(r.PostFormValue("confirm_bytes"), 10, 64)
 		switch {
