@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tidemark/tidemark/catalog"
+	etags "github.com/tidemark/tidemark/internal/etag"
 )
 
 // Request and response types of the asset API. They mirror catalog types on purpose: the wire
@@ -370,7 +371,8 @@ func (a *API) getAsset(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if inm := c.Request().Header.Get("If-None-Match"); inm != "" && strings.Contains(inm, etag(got.Version)) {
+	// Every If-None-Match line counts: a list may come as one line or several.
+	if etags.Matches(strings.Join(c.Request().Header.Values("If-None-Match"), ","), etag(got.Version)) {
 		c.Response().Header().Set("ETag", etag(got.Version))
 		return c.NoContent(http.StatusNotModified)
 	}
