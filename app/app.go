@@ -281,7 +281,7 @@ func (a *App) Handler(api handlers.Config, ui web.Config) (*handlers.API, error)
 	}
 	if len(a.Tables.Warehouses()) > 0 {
 		a.served.Store(restcatalog.Mount(h.Echo, restcatalog.Config{Tables: a.Tables, Tokens: tokens, Logger: a.Log, AuthReads: api.AuthReads,
-			NoAuth: api.NoAuth, RecordUse: a.recordServedUse, AllowToken: h.AllowToken}))
+			NoAuth: api.NoAuth, RecordUse: a.recordServedUse, AllowToken: h.AllowToken, AllowAddress: h.AllowAddress}))
 	}
 	return h, nil
 }

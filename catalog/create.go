@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"entgo.io/ent/dialect"
 	"github.com/google/uuid"
@@ -52,6 +54,19 @@ type OwnerInput struct {
 
 // MaxIdempotencyKeyBytes bounds Idempotency-Key values.
 const MaxIdempotencyKeyBytes = 255
+
+// checkIdempotencyKey refuses a key that is not printable UTF-8.
+func checkIdempotencyKey(k string) error {
+	if !utf8.ValidString(k) {
+		return invalid("Idempotency-Key", "the Idempotency-Key must be printable UTF-8 (e.g. a UUID); it holds bytes that are not UTF-8")
+	}
+	for i, r := range k {
+		if !unicode.IsPrint(r) {
+			return invalid("Idempotency-Key", "the Idempotency-Key must be printable UTF-8 (e.g. a UUID); it holds %U at byte %d", r, i)
+		}
+	}
+	return nil
+}
 
 // CreateResult says what Create did.
 type CreateResult struct {
@@ -184,6 +199,11 @@ func validateCreate(in *CreateInput) error {
 	}
 	if len(in.IdempotencyKey) > MaxIdempotencyKeyBytes {
 		return invalid("Idempotency-Key", "Idempotency-Key is %d bytes long; the limit is %d", len(in.IdempotencyKey), MaxIdempotencyKeyBytes)
+	}
+	// Stored as text: PostgreSQL refuses bytes that are not UTF-8 (and NUL), so they are refused
+	// here, with a reason, rather than there, with a 500.
+	if err := checkIdempotencyKey(in.IdempotencyKey); err != nil {
+		return err
 	}
 	const maxItems = 100
 	if len(in.ExternalIDs) > maxItems || len(in.Owners) > maxItems {

@@ -46,11 +46,14 @@ func (c *Catalog) ResolveAt(ctx context.Context, space Space, namespace, name st
 }
 
 func (c *Catalog) resolve(ctx context.Context, space Space, namespace, name string, at *time.Time) (Resolution, error) {
+	// A lookup checks the text, not the stricter rules new names pass (CheckVisible): a name
+	// stored before those rules must still resolve.
 	if namespace != "" {
-		if err := ValidateName(namespace, name); err != nil {
+		if err := validateText("namespace", namespace, MaxNamespaceBytes); err != nil {
 			return Resolution{}, err
 		}
-	} else if err := validateText("name", name, MaxNameBytes); err != nil {
+	}
+	if err := validateText("name", name, MaxNameBytes); err != nil {
 		return Resolution{}, err
 	}
 	q := c.client(ctx).AssetName.Query().Where(assetname.Name(name))

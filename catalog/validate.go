@@ -20,10 +20,35 @@ const (
 
 // ValidateName checks a (namespace, name) pair; it is the only gate names pass on their way in.
 func ValidateName(namespace, name string) error {
-	if err := validateText("namespace", namespace, MaxNamespaceBytes); err != nil {
+	if err := validateNameText("namespace", namespace, MaxNamespaceBytes); err != nil {
 		return err
 	}
-	return validateText("name", name, MaxNameBytes)
+	return validateNameText("name", name, MaxNameBytes)
+}
+
+// validateNameText is validateText, plus no invisible characters: a name is read by people and
+// compared by machines, and two names that look the same must be the same name.
+// The invisible characters are looked for first, so one at an end (U+2028 is also white space)
+// is named as what it is.
+func validateNameText(field, s string, maxBytes int) error {
+	if err := CheckVisible(field, s); err != nil {
+		return err
+	}
+	return validateText(field, s, maxBytes)
+}
+
+// CheckVisible refuses characters that change how text looks without showing themselves:
+// controls (Cc, which holds U+0085), format characters (Cf: zero-width spaces and joiners
+// U+200B-U+200D, direction marks and overrides U+200E-U+200F, U+202A-U+202E and U+2066-U+2069,
+// the byte order mark U+FEFF, the soft hyphen U+00AD) and the line and paragraph separators
+// U+2028 and U+2029. "orders\u202e" shows as a name it is not; "ord\u200bers" as "orders".
+func CheckVisible(field, s string) error {
+	for i, r := range s {
+		if unicode.Is(unicode.Cc, r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029' {
+			return invalid(field, "%s has the invisible or direction-changing character %U at byte %d; remove it (names may hold printable text only)", field, r, i)
+		}
+	}
+	return nil
 }
 
 // validateText refuses empty, oversized, non-UTF-8 text, control characters, and surrounding

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"syscall"
@@ -13,7 +14,7 @@ import (
 
 // webhookClient is the dispatcher's HTTP client: it never follows redirects (a 3xx is a failed
 // delivery, so a receiver cannot bounce notifications elsewhere), and unless allowPrivate it
-// refuses to connect to loopback, private, link-local and unspecified addresses, checked on
+// refuses to connect to any address that is not public unicast (refusedAddress), checked on
 // the address actually dialled (so DNS cannot point a public name at an internal service).
 func webhookClient(allowPrivate bool) *http.Client {
 	dialer := &net.Dialer{Timeout: 5 * time.Second}
@@ -23,8 +24,7 @@ func webhookClient(allowPrivate bool) *http.Client {
 			if err != nil {
 				return err
 			}
-			ip := net.ParseIP(host)
-			if ip == nil || ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsUnspecified() {
+			if ip, err := netip.ParseAddr(host); err != nil || refusedAddress(ip) {
 				return fmt.Errorf("cleanup: %w: %s", errPrivateAddress, host)
 			}
 			return nil
@@ -40,6 +40,46 @@ func webhookClient(allowPrivate bool) *http.Client {
 			return http.ErrUseLastResponse
 		},
 	}
+}
+
+// refusedRanges are the non-public ranges net/netip's predicates do not cover: shared address
+// space (carrier-grade NAT, where clouds put metadata services such as 100.100.100.200), IETF
+// protocol assignments, benchmarking, "this network", reserved and broadcast; and in IPv6 the
+// translations that embed an IPv4 address the dialler would reach through a gateway (NAT64,
+// 6to4, Teredo, IPv4-compatible) and the deprecated site-local range.
+var refusedRanges = []netip.Prefix{
+	netip.MustParsePrefix("0.0.0.0/8"),
+	netip.MustParsePrefix("100.64.0.0/10"),
+	netip.MustParsePrefix("192.0.0.0/24"),
+	netip.MustParsePrefix("192.0.2.0/24"),
+	netip.MustParsePrefix("198.18.0.0/15"),
+	netip.MustParsePrefix("198.51.100.0/24"),
+	netip.MustParsePrefix("203.0.113.0/24"),
+	netip.MustParsePrefix("240.0.0.0/4"), // reserved, and 255.255.255.255
+	netip.MustParsePrefix("::/96"),       // IPv4-compatible (deprecated)
+	netip.MustParsePrefix("64:ff9b::/96"),
+	netip.MustParsePrefix("64:ff9b:1::/48"),
+	netip.MustParsePrefix("100::/64"),  // discard-only
+	netip.MustParsePrefix("2001::/32"), // Teredo
+	netip.MustParsePrefix("2001:db8::/32"),
+	netip.MustParsePrefix("2002::/16"), // 6to4
+	netip.MustParsePrefix("fec0::/10"),
+}
+
+// refusedAddress says whether a webhook may not connect to ip: anything not a public unicast
+// address. An IPv4-mapped IPv6 address (::ffff:10.0.0.1) is judged as the IPv4 address it is.
+func refusedAddress(ip netip.Addr) bool {
+	ip = ip.Unmap()
+	if !ip.IsValid() || ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
+		ip.IsInterfaceLocalMulticast() || ip.IsMulticast() || ip.IsUnspecified() {
+		return true
+	}
+	for _, p := range refusedRanges {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return false
 }
 
 var errPrivateAddress = errors.New("webhooks to loopback, private or link-local addresses are refused (allow them with --webhook-allow-private)")

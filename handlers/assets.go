@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tidemark/tidemark/catalog"
+	etags "github.com/tidemark/tidemark/internal/etag"
 )
 
 // Request and response types of the asset API. They mirror catalog types on purpose: the wire
@@ -220,17 +221,21 @@ func (a *API) assetRoutes() {
 		Responses: map[int]any{200: assetResponse{}},
 	}, a.patchAsset)
 	a.handle(operation{
-		Method:    http.MethodDelete,
-		Path:      base + "/assets/:id",
-		Summary:   "Soft-delete an asset (releases its name; history stays)",
+		Method:  http.MethodDelete,
+		Path:    base + "/assets/:id",
+		Summary: "Soft-delete an asset (releases its name; history stays)",
+		Description: "A table served through the Iceberg REST catalog is dropped there (DELETE /iceberg/v1/{prefix}/namespaces/{namespace}/tables/{table}); " +
+			"here its asset is a 409.",
 		Tag:       "assets",
 		Params:    []param{ifMatchOptional},
 		Responses: map[int]any{200: assetResponse{}},
 	}, a.deleteAsset)
 	a.handle(operation{
-		Method:    http.MethodPost,
-		Path:      base + "/assets/:id/rename",
-		Summary:   "Rename an asset, keeping its ID",
+		Method:  http.MethodPost,
+		Path:    base + "/assets/:id/rename",
+		Summary: "Rename an asset, keeping its ID",
+		Description: "A table served through the Iceberg REST catalog is renamed there (POST /iceberg/v1/{prefix}/tables/rename); " +
+			"here its asset is a 409.",
 		Tag:       "assets",
 		Body:      renameRequest{},
 		Params:    []param{ifMatchHeader},
@@ -370,7 +375,8 @@ func (a *API) getAsset(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if inm := c.Request().Header.Get("If-None-Match"); inm != "" && strings.Contains(inm, etag(got.Version)) {
+	// Every If-None-Match line counts: a list may come as one line or several.
+	if etags.Matches(strings.Join(c.Request().Header.Values("If-None-Match"), ","), etag(got.Version)) {
 		c.Response().Header().Set("ETag", etag(got.Version))
 		return c.NoContent(http.StatusNotModified)
 	}
@@ -452,6 +458,9 @@ func (a *API) deleteAsset(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := a.refuseServed(c, id); err != nil {
+		return err
+	}
 	got, err := a.cfg.Catalog.Delete(c.Request().Context(), id, version)
 	if err != nil {
 		return err
@@ -472,11 +481,23 @@ func (a *API) renameAsset(c echo.Context) error {
 	if err := bind(c, &req); err != nil {
 		return err
 	}
+	if err := a.refuseServed(c, id); err != nil {
+		return err
+	}
 	got, err := a.cfg.Catalog.Rename(c.Request().Context(), id, version, req.Namespace, req.Name)
 	if err != nil {
 		return err
 	}
 	return assetJSON(c, http.StatusOK, got)
+}
+
+// refuseServed is the 409 for an asset the Iceberg REST catalog serves: only the catalog renames
+// or drops it (tables.Service.RefuseServed says why).
+func (a *API) refuseServed(c echo.Context, id uuid.UUID) error {
+	if a.cfg.Tables == nil {
+		return nil
+	}
+	return a.cfg.Tables.RefuseServed(c.Request().Context(), id)
 }
 
 func (a *API) assetNames(c echo.Context) error {

@@ -20,8 +20,13 @@ func (a *API) requireScope(need auth.Scope) echo.MiddlewareFunc {
 			r := c.Request()
 			ctx := catalog.WithRequestID(r.Context(), c.Response().Header().Get(echo.HeaderXRequestID))
 			if a.cfg.NoAuth || (need == auth.ScopeRead && !a.cfg.AuthReads) {
-				// Not verified, so not the token's budget: the address's (limitAnonymous skipped it).
-				if r.Header.Get(echo.HeaderAuthorization) != "" {
+				// A token that verified (limitAnonymous looked) pays from its own budget; any other
+				// header, from the address's (charged once: limitAnonymous may have already).
+				if tok, ok := c.Get(verifiedKey).(auth.Token); ok {
+					if ok, wait := a.tokens.allow(tok.Name); !ok {
+						return tooMany(c, fmt.Sprintf("token %q", tok.Name), wait)
+					}
+				} else if r.Header.Get(echo.HeaderAuthorization) != "" {
 					if err := a.chargeAddress(c); err != nil {
 						return err
 					}
@@ -38,9 +43,9 @@ func (a *API) requireScope(need auth.Scope) echo.MiddlewareFunc {
 			if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(secret) == "" {
 				return newProblem(http.StatusUnauthorized, "the Authorization header must be `Bearer <token>`")
 			}
-			tok, err := a.cfg.Tokens.Verify(r.Context(), strings.TrimSpace(secret))
+			tok, err := a.verifiedOrVerify(c, strings.TrimSpace(secret))
 			if errors.Is(err, auth.ErrUnknownToken) {
-				// Guessing tokens costs the guesser's address.
+				// Guessing tokens costs the guesser's address (once: limitAnonymous may have charged it).
 				if err := a.chargeAddress(c); err != nil {
 					return err
 				}
@@ -64,6 +69,15 @@ func (a *API) requireScope(need auth.Scope) echo.MiddlewareFunc {
 }
 
 const tokenKey = "tidemark.token"
+
+// verifiedOrVerify is the token limitAnonymous verified for this request, or secret verified now
+// (with the anonymous limit off, limitAnonymous does not look).
+func (a *API) verifiedOrVerify(c echo.Context, secret string) (auth.Token, error) {
+	if tok, ok := c.Get(verifiedKey).(auth.Token); ok {
+		return tok, nil
+	}
+	return a.cfg.Tokens.Verify(c.Request().Context(), secret)
+}
 
 // allows reports whether the request's token grants a scope (everything is allowed when
 // authentication is off).

@@ -35,7 +35,8 @@ type impactResponse struct {
 	Window  string    `json:"window"`
 	From    string    `json:"from"`
 	To      string    `json:"to"`
-	// Truncated: the walk stopped at its node limit and more assets may be reached.
+	// Truncated: more assets lie downstream than the walk's node limit (500); Assets holds the
+	// first of them reached, nearest first.
 	Truncated bool `json:"truncated"`
 	// Assets are what a rename, drop or schema change reaches downstream, most read first.
 	Assets []impactedAsset `json:"assets"`

@@ -91,3 +91,49 @@ func TestAssetImpact(t *testing.T) {
 		s.must(t, 404, req{method: "GET", path: "/api/v1/assets/0190a000-0000-7000-8000-0000000000ff/impact"})
 	})
 }
+
+// TestImpactPastTheNodeLimit: an asset read by more jobs than the analysis walks (501 direct
+// consumers) answers the first 500 of them and says the list is truncated, rather than nothing.
+func TestImpactPastTheNodeLimit(t *testing.T) {
+	eachBackend(t, func(t *testing.T, s *server) {
+		at := time.Now().Add(-time.Hour).UTC()
+		const consumers = 501
+		events := make([]map[string]any, consumers)
+		for i := range events {
+			events[i] = map[string]any{"eventType": "COMPLETE", "eventTime": at.Format(time.RFC3339Nano), "producer": "test",
+				"run": map[string]any{"runId": fmt.Sprintf("0190a000-0000-7000-8000-%012d", i)}, "job": map[string]any{"namespace": "spark", "name": fmt.Sprintf("reader_%03d", i)},
+				"inputs": []any{map[string]any{"namespace": "w", "name": "hub"}}}
+		}
+		var br struct {
+			Summary struct{ Successful int }
+		}
+		s.must(t, 200, req{method: "POST", path: "/api/v1/lineage/batch", token: s.Write, body: events}).decode(t, &br)
+		if br.Summary.Successful != consumers {
+			t.Fatalf("batch: %d events stored, want %d", br.Summary.Successful, consumers)
+		}
+		var res struct {
+			Asset asset `json:"asset"`
+		}
+		s.must(t, 200, req{method: "GET", path: "/api/v1/resolve?namespace=w&name=hub"}).decode(t, &res)
+		for _, depth := range []string{"1", "6"} {
+			var got struct {
+				Truncated bool `json:"truncated"`
+				Assets    []struct {
+					Name  string `json:"name"`
+					Depth int    `json:"depth"`
+				} `json:"assets"`
+			}
+			s.must(t, 200, req{method: "GET", path: "/api/v1/assets/" + res.Asset.ID + "/impact?depth=" + depth}).decode(t, &got)
+			if len(got.Assets) != 500 || !got.Truncated {
+				t.Fatalf("depth %s: %d assets, truncated %v; want the first 500 consumers and truncated", depth, len(got.Assets), got.Truncated)
+			}
+			seen := map[string]bool{}
+			for _, a := range got.Assets {
+				if a.Depth != 1 || seen[a.Name] {
+					t.Fatalf("depth %s: %+v listed twice or not a direct consumer", depth, a)
+				}
+				seen[a.Name] = true
+			}
+		}
+	})
+}

@@ -13,6 +13,8 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
+
+	"github.com/tidemark/tidemark/auth"
 )
 
 // checkHost refuses requests whose Host is not one of hosts. Without authentication, a DNS
@@ -94,25 +96,47 @@ func (l *limiters) allow(key string) (bool, time.Duration) {
 	return true, 0
 }
 
-// tooMany is the 429 answer, with Retry-After in whole seconds (at least 1).
 // AllowToken charges one request to a token's rate limit (--rate-limit), for the faces that
 // authenticate tokens themselves (the Iceberg REST catalog): false with the wait when over it.
 func (a *API) AllowToken(name string) (bool, time.Duration) { return a.tokens.allow(name) }
 
+// AllowAddress charges a request to its client address's budget (--rate-limit-anonymous), for
+// the faces that authenticate themselves: a failed authentication (an unknown token, a wrong
+// OAuth secret) costs the address. A request is charged to its address at most once, however
+// many layers refuse it.
+func (a *API) AllowAddress(c echo.Context) (bool, time.Duration) {
+	if c.Get(addressChargedKey) != nil {
+		return true, 0
+	}
+	c.Set(addressChargedKey, true)
+	return a.anon.allow(c.RealIP())
+}
+
+const (
+	addressChargedKey = "tidemark.address-charged"
+	verifiedKey       = "tidemark.verified-token"
+)
+
+// tooMany is the 429 answer, with Retry-After in whole seconds (at least 1).
 func tooMany(c echo.Context, who string, wait time.Duration) error {
 	c.Response().Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(wait.Seconds())))))
 	return newProblem(http.StatusTooManyRequests, fmt.Sprintf("%s sent more requests than its rate limit allows; retry after %s", who, wait.Round(time.Millisecond)))
 }
 
-// limitAnonymous charges requests that carry no bearer token to their client address (the
-// connection's, never a header's: X-Forwarded-For is the client's to write). Requests with a
-// token are charged to the token once it is verified, and to the address when it is not.
+// limitAnonymous charges to the client address (the connection's, never a header's:
+// X-Forwarded-For is the client's to write) every request that does not carry a token that
+// verifies: no Authorization header, another scheme, a malformed, unknown or revoked token. Only
+// a verified token exempts a request; it is then charged to the token by the face that
+// authenticates it. A header alone buys nothing: "Authorization: x" on any path is anonymous.
 // It runs before metrics (the request log still writes each refusal, one bounded line): a
 // refusal here is counted only in tidemark_http_rate_limited_total, so an anonymous flood
 // cannot grow the per-route series.
 func (a *API) limitAnonymous(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if c.Request().Header.Get(echo.HeaderAuthorization) != "" {
+		if a.anon == nil {
+			return next(c)
+		}
+		if _, ok := a.verifiedToken(c); ok {
 			return next(c)
 		}
 		if err := a.chargeAddress(c); err != nil {
@@ -122,9 +146,28 @@ func (a *API) limitAnonymous(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
+// verifiedToken returns the request's bearer token when it verifies, remembering the answer
+// for the request (requireScope asks again). A failed look-up is "not verified": the address
+// pays, and the face that authenticates reports the error.
+func (a *API) verifiedToken(c echo.Context) (auth.Token, bool) {
+	if tok, ok := c.Get(verifiedKey).(auth.Token); ok {
+		return tok, true
+	}
+	scheme, secret, ok := strings.Cut(c.Request().Header.Get(echo.HeaderAuthorization), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(secret) == "" || a.cfg.Tokens == nil {
+		return auth.Token{}, false
+	}
+	tok, err := a.cfg.Tokens.Verify(c.Request().Context(), strings.TrimSpace(secret))
+	if err != nil {
+		return auth.Token{}, false
+	}
+	c.Set(verifiedKey, tok)
+	return tok, true
+}
+
 // chargeAddress takes one request from the client address's budget: 429 when it is spent.
 func (a *API) chargeAddress(c echo.Context) error {
-	if ok, wait := a.anon.allow(c.RealIP()); !ok {
+	if ok, wait := a.AllowAddress(c); !ok {
 		return tooMany(c, "address "+c.RealIP(), wait)
 	}
 	return nil

@@ -73,3 +73,44 @@ func TestRateLimits(t *testing.T) {
 		over(req{method: "POST", path: "/api/v1/assets", token: "guess", body: map[string]string{"kind": "table", "namespace": "w", "name": "x"}}, "address 127.0.0.1")
 	})
 }
+
+// TestOnlyVerifiedTokensSkipTheAddressBudget: an Authorization header alone buys nothing. A
+// header that is not a token that verifies (any text, another scheme, a made-up bearer token)
+// is charged to the address like no header at all, on every route, open or not; a token that
+// verifies is charged to the token.
+func TestOnlyVerifiedTokensSkipTheAddressBudget(t *testing.T) {
+	for _, b := range storagetest.Backends {
+		t.Run(b, func(t *testing.T) {
+			s := startServer(t, storagetest.Open(t, b), func(c *handlers.Config) {
+				// One request a 100 s for an address: the second within the test is over budget.
+				c.AnonymousRateLimit, c.RateLimit = 0.01, 100
+			})
+			s.must(t, 200, req{method: "GET", path: "/healthz"}) // the address's one request
+			for _, tc := range []struct {
+				name, method, path, authorization string
+			}{
+				{"AnyTextOnAnOpenRoute", "GET", "/healthz", "x"},
+				{"AnyTextOnARead", "GET", "/api/v1/assets", "x"},
+				{"MadeUpBearerOnARead", "GET", "/api/v1/assets", "Bearer tdm_madeup"},
+				{"MadeUpBearerOnAnOpenRoute", "GET", "/api/openapi.json", "Bearer tdm_madeup"},
+				{"BasicOnARead", "GET", "/api/v1/assets", "Basic dXNlcjpwYXNz"},
+				{"EmptyBearer", "GET", "/api/v1/assets", "Bearer "},
+				{"MadeUpBearerOnAWrite", "POST", "/api/v1/assets", "Bearer tdm_madeup"},
+			} {
+				t.Run(tc.name, func(t *testing.T) {
+					for range 3 {
+						got := s.do(t, req{method: tc.method, path: tc.path, headers: map[string]string{"Authorization": tc.authorization},
+							body: map[string]string{"kind": "table", "namespace": "w", "name": "x"}})
+						if got.status != 429 || !strings.Contains(string(got.body), "address 127.0.0.1") {
+							t.Fatalf("%s %s with Authorization %q = %d %s, want 429 charged to the address", tc.method, tc.path, tc.authorization, got.status, got.body)
+						}
+					}
+				})
+			}
+			// Verified tokens are not the address's: they keep answering.
+			s.must(t, 200, req{method: "GET", path: "/api/v1/assets", token: s.Read})
+			s.must(t, 200, req{method: "GET", path: "/healthz", token: s.Read})
+			s.must(t, 201, req{method: "POST", path: "/api/v1/assets", token: s.Write, body: map[string]string{"kind": "table", "namespace": "w", "name": "x"}})
+		})
+	}
+}

@@ -577,6 +577,18 @@ func (m *marks) set(n, pos int32) { m.at[n] = mark{m.gen, pos} }
 // included). Levels are taken whole or not at all, so a truncated answer is a complete picture
 // of the depths it covers, never a partial level that looks complete.
 func (g *Graph) Traverse(start uuid.UUID, dir Direction, depth, limit int) Traversal {
+	return g.traverse(start, dir, depth, limit, false)
+}
+
+// TraverseFirst is Traverse, except that the level that would pass limit is cut rather than
+// dropped: it returns the first limit nodes met, nearest first, and Truncated says the last
+// level is partial. A list of what lies downstream (an impact analysis) wants those nodes; a
+// graph drawn from them would look complete when it is not, so Traverse keeps whole levels.
+func (g *Graph) TraverseFirst(start uuid.UUID, dir Direction, depth, limit int) Traversal {
+	return g.traverse(start, dir, depth, limit, true)
+}
+
+func (g *Graph) traverse(start uuid.UUID, dir Direction, depth, limit int, partial bool) Traversal {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	res := Traversal{ReachedPerDepth: []int{1}}
@@ -636,6 +648,19 @@ func (g *Graph) Traverse(start uuid.UUID, dir Direction, depth, limit int) Trave
 		res.ReachedPerDepth = append(res.ReachedPerDepth, len(level))
 		if len(order)+len(level) > limit {
 			res.Truncated = true
+			if keep := limit - len(order); partial && keep > 0 {
+				// The nodes kept are numbered len(order)...; an edge to a node past them is left out.
+				end := int32(len(order) + keep)
+				order = append(order, level[:keep]...)
+				for range keep {
+					depths = append(depths, d)
+				}
+				for _, e := range levelEdges {
+					if m.at[e[0]].pos < end && m.at[e[1]].pos < end {
+						edges = append(edges, e)
+					}
+				}
+			}
 			break
 		}
 		order = append(order, level...)

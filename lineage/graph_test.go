@@ -75,6 +75,42 @@ func TestTraverse(t *testing.T) {
 	}
 }
 
+// TestTraverseFirstCutsTheLastLevel: where Traverse drops the level that passes the limit,
+// TraverseFirst keeps as much of it as fits, with only the edges among the nodes kept; a star of
+// 600 consumers gives the first 500 of them, not none.
+func TestTraverseFirstCutsTheLastLevel(t *testing.T) {
+	g := newGraph(nil, nil, time.Now, slog.Default())
+	n := ids(5)
+	a, b, c, d, x := n[0], n[1], n[2], n[3], n[4]
+	g.add([]edgeRef{{1, a, b}, {2, b, c}, {3, c, d}, {4, x, b}})
+	tr := g.TraverseFirst(d, Upstream, 10, 4)
+	if len(tr.Nodes) != 4 || !tr.Truncated || len(tr.Edges) != 3 || tr.Nodes[3].Depth != 3 {
+		t.Fatalf("nodes %d truncated %v edges %d; want 4 (one of a and x), truncated, 3 edges", len(tr.Nodes), tr.Truncated, len(tr.Edges))
+	}
+	for _, e := range tr.Edges {
+		if int(e[0]) >= len(tr.Nodes) || int(e[1]) >= len(tr.Nodes) || !g.hasEdge(tr.Nodes[e[0]].ID, tr.Nodes[e[1]].ID) {
+			t.Fatalf("edge %v is not an edge among the nodes returned", e)
+		}
+	}
+	if whole := g.Traverse(d, Upstream, 10, 4); len(whole.Nodes) != 3 {
+		t.Fatalf("Traverse returned %d nodes; want the 3 of the whole levels", len(whole.Nodes))
+	}
+
+	hub := ids(601)
+	var star []edgeRef
+	for i, consumer := range hub[1:] {
+		star = append(star, edgeRef{int64(100 + i), hub[0], consumer})
+	}
+	g.add(star)
+	tr = g.TraverseFirst(hub[0], Downstream, 3, 501)
+	if len(tr.Nodes) != 501 || !tr.Truncated || len(tr.Edges) != 500 {
+		t.Fatalf("star: nodes %d truncated %v edges %d; want 501 (the hub and 500 consumers), truncated, 500 edges", len(tr.Nodes), tr.Truncated, len(tr.Edges))
+	}
+	if len(g.Traverse(hub[0], Downstream, 3, 501).Nodes) != 1 {
+		t.Fatal("Traverse kept part of a level")
+	}
+}
+
 // TestTailGaps: an ID seen out of order (a transaction that committed late) is read on the next
 // pass; a gap older than the grace period is given up as a rollback.
 func TestTailGaps(t *testing.T) {

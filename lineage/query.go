@@ -84,7 +84,7 @@ func ParseDirection(s string) (Direction, error) {
 
 // Lineage walks the graph from an asset.
 func (s *Service) Lineage(ctx context.Context, id uuid.UUID, dir Direction, depth, limit int) (LineageResult, error) {
-	res, err := s.walk(ctx, id, dir, depth, limit, false)
+	res, err := s.walk(ctx, id, dir, depth, limit, false, false)
 	if err != nil || s.relations == nil {
 		return res, err
 	}
@@ -98,7 +98,7 @@ func (s *Service) Lineage(ctx context.Context, id uuid.UUID, dir Direction, dept
 
 // walk is Lineage without the start's relations (the Marquez form has no place for them);
 // jobIO adds every input and output of the jobs reached, as Marquez does.
-func (s *Service) walk(ctx context.Context, id uuid.UUID, dir Direction, depth, limit int, jobIO bool) (LineageResult, error) {
+func (s *Service) walk(ctx context.Context, id uuid.UUID, dir Direction, depth, limit int, jobIO, partial bool) (LineageResult, error) {
 	if err := checkWalk(depth, limit, s.maxNodes); err != nil {
 		return LineageResult{}, err
 	}
@@ -108,7 +108,12 @@ func (s *Service) walk(ctx context.Context, id uuid.UUID, dir Direction, depth, 
 	if err := s.loaded(); err != nil {
 		return LineageResult{}, err
 	}
-	t := s.graph.Traverse(id, dir, depth, limit)
+	var t Traversal
+	if partial {
+		t = s.graph.TraverseFirst(id, dir, depth, limit)
+	} else {
+		t = s.graph.Traverse(id, dir, depth, limit)
+	}
 	missing, err := s.learn(ctx, &t)
 	if err != nil {
 		return LineageResult{}, err
@@ -195,8 +200,10 @@ const ImpactNodes = 500
 
 // DownstreamDepths lists the assets downstream of id within depth hops, each with its depth,
 // and whether the walk stopped at ImpactNodes (for an impact analysis: usage.DownstreamWalk).
+// Past the limit it lists the first ImpactNodes met, nearest first: an asset with 501 direct
+// consumers still shows 500 of them.
 func (s *Service) DownstreamDepths(ctx context.Context, id uuid.UUID, depth int) ([]uuid.UUID, []int, bool, error) {
-	res, err := s.walk(ctx, id, Downstream, depth, ImpactNodes+1, false) // a job's other inputs are not downstream
+	res, err := s.walk(ctx, id, Downstream, depth, ImpactNodes+1, false, true) // a job's other inputs are not downstream
 	if err != nil {
 		return nil, nil, false, err
 	}
@@ -325,7 +332,7 @@ func (s *Service) MarquezGraph(ctx context.Context, nodeID string, depth, limit 
 	if err != nil {
 		return nil, LineageResult{}, err
 	}
-	res, err := s.walk(ctx, id, Both, depth, limit, true)
+	res, err := s.walk(ctx, id, Both, depth, limit, true, false)
 	if err != nil {
 		return nil, LineageResult{}, err
 	}

@@ -199,6 +199,7 @@ func TestBadInput(t *testing.T) {
 			{"NoSuchEndpoint", "GET", "/iceberg/v1/main/views", s.Token, "", 404, "NoSuchEndpointException", "config"},
 			{"ControlCharacterInName", "POST", "/iceberg/v1/main/namespaces", s.Token, `{"namespace":["a\u0007b"]}`, 400, "BadRequestException", "control character"},
 			// ["p","q"]/r, ["p"]/"q.r" and ["p.q"]/r would be one asset name.
+			{"InvisibleInName", "POST", "/iceberg/v1/main/namespaces", s.Token, `{"namespace":["a\u202eb"]}`, 400, "BadRequestException", "U+202E"},
 			{"DotInNamespaceLevel", "POST", "/iceberg/v1/main/namespaces", s.Token, `{"namespace":["p.q"]}`, 400, "BadRequestException", "holds a '.'"},
 			{"DotInTableName", "POST", "/iceberg/v1/main/namespaces/b/tables", s.Token, `{"name":"q.r","schema":{"type":"struct","schema-id":0,"fields":[{"id":1,"name":"id","type":"long","required":true}]}}`, 400, "BadRequestException", "holds a '.'"},
 			{"OverlappingLocation", "POST", "/iceberg/v1/main/namespaces/b/tables", s.Token,

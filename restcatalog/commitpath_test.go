@@ -3,6 +3,7 @@ package restcatalog_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -119,6 +120,41 @@ func TestPendingFoundCommitted(t *testing.T) {
 		live, ok, err := s.App.Tables.LiveFromInventory(ctx, id, tbl.Metadata(), tbl.CurrentSnapshot().SnapshotID)
 		if err != nil || !ok || len(live) != len(s.lake.Files(tbl, *tbl.CurrentSnapshot())) {
 			t.Fatalf("live from the inventory: %d files, ok %v (%v); the table has %d", len(live), ok, err, len(s.lake.Files(tbl, *tbl.CurrentSnapshot())))
+		}
+	})
+}
+
+// TestLoadIfNoneMatchList: a load whose If-None-Match lists several tags, the table's among
+// them (weak or not), answers 304; a list without it, or with a tag it merely contains, 200.
+func TestLoadIfNoneMatchList(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		s := newServer(t, db)
+		create(t, s.client(t), "n", "t")
+		path := "/iceberg/v1/main/namespaces/n/tables/t"
+		req, _ := http.NewRequest("GET", s.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer "+s.Token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		tag := resp.Header.Get("ETag")
+		if tag == "" {
+			t.Fatal("no ETag")
+		}
+		for _, c := range []struct {
+			inm  string
+			want int
+		}{
+			{`"other", ` + tag, 304},
+			{`"other", W/` + tag, 304},
+			{`"other", "another"`, 200},
+			{`"x` + strings.Trim(tag, `"`) + `x"`, 200},
+		} {
+			code, _ := s.doWith(t, "GET", path, s.Token, "", map[string]string{"If-None-Match": c.inm}, nil)
+			if code != c.want {
+				t.Errorf("If-None-Match %s: %d, want %d", c.inm, code, c.want)
+			}
 		}
 	})
 }

@@ -209,6 +209,10 @@ func (f *Face) token(c echo.Context) error {
 	}
 	tok, err := f.cfg.Tokens.Verify(c.Request().Context(), secret)
 	if err != nil || (id != "" && id != tok.Name) {
+		// A wrong guess costs the guesser's address.
+		if err := f.chargeAddress(c); err != nil {
+			return err
+		}
 		return c.JSON(http.StatusUnauthorized, oauthError{"invalid_client", "the client ID and secret are not a Tidemark token's name and token"})
 	}
 	return c.JSON(http.StatusOK, tokenResponse{AccessToken: secret, TokenType: "bearer", ExpiresIn: 3600,

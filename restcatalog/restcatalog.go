@@ -43,6 +43,9 @@ type Config struct {
 	BodyLimit int64
 	// AllowToken charges a request to its token's rate limit; nil is unlimited.
 	AllowToken func(name string) (bool, time.Duration)
+	// AllowAddress charges a request whose authentication failed (an unknown token, a wrong
+	// OAuth secret) to its client address's limit, at most once a request; nil is unlimited.
+	AllowAddress func(c echo.Context) (bool, time.Duration)
 	// RecordUse keeps a read (a load or scan report by a token, see loads.go) or a write (a
 	// commit) of a served table as usage evidence; nil records nothing.
 	RecordUse func(ctx context.Context, asset uuid.UUID, kind, actor, key string, at time.Time) error
@@ -253,10 +256,17 @@ func (f *Face) scope(need auth.Scope) echo.MiddlewareFunc {
 			}
 			scheme, secret, ok := strings.Cut(r.Header.Get(echo.HeaderAuthorization), " ")
 			if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(secret) == "" {
+				if err := f.chargeAddress(c); err != nil {
+					return err
+				}
 				return apiError(http.StatusUnauthorized, "NotAuthorizedException", fmt.Sprintf("this request needs a token with the %s scope: send Authorization: Bearer <token>, or configure the client's credential as <token name>:<token>", need))
 			}
 			tok, err := f.cfg.Tokens.Verify(r.Context(), strings.TrimSpace(secret))
 			if errors.Is(err, auth.ErrUnknownToken) {
+				// Guessing tokens costs the guesser's address.
+				if err := f.chargeAddress(c); err != nil {
+					return err
+				}
 				return apiError(http.StatusUnauthorized, "NotAuthorizedException", "the bearer token is not recognised or has been revoked")
 			}
 			if err != nil {
@@ -276,6 +286,19 @@ func (f *Face) scope(need auth.Scope) echo.MiddlewareFunc {
 			return next(c)
 		}
 	}
+}
+
+// chargeAddress takes a request whose authentication failed from its client address's budget:
+// a 429 when it is spent.
+func (f *Face) chargeAddress(c echo.Context) error {
+	if f.cfg.AllowAddress == nil {
+		return nil
+	}
+	if ok, wait := f.cfg.AllowAddress(c); !ok {
+		c.Response().Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(wait.Seconds())))))
+		return apiError(http.StatusTooManyRequests, "TooManyRequestsException", fmt.Sprintf("address %s sent more requests than its rate limit allows; retry after %s", c.RealIP(), wait.Round(time.Millisecond)))
+	}
+	return nil
 }
 
 // allows reports whether the request's token grants a scope.

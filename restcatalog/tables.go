@@ -15,6 +15,7 @@ import (
 
 	"github.com/tidemark/tidemark/auth"
 	"github.com/tidemark/tidemark/catalog"
+	etags "github.com/tidemark/tidemark/internal/etag"
 	"github.com/tidemark/tidemark/tables"
 )
 
@@ -155,7 +156,8 @@ func (f *Face) loadTable(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		if tag := etag(loc); inm == tag || inm == "W/"+tag || inm == "*" {
+		// A list of tags, weak ones, several header lines: RFC 9110's weak comparison.
+		if tag := etag(loc); etags.Matches(strings.Join(c.Request().Header.Values("If-None-Match"), ","), tag) {
 			c.Response().Header().Set("ETag", tag)
 			return c.NoContent(http.StatusNotModified)
 		}

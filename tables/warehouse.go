@@ -151,6 +151,9 @@ func validPart(field, s string) error {
 			return invalid(field, "%s %q holds a control character", field, s)
 		}
 	}
+	if err := catalog.CheckVisible(field, s); err != nil {
+		return err
+	}
 	if strings.Contains(s, ".") {
 		// ["p","q"]/r, ["p"]/"q.r" and ["p.q"]/r would all be the asset p.q.r.
 		return invalid(field, "%s %q holds a '.': a served table's asset is named <namespace levels>.<name>, so a dot inside a level or a name would give two tables one name; use '_' or '-' instead", field, s)

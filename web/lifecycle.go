@@ -18,12 +18,25 @@ import (
 
 func (u *UI) lifecycleRoutes() {
 	for path, h := range map[string]http.HandlerFunc{
-		"rename":  u.editAsset("rename", editRename),
+		"rename":  u.editAsset("rename", u.notServed(editRename)),
 		"status":  u.editAsset("status", editStatus),
-		"delete":  u.editAsset("delete", editDelete),
-		"restore": u.editAsset("restore", editRestore),
+		"delete":  u.editAsset("delete", u.notServed(editDelete)),
+		"restore": u.editAsset("restore", u.notServed(editRestore)),
 	} {
 		u.handleFunc("POST /assets/{id}/"+path, h)
+	}
+}
+
+// notServed refuses an edit of a table served through the Iceberg REST catalog: its name and
+// its life are the catalog's (tables.Service.RefuseServed says why).
+func (u *UI) notServed(apply assetEditFunc) assetEditFunc {
+	return func(ctx context.Context, cat *catalog.Catalog, id uuid.UUID, version int64, f url.Values) (string, string, error) {
+		if u.cfg.Tables != nil {
+			if err := u.cfg.Tables.RefuseServed(ctx, id); err != nil {
+				return "", "", err
+			}
+		}
+		return apply(ctx, cat, id, version, f)
 	}
 }
 

@@ -6,8 +6,11 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/tidemark/tidemark/auth"
 )
@@ -69,14 +72,32 @@ type signinData struct {
 	Next  string // where to go once signed in
 }
 
-// localPath keeps a sign-in's return address on this site: a path, never another origin
-// ("//evil.example", "/\\evil.example" and absolute URLs fall back to the home page).
+// localPath keeps a sign-in's return address on this site: a clean local path, never another
+// origin. Browsers drop tabs and newlines from a URL and read a backslash as a slash, so
+// "/\t/evil.example" and "/\\evil.example" lead off-site as "//evil.example" does. Those,
+// absolute URLs, and anything with control characters or white space (also percent-encoded in
+// the path, where no page of ours has them) fall back to the home page.
 func localPath(p string) string {
-	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.HasPrefix(p, "/\\") || strings.HasPrefix(p, "/signin") {
+	if !cleanStart(p) || strings.HasPrefix(p, "/signin") || strings.ContainsFunc(p, unclean) {
+		return "/"
+	}
+	path, _, _ := strings.Cut(p, "?")
+	path, _, _ = strings.Cut(path, "#")
+	if dec, err := url.PathUnescape(path); err != nil || !cleanStart(dec) || strings.ContainsFunc(dec, unclean) {
+		return "/"
+	}
+	if u, err := url.Parse(p); err != nil || u.Scheme != "" || u.Host != "" || u.Opaque != "" || u.User != nil {
 		return "/"
 	}
 	return p
 }
+
+// cleanStart: one slash, and neither a slash nor a backslash right after it.
+func cleanStart(p string) bool {
+	return strings.HasPrefix(p, "/") && (len(p) == 1 || p[1] != '/' && p[1] != '\\')
+}
+
+func unclean(r rune) bool { return unicode.IsControl(r) || unicode.IsSpace(r) || r == utf8.RuneError }
 
 func (u *UI) signinForm(w http.ResponseWriter, r *http.Request) {
 	tok := auth.Random()

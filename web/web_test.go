@@ -284,7 +284,8 @@ func TestPagesNeedSession(t *testing.T) {
 			t.Fatalf("sign in: %v %v", r.StatusCode, err)
 		}
 		// The sign-in returns to the page it came from, and only to a page of this site.
-		for next, want := range map[string]string{"/scans": "/scans", "//evil.example/x": "/", "https://evil.example/": "/", "/\\evil.example": "/", "": "/"} {
+		for next, want := range map[string]string{"/scans": "/scans", "//evil.example/x": "/", "https://evil.example/": "/", "/\\evil.example": "/", "": "/",
+			"/\t/evil.example": "/", "/%09/evil.example": "/", "/\r\n/evil.example": "/", "javascript:alert(1)": "/"} {
 			r, err := c.PostForm(srv.URL+"/signin", url.Values{"csrf": {csrf[1]}, "token": {secret}, "next": {next}})
 			if err != nil || r.Request.URL.Host != strings.TrimPrefix(srv.URL, "http://") || r.Request.URL.Path != want {
 				t.Errorf("sign in with next %q landed on %v (%v)", next, r.Request.URL, err)
