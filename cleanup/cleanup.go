@@ -90,6 +90,7 @@ type Service struct {
 	auto       *AutoCadence  // nil: the default cadence
 	stopWindow time.Duration // an approval waits this long before execution (WithStopWindow)
 	migrations MigrationGate
+	strays     *strays // each known table's references outside its own location (world.go)
 }
 
 // Option configures a Service.
@@ -136,7 +137,7 @@ func New(store *storage.DB, cat *catalog.Catalog, tbls *tables.Service, opts ...
 	host, _ := os.Hostname()
 	s := &Service{db: store.Client, sqlite: store.Dialect == dialect.SQLite, tables: tbls, cat: cat, now: time.Now, log: slog.New(slog.DiscardHandler),
 		holder: fmt.Sprintf("%s-%s", host, uuid.NewString()[:8]), prices: DefaultPrices, pageSize: DefaultPageSize,
-		statPar: 8, walkPar: DefaultShardParallel, leaseTTL: DefaultLeaseTTL, policy: DefaultPolicy, client: webhookClient(false)}
+		statPar: 8, walkPar: DefaultShardParallel, leaseTTL: DefaultLeaseTTL, policy: DefaultPolicy, client: webhookClient(false), strays: newStrays()}
 	for _, o := range opts {
 		o(s)
 	}

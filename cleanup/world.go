@@ -17,6 +17,7 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/cespare/xxhash/v2"
 	"github.com/google/uuid"
+	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/ent/cleanupobservation"
@@ -80,19 +81,16 @@ func (s *Service) readWorld(ctx context.Context, self uuid.UUID, loc string, liv
 	type opened struct {
 		l    *tables.Live
 		wrap string // how a failure is reported
-		// under: only its references under loc are kept (a table elsewhere whose metadata
-		// may still name files here: a commit that named another table's files, a registered
-		// layout); "" keeps all.
-		under string
 	}
 	var todo []opened
-	add := func(id uuid.UUID, l *tables.Live, wrap, under string) {
-		todo = append(todo, opened{l, wrap, under})
+	var elsewhere []string // strays of the tables elsewhere
+	add := func(id uuid.UUID, l *tables.Live, wrap string) {
+		todo = append(todo, opened{l, wrap})
 		w.versions[id] = l.Refs.MetadataLocation
 		w.uuids[l.Table.Metadata().TableUUID().String()] = true
 	}
 	if live != nil {
-		add(self, live, "read the table's metadata: %w", "")
+		add(self, live, "read the table's metadata: %w")
 	}
 	now := s.clock()
 	for after := uuid.Nil; ; {
@@ -106,12 +104,23 @@ func (s *Service) readWorld(ctx context.Context, self uuid.UUID, loc string, liv
 				continue
 			}
 			if !overlaps(t.Location, loc) {
-				// Elsewhere, but every known table's references count, whatever its location.
-				if err := s.readElsewhere(ctx, t, loc, now, func(l *tables.Live) {
-					add(t.AssetID, l, fmt.Sprintf("table %s (at %s) could not be read, so whether it references files under %s is unknown: %%w", t.AssetID, t.Location, loc), loc)
-				}); err != nil {
+				// Elsewhere, but every known table's references count, whatever its location:
+				// those outside its own location (strays: normally none) that fall under loc.
+				l, err := s.readElsewhere(ctx, t, loc, now)
+				if err != nil {
 					return nil, err
 				}
+				if l == nil {
+					continue
+				}
+				out, reads, err := s.strayRefs(ctx, l)
+				w.reads += reads
+				if err != nil {
+					return nil, fmt.Errorf("cleanup: table %s (at %s) could not be read, so whether it references files under %s is unknown: %w", t.AssetID, t.Location, loc, err)
+				}
+				w.versions[t.AssetID] = l.Refs.MetadataLocation
+				w.uuids[l.Table.Metadata().TableUUID().String()] = true
+				elsewhere = append(elsewhere, out...)
 				continue
 			}
 			st := SharedTable{AssetID: t.AssetID, TableUUID: t.TableUUID, Location: t.Location, GoneAt: t.GoneAt}
@@ -138,30 +147,27 @@ func (s *Service) readWorld(ctx context.Context, self uuid.UUID, loc string, liv
 			if err != nil {
 				return nil, fmt.Errorf("cleanup: table %s shares the location %s and could not be read, so nothing there can be judged unreferenced: %w", t.AssetID, loc, err)
 			}
-			add(t.AssetID, other, fmt.Sprintf("table %s shares the location %s and its metadata could not be read: %%w", t.AssetID, loc), "")
+			add(t.AssetID, other, fmt.Sprintf("table %s shares the location %s and its metadata could not be read: %%w", t.AssetID, loc))
 			w.shared = append(w.shared, st)
 		}
 		if !more {
 			break
 		}
 	}
+	_, locPath := normalize(strings.TrimRight(loc, "/"))
+	for _, p := range elsewhere {
+		// By the path alone, across schemes: a superset of what lies under loc.
+		if _, po := normalize(p); strings.HasPrefix(po, locPath+"/") {
+			w.refs.add(p)
+		}
+	}
 	if len(prev) == 1 && prev[0] != nil && maps.Equal(prev[0].versions, w.versions) {
 		w.refs, w.reused = prev[0].refs, true
 		return w, nil
 	}
-	_, locPath := normalize(strings.TrimRight(loc, "/"))
 	for _, o := range todo {
 		before := o.l.Refs.Report.ManifestsRead + o.l.Refs.Report.ManifestListsRead
-		refs, err := s.tables.WalkReferences(ctx, o.l, func(p string, _ tables.RefKind) error {
-			if o.under != "" {
-				// By the path alone, across schemes: a superset of what lies under loc.
-				if _, po := normalize(p); !strings.HasPrefix(po, locPath+"/") {
-					return nil
-				}
-			}
-			w.refs.add(p)
-			return nil
-		})
+		refs, err := s.tables.WalkReferences(ctx, o.l, func(p string, _ tables.RefKind) error { w.refs.add(p); return nil })
 		w.reads += refs.Report.ManifestsRead + refs.Report.ManifestListsRead - before
 		if err != nil {
 			return nil, fmt.Errorf(o.wrap, err)
@@ -172,25 +178,61 @@ func (s *Service) readWorld(ctx context.Context, self uuid.UUID, loc string, liv
 }
 
 // readElsewhere opens a known table whose location does not overlap loc, for its references
-// under loc: live ones, and dropped ones within the grace period or being retired. One that
-// cannot be read fails the read (fail closed), except a dropped one whose metadata is gone.
-func (s *Service) readElsewhere(ctx context.Context, t tables.Table, loc string, now time.Time, add func(*tables.Live)) error {
+// under loc: live ones, and dropped ones within the grace period or being retired (nil when
+// none of those). One that cannot be read fails the read (fail closed), except a dropped one
+// whose metadata is gone.
+func (s *Service) readElsewhere(ctx context.Context, t tables.Table, loc string, now time.Time) (*tables.Live, error) {
 	if t.GoneAt != nil && now.Sub(*t.GoneAt) >= s.policy.Grace {
 		retiring, err := s.db.Proposal.Query().Where(proposal.AssetID(t.AssetID), proposal.KindEQ(proposal.KindUnusedAsset),
 			proposal.StateEQ(proposal.StateExecuting)).Exist(ctx)
 		if err != nil || !retiring {
-			return err
+			return nil, err
 		}
 	}
 	l, err := s.tables.Open(ctx, t.AssetID)
 	if err != nil && t.GoneAt != nil && errors.Is(err, fs.ErrNotExist) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return fmt.Errorf("cleanup: table %s (at %s) could not be read, so whether it references files under %s is unknown; nothing there is judged unreferenced until it can be read: %w", t.AssetID, t.Location, loc, err)
+		return nil, fmt.Errorf("cleanup: table %s (at %s) could not be read, so whether it references files under %s is unknown; nothing there is judged unreferenced until it can be read: %w", t.AssetID, t.Location, loc, err)
 	}
-	add(l)
-	return nil
+	return l, nil
+}
+
+// strays keeps, by metadata file, the references of a table that lie outside its own location
+// (a commit from before commits were checked, a registered layout): normally none. A metadata
+// file never changes, so neither do they; a table elsewhere is walked once per version, not on
+// every scan of every other table.
+type strays struct {
+	cache *lru.Cache[string, []string] // safe for concurrent use
+}
+
+func newStrays() *strays {
+	c, _ := lru.New[string, []string](4096) // only a size below 1 fails
+	return &strays{cache: c}
+}
+
+// strayRefs returns l's references outside its own location, and the manifests and manifest
+// lists read to find them (0 when they were known).
+func (s *Service) strayRefs(ctx context.Context, l *tables.Live) ([]string, int, error) {
+	key := l.Refs.MetadataLocation
+	if out, ok := s.strays.cache.Get(key); ok {
+		return out, 0, nil
+	}
+	own := l.Table.Metadata().Location()
+	var out []string
+	before := l.Refs.Report.ManifestsRead + l.Refs.Report.ManifestListsRead
+	refs, err := s.tables.WalkReferences(ctx, l, func(p string, _ tables.RefKind) error {
+		if tables.Owns(own, p) != nil {
+			out = append(out, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	s.strays.cache.Add(key, out)
+	return out, refs.Report.ManifestsRead + refs.Report.ManifestListsRead - before, nil
 }
 
 // probeTenants reads every *.metadata.json among paths (and under loc/metadata/ when list is

@@ -65,6 +65,8 @@ func checkRefusedRegistrations(t *testing.T, s *server, l *tablestest.Lake, tbl 
 		{s.Write, map[string]any{}, 400},
 		{s.Write, map[string]any{"metadata_location": tbl.MetadataLocation(), "colour": "red"}, 400},
 		{s.Write, map[string]any{"metadata_location": "file://" + l.Dir + "/nothing.metadata.json"}, 400},
+		// Percent-encoded '..' that iceberg-go's IO would decode and a literal check would not.
+		{s.Write, map[string]any{"metadata_location": encodedDots(tbl.MetadataLocation())}, 400},
 		{s.Write, map[string]any{"metadata_location": tbl.MetadataLocation(), "name": "only-a-name"}, 400},
 		{s.Read, map[string]any{"metadata_location": tbl.MetadataLocation()}, 403},
 		{"", map[string]any{"metadata_location": tbl.MetadataLocation()}, 401},
@@ -570,4 +572,13 @@ func TestRegisterOlderMetadata(t *testing.T) {
 		}
 		register(s.Write, cur.MetadataLocation(), false, 200) // forward again: always allowed
 	})
+}
+
+// encodedDots names the same file with a percent-encoded ".." step: file:/a/b/c becomes
+// file:/a/b/%2e%2e/b/c, which iceberg-go's local IO decodes back to the file.
+func encodedDots(loc string) string {
+	p := strings.TrimPrefix(loc, "file://")
+	dir, rest, _ := strings.Cut(strings.TrimPrefix(p, "/"), "/")
+	second, tail, _ := strings.Cut(rest, "/")
+	return "file:/" + dir + "/" + second + "/%2e%2e/" + second + "/" + tail
 }

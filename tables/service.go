@@ -182,6 +182,10 @@ func (s *Service) Register(ctx context.Context, in RegisterInput) (Table, Refres
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
+	// One reading of a path (see ground.go): what the checks read is what storage opens.
+	if err := CheckLocation(loc); err != nil {
+		return Table{}, RefreshReport{}, invalid("metadata_location", "metadata_location %v", err)
+	}
 	if err := s.roots.check(loc); err != nil {
 		return Table{}, RefreshReport{}, invalid("metadata_location", "%v: tables are registered only from the configured warehouse roots", err)
 	}
@@ -191,6 +195,9 @@ func (s *Service) Register(ctx context.Context, in RegisterInput) (Table, Refres
 	tbl, err := s.loadLocation(ctx, loc)
 	if err != nil {
 		return Table{}, RefreshReport{}, invalid("metadata_location", "could not load Iceberg table metadata from %s: %s", loc, s.loadProblem(ctx, loc, err))
+	}
+	if err := CheckLocation(tbl.Metadata().Location()); err != nil {
+		return Table{}, RefreshReport{}, invalid("metadata_location", "the table's location %v; Tidemark would read and clean it one way and storage another", err)
 	}
 	if err := s.roots.check(tbl.Metadata().Location()); err != nil {
 		return Table{}, RefreshReport{}, invalid("metadata_location", "the table's location %v: its files would be read and cleaned outside the warehouse", err)
