@@ -34,11 +34,9 @@ var ErrUnclearPath = errors.New("is not a plain path")
 // file a client names: an absolute local path or a URI, in the one form every reader reads alike.
 func CheckLocation(p string) error { return checkPath(p, false) }
 
-// checkDataPath checks a data or delete file path: as CheckLocation, except that percent-escapes
-// (how writers put partition values into paths) are allowed where they decode to a plain
-// character, so the literal and the decoded reading have the same directories.
-func checkDataPath(p string) error { return checkPath(p, true) }
-
+// checkPath checks a path as CheckLocation does; with escapes (a data or delete file path),
+// percent-escapes (how writers put partition values into paths) are allowed where they decode to
+// a plain character, so the literal and the decoded reading have the same directories.
 func checkPath(p string, escapes bool) error {
 	unclear := func(format string, args ...any) error {
 		return fmt.Errorf("%q %w: %s", clipPath(p), ErrUnclearPath, fmt.Sprintf(format, args...))
