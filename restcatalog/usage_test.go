@@ -3,15 +3,21 @@ package restcatalog_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/apache/iceberg-go"
 	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
+
+	"github.com/tidemark/tidemark/app"
 
 	"github.com/tidemark/tidemark/auth"
+	"github.com/tidemark/tidemark/cleanup"
 	"github.com/tidemark/tidemark/ent/storage"
 	"github.com/tidemark/tidemark/ent/storage/storagetest"
 	"github.com/tidemark/tidemark/ent/usageevent"
+	"github.com/tidemark/tidemark/handlers"
 )
 
 // TestLoadsAreReads: an iceberg-go program that only loads and scans a served table (iceberg-go
@@ -71,6 +77,59 @@ func TestLoadsAreReads(t *testing.T) {
 		}
 		if len(reads) != 1 || reads["token:dashboards"] != 1 {
 			t.Fatalf("reads by actor %v, want exactly one, by token:dashboards (three loads in one hour count once; the writer's load and anonymous reports not at all)", reads)
+		}
+	})
+}
+
+// TestLoadsKeepTablesAlive: with a one-hour unused window, the unused-asset bot proposes the
+// table nobody read (anonymous scan reports on it change nothing) and not the table a token
+// only loaded and scanned.
+func TestLoadsKeepTablesAlive(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		policy := cleanup.DefaultPolicy
+		policy.UnusedWindow, policy.MinAssetAge = time.Hour, time.Millisecond
+		s := newServerWith(t, db, func(c *app.Config, _ *handlers.Config) { c.Cleanup = append(c.Cleanup, cleanup.WithPolicy(policy)) })
+		if err := s.App.Lineage.Open(ctx); err != nil {
+			t.Fatal(err)
+		}
+		read := s.append(t, create(t, s.client(t), "alive", "read"), 0, 2)
+		idle := s.append(t, create(t, s.client(t), "alive", "idle"), 0, 2)
+		reader, _, err := auth.NewStore(db.Client, nil).Create(ctx, "dashboards", []auth.Scope{auth.ScopeRead})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, err := icecat.Load(ctx, "reader", iceberg.Properties{"type": "rest", "uri": s.URL + "/iceberg", "token": reader, "warehouse": "main"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		loaded, err := rc.LoadTable(ctx, read.Identifier())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := loaded.Scan().ToArrowTable(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got.Release()
+		for range 5 {
+			s.do(t, "POST", "/iceberg/v1/main/namespaces/alive/tables/idle/metrics", "", `{"report-type":"scan-report","table-name":"alive.idle","snapshot-id":1,"filter":true,"schema-id":0,"projected-field-ids":[1],"projected-field-names":["id"],"metrics":{}}`, nil)
+		}
+		s.App.FlushLoads(ctx)
+		time.Sleep(5 * time.Millisecond) // the assets are older than the minimum age
+		if _, err := s.App.Cleanup.Propose(ctx); err != nil {
+			t.Fatal(err)
+		}
+		ps, err := s.App.Cleanup.Proposals(ctx, cleanup.ProposalFilter{Kind: cleanup.KindUnusedAsset, State: "open", Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		proposed := map[uuid.UUID]bool{}
+		for _, p := range ps {
+			proposed[p.AssetID] = true
+		}
+		if !proposed[assetOf(t, s, idle)] || proposed[assetOf(t, s, read)] {
+			t.Fatalf("unused proposals %v: want the idle table and not the one a token loaded", proposed)
 		}
 	})
 }
