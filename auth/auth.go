@@ -183,3 +183,12 @@ func toToken(r *ent.APIToken) Token {
 func (s *Store) Active(ctx context.Context, id uuid.UUID) (bool, error) {
 	return s.db.APIToken.Query().Where(apitoken.ID(id), apitoken.RevokedAtIsNil()).Exist(ctx)
 }
+
+// BearerSecret is the secret of an `Authorization: Bearer <token>` header value; ok is false for
+// any other value (none, another scheme, an empty token). Every face parses the header here, so
+// none reads a token another face would refuse.
+func BearerSecret(header string) (secret string, ok bool) {
+	scheme, secret, found := strings.Cut(header, " ")
+	secret = strings.TrimSpace(secret)
+	return secret, found && strings.EqualFold(scheme, "Bearer") && secret != ""
+}

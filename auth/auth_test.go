@@ -57,3 +57,21 @@ func TestParseScopes(t *testing.T) {
 		}
 	}
 }
+
+func TestBearerSecret(t *testing.T) {
+	for _, c := range []struct {
+		header, secret string
+		ok             bool
+	}{
+		{"Bearer abc", "abc", true},
+		{"bearer  abc ", "abc", true},
+		{"Bearer ", "", false},
+		{"Basic YTpi", "YTpi", false},
+		{"x", "", false},
+		{"", "", false},
+	} {
+		if s, ok := auth.BearerSecret(c.header); ok != c.ok || (ok && s != c.secret) {
+			t.Errorf("BearerSecret(%q) = %q, %v; want %q, %v", c.header, s, ok, c.secret, c.ok)
+		}
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -39,11 +38,11 @@ func (a *API) requireScope(need auth.Scope) echo.MiddlewareFunc {
 				return newProblem(http.StatusUnauthorized, fmt.Sprintf(
 					"this request needs a token with the %s scope: send Authorization: Bearer <token> (create one with `tidemark token create --name NAME --scopes %s`)", need, need))
 			}
-			scheme, secret, ok := strings.Cut(h, " ")
-			if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(secret) == "" {
+			secret, ok := auth.BearerSecret(h)
+			if !ok {
 				return newProblem(http.StatusUnauthorized, "the Authorization header must be `Bearer <token>`")
 			}
-			tok, err := a.verifiedOrVerify(c, strings.TrimSpace(secret))
+			tok, err := a.verifiedOrVerify(c, secret)
 			if errors.Is(err, auth.ErrUnknownToken) {
 				// Guessing tokens costs the guesser's address (once: limitAnonymous may have charged it).
 				if err := a.chargeAddress(c); err != nil {

@@ -153,11 +153,11 @@ func (a *API) verifiedToken(c echo.Context) (auth.Token, bool) {
 	if tok, ok := c.Get(verifiedKey).(auth.Token); ok {
 		return tok, true
 	}
-	scheme, secret, ok := strings.Cut(c.Request().Header.Get(echo.HeaderAuthorization), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(secret) == "" || a.cfg.Tokens == nil {
+	secret, ok := auth.BearerSecret(c.Request().Header.Get(echo.HeaderAuthorization))
+	if !ok || a.cfg.Tokens == nil {
 		return auth.Token{}, false
 	}
-	tok, err := a.cfg.Tokens.Verify(c.Request().Context(), strings.TrimSpace(secret))
+	tok, err := a.cfg.Tokens.Verify(c.Request().Context(), secret)
 	if err != nil {
 		return auth.Token{}, false
 	}

@@ -254,14 +254,14 @@ func (f *Face) scope(need auth.Scope) echo.MiddlewareFunc {
 				c.SetRequest(r.WithContext(catalog.WithActor(r.Context(), "anonymous")))
 				return next(c)
 			}
-			scheme, secret, ok := strings.Cut(r.Header.Get(echo.HeaderAuthorization), " ")
-			if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(secret) == "" {
+			secret, ok := auth.BearerSecret(r.Header.Get(echo.HeaderAuthorization))
+			if !ok {
 				if err := f.chargeAddress(c); err != nil {
 					return err
 				}
 				return apiError(http.StatusUnauthorized, "NotAuthorizedException", fmt.Sprintf("this request needs a token with the %s scope: send Authorization: Bearer <token>, or configure the client's credential as <token name>:<token>", need))
 			}
-			tok, err := f.cfg.Tokens.Verify(r.Context(), strings.TrimSpace(secret))
+			tok, err := f.cfg.Tokens.Verify(r.Context(), secret)
 			if errors.Is(err, auth.ErrUnknownToken) {
 				// Guessing tokens costs the guesser's address.
 				if err := f.chargeAddress(c); err != nil {
