@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/tidemark/tidemark/auth"
-	"github.com/tidemark/tidemark/ent/storage"
-	"github.com/tidemark/tidemark/ent/storage/storagetest"
+	"github.com/tidemark/tidemark/storage"
+	"github.com/tidemark/tidemark/storage/storagetest"
 )
 
 func TestTokenLifecycle(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tidemark/tidemark/catalog"
-	"github.com/tidemark/tidemark/ent/storage/storagetest"
+	"github.com/tidemark/tidemark/storage/storagetest"
 )
 
 // BenchmarkCatalog measures create, resolve (current and former names) and rename on each store,

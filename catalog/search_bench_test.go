@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/tidemark/tidemark/catalog"
-	"github.com/tidemark/tidemark/ent/storage/storagetest"
+	"github.com/tidemark/tidemark/storage/storagetest"
 )
 
 // BenchmarkCreateMany measures CreateMany batches as lineage ingest sends them, search docs

@@ -14,7 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 
-	"github.com/tidemark/tidemark/ent/storage"
+	"github.com/tidemark/tidemark/storage"
 )
 
 // Version is the build's version (the tidemark command sets it from -ldflags).

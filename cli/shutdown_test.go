@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/ent/cleanupscan"
-	"github.com/tidemark/tidemark/ent/storage"
+	"github.com/tidemark/tidemark/storage"
 )
 
 // TestShutdownDuringScanAndDispatch: SIGTERM (the context ending) while a cleanup scan walks a

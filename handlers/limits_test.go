@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tidemark/tidemark/ent/storage/storagetest"
 	"github.com/tidemark/tidemark/handlers"
+	"github.com/tidemark/tidemark/storage/storagetest"
 )
 
 // TestNoAuthAnswersOnlyItsOwnName: without authentication a DNS rebinding page reaches the

@@ -19,8 +19,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/tidemark/tidemark/catalog"
-	"github.com/tidemark/tidemark/ent/storage/storagetest"
 	"github.com/tidemark/tidemark/handlers"
+	"github.com/tidemark/tidemark/storage/storagetest"
 )
 
 // eachBackendTweaked runs fn on a server over a fresh database of every backend, configured by

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/auth"
-	"github.com/tidemark/tidemark/ent/storage"
-	"github.com/tidemark/tidemark/ent/storage/storagetest"
+	"github.com/tidemark/tidemark/storage"
+	"github.com/tidemark/tidemark/storage/storagetest"
 )
 
 var fixtures atomic.Int64

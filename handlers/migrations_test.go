@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tidemark/tidemark/ent/storage"
-	"github.com/tidemark/tidemark/ent/storage/storagetest"
+	"github.com/tidemark/tidemark/storage"
+	"github.com/tidemark/tidemark/storage/storagetest"
 )
 
 // TestMigrationAPI: a migration whose two sides an external checker reads. Bad specs are

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tidemark/tidemark/ent/storage/storagetest"
+	"github.com/tidemark/tidemark/storage/storagetest"
 )
 
 // TestOpenAPILint: the document passes the checks @redocly/cli's recommended rules found failing:

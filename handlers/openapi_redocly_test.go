@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/tidemark/tidemark/ent/storage/storagetest"
+	"github.com/tidemark/tidemark/storage/storagetest"
 )
 
 // TestOpenAPIRedocly: the served OpenAPI document lints clean under @redocly/cli's

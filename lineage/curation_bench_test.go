@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/catalog"
-	"github.com/tidemark/tidemark/ent/storage/storagetest"
 	"github.com/tidemark/tidemark/lineage"
+	"github.com/tidemark/tidemark/storage/storagetest"
 )
 
 // BenchmarkIngestSchemaFacets times batches of 100 RunEvents (3 inputs, 1 output) through

@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/catalog"
-	"github.com/tidemark/tidemark/ent/storage"
-	"github.com/tidemark/tidemark/ent/storage/storagetest"
 	"github.com/tidemark/tidemark/lineage"
+	"github.com/tidemark/tidemark/storage"
+	"github.com/tidemark/tidemark/storage/storagetest"
 )
 
 // TestReplicasSeeEachOthersEdges: two services over one database stand for two replicas; an

@@ -14,7 +14,7 @@ import (
 
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/ent"
-	"github.com/tidemark/tidemark/ent/storage"
+	"github.com/tidemark/tidemark/storage"
 )
 
 // Service ingests OpenLineage events and answers lineage queries.

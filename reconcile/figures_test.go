@@ -8,7 +8,7 @@ import (
 
 	_ "github.com/lib/pq"
 
-	"github.com/tidemark/tidemark/ent/storage/storagetest"
+	"github.com/tidemark/tidemark/storage/storagetest"
 )
 
 // TestPushedDownFiguresMatchGo: PostgreSQL's own figures (canonical text in SQL, MD5, sums) equal

@@ -16,8 +16,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/tidemark/tidemark/catalog"
-	"github.com/tidemark/tidemark/ent/storage"
-	"github.com/tidemark/tidemark/ent/storage/storagetest"
+	"github.com/tidemark/tidemark/storage"
+	"github.com/tidemark/tidemark/storage/storagetest"
 )
 
 // TestHostileCommitsRefused is issue 42's reproductions at the door: a write token names another

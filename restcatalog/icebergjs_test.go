@@ -10,8 +10,8 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/tidemark/tidemark/ent/storage"
-	"github.com/tidemark/tidemark/ent/storage/storagetest"
+	"github.com/tidemark/tidemark/storage"
+	"github.com/tidemark/tidemark/storage/storagetest"
 )
 
 // TestIcebergJS: a second real client, the npm package iceberg-js (1.0.0, run by node), creates a

@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/tidemark/tidemark/app"
-	"github.com/tidemark/tidemark/ent/storage"
-	"github.com/tidemark/tidemark/ent/storage/storagetest"
 	"github.com/tidemark/tidemark/handlers"
+	"github.com/tidemark/tidemark/storage"
+	"github.com/tidemark/tidemark/storage/storagetest"
 )
 
 // TestFailedAuthenticationSpendsTheAddressBudget: with --rate-limit-anonymous, requests that

@@ -14,10 +14,10 @@ import (
 
 	"github.com/tidemark/tidemark/auth"
 	"github.com/tidemark/tidemark/cleanup"
-	"github.com/tidemark/tidemark/ent/storage"
-	"github.com/tidemark/tidemark/ent/storage/storagetest"
 	"github.com/tidemark/tidemark/ent/usageevent"
 	"github.com/tidemark/tidemark/handlers"
+	"github.com/tidemark/tidemark/storage"
+	"github.com/tidemark/tidemark/storage/storagetest"
 )
 
 // TestLoadsAreReads: an iceberg-go program that only loads and scans a served table (iceberg-go

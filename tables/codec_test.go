@@ -14,8 +14,8 @@ import (
 	"entgo.io/ent/dialect"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/tidemark/tidemark/ent/storage"
-	"github.com/tidemark/tidemark/ent/storage/storagetest"
+	"github.com/tidemark/tidemark/storage"
+	"github.com/tidemark/tidemark/storage/storagetest"
 )
 
 // gzipJSON is how the cache was written before the binary form: rows written so are still read.

@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tidemark/tidemark/catalog"
-	"github.com/tidemark/tidemark/ent/storage"
+	"github.com/tidemark/tidemark/storage"
 	"github.com/tidemark/tidemark/tables"
 )
 

@@ -12,8 +12,8 @@ import (
 	"github.com/tidemark/tidemark/auth"
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/ent/proposal"
-	"github.com/tidemark/tidemark/ent/storage"
-	"github.com/tidemark/tidemark/ent/storage/storagetest"
+	"github.com/tidemark/tidemark/storage"
+	"github.com/tidemark/tidemark/storage/storagetest"
 )
 
 // TestAuditPage: each change reads as a diff, and the log filters by actor, action and asset;

@@ -9,8 +9,8 @@ import (
 
 	"github.com/lib/pq"
 
-	"github.com/tidemark/tidemark/ent/storage/storagetest"
 	"github.com/tidemark/tidemark/internal/pgarray"
+	"github.com/tidemark/tidemark/storage/storagetest"
 )
 
 // TestTextRoundTrips sends arrays through a real PostgreSQL and reads back every element as it

@@ -23,8 +23,8 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/tidemark/tidemark/auth"
-	"github.com/tidemark/tidemark/ent/storage"
 	"github.com/tidemark/tidemark/handlers"
+	"github.com/tidemark/tidemark/storage"
 )
 
 // CreateDB makes (or remakes) database name on the server admin points at and returns its DSN

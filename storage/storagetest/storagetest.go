@@ -19,7 +19,7 @@ import (
 
 	"github.com/lib/pq"
 
-	"github.com/tidemark/tidemark/ent/storage"
+	"github.com/tidemark/tidemark/storage"
 )
 
 // PostgresEnv names the environment variable holding a PostgreSQL DSN whose user may create

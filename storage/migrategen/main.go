@@ -2,14 +2,14 @@
 // existing migrations on a scratch database and diffs the result against the ent schema
 // (Atlas, through ent). Run it after changing ent/schema and `go generate ./...`:
 //
-//	go run ./ent/storage/migrategen -name add_usage -postgres postgres://postgres@127.0.0.1:55432/postgres?sslmode=disable
+//	go run ./storage/migrategen -name add_usage -postgres postgres://postgres@127.0.0.1:55432/postgres?sslmode=disable
 //
 // The PostgreSQL server is used only to create and drop a scratch database.
 //
 // A new migration that must also move data (fill a new table from an old one) gets its
 // statements appended by hand before it ships; then
 //
-//	go run ./ent/storage/migrategen -resum
+//	go run ./storage/migrategen -resum
 //
 // rewrites both directories' atlas.sum to match the files.
 package main
@@ -31,13 +31,13 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/tidemark/tidemark/ent"
-	"github.com/tidemark/tidemark/ent/storage"
+	"github.com/tidemark/tidemark/storage"
 )
 
 func main() {
 	name := flag.String("name", "", "migration name (required), e.g. add_usage")
 	pgAdmin := flag.String("postgres", os.Getenv("TIDEMARK_TEST_POSTGRES"), "PostgreSQL DSN allowed to CREATE/DROP DATABASE")
-	dir := flag.String("dir", "ent/storage/migrations", "migrations directory")
+	dir := flag.String("dir", "storage/migrations", "migrations directory")
 	resum := flag.Bool("resum", false, "only rewrite atlas.sum in both directories after a hand-appended data statement")
 	flag.Parse()
 	if *resum {

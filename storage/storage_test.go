@@ -13,8 +13,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/tidemark/tidemark/ent/storage"
-	"github.com/tidemark/tidemark/ent/storage/storagetest"
+	"github.com/tidemark/tidemark/storage"
+	"github.com/tidemark/tidemark/storage/storagetest"
 )
 
 // TestMigrationsMatchSchema applies the shipped migrations and asks ent what it would still
@@ -34,7 +34,7 @@ func TestMigrationsMatchSchema(t *testing.T) {
 			stmts = append(stmts, line)
 		}
 		if len(stmts) > 0 {
-			t.Fatalf("ent schema differs from migrations; run migrategen (ent/storage/migrations/README.md). Pending DDL:\n%s", strings.Join(stmts, "\n"))
+			t.Fatalf("ent schema differs from migrations; run migrategen (storage/migrations/README.md). Pending DDL:\n%s", strings.Join(stmts, "\n"))
 		}
 	})
 }
