@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/labstack/echo/v4"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/tidemark/tidemark/auth"
@@ -30,6 +29,7 @@ import (
 	"github.com/tidemark/tidemark/lineage"
 	"github.com/tidemark/tidemark/reconcile"
 	"github.com/tidemark/tidemark/restcatalog"
+	"github.com/tidemark/tidemark/server"
 	"github.com/tidemark/tidemark/storage"
 	"github.com/tidemark/tidemark/tables"
 	"github.com/tidemark/tidemark/usage"
@@ -256,34 +256,25 @@ type Schedule struct {
 	Reconcile       time.Duration // how often each migration is reconciled; 0 never
 }
 
-// Handler builds the HTTP handler: the API configured by api (its service fields are filled
-// here) with the web UI mounted beside it.
-func (a *App) Handler(api handlers.Config, ui web.Config) (*handlers.API, error) {
+// Handler builds the HTTP shell configured by shell and mounts the three faces into it: the
+// API configured by api and the web UI by ui (their service fields are filled here), and the
+// Iceberg REST catalog.
+func (a *App) Handler(shell server.Config, api handlers.Config, ui web.Config) (*server.Server, error) {
+	tokens := auth.NewStore(a.Store.Client, nil) // one store: the shell's tokens and the UI's sessions
+	shell.Tokens, shell.Logger = tokens, a.Log
+	srv := server.New(shell)
 	api.Catalog, api.Lineage, api.Usage, api.Tables, api.Cleanup, api.Reconcile = a.Catalog, a.Lineage, a.Usage, a.Tables, a.Cleanup, a.Reconcile
-	tokens := auth.NewStore(a.Store.Client, nil) // one store: the API's tokens and the UI's sessions
-	api.Tokens, api.Ping, api.Logger = tokens, a.Store.Ping, a.Log
+	api.Ping, api.Logger = a.Store.Ping, a.Log
 	api.SearchIndex = func() string { s, _ := a.searchIndex.Load().(string); return s }
-	h := handlers.New(api)
+	handlers.Mount(srv, api)
 	ui.Catalog, ui.Lineage, ui.Usage, ui.Tables, ui.Cleanup, ui.Reconcile = a.Catalog, a.Lineage, a.Usage, a.Tables, a.Cleanup, a.Reconcile
 	ui.Tokens, ui.Logger = tokens, a.Log
-	pages, err := web.New(ui)
-	if err != nil {
+	if _, err := web.Mount(srv, ui); err != nil {
 		return nil, err
 	}
-	for _, p := range pages.Routes() {
-		h.Echo.Any(p, echo.WrapHandler(pages))
-	}
-	// A path nobody serves is a person's mistyped page: the UI answers it with its 404 page. API
-	// paths keep their problem+json 404.
-	h.Echo.RouteNotFound("/*", echo.WrapHandler(pages))
-	for _, api := range []string{"/api/*", "/iceberg/*"} {
-		h.Echo.RouteNotFound(api, func(echo.Context) error { return echo.ErrNotFound })
-	}
-	if len(a.Tables.Warehouses()) > 0 {
-		a.served.Store(restcatalog.Mount(h.Echo, restcatalog.Config{Tables: a.Tables, Tokens: tokens, Logger: a.Log, AuthReads: api.AuthReads,
-			NoAuth: api.NoAuth, RecordUse: a.recordServedUse, AllowToken: h.AllowToken, AllowAddress: h.AllowAddress}))
-	}
-	return h, nil
+	a.served.Store(restcatalog.Mount(srv, restcatalog.Config{Tables: a.Tables, Tokens: tokens, Logger: a.Log, AuthReads: api.AuthReads,
+		NoAuth: api.NoAuth, RecordUse: a.recordServedUse}))
+	return srv, nil
 }
 
 // recordServedUse keeps a served table's commit (a write) or scan report (a read) in its usage.

@@ -14,6 +14,7 @@ import (
 	"github.com/tidemark/tidemark/app"
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/handlers"
+	"github.com/tidemark/tidemark/server"
 	"github.com/tidemark/tidemark/storage"
 	"github.com/tidemark/tidemark/storage/storagetest"
 	"github.com/tidemark/tidemark/web"
@@ -29,7 +30,7 @@ func TestGraphLoadingIsSaidHonestly(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		h, err := a.Handler(handlers.Config{Version: "test"}, web.Config{})
+		h, err := a.Handler(server.Config{}, handlers.Config{Version: "test"}, web.Config{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,7 +114,7 @@ func TestServeIndexesAssetsFromBeforeSearch(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		h, err := a.Handler(handlers.Config{Version: "test"}, web.Config{})
+		h, err := a.Handler(server.Config{}, handlers.Config{Version: "test"}, web.Config{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -165,7 +166,7 @@ func TestPagesMountedWhereTheyRegister(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := a.Handler(handlers.Config{Version: "test"}, web.Config{})
+	h, err := a.Handler(server.Config{}, handlers.Config{Version: "test"}, web.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/tidemark/tidemark/demo"
 	"github.com/tidemark/tidemark/handlers"
 	"github.com/tidemark/tidemark/lineage"
+	"github.com/tidemark/tidemark/server"
 	"github.com/tidemark/tidemark/usage"
 	"github.com/tidemark/tidemark/web"
 )
@@ -166,9 +167,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 			log.Warn("close", "err", err)
 		}
 	}()
-	h, err := a.Handler(handlers.Config{LineageBodyLimit: cfg.lineageLimit, AuthReads: cfg.authReads, NoAuth: cfg.noAuth,
-		BodyLimit: cfg.bodyLimit, Version: Version, RateLimit: cfg.rateLimit, AnonymousRateLimit: cfg.anonRateLimit,
-		AllowedHosts: allowedHosts(cfg), HSTS: tls},
+	h, err := a.Handler(server.Config{RateLimit: cfg.rateLimit, AnonymousRateLimit: cfg.anonRateLimit, AllowedHosts: allowedHosts(cfg), HSTS: tls},
+		handlers.Config{LineageBodyLimit: cfg.lineageLimit, AuthReads: cfg.authReads, NoAuth: cfg.noAuth, BodyLimit: cfg.bodyLimit, Version: Version},
 		web.Config{RequireSession: cfg.authReads && !cfg.noAuth, SecureCookies: tls})
 	if err != nil {
 		return err

@@ -7,7 +7,7 @@ import (
 // TestAuditLogAPI: the audit log across assets filters by actor, action and asset, pages, and
 // gives each change as a diff.
 func TestAuditLogAPI(t *testing.T) {
-	eachBackend(t, func(t *testing.T, s *server) {
+	eachBackend(t, func(t *testing.T, s *testServer) {
 		var a, b struct {
 			ID string `json:"id"`
 		}

@@ -35,7 +35,7 @@ func bigBatch(prefix string, n, width int) []map[string]any {
 // The batch is no bigger than that: under -race the pure-Go SQLite runs about 18 times slower,
 // and 400 events of 8 inputs took 15 s alone here and over the client's 30 s on a loaded CI.
 func TestBigBatchLeavesRoomForOtherWrites(t *testing.T) {
-	eachBackend(t, func(t *testing.T, s *server) {
+	eachBackend(t, func(t *testing.T, s *testServer) {
 		var done atomic.Bool
 		var wg sync.WaitGroup
 		statuses := map[int]int{}

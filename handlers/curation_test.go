@@ -17,7 +17,7 @@ import (
 // upstream column suggested downstream through column lineage and accepted by a person, column
 // docs and glossary terms with optimistic concurrency, and bad input refused with nothing written.
 func TestCurationAPI(t *testing.T) {
-	eachBackend(t, func(t *testing.T, s *server) {
+	eachBackend(t, func(t *testing.T, s *testServer) {
 		up, down := createEmailLineage(t, s)
 		putPIIClassification(t, s)
 		email, version := readEmailColumn(t, s, up)
@@ -32,7 +32,7 @@ func TestCurationAPI(t *testing.T) {
 }
 
 // createEmailLineage creates two assets with columns and a masking column edge from one email to the other.
-func createEmailLineage(t *testing.T, s *server) (up, down asset) {
+func createEmailLineage(t *testing.T, s *testServer) (up, down asset) {
 	t.Helper()
 	ctx := context.Background()
 	cat := catalog.New(s.DB.Client)
@@ -55,7 +55,7 @@ func createEmailLineage(t *testing.T, s *server) (up, down asset) {
 }
 
 // putPIIClassification checks only an admin may define the pii classification, then defines it.
-func putPIIClassification(t *testing.T, s *server) {
+func putPIIClassification(t *testing.T, s *testServer) {
 	t.Helper()
 	// Classifications are an admin's.
 	pii := map[string]any{"description": "personal data", "values": []string{"email", "phone"}}
@@ -65,7 +65,7 @@ func putPIIClassification(t *testing.T, s *server) {
 }
 
 // readEmailColumn lists the upstream columns and returns the email column's id and the asset's version.
-func readEmailColumn(t *testing.T, s *server, up asset) (string, int64) {
+func readEmailColumn(t *testing.T, s *testServer, up asset) (string, int64) {
 	t.Helper()
 	var cols struct {
 		Version int64 `json:"version"`
@@ -85,7 +85,7 @@ func readEmailColumn(t *testing.T, s *server, up asset) (string, int64) {
 }
 
 // checkLabelsRefused checks bad labels are refused with nothing written, and a reader may not label.
-func checkLabelsRefused(t *testing.T, s *server, up asset, email string, version int64) {
+func checkLabelsRefused(t *testing.T, s *testServer, up asset, email string, version int64) {
 	t.Helper()
 	before := s.counts(t)
 	for _, tc := range []struct {
@@ -117,7 +117,7 @@ func checkLabelsRefused(t *testing.T, s *server, up asset, email string, version
 }
 
 // tagUpstreamEmail tags the upstream email column pii.email at the asset's version.
-func tagUpstreamEmail(t *testing.T, s *server, up asset, email string, version int64) {
+func tagUpstreamEmail(t *testing.T, s *testServer, up asset, email string, version int64) {
 	t.Helper()
 	s.must(t, http.StatusOK, req{method: "POST", path: "/api/v1/assets/" + up.ID + "/labels", token: s.Write,
 		headers: map[string]string{"If-Match": fmt.Sprintf(`"%d"`, version)},
@@ -125,7 +125,7 @@ func tagUpstreamEmail(t *testing.T, s *server, up asset, email string, version i
 }
 
 // acceptSuggestedTag checks the tag is suggested downstream, accepts it once and checks the propagated label.
-func acceptSuggestedTag(t *testing.T, s *server, down asset, email string) {
+func acceptSuggestedTag(t *testing.T, s *testServer, down asset, email string) {
 	t.Helper()
 	var sug struct {
 		Version     int64 `json:"version"`
@@ -156,7 +156,7 @@ func acceptSuggestedTag(t *testing.T, s *server, down asset, email string) {
 }
 
 // checkColumnDocs checks a column's doc is written only with the asset's current version in If-Match.
-func checkColumnDocs(t *testing.T, s *server, up asset, email string) {
+func checkColumnDocs(t *testing.T, s *testServer, up asset, email string) {
 	t.Helper()
 	// Column docs with If-Match.
 	var cur asset
@@ -170,7 +170,7 @@ func checkColumnDocs(t *testing.T, s *server, up asset, email string) {
 }
 
 // checkGlossary creates and edits a glossary term, links it to the upstream asset and checks the link.
-func checkGlossary(t *testing.T, s *server, up asset) {
+func checkGlossary(t *testing.T, s *testServer, up asset) {
 	t.Helper()
 	var term struct {
 		ID      string `json:"id"`
@@ -200,7 +200,7 @@ func checkGlossary(t *testing.T, s *server, up asset) {
 }
 
 // checkLabelRemoval removes the email tag by kind, value and column and checks the label history keeps it.
-func checkLabelRemoval(t *testing.T, s *server, up asset, email string) {
+func checkLabelRemoval(t *testing.T, s *testServer, up asset, email string) {
 	t.Helper()
 	// Removing: by kind, value and column.
 	s.must(t, http.StatusNotFound, req{method: "DELETE", path: "/api/v1/assets/" + up.ID + "/labels?kind=tag&value=pii.phone&column_id=" + email, token: s.Write})
@@ -217,7 +217,7 @@ func checkLabelRemoval(t *testing.T, s *server, up asset, email string) {
 }
 
 // checkSchemaHistory checks the upstream asset's schema history has the one change that added its columns.
-func checkSchemaHistory(t *testing.T, s *server, up asset) {
+func checkSchemaHistory(t *testing.T, s *testServer, up asset) {
 	t.Helper()
 	var sch struct {
 		Changes []struct {

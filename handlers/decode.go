@@ -170,29 +170,6 @@ func checkText(body []byte) error {
 	return nil
 }
 
-// validParams refuses query and path parameters that are not valid UTF-8 or hold a NUL.
-func validParams(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		for name, vs := range c.QueryParams() {
-			for _, v := range vs {
-				if !utf8.ValidString(v) || strings.ContainsRune(v, 0) {
-					return badRequest(name, "query parameter %q holds a NUL character or invalid UTF-8", name)
-				}
-			}
-		}
-		for i, v := range c.ParamValues() {
-			if !utf8.ValidString(v) || strings.ContainsRune(v, 0) {
-				name := ""
-				if names := c.ParamNames(); i < len(names) {
-					name = names[i]
-				}
-				return badRequest(name, "path parameter %q holds a NUL character or invalid UTF-8", name)
-			}
-		}
-		return next(c)
-	}
-}
-
 // unknownField reports the first top-level member of a JSON object body that v (a pointer to a
 // struct) has no field for, by the names encoding/json uses. A body that is not an object is
 // left to the decoder to describe.

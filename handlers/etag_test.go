@@ -9,7 +9,7 @@ import (
 // (one line or several, weak or strong, or "*"), and 200 when only something that contains it
 // as text is there.
 func TestIfNoneMatchLists(t *testing.T) {
-	eachBackend(t, func(t *testing.T, s *server) {
+	eachBackend(t, func(t *testing.T, s *testServer) {
 		a := s.createAsset(t, "w", "conditional")
 		tag := s.must(t, 200, req{method: "GET", path: "/api/v1/assets/" + a.ID}).header.Get("ETag")
 		if tag != `"1"` {

@@ -16,7 +16,7 @@ import (
 // proposal, and is approved only with confirm_files and confirm_bytes equal to its list; one
 // opened before proposals listed their files is approved without them.
 func TestExpiryProposalAPI(t *testing.T) {
-	eachBackend(t, func(t *testing.T, s *server) {
+	eachBackend(t, func(t *testing.T, s *testServer) {
 		ctx := context.Background()
 		cat := catalog.New(s.DB.Client)
 		open := func(name string, files int) string {

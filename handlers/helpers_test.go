@@ -25,6 +25,7 @@ import (
 	"github.com/tidemark/tidemark/handlers"
 	"github.com/tidemark/tidemark/lineage"
 	"github.com/tidemark/tidemark/reconcile"
+	"github.com/tidemark/tidemark/server"
 	"github.com/tidemark/tidemark/storage"
 	"github.com/tidemark/tidemark/storage/storagetest"
 	"github.com/tidemark/tidemark/tables"
@@ -32,10 +33,11 @@ import (
 )
 
 // server is a real Tidemark API listening on 127.0.0.1:0 over a fresh database.
-type server struct {
+type testServer struct {
 	t     testing.TB
 	URL   string
 	API   *handlers.API
+	Shell *server.Server
 	DB    *storage.DB
 	Write string // token with the write scope
 	Read  string // token with the read scope only
@@ -48,16 +50,16 @@ type server struct {
 }
 
 // Later moves the cleanup service's clock forward (the confirmation gap between two scans).
-func (s *server) Later(d time.Duration) { s.ahead.Add(int64(d)) }
+func (s *testServer) Later(d time.Duration) { s.ahead.Add(int64(d)) }
 
-func eachBackend(t *testing.T, fn func(t *testing.T, s *server)) {
+func eachBackend(t *testing.T, fn func(t *testing.T, s *testServer)) {
 	t.Helper()
 	for _, b := range storagetest.Backends {
 		t.Run(b, func(t *testing.T) { fn(t, startServer(t, storagetest.Open(t, b), nil)) })
 	}
 }
 
-func startServer(t testing.TB, db *storage.DB, tweak func(*handlers.Config)) *server {
+func startServer(t testing.TB, db *storage.DB, tweak func(*handlers.Config, *server.Config)) *testServer {
 	t.Helper()
 	ctx := context.Background()
 	tokens := auth.NewStore(db.Client, nil)
@@ -102,20 +104,24 @@ func startServer(t testing.TB, db *storage.DB, tweak func(*handlers.Config)) *se
 		Catalog:   cat,
 		Lineage:   lin,
 		Usage:     use,
-		Tokens:    tokens,
 		Ping:      db.Ping,
 		Logger:    testLogger(t),
 		Version:   "test",
 	}
+	shell := server.Config{Tokens: tokens}
 	if tweak != nil {
-		tweak(&cfg)
+		tweak(&cfg, &shell)
 	}
-	api := handlers.New(cfg)
+	if shell.Logger == nil {
+		shell.Logger = cfg.Logger
+	}
+	shellSrv := server.New(shell)
+	api := handlers.Mount(shellSrv, cfg)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: api, ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: shellSrv, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			t.Errorf("serve: %v", err)
@@ -126,7 +132,7 @@ func startServer(t testing.TB, db *storage.DB, tweak func(*handlers.Config)) *se
 		defer cancel()
 		srv.Shutdown(ctx)
 	})
-	return &server{t: t, URL: "http://" + ln.Addr().String(), API: api, DB: db, Write: write, Read: read, Admin: admin, Cleanup: clean,
+	return &testServer{t: t, URL: "http://" + ln.Addr().String(), API: api, Shell: shellSrv, DB: db, Write: write, Read: read, Admin: admin, Cleanup: clean,
 		client: &http.Client{Timeout: 30 * time.Second}, ahead: ahead}
 }
 
@@ -151,7 +157,7 @@ func (r resp) decode(t testing.TB, v any) {
 	}
 }
 
-func (s *server) do(t testing.TB, r req) resp {
+func (s *testServer) do(t testing.TB, r req) resp {
 	t.Helper()
 	var body io.Reader
 	switch b := r.body.(type) {
@@ -198,7 +204,7 @@ func (s *server) do(t testing.TB, r req) resp {
 }
 
 // must fails the test unless the response has status want.
-func (s *server) must(t testing.TB, want int, r req) resp {
+func (s *testServer) must(t testing.TB, want int, r req) resp {
 	t.Helper()
 	got := s.do(t, r)
 	if got.status != want {
@@ -208,7 +214,7 @@ func (s *server) must(t testing.TB, want int, r req) resp {
 }
 
 // counts returns the row count of every table, to prove a refused request wrote nothing.
-func (s *server) counts(t testing.TB) map[string]int {
+func (s *testServer) counts(t testing.TB) map[string]int {
 	t.Helper()
 	out := map[string]int{}
 	for _, table := range []string{"assets", "asset_names", "external_ids", "owners", "audit_events", "idempotency_keys", "api_tokens",
@@ -243,7 +249,7 @@ type asset struct {
 	} `json:"external_ids"`
 }
 
-func (s *server) createAsset(t testing.TB, namespace, name string) asset {
+func (s *testServer) createAsset(t testing.TB, namespace, name string) asset {
 	t.Helper()
 	var a asset
 	s.must(t, http.StatusCreated, req{method: "POST", path: "/api/v1/assets", token: s.Write,

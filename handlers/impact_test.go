@@ -13,7 +13,7 @@ import (
 // owners and readers, most read first, and the owners to notify weighted by reads; depth 2
 // stops at mid; bad input is a 400 that says what to fix.
 func TestAssetImpact(t *testing.T) {
-	eachBackend(t, func(t *testing.T, s *server) {
+	eachBackend(t, func(t *testing.T, s *testServer) {
 		at := time.Now().Add(-time.Hour).UTC()
 		for i, step := range [][3]string{{"raw", "clean_orders", "mid"}, {"mid", "build_report", "leaf"}} {
 			s.must(t, http.StatusCreated, req{method: "POST", path: "/api/v1/lineage", token: s.Write, body: map[string]any{
@@ -95,7 +95,7 @@ func TestAssetImpact(t *testing.T) {
 // TestImpactPastTheNodeLimit: an asset read by more jobs than the analysis walks (501 direct
 // consumers) answers the first 500 of them and says the list is truncated, rather than nothing.
 func TestImpactPastTheNodeLimit(t *testing.T) {
-	eachBackend(t, func(t *testing.T, s *server) {
+	eachBackend(t, func(t *testing.T, s *testServer) {
 		at := time.Now().Add(-time.Hour).UTC()
 		const consumers = 501
 		events := make([]map[string]any, consumers)

@@ -9,7 +9,7 @@ import (
 // TestCreateRefusesUnprintableIdempotencyKeys: a key that is not printable UTF-8 (PostgreSQL
 // cannot store it as text) is a 400 that says what to send, on both stores, and writes nothing.
 func TestCreateRefusesUnprintableIdempotencyKeys(t *testing.T) {
-	eachBackend(t, func(t *testing.T, s *server) {
+	eachBackend(t, func(t *testing.T, s *testServer) {
 		before := s.counts(t)
 		for _, tc := range []struct{ name, key string }{
 			{"NotUTF8", "\xff\xfe"},
@@ -37,7 +37,7 @@ func TestCreateRefusesUnprintableIdempotencyKeys(t *testing.T) {
 // TestNamesWithInvisibleCharactersAreRefused: a name or namespace holding a character that
 // hides itself or turns the text around is a 400 naming the code point.
 func TestNamesWithInvisibleCharactersAreRefused(t *testing.T) {
-	eachBackend(t, func(t *testing.T, s *server) {
+	eachBackend(t, func(t *testing.T, s *testServer) {
 		for _, tc := range []struct{ namespace, name, want string }{
 			{"w", "orders\u202e", "U+202E"},
 			{"w", "ord\u200bers", "U+200B"},

@@ -6,15 +6,16 @@ import (
 	"testing"
 
 	"github.com/tidemark/tidemark/handlers"
+	"github.com/tidemark/tidemark/server"
 	"github.com/tidemark/tidemark/storage/storagetest"
 )
 
 // TestNoAuthAnswersOnlyItsOwnName: without authentication a DNS rebinding page reaches the
 // server under its own name; such requests are refused before they read or write anything.
 func TestNoAuthAnswersOnlyItsOwnName(t *testing.T) {
-	s := startServer(t, storagetest.Open(t, storagetest.Backends[0]), func(c *handlers.Config) {
+	s := startServer(t, storagetest.Open(t, storagetest.Backends[0]), func(c *handlers.Config, sc *server.Config) {
 		c.NoAuth = true
-		c.AllowedHosts = []string{"localhost", "127.0.0.1", "::1"}
+		sc.AllowedHosts = []string{"localhost", "127.0.0.1", "::1"}
 	})
 	port := s.URL[strings.LastIndex(s.URL, ":"):]
 	before := s.counts(t)
@@ -40,18 +41,18 @@ func TestNoAuthAnswersOnlyItsOwnName(t *testing.T) {
 // TestRateLimits: a token, an address without a token, and an address guessing tokens each have
 // a budget; past it the answer is 429 with Retry-After, and a forged X-Forwarded-For buys nothing.
 func TestRateLimits(t *testing.T) {
-	eachBackend0 := func(fn func(s *server)) {
+	eachBackend0 := func(fn func(s *testServer)) {
 		for _, b := range storagetest.Backends {
 			t.Run(b, func(t *testing.T) {
-				fn(startServer(t, storagetest.Open(t, b), func(c *handlers.Config) {
+				fn(startServer(t, storagetest.Open(t, b), func(c *handlers.Config, sc *server.Config) {
 					// One request a 100 s: the second within the test is always over budget.
-					c.RateLimit, c.AnonymousRateLimit = 0.01, 0.01
+					sc.RateLimit, sc.AnonymousRateLimit = 0.01, 0.01
 					c.AuthReads = true
 				}))
 			})
 		}
 	}
-	eachBackend0(func(s *server) {
+	eachBackend0(func(s *testServer) {
 		t := s.t.(*testing.T)
 		over := func(r req, who string) {
 			t.Helper()
@@ -81,9 +82,9 @@ func TestRateLimits(t *testing.T) {
 func TestOnlyVerifiedTokensSkipTheAddressBudget(t *testing.T) {
 	for _, b := range storagetest.Backends {
 		t.Run(b, func(t *testing.T) {
-			s := startServer(t, storagetest.Open(t, b), func(c *handlers.Config) {
+			s := startServer(t, storagetest.Open(t, b), func(c *handlers.Config, sc *server.Config) {
 				// One request a 100 s for an address: the second within the test is over budget.
-				c.AnonymousRateLimit, c.RateLimit = 0.01, 100
+				sc.AnonymousRateLimit, sc.RateLimit = 0.01, 100
 			})
 			s.must(t, 200, req{method: "GET", path: "/healthz"}) // the address's one request
 			for _, tc := range []struct {

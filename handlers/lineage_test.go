@@ -70,7 +70,7 @@ var allFixtures = []string{"events/*.json", "sequences/spark_cll/*.json", "seque
 
 // snapshot renders the stored lineage by names, for comparing two ingests: every asset with its
 // status, edge, column edge, run state, symlink binding and lineage lifetime.
-func (s *server) snapshot(t testing.TB) []string {
+func (s *testServer) snapshot(t testing.TB) []string {
 	t.Helper()
 	names := map[string]string{}
 	var out []string
@@ -94,7 +94,7 @@ func (s *server) snapshot(t testing.TB) []string {
 	return out
 }
 
-func (s *server) query(t testing.TB, q string, f func([]string)) {
+func (s *testServer) query(t testing.TB, q string, f func([]string)) {
 	t.Helper()
 	rows, err := s.DB.SQL.Query(q)
 	if err != nil {
@@ -118,7 +118,7 @@ func (s *server) query(t testing.TB, q string, f func([]string)) {
 	}
 }
 
-func (s *server) postEvent(t testing.TB, raw []byte) resp {
+func (s *testServer) postEvent(t testing.TB, raw []byte) resp {
 	t.Helper()
 	return s.do(t, req{method: "POST", path: "/api/v1/lineage", token: s.Write, body: raw})
 }
@@ -143,7 +143,7 @@ func TestOpenLineageFixturesOverHTTP(t *testing.T) {
 		{"Batches", shuffled(4)}, // posted as batches of 7 through /lineage/batch
 		{"OneBatch", append(slices.Clone(fixtures), fixtures...)},
 	}
-	eachBackend(t, func(t *testing.T, _ *server) {
+	eachBackend(t, func(t *testing.T, _ *testServer) {
 		var want []string
 		for _, order := range orders {
 			t.Run(order.name, func(t *testing.T) {
@@ -270,7 +270,7 @@ func TestDropAlone(t *testing.T) {
 // TestRenameEvent: lineage recorded under the old name before a RENAME and under the new name
 // after it hang off one asset, and the Marquez endpoint finds it by either name.
 func TestRenameEvent(t *testing.T) {
-	eachBackend(t, func(t *testing.T, s *server) {
+	eachBackend(t, func(t *testing.T, s *testServer) {
 		tmpl := readRaw(t, "events/08_spark_alter_table_RENAME_previousIdentifier_PARTIAL_expected.json")
 		var rename map[string]any
 		if err := json.Unmarshal(tmpl, &rename); err != nil {
@@ -396,7 +396,7 @@ func gz(t testing.TB, b []byte) []byte {
 
 // TestBadLineageEvents: each bad event gets a clear 4xx and stores nothing.
 func TestBadLineageEvents(t *testing.T) {
-	eachBackend(t, func(t *testing.T, s *server) {
+	eachBackend(t, func(t *testing.T, s *testServer) {
 		good := readRaw(t, "events/11_marquez_required_only_no_timezone.json")
 		bomb := gz(t, bytes.Repeat([]byte(" "), 64<<20)) // 64 MiB of spaces, about 64 KiB compressed
 		huge := append([]byte(`{"eventType":"START","eventTime":"2024-01-01T00:00:00Z","run":{"runId":"x"},"job":{"namespace":"n","name":"j"},"producer":"`),
@@ -500,7 +500,7 @@ type lineageAnswer struct {
 }
 
 // postSparkColumnLineage posts the Spark column-lineage sequence and returns tbl1's asset id.
-func postSparkColumnLineage(t *testing.T, s *server) string {
+func postSparkColumnLineage(t *testing.T, s *testServer) string {
 	t.Helper()
 	for _, f := range readFixtures(t, "sequences/spark_cll/*.json") {
 		if r := s.postEvent(t, f.raw); r.status != 201 && r.status != 200 {
@@ -515,7 +515,7 @@ func postSparkColumnLineage(t *testing.T, s *server) string {
 }
 
 // checkLineageTraversal checks tbl1's upstream and downstream lineage, truncation and refused parameters.
-func checkLineageTraversal(t *testing.T, s *server, tbl1 string) {
+func checkLineageTraversal(t *testing.T, s *testServer, tbl1 string) {
 	t.Helper()
 	var up lineageAnswer
 	s.must(t, 200, req{method: "GET", path: "/api/v1/assets/" + tbl1 + "/lineage?direction=upstream&depth=4"}).decode(t, &up)
@@ -538,7 +538,7 @@ func checkLineageTraversal(t *testing.T, s *server, tbl1 string) {
 }
 
 // checkCompactLineage checks the compact lineage form says the same as the full one for a few queries.
-func checkCompactLineage(t *testing.T, s *server, tbl1 string) {
+func checkCompactLineage(t *testing.T, s *testServer, tbl1 string) {
 	t.Helper()
 	// The compact form says the same as the full one: nodes in the same order, edges by index.
 	for _, q := range []string{"direction=upstream&depth=4", "direction=upstream&depth=4&limit=3", "depth=2"} {
@@ -574,7 +574,7 @@ func checkCompactLineage(t *testing.T, s *server, tbl1 string) {
 }
 
 // checkColumnLineage checks the column lineage of tbl1.agg upstream and of cll_source1.b downstream.
-func checkColumnLineage(t *testing.T, s *server) {
+func checkColumnLineage(t *testing.T, s *testServer) {
 	t.Helper()
 	var cl struct {
 		Graph []struct {
@@ -607,7 +607,7 @@ func checkColumnLineage(t *testing.T, s *server) {
 }
 
 // checkAssetRuns checks tbl1's runs and the first one's detail.
-func checkAssetRuns(t *testing.T, s *server, tbl1 string) {
+func checkAssetRuns(t *testing.T, s *testServer, tbl1 string) {
 	t.Helper()
 	var runs struct {
 		Runs []struct {
@@ -633,7 +633,7 @@ func checkAssetRuns(t *testing.T, s *server, tbl1 string) {
 }
 
 // checkMarquezLineage checks the Marquez lineage endpoint finds tbl1 and refuses unknown or malformed node ids.
-func checkMarquezLineage(t *testing.T, s *server) {
+func checkMarquezLineage(t *testing.T, s *testServer) {
 	t.Helper()
 	// The Marquez endpoint parses namespaces that hold colons.
 	var g marquezGraph
@@ -681,7 +681,7 @@ func TestLineageNamesFollowRenames(t *testing.T) {
 // read a table created under the old name), and the answer warns, naming the name, the asset
 // that held it and until when.
 func TestFormerNameReuseWarns(t *testing.T) {
-	eachBackend(t, func(t *testing.T, s *server) {
+	eachBackend(t, func(t *testing.T, s *testServer) {
 		sales := s.createAsset(t, "iceberg://lake", "db.orders")
 		s.must(t, 200, req{method: "POST", path: "/api/v1/assets/" + sales.ID + "/rename", token: s.Write,
 			headers: map[string]string{"If-Match": fmt.Sprintf(`"%d"`, sales.Version)}, body: map[string]string{"name": "db.sales_orders"}})

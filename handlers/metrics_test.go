@@ -20,12 +20,13 @@ import (
 
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/handlers"
+	"github.com/tidemark/tidemark/server"
 	"github.com/tidemark/tidemark/storage/storagetest"
 )
 
 // eachBackendTweaked runs fn on a server over a fresh database of every backend, configured by
 // tweak (called per backend, so it may set a fresh logger or registry).
-func eachBackendTweaked(t *testing.T, tweak func(*handlers.Config), fn func(t *testing.T, s *server)) {
+func eachBackendTweaked(t *testing.T, tweak func(*handlers.Config, *server.Config), fn func(t *testing.T, s *testServer)) {
 	t.Helper()
 	for _, b := range storagetest.Backends {
 		t.Run(b, func(t *testing.T) { fn(t, startServer(t, storagetest.Open(t, b), tweak)) })
@@ -76,7 +77,7 @@ func gather(t testing.TB, reg *prometheus.Registry) string {
 // used to become a label value in two series families, so /metrics and the process grew with
 // every request (400 of 500 KB took /metrics to 3 GB). Invented methods are counted as "other".
 func TestMadeUpMethodsDoNotGrowMetrics(t *testing.T) {
-	eachBackend(t, func(t *testing.T, s *server) {
+	eachBackend(t, func(t *testing.T, s *testServer) {
 		paths := []string{"/healthz", "/api/v1/assets", "/api/v1/assets/0190b6e2-7a4c-7d3e-9f1a-000000000001", "/no/such/route"}
 		send := func(n int) {
 			for range n {
@@ -129,12 +130,12 @@ func TestMadeUpMethodsDoNotGrowMetrics(t *testing.T) {
 // token, is counted in tidemark_http_rate_limited_total by the budget that was spent.
 func TestRateLimitRefusalsAreCountedApart(t *testing.T) {
 	var reg *prometheus.Registry
-	eachBackendTweaked(t, func(c *handlers.Config) {
+	eachBackendTweaked(t, func(c *handlers.Config, sc *server.Config) {
 		// One request a 100 s (burst 1): the second within the test is always over budget.
-		c.RateLimit, c.AnonymousRateLimit = 0.01, 0.01
+		sc.RateLimit, sc.AnonymousRateLimit = 0.01, 0.01
 		reg = prometheus.NewRegistry()
-		c.Registry = reg
-	}, func(t *testing.T, s *server) {
+		sc.Registry = reg
+	}, func(t *testing.T, s *testServer) {
 		// Spend both budgets.
 		s.must(t, 200, req{method: "GET", path: "/healthz"})
 		s.must(t, 201, req{method: "POST", path: "/api/v1/assets", token: s.Write,
@@ -226,23 +227,23 @@ func TestUnavailableIsLoggedWithCause(t *testing.T) {
 	cases := []struct {
 		name  string
 		path  string
-		fault func(s *server)
+		fault func(s *testServer)
 		cause string
 	}{
-		{"DomainBackPressure", "/test/unavailable/:id", func(s *server) {
+		{"DomainBackPressure", "/test/unavailable/:id", func(s *testServer) {
 			// An injected fault: a domain refusal for now, as the lineage graph gives while loading.
-			s.API.GET("/test/unavailable/:id", func(c echo.Context) error {
+			s.Shell.Echo().GET("/test/unavailable/:id", func(c echo.Context) error {
 				return fmt.Errorf("lineage: ingest: %w", &catalog.Error{Kind: catalog.ErrUnavailable, Message: "the lineage graph is loading"})
 			})
 		}, "lineage: ingest: the lineage graph is loading"},
-		{"DatabaseClosed", "/api/v1/assets", func(s *server) { s.DB.Close() }, "database is closed"},
+		{"DatabaseClosed", "/api/v1/assets", func(s *testServer) { s.DB.Close() }, "database is closed"},
 	}
 	for _, backend := range storagetest.Backends {
 		t.Run(backend, func(t *testing.T) {
 			for _, tc := range cases {
 				t.Run(tc.name, func(t *testing.T) {
 					var logs logBuffer
-					s := startServer(t, storagetest.Open(t, backend), func(c *handlers.Config) { c.Logger = logs.logger() })
+					s := startServer(t, storagetest.Open(t, backend), func(c *handlers.Config, sc *server.Config) { c.Logger, sc.Logger = logs.logger(), logs.logger() })
 					tc.fault(s)
 					path := strings.Replace(tc.path, ":id", strings.Repeat("p", 4000), 1)
 					got := s.do(t, req{method: "GET", path: path})
@@ -276,14 +277,14 @@ func TestUnavailableIsLoggedWithCause(t *testing.T) {
 func TestLogsClipClientInput(t *testing.T) {
 	var logs *logBuffer
 	var reg *prometheus.Registry
-	eachBackendTweaked(t, func(c *handlers.Config) {
+	eachBackendTweaked(t, func(c *handlers.Config, sc *server.Config) {
 		logs, reg = &logBuffer{}, prometheus.NewRegistry()
-		c.Logger, c.Registry = logs.logger(), reg
-	}, func(t *testing.T, s *server) {
+		c.Logger, sc.Logger, sc.Registry = logs.logger(), logs.logger(), reg
+	}, func(t *testing.T, s *testServer) {
 		long := "/test/panic/" + strings.Repeat("q", 8000)
 		method := madeUpMethod(t, 4096)
 		// A route for the made-up method itself, so the request reaches a handler that panics.
-		s.API.Add(method, "/test/panic/*", func(echo.Context) error { panic("handler bug") })
+		s.Shell.Echo().Add(method, "/test/panic/*", func(echo.Context) error { panic("handler bug") })
 		if got := s.do(t, req{method: method, path: long}); got.status != 500 {
 			t.Fatalf("panicking handler = %d, want 500: %s", got.status, got.body)
 		}

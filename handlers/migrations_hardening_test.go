@@ -19,7 +19,7 @@ import (
 var fixtures atomic.Int64
 
 // migrationFixture creates a migration over two new assets with the given sides, as an admin.
-func migrationFixture(t *testing.T, s *server, since time.Time, window string, sides map[string]any) string {
+func migrationFixture(t *testing.T, s *testServer, since time.Time, window string, sides map[string]any) string {
 	t.Helper()
 	n := fixtures.Add(1)
 	old, nw := s.createAsset(t, "postgres://shop:5432", fmt.Sprintf("shop.public.orders%d", n)), s.createAsset(t, "s3://lake", fmt.Sprintf("sales.orders%d", n))

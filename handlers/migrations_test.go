@@ -72,7 +72,7 @@ type migrationFindings struct {
 }
 
 // checkMigrationSpecsRefused checks specs with one bad field each are refused and write nothing.
-func checkMigrationSpecsRefused(t *testing.T, s *server, db *storage.DB, good map[string]any, oldID string) {
+func checkMigrationSpecsRefused(t *testing.T, s *testServer, db *storage.DB, good map[string]any, oldID string) {
 	t.Helper()
 	for _, tc := range []struct {
 		name, field string
@@ -106,7 +106,7 @@ func checkMigrationSpecsRefused(t *testing.T, s *server, db *storage.DB, good ma
 }
 
 // createMigration checks only an admin may create the migration, creates it and returns its id.
-func createMigration(t *testing.T, s *server, good map[string]any) string {
+func createMigration(t *testing.T, s *testServer, good map[string]any) string {
 	t.Helper()
 	var m struct {
 		ID     string `json:"id"`
@@ -123,7 +123,7 @@ func createMigration(t *testing.T, s *server, good map[string]any) string {
 }
 
 // checkMigrationLineage checks the migration shows in both assets' full and compact lineage.
-func checkMigrationLineage(t *testing.T, s *server, oldID, nwID, mid string) {
+func checkMigrationLineage(t *testing.T, s *testServer, oldID, nwID, mid string) {
 	t.Helper()
 	// The move shows in both assets' lineage answers.
 	for _, id := range []string{oldID, nwID} {
@@ -142,7 +142,7 @@ func checkMigrationLineage(t *testing.T, s *server, oldID, nwID, mid string) {
 }
 
 // postDuplicatedRun posts a run with a duplicated key, checks its summary and returns its windows URL.
-func postDuplicatedRun(t *testing.T, s *server, base string, windows []any) string {
+func postDuplicatedRun(t *testing.T, s *testServer, base string, windows []any) string {
 	t.Helper()
 	var run migrationRun
 	s.must(t, 201, req{method: "POST", path: base + "/runs", token: s.Write, body: map[string]any{"windows": windows}}).decode(t, &run)
@@ -153,7 +153,7 @@ func postDuplicatedRun(t *testing.T, s *server, base string, windows []any) stri
 }
 
 // checkRunWindows pages and filters the run's windows and checks bad window and run requests are refused.
-func checkRunWindows(t *testing.T, s *server, base, windowsURL string, since time.Time) {
+func checkRunWindows(t *testing.T, s *testServer, base, windowsURL string, since time.Time) {
 	t.Helper()
 	var page struct {
 		Items []struct {
@@ -183,7 +183,7 @@ func checkRunWindows(t *testing.T, s *server, base, windowsURL string, since tim
 }
 
 // checkFindingBlocksCutover checks the duplication is an open finding and cutover is refused.
-func checkFindingBlocksCutover(t *testing.T, s *server, base string, archive map[string]any) {
+func checkFindingBlocksCutover(t *testing.T, s *testServer, base string, archive map[string]any) {
 	t.Helper()
 	var findings migrationFindings
 	s.must(t, 200, req{method: "GET", path: base + "/findings", token: s.Read}).decode(t, &findings)
@@ -197,7 +197,7 @@ func checkFindingBlocksCutover(t *testing.T, s *server, base string, archive map
 }
 
 // postCleanRuns posts two clean runs and checks they close the duplication finding.
-func postCleanRuns(t *testing.T, s *server, base string, windows []any) {
+func postCleanRuns(t *testing.T, s *testServer, base string, windows []any) {
 	t.Helper()
 	var run migrationRun
 	for range 2 {
@@ -214,7 +214,7 @@ func postCleanRuns(t *testing.T, s *server, base string, windows []any) {
 }
 
 // checkCutover checks the migration is ready, cuts it over as an admin only once, and lists its runs.
-func checkCutover(t *testing.T, s *server, base string, archive map[string]any) {
+func checkCutover(t *testing.T, s *testServer, base string, archive map[string]any) {
 	t.Helper()
 	var st struct {
 		Ready  bool `json:"ready_to_cut_over"`

@@ -54,13 +54,13 @@ func (a *API) handle(op operation, h echo.HandlerFunc) {
 		}
 		mw = append(mw, a.requireScope(op.Scope))
 	}
-	a.Add(op.Method, op.Path, h, mw...)
+	a.e.Add(op.Method, op.Path, h, mw...)
 	a.ops = append(a.ops, op)
 	if op.Method == http.MethodGet {
 		// HEAD answers like GET without the body (net/http drops it): clients read ETags this way.
 		head := op
 		head.Method, head.Summary = http.MethodHead, "Headers of: "+op.Summary
-		a.Add(head.Method, head.Path, h, mw...)
+		a.e.Add(head.Method, head.Path, h, mw...)
 		a.ops = append(a.ops, head)
 	}
 }

@@ -53,7 +53,7 @@ func (o *openAPIRouter) get(api *handlers.API) (routers.Router, error) {
 // checkResponse validates one answer of the API against its served OpenAPI document (status,
 // headers, body), so the document cannot drift from what the handlers send. Requests the
 // document does not describe (the web pages, unknown paths) are skipped.
-func (s *server) checkResponse(t testing.TB, req *http.Request, res *http.Response, body []byte) {
+func (s *testServer) checkResponse(t testing.TB, req *http.Request, res *http.Response, body []byte) {
 	t.Helper()
 	if req.Method == http.MethodHead || !strings.HasPrefix(req.URL.Path, "/api/") {
 		return

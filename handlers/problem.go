@@ -10,7 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tidemark/tidemark/catalog"
-	"github.com/tidemark/tidemark/internal/clip"
+	"github.com/tidemark/tidemark/server"
 	"github.com/tidemark/tidemark/tables"
 )
 
@@ -60,11 +60,11 @@ func badRequest(field, format string, args ...any) *Problem {
 	return p
 }
 
-// errorHandler is the one place errors become HTTP responses. Domain errors map by kind; echo's
+// errorHandler is the one place errors become HTTP responses outside /iceberg and the UI's pages. Domain errors map by kind; echo's
 // own errors (unknown route, wrong method) keep their status; anything else is a 500 whose cause
 // is logged, never sent.
-func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
-	return func(err error, c echo.Context) {
+func errorHandler(log *slog.Logger) server.Render {
+	return func(c echo.Context, err error) {
 		if c.Response().Committed {
 			return
 		}
@@ -72,8 +72,7 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		p.Instance = c.Request().URL.Path
 		p.RequestID = c.Response().Header().Get(echo.HeaderXRequestID)
 		if p.Status >= 500 {
-			attrs := append(methodAttrs(c.Request().Method), "route", c.Path(), "path", clip.String(c.Request().URL.Path, maxLoggedPath),
-				"request_id", p.RequestID, "err", err)
+			attrs := append(server.LogAttrs(c), "err", err)
 			if p.Status == http.StatusServiceUnavailable {
 				// Back-pressure, not a fault, but the operator needs its cause (SQLite busy, the pool
 				// exhausted, the graph loading) to tell a blip from a store that cannot keep up.
@@ -103,10 +102,15 @@ func toProblem(err error) *Problem {
 		he  *echo.HTTPError
 		mbe *http.MaxBytesError
 		te  *tables.TableError
+		se  *server.Error
 	)
 	switch {
 	case errors.As(err, &p):
 		return p
+	case errors.As(err, &se):
+		out := newProblem(se.Status, se.Message)
+		out.Field = se.Field
+		return out
 	case errors.As(err, &de):
 		status := http.StatusInternalServerError
 		switch {

@@ -10,7 +10,7 @@ import (
 // current version is"; many at once on one asset all succeed (PostgreSQL answered most of them
 // 412 and lost owners), and a delete among them wins without a 412.
 func TestConcurrentChangesWithoutIfMatch(t *testing.T) {
-	eachBackend(t, func(t *testing.T, s *server) {
+	eachBackend(t, func(t *testing.T, s *testServer) {
 		a := s.createAsset(t, "w", "contended")
 		path := "/api/v1/assets/" + a.ID
 		const n = 40

@@ -14,7 +14,7 @@ import (
 // runs nothing; asking again while it is pending answers the same request; bad input is a
 // problem saying what to fix, and records nothing.
 func TestScanRequestAPI(t *testing.T) {
-	eachBackend(t, func(t *testing.T, s *server) {
+	eachBackend(t, func(t *testing.T, s *testServer) {
 		l := tablestest.NewLake(t)
 		tbl := l.Append(l.Create("db.events", nil), tablestest.Rows(0, 3, time.Now()))
 		var reg struct {

@@ -35,7 +35,7 @@ type searchAnswer struct {
 // bad input is a problem naming the parameter; GET /api/v1/assets?q= answers from the same
 // ranking with whole assets. Every answer is checked against the OpenAPI document.
 func TestSearchOverHTTP(t *testing.T) {
-	eachBackend(t, func(t *testing.T, s *server) {
+	eachBackend(t, func(t *testing.T, s *testServer) {
 		exact := s.createAsset(t, "sales", "orders")
 		daily := s.createAsset(t, "sales", "orders_daily")
 		old := s.createAsset(t, "legacy", "orders_2019")

@@ -10,7 +10,7 @@ import (
 // requests answer a problem saying what to fix and write nothing; GET lists who is subscribed
 // and whether each has a webhook.
 func TestSubscriptions(t *testing.T) {
-	eachBackend(t, func(t *testing.T, s *server) {
+	eachBackend(t, func(t *testing.T, s *testServer) {
 		a := s.createAsset(t, "warehouse", "orders")
 		path := func(principal string) string { return "/api/v1/assets/" + a.ID + "/subscriptions/" + principal }
 		before := s.counts(t)

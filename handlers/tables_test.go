@@ -37,7 +37,7 @@ type tableBody struct {
 }
 
 func TestTablesAPI(t *testing.T) {
-	eachBackend(t, func(t *testing.T, s *server) {
+	eachBackend(t, func(t *testing.T, s *testServer) {
 		l := tablestest.NewLake(t)
 		start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 		tbl := l.Append(l.Create("db.events", tablestest.HourSpec()), tablestest.Rows(0, 6, start))
@@ -53,7 +53,7 @@ func TestTablesAPI(t *testing.T) {
 }
 
 // checkRefusedRegistrations checks bad table registrations are refused and write nothing.
-func checkRefusedRegistrations(t *testing.T, s *server, l *tablestest.Lake, tbl *table.Table) {
+func checkRefusedRegistrations(t *testing.T, s *testServer, l *tablestest.Lake, tbl *table.Table) {
 	t.Helper()
 	// Refused input writes nothing.
 	before := s.counts(t)
@@ -82,7 +82,7 @@ func checkRefusedRegistrations(t *testing.T, s *server, l *tablestest.Lake, tbl 
 }
 
 // registerAndReadTable registers tbl, checks the table and its snapshots, and returns its asset id.
-func registerAndReadTable(t *testing.T, s *server, tbl *table.Table) string {
+func registerAndReadTable(t *testing.T, s *testServer, tbl *table.Table) string {
 	t.Helper()
 	var reg struct {
 		Table   tableBody `json:"table"`
@@ -116,7 +116,7 @@ func registerAndReadTable(t *testing.T, s *server, tbl *table.Table) string {
 }
 
 // checkTableFilesPaged pages through each snapshot's files and compares them with iceberg-go's listing.
-func checkTableFilesPaged(t *testing.T, s *server, l *tablestest.Lake, tbl *table.Table, id string) {
+func checkTableFilesPaged(t *testing.T, s *testServer, l *tablestest.Lake, tbl *table.Table, id string) {
 	t.Helper()
 	// Files, paged, match iceberg-go's own listing of each snapshot.
 	for _, sn := range tbl.Metadata().Snapshots() {
@@ -152,7 +152,7 @@ func checkTableFilesPaged(t *testing.T, s *server, l *tablestest.Lake, tbl *tabl
 }
 
 // checkTableReadsRefused checks bad file queries, an unknown table and a malformed id are refused.
-func checkTableReadsRefused(t *testing.T, s *server, id string) {
+func checkTableReadsRefused(t *testing.T, s *testServer, id string) {
 	t.Helper()
 	s.must(t, 400, req{method: "GET", path: "/api/v1/tables/" + id + "/files?cursor=bm90LWEtY3Vyc29y"})
 	s.must(t, 400, req{method: "GET", path: "/api/v1/tables/" + id + "/files?snapshot=x"})
@@ -163,7 +163,7 @@ func checkTableReadsRefused(t *testing.T, s *server, id string) {
 }
 
 // checkTableHealth checks the table's health report counts its partitions and small files.
-func checkTableHealth(t *testing.T, s *server, id string) {
+func checkTableHealth(t *testing.T, s *testServer, id string) {
 	t.Helper()
 	var h struct {
 		Partitions      int64 `json:"partitions"`
@@ -181,7 +181,7 @@ func checkTableHealth(t *testing.T, s *server, id string) {
 }
 
 // checkTableSync checks sync needs admin and, with no connection configured, records one empty sync.
-func checkTableSync(t *testing.T, s *server) {
+func checkTableSync(t *testing.T, s *testServer) {
 	t.Helper()
 	// Sync needs admin; with no connection configured it reports nothing to do.
 	s.must(t, 403, req{method: "POST", path: "/api/v1/tables/sync", token: s.Write})
@@ -204,7 +204,7 @@ func checkTableSync(t *testing.T, s *server) {
 }
 
 func TestScansAPI(t *testing.T) {
-	eachBackend(t, func(t *testing.T, s *server) {
+	eachBackend(t, func(t *testing.T, s *testServer) {
 		ctx := context.Background()
 		l := tablestest.NewLake(t)
 		tbl := l.Append(l.Create("db.events", nil), tablestest.Rows(0, 3, time.Now()))
@@ -305,7 +305,7 @@ func TestScansAPI(t *testing.T) {
 }
 
 func TestProposalsAPI(t *testing.T) {
-	eachBackend(t, func(t *testing.T, s *server) {
+	eachBackend(t, func(t *testing.T, s *testServer) {
 		ctx := context.Background()
 		id, orphan := proposeOrphanCleanup(ctx, t, s)
 		pid := openOrphanProposal(t, s, id)
@@ -341,7 +341,7 @@ type proposalBody struct {
 }
 
 // proposeOrphanCleanup registers a table with an old orphan file, scans it twice and proposes deleting it.
-func proposeOrphanCleanup(ctx context.Context, t *testing.T, s *server) (uuid.UUID, string) {
+func proposeOrphanCleanup(ctx context.Context, t *testing.T, s *testServer) (uuid.UUID, string) {
 	t.Helper()
 	l := tablestest.NewLake(t)
 	tbl := l.Append(l.Create("db.events", nil), tablestest.Rows(0, 3, time.Now()))
@@ -364,7 +364,7 @@ func proposeOrphanCleanup(ctx context.Context, t *testing.T, s *server) (uuid.UU
 }
 
 // openOrphanProposal checks the asset's one open orphan-files proposal and returns its id.
-func openOrphanProposal(t *testing.T, s *server, id uuid.UUID) string {
+func openOrphanProposal(t *testing.T, s *testServer, id uuid.UUID) string {
 	t.Helper()
 	var list proposalList
 	s.must(t, 200, req{method: "GET", path: "/api/v1/proposals?kind=orphan_files&state=open&asset=" + id.String()}).decode(t, &list)
@@ -375,7 +375,7 @@ func openOrphanProposal(t *testing.T, s *server, id uuid.UUID) string {
 }
 
 // checkDecisionsRefused checks decisions without admin or with bad input are refused and write nothing.
-func checkDecisionsRefused(t *testing.T, s *server, pid string) {
+func checkDecisionsRefused(t *testing.T, s *testServer, pid string) {
 	t.Helper()
 	admin := s.Admin
 	before := s.counts(t)
@@ -392,7 +392,7 @@ func checkDecisionsRefused(t *testing.T, s *server, pid string) {
 }
 
 // checkProposalFiles checks the proposal's file totals and its file list as a page, as CSV and as JSON.
-func checkProposalFiles(t *testing.T, s *server, pid string) {
+func checkProposalFiles(t *testing.T, s *testServer, pid string) {
 	t.Helper()
 	var p proposalBody
 	s.must(t, 200, req{method: "GET", path: "/api/v1/proposals/" + pid}).decode(t, &p)
@@ -431,7 +431,7 @@ func checkProposalFiles(t *testing.T, s *server, pid string) {
 }
 
 // approveThenCancel approves the proposal with the right confirmation only, then cancels it before it runs.
-func approveThenCancel(ctx context.Context, t *testing.T, s *server, pid string, confirm map[string]any, orphan string) {
+func approveThenCancel(ctx context.Context, t *testing.T, s *testServer, pid string, confirm map[string]any, orphan string) {
 	t.Helper()
 	admin := s.Admin
 	var p proposalBody
@@ -460,7 +460,7 @@ func approveThenCancel(ctx context.Context, t *testing.T, s *server, pid string,
 }
 
 // reproposeAndApprove approves the bot's new proposal for the file, checks the audit, and returns its id.
-func reproposeAndApprove(ctx context.Context, t *testing.T, s *server, id uuid.UUID, pid string, confirm map[string]any) string {
+func reproposeAndApprove(ctx context.Context, t *testing.T, s *testServer, id uuid.UUID, pid string, confirm map[string]any) string {
 	t.Helper()
 	admin := s.Admin
 	if r, err := s.Cleanup.Propose(ctx); err != nil || r.Opened != 1 {
@@ -491,7 +491,7 @@ func reproposeAndApprove(ctx context.Context, t *testing.T, s *server, id uuid.U
 }
 
 // checkProposalExecuted executes the approved proposal and checks its state, its journal and the deletion.
-func checkProposalExecuted(ctx context.Context, t *testing.T, s *server, pid, orphan string) {
+func checkProposalExecuted(ctx context.Context, t *testing.T, s *testServer, pid, orphan string) {
 	t.Helper()
 	admin := s.Admin
 	var p proposalBody
@@ -519,7 +519,7 @@ func checkProposalExecuted(ctx context.Context, t *testing.T, s *server, pid, or
 }
 
 // checkCleanupExemptions exempts the asset from cleanup, refuses an unknown kind and then sets a webhook.
-func checkCleanupExemptions(t *testing.T, s *server, id uuid.UUID) {
+func checkCleanupExemptions(t *testing.T, s *testServer, id uuid.UUID) {
 	t.Helper()
 	admin := s.Admin
 	var ex struct {
@@ -543,7 +543,7 @@ func checkCleanupExemptions(t *testing.T, s *server, id uuid.UUID) {
 // TestRegisterOlderMetadata: registering an older metadata file of a known table (moving it
 // back in time) is refused; only an admin may force it.
 func TestRegisterOlderMetadata(t *testing.T) {
-	eachBackend(t, func(t *testing.T, s *server) {
+	eachBackend(t, func(t *testing.T, s *testServer) {
 		l := tablestest.NewLake(t)
 		old := l.Append(l.Create("db.events", nil), tablestest.Rows(0, 2, time.Now()))
 		time.Sleep(2 * time.Millisecond) // metadata times are in milliseconds

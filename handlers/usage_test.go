@@ -9,7 +9,7 @@ import (
 )
 
 func TestUsageOverHTTP(t *testing.T) {
-	eachBackend(t, func(t *testing.T, s *server) {
+	eachBackend(t, func(t *testing.T, s *testServer) {
 		a := s.createAsset(t, "warehouse", "orders")
 		now := time.Now().UTC()
 		var events []map[string]any
@@ -91,7 +91,7 @@ func TestUsageOverHTTP(t *testing.T) {
 // backfill (a write token gets 403, and nothing is written); a record for a name nobody holds
 // is listed as waiting, and counted once an asset takes the name.
 func TestUsageBackfillOverHTTP(t *testing.T) {
-	eachBackend(t, func(t *testing.T, s *server) {
+	eachBackend(t, func(t *testing.T, s *testServer) {
 		a := s.createAsset(t, "warehouse", "orders")
 		now := time.Now().UTC()
 		var events []map[string]any

@@ -17,20 +17,20 @@ import (
 
 	"github.com/tidemark/tidemark/app"
 	"github.com/tidemark/tidemark/auth"
-	"github.com/tidemark/tidemark/handlers"
+	"github.com/tidemark/tidemark/server"
 	"github.com/tidemark/tidemark/storage"
 	"github.com/tidemark/tidemark/storage/storagetest"
 	"github.com/tidemark/tidemark/tables/tablestest"
 )
 
 // do sends a request with a bearer token and decodes a JSON answer into out (when not nil).
-func (s *server) do(t *testing.T, method, path, token, body string, out any) (int, string) {
+func (s *testServer) do(t *testing.T, method, path, token, body string, out any) (int, string) {
 	t.Helper()
 	return s.doWith(t, method, path, token, body, nil, out)
 }
 
 // doWith is do with extra request headers.
-func (s *server) doWith(t *testing.T, method, path, token, body string, header map[string]string, out any) (int, string) {
+func (s *testServer) doWith(t *testing.T, method, path, token, body string, header map[string]string, out any) (int, string) {
 	t.Helper()
 	req, err := http.NewRequest(method, s.URL+path, strings.NewReader(body))
 	if err != nil {
@@ -293,7 +293,7 @@ func TestOAuthClientCredentials(t *testing.T) {
 // TestTokenRateLimit: requests under /iceberg count against their token's rate limit.
 func TestTokenRateLimit(t *testing.T) {
 	db := storagetest.Open(t, "sqlite")
-	s := newServerWith(t, db, func(_ *app.Config, api *handlers.Config) { api.RateLimit = 1 })
+	s := newServerWith(t, db, func(_ *app.Config, shell *server.Config) { shell.RateLimit = 1 })
 	codes := map[int]int{}
 	var last string
 	for range 6 {

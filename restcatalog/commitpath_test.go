@@ -27,7 +27,7 @@ func TestAbandonedCommitNeverSwaps(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
 		ctx := context.Background()
 		var settle atomic.Bool
-		var s *server
+		var s *testServer
 		s = newServer(t, db, tables.WithFaults(tables.Faults{BeforeSwap: func(ctx context.Context, _ []string) error {
 			if settle.CompareAndSwap(true, false) {
 				if n, err := s.App.Tables.ResolvePending(ctx, 0); err != nil || n != 1 {

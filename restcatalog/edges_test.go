@@ -9,7 +9,7 @@ import (
 
 	"github.com/tidemark/tidemark/app"
 	"github.com/tidemark/tidemark/cleanup"
-	"github.com/tidemark/tidemark/handlers"
+	"github.com/tidemark/tidemark/server"
 	"github.com/tidemark/tidemark/storage"
 	"github.com/tidemark/tidemark/storage/storagetest"
 	"github.com/tidemark/tidemark/tables/tablestest"
@@ -24,7 +24,7 @@ func TestInventoryPassEdges(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
 		ctx := context.Background()
 		clock := &shiftClock{}
-		s := newServerWith(t, db, func(c *app.Config, _ *handlers.Config) { c.Cleanup = append(c.Cleanup, cleanup.WithClock(clock.Now)) })
+		s := newServerWith(t, db, func(c *app.Config, _ *server.Config) { c.Cleanup = append(c.Cleanup, cleanup.WithClock(clock.Now)) })
 		cat := s.client(t)
 		leftovers := func(name string) uuid.UUID {
 			tbl := s.append(t, create(t, cat, "e", name), 0, 2)

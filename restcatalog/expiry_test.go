@@ -16,7 +16,7 @@ import (
 	"github.com/tidemark/tidemark/app"
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/cleanup"
-	"github.com/tidemark/tidemark/handlers"
+	"github.com/tidemark/tidemark/server"
 	"github.com/tidemark/tidemark/storage"
 	"github.com/tidemark/tidemark/storage/storagetest"
 	"github.com/tidemark/tidemark/tables/tablestest"
@@ -45,7 +45,7 @@ func TestApprovedExpiryRacingAWriter(t *testing.T) {
 type expiryRace struct {
 	t      *testing.T
 	ctx    context.Context
-	s      *server
+	s      *testServer
 	ident  table.Identifier
 	forced atomic.Int32   // the executor's attempts to commit the expiry
 	wcat   icecat.Catalog // the streaming job's own client
@@ -59,7 +59,7 @@ type expiryRace struct {
 func newExpiryRace(t *testing.T, db *storage.DB) *expiryRace {
 	t.Helper()
 	r := &expiryRace{t: t, ctx: context.Background(), ident: table.Identifier{"stream", "clicks"}}
-	r.s = newServerWith(t, db, func(c *app.Config, _ *handlers.Config) {
+	r.s = newServerWith(t, db, func(c *app.Config, _ *server.Config) {
 		c.Cleanup = append(c.Cleanup, cleanup.WithFault(func(point string) error {
 			if point == "before_expire_commit" && r.forced.Add(1) <= 2 {
 				r.write()

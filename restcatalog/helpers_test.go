@@ -16,41 +16,43 @@ import (
 	"github.com/tidemark/tidemark/app"
 	"github.com/tidemark/tidemark/auth"
 	"github.com/tidemark/tidemark/handlers"
+	"github.com/tidemark/tidemark/server"
 	"github.com/tidemark/tidemark/storage"
 	"github.com/tidemark/tidemark/tables"
 	"github.com/tidemark/tidemark/tables/tablestest"
 	"github.com/tidemark/tidemark/web"
 )
 
-// server is a Tidemark serving one warehouse ("main") over HTTP on 127.0.0.1, as engines reach it.
-type server struct {
+// testServer is a Tidemark serving one warehouse ("main") over HTTP on 127.0.0.1, as engines reach it.
+type testServer struct {
 	URL       string
 	App       *app.App
+	Shell     *server.Server
 	Token     string // an admin token
 	Writer    string // a token with the write scope only
 	Warehouse string // local path of the warehouse
 	lake      *tablestest.Lake
 }
 
-func newServer(t *testing.T, db *storage.DB, opts ...tables.Option) *server {
+func newServer(t *testing.T, db *storage.DB, opts ...tables.Option) *testServer {
 	t.Helper()
-	return newServerWith(t, db, func(c *app.Config, _ *handlers.Config) { c.Tables = append(c.Tables, opts...) })
+	return newServerWith(t, db, func(c *app.Config, _ *server.Config) { c.Tables = append(c.Tables, opts...) })
 }
 
 // newServerWith lets a test change the services' configuration (cleanup options, faults).
-func newServerWith(t *testing.T, db *storage.DB, configure func(*app.Config, *handlers.Config)) *server {
+func newServerWith(t *testing.T, db *storage.DB, configure func(*app.Config, *server.Config)) *testServer {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
 	wh := filepath.Join(dir, "warehouse")
 	cfg := app.Config{Tables: []tables.Option{tables.WithWarehouses(tables.Warehouse{Name: "main", Location: wh})}}
-	var api handlers.Config
-	configure(&cfg, &api)
+	var shell server.Config
+	configure(&cfg, &shell)
 	a, err := app.Open(ctx, db, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := a.Handler(api, web.Config{})
+	h, err := a.Handler(shell, handlers.Config{}, web.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,11 +67,11 @@ func newServerWith(t *testing.T, db *storage.DB, configure func(*app.Config, *ha
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &server{URL: srv.URL, App: a, Token: tok, Writer: w, Warehouse: wh, lake: tablestest.NewLake(t)}
+	return &testServer{URL: srv.URL, App: a, Shell: h, Token: tok, Writer: w, Warehouse: wh, lake: tablestest.NewLake(t)}
 }
 
 // client is iceberg-go's REST catalog client, loaded the way engines load it.
-func (s *server) client(t testing.TB) icecat.Catalog {
+func (s *testServer) client(t testing.TB) icecat.Catalog {
 	t.Helper()
 	cat, err := icecat.Load(context.Background(), "tidemark", iceberg.Properties{
 		"type": "rest", "uri": s.URL + "/iceberg", "token": s.Token, "warehouse": "main"})
@@ -80,7 +82,7 @@ func (s *server) client(t testing.TB) icecat.Catalog {
 }
 
 // append writes n rows through the table's catalog (Tidemark) and returns the new table.
-func (s *server) append(t testing.TB, tbl *table.Table, from, n int) *table.Table {
+func (s *testServer) append(t testing.TB, tbl *table.Table, from, n int) *table.Table {
 	t.Helper()
 	return s.lake.Append(tbl, tablestest.Rows(from, n, time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)))
 }

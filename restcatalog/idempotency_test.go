@@ -13,8 +13,8 @@ import (
 
 	"github.com/tidemark/tidemark/app"
 	"github.com/tidemark/tidemark/ent/icebergcommit"
-	"github.com/tidemark/tidemark/handlers"
 	"github.com/tidemark/tidemark/restcatalog"
+	"github.com/tidemark/tidemark/server"
 	"github.com/tidemark/tidemark/storage"
 	"github.com/tidemark/tidemark/storage/storagetest"
 	"github.com/tidemark/tidemark/tables"
@@ -80,7 +80,7 @@ func TestIdempotencyKeyReuse(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
 		ctx := context.Background()
 		clock := &shiftClock{}
-		s := newServerWith(t, db, func(c *app.Config, _ *handlers.Config) { c.Tables = append(c.Tables, tables.WithClock(clock.Now)) })
+		s := newServerWith(t, db, func(c *app.Config, _ *server.Config) { c.Tables = append(c.Tables, tables.WithClock(clock.Now)) })
 		cat := s.client(t)
 		create(t, cat, "k", "a")
 		create(t, cat, "k", "b")
@@ -144,7 +144,7 @@ func TestIdempotencyKeyReuse(t *testing.T) {
 	})
 }
 
-func loadProps(t *testing.T, s *server, path string) map[string]string {
+func loadProps(t *testing.T, s *testServer, path string) map[string]string {
 	t.Helper()
 	var out struct {
 		Metadata struct {

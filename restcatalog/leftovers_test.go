@@ -17,7 +17,7 @@ import (
 	"github.com/tidemark/tidemark/app"
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/cleanup"
-	"github.com/tidemark/tidemark/handlers"
+	"github.com/tidemark/tidemark/server"
 	"github.com/tidemark/tidemark/storage"
 	"github.com/tidemark/tidemark/storage/storagetest"
 	"github.com/tidemark/tidemark/tables/tablestest"
@@ -43,7 +43,7 @@ func TestInventoryPassSettlesRejectedCommits(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
 		ctx := context.Background()
 		clock := &shiftClock{}
-		s := newServerWith(t, db, func(c *app.Config, _ *handlers.Config) {
+		s := newServerWith(t, db, func(c *app.Config, _ *server.Config) {
 			c.Cleanup = append(c.Cleanup, cleanup.WithClock(clock.Now))
 		})
 		if err := s.App.Lineage.Open(ctx); err != nil {
@@ -160,7 +160,7 @@ func TestScheduledInventoryPasses(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
 		ctx := context.Background()
 		clock := &shiftClock{}
-		s := newServerWith(t, db, func(c *app.Config, _ *handlers.Config) {
+		s := newServerWith(t, db, func(c *app.Config, _ *server.Config) {
 			c.Cleanup = append(c.Cleanup, cleanup.WithClock(clock.Now))
 		})
 		cat := s.client(t)

@@ -44,7 +44,7 @@ func TestLifecycle(t *testing.T) {
 type lifecycle struct {
 	t     *testing.T
 	ctx   context.Context
-	s     *server
+	s     *testServer
 	cat   icecat.Catalog
 	tuuid string    // the table's table-uuid
 	id    uuid.UUID // its asset

@@ -209,10 +209,8 @@ func (f *Face) token(c echo.Context) error {
 	}
 	tok, err := f.cfg.Tokens.Verify(c.Request().Context(), secret)
 	if err != nil || (id != "" && id != tok.Name) {
-		// A wrong guess costs the guesser's address.
-		if err := f.chargeAddress(c); err != nil {
-			return err
-		}
+		// A guess has already cost the guesser's address: the shell charged this request, which
+		// carries no verified bearer token, to it.
 		return c.JSON(http.StatusUnauthorized, oauthError{"invalid_client", "the client ID and secret are not a Tidemark token's name and token"})
 	}
 	return c.JSON(http.StatusOK, tokenResponse{AccessToken: secret, TokenType: "bearer", ExpiresIn: 3600,

@@ -128,7 +128,7 @@ func TestRacingWriters(t *testing.T) {
 	})
 }
 
-func assetOf(t *testing.T, s *server, tbl *table.Table) uuid.UUID {
+func assetOf(t *testing.T, s *testServer, tbl *table.Table) uuid.UUID {
 	t.Helper()
 	ref, ok, err := s.App.Catalog.LookupExternal(context.Background(), catalog.SystemIcebergTable, tbl.Metadata().TableUUID().String())
 	if err != nil || !ok {

@@ -1,7 +1,9 @@
 // Package restcatalog is Tidemark's Iceberg REST catalog face (the Apache Iceberg
 // rest-catalog-open-api): engines create, load and commit tables through it under
-// /iceberg/v1/{prefix}/..., one prefix per served warehouse. It owns the spec's request and
-// response types, its error model and the OAuth2 token endpoint; the commits themselves
+// /iceberg/v1/{prefix}/..., one prefix per served warehouse. It is one of the three faces mounted
+// into the HTTP shell (package server), which verifies tokens and charges rate limits first. It
+// owns the spec's request and response types, its error model (for every answer on /iceberg
+// paths, the shell's included) and the OAuth2 token endpoint; the commits themselves
 // (compare-and-swap of the metadata pointer, the write-path inventory) are the tables package's.
 package restcatalog
 
@@ -15,10 +17,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -27,12 +27,15 @@ import (
 
 	"github.com/tidemark/tidemark/auth"
 	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/server"
 	"github.com/tidemark/tidemark/tables"
 )
 
 // Config wires the face to the domain.
 type Config struct {
 	Tables *tables.Service
+	// Tokens verifies the client secret the OAuth2 token endpoint exchanges (bearer tokens are
+	// verified by the shell, package server).
 	Tokens *auth.Store
 	Logger *slog.Logger
 	// AuthReads makes loads and lists need a token with the read scope; writes always need one.
@@ -41,11 +44,6 @@ type Config struct {
 	NoAuth bool
 	// BodyLimit caps request bodies (default 8 MiB: a commit carries schemas and snapshots).
 	BodyLimit int64
-	// AllowToken charges a request to its token's rate limit; nil is unlimited.
-	AllowToken func(name string) (bool, time.Duration)
-	// AllowAddress charges a request whose authentication failed (an unknown token, a wrong
-	// OAuth secret) to its client address's limit, at most once a request; nil is unlimited.
-	AllowAddress func(c echo.Context) (bool, time.Duration)
 	// RecordUse keeps a read (a load or scan report by a token, see loads.go) or a write (a
 	// commit) of a served table as usage evidence; nil records nothing.
 	RecordUse func(ctx context.Context, asset uuid.UUID, kind, actor, key string, at time.Time) error
@@ -66,8 +64,9 @@ type Face struct {
 	loads loads
 }
 
-// Mount registers the routes under /iceberg on e.
-func Mount(e *echo.Echo, cfg Config) *Face {
+// Mount registers the routes under /iceberg in the shell and makes the Iceberg error model the
+// answer to every error on those paths, the shell's own (401, 404, 405, 413, 429, 5xx) included.
+func Mount(srv *server.Server, cfg Config) *Face {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -78,7 +77,10 @@ func Mount(e *echo.Echo, cfg Config) *Face {
 		cfg.Now = time.Now
 	}
 	f := &Face{cfg: cfg, loads: loads{held: map[string]*heldLoad{}}}
-	g := e.Group("/iceberg/v1", f.errors, f.limitBody, checkIdempotencyKey)
+	srv.ErrorModel("/iceberg/*", f.render)
+	srv.ErrorModel("/iceberg", f.render)
+	e := srv.Echo()
+	g := e.Group("/iceberg/v1", f.limitBody, checkIdempotencyKey)
 	read, write, admin := f.scope(auth.ScopeRead), f.scope(auth.ScopeWrite), f.scope(auth.ScopeAdmin)
 	g.GET("/config", f.config, read)
 	g.POST("/oauth/tokens", f.token)
@@ -101,6 +103,7 @@ func Mount(e *echo.Echo, cfg Config) *Face {
 	p.POST("/transactions/commit", f.commitTransaction, write)
 	// Anything else under the face answers in its error model, not the JSON API's.
 	g.Any("/*", func(c echo.Context) error { return echo.ErrNotFound })
+	e.RouteNotFound("/iceberg/*", func(echo.Context) error { return echo.ErrNotFound })
 	return f
 }
 
@@ -158,6 +161,7 @@ func toError(err error) *Error {
 	var mbe *http.MaxBytesError
 	var ce *catalog.Error
 	var se *tables.ServeError
+	var shell *server.Error
 	msg := err.Error()
 	if errors.As(err, &se) {
 		msg = se.Message
@@ -167,6 +171,8 @@ func toError(err error) *Error {
 	switch {
 	case errors.As(err, &e):
 		return e
+	case errors.As(err, &shell):
+		return apiError(shell.Status, shellTypes(shell.Status), shell.Message)
 	case errors.As(err, &mbe):
 		return apiError(http.StatusRequestEntityTooLarge, "BadRequestException", fmt.Sprintf("the request body is over %d bytes", mbe.Limit))
 	case errors.As(err, &he) && (he.Code == http.StatusNotFound || he.Code == http.StatusMethodNotAllowed):
@@ -201,35 +207,42 @@ func toError(err error) *Error {
 	return nil
 }
 
-// errors answers every error of the face in the spec's error model. An error it cannot map
-// is a 500 whose cause goes to the log, not to the client; on a commit a 500 means the
-// outcome is unknown, which is true of an error nobody anticipated.
-func (f *Face) errors(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		err := next(c)
-		if err == nil || c.Response().Committed {
-			return err
-		}
-		e := toError(err)
-		if e == nil {
-			f.cfg.Logger.Error("iceberg rest: request failed", "method", c.Request().Method, "route", c.Path(),
-				"request_id", c.Response().Header().Get(echo.HeaderXRequestID), "err", err)
-			e = apiError(http.StatusInternalServerError, "ServiceFailureException", "internal error; the server log has the cause (request "+c.Response().Header().Get(echo.HeaderXRequestID)+")")
-		} else if e.Status >= 500 {
-			f.cfg.Logger.Warn("iceberg rest: request not completed", "route", c.Path(), "status", e.Status, "err", err)
-		}
-		if e.Status == http.StatusUnauthorized {
-			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="tidemark"`)
-		}
-		if c.Request().Method == http.MethodHead {
-			return c.NoContent(e.Status)
-		}
-		c.Response().Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
-		c.Response().WriteHeader(e.Status)
-		enc := json.NewEncoder(c.Response())
-		enc.SetEscapeHTML(false) // messages quote <token> and the like; keep them readable
-		return enc.Encode(errorResponse{Error: errorModel{Message: e.Message, Type: e.Type, Code: e.Status}})
+// shellTypes names the exception of an answer the shell gives before a route runs.
+func shellTypes(status int) string {
+	switch status {
+	case http.StatusUnauthorized:
+		return "NotAuthorizedException"
+	case http.StatusForbidden:
+		return "ForbiddenException"
+	case http.StatusTooManyRequests:
+		return "TooManyRequestsException"
 	}
+	return "BadRequestException"
+}
+
+// render answers every error on the face's paths in the spec's error model. An error it cannot
+// map is a 500 whose cause goes to the log, not to the client; on a commit a 500 means the
+// outcome is unknown, which is true of an error nobody anticipated.
+func (f *Face) render(c echo.Context, err error) {
+	e := toError(err)
+	if e == nil {
+		f.cfg.Logger.Error("iceberg rest: request failed", append(server.LogAttrs(c), "err", err)...)
+		e = apiError(http.StatusInternalServerError, "ServiceFailureException", "internal error; the server log has the cause (request "+c.Response().Header().Get(echo.HeaderXRequestID)+")")
+	} else if e.Status >= 500 {
+		f.cfg.Logger.Warn("iceberg rest: request not completed", "route", c.Path(), "status", e.Status, "err", err)
+	}
+	if e.Status == http.StatusUnauthorized {
+		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="tidemark"`)
+	}
+	if c.Request().Method == http.MethodHead {
+		_ = c.NoContent(e.Status)
+		return
+	}
+	c.Response().Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+	c.Response().WriteHeader(e.Status)
+	enc := json.NewEncoder(c.Response())
+	enc.SetEscapeHTML(false) // messages quote <token> and the like; keep them readable
+	_ = enc.Encode(errorResponse{Error: errorModel{Message: e.Message, Type: e.Type, Code: e.Status}})
 }
 
 func (f *Face) limitBody(next echo.HandlerFunc) echo.HandlerFunc {
@@ -245,7 +258,8 @@ func (f *Face) limitBody(next echo.HandlerFunc) echo.HandlerFunc {
 
 const tokenKey = "tidemark.iceberg.token"
 
-// scope authenticates the bearer token and checks its scope, as the JSON API does.
+// scope checks the token the shell verified (package server) grants need. A read without a
+// token is anonymous unless AuthReads; a read that presents one must present a good one.
 func (f *Face) scope(need auth.Scope) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -254,32 +268,9 @@ func (f *Face) scope(need auth.Scope) echo.MiddlewareFunc {
 				c.SetRequest(r.WithContext(catalog.WithActor(r.Context(), "anonymous")))
 				return next(c)
 			}
-			secret, ok := auth.BearerSecret(r.Header.Get(echo.HeaderAuthorization))
-			if !ok {
-				if err := f.chargeAddress(c); err != nil {
-					return err
-				}
-				return apiError(http.StatusUnauthorized, "NotAuthorizedException", fmt.Sprintf("this request needs a token with the %s scope: send Authorization: Bearer <token>, or configure the client's credential as <token name>:<token>", need))
-			}
-			tok, err := f.cfg.Tokens.Verify(r.Context(), secret)
-			if errors.Is(err, auth.ErrUnknownToken) {
-				// Guessing tokens costs the guesser's address.
-				if err := f.chargeAddress(c); err != nil {
-					return err
-				}
-				return apiError(http.StatusUnauthorized, "NotAuthorizedException", "the bearer token is not recognised or has been revoked")
-			}
+			tok, err := auth.Require(r.Context(), need)
 			if err != nil {
-				return err
-			}
-			if f.cfg.AllowToken != nil {
-				if ok, wait := f.cfg.AllowToken(tok.Name); !ok {
-					c.Response().Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(wait.Seconds())))))
-					return apiError(http.StatusTooManyRequests, "TooManyRequestsException", fmt.Sprintf("token %q sent more requests than its rate limit allows; retry after %s", tok.Name, wait.Round(time.Millisecond)))
-				}
-			}
-			if !tok.Allows(need) {
-				return apiError(http.StatusForbidden, "ForbiddenException", fmt.Sprintf("token %q has scopes %v; this request needs %s", tok.Name, tok.Scopes, need))
+				return authError(err, need)
 			}
 			c.Set(tokenKey, tok)
 			c.SetRequest(r.WithContext(catalog.WithActor(r.Context(), "token:"+tok.Name)))
@@ -288,17 +279,19 @@ func (f *Face) scope(need auth.Scope) echo.MiddlewareFunc {
 	}
 }
 
-// chargeAddress takes a request whose authentication failed from its client address's budget:
-// a 429 when it is spent.
-func (f *Face) chargeAddress(c echo.Context) error {
-	if f.cfg.AllowAddress == nil {
-		return nil
+// authError words a refused credential in the Iceberg error model; a failed look-up stays an
+// error (a 500).
+func authError(err error, need auth.Scope) error {
+	var se *auth.ScopeError
+	switch {
+	case errors.Is(err, auth.ErrNoCredential), errors.Is(err, auth.ErrMalformed):
+		return apiError(http.StatusUnauthorized, "NotAuthorizedException", fmt.Sprintf("this request needs a token with the %s scope: send Authorization: Bearer <token>, or configure the client's credential as <token name>:<token>", need))
+	case errors.Is(err, auth.ErrUnknownToken):
+		return apiError(http.StatusUnauthorized, "NotAuthorizedException", "the bearer token is not recognised or has been revoked")
+	case errors.As(err, &se):
+		return apiError(http.StatusForbidden, "ForbiddenException", fmt.Sprintf("token %q has scopes %v; this request needs %s", se.Token.Name, se.Token.Scopes, need))
 	}
-	if ok, wait := f.cfg.AllowAddress(c); !ok {
-		c.Response().Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(wait.Seconds())))))
-		return apiError(http.StatusTooManyRequests, "TooManyRequestsException", fmt.Sprintf("address %s sent more requests than its rate limit allows; retry after %s", c.RealIP(), wait.Round(time.Millisecond)))
-	}
-	return nil
+	return err
 }
 
 // allows reports whether the request's token grants a scope.

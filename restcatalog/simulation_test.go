@@ -20,7 +20,7 @@ import (
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/cleanup"
 	"github.com/tidemark/tidemark/ent/icebergcommit"
-	"github.com/tidemark/tidemark/handlers"
+	"github.com/tidemark/tidemark/server"
 	"github.com/tidemark/tidemark/storage"
 	"github.com/tidemark/tidemark/storage/storagetest"
 	"github.com/tidemark/tidemark/tables"
@@ -67,7 +67,7 @@ type servedStats struct {
 // servedSim is one Tidemark the schedules share (each writes a table of its own), with a
 // movable clock for the cleanup bot and a switch that stops the next commit before its swap.
 type servedSim struct {
-	s     *server
+	s     *testServer
 	clock *shiftClock
 	crash *atomic.Bool
 	// neighbor is another live table the hostile committer aims at; it must stay whole.
@@ -76,7 +76,7 @@ type servedSim struct {
 
 func newServedSim(t *testing.T, db *storage.DB) *servedSim {
 	sim := &servedSim{clock: &shiftClock{}, crash: &atomic.Bool{}}
-	sim.s = newServerWith(t, db, func(c *app.Config, _ *handlers.Config) {
+	sim.s = newServerWith(t, db, func(c *app.Config, _ *server.Config) {
 		c.Cleanup = append(c.Cleanup, cleanup.WithClock(sim.clock.Now))
 		c.Tables = append(c.Tables, tables.WithFaults(tables.Faults{BeforeSwap: func(context.Context, []string) error {
 			if sim.crash.CompareAndSwap(true, false) {
@@ -100,7 +100,7 @@ type servedRun struct {
 	seed, sched uint64
 	rng         *rand.Rand
 	st          *servedStats
-	s           *server
+	s           *testServer
 	clock       *shiftClock
 	crash       *atomic.Bool
 	cat         icecat.Catalog

@@ -11,11 +11,11 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tidemark/tidemark/app"
+	"github.com/tidemark/tidemark/server"
 
 	"github.com/tidemark/tidemark/auth"
 	"github.com/tidemark/tidemark/cleanup"
 	"github.com/tidemark/tidemark/ent/usageevent"
-	"github.com/tidemark/tidemark/handlers"
 	"github.com/tidemark/tidemark/storage"
 	"github.com/tidemark/tidemark/storage/storagetest"
 )
@@ -89,7 +89,7 @@ func TestLoadsKeepTablesAlive(t *testing.T) {
 		ctx := context.Background()
 		policy := cleanup.DefaultPolicy
 		policy.UnusedWindow, policy.MinAssetAge = time.Hour, time.Millisecond
-		s := newServerWith(t, db, func(c *app.Config, _ *handlers.Config) { c.Cleanup = append(c.Cleanup, cleanup.WithPolicy(policy)) })
+		s := newServerWith(t, db, func(c *app.Config, _ *server.Config) { c.Cleanup = append(c.Cleanup, cleanup.WithPolicy(policy)) })
 		if err := s.App.Lineage.Open(ctx); err != nil {
 			t.Fatal(err)
 		}

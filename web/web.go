@@ -22,11 +22,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/labstack/echo/v4"
 	"github.com/tidemark/tidemark/auth"
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/cleanup"
 	"github.com/tidemark/tidemark/lineage"
 	"github.com/tidemark/tidemark/reconcile"
+	"github.com/tidemark/tidemark/server"
 	"github.com/tidemark/tidemark/tables"
 	"github.com/tidemark/tidemark/usage"
 )
@@ -65,6 +67,38 @@ type UI struct {
 	sessions *sessions
 	static   http.Handler
 	mounts   []string // where the registered pages are mounted (Routes)
+}
+
+// Mount builds the UI and mounts its pages into the shell, with the error page as the answer
+// to the shell's own refusals on them (a spent rate limit, a refused Host). A path nobody
+// serves is a person's mistyped page: the UI answers it with its 404 page.
+func Mount(srv *server.Server, cfg Config) (*UI, error) {
+	u, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	e := srv.Echo()
+	for _, p := range u.Routes() {
+		e.Any(p, echo.WrapHandler(u))
+		srv.ErrorModel(p, u.renderError)
+	}
+	e.RouteNotFound("/*", echo.WrapHandler(u))
+	return u, nil
+}
+
+// renderError answers an error the shell raised on a page's path with the error page.
+func (u *UI) renderError(c echo.Context, err error) {
+	w, r := c.Response(), c.Request()
+	var se *server.Error
+	var he *echo.HTTPError
+	switch {
+	case errors.As(err, &se):
+		u.errorPage(w, r, se.Status, se.Message)
+	case errors.As(err, &he) && he.Code < 500:
+		u.errorPage(w, r, he.Code, fmt.Sprint(he.Message))
+	default:
+		u.fail(w, r, err)
+	}
 }
 
 // Routes lists the paths the UI serves (a trailing * matches the rest), for mounting it beside
@@ -264,6 +298,11 @@ func (u *UI) fail(w http.ResponseWriter, r *http.Request, err error) {
 	default:
 		u.cfg.Logger.Error("web page failed", "path", r.URL.Path, "err", err)
 	}
+	u.errorPage(w, r, status, msg)
+}
+
+// errorPage answers with the error page: a status and a message a person can act on.
+func (u *UI) errorPage(w http.ResponseWriter, r *http.Request, status int, msg string) {
 	t := u.pages["error"]
 	var buf bytes.Buffer
 	if t == nil || t.Execute(&buf, page{Title: http.StatusText(status), Session: u.sessions.get(r), Data: errorData{status, msg}}) != nil {

@@ -34,6 +34,7 @@ import (
 	"github.com/tidemark/tidemark/cleanup"
 	"github.com/tidemark/tidemark/ent/cleanupobservation"
 	"github.com/tidemark/tidemark/handlers"
+	"github.com/tidemark/tidemark/server"
 	"github.com/tidemark/tidemark/tables"
 	"github.com/tidemark/tidemark/web"
 )
@@ -50,7 +51,7 @@ func generateServed(ctx context.Context, d string) {
 	warehouse := filepath.Join(d, "warehouse")
 	a, err := app.Open(ctx, store, app.Config{Tables: []tables.Option{tables.WithWarehouses(tables.Warehouse{Name: "main", Location: warehouse})}})
 	benchdb.Must(err)
-	h, err := a.Handler(handlers.Config{}, web.Config{})
+	h, err := a.Handler(server.Config{}, handlers.Config{}, web.Config{})
 	benchdb.Must(err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	benchdb.Must(err)

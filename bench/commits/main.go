@@ -36,6 +36,7 @@ import (
 	"github.com/tidemark/tidemark/auth"
 	"github.com/tidemark/tidemark/bench/internal/benchdb"
 	"github.com/tidemark/tidemark/handlers"
+	"github.com/tidemark/tidemark/server"
 	"github.com/tidemark/tidemark/storage"
 	"github.com/tidemark/tidemark/tables"
 	"github.com/tidemark/tidemark/web"
@@ -181,7 +182,7 @@ func serve(ctx context.Context, store *storage.DB, warehouse string) (string, st
 	a, err := app.Open(ctx, store, app.Config{Tables: []tables.Option{tables.WithWarehouses(tables.Warehouse{Name: "main", Location: warehouse})}})
 	benchdb.Must(err)
 	benchApp = a
-	h, err := a.Handler(handlers.Config{}, web.Config{})
+	h, err := a.Handler(server.Config{}, handlers.Config{}, web.Config{})
 	benchdb.Must(err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	benchdb.Must(err)

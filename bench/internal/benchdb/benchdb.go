@@ -24,6 +24,7 @@ import (
 
 	"github.com/tidemark/tidemark/auth"
 	"github.com/tidemark/tidemark/handlers"
+	"github.com/tidemark/tidemark/server"
 	"github.com/tidemark/tidemark/storage"
 )
 
@@ -149,18 +150,20 @@ func Must(err error) {
 	}
 }
 
-// Serve runs the real API (cfg plus tokens, health and a warning-level log) on 127.0.0.1:0 and
+// Serve runs the real API in the HTTP shell (cfg plus tokens, health and a warning-level log) on 127.0.0.1:0 and
 // returns its base URL and a fresh write token.
 func Serve(ctx context.Context, db *storage.DB, cfg handlers.Config) (string, string) {
-	cfg.Tokens = auth.NewStore(db.Client, nil)
-	secret, _, err := cfg.Tokens.Create(ctx, fmt.Sprintf("bench-%d", time.Now().UnixNano()), []auth.Scope{auth.ScopeWrite})
+	tokens := auth.NewStore(db.Client, nil)
+	secret, _, err := tokens.Create(ctx, fmt.Sprintf("bench-%d", time.Now().UnixNano()), []auth.Scope{auth.ScopeWrite})
 	Must(err)
 	cfg.Ping = db.Ping
 	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	cfg.Version = "bench"
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	Must(err)
-	go http.Serve(ln, handlers.New(cfg))
+	srv := server.New(server.Config{Tokens: tokens, Logger: cfg.Logger})
+	handlers.Mount(srv, cfg)
+	go http.Serve(ln, srv)
 	return "http://" + ln.Addr().String(), secret
 }
 

@@ -1,4 +1,4 @@
-package handlers
+package server
 
 import (
 	"strconv"
@@ -83,6 +83,7 @@ func methodAttrs(m string) []any {
 // limit, and a route is told apart well within 256 bytes.
 const maxLoggedPath = 256
 
-func (a *API) metricsHandler() echo.HandlerFunc {
-	return echo.WrapHandler(promhttp.HandlerFor(a.cfg.Registry, promhttp.HandlerOpts{}))
+// MetricsHandler serves the registry's metrics (the API mounts it at /metrics).
+func (s *Server) MetricsHandler() echo.HandlerFunc {
+	return echo.WrapHandler(promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{}))
 }

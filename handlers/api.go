@@ -1,6 +1,8 @@
-// Package handlers is Tidemark's JSON API on echo: routes, request and response types, input
-// validation, auth, and the single mapping from domain errors to problem+json responses. It
-// holds no business rules; each handler parses, calls one domain function, and answers.
+// Package handlers is Tidemark's JSON API, one of the three faces mounted into the HTTP shell
+// (package server): routes under /api and the ops routes (/healthz, /metrics,
+// /api/openapi.json), request and response types, input validation, each route's scope check,
+// and the single mapping from domain and shell errors to problem+json responses. It holds no
+// business rules; each handler parses, calls one domain function, and answers.
 package handlers
 
 import (
@@ -11,15 +13,13 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"github.com/labstack/echo/v4/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/tidemark/tidemark/auth"
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/cleanup"
-	"github.com/tidemark/tidemark/internal/clip"
 	"github.com/tidemark/tidemark/lineage"
 	"github.com/tidemark/tidemark/reconcile"
+	"github.com/tidemark/tidemark/server"
 	"github.com/tidemark/tidemark/tables"
 	"github.com/tidemark/tidemark/usage"
 )
@@ -27,7 +27,6 @@ import (
 // Config wires the API to the domain.
 type Config struct {
 	Catalog *catalog.Catalog
-	Tokens  *auth.Store
 	// Ping checks the database for /healthz.
 	Ping func(context.Context) error
 	// SearchIndex says, for /healthz, whether assets from before search still wait for their
@@ -52,37 +51,26 @@ type Config struct {
 	Cleanup *cleanup.Service
 	// Reconcile keeps dataset migrations and their reconciliation runs; nil leaves those routes out.
 	Reconcile *reconcile.Service
-	// HSTS sends Strict-Transport-Security on every answer (the server is reached over HTTPS).
-	HSTS bool
-	// AllowedHosts, when set, are the only Host names answered (the CLI sets the loopback names
-	// with NoAuth, against DNS rebinding).
-	AllowedHosts []string
-	// RateLimit is requests per second a token may send (bursts of twice that); 0 is unlimited.
-	RateLimit float64
-	// AnonymousRateLimit is requests per second a client address may send without a token
-	// (and with tokens that fail); 0 is unlimited.
-	AnonymousRateLimit float64
-	// Registry receives the HTTP metrics; nil makes a private one.
-	Registry *prometheus.Registry
-	Version  string
+	Version   string
 }
 
 // DefaultBodyLimit is 1 MiB: an asset definition is a few hundred bytes; far larger is a mistake.
 const DefaultBodyLimit = 1 << 20
 
-// API is the configured echo server and the description of its routes.
+// API is the JSON API mounted into the shell, and the description of its routes.
 type API struct {
-	*echo.Echo
+	e   *echo.Echo
+	srv *server.Server
 	cfg Config
 	ops []operation
 	// Ingest outcomes, for dashboards and alerts on producers that send bad events.
 	lineageEvents *prometheus.CounterVec
 	usageRecords  *prometheus.CounterVec
-	tokens, anon  *limiters
 }
 
-// New builds the API.
-func New(cfg Config) *API {
+// Mount adds the API's routes to the shell and makes problem+json the error model of /api and
+// of every path no other face claims.
+func Mount(srv *server.Server, cfg Config) *API {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -92,50 +80,18 @@ func New(cfg Config) *API {
 	if cfg.LineageBodyLimit <= 0 {
 		cfg.LineageBodyLimit = DefaultLineageBodyLimit
 	}
-	if cfg.Registry == nil {
-		cfg.Registry = prometheus.NewRegistry()
-	}
-	e := echo.New()
-	e.HideBanner, e.HidePort = true, true
-	e.HTTPErrorHandler = errorHandler(cfg.Logger)
-	// Client addresses are the connection's: a header naming one is the client's to forge.
-	e.IPExtractor = echo.ExtractIPDirect()
-	rateLimited := rateLimitedCounter(cfg.Registry)
-	a := &API{Echo: e, cfg: cfg,
-		tokens: newLimiters(cfg.RateLimit, rateLimited.WithLabelValues("token")),
-		anon:   newLimiters(cfg.AnonymousRateLimit, rateLimited.WithLabelValues("anonymous")),
+	a := &API{e: srv.Echo(), srv: srv, cfg: cfg,
 		lineageEvents: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tidemark_lineage_events_total",
 			Help: "OpenLineage events received, by outcome: created, duplicate, refused."}, []string{"outcome"}),
 		usageRecords: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tidemark_usage_records_total",
 			Help: "Usage records received, by status: accepted, duplicate, refused, unresolved."}, []string{"status"}),
 	}
-	cfg.Registry.MustRegister(a.lineageEvents, a.usageRecords)
-
-	e.Use(dropBadRequestID) // before RequestID, which keeps a client's ID as it is
-	e.Use(middleware.RequestID())
-	e.Use(requestLog(cfg.Logger))
-	// Before the limiter, so a rebinding page's refused requests do not spend the address's budget.
-	if len(cfg.AllowedHosts) > 0 {
-		e.Use(checkHost(cfg.AllowedHosts))
-	}
-	if cfg.HSTS {
-		e.Use(func(next echo.HandlerFunc) echo.HandlerFunc {
-			return func(c echo.Context) error {
-				c.Response().Header().Set("Strict-Transport-Security", "max-age=31536000")
-				return next(c)
-			}
-		})
-	}
-	e.Use(a.limitAnonymous)
-	// After the limiter, so the requests it refuses (anonymous, with any method) make no series:
-	// they are counted in tidemark_http_rate_limited_total instead.
-	e.Use(metrics(cfg.Registry))
-	// Inside requestLog and metrics, so a handler's panic is logged and counted as a 500; the
-	// middlewares above it are this package's and small, and net/http recovers their panics.
-	e.Use(recoverer(cfg.Logger))
-	e.Use(validParams)
-
+	srv.Registry().MustRegister(a.lineageEvents, a.usageRecords)
+	srv.ErrorModel("/*", errorHandler(cfg.Logger))
 	a.routes()
+	// An unknown path under /api keeps its problem+json 404 (the web UI answers other unknown
+	// paths with its 404 page).
+	a.e.RouteNotFound("/api/*", func(echo.Context) error { return echo.ErrNotFound })
 	return a
 }
 
@@ -167,7 +123,7 @@ func (a *API) routes() {
 		Tag:     "ops",
 		Open:    true,
 		Text:    true,
-	}, a.metricsHandler())
+	}, a.srv.MetricsHandler())
 	a.handle(operation{
 		Method:    http.MethodGet,
 		Path:      "/api/openapi.json",
@@ -176,34 +132,6 @@ func (a *API) routes() {
 		Open:      true,
 		Responses: map[int]any{200: map[string]any{}},
 	}, a.openAPI)
-}
-
-// recoverer turns a panic into a logged 500 instead of a dropped connection.
-func recoverer(log *slog.Logger) echo.MiddlewareFunc {
-	return middleware.RecoverWithConfig(middleware.RecoverConfig{
-		DisablePrintStack: true,
-		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
-			log.Error("panic", append(methodAttrs(c.Request().Method), "route", c.Path(), "path", clip.String(c.Request().URL.Path, maxLoggedPath),
-				"request_id", c.Response().Header().Get(echo.HeaderXRequestID), "err", err, "stack", string(stack))...)
-			return err
-		},
-	})
-}
-
-func requestLog(log *slog.Logger) echo.MiddlewareFunc {
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			start := time.Now()
-			err := next(c)
-			if err != nil {
-				c.Error(err)
-			}
-			// The route template, not the path: it is bounded, and the path may hold names and IDs.
-			log.Info("request", append(methodAttrs(c.Request().Method), "route", c.Path(), "status", c.Response().Status,
-				"duration_ms", time.Since(start).Milliseconds(), "request_id", c.Response().Header().Get(echo.HeaderXRequestID))...)
-			return nil
-		}
-	}
 }
 
 // bodyLimit refuses a declared oversize body at once and caps an undeclared one while reading.
@@ -264,29 +192,4 @@ func (a *API) health(c echo.Context) error {
 		out.SearchIndex = a.cfg.SearchIndex()
 	}
 	return c.JSON(http.StatusOK, out)
-}
-
-// dropBadRequestID removes a client's X-Request-ID unless it is a short token (at most 64 of
-// A-Z a-z 0-9 . _ -), so one is generated instead: the ID goes into logs and the append-only
-// audit log, where a client must not put half a megabyte or control characters.
-func dropBadRequestID(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		h := c.Request().Header
-		if id := h.Get(echo.HeaderXRequestID); id != "" && !validRequestID(id) {
-			h.Del(echo.HeaderXRequestID)
-		}
-		return next(c)
-	}
-}
-
-func validRequestID(id string) bool {
-	if len(id) > 64 {
-		return false
-	}
-	for _, r := range id {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
-			return false
-		}
-	}
-	return true
 }
