@@ -74,6 +74,7 @@ func Require(ctx context.Context, need Scope) (Token, error) {
 }
 
 // Check verifies an Authorization header value: the credential the shell puts in the context.
+// A nil Store knows no token.
 func (s *Store) Check(ctx context.Context, header string) Credential {
 	if header == "" {
 		return Credential{}
@@ -81,6 +82,9 @@ func (s *Store) Check(ctx context.Context, header string) Credential {
 	secret, ok := BearerSecret(header)
 	if !ok {
 		return Credential{Presented: true, Err: ErrMalformed}
+	}
+	if s == nil {
+		return Credential{Presented: true, Err: ErrUnknownToken}
 	}
 	tok, err := s.Verify(ctx, secret)
 	return Credential{Presented: true, Token: tok, Err: err}

@@ -26,14 +26,7 @@ import (
 func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
-		var cred auth.Credential
-		if h := r.Header.Get(echo.HeaderAuthorization); h != "" {
-			if s.cfg.Tokens != nil {
-				cred = s.cfg.Tokens.Check(r.Context(), h)
-			} else {
-				cred = auth.Credential{Presented: true, Err: auth.ErrUnknownToken}
-			}
-		}
+		cred := s.cfg.Tokens.Check(r.Context(), r.Header.Get(echo.HeaderAuthorization))
 		if cred.Verified() {
 			if ok, wait := s.tokens.allow(cred.Token.Name); !ok {
 				return tooMany(c, fmt.Sprintf("token %q", cred.Token.Name), wait)
