@@ -13,8 +13,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"runtime"
-	"runtime/debug"
 	"sync/atomic"
 	"time"
 
@@ -80,9 +78,6 @@ type App struct {
 	Reconcile *reconcile.Service
 	conns     []*tables.Connection
 	sources   map[string]*sql.DB
-	// searchIndex is what /healthz says of the background indexing: "" before Serve starts it,
-	// then "indexing", then "ready".
-	searchIndex atomic.Value
 	// served is the Iceberg REST face once Handler mounted it: its held table loads become
 	// reads in the background (restcatalog/loads.go).
 	served atomic.Pointer[restcatalog.Face]
@@ -121,11 +116,9 @@ func Open(ctx context.Context, store *storage.DB, cfg Config) (*App, error) {
 		})},
 		cfg.Lineage...)...)
 	if cfg.LoadGraph {
-		start := time.Now()
 		if err := a.Lineage.Open(ctx); err != nil {
 			return nil, a.closeOnError(fmt.Errorf("load the lineage graph: %w", err))
 		}
-		a.graphLoaded(start)
 	}
 	topts := append([]tables.Option{tables.WithLogger(cfg.Log), tables.WithConnections(cfg.Connections...)}, cfg.Tables...)
 	if a.Tables, err = tables.New(store.Client, a.Catalog, topts...); err != nil {
@@ -144,60 +137,6 @@ func Open(ctx context.Context, store *storage.DB, cfg Config) (*App, error) {
 	copts = append(copts, cleanup.WithMigrationGate(a.Reconcile.RetirementGate))
 	a.Cleanup = cleanup.New(store, a.Catalog, a.Tables, copts...)
 	return a, nil
-}
-
-// MigrationWriters gives completed runs to the migrations whose new asset they wrote: a writer
-// job stating a new version is a deploy the cutover streak may have to span.
-func MigrationWriters(rec *reconcile.Service) func(context.Context, []lineage.CompletedRun) error {
-	return func(ctx context.Context, runs []lineage.CompletedRun) error {
-		out := make([]reconcile.WriterRun, 0, len(runs))
-		for _, r := range runs {
-			if r.Version == "" || len(r.Outputs) == 0 {
-				continue
-			}
-			w := reconcile.WriterRun{RunID: r.RunID, JobID: r.JobID, At: r.At, Version: r.Version}
-			for _, o := range r.Outputs {
-				w.Outputs = append(w.Outputs, o.ID)
-			}
-			out = append(out, w)
-		}
-		if len(out) == 0 || rec == nil {
-			return nil
-		}
-		return rec.ObserveWriters(ctx, out)
-	}
-}
-
-// LineageWriters finds, in lineage's record of runs, the runs that wrote an asset during a
-// window: a migration names them where its new side holds duplicated keys.
-func LineageWriters(l *lineage.Service) func(ctx context.Context, asset uuid.UUID, from, to time.Time, limit int) ([]reconcile.Writer, error) {
-	return func(ctx context.Context, asset uuid.UUID, from, to time.Time, limit int) ([]reconcile.Writer, error) {
-		runs, err := l.WritersOf(ctx, asset, from, to, limit)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]reconcile.Writer, len(runs))
-		for i, r := range runs {
-			out[i] = reconcile.Writer{RunID: r.ID, JobAssetID: r.JobAssetID, State: r.State, StartedAt: r.StartedAt, EndedAt: r.EndedAt}
-		}
-		return out, nil
-	}
-}
-
-// MigrationRelations gives an asset's dataset migrations as lineage relations (migrated_to),
-// so the move shows in both assets' lineage answers.
-func MigrationRelations(rec *reconcile.Service) func(ctx context.Context, id uuid.UUID) ([]lineage.Relation, error) {
-	return func(ctx context.Context, id uuid.UUID) ([]lineage.Relation, error) {
-		ps, err := rec.PairsOf(ctx, id) // from memory: this runs for every lineage answer
-		if err != nil {
-			return nil, err
-		}
-		out := make([]lineage.Relation, 0, len(ps))
-		for _, p := range ps {
-			out = append(out, lineage.Relation{From: p.OldAssetID, To: p.NewAssetID, Kind: "migrated_to", Ref: p.ID})
-		}
-		return out, nil
-	}
 }
 
 func (a *App) closeOnError(err error) error {
@@ -221,24 +160,6 @@ func (a *App) Close() error {
 		errs = append(errs, fmt.Errorf("close the database: %w", err))
 	}
 	return errors.Join(errs...)
-}
-
-// UsageOfRuns counts completed OpenLineage runs as usage: inputs read, outputs written.
-func UsageOfRuns(use *usage.Service) func(context.Context, []lineage.CompletedRun) error {
-	seen := func(refs []lineage.DatasetRef) []usage.Seen {
-		out := make([]usage.Seen, len(refs))
-		for i, r := range refs {
-			out[i] = usage.Seen{ID: r.ID, Namespace: r.Namespace, Name: r.Name}
-		}
-		return out
-	}
-	return func(ctx context.Context, runs []lineage.CompletedRun) error {
-		out := make([]usage.RunUsage, len(runs))
-		for i, r := range runs {
-			out[i] = usage.RunUsage{RunID: r.RunID, JobID: r.JobID, At: r.At, Actor: r.Actor, Inputs: seen(r.Inputs), Outputs: seen(r.Outputs)}
-		}
-		return use.FromRuns(ctx, out)
-	}
 }
 
 // Schedule is how often the background work runs; a zero interval turns that work off (the
@@ -265,7 +186,7 @@ func (a *App) Handler(shell server.Config, api handlers.Config, ui web.Config) (
 	srv := server.New(shell)
 	api.Catalog, api.Lineage, api.Usage, api.Tables, api.Cleanup, api.Reconcile = a.Catalog, a.Lineage, a.Usage, a.Tables, a.Cleanup, a.Reconcile
 	api.Ping, api.Logger = a.Store.Ping, a.Log
-	api.SearchIndex = func() string { s, _ := a.searchIndex.Load().(string); return s }
+	api.SearchIndex = a.Catalog.IndexStatus
 	handlers.Mount(srv, api)
 	ui.Catalog, ui.Lineage, ui.Usage, ui.Tables, ui.Cleanup, ui.Reconcile = a.Catalog, a.Lineage, a.Usage, a.Tables, a.Cleanup, a.Reconcile
 	ui.Tokens, ui.Logger = tokens, a.Log
@@ -275,18 +196,6 @@ func (a *App) Handler(shell server.Config, api handlers.Config, ui web.Config) (
 	a.served.Store(restcatalog.Mount(srv, restcatalog.Config{Tables: a.Tables, Tokens: tokens, Logger: a.Log, AuthReads: api.AuthReads,
 		NoAuth: api.NoAuth, RecordUse: a.recordServedUse}))
 	return srv, nil
-}
-
-// recordServedUse keeps a served table's commit (a write) or scan report (a read) in its usage.
-func (a *App) recordServedUse(ctx context.Context, asset uuid.UUID, kind, actor, key string, at time.Time) error {
-	res, err := a.Usage.Record(ctx, []usage.Record{{AssetID: asset, Kind: kind, Actor: actor, At: at, Source: "iceberg-rest", IdempotencyKey: key}})
-	if err != nil {
-		return err
-	}
-	if len(res) == 1 && res[0].Status == usage.StatusRefused {
-		return fmt.Errorf("app: usage refused the record: %s", res[0].Reason)
-	}
-	return nil
 }
 
 // Serve answers on ln with srv and runs the background work on sched until ctx ends. Then the
@@ -334,13 +243,8 @@ func (a *App) background(g *errgroup.Group, ctx context.Context, s Schedule) {
 		s.Dispatch = 10 * time.Second
 	}
 	run := func(fn func(ctx context.Context)) { g.Go(func() error { fn(ctx); return nil }) }
-	run(func(ctx context.Context) {
-		if !a.Lineage.Graph().Freshness().Ready {
-			a.loadGraph(ctx)
-		}
-		a.Lineage.Run(ctx, s.GraphSync)
-	})
-	run(func(ctx context.Context) { a.Usage.Run(ctx, time.Minute) })
+	run(func(ctx context.Context) { _ = a.Lineage.Job(s.GraphSync).Run(ctx) })
+	run(func(ctx context.Context) { _ = a.Usage.Job(time.Minute).Run(ctx) })
 	run(func(ctx context.Context) {
 		loop.Every(ctx, restcatalog.LoadGrace/4, false, func(ctx context.Context) {
 			if f := a.served.Load(); f != nil {
@@ -348,16 +252,8 @@ func (a *App) background(g *errgroup.Group, ctx context.Context, s Schedule) {
 			}
 		})
 	})
-	run(a.indexMissing)
-	run(func(ctx context.Context) {
-		loop.Every(ctx, time.Hour, false, func(ctx context.Context) {
-			if n, err := a.Catalog.PurgeIdempotencyKeys(ctx); err != nil && ctx.Err() == nil {
-				log.Warn("purge idempotency keys failed; will retry", "err", err)
-			} else if n > 0 {
-				log.Info("forgot expired idempotency keys", "count", n)
-			}
-		})
-	})
+	run(func(ctx context.Context) { _ = a.Catalog.IndexJob().Run(ctx) })
+	run(func(ctx context.Context) { _ = a.Catalog.KeyPurgeJob().Run(ctx) })
 	if n := len(a.Tables.Connections()); n > 0 && s.TablesSync > 0 {
 		log.Info("Iceberg catalog sync scheduled", "connections", n, "interval", s.TablesSync.String())
 		run(func(ctx context.Context) {
@@ -413,68 +309,6 @@ func (a *App) background(g *errgroup.Group, ctx context.Context, s Schedule) {
 	if s.Reconcile > 0 {
 		log.Info("reconciliation runs scheduled", "interval", s.Reconcile.String())
 		run(func(ctx context.Context) { a.Reconcile.Run(ctx, time.Minute, s.Reconcile) })
-	}
-}
-
-// indexMissing gives every asset without a search doc (a database from before search) one, in
-// the background, so the server answers at once; until it is done, search does not find those
-// assets. A failure is retried a minute later; the work done stays done.
-func (a *App) indexMissing(ctx context.Context) {
-	const every = 50_000 // a log line per this many assets
-	start := time.Now()
-	a.searchIndex.Store("indexing")
-	for {
-		next := every
-		n, err := a.Catalog.IndexMissing(ctx, func(done int) {
-			if done >= next {
-				a.Log.Info("search index: indexing assets from before search", "indexed", done)
-				next = (done/every + 1) * every
-			}
-		})
-		if err == nil {
-			a.searchIndex.Store("ready")
-			if n > 0 {
-				a.Log.Info("search index: every asset indexed", "indexed", n, "took", time.Since(start).Round(time.Millisecond).String())
-			}
-			return
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		a.Log.Warn("search index: indexing assets failed; retrying in a minute", "indexed", n, "err", err)
-		if loop.Sleep(ctx, time.Minute) != nil {
-			return
-		}
-	}
-}
-
-// graphLoaded logs the loaded graph and hands the load's garbage back to the system: reading a
-// million nodes leaves several times the graph's size in freed pages, which the runtime would
-// otherwise return only slowly, so the process would look (and be billed) twice its size.
-func (a *App) graphLoaded(start time.Time) {
-	f := a.Lineage.Graph().Freshness()
-	debug.FreeOSMemory()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	a.Log.Info("lineage graph loaded", "nodes", f.Nodes, "edges", f.Edges, "took", time.Since(start).String(), "heap_mib", ms.HeapAlloc>>20)
-}
-
-// loadGraph loads the lineage graph, retrying until it is in or ctx ends.
-func (a *App) loadGraph(ctx context.Context) {
-	start := time.Now()
-	for {
-		err := a.Lineage.Open(ctx)
-		if err == nil {
-			a.graphLoaded(start)
-			return
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		a.Log.Warn("lineage graph: load failed; retrying", "err", err)
-		if loop.Sleep(ctx, 5*time.Second) != nil {
-			return
-		}
 	}
 }
 

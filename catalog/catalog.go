@@ -25,6 +25,8 @@ type Catalog struct {
 	dialect  atomic.Pointer[string] // the database's SQL dialect, once search has asked
 	// searchWindow is how many matches a search examines at most (see SearchResult).
 	searchWindow int
+	// indexStatus is what IndexStatus says of the background indexing.
+	indexStatus atomic.Value
 }
 
 // Option configures a Catalog.

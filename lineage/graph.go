@@ -18,8 +18,6 @@ import (
 	"github.com/tidemark/tidemark/ent/assetfacet"
 	"github.com/tidemark/tidemark/ent/auditevent"
 	"github.com/tidemark/tidemark/ent/lineageedge"
-
-	"github.com/tidemark/tidemark/internal/loop"
 )
 
 // Graph is the in-memory adjacency index of lineage edges, keyed on asset IDs. Traversals read
@@ -483,15 +481,6 @@ func (g *Graph) advance(batch []edgeRef, now time.Time) {
 		}
 	}
 	g.low = low
-}
-
-// Run calls Sync every interval until ctx ends, logging (not stopping on) failures.
-func (g *Graph) Run(ctx context.Context, interval time.Duration) {
-	loop.Every(ctx, interval, false, func(ctx context.Context) {
-		if err := g.Sync(ctx); err != nil && ctx.Err() == nil {
-			g.log.Warn("lineage: graph sync failed; answers may be stale", "err", err)
-		}
-	})
 }
 
 // Freshness says how current the graph is: edges written by this process are visible at once;

@@ -101,26 +101,29 @@ func (s *Service) Purge(ctx context.Context) (int, error) {
 	return total, nil
 }
 
-// Run, every interval until ctx ends, attributes the kept unresolved records whose names now
-// resolve (changes made by other replicas, or inside lineage transactions, reach them here) and
-// purges what is past the retention (hourly).
-func (s *Service) Run(ctx context.Context, interval time.Duration) {
+// Job is usage's background work: every interval it attributes the kept unresolved records
+// whose names now resolve (changes made by other replicas, or inside lineage transactions, reach
+// them here) and purges what is past the retention (hourly).
+func (s *Service) Job(interval time.Duration) *loop.Job {
 	var purged time.Time
-	loop.Every(ctx, interval, false, func(ctx context.Context) {
-		if n, err := s.ResolvePending(ctx, nil); err != nil && ctx.Err() == nil {
-			s.log.Warn("usage: resolve kept records failed; will retry", "err", err)
-		} else if n > 0 {
+	return &loop.Job{Name: "usage: resolving kept records", Interval: interval, Log: s.log, Step: func(ctx context.Context) error {
+		n, err := s.ResolvePending(ctx, nil)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
 			s.log.Info("usage: attributed records that waited for their name", "records", n)
 		}
 		if time.Since(purged) < time.Hour {
-			return
+			return nil
 		}
 		purged = time.Now()
-		n, err := s.Purge(ctx)
-		if err != nil && ctx.Err() == nil {
-			s.log.Warn("usage: purge failed; will retry", "err", err)
-		} else if n > 0 {
+		if n, err = s.Purge(ctx); err != nil {
+			return fmt.Errorf("purge: %w", err)
+		}
+		if n > 0 {
 			s.log.Info("usage: purged raw events past retention", "deleted", n, "retention", s.retention.String())
 		}
-	})
+		return nil
+	}}
 }

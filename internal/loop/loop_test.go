@@ -63,3 +63,31 @@ func TestRetry(t *testing.T) {
 		t.Fatalf("retry with an ended context waiting an hour: %v", err)
 	}
 }
+
+// TestJobRetriesAFailingStepAndStopsWithItsContext: a failing step runs again at the next
+// interval, a Once job ends after its first success, and every job returns nil when its context
+// ends.
+func TestJobRetriesAFailingStepAndStopsWithItsContext(t *testing.T) {
+	calls := 0
+	once := &Job{Name: "once", Interval: time.Millisecond, Once: true, Step: func(context.Context) error {
+		calls++
+		if calls < 3 {
+			return errors.New("not yet")
+		}
+		return nil
+	}}
+	if err := once.Run(context.Background()); err != nil || calls != 3 {
+		t.Fatalf("once: err %v after %d calls, want nil after 3", err, calls)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	steps := 0
+	every := &Job{Name: "every", Interval: time.Millisecond, AtStart: true, Step: func(context.Context) error {
+		if steps++; steps == 5 {
+			cancel()
+		}
+		return errors.New("always fails")
+	}}
+	if err := every.Run(ctx); err != nil || steps < 5 {
+		t.Fatalf("every: err %v after %d steps, want nil after at least 5", err, steps)
+	}
+}
