@@ -82,6 +82,37 @@ func load(ctx context.Context, client *ent.Client, id uuid.UUID) (Asset, error) 
 	return toAsset(row, latest[id]), nil
 }
 
+// GetMany returns the assets with ids that exist, in the order of ids (a search page's assets
+// in full, with three queries instead of three per asset).
+func (c *Catalog) GetMany(ctx context.Context, ids []uuid.UUID) ([]Asset, error) {
+	if len(ids) == 0 {
+		return []Asset{}, nil
+	}
+	client := c.client(ctx)
+	rows, err := client.Asset.Query().Where(asset.IDIn(ids...)).
+		WithExternalIds(func(q *ent.ExternalIDQuery) { q.Order(ent.Asc(externalid.FieldID)) }).
+		WithOwners(func(q *ent.OwnerQuery) { q.Where(owner.RemovedAtIsNil()).Order(ent.Asc(owner.FieldPrincipal)) }).
+		All(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: load assets: %w", err)
+	}
+	latest, err := latestNames(ctx, client, ids)
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[uuid.UUID]*ent.Asset, len(rows))
+	for _, r := range rows {
+		byID[r.ID] = r
+	}
+	out := make([]Asset, 0, len(rows))
+	for _, id := range ids {
+		if r, ok := byID[id]; ok {
+			out = append(out, toAsset(r, latest[id]))
+		}
+	}
+	return out, nil
+}
+
 // latestNames returns the newest name row of each asset: the current name, or for a deleted
 // asset the name it held when deleted. Current names come from the partial unique index in one
 // query; only deleted assets need a second query over their (short) histories.

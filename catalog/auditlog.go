@@ -61,6 +61,12 @@ func (c *Catalog) AuditEvents(ctx context.Context, f AuditFilter) ([]AuditEvent,
 	return out, nil
 }
 
+// AuditLog returns the whole audit trail, newest first, before the event ID before (zero for
+// the newest).
+func (c *Catalog) AuditLog(ctx context.Context, before uuid.UUID, limit int) ([]AuditEvent, error) {
+	return c.AuditEvents(ctx, AuditFilter{Before: before, Limit: limit})
+}
+
 // AuditChange is one field an audited change touched: its value before and after, as compact
 // JSON ("" when the field was absent on that side).
 type AuditChange struct {

@@ -1,0 +1,149 @@
+package reconcile
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/ent"
+	"github.com/tidemark/tidemark/ent/datasetmigration"
+)
+
+// Migration is a migration as kept.
+type Migration struct {
+	ID         uuid.UUID
+	OldAssetID uuid.UUID
+	NewAssetID uuid.UUID
+	Owner      string
+	Spec       Spec
+	State      string
+	CutOverAt  *time.Time
+	// Archive is where the old side's data was kept at the cutover: runs after the cutover read
+	// it instead of the old side, and retirement waits for a clean one.
+	Archive   *SourceSpec
+	Version   int
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// CreateInput is a new migration.
+type CreateInput struct {
+	OldAssetID, NewAssetID uuid.UUID
+	Owner                  string
+	Spec                   Spec
+}
+
+// Create records a migration. Both assets must exist and differ; the spec must state every rule.
+func (s *Service) Create(ctx context.Context, in CreateInput) (Migration, error) {
+	if in.OldAssetID == in.NewAssetID {
+		return Migration{}, invalid("new_asset_id", "the old and the new asset must differ")
+	}
+	if in.Owner == "" {
+		return Migration{}, invalid("owner", "name the migration's owner: findings go to them")
+	}
+	if err := in.Spec.check(s.clock()); err != nil {
+		return Migration{}, err
+	}
+	for _, id := range []uuid.UUID{in.OldAssetID, in.NewAssetID} {
+		if _, err := s.cat.Get(ctx, id); err != nil {
+			return Migration{}, err
+		}
+	}
+	for _, side := range []SourceSpec{in.Spec.Old, in.Spec.New} {
+		if side.Kind == SourcePostgres && s.conns[side.Connection] == nil {
+			return Migration{}, invalid("spec", "no PostgreSQL connection named %q is configured", side.Connection)
+		}
+	}
+	spec, err := json.Marshal(in.Spec)
+	if err != nil {
+		return Migration{}, err
+	}
+	now := s.clock()
+	row, err := s.db.DatasetMigration.Create().SetOldAssetID(in.OldAssetID).SetNewAssetID(in.NewAssetID).SetOwner(in.Owner).
+		SetSpec(string(spec)).SetCreatedAt(now).SetUpdatedAt(now).Save(ctx)
+	if err != nil {
+		return Migration{}, fmt.Errorf("reconcile: create the migration: %w", err)
+	}
+	s.pairs.drop()
+	return toMigration(row)
+}
+
+func toMigration(r *ent.DatasetMigration) (Migration, error) {
+	m := Migration{ID: r.ID, OldAssetID: r.OldAssetID, NewAssetID: r.NewAssetID, Owner: r.Owner, State: string(r.State),
+		CutOverAt: r.CutOverAt, Version: r.Version, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
+	if err := json.Unmarshal([]byte(r.Spec), &m.Spec); err != nil {
+		return m, fmt.Errorf("reconcile: the spec of migration %s: %w", r.ID, err)
+	}
+	if r.Archive != "" {
+		m.Archive = &SourceSpec{}
+		if err := json.Unmarshal([]byte(r.Archive), m.Archive); err != nil {
+			return m, fmt.Errorf("reconcile: the archive of migration %s: %w", r.ID, err)
+		}
+	}
+	return m, nil
+}
+
+// final reports whether a run now is the final reconciliation: cut over, against the archive.
+func (m Migration) final() bool {
+	return m.State == string(datasetmigration.StateCutOver) && m.Archive != nil
+}
+
+// Readable reports whether Tidemark reads both sides of a run now (the archive standing for the
+// old side after the cutover).
+func (m Migration) Readable() bool {
+	old := m.Spec.Old.Kind
+	if m.final() {
+		old = m.Archive.Kind
+	}
+	return old != SourceExternal && m.Spec.New.Kind != SourceExternal
+}
+
+// Get returns a migration.
+func (s *Service) Get(ctx context.Context, id uuid.UUID) (Migration, error) {
+	r, err := s.db.DatasetMigration.Get(ctx, id)
+	if ent.IsNotFound(err) {
+		return Migration{}, &catalog.Error{Kind: catalog.ErrNotFound, Message: fmt.Sprintf("migration %s does not exist", id)}
+	}
+	if err != nil {
+		return Migration{}, fmt.Errorf("reconcile: read migration %s: %w", id, err)
+	}
+	return toMigration(r)
+}
+
+// List returns migrations, newest first; with asset set, those it is the old or new side of.
+func (s *Service) List(ctx context.Context, asset uuid.UUID, limit int) ([]Migration, error) {
+	return s.Page(ctx, ListQuery{Asset: asset, Limit: limit})
+}
+
+// ListQuery selects a page of migrations, newest first.
+type ListQuery struct {
+	Asset  uuid.UUID // the old or the new side; uuid.Nil for every migration
+	Before uuid.UUID // the page continues after this migration (the previous page's last)
+	Limit  int
+}
+
+// Page lists a page of migrations, newest first (IDs are UUIDv7: their order is creation order).
+func (s *Service) Page(ctx context.Context, lq ListQuery) ([]Migration, error) {
+	q := s.db.DatasetMigration.Query()
+	if lq.Asset != uuid.Nil {
+		q = q.Where(datasetmigration.Or(datasetmigration.OldAssetID(lq.Asset), datasetmigration.NewAssetID(lq.Asset)))
+	}
+	if lq.Before != uuid.Nil {
+		q = q.Where(datasetmigration.IDLT(lq.Before))
+	}
+	rows, err := q.Order(ent.Desc(datasetmigration.FieldID)).Limit(lq.Limit).All(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reconcile: list migrations: %w", err)
+	}
+	out := make([]Migration, len(rows))
+	for i, r := range rows {
+		if out[i], err = toMigration(r); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}

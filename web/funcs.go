@@ -1,0 +1,75 @@
+package web
+
+// What the pages share: the templates' functions, and the names that label a page's assets.
+
+import (
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/tidemark/tidemark/cleanup"
+)
+
+var funcs = template.FuncMap{
+	"ago": func(t any) string {
+		var tt time.Time
+		switch v := t.(type) {
+		case time.Time:
+			tt = v
+		case *time.Time:
+			if v == nil {
+				return "never"
+			}
+			tt = *v
+		default:
+			return ""
+		}
+		if tt.IsZero() {
+			return ""
+		}
+		return tt.UTC().Format("2006-01-02 15:04 UTC")
+	},
+	"bytes": cleanup.BytesText,
+	"json": func(v any) (template.JS, error) {
+		b, err := json.Marshal(v)
+		return template.JS(b), err
+	},
+	"short":     short,
+	"hasPrefix": strings.HasPrefix,
+	"list":      func(xs ...int) []int { return xs },
+	"list2":     func(xs ...string) []string { return xs },
+	"usd":       func(f float64) string { return fmt.Sprintf("$%.2f", f) },
+	"pct":       func(f float64) float64 { return 100 * f },
+	"add": func(xs ...int) int {
+		n := 0
+		for _, x := range xs {
+			n += x
+		}
+		return n
+	},
+}
+
+// short is an ID cut to its last 8 hex digits: a UUIDv7 starts with its creation time, so IDs
+// made the same minute share their first characters, while the tail is random.
+func short(id uuid.UUID) string { s := id.String(); return s[len(s)-8:] }
+
+// names labels a page's assets in a few queries (not one per row).
+func (u *UI) names(r *http.Request, ids []uuid.UUID, withNamespace bool) (map[uuid.UUID]string, error) {
+	sums, err := u.cfg.Catalog.Summaries(r.Context(), ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[uuid.UUID]string, len(sums))
+	for id, s := range sums {
+		out[id] = s.Name
+		if withNamespace {
+			out[id] = s.Namespace + " / " + s.Name
+		}
+	}
+	return out, nil
+}
