@@ -308,7 +308,7 @@ func (a *App) background(g *errgroup.Group, ctx context.Context, s Schedule) {
 	}
 	if s.Reconcile > 0 {
 		log.Info("reconciliation runs scheduled", "interval", s.Reconcile.String())
-		run(func(ctx context.Context) { a.Reconcile.Run(ctx, time.Minute, s.Reconcile) })
+		run(func(ctx context.Context) { _ = a.Reconcile.Job(time.Minute, s.Reconcile).Run(ctx) })
 	}
 }
 

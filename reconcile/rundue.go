@@ -81,13 +81,13 @@ func (s *Service) retireIfGone(ctx context.Context, m Migration) (bool, error) {
 	return err == nil, err
 }
 
-// Run reconciles due migrations every tick until ctx ends.
-func (s *Service) Run(ctx context.Context, tick, every time.Duration) {
-	loop.Every(ctx, tick, true, func(ctx context.Context) {
-		if n, err := s.RunDue(ctx, every); err != nil && ctx.Err() == nil {
-			s.log.Warn("scheduled reconciliations failed; will retry", "err", err)
-		} else if n > 0 {
+// Job reconciles, every tick, the migrations due at the cadence every (RunDue).
+func (s *Service) Job(tick, every time.Duration) *loop.Job {
+	return &loop.Job{Name: "reconcile: scheduled reconciliations", Interval: tick, AtStart: true, Log: s.log, Step: func(ctx context.Context) error {
+		n, err := s.RunDue(ctx, every)
+		if n > 0 {
 			s.log.Info("scheduled reconciliations done", "migrations", n)
 		}
-	})
+		return err
+	}}
 }
