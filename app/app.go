@@ -207,7 +207,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener, srv *http.Server, sche
 	g, gctx := errgroup.WithContext(bg)
 	g.Go(func() error {
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-			return fmt.Errorf("serve: %w", err)
+			return fmt.Errorf("app: serve: %w", err)
 		}
 		return nil
 	})
@@ -227,7 +227,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener, srv *http.Server, sche
 		f.FlushLoads(context.WithoutCancel(ctx), true) // held loads count as reads
 	}
 	if shutdownErr != nil {
-		err = errors.Join(err, fmt.Errorf("shutdown: %w", shutdownErr))
+		err = errors.Join(err, fmt.Errorf("app: shutdown: %w", shutdownErr))
 	}
 	a.Log.Info("stopped")
 	return err

@@ -132,7 +132,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 		path, err := demo.Setup(ctx, store, cfg.db.dataDir, log)
 		if err != nil {
 			store.Close()
-			return fmt.Errorf("demo: %w", err)
+			return err
 		}
 		if cfg.tables.catalogs == "" {
 			cfg.tables.catalogs = path

@@ -249,7 +249,7 @@ func (b *builder) lineage() error {
 	}
 	for _, ev := range events {
 		if _, err := b.lin.Ingest(ctx, []byte(ev)); err != nil {
-			return fmt.Errorf("demo: lineage: %w", err)
+			return fmt.Errorf("demo: ingest a lineage event: %w", err)
 		}
 	}
 	return nil

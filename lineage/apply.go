@@ -207,7 +207,10 @@ func (a *applier) resolveDataset(ctx context.Context, d Dataset) (uuid.UUID, err
 func (a *applier) lifecycle(ctx context.Context, ref catalog.Ref, drop bool) (bool, error) {
 	t := a.ev.EventTime
 	st, err := a.state(ctx, ref.ID)
-	if err == nil && st == nil {
+	if err != nil {
+		return false, err // names the asset already
+	}
+	if st == nil {
 		if !drop {
 			return false, nil // never dropped: nothing to weigh this use against
 		}

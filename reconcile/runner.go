@@ -108,7 +108,7 @@ func (s *Service) Reconcile(ctx context.Context, id uuid.UUID) (Run, error) {
 	s.log.Info("reconciliation run", "migration_id", id, "run_id", run.ID, "clean", run.Clean, "windows", len(run.Windows),
 		"rows_old", run.Cost.RowsOld, "rows_new", run.Cost.RowsNew, "seconds", run.Cost.Seconds)
 	if cerr != nil {
-		return run, fmt.Errorf("reconcile: reconcile migration %s: %w", id, cerr)
+		return run, fmt.Errorf("reconcile: migration %s: %w", id, cerr)
 	}
 	return run, nil
 }
@@ -128,7 +128,7 @@ func (s *Service) reader(m Migration, src SourceSpec, asset uuid.UUID) (reader, 
 	case SourcePostgres:
 		db := s.conns[src.Connection]
 		if db == nil {
-			return nil, fmt.Errorf("reconcile: no PostgreSQL connection named %q is configured", src.Connection)
+			return nil, fmt.Errorf("no PostgreSQL connection named %q is configured", src.Connection)
 		}
 		return &postgresReader{db: db, table: src.Table, spec: &m.Spec}, nil
 	case SourceIceberg:
@@ -137,7 +137,7 @@ func (s *Service) reader(m Migration, src SourceSpec, asset uuid.UUID) (reader, 
 		}
 		return &icebergReader{tables: s.tables, asset: asset, snapshot: src.SnapshotID, spec: &m.Spec}, nil
 	}
-	return nil, fmt.Errorf("reconcile: a %s side cannot be read by Tidemark", src.Kind)
+	return nil, fmt.Errorf("a %s side cannot be read by Tidemark", src.Kind)
 }
 
 // comparison is what compareSides found.
@@ -151,7 +151,7 @@ func (s *Service) compareSides(ctx context.Context, m Migration, now time.Time, 
 	var res comparison
 	spec := &m.Spec
 	if n := spec.windowsUntil(now); n > MaxWindows {
-		return res, fmt.Errorf("reconcile: the migration spans %d windows of %s since %s, more than the %d a run may hold: create it again with a wider window or a later since",
+		return res, fmt.Errorf("the migration spans %d windows of %s since %s, more than the %d a run may hold: create it again with a wider window or a later since",
 			n, spec.Window(), spec.Since.Format(time.RFC3339), MaxWindows)
 	}
 	oldSrc, oldName := spec.Old, "old"
@@ -166,7 +166,7 @@ func (s *Service) compareSides(ctx context.Context, m Migration, now time.Time, 
 		sd := &sides[i]
 		r, err := s.reader(m, sd.src, sd.asset)
 		if err != nil {
-			return res, fmt.Errorf("reconcile: the %s side: %w", sd.name, err)
+			return res, fmt.Errorf("the %s side: %w", sd.name, err)
 		}
 		sd.r = r
 	}
@@ -250,7 +250,7 @@ func (sd *runSide) firstPass(ctx context.Context, spec *Spec, prev *previous, no
 	if pr, ok := sd.r.(*postgresReader); ok {
 		f, pushed, err := pr.figures(ctx, sd.src, spec.Since, now)
 		if err != nil {
-			return 0, fmt.Errorf("reconcile: the %s side: %w", sd.name, err)
+			return 0, fmt.Errorf("the %s side: %w", sd.name, err)
 		}
 		if pushed {
 			sd.figs = f
@@ -260,7 +260,7 @@ func (sd *runSide) firstPass(ctx context.Context, spec *Spec, prev *previous, no
 	if ir, ok := sd.r.(*icebergReader); ok && prev != nil {
 		f, n, ok, err := incrementalFigures(ctx, spec, sd.src, ir, prev, now)
 		if err != nil {
-			return n, fmt.Errorf("reconcile: the %s side: %w", sd.name, err)
+			return n, fmt.Errorf("the %s side: %w", sd.name, err)
 		}
 		if ok {
 			sd.figs = f
@@ -269,7 +269,7 @@ func (sd *runSide) firstPass(ctx context.Context, spec *Spec, prev *previous, no
 	}
 	f, n, err := streamFigures(ctx, spec, sd.src, sd.r, spec.Since, now)
 	if err != nil {
-		return n, fmt.Errorf("reconcile: the %s side: %w", sd.name, err)
+		return n, fmt.Errorf("the %s side: %w", sd.name, err)
 	}
 	sd.figs = f
 	return n, nil
@@ -295,7 +295,7 @@ func secondPass(ctx context.Context, spec *Spec, sides *[2]runSide, now time.Tim
 			sd, m := &sides[i], segs[i]
 			if pr, ok := sd.r.(*postgresReader); ok && sd.figs.pushed {
 				if done, err := pr.segments(ctx, from, to, m); err != nil {
-					return nil, nil, nil, nil, fmt.Errorf("reconcile: the %s side: %w", sd.name, err)
+					return nil, nil, nil, nil, fmt.Errorf("the %s side: %w", sd.name, err)
 				} else if done {
 					continue // PostgreSQL counted them itself
 				}
@@ -310,7 +310,7 @@ func secondPass(ctx context.Context, spec *Spec, sides *[2]runSide, now time.Tim
 			})
 			cost.Bytes += bytes
 			if err != nil {
-				return nil, nil, nil, nil, fmt.Errorf("reconcile: the %s side: %w", sd.name, err)
+				return nil, nil, nil, nil, fmt.Errorf("the %s side: %w", sd.name, err)
 			}
 		}
 	}
@@ -329,7 +329,7 @@ func secondPass(ctx context.Context, spec *Spec, sides *[2]runSide, now time.Tim
 			})
 			cost.Bytes += bytes
 			if err != nil {
-				return nil, nil, nil, nil, fmt.Errorf("reconcile: the %s side: %w", sd.name, err)
+				return nil, nil, nil, nil, fmt.Errorf("the %s side: %w", sd.name, err)
 			}
 		}
 	}

@@ -60,13 +60,13 @@ func (p *postgresReader) read(ctx context.Context, from, to time.Time, fn func(r
 	// A read-only transaction: the reconciliation never writes to a side.
 	tx, err := p.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		return 0, fmt.Errorf("reconcile: open a read-only transaction: %w", err)
+		return 0, fmt.Errorf("open a read-only transaction: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only
 	rows, err := tx.QueryContext(ctx, fmt.Sprintf("SELECT %s FROM %s WHERE %s >= $1 AND %s < $2",
 		strings.Join(cols, ", "), quoteTable(p.table), tc, tc), from, to)
 	if err != nil {
-		return 0, fmt.Errorf("reconcile: read %s: %w", p.table, err)
+		return 0, fmt.Errorf("read %s: %w", p.table, err)
 	}
 	defer rows.Close()
 	types, err := rows.ColumnTypes()
@@ -81,11 +81,11 @@ func (p *postgresReader) read(ctx context.Context, from, to time.Time, fn func(r
 	var bytes int64
 	for rows.Next() {
 		if err := rows.Scan(ptrs...); err != nil {
-			return bytes, fmt.Errorf("reconcile: read %s: %w", p.table, err)
+			return bytes, fmt.Errorf("read %s: %w", p.table, err)
 		}
 		at, ok := raw[0].(time.Time)
 		if !ok {
-			return bytes, fmt.Errorf("reconcile: the time column %s of %s is not a timestamp", p.spec.TimeColumn, p.table)
+			return bytes, fmt.Errorf("the time column %s of %s is not a timestamp", p.spec.TimeColumn, p.table)
 		}
 		r := row{at: at.UTC(), vals: make([]string, len(cols)-1)}
 		for i := 1; i < len(cols); i++ {
@@ -210,7 +210,7 @@ func (r *icebergReader) pin(ctx context.Context) (*table.Table, *table.Snapshot,
 	}
 	snap := live.Table.Metadata().SnapshotByID(*want)
 	if snap == nil {
-		return nil, nil, fmt.Errorf("reconcile: the Iceberg table has no snapshot %d (expired?)", *want)
+		return nil, nil, fmt.Errorf("the Iceberg table has no snapshot %d (expired?)", *want)
 	}
 	r.pinned = want
 	return live.Table, snap, nil
@@ -241,19 +241,19 @@ func (r *icebergReader) read(ctx context.Context, from, to time.Time, fn func(ro
 	opts = append(opts, table.WithSnapshotID(snap.SnapshotID))
 	_, records, err := tbl.Scan(opts...).ToArrowRecords(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("reconcile: scan the Iceberg table: %w", err)
+		return 0, fmt.Errorf("scan the Iceberg table: %w", err)
 	}
 	var bytes int64
 	for rec, err := range records {
 		if err != nil {
-			return bytes, fmt.Errorf("reconcile: scan the Iceberg table: %w", err)
+			return bytes, fmt.Errorf("scan the Iceberg table: %w", err)
 		}
 		cols := make([]arrow.Array, len(names))
 		for i, n := range names {
 			idx := rec.Schema().FieldIndices(n)
 			if len(idx) == 0 {
 				rec.Release()
-				return bytes, fmt.Errorf("reconcile: the Iceberg table has no column %q", n)
+				return bytes, fmt.Errorf("the Iceberg table has no column %q", n)
 			}
 			cols[i] = rec.Column(idx[0])
 		}
@@ -262,7 +262,7 @@ func (r *icebergReader) read(ctx context.Context, from, to time.Time, fn func(ro
 			at, err := time.Parse(time.RFC3339Nano, ts)
 			if err != nil {
 				rec.Release()
-				return bytes, fmt.Errorf("reconcile: the time column %s is not a timestamp", r.spec.TimeColumn)
+				return bytes, fmt.Errorf("the time column %s is not a timestamp", r.spec.TimeColumn)
 			}
 			if at.Before(from) || !at.Before(to) {
 				continue
@@ -378,7 +378,7 @@ func (p *postgresReader) base(ctx context.Context, tx *sql.Tx) (string, bool, er
 	}
 	probe, err := tx.QueryContext(ctx, fmt.Sprintf("SELECT %s FROM %s LIMIT 0", strings.Join(quoted, ", "), quoteTable(p.table)))
 	if err != nil {
-		return "", false, fmt.Errorf("reconcile: read %s: %w", p.table, err)
+		return "", false, fmt.Errorf("read %s: %w", p.table, err)
 	}
 	types, err := probe.ColumnTypes()
 	probe.Close()
@@ -419,7 +419,7 @@ func (p *postgresReader) base(ctx context.Context, tx *sql.Tx) (string, bool, er
 func (p *postgresReader) figures(ctx context.Context, src SourceSpec, from, to time.Time) (sideFigures, bool, error) {
 	tx, err := p.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		return sideFigures{}, false, fmt.Errorf("reconcile: open a read-only transaction: %w", err)
+		return sideFigures{}, false, fmt.Errorf("open a read-only transaction: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only
 	base, ok, err := p.base(ctx, tx)
@@ -429,7 +429,7 @@ func (p *postgresReader) figures(ctx context.Context, src SourceSpec, from, to t
 	out := sideFigures{windows: map[int64]*figure{}, repeated: map[int64]bool{}, repeatedSegs: map[segKey]bool{}, pushed: true}
 	rows, err := tx.QueryContext(ctx, "SELECT w, count(*), count(DISTINCT k), sum(h)::text FROM ("+base+") r GROUP BY w", from, to)
 	if err != nil {
-		return sideFigures{}, false, fmt.Errorf("reconcile: count %s: %w", p.table, err)
+		return sideFigures{}, false, fmt.Errorf("count %s: %w", p.table, err)
 	}
 	defer rows.Close()
 	for rows.Next() {
@@ -439,7 +439,7 @@ func (p *postgresReader) figures(ctx context.Context, src SourceSpec, from, to t
 			sum string
 		)
 		if err := rows.Scan(&w, &f.rows, &f.keys, &sum); err != nil {
-			return sideFigures{}, false, fmt.Errorf("reconcile: count %s: %w", p.table, err)
+			return sideFigures{}, false, fmt.Errorf("count %s: %w", p.table, err)
 		}
 		if f.sum, err = sumOf(sum); err != nil {
 			return sideFigures{}, false, err
@@ -447,7 +447,7 @@ func (p *postgresReader) figures(ctx context.Context, src SourceSpec, from, to t
 		out.windows[w] = &f
 	}
 	if err := rows.Err(); err != nil {
-		return sideFigures{}, false, fmt.Errorf("reconcile: count %s: %w", p.table, err)
+		return sideFigures{}, false, fmt.Errorf("count %s: %w", p.table, err)
 	}
 	rows.Close()
 	if src.Keys == HistoryKeys {
@@ -456,7 +456,7 @@ func (p *postgresReader) figures(ctx context.Context, src SourceSpec, from, to t
 		vs, err := tx.QueryContext(ctx, `SELECT w, count(*) FROM (SELECT w, row_number() OVER (PARTITION BY k ORDER BY w, h) AS n
 			FROM (`+base+`) r) v WHERE n > 1 GROUP BY w`, from, to)
 		if err != nil {
-			return sideFigures{}, false, fmt.Errorf("reconcile: count versions in %s: %w", p.table, err)
+			return sideFigures{}, false, fmt.Errorf("count versions in %s: %w", p.table, err)
 		}
 		defer vs.Close()
 		for vs.Next() {
@@ -482,7 +482,7 @@ func (p *postgresReader) figures(ctx context.Context, src SourceSpec, from, to t
 	rep, err := tx.QueryContext(ctx, fmt.Sprintf(`SELECT DISTINCT unnest(ws), (k >> %d) & %d FROM (SELECT k, array_agg(DISTINCT w) AS ws FROM (%s) r
 		GROUP BY %s HAVING count(*) > 1 LIMIT %d) d`, 64-segBits, 1<<segBits-1, base, group, maxRepeatedKeys), from, to)
 	if err != nil {
-		return sideFigures{}, false, fmt.Errorf("reconcile: find repeated keys in %s: %w", p.table, err)
+		return sideFigures{}, false, fmt.Errorf("find repeated keys in %s: %w", p.table, err)
 	}
 	defer rep.Close()
 	for rep.Next() {
@@ -501,7 +501,7 @@ func (p *postgresReader) figures(ctx context.Context, src SourceSpec, from, to t
 func (p *postgresReader) segments(ctx context.Context, from, to time.Time, into map[segKey]segFig) (bool, error) {
 	tx, err := p.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		return false, fmt.Errorf("reconcile: open a read-only transaction: %w", err)
+		return false, fmt.Errorf("open a read-only transaction: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only
 	base, ok, err := p.base(ctx, tx)
@@ -511,7 +511,7 @@ func (p *postgresReader) segments(ctx context.Context, from, to time.Time, into 
 	rows, err := tx.QueryContext(ctx, fmt.Sprintf("SELECT w, (k >> %d) & %d, count(*), sum(h)::text FROM (%s) r GROUP BY 1, 2",
 		64-segBits, 1<<segBits-1, base), from, to)
 	if err != nil {
-		return false, fmt.Errorf("reconcile: count %s by segment: %w", p.table, err)
+		return false, fmt.Errorf("count %s by segment: %w", p.table, err)
 	}
 	defer rows.Close()
 	for rows.Next() {

@@ -119,7 +119,7 @@ func (s *Service) Job(interval time.Duration) *loop.Job {
 		}
 		purged = time.Now()
 		if n, err = s.Purge(ctx); err != nil {
-			return fmt.Errorf("purge: %w", err)
+			return err
 		}
 		if n > 0 {
 			s.log.Info("usage: purged raw events past retention", "deleted", n, "retention", s.retention.String())
