@@ -19,6 +19,7 @@ import (
 	"github.com/tidemark/tidemark/storage"
 	"github.com/tidemark/tidemark/tables"
 	"github.com/tidemark/tidemark/tables/tablestest"
+	"github.com/tidemark/tidemark/warehouse"
 	"github.com/tidemark/tidemark/web"
 )
 
@@ -32,9 +33,9 @@ type server struct {
 	lake      *tablestest.Lake
 }
 
-func newServer(t *testing.T, db *storage.DB, opts ...tables.Option) *server {
+func newServer(t *testing.T, db *storage.DB, opts ...warehouse.Option) *server {
 	t.Helper()
-	return newServerWith(t, db, func(c *app.Config, _ *handlers.Config) { c.Tables = append(c.Tables, opts...) })
+	return newServerWith(t, db, func(c *app.Config, _ *handlers.Config) { c.Warehouse = append(c.Warehouse, opts...) })
 }
 
 // newServerWith lets a test change the services' configuration (cleanup options, faults).

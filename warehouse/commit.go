@@ -1,4 +1,4 @@
-package tables
+package warehouse
 
 import (
 	"context"
@@ -22,6 +22,7 @@ import (
 	"github.com/tidemark/tidemark/ent/icebergcommit"
 	"github.com/tidemark/tidemark/ent/icebergtable"
 	"github.com/tidemark/tidemark/internal/clip"
+	"github.com/tidemark/tidemark/tables"
 )
 
 // maxReason bounds a commit's stored reason (a requirement's error, a storage error).
@@ -34,16 +35,6 @@ const (
 	stateConflict  = "conflict"
 	stateAbandoned = "abandoned"
 )
-
-// Faults are failures injected by tests.
-type Faults struct {
-	// BeforeSwap runs after the new metadata files are written and before the pointers are
-	// swapped; an error stands for the process stopping there.
-	BeforeSwap func(ctx context.Context, newLocations []string) error
-}
-
-// WithFaults injects failures (tests).
-func WithFaults(f Faults) Option { return func(s *Service) { s.faults = f } }
 
 // CommitOptions go with a commit.
 type CommitOptions struct {
@@ -78,7 +69,7 @@ type plan struct {
 	adopted bool              // the table-uuid was bound to an existing asset by this commit (unbound if it fails)
 	commit  uuid.UUID         // its commit row
 	noop    bool              // the updates changed nothing
-	ground  *ground           // where its files may be
+	ground  *tables.Ground    // where its files may be
 	size    int64             // bytes of the metadata file written
 }
 
@@ -137,7 +128,7 @@ func (s *Service) Commit(ctx context.Context, wh string, changes []CommitChange,
 }
 
 // stage reads one table's current metadata, checks the requirements and applies the updates.
-func (s *Service) stage(ctx context.Context, w Warehouse, ch CommitChange, opt CommitOptions) (*plan, error) {
+func (s *Service) stage(ctx context.Context, w tables.Warehouse, ch CommitChange, opt CommitOptions) (*plan, error) {
 	p := &plan{ident: ch.Ident, kind: "commit"}
 	row, err := s.servedRow(ctx, s.db, w.Name, ch.Ident)
 	if err != nil && !errors.Is(err, ErrNoSuchTable) {
@@ -194,7 +185,7 @@ func (s *Service) stage(ctx context.Context, w Warehouse, ch CommitChange, opt C
 // recordConflict records a rejected commit for the table's commit health, with the files its
 // writer staged for it (its snapshots' manifest lists, known leftovers unless a retry commits
 // them).
-func (s *Service) recordConflict(ctx context.Context, w Warehouse, p *plan, ch CommitChange, cause error, opt CommitOptions) {
+func (s *Service) recordConflict(ctx context.Context, w tables.Warehouse, p *plan, ch CommitChange, cause error, opt CommitOptions) {
 	if p.row == nil {
 		return
 	}
@@ -239,7 +230,7 @@ func (s *Service) recordConflict(ctx context.Context, w Warehouse, p *plan, ch C
 }
 
 // commit writes the plans' metadata files and swaps the pointers.
-func (s *Service) commit(ctx context.Context, w Warehouse, plans []*plan, opt CommitOptions) ([]ServedTable, error) {
+func (s *Service) commit(ctx context.Context, w tables.Warehouse, plans []*plan, opt CommitOptions) ([]ServedTable, error) {
 	if err := s.prepare(ctx, w, plans); err != nil {
 		s.undoAssets(ctx, plans)
 		return nil, err
@@ -280,7 +271,7 @@ func (s *Service) commit(ctx context.Context, w Warehouse, plans []*plan, opt Co
 		if errors.As(err, &se) {
 			return nil, err
 		}
-		return nil, fmt.Errorf("tables: record the commit: %w", err)
+		return nil, fmt.Errorf("warehouse: record the commit: %w", err)
 	}
 	opt.claim.recorded()
 	var written []string
@@ -361,7 +352,7 @@ func lastSnapshot(p *plan) *int64 {
 
 // prepare checks locations, names the new metadata files, reads what the new snapshots added
 // and removed, and finds or creates the assets of new tables.
-func (s *Service) prepare(ctx context.Context, w Warehouse, plans []*plan) error {
+func (s *Service) prepare(ctx context.Context, w tables.Warehouse, plans []*plan) error {
 	for _, p := range plans {
 		if p.noop {
 			continue
@@ -383,7 +374,7 @@ func (s *Service) prepare(ctx context.Context, w Warehouse, plans []*plan) error
 				return err
 			}
 		}
-		g, err := s.groundOf(ctx, s.db, p.updated.Location(), p.self())
+		g, err := tables.GroundOf(ctx, s.db, p.updated.Location(), p.self())
 		if err != nil {
 			return invalid("location", "table %s: %v", p.ident, err)
 		}
@@ -401,13 +392,13 @@ func (s *Service) prepare(ctx context.Context, w Warehouse, plans []*plan) error
 				return err
 			}
 			// write.metadata.path may name any place: Tidemark writes only on the table's ground.
-			if err := g.check(loc, false); err != nil || !underDir(loc, w.Location) {
+			if err := g.Check(loc, false); err != nil || !tables.UnderDir(loc, w.Location) {
 				return invalid("properties", "table %s: its metadata would be written to %s, which is not under the table's location %s inside warehouse %s; unset write.metadata.path or point it under the table's location", p.ident, loc, p.updated.Location(), w.Name)
 			}
 			p.newLoc = loc
 		}
 		if err := s.readAdded(ctx, w, p); err != nil {
-			if errors.Is(err, ErrOutsideRoots) || errors.Is(err, ErrNotOwnGround) || errors.Is(err, ErrUnclearPath) {
+			if errors.Is(err, tables.ErrOutsideRoots) || errors.Is(err, tables.ErrNotOwnGround) || errors.Is(err, tables.ErrUnclearPath) {
 				return invalid("updates", "table %s: %v: a commit names only its own table's files, under the table's location", p.ident, err)
 			}
 			return serveErr(ErrNotCommitted, "table %s: %v; nothing was committed (a pointer is never swapped to a snapshot whose files cannot be read)", p.ident, err)
@@ -451,14 +442,14 @@ func (s *Service) metadataFileLocation(p *plan) (string, error) {
 	return lp.NewTableMetadataFileLocation(version)
 }
 
-func (s *Service) writeMetadata(ctx context.Context, w Warehouse, meta table.Metadata, loc string) (int64, error) {
-	fsys, err := IO(ctx, loc, w.Props)
+func (s *Service) writeMetadata(ctx context.Context, w tables.Warehouse, meta table.Metadata, loc string) (int64, error) {
+	fsys, err := tables.IO(ctx, loc, w.Props)
 	if err != nil {
 		return 0, err
 	}
 	wfs, ok := fsys.(icebergio.WriteFileIO)
 	if !ok {
-		return 0, fmt.Errorf("tables: the file IO for %s cannot write", loc)
+		return 0, fmt.Errorf("warehouse: the file IO for %s cannot write", loc)
 	}
 	b, err := json.Marshal(meta)
 	if err != nil {
@@ -468,11 +459,11 @@ func (s *Service) writeMetadata(ctx context.Context, w Warehouse, meta table.Met
 }
 
 // swap moves every pointer in one transaction, each guarded by the location its commit read.
-func (s *Service) swap(ctx context.Context, w Warehouse, plans []*plan) error {
+func (s *Service) swap(ctx context.Context, w tables.Warehouse, plans []*plan) error {
 	now := s.clock()
 	tx, err := s.db.Tx(ctx)
 	if err != nil {
-		return fmt.Errorf("tables: begin the swap: %w", err)
+		return fmt.Errorf("warehouse: begin the swap: %w", err)
 	}
 	if err := s.swapIn(ctx, tx, w, plans, now); err != nil {
 		_ = tx.Rollback()
@@ -485,7 +476,7 @@ func (s *Service) swap(ctx context.Context, w Warehouse, plans []*plan) error {
 	return nil
 }
 
-func (s *Service) swapIn(ctx context.Context, tx *ent.Tx, w Warehouse, plans []*plan, now time.Time) error {
+func (s *Service) swapIn(ctx context.Context, tx *ent.Tx, w tables.Warehouse, plans []*plan, now time.Time) error {
 	locked := false
 	for _, p := range plans {
 		if p.noop {
@@ -612,23 +603,23 @@ func (s *Service) outcome(ctx context.Context, plans []*plan, cause error) error
 	case checked:
 		return nil
 	case 0:
-		return fmt.Errorf("tables: commit the swap: %w", cause)
+		return fmt.Errorf("warehouse: commit the swap: %w", cause)
 	}
 	return serveErr(ErrCommitUnknown, "the store failed while committing (%v): the outcome is unknown; do not clean up", cause)
 }
 
 // rejectedFiles is what a rejected commit's writer staged for one snapshot, read while the
 // files are fresh (see stagedFiles); the manifest list alone when the table's location is unknown.
-func (s *Service) rejectedFiles(ctx context.Context, w Warehouse, p *plan, snap table.Snapshot) []inventoryFile {
+func (s *Service) rejectedFiles(ctx context.Context, w tables.Warehouse, p *plan, snap table.Snapshot) []inventoryFile {
 	list := []inventoryFile{{snapshot: snap.SnapshotID, path: snap.ManifestList, kind: kindManifestList, change: changeStaged}}
 	if p.base == nil {
 		return list
 	}
-	g, err := s.groundOf(ctx, s.db, p.base.Location(), p.row.ID)
-	if err != nil || g.check(snap.ManifestList, false) != nil {
+	g, err := tables.GroundOf(ctx, s.db, p.base.Location(), p.row.ID)
+	if err != nil || g.Check(snap.ManifestList, false) != nil {
 		return nil // not this table's file: never its leftover
 	}
-	fsys, err := s.warehouseFS(ctx, w, p.base.Location())
+	fsys, err := s.tables.WarehouseIO(ctx, w, p.base.Location())
 	if err != nil {
 		return list
 	}
@@ -693,7 +684,7 @@ func (s *Service) afterCommit(ctx context.Context, p *plan) {
 	}
 	id := p.assetOrRow()
 	s.markStale(id)
-	recorded, err := s.syncColumns(ctx, id, p.updated, prev)
+	recorded, err := s.tables.SyncColumns(ctx, id, p.updated, prev)
 	if err != nil {
 		s.log.Warn("could not record the committed schema's columns", "asset_id", id, "err", err)
 		return

@@ -1,4 +1,4 @@
-package tables
+package warehouse
 
 // Bounds on what a client may store in a served catalog: a schema nested thousands of levels
 // deep cost minutes of CPU to create and seconds on every load after it, and properties were

@@ -1,4 +1,4 @@
-package tables
+package warehouse
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/ent/icebergcommit"
 	"github.com/tidemark/tidemark/ent/icebergtable"
+	"github.com/tidemark/tidemark/tables"
 )
 
 // TableIdent names a served table: its namespace levels and its name.
@@ -47,31 +48,31 @@ type ServedTable struct {
 }
 
 // readMetadata reads and parses a metadata file under a warehouse.
-func (s *Service) readMetadata(ctx context.Context, w Warehouse, loc string) (table.Metadata, error) {
+func (s *Service) readMetadata(ctx context.Context, w tables.Warehouse, loc string) (table.Metadata, error) {
 	if m, ok := s.metaCache.Get(loc); ok {
 		return m, nil
 	}
 	// Guarded: only under the warehouse, only regular files (a FIFO named by a register must
 	// not pin a thread), none larger than the limit.
-	fsys, err := s.warehouseFS(ctx, w, loc)
+	fsys, err := s.tables.WarehouseIO(ctx, w, loc)
 	if err != nil {
-		return nil, fmt.Errorf("tables: open %s: %w", loc, err)
+		return nil, fmt.Errorf("warehouse: open %s: %w", loc, err)
 	}
 	f, err := fsys.Open(loc)
 	if err != nil {
-		return nil, fmt.Errorf("tables: open %s: %w", loc, err)
+		return nil, fmt.Errorf("warehouse: open %s: %w", loc, err)
 	}
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, s.limit+1))
 	if err != nil {
-		return nil, fmt.Errorf("tables: read %s: %w", loc, err)
+		return nil, fmt.Errorf("warehouse: read %s: %w", loc, err)
 	}
 	if int64(len(b)) > s.limit {
-		return nil, fmt.Errorf("tables: %s: %w", loc, ErrTooLarge)
+		return nil, fmt.Errorf("warehouse: %s: %w", loc, tables.ErrTooLarge)
 	}
 	m, err := table.ParseMetadata(bytes.NewReader(b))
 	if err != nil {
-		return nil, fmt.Errorf("tables: parse %s: %w", loc, err)
+		return nil, fmt.Errorf("warehouse: parse %s: %w", loc, err)
 	}
 	s.metaCache.Add(loc, m, int64(len(b)))
 	return m, nil
@@ -81,7 +82,7 @@ func (s *Service) servedRow(ctx context.Context, db *ent.Client, wh string, id T
 	if err := id.valid(); err != nil {
 		return nil, err
 	}
-	row, err := db.IcebergTable.Query().Where(icebergtable.RestKey(tableKey(wh, id.Namespace, id.Name))).Select(rowFields...).Only(ctx)
+	row, err := db.IcebergTable.Query().Where(icebergtable.RestKey(tableKey(wh, id.Namespace, id.Name))).Select(tables.RowFields()...).Only(ctx)
 	if ent.IsNotFound(err) {
 		if _, err := s.namespaceRow(ctx, db, wh, id.Namespace); err != nil {
 			return nil, err
@@ -89,7 +90,7 @@ func (s *Service) servedRow(ctx context.Context, db *ent.Client, wh string, id T
 		return nil, serveErr(ErrNoSuchTable, "table %s does not exist in warehouse %s", id, wh)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("tables: read table %s: %w", id, err)
+		return nil, fmt.Errorf("warehouse: read table %s: %w", id, err)
 	}
 	return row, nil
 }
@@ -136,7 +137,7 @@ func (s *Service) ListServed(ctx context.Context, wh string, ns []string, after 
 	}
 	rows, err := q.Order(ent.Asc(icebergtable.FieldRestKey)).Limit(limit + 1).Select(icebergtable.FieldRestKey).All(ctx)
 	if err != nil {
-		return nil, "", fmt.Errorf("tables: list tables: %w", err)
+		return nil, "", fmt.Errorf("warehouse: list tables: %w", err)
 	}
 	more := len(rows) > limit
 	if more {
@@ -238,7 +239,7 @@ func (s *Service) CreateServed(ctx context.Context, wh string, in CreateServedIn
 
 // claimServed claims the key of a create or register (see claimKey); a replay returns the first
 // request's outcome.
-func (s *Service) claimServed(ctx context.Context, w Warehouse, opt *CommitOptions) (*ServedTable, error) {
+func (s *Service) claimServed(ctx context.Context, w tables.Warehouse, opt *CommitOptions) (*ServedTable, error) {
 	cl, err := s.claimKey(ctx, w.Name, *opt)
 	if err != nil {
 		return nil, err
@@ -255,48 +256,27 @@ func (s *Service) claimServed(ctx context.Context, w Warehouse, opt *CommitOptio
 }
 
 // defaultLocation is a location no other table can have: the table-uuid is in it.
-func (s *Service) defaultLocation(w Warehouse, id TableIdent, tuuid uuid.UUID) string {
+func (s *Service) defaultLocation(w tables.Warehouse, id TableIdent, tuuid uuid.UUID) string {
 	parts := []string{w.Location}
 	parts = append(parts, id.Namespace...)
 	return strings.Join(parts, "/") + "/" + id.Name + "-" + strings.ReplaceAll(tuuid.String(), "-", "")
 }
 
-// underDir reports whether loc lies strictly under dir, both normalised as warehouse roots are
-// (cleaned, so ".." cannot climb out by a prefix test; local symbolic links resolved).
-func underDir(loc, dir string) bool {
-	l, err := parseRoot(loc)
-	if err != nil {
-		return false
-	}
-	d, err := parseRoot(dir)
-	return err == nil && d.contains(l) && l.path != d.path
-}
-
-// overlaps reports whether one location holds the other (or they are the same).
-func overlaps(a, b string) bool {
-	ra, err := parseRoot(a)
-	if err != nil {
-		return false
-	}
-	rb, err := parseRoot(b)
-	return err == nil && (ra.contains(rb) || rb.contains(ra))
-}
-
 // checkLocation refuses a location outside the warehouse or overlapping a live table's (other
 // than self): two tables under one location is how orphan cleanup deletes live files.
-func (s *Service) checkLocation(ctx context.Context, db *ent.Client, w Warehouse, loc string, self uuid.UUID) error {
-	if err := CheckLocation(loc); err != nil {
+func (s *Service) checkLocation(ctx context.Context, db *ent.Client, w tables.Warehouse, loc string, self uuid.UUID) error {
+	if err := tables.CheckLocation(loc); err != nil {
 		return invalid("location", "location %v", err)
 	}
-	if !underDir(loc, w.Location) {
+	if !tables.UnderDir(loc, w.Location) {
 		return invalid("location", "location %s is not under warehouse %s's location %s", loc, w.Name, w.Location)
 	}
 	rows, err := db.IcebergTable.Query().Where(icebergtable.GoneAtIsNil()).Select(icebergtable.FieldID, icebergtable.FieldLocation, icebergtable.FieldIdentifier).All(ctx)
 	if err != nil {
-		return fmt.Errorf("tables: read table locations: %w", err)
+		return fmt.Errorf("warehouse: read table locations: %w", err)
 	}
 	for _, r := range rows {
-		if r.ID != self && overlaps(loc, r.Location) {
+		if r.ID != self && tables.Overlaps(loc, r.Location) {
 			return serveErr(ErrAlreadyExists, "location %s overlaps the location %s of live table %s (asset %s): tables must not share files; use another location or leave it empty for a unique one", loc, r.Location, r.Identifier, r.ID)
 		}
 	}
@@ -316,7 +296,7 @@ func (s *Service) RegisterServed(ctx context.Context, wh string, id TableIdent, 
 	if _, err := s.namespaceRow(ctx, s.db, wh, id.Namespace); err != nil {
 		return ServedTable{}, err
 	}
-	if err := CheckLocation(metadataLocation); err != nil {
+	if err := tables.CheckLocation(metadataLocation); err != nil {
 		return ServedTable{}, invalid("metadata-location", "metadata location %v", err)
 	}
 	if first, err := s.claimServed(ctx, w, &opt); err != nil || first != nil {
@@ -326,14 +306,14 @@ func (s *Service) RegisterServed(ctx context.Context, wh string, id TableIdent, 
 		return *first, nil
 	}
 	defer opt.claim.release(ctx)
-	if err := s.roots.check(metadataLocation); err != nil || !underDir(metadataLocation, w.Location) {
+	if err := s.tables.CheckRoots(metadataLocation); err != nil || !tables.UnderDir(metadataLocation, w.Location) {
 		return ServedTable{}, invalid("metadata-location", "metadata location %s is not under warehouse %s's location %s", metadataLocation, w.Name, w.Location)
 	}
 	meta, err := s.readMetadata(ctx, w, metadataLocation)
 	if err != nil {
 		return ServedTable{}, invalid("metadata-location", "could not read an Iceberg metadata file at %s: %v", metadataLocation, err)
 	}
-	known, err := s.db.IcebergTable.Query().Where(icebergtable.TableUUID(meta.TableUUID().String())).Select(rowFields...).Only(ctx)
+	known, err := s.db.IcebergTable.Query().Where(icebergtable.TableUUID(meta.TableUUID().String())).Select(tables.RowFields()...).Only(ctx)
 	if err != nil && !ent.IsNotFound(err) {
 		return ServedTable{}, err
 	}
@@ -449,7 +429,7 @@ func (s *Service) DropServed(ctx context.Context, wh string, id TableIdent, purg
 		return err
 	}
 	if _, err := s.cat.Delete(ctx, row.ID, catalog.AnyVersion); err != nil {
-		return fmt.Errorf("tables: the table is dropped; marking asset %s deleted failed: %w", row.ID, err)
+		return fmt.Errorf("warehouse: the table is dropped; marking asset %s deleted failed: %w", row.ID, err)
 	}
 	return nil
 }
@@ -487,7 +467,7 @@ func (s *Service) dropServedRow(ctx context.Context, row *ent.IcebergTable, purg
 // servedAsset finds or creates the asset for a table about to be served: the one bound to its
 // table-uuid, else a live asset of the same name with no table (adopted: its table-uuid is bound
 // to it now, and unbound again if the commit fails), else a new one.
-func (s *Service) servedAsset(ctx context.Context, w Warehouse, id TableIdent, meta table.Metadata) (asset uuid.UUID, created, adopted bool, err error) {
+func (s *Service) servedAsset(ctx context.Context, w tables.Warehouse, id TableIdent, meta table.Metadata) (asset uuid.UUID, created, adopted bool, err error) {
 	tuuid := meta.TableUUID().String()
 	ref, ok, err := s.cat.LookupExternal(ctx, catalog.SystemIcebergTable, tuuid)
 	if err != nil {
@@ -510,7 +490,7 @@ func (s *Service) servedAsset(ctx context.Context, w Warehouse, id TableIdent, m
 		}
 		return a.ID, false, false, nil
 	}
-	aid, err := s.adoptable(ctx, w.Namespace, id.String())
+	aid, err := s.tables.Adoptable(ctx, w.Namespace, id.String())
 	if err != nil {
 		return uuid.Nil, false, false, err
 	}
@@ -549,11 +529,11 @@ func (s *Service) abandonedFiles(ctx context.Context, c *ent.IcebergCommit) []in
 			return nil
 		}
 	}
-	fsys, err := s.warehouseFS(ctx, w, meta.Location())
+	fsys, err := s.tables.WarehouseIO(ctx, w, meta.Location())
 	if err != nil {
 		return nil
 	}
-	g, err := s.groundOf(ctx, s.db, meta.Location(), c.AssetID)
+	g, err := tables.GroundOf(ctx, s.db, meta.Location(), c.AssetID)
 	if err != nil {
 		return nil
 	}
@@ -584,7 +564,7 @@ func (s *Service) committedFiles(ctx context.Context, c *ent.IcebergCommit) []in
 			return out
 		}
 	}
-	if p.ground, err = s.groundOf(ctx, s.db, p.updated.Location(), c.AssetID); err != nil {
+	if p.ground, err = tables.GroundOf(ctx, s.db, p.updated.Location(), c.AssetID); err != nil {
 		return out
 	}
 	if err := s.readAdded(ctx, w, p); err != nil {
@@ -602,7 +582,7 @@ func (s *Service) committedFiles(ctx context.Context, c *ent.IcebergCommit) []in
 func (s *Service) ResolvePending(ctx context.Context, olderThan time.Duration) (int, error) {
 	rows, err := s.db.IcebergCommit.Query().Where(icebergcommit.State(statePending), icebergcommit.StartedAtLT(s.clock().Add(-olderThan))).Limit(1000).All(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("tables: read pending commits: %w", err)
+		return 0, fmt.Errorf("warehouse: read pending commits: %w", err)
 	}
 	n := 0
 	for _, c := range rows {
@@ -637,4 +617,16 @@ func (s *Service) ResolvePending(ctx context.Context, olderThan time.Duration) (
 		n++
 	}
 	return n, nil
+}
+
+// servedIdent is a served table's REST identifier, from its key.
+func servedIdent(row *ent.IcebergTable) (TableIdent, error) {
+	if row.RestKey == nil {
+		return TableIdent{}, serveErr(ErrNoSuchTable, "table %s is no longer served (dropped)", row.Identifier)
+	}
+	parts := strings.Split(*row.RestKey, sep)
+	if len(parts) < 3 {
+		return TableIdent{}, fmt.Errorf("warehouse: table %s has a malformed key", row.ID)
+	}
+	return TableIdent{Namespace: parts[1 : len(parts)-1], Name: parts[len(parts)-1]}, nil
 }

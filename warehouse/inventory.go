@@ -1,4 +1,4 @@
-package tables
+package warehouse
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/ent/icebergcommit"
 	"github.com/tidemark/tidemark/ent/iceberginventoryfile"
+	"github.com/tidemark/tidemark/tables"
 )
 
 // Inventory file kinds and changes.
@@ -39,7 +40,7 @@ type inventoryFile struct {
 // manifests that snapshot added, and their entries (added and deleted files). Manifests are read
 // only when the snapshot wrote them, so the cost follows the commit, not the table. Manifests
 // the parent listed and the new list drops are recorded as removed.
-func (s *Service) readAdded(ctx context.Context, w Warehouse, p *plan) error {
+func (s *Service) readAdded(ctx context.Context, w tables.Warehouse, p *plan) error {
 	if p.kind == "register" {
 		return nil
 	}
@@ -52,7 +53,7 @@ func (s *Service) readAdded(ctx context.Context, w Warehouse, p *plan) error {
 	if len(fresh) == 0 {
 		return nil
 	}
-	fsys, err := s.warehouseFS(ctx, w, p.updated.Location())
+	fsys, err := s.tables.WarehouseIO(ctx, w, p.updated.Location())
 	if err != nil {
 		return err
 	}
@@ -63,10 +64,10 @@ func (s *Service) readAdded(ctx context.Context, w Warehouse, p *plan) error {
 		if snap.ManifestList == "" {
 			continue
 		}
-		if err := p.ground.check(snap.ManifestList, false); err != nil {
+		if err := p.ground.Check(snap.ManifestList, false); err != nil {
 			return fmt.Errorf("snapshot %d's manifest list %w", snap.SnapshotID, err)
 		}
-		files, listed, err := readSnapshot(fsys, snap, p.ground.check)
+		files, listed, err := readSnapshot(fsys, snap, p.ground.Check)
 		if err != nil {
 			return err
 		}
@@ -80,7 +81,7 @@ func (s *Service) readAdded(ctx context.Context, w Warehouse, p *plan) error {
 		}
 		pmfs, err := parent.Manifests(fsys)
 		if err != nil {
-			return fmt.Errorf("tables: read parent snapshot %d's manifest list %s: %w", parent.SnapshotID, parent.ManifestList, err)
+			return fmt.Errorf("warehouse: read parent snapshot %d's manifest list %s: %w", parent.SnapshotID, parent.ManifestList, err)
 		}
 		for _, mf := range pmfs {
 			if !listed[mf.FilePath()] {
@@ -91,27 +92,13 @@ func (s *Service) readAdded(ctx context.Context, w Warehouse, p *plan) error {
 	return nil
 }
 
-// warehouseFS is the IO to read a served table's files with: only files under the warehouse
-// are read, since a manifest list path is the client's to name.
-func (s *Service) warehouseFS(ctx context.Context, w Warehouse, location string) (icebergio.IO, error) {
-	fsys, err := IO(ctx, location, w.Props)
-	if err != nil {
-		return nil, err
-	}
-	root, err := parseRoot(w.Location)
-	if err != nil {
-		return nil, err
-	}
-	return guard(fsys, roots{root}, s.limit), nil
-}
-
 // readSnapshot reads what one snapshot wrote: its manifest list, the manifests it added, and
 // their added and deleted entries. listed holds every manifest its list names. check refuses a
 // manifest or file path the snapshot adds (data: a data or delete file).
 func readSnapshot(fsys icebergio.IO, snap table.Snapshot, check func(p string, data bool) error) (files []inventoryFile, listed map[string]bool, err error) {
 	mfs, err := snap.Manifests(fsys)
 	if err != nil {
-		return nil, nil, fmt.Errorf("tables: read snapshot %d's manifest list %s: %w", snap.SnapshotID, snap.ManifestList, err)
+		return nil, nil, fmt.Errorf("warehouse: read snapshot %d's manifest list %s: %w", snap.SnapshotID, snap.ManifestList, err)
 	}
 	files = append(files, inventoryFile{snapshot: snap.SnapshotID, path: snap.ManifestList, kind: kindManifestList, change: changeAdded})
 	listed = make(map[string]bool, len(mfs))
@@ -126,7 +113,7 @@ func readSnapshot(fsys icebergio.IO, snap table.Snapshot, check func(p string, d
 		files = append(files, inventoryFile{snapshot: snap.SnapshotID, path: mf.FilePath(), kind: kindManifest, change: changeAdded, size: mf.Length()})
 		for e, err := range mf.Entries(fsys, false) {
 			if err != nil {
-				return nil, nil, fmt.Errorf("tables: read manifest %s: %w", mf.FilePath(), err)
+				return nil, nil, fmt.Errorf("warehouse: read manifest %s: %w", mf.FilePath(), err)
 			}
 			if e.Status() != iceberg.EntryStatusEXISTING {
 				if err := check(e.DataFile().FilePath(), true); err != nil {
@@ -157,12 +144,12 @@ func readSnapshot(fsys icebergio.IO, snap table.Snapshot, check func(p string, d
 // leftover the cleanup bot settles without a walk. What cannot be read is left to the walk:
 // the manifest list alone is recorded then. Only files on the table's ground are recorded: a
 // rejected writer must not make another table's files look like this one's leftovers.
-func stagedFiles(fsys icebergio.IO, snap table.Snapshot, g *ground) []inventoryFile {
-	if g == nil || g.check(snap.ManifestList, false) != nil {
+func stagedFiles(fsys icebergio.IO, snap table.Snapshot, g *tables.Ground) []inventoryFile {
+	if g == nil || g.Check(snap.ManifestList, false) != nil {
 		return nil
 	}
 	list := inventoryFile{snapshot: snap.SnapshotID, path: snap.ManifestList, kind: kindManifestList, change: changeStaged}
-	files, _, err := readSnapshot(fsys, snap, g.check)
+	files, _, err := readSnapshot(fsys, snap, g.Check)
 	if err != nil {
 		return []inventoryFile{list}
 	}
@@ -193,7 +180,7 @@ func (s *Service) insertFiles(ctx context.Context, tx *ent.Tx, asset, commit uui
 				SetKind(f.kind).SetChange(f.change).SetSize(f.size).SetRecords(f.records).SetRecordedAt(now)
 		}
 		if err := tx.IcebergInventoryFile.CreateBulk(b...).Exec(ctx); err != nil {
-			return fmt.Errorf("tables: record the inventory: %w", err)
+			return fmt.Errorf("warehouse: record the inventory: %w", err)
 		}
 	}
 	return nil
@@ -222,7 +209,7 @@ type InventoryFilter struct {
 
 // Inventory lists a served table's inventory in the order it was recorded.
 func (s *Service) Inventory(ctx context.Context, id uuid.UUID, f InventoryFilter) ([]InventoryFile, bool, error) {
-	if _, err := s.row(ctx, id); err != nil {
+	if _, err := s.tables.Get(ctx, id); err != nil {
 		return nil, false, err
 	}
 	q := s.db.IcebergInventoryFile.Query().Where(iceberginventoryfile.AssetID(id))
@@ -242,7 +229,7 @@ func (s *Service) Inventory(ctx context.Context, id uuid.UUID, f InventoryFilter
 	}
 	rows, err := q.Order(ent.Asc(iceberginventoryfile.FieldID)).Limit(f.Limit + 1).All(ctx)
 	if err != nil {
-		return nil, false, fmt.Errorf("tables: read the inventory: %w", err)
+		return nil, false, fmt.Errorf("warehouse: read the inventory: %w", err)
 	}
 	more := len(rows) > f.Limit
 	if more {
@@ -278,7 +265,7 @@ func (s *Service) LiveFromInventory(ctx context.Context, id uuid.UUID, meta tabl
 			Order(ent.Asc(iceberginventoryfile.FieldID)).
 			Select(iceberginventoryfile.FieldSnapshotID, iceberginventoryfile.FieldPath, iceberginventoryfile.FieldKind, iceberginventoryfile.FieldChange).All(ctx)
 		if err != nil {
-			return nil, false, fmt.Errorf("tables: read the inventory: %w", err)
+			return nil, false, fmt.Errorf("warehouse: read the inventory: %w", err)
 		}
 		for _, r := range rows {
 			bySnap[r.SnapshotID] = append(bySnap[r.SnapshotID], r)
@@ -329,7 +316,7 @@ func (s *Service) Commits(ctx context.Context, id uuid.UUID, before uuid.UUID, l
 	}
 	rows, err := q.Order(ent.Desc(icebergcommit.FieldID)).Limit(limit + 1).All(ctx)
 	if err != nil {
-		return nil, false, fmt.Errorf("tables: read commits: %w", err)
+		return nil, false, fmt.Errorf("warehouse: read commits: %w", err)
 	}
 	more := len(rows) > limit
 	if more {
@@ -351,7 +338,7 @@ func (s *Service) ManifestsAddedSince(ctx context.Context, id uuid.UUID, since t
 		iceberginventoryfile.Change(changeAdded), iceberginventoryfile.RecordedAtGTE(since)).
 		Select(iceberginventoryfile.FieldPath).Strings(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("tables: read the manifests added since %s: %w", since.Format(time.RFC3339), err)
+		return nil, fmt.Errorf("warehouse: read the manifests added since %s: %w", since.Format(time.RFC3339), err)
 	}
 	out := make(map[string]bool, len(paths))
 	for _, p := range paths {
