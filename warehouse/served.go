@@ -1,13 +1,9 @@
 package warehouse
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"strings"
-	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
@@ -15,7 +11,6 @@ import (
 
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/ent"
-	"github.com/tidemark/tidemark/ent/icebergcommit"
 	"github.com/tidemark/tidemark/ent/icebergtable"
 	"github.com/tidemark/tidemark/tables"
 )
@@ -45,37 +40,6 @@ type ServedTable struct {
 	Metadata         table.Metadata
 	// Props are the IO properties a client needs to read and write its files.
 	Props iceberg.Properties
-}
-
-// readMetadata reads and parses a metadata file under a warehouse.
-func (s *Service) readMetadata(ctx context.Context, w tables.Warehouse, loc string) (table.Metadata, error) {
-	if m, ok := s.metaCache.Get(loc); ok {
-		return m, nil
-	}
-	// Guarded: only under the warehouse, only regular files (a FIFO named by a register must
-	// not pin a thread), none larger than the limit.
-	fsys, err := s.tables.WarehouseIO(ctx, w, loc)
-	if err != nil {
-		return nil, fmt.Errorf("warehouse: open %s: %w", loc, err)
-	}
-	f, err := fsys.Open(loc)
-	if err != nil {
-		return nil, fmt.Errorf("warehouse: open %s: %w", loc, err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, s.limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("warehouse: read %s: %w", loc, err)
-	}
-	if int64(len(b)) > s.limit {
-		return nil, fmt.Errorf("warehouse: %s: %w", loc, tables.ErrTooLarge)
-	}
-	m, err := table.ParseMetadata(bytes.NewReader(b))
-	if err != nil {
-		return nil, fmt.Errorf("warehouse: parse %s: %w", loc, err)
-	}
-	s.metaCache.Add(loc, m, int64(len(b)))
-	return m, nil
 }
 
 func (s *Service) servedRow(ctx context.Context, db *ent.Client, wh string, id TableIdent) (*ent.IcebergTable, error) {
@@ -253,34 +217,6 @@ func (s *Service) claimServed(ctx context.Context, w tables.Warehouse, opt *Comm
 	}
 	opt.claim = cl
 	return nil, nil
-}
-
-// defaultLocation is a location no other table can have: the table-uuid is in it.
-func (s *Service) defaultLocation(w tables.Warehouse, id TableIdent, tuuid uuid.UUID) string {
-	parts := []string{w.Location}
-	parts = append(parts, id.Namespace...)
-	return strings.Join(parts, "/") + "/" + id.Name + "-" + strings.ReplaceAll(tuuid.String(), "-", "")
-}
-
-// checkLocation refuses a location outside the warehouse or overlapping a live table's (other
-// than self): two tables under one location is how orphan cleanup deletes live files.
-func (s *Service) checkLocation(ctx context.Context, db *ent.Client, w tables.Warehouse, loc string, self uuid.UUID) error {
-	if err := tables.CheckLocation(loc); err != nil {
-		return invalid("location", "location %v", err)
-	}
-	if !tables.UnderDir(loc, w.Location) {
-		return invalid("location", "location %s is not under warehouse %s's location %s", loc, w.Name, w.Location)
-	}
-	rows, err := db.IcebergTable.Query().Where(icebergtable.GoneAtIsNil()).Select(icebergtable.FieldID, icebergtable.FieldLocation, icebergtable.FieldIdentifier).All(ctx)
-	if err != nil {
-		return fmt.Errorf("warehouse: read table locations: %w", err)
-	}
-	for _, r := range rows {
-		if r.ID != self && tables.Overlaps(loc, r.Location) {
-			return serveErr(ErrAlreadyExists, "location %s overlaps the location %s of live table %s (asset %s): tables must not share files; use another location or leave it empty for a unique one", loc, r.Location, r.Identifier, r.ID)
-		}
-	}
-	return nil
 }
 
 // RegisterServed serves an existing table from its metadata file under a new name: the
@@ -462,161 +398,6 @@ func (s *Service) dropServedRow(ctx context.Context, row *ent.IcebergTable, purg
 		opt.claim.recorded()
 	}
 	return err
-}
-
-// servedAsset finds or creates the asset for a table about to be served: the one bound to its
-// table-uuid, else a live asset of the same name with no table (adopted: its table-uuid is bound
-// to it now, and unbound again if the commit fails), else a new one.
-func (s *Service) servedAsset(ctx context.Context, w tables.Warehouse, id TableIdent, meta table.Metadata) (asset uuid.UUID, created, adopted bool, err error) {
-	tuuid := meta.TableUUID().String()
-	ref, ok, err := s.cat.LookupExternal(ctx, catalog.SystemIcebergTable, tuuid)
-	if err != nil {
-		return uuid.Nil, false, false, err
-	}
-	if ok {
-		a, err := s.cat.Get(ctx, ref.ID)
-		if err != nil {
-			return uuid.Nil, false, false, err
-		}
-		if a.Status == catalog.StatusDeleted {
-			if _, err := s.cat.Restore(ctx, a.ID, catalog.AnyVersion); err != nil && !errors.Is(err, catalog.ErrNameTaken) {
-				return uuid.Nil, false, false, err
-			}
-		}
-		if a.Namespace != w.Namespace || a.Name != id.String() {
-			if _, err := s.cat.Rename(ctx, a.ID, catalog.AnyVersion, w.Namespace, id.String()); err != nil {
-				return uuid.Nil, false, false, err
-			}
-		}
-		return a.ID, false, false, nil
-	}
-	aid, err := s.tables.Adoptable(ctx, w.Namespace, id.String())
-	if err != nil {
-		return uuid.Nil, false, false, err
-	}
-	uuidID := catalog.ExternalIDInput{System: catalog.SystemIcebergTable, Value: tuuid}
-	if aid != uuid.Nil {
-		// Only if nobody bound it meanwhile: racing creates of one name adopt it once.
-		if _, err := s.cat.BindOnlyExternalID(ctx, aid, uuidID); err != nil {
-			if errors.Is(err, catalog.ErrConflict) {
-				return uuid.Nil, false, false, serveErr(ErrAlreadyExists, "table %s is being created by another request (asset %s was adopted by it)", id, aid)
-			}
-			return uuid.Nil, false, false, err
-		}
-		return aid, false, true, nil
-	}
-	res, err := s.cat.Create(ctx, catalog.CreateInput{Kind: catalog.KindTable, Namespace: w.Namespace, Name: id.String(), ExternalIDs: []catalog.ExternalIDInput{uuidID}})
-	if err != nil {
-		return uuid.Nil, false, false, err
-	}
-	return res.Asset.ID, true, false, nil
-}
-
-// abandonedFiles is what an abandoned commit's snapshots wrote (read from the metadata file it
-// left, against the one it expected), so they are known leftovers; nothing when it cannot be read.
-func (s *Service) abandonedFiles(ctx context.Context, c *ent.IcebergCommit) []inventoryFile {
-	w, err := s.warehouse(c.Warehouse)
-	if err != nil {
-		return nil
-	}
-	meta, err := s.readMetadata(ctx, w, c.NewLocation)
-	if err != nil {
-		return nil
-	}
-	var base table.Metadata
-	if c.BaseLocation != "" {
-		if base, err = s.readMetadata(ctx, w, c.BaseLocation); err != nil {
-			return nil
-		}
-	}
-	fsys, err := s.tables.WarehouseIO(ctx, w, meta.Location())
-	if err != nil {
-		return nil
-	}
-	g, err := tables.GroundOf(ctx, s.db, meta.Location(), c.AssetID)
-	if err != nil {
-		return nil
-	}
-	var out []inventoryFile
-	for _, snap := range meta.Snapshots() {
-		if snap.ManifestList != "" && (base == nil || base.SnapshotByID(snap.SnapshotID) == nil) {
-			out = append(out, stagedFiles(fsys, snap, g)...)
-		}
-	}
-	return out
-}
-
-// committedFiles is what a commit found committed after the process stopped added: its
-// metadata file, and what its new snapshots wrote (read from its metadata files).
-func (s *Service) committedFiles(ctx context.Context, c *ent.IcebergCommit) []inventoryFile {
-	out := []inventoryFile{{path: c.NewLocation, kind: kindMetadata, change: changeAdded}}
-	w, err := s.warehouse(c.Warehouse)
-	if err != nil || c.Kind == "register" {
-		return out
-	}
-	p := &plan{kind: c.Kind}
-	if p.updated, err = s.readMetadata(ctx, w, c.NewLocation); err != nil {
-		s.log.Warn("a commit found committed: its metadata could not be read for the inventory", "commit_id", c.ID, "err", err)
-		return out
-	}
-	if c.BaseLocation != "" {
-		if p.base, err = s.readMetadata(ctx, w, c.BaseLocation); err != nil {
-			return out
-		}
-	}
-	if p.ground, err = tables.GroundOf(ctx, s.db, p.updated.Location(), c.AssetID); err != nil {
-		return out
-	}
-	if err := s.readAdded(ctx, w, p); err != nil {
-		s.log.Warn("a commit found committed: its files could not be read for the inventory", "commit_id", c.ID, "err", err)
-		return out
-	}
-	return append(out, p.files...)
-}
-
-// ResolvePending settles commits left pending longer than olderThan (the process stopped
-// between writing a metadata file and swapping the pointer, or the store failed during the
-// swap): a pointer that moved to the commit's file means committed, otherwise the swap can no
-// longer happen (every later commit checks the pointer it read) and the file is an abandoned
-// leftover. It returns how many it settled.
-func (s *Service) ResolvePending(ctx context.Context, olderThan time.Duration) (int, error) {
-	rows, err := s.db.IcebergCommit.Query().Where(icebergcommit.State(statePending), icebergcommit.StartedAtLT(s.clock().Add(-olderThan))).Limit(1000).All(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("warehouse: read pending commits: %w", err)
-	}
-	n := 0
-	for _, c := range rows {
-		cur, err := s.db.IcebergTable.Query().Where(icebergtable.ID(c.AssetID)).Select(icebergtable.FieldMetadataLocation).Only(ctx)
-		if err != nil && !ent.IsNotFound(err) {
-			return n, err
-		}
-		state, reason := stateAbandoned, "the process stopped before the pointer was swapped: the metadata file is a leftover"
-		if cur != nil && cur.MetadataLocation == c.NewLocation {
-			state, reason = stateCommitted, "found committed after the process stopped"
-		}
-		var staged []inventoryFile
-		switch {
-		case state == stateAbandoned && c.NewLocation != "" && c.Kind != "register":
-			staged = append([]inventoryFile{{path: c.NewLocation, kind: kindMetadata, change: changeStaged}}, s.abandonedFiles(ctx, c)...)
-		case state == stateCommitted:
-			// What the commit added, as its swap would have recorded it: the inventory's live
-			// files must stay the table's.
-			staged = s.committedFiles(ctx, c)
-		}
-		now := s.clock()
-		err = s.tx(ctx, func(tx *ent.Tx) error {
-			k, err := tx.IcebergCommit.Update().Where(icebergcommit.ID(c.ID), icebergcommit.State(statePending)).SetState(state).SetReason(reason).SetFinishedAt(now).Save(ctx)
-			if err != nil || k == 0 || len(staged) == 0 {
-				return err
-			}
-			return s.insertFiles(ctx, tx, c.AssetID, c.ID, staged, now)
-		})
-		if err != nil {
-			return n, err
-		}
-		n++
-	}
-	return n, nil
 }
 
 // servedIdent is a served table's REST identifier, from its key.
