@@ -31,6 +31,7 @@ import (
 	"github.com/tidemark/tidemark/storage"
 	"github.com/tidemark/tidemark/tables"
 	"github.com/tidemark/tidemark/usage"
+	"github.com/tidemark/tidemark/warehouse"
 	"github.com/tidemark/tidemark/web"
 )
 
@@ -52,6 +53,8 @@ type Config struct {
 	Usage   []usage.Option
 	Lineage []lineage.Option
 	Tables  []tables.Option
+	// Warehouse configures the service serving the warehouses tables.WithWarehouses names.
+	Warehouse []warehouse.Option
 	// Connections are the Iceberg catalogs the tables service syncs; Close closes them.
 	Connections []*tables.Connection
 	Cleanup     []cleanup.Option
@@ -74,6 +77,7 @@ type App struct {
 	Usage     *usage.Service
 	Lineage   *lineage.Service
 	Tables    *tables.Service
+	Warehouse *warehouse.Service
 	Cleanup   *cleanup.Service
 	Reconcile *reconcile.Service
 	conns     []*tables.Connection
@@ -124,10 +128,14 @@ func Open(ctx context.Context, store *storage.DB, cfg Config) (*App, error) {
 	if a.Tables, err = tables.New(store.Client, a.Catalog, topts...); err != nil {
 		return nil, a.closeOnError(err)
 	}
+	wopts := append([]warehouse.Option{warehouse.WithLogger(cfg.Log)}, cfg.Warehouse...)
+	if a.Warehouse, err = warehouse.New(store.Client, a.Catalog, a.Tables, wopts...); err != nil {
+		return nil, a.closeOnError(err)
+	}
 	copts := append([]cleanup.Option{cleanup.WithLogger(cfg.Log),
 		cleanup.WithUsage(a.Usage, func(ctx context.Context, id uuid.UUID) ([]uuid.UUID, error) {
 			return a.Lineage.Downstream(ctx, id, UnusedDownstreamDepth)
-		})}, cfg.Cleanup...)
+		}), cleanup.WithWarehouse(a.Warehouse)}, cfg.Cleanup...)
 	ropts := []reconcile.Option{reconcile.WithLogger(cfg.Log), reconcile.WithWriters(LineageWriters(a.Lineage))}
 	for name, db := range cfg.MigrationSources {
 		ropts = append(ropts, reconcile.WithConnection(name, db))
@@ -185,15 +193,17 @@ func (a *App) Handler(shell server.Config, api handlers.Config, ui web.Config) (
 	shell.Tokens, shell.Logger = tokens, a.Log
 	srv := server.New(shell)
 	api.Catalog, api.Lineage, api.Usage, api.Tables, api.Cleanup, api.Reconcile = a.Catalog, a.Lineage, a.Usage, a.Tables, a.Cleanup, a.Reconcile
+	api.Warehouse = a.Warehouse
 	api.Ping, api.Logger = a.Store.Ping, a.Log
 	api.SearchIndex = a.Catalog.IndexStatus
 	handlers.Mount(srv, api)
 	ui.Catalog, ui.Lineage, ui.Usage, ui.Tables, ui.Cleanup, ui.Reconcile = a.Catalog, a.Lineage, a.Usage, a.Tables, a.Cleanup, a.Reconcile
+	ui.Warehouse = a.Warehouse
 	ui.Tokens, ui.Logger = tokens, a.Log
 	if _, err := web.Mount(srv, ui); err != nil {
 		return nil, err
 	}
-	a.served.Store(restcatalog.Mount(srv, restcatalog.Config{Tables: a.Tables, Tokens: tokens, Logger: a.Log, AuthReads: api.AuthReads,
+	a.served.Store(restcatalog.Mount(srv, restcatalog.Config{Warehouse: a.Warehouse, Tokens: tokens, Logger: a.Log, AuthReads: api.AuthReads,
 		NoAuth: api.NoAuth, RecordUse: a.recordServedUse}))
 	return srv, nil
 }
@@ -286,12 +296,12 @@ func (a *App) background(g *errgroup.Group, ctx context.Context, s Schedule) {
 	}
 	run(func(ctx context.Context) { a.Cleanup.RunDispatcher(ctx, s.Dispatch) })
 	run(func(ctx context.Context) { a.Cleanup.RunNotifier(ctx, s.Dispatch) }) // subscribers: audit log -> outbox
-	if len(a.Tables.Warehouses()) > 0 {
+	if len(a.Warehouse.Warehouses()) > 0 {
 		// A commit pending this long stopped between its metadata write and its swap: settle it,
 		// so its file is known as a leftover (or, were it swapped, as committed).
 		run(func(ctx context.Context) {
 			loop.Every(ctx, time.Minute, true, func(ctx context.Context) {
-				if n, err := a.Tables.ResolvePending(ctx, PendingCommitAge); err != nil && ctx.Err() == nil {
+				if n, err := a.Warehouse.ResolvePending(ctx, PendingCommitAge); err != nil && ctx.Err() == nil {
 					log.Warn("settling pending Iceberg commits failed; will retry", "err", err)
 				} else if n > 0 {
 					log.Info("settled pending Iceberg commits", "count", n)
@@ -300,7 +310,7 @@ func (a *App) background(g *errgroup.Group, ctx context.Context, s Schedule) {
 		})
 		run(func(ctx context.Context) {
 			loop.Every(ctx, ServedInspection, false, func(ctx context.Context) {
-				if _, err := a.Tables.RefreshServed(ctx); err != nil && ctx.Err() == nil {
+				if _, err := a.Warehouse.RefreshServed(ctx); err != nil && ctx.Err() == nil {
 					log.Warn("inspecting served tables failed; will retry", "err", err)
 				}
 			})

@@ -26,6 +26,7 @@ import (
 	"github.com/tidemark/tidemark/storage"
 	"github.com/tidemark/tidemark/tables"
 	"github.com/tidemark/tidemark/usage"
+	"github.com/tidemark/tidemark/warehouse"
 )
 
 // Defaults.
@@ -63,6 +64,7 @@ var DefaultPrices = Prices{ListPer1000: 0.005, GetPer1000: 0.0004, StorageGBMont
 type Service struct {
 	db       *ent.Client
 	tables   *tables.Service
+	served   *warehouse.Service // the served warehouses' record (WithWarehouse); nil reads no inventory
 	cat      *catalog.Catalog
 	now      func() time.Time
 	log      *slog.Logger

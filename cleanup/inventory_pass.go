@@ -20,10 +20,24 @@ import (
 	"github.com/tidemark/tidemark/ent/proposal"
 	"github.com/tidemark/tidemark/ent/proposalfile"
 	"github.com/tidemark/tidemark/tables"
+	"github.com/tidemark/tidemark/warehouse"
 )
 
 // inventoryShard is the shard name of inventory passes' observations.
 const inventoryShard = "@inventory"
+
+// WithWarehouse gives the bot the record of the warehouses Tidemark serves: their tables'
+// write-path inventory (known leftovers, the manifests each commit added). Without it no
+// inventory is read, and a served table's inventory pass fails.
+func WithWarehouse(w *warehouse.Service) Option { return func(s *Service) { s.served = w } }
+
+// leftovers are a served table's known leftovers, from its inventory.
+func (s *Service) leftovers(ctx context.Context, asset uuid.UUID) ([]warehouse.Leftover, warehouse.LeftoverStats, error) {
+	if s.served == nil {
+		return nil, warehouse.LeftoverStats{}, fmt.Errorf("cleanup: table %s is served by Tidemark, and the bot was built without the served warehouses (WithWarehouse) to read its inventory", asset)
+	}
+	return s.served.Leftovers(ctx, asset)
+}
 
 // scanInventory runs one inventory pass of a served table.
 func (s *Service) scanInventory(ctx context.Context, scanID uuid.UUID, rep *Report, opt ScanOptions) error {
@@ -34,7 +48,7 @@ func (s *Service) scanInventory(ctx context.Context, scanID uuid.UUID, rep *Repo
 	}
 	rep.Location, rep.MetadataLocation = live.Refs.Location, live.Refs.MetadataLocation
 	rep.Planned = []string{inventoryShard}
-	left, st, err := s.tables.Leftovers(ctx, asset)
+	left, st, err := s.leftovers(ctx, asset)
 	if err != nil {
 		return err
 	}
@@ -94,7 +108,7 @@ func (s *Service) scanInventory(ctx context.Context, scanID uuid.UUID, rep *Repo
 // does not know (a manifest list or metadata file) is looked up by key, so the executor's size
 // check has the true size; one that is gone is dropped. The others are dated by the commit that
 // staged them: the file was written before that commit started.
-func (s *Service) leftoverCandidates(ctx context.Context, live *tables.Live, left []tables.Leftover, rep *Report) ([]candidate, int64, error) {
+func (s *Service) leftoverCandidates(ctx context.Context, live *tables.Live, left []warehouse.Leftover, rep *Report) ([]candidate, int64, error) {
 	var heads int64
 	cands := make([]candidate, 0, len(left))
 	for _, l := range left {
@@ -128,7 +142,7 @@ func (s *Service) settleKnown(ctx context.Context, rep *Report, complete []walke
 	if err != nil || t.Warehouse == "" {
 		return err
 	}
-	left, _, err := s.tables.Leftovers(ctx, rep.AssetID)
+	left, _, err := s.leftovers(ctx, rep.AssetID)
 	if err != nil {
 		return err
 	}
@@ -176,7 +190,7 @@ func (s *Service) observedByWalks(ctx context.Context, asset uuid.UUID, cands []
 // notDeleted drops the leftovers an executed orphan_files proposal of the table deleted or found
 // gone. Proposal files keep the path as listed, and the inventory as the commit wrote it: both
 // are compared in their normalised form.
-func (s *Service) notDeleted(ctx context.Context, asset uuid.UUID, left []tables.Leftover, rep *Report) ([]tables.Leftover, error) {
+func (s *Service) notDeleted(ctx context.Context, asset uuid.UUID, left []warehouse.Leftover, rep *Report) ([]warehouse.Leftover, error) {
 	ids, err := s.db.Proposal.Query().Where(proposal.AssetID(asset), proposal.KindEQ(proposal.KindOrphanFiles)).IDs(ctx)
 	if err != nil || len(ids) == 0 {
 		return left, err
@@ -193,7 +207,7 @@ func (s *Service) notDeleted(ctx context.Context, asset uuid.UUID, left []tables
 			done[k] = true
 		}
 	}
-	return slices.DeleteFunc(left, func(l tables.Leftover) bool {
+	return slices.DeleteFunc(left, func(l warehouse.Leftover) bool {
 		k, _ := normalize(l.Path)
 		if done[k] {
 			rep.LeftoversGone++

@@ -286,9 +286,9 @@ func (s *Service) refUnits(ctx context.Context, rep *RefCheckReport, ret *tables
 		return nil, fmt.Errorf("cleanup: read the last complete reference check: %w", err)
 	}
 	fresh := map[string]bool{}
-	if last != nil {
+	if last != nil && s.served != nil {
 		since = last.StartedAt
-		if fresh, err = s.tables.ManifestsAddedSince(ctx, rep.AssetID, since); err != nil {
+		if fresh, err = s.served.ManifestsAddedSince(ctx, rep.AssetID, since); err != nil {
 			return nil, err
 		}
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/tidemark/tidemark/server"
 	"github.com/tidemark/tidemark/tables"
 	"github.com/tidemark/tidemark/usage"
+	"github.com/tidemark/tidemark/warehouse"
 )
 
 // Config wires the API to the domain.
@@ -47,6 +48,9 @@ type Config struct {
 	Usage *usage.Service
 	// Tables registers, syncs and inspects Iceberg tables; nil leaves those routes out.
 	Tables *tables.Service
+	// Warehouse serves Tidemark's own warehouses (commits, inventory, commit health); nil leaves
+	// the commit routes out and refuses no asset edit as served.
+	Warehouse *warehouse.Service
 	// Cleanup answers the cleanup scans; nil leaves those routes out.
 	Cleanup *cleanup.Service
 	// Reconcile keeps dataset migrations and their reconciliation runs; nil leaves those routes out.

@@ -492,12 +492,12 @@ func (a *API) renameAsset(c echo.Context) error {
 }
 
 // refuseServed is the 409 for an asset the Iceberg REST catalog serves: only the catalog renames
-// or drops it (tables.Service.RefuseServed says why).
+// or drops it (warehouse.Service.RefuseServed says why).
 func (a *API) refuseServed(c echo.Context, id uuid.UUID) error {
-	if a.cfg.Tables == nil {
+	if a.cfg.Warehouse == nil {
 		return nil
 	}
-	return a.cfg.Tables.RefuseServed(c.Request().Context(), id)
+	return a.cfg.Warehouse.RefuseServed(c.Request().Context(), id)
 }
 
 func (a *API) assetNames(c echo.Context) error {

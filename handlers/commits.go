@@ -7,8 +7,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
-
-	"github.com/tidemark/tidemark/tables"
+	"github.com/tidemark/tidemark/warehouse"
 )
 
 // The write path of tables Tidemark serves over the Iceberg REST protocol: the inventory of
@@ -71,7 +70,12 @@ type commitHealthResponse struct {
 	Recommendation   string    `json:"recommendation,omitempty"`
 }
 
+// commitRoutes are the served warehouses' record of a table's commits (package warehouse); nil
+// Warehouse leaves them out.
 func (a *API) commitRoutes() {
+	if a.cfg.Warehouse == nil {
+		return
+	}
 	base := "/api/v1/tables/:id"
 	idParam := []param{{Name: "id", In: "path", Required: true, Description: "the table's asset ID"}}
 	a.handle(operation{
@@ -111,7 +115,7 @@ func (a *API) tableInventory(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	f := tables.InventoryFilter{Change: c.QueryParam("change"), Limit: limit}
+	f := warehouse.InventoryFilter{Change: c.QueryParam("change"), Limit: limit}
 	if s := c.QueryParam("snapshot"); s != "" {
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
@@ -123,7 +127,7 @@ func (a *API) tableInventory(c echo.Context) error {
 	if f.After, err = decodeCursor(c.QueryParam("cursor"), scope); err != nil {
 		return err
 	}
-	files, more, err := a.cfg.Tables.Inventory(c.Request().Context(), id, f)
+	files, more, err := a.cfg.Warehouse.Inventory(c.Request().Context(), id, f)
 	if err != nil {
 		return err
 	}
@@ -152,7 +156,7 @@ func (a *API) tableCommits(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	recs, more, err := a.cfg.Tables.Commits(c.Request().Context(), id, before, limit)
+	recs, more, err := a.cfg.Warehouse.Commits(c.Request().Context(), id, before, limit)
 	if err != nil {
 		return err
 	}
@@ -173,13 +177,13 @@ func (a *API) tableCommitHealth(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	window := tables.DefaultCommitWindow
+	window := warehouse.DefaultCommitWindow
 	if s := c.QueryParam("window"); s != "" {
 		if window, err = time.ParseDuration(s); err != nil || window < time.Minute || window > 7*24*time.Hour {
 			return badRequest("window", "window must be a duration from 1m to 168h, such as 1h, not %q", truncate(s, 32))
 		}
 	}
-	h, err := a.cfg.Tables.CommitHealth(c.Request().Context(), id, window)
+	h, err := a.cfg.Warehouse.CommitHealth(c.Request().Context(), id, window)
 	if err != nil {
 		return err
 	}

@@ -30,6 +30,7 @@ import (
 	"github.com/tidemark/tidemark/storage/storagetest"
 	"github.com/tidemark/tidemark/tables"
 	"github.com/tidemark/tidemark/usage"
+	"github.com/tidemark/tidemark/warehouse"
 )
 
 // server is a real Tidemark API listening on 127.0.0.1:0 over a fresh database.
@@ -89,18 +90,23 @@ func startServer(t testing.TB, db *storage.DB, tweak func(*handlers.Config, *ser
 	if err != nil {
 		t.Fatal(err)
 	}
+	wh, err := warehouse.New(db.Client, cat, tbls)
+	if err != nil {
+		t.Fatal(err)
+	}
 	rec := reconcile.New(db.Client, cat, tbls, use)
 	lin = lineage.New(db, cat, lineage.WithRelations(app.MigrationRelations(rec)))
 	if err := lin.Open(ctx); err != nil {
 		t.Fatal(err)
 	}
 	ahead := &atomic.Int64{}
-	clean := cleanup.New(db, cat, tbls, cleanup.WithPrivateWebhooks(true),
+	clean := cleanup.New(db, cat, tbls, cleanup.WithPrivateWebhooks(true), cleanup.WithWarehouse(wh),
 		cleanup.WithClock(func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }))
 	cfg := handlers.Config{
 		Reconcile: rec,
 		Cleanup:   clean,
 		Tables:    tbls,
+		Warehouse: wh,
 		Catalog:   cat,
 		Lineage:   lin,
 		Usage:     use,

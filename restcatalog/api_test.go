@@ -106,13 +106,13 @@ func TestCommitHealthAndInventoryAPI(t *testing.T) {
 			!strings.Contains(html, "<dd>13 (0.2 a minute)</dd>") || !strings.Contains(html, "No batching needed") {
 			t.Fatalf("the asset page (%d) does not show the served table's commit health:\n%s", code, html)
 		}
-		if n, err := s.App.Tables.RefreshServed(ctx); err != nil || n != 2 {
+		if n, err := s.App.Warehouse.RefreshServed(ctx); err != nil || n != 2 {
 			t.Fatalf("inspected %d served tables after their commits (err %v), want 2", n, err)
 		}
 		if h, err := s.App.Tables.Health(ctx, assetOf(t, s, hot)); err != nil || h.DataFiles != 12 {
 			t.Fatalf("the hot table's health after inspection: %d data files (err %v), want 12", h.DataFiles, err)
 		}
-		if n, err := s.App.Tables.RefreshServed(ctx); err != nil || n != 0 {
+		if n, err := s.App.Warehouse.RefreshServed(ctx); err != nil || n != 0 {
 			t.Fatalf("a second round inspected %d tables (err %v); nothing was committed since", n, err)
 		}
 

@@ -16,8 +16,8 @@ import (
 	"github.com/tidemark/tidemark/ent/iceberginventoryfile"
 	"github.com/tidemark/tidemark/storage"
 	"github.com/tidemark/tidemark/storage/storagetest"
-	"github.com/tidemark/tidemark/tables"
 	"github.com/tidemark/tidemark/tables/tablestest"
+	"github.com/tidemark/tidemark/warehouse"
 )
 
 // TestAbandonedCommitNeverSwaps: a commit the settling loop marks abandoned while it waits
@@ -28,9 +28,9 @@ func TestAbandonedCommitNeverSwaps(t *testing.T) {
 		ctx := context.Background()
 		var settle atomic.Bool
 		var s *testServer
-		s = newServer(t, db, tables.WithFaults(tables.Faults{BeforeSwap: func(ctx context.Context, _ []string) error {
+		s = newServer(t, db, warehouse.WithFaults(warehouse.Faults{BeforeSwap: func(ctx context.Context, _ []string) error {
 			if settle.CompareAndSwap(true, false) {
-				if n, err := s.App.Tables.ResolvePending(ctx, 0); err != nil || n != 1 {
+				if n, err := s.App.Warehouse.ResolvePending(ctx, 0); err != nil || n != 1 {
 					return fmt.Errorf("settle: %d, %v", n, err)
 				}
 			}
@@ -106,7 +106,7 @@ func TestPendingFoundCommitted(t *testing.T) {
 		if err := db.Client.IcebergCommit.UpdateOneID(c.ID).SetState("pending").ClearFinishedAt().Exec(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if n, err := s.App.Tables.ResolvePending(ctx, 0); err != nil || n != 1 {
+		if n, err := s.App.Warehouse.ResolvePending(ctx, 0); err != nil || n != 1 {
 			t.Fatalf("settled %d (%v)", n, err)
 		}
 		got, err := db.Client.IcebergCommit.Get(ctx, c.ID)
@@ -117,7 +117,7 @@ func TestPendingFoundCommitted(t *testing.T) {
 		if err != nil || after != before {
 			t.Fatalf("the settled commit recorded %d added files, its swap had recorded %d (%v)", after, before, err)
 		}
-		live, ok, err := s.App.Tables.LiveFromInventory(ctx, id, tbl.Metadata(), tbl.CurrentSnapshot().SnapshotID)
+		live, ok, err := s.App.Warehouse.LiveFromInventory(ctx, id, tbl.Metadata(), tbl.CurrentSnapshot().SnapshotID)
 		if err != nil || !ok || len(live) != len(s.lake.Files(tbl, *tbl.CurrentSnapshot())) {
 			t.Fatalf("live from the inventory: %d files, ok %v (%v); the table has %d", len(live), ok, err, len(s.lake.Files(tbl, *tbl.CurrentSnapshot())))
 		}

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/tidemark/tidemark/tables"
+	"github.com/tidemark/tidemark/warehouse"
 )
 
 // FuzzCommitBody feeds the commit and transaction parsers outside input: they must refuse or
@@ -19,7 +19,7 @@ func FuzzCommitBody(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
-	id := tables.TableIdent{Namespace: []string{"a"}, Name: "t"}
+	id := warehouse.TableIdent{Namespace: []string{"a"}, Name: "t"}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var c commitBody
 		if json.Unmarshal(b, &c) == nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/tidemark/tidemark/storage"
 	"github.com/tidemark/tidemark/tables"
 	"github.com/tidemark/tidemark/tables/tablestest"
+	"github.com/tidemark/tidemark/warehouse"
 	"github.com/tidemark/tidemark/web"
 )
 
@@ -34,9 +35,9 @@ type testServer struct {
 	lake      *tablestest.Lake
 }
 
-func newServer(t *testing.T, db *storage.DB, opts ...tables.Option) *testServer {
+func newServer(t *testing.T, db *storage.DB, opts ...warehouse.Option) *testServer {
 	t.Helper()
-	return newServerWith(t, db, func(c *app.Config, _ *server.Config) { c.Tables = append(c.Tables, opts...) })
+	return newServerWith(t, db, func(c *app.Config, _ *server.Config) { c.Warehouse = append(c.Warehouse, opts...) })
 }
 
 // newServerWith lets a test change the services' configuration (cleanup options, faults).

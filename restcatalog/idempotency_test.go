@@ -18,6 +18,7 @@ import (
 	"github.com/tidemark/tidemark/storage"
 	"github.com/tidemark/tidemark/storage/storagetest"
 	"github.com/tidemark/tidemark/tables"
+	"github.com/tidemark/tidemark/warehouse"
 )
 
 // TestConcurrentRetriesApplyOnce: three identical commits sent at once with one Idempotency-Key
@@ -80,7 +81,10 @@ func TestIdempotencyKeyReuse(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
 		ctx := context.Background()
 		clock := &shiftClock{}
-		s := newServerWith(t, db, func(c *app.Config, _ *server.Config) { c.Tables = append(c.Tables, tables.WithClock(clock.Now)) })
+		s := newServerWith(t, db, func(c *app.Config, _ *server.Config) {
+			c.Tables = append(c.Tables, tables.WithClock(clock.Now))
+			c.Warehouse = append(c.Warehouse, warehouse.WithClock(clock.Now))
+		})
 		cat := s.client(t)
 		create(t, cat, "k", "a")
 		create(t, cat, "k", "b")
@@ -131,10 +135,10 @@ func TestIdempotencyKeyReuse(t *testing.T) {
 		}
 
 		// Past the advertised lifetime the key is new again.
-		if life, _ := time.ParseDuration(strings.ToLower(strings.TrimPrefix(restcatalog.IdempotencyLifetime, "PT"))); life != tables.KeyLifetime {
-			t.Fatalf("the config advertises %s, the catalog honours keys for %s", restcatalog.IdempotencyLifetime, tables.KeyLifetime)
+		if life, _ := time.ParseDuration(strings.ToLower(strings.TrimPrefix(restcatalog.IdempotencyLifetime, "PT"))); life != warehouse.KeyLifetime {
+			t.Fatalf("the config advertises %s, the catalog honours keys for %s", restcatalog.IdempotencyLifetime, warehouse.KeyLifetime)
 		}
-		clock.Add(tables.KeyLifetime + time.Minute)
+		clock.Add(warehouse.KeyLifetime + time.Minute)
 		if code, body := send("POST", pa, s.Writer, props("4"), "K"); code != 200 {
 			t.Fatalf("an expired key reused: %d %s", code, body)
 		}

@@ -139,7 +139,7 @@ func (l *lifecycle) assetFollowsRename() {
 func (l *lifecycle) inventoryEqualsWalk(moved *table.Table, cur *table.Snapshot) {
 	t, ctx, a, id := l.t, l.ctx, l.s.App, l.id
 	t.Helper()
-	live, complete, err := a.Tables.LiveFromInventory(ctx, id, moved.Metadata(), cur.SnapshotID)
+	live, complete, err := a.Warehouse.LiveFromInventory(ctx, id, moved.Metadata(), cur.SnapshotID)
 	if err != nil || !complete {
 		t.Fatalf("inventory: complete %v, err %v", complete, err)
 	}
@@ -158,7 +158,7 @@ func (l *lifecycle) inventoryEqualsWalk(moved *table.Table, cur *table.Snapshot)
 func (l *lifecycle) commitsRecorded() {
 	t, ctx, a, id := l.t, l.ctx, l.s.App, l.id
 	t.Helper()
-	commits, _, err := a.Tables.Commits(ctx, id, uuid.Nil, 100)
+	commits, _, err := a.Warehouse.Commits(ctx, id, uuid.Nil, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +227,7 @@ func TestInventoryOfAMultiSnapshotCommit(t *testing.T) {
 		if n := len(tbl.Metadata().Snapshots()); n != 2 {
 			t.Fatalf("the transaction made %d snapshots, want 2", n)
 		}
-		live, complete, err := s.App.Tables.LiveFromInventory(ctx, assetOf(t, s, tbl), tbl.Metadata(), tbl.CurrentSnapshot().SnapshotID)
+		live, complete, err := s.App.Warehouse.LiveFromInventory(ctx, assetOf(t, s, tbl), tbl.Metadata(), tbl.CurrentSnapshot().SnapshotID)
 		if err != nil || !complete {
 			t.Fatalf("inventory after a two-snapshot commit: complete %v, err %v", complete, err)
 		}

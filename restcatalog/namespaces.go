@@ -26,14 +26,14 @@ type configResponse struct {
 // config names the warehouse's prefix; without ?warehouse= the first warehouse is meant.
 func (f *Face) config(c echo.Context) error {
 	name := c.QueryParam("warehouse")
-	ws := f.cfg.Tables.Warehouses()
+	ws := f.cfg.Warehouse.Warehouses()
 	if len(ws) == 0 {
 		return apiError(http.StatusServiceUnavailable, "ServiceUnavailableException", "this Tidemark serves no warehouse: start it with --iceberg-warehouse NAME=LOCATION")
 	}
 	if name == "" {
 		name = ws[0].Name
 	}
-	if _, ok := f.cfg.Tables.Warehouse(name); !ok {
+	if _, ok := f.cfg.Warehouse.Warehouse(name); !ok {
 		names := make([]string, len(ws))
 		for i, w := range ws {
 			names[i] = w.Name
@@ -76,7 +76,7 @@ func (f *Face) listNamespaces(c echo.Context) error {
 	if p := c.QueryParam("parent"); p != "" {
 		parent = strings.Split(p, "\x1f")
 	}
-	out, next, err := f.cfg.Tables.ListNamespaces(c.Request().Context(), wh, parent, c.QueryParam("pageToken"), size)
+	out, next, err := f.cfg.Warehouse.ListNamespaces(c.Request().Context(), wh, parent, c.QueryParam("pageToken"), size)
 	if err != nil {
 		return err
 	}
@@ -104,7 +104,7 @@ func (f *Face) createNamespace(c echo.Context) error {
 	if len(in.Properties) > 1000 {
 		return badRequest("a namespace may have at most 1000 properties, not %d", len(in.Properties))
 	}
-	ns, err := f.cfg.Tables.CreateNamespace(c.Request().Context(), wh, in.Namespace, in.Properties)
+	ns, err := f.cfg.Warehouse.CreateNamespace(c.Request().Context(), wh, in.Namespace, in.Properties)
 	if err != nil {
 		return err
 	}
@@ -116,7 +116,7 @@ func (f *Face) loadNamespace(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ns, err := f.cfg.Tables.LoadNamespace(c.Request().Context(), wh, levels)
+	ns, err := f.cfg.Warehouse.LoadNamespace(c.Request().Context(), wh, levels)
 	if err != nil {
 		return err
 	}
@@ -135,7 +135,7 @@ func (f *Face) loadNamespaceOnly(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	_, err = f.cfg.Tables.LoadNamespace(c.Request().Context(), wh, levels)
+	_, err = f.cfg.Warehouse.LoadNamespace(c.Request().Context(), wh, levels)
 	return err
 }
 
@@ -144,7 +144,7 @@ func (f *Face) dropNamespace(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := f.cfg.Tables.DropNamespace(c.Request().Context(), wh, levels); err != nil {
+	if err := f.cfg.Warehouse.DropNamespace(c.Request().Context(), wh, levels); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -170,7 +170,7 @@ func (f *Face) updateNamespace(c echo.Context) error {
 	if err := decode(c, &in); err != nil {
 		return err
 	}
-	u, err := f.cfg.Tables.UpdateNamespaceProperties(c.Request().Context(), wh, levels, in.Removals, in.Updates)
+	u, err := f.cfg.Warehouse.UpdateNamespaceProperties(c.Request().Context(), wh, levels, in.Removals, in.Updates)
 	if err != nil {
 		return err
 	}

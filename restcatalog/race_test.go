@@ -19,8 +19,8 @@ import (
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/storage"
 	"github.com/tidemark/tidemark/storage/storagetest"
-	"github.com/tidemark/tidemark/tables"
 	"github.com/tidemark/tidemark/tables/tablestest"
+	"github.com/tidemark/tidemark/warehouse"
 )
 
 // retrying makes iceberg-go refresh, revalidate and replay a commit the catalog rejected.
@@ -101,7 +101,7 @@ func TestRacingWriters(t *testing.T) {
 			t.Fatalf("the table holds %d files and %d rows, want %d of each", len(files), rows, commits)
 		}
 		id := assetOf(t, s, final)
-		recs, _, err := s.App.Tables.Commits(ctx, id, uuid.Nil, 100000)
+		recs, _, err := s.App.Warehouse.Commits(ctx, id, uuid.Nil, 100000)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,7 +116,7 @@ func TestRacingWriters(t *testing.T) {
 			t.Fatalf("two writers raced %d times and no commit was refused with 409: %v", commits, by)
 		}
 		t.Logf("%d commits, %d refused with 409 and retried", commits, by["commit/conflict"])
-		live, complete, err := s.App.Tables.LiveFromInventory(ctx, id, final.Metadata(), final.CurrentSnapshot().SnapshotID)
+		live, complete, err := s.App.Warehouse.LiveFromInventory(ctx, id, final.Metadata(), final.CurrentSnapshot().SnapshotID)
 		if err != nil || !complete || len(live) != len(files) {
 			t.Fatalf("the inventory holds %d live files (complete %v, err %v), the walk %d", len(live), complete, err, len(files))
 		}
@@ -189,7 +189,7 @@ func TestTransactionAllOrNothing(t *testing.T) {
 			if got.Properties()["batch"] != "2" {
 				t.Fatalf("table %s lacks the committed transaction's property: %v", n, got.Properties())
 			}
-			recs, _, err := s.App.Tables.Commits(ctx, assetOf(t, s, got), uuid.Nil, 10)
+			recs, _, err := s.App.Warehouse.Commits(ctx, assetOf(t, s, got), uuid.Nil, 10)
 			if err != nil || recs[0].TransactionID == nil {
 				t.Fatalf("table %s's newest commit is not part of a transaction: %+v %v", n, recs[0], err)
 			}
@@ -210,7 +210,7 @@ func TestCrashBeforeSwap(t *testing.T) {
 		ctx := context.Background()
 		var mu sync.Mutex
 		crash := false
-		s := newServer(t, db, tables.WithFaults(tables.Faults{BeforeSwap: func(ctx context.Context, written []string) error {
+		s := newServer(t, db, warehouse.WithFaults(warehouse.Faults{BeforeSwap: func(ctx context.Context, written []string) error {
 			mu.Lock()
 			defer mu.Unlock()
 			if crash {
@@ -240,11 +240,11 @@ func TestCrashBeforeSwap(t *testing.T) {
 		if _, err := os.Stat(strings.TrimPrefix(now.MetadataLocation(), "file://")); err != nil {
 			t.Fatalf("the pointer names a missing file: %v", err)
 		}
-		if n, err := s.App.Tables.ResolvePending(ctx, 0); err != nil || n != 1 {
+		if n, err := s.App.Warehouse.ResolvePending(ctx, 0); err != nil || n != 1 {
 			t.Fatalf("settled %d pending commits (err %v), want 1", n, err)
 		}
 		id := assetOf(t, s, now)
-		staged, _, err := s.App.Tables.Inventory(ctx, id, tables.InventoryFilter{Change: "staged", Limit: 100})
+		staged, _, err := s.App.Warehouse.Inventory(ctx, id, warehouse.InventoryFilter{Change: "staged", Limit: 100})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -28,12 +28,12 @@ import (
 	"github.com/tidemark/tidemark/auth"
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/server"
-	"github.com/tidemark/tidemark/tables"
+	"github.com/tidemark/tidemark/warehouse"
 )
 
 // Config wires the face to the domain.
 type Config struct {
-	Tables *tables.Service
+	Warehouse *warehouse.Service
 	// Tokens verifies the client secret the OAuth2 token endpoint exchanges (bearer tokens are
 	// verified by the shell, package server).
 	Tokens *auth.Store
@@ -52,7 +52,7 @@ type Config struct {
 }
 
 // IdempotencyLifetime is how long a commit's Idempotency-Key is honoured, as advertised in
-// /v1/config (tables.KeyLifetime).
+// /v1/config (warehouse.KeyLifetime).
 const IdempotencyLifetime = "PT30M"
 
 // DefaultBodyLimit caps request bodies.
@@ -160,7 +160,7 @@ func toError(err error) *Error {
 	var he *echo.HTTPError
 	var mbe *http.MaxBytesError
 	var ce *catalog.Error
-	var se *tables.ServeError
+	var se *warehouse.ServeError
 	var shell *server.Error
 	msg := err.Error()
 	if errors.As(err, &se) {
@@ -179,23 +179,23 @@ func toError(err error) *Error {
 		return apiError(he.Code, "NoSuchEndpointException", "not an endpoint of this catalog; GET /iceberg/v1/config lists them")
 	case errors.As(err, &he):
 		return apiError(he.Code, "BadRequestException", fmt.Sprint(he.Message))
-	case errors.Is(err, tables.ErrNoSuchWarehouse):
+	case errors.Is(err, warehouse.ErrNoSuchWarehouse):
 		return apiError(http.StatusNotFound, "NoSuchWarehouseException", msg)
-	case errors.Is(err, tables.ErrNoSuchNamespace):
+	case errors.Is(err, warehouse.ErrNoSuchNamespace):
 		return apiError(http.StatusNotFound, "NoSuchNamespaceException", msg)
-	case errors.Is(err, tables.ErrNoSuchTable):
+	case errors.Is(err, warehouse.ErrNoSuchTable):
 		return apiError(http.StatusNotFound, "NoSuchTableException", msg)
-	case errors.Is(err, tables.ErrNamespaceNotEmpty):
+	case errors.Is(err, warehouse.ErrNamespaceNotEmpty):
 		return apiError(http.StatusConflict, "NamespaceNotEmptyException", msg)
-	case errors.Is(err, tables.ErrCommitFailed):
+	case errors.Is(err, warehouse.ErrCommitFailed):
 		return apiError(http.StatusConflict, "CommitFailedException", msg)
-	case errors.Is(err, tables.ErrAlreadyExists):
+	case errors.Is(err, warehouse.ErrAlreadyExists):
 		return apiError(http.StatusConflict, "AlreadyExistsException", msg)
-	case errors.Is(err, tables.ErrCommitUnknown):
+	case errors.Is(err, warehouse.ErrCommitUnknown):
 		return apiError(http.StatusInternalServerError, "CommitStateUnknownException", msg)
-	case errors.Is(err, tables.ErrNotCommitted):
+	case errors.Is(err, warehouse.ErrNotCommitted):
 		return apiError(http.StatusServiceUnavailable, "ServiceUnavailableException", msg)
-	case errors.Is(err, tables.ErrKeyReused):
+	case errors.Is(err, warehouse.ErrKeyReused):
 		return apiError(http.StatusUnprocessableEntity, "UnprocessableEntityException", msg)
 	case errors.Is(err, catalog.ErrInvalid):
 		return apiError(http.StatusBadRequest, "BadRequestException", msg)
@@ -337,25 +337,25 @@ func namespaceArgs(c echo.Context) (string, []string, error) {
 }
 
 // tableArgs are a table route's warehouse and table.
-func tableArgs(c echo.Context) (string, tables.TableIdent, error) {
+func tableArgs(c echo.Context) (string, warehouse.TableIdent, error) {
 	wh, err := pathParam(c, "prefix")
 	if err != nil {
-		return "", tables.TableIdent{}, err
+		return "", warehouse.TableIdent{}, err
 	}
 	id, err := tableParam(c)
 	return wh, id, err
 }
 
-func tableParam(c echo.Context) (tables.TableIdent, error) {
+func tableParam(c echo.Context) (warehouse.TableIdent, error) {
 	ns, err := namespaceParam(c)
 	if err != nil {
-		return tables.TableIdent{}, err
+		return warehouse.TableIdent{}, err
 	}
 	name, err := pathParam(c, "table")
 	if err != nil {
-		return tables.TableIdent{}, err
+		return warehouse.TableIdent{}, err
 	}
-	return tables.TableIdent{Namespace: ns, Name: name}, nil
+	return warehouse.TableIdent{Namespace: ns, Name: name}, nil
 }
 
 // decode reads a JSON body strictly: unknown fields are tolerated (the spec grows), trailing
@@ -366,7 +366,7 @@ func decode(c echo.Context, v any) error {
 		return err
 	}
 	if d := jsonDepth(body); d > MaxJSONDepth {
-		return badRequest("the request body nests JSON %d levels deep; the limit is %d (a schema may nest %d levels)", d, MaxJSONDepth, tables.MaxSchemaDepth)
+		return badRequest("the request body nests JSON %d levels deep; the limit is %d (a schema may nest %d levels)", d, MaxJSONDepth, warehouse.MaxSchemaDepth)
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(v); err != nil {
@@ -384,7 +384,7 @@ func decode(c echo.Context, v any) error {
 
 // MaxJSONDepth bounds how deeply a request body nests: each level of a schema's types takes
 // about three levels of JSON.
-const MaxJSONDepth = 4*tables.MaxSchemaDepth + 16
+const MaxJSONDepth = 4*warehouse.MaxSchemaDepth + 16
 
 // jsonDepth is how deeply a JSON text nests arrays and objects (strings skipped), read without
 // parsing it: a body nested thousands of levels deep is refused before a decoder recurses.
@@ -414,8 +414,8 @@ func jsonDepth(b []byte) int {
 	return deepest
 }
 
-func (f *Face) options(c echo.Context) tables.CommitOptions {
-	opt := tables.CommitOptions{IdempotencyKey: strings.TrimSpace(c.Request().Header.Get("Idempotency-Key"))}
+func (f *Face) options(c echo.Context) warehouse.CommitOptions {
+	opt := warehouse.CommitOptions{IdempotencyKey: strings.TrimSpace(c.Request().Header.Get("Idempotency-Key"))}
 	if fp, ok := c.Get(fingerprintKey).([]byte); ok {
 		// The principal too: a key another token used is another request.
 		h := sha256.Sum256(append(fp, catalog.ActorFrom(c.Request().Context())...))
@@ -435,7 +435,7 @@ func checkIdempotencyKey(next echo.HandlerFunc) echo.HandlerFunc {
 		if k == "" {
 			return next(c)
 		}
-		if err := tables.CheckKey(k); err != nil {
+		if err := warehouse.CheckKey(k); err != nil {
 			return badRequest("%s", err.(*catalog.Error).Message)
 		}
 		r := c.Request()

@@ -71,7 +71,7 @@ func TestServedAssetsMoveOnlyWithTheCatalog(t *testing.T) {
 			t.Fatalf("after the catalog's drop the asset is %+v (%v), want deleted", a, err)
 		}
 		// No longer served: the JSON API may rename it again.
-		if _, _, ok, err := s.App.Tables.ServedBy(ctx, id); err != nil || ok {
+		if _, _, ok, err := s.App.Warehouse.ServedBy(ctx, id); err != nil || ok {
 			t.Fatalf("a dropped table is still served: %v %v", ok, err)
 		}
 	})

@@ -23,8 +23,8 @@ import (
 	"github.com/tidemark/tidemark/server"
 	"github.com/tidemark/tidemark/storage"
 	"github.com/tidemark/tidemark/storage/storagetest"
-	"github.com/tidemark/tidemark/tables"
 	"github.com/tidemark/tidemark/tables/tablestest"
+	"github.com/tidemark/tidemark/warehouse"
 )
 
 var (
@@ -78,7 +78,7 @@ func newServedSim(t *testing.T, db *storage.DB) *servedSim {
 	sim := &servedSim{clock: &shiftClock{}, crash: &atomic.Bool{}}
 	sim.s = newServerWith(t, db, func(c *app.Config, _ *server.Config) {
 		c.Cleanup = append(c.Cleanup, cleanup.WithClock(sim.clock.Now))
-		c.Tables = append(c.Tables, tables.WithFaults(tables.Faults{BeforeSwap: func(context.Context, []string) error {
+		c.Warehouse = append(c.Warehouse, warehouse.WithFaults(warehouse.Faults{BeforeSwap: func(context.Context, []string) error {
 			if sim.crash.CompareAndSwap(true, false) {
 				return errors.New("injected: the process stops before the swap")
 			}
@@ -253,7 +253,7 @@ func (r *servedRun) interruptedCommit() {
 		r.fail("an interrupted commit succeeded")
 	}
 	r.crash.Store(false)
-	if _, err := r.s.App.Tables.ResolvePending(r.ctx, 0); err != nil {
+	if _, err := r.s.App.Warehouse.ResolvePending(r.ctx, 0); err != nil {
 		r.fail("resolve pending: %v", err)
 	}
 	var err error

@@ -16,7 +16,7 @@ import (
 	"github.com/tidemark/tidemark/auth"
 	"github.com/tidemark/tidemark/catalog"
 	etags "github.com/tidemark/tidemark/internal/etag"
-	"github.com/tidemark/tidemark/tables"
+	"github.com/tidemark/tidemark/warehouse"
 )
 
 type identifier struct {
@@ -38,7 +38,7 @@ func (f *Face) listTables(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	names, next, err := f.cfg.Tables.ListServed(c.Request().Context(), wh, ns, c.QueryParam("pageToken"), size)
+	names, next, err := f.cfg.Warehouse.ListServed(c.Request().Context(), wh, ns, c.QueryParam("pageToken"), size)
 	if err != nil {
 		return err
 	}
@@ -61,7 +61,7 @@ type loadTableResponse struct {
 
 // answerLoad answers a LoadTableResult with the table's ETag (none for a staged table: it has
 // no metadata file yet).
-func answerLoad(c echo.Context, t tables.ServedTable) error {
+func answerLoad(c echo.Context, t warehouse.ServedTable) error {
 	b, err := json.Marshal(t.Metadata)
 	if err != nil {
 		return err
@@ -97,7 +97,7 @@ func (f *Face) createTable(c echo.Context) error {
 	if err := decode(c, &in); err != nil {
 		return err
 	}
-	ci := tables.CreateServedInput{Ident: tables.TableIdent{Namespace: ns, Name: in.Name}, Schema: in.Schema, Location: in.Location,
+	ci := warehouse.CreateServedInput{Ident: warehouse.TableIdent{Namespace: ns, Name: in.Name}, Schema: in.Schema, Location: in.Location,
 		Properties: in.Properties, Stage: in.StageCreate}
 	if in.PartitionSpec != nil {
 		ci.Spec = &in.PartitionSpec.PartitionSpec
@@ -105,7 +105,7 @@ func (f *Face) createTable(c echo.Context) error {
 	if in.WriteOrder != nil {
 		ci.SortOrder = &in.WriteOrder.SortOrder
 	}
-	t, err := f.cfg.Tables.CreateServed(c.Request().Context(), wh, ci, f.options(c))
+	t, err := f.cfg.Warehouse.CreateServed(c.Request().Context(), wh, ci, f.options(c))
 	if err != nil {
 		return err
 	}
@@ -133,7 +133,7 @@ func (f *Face) registerTable(c echo.Context) error {
 	if in.MetadataLocation == "" {
 		return badRequest("metadata-location is empty: give the URI of the table's metadata JSON file")
 	}
-	t, err := f.cfg.Tables.RegisterServed(c.Request().Context(), wh, tables.TableIdent{Namespace: ns, Name: in.Name}, in.MetadataLocation, f.options(c))
+	t, err := f.cfg.Warehouse.RegisterServed(c.Request().Context(), wh, warehouse.TableIdent{Namespace: ns, Name: in.Name}, in.MetadataLocation, f.options(c))
 	if err != nil {
 		return err
 	}
@@ -152,7 +152,7 @@ func (f *Face) loadTable(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	if inm := c.Request().Header.Get("If-None-Match"); inm != "" {
-		_, loc, err := f.cfg.Tables.ServedPointer(ctx, wh, id)
+		_, loc, err := f.cfg.Warehouse.ServedPointer(ctx, wh, id)
 		if err != nil {
 			return err
 		}
@@ -162,7 +162,7 @@ func (f *Face) loadTable(c echo.Context) error {
 			return c.NoContent(http.StatusNotModified)
 		}
 	}
-	t, err := f.cfg.Tables.LoadServed(ctx, wh, id)
+	t, err := f.cfg.Warehouse.LoadServed(ctx, wh, id)
 	if err != nil {
 		return err
 	}
@@ -175,7 +175,7 @@ func (f *Face) tableExists(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := f.cfg.Tables.ServedPointer(c.Request().Context(), wh, id); err != nil {
+	if _, _, err := f.cfg.Warehouse.ServedPointer(c.Request().Context(), wh, id); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -196,11 +196,11 @@ type commitResponse struct {
 // maxUpdates bounds one table change; a commit of more is a mistake, not a workload.
 const maxUpdates = 10000
 
-func (b commitBody) change(id tables.TableIdent) (tables.CommitChange, error) {
+func (b commitBody) change(id warehouse.TableIdent) (warehouse.CommitChange, error) {
 	if len(b.Updates)+len(b.Requirements) > maxUpdates {
-		return tables.CommitChange{}, badRequest("a table change may hold at most %d requirements and updates", maxUpdates)
+		return warehouse.CommitChange{}, badRequest("a table change may hold at most %d requirements and updates", maxUpdates)
 	}
-	return tables.CommitChange{Ident: id, Requirements: b.Requirements, Updates: b.Updates}, nil
+	return warehouse.CommitChange{Ident: id, Requirements: b.Requirements, Updates: b.Updates}, nil
 }
 
 func (f *Face) commitTable(c echo.Context) error {
@@ -219,7 +219,7 @@ func (f *Face) commitTable(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out, err := f.cfg.Tables.Commit(c.Request().Context(), wh, []tables.CommitChange{ch}, f.options(c))
+	out, err := f.cfg.Warehouse.Commit(c.Request().Context(), wh, []warehouse.CommitChange{ch}, f.options(c))
 	if err != nil {
 		return err
 	}
@@ -234,7 +234,7 @@ func (f *Face) commitTable(c echo.Context) error {
 
 // recordWrites keeps each committed table's commit as a write in its usage (best effort: the
 // commit stands either way).
-func (f *Face) recordWrites(c echo.Context, out []tables.ServedTable) {
+func (f *Face) recordWrites(c echo.Context, out []warehouse.ServedTable) {
 	if f.cfg.RecordUse == nil {
 		return
 	}
@@ -266,18 +266,18 @@ func (f *Face) commitTransaction(c echo.Context) error {
 	if len(in.TableChanges) == 0 || len(in.TableChanges) > maxTableChanges {
 		return badRequest("a transaction holds 1 to %d table changes, not %d", maxTableChanges, len(in.TableChanges))
 	}
-	changes := make([]tables.CommitChange, len(in.TableChanges))
+	changes := make([]warehouse.CommitChange, len(in.TableChanges))
 	for i, b := range in.TableChanges {
 		if b.Identifier == nil {
 			return badRequest("table change %d has no identifier", i)
 		}
-		ch, err := b.change(tables.TableIdent{Namespace: b.Identifier.Namespace, Name: b.Identifier.Name})
+		ch, err := b.change(warehouse.TableIdent{Namespace: b.Identifier.Namespace, Name: b.Identifier.Name})
 		if err != nil {
 			return err
 		}
 		changes[i] = ch
 	}
-	out, err := f.cfg.Tables.Commit(c.Request().Context(), wh, changes, f.options(c))
+	out, err := f.cfg.Warehouse.Commit(c.Request().Context(), wh, changes, f.options(c))
 	if err != nil {
 		return err
 	}
@@ -299,7 +299,7 @@ func (f *Face) dropTable(c echo.Context) error {
 	if purge && !f.allows(c, auth.ScopeAdmin) {
 		return apiError(http.StatusForbidden, "ForbiddenException", "dropping with purgeRequested=true needs a token with the admin scope (the purge itself waits for a cleanup proposal and a person's approval)")
 	}
-	if err := f.cfg.Tables.DropServed(c.Request().Context(), wh, id, purge, f.options(c)); err != nil {
+	if err := f.cfg.Warehouse.DropServed(c.Request().Context(), wh, id, purge, f.options(c)); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -322,9 +322,9 @@ func (f *Face) renameTable(c echo.Context) error {
 	if in.Source == nil || in.Destination == nil {
 		return badRequest("a rename needs source and destination identifiers")
 	}
-	from := tables.TableIdent{Namespace: in.Source.Namespace, Name: in.Source.Name}
-	to := tables.TableIdent{Namespace: in.Destination.Namespace, Name: in.Destination.Name}
-	if err := f.cfg.Tables.RenameServed(c.Request().Context(), wh, from, to, f.options(c)); err != nil {
+	from := warehouse.TableIdent{Namespace: in.Source.Namespace, Name: in.Source.Name}
+	to := warehouse.TableIdent{Namespace: in.Destination.Namespace, Name: in.Destination.Name}
+	if err := f.cfg.Warehouse.RenameServed(c.Request().Context(), wh, from, to, f.options(c)); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -357,7 +357,7 @@ func (f *Face) reportMetrics(c echo.Context) error {
 		return badRequest("report-type must be scan-report or commit-report, not %q", in.ReportType)
 	}
 	ctx := c.Request().Context()
-	asset, _, err := f.cfg.Tables.ServedPointer(ctx, wh, id)
+	asset, _, err := f.cfg.Warehouse.ServedPointer(ctx, wh, id)
 	if err != nil {
 		return err
 	}

@@ -43,12 +43,12 @@ func columnsOf(sc *iceberg.Schema) []catalog.ColumnInput {
 	return out
 }
 
-// syncColumns records the table's current schema as its asset's columns (source iceberg, with
+// SyncColumns records the table's current schema as its asset's columns (source iceberg, with
 // field IDs and the schema ID) unless prev, the schema ID recorded last, is already the current
 // one: a refresh without a schema change costs nothing here. It returns the schema ID now
 // recorded. A schema the catalog refuses (more columns than it keeps) or an asset that cannot
 // change (deleted) is logged and left for the next refresh; the table is registered all the same.
-func (s *Service) syncColumns(ctx context.Context, id uuid.UUID, meta table.Metadata, prev *int) (*int, error) {
+func (s *Service) SyncColumns(ctx context.Context, id uuid.UUID, meta table.Metadata, prev *int) (*int, error) {
 	sc := meta.CurrentSchema()
 	if sc == nil || (prev != nil && *prev == sc.ID) {
 		return prev, nil

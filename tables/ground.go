@@ -127,9 +127,9 @@ func clipPath(p string) string {
 // inside another live table's.
 var ErrNotOwnGround = errors.New("is not on the table's own ground")
 
-// ground is where a table's files may be: under its own location, and under no other live
+// Ground is where a table's files may be: under its own location, and under no other live
 // table's location.
-type ground struct {
+type Ground struct {
 	location string
 	own      root
 	others   []groundOther
@@ -141,8 +141,8 @@ type groundOther struct {
 	id    uuid.UUID
 }
 
-// groundOf reads the ground of a table at location (self: the table's own asset, not another).
-func (s *Service) groundOf(ctx context.Context, db *ent.Client, location string, self uuid.UUID) (*ground, error) {
+// GroundOf reads the ground of a table at location (self: the table's own asset, not another).
+func GroundOf(ctx context.Context, db *ent.Client, location string, self uuid.UUID) (*Ground, error) {
 	if err := CheckLocation(location); err != nil {
 		return nil, err
 	}
@@ -155,7 +155,7 @@ func (s *Service) groundOf(ctx context.Context, db *ent.Client, location string,
 	if err != nil {
 		return nil, fmt.Errorf("tables: read table locations: %w", err)
 	}
-	g := &ground{location: location, own: own}
+	g := &Ground{location: location, own: own}
 	for _, r := range rows {
 		if r.Location == "" {
 			continue
@@ -167,9 +167,9 @@ func (s *Service) groundOf(ctx context.Context, db *ent.Client, location string,
 	return g, nil
 }
 
-// check refuses a path off the ground; data selects the data file rules (percent-escapes of
+// Check refuses a path off the ground; data selects the data file rules (percent-escapes of
 // partition values allowed).
-func (g *ground) check(p string, data bool) error {
+func (g *Ground) Check(p string, data bool) error {
 	if err := checkPath(p, data); err != nil {
 		return err
 	}
@@ -209,49 +209,6 @@ func Owns(location, path string) error {
 	if err != nil {
 		return err
 	}
-	g := &ground{location: location, own: own}
-	return g.check(path, true)
-}
-
-// dataPathProps are the table properties that say where a writer puts the table's files.
-var dataPathProps = []string{"write.data.path", "write.metadata.path", "write.object-storage.path", "write.folder-storage.path"}
-
-// checkOwnFiles refuses a commit whose write paths or new statistics files are off the table's
-// ground (its manifest lists, manifests and data files are checked as they are read).
-func checkOwnFiles(p *plan) error {
-	props := p.updated.Properties()
-	for _, k := range dataPathProps {
-		v, ok := props[k]
-		if !ok {
-			continue
-		}
-		if err := p.ground.check(strings.TrimRight(v, "/"), false); err != nil {
-			return invalid("properties", "table %s: %s = %v; point it under the table's location %s, or remove it", p.ident, k, err, p.updated.Location())
-		}
-	}
-	known := map[string]bool{}
-	if p.base != nil {
-		for st := range p.base.Statistics() {
-			known[st.StatisticsPath] = true
-		}
-		for st := range p.base.PartitionStatistics() {
-			known[st.StatisticsPath] = true
-		}
-	}
-	var paths []string
-	for st := range p.updated.Statistics() {
-		paths = append(paths, st.StatisticsPath)
-	}
-	for st := range p.updated.PartitionStatistics() {
-		paths = append(paths, st.StatisticsPath)
-	}
-	for _, sp := range paths {
-		if known[sp] {
-			continue
-		}
-		if err := p.ground.check(sp, false); err != nil {
-			return invalid("updates", "table %s: statistics file %v; write statistics under the table's location %s", p.ident, err, p.updated.Location())
-		}
-	}
-	return nil
+	g := &Ground{location: location, own: own}
+	return g.Check(path, true)
 }

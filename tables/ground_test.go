@@ -4,8 +4,6 @@ import (
 	"net/url"
 	"strings"
 	"testing"
-
-	"github.com/apache/iceberg-go/table"
 )
 
 func TestCheckPath(t *testing.T) {
@@ -48,7 +46,7 @@ func TestCheckPath(t *testing.T) {
 func TestGround(t *testing.T) {
 	own, _ := parseRoot("file:///wh/t")
 	nested, _ := parseRoot("file:///wh/t/sub")
-	g := &ground{location: "file:///wh/t", own: own, others: []groundOther{{root: nested, ident: "ns.sub"}}}
+	g := &Ground{location: "file:///wh/t", own: own, others: []groundOther{{root: nested, ident: "ns.sub"}}}
 	cases := []struct {
 		path string
 		ok   bool
@@ -62,7 +60,7 @@ func TestGround(t *testing.T) {
 		{"file:///etc/passwd", false},
 	}
 	for _, c := range cases {
-		if err := g.check(c.path, true); (err == nil) != c.ok {
+		if err := g.Check(c.path, true); (err == nil) != c.ok {
 			t.Errorf("check(%q) = %v, want ok=%v", c.path, err, c.ok)
 		}
 	}
@@ -97,22 +95,4 @@ func FuzzCheckLocation(f *testing.F) {
 			}
 		}
 	})
-}
-
-func TestMetaCacheBoundedByBytes(t *testing.T) {
-	c := newMetaCache(1000)
-	var m table.Metadata
-	for i := range 10 {
-		c.Add(string(rune('a'+i)), m, 200)
-	}
-	if c.bytes > 1000 || c.lru.Len() != 5 {
-		t.Fatalf("%d bytes in %d entries, want at most 1000 in 5", c.bytes, c.lru.Len())
-	}
-	if _, ok := c.Get("a"); ok {
-		t.Fatal("the oldest entry should have been evicted")
-	}
-	c.Add("big", m, 300) // over a quarter of the bound: not kept
-	if _, ok := c.Get("big"); ok {
-		t.Fatal("a file over a quarter of the bound was kept")
-	}
 }

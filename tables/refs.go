@@ -9,8 +9,6 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
-
-	"github.com/tidemark/tidemark/ent"
 )
 
 // RefKind says why a path is referenced.
@@ -253,11 +251,11 @@ func (s *Service) RemoveSnapshots(ctx context.Context, id uuid.UUID, l *Live, id
 	updates := []table.Update{table.NewRemoveSnapshotsUpdate(remove, false)}
 	if row.Warehouse != "" {
 		// Served by Tidemark: the same compare-and-swap every engine's commit goes through.
-		id, err := servedIdent(row)
+		w, err := s.servedThrough(row)
 		if err != nil {
 			return nil, nil, err
 		}
-		if _, err := s.Commit(ctx, row.Warehouse, []CommitChange{{Ident: id, Requirements: reqs, Updates: updates}}, CommitOptions{}); err != nil {
+		if err := w.CommitServedRow(ctx, row, reqs, updates); err != nil {
 			return nil, nil, fmt.Errorf("tables: commit the removal of %d snapshots: %w", len(remove), err)
 		}
 	} else {
@@ -309,22 +307,10 @@ func (s *Service) CurrentStructure(ctx context.Context, l *Live) ([]CurrentFile,
 // IsCommitConflict reports whether a commit failed because the table changed since it was read
 // (another writer won the race for the pointer): re-read, revalidate and retry.
 func IsCommitConflict(err error) bool {
-	if errors.Is(err, table.ErrCommitFailed) || errors.Is(err, ErrCommitFailed) {
+	if errors.Is(err, table.ErrCommitFailed) { // a served table's conflict is one too (see Served)
 		return true
 	}
 	// iceberg-go's SQL catalog returns a failed requirement (the table moved since it was read)
 	// as the requirement's own error, unwrapped; REST catalogs answer 409 (ErrCommitFailed).
 	return err != nil && strings.Contains(strings.ToLower(err.Error()), "requirement failed")
-}
-
-// servedIdent is a served table's REST identifier, from its key.
-func servedIdent(row *ent.IcebergTable) (TableIdent, error) {
-	if row.RestKey == nil {
-		return TableIdent{}, serveErr(ErrNoSuchTable, "table %s is no longer served (dropped)", row.Identifier)
-	}
-	parts := strings.Split(*row.RestKey, sep)
-	if len(parts) < 3 {
-		return TableIdent{}, fmt.Errorf("tables: table %s has a malformed key", row.ID)
-	}
-	return TableIdent{Namespace: parts[1 : len(parts)-1], Name: parts[len(parts)-1]}, nil
 }

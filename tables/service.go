@@ -40,12 +40,8 @@ type Service struct {
 	partials *partials // manifests' health figures, kept across refreshes
 	lz4      *lz4Probe
 
-	warehouses []Warehouse // served over the Iceberg REST protocol
-	// metaCache keeps parsed metadata files of served tables by location: a metadata file is
-	// never rewritten, so a location names the same metadata forever.
-	metaCache *metaCache
-	faults    Faults // injected failures (tests)
-	stale     stale  // served tables to inspect again
+	warehouses []Warehouse // served over the Iceberg REST protocol (by package warehouse)
+	served     Served      // the service serving them, once it registered (SetServed)
 }
 
 // DefaultConfirmGap is how far apart two complete catalog listings that both lack a table must
@@ -122,7 +118,6 @@ func New(db *ent.Client, cat *catalog.Catalog, opts ...Option) (*Service, error)
 	if err := s.checkWarehouses(); err != nil {
 		return nil, err
 	}
-	s.metaCache = newMetaCache(DefaultMetadataCacheBytes)
 	if s.gap < 0 {
 		return nil, fmt.Errorf("tables: the confirmation gap must not be negative, not %s", s.gap)
 	}
@@ -306,8 +301,8 @@ func (s *Service) bind(ctx context.Context, tbl *table.Table, conn, ident, ns, n
 	} else {
 		// Adopt an asset that lineage or a person created under the table's name or location
 		// before the catalog knew the table, unless it is bound to another Iceberg table.
-		if id, err = s.adoptable(ctx, ns, name); err == nil && id == uuid.Nil && (ns != locNS || name != locName) {
-			id, err = s.adoptable(ctx, locNS, locName)
+		if id, err = s.Adoptable(ctx, ns, name); err == nil && id == uuid.Nil && (ns != locNS || name != locName) {
+			id, err = s.Adoptable(ctx, locNS, locName)
 		}
 		if err != nil {
 			return uuid.Nil, "", err
@@ -362,8 +357,8 @@ func hasExternalID(ids []catalog.ExternalID, x catalog.ExternalIDInput) bool {
 	return false
 }
 
-// adoptable returns the live asset holding a name when no Iceberg table is bound to it.
-func (s *Service) adoptable(ctx context.Context, ns, name string) (uuid.UUID, error) {
+// Adoptable returns the live asset holding a name when no Iceberg table is bound to it.
+func (s *Service) Adoptable(ctx context.Context, ns, name string) (uuid.UUID, error) {
 	ref, ok, err := s.cat.Lookup(ctx, catalog.SpaceDataset, ns, name)
 	if err != nil || !ok || ref.Former || ref.Deleted {
 		return uuid.Nil, err
@@ -425,7 +420,7 @@ func (s *Service) upsertRow(ctx context.Context, id uuid.UUID, tbl *table.Table,
 				"table %s is served by Tidemark's warehouse %s at %s: its metadata moves only by commits through /iceberg/v1", row.Identifier, row.Warehouse, row.MetadataLocation)}
 		}
 	}
-	if recorded, err = s.syncColumns(ctx, id, meta, recorded); err != nil {
+	if recorded, err = s.SyncColumns(ctx, id, meta, recorded); err != nil {
 		return err
 	}
 	if row == nil {
@@ -712,7 +707,11 @@ func (s *Service) Drop(ctx context.Context, id uuid.UUID) (Dropped, error) {
 		return out, nil
 	}
 	if row.Warehouse != "" {
-		return out, s.dropServedRow(ctx, row, false, CommitOptions{})
+		w, err := s.servedThrough(row)
+		if err != nil {
+			return out, err
+		}
+		return out, w.DropServedRow(ctx, row)
 	}
 	if row.Connection != "" {
 		c := s.connection(row.Connection)

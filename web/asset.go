@@ -22,6 +22,7 @@ import (
 	"github.com/tidemark/tidemark/reconcile"
 	"github.com/tidemark/tidemark/tables"
 	"github.com/tidemark/tidemark/usage"
+	"github.com/tidemark/tidemark/warehouse"
 )
 
 type chartData struct {
@@ -51,7 +52,7 @@ type assetData struct {
 	Runs      []lineage.RunInfo
 	Table     *tables.Table
 	Health    *tables.Health
-	Commits   *tables.CommitHealth // for a table served over the Iceberg REST protocol
+	Commits   *warehouse.CommitHealth // for a table served over the Iceberg REST protocol
 	Proposals []cleanup.Proposal
 	// Dangling is the table's open dangling-reference finding: the health summary leads with it
 	// (queries fail), whatever the layout figures say.
@@ -188,8 +189,8 @@ func (u *UI) tableParts(g *errgroup.Group, r *http.Request, d *assetData, miss f
 				} else if !miss("the table's health", err) {
 					d.Health = &h
 				}
-				if t.Warehouse != "" {
-					ch, err := u.cfg.Tables.CommitHealth(ctx, id, tables.DefaultCommitWindow)
+				if t.Warehouse != "" && u.cfg.Warehouse != nil {
+					ch, err := u.cfg.Warehouse.CommitHealth(ctx, id, warehouse.DefaultCommitWindow)
 					if !miss("the table's commit health", err) {
 						d.Commits = &ch
 					}

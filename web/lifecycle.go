@@ -28,11 +28,11 @@ func (u *UI) lifecycleRoutes() {
 }
 
 // notServed refuses an edit of a table served through the Iceberg REST catalog: its name and
-// its life are the catalog's (tables.Service.RefuseServed says why).
+// its life are the catalog's (warehouse.Service.RefuseServed says why).
 func (u *UI) notServed(apply assetEditFunc) assetEditFunc {
 	return func(ctx context.Context, cat *catalog.Catalog, id uuid.UUID, version int64, f url.Values) (string, string, error) {
-		if u.cfg.Tables != nil {
-			if err := u.cfg.Tables.RefuseServed(ctx, id); err != nil {
+		if u.cfg.Warehouse != nil {
+			if err := u.cfg.Warehouse.RefuseServed(ctx, id); err != nil {
 				return "", "", err
 			}
 		}

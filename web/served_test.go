@@ -14,6 +14,7 @@ import (
 	"github.com/tidemark/tidemark/storage"
 	"github.com/tidemark/tidemark/storage/storagetest"
 	"github.com/tidemark/tidemark/tables"
+	"github.com/tidemark/tidemark/warehouse"
 	"github.com/tidemark/tidemark/web"
 )
 
@@ -22,20 +23,24 @@ import (
 func TestServedAssetFormsRefused(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
 		ctx := context.Background()
-		var served tables.ServedTable
+		var served warehouse.ServedTable
 		srv, cat := newUIWith(t, db, func(c *web.Config) {
 			tbls, err := tables.New(db.Client, c.Catalog, tables.WithWarehouses(tables.Warehouse{Name: "main", Location: t.TempDir()}))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := tbls.CreateNamespace(ctx, "main", []string{"s"}, nil); err != nil {
+			wh, err := warehouse.New(db.Client, c.Catalog, tbls)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := wh.CreateNamespace(ctx, "main", []string{"s"}, nil); err != nil {
 				t.Fatal(err)
 			}
 			schema := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true})
-			if served, err = tbls.CreateServed(ctx, "main", tables.CreateServedInput{Ident: tables.TableIdent{Namespace: []string{"s"}, Name: "t"}, Schema: schema}, tables.CommitOptions{}); err != nil {
+			if served, err = wh.CreateServed(ctx, "main", warehouse.CreateServedInput{Ident: warehouse.TableIdent{Namespace: []string{"s"}, Name: "t"}, Schema: schema}, warehouse.CommitOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			c.Tables = tbls
+			c.Tables, c.Warehouse = tbls, wh
 		})
 		writer := signIn(t, srv, db, "w", auth.ScopeWrite)
 		before, err := cat.Get(ctx, served.AssetID)

@@ -31,6 +31,7 @@ import (
 	"github.com/tidemark/tidemark/server"
 	"github.com/tidemark/tidemark/tables"
 	"github.com/tidemark/tidemark/usage"
+	"github.com/tidemark/tidemark/warehouse"
 )
 
 //go:embed templates static
@@ -42,7 +43,10 @@ type Config struct {
 	Lineage *lineage.Service
 	Usage   *usage.Service
 	Tables  *tables.Service
-	Cleanup *cleanup.Service
+	// Warehouse serves Tidemark's own warehouses: a served table's commit health, and the edits
+	// only the Iceberg REST catalog may make; nil shows and refuses neither.
+	Warehouse *warehouse.Service
+	Cleanup   *cleanup.Service
 	// Reconcile keeps dataset migrations; nil leaves their pages out.
 	Reconcile *reconcile.Service
 	// Tokens verifies sign-ins and keeps the browser sessions.

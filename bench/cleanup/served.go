@@ -36,6 +36,7 @@ import (
 	"github.com/tidemark/tidemark/handlers"
 	"github.com/tidemark/tidemark/server"
 	"github.com/tidemark/tidemark/tables"
+	"github.com/tidemark/tidemark/warehouse"
 	"github.com/tidemark/tidemark/web"
 )
 
@@ -48,8 +49,8 @@ func generateServed(ctx context.Context, d string) {
 	start := time.Now()
 	store := benchdb.Open(ctx, filepath.Join(d, "tidemark.db"))
 	defer store.Close()
-	warehouse := filepath.Join(d, "warehouse")
-	a, err := app.Open(ctx, store, app.Config{Tables: []tables.Option{tables.WithWarehouses(tables.Warehouse{Name: "main", Location: warehouse})}})
+	whDir := filepath.Join(d, "warehouse")
+	a, err := app.Open(ctx, store, app.Config{Tables: []tables.Option{tables.WithWarehouses(tables.Warehouse{Name: "main", Location: whDir})}})
 	benchdb.Must(err)
 	h, err := a.Handler(server.Config{}, handlers.Config{}, web.Config{})
 	benchdb.Must(err)
@@ -149,7 +150,9 @@ func servedSide(ctx context.Context, s, d, assetID, metaLoc string, r *result) {
 		}
 		return time.Now().Add(100 * time.Hour)
 	}
-	svc := cleanup.New(db, cat, tbls, cleanup.WithClock(clock))
+	wh, err := warehouse.New(db.Client, cat, tbls)
+	benchdb.Must(err)
+	svc := cleanup.New(db, cat, tbls, cleanup.WithClock(clock), cleanup.WithWarehouse(wh))
 	id := mustUUID(assetID)
 	opt := cleanup.ScanOptions{WalkOnly: s == "walk", FromInventory: s == "inventory"}
 	t := time.Now()

@@ -140,7 +140,7 @@ func addFiles(ctx context.Context, tbl *table.Table, name string, from, n int) *
 func inventoryCheck(ctx context.Context, tbl *table.Table) {
 	id := assetOf(ctx, tbl)
 	start := time.Now()
-	live, complete, err := benchApp.Tables.LiveFromInventory(ctx, id, tbl.Metadata(), tbl.CurrentSnapshot().SnapshotID)
+	live, complete, err := benchApp.Warehouse.LiveFromInventory(ctx, id, tbl.Metadata(), tbl.CurrentSnapshot().SnapshotID)
 	benchdb.Must(err)
 	fromInventory := time.Since(start)
 	start = time.Now()

@@ -1,15 +1,12 @@
-package tables
+package warehouse
 
 // Bounds on what a client may store in a served catalog: a schema nested thousands of levels
 // deep cost minutes of CPU to create and seconds on every load after it, and properties were
 // uncapped (a 42 MB namespace).
 
 import (
-	"sync"
-
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
-	lru "github.com/hashicorp/golang-lru/v2"
 )
 
 // The limits.
@@ -89,52 +86,4 @@ func checkMetadataBounds(base, updated table.Metadata) error {
 		}
 	}
 	return checkProperties("properties", updated.Properties())
-}
-
-// DefaultMetadataCacheBytes bounds the parsed metadata files kept in memory, by the size of
-// their files (a parsed file takes a few times that).
-const DefaultMetadataCacheBytes = 64 << 20
-
-// metaCache keeps parsed metadata files by location, bounded by the bytes of their files: a
-// location names the same metadata forever. A file larger than a quarter of the bound is not
-// kept.
-type metaCache struct {
-	mu    sync.Mutex
-	max   int64
-	bytes int64
-	lru   *lru.Cache[string, sizedMeta]
-}
-
-type sizedMeta struct {
-	meta table.Metadata
-	size int64
-}
-
-func newMetaCache(maxBytes int64) *metaCache {
-	c := &metaCache{max: maxBytes}
-	c.lru, _ = lru.NewWithEvict(1<<16, func(_ string, v sizedMeta) { c.bytes -= v.size })
-	return c
-}
-
-func (c *metaCache) Get(loc string) (table.Metadata, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	v, ok := c.lru.Get(loc)
-	return v.meta, ok
-}
-
-func (c *metaCache) Add(loc string, m table.Metadata, size int64) {
-	if size > c.max/4 {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.lru.Contains(loc) {
-		return
-	}
-	c.lru.Add(loc, sizedMeta{m, size})
-	c.bytes += size
-	for c.bytes > c.max && c.lru.Len() > 0 {
-		c.lru.RemoveOldest()
-	}
 }

@@ -1,4 +1,4 @@
-package tables
+package warehouse
 
 // Idempotency keys of the served catalog, claimed before anything is staged.
 //
@@ -27,6 +27,7 @@ import (
 	"github.com/tidemark/tidemark/ent/icebergtable"
 	"github.com/tidemark/tidemark/ent/idempotencykey"
 	"github.com/tidemark/tidemark/internal/loop"
+	"github.com/tidemark/tidemark/tables"
 )
 
 // KeyLifetime is how long an Idempotency-Key of the served catalog is honoured.
@@ -43,7 +44,7 @@ const keyStale = 5 * time.Minute
 const MaxKeyBytes = 128
 
 // ErrKeyReused is an Idempotency-Key first used for a different request.
-var ErrKeyReused = fmt.Errorf("tables: idempotency key reused: %w", catalog.ErrInvalid)
+var ErrKeyReused = fmt.Errorf("warehouse: idempotency key reused: %w", catalog.ErrInvalid)
 
 // CheckKey refuses an Idempotency-Key that is not printable UTF-8 or too long.
 func CheckKey(key string) error {
@@ -93,14 +94,14 @@ func (s *Service) claimKey(ctx context.Context, wh string, opt CommitOptions) (*
 			return &keyClaim{s: s, id: row.ID, since: now, key: opt.IdempotencyKey}, nil
 		}
 		if !ent.IsConstraintError(err) {
-			return nil, fmt.Errorf("tables: claim the Idempotency-Key: %w", err)
+			return nil, fmt.Errorf("warehouse: claim the Idempotency-Key: %w", err)
 		}
 		prior, err := s.db.IdempotencyKey.Query().Where(idempotencykey.Operation(op), idempotencykey.Key(opt.IdempotencyKey)).Only(ctx)
 		if ent.IsNotFound(err) {
 			continue // released meanwhile: claim it again
 		}
 		if err != nil {
-			return nil, fmt.Errorf("tables: read the Idempotency-Key: %w", err)
+			return nil, fmt.Errorf("warehouse: read the Idempotency-Key: %w", err)
 		}
 		if now.Sub(prior.CreatedAt) >= KeyLifetime {
 			// Expired: the key is new again.
@@ -191,7 +192,7 @@ func (c *keyClaim) release(ctx context.Context) {
 
 // replayCommits answers the outcome of the request the rows record (a create, commit or
 // register).
-func (s *Service) replayCommits(ctx context.Context, w Warehouse, rows []*ent.IcebergCommit) ([]ServedTable, error) {
+func (s *Service) replayCommits(ctx context.Context, w tables.Warehouse, rows []*ent.IcebergCommit) ([]ServedTable, error) {
 	out := make([]ServedTable, 0, len(rows))
 	for _, c := range rows {
 		switch c.State {
@@ -205,7 +206,7 @@ func (s *Service) replayCommits(ctx context.Context, w Warehouse, rows []*ent.Ic
 		default:
 			return nil, serveErr(ErrKeyReused, "Idempotency-Key %q was first used for a %s; use a new key for a new request", c.IdempotencyKey, c.Kind)
 		}
-		row, err := s.db.IcebergTable.Query().Where(icebergtable.ID(c.AssetID)).Select(rowFields...).Only(ctx)
+		row, err := s.db.IcebergTable.Query().Where(icebergtable.ID(c.AssetID)).Select(tables.RowFields()...).Only(ctx)
 		if err != nil {
 			return nil, err
 		}

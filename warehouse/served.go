@@ -1,13 +1,9 @@
-package tables
+package warehouse
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"strings"
-	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
@@ -15,8 +11,8 @@ import (
 
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/ent"
-	"github.com/tidemark/tidemark/ent/icebergcommit"
 	"github.com/tidemark/tidemark/ent/icebergtable"
+	"github.com/tidemark/tidemark/tables"
 )
 
 // TableIdent names a served table: its namespace levels and its name.
@@ -46,42 +42,11 @@ type ServedTable struct {
 	Props iceberg.Properties
 }
 
-// readMetadata reads and parses a metadata file under a warehouse.
-func (s *Service) readMetadata(ctx context.Context, w Warehouse, loc string) (table.Metadata, error) {
-	if m, ok := s.metaCache.Get(loc); ok {
-		return m, nil
-	}
-	// Guarded: only under the warehouse, only regular files (a FIFO named by a register must
-	// not pin a thread), none larger than the limit.
-	fsys, err := s.warehouseFS(ctx, w, loc)
-	if err != nil {
-		return nil, fmt.Errorf("tables: open %s: %w", loc, err)
-	}
-	f, err := fsys.Open(loc)
-	if err != nil {
-		return nil, fmt.Errorf("tables: open %s: %w", loc, err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, s.limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("tables: read %s: %w", loc, err)
-	}
-	if int64(len(b)) > s.limit {
-		return nil, fmt.Errorf("tables: %s: %w", loc, ErrTooLarge)
-	}
-	m, err := table.ParseMetadata(bytes.NewReader(b))
-	if err != nil {
-		return nil, fmt.Errorf("tables: parse %s: %w", loc, err)
-	}
-	s.metaCache.Add(loc, m, int64(len(b)))
-	return m, nil
-}
-
 func (s *Service) servedRow(ctx context.Context, db *ent.Client, wh string, id TableIdent) (*ent.IcebergTable, error) {
 	if err := id.valid(); err != nil {
 		return nil, err
 	}
-	row, err := db.IcebergTable.Query().Where(icebergtable.RestKey(tableKey(wh, id.Namespace, id.Name))).Select(rowFields...).Only(ctx)
+	row, err := db.IcebergTable.Query().Where(icebergtable.RestKey(tableKey(wh, id.Namespace, id.Name))).Select(tables.RowFields()...).Only(ctx)
 	if ent.IsNotFound(err) {
 		if _, err := s.namespaceRow(ctx, db, wh, id.Namespace); err != nil {
 			return nil, err
@@ -89,7 +54,7 @@ func (s *Service) servedRow(ctx context.Context, db *ent.Client, wh string, id T
 		return nil, serveErr(ErrNoSuchTable, "table %s does not exist in warehouse %s", id, wh)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("tables: read table %s: %w", id, err)
+		return nil, fmt.Errorf("warehouse: read table %s: %w", id, err)
 	}
 	return row, nil
 }
@@ -136,7 +101,7 @@ func (s *Service) ListServed(ctx context.Context, wh string, ns []string, after 
 	}
 	rows, err := q.Order(ent.Asc(icebergtable.FieldRestKey)).Limit(limit + 1).Select(icebergtable.FieldRestKey).All(ctx)
 	if err != nil {
-		return nil, "", fmt.Errorf("tables: list tables: %w", err)
+		return nil, "", fmt.Errorf("warehouse: list tables: %w", err)
 	}
 	more := len(rows) > limit
 	if more {
@@ -238,7 +203,7 @@ func (s *Service) CreateServed(ctx context.Context, wh string, in CreateServedIn
 
 // claimServed claims the key of a create or register (see claimKey); a replay returns the first
 // request's outcome.
-func (s *Service) claimServed(ctx context.Context, w Warehouse, opt *CommitOptions) (*ServedTable, error) {
+func (s *Service) claimServed(ctx context.Context, w tables.Warehouse, opt *CommitOptions) (*ServedTable, error) {
 	cl, err := s.claimKey(ctx, w.Name, *opt)
 	if err != nil {
 		return nil, err
@@ -254,55 +219,6 @@ func (s *Service) claimServed(ctx context.Context, w Warehouse, opt *CommitOptio
 	return nil, nil
 }
 
-// defaultLocation is a location no other table can have: the table-uuid is in it.
-func (s *Service) defaultLocation(w Warehouse, id TableIdent, tuuid uuid.UUID) string {
-	parts := []string{w.Location}
-	parts = append(parts, id.Namespace...)
-	return strings.Join(parts, "/") + "/" + id.Name + "-" + strings.ReplaceAll(tuuid.String(), "-", "")
-}
-
-// underDir reports whether loc lies strictly under dir, both normalised as warehouse roots are
-// (cleaned, so ".." cannot climb out by a prefix test; local symbolic links resolved).
-func underDir(loc, dir string) bool {
-	l, err := parseRoot(loc)
-	if err != nil {
-		return false
-	}
-	d, err := parseRoot(dir)
-	return err == nil && d.contains(l) && l.path != d.path
-}
-
-// overlaps reports whether one location holds the other (or they are the same).
-func overlaps(a, b string) bool {
-	ra, err := parseRoot(a)
-	if err != nil {
-		return false
-	}
-	rb, err := parseRoot(b)
-	return err == nil && (ra.contains(rb) || rb.contains(ra))
-}
-
-// checkLocation refuses a location outside the warehouse or overlapping a live table's (other
-// than self): two tables under one location is how orphan cleanup deletes live files.
-func (s *Service) checkLocation(ctx context.Context, db *ent.Client, w Warehouse, loc string, self uuid.UUID) error {
-	if err := CheckLocation(loc); err != nil {
-		return invalid("location", "location %v", err)
-	}
-	if !underDir(loc, w.Location) {
-		return invalid("location", "location %s is not under warehouse %s's location %s", loc, w.Name, w.Location)
-	}
-	rows, err := db.IcebergTable.Query().Where(icebergtable.GoneAtIsNil()).Select(icebergtable.FieldID, icebergtable.FieldLocation, icebergtable.FieldIdentifier).All(ctx)
-	if err != nil {
-		return fmt.Errorf("tables: read table locations: %w", err)
-	}
-	for _, r := range rows {
-		if r.ID != self && overlaps(loc, r.Location) {
-			return serveErr(ErrAlreadyExists, "location %s overlaps the location %s of live table %s (asset %s): tables must not share files; use another location or leave it empty for a unique one", loc, r.Location, r.Identifier, r.ID)
-		}
-	}
-	return nil
-}
-
 // RegisterServed serves an existing table from its metadata file under a new name: the
 // pointer starts at that file. The write-path inventory covers the commits after it.
 func (s *Service) RegisterServed(ctx context.Context, wh string, id TableIdent, metadataLocation string, opt CommitOptions) (ServedTable, error) {
@@ -316,7 +232,7 @@ func (s *Service) RegisterServed(ctx context.Context, wh string, id TableIdent, 
 	if _, err := s.namespaceRow(ctx, s.db, wh, id.Namespace); err != nil {
 		return ServedTable{}, err
 	}
-	if err := CheckLocation(metadataLocation); err != nil {
+	if err := tables.CheckLocation(metadataLocation); err != nil {
 		return ServedTable{}, invalid("metadata-location", "metadata location %v", err)
 	}
 	if first, err := s.claimServed(ctx, w, &opt); err != nil || first != nil {
@@ -326,14 +242,14 @@ func (s *Service) RegisterServed(ctx context.Context, wh string, id TableIdent, 
 		return *first, nil
 	}
 	defer opt.claim.release(ctx)
-	if err := s.roots.check(metadataLocation); err != nil || !underDir(metadataLocation, w.Location) {
+	if err := s.tables.CheckRoots(metadataLocation); err != nil || !tables.UnderDir(metadataLocation, w.Location) {
 		return ServedTable{}, invalid("metadata-location", "metadata location %s is not under warehouse %s's location %s", metadataLocation, w.Name, w.Location)
 	}
 	meta, err := s.readMetadata(ctx, w, metadataLocation)
 	if err != nil {
 		return ServedTable{}, invalid("metadata-location", "could not read an Iceberg metadata file at %s: %v", metadataLocation, err)
 	}
-	known, err := s.db.IcebergTable.Query().Where(icebergtable.TableUUID(meta.TableUUID().String())).Select(rowFields...).Only(ctx)
+	known, err := s.db.IcebergTable.Query().Where(icebergtable.TableUUID(meta.TableUUID().String())).Select(tables.RowFields()...).Only(ctx)
 	if err != nil && !ent.IsNotFound(err) {
 		return ServedTable{}, err
 	}
@@ -449,7 +365,7 @@ func (s *Service) DropServed(ctx context.Context, wh string, id TableIdent, purg
 		return err
 	}
 	if _, err := s.cat.Delete(ctx, row.ID, catalog.AnyVersion); err != nil {
-		return fmt.Errorf("tables: the table is dropped; marking asset %s deleted failed: %w", row.ID, err)
+		return fmt.Errorf("warehouse: the table is dropped; marking asset %s deleted failed: %w", row.ID, err)
 	}
 	return nil
 }
@@ -484,157 +400,14 @@ func (s *Service) dropServedRow(ctx context.Context, row *ent.IcebergTable, purg
 	return err
 }
 
-// servedAsset finds or creates the asset for a table about to be served: the one bound to its
-// table-uuid, else a live asset of the same name with no table (adopted: its table-uuid is bound
-// to it now, and unbound again if the commit fails), else a new one.
-func (s *Service) servedAsset(ctx context.Context, w Warehouse, id TableIdent, meta table.Metadata) (asset uuid.UUID, created, adopted bool, err error) {
-	tuuid := meta.TableUUID().String()
-	ref, ok, err := s.cat.LookupExternal(ctx, catalog.SystemIcebergTable, tuuid)
-	if err != nil {
-		return uuid.Nil, false, false, err
+// servedIdent is a served table's REST identifier, from its key.
+func servedIdent(row *ent.IcebergTable) (TableIdent, error) {
+	if row.RestKey == nil {
+		return TableIdent{}, serveErr(ErrNoSuchTable, "table %s is no longer served (dropped)", row.Identifier)
 	}
-	if ok {
-		a, err := s.cat.Get(ctx, ref.ID)
-		if err != nil {
-			return uuid.Nil, false, false, err
-		}
-		if a.Status == catalog.StatusDeleted {
-			if _, err := s.cat.Restore(ctx, a.ID, catalog.AnyVersion); err != nil && !errors.Is(err, catalog.ErrNameTaken) {
-				return uuid.Nil, false, false, err
-			}
-		}
-		if a.Namespace != w.Namespace || a.Name != id.String() {
-			if _, err := s.cat.Rename(ctx, a.ID, catalog.AnyVersion, w.Namespace, id.String()); err != nil {
-				return uuid.Nil, false, false, err
-			}
-		}
-		return a.ID, false, false, nil
+	parts := strings.Split(*row.RestKey, sep)
+	if len(parts) < 3 {
+		return TableIdent{}, fmt.Errorf("warehouse: table %s has a malformed key", row.ID)
 	}
-	aid, err := s.adoptable(ctx, w.Namespace, id.String())
-	if err != nil {
-		return uuid.Nil, false, false, err
-	}
-	uuidID := catalog.ExternalIDInput{System: catalog.SystemIcebergTable, Value: tuuid}
-	if aid != uuid.Nil {
-		// Only if nobody bound it meanwhile: racing creates of one name adopt it once.
-		if _, err := s.cat.BindOnlyExternalID(ctx, aid, uuidID); err != nil {
-			if errors.Is(err, catalog.ErrConflict) {
-				return uuid.Nil, false, false, serveErr(ErrAlreadyExists, "table %s is being created by another request (asset %s was adopted by it)", id, aid)
-			}
-			return uuid.Nil, false, false, err
-		}
-		return aid, false, true, nil
-	}
-	res, err := s.cat.Create(ctx, catalog.CreateInput{Kind: catalog.KindTable, Namespace: w.Namespace, Name: id.String(), ExternalIDs: []catalog.ExternalIDInput{uuidID}})
-	if err != nil {
-		return uuid.Nil, false, false, err
-	}
-	return res.Asset.ID, true, false, nil
-}
-
-// abandonedFiles is what an abandoned commit's snapshots wrote (read from the metadata file it
-// left, against the one it expected), so they are known leftovers; nothing when it cannot be read.
-func (s *Service) abandonedFiles(ctx context.Context, c *ent.IcebergCommit) []inventoryFile {
-	w, err := s.warehouse(c.Warehouse)
-	if err != nil {
-		return nil
-	}
-	meta, err := s.readMetadata(ctx, w, c.NewLocation)
-	if err != nil {
-		return nil
-	}
-	var base table.Metadata
-	if c.BaseLocation != "" {
-		if base, err = s.readMetadata(ctx, w, c.BaseLocation); err != nil {
-			return nil
-		}
-	}
-	fsys, err := s.warehouseFS(ctx, w, meta.Location())
-	if err != nil {
-		return nil
-	}
-	g, err := s.groundOf(ctx, s.db, meta.Location(), c.AssetID)
-	if err != nil {
-		return nil
-	}
-	var out []inventoryFile
-	for _, snap := range meta.Snapshots() {
-		if snap.ManifestList != "" && (base == nil || base.SnapshotByID(snap.SnapshotID) == nil) {
-			out = append(out, stagedFiles(fsys, snap, g)...)
-		}
-	}
-	return out
-}
-
-// committedFiles is what a commit found committed after the process stopped added: its
-// metadata file, and what its new snapshots wrote (read from its metadata files).
-func (s *Service) committedFiles(ctx context.Context, c *ent.IcebergCommit) []inventoryFile {
-	out := []inventoryFile{{path: c.NewLocation, kind: kindMetadata, change: changeAdded}}
-	w, err := s.warehouse(c.Warehouse)
-	if err != nil || c.Kind == "register" {
-		return out
-	}
-	p := &plan{kind: c.Kind}
-	if p.updated, err = s.readMetadata(ctx, w, c.NewLocation); err != nil {
-		s.log.Warn("a commit found committed: its metadata could not be read for the inventory", "commit_id", c.ID, "err", err)
-		return out
-	}
-	if c.BaseLocation != "" {
-		if p.base, err = s.readMetadata(ctx, w, c.BaseLocation); err != nil {
-			return out
-		}
-	}
-	if p.ground, err = s.groundOf(ctx, s.db, p.updated.Location(), c.AssetID); err != nil {
-		return out
-	}
-	if err := s.readAdded(ctx, w, p); err != nil {
-		s.log.Warn("a commit found committed: its files could not be read for the inventory", "commit_id", c.ID, "err", err)
-		return out
-	}
-	return append(out, p.files...)
-}
-
-// ResolvePending settles commits left pending longer than olderThan (the process stopped
-// between writing a metadata file and swapping the pointer, or the store failed during the
-// swap): a pointer that moved to the commit's file means committed, otherwise the swap can no
-// longer happen (every later commit checks the pointer it read) and the file is an abandoned
-// leftover. It returns how many it settled.
-func (s *Service) ResolvePending(ctx context.Context, olderThan time.Duration) (int, error) {
-	rows, err := s.db.IcebergCommit.Query().Where(icebergcommit.State(statePending), icebergcommit.StartedAtLT(s.clock().Add(-olderThan))).Limit(1000).All(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("tables: read pending commits: %w", err)
-	}
-	n := 0
-	for _, c := range rows {
-		cur, err := s.db.IcebergTable.Query().Where(icebergtable.ID(c.AssetID)).Select(icebergtable.FieldMetadataLocation).Only(ctx)
-		if err != nil && !ent.IsNotFound(err) {
-			return n, err
-		}
-		state, reason := stateAbandoned, "the process stopped before the pointer was swapped: the metadata file is a leftover"
-		if cur != nil && cur.MetadataLocation == c.NewLocation {
-			state, reason = stateCommitted, "found committed after the process stopped"
-		}
-		var staged []inventoryFile
-		switch {
-		case state == stateAbandoned && c.NewLocation != "" && c.Kind != "register":
-			staged = append([]inventoryFile{{path: c.NewLocation, kind: kindMetadata, change: changeStaged}}, s.abandonedFiles(ctx, c)...)
-		case state == stateCommitted:
-			// What the commit added, as its swap would have recorded it: the inventory's live
-			// files must stay the table's.
-			staged = s.committedFiles(ctx, c)
-		}
-		now := s.clock()
-		err = s.tx(ctx, func(tx *ent.Tx) error {
-			k, err := tx.IcebergCommit.Update().Where(icebergcommit.ID(c.ID), icebergcommit.State(statePending)).SetState(state).SetReason(reason).SetFinishedAt(now).Save(ctx)
-			if err != nil || k == 0 || len(staged) == 0 {
-				return err
-			}
-			return s.insertFiles(ctx, tx, c.AssetID, c.ID, staged, now)
-		})
-		if err != nil {
-			return n, err
-		}
-		n++
-	}
-	return n, nil
+	return TableIdent{Namespace: parts[1 : len(parts)-1], Name: parts[len(parts)-1]}, nil
 }

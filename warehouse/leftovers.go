@@ -1,4 +1,4 @@
-package tables
+package warehouse
 
 // Known leftovers: what a served table's write-path inventory says was staged by commits that
 // did not happen and never added by one that did.
@@ -14,6 +14,10 @@ import (
 	"github.com/tidemark/tidemark/ent/icebergcommit"
 	"github.com/tidemark/tidemark/ent/iceberginventoryfile"
 )
+
+// inChunk bounds the paths or IDs of one IN (...) lookup, well under both databases' limits on
+// bound parameters.
+const inChunk = 500
 
 // Leftover is a file a rejected, abandoned or interrupted commit staged and no commit added.
 type Leftover struct {
@@ -35,17 +39,17 @@ type LeftoverStats struct {
 // file and listing nothing. Only a table Tidemark serves has them: every commit of it passes
 // through Tidemark, so a staged path no commit added was never referenced by a snapshot.
 func (s *Service) Leftovers(ctx context.Context, id uuid.UUID) ([]Leftover, LeftoverStats, error) {
-	row, err := s.row(ctx, id)
+	t, err := s.tables.Get(ctx, id)
 	if err != nil {
 		return nil, LeftoverStats{}, err
 	}
-	if row.Warehouse == "" {
+	if t.Warehouse == "" {
 		return nil, LeftoverStats{}, invalid("table", "table %s is not served by Tidemark: it has no write-path inventory to settle files with", id)
 	}
 	rows, err := s.db.IcebergInventoryFile.Query().Where(iceberginventoryfile.AssetID(id), iceberginventoryfile.Change(changeStaged)).
 		Select(iceberginventoryfile.FieldPath, iceberginventoryfile.FieldKind, iceberginventoryfile.FieldSize, iceberginventoryfile.FieldCommitID).All(ctx)
 	if err != nil {
-		return nil, LeftoverStats{}, fmt.Errorf("tables: read the staged files of table %s: %w", id, err)
+		return nil, LeftoverStats{}, fmt.Errorf("warehouse: read the staged files of table %s: %w", id, err)
 	}
 	commits := map[uuid.UUID]time.Time{}
 	byPath := map[string]*Leftover{}
@@ -72,7 +76,7 @@ func (s *Service) Leftovers(ctx context.Context, id uuid.UUID) ([]Leftover, Left
 		added, err := s.db.IcebergInventoryFile.Query().Where(iceberginventoryfile.AssetID(id), iceberginventoryfile.PathIn(c...),
 			iceberginventoryfile.Change(changeAdded)).Select(iceberginventoryfile.FieldPath).Strings(ctx)
 		if err != nil {
-			return nil, LeftoverStats{}, fmt.Errorf("tables: read the committed files of table %s: %w", id, err)
+			return nil, LeftoverStats{}, fmt.Errorf("warehouse: read the committed files of table %s: %w", id, err)
 		}
 		for _, p := range added {
 			if byPath[p] != nil {
@@ -99,7 +103,7 @@ func (s *Service) commitTimes(ctx context.Context, commits map[uuid.UUID]time.Ti
 	for c := range slices.Chunk(ids, inChunk) {
 		rows, err := s.db.IcebergCommit.Query().Where(icebergcommit.IDIn(c...)).Select(icebergcommit.FieldID, icebergcommit.FieldStartedAt).All(ctx)
 		if err != nil {
-			return fmt.Errorf("tables: read commits: %w", err)
+			return fmt.Errorf("warehouse: read commits: %w", err)
 		}
 		for _, r := range rows {
 			commits[r.ID] = r.StartedAt

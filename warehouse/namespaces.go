@@ -1,122 +1,19 @@
-package tables
+package warehouse
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 	"unicode/utf8"
 
-	"github.com/apache/iceberg-go"
-
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/ent/icebergnamespace"
 	"github.com/tidemark/tidemark/ent/icebergtable"
 )
-
-// Warehouse is a place Tidemark serves Iceberg tables from over the REST catalog protocol:
-// engines create and commit tables through Tidemark, which keeps each table's metadata pointer
-// in its own store and swaps it by compare-and-swap.
-type Warehouse struct {
-	// Name is the warehouse clients ask for and the REST path prefix.
-	Name string
-	// Location is where new tables go: <location>/<namespace levels>/<name>-<uuid>.
-	Location string
-	// Namespace is the asset namespace served tables get (default "iceberg://<name>").
-	Namespace string
-	// Props are the iceberg-go IO properties for the location (s3.endpoint, credentials, ...).
-	Props iceberg.Properties
-}
-
-// WithWarehouses sets the warehouses served over the Iceberg REST protocol. Their locations are
-// warehouse roots too.
-func WithWarehouses(ws ...Warehouse) Option {
-	return func(s *Service) { s.warehouses = append(s.warehouses, ws...) }
-}
-
-// Warehouses returns the served warehouses.
-func (s *Service) Warehouses() []Warehouse { return slices.Clone(s.warehouses) }
-
-// Warehouse returns a served warehouse by name.
-func (s *Service) Warehouse(name string) (Warehouse, bool) {
-	for _, w := range s.warehouses {
-		if w.Name == name {
-			return w, true
-		}
-	}
-	return Warehouse{}, false
-}
-
-func (s *Service) checkWarehouses() error {
-	seen := map[string]bool{}
-	for i, w := range s.warehouses {
-		if w.Name == "" || strings.ContainsAny(w.Name, "/?#%\x1f") || strings.TrimSpace(w.Name) != w.Name {
-			return fmt.Errorf("tables: warehouse name %q: use letters, digits, '-', '_' or '.'", w.Name)
-		}
-		if seen[w.Name] {
-			return fmt.Errorf("tables: two warehouses are named %q", w.Name)
-		}
-		seen[w.Name] = true
-		w.Location = strings.TrimRight(strings.TrimSpace(w.Location), "/")
-		if strings.HasPrefix(w.Location, "/") {
-			w.Location = "file://" + w.Location
-		}
-		if w.Location == "" {
-			return fmt.Errorf("tables: warehouse %s has no location", w.Name)
-		}
-		if w.Namespace == "" {
-			w.Namespace = "iceberg://" + w.Name
-		}
-		if len(w.Props) == 0 {
-			w.Props = maps.Clone(s.ioProps) // the configured IO properties (s3.endpoint, credentials)
-			if w.Props == nil {
-				w.Props = iceberg.Properties{}
-			}
-		}
-		r, err := parseRoot(w.Location)
-		if err != nil {
-			return fmt.Errorf("tables: warehouse %s: %w", w.Name, err)
-		}
-		s.roots = append(s.roots, r)
-		s.warehouses[i] = w
-	}
-	return nil
-}
-
-// The errors of the served catalog: each wraps the catalog kind the API maps to a status.
-var (
-	ErrNoSuchWarehouse   = fmt.Errorf("tables: no such warehouse: %w", catalog.ErrNotFound)
-	ErrNoSuchNamespace   = fmt.Errorf("tables: no such namespace: %w", catalog.ErrNotFound)
-	ErrNoSuchTable       = fmt.Errorf("tables: no such table: %w", catalog.ErrNotFound)
-	ErrAlreadyExists     = fmt.Errorf("tables: already exists: %w", catalog.ErrConflict)
-	ErrNamespaceNotEmpty = fmt.Errorf("tables: namespace not empty: %w", catalog.ErrConflict)
-	// ErrCommitFailed is a commit whose requirements no longer hold (another writer got there
-	// first): nothing changed, the writer refreshes and retries.
-	ErrCommitFailed = fmt.Errorf("tables: commit failed: %w", catalog.ErrConflict)
-	// ErrCommitUnknown is a commit whose outcome is not known (the store failed while swapping):
-	// the writer must not clean up what it wrote.
-	ErrCommitUnknown = errors.New("commit state unknown")
-	// ErrNotCommitted is a commit known not to have happened for a reason other than a conflict
-	// (the metadata file could not be written, the snapshot's files could not be read).
-	ErrNotCommitted = errors.New("not committed")
-)
-
-// ServeError is an error of the served catalog with a message a client can act on.
-type ServeError struct {
-	Kind    error
-	Message string
-}
-
-func (e *ServeError) Error() string { return e.Message }
-func (e *ServeError) Unwrap() error { return e.Kind }
-
-func serveErr(kind error, format string, args ...any) error {
-	return &ServeError{Kind: kind, Message: fmt.Sprintf(format, args...)}
-}
 
 const sep = "\x1f" // between namespace levels in keys: a control character no level may hold
 
@@ -175,14 +72,6 @@ type Namespace struct {
 	Properties map[string]string
 }
 
-func (s *Service) warehouse(name string) (Warehouse, error) {
-	w, ok := s.Warehouse(name)
-	if !ok {
-		return w, serveErr(ErrNoSuchWarehouse, "no warehouse is named %q", name)
-	}
-	return w, nil
-}
-
 // CreateNamespace creates a namespace; ErrAlreadyExists when it exists.
 func (s *Service) CreateNamespace(ctx context.Context, wh string, levels []string, props map[string]string) (Namespace, error) {
 	if _, err := s.warehouse(wh); err != nil {
@@ -209,7 +98,7 @@ func (s *Service) CreateNamespace(ctx context.Context, wh string, levels []strin
 		return Namespace{}, serveErr(ErrAlreadyExists, "namespace %s already exists", strings.Join(levels, "."))
 	}
 	if err != nil {
-		return Namespace{}, fmt.Errorf("tables: create namespace: %w", err)
+		return Namespace{}, fmt.Errorf("warehouse: create namespace: %w", err)
 	}
 	return Namespace{Levels: levels, Properties: props}, nil
 }
@@ -226,7 +115,7 @@ func (s *Service) namespaceRow(ctx context.Context, db *ent.Client, wh string, l
 		return nil, serveErr(ErrNoSuchNamespace, "namespace %s does not exist in warehouse %s", strings.Join(levels, "."), wh)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("tables: read namespace: %w", err)
+		return nil, fmt.Errorf("warehouse: read namespace: %w", err)
 	}
 	return row, nil
 }
@@ -243,11 +132,11 @@ func (s *Service) LoadNamespace(ctx context.Context, wh string, levels []string)
 func toNamespace(row *ent.IcebergNamespace) (Namespace, error) {
 	var ns Namespace
 	if err := json.Unmarshal([]byte(row.Levels), &ns.Levels); err != nil {
-		return ns, fmt.Errorf("tables: namespace %s: %w", row.Key, err)
+		return ns, fmt.Errorf("warehouse: namespace %s: %w", row.Key, err)
 	}
 	ns.Properties = map[string]string{}
 	if err := json.Unmarshal([]byte(row.Properties), &ns.Properties); err != nil {
-		return ns, fmt.Errorf("tables: namespace %s: %w", row.Key, err)
+		return ns, fmt.Errorf("warehouse: namespace %s: %w", row.Key, err)
 	}
 	return ns, nil
 }
@@ -270,7 +159,7 @@ func (s *Service) ListNamespaces(ctx context.Context, wh string, parent []string
 	}
 	rows, err := q.Order(ent.Asc(icebergnamespace.FieldKey)).Limit(limit + 1).All(ctx)
 	if err != nil {
-		return nil, "", fmt.Errorf("tables: list namespaces: %w", err)
+		return nil, "", fmt.Errorf("warehouse: list namespaces: %w", err)
 	}
 	next := ""
 	if len(rows) > limit {
@@ -356,20 +245,4 @@ func (s *Service) UpdateNamespaceProperties(ctx context.Context, wh string, leve
 		return tx.IcebergNamespace.UpdateOneID(row.ID).SetProperties(string(pj)).SetUpdatedAt(s.clock()).Exec(ctx)
 	})
 	return out, err
-}
-
-// tx runs fn in a transaction.
-func (s *Service) tx(ctx context.Context, fn func(tx *ent.Tx) error) error {
-	tx, err := s.db.Tx(ctx)
-	if err != nil {
-		return fmt.Errorf("tables: begin: %w", err)
-	}
-	if err := fn(tx); err != nil {
-		_ = tx.Rollback() // the cause is what matters
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("tables: commit: %w", err)
-	}
-	return nil
 }

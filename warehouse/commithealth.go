@@ -1,4 +1,4 @@
-package tables
+package warehouse
 
 import (
 	"context"
@@ -52,7 +52,7 @@ func (s *Service) CommitHealth(ctx context.Context, id uuid.UUID, window time.Du
 	if window <= 0 {
 		window = DefaultCommitWindow
 	}
-	if _, err := s.row(ctx, id); err != nil {
+	if _, err := s.tables.Get(ctx, id); err != nil {
 		return CommitHealth{}, err
 	}
 	to := s.clock()
@@ -60,7 +60,7 @@ func (s *Service) CommitHealth(ctx context.Context, id uuid.UUID, window time.Du
 	rows, err := s.db.IcebergCommit.Query().Where(icebergcommit.AssetID(id), icebergcommit.StartedAtGTE(h.From),
 		icebergcommit.KindIn("create", "commit")).Order(ent.Asc(icebergcommit.FieldStartedAt)).Limit(100_000).All(ctx)
 	if err != nil {
-		return h, fmt.Errorf("tables: read commits: %w", err)
+		return h, fmt.Errorf("warehouse: read commits: %w", err)
 	}
 	lastConflict := map[string]time.Time{}
 	var times []time.Time
@@ -144,7 +144,7 @@ func (s *Service) RefreshServed(ctx context.Context) (int, error) {
 		if err := ctx.Err(); err != nil {
 			return n, err
 		}
-		if _, err := s.Refresh(ctx, id); err != nil {
+		if _, err := s.tables.Refresh(ctx, id); err != nil {
 			s.log.Warn("could not inspect a served table after its commits", "asset_id", id, "err", err)
 			continue
 		}

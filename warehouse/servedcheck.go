@@ -1,4 +1,4 @@
-package tables
+package warehouse
 
 import (
 	"context"
@@ -20,7 +20,7 @@ func (s *Service) ServedBy(ctx context.Context, id uuid.UUID) (warehouse, ident 
 		return "", "", false, nil
 	}
 	if err != nil {
-		return "", "", false, fmt.Errorf("tables: is asset %s served: %w", id, err)
+		return "", "", false, fmt.Errorf("warehouse: is asset %s served: %w", id, err)
 	}
 	return row.Warehouse, row.Identifier, true, nil
 }

@@ -1,0 +1,189 @@
+package warehouse
+
+// The write-path inventory: what each commit's new snapshots wrote (manifest lists, manifests,
+// data and delete files added and removed), read while the commit is prepared and recorded with
+// its swap; and what a commit that did not happen staged, recorded as known leftovers.
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
+
+	"github.com/tidemark/tidemark/ent"
+	"github.com/tidemark/tidemark/tables"
+)
+
+// Inventory file kinds and changes.
+const (
+	kindMetadata     = "metadata"
+	kindManifestList = "manifest_list"
+	kindManifest     = "manifest"
+	kindData         = "data"
+	kindDelete       = "delete"
+
+	changeAdded   = "added"
+	changeRemoved = "removed"
+	changeStaged  = "staged" // written for a commit that did not happen: a known leftover
+)
+
+type inventoryFile struct {
+	snapshot      int64
+	path, kind    string
+	change        string
+	size, records int64
+}
+
+// readAdded reads what the snapshots a commit adds wrote: each new snapshot's manifest list, the
+// manifests that snapshot added, and their entries (added and deleted files). Manifests are read
+// only when the snapshot wrote them, so the cost follows the commit, not the table. Manifests
+// the parent listed and the new list drops are recorded as removed.
+func (s *Service) readAdded(ctx context.Context, w tables.Warehouse, p *plan) error {
+	if p.kind == "register" {
+		return nil
+	}
+	var fresh []table.Snapshot
+	for _, snap := range p.updated.Snapshots() {
+		if p.base == nil || p.base.SnapshotByID(snap.SnapshotID) == nil {
+			fresh = append(fresh, snap)
+		}
+	}
+	if len(fresh) == 0 {
+		return nil
+	}
+	fsys, err := s.tables.WarehouseIO(ctx, w, p.updated.Location())
+	if err != nil {
+		return err
+	}
+	for _, snap := range fresh {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if snap.ManifestList == "" {
+			continue
+		}
+		if err := p.ground.Check(snap.ManifestList, false); err != nil {
+			return fmt.Errorf("snapshot %d's manifest list %w", snap.SnapshotID, err)
+		}
+		files, listed, err := readSnapshot(fsys, snap, p.ground.Check)
+		if err != nil {
+			return err
+		}
+		p.files = append(p.files, files...)
+		if snap.ParentSnapshotID == nil {
+			continue
+		}
+		parent := p.updated.SnapshotByID(*snap.ParentSnapshotID)
+		if parent == nil || parent.ManifestList == "" {
+			continue
+		}
+		pmfs, err := parent.Manifests(fsys)
+		if err != nil {
+			return fmt.Errorf("warehouse: read parent snapshot %d's manifest list %s: %w", parent.SnapshotID, parent.ManifestList, err)
+		}
+		for _, mf := range pmfs {
+			if !listed[mf.FilePath()] {
+				p.files = append(p.files, inventoryFile{snapshot: snap.SnapshotID, path: mf.FilePath(), kind: kindManifest, change: changeRemoved, size: mf.Length()})
+			}
+		}
+	}
+	return nil
+}
+
+// readSnapshot reads what one snapshot wrote: its manifest list, the manifests it added, and
+// their added and deleted entries. listed holds every manifest its list names. check refuses a
+// manifest or file path the snapshot adds (data: a data or delete file).
+func readSnapshot(fsys icebergio.IO, snap table.Snapshot, check func(p string, data bool) error) (files []inventoryFile, listed map[string]bool, err error) {
+	mfs, err := snap.Manifests(fsys)
+	if err != nil {
+		return nil, nil, fmt.Errorf("warehouse: read snapshot %d's manifest list %s: %w", snap.SnapshotID, snap.ManifestList, err)
+	}
+	files = append(files, inventoryFile{snapshot: snap.SnapshotID, path: snap.ManifestList, kind: kindManifestList, change: changeAdded})
+	listed = make(map[string]bool, len(mfs))
+	for _, mf := range mfs {
+		listed[mf.FilePath()] = true
+		if mf.SnapshotID() != snap.SnapshotID {
+			continue
+		}
+		if err := check(mf.FilePath(), false); err != nil {
+			return nil, nil, fmt.Errorf("snapshot %d's manifest %w", snap.SnapshotID, err)
+		}
+		files = append(files, inventoryFile{snapshot: snap.SnapshotID, path: mf.FilePath(), kind: kindManifest, change: changeAdded, size: mf.Length()})
+		for e, err := range mf.Entries(fsys, false) {
+			if err != nil {
+				return nil, nil, fmt.Errorf("warehouse: read manifest %s: %w", mf.FilePath(), err)
+			}
+			if e.Status() != iceberg.EntryStatusEXISTING {
+				if err := check(e.DataFile().FilePath(), true); err != nil {
+					return nil, nil, fmt.Errorf("snapshot %d's file %w", snap.SnapshotID, err)
+				}
+			}
+			f := inventoryFile{snapshot: snap.SnapshotID, path: e.DataFile().FilePath(), kind: kindData,
+				size: e.DataFile().FileSizeBytes(), records: e.DataFile().Count()}
+			if e.DataFile().ContentType() != iceberg.EntryContentData {
+				f.kind = kindDelete
+			}
+			switch e.Status() {
+			case iceberg.EntryStatusADDED:
+				f.change = changeAdded
+			case iceberg.EntryStatusDELETED:
+				f.change = changeRemoved
+			default:
+				continue // carried over from an older manifest: recorded when it was added
+			}
+			files = append(files, f)
+		}
+	}
+	return files, listed, nil
+}
+
+// stagedFiles reads what a rejected commit's writer staged for one snapshot: the manifest list
+// (with its size), the manifests the snapshot added and their added files, so each is a known
+// leftover the cleanup bot settles without a walk. What cannot be read is left to the walk:
+// the manifest list alone is recorded then. Only files on the table's ground are recorded: a
+// rejected writer must not make another table's files look like this one's leftovers.
+func stagedFiles(fsys icebergio.IO, snap table.Snapshot, g *tables.Ground) []inventoryFile {
+	if g == nil || g.Check(snap.ManifestList, false) != nil {
+		return nil
+	}
+	list := inventoryFile{snapshot: snap.SnapshotID, path: snap.ManifestList, kind: kindManifestList, change: changeStaged}
+	files, _, err := readSnapshot(fsys, snap, g.Check)
+	if err != nil {
+		return []inventoryFile{list}
+	}
+	if f, err := fsys.Open(snap.ManifestList); err == nil {
+		if st, err := f.Stat(); err == nil {
+			list.size = st.Size()
+		}
+		f.Close()
+	}
+	out := []inventoryFile{list}
+	for _, f := range files {
+		if f.change == changeAdded && f.kind != kindManifestList {
+			f.change = changeStaged
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// insertFiles writes inventory rows in batches (SQLite allows 32,766 parameters a statement).
+func (s *Service) insertFiles(ctx context.Context, tx *ent.Tx, asset, commit uuid.UUID, files []inventoryFile, now time.Time) error {
+	const batch = 2000
+	for i := 0; i < len(files); i += batch {
+		part := files[i:min(i+batch, len(files))]
+		b := make([]*ent.IcebergInventoryFileCreate, len(part))
+		for j, f := range part {
+			b[j] = tx.IcebergInventoryFile.Create().SetAssetID(asset).SetCommitID(commit).SetSnapshotID(f.snapshot).SetPath(f.path).
+				SetKind(f.kind).SetChange(f.change).SetSize(f.size).SetRecords(f.records).SetRecordedAt(now)
+		}
+		if err := tx.IcebergInventoryFile.CreateBulk(b...).Exec(ctx); err != nil {
+			return fmt.Errorf("warehouse: record the inventory: %w", err)
+		}
+	}
+	return nil
+}
