@@ -24,6 +24,7 @@ import (
 	"github.com/tidemark/tidemark/cleanup"
 	"github.com/tidemark/tidemark/handlers"
 	"github.com/tidemark/tidemark/lineage"
+	"github.com/tidemark/tidemark/notify"
 	"github.com/tidemark/tidemark/reconcile"
 	"github.com/tidemark/tidemark/storage"
 	"github.com/tidemark/tidemark/storage/storagetest"
@@ -93,8 +94,12 @@ func startServer(t testing.TB, db *storage.DB, tweak func(*handlers.Config)) *se
 		t.Fatal(err)
 	}
 	ahead := &atomic.Int64{}
-	clean := cleanup.New(db, cat, tbls, cleanup.WithPrivateWebhooks(true),
-		cleanup.WithClock(func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }))
+	clock := func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
+	clean := cleanup.New(db, cat, tbls, cleanup.WithClock(clock))
+	notes, err := notify.New(db, cat, notify.WithPrivateWebhooks(true), notify.WithClock(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg := handlers.Config{
 		Reconcile: rec,
 		Cleanup:   clean,
@@ -111,6 +116,7 @@ func startServer(t testing.TB, db *storage.DB, tweak func(*handlers.Config)) *se
 		tweak(&cfg)
 	}
 	api := handlers.New(cfg)
+	api.MountNotifications(notes)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tidemark/tidemark/auth"
-	"github.com/tidemark/tidemark/cleanup"
+	"github.com/tidemark/tidemark/notify"
 )
 
 type subscriptionResponse struct {
@@ -32,11 +32,31 @@ type unsubscribeResponse struct {
 	Removed   bool      `json:"removed"` // false: there was no subscription
 }
 
-func (a *API) subscriptionRoutes() {
-	const base = "/api/v1"
-	if a.cfg.Cleanup == nil {
+// notifications serves the routes of the notify service: subscriptions to assets' changes and
+// the webhooks every notification is sent to.
+type notifications struct {
+	*API
+	notify *notify.Service
+}
+
+// MountNotifications adds n's routes to the API: subscriptions to assets' changes and the
+// webhooks notifications go to (a nil n adds none). They are mounted apart from New because
+// Config does not carry the notify service.
+func (a *API) MountNotifications(n *notify.Service) {
+	if n == nil {
 		return
 	}
+	api := notifications{API: a, notify: n}
+	api.mountSubscriptions()
+	api.mountWebhooks()
+}
+
+// subscriptionRoutes adds nothing when the API is built: the subscription routes need the
+// notify service, which MountNotifications brings.
+func (a *API) subscriptionRoutes() {}
+
+func (a notifications) mountSubscriptions() {
+	const base = "/api/v1"
 	who := []param{{Name: "principal", In: "path", Required: true, Description: "who is told; a token may name only itself (its name) unless it has the admin scope"}}
 	a.handle(operation{
 		Method:  http.MethodPut,
@@ -83,12 +103,12 @@ func (a *API) subscriber(c echo.Context) (uuid.UUID, string, error) {
 	return id, principal, nil
 }
 
-func (a *API) subscribe(c echo.Context) error {
+func (a notifications) subscribe(c echo.Context) error {
 	id, principal, err := a.subscriber(c)
 	if err != nil {
 		return err
 	}
-	sub, created, err := a.cfg.Cleanup.Subscribe(c.Request().Context(), id, principal)
+	sub, created, err := a.notify.Subscribe(c.Request().Context(), id, principal)
 	if err != nil {
 		return err
 	}
@@ -99,24 +119,24 @@ func (a *API) subscribe(c echo.Context) error {
 	return c.JSON(status, toSubscriptionResponse(sub))
 }
 
-func (a *API) unsubscribe(c echo.Context) error {
+func (a notifications) unsubscribe(c echo.Context) error {
 	id, principal, err := a.subscriber(c)
 	if err != nil {
 		return err
 	}
-	removed, err := a.cfg.Cleanup.Unsubscribe(c.Request().Context(), id, principal)
+	removed, err := a.notify.Unsubscribe(c.Request().Context(), id, principal)
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, unsubscribeResponse{AssetID: id, Principal: principal, Removed: removed})
 }
 
-func (a *API) listSubscriptions(c echo.Context) error {
+func (a notifications) listSubscriptions(c echo.Context) error {
 	id, err := assetID(c)
 	if err != nil {
 		return err
 	}
-	subs, err := a.cfg.Cleanup.Subscriptions(c.Request().Context(), id)
+	subs, err := a.notify.Subscriptions(c.Request().Context(), id)
 	if err != nil {
 		return err
 	}
@@ -127,7 +147,7 @@ func (a *API) listSubscriptions(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
-func toSubscriptionResponse(s cleanup.Subscription) subscriptionResponse {
+func toSubscriptionResponse(s notify.Subscription) subscriptionResponse {
 	r := subscriptionResponse{AssetID: s.AssetID, Principal: s.Principal, CreatedAt: s.CreatedAt, HasWebhook: s.HasWebhook}
 	if !s.HasWebhook {
 		r.Note = fmt.Sprintf("no webhook for %q: nothing is sent until an admin sets one with PUT /api/v1/webhooks/{principal}", s.Principal)

@@ -26,6 +26,7 @@ import (
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/cleanup"
 	"github.com/tidemark/tidemark/lineage"
+	"github.com/tidemark/tidemark/notify"
 	"github.com/tidemark/tidemark/reconcile"
 	"github.com/tidemark/tidemark/tables"
 	"github.com/tidemark/tidemark/usage"
@@ -41,6 +42,8 @@ type Config struct {
 	Usage   *usage.Service
 	Tables  *tables.Service
 	Cleanup *cleanup.Service
+	// Notify keeps subscriptions to assets' changes; nil leaves the asset page's subscribe part out.
+	Notify *notify.Service
 	// Reconcile keeps dataset migrations; nil leaves their pages out.
 	Reconcile *reconcile.Service
 	// Tokens verifies sign-ins and keeps the browser sessions.
@@ -159,7 +162,7 @@ func (u *UI) routes() {
 	u.curationRoutes()
 	u.lifecycleRoutes()
 	u.classificationRoutes()
-	if u.cfg.Cleanup != nil {
+	if u.cfg.Notify != nil {
 		u.handleFunc("POST /assets/{id}/subscription", u.subscription)
 	}
 	u.handleFunc("GET /audit", u.audit)

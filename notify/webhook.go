@@ -1,4 +1,4 @@
-package cleanup
+package notify
 
 import (
 	"errors"
@@ -25,7 +25,7 @@ func webhookClient(allowPrivate bool) *http.Client {
 				return err
 			}
 			if ip, err := netip.ParseAddr(host); err != nil || refusedAddress(ip) {
-				return fmt.Errorf("cleanup: %w: %s", errPrivateAddress, host)
+				return fmt.Errorf("notify: %w: %s", errPrivateAddress, host)
 			}
 			return nil
 		}
