@@ -10,41 +10,18 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"time"
 
 	"entgo.io/ent/dialect/sql"
 
-	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/ent/outboxmessage"
-	"github.com/tidemark/tidemark/ent/webhook"
 
 	"github.com/tidemark/tidemark/internal/loop"
 )
 
 // MaxAttempts is how often a notification is tried before it is marked failed.
 const MaxAttempts = 20
-
-// SetWebhook sets (or with an empty URL removes) where a principal's notifications go.
-func (s *Service) SetWebhook(ctx context.Context, principal, rawURL string) error {
-	if principal == "" {
-		return &catalog.Error{Kind: catalog.ErrInvalid, Field: "principal", Message: "principal is empty"}
-	}
-	if rawURL == "" {
-		_, err := s.db.Webhook.Delete().Where(webhook.Principal(principal)).Exec(ctx)
-		return err
-	}
-	u, err := url.Parse(rawURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return &catalog.Error{Kind: catalog.ErrInvalid, Field: "url", Message: fmt.Sprintf("webhook URL %q is not an http(s) URL", rawURL)}
-	}
-	err = s.db.Webhook.Create().SetPrincipal(principal).SetURL(rawURL).SetUpdatedAt(s.clock()).Exec(ctx)
-	if ent.IsConstraintError(err) {
-		_, err = s.db.Webhook.Update().Where(webhook.Principal(principal)).SetURL(rawURL).SetUpdatedAt(s.clock()).Save(ctx)
-	}
-	return err
-}
 
 // dispatchBatch is how many messages one replica claims at a time.
 const dispatchBatch = 10
