@@ -89,7 +89,7 @@ type Service struct {
 	auto       *AutoCadence  // nil: the default cadence
 	stopWindow time.Duration // an approval waits this long before execution (WithStopWindow)
 	migrations MigrationGate
-	strays     *strays // each known table's references outside its own location (world.go)
+	strays     *strays // each known table's references outside its own location (references.go)
 }
 
 // Option configures a Service.
