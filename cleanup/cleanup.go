@@ -11,6 +11,7 @@ package cleanup
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"time"
@@ -164,6 +165,21 @@ func (s *Service) wait(ctx context.Context, l *rate.Limiter) error {
 		return nil
 	}
 	return l.Wait(ctx)
+}
+
+// stat looks a file up by key: a HEAD on object stores (their IO has Stat), else open and stat.
+func stat(io icebergio.IO, p string) (fs.FileInfo, error) {
+	if st, ok := io.(interface {
+		Stat(string) (fs.FileInfo, error)
+	}); ok {
+		return st.Stat(p)
+	}
+	f, err := io.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.Stat()
 }
 
 func (s *Service) pacing() Pacing {

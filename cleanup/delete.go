@@ -1,7 +1,9 @@
 package cleanup
 
-// Executing orphan_files proposals, and the guarded file deletion every executable kind ends with,
-// each file's outcome journaled under the execution lease.
+// The deletion every executable kind ends with (orphan files, expired snapshots' files, a retired
+// table's files): the proposal's pending files in batches, the world re-read before each batch,
+// each file re-verified and deleted on its table's ground only, its outcome journaled under the
+// execution lease.
 
 import (
 	"context"
@@ -31,41 +33,6 @@ type OrphanOutcome struct {
 // kept (every table overlapping the location, and any foreign tenant stops it all), and the IO
 // to delete through. It returns a stopError when the approval no longer holds.
 type guard func(ctx context.Context) (keep *refSet, fsys icebergio.IO, own string, err error)
-
-// executeOrphans deletes the proposal's pending files (exactly those listed when it was
-// approved) in batches. Before each batch it re-reads every table sharing the location and
-// looks for foreign tenants; each file is deleted only if no table references it, it is still
-// there, the same size, and still older than the threshold the proposal states.
-func (s *Service) executeOrphans(ctx context.Context, p *ent.Proposal, held *lease, rep *ExecuteReport, progress func(string)) (bool, error) {
-	var ev Evidence
-	if err := json.Unmarshal([]byte(p.Evidence), &ev); err != nil {
-		return false, fmt.Errorf("cleanup: read the evidence of proposal %s: %w", p.ID, err)
-	}
-	threshold, err := time.ParseDuration(ev.AgeThreshold)
-	if err != nil {
-		threshold = DefaultAgeThreshold
-	}
-	g := func(ctx context.Context) (*refSet, icebergio.IO, string, error) {
-		live, err := s.tables.Open(ctx, p.AssetID)
-		if err != nil {
-			return nil, nil, "", err
-		}
-		keep, err := s.keepAt(ctx, p.AssetID, live.Refs.Location, live, live.IO, "")
-		if err != nil {
-			var stopped *stopError
-			if errors.As(err, &stopped) {
-				// What was observed here proves nothing while a stranger lives here: the bot
-				// must not propose the same files again before scans confirm them anew.
-				if ferr := s.forgetObservations(ctx, p.AssetID); ferr != nil {
-					return nil, nil, "", ferr
-				}
-			}
-			return nil, nil, "", err
-		}
-		return keep, live.IO, live.Refs.Location, nil
-	}
-	return s.deletePending(ctx, p, held, rep, progress, threshold, g)
-}
 
 // deletePending works through the proposal's pending file journal in batches, re-reading the
 // world through g before each batch, paced like the scans' HEAD requests.
@@ -208,21 +175,6 @@ func (s *Service) deleteOrphan(fsys icebergio.IO, keep *refSet, own string, f *e
 		return fileOutcome{}, fmt.Errorf("cleanup: delete %s: %w", f.Path, err)
 	}
 	return fileOutcome{state: proposalfile.StateDeleted, detail: "deleted"}, nil
-}
-
-// stat looks a file up by key: a HEAD on object stores (their IO has Stat), else open and stat.
-func stat(io icebergio.IO, p string) (fs.FileInfo, error) {
-	if st, ok := io.(interface {
-		Stat(string) (fs.FileInfo, error)
-	}); ok {
-		return st.Stat(p)
-	}
-	f, err := io.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return f.Stat()
 }
 
 func (s *Service) auditDeletion(ctx context.Context, p *ent.Proposal, files []string, bytes int64) {
