@@ -25,6 +25,7 @@ import (
 	"github.com/tidemark/tidemark/handlers"
 	"github.com/tidemark/tidemark/internal/loop"
 	"github.com/tidemark/tidemark/lineage"
+	"github.com/tidemark/tidemark/notify"
 	"github.com/tidemark/tidemark/reconcile"
 	"github.com/tidemark/tidemark/restcatalog"
 	"github.com/tidemark/tidemark/server"
@@ -58,6 +59,7 @@ type Config struct {
 	// Connections are the Iceberg catalogs the tables service syncs; Close closes them.
 	Connections []*tables.Connection
 	Cleanup     []cleanup.Option
+	Notify      []notify.Option
 	// MigrationSources are the PostgreSQL databases dataset migrations may read a side from,
 	// by name; Close closes them.
 	MigrationSources map[string]*sql.DB
@@ -79,6 +81,7 @@ type App struct {
 	Tables    *tables.Service
 	Warehouse *warehouse.Service
 	Cleanup   *cleanup.Service
+	Notify    *notify.Service
 	Reconcile *reconcile.Service
 	conns     []*tables.Connection
 	sources   map[string]*sql.DB
@@ -144,6 +147,9 @@ func Open(ctx context.Context, store *storage.DB, cfg Config) (*App, error) {
 	// A migrated asset is retired only after its cutover and a final clean reconciliation.
 	copts = append(copts, cleanup.WithMigrationGate(a.Reconcile.RetirementGate))
 	a.Cleanup = cleanup.New(store, a.Catalog, a.Tables, copts...)
+	if a.Notify, err = notify.New(store, a.Catalog, append([]notify.Option{notify.WithLogger(cfg.Log)}, cfg.Notify...)...); err != nil {
+		return nil, a.closeOnError(err)
+	}
 	return a, nil
 }
 
@@ -171,7 +177,8 @@ func (a *App) Close() error {
 }
 
 // Schedule is how often the background work runs; a zero interval turns that work off (the
-// graph sync and the dispatcher always run).
+// graph sync, the notifier and the dispatcher always run; the last two every
+// notify.WithInterval, in Config.Notify).
 type Schedule struct {
 	GraphSync    time.Duration
 	TablesSync   time.Duration // also once at start
@@ -181,7 +188,6 @@ type Schedule struct {
 	RefChecks       time.Duration
 	RefCheckOptions cleanup.RefCheckOptions
 	CleanupEvery    time.Duration // propose, then execute inside the maintenance window
-	Dispatch        time.Duration // webhook deliveries (default 10 s)
 	Reconcile       time.Duration // how often each migration is reconciled; 0 never
 }
 
@@ -196,9 +202,10 @@ func (a *App) Handler(shell server.Config, api handlers.Config, ui web.Config) (
 	api.Warehouse = a.Warehouse
 	api.Ping, api.Logger = a.Store.Ping, a.Log
 	api.SearchIndex = a.Catalog.IndexStatus
+	api.Notify = a.Notify
 	handlers.Mount(srv, api)
 	ui.Catalog, ui.Lineage, ui.Usage, ui.Tables, ui.Cleanup, ui.Reconcile = a.Catalog, a.Lineage, a.Usage, a.Tables, a.Cleanup, a.Reconcile
-	ui.Warehouse = a.Warehouse
+	ui.Warehouse, ui.Notify = a.Warehouse, a.Notify
 	ui.Tokens, ui.Logger = tokens, a.Log
 	if _, err := web.Mount(srv, ui); err != nil {
 		return nil, err
@@ -249,9 +256,6 @@ func (a *App) background(g *errgroup.Group, ctx context.Context, s Schedule) {
 	if s.GraphSync <= 0 {
 		s.GraphSync = 2 * time.Second
 	}
-	if s.Dispatch <= 0 {
-		s.Dispatch = 10 * time.Second
-	}
 	run := func(fn func(ctx context.Context)) { g.Go(func() error { fn(ctx); return nil }) }
 	run(func(ctx context.Context) { _ = a.Lineage.Job(s.GraphSync).Run(ctx) })
 	run(func(ctx context.Context) { _ = a.Usage.Job(time.Minute).Run(ctx) })
@@ -294,8 +298,8 @@ func (a *App) background(g *errgroup.Group, ctx context.Context, s Schedule) {
 	if s.CleanupEvery > 0 {
 		run(func(ctx context.Context) { loop.Every(ctx, s.CleanupEvery, false, a.proposeAndExecute) })
 	}
-	run(func(ctx context.Context) { a.Cleanup.RunDispatcher(ctx, s.Dispatch) })
-	run(func(ctx context.Context) { a.Cleanup.RunNotifier(ctx, s.Dispatch) }) // subscribers: audit log -> outbox
+	g.Go(func() error { return a.Notify.RunDispatcher(ctx) })
+	g.Go(func() error { return a.Notify.RunNotifier(ctx) }) // subscribers: audit log -> outbox
 	if len(a.Warehouse.Warehouses()) > 0 {
 		// A commit pending this long stopped between its metadata write and its swap: settle it,
 		// so its file is known as a leftover (or, were it swapped, as committed).

@@ -3,15 +3,16 @@
 // confirmation of unreferenced files across two consecutive complete walks, dangling-reference
 // checks by key, reports with request counts and cost), which delete nothing and write no table
 // metadata. Its hands: proposals with evidence that people approve or reject, re-evaluated and
-// withdrawn by the bot when the evidence changes, notified through a transactional outbox, and
-// an executor that deletes metadata before data, journaled so a crash resumes where it stopped.
+// withdrawn by the bot when the evidence changes, each change enqueued for the asset's owners in
+// the transactional outbox (package notify delivers it), and an executor that deletes metadata
+// before data, journaled so a crash resumes where it stopped.
 package cleanup
 
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"log/slog"
-	"net/http"
 	"os"
 	"time"
 
@@ -87,12 +88,11 @@ type Service struct {
 	downstream usage.Downstream
 	policy     Policy
 	fault      func(point string) error
-	client     *http.Client
 	window     Window
 	auto       *AutoCadence  // nil: the default cadence
 	stopWindow time.Duration // an approval waits this long before execution (WithStopWindow)
 	migrations MigrationGate
-	strays     *strays // each known table's references outside its own location (world.go)
+	strays     *strays // each known table's references outside its own location (references.go)
 }
 
 // Option configures a Service.
@@ -139,7 +139,7 @@ func New(store *storage.DB, cat *catalog.Catalog, tbls *tables.Service, opts ...
 	host, _ := os.Hostname()
 	s := &Service{db: store.Client, sqlite: store.Dialect == dialect.SQLite, tables: tbls, cat: cat, now: time.Now, log: slog.New(slog.DiscardHandler),
 		holder: fmt.Sprintf("%s-%s", host, uuid.NewString()[:8]), prices: DefaultPrices, pageSize: DefaultPageSize,
-		statPar: 8, walkPar: DefaultShardParallel, leaseTTL: DefaultLeaseTTL, policy: DefaultPolicy, client: webhookClient(false), strays: newStrays()}
+		statPar: 8, walkPar: DefaultShardParallel, leaseTTL: DefaultLeaseTTL, policy: DefaultPolicy, strays: newStrays()}
 	for _, o := range opts {
 		o(s)
 	}
@@ -167,6 +167,21 @@ func (s *Service) wait(ctx context.Context, l *rate.Limiter) error {
 		return nil
 	}
 	return l.Wait(ctx)
+}
+
+// stat looks a file up by key: a HEAD on object stores (their IO has Stat), else open and stat.
+func stat(io icebergio.IO, p string) (fs.FileInfo, error) {
+	if st, ok := io.(interface {
+		Stat(string) (fs.FileInfo, error)
+	}); ok {
+		return st.Stat(p)
+	}
+	f, err := io.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.Stat()
 }
 
 func (s *Service) pacing() Pacing {

@@ -1,7 +1,7 @@
 package cleanup
 
 // The journal of an execution: its steps, and its files as approval or planning writes them (the
-// fenced moves of files out of pending are in execute_orphans.go, beside their one caller).
+// fenced moves of files out of pending are in delete.go, beside their one caller).
 
 import (
 	"context"

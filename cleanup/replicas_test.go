@@ -3,11 +3,8 @@ package cleanup_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io/fs"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"slices"
 	"strings"
@@ -17,14 +14,12 @@ import (
 	"time"
 
 	icebergio "github.com/apache/iceberg-go/io"
-	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
 
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/cleanup"
 	"github.com/tidemark/tidemark/ent/cleanupscan"
 	"github.com/tidemark/tidemark/ent/cleanupshardwalk"
-	"github.com/tidemark/tidemark/ent/outboxmessage"
 	"github.com/tidemark/tidemark/storage"
 	"github.com/tidemark/tidemark/storage/storagetest"
 	"github.com/tidemark/tidemark/tables"
@@ -88,8 +83,7 @@ func newCluster(t *testing.T, backend string, n int, wrap func(i int) func(icebe
 		if err != nil {
 			t.Fatal(err)
 		}
-		opts := []cleanup.Option{cleanup.WithClock(c.clock.Now), cleanup.WithHolder(fmt.Sprintf("replica-%d", i)),
-			cleanup.WithPrivateWebhooks(true)}
+		opts := []cleanup.Option{cleanup.WithClock(c.clock.Now), cleanup.WithHolder(fmt.Sprintf("replica-%d", i))}
 		if wrap != nil {
 			if w := wrap(i); w != nil {
 				opts = append(opts, cleanup.WithListingWrapper(w))
@@ -359,91 +353,4 @@ func shardOutcome(r cleanup.Report, shard string) string {
 		}
 	}
 	return "absent"
-}
-
-// TestReplicasSlowWebhook: three replicas dispatch while the receiver is slow, close to the
-// 10 s client timeout: every message is delivered exactly once. Each request moves the shared
-// fake clock 3 s, so three replicas sending at once spend about 9 s a request each.
-func TestReplicasSlowWebhook(t *testing.T) {
-	for _, backend := range storagetest.Backends {
-		t.Run(backend, func(t *testing.T) {
-			c := newCluster(t, backend, 3, nil)
-			ctx := context.Background()
-			var mu sync.Mutex
-			got := map[string]int{}
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				c.clock.Add(3 * time.Second)
-				mu.Lock()
-				got[r.Header.Get("Idempotency-Key")]++
-				mu.Unlock()
-			}))
-			defer srv.Close()
-			r0 := c.replicas[0]
-			must(t, r0.svc.SetWebhook(ctx, "team", srv.URL))
-			if _, err := catalog.New(r0.db.Client).SetOwner(ctx, c.asset, catalog.AnyVersion, catalog.OwnerInput{Principal: "team", Role: "owner"}); err != nil {
-				t.Fatal(err)
-			}
-			// About thirty notifications: proposals opened, then withdrawn and opened again as
-			// the confirmed orphans go one by one.
-			for i := range 15 {
-				c.lake.WriteFile(mustLoad(t, c), fmt.Sprintf("data/n-%d.parquet", i), 10, time.Now().Add(-200*time.Hour))
-			}
-			for range 2 {
-				if _, err := r0.svc.Scan(ctx, c.asset, cleanup.ScanOptions{}); err != nil {
-					t.Fatal(err)
-				}
-				c.clock.Add(2 * time.Hour)
-			}
-			for i := range 15 {
-				if _, err := r0.svc.Propose(ctx); err != nil {
-					t.Fatal(err)
-				}
-				must(t, os.Remove(tablestest.Path(mustLoad(t, c), fmt.Sprintf("data/n-%d.parquet", i))))
-				if _, err := r0.svc.Scan(ctx, c.asset, cleanup.ScanOptions{}); err != nil {
-					t.Fatal(err)
-				}
-				c.clock.Add(2 * time.Hour)
-			}
-			// Every replica's dispatcher keeps polling, as RunDispatcher does, until nothing is
-			// pending any more.
-			var wg sync.WaitGroup
-			for _, r := range c.replicas {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for range 10000 {
-						if _, _, err := r.svc.Dispatch(ctx); err != nil && !errors.Is(err, context.Canceled) {
-							t.Error(err)
-							return
-						}
-						pending, err := r.db.Client.OutboxMessage.Query().Where(outboxmessage.StateEQ(outboxmessage.StatePending)).Exist(ctx)
-						if err != nil || !pending {
-							return
-						}
-						time.Sleep(time.Millisecond)
-					}
-				}()
-			}
-			wg.Wait()
-			mu.Lock()
-			defer mu.Unlock()
-			for k, n := range got {
-				if n != 1 {
-					t.Fatalf("message %s delivered %d times", k, n)
-				}
-			}
-			if len(got) < 20 {
-				t.Fatalf("only %d messages delivered", len(got))
-			}
-		})
-	}
-}
-
-func mustLoad(t *testing.T, c *cluster) *table.Table {
-	t.Helper()
-	tbl, err := c.lake.Cat.LoadTable(context.Background(), table.Identifier{"db", "events"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tbl
 }

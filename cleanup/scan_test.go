@@ -113,7 +113,6 @@ func newEnv(t *testing.T, db *storage.DB, opts ...cleanup.Option) *env {
 		t.Fatal(err)
 	}
 	e.svc = cleanup.New(db, cat, e.tables, append([]cleanup.Option{cleanup.WithClock(e.clock.Now),
-		cleanup.WithPrivateWebhooks(true), // the test receivers listen on loopback
 		cleanup.WithListingWrapper(func(l icebergio.ListableIO) icebergio.ListableIO { e.list.ListableIO = l; return e.list }),
 		cleanup.WithShardHook(func(s string) {
 			if e.hook != nil {

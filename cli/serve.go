@@ -19,6 +19,7 @@ import (
 	"github.com/tidemark/tidemark/demo"
 	"github.com/tidemark/tidemark/handlers"
 	"github.com/tidemark/tidemark/lineage"
+	"github.com/tidemark/tidemark/notify"
 	"github.com/tidemark/tidemark/server"
 	"github.com/tidemark/tidemark/usage"
 	"github.com/tidemark/tidemark/web"
@@ -153,8 +154,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 		return err
 	}
 	acfg.Usage = []usage.Option{usage.WithLateness(cfg.usageLateness), usage.WithRetention(cfg.usageRetention)}
-	acfg.Cleanup = append(cfg.cleanup.appOptions(), cleanup.WithPrivateWebhooks(cfg.webhookPrivate || isLoopback(cfg.addr)),
-		cleanup.WithStopWindow(cfg.stopWindow))
+	acfg.Cleanup = append(cfg.cleanup.appOptions(), cleanup.WithStopWindow(cfg.stopWindow))
+	acfg.Notify = []notify.Option{notify.WithPrivateWebhooks(cfg.webhookPrivate || isLoopback(cfg.addr))}
 	if cfg.scanInterval.auto {
 		acfg.Cleanup = append(acfg.Cleanup, cleanup.WithAutoCadence(cfg.scanMin, cfg.scanMax))
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/cleanup"
 	"github.com/tidemark/tidemark/lineage"
+	"github.com/tidemark/tidemark/notify"
 	"github.com/tidemark/tidemark/reconcile"
 	"github.com/tidemark/tidemark/server"
 	"github.com/tidemark/tidemark/tables"
@@ -51,6 +52,9 @@ type Config struct {
 	// Warehouse serves Tidemark's own warehouses (commits, inventory, commit health); nil leaves
 	// the commit routes out and refuses no asset edit as served.
 	Warehouse *warehouse.Service
+	// Notify keeps subscriptions to assets' changes and the webhooks notifications go to; nil
+	// leaves those routes out.
+	Notify *notify.Service
 	// Cleanup answers the cleanup scans; nil leaves those routes out.
 	Cleanup *cleanup.Service
 	// Reconcile keeps dataset migrations and their reconciliation runs; nil leaves those routes out.

@@ -24,6 +24,7 @@ import (
 	"github.com/tidemark/tidemark/cleanup"
 	"github.com/tidemark/tidemark/handlers"
 	"github.com/tidemark/tidemark/lineage"
+	"github.com/tidemark/tidemark/notify"
 	"github.com/tidemark/tidemark/reconcile"
 	"github.com/tidemark/tidemark/server"
 	"github.com/tidemark/tidemark/storage"
@@ -100,11 +101,16 @@ func startServer(t testing.TB, db *storage.DB, tweak func(*handlers.Config, *ser
 		t.Fatal(err)
 	}
 	ahead := &atomic.Int64{}
-	clean := cleanup.New(db, cat, tbls, cleanup.WithPrivateWebhooks(true), cleanup.WithWarehouse(wh),
-		cleanup.WithClock(func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }))
+	clock := func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
+	clean := cleanup.New(db, cat, tbls, cleanup.WithWarehouse(wh), cleanup.WithClock(clock))
+	notes, err := notify.New(db, cat, notify.WithPrivateWebhooks(true), notify.WithClock(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg := handlers.Config{
 		Reconcile: rec,
 		Cleanup:   clean,
+		Notify:    notes,
 		Tables:    tbls,
 		Warehouse: wh,
 		Catalog:   cat,

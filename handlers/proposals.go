@@ -153,15 +153,6 @@ type exemptResponse struct {
 	Kinds   []string  `json:"kinds,omitempty"`
 }
 
-type webhookRequest struct {
-	URL string `json:"url"`
-}
-
-type webhookResponse struct {
-	Principal string `json:"principal"`
-	URL       string `json:"url,omitempty"`
-}
-
 func (a *API) proposalRoutes() {
 	if a.cfg.Cleanup == nil {
 		return
@@ -241,16 +232,6 @@ func (a *API) proposalRoutes() {
 		Body:      exemptRequest{},
 		Responses: map[int]any{200: exemptResponse{}},
 	}, a.setExempt)
-	a.handle(operation{
-		Method:    http.MethodPut,
-		Path:      "/api/v1/webhooks/:principal",
-		Summary:   "Where an owner's cleanup notifications go (an empty url removes it)",
-		Tag:       "cleanup",
-		Scope:     auth.ScopeAdmin,
-		Params:    []param{{Name: "principal", In: "path", Required: true}},
-		Body:      webhookRequest{},
-		Responses: map[int]any{200: webhookResponse{}},
-	}, a.setWebhook)
 }
 
 func (a *API) listProposals(c echo.Context) error {
@@ -469,24 +450,6 @@ func (a *API) setExempt(c echo.Context) error {
 		kinds = nil
 	}
 	return c.JSON(http.StatusOK, exemptResponse{AssetID: id, Exempt: req.Exempt, Kinds: kinds})
-}
-
-func (a *API) setWebhook(c echo.Context) error {
-	principal, err := pathParam(c, "principal")
-	if err != nil {
-		return err
-	}
-	var req webhookRequest
-	if err := bind(c, &req); err != nil {
-		return err
-	}
-	if len(principal) > catalog.MaxPrincipalBytes {
-		return badRequest("principal", "principal is %d bytes long; the limit is %d", len(principal), catalog.MaxPrincipalBytes)
-	}
-	if err := a.cfg.Cleanup.SetWebhook(c.Request().Context(), principal, req.URL); err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, webhookResponse{Principal: principal, URL: req.URL})
 }
 
 func toProposalResponse(p cleanup.Proposal) proposalResponse {

@@ -9,7 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tidemark/tidemark/auth"
-	"github.com/tidemark/tidemark/cleanup"
+	"github.com/tidemark/tidemark/notify"
 )
 
 type subscriptionResponse struct {
@@ -32,11 +32,26 @@ type unsubscribeResponse struct {
 	Removed   bool      `json:"removed"` // false: there was no subscription
 }
 
+// notifications serves the routes of the notify service: subscriptions to assets' changes and
+// the webhooks every notification is sent to.
+type notifications struct {
+	*API
+	notify *notify.Service
+}
+
+// subscriptionRoutes adds the routes of the notify service (nil adds none): subscriptions to
+// assets' changes and the webhooks notifications go to.
 func (a *API) subscriptionRoutes() {
-	const base = "/api/v1"
-	if a.cfg.Cleanup == nil {
+	if a.cfg.Notify == nil {
 		return
 	}
+	api := notifications{API: a, notify: a.cfg.Notify}
+	api.mountSubscriptions()
+	api.mountWebhooks()
+}
+
+func (a notifications) mountSubscriptions() {
+	const base = "/api/v1"
 	who := []param{{Name: "principal", In: "path", Required: true, Description: "who is told; a token may name only itself (its name) unless it has the admin scope"}}
 	a.handle(operation{
 		Method:  http.MethodPut,
@@ -83,12 +98,12 @@ func (a *API) subscriber(c echo.Context) (uuid.UUID, string, error) {
 	return id, principal, nil
 }
 
-func (a *API) subscribe(c echo.Context) error {
+func (a notifications) subscribe(c echo.Context) error {
 	id, principal, err := a.subscriber(c)
 	if err != nil {
 		return err
 	}
-	sub, created, err := a.cfg.Cleanup.Subscribe(c.Request().Context(), id, principal)
+	sub, created, err := a.notify.Subscribe(c.Request().Context(), id, principal)
 	if err != nil {
 		return err
 	}
@@ -99,24 +114,24 @@ func (a *API) subscribe(c echo.Context) error {
 	return c.JSON(status, toSubscriptionResponse(sub))
 }
 
-func (a *API) unsubscribe(c echo.Context) error {
+func (a notifications) unsubscribe(c echo.Context) error {
 	id, principal, err := a.subscriber(c)
 	if err != nil {
 		return err
 	}
-	removed, err := a.cfg.Cleanup.Unsubscribe(c.Request().Context(), id, principal)
+	removed, err := a.notify.Unsubscribe(c.Request().Context(), id, principal)
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, unsubscribeResponse{AssetID: id, Principal: principal, Removed: removed})
 }
 
-func (a *API) listSubscriptions(c echo.Context) error {
+func (a notifications) listSubscriptions(c echo.Context) error {
 	id, err := assetID(c)
 	if err != nil {
 		return err
 	}
-	subs, err := a.cfg.Cleanup.Subscriptions(c.Request().Context(), id)
+	subs, err := a.notify.Subscriptions(c.Request().Context(), id)
 	if err != nil {
 		return err
 	}
@@ -127,7 +142,7 @@ func (a *API) listSubscriptions(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
-func toSubscriptionResponse(s cleanup.Subscription) subscriptionResponse {
+func toSubscriptionResponse(s notify.Subscription) subscriptionResponse {
 	r := subscriptionResponse{AssetID: s.AssetID, Principal: s.Principal, CreatedAt: s.CreatedAt, HasWebhook: s.HasWebhook}
 	if !s.HasWebhook {
 		r.Note = fmt.Sprintf("no webhook for %q: nothing is sent until an admin sets one with PUT /api/v1/webhooks/{principal}", s.Principal)

@@ -14,12 +14,11 @@ import (
 
 	"github.com/tidemark/tidemark/app"
 	"github.com/tidemark/tidemark/catalog"
-	"github.com/tidemark/tidemark/cleanup"
 	"github.com/tidemark/tidemark/lineage"
+	"github.com/tidemark/tidemark/notify"
 	"github.com/tidemark/tidemark/reconcile"
 	"github.com/tidemark/tidemark/storage"
 	"github.com/tidemark/tidemark/storage/storagetest"
-	"github.com/tidemark/tidemark/tables"
 )
 
 // TestDuplicationNamesTheWritersAndTheOwner: a window with duplicated keys on the new side names
@@ -64,10 +63,9 @@ func TestDuplicationNamesTheWritersAndTheOwner(t *testing.T) {
 			}
 		}))
 		t.Cleanup(hook.Close)
-		tbls, err := tables.New(db.Client, cat)
+		notes, err := notify.New(db, cat, notify.WithClock(c.Now), notify.WithPrivateWebhooks(true)) // the receiver listens on loopback
 		must(t, err)
-		clean := cleanup.New(db, cat, tbls, cleanup.WithClock(c.Now), cleanup.WithPrivateWebhooks(true)) // the receiver listens on loopback
-		must(t, clean.SetWebhook(ctx, "team-orders", hook.URL))
+		must(t, notes.SetWebhook(ctx, "team-orders", hook.URL))
 
 		fig := func(rows, keys, dups int64) reconcile.SideFigures {
 			return reconcile.SideFigures{Rows: rows, Keys: keys, DuplicateKeys: dups, Checksum: "a"}
@@ -84,7 +82,7 @@ func TestDuplicationNamesTheWritersAndTheOwner(t *testing.T) {
 		if len(ws) != 2 || len(ws[0].Writers) != 0 || len(ws[1].Writers) != 1 || ws[1].Writers[0].RunID != "0190b6e2-7a4c-7d3e-9f1a-000000000002" {
 			t.Fatalf("writers: Monday %+v, Tuesday %+v; want Tuesday's load only, on Tuesday", ws[0].Writers, ws[1].Writers)
 		}
-		if delivered, failed, err := clean.Dispatch(ctx); err != nil || delivered != 1 || failed != 0 {
+		if delivered, failed, err := notes.Dispatch(ctx); err != nil || delivered != 1 || failed != 0 {
 			t.Fatalf("dispatch: %d delivered, %d failed, %v; want the finding's notification", delivered, failed, err)
 		}
 		mu.Lock()

@@ -71,7 +71,7 @@ type assetData struct {
 	// Cur is the curation part (curation.go); Edit an edit the page refused.
 	Cur  curationData
 	Edit editState
-	Sub  *subscriptionView // nil without subscriptions (no cleanup service)
+	Sub  *subscriptionView // nil without subscriptions (no notify service)
 }
 
 // partial records that part of the asset page could not be read: logged, and listed on the page.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/tidemark/tidemark/auth"
 	"github.com/tidemark/tidemark/catalog"
-	"github.com/tidemark/tidemark/cleanup"
+	"github.com/tidemark/tidemark/notify"
 	"github.com/tidemark/tidemark/storage/storagetest"
 	"github.com/tidemark/tidemark/web"
 )
@@ -24,8 +24,8 @@ func TestSubscribeFromAssetPage(t *testing.T) {
 	bin := chromium(t)
 	ctx := context.Background()
 	db := storagetest.Open(t, storagetest.Backends[0])
-	var svc *cleanup.Service
-	srv, cat := newUIWith(t, db, func(c *web.Config) { svc = cleanup.New(db, c.Catalog, c.Tables); c.Cleanup = svc })
+	var svc *notify.Service
+	srv, cat := newUIWith(t, db, func(c *web.Config) { svc = c.Notify })
 	res, err := cat.Create(ctx, catalog.CreateInput{Kind: catalog.KindTable, Namespace: "warehouse", Name: "orders"})
 	if err != nil {
 		t.Fatal(err)

@@ -31,7 +31,7 @@ type subscriptionView struct {
 
 // subscriptionParts reads the signed-in person's subscription and webhook for the asset page.
 func (u *UI) subscriptionParts(g *errgroup.Group, r *http.Request, d *assetData, miss func(string, error) bool) {
-	if u.cfg.Cleanup == nil {
+	if u.cfg.Notify == nil {
 		return
 	}
 	v := &subscriptionView{AssetID: d.Asset.ID}
@@ -42,7 +42,7 @@ func (u *UI) subscriptionParts(g *errgroup.Group, r *http.Request, d *assetData,
 	}
 	v.Principal, v.CanChange, v.CSRF = s.Name, s.Write, s.CSRF
 	g.Go(func() error {
-		subs, err := u.cfg.Cleanup.Subscriptions(r.Context(), d.Asset.ID)
+		subs, err := u.cfg.Notify.Subscriptions(r.Context(), d.Asset.ID)
 		if miss("your subscription", err) {
 			d.Sub = nil
 			return nil
@@ -54,7 +54,7 @@ func (u *UI) subscriptionParts(g *errgroup.Group, r *http.Request, d *assetData,
 				v.Others++
 			}
 		}
-		v.HasWebhook, err = u.cfg.Cleanup.HasWebhook(r.Context(), v.Principal)
+		v.HasWebhook, err = u.cfg.Notify.HasWebhook(r.Context(), v.Principal)
 		if miss("your subscription", err) {
 			d.Sub = nil
 		}
@@ -77,10 +77,10 @@ func (u *UI) subscription(w http.ResponseWriter, r *http.Request) {
 	flash := "subscribed"
 	switch r.PostFormValue("action") {
 	case "subscribe":
-		_, _, err = u.cfg.Cleanup.Subscribe(r.Context(), id, s.Name)
+		_, _, err = u.cfg.Notify.Subscribe(r.Context(), id, s.Name)
 	case "unsubscribe":
 		flash = "unsubscribed"
-		_, err = u.cfg.Cleanup.Unsubscribe(r.Context(), id, s.Name)
+		_, err = u.cfg.Notify.Unsubscribe(r.Context(), id, s.Name)
 	default:
 		err = &catalog.Error{Kind: catalog.ErrInvalid, Message: "the form says neither subscribe nor unsubscribe; reload the page"}
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/cleanup"
 	"github.com/tidemark/tidemark/lineage"
+	"github.com/tidemark/tidemark/notify"
 	"github.com/tidemark/tidemark/reconcile"
 	"github.com/tidemark/tidemark/server"
 	"github.com/tidemark/tidemark/tables"
@@ -47,6 +48,8 @@ type Config struct {
 	// only the Iceberg REST catalog may make; nil shows and refuses neither.
 	Warehouse *warehouse.Service
 	Cleanup   *cleanup.Service
+	// Notify keeps subscriptions to assets' changes; nil leaves the asset page's subscribe part out.
+	Notify *notify.Service
 	// Reconcile keeps dataset migrations; nil leaves their pages out.
 	Reconcile *reconcile.Service
 	// Tokens verifies sign-ins and keeps the browser sessions.
@@ -197,7 +200,7 @@ func (u *UI) routes() {
 	u.curationRoutes()
 	u.lifecycleRoutes()
 	u.classificationRoutes()
-	if u.cfg.Cleanup != nil {
+	if u.cfg.Notify != nil {
 		u.handleFunc("POST /assets/{id}/subscription", u.subscription)
 	}
 	u.handleFunc("GET /audit", u.audit)

@@ -21,6 +21,7 @@ import (
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/cleanup"
 	"github.com/tidemark/tidemark/lineage"
+	"github.com/tidemark/tidemark/notify"
 	"github.com/tidemark/tidemark/reconcile"
 	"github.com/tidemark/tidemark/storage"
 	"github.com/tidemark/tidemark/storage/storagetest"
@@ -51,8 +52,12 @@ func newUIWith(t *testing.T, db *storage.DB, tweak func(*web.Config)) (*httptest
 	if err != nil {
 		t.Fatal(err)
 	}
+	notes, err := notify.New(db, cat)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg := web.Config{Catalog: cat, Lineage: lin, Usage: use, Tables: tbls, Tokens: auth.NewStore(db.Client, nil),
-		Cleanup: cleanup.New(db, cat, tbls)}
+		Cleanup: cleanup.New(db, cat, tbls), Notify: notes}
 	if tweak != nil {
 		tweak(&cfg)
 	}

@@ -1,102 +1,27 @@
-package cleanup
+package notify
+
+// The dispatcher: delivers the outbox's messages to their webhooks, whoever wrote them (cleanup
+// with a proposal, reconcile with a finding, the notifier for subscribers).
 
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"time"
 
 	"entgo.io/ent/dialect/sql"
-	"github.com/google/uuid"
 
-	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/ent/outboxmessage"
-	"github.com/tidemark/tidemark/ent/webhook"
 
 	"github.com/tidemark/tidemark/internal/loop"
 )
 
 // MaxAttempts is how often a notification is tried before it is marked failed.
 const MaxAttempts = 20
-
-// Notification is what an owner's webhook receives. ID is also sent as the Idempotency-Key
-// header: a receiver that sees it twice (delivery is at least once) drops the repeat.
-type Notification struct {
-	ID        uuid.UUID       `json:"id"`
-	Event     string          `json:"event"` // proposal.opened, proposal.withdrawn
-	Recipient string          `json:"recipient"`
-	At        time.Time       `json:"at"`
-	Proposal  ProposalSummary `json:"proposal"`
-}
-
-// ProposalSummary is the part of a proposal a notification carries.
-type ProposalSummary struct {
-	ID      uuid.UUID `json:"id"`
-	Kind    string    `json:"kind"`
-	AssetID uuid.UUID `json:"asset_id"`
-	State   string    `json:"state"`
-	Reason  string    `json:"reason,omitempty"`
-	Summary string    `json:"summary"`
-}
-
-// notify writes one outbox message per owner of the proposal's asset who has a webhook, in the
-// caller's transaction.
-func (s *Service) notify(ctx context.Context, tx *ent.Tx, p *ent.Proposal, event string) error {
-	a, err := s.cat.Get(ctx, p.AssetID)
-	if err != nil {
-		return err
-	}
-	var ev Evidence
-	_ = json.Unmarshal([]byte(p.Evidence), &ev)
-	now := s.clock()
-	for _, o := range a.Owners {
-		hook, err := tx.Webhook.Query().Where(webhook.Principal(o.Principal)).Only(ctx)
-		if ent.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		id := uuid.Must(uuid.NewV7())
-		n := Notification{ID: id, Event: event, Recipient: o.Principal, At: now, Proposal: ProposalSummary{ID: p.ID, Kind: string(p.Kind),
-			AssetID: p.AssetID, State: string(p.State), Reason: p.Reason, Summary: ev.Summary}}
-		body, err := json.Marshal(n)
-		if err != nil {
-			return err
-		}
-		if err := tx.OutboxMessage.Create().SetID(id).SetEvent(event).SetProposalID(p.ID).SetRecipient(o.Principal).SetURL(hook.URL).
-			SetPayload(string(body)).SetNextAttemptAt(now).SetCreatedAt(now).Exec(ctx); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// SetWebhook sets (or with an empty URL removes) where a principal's notifications go.
-func (s *Service) SetWebhook(ctx context.Context, principal, rawURL string) error {
-	if principal == "" {
-		return &catalog.Error{Kind: catalog.ErrInvalid, Field: "principal", Message: "principal is empty"}
-	}
-	if rawURL == "" {
-		_, err := s.db.Webhook.Delete().Where(webhook.Principal(principal)).Exec(ctx)
-		return err
-	}
-	u, err := url.Parse(rawURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return &catalog.Error{Kind: catalog.ErrInvalid, Field: "url", Message: fmt.Sprintf("webhook URL %q is not an http(s) URL", rawURL)}
-	}
-	err = s.db.Webhook.Create().SetPrincipal(principal).SetURL(rawURL).SetUpdatedAt(s.clock()).Exec(ctx)
-	if ent.IsConstraintError(err) {
-		_, err = s.db.Webhook.Update().Where(webhook.Principal(principal)).SetURL(rawURL).SetUpdatedAt(s.clock()).Save(ctx)
-	}
-	return err
-}
 
 // dispatchBatch is how many messages one replica claims at a time.
 const dispatchBatch = 10
@@ -175,16 +100,18 @@ func (s *Service) deliver(ctx context.Context, m *ent.OutboxMessage) error {
 	defer res.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 1<<16))
 	if res.StatusCode < 200 || res.StatusCode > 299 {
-		return fmt.Errorf("cleanup: webhook answered %s", res.Status)
+		return fmt.Errorf("notify: webhook answered %s", res.Status)
 	}
 	return nil
 }
 
-// RunDispatcher delivers notifications every tick until ctx ends.
-func (s *Service) RunDispatcher(ctx context.Context, tick time.Duration) {
-	loop.Every(ctx, tick, true, func(ctx context.Context) {
+// RunDispatcher delivers notifications every interval (WithInterval) until ctx ends, and then
+// returns nil: a round that fails is logged and retried at the next.
+func (s *Service) RunDispatcher(ctx context.Context) error {
+	loop.Every(ctx, s.interval, true, func(ctx context.Context) {
 		if _, _, err := s.Dispatch(ctx); err != nil && ctx.Err() == nil {
 			s.log.Warn("notification dispatch failed; will retry", "err", err)
 		}
 	})
+	return nil
 }

@@ -1,9 +1,9 @@
-package cleanup
+package notify
 
 // Subscriptions: a principal asks to hear of every change to an asset, through the webhook it
-// set for its cleanup notifications. They live here, not in catalog, because the outbox and the
-// webhooks do: catalog sits below cleanup and cannot write outbox messages, while cleanup may
-// read catalog's audit log. The notifier (notify.go) turns audit events into outbox messages.
+// set for its notifications. They live here, not in catalog, because the outbox and the
+// webhooks do: catalog sits below notify and cannot write outbox messages, while notify may
+// read catalog's audit log. The notifier (notifier.go) turns audit events into outbox messages.
 
 import (
 	"context"
@@ -64,11 +64,14 @@ func (s *Service) Subscribe(ctx context.Context, assetID uuid.UUID, principal st
 	err = s.db.Subscription.Create().SetAssetID(assetID).SetPrincipal(principal).SetCreatedAt(s.clock()).Exec(ctx)
 	created = err == nil
 	if err != nil && !ent.IsConstraintError(err) { // a constraint error: already subscribed
-		return Subscription{}, false, fmt.Errorf("cleanup: subscribe %s to %s: %w", principal, assetID, err)
+		return Subscription{}, false, fmt.Errorf("notify: subscribe %s to %s: %w", principal, assetID, err)
 	}
 	subs, err := s.subscriptions(ctx, assetID, principal)
-	if err != nil || len(subs) == 0 {
-		return Subscription{}, false, fmt.Errorf("cleanup: read back the subscription of %s to %s: %w", principal, assetID, err)
+	if err != nil {
+		return Subscription{}, false, err
+	}
+	if len(subs) == 0 {
+		return Subscription{}, false, fmt.Errorf("notify: the subscription of %s to %s is not there after it was written", principal, assetID)
 	}
 	return subs[0], created, nil
 }
@@ -85,11 +88,11 @@ func (s *Service) startCursor(ctx context.Context) error {
 	case err == nil:
 		after = last.ID
 	case !ent.IsNotFound(err):
-		return fmt.Errorf("cleanup: start the notification cursor: %w", err)
+		return fmt.Errorf("notify: start the notification cursor: %w", err)
 	}
 	err = s.db.NotifyCursor.Create().SetID(notifyCursorID).SetAfter(after).SetUpdatedAt(s.clock()).Exec(ctx)
 	if err != nil && !ent.IsConstraintError(err) { // a constraint error: another call started it
-		return fmt.Errorf("cleanup: start the notification cursor: %w", err)
+		return fmt.Errorf("notify: start the notification cursor: %w", err)
 	}
 	return nil
 }
@@ -104,7 +107,7 @@ func (s *Service) Unsubscribe(ctx context.Context, assetID uuid.UUID, principal 
 	}
 	n, err := s.db.Subscription.Delete().Where(subscription.AssetID(assetID), subscription.Principal(principal)).Exec(ctx)
 	if err != nil {
-		return false, fmt.Errorf("cleanup: unsubscribe %s from %s: %w", principal, assetID, err)
+		return false, fmt.Errorf("notify: unsubscribe %s from %s: %w", principal, assetID, err)
 	}
 	return n > 0, nil
 }
@@ -125,7 +128,7 @@ func (s *Service) subscriptions(ctx context.Context, assetID uuid.UUID, principa
 	}
 	rows, err := q.Order(ent.Asc(subscription.FieldPrincipal)).All(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("cleanup: subscriptions of %s: %w", assetID, err)
+		return nil, fmt.Errorf("notify: subscriptions of %s: %w", assetID, err)
 	}
 	names := make([]string, len(rows))
 	for i, r := range rows {
@@ -133,7 +136,7 @@ func (s *Service) subscriptions(ctx context.Context, assetID uuid.UUID, principa
 	}
 	hooks, err := s.db.Webhook.Query().Where(webhook.PrincipalIn(names...)).All(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("cleanup: webhooks of the subscribers of %s: %w", assetID, err)
+		return nil, fmt.Errorf("notify: webhooks of the subscribers of %s: %w", assetID, err)
 	}
 	has := map[string]bool{}
 	for _, h := range hooks {
@@ -150,7 +153,7 @@ func (s *Service) subscriptions(ctx context.Context, assetID uuid.UUID, principa
 func (s *Service) HasWebhook(ctx context.Context, principal string) (bool, error) {
 	n, err := s.db.Webhook.Query().Where(webhook.Principal(principal)).Count(ctx)
 	if err != nil {
-		return false, fmt.Errorf("cleanup: webhook of %s: %w", principal, err)
+		return false, fmt.Errorf("notify: webhook of %s: %w", principal, err)
 	}
 	return n > 0, nil
 }

@@ -1,4 +1,4 @@
-package cleanup_test
+package notify_test
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tidemark/tidemark/catalog"
-	"github.com/tidemark/tidemark/cleanup"
+	"github.com/tidemark/tidemark/notify"
 	"github.com/tidemark/tidemark/storage"
 	"github.com/tidemark/tidemark/storage/storagetest"
 )
@@ -22,7 +22,7 @@ import (
 // receiver is a real webhook endpoint on 127.0.0.1 that keeps what it was sent.
 type receiver struct {
 	mu   sync.Mutex
-	got  []cleanup.AssetNotification
+	got  []notify.AssetNotification
 	keys []string
 }
 
@@ -30,7 +30,7 @@ func newReceiver(t *testing.T) (*receiver, string) {
 	rc := &receiver{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		var n cleanup.AssetNotification
+		var n notify.AssetNotification
 		if err := json.Unmarshal(body, &n); err != nil {
 			t.Errorf("receiver: %v in %s", err, body)
 		}
@@ -43,10 +43,10 @@ func newReceiver(t *testing.T) (*receiver, string) {
 	return rc, srv.URL
 }
 
-func (rc *receiver) messages() []cleanup.AssetNotification {
+func (rc *receiver) messages() []notify.AssetNotification {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	return append([]cleanup.AssetNotification(nil), rc.got...)
+	return append([]notify.AssetNotification(nil), rc.got...)
 }
 
 // TestSubscriberHearsOfRename: a subscriber with a webhook gets one message for a rename made
@@ -58,7 +58,7 @@ func TestSubscriberHearsOfRename(t *testing.T) {
 		ctx := context.Background()
 		clk := &clock{t: time.Now().UTC()}
 		cat := catalog.New(db.Client, catalog.WithClock(clk.Now))
-		svc := cleanup.New(db, cat, nil, cleanup.WithClock(clk.Now), cleanup.WithPrivateWebhooks(true))
+		svc := newService(t, db, cat, notify.WithClock(clk.Now), notify.WithPrivateWebhooks(true))
 		rc, url := newReceiver(t)
 		create := func(name string) uuid.UUID {
 			res, err := cat.Create(ctx, catalog.CreateInput{Kind: catalog.KindTable, Namespace: "warehouse", Name: name})
@@ -70,7 +70,7 @@ func TestSubscriberHearsOfRename(t *testing.T) {
 			_, err := cat.Rename(ci, id, catalog.AnyVersion, "", name)
 			must(t, err)
 		}
-		run := func() (cleanup.NotifyReport, int) {
+		run := func() (notify.Report, int) {
 			rep, err := svc.Notify(ctx)
 			must(t, err)
 			d, f, err := svc.Dispatch(ctx)
@@ -111,7 +111,7 @@ func TestSubscriberHearsOfRename(t *testing.T) {
 			t.Fatalf("received %d messages, want 1: %+v", len(got), got)
 		}
 		n := got[0]
-		if n.Asset.ID != id || n.Asset.Name != "orders_v2" || n.Recipient != "alice" || n.Event != cleanup.EventAssetChanged {
+		if n.Asset.ID != id || n.Asset.Name != "orders_v2" || n.Recipient != "alice" || n.Event != notify.EventAssetChanged {
 			t.Errorf("message names %+v to %s (%s)", n.Asset, n.Recipient, n.Event)
 		}
 		if c := n.Change; c.Action != catalog.ActionRename || c.Actor != "token:ci" || c.Summary != "renamed orders -> orders_v2" {
@@ -146,7 +146,7 @@ func TestSubscribeRefuses(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
 		ctx := context.Background()
 		cat := catalog.New(db.Client)
-		svc := cleanup.New(db, cat, nil)
+		svc := newService(t, db, cat)
 		res, err := cat.Create(ctx, catalog.CreateInput{Kind: catalog.KindTable, Namespace: "warehouse", Name: "orders"})
 		must(t, err)
 		long := string(make([]byte, catalog.MaxPrincipalBytes+1))

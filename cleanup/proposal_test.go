@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/cleanup"
+	"github.com/tidemark/tidemark/notify"
 	"github.com/tidemark/tidemark/storage"
 	"github.com/tidemark/tidemark/storage/storagetest"
 	"github.com/tidemark/tidemark/tables/tablestest"
@@ -77,13 +77,16 @@ func TestUnusedAssetAndNotifications(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
 		e := newEnv(t, db)
 		hook := newHookServer(t)
+		// The dispatcher that delivers the proposals' messages (the receiver listens on loopback).
+		notes, err := notify.New(db, e.cat, notify.WithClock(e.clock.Now), notify.WithPrivateWebhooks(true))
+		must(t, err)
 		stale := e.lake.Append(e.lake.Create("db.stale", nil), tablestest.Rows(0, 2, time.Now()))
 		orders := e.lake.Append(e.lake.Create("db.orders", nil), tablestest.Rows(0, 2, time.Now()))
 		_, _ = stale, orders
 		if rep, err := e.tables.Sync(e.ctx, nil); err != nil || rep.Added != 2 {
 			t.Fatalf("sync: %+v %v", rep, err)
 		}
-		must(t, e.svc.SetWebhook(e.ctx, "team-orders", hook.URL))
+		must(t, notes.SetWebhook(e.ctx, "team-orders", hook.URL))
 		ids := map[string]uuid.UUID{}
 		for _, n := range []string{"db.stale", "db.orders", "db.events"} {
 			ref, ok, err := e.cat.Lookup(e.ctx, catalog.SpaceDataset, "iceberg://lake", n)
@@ -116,7 +119,7 @@ func TestUnusedAssetAndNotifications(t *testing.T) {
 		if ev.LastRead != nil || len(ev.Names) != 1 || len(ev.Owners) != 1 || ev.Window != "90 days" || !strings.Contains(ev.Summary, "No read") {
 			t.Fatalf("evidence: %+v", ev)
 		}
-		if d, _, err := e.svc.Dispatch(e.ctx); err != nil || d != 1 {
+		if d, _, err := notes.Dispatch(e.ctx); err != nil || d != 1 {
 			t.Fatalf("dispatch: %d %v", d, err)
 		}
 
@@ -130,7 +133,7 @@ func TestUnusedAssetAndNotifications(t *testing.T) {
 			t.Fatalf("withdrawn: %s %q %v", p.State, p.Reason, err)
 		}
 		for range 2 { // a second dispatch finds nothing left to send
-			if _, _, err := e.svc.Dispatch(e.ctx); err != nil {
+			if _, _, err := notes.Dispatch(e.ctx); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -446,52 +449,6 @@ func TestExpireSnapshots(t *testing.T) {
 	})
 }
 
-// TestDispatchRetries: a webhook that fails is retried with backoff until it answers 2xx; the
-// delivery state says how it went.
-func TestDispatchRetries(t *testing.T) {
-	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
-		e := newEnv(t, db)
-		var mu sync.Mutex
-		calls := 0
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			mu.Lock()
-			defer mu.Unlock()
-			if calls++; calls == 1 {
-				http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
-			}
-		}))
-		defer srv.Close()
-		must(t, e.svc.SetWebhook(e.ctx, "team-events", srv.URL))
-		if _, err := e.cat.SetOwner(e.ctx, e.id, catalog.AnyVersion, catalog.OwnerInput{Principal: "team-events"}); err != nil {
-			t.Fatal(err)
-		}
-		e.clock.Add(100 * 24 * time.Hour)
-		e.propose()
-		ps := e.proposals(cleanup.KindUnusedAsset, "open")
-		if len(ps) != 1 {
-			t.Fatalf("proposals: %+v", ps)
-		}
-		if d, f, err := e.svc.Dispatch(e.ctx); err != nil || d != 0 || f != 0 {
-			t.Fatalf("first dispatch: %d delivered, %d failed, %v", d, f, err)
-		}
-		p, _ := e.svc.GetProposal(e.ctx, ps[0].ID)
-		if n := p.Notifications[0]; n.State != "pending" || n.Attempts != 1 || !strings.Contains(n.LastError, "503") {
-			t.Fatalf("after a failed delivery: %+v", n)
-		}
-		if d, _, _ := e.svc.Dispatch(e.ctx); d != 0 {
-			t.Fatal("retried before the backoff")
-		}
-		e.clock.Add(31 * time.Second)
-		if d, _, err := e.svc.Dispatch(e.ctx); err != nil || d != 1 {
-			t.Fatalf("retry: %d %v", d, err)
-		}
-		p, _ = e.svc.GetProposal(e.ctx, ps[0].ID)
-		if n := p.Notifications[0]; n.State != "delivered" || n.Attempts != 2 || n.DeliveredAt == nil {
-			t.Fatalf("after the retry: %+v", n)
-		}
-	})
-}
-
 // TestExpiryTaggedAfterApproval: a snapshot tagged after the approval is not expired; the
 // execution stops and says why, and the table keeps every snapshot.
 func TestExpiryTaggedAfterApproval(t *testing.T) {
@@ -540,74 +497,6 @@ func TestExpiryTaggedAfterApproval(t *testing.T) {
 			if slices.Contains(p.Evidence.Snapshots, tagged) {
 				t.Fatalf("the tagged snapshot is proposed again: %+v", p.Evidence.Snapshots)
 			}
-		}
-	})
-}
-
-// TestWebhookHardening: a delivery error never shows the webhook URL's secrets; a redirect is
-// not followed (it is a failed delivery); a service that refuses private addresses does not
-// connect to a loopback receiver.
-func TestWebhookHardening(t *testing.T) {
-	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
-		e := newEnv(t, db)
-		var elsewhere atomic.Int64
-		target := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { elsewhere.Add(1) }))
-		defer target.Close()
-		bouncer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			http.Redirect(w, r, target.URL+"/stolen", http.StatusFound)
-		}))
-		defer bouncer.Close()
-		_, err := e.cat.SetOwner(e.ctx, e.id, catalog.AnyVersion, catalog.OwnerInput{Principal: "team", Role: "owner"})
-		must(t, err)
-		must(t, e.svc.SetWebhook(e.ctx, "team", bouncer.URL+"/hook?token=s3cr3t-value"))
-		e.clock.Add(100 * 24 * time.Hour)
-		e.propose() // an unused-asset proposal: one notification to the team
-		if _, _, err := e.svc.Dispatch(e.ctx); err != nil {
-			t.Fatal(err)
-		}
-		if elsewhere.Load() != 0 {
-			t.Fatal("the dispatcher followed a redirect")
-		}
-		ps := e.proposals(cleanup.KindUnusedAsset, "open")
-		p, err := e.svc.GetProposal(e.ctx, ps[0].ID)
-		must(t, err)
-		if len(p.Notifications) != 1 || !strings.Contains(p.Notifications[0].LastError, "302") || strings.Contains(p.Notifications[0].LastError, "s3cr3t") {
-			t.Fatalf("delivery: %+v", p.Notifications)
-		}
-		// An unreachable receiver: the transport error names the URL; the secret stays out.
-		must(t, e.svc.SetWebhook(e.ctx, "team", "http://127.0.0.1:1/hook?token=s3cr3t-value"))
-		recordRead(t, e, "db.events", e.clock.Now(), "q-1") // withdraws: a second notification
-		e.propose()
-		e.clock.Add(time.Hour)
-		if _, _, err := e.svc.Dispatch(e.ctx); err != nil {
-			t.Fatal(err)
-		}
-		p, err = e.svc.GetProposal(e.ctx, ps[0].ID)
-		must(t, err)
-		for _, n := range p.Notifications {
-			if n.LastError == "" || strings.Contains(n.LastError, "s3cr3t") {
-				t.Fatalf("delivery error shows the secret or nothing: %q", n.LastError)
-			}
-		}
-
-		// Refusing private addresses: a loopback receiver is never contacted.
-		var hits atomic.Int64
-		local := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
-		defer local.Close()
-		strict := cleanup.New(db, e.cat, e.tables, cleanup.WithClock(e.clock.Now), cleanup.WithUsage(e.usage, nil))
-		must(t, strict.SetWebhook(e.ctx, "team", local.URL+"/hook"))
-		e.clock.Add(100 * 24 * time.Hour) // unused again: a new proposal, a new notification
-		if r, err := strict.Propose(e.ctx); err != nil || r.Opened != 1 {
-			t.Fatalf("propose: %+v %v", r, err)
-		}
-		if _, _, err := strict.Dispatch(e.ctx); err != nil {
-			t.Fatal(err)
-		}
-		open := e.proposals(cleanup.KindUnusedAsset, "open")
-		p, err = e.svc.GetProposal(e.ctx, open[0].ID)
-		must(t, err)
-		if hits.Load() != 0 || len(p.Notifications) != 1 || !strings.Contains(p.Notifications[0].LastError, "refused") {
-			t.Fatalf("a service refusing private addresses: %d deliveries, %+v", hits.Load(), p.Notifications)
 		}
 	})
 }

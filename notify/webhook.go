@@ -1,6 +1,9 @@
-package cleanup
+package notify
+
+// Webhooks: where each principal's notifications go, and the client that delivers to them.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -10,6 +13,10 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/ent"
+	"github.com/tidemark/tidemark/ent/webhook"
 )
 
 // webhookClient is the dispatcher's HTTP client: it never follows redirects (a 3xx is a failed
@@ -25,7 +32,7 @@ func webhookClient(allowPrivate bool) *http.Client {
 				return err
 			}
 			if ip, err := netip.ParseAddr(host); err != nil || refusedAddress(ip) {
-				return fmt.Errorf("cleanup: %w: %s", errPrivateAddress, host)
+				return fmt.Errorf("notify: %w: %s", errPrivateAddress, host)
 			}
 			return nil
 		}
@@ -88,6 +95,26 @@ var errPrivateAddress = errors.New("webhooks to loopback, private or link-local 
 // link-local addresses. Refused by default.
 func WithPrivateWebhooks(allow bool) Option {
 	return func(s *Service) { s.client = webhookClient(allow) }
+}
+
+// SetWebhook sets (or with an empty URL removes) where a principal's notifications go.
+func (s *Service) SetWebhook(ctx context.Context, principal, rawURL string) error {
+	if principal == "" {
+		return &catalog.Error{Kind: catalog.ErrInvalid, Field: "principal", Message: "principal is empty"}
+	}
+	if rawURL == "" {
+		_, err := s.db.Webhook.Delete().Where(webhook.Principal(principal)).Exec(ctx)
+		return err
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return &catalog.Error{Kind: catalog.ErrInvalid, Field: "url", Message: fmt.Sprintf("webhook URL %q is not an http(s) URL", rawURL)}
+	}
+	err = s.db.Webhook.Create().SetPrincipal(principal).SetURL(rawURL).SetUpdatedAt(s.clock()).Exec(ctx)
+	if ent.IsConstraintError(err) {
+		_, err = s.db.Webhook.Update().Where(webhook.Principal(principal)).SetURL(rawURL).SetUpdatedAt(s.clock()).Save(ctx)
+	}
+	return err
 }
 
 // redact removes what a webhook URL may carry as a secret (user info, query, fragment) from a

@@ -1,4 +1,4 @@
-package cleanup
+package notify
 
 // The notifier: reads catalog's audit log from a stored cursor and writes one outbox message per
 // change to a subscribed asset and subscriber with a webhook. The messages and the cursor's move
@@ -29,11 +29,11 @@ import (
 // EventAssetChanged is the event of a subscriber's notification.
 const EventAssetChanged = "asset.changed"
 
-// NotifySettle is how old an audit event must be before the notifier reads it. Audit event IDs
+// Settle is how old an audit event must be before the notifier reads it. Audit event IDs
 // are taken inside their transaction, so one can commit after a later one: the cursor must not
 // pass it first. 30 s is longer than any catalog transaction we run; an event whose transaction
 // took longer than that to commit can be passed over.
-const NotifySettle = 30 * time.Second
+const Settle = 30 * time.Second
 
 // notifyBatch is how many audit events one transaction reads.
 const notifyBatch = 200
@@ -73,16 +73,16 @@ type AssetChange struct {
 	Fields       []catalog.AuditChange `json:"fields,omitempty"`
 }
 
-// NotifyReport says what one Notify call read and wrote.
-type NotifyReport struct {
+// Report says what one Notify call read and wrote.
+type Report struct {
 	Events   int // audit events read
 	Messages int // outbox messages written
 }
 
-// Notify reads the audit events past the cursor (at least NotifySettle old) and writes the
+// Notify reads the audit events past the cursor (at least Settle old) and writes the
 // subscribers' outbox messages; the dispatcher delivers them.
-func (s *Service) Notify(ctx context.Context) (NotifyReport, error) {
-	var rep NotifyReport
+func (s *Service) Notify(ctx context.Context) (Report, error) {
+	var rep Report
 	for {
 		n, m, more, err := s.notifyBatch(ctx)
 		rep.Events += n
@@ -112,7 +112,7 @@ func (s *Service) notifyBatch(ctx context.Context) (events, messages int, more b
 			return err
 		}
 		// Stop at the first event too recent to read: one before it may not have committed yet.
-		settled := slices.IndexFunc(rows, func(r *ent.AuditEvent) bool { return r.At.After(now.Add(-NotifySettle)) })
+		settled := slices.IndexFunc(rows, func(r *ent.AuditEvent) bool { return r.At.After(now.Add(-Settle)) })
 		more = settled < 0 && len(rows) == notifyBatch
 		if settled >= 0 {
 			rows = rows[:settled]
@@ -127,7 +127,7 @@ func (s *Service) notifyBatch(ctx context.Context) (events, messages int, more b
 		return tx.NotifyCursor.UpdateOne(cur).SetAfter(rows[len(rows)-1].ID).SetUpdatedAt(now).Exec(ctx)
 	})
 	if err != nil {
-		return 0, 0, false, fmt.Errorf("cleanup: notify subscribers: %w", err)
+		return 0, 0, false, fmt.Errorf("notify: write subscribers' notifications: %w", err)
 	}
 	return events, messages, more, nil
 }
@@ -249,11 +249,13 @@ func changeSummary(action string, fields []catalog.AuditChange) string {
 	return clip.String(verb+" "+strings.Join(parts, "; "), 500)
 }
 
-// RunNotifier writes subscribers' notifications every tick until ctx ends.
-func (s *Service) RunNotifier(ctx context.Context, tick time.Duration) {
-	loop.Every(ctx, tick, true, func(ctx context.Context) {
+// RunNotifier writes subscribers' notifications every interval (WithInterval) until ctx ends,
+// and then returns nil: a round that fails is logged and retried at the next.
+func (s *Service) RunNotifier(ctx context.Context) error {
+	loop.Every(ctx, s.interval, true, func(ctx context.Context) {
 		if _, err := s.Notify(ctx); err != nil && ctx.Err() == nil {
 			s.log.Warn("subscriber notifications failed; will retry", "err", err)
 		}
 	})
+	return nil
 }
