@@ -250,102 +250,34 @@ func (a *App) Serve(ctx context.Context, ln net.Listener, srv *http.Server, sche
 	return err
 }
 
-// background starts the loops in g.
+// background starts the background work in g: one list of jobs, each owned by its domain
+// (loop.Job: a step every interval, a failure logged and retried, ending with ctx).
 func (a *App) background(g *errgroup.Group, ctx context.Context, s Schedule) {
-	log := a.Log
 	if s.GraphSync <= 0 {
 		s.GraphSync = 2 * time.Second
 	}
-	run := func(fn func(ctx context.Context)) { g.Go(func() error { fn(ctx); return nil }) }
-	run(func(ctx context.Context) { _ = a.Lineage.Job(s.GraphSync).Run(ctx) })
-	run(func(ctx context.Context) { _ = a.Usage.Job(time.Minute).Run(ctx) })
-	run(func(ctx context.Context) {
-		loop.Every(ctx, restcatalog.LoadGrace/4, false, func(ctx context.Context) {
-			if f := a.served.Load(); f != nil {
-				f.FlushLoads(ctx, false)
-			}
-		})
-	})
-	run(func(ctx context.Context) { _ = a.Catalog.IndexJob().Run(ctx) })
-	run(func(ctx context.Context) { _ = a.Catalog.KeyPurgeJob().Run(ctx) })
-	if n := len(a.Tables.Connections()); n > 0 && s.TablesSync > 0 {
-		log.Info("Iceberg catalog sync scheduled", "connections", n, "interval", s.TablesSync.String())
-		run(func(ctx context.Context) {
-			loop.Every(ctx, s.TablesSync, true, func(ctx context.Context) {
-				rep, err := a.Tables.Sync(ctx, nil)
-				if err != nil {
-					if ctx.Err() == nil {
-						log.Warn("Iceberg catalog sync failed; will retry", "err", err)
-					}
-					return
-				}
-				log.Info("Iceberg catalogs synced", "sync_id", rep.ID, "added", rep.Added, "renamed", rep.Renamed,
-					"marked_deleted", rep.MarkedDeleted, "refreshed", rep.Refreshed, "errors", rep.Errors)
-			})
-		})
+	jobs := []*loop.Job{
+		a.Lineage.Job(s.GraphSync),
+		a.Usage.Job(time.Minute),
+		a.Catalog.IndexJob(),
+		a.Catalog.KeyPurgeJob(),
+		a.Tables.SyncJob(s.TablesSync),
+		a.Warehouse.SettleJob(PendingCommitAge),
+		a.Warehouse.InspectionJob(ServedInspection),
+		a.Cleanup.ScanJob(time.Minute, s.ScanInterval, s.ScanOptions),
+		a.Cleanup.RefCheckJob(time.Minute, s.RefChecks, s.RefCheckOptions),
+		a.Cleanup.ProposeJob(s.CleanupEvery),
+		a.Notify.DispatchJob(),
+		a.Notify.NotifierJob(), // subscribers: audit log -> outbox
+		a.Reconcile.Job(time.Minute, s.Reconcile),
 	}
-	if s.ScanInterval > 0 {
-		log.Info("cleanup scans scheduled", "interval", s.ScanInterval.String())
-		run(func(ctx context.Context) { a.Cleanup.Run(ctx, time.Minute, s.ScanInterval, s.ScanOptions) })
-	} else {
-		// Scheduled scans are off, but a scan a person asks for (UI, API) still runs.
-		run(func(ctx context.Context) { a.Cleanup.RunRequested(ctx, time.Minute, s.ScanOptions) })
+	if f := a.served.Load(); f != nil {
+		jobs = append(jobs, f.LoadsJob())
 	}
-	if s.RefChecks > 0 {
-		log.Info("reference checks scheduled", "interval", s.RefChecks.String())
-		run(func(ctx context.Context) { a.Cleanup.RunRefChecks(ctx, time.Minute, s.RefChecks, s.RefCheckOptions) })
-	}
-	if s.CleanupEvery > 0 {
-		run(func(ctx context.Context) { loop.Every(ctx, s.CleanupEvery, false, a.proposeAndExecute) })
-	}
-	g.Go(func() error { return a.Notify.RunDispatcher(ctx) })
-	g.Go(func() error { return a.Notify.RunNotifier(ctx) }) // subscribers: audit log -> outbox
-	if len(a.Warehouse.Warehouses()) > 0 {
-		// A commit pending this long stopped between its metadata write and its swap: settle it,
-		// so its file is known as a leftover (or, were it swapped, as committed).
-		run(func(ctx context.Context) {
-			loop.Every(ctx, time.Minute, true, func(ctx context.Context) {
-				if n, err := a.Warehouse.ResolvePending(ctx, PendingCommitAge); err != nil && ctx.Err() == nil {
-					log.Warn("settling pending Iceberg commits failed; will retry", "err", err)
-				} else if n > 0 {
-					log.Info("settled pending Iceberg commits", "count", n)
-				}
-			})
-		})
-		run(func(ctx context.Context) {
-			loop.Every(ctx, ServedInspection, false, func(ctx context.Context) {
-				if _, err := a.Warehouse.RefreshServed(ctx); err != nil && ctx.Err() == nil {
-					log.Warn("inspecting served tables failed; will retry", "err", err)
-				}
-			})
-		})
-	}
-	if s.Reconcile > 0 {
-		log.Info("reconciliation runs scheduled", "interval", s.Reconcile.String())
-		run(func(ctx context.Context) { _ = a.Reconcile.Job(time.Minute, s.Reconcile).Run(ctx) })
-	}
-}
-
-// proposeAndExecute is one round of the cleanup bot: re-evaluate and open proposals, then
-// execute approved ones (inside the maintenance window).
-func (a *App) proposeAndExecute(ctx context.Context) {
-	log := a.Log
-	if rep, err := a.Cleanup.Propose(ctx); err != nil {
-		if ctx.Err() == nil {
-			log.Warn("cleanup proposals failed; will retry", "err", err)
+	for _, j := range jobs {
+		if j != nil {
+			g.Go(func() error { return j.Run(ctx) })
 		}
-	} else if rep.Opened+rep.Withdrawn+rep.Expired > 0 {
-		log.Info("cleanup proposals", "opened", rep.Opened, "withdrawn", rep.Withdrawn, "expired", rep.Expired)
-	}
-	if !a.Cleanup.InWindow() || ctx.Err() != nil {
-		return // deletions wait for the maintenance window
-	}
-	if rep, err := a.Cleanup.Execute(ctx, uuid.Nil, nil); err != nil {
-		if ctx.Err() == nil {
-			log.Warn("cleanup execution stopped; the next run resumes it", "err", err)
-		}
-	} else if rep.Proposals > 0 {
-		log.Info("cleanup executed", "proposals", rep.Proposals, "executed", rep.Executed, "stopped", rep.Stopped, "files_deleted", rep.Deleted, "bytes", rep.Bytes)
 	}
 }
 

@@ -18,16 +18,20 @@ import (
 	"github.com/tidemark/tidemark/internal/loop"
 )
 
-// RunRefChecks runs the due reference checks every tick until ctx ends; cadence is how often
-// each table's references are checked in full (0 turns scheduled checks off).
-func (s *Service) RunRefChecks(ctx context.Context, tick, cadence time.Duration, opt RefCheckOptions) {
-	loop.Every(ctx, tick, true, func(ctx context.Context) {
-		if n, err := s.CheckRefsDue(ctx, cadence, opt); err != nil && ctx.Err() == nil {
-			s.log.Warn("scheduled reference checks failed; will retry", "err", err)
-		} else if n > 0 {
+// RefCheckJob runs the due reference checks every tick (CheckRefsDue); cadence is how often each
+// table's references are checked in full. Nil when cadence is 0 (scheduled checks off).
+func (s *Service) RefCheckJob(tick, cadence time.Duration, opt RefCheckOptions) *loop.Job {
+	if cadence <= 0 {
+		return nil
+	}
+	s.log.Info("reference checks scheduled", "interval", cadence.String())
+	return &loop.Job{Name: "cleanup: scheduled reference checks", Interval: tick, AtStart: true, Log: s.log, Step: func(ctx context.Context) error {
+		n, err := s.CheckRefsDue(ctx, cadence, opt)
+		if n > 0 {
 			s.log.Info("scheduled reference checks done", "tables", n)
 		}
-	})
+		return err
+	}}
 }
 
 // CheckRefsDue runs the reference check of every known table that is due: never checked, last

@@ -12,7 +12,6 @@ import (
 	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/ent/cleanupscan"
 	"github.com/tidemark/tidemark/ent/cleanupscanrequest"
-	"github.com/tidemark/tidemark/internal/loop"
 )
 
 // ScanRequest is a person's request for a table's scan now. The request never runs the scan:
@@ -132,21 +131,6 @@ func (s *Service) answering(ctx context.Context, r ScanRequest) (*ent.CleanupSca
 		return nil, fmt.Errorf("cleanup: find the scan answering request %s: %w", r.ID, err)
 	}
 	return scan, nil
-}
-
-// RunRequested runs requested scans every tick until ctx ends: the scan loop when scheduled
-// scans are off, so a person's request is still answered.
-func (s *Service) RunRequested(ctx context.Context, tick time.Duration, opt ScanOptions) {
-	loop.Every(ctx, tick, true, func(ctx context.Context) {
-		if !s.InWindow() {
-			return
-		}
-		if n, err := s.ScanRequested(ctx, opt); err != nil && ctx.Err() == nil {
-			s.log.Warn("requested cleanup scans failed; will retry", "err", err)
-		} else if n > 0 {
-			s.log.Info("requested cleanup scans done", "tables", n)
-		}
-	})
 }
 
 // ScanRequested runs a scan for every pending request, oldest first (one scan per table and

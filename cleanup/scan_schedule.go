@@ -36,16 +36,30 @@ func (s *Service) abandon(ctx context.Context, asset uuid.UUID) (int, error) {
 		Save(ctx)
 }
 
-// Run scans due tables every tick until ctx ends. def is the cadence of tables that do not set
-// their own (0 turns scheduled scans off for them).
-func (s *Service) Run(ctx context.Context, tick, def time.Duration, opt ScanOptions) {
-	loop.Every(ctx, tick, true, func(ctx context.Context) {
-		if n, err := s.ScanDue(ctx, def, opt); err != nil && ctx.Err() == nil {
-			s.log.Warn("scheduled cleanup scans failed; will retry", "err", err)
-		} else if n > 0 {
+// ScanJob scans due tables every tick (ScanDue). def is the cadence of tables that do not set
+// their own: with 0, scheduled scans are off and the job runs only the scans people ask for
+// (ScanRequested), so a request from the UI or the API is still answered.
+func (s *Service) ScanJob(tick, def time.Duration, opt ScanOptions) *loop.Job {
+	if def <= 0 {
+		return &loop.Job{Name: "cleanup: requested scans", Interval: tick, AtStart: true, Log: s.log, Step: func(ctx context.Context) error {
+			if !s.InWindow() {
+				return nil
+			}
+			n, err := s.ScanRequested(ctx, opt)
+			if n > 0 {
+				s.log.Info("requested cleanup scans done", "tables", n)
+			}
+			return err
+		}}
+	}
+	s.log.Info("cleanup scans scheduled", "interval", def.String())
+	return &loop.Job{Name: "cleanup: scheduled scans", Interval: tick, AtStart: true, Log: s.log, Step: func(ctx context.Context) error {
+		n, err := s.ScanDue(ctx, def, opt)
+		if n > 0 {
 			s.log.Info("scheduled cleanup scans done", "tables", n)
 		}
-	})
+		return err
+	}}
 }
 
 // ScanDue scans every known table that is due and returns how many scans it ran: first the

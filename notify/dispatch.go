@@ -105,13 +105,8 @@ func (s *Service) deliver(ctx context.Context, m *ent.OutboxMessage) error {
 	return nil
 }
 
-// RunDispatcher delivers notifications every interval (WithInterval) until ctx ends, and then
-// returns nil: a round that fails is logged and retried at the next.
-func (s *Service) RunDispatcher(ctx context.Context) error {
-	loop.Every(ctx, s.interval, true, func(ctx context.Context) {
-		if _, _, err := s.Dispatch(ctx); err != nil && ctx.Err() == nil {
-			s.log.Warn("notification dispatch failed; will retry", "err", err)
-		}
-	})
-	return nil
+// DispatchJob delivers the outbox's notifications every interval (WithInterval), at start too.
+func (s *Service) DispatchJob() *loop.Job {
+	return &loop.Job{Name: "notify: delivering notifications", Interval: s.interval, AtStart: true, Log: s.log,
+		Step: func(ctx context.Context) error { _, _, err := s.Dispatch(ctx); return err }}
 }

@@ -183,7 +183,7 @@ func TestReplicasSlowWebhook(t *testing.T) {
 				}
 				c.clock.Add(2 * time.Hour)
 			}
-			// Every replica's dispatcher keeps polling, as RunDispatcher does, until nothing is
+			// Every replica's dispatcher keeps polling, as DispatchJob does, until nothing is
 			// pending any more.
 			var wg sync.WaitGroup
 			for _, r := range c.replicas {

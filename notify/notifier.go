@@ -249,13 +249,9 @@ func changeSummary(action string, fields []catalog.AuditChange) string {
 	return clip.String(verb+" "+strings.Join(parts, "; "), 500)
 }
 
-// RunNotifier writes subscribers' notifications every interval (WithInterval) until ctx ends,
-// and then returns nil: a round that fails is logged and retried at the next.
-func (s *Service) RunNotifier(ctx context.Context) error {
-	loop.Every(ctx, s.interval, true, func(ctx context.Context) {
-		if _, err := s.Notify(ctx); err != nil && ctx.Err() == nil {
-			s.log.Warn("subscriber notifications failed; will retry", "err", err)
-		}
-	})
-	return nil
+// NotifierJob writes subscribers' notifications (audit log -> outbox) every interval
+// (WithInterval), at start too.
+func (s *Service) NotifierJob() *loop.Job {
+	return &loop.Job{Name: "notify: writing subscribers' notifications", Interval: s.interval, AtStart: true, Log: s.log,
+		Step: func(ctx context.Context) error { _, err := s.Notify(ctx); return err }}
 }

@@ -45,7 +45,7 @@ func WithClock(now func() time.Time) Option { return func(s *Service) { s.now = 
 // WithLogger sets the logger.
 func WithLogger(l *slog.Logger) Option { return func(s *Service) { s.log = l } }
 
-// WithInterval sets how often RunNotifier and RunDispatcher run (DefaultInterval).
+// WithInterval sets how often NotifierJob and DispatchJob run (DefaultInterval).
 func WithInterval(d time.Duration) Option { return func(s *Service) { s.interval = d } }
 
 // New returns a Service over store; cat reads the assets subscriptions and notifications name.

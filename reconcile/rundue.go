@@ -81,8 +81,13 @@ func (s *Service) retireIfGone(ctx context.Context, m Migration) (bool, error) {
 	return err == nil, err
 }
 
-// Job reconciles, every tick, the migrations due at the cadence every (RunDue).
+// Job reconciles, every tick, the migrations due at the cadence every (RunDue). Nil when every
+// is 0 (scheduled reconciliations off).
 func (s *Service) Job(tick, every time.Duration) *loop.Job {
+	if every <= 0 {
+		return nil
+	}
+	s.log.Info("reconciliation runs scheduled", "interval", every.String())
 	return &loop.Job{Name: "reconcile: scheduled reconciliations", Interval: tick, AtStart: true, Log: s.log, Step: func(ctx context.Context) error {
 		n, err := s.RunDue(ctx, every)
 		if n > 0 {

@@ -23,6 +23,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/internal/loop"
 )
 
 // LoadGrace is how long a load waits for its principal's commit before it counts as a read.
@@ -107,4 +108,10 @@ func (f *Face) FlushLoads(ctx context.Context, all bool) {
 			f.cfg.Logger.Warn("iceberg rest: could not record a table load as a read", "asset_id", l.asset, "err", err)
 		}
 	}
+}
+
+// LoadsJob records the held loads past LoadGrace as reads every LoadGrace/4 (FlushLoads).
+func (f *Face) LoadsJob() *loop.Job {
+	return &loop.Job{Name: "iceberg rest: recording held table loads", Interval: LoadGrace / 4, Log: f.cfg.Logger,
+		Step: func(ctx context.Context) error { f.FlushLoads(ctx, false); return nil }}
 }
