@@ -56,7 +56,7 @@ func (s *Service) Execute(ctx context.Context, id uuid.UUID, progress func(strin
 			continue
 		}
 		if err := s.executeOne(ctx, p, &rep, progress); err != nil {
-			return rep, fmt.Errorf("cleanup: execute proposal %s (%s of asset %s): %w", p.ID, p.Kind, p.AssetID, err)
+			return rep, fmt.Errorf("execute proposal %s (%s of asset %s): %w", p.ID, p.Kind, p.AssetID, err)
 		}
 	}
 	return rep, nil
@@ -76,8 +76,9 @@ func (s *Service) executeOne(ctx context.Context, p *ent.Proposal, rep *ExecuteR
 	}
 	defer s.release(ctx, held)
 	// Read it again under the lease: another worker may have finished it meanwhile.
-	if p, err = s.db.Proposal.Get(ctx, p.ID); err != nil {
-		return fmt.Errorf("cleanup: read proposal %s: %w", p.ID, err)
+	id := p.ID
+	if p, err = s.db.Proposal.Get(ctx, id); err != nil {
+		return fmt.Errorf("cleanup: read proposal %s: %w", id, err) // p is nil now
 	}
 	if p.State != proposal.StateApproved && p.State != proposal.StateExecuting {
 		return nil // cancelled, or finished by another worker

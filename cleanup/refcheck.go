@@ -179,7 +179,7 @@ func (s *Service) CheckRefs(ctx context.Context, asset uuid.UUID, opt RefCheckOp
 	s.log.Info("reference check finished", "check_id", rep.CheckID, "asset_id", asset, "state", state, "units", rep.UnitsChecked,
 		"of", rep.Units, "files", rep.FilesChecked, "dangling", rep.DanglingCount)
 	if cerr != nil {
-		cerr = fmt.Errorf("cleanup: reference check %s of table %s: %w", rep.CheckID, asset, cerr)
+		cerr = fmt.Errorf("reference check %s of table %s: %w", rep.CheckID, asset, cerr)
 	}
 	return rep, cerr
 }

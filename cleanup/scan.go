@@ -172,7 +172,7 @@ func (s *Service) Scan(ctx context.Context, asset uuid.UUID, opt ScanOptions) (R
 		"shards", len(rep.Shards), "confirmed", rep.Confirmed)
 	if serr != nil {
 		// The report keeps the cause alone; the caller learns which scan of which table.
-		serr = fmt.Errorf("cleanup: scan %s of table %s (%s): %w", rep.ScanID, asset, rep.Location, serr)
+		serr = fmt.Errorf("scan %s of table %s (%s): %w", rep.ScanID, asset, rep.Location, serr)
 	}
 	return rep, serr
 }

@@ -294,7 +294,7 @@ type decoder struct {
 
 func newDecoder(b []byte) (*decoder, int, error) {
 	if len(b) == 0 || b[0] != codecV2 {
-		return nil, 0, fmt.Errorf("tables: unknown cache record format")
+		return nil, 0, errors.New("unknown cache record format")
 	}
 	d := &decoder{b: b[1:]}
 	n := d.count(4)

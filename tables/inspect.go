@@ -122,7 +122,7 @@ func inspect(ctx context.Context, r *reader, meta table.Metadata, metadataLocati
 		for _, ref := range refs {
 			p, err := r.partial(ctx, s, ref, tableUUID, acc)
 			if err != nil {
-				return in, Health{}, fmt.Errorf("tables: snapshot %d: %w", s.SnapshotID, err)
+				return in, Health{}, fmt.Errorf("snapshot %d: %w", s.SnapshotID, err)
 			}
 			if isCur {
 				curParts = append(curParts, p)

@@ -236,7 +236,7 @@ func (r *reader) prefetch(ctx context.Context, jobs []manifestJob, tableUUID str
 			g.Go(func() error {
 				_, err := r.partial(gctx, j.snap, j.ref, tableUUID, acc)
 				if err != nil {
-					return fmt.Errorf("tables: snapshot %d: %w", j.snap.SnapshotID, err)
+					return fmt.Errorf("snapshot %d: %w", j.snap.SnapshotID, err)
 				}
 				return nil
 			})

@@ -136,7 +136,7 @@ func (s *Service) WalkSnapshotReferences(ctx context.Context, l *Live, pick func
 		}
 		refs, err := r.manifests(ctx, snap)
 		if err != nil {
-			return fmt.Errorf("tables: snapshot %d: %w", snap.SnapshotID, err)
+			return err // names the snapshot and its manifest list
 		}
 		for _, ref := range refs {
 			if seen[ref.Path] {
@@ -148,7 +148,7 @@ func (s *Service) WalkSnapshotReferences(ctx context.Context, l *Live, pick func
 			}
 			es, err := r.entries(ctx, snap, ref)
 			if err != nil {
-				return fmt.Errorf("tables: snapshot %d: %w", snap.SnapshotID, err)
+				return fmt.Errorf("snapshot %d: %w", snap.SnapshotID, err)
 			}
 			kind := RefDataFile
 			if ref.Content != 0 {

@@ -100,7 +100,7 @@ func (s *Service) Retained(ctx context.Context, l *Live) (*Retained, error) {
 func (rt *Retained) Files(ctx context.Context, m RetainedManifest) ([]CurrentFile, error) {
 	es, err := rt.r.entries(ctx, m.snap, m.ref)
 	if err != nil {
-		return nil, fmt.Errorf("tables: read manifest %s: %w", m.Path, err)
+		return nil, fmt.Errorf("read manifest %s: %w", m.Path, err)
 	}
 	out := make([]CurrentFile, 0, len(es))
 	for _, e := range es {

@@ -166,7 +166,7 @@ func (s *Service) recordPending(ctx context.Context, w tables.Warehouse, plans [
 		if errors.As(err, &se) {
 			return err
 		}
-		return fmt.Errorf("warehouse: record the commit: %w", err)
+		return fmt.Errorf("record the commit: %w", err)
 	}
 	opt.claim.recorded()
 	return nil
