@@ -196,3 +196,37 @@ func TestPagesMountedWhereTheyRegister(t *testing.T) {
 		}
 	}
 }
+
+// TestIcebergFaceWithoutWarehouses: a Tidemark serving no warehouse still mounts the Iceberg face,
+// so an engine pointed at it reads why in the Iceberg error model instead of a page or a
+// problem document.
+func TestIcebergFaceWithoutWarehouses(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		a, err := app.Open(context.Background(), db, app.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := a.Handler(server.Config{}, handlers.Config{Version: "test"}, web.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(h)
+		defer srv.Close()
+		r, err := http.Get(srv.URL + "/iceberg/v1/config")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Body.Close()
+		var m struct {
+			Error struct {
+				Message string `json:"message"`
+				Type    string `json:"type"`
+				Code    int    `json:"code"`
+			} `json:"error"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&m); err != nil || r.StatusCode != 503 || m.Error.Code != 503 ||
+			!strings.Contains(m.Error.Message, "--iceberg-warehouses") {
+			t.Fatalf("GET /iceberg/v1/config = %d %+v (%v), want 503 naming --iceberg-warehouses", r.StatusCode, m, err)
+		}
+	})
+}

@@ -28,7 +28,7 @@ func (f *Face) config(c echo.Context) error {
 	name := c.QueryParam("warehouse")
 	ws := f.cfg.Warehouse.Warehouses()
 	if len(ws) == 0 {
-		return apiError(http.StatusServiceUnavailable, "ServiceUnavailableException", "this Tidemark serves no warehouse: start it with --iceberg-warehouse NAME=LOCATION")
+		return apiError(http.StatusServiceUnavailable, "ServiceUnavailableException", "this Tidemark serves no warehouse: start it with --iceberg-warehouses NAME=LOCATION")
 	}
 	if name == "" {
 		name = ws[0].Name
