@@ -65,7 +65,7 @@ func LoadConfig(path string) ([]Option, []*Connection, error) {
 	for i, c := range cfg.Connections {
 		conn, err := NewConnection(c)
 		if err != nil {
-			return nil, nil, fmt.Errorf("tables: iceberg catalogs: %s: connection %d: %w", path, i+1, err)
+			return nil, nil, fmt.Errorf("%w (iceberg catalogs %s, connection %d)", err, path, i+1)
 		}
 		conns = append(conns, conn)
 	}

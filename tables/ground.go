@@ -148,7 +148,7 @@ func GroundOf(ctx context.Context, db *ent.Client, location string, self uuid.UU
 	}
 	own, err := parseRoot(location)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("tables: %w", err)
 	}
 	rows, err := db.IcebergTable.Query().Where(icebergtable.GoneAtIsNil(), icebergtable.IDNEQ(self)).
 		Select(icebergtable.FieldID, icebergtable.FieldLocation, icebergtable.FieldIdentifier).All(ctx)
@@ -207,7 +207,7 @@ func Owns(location, path string) error {
 	}
 	own, err := parseRoot(strings.TrimRight(location, "/"))
 	if err != nil {
-		return err
+		return fmt.Errorf("tables: %w", err)
 	}
 	g := &Ground{location: location, own: own}
 	return g.Check(path, true)

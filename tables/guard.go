@@ -37,13 +37,13 @@ func parseRoot(loc string) (root, error) {
 	if !strings.Contains(loc, "://") {
 		p := strings.TrimPrefix(loc, "file:")
 		if !filepath.IsAbs(p) {
-			return root{}, fmt.Errorf("tables: %q is not an absolute path or a URI", loc)
+			return root{}, fmt.Errorf("%q is not an absolute path or a URI", loc)
 		}
 		return root{scheme: "file", path: resolveLocal(filepath.Clean(p))}, nil
 	}
 	u, err := url.Parse(loc)
 	if err != nil {
-		return root{}, fmt.Errorf("tables: %q is not a URI: %w", loc, err)
+		return root{}, fmt.Errorf("%q is not a URI: %w", loc, err)
 	}
 	scheme := strings.ToLower(u.Scheme)
 	switch scheme {

@@ -89,7 +89,7 @@ func (s *Service) WarehouseIO(ctx context.Context, w Warehouse, location string)
 	}
 	root, err := parseRoot(w.Location)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("tables: warehouse %s: %w", w.Name, err)
 	}
 	return guard(fsys, roots{root}, s.limit), nil
 }
