@@ -97,17 +97,19 @@ func Open(ctx context.Context, store *storage.DB, cfg Config) (*App, error) {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	a := &App{Store: store, Log: cfg.Log, conns: cfg.Connections, sources: cfg.MigrationSources}
-	a.Catalog = catalog.New(store.Client, catalog.WithLogger(cfg.Log),
+	var err error
+	if a.Catalog, err = catalog.New(store, catalog.WithLogger(cfg.Log),
 		catalog.WithChangeHook(func(ctx context.Context, ids []uuid.UUID, written map[uuid.UUID]catalog.Summary) {
 			a.Lineage.Graph().AssetsChanged(ctx, ids, written)
 			a.Usage.NamesChanged(ctx, ids) // usage records that waited for a name
-		}))
+		})); err != nil {
+		return nil, a.closeOnError(err)
+	}
 	// The default classifications (pii, tier), so tags such as pii.email are checked and
 	// propagate from the start; existing ones, perhaps changed by an admin, stay as they are.
 	if err := a.Catalog.EnsureClassifications(ctx); err != nil {
 		return nil, a.closeOnError(err)
 	}
-	var err error
 	if a.Usage, err = usage.New(store, a.Catalog, append([]usage.Option{usage.WithLogger(cfg.Log)}, cfg.Usage...)...); err != nil {
 		return nil, a.closeOnError(err)
 	}

@@ -168,7 +168,7 @@ func TestForeignTenant(t *testing.T) {
 		}
 		fresh := lake.Append(lake.Create("db.orders", nil), tablestest.Rows(10, 2, time.Now()))
 		c := &clock{t: time.Now().UTC()}
-		cat := catalog.New(db.Client, catalog.WithClock(c.Now))
+		cat := mustCatalog(t, db, catalog.WithClock(c.Now))
 		tbls, err := tables.New(db.Client, cat, tables.WithClock(c.Now), tables.WithWarehouseRoots(os.TempDir()))
 		must(t, err)
 		ctx := context.Background()

@@ -95,7 +95,7 @@ func newEnv(t *testing.T, db *storage.DB, opts ...cleanup.Option) *env {
 	e := &env{t: t, ctx: ctx, lake: tablestest.NewLake(t), clock: &clock{t: time.Now().UTC()}, list: &faulty{}}
 	e.tbl = e.lake.Append(e.lake.Create("db.events", nil), tablestest.Rows(0, 5, time.Now()))
 	e.tbl = e.lake.Append(e.tbl, tablestest.Rows(5, 5, time.Now()))
-	cat := catalog.New(db.Client, catalog.WithClock(e.clock.Now))
+	cat := mustCatalog(t, db, catalog.WithClock(e.clock.Now))
 	var err error
 	e.tables, err = tables.New(db.Client, cat, tables.WithClock(e.clock.Now), tables.WithWarehouseRoots(os.TempDir()),
 		tables.WithConnections(tables.NewCatalogConnection(tablestest.Name, "", nil, e.lake.Cat)))
@@ -500,7 +500,7 @@ func TestS3(t *testing.T) {
 	lake := tablestest.NewLakeS3(t, srv)
 	tbl := lake.Append(lake.Create("db.events", nil), tablestest.Rows(0, 5, time.Now()))
 	c := &clock{t: time.Now().UTC()}
-	cat := catalog.New(db.Client, catalog.WithClock(c.Now))
+	cat := mustCatalog(t, db, catalog.WithClock(c.Now))
 	tbls, err := tables.New(db.Client, cat, tables.WithClock(c.Now), tables.WithConnections(tables.NewCatalogConnection(tablestest.Name, "", srv.Props, lake.Cat)))
 	if err != nil {
 		t.Fatal(err)

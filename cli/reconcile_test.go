@@ -44,7 +44,10 @@ func TestReconcileCommands(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cat := catalog.New(db.Client)
+	cat, err := catalog.New(db)
+	if err != nil {
+		t.Fatal(err)
+	}
 	tbls, err := tables.New(db.Client, cat)
 	if err != nil {
 		t.Fatal(err)

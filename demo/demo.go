@@ -189,8 +189,10 @@ func (b *builder) warehouse() error {
 func (b *builder) catalogPast() error {
 	ctx, store, log := b.ctx, b.store, b.log
 	past := b.now.Add(-150 * 24 * time.Hour)
-	pastCat := catalog.New(store.Client, catalog.WithClock(func() time.Time { return past }), catalog.WithLogger(log))
-	var err error
+	pastCat, err := catalog.New(store, catalog.WithClock(func() time.Time { return past }), catalog.WithLogger(log))
+	if err != nil {
+		return err
+	}
 	if b.conns, err = tablesConnections(b.cfgPath); err != nil {
 		return err
 	}
@@ -201,10 +203,12 @@ func (b *builder) catalogPast() error {
 	if _, err := pastTables.Sync(ctx, nil); err != nil {
 		return err
 	}
-	b.cat = catalog.New(store.Client, catalog.WithLogger(log),
+	if b.cat, err = catalog.New(store, catalog.WithLogger(log),
 		catalog.WithChangeHook(func(ctx context.Context, ids []uuid.UUID, _ map[uuid.UUID]catalog.Summary) {
 			b.use.NamesChanged(ctx, ids)
-		}))
+		})); err != nil {
+		return err
+	}
 	for name := range b.tbls {
 		ref, ok, err := b.cat.Lookup(ctx, catalog.SpaceDataset, "iceberg://lake", "db."+name)
 		if err != nil || !ok {

@@ -79,7 +79,7 @@ func startServer(t testing.TB, db *storage.DB, tweak func(*handlers.Config, *ser
 	}
 	var lin *lineage.Service
 	var use *usage.Service
-	cat := catalog.New(db.Client, catalog.WithChangeHook(func(ctx context.Context, ids []uuid.UUID, written map[uuid.UUID]catalog.Summary) {
+	cat := mustCatalog(t, db, catalog.WithChangeHook(func(ctx context.Context, ids []uuid.UUID, written map[uuid.UUID]catalog.Summary) {
 		lin.Graph().AssetsChanged(ctx, ids, written)
 		use.NamesChanged(ctx, ids)
 	}))
@@ -310,4 +310,14 @@ func storageFor2(t *testing.T, name string) *storage.DB {
 		return storagetest.Open(t, "postgres")
 	}
 	return storagetest.Open(t, "sqlite")
+}
+
+// mustCatalog returns a catalog over db, or the test stops.
+func mustCatalog(tb testing.TB, db *storage.DB, opts ...catalog.Option) *catalog.Catalog {
+	tb.Helper()
+	cat, err := catalog.New(db, opts...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return cat
 }

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/lineage"
 	"github.com/tidemark/tidemark/storage/storagetest"
 )
@@ -28,7 +27,7 @@ func BenchmarkIngestSchemaFacets(b *testing.B) {
 		b.Run(backend+"/"+mode, func(b *testing.B) {
 			ctx := context.Background()
 			db := storagetest.Open(b, backend)
-			cat := catalog.New(db.Client)
+			cat := mustCatalog(b, db)
 			if err := cat.EnsureClassifications(ctx); err != nil {
 				b.Fatal(err)
 			}

@@ -74,7 +74,7 @@ type curationFixture struct {
 func newCurationFixture(t *testing.T, db *storage.DB) curationFixture {
 	t.Helper()
 	ctx := context.Background()
-	cat := catalog.New(db.Client)
+	cat := mustCatalog(t, db)
 	if err := cat.EnsureClassifications(ctx); err != nil {
 		t.Fatal(err)
 	}

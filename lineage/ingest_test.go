@@ -29,7 +29,7 @@ import (
 func TestConcurrentBatchesShareDatasets(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
 		ctx := context.Background()
-		cat := catalog.New(db.Client)
+		cat := mustCatalog(t, db)
 		lin := lineage.New(db, cat)
 		if err := lin.Open(ctx); err != nil {
 			t.Fatal(err)
@@ -349,7 +349,7 @@ func ingestPastHeldWrite(t *testing.T, db *storage.DB, lin *lineage.Service, raw
 func TestKnownEdgeWidenedLast(t *testing.T) {
 	db := storagetest.Open(t, "postgres")
 	ctx := context.Background()
-	cat := catalog.New(db.Client)
+	cat := mustCatalog(t, db)
 	var usageCalls atomic.Int32
 	lin := lineage.New(db, cat, lineage.WithCompletedRuns(func(context.Context, []lineage.CompletedRun) error {
 		usageCalls.Add(1)
@@ -435,7 +435,7 @@ func TestFirstFacetInsertedConcurrently(t *testing.T) {
 			db := storagetest.Open(t, "postgres")
 			ctx := context.Background()
 			var logs syncBuffer
-			cat := catalog.New(db.Client)
+			cat := mustCatalog(t, db)
 			lin := lineage.New(db, cat, lineage.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
 			if err := lin.Open(ctx); err != nil {
 				t.Fatal(err)

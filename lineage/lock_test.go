@@ -18,7 +18,11 @@ import (
 func TestRetryLocksFacetsExclusively(t *testing.T) {
 	db := storagetest.Open(t, "postgres")
 	ctx := context.Background()
-	s := New(db, catalog.New(db.Client))
+	cat, err := catalog.New(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(db, cat)
 	id := uuid.New()
 	begin := func() *batch {
 		tx, err := db.Client.Tx(ctx)

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/lineage"
 	"github.com/tidemark/tidemark/storage"
 	"github.com/tidemark/tidemark/storage/storagetest"
@@ -16,7 +15,7 @@ import (
 func TestReplicasSeeEachOthersEdges(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
 		ctx := context.Background()
-		cat := catalog.New(db.Client)
+		cat := mustCatalog(t, db)
 		a, b := lineage.New(db, cat), lineage.New(db, cat)
 		for _, s := range []*lineage.Service{a, b} {
 			if err := s.Open(ctx); err != nil {
@@ -77,7 +76,7 @@ func TestReplicasSeeEachOthersEdges(t *testing.T) {
 func TestReplicasSeeEachOthersSchemas(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
 		ctx := context.Background()
-		cat := catalog.New(db.Client)
+		cat := mustCatalog(t, db)
 		a, b := lineage.New(db, cat), lineage.New(db, cat)
 		for _, s := range []*lineage.Service{a, b} {
 			if err := s.Open(ctx); err != nil {

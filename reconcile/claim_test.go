@@ -24,7 +24,7 @@ import (
 func TestOneRunAtATime(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
 		ctx := context.Background()
-		cat := catalog.New(db.Client)
+		cat := mustCatalog(t, db)
 		tbls, err := tables.New(db.Client, cat, tables.WithWarehouseRoots(os.TempDir()))
 		must(t, err)
 		pg, err := sql.Open("postgres", storagetest.DSN(t, "postgres"))

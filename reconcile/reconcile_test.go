@@ -405,3 +405,13 @@ func (w *workedExample) retireAfterFinalRun() {
 		w.t.Fatalf("runs kept: %d; the first one's causes %v", len(runs), runs[len(runs)-1].Causes)
 	}
 }
+
+// mustCatalog returns a catalog over db, or the test stops.
+func mustCatalog(tb testing.TB, db *storage.DB, opts ...catalog.Option) *catalog.Catalog {
+	tb.Helper()
+	cat, err := catalog.New(db, opts...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return cat
+}

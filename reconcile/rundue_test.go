@@ -18,7 +18,7 @@ import (
 func TestRunDueRetiresGoneMigrations(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
 		ctx := context.Background()
-		cat := catalog.New(db.Client)
+		cat := mustCatalog(t, db)
 		tbls, err := tables.New(db.Client, cat)
 		must(t, err)
 		use, err := usage.New(db, cat)

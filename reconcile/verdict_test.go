@@ -40,7 +40,7 @@ type pair struct {
 func newPair(t *testing.T, db *storage.DB, c *clock) *pair {
 	t.Helper()
 	ctx := context.Background()
-	cat := catalog.New(db.Client, catalog.WithClock(c.Now))
+	cat := mustCatalog(t, db, catalog.WithClock(c.Now))
 	tbls, err := tables.New(db.Client, cat, tables.WithClock(c.Now), tables.WithWarehouseRoots(os.TempDir()))
 	must(t, err)
 	use, err := usage.New(db, cat, usage.WithClock(c.Now))
@@ -301,7 +301,7 @@ func TestCanonicalFormAcrossTypes(t *testing.T) {
 		ctx := context.Background()
 		mon := time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)
 		c := &clock{t: mon.AddDate(0, 0, 3)}
-		cat := catalog.New(db.Client, catalog.WithClock(c.Now))
+		cat := mustCatalog(t, db, catalog.WithClock(c.Now))
 		tbls, err := tables.New(db.Client, cat, tables.WithClock(c.Now), tables.WithWarehouseRoots(os.TempDir()))
 		must(t, err)
 		ft := newFactTables(t, ctx, tbls)

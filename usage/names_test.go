@@ -23,7 +23,7 @@ import (
 func hooked(t *testing.T, db *storage.DB, c *clock) env {
 	t.Helper()
 	var use *usage.Service
-	cat := catalog.New(db.Client, catalog.WithClock(c.Now),
+	cat := mustCatalog(t, db, catalog.WithClock(c.Now),
 		catalog.WithChangeHook(func(ctx context.Context, ids []uuid.UUID, _ map[uuid.UUID]catalog.Summary) {
 			use.NamesChanged(ctx, ids)
 		}))

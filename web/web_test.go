@@ -39,7 +39,10 @@ func newUI(t *testing.T, db *storage.DB) (*httptest.Server, *catalog.Catalog) {
 func newUIWith(t *testing.T, db *storage.DB, tweak func(*web.Config)) (*httptest.Server, *catalog.Catalog) {
 	t.Helper()
 	ctx := context.Background()
-	cat := catalog.New(db.Client)
+	cat, err := catalog.New(db)
+	if err != nil {
+		t.Fatal(err)
+	}
 	use, err := usage.New(db, cat)
 	if err != nil {
 		t.Fatal(err)
@@ -311,7 +314,10 @@ func TestAssetPageSaysWhatIsMissing(t *testing.T) {
 	var logs strings.Builder
 	var mu sync.Mutex
 	srv, cat := newUIWith(t, db, func(c *web.Config) {
-		goneCat := catalog.New(gone.Client)
+		goneCat, err := catalog.New(gone)
+		if err != nil {
+			t.Fatal(err)
+		}
 		tbls, err := tables.New(gone.Client, goneCat)
 		if err != nil {
 			t.Fatal(err)

@@ -204,7 +204,9 @@ func generate(ctx context.Context, d string) {
 	}
 	db := benchdb.Open(ctx, filepath.Join(d, "tidemark.db"))
 	defer db.Close()
-	svc, err := tables.New(db.Client, catalog.New(db.Client), tables.WithWarehouseRoots(os.TempDir()))
+	tcat, err := catalog.New(db)
+	benchdb.Must(err)
+	svc, err := tables.New(db.Client, tcat, tables.WithWarehouseRoots(os.TempDir()))
 	benchdb.Must(err)
 	t, _, err := svc.Register(ctx, tables.RegisterInput{MetadataLocation: tbl.MetadataLocation()})
 	benchdb.Must(err)
@@ -239,7 +241,8 @@ func side(ctx context.Context, s, d string) {
 		// A copy of the database as generation left it, so every run's first pass is a first.
 		db := benchdb.Open(ctx, copyDB(d))
 		defer db.Close()
-		cat := catalog.New(db.Client)
+		cat, err := catalog.New(db)
+		benchdb.Must(err)
 		tbls, err := tables.New(db.Client, cat, tables.WithWarehouseRoots(os.TempDir()))
 		benchdb.Must(err)
 		// The confirming pass comes an hour later (the minimum gap between two walks), by the clock.

@@ -138,7 +138,8 @@ func servedSide(ctx context.Context, s, d, assetID, metaLoc string, r *result) {
 	}
 	db := benchdb.Open(ctx, copyDB(d))
 	defer db.Close()
-	cat := catalog.New(db.Client)
+	cat, err := catalog.New(db)
+	benchdb.Must(err)
 	tbls, err := tables.New(db.Client, cat, tables.WithWarehouses(tables.Warehouse{Name: "main", Location: filepath.Join(d, "warehouse")}))
 	benchdb.Must(err)
 	// The files and commits are minutes old: judge them by a clock 100 h on (past the 72 h

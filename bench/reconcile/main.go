@@ -224,7 +224,8 @@ func (p *pair) tidemark(db *storage.DB, dir string) {
 	ctx, start, pg := p.ctx, p.start, p.pg
 	p.now = start.AddDate(0, 0, *days+1)
 	clock := func() time.Time { return p.now }
-	cat := catalog.New(db.Client, catalog.WithClock(clock))
+	cat, err := catalog.New(db, catalog.WithClock(clock))
+	benchdb.Must(err)
 	tbls, err := tables.New(db.Client, cat, tables.WithWarehouseRoots(dir), tables.WithClock(clock))
 	benchdb.Must(err)
 	p.tbls = tbls
