@@ -113,7 +113,7 @@ func Open(ctx context.Context, store *storage.DB, cfg Config) (*App, error) {
 	if a.Usage, err = usage.New(store, a.Catalog, append([]usage.Option{usage.WithLogger(cfg.Log)}, cfg.Usage...)...); err != nil {
 		return nil, a.closeOnError(err)
 	}
-	a.Lineage = lineage.New(store, a.Catalog, append([]lineage.Option{lineage.WithLogger(cfg.Log),
+	if a.Lineage, err = lineage.New(store, a.Catalog, append([]lineage.Option{lineage.WithLogger(cfg.Log),
 		lineage.WithCompletedRuns(func(ctx context.Context, runs []lineage.CompletedRun) error {
 			if err := UsageOfRuns(a.Usage)(ctx, runs); err != nil {
 				return err
@@ -123,7 +123,9 @@ func Open(ctx context.Context, store *storage.DB, cfg Config) (*App, error) {
 		lineage.WithRelations(func(ctx context.Context, id uuid.UUID) ([]lineage.Relation, error) {
 			return MigrationRelations(a.Reconcile)(ctx, id)
 		})},
-		cfg.Lineage...)...)
+		cfg.Lineage...)...); err != nil {
+		return nil, a.closeOnError(err)
+	}
 	if cfg.LoadGraph {
 		if err := a.Lineage.Open(ctx); err != nil {
 			return nil, a.closeOnError(fmt.Errorf("load the lineage graph: %w", err))

@@ -228,7 +228,9 @@ func (b *builder) catalogPast() error {
 	if b.use, err = usage.New(store, b.cat, usage.WithLogger(log)); err != nil {
 		return err
 	}
-	b.lin = lineage.New(store, b.cat, lineage.WithLogger(log), lineage.WithCompletedRuns(app.UsageOfRuns(b.use)))
+	if b.lin, err = lineage.New(store, b.cat, lineage.WithLogger(log), lineage.WithCompletedRuns(app.UsageOfRuns(b.use))); err != nil {
+		return err
+	}
 	if err := b.lin.Open(ctx); err != nil {
 		return err
 	}

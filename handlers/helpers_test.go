@@ -96,7 +96,10 @@ func startServer(t testing.TB, db *storage.DB, tweak func(*handlers.Config, *ser
 		t.Fatal(err)
 	}
 	rec := reconcile.New(db.Client, cat, tbls, use)
-	lin = lineage.New(db, cat, lineage.WithRelations(app.MigrationRelations(rec)))
+	lin, err = lineage.New(db, cat, lineage.WithRelations(app.MigrationRelations(rec)))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := lin.Open(ctx); err != nil {
 		t.Fatal(err)
 	}

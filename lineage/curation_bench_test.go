@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tidemark/tidemark/lineage"
 	"github.com/tidemark/tidemark/storage/storagetest"
 )
 
@@ -31,7 +30,7 @@ func BenchmarkIngestSchemaFacets(b *testing.B) {
 			if err := cat.EnsureClassifications(ctx); err != nil {
 				b.Fatal(err)
 			}
-			lin := lineage.New(db, cat)
+			lin := mustLineage(b, db, cat)
 			if err := lin.Open(ctx); err != nil {
 				b.Fatal(err)
 			}

@@ -78,7 +78,7 @@ func newCurationFixture(t *testing.T, db *storage.DB) curationFixture {
 	if err := cat.EnsureClassifications(ctx); err != nil {
 		t.Fatal(err)
 	}
-	lin := lineage.New(db, cat)
+	lin := mustLineage(t, db, cat)
 	if err := lin.Open(ctx); err != nil {
 		t.Fatal(err)
 	}

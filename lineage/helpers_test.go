@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/lineage"
 	"github.com/tidemark/tidemark/storage"
 )
 
@@ -15,4 +16,14 @@ func mustCatalog(tb testing.TB, db *storage.DB, opts ...catalog.Option) *catalog
 		tb.Fatal(err)
 	}
 	return cat
+}
+
+// mustLineage returns a lineage service over db, or the test stops.
+func mustLineage(tb testing.TB, db *storage.DB, cat *catalog.Catalog, opts ...lineage.Option) *lineage.Service {
+	tb.Helper()
+	lin, err := lineage.New(db, cat, opts...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return lin
 }

@@ -30,7 +30,7 @@ func TestConcurrentBatchesShareDatasets(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
 		ctx := context.Background()
 		cat := mustCatalog(t, db)
-		lin := lineage.New(db, cat)
+		lin := mustLineage(t, db, cat)
 		if err := lin.Open(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -351,7 +351,7 @@ func TestKnownEdgeWidenedLast(t *testing.T) {
 	ctx := context.Background()
 	cat := mustCatalog(t, db)
 	var usageCalls atomic.Int32
-	lin := lineage.New(db, cat, lineage.WithCompletedRuns(func(context.Context, []lineage.CompletedRun) error {
+	lin := mustLineage(t, db, cat, lineage.WithCompletedRuns(func(context.Context, []lineage.CompletedRun) error {
 		usageCalls.Add(1)
 		return nil
 	}))
@@ -436,7 +436,7 @@ func TestFirstFacetInsertedConcurrently(t *testing.T) {
 			ctx := context.Background()
 			var logs syncBuffer
 			cat := mustCatalog(t, db)
-			lin := lineage.New(db, cat, lineage.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+			lin := mustLineage(t, db, cat, lineage.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
 			if err := lin.Open(ctx); err != nil {
 				t.Fatal(err)
 			}

@@ -22,7 +22,10 @@ func TestRetryLocksFacetsExclusively(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := New(db, cat)
+	s, err := New(db, cat)
+	if err != nil {
+		t.Fatal(err)
+	}
 	id := uuid.New()
 	begin := func() *batch {
 		tx, err := db.Client.Tx(ctx)

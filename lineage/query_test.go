@@ -18,7 +18,7 @@ import (
 func TestMarquezGraphFieldsAndDescriptions(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
 		ctx := context.Background()
-		lin := lineage.New(db, mustCatalog(t, db))
+		lin := mustLineage(t, db, mustCatalog(t, db))
 		if err := lin.Open(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -68,7 +68,7 @@ func TestMarquezGraphFieldsAndDescriptions(t *testing.T) {
 func TestMarquezGraphJobBringsItsIO(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
 		ctx := context.Background()
-		lin := lineage.New(db, mustCatalog(t, db))
+		lin := mustLineage(t, db, mustCatalog(t, db))
 		if err := lin.Open(ctx); err != nil {
 			t.Fatal(err)
 		}

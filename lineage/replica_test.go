@@ -16,7 +16,7 @@ func TestReplicasSeeEachOthersEdges(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
 		ctx := context.Background()
 		cat := mustCatalog(t, db)
-		a, b := lineage.New(db, cat), lineage.New(db, cat)
+		a, b := mustLineage(t, db, cat), mustLineage(t, db, cat)
 		for _, s := range []*lineage.Service{a, b} {
 			if err := s.Open(ctx); err != nil {
 				t.Fatal(err)
@@ -77,7 +77,7 @@ func TestReplicasSeeEachOthersSchemas(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
 		ctx := context.Background()
 		cat := mustCatalog(t, db)
-		a, b := lineage.New(db, cat), lineage.New(db, cat)
+		a, b := mustLineage(t, db, cat), mustLineage(t, db, cat)
 		for _, s := range []*lineage.Service{a, b} {
 			if err := s.Open(ctx); err != nil {
 				t.Fatal(err)
@@ -112,7 +112,7 @@ func TestReplicasSeeEachOthersSchemas(t *testing.T) {
 		if got := fields(b); got != 1 {
 			t.Fatalf("the other replica's graph shows %d fields of out after its sync; want 1", got)
 		}
-		c := lineage.New(db, cat)
+		c := mustLineage(t, db, cat)
 		if err := c.Open(ctx); err != nil {
 			t.Fatal(err)
 		}

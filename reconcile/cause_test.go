@@ -30,7 +30,7 @@ func TestDuplicationNamesTheWritersAndTheOwner(t *testing.T) {
 		mon := time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)
 		c := &clock{t: mon.AddDate(0, 0, 3)}
 		cat := mustCatalog(t, db, catalog.WithClock(c.Now))
-		lin := lineage.New(db, cat, lineage.WithClock(c.Now))
+		lin := mustLineage(t, db, cat, lineage.WithClock(c.Now))
 		// Two loads of the new table: Monday's and Tuesday's.
 		for i, at := range []time.Time{mon.Add(3 * time.Hour), mon.Add(27 * time.Hour)} {
 			ev := fmt.Sprintf(`{"eventType":"COMPLETE","eventTime":%q,"producer":"https://example.com/test",
@@ -104,7 +104,7 @@ func TestDeploysFromOpenLineage(t *testing.T) {
 		c := &clock{t: mon.AddDate(0, 0, 5)}
 		cat := mustCatalog(t, db, catalog.WithClock(c.Now))
 		var svc *reconcile.Service
-		lin := lineage.New(db, cat, lineage.WithClock(c.Now), lineage.WithCompletedRuns(func(ctx context.Context, runs []lineage.CompletedRun) error {
+		lin := mustLineage(t, db, cat, lineage.WithClock(c.Now), lineage.WithCompletedRuns(func(ctx context.Context, runs []lineage.CompletedRun) error {
 			return app.MigrationWriters(svc)(ctx, runs)
 		}))
 		svc = reconcile.New(db.Client, cat, nil, nil, reconcile.WithClock(c.Now))

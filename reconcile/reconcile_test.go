@@ -21,6 +21,7 @@ import (
 	_ "github.com/lib/pq"
 
 	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/lineage"
 	"github.com/tidemark/tidemark/reconcile"
 	"github.com/tidemark/tidemark/storage"
 	"github.com/tidemark/tidemark/storage/storagetest"
@@ -414,4 +415,14 @@ func mustCatalog(tb testing.TB, db *storage.DB, opts ...catalog.Option) *catalog
 		tb.Fatal(err)
 	}
 	return cat
+}
+
+// mustLineage returns a lineage service over db, or the test stops.
+func mustLineage(tb testing.TB, db *storage.DB, cat *catalog.Catalog, opts ...lineage.Option) *lineage.Service {
+	tb.Helper()
+	lin, err := lineage.New(db, cat, opts...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return lin
 }

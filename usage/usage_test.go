@@ -329,7 +329,7 @@ func TestCompletedRunsCount(t *testing.T) {
 	eachBackend(t, func(t *testing.T, e env) {
 		ctx := context.Background()
 		e.clock.Set(time.Date(2024, 6, 2, 0, 0, 0, 0, time.UTC))
-		lin := lineage.New(e.db, e.cat, lineage.WithClock(e.clock.Now), lineage.WithCompletedRuns(func(ctx context.Context, runs []lineage.CompletedRun) error {
+		lin, err := lineage.New(e.db, e.cat, lineage.WithClock(e.clock.Now), lineage.WithCompletedRuns(func(ctx context.Context, runs []lineage.CompletedRun) error {
 			var out []usage.RunUsage
 			for _, r := range runs {
 				u := usage.RunUsage{RunID: r.RunID, JobID: r.JobID, At: r.At, Actor: r.Actor}
@@ -343,6 +343,9 @@ func TestCompletedRunsCount(t *testing.T) {
 			}
 			return e.use.FromRuns(ctx, out)
 		}))
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := lin.Open(ctx); err != nil {
 			t.Fatal(err)
 		}

@@ -47,7 +47,10 @@ func newUIWith(t *testing.T, db *storage.DB, tweak func(*web.Config)) (*httptest
 	if err != nil {
 		t.Fatal(err)
 	}
-	lin := lineage.New(db, cat)
+	lin, err := lineage.New(db, cat)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := lin.Open(ctx); err != nil {
 		t.Fatal(err)
 	}
