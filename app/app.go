@@ -132,7 +132,7 @@ func Open(ctx context.Context, store *storage.DB, cfg Config) (*App, error) {
 		}
 	}
 	topts := append([]tables.Option{tables.WithLogger(cfg.Log), tables.WithConnections(cfg.Connections...)}, cfg.Tables...)
-	if a.Tables, err = tables.New(store.Client, a.Catalog, topts...); err != nil {
+	if a.Tables, err = tables.New(store, a.Catalog, topts...); err != nil {
 		return nil, a.closeOnError(err)
 	}
 	wopts := append([]warehouse.Option{warehouse.WithLogger(cfg.Log)}, cfg.Warehouse...)

@@ -78,7 +78,7 @@ func newCluster(t *testing.T, backend string, n int, wrap func(i int) func(icebe
 			}
 		}
 		cat := mustCatalog(t, db, catalog.WithClock(c.clock.Now))
-		tbls, err := tables.New(db.Client, cat, tables.WithClock(c.clock.Now), tables.WithWarehouseRoots(os.TempDir()),
+		tbls, err := tables.New(db, cat, tables.WithClock(c.clock.Now), tables.WithWarehouseRoots(os.TempDir()),
 			tables.WithConnections(tables.NewCatalogConnection(tablestest.Name, "", nil, c.lake.Cat)))
 		if err != nil {
 			t.Fatal(err)

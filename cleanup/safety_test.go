@@ -169,7 +169,7 @@ func TestForeignTenant(t *testing.T) {
 		fresh := lake.Append(lake.Create("db.orders", nil), tablestest.Rows(10, 2, time.Now()))
 		c := &clock{t: time.Now().UTC()}
 		cat := mustCatalog(t, db, catalog.WithClock(c.Now))
-		tbls, err := tables.New(db.Client, cat, tables.WithClock(c.Now), tables.WithWarehouseRoots(os.TempDir()))
+		tbls, err := tables.New(db, cat, tables.WithClock(c.Now), tables.WithWarehouseRoots(os.TempDir()))
 		must(t, err)
 		ctx := context.Background()
 		reg, _, err := tbls.Register(ctx, tables.RegisterInput{MetadataLocation: fresh.MetadataLocation()})

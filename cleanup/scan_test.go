@@ -97,7 +97,7 @@ func newEnv(t *testing.T, db *storage.DB, opts ...cleanup.Option) *env {
 	e.tbl = e.lake.Append(e.tbl, tablestest.Rows(5, 5, time.Now()))
 	cat := mustCatalog(t, db, catalog.WithClock(e.clock.Now))
 	var err error
-	e.tables, err = tables.New(db.Client, cat, tables.WithClock(e.clock.Now), tables.WithWarehouseRoots(os.TempDir()),
+	e.tables, err = tables.New(db, cat, tables.WithClock(e.clock.Now), tables.WithWarehouseRoots(os.TempDir()),
 		tables.WithConnections(tables.NewCatalogConnection(tablestest.Name, "", nil, e.lake.Cat)))
 	if err != nil {
 		t.Fatal(err)
@@ -501,7 +501,7 @@ func TestS3(t *testing.T) {
 	tbl := lake.Append(lake.Create("db.events", nil), tablestest.Rows(0, 5, time.Now()))
 	c := &clock{t: time.Now().UTC()}
 	cat := mustCatalog(t, db, catalog.WithClock(c.Now))
-	tbls, err := tables.New(db.Client, cat, tables.WithClock(c.Now), tables.WithConnections(tables.NewCatalogConnection(tablestest.Name, "", srv.Props, lake.Cat)))
+	tbls, err := tables.New(db, cat, tables.WithClock(c.Now), tables.WithConnections(tables.NewCatalogConnection(tablestest.Name, "", srv.Props, lake.Cat)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,7 +48,7 @@ func TestReconcileCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tbls, err := tables.New(db.Client, cat)
+	tbls, err := tables.New(db, cat)
 	if err != nil {
 		t.Fatal(err)
 	}

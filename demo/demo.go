@@ -196,7 +196,7 @@ func (b *builder) catalogPast() error {
 	if b.conns, err = tablesConnections(b.cfgPath); err != nil {
 		return err
 	}
-	pastTables, err := tables.New(store.Client, pastCat, tables.WithClock(func() time.Time { return past }), tables.WithConnections(b.conns...))
+	pastTables, err := tables.New(store, pastCat, tables.WithClock(func() time.Time { return past }), tables.WithConnections(b.conns...))
 	if err != nil {
 		return err
 	}
@@ -234,7 +234,7 @@ func (b *builder) catalogPast() error {
 	if err := b.lin.Open(ctx); err != nil {
 		return err
 	}
-	b.live, err = tables.New(store.Client, b.cat, tables.WithConnections(b.conns...), tables.WithLogger(log))
+	b.live, err = tables.New(store, b.cat, tables.WithConnections(b.conns...), tables.WithLogger(log))
 	return err
 }
 

@@ -87,7 +87,7 @@ func startServer(t testing.TB, db *storage.DB, tweak func(*handlers.Config, *ser
 	if err != nil {
 		t.Fatal(err)
 	}
-	tbls, err := tables.New(db.Client, cat, tables.WithWarehouseRoots(os.TempDir()))
+	tbls, err := tables.New(db, cat, tables.WithWarehouseRoots(os.TempDir()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -269,7 +269,7 @@ func newCluster(t *testing.T, backend string, n int) *cluster {
 			}
 		}
 		cat := mustCatalog(t, db, catalog.WithClock(c.clock.Now))
-		tbls, err := tables.New(db.Client, cat, tables.WithClock(c.clock.Now), tables.WithWarehouseRoots(os.TempDir()),
+		tbls, err := tables.New(db, cat, tables.WithClock(c.clock.Now), tables.WithWarehouseRoots(os.TempDir()),
 			tables.WithConnections(tables.NewCatalogConnection(tablestest.Name, "", nil, c.lake.Cat)))
 		if err != nil {
 			t.Fatal(err)

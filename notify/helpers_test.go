@@ -67,7 +67,7 @@ func newEnv(t *testing.T, db *storage.DB) *env {
 	e.lake.Append(tbl, tablestest.Rows(5, 5, time.Now()))
 	e.cat = mustCatalog(t, db, catalog.WithClock(e.clock.Now))
 	var err error
-	e.tables, err = tables.New(db.Client, e.cat, tables.WithClock(e.clock.Now), tables.WithWarehouseRoots(os.TempDir()),
+	e.tables, err = tables.New(db, e.cat, tables.WithClock(e.clock.Now), tables.WithWarehouseRoots(os.TempDir()),
 		tables.WithConnections(tables.NewCatalogConnection(tablestest.Name, "", nil, e.lake.Cat)))
 	must(t, err)
 	rep, err := e.tables.Sync(ctx, nil)

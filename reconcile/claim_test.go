@@ -25,7 +25,7 @@ func TestOneRunAtATime(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
 		ctx := context.Background()
 		cat := mustCatalog(t, db)
-		tbls, err := tables.New(db.Client, cat, tables.WithWarehouseRoots(os.TempDir()))
+		tbls, err := tables.New(db, cat, tables.WithWarehouseRoots(os.TempDir()))
 		must(t, err)
 		pg, err := sql.Open("postgres", storagetest.DSN(t, "postgres"))
 		must(t, err)

@@ -19,7 +19,7 @@ func TestRunDueRetiresGoneMigrations(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
 		ctx := context.Background()
 		cat := mustCatalog(t, db)
-		tbls, err := tables.New(db.Client, cat)
+		tbls, err := tables.New(db, cat)
 		must(t, err)
 		use, err := usage.New(db, cat)
 		must(t, err)

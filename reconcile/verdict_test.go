@@ -41,7 +41,7 @@ func newPair(t *testing.T, db *storage.DB, c *clock) *pair {
 	t.Helper()
 	ctx := context.Background()
 	cat := mustCatalog(t, db, catalog.WithClock(c.Now))
-	tbls, err := tables.New(db.Client, cat, tables.WithClock(c.Now), tables.WithWarehouseRoots(os.TempDir()))
+	tbls, err := tables.New(db, cat, tables.WithClock(c.Now), tables.WithWarehouseRoots(os.TempDir()))
 	must(t, err)
 	use, err := usage.New(db, cat, usage.WithClock(c.Now))
 	must(t, err)
@@ -302,7 +302,7 @@ func TestCanonicalFormAcrossTypes(t *testing.T) {
 		mon := time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)
 		c := &clock{t: mon.AddDate(0, 0, 3)}
 		cat := mustCatalog(t, db, catalog.WithClock(c.Now))
-		tbls, err := tables.New(db.Client, cat, tables.WithClock(c.Now), tables.WithWarehouseRoots(os.TempDir()))
+		tbls, err := tables.New(db, cat, tables.WithClock(c.Now), tables.WithWarehouseRoots(os.TempDir()))
 		must(t, err)
 		ft := newFactTables(t, ctx, tbls)
 		facts, changes := canonicalFacts(mon)

@@ -21,7 +21,7 @@ func (c *clock) Now() time.Time { return c.t }
 func newService(t *testing.T, db *storage.DB, c *clock, opts ...tables.Option) (*tables.Service, *catalog.Catalog) {
 	t.Helper()
 	cat := mustCatalog(t, db, catalog.WithClock(c.Now))
-	svc, err := tables.New(db.Client, cat, append([]tables.Option{tables.WithClock(c.Now), tables.WithWarehouseRoots(os.TempDir())}, opts...)...)
+	svc, err := tables.New(db, cat, append([]tables.Option{tables.WithClock(c.Now), tables.WithWarehouseRoots(os.TempDir())}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -118,7 +118,7 @@ func TestRenamedBetweenSyncs(t *testing.T) {
 		e := hooked(t, db, c)
 		lake := tablestest.NewLake(t)
 		lake.Create("db.orders", nil)
-		tbls, err := tables.New(db.Client, e.cat, tables.WithClock(c.Now),
+		tbls, err := tables.New(db, e.cat, tables.WithClock(c.Now),
 			tables.WithConnections(tables.NewCatalogConnection(tablestest.Name, "", nil, lake.Cat)))
 		if err != nil {
 			t.Fatal(err)

@@ -25,7 +25,7 @@ func TestServedAssetFormsRefused(t *testing.T) {
 		ctx := context.Background()
 		var served warehouse.ServedTable
 		srv, cat := newUIWith(t, db, func(c *web.Config) {
-			tbls, err := tables.New(db.Client, c.Catalog, tables.WithWarehouses(tables.Warehouse{Name: "main", Location: t.TempDir()}))
+			tbls, err := tables.New(db, c.Catalog, tables.WithWarehouses(tables.Warehouse{Name: "main", Location: t.TempDir()}))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -42,7 +42,7 @@ func newTablesWorld(t *testing.T, db *storage.DB) tablesWorld {
 	var tbls *tables.Service
 	srv, _ := newUIWith(t, db, func(c *web.Config) {
 		var err error
-		tbls, err = tables.New(db.Client, c.Catalog, tables.WithWarehouseRoots(lake.Dir, other.Dir),
+		tbls, err = tables.New(db, c.Catalog, tables.WithWarehouseRoots(lake.Dir, other.Dir),
 			tables.WithConnections(tables.NewCatalogConnection(tablestest.Name, "", nil, lake.Cat)))
 		if err != nil {
 			t.Fatal(err)

@@ -54,7 +54,7 @@ func newUIWith(t *testing.T, db *storage.DB, tweak func(*web.Config)) (*httptest
 	if err := lin.Open(ctx); err != nil {
 		t.Fatal(err)
 	}
-	tbls, err := tables.New(db.Client, cat, tables.WithWarehouseRoots(os.TempDir()))
+	tbls, err := tables.New(db, cat, tables.WithWarehouseRoots(os.TempDir()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +321,7 @@ func TestAssetPageSaysWhatIsMissing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tbls, err := tables.New(gone.Client, goneCat)
+		tbls, err := tables.New(gone, goneCat)
 		if err != nil {
 			t.Fatal(err)
 		}

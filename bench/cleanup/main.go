@@ -206,7 +206,7 @@ func generate(ctx context.Context, d string) {
 	defer db.Close()
 	tcat, err := catalog.New(db)
 	benchdb.Must(err)
-	svc, err := tables.New(db.Client, tcat, tables.WithWarehouseRoots(os.TempDir()))
+	svc, err := tables.New(db, tcat, tables.WithWarehouseRoots(os.TempDir()))
 	benchdb.Must(err)
 	t, _, err := svc.Register(ctx, tables.RegisterInput{MetadataLocation: tbl.MetadataLocation()})
 	benchdb.Must(err)
@@ -243,7 +243,7 @@ func side(ctx context.Context, s, d string) {
 		defer db.Close()
 		cat, err := catalog.New(db)
 		benchdb.Must(err)
-		tbls, err := tables.New(db.Client, cat, tables.WithWarehouseRoots(os.TempDir()))
+		tbls, err := tables.New(db, cat, tables.WithWarehouseRoots(os.TempDir()))
 		benchdb.Must(err)
 		// The confirming pass comes an hour later (the minimum gap between two walks), by the clock.
 		var later atomic.Bool

@@ -140,7 +140,7 @@ func servedSide(ctx context.Context, s, d, assetID, metaLoc string, r *result) {
 	defer db.Close()
 	cat, err := catalog.New(db)
 	benchdb.Must(err)
-	tbls, err := tables.New(db.Client, cat, tables.WithWarehouses(tables.Warehouse{Name: "main", Location: filepath.Join(d, "warehouse")}))
+	tbls, err := tables.New(db, cat, tables.WithWarehouses(tables.Warehouse{Name: "main", Location: filepath.Join(d, "warehouse")}))
 	benchdb.Must(err)
 	// The files and commits are minutes old: judge them by a clock 100 h on (past the 72 h
 	// threshold), and the second pass an hour later (the minimum gap between two passes).

@@ -226,7 +226,7 @@ func (p *pair) tidemark(db *storage.DB, dir string) {
 	clock := func() time.Time { return p.now }
 	cat, err := catalog.New(db, catalog.WithClock(clock))
 	benchdb.Must(err)
-	tbls, err := tables.New(db.Client, cat, tables.WithWarehouseRoots(dir), tables.WithClock(clock))
+	tbls, err := tables.New(db, cat, tables.WithWarehouseRoots(dir), tables.WithClock(clock))
 	benchdb.Must(err)
 	p.tbls = tbls
 	use, err := usage.New(db, cat, usage.WithClock(clock))

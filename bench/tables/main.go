@@ -228,7 +228,7 @@ func commit(ctx context.Context, tbl *table.Table, files []iceberg.DataFile) *ta
 func service(db *storage.DB) *tables.Service {
 	cat, err := catalog.New(db)
 	benchdb.Must(err)
-	svc, err := tables.New(db.Client, cat, tables.WithWarehouseRoots(os.TempDir()))
+	svc, err := tables.New(db, cat, tables.WithWarehouseRoots(os.TempDir()))
 	benchdb.Must(err)
 	return svc
 }
