@@ -136,7 +136,7 @@ func Open(ctx context.Context, store *storage.DB, cfg Config) (*App, error) {
 		return nil, a.closeOnError(err)
 	}
 	wopts := append([]warehouse.Option{warehouse.WithLogger(cfg.Log)}, cfg.Warehouse...)
-	if a.Warehouse, err = warehouse.New(store.Client, a.Catalog, a.Tables, wopts...); err != nil {
+	if a.Warehouse, err = warehouse.New(store, a.Catalog, a.Tables, wopts...); err != nil {
 		return nil, a.closeOnError(err)
 	}
 	copts := append([]cleanup.Option{cleanup.WithLogger(cfg.Log),

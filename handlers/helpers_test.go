@@ -91,7 +91,7 @@ func startServer(t testing.TB, db *storage.DB, tweak func(*handlers.Config, *ser
 	if err != nil {
 		t.Fatal(err)
 	}
-	wh, err := warehouse.New(db.Client, cat, tbls)
+	wh, err := warehouse.New(db, cat, tbls)
 	if err != nil {
 		t.Fatal(err)
 	}

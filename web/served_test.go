@@ -29,7 +29,7 @@ func TestServedAssetFormsRefused(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			wh, err := warehouse.New(db.Client, c.Catalog, tbls)
+			wh, err := warehouse.New(db, c.Catalog, tbls)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -151,7 +151,7 @@ func servedSide(ctx context.Context, s, d, assetID, metaLoc string, r *result) {
 		}
 		return time.Now().Add(100 * time.Hour)
 	}
-	wh, err := warehouse.New(db.Client, cat, tbls)
+	wh, err := warehouse.New(db, cat, tbls)
 	benchdb.Must(err)
 	svc := cleanup.New(db, cat, tbls, cleanup.WithClock(clock), cleanup.WithWarehouse(wh))
 	id := mustUUID(assetID)
