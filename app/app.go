@@ -147,7 +147,9 @@ func Open(ctx context.Context, store *storage.DB, cfg Config) (*App, error) {
 	for name, db := range cfg.MigrationSources {
 		ropts = append(ropts, reconcile.WithConnection(name, db))
 	}
-	a.Reconcile = reconcile.New(store.Client, a.Catalog, a.Tables, a.Usage, ropts...)
+	if a.Reconcile, err = reconcile.New(store, a.Catalog, a.Tables, a.Usage, ropts...); err != nil {
+		return nil, a.closeOnError(err)
+	}
 	// A migrated asset is retired only after its cutover and a final clean reconciliation.
 	copts = append(copts, cleanup.WithMigrationGate(a.Reconcile.RetirementGate))
 	a.Cleanup = cleanup.New(store, a.Catalog, a.Tables, copts...)

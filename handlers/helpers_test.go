@@ -95,7 +95,10 @@ func startServer(t testing.TB, db *storage.DB, tweak func(*handlers.Config, *ser
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := reconcile.New(db.Client, cat, tbls, use)
+	rec, err := reconcile.New(db, cat, tbls, use)
+	if err != nil {
+		t.Fatal(err)
+	}
 	lin, err = lineage.New(db, cat, lineage.WithRelations(app.MigrationRelations(rec)))
 	if err != nil {
 		t.Fatal(err)

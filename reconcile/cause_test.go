@@ -44,7 +44,7 @@ func TestDuplicationNamesTheWritersAndTheOwner(t *testing.T) {
 		must(t, err)
 		old, err := cat.Create(ctx, catalog.CreateInput{Kind: catalog.KindTable, Namespace: "pg", Name: "orders"})
 		must(t, err)
-		svc := reconcile.New(db.Client, cat, nil, nil, reconcile.WithClock(c.Now), reconcile.WithWriters(app.LineageWriters(lin)))
+		svc := mustReconcile(t, db, cat, nil, nil, reconcile.WithClock(c.Now), reconcile.WithWriters(app.LineageWriters(lin)))
 		m, err := svc.Create(ctx, reconcile.CreateInput{OldAssetID: old.Asset.ID, NewAssetID: nw.Asset.ID, Owner: "team-orders", Spec: reconcile.Spec{
 			KeyColumns: []string{"id"}, TimeColumn: "at", Columns: []string{"v"}, WindowSeconds: 86400, Since: mon,
 			DedupOld: reconcile.FirstWins, DedupNew: reconcile.FirstWins, Cutover: reconcile.CutoverRule{MinCleanRuns: 3, MinDays: 7},
@@ -107,7 +107,7 @@ func TestDeploysFromOpenLineage(t *testing.T) {
 		lin := mustLineage(t, db, cat, lineage.WithClock(c.Now), lineage.WithCompletedRuns(func(ctx context.Context, runs []lineage.CompletedRun) error {
 			return app.MigrationWriters(svc)(ctx, runs)
 		}))
-		svc = reconcile.New(db.Client, cat, nil, nil, reconcile.WithClock(c.Now))
+		svc = mustReconcile(t, db, cat, nil, nil, reconcile.WithClock(c.Now))
 		n := 0
 		load := func(at time.Time, version string) {
 			t.Helper()

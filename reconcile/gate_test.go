@@ -92,7 +92,7 @@ func newGate(t *testing.T, db *storage.DB) *gate {
 	cat := mustCatalog(t, db, catalog.WithClock(c.Now))
 	use, err := usage.New(db, cat, usage.WithClock(c.Now))
 	must(t, err)
-	svc := reconcile.New(db.Client, cat, nil, use, reconcile.WithClock(c.Now))
+	svc := mustReconcile(t, db, cat, nil, use, reconcile.WithClock(c.Now))
 	old, err := cat.Create(ctx, catalog.CreateInput{Kind: catalog.KindTable, Namespace: "pg", Name: "orders"})
 	must(t, err)
 	nw, err := cat.Create(ctx, catalog.CreateInput{Kind: catalog.KindTable, Namespace: "lake", Name: "orders"})

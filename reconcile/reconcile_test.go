@@ -426,3 +426,13 @@ func mustLineage(tb testing.TB, db *storage.DB, cat *catalog.Catalog, opts ...li
 	}
 	return lin
 }
+
+// mustReconcile returns a reconcile service over db, or the test stops.
+func mustReconcile(tb testing.TB, db *storage.DB, cat *catalog.Catalog, tbls *tables.Service, use *usage.Service, opts ...reconcile.Option) *reconcile.Service {
+	tb.Helper()
+	svc, err := reconcile.New(db, cat, tbls, use, opts...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return svc
+}

@@ -23,7 +23,7 @@ func TestRunDueRetiresGoneMigrations(t *testing.T) {
 		must(t, err)
 		use, err := usage.New(db, cat)
 		must(t, err)
-		svc := reconcile.New(db.Client, cat, tbls, use)
+		svc := mustReconcile(t, db, cat, tbls, use)
 		since := time.Now().UTC().Truncate(24 * time.Hour)
 		mk := func(name string) (reconcile.Migration, catalog.Asset) {
 			old, err := cat.Create(ctx, catalog.CreateInput{Kind: catalog.KindTable, Namespace: "pg", Name: name})

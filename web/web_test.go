@@ -367,7 +367,7 @@ func TestMigrationPages(t *testing.T) {
 		ctx := context.Background()
 		var rec *reconcile.Service
 		srv, cat := newUIWith(t, db, func(c *web.Config) {
-			rec = reconcile.New(db.Client, c.Catalog, c.Tables, c.Usage)
+			rec = mustReconcile(t, db, c.Catalog, c.Tables, c.Usage)
 			c.Reconcile = rec
 		})
 		old, err := cat.Create(ctx, catalog.CreateInput{Kind: catalog.KindTable, Namespace: "postgres://shop:5432", Name: "shop.public.orders"})

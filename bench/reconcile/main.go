@@ -235,7 +235,8 @@ func (p *pair) tidemark(db *storage.DB, dir string) {
 	benchdb.Must(err)
 	old, err := cat.Create(ctx, catalog.CreateInput{Kind: catalog.KindTable, Namespace: "postgres://bench:5432", Name: "bench.public.orders"})
 	benchdb.Must(err)
-	svc := reconcile.New(db.Client, cat, tbls, use, reconcile.WithClock(clock), reconcile.WithConnection("bench", pg))
+	svc, err := reconcile.New(db, cat, tbls, use, reconcile.WithClock(clock), reconcile.WithConnection("bench", pg))
+	benchdb.Must(err)
 	p.svc = svc
 	// A migration of its own for each timed run: its first run has no previous one, so it reads
 	// both sides in full.
