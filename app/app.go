@@ -152,7 +152,9 @@ func Open(ctx context.Context, store *storage.DB, cfg Config) (*App, error) {
 	}
 	// A migrated asset is retired only after its cutover and a final clean reconciliation.
 	copts = append(copts, cleanup.WithMigrationGate(a.Reconcile.RetirementGate))
-	a.Cleanup = cleanup.New(store, a.Catalog, a.Tables, copts...)
+	if a.Cleanup, err = cleanup.New(store, a.Catalog, a.Tables, copts...); err != nil {
+		return nil, a.closeOnError(err)
+	}
 	if a.Notify, err = notify.New(store, a.Catalog, append([]notify.Option{notify.WithLogger(cfg.Log)}, cfg.Notify...)...); err != nil {
 		return nil, a.closeOnError(err)
 	}

@@ -89,7 +89,7 @@ func newCluster(t *testing.T, backend string, n int, wrap func(i int) func(icebe
 				opts = append(opts, cleanup.WithListingWrapper(w))
 			}
 		}
-		c.replicas = append(c.replicas, &replica{db: db, tables: tbls, svc: cleanup.New(db, cat, tbls, opts...)})
+		c.replicas = append(c.replicas, &replica{db: db, tables: tbls, svc: mustCleanup(t, db, cat, tbls, opts...)})
 	}
 	rep, err := c.replicas[0].tables.Sync(ctx, nil)
 	if err != nil || rep.Added != 1 {

@@ -174,7 +174,7 @@ func TestForeignTenant(t *testing.T) {
 		ctx := context.Background()
 		reg, _, err := tbls.Register(ctx, tables.RegisterInput{MetadataLocation: fresh.MetadataLocation()})
 		must(t, err)
-		svc := cleanup.New(db, cat, tbls, cleanup.WithClock(c.Now))
+		svc := mustCleanup(t, db, cat, tbls, cleanup.WithClock(c.Now))
 		c.Add(100 * 24 * time.Hour)
 		var last cleanup.Report
 		for range 3 {

@@ -112,7 +112,7 @@ func newEnv(t *testing.T, db *storage.DB, opts ...cleanup.Option) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.svc = cleanup.New(db, cat, e.tables, append([]cleanup.Option{cleanup.WithClock(e.clock.Now),
+	e.svc = mustCleanup(t, db, cat, e.tables, append([]cleanup.Option{cleanup.WithClock(e.clock.Now),
 		cleanup.WithListingWrapper(func(l icebergio.ListableIO) icebergio.ListableIO { e.list.ListableIO = l; return e.list }),
 		cleanup.WithShardHook(func(s string) {
 			if e.hook != nil {
@@ -509,7 +509,7 @@ func TestS3(t *testing.T) {
 		t.Fatalf("sync: %+v %v", rep, err)
 	}
 	id := mustTable(t, tbls)
-	svc := cleanup.New(db, cat, tbls, cleanup.WithClock(c.Now))
+	svc := mustCleanup(t, db, cat, tbls, cleanup.WithClock(c.Now))
 	// Objects cannot be back-dated: judge them young-or-not against a 1ns threshold (override).
 	opt := cleanup.ScanOptions{AgeThreshold: time.Nanosecond, AllowYoung: true}
 	loc := tbl.Location()

@@ -314,12 +314,18 @@ func (b *builder) leftovers() error {
 // must be two moments), then runs the bot's proposals; it returns how many it opened.
 func (b *builder) scanAndPropose() (int, error) {
 	ctx, store, log := b.ctx, b.store, b.log
-	clean := cleanup.New(store, b.cat, b.live, cleanup.WithLogger(log),
+	clean, err := cleanup.New(store, b.cat, b.live, cleanup.WithLogger(log),
 		cleanup.WithUsage(b.use, func(ctx context.Context, id uuid.UUID) ([]uuid.UUID, error) {
 			return b.lin.Downstream(ctx, id, app.UnusedDownstreamDepth)
 		}))
-	earlier := cleanup.New(store, b.cat, b.live, cleanup.WithLogger(log),
+	if err != nil {
+		return 0, err
+	}
+	earlier, err := cleanup.New(store, b.cat, b.live, cleanup.WithLogger(log),
 		cleanup.WithClock(func() time.Time { return time.Now().Add(-2 * time.Hour) }))
+	if err != nil {
+		return 0, err
+	}
 	names := make([]string, 0, len(b.ids))
 	for n := range b.ids {
 		names = append(names, n)

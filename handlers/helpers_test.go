@@ -108,7 +108,10 @@ func startServer(t testing.TB, db *storage.DB, tweak func(*handlers.Config, *ser
 	}
 	ahead := &atomic.Int64{}
 	clock := func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
-	clean := cleanup.New(db, cat, tbls, cleanup.WithWarehouse(wh), cleanup.WithClock(clock))
+	clean, err := cleanup.New(db, cat, tbls, cleanup.WithWarehouse(wh), cleanup.WithClock(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
 	notes, err := notify.New(db, cat, notify.WithPrivateWebhooks(true), notify.WithClock(clock))
 	if err != nil {
 		t.Fatal(err)

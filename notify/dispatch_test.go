@@ -274,7 +274,10 @@ func newCluster(t *testing.T, backend string, n int) *cluster {
 		if err != nil {
 			t.Fatal(err)
 		}
-		clean := cleanup.New(db, cat, tbls, cleanup.WithClock(c.clock.Now), cleanup.WithHolder(fmt.Sprintf("replica-%d", i)))
+		clean, err := cleanup.New(db, cat, tbls, cleanup.WithClock(c.clock.Now), cleanup.WithHolder(fmt.Sprintf("replica-%d", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
 		svc := newService(t, db, cat, notify.WithClock(c.clock.Now), notify.WithPrivateWebhooks(true))
 		c.replicas = append(c.replicas, &replica{db: db, tables: tbls, clean: clean, svc: svc})
 	}

@@ -77,7 +77,8 @@ func newEnv(t *testing.T, db *storage.DB) *env {
 	e.id = rep.Connections[0].Added[0].AssetID
 	e.usage, err = usage.New(db, e.cat, usage.WithClock(e.clock.Now))
 	must(t, err)
-	e.clean = cleanup.New(db, e.cat, e.tables, cleanup.WithClock(e.clock.Now), cleanup.WithUsage(e.usage, nil))
+	e.clean, err = cleanup.New(db, e.cat, e.tables, cleanup.WithClock(e.clock.Now), cleanup.WithUsage(e.usage, nil))
+	must(t, err)
 	e.svc = newService(t, db, e.cat, notify.WithClock(e.clock.Now),
 		notify.WithPrivateWebhooks(true)) // the test receivers listen on loopback
 	return e

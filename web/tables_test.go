@@ -48,7 +48,7 @@ func newTablesWorld(t *testing.T, db *storage.DB) tablesWorld {
 			t.Fatal(err)
 		}
 		c.Tables = tbls
-		w.svc = cleanup.New(db, c.Catalog, tbls)
+		w.svc = mustCleanup(t, db, c.Catalog, tbls)
 		c.Cleanup = w.svc
 	})
 	w.url = srv.URL

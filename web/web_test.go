@@ -19,7 +19,6 @@ import (
 
 	"github.com/tidemark/tidemark/auth"
 	"github.com/tidemark/tidemark/catalog"
-	"github.com/tidemark/tidemark/cleanup"
 	"github.com/tidemark/tidemark/lineage"
 	"github.com/tidemark/tidemark/notify"
 	"github.com/tidemark/tidemark/reconcile"
@@ -63,7 +62,7 @@ func newUIWith(t *testing.T, db *storage.DB, tweak func(*web.Config)) (*httptest
 		t.Fatal(err)
 	}
 	cfg := web.Config{Catalog: cat, Lineage: lin, Usage: use, Tables: tbls, Tokens: auth.NewStore(db.Client, nil),
-		Cleanup: cleanup.New(db, cat, tbls), Notify: notes}
+		Cleanup: mustCleanup(t, db, cat, tbls), Notify: notes}
 	if tweak != nil {
 		tweak(&cfg)
 	}
@@ -326,7 +325,7 @@ func TestAssetPageSaysWhatIsMissing(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.Tables = tbls
-		c.Cleanup = cleanup.New(gone, goneCat, tbls)
+		c.Cleanup = mustCleanup(t, gone, goneCat, tbls)
 		c.Logger = slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
 			mu.Lock()
 			defer mu.Unlock()

@@ -253,7 +253,8 @@ func side(ctx context.Context, s, d string) {
 			}
 			return time.Now()
 		}
-		svc := cleanup.New(db, cat, tbls, cleanup.WithClock(clock))
+		svc, err := cleanup.New(db, cat, tbls, cleanup.WithClock(clock))
+		benchdb.Must(err)
 		id := mustUUID(assetID)
 		t := time.Now()
 		rep, err := svc.Scan(ctx, id, cleanup.ScanOptions{})

@@ -153,7 +153,8 @@ func servedSide(ctx context.Context, s, d, assetID, metaLoc string, r *result) {
 	}
 	wh, err := warehouse.New(db, cat, tbls)
 	benchdb.Must(err)
-	svc := cleanup.New(db, cat, tbls, cleanup.WithClock(clock), cleanup.WithWarehouse(wh))
+	svc, err := cleanup.New(db, cat, tbls, cleanup.WithClock(clock), cleanup.WithWarehouse(wh))
+	benchdb.Must(err)
 	id := mustUUID(assetID)
 	opt := cleanup.ScanOptions{WalkOnly: s == "walk", FromInventory: s == "inventory"}
 	t := time.Now()
