@@ -97,21 +97,23 @@ func Open(ctx context.Context, store *storage.DB, cfg Config) (*App, error) {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	a := &App{Store: store, Log: cfg.Log, conns: cfg.Connections, sources: cfg.MigrationSources}
-	a.Catalog = catalog.New(store.Client, catalog.WithLogger(cfg.Log),
+	var err error
+	if a.Catalog, err = catalog.New(store, catalog.WithLogger(cfg.Log),
 		catalog.WithChangeHook(func(ctx context.Context, ids []uuid.UUID, written map[uuid.UUID]catalog.Summary) {
 			a.Lineage.Graph().AssetsChanged(ctx, ids, written)
 			a.Usage.NamesChanged(ctx, ids) // usage records that waited for a name
-		}))
+		})); err != nil {
+		return nil, a.closeOnError(err)
+	}
 	// The default classifications (pii, tier), so tags such as pii.email are checked and
 	// propagate from the start; existing ones, perhaps changed by an admin, stay as they are.
 	if err := a.Catalog.EnsureClassifications(ctx); err != nil {
 		return nil, a.closeOnError(err)
 	}
-	var err error
 	if a.Usage, err = usage.New(store, a.Catalog, append([]usage.Option{usage.WithLogger(cfg.Log)}, cfg.Usage...)...); err != nil {
 		return nil, a.closeOnError(err)
 	}
-	a.Lineage = lineage.New(store, a.Catalog, append([]lineage.Option{lineage.WithLogger(cfg.Log),
+	if a.Lineage, err = lineage.New(store, a.Catalog, append([]lineage.Option{lineage.WithLogger(cfg.Log),
 		lineage.WithCompletedRuns(func(ctx context.Context, runs []lineage.CompletedRun) error {
 			if err := UsageOfRuns(a.Usage)(ctx, runs); err != nil {
 				return err
@@ -121,18 +123,20 @@ func Open(ctx context.Context, store *storage.DB, cfg Config) (*App, error) {
 		lineage.WithRelations(func(ctx context.Context, id uuid.UUID) ([]lineage.Relation, error) {
 			return MigrationRelations(a.Reconcile)(ctx, id)
 		})},
-		cfg.Lineage...)...)
+		cfg.Lineage...)...); err != nil {
+		return nil, a.closeOnError(err)
+	}
 	if cfg.LoadGraph {
 		if err := a.Lineage.Open(ctx); err != nil {
 			return nil, a.closeOnError(fmt.Errorf("load the lineage graph: %w", err))
 		}
 	}
 	topts := append([]tables.Option{tables.WithLogger(cfg.Log), tables.WithConnections(cfg.Connections...)}, cfg.Tables...)
-	if a.Tables, err = tables.New(store.Client, a.Catalog, topts...); err != nil {
+	if a.Tables, err = tables.New(store, a.Catalog, topts...); err != nil {
 		return nil, a.closeOnError(err)
 	}
 	wopts := append([]warehouse.Option{warehouse.WithLogger(cfg.Log)}, cfg.Warehouse...)
-	if a.Warehouse, err = warehouse.New(store.Client, a.Catalog, a.Tables, wopts...); err != nil {
+	if a.Warehouse, err = warehouse.New(store, a.Catalog, a.Tables, wopts...); err != nil {
 		return nil, a.closeOnError(err)
 	}
 	copts := append([]cleanup.Option{cleanup.WithLogger(cfg.Log),
@@ -143,10 +147,14 @@ func Open(ctx context.Context, store *storage.DB, cfg Config) (*App, error) {
 	for name, db := range cfg.MigrationSources {
 		ropts = append(ropts, reconcile.WithConnection(name, db))
 	}
-	a.Reconcile = reconcile.New(store.Client, a.Catalog, a.Tables, a.Usage, ropts...)
+	if a.Reconcile, err = reconcile.New(store, a.Catalog, a.Tables, a.Usage, ropts...); err != nil {
+		return nil, a.closeOnError(err)
+	}
 	// A migrated asset is retired only after its cutover and a final clean reconciliation.
 	copts = append(copts, cleanup.WithMigrationGate(a.Reconcile.RetirementGate))
-	a.Cleanup = cleanup.New(store, a.Catalog, a.Tables, copts...)
+	if a.Cleanup, err = cleanup.New(store, a.Catalog, a.Tables, copts...); err != nil {
+		return nil, a.closeOnError(err)
+	}
 	if a.Notify, err = notify.New(store, a.Catalog, append([]notify.Option{notify.WithLogger(cfg.Log)}, cfg.Notify...)...); err != nil {
 		return nil, a.closeOnError(err)
 	}

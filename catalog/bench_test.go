@@ -19,7 +19,7 @@ func BenchmarkCatalog(b *testing.B) {
 	for _, backend := range storagetest.Backends {
 		b.Run(backend, func(b *testing.B) {
 			db := storagetest.Open(b, backend)
-			cat := catalog.New(db.Client)
+			cat := mustCatalog(b, db)
 			ctx := context.Background()
 			ids := make([]uuid.UUID, population)
 			versions := make([]int64, population)

@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tidemark/tidemark/ent"
+	"github.com/tidemark/tidemark/storage"
 )
 
 // Catalog is the asset registry over an ent client.
@@ -57,13 +58,16 @@ func (c *Catalog) changed(ctx context.Context, written map[uuid.UUID]Summary, id
 // WithLogger sets the logger for retried conflicts and similar events.
 func WithLogger(l *slog.Logger) Option { return func(c *Catalog) { c.log = l } }
 
-// New returns a Catalog over db.
-func New(db *ent.Client, opts ...Option) *Catalog {
-	c := &Catalog{db: db, now: time.Now, log: slog.Default()}
+// New returns a Catalog over store.
+func New(store *storage.DB, opts ...Option) (*Catalog, error) {
+	if store == nil {
+		return nil, errors.New("catalog: no database")
+	}
+	c := &Catalog{db: store.Client, now: time.Now, log: slog.Default()}
 	for _, o := range opts {
 		o(c)
 	}
-	return c
+	return c, nil
 }
 
 // Now is the catalog's clock in UTC, truncated to microseconds: the precision both SQLite and

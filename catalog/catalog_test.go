@@ -642,7 +642,7 @@ func TestCreateManyHookSummaries(t *testing.T) {
 		var cat *catalog.Catalog
 		var seen map[uuid.UUID]catalog.Summary
 		many := false // the hook is called by CreateMany (not by the single Create first)
-		cat = catalog.New(db.Client, catalog.WithChangeHook(func(ctx context.Context, ids []uuid.UUID, written map[uuid.UUID]catalog.Summary) {
+		cat = mustCatalog(t, db, catalog.WithChangeHook(func(ctx context.Context, ids []uuid.UUID, written map[uuid.UUID]catalog.Summary) {
 			if many && db.Dialect == dialect.Postgres && len(written) != len(ids) {
 				t.Errorf("CreateMany on PostgreSQL handed %d of %d summaries as written", len(written), len(ids))
 			}

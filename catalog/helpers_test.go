@@ -37,12 +37,22 @@ type env struct {
 	clock *fakeClock
 }
 
+// mustCatalog returns a catalog over db, failing the test if it cannot be built.
+func mustCatalog(tb testing.TB, db *storage.DB, opts ...catalog.Option) *catalog.Catalog {
+	tb.Helper()
+	cat, err := catalog.New(db, opts...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return cat
+}
+
 // eachBackend runs fn on a fresh catalog over SQLite and over PostgreSQL.
 func eachBackend(t *testing.T, fn func(t *testing.T, e env)) {
 	t.Helper()
 	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
 		clock := &fakeClock{t: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)}
-		fn(t, env{cat: catalog.New(db.Client, catalog.WithClock(clock.Now)), db: db, clock: clock})
+		fn(t, env{cat: mustCatalog(t, db, catalog.WithClock(clock.Now)), db: db, clock: clock})
 	})
 }
 

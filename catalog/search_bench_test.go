@@ -16,7 +16,7 @@ func BenchmarkCreateMany(b *testing.B) {
 	for _, backend := range storagetest.Backends {
 		b.Run(backend, func(b *testing.B) {
 			db := storagetest.Open(b, backend)
-			cat := catalog.New(db.Client)
+			cat := mustCatalog(b, db)
 			ctx := context.Background()
 			for _, size := range []int{10, 100, 1000} {
 				b.Run(fmt.Sprint(size), func(b *testing.B) {

@@ -33,7 +33,7 @@ func FuzzSearchQuery(f *testing.F) {
 		f.Add(q)
 	}
 	db := storagetest.Open(f, "sqlite")
-	cat := catalog.New(db.Client)
+	cat := mustCatalog(f, db)
 	seedSearch(f, cat)
 	ctx := context.Background()
 	f.Fuzz(func(t *testing.T, text string) {
@@ -60,7 +60,7 @@ func FuzzSearchQuery(f *testing.F) {
 // TestOddQueries runs the fuzz seeds on both databases, PostgreSQL's tsquery included.
 func TestOddQueries(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
-		cat := catalog.New(db.Client)
+		cat := mustCatalog(t, db)
 		seedSearch(t, cat)
 		ctx := context.Background()
 		for _, q := range oddQueries {

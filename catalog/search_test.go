@@ -593,7 +593,7 @@ func TestIndexMissingReplicas(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		replicas := []*catalog.Catalog{e.cat, catalog.New(e.db.Client), catalog.New(e.db.Client)}
+		replicas := []*catalog.Catalog{e.cat, mustCatalog(t, e.db), mustCatalog(t, e.db)}
 		counts := make([]int, len(replicas))
 		var g errgroup.Group
 		for i, r := range replicas {
@@ -684,7 +684,7 @@ func TestCreateManyIndexesAsReindexDoes(t *testing.T) {
 func TestSearchWindow(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
 		ctx := context.Background()
-		cat := catalog.New(db.Client, catalog.WithSearchWindow(5))
+		cat := mustCatalog(t, db, catalog.WithSearchWindow(5))
 		var ins []catalog.CreateInput
 		for i := range 12 {
 			ins = append(ins, catalog.CreateInput{Kind: catalog.KindTable, Namespace: "w", Name: fmt.Sprintf("events_%02d", i), Description: "daily metrics"})

@@ -10,6 +10,7 @@ package cleanup
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -135,7 +136,16 @@ func WithHolder(h string) Option { return func(s *Service) { s.holder = h } }
 
 // New returns a Service.
 // The store says which database it is (SQLite has no row locks; its writes are serialised).
-func New(store *storage.DB, cat *catalog.Catalog, tbls *tables.Service, opts ...Option) *Service {
+func New(store *storage.DB, cat *catalog.Catalog, tbls *tables.Service, opts ...Option) (*Service, error) {
+	if store == nil {
+		return nil, errors.New("cleanup: no database")
+	}
+	if cat == nil {
+		return nil, errors.New("cleanup: no catalog")
+	}
+	if tbls == nil {
+		return nil, errors.New("cleanup: no tables service")
+	}
 	host, _ := os.Hostname()
 	s := &Service{db: store.Client, sqlite: store.Dialect == dialect.SQLite, tables: tbls, cat: cat, now: time.Now, log: slog.New(slog.DiscardHandler),
 		holder: fmt.Sprintf("%s-%s", host, uuid.NewString()[:8]), prices: DefaultPrices, pageSize: DefaultPageSize,
@@ -158,7 +168,7 @@ func New(store *storage.DB, cat *catalog.Catalog, tbls *tables.Service, opts ...
 	if s.statRate > 0 {
 		s.heads = rate.NewLimiter(rate.Limit(s.statRate), 1)
 	}
-	return s
+	return s, nil
 }
 
 // wait takes a request from a limiter (nil: unlimited).

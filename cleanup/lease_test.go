@@ -10,9 +10,29 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/storage"
 	"github.com/tidemark/tidemark/storage/storagetest"
+	"github.com/tidemark/tidemark/tables"
 )
+
+// leaseService is a Service over db for the lease tests, or the test stops.
+func leaseService(t *testing.T, db *storage.DB, opts ...Option) *Service {
+	t.Helper()
+	cat, err := catalog.New(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbls, err := tables.New(db, cat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(db, cat, tbls, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
 
 // TestLease: one holder at a time; a crashed holder's lease lapses; the holder renews and
 // releases its own lease only.
@@ -21,8 +41,8 @@ func TestLease(t *testing.T) {
 		ctx := context.Background()
 		now := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 		clock := func() time.Time { return now }
-		a := New(db, nil, nil, WithClock(clock), WithHolder("a"))
-		b := New(db, nil, nil, WithClock(clock), WithHolder("b"))
+		a := leaseService(t, db, WithClock(clock), WithHolder("a"))
+		b := leaseService(t, db, WithClock(clock), WithHolder("b"))
 		asset := uuid.New()
 		held := map[*Service]*lease{}
 		claim := func(s *Service, shard string) bool {
@@ -85,7 +105,7 @@ func TestLeaseRace(t *testing.T) {
 		errs := make(chan error, replicas)
 		var wg sync.WaitGroup
 		for r := range replicas {
-			s := New(db, nil, nil, WithHolder(fmt.Sprintf("replica-%d", r)))
+			s := leaseService(t, db, WithHolder(fmt.Sprintf("replica-%d", r)))
 			wins[r] = make([]bool, shards)
 			wg.Add(1)
 			go func() {

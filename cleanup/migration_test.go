@@ -23,7 +23,9 @@ func TestMigratedAssetRetirement(t *testing.T) {
 		e := newEnv(t, db, cleanup.WithMigrationGate(func(ctx context.Context, id uuid.UUID) (bool, uuid.UUID, string, error) {
 			return rec.RetirementGate(ctx, id)
 		}))
-		rec = reconcile.New(db.Client, e.cat, e.tables, e.usage, reconcile.WithClock(e.clock.Now))
+		var err error
+		rec, err = reconcile.New(db, e.cat, e.tables, e.usage, reconcile.WithClock(e.clock.Now))
+		must(t, err)
 		next, err := e.cat.Create(e.ctx, catalog.CreateInput{Kind: catalog.KindTable, Namespace: "s3://lake", Name: "events_v2"})
 		must(t, err)
 		since := e.clock.Now().UTC().Truncate(24 * time.Hour)

@@ -77,8 +77,8 @@ func newCluster(t *testing.T, backend string, n int, wrap func(i int) func(icebe
 				t.Fatal(err)
 			}
 		}
-		cat := catalog.New(db.Client, catalog.WithClock(c.clock.Now))
-		tbls, err := tables.New(db.Client, cat, tables.WithClock(c.clock.Now), tables.WithWarehouseRoots(os.TempDir()),
+		cat := mustCatalog(t, db, catalog.WithClock(c.clock.Now))
+		tbls, err := tables.New(db, cat, tables.WithClock(c.clock.Now), tables.WithWarehouseRoots(os.TempDir()),
 			tables.WithConnections(tables.NewCatalogConnection(tablestest.Name, "", nil, c.lake.Cat)))
 		if err != nil {
 			t.Fatal(err)
@@ -89,7 +89,7 @@ func newCluster(t *testing.T, backend string, n int, wrap func(i int) func(icebe
 				opts = append(opts, cleanup.WithListingWrapper(w))
 			}
 		}
-		c.replicas = append(c.replicas, &replica{db: db, tables: tbls, svc: cleanup.New(db, cat, tbls, opts...)})
+		c.replicas = append(c.replicas, &replica{db: db, tables: tbls, svc: mustCleanup(t, db, cat, tbls, opts...)})
 	}
 	rep, err := c.replicas[0].tables.Sync(ctx, nil)
 	if err != nil || rep.Added != 1 {
@@ -201,7 +201,7 @@ func TestReplicasScanAndExecute(t *testing.T) {
 				t.Fatalf("executed %d times, %d deleted; proposal %s v%d, journal %v", executed, deleted, p.State, p.Version, p.Files)
 			}
 			audited := 0
-			events, _, err := catalog.New(c.replicas[0].db.Client).Audit(ctx, c.asset, uuid.Nil, 100)
+			events, _, err := mustCatalog(t, c.replicas[0].db).Audit(ctx, c.asset, uuid.Nil, 100)
 			if err != nil {
 				t.Fatal(err)
 			}

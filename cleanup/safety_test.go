@@ -168,13 +168,13 @@ func TestForeignTenant(t *testing.T) {
 		}
 		fresh := lake.Append(lake.Create("db.orders", nil), tablestest.Rows(10, 2, time.Now()))
 		c := &clock{t: time.Now().UTC()}
-		cat := catalog.New(db.Client, catalog.WithClock(c.Now))
-		tbls, err := tables.New(db.Client, cat, tables.WithClock(c.Now), tables.WithWarehouseRoots(os.TempDir()))
+		cat := mustCatalog(t, db, catalog.WithClock(c.Now))
+		tbls, err := tables.New(db, cat, tables.WithClock(c.Now), tables.WithWarehouseRoots(os.TempDir()))
 		must(t, err)
 		ctx := context.Background()
 		reg, _, err := tbls.Register(ctx, tables.RegisterInput{MetadataLocation: fresh.MetadataLocation()})
 		must(t, err)
-		svc := cleanup.New(db, cat, tbls, cleanup.WithClock(c.Now))
+		svc := mustCleanup(t, db, cat, tbls, cleanup.WithClock(c.Now))
 		c.Add(100 * 24 * time.Hour)
 		var last cleanup.Report
 		for range 3 {

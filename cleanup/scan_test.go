@@ -95,9 +95,9 @@ func newEnv(t *testing.T, db *storage.DB, opts ...cleanup.Option) *env {
 	e := &env{t: t, ctx: ctx, lake: tablestest.NewLake(t), clock: &clock{t: time.Now().UTC()}, list: &faulty{}}
 	e.tbl = e.lake.Append(e.lake.Create("db.events", nil), tablestest.Rows(0, 5, time.Now()))
 	e.tbl = e.lake.Append(e.tbl, tablestest.Rows(5, 5, time.Now()))
-	cat := catalog.New(db.Client, catalog.WithClock(e.clock.Now))
+	cat := mustCatalog(t, db, catalog.WithClock(e.clock.Now))
 	var err error
-	e.tables, err = tables.New(db.Client, cat, tables.WithClock(e.clock.Now), tables.WithWarehouseRoots(os.TempDir()),
+	e.tables, err = tables.New(db, cat, tables.WithClock(e.clock.Now), tables.WithWarehouseRoots(os.TempDir()),
 		tables.WithConnections(tables.NewCatalogConnection(tablestest.Name, "", nil, e.lake.Cat)))
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +112,7 @@ func newEnv(t *testing.T, db *storage.DB, opts ...cleanup.Option) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.svc = cleanup.New(db, cat, e.tables, append([]cleanup.Option{cleanup.WithClock(e.clock.Now),
+	e.svc = mustCleanup(t, db, cat, e.tables, append([]cleanup.Option{cleanup.WithClock(e.clock.Now),
 		cleanup.WithListingWrapper(func(l icebergio.ListableIO) icebergio.ListableIO { e.list.ListableIO = l; return e.list }),
 		cleanup.WithShardHook(func(s string) {
 			if e.hook != nil {
@@ -500,8 +500,8 @@ func TestS3(t *testing.T) {
 	lake := tablestest.NewLakeS3(t, srv)
 	tbl := lake.Append(lake.Create("db.events", nil), tablestest.Rows(0, 5, time.Now()))
 	c := &clock{t: time.Now().UTC()}
-	cat := catalog.New(db.Client, catalog.WithClock(c.Now))
-	tbls, err := tables.New(db.Client, cat, tables.WithClock(c.Now), tables.WithConnections(tables.NewCatalogConnection(tablestest.Name, "", srv.Props, lake.Cat)))
+	cat := mustCatalog(t, db, catalog.WithClock(c.Now))
+	tbls, err := tables.New(db, cat, tables.WithClock(c.Now), tables.WithConnections(tables.NewCatalogConnection(tablestest.Name, "", srv.Props, lake.Cat)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -509,7 +509,7 @@ func TestS3(t *testing.T) {
 		t.Fatalf("sync: %+v %v", rep, err)
 	}
 	id := mustTable(t, tbls)
-	svc := cleanup.New(db, cat, tbls, cleanup.WithClock(c.Now))
+	svc := mustCleanup(t, db, cat, tbls, cleanup.WithClock(c.Now))
 	// Objects cannot be back-dated: judge them young-or-not against a 1ns threshold (override).
 	opt := cleanup.ScanOptions{AgeThreshold: time.Nanosecond, AllowYoung: true}
 	loc := tbl.Location()

@@ -163,7 +163,7 @@ func newCatSim(t *testing.T, seed, sched uint64) *catSim {
 	}))
 	e := s.e
 	// A second replica over the same database, executing now and then at the same time.
-	s.second = cleanup.New(s.db, e.cat, e.tables, cleanup.WithClock(e.clock.Now),
+	s.second = mustCleanup(t, s.db, e.cat, e.tables, cleanup.WithClock(e.clock.Now),
 		cleanup.WithUsage(e.usage, nil), cleanup.WithHolder("second-replica"))
 	s.log = []string{}
 	s.ctx = e.ctx

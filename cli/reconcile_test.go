@@ -44,8 +44,11 @@ func TestReconcileCommands(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cat := catalog.New(db.Client)
-	tbls, err := tables.New(db.Client, cat)
+	cat, err := catalog.New(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbls, err := tables.New(db, cat)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +64,10 @@ func TestReconcileCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := reconcile.New(db.Client, cat, tbls, use, reconcile.WithConnection("shop", pg))
+	rec, err := reconcile.New(db, cat, tbls, use, reconcile.WithConnection("shop", pg))
+	if err != nil {
+		t.Fatal(err)
+	}
 	m, err := rec.Create(ctx, reconcile.CreateInput{OldAssetID: old.Asset.ID, NewAssetID: nw.Asset.ID, Owner: "team-orders", Spec: reconcile.Spec{
 		KeyColumns: []string{"order_id"}, TimeColumn: "ordered_at", Columns: []string{"amount"}, WindowSeconds: 86400, Since: since,
 		DedupOld: reconcile.FirstWins, DedupNew: reconcile.FirstWins, Cutover: reconcile.CutoverRule{MinCleanRuns: 2, WeakerReason: "a test of the command"},

@@ -189,22 +189,26 @@ func (b *builder) warehouse() error {
 func (b *builder) catalogPast() error {
 	ctx, store, log := b.ctx, b.store, b.log
 	past := b.now.Add(-150 * 24 * time.Hour)
-	pastCat := catalog.New(store.Client, catalog.WithClock(func() time.Time { return past }), catalog.WithLogger(log))
-	var err error
+	pastCat, err := catalog.New(store, catalog.WithClock(func() time.Time { return past }), catalog.WithLogger(log))
+	if err != nil {
+		return err
+	}
 	if b.conns, err = tablesConnections(b.cfgPath); err != nil {
 		return err
 	}
-	pastTables, err := tables.New(store.Client, pastCat, tables.WithClock(func() time.Time { return past }), tables.WithConnections(b.conns...))
+	pastTables, err := tables.New(store, pastCat, tables.WithClock(func() time.Time { return past }), tables.WithConnections(b.conns...))
 	if err != nil {
 		return err
 	}
 	if _, err := pastTables.Sync(ctx, nil); err != nil {
 		return err
 	}
-	b.cat = catalog.New(store.Client, catalog.WithLogger(log),
+	if b.cat, err = catalog.New(store, catalog.WithLogger(log),
 		catalog.WithChangeHook(func(ctx context.Context, ids []uuid.UUID, _ map[uuid.UUID]catalog.Summary) {
 			b.use.NamesChanged(ctx, ids)
-		}))
+		})); err != nil {
+		return err
+	}
 	for name := range b.tbls {
 		ref, ok, err := b.cat.Lookup(ctx, catalog.SpaceDataset, "iceberg://lake", "db."+name)
 		if err != nil || !ok {
@@ -224,11 +228,13 @@ func (b *builder) catalogPast() error {
 	if b.use, err = usage.New(store, b.cat, usage.WithLogger(log)); err != nil {
 		return err
 	}
-	b.lin = lineage.New(store, b.cat, lineage.WithLogger(log), lineage.WithCompletedRuns(app.UsageOfRuns(b.use)))
+	if b.lin, err = lineage.New(store, b.cat, lineage.WithLogger(log), lineage.WithCompletedRuns(app.UsageOfRuns(b.use))); err != nil {
+		return err
+	}
 	if err := b.lin.Open(ctx); err != nil {
 		return err
 	}
-	b.live, err = tables.New(store.Client, b.cat, tables.WithConnections(b.conns...), tables.WithLogger(log))
+	b.live, err = tables.New(store, b.cat, tables.WithConnections(b.conns...), tables.WithLogger(log))
 	return err
 }
 
@@ -308,12 +314,18 @@ func (b *builder) leftovers() error {
 // must be two moments), then runs the bot's proposals; it returns how many it opened.
 func (b *builder) scanAndPropose() (int, error) {
 	ctx, store, log := b.ctx, b.store, b.log
-	clean := cleanup.New(store, b.cat, b.live, cleanup.WithLogger(log),
+	clean, err := cleanup.New(store, b.cat, b.live, cleanup.WithLogger(log),
 		cleanup.WithUsage(b.use, func(ctx context.Context, id uuid.UUID) ([]uuid.UUID, error) {
 			return b.lin.Downstream(ctx, id, app.UnusedDownstreamDepth)
 		}))
-	earlier := cleanup.New(store, b.cat, b.live, cleanup.WithLogger(log),
+	if err != nil {
+		return 0, err
+	}
+	earlier, err := cleanup.New(store, b.cat, b.live, cleanup.WithLogger(log),
 		cleanup.WithClock(func() time.Time { return time.Now().Add(-2 * time.Hour) }))
+	if err != nil {
+		return 0, err
+	}
 	names := make([]string, 0, len(b.ids))
 	for n := range b.ids {
 		names = append(names, n)

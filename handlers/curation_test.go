@@ -35,7 +35,7 @@ func TestCurationAPI(t *testing.T) {
 func createEmailLineage(t *testing.T, s *testServer) (up, down asset) {
 	t.Helper()
 	ctx := context.Background()
-	cat := catalog.New(s.DB.Client)
+	cat := mustCatalog(t, s.DB)
 	up, down = s.createAsset(t, "shop", "customers"), s.createAsset(t, "mart", "customer_emails")
 	upID, downID := uuid.MustParse(up.ID), uuid.MustParse(down.ID)
 	for id, cols := range map[uuid.UUID][]catalog.ColumnInput{

@@ -18,7 +18,7 @@ import (
 func TestExpiryProposalAPI(t *testing.T) {
 	eachBackend(t, func(t *testing.T, s *testServer) {
 		ctx := context.Background()
-		cat := catalog.New(s.DB.Client)
+		cat := mustCatalog(t, s.DB)
 		open := func(name string, files int) string {
 			t.Helper()
 			a, err := cat.Create(ctx, catalog.CreateInput{Kind: catalog.KindTable, Namespace: "iceberg://lake", Name: name})

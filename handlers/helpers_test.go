@@ -79,7 +79,7 @@ func startServer(t testing.TB, db *storage.DB, tweak func(*handlers.Config, *ser
 	}
 	var lin *lineage.Service
 	var use *usage.Service
-	cat := catalog.New(db.Client, catalog.WithChangeHook(func(ctx context.Context, ids []uuid.UUID, written map[uuid.UUID]catalog.Summary) {
+	cat := mustCatalog(t, db, catalog.WithChangeHook(func(ctx context.Context, ids []uuid.UUID, written map[uuid.UUID]catalog.Summary) {
 		lin.Graph().AssetsChanged(ctx, ids, written)
 		use.NamesChanged(ctx, ids)
 	}))
@@ -87,22 +87,31 @@ func startServer(t testing.TB, db *storage.DB, tweak func(*handlers.Config, *ser
 	if err != nil {
 		t.Fatal(err)
 	}
-	tbls, err := tables.New(db.Client, cat, tables.WithWarehouseRoots(os.TempDir()))
+	tbls, err := tables.New(db, cat, tables.WithWarehouseRoots(os.TempDir()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	wh, err := warehouse.New(db.Client, cat, tbls)
+	wh, err := warehouse.New(db, cat, tbls)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := reconcile.New(db.Client, cat, tbls, use)
-	lin = lineage.New(db, cat, lineage.WithRelations(app.MigrationRelations(rec)))
+	rec, err := reconcile.New(db, cat, tbls, use)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lin, err = lineage.New(db, cat, lineage.WithRelations(app.MigrationRelations(rec)))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := lin.Open(ctx); err != nil {
 		t.Fatal(err)
 	}
 	ahead := &atomic.Int64{}
 	clock := func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
-	clean := cleanup.New(db, cat, tbls, cleanup.WithWarehouse(wh), cleanup.WithClock(clock))
+	clean, err := cleanup.New(db, cat, tbls, cleanup.WithWarehouse(wh), cleanup.WithClock(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
 	notes, err := notify.New(db, cat, notify.WithPrivateWebhooks(true), notify.WithClock(clock))
 	if err != nil {
 		t.Fatal(err)
@@ -310,4 +319,14 @@ func storageFor2(t *testing.T, name string) *storage.DB {
 		return storagetest.Open(t, "postgres")
 	}
 	return storagetest.Open(t, "sqlite")
+}
+
+// mustCatalog returns a catalog over db, or the test stops.
+func mustCatalog(tb testing.TB, db *storage.DB, opts ...catalog.Option) *catalog.Catalog {
+	tb.Helper()
+	cat, err := catalog.New(db, opts...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return cat
 }

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tidemark/tidemark/catalog"
-	"github.com/tidemark/tidemark/lineage"
 	"github.com/tidemark/tidemark/storage/storagetest"
 )
 
@@ -28,11 +26,11 @@ func BenchmarkIngestSchemaFacets(b *testing.B) {
 		b.Run(backend+"/"+mode, func(b *testing.B) {
 			ctx := context.Background()
 			db := storagetest.Open(b, backend)
-			cat := catalog.New(db.Client)
+			cat := mustCatalog(b, db)
 			if err := cat.EnsureClassifications(ctx); err != nil {
 				b.Fatal(err)
 			}
-			lin := lineage.New(db, cat)
+			lin := mustLineage(b, db, cat)
 			if err := lin.Open(ctx); err != nil {
 				b.Fatal(err)
 			}

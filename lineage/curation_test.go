@@ -74,11 +74,11 @@ type curationFixture struct {
 func newCurationFixture(t *testing.T, db *storage.DB) curationFixture {
 	t.Helper()
 	ctx := context.Background()
-	cat := catalog.New(db.Client)
+	cat := mustCatalog(t, db)
 	if err := cat.EnsureClassifications(ctx); err != nil {
 		t.Fatal(err)
 	}
-	lin := lineage.New(db, cat)
+	lin := mustLineage(t, db, cat)
 	if err := lin.Open(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -134,7 +134,8 @@ func TestTailGaps(t *testing.T) {
 // TestBackPressure: with every ingest slot taken, the next ingest is refused as unavailable
 // (HTTP 503, which OpenLineage clients retry) rather than queued without bound.
 func TestBackPressure(t *testing.T) {
-	s := New(nil, nil, WithConcurrency(1, 10*time.Millisecond))
+	s := &Service{}
+	WithConcurrency(1, 10*time.Millisecond)(s)
 	ctx := t.Context()
 	if err := s.acquire(ctx); err != nil {
 		t.Fatal(err)

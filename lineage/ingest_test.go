@@ -29,8 +29,8 @@ import (
 func TestConcurrentBatchesShareDatasets(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
 		ctx := context.Background()
-		cat := catalog.New(db.Client)
-		lin := lineage.New(db, cat)
+		cat := mustCatalog(t, db)
+		lin := mustLineage(t, db, cat)
 		if err := lin.Open(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -349,9 +349,9 @@ func ingestPastHeldWrite(t *testing.T, db *storage.DB, lin *lineage.Service, raw
 func TestKnownEdgeWidenedLast(t *testing.T) {
 	db := storagetest.Open(t, "postgres")
 	ctx := context.Background()
-	cat := catalog.New(db.Client)
+	cat := mustCatalog(t, db)
 	var usageCalls atomic.Int32
-	lin := lineage.New(db, cat, lineage.WithCompletedRuns(func(context.Context, []lineage.CompletedRun) error {
+	lin := mustLineage(t, db, cat, lineage.WithCompletedRuns(func(context.Context, []lineage.CompletedRun) error {
 		usageCalls.Add(1)
 		return nil
 	}))
@@ -435,8 +435,8 @@ func TestFirstFacetInsertedConcurrently(t *testing.T) {
 			db := storagetest.Open(t, "postgres")
 			ctx := context.Background()
 			var logs syncBuffer
-			cat := catalog.New(db.Client)
-			lin := lineage.New(db, cat, lineage.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+			cat := mustCatalog(t, db)
+			lin := mustLineage(t, db, cat, lineage.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
 			if err := lin.Open(ctx); err != nil {
 				t.Fatal(err)
 			}

@@ -18,7 +18,14 @@ import (
 func TestRetryLocksFacetsExclusively(t *testing.T) {
 	db := storagetest.Open(t, "postgres")
 	ctx := context.Background()
-	s := New(db, catalog.New(db.Client))
+	cat, err := catalog.New(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(db, cat)
+	if err != nil {
+		t.Fatal(err)
+	}
 	id := uuid.New()
 	begin := func() *batch {
 		tx, err := db.Client.Tx(ctx)

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/lineage"
 	"github.com/tidemark/tidemark/storage"
 	"github.com/tidemark/tidemark/storage/storagetest"
@@ -19,7 +18,7 @@ import (
 func TestMarquezGraphFieldsAndDescriptions(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
 		ctx := context.Background()
-		lin := lineage.New(db, catalog.New(db.Client))
+		lin := mustLineage(t, db, mustCatalog(t, db))
 		if err := lin.Open(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -69,7 +68,7 @@ func TestMarquezGraphFieldsAndDescriptions(t *testing.T) {
 func TestMarquezGraphJobBringsItsIO(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
 		ctx := context.Background()
-		lin := lineage.New(db, catalog.New(db.Client))
+		lin := mustLineage(t, db, mustCatalog(t, db))
 		if err := lin.Open(ctx); err != nil {
 			t.Fatal(err)
 		}

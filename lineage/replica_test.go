@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/lineage"
 	"github.com/tidemark/tidemark/storage"
 	"github.com/tidemark/tidemark/storage/storagetest"
@@ -16,8 +15,8 @@ import (
 func TestReplicasSeeEachOthersEdges(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
 		ctx := context.Background()
-		cat := catalog.New(db.Client)
-		a, b := lineage.New(db, cat), lineage.New(db, cat)
+		cat := mustCatalog(t, db)
+		a, b := mustLineage(t, db, cat), mustLineage(t, db, cat)
 		for _, s := range []*lineage.Service{a, b} {
 			if err := s.Open(ctx); err != nil {
 				t.Fatal(err)
@@ -77,8 +76,8 @@ func TestReplicasSeeEachOthersEdges(t *testing.T) {
 func TestReplicasSeeEachOthersSchemas(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
 		ctx := context.Background()
-		cat := catalog.New(db.Client)
-		a, b := lineage.New(db, cat), lineage.New(db, cat)
+		cat := mustCatalog(t, db)
+		a, b := mustLineage(t, db, cat), mustLineage(t, db, cat)
 		for _, s := range []*lineage.Service{a, b} {
 			if err := s.Open(ctx); err != nil {
 				t.Fatal(err)
@@ -113,7 +112,7 @@ func TestReplicasSeeEachOthersSchemas(t *testing.T) {
 		if got := fields(b); got != 1 {
 			t.Fatalf("the other replica's graph shows %d fields of out after its sync; want 1", got)
 		}
-		c := lineage.New(db, cat)
+		c := mustLineage(t, db, cat)
 		if err := c.Open(ctx); err != nil {
 			t.Fatal(err)
 		}

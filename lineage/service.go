@@ -6,6 +6,7 @@ package lineage
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"runtime"
 	"runtime/debug"
@@ -89,21 +90,21 @@ func WithRelations(fn func(ctx context.Context, id uuid.UUID) ([]Relation, error
 func WithMaxNodes(n int) Option { return func(s *Service) { s.maxNodes = n } }
 
 // New returns a Service; call Open before use.
-// The store says which database it is: the SQL differs, and is never guessed. A nil store
-// makes a service whose graph is filled by hand (tests).
-func New(store *storage.DB, cat *catalog.Catalog, opts ...Option) *Service {
-	var db *ent.Client
-	sqlite := false
-	if store != nil {
-		db, sqlite = store.Client, store.Dialect == dialect.SQLite
+// The store says which database it is: the SQL differs, and is never guessed.
+func New(store *storage.DB, cat *catalog.Catalog, opts ...Option) (*Service, error) {
+	if store == nil {
+		return nil, errors.New("lineage: no database")
 	}
-	s := &Service{db: db, sqlite: sqlite, cat: cat, now: time.Now, log: slog.Default(), slots: make(chan struct{}, 8), wait: 2 * time.Second,
-		maxNodes: DefaultMaxNodes}
+	if cat == nil {
+		return nil, errors.New("lineage: no catalog")
+	}
+	s := &Service{db: store.Client, sqlite: store.Dialect == dialect.SQLite, cat: cat, now: time.Now, log: slog.Default(),
+		slots: make(chan struct{}, 8), wait: 2 * time.Second, maxNodes: DefaultMaxNodes}
 	for _, o := range opts {
 		o(s)
 	}
-	s.graph = newGraph(db, cat, s.now, s.log)
-	return s
+	s.graph = newGraph(s.db, cat, s.now, s.log)
+	return s, nil
 }
 
 // Open loads the lineage graph into memory, logs its size, and hands the load's garbage back to

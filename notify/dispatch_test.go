@@ -159,7 +159,7 @@ func TestReplicasSlowWebhook(t *testing.T) {
 			defer srv.Close()
 			r0 := c.replicas[0]
 			must(t, r0.svc.SetWebhook(ctx, "team", srv.URL))
-			if _, err := catalog.New(r0.db.Client).SetOwner(ctx, c.asset, catalog.AnyVersion, catalog.OwnerInput{Principal: "team", Role: "owner"}); err != nil {
+			if _, err := mustCatalog(t, r0.db).SetOwner(ctx, c.asset, catalog.AnyVersion, catalog.OwnerInput{Principal: "team", Role: "owner"}); err != nil {
 				t.Fatal(err)
 			}
 			// About thirty notifications: proposals opened, then withdrawn and opened again as
@@ -268,13 +268,16 @@ func newCluster(t *testing.T, backend string, n int) *cluster {
 				t.Fatal(err)
 			}
 		}
-		cat := catalog.New(db.Client, catalog.WithClock(c.clock.Now))
-		tbls, err := tables.New(db.Client, cat, tables.WithClock(c.clock.Now), tables.WithWarehouseRoots(os.TempDir()),
+		cat := mustCatalog(t, db, catalog.WithClock(c.clock.Now))
+		tbls, err := tables.New(db, cat, tables.WithClock(c.clock.Now), tables.WithWarehouseRoots(os.TempDir()),
 			tables.WithConnections(tables.NewCatalogConnection(tablestest.Name, "", nil, c.lake.Cat)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		clean := cleanup.New(db, cat, tbls, cleanup.WithClock(c.clock.Now), cleanup.WithHolder(fmt.Sprintf("replica-%d", i)))
+		clean, err := cleanup.New(db, cat, tbls, cleanup.WithClock(c.clock.Now), cleanup.WithHolder(fmt.Sprintf("replica-%d", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
 		svc := newService(t, db, cat, notify.WithClock(c.clock.Now), notify.WithPrivateWebhooks(true))
 		c.replicas = append(c.replicas, &replica{db: db, tables: tbls, clean: clean, svc: svc})
 	}

@@ -65,9 +65,9 @@ func newEnv(t *testing.T, db *storage.DB) *env {
 	e := &env{t: t, ctx: ctx, lake: tablestest.NewLake(t), clock: &clock{t: time.Now().UTC()}}
 	tbl := e.lake.Append(e.lake.Create("db.events", nil), tablestest.Rows(0, 5, time.Now()))
 	e.lake.Append(tbl, tablestest.Rows(5, 5, time.Now()))
-	e.cat = catalog.New(db.Client, catalog.WithClock(e.clock.Now))
+	e.cat = mustCatalog(t, db, catalog.WithClock(e.clock.Now))
 	var err error
-	e.tables, err = tables.New(db.Client, e.cat, tables.WithClock(e.clock.Now), tables.WithWarehouseRoots(os.TempDir()),
+	e.tables, err = tables.New(db, e.cat, tables.WithClock(e.clock.Now), tables.WithWarehouseRoots(os.TempDir()),
 		tables.WithConnections(tables.NewCatalogConnection(tablestest.Name, "", nil, e.lake.Cat)))
 	must(t, err)
 	rep, err := e.tables.Sync(ctx, nil)
@@ -77,7 +77,8 @@ func newEnv(t *testing.T, db *storage.DB) *env {
 	e.id = rep.Connections[0].Added[0].AssetID
 	e.usage, err = usage.New(db, e.cat, usage.WithClock(e.clock.Now))
 	must(t, err)
-	e.clean = cleanup.New(db, e.cat, e.tables, cleanup.WithClock(e.clock.Now), cleanup.WithUsage(e.usage, nil))
+	e.clean, err = cleanup.New(db, e.cat, e.tables, cleanup.WithClock(e.clock.Now), cleanup.WithUsage(e.usage, nil))
+	must(t, err)
 	e.svc = newService(t, db, e.cat, notify.WithClock(e.clock.Now),
 		notify.WithPrivateWebhooks(true)) // the test receivers listen on loopback
 	return e
@@ -107,4 +108,14 @@ func recordRead(t *testing.T, e *env, name string, at time.Time, query string) {
 	if err != nil || res[0].Status != usage.StatusAccepted {
 		t.Fatalf("record read of %s: %+v %v", name, res, err)
 	}
+}
+
+// mustCatalog returns a catalog over db, or the test stops.
+func mustCatalog(tb testing.TB, db *storage.DB, opts ...catalog.Option) *catalog.Catalog {
+	tb.Helper()
+	cat, err := catalog.New(db, opts...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return cat
 }

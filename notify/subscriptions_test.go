@@ -57,7 +57,7 @@ func TestSubscriberHearsOfRename(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
 		ctx := context.Background()
 		clk := &clock{t: time.Now().UTC()}
-		cat := catalog.New(db.Client, catalog.WithClock(clk.Now))
+		cat := mustCatalog(t, db, catalog.WithClock(clk.Now))
 		svc := newService(t, db, cat, notify.WithClock(clk.Now), notify.WithPrivateWebhooks(true))
 		rc, url := newReceiver(t)
 		create := func(name string) uuid.UUID {
@@ -145,7 +145,7 @@ func TestSubscriberHearsOfRename(t *testing.T) {
 func TestSubscribeRefuses(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
 		ctx := context.Background()
-		cat := catalog.New(db.Client)
+		cat := mustCatalog(t, db)
 		svc := newService(t, db, cat)
 		res, err := cat.Create(ctx, catalog.CreateInput{Kind: catalog.KindTable, Namespace: "warehouse", Name: "orders"})
 		must(t, err)

@@ -29,8 +29,8 @@ func TestDuplicationNamesTheWritersAndTheOwner(t *testing.T) {
 		ctx := context.Background()
 		mon := time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)
 		c := &clock{t: mon.AddDate(0, 0, 3)}
-		cat := catalog.New(db.Client, catalog.WithClock(c.Now))
-		lin := lineage.New(db, cat, lineage.WithClock(c.Now))
+		cat := mustCatalog(t, db, catalog.WithClock(c.Now))
+		lin := mustLineage(t, db, cat, lineage.WithClock(c.Now))
 		// Two loads of the new table: Monday's and Tuesday's.
 		for i, at := range []time.Time{mon.Add(3 * time.Hour), mon.Add(27 * time.Hour)} {
 			ev := fmt.Sprintf(`{"eventType":"COMPLETE","eventTime":%q,"producer":"https://example.com/test",
@@ -44,7 +44,7 @@ func TestDuplicationNamesTheWritersAndTheOwner(t *testing.T) {
 		must(t, err)
 		old, err := cat.Create(ctx, catalog.CreateInput{Kind: catalog.KindTable, Namespace: "pg", Name: "orders"})
 		must(t, err)
-		svc := reconcile.New(db.Client, cat, nil, nil, reconcile.WithClock(c.Now), reconcile.WithWriters(app.LineageWriters(lin)))
+		svc := mustReconcile(t, db, cat, nil, nil, reconcile.WithClock(c.Now), reconcile.WithWriters(app.LineageWriters(lin)))
 		m, err := svc.Create(ctx, reconcile.CreateInput{OldAssetID: old.Asset.ID, NewAssetID: nw.Asset.ID, Owner: "team-orders", Spec: reconcile.Spec{
 			KeyColumns: []string{"id"}, TimeColumn: "at", Columns: []string{"v"}, WindowSeconds: 86400, Since: mon,
 			DedupOld: reconcile.FirstWins, DedupNew: reconcile.FirstWins, Cutover: reconcile.CutoverRule{MinCleanRuns: 3, MinDays: 7},
@@ -102,12 +102,12 @@ func TestDeploysFromOpenLineage(t *testing.T) {
 		ctx := context.Background()
 		mon := time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)
 		c := &clock{t: mon.AddDate(0, 0, 5)}
-		cat := catalog.New(db.Client, catalog.WithClock(c.Now))
+		cat := mustCatalog(t, db, catalog.WithClock(c.Now))
 		var svc *reconcile.Service
-		lin := lineage.New(db, cat, lineage.WithClock(c.Now), lineage.WithCompletedRuns(func(ctx context.Context, runs []lineage.CompletedRun) error {
+		lin := mustLineage(t, db, cat, lineage.WithClock(c.Now), lineage.WithCompletedRuns(func(ctx context.Context, runs []lineage.CompletedRun) error {
 			return app.MigrationWriters(svc)(ctx, runs)
 		}))
-		svc = reconcile.New(db.Client, cat, nil, nil, reconcile.WithClock(c.Now))
+		svc = mustReconcile(t, db, cat, nil, nil, reconcile.WithClock(c.Now))
 		n := 0
 		load := func(at time.Time, version string) {
 			t.Helper()

@@ -24,8 +24,8 @@ import (
 func TestOneRunAtATime(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
 		ctx := context.Background()
-		cat := catalog.New(db.Client)
-		tbls, err := tables.New(db.Client, cat, tables.WithWarehouseRoots(os.TempDir()))
+		cat := mustCatalog(t, db)
+		tbls, err := tables.New(db, cat, tables.WithWarehouseRoots(os.TempDir()))
 		must(t, err)
 		pg, err := sql.Open("postgres", storagetest.DSN(t, "postgres"))
 		must(t, err)
@@ -34,7 +34,7 @@ func TestOneRunAtATime(t *testing.T) {
 			_, err = pg.ExecContext(ctx, fmt.Sprintf(`CREATE TABLE public.%s (id bigint NOT NULL, at timestamptz NOT NULL, v text)`, tb))
 			must(t, err)
 		}
-		svc := reconcile.New(db.Client, cat, tbls, nil, reconcile.WithConnection("src", pg), reconcile.WithMaxRuns(1))
+		svc := mustReconcile(t, db, cat, tbls, nil, reconcile.WithConnection("src", pg), reconcile.WithMaxRuns(1))
 		since := time.Now().UTC().Add(-48 * time.Hour).Truncate(24 * time.Hour)
 		mk := func(name string) reconcile.Migration {
 			old, err := cat.Create(ctx, catalog.CreateInput{Kind: catalog.KindTable, Namespace: "pg", Name: name + ".old"})
@@ -78,7 +78,7 @@ func TestOneRunAtATime(t *testing.T) {
 		if !errors.Is(err, catalog.ErrUnavailable) {
 			t.Errorf("a run past the process's cap: %v; want unavailable", err)
 		}
-		again := reconcile.New(db.Client, cat, tbls, nil, reconcile.WithConnection("src", pg)) // another replica
+		again := mustReconcile(t, db, cat, tbls, nil, reconcile.WithConnection("src", pg)) // another replica
 		_, err = again.Reconcile(ctx, one.ID)
 		if !errors.Is(err, catalog.ErrConflict) {
 			t.Errorf("a second run of a running migration: %v; want a conflict", err)

@@ -89,10 +89,10 @@ func newGate(t *testing.T, db *storage.DB) *gate {
 	ctx := context.Background()
 	mon := time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC) // a Monday
 	c := &clock{t: mon}
-	cat := catalog.New(db.Client, catalog.WithClock(c.Now))
+	cat := mustCatalog(t, db, catalog.WithClock(c.Now))
 	use, err := usage.New(db, cat, usage.WithClock(c.Now))
 	must(t, err)
-	svc := reconcile.New(db.Client, cat, nil, use, reconcile.WithClock(c.Now))
+	svc := mustReconcile(t, db, cat, nil, use, reconcile.WithClock(c.Now))
 	old, err := cat.Create(ctx, catalog.CreateInput{Kind: catalog.KindTable, Namespace: "pg", Name: "orders"})
 	must(t, err)
 	nw, err := cat.Create(ctx, catalog.CreateInput{Kind: catalog.KindTable, Namespace: "lake", Name: "orders"})

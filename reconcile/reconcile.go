@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"log/slog"
 	"maps"
 	"slices"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/ent"
+	"github.com/tidemark/tidemark/storage"
 	"github.com/tidemark/tidemark/tables"
 	"github.com/tidemark/tidemark/usage"
 )
@@ -52,13 +54,21 @@ func (s *Service) Connections() []string {
 }
 
 // New returns a Service. tbls reads Iceberg sides; use gives the new asset's busiest write day.
-func New(db *ent.Client, cat *catalog.Catalog, tbls *tables.Service, use *usage.Service, opts ...Option) *Service {
-	s := &Service{db: db, cat: cat, tables: tbls, usage: use, conns: map[string]*sql.DB{}, now: time.Now, log: slog.New(slog.DiscardHandler),
+// Either may be nil: without tbls no Iceberg side can be read, without use the busiest day is
+// not known.
+func New(store *storage.DB, cat *catalog.Catalog, tbls *tables.Service, use *usage.Service, opts ...Option) (*Service, error) {
+	if store == nil {
+		return nil, errors.New("reconcile: no database")
+	}
+	if cat == nil {
+		return nil, errors.New("reconcile: no catalog")
+	}
+	s := &Service{db: store.Client, cat: cat, tables: tbls, usage: use, conns: map[string]*sql.DB{}, now: time.Now, log: slog.New(slog.DiscardHandler),
 		slots: make(chan struct{}, DefaultMaxRuns)}
 	for _, o := range opts {
 		o(s)
 	}
-	return s
+	return s, nil
 }
 
 func (s *Service) clock() time.Time { return s.now().UTC().Truncate(time.Microsecond) }

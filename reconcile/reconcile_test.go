@@ -21,6 +21,7 @@ import (
 	_ "github.com/lib/pq"
 
 	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/lineage"
 	"github.com/tidemark/tidemark/reconcile"
 	"github.com/tidemark/tidemark/storage"
 	"github.com/tidemark/tidemark/storage/storagetest"
@@ -404,4 +405,34 @@ func (w *workedExample) retireAfterFinalRun() {
 	if len(runs) != 9 || !strings.Contains(strings.Join(runs[len(runs)-1].Causes, " "), "more than once on the new side") {
 		w.t.Fatalf("runs kept: %d; the first one's causes %v", len(runs), runs[len(runs)-1].Causes)
 	}
+}
+
+// mustCatalog returns a catalog over db, or the test stops.
+func mustCatalog(tb testing.TB, db *storage.DB, opts ...catalog.Option) *catalog.Catalog {
+	tb.Helper()
+	cat, err := catalog.New(db, opts...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return cat
+}
+
+// mustLineage returns a lineage service over db, or the test stops.
+func mustLineage(tb testing.TB, db *storage.DB, cat *catalog.Catalog, opts ...lineage.Option) *lineage.Service {
+	tb.Helper()
+	lin, err := lineage.New(db, cat, opts...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return lin
+}
+
+// mustReconcile returns a reconcile service over db, or the test stops.
+func mustReconcile(tb testing.TB, db *storage.DB, cat *catalog.Catalog, tbls *tables.Service, use *usage.Service, opts ...reconcile.Option) *reconcile.Service {
+	tb.Helper()
+	svc, err := reconcile.New(db, cat, tbls, use, opts...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return svc
 }

@@ -18,12 +18,12 @@ import (
 func TestRunDueRetiresGoneMigrations(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
 		ctx := context.Background()
-		cat := catalog.New(db.Client)
-		tbls, err := tables.New(db.Client, cat)
+		cat := mustCatalog(t, db)
+		tbls, err := tables.New(db, cat)
 		must(t, err)
 		use, err := usage.New(db, cat)
 		must(t, err)
-		svc := reconcile.New(db.Client, cat, tbls, use)
+		svc := mustReconcile(t, db, cat, tbls, use)
 		since := time.Now().UTC().Truncate(24 * time.Hour)
 		mk := func(name string) (reconcile.Migration, catalog.Asset) {
 			old, err := cat.Create(ctx, catalog.CreateInput{Kind: catalog.KindTable, Namespace: "pg", Name: name})

@@ -40,8 +40,8 @@ type pair struct {
 func newPair(t *testing.T, db *storage.DB, c *clock) *pair {
 	t.Helper()
 	ctx := context.Background()
-	cat := catalog.New(db.Client, catalog.WithClock(c.Now))
-	tbls, err := tables.New(db.Client, cat, tables.WithClock(c.Now), tables.WithWarehouseRoots(os.TempDir()))
+	cat := mustCatalog(t, db, catalog.WithClock(c.Now))
+	tbls, err := tables.New(db, cat, tables.WithClock(c.Now), tables.WithWarehouseRoots(os.TempDir()))
 	must(t, err)
 	use, err := usage.New(db, cat, usage.WithClock(c.Now))
 	must(t, err)
@@ -58,7 +58,7 @@ func newPair(t *testing.T, db *storage.DB, c *clock) *pair {
 	must(t, err)
 	old, err := cat.Create(ctx, catalog.CreateInput{Kind: catalog.KindTable, Namespace: "postgres://shop:5432", Name: "shop.public.orders"})
 	must(t, err)
-	svc := reconcile.New(db.Client, cat, tbls, use, reconcile.WithClock(c.Now), reconcile.WithConnection("shop", pg))
+	svc := mustReconcile(t, db, cat, tbls, use, reconcile.WithClock(c.Now), reconcile.WithConnection("shop", pg))
 	return &pair{dualWrite: d, svc: svc, use: use, old: old.Asset.ID, new: newTable.AssetID}
 }
 
@@ -301,8 +301,8 @@ func TestCanonicalFormAcrossTypes(t *testing.T) {
 		ctx := context.Background()
 		mon := time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)
 		c := &clock{t: mon.AddDate(0, 0, 3)}
-		cat := catalog.New(db.Client, catalog.WithClock(c.Now))
-		tbls, err := tables.New(db.Client, cat, tables.WithClock(c.Now), tables.WithWarehouseRoots(os.TempDir()))
+		cat := mustCatalog(t, db, catalog.WithClock(c.Now))
+		tbls, err := tables.New(db, cat, tables.WithClock(c.Now), tables.WithWarehouseRoots(os.TempDir()))
 		must(t, err)
 		ft := newFactTables(t, ctx, tbls)
 		facts, changes := canonicalFacts(mon)
@@ -311,7 +311,7 @@ func TestCanonicalFormAcrossTypes(t *testing.T) {
 		must(t, err)
 		old, err := cat.Create(ctx, catalog.CreateInput{Kind: catalog.KindTable, Namespace: "pg", Name: "facts"})
 		must(t, err)
-		svc := reconcile.New(db.Client, cat, tbls, nil, reconcile.WithClock(c.Now), reconcile.WithConnection("shop", ft.pg))
+		svc := mustReconcile(t, db, cat, tbls, nil, reconcile.WithClock(c.Now), reconcile.WithConnection("shop", ft.pg))
 		m, err := svc.Create(ctx, reconcile.CreateInput{OldAssetID: old.Asset.ID, NewAssetID: newTable.AssetID, Owner: "o", Spec: reconcile.Spec{
 			KeyColumns: []string{"id"}, TimeColumn: "at", Columns: []string{"n", "ok", "d", "local", "amount", "name"}, WindowSeconds: 86400, Since: mon,
 			DedupOld: reconcile.FirstWins, DedupNew: reconcile.FirstWins, Cutover: reconcile.CutoverRule{MinCleanRuns: 3, MinDays: 7},

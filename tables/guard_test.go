@@ -73,7 +73,7 @@ func TestRegisterReadsOnlyWarehouseFiles(t *testing.T) {
 
 		// Not newService: its roots include the temporary directory.
 		service := func(opts ...tables.Option) *tables.Service {
-			s, err := tables.New(db.Client, catalog.New(db.Client, catalog.WithClock(c.Now)), append(opts, tables.WithClock(c.Now))...)
+			s, err := tables.New(db, mustCatalog(t, db, catalog.WithClock(c.Now)), append(opts, tables.WithClock(c.Now))...)
 			if err != nil {
 				t.Fatal(err)
 			}

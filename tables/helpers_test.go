@@ -20,8 +20,8 @@ func (c *clock) Now() time.Time { return c.t }
 
 func newService(t *testing.T, db *storage.DB, c *clock, opts ...tables.Option) (*tables.Service, *catalog.Catalog) {
 	t.Helper()
-	cat := catalog.New(db.Client, catalog.WithClock(c.Now))
-	svc, err := tables.New(db.Client, cat, append([]tables.Option{tables.WithClock(c.Now), tables.WithWarehouseRoots(os.TempDir())}, opts...)...)
+	cat := mustCatalog(t, db, catalog.WithClock(c.Now))
+	svc, err := tables.New(db, cat, append([]tables.Option{tables.WithClock(c.Now), tables.WithWarehouseRoots(os.TempDir())}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,4 +49,14 @@ func listed(t *testing.T, svc *tables.Service, id uuid.UUID, snap int64, pageSiz
 		}
 		cursor = p.Next
 	}
+}
+
+// mustCatalog returns a catalog over db, or the test stops.
+func mustCatalog(tb testing.TB, db *storage.DB, opts ...catalog.Option) *catalog.Catalog {
+	tb.Helper()
+	cat, err := catalog.New(db, opts...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return cat
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/ent/icebergtable"
+	"github.com/tidemark/tidemark/storage"
 )
 
 // Service registers, syncs and inspects Iceberg tables.
@@ -90,8 +91,14 @@ func WithFileLimit(bytes int64) Option { return func(s *Service) { s.limit = byt
 func WithRegisterTimeout(d time.Duration) Option { return func(s *Service) { s.timeout = d } }
 
 // New returns a Service.
-func New(db *ent.Client, cat *catalog.Catalog, opts ...Option) (*Service, error) {
-	s := &Service{db: db, cat: cat, now: time.Now, log: slog.New(slog.DiscardHandler), small: DefaultSmallFile, gap: DefaultConfirmGap,
+func New(store *storage.DB, cat *catalog.Catalog, opts ...Option) (*Service, error) {
+	if store == nil {
+		return nil, errors.New("tables: no database")
+	}
+	if cat == nil {
+		return nil, errors.New("tables: no catalog")
+	}
+	s := &Service{db: store.Client, cat: cat, now: time.Now, log: slog.New(slog.DiscardHandler), small: DefaultSmallFile, gap: DefaultConfirmGap,
 		limit: DefaultFileLimit, timeout: 2 * time.Minute, partials: newPartials(DefaultPartialCache), lz4: &lz4Probe{}}
 	for _, o := range opts {
 		o(s)

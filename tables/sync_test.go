@@ -57,7 +57,10 @@ func TestSyncRenameStory(t *testing.T) {
 		l := tablestest.NewLake(t)
 		c := &clock{t: t0}
 		svc, cat := newService(t, db, c, tables.WithConnections(connection(l)))
-		lin := lineage.New(db, cat)
+		lin, err := lineage.New(db, cat)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := lin.Open(ctx); err != nil {
 			t.Fatal(err)
 		}

@@ -23,7 +23,7 @@ import (
 func hooked(t *testing.T, db *storage.DB, c *clock) env {
 	t.Helper()
 	var use *usage.Service
-	cat := catalog.New(db.Client, catalog.WithClock(c.Now),
+	cat := mustCatalog(t, db, catalog.WithClock(c.Now),
 		catalog.WithChangeHook(func(ctx context.Context, ids []uuid.UUID, _ map[uuid.UUID]catalog.Summary) {
 			use.NamesChanged(ctx, ids)
 		}))
@@ -118,7 +118,7 @@ func TestRenamedBetweenSyncs(t *testing.T) {
 		e := hooked(t, db, c)
 		lake := tablestest.NewLake(t)
 		lake.Create("db.orders", nil)
-		tbls, err := tables.New(db.Client, e.cat, tables.WithClock(c.Now),
+		tbls, err := tables.New(db, e.cat, tables.WithClock(c.Now),
 			tables.WithConnections(tables.NewCatalogConnection(tablestest.Name, "", nil, lake.Cat)))
 		if err != nil {
 			t.Fatal(err)

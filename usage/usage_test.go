@@ -40,7 +40,7 @@ func eachBackend(t *testing.T, fn func(t *testing.T, e env)) {
 	t.Helper()
 	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
 		c := &clock{t: t0}
-		cat := catalog.New(db.Client, catalog.WithClock(c.Now))
+		cat := mustCatalog(t, db, catalog.WithClock(c.Now))
 		use, err := usage.New(db, cat, usage.WithClock(c.Now), usage.WithLateness(60*24*time.Hour), usage.WithRetention(90*24*time.Hour))
 		if err != nil {
 			t.Fatal(err)
@@ -329,7 +329,7 @@ func TestCompletedRunsCount(t *testing.T) {
 	eachBackend(t, func(t *testing.T, e env) {
 		ctx := context.Background()
 		e.clock.Set(time.Date(2024, 6, 2, 0, 0, 0, 0, time.UTC))
-		lin := lineage.New(e.db, e.cat, lineage.WithClock(e.clock.Now), lineage.WithCompletedRuns(func(ctx context.Context, runs []lineage.CompletedRun) error {
+		lin, err := lineage.New(e.db, e.cat, lineage.WithClock(e.clock.Now), lineage.WithCompletedRuns(func(ctx context.Context, runs []lineage.CompletedRun) error {
 			var out []usage.RunUsage
 			for _, r := range runs {
 				u := usage.RunUsage{RunID: r.RunID, JobID: r.JobID, At: r.At, Actor: r.Actor}
@@ -343,6 +343,9 @@ func TestCompletedRunsCount(t *testing.T) {
 			}
 			return e.use.FromRuns(ctx, out)
 		}))
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := lin.Open(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -427,7 +430,7 @@ func TestPurgeKeepsRollups(t *testing.T) {
 
 func TestRetentionMustExceedLateness(t *testing.T) {
 	db := storagetest.Open(t, storagetest.Backends[0])
-	_, err := usage.New(db, catalog.New(db.Client), usage.WithLateness(30*24*time.Hour), usage.WithRetention(7*24*time.Hour))
+	_, err := usage.New(db, mustCatalog(t, db), usage.WithLateness(30*24*time.Hour), usage.WithRetention(7*24*time.Hour))
 	if err == nil || !strings.Contains(err.Error(), "retention") {
 		t.Fatalf("retention shorter than lateness: err = %v", err)
 	}

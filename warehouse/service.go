@@ -10,6 +10,7 @@ import (
 
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/ent"
+	"github.com/tidemark/tidemark/storage"
 	"github.com/tidemark/tidemark/tables"
 )
 
@@ -53,11 +54,11 @@ func WithFaults(f Faults) Option { return func(s *Service) { s.faults = f } }
 // New returns a Service serving the warehouses tbl is configured with (tables.WithWarehouses),
 // and registers it with tbl: tables' own changes of a served table (Drop, RemoveSnapshots)
 // commit through it.
-func New(db *ent.Client, cat *catalog.Catalog, tbl *tables.Service, opts ...Option) (*Service, error) {
-	if db == nil || cat == nil || tbl == nil {
+func New(store *storage.DB, cat *catalog.Catalog, tbl *tables.Service, opts ...Option) (*Service, error) {
+	if store == nil || cat == nil || tbl == nil {
 		return nil, errors.New("warehouse: a store, a catalog and a tables service are needed")
 	}
-	s := &Service{db: db, cat: cat, tables: tbl, now: time.Now, log: slog.New(slog.DiscardHandler), limit: tbl.FileLimit(),
+	s := &Service{db: store.Client, cat: cat, tables: tbl, now: time.Now, log: slog.New(slog.DiscardHandler), limit: tbl.FileLimit(),
 		warehouses: tbl.Warehouses(), metaCache: newMetaCache(DefaultMetadataCacheBytes)}
 	for _, o := range opts {
 		o(s)

@@ -30,7 +30,7 @@ func TestHealthLeadsWithDanglingReference(t *testing.T) {
 		var svc *cleanup.Service
 		var tbls *tables.Service
 		srv, _ := newUIWith(t, db, func(c *web.Config) {
-			tbls, svc = c.Tables, cleanup.New(db, c.Catalog, c.Tables)
+			tbls, svc = c.Tables, mustCleanup(t, db, c.Catalog, c.Tables)
 			c.Cleanup = svc
 		})
 		reg, _, err := tbls.Register(ctx, tables.RegisterInput{MetadataLocation: tbl.MetadataLocation()})

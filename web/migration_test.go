@@ -32,7 +32,7 @@ func TestMigrationFromTheUI(t *testing.T) {
 	pg, since := sameOrdersTables(t, ctx)
 	db := storagetest.Open(t, storagetest.Backends[0])
 	srv, cat := newUIWith(t, db, func(c *web.Config) {
-		c.Reconcile = reconcile.New(db.Client, c.Catalog, c.Tables, c.Usage, reconcile.WithConnection("shop", pg))
+		c.Reconcile = mustReconcile(t, db, c.Catalog, c.Tables, c.Usage, reconcile.WithConnection("shop", pg))
 	})
 	for _, a := range []catalog.CreateInput{{Kind: catalog.KindTable, Namespace: "postgres://shop:5432", Name: "shop.public.orders"},
 		{Kind: catalog.KindTable, Namespace: "postgres://shop:5432", Name: "shop.public.orders_new"}} {

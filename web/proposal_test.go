@@ -113,7 +113,7 @@ func TestApproveWithConfirmation(t *testing.T) {
 	bin := chromium(t)
 	db := storagetest.Open(t, storagetest.Backends[0])
 	srv, cat := newUIWith(t, db, func(c *web.Config) {
-		c.Cleanup = cleanup.New(db, c.Catalog, c.Tables, cleanup.WithStopWindow(5*time.Minute))
+		c.Cleanup = mustCleanup(t, db, c.Catalog, c.Tables, cleanup.WithStopWindow(5*time.Minute))
 	})
 	id := orphanProposal(t, db, cat, "db.events", 3, proposal.StateOpen)
 	token, _, err := auth.NewStore(db.Client, nil).Create(context.Background(), "alice", []auth.Scope{auth.ScopeAdmin})

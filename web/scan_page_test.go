@@ -29,7 +29,7 @@ func TestScanPageShowsUnreachedShards(t *testing.T) {
 		stop, cancel := context.WithCancel(ctx)
 		srv, _ := newUIWith(t, db, func(c *web.Config) {
 			tbls = c.Tables
-			svc = cleanup.New(db, c.Catalog, c.Tables, cleanup.WithShardParallel(1), cleanup.WithShardHook(func(string) { cancel() }))
+			svc = mustCleanup(t, db, c.Catalog, c.Tables, cleanup.WithShardParallel(1), cleanup.WithShardHook(func(string) { cancel() }))
 			c.Cleanup = svc
 		})
 		reg, _, err := tbls.Register(ctx, tables.RegisterInput{MetadataLocation: tbl.MetadataLocation()})

@@ -25,11 +25,11 @@ func TestServedAssetFormsRefused(t *testing.T) {
 		ctx := context.Background()
 		var served warehouse.ServedTable
 		srv, cat := newUIWith(t, db, func(c *web.Config) {
-			tbls, err := tables.New(db.Client, c.Catalog, tables.WithWarehouses(tables.Warehouse{Name: "main", Location: t.TempDir()}))
+			tbls, err := tables.New(db, c.Catalog, tables.WithWarehouses(tables.Warehouse{Name: "main", Location: t.TempDir()}))
 			if err != nil {
 				t.Fatal(err)
 			}
-			wh, err := warehouse.New(db.Client, c.Catalog, tbls)
+			wh, err := warehouse.New(db, c.Catalog, tbls)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -42,13 +42,13 @@ func newTablesWorld(t *testing.T, db *storage.DB) tablesWorld {
 	var tbls *tables.Service
 	srv, _ := newUIWith(t, db, func(c *web.Config) {
 		var err error
-		tbls, err = tables.New(db.Client, c.Catalog, tables.WithWarehouseRoots(lake.Dir, other.Dir),
+		tbls, err = tables.New(db, c.Catalog, tables.WithWarehouseRoots(lake.Dir, other.Dir),
 			tables.WithConnections(tables.NewCatalogConnection(tablestest.Name, "", nil, lake.Cat)))
 		if err != nil {
 			t.Fatal(err)
 		}
 		c.Tables = tbls
-		w.svc = cleanup.New(db, c.Catalog, tbls)
+		w.svc = mustCleanup(t, db, c.Catalog, tbls)
 		c.Cleanup = w.svc
 	})
 	w.url = srv.URL

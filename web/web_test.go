@@ -19,7 +19,6 @@ import (
 
 	"github.com/tidemark/tidemark/auth"
 	"github.com/tidemark/tidemark/catalog"
-	"github.com/tidemark/tidemark/cleanup"
 	"github.com/tidemark/tidemark/lineage"
 	"github.com/tidemark/tidemark/notify"
 	"github.com/tidemark/tidemark/reconcile"
@@ -39,16 +38,22 @@ func newUI(t *testing.T, db *storage.DB) (*httptest.Server, *catalog.Catalog) {
 func newUIWith(t *testing.T, db *storage.DB, tweak func(*web.Config)) (*httptest.Server, *catalog.Catalog) {
 	t.Helper()
 	ctx := context.Background()
-	cat := catalog.New(db.Client)
+	cat, err := catalog.New(db)
+	if err != nil {
+		t.Fatal(err)
+	}
 	use, err := usage.New(db, cat)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lin := lineage.New(db, cat)
+	lin, err := lineage.New(db, cat)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := lin.Open(ctx); err != nil {
 		t.Fatal(err)
 	}
-	tbls, err := tables.New(db.Client, cat, tables.WithWarehouseRoots(os.TempDir()))
+	tbls, err := tables.New(db, cat, tables.WithWarehouseRoots(os.TempDir()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +62,7 @@ func newUIWith(t *testing.T, db *storage.DB, tweak func(*web.Config)) (*httptest
 		t.Fatal(err)
 	}
 	cfg := web.Config{Catalog: cat, Lineage: lin, Usage: use, Tables: tbls, Tokens: auth.NewStore(db.Client, nil),
-		Cleanup: cleanup.New(db, cat, tbls), Notify: notes}
+		Cleanup: mustCleanup(t, db, cat, tbls), Notify: notes}
 	if tweak != nil {
 		tweak(&cfg)
 	}
@@ -311,13 +316,16 @@ func TestAssetPageSaysWhatIsMissing(t *testing.T) {
 	var logs strings.Builder
 	var mu sync.Mutex
 	srv, cat := newUIWith(t, db, func(c *web.Config) {
-		goneCat := catalog.New(gone.Client)
-		tbls, err := tables.New(gone.Client, goneCat)
+		goneCat, err := catalog.New(gone)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tbls, err := tables.New(gone, goneCat)
 		if err != nil {
 			t.Fatal(err)
 		}
 		c.Tables = tbls
-		c.Cleanup = cleanup.New(gone, goneCat, tbls)
+		c.Cleanup = mustCleanup(t, gone, goneCat, tbls)
 		c.Logger = slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -358,7 +366,7 @@ func TestMigrationPages(t *testing.T) {
 		ctx := context.Background()
 		var rec *reconcile.Service
 		srv, cat := newUIWith(t, db, func(c *web.Config) {
-			rec = reconcile.New(db.Client, c.Catalog, c.Tables, c.Usage)
+			rec = mustReconcile(t, db, c.Catalog, c.Tables, c.Usage)
 			c.Reconcile = rec
 		})
 		old, err := cat.Create(ctx, catalog.CreateInput{Kind: catalog.KindTable, Namespace: "postgres://shop:5432", Name: "shop.public.orders"})

@@ -204,7 +204,9 @@ func generate(ctx context.Context, d string) {
 	}
 	db := benchdb.Open(ctx, filepath.Join(d, "tidemark.db"))
 	defer db.Close()
-	svc, err := tables.New(db.Client, catalog.New(db.Client), tables.WithWarehouseRoots(os.TempDir()))
+	tcat, err := catalog.New(db)
+	benchdb.Must(err)
+	svc, err := tables.New(db, tcat, tables.WithWarehouseRoots(os.TempDir()))
 	benchdb.Must(err)
 	t, _, err := svc.Register(ctx, tables.RegisterInput{MetadataLocation: tbl.MetadataLocation()})
 	benchdb.Must(err)
@@ -239,8 +241,9 @@ func side(ctx context.Context, s, d string) {
 		// A copy of the database as generation left it, so every run's first pass is a first.
 		db := benchdb.Open(ctx, copyDB(d))
 		defer db.Close()
-		cat := catalog.New(db.Client)
-		tbls, err := tables.New(db.Client, cat, tables.WithWarehouseRoots(os.TempDir()))
+		cat, err := catalog.New(db)
+		benchdb.Must(err)
+		tbls, err := tables.New(db, cat, tables.WithWarehouseRoots(os.TempDir()))
 		benchdb.Must(err)
 		// The confirming pass comes an hour later (the minimum gap between two walks), by the clock.
 		var later atomic.Bool
@@ -250,7 +253,8 @@ func side(ctx context.Context, s, d string) {
 			}
 			return time.Now()
 		}
-		svc := cleanup.New(db, cat, tbls, cleanup.WithClock(clock))
+		svc, err := cleanup.New(db, cat, tbls, cleanup.WithClock(clock))
+		benchdb.Must(err)
 		id := mustUUID(assetID)
 		t := time.Now()
 		rep, err := svc.Scan(ctx, id, cleanup.ScanOptions{})

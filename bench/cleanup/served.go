@@ -138,8 +138,9 @@ func servedSide(ctx context.Context, s, d, assetID, metaLoc string, r *result) {
 	}
 	db := benchdb.Open(ctx, copyDB(d))
 	defer db.Close()
-	cat := catalog.New(db.Client)
-	tbls, err := tables.New(db.Client, cat, tables.WithWarehouses(tables.Warehouse{Name: "main", Location: filepath.Join(d, "warehouse")}))
+	cat, err := catalog.New(db)
+	benchdb.Must(err)
+	tbls, err := tables.New(db, cat, tables.WithWarehouses(tables.Warehouse{Name: "main", Location: filepath.Join(d, "warehouse")}))
 	benchdb.Must(err)
 	// The files and commits are minutes old: judge them by a clock 100 h on (past the 72 h
 	// threshold), and the second pass an hour later (the minimum gap between two passes).
@@ -150,9 +151,10 @@ func servedSide(ctx context.Context, s, d, assetID, metaLoc string, r *result) {
 		}
 		return time.Now().Add(100 * time.Hour)
 	}
-	wh, err := warehouse.New(db.Client, cat, tbls)
+	wh, err := warehouse.New(db, cat, tbls)
 	benchdb.Must(err)
-	svc := cleanup.New(db, cat, tbls, cleanup.WithClock(clock), cleanup.WithWarehouse(wh))
+	svc, err := cleanup.New(db, cat, tbls, cleanup.WithClock(clock), cleanup.WithWarehouse(wh))
+	benchdb.Must(err)
 	id := mustUUID(assetID)
 	opt := cleanup.ScanOptions{WalkOnly: s == "walk", FromInventory: s == "inventory"}
 	t := time.Now()

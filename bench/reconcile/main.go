@@ -224,8 +224,9 @@ func (p *pair) tidemark(db *storage.DB, dir string) {
 	ctx, start, pg := p.ctx, p.start, p.pg
 	p.now = start.AddDate(0, 0, *days+1)
 	clock := func() time.Time { return p.now }
-	cat := catalog.New(db.Client, catalog.WithClock(clock))
-	tbls, err := tables.New(db.Client, cat, tables.WithWarehouseRoots(dir), tables.WithClock(clock))
+	cat, err := catalog.New(db, catalog.WithClock(clock))
+	benchdb.Must(err)
+	tbls, err := tables.New(db, cat, tables.WithWarehouseRoots(dir), tables.WithClock(clock))
 	benchdb.Must(err)
 	p.tbls = tbls
 	use, err := usage.New(db, cat, usage.WithClock(clock))
@@ -234,7 +235,8 @@ func (p *pair) tidemark(db *storage.DB, dir string) {
 	benchdb.Must(err)
 	old, err := cat.Create(ctx, catalog.CreateInput{Kind: catalog.KindTable, Namespace: "postgres://bench:5432", Name: "bench.public.orders"})
 	benchdb.Must(err)
-	svc := reconcile.New(db.Client, cat, tbls, use, reconcile.WithClock(clock), reconcile.WithConnection("bench", pg))
+	svc, err := reconcile.New(db, cat, tbls, use, reconcile.WithClock(clock), reconcile.WithConnection("bench", pg))
+	benchdb.Must(err)
 	p.svc = svc
 	// A migration of its own for each timed run: its first run has no previous one, so it reads
 	// both sides in full.

@@ -507,7 +507,8 @@ func insert(ctx context.Context, tx *sql.Tx, d, table string, cols []string, row
 
 func run(ctx context.Context, name string, db *storage.DB, c *corpus, shapes []shape) {
 	fmt.Printf("\n== %s (search window %d)\n", name, *window)
-	cat := catalog.New(db.Client, catalog.WithSearchWindow(*window))
+	cat, err := catalog.New(db, catalog.WithSearchWindow(*window))
+	benchdb.Must(err)
 	if *reuse == "" {
 		t0 := time.Now()
 		fill(ctx, db, c)

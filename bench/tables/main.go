@@ -226,7 +226,9 @@ func commit(ctx context.Context, tbl *table.Table, files []iceberg.DataFile) *ta
 }
 
 func service(db *storage.DB) *tables.Service {
-	svc, err := tables.New(db.Client, catalog.New(db.Client), tables.WithWarehouseRoots(os.TempDir()))
+	cat, err := catalog.New(db)
+	benchdb.Must(err)
+	svc, err := tables.New(db, cat, tables.WithWarehouseRoots(os.TempDir()))
 	benchdb.Must(err)
 	return svc
 }

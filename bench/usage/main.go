@@ -67,7 +67,8 @@ func main() {
 }
 
 func server(ctx context.Context, db *storage.DB, now func() time.Time) (string, string, *usage.Service, *catalog.Catalog) {
-	cat := catalog.New(db.Client)
+	cat, err := catalog.New(db)
+	benchdb.Must(err)
 	use, err := usage.New(db, cat, usage.WithClock(now), usage.WithLateness(400*24*time.Hour), usage.WithRetention(800*24*time.Hour))
 	benchdb.Must(err)
 	base, secret := benchdb.Serve(ctx, db, handlers.Config{Catalog: cat, Usage: use})
@@ -81,7 +82,8 @@ func ingest(ctx context.Context) {
 	defer db.Close()
 	base, token, _, _ := server(ctx, db, time.Now)
 	// The assets exist from 60 days back, so records up to 20 days old resolve by name.
-	cat := catalog.New(db.Client, catalog.WithClock(func() time.Time { return time.Now().AddDate(0, 0, -60) }))
+	cat, err := catalog.New(db, catalog.WithClock(func() time.Time { return time.Now().AddDate(0, 0, -60) }))
+	benchdb.Must(err)
 	var ins []catalog.CreateInput
 	for i := range *assets {
 		ins = append(ins, catalog.CreateInput{Kind: catalog.KindTable, Namespace: "bench", Name: fmt.Sprintf("t_%d", i)})

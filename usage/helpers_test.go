@@ -1,0 +1,18 @@
+package usage_test
+
+import (
+	"testing"
+
+	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/storage"
+)
+
+// mustCatalog returns a catalog over db, or the test stops.
+func mustCatalog(tb testing.TB, db *storage.DB, opts ...catalog.Option) *catalog.Catalog {
+	tb.Helper()
+	cat, err := catalog.New(db, opts...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return cat
+}
