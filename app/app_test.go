@@ -161,17 +161,7 @@ func TestServeIndexesAssetsFromBeforeSearch(t *testing.T) {
 // own 404 for an unknown ID), not the JSON API's 404, because the mounts are recorded as pages
 // register; paths no page claims stay the API's.
 func TestPagesMountedWhereTheyRegister(t *testing.T) {
-	db := storagetest.Open(t, "sqlite")
-	a, err := app.Open(context.Background(), db, app.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := a.Handler(server.Config{}, handlers.Config{Version: "test"}, web.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	defer srv.Close()
+	srv := serve(t, storagetest.Open(t, "sqlite"))
 	unknown := "/00000000-0000-7000-8000-000000000000"
 	for _, p := range []string{"/", "/assets" + unknown, "/proposals", "/proposals" + unknown, "/scans", "/scans" + unknown,
 		"/migrations", "/migrations" + unknown, "/glossary", "/glossary" + unknown, "/audit", "/signin", "/static/app.js"} {
@@ -202,17 +192,7 @@ func TestPagesMountedWhereTheyRegister(t *testing.T) {
 // problem document.
 func TestIcebergFaceWithoutWarehouses(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
-		a, err := app.Open(context.Background(), db, app.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		h, err := a.Handler(server.Config{}, handlers.Config{Version: "test"}, web.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv := httptest.NewServer(h)
-		defer srv.Close()
-		r, err := http.Get(srv.URL + "/iceberg/v1/config")
+		r, err := http.Get(serve(t, db).URL + "/iceberg/v1/config")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -229,4 +209,21 @@ func TestIcebergFaceWithoutWarehouses(t *testing.T) {
 			t.Fatalf("GET /iceberg/v1/config = %d %+v (%v), want 503 naming --iceberg-warehouses", r.StatusCode, m, err)
 		}
 	})
+}
+
+// serve is the process app builds over db with the default configuration (no warehouse), on a
+// test server closed with the test.
+func serve(t *testing.T, db *storage.DB) *httptest.Server {
+	t.Helper()
+	a, err := app.Open(context.Background(), db, app.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := a.Handler(server.Config{}, handlers.Config{Version: "test"}, web.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv
 }
