@@ -9,13 +9,8 @@ import (
 
 // KeyPurgeJob forgets expired idempotency keys every hour (PurgeIdempotencyKeys).
 func (c *Catalog) KeyPurgeJob() *loop.Job {
-	return &loop.Job{Name: "catalog: purging idempotency keys", Interval: time.Hour, Log: c.log, Step: func(ctx context.Context) error {
-		n, err := c.PurgeIdempotencyKeys(ctx)
-		if n > 0 {
-			c.log.Info("forgot expired idempotency keys", "count", n)
-		}
-		return err
-	}}
+	return &loop.Job{Name: "catalog: purging idempotency keys", Interval: time.Hour, Log: c.log,
+		Step: loop.Counted(c.log, "forgot expired idempotency keys", "count", c.PurgeIdempotencyKeys)}
 }
 
 // IndexJob gives every asset without a search doc (a database from before search) one, once, at

@@ -25,13 +25,10 @@ func (s *Service) RefCheckJob(tick, cadence time.Duration, opt RefCheckOptions) 
 		return nil
 	}
 	s.log.Info("reference checks scheduled", "interval", cadence.String())
-	return &loop.Job{Name: "cleanup: scheduled reference checks", Interval: tick, AtStart: true, Log: s.log, Step: func(ctx context.Context) error {
-		n, err := s.CheckRefsDue(ctx, cadence, opt)
-		if n > 0 {
-			s.log.Info("scheduled reference checks done", "tables", n)
-		}
-		return err
-	}}
+	return &loop.Job{Name: "cleanup: scheduled reference checks", Interval: tick, AtStart: true, Log: s.log,
+		Step: loop.Counted(s.log, "scheduled reference checks done", "tables", func(ctx context.Context) (int, error) {
+			return s.CheckRefsDue(ctx, cadence, opt)
+		})}
 }
 
 // CheckRefsDue runs the reference check of every known table that is due: never checked, last

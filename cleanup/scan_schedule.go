@@ -41,25 +41,19 @@ func (s *Service) abandon(ctx context.Context, asset uuid.UUID) (int, error) {
 // (ScanRequested), so a request from the UI or the API is still answered.
 func (s *Service) ScanJob(tick, def time.Duration, opt ScanOptions) *loop.Job {
 	if def <= 0 {
-		return &loop.Job{Name: "cleanup: requested scans", Interval: tick, AtStart: true, Log: s.log, Step: func(ctx context.Context) error {
-			if !s.InWindow() {
-				return nil
-			}
-			n, err := s.ScanRequested(ctx, opt)
-			if n > 0 {
-				s.log.Info("requested cleanup scans done", "tables", n)
-			}
-			return err
-		}}
+		return &loop.Job{Name: "cleanup: requested scans", Interval: tick, AtStart: true, Log: s.log,
+			Step: loop.Counted(s.log, "requested cleanup scans done", "tables", func(ctx context.Context) (int, error) {
+				if !s.InWindow() {
+					return 0, nil
+				}
+				return s.ScanRequested(ctx, opt)
+			})}
 	}
 	s.log.Info("cleanup scans scheduled", "interval", def.String())
-	return &loop.Job{Name: "cleanup: scheduled scans", Interval: tick, AtStart: true, Log: s.log, Step: func(ctx context.Context) error {
-		n, err := s.ScanDue(ctx, def, opt)
-		if n > 0 {
-			s.log.Info("scheduled cleanup scans done", "tables", n)
-		}
-		return err
-	}}
+	return &loop.Job{Name: "cleanup: scheduled scans", Interval: tick, AtStart: true, Log: s.log,
+		Step: loop.Counted(s.log, "scheduled cleanup scans done", "tables", func(ctx context.Context) (int, error) {
+			return s.ScanDue(ctx, def, opt)
+		})}
 }
 
 // ScanDue scans every known table that is due and returns how many scans it ran: first the

@@ -88,11 +88,8 @@ func (s *Service) Job(tick, every time.Duration) *loop.Job {
 		return nil
 	}
 	s.log.Info("reconciliation runs scheduled", "interval", every.String())
-	return &loop.Job{Name: "reconcile: scheduled reconciliations", Interval: tick, AtStart: true, Log: s.log, Step: func(ctx context.Context) error {
-		n, err := s.RunDue(ctx, every)
-		if n > 0 {
-			s.log.Info("scheduled reconciliations done", "migrations", n)
-		}
-		return err
-	}}
+	return &loop.Job{Name: "reconcile: scheduled reconciliations", Interval: tick, AtStart: true, Log: s.log,
+		Step: loop.Counted(s.log, "scheduled reconciliations done", "migrations", func(ctx context.Context) (int, error) {
+			return s.RunDue(ctx, every)
+		})}
 }

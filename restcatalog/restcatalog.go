@@ -264,7 +264,7 @@ func (f *Face) scope(need auth.Scope) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			r := c.Request()
-			if f.cfg.NoAuth || (need == auth.ScopeRead && !f.cfg.AuthReads && r.Header.Get(echo.HeaderAuthorization) == "") {
+			if f.cfg.NoAuth || (need == auth.ScopeRead && !f.cfg.AuthReads && !auth.CredentialFrom(r.Context()).Presented) {
 				c.SetRequest(r.WithContext(catalog.WithActor(r.Context(), "anonymous")))
 				return next(c)
 			}

@@ -15,13 +15,9 @@ func (s *Service) SettleJob(olderThan time.Duration) *loop.Job {
 		return nil
 	}
 	return &loop.Job{Name: "warehouse: settling pending Iceberg commits", Interval: time.Minute, AtStart: true, Log: s.log,
-		Step: func(ctx context.Context) error {
-			n, err := s.ResolvePending(ctx, olderThan)
-			if n > 0 {
-				s.log.Info("settled pending Iceberg commits", "count", n)
-			}
-			return err
-		}}
+		Step: loop.Counted(s.log, "settled pending Iceberg commits", "count", func(ctx context.Context) (int, error) {
+			return s.ResolvePending(ctx, olderThan)
+		})}
 }
 
 // InspectionJob inspects again, every interval, the served tables committed to since the last

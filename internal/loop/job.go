@@ -49,3 +49,15 @@ func (j *Job) Run(ctx context.Context) error {
 	Every(ctx, j.Interval, j.AtStart, func(ctx context.Context) { step(ctx) })
 	return nil
 }
+
+// Counted is the step of work that says how much it did: when n > 0 it logs done with n under
+// key ("scheduled cleanup scans done", tables=3). Its error is the Job's to log and retry.
+func Counted(log *slog.Logger, done, key string, work func(context.Context) (int, error)) func(context.Context) error {
+	return func(ctx context.Context) error {
+		n, err := work(ctx)
+		if n > 0 {
+			log.Info(done, key, n)
+		}
+		return err
+	}
+}

@@ -1,8 +1,12 @@
 package loop
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 )
@@ -89,5 +93,25 @@ func TestJobRetriesAFailingStepAndStopsWithItsContext(t *testing.T) {
 	}}
 	if err := every.Run(ctx); err != nil || steps < 5 {
 		t.Fatalf("every: err %v after %d steps, want nil after at least 5", err, steps)
+	}
+}
+
+// TestCountedLogsOnlyWorkDone: a step that did something says how much; one that did nothing
+// says nothing; its error is returned for the Job to log and retry.
+func TestCountedLogsOnlyWorkDone(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	boom := errors.New("boom")
+	for _, tc := range []struct {
+		n       int
+		err     error
+		logged  bool
+		wantErr error
+	}{{0, nil, false, nil}, {3, nil, true, nil}, {2, boom, true, boom}, {0, boom, false, boom}} {
+		buf.Reset()
+		err := Counted(log, "did work", "items", func(context.Context) (int, error) { return tc.n, tc.err })(context.Background())
+		if err != tc.wantErr || strings.Contains(buf.String(), fmt.Sprintf("items=%d", tc.n)) != tc.logged {
+			t.Errorf("n=%d err=%v: returned %v, logged %q", tc.n, tc.err, err, buf.String())
+		}
 	}
 }
