@@ -99,7 +99,7 @@ func Mount(srv *server.Server, cfg Config) *API {
 	a.routes()
 	// An unknown path under /api keeps its problem+json 404 (the web UI answers other unknown
 	// paths with its 404 page).
-	a.e.RouteNotFound("/api/*", srv.NotFound)
+	srv.Fallback("/api/*", nil)
 	return a
 }
 

@@ -184,8 +184,8 @@ func TestMadeUpTokensAreThrottledAlikeOnEveryFace(t *testing.T) {
 	})
 }
 
-// TestShellAnswersInEachFacesErrorModel: what the shell answers itself (an unknown path, a
-// missing token, an oversized body, a handler's panic) is in the Iceberg error model on /iceberg
+// TestShellAnswersInEachFacesErrorModel: what the shell answers itself (an unknown path, a wrong
+// method, a missing token, an oversized body, a handler's panic) is in the Iceberg error model on /iceberg
 // and in problem+json on /api.
 func TestShellAnswersInEachFacesErrorModel(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
@@ -204,6 +204,7 @@ func TestShellAnswersInEachFacesErrorModel(t *testing.T) {
 			{"IcebergTooLarge", "POST", "/iceberg/v1/main/namespaces", huge, 413, "BadRequestException"},
 			{"IcebergPanic", "GET", "/iceberg/v1/test/panic", "", 500, "ServiceFailureException"},
 			{"APIUnknownPath", "GET", "/api/nope", "", 404, ""},
+			{"APIWrongMethod", "DELETE", "/api/v1/lineage", "", 405, ""}, // served for POST: not a 404, and not the UI's page
 			{"APINoToken", "POST", "/api/v1/lineage", `{}`, 401, ""},
 			{"APIPanic", "GET", "/api/v1/test/panic", "", 500, ""},
 		} {

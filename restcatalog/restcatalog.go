@@ -103,7 +103,7 @@ func Mount(srv *server.Server, cfg Config) *Face {
 	p.POST("/transactions/commit", f.commitTransaction, write)
 	// Anything else under the face answers in its error model, not the JSON API's.
 	g.Any("/*", func(c echo.Context) error { return echo.ErrNotFound })
-	e.RouteNotFound("/iceberg/*", srv.NotFound)
+	srv.Fallback("/iceberg/*", nil)
 	return f
 }
 

@@ -8,16 +8,20 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// NotFound answers a path a face's fallback route caught: 405 with Allow when the path is served
-// for other methods, 404 otherwise. Echo prefers a fallback (RouteNotFound) to its own 405, so a
-// face mounting one under its prefix uses this to keep telling a wrong method from a wrong path.
-func (s *Server) NotFound(c echo.Context) error {
-	fallbacks := map[string]bool{}
-	for _, r := range s.e.Routes() {
-		if r.Method == echo.RouteNotFound {
-			fallbacks[r.Path] = true
-		}
+// Fallback answers every path under pattern that no route serves with h (nil: NotFound). Faces
+// register their fallbacks here, so NotFound can tell them from real routes.
+func (s *Server) Fallback(pattern string, h echo.HandlerFunc) {
+	if h == nil {
+		h = s.NotFound
 	}
+	s.fallbacks[pattern] = true
+	s.e.RouteNotFound(pattern, h)
+}
+
+// NotFound answers a path a fallback caught: 405 with Allow when the path is served for other
+// methods, 404 otherwise. Echo prefers a fallback (RouteNotFound) to its own 405, so without this
+// a face with a fallback under its prefix could not tell a wrong method from a wrong path.
+func (s *Server) NotFound(c echo.Context) error {
 	var allow []string
 	path := c.Request().URL.Path
 	if raw := c.Request().URL.RawPath; raw != "" {
@@ -29,7 +33,7 @@ func (s *Server) NotFound(c echo.Context) error {
 		}
 		probe := s.e.NewContext(nil, nil)
 		s.e.Router().Find(m, path, probe)
-		if p := probe.Path(); p != "" && !fallbacks[p] {
+		if p := probe.Path(); p != "" && !s.fallbacks[p] {
 			allow = append(allow, m)
 		}
 	}

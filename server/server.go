@@ -64,6 +64,7 @@ type Server struct {
 	cfg          Config
 	tokens, anon *limiters
 	models       []model
+	fallbacks    map[string]bool // route patterns registered with Fallback
 }
 
 type model struct {
@@ -89,7 +90,7 @@ func New(cfg Config) *Server {
 	// Client addresses are the connection's: a header naming one is the client's to forge.
 	e.IPExtractor = echo.ExtractIPDirect()
 	rateLimited := rateLimitedCounter(cfg.Registry)
-	s := &Server{e: e, cfg: cfg,
+	s := &Server{e: e, cfg: cfg, fallbacks: map[string]bool{},
 		tokens: newLimiters(cfg.RateLimit, cfg.Now, rateLimited.WithLabelValues("token")),
 		anon:   newLimiters(cfg.AnonymousRateLimit, cfg.Now, rateLimited.WithLabelValues("anonymous")),
 	}

@@ -89,7 +89,7 @@ func Mount(srv *server.Server, cfg Config) (*UI, error) {
 		e.Any(p, echo.WrapHandler(u))
 		srv.ErrorModel(p, u.renderError)
 	}
-	e.RouteNotFound("/*", echo.WrapHandler(u))
+	srv.Fallback("/*", echo.WrapHandler(u))
 	return u, nil
 }
 
