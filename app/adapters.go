@@ -73,7 +73,7 @@ func UsageOfRuns(use *usage.Service) func(context.Context, []lineage.CompletedRu
 	seen := func(refs []lineage.DatasetRef) []usage.Seen {
 		out := make([]usage.Seen, len(refs))
 		for i, r := range refs {
-			out[i] = usage.Seen{ID: r.ID, Namespace: r.Namespace, Name: r.Name}
+			out[i] = usage.Seen{ID: r.ID, Namespace: r.Namespace, Name: r.Name, Version: r.Version}
 		}
 		return out
 	}
@@ -86,9 +86,18 @@ func UsageOfRuns(use *usage.Service) func(context.Context, []lineage.CompletedRu
 	}
 }
 
-// recordServedUse keeps a served table's commit (a write) or scan report (a read) in its usage.
+// recordServedUse keeps a served table's commit (a write) or load (a read) in its usage.
 func (a *App) recordServedUse(ctx context.Context, asset uuid.UUID, kind, actor, key string, at time.Time) error {
-	res, err := a.Usage.Record(ctx, []usage.Record{{AssetID: asset, Kind: kind, Actor: actor, At: at, Source: "iceberg-rest", IdempotencyKey: key}})
+	return a.recordServed(ctx, usage.Record{AssetID: asset, Kind: kind, Actor: actor, At: at, Source: "iceberg-rest", IdempotencyKey: key})
+}
+
+// recordServedScan keeps a served table's scan report in its usage: a read of the version it names.
+func (a *App) recordServedScan(ctx context.Context, asset uuid.UUID, actor, key, version string, at time.Time) error {
+	return a.recordServed(ctx, usage.Record{AssetID: asset, Kind: "read", Actor: actor, At: at, Source: "iceberg-rest", IdempotencyKey: key, Version: version})
+}
+
+func (a *App) recordServed(ctx context.Context, rec usage.Record) error {
+	res, err := a.Usage.Record(ctx, []usage.Record{rec})
 	if err != nil {
 		return err
 	}
@@ -96,4 +105,12 @@ func (a *App) recordServedUse(ctx context.Context, asset uuid.UUID, kind, actor,
 		return fmt.Errorf("app: usage refused the record: %s", res[0].Reason)
 	}
 	return nil
+}
+
+// proposePurges has the cleanup bot propose a purge just recorded, without waiting for its next
+// round; a failure is logged, and the round proposes it anyway.
+func (a *App) proposePurges(ctx context.Context) {
+	if _, err := a.Cleanup.ProposePurges(context.WithoutCancel(ctx)); err != nil {
+		a.Log.Warn("the purge is recorded; proposing it now failed, the cleanup bot's next round will", "err", err)
+	}
 }

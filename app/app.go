@@ -32,6 +32,7 @@ import (
 	"github.com/tidemark/tidemark/storage"
 	"github.com/tidemark/tidemark/tables"
 	"github.com/tidemark/tidemark/usage"
+	"github.com/tidemark/tidemark/versions"
 	"github.com/tidemark/tidemark/warehouse"
 	"github.com/tidemark/tidemark/web"
 )
@@ -50,10 +51,11 @@ const ServedInspection = 15 * time.Second
 
 // Config is what the services are built with.
 type Config struct {
-	Log     *slog.Logger
-	Usage   []usage.Option
-	Lineage []lineage.Option
-	Tables  []tables.Option
+	Log      *slog.Logger
+	Usage    []usage.Option
+	Versions []versions.Option
+	Lineage  []lineage.Option
+	Tables   []tables.Option
 	// Warehouse configures the service serving the warehouses tables.WithWarehouses names.
 	Warehouse []warehouse.Option
 	// Connections are the Iceberg catalogs the tables service syncs; Close closes them.
@@ -83,6 +85,7 @@ type App struct {
 	Cleanup   *cleanup.Service
 	Notify    *notify.Service
 	Reconcile *reconcile.Service
+	Versions  *versions.Service
 	conns     []*tables.Connection
 	sources   map[string]*sql.DB
 	// served is the Iceberg REST face once Handler mounted it: its held table loads become
@@ -110,6 +113,9 @@ func Open(ctx context.Context, store *storage.DB, cfg Config) (*App, error) {
 	if err := a.Catalog.EnsureClassifications(ctx); err != nil {
 		return nil, a.closeOnError(err)
 	}
+	if a.Versions, err = versions.New(store, a.Catalog, append([]versions.Option{versions.WithLogger(cfg.Log)}, cfg.Versions...)...); err != nil {
+		return nil, a.closeOnError(err)
+	}
 	if a.Usage, err = usage.New(store, a.Catalog, append([]usage.Option{usage.WithLogger(cfg.Log)}, cfg.Usage...)...); err != nil {
 		return nil, a.closeOnError(err)
 	}
@@ -131,18 +137,19 @@ func Open(ctx context.Context, store *storage.DB, cfg Config) (*App, error) {
 			return nil, a.closeOnError(fmt.Errorf("load the lineage graph: %w", err))
 		}
 	}
-	topts := append([]tables.Option{tables.WithLogger(cfg.Log), tables.WithConnections(cfg.Connections...)}, cfg.Tables...)
+	topts := append([]tables.Option{tables.WithLogger(cfg.Log), tables.WithConnections(cfg.Connections...), tables.WithVersions(a.Versions)}, cfg.Tables...)
 	if a.Tables, err = tables.New(store, a.Catalog, topts...); err != nil {
 		return nil, a.closeOnError(err)
 	}
-	wopts := append([]warehouse.Option{warehouse.WithLogger(cfg.Log)}, cfg.Warehouse...)
+	wopts := append([]warehouse.Option{warehouse.WithLogger(cfg.Log), warehouse.WithVersions(a.Versions),
+		warehouse.WithViewLineage(func(ctx context.Context, ev []byte) error { _, err := a.Lineage.Ingest(ctx, ev); return err })}, cfg.Warehouse...)
 	if a.Warehouse, err = warehouse.New(store, a.Catalog, a.Tables, wopts...); err != nil {
 		return nil, a.closeOnError(err)
 	}
 	copts := append([]cleanup.Option{cleanup.WithLogger(cfg.Log),
 		cleanup.WithUsage(a.Usage, func(ctx context.Context, id uuid.UUID) ([]uuid.UUID, error) {
 			return a.Lineage.Downstream(ctx, id, UnusedDownstreamDepth)
-		}), cleanup.WithWarehouse(a.Warehouse)}, cfg.Cleanup...)
+		}), cleanup.WithWarehouse(a.Warehouse), cleanup.WithVersions(a.Versions)}, cfg.Cleanup...)
 	ropts := []reconcile.Option{reconcile.WithLogger(cfg.Log), reconcile.WithWriters(LineageWriters(a.Lineage))}
 	for name, db := range cfg.MigrationSources {
 		ropts = append(ropts, reconcile.WithConnection(name, db))
@@ -199,6 +206,13 @@ type Schedule struct {
 	Reconcile       time.Duration // how often each migration is reconciled; 0 never
 }
 
+// DefaultHandler is Handler with every face's default configuration: what a test of one face
+// needs when it drives the others too (a web test committing through the REST catalog), without
+// importing their packages.
+func (a *App) DefaultHandler() (*server.Server, error) {
+	return a.Handler(server.Config{}, handlers.Config{}, web.Config{})
+}
+
 // Handler builds the HTTP shell configured by shell and mounts the three faces into it: the
 // API configured by api and the web UI by ui (their service fields are filled here), and the
 // Iceberg REST catalog.
@@ -211,15 +225,16 @@ func (a *App) Handler(shell server.Config, api handlers.Config, ui web.Config) (
 	api.Ping, api.Logger = a.Store.Ping, a.Log
 	api.SearchIndex = a.Catalog.IndexStatus
 	api.Notify = a.Notify
+	api.Versions = a.Versions
 	handlers.Mount(srv, api)
 	ui.Catalog, ui.Lineage, ui.Usage, ui.Tables, ui.Cleanup, ui.Reconcile = a.Catalog, a.Lineage, a.Usage, a.Tables, a.Cleanup, a.Reconcile
-	ui.Warehouse, ui.Notify = a.Warehouse, a.Notify
+	ui.Warehouse, ui.Notify, ui.Versions = a.Warehouse, a.Notify, a.Versions
 	ui.Tokens, ui.Logger = tokens, a.Log
 	if _, err := web.Mount(srv, ui); err != nil {
 		return nil, err
 	}
 	a.served.Store(restcatalog.Mount(srv, restcatalog.Config{Warehouse: a.Warehouse, Tokens: tokens, Logger: a.Log, AuthReads: api.AuthReads,
-		NoAuth: api.NoAuth, RecordUse: a.recordServedUse}))
+		NoAuth: api.NoAuth, RecordUse: a.recordServedUse, RecordScan: a.recordServedScan, ScanReported: a.Versions.ScanReported, Purged: a.proposePurges}))
 	return srv, nil
 }
 
@@ -267,6 +282,7 @@ func (a *App) background(g *errgroup.Group, ctx context.Context, s Schedule) {
 	jobs := []*loop.Job{
 		a.Lineage.Job(s.GraphSync),
 		a.Usage.Job(time.Minute),
+		a.Versions.ResolveJob(), // runs pinned to the versions they read and wrote
 		a.Catalog.IndexJob(),
 		a.Catalog.KeyPurgeJob(),
 		a.Tables.SyncJob(s.TablesSync),

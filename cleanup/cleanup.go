@@ -15,6 +15,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	"entgo.io/ent/dialect"
@@ -87,13 +88,15 @@ type Service struct {
 
 	usage      *usage.Service
 	downstream usage.Downstream
+	versions   VersionKeeps // nil: snapshot expiry goes by age and count only
 	policy     Policy
 	fault      func(point string) error
 	window     Window
 	auto       *AutoCadence  // nil: the default cadence
 	stopWindow time.Duration // an approval waits this long before execution (WithStopWindow)
 	migrations MigrationGate
-	strays     *strays // each known table's references outside its own location (references.go)
+	strays     *strays    // each known table's references outside its own location (references.go)
+	purging    sync.Mutex // one purge-proposal pass at a time in this process (proposal_purge.go)
 }
 
 // Option configures a Service.

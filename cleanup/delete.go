@@ -17,7 +17,9 @@ import (
 
 	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/ent/cleanupobservation"
+	"github.com/tidemark/tidemark/ent/proposal"
 	"github.com/tidemark/tidemark/ent/proposalfile"
+	"github.com/tidemark/tidemark/ent/proposalstep"
 	"github.com/tidemark/tidemark/tables"
 )
 
@@ -27,6 +29,9 @@ type OrphanOutcome struct {
 	Bytes   int64          `json:"bytes"`
 	Gone    int64          `json:"already_gone"`
 	Skipped map[string]int `json:"skipped,omitempty"` // reason -> files
+	// SnapshotsKept (expire_snapshots): approved snapshots the executor kept because they were
+	// found still needed right before the expiry's commit, with why.
+	SnapshotsKept []KeptSnapshot `json:"snapshots_kept,omitempty"`
 }
 
 // guard re-reads the world right before a batch of deletions: the references that must be
@@ -202,6 +207,21 @@ func (s *Service) orphanOutcome(ctx context.Context, p *ent.Proposal) error {
 			out.Gone++
 		case proposalfile.StateSkipped:
 			out.Skipped[f.Detail]++
+		}
+	}
+	if p.Kind == proposal.KindExpireSnapshots {
+		st, err := s.db.ProposalStep.Query().Where(proposalstep.ProposalID(p.ID), proposalstep.Step(stepExpire)).Only(ctx)
+		if err != nil && !ent.IsNotFound(err) {
+			return err
+		}
+		if st != nil {
+			var facts struct {
+				Kept []KeptSnapshot `json:"snapshots_kept"`
+			}
+			if err := json.Unmarshal([]byte(st.Detail), &facts); err != nil {
+				return fmt.Errorf("cleanup: read the expiry step of proposal %s: %w", p.ID, err)
+			}
+			out.SnapshotsKept = facts.Kept
 		}
 	}
 	b, _ := json.Marshal(out)

@@ -114,6 +114,8 @@ func (s *Service) executeOne(ctx context.Context, p *ent.Proposal, rep *ExecuteR
 		done, err = s.executeUnused(lctx, p, held, rep, progress)
 	case proposal.KindExpireSnapshots:
 		done, err = s.executeExpiry(lctx, p, held, rep, progress)
+	case proposal.KindPurge:
+		done, err = s.executePurge(lctx, p, held, rep, progress)
 	default:
 		err = fmt.Errorf("cleanup: %s proposals are never executed", p.Kind)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/ent/proposal"
+	"github.com/tidemark/tidemark/internal/words"
 	"github.com/tidemark/tidemark/tables"
 	"github.com/tidemark/tidemark/usage"
 )
@@ -29,6 +30,7 @@ const (
 	KindExpireSnapshots = "expire_snapshots"
 	KindDangling        = "dangling_reference"
 	KindSharedLocation  = "shared_location"
+	KindPurge           = "purge" // a served table dropped with purgeRequested: its files
 )
 
 // Policy is what the proposer and executor go by.
@@ -111,6 +113,14 @@ type Evidence struct {
 	Remedies       []string       `json:"remedies,omitempty"`
 	ScanID         *uuid.UUID     `json:"scan_id,omitempty"`
 	RefCheckID     *uuid.UUID     `json:"ref_check_id,omitempty"`
+
+	// Purge (purge): the drop that asked for it and where its file list came from.
+	Purge *PurgeEvidence `json:"purge,omitempty"`
+
+	// Kept (expire_snapshots): snapshots old enough to expire that it keeps because they are
+	// still needed (read by time travel between From and To, or an input version a downstream
+	// keeps), with why; none of them is in Snapshots.
+	Kept []KeptSnapshot `json:"kept,omitempty"`
 }
 
 // NameEvidence is a name the asset had, and when usage last saw it.
@@ -130,11 +140,16 @@ type ProposeReport struct {
 }
 
 // Propose re-evaluates every open proposal (withdrawing those whose evidence no longer holds,
-// expiring those nobody decided) and opens new ones, for every known table.
+// expiring those nobody decided) and opens new ones, for every known table and every recorded
+// drop with purgeRequested.
 func (s *Service) Propose(ctx context.Context) (ProposeReport, error) {
 	ctx = catalog.WithActor(ctx, BotActor)
 	var rep ProposeReport
 	if err := s.expireOpen(ctx, &rep); err != nil {
+		return rep, err
+	}
+	// Purges first: they need neither usage nor lineage, so nothing those wait on delays them.
+	if err := s.proposePurges(ctx, &rep); err != nil {
 		return rep, err
 	}
 	for after := uuid.Nil; ; {
@@ -239,15 +254,41 @@ var errConcurrent = &catalog.Error{Kind: catalog.ErrStaleVersion, Message: "the 
 
 func days(d time.Duration) string { return fmt.Sprintf("%d days", int(d.Hours()/24)) }
 
-// rejection returns the newest rejection of a kind for the asset that still holds (decided
-// within the quiet period), with its evidence.
+// durationWords says a Go duration string in words for prose (as it is when it does not parse).
+func durationWords(d string) string {
+	v, err := time.ParseDuration(d)
+	if err != nil {
+		return d
+	}
+	return words.Duration(v)
+}
+
+// declinedOn says how and when a person declined a proposal: rejected, or its approval
+// cancelled.
+func declinedOn(p *ent.Proposal) string {
+	if p.State == proposal.StateCancelled {
+		return "whose approval was cancelled on " + p.UpdatedAt.UTC().Format(time.RFC3339)
+	}
+	at := p.UpdatedAt
+	if p.DecidedAt != nil {
+		at = *p.DecidedAt
+	}
+	return "rejected on " + at.UTC().Format(time.RFC3339)
+}
+
+// rejection returns the newest decline of a kind for the asset that still holds (within the
+// quiet period), with its evidence: a rejection, or an approval a person cancelled (a cancel
+// says "not this", as a rejection does, so the bot does not propose the same again at its next
+// round; only what the evidence adds beyond it).
 func (s *Service) rejection(ctx context.Context, asset uuid.UUID, kind proposal.Kind) (*ent.Proposal, Evidence, error) {
 	var ev Evidence
 	if s.policy.RejectQuiet <= 0 {
 		return nil, ev, nil
 	}
-	p, err := s.db.Proposal.Query().Where(proposal.AssetID(asset), proposal.KindEQ(kind), proposal.StateEQ(proposal.StateRejected),
-		proposal.DecidedAtGT(s.clock().Add(-s.policy.RejectQuiet))).Order(ent.Desc(proposal.FieldID)).First(ctx)
+	since := s.clock().Add(-s.policy.RejectQuiet)
+	p, err := s.db.Proposal.Query().Where(proposal.AssetID(asset), proposal.KindEQ(kind), proposal.Or(
+		proposal.And(proposal.StateEQ(proposal.StateRejected), proposal.DecidedAtGT(since)),
+		proposal.And(proposal.StateEQ(proposal.StateCancelled), proposal.UpdatedAtGT(since)))).Order(ent.Desc(proposal.FieldID)).First(ctx)
 	if ent.IsNotFound(err) {
 		return nil, ev, nil
 	}

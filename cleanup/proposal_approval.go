@@ -35,8 +35,8 @@ func (s *Service) StopWindow() time.Duration { return s.stopWindow }
 type Approval struct {
 	Note string
 	// Files and Bytes are the count and total size of the files the person was shown. A
-	// proposal whose file list is what it deletes (orphan_files, and expire_snapshots that list
-	// their files) is approved only when both are given and match its list exactly.
+	// proposal whose file list is what it deletes (orphan_files, purge, and expire_snapshots that
+	// list their files) is approved only when both are given and match its list exactly.
 	Files, Bytes *int64
 }
 
@@ -73,10 +73,10 @@ func (s *Service) ApproveConfirmed(ctx context.Context, id uuid.UUID, a Approval
 }
 
 // ConfirmsFiles says whether approving the proposal needs its file count and bytes confirmed:
-// its file list is exactly what it deletes (orphan_files, and expire_snapshots that list their
-// files; an expiry opened before lists existed finds its files at execution).
+// its file list is exactly what it deletes (orphan_files, purge, and expire_snapshots that list
+// their files; an expiry opened before lists existed finds its files at execution).
 func (p Proposal) ConfirmsFiles() bool {
-	return p.Kind == KindOrphanFiles || (p.Kind == KindExpireSnapshots && p.Evidence.FileList)
+	return p.Kind == KindOrphanFiles || p.Kind == KindPurge || (p.Kind == KindExpireSnapshots && p.Evidence.FileList)
 }
 
 // fileTotals counts a proposal's listed files and their bytes.
@@ -161,7 +161,8 @@ type FileFilter struct {
 // approval covers, or the files an executing retirement, or an expiry opened before lists
 // existed, planned), with their journal outcome.
 func (s *Service) ProposalFiles(ctx context.Context, id uuid.UUID, f FileFilter) ([]ProposalFile, error) {
-	if _, err := s.row(ctx, id); err != nil {
+	p, err := s.row(ctx, id)
+	if err != nil {
 		return nil, err
 	}
 	q := s.db.ProposalFile.Query().Where(proposalfile.ProposalID(id)).Order(ent.Asc(proposalfile.FieldID))
@@ -181,9 +182,20 @@ func (s *Service) ProposalFiles(ctx context.Context, id uuid.UUID, f FileFilter)
 	if err != nil {
 		return nil, err
 	}
+	// A proposal closed without execution left its journal pending: those files will never be
+	// deleted by it, and say so.
+	closed := map[proposal.State]string{proposal.StateCancelled: "approval cancelled", proposal.StateRejected: "rejected",
+		proposal.StateWithdrawn: "withdrawn", proposal.StateExpired: "expired undecided"}[p.State]
 	out := make([]ProposalFile, len(rows))
 	for i, r := range rows {
 		out[i] = ProposalFile{ID: r.ID, Path: r.Path, Size: r.Size, ModifiedAt: r.ModifiedAt, State: string(r.State), Detail: r.Detail, DoneAt: r.DoneAt}
+		if closed != "" && r.State == proposalfile.StatePending {
+			out[i].State, out[i].Detail = FileNotDeleted, "not deleted ("+closed+")"
+		}
 	}
 	return out, nil
 }
+
+// FileNotDeleted is the state of a file of a proposal closed without execution (rejected,
+// withdrawn, expired, its approval cancelled): its journal stayed pending, and it never will be.
+const FileNotDeleted = "not_deleted"

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"path"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -144,12 +145,28 @@ func TestStopWindow(t *testing.T) {
 						t.Fatalf("after a cancel: %+v, proposal %s", r, p.State)
 					}
 					for _, f := range files {
-						if f.State != "pending" || f.DoneAt != nil {
-							t.Fatalf("a cancelled proposal's file was journaled: %+v", f)
+						if f.State != cleanup.FileNotDeleted || f.Detail != "not deleted (approval cancelled)" || f.DoneAt != nil {
+							t.Fatalf("a cancelled proposal's file reads %+v, want not deleted (approval cancelled)", f)
 						}
 					}
 					if _, err := e.svc.Cancel(e.person("bob"), id, ""); !errors.Is(err, catalog.ErrConflict) {
 						t.Fatalf("cancel after the window: %v", err)
+					}
+					// The cancel holds like a rejection: the next round does not propose the
+					// same files again; a new orphan beyond them is proposed alone.
+					e.propose()
+					if open := e.proposals(cleanup.KindOrphanFiles, "open"); len(open) != 0 {
+						t.Fatalf("the bot proposed the cancelled files again: %+v", open)
+					}
+					confirmOrphans(t, e, 3) // orphan-a and -b again, and orphan-c
+					e.propose()
+					open := e.proposals(cleanup.KindOrphanFiles, "open")
+					if len(open) != 1 {
+						t.Fatalf("after a third orphan: %d open proposals, want 1", len(open))
+					}
+					listed, err := e.svc.ProposalFiles(e.ctx, open[0].ID, cleanup.FileFilter{})
+					if err != nil || len(listed) != 1 || !strings.HasSuffix(listed[0].Path, "/orphan-c.parquet") {
+						t.Fatalf("the reopened proposal lists %+v (err %v), want only the new orphan", listed, err)
 					}
 					return
 				}

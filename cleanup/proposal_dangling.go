@@ -43,7 +43,7 @@ func (s *Service) proposeDangling(ctx context.Context, t tables.Table, rep *Prop
 		Remedies: []string{
 			"restore the missing files from a backup or object versioning (the paths are listed), then run the reference check again (tidemark cleanup check-refs)",
 			"or roll the table back to a snapshot that does not reference them (rollback to snapshot); for files only a tag or an old snapshot references, drop the tag or expire the snapshot",
-			"or remove the references with a metadata-only delete of the affected files (e.g. Spark's remove_orphan references / a rewrite that drops them), accepting the data loss",
+			"or remove the references: rewrite or delete the affected data files' rows so that no retained snapshot names the missing files, accepting the data loss (orphan-file removal does not help: it deletes unreferenced files, and these are referenced)",
 		},
 		Summary: fmt.Sprintf("Retained snapshots reference %d files that storage did not have on two checks (reference check %s): queries reading them fail. Tidemark never repairs this itself.", latest.DanglingCount, latest.CheckID)}
 	return s.open(ctx, t.AssetID, proposal.KindDanglingReference, proposal.SeverityHigh, ev, nil, rep)

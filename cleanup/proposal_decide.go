@@ -81,7 +81,7 @@ func (s *Service) Proposals(ctx context.Context, f ProposalFilter) ([]Proposal, 
 	}
 	if f.Kind != "" {
 		if err := proposal.KindValidator(proposal.Kind(f.Kind)); err != nil {
-			return nil, &catalog.Error{Kind: catalog.ErrInvalid, Field: "kind", Message: fmt.Sprintf("kind %q is not one of orphan_files, unused_asset, expire_snapshots, dangling_reference, shared_location", f.Kind)}
+			return nil, &catalog.Error{Kind: catalog.ErrInvalid, Field: "kind", Message: fmt.Sprintf("kind %q is not one of orphan_files, unused_asset, expire_snapshots, purge, dangling_reference, shared_location", f.Kind)}
 		}
 		q.Where(proposal.KindEQ(proposal.Kind(f.Kind)))
 	}

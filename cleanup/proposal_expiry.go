@@ -10,12 +10,15 @@ import (
 	"io/fs"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/tidemark/tidemark/ent/proposal"
+	"github.com/tidemark/tidemark/internal/words"
 	"github.com/tidemark/tidemark/tables"
+	"github.com/tidemark/tidemark/versions"
 )
 
 // Table properties that opt a table into snapshot expiry proposals and tune them.
@@ -24,6 +27,97 @@ const (
 	PropertySnapshotMaxAge  = "tidemark.cleanup.snapshot-max-age" // default 168h
 	PropertySnapshotKeep    = "tidemark.cleanup.snapshot-keep"    // default 5
 )
+
+// VersionKeeps says which versions of an asset are still needed: read by time travel, or the
+// input of a downstream asset's current version that asks for reproducibility
+// (*versions.Service).
+type VersionKeeps interface {
+	// Keeps is every version of the asset to keep, and why, counting reads since the time.
+	Keeps(ctx context.Context, asset uuid.UUID, since time.Time) ([]versions.Keep, error)
+	// ReadsSince is every read of the listed snapshots since the time.
+	ReadsSince(ctx context.Context, asset uuid.UUID, snapshots []int64, since time.Time) ([]versions.Keep, error)
+}
+
+// WithVersions makes snapshot expiry keep what v says is still needed: a proposal leaves out
+// (and lists, with why) every snapshot read by time travel within the unused window
+// (Policy.UnusedWindow) and every input version of a keep-input-versions downstream's current
+// version; right before its commit, an approved expiry keeps any approved snapshot found needed
+// since, or read at all since the proposal opened. Without it expiry goes by age and count only.
+func WithVersions(v VersionKeeps) Option { return func(s *Service) { s.versions = v } }
+
+// KeptSnapshot is a snapshot an expiry keeps although it is old enough to expire, and why.
+type KeptSnapshot struct {
+	Snapshot int64 `json:"snapshot"`
+	// Reason is "read by time travel", "read since the proposal opened", or "input version of
+	// <downstream> current version (keep-input-versions)".
+	Reason string `json:"reason"`
+	// Readers (the reasons that are reads): who read it, how often, when.
+	Readers []KeptReader `json:"readers,omitempty"`
+	// The downstream asset (input versions): its current version and the run that built it.
+	Downstream        *uuid.UUID `json:"downstream,omitempty"`
+	DownstreamVersion string     `json:"downstream_version,omitempty"`
+	Run               string     `json:"run,omitempty"`
+	// Detail is the whole reason in words, readers and times included.
+	Detail string `json:"detail"`
+}
+
+// KeptReader is one reader's reads of a kept snapshot.
+type KeptReader struct {
+	Reader    string    `json:"reader"` // "" when the usage source named none
+	Reads     int64     `json:"reads"`
+	FirstRead time.Time `json:"first_read"`
+	LastRead  time.Time `json:"last_read"`
+}
+
+// keptReadSinceOpened is the reason of a snapshot the executor keeps because it was read at all
+// after the proposal opened (the other reasons come from versions).
+const keptReadSinceOpened = "read since the proposal opened"
+
+// keptSnapshots turns the keeps of versions among the snapshots into an expiry's evidence, in
+// the order of snapshots; reason overrides the keeps' own (for ReadsSince) when not "".
+func keptSnapshots(ks []versions.Keep, snapshots []int64, reason string) []KeptSnapshot {
+	var out []KeptSnapshot
+	for _, id := range snapshots {
+		name := strconv.FormatInt(id, 10)
+		for _, k := range ks {
+			if k.Version != name {
+				continue
+			}
+			kept := KeptSnapshot{Snapshot: id, Reason: k.Reason, DownstreamVersion: k.DownstreamVersion, Run: k.Run, Detail: k.Why()}
+			if k.Reason == versions.KeepInputVersion {
+				d := k.Downstream
+				kept.Downstream, kept.Reason = &d, k.Why()
+			}
+			if reason != "" {
+				kept.Reason = reason
+				kept.Detail = reason + strings.TrimPrefix(k.Why(), k.Reason)
+			}
+			for _, r := range k.Readers {
+				kept.Readers = append(kept.Readers, KeptReader{Reader: r.Reader, Reads: r.Reads, FirstRead: r.First, LastRead: r.Last})
+			}
+			out = append(out, kept)
+		}
+	}
+	return out
+}
+
+// keptText lists kept snapshots in words.
+func keptText(kept []KeptSnapshot) string {
+	parts := make([]string, len(kept))
+	for i, k := range kept {
+		parts[i] = fmt.Sprintf("snapshot %d: %s", k.Snapshot, k.Detail)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// keptIDs is the set of snapshots kept.
+func keptIDs(kept []KeptSnapshot) map[int64]bool {
+	ids := map[int64]bool{}
+	for _, k := range kept {
+		ids[k.Snapshot] = true
+	}
+	return ids
+}
 
 func (s *Service) proposeExpiry(ctx context.Context, t tables.Table, rep *ProposeReport) error {
 	if t.GoneAt != nil {
@@ -70,6 +164,19 @@ func (s *Service) proposeExpiry(ctx context.Context, t tables.Table, rep *Propos
 		}
 		expire = append(expire, sn.ID)
 	}
+	// Old enough, yet still needed: read by time travel in the unused window, or the input of
+	// a downstream's current version that asks for reproducibility. Kept, and said so.
+	var kept []KeptSnapshot
+	since := now.Add(-s.policy.UnusedWindow)
+	if s.versions != nil && len(expire) > 0 {
+		ks, err := s.versions.Keeps(ctx, t.AssetID, since)
+		if err != nil {
+			return err
+		}
+		kept = keptSnapshots(ks, expire, "")
+		ids := keptIDs(kept)
+		expire = slices.DeleteFunc(expire, func(id int64) bool { return ids[id] })
+	}
 	rej, rejEv, err := s.rejection(ctx, t.AssetID, proposal.KindExpireSnapshots)
 	if err != nil {
 		return err
@@ -89,7 +196,11 @@ func (s *Service) proposeExpiry(ctx context.Context, t tables.Table, rep *Propos
 			rep.Kept++
 			return nil
 		}
-		if err := s.close(ctx, cur, proposal.StateWithdrawn, "the snapshots to expire changed (new commits, or expired elsewhere)"); err != nil {
+		why := "the snapshots to expire changed (new commits, or expired elsewhere)"
+		if needed := slices.DeleteFunc(slices.Clone(kept), func(k KeptSnapshot) bool { return !slices.Contains(ev.Snapshots, k.Snapshot) }); len(needed) > 0 {
+			why = "snapshots it would expire are still needed: " + keptText(needed)
+		}
+		if err := s.close(ctx, cur, proposal.StateWithdrawn, why); err != nil {
 			return err
 		}
 		rep.Withdrawn++
@@ -110,10 +221,17 @@ func (s *Service) proposeExpiry(ctx context.Context, t tables.Table, rep *Propos
 	}
 	ev.MonthlyCost = float64(ev.Bytes) / 1e9 * s.prices.StorageGBMonth
 	ev.Summary = fmt.Sprintf("%d snapshots are older than %s and not among the last %d: expiring them removes exactly these snapshots in one metadata commit first; then it deletes the %d files (%s) only they reference, listed here, each only if right before its deletion no table references it and it is unchanged and older than %s. They cost about $%.2f a month.",
-		len(expire), maxAge, keep, ev.Files, BytesText(ev.Bytes), DefaultAgeThreshold, ev.MonthlyCost)
+		len(expire), words.Duration(maxAge), keep, ev.Files, BytesText(ev.Bytes), words.Duration(DefaultAgeThreshold), ev.MonthlyCost)
+	if s.versions != nil {
+		ev.From, ev.To, ev.Kept = &since, &now, kept
+		if len(kept) > 0 {
+			ev.Summary += fmt.Sprintf(" It keeps %d snapshots old enough to expire, still needed (time-travel reads counted over the last %s): %s.",
+				len(keptIDs(kept)), days(s.policy.UnusedWindow), keptText(kept))
+		}
+	}
 	if rej != nil {
 		id := rej.ID
-		ev.Reopens, ev.ReopensWhy = &id, fmt.Sprintf("proposes only snapshots beyond those rejected on %s", rej.DecidedAt.Format(time.RFC3339))
+		ev.Reopens, ev.ReopensWhy = &id, fmt.Sprintf("proposes only snapshots beyond those %s", declinedOn(rej))
 	}
 	return s.open(ctx, t.AssetID, proposal.KindExpireSnapshots, proposal.SeverityNormal, ev, files, rep)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/tidemark/tidemark/ent/cleanupshardwalk"
 	"github.com/tidemark/tidemark/ent/proposal"
 	"github.com/tidemark/tidemark/ent/proposalfile"
+	"github.com/tidemark/tidemark/internal/words"
 	"github.com/tidemark/tidemark/tables"
 )
 
@@ -86,7 +87,7 @@ func (s *Service) proposeOrphans(ctx context.Context, t tables.Table, rep *Propo
 			rejected[f.Path] = true
 		}
 		obs = slices.DeleteFunc(obs, func(o *ent.CleanupObservation) bool { return rejected[o.Path] })
-		reopens = fmt.Sprintf("proposes only the %d confirmed orphans beyond the %d files rejected on %s", len(obs), len(files), rej.DecidedAt.Format(time.RFC3339))
+		reopens = fmt.Sprintf("proposes only the %d confirmed orphans beyond the %d files %s", len(obs), len(files), declinedOn(rej))
 	}
 	if len(obs) == 0 {
 		return nil
@@ -123,10 +124,11 @@ func (s *Service) proposeOrphans(ctx context.Context, t tables.Table, rep *Propo
 		}
 	}
 	ev.AgeThreshold = threshold.String()
-	ev.Assumption = fmt.Sprintf("No write takes longer than %s to commit: a file older than that which no metadata references is not part of a write in flight.", threshold)
+	ev.Assumption = fmt.Sprintf("No write takes longer than %s to commit: a file older than that which no metadata references is not part of a write in flight.", words.Duration(threshold))
 	ev.MonthlyCost = float64(ev.Bytes) / 1e9 * s.prices.StorageGBMonth
-	ev.Summary = fmt.Sprintf("%d files (%s) in %d shards of %s are referenced by no retained snapshot and are older than %s; two consecutive complete walks of their shards (or, for files the write-path inventory recorded as staged by commits that did not happen, two inventory passes), at least %s apart, agreed (scans %d), and no other table known to live there references them. They cost about $%.2f a month.",
-		ev.Files, BytesText(ev.Bytes), len(ev.Shards), t.Location, threshold, ev.MinGap, len(ev.Scans), ev.MonthlyCost)
+	ev.Summary = fmt.Sprintf("%s (%s) in %s of %s are referenced by no retained snapshot and are older than %s; two consecutive complete walks of their shards (or, for files the write-path inventory recorded as staged by commits that did not happen, two inventory passes), at least %s apart, agreed (%s), and no other table known to live there references them. They cost about $%.2f a month.",
+		words.Count(ev.Files, "file"), BytesText(ev.Bytes), words.Count(int64(len(ev.Shards)), "shard"), t.Location, words.Duration(threshold),
+		durationWords(ev.MinGap), words.Count(int64(len(ev.Scans)), "scan"), ev.MonthlyCost)
 	files := make([]journalFile, len(obs))
 	for i, o := range obs {
 		files[i] = journalFile{path: o.Path, size: o.Size} // modified: as the scans observed it

@@ -188,7 +188,7 @@ func TestReverify(t *testing.T) {
 		paths := confirmOrphans(t, e, 2)
 		e.propose()
 		ps := e.proposals(cleanup.KindOrphanFiles, "open")
-		if len(ps) != 1 || ps[0].Evidence.Files != 2 || len(ps[0].Evidence.Scans) != 2 || ps[0].Evidence.AgeThreshold != "72h0m0s" || !strings.Contains(ps[0].Evidence.Assumption, "72h") {
+		if len(ps) != 1 || ps[0].Evidence.Files != 2 || len(ps[0].Evidence.Scans) != 2 || ps[0].Evidence.AgeThreshold != "72h0m0s" || !strings.Contains(ps[0].Evidence.Assumption, "longer than 3 days") || !strings.Contains(ps[0].Evidence.Summary, "2 files (") || !strings.Contains(ps[0].Evidence.Summary, "older than 3 days") {
 			t.Fatalf("orphan proposal: %+v", ps)
 		}
 		// No approval, no deletion.
@@ -622,6 +622,15 @@ func rowsOf(e *env, tbl *table.Table) int64 {
 // returns the open expiry proposals.
 func proposeExpiry(t *testing.T, e *env) []cleanup.Proposal {
 	t.Helper()
+	readyExpiry(t, e)
+	e.propose()
+	return e.proposals(cleanup.KindExpireSnapshots, "open")
+}
+
+// readyExpiry appends four snapshots and asks that all but the last two be expired at once;
+// the clock is the wall clock's now, after every snapshot.
+func readyExpiry(t *testing.T, e *env) {
+	t.Helper()
 	for i := range 4 {
 		e.tbl = e.lake.Append(e.tbl, tablestest.Rows(100+i, 1, time.Now()))
 	}
@@ -635,6 +644,4 @@ func proposeExpiry(t *testing.T, e *env) []cleanup.Proposal {
 	}
 	time.Sleep(5 * time.Millisecond) // iceberg-go ages snapshots by the wall clock
 	e.clock.Set(time.Now().UTC())
-	e.propose()
-	return e.proposals(cleanup.KindExpireSnapshots, "open")
 }

@@ -137,7 +137,7 @@ func (s *Service) proposeUnused(ctx context.Context, t tables.Table, rep *Propos
 	}
 	if rej != nil {
 		id := rej.ID
-		ev.Reopens, ev.ReopensWhy = &id, fmt.Sprintf("a whole new %s window without reads followed the one rejected on %s", days(s.policy.UnusedWindow), rej.DecidedAt.Format(time.RFC3339))
+		ev.Reopens, ev.ReopensWhy = &id, fmt.Sprintf("a whole new %s window without reads followed the one %s", days(s.policy.UnusedWindow), declinedOn(rej))
 	}
 	ev.Names = nameEvidence(names, life.NamesSeen)
 	for _, o := range a.Owners {

@@ -70,7 +70,7 @@ func overlaps(a, b string) bool {
 
 // readWorld reads the references of live (unless nil) and of every other known table whose
 // location overlaps loc: live ones, dropped ones within the grace period, and dropped ones
-// whose retirement is under way. A table that cannot be read fails the read (fail closed),
+// whose retirement or purge is under way. A table that cannot be read fails the read (fail closed),
 // except a dropped one whose last metadata file is gone: nothing of it is left to protect.
 //
 // With prev (a read of the same location earlier in this scan), the tables are opened first and,
@@ -127,7 +127,7 @@ func (s *Service) readWorld(ctx context.Context, self uuid.UUID, loc string, liv
 			// Known, even when nothing of it is protected any more: its metadata is no stranger's.
 			w.uuids[t.TableUUID] = true
 			if t.GoneAt != nil && now.Sub(*t.GoneAt) >= s.policy.Grace {
-				retiring, err := s.db.Proposal.Query().Where(proposal.AssetID(t.AssetID), proposal.KindEQ(proposal.KindUnusedAsset),
+				retiring, err := s.db.Proposal.Query().Where(proposal.AssetID(t.AssetID), proposal.KindIn(proposal.KindUnusedAsset, proposal.KindPurge),
 					proposal.StateEQ(proposal.StateExecuting)).Exist(ctx)
 				if err != nil {
 					return nil, err
@@ -183,7 +183,7 @@ func (s *Service) readWorld(ctx context.Context, self uuid.UUID, loc string, liv
 // whose metadata is gone.
 func (s *Service) readElsewhere(ctx context.Context, t tables.Table, loc string, now time.Time) (*tables.Live, error) {
 	if t.GoneAt != nil && now.Sub(*t.GoneAt) >= s.policy.Grace {
-		retiring, err := s.db.Proposal.Query().Where(proposal.AssetID(t.AssetID), proposal.KindEQ(proposal.KindUnusedAsset),
+		retiring, err := s.db.Proposal.Query().Where(proposal.AssetID(t.AssetID), proposal.KindIn(proposal.KindUnusedAsset, proposal.KindPurge),
 			proposal.StateEQ(proposal.StateExecuting)).Exist(ctx)
 		if err != nil || !retiring {
 			return nil, err

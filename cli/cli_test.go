@@ -72,7 +72,7 @@ func TestServeEndToEnd(t *testing.T) {
 	}
 	res.Body.Close()
 	// A plain start-up line says where to go and how to sign in.
-	if !strings.Contains(logs.String(), "Tidemark is serving at "+base+"/") || !strings.Contains(logs.String(), "tidemark token create --name you --scopes admin") {
+	if !strings.Contains(logs.String(), "Tidemark is serving at "+base+"/") || !strings.Contains(logs.String(), " token create --name you --scopes admin") {
 		t.Fatalf("no start-up line with the URL and how to sign in:\n%s", logs.String())
 	}
 	// A wrong page is an HTML 404; a wrong API path stays problem+json.

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -186,7 +187,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 	}
 	// One plain line for the person who started it, besides the JSON logs: where to go and how
 	// to sign in.
-	fmt.Fprintf(stderr, "Tidemark is serving at %s (the API is described at /api/openapi.json). To sign in to the UI, create a token: tidemark token create --name you --scopes admin\n", serverURL(cfg.publicURL, ln.Addr().String()))
+	fmt.Fprintf(stderr, "Tidemark is serving at %s (the API is described at /api/openapi.json). To sign in to the UI, create a token: %s token create --name you --scopes admin\n", serverURL(cfg.publicURL, ln.Addr().String()), invokedAs(os.Args[0]))
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}
@@ -302,7 +303,7 @@ func defaultWarehouse(c *tablesConfig, dataDir string) error {
 	if err != nil {
 		return err
 	}
-	c.warehouses = "default=" + dir
+	c.warehouses, c.defaulted = "default="+dir, true
 	return nil
 }
 
@@ -331,4 +332,17 @@ func (f *scanIntervalFlag) Set(v string) error {
 	}
 	f.d, f.auto = d, false
 	return nil
+}
+
+// invokedAs is how the reader started this binary, for the commands the banner suggests: `go run .`
+// builds into a temporary directory, and its reader has no tidemark binary.
+func invokedAs(arg0 string) string {
+	dir := filepath.Dir(arg0)
+	if strings.Contains(dir, "go-build") {
+		return "go run ."
+	}
+	if filepath.Base(arg0) == "tidemark" && !strings.Contains(arg0, "/") {
+		return "tidemark"
+	}
+	return arg0
 }

@@ -29,10 +29,12 @@ type tablesConfig struct {
 	ambient    bool
 	fileLimit  int64
 	warehouses string
+	// defaulted: warehouses is serve's default, which a configuration file's warehouses replace.
+	defaulted bool
 }
 
 func (c *tablesConfig) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.catalogs, "iceberg-catalogs", "", "JSON file of Iceberg catalog connections to sync, and IO properties; see README (TIDEMARK_ICEBERG_CATALOGS)")
+	fs.StringVar(&c.catalogs, "iceberg-catalogs", "", "JSON file of Iceberg catalog connections to sync, IO properties, and served warehouses with their storage and access settings; see README (TIDEMARK_ICEBERG_CATALOGS)")
 	fs.DurationVar(&c.confirmGap, "confirm-gap", tables.DefaultConfirmGap, "two cleanup walks confirm an orphan, and two catalog listings a dropped table, only this far apart (TIDEMARK_CONFIRM_GAP)")
 	fs.StringVar(&c.roots, "warehouse-roots", "", "comma-separated locations (paths, file:// or s3:// URIs) under which tables may be registered by metadata location; the catalog connections' warehouses are roots too (TIDEMARK_WAREHOUSE_ROOTS)")
 	fs.BoolVar(&c.ambient, "io-ambient-credentials", false, "let tables registered on object stores use this machine's own credentials (environment, profiles, instance metadata) when io_properties name none (TIDEMARK_IO_AMBIENT_CREDENTIALS)")
@@ -58,14 +60,18 @@ func (c *tablesConfig) appConfig(log *slog.Logger) (app.Config, error) {
 	if err != nil {
 		return app.Config{}, err
 	}
-	cfg.Tables = append(cfg.Tables, tables.WithWarehouses(ws...))
+	var more []tables.Option
 	if c.catalogs != "" {
-		more, conns, err := tables.LoadConfig(c.catalogs)
-		if err != nil {
+		var served int
+		if more, cfg.Connections, served, err = tables.LoadConfigWarehouses(c.catalogs); err != nil {
 			return app.Config{}, err
 		}
-		cfg.Tables, cfg.Connections = append(cfg.Tables, more...), conns
+		if served > 0 && c.defaulted {
+			ws = nil // the file names the warehouses: serve's default one is not wanted
+		}
 	}
+	cfg.Tables = append(cfg.Tables, tables.WithWarehouses(ws...))
+	cfg.Tables = append(cfg.Tables, more...)
 	return cfg, nil
 }
 

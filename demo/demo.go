@@ -33,6 +33,7 @@ import (
 	"github.com/tidemark/tidemark/storage"
 	"github.com/tidemark/tidemark/tables"
 	"github.com/tidemark/tidemark/usage"
+	"github.com/tidemark/tidemark/versions"
 )
 
 // sequences are captured OpenLineage event sequences (see testdata/openlineage/SOURCES.md);
@@ -52,8 +53,8 @@ var demoSchema = iceberg.NewSchema(0,
 // Iceberg warehouse written with iceberg-go (an hourly-partitioned table of tiny files, a table
 // renamed through its catalog after being read under its old name, a table nobody read for
 // months, leftover orphan files, a data file deleted by hand), the OpenLineage sequences from
-// testdata plus lineage between the tables, usage across the rename, two cleanup scans and the
-// proposals they lead to. It returns the Iceberg catalog configuration to serve with; a second
+// testdata plus lineage between the tables, usage across the rename, a bad append and what it
+// poisoned (versionStory), two cleanup scans and the proposals they lead to. It returns the Iceberg catalog configuration to serve with; a second
 // run finds it done and only returns the path.
 func Setup(ctx context.Context, store *storage.DB, dataDir string, log *slog.Logger) (string, error) {
 	dir, err := filepath.Abs(filepath.Join(dataDir, "demo"))
@@ -75,7 +76,7 @@ func Setup(ctx context.Context, store *storage.DB, dataDir string, log *slog.Log
 	b := &builder{ctx: catalog.WithActor(ctx, "tidemark-demo"), store: store, log: log, dir: dir, cfgPath: cfgPath,
 		now: time.Now().UTC(), tbls: map[string]*table.Table{}, ids: map[string]uuid.UUID{}}
 	defer b.close()
-	for _, step := range []func() error{b.warehouse, b.catalogPast, b.lineage, b.usageAcrossRename, b.leftovers} {
+	for _, step := range []func() error{b.warehouse, b.catalogPast, b.lineage, b.usageAcrossRename, b.versionStory, b.leftovers} {
 		if err := step(); err != nil {
 			return "", err
 		}
@@ -109,6 +110,7 @@ type builder struct {
 	use   *usage.Service
 	lin   *lineage.Service
 	live  *tables.Service
+	vers  *versions.Service
 }
 
 func (b *builder) close() {
@@ -234,7 +236,11 @@ func (b *builder) catalogPast() error {
 	if err := b.lin.Open(ctx); err != nil {
 		return err
 	}
-	b.live, err = tables.New(store, b.cat, tables.WithConnections(b.conns...), tables.WithLogger(log))
+	if b.vers, err = versions.New(store, b.cat, versions.WithLogger(log)); err != nil {
+		return err
+	}
+	// Its syncs record every snapshot the tables show, as serve's do.
+	b.live, err = tables.New(store, b.cat, tables.WithConnections(b.conns...), tables.WithLogger(log), tables.WithVersions(b.vers))
 	return err
 }
 
@@ -311,7 +317,8 @@ func (b *builder) leftovers() error {
 }
 
 // scanAndPropose scans every table twice, two hours apart (the first one dated back: two passes
-// must be two moments), then runs the bot's proposals; it returns how many it opened.
+// must be two moments), checks every table's references, then runs the bot's proposals; it
+// returns how many it opened.
 func (b *builder) scanAndPropose() (int, error) {
 	ctx, store, log := b.ctx, b.store, b.log
 	clean, err := cleanup.New(store, b.cat, b.live, cleanup.WithLogger(log),
@@ -338,6 +345,14 @@ func (b *builder) scanAndPropose() (int, error) {
 			}
 		}
 	}
+	// A reference check of each table, so the hand-deleted file is a finding when the demo is
+	// ready rather than after the first scheduled check (the file is gone: no need to wait the
+	// minute a missing file is normally given before its second check).
+	for _, n := range names {
+		if _, err := clean.CheckRefs(ctx, b.ids[n], cleanup.RefCheckOptions{RecheckDelay: time.Millisecond}); err != nil {
+			return 0, fmt.Errorf("demo: reference check of %s: %w", n, err)
+		}
+	}
 	rep, err := clean.Propose(ctx)
 	return rep.Opened, err
 }
@@ -351,6 +366,11 @@ func tablesConnections(path string) ([]*tables.Connection, error) {
 
 // demoRecords builds rows id, ts, amount: n rows, step apart from from.
 func demoRecords(t *table.Table, n int, from time.Time, step time.Duration) array.RecordReader {
+	return signedRecords(t, n, from, step, 1)
+}
+
+// signedRecords is demoRecords with every amount multiplied by sign (-1: a bad load).
+func signedRecords(t *table.Table, n int, from time.Time, step time.Duration, sign float64) array.RecordReader {
 	sc, err := table.SchemaToArrowSchema(t.Schema(), nil, false, false)
 	if err != nil {
 		panic(err)
@@ -360,7 +380,7 @@ func demoRecords(t *table.Table, n int, from time.Time, step time.Duration) arra
 	for i := range n {
 		b.Field(0).(*array.Int64Builder).Append(int64(i))
 		b.Field(1).(*array.TimestampBuilder).Append(arrow.Timestamp(from.Add(time.Duration(i) * step).UnixMicro()))
-		b.Field(2).(*array.Float64Builder).Append(float64(i%97) * 1.25)
+		b.Field(2).(*array.Float64Builder).Append(sign * float64(i%97) * 1.25)
 	}
 	rec := b.NewRecordBatch()
 	rdr, err := array.NewRecordReader(sc, []arrow.RecordBatch{rec})

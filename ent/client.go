@@ -33,6 +33,7 @@ import (
 	"github.com/tidemark/tidemark/ent/column"
 	"github.com/tidemark/tidemark/ent/columnedge"
 	"github.com/tidemark/tidemark/ent/datasetmigration"
+	"github.com/tidemark/tidemark/ent/datasetversion"
 	"github.com/tidemark/tidemark/ent/externalid"
 	"github.com/tidemark/tidemark/ent/glossaryterm"
 	"github.com/tidemark/tidemark/ent/icebergcommit"
@@ -41,6 +42,7 @@ import (
 	"github.com/tidemark/tidemark/ent/icebergmanifestlist"
 	"github.com/tidemark/tidemark/ent/icebergnamespace"
 	"github.com/tidemark/tidemark/ent/icebergtable"
+	"github.com/tidemark/tidemark/ent/icebergview"
 	"github.com/tidemark/tidemark/ent/idempotencykey"
 	"github.com/tidemark/tidemark/ent/label"
 	"github.com/tidemark/tidemark/ent/lineageedge"
@@ -58,6 +60,7 @@ import (
 	"github.com/tidemark/tidemark/ent/reconciliationwindow"
 	"github.com/tidemark/tidemark/ent/run"
 	"github.com/tidemark/tidemark/ent/runio"
+	"github.com/tidemark/tidemark/ent/runversion"
 	"github.com/tidemark/tidemark/ent/schemachange"
 	"github.com/tidemark/tidemark/ent/searchdoc"
 	"github.com/tidemark/tidemark/ent/searchfacet"
@@ -71,6 +74,7 @@ import (
 	"github.com/tidemark/tidemark/ent/usagejobdaily"
 	"github.com/tidemark/tidemark/ent/usagename"
 	"github.com/tidemark/tidemark/ent/usagepending"
+	"github.com/tidemark/tidemark/ent/versioncursor"
 	"github.com/tidemark/tidemark/ent/webhook"
 	"github.com/tidemark/tidemark/ent/websession"
 
@@ -116,6 +120,8 @@ type Client struct {
 	ColumnEdge *ColumnEdgeClient
 	// DatasetMigration is the client for interacting with the DatasetMigration builders.
 	DatasetMigration *DatasetMigrationClient
+	// DatasetVersion is the client for interacting with the DatasetVersion builders.
+	DatasetVersion *DatasetVersionClient
 	// ExternalID is the client for interacting with the ExternalID builders.
 	ExternalID *ExternalIDClient
 	// GlossaryTerm is the client for interacting with the GlossaryTerm builders.
@@ -132,6 +138,8 @@ type Client struct {
 	IcebergNamespace *IcebergNamespaceClient
 	// IcebergTable is the client for interacting with the IcebergTable builders.
 	IcebergTable *IcebergTableClient
+	// IcebergView is the client for interacting with the IcebergView builders.
+	IcebergView *IcebergViewClient
 	// IdempotencyKey is the client for interacting with the IdempotencyKey builders.
 	IdempotencyKey *IdempotencyKeyClient
 	// Label is the client for interacting with the Label builders.
@@ -166,6 +174,8 @@ type Client struct {
 	Run *RunClient
 	// RunIO is the client for interacting with the RunIO builders.
 	RunIO *RunIOClient
+	// RunVersion is the client for interacting with the RunVersion builders.
+	RunVersion *RunVersionClient
 	// SchemaChange is the client for interacting with the SchemaChange builders.
 	SchemaChange *SchemaChangeClient
 	// SearchDoc is the client for interacting with the SearchDoc builders.
@@ -192,6 +202,8 @@ type Client struct {
 	UsageName *UsageNameClient
 	// UsagePending is the client for interacting with the UsagePending builders.
 	UsagePending *UsagePendingClient
+	// VersionCursor is the client for interacting with the VersionCursor builders.
+	VersionCursor *VersionCursorClient
 	// WebSession is the client for interacting with the WebSession builders.
 	WebSession *WebSessionClient
 	// Webhook is the client for interacting with the Webhook builders.
@@ -224,6 +236,7 @@ func (c *Client) init() {
 	c.Column = NewColumnClient(c.config)
 	c.ColumnEdge = NewColumnEdgeClient(c.config)
 	c.DatasetMigration = NewDatasetMigrationClient(c.config)
+	c.DatasetVersion = NewDatasetVersionClient(c.config)
 	c.ExternalID = NewExternalIDClient(c.config)
 	c.GlossaryTerm = NewGlossaryTermClient(c.config)
 	c.IcebergCommit = NewIcebergCommitClient(c.config)
@@ -232,6 +245,7 @@ func (c *Client) init() {
 	c.IcebergManifestList = NewIcebergManifestListClient(c.config)
 	c.IcebergNamespace = NewIcebergNamespaceClient(c.config)
 	c.IcebergTable = NewIcebergTableClient(c.config)
+	c.IcebergView = NewIcebergViewClient(c.config)
 	c.IdempotencyKey = NewIdempotencyKeyClient(c.config)
 	c.Label = NewLabelClient(c.config)
 	c.LineageEdge = NewLineageEdgeClient(c.config)
@@ -249,6 +263,7 @@ func (c *Client) init() {
 	c.ReconciliationWindow = NewReconciliationWindowClient(c.config)
 	c.Run = NewRunClient(c.config)
 	c.RunIO = NewRunIOClient(c.config)
+	c.RunVersion = NewRunVersionClient(c.config)
 	c.SchemaChange = NewSchemaChangeClient(c.config)
 	c.SearchDoc = NewSearchDocClient(c.config)
 	c.SearchFacet = NewSearchFacetClient(c.config)
@@ -262,6 +277,7 @@ func (c *Client) init() {
 	c.UsageJobDaily = NewUsageJobDailyClient(c.config)
 	c.UsageName = NewUsageNameClient(c.config)
 	c.UsagePending = NewUsagePendingClient(c.config)
+	c.VersionCursor = NewVersionCursorClient(c.config)
 	c.WebSession = NewWebSessionClient(c.config)
 	c.Webhook = NewWebhookClient(c.config)
 }
@@ -373,6 +389,7 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		Column:                NewColumnClient(cfg),
 		ColumnEdge:            NewColumnEdgeClient(cfg),
 		DatasetMigration:      NewDatasetMigrationClient(cfg),
+		DatasetVersion:        NewDatasetVersionClient(cfg),
 		ExternalID:            NewExternalIDClient(cfg),
 		GlossaryTerm:          NewGlossaryTermClient(cfg),
 		IcebergCommit:         NewIcebergCommitClient(cfg),
@@ -381,6 +398,7 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		IcebergManifestList:   NewIcebergManifestListClient(cfg),
 		IcebergNamespace:      NewIcebergNamespaceClient(cfg),
 		IcebergTable:          NewIcebergTableClient(cfg),
+		IcebergView:           NewIcebergViewClient(cfg),
 		IdempotencyKey:        NewIdempotencyKeyClient(cfg),
 		Label:                 NewLabelClient(cfg),
 		LineageEdge:           NewLineageEdgeClient(cfg),
@@ -398,6 +416,7 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		ReconciliationWindow:  NewReconciliationWindowClient(cfg),
 		Run:                   NewRunClient(cfg),
 		RunIO:                 NewRunIOClient(cfg),
+		RunVersion:            NewRunVersionClient(cfg),
 		SchemaChange:          NewSchemaChangeClient(cfg),
 		SearchDoc:             NewSearchDocClient(cfg),
 		SearchFacet:           NewSearchFacetClient(cfg),
@@ -411,6 +430,7 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		UsageJobDaily:         NewUsageJobDailyClient(cfg),
 		UsageName:             NewUsageNameClient(cfg),
 		UsagePending:          NewUsagePendingClient(cfg),
+		VersionCursor:         NewVersionCursorClient(cfg),
 		WebSession:            NewWebSessionClient(cfg),
 		Webhook:               NewWebhookClient(cfg),
 	}, nil
@@ -449,6 +469,7 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		Column:                NewColumnClient(cfg),
 		ColumnEdge:            NewColumnEdgeClient(cfg),
 		DatasetMigration:      NewDatasetMigrationClient(cfg),
+		DatasetVersion:        NewDatasetVersionClient(cfg),
 		ExternalID:            NewExternalIDClient(cfg),
 		GlossaryTerm:          NewGlossaryTermClient(cfg),
 		IcebergCommit:         NewIcebergCommitClient(cfg),
@@ -457,6 +478,7 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		IcebergManifestList:   NewIcebergManifestListClient(cfg),
 		IcebergNamespace:      NewIcebergNamespaceClient(cfg),
 		IcebergTable:          NewIcebergTableClient(cfg),
+		IcebergView:           NewIcebergViewClient(cfg),
 		IdempotencyKey:        NewIdempotencyKeyClient(cfg),
 		Label:                 NewLabelClient(cfg),
 		LineageEdge:           NewLineageEdgeClient(cfg),
@@ -474,6 +496,7 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		ReconciliationWindow:  NewReconciliationWindowClient(cfg),
 		Run:                   NewRunClient(cfg),
 		RunIO:                 NewRunIOClient(cfg),
+		RunVersion:            NewRunVersionClient(cfg),
 		SchemaChange:          NewSchemaChangeClient(cfg),
 		SearchDoc:             NewSearchDocClient(cfg),
 		SearchFacet:           NewSearchFacetClient(cfg),
@@ -487,6 +510,7 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		UsageJobDaily:         NewUsageJobDailyClient(cfg),
 		UsageName:             NewUsageNameClient(cfg),
 		UsagePending:          NewUsagePendingClient(cfg),
+		VersionCursor:         NewVersionCursorClient(cfg),
 		WebSession:            NewWebSessionClient(cfg),
 		Webhook:               NewWebhookClient(cfg),
 	}, nil
@@ -521,16 +545,17 @@ func (c *Client) Use(hooks ...Hook) {
 		c.APIToken, c.Asset, c.AssetFacet, c.AssetName, c.AuditEvent, c.Classification,
 		c.CleanupExemption, c.CleanupLease, c.CleanupObservation, c.CleanupRefCheck,
 		c.CleanupRefCheckUnit, c.CleanupScan, c.CleanupScanRequest, c.CleanupShardWalk,
-		c.Column, c.ColumnEdge, c.DatasetMigration, c.ExternalID, c.GlossaryTerm,
-		c.IcebergCommit, c.IcebergInventoryFile, c.IcebergManifest,
-		c.IcebergManifestList, c.IcebergNamespace, c.IcebergTable, c.IdempotencyKey,
-		c.Label, c.LineageEdge, c.LineageEvent, c.LineageState, c.MigrationEvent,
-		c.NotifyCursor, c.OutboxMessage, c.Owner, c.Proposal, c.ProposalFile,
-		c.ProposalStep, c.ReconciliationFinding, c.ReconciliationRun,
-		c.ReconciliationWindow, c.Run, c.RunIO, c.SchemaChange, c.SearchDoc,
-		c.SearchFacet, c.Subscription, c.SuggestionDecision, c.TableSync,
+		c.Column, c.ColumnEdge, c.DatasetMigration, c.DatasetVersion, c.ExternalID,
+		c.GlossaryTerm, c.IcebergCommit, c.IcebergInventoryFile, c.IcebergManifest,
+		c.IcebergManifestList, c.IcebergNamespace, c.IcebergTable, c.IcebergView,
+		c.IdempotencyKey, c.Label, c.LineageEdge, c.LineageEvent, c.LineageState,
+		c.MigrationEvent, c.NotifyCursor, c.OutboxMessage, c.Owner, c.Proposal,
+		c.ProposalFile, c.ProposalStep, c.ReconciliationFinding, c.ReconciliationRun,
+		c.ReconciliationWindow, c.Run, c.RunIO, c.RunVersion, c.SchemaChange,
+		c.SearchDoc, c.SearchFacet, c.Subscription, c.SuggestionDecision, c.TableSync,
 		c.UsageActorDaily, c.UsageActorMonthly, c.UsageDaily, c.UsageEvent,
-		c.UsageJobDaily, c.UsageName, c.UsagePending, c.WebSession, c.Webhook,
+		c.UsageJobDaily, c.UsageName, c.UsagePending, c.VersionCursor, c.WebSession,
+		c.Webhook,
 	} {
 		n.Use(hooks...)
 	}
@@ -543,16 +568,17 @@ func (c *Client) Intercept(interceptors ...Interceptor) {
 		c.APIToken, c.Asset, c.AssetFacet, c.AssetName, c.AuditEvent, c.Classification,
 		c.CleanupExemption, c.CleanupLease, c.CleanupObservation, c.CleanupRefCheck,
 		c.CleanupRefCheckUnit, c.CleanupScan, c.CleanupScanRequest, c.CleanupShardWalk,
-		c.Column, c.ColumnEdge, c.DatasetMigration, c.ExternalID, c.GlossaryTerm,
-		c.IcebergCommit, c.IcebergInventoryFile, c.IcebergManifest,
-		c.IcebergManifestList, c.IcebergNamespace, c.IcebergTable, c.IdempotencyKey,
-		c.Label, c.LineageEdge, c.LineageEvent, c.LineageState, c.MigrationEvent,
-		c.NotifyCursor, c.OutboxMessage, c.Owner, c.Proposal, c.ProposalFile,
-		c.ProposalStep, c.ReconciliationFinding, c.ReconciliationRun,
-		c.ReconciliationWindow, c.Run, c.RunIO, c.SchemaChange, c.SearchDoc,
-		c.SearchFacet, c.Subscription, c.SuggestionDecision, c.TableSync,
+		c.Column, c.ColumnEdge, c.DatasetMigration, c.DatasetVersion, c.ExternalID,
+		c.GlossaryTerm, c.IcebergCommit, c.IcebergInventoryFile, c.IcebergManifest,
+		c.IcebergManifestList, c.IcebergNamespace, c.IcebergTable, c.IcebergView,
+		c.IdempotencyKey, c.Label, c.LineageEdge, c.LineageEvent, c.LineageState,
+		c.MigrationEvent, c.NotifyCursor, c.OutboxMessage, c.Owner, c.Proposal,
+		c.ProposalFile, c.ProposalStep, c.ReconciliationFinding, c.ReconciliationRun,
+		c.ReconciliationWindow, c.Run, c.RunIO, c.RunVersion, c.SchemaChange,
+		c.SearchDoc, c.SearchFacet, c.Subscription, c.SuggestionDecision, c.TableSync,
 		c.UsageActorDaily, c.UsageActorMonthly, c.UsageDaily, c.UsageEvent,
-		c.UsageJobDaily, c.UsageName, c.UsagePending, c.WebSession, c.Webhook,
+		c.UsageJobDaily, c.UsageName, c.UsagePending, c.VersionCursor, c.WebSession,
+		c.Webhook,
 	} {
 		n.Intercept(interceptors...)
 	}
@@ -595,6 +621,8 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.ColumnEdge.mutate(ctx, m)
 	case *DatasetMigrationMutation:
 		return c.DatasetMigration.mutate(ctx, m)
+	case *DatasetVersionMutation:
+		return c.DatasetVersion.mutate(ctx, m)
 	case *ExternalIDMutation:
 		return c.ExternalID.mutate(ctx, m)
 	case *GlossaryTermMutation:
@@ -611,6 +639,8 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.IcebergNamespace.mutate(ctx, m)
 	case *IcebergTableMutation:
 		return c.IcebergTable.mutate(ctx, m)
+	case *IcebergViewMutation:
+		return c.IcebergView.mutate(ctx, m)
 	case *IdempotencyKeyMutation:
 		return c.IdempotencyKey.mutate(ctx, m)
 	case *LabelMutation:
@@ -645,6 +675,8 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.Run.mutate(ctx, m)
 	case *RunIOMutation:
 		return c.RunIO.mutate(ctx, m)
+	case *RunVersionMutation:
+		return c.RunVersion.mutate(ctx, m)
 	case *SchemaChangeMutation:
 		return c.SchemaChange.mutate(ctx, m)
 	case *SearchDocMutation:
@@ -671,6 +703,8 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.UsageName.mutate(ctx, m)
 	case *UsagePendingMutation:
 		return c.UsagePending.mutate(ctx, m)
+	case *VersionCursorMutation:
+		return c.VersionCursor.mutate(ctx, m)
 	case *WebSessionMutation:
 		return c.WebSession.mutate(ctx, m)
 	case *WebhookMutation:
@@ -3006,6 +3040,139 @@ func (c *DatasetMigrationClient) mutate(ctx context.Context, m *DatasetMigration
 	}
 }
 
+// DatasetVersionClient is a client for the DatasetVersion schema.
+type DatasetVersionClient struct {
+	config
+}
+
+// NewDatasetVersionClient returns a client for the DatasetVersion from the given config.
+func NewDatasetVersionClient(c config) *DatasetVersionClient {
+	return &DatasetVersionClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `datasetversion.Hooks(f(g(h())))`.
+func (c *DatasetVersionClient) Use(hooks ...Hook) {
+	c.hooks.DatasetVersion = append(c.hooks.DatasetVersion, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `datasetversion.Intercept(f(g(h())))`.
+func (c *DatasetVersionClient) Intercept(interceptors ...Interceptor) {
+	c.inters.DatasetVersion = append(c.inters.DatasetVersion, interceptors...)
+}
+
+// Create returns a builder for creating a DatasetVersion entity.
+func (c *DatasetVersionClient) Create() *DatasetVersionCreate {
+	mutation := newDatasetVersionMutation(c.config, OpCreate)
+	return &DatasetVersionCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of DatasetVersion entities.
+func (c *DatasetVersionClient) CreateBulk(builders ...*DatasetVersionCreate) *DatasetVersionCreateBulk {
+	return &DatasetVersionCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *DatasetVersionClient) MapCreateBulk(slice any, setFunc func(*DatasetVersionCreate, int)) *DatasetVersionCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &DatasetVersionCreateBulk{err: fmt.Errorf("calling to DatasetVersionClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*DatasetVersionCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &DatasetVersionCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for DatasetVersion.
+func (c *DatasetVersionClient) Update() *DatasetVersionUpdate {
+	mutation := newDatasetVersionMutation(c.config, OpUpdate)
+	return &DatasetVersionUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *DatasetVersionClient) UpdateOne(_m *DatasetVersion) *DatasetVersionUpdateOne {
+	mutation := newDatasetVersionMutation(c.config, OpUpdateOne, withDatasetVersion(_m))
+	return &DatasetVersionUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *DatasetVersionClient) UpdateOneID(id uuid.UUID) *DatasetVersionUpdateOne {
+	mutation := newDatasetVersionMutation(c.config, OpUpdateOne, withDatasetVersionID(id))
+	return &DatasetVersionUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for DatasetVersion.
+func (c *DatasetVersionClient) Delete() *DatasetVersionDelete {
+	mutation := newDatasetVersionMutation(c.config, OpDelete)
+	return &DatasetVersionDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *DatasetVersionClient) DeleteOne(_m *DatasetVersion) *DatasetVersionDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *DatasetVersionClient) DeleteOneID(id uuid.UUID) *DatasetVersionDeleteOne {
+	builder := c.Delete().Where(datasetversion.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &DatasetVersionDeleteOne{builder}
+}
+
+// Query returns a query builder for DatasetVersion.
+func (c *DatasetVersionClient) Query() *DatasetVersionQuery {
+	return &DatasetVersionQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeDatasetVersion},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a DatasetVersion entity by its id.
+func (c *DatasetVersionClient) Get(ctx context.Context, id uuid.UUID) (*DatasetVersion, error) {
+	return c.Query().Where(datasetversion.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *DatasetVersionClient) GetX(ctx context.Context, id uuid.UUID) *DatasetVersion {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *DatasetVersionClient) Hooks() []Hook {
+	return c.hooks.DatasetVersion
+}
+
+// Interceptors returns the client interceptors.
+func (c *DatasetVersionClient) Interceptors() []Interceptor {
+	return c.inters.DatasetVersion
+}
+
+func (c *DatasetVersionClient) mutate(ctx context.Context, m *DatasetVersionMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&DatasetVersionCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&DatasetVersionUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&DatasetVersionUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&DatasetVersionDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown DatasetVersion mutation op: %q", m.Op())
+	}
+}
+
 // ExternalIDClient is a client for the ExternalID schema.
 type ExternalIDClient struct {
 	config
@@ -4083,6 +4250,139 @@ func (c *IcebergTableClient) mutate(ctx context.Context, m *IcebergTableMutation
 		return (&IcebergTableDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
 	default:
 		return nil, fmt.Errorf("ent: unknown IcebergTable mutation op: %q", m.Op())
+	}
+}
+
+// IcebergViewClient is a client for the IcebergView schema.
+type IcebergViewClient struct {
+	config
+}
+
+// NewIcebergViewClient returns a client for the IcebergView from the given config.
+func NewIcebergViewClient(c config) *IcebergViewClient {
+	return &IcebergViewClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `icebergview.Hooks(f(g(h())))`.
+func (c *IcebergViewClient) Use(hooks ...Hook) {
+	c.hooks.IcebergView = append(c.hooks.IcebergView, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `icebergview.Intercept(f(g(h())))`.
+func (c *IcebergViewClient) Intercept(interceptors ...Interceptor) {
+	c.inters.IcebergView = append(c.inters.IcebergView, interceptors...)
+}
+
+// Create returns a builder for creating a IcebergView entity.
+func (c *IcebergViewClient) Create() *IcebergViewCreate {
+	mutation := newIcebergViewMutation(c.config, OpCreate)
+	return &IcebergViewCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of IcebergView entities.
+func (c *IcebergViewClient) CreateBulk(builders ...*IcebergViewCreate) *IcebergViewCreateBulk {
+	return &IcebergViewCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *IcebergViewClient) MapCreateBulk(slice any, setFunc func(*IcebergViewCreate, int)) *IcebergViewCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &IcebergViewCreateBulk{err: fmt.Errorf("calling to IcebergViewClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*IcebergViewCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &IcebergViewCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for IcebergView.
+func (c *IcebergViewClient) Update() *IcebergViewUpdate {
+	mutation := newIcebergViewMutation(c.config, OpUpdate)
+	return &IcebergViewUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *IcebergViewClient) UpdateOne(_m *IcebergView) *IcebergViewUpdateOne {
+	mutation := newIcebergViewMutation(c.config, OpUpdateOne, withIcebergView(_m))
+	return &IcebergViewUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *IcebergViewClient) UpdateOneID(id uuid.UUID) *IcebergViewUpdateOne {
+	mutation := newIcebergViewMutation(c.config, OpUpdateOne, withIcebergViewID(id))
+	return &IcebergViewUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for IcebergView.
+func (c *IcebergViewClient) Delete() *IcebergViewDelete {
+	mutation := newIcebergViewMutation(c.config, OpDelete)
+	return &IcebergViewDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *IcebergViewClient) DeleteOne(_m *IcebergView) *IcebergViewDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *IcebergViewClient) DeleteOneID(id uuid.UUID) *IcebergViewDeleteOne {
+	builder := c.Delete().Where(icebergview.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &IcebergViewDeleteOne{builder}
+}
+
+// Query returns a query builder for IcebergView.
+func (c *IcebergViewClient) Query() *IcebergViewQuery {
+	return &IcebergViewQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeIcebergView},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a IcebergView entity by its id.
+func (c *IcebergViewClient) Get(ctx context.Context, id uuid.UUID) (*IcebergView, error) {
+	return c.Query().Where(icebergview.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *IcebergViewClient) GetX(ctx context.Context, id uuid.UUID) *IcebergView {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *IcebergViewClient) Hooks() []Hook {
+	return c.hooks.IcebergView
+}
+
+// Interceptors returns the client interceptors.
+func (c *IcebergViewClient) Interceptors() []Interceptor {
+	return c.inters.IcebergView
+}
+
+func (c *IcebergViewClient) mutate(ctx context.Context, m *IcebergViewMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&IcebergViewCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&IcebergViewUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&IcebergViewUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&IcebergViewDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown IcebergView mutation op: %q", m.Op())
 	}
 }
 
@@ -6363,6 +6663,139 @@ func (c *RunIOClient) mutate(ctx context.Context, m *RunIOMutation) (Value, erro
 	}
 }
 
+// RunVersionClient is a client for the RunVersion schema.
+type RunVersionClient struct {
+	config
+}
+
+// NewRunVersionClient returns a client for the RunVersion from the given config.
+func NewRunVersionClient(c config) *RunVersionClient {
+	return &RunVersionClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `runversion.Hooks(f(g(h())))`.
+func (c *RunVersionClient) Use(hooks ...Hook) {
+	c.hooks.RunVersion = append(c.hooks.RunVersion, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `runversion.Intercept(f(g(h())))`.
+func (c *RunVersionClient) Intercept(interceptors ...Interceptor) {
+	c.inters.RunVersion = append(c.inters.RunVersion, interceptors...)
+}
+
+// Create returns a builder for creating a RunVersion entity.
+func (c *RunVersionClient) Create() *RunVersionCreate {
+	mutation := newRunVersionMutation(c.config, OpCreate)
+	return &RunVersionCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of RunVersion entities.
+func (c *RunVersionClient) CreateBulk(builders ...*RunVersionCreate) *RunVersionCreateBulk {
+	return &RunVersionCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *RunVersionClient) MapCreateBulk(slice any, setFunc func(*RunVersionCreate, int)) *RunVersionCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &RunVersionCreateBulk{err: fmt.Errorf("calling to RunVersionClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*RunVersionCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &RunVersionCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for RunVersion.
+func (c *RunVersionClient) Update() *RunVersionUpdate {
+	mutation := newRunVersionMutation(c.config, OpUpdate)
+	return &RunVersionUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *RunVersionClient) UpdateOne(_m *RunVersion) *RunVersionUpdateOne {
+	mutation := newRunVersionMutation(c.config, OpUpdateOne, withRunVersion(_m))
+	return &RunVersionUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *RunVersionClient) UpdateOneID(id uuid.UUID) *RunVersionUpdateOne {
+	mutation := newRunVersionMutation(c.config, OpUpdateOne, withRunVersionID(id))
+	return &RunVersionUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for RunVersion.
+func (c *RunVersionClient) Delete() *RunVersionDelete {
+	mutation := newRunVersionMutation(c.config, OpDelete)
+	return &RunVersionDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *RunVersionClient) DeleteOne(_m *RunVersion) *RunVersionDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *RunVersionClient) DeleteOneID(id uuid.UUID) *RunVersionDeleteOne {
+	builder := c.Delete().Where(runversion.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &RunVersionDeleteOne{builder}
+}
+
+// Query returns a query builder for RunVersion.
+func (c *RunVersionClient) Query() *RunVersionQuery {
+	return &RunVersionQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeRunVersion},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a RunVersion entity by its id.
+func (c *RunVersionClient) Get(ctx context.Context, id uuid.UUID) (*RunVersion, error) {
+	return c.Query().Where(runversion.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *RunVersionClient) GetX(ctx context.Context, id uuid.UUID) *RunVersion {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *RunVersionClient) Hooks() []Hook {
+	return c.hooks.RunVersion
+}
+
+// Interceptors returns the client interceptors.
+func (c *RunVersionClient) Interceptors() []Interceptor {
+	return c.inters.RunVersion
+}
+
+func (c *RunVersionClient) mutate(ctx context.Context, m *RunVersionMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&RunVersionCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&RunVersionUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&RunVersionUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&RunVersionDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown RunVersion mutation op: %q", m.Op())
+	}
+}
+
 // SchemaChangeClient is a client for the SchemaChange schema.
 type SchemaChangeClient struct {
 	config
@@ -8092,6 +8525,139 @@ func (c *UsagePendingClient) mutate(ctx context.Context, m *UsagePendingMutation
 	}
 }
 
+// VersionCursorClient is a client for the VersionCursor schema.
+type VersionCursorClient struct {
+	config
+}
+
+// NewVersionCursorClient returns a client for the VersionCursor from the given config.
+func NewVersionCursorClient(c config) *VersionCursorClient {
+	return &VersionCursorClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `versioncursor.Hooks(f(g(h())))`.
+func (c *VersionCursorClient) Use(hooks ...Hook) {
+	c.hooks.VersionCursor = append(c.hooks.VersionCursor, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `versioncursor.Intercept(f(g(h())))`.
+func (c *VersionCursorClient) Intercept(interceptors ...Interceptor) {
+	c.inters.VersionCursor = append(c.inters.VersionCursor, interceptors...)
+}
+
+// Create returns a builder for creating a VersionCursor entity.
+func (c *VersionCursorClient) Create() *VersionCursorCreate {
+	mutation := newVersionCursorMutation(c.config, OpCreate)
+	return &VersionCursorCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of VersionCursor entities.
+func (c *VersionCursorClient) CreateBulk(builders ...*VersionCursorCreate) *VersionCursorCreateBulk {
+	return &VersionCursorCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *VersionCursorClient) MapCreateBulk(slice any, setFunc func(*VersionCursorCreate, int)) *VersionCursorCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &VersionCursorCreateBulk{err: fmt.Errorf("calling to VersionCursorClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*VersionCursorCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &VersionCursorCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for VersionCursor.
+func (c *VersionCursorClient) Update() *VersionCursorUpdate {
+	mutation := newVersionCursorMutation(c.config, OpUpdate)
+	return &VersionCursorUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *VersionCursorClient) UpdateOne(_m *VersionCursor) *VersionCursorUpdateOne {
+	mutation := newVersionCursorMutation(c.config, OpUpdateOne, withVersionCursor(_m))
+	return &VersionCursorUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *VersionCursorClient) UpdateOneID(id string) *VersionCursorUpdateOne {
+	mutation := newVersionCursorMutation(c.config, OpUpdateOne, withVersionCursorID(id))
+	return &VersionCursorUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for VersionCursor.
+func (c *VersionCursorClient) Delete() *VersionCursorDelete {
+	mutation := newVersionCursorMutation(c.config, OpDelete)
+	return &VersionCursorDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *VersionCursorClient) DeleteOne(_m *VersionCursor) *VersionCursorDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *VersionCursorClient) DeleteOneID(id string) *VersionCursorDeleteOne {
+	builder := c.Delete().Where(versioncursor.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &VersionCursorDeleteOne{builder}
+}
+
+// Query returns a query builder for VersionCursor.
+func (c *VersionCursorClient) Query() *VersionCursorQuery {
+	return &VersionCursorQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeVersionCursor},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a VersionCursor entity by its id.
+func (c *VersionCursorClient) Get(ctx context.Context, id string) (*VersionCursor, error) {
+	return c.Query().Where(versioncursor.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *VersionCursorClient) GetX(ctx context.Context, id string) *VersionCursor {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *VersionCursorClient) Hooks() []Hook {
+	return c.hooks.VersionCursor
+}
+
+// Interceptors returns the client interceptors.
+func (c *VersionCursorClient) Interceptors() []Interceptor {
+	return c.inters.VersionCursor
+}
+
+func (c *VersionCursorClient) mutate(ctx context.Context, m *VersionCursorMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&VersionCursorCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&VersionCursorUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&VersionCursorUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&VersionCursorDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown VersionCursor mutation op: %q", m.Op())
+	}
+}
+
 // WebSessionClient is a client for the WebSession schema.
 type WebSessionClient struct {
 	config
@@ -8364,28 +8930,30 @@ type (
 		APIToken, Asset, AssetFacet, AssetName, AuditEvent, Classification,
 		CleanupExemption, CleanupLease, CleanupObservation, CleanupRefCheck,
 		CleanupRefCheckUnit, CleanupScan, CleanupScanRequest, CleanupShardWalk, Column,
-		ColumnEdge, DatasetMigration, ExternalID, GlossaryTerm, IcebergCommit,
-		IcebergInventoryFile, IcebergManifest, IcebergManifestList, IcebergNamespace,
-		IcebergTable, IdempotencyKey, Label, LineageEdge, LineageEvent, LineageState,
-		MigrationEvent, NotifyCursor, OutboxMessage, Owner, Proposal, ProposalFile,
-		ProposalStep, ReconciliationFinding, ReconciliationRun, ReconciliationWindow,
-		Run, RunIO, SchemaChange, SearchDoc, SearchFacet, Subscription,
+		ColumnEdge, DatasetMigration, DatasetVersion, ExternalID, GlossaryTerm,
+		IcebergCommit, IcebergInventoryFile, IcebergManifest, IcebergManifestList,
+		IcebergNamespace, IcebergTable, IcebergView, IdempotencyKey, Label,
+		LineageEdge, LineageEvent, LineageState, MigrationEvent, NotifyCursor,
+		OutboxMessage, Owner, Proposal, ProposalFile, ProposalStep,
+		ReconciliationFinding, ReconciliationRun, ReconciliationWindow, Run, RunIO,
+		RunVersion, SchemaChange, SearchDoc, SearchFacet, Subscription,
 		SuggestionDecision, TableSync, UsageActorDaily, UsageActorMonthly, UsageDaily,
-		UsageEvent, UsageJobDaily, UsageName, UsagePending, WebSession,
+		UsageEvent, UsageJobDaily, UsageName, UsagePending, VersionCursor, WebSession,
 		Webhook []ent.Hook
 	}
 	inters struct {
 		APIToken, Asset, AssetFacet, AssetName, AuditEvent, Classification,
 		CleanupExemption, CleanupLease, CleanupObservation, CleanupRefCheck,
 		CleanupRefCheckUnit, CleanupScan, CleanupScanRequest, CleanupShardWalk, Column,
-		ColumnEdge, DatasetMigration, ExternalID, GlossaryTerm, IcebergCommit,
-		IcebergInventoryFile, IcebergManifest, IcebergManifestList, IcebergNamespace,
-		IcebergTable, IdempotencyKey, Label, LineageEdge, LineageEvent, LineageState,
-		MigrationEvent, NotifyCursor, OutboxMessage, Owner, Proposal, ProposalFile,
-		ProposalStep, ReconciliationFinding, ReconciliationRun, ReconciliationWindow,
-		Run, RunIO, SchemaChange, SearchDoc, SearchFacet, Subscription,
+		ColumnEdge, DatasetMigration, DatasetVersion, ExternalID, GlossaryTerm,
+		IcebergCommit, IcebergInventoryFile, IcebergManifest, IcebergManifestList,
+		IcebergNamespace, IcebergTable, IcebergView, IdempotencyKey, Label,
+		LineageEdge, LineageEvent, LineageState, MigrationEvent, NotifyCursor,
+		OutboxMessage, Owner, Proposal, ProposalFile, ProposalStep,
+		ReconciliationFinding, ReconciliationRun, ReconciliationWindow, Run, RunIO,
+		RunVersion, SchemaChange, SearchDoc, SearchFacet, Subscription,
 		SuggestionDecision, TableSync, UsageActorDaily, UsageActorMonthly, UsageDaily,
-		UsageEvent, UsageJobDaily, UsageName, UsagePending, WebSession,
+		UsageEvent, UsageJobDaily, UsageName, UsagePending, VersionCursor, WebSession,
 		Webhook []ent.Interceptor
 	}
 )

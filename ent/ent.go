@@ -29,6 +29,7 @@ import (
 	"github.com/tidemark/tidemark/ent/column"
 	"github.com/tidemark/tidemark/ent/columnedge"
 	"github.com/tidemark/tidemark/ent/datasetmigration"
+	"github.com/tidemark/tidemark/ent/datasetversion"
 	"github.com/tidemark/tidemark/ent/externalid"
 	"github.com/tidemark/tidemark/ent/glossaryterm"
 	"github.com/tidemark/tidemark/ent/icebergcommit"
@@ -37,6 +38,7 @@ import (
 	"github.com/tidemark/tidemark/ent/icebergmanifestlist"
 	"github.com/tidemark/tidemark/ent/icebergnamespace"
 	"github.com/tidemark/tidemark/ent/icebergtable"
+	"github.com/tidemark/tidemark/ent/icebergview"
 	"github.com/tidemark/tidemark/ent/idempotencykey"
 	"github.com/tidemark/tidemark/ent/label"
 	"github.com/tidemark/tidemark/ent/lineageedge"
@@ -54,6 +56,7 @@ import (
 	"github.com/tidemark/tidemark/ent/reconciliationwindow"
 	"github.com/tidemark/tidemark/ent/run"
 	"github.com/tidemark/tidemark/ent/runio"
+	"github.com/tidemark/tidemark/ent/runversion"
 	"github.com/tidemark/tidemark/ent/schemachange"
 	"github.com/tidemark/tidemark/ent/searchdoc"
 	"github.com/tidemark/tidemark/ent/searchfacet"
@@ -67,6 +70,7 @@ import (
 	"github.com/tidemark/tidemark/ent/usagejobdaily"
 	"github.com/tidemark/tidemark/ent/usagename"
 	"github.com/tidemark/tidemark/ent/usagepending"
+	"github.com/tidemark/tidemark/ent/versioncursor"
 	"github.com/tidemark/tidemark/ent/webhook"
 	"github.com/tidemark/tidemark/ent/websession"
 )
@@ -146,6 +150,7 @@ func checkColumn(t, c string) error {
 			column.Table:                column.ValidColumn,
 			columnedge.Table:            columnedge.ValidColumn,
 			datasetmigration.Table:      datasetmigration.ValidColumn,
+			datasetversion.Table:        datasetversion.ValidColumn,
 			externalid.Table:            externalid.ValidColumn,
 			glossaryterm.Table:          glossaryterm.ValidColumn,
 			icebergcommit.Table:         icebergcommit.ValidColumn,
@@ -154,6 +159,7 @@ func checkColumn(t, c string) error {
 			icebergmanifestlist.Table:   icebergmanifestlist.ValidColumn,
 			icebergnamespace.Table:      icebergnamespace.ValidColumn,
 			icebergtable.Table:          icebergtable.ValidColumn,
+			icebergview.Table:           icebergview.ValidColumn,
 			idempotencykey.Table:        idempotencykey.ValidColumn,
 			label.Table:                 label.ValidColumn,
 			lineageedge.Table:           lineageedge.ValidColumn,
@@ -171,6 +177,7 @@ func checkColumn(t, c string) error {
 			reconciliationwindow.Table:  reconciliationwindow.ValidColumn,
 			run.Table:                   run.ValidColumn,
 			runio.Table:                 runio.ValidColumn,
+			runversion.Table:            runversion.ValidColumn,
 			schemachange.Table:          schemachange.ValidColumn,
 			searchdoc.Table:             searchdoc.ValidColumn,
 			searchfacet.Table:           searchfacet.ValidColumn,
@@ -184,6 +191,7 @@ func checkColumn(t, c string) error {
 			usagejobdaily.Table:         usagejobdaily.ValidColumn,
 			usagename.Table:             usagename.ValidColumn,
 			usagepending.Table:          usagepending.ValidColumn,
+			versioncursor.Table:         versioncursor.ValidColumn,
 			websession.Table:            websession.ValidColumn,
 			webhook.Table:               webhook.ValidColumn,
 		})

@@ -35,7 +35,9 @@ type IcebergInventoryFile struct {
 	// Records holds the value of the "records" field.
 	Records int64 `json:"records,omitempty"`
 	// RecordedAt holds the value of the "recorded_at" field.
-	RecordedAt   time.Time `json:"recorded_at,omitempty"`
+	RecordedAt time.Time `json:"recorded_at,omitempty"`
+	// Actor holds the value of the "actor" field.
+	Actor        string `json:"actor,omitempty"`
 	selectValues sql.SelectValues
 }
 
@@ -46,7 +48,7 @@ func (*IcebergInventoryFile) scanValues(columns []string) ([]any, error) {
 		switch columns[i] {
 		case iceberginventoryfile.FieldSnapshotID, iceberginventoryfile.FieldSize, iceberginventoryfile.FieldRecords:
 			values[i] = new(sql.NullInt64)
-		case iceberginventoryfile.FieldPath, iceberginventoryfile.FieldKind, iceberginventoryfile.FieldChange:
+		case iceberginventoryfile.FieldPath, iceberginventoryfile.FieldKind, iceberginventoryfile.FieldChange, iceberginventoryfile.FieldActor:
 			values[i] = new(sql.NullString)
 		case iceberginventoryfile.FieldRecordedAt:
 			values[i] = new(sql.NullTime)
@@ -127,6 +129,12 @@ func (_m *IcebergInventoryFile) assignValues(columns []string, values []any) err
 			} else if value.Valid {
 				_m.RecordedAt = value.Time
 			}
+		case iceberginventoryfile.FieldActor:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field actor", values[i])
+			} else if value.Valid {
+				_m.Actor = value.String
+			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
 		}
@@ -189,6 +197,9 @@ func (_m *IcebergInventoryFile) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("recorded_at=")
 	builder.WriteString(_m.RecordedAt.Format(time.ANSIC))
+	builder.WriteString(", ")
+	builder.WriteString("actor=")
+	builder.WriteString(_m.Actor)
 	builder.WriteByte(')')
 	return builder.String()
 }

@@ -99,6 +99,20 @@ func (_c *IcebergInventoryFileCreate) SetRecordedAt(v time.Time) *IcebergInvento
 	return _c
 }
 
+// SetActor sets the "actor" field.
+func (_c *IcebergInventoryFileCreate) SetActor(v string) *IcebergInventoryFileCreate {
+	_c.mutation.SetActor(v)
+	return _c
+}
+
+// SetNillableActor sets the "actor" field if the given value is not nil.
+func (_c *IcebergInventoryFileCreate) SetNillableActor(v *string) *IcebergInventoryFileCreate {
+	if v != nil {
+		_c.SetActor(*v)
+	}
+	return _c
+}
+
 // SetID sets the "id" field.
 func (_c *IcebergInventoryFileCreate) SetID(v uuid.UUID) *IcebergInventoryFileCreate {
 	_c.mutation.SetID(v)
@@ -160,6 +174,10 @@ func (_c *IcebergInventoryFileCreate) defaults() {
 		v := iceberginventoryfile.DefaultRecords
 		_c.mutation.SetRecords(v)
 	}
+	if _, ok := _c.mutation.Actor(); !ok {
+		v := iceberginventoryfile.DefaultActor
+		_c.mutation.SetActor(v)
+	}
 	if _, ok := _c.mutation.ID(); !ok {
 		v := iceberginventoryfile.DefaultID()
 		_c.mutation.SetID(v)
@@ -194,6 +212,9 @@ func (_c *IcebergInventoryFileCreate) check() error {
 	}
 	if _, ok := _c.mutation.RecordedAt(); !ok {
 		return &ValidationError{Name: "recorded_at", err: errors.New(`ent: missing required field "IcebergInventoryFile.recorded_at"`)}
+	}
+	if _, ok := _c.mutation.Actor(); !ok {
+		return &ValidationError{Name: "actor", err: errors.New(`ent: missing required field "IcebergInventoryFile.actor"`)}
 	}
 	return nil
 }
@@ -265,6 +286,10 @@ func (_c *IcebergInventoryFileCreate) createSpec() (*IcebergInventoryFile, *sqlg
 	if value, ok := _c.mutation.RecordedAt(); ok {
 		_spec.SetField(iceberginventoryfile.FieldRecordedAt, field.TypeTime, value)
 		_node.RecordedAt = value
+	}
+	if value, ok := _c.mutation.Actor(); ok {
+		_spec.SetField(iceberginventoryfile.FieldActor, field.TypeString, value)
+		_node.Actor = value
 	}
 	return _node, _spec
 }

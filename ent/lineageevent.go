@@ -32,6 +32,8 @@ type LineageEvent struct {
 	JobAssetID *uuid.UUID `json:"job_asset_id,omitempty"`
 	// Producer holds the value of the "producer" field.
 	Producer string `json:"producer,omitempty"`
+	// Principal holds the value of the "principal" field.
+	Principal string `json:"principal,omitempty"`
 	// Payload holds the value of the "payload" field.
 	Payload string `json:"payload,omitempty"`
 	// ReceivedAt holds the value of the "received_at" field.
@@ -46,7 +48,7 @@ func (*LineageEvent) scanValues(columns []string) ([]any, error) {
 		switch columns[i] {
 		case lineageevent.FieldJobAssetID:
 			values[i] = &sql.NullScanner{S: new(uuid.UUID)}
-		case lineageevent.FieldEventKey, lineageevent.FieldKind, lineageevent.FieldEventType, lineageevent.FieldRunID, lineageevent.FieldProducer, lineageevent.FieldPayload:
+		case lineageevent.FieldEventKey, lineageevent.FieldKind, lineageevent.FieldEventType, lineageevent.FieldRunID, lineageevent.FieldProducer, lineageevent.FieldPrincipal, lineageevent.FieldPayload:
 			values[i] = new(sql.NullString)
 		case lineageevent.FieldEventTime, lineageevent.FieldReceivedAt:
 			values[i] = new(sql.NullTime)
@@ -115,6 +117,12 @@ func (_m *LineageEvent) assignValues(columns []string, values []any) error {
 				return fmt.Errorf("unexpected type %T for field producer", values[i])
 			} else if value.Valid {
 				_m.Producer = value.String
+			}
+		case lineageevent.FieldPrincipal:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field principal", values[i])
+			} else if value.Valid {
+				_m.Principal = value.String
 			}
 		case lineageevent.FieldPayload:
 			if value, ok := values[i].(*sql.NullString); !ok {
@@ -186,6 +194,9 @@ func (_m *LineageEvent) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("producer=")
 	builder.WriteString(_m.Producer)
+	builder.WriteString(", ")
+	builder.WriteString("principal=")
+	builder.WriteString(_m.Principal)
 	builder.WriteString(", ")
 	builder.WriteString("payload=")
 	builder.WriteString(_m.Payload)

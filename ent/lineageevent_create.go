@@ -95,6 +95,20 @@ func (_c *LineageEventCreate) SetNillableProducer(v *string) *LineageEventCreate
 	return _c
 }
 
+// SetPrincipal sets the "principal" field.
+func (_c *LineageEventCreate) SetPrincipal(v string) *LineageEventCreate {
+	_c.mutation.SetPrincipal(v)
+	return _c
+}
+
+// SetNillablePrincipal sets the "principal" field if the given value is not nil.
+func (_c *LineageEventCreate) SetNillablePrincipal(v *string) *LineageEventCreate {
+	if v != nil {
+		_c.SetPrincipal(*v)
+	}
+	return _c
+}
+
 // SetPayload sets the "payload" field.
 func (_c *LineageEventCreate) SetPayload(v string) *LineageEventCreate {
 	_c.mutation.SetPayload(v)
@@ -168,6 +182,10 @@ func (_c *LineageEventCreate) defaults() {
 		v := lineageevent.DefaultProducer
 		_c.mutation.SetProducer(v)
 	}
+	if _, ok := _c.mutation.Principal(); !ok {
+		v := lineageevent.DefaultPrincipal
+		_c.mutation.SetPrincipal(v)
+	}
 	if _, ok := _c.mutation.ID(); !ok {
 		v := lineageevent.DefaultID()
 		_c.mutation.SetID(v)
@@ -198,6 +216,9 @@ func (_c *LineageEventCreate) check() error {
 	}
 	if _, ok := _c.mutation.Producer(); !ok {
 		return &ValidationError{Name: "producer", err: errors.New(`ent: missing required field "LineageEvent.producer"`)}
+	}
+	if _, ok := _c.mutation.Principal(); !ok {
+		return &ValidationError{Name: "principal", err: errors.New(`ent: missing required field "LineageEvent.principal"`)}
 	}
 	if _, ok := _c.mutation.Payload(); !ok {
 		return &ValidationError{Name: "payload", err: errors.New(`ent: missing required field "LineageEvent.payload"`)}
@@ -267,6 +288,10 @@ func (_c *LineageEventCreate) createSpec() (*LineageEvent, *sqlgraph.CreateSpec)
 	if value, ok := _c.mutation.Producer(); ok {
 		_spec.SetField(lineageevent.FieldProducer, field.TypeString, value)
 		_node.Producer = value
+	}
+	if value, ok := _c.mutation.Principal(); ok {
+		_spec.SetField(lineageevent.FieldPrincipal, field.TypeString, value)
+		_node.Principal = value
 	}
 	if value, ok := _c.mutation.Payload(); ok {
 		_spec.SetField(lineageevent.FieldPayload, field.TypeString, value)

@@ -30,6 +30,7 @@ import (
 	"github.com/tidemark/tidemark/ent/column"
 	"github.com/tidemark/tidemark/ent/columnedge"
 	"github.com/tidemark/tidemark/ent/datasetmigration"
+	"github.com/tidemark/tidemark/ent/datasetversion"
 	"github.com/tidemark/tidemark/ent/externalid"
 	"github.com/tidemark/tidemark/ent/glossaryterm"
 	"github.com/tidemark/tidemark/ent/icebergcommit"
@@ -38,6 +39,7 @@ import (
 	"github.com/tidemark/tidemark/ent/icebergmanifestlist"
 	"github.com/tidemark/tidemark/ent/icebergnamespace"
 	"github.com/tidemark/tidemark/ent/icebergtable"
+	"github.com/tidemark/tidemark/ent/icebergview"
 	"github.com/tidemark/tidemark/ent/idempotencykey"
 	"github.com/tidemark/tidemark/ent/label"
 	"github.com/tidemark/tidemark/ent/lineageedge"
@@ -56,6 +58,7 @@ import (
 	"github.com/tidemark/tidemark/ent/reconciliationwindow"
 	"github.com/tidemark/tidemark/ent/run"
 	"github.com/tidemark/tidemark/ent/runio"
+	"github.com/tidemark/tidemark/ent/runversion"
 	"github.com/tidemark/tidemark/ent/schemachange"
 	"github.com/tidemark/tidemark/ent/searchdoc"
 	"github.com/tidemark/tidemark/ent/searchfacet"
@@ -69,6 +72,7 @@ import (
 	"github.com/tidemark/tidemark/ent/usagejobdaily"
 	"github.com/tidemark/tidemark/ent/usagename"
 	"github.com/tidemark/tidemark/ent/usagepending"
+	"github.com/tidemark/tidemark/ent/versioncursor"
 	"github.com/tidemark/tidemark/ent/webhook"
 	"github.com/tidemark/tidemark/ent/websession"
 )
@@ -99,6 +103,7 @@ const (
 	TypeColumn                = "Column"
 	TypeColumnEdge            = "ColumnEdge"
 	TypeDatasetMigration      = "DatasetMigration"
+	TypeDatasetVersion        = "DatasetVersion"
 	TypeExternalID            = "ExternalID"
 	TypeGlossaryTerm          = "GlossaryTerm"
 	TypeIcebergCommit         = "IcebergCommit"
@@ -107,6 +112,7 @@ const (
 	TypeIcebergManifestList   = "IcebergManifestList"
 	TypeIcebergNamespace      = "IcebergNamespace"
 	TypeIcebergTable          = "IcebergTable"
+	TypeIcebergView           = "IcebergView"
 	TypeIdempotencyKey        = "IdempotencyKey"
 	TypeLabel                 = "Label"
 	TypeLineageEdge           = "LineageEdge"
@@ -124,6 +130,7 @@ const (
 	TypeReconciliationWindow  = "ReconciliationWindow"
 	TypeRun                   = "Run"
 	TypeRunIO                 = "RunIO"
+	TypeRunVersion            = "RunVersion"
 	TypeSchemaChange          = "SchemaChange"
 	TypeSearchDoc             = "SearchDoc"
 	TypeSearchFacet           = "SearchFacet"
@@ -137,6 +144,7 @@ const (
 	TypeUsageJobDaily         = "UsageJobDaily"
 	TypeUsageName             = "UsageName"
 	TypeUsagePending          = "UsagePending"
+	TypeVersionCursor         = "VersionCursor"
 	TypeWebSession            = "WebSession"
 	TypeWebhook               = "Webhook"
 )
@@ -13168,6 +13176,1317 @@ func (m *DatasetMigrationMutation) ResetEdge(name string) error {
 	return fmt.Errorf("unknown DatasetMigration edge %s", name)
 }
 
+// DatasetVersionMutation represents an operation that mutates the DatasetVersion nodes in the graph.
+type DatasetVersionMutation struct {
+	config
+	op                 Op
+	typ                string
+	id                 *uuid.UUID
+	asset_id           *uuid.UUID
+	version            *string
+	snapshot_id        *int64
+	addsnapshot_id     *int64
+	parent_version     *string
+	sequence_number    *int64
+	addsequence_number *int64
+	operation          *string
+	summary            *string
+	principal          *string
+	committed_at       *time.Time
+	source             *string
+	seen_in_table      *bool
+	commit_id          *uuid.UUID
+	run_id             *string
+	first_seen         *time.Time
+	expired_at         *time.Time
+	expired_by         *string
+	clearedFields      map[string]struct{}
+	done               bool
+	oldValue           func(context.Context) (*DatasetVersion, error)
+	predicates         []predicate.DatasetVersion
+}
+
+var _ ent.Mutation = (*DatasetVersionMutation)(nil)
+
+// datasetversionOption allows management of the mutation configuration using functional options.
+type datasetversionOption func(*DatasetVersionMutation)
+
+// newDatasetVersionMutation creates new mutation for the DatasetVersion entity.
+func newDatasetVersionMutation(c config, op Op, opts ...datasetversionOption) *DatasetVersionMutation {
+	m := &DatasetVersionMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeDatasetVersion,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withDatasetVersionID sets the ID field of the mutation.
+func withDatasetVersionID(id uuid.UUID) datasetversionOption {
+	return func(m *DatasetVersionMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *DatasetVersion
+		)
+		m.oldValue = func(ctx context.Context) (*DatasetVersion, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().DatasetVersion.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withDatasetVersion sets the old DatasetVersion of the mutation.
+func withDatasetVersion(node *DatasetVersion) datasetversionOption {
+	return func(m *DatasetVersionMutation) {
+		m.oldValue = func(context.Context) (*DatasetVersion, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m DatasetVersionMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m DatasetVersionMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of DatasetVersion entities.
+func (m *DatasetVersionMutation) SetID(id uuid.UUID) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *DatasetVersionMutation) ID() (id uuid.UUID, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *DatasetVersionMutation) IDs(ctx context.Context) ([]uuid.UUID, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []uuid.UUID{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().DatasetVersion.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetAssetID sets the "asset_id" field.
+func (m *DatasetVersionMutation) SetAssetID(u uuid.UUID) {
+	m.asset_id = &u
+}
+
+// AssetID returns the value of the "asset_id" field in the mutation.
+func (m *DatasetVersionMutation) AssetID() (r uuid.UUID, exists bool) {
+	v := m.asset_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAssetID returns the old "asset_id" field's value of the DatasetVersion entity.
+// If the DatasetVersion object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DatasetVersionMutation) OldAssetID(ctx context.Context) (v uuid.UUID, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAssetID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAssetID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAssetID: %w", err)
+	}
+	return oldValue.AssetID, nil
+}
+
+// ResetAssetID resets all changes to the "asset_id" field.
+func (m *DatasetVersionMutation) ResetAssetID() {
+	m.asset_id = nil
+}
+
+// SetVersion sets the "version" field.
+func (m *DatasetVersionMutation) SetVersion(s string) {
+	m.version = &s
+}
+
+// Version returns the value of the "version" field in the mutation.
+func (m *DatasetVersionMutation) Version() (r string, exists bool) {
+	v := m.version
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldVersion returns the old "version" field's value of the DatasetVersion entity.
+// If the DatasetVersion object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DatasetVersionMutation) OldVersion(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldVersion is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldVersion requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldVersion: %w", err)
+	}
+	return oldValue.Version, nil
+}
+
+// ResetVersion resets all changes to the "version" field.
+func (m *DatasetVersionMutation) ResetVersion() {
+	m.version = nil
+}
+
+// SetSnapshotID sets the "snapshot_id" field.
+func (m *DatasetVersionMutation) SetSnapshotID(i int64) {
+	m.snapshot_id = &i
+	m.addsnapshot_id = nil
+}
+
+// SnapshotID returns the value of the "snapshot_id" field in the mutation.
+func (m *DatasetVersionMutation) SnapshotID() (r int64, exists bool) {
+	v := m.snapshot_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSnapshotID returns the old "snapshot_id" field's value of the DatasetVersion entity.
+// If the DatasetVersion object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DatasetVersionMutation) OldSnapshotID(ctx context.Context) (v *int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSnapshotID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSnapshotID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSnapshotID: %w", err)
+	}
+	return oldValue.SnapshotID, nil
+}
+
+// AddSnapshotID adds i to the "snapshot_id" field.
+func (m *DatasetVersionMutation) AddSnapshotID(i int64) {
+	if m.addsnapshot_id != nil {
+		*m.addsnapshot_id += i
+	} else {
+		m.addsnapshot_id = &i
+	}
+}
+
+// AddedSnapshotID returns the value that was added to the "snapshot_id" field in this mutation.
+func (m *DatasetVersionMutation) AddedSnapshotID() (r int64, exists bool) {
+	v := m.addsnapshot_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ClearSnapshotID clears the value of the "snapshot_id" field.
+func (m *DatasetVersionMutation) ClearSnapshotID() {
+	m.snapshot_id = nil
+	m.addsnapshot_id = nil
+	m.clearedFields[datasetversion.FieldSnapshotID] = struct{}{}
+}
+
+// SnapshotIDCleared returns if the "snapshot_id" field was cleared in this mutation.
+func (m *DatasetVersionMutation) SnapshotIDCleared() bool {
+	_, ok := m.clearedFields[datasetversion.FieldSnapshotID]
+	return ok
+}
+
+// ResetSnapshotID resets all changes to the "snapshot_id" field.
+func (m *DatasetVersionMutation) ResetSnapshotID() {
+	m.snapshot_id = nil
+	m.addsnapshot_id = nil
+	delete(m.clearedFields, datasetversion.FieldSnapshotID)
+}
+
+// SetParentVersion sets the "parent_version" field.
+func (m *DatasetVersionMutation) SetParentVersion(s string) {
+	m.parent_version = &s
+}
+
+// ParentVersion returns the value of the "parent_version" field in the mutation.
+func (m *DatasetVersionMutation) ParentVersion() (r string, exists bool) {
+	v := m.parent_version
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldParentVersion returns the old "parent_version" field's value of the DatasetVersion entity.
+// If the DatasetVersion object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DatasetVersionMutation) OldParentVersion(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldParentVersion is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldParentVersion requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldParentVersion: %w", err)
+	}
+	return oldValue.ParentVersion, nil
+}
+
+// ResetParentVersion resets all changes to the "parent_version" field.
+func (m *DatasetVersionMutation) ResetParentVersion() {
+	m.parent_version = nil
+}
+
+// SetSequenceNumber sets the "sequence_number" field.
+func (m *DatasetVersionMutation) SetSequenceNumber(i int64) {
+	m.sequence_number = &i
+	m.addsequence_number = nil
+}
+
+// SequenceNumber returns the value of the "sequence_number" field in the mutation.
+func (m *DatasetVersionMutation) SequenceNumber() (r int64, exists bool) {
+	v := m.sequence_number
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSequenceNumber returns the old "sequence_number" field's value of the DatasetVersion entity.
+// If the DatasetVersion object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DatasetVersionMutation) OldSequenceNumber(ctx context.Context) (v *int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSequenceNumber is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSequenceNumber requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSequenceNumber: %w", err)
+	}
+	return oldValue.SequenceNumber, nil
+}
+
+// AddSequenceNumber adds i to the "sequence_number" field.
+func (m *DatasetVersionMutation) AddSequenceNumber(i int64) {
+	if m.addsequence_number != nil {
+		*m.addsequence_number += i
+	} else {
+		m.addsequence_number = &i
+	}
+}
+
+// AddedSequenceNumber returns the value that was added to the "sequence_number" field in this mutation.
+func (m *DatasetVersionMutation) AddedSequenceNumber() (r int64, exists bool) {
+	v := m.addsequence_number
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ClearSequenceNumber clears the value of the "sequence_number" field.
+func (m *DatasetVersionMutation) ClearSequenceNumber() {
+	m.sequence_number = nil
+	m.addsequence_number = nil
+	m.clearedFields[datasetversion.FieldSequenceNumber] = struct{}{}
+}
+
+// SequenceNumberCleared returns if the "sequence_number" field was cleared in this mutation.
+func (m *DatasetVersionMutation) SequenceNumberCleared() bool {
+	_, ok := m.clearedFields[datasetversion.FieldSequenceNumber]
+	return ok
+}
+
+// ResetSequenceNumber resets all changes to the "sequence_number" field.
+func (m *DatasetVersionMutation) ResetSequenceNumber() {
+	m.sequence_number = nil
+	m.addsequence_number = nil
+	delete(m.clearedFields, datasetversion.FieldSequenceNumber)
+}
+
+// SetOperation sets the "operation" field.
+func (m *DatasetVersionMutation) SetOperation(s string) {
+	m.operation = &s
+}
+
+// Operation returns the value of the "operation" field in the mutation.
+func (m *DatasetVersionMutation) Operation() (r string, exists bool) {
+	v := m.operation
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldOperation returns the old "operation" field's value of the DatasetVersion entity.
+// If the DatasetVersion object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DatasetVersionMutation) OldOperation(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldOperation is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldOperation requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldOperation: %w", err)
+	}
+	return oldValue.Operation, nil
+}
+
+// ResetOperation resets all changes to the "operation" field.
+func (m *DatasetVersionMutation) ResetOperation() {
+	m.operation = nil
+}
+
+// SetSummary sets the "summary" field.
+func (m *DatasetVersionMutation) SetSummary(s string) {
+	m.summary = &s
+}
+
+// Summary returns the value of the "summary" field in the mutation.
+func (m *DatasetVersionMutation) Summary() (r string, exists bool) {
+	v := m.summary
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSummary returns the old "summary" field's value of the DatasetVersion entity.
+// If the DatasetVersion object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DatasetVersionMutation) OldSummary(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSummary is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSummary requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSummary: %w", err)
+	}
+	return oldValue.Summary, nil
+}
+
+// ResetSummary resets all changes to the "summary" field.
+func (m *DatasetVersionMutation) ResetSummary() {
+	m.summary = nil
+}
+
+// SetPrincipal sets the "principal" field.
+func (m *DatasetVersionMutation) SetPrincipal(s string) {
+	m.principal = &s
+}
+
+// Principal returns the value of the "principal" field in the mutation.
+func (m *DatasetVersionMutation) Principal() (r string, exists bool) {
+	v := m.principal
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldPrincipal returns the old "principal" field's value of the DatasetVersion entity.
+// If the DatasetVersion object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DatasetVersionMutation) OldPrincipal(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldPrincipal is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldPrincipal requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldPrincipal: %w", err)
+	}
+	return oldValue.Principal, nil
+}
+
+// ResetPrincipal resets all changes to the "principal" field.
+func (m *DatasetVersionMutation) ResetPrincipal() {
+	m.principal = nil
+}
+
+// SetCommittedAt sets the "committed_at" field.
+func (m *DatasetVersionMutation) SetCommittedAt(t time.Time) {
+	m.committed_at = &t
+}
+
+// CommittedAt returns the value of the "committed_at" field in the mutation.
+func (m *DatasetVersionMutation) CommittedAt() (r time.Time, exists bool) {
+	v := m.committed_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCommittedAt returns the old "committed_at" field's value of the DatasetVersion entity.
+// If the DatasetVersion object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DatasetVersionMutation) OldCommittedAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCommittedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCommittedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCommittedAt: %w", err)
+	}
+	return oldValue.CommittedAt, nil
+}
+
+// ClearCommittedAt clears the value of the "committed_at" field.
+func (m *DatasetVersionMutation) ClearCommittedAt() {
+	m.committed_at = nil
+	m.clearedFields[datasetversion.FieldCommittedAt] = struct{}{}
+}
+
+// CommittedAtCleared returns if the "committed_at" field was cleared in this mutation.
+func (m *DatasetVersionMutation) CommittedAtCleared() bool {
+	_, ok := m.clearedFields[datasetversion.FieldCommittedAt]
+	return ok
+}
+
+// ResetCommittedAt resets all changes to the "committed_at" field.
+func (m *DatasetVersionMutation) ResetCommittedAt() {
+	m.committed_at = nil
+	delete(m.clearedFields, datasetversion.FieldCommittedAt)
+}
+
+// SetSource sets the "source" field.
+func (m *DatasetVersionMutation) SetSource(s string) {
+	m.source = &s
+}
+
+// Source returns the value of the "source" field in the mutation.
+func (m *DatasetVersionMutation) Source() (r string, exists bool) {
+	v := m.source
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSource returns the old "source" field's value of the DatasetVersion entity.
+// If the DatasetVersion object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DatasetVersionMutation) OldSource(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSource is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSource requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSource: %w", err)
+	}
+	return oldValue.Source, nil
+}
+
+// ResetSource resets all changes to the "source" field.
+func (m *DatasetVersionMutation) ResetSource() {
+	m.source = nil
+}
+
+// SetSeenInTable sets the "seen_in_table" field.
+func (m *DatasetVersionMutation) SetSeenInTable(b bool) {
+	m.seen_in_table = &b
+}
+
+// SeenInTable returns the value of the "seen_in_table" field in the mutation.
+func (m *DatasetVersionMutation) SeenInTable() (r bool, exists bool) {
+	v := m.seen_in_table
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSeenInTable returns the old "seen_in_table" field's value of the DatasetVersion entity.
+// If the DatasetVersion object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DatasetVersionMutation) OldSeenInTable(ctx context.Context) (v bool, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSeenInTable is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSeenInTable requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSeenInTable: %w", err)
+	}
+	return oldValue.SeenInTable, nil
+}
+
+// ResetSeenInTable resets all changes to the "seen_in_table" field.
+func (m *DatasetVersionMutation) ResetSeenInTable() {
+	m.seen_in_table = nil
+}
+
+// SetCommitID sets the "commit_id" field.
+func (m *DatasetVersionMutation) SetCommitID(u uuid.UUID) {
+	m.commit_id = &u
+}
+
+// CommitID returns the value of the "commit_id" field in the mutation.
+func (m *DatasetVersionMutation) CommitID() (r uuid.UUID, exists bool) {
+	v := m.commit_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCommitID returns the old "commit_id" field's value of the DatasetVersion entity.
+// If the DatasetVersion object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DatasetVersionMutation) OldCommitID(ctx context.Context) (v *uuid.UUID, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCommitID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCommitID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCommitID: %w", err)
+	}
+	return oldValue.CommitID, nil
+}
+
+// ClearCommitID clears the value of the "commit_id" field.
+func (m *DatasetVersionMutation) ClearCommitID() {
+	m.commit_id = nil
+	m.clearedFields[datasetversion.FieldCommitID] = struct{}{}
+}
+
+// CommitIDCleared returns if the "commit_id" field was cleared in this mutation.
+func (m *DatasetVersionMutation) CommitIDCleared() bool {
+	_, ok := m.clearedFields[datasetversion.FieldCommitID]
+	return ok
+}
+
+// ResetCommitID resets all changes to the "commit_id" field.
+func (m *DatasetVersionMutation) ResetCommitID() {
+	m.commit_id = nil
+	delete(m.clearedFields, datasetversion.FieldCommitID)
+}
+
+// SetRunID sets the "run_id" field.
+func (m *DatasetVersionMutation) SetRunID(s string) {
+	m.run_id = &s
+}
+
+// RunID returns the value of the "run_id" field in the mutation.
+func (m *DatasetVersionMutation) RunID() (r string, exists bool) {
+	v := m.run_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldRunID returns the old "run_id" field's value of the DatasetVersion entity.
+// If the DatasetVersion object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DatasetVersionMutation) OldRunID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldRunID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldRunID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldRunID: %w", err)
+	}
+	return oldValue.RunID, nil
+}
+
+// ResetRunID resets all changes to the "run_id" field.
+func (m *DatasetVersionMutation) ResetRunID() {
+	m.run_id = nil
+}
+
+// SetFirstSeen sets the "first_seen" field.
+func (m *DatasetVersionMutation) SetFirstSeen(t time.Time) {
+	m.first_seen = &t
+}
+
+// FirstSeen returns the value of the "first_seen" field in the mutation.
+func (m *DatasetVersionMutation) FirstSeen() (r time.Time, exists bool) {
+	v := m.first_seen
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldFirstSeen returns the old "first_seen" field's value of the DatasetVersion entity.
+// If the DatasetVersion object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DatasetVersionMutation) OldFirstSeen(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldFirstSeen is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldFirstSeen requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldFirstSeen: %w", err)
+	}
+	return oldValue.FirstSeen, nil
+}
+
+// ResetFirstSeen resets all changes to the "first_seen" field.
+func (m *DatasetVersionMutation) ResetFirstSeen() {
+	m.first_seen = nil
+}
+
+// SetExpiredAt sets the "expired_at" field.
+func (m *DatasetVersionMutation) SetExpiredAt(t time.Time) {
+	m.expired_at = &t
+}
+
+// ExpiredAt returns the value of the "expired_at" field in the mutation.
+func (m *DatasetVersionMutation) ExpiredAt() (r time.Time, exists bool) {
+	v := m.expired_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldExpiredAt returns the old "expired_at" field's value of the DatasetVersion entity.
+// If the DatasetVersion object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DatasetVersionMutation) OldExpiredAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldExpiredAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldExpiredAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldExpiredAt: %w", err)
+	}
+	return oldValue.ExpiredAt, nil
+}
+
+// ClearExpiredAt clears the value of the "expired_at" field.
+func (m *DatasetVersionMutation) ClearExpiredAt() {
+	m.expired_at = nil
+	m.clearedFields[datasetversion.FieldExpiredAt] = struct{}{}
+}
+
+// ExpiredAtCleared returns if the "expired_at" field was cleared in this mutation.
+func (m *DatasetVersionMutation) ExpiredAtCleared() bool {
+	_, ok := m.clearedFields[datasetversion.FieldExpiredAt]
+	return ok
+}
+
+// ResetExpiredAt resets all changes to the "expired_at" field.
+func (m *DatasetVersionMutation) ResetExpiredAt() {
+	m.expired_at = nil
+	delete(m.clearedFields, datasetversion.FieldExpiredAt)
+}
+
+// SetExpiredBy sets the "expired_by" field.
+func (m *DatasetVersionMutation) SetExpiredBy(s string) {
+	m.expired_by = &s
+}
+
+// ExpiredBy returns the value of the "expired_by" field in the mutation.
+func (m *DatasetVersionMutation) ExpiredBy() (r string, exists bool) {
+	v := m.expired_by
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldExpiredBy returns the old "expired_by" field's value of the DatasetVersion entity.
+// If the DatasetVersion object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DatasetVersionMutation) OldExpiredBy(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldExpiredBy is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldExpiredBy requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldExpiredBy: %w", err)
+	}
+	return oldValue.ExpiredBy, nil
+}
+
+// ResetExpiredBy resets all changes to the "expired_by" field.
+func (m *DatasetVersionMutation) ResetExpiredBy() {
+	m.expired_by = nil
+}
+
+// Where appends a list predicates to the DatasetVersionMutation builder.
+func (m *DatasetVersionMutation) Where(ps ...predicate.DatasetVersion) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the DatasetVersionMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *DatasetVersionMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.DatasetVersion, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *DatasetVersionMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *DatasetVersionMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (DatasetVersion).
+func (m *DatasetVersionMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *DatasetVersionMutation) Fields() []string {
+	fields := make([]string, 0, 16)
+	if m.asset_id != nil {
+		fields = append(fields, datasetversion.FieldAssetID)
+	}
+	if m.version != nil {
+		fields = append(fields, datasetversion.FieldVersion)
+	}
+	if m.snapshot_id != nil {
+		fields = append(fields, datasetversion.FieldSnapshotID)
+	}
+	if m.parent_version != nil {
+		fields = append(fields, datasetversion.FieldParentVersion)
+	}
+	if m.sequence_number != nil {
+		fields = append(fields, datasetversion.FieldSequenceNumber)
+	}
+	if m.operation != nil {
+		fields = append(fields, datasetversion.FieldOperation)
+	}
+	if m.summary != nil {
+		fields = append(fields, datasetversion.FieldSummary)
+	}
+	if m.principal != nil {
+		fields = append(fields, datasetversion.FieldPrincipal)
+	}
+	if m.committed_at != nil {
+		fields = append(fields, datasetversion.FieldCommittedAt)
+	}
+	if m.source != nil {
+		fields = append(fields, datasetversion.FieldSource)
+	}
+	if m.seen_in_table != nil {
+		fields = append(fields, datasetversion.FieldSeenInTable)
+	}
+	if m.commit_id != nil {
+		fields = append(fields, datasetversion.FieldCommitID)
+	}
+	if m.run_id != nil {
+		fields = append(fields, datasetversion.FieldRunID)
+	}
+	if m.first_seen != nil {
+		fields = append(fields, datasetversion.FieldFirstSeen)
+	}
+	if m.expired_at != nil {
+		fields = append(fields, datasetversion.FieldExpiredAt)
+	}
+	if m.expired_by != nil {
+		fields = append(fields, datasetversion.FieldExpiredBy)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *DatasetVersionMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case datasetversion.FieldAssetID:
+		return m.AssetID()
+	case datasetversion.FieldVersion:
+		return m.Version()
+	case datasetversion.FieldSnapshotID:
+		return m.SnapshotID()
+	case datasetversion.FieldParentVersion:
+		return m.ParentVersion()
+	case datasetversion.FieldSequenceNumber:
+		return m.SequenceNumber()
+	case datasetversion.FieldOperation:
+		return m.Operation()
+	case datasetversion.FieldSummary:
+		return m.Summary()
+	case datasetversion.FieldPrincipal:
+		return m.Principal()
+	case datasetversion.FieldCommittedAt:
+		return m.CommittedAt()
+	case datasetversion.FieldSource:
+		return m.Source()
+	case datasetversion.FieldSeenInTable:
+		return m.SeenInTable()
+	case datasetversion.FieldCommitID:
+		return m.CommitID()
+	case datasetversion.FieldRunID:
+		return m.RunID()
+	case datasetversion.FieldFirstSeen:
+		return m.FirstSeen()
+	case datasetversion.FieldExpiredAt:
+		return m.ExpiredAt()
+	case datasetversion.FieldExpiredBy:
+		return m.ExpiredBy()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *DatasetVersionMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case datasetversion.FieldAssetID:
+		return m.OldAssetID(ctx)
+	case datasetversion.FieldVersion:
+		return m.OldVersion(ctx)
+	case datasetversion.FieldSnapshotID:
+		return m.OldSnapshotID(ctx)
+	case datasetversion.FieldParentVersion:
+		return m.OldParentVersion(ctx)
+	case datasetversion.FieldSequenceNumber:
+		return m.OldSequenceNumber(ctx)
+	case datasetversion.FieldOperation:
+		return m.OldOperation(ctx)
+	case datasetversion.FieldSummary:
+		return m.OldSummary(ctx)
+	case datasetversion.FieldPrincipal:
+		return m.OldPrincipal(ctx)
+	case datasetversion.FieldCommittedAt:
+		return m.OldCommittedAt(ctx)
+	case datasetversion.FieldSource:
+		return m.OldSource(ctx)
+	case datasetversion.FieldSeenInTable:
+		return m.OldSeenInTable(ctx)
+	case datasetversion.FieldCommitID:
+		return m.OldCommitID(ctx)
+	case datasetversion.FieldRunID:
+		return m.OldRunID(ctx)
+	case datasetversion.FieldFirstSeen:
+		return m.OldFirstSeen(ctx)
+	case datasetversion.FieldExpiredAt:
+		return m.OldExpiredAt(ctx)
+	case datasetversion.FieldExpiredBy:
+		return m.OldExpiredBy(ctx)
+	}
+	return nil, fmt.Errorf("unknown DatasetVersion field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *DatasetVersionMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case datasetversion.FieldAssetID:
+		v, ok := value.(uuid.UUID)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAssetID(v)
+		return nil
+	case datasetversion.FieldVersion:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetVersion(v)
+		return nil
+	case datasetversion.FieldSnapshotID:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSnapshotID(v)
+		return nil
+	case datasetversion.FieldParentVersion:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetParentVersion(v)
+		return nil
+	case datasetversion.FieldSequenceNumber:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSequenceNumber(v)
+		return nil
+	case datasetversion.FieldOperation:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetOperation(v)
+		return nil
+	case datasetversion.FieldSummary:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSummary(v)
+		return nil
+	case datasetversion.FieldPrincipal:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetPrincipal(v)
+		return nil
+	case datasetversion.FieldCommittedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCommittedAt(v)
+		return nil
+	case datasetversion.FieldSource:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSource(v)
+		return nil
+	case datasetversion.FieldSeenInTable:
+		v, ok := value.(bool)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSeenInTable(v)
+		return nil
+	case datasetversion.FieldCommitID:
+		v, ok := value.(uuid.UUID)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCommitID(v)
+		return nil
+	case datasetversion.FieldRunID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetRunID(v)
+		return nil
+	case datasetversion.FieldFirstSeen:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetFirstSeen(v)
+		return nil
+	case datasetversion.FieldExpiredAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetExpiredAt(v)
+		return nil
+	case datasetversion.FieldExpiredBy:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetExpiredBy(v)
+		return nil
+	}
+	return fmt.Errorf("unknown DatasetVersion field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *DatasetVersionMutation) AddedFields() []string {
+	var fields []string
+	if m.addsnapshot_id != nil {
+		fields = append(fields, datasetversion.FieldSnapshotID)
+	}
+	if m.addsequence_number != nil {
+		fields = append(fields, datasetversion.FieldSequenceNumber)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *DatasetVersionMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case datasetversion.FieldSnapshotID:
+		return m.AddedSnapshotID()
+	case datasetversion.FieldSequenceNumber:
+		return m.AddedSequenceNumber()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *DatasetVersionMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case datasetversion.FieldSnapshotID:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddSnapshotID(v)
+		return nil
+	case datasetversion.FieldSequenceNumber:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddSequenceNumber(v)
+		return nil
+	}
+	return fmt.Errorf("unknown DatasetVersion numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *DatasetVersionMutation) ClearedFields() []string {
+	var fields []string
+	if m.FieldCleared(datasetversion.FieldSnapshotID) {
+		fields = append(fields, datasetversion.FieldSnapshotID)
+	}
+	if m.FieldCleared(datasetversion.FieldSequenceNumber) {
+		fields = append(fields, datasetversion.FieldSequenceNumber)
+	}
+	if m.FieldCleared(datasetversion.FieldCommittedAt) {
+		fields = append(fields, datasetversion.FieldCommittedAt)
+	}
+	if m.FieldCleared(datasetversion.FieldCommitID) {
+		fields = append(fields, datasetversion.FieldCommitID)
+	}
+	if m.FieldCleared(datasetversion.FieldExpiredAt) {
+		fields = append(fields, datasetversion.FieldExpiredAt)
+	}
+	return fields
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *DatasetVersionMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *DatasetVersionMutation) ClearField(name string) error {
+	switch name {
+	case datasetversion.FieldSnapshotID:
+		m.ClearSnapshotID()
+		return nil
+	case datasetversion.FieldSequenceNumber:
+		m.ClearSequenceNumber()
+		return nil
+	case datasetversion.FieldCommittedAt:
+		m.ClearCommittedAt()
+		return nil
+	case datasetversion.FieldCommitID:
+		m.ClearCommitID()
+		return nil
+	case datasetversion.FieldExpiredAt:
+		m.ClearExpiredAt()
+		return nil
+	}
+	return fmt.Errorf("unknown DatasetVersion nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *DatasetVersionMutation) ResetField(name string) error {
+	switch name {
+	case datasetversion.FieldAssetID:
+		m.ResetAssetID()
+		return nil
+	case datasetversion.FieldVersion:
+		m.ResetVersion()
+		return nil
+	case datasetversion.FieldSnapshotID:
+		m.ResetSnapshotID()
+		return nil
+	case datasetversion.FieldParentVersion:
+		m.ResetParentVersion()
+		return nil
+	case datasetversion.FieldSequenceNumber:
+		m.ResetSequenceNumber()
+		return nil
+	case datasetversion.FieldOperation:
+		m.ResetOperation()
+		return nil
+	case datasetversion.FieldSummary:
+		m.ResetSummary()
+		return nil
+	case datasetversion.FieldPrincipal:
+		m.ResetPrincipal()
+		return nil
+	case datasetversion.FieldCommittedAt:
+		m.ResetCommittedAt()
+		return nil
+	case datasetversion.FieldSource:
+		m.ResetSource()
+		return nil
+	case datasetversion.FieldSeenInTable:
+		m.ResetSeenInTable()
+		return nil
+	case datasetversion.FieldCommitID:
+		m.ResetCommitID()
+		return nil
+	case datasetversion.FieldRunID:
+		m.ResetRunID()
+		return nil
+	case datasetversion.FieldFirstSeen:
+		m.ResetFirstSeen()
+		return nil
+	case datasetversion.FieldExpiredAt:
+		m.ResetExpiredAt()
+		return nil
+	case datasetversion.FieldExpiredBy:
+		m.ResetExpiredBy()
+		return nil
+	}
+	return fmt.Errorf("unknown DatasetVersion field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *DatasetVersionMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *DatasetVersionMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *DatasetVersionMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *DatasetVersionMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *DatasetVersionMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *DatasetVersionMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *DatasetVersionMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown DatasetVersion unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *DatasetVersionMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown DatasetVersion edge %s", name)
+}
+
 // ExternalIDMutation represents an operation that mutates the ExternalID nodes in the graph.
 type ExternalIDMutation struct {
 	config
@@ -15887,6 +17206,7 @@ type IcebergInventoryFileMutation struct {
 	records        *int64
 	addrecords     *int64
 	recorded_at    *time.Time
+	actor          *string
 	clearedFields  map[string]struct{}
 	done           bool
 	oldValue       func(context.Context) (*IcebergInventoryFile, error)
@@ -16381,6 +17701,42 @@ func (m *IcebergInventoryFileMutation) ResetRecordedAt() {
 	m.recorded_at = nil
 }
 
+// SetActor sets the "actor" field.
+func (m *IcebergInventoryFileMutation) SetActor(s string) {
+	m.actor = &s
+}
+
+// Actor returns the value of the "actor" field in the mutation.
+func (m *IcebergInventoryFileMutation) Actor() (r string, exists bool) {
+	v := m.actor
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldActor returns the old "actor" field's value of the IcebergInventoryFile entity.
+// If the IcebergInventoryFile object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergInventoryFileMutation) OldActor(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldActor is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldActor requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldActor: %w", err)
+	}
+	return oldValue.Actor, nil
+}
+
+// ResetActor resets all changes to the "actor" field.
+func (m *IcebergInventoryFileMutation) ResetActor() {
+	m.actor = nil
+}
+
 // Where appends a list predicates to the IcebergInventoryFileMutation builder.
 func (m *IcebergInventoryFileMutation) Where(ps ...predicate.IcebergInventoryFile) {
 	m.predicates = append(m.predicates, ps...)
@@ -16415,7 +17771,7 @@ func (m *IcebergInventoryFileMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *IcebergInventoryFileMutation) Fields() []string {
-	fields := make([]string, 0, 9)
+	fields := make([]string, 0, 10)
 	if m.asset_id != nil {
 		fields = append(fields, iceberginventoryfile.FieldAssetID)
 	}
@@ -16443,6 +17799,9 @@ func (m *IcebergInventoryFileMutation) Fields() []string {
 	if m.recorded_at != nil {
 		fields = append(fields, iceberginventoryfile.FieldRecordedAt)
 	}
+	if m.actor != nil {
+		fields = append(fields, iceberginventoryfile.FieldActor)
+	}
 	return fields
 }
 
@@ -16469,6 +17828,8 @@ func (m *IcebergInventoryFileMutation) Field(name string) (ent.Value, bool) {
 		return m.Records()
 	case iceberginventoryfile.FieldRecordedAt:
 		return m.RecordedAt()
+	case iceberginventoryfile.FieldActor:
+		return m.Actor()
 	}
 	return nil, false
 }
@@ -16496,6 +17857,8 @@ func (m *IcebergInventoryFileMutation) OldField(ctx context.Context, name string
 		return m.OldRecords(ctx)
 	case iceberginventoryfile.FieldRecordedAt:
 		return m.OldRecordedAt(ctx)
+	case iceberginventoryfile.FieldActor:
+		return m.OldActor(ctx)
 	}
 	return nil, fmt.Errorf("unknown IcebergInventoryFile field %s", name)
 }
@@ -16567,6 +17930,13 @@ func (m *IcebergInventoryFileMutation) SetField(name string, value ent.Value) er
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetRecordedAt(v)
+		return nil
+	case iceberginventoryfile.FieldActor:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetActor(v)
 		return nil
 	}
 	return fmt.Errorf("unknown IcebergInventoryFile field %s", name)
@@ -16682,6 +18052,9 @@ func (m *IcebergInventoryFileMutation) ResetField(name string) error {
 		return nil
 	case iceberginventoryfile.FieldRecordedAt:
 		m.ResetRecordedAt()
+		return nil
+	case iceberginventoryfile.FieldActor:
+		m.ResetActor()
 		return nil
 	}
 	return fmt.Errorf("unknown IcebergInventoryFile field %s", name)
@@ -20160,6 +21533,1028 @@ func (m *IcebergTableMutation) ResetEdge(name string) error {
 	return fmt.Errorf("unknown IcebergTable edge %s", name)
 }
 
+// IcebergViewMutation represents an operation that mutates the IcebergView nodes in the graph.
+type IcebergViewMutation struct {
+	config
+	op                    Op
+	typ                   string
+	id                    *uuid.UUID
+	warehouse             *string
+	view_uuid             *string
+	identifier            *string
+	rest_namespace        *string
+	rest_key              *string
+	location              *string
+	metadata_dir          *string
+	metadata_location     *string
+	current_version_id    *int64
+	addcurrent_version_id *int64
+	created_at            *time.Time
+	updated_at            *time.Time
+	gone_at               *time.Time
+	clearedFields         map[string]struct{}
+	done                  bool
+	oldValue              func(context.Context) (*IcebergView, error)
+	predicates            []predicate.IcebergView
+}
+
+var _ ent.Mutation = (*IcebergViewMutation)(nil)
+
+// icebergviewOption allows management of the mutation configuration using functional options.
+type icebergviewOption func(*IcebergViewMutation)
+
+// newIcebergViewMutation creates new mutation for the IcebergView entity.
+func newIcebergViewMutation(c config, op Op, opts ...icebergviewOption) *IcebergViewMutation {
+	m := &IcebergViewMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeIcebergView,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withIcebergViewID sets the ID field of the mutation.
+func withIcebergViewID(id uuid.UUID) icebergviewOption {
+	return func(m *IcebergViewMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *IcebergView
+		)
+		m.oldValue = func(ctx context.Context) (*IcebergView, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().IcebergView.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withIcebergView sets the old IcebergView of the mutation.
+func withIcebergView(node *IcebergView) icebergviewOption {
+	return func(m *IcebergViewMutation) {
+		m.oldValue = func(context.Context) (*IcebergView, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m IcebergViewMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m IcebergViewMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of IcebergView entities.
+func (m *IcebergViewMutation) SetID(id uuid.UUID) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *IcebergViewMutation) ID() (id uuid.UUID, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *IcebergViewMutation) IDs(ctx context.Context) ([]uuid.UUID, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []uuid.UUID{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().IcebergView.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetWarehouse sets the "warehouse" field.
+func (m *IcebergViewMutation) SetWarehouse(s string) {
+	m.warehouse = &s
+}
+
+// Warehouse returns the value of the "warehouse" field in the mutation.
+func (m *IcebergViewMutation) Warehouse() (r string, exists bool) {
+	v := m.warehouse
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldWarehouse returns the old "warehouse" field's value of the IcebergView entity.
+// If the IcebergView object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergViewMutation) OldWarehouse(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldWarehouse is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldWarehouse requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldWarehouse: %w", err)
+	}
+	return oldValue.Warehouse, nil
+}
+
+// ResetWarehouse resets all changes to the "warehouse" field.
+func (m *IcebergViewMutation) ResetWarehouse() {
+	m.warehouse = nil
+}
+
+// SetViewUUID sets the "view_uuid" field.
+func (m *IcebergViewMutation) SetViewUUID(s string) {
+	m.view_uuid = &s
+}
+
+// ViewUUID returns the value of the "view_uuid" field in the mutation.
+func (m *IcebergViewMutation) ViewUUID() (r string, exists bool) {
+	v := m.view_uuid
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldViewUUID returns the old "view_uuid" field's value of the IcebergView entity.
+// If the IcebergView object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergViewMutation) OldViewUUID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldViewUUID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldViewUUID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldViewUUID: %w", err)
+	}
+	return oldValue.ViewUUID, nil
+}
+
+// ResetViewUUID resets all changes to the "view_uuid" field.
+func (m *IcebergViewMutation) ResetViewUUID() {
+	m.view_uuid = nil
+}
+
+// SetIdentifier sets the "identifier" field.
+func (m *IcebergViewMutation) SetIdentifier(s string) {
+	m.identifier = &s
+}
+
+// Identifier returns the value of the "identifier" field in the mutation.
+func (m *IcebergViewMutation) Identifier() (r string, exists bool) {
+	v := m.identifier
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldIdentifier returns the old "identifier" field's value of the IcebergView entity.
+// If the IcebergView object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergViewMutation) OldIdentifier(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldIdentifier is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldIdentifier requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldIdentifier: %w", err)
+	}
+	return oldValue.Identifier, nil
+}
+
+// ResetIdentifier resets all changes to the "identifier" field.
+func (m *IcebergViewMutation) ResetIdentifier() {
+	m.identifier = nil
+}
+
+// SetRestNamespace sets the "rest_namespace" field.
+func (m *IcebergViewMutation) SetRestNamespace(s string) {
+	m.rest_namespace = &s
+}
+
+// RestNamespace returns the value of the "rest_namespace" field in the mutation.
+func (m *IcebergViewMutation) RestNamespace() (r string, exists bool) {
+	v := m.rest_namespace
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldRestNamespace returns the old "rest_namespace" field's value of the IcebergView entity.
+// If the IcebergView object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergViewMutation) OldRestNamespace(ctx context.Context) (v *string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldRestNamespace is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldRestNamespace requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldRestNamespace: %w", err)
+	}
+	return oldValue.RestNamespace, nil
+}
+
+// ClearRestNamespace clears the value of the "rest_namespace" field.
+func (m *IcebergViewMutation) ClearRestNamespace() {
+	m.rest_namespace = nil
+	m.clearedFields[icebergview.FieldRestNamespace] = struct{}{}
+}
+
+// RestNamespaceCleared returns if the "rest_namespace" field was cleared in this mutation.
+func (m *IcebergViewMutation) RestNamespaceCleared() bool {
+	_, ok := m.clearedFields[icebergview.FieldRestNamespace]
+	return ok
+}
+
+// ResetRestNamespace resets all changes to the "rest_namespace" field.
+func (m *IcebergViewMutation) ResetRestNamespace() {
+	m.rest_namespace = nil
+	delete(m.clearedFields, icebergview.FieldRestNamespace)
+}
+
+// SetRestKey sets the "rest_key" field.
+func (m *IcebergViewMutation) SetRestKey(s string) {
+	m.rest_key = &s
+}
+
+// RestKey returns the value of the "rest_key" field in the mutation.
+func (m *IcebergViewMutation) RestKey() (r string, exists bool) {
+	v := m.rest_key
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldRestKey returns the old "rest_key" field's value of the IcebergView entity.
+// If the IcebergView object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergViewMutation) OldRestKey(ctx context.Context) (v *string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldRestKey is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldRestKey requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldRestKey: %w", err)
+	}
+	return oldValue.RestKey, nil
+}
+
+// ClearRestKey clears the value of the "rest_key" field.
+func (m *IcebergViewMutation) ClearRestKey() {
+	m.rest_key = nil
+	m.clearedFields[icebergview.FieldRestKey] = struct{}{}
+}
+
+// RestKeyCleared returns if the "rest_key" field was cleared in this mutation.
+func (m *IcebergViewMutation) RestKeyCleared() bool {
+	_, ok := m.clearedFields[icebergview.FieldRestKey]
+	return ok
+}
+
+// ResetRestKey resets all changes to the "rest_key" field.
+func (m *IcebergViewMutation) ResetRestKey() {
+	m.rest_key = nil
+	delete(m.clearedFields, icebergview.FieldRestKey)
+}
+
+// SetLocation sets the "location" field.
+func (m *IcebergViewMutation) SetLocation(s string) {
+	m.location = &s
+}
+
+// Location returns the value of the "location" field in the mutation.
+func (m *IcebergViewMutation) Location() (r string, exists bool) {
+	v := m.location
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldLocation returns the old "location" field's value of the IcebergView entity.
+// If the IcebergView object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergViewMutation) OldLocation(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldLocation is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldLocation requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldLocation: %w", err)
+	}
+	return oldValue.Location, nil
+}
+
+// ResetLocation resets all changes to the "location" field.
+func (m *IcebergViewMutation) ResetLocation() {
+	m.location = nil
+}
+
+// SetMetadataDir sets the "metadata_dir" field.
+func (m *IcebergViewMutation) SetMetadataDir(s string) {
+	m.metadata_dir = &s
+}
+
+// MetadataDir returns the value of the "metadata_dir" field in the mutation.
+func (m *IcebergViewMutation) MetadataDir() (r string, exists bool) {
+	v := m.metadata_dir
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldMetadataDir returns the old "metadata_dir" field's value of the IcebergView entity.
+// If the IcebergView object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergViewMutation) OldMetadataDir(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldMetadataDir is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldMetadataDir requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldMetadataDir: %w", err)
+	}
+	return oldValue.MetadataDir, nil
+}
+
+// ResetMetadataDir resets all changes to the "metadata_dir" field.
+func (m *IcebergViewMutation) ResetMetadataDir() {
+	m.metadata_dir = nil
+}
+
+// SetMetadataLocation sets the "metadata_location" field.
+func (m *IcebergViewMutation) SetMetadataLocation(s string) {
+	m.metadata_location = &s
+}
+
+// MetadataLocation returns the value of the "metadata_location" field in the mutation.
+func (m *IcebergViewMutation) MetadataLocation() (r string, exists bool) {
+	v := m.metadata_location
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldMetadataLocation returns the old "metadata_location" field's value of the IcebergView entity.
+// If the IcebergView object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergViewMutation) OldMetadataLocation(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldMetadataLocation is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldMetadataLocation requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldMetadataLocation: %w", err)
+	}
+	return oldValue.MetadataLocation, nil
+}
+
+// ResetMetadataLocation resets all changes to the "metadata_location" field.
+func (m *IcebergViewMutation) ResetMetadataLocation() {
+	m.metadata_location = nil
+}
+
+// SetCurrentVersionID sets the "current_version_id" field.
+func (m *IcebergViewMutation) SetCurrentVersionID(i int64) {
+	m.current_version_id = &i
+	m.addcurrent_version_id = nil
+}
+
+// CurrentVersionID returns the value of the "current_version_id" field in the mutation.
+func (m *IcebergViewMutation) CurrentVersionID() (r int64, exists bool) {
+	v := m.current_version_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCurrentVersionID returns the old "current_version_id" field's value of the IcebergView entity.
+// If the IcebergView object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergViewMutation) OldCurrentVersionID(ctx context.Context) (v int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCurrentVersionID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCurrentVersionID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCurrentVersionID: %w", err)
+	}
+	return oldValue.CurrentVersionID, nil
+}
+
+// AddCurrentVersionID adds i to the "current_version_id" field.
+func (m *IcebergViewMutation) AddCurrentVersionID(i int64) {
+	if m.addcurrent_version_id != nil {
+		*m.addcurrent_version_id += i
+	} else {
+		m.addcurrent_version_id = &i
+	}
+}
+
+// AddedCurrentVersionID returns the value that was added to the "current_version_id" field in this mutation.
+func (m *IcebergViewMutation) AddedCurrentVersionID() (r int64, exists bool) {
+	v := m.addcurrent_version_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetCurrentVersionID resets all changes to the "current_version_id" field.
+func (m *IcebergViewMutation) ResetCurrentVersionID() {
+	m.current_version_id = nil
+	m.addcurrent_version_id = nil
+}
+
+// SetCreatedAt sets the "created_at" field.
+func (m *IcebergViewMutation) SetCreatedAt(t time.Time) {
+	m.created_at = &t
+}
+
+// CreatedAt returns the value of the "created_at" field in the mutation.
+func (m *IcebergViewMutation) CreatedAt() (r time.Time, exists bool) {
+	v := m.created_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCreatedAt returns the old "created_at" field's value of the IcebergView entity.
+// If the IcebergView object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergViewMutation) OldCreatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCreatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCreatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCreatedAt: %w", err)
+	}
+	return oldValue.CreatedAt, nil
+}
+
+// ResetCreatedAt resets all changes to the "created_at" field.
+func (m *IcebergViewMutation) ResetCreatedAt() {
+	m.created_at = nil
+}
+
+// SetUpdatedAt sets the "updated_at" field.
+func (m *IcebergViewMutation) SetUpdatedAt(t time.Time) {
+	m.updated_at = &t
+}
+
+// UpdatedAt returns the value of the "updated_at" field in the mutation.
+func (m *IcebergViewMutation) UpdatedAt() (r time.Time, exists bool) {
+	v := m.updated_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldUpdatedAt returns the old "updated_at" field's value of the IcebergView entity.
+// If the IcebergView object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergViewMutation) OldUpdatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldUpdatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldUpdatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldUpdatedAt: %w", err)
+	}
+	return oldValue.UpdatedAt, nil
+}
+
+// ResetUpdatedAt resets all changes to the "updated_at" field.
+func (m *IcebergViewMutation) ResetUpdatedAt() {
+	m.updated_at = nil
+}
+
+// SetGoneAt sets the "gone_at" field.
+func (m *IcebergViewMutation) SetGoneAt(t time.Time) {
+	m.gone_at = &t
+}
+
+// GoneAt returns the value of the "gone_at" field in the mutation.
+func (m *IcebergViewMutation) GoneAt() (r time.Time, exists bool) {
+	v := m.gone_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldGoneAt returns the old "gone_at" field's value of the IcebergView entity.
+// If the IcebergView object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IcebergViewMutation) OldGoneAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldGoneAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldGoneAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldGoneAt: %w", err)
+	}
+	return oldValue.GoneAt, nil
+}
+
+// ClearGoneAt clears the value of the "gone_at" field.
+func (m *IcebergViewMutation) ClearGoneAt() {
+	m.gone_at = nil
+	m.clearedFields[icebergview.FieldGoneAt] = struct{}{}
+}
+
+// GoneAtCleared returns if the "gone_at" field was cleared in this mutation.
+func (m *IcebergViewMutation) GoneAtCleared() bool {
+	_, ok := m.clearedFields[icebergview.FieldGoneAt]
+	return ok
+}
+
+// ResetGoneAt resets all changes to the "gone_at" field.
+func (m *IcebergViewMutation) ResetGoneAt() {
+	m.gone_at = nil
+	delete(m.clearedFields, icebergview.FieldGoneAt)
+}
+
+// Where appends a list predicates to the IcebergViewMutation builder.
+func (m *IcebergViewMutation) Where(ps ...predicate.IcebergView) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the IcebergViewMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *IcebergViewMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.IcebergView, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *IcebergViewMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *IcebergViewMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (IcebergView).
+func (m *IcebergViewMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *IcebergViewMutation) Fields() []string {
+	fields := make([]string, 0, 12)
+	if m.warehouse != nil {
+		fields = append(fields, icebergview.FieldWarehouse)
+	}
+	if m.view_uuid != nil {
+		fields = append(fields, icebergview.FieldViewUUID)
+	}
+	if m.identifier != nil {
+		fields = append(fields, icebergview.FieldIdentifier)
+	}
+	if m.rest_namespace != nil {
+		fields = append(fields, icebergview.FieldRestNamespace)
+	}
+	if m.rest_key != nil {
+		fields = append(fields, icebergview.FieldRestKey)
+	}
+	if m.location != nil {
+		fields = append(fields, icebergview.FieldLocation)
+	}
+	if m.metadata_dir != nil {
+		fields = append(fields, icebergview.FieldMetadataDir)
+	}
+	if m.metadata_location != nil {
+		fields = append(fields, icebergview.FieldMetadataLocation)
+	}
+	if m.current_version_id != nil {
+		fields = append(fields, icebergview.FieldCurrentVersionID)
+	}
+	if m.created_at != nil {
+		fields = append(fields, icebergview.FieldCreatedAt)
+	}
+	if m.updated_at != nil {
+		fields = append(fields, icebergview.FieldUpdatedAt)
+	}
+	if m.gone_at != nil {
+		fields = append(fields, icebergview.FieldGoneAt)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *IcebergViewMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case icebergview.FieldWarehouse:
+		return m.Warehouse()
+	case icebergview.FieldViewUUID:
+		return m.ViewUUID()
+	case icebergview.FieldIdentifier:
+		return m.Identifier()
+	case icebergview.FieldRestNamespace:
+		return m.RestNamespace()
+	case icebergview.FieldRestKey:
+		return m.RestKey()
+	case icebergview.FieldLocation:
+		return m.Location()
+	case icebergview.FieldMetadataDir:
+		return m.MetadataDir()
+	case icebergview.FieldMetadataLocation:
+		return m.MetadataLocation()
+	case icebergview.FieldCurrentVersionID:
+		return m.CurrentVersionID()
+	case icebergview.FieldCreatedAt:
+		return m.CreatedAt()
+	case icebergview.FieldUpdatedAt:
+		return m.UpdatedAt()
+	case icebergview.FieldGoneAt:
+		return m.GoneAt()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *IcebergViewMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case icebergview.FieldWarehouse:
+		return m.OldWarehouse(ctx)
+	case icebergview.FieldViewUUID:
+		return m.OldViewUUID(ctx)
+	case icebergview.FieldIdentifier:
+		return m.OldIdentifier(ctx)
+	case icebergview.FieldRestNamespace:
+		return m.OldRestNamespace(ctx)
+	case icebergview.FieldRestKey:
+		return m.OldRestKey(ctx)
+	case icebergview.FieldLocation:
+		return m.OldLocation(ctx)
+	case icebergview.FieldMetadataDir:
+		return m.OldMetadataDir(ctx)
+	case icebergview.FieldMetadataLocation:
+		return m.OldMetadataLocation(ctx)
+	case icebergview.FieldCurrentVersionID:
+		return m.OldCurrentVersionID(ctx)
+	case icebergview.FieldCreatedAt:
+		return m.OldCreatedAt(ctx)
+	case icebergview.FieldUpdatedAt:
+		return m.OldUpdatedAt(ctx)
+	case icebergview.FieldGoneAt:
+		return m.OldGoneAt(ctx)
+	}
+	return nil, fmt.Errorf("unknown IcebergView field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *IcebergViewMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case icebergview.FieldWarehouse:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetWarehouse(v)
+		return nil
+	case icebergview.FieldViewUUID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetViewUUID(v)
+		return nil
+	case icebergview.FieldIdentifier:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetIdentifier(v)
+		return nil
+	case icebergview.FieldRestNamespace:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetRestNamespace(v)
+		return nil
+	case icebergview.FieldRestKey:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetRestKey(v)
+		return nil
+	case icebergview.FieldLocation:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetLocation(v)
+		return nil
+	case icebergview.FieldMetadataDir:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetMetadataDir(v)
+		return nil
+	case icebergview.FieldMetadataLocation:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetMetadataLocation(v)
+		return nil
+	case icebergview.FieldCurrentVersionID:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCurrentVersionID(v)
+		return nil
+	case icebergview.FieldCreatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCreatedAt(v)
+		return nil
+	case icebergview.FieldUpdatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetUpdatedAt(v)
+		return nil
+	case icebergview.FieldGoneAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetGoneAt(v)
+		return nil
+	}
+	return fmt.Errorf("unknown IcebergView field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *IcebergViewMutation) AddedFields() []string {
+	var fields []string
+	if m.addcurrent_version_id != nil {
+		fields = append(fields, icebergview.FieldCurrentVersionID)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *IcebergViewMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case icebergview.FieldCurrentVersionID:
+		return m.AddedCurrentVersionID()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *IcebergViewMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case icebergview.FieldCurrentVersionID:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddCurrentVersionID(v)
+		return nil
+	}
+	return fmt.Errorf("unknown IcebergView numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *IcebergViewMutation) ClearedFields() []string {
+	var fields []string
+	if m.FieldCleared(icebergview.FieldRestNamespace) {
+		fields = append(fields, icebergview.FieldRestNamespace)
+	}
+	if m.FieldCleared(icebergview.FieldRestKey) {
+		fields = append(fields, icebergview.FieldRestKey)
+	}
+	if m.FieldCleared(icebergview.FieldGoneAt) {
+		fields = append(fields, icebergview.FieldGoneAt)
+	}
+	return fields
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *IcebergViewMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *IcebergViewMutation) ClearField(name string) error {
+	switch name {
+	case icebergview.FieldRestNamespace:
+		m.ClearRestNamespace()
+		return nil
+	case icebergview.FieldRestKey:
+		m.ClearRestKey()
+		return nil
+	case icebergview.FieldGoneAt:
+		m.ClearGoneAt()
+		return nil
+	}
+	return fmt.Errorf("unknown IcebergView nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *IcebergViewMutation) ResetField(name string) error {
+	switch name {
+	case icebergview.FieldWarehouse:
+		m.ResetWarehouse()
+		return nil
+	case icebergview.FieldViewUUID:
+		m.ResetViewUUID()
+		return nil
+	case icebergview.FieldIdentifier:
+		m.ResetIdentifier()
+		return nil
+	case icebergview.FieldRestNamespace:
+		m.ResetRestNamespace()
+		return nil
+	case icebergview.FieldRestKey:
+		m.ResetRestKey()
+		return nil
+	case icebergview.FieldLocation:
+		m.ResetLocation()
+		return nil
+	case icebergview.FieldMetadataDir:
+		m.ResetMetadataDir()
+		return nil
+	case icebergview.FieldMetadataLocation:
+		m.ResetMetadataLocation()
+		return nil
+	case icebergview.FieldCurrentVersionID:
+		m.ResetCurrentVersionID()
+		return nil
+	case icebergview.FieldCreatedAt:
+		m.ResetCreatedAt()
+		return nil
+	case icebergview.FieldUpdatedAt:
+		m.ResetUpdatedAt()
+		return nil
+	case icebergview.FieldGoneAt:
+		m.ResetGoneAt()
+		return nil
+	}
+	return fmt.Errorf("unknown IcebergView field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *IcebergViewMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *IcebergViewMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *IcebergViewMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *IcebergViewMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *IcebergViewMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *IcebergViewMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *IcebergViewMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown IcebergView unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *IcebergViewMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown IcebergView edge %s", name)
+}
+
 // IdempotencyKeyMutation represents an operation that mutates the IdempotencyKey nodes in the graph.
 type IdempotencyKeyMutation struct {
 	config
@@ -22189,6 +24584,7 @@ type LineageEventMutation struct {
 	run_id        *string
 	job_asset_id  *uuid.UUID
 	producer      *string
+	principal     *string
 	payload       *string
 	received_at   *time.Time
 	clearedFields map[string]struct{}
@@ -22566,6 +24962,42 @@ func (m *LineageEventMutation) ResetProducer() {
 	m.producer = nil
 }
 
+// SetPrincipal sets the "principal" field.
+func (m *LineageEventMutation) SetPrincipal(s string) {
+	m.principal = &s
+}
+
+// Principal returns the value of the "principal" field in the mutation.
+func (m *LineageEventMutation) Principal() (r string, exists bool) {
+	v := m.principal
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldPrincipal returns the old "principal" field's value of the LineageEvent entity.
+// If the LineageEvent object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *LineageEventMutation) OldPrincipal(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldPrincipal is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldPrincipal requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldPrincipal: %w", err)
+	}
+	return oldValue.Principal, nil
+}
+
+// ResetPrincipal resets all changes to the "principal" field.
+func (m *LineageEventMutation) ResetPrincipal() {
+	m.principal = nil
+}
+
 // SetPayload sets the "payload" field.
 func (m *LineageEventMutation) SetPayload(s string) {
 	m.payload = &s
@@ -22672,7 +25104,7 @@ func (m *LineageEventMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *LineageEventMutation) Fields() []string {
-	fields := make([]string, 0, 9)
+	fields := make([]string, 0, 10)
 	if m.event_key != nil {
 		fields = append(fields, lineageevent.FieldEventKey)
 	}
@@ -22693,6 +25125,9 @@ func (m *LineageEventMutation) Fields() []string {
 	}
 	if m.producer != nil {
 		fields = append(fields, lineageevent.FieldProducer)
+	}
+	if m.principal != nil {
+		fields = append(fields, lineageevent.FieldPrincipal)
 	}
 	if m.payload != nil {
 		fields = append(fields, lineageevent.FieldPayload)
@@ -22722,6 +25157,8 @@ func (m *LineageEventMutation) Field(name string) (ent.Value, bool) {
 		return m.JobAssetID()
 	case lineageevent.FieldProducer:
 		return m.Producer()
+	case lineageevent.FieldPrincipal:
+		return m.Principal()
 	case lineageevent.FieldPayload:
 		return m.Payload()
 	case lineageevent.FieldReceivedAt:
@@ -22749,6 +25186,8 @@ func (m *LineageEventMutation) OldField(ctx context.Context, name string) (ent.V
 		return m.OldJobAssetID(ctx)
 	case lineageevent.FieldProducer:
 		return m.OldProducer(ctx)
+	case lineageevent.FieldPrincipal:
+		return m.OldPrincipal(ctx)
 	case lineageevent.FieldPayload:
 		return m.OldPayload(ctx)
 	case lineageevent.FieldReceivedAt:
@@ -22810,6 +25249,13 @@ func (m *LineageEventMutation) SetField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetProducer(v)
+		return nil
+	case lineageevent.FieldPrincipal:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetPrincipal(v)
 		return nil
 	case lineageevent.FieldPayload:
 		v, ok := value.(string)
@@ -22903,6 +25349,9 @@ func (m *LineageEventMutation) ResetField(name string) error {
 		return nil
 	case lineageevent.FieldProducer:
 		m.ResetProducer()
+		return nil
+	case lineageevent.FieldPrincipal:
+		m.ResetPrincipal()
 		return nil
 	case lineageevent.FieldPayload:
 		m.ResetPayload()
@@ -32169,6 +34618,824 @@ func (m *RunIOMutation) ResetEdge(name string) error {
 	return fmt.Errorf("unknown RunIO edge %s", name)
 }
 
+// RunVersionMutation represents an operation that mutates the RunVersion nodes in the graph.
+type RunVersionMutation struct {
+	config
+	op            Op
+	typ           string
+	id            *uuid.UUID
+	run_id        *string
+	asset_id      *uuid.UUID
+	role          *runversion.Role
+	version       *string
+	kind          *runversion.Kind
+	basis         *string
+	flagged       *bool
+	conflict      *string
+	at            *time.Time
+	updated_at    *time.Time
+	clearedFields map[string]struct{}
+	done          bool
+	oldValue      func(context.Context) (*RunVersion, error)
+	predicates    []predicate.RunVersion
+}
+
+var _ ent.Mutation = (*RunVersionMutation)(nil)
+
+// runversionOption allows management of the mutation configuration using functional options.
+type runversionOption func(*RunVersionMutation)
+
+// newRunVersionMutation creates new mutation for the RunVersion entity.
+func newRunVersionMutation(c config, op Op, opts ...runversionOption) *RunVersionMutation {
+	m := &RunVersionMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeRunVersion,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withRunVersionID sets the ID field of the mutation.
+func withRunVersionID(id uuid.UUID) runversionOption {
+	return func(m *RunVersionMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *RunVersion
+		)
+		m.oldValue = func(ctx context.Context) (*RunVersion, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().RunVersion.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withRunVersion sets the old RunVersion of the mutation.
+func withRunVersion(node *RunVersion) runversionOption {
+	return func(m *RunVersionMutation) {
+		m.oldValue = func(context.Context) (*RunVersion, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m RunVersionMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m RunVersionMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of RunVersion entities.
+func (m *RunVersionMutation) SetID(id uuid.UUID) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *RunVersionMutation) ID() (id uuid.UUID, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *RunVersionMutation) IDs(ctx context.Context) ([]uuid.UUID, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []uuid.UUID{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().RunVersion.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetRunID sets the "run_id" field.
+func (m *RunVersionMutation) SetRunID(s string) {
+	m.run_id = &s
+}
+
+// RunID returns the value of the "run_id" field in the mutation.
+func (m *RunVersionMutation) RunID() (r string, exists bool) {
+	v := m.run_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldRunID returns the old "run_id" field's value of the RunVersion entity.
+// If the RunVersion object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *RunVersionMutation) OldRunID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldRunID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldRunID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldRunID: %w", err)
+	}
+	return oldValue.RunID, nil
+}
+
+// ResetRunID resets all changes to the "run_id" field.
+func (m *RunVersionMutation) ResetRunID() {
+	m.run_id = nil
+}
+
+// SetAssetID sets the "asset_id" field.
+func (m *RunVersionMutation) SetAssetID(u uuid.UUID) {
+	m.asset_id = &u
+}
+
+// AssetID returns the value of the "asset_id" field in the mutation.
+func (m *RunVersionMutation) AssetID() (r uuid.UUID, exists bool) {
+	v := m.asset_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAssetID returns the old "asset_id" field's value of the RunVersion entity.
+// If the RunVersion object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *RunVersionMutation) OldAssetID(ctx context.Context) (v uuid.UUID, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAssetID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAssetID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAssetID: %w", err)
+	}
+	return oldValue.AssetID, nil
+}
+
+// ResetAssetID resets all changes to the "asset_id" field.
+func (m *RunVersionMutation) ResetAssetID() {
+	m.asset_id = nil
+}
+
+// SetRole sets the "role" field.
+func (m *RunVersionMutation) SetRole(r runversion.Role) {
+	m.role = &r
+}
+
+// Role returns the value of the "role" field in the mutation.
+func (m *RunVersionMutation) Role() (r runversion.Role, exists bool) {
+	v := m.role
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldRole returns the old "role" field's value of the RunVersion entity.
+// If the RunVersion object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *RunVersionMutation) OldRole(ctx context.Context) (v runversion.Role, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldRole is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldRole requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldRole: %w", err)
+	}
+	return oldValue.Role, nil
+}
+
+// ResetRole resets all changes to the "role" field.
+func (m *RunVersionMutation) ResetRole() {
+	m.role = nil
+}
+
+// SetVersion sets the "version" field.
+func (m *RunVersionMutation) SetVersion(s string) {
+	m.version = &s
+}
+
+// Version returns the value of the "version" field in the mutation.
+func (m *RunVersionMutation) Version() (r string, exists bool) {
+	v := m.version
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldVersion returns the old "version" field's value of the RunVersion entity.
+// If the RunVersion object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *RunVersionMutation) OldVersion(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldVersion is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldVersion requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldVersion: %w", err)
+	}
+	return oldValue.Version, nil
+}
+
+// ResetVersion resets all changes to the "version" field.
+func (m *RunVersionMutation) ResetVersion() {
+	m.version = nil
+}
+
+// SetKind sets the "kind" field.
+func (m *RunVersionMutation) SetKind(r runversion.Kind) {
+	m.kind = &r
+}
+
+// Kind returns the value of the "kind" field in the mutation.
+func (m *RunVersionMutation) Kind() (r runversion.Kind, exists bool) {
+	v := m.kind
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldKind returns the old "kind" field's value of the RunVersion entity.
+// If the RunVersion object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *RunVersionMutation) OldKind(ctx context.Context) (v runversion.Kind, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldKind is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldKind requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldKind: %w", err)
+	}
+	return oldValue.Kind, nil
+}
+
+// ResetKind resets all changes to the "kind" field.
+func (m *RunVersionMutation) ResetKind() {
+	m.kind = nil
+}
+
+// SetBasis sets the "basis" field.
+func (m *RunVersionMutation) SetBasis(s string) {
+	m.basis = &s
+}
+
+// Basis returns the value of the "basis" field in the mutation.
+func (m *RunVersionMutation) Basis() (r string, exists bool) {
+	v := m.basis
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldBasis returns the old "basis" field's value of the RunVersion entity.
+// If the RunVersion object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *RunVersionMutation) OldBasis(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldBasis is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldBasis requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldBasis: %w", err)
+	}
+	return oldValue.Basis, nil
+}
+
+// ResetBasis resets all changes to the "basis" field.
+func (m *RunVersionMutation) ResetBasis() {
+	m.basis = nil
+}
+
+// SetFlagged sets the "flagged" field.
+func (m *RunVersionMutation) SetFlagged(b bool) {
+	m.flagged = &b
+}
+
+// Flagged returns the value of the "flagged" field in the mutation.
+func (m *RunVersionMutation) Flagged() (r bool, exists bool) {
+	v := m.flagged
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldFlagged returns the old "flagged" field's value of the RunVersion entity.
+// If the RunVersion object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *RunVersionMutation) OldFlagged(ctx context.Context) (v bool, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldFlagged is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldFlagged requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldFlagged: %w", err)
+	}
+	return oldValue.Flagged, nil
+}
+
+// ResetFlagged resets all changes to the "flagged" field.
+func (m *RunVersionMutation) ResetFlagged() {
+	m.flagged = nil
+}
+
+// SetConflict sets the "conflict" field.
+func (m *RunVersionMutation) SetConflict(s string) {
+	m.conflict = &s
+}
+
+// Conflict returns the value of the "conflict" field in the mutation.
+func (m *RunVersionMutation) Conflict() (r string, exists bool) {
+	v := m.conflict
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldConflict returns the old "conflict" field's value of the RunVersion entity.
+// If the RunVersion object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *RunVersionMutation) OldConflict(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldConflict is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldConflict requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldConflict: %w", err)
+	}
+	return oldValue.Conflict, nil
+}
+
+// ResetConflict resets all changes to the "conflict" field.
+func (m *RunVersionMutation) ResetConflict() {
+	m.conflict = nil
+}
+
+// SetAt sets the "at" field.
+func (m *RunVersionMutation) SetAt(t time.Time) {
+	m.at = &t
+}
+
+// At returns the value of the "at" field in the mutation.
+func (m *RunVersionMutation) At() (r time.Time, exists bool) {
+	v := m.at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAt returns the old "at" field's value of the RunVersion entity.
+// If the RunVersion object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *RunVersionMutation) OldAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAt: %w", err)
+	}
+	return oldValue.At, nil
+}
+
+// ResetAt resets all changes to the "at" field.
+func (m *RunVersionMutation) ResetAt() {
+	m.at = nil
+}
+
+// SetUpdatedAt sets the "updated_at" field.
+func (m *RunVersionMutation) SetUpdatedAt(t time.Time) {
+	m.updated_at = &t
+}
+
+// UpdatedAt returns the value of the "updated_at" field in the mutation.
+func (m *RunVersionMutation) UpdatedAt() (r time.Time, exists bool) {
+	v := m.updated_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldUpdatedAt returns the old "updated_at" field's value of the RunVersion entity.
+// If the RunVersion object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *RunVersionMutation) OldUpdatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldUpdatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldUpdatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldUpdatedAt: %w", err)
+	}
+	return oldValue.UpdatedAt, nil
+}
+
+// ResetUpdatedAt resets all changes to the "updated_at" field.
+func (m *RunVersionMutation) ResetUpdatedAt() {
+	m.updated_at = nil
+}
+
+// Where appends a list predicates to the RunVersionMutation builder.
+func (m *RunVersionMutation) Where(ps ...predicate.RunVersion) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the RunVersionMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *RunVersionMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.RunVersion, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *RunVersionMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *RunVersionMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (RunVersion).
+func (m *RunVersionMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *RunVersionMutation) Fields() []string {
+	fields := make([]string, 0, 10)
+	if m.run_id != nil {
+		fields = append(fields, runversion.FieldRunID)
+	}
+	if m.asset_id != nil {
+		fields = append(fields, runversion.FieldAssetID)
+	}
+	if m.role != nil {
+		fields = append(fields, runversion.FieldRole)
+	}
+	if m.version != nil {
+		fields = append(fields, runversion.FieldVersion)
+	}
+	if m.kind != nil {
+		fields = append(fields, runversion.FieldKind)
+	}
+	if m.basis != nil {
+		fields = append(fields, runversion.FieldBasis)
+	}
+	if m.flagged != nil {
+		fields = append(fields, runversion.FieldFlagged)
+	}
+	if m.conflict != nil {
+		fields = append(fields, runversion.FieldConflict)
+	}
+	if m.at != nil {
+		fields = append(fields, runversion.FieldAt)
+	}
+	if m.updated_at != nil {
+		fields = append(fields, runversion.FieldUpdatedAt)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *RunVersionMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case runversion.FieldRunID:
+		return m.RunID()
+	case runversion.FieldAssetID:
+		return m.AssetID()
+	case runversion.FieldRole:
+		return m.Role()
+	case runversion.FieldVersion:
+		return m.Version()
+	case runversion.FieldKind:
+		return m.Kind()
+	case runversion.FieldBasis:
+		return m.Basis()
+	case runversion.FieldFlagged:
+		return m.Flagged()
+	case runversion.FieldConflict:
+		return m.Conflict()
+	case runversion.FieldAt:
+		return m.At()
+	case runversion.FieldUpdatedAt:
+		return m.UpdatedAt()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *RunVersionMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case runversion.FieldRunID:
+		return m.OldRunID(ctx)
+	case runversion.FieldAssetID:
+		return m.OldAssetID(ctx)
+	case runversion.FieldRole:
+		return m.OldRole(ctx)
+	case runversion.FieldVersion:
+		return m.OldVersion(ctx)
+	case runversion.FieldKind:
+		return m.OldKind(ctx)
+	case runversion.FieldBasis:
+		return m.OldBasis(ctx)
+	case runversion.FieldFlagged:
+		return m.OldFlagged(ctx)
+	case runversion.FieldConflict:
+		return m.OldConflict(ctx)
+	case runversion.FieldAt:
+		return m.OldAt(ctx)
+	case runversion.FieldUpdatedAt:
+		return m.OldUpdatedAt(ctx)
+	}
+	return nil, fmt.Errorf("unknown RunVersion field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *RunVersionMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case runversion.FieldRunID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetRunID(v)
+		return nil
+	case runversion.FieldAssetID:
+		v, ok := value.(uuid.UUID)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAssetID(v)
+		return nil
+	case runversion.FieldRole:
+		v, ok := value.(runversion.Role)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetRole(v)
+		return nil
+	case runversion.FieldVersion:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetVersion(v)
+		return nil
+	case runversion.FieldKind:
+		v, ok := value.(runversion.Kind)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetKind(v)
+		return nil
+	case runversion.FieldBasis:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetBasis(v)
+		return nil
+	case runversion.FieldFlagged:
+		v, ok := value.(bool)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetFlagged(v)
+		return nil
+	case runversion.FieldConflict:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetConflict(v)
+		return nil
+	case runversion.FieldAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAt(v)
+		return nil
+	case runversion.FieldUpdatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetUpdatedAt(v)
+		return nil
+	}
+	return fmt.Errorf("unknown RunVersion field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *RunVersionMutation) AddedFields() []string {
+	return nil
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *RunVersionMutation) AddedField(name string) (ent.Value, bool) {
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *RunVersionMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	}
+	return fmt.Errorf("unknown RunVersion numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *RunVersionMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *RunVersionMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *RunVersionMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown RunVersion nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *RunVersionMutation) ResetField(name string) error {
+	switch name {
+	case runversion.FieldRunID:
+		m.ResetRunID()
+		return nil
+	case runversion.FieldAssetID:
+		m.ResetAssetID()
+		return nil
+	case runversion.FieldRole:
+		m.ResetRole()
+		return nil
+	case runversion.FieldVersion:
+		m.ResetVersion()
+		return nil
+	case runversion.FieldKind:
+		m.ResetKind()
+		return nil
+	case runversion.FieldBasis:
+		m.ResetBasis()
+		return nil
+	case runversion.FieldFlagged:
+		m.ResetFlagged()
+		return nil
+	case runversion.FieldConflict:
+		m.ResetConflict()
+		return nil
+	case runversion.FieldAt:
+		m.ResetAt()
+		return nil
+	case runversion.FieldUpdatedAt:
+		m.ResetUpdatedAt()
+		return nil
+	}
+	return fmt.Errorf("unknown RunVersion field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *RunVersionMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *RunVersionMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *RunVersionMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *RunVersionMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *RunVersionMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *RunVersionMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *RunVersionMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown RunVersion unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *RunVersionMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown RunVersion edge %s", name)
+}
+
 // SchemaChangeMutation represents an operation that mutates the SchemaChange nodes in the graph.
 type SchemaChangeMutation struct {
 	config
@@ -37893,6 +41160,7 @@ type UsageEventMutation struct {
 	received_at   *time.Time
 	resolution    *string
 	late          *bool
+	version       *string
 	clearedFields map[string]struct{}
 	done          bool
 	oldValue      func(context.Context) (*UsageEvent, error)
@@ -38514,6 +41782,42 @@ func (m *UsageEventMutation) ResetLate() {
 	m.late = nil
 }
 
+// SetVersion sets the "version" field.
+func (m *UsageEventMutation) SetVersion(s string) {
+	m.version = &s
+}
+
+// Version returns the value of the "version" field in the mutation.
+func (m *UsageEventMutation) Version() (r string, exists bool) {
+	v := m.version
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldVersion returns the old "version" field's value of the UsageEvent entity.
+// If the UsageEvent object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UsageEventMutation) OldVersion(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldVersion is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldVersion requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldVersion: %w", err)
+	}
+	return oldValue.Version, nil
+}
+
+// ResetVersion resets all changes to the "version" field.
+func (m *UsageEventMutation) ResetVersion() {
+	m.version = nil
+}
+
 // Where appends a list predicates to the UsageEventMutation builder.
 func (m *UsageEventMutation) Where(ps ...predicate.UsageEvent) {
 	m.predicates = append(m.predicates, ps...)
@@ -38548,7 +41852,7 @@ func (m *UsageEventMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *UsageEventMutation) Fields() []string {
-	fields := make([]string, 0, 14)
+	fields := make([]string, 0, 15)
 	if m.event_key != nil {
 		fields = append(fields, usageevent.FieldEventKey)
 	}
@@ -38591,6 +41895,9 @@ func (m *UsageEventMutation) Fields() []string {
 	if m.late != nil {
 		fields = append(fields, usageevent.FieldLate)
 	}
+	if m.version != nil {
+		fields = append(fields, usageevent.FieldVersion)
+	}
 	return fields
 }
 
@@ -38627,6 +41934,8 @@ func (m *UsageEventMutation) Field(name string) (ent.Value, bool) {
 		return m.Resolution()
 	case usageevent.FieldLate:
 		return m.Late()
+	case usageevent.FieldVersion:
+		return m.Version()
 	}
 	return nil, false
 }
@@ -38664,6 +41973,8 @@ func (m *UsageEventMutation) OldField(ctx context.Context, name string) (ent.Val
 		return m.OldResolution(ctx)
 	case usageevent.FieldLate:
 		return m.OldLate(ctx)
+	case usageevent.FieldVersion:
+		return m.OldVersion(ctx)
 	}
 	return nil, fmt.Errorf("unknown UsageEvent field %s", name)
 }
@@ -38771,6 +42082,13 @@ func (m *UsageEventMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetLate(v)
 		return nil
+	case usageevent.FieldVersion:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetVersion(v)
+		return nil
 	}
 	return fmt.Errorf("unknown UsageEvent field %s", name)
 }
@@ -38870,6 +42188,9 @@ func (m *UsageEventMutation) ResetField(name string) error {
 		return nil
 	case usageevent.FieldLate:
 		m.ResetLate()
+		return nil
+	case usageevent.FieldVersion:
+		m.ResetVersion()
 		return nil
 	}
 	return fmt.Errorf("unknown UsageEvent field %s", name)
@@ -40709,6 +44030,392 @@ func (m *UsagePendingMutation) ClearEdge(name string) error {
 // It returns an error if the edge is not defined in the schema.
 func (m *UsagePendingMutation) ResetEdge(name string) error {
 	return fmt.Errorf("unknown UsagePending edge %s", name)
+}
+
+// VersionCursorMutation represents an operation that mutates the VersionCursor nodes in the graph.
+type VersionCursorMutation struct {
+	config
+	op            Op
+	typ           string
+	id            *string
+	after         *uuid.UUID
+	updated_at    *time.Time
+	clearedFields map[string]struct{}
+	done          bool
+	oldValue      func(context.Context) (*VersionCursor, error)
+	predicates    []predicate.VersionCursor
+}
+
+var _ ent.Mutation = (*VersionCursorMutation)(nil)
+
+// versioncursorOption allows management of the mutation configuration using functional options.
+type versioncursorOption func(*VersionCursorMutation)
+
+// newVersionCursorMutation creates new mutation for the VersionCursor entity.
+func newVersionCursorMutation(c config, op Op, opts ...versioncursorOption) *VersionCursorMutation {
+	m := &VersionCursorMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeVersionCursor,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withVersionCursorID sets the ID field of the mutation.
+func withVersionCursorID(id string) versioncursorOption {
+	return func(m *VersionCursorMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *VersionCursor
+		)
+		m.oldValue = func(ctx context.Context) (*VersionCursor, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().VersionCursor.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withVersionCursor sets the old VersionCursor of the mutation.
+func withVersionCursor(node *VersionCursor) versioncursorOption {
+	return func(m *VersionCursorMutation) {
+		m.oldValue = func(context.Context) (*VersionCursor, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m VersionCursorMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m VersionCursorMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// SetID sets the value of the id field. Note that this
+// operation is only accepted on creation of VersionCursor entities.
+func (m *VersionCursorMutation) SetID(id string) {
+	m.id = &id
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *VersionCursorMutation) ID() (id string, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *VersionCursorMutation) IDs(ctx context.Context) ([]string, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []string{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().VersionCursor.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetAfter sets the "after" field.
+func (m *VersionCursorMutation) SetAfter(u uuid.UUID) {
+	m.after = &u
+}
+
+// After returns the value of the "after" field in the mutation.
+func (m *VersionCursorMutation) After() (r uuid.UUID, exists bool) {
+	v := m.after
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAfter returns the old "after" field's value of the VersionCursor entity.
+// If the VersionCursor object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *VersionCursorMutation) OldAfter(ctx context.Context) (v uuid.UUID, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAfter is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAfter requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAfter: %w", err)
+	}
+	return oldValue.After, nil
+}
+
+// ResetAfter resets all changes to the "after" field.
+func (m *VersionCursorMutation) ResetAfter() {
+	m.after = nil
+}
+
+// SetUpdatedAt sets the "updated_at" field.
+func (m *VersionCursorMutation) SetUpdatedAt(t time.Time) {
+	m.updated_at = &t
+}
+
+// UpdatedAt returns the value of the "updated_at" field in the mutation.
+func (m *VersionCursorMutation) UpdatedAt() (r time.Time, exists bool) {
+	v := m.updated_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldUpdatedAt returns the old "updated_at" field's value of the VersionCursor entity.
+// If the VersionCursor object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *VersionCursorMutation) OldUpdatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldUpdatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldUpdatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldUpdatedAt: %w", err)
+	}
+	return oldValue.UpdatedAt, nil
+}
+
+// ResetUpdatedAt resets all changes to the "updated_at" field.
+func (m *VersionCursorMutation) ResetUpdatedAt() {
+	m.updated_at = nil
+}
+
+// Where appends a list predicates to the VersionCursorMutation builder.
+func (m *VersionCursorMutation) Where(ps ...predicate.VersionCursor) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the VersionCursorMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *VersionCursorMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.VersionCursor, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *VersionCursorMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *VersionCursorMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (VersionCursor).
+func (m *VersionCursorMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *VersionCursorMutation) Fields() []string {
+	fields := make([]string, 0, 2)
+	if m.after != nil {
+		fields = append(fields, versioncursor.FieldAfter)
+	}
+	if m.updated_at != nil {
+		fields = append(fields, versioncursor.FieldUpdatedAt)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *VersionCursorMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case versioncursor.FieldAfter:
+		return m.After()
+	case versioncursor.FieldUpdatedAt:
+		return m.UpdatedAt()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *VersionCursorMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case versioncursor.FieldAfter:
+		return m.OldAfter(ctx)
+	case versioncursor.FieldUpdatedAt:
+		return m.OldUpdatedAt(ctx)
+	}
+	return nil, fmt.Errorf("unknown VersionCursor field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *VersionCursorMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case versioncursor.FieldAfter:
+		v, ok := value.(uuid.UUID)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAfter(v)
+		return nil
+	case versioncursor.FieldUpdatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetUpdatedAt(v)
+		return nil
+	}
+	return fmt.Errorf("unknown VersionCursor field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *VersionCursorMutation) AddedFields() []string {
+	return nil
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *VersionCursorMutation) AddedField(name string) (ent.Value, bool) {
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *VersionCursorMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	}
+	return fmt.Errorf("unknown VersionCursor numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *VersionCursorMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *VersionCursorMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *VersionCursorMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown VersionCursor nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *VersionCursorMutation) ResetField(name string) error {
+	switch name {
+	case versioncursor.FieldAfter:
+		m.ResetAfter()
+		return nil
+	case versioncursor.FieldUpdatedAt:
+		m.ResetUpdatedAt()
+		return nil
+	}
+	return fmt.Errorf("unknown VersionCursor field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *VersionCursorMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *VersionCursorMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *VersionCursorMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *VersionCursorMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *VersionCursorMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *VersionCursorMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *VersionCursorMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown VersionCursor unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *VersionCursorMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown VersionCursor edge %s", name)
 }
 
 // WebSessionMutation represents an operation that mutates the WebSession nodes in the graph.

@@ -48,6 +48,8 @@ type Tx struct {
 	ColumnEdge *ColumnEdgeClient
 	// DatasetMigration is the client for interacting with the DatasetMigration builders.
 	DatasetMigration *DatasetMigrationClient
+	// DatasetVersion is the client for interacting with the DatasetVersion builders.
+	DatasetVersion *DatasetVersionClient
 	// ExternalID is the client for interacting with the ExternalID builders.
 	ExternalID *ExternalIDClient
 	// GlossaryTerm is the client for interacting with the GlossaryTerm builders.
@@ -64,6 +66,8 @@ type Tx struct {
 	IcebergNamespace *IcebergNamespaceClient
 	// IcebergTable is the client for interacting with the IcebergTable builders.
 	IcebergTable *IcebergTableClient
+	// IcebergView is the client for interacting with the IcebergView builders.
+	IcebergView *IcebergViewClient
 	// IdempotencyKey is the client for interacting with the IdempotencyKey builders.
 	IdempotencyKey *IdempotencyKeyClient
 	// Label is the client for interacting with the Label builders.
@@ -98,6 +102,8 @@ type Tx struct {
 	Run *RunClient
 	// RunIO is the client for interacting with the RunIO builders.
 	RunIO *RunIOClient
+	// RunVersion is the client for interacting with the RunVersion builders.
+	RunVersion *RunVersionClient
 	// SchemaChange is the client for interacting with the SchemaChange builders.
 	SchemaChange *SchemaChangeClient
 	// SearchDoc is the client for interacting with the SearchDoc builders.
@@ -124,6 +130,8 @@ type Tx struct {
 	UsageName *UsageNameClient
 	// UsagePending is the client for interacting with the UsagePending builders.
 	UsagePending *UsagePendingClient
+	// VersionCursor is the client for interacting with the VersionCursor builders.
+	VersionCursor *VersionCursorClient
 	// WebSession is the client for interacting with the WebSession builders.
 	WebSession *WebSessionClient
 	// Webhook is the client for interacting with the Webhook builders.
@@ -276,6 +284,7 @@ func (tx *Tx) init() {
 	tx.Column = NewColumnClient(tx.config)
 	tx.ColumnEdge = NewColumnEdgeClient(tx.config)
 	tx.DatasetMigration = NewDatasetMigrationClient(tx.config)
+	tx.DatasetVersion = NewDatasetVersionClient(tx.config)
 	tx.ExternalID = NewExternalIDClient(tx.config)
 	tx.GlossaryTerm = NewGlossaryTermClient(tx.config)
 	tx.IcebergCommit = NewIcebergCommitClient(tx.config)
@@ -284,6 +293,7 @@ func (tx *Tx) init() {
 	tx.IcebergManifestList = NewIcebergManifestListClient(tx.config)
 	tx.IcebergNamespace = NewIcebergNamespaceClient(tx.config)
 	tx.IcebergTable = NewIcebergTableClient(tx.config)
+	tx.IcebergView = NewIcebergViewClient(tx.config)
 	tx.IdempotencyKey = NewIdempotencyKeyClient(tx.config)
 	tx.Label = NewLabelClient(tx.config)
 	tx.LineageEdge = NewLineageEdgeClient(tx.config)
@@ -301,6 +311,7 @@ func (tx *Tx) init() {
 	tx.ReconciliationWindow = NewReconciliationWindowClient(tx.config)
 	tx.Run = NewRunClient(tx.config)
 	tx.RunIO = NewRunIOClient(tx.config)
+	tx.RunVersion = NewRunVersionClient(tx.config)
 	tx.SchemaChange = NewSchemaChangeClient(tx.config)
 	tx.SearchDoc = NewSearchDocClient(tx.config)
 	tx.SearchFacet = NewSearchFacetClient(tx.config)
@@ -314,6 +325,7 @@ func (tx *Tx) init() {
 	tx.UsageJobDaily = NewUsageJobDailyClient(tx.config)
 	tx.UsageName = NewUsageNameClient(tx.config)
 	tx.UsagePending = NewUsagePendingClient(tx.config)
+	tx.VersionCursor = NewVersionCursorClient(tx.config)
 	tx.WebSession = NewWebSessionClient(tx.config)
 	tx.Webhook = NewWebhookClient(tx.config)
 }

@@ -45,7 +45,9 @@ type UsageEvent struct {
 	// Resolution holds the value of the "resolution" field.
 	Resolution string `json:"resolution,omitempty"`
 	// Late holds the value of the "late" field.
-	Late         bool `json:"late,omitempty"`
+	Late bool `json:"late,omitempty"`
+	// Version holds the value of the "version" field.
+	Version      string `json:"version,omitempty"`
 	selectValues sql.SelectValues
 }
 
@@ -60,7 +62,7 @@ func (*UsageEvent) scanValues(columns []string) ([]any, error) {
 			values[i] = new(sql.NullBool)
 		case usageevent.FieldID:
 			values[i] = new(sql.NullInt64)
-		case usageevent.FieldEventKey, usageevent.FieldKind, usageevent.FieldActor, usageevent.FieldSource, usageevent.FieldQueryID, usageevent.FieldNamespace, usageevent.FieldName, usageevent.FieldDay, usageevent.FieldResolution:
+		case usageevent.FieldEventKey, usageevent.FieldKind, usageevent.FieldActor, usageevent.FieldSource, usageevent.FieldQueryID, usageevent.FieldNamespace, usageevent.FieldName, usageevent.FieldDay, usageevent.FieldResolution, usageevent.FieldVersion:
 			values[i] = new(sql.NullString)
 		case usageevent.FieldAt, usageevent.FieldReceivedAt:
 			values[i] = new(sql.NullTime)
@@ -172,6 +174,12 @@ func (_m *UsageEvent) assignValues(columns []string, values []any) error {
 			} else if value.Valid {
 				_m.Late = value.Bool
 			}
+		case usageevent.FieldVersion:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field version", values[i])
+			} else if value.Valid {
+				_m.Version = value.String
+			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
 		}
@@ -251,6 +259,9 @@ func (_m *UsageEvent) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("late=")
 	builder.WriteString(fmt.Sprintf("%v", _m.Late))
+	builder.WriteString(", ")
+	builder.WriteString("version=")
+	builder.WriteString(_m.Version)
 	builder.WriteByte(')')
 	return builder.String()
 }

@@ -169,6 +169,20 @@ func (_c *UsageEventCreate) SetNillableLate(v *bool) *UsageEventCreate {
 	return _c
 }
 
+// SetVersion sets the "version" field.
+func (_c *UsageEventCreate) SetVersion(v string) *UsageEventCreate {
+	_c.mutation.SetVersion(v)
+	return _c
+}
+
+// SetNillableVersion sets the "version" field if the given value is not nil.
+func (_c *UsageEventCreate) SetNillableVersion(v *string) *UsageEventCreate {
+	if v != nil {
+		_c.SetVersion(*v)
+	}
+	return _c
+}
+
 // Mutation returns the UsageEventMutation object of the builder.
 func (_c *UsageEventCreate) Mutation() *UsageEventMutation {
 	return _c.mutation
@@ -232,6 +246,10 @@ func (_c *UsageEventCreate) defaults() {
 		v := usageevent.DefaultLate
 		_c.mutation.SetLate(v)
 	}
+	if _, ok := _c.mutation.Version(); !ok {
+		v := usageevent.DefaultVersion
+		_c.mutation.SetVersion(v)
+	}
 }
 
 // check runs all checks and user-defined validators on the builder.
@@ -279,6 +297,9 @@ func (_c *UsageEventCreate) check() error {
 	}
 	if _, ok := _c.mutation.Late(); !ok {
 		return &ValidationError{Name: "late", err: errors.New(`ent: missing required field "UsageEvent.late"`)}
+	}
+	if _, ok := _c.mutation.Version(); !ok {
+		return &ValidationError{Name: "version", err: errors.New(`ent: missing required field "UsageEvent.version"`)}
 	}
 	return nil
 }
@@ -361,6 +382,10 @@ func (_c *UsageEventCreate) createSpec() (*UsageEvent, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.Late(); ok {
 		_spec.SetField(usageevent.FieldLate, field.TypeBool, value)
 		_node.Late = value
+	}
+	if value, ok := _c.mutation.Version(); ok {
+		_spec.SetField(usageevent.FieldVersion, field.TypeString, value)
+		_node.Version = value
 	}
 	return _node, _spec
 }

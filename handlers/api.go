@@ -23,6 +23,7 @@ import (
 	"github.com/tidemark/tidemark/server"
 	"github.com/tidemark/tidemark/tables"
 	"github.com/tidemark/tidemark/usage"
+	"github.com/tidemark/tidemark/versions"
 	"github.com/tidemark/tidemark/warehouse"
 )
 
@@ -59,7 +60,10 @@ type Config struct {
 	Cleanup *cleanup.Service
 	// Reconcile keeps dataset migrations and their reconciliation runs; nil leaves those routes out.
 	Reconcile *reconcile.Service
-	Version   string
+	// Versions answers dataset versions (timeline, lineage between versions, impact); nil
+	// leaves those routes out.
+	Versions *versions.Service
+	Version  string
 }
 
 // DefaultBodyLimit is 1 MiB: an asset definition is a few hundred bytes; far larger is a mistake.
@@ -116,6 +120,7 @@ func (a *API) routes() {
 	a.subscriptionRoutes()
 	a.migrationRoutes()
 	a.curationRoutes()
+	a.versionRoutes()
 	a.handle(operation{
 		Method:    http.MethodGet,
 		Path:      "/healthz",

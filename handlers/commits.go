@@ -18,10 +18,11 @@ type inventoryFileResponse struct {
 	SnapshotID int64     `json:"snapshot_id"` // 0 for the metadata file a commit wrote
 	Path       string    `json:"path"`
 	Kind       string    `json:"kind"`   // metadata, manifest_list, manifest, data, delete
-	Change     string    `json:"change"` // added, removed, staged (written for a commit that did not happen)
+	Change     string    `json:"change"` // added, removed, staged (written for a commit that did not happen), signed (written through a remote signature)
 	SizeBytes  int64     `json:"size_bytes"`
 	Records    int64     `json:"records"`
 	RecordedAt time.Time `json:"recorded_at"`
+	Actor      string    `json:"actor,omitempty"` // who a signed file's signature was issued to
 }
 
 type inventoryResponse struct {
@@ -134,7 +135,7 @@ func (a *API) tableInventory(c echo.Context) error {
 	out := inventoryResponse{AssetID: id, Items: make([]inventoryFileResponse, len(files))}
 	for i, f := range files {
 		out.Items[i] = inventoryFileResponse{CommitID: f.CommitID, SnapshotID: f.SnapshotID, Path: f.Path, Kind: f.Kind, Change: f.Change,
-			SizeBytes: f.Size, Records: f.Records, RecordedAt: f.RecordedAt}
+			SizeBytes: f.Size, Records: f.Records, RecordedAt: f.RecordedAt, Actor: f.Actor}
 	}
 	if more {
 		out.NextCursor = encodeCursor(files[len(files)-1].ID, scope)

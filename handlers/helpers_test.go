@@ -31,6 +31,7 @@ import (
 	"github.com/tidemark/tidemark/storage/storagetest"
 	"github.com/tidemark/tidemark/tables"
 	"github.com/tidemark/tidemark/usage"
+	"github.com/tidemark/tidemark/versions"
 	"github.com/tidemark/tidemark/warehouse"
 )
 
@@ -116,7 +117,12 @@ func startServer(t testing.TB, db *storage.DB, tweak func(*handlers.Config, *ser
 	if err != nil {
 		t.Fatal(err)
 	}
+	ver, err := versions.New(db, cat)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg := handlers.Config{
+		Versions:  ver,
 		Reconcile: rec,
 		Cleanup:   clean,
 		Notify:    notes,

@@ -56,6 +56,11 @@ type lineageNode struct {
 	Namespace string    `json:"namespace"`
 	Name      string    `json:"name"`
 	Depth     int       `json:"depth"`
+	// With at only: the name shown is the one the asset held then and holds no longer (renamed
+	// or deleted since).
+	FormerName bool `json:"former_name,omitempty"`
+	// With at only: the asset was deleted after at, at this time (status is its status now).
+	DeletedSince *time.Time `json:"deleted_since,omitempty"`
 }
 
 type lineageEdge struct {
@@ -73,9 +78,11 @@ type graphFreshness struct {
 }
 
 type assetLineageResponse struct {
-	Root            uuid.UUID      `json:"root"`
-	Direction       string         `json:"direction"`
-	Depth           int            `json:"depth"`
+	Root      uuid.UUID `json:"root"`
+	Direction string    `json:"direction"`
+	Depth     int       `json:"depth"`
+	// At is the time asked for (at=): the answer is the graph as it stood then.
+	At              *time.Time     `json:"at,omitempty"`
 	Nodes           []lineageNode  `json:"nodes"`
 	Edges           []lineageEdge  `json:"edges"`
 	Truncated       bool           `json:"truncated"`
@@ -130,6 +137,10 @@ type marquezData struct {
 	Description  string           `json:"description"`
 	AssetID      uuid.UUID        `json:"assetId"` // Tidemark's stable ID
 	Status       string           `json:"status"`
+	// With at only (Tidemark's additions): the name is one the asset held then and holds no
+	// longer; the asset was deleted after at, at this time.
+	FormerName   bool       `json:"formerName,omitempty"`
+	DeletedSince *time.Time `json:"deletedSince,omitempty"`
 }
 
 type marquezNode struct {
@@ -144,6 +155,8 @@ type marquezGraphResponse struct {
 	Graph     []marquezNode  `json:"graph"`
 	Truncated bool           `json:"truncated"`
 	Freshness graphFreshness `json:"freshness"`
+	// At is the time asked for (at=): the graph as it stood then, node IDs from the names of then.
+	At *time.Time `json:"at,omitempty"`
 }
 
 func (a *API) lineageRoutes() {
@@ -182,6 +195,7 @@ func (a *API) lineageRoutes() {
 			{Name: "nodeId", In: "query", Required: true, Description: "dataset:<namespace>:<name> or job:<namespace>:<name>; former names work"},
 			{Name: "depth", In: "query", Description: "hops, 1-20, default 20; every job in the answer comes with all its inputs and outputs, as in Marquez"},
 			{Name: "limit", In: "query", Description: "most nodes to return (whole levels), 1 to the server's cap (--lineage-max-nodes), default 1000; truncated says when more exist"},
+			{Name: "at", In: "query", Description: atParamDoc + " nodeId names the asset that held the name then (failing that, as without at); node IDs use the names of then."},
 		},
 		Responses: map[int]any{200: marquezGraphResponse{}},
 	}, a.marquezLineage)
@@ -194,6 +208,7 @@ func (a *API) lineageRoutes() {
 			{Name: "direction", In: "query", Description: "upstream, downstream or both (default)"},
 			{Name: "depth", In: "query", Description: "1-20, default 3"},
 			{Name: "limit", In: "query", Description: "most nodes to return, 1 to the server's cap (--lineage-max-nodes), default 1000"},
+			{Name: "at", In: "query", Description: atParamDoc},
 		},
 		Responses: map[int]any{200: assetLineageResponse{}},
 	}, a.assetLineage)
@@ -208,6 +223,7 @@ func (a *API) lineageRoutes() {
 			{Name: "direction", In: "query", Description: "upstream, downstream or both (default)"},
 			{Name: "depth", In: "query", Description: "1-20, default 3"},
 			{Name: "limit", In: "query", Description: "most nodes to return, 1 to the server's cap (the default)"},
+			{Name: "at", In: "query", Description: atParamDoc + " Each node then has two more elements: former_name and deleted_since."},
 		},
 		Responses: map[int]any{200: compactLineageResponse{}},
 	}, a.compactLineage)
@@ -353,12 +369,47 @@ func (a *API) walkParams(c echo.Context, defLimit int) (id uuid.UUID, dir lineag
 	return
 }
 
-func (a *API) assetLineage(c echo.Context) error {
-	id, dir, depth, limit, err := a.walkParams(c, lineage.DefaultLimit)
-	if err != nil {
-		return err
+// atParamDoc documents at= on the lineage endpoints.
+const atParamDoc = "an RFC 3339 time, e.g. 2026-01-31T12:00:00Z, from 1900-01-01 to now: the graph as it stood then. " +
+	"An edge is there when an event that used it (of any run of its job) is dated at or before at (event time, so a late event dates its edge to when it happened); " +
+	"each asset shows the name it held then (former_name when it holds it no longer), and an asset deleted since is there with deleted_since. " +
+	"Read from the database, within the same depth and limit; relations (migrations) are not dated and are left out. Without at: the graph now."
+
+// atParam reads at=, the time a lineage answer is the graph of (nil: now). The lineage service
+// checks the range (from 1900, not in the future) against its clock.
+func atParam(c echo.Context) (*time.Time, error) {
+	s := c.QueryParam("at")
+	if s == "" {
+		return nil, nil
 	}
-	res, err := a.cfg.Lineage.Lineage(c.Request().Context(), id, dir, depth, limit)
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return nil, badRequest("at", "at must be an RFC 3339 time such as 2026-01-31T12:00:00Z (a UTC offset instead of Z works too, URL-encoded: %%2B01:00), not %q", truncate(s, 64))
+	}
+	return &t, nil
+}
+
+// walkAt is the walk an asset lineage request asks for: now, or at the time at= names.
+func (a *API) walkAt(c echo.Context, defLimit int) (lineage.LineageResult, lineage.Direction, int, error) {
+	id, dir, depth, limit, err := a.walkParams(c, defLimit)
+	if err != nil {
+		return lineage.LineageResult{}, "", 0, err
+	}
+	at, err := atParam(c)
+	if err != nil {
+		return lineage.LineageResult{}, "", 0, err
+	}
+	var res lineage.LineageResult
+	if at != nil {
+		res, err = a.cfg.Lineage.LineageAt(c.Request().Context(), id, dir, depth, limit, *at)
+	} else {
+		res, err = a.cfg.Lineage.Lineage(c.Request().Context(), id, dir, depth, limit)
+	}
+	return res, dir, depth, err
+}
+
+func (a *API) assetLineage(c echo.Context) error {
+	res, dir, depth, err := a.walkAt(c, lineage.DefaultLimit)
 	if err != nil {
 		return err
 	}
@@ -378,7 +429,17 @@ func (a *API) marquezLineage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	nodes, res, err := a.cfg.Lineage.MarquezGraph(c.Request().Context(), nodeID, depth, limit)
+	at, err := atParam(c)
+	if err != nil {
+		return err
+	}
+	var nodes []lineage.GraphNode
+	var res lineage.LineageResult
+	if at != nil {
+		nodes, res, err = a.cfg.Lineage.MarquezGraphAt(c.Request().Context(), nodeID, depth, limit, *at)
+	} else {
+		nodes, res, err = a.cfg.Lineage.MarquezGraph(c.Request().Context(), nodeID, depth, limit)
+	}
 	if err != nil {
 		return err
 	}

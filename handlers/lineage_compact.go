@@ -20,15 +20,18 @@ import (
 // compactLineageResponse documents GET /assets/{id}/lineage/compact. The handler writes it by
 // hand as it goes (see writeCompact), so a 100,000-node answer is never held twice in memory.
 type compactLineageResponse struct {
-	Root            string         `json:"root"`
-	Direction       string         `json:"direction"`
-	Depth           int            `json:"depth"`
+	Root      string `json:"root"`
+	Direction string `json:"direction"`
+	Depth     int    `json:"depth"`
+	// At is the time asked for (at=): the graph as it stood then.
+	At              *time.Time     `json:"at,omitempty"`
 	Truncated       bool           `json:"truncated"`
 	ReachedPerDepth []int          `json:"reached_per_depth"`
 	Graph           graphFreshness `json:"graph"`
 	// NodeFields names the elements of each node array, in order.
 	NodeFields []string `json:"node_fields"`
-	// Nodes: one array a node: [id, kind, status, namespace, name, depth], the start first.
+	// Nodes: one array a node: [id, kind, status, namespace, name, depth], the start first;
+	// with at two more, former_name (bool) and deleted_since (a time or null).
 	Nodes [][]any `json:"nodes"`
 	// Edges: [from, to] as indexes into nodes.
 	Edges [][2]int `json:"edges"`
@@ -37,11 +40,7 @@ type compactLineageResponse struct {
 }
 
 func (a *API) compactLineage(c echo.Context) error {
-	id, dir, depth, limit, err := a.walkParams(c, a.cfg.Lineage.MaxNodes())
-	if err != nil {
-		return err
-	}
-	res, err := a.cfg.Lineage.Lineage(c.Request().Context(), id, dir, depth, limit)
+	res, dir, depth, err := a.walkAt(c, a.cfg.Lineage.MaxNodes())
 	if err != nil {
 		return err
 	}
@@ -78,20 +77,34 @@ func spill(w io.Writer, b []byte) []byte {
 	return b
 }
 
-// appendWalkHead opens a lineage answer with its root, direction and depth.
-func appendWalkHead(b []byte, root uuid.UUID, dir string, depth int) []byte {
+// appendWalkHead opens a lineage answer with its root, direction, depth and the time asked
+// for, if any.
+func appendWalkHead(b []byte, res lineage.LineageResult, dir string, depth int) []byte {
 	b = append(b, `{"root":"`...)
-	b = appendUUID(b, root)
+	b = appendUUID(b, res.Root)
 	b = append(b, `","direction":`...)
 	b = appendString(b, dir)
 	b = append(b, `,"depth":`...)
-	return strconv.AppendInt(b, int64(depth), 10)
+	b = strconv.AppendInt(b, int64(depth), 10)
+	if res.At != nil {
+		b = append(b, `,"at":`...)
+		b = appendTime(b, *res.At)
+	}
+	return b
+}
+
+// appendTimeOrNull appends t, null when nil.
+func appendTimeOrNull(b []byte, t *time.Time) []byte {
+	if t == nil {
+		return append(b, "null"...)
+	}
+	return appendTime(b, *t)
 }
 
 // writeCompact encodes a lineage answer as compactLineageResponse, appending into one buffer
 // that is written out each time it fills: no reflection, no per-node allocation.
 func writeCompact(w io.Writer, b []byte, res lineage.LineageResult, dir string, depth int) []byte {
-	b = appendWalkHead(b, res.Root, dir, depth)
+	b = appendWalkHead(b, res, dir, depth)
 	b = append(b, `,"truncated":`...)
 	b = strconv.AppendBool(b, res.Truncated)
 	b = append(b, `,"reached_per_depth":[`...)
@@ -104,7 +117,11 @@ func writeCompact(w io.Writer, b []byte, res lineage.LineageResult, dir string, 
 	fr, _ := json.Marshal(freshness(res.Freshness))
 	b = append(b, `],"graph":`...)
 	b = append(b, fr...)
-	b = append(b, `,"node_fields":["id","kind","status","namespace","name","depth"],"nodes":[`...)
+	if res.At != nil {
+		b = append(b, `,"node_fields":["id","kind","status","namespace","name","depth","former_name","deleted_since"],"nodes":[`...)
+	} else {
+		b = append(b, `,"node_fields":["id","kind","status","namespace","name","depth"],"nodes":[`...)
+	}
 	for i, n := range res.Nodes {
 		if i > 0 {
 			b = append(b, ',')
@@ -121,6 +138,12 @@ func writeCompact(w io.Writer, b []byte, res lineage.LineageResult, dir string, 
 		b = appendString(b, n.Name)
 		b = append(b, ',')
 		b = strconv.AppendInt(b, int64(n.Depth), 10)
+		if res.At != nil {
+			b = append(b, ',')
+			b = strconv.AppendBool(b, n.FormerName)
+			b = append(b, ',')
+			b = appendTimeOrNull(b, n.DeletedSince)
+		}
 		b = append(b, ']')
 		b = spill(w, b)
 	}
@@ -147,7 +170,7 @@ func writeCompact(w io.Writer, b []byte, res lineage.LineageResult, dir string, 
 // writeFull encodes a lineage answer as toFull's value would encode (a test holds it to that),
 // appending into one buffer as writeCompact does.
 func writeFull(w io.Writer, b []byte, res lineage.LineageResult, dir string, depth int) []byte {
-	b = appendWalkHead(b, res.Root, dir, depth)
+	b = appendWalkHead(b, res, dir, depth)
 	b = append(b, `,"nodes":[`...)
 	for i, n := range res.Nodes {
 		if i > 0 {
@@ -165,6 +188,13 @@ func writeFull(w io.Writer, b []byte, res lineage.LineageResult, dir string, dep
 		b = appendString(b, n.Name)
 		b = append(b, `,"depth":`...)
 		b = strconv.AppendInt(b, int64(n.Depth), 10)
+		if n.FormerName {
+			b = append(b, `,"former_name":true`...)
+		}
+		if n.DeletedSince != nil {
+			b = append(b, `,"deleted_since":`...)
+			b = appendTime(b, *n.DeletedSince)
+		}
 		b = append(b, '}')
 		b = spill(w, b)
 	}
@@ -266,6 +296,13 @@ func writeMarquez(w io.Writer, b []byte, nodes []lineage.GraphNode, res lineage.
 		b = appendUUID(b, n.ID)
 		b = append(b, `","status":`...)
 		b = appendString(b, string(n.Status))
+		if n.FormerName {
+			b = append(b, `,"formerName":true`...)
+		}
+		if n.DeletedSince != nil {
+			b = append(b, `,"deletedSince":`...)
+			b = appendTime(b, *n.DeletedSince)
+		}
 		b = append(b, `},"inEdges":[`...)
 		for j, o := range n.InEdges {
 			if j > 0 {
@@ -288,6 +325,10 @@ func writeMarquez(w io.Writer, b []byte, nodes []lineage.GraphNode, res lineage.
 	b = strconv.AppendBool(b, res.Truncated)
 	b = append(b, `,"freshness":`...)
 	b = append(b, fr...)
+	if res.At != nil {
+		b = append(b, `,"at":`...)
+		b = appendTime(b, *res.At)
+	}
 	b = append(b, "}\n"...)
 	_, _ = w.Write(b)
 	return b

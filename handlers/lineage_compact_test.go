@@ -62,17 +62,28 @@ func TestWriteMarquez(t *testing.T) {
 			CreatedAt: at, UpdatedAt: at}, NodeID: "job:ns:j", InEdges: []string{}, OutEdges: []string{"dataset:postgres://h:5432:odd", "x"}},
 	}
 	res := lineage.LineageResult{Truncated: true, Freshness: lineage.Freshness{SyncedAt: at, Nodes: 2, Edges: 1}}
-	var buf bytes.Buffer
-	writeMarquez(&buf, nil, nodes, res)
-	var got, want any
-	if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
-		t.Fatalf("writeMarquez wrote invalid JSON: %v\n%s", err, buf.Bytes())
-	}
-	b, _ := json.Marshal(toMarquez(nodes, res))
-	_ = json.Unmarshal(b, &want)
-	got.(map[string]any)["freshness"].(map[string]any)["lag_ms"] = want.(map[string]any)["freshness"].(map[string]any)["lag_ms"]
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("writeMarquez:\n%s\nencoding/json:\n%s", buf.Bytes(), b)
+	// The same graph asked at a time: the first node renamed since, the second deleted since.
+	deleted := at.Add(time.Hour)
+	past := append([]lineage.GraphNode{}, nodes...)
+	past[0].FormerName, past[1].DeletedSince = true, &deleted
+	pastRes := res
+	pastRes.At = &at
+	for _, tc := range []struct {
+		nodes []lineage.GraphNode
+		res   lineage.LineageResult
+	}{{nodes, res}, {past, pastRes}} {
+		var buf bytes.Buffer
+		writeMarquez(&buf, nil, tc.nodes, tc.res)
+		var got, want any
+		if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
+			t.Fatalf("writeMarquez wrote invalid JSON: %v\n%s", err, buf.Bytes())
+		}
+		b, _ := json.Marshal(toMarquez(tc.nodes, tc.res))
+		_ = json.Unmarshal(b, &want)
+		got.(map[string]any)["freshness"].(map[string]any)["lag_ms"] = want.(map[string]any)["freshness"].(map[string]any)["lag_ms"]
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("writeMarquez:\n%s\nencoding/json:\n%s", buf.Bytes(), b)
+		}
 	}
 }
 
@@ -80,6 +91,7 @@ func TestWriteMarquez(t *testing.T) {
 // makes of the same answer as a value.
 func TestWriteFull(t *testing.T) {
 	at := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	later := at.Add(90 * time.Minute)
 	a, b := uuid.New(), uuid.New()
 	for _, res := range []lineage.LineageResult{
 		{Root: a, Nodes: []lineage.Node{
@@ -89,6 +101,10 @@ func TestWriteFull(t *testing.T) {
 			Relations: []lineage.Relation{{From: a, To: b, Kind: "migrated_to", Ref: uuid.New()}}},
 		{Root: a, Nodes: []lineage.Node{{Summary: catalog.Summary{ID: a, Kind: catalog.KindTable, Status: catalog.StatusActive, Namespace: "n", Name: "x"}}},
 			Edges: [][2]int32{}, Relations: []lineage.Relation{}},
+		{Root: a, At: &at, Nodes: []lineage.Node{ // at a time: a former name, an asset deleted since
+			{Summary: catalog.Summary{ID: a, Kind: catalog.KindTable, Status: catalog.StatusActive, Namespace: "n", Name: "old"}, FormerName: true},
+			{Summary: catalog.Summary{ID: b, Kind: catalog.KindJob, Status: catalog.StatusDeleted, Namespace: "n", Name: "j"}, Depth: 1, FormerName: true, DeletedSince: &later}},
+			Edges: [][2]int32{{1, 0}}, ReachedPerDepth: []int{1, 1}, Relations: []lineage.Relation{}},
 	} {
 		var buf bytes.Buffer
 		writeFull(&buf, nil, res, "both", 3)
@@ -107,11 +123,12 @@ func TestWriteFull(t *testing.T) {
 
 // toFull is the full lineage answer as a value: what writeFull writes, kept to test it against.
 func toFull(res lineage.LineageResult, dir string, depth int) assetLineageResponse {
-	out := assetLineageResponse{Root: res.Root, Direction: dir, Depth: depth, Nodes: make([]lineageNode, 0, len(res.Nodes)),
+	out := assetLineageResponse{Root: res.Root, Direction: dir, Depth: depth, At: res.At, Nodes: make([]lineageNode, 0, len(res.Nodes)),
 		Edges: make([]lineageEdge, 0, len(res.Edges)), Truncated: res.Truncated, ReachedPerDepth: res.ReachedPerDepth, Graph: freshness(res.Freshness),
 		Relations: toRelations(res.Relations)}
 	for _, n := range res.Nodes {
-		out.Nodes = append(out.Nodes, lineageNode{ID: n.ID, Kind: string(n.Kind), Status: string(n.Status), Namespace: n.Namespace, Name: n.Name, Depth: n.Depth})
+		out.Nodes = append(out.Nodes, lineageNode{ID: n.ID, Kind: string(n.Kind), Status: string(n.Status), Namespace: n.Namespace, Name: n.Name, Depth: n.Depth,
+			FormerName: n.FormerName, DeletedSince: n.DeletedSince})
 	}
 	for _, e := range res.Edges {
 		out.Edges = append(out.Edges, lineageEdge{From: res.Nodes[e[0]].ID, To: res.Nodes[e[1]].ID})
@@ -121,13 +138,13 @@ func toFull(res lineage.LineageResult, dir string, depth int) assetLineageRespon
 
 // toMarquez is the Marquez answer as a value: what writeMarquez writes, kept to test it against.
 func toMarquez(nodes []lineage.GraphNode, res lineage.LineageResult) marquezGraphResponse {
-	out := marquezGraphResponse{Graph: make([]marquezNode, 0, len(nodes)), Truncated: res.Truncated, Freshness: freshness(res.Freshness)}
+	out := marquezGraphResponse{Graph: make([]marquezNode, 0, len(nodes)), Truncated: res.Truncated, Freshness: freshness(res.Freshness), At: res.At}
 	for _, n := range nodes {
 		typ, dataType := marquezTypes(n.Kind)
 		m := marquezNode{ID: n.NodeID, Type: typ, InEdges: []marquezEdge{}, OutEdges: []marquezEdge{},
 			Data: marquezData{ID: marquezDatasetID{n.Namespace, n.Name}, Type: dataType, Name: n.Name, PhysicalName: n.Name,
 				Namespace: n.Namespace, CreatedAt: n.CreatedAt, UpdatedAt: n.UpdatedAt, Fields: []marquezField{}, Tags: []string{},
-				Description: n.Description, AssetID: n.ID, Status: string(n.Status)}}
+				Description: n.Description, AssetID: n.ID, Status: string(n.Status), FormerName: n.FormerName, DeletedSince: n.DeletedSince}}
 		for _, f := range n.Fields {
 			m.Data.Fields = append(m.Data.Fields, marquezField{Name: f.Name, Type: f.Type, Tags: []string{}, Description: f.Description})
 		}

@@ -59,11 +59,31 @@ type evidenceResponse struct {
 	Remedies         []string                `json:"remedies,omitempty"`
 	ScanID           *uuid.UUID              `json:"scan_id,omitempty"`
 	RefCheckID       *uuid.UUID              `json:"ref_check_id,omitempty"`
+	// Kept (expire_snapshots): snapshots old enough to expire that it keeps, and why (read by
+	// time travel, an input version a keep-input-versions downstream needs).
+	Kept []keptSnapshotResponse `json:"kept,omitempty"`
 	// FileList (expire_snapshots): the proposal lists the exact files it deletes (files, bytes;
 	// GET .../files), and approving it confirms their count and bytes.
 	FileList bool `json:"file_list,omitempty"`
 	// FinalReconciliation: for a migrated asset's retirement, the clean run after the cutover.
 	FinalReconciliation *uuid.UUID `json:"final_reconciliation,omitempty"`
+}
+
+type keptReaderResponse struct {
+	Reader    string    `json:"reader"`
+	Reads     int64     `json:"reads"`
+	FirstRead time.Time `json:"first_read"`
+	LastRead  time.Time `json:"last_read"`
+}
+
+type keptSnapshotResponse struct {
+	Snapshot          int64                `json:"snapshot"`
+	Reason            string               `json:"reason"`
+	Readers           []keptReaderResponse `json:"readers,omitempty"`
+	Downstream        *uuid.UUID           `json:"downstream,omitempty"`
+	DownstreamVersion string               `json:"downstream_version,omitempty"`
+	Run               string               `json:"run,omitempty"`
+	Detail            string               `json:"detail"`
 }
 
 type stepResponse struct {
@@ -104,7 +124,7 @@ type proposalResponse struct {
 	// confirm_required must confirm both.
 	FileCount int64 `json:"file_count,omitempty"`
 	FileBytes int64 `json:"file_bytes,omitempty"`
-	// ConfirmRequired: the file list is what the proposal deletes (orphan_files, and
+	// ConfirmRequired: the file list is what the proposal deletes (orphan_files, purge, and
 	// expire_snapshots with evidence.file_list), so approving it needs confirm_files and
 	// confirm_bytes.
 	ConfirmRequired bool               `json:"confirm_required,omitempty"`
@@ -130,7 +150,7 @@ type proposalFileResponse struct {
 	Path       string     `json:"path"`
 	Size       int64      `json:"size"`
 	ModifiedAt *time.Time `json:"modified_at,omitempty"`
-	State      string     `json:"state"` // pending, deleted, gone, skipped
+	State      string     `json:"state"` // pending, deleted, gone, skipped; not_deleted once the proposal closed without execution
 	Detail     string     `json:"detail,omitempty"`
 	DoneAt     *time.Time `json:"done_at,omitempty"`
 }
@@ -164,7 +184,7 @@ func (a *API) proposalRoutes() {
 		Summary: "Cleanup proposals, newest first",
 		Tag:     "cleanup",
 		Params: []param{{Name: "state", In: "query", Description: "open, approved, executing, executed, failed, stopped, rejected, withdrawn, expired, cancelled"},
-			{Name: "kind", In: "query", Description: "orphan_files, unused_asset, expire_snapshots, dangling_reference, shared_location"},
+			{Name: "kind", In: "query", Description: "orphan_files, unused_asset, expire_snapshots, purge, dangling_reference, shared_location"},
 			{Name: "asset", In: "query", Description: "an asset ID"}, {Name: "limit", In: "query", Description: "1-100, default 20"}, {Name: "cursor", In: "query"}},
 		Responses: map[int]any{200: proposalListResponse{}},
 	}, a.listProposals)
@@ -462,6 +482,14 @@ func toProposalResponse(p cleanup.Proposal) proposalResponse {
 		FileList: e.FileList, FinalReconciliation: e.FinalReconciliation}
 	if len(e.Foreign) > 0 {
 		ev.ForeignTenants = toForeignResponse(e.Foreign)
+	}
+	for _, k := range e.Kept {
+		kr := keptSnapshotResponse{Snapshot: k.Snapshot, Reason: k.Reason, Downstream: k.Downstream, DownstreamVersion: k.DownstreamVersion,
+			Run: k.Run, Detail: k.Detail}
+		for _, r := range k.Readers {
+			kr.Readers = append(kr.Readers, keptReaderResponse{Reader: r.Reader, Reads: r.Reads, FirstRead: r.FirstRead, LastRead: r.LastRead})
+		}
+		ev.Kept = append(ev.Kept, kr)
 	}
 	for _, n := range e.Names {
 		ev.Names = append(ev.Names, nameEvidenceResponse(n))

@@ -313,7 +313,10 @@ func TestProposalsAPI(t *testing.T) {
 		checkProposalFiles(t, s, pid)
 		confirm := map[string]any{"confirm_files": 1, "confirm_bytes": 100}
 		approveThenCancel(ctx, t, s, pid, confirm, orphan)
-		pid = reproposeAndApprove(ctx, t, s, id, pid, confirm)
+		checkCancelHolds(ctx, t, s, pid)
+		// A second table's orphan: proposed (the first table's cancel holds), approved, executed.
+		id, orphan = proposeOrphanCleanup(ctx, t, s)
+		pid = approveOpen(t, s, id, pid, confirm)
 		checkProposalExecuted(ctx, t, s, pid, orphan)
 		checkCleanupExemptions(t, s, id)
 	})
@@ -460,12 +463,29 @@ func approveThenCancel(ctx context.Context, t *testing.T, s *testServer, pid str
 }
 
 // reproposeAndApprove approves the bot's new proposal for the file, checks the audit, and returns its id.
-func reproposeAndApprove(ctx context.Context, t *testing.T, s *testServer, id uuid.UUID, pid string, confirm map[string]any) string {
+// checkCancelHolds: after a cancel the next round proposes nothing again, and the cancelled
+// proposal's files read "not deleted (approval cancelled)".
+func checkCancelHolds(ctx context.Context, t *testing.T, s *testServer, pid string) {
+	t.Helper()
+	if r, err := s.Cleanup.Propose(ctx); err != nil || r.Opened != 0 {
+		t.Fatalf("propose after the cancel: %+v %v, want nothing opened", r, err)
+	}
+	var files struct {
+		Items []struct {
+			State  string `json:"state"`
+			Detail string `json:"detail"`
+		} `json:"items"`
+	}
+	s.must(t, 200, req{method: "GET", path: "/api/v1/proposals/" + pid + "/files"}).decode(t, &files)
+	if len(files.Items) != 1 || files.Items[0].State != "not_deleted" || files.Items[0].Detail != "not deleted (approval cancelled)" {
+		t.Fatalf("a cancelled proposal's files: %+v", files.Items)
+	}
+}
+
+// approveOpen approves the asset's one open orphan proposal (not pid) and checks the audit.
+func approveOpen(t *testing.T, s *testServer, id uuid.UUID, pid string, confirm map[string]any) string {
 	t.Helper()
 	admin := s.Admin
-	if r, err := s.Cleanup.Propose(ctx); err != nil || r.Opened != 1 {
-		t.Fatalf("propose after the cancel: %+v %v", r, err)
-	}
 	var list proposalList
 	s.must(t, 200, req{method: "GET", path: "/api/v1/proposals?kind=orphan_files&state=open&asset=" + id.String()}).decode(t, &list)
 	if len(list.Items) != 1 || list.Items[0].ID == pid {

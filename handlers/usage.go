@@ -27,6 +27,9 @@ type usageRecordRequest struct {
 	QueryID        string        `json:"query_id,omitempty"`
 	Source         string        `json:"source,omitempty"`
 	IdempotencyKey string        `json:"idempotency_key,omitempty"`
+	// Version is the version read or written (an Iceberg snapshot ID, a datasetVersion), when
+	// the query log knows it.
+	Version string `json:"version,omitempty"`
 }
 
 type usageRequest struct {
@@ -209,7 +212,7 @@ func (a *API) recordUsage(c echo.Context) error {
 	recs := make([]usage.Record, len(req.Events))
 	for i, e := range req.Events {
 		recs[i] = usage.Record{Namespace: e.Asset.Namespace, Name: e.Asset.Name, Kind: e.Kind, Actor: e.Actor, At: e.At,
-			QueryID: e.QueryID, Source: e.Source, IdempotencyKey: e.IdempotencyKey}
+			QueryID: e.QueryID, Source: e.Source, IdempotencyKey: e.IdempotencyKey, Version: e.Version}
 		if e.Asset.ID != nil {
 			recs[i].AssetID = *e.Asset.ID
 		}

@@ -1,11 +1,14 @@
 package handlers_test
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tidemark/tidemark/ent/usageevent"
 )
 
 func TestUsageOverHTTP(t *testing.T) {
@@ -19,7 +22,8 @@ func TestUsageOverHTTP(t *testing.T) {
 				"query_id": fmt.Sprintf("q%d", i), "source": "trino"})
 		}
 		events = append(events,
-			map[string]any{"asset": map[string]string{"id": a.ID}, "kind": "read", "at": now.Add(-time.Hour), "idempotency_key": "k1", "source": "proxy"},
+			map[string]any{"asset": map[string]string{"id": a.ID}, "kind": "read", "at": now.Add(-time.Hour), "idempotency_key": "k1", "source": "proxy",
+				"version": "9007199254740993"},
 			map[string]any{"asset": map[string]string{"namespace": "warehouse", "name": "nope"}, "kind": "read", "at": now, "query_id": "x"},
 			map[string]any{"asset": map[string]string{"id": a.ID}, "kind": "scan", "at": now, "query_id": "y"},
 		)
@@ -39,6 +43,10 @@ func TestUsageOverHTTP(t *testing.T) {
 			if res.Summary.Received != 9 || res.Summary.Accepted != accepted || res.Summary.Duplicate != dup || res.Summary.Unresolved != 1 || res.Summary.Refused != 1 {
 				t.Fatalf("round %d summary = %+v", round, res.Summary)
 			}
+		}
+		// The version a query log names is kept with the read.
+		if n, err := s.DB.Client.UsageEvent.Query().Where(usageevent.Version("9007199254740993"), usageevent.Source("proxy")).Count(context.Background()); err != nil || n != 1 {
+			t.Fatalf("reads with the stated version: %d (%v), want 1", n, err)
 		}
 		if !strings.Contains(res.Results[8].Reason, "not read or write") || res.Results[7].Status != "unresolved" {
 			t.Fatalf("per-record results = %+v", res.Results[7:])

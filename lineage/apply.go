@@ -118,10 +118,12 @@ func completedRun(ev Event, jobID uuid.UUID, inputs, outputs []uuid.UUID) Comple
 		c.Version = strings.TrimSpace(engine.Name + " " + engine.Version)
 	}
 	for i, d := range ev.Inputs {
-		c.Inputs = append(c.Inputs, DatasetRef{ID: inputs[i], Namespace: d.Namespace, Name: d.Name})
+		v, _ := d.InputVersion()
+		c.Inputs = append(c.Inputs, DatasetRef{ID: inputs[i], Namespace: d.Namespace, Name: d.Name, Version: v.Version})
 	}
 	for i, d := range ev.Outputs {
-		c.Outputs = append(c.Outputs, DatasetRef{ID: outputs[i], Namespace: d.Namespace, Name: d.Name})
+		v, _ := d.OutputVersion()
+		c.Outputs = append(c.Outputs, DatasetRef{ID: outputs[i], Namespace: d.Namespace, Name: d.Name, Version: v.Version})
 	}
 	return c
 }

@@ -37,6 +37,10 @@ type batch struct {
 	tx    *ent.Tx
 	now   time.Time
 	cache map[nameKey]catalog.Ref // names to assets, kept current by renames and drops
+	// principal posted the batch's events (catalog.ActorFrom: "token:<name>" through the API,
+	// "anonymous" with authentication off, "system" when no caller set one), stored on each
+	// event so a commit or scan report by the same principal can be joined to its runs.
+	principal string
 
 	keys        map[string]uuid.UUID // event keys stored before or earlier in this batch
 	states      map[uuid.UUID]*ent.LineageState
@@ -102,8 +106,8 @@ func (t *edgeTouch) merge(o *edgeTouch) {
 	}
 }
 
-func newBatch(s *Service, tx *ent.Tx) *batch {
-	return &batch{s: s, tx: tx, now: s.now().UTC().Truncate(time.Microsecond), cache: map[nameKey]catalog.Ref{},
+func newBatch(ctx context.Context, s *Service, tx *ent.Tx) *batch {
+	return &batch{s: s, tx: tx, now: s.now().UTC().Truncate(time.Microsecond), cache: map[nameKey]catalog.Ref{}, principal: catalog.ActorFrom(ctx),
 		keys: map[string]uuid.UUID{}, states: map[uuid.UUID]*ent.LineageState{}, statesKnown: map[uuid.UUID]bool{},
 		facets: map[uuid.UUID]map[string]*ent.AssetFacet{}, facetWrites: map[facetKey]*ent.AssetFacet{}, runs: map[string]*runState{}, runIO: map[[3]string]time.Time{},
 		touches: map[[2]uuid.UUID]*edgeTouch{}, pending: map[[2]uuid.UUID]*edgeTouch{}, knownEdges: map[[2]uuid.UUID]bool{},

@@ -141,7 +141,7 @@ func (b *batch) pgIOArgs() []any {
 // pgEventArgs are the batch's events as arrays.
 func (b *batch) pgEventArgs() []any {
 	ts := pgTime
-	var evID, evKey, evKind, evType, evTime, evRun, evJob, evProducer, evPayload []string
+	var evID, evKey, evKind, evType, evTime, evRun, evJob, evProducer, evPayload, evPrincipal []string
 	for _, e := range b.events {
 		job := ""
 		if e.job != uuid.Nil {
@@ -149,14 +149,15 @@ func (b *batch) pgEventArgs() []any {
 		}
 		evID, evKey, evKind, evType, evTime = append(evID, e.id.String()), append(evKey, e.key), append(evKind, string(e.ev.Kind)), append(evType, e.ev.EventType), append(evTime, ts(e.ev.EventTime))
 		evRun, evJob, evProducer, evPayload = append(evRun, e.ev.RunID), append(evJob, job), append(evProducer, truncate(e.ev.Producer, 1024)), append(evPayload, string(e.ev.Raw))
+		evPrincipal = append(evPrincipal, b.principal)
 	}
 	return []any{pgarray.Text(evID), pgarray.Text(evKey), pgarray.Text(evKind), pgarray.Text(evType), pgarray.Text(evTime), pgarray.Text(evRun),
-		pgarray.Text(evJob), pgarray.Text(evProducer), pgarray.Text(evPayload)}
+		pgarray.Text(evJob), pgarray.Text(evProducer), pgarray.Text(evPayload), pgarray.Text(evPrincipal)}
 }
 
 // pgFlush stores a batch on PostgreSQL in one statement: the new edges ($1-$5), new runs
-// ($6-$16), updated runs ($17-$24), run inputs and outputs ($25-$28) and events ($29-$37), at
-// $38; it answers the edges it inserted.
+// ($6-$16), updated runs ($17-$24), run inputs and outputs ($25-$28) and events ($29-$38, the
+// principal last), at $39; it answers the edges it inserted.
 const pgFlush = `WITH ve AS (` + pgEdgeValues + `
 	), ei AS (
 		INSERT INTO lineage_edges (from_id, to_id, first_seen, last_seen, last_run_id)
@@ -168,14 +169,14 @@ const pgFlush = `WITH ve AS (` + pgEdgeValues + `
 		INSERT INTO runs (id, job_asset_id, state, state_time, started_at, ended_at, nominal_start, nominal_end, parent_run_id,
 			facets, event_count, created_at, updated_at)
 		SELECT v.id, v.job, v.state, v.state_time::timestamptz, NULLIF(v.started, '')::timestamptz, NULLIF(v.ended, '')::timestamptz,
-			NULLIF(v.nom_start, '')::timestamptz, NULLIF(v.nom_end, '')::timestamptz, v.parent, v.facets, v.n, $38, $38
+			NULLIF(v.nom_start, '')::timestamptz, NULLIF(v.nom_end, '')::timestamptz, v.parent, v.facets, v.n, $39, $39
 		FROM unnest($6::text[], $7::uuid[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[],
 			$15::jsonb[], $16::bigint[]) WITH ORDINALITY AS v(id, job, state, state_time, started, ended, nom_start, nom_end, parent, facets, n, ord)
 		ORDER BY v.ord
 	), ru AS (
 		UPDATE runs AS r SET state = v.state, state_time = v.state_time::timestamptz,
 			started_at = COALESCE(NULLIF(v.started, '')::timestamptz, r.started_at), ended_at = COALESCE(NULLIF(v.ended, '')::timestamptz, r.ended_at),
-			parent_run_id = v.parent, facets = v.facets, event_count = v.n, updated_at = $38
+			parent_run_id = v.parent, facets = v.facets, event_count = v.n, updated_at = $39
 		FROM unnest($17::text[], $18::text[], $19::text[], $20::text[], $21::text[], $22::text[], $23::jsonb[], $24::bigint[])
 			AS v(id, state, state_time, started, ended, parent, facets, n)
 		WHERE r.id = v.id
@@ -185,9 +186,9 @@ const pgFlush = `WITH ve AS (` + pgEdgeValues + `
 		-- run I/O is not tailed, so an ID consumed by a conflicting row costs nothing
 		ON CONFLICT (run_id, asset_id, role) DO NOTHING
 	), ev AS (
-		INSERT INTO lineage_events (id, event_key, kind, event_type, event_time, run_id, job_asset_id, producer, payload, received_at)
-		SELECT v.id, v.ev_key, v.kind, v.ev_type, v.ev_time, v.run, NULLIF(v.job, '')::uuid, v.producer, v.payload, $38
-		FROM unnest($29::uuid[], $30::text[], $31::text[], $32::text[], $33::timestamptz[], $34::text[], $35::text[], $36::text[], $37::text[])
-			AS v(id, ev_key, kind, ev_type, ev_time, run, job, producer, payload)
+		INSERT INTO lineage_events (id, event_key, kind, event_type, event_time, run_id, job_asset_id, producer, payload, principal, received_at)
+		SELECT v.id, v.ev_key, v.kind, v.ev_type, v.ev_time, v.run, NULLIF(v.job, '')::uuid, v.producer, v.payload, v.principal, $39
+		FROM unnest($29::uuid[], $30::text[], $31::text[], $32::text[], $33::timestamptz[], $34::text[], $35::text[], $36::text[], $37::text[], $38::text[])
+			AS v(id, ev_key, kind, ev_type, ev_time, run, job, producer, payload, principal)
 	)
 	SELECT id, from_id, to_id FROM ei`

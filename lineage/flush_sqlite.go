@@ -72,7 +72,7 @@ func (b *batch) flushSQLite(ctx context.Context) error {
 			ev := e.ev
 			creates[i] = b.tx.LineageEvent.Create().SetID(e.id).SetEventKey(e.key).SetKind(lineageevent.Kind(ev.Kind)).SetEventType(ev.EventType).
 				SetEventTime(ev.EventTime).SetRunID(ev.RunID).SetProducer(truncate(ev.Producer, 1024)).
-				SetPayload(string(ev.Raw)).SetReceivedAt(b.now)
+				SetPayload(string(ev.Raw)).SetPrincipal(b.principal).SetReceivedAt(b.now)
 			if e.job != uuid.Nil {
 				creates[i].SetJobAssetID(e.job)
 			}

@@ -123,7 +123,7 @@ func (s *Service) applyEvents(ctx context.Context, evs []Event) ([]IngestResult,
 			attempt++
 			res = make([]IngestResult, len(evs))
 			return s.cat.InTx(ctx, func(ctx context.Context, tx *ent.Tx) error {
-				b = newBatch(s, tx)
+				b = newBatch(ctx, s, tx)
 				if err := b.prefetch(ctx, evs, keys, attempt > 1); err != nil {
 					return err
 				}

@@ -33,7 +33,7 @@ func TestRetryLocksFacetsExclusively(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = tx.Rollback() })
-		return newBatch(s, tx)
+		return newBatch(ctx, s, tx)
 	}
 	lock := func(b *batch, exclusive bool) chan error {
 		done := make(chan error, 1)

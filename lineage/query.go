@@ -38,6 +38,11 @@ type Node struct {
 	catalog.Summary
 	Depth      int
 	Documented bool // has a schema or documentation facet
+	// Answers at a time (LineageAt) only: FormerName says the name shown is the one the asset
+	// held then and holds no longer (renamed or deleted since); DeletedSince is when an asset
+	// deleted after that time was deleted.
+	FormerName   bool
+	DeletedSince *time.Time
 }
 
 // LineageResult is the answer to a traversal.
@@ -51,6 +56,8 @@ type LineageResult struct {
 	Freshness       Freshness
 	// Relations of the start that are not data flow (a dataset migration: migrated_to).
 	Relations []Relation
+	// At is the time the answer is the graph of (LineageAt), nil for now.
+	At *time.Time
 }
 
 // Relation links two assets outside the OpenLineage graph.
@@ -114,47 +121,24 @@ func (s *Service) walk(ctx context.Context, id uuid.UUID, dir Direction, depth, 
 	} else {
 		t = s.graph.Traverse(id, dir, depth, limit)
 	}
-	missing, err := s.learn(ctx, &t)
-	if err != nil {
+	if err := s.learn(ctx, &t); err != nil {
 		return LineageResult{}, err
 	}
 	if jobIO { // after learn: a job is known by its kind
 		t = s.graph.withJobIO(t, limit)
-		more, err := s.learn(ctx, &t)
-		if err != nil {
+		if err := s.learn(ctx, &t); err != nil {
 			return LineageResult{}, err
 		}
-		missing = missing || more
 	}
 	if t.Nodes[0].Kind == "" {
 		return LineageResult{}, &catalog.Error{Kind: catalog.ErrNotFound, Message: fmt.Sprintf("asset %s does not exist", id)}
 	}
-	res := LineageResult{Root: id, ReachedPerDepth: t.ReachedPerDepth, Truncated: t.Truncated,
-		Freshness: s.graph.Freshness(), Nodes: t.Nodes, Edges: t.Edges}
-	if missing { // an edge to an asset that no longer exists is left out, with the asset
-		at := make([]int32, len(t.Nodes)) // index in res.Nodes, -1 when left out
-		res.Nodes = t.Nodes[:0]
-		for i, n := range t.Nodes {
-			at[i] = -1
-			if n.Kind != "" {
-				at[i] = int32(len(res.Nodes))
-				res.Nodes = append(res.Nodes, n)
-			}
-		}
-		res.Edges = t.Edges[:0]
-		for _, e := range t.Edges {
-			if f, to := at[e[0]], at[e[1]]; f >= 0 && to >= 0 {
-				res.Edges = append(res.Edges, [2]int32{f, to})
-			}
-		}
-	}
-	res.Relations = []Relation{}
-	return res, nil
+	return result(id, t, s.graph.Freshness()), nil
 }
 
 // learn reads the summaries of nodes not in memory (yet): written by another replica since
-// the last Sync. It reports whether any node was unknown.
-func (s *Service) learn(ctx context.Context, t *Traversal) (bool, error) {
+// the last Sync.
+func (s *Service) learn(ctx context.Context, t *Traversal) error {
 	var missing []uuid.UUID
 	for _, n := range t.Nodes {
 		if n.Kind == "" {
@@ -162,11 +146,11 @@ func (s *Service) learn(ctx context.Context, t *Traversal) (bool, error) {
 		}
 	}
 	if len(missing) == 0 {
-		return false, nil
+		return nil
 	}
 	found, err := s.cat.Summaries(ctx, missing)
 	if err != nil {
-		return true, err
+		return err
 	}
 	learned := make([]catalog.Summary, 0, len(found))
 	for i, n := range t.Nodes {
@@ -176,7 +160,7 @@ func (s *Service) learn(ctx context.Context, t *Traversal) (bool, error) {
 		}
 	}
 	s.graph.setInfo(learned)
-	return true, nil
+	return nil
 }
 
 // Downstream lists the assets downstream of id within depth hops (the cleanup bot asks whether
@@ -238,22 +222,31 @@ func NodeID(s catalog.Summary) string {
 // (postgres://host:5432), so every split of "<namespace>:<name>" is tried; current names win
 // over former ones, and a former name still finds its asset.
 func (s *Service) ResolveNodeID(ctx context.Context, nodeID string) (uuid.UUID, error) {
-	typ, rest, ok := strings.Cut(nodeID, ":")
-	if !ok || (typ != "dataset" && typ != "job") || rest == "" {
-		return uuid.Nil, invalid("nodeId %q must look like dataset:<namespace>:<name> or job:<namespace>:<name>", truncate(nodeID, 128))
-	}
-	space := catalog.SpaceDataset
-	if typ == "job" {
-		space = catalog.SpaceJob
+	space, rest, err := parseNodeID(nodeID)
+	if err != nil {
+		return uuid.Nil, err
 	}
 	id, _, err := s.resolveSplit(ctx, space, rest, 1)
 	if err != nil {
 		return uuid.Nil, err
 	}
 	if id == uuid.Nil {
+		typ, _, _ := strings.Cut(nodeID, ":")
 		return uuid.Nil, &catalog.Error{Kind: catalog.ErrNotFound, Message: fmt.Sprintf("no %s is or was named %q", typ, rest)}
 	}
 	return id, nil
+}
+
+// parseNodeID splits a Marquez node ID into its name space and "<namespace>:<name>".
+func parseNodeID(nodeID string) (catalog.Space, string, error) {
+	typ, rest, ok := strings.Cut(nodeID, ":")
+	if !ok || (typ != "dataset" && typ != "job") || rest == "" {
+		return "", "", invalid("nodeId %q must look like dataset:<namespace>:<name> or job:<namespace>:<name>", truncate(nodeID, 128))
+	}
+	if typ == "job" {
+		return catalog.SpaceJob, rest, nil
+	}
+	return catalog.SpaceDataset, rest, nil
 }
 
 // resolveSplit tries every way to split s into namespace:name[:tail...] where tail has tailParts
@@ -316,11 +309,14 @@ type SchemaField struct {
 // GraphNode is a node of the Marquez-shaped graph.
 type GraphNode struct {
 	catalog.Summary
-	NodeID      string
-	Fields      []SchemaField
-	Description string
-	InEdges     []string // node IDs of origins
-	OutEdges    []string // node IDs of destinations
+	// FormerName and DeletedSince are as in Node (answers at a time only).
+	FormerName   bool
+	DeletedSince *time.Time
+	NodeID       string
+	Fields       []SchemaField
+	Description  string
+	InEdges      []string // node IDs of origins
+	OutEdges     []string // node IDs of destinations
 }
 
 // MarquezGraph returns the graph around a node the way Marquez's /lineage does: both
@@ -336,6 +332,12 @@ func (s *Service) MarquezGraph(ctx context.Context, nodeID string, depth, limit 
 	if err != nil {
 		return nil, LineageResult{}, err
 	}
+	nodes, err := s.graphNodes(ctx, res)
+	return nodes, res, err
+}
+
+// graphNodes shapes a walk's answer as Marquez nodes, with their edges, fields and description.
+func (s *Service) graphNodes(ctx context.Context, res LineageResult) ([]GraphNode, error) {
 	var ids []uuid.UUID // the nodes with fields or a description to read: no read for the rest
 	byID := map[uuid.UUID]*GraphNode{}
 	nodes := make([]GraphNode, len(res.Nodes))
@@ -343,7 +345,8 @@ func (s *Service) MarquezGraph(ctx context.Context, nodeID string, depth, limit 
 		if n.Documented {
 			ids = append(ids, n.ID)
 		}
-		nodes[i] = GraphNode{Summary: n.Summary, NodeID: NodeID(n.Summary), InEdges: []string{}, OutEdges: []string{}, Fields: []SchemaField{}}
+		nodes[i] = GraphNode{Summary: n.Summary, FormerName: n.FormerName, DeletedSince: n.DeletedSince, NodeID: NodeID(n.Summary),
+			InEdges: []string{}, OutEdges: []string{}, Fields: []SchemaField{}}
 	}
 	for i := range nodes {
 		byID[nodes[i].ID] = &nodes[i]
@@ -355,7 +358,7 @@ func (s *Service) MarquezGraph(ctx context.Context, nodeID string, depth, limit 
 	}
 	facets, err := s.facets(ctx, ids, docFacets...)
 	if err != nil {
-		return nil, LineageResult{}, err
+		return nil, err
 	}
 	for id, fs := range facets {
 		n := byID[id]
@@ -370,7 +373,7 @@ func (s *Service) MarquezGraph(ctx context.Context, nodeID string, depth, limit 
 			n.Description = doc.Description
 		}
 	}
-	return nodes, res, nil
+	return nodes, nil
 }
 
 // facets returns the named facets of the assets, by asset and facet name.

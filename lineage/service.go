@@ -56,6 +56,9 @@ type CompletedRun struct {
 type DatasetRef struct {
 	ID              uuid.UUID
 	Namespace, Name string
+	// Version is the version the event states the run read (an input) or produced (an output):
+	// InputVersion or OutputVersion; "" when it states none.
+	Version string
 }
 
 // WithCompletedRuns calls fn, inside the batch's transaction (ctx carries it), with the runs

@@ -63,13 +63,46 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (Migration, error)
 		return Migration{}, err
 	}
 	now := s.clock()
-	row, err := s.db.DatasetMigration.Create().SetOldAssetID(in.OldAssetID).SetNewAssetID(in.NewAssetID).SetOwner(in.Owner).
-		SetSpec(string(spec)).SetCreatedAt(now).SetUpdatedAt(now).Save(ctx)
+	var row *ent.DatasetMigration
+	err = s.tx(ctx, func(tx *ent.Tx) error {
+		var err error
+		row, err = tx.DatasetMigration.Create().SetOldAssetID(in.OldAssetID).SetNewAssetID(in.NewAssetID).SetOwner(in.Owner).
+			SetSpec(string(spec)).SetCreatedAt(now).SetUpdatedAt(now).Save(ctx)
+		if err != nil {
+			return err
+		}
+		// Creating one makes the server read the databases the spec names: an admin act.
+		return s.audit(ctx, tx, "migration.create", row.ID, in.OldAssetID, nil, map[string]any{"new_asset_id": in.NewAssetID,
+			"owner": in.Owner, "old_side": in.Spec.Old.describe(), "new_side": in.Spec.New.describe()})
+	})
 	if err != nil {
 		return Migration{}, fmt.Errorf("reconcile: create the migration: %w", err)
 	}
 	s.pairs.drop()
 	return toMigration(row)
+}
+
+// tx runs fn in one transaction: a change and its audit record commit or fail together.
+func (s *Service) tx(ctx context.Context, fn func(tx *ent.Tx) error) error {
+	tx, err := s.db.Tx(ctx)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// audit records a migration's change in the old asset's audit log (the asset the migration
+// moves away from), naming the migration.
+func (s *Service) audit(ctx context.Context, tx *ent.Tx, action string, id, asset uuid.UUID, before, after map[string]any) error {
+	if after == nil {
+		after = map[string]any{}
+	}
+	after["migration_id"] = id
+	return s.cat.RecordAudit(ctx, tx, action, asset, before, after)
 }
 
 func toMigration(r *ent.DatasetMigration) (Migration, error) {

@@ -153,6 +153,7 @@ type workedExample struct {
 	mon   time.Time
 	c     *clock
 	use   *usage.Service
+	cat   *catalog.Catalog
 	svc   *reconcile.Service
 	newID uuid.UUID
 	oldID uuid.UUID
@@ -166,7 +167,7 @@ func newWorkedExample(t *testing.T, db *storage.DB) *workedExample {
 	mon := time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC) // a Monday
 	c := &clock{t: mon}
 	p := newPair(t, db, c)
-	return &workedExample{dualWrite: p.dualWrite, mon: mon, c: c, use: p.use, svc: p.svc, newID: p.new, oldID: p.old}
+	return &workedExample{dualWrite: p.dualWrite, mon: mon, c: c, use: p.use, cat: p.cat, svc: p.svc, newID: p.new, oldID: p.old}
 }
 
 // workedExampleSpec is the worked example's spec: compared by day from mon, a 6 h lag bound and
@@ -361,6 +362,22 @@ func (w *workedExample) cutOver() {
 	must(w.t, err)
 	if cut.State != "cut_over" || cut.CutOverAt == nil || cut.Archive == nil || cut.Archive.Table != "public.orders_archive" {
 		w.t.Fatalf("after cutover: %+v", cut)
+	}
+	// Creating, running and cutting over make the server read databases: each is audited on the
+	// old asset, naming the migration; refused attempts are not.
+	events, _, err := w.cat.Audit(w.ctx, w.oldID, uuid.Nil, 500)
+	must(w.t, err)
+	count := map[string]int{}
+	for _, ev := range events {
+		if strings.HasPrefix(ev.Action, "migration.") {
+			if !strings.Contains(string(ev.After), w.m.ID.String()) {
+				w.t.Fatalf("audit %s does not name the migration: %s", ev.Action, ev.After)
+			}
+			count[ev.Action]++
+		}
+	}
+	if count["migration.create"] != 1 || count["migration.run"] == 0 || count["migration.cutover"] != 1 {
+		w.t.Fatalf("migration audit entries: %v; want one create, the runs, one cutover", count)
 	}
 	// After the cutover, a read of the old table is flagged.
 	w.c.Set(w.c.Now().Add(time.Hour))

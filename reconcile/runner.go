@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/ent/reconciliationrun"
 )
 
@@ -84,8 +85,17 @@ func (s *Service) Reconcile(ctx context.Context, id uuid.UUID) (Run, error) {
 	if m.final() {
 		against = reconciliationrun.AgainstArchive // the final reconciliation
 	}
-	row, err := s.db.ReconciliationRun.Create().SetMigrationID(id).SetStartedAt(started).SetOrigin(reconciliationrun.OriginTidemark).
-		SetAgainst(against).Save(ctx)
+	var row *ent.ReconciliationRun
+	err = s.tx(ctx, func(tx *ent.Tx) error {
+		var err error
+		row, err = tx.ReconciliationRun.Create().SetMigrationID(id).SetStartedAt(started).SetOrigin(reconciliationrun.OriginTidemark).
+			SetAgainst(against).Save(ctx)
+		if err != nil {
+			return err
+		}
+		// A run reads the databases the spec names: who started it is in the audit log.
+		return s.audit(ctx, tx, "migration.run", id, m.OldAssetID, nil, map[string]any{"run_id": row.ID, "against": string(against)})
+	})
 	if err != nil {
 		return Run{}, fmt.Errorf("reconcile: record the run: %w", err)
 	}

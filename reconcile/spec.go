@@ -249,3 +249,17 @@ func (s *Spec) check(now time.Time) error {
 	}
 	return nil
 }
+
+// describe says in words what a side reads, for the audit log (never a DSN: connections are
+// named).
+func (s SourceSpec) describe() string {
+	switch {
+	case s.Connection != "":
+		return fmt.Sprintf("%s table %s on connection %s", s.Kind, s.Table, s.Connection)
+	case s.AssetID != nil && s.SnapshotID != nil:
+		return fmt.Sprintf("%s asset %s at snapshot %d", s.Kind, s.AssetID, *s.SnapshotID)
+	case s.AssetID != nil:
+		return fmt.Sprintf("%s asset %s", s.Kind, s.AssetID)
+	}
+	return string(s.Kind)
+}

@@ -208,13 +208,20 @@ func (s *Service) CutOver(ctx context.Context, id uuid.UUID, archive SourceSpec)
 		return Migration{}, &catalog.Error{Kind: catalog.ErrConflict, Message: fmt.Sprintf("migration %s is not ready to cut over: it still needs %v", id, st.Missing)}
 	}
 	now := s.clock()
-	n, err := s.db.DatasetMigration.Update().Where(datasetmigration.ID(id), datasetmigration.Version(st.Migration.Version)).
-		SetState(datasetmigration.StateCutOver).SetCutOverAt(now).SetArchive(body).SetUpdatedAt(now).AddVersion(1).Save(ctx)
+	err = s.tx(ctx, func(tx *ent.Tx) error {
+		n, err := tx.DatasetMigration.Update().Where(datasetmigration.ID(id), datasetmigration.Version(st.Migration.Version)).
+			SetState(datasetmigration.StateCutOver).SetCutOverAt(now).SetArchive(body).SetUpdatedAt(now).AddVersion(1).Save(ctx)
+		if err != nil {
+			return fmt.Errorf("reconcile: cut over %s: %w", id, err)
+		}
+		if n == 0 {
+			return &catalog.Error{Kind: catalog.ErrConflict, Message: fmt.Sprintf("migration %s changed meanwhile; read it again", id)}
+		}
+		return s.audit(ctx, tx, "migration.cutover", id, st.Migration.OldAssetID, map[string]any{"state": st.Migration.State},
+			map[string]any{"state": string(datasetmigration.StateCutOver), "archive": archive.describe()})
+	})
 	if err != nil {
-		return Migration{}, fmt.Errorf("reconcile: cut over %s: %w", id, err)
-	}
-	if n == 0 {
-		return Migration{}, &catalog.Error{Kind: catalog.ErrConflict, Message: fmt.Sprintf("migration %s changed meanwhile; read it again", id)}
+		return Migration{}, err
 	}
 	return s.Get(ctx, id)
 }
@@ -234,13 +241,23 @@ func (s *Service) SetArchive(ctx context.Context, id uuid.UUID, archive SourceSp
 	if err != nil {
 		return Migration{}, err
 	}
-	n, err := s.db.DatasetMigration.Update().Where(datasetmigration.ID(id), datasetmigration.Version(m.Version)).
-		SetArchive(body).SetUpdatedAt(s.clock()).AddVersion(1).Save(ctx)
+	err = s.tx(ctx, func(tx *ent.Tx) error {
+		n, err := tx.DatasetMigration.Update().Where(datasetmigration.ID(id), datasetmigration.Version(m.Version)).
+			SetArchive(body).SetUpdatedAt(s.clock()).AddVersion(1).Save(ctx)
+		if err != nil {
+			return fmt.Errorf("reconcile: name the archive of %s: %w", id, err)
+		}
+		if n == 0 {
+			return &catalog.Error{Kind: catalog.ErrConflict, Message: fmt.Sprintf("migration %s changed meanwhile; read it again", id)}
+		}
+		before := map[string]any{}
+		if m.Archive != nil {
+			before["archive"] = m.Archive.describe()
+		}
+		return s.audit(ctx, tx, "migration.archive", id, m.OldAssetID, before, map[string]any{"archive": archive.describe()})
+	})
 	if err != nil {
-		return Migration{}, fmt.Errorf("reconcile: name the archive of %s: %w", id, err)
-	}
-	if n == 0 {
-		return Migration{}, &catalog.Error{Kind: catalog.ErrConflict, Message: fmt.Sprintf("migration %s changed meanwhile; read it again", id)}
+		return Migration{}, err
 	}
 	return s.Get(ctx, id)
 }

@@ -31,6 +31,7 @@ import (
 // iceberg-go (new), on one store.
 type pair struct {
 	*dualWrite
+	cat *catalog.Catalog
 	svc *reconcile.Service
 	use *usage.Service
 	old uuid.UUID
@@ -59,7 +60,7 @@ func newPair(t *testing.T, db *storage.DB, c *clock) *pair {
 	old, err := cat.Create(ctx, catalog.CreateInput{Kind: catalog.KindTable, Namespace: "postgres://shop:5432", Name: "shop.public.orders"})
 	must(t, err)
 	svc := mustReconcile(t, db, cat, tbls, use, reconcile.WithClock(c.Now), reconcile.WithConnection("shop", pg))
-	return &pair{dualWrite: d, svc: svc, use: use, old: old.Asset.ID, new: newTable.AssetID}
+	return &pair{dualWrite: d, cat: cat, svc: svc, use: use, old: old.Asset.ID, new: newTable.AssetID}
 }
 
 func (p *pair) migrate(since time.Time, edit func(*reconcile.Spec)) reconcile.Migration {

@@ -117,6 +117,9 @@ func TestPendingFoundCommitted(t *testing.T) {
 		if err != nil || after != before {
 			t.Fatalf("the settled commit recorded %d added files, its swap had recorded %d (%v)", after, before, err)
 		}
+		if zero, err := db.Client.IcebergInventoryFile.Query().Where(iceberginventoryfile.CommitID(c.ID), iceberginventoryfile.Size(0)).Count(ctx); err != nil || zero != 0 {
+			t.Fatalf("the settled commit recorded %d files of size 0 (%v)", zero, err)
+		}
 		live, ok, err := s.App.Warehouse.LiveFromInventory(ctx, id, tbl.Metadata(), tbl.CurrentSnapshot().SnapshotID)
 		if err != nil || !ok || len(live) != len(s.lake.Files(tbl, *tbl.CurrentSnapshot())) {
 			t.Fatalf("live from the inventory: %d files, ok %v (%v); the table has %d", len(live), ok, err, len(s.lake.Files(tbl, *tbl.CurrentSnapshot())))

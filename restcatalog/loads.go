@@ -6,9 +6,10 @@ package restcatalog
 // gives. But writers load a table before they commit to it, and a table only written to must
 // not look read. So a load by a token is held for LoadGrace: if the same principal commits to
 // the same table meanwhile, the load was a writer's and counts for nothing (the commit is the
-// write); otherwise it becomes a read. A principal's loads and scan reports of one table count
-// as one read an hour (the usage idempotency key names the hour), so a polling engine does not
-// flood usage. Anonymous loads and reports are never usage: anonymous traffic must not keep a
+// write); otherwise it becomes a read. A principal's loads of one table count as one read an
+// hour (the usage idempotency key names the hour), so a polling engine does not flood usage; a
+// scan report that names its snapshot is a read of that snapshot (one an hour per snapshot) and
+// takes the place of the principal's held load of the table that hour. Anonymous loads and reports are never usage: anonymous traffic must not keep a
 // table alive or withdraw a proposal. Held loads live in this process: a load whose commit lands
 // on another replica still counts as a read (the safe side for the cleanup bot), and loads held
 // when the process stops are recorded as reads.

@@ -33,15 +33,16 @@ func (f *Face) config(c echo.Context) error {
 	if name == "" {
 		name = ws[0].Name
 	}
-	if _, ok := f.cfg.Warehouse.Warehouse(name); !ok {
+	w, ok := f.cfg.Warehouse.Warehouse(name)
+	if !ok {
 		names := make([]string, len(ws))
 		for i, w := range ws {
 			names[i] = w.Name
 		}
 		return badRequest("no warehouse is named %q; this catalog serves %s", name, strings.Join(names, ", "))
 	}
-	return c.JSON(http.StatusOK, configResponse{Defaults: map[string]string{}, Overrides: map[string]string{"prefix": name},
-		Endpoints: endpoints, IdempotencyKeyLifetime: IdempotencyLifetime})
+	return c.JSON(http.StatusOK, configResponse{Defaults: w.ClientConfig(), Overrides: map[string]string{"prefix": name},
+		Endpoints: endpointsFor(w), IdempotencyKeyLifetime: IdempotencyLifetime})
 }
 
 func pageSize(c echo.Context) (int, error) {

@@ -47,6 +47,16 @@ type Config struct {
 	// RecordUse keeps a read (a load or scan report by a token, see loads.go) or a write (a
 	// commit) of a served table as usage evidence; nil records nothing.
 	RecordUse func(ctx context.Context, asset uuid.UUID, kind, actor, key string, at time.Time) error
+	// RecordScan keeps a token's scan report as a read of the version it names (the snapshot ID
+	// in decimal, "" when it names none); nil records it through RecordUse, without its version.
+	RecordScan func(ctx context.Context, asset uuid.UUID, actor, key, version string, at time.Time) error
+	// ScanReported tells the versions resolver that a read of a version was reported (a report
+	// may arrive after the run's events it belongs to); nil tells nobody.
+	ScanReported func(ctx context.Context, asset uuid.UUID, at time.Time) error
+	// Purged is told of a drop with purgeRequested once it is recorded, so the cleanup bot
+	// proposes the purge now rather than at its next round (which still does, should this
+	// fail); nil waits for the round.
+	Purged func(ctx context.Context)
 	// Now is the clock (tests).
 	Now func() time.Time
 }
@@ -99,15 +109,28 @@ func Mount(srv *server.Server, cfg Config) *Face {
 	p.POST("/namespaces/:ns/tables/:table", f.commitTable, write)
 	p.DELETE("/namespaces/:ns/tables/:table", f.dropTable, write)
 	p.POST("/namespaces/:ns/tables/:table/metrics", f.reportMetrics, read)
+	p.POST("/namespaces/:ns/tables/:table/unregister", f.unregisterTable, admin)
+	p.GET("/namespaces/:ns/tables/:table/credentials", f.loadCredentials, read) // the scope a credential gets is checked inside
+	p.POST("/namespaces/:ns/tables/:table/sign", f.sign, read)                  // so is the scope a signed method needs
 	p.POST("/tables/rename", f.renameTable, write)
 	p.POST("/transactions/commit", f.commitTransaction, write)
+	p.GET("/namespaces/:ns/views", f.listViews, read)
+	p.POST("/namespaces/:ns/views", f.createView, write)
+	p.GET("/namespaces/:ns/views/:view", f.loadView, read)
+	p.HEAD("/namespaces/:ns/views/:view", f.viewExists, read)
+	p.POST("/namespaces/:ns/views/:view", f.replaceView, write)
+	p.DELETE("/namespaces/:ns/views/:view", f.dropView, write)
+	p.POST("/namespaces/:ns/register-view", f.registerView, admin)
+	p.POST("/views/rename", f.renameView, write)
 	// Anything else under the face answers in its error model, not the JSON API's.
 	g.Any("/*", func(c echo.Context) error { return echo.ErrNotFound })
 	srv.Fallback("/iceberg/*", nil)
+	f.warnKeyVending()
 	return f
 }
 
-// endpoints are the routes /v1/config advertises (views are not served yet).
+// endpoints are the routes /v1/config advertises; a warehouse that vends or signs adds its
+// credentials or sign endpoint (endpointsFor).
 var endpoints = []string{
 	"GET /v1/{prefix}/namespaces",
 	"POST /v1/{prefix}/namespaces",
@@ -123,8 +146,17 @@ var endpoints = []string{
 	"DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}",
 	"POST /v1/{prefix}/namespaces/{namespace}/register",
 	"POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics",
+	"POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/unregister",
 	"POST /v1/{prefix}/tables/rename",
 	"POST /v1/{prefix}/transactions/commit",
+	"GET /v1/{prefix}/namespaces/{namespace}/views",
+	"POST /v1/{prefix}/namespaces/{namespace}/views",
+	"GET /v1/{prefix}/namespaces/{namespace}/views/{view}",
+	"HEAD /v1/{prefix}/namespaces/{namespace}/views/{view}",
+	"POST /v1/{prefix}/namespaces/{namespace}/views/{view}",
+	"DELETE /v1/{prefix}/namespaces/{namespace}/views/{view}",
+	"POST /v1/{prefix}/namespaces/{namespace}/register-view",
+	"POST /v1/{prefix}/views/rename",
 }
 
 // Error is an error in the Iceberg REST error model.
@@ -195,6 +227,8 @@ func toError(err error) *Error {
 		return apiError(http.StatusInternalServerError, "CommitStateUnknownException", msg)
 	case errors.Is(err, warehouse.ErrNotCommitted):
 		return apiError(http.StatusServiceUnavailable, "ServiceUnavailableException", msg)
+	case errors.Is(err, warehouse.ErrAccessDenied):
+		return apiError(http.StatusForbidden, "ForbiddenException", msg)
 	case errors.Is(err, warehouse.ErrKeyReused):
 		return apiError(http.StatusUnprocessableEntity, "UnprocessableEntityException", msg)
 	case errors.Is(err, catalog.ErrInvalid):

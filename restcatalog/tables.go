@@ -1,6 +1,7 @@
 package restcatalog
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -29,7 +30,10 @@ type listTablesResponse struct {
 	Identifiers   []identifier `json:"identifiers"`
 }
 
-func (f *Face) listTables(c echo.Context) error {
+func (f *Face) listTables(c echo.Context) error { return listNames(c, f.cfg.Warehouse.ListServed) }
+
+// listNames answers a page of a namespace's tables or views, as list finds them.
+func listNames(c echo.Context, list func(ctx context.Context, wh string, ns []string, token string, size int) ([]string, string, error)) error {
 	wh, ns, err := namespaceArgs(c)
 	if err != nil {
 		return err
@@ -38,7 +42,7 @@ func (f *Face) listTables(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	names, next, err := f.cfg.Warehouse.ListServed(c.Request().Context(), wh, ns, c.QueryParam("pageToken"), size)
+	names, next, err := list(c.Request().Context(), wh, ns, c.QueryParam("pageToken"), size)
 	if err != nil {
 		return err
 	}
@@ -54,22 +58,101 @@ func (f *Face) listTables(c echo.Context) error {
 
 // loadTableResponse is the spec's LoadTableResult.
 type loadTableResponse struct {
-	MetadataLocation string            `json:"metadata-location,omitempty"`
-	Metadata         json.RawMessage   `json:"metadata"`
-	Config           map[string]string `json:"config"`
+	MetadataLocation   string              `json:"metadata-location,omitempty"`
+	Metadata           json.RawMessage     `json:"metadata"`
+	Config             map[string]string   `json:"config"`
+	StorageCredentials []storageCredential `json:"storage-credentials,omitempty"`
 }
 
 // answerLoad answers a LoadTableResult with the table's ETag (none for a staged table: it has
-// no metadata file yet).
-func answerLoad(c echo.Context, t warehouse.ServedTable) error {
+// no metadata file yet) and its storage access (access.go).
+func (f *Face) answerLoad(c echo.Context, wh string, t warehouse.ServedTable) error {
+	return f.answerLoadOf(c, wh, t, false)
+}
+
+// answerLoadOf answers a load; refs keeps only the snapshots a branch or tag points at
+// (snapshots=refs), under an ETag of its own.
+func (f *Face) answerLoadOf(c echo.Context, wh string, t warehouse.ServedTable, refs bool) error {
 	b, err := json.Marshal(t.Metadata)
 	if err != nil {
 		return err
 	}
-	if t.MetadataLocation != "" {
-		c.Response().Header().Set("ETag", etag(t.MetadataLocation))
+	if refs {
+		if b, err = onlyRefSnapshots(b); err != nil {
+			return err
+		}
 	}
-	return c.JSON(http.StatusOK, loadTableResponse{MetadataLocation: t.MetadataLocation, Metadata: b, Config: map[string]string{}})
+	cfg, creds, err := f.storageAccess(c, wh, t)
+	if err != nil {
+		return err
+	}
+	if t.MetadataLocation != "" {
+		c.Response().Header().Set("ETag", loadETag(t.MetadataLocation, refs))
+	}
+	if len(creds) > 0 {
+		c.Response().Header().Set("Cache-Control", "no-store")
+	}
+	return c.JSON(http.StatusOK, loadTableResponse{MetadataLocation: t.MetadataLocation, Metadata: b, Config: cfg, StorageCredentials: creds})
+}
+
+// loadETag names what a load answers: the table's state, and whether only referenced
+// snapshots were asked for (the spec wants the two answers to have distinct ETags).
+func loadETag(loc string, refs bool) string {
+	if refs {
+		return etag(loc + "#snapshots=refs")
+	}
+	return etag(loc)
+}
+
+// onlyRefSnapshots keeps, of a metadata document's snapshots, those a branch or tag points at.
+// The snapshot log stays whole: it is history, and readers of refs only use it for display.
+func onlyRefSnapshots(b []byte) ([]byte, error) {
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return nil, err
+	}
+	var refs map[string]struct {
+		SnapshotID int64 `json:"snapshot-id"`
+	}
+	if raw, ok := doc["refs"]; ok {
+		if err := json.Unmarshal(raw, &refs); err != nil {
+			return nil, err
+		}
+	}
+	keep := map[int64]bool{}
+	for _, r := range refs {
+		keep[r.SnapshotID] = true
+	}
+	if cur, ok := doc["current-snapshot-id"]; ok {
+		var id *int64
+		if err := json.Unmarshal(cur, &id); err == nil && id != nil {
+			keep[*id] = true
+		}
+	}
+	var snaps []json.RawMessage
+	if raw, ok := doc["snapshots"]; ok {
+		if err := json.Unmarshal(raw, &snaps); err != nil {
+			return nil, err
+		}
+	}
+	kept := make([]json.RawMessage, 0, len(snaps))
+	for _, sn := range snaps {
+		var id struct {
+			SnapshotID int64 `json:"snapshot-id"`
+		}
+		if err := json.Unmarshal(sn, &id); err != nil {
+			return nil, err
+		}
+		if keep[id.SnapshotID] {
+			kept = append(kept, sn)
+		}
+	}
+	raw, err := json.Marshal(kept)
+	if err != nil {
+		return nil, err
+	}
+	doc["snapshots"] = raw
+	return json.Marshal(doc)
 }
 
 // etag names a table's state: the metadata location changes with every commit.
@@ -109,7 +192,7 @@ func (f *Face) createTable(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return answerLoad(c, t)
+	return f.answerLoad(c, wh, t)
 }
 
 type registerBody struct {
@@ -127,17 +210,14 @@ func (f *Face) registerTable(c echo.Context) error {
 	if err := decode(c, &in); err != nil {
 		return err
 	}
-	if in.Overwrite {
-		return badRequest("overwrite is not supported: drop the table first, so its files are never owned by two pointers")
-	}
 	if in.MetadataLocation == "" {
 		return badRequest("metadata-location is empty: give the URI of the table's metadata JSON file")
 	}
-	t, err := f.cfg.Warehouse.RegisterServed(c.Request().Context(), wh, warehouse.TableIdent{Namespace: ns, Name: in.Name}, in.MetadataLocation, f.options(c))
+	t, err := f.cfg.Warehouse.RegisterServed(c.Request().Context(), wh, warehouse.TableIdent{Namespace: ns, Name: in.Name}, in.MetadataLocation, in.Overwrite, f.options(c))
 	if err != nil {
 		return err
 	}
-	return answerLoad(c, t)
+	return f.answerLoad(c, wh, t)
 }
 
 func (f *Face) loadTable(c echo.Context) error {
@@ -145,8 +225,11 @@ func (f *Face) loadTable(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	refs := false
 	switch c.QueryParam("snapshots") {
-	case "", "all", "refs": // every snapshot is returned either way; refs is an optimisation
+	case "", "all":
+	case "refs":
+		refs = true
 	default:
 		return badRequest("snapshots must be all or refs, not %q", c.QueryParam("snapshots"))
 	}
@@ -157,7 +240,7 @@ func (f *Face) loadTable(c echo.Context) error {
 			return err
 		}
 		// A list of tags, weak ones, several header lines: RFC 9110's weak comparison.
-		if tag := etag(loc); etags.Matches(strings.Join(c.Request().Header.Values("If-None-Match"), ","), tag) {
+		if tag := loadETag(loc, refs); etags.Matches(strings.Join(c.Request().Header.Values("If-None-Match"), ","), tag) {
 			c.Response().Header().Set("ETag", tag)
 			return c.NoContent(http.StatusNotModified)
 		}
@@ -167,7 +250,7 @@ func (f *Face) loadTable(c echo.Context) error {
 		return err
 	}
 	f.loaded(ctx, t.AssetID)
-	return answerLoad(c, t)
+	return f.answerLoadOf(c, wh, t, refs)
 }
 
 func (f *Face) tableExists(c echo.Context) error {
@@ -302,7 +385,28 @@ func (f *Face) dropTable(c echo.Context) error {
 	if err := f.cfg.Warehouse.DropServed(c.Request().Context(), wh, id, purge, f.options(c)); err != nil {
 		return err
 	}
+	if purge && f.cfg.Purged != nil {
+		f.cfg.Purged(c.Request().Context())
+	}
 	return c.NoContent(http.StatusNoContent)
+}
+
+// unregisterTable takes a table out of the catalog and leaves its files (the opposite of a
+// register, so admin like one), answering its last metadata.
+func (f *Face) unregisterTable(c echo.Context) error {
+	wh, id, err := tableArgs(c)
+	if err != nil {
+		return err
+	}
+	t, err := f.cfg.Warehouse.UnregisterServed(c.Request().Context(), wh, id, f.options(c))
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(t.Metadata)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, commitResponse{MetadataLocation: t.MetadataLocation, Metadata: b})
 }
 
 type renameBody struct {
@@ -333,11 +437,29 @@ func (f *Face) renameTable(c echo.Context) error {
 type metricsBody struct {
 	ReportType string `json:"report-type"`
 	TableName  string `json:"table-name"`
-	SnapshotID *int64 `json:"snapshot-id"`
+	// SnapshotID is read as written: snapshot IDs routinely exceed 2^53, beyond a float.
+	SnapshotID json.RawMessage `json:"snapshot-id"`
 }
 
-// reportMetrics keeps a scan report as a read of the table (a commit report is already known:
-// the commit went through this catalog). A retried report is counted once.
+// snapshot is the report's snapshot ID in decimal ("" when it names none), or an error when it
+// is not a 64-bit integer.
+func (m metricsBody) snapshot() (string, error) {
+	s := strings.TrimSpace(string(m.SnapshotID))
+	if s == "" || s == "null" {
+		return "", nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return "", badRequest("snapshot-id must be a 64-bit integer, not %.40s", s)
+	}
+	return strconv.FormatInt(n, 10), nil
+}
+
+// reportMetrics keeps a scan report as a read of the table at the snapshot it names (a commit
+// report is already known: the commit went through this catalog). A retried report is counted
+// once; one principal's reports of two snapshots in one hour are two reads. Only a token's
+// report is a read (anonymous traffic must not keep a table alive, see loads.go), so a report
+// without one is checked and answered, and recorded nowhere.
 func (f *Face) reportMetrics(c echo.Context) error {
 	wh, id, err := tableArgs(c)
 	if err != nil {
@@ -356,15 +478,45 @@ func (f *Face) reportMetrics(c echo.Context) error {
 	default:
 		return badRequest("report-type must be scan-report or commit-report, not %q", in.ReportType)
 	}
+	version, err := in.snapshot()
+	if err != nil {
+		return err
+	}
 	ctx := c.Request().Context()
 	asset, _, err := f.cfg.Warehouse.ServedPointer(ctx, wh, id)
 	if err != nil {
 		return err
 	}
-	// Only a token's report is a read, one a principal and table an hour (see loads.go).
-	if actor, ok := byToken(ctx); ok && in.ReportType == "scan-report" && f.cfg.RecordUse != nil {
-		now := f.cfg.Now()
-		if err := f.cfg.RecordUse(ctx, asset, "read", actor, readKey(asset, actor, now), now); err != nil {
+	actor, ok := byToken(ctx)
+	if !ok || in.ReportType != "scan-report" {
+		return c.NoContent(http.StatusNoContent)
+	}
+	// One read a principal, table, snapshot and hour (see loads.go).
+	now := f.cfg.Now()
+	key := readKey(asset, actor, now)
+	switch {
+	case f.cfg.RecordScan != nil:
+		if version != "" {
+			key += ":" + version
+		}
+		if err := f.cfg.RecordScan(ctx, asset, actor, key, version, now); err != nil {
+			return err
+		}
+		if version != "" {
+			// The principal's held load of the table this hour was this read's: the report
+			// counted it, with its version.
+			f.loads.mu.Lock()
+			delete(f.loads.held, readKey(asset, actor, now))
+			f.loads.mu.Unlock()
+		}
+	case f.cfg.RecordUse != nil:
+		if err := f.cfg.RecordUse(ctx, asset, "read", actor, key, now); err != nil {
+			return err
+		}
+	}
+	if version != "" && f.cfg.ScanReported != nil {
+		// The read is recorded; a retried report records nothing twice and tells again.
+		if err := f.cfg.ScanReported(ctx, asset, now); err != nil {
 			return err
 		}
 	}

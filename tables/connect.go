@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/apache/iceberg-go"
 	icecat "github.com/apache/iceberg-go/catalog"
@@ -46,30 +47,93 @@ type Config struct {
 	// IOProperties are the iceberg-go IO properties for tables registered by metadata
 	// location (s3.endpoint, s3.region, credentials, ...).
 	IOProperties map[string]string `json:"io_properties,omitempty"`
+	// Warehouses are warehouses served over the Iceberg REST catalog protocol, each with its
+	// own settings (beside --iceberg-warehouses, which names locations only).
+	Warehouses []WarehouseConfig `json:"warehouses,omitempty"`
 }
 
-// LoadConfig reads a configuration file and returns the options it sets (IO properties) and its
-// connections (not yet opened; pass them with WithConnections).
+// WarehouseConfig is one served warehouse in the configuration file.
+type WarehouseConfig struct {
+	Name     string `json:"name"`
+	Location string `json:"location"`
+	// Namespace is the asset namespace its tables get (default "iceberg://<name>").
+	Namespace string `json:"namespace,omitempty"`
+	// IOProperties are the iceberg-go IO properties Tidemark uses for it (default: the file's
+	// io_properties). Its keys sign and vend; they are never logged or answered unless vend is
+	// keys.
+	IOProperties map[string]string `json:"io_properties,omitempty"`
+	// Layout is "uuid" (default: <location>/<levels>/<name>-<uuid>) or "name".
+	Layout string `json:"layout,omitempty"`
+	// Storage is how clients reach the location (answered in every table load).
+	Storage struct {
+		Endpoint  string `json:"endpoint,omitempty"`
+		Region    string `json:"region,omitempty"`
+		PathStyle *bool  `json:"path_style,omitempty"`
+	} `json:"storage,omitempty"`
+	// Access is how storage access is handed out per table.
+	Access struct {
+		Vend            string `json:"vend,omitempty"` // "", "sts" or "keys"
+		RoleARN         string `json:"role_arn,omitempty"`
+		STSEndpoint     string `json:"sts_endpoint,omitempty"`
+		SessionDuration string `json:"session_duration,omitempty"` // a Go duration, 15m to 12h
+		RemoteSigning   bool   `json:"remote_signing,omitempty"`
+	} `json:"access,omitempty"`
+}
+
+// warehouse turns the configuration into a Warehouse (checked when the service is built).
+func (c WarehouseConfig) warehouse() (Warehouse, error) {
+	w := Warehouse{Name: c.Name, Location: c.Location, Namespace: c.Namespace, Layout: c.Layout,
+		Storage: StorageSettings{Endpoint: c.Storage.Endpoint, Region: c.Storage.Region, PathStyle: c.Storage.PathStyle},
+		Access:  Access{Vend: c.Access.Vend, RoleARN: c.Access.RoleARN, STSEndpoint: c.Access.STSEndpoint, RemoteSigning: c.Access.RemoteSigning}}
+	if len(c.IOProperties) > 0 {
+		w.Props = iceberg.Properties(maps.Clone(c.IOProperties))
+	}
+	if c.Access.SessionDuration != "" {
+		d, err := time.ParseDuration(c.Access.SessionDuration)
+		if err != nil {
+			return Warehouse{}, fmt.Errorf("tables: warehouse %s: session_duration %q: give a duration such as 1h", c.Name, c.Access.SessionDuration)
+		}
+		w.Access.SessionDuration = d
+	}
+	return w, nil
+}
+
+// LoadConfig reads a configuration file and returns the options it sets (IO properties, served
+// warehouses) and its connections (not yet opened; pass them with WithConnections).
 func LoadConfig(path string) ([]Option, []*Connection, error) {
+	opts, conns, _, err := LoadConfigWarehouses(path)
+	return opts, conns, err
+}
+
+// LoadConfigWarehouses is LoadConfig that also says how many warehouses the file serves.
+func LoadConfigWarehouses(path string) ([]Option, []*Connection, int, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("tables: iceberg catalogs: %w", err)
+		return nil, nil, 0, fmt.Errorf("tables: iceberg catalogs: %w", err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	var cfg Config
 	if err := dec.Decode(&cfg); err != nil {
-		return nil, nil, fmt.Errorf("tables: iceberg catalogs: %s: %w", path, err)
+		return nil, nil, 0, fmt.Errorf("tables: iceberg catalogs: %s: %w", path, err)
 	}
 	var conns []*Connection
 	for i, c := range cfg.Connections {
 		conn, err := NewConnection(c)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w (iceberg catalogs %s, connection %d)", err, path, i+1)
+			return nil, nil, 0, fmt.Errorf("%w (iceberg catalogs %s, connection %d)", err, path, i+1)
 		}
 		conns = append(conns, conn)
 	}
-	return []Option{WithIOProperties(cfg.IOProperties)}, conns, nil
+	opts := []Option{WithIOProperties(cfg.IOProperties)}
+	for i, wc := range cfg.Warehouses {
+		w, err := wc.warehouse()
+		if err != nil {
+			return nil, nil, 0, fmt.Errorf("%w (iceberg catalogs %s, warehouse %d)", err, path, i+1)
+		}
+		opts = append(opts, WithWarehouses(w))
+	}
+	return opts, conns, len(cfg.Warehouses), nil
 }
 
 // Connection is a configured Iceberg catalog, opened on first use and kept open; a failed open

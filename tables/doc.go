@@ -10,6 +10,10 @@
 // configuration (their locations are roots), the table rows both share, and the Served hook
 // through which its own changes of a served table (Drop, RemoveSnapshots) commit there.
 //
+// Every read of a table's metadata (a sync, an inspection, a registration) records its snapshots
+// as versions of the table's asset through package versions, and marks expired the versions
+// the table no longer has (versions.go).
+//
 // Manifest lists and manifests are immutable, so what was read from each is cached in the
 // database by path: a refresh after new commits reads only the new ones. The cache is also the
 // record the cleanup scans compare storage against.

@@ -110,9 +110,18 @@ func (s *Service) rootsFor(row *ent.IcebergTable) roots {
 	return s.roots
 }
 
+// propsFor is the IO properties a table's files are read with: its connection's, its served
+// warehouse's (a warehouse may have its own), or the configured ones.
 func (s *Service) propsFor(row *ent.IcebergTable) iceberg.Properties {
 	if c := s.connection(row.Connection); c != nil {
 		return c.Props
+	}
+	if row.Warehouse != "" {
+		for _, w := range s.warehouses {
+			if w.Name == row.Warehouse {
+				return w.Props
+			}
+		}
 	}
 	return s.ioProps
 }

@@ -270,6 +270,8 @@ func (s *Service) RemoveSnapshots(ctx context.Context, id uuid.UUID, l *Live, id
 		if _, _, err := cat.CommitTable(ctx, splitIdent(row.Identifier), reqs, updates); err != nil {
 			return nil, nil, fmt.Errorf("tables: commit the removal of %d snapshots: %w", len(remove), err)
 		}
+		// A served table's expiry marks them in its commit (package warehouse).
+		s.markRemoved(ctx, id, remove)
 	}
 	post, err := s.Open(ctx, id)
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/ent/icebergtable"
 	"github.com/tidemark/tidemark/storage"
+	"github.com/tidemark/tidemark/versions"
 )
 
 // Service registers, syncs and inspects Iceberg tables.
@@ -43,6 +44,8 @@ type Service struct {
 
 	warehouses []Warehouse // served over the Iceberg REST protocol (by package warehouse)
 	served     Served      // the service serving them, once it registered (SetServed)
+
+	versions *versions.Service // records the versions each read of a table shows (nil: none)
 }
 
 // DefaultConfirmGap is how far apart two complete catalog listings that both lack a table must
@@ -216,7 +219,7 @@ func (s *Service) Register(ctx context.Context, in RegisterInput) (Table, Refres
 	if err != nil {
 		return Table{}, RefreshReport{}, err
 	}
-	rep, err := s.inspectAndStore(ctx, id, tbl)
+	rep, err := s.inspectAndStore(ctx, id, tbl, versions.SourceInspection)
 	if err != nil {
 		return Table{}, rep, err
 	}
@@ -379,8 +382,8 @@ func (s *Service) Adoptable(ctx context.Context, ns, name string) (uuid.UUID, er
 			return uuid.Nil, nil
 		}
 	}
-	if a.Kind == catalog.KindJob {
-		return uuid.Nil, nil
+	if a.Kind == catalog.KindJob || a.Kind == catalog.KindView {
+		return uuid.Nil, nil // a job is no dataset; a view's name is never a table's
 	}
 	return a.ID, nil
 }
@@ -479,11 +482,18 @@ func updated(n int, err error) error {
 	return err
 }
 
-// inspectAndStore inspects the loaded table and stores inspection and health on its row, or
-// records the error on the row and returns it.
-func (s *Service) inspectAndStore(ctx context.Context, id uuid.UUID, tbl *table.Table) (RefreshReport, error) {
+// inspectAndStore records the versions the loaded table shows (learned from source), inspects
+// it and stores inspection and health on its row, or records the error on the row and returns
+// it.
+func (s *Service) inspectAndStore(ctx context.Context, id uuid.UUID, tbl *table.Table, source string) (RefreshReport, error) {
 	start := time.Now()
 	rep := RefreshReport{AssetID: id, MetadataLocation: tbl.MetadataLocation()}
+	// From the metadata alone, so a table whose manifests cannot be read still has its versions.
+	// A failure is the table's, recorded on it: the next sync reads it again instead of passing
+	// over its unchanged metadata.
+	if err := s.recordVersions(ctx, id, tbl.Metadata(), source); err != nil {
+		return rep, s.recordError(ctx, id, fmt.Errorf("tables: record the versions: %w", err))
+	}
 	r := newReader(s.db, s.guardFS(tbl.FS, nil), s.clock, &rep)
 	r.partials, r.lz4 = s.partials, s.lz4
 	in, h, err := inspect(ctx, r, tbl.Metadata(), tbl.MetadataLocation(), s.small, s.clock())
@@ -541,7 +551,7 @@ func (s *Service) Refresh(ctx context.Context, id uuid.UUID) (RefreshReport, err
 	if err := s.upsertRow(ctx, id, tbl, row.Connection, row.Identifier, time.Time{}); err != nil {
 		return RefreshReport{}, err
 	}
-	return s.inspectAndStore(ctx, id, tbl)
+	return s.inspectAndStore(ctx, id, tbl, versions.SourceInspection)
 }
 
 // load reads the table's current metadata: through its catalog connection, else from its
@@ -566,7 +576,7 @@ func (s *Service) load(ctx context.Context, row *ent.IcebergTable) (*table.Table
 		if tbl, err = cat.LoadTable(ctx, splitIdent(row.Identifier)); err != nil {
 			return nil, s.recordError(ctx, row.ID, fmt.Errorf("tables: load %s from %s: %w", row.Identifier, c.Name, err))
 		}
-	} else if tbl, err = s.loadLocation(ctx, row.MetadataLocation); err != nil {
+	} else if tbl, err = s.loadLocationWith(ctx, row.MetadataLocation, s.propsFor(row), s.roots); err != nil { // a served table: its warehouse's IO properties
 		return nil, s.recordError(ctx, row.ID, fmt.Errorf("tables: load %s: %w", row.MetadataLocation, err))
 	}
 	if tbl.Metadata().TableUUID().String() != row.TableUUID {

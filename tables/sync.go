@@ -17,6 +17,7 @@ import (
 	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/ent/icebergtable"
 	"github.com/tidemark/tidemark/ent/tablesync"
+	"github.com/tidemark/tidemark/versions"
 )
 
 // SyncActor is the audit actor of changes the sync makes.
@@ -323,9 +324,10 @@ func (s *Service) syncConnection(ctx context.Context, c *Connection) (Connection
 		}
 		if before != nil && before.MetadataLocation == l.tbl.MetadataLocation() && before.RefreshedAt != nil && before.Error == "" {
 			cr.Unchanged++
+			s.versionsOfUnchanged(ctx, id, l.tbl.Metadata())
 			continue // same metadata file: nothing new to inspect
 		}
-		rr, err := s.inspectAndStore(ctx, id, l.tbl)
+		rr, err := s.inspectAndStore(ctx, id, l.tbl, versions.SourceSync)
 		cr.ManifestsRead += rr.ManifestsRead
 		cr.ManifestsCached += rr.ManifestsCached
 		if err != nil {

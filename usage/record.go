@@ -35,6 +35,9 @@ type Record struct {
 	QueryID        string
 	Source         string // the engine or proxy that logged it
 	IdempotencyKey string // required when there is no QueryID
+	// Version is the version of the asset read or written when the source says (a scan
+	// report's snapshot ID in decimal); "" when it does not. At most MaxVersionBytes.
+	Version string
 }
 
 // Statuses of a record.
@@ -64,6 +67,8 @@ type Result struct {
 const (
 	MaxRecords   = 5000
 	maxTextBytes = 512
+	// MaxVersionBytes bounds a record's version (as versions bounds a version's name).
+	MaxVersionBytes = 256
 )
 
 // row is an accepted record ready to store.
@@ -80,6 +85,7 @@ type row struct {
 	at        time.Time
 	resolved  string // Resolution
 	late      bool   // attributed after the fact, from the pending records
+	version   string // the version read or written, "" when unknown
 }
 
 // Record validates, resolves and stores a batch of records. Every record gets a result; the
@@ -119,7 +125,8 @@ func (s *Service) record(ctx context.Context, recs []Record, maxAge time.Duratio
 		key := recordKey(r, out[i].AssetID)
 		if len(at[key]) == 0 {
 			rows = append(rows, row{key: key, assetID: out[i].AssetID, kind: r.Kind, actor: r.Actor, source: r.Source,
-				queryID: r.QueryID, namespace: r.Namespace, name: r.Name, at: r.At.UTC().Truncate(time.Microsecond), resolved: out[i].Resolution})
+				queryID: r.QueryID, namespace: r.Namespace, name: r.Name, at: r.At.UTC().Truncate(time.Microsecond), resolved: out[i].Resolution,
+				version: r.Version})
 		}
 		at[key] = append(at[key], i)
 	}
@@ -171,7 +178,10 @@ func (s *Service) check(r Record, now time.Time, maxAge time.Duration) string {
 	case r.AssetID == uuid.Nil && catalog.ValidateName(r.Namespace, r.Name) != nil:
 		return "asset: " + catalog.ValidateName(r.Namespace, r.Name).Error()
 	}
-	for field, v := range map[string]string{"actor": r.Actor, "source": r.Source, "query_id": r.QueryID, "idempotency_key": r.IdempotencyKey} {
+	if len(r.Version) > MaxVersionBytes {
+		return fmt.Sprintf("version is %d bytes; the limit is %d", len(r.Version), MaxVersionBytes)
+	}
+	for field, v := range map[string]string{"actor": r.Actor, "source": r.Source, "query_id": r.QueryID, "idempotency_key": r.IdempotencyKey, "version": r.Version} {
 		if len(v) > maxTextBytes {
 			return fmt.Sprintf("%s is %d bytes; the limit is %d", field, len(v), maxTextBytes)
 		}
@@ -287,7 +297,7 @@ func (s *Service) store(ctx context.Context, rows []row) (map[string]bool, error
 				if r.jobID != nil {
 					job = *r.jobID
 				}
-				vals[i] = []any{r.key, r.assetID, r.kind, r.actor, job, r.source, r.queryID, r.namespace, r.name, r.at, Day(r.at), received, r.resolved, r.late}
+				vals[i] = []any{r.key, r.assetID, r.kind, r.actor, job, r.source, r.queryID, r.namespace, r.name, r.at, Day(r.at), received, r.resolved, r.late, r.version}
 			}
 			q, args := s.bulkInsert("usage_events", eventCols, vals, "ON CONFLICT (event_key) DO NOTHING RETURNING event_key")
 			res, err := tx.QueryContext(ctx, q, args...)
@@ -625,7 +635,7 @@ type column struct{ name, pgType string }
 var (
 	eventCols = []column{{"event_key", "text"}, {"asset_id", "uuid"}, {"kind", "text"}, {"actor", "text"}, {"job_asset_id", "uuid"},
 		{"source", "text"}, {"query_id", "text"}, {"namespace", "text"}, {"name", "text"}, {"at", "timestamptz"}, {"day", "text"},
-		{"received_at", "timestamptz"}, {"resolution", "text"}, {"late", "boolean"}}
+		{"received_at", "timestamptz"}, {"resolution", "text"}, {"late", "boolean"}, {"version", "text"}}
 	actorCols = []column{{"asset_id", "uuid"}, {"day", "text"}, {"actor", "text"}, {"reads", "bigint"}, {"writes", "bigint"}}
 	monthCols = []column{{"asset_id", "uuid"}, {"month", "text"}, {"actor", "text"}, {"reads", "bigint"}, {"writes", "bigint"}}
 	dailyCols = []column{{"asset_id", "uuid"}, {"day", "text"}, {"reads", "bigint"}, {"writes", "bigint"}, {"distinct_actors", "bigint"},

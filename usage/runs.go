@@ -24,6 +24,9 @@ type RunUsage struct {
 type Seen struct {
 	ID              uuid.UUID
 	Namespace, Name string
+	// Version is the version the event states the run read or wrote ("" when none); one
+	// longer than MaxVersionBytes is not kept.
+	Version string
 }
 
 // FromRuns records the reads and writes of completed runs, once per run, asset and kind however
@@ -47,8 +50,12 @@ func (s *Service) FromRuns(ctx context.Context, runs []RunUsage) error {
 					continue
 				}
 				seen[key] = true
+				v := a.Version
+				if len(v) > MaxVersionBytes {
+					v = ""
+				}
 				rows = append(rows, row{key: key, assetID: a.ID, kind: kind, actor: r.Actor, jobID: &job, source: "openlineage",
-					queryID: r.RunID, namespace: a.Namespace, name: a.Name, at: r.At.UTC().Truncate(time.Microsecond)})
+					queryID: r.RunID, namespace: a.Namespace, name: a.Name, at: r.At.UTC().Truncate(time.Microsecond), version: v})
 			}
 		}
 	}

@@ -35,6 +35,8 @@ type CommitOptions struct {
 	// request with another fingerprint is refused.
 	RequestHash string
 	claim       *keyClaim
+	// expiredBy is who the snapshots the commit removes are expired by ("": its principal).
+	expiredBy string
 }
 
 // CommitChange is one table's part of a commit: requirements checked against the current
@@ -113,6 +115,7 @@ func (s *Service) commit(ctx context.Context, w tables.Warehouse, plans []*plan,
 	if err := s.swapOrSettle(ctx, w, plans); err != nil {
 		return nil, err
 	}
+	s.recordVersions(ctx, plans, opt)
 	out := make([]ServedTable, len(plans))
 	for i, p := range plans {
 		loc := p.newLoc

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/ent/icebergcommit"
+	"github.com/tidemark/tidemark/internal/words"
 )
 
 // Commit health thresholds (seed 000's streaming job): past either, each commit's fixed cost (a
@@ -100,8 +101,8 @@ func (s *Service) CommitHealth(ctx context.Context, id uuid.UUID, window time.Du
 	fast, contended := h.CommitsPerMinute > BatchCommitsPerMinute, h.ConflictRate > BatchConflictRate && h.Conflicts >= 3
 	if fast || contended {
 		h.BatchRecommended = true
-		h.Recommendation = fmt.Sprintf("%d commits in the last %s (%.1f a minute, median gap %s) and %d refused with 409 (%.0f%% of attempts, %d retried): ",
-			h.Commits, window, h.CommitsPerMinute, h.MedianGap.Round(time.Millisecond), h.Conflicts, 100*h.ConflictRate, h.Retries)
+		h.Recommendation = fmt.Sprintf("%s in the last %s (%.1f a minute, median gap %s) and %d refused with 409 (%.0f%% of attempts, %d retried): ",
+			words.Count(int64(h.Commits), "commit"), words.Duration(window), h.CommitsPerMinute, words.Duration(h.MedianGap), h.Conflicts, 100*h.ConflictRate, h.Retries)
 		switch {
 		case fast && contended:
 			h.Recommendation += "batch the writes into fewer, larger commits (one a minute or less) and funnel concurrent writers through one committer: every commit writes a metadata file, a manifest list and a manifest, and every race costs the loser a retry"

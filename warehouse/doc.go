@@ -13,8 +13,12 @@
 // commit's files may be (the warehouse, the table's own ground) and gives new tables their
 // assets; metadata.go writes the new metadata file; swap.go moves the pointers by
 // compare-and-swap and records the inventory (inventory.go) in the same transaction; settle.go
-// settles a commit that did not happen, or was left pending. record.go reads the record back.
-// Around them: namespaces.go, served.go (create, register, load, rename, drop),
+// settles a commit that did not happen, or was left pending; versions.go then records the
+// snapshots a commit added as versions and marks those it removed expired (after the swap,
+// never failing the commit). record.go reads the record back.
+// Around them: namespaces.go, served.go (create, register, load, rename, drop), views.go
+// (served Iceberg views: their pointers, commits by compare-and-swap, stated lineage and
+// versions; views_*.go),
 // idempotency.go, leftovers.go, commithealth.go, servedcheck.go, bounds.go, hooks.go.
 //
 // It is built on tables, which keeps the warehouses' configuration, the guarded IO and the

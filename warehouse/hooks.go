@@ -11,6 +11,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/tidemark/tidemark/ent"
+	"github.com/tidemark/tidemark/tables"
 )
 
 // served is the Service as tables.Served (registered by New).
@@ -29,7 +30,10 @@ func (h served) CommitServedRow(ctx context.Context, row *ent.IcebergTable, reqs
 	if err != nil {
 		return err
 	}
-	_, err = h.s.Commit(ctx, row.Warehouse, []CommitChange{{Ident: id, Requirements: reqs, Updates: updates}}, CommitOptions{})
+	// The snapshots it removes are expired by the principal that asked (the cleanup bot's
+	// executor names the approver), else by cleanup.
+	_, err = h.s.Commit(ctx, row.Warehouse, []CommitChange{{Ident: id, Requirements: reqs, Updates: updates}},
+		CommitOptions{expiredBy: tables.ExpiryBy(ctx)})
 	if errors.Is(err, ErrCommitFailed) {
 		return conflict{err}
 	}

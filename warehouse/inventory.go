@@ -29,6 +29,10 @@ const (
 	changeAdded   = "added"
 	changeRemoved = "removed"
 	changeStaged  = "staged" // written for a commit that did not happen: a known leftover
+	// changeSigned is a file written through a remote signature (Sign), recorded before the
+	// signature was returned: written, not committed. A commit that adds the file settles it;
+	// until one does, it is a known leftover like a staged file.
+	changeSigned = "signed"
 )
 
 type inventoryFile struct {
@@ -44,6 +48,10 @@ type inventoryFile struct {
 // the parent listed and the new list drops are recorded as removed.
 func (s *Service) readAdded(ctx context.Context, w tables.Warehouse, p *plan) error {
 	if p.kind == "register" {
+		// The metadata file is the registrant's: its length, for the inventory, by one stat.
+		if fsys, err := s.tables.WarehouseIO(ctx, w, p.updated.Location()); err == nil {
+			p.size = fileSize(fsys, p.newLoc)
+		}
 		return nil
 	}
 	var fresh []table.Snapshot
@@ -102,7 +110,9 @@ func readSnapshot(fsys icebergio.IO, snap table.Snapshot, check func(p string, d
 	if err != nil {
 		return nil, nil, fmt.Errorf("warehouse: read snapshot %d's manifest list %s: %w", snap.SnapshotID, snap.ManifestList, err)
 	}
-	files = append(files, inventoryFile{snapshot: snap.SnapshotID, path: snap.ManifestList, kind: kindManifestList, change: changeAdded})
+	// iceberg-go's snapshot does not carry its manifest list's length: one stat a new snapshot.
+	files = append(files, inventoryFile{snapshot: snap.SnapshotID, path: snap.ManifestList, kind: kindManifestList, change: changeAdded,
+		size: fileSize(fsys, snap.ManifestList)})
 	listed = make(map[string]bool, len(mfs))
 	for _, mf := range mfs {
 		listed[mf.FilePath()] = true
@@ -153,14 +163,10 @@ func stagedFiles(fsys icebergio.IO, snap table.Snapshot, g *tables.Ground) []inv
 	list := inventoryFile{snapshot: snap.SnapshotID, path: snap.ManifestList, kind: kindManifestList, change: changeStaged}
 	files, _, err := readSnapshot(fsys, snap, g.Check)
 	if err != nil {
+		list.size = fileSize(fsys, snap.ManifestList)
 		return []inventoryFile{list}
 	}
-	if f, err := fsys.Open(snap.ManifestList); err == nil {
-		if st, err := f.Stat(); err == nil {
-			list.size = st.Size()
-		}
-		f.Close()
-	}
+	list.size = files[0].size // readSnapshot's first file is the manifest list
 	out := []inventoryFile{list}
 	for _, f := range files {
 		if f.change == changeAdded && f.kind != kindManifestList {
@@ -169,6 +175,21 @@ func stagedFiles(fsys icebergio.IO, snap table.Snapshot, g *tables.Ground) []inv
 		}
 	}
 	return out
+}
+
+// fileSize is a file's length in bytes through the table's IO; 0 when it cannot be read (the
+// inventory records what it knows: a size is never a reason to fail a commit).
+func fileSize(fsys icebergio.IO, path string) int64 {
+	f, err := fsys.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return 0
+	}
+	return st.Size()
 }
 
 // insertFiles writes inventory rows in batches (SQLite allows 32,766 parameters a statement).

@@ -19,20 +19,26 @@ import (
 // bound parameters.
 const inChunk = 500
 
-// Leftover is a file a rejected, abandoned or interrupted commit staged and no commit added.
+// Leftover is a file a rejected, abandoned or interrupted commit staged, or a client wrote
+// through a remote signature, and no commit added.
 type Leftover struct {
 	Path string
 	Kind string // metadata, manifest_list, manifest, data, delete
 	Size int64  // 0 when the inventory does not know it (a manifest list or metadata file)
 	// StagedAt is when the newest commit that staged it started: the file was written before.
+	// For a signed file, the newest signature plus SignatureWindow (the write came no later).
 	StagedAt time.Time
-	CommitID uuid.UUID
+	CommitID uuid.UUID // the newest staging commit; for a signed file, its signature's ID
+	// Signed is a file written through a remote signature; Actor is who it was signed for.
+	Signed bool
+	Actor  string
 }
 
 // LeftoverStats counts what Leftovers settled from the inventory.
 type LeftoverStats struct {
 	Staged    int // distinct paths recorded as staged
 	Committed int // of those, added by a commit that happened (a retry reused them)
+	Signed    int // distinct paths written through a remote signature (counted in Staged too)
 }
 
 // Leftovers lists a served table's known leftovers from its inventory alone, reading no table
@@ -46,8 +52,9 @@ func (s *Service) Leftovers(ctx context.Context, id uuid.UUID) ([]Leftover, Left
 	if t.Warehouse == "" {
 		return nil, LeftoverStats{}, invalid("table", "table %s is not served by Tidemark: it has no write-path inventory to settle files with", id)
 	}
-	rows, err := s.db.IcebergInventoryFile.Query().Where(iceberginventoryfile.AssetID(id), iceberginventoryfile.Change(changeStaged)).
-		Select(iceberginventoryfile.FieldPath, iceberginventoryfile.FieldKind, iceberginventoryfile.FieldSize, iceberginventoryfile.FieldCommitID).All(ctx)
+	rows, err := s.db.IcebergInventoryFile.Query().Where(iceberginventoryfile.AssetID(id), iceberginventoryfile.ChangeIn(changeStaged, changeSigned)).
+		Select(iceberginventoryfile.FieldPath, iceberginventoryfile.FieldKind, iceberginventoryfile.FieldSize, iceberginventoryfile.FieldCommitID,
+			iceberginventoryfile.FieldChange, iceberginventoryfile.FieldActor, iceberginventoryfile.FieldRecordedAt).All(ctx)
 	if err != nil {
 		return nil, LeftoverStats{}, fmt.Errorf("warehouse: read the staged files of table %s: %w", id, err)
 	}
@@ -55,7 +62,12 @@ func (s *Service) Leftovers(ctx context.Context, id uuid.UUID) ([]Leftover, Left
 	byPath := map[string]*Leftover{}
 	var paths []string
 	for _, r := range rows {
-		commits[r.CommitID] = time.Time{}
+		if r.Change == changeSigned {
+			// No commit: the signature's time, moved to the latest the write can have landed.
+			commits[r.CommitID] = r.RecordedAt.Add(SignatureWindow)
+		} else {
+			commits[r.CommitID] = time.Time{}
+		}
 		if l := byPath[r.Path]; l != nil {
 			l.Size = max(l.Size, r.Size)
 			continue
@@ -67,11 +79,20 @@ func (s *Service) Leftovers(ctx context.Context, id uuid.UUID) ([]Leftover, Left
 		return nil, LeftoverStats{}, err
 	}
 	for _, r := range rows {
-		if l := byPath[r.Path]; commits[r.CommitID].After(l.StagedAt) {
+		l := byPath[r.Path]
+		if commits[r.CommitID].After(l.StagedAt) {
 			l.StagedAt, l.CommitID = commits[r.CommitID], r.CommitID
+		}
+		if r.Change == changeSigned {
+			l.Signed, l.Actor = true, r.Actor
 		}
 	}
 	st := LeftoverStats{Staged: len(paths)}
+	for _, p := range paths {
+		if byPath[p].Signed {
+			st.Signed++
+		}
+	}
 	for c := range slices.Chunk(paths, inChunk) {
 		added, err := s.db.IcebergInventoryFile.Query().Where(iceberginventoryfile.AssetID(id), iceberginventoryfile.PathIn(c...),
 			iceberginventoryfile.Change(changeAdded)).Select(iceberginventoryfile.FieldPath).Strings(ctx)

@@ -13,6 +13,7 @@ import (
 	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/ent/icebergnamespace"
 	"github.com/tidemark/tidemark/ent/icebergtable"
+	"github.com/tidemark/tidemark/ent/icebergview"
 )
 
 const sep = "\x1f" // between namespace levels in keys: a control character no level may hold
@@ -190,12 +191,16 @@ func (s *Service) DropNamespace(ctx context.Context, wh string, levels []string)
 		if err != nil {
 			return err
 		}
+		views, err := tx.IcebergView.Query().Where(icebergview.RestNamespace(key)).Count(ctx)
+		if err != nil {
+			return err
+		}
 		children, err := tx.IcebergNamespace.Query().Where(icebergnamespace.KeyHasPrefix(key + sep)).Count(ctx)
 		if err != nil {
 			return err
 		}
-		if n > 0 || children > 0 {
-			return serveErr(ErrNamespaceNotEmpty, "namespace %s holds %d tables and %d namespaces: drop them first", strings.Join(levels, "."), n, children)
+		if n > 0 || views > 0 || children > 0 {
+			return serveErr(ErrNamespaceNotEmpty, "namespace %s holds %d tables, %d views and %d namespaces: drop them first", strings.Join(levels, "."), n, views, children)
 		}
 		return tx.IcebergNamespace.DeleteOneID(row.ID).Exec(ctx)
 	})

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/ent"
+	"github.com/tidemark/tidemark/ent/icebergcommit"
 	"github.com/tidemark/tidemark/ent/icebergtable"
 	"github.com/tidemark/tidemark/tables"
 )
@@ -25,6 +26,11 @@ func (s *Service) prepare(ctx context.Context, w tables.Warehouse, plans []*plan
 	for _, p := range plans {
 		if p.noop {
 			continue
+		}
+		if p.row == nil {
+			if err := nameClash(ctx, s.db, w.Name, p.ident, "table"); err != nil {
+				return err
+			}
 		}
 		if p.kind == "create" {
 			loc := p.updated.Location()
@@ -99,22 +105,38 @@ func (s *Service) checkLocation(ctx context.Context, db *ent.Client, w tables.Wa
 	if !tables.UnderDir(loc, w.Location) {
 		return invalid("location", "location %s is not under warehouse %s's location %s", loc, w.Name, w.Location)
 	}
-	rows, err := db.IcebergTable.Query().Where(icebergtable.GoneAtIsNil()).Select(icebergtable.FieldID, icebergtable.FieldLocation, icebergtable.FieldIdentifier).All(ctx)
+	// An unregistered table's files stay where they are, maybe served by another catalog now:
+	// its location stays taken, so no table here ever walks (and proposes) its files.
+	var unregistered []uuid.UUID
+	err := db.IcebergCommit.Query().Where(icebergcommit.Kind(kindUnregister)).Unique(true).Select(icebergcommit.FieldAssetID).Scan(ctx, &unregistered)
+	if err != nil {
+		return fmt.Errorf("warehouse: read unregistered tables: %w", err)
+	}
+	rows, err := db.IcebergTable.Query().Where(icebergtable.Or(icebergtable.GoneAtIsNil(), icebergtable.IDIn(unregistered...))).Select(icebergtable.FieldID, icebergtable.FieldLocation, icebergtable.FieldIdentifier, icebergtable.FieldGoneAt).All(ctx)
 	if err != nil {
 		return fmt.Errorf("warehouse: read table locations: %w", err)
 	}
 	for _, r := range rows {
-		if r.ID != self && tables.Overlaps(loc, r.Location) {
-			return serveErr(ErrAlreadyExists, "location %s overlaps the location %s of live table %s (asset %s): tables must not share files; use another location or leave it empty for a unique one", loc, r.Location, r.Identifier, r.ID)
+		if r.ID == self || !tables.Overlaps(loc, r.Location) {
+			continue
 		}
+		if r.GoneAt != nil {
+			return serveErr(ErrAlreadyExists, "location %s overlaps the location %s of table %s (asset %s), unregistered: its files stay there and may be another catalog's now; use another location or leave it empty for a unique one", loc, r.Location, r.Identifier, r.ID)
+		}
+		return serveErr(ErrAlreadyExists, "location %s overlaps the location %s of live table %s (asset %s): tables must not share files; use another location or leave it empty for a unique one", loc, r.Location, r.Identifier, r.ID)
 	}
-	return nil
+	return viewDirClash(ctx, db, w.Name, loc)
 }
 
-// defaultLocation is a location no other table can have: the table-uuid is in it.
+// defaultLocation is where a new table goes by the warehouse's layout: by default a location no
+// other table can have (the table-uuid is in it); with the name layout, its name's directory
+// (a live table there still refuses the create: locations never overlap).
 func (s *Service) defaultLocation(w tables.Warehouse, id TableIdent, tuuid uuid.UUID) string {
 	parts := []string{w.Location}
 	parts = append(parts, id.Namespace...)
+	if w.Layout == tables.LayoutName {
+		return strings.Join(parts, "/") + "/" + id.Name
+	}
 	return strings.Join(parts, "/") + "/" + id.Name + "-" + strings.ReplaceAll(tuuid.String(), "-", "")
 }
 

@@ -23,10 +23,12 @@ type InventoryFile struct {
 	SnapshotID int64
 	Path       string
 	Kind       string // metadata, manifest_list, manifest, data, delete
-	Change     string // added, removed, staged
+	Change     string // added, removed, staged, signed
 	Size       int64
 	Records    int64
 	RecordedAt time.Time
+	// Actor is the principal a signed file's signature was issued to ("" for commits' rows).
+	Actor string `json:",omitempty"`
 }
 
 // InventoryFilter selects inventory files.
@@ -48,9 +50,9 @@ func (s *Service) Inventory(ctx context.Context, id uuid.UUID, f InventoryFilter
 	}
 	if f.Change != "" {
 		switch f.Change {
-		case changeAdded, changeRemoved, changeStaged:
+		case changeAdded, changeRemoved, changeStaged, changeSigned:
 		default:
-			return nil, false, invalid("change", "change %q: use added, removed or staged", f.Change)
+			return nil, false, invalid("change", "change %q: use added, removed, staged or signed", f.Change)
 		}
 		q.Where(iceberginventoryfile.Change(f.Change))
 	}
@@ -68,7 +70,7 @@ func (s *Service) Inventory(ctx context.Context, id uuid.UUID, f InventoryFilter
 	out := make([]InventoryFile, len(rows))
 	for i, r := range rows {
 		out[i] = InventoryFile{ID: r.ID, CommitID: r.CommitID, SnapshotID: r.SnapshotID, Path: r.Path, Kind: r.Kind, Change: r.Change,
-			Size: r.Size, Records: r.Records, RecordedAt: r.RecordedAt}
+			Size: r.Size, Records: r.Records, RecordedAt: r.RecordedAt, Actor: r.Actor}
 	}
 	return out, more, nil
 }

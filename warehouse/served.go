@@ -2,6 +2,7 @@ package warehouse
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -99,24 +100,30 @@ func (s *Service) ListServed(ctx context.Context, wh string, ns []string, after 
 	if after != "" {
 		q.Where(icebergtable.RestKeyGT(tableKey(wh, ns, after)))
 	}
-	rows, err := q.Order(ent.Asc(icebergtable.FieldRestKey)).Limit(limit + 1).Select(icebergtable.FieldRestKey).All(ctx)
-	if err != nil {
+	var keys []string
+	if err := q.Order(ent.Asc(icebergtable.FieldRestKey)).Limit(limit+1).Select(icebergtable.FieldRestKey).Scan(ctx, &keys); err != nil {
 		return nil, "", fmt.Errorf("warehouse: list tables: %w", err)
 	}
-	more := len(rows) > limit
+	names, next := namesPage(keys, wh, ns, limit)
+	return names, next, nil
+}
+
+// namesPage turns a page of keys in a namespace (limit+1 read, to know whether more follow)
+// into names and the cursor of the next page ("" at the end).
+func namesPage(keys []string, wh string, ns []string, limit int) ([]string, string) {
+	more := len(keys) > limit
 	if more {
-		rows = rows[:limit]
+		keys = keys[:limit]
 	}
-	out := make([]string, len(rows))
+	out := make([]string, len(keys))
 	prefix := nsKey(wh, ns) + sep
-	for i, r := range rows {
-		out[i] = strings.TrimPrefix(*r.RestKey, prefix)
+	for i, k := range keys {
+		out[i] = strings.TrimPrefix(k, prefix)
 	}
-	next := ""
-	if more {
-		next = out[len(out)-1]
+	if !more {
+		return out, ""
 	}
-	return out, next, nil
+	return out, out[len(out)-1]
 }
 
 // CreateServedInput is a table to create in a served warehouse.
@@ -221,7 +228,12 @@ func (s *Service) claimServed(ctx context.Context, w tables.Warehouse, opt *Comm
 
 // RegisterServed serves an existing table from its metadata file under a new name: the
 // pointer starts at that file. The write-path inventory covers the commits after it.
-func (s *Service) RegisterServed(ctx context.Context, wh string, id TableIdent, metadataLocation string, opt CommitOptions) (ServedTable, error) {
+//
+// With overwrite, a table already served under the name has its pointer moved to the metadata
+// file, which must be the same table's (its table-uuid): the asset, its history and its
+// inventory stay. Another table's metadata under a live name is refused: the name's table is
+// unregistered (or dropped) first, so one name never silently becomes another asset.
+func (s *Service) RegisterServed(ctx context.Context, wh string, id TableIdent, metadataLocation string, overwrite bool, opt CommitOptions) (ServedTable, error) {
 	w, err := s.warehouse(wh)
 	if err != nil {
 		return ServedTable{}, err
@@ -249,6 +261,15 @@ func (s *Service) RegisterServed(ctx context.Context, wh string, id TableIdent, 
 	if err != nil {
 		return ServedTable{}, invalid("metadata-location", "could not read an Iceberg metadata file at %s: %v", metadataLocation, err)
 	}
+	if overwrite {
+		row, err := s.servedRow(ctx, s.db, wh, id)
+		if err != nil && !errors.Is(err, ErrNoSuchTable) {
+			return ServedTable{}, err
+		}
+		if row != nil {
+			return s.moveRegistered(ctx, w, id, row, meta, metadataLocation, opt)
+		}
+	}
 	known, err := s.db.IcebergTable.Query().Where(icebergtable.TableUUID(meta.TableUUID().String())).Select(tables.RowFields()...).Only(ctx)
 	if err != nil && !ent.IsNotFound(err) {
 		return ServedTable{}, err
@@ -264,6 +285,26 @@ func (s *Service) RegisterServed(ctx context.Context, wh string, id TableIdent, 
 		return ServedTable{}, err
 	}
 	out, err := s.commit(ctx, w, []*plan{{ident: id, kind: "register", updated: meta, newLoc: metadataLocation, adopt: known}}, opt)
+	if err != nil {
+		return ServedTable{}, err
+	}
+	return out[0], nil
+}
+
+// moveRegistered is a register with overwrite of a table served under the name: its pointer
+// moves to the given metadata file by compare-and-swap, like a commit.
+func (s *Service) moveRegistered(ctx context.Context, w tables.Warehouse, id TableIdent, row *ent.IcebergTable, meta table.Metadata, loc string, opt CommitOptions) (ServedTable, error) {
+	if row.TableUUID != meta.TableUUID().String() {
+		return ServedTable{}, serveErr(ErrAlreadyExists, "table %s is served with table-uuid %s and %s is table %s's metadata: overwrite moves a table's own pointer; unregister %s first (its files stay) to put another table under this name", id, row.TableUUID, loc, meta.TableUUID(), id)
+	}
+	base, err := s.readMetadata(ctx, w, row.MetadataLocation)
+	if err != nil {
+		return ServedTable{}, err
+	}
+	if err := s.checkLocation(ctx, s.db, w, meta.Location(), row.ID); err != nil {
+		return ServedTable{}, err
+	}
+	out, err := s.commit(ctx, w, []*plan{{ident: id, kind: "register", row: row, base: base, updated: meta, newLoc: loc}}, opt)
 	if err != nil {
 		return ServedTable{}, err
 	}
@@ -299,6 +340,9 @@ func (s *Service) RenameServed(ctx context.Context, wh string, from, to TableIde
 		return err
 	} else if exists {
 		return serveErr(ErrAlreadyExists, "table %s already exists in warehouse %s", to, wh)
+	}
+	if err := nameClash(ctx, s.db, wh, to, "table"); err != nil {
+		return err
 	}
 	a, err := s.cat.Get(ctx, row.ID)
 	if err != nil {
@@ -370,14 +414,66 @@ func (s *Service) DropServed(ctx context.Context, wh string, id TableIdent, purg
 	return nil
 }
 
+// UnregisterServed takes a served table out of the catalog and leaves every file of it in
+// place (the opposite of RegisterServed): the asset is marked deleted, no file of it is ever
+// proposed for deletion on its account, and it answers the table's last metadata, so the table
+// can be registered elsewhere. A commit after it finds no table.
+func (s *Service) UnregisterServed(ctx context.Context, wh string, id TableIdent, opt CommitOptions) (ServedTable, error) {
+	w, err := s.warehouse(wh)
+	if err != nil {
+		return ServedTable{}, err
+	}
+	cl, err := s.claimKey(ctx, wh, opt)
+	if err != nil {
+		return ServedTable{}, err
+	}
+	if cl.replaying() {
+		if err := replayedChange(cl.rows, kindUnregister); err != nil {
+			return ServedTable{}, err
+		}
+		c := cl.rows[0]
+		meta, err := s.readMetadata(ctx, w, c.BaseLocation)
+		if err != nil {
+			return ServedTable{}, err
+		}
+		return ServedTable{AssetID: c.AssetID, Ident: id, MetadataLocation: c.BaseLocation, Metadata: meta, Props: w.Props}, nil
+	}
+	defer cl.release(ctx)
+	opt.claim = cl
+	row, err := s.servedRow(ctx, s.db, wh, id)
+	if err != nil {
+		return ServedTable{}, err
+	}
+	meta, err := s.readMetadata(ctx, w, row.MetadataLocation)
+	if err != nil {
+		return ServedTable{}, err
+	}
+	if err := s.removeServedRow(ctx, row, kindUnregister, "unregistered: its files stay where they are, and no file of it is deleted on its account", opt); err != nil {
+		return ServedTable{}, err
+	}
+	if _, err := s.cat.Delete(ctx, row.ID, catalog.AnyVersion); err != nil {
+		return ServedTable{}, fmt.Errorf("warehouse: the table is unregistered; marking asset %s deleted failed: %w", row.ID, err)
+	}
+	return ServedTable{AssetID: row.ID, Ident: id, MetadataLocation: row.MetadataLocation, Metadata: meta, Props: w.Props}, nil
+}
+
+// kindUnregister is the commit kind of an unregister (a drop that leaves the files).
+const kindUnregister = "unregister"
+
 // dropServedRow removes a served table's pointer and records the drop.
 func (s *Service) dropServedRow(ctx context.Context, row *ent.IcebergTable, purge bool, opt CommitOptions) error {
-	id, wh := row.Identifier, row.Warehouse
-	now := s.clock()
 	reason := "dropped"
 	if purge {
-		reason = "dropped, purge requested: the files wait for a cleanup proposal and approval"
+		reason = purgeReason + ": the files wait for a cleanup proposal and approval"
 	}
+	return s.removeServedRow(ctx, row, "drop", reason, opt)
+}
+
+// removeServedRow removes a served table's pointer (only if it is still served under its key)
+// and records why as a commit of the kind.
+func (s *Service) removeServedRow(ctx context.Context, row *ent.IcebergTable, kind, reason string, opt CommitOptions) error {
+	id, wh := row.Identifier, row.Warehouse
+	now := s.clock()
 	err := s.tx(ctx, func(tx *ent.Tx) error {
 		n, err := tx.IcebergTable.Update().Where(icebergtable.ID(row.ID), icebergtable.RestKeyNotNil()).
 			ClearRestKey().ClearRestNamespace().SetGoneAt(now).SetUpdatedAt(now).Save(ctx)
@@ -390,7 +486,7 @@ func (s *Service) dropServedRow(ctx context.Context, row *ent.IcebergTable, purg
 		if err := opt.claim.mark(ctx, tx, row.ID); err != nil {
 			return err
 		}
-		return tx.IcebergCommit.Create().SetAssetID(row.ID).SetWarehouse(wh).SetKind("drop").SetState(stateCommitted).
+		return tx.IcebergCommit.Create().SetAssetID(row.ID).SetWarehouse(wh).SetKind(kind).SetState(stateCommitted).
 			SetBaseLocation(row.MetadataLocation).SetReason(reason).SetIdempotencyKey(opt.IdempotencyKey).
 			SetActor(catalog.ActorFrom(ctx)).SetStartedAt(now).SetFinishedAt(now).Exec(ctx)
 	})

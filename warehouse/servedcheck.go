@@ -31,8 +31,11 @@ func (s *Service) ServedBy(ctx context.Context, id uuid.UUID) (warehouse, ident 
 // catalog moves it (RenameServed, DropServed), and those keep the asset in step.
 func (s *Service) RefuseServed(ctx context.Context, id uuid.UUID) error {
 	wh, ident, ok, err := s.ServedBy(ctx, id)
-	if err != nil || !ok {
+	if err != nil {
 		return err
+	}
+	if !ok {
+		return s.refuseServedView(ctx, id)
 	}
 	return &catalog.Error{Kind: catalog.ErrConflict, Message: fmt.Sprintf(
 		"asset %s is the table %s served by warehouse %s through the Iceberg REST catalog: rename or drop it through the catalog (/iceberg/v1/%s/...)",

@@ -12,6 +12,7 @@ import (
 	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/storage"
 	"github.com/tidemark/tidemark/tables"
+	"github.com/tidemark/tidemark/versions"
 )
 
 // Service serves the configured warehouses over the Iceberg REST catalog protocol: their
@@ -30,6 +31,10 @@ type Service struct {
 	metaCache *metaCache
 	faults    Faults // injected failures (tests)
 	stale     stale  // served tables to inspect again
+	versions  *versions.Service
+	// viewIngest takes the OpenLineage event of a view's stated inputs (views_lineage.go).
+	viewIngest func(ctx context.Context, event []byte) error
+	sts        func(w tables.Warehouse) AssumeRoler // makes a warehouse's STS client (signing_vend.go)
 }
 
 // Option configures a Service.

@@ -37,7 +37,7 @@ func (s *Service) settle(ctx context.Context, plans []*plan, state, reason strin
 			// What the rejected commit staged: its metadata file and its snapshots' files.
 			staged := []inventoryFile{}
 			if p.kind != "register" {
-				staged = append(staged, inventoryFile{path: p.newLoc, kind: kindMetadata, change: changeStaged})
+				staged = append(staged, inventoryFile{path: p.newLoc, kind: kindMetadata, change: changeStaged, size: p.size})
 			}
 			for _, f := range p.files {
 				if f.change == changeAdded {
@@ -110,6 +110,9 @@ func (s *Service) ResolvePending(ctx context.Context, olderThan time.Duration) (
 		if err != nil {
 			return n, err
 		}
+		if state == stateCommitted {
+			s.settledVersions(ctx, c)
+		}
 		n++
 	}
 	return n, nil
@@ -166,6 +169,9 @@ func (s *Service) committedFiles(ctx context.Context, c *ent.IcebergCommit) []in
 		if p.base, err = s.readMetadata(ctx, w, c.BaseLocation); err != nil {
 			return out
 		}
+	}
+	if fsys, err := s.tables.WarehouseIO(ctx, w, p.updated.Location()); err == nil {
+		out[0].size = fileSize(fsys, c.NewLocation)
 	}
 	if p.ground, err = tables.GroundOf(ctx, s.db, p.updated.Location(), c.AssetID); err != nil {
 		return out

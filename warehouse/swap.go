@@ -155,7 +155,7 @@ func (s *Service) swapIn(ctx context.Context, tx *ent.Tx, w tables.Warehouse, pl
 		if n == 0 {
 			return serveErr(ErrNotCommitted, "table %s: the commit was settled as abandoned before its swap; nothing was committed", p.ident)
 		}
-		files := append([]inventoryFile{{path: p.newLoc, kind: kindMetadata, change: changeAdded}}, p.files...)
+		files := append([]inventoryFile{{path: p.newLoc, kind: kindMetadata, change: changeAdded, size: p.size}}, p.files...)
 		if p.kind == "register" {
 			files = files[:1]
 		}

@@ -45,7 +45,8 @@ type assetData struct {
 	Direction lineage.Direction
 	Dirs      []dirLink // the direction switch
 	Graph     graphData // also the node list: every node the graph may draw
-	Truncated bool
+	Truncated bool      // the lineage walk stopped at its limit
+	Fit       graphFit  // what the graph grouped and left out
 	Field     string
 	Fields    []string // this asset's columns with column lineage
 	Columns   []columnRow
@@ -72,6 +73,15 @@ type assetData struct {
 	Cur  curationData
 	Edit editState
 	Sub  *subscriptionView // nil without subscriptions (no notify service)
+	// At is the time the lineage graph is drawn at (nil: now); AtInput the datetime field's
+	// value for it; NowHref the link back to the graph now.
+	At      *time.Time
+	AtInput string
+	NowHref string
+	// Versions is the versions section (nil without a versions service, or for a job).
+	Versions *versionsView
+	// View is the served Iceberg view's versions (nil unless the asset is one; icebergview.go).
+	View *viewData
 }
 
 // partial records that part of the asset page could not be read: logged, and listed on the page.
@@ -113,6 +123,23 @@ func (u *UI) assetPage(w http.ResponseWriter, r *http.Request, status int, edit 
 	if dir, err := lineage.ParseDirection(r.URL.Query().Get("direction")); err == nil {
 		d.Direction = dir
 	}
+	if s := r.URL.Query().Get("at"); s != "" && u.cfg.Lineage != nil {
+		// A bad time is the person's to fix: the error page says how, rather than a graph of now
+		// that looks like the one asked for.
+		at, err := parseAt(s)
+		if err == nil {
+			err = u.cfg.Lineage.CheckAt(at)
+		}
+		if err != nil {
+			u.fail(w, r, err)
+			return
+		}
+		d.At, d.AtInput = &at, at.Format("2006-01-02T15:04:05")
+		q := r.URL.Query()
+		q.Del("at")
+		q.Del("flash")
+		d.NowHref = "?" + q.Encode() + "#lineage-h"
+	}
 	d.Dirs = dirLinks(d)
 	if d.Names, err = u.cfg.Catalog.Names(ctx, id); err != nil {
 		u.fail(w, r, err)
@@ -140,14 +167,22 @@ func (u *UI) assetPage(w http.ResponseWriter, r *http.Request, status int, edit 
 	u.nameShareParts(&g, r, &d, miss)
 	u.subscriptionParts(&g, r, &d, miss)
 	u.tableParts(&g, r, &d, miss)
+	u.viewParts(&g, r, &d, miss)
 	u.cleanupParts(&g, r, &d, miss)
+	u.versionsParts(&g, r, &d, miss)
 	if err := g.Wait(); err != nil {
 		u.fail(w, r, err)
 		return
 	}
 	slices.Sort(d.Missing) // in one order whichever part failed first
-	d.Graph = withMigrations(d.Graph, d.Migrations, d.MigrationNames)
-	d.Graph = withColumns(d.Graph, d.Columns)
+	// Migrations and column lineage keep no history: a graph of a past time is drawn without them.
+	if d.At == nil {
+		d.Graph = withMigrations(d.Graph, d.Migrations, d.MigrationNames)
+		d.Graph = withColumns(d.Graph, d.Columns)
+	}
+	if u.cfg.Lineage != nil {
+		u.fitLineage(r, &d)
+	}
 	d.Edit.current(&d)
 	u.render(w, r, status, "asset", a.Name, d)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tidemark/tidemark/cleanup"
+	"github.com/tidemark/tidemark/internal/words"
 )
 
 var funcs = template.FuncMap{
@@ -35,6 +36,20 @@ var funcs = template.FuncMap{
 		return tt.UTC().Format("2006-01-02 15:04 UTC")
 	},
 	"bytes": cleanup.BytesText,
+	// dur says a duration in words ("3 days"); a Go duration string that does not parse is shown
+	// as it is.
+	"dur": func(d any) string {
+		switch v := d.(type) {
+		case time.Duration:
+			return words.Duration(v)
+		case string:
+			if p, err := time.ParseDuration(v); err == nil {
+				return words.Duration(p)
+			}
+			return v
+		}
+		return fmt.Sprint(d)
+	},
 	"json": func(v any) (template.JS, error) {
 		b, err := json.Marshal(v)
 		return template.JS(b), err

@@ -80,6 +80,9 @@ func TestHealthLeadsWithDanglingReference(t *testing.T) {
 		if !strings.Contains(fp, `id="dangling-remedy"`) || !strings.Contains(fp, rollback) || !strings.Contains(fp, "Restore the missing files") || strings.Contains(fp, `id="reject"`) {
 			t.Errorf("the finding's page lacks the remedies (%q) or still offers Reject:\n%s", rollback, fp)
 		}
+		if n := strings.Count(strings.ToLower(fp), "restore the missing files"); n != 1 {
+			t.Errorf("the finding's page gives its remedies %d times, want once", n)
+		}
 	})
 }
 

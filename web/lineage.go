@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"golang.org/x/sync/errgroup"
@@ -22,13 +23,33 @@ func init() {
 	funcs["has"] = func(xs []string, x string) bool { return slices.Contains(xs, x) }
 }
 
-// graphLimit bounds the nodes the asset page asks for: enough for a wide fan-out two hops out,
-// which the browser collapses into groups.
-const graphLimit = 300
+// graphLimit bounds the nodes the asset page reads: walkLimit, or the server's cap when lower.
+// What it draws is bounded after grouping (fitGraph, drawLimit).
+func (u *UI) graphLimit() int { return min(walkLimit, u.cfg.Lineage.MaxNodes()) }
+
+// fitLineage groups the asset page's graph and cuts it to drawLimit (fitGraph), after the
+// migrations and column lineage are added; the groups the address names are drawn open.
+func (u *UI) fitLineage(r *http.Request, d *assetData) {
+	deepest := 0
+	for _, n := range d.Graph.Nodes {
+		deepest = max(deepest, n.Data.Depth)
+	}
+	q := r.URL.Query()
+	d.Graph, d.Fit = fitGraph(d.Graph, q["expand"], drawLimit, q)
+	if d.Truncated {
+		d.Fit.WalkCut, d.Fit.WalkLimit, d.Fit.WalkDepth = true, u.graphLimit(), deepest
+	}
+}
 
 type graphData struct {
 	Nodes []graphNode `json:"nodes"`
 	Edges []graphEdge `json:"edges"`
+	// Expanded are the groups the page's address expands (fitGraph): the browser draws them
+	// open.
+	Expanded []string `json:"expanded,omitempty"`
+	// Limit is the most nodes the page draws (fitGraph): a group whose expansion in place would
+	// pass it is expanded by the page instead.
+	Limit int `json:"limit,omitempty"`
 }
 
 type graphNode struct {
@@ -49,6 +70,18 @@ type graphNodeData struct {
 	// Parent is the node one hop nearer the root the walk reached this one from: siblings under
 	// one parent, of one kind and namespace, are what the browser collapses into a group.
 	Parent string `json:"from,omitempty"` // not "parent": cytoscape would nest the node inside it
+	// Note is a line drawn under the namespace: a former name or a deletion since (lineage at a
+	// time), a version and its state (the version page).
+	Note string `json:"note,omitempty"`
+	// State colours a node and keeps it out of groups of another state: affected, recovered,
+	// unknown (a downstream table of a bad version), repeat (a job with a run to repeat).
+	State string `json:"state,omitempty"`
+	// Detail is a sentence for the details panel (why a table has its state).
+	Detail string `json:"detail,omitempty"`
+	// Former: the name shown is one the asset held at the time asked and holds no longer.
+	Former bool `json:"former,omitempty"`
+	// Deleted is when an asset shown at a time was deleted since.
+	Deleted string `json:"deleted,omitempty"`
 }
 
 type graphEdge struct {
@@ -77,6 +110,9 @@ func dirLinks(d assetData) []dirLink {
 		if d.Field != "" {
 			q.Set("field", d.Field)
 		}
+		if d.At != nil {
+			q.Set("at", d.At.Format(time.RFC3339))
+		}
 		out = append(out, dirLink{Label: string(dir), Href: "?" + q.Encode() + "#lineage-h", Current: dir == d.Direction})
 	}
 	return out
@@ -102,7 +138,13 @@ type columnInput struct {
 func (u *UI) lineageParts(g *errgroup.Group, r *http.Request, d *assetData, miss func(string, error) bool) {
 	ctx, a, id := r.Context(), d.Asset, d.Asset.ID
 	g.Go(func() error {
-		l, err := u.cfg.Lineage.Lineage(ctx, id, d.Direction, d.Depth, graphLimit)
+		var l lineage.LineageResult
+		var err error
+		if d.At != nil {
+			l, err = u.cfg.Lineage.LineageAt(ctx, id, d.Direction, d.Depth, u.graphLimit(), *d.At)
+		} else {
+			l, err = u.cfg.Lineage.Lineage(ctx, id, d.Direction, d.Depth, u.graphLimit())
+		}
 		if !miss("the lineage graph", err) {
 			d.Graph, d.Truncated = graphOf(l), l.Truncated
 		}
@@ -116,7 +158,8 @@ func (u *UI) lineageParts(g *errgroup.Group, r *http.Request, d *assetData, miss
 			return nil
 		})
 	}
-	if a.Kind != catalog.KindJob && a.Status != catalog.StatusDeleted {
+	// Column lineage keeps no history: the graph of a past time is drawn without it.
+	if a.Kind != catalog.KindJob && a.Status != catalog.StatusDeleted && d.At == nil {
 		g.Go(func() error {
 			cols, err := u.cfg.Lineage.ColumnLineageOf(ctx, id, "", 1, false)
 			if !miss("the columns with lineage", err) {
@@ -183,9 +226,23 @@ func graphOf(l lineage.LineageResult) graphData {
 			parent[e[0]] = e[1]
 		}
 	}
+	// A graph of a past time links each node to its own lineage at that time.
+	query := ""
+	if l.At != nil {
+		query = "?" + url.Values{"at": {l.At.UTC().Format(time.RFC3339Nano)}}.Encode() + "#lineage-h"
+	}
 	for i, n := range l.Nodes {
 		nd := graphNodeData{ID: n.ID.String(), Label: n.Name, Namespace: n.Namespace, Kind: string(n.Kind),
-			Href: "/assets/" + n.ID.String(), Depth: n.Depth, Side: "upstream"}
+			Href: "/assets/" + n.ID.String() + query, Depth: n.Depth, Side: "upstream"}
+		// A deleted asset holds no name any more, so its name of then is "former" too: saying
+		// it was deleted says that.
+		switch {
+		case n.DeletedSince != nil:
+			nd.Deleted = when(*n.DeletedSince)
+			nd.Note = "deleted " + nd.Deleted
+		case n.FormerName:
+			nd.Former, nd.Note = true, "former name"
+		}
 		switch {
 		case i == 0:
 			nd.Root, nd.Side = true, "root"

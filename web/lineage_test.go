@@ -40,7 +40,7 @@ func fanOut(t *testing.T, lin *lineage.Service, n int) uuid.UUID {
 			t.Fatal(err)
 		}
 	}
-	nodes, _, err := lin.MarquezGraph(ctx, "dataset:db:db.events", 1, 1000)
+	nodes, _, err := lin.MarquezGraph(ctx, "dataset:db:db.events", 1, min(1000, lin.MaxNodes()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,4 +270,132 @@ func TestColumnEdgesDrawn(t *testing.T) {
 	if err := os.WriteFile(filepath.Join("testdata", "screenshots", "lineage-column.png"), png, 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestLineageHubGroupsBeforeCut: in a real browser, on both stores, a hub table read by 150
+// jobs (each writing its own table) draws at the default depth 2 as the hub, one group of 150
+// jobs and one of 150 tables, with nothing claimed truncated: the cap counts a group as one.
+// Expanding the jobs, through the page's link (no script) or a click on the group (which would
+// pass the cap in place, so the page expands it), draws them node by node, and the page says
+// which assets did not fit.
+func TestLineageHubGroupsBeforeCut(t *testing.T) {
+	bin := chromium(t)
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		var lin *lineage.Service
+		srv, _ := newUIWith(t, db, func(c *web.Config) { lin = c.Lineage })
+		id := fanOut(t, lin, 150)
+		// The API's answer holds every node: the hub, its writer and input, 150 jobs, 150 tables.
+		all, err := lin.Lineage(context.Background(), id, lineage.Both, 2, 1000)
+		if err != nil || len(all.Nodes) != 303 || all.Truncated {
+			t.Fatalf("lineage answer: %d nodes, truncated %v, %v", len(all.Nodes), all.Truncated, err)
+		}
+		bctx := chromiumContext(t, bin)
+		must, text, click := browserOps(t, bctx)
+		graph := func() drawn {
+			t.Helper()
+			d, err := chromedp.Run(bctx, chromedp.Evaluate[drawn](`(() => { const ns = window.tidemarkGraph.nodes();
+				return {ids: ns.map(n => n.id()), kinds: ns.map(n => n.data("kind")), labels: ns.map(n => n.data("label"))}; })()`))
+			must(err)
+			return d
+		}
+		exists := func(sel string) bool {
+			t.Helper()
+			ok, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`document.querySelector(`+strconvQuote(sel)+`) !== null`))
+			must(err)
+			return ok
+		}
+		must(chromedp.Do(bctx, chromedp.Navigate(srv.URL+"/assets/"+id.String()), chromedp.WaitVisible(chromedp.ID("lineage-graph"))))
+
+		g := graph()
+		sizes, err := chromedp.Run(bctx, chromedp.Evaluate[[]int](`window.tidemarkGraph.nodes("[kind = 'group']").map(n => n.data("size"))`))
+		must(err)
+		if len(g.IDs) != 5 || g.count("group") != 2 || !slices.Contains(g.Labels, "150 jobs in etl") || !slices.Contains(g.Labels, "150 tables in lake") ||
+			!slices.Contains(g.Labels, "db.events") || !slices.Equal(sizes, []int{150, 150}) {
+			t.Fatalf("at depth 2 the graph draws %v (group sizes %v)", g.Labels, sizes)
+		}
+		section := text("section.lineage")
+		if strings.Contains(strings.ToLower(section), "truncated") || exists("#lineage-cut") || exists("#lineage-walk-cut") {
+			t.Fatalf("the lineage section claims a cut: %q", section)
+		}
+		groups := text("#lineage-groups")
+		if !strings.Contains(groups, "150 jobs in etl, reached from db.events") || !strings.Contains(groups, "150 tables in lake, reached from the 150 jobs in etl") {
+			t.Fatalf("the groups are listed as %q", groups)
+		}
+		if s := text("#lineage-list-box summary"); s != "Nodes as a list (303)" {
+			t.Fatalf("node list: %q", s)
+		}
+		shot(t, bctx, "lineage-hub-grouped-"+filepath.Base(t.Name()))
+
+		// The expand link (no script needed) opens the page with the jobs drawn one by one: the
+		// 150 tables then hang from 150 jobs, 303 nodes, and the page says which 3 it left out.
+		click(`#lineage-groups li a.group-expand`)
+		must(chromedp.Do(bctx, chromedp.WaitVisible(chromedp.ID("lineage-graph"))))
+		loc, err := chromedp.Run(bctx, chromedp.Location())
+		must(err)
+		g = graph()
+		if !strings.Contains(loc, "expand=") || g.count("job") != 151 || g.count("group") != 0 || len(g.IDs) != 300 {
+			t.Fatalf("%s draws %d jobs, %d groups, %d nodes", loc, g.count("job"), g.count("group"), len(g.IDs))
+		}
+		cut := text("#lineage-cut")
+		if !strings.Contains(cut, "Not drawn: 3 tables at depth 2") || !strings.Contains(cut, "at most 300 nodes") {
+			t.Fatalf("the cut is explained as %q", cut)
+		}
+		if groups := text("#lineage-groups"); !strings.Contains(groups, "150 jobs in etl, reached from db.events, drawn node by node") {
+			t.Fatalf("the groups after expanding: %q", groups)
+		}
+		shot(t, bctx, "lineage-hub-expanded-"+filepath.Base(t.Name()))
+		// Its collapse link folds it back.
+		click(`#lineage-groups li a.group-collapse`)
+		must(chromedp.Do(bctx, chromedp.WaitVisible(chromedp.ID("lineage-graph"))))
+		if g := graph(); len(g.IDs) != 5 || exists("#lineage-cut") {
+			t.Fatalf("collapsed again: %v", g.Labels)
+		}
+
+		// A click on the jobs' group: expanded in place it would draw 303 nodes, past the cap, so
+		// the page expands it instead and says what it left out.
+		_, err = chromedp.Run(bctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Evaluate[bool](
+			`(() => { window.tidemarkGraph.nodes().filter(n => n.data("label") === "150 jobs in etl")[0].emit("tap"); return true })()`)))
+		must(err)
+		must(chromedp.Do(bctx, chromedp.WaitVisible(chromedp.ID("lineage-graph"))))
+		loc, err = chromedp.Run(bctx, chromedp.Location())
+		must(err)
+		if g := graph(); !strings.Contains(loc, "expand=") || g.count("job") != 151 || len(g.IDs) != 300 || !strings.Contains(text("#lineage-cut"), "Not drawn: 3 tables at depth 2") {
+			t.Fatalf("a click on the group: %s draws %d jobs, %d nodes", loc, g.count("job"), len(g.IDs))
+		}
+	})
+}
+
+func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+// TestLineageWalkCut: on a server whose lineage answers hold at most 200 assets, the hub's
+// graph at depth 2 is read to depth 1 only, and the page says so (and draws the jobs grouped)
+// instead of claiming the whole graph.
+func TestLineageWalkCut(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		var lin *lineage.Service
+		srv, _ := newUIWith(t, db, func(c *web.Config) {
+			var err error
+			if lin, err = lineage.New(db, c.Catalog, lineage.WithMaxNodes(200)); err != nil {
+				t.Fatal(err)
+			}
+			if err := lin.Open(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			c.Lineage = lin
+		})
+		id := fanOut(t, lin, 150)
+		body := readBody(mustGet(t, srv.Client(), srv.URL+"/assets/"+id.String()))
+		for _, want := range []string{
+			`id="lineage-walk-cut">The lineage walk stopped at 200 assets: levels past depth 1 were not read.`,
+			`<strong>150 jobs in etl</strong>, reached from db.events`,
+			"Nodes as a list (152)",
+		} {
+			if !strings.Contains(body, want) {
+				t.Errorf("the page lacks %s", want)
+			}
+		}
+		if strings.Contains(body, `id="lineage-cut"`) || strings.Contains(body, "150 tables in lake") {
+			t.Error("the page claims a cut after grouping, or tables it did not read")
+		}
+	})
 }

@@ -69,6 +69,7 @@ type syncView struct {
 func (u *UI) tablesRoutes() {
 	u.handleFunc("GET /tables", u.tablesList)
 	u.handleFunc("POST /tables/{id}/scans", u.requestScan)
+	u.writePathRoutes()
 }
 
 func (u *UI) tablesList(w http.ResponseWriter, r *http.Request) {

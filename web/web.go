@@ -32,6 +32,7 @@ import (
 	"github.com/tidemark/tidemark/server"
 	"github.com/tidemark/tidemark/tables"
 	"github.com/tidemark/tidemark/usage"
+	"github.com/tidemark/tidemark/versions"
 	"github.com/tidemark/tidemark/warehouse"
 )
 
@@ -52,6 +53,9 @@ type Config struct {
 	Notify *notify.Service
 	// Reconcile keeps dataset migrations; nil leaves their pages out.
 	Reconcile *reconcile.Service
+	// Versions keeps dataset versions and runs pinned to them; nil leaves the asset page's
+	// versions section and the version pages out.
+	Versions *versions.Service
 	// Tokens verifies sign-ins and keeps the browser sessions.
 	Tokens *auth.Store
 	Logger *slog.Logger
@@ -179,9 +183,15 @@ func New(cfg Config) (*UI, error) {
 
 func (u *UI) routes() {
 	u.handle("GET /static/", u.static)
+	// Browsers ask for /favicon.ico on every page whatever the page links.
+	u.handleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) {
+		r.URL.Path = "/static/favicon.svg"
+		u.static.ServeHTTP(w, r)
+	})
 	u.handleFunc("GET /{$}", u.home)
 	u.handleFunc("GET /assets/{id}", u.asset)
 	u.handleFunc("GET /assets/{id}/impact", u.impact)
+	u.handleFunc("GET /assets/{id}/versions/{v}", u.versionPage)
 	u.handleFunc("GET /proposals", u.proposals)
 	u.handleFunc("GET /proposals/{id}", u.proposal)
 	u.handleFunc("GET /proposals/{id}/approve", u.approveForm)

@@ -26,6 +26,7 @@ import (
 	"github.com/tidemark/tidemark/storage/storagetest"
 	"github.com/tidemark/tidemark/tables"
 	"github.com/tidemark/tidemark/usage"
+	"github.com/tidemark/tidemark/versions"
 	"github.com/tidemark/tidemark/web"
 )
 
@@ -61,8 +62,12 @@ func newUIWith(t *testing.T, db *storage.DB, tweak func(*web.Config)) (*httptest
 	if err != nil {
 		t.Fatal(err)
 	}
+	vers, err := versions.New(db, cat)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg := web.Config{Catalog: cat, Lineage: lin, Usage: use, Tables: tbls, Tokens: auth.NewStore(db.Client, nil),
-		Cleanup: mustCleanup(t, db, cat, tbls), Notify: notes}
+		Cleanup: mustCleanup(t, db, cat, tbls), Notify: notes, Versions: vers}
 	if tweak != nil {
 		tweak(&cfg)
 	}
@@ -114,6 +119,7 @@ func TestPages(t *testing.T) {
 			{"/signin", 200, "API token"},
 			{"/static/lineage.js", 200, "tidemarkGraph"},
 			{"/static/vendor/cytoscape.min.js", 200, "cytoscape"},
+			{"/favicon.ico", 200, "<svg"},
 			{"/signin?flash=decided", 200, "Decision recorded"},
 			{"/static/", 404, ""},
 			{"/no-such-page", 404, "There is no page at /no-such-page"},

@@ -213,6 +213,18 @@ func (f DatasetMigrationFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.V
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.DatasetMigrationMutation", m)
 }
 
+// The DatasetVersionFunc type is an adapter to allow the use of ordinary
+// function as DatasetVersion mutator.
+type DatasetVersionFunc func(context.Context, *ent.DatasetVersionMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f DatasetVersionFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.DatasetVersionMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.DatasetVersionMutation", m)
+}
+
 // The ExternalIDFunc type is an adapter to allow the use of ordinary
 // function as ExternalID mutator.
 type ExternalIDFunc func(context.Context, *ent.ExternalIDMutation) (ent.Value, error)
@@ -307,6 +319,18 @@ func (f IcebergTableFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value
 		return f(ctx, mv)
 	}
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.IcebergTableMutation", m)
+}
+
+// The IcebergViewFunc type is an adapter to allow the use of ordinary
+// function as IcebergView mutator.
+type IcebergViewFunc func(context.Context, *ent.IcebergViewMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f IcebergViewFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.IcebergViewMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.IcebergViewMutation", m)
 }
 
 // The IdempotencyKeyFunc type is an adapter to allow the use of ordinary
@@ -513,6 +537,18 @@ func (f RunIOFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.RunIOMutation", m)
 }
 
+// The RunVersionFunc type is an adapter to allow the use of ordinary
+// function as RunVersion mutator.
+type RunVersionFunc func(context.Context, *ent.RunVersionMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f RunVersionFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.RunVersionMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.RunVersionMutation", m)
+}
+
 // The SchemaChangeFunc type is an adapter to allow the use of ordinary
 // function as SchemaChange mutator.
 type SchemaChangeFunc func(context.Context, *ent.SchemaChangeMutation) (ent.Value, error)
@@ -667,6 +703,18 @@ func (f UsagePendingFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value
 		return f(ctx, mv)
 	}
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.UsagePendingMutation", m)
+}
+
+// The VersionCursorFunc type is an adapter to allow the use of ordinary
+// function as VersionCursor mutator.
+type VersionCursorFunc func(context.Context, *ent.VersionCursorMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f VersionCursorFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.VersionCursorMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.VersionCursorMutation", m)
 }
 
 // The WebSessionFunc type is an adapter to allow the use of ordinary

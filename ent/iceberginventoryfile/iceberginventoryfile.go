@@ -30,6 +30,8 @@ const (
 	FieldRecords = "records"
 	// FieldRecordedAt holds the string denoting the recorded_at field in the database.
 	FieldRecordedAt = "recorded_at"
+	// FieldActor holds the string denoting the actor field in the database.
+	FieldActor = "actor"
 	// Table holds the table name of the iceberginventoryfile in the database.
 	Table = "tidemark_iceberg_inventory"
 )
@@ -46,6 +48,7 @@ var Columns = []string{
 	FieldSize,
 	FieldRecords,
 	FieldRecordedAt,
+	FieldActor,
 }
 
 // ValidColumn reports if the column name is valid (part of the table columns).
@@ -65,6 +68,8 @@ var (
 	DefaultSize int64
 	// DefaultRecords holds the default value on creation for the "records" field.
 	DefaultRecords int64
+	// DefaultActor holds the default value on creation for the "actor" field.
+	DefaultActor string
 	// DefaultID holds the default value on creation for the "id" field.
 	DefaultID func() uuid.UUID
 )
@@ -120,4 +125,9 @@ func ByRecords(opts ...sql.OrderTermOption) OrderOption {
 // ByRecordedAt orders the results by the recorded_at field.
 func ByRecordedAt(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldRecordedAt, opts...).ToFunc()
+}
+
+// ByActor orders the results by the actor field.
+func ByActor(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldActor, opts...).ToFunc()
 }

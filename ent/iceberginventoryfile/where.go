@@ -100,6 +100,11 @@ func RecordedAt(v time.Time) predicate.IcebergInventoryFile {
 	return predicate.IcebergInventoryFile(sql.FieldEQ(FieldRecordedAt, v))
 }
 
+// Actor applies equality check predicate on the "actor" field. It's identical to ActorEQ.
+func Actor(v string) predicate.IcebergInventoryFile {
+	return predicate.IcebergInventoryFile(sql.FieldEQ(FieldActor, v))
+}
+
 // AssetIDEQ applies the EQ predicate on the "asset_id" field.
 func AssetIDEQ(v uuid.UUID) predicate.IcebergInventoryFile {
 	return predicate.IcebergInventoryFile(sql.FieldEQ(FieldAssetID, v))
@@ -533,6 +538,71 @@ func RecordedAtLT(v time.Time) predicate.IcebergInventoryFile {
 // RecordedAtLTE applies the LTE predicate on the "recorded_at" field.
 func RecordedAtLTE(v time.Time) predicate.IcebergInventoryFile {
 	return predicate.IcebergInventoryFile(sql.FieldLTE(FieldRecordedAt, v))
+}
+
+// ActorEQ applies the EQ predicate on the "actor" field.
+func ActorEQ(v string) predicate.IcebergInventoryFile {
+	return predicate.IcebergInventoryFile(sql.FieldEQ(FieldActor, v))
+}
+
+// ActorNEQ applies the NEQ predicate on the "actor" field.
+func ActorNEQ(v string) predicate.IcebergInventoryFile {
+	return predicate.IcebergInventoryFile(sql.FieldNEQ(FieldActor, v))
+}
+
+// ActorIn applies the In predicate on the "actor" field.
+func ActorIn(vs ...string) predicate.IcebergInventoryFile {
+	return predicate.IcebergInventoryFile(sql.FieldIn(FieldActor, vs...))
+}
+
+// ActorNotIn applies the NotIn predicate on the "actor" field.
+func ActorNotIn(vs ...string) predicate.IcebergInventoryFile {
+	return predicate.IcebergInventoryFile(sql.FieldNotIn(FieldActor, vs...))
+}
+
+// ActorGT applies the GT predicate on the "actor" field.
+func ActorGT(v string) predicate.IcebergInventoryFile {
+	return predicate.IcebergInventoryFile(sql.FieldGT(FieldActor, v))
+}
+
+// ActorGTE applies the GTE predicate on the "actor" field.
+func ActorGTE(v string) predicate.IcebergInventoryFile {
+	return predicate.IcebergInventoryFile(sql.FieldGTE(FieldActor, v))
+}
+
+// ActorLT applies the LT predicate on the "actor" field.
+func ActorLT(v string) predicate.IcebergInventoryFile {
+	return predicate.IcebergInventoryFile(sql.FieldLT(FieldActor, v))
+}
+
+// ActorLTE applies the LTE predicate on the "actor" field.
+func ActorLTE(v string) predicate.IcebergInventoryFile {
+	return predicate.IcebergInventoryFile(sql.FieldLTE(FieldActor, v))
+}
+
+// ActorContains applies the Contains predicate on the "actor" field.
+func ActorContains(v string) predicate.IcebergInventoryFile {
+	return predicate.IcebergInventoryFile(sql.FieldContains(FieldActor, v))
+}
+
+// ActorHasPrefix applies the HasPrefix predicate on the "actor" field.
+func ActorHasPrefix(v string) predicate.IcebergInventoryFile {
+	return predicate.IcebergInventoryFile(sql.FieldHasPrefix(FieldActor, v))
+}
+
+// ActorHasSuffix applies the HasSuffix predicate on the "actor" field.
+func ActorHasSuffix(v string) predicate.IcebergInventoryFile {
+	return predicate.IcebergInventoryFile(sql.FieldHasSuffix(FieldActor, v))
+}
+
+// ActorEqualFold applies the EqualFold predicate on the "actor" field.
+func ActorEqualFold(v string) predicate.IcebergInventoryFile {
+	return predicate.IcebergInventoryFile(sql.FieldEqualFold(FieldActor, v))
+}
+
+// ActorContainsFold applies the ContainsFold predicate on the "actor" field.
+func ActorContainsFold(v string) predicate.IcebergInventoryFile {
+	return predicate.IcebergInventoryFile(sql.FieldContainsFold(FieldActor, v))
 }
 
 // And groups predicates with the AND operator between them.

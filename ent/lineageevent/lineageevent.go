@@ -28,6 +28,8 @@ const (
 	FieldJobAssetID = "job_asset_id"
 	// FieldProducer holds the string denoting the producer field in the database.
 	FieldProducer = "producer"
+	// FieldPrincipal holds the string denoting the principal field in the database.
+	FieldPrincipal = "principal"
 	// FieldPayload holds the string denoting the payload field in the database.
 	FieldPayload = "payload"
 	// FieldReceivedAt holds the string denoting the received_at field in the database.
@@ -46,6 +48,7 @@ var Columns = []string{
 	FieldRunID,
 	FieldJobAssetID,
 	FieldProducer,
+	FieldPrincipal,
 	FieldPayload,
 	FieldReceivedAt,
 }
@@ -67,6 +70,8 @@ var (
 	DefaultRunID string
 	// DefaultProducer holds the default value on creation for the "producer" field.
 	DefaultProducer string
+	// DefaultPrincipal holds the default value on creation for the "principal" field.
+	DefaultPrincipal string
 	// DefaultID holds the default value on creation for the "id" field.
 	DefaultID func() uuid.UUID
 )
@@ -136,6 +141,11 @@ func ByJobAssetID(opts ...sql.OrderTermOption) OrderOption {
 // ByProducer orders the results by the producer field.
 func ByProducer(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldProducer, opts...).ToFunc()
+}
+
+// ByPrincipal orders the results by the principal field.
+func ByPrincipal(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldPrincipal, opts...).ToFunc()
 }
 
 // ByPayload orders the results by the payload field.

@@ -85,6 +85,11 @@ func Producer(v string) predicate.LineageEvent {
 	return predicate.LineageEvent(sql.FieldEQ(FieldProducer, v))
 }
 
+// Principal applies equality check predicate on the "principal" field. It's identical to PrincipalEQ.
+func Principal(v string) predicate.LineageEvent {
+	return predicate.LineageEvent(sql.FieldEQ(FieldPrincipal, v))
+}
+
 // Payload applies equality check predicate on the "payload" field. It's identical to PayloadEQ.
 func Payload(v string) predicate.LineageEvent {
 	return predicate.LineageEvent(sql.FieldEQ(FieldPayload, v))
@@ -463,6 +468,71 @@ func ProducerEqualFold(v string) predicate.LineageEvent {
 // ProducerContainsFold applies the ContainsFold predicate on the "producer" field.
 func ProducerContainsFold(v string) predicate.LineageEvent {
 	return predicate.LineageEvent(sql.FieldContainsFold(FieldProducer, v))
+}
+
+// PrincipalEQ applies the EQ predicate on the "principal" field.
+func PrincipalEQ(v string) predicate.LineageEvent {
+	return predicate.LineageEvent(sql.FieldEQ(FieldPrincipal, v))
+}
+
+// PrincipalNEQ applies the NEQ predicate on the "principal" field.
+func PrincipalNEQ(v string) predicate.LineageEvent {
+	return predicate.LineageEvent(sql.FieldNEQ(FieldPrincipal, v))
+}
+
+// PrincipalIn applies the In predicate on the "principal" field.
+func PrincipalIn(vs ...string) predicate.LineageEvent {
+	return predicate.LineageEvent(sql.FieldIn(FieldPrincipal, vs...))
+}
+
+// PrincipalNotIn applies the NotIn predicate on the "principal" field.
+func PrincipalNotIn(vs ...string) predicate.LineageEvent {
+	return predicate.LineageEvent(sql.FieldNotIn(FieldPrincipal, vs...))
+}
+
+// PrincipalGT applies the GT predicate on the "principal" field.
+func PrincipalGT(v string) predicate.LineageEvent {
+	return predicate.LineageEvent(sql.FieldGT(FieldPrincipal, v))
+}
+
+// PrincipalGTE applies the GTE predicate on the "principal" field.
+func PrincipalGTE(v string) predicate.LineageEvent {
+	return predicate.LineageEvent(sql.FieldGTE(FieldPrincipal, v))
+}
+
+// PrincipalLT applies the LT predicate on the "principal" field.
+func PrincipalLT(v string) predicate.LineageEvent {
+	return predicate.LineageEvent(sql.FieldLT(FieldPrincipal, v))
+}
+
+// PrincipalLTE applies the LTE predicate on the "principal" field.
+func PrincipalLTE(v string) predicate.LineageEvent {
+	return predicate.LineageEvent(sql.FieldLTE(FieldPrincipal, v))
+}
+
+// PrincipalContains applies the Contains predicate on the "principal" field.
+func PrincipalContains(v string) predicate.LineageEvent {
+	return predicate.LineageEvent(sql.FieldContains(FieldPrincipal, v))
+}
+
+// PrincipalHasPrefix applies the HasPrefix predicate on the "principal" field.
+func PrincipalHasPrefix(v string) predicate.LineageEvent {
+	return predicate.LineageEvent(sql.FieldHasPrefix(FieldPrincipal, v))
+}
+
+// PrincipalHasSuffix applies the HasSuffix predicate on the "principal" field.
+func PrincipalHasSuffix(v string) predicate.LineageEvent {
+	return predicate.LineageEvent(sql.FieldHasSuffix(FieldPrincipal, v))
+}
+
+// PrincipalEqualFold applies the EqualFold predicate on the "principal" field.
+func PrincipalEqualFold(v string) predicate.LineageEvent {
+	return predicate.LineageEvent(sql.FieldEqualFold(FieldPrincipal, v))
+}
+
+// PrincipalContainsFold applies the ContainsFold predicate on the "principal" field.
+func PrincipalContainsFold(v string) predicate.LineageEvent {
+	return predicate.LineageEvent(sql.FieldContainsFold(FieldPrincipal, v))
 }
 
 // PayloadEQ applies the EQ predicate on the "payload" field.

@@ -484,6 +484,44 @@ var (
 			},
 		},
 	}
+	// DatasetVersionsColumns holds the columns for the "dataset_versions" table.
+	DatasetVersionsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeUUID},
+		{Name: "asset_id", Type: field.TypeUUID},
+		{Name: "version", Type: field.TypeString},
+		{Name: "snapshot_id", Type: field.TypeInt64, Nullable: true},
+		{Name: "parent_version", Type: field.TypeString, Default: ""},
+		{Name: "sequence_number", Type: field.TypeInt64, Nullable: true},
+		{Name: "operation", Type: field.TypeString, Default: ""},
+		{Name: "summary", Type: field.TypeString, Size: 2147483647, Default: ""},
+		{Name: "principal", Type: field.TypeString, Default: ""},
+		{Name: "committed_at", Type: field.TypeTime, Nullable: true},
+		{Name: "source", Type: field.TypeString},
+		{Name: "seen_in_table", Type: field.TypeBool, Default: false},
+		{Name: "commit_id", Type: field.TypeUUID, Nullable: true},
+		{Name: "run_id", Type: field.TypeString, Default: ""},
+		{Name: "first_seen", Type: field.TypeTime},
+		{Name: "expired_at", Type: field.TypeTime, Nullable: true},
+		{Name: "expired_by", Type: field.TypeString, Default: ""},
+	}
+	// DatasetVersionsTable holds the schema information for the "dataset_versions" table.
+	DatasetVersionsTable = &schema.Table{
+		Name:       "dataset_versions",
+		Columns:    DatasetVersionsColumns,
+		PrimaryKey: []*schema.Column{DatasetVersionsColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "datasetversion_asset_id_version",
+				Unique:  true,
+				Columns: []*schema.Column{DatasetVersionsColumns[1], DatasetVersionsColumns[2]},
+			},
+			{
+				Name:    "datasetversion_asset_id_committed_at",
+				Unique:  false,
+				Columns: []*schema.Column{DatasetVersionsColumns[1], DatasetVersionsColumns[9]},
+			},
+		},
+	}
 	// ExternalIdsColumns holds the columns for the "external_ids" table.
 	ExternalIdsColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeInt, Increment: true},
@@ -591,6 +629,7 @@ var (
 		{Name: "size", Type: field.TypeInt64, Default: 0},
 		{Name: "records", Type: field.TypeInt64, Default: 0},
 		{Name: "recorded_at", Type: field.TypeTime},
+		{Name: "actor", Type: field.TypeString, Default: ""},
 	}
 	// TidemarkIcebergInventoryTable holds the schema information for the "tidemark_iceberg_inventory" table.
 	TidemarkIcebergInventoryTable = &schema.Table{
@@ -715,6 +754,40 @@ var (
 			},
 		},
 	}
+	// TidemarkIcebergViewsColumns holds the columns for the "tidemark_iceberg_views" table.
+	TidemarkIcebergViewsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeUUID},
+		{Name: "warehouse", Type: field.TypeString},
+		{Name: "view_uuid", Type: field.TypeString, Unique: true},
+		{Name: "identifier", Type: field.TypeString, Default: ""},
+		{Name: "rest_namespace", Type: field.TypeString, Nullable: true},
+		{Name: "rest_key", Type: field.TypeString, Unique: true, Nullable: true},
+		{Name: "location", Type: field.TypeString},
+		{Name: "metadata_dir", Type: field.TypeString},
+		{Name: "metadata_location", Type: field.TypeString},
+		{Name: "current_version_id", Type: field.TypeInt64, Default: 0},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "updated_at", Type: field.TypeTime},
+		{Name: "gone_at", Type: field.TypeTime, Nullable: true},
+	}
+	// TidemarkIcebergViewsTable holds the schema information for the "tidemark_iceberg_views" table.
+	TidemarkIcebergViewsTable = &schema.Table{
+		Name:       "tidemark_iceberg_views",
+		Columns:    TidemarkIcebergViewsColumns,
+		PrimaryKey: []*schema.Column{TidemarkIcebergViewsColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "icebergview_rest_namespace",
+				Unique:  false,
+				Columns: []*schema.Column{TidemarkIcebergViewsColumns[4]},
+			},
+			{
+				Name:    "icebergview_warehouse_metadata_dir",
+				Unique:  false,
+				Columns: []*schema.Column{TidemarkIcebergViewsColumns[1], TidemarkIcebergViewsColumns[7]},
+			},
+		},
+	}
 	// IdempotencyKeysColumns holds the columns for the "idempotency_keys" table.
 	IdempotencyKeysColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeInt, Increment: true},
@@ -815,6 +888,7 @@ var (
 		{Name: "run_id", Type: field.TypeString, Default: ""},
 		{Name: "job_asset_id", Type: field.TypeUUID, Nullable: true},
 		{Name: "producer", Type: field.TypeString, Default: ""},
+		{Name: "principal", Type: field.TypeString, Default: ""},
 		{Name: "payload", Type: field.TypeString, Size: 2147483647},
 		{Name: "received_at", Type: field.TypeTime},
 	}
@@ -964,7 +1038,7 @@ var (
 	// ProposalsColumns holds the columns for the "proposals" table.
 	ProposalsColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeUUID},
-		{Name: "kind", Type: field.TypeEnum, Enums: []string{"orphan_files", "unused_asset", "expire_snapshots", "dangling_reference", "shared_location"}},
+		{Name: "kind", Type: field.TypeEnum, Enums: []string{"orphan_files", "unused_asset", "expire_snapshots", "dangling_reference", "shared_location", "purge"}},
 		{Name: "asset_id", Type: field.TypeUUID},
 		{Name: "state", Type: field.TypeEnum, Enums: []string{"open", "approved", "executing", "executed", "failed", "stopped", "rejected", "withdrawn", "expired", "cancelled"}},
 		{Name: "severity", Type: field.TypeEnum, Enums: []string{"normal", "high"}, Default: "normal"},
@@ -1184,6 +1258,43 @@ var (
 				Name:    "runio_asset_id_first_seen",
 				Unique:  false,
 				Columns: []*schema.Column{RunIosColumns[2], RunIosColumns[4]},
+			},
+		},
+	}
+	// RunVersionsColumns holds the columns for the "run_versions" table.
+	RunVersionsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeUUID},
+		{Name: "run_id", Type: field.TypeString},
+		{Name: "asset_id", Type: field.TypeUUID},
+		{Name: "role", Type: field.TypeEnum, Enums: []string{"input", "output"}},
+		{Name: "version", Type: field.TypeString, Default: ""},
+		{Name: "kind", Type: field.TypeEnum, Enums: []string{"stated", "reported", "inferred", "unknown"}},
+		{Name: "basis", Type: field.TypeString, Default: ""},
+		{Name: "flagged", Type: field.TypeBool, Default: false},
+		{Name: "conflict", Type: field.TypeString, Default: ""},
+		{Name: "at", Type: field.TypeTime},
+		{Name: "updated_at", Type: field.TypeTime},
+	}
+	// RunVersionsTable holds the schema information for the "run_versions" table.
+	RunVersionsTable = &schema.Table{
+		Name:       "run_versions",
+		Columns:    RunVersionsColumns,
+		PrimaryKey: []*schema.Column{RunVersionsColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "runversion_run_id_asset_id_role",
+				Unique:  true,
+				Columns: []*schema.Column{RunVersionsColumns[1], RunVersionsColumns[2], RunVersionsColumns[3]},
+			},
+			{
+				Name:    "runversion_asset_id_version_role",
+				Unique:  false,
+				Columns: []*schema.Column{RunVersionsColumns[2], RunVersionsColumns[4], RunVersionsColumns[3]},
+			},
+			{
+				Name:    "runversion_asset_id_at",
+				Unique:  false,
+				Columns: []*schema.Column{RunVersionsColumns[2], RunVersionsColumns[9]},
 			},
 		},
 	}
@@ -1416,6 +1527,7 @@ var (
 		{Name: "received_at", Type: field.TypeTime},
 		{Name: "resolution", Type: field.TypeString, Default: ""},
 		{Name: "late", Type: field.TypeBool, Default: false},
+		{Name: "version", Type: field.TypeString, Default: ""},
 	}
 	// UsageEventsTable holds the schema information for the "usage_events" table.
 	UsageEventsTable = &schema.Table{
@@ -1509,6 +1621,18 @@ var (
 			},
 		},
 	}
+	// VersionCursorsColumns holds the columns for the "version_cursors" table.
+	VersionCursorsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeString},
+		{Name: "after", Type: field.TypeUUID},
+		{Name: "updated_at", Type: field.TypeTime},
+	}
+	// VersionCursorsTable holds the schema information for the "version_cursors" table.
+	VersionCursorsTable = &schema.Table{
+		Name:       "version_cursors",
+		Columns:    VersionCursorsColumns,
+		PrimaryKey: []*schema.Column{VersionCursorsColumns[0]},
+	}
 	// WebSessionsColumns holds the columns for the "web_sessions" table.
 	WebSessionsColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeString},
@@ -1563,6 +1687,7 @@ var (
 		ColumnsTable,
 		ColumnEdgesTable,
 		DatasetMigrationsTable,
+		DatasetVersionsTable,
 		ExternalIdsTable,
 		GlossaryTermsTable,
 		TidemarkIcebergCommitsTable,
@@ -1571,6 +1696,7 @@ var (
 		IcebergManifestListsTable,
 		TidemarkIcebergNamespacesTable,
 		TidemarkIcebergTablesTable,
+		TidemarkIcebergViewsTable,
 		IdempotencyKeysTable,
 		LabelsTable,
 		LineageEdgesTable,
@@ -1588,6 +1714,7 @@ var (
 		ReconciliationWindowsTable,
 		RunsTable,
 		RunIosTable,
+		RunVersionsTable,
 		SchemaChangesTable,
 		SearchDocsTable,
 		SearchFacetsTable,
@@ -1601,6 +1728,7 @@ var (
 		UsageJobDailiesTable,
 		UsageNamesTable,
 		UsagePendingsTable,
+		VersionCursorsTable,
 		WebSessionsTable,
 		WebhooksTable,
 	}
@@ -1620,6 +1748,9 @@ func init() {
 	}
 	TidemarkIcebergTablesTable.Annotation = &entsql.Annotation{
 		Table: "tidemark_iceberg_tables",
+	}
+	TidemarkIcebergViewsTable.Annotation = &entsql.Annotation{
+		Table: "tidemark_iceberg_views",
 	}
 	OwnersTable.ForeignKeys[0].RefTable = AssetsTable
 }

@@ -57,6 +57,9 @@ type ColumnEdge func(*sql.Selector)
 // DatasetMigration is the predicate function for datasetmigration builders.
 type DatasetMigration func(*sql.Selector)
 
+// DatasetVersion is the predicate function for datasetversion builders.
+type DatasetVersion func(*sql.Selector)
+
 // ExternalID is the predicate function for externalid builders.
 type ExternalID func(*sql.Selector)
 
@@ -80,6 +83,9 @@ type IcebergNamespace func(*sql.Selector)
 
 // IcebergTable is the predicate function for icebergtable builders.
 type IcebergTable func(*sql.Selector)
+
+// IcebergView is the predicate function for icebergview builders.
+type IcebergView func(*sql.Selector)
 
 // IdempotencyKey is the predicate function for idempotencykey builders.
 type IdempotencyKey func(*sql.Selector)
@@ -132,6 +138,9 @@ type Run func(*sql.Selector)
 // RunIO is the predicate function for runio builders.
 type RunIO func(*sql.Selector)
 
+// RunVersion is the predicate function for runversion builders.
+type RunVersion func(*sql.Selector)
+
 // SchemaChange is the predicate function for schemachange builders.
 type SchemaChange func(*sql.Selector)
 
@@ -170,6 +179,9 @@ type UsageName func(*sql.Selector)
 
 // UsagePending is the predicate function for usagepending builders.
 type UsagePending func(*sql.Selector)
+
+// VersionCursor is the predicate function for versioncursor builders.
+type VersionCursor func(*sql.Selector)
 
 // WebSession is the predicate function for websession builders.
 type WebSession func(*sql.Selector)

@@ -98,6 +98,7 @@ const (
 	KindExpireSnapshots   Kind = "expire_snapshots"
 	KindDanglingReference Kind = "dangling_reference"
 	KindSharedLocation    Kind = "shared_location"
+	KindPurge             Kind = "purge"
 )
 
 func (k Kind) String() string {
@@ -107,7 +108,7 @@ func (k Kind) String() string {
 // KindValidator is a validator for the "kind" field enum values. It is called by the builders before save.
 func KindValidator(k Kind) error {
 	switch k {
-	case KindOrphanFiles, KindUnusedAsset, KindExpireSnapshots, KindDanglingReference, KindSharedLocation:
+	case KindOrphanFiles, KindUnusedAsset, KindExpireSnapshots, KindDanglingReference, KindSharedLocation, KindPurge:
 		return nil
 	default:
 		return fmt.Errorf("proposal: invalid enum value for kind field: %q", k)

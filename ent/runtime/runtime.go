@@ -19,6 +19,7 @@ import (
 	"github.com/tidemark/tidemark/ent/column"
 	"github.com/tidemark/tidemark/ent/columnedge"
 	"github.com/tidemark/tidemark/ent/datasetmigration"
+	"github.com/tidemark/tidemark/ent/datasetversion"
 	"github.com/tidemark/tidemark/ent/glossaryterm"
 	"github.com/tidemark/tidemark/ent/icebergcommit"
 	"github.com/tidemark/tidemark/ent/iceberginventoryfile"
@@ -26,6 +27,7 @@ import (
 	"github.com/tidemark/tidemark/ent/icebergmanifestlist"
 	"github.com/tidemark/tidemark/ent/icebergnamespace"
 	"github.com/tidemark/tidemark/ent/icebergtable"
+	"github.com/tidemark/tidemark/ent/icebergview"
 	"github.com/tidemark/tidemark/ent/label"
 	"github.com/tidemark/tidemark/ent/lineageedge"
 	"github.com/tidemark/tidemark/ent/lineageevent"
@@ -38,6 +40,7 @@ import (
 	"github.com/tidemark/tidemark/ent/reconciliationrun"
 	"github.com/tidemark/tidemark/ent/reconciliationwindow"
 	"github.com/tidemark/tidemark/ent/run"
+	"github.com/tidemark/tidemark/ent/runversion"
 	"github.com/tidemark/tidemark/ent/schema"
 	"github.com/tidemark/tidemark/ent/schemachange"
 	"github.com/tidemark/tidemark/ent/subscription"
@@ -337,6 +340,43 @@ func init() {
 	datasetmigrationDescID := datasetmigrationMixinFields0[0].Descriptor()
 	// datasetmigration.DefaultID holds the default value on creation for the id field.
 	datasetmigration.DefaultID = datasetmigrationDescID.Default.(func() uuid.UUID)
+	datasetversionMixin := schema.DatasetVersion{}.Mixin()
+	datasetversionMixinFields0 := datasetversionMixin[0].Fields()
+	_ = datasetversionMixinFields0
+	datasetversionFields := schema.DatasetVersion{}.Fields()
+	_ = datasetversionFields
+	// datasetversionDescParentVersion is the schema descriptor for parent_version field.
+	datasetversionDescParentVersion := datasetversionFields[3].Descriptor()
+	// datasetversion.DefaultParentVersion holds the default value on creation for the parent_version field.
+	datasetversion.DefaultParentVersion = datasetversionDescParentVersion.Default.(string)
+	// datasetversionDescOperation is the schema descriptor for operation field.
+	datasetversionDescOperation := datasetversionFields[5].Descriptor()
+	// datasetversion.DefaultOperation holds the default value on creation for the operation field.
+	datasetversion.DefaultOperation = datasetversionDescOperation.Default.(string)
+	// datasetversionDescSummary is the schema descriptor for summary field.
+	datasetversionDescSummary := datasetversionFields[6].Descriptor()
+	// datasetversion.DefaultSummary holds the default value on creation for the summary field.
+	datasetversion.DefaultSummary = datasetversionDescSummary.Default.(string)
+	// datasetversionDescPrincipal is the schema descriptor for principal field.
+	datasetversionDescPrincipal := datasetversionFields[7].Descriptor()
+	// datasetversion.DefaultPrincipal holds the default value on creation for the principal field.
+	datasetversion.DefaultPrincipal = datasetversionDescPrincipal.Default.(string)
+	// datasetversionDescSeenInTable is the schema descriptor for seen_in_table field.
+	datasetversionDescSeenInTable := datasetversionFields[10].Descriptor()
+	// datasetversion.DefaultSeenInTable holds the default value on creation for the seen_in_table field.
+	datasetversion.DefaultSeenInTable = datasetversionDescSeenInTable.Default.(bool)
+	// datasetversionDescRunID is the schema descriptor for run_id field.
+	datasetversionDescRunID := datasetversionFields[12].Descriptor()
+	// datasetversion.DefaultRunID holds the default value on creation for the run_id field.
+	datasetversion.DefaultRunID = datasetversionDescRunID.Default.(string)
+	// datasetversionDescExpiredBy is the schema descriptor for expired_by field.
+	datasetversionDescExpiredBy := datasetversionFields[15].Descriptor()
+	// datasetversion.DefaultExpiredBy holds the default value on creation for the expired_by field.
+	datasetversion.DefaultExpiredBy = datasetversionDescExpiredBy.Default.(string)
+	// datasetversionDescID is the schema descriptor for id field.
+	datasetversionDescID := datasetversionMixinFields0[0].Descriptor()
+	// datasetversion.DefaultID holds the default value on creation for the id field.
+	datasetversion.DefaultID = datasetversionDescID.Default.(func() uuid.UUID)
 	glossarytermMixin := schema.GlossaryTerm{}.Mixin()
 	glossarytermMixinFields0 := glossarytermMixin[0].Fields()
 	_ = glossarytermMixinFields0
@@ -412,6 +452,10 @@ func init() {
 	iceberginventoryfileDescRecords := iceberginventoryfileFields[7].Descriptor()
 	// iceberginventoryfile.DefaultRecords holds the default value on creation for the records field.
 	iceberginventoryfile.DefaultRecords = iceberginventoryfileDescRecords.Default.(int64)
+	// iceberginventoryfileDescActor is the schema descriptor for actor field.
+	iceberginventoryfileDescActor := iceberginventoryfileFields[9].Descriptor()
+	// iceberginventoryfile.DefaultActor holds the default value on creation for the actor field.
+	iceberginventoryfile.DefaultActor = iceberginventoryfileDescActor.Default.(string)
 	// iceberginventoryfileDescID is the schema descriptor for id field.
 	iceberginventoryfileDescID := iceberginventoryfileMixinFields0[0].Descriptor()
 	// iceberginventoryfile.DefaultID holds the default value on creation for the id field.
@@ -477,6 +521,16 @@ func init() {
 	icebergtableDescWarehouse := icebergtableFields[18].Descriptor()
 	// icebergtable.DefaultWarehouse holds the default value on creation for the warehouse field.
 	icebergtable.DefaultWarehouse = icebergtableDescWarehouse.Default.(string)
+	icebergviewFields := schema.IcebergView{}.Fields()
+	_ = icebergviewFields
+	// icebergviewDescIdentifier is the schema descriptor for identifier field.
+	icebergviewDescIdentifier := icebergviewFields[3].Descriptor()
+	// icebergview.DefaultIdentifier holds the default value on creation for the identifier field.
+	icebergview.DefaultIdentifier = icebergviewDescIdentifier.Default.(string)
+	// icebergviewDescCurrentVersionID is the schema descriptor for current_version_id field.
+	icebergviewDescCurrentVersionID := icebergviewFields[9].Descriptor()
+	// icebergview.DefaultCurrentVersionID holds the default value on creation for the current_version_id field.
+	icebergview.DefaultCurrentVersionID = icebergviewDescCurrentVersionID.Default.(int64)
 	labelMixin := schema.Label{}.Mixin()
 	labelMixinFields0 := labelMixin[0].Fields()
 	_ = labelMixinFields0
@@ -513,6 +567,10 @@ func init() {
 	lineageeventDescProducer := lineageeventFields[6].Descriptor()
 	// lineageevent.DefaultProducer holds the default value on creation for the producer field.
 	lineageevent.DefaultProducer = lineageeventDescProducer.Default.(string)
+	// lineageeventDescPrincipal is the schema descriptor for principal field.
+	lineageeventDescPrincipal := lineageeventFields[7].Descriptor()
+	// lineageevent.DefaultPrincipal holds the default value on creation for the principal field.
+	lineageevent.DefaultPrincipal = lineageeventDescPrincipal.Default.(string)
 	// lineageeventDescID is the schema descriptor for id field.
 	lineageeventDescID := lineageeventMixinFields0[0].Descriptor()
 	// lineageevent.DefaultID holds the default value on creation for the id field.
@@ -655,6 +713,31 @@ func init() {
 	runDescEventCount := runFields[10].Descriptor()
 	// run.DefaultEventCount holds the default value on creation for the event_count field.
 	run.DefaultEventCount = runDescEventCount.Default.(int)
+	runversionMixin := schema.RunVersion{}.Mixin()
+	runversionMixinFields0 := runversionMixin[0].Fields()
+	_ = runversionMixinFields0
+	runversionFields := schema.RunVersion{}.Fields()
+	_ = runversionFields
+	// runversionDescVersion is the schema descriptor for version field.
+	runversionDescVersion := runversionFields[3].Descriptor()
+	// runversion.DefaultVersion holds the default value on creation for the version field.
+	runversion.DefaultVersion = runversionDescVersion.Default.(string)
+	// runversionDescBasis is the schema descriptor for basis field.
+	runversionDescBasis := runversionFields[5].Descriptor()
+	// runversion.DefaultBasis holds the default value on creation for the basis field.
+	runversion.DefaultBasis = runversionDescBasis.Default.(string)
+	// runversionDescFlagged is the schema descriptor for flagged field.
+	runversionDescFlagged := runversionFields[6].Descriptor()
+	// runversion.DefaultFlagged holds the default value on creation for the flagged field.
+	runversion.DefaultFlagged = runversionDescFlagged.Default.(bool)
+	// runversionDescConflict is the schema descriptor for conflict field.
+	runversionDescConflict := runversionFields[7].Descriptor()
+	// runversion.DefaultConflict holds the default value on creation for the conflict field.
+	runversion.DefaultConflict = runversionDescConflict.Default.(string)
+	// runversionDescID is the schema descriptor for id field.
+	runversionDescID := runversionMixinFields0[0].Descriptor()
+	// runversion.DefaultID holds the default value on creation for the id field.
+	runversion.DefaultID = runversionDescID.Default.(func() uuid.UUID)
 	schemachangeMixin := schema.SchemaChange{}.Mixin()
 	schemachangeMixinFields0 := schemachangeMixin[0].Fields()
 	_ = schemachangeMixinFields0
@@ -763,6 +846,10 @@ func init() {
 	usageeventDescLate := usageeventFields[13].Descriptor()
 	// usageevent.DefaultLate holds the default value on creation for the late field.
 	usageevent.DefaultLate = usageeventDescLate.Default.(bool)
+	// usageeventDescVersion is the schema descriptor for version field.
+	usageeventDescVersion := usageeventFields[14].Descriptor()
+	// usageevent.DefaultVersion holds the default value on creation for the version field.
+	usageevent.DefaultVersion = usageeventDescVersion.Default.(string)
 	usagependingFields := schema.UsagePending{}.Fields()
 	_ = usagependingFields
 	// usagependingDescActor is the schema descriptor for actor field.

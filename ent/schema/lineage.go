@@ -25,6 +25,9 @@ func (LineageEvent) Fields() []ent.Field {
 		field.String("run_id").Default("").Immutable(),
 		field.UUID("job_asset_id", uuid.UUID{}).Optional().Nillable().Immutable(),
 		field.String("producer").Default("").Immutable(),
+		// The principal that posted it (the API token's name), so a commit or scan report by the
+		// same principal can be joined to the run.
+		field.String("principal").Default("").Immutable(),
 		field.Text("payload").Immutable(),
 		field.Time("received_at").Immutable(),
 	}

@@ -16,7 +16,7 @@ func (Proposal) Mixin() []ent.Mixin { return []ent.Mixin{UUIDv7{}} }
 
 func (Proposal) Fields() []ent.Field {
 	return []ent.Field{
-		field.Enum("kind").Values("orphan_files", "unused_asset", "expire_snapshots", "dangling_reference", "shared_location").Immutable(),
+		field.Enum("kind").Values("orphan_files", "unused_asset", "expire_snapshots", "dangling_reference", "shared_location", "purge").Immutable(),
 		field.UUID("asset_id", uuid.UUID{}).Immutable(),
 		// stopped: execution re-verified the world and found it no longer matched what was approved.
 		// cancelled: a person took the approval back within the stop window, before execution.

@@ -147,7 +147,7 @@ func (IcebergCommit) Fields() []ent.Field {
 	return []ent.Field{
 		field.UUID("asset_id", uuid.UUID{}).Immutable(),
 		field.String("warehouse").Immutable(),
-		field.String("kind").Immutable(), // create, commit, register, rename, drop
+		field.String("kind").Immutable(), // create, commit, register, rename, drop, unregister
 		// state: pending (staged, not swapped yet), committed, conflict (a requirement failed:
 		// 409), abandoned (staged, and the swap is known not to have happened).
 		field.String("state"),
@@ -179,7 +179,8 @@ func (IcebergCommit) Indexes() []ent.Index {
 }
 
 // IcebergInventoryFile is one file a commit of a served table added or removed (read from the
-// commit's new manifests only), or staged and abandoned: the write-path inventory.
+// commit's new manifests only), staged and abandoned, or written through a remote signature
+// and not (yet) committed: the write-path inventory.
 type IcebergInventoryFile struct{ ent.Schema }
 
 func (IcebergInventoryFile) Mixin() []ent.Mixin { return []ent.Mixin{UUIDv7{}} }
@@ -191,10 +192,13 @@ func (IcebergInventoryFile) Fields() []ent.Field {
 		field.Int64("snapshot_id").Default(0).Immutable(), // 0 for the metadata file itself
 		field.Text("path").Immutable(),
 		field.String("kind").Immutable(),   // metadata, manifest_list, manifest, data, delete
-		field.String("change").Immutable(), // added, removed, staged
+		field.String("change").Immutable(), // added, removed, staged, signed
 		field.Int64("size").Default(0).Immutable(),
 		field.Int64("records").Default(0).Immutable(),
 		field.Time("recorded_at").Immutable(),
+		// Actor is who wrote a signed file: the principal a remote signature was issued to
+		// (empty for a commit's rows, whose commit names its principal).
+		field.String("actor").Default("").Immutable(),
 	}
 }
 

@@ -33,6 +33,9 @@ func (UsageEvent) Fields() []ent.Field {
 		field.String("resolution").Default("").Immutable(),
 		// late is set when the record waited unresolved and was attributed after the fact.
 		field.Bool("late").Default(false).Immutable(),
+		// The version read or written when the source says so (a scan report's snapshot-id, an
+		// OpenLineage input's stated version); "" when it does not.
+		field.String("version").Default("").Immutable(),
 	}
 }
 

@@ -41,6 +41,8 @@ const (
 	FieldResolution = "resolution"
 	// FieldLate holds the string denoting the late field in the database.
 	FieldLate = "late"
+	// FieldVersion holds the string denoting the version field in the database.
+	FieldVersion = "version"
 	// Table holds the table name of the usageevent in the database.
 	Table = "usage_events"
 )
@@ -62,6 +64,7 @@ var Columns = []string{
 	FieldReceivedAt,
 	FieldResolution,
 	FieldLate,
+	FieldVersion,
 }
 
 // ValidColumn reports if the column name is valid (part of the table columns).
@@ -89,6 +92,8 @@ var (
 	DefaultResolution string
 	// DefaultLate holds the default value on creation for the "late" field.
 	DefaultLate bool
+	// DefaultVersion holds the default value on creation for the "version" field.
+	DefaultVersion string
 )
 
 // Kind defines the type for the "kind" enum field.
@@ -190,4 +195,9 @@ func ByResolution(opts ...sql.OrderTermOption) OrderOption {
 // ByLate orders the results by the late field.
 func ByLate(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldLate, opts...).ToFunc()
+}
+
+// ByVersion orders the results by the version field.
+func ByVersion(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldVersion, opts...).ToFunc()
 }

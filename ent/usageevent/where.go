@@ -120,6 +120,11 @@ func Late(v bool) predicate.UsageEvent {
 	return predicate.UsageEvent(sql.FieldEQ(FieldLate, v))
 }
 
+// Version applies equality check predicate on the "version" field. It's identical to VersionEQ.
+func Version(v string) predicate.UsageEvent {
+	return predicate.UsageEvent(sql.FieldEQ(FieldVersion, v))
+}
+
 // EventKeyEQ applies the EQ predicate on the "event_key" field.
 func EventKeyEQ(v string) predicate.UsageEvent {
 	return predicate.UsageEvent(sql.FieldEQ(FieldEventKey, v))
@@ -838,6 +843,71 @@ func LateEQ(v bool) predicate.UsageEvent {
 // LateNEQ applies the NEQ predicate on the "late" field.
 func LateNEQ(v bool) predicate.UsageEvent {
 	return predicate.UsageEvent(sql.FieldNEQ(FieldLate, v))
+}
+
+// VersionEQ applies the EQ predicate on the "version" field.
+func VersionEQ(v string) predicate.UsageEvent {
+	return predicate.UsageEvent(sql.FieldEQ(FieldVersion, v))
+}
+
+// VersionNEQ applies the NEQ predicate on the "version" field.
+func VersionNEQ(v string) predicate.UsageEvent {
+	return predicate.UsageEvent(sql.FieldNEQ(FieldVersion, v))
+}
+
+// VersionIn applies the In predicate on the "version" field.
+func VersionIn(vs ...string) predicate.UsageEvent {
+	return predicate.UsageEvent(sql.FieldIn(FieldVersion, vs...))
+}
+
+// VersionNotIn applies the NotIn predicate on the "version" field.
+func VersionNotIn(vs ...string) predicate.UsageEvent {
+	return predicate.UsageEvent(sql.FieldNotIn(FieldVersion, vs...))
+}
+
+// VersionGT applies the GT predicate on the "version" field.
+func VersionGT(v string) predicate.UsageEvent {
+	return predicate.UsageEvent(sql.FieldGT(FieldVersion, v))
+}
+
+// VersionGTE applies the GTE predicate on the "version" field.
+func VersionGTE(v string) predicate.UsageEvent {
+	return predicate.UsageEvent(sql.FieldGTE(FieldVersion, v))
+}
+
+// VersionLT applies the LT predicate on the "version" field.
+func VersionLT(v string) predicate.UsageEvent {
+	return predicate.UsageEvent(sql.FieldLT(FieldVersion, v))
+}
+
+// VersionLTE applies the LTE predicate on the "version" field.
+func VersionLTE(v string) predicate.UsageEvent {
+	return predicate.UsageEvent(sql.FieldLTE(FieldVersion, v))
+}
+
+// VersionContains applies the Contains predicate on the "version" field.
+func VersionContains(v string) predicate.UsageEvent {
+	return predicate.UsageEvent(sql.FieldContains(FieldVersion, v))
+}
+
+// VersionHasPrefix applies the HasPrefix predicate on the "version" field.
+func VersionHasPrefix(v string) predicate.UsageEvent {
+	return predicate.UsageEvent(sql.FieldHasPrefix(FieldVersion, v))
+}
+
+// VersionHasSuffix applies the HasSuffix predicate on the "version" field.
+func VersionHasSuffix(v string) predicate.UsageEvent {
+	return predicate.UsageEvent(sql.FieldHasSuffix(FieldVersion, v))
+}
+
+// VersionEqualFold applies the EqualFold predicate on the "version" field.
+func VersionEqualFold(v string) predicate.UsageEvent {
+	return predicate.UsageEvent(sql.FieldEqualFold(FieldVersion, v))
+}
+
+// VersionContainsFold applies the ContainsFold predicate on the "version" field.
+func VersionContainsFold(v string) predicate.UsageEvent {
+	return predicate.UsageEvent(sql.FieldContainsFold(FieldVersion, v))
 }
 
 // And groups predicates with the AND operator between them.

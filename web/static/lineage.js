@@ -1,13 +1,16 @@
-// The asset page's lineage graph. Progressive enhancement: the node list under the graph has
-// the same nodes, and the direction switch and depth are plain links and forms.
+// The lineage graph of the asset page, and of the version page (a version's provenance and
+// blast radius). Progressive enhancement: the lists beside the graph say the same in words, and
+// the direction switch and depth are plain links and forms.
 //
-// Wide fan-outs collapse: more than GROUP_MIN siblings of one kind and namespace, reached from
-// one node, are drawn as one group node ("40 jobs in etl"), which a click expands in place. A
+// Wide fan-outs collapse: more than GROUP_MIN siblings of one kind, namespace and state, reached
+// from one node, are drawn as one group node ("40 jobs in etl", "90 tables in mart · affected"),
+// which a click expands in place. A node's state (a downstream table affected, recovered or
+// unknown, a job to repeat) is drawn in colour and written under its name. A
 // click on any other node selects it and shows its details with a link to its page, so
 // exploring the graph never leaves the page by accident. The box's height follows the graph.
 (function () {
   "use strict";
-  var GROUP_MIN = 8; // more siblings than this stop being readable side by side
+  var GROUP_MIN = 8; // more siblings than this stop being readable side by side (groupMin in web/lineagefit.go)
   var MAX_HEIGHT = 1000; // px: past this the graph zooms out, down to MIN_ZOOM, then pans
   var MIN_ZOOM = 0.8; // labels stay readable (11px at 1)
   var el = document.getElementById("lineage-data"), box = document.getElementById("lineage-graph"),
@@ -17,10 +20,12 @@
   try { g = JSON.parse(el.textContent); } catch (e) { return; }
   if (!g || !g.nodes || !g.nodes.length) return;
   if (window.cytoscapeDagre) cytoscape.use(window.cytoscapeDagre);
-  var expanded = {}; // groups a person opened
+  var expanded = {}; // groups a person opened (here, or through the page's address)
+  (g.expanded || []).forEach(function (k) { expanded[k] = true; });
 
   function plural(kind) { return kind === "job" ? "jobs" : kind ? kind + "s" : "assets"; }
-  function text(d) { return d.label + (d.namespace ? "\n" + d.namespace : ""); }
+  function text(d) { return d.label + (d.namespace ? "\n" + d.namespace : "") + (d.note ? "\n" + d.note : ""); }
+  var STATE_WORDS = { affected: "affected", recovered: "recovered", unknown: "state unknown", repeat: "to repeat" };
 
   // layout assigns each node the node drawn for it: itself, or its group while the group is
   // collapsed. Nearest levels first, so the children of a collapsed node have the group as their
@@ -32,7 +37,7 @@
       var key = {}, sib = {};
       levels[depth].forEach(function (d) {
         if (!d.from || !(d.from in rep)) return;
-        var k = "group:" + rep[d.from] + "|" + d.side + "|" + d.kind + "|" + d.namespace;
+        var k = "group:" + rep[d.from] + "|" + d.side + "|" + d.kind + "|" + d.namespace + "|" + (d.state || "");
         key[d.id] = k;
         (sib[k] = sib[k] || []).push(d);
       });
@@ -55,9 +60,9 @@
       } else if (!added[r]) {
         added[r] = true;
         var m = l.members[r];
-        var label = m.length + " " + plural(d.kind) + " in " + (d.namespace || "no namespace");
+        var label = m.length + " " + plural(d.kind) + " in " + (d.namespace || "no namespace") + (d.state ? " · " + STATE_WORDS[d.state] : "");
         els.push({ group: "nodes", data: { id: r, kind: "group", memberKind: d.kind, namespace: d.namespace, side: d.side,
-          label: label, text: label + "\n(click to expand)", size: m.length } });
+          state: d.state || "", label: label, text: label + "\n(click to expand)", size: m.length } });
       }
     });
     (g.edges || []).forEach(function (e) {
@@ -81,6 +86,15 @@
       { selector: "node[kind = 'group']", style: { "shape": "round-rectangle", "background-color": "#e3e7ee", "border-width": 2,
         "border-style": "dashed", "border-color": "#5c6675", "width": 34, "height": 26, "font-weight": "bold" } },
       { selector: "node[side = 'migration'], node[side = 'column']", style: { "border-width": 2, "border-color": "#5c6675" } },
+      { selector: "node[state = 'affected']", style: { "background-color": "#c62828", "shape": "diamond", "width": 22, "height": 22 } },
+      { selector: "node[state = 'recovered']", style: { "background-color": "#2e7d32" } },
+      { selector: "node[state = 'unknown']", style: { "background-color": "#fff", "border-width": 2, "border-style": "dashed", "border-color": "#5c6675" } },
+      { selector: "node[state = 'repeat']", style: { "background-color": "#7a4fb8", "border-width": 3, "border-color": "#c62828" } },
+      { selector: "node[kind = 'group'][state = 'affected']", style: { "shape": "round-rectangle", "background-color": "#fde8e6", "border-color": "#c62828", "width": 34, "height": 26 } },
+      { selector: "node[kind = 'group'][state = 'recovered']", style: { "background-color": "#e3f3e5", "border-color": "#2e7d32" } },
+      { selector: "node[kind = 'group'][state = 'repeat']", style: { "background-color": "#efe7f8", "border-color": "#c62828" } },
+      { selector: "node[?former]", style: { "color": "#8a5a00" } },
+      { selector: "node[deleted]", style: { "border-width": 2, "border-style": "dotted", "border-color": "#a1271b" } },
       { selector: "node[?root]", style: { "background-color": "#f5a623", "width": 26, "height": 26, "font-weight": "bold" } },
       { selector: "node:selected", style: { "border-width": 4, "border-color": "#10273f" } },
       { selector: "edge", style: { "width": "mapData(n, 1, 40, 1.5, 6)", "line-color": "#9aa6b5", "target-arrow-color": "#9aa6b5",
@@ -134,6 +148,8 @@
     add(h, "span", " ");
     add(h, "span", d.kind === "group" ? d.memberKind + " group" : d.kind, "kind");
     add(panel, "p", "Namespace: " + (d.namespace || "none"), "small");
+    if (d.note) add(panel, "p", d.note, "small");
+    if (d.detail) add(panel, "p", d.detail);
     var where = d.root ? "This asset." : d.side === "migration" ? "The other side of a dataset migration." :
       d.side === "column" ? "Reached by the chosen column's lineage." : d.side === "downstream" || d.side === "upstream" ?
         d.depth + (d.depth === 1 ? " hop " : " hops ") + d.side + "." : "";
@@ -152,10 +168,25 @@
     }
   }
 
+  // groupLink is the address of the page with group id expanded, from the list of groups
+  // beside the graph ("" when the page lists none).
+  function groupLink(id) {
+    var items = document.querySelectorAll("#lineage-groups li[data-group]");
+    for (var i = 0; i < items.length; i++) {
+      var a = items[i].querySelector("a.group-expand");
+      if (items[i].getAttribute("data-group") === id && a) return a.href;
+    }
+    return "";
+  }
+
   cy.on("tap", "node", function (e) {
     var d = e.target.data();
     if (d.kind === "group") {
       expanded[d.id] = true;
+      // Past the page's cap (g.limit, the asset page's), the page expands it instead, and says
+      // which nodes it then leaves out.
+      var link = g.limit && elements().filter(function (x) { return x.group === "nodes"; }).length > g.limit && groupLink(d.id);
+      if (link) { window.location.href = link; return; }
       draw(d.id);
       show(d);
       return;
