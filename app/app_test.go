@@ -185,6 +185,20 @@ func TestPagesMountedWhereTheyRegister(t *testing.T) {
 			t.Errorf("GET %s answered %d %s, want 404 %s", path, resp.StatusCode, ct, want)
 		}
 	}
+	// A bad query is refused by the shell before any face runs: in the error model of the face
+	// the path belongs to, a page for every path that is not the API's.
+	for path, want := range map[string]string{"/no-such-page?q=%00": "text/html", "/search?q=%00": "text/html",
+		"/assets" + unknown + "?q=%00": "text/html", "/api/v1/assets?q=%00": "problem+json", "/healthz?x=%ff": "problem+json"} {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if ct := resp.Header.Get("Content-Type"); resp.StatusCode != 400 || !strings.Contains(ct, want) || !strings.Contains(string(body), "NUL character or invalid UTF-8") {
+			t.Errorf("GET %s answered %d %s %.200s, want 400 %s saying what is wrong", path, resp.StatusCode, ct, body, want)
+		}
+	}
 }
 
 // TestIcebergFaceWithoutWarehouses: a Tidemark serving no warehouse still mounts the Iceberg face,

@@ -38,3 +38,26 @@ func notFound(format string, args ...any) error {
 func conflict(format string, args ...any) error {
 	return &Error{Kind: ErrConflict, Message: fmt.Sprintf(format, args...)}
 }
+
+// Problems lists the catalog Errors an error holds: several when a check reports every problem
+// of an input at once (errors.Join), in order; one for a plain Error; none otherwise.
+func Problems(err error) []*Error {
+	var out []*Error
+	var walk func(error)
+	walk = func(err error) {
+		var de *Error
+		switch x := err.(type) {
+		case nil:
+		case interface{ Unwrap() []error }:
+			for _, e := range x.Unwrap() {
+				walk(e)
+			}
+		default:
+			if errors.As(err, &de) {
+				out = append(out, de)
+			}
+		}
+	}
+	walk(err)
+	return out
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/internal/words"
 	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/ent/cleanupobservation"
 	"github.com/tidemark/tidemark/ent/proposalstep"
@@ -153,10 +154,10 @@ func (s *Service) verifyUnused(ctx context.Context, p *ent.Proposal, ev Evidence
 			return err
 		}
 		if real.Reads > 0 {
-			return stop("the asset was read %d times since %s (last at %s), after the evidence was gathered: it is in use", real.Reads, ev.From.Format(time.RFC3339), real.LastRead.Format(time.RFC3339))
+			return stop("the asset was read %d times since %s (last at %s), after the evidence was gathered: it is in use", real.Reads, words.Time(*ev.From), words.Time(*real.LastRead))
 		}
 		if real.DownstreamRead {
-			return stop("%d assets downstream of it were read since %s: it is in use", len(real.ReadDownstream), ev.From.Format(time.RFC3339))
+			return stop("%d assets downstream of it were read since %s: it is in use", len(real.ReadDownstream), words.Time(*ev.From))
 		}
 	}
 	if ok, err := s.exempt(ctx, p.AssetID, KindUnusedAsset); err != nil || ok {

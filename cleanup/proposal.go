@@ -183,7 +183,7 @@ func (s *Service) expireOpen(ctx context.Context, rep *ProposeReport) error {
 		return err
 	}
 	for _, p := range old {
-		if err := s.close(ctx, p, proposal.StateExpired, fmt.Sprintf("nobody decided within %s", s.policy.OpenFor)); err != nil {
+		if err := s.close(ctx, p, proposal.StateExpired, "nobody decided within "+words.Duration(s.policy.OpenFor)); err != nil {
 			return err
 		}
 		rep.Expired++
@@ -252,7 +252,7 @@ func (s *Service) close(ctx context.Context, p *ent.Proposal, state proposal.Sta
 
 var errConcurrent = &catalog.Error{Kind: catalog.ErrStaleVersion, Message: "the proposal changed meanwhile: read it again"}
 
-func days(d time.Duration) string { return fmt.Sprintf("%d days", int(d.Hours()/24)) }
+func days(d time.Duration) string { return words.Count(int64(d.Hours()/24), "day") }
 
 // durationWords says a Go duration string in words for prose (as it is when it does not parse).
 func durationWords(d string) string {
@@ -267,13 +267,13 @@ func durationWords(d string) string {
 // cancelled.
 func declinedOn(p *ent.Proposal) string {
 	if p.State == proposal.StateCancelled {
-		return "whose approval was cancelled on " + p.UpdatedAt.UTC().Format(time.RFC3339)
+		return "whose approval was cancelled on " + words.Time(p.UpdatedAt)
 	}
 	at := p.UpdatedAt
 	if p.DecidedAt != nil {
 		at = *p.DecidedAt
 	}
-	return "rejected on " + at.UTC().Format(time.RFC3339)
+	return "rejected on " + words.Time(at)
 }
 
 // rejection returns the newest decline of a kind for the asset that still holds (within the

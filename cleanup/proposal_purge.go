@@ -19,6 +19,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/internal/words"
 	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/ent/proposal"
 	"github.com/tidemark/tidemark/tables"
@@ -180,8 +181,8 @@ func purgeSummary(ev Evidence, pe *PurgeEvidence) string {
 		"Purging deletes the %d files (%s) listed here, metadata files first, then manifest lists, manifests, and data and delete files, "+
 		"each only if right before its deletion it lies under %s, no other table references it, and it is unchanged and older than %s; none before %s (the retire grace after the drop). "+
 		"The list comes from what Tidemark recorded, without listing storage: %d files from the write-path inventory, %d referenced by the table's last metadata (%d manifests and manifest lists read).",
-		pe.Table, ev.TableUUID, pe.Warehouse, orUnknown(pe.DroppedBy), pe.DroppedAt.Format(time.RFC3339), ev.Files, BytesText(ev.Bytes),
-		ev.Location, durationWords(ev.AgeThreshold), pe.FilesDueAt.Format(time.RFC3339), pe.FromInventory, pe.FromMetadata, pe.MetadataRead)
+		pe.Table, ev.TableUUID, pe.Warehouse, orUnknown(pe.DroppedBy), words.Time(pe.DroppedAt), ev.Files, BytesText(ev.Bytes),
+		ev.Location, durationWords(ev.AgeThreshold), words.Time(pe.FilesDueAt), pe.FromInventory, pe.FromMetadata, pe.MetadataRead)
 	if pe.LastMetadataGone {
 		b.WriteString(" Its last metadata file was gone already: the inventory alone listed them.")
 	}

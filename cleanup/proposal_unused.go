@@ -5,11 +5,11 @@ package cleanup
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/internal/words"
 	"github.com/tidemark/tidemark/ent/proposal"
 	"github.com/tidemark/tidemark/tables"
 	"github.com/tidemark/tidemark/usage"
@@ -24,7 +24,7 @@ func (s *Service) unusedNoLonger(a catalog.Asset, exempt bool, real usage.RealUs
 	case exempt:
 		return "the asset was exempted from cleanup"
 	case real.Reads > 0:
-		why := fmt.Sprintf("it was read %d times in the last %s, last at %s", real.Reads, days(s.policy.UnusedWindow), real.LastRead.Format(time.RFC3339))
+		why := fmt.Sprintf("it was read %d times in the last %s, last at %s", real.Reads, days(s.policy.UnusedWindow), words.Time(*real.LastRead))
 		for _, n := range real.NamesSeen {
 			if n.LastAt.Equal(*real.LastRead) || n.LastAt.After(*real.LastRead) {
 				why += fmt.Sprintf(" (as %s.%s)", n.Namespace, n.Name)
@@ -145,10 +145,22 @@ func (s *Service) proposeUnused(ctx context.Context, t tables.Table, rep *Propos
 	}
 	last := "never"
 	if life.LastRead != nil {
-		last = life.LastRead.Format(time.RFC3339)
+		last = words.Time(*life.LastRead)
 	}
-	ev.Summary = fmt.Sprintf("No read of this asset under any of its %d names in the last %s (last read: %s), none of its %d downstream assets read either; created %s. Retiring it drops the table from its catalog first and deletes its files %s later.",
-		len(names), days(s.policy.UnusedWindow), last, len(down), a.CreatedAt.Format(time.RFC3339), days(s.policy.Grace))
+	under := "its name"
+	if len(names) > 1 {
+		under = fmt.Sprintf("any of its %d names", len(names))
+	}
+	downstream := "nothing is downstream of it"
+	switch len(down) {
+	case 0:
+	case 1:
+		downstream = "its one downstream asset was not read either"
+	default:
+		downstream = fmt.Sprintf("none of its %d downstream assets was read either", len(down))
+	}
+	ev.Summary = fmt.Sprintf("No read of this asset under %s in the last %s (last read: %s), and %s; created %s. Retiring it drops the table from its catalog first and deletes its files %s later.",
+		under, days(s.policy.UnusedWindow), last, downstream, words.Time(a.CreatedAt), days(s.policy.Grace))
 	if finalRun != uuid.Nil {
 		ev.Summary += fmt.Sprintf(" It was migrated and cut over; the final reconciliation after the cutover, run %s, was clean.", finalRun)
 	}

@@ -20,6 +20,7 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/internal/words"
 	"github.com/tidemark/tidemark/ent/cleanupobservation"
 	"github.com/tidemark/tidemark/ent/proposal"
 	"github.com/tidemark/tidemark/tables"
@@ -133,7 +134,7 @@ func (s *Service) readWorld(ctx context.Context, self uuid.UUID, loc string, liv
 					return nil, err
 				}
 				if !retiring {
-					st.Skipped = fmt.Sprintf("dropped at %s, longer ago than the %s grace period", t.GoneAt.Format(time.RFC3339), s.policy.Grace)
+					st.Skipped = fmt.Sprintf("dropped at %s, longer ago than the %s grace period", words.Time(*t.GoneAt), words.Duration(s.policy.Grace))
 					w.shared = append(w.shared, st)
 					continue
 				}

@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/internal/words"
 	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/ent/cleanupobservation"
 	"github.com/tidemark/tidemark/ent/cleanupscan"
@@ -72,7 +73,7 @@ func (s *Service) Scan(ctx context.Context, asset uuid.UUID, opt ScanOptions) (R
 	override := opt.AgeThreshold < MinAgeThreshold
 	if override && !opt.AllowYoung {
 		return Report{}, &catalog.Error{Kind: catalog.ErrInvalid, Field: "age_threshold",
-			Message: fmt.Sprintf("an age threshold of %s is below the 24h minimum: a slow writer's uncommitted files would look orphaned; pass the explicit override if you are sure", opt.AgeThreshold)}
+			Message: fmt.Sprintf("an age threshold of %s is below the 1-day minimum: a slow writer's uncommitted files would look orphaned; pass the explicit override if you are sure", words.Duration(opt.AgeThreshold))}
 	}
 	if opt.MinGap == 0 {
 		opt.MinGap = DefaultMinGap
@@ -114,7 +115,7 @@ func (s *Service) Scan(ctx context.Context, asset uuid.UUID, opt ScanOptions) (R
 	rep := Report{ScanID: row.ID, AssetID: asset, StartedAt: row.StartedAt, State: "running", AgeThreshold: opt.AgeThreshold.String(),
 		ThresholdOverride: override, Shards: []ShardReport{}, Holes: []Hole{}, ConfirmedSample: []string{},
 		MinGap: opt.MinGap.String(), Pacing: s.pacing(), SharedWith: []SharedTable{}, Foreign: []ForeignTenant{},
-		Assumption: fmt.Sprintf("No write takes longer than %s to commit: a file older than that which no metadata references is not part of a write in flight.", opt.AgeThreshold)}
+		Assumption: fmt.Sprintf("No write takes longer than %s to commit: a file older than that which no metadata references is not part of a write in flight.", words.Duration(opt.AgeThreshold))}
 	var serr error
 	rep.FromInventory = opt.FromInventory
 	if opt.ConfirmOnly {

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/internal/words"
 	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/ent/cleanupscan"
 	"github.com/tidemark/tidemark/ent/cleanupscanrequest"
@@ -45,7 +46,7 @@ func (s *Service) RequestScan(ctx context.Context, asset uuid.UUID, fromInventor
 	}
 	if t.GoneAt != nil {
 		return ScanRequest{}, false, &catalog.Error{Kind: catalog.ErrConflict,
-			Message: fmt.Sprintf("table %s was dropped from its catalog on %s: there is nothing to scan", asset, t.GoneAt.UTC().Format(time.RFC3339))}
+			Message: fmt.Sprintf("table %s was dropped from its catalog on %s: there is nothing to scan", asset, words.Time(*t.GoneAt))}
 	}
 	if fromInventory && t.Warehouse == "" {
 		return ScanRequest{}, false, &catalog.Error{Kind: catalog.ErrInvalid, Field: "from_inventory",

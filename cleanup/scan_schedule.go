@@ -14,6 +14,7 @@ import (
 	"github.com/tidemark/tidemark/tables"
 
 	"github.com/tidemark/tidemark/internal/loop"
+	"github.com/tidemark/tidemark/internal/words"
 )
 
 // PropertyScanInterval is the Iceberg table property that sets a table's own scan cadence (a
@@ -32,7 +33,7 @@ func (s *Service) abandon(ctx context.Context, asset uuid.UUID) (int, error) {
 	return s.db.CleanupScan.Update().Where(cleanupscan.AssetID(asset), cleanupscan.StateEQ(cleanupscan.StateRunning),
 		cleanupscan.Or(cleanupscan.HeartbeatAtLT(cutoff), cleanupscan.And(cleanupscan.HeartbeatAtIsNil(), cleanupscan.StartedAtLT(cutoff)))).
 		SetState(cleanupscan.StateAbandoned).SetFinishedAt(now).
-		SetError(fmt.Sprintf("abandoned: its worker stopped renewing its heartbeat for over %s (killed, or it lost its lease); another worker restarts the table's scan", 2*s.leaseTTL)).
+		SetError(fmt.Sprintf("abandoned: its worker stopped renewing its heartbeat for over %s (killed, or it lost its lease); another worker restarts the table's scan", words.Duration(2*s.leaseTTL))).
 		Save(ctx)
 }
 

@@ -80,8 +80,9 @@ type API struct {
 	usageRecords  *prometheus.CounterVec
 }
 
-// Mount adds the API's routes to the shell and makes problem+json the error model of /api and
-// of every path no other face claims.
+// Mount adds the API's routes to the shell and makes problem+json the error model of the paths
+// it serves: /api, /healthz and /metrics (every other path is a page of the web UI, whose error
+// model is its HTML error page).
 func Mount(srv *server.Server, cfg Config) *API {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -99,7 +100,9 @@ func Mount(srv *server.Server, cfg Config) *API {
 			Help: "Usage records received, by status: accepted, duplicate, refused, unresolved."}, []string{"status"}),
 	}
 	srv.Registry().MustRegister(a.lineageEvents, a.usageRecords)
-	srv.ErrorModel("/*", errorHandler(cfg.Logger))
+	for _, p := range []string{"/api", "/api/*", "/healthz", "/metrics"} {
+		srv.ErrorModel(p, errorHandler(cfg.Logger))
+	}
 	a.routes()
 	// An unknown path under /api keeps its problem+json 404 (the web UI answers other unknown
 	// paths with its 404 page).

@@ -100,6 +100,25 @@ func checkMigrationSpecsRefused(t *testing.T, s *testServer, db *storage.DB, goo
 		bad[tc.field] = tc.value
 		s.must(t, tc.status, req{method: "POST", path: "/api/v1/migrations", body: bad, token: s.Admin})
 	}
+	// A spec wrong in three places says all three at once, the first also as detail and field.
+	bad := map[string]any{}
+	for k, v := range good {
+		bad[k] = v
+	}
+	bad["dedup_new"], bad["key_columns"], bad["owner"] = "", []string{}, ""
+	var p struct {
+		Field, Detail string
+		Problems      []struct{ Field, Detail string }
+	}
+	s.must(t, 400, req{method: "POST", path: "/api/v1/migrations", body: bad, token: s.Admin}).decode(t, &p)
+	var fields []string
+	for _, q := range p.Problems {
+		fields = append(fields, q.Field)
+	}
+	if len(p.Problems) != 3 || p.Field != p.Problems[0].Field || p.Detail != p.Problems[0].Detail ||
+		!slices.Contains(fields, "owner") || !slices.Contains(fields, "key_columns") || !slices.Contains(fields, "dedup_new") {
+		t.Fatalf("a spec with three problems: %+v", p)
+	}
 	if n, _ := db.Client.DatasetMigration.Query().Count(t.Context()); n != 0 {
 		t.Fatalf("refused migrations wrote %d rows", n)
 	}

@@ -23,6 +23,15 @@ type Problem struct {
 	Instance  string `json:"instance,omitempty"`
 	Field     string `json:"field,omitempty"`      // the input at fault, when one is
 	RequestID string `json:"request_id,omitempty"` // quote it when reporting a 500
+	// Problems lists every problem of the input when a check found several (the first is also
+	// Detail and Field), so a client fixes them in one go.
+	Problems []FieldProblem `json:"problems,omitempty"`
+}
+
+// FieldProblem is one of several problems of an input.
+type FieldProblem struct {
+	Field  string `json:"field,omitempty"`
+	Detail string `json:"detail"`
 }
 
 func (p *Problem) Error() string { return fmt.Sprintf("%d %s: %s", p.Status, p.Title, p.Detail) }
@@ -130,6 +139,11 @@ func toProblem(err error) *Problem {
 		}
 		out := newProblem(status, de.Message)
 		out.Field = de.Field
+		if all := catalog.Problems(err); len(all) > 1 {
+			for _, e := range all {
+				out.Problems = append(out.Problems, FieldProblem{Field: e.Field, Detail: e.Message})
+			}
+		}
 		if errors.Is(err, catalog.ErrNameTaken) {
 			out.Type = "urn:tidemark:problem:name-taken"
 			out.Title = "Name taken"

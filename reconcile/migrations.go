@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -37,26 +38,42 @@ type CreateInput struct {
 	Spec                   Spec
 }
 
-// Create records a migration. Both assets must exist and differ; the spec must state every rule.
-func (s *Service) Create(ctx context.Context, in CreateInput) (Migration, error) {
+// Check says every problem of a migration's input at once (errors.Join of catalog.Errors, each
+// naming its field), writing nothing: a form shows them all, so a person fixes it in one go.
+// It fills the spec's defaults in.
+func (s *Service) Check(ctx context.Context, in *CreateInput) error {
+	var problems []error
 	if in.OldAssetID == in.NewAssetID {
-		return Migration{}, invalid("new_asset_id", "the old and the new asset must differ")
+		problems = append(problems, invalid("new_asset_id", "the old and the new asset must differ"))
 	}
 	if in.Owner == "" {
-		return Migration{}, invalid("owner", "name the migration's owner: findings go to them")
+		problems = append(problems, invalid("owner", "name the migration's owner: findings go to them"))
 	}
-	if err := in.Spec.check(s.clock()); err != nil {
-		return Migration{}, err
-	}
-	for _, id := range []uuid.UUID{in.OldAssetID, in.NewAssetID} {
-		if _, err := s.cat.Get(ctx, id); err != nil {
-			return Migration{}, err
+	problems = append(problems, in.Spec.check(s.clock()))
+	for _, side := range []struct {
+		field string
+		id    uuid.UUID
+	}{{"old_asset_id", in.OldAssetID}, {"new_asset_id", in.NewAssetID}} {
+		_, err := s.cat.Get(ctx, side.id)
+		switch {
+		case errors.Is(err, catalog.ErrNotFound):
+			problems = append(problems, &catalog.Error{Kind: catalog.ErrNotFound, Field: side.field, Message: "no asset has the ID " + side.id.String()})
+		case err != nil:
+			return err
 		}
 	}
 	for _, side := range []SourceSpec{in.Spec.Old, in.Spec.New} {
-		if side.Kind == SourcePostgres && s.conns[side.Connection] == nil {
-			return Migration{}, invalid("spec", "no PostgreSQL connection named %q is configured", side.Connection)
+		if side.Kind == SourcePostgres && side.Connection != "" && s.conns[side.Connection] == nil {
+			problems = append(problems, invalid("spec", "no PostgreSQL connection named %q is configured", side.Connection))
 		}
+	}
+	return errors.Join(problems...)
+}
+
+// Create records a migration. Both assets must exist and differ; the spec must state every rule.
+func (s *Service) Create(ctx context.Context, in CreateInput) (Migration, error) {
+	if err := s.Check(ctx, &in); err != nil {
+		return Migration{}, err
 	}
 	spec, err := json.Marshal(in.Spec)
 	if err != nil {

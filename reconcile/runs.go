@@ -41,6 +41,15 @@ type Summary struct {
 	Classes   map[Class]int `json:"classes"` // windows per class
 	// CausesTotal counts every cause; the run quotes the first maxCauses.
 	CausesTotal int `json:"causes_total"`
+	// Rows are the records each side holds over the run's windows, so a summary can say when one
+	// side is empty (absent on runs recorded before it was kept).
+	Rows *SideRows `json:"rows,omitempty"`
+}
+
+// SideRows are the records of each side over a run's windows.
+type SideRows struct {
+	Old int64 `json:"old"`
+	New int64 `json:"new"`
 }
 
 // storedSummary is a run's summary column.
@@ -51,8 +60,10 @@ type storedSummary struct {
 }
 
 func summarize(windows []WindowResult, causes []string) (Summary, []string) {
-	sum := Summary{Windows: len(windows), Classes: map[Class]int{}, CausesTotal: len(causes)}
+	sum := Summary{Windows: len(windows), Classes: map[Class]int{}, CausesTotal: len(causes), Rows: &SideRows{}}
 	for _, w := range windows {
+		sum.Rows.Old += w.Old.Rows
+		sum.Rows.New += w.New.Rows
 		if !w.Clean() {
 			sum.Unclean++
 		}

@@ -8,6 +8,7 @@
 package reconcile
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/internal/words"
 )
 
 // DedupRule says which record stands for a key that appears more than once on one side. It is
@@ -150,74 +152,88 @@ func invalid(field, format string, args ...any) error {
 	return &catalog.Error{Kind: catalog.ErrInvalid, Field: field, Message: fmt.Sprintf(format, args...)}
 }
 
-// check refuses a spec that states less than a comparison needs, saying what to add. now bounds
-// since: a future start compares nothing and a span of more than MaxWindows windows is refused.
+// check refuses a spec that states less than a comparison needs, saying what to add: every
+// problem at once (errors.Join of catalog.Errors, the first one first), so a person fixes a form
+// in one go. now bounds since: a future start compares nothing and a span of more than
+// MaxWindows windows is refused.
 func (s *Spec) check(now time.Time) error {
+	var problems []error
+	add := func(err error) { problems = append(problems, err) }
 	if len(s.KeyColumns) == 0 {
-		return invalid("key_columns", "name the key columns that identify a record on both sides")
+		add(invalid("key_columns", "name the key columns that identify a record on both sides"))
 	}
 	if s.TimeColumn == "" {
-		return invalid("time_column", "name the time column that places a record in a window")
+		add(invalid("time_column", "name the time column that places a record in a window"))
 	}
 	if len(s.Columns) == 0 {
-		return invalid("columns", "name the columns to compare besides the keys")
+		add(invalid("columns", "name the columns to compare besides the keys"))
 	}
-	all := append(append(slices.Clone(s.KeyColumns), s.TimeColumn), s.Columns...)
+	all := slices.Clone(s.KeyColumns)
+	if s.TimeColumn != "" { // a missing one is said above
+		all = append(all, s.TimeColumn)
+	}
+	all = append(all, s.Columns...)
 	if len(all) > maxColumns {
-		return invalid("columns", "compare at most %d columns, keys and time column included, not %d", maxColumns, len(all))
+		add(invalid("columns", "compare at most %d columns, keys and time column included, not %d", maxColumns, len(all)))
 	}
 	for _, c := range all {
 		if strings.TrimSpace(c) == "" || len(c) > 128 {
-			return invalid("columns", "column names must be 1 to 128 characters, not %q", c)
+			add(invalid("columns", "column names must be 1 to 128 characters, not %q", c))
 		}
 	}
-	if slices.Contains(s.KeyColumns, s.TimeColumn) {
-		return invalid("time_column", "the time column %q is also a key column; name it once", s.TimeColumn)
+	if s.TimeColumn != "" && slices.Contains(s.KeyColumns, s.TimeColumn) {
+		add(invalid("time_column", "the time column %q is also a key column; name it once", s.TimeColumn))
 	}
-	if s.WindowSeconds < 60 || s.WindowSeconds > maxWindowSeconds {
-		return invalid("window_seconds", "the window must be from 60 seconds to 366 days, not %d seconds", s.WindowSeconds)
+	windowOK := s.WindowSeconds >= 60 && s.WindowSeconds <= maxWindowSeconds
+	if !windowOK {
+		add(invalid("window_seconds", "the window must be from 60 seconds to 366 days, not %d seconds", s.WindowSeconds))
 	}
+	sinceOK := false
 	switch {
 	case s.Since.IsZero():
-		return invalid("since", "say from when to compare (the first window's start)")
+		add(invalid("since", "say from when to compare (the first window's start)"))
 	case s.Since.Before(earliestSince):
-		return invalid("since", "since must be %s or later, not %s", earliestSince.Format(time.DateOnly), s.Since.UTC().Format(time.RFC3339))
+		add(invalid("since", "since must be %s or later, not %s", earliestSince.Format(time.DateOnly), s.Since.UTC().Format(time.RFC3339)))
 	case s.Since.After(now):
-		return invalid("since", "since %s is in the future: a run would compare nothing; start from a time data was written",
-			s.Since.UTC().Format(time.RFC3339))
+		add(invalid("since", "since %s is in the future: a run would compare nothing; start from a time data was written",
+			s.Since.UTC().Format(time.RFC3339)))
+	default:
+		sinceOK = true
 	}
 	s.Since = s.Since.UTC()
-	if n := s.windowsUntil(now); n > MaxWindows {
-		return invalid("window_seconds", "from %s to now is %d windows of %s, more than %d: widen the window or start later",
-			s.Since.Format(time.RFC3339), n, s.Window(), MaxWindows)
+	if windowOK && sinceOK {
+		if n := s.windowsUntil(now); n > MaxWindows {
+			add(invalid("window_seconds", "from %s to now is %d windows of %s, more than %d: widen the window or start later",
+				s.Since.Format(time.RFC3339), n, words.Duration(s.Window()), MaxWindows))
+		}
 	}
 	for _, r := range []struct {
 		field string
 		rule  DedupRule
 	}{{"dedup_old", s.DedupOld}, {"dedup_new", s.DedupNew}} {
 		if r.rule != FirstWins && r.rule != LastWins && r.rule != Merge {
-			return invalid(r.field, "state the dedup rule: first_wins, last_wins or merge, not %q (it is never assumed)", r.rule)
+			add(invalid(r.field, "state the dedup rule: first_wins, last_wins or merge, not %q (it is never assumed)", r.rule))
 		}
 	}
 	if s.LagBoundSeconds < 0 {
-		return invalid("lag_bound_seconds", "the lag bound must not be negative")
+		add(invalid("lag_bound_seconds", "the lag bound must not be negative"))
 	}
 	if s.Cutover.MinCleanRuns < 1 || s.Cutover.MinDays < 0 {
-		return invalid("cutover", "the cutover rule needs at least 1 clean run and a day count of 0 or more")
+		add(invalid("cutover", "the cutover rule needs at least 1 clean run and a day count of 0 or more"))
 	}
 	s.Cutover.WeakerReason = strings.TrimSpace(s.Cutover.WeakerReason)
 	if s.Cutover.weaker() && s.Cutover.WeakerReason == "" {
-		return invalid("cutover", "a streak of %d clean runs over %d days is weaker than the floor of %d runs over %d days: ask for more, or state why this migration may cut over on less (weaker_reason)",
-			s.Cutover.MinCleanRuns, s.Cutover.MinDays, FloorCleanRuns, FloorDays)
+		add(invalid("cutover", "a streak of %d clean runs over %d days is weaker than the floor of %d runs over %d days: ask for more, or state why this migration may cut over on less (weaker_reason)",
+			s.Cutover.MinCleanRuns, s.Cutover.MinDays, FloorCleanRuns, FloorDays))
 	}
 	if len(s.Cutover.WeakerReason) > 1000 {
-		return invalid("cutover", "state the weaker_reason in at most 1000 bytes")
+		add(invalid("cutover", "state the weaker_reason in at most 1000 bytes"))
 	}
 	if s.SampleSize == 0 {
 		s.SampleSize = DefaultSampleSize
 	}
 	if s.SampleSize < 0 || s.SampleSize > 10_000 {
-		return invalid("sample_size", "the sample size must be from 1 to 10000, not %d", s.SampleSize)
+		add(invalid("sample_size", "the sample size must be from 1 to 10000, not %d", s.SampleSize))
 	}
 	for _, side := range []struct {
 		field string
@@ -228,26 +244,26 @@ func (s *Spec) check(now time.Time) error {
 			side.src.Keys = UniqueKeys
 		case UniqueKeys, HistoryKeys:
 		default:
-			return invalid(side.field, "the %s side's keys must be unique or history, not %q", side.field, side.src.Keys)
+			add(invalid(side.field, "the %s side's keys must be unique or history, not %q", side.field, side.src.Keys))
 		}
 		switch side.src.Kind {
 		case SourcePostgres:
 			if side.src.Connection == "" || side.src.Table == "" {
-				return invalid(side.field, "a postgres side needs a connection name and a schema.table")
+				add(invalid(side.field, "a postgres side needs a connection name and a schema.table"))
 			}
 		case SourceIceberg, SourceExternal:
 		default:
-			return invalid(side.field, "the %s side's kind must be postgres, iceberg or external, not %q", side.field, side.src.Kind)
+			add(invalid(side.field, "the %s side's kind must be postgres, iceberg or external, not %q", side.field, side.src.Kind))
 		}
 	}
 	external := s.Old.Kind == SourceExternal || s.New.Kind == SourceExternal
 	if s.Checker != "" && !external {
-		return invalid("checker_token", "checker_token is for a side an external checker reads; both sides here are Tidemark's")
+		add(invalid("checker_token", "checker_token is for a side an external checker reads; both sides here are Tidemark's"))
 	}
 	if len(s.Checker) > 128 {
-		return invalid("checker_token", "name the checker's token in at most 128 characters")
+		add(invalid("checker_token", "name the checker's token in at most 128 characters"))
 	}
-	return nil
+	return errors.Join(problems...)
 }
 
 // describe says in words what a side reads, for the audit log (never a DSN: connections are

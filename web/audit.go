@@ -3,7 +3,11 @@ package web
 // The audit log page.
 
 import (
+	"encoding/json"
+	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/google/uuid"
@@ -20,7 +24,7 @@ type auditData struct {
 
 type auditRow struct {
 	catalog.AuditEvent
-	Changes []catalog.AuditChange
+	Changes []auditChange
 	// Asset and AssetName: the asset's ID and its name (the random tail of the ID if it has none).
 	Asset, AssetName string
 }
@@ -67,7 +71,10 @@ func (u *UI) audit(w http.ResponseWriter, r *http.Request) {
 	}
 	d.AssetName = names[f.AssetID]
 	for _, ev := range evs {
-		row := auditRow{AuditEvent: ev, Changes: ev.Changes()}
+		row := auditRow{AuditEvent: ev}
+		for _, c := range ev.Changes() {
+			row.Changes = append(row.Changes, auditChange{Field: c.Field, Before: readableValue(c.Before), After: readableValue(c.After)})
+		}
 		if ev.AssetID != nil {
 			row.Asset, row.AssetName = ev.AssetID.String(), names[*ev.AssetID]
 			if row.AssetName == "" {
@@ -77,4 +84,84 @@ func (u *UI) audit(w http.ResponseWriter, r *http.Request) {
 		d.Items = append(d.Items, row)
 	}
 	u.render(w, r, http.StatusOK, "audit", "Audit log", d)
+}
+
+// auditChange is a change as the page shows it: each side as lines a person reads.
+type auditChange struct {
+	Field         string
+	Before, After []string
+}
+
+// readableValue writes a change's value as lines: a list of records (a schema change's column
+// changes) one record a line, "added email (string)"-like; a list of plain values as one line
+// "a, b"; a record as "key: value" lines. Anything else is shown as it is. IDs are left out of a
+// record's line when it has other fields: they are on the record's own page.
+func readableValue(v string) []string {
+	if v == "" {
+		return nil
+	}
+	var x any
+	if (v[0] != '[' && v[0] != '{') || json.Unmarshal([]byte(v), &x) != nil {
+		return []string{v}
+	}
+	switch t := x.(type) {
+	case []any:
+		var plain []string
+		var lines []string
+		for _, e := range t {
+			if m, ok := e.(map[string]any); ok {
+				lines = append(lines, recordLine(m))
+			} else {
+				plain = append(plain, scalar(e))
+			}
+		}
+		if len(plain) > 0 {
+			lines = append(lines, strings.Join(plain, ", "))
+		}
+		return lines
+	case map[string]any:
+		var lines []string
+		for _, k := range slices.Sorted(maps.Keys(t)) {
+			lines = append(lines, strings.ReplaceAll(k, "_", " ")+": "+scalar(t[k]))
+		}
+		return lines
+	}
+	return []string{v}
+}
+
+// recordLine says one record of a list: its op (what happened) first, then its path or name,
+// then its other fields as "key value".
+func recordLine(m map[string]any) string {
+	var parts []string
+	for _, k := range []string{"op", "path", "name"} {
+		if v, ok := m[k]; ok {
+			parts = append(parts, scalar(v))
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if k == "op" || k == "path" || k == "name" || k == "id" || strings.HasSuffix(k, "_id") && k != "field_id" {
+			continue
+		}
+		parts = append(parts, strings.ReplaceAll(k, "_", " ")+" "+scalar(m[k]))
+	}
+	if len(parts) == 0 { // only IDs: show them
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			parts = append(parts, k+" "+scalar(m[k]))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// scalar writes a JSON value without quotes; a nested value stays compact JSON.
+func scalar(v any) string {
+	switch t := v.(type) {
+	case string:
+		return t
+	case nil:
+		return "none"
+	case float64, bool:
+		return fmt.Sprint(t)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
 }

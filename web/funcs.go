@@ -33,7 +33,7 @@ var funcs = template.FuncMap{
 		if tt.IsZero() {
 			return ""
 		}
-		return tt.UTC().Format("2006-01-02 15:04 UTC")
+		return when(tt)
 	},
 	"bytes": cleanup.BytesText,
 	// dur says a duration in words ("3 days"); a Go duration string that does not parse is shown
@@ -49,6 +49,20 @@ var funcs = template.FuncMap{
 			return v
 		}
 		return fmt.Sprint(d)
+	},
+	// count says a number with its noun, singular or plural ("1 shard", "3 shards").
+	"count": func(n any, noun string) string {
+		switch v := n.(type) {
+		case int:
+			return words.Count(int64(v), noun)
+		case int64:
+			return words.Count(v, noun)
+		case int32:
+			return words.Count(int64(v), noun)
+		case uint64:
+			return words.Count(int64(v), noun)
+		}
+		return fmt.Sprint(n) + " " + noun
 	},
 	"json": func(v any) (template.JS, error) {
 		b, err := json.Marshal(v)
@@ -68,6 +82,9 @@ var funcs = template.FuncMap{
 		return n
 	},
 }
+
+// when writes a time the way every page and every domain message does.
+func when(t time.Time) string { return words.Time(t) }
 
 // short is an ID cut to its last 8 hex digits: a UUIDv7 starts with its creation time, so IDs
 // made the same minute share their first characters, while the tail is random.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -67,26 +68,43 @@ type formProblem struct {
 var formFields = map[string]string{"old_asset_id": "old", "new_asset_id": "new", "window_seconds": "window", "lag_bound_seconds": "lag_bound",
 	"cutover": "min_clean_runs", "spec": "old_connection", "archive": "archive_kind"}
 
-// asProblem turns a refusal of the domain (invalid, not found, conflict) into a form problem;
-// nil for any other error, which is the page's failure.
-func asProblem(err error) *formProblem {
-	var de *catalog.Error
-	if !errors.As(err, &de) || !(errors.Is(err, catalog.ErrInvalid) || errors.Is(err, catalog.ErrNotFound) || errors.Is(err, catalog.ErrConflict)) {
+// asProblems turns a refusal of the domain (invalid, not found, conflict) into the form's
+// problems, every one the domain found; nil for any other error, which is the page's failure.
+func asProblems(err error) []formProblem {
+	if !(errors.Is(err, catalog.ErrInvalid) || errors.Is(err, catalog.ErrNotFound) || errors.Is(err, catalog.ErrConflict)) {
 		return nil
 	}
-	field := de.Field
-	if f, ok := formFields[field]; ok {
-		field = f
+	var out []formProblem
+	for _, de := range catalog.Problems(err) {
+		field := de.Field
+		if f, ok := formFields[field]; ok {
+			field = f
+		}
+		msg := inWords.Replace(de.Message)
+		if l, ok := formLabels[field]; ok {
+			msg = l + ": " + msg // the domain's message may not name the side it is about
+		}
+		out = append(out, formProblem{Field: field, Message: msg})
 	}
-	msg := de.Message
-	if l, ok := formLabels[field]; ok {
-		msg = l + ": " + msg // the domain's message may not name the side it is about
+	return out
+}
+
+// asProblem is asProblems for a form that shows one problem.
+func asProblem(err error) *formProblem {
+	if ps := asProblems(err); len(ps) > 0 {
+		return &ps[0]
 	}
-	return &formProblem{Field: field, Message: msg}
+	return nil
 }
 
 // formLabels name the inputs whose domain messages do not say which one they are about.
 var formLabels = map[string]string{"dedup_old": "Dedup rule, old side", "dedup_new": "Dedup rule, new side", "old": "Old side", "new": "New side"}
+
+// inWords replaces the API's field names in a domain message with the form's labels: a person
+// filling the form never saw the API's names.
+var inWords = strings.NewReplacer("(weaker_reason)", "(the reason for fewer runs)", "the weaker_reason", "the reason for fewer runs",
+	"checker_token is", "A checker token is", "first_wins, last_wins or merge", "first wins, last wins or merge",
+	"since must", "The first window (since) must", "since %s", "the first window")
 
 func splitList(s string) []string {
 	var out []string
@@ -124,7 +142,7 @@ func durationInput(field, s string) (int64, *formProblem) {
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil || d < 0 {
-		return 0, &formProblem{field, fmt.Sprintf("%s must be a duration such as 24h or 90m, not %q.", field, s)}
+		return 0, &formProblem{field, fmt.Sprintf("%s must be a duration such as 24h or 90m, not %q.", inputLabels[field], s)}
 	}
 	return int64(d / time.Second), nil
 }
@@ -135,7 +153,7 @@ func intInput(field, s string, def int) (int, *formProblem) {
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil {
-		return 0, &formProblem{field, fmt.Sprintf("%s must be a whole number, not %q.", field, s)}
+		return 0, &formProblem{field, fmt.Sprintf("%s must be a whole number, not %q.", inputLabels[field], s)}
 	}
 	return n, nil
 }
@@ -150,44 +168,59 @@ func sinceInput(s string) (time.Time, *formProblem) {
 			return t.UTC(), nil
 		}
 	}
-	return time.Time{}, &formProblem{"since", fmt.Sprintf("since must be a day such as 2026-11-02 or a time such as 2026-11-02T00:00:00Z, not %q.", s)}
+	return time.Time{}, &formProblem{"since", fmt.Sprintf("The first window (since) must be a day such as 2026-11-02 or a time such as 2026-11-02T00:00:00Z, not %q.", s)}
 }
 
-// migrationInput turns the form into what reconcile.Create takes; the domain checks the rules.
-func (u *UI) migrationInput(r *http.Request, f migrationForm) (reconcile.CreateInput, *formProblem) {
+// inputLabels name the form's inputs as the form shows them.
+var inputLabels = map[string]string{"window": "The window", "lag_bound": "The lag bound", "min_clean_runs": "Clean runs in a row",
+	"min_days": "The days the streak spans", "sample_size": "The sample size"}
+
+// migrationInput turns the form into what reconcile.Create takes, with every problem of the
+// typing at once; the domain checks the rules (and adds its own problems to these).
+func (u *UI) migrationInput(r *http.Request, f migrationForm) (reconcile.CreateInput, []formProblem) {
 	in := reconcile.CreateInput{Owner: f.Owner}
+	var problems []formProblem
+	keep := func(p *formProblem) {
+		if p != nil {
+			problems = append(problems, *p)
+		}
+	}
 	var p *formProblem
-	if in.OldAssetID, p = u.assetRef(r, "old", f.Old); p != nil {
-		return in, p
-	}
-	if in.NewAssetID, p = u.assetRef(r, "new", f.New); p != nil {
-		return in, p
-	}
+	in.OldAssetID, p = u.assetRef(r, "old", f.Old)
+	keep(p)
+	in.NewAssetID, p = u.assetRef(r, "new", f.New)
+	keep(p)
 	sp := reconcile.Spec{KeyColumns: splitList(f.KeyColumns), TimeColumn: f.TimeColumn, Columns: splitList(f.Columns),
 		DedupOld: reconcile.DedupRule(f.DedupOld), DedupNew: reconcile.DedupRule(f.DedupNew), QuoteValues: f.QuoteValues, Checker: f.CheckerToken,
 		Cutover: reconcile.CutoverRule{IncludeWeekend: f.IncludeWeekend, IncludeBusiestDay: f.IncludeBusiestDay, IncludeDeploy: f.IncludeDeploy, WeakerReason: f.WeakerReason},
 		Old:     reconcile.SourceSpec{Kind: reconcile.SourceKind(f.OldKind), Connection: f.OldConnection, Table: f.OldTable, Keys: reconcile.KeyRule(f.OldKeys)},
 		New:     reconcile.SourceSpec{Kind: reconcile.SourceKind(f.NewKind), Connection: f.NewConnection, Table: f.NewTable, Keys: reconcile.KeyRule(f.NewKeys)}}
-	if sp.WindowSeconds, p = durationInput("window", f.Window); p != nil {
-		return in, p
-	}
-	if sp.LagBoundSeconds, p = durationInput("lag_bound", f.LagBound); p != nil {
-		return in, p
-	}
-	if sp.Since, p = sinceInput(f.Since); p != nil {
-		return in, p
-	}
-	if sp.Cutover.MinCleanRuns, p = intInput("min_clean_runs", f.MinCleanRuns, 0); p != nil {
-		return in, p
-	}
-	if sp.Cutover.MinDays, p = intInput("min_days", f.MinDays, 0); p != nil {
-		return in, p
-	}
-	if sp.SampleSize, p = intInput("sample_size", f.SampleSize, 0); p != nil {
-		return in, p
-	}
+	sp.WindowSeconds, p = durationInput("window", f.Window)
+	keep(p)
+	sp.LagBoundSeconds, p = durationInput("lag_bound", f.LagBound)
+	keep(p)
+	sp.Since, p = sinceInput(f.Since)
+	keep(p)
+	sp.Cutover.MinCleanRuns, p = intInput("min_clean_runs", f.MinCleanRuns, 0)
+	keep(p)
+	sp.Cutover.MinDays, p = intInput("min_days", f.MinDays, 0)
+	keep(p)
+	sp.SampleSize, p = intInput("sample_size", f.SampleSize, 0)
+	keep(p)
 	in.Spec = sp
-	return in, nil
+	return in, problems
+}
+
+// sameInput reports whether two problems are about the same input (the cutover rule's two
+// numbers are one problem to the domain).
+func sameInput(a, b string) bool {
+	group := func(f string) string {
+		if f == "min_days" {
+			return "min_clean_runs"
+		}
+		return f
+	}
+	return group(a) == group(b)
 }
 
 // writer returns the signed-in session that may act, or answers 403 itself: a session, the
@@ -217,19 +250,28 @@ func (u *UI) createMigration(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := catalog.WithActor(r.Context(), s.actor())
 	f := readMigrationForm(r)
-	in, problem := u.migrationInput(r, f)
-	if problem == nil {
+	in, problems := u.migrationInput(r, f)
+	if len(problems) == 0 {
 		m, err := u.cfg.Reconcile.Create(ctx, in)
 		if err == nil {
 			http.Redirect(w, r, "/migrations/"+m.ID.String()+"?flash=migration-created", http.StatusSeeOther)
 			return
 		}
-		if problem = asProblem(err); problem == nil {
+		if problems = asProblems(err); problems == nil {
 			u.fail(w, r, err)
 			return
 		}
+	} else if err := u.cfg.Reconcile.Check(ctx, &in); err != nil {
+		// The typing was wrong somewhere: the domain still says what else is missing, so the
+		// person sees every problem at once. (An input the typing could not read is zero here,
+		// and the domain's word on it is left out: the typing's problem already names it.)
+		for _, dp := range asProblems(err) {
+			if !slices.ContainsFunc(problems, func(p formProblem) bool { return sameInput(p.Field, dp.Field) }) {
+				problems = append(problems, dp)
+			}
+		}
 	}
-	u.migrationsPage(w, r, http.StatusBadRequest, f, problem)
+	u.migrationsPage(w, r, http.StatusBadRequest, f, problems)
 }
 
 // runMigration reconciles now. A run that could not read a side is recorded (its page says

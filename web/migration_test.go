@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -225,4 +226,43 @@ func (p *migrationPage) cutOver(ctx context.Context, db *storage.DB) *ent.Datase
 	}
 	shot(p.t, p.bctx, "migration-cut-over")
 	return m
+}
+
+// TestMigrationFormSaysEveryProblem: a create form wrong in several places is refused with every
+// problem at once, in the form's words (not the API's field names), each input marked, and
+// nothing written.
+func TestMigrationFormSaysEveryProblem(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		srv, cat := newUIWith(t, db, func(c *web.Config) {
+			c.Reconcile = mustReconcile(t, db, c.Catalog, c.Tables, c.Usage)
+		})
+		if _, err := cat.Create(ctx, catalog.CreateInput{Kind: catalog.KindTable, Namespace: "s3://lake", Name: "sales.orders"}); err != nil {
+			t.Fatal(err)
+		}
+		b := signIn(t, srv, db, "alice", auth.ScopeAdmin)
+		status, _, body := b.post("/migrations", url.Values{"old": {"no.such.table"}, "new": {"sales.orders"}, "window": {"a day"},
+			"sample_size": {"many"}, "key_columns": {"order_id"}, "columns": {"amount"}, "since": {"2026-11-02"},
+			"min_clean_runs": {"3"}, "min_days": {"7"}, "old_kind": {"external"}, "new_kind": {"external"}})
+		if status != http.StatusBadRequest {
+			t.Fatalf("a wrong form: %d, want 400\n%s", status, body)
+		}
+		for _, want := range []string{"fix these", "The window must be a duration such as 24h", "The sample size must be a whole number",
+			"name the time column", "name the migration&#39;s owner", "Dedup rule, old side", "Dedup rule, new side", "no.such.table"} {
+			if !strings.Contains(body, want) {
+				t.Errorf("the refused form does not say %q", want)
+			}
+		}
+		for _, field := range []string{"old", "window", "sample_size", "time_column", "owner"} {
+			if !strings.Contains(body, `name="`+field+`"`) || !regexp.MustCompile(`name="`+field+`"[^>]*aria-invalid="true"`).MatchString(body) {
+				t.Errorf("the input %s is not marked", field)
+			}
+		}
+		if strings.Contains(body, "window_seconds") || strings.Contains(body, "sample_size must") {
+			t.Error("the refused form speaks the API's field names")
+		}
+		if n, _ := db.Client.DatasetMigration.Query().Count(ctx); n != 0 {
+			t.Fatalf("a refused form wrote %d migrations", n)
+		}
+	})
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/internal/words"
 	"github.com/tidemark/tidemark/reconcile"
 )
 
@@ -17,12 +18,14 @@ type migrationsData struct {
 	Names map[uuid.UUID]string
 	// The create form (for admins): as typed, with what a refused one must fix.
 	Form        migrationForm
-	Problem     *formProblem
+	Problems    []formProblem // every problem of a refused form, in the form's order
 	Connections []string // configured PostgreSQL databases a side may be read from
 }
 
-// Bad reports whether the refused form's problem is about the input named field.
-func (d migrationsData) Bad(field string) bool { return d.Problem != nil && d.Problem.Field == field }
+// Bad reports whether one of the refused form's problems is about the input named field.
+func (d migrationsData) Bad(field string) bool {
+	return slices.ContainsFunc(d.Problems, func(p formProblem) bool { return p.Field == field })
+}
 
 // CutoverBad reports whether the refused cutover's problem is about the input named field.
 func (d migrationData) CutoverBad(field string) bool {
@@ -110,9 +113,24 @@ type runVerdict struct {
 	More   int
 }
 
+// oneSideEmpty says what a run compared when one side held no rows at all (empty when both
+// held some, or neither): "records compared" would count only the other side's.
+func oneSideEmpty(run reconcile.Run) string {
+	r := run.Summary.Rows
+	if r == nil || (r.Old == 0) == (r.New == 0) {
+		return ""
+	}
+	empty, full, n := "old", "new", r.New
+	if r.New == 0 {
+		empty, full, n = "new", "old", r.Old
+	}
+	return fmt.Sprintf("The %s side held no rows over the newest run's %s, the %s side %s: nothing on the %s side was compared with anything, and every one of those records is missing from the %s side.",
+		empty, words.Count(int64(run.Summary.Windows), "window"), full, words.Count(n, "record"), full, empty)
+}
+
 func verdictOf(run reconcile.Run, differ int) runVerdict {
 	v := runVerdict{Causes: run.Causes, More: max(run.Summary.CausesTotal-len(run.Causes), 0)}
-	windows := fmt.Sprintf("%d windows", run.Summary.Windows)
+	windows := words.Count(int64(run.Summary.Windows), "window")
 	switch {
 	case run.FinishedAt == nil:
 		v.Text = "The newest run has not finished: nothing of it is compared yet."
@@ -122,10 +140,23 @@ func verdictOf(run reconcile.Run, differ int) runVerdict {
 	case run.Cost.Compared == 0:
 		v.Text = fmt.Sprintf("The newest run read both sides over %s but found no rows on either: nothing was compared, so nothing is shown to agree.", windows)
 		v.Causes, v.More = nil, 0 // the line says it
+	case oneSideEmpty(run) != "":
+		v.Text = oneSideEmpty(run)
+		if differ > 0 {
+			v.Causes, v.More = nil, 0 // the table below says why, window by window
+			v.Text += " Why each window differs:"
+		}
 	case differ > 0:
 		v.Causes, v.More = nil, 0 // the table below says why, window by window
-		v.Text = fmt.Sprintf("%d of the newest run's %s differ (%d not clean, the rest lag within the bound); %d records compared. Why each differs:",
-			run.Summary.Differing, windows, run.Summary.Unclean, run.Cost.Compared)
+		how := fmt.Sprintf("%d not clean", run.Summary.Unclean)
+		switch lag := run.Summary.Differing - run.Summary.Unclean; {
+		case lag > 0 && run.Summary.Unclean == 0:
+			how = "all of them only lag within the bound"
+		case lag > 0:
+			how += fmt.Sprintf(", %d only lag within the bound", lag)
+		}
+		v.Text = fmt.Sprintf("%d of the newest run's %s differ (%s); %s compared, both sides together. Why each differs:",
+			run.Summary.Differing, windows, how, words.Count(run.Cost.Compared, "record"))
 	case !run.Clean:
 		v.Text = fmt.Sprintf("No window of the newest run's %s differs, but the run is not clean:", windows)
 	default:
@@ -134,9 +165,9 @@ func verdictOf(run reconcile.Run, differ int) runVerdict {
 		if run.Summary.Windows == 1 {
 			all = "The newest run's one window agrees"
 		}
-		v.Text = fmt.Sprintf("%s: %d records compared, both sides together (rows, keys and checksums per window).", all, run.Cost.Compared)
+		v.Text = fmt.Sprintf("%s: %s compared, both sides together (rows, keys and checksums per window).", all, words.Count(run.Cost.Compared, "record"))
 		if run.Cost.Reused > 0 {
-			v.Text += fmt.Sprintf(" %d windows' new-side figures are the previous run's (nothing changed there since).", run.Cost.Reused)
+			v.Text += fmt.Sprintf(" The new-side figures of %s are the previous run's (nothing changed there since).", words.Count(run.Cost.Reused, "window"))
 		}
 	}
 	return v
@@ -147,7 +178,7 @@ func (u *UI) migrations(w http.ResponseWriter, r *http.Request) {
 }
 
 // migrationsPage renders the list with the create form as given (and what a refused one must fix).
-func (u *UI) migrationsPage(w http.ResponseWriter, r *http.Request, status int, f migrationForm, problem *formProblem) {
+func (u *UI) migrationsPage(w http.ResponseWriter, r *http.Request, status int, f migrationForm, problems []formProblem) {
 	ms, err := u.cfg.Reconcile.List(r.Context(), uuid.Nil, 200)
 	if err != nil {
 		u.fail(w, r, err)
@@ -157,7 +188,7 @@ func (u *UI) migrationsPage(w http.ResponseWriter, r *http.Request, status int, 
 	for _, m := range ms {
 		ids = append(ids, m.OldAssetID, m.NewAssetID)
 	}
-	d := migrationsData{Items: ms, Form: f, Problem: problem, Connections: u.cfg.Reconcile.Connections()}
+	d := migrationsData{Items: ms, Form: f, Problems: problems, Connections: u.cfg.Reconcile.Connections()}
 	if d.Names, err = u.names(r, ids, false); err != nil {
 		u.fail(w, r, err)
 		return

@@ -30,6 +30,15 @@ func TestVerdict(t *testing.T) {
 			Causes: []string{"a", "b"}}, 2, false, "2 of the newest run's 4 windows differ", 0, true},
 		{"NotCleanNoWindow", reconcile.Run{FinishedAt: &done, Summary: reconcile.Summary{Windows: 2, CausesTotal: 3}, Cost: reconcile.Cost{Compared: 8},
 			Causes: []string{"first", "second"}}, 0, false, "but the run is not clean", 2, true},
+		{"OnlyLag", reconcile.Run{FinishedAt: &done, Summary: reconcile.Summary{Windows: 4, Differing: 2, Unclean: 0}, Cost: reconcile.Cost{Compared: 80}},
+			2, false, "2 of the newest run's 4 windows differ (all of them only lag within the bound); 80 records compared", 0, true},
+		{"UncleanNoLag", reconcile.Run{FinishedAt: &done, Summary: reconcile.Summary{Windows: 4, Differing: 2, Unclean: 2}, Cost: reconcile.Cost{Compared: 80}},
+			2, false, "differ (2 not clean); 80", 0, true},
+		// The old side is empty: the 300 records are the new side's alone, none compared with anything.
+		{"OldSideEmpty", reconcile.Run{FinishedAt: &done, Summary: reconcile.Summary{Windows: 3, Differing: 3, Unclean: 3, Rows: &reconcile.SideRows{New: 300}},
+			Cost: reconcile.Cost{Compared: 300}}, 3, false, "The old side held no rows over the newest run's 3 windows, the new side 300 records", 0, true},
+		{"NewSideEmptyOneWindow", reconcile.Run{FinishedAt: &done, Summary: reconcile.Summary{Windows: 1, Unclean: 1, Rows: &reconcile.SideRows{Old: 1}},
+			Cost: reconcile.Cost{Compared: 1}}, 0, false, "The new side held no rows over the newest run's 1 window, the old side 1 record", 0, true},
 		{"Clean", reconcile.Run{FinishedAt: &done, Clean: true, Summary: reconcile.Summary{Windows: 5}, Cost: reconcile.Cost{Compared: 100}},
 			0, true, "All 5 windows of the newest run agree: 100 records compared", 0, false},
 	} {
@@ -37,6 +46,12 @@ func TestVerdict(t *testing.T) {
 			v := verdictOf(tc.run, tc.differ)
 			if v.OK != tc.ok || !strings.Contains(v.Text, tc.says) || len(v.Causes) != tc.causes {
 				t.Fatalf("verdict %+v; want ok %v, saying %q, %d causes listed", v, tc.ok, tc.says, tc.causes)
+			}
+			if strings.Contains(v.Text, "records compared") && tc.run.Summary.Rows != nil && (tc.run.Summary.Rows.Old == 0 || tc.run.Summary.Rows.New == 0) {
+				t.Fatalf("a run over an empty side counts records as compared: %q", v.Text)
+			}
+			if strings.Contains(v.Text, "the rest lag") {
+				t.Fatalf("the verdict says %q", v.Text)
 			}
 			if tc.notAgreeing && strings.Contains(v.Text, "agree") && !strings.Contains(v.Text, "nothing is shown to agree") && !strings.Contains(v.Text, "shows nothing to agree") {
 				t.Fatalf("a run that is not clean says the windows agree: %q", v.Text)

@@ -112,9 +112,6 @@ func summaryText(m map[string]string) string {
 	return strings.Join(parts, ", ")
 }
 
-// when is the UI's one timestamp format (the templates' ago).
-func when(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") }
-
 func versionHref(asset uuid.UUID, version string) string {
 	return "/assets/" + asset.String() + "/versions/" + url.PathEscape(version)
 }

@@ -81,8 +81,9 @@ type UI struct {
 }
 
 // Mount builds the UI and mounts its pages into the shell, with the error page as the answer
-// to the shell's own refusals on them (a spent rate limit, a refused Host). A path nobody
-// serves is a person's mistyped page: the UI answers it with its 404 page.
+// to the shell's own refusals on them (a spent rate limit, a refused Host, a bad query). A path
+// no face serves is a person's mistyped page: the UI answers it with its 404 page, and the
+// shell's refusals on it with the error page too.
 func Mount(srv *server.Server, cfg Config) (*UI, error) {
 	u, err := New(cfg)
 	if err != nil {
@@ -94,6 +95,7 @@ func Mount(srv *server.Server, cfg Config) (*UI, error) {
 		srv.ErrorModel(p, u.renderError)
 	}
 	srv.Fallback("/*", echo.WrapHandler(u))
+	srv.ErrorModel("/*", u.renderError)
 	return u, nil
 }
 

@@ -45,3 +45,9 @@ func Count(n int64, noun string) string {
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
 }
+
+// TimeLayout is how prose and pages write a time: to the minute, in UTC, saying so.
+const TimeLayout = "2006-01-02 15:04 UTC"
+
+// Time says t the one way prose and pages do ("2026-12-04 09:30 UTC").
+func Time(t time.Time) string { return t.UTC().Format(TimeLayout) }
