@@ -16,10 +16,10 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tidemark/tidemark/catalog"
-	"github.com/tidemark/tidemark/internal/words"
 	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/ent/cleanupobservation"
 	"github.com/tidemark/tidemark/ent/proposalstep"
+	"github.com/tidemark/tidemark/internal/words"
 	"github.com/tidemark/tidemark/tables"
 )
 

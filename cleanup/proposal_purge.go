@@ -19,9 +19,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tidemark/tidemark/catalog"
-	"github.com/tidemark/tidemark/internal/words"
 	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/ent/proposal"
+	"github.com/tidemark/tidemark/internal/words"
 	"github.com/tidemark/tidemark/tables"
 	"github.com/tidemark/tidemark/warehouse"
 )

@@ -20,9 +20,9 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/tidemark/tidemark/catalog"
-	"github.com/tidemark/tidemark/internal/words"
 	"github.com/tidemark/tidemark/ent/cleanupobservation"
 	"github.com/tidemark/tidemark/ent/proposal"
+	"github.com/tidemark/tidemark/internal/words"
 	"github.com/tidemark/tidemark/tables"
 )
 

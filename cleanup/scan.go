@@ -14,11 +14,11 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tidemark/tidemark/catalog"
-	"github.com/tidemark/tidemark/internal/words"
 	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/ent/cleanupobservation"
 	"github.com/tidemark/tidemark/ent/cleanupscan"
 	"github.com/tidemark/tidemark/ent/cleanupshardwalk"
+	"github.com/tidemark/tidemark/internal/words"
 	"github.com/tidemark/tidemark/tables"
 )
 

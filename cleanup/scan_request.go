@@ -9,10 +9,10 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tidemark/tidemark/catalog"
-	"github.com/tidemark/tidemark/internal/words"
 	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/ent/cleanupscan"
 	"github.com/tidemark/tidemark/ent/cleanupscanrequest"
+	"github.com/tidemark/tidemark/internal/words"
 )
 
 // ScanRequest is a person's request for a table's scan now. The request never runs the scan:

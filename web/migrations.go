@@ -19,7 +19,7 @@ type migrationsData struct {
 	// The create form (for admins): as typed, with what a refused one must fix.
 	Form        migrationForm
 	Problems    []formProblem // every problem of a refused form, in the form's order
-	Connections []string // configured PostgreSQL databases a side may be read from
+	Connections []string      // configured PostgreSQL databases a side may be read from
 }
 
 // Bad reports whether one of the refused form's problems is about the input named field.
