@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/internal/words"
 	"github.com/tidemark/tidemark/tables"
 	"github.com/tidemark/tidemark/warehouse"
 )
@@ -154,7 +155,7 @@ func (u *UI) commitsPage(w http.ResponseWriter, r *http.Request) {
 				v.Outcome = "refused (409)"
 			}
 			if c.FinishedAt != nil {
-				v.Took = c.FinishedAt.Sub(c.StartedAt).Round(time.Millisecond).String()
+				v.Took = words.Duration(c.FinishedAt.Sub(c.StartedAt))
 			}
 			d.Items = append(d.Items, v)
 		}

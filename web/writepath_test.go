@@ -169,11 +169,11 @@ func TestWritePathPagesBrowser(t *testing.T) {
 		}
 		want := []struct{ state, kind, files string }{
 			{"committed", "snapshot " + strconv.FormatInt(w.third, 10), "+1 file"},
-			{"committed", "commit", "+0 files"},
+			{"committed", "commit", "no data or delete files"},
 			{"conflict", "commit", "none committed"},
 			{"committed", "snapshot " + strconv.FormatInt(w.second, 10), "+1 file"},
 			{"committed", "snapshot " + strconv.FormatInt(w.first, 10), "+1 file"},
-			{"committed", "create", "+0 files"},
+			{"committed", "create", "no data or delete files"},
 		}
 		for i, c := range want {
 			p := strings.Split(rows[i], "|")
