@@ -21,6 +21,7 @@ import (
 	"github.com/tidemark/tidemark/ent/outboxmessage"
 	"github.com/tidemark/tidemark/ent/subscription"
 	"github.com/tidemark/tidemark/ent/webhook"
+	"github.com/tidemark/tidemark/internal/words"
 )
 
 // Webhook is where a principal's notifications go.
@@ -116,7 +117,7 @@ func (s *Service) TestDelivery(ctx context.Context, principal string) (TestResul
 		if errors.Is(err, context.Canceled) {
 			return TestResult{}, err
 		}
-		return TestResult{Error: redact(err.Error(), w.URL)}, nil
+		return TestResult{Error: s.deliveryError(err, w.URL)}, nil
 	}
 	defer res.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 1<<16))
@@ -124,6 +125,20 @@ func (s *Service) TestDelivery(ctx context.Context, principal string) (TestResul
 		return TestResult{Status: res.StatusCode, Error: "the webhook answered " + res.Status}, nil
 	}
 	return TestResult{Status: res.StatusCode}, nil
+}
+
+// deliveryError says in words why a delivery got no answer, without the URL's secrets.
+func (s *Service) deliveryError(err error, rawURL string) string {
+	var ue *url.Error
+	switch {
+	case errors.Is(err, errPrivateAddress):
+		return "its address is a loopback, private or link-local one, where Tidemark does not send (an operator can allow them with --webhook-allow-private)"
+	case errors.As(err, &ue) && ue.Timeout():
+		return fmt.Sprintf("it did not answer within %s", words.Duration(s.client.Timeout))
+	case errors.As(err, &ue):
+		err = ue.Err // the method and URL are the page's already
+	}
+	return redact(err.Error(), rawURL)
 }
 
 // Delivery is one outbox message to a principal and how its delivery went.

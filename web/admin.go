@@ -289,7 +289,10 @@ func (u *UI) renderWebhooks(w http.ResponseWriter, r *http.Request, s *session, 
 			Attempts: words.Count(int64(x.Attempts), "attempt"), LastError: x.LastError, DeliveredAt: x.DeliveredAt})
 	}
 	d.Summary = fmt.Sprintf("%s, %d of them failed.", words.Count(int64(len(ds)), "notification"), failed)
-	if len(ds) == deliveriesShown {
+	switch len(ds) {
+	case 0:
+		d.Summary = ""
+	case deliveriesShown:
 		d.Summary = "The newest " + d.Summary
 	}
 	u.render(w, r, status, "webhooks", "Webhooks", d)

@@ -70,6 +70,17 @@ func TestTokensBrowser(t *testing.T) {
 	if s := text(`tr[data-token="root"] .token-state`); s != "live" {
 		t.Fatalf("root after revoking ci-reader: %q", s)
 	}
+
+	// The admin's own webhook, tried with a test notification (the UI's notify service refuses
+	// loopback, as production does, so the outcome is a refusal in words).
+	must(chromedp.Do(bctx, chromedp.Navigate(srv.URL+"/webhooks"), chromedp.WaitVisible(chromedp.ID("webhook-form")),
+		chromedp.SendKeys(chromedp.ID("webhook-url-input"), "http://127.0.0.1:9/hook")))
+	click("#webhook-save")
+	click("#webhook-test")
+	if s := text("#webhook-test-result"); !strings.Contains(s, "could not be delivered") || !strings.Contains(s, "loopback, private or link-local") {
+		t.Fatalf("test notification to loopback: %q", s)
+	}
+	shot(t, bctx, "webhooks")
 }
 
 // TestTokensPage: only admins see the tokens page; a form with no name and no scope says both
@@ -89,8 +100,8 @@ func TestTokensPage(t *testing.T) {
 			}
 			return len(toks)
 		}
-		if st, _ := signIn(t, srv, db, "writer", auth.ScopeWrite).get("/tokens"); st != http.StatusForbidden {
-			t.Fatalf("non-admin GET /tokens: %d", st)
+		if st, body := signIn(t, srv, db, "writer", auth.ScopeWrite).get("/tokens"); st != http.StatusForbidden || !strings.Contains(body, "Only admins manage tokens") {
+			t.Fatalf("non-admin GET /tokens: %d\n%s", st, body)
 		}
 		anon := signIn(t, srv, db, "", "")
 		if r := mustGet(t, anon.c, srv.URL+"/tokens"); r.StatusCode != http.StatusSeeOther || r.Header.Get("Location") != "/signin?next=%2Ftokens" {
