@@ -28,7 +28,8 @@ func TestTokensBrowser(t *testing.T) {
 	bin := chromium(t)
 	ctx := context.Background()
 	db := storagetest.Open(t, storagetest.Backends[0])
-	srv, _ := newUI(t, db)
+	var svc *notify.Service
+	srv, cat := newUIWith(t, db, func(c *web.Config) { svc = c.Notify })
 	store := auth.NewStore(db.Client, nil)
 	root, _, err := store.Create(ctx, "root", []auth.Scope{auth.ScopeAdmin})
 	if err != nil {
@@ -81,6 +82,20 @@ func TestTokensBrowser(t *testing.T) {
 		t.Fatalf("test notification to loopback: %q", s)
 	}
 	shot(t, bctx, "webhooks")
+
+	res, err := cat.Create(ctx, catalog.CreateInput{Kind: catalog.KindTable, Namespace: "warehouse", Name: "orders"})
+	must(err)
+	_, _, err = svc.Subscribe(ctx, res.Asset.ID, "root")
+	must(err)
+	must(chromedp.Do(bctx, chromedp.Navigate(srv.URL+"/subscriptions"), chromedp.WaitVisible(chromedp.ID("subscriptions"))))
+	if s := text("#subscriptions tbody td a"); s != "warehouse.orders" {
+		t.Fatalf("subscriptions list: %q", s)
+	}
+	shot(t, bctx, "subscriptions")
+	click("#subscriptions button.unsubscribe")
+	if s := text("#subscriptions tbody"); !strings.Contains(s, "None yet") {
+		t.Fatalf("after unsubscribing: %q", s)
+	}
 }
 
 // TestTokensPage: only admins see the tokens page; a form with no name and no scope says both
