@@ -1,6 +1,7 @@
 // Package auth owns API tokens: creating them (the secret is shown once), storing only their
-// SHA-256, verifying a presented bearer token, and the scopes (read < write < admin) a token
-// grants. It sits beside catalog because tokens are about callers, not assets.
+// SHA-256, verifying a presented bearer token (noting its last use), revoking them, the scopes
+// (read < write < admin) a token grants, and the browser sessions signed in with one. It sits
+// beside catalog because tokens are about callers, not assets.
 package auth
 
 import (
