@@ -58,6 +58,7 @@ func (s *Store) Session(ctx context.Context, secret string) (Session, bool, erro
 	if err != nil {
 		return Session{}, false, err
 	}
+	s.touch(ctx, tok)
 	// The write scope is read from the token itself: sessions stored before it was kept still
 	// know it.
 	return Session{Name: row.Name, Admin: row.Admin, Write: toToken(tok).Allows(ScopeWrite), CSRF: row.Csrf}, true, nil

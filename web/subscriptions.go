@@ -5,12 +5,15 @@ package web
 // a webhook to be told through.
 
 import (
+	"fmt"
 	"net/http"
 
 	"github.com/google/uuid"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/internal/words"
+	"github.com/tidemark/tidemark/notify"
 )
 
 func init() {
@@ -89,4 +92,59 @@ func (u *UI) subscription(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.Redirect(w, r, "/assets/"+id.String()+"?flash="+flash+"#subscription", http.StatusSeeOther)
+}
+
+// mySubscriptionsShown bounds the subscriptions page.
+const mySubscriptionsShown = 500
+
+// mySubscriptionsData is the subscriptions page: the signed-in person's subscriptions.
+type mySubscriptionsData struct {
+	Principal  string
+	Items      []notify.Subscribed
+	Summary    string
+	HasWebhook bool
+	CanChange  bool
+}
+
+// mySubscriptions lists the assets the signed-in person is subscribed to.
+func (u *UI) mySubscriptions(w http.ResponseWriter, r *http.Request) {
+	s := u.signedIn(w, r)
+	if s == nil {
+		return
+	}
+	items, err := u.cfg.Notify.SubscriptionsOf(r.Context(), s.Name, mySubscriptionsShown)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	hook, err := u.cfg.Notify.HasWebhook(r.Context(), s.Name)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	d := mySubscriptionsData{Principal: s.Name, Items: items, HasWebhook: hook, CanChange: s.Write,
+		Summary: fmt.Sprintf("You (%s) are subscribed to %s.", s.Name, words.Count(int64(len(items)), "asset"))}
+	if len(items) == mySubscriptionsShown {
+		d.Summary = fmt.Sprintf("You (%s) are subscribed to more assets than shown; the newest %d are here.", s.Name, len(items))
+	}
+	u.render(w, r, http.StatusOK, "subscriptions", "My subscriptions", d)
+}
+
+// endSubscription serves the subscriptions page's Unsubscribe buttons (write scope, CSRF), for
+// the person's own principal only.
+func (u *UI) endSubscription(w http.ResponseWriter, r *http.Request) {
+	s := u.editor(w, r)
+	if s == nil {
+		return
+	}
+	id, err := uuid.Parse(r.PostFormValue("asset"))
+	if err != nil {
+		u.fail(w, r, &catalog.Error{Kind: catalog.ErrInvalid, Message: "that is not an asset ID; reload the page"})
+		return
+	}
+	if _, err := u.cfg.Notify.Unsubscribe(r.Context(), id, s.Name); err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	http.Redirect(w, r, "/subscriptions?flash=subscription-ended", http.StatusSeeOther)
 }

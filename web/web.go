@@ -216,6 +216,7 @@ func (u *UI) routes() {
 		u.handleFunc("POST /assets/{id}/subscription", u.subscription)
 	}
 	u.handleFunc("GET /audit", u.audit)
+	u.adminRoutes()
 	u.handleFunc("GET /signin", u.signinForm)
 	u.handleFunc("POST /signin", u.signin)
 	u.handleFunc("POST /signout", u.signout)
