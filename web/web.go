@@ -265,6 +265,8 @@ type page struct {
 	CSRF    string
 	Flash   string
 	Data    any
+	// Notify: webhooks and subscriptions are kept, so their pages are linked.
+	Notify bool
 }
 
 // render executes a view into a buffer, then writes it: a failing template never sends half a
@@ -276,7 +278,7 @@ func (u *UI) render(w http.ResponseWriter, r *http.Request, status int, view, ti
 		return
 	}
 	s := u.sessions.get(r)
-	p := page{Title: title, Session: s, Data: data, Flash: flashes[r.URL.Query().Get("flash")]}
+	p := page{Title: title, Session: s, Data: data, Flash: flashes[r.URL.Query().Get("flash")], Notify: u.cfg.Notify != nil}
 	if !strings.HasPrefix(r.URL.Path, "/signin") {
 		p.Back = r.URL.RequestURI()
 	}
@@ -325,7 +327,7 @@ func (u *UI) fail(w http.ResponseWriter, r *http.Request, err error) {
 func (u *UI) errorPage(w http.ResponseWriter, r *http.Request, status int, msg string) {
 	t := u.pages["error"]
 	var buf bytes.Buffer
-	if t == nil || t.Execute(&buf, page{Title: http.StatusText(status), Session: u.sessions.get(r), Data: errorData{status, msg}}) != nil {
+	if t == nil || t.Execute(&buf, page{Title: http.StatusText(status), Session: u.sessions.get(r), Data: errorData{status, msg}, Notify: u.cfg.Notify != nil}) != nil {
 		http.Error(w, msg, status)
 		return
 	}
