@@ -60,11 +60,11 @@ func TestQueueTotalsAndSort(t *testing.T) {
 		ctx := context.Background()
 		svc, cat := queueEnv(t, db)
 		now := time.Now().UTC().Truncate(time.Second)
-		small := listed(t, db, cat, proposal.KindOrphanFiles, proposal.StateOpen, now.Add(-3*time.Hour), 200*time.Hour, 1e9)          // 1 file, oldest 200 h
+		small := listed(t, db, cat, proposal.KindOrphanFiles, proposal.StateOpen, now.Add(-3*time.Hour), 200*time.Hour, 1e9)         // 1 file, oldest 200 h
 		big := listed(t, db, cat, proposal.KindOrphanFiles, proposal.StateOpen, now.Add(-2*time.Hour), 100*time.Hour, 2e9, 1e9, 1e9) // 3 files, 4 GB, oldest 102 h
-		tie := listed(t, db, cat, proposal.KindPurge, proposal.StateOpen, now.Add(-1*time.Hour), 300*time.Hour, 1e9)                // 1 file like small
+		tie := listed(t, db, cat, proposal.KindPurge, proposal.StateOpen, now.Add(-1*time.Hour), 300*time.Hour, 1e9)                 // 1 file like small
 		unlisted := listed(t, db, cat, proposal.KindUnusedAsset, proposal.StateOpen, now, 0)                                         // no list
-		listed(t, db, cat, proposal.KindOrphanFiles, proposal.StateRejected, now, time.Hour, 5e9)                                  // excluded by state
+		listed(t, db, cat, proposal.KindOrphanFiles, proposal.StateRejected, now, time.Hour, 5e9)                                    // excluded by state
 
 		for _, tc := range []struct {
 			name, state, kind string
