@@ -5,6 +5,7 @@ package web
 
 import (
 	"errors"
+	"fmt"
 	"html/template"
 	"net/http"
 	"net/url"
@@ -30,6 +31,15 @@ var queueFuncs = template.FuncMap{
 	"count":    words.Count,
 	"sortLink": sortLink,
 	"sortMark": sortMark,
+	// price is a unit price with the digits it has ("$0.023"), not rounded to cents.
+	"price": func(f float64) string { return "$" + strconv.FormatFloat(f, 'f', -1, 64) },
+	// cost is an amount in dollars; a positive one under a cent says so rather than "$0.00".
+	"cost": func(f float64) string {
+		if f > 0 && f < 0.005 {
+			return "under $0.01"
+		}
+		return fmt.Sprintf("$%.2f", f)
+	},
 }
 
 // queueRoutes registers the decision over a selection. Both are POSTs of two segments, so
@@ -52,12 +62,12 @@ func brief(r cleanup.QueueRow, now time.Time) string {
 	ev := r.Evidence
 	switch r.Kind {
 	case cleanup.KindOrphanFiles:
-		s := words.Count(r.Files, "file") + " no snapshot references"
+		s := words.Count(r.Files, "file") + " referenced by no snapshot"
 		if len(ev.Scans) > 0 {
 			s += ", confirmed by " + words.Count(int64(len(ev.Scans)), "scan")
 		}
 		if r.OldestFile != nil {
-			s += ", the oldest unchanged for " + words.Duration(now.Sub(*r.OldestFile))
+			s += ", the oldest unchanged for " + age(now, *r.OldestFile)
 		}
 		return s
 	case cleanup.KindPurge:
@@ -70,7 +80,7 @@ func brief(r cleanup.QueueRow, now time.Time) string {
 			s += " for " + durationText(ev.Window)
 		}
 		if ev.LastRead != nil {
-			return s + ", last read " + words.Duration(now.Sub(*ev.LastRead)) + " ago"
+			return s + ", last read " + age(now, *ev.LastRead) + " ago"
 		}
 		return s + ", never read"
 	case cleanup.KindDangling:
@@ -79,6 +89,19 @@ func brief(r cleanup.QueueRow, now time.Time) string {
 		return words.Count(int64(len(ev.Foreign)), "other table") + " in the same location"
 	}
 	return ev.Summary
+}
+
+// age says how long ago t was in words, to the hour past a day and to the minute below: a
+// queue compares ages, and seconds are noise there.
+func age(now, t time.Time) string {
+	d := now.Sub(t)
+	switch {
+	case d >= 24*time.Hour:
+		d = d.Truncate(time.Hour)
+	case d >= time.Minute:
+		d = d.Truncate(time.Minute)
+	}
+	return words.Duration(d)
 }
 
 // durationText says a Go duration string in words (as it is when it does not parse).
@@ -104,7 +127,7 @@ func (u *UI) queueRows(r *http.Request, rows []cleanup.QueueRow) ([]queueRow, er
 	for i, p := range rows {
 		out[i] = queueRow{QueueRow: p, Name: names[p.AssetID], Brief: brief(p, now)}
 		if p.OldestFile != nil {
-			out[i].Oldest = words.Duration(now.Sub(*p.OldestFile))
+			out[i].Oldest = age(now, *p.OldestFile)
 		}
 	}
 	return out, nil

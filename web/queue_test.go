@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -52,7 +53,7 @@ func TestQueueSortAndTotals(t *testing.T) {
 			})
 		}
 		body := readBody(mustGet(t, srv.Client(), srv.URL+"/proposals?state=open&sort=bytes&order=asc"))
-		if text, want := totalsText(t, body), "This view: 2 proposals, listing 6 files of 5.9 KiB, about $0.00 a month of storage."; text != want {
+		if text, want := totalsText(t, body), "This view: 2 proposals, listing 6 files of 5.9 KiB, whose storage costs under $0.01 a month."; text != want {
 			t.Fatalf("totals %q, want %q", text, want)
 		}
 		if i, j := strings.Index(body, small.String()), strings.Index(body, big.String()); i < 0 || j < 0 || i > j {
@@ -61,7 +62,7 @@ func TestQueueSortAndTotals(t *testing.T) {
 		if !strings.Contains(body, `href="/proposals?kind=&amp;order=desc&amp;sort=bytes&amp;state=open"`) {
 			t.Fatal("the bytes header does not sort the other way within the filter")
 		}
-		if !strings.Contains(body, "4 files no snapshot references, the oldest unchanged for 4 days") {
+		if !strings.Contains(body, "4 files referenced by no snapshot, the oldest unchanged for 4 days 4 hours") {
 			t.Fatalf("no brief evidence:\n%s", body)
 		}
 		if strings.Contains(body, `name="id"`) || strings.Contains(body, "decide-selected") {
@@ -162,5 +163,83 @@ func TestDecideSelectionInBrowser(t *testing.T) {
 		if r.StatusCode != http.StatusForbidden {
 			t.Fatalf("forged post to %s: %d", p, r.StatusCode)
 		}
+	}
+}
+
+// TestDecideSelectionRefusesChanged: a selection in which a proposal changed after the confirm
+// step was shown (another admin rejected it) is refused with a 400 page and nothing is decided,
+// even with the right totals typed.
+func TestDecideSelectionRefusesChanged(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		srv, cat := newUI(t, db)
+		a := orphanProposal(t, db, cat, "db.a", 2, proposal.StateOpen)
+		b := orphanProposal(t, db, cat, "db.b", 1, proposal.StateOpen)
+		secret, _, err := auth.NewStore(db.Client, nil).Create(ctx, "alice", []auth.Scope{auth.ScopeAdmin})
+		if err != nil {
+			t.Fatal(err)
+		}
+		jar, _ := cookiejar.New(nil)
+		c := &http.Client{Jar: jar}
+		csrf := func(body string) string {
+			m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(body)
+			if m == nil {
+				t.Fatal("no CSRF field")
+			}
+			return m[1]
+		}
+		if r, err := c.PostForm(srv.URL+"/signin", url.Values{"csrf": {csrf(readBody(mustGet(t, c, srv.URL+"/signin")))}, "token": {secret}}); err != nil || r.StatusCode != 200 {
+			t.Fatalf("sign in: %v", err)
+		}
+		token := csrf(readBody(mustGet(t, c, srv.URL+"/proposals")))
+		r, err := c.PostForm(srv.URL+"/proposals/selection", url.Values{"csrf": {token}, "id": {a.String(), b.String()}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		confirm := readBody(r)
+		versions := regexp.MustCompile(`name="version" value="(\d+)"`).FindAllStringSubmatch(confirm, -1)
+		if r.StatusCode != 200 || len(versions) != 2 || !strings.Contains(confirm, "3 files") || !strings.Contains(confirm, "3001 bytes") {
+			t.Fatalf("confirm step (%d): %s", r.StatusCode, confirm)
+		}
+		// Another admin decides b meanwhile; its version moves on.
+		if err := db.Client.Proposal.UpdateOneID(b).SetState(proposal.StateRejected).SetReason("not now").AddVersion(1).Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		r, err = c.PostForm(srv.URL+"/proposals/decisions", url.Values{"csrf": {token}, "id": {a.String(), b.String()},
+			"version": {versions[0][1], versions[1][1]}, "decision": {"approve"}, "confirm_files": {"3"}, "confirm_bytes": {"3001"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if body := readBody(r); r.StatusCode != http.StatusBadRequest || !strings.Contains(body, "no longer open: nothing was decided") {
+			t.Fatalf("a changed selection (%d): %s", r.StatusCode, body)
+		}
+		if p, _ := db.Client.Proposal.Get(ctx, a); p.State != proposal.StateOpen {
+			t.Fatalf("proposal a is %s after a refused selection", p.State)
+		}
+	})
+}
+
+// TestQueuePaging: past a page of proposals the queue links the next page with its filter and
+// sort, and the next page holds the rest.
+func TestQueuePaging(t *testing.T) {
+	db := storagetest.Open(t, storagetest.Backends[0])
+	srv, cat := newUI(t, db)
+	for i := range 101 {
+		orphanProposal(t, db, cat, fmt.Sprintf("db.t%03d", i), 1, proposal.StateOpen)
+	}
+	first := readBody(mustGet(t, srv.Client(), srv.URL+"/proposals?sort=files&order=asc"))
+	next := regexp.MustCompile(`href="([^"]+)" id="queue-next"`).FindStringSubmatch(first)
+	if next == nil || !strings.Contains(next[1], "sort=files") || !strings.Contains(next[1], "order=asc") || !strings.Contains(next[1], "state=open") {
+		t.Fatalf("next page link: %v", next)
+	}
+	if n := strings.Count(first, `href="/proposals/0`); n != 100 {
+		t.Fatalf("the first page lists %d proposals", n)
+	}
+	second := readBody(mustGet(t, srv.Client(), srv.URL+strings.ReplaceAll(next[1], "&amp;", "&")))
+	if n := strings.Count(second, `href="/proposals/0`); n != 1 || !strings.Contains(second, `id="queue-prev"`) || strings.Contains(second, `id="queue-next"`) {
+		t.Fatalf("the second page lists %d proposals", n)
+	}
+	if !strings.Contains(second, "101 proposals") {
+		t.Fatal("the second page's totals are not the whole view's")
 	}
 }
