@@ -146,9 +146,9 @@ type selectionData struct {
 	Files, Bytes, Reason string
 }
 
-// admin is the session of a signed-in admin posting the page's own form, or nil after
+// adminPost is the session of a signed-in admin posting the page's own form, or nil after
 // answering 403.
-func (u *UI) admin(w http.ResponseWriter, r *http.Request) *session {
+func (u *UI) adminPost(w http.ResponseWriter, r *http.Request) *session {
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 	s := u.sessions.get(r)
 	if s == nil || !u.checkCSRF(r, s) {
@@ -177,7 +177,7 @@ func selectedIDs(form url.Values) ([]uuid.UUID, error) {
 
 // selection is the confirm step: the selected proposals, read afresh, with their totals.
 func (u *UI) selection(w http.ResponseWriter, r *http.Request) {
-	if u.admin(w, r) == nil {
+	if u.adminPost(w, r) == nil {
 		return
 	}
 	ids, err := selectedIDs(r.PostForm)
@@ -211,7 +211,7 @@ func (u *UI) renderSelection(w http.ResponseWriter, r *http.Request, status int,
 // decideSelection decides every selected proposal, approve or reject, when the typed totals are
 // the selection's as read now; otherwise the confirm step again, saying what to fix.
 func (u *UI) decideSelection(w http.ResponseWriter, r *http.Request) {
-	s := u.admin(w, r)
+	s := u.adminPost(w, r)
 	if s == nil {
 		return
 	}
