@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -22,30 +23,73 @@ import (
 	"github.com/tidemark/tidemark/tables"
 )
 
+// queuePerPage is how many proposals the queue shows at once.
+const queuePerPage = 100
+
 type proposalsData struct {
-	State, Kind string
-	Items       []cleanup.Proposal
-	Names       map[uuid.UUID]string
+	State, Kind, Sort, Order string
+	Rows                     []queueRow
+	Totals                   cleanup.QueueTotals
+	// Page is the page shown (from 1); Prev and Next link the neighbours ("" when none).
+	Page       int
+	Prev, Next string
+	PerGB      float64 // the storage price the costs use
+	Max        int     // how many proposals one decision over a selection may cover
+	Selectable bool    // an admin is signed in: open rows have a checkbox
 }
 
+// proposals is the queue: the proposals a filter matches, sorted by a column and paged, with
+// the totals over every match (not just the page), and for an admin a selection to decide.
 func (u *UI) proposals(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	d := proposalsData{State: q.Get("state"), Kind: q.Get("kind")}
+	d := proposalsData{State: q.Get("state"), Kind: q.Get("kind"), Sort: q.Get("sort"), Order: q.Get("order"), Page: 1,
+		PerGB: u.cfg.Cleanup.StorageGBMonth(), Max: cleanup.MaxSelection}
 	if _, ok := q["state"]; !ok {
 		d.State = "open"
 	}
-	var err error
-	if d.Items, err = u.cfg.Cleanup.Proposals(r.Context(), cleanup.ProposalFilter{State: d.State, Kind: d.Kind, Limit: 100}); err != nil {
+	if err := cleanup.CheckQueueSort(d.Sort, d.Order); err != nil {
 		u.fail(w, r, err)
 		return
 	}
-	ids := make([]uuid.UUID, len(d.Items))
-	for i, p := range d.Items {
-		ids[i] = p.AssetID
+	if v := q.Get("page"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			u.fail(w, r, &catalog.Error{Kind: catalog.ErrInvalid, Field: "page", Message: fmt.Sprintf("page %q is not a page number (1, 2, ...)", v)})
+			return
+		}
+		d.Page = n
 	}
-	if d.Names, err = u.names(r, ids, true); err != nil {
+	ctx := r.Context()
+	rows, more, err := u.cfg.Cleanup.Queue(ctx, cleanup.QueueQuery{State: d.State, Kind: d.Kind, Sort: d.Sort, Order: d.Order,
+		Offset: (d.Page - 1) * queuePerPage, Limit: queuePerPage})
+	if err == nil {
+		d.Totals, err = u.cfg.Cleanup.QueueTotals(ctx, d.State, d.Kind)
+	}
+	if err == nil {
+		d.Rows, err = u.queueRows(r, rows)
+	}
+	if err != nil {
 		u.fail(w, r, err)
 		return
+	}
+	page := func(n int) string {
+		v := url.Values{"state": {d.State}, "kind": {d.Kind}, "page": {strconv.Itoa(n)}}
+		if d.Sort != "" {
+			v.Set("sort", d.Sort)
+		}
+		if d.Order != "" {
+			v.Set("order", d.Order)
+		}
+		return "/proposals?" + v.Encode()
+	}
+	if d.Page > 1 {
+		d.Prev = page(d.Page - 1)
+	}
+	if more {
+		d.Next = page(d.Page + 1)
+	}
+	if s := u.sessions.get(r); s != nil && s.Admin {
+		d.Selectable = true
 	}
 	u.render(w, r, http.StatusOK, "proposals", "Cleanup proposals", d)
 }

@@ -199,6 +199,7 @@ func (u *UI) routes() {
 	u.handleFunc("GET /proposals/{id}/approve", u.approveForm)
 	u.handleFunc("GET /proposals/{id}/files", u.filesDownload)
 	u.handleFunc("POST /proposals/{id}/{decision}", u.decide)
+	u.queueRoutes()
 	u.handleFunc("GET /scans", u.scans)
 	u.handleFunc("GET /scans/{id}", u.scan)
 	u.tablesRoutes()
