@@ -53,8 +53,8 @@ type assetData struct {
 	Runs      []lineage.RunInfo // read by lineageParts; the page shows RunList
 	// RunList is a page of the asset's runs (runs.go), nil without lineage; JobUse the jobs that
 	// read or wrote it through OpenLineage runs, nil without usage.
-	RunList *runsView
-	JobUse  *jobReaders
+	RunList   *runsView
+	JobUse    *jobReaders
 	Table     *tables.Table
 	Health    *tables.Health
 	Commits   *warehouse.CommitHealth // for a table served over the Iceberg REST protocol
