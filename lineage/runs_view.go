@@ -5,6 +5,7 @@ package lineage
 // a page at a time. Every list is bounded and says how much it left out.
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -118,11 +119,25 @@ func (s *Service) Run(ctx context.Context, id string) (RunView, error) {
 	if id == "" || len(id) > MaxRunIDBytes {
 		return RunView{}, unknownRun(id)
 	}
-	info, err := s.GetRun(ctx, id)
+	r, err := s.db.Run.Get(ctx, id)
+	if ent.IsNotFound(err) {
+		return RunView{}, unknownRun(id)
+	}
 	if err != nil {
+		return RunView{}, fmt.Errorf("lineage: read run: %w", err)
+	}
+	// withIO would read every input and output: a run can name thousands.
+	info := RunInfo{ID: r.ID, JobAssetID: r.JobAssetID, State: string(r.State), StateTime: r.StateTime.UTC(),
+		StartedAt: utc(r.StartedAt), EndedAt: utc(r.EndedAt), NominalStart: utc(r.NominalStart), NominalEnd: utc(r.NominalEnd),
+		ParentRunID: r.ParentRunID, Facets: r.Facets, EventCount: r.EventCount, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
+	v := RunView{Error: runError(info.Facets)}
+	if info.Inputs, v.MoreInputs, err = s.runIOs(ctx, id, runio.RoleInput); err != nil {
 		return RunView{}, err
 	}
-	v := RunView{RunInfo: info, Error: runError(info.Facets)}
+	if info.Outputs, v.MoreOutputs, err = s.runIOs(ctx, id, runio.RoleOutput); err != nil {
+		return RunView{}, err
+	}
+	v.RunInfo = info
 	evs, err := s.db.LineageEvent.Query().Where(lineageevent.RunID(id), lineageevent.KindEQ(lineageevent.KindRun)).
 		Order(ent.Asc(lineageevent.FieldEventTime), ent.Asc(lineageevent.FieldID)).Limit(MaxStateChanges+1).
 		Select(lineageevent.FieldEventType, lineageevent.FieldEventTime).All(ctx)
@@ -146,16 +161,10 @@ func (s *Service) Run(ctx context.Context, id string) (RunView, error) {
 		}
 		v.ParentKnown = n > 0
 	}
-	edges, err := s.db.RunVersion.Query().Where(runversion.RunID(id)).All(ctx)
+	ins, outs := info.Inputs, info.Outputs
+	edges, err := s.db.RunVersion.Query().Where(runversion.RunID(id), runversion.AssetIDIn(append(slices.Clone(ins), outs...)...)).All(ctx)
 	if err != nil {
 		return RunView{}, fmt.Errorf("lineage: versions of run: %w", err)
-	}
-	ins, outs := info.Inputs, info.Outputs
-	if len(ins) > MaxRunDatasets {
-		ins, v.MoreInputs = ins[:MaxRunDatasets], len(ins)-MaxRunDatasets
-	}
-	if len(outs) > MaxRunDatasets {
-		outs, v.MoreOutputs = outs[:MaxRunDatasets], len(outs)-MaxRunDatasets
 	}
 	sums, err := s.cat.Summaries(ctx, append(append([]uuid.UUID{info.JobAssetID}, ins...), outs...))
 	if err != nil {
@@ -167,6 +176,28 @@ func (s *Service) Run(ctx context.Context, id string) (RunView, error) {
 	return v, nil
 }
 
+// runIOs lists up to MaxRunDatasets of a run's inputs (or outputs), in the order first named,
+// and how many more it has.
+func (s *Service) runIOs(ctx context.Context, id string, role runio.Role) ([]uuid.UUID, int, error) {
+	rows, err := s.db.RunIO.Query().Where(runio.RunID(id), runio.RoleEQ(role)).Order(ent.Asc(runio.FieldID)).Limit(MaxRunDatasets + 1).All(ctx)
+	if err != nil {
+		return nil, 0, fmt.Errorf("lineage: %ss of run: %w", role, err)
+	}
+	more := 0
+	if len(rows) > MaxRunDatasets {
+		n, err := s.db.RunIO.Query().Where(runio.RunID(id), runio.RoleEQ(role)).Count(ctx)
+		if err != nil {
+			return nil, 0, fmt.Errorf("lineage: %ss of run: %w", role, err)
+		}
+		rows, more = rows[:MaxRunDatasets], n-MaxRunDatasets
+	}
+	ids := make([]uuid.UUID, 0, len(rows))
+	for _, r := range rows {
+		ids = append(ids, r.AssetID)
+	}
+	return ids, more, nil
+}
+
 // summaryOf is the asset's summary, or one that holds only its ID when it is gone.
 func summaryOf(sums map[uuid.UUID]catalog.Summary, id uuid.UUID) catalog.Summary {
 	if sum, ok := sums[id]; ok {
@@ -175,6 +206,7 @@ func summaryOf(sums map[uuid.UUID]catalog.Summary, id uuid.UUID) catalog.Summary
 	return catalog.Summary{ID: id}
 }
 
+// runDatasets pairs each dataset with the version edge of the run that names it, in name order.
 func runDatasets(ids []uuid.UUID, sums map[uuid.UUID]catalog.Summary, edges []*ent.RunVersion, role runversion.Role) []RunDataset {
 	out := make([]RunDataset, 0, len(ids))
 	for _, id := range ids {
@@ -185,6 +217,9 @@ func runDatasets(ids []uuid.UUID, sums map[uuid.UUID]catalog.Summary, edges []*e
 		}
 		out = append(out, d)
 	}
+	slices.SortStableFunc(out, func(a, b RunDataset) int {
+		return cmp.Or(strings.Compare(a.Asset.Namespace, b.Asset.Namespace), strings.Compare(a.Asset.Name, b.Asset.Name))
+	})
 	return out
 }
 
