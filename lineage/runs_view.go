@@ -107,7 +107,9 @@ type JobView struct {
 	MoreOutputs     int
 	Failures        int      // runs that ended in FAIL
 	LatestFailures  []RunRow // the newest RecentFailures of them
-	Durations       []RunRow // the newest DurationRuns runs that started and ended, oldest first
+	// Durations are the newest DurationRuns runs that started and ended, oldest first (a run
+	// that sent one event has no duration to show).
+	Durations []RunRow
 }
 
 func unknownRun(id string) error {
@@ -412,7 +414,7 @@ func (s *Service) JobDetail(ctx context.Context, id uuid.UUID) (JobView, error) 
 	if v.LatestFailures, err = s.runRows(ctx, failed); err != nil {
 		return JobView{}, err
 	}
-	ended, err := s.db.Run.Query().Where(run.JobAssetID(id), run.StartedAtNotNil(), run.EndedAtNotNil()).
+	ended, err := s.db.Run.Query().Where(run.JobAssetID(id), run.StartedAtNotNil(), run.EndedAtNotNil(), run.EventCountGT(1)).
 		Order(ent.Desc(run.FieldEndedAt), ent.Desc(run.FieldID)).Limit(DurationRuns).All(ctx)
 	if err != nil {
 		return JobView{}, fmt.Errorf("lineage: durations of %s: %w", id, err)

@@ -77,8 +77,10 @@ type runRow struct {
 
 // runDuration says how long a run took in words, how long it has been running, or why it is
 // not known.
-func runDuration(start, end *time.Time, state string, now time.Time) string {
+func runDuration(start, end *time.Time, state string, events int, now time.Time) string {
 	switch {
+	case events <= 1 && start != nil && end != nil && start.Equal(*end):
+		return "not known (one event)" // a run sent only its end: lineage dates its start then too
 	case start != nil && end != nil:
 		return words.Duration(end.Sub(*start))
 	case start != nil && (state == "START" || state == "RUNNING"):
@@ -94,7 +96,7 @@ func (u *UI) runRows(rows []lineage.RunRow) []runRow {
 	out := make([]runRow, 0, len(rows))
 	for _, r := range rows {
 		out = append(out, runRow{ID: r.ID, Href: runHref(r.ID), Job: linkOf(r.Job), State: r.State, Start: r.StartedAt,
-			Duration: runDuration(r.StartedAt, r.EndedAt, r.State, now), Error: r.Error})
+			Duration: runDuration(r.StartedAt, r.EndedAt, r.State, r.EventCount, now), Error: r.Error})
 	}
 	return out
 }
@@ -174,7 +176,7 @@ func (u *UI) runPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := runData{ID: v.ID, ParentID: v.ParentRunID, Job: linkOf(v.Job), State: v.State, StateTime: v.StateTime, Start: v.StartedAt, End: v.EndedAt,
-		NominalStart: v.NominalStart, NominalEnd: v.NominalEnd, Duration: runDuration(v.StartedAt, v.EndedAt, v.State, u.cfg.Now()),
+		NominalStart: v.NominalStart, NominalEnd: v.NominalEnd, Duration: runDuration(v.StartedAt, v.EndedAt, v.State, v.EventCount, u.cfg.Now()),
 		EventCount: v.EventCount, MoreStates: v.MoreStates, MoreInputs: v.MoreInputs, MoreOutputs: v.MoreOutputs, Error: v.Error}
 	if v.ParentKnown {
 		d.ParentHref = runHref(v.ParentRunID)

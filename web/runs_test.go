@@ -140,6 +140,11 @@ func TestRunsBrowser(t *testing.T) {
 	if got := text("#runs-table"); !strings.Contains(got, "cl_i_test_application.execute_insert_into_hive_table.warehouse_t2") || !strings.Contains(got, "COMPLETE") {
 		t.Errorf("the asset's runs do not name the job and its state: %q", got)
 	}
+	// The drop_table run sent only its COMPLETE event: its duration is not known, not 0 seconds.
+	if got := text(`#runs-table tr:has(a[href="/runs/019299c5-4630-75cc-a27a-33e6e55ec50d"]) .run-duration`); got != "not known (one event)" {
+		t.Errorf("a one-event run's duration reads %q", got)
+	}
+	shot(t, bctx, "asset-runs")
 	click(`a.run-link[href="/runs/` + insert + `"]`)
 	for _, c := range []struct{ sel, want string }{
 		{"#run-job", "cl_i_test_application.execute_insert_into_hive_table.warehouse_t2"},
@@ -241,6 +246,16 @@ func TestReadersAreJobs(t *testing.T) {
 		}
 		if strings.Contains(readers[1], "Nobody read it") {
 			t.Errorf("top readers say nobody read it")
+		}
+		// Past the jobs the page names, it counts the rest.
+		for i := range 12 {
+			start := t0.Add(time.Duration(100+i) * time.Minute)
+			w.run(fmt.Sprintf("0190a000-0000-7000-8000-1%011d", i), fmt.Sprintf("wide_%02d", i), start, start.Add(time.Second), []string{ds("warehouse", "wide", "")}, nil)
+		}
+		_, body = w.page("/assets/" + w.asset(catalog.SpaceDataset, "warehouse", "wide").String())
+		if !strings.Contains(body, "12 reads and 0 writes by 12 jobs") || !strings.Contains(body, "and 2 more jobs that read it") ||
+			strings.Count(body, `class="job-reader"`) != 10 {
+			t.Errorf("a table read by 12 jobs: %d named", strings.Count(body, `class="job-reader"`))
 		}
 		// A table nobody used says so, rather than "0 reads by 0 actors".
 		if _, err := w.cat.Create(w.ctx, catalog.CreateInput{Kind: catalog.KindTable, Namespace: "warehouse", Name: "unread"}); err != nil {
