@@ -50,7 +50,11 @@ type assetData struct {
 	Field     string
 	Fields    []string // this asset's columns with column lineage
 	Columns   []columnRow
-	Runs      []lineage.RunInfo
+	Runs      []lineage.RunInfo // read by lineageParts; the page shows RunList
+	// RunList is a page of the asset's runs (runs.go), nil without lineage; JobUse the jobs that
+	// read or wrote it through OpenLineage runs, nil without usage.
+	RunList   *runsView
+	JobUse    *jobReaders
 	Table     *tables.Table
 	Health    *tables.Health
 	Commits   *warehouse.CommitHealth // for a table served over the Iceberg REST protocol
@@ -159,9 +163,10 @@ func (u *UI) assetPage(w http.ResponseWriter, r *http.Request, status int, edit 
 		return u.partial(r, &d, part, err)
 	}
 	var g errgroup.Group
-	u.usageParts(&g, r, &d)
+	u.usageParts(&g, r, &d, miss)
 	if u.cfg.Lineage != nil {
 		u.lineageParts(&g, r, &d, miss)
+		u.runParts(&g, r, &d, miss)
 	}
 	u.curationParts(&g, r, &d, miss)
 	u.nameShareParts(&g, r, &d, miss)
@@ -187,8 +192,9 @@ func (u *UI) assetPage(w http.ResponseWriter, r *http.Request, status int, edit 
 	u.render(w, r, status, "asset", a.Name, d)
 }
 
-// usageParts reads the asset page's usage chart: 90 days, a point a day.
-func (u *UI) usageParts(g *errgroup.Group, r *http.Request, d *assetData) {
+// usageParts reads the asset page's usage chart: 90 days, a point a day; and the jobs that used
+// the asset through OpenLineage runs over the same days.
+func (u *UI) usageParts(g *errgroup.Group, r *http.Request, d *assetData, miss func(string, error) bool) {
 	ctx, id := r.Context(), d.Asset.ID
 	if u.cfg.Usage != nil {
 		g.Go(func() error {
@@ -203,6 +209,14 @@ func (u *UI) usageParts(g *errgroup.Group, r *http.Request, d *assetData) {
 				d.Chart.X = append(d.Chart.X, p.Start.Unix())
 				d.Chart.Reads = append(d.Chart.Reads, p.Reads)
 				d.Chart.Writes = append(d.Chart.Writes, p.Writes)
+			}
+			return nil
+		})
+		g.Go(func() error {
+			now := u.cfg.Now().UTC()
+			j, err := u.cfg.Usage.JobReaders(ctx, id, now.Add(-89*24*time.Hour), now, topJobs)
+			if !miss("the jobs that read it", err) {
+				d.JobUse = jobReadersOf(j)
 			}
 			return nil
 		})

@@ -194,6 +194,7 @@ func (u *UI) routes() {
 	u.handleFunc("GET /assets/{id}", u.asset)
 	u.handleFunc("GET /assets/{id}/impact", u.impact)
 	u.handleFunc("GET /assets/{id}/versions/{v}", u.versionPage)
+	u.runRoutes()
 	u.handleFunc("GET /proposals", u.proposals)
 	u.handleFunc("GET /proposals/{id}", u.proposal)
 	u.handleFunc("GET /proposals/{id}/approve", u.approveForm)
