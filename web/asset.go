@@ -50,7 +50,6 @@ type assetData struct {
 	Field     string
 	Fields    []string // this asset's columns with column lineage
 	Columns   []columnRow
-	Runs      []lineage.RunInfo // read by lineageParts; the page shows RunList
 	// RunList is a page of the asset's runs (runs.go), nil without lineage; JobUse the jobs that
 	// read or wrote it through OpenLineage runs, nil without usage.
 	RunList   *runsView

@@ -150,14 +150,6 @@ func (u *UI) lineageParts(g *errgroup.Group, r *http.Request, d *assetData, miss
 		}
 		return nil
 	})
-	if a.Kind == catalog.KindJob || a.Kind == catalog.KindTable || a.Kind == catalog.KindView {
-		g.Go(func() error {
-			var err error
-			d.Runs, err = u.cfg.Lineage.RunsOf(ctx, id, 20)
-			miss("the runs", err)
-			return nil
-		})
-	}
 	// Column lineage keeps no history: the graph of a past time is drawn without it.
 	if a.Kind != catalog.KindJob && a.Status != catalog.StatusDeleted && d.At == nil {
 		g.Go(func() error {
