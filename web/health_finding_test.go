@@ -66,7 +66,7 @@ func TestHealthLeadsWithDanglingReference(t *testing.T) {
 			t.Fatalf("the health section does not lead with the finding (finding at %d, figures at %d):\n%s", finding, health, page)
 		}
 		lead := page[finding:health]
-		for _, want := range []string{"Queries on this table fail", "1 files that storage does not have", `href="/proposals/` + ps[0].ID.String() + `"`, gone[strings.LastIndex(gone, "/")+1:]} {
+		for _, want := range []string{"Queries on this table fail", "1 file that storage does not have", `href="/proposals/` + ps[0].ID.String() + `"`, gone[strings.LastIndex(gone, "/")+1:]} {
 			if !strings.Contains(lead, want) {
 				t.Errorf("the finding at the head of the health section lacks %q:\n%s", want, lead)
 			}

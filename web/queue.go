@@ -28,7 +28,6 @@ func init() {
 }
 
 var queueFuncs = template.FuncMap{
-	"count":    words.Count,
 	"sortLink": sortLink,
 	"sortMark": sortMark,
 	// price is a unit price with the digits it has ("$0.023"), not rounded to cents.
