@@ -195,7 +195,7 @@ func (a *API) lineageRoutes() {
 		Params: []param{
 			{Name: "nodeId", In: "query", Required: true, Description: "dataset:<namespace>:<name> or job:<namespace>:<name>; former names work"},
 			{Name: "depth", In: "query", Description: "hops, 1-20, default 20; every job in the answer comes with all its inputs and outputs, as in Marquez"},
-			{Name: "limit", In: "query", Description: "most nodes to return (whole levels), 1 to the server's cap (--lineage-max-nodes), default 1000; truncated says when more exist"},
+			{Name: "limit", In: "query", Description: "most nodes to return (whole levels), 1 to the server's cap (--lineage-max-nodes, and no more than --lineage-budget-per-client), default 1000; truncated says when more exist. Under load a 503 with Retry-After: retry then"},
 			{Name: "at", In: "query", Description: atParamDoc + " nodeId names the asset that held the name then (failing that, as without at); node IDs use the names of then."},
 		},
 		Responses: map[int]any{200: marquezGraphResponse{}},
@@ -208,7 +208,7 @@ func (a *API) lineageRoutes() {
 		Params: []param{
 			{Name: "direction", In: "query", Description: "upstream, downstream or both (default)"},
 			{Name: "depth", In: "query", Description: "1-20, default 3"},
-			{Name: "limit", In: "query", Description: "most nodes to return, 1 to the server's cap (--lineage-max-nodes), default 1000"},
+			{Name: "limit", In: "query", Description: "most nodes to return, 1 to the server's cap (--lineage-max-nodes, and no more than --lineage-budget-per-client), default 1000; under load a 503 with Retry-After"},
 			{Name: "at", In: "query", Description: atParamDoc},
 		},
 		Responses: map[int]any{200: assetLineageResponse{}},
