@@ -38,6 +38,8 @@ type serveConfig struct {
 	lineageLimit    int64
 	graphSync       time.Duration
 	lineageMax      int
+	budgetNodes     int
+	budgetClient    int
 	sources         string
 	reconcileEvery  time.Duration
 	usageLateness   time.Duration
@@ -72,6 +74,8 @@ func serveFlags(fs *flag.FlagSet, cfg *serveConfig) {
 	fs.Int64Var(&cfg.lineageLimit, "lineage-body-limit", handlers.DefaultLineageBodyLimit, "largest OpenLineage request in bytes, before and after gzip (TIDEMARK_LINEAGE_BODY_LIMIT)")
 	fs.DurationVar(&cfg.graphSync, "graph-sync-interval", 2*time.Second, "how often the in-memory lineage graph picks up other replicas' edges (TIDEMARK_GRAPH_SYNC_INTERVAL)")
 	fs.IntVar(&cfg.lineageMax, "lineage-max-nodes", lineage.DefaultMaxNodes, "most nodes one lineage answer may hold (the limit parameter's ceiling) (TIDEMARK_LINEAGE_MAX_NODES)")
+	fs.IntVar(&cfg.budgetNodes, "lineage-budget-nodes", 0, "most nodes all lineage answers in flight may hold together; more wait up to 2s, then 503 with Retry-After; 0 is 4 × the per-client budget (TIDEMARK_LINEAGE_BUDGET_NODES)")
+	fs.IntVar(&cfg.budgetClient, "lineage-budget-per-client", 0, "most nodes one client's lineage answers in flight may hold together (a token, else an address), also the largest limit; 0 is --lineage-max-nodes (TIDEMARK_LINEAGE_BUDGET_PER_CLIENT)")
 	fs.StringVar(&cfg.sources, "migration-sources", "", "PostgreSQL databases dataset migrations may read a side from: name=DSN,... (use a role that can only read) (TIDEMARK_MIGRATION_SOURCES)")
 	fs.DurationVar(&cfg.reconcileEvery, "reconcile-interval", 6*time.Hour, "how often each dataset migration is reconciled; 0 turns scheduled runs off (TIDEMARK_RECONCILE_INTERVAL)")
 	fs.DurationVar(&cfg.usageLateness, "usage-lateness", usage.DefaultLateness, "oldest usage record accepted (TIDEMARK_USAGE_LATENESS)")
@@ -149,7 +153,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- st
 		store.Close()
 		return err
 	}
-	acfg.Lineage = append(acfg.Lineage, lineage.WithMaxNodes(cfg.lineageMax))
+	acfg.Lineage = append(acfg.Lineage, lineage.WithMaxNodes(cfg.lineageMax), lineage.WithBudget(cfg.budgetNodes, cfg.budgetClient))
 	if acfg.MigrationSources, err = migrationSources(cfg.sources); err != nil {
 		store.Close()
 		return err
@@ -234,6 +238,9 @@ func (cfg *serveConfig) check() error {
 	}
 	if cfg.lineageMax < 1 || cfg.lineageMax > 10_000_000 {
 		return fmt.Errorf("--lineage-max-nodes must be from 1 to 10000000, not %d", cfg.lineageMax)
+	}
+	if cfg.budgetNodes < 0 || cfg.budgetClient < 0 || (cfg.budgetNodes > 0 && cfg.budgetClient > cfg.budgetNodes) {
+		return fmt.Errorf("--lineage-budget-nodes (%d) and --lineage-budget-per-client (%d) must not be negative, and one client's budget must fit in the whole", cfg.budgetNodes, cfg.budgetClient)
 	}
 	return nil
 }

@@ -100,6 +100,15 @@ func Mount(srv *server.Server, cfg Config) *API {
 			Help: "Usage records received, by status: accepted, duplicate, refused, unresolved."}, []string{"status"}),
 	}
 	srv.Registry().MustRegister(a.lineageEvents, a.usageRecords)
+	if b := cfg.Lineage; b != nil {
+		// The node budget of the lineage answers in flight: what it holds, and how often it
+		// refused (a rising count says the budget or the clients need looking at).
+		srv.Registry().MustRegister(
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tidemark_lineage_budget_reserved_nodes",
+				Help: "Nodes the lineage answers in flight hold of the node budget."}, func() float64 { return float64(b.Budget().Reserved()) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tidemark_lineage_budget_refusals_total",
+				Help: "Lineage answers refused (503) because the node budget had no room within the wait."}, func() float64 { return float64(b.Budget().Refused()) }))
+	}
 	for _, p := range []string{"/api", "/api/*", "/healthz", "/metrics"} {
 		srv.ErrorModel(p, errorHandler(cfg.Logger))
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"github.com/tidemark/tidemark/auth"
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/lineage"
 )
@@ -194,7 +195,7 @@ func (a *API) lineageRoutes() {
 		Params: []param{
 			{Name: "nodeId", In: "query", Required: true, Description: "dataset:<namespace>:<name> or job:<namespace>:<name>; former names work"},
 			{Name: "depth", In: "query", Description: "hops, 1-20, default 20; every job in the answer comes with all its inputs and outputs, as in Marquez"},
-			{Name: "limit", In: "query", Description: "most nodes to return (whole levels), 1 to the server's cap (--lineage-max-nodes), default 1000; truncated says when more exist"},
+			{Name: "limit", In: "query", Description: "most nodes to return (whole levels), 1 to the server's cap (--lineage-max-nodes, and no more than --lineage-budget-per-client), default 1000; truncated says when more exist. Under load a 503 with Retry-After: retry then"},
 			{Name: "at", In: "query", Description: atParamDoc + " nodeId names the asset that held the name then (failing that, as without at); node IDs use the names of then."},
 		},
 		Responses: map[int]any{200: marquezGraphResponse{}},
@@ -207,7 +208,7 @@ func (a *API) lineageRoutes() {
 		Params: []param{
 			{Name: "direction", In: "query", Description: "upstream, downstream or both (default)"},
 			{Name: "depth", In: "query", Description: "1-20, default 3"},
-			{Name: "limit", In: "query", Description: "most nodes to return, 1 to the server's cap (--lineage-max-nodes), default 1000"},
+			{Name: "limit", In: "query", Description: "most nodes to return, 1 to the server's cap (--lineage-max-nodes, and no more than --lineage-budget-per-client), default 1000; under load a 503 with Retry-After"},
 			{Name: "at", In: "query", Description: atParamDoc},
 		},
 		Responses: map[int]any{200: assetLineageResponse{}},
@@ -365,8 +366,30 @@ func (a *API) walkParams(c echo.Context, defLimit int) (id uuid.UUID, dir lineag
 	if depth, err = queryInt(c, "depth", 3, 1, lineage.MaxDepth); err != nil {
 		return
 	}
-	limit, err = queryInt(c, "limit", defLimit, 1, a.cfg.Lineage.MaxNodes())
+	limit, err = queryInt(c, "limit", min(defLimit, a.maxLimit()), 1, a.maxLimit())
 	return
+}
+
+// maxLimit is the largest limit a lineage answer may ask for: the server's cap on one answer,
+// and no more than one client may have in flight (a larger one could never be had).
+func (a *API) maxLimit() int {
+	return min(a.cfg.Lineage.MaxNodes(), a.cfg.Lineage.Budget().PerClient())
+}
+
+// reserve holds nodes of the lineage budget for the request's client until the answer is
+// written (its encoding is part of the memory): over budget, it waits briefly, then is a 503
+// with Retry-After. The client is the verified token's name, else the connection's address,
+// as for the anonymous rate limit.
+func (a *API) reserve(c echo.Context, nodes int) (*lineage.Reservation, error) {
+	if a.cfg.Lineage == nil {
+		return nil, nil
+	}
+	ctx := c.Request().Context()
+	client := "address " + c.RealIP()
+	if tok, ok := auth.TokenFrom(ctx); ok {
+		client = "token " + tok.Name
+	}
+	return a.cfg.Lineage.Reserve(ctx, client, nodes)
 }
 
 // atParamDoc documents at= on the lineage endpoints.
@@ -389,15 +412,20 @@ func atParam(c echo.Context) (*time.Time, error) {
 	return &t, nil
 }
 
-// walkAt is the walk an asset lineage request asks for: now, or at the time at= names.
-func (a *API) walkAt(c echo.Context, defLimit int) (lineage.LineageResult, lineage.Direction, int, error) {
+// walkAt is the walk an asset lineage request asks for: now, or at the time at= names, with
+// the budget it holds (the caller releases it once the answer is written).
+func (a *API) walkAt(c echo.Context, defLimit int) (lineage.LineageResult, lineage.Direction, int, *lineage.Reservation, error) {
 	id, dir, depth, limit, err := a.walkParams(c, defLimit)
 	if err != nil {
-		return lineage.LineageResult{}, "", 0, err
+		return lineage.LineageResult{}, "", 0, nil, err
 	}
 	at, err := atParam(c)
 	if err != nil {
-		return lineage.LineageResult{}, "", 0, err
+		return lineage.LineageResult{}, "", 0, nil, err
+	}
+	held, err := a.reserve(c, limit)
+	if err != nil {
+		return lineage.LineageResult{}, "", 0, nil, err
 	}
 	var res lineage.LineageResult
 	if at != nil {
@@ -405,14 +433,20 @@ func (a *API) walkAt(c echo.Context, defLimit int) (lineage.LineageResult, linea
 	} else {
 		res, err = a.cfg.Lineage.Lineage(c.Request().Context(), id, dir, depth, limit)
 	}
-	return res, dir, depth, err
+	if err != nil {
+		held.Release()
+		return lineage.LineageResult{}, "", 0, nil, err
+	}
+	held.Keep(len(res.Nodes) + len(res.Edges))
+	return res, dir, depth, held, nil
 }
 
 func (a *API) assetLineage(c echo.Context) error {
-	res, dir, depth, err := a.walkAt(c, lineage.DefaultLimit)
+	res, dir, depth, held, err := a.walkAt(c, lineage.DefaultLimit)
 	if err != nil {
 		return err
 	}
+	defer held.Release()
 	return streamJSON(c, func(w io.Writer, b []byte) []byte { return writeFull(w, b, res, string(dir), depth) })
 }
 
@@ -425,7 +459,7 @@ func (a *API) marquezLineage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	limit, err := queryInt(c, "limit", lineage.DefaultLimit, 1, a.cfg.Lineage.MaxNodes())
+	limit, err := queryInt(c, "limit", min(lineage.DefaultLimit, a.maxLimit()), 1, a.maxLimit())
 	if err != nil {
 		return err
 	}
@@ -433,6 +467,11 @@ func (a *API) marquezLineage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	held, err := a.reserve(c, limit)
+	if err != nil {
+		return err
+	}
+	defer held.Release()
 	var nodes []lineage.GraphNode
 	var res lineage.LineageResult
 	if at != nil {
@@ -443,6 +482,7 @@ func (a *API) marquezLineage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	held.Keep(len(nodes) + len(res.Edges))
 	return streamJSON(c, func(w io.Writer, b []byte) []byte { return writeMarquez(w, b, nodes, res) })
 }
 

@@ -40,10 +40,11 @@ type compactLineageResponse struct {
 }
 
 func (a *API) compactLineage(c echo.Context) error {
-	res, dir, depth, err := a.walkAt(c, a.cfg.Lineage.MaxNodes())
+	res, dir, depth, held, err := a.walkAt(c, a.cfg.Lineage.MaxNodes())
 	if err != nil {
 		return err
 	}
+	defer held.Release()
 	return streamJSON(c, func(w io.Writer, b []byte) []byte { return writeCompact(w, b, res, string(dir), depth) })
 }
 

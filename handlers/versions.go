@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"github.com/tidemark/tidemark/lineage"
 	"github.com/tidemark/tidemark/versions"
 )
 
@@ -366,6 +367,15 @@ func (a *API) getVersion(c echo.Context) error {
 	return c.JSON(http.StatusOK, toVersionResponse(ver))
 }
 
+// reserveVersions holds, in the lineage budget, the most versions a version walk collects (the
+// versions package's cap; within one client's share): those answers grow with their nodes too.
+func (a *API) reserveVersions(c echo.Context) (*lineage.Reservation, error) {
+	if a.cfg.Lineage == nil {
+		return nil, nil
+	}
+	return a.reserve(c, min(versions.DefaultMaxNodes, a.cfg.Lineage.Budget().PerClient()))
+}
+
 func (a *API) versionLineage(c echo.Context) error {
 	id, err := assetID(c)
 	if err != nil {
@@ -383,6 +393,11 @@ func (a *API) versionLineage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	held, err := a.reserveVersions(c)
+	if err != nil {
+		return err
+	}
+	defer held.Release()
 	g, err := a.cfg.Versions.Lineage(c.Request().Context(), id, v, dir, depth)
 	if err != nil {
 		return err
@@ -418,6 +433,11 @@ func (a *API) versionImpact(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	held, err := a.reserveVersions(c)
+	if err != nil {
+		return err
+	}
+	defer held.Release()
 	im, err := a.cfg.Versions.Impact(c.Request().Context(), id, v, depth)
 	if err != nil {
 		return err
