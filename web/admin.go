@@ -65,14 +65,8 @@ func (u *UI) admin(w http.ResponseWriter, r *http.Request) *session {
 
 // adminForm checks a POST from an admin's page: its size, the session, the CSRF token, the scope.
 func (u *UI) adminForm(w http.ResponseWriter, r *http.Request) *session {
-	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
-	if err := r.ParseForm(); err != nil {
-		http.Error(w, "the form is too large or malformed", http.StatusBadRequest)
-		return nil
-	}
-	s := u.sessions.get(r)
-	if s == nil || !u.checkCSRF(r, s) {
-		http.Error(w, "forbidden: sign in, and use the page's own form", http.StatusForbidden)
+	s := u.formSession(w, r, 16<<10)
+	if s == nil {
 		return nil
 	}
 	if !s.Admin {

@@ -357,11 +357,10 @@ func (e *editState) current(d *assetData) {
 // flash key and the page section to go back to.
 type assetEditFunc func(ctx context.Context, cat *catalog.Catalog, id uuid.UUID, version int64, f url.Values) (flash, anchor string, err error)
 
-// editor returns the session of a person who may edit through this request's form: signed in
-// with a write token, the form carrying the session's CSRF token. Otherwise it answers 403 and
-// returns nil.
-func (u *UI) editor(w http.ResponseWriter, r *http.Request) *session {
-	r.Body = http.MaxBytesReader(w, r.Body, 256<<10) // a description is at most 16 KiB, encoded up to 3x
+// formSession reads a POSTed form of at most limit bytes and returns the signed-in session whose
+// CSRF token it carries; otherwise it answers 400 or 403 and returns nil.
+func (u *UI) formSession(w http.ResponseWriter, r *http.Request, limit int64) *session {
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
 	if err := r.ParseForm(); err != nil {
 		http.Error(w, "the form is too large or malformed", http.StatusBadRequest)
 		return nil
@@ -369,6 +368,17 @@ func (u *UI) editor(w http.ResponseWriter, r *http.Request) *session {
 	s := u.sessions.get(r)
 	if s == nil || !u.checkCSRF(r, s) {
 		http.Error(w, "forbidden: sign in, and use the page's own form", http.StatusForbidden)
+		return nil
+	}
+	return s
+}
+
+// editor returns the session of a person who may edit through this request's form: signed in
+// with a write token, the form carrying the session's CSRF token. Otherwise it answers 403 and
+// returns nil.
+func (u *UI) editor(w http.ResponseWriter, r *http.Request) *session {
+	s := u.formSession(w, r, 256<<10) // a description is at most 16 KiB, encoded up to 3x
+	if s == nil {
 		return nil
 	}
 	if !s.Write {
