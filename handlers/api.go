@@ -81,8 +81,8 @@ type API struct {
 }
 
 // Mount adds the API's routes to the shell and makes problem+json the error model of the paths
-// it serves: /api, /healthz and /metrics (every other path is a page of the web UI, whose error
-// model is its HTML error page).
+// it serves, /api, /healthz and /metrics, and of every path no face claims (in the whole
+// process the web UI claims those, and answers them with its HTML error page).
 func Mount(srv *server.Server, cfg Config) *API {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -109,7 +109,8 @@ func Mount(srv *server.Server, cfg Config) *API {
 			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tidemark_lineage_budget_refusals_total",
 				Help: "Lineage answers refused (503) because the node budget had no room within the wait."}, func() float64 { return float64(b.Budget().Refused()) }))
 	}
-	for _, p := range []string{"/api", "/api/*", "/healthz", "/metrics"} {
+	// Every path no face claims too ("/*"), until the web UI, mounted after the API, claims it.
+	for _, p := range []string{"/*", "/api", "/api/*", "/healthz", "/metrics"} {
 		srv.ErrorModel(p, errorHandler(cfg.Logger))
 	}
 	a.routes()

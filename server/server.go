@@ -133,10 +133,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.e.ServeHT
 
 // ErrorModel makes render answer every error on the paths pattern names: an exact path, or a
 // prefix ending in * ("/iceberg/*"; "/*" is every path no other pattern claims). An exact path
-// wins over a prefix, a longer prefix over a shorter. It answers the errors a face's routes
-// return and those the shell raises before they run.
+// wins over a prefix, a longer prefix over a shorter; a pattern claimed again is the later
+// claim's (the API answers "/*" until the UI, mounted after it, takes it). It answers the errors
+// a face's routes return and those the shell raises before they run.
 func (s *Server) ErrorModel(pattern string, render Render) {
 	m := model{prefix: strings.TrimSuffix(pattern, "*"), exact: !strings.HasSuffix(pattern, "*"), render: render}
+	for i, o := range s.models {
+		if o.prefix == m.prefix && o.exact == m.exact {
+			s.models[i] = m
+			return
+		}
+	}
 	s.models = append(s.models, m)
 	sort.SliceStable(s.models, func(i, j int) bool {
 		a, b := s.models[i], s.models[j]

@@ -40,15 +40,18 @@ func get(t *testing.T, url string) (int, string) {
 }
 
 // TestErrorModelsByPath: an error is answered by the model registered for its path: an exact
-// path before a prefix, a longer prefix before a shorter, "/*" for the rest.
+// path before a prefix, a longer prefix before a shorter, "/*" for the rest, and a pattern
+// claimed twice by its later claim.
 func TestErrorModelsByPath(t *testing.T) {
 	srv := server.New(server.Config{Logger: quiet()})
 	srv.ErrorModel("/*", model("default"))
 	srv.ErrorModel("/iceberg/*", model("iceberg"))
 	srv.ErrorModel("/iceberg/v1/special/*", model("special"))
 	srv.ErrorModel("/", model("home"))
+	srv.ErrorModel("/pages/*", model("first"))
+	srv.ErrorModel("/pages/*", model("pages")) // claimed again: the later claim answers
 	fail := func(echo.Context) error { return errors.New("boom") }
-	for _, p := range []string{"/", "/x", "/iceberg/v1/a", "/iceberg/v1/special/a"} {
+	for _, p := range []string{"/", "/x", "/iceberg/v1/a", "/iceberg/v1/special/a", "/pages/a"} {
 		srv.Echo().GET(p, fail)
 	}
 	ts := httptest.NewServer(srv)
@@ -59,6 +62,7 @@ func TestErrorModelsByPath(t *testing.T) {
 		"/iceberg/v1/a":         "iceberg: boom",
 		"/iceberg/v1/special/a": "special: boom",
 		"/iceberg/v1/unknown":   "iceberg: code=404, message=Not Found",
+		"/pages/a":              "pages: boom",
 	} {
 		if code, body := get(t, ts.URL+path); code != 599 || body != want {
 			t.Errorf("GET %s = %d %q, want %q", path, code, body, want)
