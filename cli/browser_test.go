@@ -231,7 +231,7 @@ func (s *browserSession) anonymousProposal() string {
 	s.t.Helper()
 	s.must(chromedp.Do(s.bctx, chromedp.Navigate(s.base+"/proposals?kind=orphan_files"), chromedp.WaitVisible(chromedp.ID("proposals"))))
 	s.shot("proposals")
-	href, err := chromedp.Run(s.bctx, chromedp.Evaluate[string](`document.querySelector("#proposals a").getAttribute("href")`))
+	href, err := chromedp.Run(s.bctx, chromedp.Evaluate[string](`document.querySelector("#proposals tbody a[href^=\"/proposals/\"]").getAttribute("href")`))
 	s.must(err)
 	s.must(chromedp.Do(s.bctx, chromedp.Navigate(s.base+href), chromedp.WaitVisible(chromedp.ID("proposal-state"))))
 	noButton, err := chromedp.Run(s.bctx, chromedp.Evaluate[bool](`document.getElementById("approve") === null`))

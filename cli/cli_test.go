@@ -255,7 +255,7 @@ func TestCleanupScanCommand(t *testing.T) {
 		t.Fatalf("an unapproved orphan is gone: %v", err)
 	}
 	err := Run(ctx, append(scan, "--scan-age-threshold", "1h"), &out, &errs, nil)
-	if err == nil || !strings.Contains(err.Error(), "24h minimum") {
+	if err == nil || !strings.Contains(err.Error(), "1-day minimum") {
 		t.Fatalf("1h threshold: %v", err)
 	}
 }
