@@ -265,6 +265,10 @@ func TestReadersAreJobs(t *testing.T) {
 		if !strings.Contains(body, "No reads or writes recorded in the last 90 days.") || !strings.Contains(body, "Nobody read it in the last 90 days.") {
 			t.Errorf("an unread table's usage has no empty state")
 		}
+		// ... and no empty chart box under it.
+		if strings.Contains(body, `id="usage-chart"`) {
+			t.Errorf("an unread table's page draws an empty usage chart")
+		}
 	})
 }
 
