@@ -6,12 +6,13 @@ package cleanup
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/tidemark/tidemark/internal/sqltime"
 
 	"github.com/google/uuid"
 
@@ -149,42 +150,19 @@ FROM proposals p LEFT JOIN proposal_files f ON f.proposal_id = p.id`+where+` GRO
 	var out []queueKey
 	for rows.Next() {
 		var k queueKey
-		var oldest anyTime
+		var oldest sqltime.Time
 		if err := rows.Scan(&k.id, &k.opened, &k.files, &k.bytes, &oldest); err != nil {
 			return nil, fmt.Errorf("cleanup: queue: %w", err)
 		}
-		k.oldest = oldest.t
+		if !oldest.T.IsZero() {
+			k.oldest = &oldest.T
+		}
 		out = append(out, k)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("cleanup: queue: %w", err)
 	}
 	return out, nil
-}
-
-// anyTime scans an aggregate of a time column: PostgreSQL returns a time, SQLite the stored
-// text (an aggregate has no declared type for the driver to parse it by).
-type anyTime struct{ t *time.Time }
-
-func (a *anyTime) Scan(v any) error {
-	switch x := v.(type) {
-	case nil:
-		return nil
-	case time.Time:
-		a.t = &x
-		return nil
-	case []byte:
-		return a.Scan(string(x))
-	case string:
-		for _, layout := range []string{"2006-01-02 15:04:05.999999999-07:00", time.RFC3339Nano, "2006-01-02 15:04:05.999999999Z07:00", "2006-01-02 15:04:05"} {
-			if t, err := time.Parse(layout, x); err == nil {
-				a.t = &t
-				return nil
-			}
-		}
-		return fmt.Errorf("cleanup: %q is not a time", x)
-	}
-	return fmt.Errorf("cleanup: cannot read %T as a time", v)
 }
 
 // less orders two keys by the sort column, ascending, ties broken by ID so that a page never
@@ -407,5 +385,3 @@ func (s *Service) DecideSelection(ctx context.Context, d SelectionDecision) ([]P
 	}
 	return out, nil
 }
-
-var _ sql.Scanner = (*anyTime)(nil)

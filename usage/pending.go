@@ -9,6 +9,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/tidemark/tidemark/internal/sqltime"
+
 	"github.com/google/uuid"
 
 	"github.com/tidemark/tidemark/ent"
@@ -319,11 +321,11 @@ func (s *Service) Unresolved(ctx context.Context, limit int) ([]Waiting, int64, 
 	var total int64
 	for rows.Next() {
 		var w Waiting
-		var first, last timeValue
+		var first, last sqltime.Time
 		if err := rows.Scan(&w.Namespace, &w.Name, &w.Reads, &w.Writes, &first, &last); err != nil {
 			return nil, 0, fmt.Errorf("usage: list unresolved records: %w", err)
 		}
-		w.FirstAt, w.LastAt = first.t, last.t
+		w.FirstAt, w.LastAt = first.T, last.T
 		total += w.Reads + w.Writes
 		out = append(out, w)
 	}
@@ -337,33 +339,4 @@ func (s *Service) Unresolved(ctx context.Context, limit int) ([]Waiting, int64, 
 		out = out[:limit]
 	}
 	return out, total, nil
-}
-
-// timeValue scans an aggregate of a time column: PostgreSQL answers a time, SQLite the text it
-// stores (the driver's sqlite format).
-type timeValue struct{ t time.Time }
-
-func (v *timeValue) Scan(src any) error {
-	switch x := src.(type) {
-	case time.Time:
-		v.t = x.UTC()
-		return nil
-	case string:
-		return v.parse(x)
-	case []byte:
-		return v.parse(string(x))
-	case nil:
-		return nil
-	}
-	return fmt.Errorf("usage: cannot read %T as a time", src)
-}
-
-func (v *timeValue) parse(s string) error {
-	for _, layout := range []string{"2006-01-02 15:04:05.999999999-07:00", time.RFC3339Nano, "2006-01-02 15:04:05.999999999"} {
-		if t, err := time.Parse(layout, s); err == nil {
-			v.t = t.UTC()
-			return nil
-		}
-	}
-	return fmt.Errorf("usage: %q is not a time", s)
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tidemark/tidemark/internal/sqltime"
+
 	"github.com/google/uuid"
 
 	"github.com/tidemark/tidemark/ent/datasetversion"
@@ -720,14 +722,14 @@ WHERE cur IS NOT NULL GROUP BY asset_id, cur, actor`), args...)
 			var id uuid.UUID
 			var v string
 			var r Reader
-			var last timeValue
+			var last sqltime.Time
 			if err := rows.Scan(&id, &v, &r.Actor, &r.Reads, &last); err != nil {
 				return fmt.Errorf("versions: reads while affected versions were current: %w", err)
 			}
 			if sp := spans[id]; sp == nil || !sp.versions[v] {
 				continue
 			}
-			r.LastRead = last.t
+			r.LastRead = last.T
 			k := Key{id, v}
 			if found[k] == nil {
 				found[k] = map[string]*Reader{}

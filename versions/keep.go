@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tidemark/tidemark/internal/sqltime"
+
 	"github.com/google/uuid"
 
 	"github.com/tidemark/tidemark/ent/datasetversion"
@@ -175,11 +177,11 @@ WHERE u.asset_id = $1 AND u.kind = 'read' AND u.version <> '' AND u.at >= $2`
 		for rows.Next() {
 			var version string
 			var r KeepReader
-			var first, last timeValue
+			var first, last sqltime.Time
 			if err := rows.Scan(&version, &r.Reader, &r.Reads, &first, &last); err != nil {
 				return fmt.Errorf("versions: read the reads of %s: %w", asset, err)
 			}
-			r.First, r.Last = first.t, last.t
+			r.First, r.Last = first.T, last.T
 			k := byVersion[version]
 			if k == nil {
 				reason := KeepRead

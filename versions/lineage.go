@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tidemark/tidemark/internal/sqltime"
+
 	entsql "entgo.io/ent/dialect/sql"
 	"github.com/google/uuid"
 
@@ -459,12 +461,12 @@ func (s *Service) windowEnds(ctx context.Context, assets []uuid.UUID, after func
 		defer rows.Close()
 		for rows.Next() {
 			var a uuid.UUID
-			var end timeValue
+			var end sqltime.Time
 			if err := rows.Scan(&a, &end); err != nil {
 				return fmt.Errorf("versions: versions after the frontier: %w", err)
 			}
-			if !end.t.IsZero() {
-				ends[a] = end.t
+			if !end.T.IsZero() {
+				ends[a] = end.T
 			}
 		}
 		return rows.Err()

@@ -3,13 +3,14 @@ package versions
 import (
 	"cmp"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tidemark/tidemark/internal/sqltime"
 
 	entsql "entgo.io/ent/dialect/sql"
 	"github.com/google/uuid"
@@ -390,12 +391,12 @@ WHERE rk <= ? ORDER BY version, role, rk`), args...)
 		for rows.Next() {
 			var e RunEdge
 			var version, role string
-			var at timeValue
+			var at sqltime.Time
 			var n int
 			if err := rows.Scan(&e.RunID, &version, &role, &e.Label, &e.Basis, &e.Flagged, &e.Conflict, &at, &n); err != nil {
 				return fmt.Errorf("versions: runs of versions: %w", err)
 			}
-			e.At = at.t
+			e.At = at.T
 			k := edgeKey{version, role}
 			edges[k] = append(edges[k], e)
 			counts[k] = n
@@ -492,16 +493,16 @@ WHERE rk <= ? ORDER BY asset_id, version, rk`), args...)
 		for rows.Next() {
 			var k Key
 			var r Reader
-			var last, lastAll timeValue
+			var last, lastAll sqltime.Time
 			var total int64
 			var actors int
 			if err := rows.Scan(&k.AssetID, &k.Version, &r.Actor, &r.Reads, &last, &total, &actors, &lastAll); err != nil {
 				return fmt.Errorf("versions: readers of versions: %w", err)
 			}
-			r.LastRead = last.t
+			r.LastRead = last.T
 			agg := out[k]
 			agg.Reads, agg.Actors = total, actors
-			l := lastAll.t
+			l := lastAll.T
 			agg.LastRead = &l
 			agg.Readers = append(agg.Readers, r)
 			out[k] = agg
@@ -532,34 +533,3 @@ func (s *Service) rebind(q string) string {
 
 // marks is n placeholders separated by commas.
 func marks(n int) string { return strings.TrimSuffix(strings.Repeat("?, ", n), ", ") }
-
-// timeValue scans a time from an aggregate or a derived table: PostgreSQL answers a time,
-// SQLite the text it stores (the driver's sqlite format).
-type timeValue struct{ t time.Time }
-
-func (v *timeValue) Scan(src any) error {
-	switch x := src.(type) {
-	case time.Time:
-		v.t = x.UTC()
-		return nil
-	case string:
-		return v.parse(x)
-	case []byte:
-		return v.parse(string(x))
-	case nil:
-		return nil
-	}
-	return fmt.Errorf("versions: cannot read %T as a time", src)
-}
-
-func (v *timeValue) parse(s string) error {
-	for _, layout := range []string{"2006-01-02 15:04:05.999999999-07:00", time.RFC3339Nano, "2006-01-02 15:04:05.999999999"} {
-		if t, err := time.Parse(layout, s); err == nil {
-			v.t = t.UTC()
-			return nil
-		}
-	}
-	return fmt.Errorf("versions: %q is not a time", s)
-}
-
-var _ sql.Scanner = (*timeValue)(nil)
