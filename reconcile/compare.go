@@ -176,6 +176,7 @@ type windows struct {
 	win        time.Duration
 	by         map[time.Time]*WindowResult
 	duplicated map[string]bool // keys duplicated on either side
+	hashing    hashPlan
 }
 
 func (ws *windows) slot(t time.Time) time.Time {
@@ -244,7 +245,7 @@ func (ws *windows) figures(s *side, which int, sums map[time.Time]*[2]uint64, du
 			if sums[st] == nil {
 				sums[st] = &[2]uint64{}
 			}
-			sums[st][which] += recordHash(r)
+			sums[st][which] += ws.hashing.record(r)
 		}
 	}
 	return picked
@@ -259,7 +260,7 @@ type dupKey struct {
 // compare compares the two sides window by window. now and the lag bound decide whether a gap
 // in the newest windows is lag or divergence.
 func compare(spec *Spec, old, nw *side, now time.Time) []WindowResult {
-	ws := &windows{since: spec.Since, win: spec.Window(), by: map[time.Time]*WindowResult{}, duplicated: map[string]bool{}}
+	ws := &windows{since: spec.Since, win: spec.Window(), by: map[time.Time]*WindowResult{}, duplicated: map[string]bool{}, hashing: spec.hashing}
 	sums := map[time.Time]*[2]uint64{}
 	var dups []dupKey
 	po, pn := ws.figures(old, 0, sums, &dups), ws.figures(nw, 1, sums, &dups)

@@ -3,13 +3,10 @@ package reconcile
 import (
 	"cmp"
 	"context"
-	"crypto/md5"
-	"encoding/binary"
 	"fmt"
 	"maps"
 	"math/big"
 	"slices"
-	"strings"
 	"time"
 )
 
@@ -39,50 +36,8 @@ type sideFigures struct {
 	repeatedSegs map[segKey]bool
 	read         int64 // records Tidemark read to compute them (0 when the side computed them)
 	pushed       bool  // the side computed them (PostgreSQL)
+	unique       bool  // a unique index proves no key repeats (PostgreSQL)
 	reused       int64 // windows whose figures are the previous run's (nothing in them changed)
-}
-
-// enc writes one canonical value unambiguously, as PostgreSQL's quote_nullable does (so the
-// same record hashes the same on both sides): NULL, or the value in single quotes with quotes
-// doubled, and with backslashes doubled behind an E when it holds one.
-func enc(b *strings.Builder, v string) {
-	switch {
-	case v == null:
-		b.WriteString("NULL")
-	case strings.Contains(v, `\`):
-		b.WriteString("E'")
-		b.WriteString(strings.ReplaceAll(strings.ReplaceAll(v, `\`, `\\`), "'", "''"))
-		b.WriteByte('\'')
-	default:
-		b.WriteByte('\'')
-		b.WriteString(strings.ReplaceAll(v, "'", "''"))
-		b.WriteByte('\'')
-	}
-}
-
-// hash64 is the first 8 bytes of the MD5 of s, big-endian: what PostgreSQL's md5() gives too.
-func hash64(s string) uint64 {
-	h := md5.Sum([]byte(s))
-	return binary.BigEndian.Uint64(h[:8])
-}
-
-// recordHash hashes a record's time and values (keys first, then the compared columns).
-func recordHash(r row) uint64 {
-	var b strings.Builder
-	enc(&b, canonTime(r.at))
-	for _, v := range r.vals {
-		enc(&b, v)
-	}
-	return hash64(b.String())
-}
-
-// keyText is a record's key in canonical encoded form (what PostgreSQL groups on too).
-func keyText(vals []string) string {
-	var b strings.Builder
-	for _, v := range vals {
-		enc(&b, v)
-	}
-	return b.String()
 }
 
 // windowIndex is the window a time falls in.
@@ -126,16 +81,19 @@ func newFigureAcc(spec *Spec, src SourceSpec) *figureAcc {
 }
 
 func (a *figureAcc) add(r row) {
-	w := windowIndex(a.spec, r.at)
+	k, h := a.spec.hashing.hashes(r, a.keys)
+	a.addHashed(windowIndex(a.spec, r.at), k, h)
+}
+
+// addHashed counts one record of window w by its key's hash and its own.
+func (a *figureAcc) addHashed(w int64, k, h uint64) {
 	f := a.by[w]
 	if f == nil {
 		f = &figure{}
 		a.by[w] = f
 	}
-	h := recordHash(r)
 	f.rows++
 	f.sum += h
-	k := hash64(keyText(r.vals[:a.keys]))
 	if !a.history {
 		a.packed = append(a.packed, pack(k, w))
 		return
@@ -222,8 +180,7 @@ func streamFigures(ctx context.Context, spec *Spec, src SourceSpec, r reader, fr
 			acc.packed = make([]uint64, 0, n)
 		}
 	}
-	var n int64
-	bytes, err := r.read(ctx, from, to, func(rw row) { acc.add(rw); n++ })
+	bytes, n, err := hashSide(ctx, spec, r, acc, from, to)
 	if err != nil {
 		return sideFigures{}, bytes, err
 	}
@@ -282,7 +239,9 @@ type segFig struct {
 	sum  uint64
 }
 
-func segmentOf(r row, keys int) int64 { return int64(hash64(keyText(r.vals[:keys])) >> (64 - segBits)) }
+func segmentOf(spec *Spec, r row) int64 {
+	return int64(spec.hashing.key(r.vals[:len(spec.KeyColumns)]) >> (64 - segBits))
+}
 
 // keptSegments returns the segments to keep and the windows to read for them, in order, while
 // their records fit maxDeepRows (the first window always does); skipped are the ones that did

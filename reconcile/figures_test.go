@@ -11,7 +11,7 @@ import (
 	"github.com/tidemark/tidemark/storage/storagetest"
 )
 
-// TestPushedDownFiguresMatchGo: PostgreSQL's own figures (canonical text in SQL, MD5, sums) equal
+// TestPushedDownFiguresMatchGo: PostgreSQL's own figures (its hash functions, sums) equal
 // the figures Go computes from the same rows read through canonSQL, for every type with a
 // canonical form in SQL, NULLs, time zones, trailing decimal zeros and multi-byte text included.
 // A float column has no canonical form in SQL: the side is streamed instead.
@@ -57,6 +57,11 @@ func TestPushedDownFiguresMatchGo(t *testing.T) {
 				src.Keys = HistoryKeys
 			}
 			pr := &postgresReader{db: db, table: "public.t", spec: spec}
+			plan, err := planHashes(ctx, pr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			spec.hashing = plan
 			pushed, ok, err := pr.figures(ctx, src, since, to)
 			if err != nil {
 				t.Fatal(err)
@@ -89,10 +94,10 @@ func TestPushedDownFiguresMatchGo(t *testing.T) {
 				t.Fatalf("segments pushed down: %v %v", ok, err)
 			}
 			if _, err := pr.read(ctx, since, to, func(r row) {
-				k := segKey{windowIndex(spec, r.at), segmentOf(r, len(spec.KeyColumns))}
+				k := segKey{windowIndex(spec, r.at), segmentOf(spec, r)}
 				f := inGo[k]
 				f.rows++
-				f.sum += recordHash(r)
+				f.sum += spec.hashing.record(r)
 				inGo[k] = f
 			}); err != nil {
 				t.Fatal(err)
@@ -114,6 +119,75 @@ func TestPushedDownFiguresMatchGo(t *testing.T) {
 				if len(f.repeated) != len(want) || (len(want) > 0 && (!f.repeated[1] || !f.repeated[2])) {
 					t.Errorf("repeated windows %v; want %v", f.repeated, want)
 				}
+			}
+		})
+	}
+}
+
+// TestUniqueIndexProvesNoRepeats: a valid unique index over NOT NULL key columns (or a subset
+// of them) lets PostgreSQL skip the distinct count and the search for repeated keys, with the
+// same figures; a partial index, one over a NULLable column, one over a column that is not a
+// key, or none at all, do not, and a key repeated across windows is then still found.
+func TestUniqueIndexProvesNoRepeats(t *testing.T) {
+	ctx := context.Background()
+	db, err := sql.Open("postgres", storagetest.DSN(t, "postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	since := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name, ddl string
+		keys      []string
+		unique    bool
+		again     string // rows repeating a key in windows 1 and 3, where the index allows it
+	}{
+		{"PrimaryKey", `CREATE TABLE public.u (id bigint PRIMARY KEY, sub int NOT NULL, at timestamptz NOT NULL, v text)`, []string{"id"}, true, ""},
+		{"SubsetOfTheKeys", `CREATE TABLE public.u (id bigint NOT NULL UNIQUE, sub int NOT NULL, at timestamptz NOT NULL, v text)`, []string{"id", "sub"}, true, ""},
+		{"IncludeColumns", `CREATE TABLE public.u (id bigint NOT NULL, sub int, at timestamptz NOT NULL, v text); CREATE UNIQUE INDEX ON public.u (id) INCLUDE (v)`, []string{"id"}, true, ""},
+		{"Nullable", `CREATE TABLE public.u (id bigint UNIQUE, sub int, at timestamptz NOT NULL, v text)`, []string{"id"}, false,
+			`(NULL, 4, '2026-11-02 12:00+00', 'n'), (NULL, 5, '2026-11-04 10:00+00', 'n')`},
+		{"Partial", `CREATE TABLE public.u (id bigint NOT NULL, sub int, at timestamptz NOT NULL, v text); CREATE UNIQUE INDEX ON public.u (id) WHERE sub > 0`, []string{"id"}, false, `(1, 0, '2026-11-04 10:00+00', 'a')`},
+		{"NotAKey", `CREATE TABLE public.u (id bigint NOT NULL, sub int NOT NULL UNIQUE, at timestamptz NOT NULL, v text)`, []string{"id"}, false, `(1, 4, '2026-11-04 10:00+00', 'a')`},
+		{"NoIndex", `CREATE TABLE public.u (id bigint NOT NULL, sub int, at timestamptz NOT NULL, v text)`, []string{"id"}, false, `(1, 4, '2026-11-04 10:00+00', 'a')`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, q := range []string{`DROP TABLE IF EXISTS public.u`, tc.ddl} {
+				if _, err := db.ExecContext(ctx, q); err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+			}
+			rows := `INSERT INTO public.u VALUES (1, 1, '2026-11-02 10:00+00', 'a'), (2, 2, '2026-11-02 11:00+00', NULL), (3, 3, '2026-11-03 10:00+00', 'c')`
+			if tc.again != "" {
+				rows += ", " + tc.again
+			}
+			if _, err := db.ExecContext(ctx, rows); err != nil {
+				t.Fatal(err)
+			}
+			spec := &Spec{KeyColumns: tc.keys, TimeColumn: "at", Columns: []string{"v"}, WindowSeconds: 86400, Since: since}
+			pr := &postgresReader{db: db, table: "public.u", spec: spec}
+			if spec.hashing, err = planHashes(ctx, pr); err != nil {
+				t.Fatal(err)
+			}
+			src := SourceSpec{Kind: SourcePostgres, Keys: UniqueKeys}
+			pushed, ok, err := pr.figures(ctx, src, since, since.AddDate(0, 0, 9))
+			if err != nil || !ok {
+				t.Fatalf("pushed down: %v %v", ok, err)
+			}
+			if pushed.unique != tc.unique {
+				t.Errorf("unique: %v, want %v", pushed.unique, tc.unique)
+			}
+			streamed, _, err := streamFigures(ctx, spec, src, pr, since, since.AddDate(0, 0, 9))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for w, g := range streamed.windows {
+				if p := pushed.windows[w]; p == nil || *p != *g {
+					t.Errorf("window %d: pushed %+v, Go %+v", w, p, g)
+				}
+			}
+			if want := !tc.unique; pushed.repeated[1] != want || pushed.repeated[3] != want || streamed.repeated[1] != want {
+				t.Errorf("repeated windows: pushed %v, streamed %v; want windows 1 and 3 repeated: %v", pushed.repeated, streamed.repeated, want)
 			}
 		})
 	}

@@ -35,8 +35,9 @@ type previous struct {
 }
 
 // lastFigures returns the newest finished run's new-side figures and snapshot, when it read the
-// new side at a recorded snapshot, compared against the same old side and did not fail.
-func (s *Service) lastFigures(ctx context.Context, m Migration, against reconciliationrun.Against) (*previous, error) {
+// new side at a recorded snapshot, compared against the same old side, hashed records the same
+// way (hashing) and did not fail.
+func (s *Service) lastFigures(ctx context.Context, m Migration, against reconciliationrun.Against, hashing string) (*previous, error) {
 	r, err := s.db.ReconciliationRun.Query().Where(reconciliationrun.MigrationID(m.ID), reconciliationrun.FinishedAtNotNil(),
 		reconciliationrun.OriginEQ(reconciliationrun.OriginTidemark)).
 		Order(ent.Desc(reconciliationrun.FieldStartedAt), ent.Desc(reconciliationrun.FieldID)).First(ctx)
@@ -47,7 +48,8 @@ func (s *Service) lastFigures(ctx context.Context, m Migration, against reconcil
 		return nil, fmt.Errorf("reconcile: the previous run: %w", err)
 	}
 	var sum storedSummary
-	if r.Error != "" || r.Against != against || r.Summary == "" || json.Unmarshal([]byte(r.Summary), &sum) != nil || sum.Cost.NewSnapshot == nil {
+	if r.Error != "" || r.Against != against || r.Summary == "" || json.Unmarshal([]byte(r.Summary), &sum) != nil || sum.Cost.NewSnapshot == nil ||
+		sum.Hashing != hashing {
 		return nil, nil
 	}
 	rows, err := s.db.ReconciliationWindow.Query().Where(reconciliationwindow.RunID(r.ID)).Select(reconciliationwindow.FieldBody).All(ctx)
@@ -174,8 +176,8 @@ func incrementalFigures(ctx context.Context, spec *Spec, src SourceSpec, r *iceb
 		if !from.Before(to) {
 			continue
 		}
-		n, err := r.read(ctx, from, to, func(rw row) { acc.add(rw); read++ })
-		bytes += n
+		b, n, err := hashSide(ctx, spec, r, acc, from, to)
+		bytes, read = bytes+b, read+n
 		if err != nil {
 			return sideFigures{}, bytes, false, err
 		}

@@ -55,6 +55,8 @@ type Run struct {
 	Error  string   `json:"error,omitempty"`
 	// legacy: stored before windows were rows; its windows are in its result document.
 	legacy bool
+	// hashing names how the run hashed records (stored: a later run reuses figures hashed alike).
+	hashing string
 }
 
 // Reconcile reads both sides of the migration from its first window to now, compares them,
@@ -103,7 +105,7 @@ func (s *Service) Reconcile(ctx context.Context, id uuid.UUID) (Run, error) {
 	res, cerr := s.compareSides(ctx, m, started, against == reconciliationrun.AgainstArchive)
 	res.Cost.Seconds = time.Since(t0).Seconds()
 	run := Run{ID: row.ID, MigrationID: id, StartedAt: started, Origin: string(reconciliationrun.OriginTidemark), Against: string(against),
-		Windows: res.Windows, Cost: res.Cost}
+		Windows: res.Windows, Cost: res.Cost, hashing: res.hashing}
 	if cerr != nil {
 		run.Error = cerr.Error()
 		res.Causes = []string{"the run could not read both sides: " + cerr.Error()}
@@ -130,7 +132,7 @@ func nothingCompared(m Migration, now time.Time) string {
 		m.Spec.Since.Format(time.RFC3339), now.Format(time.RFC3339), m.Spec.TimeColumn)
 }
 
-func (s *Service) reader(m Migration, src SourceSpec, asset uuid.UUID) (reader, error) {
+func (s *Service) reader(spec *Spec, src SourceSpec, asset uuid.UUID) (reader, error) {
 	if src.AssetID != nil {
 		asset = *src.AssetID // an archive table
 	}
@@ -140,12 +142,12 @@ func (s *Service) reader(m Migration, src SourceSpec, asset uuid.UUID) (reader, 
 		if db == nil {
 			return nil, fmt.Errorf("no PostgreSQL connection named %q is configured", src.Connection)
 		}
-		return &postgresReader{db: db, table: src.Table, spec: &m.Spec}, nil
+		return &postgresReader{db: db, table: src.Table, spec: spec}, nil
 	case SourceIceberg:
 		if s.tables == nil {
 			return nil, errors.New("the Iceberg tables service is not available in this process")
 		}
-		return &icebergReader{tables: s.tables, asset: asset, snapshot: src.SnapshotID, spec: &m.Spec}, nil
+		return &icebergReader{tables: s.tables, asset: asset, snapshot: src.SnapshotID, spec: spec}, nil
 	}
 	return nil, fmt.Errorf("a %s side cannot be read by Tidemark", src.Kind)
 }
@@ -155,6 +157,7 @@ type comparison struct {
 	Windows []WindowResult
 	Causes  []string
 	Cost    Cost
+	hashing string
 }
 
 func (s *Service) compareSides(ctx context.Context, m Migration, now time.Time, archive bool) (comparison, error) {
@@ -174,20 +177,24 @@ func (s *Service) compareSides(ctx context.Context, m Migration, now time.Time, 
 	// aggregates in its own process while Tidemark streams the other side).
 	for i := range sides {
 		sd := &sides[i]
-		r, err := s.reader(m, sd.src, sd.asset)
+		r, err := s.reader(spec, sd.src, sd.asset)
 		if err != nil {
 			return res, fmt.Errorf("the %s side: %w", sd.name, err)
 		}
 		sd.r = r
 	}
+	plan, err := planHashes(ctx, sides[0].r, sides[1].r)
+	if err != nil {
+		return res, err
+	}
+	spec.hashing, res.hashing = plan, plan.String()
 	against := reconciliationrun.AgainstLive
 	if archive {
 		against = reconciliationrun.AgainstArchive
 	}
 	var prev *previous
 	if spec.New.Kind == SourceIceberg {
-		var err error
-		if prev, err = s.lastFigures(ctx, m, against); err != nil {
+		if prev, err = s.lastFigures(ctx, m, against, res.hashing); err != nil {
 			return res, err
 		}
 	}
@@ -311,10 +318,10 @@ func secondPass(ctx context.Context, spec *Spec, sides *[2]runSide, now time.Tim
 				}
 			}
 			bytes, err := sd.r.read(ctx, from, to, func(rw row) {
-				k := segKey{windowIndex(spec, rw.at), segmentOf(rw, keys)}
+				k := segKey{windowIndex(spec, rw.at), segmentOf(spec, rw)}
 				f := m[k]
 				f.rows++
-				f.sum += recordHash(rw)
+				f.sum += spec.hashing.record(rw)
 				m[k] = f
 				*sd.rows++
 			})
@@ -332,7 +339,7 @@ func secondPass(ctx context.Context, spec *Spec, sides *[2]runSide, now time.Tim
 			sd := &sides[i]
 			bytes, err := sd.r.read(ctx, from, to, func(rw row) {
 				*sd.rows++
-				if keep[segKey{windowIndex(spec, rw.at), segmentOf(rw, keys)}] {
+				if keep[segKey{windowIndex(spec, rw.at), segmentOf(spec, rw)}] {
 					into.add(rw)
 					cost.Kept++
 				}

@@ -57,6 +57,8 @@ type storedSummary struct {
 	Summary
 	Causes []string `json:"causes"`
 	Cost   Cost     `json:"cost"`
+	// Hashing is the hash scheme and plan of the run's checksums (hashing.go); empty before them.
+	Hashing string `json:"hashing,omitempty"`
 }
 
 func summarize(windows []WindowResult, causes []string) (Summary, []string) {
@@ -83,7 +85,7 @@ func summarize(windows []WindowResult, causes []string) (Summary, []string) {
 // finish stores the run, its windows, and opens or closes findings, in one transaction.
 func (s *Service) finish(ctx context.Context, m Migration, run *Run, causes []string) error {
 	run.Summary, run.Causes = summarize(run.Windows, causes)
-	body, err := json.Marshal(storedSummary{Summary: run.Summary, Causes: run.Causes, Cost: run.Cost})
+	body, err := json.Marshal(storedSummary{Summary: run.Summary, Causes: run.Causes, Cost: run.Cost, Hashing: run.hashing})
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"iter"
 	"math/big"
 	"strconv"
 	"strings"
@@ -216,15 +217,14 @@ func (r *icebergReader) pin(ctx context.Context) (*table.Table, *table.Snapshot,
 	return live.Table, snap, nil
 }
 
-func (r *icebergReader) read(ctx context.Context, from, to time.Time, fn func(row)) (int64, error) {
+// scan opens a scan of the run's snapshot for the records of [from, to), with the columns in
+// names' order (the time, the keys, the compared columns); a nil sequence for an empty table.
+func (r *icebergReader) scan(ctx context.Context, from, to time.Time) (names []string, records iter.Seq2[arrow.RecordBatch, error], err error) {
 	tbl, snap, err := r.pin(ctx)
-	if err != nil {
-		return 0, err
+	if err != nil || snap == nil {
+		return nil, nil, err // no snapshot: an empty table
 	}
-	if snap == nil {
-		return 0, nil // no snapshot: an empty table
-	}
-	names := append(append([]string{r.spec.TimeColumn}, r.spec.KeyColumns...), r.spec.Columns...)
+	names = append(append([]string{r.spec.TimeColumn}, r.spec.KeyColumns...), r.spec.Columns...)
 	// Small batches, two files at a time: a worker holds a whole file's batches (iceberg-go),
 	// and the run's memory should not grow with the files' size.
 	opts := []table.ScanOption{table.WithSelectedFields(names...), table.WithArrowBatchSize(16_384), table.WithMaxConcurrency(2)}
@@ -239,23 +239,40 @@ func (r *icebergReader) read(ctx context.Context, from, to time.Time, fn func(ro
 		}
 	}
 	opts = append(opts, table.WithSnapshotID(snap.SnapshotID))
-	_, records, err := tbl.Scan(opts...).ToArrowRecords(ctx)
+	_, records, err = tbl.Scan(opts...).ToArrowRecords(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("scan the Iceberg table: %w", err)
+		return nil, nil, fmt.Errorf("scan the Iceberg table: %w", err)
+	}
+	return names, records, nil
+}
+
+// columnsOf are a batch's columns in names' order.
+func columnsOf(rec arrow.RecordBatch, names []string) ([]arrow.Array, error) {
+	cols := make([]arrow.Array, len(names))
+	for i, n := range names {
+		idx := rec.Schema().FieldIndices(n)
+		if len(idx) == 0 {
+			return nil, fmt.Errorf("the Iceberg table has no column %q", n)
+		}
+		cols[i] = rec.Column(idx[0])
+	}
+	return cols, nil
+}
+
+func (r *icebergReader) read(ctx context.Context, from, to time.Time, fn func(row)) (int64, error) {
+	names, records, err := r.scan(ctx, from, to)
+	if err != nil || records == nil {
+		return 0, err
 	}
 	var bytes int64
 	for rec, err := range records {
 		if err != nil {
 			return bytes, fmt.Errorf("scan the Iceberg table: %w", err)
 		}
-		cols := make([]arrow.Array, len(names))
-		for i, n := range names {
-			idx := rec.Schema().FieldIndices(n)
-			if len(idx) == 0 {
-				rec.Release()
-				return bytes, fmt.Errorf("the Iceberg table has no column %q", n)
-			}
-			cols[i] = rec.Column(idx[0])
+		cols, err := columnsOf(rec, names)
+		if err != nil {
+			rec.Release()
+			return bytes, err
 		}
 		for i := 0; i < int(rec.NumRows()); i++ {
 			ts := canonArrow(cols[0], i)
@@ -347,75 +364,104 @@ func sqlCanon(col, dbType string) string {
 	return ""
 }
 
-// sqlTime is the SQL for the time column as a UTC timestamp, and its canonical text.
-func sqlTime(col, dbType string) (ts, text string) {
+// sqlTime is the SQL for the time column as a UTC timestamp, or "" for a column of another type.
+func sqlTime(col, dbType string) string {
 	c := pq.QuoteIdentifier(col)
 	switch dbType {
 	case "TIMESTAMPTZ":
-		ts = "(" + c + " AT TIME ZONE 'UTC')"
+		return "(" + c + " AT TIME ZONE 'UTC')"
 	case "TIMESTAMP":
-		ts = c
-	default:
-		return "", ""
+		return c
 	}
-	return ts, "rtrim(rtrim(to_char(" + ts + `, 'YYYY-MM-DD"T"HH24:MI:SS.US'), '0'), '.') || 'Z'`
+	return ""
 }
 
-// sqlEnc is enc in SQL: quote_nullable, which reads its value once (so PostgreSQL computes each
-// canonical text once a record).
-func sqlEnc(expr string) string { return "quote_nullable(" + expr + ")" }
-
-// figures has PostgreSQL compute the side's figures for [from, to) itself: one aggregate over
-// the windows and one over the keys that repeat, nothing but the figures crossing the wire. It
-// answers false when a column has no canonical form in SQL (the caller streams the side).
-// base is the query of every record of [$1, $2) as (w, k, h): its window, its key's hash and
-// its record's hash, all in SQL; false when a column has no canonical form in SQL.
-func (p *postgresReader) base(ctx context.Context, tx *sql.Tx) (string, bool, error) {
+// columnTypes are the PostgreSQL types of the time column, the keys and the compared columns, in
+// that order.
+func (p *postgresReader) columnTypes(ctx context.Context, q interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}) ([]string, error) {
 	names := append(append([]string{p.spec.TimeColumn}, p.spec.KeyColumns...), p.spec.Columns...)
 	quoted := make([]string, len(names))
 	for i, n := range names {
 		quoted[i] = pq.QuoteIdentifier(n)
 	}
-	probe, err := tx.QueryContext(ctx, fmt.Sprintf("SELECT %s FROM %s LIMIT 0", strings.Join(quoted, ", "), quoteTable(p.table)))
+	probe, err := q.QueryContext(ctx, fmt.Sprintf("SELECT %s FROM %s LIMIT 0", strings.Join(quoted, ", "), quoteTable(p.table)))
 	if err != nil {
-		return "", false, fmt.Errorf("read %s: %w", p.table, err)
+		return nil, fmt.Errorf("read %s: %w", p.table, err)
 	}
+	defer probe.Close()
 	types, err := probe.ColumnTypes()
-	probe.Close()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(types))
+	for i, t := range types {
+		out[i] = t.DatabaseTypeName()
+	}
+	return out, nil
+}
+
+// intType is a PostgreSQL integer type: its values hash as integers.
+func intType(dbType string) bool { return dbType == "INT2" || dbType == "INT4" || dbType == "INT8" }
+
+// base is the query of every record of [$1, $2) as (w, k, h): its window, its key's hash and
+// its record's hash, all computed by PostgreSQL with the hashes hashing.go describes; false when
+// a column has no canonical form in SQL.
+func (p *postgresReader) base(ctx context.Context, tx *sql.Tx) (string, bool, error) {
+	names := append(append([]string{p.spec.TimeColumn}, p.spec.KeyColumns...), p.spec.Columns...)
+	types, err := p.columnTypes(ctx, tx)
 	if err != nil {
 		return "", false, err
 	}
-	ts, tsText := sqlTime(names[0], types[0].DatabaseTypeName())
+	ts := sqlTime(names[0], types[0])
 	if ts == "" {
 		return "", false, nil
 	}
-	canon := []string{tsText + " AS c0"}
-	keyParts, recParts := []string{}, []string{sqlEnc("c0")}
+	hashes := make([]string, len(names))
+	hashes[0] = fmt.Sprintf("hashint8extended(e, %d)", int64(seedOf(0)))
 	for i := 1; i < len(names); i++ {
-		c := sqlCanon(names[i], types[i].DatabaseTypeName())
-		if c == "" {
-			return "", false, nil
+		var h string
+		switch {
+		case intType(types[i]) && !p.spec.hashing.asText(i-1):
+			h = fmt.Sprintf("hashint8extended(c%d::int8, %d)", i, int64(seedOf(i)))
+		case !intType(types[i]) && !p.spec.hashing.asText(i-1):
+			// The plan would hash this column's integers as integers, which PostgreSQL cannot tell
+			// from its text here: the plan was made without this side.
+			return "", false, fmt.Errorf("reconcile: no hash plan for %s's column %s", p.table, names[i])
+		default:
+			c := sqlCanon(fmt.Sprintf("c%d", i), types[i])
+			if c == "" {
+				return "", false, nil
+			}
+			h = fmt.Sprintf("hashtextextended((%s) COLLATE \"C\", %d)", c, int64(seedOf(i)))
 		}
-		col := fmt.Sprintf("c%d", i)
-		canon = append(canon, c+" AS "+col)
-		recParts = append(recParts, sqlEnc(col))
-		if i <= len(p.spec.KeyColumns) {
-			keyParts = append(keyParts, sqlEnc(col))
-		}
+		hashes[i] = fmt.Sprintf("coalesce(%s, %d)", h, int64(nullHash(i)))
+	}
+	key := "0"
+	if k := len(p.spec.KeyColumns); k > 0 {
+		key = strings.Join(hashes[1:1+k], " # ")
 	}
 	tc := pq.QuoteIdentifier(names[0])
-	// w: the window, from microseconds since since (exact: extract gives numeric); k: the key's
-	// hash with its low winBits cleared (the bits Go keeps for a key), and h the record's, as
-	// signed 64-bit integers (the sum is taken modulo 2^64 in Go). Integers sort and group far
-	// faster than the keys' text.
-	base := fmt.Sprintf(`SELECT w, ('x' || substr(md5(%s), 1, 16))::bit(64)::bigint & (%d)::bigint AS k,
-		('x' || substr(md5(%s), 1, 16))::bit(64)::bigint AS h
-		FROM (SELECT ((floor(extract(epoch FROM %s) * 1000000)::bigint - %d) / %d) AS w, %s FROM %s WHERE %s >= $1 AND %s < $2) r0`,
-		strings.Join(keyParts, " || "), int64(-1)<<winBits, strings.Join(recParts, " || "),
-		ts, p.spec.Since.UnixMicro(), p.spec.Window().Microseconds(), strings.Join(canon, ", "), quoteTable(p.table), tc, tc)
+	cols := make([]string, 0, len(names)-1)
+	for i, n := range names[1:] {
+		cols = append(cols, fmt.Sprintf("%s AS c%d", pq.QuoteIdentifier(n), i+1))
+	}
+	// e: microseconds since the epoch (exact: extract gives numeric); w: the window; k: the key's
+	// hash with its low winBits cleared (the bits Go keeps for a key); h: the record's. All three
+	// are integers, which group and sum far faster than text, and nothing is formatted as text
+	// but the columns that hash as text.
+	base := fmt.Sprintf(`SELECT (e - %d) / %d AS w, (%s) & (%d)::bigint AS k, %s AS h
+		FROM (SELECT floor(extract(epoch FROM %s) * 1000000)::bigint AS e, %s FROM %s WHERE %s >= $1 AND %s < $2) r0`,
+		p.spec.Since.UnixMicro(), p.spec.Window().Microseconds(), key, int64(-1)<<winBits, strings.Join(hashes, " # "),
+		ts, strings.Join(cols, ", "), quoteTable(p.table), tc, tc)
 	return base, true, nil
 }
 
+// figures has PostgreSQL compute the side's figures for [from, to) itself: one aggregate over
+// the windows and, unless a unique index proves no key repeats, one over the keys that repeat;
+// nothing but the figures crosses the wire. It answers false when a column has no canonical
+// form in SQL (the caller streams the side).
 func (p *postgresReader) figures(ctx context.Context, src SourceSpec, from, to time.Time) (sideFigures, bool, error) {
 	tx, err := p.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
@@ -426,8 +472,18 @@ func (p *postgresReader) figures(ctx context.Context, src SourceSpec, from, to t
 	if err != nil || !ok {
 		return sideFigures{}, false, err
 	}
-	out := sideFigures{windows: map[int64]*figure{}, repeated: map[int64]bool{}, repeatedSegs: map[segKey]bool{}, pushed: true}
-	rows, err := tx.QueryContext(ctx, "SELECT w, count(*), count(DISTINCT k), sum(h)::text FROM ("+base+") r GROUP BY w", from, to)
+	unique, err := p.uniqueKeys(ctx, tx)
+	if err != nil {
+		return sideFigures{}, false, err
+	}
+	out := sideFigures{windows: map[int64]*figure{}, repeated: map[int64]bool{}, repeatedSegs: map[segKey]bool{}, pushed: true, unique: unique}
+	// A distinct count keeps PostgreSQL from splitting the aggregate over parallel workers and
+	// sorts every window's keys: with a unique index it is the row count, and nothing repeats.
+	keys := "count(DISTINCT k)"
+	if unique {
+		keys = "count(*)"
+	}
+	rows, err := tx.QueryContext(ctx, "SELECT w, count(*), "+keys+", sum(h)::text FROM ("+base+") r GROUP BY w", from, to)
 	if err != nil {
 		return sideFigures{}, false, fmt.Errorf("count %s: %w", p.table, err)
 	}
@@ -450,6 +506,9 @@ func (p *postgresReader) figures(ctx context.Context, src SourceSpec, from, to t
 		return sideFigures{}, false, fmt.Errorf("count %s: %w", p.table, err)
 	}
 	rows.Close()
+	if unique {
+		return out, true, nil // no versions, no repeated keys
+	}
 	if src.Keys == HistoryKeys {
 		// Versions: every record but the first of its key's earliest window (the same record twice is
 		// counted here too; it is duplication, and the second pass reads its window anyway).
@@ -494,6 +553,23 @@ func (p *postgresReader) figures(ctx context.Context, src SourceSpec, from, to t
 		out.repeatedSegs[segKey{w, seg}] = true
 	}
 	return out, true, rep.Err()
+}
+
+// uniqueKeys reports whether a valid unique index of the table covers only key columns that
+// are NOT NULL (a unique index lets NULLs repeat): then no key can repeat on this side, and
+// counting distinct keys and looking for repeated ones is work that cannot find anything.
+func (p *postgresReader) uniqueKeys(ctx context.Context, tx *sql.Tx) (bool, error) {
+	var ok bool
+	err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = $1::regclass
+		AND i.indisunique AND i.indisvalid AND i.indpred IS NULL AND i.indexprs IS NULL
+		AND NOT EXISTS (SELECT 1 FROM unnest(i.indkey::int2[]) WITH ORDINALITY u(att, n)
+			LEFT JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = u.att
+			WHERE u.n <= i.indnkeyatts AND (a.attname IS NULL OR NOT a.attnotnull OR NOT a.attname = ANY($2))))`,
+		quoteTable(p.table), pq.Array(p.spec.KeyColumns)).Scan(&ok)
+	if err != nil {
+		return false, fmt.Errorf("read the unique indexes of %s: %w", p.table, err)
+	}
+	return ok, nil
 }
 
 // segments has PostgreSQL compute the figures of every key-range segment of the windows in

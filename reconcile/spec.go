@@ -119,6 +119,8 @@ type Spec struct {
 	Checker string     `json:"checker_token,omitempty"`
 	Old     SourceSpec `json:"old"`
 	New     SourceSpec `json:"new"`
+	// hashing is how a run hashes each column, set before its first pass (hashing.go).
+	hashing hashPlan
 }
 
 // Window is the comparison window.
