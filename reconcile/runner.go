@@ -292,62 +292,75 @@ func (sd *runSide) firstPass(ctx context.Context, spec *Spec, prev *previous, no
 	return n, nil
 }
 
-// secondPass looks into the windows whose figures differ: segment figures on both sides, then
-// the records of the differing segments, collected by key for the comparison.
-func secondPass(ctx context.Context, spec *Spec, sides *[2]runSide, now time.Time, cost *Cost) (*side, *side, []int64, map[int64]bool, error) {
-	cands := candidates(sides[0].figs, sides[1].figs)
-	// Segment figures of the candidate windows, then their differing segments' records.
-	window := func(span [2]int64) (time.Time, time.Time) {
+// readWindows reads the side's records of the windows ws: in one scan from a side
+// PostgreSQL computed figures for, else a read a range of consecutive windows.
+func (sd *runSide) readWindows(ctx context.Context, spec *Spec, ws []int64, now time.Time, fn func(row)) (int64, error) {
+	if pr, ok := sd.r.(*postgresReader); ok && sd.figs.pushed {
+		return pr.readWindows(ctx, ws, now, fn)
+	}
+	var bytes int64
+	for _, span := range ranges(ws) {
 		from, to := windowStart(spec, span[0]), windowStart(spec, span[1]+1)
 		if to.After(now) {
 			to = now // what the first pass counted
 		}
-		return from, to
+		n, err := sd.r.read(ctx, from, to, fn)
+		bytes += n
+		if err != nil {
+			return bytes, err
+		}
 	}
-	keys := len(spec.KeyColumns)
+	return bytes, nil
+}
+
+// secondPass looks into the windows whose figures differ: segment figures on both sides, then
+// the records of the differing segments, collected by key for the comparison.
+func secondPass(ctx context.Context, spec *Spec, sides *[2]runSide, now time.Time, cost *Cost) (*side, *side, []int64, map[int64]bool, error) {
+	cands := candidates(sides[0].figs, sides[1].figs)
+	if len(cands) == 0 {
+		return newSide(sides[0].src, spec.DedupOld, len(spec.KeyColumns)), newSide(spec.New, spec.DedupNew, len(spec.KeyColumns)), nil, map[int64]bool{}, nil
+	}
+	// Segment figures of the candidate windows, then their differing segments' records.
 	segs := [2]map[segKey]segFig{{}, {}}
-	for _, span := range ranges(cands) {
-		from, to := window(span)
-		for i := range sides {
-			sd, m := &sides[i], segs[i]
-			if pr, ok := sd.r.(*postgresReader); ok && sd.figs.pushed {
-				if done, err := pr.segments(ctx, from, to, m); err != nil {
-					return nil, nil, nil, nil, fmt.Errorf("the %s side: %w", sd.name, err)
-				} else if done {
-					continue // PostgreSQL counted them itself
-				}
-			}
-			bytes, err := sd.r.read(ctx, from, to, func(rw row) {
-				k := segKey{windowIndex(spec, rw.at), segmentOf(spec, rw)}
-				f := m[k]
-				f.rows++
-				f.sum += spec.hashing.record(rw)
-				m[k] = f
-				*sd.rows++
-			})
-			cost.Bytes += bytes
-			if err != nil {
+	for i := range sides {
+		sd, m := &sides[i], segs[i]
+		if pr, ok := sd.r.(*postgresReader); ok && sd.figs.pushed {
+			if done, err := pr.segments(ctx, cands, now, m); err != nil {
 				return nil, nil, nil, nil, fmt.Errorf("the %s side: %w", sd.name, err)
+			} else if done {
+				continue // PostgreSQL counted them itself
 			}
+		}
+		bytes, err := sd.readWindows(ctx, spec, cands, now, func(rw row) {
+			k := segKey{windowIndex(spec, rw.at), segmentOf(spec, rw)}
+			f := m[k]
+			f.rows++
+			f.sum += spec.hashing.record(rw)
+			m[k] = f
+			*sd.rows++
+		})
+		cost.Bytes += bytes
+		if err != nil {
+			return nil, nil, nil, nil, fmt.Errorf("the %s side: %w", sd.name, err)
 		}
 	}
 	keep, deep, skipped := keptSegments(cands, sides[0].figs, sides[1].figs, segs)
-	old, nw := newSide(sides[0].src, spec.DedupOld, keys), newSide(spec.New, spec.DedupNew, keys)
-	for _, span := range ranges(deep) {
-		from, to := window(span)
-		for i, into := range []*side{old, nw} {
-			sd := &sides[i]
-			bytes, err := sd.r.read(ctx, from, to, func(rw row) {
-				*sd.rows++
-				if keep[segKey{windowIndex(spec, rw.at), segmentOf(spec, rw)}] {
-					into.add(rw)
-					cost.Kept++
-				}
-			})
-			cost.Bytes += bytes
-			if err != nil {
-				return nil, nil, nil, nil, fmt.Errorf("the %s side: %w", sd.name, err)
+	old, nw := newSide(sides[0].src, spec.DedupOld, len(spec.KeyColumns)), newSide(spec.New, spec.DedupNew, len(spec.KeyColumns))
+	if len(deep) == 0 {
+		return old, nw, deep, skipped, nil
+	}
+	for i, into := range []*side{old, nw} {
+		sd := &sides[i]
+		bytes, err := sd.readWindows(ctx, spec, deep, now, func(rw row) {
+			*sd.rows++
+			if keep[segKey{windowIndex(spec, rw.at), segmentOf(spec, rw)}] {
+				into.add(rw)
+				cost.Kept++
 			}
+		})
+		cost.Bytes += bytes
+		if err != nil {
+			return nil, nil, nil, nil, fmt.Errorf("the %s side: %w", sd.name, err)
 		}
 	}
 	return old, nw, deep, skipped, nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"math/big"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -52,20 +53,28 @@ func quoteTable(t string) string {
 }
 
 func (p *postgresReader) read(ctx context.Context, from, to time.Time, fn func(row)) (int64, error) {
+	return p.query(ctx, "", fn, from, to)
+}
+
+// query reads the records of [$1, $2) that also meet where (when not empty), over a read-only
+// transaction: the reconciliation never writes to a side.
+func (p *postgresReader) query(ctx context.Context, where string, fn func(row), args ...any) (int64, error) {
 	cols := make([]string, 0, 1+len(p.spec.KeyColumns)+len(p.spec.Columns))
 	cols = append(cols, pq.QuoteIdentifier(p.spec.TimeColumn))
 	for _, c := range append(append([]string{}, p.spec.KeyColumns...), p.spec.Columns...) {
 		cols = append(cols, pq.QuoteIdentifier(c))
 	}
 	tc := pq.QuoteIdentifier(p.spec.TimeColumn)
-	// A read-only transaction: the reconciliation never writes to a side.
+	if where != "" {
+		where = " AND " + where
+	}
 	tx, err := p.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return 0, fmt.Errorf("open a read-only transaction: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only
-	rows, err := tx.QueryContext(ctx, fmt.Sprintf("SELECT %s FROM %s WHERE %s >= $1 AND %s < $2",
-		strings.Join(cols, ", "), quoteTable(p.table), tc, tc), from, to)
+	rows, err := tx.QueryContext(ctx, fmt.Sprintf("SELECT %s FROM %s WHERE %s >= $1 AND %s < $2%s",
+		strings.Join(cols, ", "), quoteTable(p.table), tc, tc, where), args...)
 	if err != nil {
 		return 0, fmt.Errorf("read %s: %w", p.table, err)
 	}
@@ -572,9 +581,19 @@ func (p *postgresReader) uniqueKeys(ctx context.Context, tx *sql.Tx) (bool, erro
 	return ok, nil
 }
 
-// segments has PostgreSQL compute the figures of every key-range segment of the windows in
-// [from, to) itself (the second pass's bisection); false when the side cannot.
-func (p *postgresReader) segments(ctx context.Context, from, to time.Time, into map[segKey]segFig) (bool, error) {
+// windowSpan is the time span of the windows ws (ascending), cut at now, and ws as a query
+// parameter: the second pass reads its windows in one scan of the span, not one a range.
+func windowSpan(spec *Spec, ws []int64, now time.Time) (from, to time.Time, arr any) {
+	from, to = windowStart(spec, slices.Min(ws)), windowStart(spec, slices.Max(ws)+1)
+	if to.After(now) {
+		to = now // what the first pass counted
+	}
+	return from, to, pq.Array(ws)
+}
+
+// segments has PostgreSQL compute the figures of every key-range segment of the windows ws
+// (ascending) itself, in one scan (the second pass's bisection); false when the side cannot.
+func (p *postgresReader) segments(ctx context.Context, ws []int64, now time.Time, into map[segKey]segFig) (bool, error) {
 	tx, err := p.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return false, fmt.Errorf("open a read-only transaction: %w", err)
@@ -584,8 +603,9 @@ func (p *postgresReader) segments(ctx context.Context, from, to time.Time, into 
 	if err != nil || !ok {
 		return false, err
 	}
-	rows, err := tx.QueryContext(ctx, fmt.Sprintf("SELECT w, (k >> %d) & %d, count(*), sum(h)::text FROM (%s) r GROUP BY 1, 2",
-		64-segBits, 1<<segBits-1, base), from, to)
+	from, to, arr := windowSpan(p.spec, ws, now)
+	rows, err := tx.QueryContext(ctx, fmt.Sprintf("SELECT w, (k >> %d) & %d, count(*), sum(h)::text FROM (%s) r WHERE w = ANY($3::bigint[]) GROUP BY 1, 2",
+		64-segBits, 1<<segBits-1, base), from, to, arr)
 	if err != nil {
 		return false, fmt.Errorf("count %s by segment: %w", p.table, err)
 	}
@@ -605,6 +625,16 @@ func (p *postgresReader) segments(ctx context.Context, from, to time.Time, into 
 		into[k] = f
 	}
 	return true, rows.Err()
+}
+
+// readWindows reads the records of the windows ws in one scan; only for a side
+// whose time column is a timestamp (one PostgreSQL computed figures for).
+func (p *postgresReader) readWindows(ctx context.Context, ws []int64, now time.Time, fn func(row)) (int64, error) {
+	from, to, arr := windowSpan(p.spec, ws, now)
+	tc := pq.QuoteIdentifier(p.spec.TimeColumn)
+	where := fmt.Sprintf("(floor(extract(epoch FROM %s) * 1000000)::bigint - %d) / %d = ANY($3::bigint[])",
+		tc, p.spec.Since.UnixMicro(), p.spec.Window().Microseconds())
+	return p.query(ctx, where, fn, from, to, arr)
 }
 
 // maxRepeatedKeys bounds the repeated keys whose windows the pushed-down pass reports.
