@@ -7,8 +7,8 @@ import (
 
 // A record's hash is the XOR of one hash a column, each seeded by the column's position, and a
 // window's checksum the wrapping sum of its records' hashes. The column hashes are the ones
-// PostgreSQL computes natively and fast (hashint8extended for integers and the time as
-// microseconds since the epoch, hashtextextended for the canonical text of everything else), so
+// PostgreSQL computes natively and fast (hashint8extended for integers, timestamp_hash_extended
+// for the time, hashtextextended for the canonical text of everything else), so
 // a PostgreSQL side hashes in its own scan at about the cost of a count, and Tidemark computes
 // the same values in Go for the sides it streams. A column is hashed as an integer when the
 // PostgreSQL side stores it as one (hashPlan); a streamed value of such a column whose canonical
@@ -33,8 +33,15 @@ func seedOf(pos int) uint64 { return 0x5449444d00000000 + uint64(pos) }
 // nullHash stands for NULL in a column.
 func nullHash(pos int) uint64 { return pgHashUint32(0xffffffff, seedOf(pos)^0x4e554c4c) }
 
-// timeHash hashes a record's time (to the microsecond, as canonical text keeps it).
-func timeHash(t time.Time) uint64 { return pgHashInt8(t.UnixMicro(), seedOf(0)) }
+// timeHash hashes a record's time (to the microsecond, as canonical text keeps it) as
+// PostgreSQL's timestamp_hash_extended does: the microseconds since 2000-01-01, as stored.
+func timeHash(t time.Time) uint64 { return microsHash(t.UnixMicro()) }
+
+// pgEpoch is 2000-01-01 in microseconds since 1970-01-01: PostgreSQL's timestamps count from it.
+const pgEpoch = 946_684_800_000_000
+
+// microsHash hashes a time given in microseconds since 1970-01-01.
+func microsHash(us int64) uint64 { return pgHashInt8(us-pgEpoch, seedOf(0)) }
 
 // valueHash hashes the canonical text of the value at position pos (0-based among the values).
 func (p hashPlan) valueHash(pos int, v string) uint64 {

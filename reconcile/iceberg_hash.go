@@ -61,7 +61,7 @@ func (r *icebergReader) hashRecords(ctx context.Context, spec *Spec, from, to ti
 			if us < lo || us >= hi {
 				continue
 			}
-			h, k := pgHashInt8(us, seedOf(0)), uint64(0)
+			h, k := microsHash(us), uint64(0)
 			for c := range hs {
 				var size int
 				hs[c], size, buf = spec.hashing.arrowHash(c, cols[c+1], i, buf)

@@ -42,6 +42,8 @@ type postgresReader struct {
 	db    *sql.DB
 	table string
 	spec  *Spec
+	// timeType is the time column's SQL type, once base has read it.
+	timeType string
 }
 
 func quoteTable(t string) string {
@@ -414,9 +416,11 @@ func (p *postgresReader) columnTypes(ctx context.Context, q interface {
 // intType is a PostgreSQL integer type: its values hash as integers.
 func intType(dbType string) bool { return dbType == "INT2" || dbType == "INT4" || dbType == "INT8" }
 
-// base is the query of every record of [$1, $2) as (w, k, h): its window, its key's hash and
-// its record's hash, all computed by PostgreSQL with the hashes hashing.go describes; false when
-// a column has no canonical form in SQL.
+// base is the query of every record of [$1, $2) as (w, k, h): its window's start, its key's
+// hash and its record's hash, all computed by PostgreSQL with the hashes hashing.go describes;
+// false when a column has no canonical form in SQL. Nothing in it is numeric arithmetic or text
+// formatting but the columns that hash as text: date_bin bins the time exactly, and
+// timestamp_hash_extended hashes it as the integer PostgreSQL stores.
 func (p *postgresReader) base(ctx context.Context, tx *sql.Tx) (string, bool, error) {
 	names := append(append([]string{p.spec.TimeColumn}, p.spec.KeyColumns...), p.spec.Columns...)
 	types, err := p.columnTypes(ctx, tx)
@@ -427,8 +431,9 @@ func (p *postgresReader) base(ctx context.Context, tx *sql.Tx) (string, bool, er
 	if ts == "" {
 		return "", false, nil
 	}
+	p.timeType = types[0]
 	hashes := make([]string, len(names))
-	hashes[0] = fmt.Sprintf("hashint8extended(e, %d)", int64(seedOf(0)))
+	hashes[0] = fmt.Sprintf("timestamp_hash_extended(c0, %d)", int64(seedOf(0)))
 	for i := 1; i < len(names); i++ {
 		var h string
 		switch {
@@ -456,15 +461,28 @@ func (p *postgresReader) base(ctx context.Context, tx *sql.Tx) (string, bool, er
 	for i, n := range names[1:] {
 		cols = append(cols, fmt.Sprintf("%s AS c%d", pq.QuoteIdentifier(n), i+1))
 	}
-	// e: microseconds since the epoch (exact: extract gives numeric); w: the window; k: the key's
-	// hash with its low winBits cleared (the bits Go keeps for a key); h: the record's. All three
-	// are integers, which group and sum far faster than text, and nothing is formatted as text
-	// but the columns that hash as text.
-	base := fmt.Sprintf(`SELECT (e - %d) / %d AS w, (%s) & (%d)::bigint AS k, %s AS h
-		FROM (SELECT floor(extract(epoch FROM %s) * 1000000)::bigint AS e, %s FROM %s WHERE %s >= $1 AND %s < $2) r0`,
-		p.spec.Since.UnixMicro(), p.spec.Window().Microseconds(), key, int64(-1)<<winBits, strings.Join(hashes, " # "),
-		ts, strings.Join(cols, ", "), quoteTable(p.table), tc, tc)
+	// w: the window's start; k: the key's hash with its low winBits cleared (the bits Go keeps
+	// for a key); h: the record's.
+	base := fmt.Sprintf(`SELECT %s AS w, (%s) & (%d)::bigint AS k, %s AS h
+		FROM (SELECT %s, %s AS c0, %s FROM %s WHERE %s >= $1 AND %s < $2) r0`,
+		p.windowOf(tc, types[0]), key, int64(-1)<<winBits, strings.Join(hashes, " # "),
+		tc, ts, strings.Join(cols, ", "), quoteTable(p.table), tc, tc)
 	return base, true, nil
+}
+
+// windowOf is the SQL for the start of the window a time column's value falls in (exact:
+// date_bin works on the microseconds PostgreSQL stores).
+func (p *postgresReader) windowOf(col, dbType string) string {
+	return fmt.Sprintf("date_bin('%d seconds', %s, '%s'::%s)", p.spec.WindowSeconds, col, p.spec.Since.UTC().Format(time.RFC3339Nano), timeCast(dbType))
+}
+
+// timeCast is the SQL type of a time column's values: window starts compare as that type (a
+// zone-less timestamp holds UTC here).
+func timeCast(dbType string) string {
+	if dbType == "TIMESTAMP" {
+		return "timestamp"
+	}
+	return "timestamptz"
 }
 
 // figures has PostgreSQL compute the side's figures for [from, to) itself: one aggregate over
@@ -499,17 +517,17 @@ func (p *postgresReader) figures(ctx context.Context, src SourceSpec, from, to t
 	defer rows.Close()
 	for rows.Next() {
 		var (
-			w   int64
+			at  time.Time
 			f   figure
 			sum string
 		)
-		if err := rows.Scan(&w, &f.rows, &f.keys, &sum); err != nil {
+		if err := rows.Scan(&at, &f.rows, &f.keys, &sum); err != nil {
 			return sideFigures{}, false, fmt.Errorf("count %s: %w", p.table, err)
 		}
 		if f.sum, err = sumOf(sum); err != nil {
 			return sideFigures{}, false, err
 		}
-		out.windows[w] = &f
+		out.windows[windowIndex(p.spec, at)] = &f
 	}
 	if err := rows.Err(); err != nil {
 		return sideFigures{}, false, fmt.Errorf("count %s: %w", p.table, err)
@@ -528,10 +546,14 @@ func (p *postgresReader) figures(ctx context.Context, src SourceSpec, from, to t
 		}
 		defer vs.Close()
 		for vs.Next() {
-			var w, n int64
-			if err := vs.Scan(&w, &n); err != nil {
+			var (
+				at time.Time
+				n  int64
+			)
+			if err := vs.Scan(&at, &n); err != nil {
 				return sideFigures{}, false, err
 			}
+			w := windowIndex(p.spec, at)
 			if f := out.windows[w]; f != nil {
 				f.versions = n
 			}
@@ -554,10 +576,14 @@ func (p *postgresReader) figures(ctx context.Context, src SourceSpec, from, to t
 	}
 	defer rep.Close()
 	for rep.Next() {
-		var w, seg int64
-		if err := rep.Scan(&w, &seg); err != nil {
+		var (
+			at  time.Time
+			seg int64
+		)
+		if err := rep.Scan(&at, &seg); err != nil {
 			return sideFigures{}, false, err
 		}
+		w := windowIndex(p.spec, at)
 		out.repeated[w] = true
 		out.repeatedSegs[segKey{w, seg}] = true
 	}
@@ -581,14 +607,18 @@ func (p *postgresReader) uniqueKeys(ctx context.Context, tx *sql.Tx) (bool, erro
 	return ok, nil
 }
 
-// windowSpan is the time span of the windows ws (ascending), cut at now, and ws as a query
+// windowSpan is the time span of the windows ws, cut at now, and their starts as a query
 // parameter: the second pass reads its windows in one scan of the span, not one a range.
-func windowSpan(spec *Spec, ws []int64, now time.Time) (from, to time.Time, arr any) {
+func windowSpan(spec *Spec, ws []int64, now time.Time) (from, to time.Time, starts any) {
 	from, to = windowStart(spec, slices.Min(ws)), windowStart(spec, slices.Max(ws)+1)
 	if to.After(now) {
 		to = now // what the first pass counted
 	}
-	return from, to, pq.Array(ws)
+	texts := make([]string, len(ws))
+	for i, w := range ws {
+		texts[i] = windowStart(spec, w).UTC().Format(time.RFC3339Nano)
+	}
+	return from, to, pq.Array(texts)
 }
 
 // segments has PostgreSQL compute the figures of every key-range segment of the windows ws
@@ -604,21 +634,23 @@ func (p *postgresReader) segments(ctx context.Context, ws []int64, now time.Time
 		return false, err
 	}
 	from, to, arr := windowSpan(p.spec, ws, now)
-	rows, err := tx.QueryContext(ctx, fmt.Sprintf("SELECT w, (k >> %d) & %d, count(*), sum(h)::text FROM (%s) r WHERE w = ANY($3::bigint[]) GROUP BY 1, 2",
-		64-segBits, 1<<segBits-1, base), from, to, arr)
+	rows, err := tx.QueryContext(ctx, fmt.Sprintf("SELECT w, (k >> %d) & %d, count(*), sum(h)::text FROM (%s) r WHERE w = ANY($3::%s[]) GROUP BY 1, 2",
+		64-segBits, 1<<segBits-1, base, timeCast(p.timeType)), from, to, arr)
 	if err != nil {
 		return false, fmt.Errorf("count %s by segment: %w", p.table, err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var (
+			at  time.Time
 			k   segKey
 			f   segFig
 			sum string
 		)
-		if err := rows.Scan(&k.w, &k.seg, &f.rows, &sum); err != nil {
+		if err := rows.Scan(&at, &k.seg, &f.rows, &sum); err != nil {
 			return false, err
 		}
+		k.w = windowIndex(p.spec, at)
 		if f.sum, err = sumOf(sum); err != nil {
 			return false, err
 		}
@@ -630,10 +662,15 @@ func (p *postgresReader) segments(ctx context.Context, ws []int64, now time.Time
 // readWindows reads the records of the windows ws in one scan; only for a side
 // whose time column is a timestamp (one PostgreSQL computed figures for).
 func (p *postgresReader) readWindows(ctx context.Context, ws []int64, now time.Time, fn func(row)) (int64, error) {
+	if p.timeType == "" {
+		types, err := p.columnTypes(ctx, p.db)
+		if err != nil {
+			return 0, err
+		}
+		p.timeType = types[0]
+	}
 	from, to, arr := windowSpan(p.spec, ws, now)
-	tc := pq.QuoteIdentifier(p.spec.TimeColumn)
-	where := fmt.Sprintf("(floor(extract(epoch FROM %s) * 1000000)::bigint - %d) / %d = ANY($3::bigint[])",
-		tc, p.spec.Since.UnixMicro(), p.spec.Window().Microseconds())
+	where := fmt.Sprintf("%s = ANY($3::%s[])", p.windowOf(pq.QuoteIdentifier(p.spec.TimeColumn), p.timeType), timeCast(p.timeType))
 	return p.query(ctx, where, fn, from, to, arr)
 }
 
