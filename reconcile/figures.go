@@ -37,7 +37,13 @@ type sideFigures struct {
 	read         int64 // records Tidemark read to compute them (0 when the side computed them)
 	pushed       bool  // the side computed them (PostgreSQL)
 	unique       bool  // a unique index proves no key repeats (PostgreSQL)
-	reused       int64 // windows whose figures are the previous run's (nothing in them changed)
+	// segs are the figures of every key-range segment with a record, computed in the first pass
+	// for every window it read when segsAll (but segsMissing, windows it reused): the second
+	// pass reads such a window's segments from here rather than from the side.
+	segs        map[segKey]segFig
+	segsAll     bool
+	segsMissing map[int64]bool
+	reused      int64 // windows whose figures are the previous run's (nothing in them changed)
 }
 
 // windowIndex is the window a time falls in.
@@ -67,6 +73,9 @@ type figureAcc struct {
 	by      map[int64]*figure
 	packed  []uint64
 	pairs   []keyWin
+	// segs are the segment figures of windows segFirst on, (w-segFirst)<<segBits | segment.
+	segs     []segFig
+	segFirst int64
 }
 
 // winBits is the low bits of a packed record that hold its window.
@@ -75,6 +84,13 @@ const winBits = 14
 var _ = [1]int{}[MaxWindows>>winBits] // MaxWindows must fit in winBits
 
 func pack(key uint64, w int64) uint64 { return key&^(1<<winBits-1) | uint64(w) }
+
+// segmentsOf sets the accumulator to count the segment figures of windows first to last too.
+func (a *figureAcc) segmentsOf(first, last int64) {
+	if last >= first {
+		a.segFirst, a.segs = first, make([]segFig, (last-first+1)<<segBits)
+	}
+}
 
 func newFigureAcc(spec *Spec, src SourceSpec) *figureAcc {
 	return &figureAcc{spec: spec, keys: len(spec.KeyColumns), history: src.Keys == HistoryKeys, by: map[int64]*figure{}}
@@ -94,6 +110,10 @@ func (a *figureAcc) addHashed(w int64, k, h uint64) {
 	}
 	f.rows++
 	f.sum += h
+	if i := (w-a.segFirst)<<segBits | int64(k>>(64-segBits)); a.segs != nil && w >= a.segFirst && i < int64(len(a.segs)) {
+		a.segs[i].rows++
+		a.segs[i].sum += h
+	}
 	if !a.history {
 		a.packed = append(a.packed, pack(k, w))
 		return
@@ -106,6 +126,15 @@ func (a *figureAcc) addHashed(w int64, k, h uint64) {
 // windows for the record-by-record pass, never hide a difference.
 func (a *figureAcc) finish(read int64) sideFigures {
 	out := sideFigures{windows: a.by, repeated: map[int64]bool{}, repeatedSegs: map[segKey]bool{}, read: read}
+	if a.segs != nil {
+		out.segs, out.segsAll = map[segKey]segFig{}, true
+		for i, f := range a.segs {
+			if f.rows > 0 {
+				out.segs[segKey{a.segFirst + int64(i)>>segBits, int64(i) & (1<<segBits - 1)}] = f
+			}
+		}
+		a.segs = nil
+	}
 	if !a.history {
 		slices.Sort(a.packed)
 		const key = ^uint64(1<<winBits - 1)
@@ -172,6 +201,7 @@ type sizer interface {
 // a side that keeps history).
 func streamFigures(ctx context.Context, spec *Spec, src SourceSpec, r reader, from, to time.Time) (sideFigures, int64, error) {
 	acc := newFigureAcc(spec, src)
+	acc.segmentsOf(windowIndex(spec, from), windowIndex(spec, to.Add(-time.Nanosecond)))
 	if sz, ok := r.(sizer); ok {
 		// Sized once: growing by doubling would hold the old and the new array at once.
 		if n := min(sz.size(ctx), maxSizeHint); acc.history {
@@ -237,6 +267,23 @@ type segKey struct{ w, seg int64 }
 type segFig struct {
 	rows int64
 	sum  uint64
+}
+
+// segmentsInto copies the first pass's segment figures of the windows ws into m and returns the
+// windows it has none for (the second pass computes those).
+func (f sideFigures) segmentsInto(ws []int64, m map[segKey]segFig) (need []int64) {
+	for _, w := range ws {
+		if !f.segsAll || f.segsMissing[w] {
+			need = append(need, w)
+			continue
+		}
+		for seg := range int64(1 << segBits) {
+			if sf, ok := f.segs[segKey{w, seg}]; ok {
+				m[segKey{w, seg}] = sf
+			}
+		}
+	}
+	return need
 }
 
 func segmentOf(spec *Spec, r row) int64 {

@@ -116,6 +116,17 @@ func TestPushedDownFiguresMatchGo(t *testing.T) {
 					t.Errorf("segment %+v: SQL %+v, Go %+v", k, inSQL[k], f)
 				}
 			}
+			// The first pass computed the same segment figures on both sides, in the same scan.
+			for _, f := range []sideFigures{pushed, streamed} {
+				if !f.segsAll || len(f.segs) != len(inGo) {
+					t.Errorf("first-pass segments: all %v, %d of them; want all, %d", f.segsAll, len(f.segs), len(inGo))
+				}
+				for k, g := range inGo {
+					if f.segs[k] != g {
+						t.Errorf("first-pass segment %+v: %+v, want %+v", k, f.segs[k], g)
+					}
+				}
+			}
 			// Key (3, 2) is in two windows: repeated on a unique side, versions on a history one.
 			want := map[int64]bool{}
 			if !tc.history && tc.timeCol == "at" {

@@ -167,6 +167,7 @@ func incrementalFigures(ctx context.Context, spec *Spec, src SourceSpec, r *iceb
 		changed[w] = true
 	}
 	acc := newFigureAcc(spec, src)
+	acc.segmentsOf(0, windowIndex(spec, now))
 	var read, bytes int64
 	for _, span := range ranges(slices.Sorted(maps.Keys(changed))) {
 		from, to := windowStart(spec, span[0]), windowStart(spec, span[1]+1)
@@ -201,6 +202,10 @@ func incrementalFigures(ctx context.Context, spec *Spec, src SourceSpec, r *iceb
 				}
 			}
 			out.reused++
+			if out.segsMissing == nil {
+				out.segsMissing = map[int64]bool{}
+			}
+			out.segsMissing[w] = true
 		}
 	}
 	return out, bytes, true, nil

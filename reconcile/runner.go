@@ -324,14 +324,18 @@ func secondPass(ctx context.Context, spec *Spec, sides *[2]runSide, now time.Tim
 	segs := [2]map[segKey]segFig{{}, {}}
 	for i := range sides {
 		sd, m := &sides[i], segs[i]
+		need := sd.figs.segmentsInto(cands, m)
+		if len(need) == 0 {
+			continue // the first pass computed them
+		}
 		if pr, ok := sd.r.(*postgresReader); ok && sd.figs.pushed {
-			if done, err := pr.segments(ctx, cands, now, m); err != nil {
+			if done, err := pr.segments(ctx, need, now, m); err != nil {
 				return nil, nil, nil, nil, fmt.Errorf("the %s side: %w", sd.name, err)
 			} else if done {
 				continue // PostgreSQL counted them itself
 			}
 		}
-		bytes, err := sd.readWindows(ctx, spec, cands, now, func(rw row) {
+		bytes, err := sd.readWindows(ctx, spec, need, now, func(rw row) {
 			k := segKey{windowIndex(spec, rw.at), segmentOf(spec, rw)}
 			f := m[k]
 			f.rows++

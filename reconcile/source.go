@@ -510,7 +510,15 @@ func (p *postgresReader) figures(ctx context.Context, src SourceSpec, from, to t
 	if unique {
 		keys = "count(*)"
 	}
-	rows, err := tx.QueryContext(ctx, "SELECT w, count(*), "+keys+", sum(h)::text FROM ("+base+") r GROUP BY w", from, to)
+	// With few enough windows, the same scan gives every segment's figures too (a key's
+	// segment is its hash's top bits, so distinct keys add up over segments): the second pass
+	// then reads nothing from this side but the records of the windows that differ.
+	seg := "0"
+	if windowIndex(p.spec, to.Add(-time.Nanosecond))-windowIndex(p.spec, from) < maxFoldedWindows {
+		seg = fmt.Sprintf("(k >> %d) & %d", 64-segBits, 1<<segBits-1)
+		out.segs, out.segsAll = map[segKey]segFig{}, true
+	}
+	rows, err := tx.QueryContext(ctx, "SELECT w, "+seg+", count(*), "+keys+", sum(h)::text FROM ("+base+") r GROUP BY 1, 2", from, to)
 	if err != nil {
 		return sideFigures{}, false, fmt.Errorf("count %s: %w", p.table, err)
 	}
@@ -518,16 +526,26 @@ func (p *postgresReader) figures(ctx context.Context, src SourceSpec, from, to t
 	for rows.Next() {
 		var (
 			at  time.Time
+			k   segKey
 			f   figure
 			sum string
 		)
-		if err := rows.Scan(&at, &f.rows, &f.keys, &sum); err != nil {
+		if err := rows.Scan(&at, &k.seg, &f.rows, &f.keys, &sum); err != nil {
 			return sideFigures{}, false, fmt.Errorf("count %s: %w", p.table, err)
 		}
 		if f.sum, err = sumOf(sum); err != nil {
 			return sideFigures{}, false, err
 		}
-		out.windows[windowIndex(p.spec, at)] = &f
+		k.w = windowIndex(p.spec, at)
+		if out.segs != nil {
+			out.segs[k] = segFig{rows: f.rows, sum: f.sum}
+		}
+		w := out.windows[k.w]
+		if w == nil {
+			w = &figure{}
+			out.windows[k.w] = w
+		}
+		w.rows, w.keys, w.sum = w.rows+f.rows, w.keys+f.keys, w.sum+f.sum
 	}
 	if err := rows.Err(); err != nil {
 		return sideFigures{}, false, fmt.Errorf("count %s: %w", p.table, err)
@@ -673,6 +691,10 @@ func (p *postgresReader) readWindows(ctx context.Context, ws []int64, now time.T
 	where := fmt.Sprintf("%s = ANY($3::%s[])", p.windowOf(pq.QuoteIdentifier(p.spec.TimeColumn), p.timeType), timeCast(p.timeType))
 	return p.query(ctx, where, fn, from, to, arr)
 }
+
+// maxFoldedWindows bounds the windows whose segment figures PostgreSQL's first pass computes
+// (64 rows each in its answer).
+const maxFoldedWindows = 1024
 
 // maxRepeatedKeys bounds the repeated keys whose windows the pushed-down pass reports.
 const maxRepeatedKeys = 100_000
