@@ -136,7 +136,7 @@ func (a *figureAcc) finish(read int64) sideFigures {
 		a.segs = nil
 	}
 	if !a.history {
-		slices.Sort(a.packed)
+		sortKeys(a.packed)
 		const key = ^uint64(1<<winBits - 1)
 		for i := 0; i < len(a.packed); {
 			j := i

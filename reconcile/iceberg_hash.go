@@ -29,7 +29,7 @@ func hashSide(ctx context.Context, spec *Spec, r reader, acc *figureAcc, from, t
 // hashRecords gives fn the window, key hash and record hash of every record of [from, to): the
 // same hashes hashPlan computes from canonical text, computed from the Arrow values.
 func (r *icebergReader) hashRecords(ctx context.Context, spec *Spec, from, to time.Time, fn func(w int64, key, rec uint64)) (bytes, n int64, err error) {
-	names, records, err := r.scan(ctx, from, to)
+	names, records, err := r.scan(ctx, [2]time.Time{from, to})
 	if err != nil || records == nil {
 		return 0, 0, err
 	}

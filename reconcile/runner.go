@@ -292,19 +292,27 @@ func (sd *runSide) firstPass(ctx context.Context, spec *Spec, prev *previous, no
 	return n, nil
 }
 
-// readWindows reads the side's records of the windows ws: in one scan from a side
-// PostgreSQL computed figures for, else a read a range of consecutive windows.
+// readWindows reads the side's records of the windows ws: in one scan from a side PostgreSQL
+// computed figures for or an Iceberg side (a data file holding several ranges is read once),
+// else a read a range of consecutive windows.
 func (sd *runSide) readWindows(ctx context.Context, spec *Spec, ws []int64, now time.Time, fn func(row)) (int64, error) {
 	if pr, ok := sd.r.(*postgresReader); ok && sd.figs.pushed {
 		return pr.readWindows(ctx, ws, now, fn)
 	}
-	var bytes int64
+	var spans [][2]time.Time
 	for _, span := range ranges(ws) {
 		from, to := windowStart(spec, span[0]), windowStart(spec, span[1]+1)
 		if to.After(now) {
 			to = now // what the first pass counted
 		}
-		n, err := sd.r.read(ctx, from, to, fn)
+		spans = append(spans, [2]time.Time{from, to})
+	}
+	if ir, ok := sd.r.(*icebergReader); ok {
+		return ir.readSpans(ctx, spans, fn)
+	}
+	var bytes int64
+	for _, sp := range spans {
+		n, err := sd.r.read(ctx, sp[0], sp[1], fn)
 		bytes += n
 		if err != nil {
 			return bytes, err

@@ -228,9 +228,10 @@ func (r *icebergReader) pin(ctx context.Context) (*table.Table, *table.Snapshot,
 	return live.Table, snap, nil
 }
 
-// scan opens a scan of the run's snapshot for the records of [from, to), with the columns in
-// names' order (the time, the keys, the compared columns); a nil sequence for an empty table.
-func (r *icebergReader) scan(ctx context.Context, from, to time.Time) (names []string, records iter.Seq2[arrow.RecordBatch, error], err error) {
+// scan opens a scan of the run's snapshot for the records of the spans [from, to), with the
+// columns in names' order (the time, the keys, the compared columns); a nil sequence for an
+// empty table.
+func (r *icebergReader) scan(ctx context.Context, spans ...[2]time.Time) (names []string, records iter.Seq2[arrow.RecordBatch, error], err error) {
 	tbl, snap, err := r.pin(ctx)
 	if err != nil || snap == nil {
 		return nil, nil, err // no snapshot: an empty table
@@ -245,8 +246,17 @@ func (r *icebergReader) scan(ctx context.Context, from, to time.Time) (names []s
 			// Pushed into the scan: files whose time bounds miss [from, to) are not read. Rows are
 			// still checked below (the filter is exact for these types, the check is cheap).
 			ref := iceberg.Reference(r.spec.TimeColumn)
-			opts = append(opts, table.WithRowFilter(iceberg.NewAnd(iceberg.GreaterThanEqual(ref, iceberg.Timestamp(from.UnixMicro())),
-				iceberg.LessThan(ref, iceberg.Timestamp(to.UnixMicro())))))
+			var filter iceberg.BooleanExpression
+			for _, sp := range spans {
+				in := iceberg.NewAnd(iceberg.GreaterThanEqual(ref, iceberg.Timestamp(sp[0].UnixMicro())),
+					iceberg.LessThan(ref, iceberg.Timestamp(sp[1].UnixMicro())))
+				if filter == nil {
+					filter = in
+				} else {
+					filter = iceberg.NewOr(filter, in)
+				}
+			}
+			opts = append(opts, table.WithRowFilter(filter))
 		}
 	}
 	opts = append(opts, table.WithSnapshotID(snap.SnapshotID))
@@ -271,7 +281,13 @@ func columnsOf(rec arrow.RecordBatch, names []string) ([]arrow.Array, error) {
 }
 
 func (r *icebergReader) read(ctx context.Context, from, to time.Time, fn func(row)) (int64, error) {
-	names, records, err := r.scan(ctx, from, to)
+	return r.readSpans(ctx, [][2]time.Time{{from, to}}, fn)
+}
+
+// readSpans reads the records of several spans in one scan (a data file holding more than one
+// of them is read once).
+func (r *icebergReader) readSpans(ctx context.Context, spans [][2]time.Time, fn func(row)) (int64, error) {
+	names, records, err := r.scan(ctx, spans...)
 	if err != nil || records == nil {
 		return 0, err
 	}
@@ -292,7 +308,7 @@ func (r *icebergReader) read(ctx context.Context, from, to time.Time, fn func(ro
 				rec.Release()
 				return bytes, fmt.Errorf("the time column %s is not a timestamp", r.spec.TimeColumn)
 			}
-			if at.Before(from) || !at.Before(to) {
+			if !inSpans(at, spans) {
 				continue
 			}
 			rw := row{at: at, vals: make([]string, len(names)-1)}
@@ -305,6 +321,16 @@ func (r *icebergReader) read(ctx context.Context, from, to time.Time, fn func(ro
 		rec.Release()
 	}
 	return bytes, nil
+}
+
+// inSpans reports whether t falls in one of the spans [from, to).
+func inSpans(t time.Time, spans [][2]time.Time) bool {
+	for _, sp := range spans {
+		if !t.Before(sp[0]) && t.Before(sp[1]) {
+			return true
+		}
+	}
+	return false
 }
 
 // size is the records of the table's current snapshot (or its archive snapshot), from the
