@@ -36,6 +36,8 @@ type chartData struct {
 }
 
 type assetData struct {
+	// held is the lineage budget the page's graph holds until the page is written.
+	held      *lineage.Reservation
 	Asset     catalog.Asset
 	Names     []catalog.Name
 	Owners    []catalog.Owner
@@ -120,6 +122,7 @@ func (u *UI) assetPage(w http.ResponseWriter, r *http.Request, status int, edit 
 		return
 	}
 	d := assetData{Asset: a, Depth: 2, Direction: lineage.Both, Field: r.URL.Query().Get("field"), Edit: edit}
+	defer func() { d.held.Release() }()
 	if n, err := strconv.Atoi(r.URL.Query().Get("depth")); err == nil && n >= 1 && n <= 10 {
 		d.Depth = n
 	}

@@ -1,6 +1,8 @@
 package web
 
 import (
+	"errors"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -25,7 +27,22 @@ func init() {
 
 // graphLimit bounds the nodes the asset page reads: walkLimit, or the server's cap when lower.
 // What it draws is bounded after grouping (fitGraph, drawLimit).
-func (u *UI) graphLimit() int { return min(walkLimit, u.cfg.Lineage.MaxNodes()) }
+func (u *UI) graphLimit() int {
+	return min(walkLimit, u.cfg.Lineage.MaxNodes(), u.cfg.Lineage.Budget().PerClient())
+}
+
+// client is whom a request's share of the lineage budget is for: the signed-in token's name
+// (as on the API), else the connection's address.
+func (u *UI) client(r *http.Request) string {
+	if s := u.sessions.get(r); s != nil {
+		return "token " + s.Name
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	return "address " + host
+}
 
 // fitLineage groups the asset page's graph and cuts it to drawLimit (fitGraph), after the
 // migrations and column lineage are added; the groups the address names are drawn open.
@@ -138,8 +155,17 @@ type columnInput struct {
 func (u *UI) lineageParts(g *errgroup.Group, r *http.Request, d *assetData, miss func(string, error) bool) {
 	ctx, a, id := r.Context(), d.Asset, d.Asset.ID
 	g.Go(func() error {
+		held, err := u.cfg.Lineage.Reserve(ctx, u.client(r), u.graphLimit())
+		if err != nil {
+			if errors.Is(err, catalog.ErrUnavailable) {
+				miss("the lineage graph (the server is drawing many graphs at once: reload the page in a moment)", err)
+			} else {
+				miss("the lineage graph", err)
+			}
+			return nil
+		}
+		d.held = held
 		var l lineage.LineageResult
-		var err error
 		if d.At != nil {
 			l, err = u.cfg.Lineage.LineageAt(ctx, id, d.Direction, d.Depth, u.graphLimit(), *d.At)
 		} else {
@@ -147,6 +173,7 @@ func (u *UI) lineageParts(g *errgroup.Group, r *http.Request, d *assetData, miss
 		}
 		if !miss("the lineage graph", err) {
 			d.Graph, d.Truncated = graphOf(l), l.Truncated
+			held.Keep(len(l.Nodes)) // drawing costs what was walked, not the limit
 		}
 		return nil
 	})

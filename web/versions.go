@@ -236,6 +236,16 @@ func (u *UI) versionPage(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	// The page walks three times (upstream, downstream, impact): it holds each walk's most
+	// versions in the lineage budget until the page is written, as the API does for one.
+	if u.cfg.Lineage != nil {
+		held, err := u.cfg.Lineage.Reserve(ctx, u.client(r), min(3*versions.DefaultMaxNodes, u.cfg.Lineage.Budget().PerClient()))
+		if err != nil {
+			u.fail(w, r, err)
+			return
+		}
+		defer held.Release()
+	}
 	// The four reads are independent: they run at once. A version no table showed but a run
 	// names still has lineage, so a missing record alone is not a 404.
 	g, gctx := errgroup.WithContext(ctx)
