@@ -7,25 +7,50 @@ import (
 
 // A record's hash is the XOR of one hash a column, each seeded by the column's position, and a
 // window's checksum the wrapping sum of its records' hashes. The column hashes are the ones
-// PostgreSQL computes natively and fast (hashint8extended for integers, timestamp_hash_extended
-// for the time, hashtextextended for the canonical text of everything else), so
-// a PostgreSQL side hashes in its own scan at about the cost of a count, and Tidemark computes
-// the same values in Go for the sides it streams. A column is hashed as an integer when the
-// PostgreSQL side stores it as one (hashPlan); a streamed value of such a column whose canonical
-// text is an integer hashes as that integer, any other as its text, so two sides agree exactly
+// PostgreSQL computes natively and fast (timestamp_hash_extended for the time, hashint8extended
+// for an integer column, hash_numeric_extended with the sign mixed in for a numeric one,
+// hashtextextended for the canonical text of everything else), so a PostgreSQL side hashes in
+// its own scan at about the cost of a count, and Tidemark computes the same values in Go for the
+// sides it streams. How a column hashes follows how the PostgreSQL side stores it (hashPlan); a
+// streamed value of an integer or numeric column whose canonical text is an integer or a
+// canonical decimal hashes as that number, any other as its text, so two sides agree exactly
 // when their canonical texts do.
 
 // hashScheme names the scheme in stored runs: figures of another scheme are never reused.
-const hashScheme = "pg-lookup3-1"
+const hashScheme = "pg-lookup3-2"
 
-// hashPlan says, by value position (keys, then compared columns), which columns hash as
-// integers. The zero plan hashes every canonical integer as one (no PostgreSQL side stores the
-// column as text).
+// colKind is how a column's values hash.
+type colKind uint8
+
+const (
+	kindInt     colKind = iota // as an integer when the canonical text is one (the zero plan)
+	kindText                   // as text, always
+	kindNumeric                // as a number when the canonical text is a canonical decimal
+)
+
+// hashPlan says, by value position (keys, then compared columns), how each column hashes. The
+// zero plan hashes every canonical integer as one (no PostgreSQL side says otherwise).
 type hashPlan struct {
-	text []bool // true: hashed as text even when it reads as an integer
+	kinds []colKind
 }
 
-func (p hashPlan) asText(pos int) bool { return pos < len(p.text) && p.text[pos] }
+func (p hashPlan) kind(pos int) colKind {
+	if pos < len(p.kinds) {
+		return p.kinds[pos]
+	}
+	return kindInt
+}
+
+// kindOf is how a PostgreSQL type's values hash.
+func kindOf(dbType string) colKind {
+	switch {
+	case intType(dbType):
+		return kindInt
+	case dbType == "NUMERIC":
+		return kindNumeric
+	}
+	return kindText
+}
 
 // seedOf is a column's seed: position 0 is the time, then the values.
 func seedOf(pos int) uint64 { return 0x5449444d00000000 + uint64(pos) }
@@ -48,12 +73,7 @@ func (p hashPlan) valueHash(pos int, v string) uint64 {
 	if v == null {
 		return nullHash(pos + 1)
 	}
-	if !p.asText(pos) {
-		if n, ok := canonInt(v); ok {
-			return pgHashInt8(n, seedOf(pos+1))
-		}
-	}
-	return pgHash(v, seedOf(pos+1))
+	return p.textHash(pos, v)
 }
 
 // hashes are a record's key hash and record hash.
@@ -118,15 +138,24 @@ func canonInt[T string | []byte](s T) (int64, bool) {
 }
 
 // textHash hashes a value's canonical text at position pos (0-based among the values) under
-// the plan: as the integer it reads as, unless the column hashes as text.
-func (p hashPlan) textHash(pos int, s []byte) uint64 {
-	if !p.asText(pos) {
+// the plan: as the number it reads as in an integer or numeric column, else as text.
+func textHash[T string | []byte](p hashPlan, pos int, s T) uint64 {
+	seed := seedOf(pos + 1)
+	switch p.kind(pos) {
+	case kindInt:
 		if n, ok := canonInt(s); ok {
-			return pgHashInt8(n, seedOf(pos+1))
+			return pgHashInt8(n, seed)
+		}
+	case kindNumeric:
+		if h, ok := numericHash(s, seed); ok {
+			return h
 		}
 	}
-	return pgHash(s, seedOf(pos+1))
+	return pgHash(s, seed)
 }
+
+// textHash is textHash for a value given as text.
+func (p hashPlan) textHash(pos int, s string) uint64 { return textHash(p, pos, s) }
 
 // The functions below are PostgreSQL's hash_bytes_extended, hash_bytes_uint32_extended and
 // hashint8extended (Bob Jenkins' lookup3, as PostgreSQL computes it on a little-endian machine,
@@ -264,18 +293,15 @@ func pgHashInt8(v int64, seed uint64) uint64 {
 // String names the scheme and the plan, as stored with a run's figures.
 func (p hashPlan) String() string {
 	b := []byte(hashScheme + ":")
-	for _, t := range p.text {
-		if t {
-			b = append(b, 't')
-		} else {
-			b = append(b, 'i')
-		}
+	for _, k := range p.kinds {
+		b = append(b, "itn"[k])
 	}
 	return string(b)
 }
 
-// planHashes makes the run's plan: a column hashes as text when a PostgreSQL side stores it as
-// anything but an integer (PostgreSQL hashes such a column's text, whatever it reads as).
+// planHashes makes the run's plan: a column hashes as an integer or a number when the
+// PostgreSQL sides store it as one, else as text (PostgreSQL hashes such a column's text,
+// whatever it reads as).
 func planHashes(ctx context.Context, readers ...reader) (hashPlan, error) {
 	var p hashPlan
 	for _, r := range readers {
@@ -287,12 +313,110 @@ func planHashes(ctx context.Context, readers ...reader) (hashPlan, error) {
 		if err != nil {
 			return hashPlan{}, err
 		}
-		if p.text == nil {
-			p.text = make([]bool, len(types)-1)
+		if p.kinds == nil {
+			p.kinds = make([]colKind, len(types)-1)
+			for i, t := range types[1:] {
+				p.kinds[i] = kindOf(t)
+			}
+			continue
 		}
 		for i, t := range types[1:] {
-			p.text[i] = p.text[i] || !intType(t)
+			if kindOf(t) != p.kinds[i] {
+				p.kinds[i] = kindText // sides that store it differently agree on its text
+			}
 		}
 	}
 	return p, nil
+}
+
+// Numeric sign marks: hash_numeric_extended ignores the sign and gives every special value the
+// seed, so the SQL mixes these in for a negative value and for Infinity.
+const (
+	negativeMark = 0x2d2d2d2d2d2d2d2d
+	infinityMark = 0x494e46494e495459
+)
+
+// numericHash is hash_numeric_extended(v, seed), with negativeMark mixed in for a negative v, for
+// v's canonical decimal text (canonDecimal's form); false for any other text. PostgreSQL hashes
+// a numeric's base-10000 digits (as stored: 16-bit, little-endian) without its leading and
+// trailing zero digits, XORed with the weight of its first digit.
+func numericHash[T string | []byte](v T, seed uint64) (uint64, bool) {
+	n := len(v)
+	if n == 0 || n > 2000 {
+		return 0, false
+	}
+	i, neg := 0, v[0] == '-'
+	if neg {
+		i = 1
+	}
+	dot := -1
+	for j := i; j < n; j++ {
+		switch c := v[j]; {
+		case c == '.' && dot < 0:
+			dot = j
+		case c < '0' || c > '9':
+			return 0, false
+		}
+	}
+	intEnd := n
+	if dot >= 0 {
+		intEnd = dot
+		// A canonical fraction has digits and no trailing zero.
+		if dot == n-1 || v[n-1] == '0' {
+			return 0, false
+		}
+	}
+	// A canonical integer part has no leading zero (but a lone 0), and zero carries no sign.
+	if intEnd == i || (v[i] == '0' && intEnd > i+1) {
+		return 0, false
+	}
+	if intEnd == i+1 && v[i] == '0' && dot < 0 {
+		if neg {
+			return 0, false
+		}
+		return seed - 1, true
+	}
+	// Base-10000 digits: the integer part's groups aligned on the point from the right, the
+	// fraction's from the left.
+	intDigits, fracDigits := intEnd-i, 0
+	if dot >= 0 {
+		fracDigits = n - dot - 1
+	}
+	intGroups, fracGroups := (intDigits+3)/4, (fracDigits+3)/4
+	groups := make([]uint16, 0, intGroups+fracGroups)
+	for g := 0; g < intGroups; g++ {
+		var d uint16
+		for k := 0; k < 4; k++ {
+			if pos := intEnd - (intGroups-g)*4 + k; pos >= i {
+				d = d*10 + uint16(v[pos]-'0')
+			}
+		}
+		groups = append(groups, d)
+	}
+	for g := 0; g < fracGroups; g++ {
+		var d uint16
+		for k := 0; k < 4; k++ {
+			d *= 10
+			if pos := dot + 1 + g*4 + k; pos < n {
+				d += uint16(v[pos] - '0')
+			}
+		}
+		groups = append(groups, d)
+	}
+	weight := intGroups - 1
+	for len(groups) > 0 && groups[0] == 0 {
+		groups, weight = groups[1:], weight-1
+	}
+	for len(groups) > 0 && groups[len(groups)-1] == 0 {
+		groups = groups[:len(groups)-1]
+	}
+	b := make([]byte, 2*len(groups))
+	for k, d := range groups {
+		b[2*k], b[2*k+1] = byte(d), byte(d>>8)
+	}
+	h := pgHash(b, seed) ^ uint64(int64(weight))
+	if neg {
+		h ^= negativeMark
+	}
+	return h, true
 }

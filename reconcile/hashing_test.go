@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -62,6 +63,43 @@ func TestCanonInt(t *testing.T) {
 	} {
 		if _, ok := canonInt(tc.in); ok != tc.want {
 			t.Errorf("canonInt(%q) = %v, want %v", tc.in, ok, tc.want)
+		}
+	}
+}
+
+// TestNumericHashIsPostgreSQLs: numericHash of a canonical decimal is what PostgreSQL's
+// hash_numeric_extended gives the number, with the sign mixed in as the SQL does (so -5 and 5
+// differ), for integers, fractions, values under one, long ones and zero; a decimal text that is
+// not canonical (trailing or leading zeros, a bare point, -0) does not hash as a number.
+func TestNumericHashIsPostgreSQLs(t *testing.T) {
+	ctx := context.Background()
+	db, err := sql.Open("postgres", storagetest.DSN(t, "postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	// Stored with trailing zeros (as numeric(60,12) keeps them), which PostgreSQL ignores.
+	values := []string{"0", "1", "-1", "5", "-5", "12.5", "-12.5", "0.05", "-0.0001", "0.00000001", "10000", "10000.0001",
+		"99999999", "123456789012345678901234567890.123456789", "7", "1234.5678", "100000000", "0.1", "12345.6"}
+	seed := seedOf(2)
+	for _, v := range values {
+		var want int64
+		err := db.QueryRowContext(ctx, fmt.Sprintf(`SELECT hash_numeric_extended(c, $1) # CASE WHEN c < 0 THEN %d WHEN c = 'Infinity' THEN %d ELSE 0 END
+			FROM (SELECT $2::numeric(60,12) AS c) x`, int64(negativeMark), int64(infinityMark)), int64(seed), v).Scan(&want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := numericHash(v, seed)
+		if !ok || got != uint64(want) {
+			t.Errorf("%s: PostgreSQL %x, Go %x (%v)", v, uint64(want), got, ok)
+		}
+	}
+	if a, _ := numericHash("5", seed); a == func() uint64 { b, _ := numericHash("-5", seed); return b }() {
+		t.Error("5 and -5 hash alike")
+	}
+	for _, v := range []string{"", "-", "1.50", "01", "-0", "1.", ".5", "1e3", "1.2.3", "- 1", "0.0"} {
+		if _, ok := numericHash(v, seed); ok {
+			t.Errorf("%q hashes as a number; it is not a canonical decimal", v)
 		}
 	}
 }

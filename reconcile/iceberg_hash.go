@@ -123,7 +123,6 @@ func (p hashPlan) arrowHash(pos int, a arrow.Array, i int, buf []byte) (uint64, 
 	if a.IsNull(i) {
 		return nullHash(pos + 1), 1, buf
 	}
-	seed := seedOf(pos + 1)
 	switch c := a.(type) {
 	case *array.Int64:
 		return p.intHash(pos, c.Value(i), buf)
@@ -131,16 +130,11 @@ func (p hashPlan) arrowHash(pos int, a arrow.Array, i int, buf []byte) (uint64, 
 		return p.intHash(pos, int64(c.Value(i)), buf)
 	case *array.String:
 		s := c.Value(i)
-		if !p.asText(pos) {
-			if n, ok := canonInt(s); ok {
-				return pgHashInt8(n, seed), len(s), buf
-			}
-		}
-		return pgHash(s, seed), len(s), buf
+		return textHash(p, pos, s), len(s), buf
 	case *array.Decimal128:
 		if scale := c.DataType().(*arrow.Decimal128Type).Scale; scale >= 0 {
 			if b, ok := appendDecimal(buf[:0], c.Value(i), scale); ok {
-				return p.textHash(pos, b), len(b), b
+				return textHash(p, pos, b), len(b), b
 			}
 		}
 	}
@@ -149,11 +143,11 @@ func (p hashPlan) arrowHash(pos int, a arrow.Array, i int, buf []byte) (uint64, 
 }
 
 func (p hashPlan) intHash(pos int, v int64, buf []byte) (uint64, int, []byte) {
-	if !p.asText(pos) {
+	if p.kind(pos) == kindInt {
 		return pgHashInt8(v, seedOf(pos+1)), digits(v), buf
 	}
 	buf = strconv.AppendInt(buf[:0], v, 10)
-	return pgHash(buf, seedOf(pos+1)), len(buf), buf
+	return textHash(p, pos, buf), len(buf), buf
 }
 
 // digits is the length of v's decimal text.

@@ -35,7 +35,8 @@ func TestArrowHashesAreTheTextHashes(t *testing.T) {
 	dec0 := array.NewDecimal128Builder(mem, &arrow.Decimal128Type{Precision: 10, Scale: 0})
 	dec0.AppendValues([]decimal128.Num{decimal128.FromI64(0), decimal128.FromI64(-3), decimal128.FromI64(1000)}, nil)
 	arrays := []arrow.Array{i64.NewArray(), i32.NewArray(), str.NewArray(), dec.NewArray(), dec0.NewArray()}
-	for _, plan := range []hashPlan{{}, {text: []bool{true, true, true, true, true}}} {
+	every := func(k colKind) hashPlan { return hashPlan{kinds: []colKind{k, k, k, k, k}} }
+	for _, plan := range []hashPlan{{}, every(kindText), every(kindNumeric)} {
 		for pos, a := range arrays {
 			for i := 0; i < a.Len(); i++ {
 				want := plan.valueHash(pos, canonArrow(a, i))

@@ -462,11 +462,15 @@ func (p *postgresReader) base(ctx context.Context, tx *sql.Tx) (string, bool, er
 	hashes[0] = fmt.Sprintf("timestamp_hash_extended(c0, %d)", int64(seedOf(0)))
 	for i := 1; i < len(names); i++ {
 		var h string
+		kind := p.spec.hashing.kind(i - 1)
 		switch {
-		case intType(types[i]) && !p.spec.hashing.asText(i-1):
+		case kind == kindInt && intType(types[i]):
 			h = fmt.Sprintf("hashint8extended(c%d::int8, %d)", i, int64(seedOf(i)))
-		case !intType(types[i]) && !p.spec.hashing.asText(i-1):
-			// The plan would hash this column's integers as integers, which PostgreSQL cannot tell
+		case kind == kindNumeric && types[i] == "NUMERIC":
+			h = fmt.Sprintf("hash_numeric_extended(c%d, %d) # CASE WHEN c%d < 0 THEN %d WHEN c%d = 'Infinity' THEN %d ELSE 0 END",
+				i, int64(seedOf(i)), i, int64(negativeMark), i, int64(infinityMark))
+		case kind != kindText:
+			// The plan would hash this column's numbers as numbers, which PostgreSQL cannot tell
 			// from its text here: the plan was made without this side.
 			return "", false, fmt.Errorf("reconcile: no hash plan for %s's column %s", p.table, names[i])
 		default:
