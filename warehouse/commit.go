@@ -61,7 +61,10 @@ func (s *Service) Commit(ctx context.Context, wh string, changes []CommitChange,
 	if len(changes) == 0 {
 		return nil, invalid("table-changes", "a commit needs at least one table change")
 	}
+	defer phase(ctx, "commit")()
+	done := phase(ctx, "claim")
 	cl, err := s.claimKey(ctx, wh, opt)
+	done()
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +84,9 @@ func (s *Service) Commit(ctx context.Context, wh string, changes []CommitChange,
 		} else {
 			seen[k] = true
 		}
+		done := phase(ctx, "stage")
 		p, err := s.stage(ctx, w, ch, opt)
+		done()
 		if err != nil {
 			return nil, err
 		}
@@ -95,15 +100,23 @@ func (s *Service) Commit(ctx context.Context, wh string, changes []CommitChange,
 // record the inventory (swap.go). A step that fails settles and undoes what the steps before it
 // did (settle.go); a commit whose swap may have happened stays pending until ResolvePending knows.
 func (s *Service) commit(ctx context.Context, w tables.Warehouse, plans []*plan, opt CommitOptions) ([]ServedTable, error) {
-	if err := s.prepare(ctx, w, plans); err != nil {
+	done := phase(ctx, "prepare")
+	err := s.prepare(ctx, w, plans)
+	done()
+	if err != nil {
 		s.undoAssets(ctx, plans)
 		return nil, err
 	}
-	if err := s.recordPending(ctx, w, plans, opt); err != nil {
+	done = phase(ctx, "record-pending")
+	err = s.recordPending(ctx, w, plans, opt)
+	done()
+	if err != nil {
 		s.undoAssets(ctx, plans)
 		return nil, err
 	}
+	done = phase(ctx, "write-metadata")
 	written, err := s.writeMetadataFiles(ctx, w, plans)
+	done()
 	if err != nil {
 		return nil, err
 	}
@@ -112,10 +125,16 @@ func (s *Service) commit(ctx context.Context, w tables.Warehouse, plans []*plan,
 			return nil, serveErr(ErrCommitUnknown, "the commit stopped before the swap: %v", err)
 		}
 	}
-	if err := s.swapOrSettle(ctx, w, plans); err != nil {
+	done = phase(ctx, "swap")
+	err = s.swapOrSettle(ctx, w, plans)
+	done()
+	if err != nil {
 		return nil, err
 	}
+	done = phase(ctx, "versions")
 	s.recordVersions(ctx, plans, opt)
+	done()
+	defer phase(ctx, "after-commit")()
 	out := make([]ServedTable, len(plans))
 	for i, p := range plans {
 		loc := p.newLoc
