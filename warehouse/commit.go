@@ -131,6 +131,7 @@ func (s *Service) commit(ctx context.Context, w tables.Warehouse, plans []*plan,
 	if err != nil {
 		return nil, err
 	}
+	s.keptLists(plans)
 	done = phase(ctx, "versions")
 	s.recordVersions(ctx, plans, opt)
 	done()
@@ -221,16 +222,17 @@ type plan struct {
 	row     *ent.IcebergTable
 	base    table.Metadata // nil for a create
 	updated table.Metadata
-	newLoc  string            // the metadata file to write (given for a register: not written)
-	adopt   *ent.IcebergTable // a register of a table Tidemark knew: its row becomes served
-	files   []inventoryFile   // what the new snapshots added and removed
-	assetID uuid.UUID         // for a create or register
-	created bool              // the asset was created by this commit (deleted again if it fails)
-	adopted bool              // the table-uuid was bound to an existing asset by this commit (unbound if it fails)
-	commit  uuid.UUID         // its commit row
-	noop    bool              // the updates changed nothing
-	ground  *tables.Ground    // where its files may be
-	size    int64             // bytes of the metadata file written
+	newLoc  string                   // the metadata file to write (given for a register: not written)
+	adopt   *ent.IcebergTable        // a register of a table Tidemark knew: its row becomes served
+	files   []inventoryFile          // what the new snapshots added and removed
+	assetID uuid.UUID                // for a create or register
+	created bool                     // the asset was created by this commit (deleted again if it fails)
+	adopted bool                     // the table-uuid was bound to an existing asset by this commit (unbound if it fails)
+	commit  uuid.UUID                // its commit row
+	noop    bool                     // the updates changed nothing
+	ground  *tables.Ground           // where its files may be
+	size    int64                    // bytes of the metadata file written
+	lists   map[string][]manifestRef // the manifest lists read, kept once it swapped (listcache.go)
 }
 
 // self is the asset of the table the plan commits to (nil for a new one).

@@ -55,7 +55,9 @@ func main() {
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "tidemark-bench-commits-")
 	benchdb.Must(err)
-	defer os.RemoveAll(dir)
+	if os.Getenv("BENCH_KEEP") == "" {
+		defer os.RemoveAll(dir)
+	}
 
 	dsn, sqlDSN := filepath.Join(dir, "tidemark.db"), filepath.Join(dir, "sqlcat.db")
 	if *pg != "" {
