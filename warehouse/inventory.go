@@ -154,13 +154,11 @@ func manifestRefs(mfs []iceberg.ManifestFile) []manifestRef {
 // their added and deleted entries. refs are the manifests its list names. check refuses a
 // manifest or file path the snapshot adds (data: a data or delete file).
 func readSnapshot(fsys icebergio.IO, snap table.Snapshot, check func(p string, data bool) error) (files []inventoryFile, refs []manifestRef, err error) {
-	mfs, err := snap.Manifests(fsys)
+	mfs, size, err := readManifestList(fsys, snap.ManifestList)
 	if err != nil {
 		return nil, nil, fmt.Errorf("warehouse: read snapshot %d's manifest list %s: %w", snap.SnapshotID, snap.ManifestList, err)
 	}
-	// iceberg-go's snapshot does not carry its manifest list's length: one stat a new snapshot.
-	files = append(files, inventoryFile{snapshot: snap.SnapshotID, path: snap.ManifestList, kind: kindManifestList, change: changeAdded,
-		size: fileSize(fsys, snap.ManifestList)})
+	files = append(files, inventoryFile{snapshot: snap.SnapshotID, path: snap.ManifestList, kind: kindManifestList, change: changeAdded, size: size})
 	for _, mf := range mfs {
 		if mf.SnapshotID() != snap.SnapshotID {
 			continue
@@ -221,6 +219,26 @@ func stagedFiles(fsys icebergio.IO, snap table.Snapshot, g *tables.Ground) []inv
 		}
 	}
 	return out
+}
+
+// readManifestList reads a manifest list and its length (iceberg-go's snapshot does not carry
+// it): the length from the open file, so the list is opened once. A length that cannot be read
+// is 0, as in fileSize.
+func readManifestList(fsys icebergio.IO, list string) (_ []iceberg.ManifestFile, size int64, err error) {
+	f, err := fsys.Open(list)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer func() {
+		if cerr := f.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
+	}()
+	if st, err := f.Stat(); err == nil {
+		size = st.Size()
+	}
+	mfs, err := iceberg.ReadManifestList(f)
+	return mfs, size, err
 }
 
 // fileSize is a file's length in bytes through the table's IO; 0 when it cannot be read (the
