@@ -144,7 +144,7 @@ func (s *Service) commit(ctx context.Context, w tables.Warehouse, plans []*plan,
 			loc, meta = p.row.MetadataLocation, p.base
 		}
 		s.metaCache.Add(loc, meta, p.size)
-		out[i] = ServedTable{AssetID: p.assetOrRow(), Ident: p.ident, MetadataLocation: loc, Metadata: meta, Props: w.Props}
+		out[i] = ServedTable{AssetID: p.assetOrRow(), Ident: p.ident, MetadataLocation: loc, Metadata: meta, MetadataJSON: p.raw, Props: w.Props}
 		if !p.noop {
 			s.afterCommit(ctx, p)
 		}
@@ -232,6 +232,7 @@ type plan struct {
 	noop    bool                     // the updates changed nothing
 	ground  *tables.Ground           // where its files may be
 	size    int64                    // bytes of the metadata file written
+	raw     []byte                   // the metadata file written (nil for a register or a no-op)
 	lists   map[string][]manifestRef // the manifest lists read, kept once it swapped (listcache.go)
 }
 
