@@ -51,11 +51,12 @@ func main() {
 	seconds := flag.Float64("seconds", 5, "seconds a round of concurrent writers runs")
 	rounds := flag.Int("rounds", 3, "rounds of concurrent writers per side (alternating; 0: none)")
 	cpuprofile := flag.String("cpuprofile", "", "write CPU profiles to PREFIX.seq.pprof and PREFIX.conc.pprof")
+	keep := flag.Bool("keep", false, "keep the temp directory (warehouse, SQLite files) for a look afterwards")
 	flag.Parse()
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "tidemark-bench-commits-")
 	benchdb.Must(err)
-	if os.Getenv("BENCH_KEEP") == "" {
+	if !*keep {
 		defer os.RemoveAll(dir)
 	}
 
