@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"time"
@@ -32,7 +33,9 @@ func appends(ctx context.Context, sides []*side, tabs map[string]map[string]*tab
 					phases.setLabel(name)
 				}
 				start := time.Now()
-				tabs[sd.name][name] = addFiles(ctx, tabs[sd.name][name], name, sizes[name]+i, 1)
+				pprof.Do(ctx, pprof.Labels("writer", sd.name), func(ctx context.Context) {
+					tabs[sd.name][name] = addFiles(ctx, tabs[sd.name][name], name, sizes[name]+i, 1)
+				})
 				e2e := time.Since(start)
 				phases.setLabel("")
 				call := sd.cat.lastCommit()
@@ -77,7 +80,14 @@ func concurrent(ctx context.Context, sides []*side, wt map[string][]*table.Table
 			if sd.post != nil {
 				phases.setLabel("concurrent")
 			}
-			n, elapsed, lat := writeFor(ctx, wt[sd.name], from+next[sd.name], d)
+			var (
+				n       int
+				elapsed time.Duration
+				lat     []time.Duration
+			)
+			pprof.Do(ctx, pprof.Labels("writer", sd.name), func(ctx context.Context) {
+				n, elapsed, lat = writeFor(ctx, wt[sd.name], from+next[sd.name], d)
+			})
 			phases.setLabel("")
 			next[sd.name] += n // file names stay new: every writer's counter starts past the last round's
 			c := float64(n) / elapsed.Seconds()

@@ -9,7 +9,8 @@
 //   - 8 writers appending concurrently, each to its own table, for a few seconds a round:
 //     commits a second both ways, rounds alternating;
 //   - where Tidemark's commit time goes, step by step, as its server reports it; with
-//     -cpuprofile, CPU profiles labelled side=tidemark-server / tidemark-client / sqlcat.
+//     -cpuprofile, CPU profiles labelled side=tidemark-server / tidemark-client / sqlcat (the
+//     catalog's part) and writer=tidemark / sqlcat (the writer's whole append, client side).
 //
 // Recording a commit reads only the commit's new manifests, so the two table sizes should cost
 // about the same. The benchmark ends by checking that the large table's write-path inventory
