@@ -4,20 +4,28 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/apache/iceberg-go"
+	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/tidemark/tidemark/app"
 	"github.com/tidemark/tidemark/ent/icebergcommit"
 	"github.com/tidemark/tidemark/ent/iceberginventoryfile"
+	"github.com/tidemark/tidemark/handlers"
+	"github.com/tidemark/tidemark/server"
 	"github.com/tidemark/tidemark/storage"
 	"github.com/tidemark/tidemark/storage/storagetest"
+	"github.com/tidemark/tidemark/tables"
 	"github.com/tidemark/tidemark/tables/tablestest"
 	"github.com/tidemark/tidemark/warehouse"
+	"github.com/tidemark/tidemark/web"
 )
 
 // TestAbandonedCommitNeverSwaps: a commit the settling loop marks abandoned while it waits
@@ -160,4 +168,98 @@ func TestLoadIfNoneMatchList(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestInventoryRecordsDroppedManifests: a commit whose manifest list drops manifests its
+// parent's listed (a merging append) records each dropped one as removed, and only those: when
+// the parent's list was read by the same process's previous commit (kept from it) and when it
+// is read anew (a second Tidemark on the same database and warehouse, which kept nothing).
+func TestInventoryRecordsDroppedManifests(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		s := newServer(t, db)
+		other := secondServer(t, s, db)
+		tbl := create(t, s.client(t), "d", "t", icecat.WithProperties(iceberg.Properties{
+			"commit.manifest-merge.enabled": "true", "commit.manifest.min-count-to-merge": "2"}))
+		id := assetOf(t, s, tbl)
+		dropped := 0
+		for i, via := range []*testServer{s, s, s, other, other, s} {
+			cur, err := via.client(t).LoadTable(ctx, table.Identifier{"d", "t"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tbl = via.append(t, cur, 2*i, 2)
+			snap := tbl.CurrentSnapshot()
+			want := droppedManifests(t, tbl, *snap)
+			dropped += len(want)
+			got := map[string]int64{}
+			rows, _, err := s.App.Warehouse.Inventory(ctx, id, warehouse.InventoryFilter{SnapshotID: &snap.SnapshotID, Change: "removed", Limit: 1000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range rows {
+				if r.Kind == "manifest" {
+					got[r.Path] = r.Size
+				}
+			}
+			if len(got) != len(want) {
+				t.Fatalf("commit %d: the inventory records %d manifests removed, the lists drop %d (%v, %v)", i, len(got), len(want), got, want)
+			}
+			for p, size := range want {
+				if got[p] != size {
+					t.Fatalf("commit %d: dropped manifest %s recorded with size %d, want %d", i, p, got[p], size)
+				}
+			}
+		}
+		if dropped == 0 {
+			t.Fatal("no commit dropped a manifest: the merge did not happen, nothing was checked")
+		}
+	})
+}
+
+// secondServer is another Tidemark on s's database and warehouse, with s's tokens.
+func secondServer(t *testing.T, s *testServer, db *storage.DB) *testServer {
+	t.Helper()
+	a, err := app.Open(context.Background(), db, app.Config{Tables: []tables.Option{tables.WithWarehouses(tables.Warehouse{Name: "main", Location: s.Warehouse})}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := a.Handler(server.Config{}, handlers.Config{}, web.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return &testServer{URL: srv.URL, App: a, Shell: h, Token: s.Token, Writer: s.Writer, Warehouse: s.Warehouse, lake: s.lake}
+}
+
+// droppedManifests reads the manifests the snapshot's parent listed and its own list does not.
+func droppedManifests(t *testing.T, tbl *table.Table, snap table.Snapshot) map[string]int64 {
+	t.Helper()
+	out := map[string]int64{}
+	if snap.ParentSnapshotID == nil {
+		return out
+	}
+	fs, err := tbl.FS(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, err := snap.Manifests(fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	for _, mf := range mine {
+		listed[mf.FilePath()] = true
+	}
+	parent, err := tbl.Metadata().SnapshotByID(*snap.ParentSnapshotID).Manifests(fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range parent {
+		if !listed[mf.FilePath()] {
+			out[mf.FilePath()] = mf.Length()
+		}
+	}
+	return out
 }

@@ -61,7 +61,10 @@ func (s *Service) Commit(ctx context.Context, wh string, changes []CommitChange,
 	if len(changes) == 0 {
 		return nil, invalid("table-changes", "a commit needs at least one table change")
 	}
+	defer phase(ctx, "commit")()
+	done := phase(ctx, "claim")
 	cl, err := s.claimKey(ctx, wh, opt)
+	done()
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +84,9 @@ func (s *Service) Commit(ctx context.Context, wh string, changes []CommitChange,
 		} else {
 			seen[k] = true
 		}
+		done := phase(ctx, "stage")
 		p, err := s.stage(ctx, w, ch, opt)
+		done()
 		if err != nil {
 			return nil, err
 		}
@@ -95,15 +100,23 @@ func (s *Service) Commit(ctx context.Context, wh string, changes []CommitChange,
 // record the inventory (swap.go). A step that fails settles and undoes what the steps before it
 // did (settle.go); a commit whose swap may have happened stays pending until ResolvePending knows.
 func (s *Service) commit(ctx context.Context, w tables.Warehouse, plans []*plan, opt CommitOptions) ([]ServedTable, error) {
-	if err := s.prepare(ctx, w, plans); err != nil {
+	done := phase(ctx, "prepare")
+	err := s.prepare(ctx, w, plans)
+	done()
+	if err != nil {
 		s.undoAssets(ctx, plans)
 		return nil, err
 	}
-	if err := s.recordPending(ctx, w, plans, opt); err != nil {
+	done = phase(ctx, "record-pending")
+	err = s.recordPending(ctx, w, plans, opt)
+	done()
+	if err != nil {
 		s.undoAssets(ctx, plans)
 		return nil, err
 	}
+	done = phase(ctx, "write-metadata")
 	written, err := s.writeMetadataFiles(ctx, w, plans)
+	done()
 	if err != nil {
 		return nil, err
 	}
@@ -112,10 +125,17 @@ func (s *Service) commit(ctx context.Context, w tables.Warehouse, plans []*plan,
 			return nil, serveErr(ErrCommitUnknown, "the commit stopped before the swap: %v", err)
 		}
 	}
-	if err := s.swapOrSettle(ctx, w, plans); err != nil {
+	done = phase(ctx, "swap")
+	err = s.swapOrSettle(ctx, w, plans)
+	done()
+	if err != nil {
 		return nil, err
 	}
+	s.keptLists(plans)
+	done = phase(ctx, "versions")
 	s.recordVersions(ctx, plans, opt)
+	done()
+	defer phase(ctx, "after-commit")()
 	out := make([]ServedTable, len(plans))
 	for i, p := range plans {
 		loc := p.newLoc
@@ -124,7 +144,7 @@ func (s *Service) commit(ctx context.Context, w tables.Warehouse, plans []*plan,
 			loc, meta = p.row.MetadataLocation, p.base
 		}
 		s.metaCache.Add(loc, meta, p.size)
-		out[i] = ServedTable{AssetID: p.assetOrRow(), Ident: p.ident, MetadataLocation: loc, Metadata: meta, Props: w.Props}
+		out[i] = ServedTable{AssetID: p.assetOrRow(), Ident: p.ident, MetadataLocation: loc, Metadata: meta, MetadataJSON: p.raw, Props: w.Props}
 		if !p.noop {
 			s.afterCommit(ctx, p)
 		}
@@ -202,16 +222,18 @@ type plan struct {
 	row     *ent.IcebergTable
 	base    table.Metadata // nil for a create
 	updated table.Metadata
-	newLoc  string            // the metadata file to write (given for a register: not written)
-	adopt   *ent.IcebergTable // a register of a table Tidemark knew: its row becomes served
-	files   []inventoryFile   // what the new snapshots added and removed
-	assetID uuid.UUID         // for a create or register
-	created bool              // the asset was created by this commit (deleted again if it fails)
-	adopted bool              // the table-uuid was bound to an existing asset by this commit (unbound if it fails)
-	commit  uuid.UUID         // its commit row
-	noop    bool              // the updates changed nothing
-	ground  *tables.Ground    // where its files may be
-	size    int64             // bytes of the metadata file written
+	newLoc  string                   // the metadata file to write (given for a register: not written)
+	adopt   *ent.IcebergTable        // a register of a table Tidemark knew: its row becomes served
+	files   []inventoryFile          // what the new snapshots added and removed
+	assetID uuid.UUID                // for a create or register
+	created bool                     // the asset was created by this commit (deleted again if it fails)
+	adopted bool                     // the table-uuid was bound to an existing asset by this commit (unbound if it fails)
+	commit  uuid.UUID                // its commit row
+	noop    bool                     // the updates changed nothing
+	ground  *tables.Ground           // where its files may be
+	size    int64                    // bytes of the metadata file written
+	raw     []byte                   // the metadata file written (nil for a register or a no-op)
+	lists   map[string][]manifestRef // the manifest lists read, kept once it swapped (listcache.go)
 }
 
 // self is the asset of the table the plan commits to (nil for a new one).

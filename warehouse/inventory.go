@@ -77,11 +77,12 @@ func (s *Service) readAdded(ctx context.Context, w tables.Warehouse, p *plan) er
 		if err := p.ground.Check(snap.ManifestList, false); err != nil {
 			return fmt.Errorf("snapshot %d's manifest list %w", snap.SnapshotID, err)
 		}
-		files, listed, err := readSnapshot(fsys, snap, p.ground.Check)
+		files, refs, err := readSnapshot(fsys, snap, p.ground.Check)
 		if err != nil {
 			return err
 		}
 		p.files = append(p.files, files...)
+		p.keepList(snap.ManifestList, refs)
 		if snap.ParentSnapshotID == nil {
 			continue
 		}
@@ -89,33 +90,76 @@ func (s *Service) readAdded(ctx context.Context, w tables.Warehouse, p *plan) er
 		if parent == nil || parent.ManifestList == "" {
 			continue
 		}
-		pmfs, err := parent.Manifests(fsys)
+		prefs, err := s.listedBy(fsys, p, *parent)
 		if err != nil {
-			return fmt.Errorf("warehouse: read parent snapshot %d's manifest list %s: %w", parent.SnapshotID, parent.ManifestList, err)
+			return err
 		}
-		for _, mf := range pmfs {
-			if !listed[mf.FilePath()] {
-				p.files = append(p.files, inventoryFile{snapshot: snap.SnapshotID, path: mf.FilePath(), kind: kindManifest, change: changeRemoved, size: mf.Length()})
+		listed := make(map[string]bool, len(refs))
+		for _, r := range refs {
+			listed[r.path] = true
+		}
+		for _, r := range prefs {
+			if !listed[r.path] {
+				p.files = append(p.files, inventoryFile{snapshot: snap.SnapshotID, path: r.path, kind: kindManifest, change: changeRemoved, size: r.length})
 			}
 		}
 	}
 	return nil
 }
 
+// listedBy is what a parent snapshot's manifest list names: read by this commit already (a
+// commit of several snapshots), kept from the commit that added it, or read now.
+func (s *Service) listedBy(fsys icebergio.IO, p *plan, parent table.Snapshot) ([]manifestRef, error) {
+	if refs, ok := p.lists[parent.ManifestList]; ok {
+		return refs, nil
+	}
+	if refs, ok := s.lists.Get(parent.ManifestList); ok {
+		return refs, nil
+	}
+	mfs, err := parent.Manifests(fsys)
+	if err != nil {
+		return nil, fmt.Errorf("warehouse: read parent snapshot %d's manifest list %s: %w", parent.SnapshotID, parent.ManifestList, err)
+	}
+	refs := manifestRefs(mfs)
+	p.keepList(parent.ManifestList, refs)
+	return refs, nil
+}
+
+// keepList notes a manifest list the commit read, kept once the commit swaps (keptLists).
+func (p *plan) keepList(list string, refs []manifestRef) {
+	if p.lists == nil {
+		p.lists = map[string][]manifestRef{}
+	}
+	p.lists[list] = refs
+}
+
+// keptLists keeps the manifest lists the plans read, once their commits swapped.
+func (s *Service) keptLists(plans []*plan) {
+	for _, p := range plans {
+		for list, refs := range p.lists {
+			s.lists.Add(list, refs)
+		}
+	}
+}
+
+func manifestRefs(mfs []iceberg.ManifestFile) []manifestRef {
+	refs := make([]manifestRef, len(mfs))
+	for i, mf := range mfs {
+		refs[i] = manifestRef{path: mf.FilePath(), length: mf.Length()}
+	}
+	return refs
+}
+
 // readSnapshot reads what one snapshot wrote: its manifest list, the manifests it added, and
-// their added and deleted entries. listed holds every manifest its list names. check refuses a
+// their added and deleted entries. refs are the manifests its list names. check refuses a
 // manifest or file path the snapshot adds (data: a data or delete file).
-func readSnapshot(fsys icebergio.IO, snap table.Snapshot, check func(p string, data bool) error) (files []inventoryFile, listed map[string]bool, err error) {
-	mfs, err := snap.Manifests(fsys)
+func readSnapshot(fsys icebergio.IO, snap table.Snapshot, check func(p string, data bool) error) (files []inventoryFile, refs []manifestRef, err error) {
+	mfs, size, err := readManifestList(fsys, snap.ManifestList)
 	if err != nil {
 		return nil, nil, fmt.Errorf("warehouse: read snapshot %d's manifest list %s: %w", snap.SnapshotID, snap.ManifestList, err)
 	}
-	// iceberg-go's snapshot does not carry its manifest list's length: one stat a new snapshot.
-	files = append(files, inventoryFile{snapshot: snap.SnapshotID, path: snap.ManifestList, kind: kindManifestList, change: changeAdded,
-		size: fileSize(fsys, snap.ManifestList)})
-	listed = make(map[string]bool, len(mfs))
+	files = append(files, inventoryFile{snapshot: snap.SnapshotID, path: snap.ManifestList, kind: kindManifestList, change: changeAdded, size: size})
 	for _, mf := range mfs {
-		listed[mf.FilePath()] = true
 		if mf.SnapshotID() != snap.SnapshotID {
 			continue
 		}
@@ -148,7 +192,7 @@ func readSnapshot(fsys icebergio.IO, snap table.Snapshot, check func(p string, d
 			files = append(files, f)
 		}
 	}
-	return files, listed, nil
+	return files, manifestRefs(mfs), nil
 }
 
 // stagedFiles reads what a rejected commit's writer staged for one snapshot: the manifest list
@@ -175,6 +219,26 @@ func stagedFiles(fsys icebergio.IO, snap table.Snapshot, g *tables.Ground) []inv
 		}
 	}
 	return out
+}
+
+// readManifestList reads a manifest list and its length (iceberg-go's snapshot does not carry
+// it): the length from the open file, so the list is opened once. A length that cannot be read
+// is 0, as in fileSize.
+func readManifestList(fsys icebergio.IO, list string) (_ []iceberg.ManifestFile, size int64, err error) {
+	f, err := fsys.Open(list)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer func() {
+		if cerr := f.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
+	}()
+	if st, err := f.Stat(); err == nil {
+		size = st.Size()
+	}
+	mfs, err := iceberg.ReadManifestList(f)
+	return mfs, size, err
 }
 
 // fileSize is a file's length in bytes through the table's IO; 0 when it cannot be read (the

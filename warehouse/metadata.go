@@ -32,11 +32,12 @@ func (s *Service) writeMetadataFiles(ctx context.Context, w tables.Warehouse, pl
 			continue
 		}
 		var err error
-		if p.size, err = s.writeMetadata(ctx, w, p.updated, p.newLoc); err != nil {
+		if p.raw, err = s.writeMetadata(ctx, w, p.updated, p.newLoc); err != nil {
 			s.settle(ctx, plans, stateAbandoned, "the metadata file could not be written: "+err.Error())
 			s.undoAssets(ctx, plans)
 			return nil, serveErr(ErrNotCommitted, "could not write the new metadata file %s: %v; nothing was committed", p.newLoc, err)
 		}
+		p.size = int64(len(p.raw))
 		written = append(written, p.newLoc)
 	}
 	return written, nil
@@ -63,20 +64,24 @@ func (s *Service) metadataFileLocation(p *plan) (string, error) {
 	return lp.NewTableMetadataFileLocation(version)
 }
 
-func (s *Service) writeMetadata(ctx context.Context, w tables.Warehouse, meta table.Metadata, loc string) (int64, error) {
+// writeMetadata writes a metadata file and returns what it wrote.
+func (s *Service) writeMetadata(ctx context.Context, w tables.Warehouse, meta table.Metadata, loc string) ([]byte, error) {
 	fsys, err := tables.IO(ctx, loc, w.Props)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	wfs, ok := fsys.(icebergio.WriteFileIO)
 	if !ok {
-		return 0, fmt.Errorf("warehouse: the file IO for %s cannot write", loc)
+		return nil, fmt.Errorf("warehouse: the file IO for %s cannot write", loc)
 	}
 	b, err := json.Marshal(meta)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return int64(len(b)), wfs.WriteFile(loc, b)
+	if err := wfs.WriteFile(loc, b); err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 // readMetadata reads and parses a metadata file under a warehouse.

@@ -72,7 +72,10 @@ func (s *Service) prepare(ctx context.Context, w tables.Warehouse, plans []*plan
 			}
 			p.newLoc = loc
 		}
-		if err := s.readAdded(ctx, w, p); err != nil {
+		done := phase(ctx, "read-manifests")
+		err = s.readAdded(ctx, w, p)
+		done()
+		if err != nil {
 			if errors.Is(err, tables.ErrOutsideRoots) || errors.Is(err, tables.ErrNotOwnGround) || errors.Is(err, tables.ErrUnclearPath) {
 				return invalid("updates", "table %s: %v: a commit names only its own table's files, under the table's location", p.ident, err)
 			}

@@ -39,6 +39,9 @@ type ServedTable struct {
 	Ident            TableIdent
 	MetadataLocation string
 	Metadata         table.Metadata
+	// MetadataJSON is Metadata as a commit wrote it to MetadataLocation (nil otherwise): an
+	// answer can send it without encoding the metadata again.
+	MetadataJSON []byte
 	// Props are the IO properties a client needs to read and write its files.
 	Props iceberg.Properties
 }

@@ -29,8 +29,9 @@ type Service struct {
 	// metaCache keeps parsed metadata files of served tables by location: a metadata file is
 	// never rewritten, so a location names the same metadata forever.
 	metaCache *metaCache
-	faults    Faults // injected failures (tests)
-	stale     stale  // served tables to inspect again
+	lists     *listCache // manifests of committed manifest lists (listcache.go)
+	faults    Faults     // injected failures (tests)
+	stale     stale      // served tables to inspect again
 	versions  *versions.Service
 	// viewIngest takes the OpenLineage event of a view's stated inputs (views_lineage.go).
 	viewIngest func(ctx context.Context, event []byte) error
@@ -64,7 +65,7 @@ func New(store *storage.DB, cat *catalog.Catalog, tbl *tables.Service, opts ...O
 		return nil, errors.New("warehouse: a store, a catalog and a tables service are needed")
 	}
 	s := &Service{db: store.Client, cat: cat, tables: tbl, now: time.Now, log: slog.New(slog.DiscardHandler), limit: tbl.FileLimit(),
-		warehouses: tbl.Warehouses(), metaCache: newMetaCache(DefaultMetadataCacheBytes)}
+		warehouses: tbl.Warehouses(), metaCache: newMetaCache(DefaultMetadataCacheBytes), lists: newListCache(DefaultListCacheBytes)}
 	for _, o := range opts {
 		o(s)
 	}

@@ -159,7 +159,10 @@ func (s *Service) swapIn(ctx context.Context, tx *ent.Tx, w tables.Warehouse, pl
 		if p.kind == "register" {
 			files = files[:1]
 		}
-		if err := s.insertFiles(ctx, tx, p.assetOrRow(), p.commit, files, now); err != nil {
+		done := phase(ctx, "inventory-rows")
+		err = s.insertFiles(ctx, tx, p.assetOrRow(), p.commit, files, now)
+		done()
+		if err != nil {
 			return err
 		}
 	}

@@ -1,17 +1,26 @@
-// Command commits measures what a commit through Tidemark's Iceberg REST catalog costs as the
-// table grows: the latency of the commit request (POST .../tables/{table}, over HTTP on
-// 127.0.0.1, as iceberg-go's REST client sends it) for a one-file append to a table of 1,000
-// files and to one of 1,000,000 files, alternating, with medians. Recording a commit reads only
-// the commit's new manifests, so the two should cost about the same. It then checks that the
-// large table's write-path inventory equals a manifest walk of its current snapshot, and times
-// both.
+// Command commits measures what a commit through Tidemark's Iceberg REST catalog costs, against
+// iceberg-go's own SQL catalog as the baseline, in one process over one warehouse directory:
 //
-// Data files are described in manifests (paths, sizes, counts) but not written: neither the
-// commit nor the inventory opens them.
+//   - a one-file append (iceberg-go's AddDataFiles + Commit, end to end as the writer sees it)
+//     to a table of 1,000 files and to one of 1,000,000 files, through Tidemark (served over
+//     HTTP on 127.0.0.1, iceberg-go's REST client) and through the SQL catalog (its own tables
+//     of the same shape, built the same way), sides alternating, medians and ratios; also the
+//     catalog call alone (CommitTable) both ways and the commit request's round trip;
+//   - 8 writers appending concurrently, each to its own table, for a few seconds a round:
+//     commits a second both ways, rounds alternating;
+//   - where Tidemark's commit time goes, step by step, as its server reports it; with
+//     -cpuprofile, CPU profiles labelled side=tidemark-server / tidemark-client / sqlcat (the
+//     catalog's part) and writer=tidemark / sqlcat (the writer's whole append, client side).
 //
-//	go run ./bench/commits                          # Tidemark's database on SQLite
-//	go run ./bench/commits -postgres DSN            # on PostgreSQL
-//	go run ./bench/commits -large 100000 -runs 5    # smaller, quicker
+// Recording a commit reads only the commit's new manifests, so the two table sizes should cost
+// about the same. The benchmark ends by checking that the large table's write-path inventory
+// equals a manifest walk of its current snapshot. Data files are described in manifests (paths,
+// sizes, counts) but not written: neither catalog opens them.
+//
+//	go run ./bench/commits                          # both catalogs on SQLite
+//	go run ./bench/commits -postgres DSN            # Tidemark's database on PostgreSQL
+//	go run ./bench/commits -postgres DSN -baseline postgres  # the SQL catalog there too
+//	go run ./bench/commits -large 100000 -runs 5 -seconds 2  # smaller, quicker
 package main
 
 import (
@@ -19,121 +28,123 @@ import (
 	"flag"
 	"fmt"
 	"log"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
+	"runtime/pprof"
 	"time"
 
 	"github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/catalog/rest"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
 
 	"github.com/tidemark/tidemark/app"
-	"github.com/tidemark/tidemark/auth"
 	"github.com/tidemark/tidemark/bench/internal/benchdb"
-	"github.com/tidemark/tidemark/handlers"
-	"github.com/tidemark/tidemark/server"
-	"github.com/tidemark/tidemark/storage"
-	"github.com/tidemark/tidemark/tables"
-	"github.com/tidemark/tidemark/web"
 )
-
-// timing records how long each commit request took, by table.
-type timing struct {
-	http.RoundTripper
-	mu    sync.Mutex
-	last  time.Duration
-	table string
-}
-
-func (t *timing) RoundTrip(r *http.Request) (*http.Response, error) {
-	start := time.Now()
-	resp, err := t.RoundTripper.RoundTrip(r)
-	if r.Method == http.MethodPost && strings.Contains(r.URL.Path, "/tables/"+t.table) {
-		t.mu.Lock()
-		t.last = time.Since(start)
-		t.mu.Unlock()
-	}
-	return resp, err
-}
 
 func main() {
 	pg := flag.String("postgres", "", "PostgreSQL DSN allowed to create a database (default: SQLite in a temp dir)")
+	baseline := flag.String("baseline", "sqlite", "the SQL catalog's database: sqlite, or postgres (on the -postgres server)")
 	small := flag.Int("small", 1000, "files in the small table")
 	large := flag.Int("large", 1_000_000, "files in the large table")
 	batch := flag.Int("batch", 100_000, "files per commit while filling the tables")
-	runs := flag.Int("runs", 9, "timed commits per table (alternating)")
+	runs := flag.Int("runs", 9, "timed commits per table and side (alternating)")
+	writers := flag.Int("writers", 8, "concurrent writers, each on its own table")
+	seconds := flag.Float64("seconds", 5, "seconds a round of concurrent writers runs")
+	rounds := flag.Int("rounds", 3, "rounds of concurrent writers per side (alternating; 0: none)")
+	cpuprofile := flag.String("cpuprofile", "", "write CPU profiles to PREFIX.seq.pprof and PREFIX.conc.pprof")
+	keep := flag.Bool("keep", false, "keep the temp directory (warehouse, SQLite files) for a look afterwards")
 	flag.Parse()
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "tidemark-bench-commits-")
 	benchdb.Must(err)
-	defer os.RemoveAll(dir)
+	if !*keep {
+		defer os.RemoveAll(dir)
+	}
 
-	dsn := filepath.Join(dir, "tidemark.db")
+	dsn, sqlDSN := filepath.Join(dir, "tidemark.db"), filepath.Join(dir, "sqlcat.db")
 	if *pg != "" {
 		var drop func()
 		dsn, drop = benchdb.CreateDB(ctx, *pg, "tidemark_bench_commits", false)
 		defer drop()
 	}
+	if *baseline == "postgres" {
+		if *pg == "" {
+			log.Fatal("-baseline postgres needs -postgres")
+		}
+		var drop func()
+		sqlDSN, drop = benchdb.CreateDB(ctx, *pg, "tidemark_bench_commits_sqlcat", false)
+		defer drop()
+	}
 	store := benchdb.Open(ctx, dsn)
-	url, token := serve(ctx, store, filepath.Join(dir, "warehouse"))
-	rt := &timing{RoundTripper: http.DefaultTransport}
-	cat, err := rest.NewCatalog(ctx, "tidemark", url+"/iceberg", rest.WithOAuthToken(token), rest.WithWarehouseLocation("main"), rest.WithCustomTransport(rt))
-	benchdb.Must(err)
-	benchdb.Must(cat.CreateNamespace(ctx, table.Identifier{"bench"}, nil))
+	wh := filepath.Join(dir, "warehouse")
+	phases := &phaseLog{}
+	tm, a := tidemarkSide(ctx, store, wh, phases)
+	benchApp = a
+	sides := []*side{tm, sqlSide(ctx, sqlDSN, wh)}
+	fmt.Printf("Tidemark's database: %s; the SQL catalog's: %s; warehouse %s\n", dbKind(*pg != ""), dbKind(*baseline == "postgres"), wh)
+
 	schema := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true})
-	mk := func(name string, n int) *table.Table {
-		tbl, err := cat.CreateTable(ctx, table.Identifier{"bench", name}, schema)
-		benchdb.Must(err)
+	mk := func(sd *side, name string, n int) *table.Table {
+		tbl := sd.cat.create(ctx, table.Identifier{"bench", name}, schema)
 		start := time.Now()
 		for done := 0; done < n; {
 			k := min(*batch, n-done)
 			tbl = addFiles(ctx, tbl, name, done, k)
 			done += k
-			fmt.Fprintf(os.Stderr, "\r%s: %d of %d files committed (%s)", name, done, n, time.Since(start).Round(time.Second))
+			fmt.Fprintf(os.Stderr, "\r%s %s: %d of %d files committed (%s)", sd.name, name, done, n, time.Since(start).Round(time.Second))
 		}
 		fmt.Fprintln(os.Stderr)
 		return tbl
 	}
-	tabs := map[string]*table.Table{"small": mk("small", *small), "large": mk("large", *large)}
 	sizes := map[string]int{"small": *small, "large": *large}
+	tabs := map[string]map[string]*table.Table{}
+	for _, sd := range sides {
+		tabs[sd.name] = map[string]*table.Table{"small": mk(sd, "small", *small), "large": mk(sd, "large", *large)}
+	}
 
-	fmt.Printf("commit latency of a one-file append over HTTP (POST .../tables/{table}), %d runs each, alternating\n", *runs)
-	fmt.Printf("%-4s %-6s %10s %12s\n", "run", "table", "files", "commit")
-	lat := map[string][]time.Duration{}
-	for i := range *runs {
-		for _, name := range []string{"small", "large"} {
-			rt.table = name
-			tabs[name] = addFiles(ctx, tabs[name], name, sizes[name]+i, 1)
-			lat[name] = append(lat[name], rt.last)
-			fmt.Printf("%-4d %-6s %10d %12s\n", i+1, name, sizes[name]+i, rt.last.Round(10*time.Microsecond))
+	stop := profile(*cpuprofile, "seq")
+	appends(ctx, sides, tabs, sizes, *runs, phases)
+	stop()
+	phases.print("small", "large")
+
+	if *rounds == 0 {
+		inventoryCheck(ctx, tabs["tidemark"]["large"])
+		return
+	}
+	wt := map[string][]*table.Table{}
+	for _, sd := range sides {
+		for i := range *writers {
+			wt[sd.name] = append(wt[sd.name], mk(sd, fmt.Sprintf("w%d", i), *small))
 		}
 	}
-	ms, ml := benchdb.Stats(lat["small"]).P50, benchdb.Stats(lat["large"]).P50
-	fmt.Printf("median commit: %s at %d files, %s at %d files: %.2fx for %.0fx the files\n",
-		ms.Round(10*time.Microsecond), *small, ml.Round(10*time.Microsecond), *large, float64(ml)/float64(ms), float64(*large)/float64(*small))
+	stop = profile(*cpuprofile, "conc")
+	concurrent(ctx, sides, wt, *small, *rounds, time.Duration(*seconds*float64(time.Second)), phases)
+	stop()
+	phases.print("concurrent")
 
-	inventoryCheck(ctx, tabs["large"])
+	inventoryCheck(ctx, tabs["tidemark"]["large"])
 }
 
-// addFiles commits n made-up data files in one append (no duplicate check: the names are new).
-func addFiles(ctx context.Context, tbl *table.Table, name string, from, n int) *table.Table {
-	files := make([]iceberg.DataFile, n)
-	for i := range files {
-		b, err := iceberg.NewDataFileBuilder(*iceberg.UnpartitionedSpec, iceberg.EntryContentData,
-			fmt.Sprintf("%s/data/%s-%09d.parquet", tbl.Location(), name, from+i), iceberg.ParquetFile, nil, nil, nil, 1000, 64<<20)
-		benchdb.Must(err)
-		files[i] = b.Build()
+func dbKind(pg bool) string {
+	if pg {
+		return "PostgreSQL"
 	}
-	tx := tbl.NewTransaction()
-	benchdb.Must(tx.AddDataFiles(ctx, files, nil, table.WithoutDuplicateCheck()))
-	out, err := tx.Commit(ctx)
+	return "SQLite"
+}
+
+// profile starts a CPU profile to PREFIX.name.pprof (nothing without a prefix) and returns
+// its stop.
+func profile(prefix, name string) func() {
+	if prefix == "" {
+		return func() {}
+	}
+	f, err := os.Create(prefix + "." + name + ".pprof")
 	benchdb.Must(err)
-	return out
+	benchdb.Must(pprof.StartCPUProfile(f))
+	return func() {
+		pprof.StopCPUProfile()
+		benchdb.Must(f.Close())
+	}
 }
 
 // inventoryCheck compares the inventory's live files with a manifest walk, and times both.
@@ -159,7 +170,7 @@ func inventoryCheck(ctx context.Context, tbl *table.Table) {
 		}
 	}
 	walk := time.Since(start)
-	fmt.Printf("large table: the inventory holds %d live files (complete %v), read in %s; the manifest walk found %d in %s; walked but not in the inventory: %d; equal: %v\n",
+	fmt.Printf("\nlarge table: the inventory holds %d live files (complete %v), read in %s; the manifest walk found %d in %s; walked but not in the inventory: %d; equal: %v\n",
 		len(live), complete, fromInventory.Round(time.Millisecond), walked, walk.Round(time.Millisecond), missing, complete && missing == 0 && walked == len(live))
 }
 
@@ -175,19 +186,4 @@ func assetOf(ctx context.Context, tbl *table.Table) uuid.UUID {
 	}
 	log.Fatalf("table %s has no asset", tbl.Metadata().TableUUID())
 	return uuid.Nil
-}
-
-// serve starts Tidemark on 127.0.0.1 with one warehouse and returns its URL and an admin token.
-func serve(ctx context.Context, store *storage.DB, warehouse string) (string, string) {
-	a, err := app.Open(ctx, store, app.Config{Tables: []tables.Option{tables.WithWarehouses(tables.Warehouse{Name: "main", Location: warehouse})}})
-	benchdb.Must(err)
-	benchApp = a
-	h, err := a.Handler(server.Config{}, handlers.Config{}, web.Config{})
-	benchdb.Must(err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	benchdb.Must(err)
-	go func() { _ = http.Serve(ln, h) }()
-	tok, _, err := auth.NewStore(store.Client, nil).Create(ctx, "bench", []auth.Scope{auth.ScopeAdmin})
-	benchdb.Must(err)
-	return "http://" + ln.Addr().String(), tok
 }
