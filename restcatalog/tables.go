@@ -307,12 +307,23 @@ func (f *Face) commitTable(c echo.Context) error {
 		return err
 	}
 	f.recordWrites(c, out)
-	b, err := json.Marshal(out[0].Metadata)
+	c.Response().Header().Set("ETag", etag(out[0].MetadataLocation))
+	b := out[0].MetadataJSON // as the commit wrote it: not encoded a second time
+	if b == nil {
+		m, err := json.Marshal(out[0].Metadata)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, commitResponse{MetadataLocation: out[0].MetadataLocation, Metadata: m})
+	}
+	// commitResponse written by hand: json.Marshal would compact the metadata's bytes again.
+	loc, err := json.Marshal(out[0].MetadataLocation)
 	if err != nil {
 		return err
 	}
-	c.Response().Header().Set("ETag", etag(out[0].MetadataLocation))
-	return c.JSON(http.StatusOK, commitResponse{MetadataLocation: out[0].MetadataLocation, Metadata: b})
+	body := make([]byte, 0, len(b)+len(loc)+36)
+	body = append(append(append(append(body, `{"metadata-location":`...), loc...), `,"metadata":`...), b...)
+	return c.JSONBlob(http.StatusOK, append(body, '}'))
 }
 
 // recordWrites keeps each committed table's commit as a write in its usage (best effort: the
