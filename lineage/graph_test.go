@@ -274,3 +274,100 @@ func TestNodeRecordIsOneCacheLine(t *testing.T) {
 		t.Fatalf("a node record is %d bytes; keep it at 64 (one cache line)", size)
 	}
 }
+
+// viewNodes is a View's nodes as Nodes (without times), to compare with a Traversal's.
+func viewNodes(v *View) []Node {
+	out := make([]Node, v.Len())
+	for i := range out {
+		n := v.Node(i)
+		out[i] = Node{Summary: catalog.Summary{ID: n.ID, Kind: n.Kind, Status: n.Status, Namespace: n.Namespace, Name: n.Name}, Depth: n.Depth}
+	}
+	return out
+}
+
+// withoutTimes drops what a View leaves out (times, Documented) from Traversal nodes.
+func withoutTimes(ns []Node) []Node {
+	out := make([]Node, len(ns))
+	for i, n := range ns {
+		out[i] = Node{Summary: catalog.Summary{ID: n.ID, Kind: n.Kind, Status: n.Status, Namespace: n.Namespace, Name: n.Name}, Depth: n.Depth}
+	}
+	return out
+}
+
+// TestViewIsTraverse: over the wide benchmark graph, a View holds exactly what Traverse
+// returns (nodes in the same order with the same values, edges, reached per depth, truncated),
+// in every direction, with and without a limit that cuts a level; and a name handed out by a
+// View stays right after the arena is compacted under it.
+func TestViewIsTraverse(t *testing.T) {
+	g := newGraph(nil, nil, time.Now, slog.Default())
+	ds, sums, edges := wideGraph(300, 8)
+	g.add(edges)
+	// Some nodes without a summary yet (written by another replica since the last Sync), and
+	// odd names.
+	for i := range sums {
+		if i%5 == 0 {
+			sums[i].Name = fmt.Sprintf(`od"d\%d`, i) + "\t\u2028"
+		}
+	}
+	g.setInfo(sums[:len(sums)-40])
+	for _, dir := range []Direction{Downstream, Upstream, Both} {
+		for _, limit := range []int{1, 7, 500, 1_000_000} {
+			for _, start := range []uuid.UUID{ds[0][3], ds[4][9], ds[7][1], sums[len(sums)-1].ID, uuid.New()} {
+				t.Run(fmt.Sprintf("%s/%d/%s", dir, limit, start.String()[:8]), func(t *testing.T) {
+					want := g.Traverse(start, dir, 12, limit)
+					v := g.View(start, dir, 12, limit)
+					defer v.Release()
+					if got := viewNodes(&v); !slices.Equal(got, withoutTimes(want.Nodes)) {
+						t.Fatalf("view nodes differ from Traverse's:\n%v\n%v", got, withoutTimes(want.Nodes))
+					}
+					if !slices.Equal(v.Edges, want.Edges) || !slices.Equal(v.ReachedPerDepth, want.ReachedPerDepth) || v.Truncated != want.Truncated {
+						t.Fatalf("view edges %d reached %v truncated %v; Traverse %d %v %v", len(v.Edges), v.ReachedPerDepth, v.Truncated,
+							len(want.Edges), want.ReachedPerDepth, want.Truncated)
+					}
+				})
+			}
+		}
+	}
+	v := g.View(ds[0][3], Downstream, 4, 1_000_000)
+	before := viewNodes(&v)
+	for round := range 30 { // renames of every node until the arena is compacted at least once
+		for i := range sums {
+			sums[i].Name = fmt.Sprintf("%s_%d_%d", strings.Repeat("r", 200), i, round)
+		}
+		g.setInfo(sums)
+	}
+	if got := viewNodes(&v); !slices.Equal(got, before) {
+		t.Fatal("a View's names changed after renames compacted the arena")
+	}
+	v.Release()
+}
+
+// TestViewDropsWhatResultDrops: nodes whose asset does not exist are left out of a View with
+// their edges, as result leaves them out of a LineageResult.
+func TestViewDropsWhatResultDrops(t *testing.T) {
+	g := newGraph(nil, nil, time.Now, slog.Default())
+	ds, sums, edges := wideGraph(50, 5)
+	g.add(edges)
+	var known []catalog.Summary
+	for i, s := range sums {
+		if i%3 != 1 {
+			known = append(known, s)
+		}
+	}
+	g.setInfo(known)
+	for _, dir := range []Direction{Downstream, Upstream, Both} {
+		start := ds[2][0]
+		if g.nodes[g.index[start]].kind == 0 {
+			start = ds[2][2]
+		}
+		want := result(start, g.Traverse(start, dir, 8, 10_000), Freshness{})
+		v := g.View(start, dir, 8, 10_000)
+		v.dropUnknown()
+		if got := viewNodes(&v); !slices.Equal(got, withoutTimes(want.Nodes)) || !slices.Equal(v.Edges, want.Edges) {
+			t.Fatalf("%s: view %d nodes %d edges; result %d nodes %d edges", dir, v.Len(), len(v.Edges), len(want.Nodes), len(want.Edges))
+		}
+		if len(want.Nodes) == 1 {
+			t.Fatalf("%s: the walk reached nothing; the test proves nothing", dir)
+		}
+	}
+}
