@@ -752,8 +752,9 @@ type walked struct {
 // walk is traverse's walk from node s. Callers hold mu.
 func (g *Graph) walk(s int32, dir Direction, depth, limit int, partial bool) walked {
 	res := walked{reached: []int{1}}
-	// m numbers the nodes met in the order they are returned; a node met on a level that is
-	// then dropped (the limit) gets a number past the end and its edges are left out.
+	// m numbers the nodes met in the order they are returned, so an edge is written as answer
+	// positions as it is met; a node met on a level that is then dropped (the limit) gets a
+	// number past the end and its edges are taken back.
 	m := g.marks()
 	defer markPool.Put(m)
 	m.set(s, 0)
@@ -771,38 +772,38 @@ func (g *Graph) walk(s int32, dir Direction, depth, limit int, partial bool) wal
 	if dir == Upstream || dir == Both {
 		walks = append(walks, &walk{adj: &g.in, frontier: []int32{s}})
 	}
-	var edges [][2]int32 // graph node indexes
+	var edges [][2]int32
 	for d := 1; d <= depth; d++ {
 		var level []int32
-		var levelEdges [][2]int32
+		levelStart := len(edges)
 		for _, w := range walks {
 			var next []int32
 			for _, u := range w.frontier {
+				pu := m.at[u].pos
 				for _, v := range w.adj.list(u) {
-					e := [2]int32{v, u}
-					if w.down {
-						e = [2]int32{u, v}
+					if !m.seen(v) {
+						m.set(v, int32(len(order)+len(level)))
+						next = append(next, v)
+						level = append(level, v)
 					}
 					// Every node met so far is at this depth or shallower, so the edge joins two
 					// returned nodes if this level is kept.
-					levelEdges = append(levelEdges, e)
-					if m.seen(v) {
-						continue
+					if pv := m.at[v].pos; w.down {
+						edges = append(edges, [2]int32{pu, pv})
+					} else {
+						edges = append(edges, [2]int32{pv, pu})
 					}
-					m.set(v, int32(len(order)+len(level)))
-					next = append(next, v)
-					level = append(level, v)
 				}
 			}
 			w.frontier = next
 		}
 		if len(level) == 0 {
-			edges = append(edges, levelEdges...)
 			break
 		}
 		res.reached = append(res.reached, len(level))
 		if len(order)+len(level) > limit {
 			res.truncated = true
+			kept := edges[:levelStart]
 			if keep := limit - len(order); partial && keep > 0 {
 				// The nodes kept are numbered len(order)...; an edge to a node past them is left out.
 				end := int32(len(order) + keep)
@@ -810,34 +811,33 @@ func (g *Graph) walk(s int32, dir Direction, depth, limit int, partial bool) wal
 				for range keep {
 					depths = append(depths, int32(d))
 				}
-				for _, e := range levelEdges {
-					if m.at[e[0]].pos < end && m.at[e[1]].pos < end {
-						edges = append(edges, e)
+				for _, e := range edges[levelStart:] {
+					if e[0] < end && e[1] < end {
+						kept = append(kept, e)
 					}
 				}
 			}
+			edges = kept
 			break
 		}
 		order = append(order, level...)
 		for range level {
 			depths = append(depths, int32(d))
 		}
-		edges = append(edges, levelEdges...)
 	}
-	res.order, res.depths = order, depths
-	res.edges = make([][2]int32, 0, len(edges))
-	var dedupe map[[2]int32]struct{}
-	if len(walks) > 1 {
-		dedupe = make(map[[2]int32]struct{}, len(edges)) // an edge may be met from both ends
-	}
-	for _, e := range edges {
-		if dedupe != nil {
-			if _, dup := dedupe[e]; dup {
-				continue
+	res.order, res.depths, res.edges = order, depths, edges
+	if len(walks) > 1 { // an edge may be met from both ends
+		seen := make(map[[2]int32]struct{}, len(edges))
+		res.edges = edges[:0]
+		for _, e := range edges {
+			if _, dup := seen[e]; !dup {
+				seen[e] = struct{}{}
+				res.edges = append(res.edges, e)
 			}
-			dedupe[e] = struct{}{}
 		}
-		res.edges = append(res.edges, [2]int32{m.at[e[0]].pos, m.at[e[1]].pos})
+	}
+	if res.edges == nil {
+		res.edges = [][2]int32{}
 	}
 	return res
 }

@@ -371,3 +371,123 @@ func TestViewDropsWhatResultDrops(t *testing.T) {
 		}
 	}
 }
+
+// TestWalkIsReference: the walk answers exactly what the first, simpler walk answered (nodes,
+// depths, edges in order, depths reached, truncation) over the wide graph, in every
+// direction, whole, truncated, and truncated with the last level cut.
+func TestWalkIsReference(t *testing.T) {
+	g := newGraph(nil, nil, time.Now, slog.Default())
+	ds, _, edges := wideGraph(200, 8)
+	g.add(edges)
+	for _, dir := range []Direction{Downstream, Upstream, Both} {
+		for _, limit := range []int{1, 2, 9, 300, 1_000_000} {
+			for _, partial := range []bool{false, true} {
+				for _, start := range []uuid.UUID{ds[0][1], ds[3][5], ds[7][0]} {
+					for _, depth := range []int{1, 3, 14} {
+						s := g.index[start]
+						got, want := g.walk(s, dir, depth, limit, partial), refWalk(g, s, dir, depth, limit, partial)
+						if !slices.Equal(got.order, want.order) || !slices.Equal(got.depths, want.depths) || !slices.Equal(got.edges, want.edges) ||
+							!slices.Equal(got.reached, want.reached) || got.truncated != want.truncated {
+							t.Fatalf("%s limit %d partial %v depth %d: walk %d nodes %d edges %v %v; reference %d %d %v %v", dir, limit, partial, depth,
+								len(got.order), len(got.edges), got.reached, got.truncated, len(want.order), len(want.edges), want.reached, want.truncated)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// refWalk is walk as it was first written (edges kept as graph indexes and numbered at the
+// end): the reference the faster walk is held to.
+func refWalk(g *Graph, s int32, dir Direction, depth, limit int, partial bool) walked {
+	res := walked{reached: []int{1}}
+	// m numbers the nodes met in the order they are returned; a node met on a level that is
+	// then dropped (the limit) gets a number past the end and its edges are left out.
+	m := g.marks()
+	defer markPool.Put(m)
+	m.set(s, 0)
+	order := []int32{s}
+	depths := []int32{0}
+	type walk struct {
+		adj      *adjacency
+		frontier []int32
+		down     bool
+	}
+	var walks []*walk
+	if dir == Downstream || dir == Both {
+		walks = append(walks, &walk{adj: &g.out, frontier: []int32{s}, down: true})
+	}
+	if dir == Upstream || dir == Both {
+		walks = append(walks, &walk{adj: &g.in, frontier: []int32{s}})
+	}
+	var edges [][2]int32 // graph node indexes
+	for d := 1; d <= depth; d++ {
+		var level []int32
+		var levelEdges [][2]int32
+		for _, w := range walks {
+			var next []int32
+			for _, u := range w.frontier {
+				for _, v := range w.adj.list(u) {
+					e := [2]int32{v, u}
+					if w.down {
+						e = [2]int32{u, v}
+					}
+					// Every node met so far is at this depth or shallower, so the edge joins two
+					// returned nodes if this level is kept.
+					levelEdges = append(levelEdges, e)
+					if m.seen(v) {
+						continue
+					}
+					m.set(v, int32(len(order)+len(level)))
+					next = append(next, v)
+					level = append(level, v)
+				}
+			}
+			w.frontier = next
+		}
+		if len(level) == 0 {
+			edges = append(edges, levelEdges...)
+			break
+		}
+		res.reached = append(res.reached, len(level))
+		if len(order)+len(level) > limit {
+			res.truncated = true
+			if keep := limit - len(order); partial && keep > 0 {
+				// The nodes kept are numbered len(order)...; an edge to a node past them is left out.
+				end := int32(len(order) + keep)
+				order = append(order, level[:keep]...)
+				for range keep {
+					depths = append(depths, int32(d))
+				}
+				for _, e := range levelEdges {
+					if m.at[e[0]].pos < end && m.at[e[1]].pos < end {
+						edges = append(edges, e)
+					}
+				}
+			}
+			break
+		}
+		order = append(order, level...)
+		for range level {
+			depths = append(depths, int32(d))
+		}
+		edges = append(edges, levelEdges...)
+	}
+	res.order, res.depths = order, depths
+	res.edges = make([][2]int32, 0, len(edges))
+	var dedupe map[[2]int32]struct{}
+	if len(walks) > 1 {
+		dedupe = make(map[[2]int32]struct{}, len(edges)) // an edge may be met from both ends
+	}
+	for _, e := range edges {
+		if dedupe != nil {
+			if _, dup := dedupe[e]; dup {
+				continue
+			}
+			dedupe[e] = struct{}{}
+		}
+		res.edges = append(res.edges, [2]int32{m.at[e[0]].pos, m.at[e[1]].pos})
+	}
+	return res
+}

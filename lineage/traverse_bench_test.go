@@ -76,6 +76,16 @@ func BenchmarkTraverse(b *testing.B) {
 			}
 			b.ReportMetric(float64(n), "nodes")
 		})
+		b.Run(tc.name+"/view", func(b *testing.B) { // what the asset lineage answers walk
+			n := 0
+			b.ReportAllocs()
+			for b.Loop() {
+				v := g.View(tc.start, tc.dir, tc.depth, 2_000_000)
+				n = v.Len()
+				v.Release()
+			}
+			b.ReportMetric(float64(n), "nodes")
+		})
 	}
 }
 
