@@ -491,3 +491,49 @@ func refWalk(g *Graph, s int32, dir Direction, depth, limit int, partial bool) w
 	}
 	return res
 }
+
+// TestViewWhileRenamed: a View is read without the graph's lock while renames append to the name
+// arena and compact it: every name read is one the node held (run with -race, a read of a byte
+// being written is reported).
+func TestViewWhileRenamed(t *testing.T) {
+	g := newGraph(nil, nil, time.Now, slog.Default())
+	ds, sums, edges := wideGraph(100, 4)
+	g.add(edges)
+	g.setInfo(sums)
+	byID := map[uuid.UUID]int{}
+	for i, s := range sums {
+		byID[s.ID] = i
+	}
+	name := func(i, round int) string { return fmt.Sprintf("%s_%d_%d", strings.Repeat("n", 300), i, round) }
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for round := range 40 {
+			renamed := slices.Clone(sums)
+			for i := range renamed {
+				renamed[i].Name = name(i, round)
+			}
+			g.setInfo(renamed)
+		}
+	}()
+	for reads := 0; ; reads++ {
+		select {
+		case <-done:
+			if reads == 0 {
+				t.Fatal("no View was read while the renames ran")
+			}
+			return
+		default:
+		}
+		v := g.View(ds[0][0], Downstream, 6, 1_000_000)
+		for i := range v.Len() {
+			n := v.Node(i)
+			var at, round int
+			if k := byID[n.ID]; n.Name != sums[k].Name && (!strings.HasPrefix(n.Name, strings.Repeat("n", 300)) ||
+				func() bool { _, err := fmt.Sscanf(n.Name[300:], "_%d_%d", &at, &round); return err != nil || at != k }()) {
+				t.Fatalf("node %d read as %q", k, n.Name)
+			}
+		}
+		v.Release()
+	}
+}
