@@ -64,11 +64,11 @@ var (
 	hopsFlag   = flag.String("hops", "5,10", "traversal: dataset hops to time, comma-separated")
 	withMarq   = flag.Bool("marquez", true, "traversal: time the Marquez-shaped endpoint too")
 	marqDepths = flag.String("marquez-depths", "5,10,20", "traversal: depths (API hops, both directions) of the Marquez-shaped endpoint to time")
+	rounds     = flag.Int("rounds", 5, "traversal: rounds; each prints its medians, and the figures are the median of the rounds' medians")
 	fresh      = flag.Bool("fresh", false, "ingest: every event brings a new job and a new output dataset (a first ingest)")
 	schemas    = flag.String("schema", "none", "ingest: none; steady (every dataset carries its schema and tags facets, the same in every event); changing (steady, and every event's output schema differs from the last)")
 	cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the whole run (client and server) here")
 	memProfile = flag.String("memprofile", "", "write an allocation profile of the whole run (client and server) here at its end")
-	rounds     = flag.Int("rounds", 5, "traversal: rounds; each prints its medians, and the figures are the median of the rounds' medians")
 	separate   = flag.Bool("separate", false, "traversal: time the real tidemark binary in a process of its own (the bench's client then shares no heap or collector with the server; the in-process column is left out)")
 )
 
