@@ -412,42 +412,8 @@ func atParam(c echo.Context) (*time.Time, error) {
 	return &t, nil
 }
 
-// walkAt is the walk an asset lineage request asks for: now, or at the time at= names, with
-// the budget it holds (the caller releases it once the answer is written).
-func (a *API) walkAt(c echo.Context, defLimit int) (lineage.LineageResult, lineage.Direction, int, *lineage.Reservation, error) {
-	id, dir, depth, limit, err := a.walkParams(c, defLimit)
-	if err != nil {
-		return lineage.LineageResult{}, "", 0, nil, err
-	}
-	at, err := atParam(c)
-	if err != nil {
-		return lineage.LineageResult{}, "", 0, nil, err
-	}
-	held, err := a.reserve(c, limit)
-	if err != nil {
-		return lineage.LineageResult{}, "", 0, nil, err
-	}
-	var res lineage.LineageResult
-	if at != nil {
-		res, err = a.cfg.Lineage.LineageAt(c.Request().Context(), id, dir, depth, limit, *at)
-	} else {
-		res, err = a.cfg.Lineage.Lineage(c.Request().Context(), id, dir, depth, limit)
-	}
-	if err != nil {
-		held.Release()
-		return lineage.LineageResult{}, "", 0, nil, err
-	}
-	held.Keep(len(res.Nodes) + len(res.Edges))
-	return res, dir, depth, held, nil
-}
-
 func (a *API) assetLineage(c echo.Context) error {
-	res, dir, depth, held, err := a.walkAt(c, lineage.DefaultLimit)
-	if err != nil {
-		return err
-	}
-	defer held.Release()
-	return streamJSON(c, func(w io.Writer, b []byte) []byte { return writeFull(w, b, res, string(dir), depth) })
+	return a.streamWalk(c, lineage.DefaultLimit, writeFull)
 }
 
 func (a *API) marquezLineage(c echo.Context) error {

@@ -40,12 +40,7 @@ type compactLineageResponse struct {
 }
 
 func (a *API) compactLineage(c echo.Context) error {
-	res, dir, depth, held, err := a.walkAt(c, a.cfg.Lineage.MaxNodes())
-	if err != nil {
-		return err
-	}
-	defer held.Release()
-	return streamJSON(c, func(w io.Writer, b []byte) []byte { return writeCompact(w, b, res, string(dir), depth) })
+	return a.streamWalk(c, a.cfg.Lineage.MaxNodes(), writeCompact)
 }
 
 // answerBufs are the buffers hand-written answers are appended into, reused across requests.
@@ -69,9 +64,11 @@ func streamJSON(c echo.Context, write func(w io.Writer, b []byte) []byte) error 
 	return nil
 }
 
-// spill writes b out once it holds enough to be worth a write, returning it empty then.
+// spill writes b out once it holds enough to be worth a write, returning it empty then. A
+// quarter MiB a write: each write is a chunk and two or three system calls, and a 10 MB answer
+// written 48 KiB at a time spent a good part of its time in them.
 func spill(w io.Writer, b []byte) []byte {
-	if len(b) > 48<<10 {
+	if len(b) > 256<<10 {
 		_, _ = w.Write(b)
 		return b[:0]
 	}
@@ -80,16 +77,16 @@ func spill(w io.Writer, b []byte) []byte {
 
 // appendWalkHead opens a lineage answer with its root, direction, depth and the time asked
 // for, if any.
-func appendWalkHead(b []byte, res lineage.LineageResult, dir string, depth int) []byte {
+func appendWalkHead(b []byte, ans walkAnswer, dir string, depth int) []byte {
 	b = append(b, `{"root":"`...)
-	b = appendUUID(b, res.Root)
+	b = appendUUID(b, ans.root)
 	b = append(b, `","direction":`...)
 	b = appendString(b, dir)
 	b = append(b, `,"depth":`...)
 	b = strconv.AppendInt(b, int64(depth), 10)
-	if res.At != nil {
+	if ans.at != nil {
 		b = append(b, `,"at":`...)
-		b = appendTime(b, *res.At)
+		b = appendTime(b, *ans.at)
 	}
 	return b
 }
@@ -104,52 +101,53 @@ func appendTimeOrNull(b []byte, t *time.Time) []byte {
 
 // writeCompact encodes a lineage answer as compactLineageResponse, appending into one buffer
 // that is written out each time it fills: no reflection, no per-node allocation.
-func writeCompact(w io.Writer, b []byte, res lineage.LineageResult, dir string, depth int) []byte {
-	b = appendWalkHead(b, res, dir, depth)
+func writeCompact(w io.Writer, b []byte, ans walkAnswer, dir string, depth int) []byte {
+	b = appendWalkHead(b, ans, dir, depth)
 	b = append(b, `,"truncated":`...)
-	b = strconv.AppendBool(b, res.Truncated)
+	b = strconv.AppendBool(b, ans.truncated)
 	b = append(b, `,"reached_per_depth":[`...)
-	for i, n := range res.ReachedPerDepth {
+	for i, n := range ans.reachedPerDepth {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = strconv.AppendInt(b, int64(n), 10)
 	}
-	fr, _ := json.Marshal(freshness(res.Freshness))
+	fr, _ := json.Marshal(freshness(ans.freshness))
 	b = append(b, `],"graph":`...)
 	b = append(b, fr...)
-	if res.At != nil {
+	if ans.at != nil {
 		b = append(b, `,"node_fields":["id","kind","status","namespace","name","depth","former_name","deleted_since"],"nodes":[`...)
 	} else {
 		b = append(b, `,"node_fields":["id","kind","status","namespace","name","depth"],"nodes":[`...)
 	}
-	for i, n := range res.Nodes {
+	for i := range ans.n {
+		n := ans.node(i)
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = append(b, `["`...)
-		b = appendUUID(b, n.ID)
+		b = appendUUID(b, n.id)
 		b = append(b, `",`...)
-		b = appendString(b, string(n.Kind))
+		b = appendString(b, n.kind)
 		b = append(b, ',')
-		b = appendString(b, string(n.Status))
+		b = appendString(b, n.status)
 		b = append(b, ',')
-		b = appendString(b, n.Namespace)
+		b = appendString(b, n.namespace)
 		b = append(b, ',')
-		b = appendString(b, n.Name)
+		b = appendString(b, n.name)
 		b = append(b, ',')
-		b = strconv.AppendInt(b, int64(n.Depth), 10)
-		if res.At != nil {
+		b = strconv.AppendInt(b, int64(n.depth), 10)
+		if ans.at != nil {
 			b = append(b, ',')
-			b = strconv.AppendBool(b, n.FormerName)
+			b = strconv.AppendBool(b, n.formerName)
 			b = append(b, ',')
-			b = appendTimeOrNull(b, n.DeletedSince)
+			b = appendTimeOrNull(b, n.deletedSince)
 		}
 		b = append(b, ']')
 		b = spill(w, b)
 	}
 	b = append(b, `],"edges":[`...)
-	for i, e := range res.Edges {
+	for i, e := range ans.edges {
 		if i > 0 {
 			b = append(b, ',')
 		}
@@ -160,7 +158,7 @@ func writeCompact(w io.Writer, b []byte, res lineage.LineageResult, dir string, 
 		b = append(b, ']')
 		b = spill(w, b)
 	}
-	rels, _ := json.Marshal(toRelations(res.Relations))
+	rels, _ := json.Marshal(toRelations(ans.relations))
 	b = append(b, `],"relations":`...)
 	b = append(b, rels...)
 	b = append(b, "}\n"...)
@@ -168,57 +166,75 @@ func writeCompact(w io.Writer, b []byte, res lineage.LineageResult, dir string, 
 	return b
 }
 
+// idTexts hold an answer's node IDs as text, 36 bytes a node, reused across requests: each
+// edge names two nodes by ID, and copying the text written for the node is cheaper than
+// encoding it again from a node record met at random.
+var idTexts sync.Pool
+
 // writeFull encodes a lineage answer as toFull's value would encode (a test holds it to that),
 // appending into one buffer as writeCompact does.
-func writeFull(w io.Writer, b []byte, res lineage.LineageResult, dir string, depth int) []byte {
-	b = appendWalkHead(b, res, dir, depth)
+func writeFull(w io.Writer, b []byte, ans walkAnswer, dir string, depth int) []byte {
+	var ids []byte
+	if p, _ := idTexts.Get().(*[]byte); p != nil && cap(*p) >= 36*ans.n {
+		ids = (*p)[:36*ans.n]
+	} else {
+		ids = make([]byte, 36*ans.n)
+	}
+	defer func() {
+		if cap(ids) <= 8<<20 {
+			idTexts.Put(&ids)
+		}
+	}()
+	b = appendWalkHead(b, ans, dir, depth)
 	b = append(b, `,"nodes":[`...)
-	for i, n := range res.Nodes {
+	for i := range ans.n {
+		n := ans.node(i)
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = append(b, `{"id":"`...)
-		b = appendUUID(b, n.ID)
+		b = appendUUID(b, n.id)
+		copy(ids[36*i:36*i+36], b[len(b)-36:])
 		b = append(b, `","kind":`...)
-		b = appendString(b, string(n.Kind))
+		b = appendString(b, n.kind)
 		b = append(b, `,"status":`...)
-		b = appendString(b, string(n.Status))
+		b = appendString(b, n.status)
 		b = append(b, `,"namespace":`...)
-		b = appendString(b, n.Namespace)
+		b = appendString(b, n.namespace)
 		b = append(b, `,"name":`...)
-		b = appendString(b, n.Name)
+		b = appendString(b, n.name)
 		b = append(b, `,"depth":`...)
-		b = strconv.AppendInt(b, int64(n.Depth), 10)
-		if n.FormerName {
+		b = strconv.AppendInt(b, int64(n.depth), 10)
+		if n.formerName {
 			b = append(b, `,"former_name":true`...)
 		}
-		if n.DeletedSince != nil {
+		if n.deletedSince != nil {
 			b = append(b, `,"deleted_since":`...)
-			b = appendTime(b, *n.DeletedSince)
+			b = appendTime(b, *n.deletedSince)
 		}
 		b = append(b, '}')
 		b = spill(w, b)
 	}
 	b = append(b, `],"edges":[`...)
-	for i, e := range res.Edges {
+	for i, e := range ans.edges {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = append(b, `{"from":"`...)
-		b = appendUUID(b, res.Nodes[e[0]].ID)
+		b = append(b, ids[36*e[0]:36*e[0]+36]...)
 		b = append(b, `","to":"`...)
-		b = appendUUID(b, res.Nodes[e[1]].ID)
+		b = append(b, ids[36*e[1]:36*e[1]+36]...)
 		b = append(b, `"}`...)
 		b = spill(w, b)
 	}
 	b = append(b, `],"truncated":`...)
-	b = strconv.AppendBool(b, res.Truncated)
+	b = strconv.AppendBool(b, ans.truncated)
 	b = append(b, `,"reached_per_depth":`...)
-	b = appendInts(b, res.ReachedPerDepth)
-	fr, _ := json.Marshal(freshness(res.Freshness))
+	b = appendInts(b, ans.reachedPerDepth)
+	fr, _ := json.Marshal(freshness(ans.freshness))
 	b = append(b, `,"graph":`...)
 	b = append(b, fr...)
-	rels, _ := json.Marshal(toRelations(res.Relations))
+	rels, _ := json.Marshal(toRelations(ans.relations))
 	b = append(b, `,"relations":`...)
 	b = append(b, rels...)
 	b = append(b, "}\n"...)

@@ -107,7 +107,7 @@ func TestWriteFull(t *testing.T) {
 			Edges: [][2]int32{{1, 0}}, ReachedPerDepth: []int{1, 1}, Relations: []lineage.Relation{}},
 	} {
 		var buf bytes.Buffer
-		writeFull(&buf, nil, res, "both", 3)
+		writeFull(&buf, nil, resultAnswer(res), "both", 3)
 		var got, want any
 		if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
 			t.Fatalf("writeFull wrote invalid JSON: %v\n%s", err, buf.Bytes())

@@ -580,19 +580,186 @@ func (g *Graph) TraverseFirst(start uuid.UUID, dir Direction, depth, limit int) 
 func (g *Graph) traverse(start uuid.UUID, dir Direction, depth, limit int, partial bool) Traversal {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	res := Traversal{ReachedPerDepth: []int{1}}
 	s, ok := g.index[start]
 	if !ok {
-		res.Nodes = []Node{{Summary: catalog.Summary{ID: start}}}
-		return res
+		return Traversal{Nodes: []Node{{Summary: catalog.Summary{ID: start}}}, ReachedPerDepth: []int{1}}
 	}
-	// m numbers the nodes met in the order they are returned; a node met on a level that is
-	// then dropped (the limit) gets a number past the end and its edges are left out.
+	w := g.walk(s, dir, depth, limit, partial)
+	res := Traversal{ReachedPerDepth: w.reached, Truncated: w.truncated, Edges: w.edges}
+	// Gather the records first: a tight loop keeps many cache misses in flight at once, where
+	// building each summary as its record arrives would wait for them one by one.
+	recs := g.gather(w.order, nil)
+	res.Nodes = make([]Node, len(recs))
+	for i := range recs {
+		res.Nodes[i] = Node{Summary: g.summaryOf(&recs[i]), Depth: int(w.depths[i]), Documented: recs[i].documented}
+	}
+	return res
+}
+
+// View is a traversal's nodes as the graph holds them: pointer-free records, read through
+// snapshots of the name arena and the interned strings taken under the lock. The bytes and
+// strings a snapshot covers are never rewritten (the arena and the table only grow, and a
+// compacted arena is a new one), so a View is read without the lock; and it builds no string,
+// time or summary per node, which was most of a big walk's time and all of its garbage: an
+// answer is encoded straight from it. Release gives its records back for the next walk.
+type View struct {
+	order  []int32 // graph indexes (-1: not in the graph), to read the records again
+	recs   []node
+	depths []int32
+	names  []byte
+	strs   []string
+	// Edges among the returned nodes, as node positions (from, to).
+	Edges [][2]int32
+	// ReachedPerDepth and Truncated are as in Traversal.
+	ReachedPerDepth []int
+	Truncated       bool
+}
+
+// NodeView is one node of a View: what Node holds but its times (an answer about lineage
+// shows none). Kind is empty for a node whose summary is not known.
+type NodeView struct {
+	ID        uuid.UUID
+	Kind      catalog.Kind
+	Status    catalog.Status
+	Namespace string
+	Name      string
+	Depth     int
+}
+
+// Len is the number of nodes.
+func (v *View) Len() int { return len(v.recs) }
+
+// Node returns node i (the start is 0, then by depth). Its strings stay valid after Release.
+func (v *View) Node(i int) NodeView {
+	r := &v.recs[i]
+	if r.kind == 0 {
+		return NodeView{ID: r.id, Depth: int(v.depths[i])}
+	}
+	var name string
+	if r.name.n > 0 {
+		name = unsafe.String(&v.names[r.name.off], r.name.n)
+	}
+	return NodeView{ID: r.id, Kind: catalog.Kind(v.strs[r.kind]), Status: catalog.Status(v.str(r.status)),
+		Namespace: v.str(r.ns), Name: name, Depth: int(v.depths[i])}
+}
+
+func (v *View) str(i uint32) string {
+	if i == 0 {
+		return ""
+	}
+	return v.strs[i]
+}
+
+// viewRecs are View records kept for the next walk: pointer-free, so only clearing them was
+// left of their cost, and a pooled slice is not even cleared.
+var viewRecs sync.Pool
+
+// Release hands the View's records back; the View is not to be read after.
+func (v *View) Release() {
+	if v.recs != nil && cap(v.recs) <= 1<<20 {
+		r := v.recs[:0]
+		viewRecs.Put(&r)
+	}
+	v.recs = nil
+}
+
+// View is Traverse as a View.
+func (g *Graph) View(start uuid.UUID, dir Direction, depth, limit int) View {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	s, ok := g.index[start]
+	if !ok {
+		return View{order: []int32{-1}, recs: []node{{id: start}}, depths: []int32{0}, ReachedPerDepth: []int{1}}
+	}
+	w := g.walk(s, dir, depth, limit, false)
+	v := View{order: w.order, depths: w.depths, Edges: w.edges, ReachedPerDepth: w.reached, Truncated: w.truncated}
+	var recs []node
+	if p, _ := viewRecs.Get().(*[]node); p != nil {
+		recs = *p
+	}
+	v.recs = g.gather(w.order, recs)
+	v.names, v.strs = g.names.b, g.strs.strs
+	return v
+}
+
+// dropUnknown leaves out the nodes (and their edges) whose asset does not exist, as result
+// does; the start stays (the caller says it does not exist).
+func (v *View) dropUnknown() {
+	if !slices.ContainsFunc(v.recs[1:], func(r node) bool { return r.kind == 0 }) {
+		return
+	}
+	at := make([]int32, len(v.recs)) // new position, -1 when left out
+	k := 0
+	for i := range v.recs {
+		at[i] = -1
+		if i == 0 || v.recs[i].kind != 0 {
+			at[i] = int32(k)
+			v.recs[k], v.depths[k], v.order[k] = v.recs[i], v.depths[i], v.order[i]
+			k++
+		}
+	}
+	v.recs, v.depths, v.order = v.recs[:k], v.depths[:k], v.order[:k]
+	edges := v.Edges[:0]
+	for _, e := range v.Edges {
+		if f, t := at[e[0]], at[e[1]]; f >= 0 && t >= 0 {
+			edges = append(edges, [2]int32{f, t})
+		}
+	}
+	v.Edges = edges
+}
+
+// reread reads the View's records again (after summaries were learned), with fresh snapshots:
+// a compacted arena holds the names at other places. A node not in the graph keeps its ID only,
+// unless it has been added since.
+func (g *Graph) reread(v *View) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	for i, n := range v.order {
+		if n < 0 {
+			if at, ok := g.index[v.recs[i].id]; ok {
+				v.recs[i] = g.nodes[at]
+			}
+			continue
+		}
+		v.recs[i] = g.nodes[n]
+	}
+	v.names, v.strs = g.names.b, g.strs.strs
+}
+
+// gather copies the records of the nodes in order into recs (reused when large enough).
+// Callers hold mu.
+func (g *Graph) gather(order []int32, recs []node) []node {
+	if cap(recs) < len(order) {
+		recs = make([]node, len(order))
+	}
+	recs = recs[:len(order)]
+	for i, n := range order {
+		recs[i] = g.nodes[n]
+	}
+	return recs
+}
+
+// walked is a walk's outcome: the nodes reached as graph indexes in answer order (the start
+// first, then by depth) with their depths, and the edges among them as answer positions.
+type walked struct {
+	order     []int32
+	depths    []int32
+	edges     [][2]int32
+	reached   []int
+	truncated bool
+}
+
+// walk is traverse's walk from node s. Callers hold mu.
+func (g *Graph) walk(s int32, dir Direction, depth, limit int, partial bool) walked {
+	res := walked{reached: []int{1}}
+	// m numbers the nodes met in the order they are returned, so an edge is written as answer
+	// positions as it is met; a node met on a level that is then dropped (the limit) gets a
+	// number past the end and its edges are taken back.
 	m := g.marks()
 	defer markPool.Put(m)
 	m.set(s, 0)
 	order := []int32{s}
-	depths := []int{0}
+	depths := []int32{0}
 	type walk struct {
 		adj      *adjacency
 		frontier []int32
@@ -605,82 +772,72 @@ func (g *Graph) traverse(start uuid.UUID, dir Direction, depth, limit int, parti
 	if dir == Upstream || dir == Both {
 		walks = append(walks, &walk{adj: &g.in, frontier: []int32{s}})
 	}
-	var edges [][2]int32 // graph node indexes
+	var edges [][2]int32
 	for d := 1; d <= depth; d++ {
 		var level []int32
-		var levelEdges [][2]int32
+		levelStart := len(edges)
 		for _, w := range walks {
 			var next []int32
 			for _, u := range w.frontier {
+				pu := m.at[u].pos
 				for _, v := range w.adj.list(u) {
-					e := [2]int32{v, u}
-					if w.down {
-						e = [2]int32{u, v}
+					if !m.seen(v) {
+						m.set(v, int32(len(order)+len(level)))
+						next = append(next, v)
+						level = append(level, v)
 					}
 					// Every node met so far is at this depth or shallower, so the edge joins two
 					// returned nodes if this level is kept.
-					levelEdges = append(levelEdges, e)
-					if m.seen(v) {
-						continue
+					if pv := m.at[v].pos; w.down {
+						edges = append(edges, [2]int32{pu, pv})
+					} else {
+						edges = append(edges, [2]int32{pv, pu})
 					}
-					m.set(v, int32(len(order)+len(level)))
-					next = append(next, v)
-					level = append(level, v)
 				}
 			}
 			w.frontier = next
 		}
 		if len(level) == 0 {
-			edges = append(edges, levelEdges...)
 			break
 		}
-		res.ReachedPerDepth = append(res.ReachedPerDepth, len(level))
+		res.reached = append(res.reached, len(level))
 		if len(order)+len(level) > limit {
-			res.Truncated = true
+			res.truncated = true
+			kept := edges[:levelStart]
 			if keep := limit - len(order); partial && keep > 0 {
 				// The nodes kept are numbered len(order)...; an edge to a node past them is left out.
 				end := int32(len(order) + keep)
 				order = append(order, level[:keep]...)
 				for range keep {
-					depths = append(depths, d)
+					depths = append(depths, int32(d))
 				}
-				for _, e := range levelEdges {
-					if m.at[e[0]].pos < end && m.at[e[1]].pos < end {
-						edges = append(edges, e)
+				for _, e := range edges[levelStart:] {
+					if e[0] < end && e[1] < end {
+						kept = append(kept, e)
 					}
 				}
 			}
+			edges = kept
 			break
 		}
 		order = append(order, level...)
 		for range level {
-			depths = append(depths, d)
+			depths = append(depths, int32(d))
 		}
-		edges = append(edges, levelEdges...)
 	}
-	// Gather the records first: a tight loop keeps many cache misses in flight at once, where
-	// building each summary as its record arrives would wait for them one by one.
-	recs := make([]node, len(order))
-	for i, n := range order {
-		recs[i] = g.nodes[n]
-	}
-	res.Nodes = make([]Node, len(order))
-	for i := range recs {
-		res.Nodes[i] = Node{Summary: g.summaryOf(&recs[i]), Depth: depths[i], Documented: recs[i].documented}
-	}
-	res.Edges = make([][2]int32, 0, len(edges))
-	var dedupe map[[2]int32]struct{}
-	if len(walks) > 1 {
-		dedupe = make(map[[2]int32]struct{}, len(edges)) // an edge may be met from both ends
-	}
-	for _, e := range edges {
-		if dedupe != nil {
-			if _, dup := dedupe[e]; dup {
-				continue
+	res.order, res.depths, res.edges = order, depths, edges
+	if len(walks) > 1 { // an edge may be met from both ends
+		seen := make(map[[2]int32]struct{}, len(edges))
+		res.edges = edges[:0]
+		for _, e := range edges {
+			if _, dup := seen[e]; !dup {
+				seen[e] = struct{}{}
+				res.edges = append(res.edges, e)
 			}
-			dedupe[e] = struct{}{}
 		}
-		res.Edges = append(res.Edges, [2]int32{m.at[e[0]].pos, m.at[e[1]].pos})
+	}
+	if res.edges == nil {
+		res.edges = [][2]int32{}
 	}
 	return res
 }

@@ -274,3 +274,266 @@ func TestNodeRecordIsOneCacheLine(t *testing.T) {
 		t.Fatalf("a node record is %d bytes; keep it at 64 (one cache line)", size)
 	}
 }
+
+// viewNodes is a View's nodes as Nodes (without times), to compare with a Traversal's.
+func viewNodes(v *View) []Node {
+	out := make([]Node, v.Len())
+	for i := range out {
+		n := v.Node(i)
+		out[i] = Node{Summary: catalog.Summary{ID: n.ID, Kind: n.Kind, Status: n.Status, Namespace: n.Namespace, Name: n.Name}, Depth: n.Depth}
+	}
+	return out
+}
+
+// withoutTimes drops what a View leaves out (times, Documented) from Traversal nodes.
+func withoutTimes(ns []Node) []Node {
+	out := make([]Node, len(ns))
+	for i, n := range ns {
+		out[i] = Node{Summary: catalog.Summary{ID: n.ID, Kind: n.Kind, Status: n.Status, Namespace: n.Namespace, Name: n.Name}, Depth: n.Depth}
+	}
+	return out
+}
+
+// TestViewIsTraverse: over the wide benchmark graph, a View holds exactly what Traverse
+// returns (nodes in the same order with the same values, edges, reached per depth, truncated),
+// in every direction, with and without a limit that cuts a level; and a name handed out by a
+// View stays right after the arena is compacted under it.
+func TestViewIsTraverse(t *testing.T) {
+	g := newGraph(nil, nil, time.Now, slog.Default())
+	ds, sums, edges := wideGraph(300, 8)
+	g.add(edges)
+	// Some nodes without a summary yet (written by another replica since the last Sync), and
+	// odd names.
+	for i := range sums {
+		if i%5 == 0 {
+			sums[i].Name = fmt.Sprintf(`od"d\%d`, i) + "\t\u2028"
+		}
+	}
+	g.setInfo(sums[:len(sums)-40])
+	for _, dir := range []Direction{Downstream, Upstream, Both} {
+		for _, limit := range []int{1, 7, 500, 1_000_000} {
+			for _, start := range []uuid.UUID{ds[0][3], ds[4][9], ds[7][1], sums[len(sums)-1].ID, uuid.New()} {
+				t.Run(fmt.Sprintf("%s/%d/%s", dir, limit, start.String()[:8]), func(t *testing.T) {
+					want := g.Traverse(start, dir, 12, limit)
+					v := g.View(start, dir, 12, limit)
+					defer v.Release()
+					if got := viewNodes(&v); !slices.Equal(got, withoutTimes(want.Nodes)) {
+						t.Fatalf("view nodes differ from Traverse's:\n%v\n%v", got, withoutTimes(want.Nodes))
+					}
+					if !slices.Equal(v.Edges, want.Edges) || !slices.Equal(v.ReachedPerDepth, want.ReachedPerDepth) || v.Truncated != want.Truncated {
+						t.Fatalf("view edges %d reached %v truncated %v; Traverse %d %v %v", len(v.Edges), v.ReachedPerDepth, v.Truncated,
+							len(want.Edges), want.ReachedPerDepth, want.Truncated)
+					}
+				})
+			}
+		}
+	}
+	v := g.View(ds[0][3], Downstream, 4, 1_000_000)
+	before := viewNodes(&v)
+	for round := range 30 { // renames of every node until the arena is compacted at least once
+		for i := range sums {
+			sums[i].Name = fmt.Sprintf("%s_%d_%d", strings.Repeat("r", 200), i, round)
+		}
+		g.setInfo(sums)
+	}
+	if got := viewNodes(&v); !slices.Equal(got, before) {
+		t.Fatal("a View's names changed after renames compacted the arena")
+	}
+	v.Release()
+}
+
+// TestViewDropsWhatResultDrops: nodes whose asset does not exist are left out of a View with
+// their edges, as result leaves them out of a LineageResult.
+func TestViewDropsWhatResultDrops(t *testing.T) {
+	g := newGraph(nil, nil, time.Now, slog.Default())
+	ds, sums, edges := wideGraph(50, 5)
+	g.add(edges)
+	var known []catalog.Summary
+	for i, s := range sums {
+		if i%3 != 1 {
+			known = append(known, s)
+		}
+	}
+	g.setInfo(known)
+	for _, dir := range []Direction{Downstream, Upstream, Both} {
+		start := ds[2][0]
+		if g.nodes[g.index[start]].kind == 0 {
+			start = ds[2][2]
+		}
+		want := result(start, g.Traverse(start, dir, 8, 10_000), Freshness{})
+		v := g.View(start, dir, 8, 10_000)
+		v.dropUnknown()
+		if got := viewNodes(&v); !slices.Equal(got, withoutTimes(want.Nodes)) || !slices.Equal(v.Edges, want.Edges) {
+			t.Fatalf("%s: view %d nodes %d edges; result %d nodes %d edges", dir, v.Len(), len(v.Edges), len(want.Nodes), len(want.Edges))
+		}
+		if len(want.Nodes) == 1 {
+			t.Fatalf("%s: the walk reached nothing; the test proves nothing", dir)
+		}
+	}
+}
+
+// TestWalkIsReference: the walk answers exactly what the first, simpler walk answered (nodes,
+// depths, edges in order, depths reached, truncation) over the wide graph, in every
+// direction, whole, truncated, and truncated with the last level cut.
+func TestWalkIsReference(t *testing.T) {
+	g := newGraph(nil, nil, time.Now, slog.Default())
+	ds, _, edges := wideGraph(200, 8)
+	g.add(edges)
+	for _, dir := range []Direction{Downstream, Upstream, Both} {
+		for _, limit := range []int{1, 2, 9, 300, 1_000_000} {
+			for _, partial := range []bool{false, true} {
+				for _, start := range []uuid.UUID{ds[0][1], ds[3][5], ds[7][0]} {
+					for _, depth := range []int{1, 3, 14} {
+						s := g.index[start]
+						got, want := g.walk(s, dir, depth, limit, partial), refWalk(g, s, dir, depth, limit, partial)
+						if !slices.Equal(got.order, want.order) || !slices.Equal(got.depths, want.depths) || !slices.Equal(got.edges, want.edges) ||
+							!slices.Equal(got.reached, want.reached) || got.truncated != want.truncated {
+							t.Fatalf("%s limit %d partial %v depth %d: walk %d nodes %d edges %v %v; reference %d %d %v %v", dir, limit, partial, depth,
+								len(got.order), len(got.edges), got.reached, got.truncated, len(want.order), len(want.edges), want.reached, want.truncated)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// refWalk is walk as it was first written (edges kept as graph indexes and numbered at the
+// end): the reference the faster walk is held to.
+func refWalk(g *Graph, s int32, dir Direction, depth, limit int, partial bool) walked {
+	res := walked{reached: []int{1}}
+	// m numbers the nodes met in the order they are returned; a node met on a level that is
+	// then dropped (the limit) gets a number past the end and its edges are left out.
+	m := g.marks()
+	defer markPool.Put(m)
+	m.set(s, 0)
+	order := []int32{s}
+	depths := []int32{0}
+	type walk struct {
+		adj      *adjacency
+		frontier []int32
+		down     bool
+	}
+	var walks []*walk
+	if dir == Downstream || dir == Both {
+		walks = append(walks, &walk{adj: &g.out, frontier: []int32{s}, down: true})
+	}
+	if dir == Upstream || dir == Both {
+		walks = append(walks, &walk{adj: &g.in, frontier: []int32{s}})
+	}
+	var edges [][2]int32 // graph node indexes
+	for d := 1; d <= depth; d++ {
+		var level []int32
+		var levelEdges [][2]int32
+		for _, w := range walks {
+			var next []int32
+			for _, u := range w.frontier {
+				for _, v := range w.adj.list(u) {
+					e := [2]int32{v, u}
+					if w.down {
+						e = [2]int32{u, v}
+					}
+					// Every node met so far is at this depth or shallower, so the edge joins two
+					// returned nodes if this level is kept.
+					levelEdges = append(levelEdges, e)
+					if m.seen(v) {
+						continue
+					}
+					m.set(v, int32(len(order)+len(level)))
+					next = append(next, v)
+					level = append(level, v)
+				}
+			}
+			w.frontier = next
+		}
+		if len(level) == 0 {
+			edges = append(edges, levelEdges...)
+			break
+		}
+		res.reached = append(res.reached, len(level))
+		if len(order)+len(level) > limit {
+			res.truncated = true
+			if keep := limit - len(order); partial && keep > 0 {
+				// The nodes kept are numbered len(order)...; an edge to a node past them is left out.
+				end := int32(len(order) + keep)
+				order = append(order, level[:keep]...)
+				for range keep {
+					depths = append(depths, int32(d))
+				}
+				for _, e := range levelEdges {
+					if m.at[e[0]].pos < end && m.at[e[1]].pos < end {
+						edges = append(edges, e)
+					}
+				}
+			}
+			break
+		}
+		order = append(order, level...)
+		for range level {
+			depths = append(depths, int32(d))
+		}
+		edges = append(edges, levelEdges...)
+	}
+	res.order, res.depths = order, depths
+	res.edges = make([][2]int32, 0, len(edges))
+	var dedupe map[[2]int32]struct{}
+	if len(walks) > 1 {
+		dedupe = make(map[[2]int32]struct{}, len(edges)) // an edge may be met from both ends
+	}
+	for _, e := range edges {
+		if dedupe != nil {
+			if _, dup := dedupe[e]; dup {
+				continue
+			}
+			dedupe[e] = struct{}{}
+		}
+		res.edges = append(res.edges, [2]int32{m.at[e[0]].pos, m.at[e[1]].pos})
+	}
+	return res
+}
+
+// TestViewWhileRenamed: a View is read without the graph's lock while renames append to the name
+// arena and compact it: every name read is one the node held (run with -race, a read of a byte
+// being written is reported).
+func TestViewWhileRenamed(t *testing.T) {
+	g := newGraph(nil, nil, time.Now, slog.Default())
+	ds, sums, edges := wideGraph(100, 4)
+	g.add(edges)
+	g.setInfo(sums)
+	byID := map[uuid.UUID]int{}
+	for i, s := range sums {
+		byID[s.ID] = i
+	}
+	name := func(i, round int) string { return fmt.Sprintf("%s_%d_%d", strings.Repeat("n", 300), i, round) }
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for round := range 40 {
+			renamed := slices.Clone(sums)
+			for i := range renamed {
+				renamed[i].Name = name(i, round)
+			}
+			g.setInfo(renamed)
+		}
+	}()
+	for reads := 0; ; reads++ {
+		select {
+		case <-done:
+			if reads == 0 {
+				t.Fatal("no View was read while the renames ran")
+			}
+			return
+		default:
+		}
+		v := g.View(ds[0][0], Downstream, 6, 1_000_000)
+		for i := range v.Len() {
+			n := v.Node(i)
+			var at, round int
+			if k := byID[n.ID]; n.Name != sums[k].Name && (!strings.HasPrefix(n.Name, strings.Repeat("n", 300)) ||
+				func() bool { _, err := fmt.Sscanf(n.Name[300:], "_%d_%d", &at, &round); return err != nil || at != k }()) {
+				t.Fatalf("node %d read as %q", k, n.Name)
+			}
+		}
+		v.Release()
+	}
+}

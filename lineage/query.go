@@ -103,6 +103,74 @@ func (s *Service) Lineage(ctx context.Context, id uuid.UUID, dir Direction, dept
 	return res, nil
 }
 
+// ViewResult is the answer to a traversal as a View of the graph (LineageView).
+type ViewResult struct {
+	View
+	Root      uuid.UUID
+	Freshness Freshness
+	Relations []Relation
+}
+
+// LineageView is Lineage, answered as a View: the same nodes, edges and values, without the
+// nodes' times, built without a string or a summary per node. Release the View once encoded.
+func (s *Service) LineageView(ctx context.Context, id uuid.UUID, dir Direction, depth, limit int) (ViewResult, error) {
+	if err := checkWalk(depth, limit, s.maxNodes); err != nil {
+		return ViewResult{}, err
+	}
+	if _, err := ParseDirection(string(dir)); err != nil {
+		return ViewResult{}, err
+	}
+	if err := s.loaded(); err != nil {
+		return ViewResult{}, err
+	}
+	res := ViewResult{View: s.graph.View(id, dir, depth, limit), Root: id}
+	if err := s.learnView(ctx, &res.View); err != nil {
+		res.Release()
+		return ViewResult{}, err
+	}
+	if res.recs[0].kind == 0 {
+		res.Release()
+		return ViewResult{}, &catalog.Error{Kind: catalog.ErrNotFound, Message: fmt.Sprintf("asset %s does not exist", id)}
+	}
+	res.Freshness = s.graph.Freshness()
+	res.Relations = []Relation{}
+	if s.relations != nil {
+		rels, err := s.relations(ctx, id)
+		if err != nil {
+			res.Release()
+			return ViewResult{}, err
+		}
+		res.Relations = append(res.Relations, rels...)
+	}
+	return res, nil
+}
+
+// learnView is learn for a View: it reads the summaries not in memory, files them in the
+// graph and reads the View's records again.
+func (s *Service) learnView(ctx context.Context, v *View) error {
+	var missing []uuid.UUID
+	for i := range v.recs {
+		if v.recs[i].kind == 0 {
+			missing = append(missing, v.recs[i].id)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	found, err := s.cat.Summaries(ctx, missing)
+	if err != nil {
+		return err
+	}
+	learned := make([]catalog.Summary, 0, len(found))
+	for _, sum := range found {
+		learned = append(learned, sum)
+	}
+	s.graph.setInfo(learned)
+	s.graph.reread(v)
+	v.dropUnknown()
+	return nil
+}
+
 // walk is Lineage without the start's relations (the Marquez form has no place for them);
 // jobIO adds every input and output of the jobs reached, as Marquez does.
 func (s *Service) walk(ctx context.Context, id uuid.UUID, dir Direction, depth, limit int, jobIO, partial bool) (LineageResult, error) {

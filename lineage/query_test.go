@@ -6,7 +6,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/google/uuid"
+
+	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/lineage"
 	"github.com/tidemark/tidemark/storage"
 	"github.com/tidemark/tidemark/storage/storagetest"
@@ -123,6 +127,91 @@ func TestMarquezGraphJobBringsItsIO(t *testing.T) {
 					}
 				}
 			})
+		}
+	})
+}
+
+// TestLineageViewIsLineage: LineageView answers what Lineage answers (the same nodes in the same
+// order with the same values, edges, depths reached, truncation, freshness and relations, or
+// the same error), after a rename, and for a deleted asset whose summary only the database
+// holds (a fresh replica's graph loads no summary for it, so the View learns it).
+func TestLineageViewIsLineage(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		cat := mustCatalog(t, db)
+		lin := mustLineage(t, db, cat)
+		if err := lin.Open(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for i, ev := range []string{
+			`"job":{"namespace":"etl","name":"build"},"inputs":[{"namespace":"db","name":"orders"},{"namespace":"db","name":"cust\"omers"}],"outputs":[{"namespace":"db","name":"revenue"}]`,
+			`"job":{"namespace":"etl","name":"report"},"inputs":[{"namespace":"db","name":"revenue"}],"outputs":[{"namespace":"bi","name":"dash"},{"namespace":"bi","name":"dash_old"}]`,
+			`"job":{"namespace":"etl","name":"other"},"inputs":[{"namespace":"db","name":"cust\"omers"}],"outputs":[{"namespace":"db","name":"churn"}]`,
+		} {
+			raw := fmt.Sprintf(`{"eventType":"COMPLETE","eventTime":"2024-01-01T00:00:00Z","run":{"runId":"r%d"},%s}`, i, ev)
+			if _, err := lin.Ingest(ctx, []byte(raw)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		id := func(ns, name string) uuid.UUID {
+			r, err := cat.Resolve(ctx, ns, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r.Asset.ID
+		}
+		orders, revenue, dash, old, report := id("db", "orders"), id("db", "revenue"), id("bi", "dash"), id("bi", "dash_old"), id("etl", "report")
+		if _, err := cat.RenameFound(ctx, dash, "bi", "dash_renamed", time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cat.Delete(ctx, old, catalog.AnyVersion); err != nil {
+			t.Fatal(err)
+		}
+		fresh := mustLineage(t, db, cat)
+		if err := fresh.Open(ctx); err != nil {
+			t.Fatal(err)
+		}
+		first, err := fresh.LineageView(ctx, revenue, lineage.Downstream, 2, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		deleted := false
+		for i := range first.Len() {
+			n := first.Node(i)
+			deleted = deleted || (n.ID == old && n.Status == catalog.StatusDeleted && n.Kind == catalog.KindTable)
+		}
+		first.Release()
+		if !deleted {
+			t.Fatal("the deleted output is not in the View with its summary read from the database")
+		}
+		for _, start := range []uuid.UUID{orders, revenue, dash, old, report, uuid.New()} {
+			for _, dir := range []lineage.Direction{lineage.Downstream, lineage.Upstream, lineage.Both} {
+				for _, dl := range [][2]int{{1, 100}, {3, 100}, {20, 100}, {20, 3}} {
+					v, verr := fresh.LineageView(ctx, start, dir, dl[0], dl[1])
+					want, werr := fresh.Lineage(ctx, start, dir, dl[0], dl[1])
+					if (verr == nil) != (werr == nil) || (verr != nil && verr.Error() != werr.Error()) {
+						t.Fatalf("%s %s %v: view error %v; Lineage %v", start, dir, dl, verr, werr)
+					}
+					if werr != nil {
+						continue
+					}
+					var got []lineage.Node
+					for i := range v.Len() {
+						n := v.Node(i)
+						got = append(got, lineage.Node{Summary: catalog.Summary{ID: n.ID, Kind: n.Kind, Status: n.Status, Namespace: n.Namespace, Name: n.Name}, Depth: n.Depth})
+					}
+					var wantNodes []lineage.Node
+					for _, n := range want.Nodes {
+						wantNodes = append(wantNodes, lineage.Node{Summary: catalog.Summary{ID: n.ID, Kind: n.Kind, Status: n.Status, Namespace: n.Namespace, Name: n.Name}, Depth: n.Depth})
+					}
+					if !slices.Equal(got, wantNodes) || !slices.Equal(v.Edges, want.Edges) || !slices.Equal(v.ReachedPerDepth, want.ReachedPerDepth) ||
+						v.Truncated != want.Truncated || v.Root != want.Root || v.Freshness != want.Freshness || !slices.Equal(v.Relations, want.Relations) {
+						t.Fatalf("%s %s %v: view\n%+v\n%v %v %v\nLineage\n%+v\n%v %v %v", start, dir, dl, got, v.Edges, v.ReachedPerDepth, v.Truncated,
+							wantNodes, want.Edges, want.ReachedPerDepth, want.Truncated)
+					}
+					v.Release()
+				}
+			}
 		}
 	})
 }

@@ -48,7 +48,7 @@ func wideGraph(perLayer, layers int) ([][]uuid.UUID, []catalog.Summary, []edgeRe
 }
 
 func BenchmarkTraverse(b *testing.B) {
-	g, ds := layered(b, 25_000, 12)
+	g, ds := layered(b, benchPerLayer, benchLayers)
 	busiest := func(layer []uuid.UUID) uuid.UUID { // a start whose walk does not die out
 		best := layer[0]
 		for _, id := range layer[:100] {
@@ -76,5 +76,18 @@ func BenchmarkTraverse(b *testing.B) {
 			}
 			b.ReportMetric(float64(n), "nodes")
 		})
+		b.Run(tc.name+"/view", func(b *testing.B) { // what the asset lineage answers walk
+			n := 0
+			b.ReportAllocs()
+			for b.Loop() {
+				v := g.View(tc.start, tc.dir, tc.depth, 2_000_000)
+				n = v.Len()
+				v.Release()
+			}
+			b.ReportMetric(float64(n), "nodes")
+		})
 	}
 }
+
+// The benchmark graph's shape: the 100k datasets (20 layers of 5,000).
+const benchPerLayer, benchLayers = 5_000, 20
