@@ -147,7 +147,8 @@ func (b *batch) pgRunArgs() ([]any, error) {
 		pgarray.Text(uFacets), pgarray.Text(uCount)}, nil
 }
 
-// pgIOArgs are the runs' inputs and outputs as arrays, in key order.
+// pgIOArgs are the runs' inputs and outputs as arrays, in key order: those of runs new in this
+// batch, then those of runs stored before.
 func (b *batch) pgIOArgs() []any {
 	ts := pgTime
 	ioKeys := make([][3]string, 0, len(b.runIO))
@@ -157,12 +158,21 @@ func (b *batch) pgIOArgs() []any {
 	slices.SortFunc(ioKeys, func(x, y [3]string) int {
 		return cmp.Or(strings.Compare(x[0], y[0]), strings.Compare(x[1], y[1]), strings.Compare(x[2], y[2]))
 	})
-	var ioRun, ioAsset, ioRole, ioFirst []string
+	var cols [2][4][]string // [new run, stored run][run, asset, role, first seen]
 	for _, k := range ioKeys {
-		ioRun, ioAsset, ioRole, ioFirst = append(ioRun, k[0]), append(ioAsset, k[1]), append(ioRole, k[2]), append(ioFirst, ts(b.runIO[k]))
+		c := &cols[1]
+		if r := b.runs[k[0]]; r != nil && r.isNew {
+			c = &cols[0]
+		}
+		c[0], c[1], c[2], c[3] = append(c[0], k[0]), append(c[1], k[1]), append(c[2], k[2]), append(c[3], ts(b.runIO[k]))
 	}
-
-	return []any{pgarray.Text(ioRun), pgarray.Text(ioAsset), pgarray.Text(ioRole), pgarray.Text(ioFirst)}
+	args := make([]any, 0, 8)
+	for _, c := range cols {
+		for _, col := range c {
+			args = append(args, pgarray.Text(col))
+		}
+	}
+	return args
 }
 
 // pgEventArgs are the batch's events as arrays.
@@ -183,31 +193,37 @@ func (b *batch) pgEventArgs() []any {
 }
 
 // pgFlush stores a batch on PostgreSQL in one statement: the new runs ($1-$11), updated runs
-// ($12-$19), run inputs and outputs ($20-$23) and events ($24-$33, the principal last), at $34.
+// ($12-$19), run inputs and outputs of new runs ($20-$23) and of stored ones ($24-$27) and events
+// ($28-$37, the principal last), at $38.
 const pgFlush = `WITH rn AS (
 		INSERT INTO runs (id, job_asset_id, state, state_time, started_at, ended_at, nominal_start, nominal_end, parent_run_id,
 			facets, event_count, created_at, updated_at)
 		SELECT v.id, v.job, v.state, v.state_time::timestamptz, NULLIF(v.started, '')::timestamptz, NULLIF(v.ended, '')::timestamptz,
-			NULLIF(v.nom_start, '')::timestamptz, NULLIF(v.nom_end, '')::timestamptz, v.parent, v.facets, v.n, $34, $34
+			NULLIF(v.nom_start, '')::timestamptz, NULLIF(v.nom_end, '')::timestamptz, v.parent, v.facets, v.n, $38, $38
 		FROM unnest($1::text[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
 			$10::jsonb[], $11::bigint[]) WITH ORDINALITY AS v(id, job, state, state_time, started, ended, nom_start, nom_end, parent, facets, n, ord)
 		ORDER BY v.ord
 	), ru AS (
 		UPDATE runs AS r SET state = v.state, state_time = v.state_time::timestamptz,
 			started_at = COALESCE(NULLIF(v.started, '')::timestamptz, r.started_at), ended_at = COALESCE(NULLIF(v.ended, '')::timestamptz, r.ended_at),
-			parent_run_id = v.parent, facets = v.facets, event_count = v.n, updated_at = $34
+			parent_run_id = v.parent, facets = v.facets, event_count = v.n, updated_at = $38
 		FROM unnest($12::text[], $13::text[], $14::text[], $15::text[], $16::text[], $17::text[], $18::jsonb[], $19::bigint[])
 			AS v(id, state, state_time, started, ended, parent, facets, n)
 		WHERE r.id = v.id
 	), io AS (
+		-- a new run's inputs and outputs: no row of them can exist (a concurrent batch storing the same
+		-- new run fails this one on the run's key), so no conflict check is spent on them
 		INSERT INTO run_ios (run_id, asset_id, role, first_seen)
 		SELECT * FROM unnest($20::text[], $21::uuid[], $22::text[], $23::timestamptz[])
+	), io2 AS (
+		INSERT INTO run_ios (run_id, asset_id, role, first_seen)
+		SELECT * FROM unnest($24::text[], $25::uuid[], $26::text[], $27::timestamptz[])
 		-- run I/O is not tailed, so an ID consumed by a conflicting row costs nothing
 		ON CONFLICT (run_id, asset_id, role) DO NOTHING
 	), ev AS (
 		INSERT INTO lineage_events (id, event_key, kind, event_type, event_time, run_id, job_asset_id, producer, payload, principal, received_at)
-		SELECT v.id, v.ev_key, v.kind, v.ev_type, v.ev_time, v.run, NULLIF(v.job, '')::uuid, v.producer, v.payload, v.principal, $34
-		FROM unnest($24::uuid[], $25::text[], $26::text[], $27::text[], $28::timestamptz[], $29::text[], $30::text[], $31::text[], $32::text[], $33::text[])
+		SELECT v.id, v.ev_key, v.kind, v.ev_type, v.ev_time, v.run, NULLIF(v.job, '')::uuid, v.producer, v.payload, v.principal, $38
+		FROM unnest($28::uuid[], $29::text[], $30::text[], $31::text[], $32::timestamptz[], $33::text[], $34::text[], $35::text[], $36::text[], $37::text[])
 			AS v(id, ev_key, kind, ev_type, ev_time, run, job, producer, payload, principal)
 	)
 	SELECT 1`
