@@ -27,6 +27,8 @@ import (
 	"os"
 	"runtime/pprof"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -90,6 +92,7 @@ func main() {
 		m := median(freshRates)
 		fmt.Printf("first ingest (2 new assets an event, %d events a round): %s events/s; median %.0f events/s = %.0f%% of the 4,000/s target\n",
 			*freshEvents, list(freshRates, "%.0f"), m, 100*m/4000)
+		fmt.Printf("first ingest: CPU an event (this database's backends and this process) %sus, median %.0fus\n", list(freshCPU, "%.0f"), median(freshCPU))
 	}
 	if len(rates) > 0 {
 		fmt.Printf("existing datasets (%d events a round): ingest %s events/s, median %.0f; COPY of the same rows %s events/s, median %.0f\n",
@@ -100,11 +103,17 @@ func main() {
 		}
 		fmt.Printf("existing datasets: ingest / COPY per round %s%%; median of the rounds' ratios %.1f%%, ratio of the medians %.1f%% (target 50%%)\n",
 			list(pct, "%.1f"), median(pct), 100*median(rates)/median(copyRates))
+		fmt.Printf("existing datasets: CPU an event, ingest %sus (median %.0f), COPY %sus (median %.0f); COPY / ingest CPU = %.1f%%\n",
+			list(existingCPU, "%.0f"), median(existingCPU), list(copyCPU, "%.0f"), median(copyCPU), 100*median(copyCPU)/median(existingCPU))
 	}
 }
 
 // profiled counts the timed runs profiled so far (each writes its own file).
 var profiled int
+
+// CPU an event (this database's PostgreSQL backends and this process), per round: a figure the
+// other work on a shared machine disturbs far less than a rate.
+var freshCPU, existingCPU, copyCPU []float64
 
 func median(xs []float64) float64 {
 	s := slices.Clone(xs)
@@ -140,6 +149,7 @@ func firstIngest(ctx context.Context) float64 {
 	var assets int
 	benchdb.Must(db.SQL.QueryRowContext(ctx, "SELECT count(*) FROM assets WHERE created_at >= $1", in.before).Scan(&assets))
 	fmt.Printf("  assets created by the run: %d (%.2f an event)\n", assets, float64(assets)/float64(max(1, in.done.Load())))
+	freshCPU = append(freshCPU, float64(in.cpu.Microseconds())/float64(max(1, in.done.Load())))
 	return rate
 }
 
@@ -159,10 +169,16 @@ func existingIngest(ctx context.Context) (rate, copyRate float64) {
 	cdb := benchdb.Open(ctx, copyDSN)
 	defer cdb.Close()
 	copyAll(ctx, cdb, pre) // what existed before the run, untimed
+	be0, go0 := backendCPU(ctx, cdb), benchdb.ProcessCPU()
 	took := copyAll(ctx, cdb, timed)
-	copyRate = float64(in.done.Load()) / took.Seconds()
-	fmt.Printf("  COPY of the run's rows into a fresh database: %s = %.0f events/s; ingest / COPY = %.1f%%\n",
-		took.Round(time.Millisecond), copyRate, 100*rate/copyRate)
+	cpu := cpuSince(be0, backendCPU(ctx, cdb)) + benchdb.ProcessCPU() - go0
+	n := float64(in.done.Load())
+	existingCPU, copyCPU = append(existingCPU, float64(in.cpu.Microseconds())/n), append(copyCPU, float64(cpu.Microseconds())/n)
+	copyRate = n / took.Seconds()
+	fmt.Printf("  COPY of the run's rows into a fresh database: %s = %.0f events/s; ingest / COPY = %.1f%%; CPU an event (backends and this process): "+
+		"ingest %.0fus, COPY %.0fus, COPY / ingest = %.1f%%\n",
+		took.Round(time.Millisecond), copyRate, 100*rate/copyRate, float64(in.cpu.Microseconds())/n, float64(cpu.Microseconds())/n,
+		100*float64(cpu)/float64(in.cpu))
 	return rate, copyRate
 }
 
@@ -174,6 +190,8 @@ type ingestBench struct {
 	before                time.Time // rows written from here on are the run's
 	done, failed, retries atomic.Int64
 	rng                   *rand.Rand
+	cpu                   time.Duration // the timed run's CPU: this database's backends and this process
+
 }
 
 // newIngestBench starts the real API over db (wired as serve wires it, app.Open: usage of
@@ -260,7 +278,7 @@ func (in *ingestBench) post(batches <-chan []byte, what string) float64 {
 			benchdb.Must(f.Close())
 		}()
 	}
-	pg0, go0 := benchdb.ServerCPU(), benchdb.ProcessCPU()
+	pg0, go0, be0 := benchdb.ServerCPU(), benchdb.ProcessCPU(), backendCPU(in.ctx, in.db)
 	start := time.Now()
 	var wg sync.WaitGroup
 	for range *clients {
@@ -274,12 +292,14 @@ func (in *ingestBench) post(batches <-chan []byte, what string) float64 {
 	}
 	wg.Wait()
 	took := time.Since(start)
-	pgCPU, goCPU := benchdb.ServerCPU()-pg0, benchdb.ProcessCPU()-go0
+	pgCPU, goCPU, beCPU := benchdb.ServerCPU()-pg0, benchdb.ProcessCPU()-go0, cpuSince(be0, backendCPU(in.ctx, in.db))
 	n := in.done.Load()
 	rate := float64(n) / took.Seconds()
+	in.cpu = beCPU + goCPU
 	perEvent := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(max(1, n)) }
-	fmt.Printf("  %s: %d events (%d failed, %d batches retried after 503) in %s = %.0f events/s; CPU an event: PostgreSQL %.0fus, Tidemark and client %.0fus\n",
-		what, n, in.failed.Load(), in.retries.Load(), took.Round(time.Millisecond), rate, perEvent(pgCPU), perEvent(goCPU))
+	fmt.Printf("  %s: %d events (%d failed, %d batches retried after 503) in %s = %.0f events/s; CPU an event: this database's PostgreSQL backends %.0fus "+
+		"(every PostgreSQL process on the machine %.0fus), Tidemark and client %.0fus\n",
+		what, n, in.failed.Load(), in.retries.Load(), took.Round(time.Millisecond), rate, perEvent(beCPU), perEvent(pgCPU), perEvent(goCPU))
 	if in.failed.Load() > 0 {
 		log.Fatalf("%s: %d events refused", what, in.failed.Load())
 	}
@@ -363,4 +383,41 @@ func copyAll(ctx context.Context, cdb *storage.DB, rows []benchdb.Rows) time.Dur
 	}
 	benchdb.Must(tx.Commit())
 	return time.Since(start)
+}
+
+// backendCPU is the CPU time (user and system, from /proc) each PostgreSQL backend connected to
+// db's database has used so far, by process ID. Unlike benchdb.ServerCPU it leaves out other
+// databases' backends (the machine is shared) and autovacuum.
+func backendCPU(ctx context.Context, db *storage.DB) map[int]time.Duration {
+	rows, err := db.SQL.QueryContext(ctx, "SELECT pid FROM pg_stat_activity WHERE datname = current_database()")
+	benchdb.Must(err)
+	defer rows.Close()
+	cpu := map[int]time.Duration{}
+	for rows.Next() {
+		var pid int
+		benchdb.Must(rows.Scan(&pid))
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue // another machine's server: the figure is then 0, and says nothing
+		}
+		st := string(b)
+		f := strings.Fields(st[strings.LastIndexByte(st, ')')+1:])
+		if len(f) < 13 {
+			continue
+		}
+		u, _ := strconv.ParseInt(f[11], 10, 64)
+		sy, _ := strconv.ParseInt(f[12], 10, 64)
+		cpu[pid] = time.Duration(u+sy) * time.Second / 100 // USER_HZ is 100 on Linux
+	}
+	benchdb.Must(rows.Err())
+	return cpu
+}
+
+// cpuSince is what the backends of after used since before (a backend new since counts whole).
+func cpuSince(before, after map[int]time.Duration) time.Duration {
+	var d time.Duration
+	for pid, c := range after {
+		d += c - before[pid]
+	}
+	return d
 }
