@@ -356,8 +356,9 @@ func (b *batch) touchEdge(from, to uuid.UUID, t time.Time, runID string, known b
 	}
 }
 
-// createEdges looks up the pending edges: those that exist (another replica's, not synced yet)
-// join the known ones; the rest are created in bulk, their IDs going to the graph after commit.
+// createEdges looks up the pending edges (SQLite; PostgreSQL inserts them in one statement,
+// insertEdgesPG): those that exist (another replica's, not synced yet) join the known ones; the
+// rest are created in bulk, their IDs going to the graph after commit.
 func (b *batch) createEdges(ctx context.Context) error {
 	if len(b.pending) == 0 {
 		return nil
