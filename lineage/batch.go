@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	stdsql "database/sql"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -180,7 +181,7 @@ func (b *batch) prefetch(ctx context.Context, evs []Event, keys []string, exclus
 			return err
 		})
 	} else {
-		err = chunk.Each(asked, func(part []nameKey) error { return b.currentNamesPG(ctx, part, found) })
+		err = chunk.Each(asked, func(part []nameKey) error { return currentNamesPG(ctx, b.tx, part, found) })
 	}
 	if err != nil {
 		return fmt.Errorf("lineage: read names: %w", err)
@@ -225,12 +226,12 @@ func (b *batch) prefetch(ctx context.Context, evs []Event, keys []string, exclus
 // pins that plan. Left to the planner, a first ingest (the names table growing faster than
 // autovacuum re-analyzes it) scanned the whole table for every batch: with statistics from when
 // it was small, a scan of it looked cheaper than 500 probes.
-func (b *batch) currentNamesPG(ctx context.Context, keys []nameKey, found func(nameKey, uuid.UUID)) error {
+func currentNamesPG(ctx context.Context, q querier, keys []nameKey, found func(nameKey, uuid.UUID)) error {
 	spaces, namespaces, names := make([]string, len(keys)), make([]string, len(keys)), make([]string, len(keys))
 	for i, k := range keys {
 		spaces[i], namespaces[i], names[i] = string(k.space), k.namespace, k.name
 	}
-	rows, err := b.tx.QueryContext(ctx, `SELECT a.space, a.namespace, a.name, a.asset_id
+	rows, err := q.QueryContext(ctx, `SELECT a.space, a.namespace, a.name, a.asset_id
 		FROM unnest($1::text[], $2::text[], $3::text[]) AS n(space, namespace, name)
 		CROSS JOIN LATERAL (SELECT h.space, h.namespace, h.name, h.asset_id FROM asset_names AS h
 			WHERE h.space = n.space AND h.namespace = n.namespace AND h.name = n.name AND h.valid_to IS NULL OFFSET 0) AS a`,
@@ -250,6 +251,11 @@ func (b *batch) currentNamesPG(ctx context.Context, keys []nameKey, found func(n
 		found(k, asset)
 	}
 	return rows.Err()
+}
+
+// querier runs a query in a transaction (an *ent.Tx) or outside one (an *ent.Client).
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*stdsql.Rows, error)
 }
 
 // lockFacets takes a transaction-scoped advisory lock per asset (PostgreSQL; SQLite has one
@@ -350,8 +356,9 @@ func (b *batch) touchEdge(from, to uuid.UUID, t time.Time, runID string, known b
 	}
 }
 
-// createEdges looks up the pending edges: those that exist (another replica's, not synced yet)
-// join the known ones; the rest are created in bulk, their IDs going to the graph after commit.
+// createEdges looks up the pending edges (SQLite; PostgreSQL inserts them in one statement,
+// insertEdgesPG): those that exist (another replica's, not synced yet) join the known ones; the
+// rest are created in bulk, their IDs going to the graph after commit.
 func (b *batch) createEdges(ctx context.Context) error {
 	if len(b.pending) == 0 {
 		return nil
@@ -425,7 +432,11 @@ func (b *batch) createEdges(ctx context.Context) error {
 
 // flushEdges creates the pending edges and writes the widened seen intervals of known ones.
 func (b *batch) flushEdges(ctx context.Context) error {
-	if err := b.createEdges(ctx); err != nil {
+	create := b.createEdges
+	if !b.s.sqlite {
+		create = b.insertEdgesPG
+	}
+	if err := create(ctx); err != nil {
 		return err
 	}
 	if len(b.touches) == 0 {
@@ -464,7 +475,7 @@ type touchedEdge struct {
 	e *edgeTouch
 }
 
-// The PostgreSQL edge writes: edges as unnest arrays ($1 to $5, pgEdgeArgs; flushPG inserts the
+// The PostgreSQL edge writes: edges as unnest arrays ($1 to $5, pgEdgeArgs; insertEdgesPG inserts the
 // new ones), and the widening of existing ones' seen intervals (flushEdges).
 const (
 	pgEdgeValues = `SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[], $4::timestamptz[], $5::text[]) WITH ORDINALITY
@@ -643,10 +654,10 @@ func (b *batch) flush(ctx context.Context) error {
 			return fmt.Errorf("lineage: record usage of completed runs: %w", err)
 		}
 	}
-	// Edges last (on PostgreSQL the new ones went in with flushPG; this widens the known ones):
-	// a job's output edge is widened by each of its runs, and a concurrent batch with a run of
-	// the same job waits for this row lock until this transaction commits. Taken first, it was
-	// held through the usage writes: with 4 clients, batches spent most of their flush waiting.
+	// Edges last (new ones inserted, known ones widened): a job's output edge is widened by each
+	// of its runs, and a concurrent batch with a run of the same job (or inserting the same new
+	// edge) waits for this row lock until this transaction commits. Taken first, it was held
+	// through the usage writes: with 4 clients, batches spent most of their flush waiting.
 	return b.flushEdges(ctx)
 }
 

@@ -1,4 +1,5 @@
-// The PostgreSQL flush: a batch's new edges, runs, run I/O and events in one statement.
+// The PostgreSQL flush: a batch's runs, run I/O and events in one statement, its new edges in
+// another, last.
 
 package lineage
 
@@ -14,50 +15,76 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/tidemark/tidemark/internal/chunk"
 	"github.com/tidemark/tidemark/internal/pgarray"
 )
 
-// flushPG writes what the batch decided about edges, runs, run I/O and events in one statement:
-// each table's rows go in as arrays (unnest), so the statement is planned once whatever the
-// batch's size, and the batch pays one round trip instead of one per table. New edges are
-// inserted unless a committed row exists (so edge IDs, the change sequence replicas tail, are
-// spent on real new edges only), and one a concurrent batch inserted meanwhile is skipped (ON
-// CONFLICT on the pair's index only: the serial key cannot conflict) instead of failing the
-// batch. Those join the known edges, whose seen intervals flush widens last (flushEdges).
+// flushPG writes what the batch decided about runs, run I/O and events in one statement: each
+// table's rows go in as arrays (unnest), so the statement is planned once whatever the batch's
+// size, and the batch pays one round trip instead of one per table. New edges are flush's last
+// step (insertEdgesPG): a concurrent batch inserting the same edge waits for this transaction to
+// commit, and inserted here it waited through the usage writes as well.
 func (b *batch) flushPG(ctx context.Context) error {
-	edges := b.newEdges()
 	runArgs, err := b.pgRunArgs()
 	if err != nil {
 		return err
 	}
-	args := append(append(append(append(pgEdgeArgs(edges), runArgs...), b.pgIOArgs()...), b.pgEventArgs()...), b.now)
-	rows, err := b.tx.QueryContext(ctx, pgFlush, args...)
-	if err != nil {
-		return fmt.Errorf("lineage: store events, runs and edges: %w", err)
+	args := append(append(append(runArgs, b.pgIOArgs()...), b.pgEventArgs()...), b.now)
+	if _, err := b.tx.ExecContext(ctx, pgFlush, args...); err != nil {
+		return fmt.Errorf("lineage: store events and runs: %w", err)
+	}
+	return nil
+}
+
+// insertEdgesPG inserts the batch's new edges unless a committed row exists (so edge IDs, the
+// change sequence replicas tail, are spent on real new edges only); one a concurrent batch
+// inserted meanwhile is skipped (ON CONFLICT on the pair's index only: the serial key cannot
+// conflict) instead of failing the batch. Those not inserted join the known edges, whose seen
+// intervals flushEdges widens next.
+func (b *batch) insertEdgesPG(ctx context.Context) error {
+	edges := b.newEdges()
+	if len(edges) == 0 {
+		return nil
 	}
 	inserted := map[[2]uuid.UUID]bool{}
-	for rows.Next() {
-		var r edgeRef
-		if err := rows.Scan(&r.seq, &r.from, &r.to); err != nil {
-			rows.Close()
-			return fmt.Errorf("lineage: store events, runs and edges: %w", err)
+	err := chunk.Each(edges, func(part []touchedEdge) error {
+		rows, err := b.tx.QueryContext(ctx, `WITH ve AS (`+pgEdgeValues+`) `+pgEdgeInsert, pgEdgeArgs(part)...)
+		if err != nil {
+			return err
 		}
-		inserted[[2]uuid.UUID{r.from, r.to}] = true
-		b.added = append(b.added, r)
+		defer rows.Close()
+		for rows.Next() {
+			var r edgeRef
+			if err := rows.Scan(&r.seq, &r.from, &r.to); err != nil {
+				return err
+			}
+			inserted[[2]uuid.UUID{r.from, r.to}] = true
+			b.added = append(b.added, r)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return fmt.Errorf("lineage: create edges: %w", err)
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("lineage: store events, runs and edges: %w", err)
-	}
-	// New edges not inserted existed (another replica's) or were inserted by a concurrent batch
-	// after this statement's snapshot: they are widened with the known ones (flushEdges).
 	for _, r := range edges {
+		b.knownEdges[r.k] = true
 		if !inserted[r.k] {
-			b.touches[r.k] = r.e
+			if cur := b.touches[r.k]; cur != nil {
+				cur.merge(r.e)
+			} else {
+				b.touches[r.k] = r.e
+			}
 		}
 	}
 	return nil
 }
+
+// pgEdgeInsert inserts the new edges of pgEdgeValues and answers those it inserted.
+const pgEdgeInsert = `INSERT INTO lineage_edges (from_id, to_id, first_seen, last_seen, last_run_id)
+	SELECT v.from_id, v.to_id, v.first, v.last, v.run FROM ve AS v
+	WHERE NOT EXISTS (SELECT 1 FROM lineage_edges AS e WHERE e.from_id = v.from_id AND e.to_id = v.to_id)
+	ORDER BY v.ord
+	ON CONFLICT (from_id, to_id) DO NOTHING RETURNING id, from_id, to_id`
 
 // newEdges takes the batch's pending edges to insert, in one order for every batch (so two
 // batches inserting the same edges cannot deadlock); those a concurrent Sync made known meanwhile
@@ -120,7 +147,8 @@ func (b *batch) pgRunArgs() ([]any, error) {
 		pgarray.Text(uFacets), pgarray.Text(uCount)}, nil
 }
 
-// pgIOArgs are the runs' inputs and outputs as arrays, in key order.
+// pgIOArgs are the runs' inputs and outputs as arrays, in key order: those of runs new in this
+// batch, then those of runs stored before.
 func (b *batch) pgIOArgs() []any {
 	ts := pgTime
 	ioKeys := make([][3]string, 0, len(b.runIO))
@@ -130,12 +158,21 @@ func (b *batch) pgIOArgs() []any {
 	slices.SortFunc(ioKeys, func(x, y [3]string) int {
 		return cmp.Or(strings.Compare(x[0], y[0]), strings.Compare(x[1], y[1]), strings.Compare(x[2], y[2]))
 	})
-	var ioRun, ioAsset, ioRole, ioFirst []string
+	var cols [2][4][]string // [new run, stored run][run, asset, role, first seen]
 	for _, k := range ioKeys {
-		ioRun, ioAsset, ioRole, ioFirst = append(ioRun, k[0]), append(ioAsset, k[1]), append(ioRole, k[2]), append(ioFirst, ts(b.runIO[k]))
+		c := &cols[1]
+		if r := b.runs[k[0]]; r != nil && r.isNew {
+			c = &cols[0]
+		}
+		c[0], c[1], c[2], c[3] = append(c[0], k[0]), append(c[1], k[1]), append(c[2], k[2]), append(c[3], ts(b.runIO[k]))
 	}
-
-	return []any{pgarray.Text(ioRun), pgarray.Text(ioAsset), pgarray.Text(ioRole), pgarray.Text(ioFirst)}
+	args := make([]any, 0, 8)
+	for _, c := range cols {
+		for _, col := range c {
+			args = append(args, pgarray.Text(col))
+		}
+	}
+	return args
 }
 
 // pgEventArgs are the batch's events as arrays.
@@ -155,40 +192,38 @@ func (b *batch) pgEventArgs() []any {
 		pgarray.Text(evJob), pgarray.Text(evProducer), pgarray.Text(evPayload), pgarray.Text(evPrincipal)}
 }
 
-// pgFlush stores a batch on PostgreSQL in one statement: the new edges ($1-$5), new runs
-// ($6-$16), updated runs ($17-$24), run inputs and outputs ($25-$28) and events ($29-$38, the
-// principal last), at $39; it answers the edges it inserted.
-const pgFlush = `WITH ve AS (` + pgEdgeValues + `
-	), ei AS (
-		INSERT INTO lineage_edges (from_id, to_id, first_seen, last_seen, last_run_id)
-		SELECT v.from_id, v.to_id, v.first, v.last, v.run FROM ve AS v
-		WHERE NOT EXISTS (SELECT 1 FROM lineage_edges AS e WHERE e.from_id = v.from_id AND e.to_id = v.to_id)
-		ORDER BY v.ord
-		ON CONFLICT (from_id, to_id) DO NOTHING RETURNING id, from_id, to_id
-	), rn AS (
+// pgFlush stores a batch on PostgreSQL in one statement: the new runs ($1-$11), updated runs
+// ($12-$19), run inputs and outputs of new runs ($20-$23) and of stored ones ($24-$27) and events
+// ($28-$37, the principal last), at $38.
+const pgFlush = `WITH rn AS (
 		INSERT INTO runs (id, job_asset_id, state, state_time, started_at, ended_at, nominal_start, nominal_end, parent_run_id,
 			facets, event_count, created_at, updated_at)
 		SELECT v.id, v.job, v.state, v.state_time::timestamptz, NULLIF(v.started, '')::timestamptz, NULLIF(v.ended, '')::timestamptz,
-			NULLIF(v.nom_start, '')::timestamptz, NULLIF(v.nom_end, '')::timestamptz, v.parent, v.facets, v.n, $39, $39
-		FROM unnest($6::text[], $7::uuid[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[],
-			$15::jsonb[], $16::bigint[]) WITH ORDINALITY AS v(id, job, state, state_time, started, ended, nom_start, nom_end, parent, facets, n, ord)
+			NULLIF(v.nom_start, '')::timestamptz, NULLIF(v.nom_end, '')::timestamptz, v.parent, v.facets, v.n, $38, $38
+		FROM unnest($1::text[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
+			$10::jsonb[], $11::bigint[]) WITH ORDINALITY AS v(id, job, state, state_time, started, ended, nom_start, nom_end, parent, facets, n, ord)
 		ORDER BY v.ord
 	), ru AS (
 		UPDATE runs AS r SET state = v.state, state_time = v.state_time::timestamptz,
 			started_at = COALESCE(NULLIF(v.started, '')::timestamptz, r.started_at), ended_at = COALESCE(NULLIF(v.ended, '')::timestamptz, r.ended_at),
-			parent_run_id = v.parent, facets = v.facets, event_count = v.n, updated_at = $39
-		FROM unnest($17::text[], $18::text[], $19::text[], $20::text[], $21::text[], $22::text[], $23::jsonb[], $24::bigint[])
+			parent_run_id = v.parent, facets = v.facets, event_count = v.n, updated_at = $38
+		FROM unnest($12::text[], $13::text[], $14::text[], $15::text[], $16::text[], $17::text[], $18::jsonb[], $19::bigint[])
 			AS v(id, state, state_time, started, ended, parent, facets, n)
 		WHERE r.id = v.id
 	), io AS (
+		-- a new run's inputs and outputs: no row of them can exist (a concurrent batch storing the same
+		-- new run fails this one on the run's key), so no conflict check is spent on them
 		INSERT INTO run_ios (run_id, asset_id, role, first_seen)
-		SELECT * FROM unnest($25::text[], $26::uuid[], $27::text[], $28::timestamptz[])
+		SELECT * FROM unnest($20::text[], $21::uuid[], $22::text[], $23::timestamptz[])
+	), io2 AS (
+		INSERT INTO run_ios (run_id, asset_id, role, first_seen)
+		SELECT * FROM unnest($24::text[], $25::uuid[], $26::text[], $27::timestamptz[])
 		-- run I/O is not tailed, so an ID consumed by a conflicting row costs nothing
 		ON CONFLICT (run_id, asset_id, role) DO NOTHING
 	), ev AS (
 		INSERT INTO lineage_events (id, event_key, kind, event_type, event_time, run_id, job_asset_id, producer, payload, principal, received_at)
-		SELECT v.id, v.ev_key, v.kind, v.ev_type, v.ev_time, v.run, NULLIF(v.job, '')::uuid, v.producer, v.payload, v.principal, $39
-		FROM unnest($29::uuid[], $30::text[], $31::text[], $32::text[], $33::timestamptz[], $34::text[], $35::text[], $36::text[], $37::text[], $38::text[])
+		SELECT v.id, v.ev_key, v.kind, v.ev_type, v.ev_time, v.run, NULLIF(v.job, '')::uuid, v.producer, v.payload, v.principal, $38
+		FROM unnest($28::uuid[], $29::text[], $30::text[], $31::text[], $32::timestamptz[], $33::text[], $34::text[], $35::text[], $36::text[], $37::text[])
 			AS v(id, ev_key, kind, ev_type, ev_time, run, job, producer, payload, principal)
 	)
-	SELECT id, from_id, to_id FROM ei`
+	SELECT 1`

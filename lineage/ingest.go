@@ -205,11 +205,15 @@ func (s *Service) precreate(ctx context.Context, evs []Event) error {
 	var offered []nameKey
 	add := func(kind catalog.Kind, ns, name string) {
 		k := nameKey{catalog.SpaceOf(kind), ns, name}
-		if !seen[k] && !s.seen.has(k) {
-			seen[k] = true
-			offered = append(offered, k)
-			create = append(create, catalog.CreateInput{Kind: kind, Namespace: ns, Name: name})
+		if seen[k] || s.seen.has(k) {
+			return
 		}
+		seen[k] = true
+		offered = append(offered, k)
+		if _, held := s.graph.Named(k.space, ns, name); held {
+			return // CreateUnseen would skip it (see unheld)
+		}
+		create = append(create, catalog.CreateInput{Kind: kind, Namespace: ns, Name: name})
 	}
 	for _, ev := range evs {
 		if ev.Job != nil {
@@ -228,6 +232,14 @@ func (s *Service) precreate(ctx context.Context, evs []Event) error {
 			add(datasetKind(d.Facets), d.Namespace, d.Name)
 		}
 	}
+	// The graph knows every current name (as of its last Sync) once loaded; before, the database
+	// is asked.
+	if !s.sqlite && len(create) > 0 && !s.graph.ready.Load() {
+		var err error
+		if create, err = s.unheld(ctx, create); err != nil {
+			return err
+		}
+	}
 	// CreateUnseen skips names a concurrent creator took meanwhile, so no asset is duplicated.
 	if err := chunk.Each(create, func(part []catalog.CreateInput) error {
 		_, err := s.cat.CreateUnseen(ctx, part)
@@ -237,6 +249,33 @@ func (s *Service) precreate(ctx context.Context, evs []Event) error {
 	}
 	s.seen.add(offered...)
 	return nil
+}
+
+// unheld keeps of ins the names no asset holds now (PostgreSQL). CreateUnseen skips held names
+// itself, but only after building and sending every asset's rows (document, audit entry): with
+// a server started over an existing catalog, nearly every name of its first batches is held, and
+// offering them all cost more than the batch's own writes; one probe of the current-name index a
+// name is far cheaper, and the loaded graph's names (Graph.Named) cost none. Either may be stale
+// (another replica renamed the asset since): a name not offered is then created by the batch
+// itself, in its transaction, as for seenNames.
+func (s *Service) unheld(ctx context.Context, ins []catalog.CreateInput) ([]catalog.CreateInput, error) {
+	keys := make([]nameKey, len(ins))
+	for i, in := range ins {
+		keys[i] = nameKey{catalog.SpaceOf(in.Kind), in.Namespace, in.Name}
+	}
+	held := map[nameKey]bool{}
+	if err := chunk.Each(keys, func(part []nameKey) error {
+		return currentNamesPG(ctx, s.db, part, func(k nameKey, _ uuid.UUID) { held[k] = true })
+	}); err != nil {
+		return nil, fmt.Errorf("lineage: read names: %w", err)
+	}
+	out := ins[:0:0]
+	for i, in := range ins {
+		if !held[keys[i]] {
+			out = append(out, in)
+		}
+	}
+	return out, nil
 }
 
 // seenNames are names precreate need not offer to CreateUnseen again: names it offered, and

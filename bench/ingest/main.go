@@ -1,0 +1,423 @@
+// Command ingest benchmarks OpenLineage ingest into PostgreSQL over HTTP, as producers call it
+// (POST /api/v1/lineage/batch), in the two cases issue 47 names, alternately, several rounds:
+//
+//  1. First ingest: every RunEvent (3 known inputs, 1 output) names a new job and a new output
+//     dataset, so it creates two assets (with their names, name history, search documents and
+//     audit). Printed as events a second; the target is 4,000.
+//  2. Existing datasets: the datasets and jobs the events name exist beforehand (created
+//     untimed). The rows the run produced are then loaded into a fresh database with one COPY per
+//     table, as the ceiling; printed as ingest rate / COPY rate; the target is 50%.
+//
+// Each round runs both cases on fresh databases, first-ingest first in odd rounds and second in
+// even ones; the figures are the medians over the rounds. It creates and drops its own databases:
+//
+//	go run ./bench/ingest -postgres 'postgres://postgres@127.0.0.1:55432/postgres?sslmode=disable'
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log"
+	"log/slog"
+	"math/rand"
+	"net/http"
+	"os"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/tidemark/tidemark/app"
+	"github.com/tidemark/tidemark/bench/internal/benchdb"
+	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/handlers"
+	"github.com/tidemark/tidemark/lineage"
+	"github.com/tidemark/tidemark/storage"
+)
+
+var (
+	admin       = flag.String("postgres", os.Getenv("TIDEMARK_TEST_POSTGRES"), "PostgreSQL DSN allowed to create databases")
+	freshEvents = flag.Int("fresh-events", 95_000, "first ingest: RunEvents per round (each creates two assets)")
+	events      = flag.Int("events", 100_000, "existing datasets: RunEvents per round")
+	batchSize   = flag.Int("batch", 500, "events per batch request")
+	clients     = flag.Int("clients", 4, "concurrent ingest clients")
+	rounds      = flag.Int("rounds", 3, "rounds (each runs both cases once, alternating which goes first)")
+	cases       = flag.String("cases", "both", "both, fresh or existing")
+	keep        = flag.Bool("keep", false, "keep the benchmark databases")
+	cpuProfile  = flag.String("cpuprofile", "", "write a CPU profile of each timed ingest (server and load client; the COPYs are left out) to this path plus .1, .2, ...")
+)
+
+// The catalog the events name: datasets t_0... and jobs job_0...
+const datasets, jobsN = 20_000, 5_000
+
+func main() {
+	flag.Parse()
+	if *admin == "" {
+		log.Fatal("set -postgres or TIDEMARK_TEST_POSTGRES")
+	}
+	ctx := context.Background()
+	fmt.Printf("ingest over HTTP into PostgreSQL: RunEvents with 3 inputs and 1 output, batches of %d, %d clients, %d rounds\n", *batchSize, *clients, *rounds)
+	var freshRates, rates, copyRates, ratios []float64
+	for r := range *rounds {
+		fmt.Printf("\n-- round %d\n", r+1)
+		runFresh := func() {
+			if *cases != "existing" {
+				freshRates = append(freshRates, firstIngest(ctx))
+			}
+		}
+		runExisting := func() {
+			if *cases != "fresh" {
+				rate, copyRate := existingIngest(ctx)
+				rates, copyRates, ratios = append(rates, rate), append(copyRates, copyRate), append(ratios, rate/copyRate)
+			}
+		}
+		if r%2 == 0 {
+			runFresh()
+			runExisting()
+		} else {
+			runExisting()
+			runFresh()
+		}
+	}
+	fmt.Printf("\n== medians over %d rounds\n", *rounds)
+	if len(freshRates) > 0 {
+		m := median(freshRates)
+		fmt.Printf("first ingest (2 new assets an event, %d events a round): %s events/s; median %.0f events/s = %.0f%% of the 4,000/s target\n",
+			*freshEvents, list(freshRates, "%.0f"), m, 100*m/4000)
+		fmt.Printf("first ingest: CPU an event (this database's backends and this process) %sus, median %.0fus\n", list(freshCPU, "%.0f"), median(freshCPU))
+	}
+	if len(rates) > 0 {
+		fmt.Printf("existing datasets (%d events a round): ingest %s events/s, median %.0f; COPY of the same rows %s events/s, median %.0f\n",
+			*events, list(rates, "%.0f"), median(rates), list(copyRates, "%.0f"), median(copyRates))
+		pct := make([]float64, len(ratios))
+		for i, x := range ratios {
+			pct[i] = 100 * x
+		}
+		fmt.Printf("existing datasets: ingest / COPY per round %s%%; median of the rounds' ratios %.1f%%, ratio of the medians %.1f%% (target 50%%)\n",
+			list(pct, "%.1f"), median(pct), 100*median(rates)/median(copyRates))
+		fmt.Printf("existing datasets: CPU an event, ingest %sus (median %.0f), COPY %sus (median %.0f); COPY / ingest CPU = %.1f%%\n",
+			list(existingCPU, "%.0f"), median(existingCPU), list(copyCPU, "%.0f"), median(copyCPU), 100*median(copyCPU)/median(existingCPU))
+	}
+}
+
+// profiled counts the timed runs profiled so far (each writes its own file).
+var profiled int
+
+// CPU an event (this database's PostgreSQL backends and this process), per round: a figure the
+// other work on a shared machine disturbs far less than a rate.
+var freshCPU, existingCPU, copyCPU []float64
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func list(xs []float64, format string) string {
+	var b bytes.Buffer
+	for i, x := range xs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, format, x)
+	}
+	return b.String()
+}
+
+// firstIngest times events that each create a new job and a new output dataset into an empty
+// catalog, and returns the events a second.
+func firstIngest(ctx context.Context) float64 {
+	dsn, drop := benchdb.CreateDB(ctx, *admin, "tidemark_bench_ingest_fresh", *keep)
+	defer drop()
+	db := benchdb.Open(ctx, dsn)
+	defer db.Close()
+	// Nothing exists beforehand (as in bench/lineage -fresh): the inputs, 20,000 names drawn at
+	// random, are created by the first events that read them, the jobs and outputs by every event.
+	in := newIngestBench(ctx, db)
+	rate := in.post(in.eventBatches(*freshEvents, true), "first ingest")
+	var assets int
+	benchdb.Must(db.SQL.QueryRowContext(ctx, "SELECT count(*) FROM assets WHERE created_at >= $1", in.before).Scan(&assets))
+	fmt.Printf("  assets created by the run: %d (%.2f an event)\n", assets, float64(assets)/float64(max(1, in.done.Load())))
+	freshCPU = append(freshCPU, float64(in.cpu.Microseconds())/float64(max(1, in.done.Load())))
+	return rate
+}
+
+// existingIngest times events over datasets and jobs that exist, then COPYs the rows the run
+// wrote into a fresh database; it returns both rates in events a second.
+func existingIngest(ctx context.Context) (rate, copyRate float64) {
+	dsn, drop := benchdb.CreateDB(ctx, *admin, "tidemark_bench_ingest_existing", *keep)
+	defer drop()
+	db := benchdb.Open(ctx, dsn)
+	defer db.Close()
+	createBeforehand(ctx, db)
+	in := newIngestBench(ctx, db)
+	rate = in.post(in.eventBatches(*events, false), "existing datasets")
+	pre, timed := in.readRows()
+	copyDSN, dropCopy := benchdb.CreateDB(ctx, *admin, "tidemark_bench_ingest_copy", *keep)
+	defer dropCopy()
+	cdb := benchdb.Open(ctx, copyDSN)
+	defer cdb.Close()
+	copyAll(ctx, cdb, pre) // what existed before the run, untimed
+	be0, go0 := backendCPU(ctx, cdb), benchdb.ProcessCPU()
+	took := copyAll(ctx, cdb, timed)
+	cpu := cpuSince(be0, backendCPU(ctx, cdb)) + benchdb.ProcessCPU() - go0
+	n := float64(in.done.Load())
+	existingCPU, copyCPU = append(existingCPU, float64(in.cpu.Microseconds())/n), append(copyCPU, float64(cpu.Microseconds())/n)
+	copyRate = n / took.Seconds()
+	fmt.Printf("  COPY of the run's rows into a fresh database: %s = %.0f events/s; ingest / COPY = %.1f%%; CPU an event (backends and this process): "+
+		"ingest %.0fus, COPY %.0fus, COPY / ingest = %.1f%%\n",
+		took.Round(time.Millisecond), copyRate, 100*rate/copyRate, float64(in.cpu.Microseconds())/n, float64(cpu.Microseconds())/n,
+		100*float64(cpu)/float64(in.cpu))
+	return rate, copyRate
+}
+
+// ingestBench is one timed run: the database, the server over it, and what it counted.
+type ingestBench struct {
+	ctx                   context.Context
+	db                    *storage.DB
+	base, token           string
+	before                time.Time // rows written from here on are the run's
+	done, failed, retries atomic.Int64
+	rng                   *rand.Rand
+	cpu                   time.Duration // the timed run's CPU: this database's backends and this process
+
+}
+
+// newIngestBench starts the real API over db (wired as serve wires it, app.Open: usage of
+// completed runs, change hooks, the graph loaded) on 127.0.0.1:0.
+func newIngestBench(ctx context.Context, db *storage.DB) *ingestBench {
+	// Warnings go to stderr: a refused or retried batch says why.
+	a, err := app.Open(ctx, db, app.Config{LoadGraph: true, Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Lineage: []lineage.Option{lineage.WithConcurrency(2*(*clients), 30*time.Second)}})
+	benchdb.Must(err)
+	base, token := benchdb.Serve(ctx, db, handlers.Config{Catalog: a.Catalog, Lineage: a.Lineage, Usage: a.Usage, Tables: a.Tables})
+	in := &ingestBench{ctx: ctx, db: db, base: base, token: token, rng: rand.New(rand.NewSource(7))}
+	benchdb.Must(db.SQL.QueryRowContext(ctx, "SELECT now()").Scan(&in.before))
+	return in
+}
+
+// createBeforehand creates the datasets and jobs the events name, untimed, then VACUUM ANALYZE
+// (left to autovacuum, that maintenance ran during the timed run).
+func createBeforehand(ctx context.Context, db *storage.DB) {
+	var ins []catalog.CreateInput
+	for i := range datasets {
+		ins = append(ins, catalog.CreateInput{Kind: catalog.KindTable, Namespace: "bench", Name: fmt.Sprintf("t_%d", i)})
+	}
+	for j := range jobsN {
+		ins = append(ins, catalog.CreateInput{Kind: catalog.KindJob, Namespace: "bench", Name: fmt.Sprintf("job_%d", j)})
+	}
+	cat, err := catalog.New(db)
+	benchdb.Must(err)
+	for len(ins) > 0 {
+		n := min(catalog.MaxCreateMany, len(ins))
+		_, err := cat.CreateMany(ctx, ins[:n])
+		benchdb.Must(err)
+		ins = ins[n:]
+	}
+	_, err = db.SQL.ExecContext(ctx, "VACUUM ANALYZE")
+	benchdb.Must(err)
+}
+
+// eventBatches builds n events as JSON batch request bodies, ahead of the timed run (a
+// producer's CPU is not the server's: on a machine of 2 cores, building them during the run took
+// CPU from the server), and returns them on a closed channel. Event i happens a tenth of a second
+// after event i-1, ending about now. fresh: each event's job and output are new names.
+func (in *ingestBench) eventBatches(n int, fresh bool) <-chan []byte {
+	// Events from the last hours, as a live stream sends them: completed runs count as usage,
+	// which events older than the usage lateness would skip.
+	t0 := time.Now().Add(-time.Duration(n) * time.Second / 10).Truncate(time.Second)
+	rng := in.rng
+	ds := func(name string) map[string]any { return map[string]any{"namespace": "bench", "name": name} }
+	batches := make(chan []byte, (n+*batchSize-1) / *batchSize)
+	for sent := 0; sent < n; sent += *batchSize {
+		var batch []map[string]any
+		for i := sent; i < min(sent+*batchSize, n); i++ {
+			j := rng.Intn(jobsN)
+			job, out := fmt.Sprintf("job_%d", j), fmt.Sprintf("t_%d", j)
+			if fresh {
+				job, out = fmt.Sprintf("new_job_%d", i), fmt.Sprintf("new_t_%d", i)
+			}
+			batch = append(batch, map[string]any{
+				"eventType": "COMPLETE", "eventTime": t0.Add(time.Duration(i) * time.Second / 10).Format(time.RFC3339Nano),
+				"producer": "https://tidemark.example/bench", "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent",
+				"run":     map[string]any{"runId": uuid.NewString()},
+				"job":     map[string]any{"namespace": "bench", "name": job},
+				"inputs":  []any{ds(fmt.Sprintf("t_%d", rng.Intn(datasets))), ds(fmt.Sprintf("t_%d", rng.Intn(datasets))), ds(fmt.Sprintf("t_%d", rng.Intn(datasets)))},
+				"outputs": []any{ds(out)},
+			})
+		}
+		b, err := json.Marshal(batch)
+		benchdb.Must(err)
+		batches <- b
+	}
+	close(batches)
+	return batches
+}
+
+// post is the timed run: the clients POST the batches until there are none left. It prints and
+// returns the events a second.
+func (in *ingestBench) post(batches <-chan []byte, what string) float64 {
+	if *cpuProfile != "" {
+		profiled++
+		f, err := os.Create(fmt.Sprintf("%s.%d", *cpuProfile, profiled))
+		benchdb.Must(err)
+		benchdb.Must(pprof.StartCPUProfile(f))
+		defer func() {
+			pprof.StopCPUProfile()
+			benchdb.Must(f.Close())
+		}()
+	}
+	pg0, go0, be0 := benchdb.ServerCPU(), benchdb.ProcessCPU(), backendCPU(in.ctx, in.db)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range *clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for b := range batches {
+				in.postBatch(b)
+			}
+		}()
+	}
+	wg.Wait()
+	took := time.Since(start)
+	pgCPU, goCPU, beCPU := benchdb.ServerCPU()-pg0, benchdb.ProcessCPU()-go0, cpuSince(be0, backendCPU(in.ctx, in.db))
+	n := in.done.Load()
+	rate := float64(n) / took.Seconds()
+	in.cpu = beCPU + goCPU
+	perEvent := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(max(1, n)) }
+	fmt.Printf("  %s: %d events (%d failed, %d batches retried after 503) in %s = %.0f events/s; CPU an event: this database's PostgreSQL backends %.0fus "+
+		"(every PostgreSQL process on the machine %.0fus), Tidemark and client %.0fus\n",
+		what, n, in.failed.Load(), in.retries.Load(), took.Round(time.Millisecond), rate, perEvent(beCPU), perEvent(pgCPU), perEvent(goCPU))
+	if in.failed.Load() > 0 {
+		log.Fatalf("%s: %d events refused", what, in.failed.Load())
+	}
+	return rate
+}
+
+// postBatch POSTs one batch, again while the server answers 503, and counts its events.
+func (in *ingestBench) postBatch(b []byte) {
+	for {
+		req, _ := http.NewRequest("POST", in.base+"/api/v1/lineage/batch", bytes.NewReader(b))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+in.token)
+		res, err := http.DefaultClient.Do(req)
+		benchdb.Must(err)
+		var out struct {
+			Summary struct{ Successful, Failed int }
+		}
+		_ = json.NewDecoder(res.Body).Decode(&out)
+		res.Body.Close()
+		if res.StatusCode == http.StatusServiceUnavailable {
+			in.retries.Add(1)
+			time.Sleep(100 * time.Millisecond)
+			continue // retried as OpenLineage clients do; landed events are deduplicated
+		}
+		if res.StatusCode != http.StatusOK {
+			log.Fatalf("batch answered %d", res.StatusCode)
+		}
+		in.done.Add(int64(out.Summary.Successful))
+		in.failed.Add(int64(out.Summary.Failed))
+		return
+	}
+}
+
+// readRows reads every table's rows ahead of the COPY: pre, the rows that existed before the
+// run, and timed, the run's.
+func (in *ingestBench) readRows() (pre, timed []benchdb.Rows) {
+	ctx, db := in.ctx, in.db
+	// old says which rows existed before the run (empty: none did). Rows the run rewrote for
+	// assets that existed (search docs) count as old: a known gap, in COPY's favour.
+	type part struct{ table, cols, old string }
+	ts := "'" + in.before.UTC().Format(time.RFC3339Nano) + "'"
+	existed := func(col string) string { return col + " IN (SELECT id FROM assets WHERE created_at < " + ts + ")" }
+	parts := []part{
+		{"assets", "id, kind, status, version, description, created_at, updated_at", existed("t.id")},
+		{"asset_names", "asset_id, namespace, name, valid_from", "t.valid_from < " + ts},
+		{"audit_events", "id, at, actor, action, asset_id, after, request_id", "t.at < " + ts},
+		{"search_docs", "id, asset_id, kind, status, namespace, name, name_key, t_name, t_former, t_labels, t_body, asset_version", existed("t.asset_id")},
+		{"search_facets", "doc_id, facet, value", existed("(SELECT d.asset_id FROM search_docs d WHERE d.id = t.doc_id)")},
+		{"asset_facets", "asset_id, name, value, event_time, updated_at", ""},
+		{"lineage_events", "id, event_key, kind, event_type, event_time, run_id, job_asset_id, producer, payload, received_at", ""},
+		{"runs", "id, job_asset_id, state, state_time, started_at, ended_at, parent_run_id, event_count, created_at, updated_at", ""},
+		{"run_ios", "run_id, asset_id, role, first_seen", ""},
+		{"lineage_edges", "from_id, to_id, first_seen, last_seen, last_run_id", ""},
+		{"lineage_states", "id, last_activity, dropped_at", ""},
+		{"usage_events", "event_key, asset_id, kind, actor, job_asset_id, source, query_id, namespace, name, at, day, received_at", ""},
+		{"usage_dailies", "asset_id, day, reads, writes, distinct_actors, distinct_jobs, last_read_at, last_write_at, updated_at", ""},
+		{"usage_actor_dailies", "asset_id, day, actor, reads, writes", ""},
+		{"usage_actor_monthlies", "asset_id, month, actor, reads, writes", ""},
+		{"usage_names", "asset_id, namespace, name, first_at, last_at", ""},
+		{"usage_job_dailies", "day, asset_id, job_asset_id", ""},
+	}
+	for _, p := range parts {
+		if p.old == "" {
+			timed = append(timed, benchdb.ReadRows(ctx, db.SQL, p.table, p.cols, ""))
+			continue
+		}
+		pre = append(pre, benchdb.ReadRows(ctx, db.SQL, p.table, p.cols, p.old))
+		timed = append(timed, benchdb.ReadRows(ctx, db.SQL, p.table, p.cols, "("+p.old+") IS NOT TRUE"))
+	}
+	return pre, timed
+}
+
+// copyAll writes rows into cdb with one COPY per table, in one transaction, and returns how long
+// that took.
+func copyAll(ctx context.Context, cdb *storage.DB, rows []benchdb.Rows) time.Duration {
+	start := time.Now()
+	tx, err := cdb.SQL.BeginTx(ctx, nil)
+	benchdb.Must(err)
+	for _, r := range rows {
+		benchdb.CopyRows(ctx, tx, r)
+	}
+	benchdb.Must(tx.Commit())
+	return time.Since(start)
+}
+
+// backendCPU is the CPU time (user and system, from /proc) each PostgreSQL backend connected to
+// db's database has used so far, by process ID. Unlike benchdb.ServerCPU it leaves out other
+// databases' backends (the machine is shared) and autovacuum.
+func backendCPU(ctx context.Context, db *storage.DB) map[int]time.Duration {
+	rows, err := db.SQL.QueryContext(ctx, "SELECT pid FROM pg_stat_activity WHERE datname = current_database()")
+	benchdb.Must(err)
+	defer rows.Close()
+	cpu := map[int]time.Duration{}
+	for rows.Next() {
+		var pid int
+		benchdb.Must(rows.Scan(&pid))
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue // another machine's server: the figure is then 0, and says nothing
+		}
+		st := string(b)
+		f := strings.Fields(st[strings.LastIndexByte(st, ')')+1:])
+		if len(f) < 13 {
+			continue
+		}
+		u, _ := strconv.ParseInt(f[11], 10, 64)
+		sy, _ := strconv.ParseInt(f[12], 10, 64)
+		cpu[pid] = time.Duration(u+sy) * time.Second / 100 // USER_HZ is 100 on Linux
+	}
+	benchdb.Must(rows.Err())
+	return cpu
+}
+
+// cpuSince is what the backends of after used since before (a backend new since counts whole).
+func cpuSince(before, after map[int]time.Duration) time.Duration {
+	var d time.Duration
+	for pid, c := range after {
+		d += c - before[pid]
+	}
+	return d
+}
