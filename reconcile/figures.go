@@ -36,7 +36,6 @@ type sideFigures struct {
 	repeatedSegs map[segKey]bool
 	read         int64 // records Tidemark read to compute them (0 when the side computed them)
 	pushed       bool  // the side computed them (PostgreSQL)
-	unique       bool  // a unique index proves no key repeats (PostgreSQL)
 	// segs are the figures of every key-range segment with a record, computed in the first pass
 	// for every window it read when segsAll (but segsMissing, windows it reused): the second
 	// pass reads such a window's segments from here rather than from the side.

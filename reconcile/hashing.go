@@ -73,7 +73,7 @@ func (p hashPlan) valueHash(pos int, v string) uint64 {
 	if v == null {
 		return nullHash(pos + 1)
 	}
-	return p.textHash(pos, v)
+	return textHash(p, pos, v)
 }
 
 // hashes are a record's key hash and record hash.
@@ -154,9 +154,6 @@ func textHash[T string | []byte](p hashPlan, pos int, s T) uint64 {
 	return pgHash(s, seed)
 }
 
-// textHash is textHash for a value given as text.
-func (p hashPlan) textHash(pos int, s string) uint64 { return textHash(p, pos, s) }
-
 // The functions below are PostgreSQL's hash_bytes_extended, hash_bytes_uint32_extended and
 // hashint8extended (Bob Jenkins' lookup3, as PostgreSQL computes it on a little-endian machine,
 // which is what hashtextextended gives for text under a deterministic collation).
@@ -203,14 +200,11 @@ func final(a, b, c uint32) (uint32, uint32) {
 	return b, c
 }
 
-// pgHashString is hashtextextended(s, seed).
-func pgHashString(s string, seed uint64) uint64 { return pgHash(s, seed) }
-
 func le32[T string | []byte](k T) uint32 {
 	return uint32(k[0]) | uint32(k[1])<<8 | uint32(k[2])<<16 | uint32(k[3])<<24
 }
 
-// pgHash is hash_bytes_extended(k, len(k), seed).
+// pgHash is hash_bytes_extended(k, len(k), seed): hashtextextended(k, seed) for text.
 func pgHash[T string | []byte](k T, seed uint64) uint64 {
 	a := 0x9e3779b9 + uint32(len(k)) + 3923095
 	b, c := a, a
@@ -309,7 +303,7 @@ func planHashes(ctx context.Context, readers ...reader) (hashPlan, error) {
 		if !ok {
 			continue
 		}
-		types, err := pr.columnTypes(ctx, pr.db)
+		types, err := pr.columnTypes(ctx)
 		if err != nil {
 			return hashPlan{}, err
 		}

@@ -42,8 +42,9 @@ type postgresReader struct {
 	db    *sql.DB
 	table string
 	spec  *Spec
-	// timeType is the time column's SQL type, once base has read it.
-	timeType string
+	// types are the SQL types of the time column, the keys and the compared columns, read once
+	// a run (the run's hash plan is made from them too).
+	types []string
 }
 
 func quoteTable(t string) string {
@@ -414,16 +415,17 @@ func sqlTime(col, dbType string) string {
 }
 
 // columnTypes are the PostgreSQL types of the time column, the keys and the compared columns, in
-// that order.
-func (p *postgresReader) columnTypes(ctx context.Context, q interface {
-	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
-}) ([]string, error) {
+// that order: probed on the first call of a run, then remembered.
+func (p *postgresReader) columnTypes(ctx context.Context) ([]string, error) {
+	if p.types != nil {
+		return p.types, nil
+	}
 	names := append(append([]string{p.spec.TimeColumn}, p.spec.KeyColumns...), p.spec.Columns...)
 	quoted := make([]string, len(names))
 	for i, n := range names {
 		quoted[i] = pq.QuoteIdentifier(n)
 	}
-	probe, err := q.QueryContext(ctx, fmt.Sprintf("SELECT %s FROM %s LIMIT 0", strings.Join(quoted, ", "), quoteTable(p.table)))
+	probe, err := p.db.QueryContext(ctx, fmt.Sprintf("SELECT %s FROM %s LIMIT 0", strings.Join(quoted, ", "), quoteTable(p.table)))
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", p.table, err)
 	}
@@ -432,11 +434,11 @@ func (p *postgresReader) columnTypes(ctx context.Context, q interface {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]string, len(types))
+	p.types = make([]string, len(types))
 	for i, t := range types {
-		out[i] = t.DatabaseTypeName()
+		p.types[i] = t.DatabaseTypeName()
 	}
-	return out, nil
+	return p.types, nil
 }
 
 // intType is a PostgreSQL integer type: its values hash as integers.
@@ -447,9 +449,9 @@ func intType(dbType string) bool { return dbType == "INT2" || dbType == "INT4" |
 // false when a column has no canonical form in SQL. Nothing in it is numeric arithmetic or text
 // formatting but the columns that hash as text: date_bin bins the time exactly, and
 // timestamp_hash_extended hashes it as the integer PostgreSQL stores.
-func (p *postgresReader) base(ctx context.Context, tx *sql.Tx) (string, bool, error) {
+func (p *postgresReader) base(ctx context.Context) (string, bool, error) {
 	names := append(append([]string{p.spec.TimeColumn}, p.spec.KeyColumns...), p.spec.Columns...)
-	types, err := p.columnTypes(ctx, tx)
+	types, err := p.columnTypes(ctx)
 	if err != nil {
 		return "", false, err
 	}
@@ -457,7 +459,6 @@ func (p *postgresReader) base(ctx context.Context, tx *sql.Tx) (string, bool, er
 	if ts == "" {
 		return "", false, nil
 	}
-	p.timeType = types[0]
 	hashes := make([]string, len(names))
 	hashes[0] = fmt.Sprintf("timestamp_hash_extended(c0, %d)", int64(seedOf(0)))
 	for i := 1; i < len(names); i++ {
@@ -525,7 +526,7 @@ func (p *postgresReader) figures(ctx context.Context, src SourceSpec, from, to t
 		return sideFigures{}, false, fmt.Errorf("open a read-only transaction: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only
-	base, ok, err := p.base(ctx, tx)
+	base, ok, err := p.base(ctx)
 	if err != nil || !ok {
 		return sideFigures{}, false, err
 	}
@@ -533,7 +534,7 @@ func (p *postgresReader) figures(ctx context.Context, src SourceSpec, from, to t
 	if err != nil {
 		return sideFigures{}, false, err
 	}
-	out := sideFigures{windows: map[int64]*figure{}, repeated: map[int64]bool{}, repeatedSegs: map[segKey]bool{}, pushed: true, unique: unique}
+	out := sideFigures{windows: map[int64]*figure{}, repeated: map[int64]bool{}, repeatedSegs: map[segKey]bool{}, pushed: true}
 	// A distinct count keeps PostgreSQL from splitting the aggregate over parallel workers and
 	// sorts every window's keys: with a unique index it is the row count, and nothing repeats.
 	keys := "count(DISTINCT k)"
@@ -677,13 +678,13 @@ func (p *postgresReader) segments(ctx context.Context, ws []int64, now time.Time
 		return false, fmt.Errorf("open a read-only transaction: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only
-	base, ok, err := p.base(ctx, tx)
+	base, ok, err := p.base(ctx)
 	if err != nil || !ok {
 		return false, err
 	}
 	from, to, arr := windowSpan(p.spec, ws, now)
 	rows, err := tx.QueryContext(ctx, fmt.Sprintf("SELECT w, (k >> %d) & %d, count(*), sum(h)::text FROM (%s) r WHERE w = ANY($3::%s[]) GROUP BY 1, 2",
-		64-segBits, 1<<segBits-1, base, timeCast(p.timeType)), from, to, arr)
+		64-segBits, 1<<segBits-1, base, timeCast(p.types[0])), from, to, arr)
 	if err != nil {
 		return false, fmt.Errorf("count %s by segment: %w", p.table, err)
 	}
@@ -710,15 +711,12 @@ func (p *postgresReader) segments(ctx context.Context, ws []int64, now time.Time
 // readWindows reads the records of the windows ws in one scan; only for a side
 // whose time column is a timestamp (one PostgreSQL computed figures for).
 func (p *postgresReader) readWindows(ctx context.Context, ws []int64, now time.Time, fn func(row)) (int64, error) {
-	if p.timeType == "" {
-		types, err := p.columnTypes(ctx, p.db)
-		if err != nil {
-			return 0, err
-		}
-		p.timeType = types[0]
+	types, err := p.columnTypes(ctx)
+	if err != nil {
+		return 0, err
 	}
 	from, to, arr := windowSpan(p.spec, ws, now)
-	where := fmt.Sprintf("%s = ANY($3::%s[])", p.windowOf(pq.QuoteIdentifier(p.spec.TimeColumn), p.timeType), timeCast(p.timeType))
+	where := fmt.Sprintf("%s = ANY($3::%s[])", p.windowOf(pq.QuoteIdentifier(p.spec.TimeColumn), types[0]), timeCast(types[0]))
 	return p.query(ctx, where, fn, from, to, arr)
 }
 
