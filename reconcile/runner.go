@@ -325,9 +325,6 @@ func (sd *runSide) readWindows(ctx context.Context, spec *Spec, ws []int64, now 
 // the records of the differing segments, collected by key for the comparison.
 func secondPass(ctx context.Context, spec *Spec, sides *[2]runSide, now time.Time, cost *Cost) (*side, *side, []int64, map[int64]bool, error) {
 	cands := candidates(sides[0].figs, sides[1].figs)
-	if len(cands) == 0 {
-		return newSide(sides[0].src, spec.DedupOld, len(spec.KeyColumns)), newSide(spec.New, spec.DedupNew, len(spec.KeyColumns)), nil, map[int64]bool{}, nil
-	}
 	// Segment figures of the candidate windows, then their differing segments' records.
 	segs := [2]map[segKey]segFig{{}, {}}
 	for i := range sides {
@@ -344,10 +341,11 @@ func secondPass(ctx context.Context, spec *Spec, sides *[2]runSide, now time.Tim
 			}
 		}
 		bytes, err := sd.readWindows(ctx, spec, need, now, func(rw row) {
-			k := segKey{windowIndex(spec, rw.at), segmentOf(spec, rw)}
+			kh, h := spec.hashing.hashes(rw, len(spec.KeyColumns)) // one pass over the values for both
+			k := segKey{windowIndex(spec, rw.at), int64(kh >> (64 - segBits))}
 			f := m[k]
 			f.rows++
-			f.sum += spec.hashing.record(rw)
+			f.sum += h
 			m[k] = f
 			*sd.rows++
 		})
