@@ -168,9 +168,9 @@ func existingIngest(ctx context.Context) (rate, copyRate float64) {
 	defer dropCopy()
 	cdb := benchdb.Open(ctx, copyDSN)
 	defer cdb.Close()
-	copyAll(ctx, cdb, pre) // what existed before the run, untimed
+	benchdb.CopyAll(ctx, cdb, pre) // what existed before the run, untimed
 	be0, go0 := backendCPU(ctx, cdb), benchdb.ProcessCPU()
-	took := copyAll(ctx, cdb, timed)
+	took := benchdb.CopyAll(ctx, cdb, timed)
 	cpu := cpuSince(be0, backendCPU(ctx, cdb)) + benchdb.ProcessCPU() - go0
 	n := float64(in.done.Load())
 	existingCPU, copyCPU = append(existingCPU, float64(in.cpu.Microseconds())/n), append(copyCPU, float64(cpu.Microseconds())/n)
@@ -333,56 +333,9 @@ func (in *ingestBench) postBatch(b []byte) {
 	}
 }
 
-// readRows reads every table's rows ahead of the COPY: pre, the rows that existed before the
-// run, and timed, the run's.
+// readRows reads every row the ingest wrote, ahead of the COPY ceiling (benchdb.IngestRows).
 func (in *ingestBench) readRows() (pre, timed []benchdb.Rows) {
-	ctx, db := in.ctx, in.db
-	// old says which rows existed before the run (empty: none did). Rows the run rewrote for
-	// assets that existed (search docs) count as old: a known gap, in COPY's favour.
-	type part struct{ table, cols, old string }
-	ts := "'" + in.before.UTC().Format(time.RFC3339Nano) + "'"
-	existed := func(col string) string { return col + " IN (SELECT id FROM assets WHERE created_at < " + ts + ")" }
-	parts := []part{
-		{"assets", "id, kind, status, version, description, created_at, updated_at", existed("t.id")},
-		{"asset_names", "asset_id, namespace, name, valid_from", "t.valid_from < " + ts},
-		{"audit_events", "id, at, actor, action, asset_id, after, request_id", "t.at < " + ts},
-		{"search_docs", "id, asset_id, kind, status, namespace, name, name_key, t_name, t_former, t_labels, t_body, asset_version", existed("t.asset_id")},
-		{"search_facets", "doc_id, facet, value", existed("(SELECT d.asset_id FROM search_docs d WHERE d.id = t.doc_id)")},
-		{"asset_facets", "asset_id, name, value, event_time, updated_at", ""},
-		{"lineage_events", "id, event_key, kind, event_type, event_time, run_id, job_asset_id, producer, payload, received_at", ""},
-		{"runs", "id, job_asset_id, state, state_time, started_at, ended_at, parent_run_id, event_count, created_at, updated_at", ""},
-		{"run_ios", "run_id, asset_id, role, first_seen", ""},
-		{"lineage_edges", "from_id, to_id, first_seen, last_seen, last_run_id", ""},
-		{"lineage_states", "id, last_activity, dropped_at", ""},
-		{"usage_events", "event_key, asset_id, kind, actor, job_asset_id, source, query_id, namespace, name, at, day, received_at", ""},
-		{"usage_dailies", "asset_id, day, reads, writes, distinct_actors, distinct_jobs, last_read_at, last_write_at, updated_at", ""},
-		{"usage_actor_dailies", "asset_id, day, actor, reads, writes", ""},
-		{"usage_actor_monthlies", "asset_id, month, actor, reads, writes", ""},
-		{"usage_names", "asset_id, namespace, name, first_at, last_at", ""},
-		{"usage_job_dailies", "day, asset_id, job_asset_id", ""},
-	}
-	for _, p := range parts {
-		if p.old == "" {
-			timed = append(timed, benchdb.ReadRows(ctx, db.SQL, p.table, p.cols, ""))
-			continue
-		}
-		pre = append(pre, benchdb.ReadRows(ctx, db.SQL, p.table, p.cols, p.old))
-		timed = append(timed, benchdb.ReadRows(ctx, db.SQL, p.table, p.cols, "("+p.old+") IS NOT TRUE"))
-	}
-	return pre, timed
-}
-
-// copyAll writes rows into cdb with one COPY per table, in one transaction, and returns how long
-// that took.
-func copyAll(ctx context.Context, cdb *storage.DB, rows []benchdb.Rows) time.Duration {
-	start := time.Now()
-	tx, err := cdb.SQL.BeginTx(ctx, nil)
-	benchdb.Must(err)
-	for _, r := range rows {
-		benchdb.CopyRows(ctx, tx, r)
-	}
-	benchdb.Must(tx.Commit())
-	return time.Since(start)
+	return benchdb.IngestRows(in.ctx, in.db.SQL, in.before)
 }
 
 // backendCPU is the CPU time (user and system, from /proc) each PostgreSQL backend connected to

@@ -935,62 +935,9 @@ func (in *ingestBench) countRows() {
 	fmt.Printf("rows in the database after the run: %v (%d assets of them existed before it)\n", counts, old)
 }
 
-// readRows reads the rows of every table ahead of the COPYs: pre, the rows that existed before
-// the run, and timed, the run's.
+// readRows reads every row the ingest wrote, ahead of the COPY ceiling (benchdb.IngestRows).
 func (in *ingestBench) readRows() (pre, timed []benchdb.Rows) {
-	ctx, db, before := in.ctx, in.db, in.before
-	// old says which rows existed before the run (empty: none did); the rest are the run's.
-	// Rows the run rewrote for assets that existed (search docs) count as old: a known gap.
-	type part struct{ table, cols, old string }
-	ts := "'" + before.UTC().Format(time.RFC3339Nano) + "'"
-	existed := func(col string) string { return col + " IN (SELECT id FROM assets WHERE created_at < " + ts + ")" }
-	parts := []part{
-		{"assets", "id, kind, status, version, description, created_at, updated_at", existed("t.id")},
-		{"asset_names", "asset_id, namespace, name, valid_from", "t.valid_from < " + ts},
-		{"audit_events", "id, at, actor, action, asset_id, after, request_id", "t.at < " + ts},
-		{"search_docs", "id, asset_id, kind, status, namespace, name, name_key, t_name, t_former, t_labels, t_body, asset_version", existed("t.asset_id")},
-		{"search_facets", "doc_id, facet, value", existed("(SELECT d.asset_id FROM search_docs d WHERE d.id = t.doc_id)")},
-		// Assets created beforehand have no facets, columns or labels: every such row is the run's.
-		{"asset_facets", "asset_id, name, value, event_time, updated_at", ""},
-		{"columns", "id, asset_id, field_id, path, type, ordinal, source_doc, description, added_at, removed_at", ""},
-		{"schema_changes", "id, asset_id, at, source, schema_id, changes", ""},
-		{"labels", "id, asset_id, column_id, kind, value, source, from_asset_id, from_column_id, added_at, added_by, removed_at, removed_by", ""},
-		{"lineage_events", "id, event_key, kind, event_type, event_time, run_id, job_asset_id, producer, payload, received_at", ""},
-		{"runs", "id, job_asset_id, state, state_time, started_at, ended_at, parent_run_id, event_count, created_at, updated_at", ""},
-		{"run_ios", "run_id, asset_id, role, first_seen", ""},
-		{"lineage_edges", "from_id, to_id, first_seen, last_seen, last_run_id", ""},
-		{"lineage_states", "id, last_activity, dropped_at", ""},
-		{"usage_events", "event_key, asset_id, kind, actor, job_asset_id, source, query_id, namespace, name, at, day, received_at", ""},
-		{"usage_dailies", "asset_id, day, reads, writes, distinct_actors, distinct_jobs, last_read_at, last_write_at, updated_at", ""},
-		{"usage_actor_dailies", "asset_id, day, actor, reads, writes", ""},
-		{"usage_actor_monthlies", "asset_id, month, actor, reads, writes", ""},
-		{"usage_names", "asset_id, namespace, name, first_at, last_at", ""},
-		{"usage_job_dailies", "day, asset_id, job_asset_id", ""},
-	}
-	// Rows are read ahead: only writing them is timed.
-	for _, p := range parts {
-		if p.old == "" {
-			timed = append(timed, benchdb.ReadRows(ctx, db.SQL, p.table, p.cols, ""))
-			continue
-		}
-		pre = append(pre, benchdb.ReadRows(ctx, db.SQL, p.table, p.cols, p.old))
-		timed = append(timed, benchdb.ReadRows(ctx, db.SQL, p.table, p.cols, "("+p.old+") IS NOT TRUE"))
-	}
-	return pre, timed
-}
-
-// copyAll writes rows into cdb with one COPY per table, in one transaction, and returns how long
-// that took.
-func (in *ingestBench) copyAll(cdb *storage.DB, rows []benchdb.Rows) time.Duration {
-	ctx := in.ctx
-	start := time.Now()
-	tx, err := cdb.SQL.BeginTx(ctx, nil)
-	benchdb.Must(err)
-	for _, r := range rows {
-		benchdb.CopyRows(ctx, tx, r)
-	}
-	benchdb.Must(tx.Commit())
-	return time.Since(start)
+	return benchdb.IngestRows(in.ctx, in.db.SQL, in.before)
 }
 
 // copyCeiling times the COPY of the run's rows, timed, into fresh databases that hold pre, and
@@ -1006,9 +953,9 @@ func (in *ingestBench) copyCeiling(pre, timed []benchdb.Rows) (copyTook, copyCPU
 	for i := range runs {
 		copyDSN, dropCopy := benchdb.CreateDB(ctx, *admin, fmt.Sprintf("tidemark_bench_copy%d", i), *keep)
 		cdb := benchdb.Open(ctx, copyDSN)
-		in.copyAll(cdb, pre)
+		benchdb.CopyAll(in.ctx, cdb, pre)
 		copyCPU0 := benchdb.ServerCPU()
-		runs[i].took = in.copyAll(cdb, timed)
+		runs[i].took = benchdb.CopyAll(in.ctx, cdb, timed)
 		runs[i].cpu = benchdb.ServerCPU() - copyCPU0
 		tooks[i] = runs[i].took.Round(time.Millisecond).String()
 		cdb.Close()
