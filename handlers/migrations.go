@@ -19,6 +19,9 @@ type sourceBody struct {
 	Kind       string `json:"kind"` // postgres, iceberg or external
 	Connection string `json:"connection,omitempty"`
 	Table      string `json:"table,omitempty"`
+	// ChangeLog: the change log installed on a postgres side's table (schema.table; `tidemark
+	// reconcile change-log` writes its script): runs then read again only the windows changed.
+	ChangeLog string `json:"change_log,omitempty"`
 	// Keys: unique (any repeated key is duplication; the default) or history (repeats are
 	// versions the dedup rule collapses; the same record twice is still duplication).
 	Keys string `json:"keys,omitempty"`
@@ -28,12 +31,12 @@ type sourceBody struct {
 }
 
 func (b sourceBody) spec() reconcile.SourceSpec {
-	return reconcile.SourceSpec{Kind: reconcile.SourceKind(b.Kind), Connection: b.Connection, Table: b.Table, Keys: reconcile.KeyRule(b.Keys),
-		AssetID: b.AssetID, SnapshotID: b.SnapshotID}
+	return reconcile.SourceSpec{Kind: reconcile.SourceKind(b.Kind), Connection: b.Connection, Table: b.Table, ChangeLog: b.ChangeLog,
+		Keys: reconcile.KeyRule(b.Keys), AssetID: b.AssetID, SnapshotID: b.SnapshotID}
 }
 
 func toSourceBody(s reconcile.SourceSpec) sourceBody {
-	return sourceBody{Kind: string(s.Kind), Connection: s.Connection, Table: s.Table, Keys: string(s.Keys), AssetID: s.AssetID, SnapshotID: s.SnapshotID}
+	return sourceBody{Kind: string(s.Kind), Connection: s.Connection, Table: s.Table, ChangeLog: s.ChangeLog, Keys: string(s.Keys), AssetID: s.AssetID, SnapshotID: s.SnapshotID}
 }
 
 type cutoverBody struct {
@@ -193,12 +196,17 @@ type runCostResponse struct {
 	Compared int64 `json:"compared"`     // records the run's figures cover, both sides
 	Deep     int64 `json:"deep_windows"` // windows compared record by record
 	Kept     int64 `json:"kept"`         // records of their differing key segments held and compared
-	// Reused: windows whose new-side figures are the previous run's (nothing changed there in
-	// the Iceberg new side since); NewSnapshot: the snapshot this run read.
-	Reused      int64   `json:"reused_windows"`
-	NewSnapshot *int64  `json:"new_snapshot,omitempty"`
-	Bytes       int64   `json:"bytes"`
-	Seconds     float64 `json:"seconds"`
+	// Reused and ReusedOld: windows whose new- and old-side figures are the previous run's
+	// (nothing changed there since, by an Iceberg side's snapshots or a PostgreSQL side's change
+	// log); NewSnapshot: the Iceberg snapshot this run read.
+	Reused      int64  `json:"reused_windows"`
+	ReusedOld   int64  `json:"reused_windows_old"`
+	NewSnapshot *int64 `json:"new_snapshot,omitempty"`
+	// ChangeLog: per side with a change log, the windows changed and reused, or why it was read
+	// in full.
+	ChangeLog []string `json:"change_log,omitempty"`
+	Bytes     int64    `json:"bytes"`
+	Seconds   float64  `json:"seconds"`
 }
 
 type runSummaryResponse struct {

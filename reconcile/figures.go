@@ -36,13 +36,15 @@ type sideFigures struct {
 	repeatedSegs map[segKey]bool
 	read         int64 // records Tidemark read to compute them (0 when the side computed them)
 	pushed       bool  // the side computed them (PostgreSQL)
+	counted      int64 // records the side counted itself this run (reused windows' are not)
 	// segs are the figures of every key-range segment with a record, computed in the first pass
 	// for every window it read when segsAll (but segsMissing, windows it reused): the second
 	// pass reads such a window's segments from here rather than from the side.
 	segs        map[segKey]segFig
 	segsAll     bool
 	segsMissing map[int64]bool
-	reused      int64 // windows whose figures are the previous run's (nothing in them changed)
+	reused      int64     // windows whose figures are the previous run's (nothing in them changed)
+	log         *logState // a PostgreSQL side's change log, when it has one
 }
 
 // windowIndex is the window a time falls in.

@@ -68,7 +68,7 @@ func TestPushedDownFiguresMatchGo(t *testing.T) {
 				t.Fatal(err)
 			}
 			spec.hashing = plan
-			pushed, ok, err := pr.figures(ctx, src, since, to)
+			pushed, ok, err := pr.figures(ctx, src, since, to, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -187,7 +187,7 @@ func TestUniqueIndexProvesNoRepeats(t *testing.T) {
 				t.Fatal(err)
 			}
 			src := SourceSpec{Kind: SourcePostgres, Keys: UniqueKeys}
-			pushed, ok, err := pr.figures(ctx, src, since, since.AddDate(0, 0, 9))
+			pushed, ok, err := pr.figures(ctx, src, since, since.AddDate(0, 0, 9), nil)
 			if err != nil || !ok {
 				t.Fatalf("pushed down: %v %v", ok, err)
 			}

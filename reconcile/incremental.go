@@ -27,16 +27,17 @@ import (
 // in a changed window and an unchanged one still differs from the old side there, so it is not
 // clean (it is classified extra rather than duplication).
 
-// previous is what an incremental run takes from the run before it.
+// previous is what an incremental run takes from the run before it: each side's figures (nil
+// for a side it cannot start from) and the snapshot it read an Iceberg new side at.
 type previous struct {
-	snapshot int64
-	started  time.Time
-	figs     sideFigures // the new side's figures by window
+	snapshot *int64
+	sides    [2]*prevSide
 }
 
-// lastFigures returns the newest finished run's new-side figures and snapshot, when it read the
-// new side at a recorded snapshot, compared against the same old side, hashed records the same
-// way (hashing) and did not fail.
+// lastFigures returns the newest finished run's figures of each side, when it compared against
+// the same old side, hashed records the same way (hashing) and did not fail. A side's figures
+// are kept when the run read it at a recorded snapshot: an Iceberg new side's snapshot, or a
+// PostgreSQL side's change log snapshot.
 func (s *Service) lastFigures(ctx context.Context, m Migration, against reconciliationrun.Against, hashing string) (*previous, error) {
 	r, err := s.db.ReconciliationRun.Query().Where(reconciliationrun.MigrationID(m.ID), reconciliationrun.FinishedAtNotNil(),
 		reconciliationrun.OriginEQ(reconciliationrun.OriginTidemark)).
@@ -48,36 +49,50 @@ func (s *Service) lastFigures(ctx context.Context, m Migration, against reconcil
 		return nil, fmt.Errorf("reconcile: the previous run: %w", err)
 	}
 	var sum storedSummary
-	if r.Error != "" || r.Against != against || r.Summary == "" || json.Unmarshal([]byte(r.Summary), &sum) != nil || sum.Cost.NewSnapshot == nil ||
-		sum.Hashing != hashing {
+	if r.Error != "" || r.Against != against || r.Summary == "" || json.Unmarshal([]byte(r.Summary), &sum) != nil || sum.Hashing != hashing {
+		return nil, nil
+	}
+	p := &previous{snapshot: sum.Cost.NewSnapshot}
+	for i := range p.sides {
+		if (i == 1 && sum.Cost.NewSnapshot != nil) || sum.Logs[i] != "" {
+			p.sides[i] = &prevSide{started: r.StartedAt.UTC(), logSnapshot: sum.Logs[i], clean: true,
+				figs: sideFigures{windows: map[int64]*figure{}, repeated: map[int64]bool{}, repeatedSegs: map[segKey]bool{}}}
+		}
+	}
+	if p.sides == [2]*prevSide{} {
 		return nil, nil
 	}
 	rows, err := s.db.ReconciliationWindow.Query().Where(reconciliationwindow.RunID(r.ID)).Select(reconciliationwindow.FieldBody).All(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("reconcile: the previous run's windows: %w", err)
 	}
-	p := &previous{snapshot: *sum.Cost.NewSnapshot, started: r.StartedAt.UTC(),
-		figs: sideFigures{windows: map[int64]*figure{}, repeated: map[int64]bool{}, repeatedSegs: map[segKey]bool{}}}
 	for _, row := range rows {
 		var w WindowResult
 		if err := json.Unmarshal([]byte(row.Body), &w); err != nil {
 			return nil, nil // not a body this code wrote: read in full
 		}
-		f := w.New
-		if f.Rows == 0 {
-			continue
-		}
-		sum, err := strconv.ParseUint(f.Checksum, 16, 64)
-		if err != nil {
-			return nil, nil
-		}
 		idx := windowIndex(&m.Spec, w.Start)
-		p.figs.windows[idx] = &figure{rows: f.Rows, keys: f.Keys, sum: sum, versions: f.Versions}
-		if f.DuplicateKeys > 0 {
-			p.figs.repeated[idx] = true
+		for i, f := range []SideFigures{w.Old, w.New} {
+			ps := p.sides[i]
+			if ps == nil || f.Rows == 0 {
+				continue
+			}
+			sum, err := strconv.ParseUint(f.Checksum, 16, 64)
+			if err != nil {
+				return nil, nil
+			}
+			ps.figs.windows[idx] = &figure{rows: f.Rows, keys: f.Keys, sum: sum, versions: f.Versions}
+			if f.DuplicateKeys > 0 || f.Versions > 0 {
+				ps.clean = false
+			}
+			if f.DuplicateKeys > 0 {
+				ps.figs.repeated[idx] = true
+			}
 		}
-		for _, seg := range w.NewRepeatedSegments {
-			p.figs.repeatedSegs[segKey{idx, seg}] = true
+		if ps := p.sides[1]; ps != nil {
+			for _, seg := range w.NewRepeatedSegments {
+				ps.figs.repeatedSegs[segKey{idx, seg}] = true
+			}
 		}
 	}
 	return p, nil
@@ -153,12 +168,12 @@ func changedWindows(ctx context.Context, tbl *table.Table, cur *table.Snapshot, 
 
 // incrementalFigures computes the new side's figures reading only what changed since prev, or
 // returns false to read it in full.
-func incrementalFigures(ctx context.Context, spec *Spec, src SourceSpec, r *icebergReader, prev *previous, now time.Time) (sideFigures, int64, bool, error) {
+func incrementalFigures(ctx context.Context, spec *Spec, src SourceSpec, r *icebergReader, prev *prevSide, from int64, now time.Time) (sideFigures, int64, bool, error) {
 	tbl, snap, err := r.pin(ctx)
 	if err != nil || snap == nil {
 		return sideFigures{}, 0, false, err
 	}
-	changed, ok, err := changedWindows(ctx, tbl, snap, prev.snapshot, spec)
+	changed, ok, err := changedWindows(ctx, tbl, snap, from, spec)
 	if err != nil || !ok {
 		return sideFigures{}, 0, false, err
 	}

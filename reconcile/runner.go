@@ -28,11 +28,16 @@ type Cost struct {
 	// compared record by record.
 	Kept int64 `json:"kept"`
 	// Reused counts the windows whose new-side figures are the previous run's (an Iceberg new
-	// side in which nothing changed there since); NewSnapshot is the snapshot this run read.
-	Reused      int64   `json:"reused_windows"`
-	NewSnapshot *int64  `json:"new_snapshot,omitempty"`
-	Bytes       int64   `json:"bytes"` // of the compared values, as text
-	Seconds     float64 `json:"seconds"`
+	// side, or a PostgreSQL one with a change log, in which nothing changed there since),
+	// ReusedOld the old side's (a change log); NewSnapshot is the Iceberg snapshot this run read.
+	Reused      int64  `json:"reused_windows"`
+	ReusedOld   int64  `json:"reused_windows_old"`
+	NewSnapshot *int64 `json:"new_snapshot,omitempty"`
+	// ChangeLog says, per side with a change log, what the run read of it: the windows changed
+	// and reused, or why it read the side in full.
+	ChangeLog []string `json:"change_log,omitempty"`
+	Bytes     int64    `json:"bytes"` // of the compared values, as text
+	Seconds   float64  `json:"seconds"`
 }
 
 // Run is one reconciliation run.
@@ -57,6 +62,7 @@ type Run struct {
 	legacy bool
 	// hashing names how the run hashed records (stored: a later run reuses figures hashed alike).
 	hashing string
+	logs    [2]string // the change log snapshots the run read its PostgreSQL sides at
 }
 
 // Reconcile reads both sides of the migration from its first window to now, compares them,
@@ -105,7 +111,7 @@ func (s *Service) Reconcile(ctx context.Context, id uuid.UUID) (Run, error) {
 	res, cerr := s.compareSides(ctx, m, started, against == reconciliationrun.AgainstArchive)
 	res.Cost.Seconds = time.Since(t0).Seconds()
 	run := Run{ID: row.ID, MigrationID: id, StartedAt: started, Origin: string(reconciliationrun.OriginTidemark), Against: string(against),
-		Windows: res.Windows, Cost: res.Cost, hashing: res.hashing}
+		Windows: res.Windows, Cost: res.Cost, hashing: res.hashing, logs: res.logs}
 	if cerr != nil {
 		run.Error = cerr.Error()
 		res.Causes = []string{"the run could not read both sides: " + cerr.Error()}
@@ -158,6 +164,7 @@ type comparison struct {
 	Causes  []string
 	Cost    Cost
 	hashing string
+	logs    [2]string
 }
 
 func (s *Service) compareSides(ctx context.Context, m Migration, now time.Time, archive bool) (comparison, error) {
@@ -192,22 +199,20 @@ func (s *Service) compareSides(ctx context.Context, m Migration, now time.Time, 
 	if archive {
 		against = reconciliationrun.AgainstArchive
 	}
-	var prev *previous
-	if spec.New.Kind == SourceIceberg {
-		if prev, err = s.lastFigures(ctx, m, against, res.hashing); err != nil {
+	prev := &previous{}
+	if spec.New.Kind == SourceIceberg || spec.Old.ChangeLog != "" || spec.New.ChangeLog != "" {
+		if p, err := s.lastFigures(ctx, m, against, res.hashing); err != nil {
 			return res, err
+		} else if p != nil {
+			prev = p
 		}
 	}
 	var bytes [2]int64
 	g, gctx := errgroup.WithContext(ctx)
 	for i := range sides {
 		sd := &sides[i]
-		var from *previous
-		if i == 1 {
-			from = prev // only the new side runs incrementally
-		}
 		g.Go(func() (err error) {
-			bytes[i], err = sd.firstPass(gctx, spec, from, now)
+			bytes[i], err = sd.firstPass(gctx, spec, prev.sides[i], prev.snapshot, now)
 			return err
 		})
 	}
@@ -215,15 +220,15 @@ func (s *Service) compareSides(ctx context.Context, m Migration, now time.Time, 
 		return res, err
 	}
 	res.Cost.NewSnapshot = snapshotOf(sides[1].r)
-	res.Cost.Reused = sides[1].figs.reused
+	res.Cost.ReusedOld, res.Cost.Reused = sides[0].figs.reused, sides[1].figs.reused
 	for i, sd := range sides {
+		if l := sd.figs.log; l != nil {
+			res.logs[i] = l.snapshot
+			res.Cost.ChangeLog = append(res.Cost.ChangeLog, sd.name+" side: "+l.note)
+		}
 		res.Cost.Bytes += bytes[i]
 		*sd.rows += sd.figs.read
-		if sd.figs.pushed {
-			for _, w := range sd.figs.windows {
-				res.Cost.Counted += w.rows
-			}
-		}
+		res.Cost.Counted += sd.figs.counted
 	}
 	// The second pass: records of the windows that differ, as many as the bound allows.
 	old, nw, deep, skipped, err := secondPass(ctx, spec, &sides, now, &res.Cost)
@@ -261,11 +266,12 @@ type runSide struct {
 	figs  sideFigures
 }
 
-// firstPass computes the side's figures: by PostgreSQL itself when it can, incrementally from
-// prev (an Iceberg new side), or by streaming the side. It returns the bytes it read.
-func (sd *runSide) firstPass(ctx context.Context, spec *Spec, prev *previous, now time.Time) (int64, error) {
+// firstPass computes the side's figures: by PostgreSQL itself when it can (incrementally from
+// prev with a change log), incrementally from prev on an Iceberg side read at snapshot from
+// before, or by streaming the side. It returns the bytes it read.
+func (sd *runSide) firstPass(ctx context.Context, spec *Spec, prev *prevSide, from *int64, now time.Time) (int64, error) {
 	if pr, ok := sd.r.(*postgresReader); ok {
-		f, pushed, err := pr.figures(ctx, sd.src, spec.Since, now)
+		f, pushed, err := pr.figures(ctx, sd.src, spec.Since, now, prev)
 		if err != nil {
 			return 0, fmt.Errorf("the %s side: %w", sd.name, err)
 		}
@@ -274,8 +280,8 @@ func (sd *runSide) firstPass(ctx context.Context, spec *Spec, prev *previous, no
 			return 0, nil
 		}
 	}
-	if ir, ok := sd.r.(*icebergReader); ok && prev != nil {
-		f, n, ok, err := incrementalFigures(ctx, spec, sd.src, ir, prev, now)
+	if ir, ok := sd.r.(*icebergReader); ok && prev != nil && from != nil {
+		f, n, ok, err := incrementalFigures(ctx, spec, sd.src, ir, prev, *from, now)
 		if err != nil {
 			return n, fmt.Errorf("the %s side: %w", sd.name, err)
 		}

@@ -59,6 +59,9 @@ type storedSummary struct {
 	Cost   Cost     `json:"cost"`
 	// Hashing is the hash scheme and plan of the run's checksums (hashing.go); empty before them.
 	Hashing string `json:"hashing,omitempty"`
+	// Logs are the snapshots a PostgreSQL side's change log was read at (old, new; "" for none):
+	// the next run reads that side's windows changed since.
+	Logs [2]string `json:"change_log_snapshots"`
 }
 
 func summarize(windows []WindowResult, causes []string) (Summary, []string) {
@@ -85,7 +88,7 @@ func summarize(windows []WindowResult, causes []string) (Summary, []string) {
 // finish stores the run, its windows, and opens or closes findings, in one transaction.
 func (s *Service) finish(ctx context.Context, m Migration, run *Run, causes []string) error {
 	run.Summary, run.Causes = summarize(run.Windows, causes)
-	body, err := json.Marshal(storedSummary{Summary: run.Summary, Causes: run.Causes, Cost: run.Cost, Hashing: run.hashing})
+	body, err := json.Marshal(storedSummary{Summary: run.Summary, Causes: run.Causes, Cost: run.Cost, Hashing: run.hashing, Logs: run.logs})
 	if err != nil {
 		return err
 	}

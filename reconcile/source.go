@@ -444,12 +444,13 @@ func (p *postgresReader) columnTypes(ctx context.Context) ([]string, error) {
 // intType is a PostgreSQL integer type: its values hash as integers.
 func intType(dbType string) bool { return dbType == "INT2" || dbType == "INT4" || dbType == "INT8" }
 
-// base is the query of every record of [$1, $2) as (w, k, h): its window's start, its key's
-// hash and its record's hash, all computed by PostgreSQL with the hashes hashing.go describes;
-// false when a column has no canonical form in SQL. Nothing in it is numeric arithmetic or text
+// base is the query of every record of [$1, $2) (or of spans such ranges, $1 to $2*spans) as
+// (w, k, h): its window's start, its key's hash and its record's hash, all computed by
+// PostgreSQL with the hashes hashing.go describes; false when a column has no canonical form in
+// SQL. Nothing in it is numeric arithmetic or text
 // formatting but the columns that hash as text: date_bin bins the time exactly, and
 // timestamp_hash_extended hashes it as the integer PostgreSQL stores.
-func (p *postgresReader) base(ctx context.Context) (string, bool, error) {
+func (p *postgresReader) base(ctx context.Context, spans int) (string, bool, error) {
 	names := append(append([]string{p.spec.TimeColumn}, p.spec.KeyColumns...), p.spec.Columns...)
 	types, err := p.columnTypes(ctx)
 	if err != nil {
@@ -494,10 +495,14 @@ func (p *postgresReader) base(ctx context.Context) (string, bool, error) {
 	}
 	// w: the window's start; k: the key's hash with its low winBits cleared (the bits Go keeps
 	// for a key); h: the record's.
+	within := make([]string, max(spans, 1))
+	for i := range within {
+		within[i] = fmt.Sprintf("%s >= $%d AND %s < $%d", tc, 2*i+1, tc, 2*i+2)
+	}
 	base := fmt.Sprintf(`SELECT %s AS w, (%s) & (%d)::bigint AS k, %s AS h
-		FROM (SELECT %s, %s AS c0, %s FROM %s WHERE %s >= $1 AND %s < $2) r0`,
+		FROM (SELECT %s, %s AS c0, %s FROM %s WHERE (%s)) r0`,
 		p.windowOf(tc, types[0]), key, int64(-1)<<winBits, strings.Join(hashes, " # "),
-		tc, ts, strings.Join(cols, ", "), quoteTable(p.table), tc, tc)
+		tc, ts, strings.Join(cols, ", "), quoteTable(p.table), strings.Join(within, ") OR ("))
 	return base, true, nil
 }
 
@@ -518,23 +523,38 @@ func timeCast(dbType string) string {
 
 // figures has PostgreSQL compute the side's figures for [from, to) itself: one aggregate over
 // the windows and, unless a unique index proves no key repeats, one over the keys that repeat;
-// nothing but the figures crosses the wire. It answers false when a column has no canonical
-// form in SQL (the caller streams the side).
-func (p *postgresReader) figures(ctx context.Context, src SourceSpec, from, to time.Time) (sideFigures, bool, error) {
+// nothing but the figures crosses the wire. With a change log (changelog.go) on a side whose
+// keys are proved unique, it reads only the windows a transaction changed since prev's snapshot
+// (nil: no previous run to start from) and reuses prev's figures for the others. It answers
+// false when a column has no canonical form in SQL (the caller streams the side).
+func (p *postgresReader) figures(ctx context.Context, src SourceSpec, from, to time.Time, prev *prevSide) (sideFigures, bool, error) {
 	tx, err := p.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return sideFigures{}, false, fmt.Errorf("open a read-only transaction: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only
-	base, ok, err := p.base(ctx)
-	if err != nil || !ok {
-		return sideFigures{}, false, err
-	}
 	unique, err := p.uniqueKeys(ctx, tx)
 	if err != nil {
 		return sideFigures{}, false, err
 	}
 	out := sideFigures{windows: map[int64]*figure{}, repeated: map[int64]bool{}, repeatedSegs: map[segKey]bool{}, pushed: true}
+	spans := [][2]time.Time{{from, to}}
+	if src.ChangeLog != "" {
+		if spans, err = p.logged(ctx, tx, src, from, to, unique, prev, &out); err != nil {
+			return sideFigures{}, false, err
+		}
+	}
+	base, ok, err := p.base(ctx, len(spans))
+	if err != nil || !ok {
+		return sideFigures{}, false, err
+	}
+	if len(spans) == 0 {
+		return out, true, nil // no window changed since the previous run
+	}
+	args := make([]any, 0, 2*len(spans))
+	for _, sp := range spans {
+		args = append(args, sp[0], sp[1])
+	}
 	// A distinct count keeps PostgreSQL from splitting the aggregate over parallel workers and
 	// sorts every window's keys: with a unique index it is the row count, and nothing repeats.
 	keys := "count(DISTINCT k)"
@@ -549,7 +569,7 @@ func (p *postgresReader) figures(ctx context.Context, src SourceSpec, from, to t
 		seg = fmt.Sprintf("(k >> %d) & %d", 64-segBits, 1<<segBits-1)
 		out.segs, out.segsAll = map[segKey]segFig{}, true
 	}
-	rows, err := tx.QueryContext(ctx, "SELECT w, "+seg+", count(*), "+keys+", sum(h)::text FROM ("+base+") r GROUP BY 1, 2", from, to)
+	rows, err := tx.QueryContext(ctx, "SELECT w, "+seg+", count(*), "+keys+", sum(h)::text FROM ("+base+") r GROUP BY 1, 2", args...)
 	if err != nil {
 		return sideFigures{}, false, fmt.Errorf("count %s: %w", p.table, err)
 	}
@@ -577,6 +597,7 @@ func (p *postgresReader) figures(ctx context.Context, src SourceSpec, from, to t
 			out.windows[k.w] = w
 		}
 		w.rows, w.keys, w.sum = w.rows+f.rows, w.keys+f.keys, w.sum+f.sum
+		out.counted += f.rows
 	}
 	if err := rows.Err(); err != nil {
 		return sideFigures{}, false, fmt.Errorf("count %s: %w", p.table, err)
@@ -678,7 +699,7 @@ func (p *postgresReader) segments(ctx context.Context, ws []int64, now time.Time
 		return false, fmt.Errorf("open a read-only transaction: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only
-	base, ok, err := p.base(ctx)
+	base, ok, err := p.base(ctx, 1)
 	if err != nil || !ok {
 		return false, err
 	}

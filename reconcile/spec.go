@@ -61,6 +61,9 @@ type SourceSpec struct {
 	// Connection names a configured PostgreSQL connection; Table is schema.table there.
 	Connection string `json:"connection,omitempty"`
 	Table      string `json:"table,omitempty"`
+	// ChangeLog names the change log installed on Table (schema.table, see ChangeLogSQL): a run
+	// then reads again only the windows a transaction changed since the previous run.
+	ChangeLog string `json:"change_log,omitempty"`
 	// Keys says whether the side's keys are unique or carry history (unique when not stated).
 	Keys KeyRule `json:"keys,omitempty"`
 	// AssetID and SnapshotID name an Iceberg archive (the final reconciliation's old side): a
@@ -253,7 +256,13 @@ func (s *Spec) check(now time.Time) error {
 			if side.src.Connection == "" || side.src.Table == "" {
 				add(invalid(side.field, "a postgres side needs a connection name and a schema.table"))
 			}
+			if l := side.src.ChangeLog; l != "" && (strings.Count(l, ".") != 1 || strings.HasPrefix(l, ".") || strings.HasSuffix(l, ".") || len(l) > 128) {
+				add(invalid(side.field, "name the %s side's change log as schema.table (at most 128 characters), not %q", side.field, l))
+			}
 		case SourceIceberg, SourceExternal:
+			if side.src.ChangeLog != "" {
+				add(invalid(side.field, "a change log is for a postgres side; the %s side is %s", side.field, side.src.Kind))
+			}
 		default:
 			add(invalid(side.field, "the %s side's kind must be postgres, iceberg or external, not %q", side.field, side.src.Kind))
 		}
