@@ -12,6 +12,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/tidemark/tidemark/reconcile"
+
 	_ "github.com/lib/pq" // migration sources on PostgreSQL
 )
 
@@ -66,8 +68,31 @@ const reconcileHelp = `Usage (dataset migrations; "tidemark migrate" is the data
   tidemark reconcile list   [flags]                 every dataset migration and its state
   tidemark reconcile status [flags] MIGRATION_ID    the streak, readiness, what the cutover rule lacks
   tidemark reconcile run    [flags] MIGRATION_ID    reconcile now (what serve does every --reconcile-interval)
+  tidemark reconcile change-log --table S.T --time-column C --log S.T [--grain 1h]
+                                                    print the SQL that installs a change log on a
+                                                    PostgreSQL side (run it as the table's owner)
 Create migrations through the API (POST /api/v1/migrations).
 `
+
+// changeLogCmd prints the script that installs a change log (reconcile.ChangeLogSQL); it
+// connects to nothing: Tidemark only reads the source, so its owner runs the script.
+func changeLogCmd(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("reconcile change-log", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	table := fs.String("table", "", "the side's table, schema.table")
+	column := fs.String("time-column", "", "the migration's time column")
+	log := fs.String("log", "", "the change log table to create, schema.table (name it in the side's change_log)")
+	grain := fs.Duration("grain", reconcile.DefaultChangeGrain, "the time bin a change is logged at (a window overlapping a changed bin is read again)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	script, err := reconcile.ChangeLogSQL(*table, *column, *log, *grain)
+	if err != nil {
+		return fmt.Errorf("reconcile change-log: %w", err)
+	}
+	_, err = io.WriteString(stdout, script)
+	return err
+}
 
 func reconcileCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
@@ -75,6 +100,9 @@ func reconcileCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return errors.New("reconcile: say list, status or run")
 	}
 	what := args[0]
+	if what == "change-log" {
+		return changeLogCmd(args[1:], stdout, stderr)
+	}
 	fs := flag.NewFlagSet("reconcile "+what, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	e := newCmdEnv(fs)

@@ -29,6 +29,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/lib/pq"
 )
@@ -48,12 +49,20 @@ func ChangeLogSQL(table, timeColumn, log string, grain time.Duration) (string, e
 	names := map[string]string{"table": table, "log": log}
 	for _, f := range []string{"table", "log"} {
 		parts := strings.Split(names[f], ".")
-		if len(parts) != 2 || parts[0] == "" || parts[1] == "" || len(parts[1]) > 50 || strings.ContainsRune(names[f], 0) {
+		if len(parts) != 2 || parts[0] == "" || parts[1] == "" || len(parts[1]) > 50 {
 			return "", invalid(f, "name the %s as schema.table (at most 50 characters after the dot), not %q", f, names[f])
 		}
 	}
-	if timeColumn == "" || len(timeColumn) > 128 || strings.ContainsRune(timeColumn, 0) {
-		return "", invalid("time_column", "name the time column (1 to 128 characters)")
+	if timeColumn == "" || len(timeColumn) > 63 {
+		return "", invalid("time_column", "name the time column (1 to 63 characters)")
+	}
+	// The names go into a script an owner runs, comments and messages included: plain ones only.
+	for f, n := range map[string]string{"table": table, "log": log, "time_column": timeColumn} {
+		if i := strings.IndexFunc(n, func(r rune) bool {
+			return !(r == '_' || r == '.' || r == '$' || unicode.IsLetter(r) || unicode.IsDigit(r))
+		}); i >= 0 {
+			return "", invalid(f, "the %s %q holds %q: the change log script takes letters, digits, _ and $ only", f, n, n[i:i+1])
+		}
 	}
 	lg, fn, prune := quoteTable(log), changeLogFunction(log), quoteTable(log+"_prune")
 	col := pq.QuoteIdentifier(timeColumn)
@@ -65,6 +74,12 @@ func ChangeLogSQL(table, timeColumn, log string, grain time.Duration) (string, e
 	var b strings.Builder
 	fmt.Fprintf(&b, `-- Tidemark change log for %[1]s: run as the table's owner, then GRANT SELECT ON %[2]s TO the reader role.
 BEGIN;
+DO $tidemark$ BEGIN -- the triggers run in every writer's transaction: refuse a column they would fail on
+  IF NOT coalesce((SELECT atttypid IN ('timestamp'::regtype, 'timestamptz'::regtype) FROM pg_attribute
+      WHERE attrelid = %[7]s::regclass AND attname = %[8]s AND NOT attisdropped), false) THEN
+    RAISE EXCEPTION 'tidemark change log: %[1]s has no timestamp or timestamptz column %[9]s';
+  END IF;
+END $tidemark$;
 CREATE TABLE %[2]s (
   xid xid8 NOT NULL DEFAULT pg_current_xact_id(),
   lo timestamptz,          -- the bin a statement changed; NULL: every bin (a TRUNCATE, the log's start, a prune)
@@ -88,7 +103,7 @@ BEGIN
   RETURN NULL;
 END $tidemark$;
 `, table, lg, fn, bins("SELECT "+col+" FROM tidemark_new"), bins("SELECT "+col+" FROM tidemark_old UNION ALL SELECT "+col+" FROM tidemark_new"),
-		bins("SELECT "+col+" FROM tidemark_old"))
+		bins("SELECT "+col+" FROM tidemark_old"), pq.QuoteLiteral(quoteTable(table)), pq.QuoteLiteral(timeColumn), timeColumn)
 	tbl := quoteTable(table)
 	for _, tr := range changeTriggers(log) {
 		fmt.Fprintf(&b, "CREATE TRIGGER %s AFTER %s ON %s %sFOR EACH STATEMENT EXECUTE FUNCTION %s();\n", pq.QuoteIdentifier(tr.name), tr.event, tbl, tr.refs, fn)

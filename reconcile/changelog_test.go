@@ -217,7 +217,20 @@ func TestChangeLogSQL(t *testing.T) {
 	if want := []string{"2026-11-02 23:30/23:45", "2026-11-03 00:00/00:15"}; !slices.Equal(got, want) {
 		t.Errorf("logged bins %v, want %v (UTC, 15-minute bins, a NULL time not logged)", got, want)
 	}
-	for _, bad := range [][3]string{{"z", "at", "audit.z_log"}, {"public.z", "at", "z_log"}, {"public.z", "", "audit.z_log"}} {
+	// A column the triggers could not bin is refused when the script runs, before any writer fails.
+	dated, err := reconcile.ChangeLogSQL("public.d", "day", "audit.d_log", time.Hour)
+	must(t, err)
+	if _, err := pg.ExecContext(ctx, `CREATE TABLE public.d (id int, day date)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pg.ExecContext(ctx, dated); err == nil || !strings.Contains(err.Error(), "no timestamp or timestamptz column") {
+		t.Errorf("a change log over a date column: %v; want the script refused", err)
+	}
+	pg.ExecContext(ctx, `ROLLBACK`) //nolint:errcheck // the failed script's transaction
+	if _, err := pg.ExecContext(ctx, `INSERT INTO public.d VALUES (1, '2026-11-02')`); err != nil {
+		t.Errorf("a write after the refused script: %v", err)
+	}
+	for _, bad := range [][3]string{{"z", "at", "audit.z_log"}, {"public.z", "at", "z_log"}, {"public.z", "", "audit.z_log"}, {"public.z", "at'; DROP TABLE x; --", "audit.z_log"}, {"public.z%", "at", "audit.z_log"}} {
 		if _, err := reconcile.ChangeLogSQL(bad[0], bad[1], bad[2], time.Hour); !errors.Is(err, catalog.ErrInvalid) {
 			t.Errorf("ChangeLogSQL(%q, %q, %q): %v; want it refused", bad[0], bad[1], bad[2], err)
 		}

@@ -3,8 +3,9 @@
 // with a few staged differences on the new side (a changed amount, a missing order, a retry a
 // day later, a time moved by 2 h). It prints each run's time, what it read and the process's
 // peak RSS during the runs, next to a plain SELECT count(*) ... GROUP BY window on the PostgreSQL
-// side, the two run alternately, medians; then one more day of orders on both sides and a run
-// after it, with what it read against the full run.
+// side, the two run alternately, medians; then rounds of one more day of orders on both sides,
+// each followed by an incremental run (a change log on the PostgreSQL side, the snapshots on the
+// Iceberg side) and a full run, medians and their ratio.
 //
 //	go run ./bench/reconcile -postgres 'postgres://postgres@127.0.0.1:55432/postgres?sslmode=disable'
 //	go run ./bench/reconcile -rows 100000   # smaller
@@ -49,6 +50,9 @@ var (
 	keep  = flag.Bool("keep", false, "keep the databases")
 	prof  = flag.String("cpuprofile", "", "write a CPU profile of the runs to this file")
 	pkey  = flag.Bool("primary-key", true, "give the PostgreSQL table its primary key on order_id (false: no unique index, so PostgreSQL counts distinct keys and looks for repeated ones)")
+	clog  = flag.Bool("change-log", true, "install a change log on the PostgreSQL table and name it in the migrations, so a run after more orders reads again only the changed windows")
+	tidx  = flag.Bool("time-index", true, "index the PostgreSQL table's ordered_at (what an orders table has; lets a run read a few windows without a full scan)")
+	incr  = flag.Int("incremental-rounds", 3, "rounds of one more day of orders, then an incremental run and a full run of a fresh migration")
 )
 
 // The staged differences on the new side, by order number.
@@ -108,7 +112,18 @@ func main() {
 		_, err = pg.ExecContext(ctx, `ALTER TABLE public.orders ADD PRIMARY KEY (order_id)`)
 		benchdb.Must(err)
 	}
-	fmt.Printf("PostgreSQL side: %d orders over %d days written in %s (primary key on order_id: %v)\n", *rows, *days, time.Since(t0).Round(time.Millisecond), *pkey)
+	if *tidx {
+		_, err = pg.ExecContext(ctx, `CREATE INDEX ON public.orders (ordered_at)`)
+		benchdb.Must(err)
+	}
+	if *clog {
+		script, err := reconcile.ChangeLogSQL("public.orders", "ordered_at", "public.orders_changes", reconcile.DefaultChangeGrain)
+		benchdb.Must(err)
+		_, err = pg.ExecContext(ctx, script)
+		benchdb.Must(err)
+	}
+	fmt.Printf("PostgreSQL side: %d orders over %d days written in %s (primary key on order_id: %v, index on ordered_at: %v, change log: %v)\n",
+		*rows, *days, time.Since(t0).Round(time.Millisecond), *pkey, *tidx, *clog)
 
 	// The new side: an Iceberg table with the same orders, written with iceberg-go.
 	dir, err := os.MkdirTemp("", "tidemark-bench-reconcile-")
@@ -137,8 +152,8 @@ func main() {
 		benchdb.Must(pprof.StartCPUProfile(f))
 		defer pprof.StopCPUProfile()
 	}
-	m, last := p.fullRuns()
-	p.oneMoreDay(m, last)
+	m, _ := p.fullRuns()
+	p.moreDays(m)
 }
 
 // pair is the run's state: the two sides, how the orders are laid out in time, and Tidemark over
@@ -249,7 +264,7 @@ func (p *pair) tidemark(db *storage.DB, dir string) {
 		m, err := svc.Create(ctx, reconcile.CreateInput{OldAssetID: old.Asset.ID, NewAssetID: newT.AssetID, Owner: "bench", Spec: reconcile.Spec{
 			KeyColumns: []string{"order_id"}, TimeColumn: "ordered_at", Columns: []string{"amount", "customer"}, WindowSeconds: 86400, Since: start,
 			DedupOld: reconcile.FirstWins, DedupNew: reconcile.FirstWins, LagBoundSeconds: 3600, Cutover: reconcile.CutoverRule{MinCleanRuns: 1, WeakerReason: "a benchmark"},
-			Old: reconcile.SourceSpec{Kind: reconcile.SourcePostgres, Connection: "bench", Table: "public.orders"},
+			Old: reconcile.SourceSpec{Kind: reconcile.SourcePostgres, Connection: "bench", Table: "public.orders", ChangeLog: changeLog()},
 			New: reconcile.SourceSpec{Kind: reconcile.SourceIceberg}}})
 		benchdb.Must(err)
 		return m
@@ -308,21 +323,53 @@ func (p *pair) fullRuns() (reconcile.Migration, reconcile.Run) {
 	return m, last
 }
 
-// oneMoreDay writes one more day of orders on both sides, then runs m again and prints what it
-// read against the full run, last.
-func (p *pair) oneMoreDay(m reconcile.Migration, last reconcile.Run) {
+// changeLog is the change log the migrations name, if -change-log.
+func changeLog() string {
+	if *clog {
+		return "public.orders_changes"
+	}
+	return ""
+}
+
+// moreDays writes one more day of orders on both sides a round (1% of the windows), then times a
+// run of m (incremental: it reuses what the run before it read of the unchanged windows) and a
+// full run of a fresh migration, and prints both, what each read, and the medians' ratio.
+func (p *pair) moreDays(m reconcile.Migration) {
 	ctx, svc := p.ctx, p.svc
 	perDay := *rows / *days
-	p.oldSide(*rows, *rows+perDay)
-	p.newSide(*rows, *rows+perDay, false)
-	_, _, err := p.tbls.Register(ctx, tables.RegisterInput{MetadataLocation: p.tbl.MetadataLocation()})
-	benchdb.Must(err)
-	p.now = p.now.AddDate(0, 0, 1)
-	t := time.Now()
-	inc, err := svc.Reconcile(ctx, m.ID)
-	benchdb.Must(err)
-	full := last.Cost.RowsOld + last.Cost.RowsNew
-	read := inc.Cost.RowsOld + inc.Cost.RowsNew
-	fmt.Printf("\nafter one more day (%d orders a side): the run took %s and read %d records into Tidemark, %.1f%% of the full run's %d (PostgreSQL counted %d itself; %d windows' Iceberg figures reused); clean %v, windows per class %v\n",
-		perDay, time.Since(t).Round(time.Millisecond), read, 100*float64(read)/float64(full), full, inc.Cost.Counted, inc.Cost.Reused, inc.Clean, inc.Summary.Classes)
+	var inc, full []time.Duration
+	fmt.Printf("\n%-4s %-34s %10s %12s %12s %8s %8s\n", "day", "run", "time", "rows read", "counted", "reused", "deep")
+	for i := range *incr {
+		from := *rows + i*perDay
+		p.oldSide(from, from+perDay)
+		p.newSide(from, from+perDay, false)
+		_, _, err := p.tbls.Register(ctx, tables.RegisterInput{MetadataLocation: p.tbl.MetadataLocation()})
+		benchdb.Must(err)
+		p.now = p.now.AddDate(0, 0, 1)
+		for _, side := range []struct {
+			name string
+			m    reconcile.Migration
+			into *[]time.Duration
+		}{{"incremental (the same migration)", m, &inc}, {"full (a fresh migration)", p.fresh(), &full}} {
+			t := time.Now()
+			r, err := svc.Reconcile(ctx, side.m.ID)
+			benchdb.Must(err)
+			*side.into = append(*side.into, time.Since(t))
+			fmt.Printf("+%-3d %-34s %10s %12d %12d %4d/%-4d %8d  clean %v %v\n", i+1, side.name, time.Since(t).Round(time.Millisecond), r.Cost.RowsOld+r.Cost.RowsNew,
+				r.Cost.Counted, r.Cost.ReusedOld, r.Cost.Reused, r.Cost.Deep, r.Clean, r.Summary.Classes)
+			if side.m.ID == m.ID {
+				for _, n := range r.Cost.ChangeLog {
+					fmt.Println("     change log:", n)
+				}
+			}
+		}
+	}
+	if len(inc) == 0 {
+		return
+	}
+	slices.Sort(inc)
+	slices.Sort(full)
+	a, b := inc[len(inc)/2], full[len(full)/2]
+	fmt.Printf("\nafter one more day (%d orders a side, 1%% of the windows), medians of %d: incremental run %s vs full run %s: %.1f%% of its time (target 10%%); reused column: old/new windows\n",
+		perDay, len(inc), a.Round(time.Millisecond), b.Round(time.Millisecond), 100*a.Seconds()/b.Seconds())
 }
