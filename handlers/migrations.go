@@ -195,7 +195,10 @@ type runCostResponse struct {
 	Counted  int64 `json:"counted"`      // records a side counted and hashed itself (PostgreSQL)
 	Compared int64 `json:"compared"`     // records the run's figures cover, both sides
 	Deep     int64 `json:"deep_windows"` // windows compared record by record
-	Kept     int64 `json:"kept"`         // records of their differing key segments held and compared
+	// ReusedDeep: windows whose record-by-record comparison is the previous run's (neither side
+	// changed in any window that run looked into, and this run would look into the same).
+	ReusedDeep int64 `json:"reused_deep_windows"`
+	Kept       int64 `json:"kept"` // records of their differing key segments held and compared
 	// Reused and ReusedOld: windows whose new- and old-side figures are the previous run's
 	// (nothing changed there since, by an Iceberg side's snapshots or a PostgreSQL side's change
 	// log); NewSnapshot: the Iceberg snapshot this run read.

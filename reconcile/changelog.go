@@ -261,6 +261,7 @@ func (p *postgresReader) logged(ctx context.Context, tx *sql.Tx, src SourceSpec,
 		st.note = fmt.Sprintf("read in full: changes in %d separate spans of windows", len(spans))
 		return full, nil
 	}
+	out.incremental, out.changed = true, st.changed
 	for w, f := range prev.figs.windows {
 		if st.changed[w] {
 			continue

@@ -90,8 +90,9 @@ func (w *logWorld) run(step string) reconcile.Run {
 	}
 	for i, g := range got.Windows {
 		x := want.Windows[i]
-		if g.Start != x.Start || g.Old != x.Old || g.New != x.New || !slices.Equal(g.Classes, x.Classes) {
-			w.t.Errorf("%s: window %s: logged run %+v %+v %v, full run %+v %+v %v", step, g.Start, g.Old, g.New, g.Classes, x.Old, x.New, x.Classes)
+		if g.Start != x.Start || g.Old != x.Old || g.New != x.New || !slices.Equal(g.Classes, x.Classes) || !slices.Equal(g.Why, x.Why) ||
+			!slices.Equal(g.Sample, x.Sample) || g.Missing != x.Missing || g.Extra != x.Extra || g.Differing != x.Differing || g.Moved != x.Moved || g.MovedIn != x.MovedIn {
+			w.t.Errorf("%s: window %s: logged run %+v, full run %+v", step, g.Start, g, x)
 		}
 	}
 	return got
@@ -139,6 +140,13 @@ func TestChangeLogSkipsUnchangedWindows(t *testing.T) {
 		late := w.run("after the late commit")
 		if during.Summary.Unclean == late.Summary.Unclean || late.Cost.Reused != during.Cost.Reused-1 {
 			t.Fatalf("the late commit: %d unclean windows before, %d after (%s); want window 4 read again and found", during.Summary.Unclean, late.Summary.Unclean, reads(late))
+		}
+		// The run during the open transaction looked into nothing: the three differing windows
+		// were unchanged on both sides, so their comparisons are the previous run's; once window 4
+		// differs too, all four are compared record by record again.
+		if during.Cost.ReusedDeep != 3 || during.Cost.Deep != 0 || late.Cost.ReusedDeep != 0 || late.Cost.Deep != 4 {
+			t.Fatalf("comparisons reused %d and made %d during the open transaction, %d and %d after; want 3 and 0, then 0 and 4",
+				during.Cost.ReusedDeep, during.Cost.Deep, late.Cost.ReusedDeep, late.Cost.Deep)
 		}
 		// Every window again after a TRUNCATE (the new side written anew as it was).
 		w.exec(`BEGIN; CREATE TEMP TABLE keep AS SELECT * FROM public.b; TRUNCATE public.b; INSERT INTO public.b SELECT * FROM keep; DROP TABLE keep; COMMIT`)

@@ -93,7 +93,10 @@ type WindowResult struct {
 	// window, kept with the run so that an incremental run reusing the window's figures looks
 	// into those segments only (not part of the API's answer).
 	NewRepeatedSegments []int64 `json:"new_repeated_segments,omitempty"`
-	Classes             []Class `json:"classes"`
+	// Deep says the window was compared record by record (kept with the run: a later run in
+	// which neither side changed in any such window reuses those comparisons; not in the API).
+	Deep    bool    `json:"deep,omitempty"`
+	Classes []Class `json:"classes"`
 	// Why says, per class, what was seen.
 	Why []string `json:"why"`
 }

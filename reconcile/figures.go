@@ -45,7 +45,14 @@ type sideFigures struct {
 	segsMissing map[int64]bool
 	reused      int64     // windows whose figures are the previous run's (nothing in them changed)
 	log         *logState // a PostgreSQL side's change log, when it has one
+	// incremental: the figures were read from what changed since the previous run (changed,
+	// by window); any other window's records are proved the same as that run's.
+	incremental bool
+	changed     map[int64]bool
 }
+
+// unchanged reports a window whose records are proved the previous run's.
+func (f sideFigures) unchanged(w int64) bool { return f.incremental && !f.changed[w] }
 
 // windowIndex is the window a time falls in.
 func windowIndex(spec *Spec, t time.Time) int64 { return int64(t.Sub(spec.Since) / spec.Window()) }
@@ -400,7 +407,7 @@ func mergeWindows(spec *Spec, o, n sideFigures, compared map[time.Time]WindowRes
 			fo.DuplicateKeys, fn.DuplicateKeys = c.Old.DuplicateKeys, c.New.DuplicateKeys
 			c.Old, c.New, c.Classes, c.Why = fo, fn, []Class{}, []string{}
 			classify(&c, spec, spec.Window(), now)
-			c.NewRepeatedSegments = segsOf(w)
+			c.NewRepeatedSegments, c.Deep = segsOf(w), true
 			out = append(out, c)
 			continue
 		}

@@ -32,6 +32,8 @@ import (
 type previous struct {
 	snapshot *int64
 	sides    [2]*prevSide
+	// deep are the windows it compared record by record, with what it found.
+	deep map[int64]WindowResult
 }
 
 // lastFigures returns the newest finished run's figures of each side, when it compared against
@@ -72,6 +74,12 @@ func (s *Service) lastFigures(ctx context.Context, m Migration, against reconcil
 			return nil, nil // not a body this code wrote: read in full
 		}
 		idx := windowIndex(&m.Spec, w.Start)
+		if w.Deep {
+			if p.deep == nil {
+				p.deep = map[int64]WindowResult{}
+			}
+			p.deep[idx] = w
+		}
 		for i, f := range []SideFigures{w.Old, w.New} {
 			ps := p.sides[i]
 			if ps == nil || f.Rows == 0 {
@@ -96,6 +104,28 @@ func (s *Service) lastFigures(ctx context.Context, m Migration, against reconcil
 		}
 	}
 	return p, nil
+}
+
+// reusedComparisons returns the previous run's record-by-record comparisons when this run would
+// look into exactly the windows that run compared and neither side changed in any of them since
+// (o and n prove it): comparing the same records again finds the same, since a comparison reads
+// nothing but those windows' records (samples and repeats across them included). The classes
+// are made again from this run's figures and clock; writers and snapshots are named again.
+func reusedComparisons(prev *previous, o, n sideFigures) ([]WindowResult, bool) {
+	cands := candidates(o, n)
+	if len(cands) == 0 || len(cands) != len(prev.deep) {
+		return nil, false
+	}
+	out := make([]WindowResult, 0, len(cands))
+	for _, w := range cands {
+		r, ok := prev.deep[w]
+		if !ok || !o.unchanged(w) || !n.unchanged(w) {
+			return nil, false
+		}
+		r.Writers, r.Snapshots = nil, nil
+		out = append(out, r)
+	}
+	return out, true
 }
 
 // changedWindows returns the windows holding data that the snapshots after from (up to cur)
@@ -199,6 +229,7 @@ func incrementalFigures(ctx context.Context, spec *Spec, src SourceSpec, r *iceb
 		}
 	}
 	out := acc.finish(read)
+	out.incremental, out.changed = true, changed
 	for w, f := range prev.figs.windows {
 		if !changed[w] {
 			out.windows[w] = f

@@ -24,6 +24,9 @@ type Cost struct {
 	// segment by segment.
 	Compared int64 `json:"compared"`
 	Deep     int64 `json:"deep_windows"`
+	// ReusedDeep: windows whose record-by-record comparison is the previous run's, because this
+	// run would have looked into exactly the same windows and neither side changed in them.
+	ReusedDeep int64 `json:"reused_deep_windows"`
 	// Kept is the records of the deep windows' differing key-range segments the run held and
 	// compared record by record.
 	Kept int64 `json:"kept"`
@@ -230,20 +233,28 @@ func (s *Service) compareSides(ctx context.Context, m Migration, now time.Time, 
 		*sd.rows += sd.figs.read
 		res.Cost.Counted += sd.figs.counted
 	}
-	// The second pass: records of the windows that differ, as many as the bound allows.
-	old, nw, deep, skipped, err := secondPass(ctx, spec, &sides, now, &res.Cost)
-	if err != nil {
-		return res, err
-	}
-	res.Cost.Deep = int64(len(deep))
 	for _, sd := range sides {
 		for _, f := range sd.figs.windows {
 			res.Cost.Compared += f.rows
 		}
 	}
 	compared := map[time.Time]WindowResult{}
-	for _, w := range compare(spec, old, nw, now) {
-		compared[w.Start] = w
+	var skipped map[int64]bool
+	if reused, ok := reusedComparisons(prev, sides[0].figs, sides[1].figs); ok {
+		for _, w := range reused {
+			compared[w.Start] = w
+		}
+		res.Cost.ReusedDeep = int64(len(reused))
+	} else {
+		// The second pass: records of the windows that differ, as many as the bound allows.
+		old, nw, deep, skip, err := secondPass(ctx, spec, &sides, now, &res.Cost)
+		if err != nil {
+			return res, err
+		}
+		res.Cost.Deep, skipped = int64(len(deep)), skip
+		for _, w := range compare(spec, old, nw, now) {
+			compared[w.Start] = w
+		}
 	}
 	res.Windows = mergeWindows(spec, sides[0].figs, sides[1].figs, compared, skipped, now)
 	for _, w := range res.Windows {

@@ -338,7 +338,7 @@ func (p *pair) moreDays(m reconcile.Migration) {
 	ctx, svc := p.ctx, p.svc
 	perDay := *rows / *days
 	var inc, full []time.Duration
-	fmt.Printf("\n%-4s %-34s %10s %12s %12s %8s %8s\n", "day", "run", "time", "rows read", "counted", "reused", "deep")
+	fmt.Printf("\n%-4s %-34s %10s %12s %12s %9s %9s\n", "day", "run", "time", "rows read", "counted", "reused", "deep")
 	for i := range *incr {
 		from := *rows + i*perDay
 		p.oldSide(from, from+perDay)
@@ -355,8 +355,8 @@ func (p *pair) moreDays(m reconcile.Migration) {
 			r, err := svc.Reconcile(ctx, side.m.ID)
 			benchdb.Must(err)
 			*side.into = append(*side.into, time.Since(t))
-			fmt.Printf("+%-3d %-34s %10s %12d %12d %4d/%-4d %8d  clean %v %v\n", i+1, side.name, time.Since(t).Round(time.Millisecond), r.Cost.RowsOld+r.Cost.RowsNew,
-				r.Cost.Counted, r.Cost.ReusedOld, r.Cost.Reused, r.Cost.Deep, r.Clean, r.Summary.Classes)
+			fmt.Printf("+%-3d %-34s %10s %12d %12d %4d/%-4d %4d/%-4d  clean %v %v\n", i+1, side.name, time.Since(t).Round(time.Millisecond), r.Cost.RowsOld+r.Cost.RowsNew,
+				r.Cost.Counted, r.Cost.ReusedOld, r.Cost.Reused, r.Cost.Deep, r.Cost.ReusedDeep, r.Clean, r.Summary.Classes)
 			if side.m.ID == m.ID {
 				for _, n := range r.Cost.ChangeLog {
 					fmt.Println("     change log:", n)
@@ -370,6 +370,6 @@ func (p *pair) moreDays(m reconcile.Migration) {
 	slices.Sort(inc)
 	slices.Sort(full)
 	a, b := inc[len(inc)/2], full[len(full)/2]
-	fmt.Printf("\nafter one more day (%d orders a side, 1%% of the windows), medians of %d: incremental run %s vs full run %s: %.1f%% of its time (target 10%%); reused column: old/new windows\n",
+	fmt.Printf("\nafter one more day (%d orders a side, 1%% of the windows), medians of %d: incremental run %s vs full run %s: %.1f%% of its time (target 10%%); reused: old/new windows whose figures were the previous run's; deep: windows compared record by record / comparisons reused\n",
 		perDay, len(inc), a.Round(time.Millisecond), b.Round(time.Millisecond), 100*a.Seconds()/b.Seconds())
 }
