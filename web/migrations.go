@@ -155,8 +155,8 @@ func verdictOf(run reconcile.Run, differ int) runVerdict {
 		case lag > 0:
 			how += fmt.Sprintf(", %d only lag within the bound", lag)
 		}
-		v.Text = fmt.Sprintf("%d of the newest run's %s differ (%s); %s compared, both sides together. Why each differs:",
-			run.Summary.Differing, windows, how, words.Count(run.Cost.Compared, "record"))
+		v.Text = fmt.Sprintf("%d of the newest run's %s differ (%s); %s compared, both sides together.%s Why each differs:",
+			run.Summary.Differing, windows, how, words.Count(run.Cost.Compared, "record"), reusedText(run.Cost))
 	case !run.Clean:
 		v.Text = fmt.Sprintf("No window of the newest run's %s differs, but the run is not clean:", windows)
 	default:
@@ -166,11 +166,28 @@ func verdictOf(run reconcile.Run, differ int) runVerdict {
 			all = "The newest run's one window agrees"
 		}
 		v.Text = fmt.Sprintf("%s: %s compared, both sides together (rows, keys and checksums per window).", all, words.Count(run.Cost.Compared, "record"))
-		if run.Cost.Reused > 0 {
-			v.Text += fmt.Sprintf(" The new-side figures of %s are the previous run's (nothing changed there since).", words.Count(run.Cost.Reused, "window"))
-		}
+		v.Text += reusedText(run.Cost)
 	}
 	return v
+}
+
+// reusedText says what of a run is the previous run's: a verdict names what it did not read
+// again.
+func reusedText(c reconcile.Cost) string {
+	var out string
+	switch {
+	case c.ReusedOld > 0 && c.Reused > 0:
+		out = fmt.Sprintf(" The figures of %s on the old side and %s on the new side are the previous run's (nothing changed there since).",
+			words.Count(c.ReusedOld, "window"), words.Count(c.Reused, "window"))
+	case c.ReusedOld > 0:
+		out = fmt.Sprintf(" The old-side figures of %s are the previous run's (nothing changed there since).", words.Count(c.ReusedOld, "window"))
+	case c.Reused > 0:
+		out = fmt.Sprintf(" The new-side figures of %s are the previous run's (nothing changed there since).", words.Count(c.Reused, "window"))
+	}
+	if c.ReusedDeep > 0 {
+		out += fmt.Sprintf(" The record-by-record comparisons of %s are the previous run's (neither side changed in them since).", words.Count(c.ReusedDeep, "differing window"))
+	}
+	return out
 }
 
 func (u *UI) migrations(w http.ResponseWriter, r *http.Request) {
