@@ -556,10 +556,20 @@ func (p *postgresReader) figures(ctx context.Context, src SourceSpec, from, to t
 		args = append(args, sp[0], sp[1])
 	}
 	// A distinct count keeps PostgreSQL from splitting the aggregate over parallel workers and
-	// sorts every window's keys: with a unique index it is the row count, and nothing repeats.
+	// sorts every window's keys: with a unique index it is the row count, and nothing repeats;
+	// on a unique side the repeated keys, found first, say how far below it is.
 	keys := "count(DISTINCT k)"
-	if unique {
+	var extra map[int64]int64
+	switch {
+	case unique:
 		keys = "count(*)"
+	case src.Keys == UniqueKeys:
+		var byKey bool
+		if extra, byKey, err = p.repeatsByKey(ctx, tx, base, args, &out); err != nil {
+			return sideFigures{}, false, err
+		} else if byKey {
+			keys = "count(*)"
+		}
 	}
 	// With few enough windows, the same scan gives every segment's figures too (a key's
 	// segment is its hash's top bits, so distinct keys add up over segments): the second pass
@@ -605,6 +615,14 @@ func (p *postgresReader) figures(ctx context.Context, src SourceSpec, from, to t
 	rows.Close()
 	if unique {
 		return out, true, nil // no versions, no repeated keys
+	}
+	if extra != nil {
+		for w, n := range extra {
+			if f := out.windows[w]; f != nil {
+				f.keys -= n
+			}
+		}
+		return out, true, nil // the repeated keys are known
 	}
 	if src.Keys == HistoryKeys {
 		// Versions: every record but the first of its key's earliest window (the same record twice is
