@@ -39,6 +39,7 @@ type migrationForm struct {
 	QuoteValues                                      bool
 	OldKind, OldConnection, OldTable, OldKeys        string
 	NewKind, NewConnection, NewTable, NewKeys        string
+	OldChangeLog, NewChangeLog                       string
 }
 
 // newMigrationForm is the empty form: the rule's floor filled in, every rule still to choose.
@@ -55,7 +56,8 @@ func readMigrationForm(r *http.Request) migrationForm {
 		MinCleanRuns: v("min_clean_runs"), MinDays: v("min_days"), WeakerReason: v("weaker_reason"), IncludeWeekend: on("include_weekend"),
 		IncludeBusiestDay: on("include_busiest_day"), IncludeDeploy: on("include_deploy"), SampleSize: v("sample_size"), CheckerToken: v("checker_token"),
 		QuoteValues: on("quote_values"), OldKind: v("old_kind"), OldConnection: v("old_connection"), OldTable: v("old_table"), OldKeys: v("old_keys"),
-		NewKind: v("new_kind"), NewConnection: v("new_connection"), NewTable: v("new_table"), NewKeys: v("new_keys")}
+		NewKind: v("new_kind"), NewConnection: v("new_connection"), NewTable: v("new_table"), NewKeys: v("new_keys"),
+		OldChangeLog: v("old_change_log"), NewChangeLog: v("new_change_log")}
 }
 
 // formProblem is what a refused form says, and the input it is about (marked on the form).
@@ -193,8 +195,10 @@ func (u *UI) migrationInput(r *http.Request, f migrationForm) (reconcile.CreateI
 	sp := reconcile.Spec{KeyColumns: splitList(f.KeyColumns), TimeColumn: f.TimeColumn, Columns: splitList(f.Columns),
 		DedupOld: reconcile.DedupRule(f.DedupOld), DedupNew: reconcile.DedupRule(f.DedupNew), QuoteValues: f.QuoteValues, Checker: f.CheckerToken,
 		Cutover: reconcile.CutoverRule{IncludeWeekend: f.IncludeWeekend, IncludeBusiestDay: f.IncludeBusiestDay, IncludeDeploy: f.IncludeDeploy, WeakerReason: f.WeakerReason},
-		Old:     reconcile.SourceSpec{Kind: reconcile.SourceKind(f.OldKind), Connection: f.OldConnection, Table: f.OldTable, Keys: reconcile.KeyRule(f.OldKeys)},
-		New:     reconcile.SourceSpec{Kind: reconcile.SourceKind(f.NewKind), Connection: f.NewConnection, Table: f.NewTable, Keys: reconcile.KeyRule(f.NewKeys)}}
+		Old: reconcile.SourceSpec{Kind: reconcile.SourceKind(f.OldKind), Connection: f.OldConnection, Table: f.OldTable, ChangeLog: f.OldChangeLog,
+			Keys: reconcile.KeyRule(f.OldKeys)},
+		New: reconcile.SourceSpec{Kind: reconcile.SourceKind(f.NewKind), Connection: f.NewConnection, Table: f.NewTable, ChangeLog: f.NewChangeLog,
+			Keys: reconcile.KeyRule(f.NewKeys)}}
 	sp.WindowSeconds, p = durationInput("window", f.Window)
 	keep(p)
 	sp.LagBoundSeconds, p = durationInput("lag_bound", f.LagBound)

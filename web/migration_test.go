@@ -243,12 +243,13 @@ func TestMigrationFormSaysEveryProblem(t *testing.T) {
 		b := signIn(t, srv, db, "alice", auth.ScopeAdmin)
 		status, _, body := b.post("/migrations", url.Values{"old": {"no.such.table"}, "new": {"sales.orders"}, "window": {"a day"},
 			"sample_size": {"many"}, "key_columns": {"order_id"}, "columns": {"amount"}, "since": {"2026-11-02"},
-			"min_clean_runs": {"3"}, "min_days": {"7"}, "old_kind": {"external"}, "new_kind": {"external"}})
+			"min_clean_runs": {"3"}, "min_days": {"7"}, "old_kind": {"external"}, "new_kind": {"external"}, "new_change_log": {"audit.orders_changes"}})
 		if status != http.StatusBadRequest {
 			t.Fatalf("a wrong form: %d, want 400\n%s", status, body)
 		}
 		for _, want := range []string{"fix these", "The window must be a duration such as 24h", "The sample size must be a whole number",
-			"name the time column", "name the migration&#39;s owner", "Dedup rule, old side", "Dedup rule, new side", "no.such.table"} {
+			"name the time column", "name the migration&#39;s owner", "Dedup rule, old side", "Dedup rule, new side", "no.such.table",
+			"a change log is for a postgres side", `name="new_change_log" value="audit.orders_changes"`} {
 			if !strings.Contains(body, want) {
 				t.Errorf("the refused form does not say %q", want)
 			}
