@@ -447,9 +447,9 @@ func intType(dbType string) bool { return dbType == "INT2" || dbType == "INT4" |
 // base is the query of every record of [$1, $2) (or of spans such ranges, $1 to $2*spans) as
 // (w, k, h): its window's start, its key's hash and its record's hash, all computed by
 // PostgreSQL with the hashes hashing.go describes; false when a column has no canonical form in
-// SQL. Nothing in it is numeric arithmetic or text
-// formatting but the columns that hash as text: date_bin bins the time exactly, and
-// timestamp_hash_extended hashes it as the integer PostgreSQL stores.
+// SQL. Nothing in it is numeric arithmetic or text formatting but the columns that hash as text:
+// date_bin bins the time exactly, and timestamp_hash_extended hashes it as the integer
+// PostgreSQL stores.
 func (p *postgresReader) base(ctx context.Context, spans int) (string, bool, error) {
 	names := append(append([]string{p.spec.TimeColumn}, p.spec.KeyColumns...), p.spec.Columns...)
 	types, err := p.columnTypes(ctx)
@@ -624,13 +624,23 @@ func (p *postgresReader) figures(ctx context.Context, src SourceSpec, from, to t
 		}
 		return out, true, nil // the repeated keys are known
 	}
+	if err := p.repeatsByWindow(ctx, tx, base, src, from, to, &out); err != nil {
+		return sideFigures{}, false, err
+	}
+	return out, true, nil
+}
+
+// repeatsByWindow counts a history side's versions and finds the windows (and segments) of the
+// keys that repeat on the side, or of the same record twice on a history side, at most
+// maxRepeatedKeys of them: past that the side is duplication throughout anyway.
+func (p *postgresReader) repeatsByWindow(ctx context.Context, tx *sql.Tx, base string, src SourceSpec, from, to time.Time, out *sideFigures) error {
 	if src.Keys == HistoryKeys {
 		// Versions: every record but the first of its key's earliest window (the same record twice is
 		// counted here too; it is duplication, and the second pass reads its window anyway).
 		vs, err := tx.QueryContext(ctx, `SELECT w, count(*) FROM (SELECT w, row_number() OVER (PARTITION BY k ORDER BY w, h) AS n
 			FROM (`+base+`) r) v WHERE n > 1 GROUP BY w`, from, to)
 		if err != nil {
-			return sideFigures{}, false, fmt.Errorf("count versions in %s: %w", p.table, err)
+			return fmt.Errorf("count versions in %s: %w", p.table, err)
 		}
 		defer vs.Close()
 		for vs.Next() {
@@ -639,7 +649,7 @@ func (p *postgresReader) figures(ctx context.Context, src SourceSpec, from, to t
 				n  int64
 			)
 			if err := vs.Scan(&at, &n); err != nil {
-				return sideFigures{}, false, err
+				return err
 			}
 			w := windowIndex(p.spec, at)
 			if f := out.windows[w]; f != nil {
@@ -647,7 +657,7 @@ func (p *postgresReader) figures(ctx context.Context, src SourceSpec, from, to t
 			}
 		}
 		if err := vs.Err(); err != nil {
-			return sideFigures{}, false, err
+			return err
 		}
 		vs.Close()
 	}
@@ -660,7 +670,7 @@ func (p *postgresReader) figures(ctx context.Context, src SourceSpec, from, to t
 	rep, err := tx.QueryContext(ctx, fmt.Sprintf(`SELECT DISTINCT unnest(ws), (k >> %d) & %d FROM (SELECT k, array_agg(DISTINCT w) AS ws FROM (%s) r
 		GROUP BY %s HAVING count(*) > 1 LIMIT %d) d`, 64-segBits, 1<<segBits-1, base, group, maxRepeatedKeys), from, to)
 	if err != nil {
-		return sideFigures{}, false, fmt.Errorf("find repeated keys in %s: %w", p.table, err)
+		return fmt.Errorf("find repeated keys in %s: %w", p.table, err)
 	}
 	defer rep.Close()
 	for rep.Next() {
@@ -669,13 +679,13 @@ func (p *postgresReader) figures(ctx context.Context, src SourceSpec, from, to t
 			seg int64
 		)
 		if err := rep.Scan(&at, &seg); err != nil {
-			return sideFigures{}, false, err
+			return err
 		}
 		w := windowIndex(p.spec, at)
 		out.repeated[w] = true
 		out.repeatedSegs[segKey{w, seg}] = true
 	}
-	return out, true, rep.Err()
+	return rep.Err()
 }
 
 // uniqueKeys reports whether a valid unique index of the table covers only key columns that
