@@ -22,10 +22,11 @@ import (
 // the previous run: those the data files added or removed by the snapshots committed since hold,
 // by the files' bounds on the time column, and the newest windows (whose rows may have been
 // written before the previous run but timed after it). Every other window's figures are the
-// previous run's. Only the new side is read so: the old side's figures are always computed over
-// the whole span, which is what finds a key repeated across windows; a key the new side repeats
-// in a changed window and an unchanged one still differs from the old side there, so it is not
-// clean (it is classified extra rather than duplication).
+// previous run's. An Iceberg side is read so only as the new side; the old side is read in full
+// unless a change log proves which of its windows changed (changelog.go), which it does only for
+// a side a unique index proves free of repeated keys. A key the new side repeats in a changed
+// window and an unchanged one still differs from the old side there, so it is not clean (it is
+// classified extra rather than duplication).
 
 // previous is what an incremental run takes from the run before it: each side's figures (nil
 // for a side it cannot start from) and the snapshot it read an Iceberg new side at.
