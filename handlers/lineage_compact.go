@@ -44,7 +44,9 @@ func (a *API) compactLineage(c echo.Context) error {
 }
 
 // answerBufs are the buffers hand-written answers are appended into, reused across requests.
-var answerBufs = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+// A new one has room for what spill holds back and a node more, so it never grows: grown from
+// less, a fresh buffer left three smaller ones behind as garbage.
+var answerBufs = sync.Pool{New: func() any { b := make([]byte, 0, spillAt+32<<10); return &b }}
 
 // streamJSON answers 200 with the JSON write writes, as it writes it (a HEAD gets the headers).
 // write appends into b, spilling it to w as it fills, writes out the rest and returns b.
@@ -64,11 +66,14 @@ func streamJSON(c echo.Context, write func(w io.Writer, b []byte) []byte) error 
 	return nil
 }
 
+// spillAt is how much of an answer spill holds back before writing it out.
+const spillAt = 256 << 10
+
 // spill writes b out once it holds enough to be worth a write, returning it empty then. A
 // quarter MiB a write: each write is a chunk and two or three system calls, and a 10 MB answer
 // written 48 KiB at a time spent a good part of its time in them.
 func spill(w io.Writer, b []byte) []byte {
-	if len(b) > 256<<10 {
+	if len(b) > spillAt {
 		_, _ = w.Write(b)
 		return b[:0]
 	}
@@ -112,9 +117,8 @@ func writeCompact(w io.Writer, b []byte, ans walkAnswer, dir string, depth int) 
 		}
 		b = strconv.AppendInt(b, int64(n), 10)
 	}
-	fr, _ := json.Marshal(freshness(ans.freshness))
 	b = append(b, `],"graph":`...)
-	b = append(b, fr...)
+	b = appendFreshness(b, ans.freshness)
 	if ans.at != nil {
 		b = append(b, `,"node_fields":["id","kind","status","namespace","name","depth","former_name","deleted_since"],"nodes":[`...)
 	} else {
@@ -158,9 +162,8 @@ func writeCompact(w io.Writer, b []byte, ans walkAnswer, dir string, depth int) 
 		b = append(b, ']')
 		b = spill(w, b)
 	}
-	rels, _ := json.Marshal(toRelations(ans.relations))
 	b = append(b, `],"relations":`...)
-	b = append(b, rels...)
+	b = appendRelations(b, ans.relations)
 	b = append(b, "}\n"...)
 	_, _ = w.Write(b)
 	return b
@@ -231,15 +234,47 @@ func writeFull(w io.Writer, b []byte, ans walkAnswer, dir string, depth int) []b
 	b = strconv.AppendBool(b, ans.truncated)
 	b = append(b, `,"reached_per_depth":`...)
 	b = appendInts(b, ans.reachedPerDepth)
-	fr, _ := json.Marshal(freshness(ans.freshness))
 	b = append(b, `,"graph":`...)
-	b = append(b, fr...)
-	rels, _ := json.Marshal(toRelations(ans.relations))
+	b = appendFreshness(b, ans.freshness)
 	b = append(b, `,"relations":`...)
-	b = append(b, rels...)
+	b = appendRelations(b, ans.relations)
 	b = append(b, "}\n"...)
 	_, _ = w.Write(b)
 	return b
+}
+
+// appendFreshness appends f as encoding/json writes freshness(f), without its reflection.
+func appendFreshness(b []byte, f lineage.Freshness) []byte {
+	g := freshness(f)
+	b = append(b, `{"synced_at":`...)
+	b = appendTime(b, g.SyncedAt)
+	b = append(b, `,"lag_ms":`...)
+	b = strconv.AppendInt(b, g.LagMS, 10)
+	b = append(b, `,"nodes":`...)
+	b = strconv.AppendInt(b, int64(g.Nodes), 10)
+	b = append(b, `,"edges":`...)
+	b = strconv.AppendInt(b, int64(g.Edges), 10)
+	return append(b, '}')
+}
+
+// appendRelations appends rs as encoding/json writes toRelations(rs) (an empty array when none).
+func appendRelations(b []byte, rs []lineage.Relation) []byte {
+	b = append(b, '[')
+	for i, r := range rs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"from":"`...)
+		b = appendUUID(b, r.From)
+		b = append(b, `","to":"`...)
+		b = appendUUID(b, r.To)
+		b = append(b, `","kind":`...)
+		b = appendString(b, r.Kind)
+		b = append(b, `,"ref":"`...)
+		b = appendUUID(b, r.Ref)
+		b = append(b, `"}`...)
+	}
+	return append(b, ']')
 }
 
 // appendInts appends s as a JSON array (null when nil, as encoding/json writes it).
@@ -337,11 +372,10 @@ func writeMarquez(w io.Writer, b []byte, nodes []lineage.GraphNode, res lineage.
 		b = append(b, "]}"...)
 		b = spill(w, b)
 	}
-	fr, _ := json.Marshal(freshness(res.Freshness))
 	b = append(b, `],"truncated":`...)
 	b = strconv.AppendBool(b, res.Truncated)
 	b = append(b, `,"freshness":`...)
-	b = append(b, fr...)
+	b = appendFreshness(b, res.Freshness)
 	if res.At != nil {
 		b = append(b, `,"at":`...)
 		b = appendTime(b, *res.At)

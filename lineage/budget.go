@@ -32,6 +32,9 @@ type Budget struct {
 	// clients holds a share only while a reservation of that client is held or waited for, so
 	// the map is as large as the requests in flight, never as the clients ever seen.
 	clients map[string]*clientShare
+	// idle are shares dropped, for the next client: most clients have one answer in flight
+	// at a time, so a share was made and dropped for every answer.
+	idle sync.Pool
 
 	reserved atomic.Int64
 	refused  atomic.Int64
@@ -92,13 +95,21 @@ func (b *Budget) Reserve(ctx context.Context, client string, nodes int) (*Reserv
 			"lineage: limit %d is more than one client may have in flight at once; the largest limit allowed is %d", nodes, b.perClient)}
 	}
 	share := b.join(client)
-	wctx, cancel := context.WithTimeout(ctx, b.wait)
-	defer cancel()
 	n := int64(nodes)
 	// Room now is taken at once: Acquire looks at the context first, and a short wait may
-	// have passed already.
+	// have passed already. The wait's context (a timer) is made only for a reservation that
+	// waits, the one deadline for both waits.
+	var wctx context.Context
+	cancel := context.CancelFunc(func() {})
+	defer func() { cancel() }()
+	waiting := func() context.Context {
+		if wctx == nil {
+			wctx, cancel = context.WithTimeout(ctx, b.wait)
+		}
+		return wctx
+	}
 	if !share.sem.TryAcquire(n) {
-		if err := share.sem.Acquire(wctx, n); err != nil {
+		if err := share.sem.Acquire(waiting(), n); err != nil {
 			b.leave(client, share)
 			return nil, b.refuse(ctx, true)
 		}
@@ -106,7 +117,7 @@ func (b *Budget) Reserve(ctx context.Context, client string, nodes int) (*Reserv
 	if b.total.TryAcquire(n) {
 		return b.grant(ctx, client, share, n), nil
 	}
-	if err := b.total.Acquire(wctx, n); err != nil {
+	if err := b.total.Acquire(waiting(), n); err != nil {
 		share.sem.Release(n)
 		b.leave(client, share)
 		return nil, b.refuse(ctx, false)
@@ -141,7 +152,9 @@ func (b *Budget) join(client string) *clientShare {
 	defer b.mu.Unlock()
 	s := b.clients[client]
 	if s == nil {
-		s = &clientShare{sem: semaphore.NewWeighted(b.perClient)}
+		if s, _ = b.idle.Get().(*clientShare); s == nil {
+			s = &clientShare{sem: semaphore.NewWeighted(b.perClient)}
+		}
 		b.clients[client] = s
 	}
 	s.users++
@@ -153,6 +166,7 @@ func (b *Budget) leave(client string, s *clientShare) {
 	defer b.mu.Unlock()
 	if s.users--; s.users == 0 {
 		delete(b.clients, client)
+		b.idle.Put(s) // nothing held or waited for: its semaphore is as new
 	}
 }
 

@@ -62,6 +62,8 @@ type Graph struct {
 	loaded    bool
 	auditFrom time.Time
 	auditSeen map[uuid.UUID]time.Time
+
+	markFree freeList[marks] // visited sets kept for the next walks (pool_walk.go)
 }
 
 // node is a node's ID and summary, kept small (a million nodes are held in memory) and without
@@ -129,7 +131,7 @@ const (
 
 func newGraph(db *ent.Client, cat *catalog.Catalog, now func() time.Time, log *slog.Logger) *Graph {
 	return &Graph{db: db, cat: cat, now: now, log: log, index: map[uuid.UUID]int32{}, gaps: map[int64]time.Time{},
-		auditSeen: map[uuid.UUID]time.Time{}, byName: map[uint64]int32{}, seed: maphash.MakeSeed()}
+		auditSeen: map[uuid.UUID]time.Time{}, byName: map[uint64]int32{}, seed: maphash.MakeSeed(), markFree: freeList[marks]{max: marksFree}}
 }
 
 // node returns the index of id, adding it. Callers hold mu for writing.
@@ -385,6 +387,9 @@ func (g *Graph) Sync(ctx context.Context) error {
 	if !g.ready.Load() { // the whole graph was just loaded: give back the room growing it left
 		g.out.compact()
 		g.in.compact()
+		// The first answers would otherwise pay for the visited set's memory (faulted in page
+		// by page as walks first write it): a few milliseconds at a million nodes.
+		g.putMarks(g.marks())
 	}
 	g.mu.Unlock()
 	g.ready.Store(true)
@@ -541,15 +546,22 @@ type mark struct {
 
 var markPool sync.Pool
 
-// marks returns a visited set for the current graph. Callers hold mu (the node count is fixed).
+// marks returns a visited set for the current graph (putMarks keeps it for the next walk).
+// Callers hold mu (the node count is fixed).
 func (g *Graph) marks() *marks {
-	m, _ := markPool.Get().(*marks)
+	m := g.markFree.get()
+	if m == nil {
+		m, _ = markPool.Get().(*marks)
+	}
 	if m == nil {
 		m = &marks{}
 	}
 	if n := len(g.nodes); len(m.at) < n {
 		n += n / 8 // room for growth before the next reallocation
 		m.at, m.gen = make([]mark, n), 0
+		for i := 0; i < n; i += 4096 / 8 { // one write a page: faulted in here, not by the walks
+			m.at[i].stamp = 0
+		}
 	}
 	if m.gen++; m.gen == 0 { // wrapped: stamps of 4 billion walks ago would look current
 		clear(m.at)
@@ -584,15 +596,19 @@ func (g *Graph) traverse(start uuid.UUID, dir Direction, depth, limit int, parti
 	if !ok {
 		return Traversal{Nodes: []Node{{Summary: catalog.Summary{ID: start}}}, ReachedPerDepth: []int{1}}
 	}
-	w := g.walk(s, dir, depth, limit, partial)
+	b := getWalkBufs()
+	w := g.walk(s, dir, depth, limit, partial, b)
 	res := Traversal{ReachedPerDepth: w.reached, Truncated: w.truncated, Edges: w.edges}
+	b.edges, b.reached = nil, nil // the answer's now
 	// Gather the records first: a tight loop keeps many cache misses in flight at once, where
 	// building each summary as its record arrives would wait for them one by one.
-	recs := g.gather(w.order, nil)
+	recs := g.gather(w.order, b.recs)
 	res.Nodes = make([]Node, len(recs))
 	for i := range recs {
 		res.Nodes[i] = Node{Summary: g.summaryOf(&recs[i]), Depth: int(w.depths[i]), Documented: recs[i].documented}
 	}
+	b.recs = recs
+	putWalkBufs(b)
 	return res
 }
 
@@ -613,6 +629,8 @@ type View struct {
 	// ReachedPerDepth and Truncated are as in Traversal.
 	ReachedPerDepth []int
 	Truncated       bool
+	// bufs hold the slices above when they are a walk's, handed back by Release.
+	bufs *walkBufs
 }
 
 // NodeView is one node of a View: what Node holds but its times (an answer about lineage
@@ -650,17 +668,15 @@ func (v *View) str(i uint32) string {
 	return v.strs[i]
 }
 
-// viewRecs are View records kept for the next walk: pointer-free, so only clearing them was
-// left of their cost, and a pooled slice is not even cleared.
-var viewRecs sync.Pool
-
-// Release hands the View's records back; the View is not to be read after.
+// Release hands the View's slices back for the next walk (pointer-free, so only clearing
+// them was left of their cost, and a kept slice is not even cleared); neither the View nor its
+// Edges and ReachedPerDepth are to be read after.
 func (v *View) Release() {
-	if v.recs != nil && cap(v.recs) <= 1<<20 {
-		r := v.recs[:0]
-		viewRecs.Put(&r)
+	if b := v.bufs; b != nil {
+		b.order, b.recs, b.depths, b.edges, b.reached = v.order, v.recs, v.depths, v.Edges, v.ReachedPerDepth
+		putWalkBufs(b)
 	}
-	v.recs = nil
+	*v = View{}
 }
 
 // View is Traverse as a View.
@@ -671,13 +687,10 @@ func (g *Graph) View(start uuid.UUID, dir Direction, depth, limit int) View {
 	if !ok {
 		return View{order: []int32{-1}, recs: []node{{id: start}}, depths: []int32{0}, ReachedPerDepth: []int{1}}
 	}
-	w := g.walk(s, dir, depth, limit, false)
-	v := View{order: w.order, depths: w.depths, Edges: w.edges, ReachedPerDepth: w.reached, Truncated: w.truncated}
-	var recs []node
-	if p, _ := viewRecs.Get().(*[]node); p != nil {
-		recs = *p
-	}
-	v.recs = g.gather(w.order, recs)
+	b := getWalkBufs()
+	w := g.walk(s, dir, depth, limit, false, b)
+	v := View{order: w.order, depths: w.depths, Edges: w.edges, ReachedPerDepth: w.reached, Truncated: w.truncated, bufs: b}
+	v.recs = g.gather(w.order, b.recs)
 	v.names, v.strs = g.names.b, g.strs.strs
 	return v
 }
@@ -749,35 +762,40 @@ type walked struct {
 	truncated bool
 }
 
-// walk is traverse's walk from node s. Callers hold mu.
-func (g *Graph) walk(s int32, dir Direction, depth, limit int, partial bool) walked {
-	res := walked{reached: []int{1}}
+// walk is traverse's walk from node s, in b's slices (the answer's slices are b's: b holds
+// them again when the walk returns). Callers hold mu.
+func (g *Graph) walk(s int32, dir Direction, depth, limit int, partial bool, b *walkBufs) walked {
+	res := walked{reached: append(b.reached[:0], 1)}
 	// m numbers the nodes met in the order they are returned, so an edge is written as answer
 	// positions as it is met; a node met on a level that is then dropped (the limit) gets a
 	// number past the end and its edges are taken back.
 	m := g.marks()
-	defer markPool.Put(m)
+	defer g.putMarks(m)
 	m.set(s, 0)
-	order := []int32{s}
-	depths := []int32{0}
+	order := append(b.order[:0], s)
+	depths := append(b.depths[:0], 0)
 	type walk struct {
-		adj      *adjacency
-		frontier []int32
-		down     bool
+		adj            *adjacency
+		frontier, next []int32
+		down           bool
 	}
-	var walks []*walk
+	var walks [2]walk
+	n := 0
 	if dir == Downstream || dir == Both {
-		walks = append(walks, &walk{adj: &g.out, frontier: []int32{s}, down: true})
+		walks[n] = walk{adj: &g.out, frontier: append(b.fronts[2*n][:0], s), next: b.fronts[2*n+1][:0], down: true}
+		n++
 	}
 	if dir == Upstream || dir == Both {
-		walks = append(walks, &walk{adj: &g.in, frontier: []int32{s}})
+		walks[n] = walk{adj: &g.in, frontier: append(b.fronts[2*n][:0], s), next: b.fronts[2*n+1][:0]}
+		n++
 	}
-	var edges [][2]int32
+	edges, level := b.edges[:0], b.level[:0]
 	for d := 1; d <= depth; d++ {
-		var level []int32
+		level = level[:0]
 		levelStart := len(edges)
-		for _, w := range walks {
-			var next []int32
+		for k := range walks[:n] {
+			w := &walks[k]
+			next := w.next[:0]
 			for _, u := range w.frontier {
 				pu := m.at[u].pos
 				for _, v := range w.adj.list(u) {
@@ -795,7 +813,7 @@ func (g *Graph) walk(s int32, dir Direction, depth, limit int, partial bool) wal
 					}
 				}
 			}
-			w.frontier = next
+			w.frontier, w.next = next, w.frontier // the old frontier's room takes the next level
 		}
 		if len(level) == 0 {
 			break
@@ -826,7 +844,7 @@ func (g *Graph) walk(s int32, dir Direction, depth, limit int, partial bool) wal
 		}
 	}
 	res.order, res.depths, res.edges = order, depths, edges
-	if len(walks) > 1 { // an edge may be met from both ends
+	if n > 1 { // an edge may be met from both ends
 		seen := make(map[[2]int32]struct{}, len(edges))
 		res.edges = edges[:0]
 		for _, e := range edges {
@@ -838,6 +856,10 @@ func (g *Graph) walk(s int32, dir Direction, depth, limit int, partial bool) wal
 	}
 	if res.edges == nil {
 		res.edges = [][2]int32{}
+	}
+	b.order, b.depths, b.edges, b.level, b.reached = res.order, res.depths, res.edges, level, res.reached
+	for k := range walks[:n] {
+		b.fronts[2*k], b.fronts[2*k+1] = walks[k].frontier, walks[k].next
 	}
 	return res
 }
