@@ -73,6 +73,8 @@ func ChangeLogSQL(table, timeColumn, log string, grain time.Duration) (string, e
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, `-- Tidemark change log for %[1]s: run as the table's owner, then GRANT SELECT ON %[2]s TO the reader role.
+-- To remove it, drop the triggers first (a write would fail in a trigger whose log is gone):
+--   %[10]sDROP FUNCTION %[3]s(); DROP FUNCTION %[11]s(interval); DROP TABLE %[2]s;
 BEGIN;
 DO $tidemark$ BEGIN -- the triggers run in every writer's transaction: refuse a column they would fail on
   IF NOT coalesce((SELECT atttypid IN ('timestamp'::regtype, 'timestamptz'::regtype) FROM pg_attribute
@@ -103,7 +105,8 @@ BEGIN
   RETURN NULL;
 END $tidemark$;
 `, table, lg, fn, bins("SELECT "+col+" FROM tidemark_new"), bins("SELECT "+col+" FROM tidemark_old UNION ALL SELECT "+col+" FROM tidemark_new"),
-		bins("SELECT "+col+" FROM tidemark_old"), pq.QuoteLiteral(quoteTable(table)), pq.QuoteLiteral(timeColumn), timeColumn)
+		bins("SELECT "+col+" FROM tidemark_old"), pq.QuoteLiteral(quoteTable(table)), pq.QuoteLiteral(timeColumn), timeColumn,
+		dropTriggers(log, table), prune)
 	tbl := quoteTable(table)
 	for _, tr := range changeTriggers(log) {
 		fmt.Fprintf(&b, "CREATE TRIGGER %s AFTER %s ON %s %sFOR EACH STATEMENT EXECUTE FUNCTION %s();\n", pq.QuoteIdentifier(tr.name), tr.event, tbl, tr.refs, fn)
@@ -122,6 +125,15 @@ INSERT INTO %[2]s (lo, hi) VALUES (NULL, NULL); -- the log starts here: the next
 COMMIT;
 `, prune, lg)
 	return b.String(), nil
+}
+
+// dropTriggers is the statements that drop the change log's triggers, for a script.
+func dropTriggers(log, table string) string {
+	var b strings.Builder
+	for _, tr := range changeTriggers(log) {
+		fmt.Fprintf(&b, "DROP TRIGGER %s ON %s; ", pq.QuoteIdentifier(tr.name), quoteTable(table))
+	}
+	return b.String()
 }
 
 // changeLogFunction is the trigger function of the change log named log.
@@ -156,15 +168,26 @@ func (p *postgresReader) changes(ctx context.Context, tx *sql.Tx, log, since str
 	if err := tx.QueryRowContext(ctx, `SELECT pg_current_snapshot()::text`).Scan(&st.snapshot); err != nil {
 		return st, fmt.Errorf("read the current snapshot: %w", err)
 	}
-	// The four triggers, AFTER, per statement, ALWAYS enabled, on every column, with no condition.
-	var armed bool
-	err := tx.QueryRowContext(ctx, `SELECT coalesce(bit_or(tgtype::int) & 60 = 60, false) FROM pg_trigger
-		WHERE tgrelid = $1::regclass AND tgfoid = $2::regprocedure AND tgenabled = 'A' AND tgtype::int & 3 = 0
-		AND tgqual IS NULL AND cardinality(tgattr::int2[]) = 0`, quoteTable(p.table), changeLogFunction(log)+"()").Scan(&armed)
+	// The log readable, and its four triggers AFTER, per statement, ALWAYS enabled, on every
+	// column, with no condition (nothing here may fail: the transaction goes on to the figures).
+	var (
+		readable string
+		armed    bool
+	)
+	err := tx.QueryRowContext(ctx, `SELECT CASE WHEN to_regclass($3) IS NULL THEN 'missing' WHEN NOT has_table_privilege(to_regclass($3), 'SELECT') THEN 'denied' ELSE '' END,
+		coalesce((SELECT bit_or(tgtype::int) & 60 = 60 FROM pg_trigger WHERE tgrelid = $1::regclass AND tgfoid = to_regprocedure($2)
+			AND tgenabled = 'A' AND tgtype::int & 3 = 0 AND tgqual IS NULL AND cardinality(tgattr::int2[]) = 0), false)`,
+		quoteTable(p.table), changeLogFunction(log)+"()", quoteTable(log)).Scan(&readable, &armed)
 	if err != nil {
-		return st, fmt.Errorf("read the triggers of change log %s (install it with tidemark reconcile change-log): %w", log, err)
+		return st, fmt.Errorf("read the triggers of change log %s: %w", log, err)
 	}
 	switch {
+	case readable == "missing":
+		st.note = fmt.Sprintf("read in full: there is no change log %s (install it with tidemark reconcile change-log)", log)
+		return st, nil
+	case readable == "denied":
+		st.note = fmt.Sprintf("read in full: this connection's role may not read the change log %s (GRANT SELECT ON %s to it)", log, log)
+		return st, nil
 	case !armed:
 		st.note = fmt.Sprintf("read in full: the change log %s's four triggers on %s are not all enabled ALWAYS as installed", log, p.table)
 		return st, nil

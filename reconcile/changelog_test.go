@@ -182,6 +182,22 @@ func TestChangeLogSkipsUnchangedWindows(t *testing.T) {
 	})
 }
 
+// TestChangeLogMissing: a side naming a change log that is not there is read in full, and the
+// run says so; the run is not failed for it.
+func TestChangeLogMissing(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		w := newLogWorld(t, db)
+		w.exec(`ALTER TABLE public.a RENAME TO gone`) // the triggers go along; the log stays
+		w.exec(`CREATE TABLE public.a (id bigint PRIMARY KEY, at timestamptz NOT NULL, v text); INSERT INTO public.a SELECT * FROM gone`)
+		w.run("the first run")
+		w.exec(`DROP TABLE gone; DROP TABLE public.a_changes`)
+		r := w.run("the log gone")
+		if r.Cost.ReusedOld != 0 || !strings.Contains(r.Cost.ChangeLog[0], "there is no change log public.a_changes") || r.Error != "" {
+			t.Fatalf("a missing change log: %s, error %q; want the old side read in full, saying why", reads(r), r.Error)
+		}
+	})
+}
+
 // TestChangeLogNeedsUniqueKeys: a side no unique index covers is read in full whatever its log
 // says (a key repeated across windows is found only so), and says why.
 func TestChangeLogNeedsUniqueKeys(t *testing.T) {
@@ -224,6 +240,22 @@ func TestChangeLogSQL(t *testing.T) {
 	must(t, rows.Err())
 	if want := []string{"2026-11-02 23:30/23:45", "2026-11-03 00:00/00:15"}; !slices.Equal(got, want) {
 		t.Errorf("logged bins %v, want %v (UTC, 15-minute bins, a NULL time not logged)", got, want)
+	}
+	// The script's removal lines remove it, and writes go on.
+	for _, line := range strings.Split(script, "\n") {
+		if rest, ok := strings.CutPrefix(line, "--   DROP TRIGGER"); ok {
+			if _, err := pg.ExecContext(ctx, "DROP TRIGGER"+rest); err != nil {
+				t.Fatalf("removing the change log: %v", err)
+			}
+		}
+	}
+	var left int
+	if err := pg.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM pg_trigger WHERE tgrelid = 'public.z'::regclass) + (SELECT count(*) FROM pg_proc WHERE proname LIKE 'z_log%') +
+		(SELECT count(*) FROM pg_class WHERE relname = 'z_log')`).Scan(&left); err != nil || left != 0 {
+		t.Errorf("after the removal lines %d triggers, functions and tables are left (%v)", left, err)
+	}
+	if _, err := pg.ExecContext(ctx, `INSERT INTO public.z VALUES (3, '2026-11-04 01:00')`); err != nil {
+		t.Errorf("a write after the change log's removal: %v", err)
 	}
 	// A column the triggers could not bin is refused when the script runs, before any writer fails.
 	dated, err := reconcile.ChangeLogSQL("public.d", "day", "audit.d_log", time.Hour)
