@@ -17,6 +17,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -34,6 +35,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/lib/pq"
 
 	"github.com/tidemark/tidemark/app"
 	"github.com/tidemark/tidemark/bench/internal/benchdb"
@@ -53,6 +55,7 @@ var (
 	cases       = flag.String("cases", "both", "both, fresh or existing")
 	keep        = flag.Bool("keep", false, "keep the benchmark databases")
 	cpuProfile  = flag.String("cpuprofile", "", "write a CPU profile of each timed ingest (server and load client; the COPYs are left out) to this path plus .1, .2, ...")
+	logStmts    = flag.Bool("log-statements", false, "have the server log every statement of the ingest databases with its duration, and lock waits (to its own log), to see where the time goes")
 )
 
 // The catalog the events name: datasets t_0... and jobs job_0...
@@ -140,6 +143,7 @@ func list(xs []float64, format string) string {
 func firstIngest(ctx context.Context) float64 {
 	dsn, drop := benchdb.CreateDB(ctx, *admin, "tidemark_bench_ingest_fresh", *keep)
 	defer drop()
+	logStatements(ctx, "tidemark_bench_ingest_fresh")
 	db := benchdb.Open(ctx, dsn)
 	defer db.Close()
 	// Nothing exists beforehand (as in bench/lineage -fresh): the inputs, 20,000 names drawn at
@@ -158,6 +162,7 @@ func firstIngest(ctx context.Context) float64 {
 func existingIngest(ctx context.Context) (rate, copyRate float64) {
 	dsn, drop := benchdb.CreateDB(ctx, *admin, "tidemark_bench_ingest_existing", *keep)
 	defer drop()
+	logStatements(ctx, "tidemark_bench_ingest_existing")
 	db := benchdb.Open(ctx, dsn)
 	defer db.Close()
 	createBeforehand(ctx, db)
@@ -180,6 +185,22 @@ func existingIngest(ctx context.Context) (rate, copyRate float64) {
 		took.Round(time.Millisecond), copyRate, 100*rate/copyRate, float64(in.cpu.Microseconds())/n, float64(cpu.Microseconds())/n,
 		100*float64(cpu)/float64(in.cpu))
 	return rate, copyRate
+}
+
+// logStatements has the server log each statement in database name with its duration, and
+// lock waits, when -log-statements is set (parameters left out: the arrays are large). Set
+// on the database, not the server: other work on the shared server logs as before.
+func logStatements(ctx context.Context, name string) {
+	if !*logStmts {
+		return
+	}
+	db, err := sql.Open("postgres", *admin)
+	benchdb.Must(err)
+	defer db.Close()
+	for _, set := range []string{"log_min_duration_statement = 0", "log_parameter_max_length = 0", "log_lock_waits = on", "deadlock_timeout = '100ms'"} {
+		_, err := db.ExecContext(ctx, "ALTER DATABASE "+pq.QuoteIdentifier(name)+" SET "+set)
+		benchdb.Must(err)
+	}
 }
 
 // ingestBench is one timed run: the database, the server over it, and what it counted.
