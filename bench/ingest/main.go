@@ -24,22 +24,17 @@ import (
 	"log"
 	"log/slog"
 	"math/rand"
-	"net/http"
 	"os"
 	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/lib/pq"
 
 	"github.com/tidemark/tidemark/app"
 	"github.com/tidemark/tidemark/bench/internal/benchdb"
-	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/handlers"
 	"github.com/tidemark/tidemark/lineage"
 	"github.com/tidemark/tidemark/storage"
@@ -152,8 +147,8 @@ func firstIngest(ctx context.Context) float64 {
 	rate := in.post(in.eventBatches(*freshEvents, true), "first ingest")
 	var assets int
 	benchdb.Must(db.SQL.QueryRowContext(ctx, "SELECT count(*) FROM assets WHERE created_at >= $1", in.before).Scan(&assets))
-	fmt.Printf("  assets created by the run: %d (%.2f an event)\n", assets, float64(assets)/float64(max(1, in.done.Load())))
-	freshCPU = append(freshCPU, float64(in.cpu.Microseconds())/float64(max(1, in.done.Load())))
+	fmt.Printf("  assets created by the run: %d (%.2f an event)\n", assets, float64(assets)/float64(max(1, in.Done.Load())))
+	freshCPU = append(freshCPU, float64(in.cpu.Microseconds())/float64(max(1, in.Done.Load())))
 	return rate
 }
 
@@ -165,7 +160,7 @@ func existingIngest(ctx context.Context) (rate, copyRate float64) {
 	logStatements(ctx, "tidemark_bench_ingest_existing")
 	db := benchdb.Open(ctx, dsn)
 	defer db.Close()
-	createBeforehand(ctx, db)
+	benchdb.CreateBeforehand(ctx, db, datasets, jobsN)
 	in := newIngestBench(ctx, db)
 	rate = in.post(in.eventBatches(*events, false), "existing datasets")
 	pre, timed := in.readRows()
@@ -177,7 +172,7 @@ func existingIngest(ctx context.Context) (rate, copyRate float64) {
 	be0, go0 := backendCPU(ctx, cdb), benchdb.ProcessCPU()
 	took := benchdb.CopyAll(ctx, cdb, timed)
 	cpu := cpuSince(be0, backendCPU(ctx, cdb)) + benchdb.ProcessCPU() - go0
-	n := float64(in.done.Load())
+	n := float64(in.Done.Load())
 	existingCPU, copyCPU = append(existingCPU, float64(in.cpu.Microseconds())/n), append(copyCPU, float64(cpu.Microseconds())/n)
 	copyRate = n / took.Seconds()
 	fmt.Printf("  COPY of the run's rows into a fresh database: %s = %.0f events/s; ingest / COPY = %.1f%%; CPU an event (backends and this process): "+
@@ -205,14 +200,12 @@ func logStatements(ctx context.Context, name string) {
 
 // ingestBench is one timed run: the database, the server over it, and what it counted.
 type ingestBench struct {
-	ctx                   context.Context
-	db                    *storage.DB
-	base, token           string
-	before                time.Time // rows written from here on are the run's
-	done, failed, retries atomic.Int64
-	rng                   *rand.Rand
-	cpu                   time.Duration // the timed run's CPU: this database's backends and this process
-
+	*benchdb.IngestClient
+	ctx    context.Context
+	db     *storage.DB
+	before time.Time // rows written from here on are the run's
+	rng    *rand.Rand
+	cpu    time.Duration // the timed run's CPU: this database's backends and this process
 }
 
 // newIngestBench starts the real API over db (wired as serve wires it, app.Open: usage of
@@ -223,31 +216,9 @@ func newIngestBench(ctx context.Context, db *storage.DB) *ingestBench {
 		Lineage: []lineage.Option{lineage.WithConcurrency(2*(*clients), 30*time.Second)}})
 	benchdb.Must(err)
 	base, token := benchdb.Serve(ctx, db, handlers.Config{Catalog: a.Catalog, Lineage: a.Lineage, Usage: a.Usage, Tables: a.Tables})
-	in := &ingestBench{ctx: ctx, db: db, base: base, token: token, rng: rand.New(rand.NewSource(7))}
+	in := &ingestBench{IngestClient: &benchdb.IngestClient{Base: base, Token: token}, ctx: ctx, db: db, rng: rand.New(rand.NewSource(7))}
 	benchdb.Must(db.SQL.QueryRowContext(ctx, "SELECT now()").Scan(&in.before))
 	return in
-}
-
-// createBeforehand creates the datasets and jobs the events name, untimed, then VACUUM ANALYZE
-// (left to autovacuum, that maintenance ran during the timed run).
-func createBeforehand(ctx context.Context, db *storage.DB) {
-	var ins []catalog.CreateInput
-	for i := range datasets {
-		ins = append(ins, catalog.CreateInput{Kind: catalog.KindTable, Namespace: "bench", Name: fmt.Sprintf("t_%d", i)})
-	}
-	for j := range jobsN {
-		ins = append(ins, catalog.CreateInput{Kind: catalog.KindJob, Namespace: "bench", Name: fmt.Sprintf("job_%d", j)})
-	}
-	cat, err := catalog.New(db)
-	benchdb.Must(err)
-	for len(ins) > 0 {
-		n := min(catalog.MaxCreateMany, len(ins))
-		_, err := cat.CreateMany(ctx, ins[:n])
-		benchdb.Must(err)
-		ins = ins[n:]
-	}
-	_, err = db.SQL.ExecContext(ctx, "VACUUM ANALYZE")
-	benchdb.Must(err)
 }
 
 // eventBatches builds n events as JSON batch request bodies, ahead of the timed run (a
@@ -269,14 +240,10 @@ func (in *ingestBench) eventBatches(n int, fresh bool) <-chan []byte {
 			if fresh {
 				job, out = fmt.Sprintf("new_job_%d", i), fmt.Sprintf("new_t_%d", i)
 			}
-			batch = append(batch, map[string]any{
-				"eventType": "COMPLETE", "eventTime": t0.Add(time.Duration(i) * time.Second / 10).Format(time.RFC3339Nano),
-				"producer": "https://tidemark.example/bench", "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent",
-				"run":     map[string]any{"runId": uuid.NewString()},
-				"job":     map[string]any{"namespace": "bench", "name": job},
-				"inputs":  []any{ds(fmt.Sprintf("t_%d", rng.Intn(datasets))), ds(fmt.Sprintf("t_%d", rng.Intn(datasets))), ds(fmt.Sprintf("t_%d", rng.Intn(datasets)))},
-				"outputs": []any{ds(out)},
-			})
+			at := t0.Add(time.Duration(i) * time.Second / 10)
+			batch = append(batch, benchdb.RunEvent(at, job,
+				[]any{ds(fmt.Sprintf("t_%d", rng.Intn(datasets))), ds(fmt.Sprintf("t_%d", rng.Intn(datasets))), ds(fmt.Sprintf("t_%d", rng.Intn(datasets)))},
+				[]any{ds(out)}))
 		}
 		b, err := json.Marshal(batch)
 		benchdb.Must(err)
@@ -300,58 +267,19 @@ func (in *ingestBench) post(batches <-chan []byte, what string) float64 {
 		}()
 	}
 	pg0, go0, be0 := benchdb.ServerCPU(), benchdb.ProcessCPU(), backendCPU(in.ctx, in.db)
-	start := time.Now()
-	var wg sync.WaitGroup
-	for range *clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for b := range batches {
-				in.postBatch(b)
-			}
-		}()
-	}
-	wg.Wait()
-	took := time.Since(start)
+	took := in.PostAll(batches, *clients)
 	pgCPU, goCPU, beCPU := benchdb.ServerCPU()-pg0, benchdb.ProcessCPU()-go0, cpuSince(be0, backendCPU(in.ctx, in.db))
-	n := in.done.Load()
+	n := in.Done.Load()
 	rate := float64(n) / took.Seconds()
 	in.cpu = beCPU + goCPU
 	perEvent := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(max(1, n)) }
 	fmt.Printf("  %s: %d events (%d failed, %d batches retried after 503) in %s = %.0f events/s; CPU an event: this database's PostgreSQL backends %.0fus "+
 		"(every PostgreSQL process on the machine %.0fus), Tidemark and client %.0fus\n",
-		what, n, in.failed.Load(), in.retries.Load(), took.Round(time.Millisecond), rate, perEvent(beCPU), perEvent(pgCPU), perEvent(goCPU))
-	if in.failed.Load() > 0 {
-		log.Fatalf("%s: %d events refused", what, in.failed.Load())
+		what, n, in.Failed.Load(), in.Retries.Load(), took.Round(time.Millisecond), rate, perEvent(beCPU), perEvent(pgCPU), perEvent(goCPU))
+	if in.Failed.Load() > 0 {
+		log.Fatalf("%s: %d events refused", what, in.Failed.Load())
 	}
 	return rate
-}
-
-// postBatch POSTs one batch, again while the server answers 503, and counts its events.
-func (in *ingestBench) postBatch(b []byte) {
-	for {
-		req, _ := http.NewRequest("POST", in.base+"/api/v1/lineage/batch", bytes.NewReader(b))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+in.token)
-		res, err := http.DefaultClient.Do(req)
-		benchdb.Must(err)
-		var out struct {
-			Summary struct{ Successful, Failed int }
-		}
-		_ = json.NewDecoder(res.Body).Decode(&out)
-		res.Body.Close()
-		if res.StatusCode == http.StatusServiceUnavailable {
-			in.retries.Add(1)
-			time.Sleep(100 * time.Millisecond)
-			continue // retried as OpenLineage clients do; landed events are deduplicated
-		}
-		if res.StatusCode != http.StatusOK {
-			log.Fatalf("batch answered %d", res.StatusCode)
-		}
-		in.done.Add(int64(out.Summary.Successful))
-		in.failed.Add(int64(out.Summary.Failed))
-		return
-	}
 }
 
 // readRows reads every row the ingest wrote, ahead of the COPY ceiling (benchdb.IngestRows).

@@ -38,8 +38,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -801,11 +799,14 @@ func ingest(ctx context.Context) {
 	// (usage_events rows), which events older than the usage lateness would skip.
 	t0 := time.Now().Add(-time.Duration(*events) * time.Second / 10).Truncate(time.Second)
 	if !*fresh {
-		createBeforehand(ctx, db)
+		// The datasets and jobs exist before the timed run (created untimed, as earlier ingests
+		// would have), so it writes runs, edges and events, not assets.
+		benchdb.CreateBeforehand(ctx, db, datasets, jobsN)
+		fmt.Printf("created beforehand (untimed, then VACUUM ANALYZE): %d datasets and %d jobs\n", datasets, jobsN)
 	}
 	// Started over the catalog as it is, as a server restarted over an existing one would be.
 	base, token, _ := server(ctx, db)
-	in := &ingestBench{ctx: ctx, db: db, base: base, token: token}
+	in := &ingestBench{IngestClient: &benchdb.IngestClient{Base: base, Token: token}, ctx: ctx, db: db}
 	benchdb.Must(db.SQL.QueryRowContext(ctx, "SELECT now()").Scan(&in.before))
 	if *schemas != "none" && *schemas != "steady" && *schemas != "changing" {
 		log.Fatalf("-schema %q: none, steady or changing", *schemas)
@@ -819,7 +820,7 @@ func ingest(ctx context.Context) {
 	in.countRows()
 	pre, timed := in.readRows()
 	copyTook, copyCPU := in.copyCeiling(pre, timed)
-	ceiling := float64(in.done.Load()) / copyTook.Seconds()
+	ceiling := float64(in.Done.Load()) / copyTook.Seconds()
 	fmt.Printf("COPY of the same rows (median): %s = %.0f events/s ceiling\n", copyTook.Round(time.Millisecond), ceiling)
 	target := "at least 50% where the datasets exist"
 	if *fresh {
@@ -830,7 +831,7 @@ func ingest(ctx context.Context) {
 	// /proc; a backend that exited meanwhile is not counted, so these are lower bounds) and
 	// this process's (server and load client), against the CPU there is at 50% of the ceiling.
 	perEvent := func(d time.Duration) string {
-		return fmt.Sprintf("%.0fus", float64(d.Microseconds())/float64(max(1, in.done.Load())))
+		return fmt.Sprintf("%.0fus", float64(d.Microseconds())/float64(max(1, in.Done.Load())))
 	}
 	fmt.Printf("CPU per event: PostgreSQL %s during the ingest, %s during the COPY; Tidemark and the load client %s; "+
 		"at half the ceiling's rate each event may take %s of CPU (%d cores)\n", perEvent(pgCPU), perEvent(copyCPU), perEvent(goCPU),
@@ -840,37 +841,10 @@ func ingest(ctx context.Context) {
 // ingestBench is the ingest's state: the database, the server over it, when the timed run
 // began and what it counted.
 type ingestBench struct {
-	ctx                   context.Context
-	db                    *storage.DB
-	base, token           string
-	before                time.Time // rows written from here on are the timed run's
-	done, failed, retries atomic.Int64
-}
-
-// createBeforehand creates the datasets and jobs the events name.
-func createBeforehand(ctx context.Context, db *storage.DB) {
-	// The datasets and jobs exist before the timed run (created here, untimed, as earlier
-	// ingests would have), so it writes runs, edges and events, not assets.
-	var ins []catalog.CreateInput
-	for i := range datasets {
-		ins = append(ins, catalog.CreateInput{Kind: catalog.KindTable, Namespace: "bench", Name: fmt.Sprintf("t_%d", i)})
-	}
-	for j := range jobsN {
-		ins = append(ins, catalog.CreateInput{Kind: catalog.KindJob, Namespace: "bench", Name: fmt.Sprintf("job_%d", j)})
-	}
-	cat, err := catalog.New(db)
-	benchdb.Must(err)
-	for len(ins) > 0 {
-		n := min(catalog.MaxCreateMany, len(ins))
-		_, err := cat.CreateMany(ctx, ins[:n])
-		benchdb.Must(err)
-		ins = ins[n:]
-	}
-	// Their maintenance is the setup's: left to autovacuum, it ran during the timed run and
-	// counted in PostgreSQL's CPU per event.
-	_, err = db.SQL.ExecContext(ctx, "VACUUM ANALYZE")
-	benchdb.Must(err)
-	fmt.Printf("created beforehand (untimed, then VACUUM ANALYZE): %d datasets and %d jobs\n", datasets, jobsN)
+	*benchdb.IngestClient
+	ctx    context.Context
+	db     *storage.DB
+	before time.Time // rows written from here on are the timed run's
 }
 
 // eventDataset is a dataset of an event; with -schema, with the schema and tags facets Spark and
@@ -918,15 +892,11 @@ func eventBatches(rng *rand.Rand, t0 time.Time) <-chan []byte {
 				if *fresh { // a first ingest: a new job writing a new dataset, reading known ones
 					job, out = fmt.Sprintf("new_job_%d", i), fmt.Sprintf("new_t_%d", i)
 				}
-				batch = append(batch, map[string]any{
-					"eventType": "COMPLETE", "eventTime": t0.Add(time.Duration(i) * time.Second / 10).Format(time.RFC3339Nano),
-					"producer": "https://tidemark.example/bench", "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent",
-					"run": map[string]any{"runId": uuid.NewString()},
-					"job": map[string]any{"namespace": "bench", "name": job},
-					"inputs": []any{ds(fmt.Sprintf("t_%d", rng.Intn(datasets)), i, false), ds(fmt.Sprintf("t_%d", rng.Intn(datasets)), i, false),
+				at := t0.Add(time.Duration(i) * time.Second / 10)
+				batch = append(batch, benchdb.RunEvent(at, job,
+					[]any{ds(fmt.Sprintf("t_%d", rng.Intn(datasets)), i, false), ds(fmt.Sprintf("t_%d", rng.Intn(datasets)), i, false),
 						ds(fmt.Sprintf("t_%d", rng.Intn(datasets)), i, false)},
-					"outputs": []any{ds(out, i, true)},
-				})
+					[]any{ds(out, i, true)}))
 			}
 			b, err := json.Marshal(batch)
 			benchdb.Must(err)
@@ -941,8 +911,7 @@ func eventBatches(rng *rand.Rand, t0 time.Time) <-chan []byte {
 // It prints the events per second (and returns them) and returns PostgreSQL's CPU and this
 // process's during the run.
 func (in *ingestBench) post(batches <-chan []byte) (rate float64, pgCPU, goCPU time.Duration) {
-	done, failed, retries := &in.done, &in.failed, &in.retries
-	var wg sync.WaitGroup
+	done, failed, retries := &in.Done, &in.Failed, &in.Retries
 	pgCPU0, goCPU0 := benchdb.ServerCPU(), benchdb.ProcessCPU()
 	start := time.Now()
 	ticker := time.NewTicker(10 * time.Second)
@@ -953,52 +922,13 @@ func (in *ingestBench) post(batches <-chan []byte) (rate float64, pgCPU, goCPU t
 			fmt.Printf("  ... %d events in %s (%.0f/s)\n", n, time.Since(start).Round(time.Second), float64(n)/time.Since(start).Seconds())
 		}
 	}()
-	for c := 0; c < *clients; c++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for b := range batches {
-				in.postBatch(b)
-			}
-		}()
-	}
-	wg.Wait()
-	took := time.Since(start)
+	took := in.PostAll(batches, *clients)
 	ticker.Stop() // the progress lines are the ingest's: the COPY below is timed on its own
 	pgCPU, goCPU = benchdb.ServerCPU()-pgCPU0, benchdb.ProcessCPU()-goCPU0
 	rate = float64(done.Load()) / took.Seconds()
 	fmt.Printf("HTTP ingest: %d events (%d failed, %d batches retried after 503) in %s = %.0f events/s\n",
 		done.Load(), failed.Load(), retries.Load(), took.Round(time.Millisecond), rate)
 	return rate, pgCPU, goCPU
-}
-
-// postBatch POSTs one batch, again while the server answers 503, and counts its events.
-func (in *ingestBench) postBatch(b []byte) {
-	base, token := in.base, in.token
-	done, failed, retries := &in.done, &in.failed, &in.retries
-	for {
-		req, _ := http.NewRequest("POST", base+"/api/v1/lineage/batch", bytes.NewReader(b))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+token)
-		res, err := http.DefaultClient.Do(req)
-		benchdb.Must(err)
-		var out struct {
-			Summary struct{ Successful, Failed int }
-		}
-		_ = json.NewDecoder(res.Body).Decode(&out)
-		res.Body.Close()
-		if res.StatusCode == http.StatusServiceUnavailable {
-			retries.Add(1)
-			time.Sleep(100 * time.Millisecond)
-			continue // retried as OpenLineage clients do; landed events are deduplicated
-		}
-		if res.StatusCode != http.StatusOK {
-			log.Fatalf("batch answered %d", res.StatusCode)
-		}
-		done.Add(int64(out.Summary.Successful))
-		failed.Add(int64(out.Summary.Failed))
-		break
-	}
 }
 
 // countRows prints the rows of each table after the run, and how many assets existed before it.
