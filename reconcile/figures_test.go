@@ -1,7 +1,6 @@
 package reconcile
 
 import (
-	"context"
 	"database/sql"
 	"maps"
 	"slices"
@@ -9,8 +8,6 @@ import (
 	"time"
 
 	_ "github.com/lib/pq"
-
-	"github.com/tidemark/tidemark/storage/storagetest"
 )
 
 // TestPushedDownFiguresMatchGo: PostgreSQL's own figures (its hash functions, sums) equal
@@ -18,12 +15,7 @@ import (
 // canonical form in SQL, NULLs, time zones, trailing decimal zeros and multi-byte text included.
 // A float column has no canonical form in SQL: the side is streamed instead.
 func TestPushedDownFiguresMatchGo(t *testing.T) {
-	ctx := context.Background()
-	db, err := sql.Open("postgres", storagetest.DSN(t, "postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	ctx, db := sourceDB(t)
 	stmts := []string{
 		`SET TIME ZONE 'America/New_York'`, // the session's zone must not change a figure
 		`CREATE TABLE public.t (id bigint, sub int, at timestamptz, local timestamp, d date, amount numeric(12,4), small smallint,
@@ -146,12 +138,8 @@ func TestPushedDownFiguresMatchGo(t *testing.T) {
 // same figures; a partial index, one over a NULLable column, one over a column that is not a
 // key, or none at all, do not, and a key repeated across windows is then still found.
 func TestUniqueIndexProvesNoRepeats(t *testing.T) {
-	ctx := context.Background()
-	db, err := sql.Open("postgres", storagetest.DSN(t, "postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	ctx, db := sourceDB(t)
+	var err error
 	since := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		name, ddl string

@@ -1,28 +1,19 @@
 package reconcile
 
 import (
-	"context"
-	"database/sql"
 	"fmt"
 	"math"
 	"strings"
 	"testing"
 
 	_ "github.com/lib/pq"
-
-	"github.com/tidemark/tidemark/storage/storagetest"
 )
 
 // TestHashesArePostgreSQLs: the Go ports give what PostgreSQL's hashtextextended and
 // hashint8extended give, for texts of every length around the 12-byte blocks, multi-byte text,
 // integers across the int4 boundary and negative ones, with and without a seed.
 func TestHashesArePostgreSQLs(t *testing.T) {
-	ctx := context.Background()
-	db, err := sql.Open("postgres", storagetest.DSN(t, "postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	ctx, db := sourceDB(t)
 	texts := []string{"", "naïve café 東京", "O'Brien\\x", strings.Repeat("é", 40)}
 	for n := 1; n <= 37; n++ {
 		texts = append(texts, strings.Repeat("abcdefghijk", 4)[:n])
@@ -72,12 +63,7 @@ func TestCanonInt(t *testing.T) {
 // differ), for integers, fractions, values under one, long ones and zero; a decimal text that is
 // not canonical (trailing or leading zeros, a bare point, -0) does not hash as a number.
 func TestNumericHashIsPostgreSQLs(t *testing.T) {
-	ctx := context.Background()
-	db, err := sql.Open("postgres", storagetest.DSN(t, "postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	ctx, db := sourceDB(t)
 	// Stored with trailing zeros (as numeric(60,12) keeps them), which PostgreSQL ignores.
 	values := []string{"0", "1", "-1", "5", "-5", "12.5", "-12.5", "0.05", "-0.0001", "0.00000001", "10000", "10000.0001",
 		"99999999", "123456789012345678901234567890.123456789", "7", "1234.5678", "100000000", "0.1", "12345.6"}

@@ -1,14 +1,11 @@
 package reconcile
 
 import (
-	"context"
 	"database/sql"
 	"maps"
 	"slices"
 	"testing"
 	"time"
-
-	"github.com/tidemark/tidemark/storage/storagetest"
 )
 
 // TestRepeatedKeysByKey: on a side without a unique index, finding the repeated keys by key
@@ -16,12 +13,8 @@ import (
 // per window, the repeated windows and segments. A key found three times across windows cannot
 // be placed so: PostgreSQL then counts distinct keys, with the same figures.
 func TestRepeatedKeysByKey(t *testing.T) {
-	ctx := context.Background()
-	db, err := sql.Open("postgres", storagetest.DSN(t, "postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	ctx, db := sourceDB(t)
+	var err error
 	since := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		name, rows string
