@@ -12,6 +12,7 @@ import (
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"github.com/tidemark/tidemark/auth"
@@ -291,8 +292,11 @@ func (f *Face) commitTable(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	done := warehouse.Phase(c.Request().Context(), "decode")
 	var in commitBody
-	if err := decode(c, &in); err != nil {
+	err = decode(c, &in)
+	done()
+	if err != nil {
 		return err
 	}
 	if in.Identifier != nil && (in.Identifier.Name != id.Name || strings.Join(in.Identifier.Namespace, "\x1f") != strings.Join(id.Namespace, "\x1f")) {
@@ -302,11 +306,11 @@ func (f *Face) commitTable(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out, err := f.cfg.Warehouse.Commit(c.Request().Context(), wh, []warehouse.CommitChange{ch}, f.options(c))
+	out, err := f.cfg.Warehouse.Commit(c.Request().Context(), wh, []warehouse.CommitChange{ch}, f.writeOptions(c))
 	if err != nil {
 		return err
 	}
-	f.recordWrites(c, out)
+	f.wrote(c, out)
 	c.Response().Header().Set("ETag", etag(out[0].MetadataLocation))
 	b := out[0].MetadataJSON // as the commit wrote it: not encoded a second time
 	if b == nil {
@@ -326,18 +330,27 @@ func (f *Face) commitTable(c echo.Context) error {
 	return c.JSONBlob(http.StatusOK, append(body, '}'))
 }
 
-// recordWrites keeps each committed table's commit as a write in its usage (best effort: the
-// commit stands either way).
-func (f *Face) recordWrites(c echo.Context, out []warehouse.ServedTable) {
+// writeOptions are a commit's options (one table's or a transaction's): each table's commit is
+// kept as a write in its usage, in the swap's transaction (best effort: the commit stands either
+// way).
+func (f *Face) writeOptions(c echo.Context) warehouse.CommitOptions {
+	opt := f.options(c)
+	if f.cfg.RecordUse != nil {
+		opt.Committed = func(ctx context.Context, asset uuid.UUID, loc string) error {
+			return f.cfg.RecordUse(ctx, asset, "write", catalog.ActorFrom(ctx), "iceberg-commit:"+loc, f.cfg.Now())
+		}
+	}
+	return opt
+}
+
+// wrote notes the committed tables' writes against the loads held for their principal (a load
+// followed by a commit is not a read; loads.go).
+func (f *Face) wrote(c echo.Context, out []warehouse.ServedTable) {
 	if f.cfg.RecordUse == nil {
 		return
 	}
-	ctx := c.Request().Context()
 	for _, t := range out {
-		f.committed(ctx, t.AssetID)
-		if err := f.cfg.RecordUse(ctx, t.AssetID, "write", catalog.ActorFrom(ctx), "iceberg-commit:"+t.MetadataLocation, f.cfg.Now()); err != nil {
-			f.cfg.Logger.Warn("iceberg rest: could not record a commit as usage", "asset_id", t.AssetID, "err", err)
-		}
+		f.committed(c.Request().Context(), t.AssetID)
 	}
 }
 
@@ -371,11 +384,11 @@ func (f *Face) commitTransaction(c echo.Context) error {
 		}
 		changes[i] = ch
 	}
-	out, err := f.cfg.Warehouse.Commit(c.Request().Context(), wh, changes, f.options(c))
+	out, err := f.cfg.Warehouse.Commit(c.Request().Context(), wh, changes, f.writeOptions(c))
 	if err != nil {
 		return err
 	}
-	f.recordWrites(c, out)
+	f.wrote(c, out)
 	return c.NoContent(http.StatusNoContent)
 }
 

@@ -92,11 +92,27 @@ func (d *dirtySet) take() map[uuid.UUID]time.Time {
 }
 
 // reresolve marks the assets whose runs the next step resolves again. Nothing is resolved in
-// the caller's request: a commit does not wait for lineage.
-func (s *Service) reresolve(_ context.Context, touched map[uuid.UUID]time.Time) error {
-	if len(touched) > 0 {
-		s.dirty.mark(touched)
+// the caller's request: a commit does not wait for lineage. Inside the caller's transaction, the
+// mark waits for its commit: a step that ran before would read the versions without what the
+// transaction adds, and take the mark with it.
+func (s *Service) reresolve(ctx context.Context, touched map[uuid.UUID]time.Time) error {
+	if len(touched) == 0 {
+		return nil
 	}
+	tx := ent.TxFromContext(ctx)
+	if tx == nil {
+		s.dirty.mark(touched)
+		return nil
+	}
+	tx.OnCommit(func(next ent.Committer) ent.Committer {
+		return ent.CommitFunc(func(ctx context.Context, tx *ent.Tx) error {
+			err := next.Commit(ctx, tx)
+			if err == nil {
+				s.dirty.mark(touched)
+			}
+			return err
+		})
+	})
 	return nil
 }
 

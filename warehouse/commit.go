@@ -35,6 +35,10 @@ type CommitOptions struct {
 	// request with another fingerprint is refused.
 	RequestHash string
 	claim       *keyClaim
+	// Committed, when set, records what a table's commit means elsewhere (the REST face: a
+	// write in the table's usage); it runs in the swap's transaction (ctx carries it), best
+	// effort: its failure is logged and the commit stands.
+	Committed func(ctx context.Context, asset uuid.UUID, metadataLocation string) error
 	// expiredBy is who the snapshots the commit removes are expired by ("": its principal).
 	expiredBy string
 }
@@ -97,7 +101,7 @@ func (s *Service) Commit(ctx context.Context, wh string, changes []CommitChange,
 
 // commit runs a commit's steps in order once its plans are staged: prepare them (prepare.go),
 // record them as pending, write the new metadata files (metadata.go), then swap the pointers and
-// record the inventory (swap.go). A step that fails settles and undoes what the steps before it
+// record the inventory, the versions and opt.Committed in one transaction (swap.go, versions.go). A step that fails settles and undoes what the steps before it
 // did (settle.go); a commit whose swap may have happened stays pending until ResolvePending knows.
 func (s *Service) commit(ctx context.Context, w tables.Warehouse, plans []*plan, opt CommitOptions) ([]ServedTable, error) {
 	done := phase(ctx, "prepare")
@@ -126,15 +130,12 @@ func (s *Service) commit(ctx context.Context, w tables.Warehouse, plans []*plan,
 		}
 	}
 	done = phase(ctx, "swap")
-	err = s.swapOrSettle(ctx, w, plans)
+	err = s.swapOrSettle(ctx, w, plans, opt)
 	done()
 	if err != nil {
 		return nil, err
 	}
 	s.keptLists(plans)
-	done = phase(ctx, "versions")
-	s.recordVersions(ctx, plans, opt)
-	done()
 	defer phase(ctx, "after-commit")()
 	out := make([]ServedTable, len(plans))
 	for i, p := range plans {

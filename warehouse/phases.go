@@ -9,8 +9,10 @@ import (
 )
 
 // PhaseFunc receives how long one step of a commit took (commit, claim, stage, prepare,
-// read-manifests, record-pending, write-metadata, swap, inventory-rows, versions, after-commit).
-// Steps nest: commit holds all, prepare holds read-manifests, swap holds inventory-rows.
+// read-manifests, record-pending, write-metadata, swap, inventory-rows, versions, record-use,
+// after-commit; and through Phase: decode).
+// Steps nest: commit holds all, prepare holds read-manifests, swap holds inventory-rows,
+// versions and record-use.
 type PhaseFunc func(phase string, d time.Duration)
 
 type phaseKey struct{}
@@ -21,6 +23,10 @@ func WithPhaseTimer(ctx context.Context, f PhaseFunc) context.Context {
 }
 
 func noPhase() {}
+
+// Phase starts timing a step of a commit request outside the commit itself (the REST face's
+// decoding of the request); the returned func ends it.
+func Phase(ctx context.Context, name string) func() { return phase(ctx, name) }
 
 // phase starts timing a step; the returned func ends it.
 func phase(ctx context.Context, name string) func() {

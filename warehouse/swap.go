@@ -22,8 +22,8 @@ import (
 // conflict (a pointer moved, a name or location was taken meanwhile) or abandoned, and the
 // assets it created are undone. A swap whose outcome is unknown stays pending until
 // ResolvePending knows.
-func (s *Service) swapOrSettle(ctx context.Context, w tables.Warehouse, plans []*plan) error {
-	swapErr := s.swap(ctx, w, plans)
+func (s *Service) swapOrSettle(ctx context.Context, w tables.Warehouse, plans []*plan, opt CommitOptions) error {
+	swapErr := s.swap(ctx, w, plans, opt)
 	if swapErr == nil {
 		return nil
 	}
@@ -43,14 +43,19 @@ func (s *Service) swapOrSettle(ctx context.Context, w tables.Warehouse, plans []
 	return serveErr(ErrNotCommitted, "the pointer could not be swapped: %v; nothing was committed", swapErr)
 }
 
-// swap moves every pointer in one transaction, each guarded by the location its commit read.
-func (s *Service) swap(ctx context.Context, w tables.Warehouse, plans []*plan) error {
+// swap moves every pointer in one transaction, each guarded by the location its commit read, and
+// records what the commit means elsewhere in it (recordAlongside).
+func (s *Service) swap(ctx context.Context, w tables.Warehouse, plans []*plan, opt CommitOptions) error {
 	now := s.clock()
 	tx, err := s.db.Tx(ctx)
 	if err != nil {
 		return fmt.Errorf("warehouse: begin the swap: %w", err)
 	}
 	if err := s.swapIn(ctx, tx, w, plans, now); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := s.recordAlongside(ctx, tx, plans, opt); err != nil {
 		_ = tx.Rollback()
 		return err
 	}

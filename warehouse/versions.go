@@ -1,14 +1,16 @@
 package warehouse
 
-// After the swap: the versions a commit made. Every snapshot a commit added is recorded as a
+// With the swap: the versions a commit made. Every snapshot a commit added is recorded as a
 // version of its table (with its parent, operation, summary, the commit's principal and its
-// commit row), and every snapshot it removed is marked expired. The swap is the commit: nothing
-// here can make it fail. What could not be recorded is logged; the table's next inspection
+// commit row), and every snapshot it removed is marked expired, in the swap's transaction (under
+// a savepoint: nothing here can make the commit fail). What could not be recorded is logged; the table's next inspection
 // (InspectionJob, after every commit) records its snapshots and marks the removed ones, and a
 // commit settled as committed after a crash records its versions in ResolvePending.
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
@@ -22,27 +24,76 @@ import (
 // WithVersions records the versions every commit makes (nil records none).
 func WithVersions(v *versions.Service) Option { return func(s *Service) { s.versions = v } }
 
-// recordVersions records the versions of the plans' swapped commits (best effort, see above).
-func (s *Service) recordVersions(ctx context.Context, plans []*plan, opt CommitOptions) {
-	if s.versions == nil {
-		return
-	}
-	ctx = context.WithoutCancel(ctx) // the commit happened: a client gone meanwhile changes nothing
-	actor := catalog.ActorFrom(ctx)  // as recordPending stored it on the commit row
+// recordAlongside records, in the swap's transaction once every pointer moved, what the commit
+// means elsewhere: its versions, and what opt.Committed records (the REST face: a write in the
+// table's usage). One transaction saves a commit of the store each (a WAL flush on PostgreSQL)
+// and a BEGIN. Each part stays best effort: a failure rolls back to a savepoint, is logged, and
+// the commit stands. It fails only when a savepoint cannot be rolled back to (the transaction is
+// broken then, and the swap with it).
+func (s *Service) recordAlongside(ctx context.Context, tx *ent.Tx, plans []*plan, opt CommitOptions) error {
+	ctx = ent.NewTxContext(ctx, tx)
+	actor := catalog.ActorFrom(ctx) // as recordPending stored it on the commit row
 	by := opt.expiredBy
 	if by == "" {
 		by = actor
 	}
+	if s.versions != nil {
+		done := phase(ctx, "versions")
+		for _, p := range plans {
+			if p.noop {
+				continue
+			}
+			commit := commitVersions{asset: p.assetOrRow(), commit: p.commit, kind: p.kind, actor: actor, by: by, base: p.base, updated: p.updated}
+			err := savepoint(ctx, tx, func() error { return s.recordCommitVersions(ctx, commit) })
+			if errors.Is(err, errSavepoint) {
+				done()
+				return err
+			}
+			if err != nil {
+				s.log.Warn("the commit happened; its versions could not be recorded (the table's next inspection records them)",
+					"asset_id", commit.asset, "commit_id", p.commit, "err", err)
+			}
+		}
+		done()
+	}
+	if opt.Committed == nil {
+		return nil
+	}
+	defer phase(ctx, "record-use")()
 	for _, p := range plans {
 		if p.noop {
 			continue
 		}
-		commit := commitVersions{asset: p.assetOrRow(), commit: p.commit, kind: p.kind, actor: actor, by: by, base: p.base, updated: p.updated}
-		if err := s.recordCommitVersions(ctx, commit); err != nil {
-			s.log.Warn("the commit happened; its versions could not be recorded (the table's next inspection records them)",
-				"asset_id", commit.asset, "commit_id", p.commit, "err", err)
+		err := savepoint(ctx, tx, func() error { return opt.Committed(ctx, p.assetOrRow(), p.newLoc) })
+		if errors.Is(err, errSavepoint) {
+			return err
+		}
+		if err != nil {
+			s.log.Warn("the commit happened; what it means elsewhere could not be recorded", "asset_id", p.assetOrRow(), "commit_id", p.commit, "err", err)
 		}
 	}
+	return nil
+}
+
+// errSavepoint is a savepoint that could not be set, released or rolled back to.
+var errSavepoint = errors.New("warehouse: savepoint")
+
+// savepoint runs fn inside a savepoint of tx: what fn did is rolled back when it fails, and the
+// transaction goes on (on PostgreSQL, a failed statement otherwise aborts the transaction).
+func savepoint(ctx context.Context, tx *ent.Tx, fn func() error) error {
+	if _, err := tx.ExecContext(ctx, "SAVEPOINT tidemark_alongside"); err != nil {
+		return fmt.Errorf("%w: %v", errSavepoint, err)
+	}
+	if err := fn(); err != nil {
+		if _, rerr := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT tidemark_alongside"); rerr != nil {
+			return fmt.Errorf("%w: %v (after %v)", errSavepoint, rerr, err)
+		}
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT tidemark_alongside"); err != nil {
+		return fmt.Errorf("%w: %v", errSavepoint, err)
+	}
+	return nil
 }
 
 // commitVersions is one table's committed change, as its versions see it.

@@ -43,13 +43,13 @@ func (l *phaseLog) add(steps []phaseTime) {
 }
 
 // phaseOrder is the order a commit's steps run in; indented ones are inside the one above.
-var phaseOrder = []string{"request", "commit", "claim", "stage", "prepare", "read-manifests", "record-pending", "write-metadata", "swap", "inventory-rows", "versions", "after-commit"}
+var phaseOrder = []string{"request", "decode", "commit", "claim", "stage", "prepare", "read-manifests", "record-pending", "write-metadata", "swap", "inventory-rows", "versions", "record-use", "after-commit"}
 
-var phaseInside = map[string]string{"commit": "request", "claim": "commit", "stage": "commit", "prepare": "commit", "read-manifests": "prepare",
-	"record-pending": "commit", "write-metadata": "commit", "swap": "commit", "inventory-rows": "swap", "versions": "commit", "after-commit": "commit"}
+var phaseInside = map[string]string{"decode": "request", "record-use": "swap", "commit": "request", "claim": "commit", "stage": "commit", "prepare": "commit", "read-manifests": "prepare",
+	"record-pending": "commit", "write-metadata": "commit", "swap": "commit", "inventory-rows": "swap", "versions": "swap", "after-commit": "commit"}
 
-// print shows each step's median and mean for every label, and what the request spent outside the
-// commit (HTTP, authentication, decoding the body, encoding the answer, recording the use).
+// print shows each step's median and mean for every label, and what the request spent in none of
+// them ("other": HTTP, middleware and authentication, encoding the answer).
 func (l *phaseLog) print(labels ...string) {
 	fmt.Printf("\nTidemark's commit request by step (server side, median and mean of each step over the requests (the means add up); steps nest)\n")
 	fmt.Printf("%-22s", "step")
@@ -84,7 +84,7 @@ func (l *phaseLog) print(labels ...string) {
 				switch st.name {
 				case "request":
 					req += st.d
-				case "commit":
+				case "commit", "decode":
 					commit += st.d
 				}
 			}
@@ -101,12 +101,12 @@ func (l *phaseLog) print(labels ...string) {
 			indent += "  "
 		}
 		if name == "outside" {
-			indent, name = "  ", "outside commit"
+			indent, name = "  ", "other"
 		}
 		fmt.Printf("%-22s", indent+name)
 		for _, lb := range labels {
 			key := name
-			if key == "outside commit" {
+			if key == "other" {
 				key = "outside"
 			}
 			fmt.Printf(" %21s", fmtDur(med[lb][key])+" / "+fmtDur(mean[lb][key]))
