@@ -133,6 +133,7 @@ type Ground struct {
 	location string
 	own      root
 	others   []groundOther
+	res      *resolver // the directories resolved while reading and checking
 }
 
 type groundOther struct {
@@ -146,7 +147,8 @@ func GroundOf(ctx context.Context, db *ent.Client, location string, self uuid.UU
 	if err := CheckLocation(location); err != nil {
 		return nil, err
 	}
-	own, err := parseRoot(location)
+	res := newResolver()
+	own, err := parseRootWith(location, res, false)
 	if err != nil {
 		return nil, fmt.Errorf("tables: %w", err)
 	}
@@ -155,12 +157,12 @@ func GroundOf(ctx context.Context, db *ent.Client, location string, self uuid.UU
 	if err != nil {
 		return nil, fmt.Errorf("tables: read table locations: %w", err)
 	}
-	g := &Ground{location: location, own: own}
+	g := &Ground{location: location, own: own, res: res}
 	for _, r := range rows {
 		if r.Location == "" {
 			continue
 		}
-		if o, err := parseRoot(r.Location); err == nil && (own.contains(o) || o.contains(own)) {
+		if o, err := parseRootWith(r.Location, res, true); err == nil && (own.contains(o) || o.contains(own)) {
 			g.others = append(g.others, groundOther{root: o, ident: r.Identifier, id: r.ID})
 		}
 	}
@@ -182,7 +184,7 @@ func (g *Ground) Check(p string, data bool) error {
 		forms = append(forms, d)
 	}
 	for _, f := range forms {
-		r, err := parseRoot(f)
+		r, err := parseRootWith(f, g.res, false)
 		if err != nil {
 			return fmt.Errorf("%q %w: %v", clipPath(p), ErrNotOwnGround, err)
 		}

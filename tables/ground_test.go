@@ -1,7 +1,10 @@
 package tables
 
 import (
+	"errors"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -95,4 +98,62 @@ func FuzzCheckLocation(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestResolverIsResolveLocal: the resolver (directories remembered, the last element looked up
+// alone or in a listing of its directory) reads every path as resolveLocal does: links to
+// directories and to files, relative links, chains, loops, missing elements, a file used as a
+// directory; asked in any order, with and without listings.
+func TestResolverIsResolveLocal(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := func(p string) {
+		if err := os.MkdirAll(filepath.Join(dir, p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := func(target, p string) {
+		if err := os.Symlink(target, filepath.Join(dir, p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk("wh/ns/a/data")
+	mk("wh/ns/b")
+	mk("other/x")
+	if err := os.WriteFile(filepath.Join(dir, "wh/ns/file"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link(filepath.Join(dir, "wh/ns/a/data"), "wh/ns/into-a")                // a table's location pointing into another's
+	link("../../other/x", "wh/ns/rel")                                      // relative
+	link("into-a", "wh/ns/chain")                                           // a link to a link
+	link("loop2", "wh/ns/loop1")                                            // a loop
+	link("loop1", "wh/ns/loop2")                                            //
+	link(filepath.Join(dir, "wh/ns"), "wh/nsl")                             // a linked directory above the leaf
+	link(filepath.Join(dir, "wh/ns/a/data/f.parquet"), "wh/ns/b/f.parquet") // a file link, dangling
+	paths := []string{"wh/ns/a", "wh/ns/b", "wh/ns/into-a", "wh/ns/into-a/f.parquet", "wh/ns/rel", "wh/ns/rel/y",
+		"wh/ns/chain", "wh/ns/loop1", "wh/ns/loop1/z", "wh/nsl/a", "wh/nsl/into-a", "wh/ns/b/f.parquet", "wh/ns/missing",
+		"wh/missing/deeper/x", "wh/ns/file/x", "wh/ns/a/data", "wh"}
+	for _, listed := range []bool{false, true} {
+		res := newResolver()
+		for range 2 { // the second round from what the first remembered
+			for _, p := range paths {
+				abs := filepath.Join(dir, p)
+				if got, want := res.resolve(abs, listed), resolveLocal(abs); got != want {
+					t.Errorf("listed=%v: resolve(%s) = %s, resolveLocal = %s", listed, p, got, want)
+				}
+			}
+		}
+	}
+	// A table whose location links into this one's is another table's ground, here too.
+	self, _ := parseRoot(filepath.Join(dir, "wh/ns/a"))
+	other, err := parseRootWith(filepath.Join(dir, "wh/ns/into-a"), newResolver(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &Ground{location: filepath.Join(dir, "wh/ns/a"), own: self, others: []groundOther{{root: other, ident: "ns.into"}}, res: newResolver()}
+	if err := g.Check(filepath.Join(dir, "wh/ns/a/data/f.parquet"), true); !errors.Is(err, ErrNotOwnGround) {
+		t.Errorf("a file under a location another table's links to: %v, want ErrNotOwnGround", err)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/apache/iceberg-go"
@@ -33,13 +34,17 @@ type root struct{ scheme, auth, path string }
 
 // parseRoot normalizes a location: local paths and file: URIs become absolute, cleaned paths with
 // symbolic links resolved as far as they exist; s3a and s3n are s3.
-func parseRoot(loc string) (root, error) {
+func parseRoot(loc string) (root, error) { return parseRootWith(loc, nil, false) }
+
+// parseRootWith is parseRoot resolving local paths through res (nil: resolveLocal), listing
+// directories when listed (see resolver.resolve).
+func parseRootWith(loc string, res *resolver, listed bool) (root, error) {
 	if !strings.Contains(loc, "://") {
 		p := strings.TrimPrefix(loc, "file:")
 		if !filepath.IsAbs(p) {
 			return root{}, fmt.Errorf("%q is not an absolute path or a URI", loc)
 		}
-		return root{scheme: "file", path: resolveLocal(filepath.Clean(p))}, nil
+		return root{scheme: "file", path: res.resolve(filepath.Clean(p), listed)}, nil
 	}
 	u, err := url.Parse(loc)
 	if err != nil {
@@ -53,12 +58,89 @@ func parseRoot(loc string) (root, error) {
 		if u.Host != "" && !strings.EqualFold(u.Host, "localhost") {
 			return root{}, fmt.Errorf("tables: %q names a remote host", loc)
 		}
-		return root{scheme: "file", path: resolveLocal(path.Clean("/" + u.Path))}, nil
+		return root{scheme: "file", path: res.resolve(path.Clean("/"+u.Path), listed)}, nil
 	}
 	if u.Host == "" {
 		return root{}, fmt.Errorf("tables: %q has no bucket or host", loc)
 	}
 	return root{scheme: scheme, auth: strings.ToLower(u.Host), path: path.Clean("/" + u.Path)}, nil
+}
+
+// resolver resolves clean absolute local paths as resolveLocal does, remembering the directories
+// it resolved: a path whose directory it resolved before costs one Lstat of its last element,
+// not one per element of the path (a commit checks every path it names, and every live table's
+// location, mostly in a few directories). It lives as long as one check of one commit (a
+// Ground): what it remembers is as fresh as a resolution made while the check runs.
+type resolver struct {
+	mu    sync.Mutex
+	dirs  map[string]string
+	links map[string]map[string]bool // per resolved directory listed: its entries that are links (nil: unlisted)
+}
+
+// maxResolvedDirs bounds a resolver's memory; past it, it starts again.
+const maxResolvedDirs = 1 << 16
+
+func newResolver() *resolver {
+	return &resolver{dirs: map[string]string{}, links: map[string]map[string]bool{}}
+}
+
+// resolve is resolveLocal(p): the directory resolved (remembered), then the last element joined
+// to it, followed only when it is a symbolic link. With listed, whether it is one is read from
+// a listing of the directory, made once (for many paths in one directory: every table's
+// location in a namespace's directory), instead of an Lstat each.
+func (r *resolver) resolve(p string, listed bool) string {
+	if r == nil {
+		return resolveLocal(p)
+	}
+	dir, base := filepath.Dir(p), filepath.Base(p)
+	if dir == p {
+		return resolveLocal(p)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.dirs) >= maxResolvedDirs {
+		clear(r.dirs)
+		clear(r.links)
+	}
+	rd, ok := r.dirs[dir]
+	if !ok {
+		rd = resolveLocal(dir)
+		r.dirs[dir] = rd
+	}
+	c := filepath.Join(rd, base)
+	if listed {
+		links, ok := r.links[rd]
+		if !ok {
+			links = linksIn(rd)
+			r.links[rd] = links
+		}
+		if links != nil {
+			if links[base] {
+				return resolveLocal(c)
+			}
+			return c
+		}
+	}
+	if fi, err := os.Lstat(c); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		return resolveLocal(c)
+	}
+	return c
+}
+
+// linksIn lists dir's entries that are symbolic links (nil when dir cannot be listed; empty
+// when it has none).
+func linksIn(dir string) map[string]bool {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	links := map[string]bool{}
+	for _, e := range ents {
+		if e.Type()&fs.ModeSymlink != 0 {
+			links[e.Name()] = true
+		}
+	}
+	return links
 }
 
 // resolveLocal resolves symbolic links in the longest existing prefix of p, so a link inside a

@@ -180,13 +180,20 @@ func UnderDir(loc, dir string) bool {
 }
 
 // Overlaps reports whether one location holds the other (or they are the same).
-func Overlaps(a, b string) bool {
-	ra, err := parseRoot(a)
+func Overlaps(a, b string) bool { return OverlapsWith(a)(b) }
+
+// OverlapsWith returns Overlaps(a, b) for every b, made to be asked of many: local paths are
+// resolved once per directory (a create compares its location with every live table's).
+func OverlapsWith(a string) func(b string) bool {
+	res := newResolver()
+	ra, err := parseRootWith(a, res, false)
 	if err != nil {
-		return false
+		return func(string) bool { return false }
 	}
-	rb, err := parseRoot(b)
-	return err == nil && (ra.contains(rb) || rb.contains(ra))
+	return func(b string) bool {
+		rb, err := parseRootWith(b, res, true)
+		return err == nil && (ra.contains(rb) || rb.contains(ra))
+	}
 }
 
 // RowFields are the table row's columns but the inspection and health JSON (see rowFields):

@@ -119,8 +119,9 @@ func (s *Service) checkLocation(ctx context.Context, db *ent.Client, w tables.Wa
 	if err != nil {
 		return fmt.Errorf("warehouse: read table locations: %w", err)
 	}
+	overlaps := tables.OverlapsWith(loc)
 	for _, r := range rows {
-		if r.ID == self || !tables.Overlaps(loc, r.Location) {
+		if r.ID == self || !overlaps(r.Location) {
 			continue
 		}
 		if r.GoneAt != nil {

@@ -93,8 +93,9 @@ func viewDirClash(ctx context.Context, db *ent.Client, wh, loc string) error {
 	if err != nil {
 		return fmt.Errorf("warehouse: read view locations: %w", err)
 	}
+	overlaps := tables.OverlapsWith(loc)
 	for _, r := range rows {
-		if tables.Overlaps(loc, r.MetadataDir) {
+		if overlaps(r.MetadataDir) {
 			return serveErr(ErrAlreadyExists, "location %s overlaps %s, where view %s (asset %s) keeps its metadata: a table's files and a view's must not share a directory; use another location or leave it empty for a unique one", loc, r.MetadataDir, r.Identifier, r.ID)
 		}
 	}
@@ -378,8 +379,9 @@ func (s *Service) viewMetadataDir(ctx context.Context, db *ent.Client, w tables.
 		return "", fmt.Errorf("warehouse: read table locations: %w", err)
 	}
 	free := func(dir string) bool {
+		overlaps := tables.OverlapsWith(dir)
 		for _, r := range rows {
-			if tables.Overlaps(dir, r.Location) {
+			if overlaps(r.Location) {
 				return false
 			}
 		}
