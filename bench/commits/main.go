@@ -21,6 +21,7 @@
 //	go run ./bench/commits -postgres DSN            # Tidemark's database on PostgreSQL
 //	go run ./bench/commits -postgres DSN -baseline postgres  # the SQL catalog there too
 //	go run ./bench/commits -large 100000 -runs 5 -seconds 2  # smaller, quicker
+//	go run ./bench/commits -tables 2000 -large 1000 -rounds 0  # in a catalog of 2,000 more tables
 package main
 
 import (
@@ -51,6 +52,7 @@ func main() {
 	writers := flag.Int("writers", 8, "concurrent writers, each on its own table")
 	seconds := flag.Float64("seconds", 5, "seconds a round of concurrent writers runs")
 	rounds := flag.Int("rounds", 3, "rounds of concurrent writers per side (alternating; 0: none)")
+	others := flag.Int("tables", 0, "other tables in each catalog beforehand (empty, one namespace): what a commit costs in a catalog of many tables")
 	cpuprofile := flag.String("cpuprofile", "", "write CPU profiles to PREFIX.seq.pprof and PREFIX.conc.pprof")
 	keep := flag.Bool("keep", false, "keep the temp directory (warehouse, SQLite files) for a look afterwards")
 	flag.Parse()
@@ -81,7 +83,7 @@ func main() {
 	tm, a := tidemarkSide(ctx, store, wh, phases)
 	benchApp = a
 	sides := []*side{tm, sqlSide(ctx, sqlDSN, wh)}
-	fmt.Printf("Tidemark's database: %s; the SQL catalog's: %s; warehouse %s\n", dbKind(*pg != ""), dbKind(*baseline == "postgres"), wh)
+	fmt.Printf("Tidemark's database: %s; the SQL catalog's: %s; warehouse %s; %d other tables in each catalog\n", dbKind(*pg != ""), dbKind(*baseline == "postgres"), wh, *others)
 
 	schema := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true})
 	mk := func(sd *side, name string, n int) *table.Table {
@@ -95,6 +97,18 @@ func main() {
 		}
 		fmt.Fprintln(os.Stderr)
 		return tbl
+	}
+	for _, sd := range sides {
+		start := time.Now()
+		for i := range *others {
+			sd.cat.create(ctx, table.Identifier{"bench", fmt.Sprintf("other%d", i)}, schema)
+			if (i+1)%100 == 0 || i+1 == *others {
+				fmt.Fprintf(os.Stderr, "\r%s: %d of %d other tables created (%s)", sd.name, i+1, *others, time.Since(start).Round(time.Second))
+			}
+		}
+		if *others > 0 {
+			fmt.Fprintln(os.Stderr)
+		}
 	}
 	sizes := map[string]int{"small": *small, "large": *large}
 	tabs := map[string]map[string]*table.Table{}
