@@ -2,10 +2,11 @@ package warehouse
 
 // With the swap: the versions a commit made. Every snapshot a commit added is recorded as a
 // version of its table (with its parent, operation, summary, the commit's principal and its
-// commit row), and every snapshot it removed is marked expired, in the swap's transaction (under
-// a savepoint: nothing here can make the commit fail). What could not be recorded is logged; the table's next inspection
-// (InspectionJob, after every commit) records its snapshots and marks the removed ones, and a
-// commit settled as committed after a crash records its versions in ResolvePending.
+// commit row), and every snapshot it removed is marked expired, in the swap's transaction under
+// a savepoint: nothing here can make the commit fail. What could not be recorded is logged; the
+// table's next inspection (InspectionJob, after every commit) records its snapshots and marks the
+// removed ones, and a commit settled as committed after a crash records its versions in
+// ResolvePending.
 
 import (
 	"context"
