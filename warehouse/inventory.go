@@ -9,12 +9,14 @@ import (
 	"fmt"
 	"time"
 
+	entsql "entgo.io/ent/dialect/sql"
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
 
 	"github.com/tidemark/tidemark/ent"
+	"github.com/tidemark/tidemark/ent/iceberginventoryfile"
 	"github.com/tidemark/tidemark/tables"
 )
 
@@ -256,17 +258,23 @@ func fileSize(fsys icebergio.IO, path string) int64 {
 	return st.Size()
 }
 
-// insertFiles writes inventory rows in batches (SQLite allows 32,766 parameters a statement).
+// insertFiles writes inventory rows in batches (SQLite allows 32,766 parameters a statement),
+// one multi-row INSERT each, built by hand: ent's bulk create costs about 20 µs a row in Go
+// (a mutation and a hook chain per row, the IDs read back), which a 100,000-file commit felt.
 func (s *Service) insertFiles(ctx context.Context, tx *ent.Tx, asset, commit uuid.UUID, files []inventoryFile, now time.Time) error {
 	const batch = 2000
 	for i := 0; i < len(files); i += batch {
 		part := files[i:min(i+batch, len(files))]
-		b := make([]*ent.IcebergInventoryFileCreate, len(part))
-		for j, f := range part {
-			b[j] = tx.IcebergInventoryFile.Create().SetAssetID(asset).SetCommitID(commit).SetSnapshotID(f.snapshot).SetPath(f.path).
-				SetKind(f.kind).SetChange(f.change).SetSize(f.size).SetRecords(f.records).SetRecordedAt(now)
+		ins := entsql.Dialect(s.dialect).Insert(iceberginventoryfile.Table).Columns(iceberginventoryfile.FieldID,
+			iceberginventoryfile.FieldAssetID, iceberginventoryfile.FieldCommitID, iceberginventoryfile.FieldSnapshotID,
+			iceberginventoryfile.FieldPath, iceberginventoryfile.FieldKind, iceberginventoryfile.FieldChange,
+			iceberginventoryfile.FieldSize, iceberginventoryfile.FieldRecords, iceberginventoryfile.FieldRecordedAt,
+			iceberginventoryfile.FieldActor)
+		for _, f := range part {
+			ins.Values(uuid.Must(uuid.NewV7()), asset, commit, f.snapshot, f.path, f.kind, f.change, f.size, f.records, now, "")
 		}
-		if err := tx.IcebergInventoryFile.CreateBulk(b...).Exec(ctx); err != nil {
+		q, args := ins.Query()
+		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
 			return fmt.Errorf("warehouse: record the inventory: %w", err)
 		}
 	}

@@ -18,12 +18,13 @@ import (
 // Service serves the configured warehouses over the Iceberg REST catalog protocol: their
 // namespaces, their tables' pointers and every commit to them.
 type Service struct {
-	db     *ent.Client
-	cat    *catalog.Catalog
-	tables *tables.Service
-	now    func() time.Time
-	log    *slog.Logger
-	limit  int64 // the largest metadata file read (the tables service's file limit)
+	db      *ent.Client
+	dialect string // the store's SQL dialect (statements built by hand: inventory.go)
+	cat     *catalog.Catalog
+	tables  *tables.Service
+	now     func() time.Time
+	log     *slog.Logger
+	limit   int64 // the largest metadata file read (the tables service's file limit)
 
 	warehouses []tables.Warehouse
 	// metaCache keeps parsed metadata files of served tables by location: a metadata file is
@@ -64,7 +65,7 @@ func New(store *storage.DB, cat *catalog.Catalog, tbl *tables.Service, opts ...O
 	if store == nil || cat == nil || tbl == nil {
 		return nil, errors.New("warehouse: a store, a catalog and a tables service are needed")
 	}
-	s := &Service{db: store.Client, cat: cat, tables: tbl, now: time.Now, log: slog.New(slog.DiscardHandler), limit: tbl.FileLimit(),
+	s := &Service{db: store.Client, dialect: store.Dialect, cat: cat, tables: tbl, now: time.Now, log: slog.New(slog.DiscardHandler), limit: tbl.FileLimit(),
 		warehouses: tbl.Warehouses(), metaCache: newMetaCache(DefaultMetadataCacheBytes), lists: newListCache(DefaultListCacheBytes)}
 	for _, o := range opts {
 		o(s)

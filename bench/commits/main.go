@@ -53,7 +53,7 @@ func main() {
 	seconds := flag.Float64("seconds", 5, "seconds a round of concurrent writers runs")
 	rounds := flag.Int("rounds", 3, "rounds of concurrent writers per side (alternating; 0: none)")
 	others := flag.Int("tables", 0, "other tables in each catalog beforehand (empty, one namespace): what a commit costs in a catalog of many tables")
-	cpuprofile := flag.String("cpuprofile", "", "write CPU profiles to PREFIX.seq.pprof and PREFIX.conc.pprof")
+	cpuprofile := flag.String("cpuprofile", "", "write CPU profiles to PREFIX.fill.pprof (filling the tables), PREFIX.seq.pprof and PREFIX.conc.pprof")
 	keep := flag.Bool("keep", false, "keep the temp directory (warehouse, SQLite files) for a look afterwards")
 	flag.Parse()
 	ctx := context.Background()
@@ -112,11 +112,13 @@ func main() {
 	}
 	sizes := map[string]int{"small": *small, "large": *large}
 	tabs := map[string]map[string]*table.Table{}
+	stop := profile(*cpuprofile, "fill")
 	for _, sd := range sides {
 		tabs[sd.name] = map[string]*table.Table{"small": mk(sd, "small", *small), "large": mk(sd, "large", *large)}
 	}
+	stop()
 
-	stop := profile(*cpuprofile, "seq")
+	stop = profile(*cpuprofile, "seq")
 	appends(ctx, sides, tabs, sizes, *runs, phases)
 	stop()
 	phases.print("small", "large")
