@@ -184,8 +184,8 @@ func (b *batch) prefetch(ctx context.Context, evs []Event, keys []string, exclus
 			}
 			return err
 		})
-	} else {
-		err = chunk.Each(asked, func(part []nameKey) error { return currentNamesPG(ctx, b.tx, part, found) })
+	} else { // one statement: the names go as array parameters, which have no length limit
+		err = parts(false, asked, func(part []nameKey) error { return currentNamesPG(ctx, b.tx, part, found) })
 	}
 	if err != nil {
 		return fmt.Errorf("lineage: read names: %w", err)
@@ -603,7 +603,7 @@ func (b *batch) updateFacet(ctx context.Context, id int, r *ent.AssetFacet) erro
 // different value retries the batch.
 func (b *batch) insertFacetsPG(ctx context.Context, rows []*ent.AssetFacet) error {
 	var skipped []*ent.AssetFacet
-	err := chunk.Each(rows, func(part []*ent.AssetFacet) error {
+	err := parts(false, rows, func(part []*ent.AssetFacet) error { // one statement: arrays
 		assets, names, values, times, updated := make([]string, len(part)), make([]string, len(part)), make([]string, len(part)),
 			make([]string, len(part)), make([]string, len(part))
 		for i, r := range part {
@@ -651,8 +651,12 @@ func (b *batch) insertFacetsPG(ctx context.Context, rows []*ent.AssetFacet) erro
 	for i, r := range skipped {
 		assets[i] = r.AssetID
 	}
-	if err := chunk.Each(slices.Compact(assets), func(part []uuid.UUID) error { // skipped is in key order
-		rows, err := b.tx.AssetFacet.Query().Where(assetfacet.AssetIDIn(part...)).All(ctx)
+	if err := parts(false, slices.Compact(assets), func(part []uuid.UUID) error { // skipped is in key order
+		texts := make([]string, len(part))
+		for i, id := range part {
+			texts[i] = id.String()
+		}
+		rows, err := b.tx.AssetFacet.Query().Where(pgAny(assetfacet.FieldAssetID, "uuid", texts)).All(ctx)
 		for _, f := range rows {
 			stored[facetKey{f.AssetID, f.Name}] = f
 		}

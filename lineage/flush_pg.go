@@ -15,7 +15,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/tidemark/tidemark/internal/chunk"
 	"github.com/tidemark/tidemark/internal/pgarray"
 )
 
@@ -46,9 +45,10 @@ func (b *batch) insertEdgesPG(ctx context.Context) error {
 	if len(edges) == 0 {
 		return nil
 	}
-	inserted := map[[2]uuid.UUID]bool{}
-	err := chunk.Each(edges, func(part []touchedEdge) error {
-		rows, err := b.tx.QueryContext(ctx, `WITH ve AS (`+pgEdgeValues+`) `+pgEdgeInsert, pgEdgeArgs(part)...)
+	inserted := make(map[[2]uuid.UUID]bool, len(edges))
+	// One statement for all of them: the edges go as arrays, which have no length limit.
+	err := func() error {
+		rows, err := b.tx.QueryContext(ctx, `WITH ve AS (`+pgEdgeValues+`) `+pgEdgeInsert, pgEdgeArgs(edges)...)
 		if err != nil {
 			return err
 		}
@@ -62,7 +62,7 @@ func (b *batch) insertEdgesPG(ctx context.Context) error {
 			b.added = append(b.added, r)
 		}
 		return rows.Err()
-	})
+	}()
 	if err != nil {
 		return fmt.Errorf("lineage: create edges: %w", err)
 	}

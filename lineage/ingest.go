@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -13,7 +14,6 @@ import (
 
 	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/ent"
-	"github.com/tidemark/tidemark/internal/chunk"
 	"github.com/tidemark/tidemark/internal/loop"
 )
 
@@ -223,11 +223,9 @@ func (s *Service) precreate(ctx context.Context, evs []Event) error {
 		}
 		create = append(create, catalog.CreateInput{Kind: kind, Namespace: ns, Name: name})
 	}
-	for _, ev := range evs {
-		if ev.Job != nil {
-			add(catalog.KindJob, ev.Job.Namespace, ev.Job.Name)
-		}
-		for _, d := range append(append([]Dataset{}, ev.Inputs...), ev.Outputs...) {
+	addDatasets := func(ds []Dataset) {
+		for i := range ds {
+			d := &ds[i]
 			if _, ok := d.Facets["symlinks"]; ok {
 				continue
 			}
@@ -240,6 +238,13 @@ func (s *Service) precreate(ctx context.Context, evs []Event) error {
 			add(datasetKind(d.Facets), d.Namespace, d.Name)
 		}
 	}
+	for _, ev := range evs {
+		if ev.Job != nil {
+			add(catalog.KindJob, ev.Job.Namespace, ev.Job.Name)
+		}
+		addDatasets(ev.Inputs)
+		addDatasets(ev.Outputs)
+	}
 	// The graph knows every current name (as of its last Sync) once loaded; before, the database
 	// is asked.
 	if !s.sqlite && len(create) > 0 && !s.graph.ready.Load() {
@@ -248,12 +253,13 @@ func (s *Service) precreate(ctx context.Context, evs []Event) error {
 			return err
 		}
 	}
-	// CreateUnseen skips names a concurrent creator took meanwhile, so no asset is duplicated.
-	if err := chunk.Each(create, func(part []catalog.CreateInput) error {
-		_, err := s.cat.CreateUnseen(ctx, part)
-		return err
-	}); err != nil {
-		return err
+	// CreateUnseen skips names a concurrent creator took meanwhile, so no asset is duplicated. As
+	// many names a call as it takes: on PostgreSQL a call is one statement, and each costs its
+	// planning (a few milliseconds for that one) whatever its size.
+	for part := range slices.Chunk(create, catalog.MaxCreateMany) {
+		if _, err := s.cat.CreateUnseen(ctx, part); err != nil {
+			return err
+		}
 	}
 	s.seen.add(offered...)
 	return nil
@@ -272,9 +278,8 @@ func (s *Service) unheld(ctx context.Context, ins []catalog.CreateInput) ([]cata
 		keys[i] = nameKey{catalog.SpaceOf(in.Kind), in.Namespace, in.Name}
 	}
 	held := map[nameKey]bool{}
-	if err := chunk.Each(keys, func(part []nameKey) error {
-		return currentNamesPG(ctx, s.db, part, func(k nameKey, _ uuid.UUID) { held[k] = true })
-	}); err != nil {
+	// One statement: the names go as arrays, which have no length limit.
+	if err := currentNamesPG(ctx, s.db, keys, func(k nameKey, _ uuid.UUID) { held[k] = true }); err != nil {
 		return nil, fmt.Errorf("lineage: read names: %w", err)
 	}
 	out := ins[:0:0]

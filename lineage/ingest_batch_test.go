@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/app"
+	"github.com/tidemark/tidemark/catalog"
 	"github.com/tidemark/tidemark/lineage"
 	"github.com/tidemark/tidemark/storage"
 	"github.com/tidemark/tidemark/storage/storagetest"
@@ -164,4 +165,94 @@ func fingerprint(t *testing.T, db *sql.DB, q, ns string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// TestWideBatchMatchesOneByOne: a batch naming more jobs, datasets and new edges than a
+// statement used to take (500 rows), some datasets created beforehand and the rest new, names
+// repeated across its events, an owned job each (facets) and an event repeated, stores what
+// the same events store one at a time; sent again (a client's retry), it stores nothing more.
+// On PostgreSQL its names, new assets, new edges and facets each go in one statement a
+// transaction, so a batch that splits them wrongly shows here as a missing or extra row.
+func TestWideBatchMatchesOneByOne(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		cat := mustCatalog(t, db)
+		use, err := usage.New(db, cat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lin := mustLineage(t, db, cat, lineage.WithCompletedRuns(app.UsageOfRuns(use)))
+		if err := lin.Open(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t0 := time.Now().Add(-2 * time.Hour).UTC().Truncate(time.Second)
+		for _, ns := range []string{"wbatch", "wsingle"} {
+			// The datasets d_0 ... d_299 exist beforehand; the other 314 read, every output and every
+			// job are new.
+			var ins []catalog.CreateInput
+			for i := range 300 {
+				ins = append(ins, catalog.CreateInput{Kind: catalog.KindTable, Namespace: ns, Name: fmt.Sprintf("d_%d", i)})
+			}
+			if n, err := cat.CreateMany(ctx, ins); err != nil || n != 300 {
+				t.Fatalf("CreateMany = %d, %v", n, err)
+			}
+		}
+		batch, single := wideBatch(t0, "wbatch"), wideBatch(t0, "wsingle")
+		stored, dups := ingestLarge(ctx, t, lin, [][][]byte{batch})
+		var parts [][][]byte
+		for _, raw := range single {
+			parts = append(parts, [][]byte{raw})
+		}
+		stored1, dups1 := ingestLarge(ctx, t, lin, parts)
+		if stored != len(batch)-1 || stored1 != stored || dups != 1 || dups1 != 1 {
+			t.Fatalf("batch stored %d events (%d duplicates), one by one %d (%d); want %d, with 1 duplicate", stored, dups, stored1, dups1, len(batch)-1)
+		}
+		queries := append(slices.Clone(largeBatchFingerprints),
+			// Every name held by one asset, and each asset holding that one name.
+			`SELECT n.space, n.name, count(*), count(DISTINCT n.asset_id), (SELECT count(*) FROM asset_names o WHERE o.asset_id IN
+					(SELECT x.asset_id FROM asset_names x WHERE x.space = n.space AND x.namespace = n.namespace AND x.name = n.name))
+				FROM asset_names n WHERE n.namespace = 'NS' AND n.valid_to IS NULL GROUP BY n.space, n.namespace, n.name`,
+			`SELECT n.name, f.name, f.value FROM asset_facets f JOIN asset_names n ON n.asset_id = f.asset_id AND n.valid_to IS NULL WHERE n.namespace = 'NS'`,
+			`SELECT count(*) FROM lineage_events e JOIN asset_names n ON n.asset_id = e.job_asset_id AND n.valid_to IS NULL WHERE n.namespace = 'NS'`)
+		want := map[string][]string{}
+		for _, q := range queries {
+			got, w := fingerprint(t, db.SQL, q, "wbatch"), fingerprint(t, db.SQL, q, "wsingle")
+			if len(w) == 0 {
+				t.Fatalf("no rows for %s", q)
+			}
+			if !slices.Equal(got, w) {
+				t.Errorf("%s\nbatch:      %v\none by one: %v", q, got, w)
+			}
+			want[q] = got
+		}
+		if names := fingerprint(t, db.SQL, queries[len(largeBatchFingerprints)], "wbatch"); len(names) != 614+480+560 {
+			t.Errorf("%d names held in the batch's namespace; want 1,654 (614 datasets read, 480 outputs, 560 jobs)", len(names))
+		}
+		// The client retries the whole batch: every event is recognised, nothing is written again.
+		stored, dups = ingestLarge(ctx, t, lin, [][][]byte{batch})
+		if stored != 0 || dups != len(batch) {
+			t.Fatalf("retried batch stored %d events (%d duplicates); want 0 (%d)", stored, dups, len(batch))
+		}
+		for _, q := range queries {
+			if got := fingerprint(t, db.SQL, q, "wbatch"); !slices.Equal(got, want[q]) {
+				t.Errorf("after the retry, %s\ngot:  %v\nwant: %v", q, got, want[q])
+			}
+		}
+	})
+}
+
+// wideBatch is 601 COMPLETE events in namespace ns, each its own run: run i of job_(i%560)
+// (owned by one of 5 owners) reads d_(i%700) and d_((7i+3)%700) and writes o_(i%480). The
+// 11th event comes again at position 505.
+func wideBatch(t0 time.Time, ns string) [][]byte {
+	var out [][]byte
+	for i := range 600 {
+		job := i % 560
+		out = append(out, fmt.Appendf(nil, `{"eventType":"COMPLETE","eventTime":%q,"run":{"runId":"%s-run-%d"},`+
+			`"job":{"namespace":%q,"name":"job_%d","facets":{"ownership":{"owners":[{"name":"owner-%d"}]}}},`+
+			`"inputs":[{"namespace":%q,"name":"d_%d"},{"namespace":%q,"name":"d_%d"}],"outputs":[{"namespace":%q,"name":"o_%d"}]}`,
+			t0.Add(time.Duration(i)*time.Second).Format(time.RFC3339), ns, i, ns, job, job%5,
+			ns, i%700, ns, (7*i+3)%700, ns, i%480))
+	}
+	return slices.Insert(out, 505, out[10])
 }
