@@ -522,8 +522,9 @@ func timeCast(dbType string) string {
 }
 
 // figures has PostgreSQL compute the side's figures for [from, to) itself: one aggregate over
-// the windows and, unless a unique index proves no key repeats, one over the keys that repeat;
-// nothing but the figures crosses the wire. With a change log (changelog.go) on a side whose
+// the windows and, unless a unique index proves no key repeats, a distinct count of the keys
+// first (repeats.go: then one aggregate over the keys that repeat, if any do); nothing but the
+// figures crosses the wire. With a change log (changelog.go) on a side whose
 // keys are proved unique, it reads only the windows a transaction changed since prev's snapshot
 // (nil: no previous run to start from) and reuses prev's figures for the others. It answers
 // false when a column has no canonical form in SQL (the caller streams the side).
