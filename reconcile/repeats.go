@@ -7,15 +7,30 @@ import (
 	"time"
 )
 
-// repeatsByKey finds a unique side's repeated keys with one hash aggregate of small states (a
-// key's first and last window and its count: PostgreSQL can split it over parallel workers), in
-// place of a distinct count per window and an aggregate of every repeated key's windows. A key
-// found twice is in its first and last window; one found more often within one window is counted
-// there. It answers false when it cannot say that exactly: a key found three times or more in
-// more than one window (its middle windows are unknown), or more than maxRepeatedKeys repeated
-// keys; the caller then counts distinct keys. On true, out holds the repeated windows and
-// segments, and extra the records beyond their key's first in a window, by window (a window's
-// distinct keys are its records less those).
+// noRepeats reports whether every key of base is found once: one distinct count of the keys'
+// hashes, which PostgreSQL makes by sorting the 8-byte hashes alone (no row around them, no
+// parallel workers to merge), in work_mem and then on disk. It is what a side whose keys do not
+// repeat pays: half what repeatsByKey costs (on the bench's 10M records, 3.3 s of one backend's
+// CPU against 6.4 s: that sorts whole rows and, in parallel, merges each through the leader),
+// which then runs only where keys repeat. Keys whose hashes collide count as repeated: that
+// only costs a closer look.
+func (p *postgresReader) noRepeats(ctx context.Context, tx *sql.Tx, base string, args []any) (bool, error) {
+	var none bool
+	if err := tx.QueryRowContext(ctx, "SELECT count(*) = count(DISTINCT k) FROM ("+base+") r", args...).Scan(&none); err != nil {
+		return false, fmt.Errorf("find repeated keys in %s: %w", p.table, err)
+	}
+	return none, nil
+}
+
+// repeatsByKey finds a unique side's repeated keys, once noRepeats said some key repeats, with
+// one aggregate of small states (a key's first and last window and its count), in place of a
+// distinct count per window and an aggregate of every repeated key's windows. A key found twice
+// is in its first and last window; one found more often within one window is counted there. It
+// answers false when it cannot say that exactly: a key found three times or more in more than
+// one window (its middle windows are unknown), or more than maxRepeatedKeys repeated keys; the
+// caller then counts distinct keys. On true, out holds the repeated windows and segments, and
+// extra the records beyond their key's first in a window, by window (a window's distinct keys
+// are its records less those).
 func (p *postgresReader) repeatsByKey(ctx context.Context, tx *sql.Tx, base string, args []any, out *sideFigures) (map[int64]int64, bool, error) {
 	rows, err := tx.QueryContext(ctx, fmt.Sprintf(`SELECT (k >> %d) & %d, min(w), max(w), count(*) FROM (%s) r GROUP BY k HAVING count(*) > 1 LIMIT %d`,
 		64-segBits, 1<<segBits-1, base, maxRepeatedKeys+1), args...)

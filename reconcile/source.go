@@ -522,13 +522,16 @@ func timeCast(dbType string) string {
 }
 
 // figures has PostgreSQL compute the side's figures for [from, to) itself: one aggregate over
-// the windows and, unless a unique index proves no key repeats, one over the keys that repeat;
-// nothing but the figures crosses the wire. With a change log (changelog.go) on a side whose
+// the windows and, unless a unique index proves no key repeats, a distinct count of the keys
+// first (repeats.go: then one aggregate over the keys that repeat, if any do); nothing but the
+// figures crosses the wire. With a change log (changelog.go) on a side whose
 // keys are proved unique, it reads only the windows a transaction changed since prev's snapshot
 // (nil: no previous run to start from) and reuses prev's figures for the others. It answers
 // false when a column has no canonical form in SQL (the caller streams the side).
 func (p *postgresReader) figures(ctx context.Context, src SourceSpec, from, to time.Time, prev *prevSide) (sideFigures, bool, error) {
-	tx, err := p.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	// One snapshot for every query below: the repeated keys found are those of the records
+	// counted (a read-only transaction at this level never fails to serialize).
+	tx, err := p.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: sql.LevelRepeatableRead})
 	if err != nil {
 		return sideFigures{}, false, fmt.Errorf("open a read-only transaction: %w", err)
 	}
@@ -555,17 +558,22 @@ func (p *postgresReader) figures(ctx context.Context, src SourceSpec, from, to t
 	for _, sp := range spans {
 		args = append(args, sp[0], sp[1])
 	}
-	// A distinct count keeps PostgreSQL from splitting the aggregate over parallel workers and
-	// sorts every window's keys: with a unique index it is the row count, and nothing repeats;
-	// on a unique side the repeated keys, found first, say how far below it is.
+	// A distinct count keeps PostgreSQL from aggregating by hashing and sorts every window's
+	// keys: with a unique index it is the row count, and nothing repeats; on a unique side
+	// whose keys all differ it is the row count too, and else the repeated keys, found first,
+	// say how far below it is.
 	keys := "count(DISTINCT k)"
 	var extra map[int64]int64
 	switch {
 	case unique:
 		keys = "count(*)"
 	case src.Keys == UniqueKeys:
-		var byKey bool
-		if extra, byKey, err = p.repeatsByKey(ctx, tx, base, args, &out); err != nil {
+		var none, byKey bool
+		if none, err = p.noRepeats(ctx, tx, base, args); err != nil {
+			return sideFigures{}, false, err
+		} else if none {
+			keys, extra = "count(*)", map[int64]int64{}
+		} else if extra, byKey, err = p.repeatsByKey(ctx, tx, base, args, &out); err != nil {
 			return sideFigures{}, false, err
 		} else if byKey {
 			keys = "count(*)"
@@ -578,6 +586,15 @@ func (p *postgresReader) figures(ctx context.Context, src SourceSpec, from, to t
 	if windowIndex(p.spec, to.Add(-time.Nanosecond))-windowIndex(p.spec, from) < maxFoldedWindows {
 		seg = fmt.Sprintf("(k >> %d) & %d", 64-segBits, 1<<segBits-1)
 		out.segs, out.segsAll = map[segKey]segFig{}, true
+	}
+	if keys == "count(*)" {
+		// PostgreSQL takes the groups for as many as the records (it cannot tell that a
+		// window and a segment are few), so it would sort every record, spilling to disk;
+		// there are at most maxFoldedWindows*64 groups (or a group a window), which a hash
+		// aggregate holds in work_mem (it spills past that). For this query only.
+		if _, err := tx.ExecContext(ctx, "SET LOCAL enable_sort = off"); err != nil {
+			return sideFigures{}, false, fmt.Errorf("count %s: %w", p.table, err)
+		}
 	}
 	rows, err := tx.QueryContext(ctx, "SELECT w, "+seg+", count(*), "+keys+", sum(h)::text FROM ("+base+") r GROUP BY 1, 2", args...)
 	if err != nil {
@@ -613,6 +630,9 @@ func (p *postgresReader) figures(ctx context.Context, src SourceSpec, from, to t
 		return sideFigures{}, false, fmt.Errorf("count %s: %w", p.table, err)
 	}
 	rows.Close()
+	if _, err := tx.ExecContext(ctx, "RESET enable_sort"); err != nil {
+		return sideFigures{}, false, err
+	}
 	if unique {
 		return out, true, nil // no versions, no repeated keys
 	}
