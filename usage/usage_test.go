@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tidemark/tidemark/catalog"
+	"github.com/tidemark/tidemark/ent"
 	"github.com/tidemark/tidemark/lineage"
 	"github.com/tidemark/tidemark/storage"
 	"github.com/tidemark/tidemark/storage/storagetest"
@@ -175,111 +176,143 @@ func TestBatchCountsOnce(t *testing.T) {
 // TestRollupsMatchRecount: random batches with duplicates, resends and shuffles, some late;
 // every daily rollup equals a recount of the distinct records.
 func TestRollupsMatchRecount(t *testing.T) {
+	// Narrow batches, and wide ones: more records, and more of every rollup's rows, than one
+	// statement's chunk (each table is written in one statement on PostgreSQL, in chunks on
+	// SQLite).
+	cases := []struct {
+		name                   string
+		batches, most, queries int
+	}{
+		{"narrow", 30, 40, 400},
+		{"wide", 3, 1500, 6000},
+	}
 	eachBackend(t, func(t *testing.T, e env) {
-		ctx := context.Background()
-		names := []string{"a", "b", "c"}
-		ids := map[string]uuid.UUID{}
-		for _, n := range names {
-			ids[n] = e.create(t, "w", n).ID
-		}
-		e.clock.Set(t0.Add(12 * 24 * time.Hour))
-		rng := rand.New(rand.NewSource(1))
-		type key struct{ source, query, name string }
-		distinct := map[key]usage.Record{}
-		var sent []usage.Record
-		for b := 0; b < 30; b++ {
-			var recs []usage.Record
-			for i := 0; i < 1+rng.Intn(40); i++ {
-				if len(sent) > 0 && rng.Intn(4) == 0 {
-					recs = append(recs, sent[rng.Intn(len(sent))]) // resend
-					continue
-				}
-				r := usage.Record{Namespace: "w", Name: names[rng.Intn(3)], Kind: []string{"read", "write"}[rng.Intn(2)],
-					Actor: fmt.Sprintf("u%d", rng.Intn(5)), At: t0.Add(time.Duration(rng.Intn(10*24*60)) * time.Minute),
-					QueryID: fmt.Sprintf("q%d", rng.Intn(400)), Source: []string{"trino", "spark"}[rng.Intn(2)]}
-				k := key{r.Source, r.QueryID, r.Name}
-				if prev, ok := distinct[k]; ok {
-					r = prev // the same key always carries the same record, as a real log does
-				} else {
-					distinct[k] = r
-				}
-				recs = append(recs, r)
-				sent = append(sent, r)
-			}
-			rng.Shuffle(len(recs), func(i, j int) { recs[i], recs[j] = recs[j], recs[i] })
-			e.record(t, recs)
-		}
-		type bucket struct {
-			id  uuid.UUID
-			day string
-		}
-		type counts struct {
-			reads, writes int64
-			actors        map[string]bool
-		}
-		want := map[bucket]*counts{}
-		for _, r := range distinct {
-			b := bucket{ids[r.Name], usage.Day(r.At)}
-			if want[b] == nil {
-				want[b] = &counts{actors: map[string]bool{}}
-			}
-			if r.Kind == "read" {
-				want[b].reads++
-			} else {
-				want[b].writes++
-			}
-			want[b].actors[r.Actor] = true
-		}
-		// Per-actor totals over ranges that take whole months from the monthly rollup and the rest
-		// from the daily one (and one within a month) match the records.
-		for _, rg := range [][2]time.Time{{t0.AddDate(0, 0, -5), t0.AddDate(0, 1, 3)}, {t0.AddDate(0, 0, 2), t0.AddDate(0, 0, 6)}} {
-			wantActor := map[string][2]int64{}
-			for _, r := range distinct {
-				if d := r.At.UTC().Truncate(24 * time.Hour); d.Before(rg[0]) || d.After(rg[1]) {
-					continue
-				}
-				c := wantActor[r.Actor]
-				if r.Kind == "read" {
-					c[0]++
-				} else {
-					c[1]++
-				}
-				wantActor[r.Actor] = c
-			}
-			totals := map[string][2]int64{}
-			for _, id := range ids {
-				s, err := e.use.Series(ctx, id, rg[0], rg[1], usage.Daily)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if len(s.TopActors) > 10 {
-					t.Fatalf("top actors not capped")
-				}
-				for _, a := range s.TopActors {
-					c := totals[a.Actor]
-					totals[a.Actor] = [2]int64{c[0] + a.Reads, c[1] + a.Writes}
-				}
-			}
-			for actor, w := range wantActor {
-				if totals[actor] != w {
-					t.Fatalf("range %s..%s actor %s: got %v, recount %v", usage.Day(rg[0]), usage.Day(rg[1]), actor, totals[actor], w)
-				}
-			}
-		}
-		rows, err := e.db.Client.UsageDaily.Query().All(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(rows) != len(want) {
-			t.Fatalf("%d rollup rows, want %d", len(rows), len(want))
-		}
-		for _, r := range rows {
-			w := want[bucket{r.AssetID, r.Day}]
-			if w == nil || r.Reads != w.reads || r.Writes != w.writes || r.DistinctActors != len(w.actors) {
-				t.Fatalf("rollup %s %s = %d/%d/%d, recount %+v", r.AssetID, r.Day, r.Reads, r.Writes, r.DistinctActors, w)
-			}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) { rollupsMatchRecount(t, e, tc.name, tc.batches, tc.most, tc.queries) })
 		}
 	})
+}
+
+func rollupsMatchRecount(t *testing.T, e env, ns string, batches, most, queries int) {
+	ctx := context.Background()
+	names := []string{"a", "b", "c"}
+	ids := map[string]uuid.UUID{}
+	assets := map[uuid.UUID]bool{}
+	for _, n := range names {
+		ids[n] = e.create(t, ns, n).ID
+		assets[ids[n]] = true
+	}
+	e.clock.Set(t0.Add(12 * 24 * time.Hour))
+	rng := rand.New(rand.NewSource(1))
+	type key struct{ source, query, name string }
+	distinct := map[key]usage.Record{}
+	var sent []usage.Record
+	widest := 0
+	for b := 0; b < batches; b++ {
+		var recs []usage.Record
+		n := most/2 + rng.Intn(most/2+1)
+		widest = max(widest, n)
+		for range n {
+			if len(sent) > 0 && rng.Intn(4) == 0 {
+				recs = append(recs, sent[rng.Intn(len(sent))]) // resend
+				continue
+			}
+			r := usage.Record{Namespace: ns, Name: names[rng.Intn(3)], Kind: []string{"read", "write"}[rng.Intn(2)],
+				Actor: fmt.Sprintf("u%d", rng.Intn(5)), At: t0.Add(time.Duration(rng.Intn(10*24*60)) * time.Minute),
+				QueryID: fmt.Sprintf("q%d", rng.Intn(queries)), Source: []string{"trino", "spark"}[rng.Intn(2)]}
+			k := key{r.Source, r.QueryID, r.Name}
+			if prev, ok := distinct[k]; ok {
+				r = prev // the same key always carries the same record, as a real log does
+			} else {
+				distinct[k] = r
+			}
+			recs = append(recs, r)
+			sent = append(sent, r)
+		}
+		rng.Shuffle(len(recs), func(i, j int) { recs[i], recs[j] = recs[j], recs[i] })
+		for i, r := range e.record(t, recs) {
+			if r.Status != usage.StatusAccepted && r.Status != usage.StatusDuplicate {
+				t.Fatalf("record %d: %s %s", i, r.Status, r.Reason)
+			}
+		}
+	}
+	t.Logf("batches of up to %d records, %d distinct", widest, len(distinct))
+	type bucket struct {
+		id  uuid.UUID
+		day string
+	}
+	type counts struct {
+		reads, writes int64
+		actors        map[string]bool
+	}
+	want := map[bucket]*counts{}
+	for _, r := range distinct {
+		b := bucket{ids[r.Name], usage.Day(r.At)}
+		if want[b] == nil {
+			want[b] = &counts{actors: map[string]bool{}}
+		}
+		if r.Kind == "read" {
+			want[b].reads++
+		} else {
+			want[b].writes++
+		}
+		want[b].actors[r.Actor] = true
+	}
+	// Per-actor totals over ranges that take whole months from the monthly rollup and the rest
+	// from the daily one (and one within a month) match the records.
+	for _, rg := range [][2]time.Time{{t0.AddDate(0, 0, -5), t0.AddDate(0, 1, 3)}, {t0.AddDate(0, 0, 2), t0.AddDate(0, 0, 6)}} {
+		wantActor := map[string][2]int64{}
+		for _, r := range distinct {
+			if d := r.At.UTC().Truncate(24 * time.Hour); d.Before(rg[0]) || d.After(rg[1]) {
+				continue
+			}
+			c := wantActor[r.Actor]
+			if r.Kind == "read" {
+				c[0]++
+			} else {
+				c[1]++
+			}
+			wantActor[r.Actor] = c
+		}
+		totals := map[string][2]int64{}
+		for _, id := range ids {
+			s, err := e.use.Series(ctx, id, rg[0], rg[1], usage.Daily)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(s.TopActors) > 10 {
+				t.Fatalf("top actors not capped")
+			}
+			for _, a := range s.TopActors {
+				c := totals[a.Actor]
+				totals[a.Actor] = [2]int64{c[0] + a.Reads, c[1] + a.Writes}
+			}
+		}
+		for actor, w := range wantActor {
+			if totals[actor] != w {
+				t.Fatalf("range %s..%s actor %s: got %v, recount %v", usage.Day(rg[0]), usage.Day(rg[1]), actor, totals[actor], w)
+			}
+		}
+	}
+	all, err := e.db.Client.UsageDaily.Query().All(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []*ent.UsageDaily
+	for _, r := range all {
+		if assets[r.AssetID] {
+			rows = append(rows, r)
+		}
+	}
+	if len(rows) != len(want) {
+		t.Fatalf("%d rollup rows, want %d", len(rows), len(want))
+	}
+	for _, r := range rows {
+		w := want[bucket{r.AssetID, r.Day}]
+		if w == nil || r.Reads != w.reads || r.Writes != w.writes || r.DistinctActors != len(w.actors) {
+			t.Fatalf("rollup %s %s = %d/%d/%d, recount %+v", r.AssetID, r.Day, r.Reads, r.Writes, r.DistinctActors, w)
+		}
+	}
 }
 
 // TestBadRecordsAreRefusedOneByOne: each bad record gets its reason; the good ones are stored.
