@@ -17,6 +17,22 @@ import (
 	"github.com/tidemark/tidemark/usage"
 )
 
+// batchLineage opens a catalog and a lineage service whose completed runs count in usage, as
+// the server wires them.
+func batchLineage(t *testing.T, db *storage.DB) (*catalog.Catalog, *lineage.Service) {
+	t.Helper()
+	cat := mustCatalog(t, db)
+	use, err := usage.New(db, cat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lin := mustLineage(t, db, cat, lineage.WithCompletedRuns(app.UsageOfRuns(use)))
+	if err := lin.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return cat, lin
+}
+
 // TestLargeBatchMatchesOneByOne: one batch of more events than a transaction stores (SQLite
 // stores 100 a transaction, PostgreSQL 500), with several runs of each job (their START and
 // COMPLETE in different transactions), owners that count as actors, and an event repeated across
@@ -25,15 +41,7 @@ import (
 func TestLargeBatchMatchesOneByOne(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
 		ctx := context.Background()
-		cat := mustCatalog(t, db)
-		use, err := usage.New(db, cat)
-		if err != nil {
-			t.Fatal(err)
-		}
-		lin := mustLineage(t, db, cat, lineage.WithCompletedRuns(app.UsageOfRuns(use)))
-		if err := lin.Open(ctx); err != nil {
-			t.Fatal(err)
-		}
+		_, lin := batchLineage(t, db)
 		t0 := time.Now().Add(-2 * time.Hour).UTC().Truncate(time.Second)
 		batch, single := largeBatch(t0, "batch"), largeBatch(t0, "single")
 		stored, dups := ingestLarge(ctx, t, lin, [][][]byte{batch})
@@ -176,15 +184,7 @@ func fingerprint(t *testing.T, db *sql.DB, q, ns string) []string {
 func TestWideBatchMatchesOneByOne(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
 		ctx := context.Background()
-		cat := mustCatalog(t, db)
-		use, err := usage.New(db, cat)
-		if err != nil {
-			t.Fatal(err)
-		}
-		lin := mustLineage(t, db, cat, lineage.WithCompletedRuns(app.UsageOfRuns(use)))
-		if err := lin.Open(ctx); err != nil {
-			t.Fatal(err)
-		}
+		cat, lin := batchLineage(t, db)
 		t0 := time.Now().Add(-2 * time.Hour).UTC().Truncate(time.Second)
 		for _, ns := range []string{"wbatch", "wsingle"} {
 			// The datasets d_0 ... d_299 exist beforehand; the other 314 read, every output and every
