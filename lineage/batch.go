@@ -118,7 +118,7 @@ func newBatch(ctx context.Context, s *Service, tx *ent.Tx) *batch {
 // prefetch reads what the events will look up. Before it reads facets it locks the assets whose
 // facets the events carry (lockFacets); exclusive is for a retry after a race.
 func (b *batch) prefetch(ctx context.Context, evs []Event, keys []string, exclusive bool) error {
-	if err := parts(b.s.sqlite, keys, func(part []string) error {
+	if err := chunk.EachStatement(b.s.sqlite, keys, func(part []string) error {
 		in := lineageevent.EventKeyIn(part...)
 		if !b.s.sqlite {
 			in = pgAny(lineageevent.FieldEventKey, "text", part)
@@ -185,7 +185,7 @@ func (b *batch) prefetch(ctx context.Context, evs []Event, keys []string, exclus
 			return err
 		})
 	} else { // one statement: the names go as array parameters, which have no length limit
-		err = parts(false, asked, func(part []nameKey) error { return currentNamesPG(ctx, b.tx, part, found) })
+		err = chunk.EachStatement(false, asked, func(part []nameKey) error { return currentNamesPG(ctx, b.tx, part, found) })
 	}
 	if err != nil {
 		return fmt.Errorf("lineage: read names: %w", err)
@@ -193,7 +193,7 @@ func (b *batch) prefetch(ctx context.Context, evs []Event, keys []string, exclus
 	if err := b.lockFacets(ctx, locks, exclusive); err != nil {
 		return err
 	}
-	if err := parts(b.s.sqlite, ids, func(part []uuid.UUID) error {
+	if err := chunk.EachStatement(b.s.sqlite, ids, func(part []uuid.UUID) error {
 		statesIn, facetsIn := lineagestate.IDIn(part...), assetfacet.AssetIDIn(part...)
 		if !b.s.sqlite {
 			texts := make([]string, len(part))
@@ -221,7 +221,7 @@ func (b *batch) prefetch(ctx context.Context, evs []Event, keys []string, exclus
 	}); err != nil {
 		return fmt.Errorf("lineage: read lifecycle and facets: %w", err)
 	}
-	if err := parts(b.s.sqlite, runIDs, func(part []string) error {
+	if err := chunk.EachStatement(b.s.sqlite, runIDs, func(part []string) error {
 		in := run.IDIn(part...)
 		if !b.s.sqlite {
 			in = pgAny(run.FieldID, "text", part)
@@ -235,18 +235,6 @@ func (b *batch) prefetch(ctx context.Context, evs []Event, keys []string, exclus
 		return fmt.Errorf("lineage: read runs: %w", err)
 	}
 	return nil
-}
-
-// parts calls fn with xs in chunks on SQLite (a parameter a value) and whole on PostgreSQL,
-// where pgAny passes them as one array parameter.
-func parts[T any](sqlite bool, xs []T, fn func([]T) error) error {
-	if sqlite {
-		return chunk.Each(xs, fn)
-	}
-	if len(xs) == 0 {
-		return nil
-	}
-	return fn(xs)
 }
 
 // pgAny is "column = ANY($n::pgType[])" (PostgreSQL) over vals in their text form: one array
@@ -603,7 +591,7 @@ func (b *batch) updateFacet(ctx context.Context, id int, r *ent.AssetFacet) erro
 // different value retries the batch.
 func (b *batch) insertFacetsPG(ctx context.Context, rows []*ent.AssetFacet) error {
 	var skipped []*ent.AssetFacet
-	err := parts(false, rows, func(part []*ent.AssetFacet) error { // one statement: arrays
+	err := chunk.EachStatement(false, rows, func(part []*ent.AssetFacet) error { // one statement: arrays
 		assets, names, values, times, updated := make([]string, len(part)), make([]string, len(part)), make([]string, len(part)),
 			make([]string, len(part)), make([]string, len(part))
 		for i, r := range part {
@@ -651,7 +639,7 @@ func (b *batch) insertFacetsPG(ctx context.Context, rows []*ent.AssetFacet) erro
 	for i, r := range skipped {
 		assets[i] = r.AssetID
 	}
-	if err := parts(false, slices.Compact(assets), func(part []uuid.UUID) error { // skipped is in key order
+	if err := chunk.EachStatement(false, slices.Compact(assets), func(part []uuid.UUID) error { // skipped is in key order
 		texts := make([]string, len(part))
 		for i, id := range part {
 			texts[i] = id.String()

@@ -33,6 +33,19 @@ func batchLineage(t *testing.T, db *storage.DB) (*catalog.Catalog, *lineage.Serv
 	return cat, lin
 }
 
+// batchAndOneByOne ingests batch as one batch and single an event a batch, and answers what each
+// stored and how many duplicates it met.
+func batchAndOneByOne(ctx context.Context, t *testing.T, lin *lineage.Service, batch, single [][]byte) (stored, dups, stored1, dups1 int) {
+	t.Helper()
+	stored, dups = ingestLarge(ctx, t, lin, [][][]byte{batch})
+	parts := make([][][]byte, len(single))
+	for i, raw := range single {
+		parts[i] = [][]byte{raw}
+	}
+	stored1, dups1 = ingestLarge(ctx, t, lin, parts)
+	return stored, dups, stored1, dups1
+}
+
 // TestLargeBatchMatchesOneByOne: one batch of more events than a transaction stores (SQLite
 // stores 100 a transaction, PostgreSQL 500), with several runs of each job (their START and
 // COMPLETE in different transactions), owners that count as actors, and an event repeated across
@@ -44,12 +57,7 @@ func TestLargeBatchMatchesOneByOne(t *testing.T) {
 		_, lin := batchLineage(t, db)
 		t0 := time.Now().Add(-2 * time.Hour).UTC().Truncate(time.Second)
 		batch, single := largeBatch(t0, "batch"), largeBatch(t0, "single")
-		stored, dups := ingestLarge(ctx, t, lin, [][][]byte{batch})
-		var parts [][][]byte
-		for _, raw := range single {
-			parts = append(parts, [][]byte{raw})
-		}
-		stored1, dups1 := ingestLarge(ctx, t, lin, parts)
+		stored, dups, stored1, dups1 := batchAndOneByOne(ctx, t, lin, batch, single)
 		if stored != stored1 || dups != 1 || dups1 != 1 {
 			t.Fatalf("batch stored %d events (%d duplicates), one by one %d (%d); want the same, with 1 duplicate", stored, dups, stored1, dups1)
 		}
@@ -198,12 +206,7 @@ func TestWideBatchMatchesOneByOne(t *testing.T) {
 			}
 		}
 		batch, single := wideBatch(t0, "wbatch"), wideBatch(t0, "wsingle")
-		stored, dups := ingestLarge(ctx, t, lin, [][][]byte{batch})
-		var parts [][][]byte
-		for _, raw := range single {
-			parts = append(parts, [][]byte{raw})
-		}
-		stored1, dups1 := ingestLarge(ctx, t, lin, parts)
+		stored, dups, stored1, dups1 := batchAndOneByOne(ctx, t, lin, batch, single)
 		if stored != len(batch)-1 || stored1 != stored || dups != 1 || dups1 != 1 {
 			t.Fatalf("batch stored %d events (%d duplicates), one by one %d (%d); want %d, with 1 duplicate", stored, dups, stored1, dups1, len(batch)-1)
 		}

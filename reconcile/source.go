@@ -587,50 +587,7 @@ func (p *postgresReader) figures(ctx context.Context, src SourceSpec, from, to t
 		seg = fmt.Sprintf("(k >> %d) & %d", 64-segBits, 1<<segBits-1)
 		out.segs, out.segsAll = map[segKey]segFig{}, true
 	}
-	if keys == "count(*)" {
-		// PostgreSQL takes the groups for as many as the records (it cannot tell that a
-		// window and a segment are few), so it would sort every record, spilling to disk;
-		// there are at most maxFoldedWindows*64 groups (or a group a window), which a hash
-		// aggregate holds in work_mem (it spills past that). For this query only.
-		if _, err := tx.ExecContext(ctx, "SET LOCAL enable_sort = off"); err != nil {
-			return sideFigures{}, false, fmt.Errorf("count %s: %w", p.table, err)
-		}
-	}
-	rows, err := tx.QueryContext(ctx, "SELECT w, "+seg+", count(*), "+keys+", sum(h)::text FROM ("+base+") r GROUP BY 1, 2", args...)
-	if err != nil {
-		return sideFigures{}, false, fmt.Errorf("count %s: %w", p.table, err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var (
-			at  time.Time
-			k   segKey
-			f   figure
-			sum string
-		)
-		if err := rows.Scan(&at, &k.seg, &f.rows, &f.keys, &sum); err != nil {
-			return sideFigures{}, false, fmt.Errorf("count %s: %w", p.table, err)
-		}
-		if f.sum, err = sumOf(sum); err != nil {
-			return sideFigures{}, false, err
-		}
-		k.w = windowIndex(p.spec, at)
-		if out.segs != nil {
-			out.segs[k] = segFig{rows: f.rows, sum: f.sum}
-		}
-		w := out.windows[k.w]
-		if w == nil {
-			w = &figure{}
-			out.windows[k.w] = w
-		}
-		w.rows, w.keys, w.sum = w.rows+f.rows, w.keys+f.keys, w.sum+f.sum
-		out.counted += f.rows
-	}
-	if err := rows.Err(); err != nil {
-		return sideFigures{}, false, fmt.Errorf("count %s: %w", p.table, err)
-	}
-	rows.Close()
-	if _, err := tx.ExecContext(ctx, "RESET enable_sort"); err != nil {
+	if err := p.aggregate(ctx, tx, base, args, seg, keys, &out); err != nil {
 		return sideFigures{}, false, err
 	}
 	if unique {
@@ -648,6 +605,55 @@ func (p *postgresReader) figures(ctx context.Context, src SourceSpec, from, to t
 		return sideFigures{}, false, err
 	}
 	return out, true, nil
+}
+
+// aggregate runs the figures' one scan over base, grouped by window and seg (the segment's
+// expression, or 0), counting keys with keys, into out.
+func (p *postgresReader) aggregate(ctx context.Context, tx *sql.Tx, base string, args []any, seg, keys string, out *sideFigures) error {
+	if keys == "count(*)" {
+		// PostgreSQL takes the groups for as many as the records (it cannot tell that a
+		// window and a segment are few), so it would sort every record, spilling to disk;
+		// there are at most maxFoldedWindows*64 groups (or a group a window), which a hash
+		// aggregate holds in work_mem (it spills past that). For this query only.
+		if _, err := tx.ExecContext(ctx, "SET LOCAL enable_sort = off"); err != nil {
+			return fmt.Errorf("count %s: %w", p.table, err)
+		}
+		defer tx.ExecContext(ctx, "RESET enable_sort") //nolint:errcheck // the transaction only reads, and ends soon
+	}
+	rows, err := tx.QueryContext(ctx, "SELECT w, "+seg+", count(*), "+keys+", sum(h)::text FROM ("+base+") r GROUP BY 1, 2", args...)
+	if err != nil {
+		return fmt.Errorf("count %s: %w", p.table, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			at  time.Time
+			k   segKey
+			f   figure
+			sum string
+		)
+		if err := rows.Scan(&at, &k.seg, &f.rows, &f.keys, &sum); err != nil {
+			return fmt.Errorf("count %s: %w", p.table, err)
+		}
+		if f.sum, err = sumOf(sum); err != nil {
+			return err
+		}
+		k.w = windowIndex(p.spec, at)
+		if out.segs != nil {
+			out.segs[k] = segFig{rows: f.rows, sum: f.sum}
+		}
+		w := out.windows[k.w]
+		if w == nil {
+			w = &figure{}
+			out.windows[k.w] = w
+		}
+		w.rows, w.keys, w.sum = w.rows+f.rows, w.keys+f.keys, w.sum+f.sum
+		out.counted += f.rows
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("count %s: %w", p.table, err)
+	}
+	return nil
 }
 
 // repeatsByWindow counts a history side's versions and finds the windows (and segments) of the

@@ -148,7 +148,7 @@ func (s *Service) keepPending(ctx context.Context, tx *ent.Tx, recs []Record, no
 	}
 	// Key order, as the raw events: two batches keeping the same records wait, not deadlock.
 	slices.SortFunc(rows, func(a, b []any) int { return cmp.Compare(a[0].(string), b[0].(string)) })
-	for part := range inserts(s, rows) {
+	for part := range chunkpkg.Statements(s.sqlite, rows) {
 		q, args := s.bulkInsert("usage_pendings", pendingCols, part, "ON CONFLICT (pending_key) DO NOTHING")
 		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
 			return fmt.Errorf("usage: keep unresolved records: %w", err)

@@ -274,16 +274,6 @@ func (s *Service) client(ctx context.Context) *ent.Client {
 // chunk yields consecutive parts of xs of at most chunk.Size elements: one statement each.
 func chunk[T any](xs []T) iter.Seq[[]T] { return slices.Chunk(xs, chunkpkg.Size) }
 
-// inserts yields xs in parts of one bulkInsert each: all at once on PostgreSQL, where the
-// statement sends a column as one array (no parameter limit: a batch then writes a table in one
-// statement, not one per chunk), in chunks on SQLite.
-func inserts[T any](s *Service, xs []T) iter.Seq[[]T] {
-	if s.sqlite || len(xs) == 0 {
-		return chunk(xs)
-	}
-	return func(yield func([]T) bool) { yield(xs) }
-}
-
 // store inserts the rows (skipping keys stored before) and adds those it inserted to the
 // rollups, in one transaction (the caller's, when ctx carries one). It returns the keys it
 // inserted.
@@ -300,7 +290,7 @@ func (s *Service) store(ctx context.Context, rows []row) (map[string]bool, error
 		clear(inserted)
 		received := s.clock()
 		var fresh []row
-		for part := range inserts(s, rows) {
+		for part := range chunkpkg.Statements(s.sqlite, rows) {
 			vals := make([][]any, len(part))
 			for i, r := range part {
 				var job any
@@ -531,7 +521,7 @@ func compareIDs(a, b any) int {
 // bucket, how many of them are new that day.
 func (s *Service) insertJobs(ctx context.Context, tx *ent.Tx, jobRows [][]any) (map[[2]string]int, error) {
 	newJobs := map[[2]string]int{}
-	for part := range inserts(s, jobRows) {
+	for part := range chunkpkg.Statements(s.sqlite, jobRows) {
 		q, args := s.bulkInsert("usage_job_dailies", jobCols, part, "ON CONFLICT (day, asset_id, job_asset_id) DO NOTHING RETURNING asset_id, day")
 		res, err := tx.QueryContext(ctx, q, args...)
 		if err != nil {
@@ -565,7 +555,7 @@ func (s *Service) upsertActors(ctx context.Context, tx *ent.Tx, actorRows [][]an
 		}
 	} else {
 		// xmax = 0 marks a row this statement inserted rather than updated: a new actor that day.
-		for part := range inserts(s, actorRows) {
+		for part := range chunkpkg.Statements(s.sqlite, actorRows) {
 			q, args := s.bulkInsert("usage_actor_dailies", actorCols, part, actorConflict+" RETURNING asset_id, day, (xmax = 0)")
 			res, err := tx.QueryContext(ctx, q, args...)
 			if err != nil {
@@ -728,7 +718,7 @@ func pgText(v any) string {
 
 // upsert inserts rows in chunks with the given conflict clause.
 func (s *Service) upsert(ctx context.Context, tx *ent.Tx, table string, cols []column, rows [][]any, conflict string) error {
-	for part := range inserts(s, rows) {
+	for part := range chunkpkg.Statements(s.sqlite, rows) {
 		q, args := s.bulkInsert(table, cols, part, conflict)
 		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
 			return fmt.Errorf("usage: update rollups: %w", err)

@@ -34,3 +34,32 @@ func TestEach(t *testing.T) {
 		t.Fatalf("err %v after %d calls; want stop after 1", err, calls)
 	}
 }
+
+// TestStatements: on SQLite the parts are Each's chunks; on PostgreSQL one part of everything;
+// nothing for nothing; every element once, in order.
+func TestStatements(t *testing.T) {
+	for _, sqlite := range []bool{true, false} {
+		for _, n := range []int{0, 1, Size, Size + 1, 3*Size - 7} {
+			xs := make([]int, n)
+			for i := range xs {
+				xs[i] = i
+			}
+			var got []int
+			parts := 0
+			if err := EachStatement(sqlite, xs, func(part []int) error {
+				parts++
+				got = append(got, part...)
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			want := (n + Size - 1) / Size
+			if !sqlite {
+				want = min(n, 1)
+			}
+			if parts != want || !slices.Equal(got, xs) {
+				t.Errorf("sqlite=%v, %d elements: %d parts (want %d), elements in order %v", sqlite, n, parts, want, slices.Equal(got, xs))
+			}
+		}
+	}
+}
