@@ -67,6 +67,7 @@ import (
 	"github.com/tidemark/tidemark/ent/tablesync"
 	"github.com/tidemark/tidemark/ent/usageactordaily"
 	"github.com/tidemark/tidemark/ent/usageactormonthly"
+	"github.com/tidemark/tidemark/ent/usagebacklog"
 	"github.com/tidemark/tidemark/ent/usagedaily"
 	"github.com/tidemark/tidemark/ent/usageevent"
 	"github.com/tidemark/tidemark/ent/usagejobdaily"
@@ -139,6 +140,7 @@ const (
 	TypeTableSync             = "TableSync"
 	TypeUsageActorDaily       = "UsageActorDaily"
 	TypeUsageActorMonthly     = "UsageActorMonthly"
+	TypeUsageBacklog          = "UsageBacklog"
 	TypeUsageDaily            = "UsageDaily"
 	TypeUsageEvent            = "UsageEvent"
 	TypeUsageJobDaily         = "UsageJobDaily"
@@ -40190,6 +40192,402 @@ func (m *UsageActorMonthlyMutation) ClearEdge(name string) error {
 // It returns an error if the edge is not defined in the schema.
 func (m *UsageActorMonthlyMutation) ResetEdge(name string) error {
 	return fmt.Errorf("unknown UsageActorMonthly edge %s", name)
+}
+
+// UsageBacklogMutation represents an operation that mutates the UsageBacklog nodes in the graph.
+type UsageBacklogMutation struct {
+	config
+	op              Op
+	typ             string
+	id              *int
+	event_ids       *[]int
+	appendevent_ids []int
+	created_at      *time.Time
+	clearedFields   map[string]struct{}
+	done            bool
+	oldValue        func(context.Context) (*UsageBacklog, error)
+	predicates      []predicate.UsageBacklog
+}
+
+var _ ent.Mutation = (*UsageBacklogMutation)(nil)
+
+// usagebacklogOption allows management of the mutation configuration using functional options.
+type usagebacklogOption func(*UsageBacklogMutation)
+
+// newUsageBacklogMutation creates new mutation for the UsageBacklog entity.
+func newUsageBacklogMutation(c config, op Op, opts ...usagebacklogOption) *UsageBacklogMutation {
+	m := &UsageBacklogMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeUsageBacklog,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withUsageBacklogID sets the ID field of the mutation.
+func withUsageBacklogID(id int) usagebacklogOption {
+	return func(m *UsageBacklogMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *UsageBacklog
+		)
+		m.oldValue = func(ctx context.Context) (*UsageBacklog, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().UsageBacklog.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withUsageBacklog sets the old UsageBacklog of the mutation.
+func withUsageBacklog(node *UsageBacklog) usagebacklogOption {
+	return func(m *UsageBacklogMutation) {
+		m.oldValue = func(context.Context) (*UsageBacklog, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m UsageBacklogMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m UsageBacklogMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *UsageBacklogMutation) ID() (id int, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *UsageBacklogMutation) IDs(ctx context.Context) ([]int, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []int{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().UsageBacklog.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetEventIds sets the "event_ids" field.
+func (m *UsageBacklogMutation) SetEventIds(i []int) {
+	m.event_ids = &i
+	m.appendevent_ids = nil
+}
+
+// EventIds returns the value of the "event_ids" field in the mutation.
+func (m *UsageBacklogMutation) EventIds() (r []int, exists bool) {
+	v := m.event_ids
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldEventIds returns the old "event_ids" field's value of the UsageBacklog entity.
+// If the UsageBacklog object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UsageBacklogMutation) OldEventIds(ctx context.Context) (v []int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldEventIds is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldEventIds requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldEventIds: %w", err)
+	}
+	return oldValue.EventIds, nil
+}
+
+// AppendEventIds adds i to the "event_ids" field.
+func (m *UsageBacklogMutation) AppendEventIds(i []int) {
+	m.appendevent_ids = append(m.appendevent_ids, i...)
+}
+
+// AppendedEventIds returns the list of values that were appended to the "event_ids" field in this mutation.
+func (m *UsageBacklogMutation) AppendedEventIds() ([]int, bool) {
+	if len(m.appendevent_ids) == 0 {
+		return nil, false
+	}
+	return m.appendevent_ids, true
+}
+
+// ResetEventIds resets all changes to the "event_ids" field.
+func (m *UsageBacklogMutation) ResetEventIds() {
+	m.event_ids = nil
+	m.appendevent_ids = nil
+}
+
+// SetCreatedAt sets the "created_at" field.
+func (m *UsageBacklogMutation) SetCreatedAt(t time.Time) {
+	m.created_at = &t
+}
+
+// CreatedAt returns the value of the "created_at" field in the mutation.
+func (m *UsageBacklogMutation) CreatedAt() (r time.Time, exists bool) {
+	v := m.created_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCreatedAt returns the old "created_at" field's value of the UsageBacklog entity.
+// If the UsageBacklog object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UsageBacklogMutation) OldCreatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCreatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCreatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCreatedAt: %w", err)
+	}
+	return oldValue.CreatedAt, nil
+}
+
+// ResetCreatedAt resets all changes to the "created_at" field.
+func (m *UsageBacklogMutation) ResetCreatedAt() {
+	m.created_at = nil
+}
+
+// Where appends a list predicates to the UsageBacklogMutation builder.
+func (m *UsageBacklogMutation) Where(ps ...predicate.UsageBacklog) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the UsageBacklogMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *UsageBacklogMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.UsageBacklog, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *UsageBacklogMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *UsageBacklogMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (UsageBacklog).
+func (m *UsageBacklogMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *UsageBacklogMutation) Fields() []string {
+	fields := make([]string, 0, 2)
+	if m.event_ids != nil {
+		fields = append(fields, usagebacklog.FieldEventIds)
+	}
+	if m.created_at != nil {
+		fields = append(fields, usagebacklog.FieldCreatedAt)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *UsageBacklogMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case usagebacklog.FieldEventIds:
+		return m.EventIds()
+	case usagebacklog.FieldCreatedAt:
+		return m.CreatedAt()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *UsageBacklogMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case usagebacklog.FieldEventIds:
+		return m.OldEventIds(ctx)
+	case usagebacklog.FieldCreatedAt:
+		return m.OldCreatedAt(ctx)
+	}
+	return nil, fmt.Errorf("unknown UsageBacklog field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *UsageBacklogMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case usagebacklog.FieldEventIds:
+		v, ok := value.([]int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetEventIds(v)
+		return nil
+	case usagebacklog.FieldCreatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCreatedAt(v)
+		return nil
+	}
+	return fmt.Errorf("unknown UsageBacklog field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *UsageBacklogMutation) AddedFields() []string {
+	return nil
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *UsageBacklogMutation) AddedField(name string) (ent.Value, bool) {
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *UsageBacklogMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	}
+	return fmt.Errorf("unknown UsageBacklog numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *UsageBacklogMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *UsageBacklogMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *UsageBacklogMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown UsageBacklog nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *UsageBacklogMutation) ResetField(name string) error {
+	switch name {
+	case usagebacklog.FieldEventIds:
+		m.ResetEventIds()
+		return nil
+	case usagebacklog.FieldCreatedAt:
+		m.ResetCreatedAt()
+		return nil
+	}
+	return fmt.Errorf("unknown UsageBacklog field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *UsageBacklogMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *UsageBacklogMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *UsageBacklogMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *UsageBacklogMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *UsageBacklogMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *UsageBacklogMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *UsageBacklogMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown UsageBacklog unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *UsageBacklogMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown UsageBacklog edge %s", name)
 }
 
 // UsageDailyMutation represents an operation that mutates the UsageDaily nodes in the graph.
