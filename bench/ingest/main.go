@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"log"
 	"log/slog"
+	"net/url"
 	"math/rand"
 	"os"
 	"runtime/pprof"
@@ -138,7 +139,7 @@ func list(xs []float64, format string) string {
 func firstIngest(ctx context.Context) float64 {
 	dsn, drop := benchdb.CreateDB(ctx, *admin, "tidemark_bench_ingest_fresh", *keep)
 	defer drop()
-	logStatements(ctx, "tidemark_bench_ingest_fresh")
+	logStatements(ctx, dsn)
 	db := benchdb.Open(ctx, dsn)
 	defer db.Close()
 	// Nothing exists beforehand (as in bench/lineage -fresh): the inputs, 20,000 names drawn at
@@ -157,7 +158,7 @@ func firstIngest(ctx context.Context) float64 {
 func existingIngest(ctx context.Context) (rate, copyRate float64) {
 	dsn, drop := benchdb.CreateDB(ctx, *admin, "tidemark_bench_ingest_existing", *keep)
 	defer drop()
-	logStatements(ctx, "tidemark_bench_ingest_existing")
+	logStatements(ctx, dsn)
 	db := benchdb.Open(ctx, dsn)
 	defer db.Close()
 	benchdb.CreateBeforehand(ctx, db, datasets, jobsN)
@@ -182,13 +183,16 @@ func existingIngest(ctx context.Context) (rate, copyRate float64) {
 	return rate, copyRate
 }
 
-// logStatements has the server log each statement in database name with its duration, and
-// lock waits, when -log-statements is set (parameters left out: the arrays are large). Set
+// logStatements has the server log each statement in the database dsn names with its duration,
+// and lock waits, when -log-statements is set (parameters left out: the arrays are large). Set
 // on the database, not the server: other work on the shared server logs as before.
-func logStatements(ctx context.Context, name string) {
+func logStatements(ctx context.Context, dsn string) {
 	if !*logStmts {
 		return
 	}
+	u, err := url.Parse(dsn)
+	benchdb.Must(err)
+	name := strings.TrimPrefix(u.Path, "/")
 	db, err := sql.Open("postgres", *admin)
 	benchdb.Must(err)
 	defer db.Close()

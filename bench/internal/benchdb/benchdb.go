@@ -28,9 +28,14 @@ import (
 	"github.com/tidemark/tidemark/storage"
 )
 
-// CreateDB makes (or remakes) database name on the server admin points at and returns its DSN
-// and a function that drops it unless keep.
+// CreateDB makes (or remakes) database name, suffixed with this process's ID (two benches on one
+// server never share a database), on the server admin points at and returns its DSN and a
+// function that drops it unless keep.
 func CreateDB(ctx context.Context, admin, name string, keep bool) (string, func()) {
+	name = fmt.Sprintf("%s_%d", name, os.Getpid())
+	if keep {
+		log.Printf("database %s is kept", name)
+	}
 	db, err := sql.Open("postgres", admin)
 	Must(err)
 	_, _ = db.ExecContext(ctx, "DROP DATABASE IF EXISTS "+pq.QuoteIdentifier(name)+" WITH (FORCE)")
