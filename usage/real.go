@@ -41,7 +41,8 @@ type RealUsage struct {
 
 // Real summarises an asset's real usage in a window. downstream may be nil (no lineage check).
 func (s *Service) Real(ctx context.Context, id uuid.UUID, from, to time.Time, downstream Downstream) (RealUsage, error) {
-	// Rollups a crash left behind count before the bot may call anything unused.
+	// Rollups a crash left behind count before the bot may call anything unused; those of the
+	// last BacklogAge before a crash wait for the usage job (the bot confirms over two scans).
 	if _, err := s.RollBacklog(ctx); err != nil {
 		return RealUsage{}, err
 	}
