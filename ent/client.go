@@ -69,7 +69,6 @@ import (
 	"github.com/tidemark/tidemark/ent/tablesync"
 	"github.com/tidemark/tidemark/ent/usageactordaily"
 	"github.com/tidemark/tidemark/ent/usageactormonthly"
-	"github.com/tidemark/tidemark/ent/usagebacklog"
 	"github.com/tidemark/tidemark/ent/usagedaily"
 	"github.com/tidemark/tidemark/ent/usageevent"
 	"github.com/tidemark/tidemark/ent/usagejobdaily"
@@ -193,8 +192,6 @@ type Client struct {
 	UsageActorDaily *UsageActorDailyClient
 	// UsageActorMonthly is the client for interacting with the UsageActorMonthly builders.
 	UsageActorMonthly *UsageActorMonthlyClient
-	// UsageBacklog is the client for interacting with the UsageBacklog builders.
-	UsageBacklog *UsageBacklogClient
 	// UsageDaily is the client for interacting with the UsageDaily builders.
 	UsageDaily *UsageDailyClient
 	// UsageEvent is the client for interacting with the UsageEvent builders.
@@ -275,7 +272,6 @@ func (c *Client) init() {
 	c.TableSync = NewTableSyncClient(c.config)
 	c.UsageActorDaily = NewUsageActorDailyClient(c.config)
 	c.UsageActorMonthly = NewUsageActorMonthlyClient(c.config)
-	c.UsageBacklog = NewUsageBacklogClient(c.config)
 	c.UsageDaily = NewUsageDailyClient(c.config)
 	c.UsageEvent = NewUsageEventClient(c.config)
 	c.UsageJobDaily = NewUsageJobDailyClient(c.config)
@@ -429,7 +425,6 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		TableSync:             NewTableSyncClient(cfg),
 		UsageActorDaily:       NewUsageActorDailyClient(cfg),
 		UsageActorMonthly:     NewUsageActorMonthlyClient(cfg),
-		UsageBacklog:          NewUsageBacklogClient(cfg),
 		UsageDaily:            NewUsageDailyClient(cfg),
 		UsageEvent:            NewUsageEventClient(cfg),
 		UsageJobDaily:         NewUsageJobDailyClient(cfg),
@@ -510,7 +505,6 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		TableSync:             NewTableSyncClient(cfg),
 		UsageActorDaily:       NewUsageActorDailyClient(cfg),
 		UsageActorMonthly:     NewUsageActorMonthlyClient(cfg),
-		UsageBacklog:          NewUsageBacklogClient(cfg),
 		UsageDaily:            NewUsageDailyClient(cfg),
 		UsageEvent:            NewUsageEventClient(cfg),
 		UsageJobDaily:         NewUsageJobDailyClient(cfg),
@@ -559,9 +553,9 @@ func (c *Client) Use(hooks ...Hook) {
 		c.ProposalFile, c.ProposalStep, c.ReconciliationFinding, c.ReconciliationRun,
 		c.ReconciliationWindow, c.Run, c.RunIO, c.RunVersion, c.SchemaChange,
 		c.SearchDoc, c.SearchFacet, c.Subscription, c.SuggestionDecision, c.TableSync,
-		c.UsageActorDaily, c.UsageActorMonthly, c.UsageBacklog, c.UsageDaily,
-		c.UsageEvent, c.UsageJobDaily, c.UsageName, c.UsagePending, c.VersionCursor,
-		c.WebSession, c.Webhook,
+		c.UsageActorDaily, c.UsageActorMonthly, c.UsageDaily, c.UsageEvent,
+		c.UsageJobDaily, c.UsageName, c.UsagePending, c.VersionCursor, c.WebSession,
+		c.Webhook,
 	} {
 		n.Use(hooks...)
 	}
@@ -582,9 +576,9 @@ func (c *Client) Intercept(interceptors ...Interceptor) {
 		c.ProposalFile, c.ProposalStep, c.ReconciliationFinding, c.ReconciliationRun,
 		c.ReconciliationWindow, c.Run, c.RunIO, c.RunVersion, c.SchemaChange,
 		c.SearchDoc, c.SearchFacet, c.Subscription, c.SuggestionDecision, c.TableSync,
-		c.UsageActorDaily, c.UsageActorMonthly, c.UsageBacklog, c.UsageDaily,
-		c.UsageEvent, c.UsageJobDaily, c.UsageName, c.UsagePending, c.VersionCursor,
-		c.WebSession, c.Webhook,
+		c.UsageActorDaily, c.UsageActorMonthly, c.UsageDaily, c.UsageEvent,
+		c.UsageJobDaily, c.UsageName, c.UsagePending, c.VersionCursor, c.WebSession,
+		c.Webhook,
 	} {
 		n.Intercept(interceptors...)
 	}
@@ -699,8 +693,6 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.UsageActorDaily.mutate(ctx, m)
 	case *UsageActorMonthlyMutation:
 		return c.UsageActorMonthly.mutate(ctx, m)
-	case *UsageBacklogMutation:
-		return c.UsageBacklog.mutate(ctx, m)
 	case *UsageDailyMutation:
 		return c.UsageDaily.mutate(ctx, m)
 	case *UsageEventMutation:
@@ -7868,139 +7860,6 @@ func (c *UsageActorMonthlyClient) mutate(ctx context.Context, m *UsageActorMonth
 	}
 }
 
-// UsageBacklogClient is a client for the UsageBacklog schema.
-type UsageBacklogClient struct {
-	config
-}
-
-// NewUsageBacklogClient returns a client for the UsageBacklog from the given config.
-func NewUsageBacklogClient(c config) *UsageBacklogClient {
-	return &UsageBacklogClient{config: c}
-}
-
-// Use adds a list of mutation hooks to the hooks stack.
-// A call to `Use(f, g, h)` equals to `usagebacklog.Hooks(f(g(h())))`.
-func (c *UsageBacklogClient) Use(hooks ...Hook) {
-	c.hooks.UsageBacklog = append(c.hooks.UsageBacklog, hooks...)
-}
-
-// Intercept adds a list of query interceptors to the interceptors stack.
-// A call to `Intercept(f, g, h)` equals to `usagebacklog.Intercept(f(g(h())))`.
-func (c *UsageBacklogClient) Intercept(interceptors ...Interceptor) {
-	c.inters.UsageBacklog = append(c.inters.UsageBacklog, interceptors...)
-}
-
-// Create returns a builder for creating a UsageBacklog entity.
-func (c *UsageBacklogClient) Create() *UsageBacklogCreate {
-	mutation := newUsageBacklogMutation(c.config, OpCreate)
-	return &UsageBacklogCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
-}
-
-// CreateBulk returns a builder for creating a bulk of UsageBacklog entities.
-func (c *UsageBacklogClient) CreateBulk(builders ...*UsageBacklogCreate) *UsageBacklogCreateBulk {
-	return &UsageBacklogCreateBulk{config: c.config, builders: builders}
-}
-
-// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
-// a builder and applies setFunc on it.
-func (c *UsageBacklogClient) MapCreateBulk(slice any, setFunc func(*UsageBacklogCreate, int)) *UsageBacklogCreateBulk {
-	rv := reflect.ValueOf(slice)
-	if rv.Kind() != reflect.Slice {
-		return &UsageBacklogCreateBulk{err: fmt.Errorf("calling to UsageBacklogClient.MapCreateBulk with wrong type %T, need slice", slice)}
-	}
-	builders := make([]*UsageBacklogCreate, rv.Len())
-	for i := 0; i < rv.Len(); i++ {
-		builders[i] = c.Create()
-		setFunc(builders[i], i)
-	}
-	return &UsageBacklogCreateBulk{config: c.config, builders: builders}
-}
-
-// Update returns an update builder for UsageBacklog.
-func (c *UsageBacklogClient) Update() *UsageBacklogUpdate {
-	mutation := newUsageBacklogMutation(c.config, OpUpdate)
-	return &UsageBacklogUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
-}
-
-// UpdateOne returns an update builder for the given entity.
-func (c *UsageBacklogClient) UpdateOne(_m *UsageBacklog) *UsageBacklogUpdateOne {
-	mutation := newUsageBacklogMutation(c.config, OpUpdateOne, withUsageBacklog(_m))
-	return &UsageBacklogUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
-}
-
-// UpdateOneID returns an update builder for the given id.
-func (c *UsageBacklogClient) UpdateOneID(id int) *UsageBacklogUpdateOne {
-	mutation := newUsageBacklogMutation(c.config, OpUpdateOne, withUsageBacklogID(id))
-	return &UsageBacklogUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
-}
-
-// Delete returns a delete builder for UsageBacklog.
-func (c *UsageBacklogClient) Delete() *UsageBacklogDelete {
-	mutation := newUsageBacklogMutation(c.config, OpDelete)
-	return &UsageBacklogDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
-}
-
-// DeleteOne returns a builder for deleting the given entity.
-func (c *UsageBacklogClient) DeleteOne(_m *UsageBacklog) *UsageBacklogDeleteOne {
-	return c.DeleteOneID(_m.ID)
-}
-
-// DeleteOneID returns a builder for deleting the given entity by its id.
-func (c *UsageBacklogClient) DeleteOneID(id int) *UsageBacklogDeleteOne {
-	builder := c.Delete().Where(usagebacklog.ID(id))
-	builder.mutation.id = &id
-	builder.mutation.op = OpDeleteOne
-	return &UsageBacklogDeleteOne{builder}
-}
-
-// Query returns a query builder for UsageBacklog.
-func (c *UsageBacklogClient) Query() *UsageBacklogQuery {
-	return &UsageBacklogQuery{
-		config: c.config,
-		ctx:    &QueryContext{Type: TypeUsageBacklog},
-		inters: c.Interceptors(),
-	}
-}
-
-// Get returns a UsageBacklog entity by its id.
-func (c *UsageBacklogClient) Get(ctx context.Context, id int) (*UsageBacklog, error) {
-	return c.Query().Where(usagebacklog.ID(id)).Only(ctx)
-}
-
-// GetX is like Get, but panics if an error occurs.
-func (c *UsageBacklogClient) GetX(ctx context.Context, id int) *UsageBacklog {
-	obj, err := c.Get(ctx, id)
-	if err != nil {
-		panic(err)
-	}
-	return obj
-}
-
-// Hooks returns the client hooks.
-func (c *UsageBacklogClient) Hooks() []Hook {
-	return c.hooks.UsageBacklog
-}
-
-// Interceptors returns the client interceptors.
-func (c *UsageBacklogClient) Interceptors() []Interceptor {
-	return c.inters.UsageBacklog
-}
-
-func (c *UsageBacklogClient) mutate(ctx context.Context, m *UsageBacklogMutation) (Value, error) {
-	switch m.Op() {
-	case OpCreate:
-		return (&UsageBacklogCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
-	case OpUpdate:
-		return (&UsageBacklogUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
-	case OpUpdateOne:
-		return (&UsageBacklogUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
-	case OpDelete, OpDeleteOne:
-		return (&UsageBacklogDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
-	default:
-		return nil, fmt.Errorf("ent: unknown UsageBacklog mutation op: %q", m.Op())
-	}
-}
-
 // UsageDailyClient is a client for the UsageDaily schema.
 type UsageDailyClient struct {
 	config
@@ -9078,9 +8937,9 @@ type (
 		OutboxMessage, Owner, Proposal, ProposalFile, ProposalStep,
 		ReconciliationFinding, ReconciliationRun, ReconciliationWindow, Run, RunIO,
 		RunVersion, SchemaChange, SearchDoc, SearchFacet, Subscription,
-		SuggestionDecision, TableSync, UsageActorDaily, UsageActorMonthly,
-		UsageBacklog, UsageDaily, UsageEvent, UsageJobDaily, UsageName, UsagePending,
-		VersionCursor, WebSession, Webhook []ent.Hook
+		SuggestionDecision, TableSync, UsageActorDaily, UsageActorMonthly, UsageDaily,
+		UsageEvent, UsageJobDaily, UsageName, UsagePending, VersionCursor, WebSession,
+		Webhook []ent.Hook
 	}
 	inters struct {
 		APIToken, Asset, AssetFacet, AssetName, AuditEvent, Classification,
@@ -9093,9 +8952,9 @@ type (
 		OutboxMessage, Owner, Proposal, ProposalFile, ProposalStep,
 		ReconciliationFinding, ReconciliationRun, ReconciliationWindow, Run, RunIO,
 		RunVersion, SchemaChange, SearchDoc, SearchFacet, Subscription,
-		SuggestionDecision, TableSync, UsageActorDaily, UsageActorMonthly,
-		UsageBacklog, UsageDaily, UsageEvent, UsageJobDaily, UsageName, UsagePending,
-		VersionCursor, WebSession, Webhook []ent.Interceptor
+		SuggestionDecision, TableSync, UsageActorDaily, UsageActorMonthly, UsageDaily,
+		UsageEvent, UsageJobDaily, UsageName, UsagePending, VersionCursor, WebSession,
+		Webhook []ent.Interceptor
 	}
 )
 

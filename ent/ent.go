@@ -65,7 +65,6 @@ import (
 	"github.com/tidemark/tidemark/ent/tablesync"
 	"github.com/tidemark/tidemark/ent/usageactordaily"
 	"github.com/tidemark/tidemark/ent/usageactormonthly"
-	"github.com/tidemark/tidemark/ent/usagebacklog"
 	"github.com/tidemark/tidemark/ent/usagedaily"
 	"github.com/tidemark/tidemark/ent/usageevent"
 	"github.com/tidemark/tidemark/ent/usagejobdaily"
@@ -187,7 +186,6 @@ func checkColumn(t, c string) error {
 			tablesync.Table:             tablesync.ValidColumn,
 			usageactordaily.Table:       usageactordaily.ValidColumn,
 			usageactormonthly.Table:     usageactormonthly.ValidColumn,
-			usagebacklog.Table:          usagebacklog.ValidColumn,
 			usagedaily.Table:            usagedaily.ValidColumn,
 			usageevent.Table:            usageevent.ValidColumn,
 			usagejobdaily.Table:         usagejobdaily.ValidColumn,

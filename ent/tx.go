@@ -120,8 +120,6 @@ type Tx struct {
 	UsageActorDaily *UsageActorDailyClient
 	// UsageActorMonthly is the client for interacting with the UsageActorMonthly builders.
 	UsageActorMonthly *UsageActorMonthlyClient
-	// UsageBacklog is the client for interacting with the UsageBacklog builders.
-	UsageBacklog *UsageBacklogClient
 	// UsageDaily is the client for interacting with the UsageDaily builders.
 	UsageDaily *UsageDailyClient
 	// UsageEvent is the client for interacting with the UsageEvent builders.
@@ -322,7 +320,6 @@ func (tx *Tx) init() {
 	tx.TableSync = NewTableSyncClient(tx.config)
 	tx.UsageActorDaily = NewUsageActorDailyClient(tx.config)
 	tx.UsageActorMonthly = NewUsageActorMonthlyClient(tx.config)
-	tx.UsageBacklog = NewUsageBacklogClient(tx.config)
 	tx.UsageDaily = NewUsageDailyClient(tx.config)
 	tx.UsageEvent = NewUsageEventClient(tx.config)
 	tx.UsageJobDaily = NewUsageJobDailyClient(tx.config)

@@ -41,10 +41,6 @@ type RealUsage struct {
 
 // Real summarises an asset's real usage in a window. downstream may be nil (no lineage check).
 func (s *Service) Real(ctx context.Context, id uuid.UUID, from, to time.Time, downstream Downstream) (RealUsage, error) {
-	// Rollups a crash left behind count before the bot may call anything unused.
-	if _, err := s.RollBacklog(ctx); err != nil {
-		return RealUsage{}, err
-	}
 	series, err := s.Series(ctx, id, from, to, Daily)
 	if err != nil {
 		return RealUsage{}, err

@@ -275,8 +275,8 @@ func (s *Service) client(ctx context.Context) *ent.Client {
 func chunk[T any](xs []T) iter.Seq[[]T] { return slices.Chunk(xs, chunkpkg.Size) }
 
 // store inserts the rows (skipping keys stored before) and adds those it inserted to the
-// rollups: in the same transaction (the caller's, when ctx carries one) on SQLite, right after
-// it commits on PostgreSQL (rollupAfterCommit). It returns the keys it inserted.
+// rollups, in one transaction (the caller's, when ctx carries one). It returns the keys it
+// inserted.
 func (s *Service) store(ctx context.Context, rows []row) (map[string]bool, error) {
 	inserted := map[string]bool{}
 	if len(rows) == 0 {
@@ -290,7 +290,6 @@ func (s *Service) store(ctx context.Context, rows []row) (map[string]bool, error
 		clear(inserted)
 		received := s.clock()
 		var fresh []row
-		var ids []int
 		for part := range chunkpkg.Statements(s.sqlite, rows) {
 			vals := make([][]any, len(part))
 			for i, r := range part {
@@ -300,20 +299,18 @@ func (s *Service) store(ctx context.Context, rows []row) (map[string]bool, error
 				}
 				vals[i] = []any{r.key, r.assetID, r.kind, r.actor, job, r.source, r.queryID, r.namespace, r.name, r.at, Day(r.at), received, r.resolved, r.late, r.version}
 			}
-			q, args := s.bulkInsert("usage_events", eventCols, vals, "ON CONFLICT (event_key) DO NOTHING RETURNING event_key, id")
+			q, args := s.bulkInsert("usage_events", eventCols, vals, "ON CONFLICT (event_key) DO NOTHING RETURNING event_key")
 			res, err := tx.QueryContext(ctx, q, args...)
 			if err != nil {
 				return fmt.Errorf("usage: store events: %w", err)
 			}
 			for res.Next() {
 				var k string
-				var id int
-				if err := res.Scan(&k, &id); err != nil {
+				if err := res.Scan(&k); err != nil {
 					res.Close()
 					return err
 				}
 				inserted[k] = true
-				ids = append(ids, id)
 			}
 			res.Close()
 			if err := res.Err(); err != nil {
@@ -325,10 +322,7 @@ func (s *Service) store(ctx context.Context, rows []row) (map[string]bool, error
 				fresh = append(fresh, r)
 			}
 		}
-		if s.sqlite { // one writer at a time: nothing to queue behind
-			return s.rollup(ctx, tx, fresh)
-		}
-		return s.rollupAfterCommit(ctx, tx, fresh, ids)
+		return s.rollup(ctx, tx, fresh)
 	})
 	return inserted, err
 }

@@ -40,8 +40,6 @@ type Service struct {
 	retention time.Duration
 	log       *slog.Logger
 	sqlite    bool
-	rolls     roller       // rollups after commit (PostgreSQL)
-	rollFault func() error // tests: fails rollups after commit
 }
 
 // Option configures a Service.
@@ -105,8 +103,7 @@ func (s *Service) Purge(ctx context.Context) (int, error) {
 
 // Job is usage's background work: every interval it attributes the kept unresolved records
 // whose names now resolve (changes made by other replicas, or inside lineage transactions, reach
-// them here), adds the rollups left in the backlog (RollBacklog) and purges what is past the
-// retention (hourly).
+// them here) and purges what is past the retention (hourly).
 func (s *Service) Job(interval time.Duration) *loop.Job {
 	var purged time.Time
 	return &loop.Job{Name: "usage: resolving kept records", Interval: interval, Log: s.log, Step: func(ctx context.Context) error {
@@ -116,12 +113,6 @@ func (s *Service) Job(interval time.Duration) *loop.Job {
 		}
 		if n > 0 {
 			s.log.Info("usage: attributed records that waited for their name", "records", n)
-		}
-		if n, err = s.RollBacklog(ctx); err != nil {
-			return err
-		}
-		if n > 0 {
-			s.log.Info("usage: added the rollups a crash or a failed rollup left", "events", n)
 		}
 		if time.Since(purged) < time.Hour {
 			return nil

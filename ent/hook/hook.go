@@ -645,18 +645,6 @@ func (f UsageActorMonthlyFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.UsageActorMonthlyMutation", m)
 }
 
-// The UsageBacklogFunc type is an adapter to allow the use of ordinary
-// function as UsageBacklog mutator.
-type UsageBacklogFunc func(context.Context, *ent.UsageBacklogMutation) (ent.Value, error)
-
-// Mutate calls f(ctx, m).
-func (f UsageBacklogFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
-	if mv, ok := m.(*ent.UsageBacklogMutation); ok {
-		return f(ctx, mv)
-	}
-	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.UsageBacklogMutation", m)
-}
-
 // The UsageDailyFunc type is an adapter to allow the use of ordinary
 // function as UsageDaily mutator.
 type UsageDailyFunc func(context.Context, *ent.UsageDailyMutation) (ent.Value, error)

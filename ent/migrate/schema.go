@@ -1479,18 +1479,6 @@ var (
 			},
 		},
 	}
-	// UsageBacklogsColumns holds the columns for the "usage_backlogs" table.
-	UsageBacklogsColumns = []*schema.Column{
-		{Name: "id", Type: field.TypeInt, Increment: true},
-		{Name: "event_ids", Type: field.TypeJSON},
-		{Name: "created_at", Type: field.TypeTime},
-	}
-	// UsageBacklogsTable holds the schema information for the "usage_backlogs" table.
-	UsageBacklogsTable = &schema.Table{
-		Name:       "usage_backlogs",
-		Columns:    UsageBacklogsColumns,
-		PrimaryKey: []*schema.Column{UsageBacklogsColumns[0]},
-	}
 	// UsageDailiesColumns holds the columns for the "usage_dailies" table.
 	UsageDailiesColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeInt, Increment: true},
@@ -1736,7 +1724,6 @@ var (
 		TableSyncsTable,
 		UsageActorDailiesTable,
 		UsageActorMonthliesTable,
-		UsageBacklogsTable,
 		UsageDailiesTable,
 		UsageEventsTable,
 		UsageJobDailiesTable,

@@ -165,9 +165,6 @@ type UsageActorDaily func(*sql.Selector)
 // UsageActorMonthly is the predicate function for usageactormonthly builders.
 type UsageActorMonthly func(*sql.Selector)
 
-// UsageBacklog is the predicate function for usagebacklog builders.
-type UsageBacklog func(*sql.Selector)
-
 // UsageDaily is the predicate function for usagedaily builders.
 type UsageDaily func(*sql.Selector)
 

@@ -183,17 +183,3 @@ func (UsageJobDaily) Indexes() []ent.Index {
 		index.Fields("day", "asset_id", "job_asset_id").Unique(),
 	}
 }
-
-// UsageBacklog is a batch of stored usage events whose rollups are still to be added (PostgreSQL:
-// a batch's rollups go in right after its events commit, one writer for every batch committed
-// meanwhile, so concurrent batches do not queue on each other's rollup rows). The rollup that
-// deletes the row adds the events, so they count once; a row left by a crash or a failed rollup
-// is rolled up by the usage job.
-type UsageBacklog struct{ ent.Schema }
-
-func (UsageBacklog) Fields() []ent.Field {
-	return []ent.Field{
-		field.JSON("event_ids", []int{}).Immutable(), // usage_events ids
-		field.Time("created_at").Immutable(),
-	}
-}
