@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -210,17 +211,80 @@ func browserOps(t *testing.T, bctx context.Context) (must func(error), text func
 	return must, text, click
 }
 
-// chromiumContext starts a headless Chromium for one test. Its temporary files (the singleton
-// socket Chromium leaves behind when it is killed) go to the test's own directory too.
+// chromiumContext gives one test a tab of its own in a fresh browser context (its own cookies,
+// storage and cache, as a new profile would have) of the package's one headless Chromium.
+// Starting a Chromium per test took 1.7 to 3.7 s on a loaded 2-core machine, a tab in a new
+// browser context 0.4 to 0.9 s; the browser context holds nothing of the tests before it.
 func chromiumContext(t *testing.T, bin string) context.Context {
+	t.Helper()
+	root, err := sharedChromium(bin)
+	if err != nil {
+		t.Fatalf("start Chromium: %v", err)
+	}
+	tctx, cancelTab := chromedp.NewContext(root, chromedp.WithNewBrowserContext())
+	bctx, cancelT := context.WithTimeout(tctx, 2*time.Minute)
+	t.Cleanup(func() { cancelT(); cancelTab() })
+	return bctx
+}
+
+// chromiumProc is the package's Chromium, started by the first browser test and stopped by
+// TestMain. Its temporary files (the singleton socket Chromium leaves behind when it is killed)
+// go to its profile directory too.
+var chromiumProc struct {
+	sync.Mutex
+	dir    string
+	ctx    context.Context
+	cancel func()
+}
+
+func sharedChromium(bin string) (context.Context, error) {
+	chromiumProc.Lock()
+	defer chromiumProc.Unlock()
+	if chromiumProc.ctx != nil {
+		if chromiumProc.ctx.Err() == nil {
+			return chromiumProc.ctx, nil
+		}
+		// The browser is gone (a test crashed it): the next test gets a new one.
+		chromiumProc.cancel()
+		os.RemoveAll(chromiumProc.dir)
+	}
+	dir, err := os.MkdirTemp("", "tidemark-web-chromium-")
+	if err != nil {
+		return nil, err
+	}
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), chromedp.ExecPath(bin), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true), chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck, chromedp.Flag("disable-dev-shm-usage", true), chromedp.UserDataDir(t.TempDir()),
-		chromedp.Env("TMPDIR="+t.TempDir()), chromedp.WindowSize(1280, 900))
-	bctx, cancelB := chromedp.NewContext(actx)
-	bctx, cancelT := context.WithTimeout(bctx, 2*time.Minute)
-	t.Cleanup(func() { cancelT(); cancelB(); cancelA() })
-	return bctx
+		chromedp.NoDefaultBrowserCheck, chromedp.Flag("disable-dev-shm-usage", true), chromedp.UserDataDir(filepath.Join(dir, "profile")),
+		chromedp.Env("TMPDIR="+dir), chromedp.WindowSize(1280, 900))
+	root, cancelB := chromedp.NewContext(actx)
+	if err := chromedp.Do(root); err != nil { // starts the browser
+		cancelB()
+		cancelA()
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	chromiumProc.dir, chromiumProc.ctx = dir, root
+	chromiumProc.cancel = func() { cancelB(); cancelA() }
+	return root, nil
+}
+
+// stopChromium stops the package's Chromium, if a test started it, and removes its files.
+func stopChromium() {
+	chromiumProc.Lock()
+	defer chromiumProc.Unlock()
+	if chromiumProc.ctx == nil {
+		return
+	}
+	chromiumProc.cancel()
+	os.RemoveAll(chromiumProc.dir)
+	chromiumProc.ctx = nil
+}
+
+// TestMain stops the package's Chromium once the tests have run.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	stopChromium()
+	os.Exit(code)
 }
 
 // shot saves a screenshot under testdata/screenshots (ignored by git) for a person to look at.
