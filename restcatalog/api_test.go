@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path"
 	"strings"
 	"testing"
 	"time"
@@ -353,6 +354,34 @@ func TestPaging(t *testing.T) {
 		}
 		if code, body := s.do(t, "GET", "/iceberg/v1/main/namespaces/p2/tables?pageSize=0", s.Token, "", nil); code != 400 || !strings.Contains(body, "pageSize") {
 			t.Fatalf("pageSize=0 gave %d %s, want 400", code, body)
+		}
+	})
+}
+
+// TestDroppedStaysDropped: the inspection a commit queues may run after the table is dropped
+// (iceberg-go's REST suite hit this: append, drop, then a table at the parent location). It must
+// not make the dropped table live again, so its location is free for the next table.
+func TestDroppedStaysDropped(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		s := newServer(t, db)
+		cat := s.client(t)
+		tbl := s.append(t, create(t, cat, "d", "t"), 0, 2)
+		id := assetOf(t, s, tbl)
+		if err := cat.DropTable(ctx, table.Identifier{"d", "t"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.App.Tables.Refresh(ctx, id); err != nil { // what the inspection round does
+			t.Fatal(err)
+		}
+		got, err := s.App.Tables.Get(ctx, id)
+		if err != nil || got.GoneAt == nil {
+			t.Fatalf("after a refresh the dropped table is %+v (err %v), want it gone", got, err)
+		}
+		parent := strings.TrimSuffix(tbl.Location(), "/"+path.Base(tbl.Location()))
+		if _, err := cat.CreateTable(ctx, table.Identifier{"d", "u"}, iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "x", Type: iceberg.PrimitiveTypes.Int64}),
+			icecat.WithLocation(parent)); err != nil {
+			t.Fatalf("a table at %s, over the dropped table's location: %v", parent, err)
 		}
 	})
 }

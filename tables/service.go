@@ -355,7 +355,7 @@ func (s *Service) bind(ctx context.Context, tbl *table.Table, conn, ident, ns, n
 			s.log.Warn("table location already bound to another asset", "asset_id", id, "location", meta.Location(), "err", err)
 		}
 	}
-	return id, action, s.upsertRow(ctx, id, tbl, conn, ident, listedAt)
+	return id, action, s.upsertRow(ctx, id, tbl, conn, ident, listedAt, true)
 }
 
 func hasExternalID(ids []catalog.ExternalID, x catalog.ExternalIDInput) bool {
@@ -407,7 +407,10 @@ func (s *Service) lastListed(ctx context.Context, tuuid, conn string) (*time.Tim
 	return row.ListedAt, nil
 }
 
-func (s *Service) upsertRow(ctx context.Context, id uuid.UUID, tbl *table.Table, conn, ident string, listedAt time.Time) error {
+// upsertRow records what tbl's metadata says of table id. revive: the table is seen alive (listed
+// by its catalog, or registered again), so a row marked gone is live again; a refresh never
+// revives one, since it may read a table a drop is removing at the same moment.
+func (s *Service) upsertRow(ctx context.Context, id uuid.UUID, tbl *table.Table, conn, ident string, listedAt time.Time, revive bool) error {
 	meta := tbl.Metadata()
 	now := s.clock()
 	var cur *int64
@@ -452,7 +455,10 @@ func (s *Service) upsertRow(ctx context.Context, id uuid.UUID, tbl *table.Table,
 	u := s.db.IcebergTable.Update().Where(icebergtable.ID(id)).SetTableUUID(meta.TableUUID().String()).SetLocation(meta.Location()).
 		SetMetadataLocation(tbl.MetadataLocation()).SetFormatVersion(meta.Version()).
 		SetNillableCurrentSnapshotID(cur).SetLastUpdatedAt(last).SetNillableColumnsSchemaID(recorded).
-		ClearGoneAt().ClearMissingAt().SetUpdatedAt(now)
+		ClearMissingAt().SetUpdatedAt(now)
+	if revive {
+		u.ClearGoneAt()
+	}
 	if cur == nil {
 		u.ClearCurrentSnapshotID()
 	}
@@ -548,7 +554,7 @@ func (s *Service) Refresh(ctx context.Context, id uuid.UUID) (RefreshReport, err
 	if err != nil {
 		return RefreshReport{}, err
 	}
-	if err := s.upsertRow(ctx, id, tbl, row.Connection, row.Identifier, time.Time{}); err != nil {
+	if err := s.upsertRow(ctx, id, tbl, row.Connection, row.Identifier, time.Time{}, false); err != nil {
 		return RefreshReport{}, err
 	}
 	return s.inspectAndStore(ctx, id, tbl, versions.SourceInspection)

@@ -158,6 +158,14 @@ func TestSyncRenameStory(t *testing.T) {
 		if tb.GoneAt == nil {
 			t.Fatal("table row not marked gone")
 		}
+		// A refresh (a person's, or an inspection a commit queued) reads the dropped table's last
+		// metadata; it must not make the table live again.
+		if _, err := svc.Refresh(ctx, id); err != nil {
+			t.Fatalf("refresh of the dropped table: %v", err)
+		}
+		if tb, _ = svc.Get(ctx, id); tb.GoneAt == nil {
+			t.Fatal("a refresh made the dropped table live again")
+		}
 		if rep = sync(t, svc); rep.MarkedDeleted != 0 {
 			t.Fatalf("a second sync marked %d deleted again", rep.MarkedDeleted)
 		}
