@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
-	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -66,20 +65,8 @@ func newCluster(t *testing.T, backend string, n int, wrap func(i int) func(icebe
 	for i := range 6 {
 		c.orphans = append(c.orphans, c.lake.WriteFile(tbl, fmt.Sprintf("data/ts_hour=orphan-%d/leftover.parquet", i), 100+i, time.Now().Add(-200*time.Hour)))
 	}
-	// The first replica's database comes from storagetest.Open, on SQLite a copy of the template
-	// it migrates once per process (migrating anew took about 2 s under -race); the others open
-	// the same database by its DSN.
-	first := storagetest.Open(t, backend)
-	dsn := sameDatabase(t, first, backend)
-	for i := range n {
-		db := first
-		if i > 0 {
-			var err error
-			if db, err = storage.Open(ctx, dsn); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { db.Close() })
-		}
+	// The replicas share one database (storagetest's: on SQLite a copy of its migrated template).
+	for i, db := range storagetest.Replicas(t, backend, n) {
 		cat := mustCatalog(t, db, catalog.WithClock(c.clock.Now))
 		tbls, err := tables.New(db, cat, tables.WithClock(c.clock.Now), tables.WithWarehouseRoots(os.TempDir()),
 			tables.WithConnections(tables.NewCatalogConnection(tablestest.Name, "", nil, c.lake.Cat)))
@@ -100,29 +87,6 @@ func newCluster(t *testing.T, backend string, n int, wrap func(i int) func(icebe
 	}
 	c.asset = rep.Connections[0].Added[0].AssetID
 	return c
-}
-
-// sameDatabase returns a DSN naming db, which storagetest opened on backend.
-func sameDatabase(t *testing.T, db *storage.DB, backend string) string {
-	t.Helper()
-	ctx := context.Background()
-	if backend == "sqlite" {
-		var path string
-		if err := db.SQL.QueryRowContext(ctx, "SELECT file FROM pragma_database_list WHERE name = 'main'").Scan(&path); err != nil || path == "" {
-			t.Fatalf("the SQLite file: %q %v", path, err)
-		}
-		return path
-	}
-	var name string
-	if err := db.SQL.QueryRowContext(ctx, "SELECT current_database()").Scan(&name); err != nil {
-		t.Fatal(err)
-	}
-	u, err := url.Parse(os.Getenv(storagetest.PostgresEnv))
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Path = "/" + name
-	return u.String()
 }
 
 // completeWalksNeverOverlap checks that no two complete walks of one shard overlapped in time.

@@ -256,18 +256,8 @@ func newCluster(t *testing.T, backend string, n int) *cluster {
 	for i := range 6 {
 		c.lake.WriteFile(tbl, fmt.Sprintf("data/ts_hour=orphan-%d/leftover.parquet", i), 100+i, time.Now().Add(-200*time.Hour))
 	}
-	dsn := storagetest.DSN(t, backend)
-	for i := range n {
-		db, err := storage.Open(ctx, dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		if i == 0 {
-			if _, err := db.Migrate(ctx); err != nil {
-				t.Fatal(err)
-			}
-		}
+	// The replicas share one database (storagetest's: on SQLite a copy of its migrated template).
+	for i, db := range storagetest.Replicas(t, backend, n) {
 		cat := mustCatalog(t, db, catalog.WithClock(c.clock.Now))
 		tbls, err := tables.New(db, cat, tables.WithClock(c.clock.Now), tables.WithWarehouseRoots(os.TempDir()),
 			tables.WithConnections(tables.NewCatalogConnection(tablestest.Name, "", nil, c.lake.Cat)))

@@ -716,7 +716,8 @@ func pgText(v any) string {
 	return fmt.Sprint(v)
 }
 
-// upsert inserts rows in chunks with the given conflict clause.
+// upsert inserts rows with the given conflict clause (chunk.Statements: chunks on SQLite, one
+// statement on PostgreSQL).
 func (s *Service) upsert(ctx context.Context, tx *ent.Tx, table string, cols []column, rows [][]any, conflict string) error {
 	for part := range chunkpkg.Statements(s.sqlite, rows) {
 		q, args := s.bulkInsert(table, cols, part, conflict)

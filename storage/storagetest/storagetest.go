@@ -42,6 +42,30 @@ func ForEach(t *testing.T, fn func(t *testing.T, db *storage.DB)) {
 // Open returns a fresh, migrated database on backend, closed (and dropped) when the test ends.
 func Open(t testing.TB, backend string) *storage.DB {
 	t.Helper()
+	db, _ := openDSN(t, backend)
+	return db
+}
+
+// Replicas returns n handles on one fresh, migrated database on backend, as n server processes
+// sharing it have; each is closed when the test ends.
+func Replicas(t testing.TB, backend string, n int) []*storage.DB {
+	t.Helper()
+	first, dsn := openDSN(t, backend)
+	dbs := []*storage.DB{first}
+	for len(dbs) < n {
+		db, err := storage.Open(context.Background(), dsn)
+		if err != nil {
+			t.Fatalf("storagetest: open %s again: %v", backend, err)
+		}
+		t.Cleanup(func() { db.Close() })
+		dbs = append(dbs, db)
+	}
+	return dbs
+}
+
+// openDSN is Open, and the DSN that opens the same database again.
+func openDSN(t testing.TB, backend string) (*storage.DB, string) {
+	t.Helper()
 	dsn := DSN(t, backend)
 	ctx := context.Background()
 	if backend == "sqlite" {
@@ -61,7 +85,7 @@ func Open(t testing.TB, backend string) *storage.DB {
 	if _, err := db.Migrate(ctx); err != nil {
 		t.Fatalf("storagetest: migrate %s: %v", backend, err)
 	}
-	return db
+	return db, dsn
 }
 
 // migratedSQLite returns a migrated SQLite database file, made once per test process.
