@@ -141,9 +141,10 @@ func (b *batch) pgRunArgs() ([]any, error) {
 		uParent, uFacets, uCount = append(uParent, r.ParentRunID), append(uFacets, string(facets)), append(uCount, count)
 	}
 
-	return []any{pgarray.Text(nID), pgarray.Text(nJob), pgarray.Text(nState), pgarray.Text(nStateTime), pgarray.Text(nStarted), pgarray.Text(nEnded),
-		pgarray.Text(nNomStart), pgarray.Text(nNomEnd), pgarray.Text(nParent), pgarray.Text(nFacets), pgarray.Text(nCount),
-		pgarray.Text(uID), pgarray.Text(uState), pgarray.Text(uStateTime), pgarray.Text(uStarted), pgarray.Text(uEnded), pgarray.Text(uParent),
+	// Times as typed arrays, "" (no time) as NULL: read as times, no cast per element.
+	return []any{pgarray.Text(nID), pgarray.Text(nJob), pgarray.Text(nState), pgarray.Typed(nStateTime), pgarray.Typed(nStarted), pgarray.Typed(nEnded),
+		pgarray.Typed(nNomStart), pgarray.Typed(nNomEnd), pgarray.Text(nParent), pgarray.Text(nFacets), pgarray.Text(nCount),
+		pgarray.Text(uID), pgarray.Text(uState), pgarray.Typed(uStateTime), pgarray.Typed(uStarted), pgarray.Typed(uEnded), pgarray.Text(uParent),
 		pgarray.Text(uFacets), pgarray.Text(uCount)}, nil
 }
 
@@ -189,7 +190,7 @@ func (b *batch) pgEventArgs() []any {
 		evPrincipal = append(evPrincipal, b.principal)
 	}
 	return []any{pgarray.Text(evID), pgarray.Text(evKey), pgarray.Text(evKind), pgarray.Text(evType), pgarray.Text(evTime), pgarray.Text(evRun),
-		pgarray.Text(evJob), pgarray.Text(evProducer), pgarray.Text(evPayload), pgarray.Text(evPrincipal)}
+		pgarray.Typed(evJob), pgarray.Text(evProducer), pgarray.Text(evPayload), pgarray.Text(evPrincipal)}
 }
 
 // pgFlush stores a batch on PostgreSQL in one statement: the new runs ($1-$11), updated runs
@@ -198,16 +199,15 @@ func (b *batch) pgEventArgs() []any {
 const pgFlush = `WITH rn AS (
 		INSERT INTO runs (id, job_asset_id, state, state_time, started_at, ended_at, nominal_start, nominal_end, parent_run_id,
 			facets, event_count, created_at, updated_at)
-		SELECT v.id, v.job, v.state, v.state_time::timestamptz, NULLIF(v.started, '')::timestamptz, NULLIF(v.ended, '')::timestamptz,
-			NULLIF(v.nom_start, '')::timestamptz, NULLIF(v.nom_end, '')::timestamptz, v.parent, v.facets, v.n, $38, $38
-		FROM unnest($1::text[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
+		SELECT v.id, v.job, v.state, v.state_time, v.started, v.ended, v.nom_start, v.nom_end, v.parent, v.facets, v.n, $38, $38
+		FROM unnest($1::text[], $2::uuid[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::timestamptz[], $7::timestamptz[], $8::timestamptz[], $9::text[],
 			$10::jsonb[], $11::bigint[]) WITH ORDINALITY AS v(id, job, state, state_time, started, ended, nom_start, nom_end, parent, facets, n, ord)
 		ORDER BY v.ord
 	), ru AS (
-		UPDATE runs AS r SET state = v.state, state_time = v.state_time::timestamptz,
-			started_at = COALESCE(NULLIF(v.started, '')::timestamptz, r.started_at), ended_at = COALESCE(NULLIF(v.ended, '')::timestamptz, r.ended_at),
+		UPDATE runs AS r SET state = v.state, state_time = v.state_time,
+			started_at = COALESCE(v.started, r.started_at), ended_at = COALESCE(v.ended, r.ended_at),
 			parent_run_id = v.parent, facets = v.facets, event_count = v.n, updated_at = $38
-		FROM unnest($12::text[], $13::text[], $14::text[], $15::text[], $16::text[], $17::text[], $18::jsonb[], $19::bigint[])
+		FROM unnest($12::text[], $13::text[], $14::timestamptz[], $15::timestamptz[], $16::timestamptz[], $17::text[], $18::jsonb[], $19::bigint[])
 			AS v(id, state, state_time, started, ended, parent, facets, n)
 		WHERE r.id = v.id
 	), io AS (
@@ -222,8 +222,8 @@ const pgFlush = `WITH rn AS (
 		ON CONFLICT (run_id, asset_id, role) DO NOTHING
 	), ev AS (
 		INSERT INTO lineage_events (id, event_key, kind, event_type, event_time, run_id, job_asset_id, producer, payload, principal, received_at)
-		SELECT v.id, v.ev_key, v.kind, v.ev_type, v.ev_time, v.run, NULLIF(v.job, '')::uuid, v.producer, v.payload, v.principal, $38
-		FROM unnest($28::uuid[], $29::text[], $30::text[], $31::text[], $32::timestamptz[], $33::text[], $34::text[], $35::text[], $36::text[], $37::text[])
+		SELECT v.id, v.ev_key, v.kind, v.ev_type, v.ev_time, v.run, v.job, v.producer, v.payload, v.principal, $38
+		FROM unnest($28::uuid[], $29::text[], $30::text[], $31::text[], $32::timestamptz[], $33::text[], $34::uuid[], $35::text[], $36::text[], $37::text[])
 			AS v(id, ev_key, kind, ev_type, ev_time, run, job, producer, payload, principal)
 	)
 	SELECT 1`

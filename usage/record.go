@@ -629,7 +629,7 @@ func nullTime(t *time.Time) any {
 	return *t
 }
 
-// column is a column name and its PostgreSQL type (the unnest arrays are cast to it).
+// column is a column name and its PostgreSQL type (the type of its unnest array).
 type column struct{ name, pgType string }
 
 var (
@@ -644,12 +644,12 @@ var (
 	nameCols = []column{{"asset_id", "uuid"}, {"namespace", "text"}, {"name", "text"}, {"first_at", "timestamptz"}, {"last_at", "timestamptz"}}
 )
 
-// bulkInsert builds one INSERT of many rows. On PostgreSQL each column travels as one text
-// array parameter, unpacked by unnest: lib/pq encodes each parameter separately, and thousands of
-// them cost more than the insert itself. The arrays are plain string arrays (lib/pq encodes them
-// without reflection); a column of another type is cast by the server, and "" stands for NULL
-// there (it is no valid uuid, time, number or boolean). Text columns are never NULL. On SQLite
-// (in-process) plain VALUES.
+// bulkInsert builds one INSERT of many rows. On PostgreSQL each column travels as one array
+// parameter, unpacked by unnest: lib/pq encodes each parameter separately, and thousands of
+// them cost more than the insert itself. The arrays are string arrays (lib/pq encodes them
+// without reflection) of the column's type (pgarray.Typed: each element read by the type's input
+// function, no cast per element), where "" stands for NULL (it is no valid uuid, time, number or
+// boolean). Text columns are never NULL. On SQLite (in-process) plain VALUES.
 func (s *Service) bulkInsert(table string, cols []column, rows [][]any, tail string) (string, []any) {
 	var q strings.Builder
 	names := make([]string, len(cols))
@@ -659,20 +659,19 @@ func (s *Service) bulkInsert(table string, cols []column, rows [][]any, tail str
 	fmt.Fprintf(&q, "INSERT INTO %s (%s) ", table, strings.Join(names, ", "))
 	if !s.sqlite {
 		args := make([]any, len(cols))
-		arrays, exprs := make([]string, len(cols)), make([]string, len(cols))
+		arrays := make([]string, len(cols))
 		for j, c := range cols {
 			col := make([]string, len(rows))
 			for i, r := range rows {
 				col[i] = pgText(r[j])
 			}
 			args[j] = pgarray.Text(col)
-			arrays[j] = fmt.Sprintf("$%d::text[]", j+1)
-			exprs[j] = c.name
 			if c.pgType != "text" {
-				exprs[j] = fmt.Sprintf("NULLIF(%s, '')::%s", c.name, c.pgType)
+				args[j] = pgarray.Typed(col)
 			}
+			arrays[j] = fmt.Sprintf("$%d::%s[]", j+1, c.pgType)
 		}
-		fmt.Fprintf(&q, "SELECT %s FROM unnest(%s) AS x(%s) %s", strings.Join(exprs, ", "), strings.Join(arrays, ", "), strings.Join(names, ", "), tail)
+		fmt.Fprintf(&q, "SELECT * FROM unnest(%s) AS x(%s) %s", strings.Join(arrays, ", "), strings.Join(names, ", "), tail)
 		return q.String(), args
 	}
 	q.WriteString("VALUES ")

@@ -48,6 +48,7 @@ var (
 	events      = flag.Int("events", 100_000, "existing datasets: RunEvents per round")
 	batchSize   = flag.Int("batch", 500, "events per batch request")
 	clients     = flag.Int("clients", 4, "concurrent ingest clients")
+	slots       = flag.Int("slots", 0, "the server's concurrent ingest transactions (lineage.WithConcurrency; 0: twice -clients)")
 	rounds      = flag.Int("rounds", 3, "rounds (each runs both cases once, alternating which goes first)")
 	cases       = flag.String("cases", "both", "both, fresh or existing")
 	keep        = flag.Bool("keep", false, "keep the benchmark databases")
@@ -233,8 +234,12 @@ type ingestBench struct {
 // completed runs, change hooks, the graph loaded) on 127.0.0.1:0.
 func newIngestBench(ctx context.Context, db *storage.DB) *ingestBench {
 	// Warnings go to stderr: a refused or retried batch says why.
+	n := *slots
+	if n == 0 {
+		n = 2 * *clients
+	}
 	a, err := app.Open(ctx, db, app.Config{LoadGraph: true, Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		Lineage: []lineage.Option{lineage.WithConcurrency(2*(*clients), 30*time.Second)}})
+		Lineage: []lineage.Option{lineage.WithConcurrency(n, 30*time.Second)}})
 	benchdb.Must(err)
 	base, token := benchdb.Serve(ctx, db, handlers.Config{Catalog: a.Catalog, Lineage: a.Lineage, Usage: a.Usage, Tables: a.Tables})
 	in := &ingestBench{IngestClient: &benchdb.IngestClient{Base: base, Token: token}, ctx: ctx, db: db, rng: rand.New(rand.NewSource(7))}

@@ -58,6 +58,49 @@ func TestTextRoundTrips(t *testing.T) {
 	}
 }
 
+// TestTypedRoundTrips sends typed arrays through a real PostgreSQL: each element is read as its
+// type, "" as NULL.
+func TestTypedRoundTrips(t *testing.T) {
+	db := storagetest.Open(t, "postgres")
+	cases := []struct {
+		name, pgType string
+		in           []string
+		want         string // the array as PostgreSQL prints it back
+	}{
+		{"uuids", "uuid", []string{"0190a6f1-7c2e-7d4a-9b1e-0123456789ab", ""}, "{0190a6f1-7c2e-7d4a-9b1e-0123456789ab,NULL}"},
+		{"times", "timestamptz", []string{"2026-12-01T04:48:01.123456789Z", "", "2026-12-01T04:48:01Z"},
+			"{\"2026-12-01 04:48:01.123457+00\",NULL,\"2026-12-01 04:48:01+00\"}"},
+		{"numbers", "bigint", []string{"1", "", "-9223372036854775808"}, "{1,NULL,-9223372036854775808}"},
+		{"booleans", "boolean", []string{"true", "false", ""}, "{t,f,NULL}"},
+		{"all null", "uuid", []string{"", ""}, "{NULL,NULL}"},
+		{"none", "uuid", []string{}, "{}"},
+	}
+	if _, err := db.SQL.ExecContext(context.Background(), "SET TIME ZONE 'UTC'"); err != nil {
+		t.Fatal(err)
+	}
+	db.SQL.SetMaxOpenConns(1) // the time zone is the connection's
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var got string
+			err := db.SQL.QueryRowContext(context.Background(), fmt.Sprintf("SELECT ($1::%s[])::text", c.pgType), pgarray.Typed(c.in)).Scan(&got)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != c.want {
+				t.Fatalf("got %s, want %s", got, c.want)
+			}
+		})
+	}
+	var isNull bool
+	if err := db.SQL.QueryRowContext(context.Background(), "SELECT $1::uuid[] IS NULL", pgarray.Typed(nil)).Scan(&isNull); err != nil || !isNull {
+		t.Fatalf("nil Typed: NULL = %v, err %v", isNull, err)
+	}
+	// Not a value of the type: the server refuses the batch rather than store something else.
+	if _, err := db.SQL.ExecContext(context.Background(), "SELECT $1::uuid[]", pgarray.Typed{"not-a-uuid"}); err == nil {
+		t.Fatal("an invalid uuid was accepted")
+	}
+}
+
 // TestTextMatchesPQ: the literal is the one lib/pq's StringArray writes (which always quotes).
 func TestTextMatchesPQ(t *testing.T) {
 	for _, in := range [][]string{nil, {}, {""}, {`a"b\c`, "d,e", "NULL"}, {strings.Repeat(`"\`, 40)}} {
@@ -99,6 +142,19 @@ func FuzzText(f *testing.F) {
 		got, _ := pgarray.Text(in).Value()
 		if got != want {
 			t.Fatalf("%q: got %v, want %v", in, got, want)
+		}
+		// Typed writes the same literal but for NULL in place of each "" element.
+		typed, _ := pgarray.Typed(in).Value()
+		parts := make([]string, len(in))
+		for i, s := range in {
+			parts[i] = "NULL"
+			if s != "" {
+				one, _ := pq.StringArray{s}.Value()
+				parts[i] = strings.TrimSuffix(strings.TrimPrefix(one.(string), "{"), "}")
+			}
+		}
+		if wantTyped := "{" + strings.Join(parts, ",") + "}"; typed != wantTyped {
+			t.Fatalf("%q: Typed got %v, want %v", in, typed, wantTyped)
 		}
 	})
 }
