@@ -176,10 +176,10 @@ func (b *batch) pgIOArgs() []any {
 	return args
 }
 
-// pgEventArgs are the batch's events as arrays.
+// pgEventArgs are the batch's events as arrays, then its principal (one value).
 func (b *batch) pgEventArgs() []any {
 	ts := pgTime
-	var evID, evKey, evKind, evType, evTime, evRun, evJob, evProducer, evPayload, evPrincipal []string
+	var evID, evKey, evKind, evType, evTime, evRun, evJob, evProducer, evPayload []string
 	for _, e := range b.events {
 		job := ""
 		if e.job != uuid.Nil {
@@ -187,15 +187,15 @@ func (b *batch) pgEventArgs() []any {
 		}
 		evID, evKey, evKind, evType, evTime = append(evID, e.id.String()), append(evKey, e.key), append(evKind, string(e.ev.Kind)), append(evType, e.ev.EventType), append(evTime, ts(e.ev.EventTime))
 		evRun, evJob, evProducer, evPayload = append(evRun, e.ev.RunID), append(evJob, job), append(evProducer, truncate(e.ev.Producer, 1024)), append(evPayload, string(e.ev.Raw))
-		evPrincipal = append(evPrincipal, b.principal)
 	}
 	return []any{pgarray.Text(evID), pgarray.Text(evKey), pgarray.Text(evKind), pgarray.Text(evType), pgarray.Text(evTime), pgarray.Text(evRun),
-		pgarray.Typed(evJob), pgarray.Text(evProducer), pgarray.Text(evPayload), pgarray.Text(evPrincipal)}
+		pgarray.Typed(evJob), pgarray.Text(evProducer), pgarray.Text(evPayload), b.principal}
 }
 
 // pgFlush stores a batch on PostgreSQL in one statement: the new runs ($1-$11), updated runs
 // ($12-$19), run inputs and outputs of new runs ($20-$23) and of stored ones ($24-$27) and events
-// ($28-$37, the principal last), at $38.
+// ($28-$36, then the batch's principal, one value: an array element costs the server a parse),
+// at $38.
 const pgFlush = `WITH rn AS (
 		INSERT INTO runs (id, job_asset_id, state, state_time, started_at, ended_at, nominal_start, nominal_end, parent_run_id,
 			facets, event_count, created_at, updated_at)
@@ -222,8 +222,8 @@ const pgFlush = `WITH rn AS (
 		ON CONFLICT (run_id, asset_id, role) DO NOTHING
 	), ev AS (
 		INSERT INTO lineage_events (id, event_key, kind, event_type, event_time, run_id, job_asset_id, producer, payload, principal, received_at)
-		SELECT v.id, v.ev_key, v.kind, v.ev_type, v.ev_time, v.run, v.job, v.producer, v.payload, v.principal, $38
-		FROM unnest($28::uuid[], $29::text[], $30::text[], $31::text[], $32::timestamptz[], $33::text[], $34::uuid[], $35::text[], $36::text[], $37::text[])
-			AS v(id, ev_key, kind, ev_type, ev_time, run, job, producer, payload, principal)
+		SELECT v.id, v.ev_key, v.kind, v.ev_type, v.ev_time, v.run, v.job, v.producer, v.payload, $37::text, $38
+		FROM unnest($28::uuid[], $29::text[], $30::text[], $31::text[], $32::timestamptz[], $33::text[], $34::uuid[], $35::text[], $36::text[])
+			AS v(id, ev_key, kind, ev_type, ev_time, run, job, producer, payload)
 	)
 	SELECT 1`

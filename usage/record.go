@@ -658,20 +658,8 @@ func (s *Service) bulkInsert(table string, cols []column, rows [][]any, tail str
 	}
 	fmt.Fprintf(&q, "INSERT INTO %s (%s) ", table, strings.Join(names, ", "))
 	if !s.sqlite {
-		args := make([]any, len(cols))
-		arrays := make([]string, len(cols))
-		for j, c := range cols {
-			col := make([]string, len(rows))
-			for i, r := range rows {
-				col[i] = pgText(r[j])
-			}
-			args[j] = pgarray.Text(col)
-			if c.pgType != "text" {
-				args[j] = pgarray.Typed(col)
-			}
-			arrays[j] = fmt.Sprintf("$%d::%s[]", j+1, c.pgType)
-		}
-		fmt.Fprintf(&q, "SELECT * FROM unnest(%s) AS x(%s) %s", strings.Join(arrays, ", "), strings.Join(names, ", "), tail)
+		sel, args := pgUnnest(cols, rows)
+		q.WriteString(sel + " " + tail)
 		return q.String(), args
 	}
 	q.WriteString("VALUES ")
@@ -692,6 +680,41 @@ func (s *Service) bulkInsert(table string, cols []column, rows [][]any, tail str
 	}
 	q.WriteString(" " + tail)
 	return q.String(), args
+}
+
+// pgUnnest is bulkInsert's SELECT of rows on PostgreSQL. A column with one value in every row
+// (a batch's receipt time, a source, the empty actor of a run's usage) goes as one parameter
+// instead of an array: the server parses each array element, and those parses are a large share
+// of a bulk insert's cost. At least one column stays an array, for unnest's row count.
+func pgUnnest(cols []column, rows [][]any) (string, []any) {
+	args := make([]any, 0, len(cols))
+	exprs := make([]string, len(cols))
+	var arrays, arrayNames []string
+	for j, c := range cols {
+		col := make([]string, len(rows))
+		same := true
+		for i, r := range rows {
+			col[i] = pgText(r[j])
+			same = same && col[i] == col[0]
+		}
+		if same && len(rows) > 0 && !(j == len(cols)-1 && len(arrays) == 0) {
+			var v any = col[0]
+			if col[0] == "" && c.pgType != "text" {
+				v = nil
+			}
+			args = append(args, v)
+			exprs[j] = fmt.Sprintf("$%d::%s", len(args), c.pgType)
+			continue
+		}
+		var arr any = pgarray.Text(col)
+		if c.pgType != "text" {
+			arr = pgarray.Typed(col)
+		}
+		args = append(args, arr)
+		arrays, arrayNames = append(arrays, fmt.Sprintf("$%d::%s[]", len(args), c.pgType)), append(arrayNames, c.name)
+		exprs[j] = "x." + c.name
+	}
+	return fmt.Sprintf("SELECT %s FROM unnest(%s) AS x(%s)", strings.Join(exprs, ", "), strings.Join(arrays, ", "), strings.Join(arrayNames, ", ")), args
 }
 
 // pgText is a value as PostgreSQL reads it from text ("" for nil: NULL once cast).
