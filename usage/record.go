@@ -317,6 +317,7 @@ func (s *Service) store(ctx context.Context, rows []row) (map[string]bool, error
 				return err
 			}
 		}
+		fresh = make([]row, 0, len(inserted))
 		for _, r := range rows {
 			if inserted[r.key] {
 				fresh = append(fresh, r)

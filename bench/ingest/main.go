@@ -53,6 +53,7 @@ var (
 	cases       = flag.String("cases", "both", "both, fresh or existing")
 	keep        = flag.Bool("keep", false, "keep the benchmark databases")
 	cpuProfile  = flag.String("cpuprofile", "", "write a CPU profile of each timed ingest (server and load client; the COPYs are left out) to this path plus .1, .2, ...")
+	memProfile  = flag.String("memprofile", "", "write the allocations profile after each timed ingest to this path plus .1, .2, ... (the process's allocations since it started)")
 	logStmts    = flag.Bool("log-statements", false, "have the server log every statement of the ingest databases with its duration, and lock waits (to its own log), to see where the time goes")
 )
 
@@ -282,13 +283,23 @@ func (in *ingestBench) eventBatches(n int, fresh bool) <-chan []byte {
 // post is the timed run: the clients POST the batches until there are none left. It prints and
 // returns the events a second.
 func (in *ingestBench) post(batches <-chan []byte, what string) float64 {
-	if *cpuProfile != "" {
+	if *cpuProfile != "" || *memProfile != "" {
 		profiled++
+	}
+	if *cpuProfile != "" {
 		f, err := os.Create(fmt.Sprintf("%s.%d", *cpuProfile, profiled))
 		benchdb.Must(err)
 		benchdb.Must(pprof.StartCPUProfile(f))
 		defer func() {
 			pprof.StopCPUProfile()
+			benchdb.Must(f.Close())
+		}()
+	}
+	if *memProfile != "" {
+		defer func() {
+			f, err := os.Create(fmt.Sprintf("%s.%d", *memProfile, profiled))
+			benchdb.Must(err)
+			benchdb.Must(pprof.Lookup("allocs").WriteTo(f, 0))
 			benchdb.Must(f.Close())
 		}()
 	}
