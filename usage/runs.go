@@ -38,7 +38,7 @@ func (s *Service) FromRuns(ctx context.Context, runs []RunUsage) error {
 	for _, r := range runs {
 		n += len(r.Inputs) + len(r.Outputs)
 	}
-	rows := make([]row, 0, n) // grown by append instead, its copies were about 4% of the bytes an ingest allocated
+	rows := make([]row, 0, n) // grown by append, its copies were ~4% of the bytes bench/ingest allocated
 	seen := make(map[string]bool, n)
 	for _, r := range runs {
 		if r.At.Before(now.Add(-s.lateness)) || r.At.After(now.Add(Skew)) {

@@ -159,9 +159,7 @@ func firstIngest(ctx context.Context) float64 {
 	benchdb.Must(db.SQL.QueryRowContext(ctx, "SELECT count(*) FROM assets WHERE created_at >= $1", in.before).Scan(&assets))
 	fmt.Printf("  assets created by the run: %d (%.2f an event)\n", assets, float64(assets)/float64(max(1, in.Done.Load())))
 	copyRate, copyUS := in.copyCeiling(rate)
-	n := float64(in.Done.Load())
-	freshCPU, freshCopyCPU = append(freshCPU, float64(in.cpu.Microseconds())/n), append(freshCopyCPU, copyUS)
-	freshCopyRates = append(freshCopyRates, copyRate)
+	freshCPU, freshCopyCPU, freshCopyRates = append(freshCPU, in.cpuUS()), append(freshCopyCPU, copyUS), append(freshCopyRates, copyRate)
 	return rate
 }
 
@@ -177,7 +175,7 @@ func existingIngest(ctx context.Context) (rate, copyRate float64) {
 	in := newIngestBench(ctx, db)
 	rate = in.post(in.eventBatches(*events, false), "existing datasets")
 	copyRate, copyUS := in.copyCeiling(rate)
-	existingCPU, copyCPU = append(existingCPU, float64(in.cpu.Microseconds())/float64(in.Done.Load())), append(copyCPU, copyUS)
+	existingCPU, copyCPU = append(existingCPU, in.cpuUS()), append(copyCPU, copyUS)
 	return rate, copyRate
 }
 
@@ -198,8 +196,13 @@ func (in *ingestBench) copyCeiling(rate float64) (copyRate, cpuUS float64) {
 	copyRate, cpuUS = n/took.Seconds(), float64(cpu.Microseconds())/n
 	fmt.Printf("  COPY of the run's rows into a fresh database: %s = %.0f events/s; ingest / COPY = %.1f%%; CPU an event (backends and this process): "+
 		"ingest %.0fus, COPY %.0fus, COPY / ingest = %.1f%%\n",
-		took.Round(time.Millisecond), copyRate, 100*rate/copyRate, float64(in.cpu.Microseconds())/n, cpuUS, 100*float64(cpu)/float64(in.cpu))
+		took.Round(time.Millisecond), copyRate, 100*rate/copyRate, in.cpuUS(), cpuUS, 100*float64(cpu)/float64(in.cpu))
 	return copyRate, cpuUS
+}
+
+// cpuUS is the timed run's CPU an event in microseconds (this database's backends and this process).
+func (in *ingestBench) cpuUS() float64 {
+	return float64(in.cpu.Microseconds()) / float64(max(1, in.Done.Load()))
 }
 
 // logStatements has the server log each statement in the database dsn names with its duration,

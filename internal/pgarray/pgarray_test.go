@@ -75,14 +75,19 @@ func TestTypedRoundTrips(t *testing.T) {
 		{"all null", "uuid", []string{"", ""}, "{NULL,NULL}"},
 		{"none", "uuid", []string{}, "{}"},
 	}
-	if _, err := db.SQL.ExecContext(context.Background(), "SET TIME ZONE 'UTC'"); err != nil {
+	// The time zone is a session's: one connection sets it and runs every case.
+	conn, err := db.SQL.Conn(context.Background())
+	if err != nil {
 		t.Fatal(err)
 	}
-	db.SQL.SetMaxOpenConns(1) // the time zone is the connection's
+	defer conn.Close()
+	if _, err := conn.ExecContext(context.Background(), "SET TIME ZONE 'UTC'"); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var got string
-			err := db.SQL.QueryRowContext(context.Background(), fmt.Sprintf("SELECT ($1::%s[])::text", c.pgType), pgarray.Typed(c.in)).Scan(&got)
+			err := conn.QueryRowContext(context.Background(), fmt.Sprintf("SELECT ($1::%s[])::text", c.pgType), pgarray.Typed(c.in)).Scan(&got)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -92,11 +97,11 @@ func TestTypedRoundTrips(t *testing.T) {
 		})
 	}
 	var isNull bool
-	if err := db.SQL.QueryRowContext(context.Background(), "SELECT $1::uuid[] IS NULL", pgarray.Typed(nil)).Scan(&isNull); err != nil || !isNull {
+	if err := conn.QueryRowContext(context.Background(), "SELECT $1::uuid[] IS NULL", pgarray.Typed(nil)).Scan(&isNull); err != nil || !isNull {
 		t.Fatalf("nil Typed: NULL = %v, err %v", isNull, err)
 	}
 	// Not a value of the type: the server refuses the batch rather than store something else.
-	if _, err := db.SQL.ExecContext(context.Background(), "SELECT $1::uuid[]", pgarray.Typed{"not-a-uuid"}); err == nil {
+	if _, err := conn.ExecContext(context.Background(), "SELECT $1::uuid[]", pgarray.Typed{"not-a-uuid"}); err == nil {
 		t.Fatal("an invalid uuid was accepted")
 	}
 }
@@ -131,6 +136,68 @@ func BenchmarkTextValue(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkServerReads measures, on a real PostgreSQL, what the server pays to read a bulk
+// statement's parameters (the client's encoding included), 2,000 rows at a time:
+//   - uuids: a uuid[] (Typed) against a text[] cast per element (how uuid columns went before);
+//   - constants: 7 columns with one value in every row, as arrays against as one parameter
+//     each (how usage's bulk inserts send them now), into a temporary table with 2 varying columns.
+func BenchmarkServerReads(b *testing.B) {
+	db := storagetest.Open(b, "postgres")
+	ctx := context.Background()
+	conn, err := db.SQL.Conn(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	const n = 2000
+	ids, keys := make([]string, n), make([]string, n)
+	for i := range n {
+		ids[i], keys[i] = fmt.Sprintf("0190a6f1-7c2e-7d4a-9b1e-%012x", i), fmt.Sprintf("%064x", i)
+	}
+	run := func(b *testing.B, q string, args ...any) {
+		for b.Loop() {
+			tx, err := conn.BeginTx(ctx, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+				b.Fatal(err)
+			}
+			if err := tx.Rollback(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Run("uuids/text-cast", func(b *testing.B) {
+		run(b, "SELECT count(NULLIF(x, '')::uuid) FROM unnest($1::text[]) AS u(x)", pgarray.Text(ids))
+	})
+	b.Run("uuids/typed", func(b *testing.B) { run(b, "SELECT count(x) FROM unnest($1::uuid[]) AS u(x)", pgarray.Typed(ids)) })
+
+	if _, err := conn.ExecContext(ctx, `CREATE TEMP TABLE bench_rows (k text, a uuid, c1 text, c2 text, c3 timestamptz, c4 text,
+		c5 boolean, c6 text, c7 text)`); err != nil {
+		b.Fatal(err)
+	}
+	consts := [][2]string{{"openlineage", "text"}, {"", "text"}, {"2026-12-05T02:00:00.123456Z", "timestamptz"}, {"", "text"},
+		{"false", "boolean"}, {"", "text"}, {"2026-12-05", "text"}}
+	arrays := []any{pgarray.Text(keys), pgarray.Typed(ids)}
+	scalars := []any{pgarray.Text(keys), pgarray.Typed(ids)}
+	var arrayCols, scalarCols []string
+	for i, c := range consts { // as usage's bulk inserts send them: text as Text and "", other types Typed
+		var arr, one any = pgarray.Text(slices.Repeat([]string{c[0]}, n)), c[0]
+		if c[1] != "text" {
+			arr = pgarray.Typed(slices.Repeat([]string{c[0]}, n))
+		}
+		arrays, scalars = append(arrays, arr), append(scalars, one)
+		arrayCols, scalarCols = append(arrayCols, fmt.Sprintf("$%d::%s[]", i+3, c[1])), append(scalarCols, fmt.Sprintf("$%d::%s", i+3, c[1]))
+	}
+	b.Run("constants/arrays", func(b *testing.B) {
+		run(b, "INSERT INTO bench_rows SELECT * FROM unnest($1::text[], $2::uuid[], "+strings.Join(arrayCols, ", ")+")", arrays...)
+	})
+	b.Run("constants/scalars", func(b *testing.B) {
+		run(b, "INSERT INTO bench_rows SELECT x.k, x.a, "+strings.Join(scalarCols, ", ")+" FROM unnest($1::text[], $2::uuid[]) AS x(k, a)", scalars...)
+	})
 }
 
 // FuzzText: for any elements, the literal is lib/pq's.
